@@ -1,0 +1,205 @@
+package portico
+
+import (
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Modality is a set of input kinds, as bits.
+type Modality uint8
+
+// The modalities. ModalityText|ModalityImage is a route that reads both.
+const (
+	ModalityText Modality = 1 << iota
+	ModalityImage
+)
+
+// Has reports whether m includes every modality of want.
+func (m Modality) Has(want Modality) bool { return m&want == want }
+
+// String returns "text", "image", "text+image" or "none".
+func (m Modality) String() string {
+	switch m {
+	case 0:
+		return "none"
+	case ModalityText:
+		return "text"
+	case ModalityImage:
+		return "image"
+	case ModalityText | ModalityImage:
+		return "text+image"
+	}
+	return "Modality(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Modalities returns the modalities r's messages use: ModalityText, plus
+// ModalityImage when any part is an image.
+func (r *Request) Modalities() Modality {
+	m := ModalityText
+	for i := range r.Messages {
+		for _, p := range r.Messages[i].Content {
+			if p.Kind == PartImage {
+				m |= ModalityImage
+			}
+		}
+	}
+	return m
+}
+
+// SchemaMode is how far a route supports structured output. Modes are ordered:
+// a route with a higher mode can serve any request needing a lower one.
+type SchemaMode uint8
+
+// The structured-output modes.
+const (
+	SchemaNone       SchemaMode = iota // no structured output
+	SchemaJSONObject                   // "some JSON object" (OpenAI's json_object)
+	SchemaJSON                         // a JSON Schema, followed on a best-effort basis
+	SchemaStrict                       // a JSON Schema enforced by constrained decoding (OpenAI strict mode)
+)
+
+// String returns "none", "json_object", "json_schema" or "strict".
+func (s SchemaMode) String() string {
+	switch s {
+	case SchemaNone:
+		return "none"
+	case SchemaJSONObject:
+		return "json_object"
+	case SchemaJSON:
+		return "json_schema"
+	case SchemaStrict:
+		return "strict"
+	}
+	return "SchemaMode(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Capabilities describes what a route (one model at one provider) can do and what
+// it costs. Routers, cascades and fallbacks filter candidates on it with
+// [Capabilities.Fits], the one shared filter. A zero field means "unknown" and
+// does not exclude the route, except Modalities, where zero means text only.
+type Capabilities struct {
+	// Provider names who serves the route ("openai", "azure", "vllm-eu"); routes
+	// with different providers are taken to fail independently (seed 000).
+	Provider string
+	// Region where the route is served, for the same purpose.
+	Region string
+	// ContextWindow is the most tokens of input plus output the model takes.
+	ContextWindow int
+	// MaxOutput is the most output tokens the model produces in one answer.
+	MaxOutput int
+	// Modalities the model reads; zero means ModalityText.
+	Modalities Modality
+	// Tools is true when the model supports tool (function) calling.
+	Tools bool
+	// Schema is the structured-output support.
+	Schema SchemaMode
+	// Class is the model class used by Contract.ModelClasses ("frontier",
+	// "small", "reasoning", ...).
+	Class string
+	// InputPrice and OutputPrice are prices per token, in the application's
+	// currency unit (say US dollars: 2.5e-6 for $2.50 per million tokens).
+	InputPrice, OutputPrice float64
+	// CachedInputPrice is the price per cached input token; 0 means InputPrice.
+	CachedInputPrice float64
+}
+
+// Cost returns the price of usage u on this route: uncached input at InputPrice,
+// cached input at CachedInputPrice (InputPrice if zero), output at OutputPrice.
+func (c *Capabilities) Cost(u Usage) float64 {
+	cachedPrice := c.CachedInputPrice
+	if cachedPrice == 0 {
+		cachedPrice = c.InputPrice
+	}
+	cached := min(u.CachedInputTokens, u.InputTokens)
+	return float64(u.InputTokens-cached)*c.InputPrice + float64(cached)*cachedPrice + float64(u.OutputTokens)*c.OutputPrice
+}
+
+// Contract is a workload's machine-readable routing contract (seed 003): what any
+// route serving it must offer. The zero Contract asks for nothing.
+type Contract struct {
+	// Modalities the workload needs beyond what its messages show; zero adds none.
+	Modalities Modality
+	// MaxInputTokens the workload may send; a route must fit it plus the request's
+	// MaxOutputTokens in its context window. Zero: use the request's estimate.
+	MaxInputTokens int
+	// ToolsRequired: the route must support tool calling.
+	ToolsRequired bool
+	// SchemaID names the structured-output schema the workload relies on; with it
+	// set the route must support at least SchemaJSON.
+	SchemaID string
+	// StrictSchema: the route must support SchemaStrict.
+	StrictSchema bool
+	// ModelClasses, when non-empty, lists the model classes allowed.
+	ModelClasses []string
+	// MaxCost is the most one request may cost, in the Capabilities' price unit,
+	// estimated before the call from input tokens and MaxOutputTokens; 0: no limit.
+	MaxCost float64
+	// Deadline is the end-to-end time the workload allows; 0: only the context's.
+	Deadline time.Duration
+}
+
+// Fits reports whether this route can serve req, whose input is estimated at
+// inputTokens tokens, under req's Contract (if any). It returns nil when it can,
+// or an [*Error] of class [Incompatible] whose Reason names the first unmet need:
+// "modality", "context window", "max output", "tools", "schema", "strict schema",
+// "model class" or "cost". It checks, in this order:
+//
+//   - the modalities of the messages and of the contract;
+//   - context window >= input (the larger of inputTokens and
+//     Contract.MaxInputTokens) + MaxOutputTokens, and MaxOutput >= MaxOutputTokens;
+//   - tool support when the request has tools or the contract requires them;
+//   - schema support when the request has a Schema or the contract names one,
+//     strict support when either asks for strict;
+//   - the model class against Contract.ModelClasses;
+//   - the estimated cost (input at InputPrice, MaxOutputTokens at OutputPrice)
+//     against Contract.MaxCost.
+//
+// Fits allocates only when it rejects. It is the single filter that package
+// route and package fallback share.
+func (c *Capabilities) Fits(req *Request, inputTokens int) error {
+	k := req.Contract
+	if k == nil {
+		k = &noContract
+	}
+	mods := c.Modalities
+	if mods == 0 {
+		mods = ModalityText
+	}
+	if !mods.Has(req.Modalities() | k.Modalities) {
+		return incompatible("modality")
+	}
+	in := max(inputTokens, k.MaxInputTokens)
+	if c.ContextWindow > 0 && in+req.MaxOutputTokens > c.ContextWindow {
+		return incompatible("context window")
+	}
+	if c.MaxOutput > 0 && req.MaxOutputTokens > c.MaxOutput {
+		return incompatible("max output")
+	}
+	if (len(req.Tools) > 0 || k.ToolsRequired) && !c.Tools {
+		return incompatible("tools")
+	}
+	strict := k.StrictSchema || (req.Schema != nil && req.Schema.Strict)
+	if strict && c.Schema < SchemaStrict {
+		return incompatible("strict schema")
+	}
+	if (req.Schema != nil || k.SchemaID != "") && c.Schema < SchemaJSON {
+		return incompatible("schema")
+	}
+	if len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.Class) {
+		return incompatible("model class")
+	}
+	if k.MaxCost > 0 {
+		est := float64(in)*c.InputPrice + float64(req.MaxOutputTokens)*c.OutputPrice
+		if est > k.MaxCost {
+			return incompatible("cost")
+		}
+	}
+	return nil
+}
+
+var noContract Contract
+
+func incompatible(reason string) error {
+	return &Error{Class: Incompatible, Reason: reason}
+}

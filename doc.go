@@ -1,0 +1,70 @@
+// Package portico puts a gateway's defences in-process, in front of every call an
+// application makes to a language model: limit, retry, break, route, fall back,
+// validate and trace, with no network hop and no sidecar.
+//
+// # One interface
+//
+// Everything is a [Model]: a provider SDK behind an adapter (package
+// provider/openai), a fake (package modeltest), or a Model wrapped by
+// [Middleware]. A stack is built with [Chain], first argument outermost, as with
+// [net/http.RoundTripper] wrappers and [log/slog.Handler]s.
+//
+// Streaming goes through the same method: a [Request] whose OnChunk is set gets
+// the answer's text as it arrives, and still receives the assembled [Response] at
+// the end. Layers wrap OnChunk to see the first token (TTFT), the gaps between
+// tokens, and whether anything reached the caller: after that, no layer retries or
+// falls back transparently.
+//
+// # Errors
+//
+// Every failure is classified before anything acts on it (seed 003). An [*Error]
+// carries a [Class] — [Permanent], [Transient], [RateLimited] (with Retry-After),
+// [Incompatible], [InvalidResponse], [Ambiguous], [Canceled], [Deadline],
+// [Rejected] — and the layers decide by class alone: retry retries only what can
+// succeed later, a breaker counts only what says something about the route
+// ([Class.RouteFault]), a fallback moves on only from what another route can fix.
+// [ClassOf] classifies any error; unknown errors are Permanent.
+//
+// # Routes, capabilities and contracts
+//
+// A route is a Model with [Capabilities] (context window, modalities, tools,
+// schema mode, model class, prices, provider and region). A workload states what it
+// needs in a [Contract]; [Capabilities.Fits] is the one filter that routers,
+// cascades and fallbacks share. An [Estimator] predicts input tokens before the
+// call; [DefaultEstimator] counts bytes.
+//
+// # The order of layers
+//
+// The recommended stack, outermost first:
+//
+//   - trace: one span per request, so every layer's time is inside it;
+//   - per-client rate limit: who gets in and how much, before any work is done;
+//   - end-to-end deadline: the budget every later layer spends;
+//   - fallback over routes (or a router or cascade choosing among them);
+//   - inside each route: per-model rate limit, breaker, retry, validate, and the
+//     provider adapter.
+//
+// Retry sits inside the breaker so that a breaker sees one outcome per call, not
+// one per attempt, and outside validate so an invalid answer can be retried.
+// Exactly one layer retries (seed 003): the adapters turn their SDK's own retries
+// off.
+//
+// # Packages
+//
+//   - ratelimit: token buckets on requests and on LLM tokens, in-flight caps.
+//   - retry: class-aware attempts, full jitter, Retry-After, retry budgets,
+//     deadline-aware admission of attempts, TTFT and inter-token timeouts.
+//   - breaker: per-route circuit breakers.
+//   - route: routers, cascades and replica balancers.
+//   - fallback: ordered groups of capable routes.
+//   - validate: the acceptance pipeline every answer passes.
+//   - trace: OpenTelemetry spans, metrics and logs, content redacted by default.
+//   - modeltest: fakes, fault injection, a conformance suite, an OpenAI-compatible
+//     test server.
+//   - provider/openai: the openai-go adapter.
+//
+// The formulas and numbers these packages reproduce come from the project's seed
+// documents: token buckets and cascades (000), retry amplification and budgets
+// (001), agent scheduling and replica choice (002), contracts, validation and
+// fallback (003).
+package portico

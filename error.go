@@ -1,0 +1,233 @@
+package portico
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Class says what an error means for the layers above it: whether trying again
+// can help, whether it says anything about the route's health, and whose fault it
+// is. Every layer acts on the Class, never on message text (seed 003: classify
+// errors before acting).
+type Class uint8
+
+// The error classes. The zero Class, None, is the class of a nil error.
+const (
+	// None is the class of a nil error.
+	None Class = iota
+	// Permanent: the request is wrong or not allowed (400, 401, 403, 404). The same
+	// request fails again anywhere; it never counts against a route's health.
+	Permanent
+	// Transient: the route failed this time (500, 502, 503, 504, connection refused
+	// before the request was sent). Trying again may succeed.
+	Transient
+	// RateLimited: the provider or a limiter refused for now (429). [Error.RetryAfter]
+	// carries the hint when there is one.
+	RateLimited
+	// Incompatible: this route cannot serve this request (context too long, tools
+	// or modality unsupported). Never retry the same route; a capable one may work.
+	Incompatible
+	// InvalidResponse: an answer came back but breaks the contract (truncated,
+	// schema violation, unknown tool, malformed envelope). HTTP 200 is not success.
+	InvalidResponse
+	// Ambiguous: the request was sent and its outcome is unknown (a timeout after
+	// the request was written). It may have been executed and billed.
+	Ambiguous
+	// Canceled: the caller's own context was canceled. Never a route's fault.
+	Canceled
+	// Deadline: the time budget ran out, or what remains cannot fit another attempt.
+	Deadline
+	// Rejected: refused locally without calling the model (load shed, breaker open,
+	// limit reached in reject mode).
+	Rejected
+)
+
+var classNames = [...]string{
+	None:            "none",
+	Permanent:       "permanent",
+	Transient:       "transient",
+	RateLimited:     "rate_limited",
+	Incompatible:    "incompatible",
+	InvalidResponse: "invalid_response",
+	Ambiguous:       "ambiguous",
+	Canceled:        "canceled",
+	Deadline:        "deadline",
+	Rejected:        "rejected",
+}
+
+// String returns the class's snake_case name ("rate_limited"), used in logs,
+// metrics and span attributes.
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "Class(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Retryable reports whether trying the same route again may succeed: true for
+// Transient and RateLimited, false for the rest. Ambiguous is retryable only when
+// the request allows it (see [Request.Idempotent]), which the caller decides.
+func (c Class) Retryable() bool { return c == Transient || c == RateLimited }
+
+// RouteFault reports whether an error of this class says something about the
+// route's health and so may count against a breaker: Transient, RateLimited,
+// Ambiguous and InvalidResponse. Permanent client errors, Incompatible requests,
+// the caller's cancellation, deadlines and local rejections never do.
+func (c Class) RouteFault() bool {
+	switch c {
+	case Transient, RateLimited, Ambiguous, InvalidResponse:
+		return true
+	}
+	return false
+}
+
+// classError is the type of the class sentinels: errors.Is(err, ErrTransient)
+// holds for any *Error of class Transient.
+type classError Class
+
+func (e classError) Error() string { return "portico: " + Class(e).String() }
+
+// Sentinels, one per class, to branch on with errors.Is: errors.Is(err,
+// portico.ErrRateLimited) holds when err is or wraps an [*Error] whose Class is
+// RateLimited. A bare context.Canceled does not match ErrCanceled; use [ClassOf],
+// which maps the context errors to their classes, or [FromContext].
+var (
+	ErrPermanent       error = classError(Permanent)
+	ErrTransient       error = classError(Transient)
+	ErrRateLimited     error = classError(RateLimited)
+	ErrIncompatible    error = classError(Incompatible)
+	ErrInvalidResponse error = classError(InvalidResponse)
+	ErrAmbiguous       error = classError(Ambiguous)
+	ErrCanceled        error = classError(Canceled)
+	ErrDeadline        error = classError(Deadline)
+	ErrRejected        error = classError(Rejected)
+)
+
+// Error is a classified failure of a call. Every field but Class is optional.
+//
+// Error messages never contain prompt or answer text: Reason and the provider's
+// code are short identifiers, and adapters keep provider message bodies out of
+// Err unless the user opts in.
+type Error struct {
+	// Class says what the failure means; see [Class].
+	Class Class
+	// Status is the HTTP status code, when the failure came over HTTP; 0 otherwise.
+	Status int
+	// Code is the provider's error code ("context_length_exceeded",
+	// "rate_limit_exceeded"), when it sent one.
+	Code string
+	// Model names the model (or route) that failed, when known.
+	Model string
+	// Reason is a short, content-free explanation ("breaker open", "overloaded",
+	// "retry budget exhausted").
+	Reason string
+	// RetryAfter is how long to wait before the same call could succeed: the
+	// provider's Retry-After hint, or a limiter's exact wait; 0 when unknown.
+	RetryAfter time.Duration
+	// RateLimit is the provider's view of its limits sent with the failure; nil if none.
+	RateLimit *RateLimit
+	// Err is the underlying cause; nil when there is none.
+	Err error
+}
+
+// Error formats the error as "portico: class[ status N][ code C][ model M]:
+// reason[: cause]".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("portico: ")
+	b.WriteString(e.Class.String())
+	if e.Status != 0 {
+		b.WriteString(" status ")
+		b.WriteString(strconv.Itoa(e.Status))
+	}
+	if e.Code != "" {
+		b.WriteString(" code ")
+		b.WriteString(e.Code)
+	}
+	if e.Model != "" {
+		b.WriteString(" model ")
+		b.WriteString(e.Model)
+	}
+	if e.RetryAfter > 0 {
+		b.WriteString(" retry-after ")
+		b.WriteString(e.RetryAfter.String())
+	}
+	if e.Reason != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Reason)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause, so errors.Is and errors.As reach it.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel of e's class (see [ErrTransient] and
+// its siblings).
+func (e *Error) Is(target error) bool {
+	c, ok := target.(classError)
+	return ok && Class(c) == e.Class
+}
+
+// ClassOf classifies any error. The rule, in order:
+//
+//   - nil is [None];
+//   - the first [*Error] in err's tree (errors.As) gives its Class;
+//   - [context.Canceled] is [Canceled], [context.DeadlineExceeded] is [Deadline];
+//   - anything else is [Permanent].
+//
+// Unknown errors are Permanent so that nothing is retried, and no route is
+// blamed, on a guess: an adapter that knows an error is transient (a refused
+// connection, say) must wrap it in an *Error that says so.
+func ClassOf(err error) Class {
+	if err == nil {
+		return None
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return Deadline
+	}
+	return Permanent
+}
+
+// RetryAfterOf returns the Retry-After hint of the first [*Error] in err's tree,
+// or 0 when there is none.
+func RetryAfterOf(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// FromContext returns the classified error for a done context: a [Canceled]
+// *Error wrapping ctx.Err() when the caller canceled, a [Deadline] one when the
+// deadline passed, and nil while ctx is not done. The cause (context.Cause) is
+// kept, so errors.Is(err, context.Canceled) still holds.
+func FromContext(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	if cause != err {
+		cause = errors.Join(err, cause)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Class: Deadline, Reason: "context deadline exceeded", Err: cause}
+	}
+	return &Error{Class: Canceled, Reason: "context canceled", Err: cause}
+}

@@ -1,0 +1,84 @@
+package portico
+
+// Estimator predicts N_in, the input tokens of a request, before it is sent, so
+// that rate limiters can reserve N_in + N_max and routers can check context
+// windows (seed 000). Implementations must be safe for concurrent use and fast:
+// they run on every call.
+type Estimator interface {
+	// EstimateInputTokens returns the estimated input tokens of req, >= 0.
+	EstimateInputTokens(req *Request) int
+}
+
+// EstimatorFunc adapts a function to [Estimator].
+type EstimatorFunc func(req *Request) int
+
+// EstimateInputTokens calls f(req).
+func (f EstimatorFunc) EstimateInputTokens(req *Request) int { return f(req) }
+
+// DefaultEstimator is the estimator layers use when none is configured: a
+// [CharEstimator] with its defaults.
+var DefaultEstimator Estimator = CharEstimator{}
+
+// CharEstimator estimates tokens from byte counts, without a tokenizer.
+//
+// The estimate is ceil(bytes / BytesPerToken) over every text part, tool call
+// argument, tool name, description and parameter schema and response schema,
+// plus MessageOverhead tokens per message and ImageTokens per image.
+//
+// Its error: the default of 4 bytes per token is OpenAI's rule of thumb for
+// English prose with its BPE tokenizers, and is usually within about ±20% there;
+// it underestimates code, JSON and non-Latin scripts (where a token often covers
+// 1–3 bytes) by up to 2x or more, and overestimates nothing by much. Where the
+// estimate matters (tight token limits), plug in a real tokenizer. Rate limiters
+// refund on the provider's reported usage, so an error here shifts admission
+// timing, not the long-run rate.
+type CharEstimator struct {
+	// BytesPerToken is the bytes of UTF-8 text per token; 0 means 4.
+	BytesPerToken float64
+	// MessageOverhead is the tokens added per message for role and framing; 0
+	// means 4 (OpenAI's chat format adds 3–4 per message).
+	MessageOverhead int
+	// ImageTokens is the tokens counted per image part; 0 means 765 (OpenAI's cost
+	// of a 1024x1024 image at high detail).
+	ImageTokens int
+}
+
+// EstimateInputTokens returns the estimate described on [CharEstimator]. It does
+// not allocate.
+func (e CharEstimator) EstimateInputTokens(req *Request) int {
+	bpt := e.BytesPerToken
+	if bpt <= 0 {
+		bpt = 4
+	}
+	overhead := e.MessageOverhead
+	if overhead <= 0 {
+		overhead = 4
+	}
+	img := e.ImageTokens
+	if img <= 0 {
+		img = 765
+	}
+	bytes, tokens := 0, 0
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		tokens += overhead
+		for _, p := range m.Content {
+			if p.Kind == PartImage {
+				tokens += img
+			} else {
+				bytes += len(p.Text)
+			}
+		}
+		for _, tc := range m.ToolCalls {
+			bytes += len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		bytes += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	if req.Schema != nil {
+		bytes += len(req.Schema.JSON)
+	}
+	tokens += int((float64(bytes) + bpt - 1) / bpt)
+	return tokens
+}

@@ -1,0 +1,55 @@
+package portico
+
+import "context"
+
+// Model is anything that answers a [Request]: a provider SDK behind an adapter, a
+// fake from package modeltest, or another Model wrapped by [Middleware].
+//
+// The contract, written like [net/http.RoundTripper]'s:
+//
+//   - Generate must be safe for concurrent use by multiple goroutines.
+//   - Generate must not modify the Request, nor anything it points to. A layer that
+//     needs a different Request (another model name, a wrapped chunk callback)
+//     copies it first with [Request.Clone] and changes the copy.
+//   - Generate returns a non-nil *Response and a nil error, or a nil *Response and
+//     a non-nil error; never both, never neither. Errors should be, or wrap, an
+//     [*Error] so callers can branch on its [Class]; [ClassOf] classifies any error.
+//   - Generate honours ctx: when ctx is done it returns promptly with an error for
+//     which ClassOf reports [Canceled] or [Deadline].
+//   - When req.OnChunk is set, the Model delivers the answer's text as it arrives,
+//     in order, and the concatenation of every delivered [Chunk.Text] equals the
+//     returned Response.Text. When OnChunk is nil nothing is streamed.
+type Model interface {
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// ModelFunc adapts an ordinary function to the [Model] interface. The function
+// must keep the Model contract; ModelFunc adds nothing.
+type ModelFunc func(ctx context.Context, req *Request) (*Response, error)
+
+// Generate calls f(ctx, req).
+func (f ModelFunc) Generate(ctx context.Context, req *Request) (*Response, error) {
+	return f(ctx, req)
+}
+
+// Middleware wraps a [Model] in a layer of policy (limit, retry, break, route,
+// fall back, validate, trace) and returns the wrapped Model. A Middleware is called
+// once, when the stack is built, not per request.
+type Middleware func(Model) Model
+
+// Chain wraps m in the given middleware and returns the outermost Model. The first
+// middleware is the outermost: Chain(m, a, b, c) returns a(b(c(m))), so a request
+// passes through a, then b, then c, then reaches m, the order in which the layers
+// are written. Nil middlewares are skipped. Chain panics if m is nil, since a stack
+// without a base cannot answer anything.
+func Chain(m Model, mws ...Middleware) Model {
+	if m == nil {
+		panic("portico: Chain of a nil Model")
+	}
+	for i := len(mws) - 1; i >= 0; i-- {
+		if mws[i] != nil {
+			m = mws[i](m)
+		}
+	}
+	return m
+}

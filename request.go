@@ -1,0 +1,155 @@
+package portico
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Role is the author of a [Message], as in the chat-completions APIs.
+type Role string
+
+// The roles a [Message] may have.
+const (
+	RoleSystem    Role = "system"    // instructions from the application
+	RoleUser      Role = "user"      // the end user's turn
+	RoleAssistant Role = "assistant" // an earlier answer of the model, possibly with tool calls
+	RoleTool      Role = "tool"      // the result of a tool call, tied to it by ToolCallID
+)
+
+// PartKind says what a [Part] of a message holds.
+type PartKind uint8
+
+// The kinds of message content.
+const (
+	PartText  PartKind = iota // Part.Text holds text
+	PartImage                 // Part.ImageURL holds an https: or data: URL of an image
+)
+
+// String returns "text" or "image".
+func (k PartKind) String() string {
+	switch k {
+	case PartText:
+		return "text"
+	case PartImage:
+		return "image"
+	}
+	return "PartKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Part is one piece of a message's content: text or an image.
+type Part struct {
+	Kind     PartKind
+	Text     string // when Kind is PartText
+	ImageURL string // when Kind is PartImage: an https: URL or a data: URL
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    Role
+	Content []Part
+	// ToolCalls are the calls an assistant message asked for (RoleAssistant only).
+	ToolCalls []ToolCall
+	// ToolCallID ties a RoleTool message to the ToolCall.ID it answers.
+	ToolCallID string
+}
+
+// Text returns a Message of one text part.
+func Text(role Role, text string) Message {
+	return Message{Role: role, Content: []Part{{Kind: PartText, Text: text}}}
+}
+
+// Tool declares a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema (an object schema) of the call's arguments.
+	Parameters json.RawMessage
+}
+
+// Schema asks for structured output: the answer's text must be one JSON value
+// valid against Schema.
+type Schema struct {
+	// Name identifies the schema (OpenAI's json_schema.name; seed 003's schema id).
+	Name string
+	// JSON is the JSON Schema document (draft 2020-12 unless it says otherwise).
+	JSON json.RawMessage
+	// Strict asks the provider for its strict structured-output mode, where the
+	// provider constrains decoding to the schema (OpenAI's strict: true).
+	Strict bool
+}
+
+// Identity says on whose behalf a request is made. Every field is optional; the
+// layers that key on one document what they do when it is empty.
+type Identity struct {
+	// ClientKey isolates callers from one another: rate limits and retry budgets
+	// are kept per client key, so one client in an error loop empties only its own.
+	ClientKey string
+	// SessionID ties the calls of one agent program (one conversation, one task)
+	// together, for fair queueing and replica affinity (seed 002).
+	SessionID string
+	// OperationID names the user-level operation at the application boundary; tool
+	// side effects are deduplicated on it (seed 003's execution key).
+	OperationID string
+}
+
+// Chunk is a piece of a streamed answer, delivered through [Request.OnChunk].
+type Chunk struct {
+	// Text is the next fragment of the answer's text; it may be empty for chunks
+	// that only carry progress of tool calls.
+	Text string
+}
+
+// Request is one call to a language model.
+//
+// A Request is read-only to every [Model]: layers that need a different one copy it
+// with [Request.Clone]. Slices and maps reachable from a Request are shared between
+// the copies and must not be modified in place by anyone once the Request has
+// been passed to Generate.
+type Request struct {
+	// Model names the model asked for. Routing layers may answer with another one;
+	// Response.Model says which answered. Empty lets the base Model choose.
+	Model string
+	// Messages is the conversation, oldest first.
+	Messages []Message
+	// Tools the model may call; empty for none.
+	Tools []Tool
+	// Schema, when non-nil, asks for structured output valid against it.
+	Schema *Schema
+	// MaxOutputTokens is N_max, the most output tokens the answer may have, in
+	// tokens. Zero means the route's default; rate limiters then reserve the
+	// route's configured default (see package ratelimit).
+	MaxOutputTokens int
+	// Extra carries provider-specific sampling options (temperature, top_p, seed,
+	// ...) through unchanged; adapters pass on the keys they know.
+	Extra map[string]any
+	// Identity says on whose behalf the call is made.
+	Identity Identity
+	// Contract, when non-nil, is the workload's routing contract (seed 003):
+	// routers and fallbacks only pick routes whose Capabilities fit it.
+	Contract *Contract
+	// Idempotent declares that repeating the call after an ambiguous outcome (sent,
+	// outcome unknown) is acceptable: the retry layer then retries [Ambiguous]
+	// errors, otherwise it does not. Generation has no side effect besides its
+	// cost, but an ambiguous attempt may be billed twice.
+	Idempotent bool
+	// OnChunk, when non-nil, asks for streaming: the answer's text is delivered in
+	// order as it arrives. A non-nil error from OnChunk aborts the call, and
+	// Generate returns an error wrapping it. OnChunk is called from one goroutine
+	// at a time.
+	OnChunk func(Chunk) error
+}
+
+// Clone returns a shallow copy of r: a new Request whose fields may be reassigned
+// without touching r. Slices, maps and pointed-to values are shared and must not
+// be modified in place. Clone of nil is nil.
+func (r *Request) Clone() *Request {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
+}
+
+// Streaming reports whether the caller asked for streaming (OnChunk is set).
+func (r *Request) Streaming() bool { return r.OnChunk != nil }
+

@@ -1,0 +1,97 @@
+package portico
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// FinishReason says why the model stopped generating.
+type FinishReason string
+
+// The finish reasons Portico distinguishes; adapters map their provider's values
+// onto these, and pass any other value through unchanged.
+const (
+	FinishStop          FinishReason = "stop"           // a natural end or a stop sequence
+	FinishLength        FinishReason = "length"         // MaxOutputTokens or the context window cut the answer: it is truncated
+	FinishToolCalls     FinishReason = "tool_calls"     // the model asks for the calls in Response.ToolCalls
+	FinishContentFilter FinishReason = "content_filter" // the provider withheld content
+)
+
+// ToolCall is a call the model asks the application to make.
+type ToolCall struct {
+	// ID is the provider's id of the call; a RoleTool message answers it.
+	ID string
+	// Name is the tool's name, as declared in Request.Tools (validate checks it).
+	Name string
+	// Arguments is the JSON text of the arguments, exactly as the model produced
+	// it: it may be invalid JSON, which package validate reports.
+	Arguments json.RawMessage
+}
+
+// Usage counts the tokens a call consumed, as the provider reported them.
+type Usage struct {
+	InputTokens       int // prompt tokens, including cached ones
+	OutputTokens      int // completion tokens, including reasoning tokens
+	CachedInputTokens int // the part of InputTokens served from the provider's prompt cache
+}
+
+// Quota is one provider-announced limit: how much of it remains and when it resets.
+type Quota struct {
+	// Known is true when the provider sent this quota's headers.
+	Known bool
+	// Limit is the quota's size per its period (requests or tokens); 0 if not sent.
+	Limit int
+	// Remaining is how much of Limit is left now.
+	Remaining int
+	// Reset is how long until Remaining returns to Limit; 0 if not sent.
+	Reset time.Duration
+}
+
+// RateLimit is what a provider said about its limits on one response
+// (OpenAI's x-ratelimit-limit-*, x-ratelimit-remaining-*, x-ratelimit-reset-*
+// headers). Adapters surface it on [Response.RateLimit] and [Error.RateLimit] so
+// that package ratelimit can adopt the provider's tighter view.
+type RateLimit struct {
+	Requests Quota // requests per period
+	Tokens   Quota // tokens per period
+}
+
+// Hop records one route a routing layer left before the answer: which and why.
+type Hop struct {
+	// Route is the name of the route that was left or skipped.
+	Route string
+	// Reason is a short, content-free reason ("breaker open", "context window",
+	// "transient", ...).
+	Reason string
+	// Err is the error the route returned, or nil when it was skipped unasked.
+	Err error
+}
+
+// Response is a model's answer.
+//
+// Layers may set the routing fields (Route, Hops, Cost) on the Response they
+// return; a Response is owned by the caller once Generate returns it.
+type Response struct {
+	// Text is the answer's text (the JSON text, under a Request.Schema).
+	Text string
+	// ToolCalls the model asks for; FinishReason is then FinishToolCalls.
+	ToolCalls []ToolCall
+	// FinishReason says why the model stopped.
+	FinishReason FinishReason
+	// Usage is the provider's token count for the call.
+	Usage Usage
+	// Model is the model that actually answered, as the provider named it.
+	Model string
+	// RateLimit is the provider's view of its limits after this call; nil if the
+	// provider sent none.
+	RateLimit *RateLimit
+	// Route names the route that answered, set by routing layers (fallback,
+	// router, cascade, balancer); empty when none was involved.
+	Route string
+	// Hops lists the routes left before Route answered, in order, with why.
+	Hops []Hop
+	// Cost is the realised cost of producing this answer in the price unit of
+	// [Capabilities] (e.g. US dollars), summed over every call a routing layer
+	// made for it; 0 when no layer priced it.
+	Cost float64
+}

@@ -1,0 +1,33 @@
+package portico
+
+// Route is a named [Model] with its [Capabilities]: the unit that routers,
+// cascades, balancers (package route) and fallback groups (package fallback)
+// choose among. A Route is a plain value; copying it copies the handles, not
+// the Model.
+type Route struct {
+	// Name identifies the route in Response.Route, Hops, logs and spans; it
+	// should be unique within a group.
+	Name string
+	// Model answers the route's calls; usually a stack with the route's own rate
+	// limit, breaker, retry and validation around a provider adapter.
+	Model Model
+	// Capabilities describe what the route can do and costs.
+	Capabilities Capabilities
+	// Health, when non-nil, says whether the route takes calls right now (a
+	// breaker's state); nil means it always does.
+	Health Health
+}
+
+// Health is implemented by whatever knows whether a route can take a call now,
+// such as package breaker's Breaker. Available must be safe for concurrent use,
+// must not block, and should cost no more than an atomic load: routers call it
+// for every candidate of every request.
+type Health interface {
+	// Available reports whether a call sent now would be attempted (true) or
+	// rejected at once (false, e.g. a breaker that is open and not yet due for a
+	// probe).
+	Available() bool
+}
+
+// Available reports whether r can take a call now: true when r.Health is nil.
+func (r *Route) Available() bool { return r.Health == nil || r.Health.Available() }
