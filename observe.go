@@ -1,0 +1,95 @@
+package portico
+
+import (
+	"context"
+	"time"
+)
+
+// EventKind says what an [Event] reports.
+type EventKind uint8
+
+// The events layers report. Each names the layer that emits it.
+const (
+	// EventRateLimitWait: a rate limiter made the call wait Delay before admitting
+	// it (package ratelimit).
+	EventRateLimitWait EventKind = iota + 1
+	// EventRateLimitReject: a rate limiter or in-flight cap refused the call;
+	// Reason says which, Delay is the Retry-After it announced.
+	EventRateLimitReject
+	// EventRetry: a retry layer scheduled attempt Attempt after a failure of class
+	// Class, to start after Delay (package retry).
+	EventRetry
+	// EventBudgetExhausted: a retry layer wanted to retry but its retry budget was
+	// empty (package retry).
+	EventBudgetExhausted
+	// EventFirstChunk: the first chunk of a streamed answer reached this layer,
+	// Delay after the layer received the request (TTFT as seen there).
+	EventFirstChunk
+	// EventFallback: a fallback, router or cascade left Route for the reason Reason
+	// (class Class) and moves on (package fallback, package route).
+	EventFallback
+	// EventBreakerState: a breaker moved to state Reason ("open", "half_open",
+	// "closed") for Route (package breaker).
+	EventBreakerState
+	// EventValidation: the acceptance pipeline judged the answer; Reason is
+	// "accepted" or "rejected", and on rejection Class is InvalidResponse
+	// (package validate).
+	EventValidation
+)
+
+var eventNames = [...]string{
+	EventRateLimitWait:   "rate_limit_wait",
+	EventRateLimitReject: "rate_limit_reject",
+	EventRetry:           "retry",
+	EventBudgetExhausted: "budget_exhausted",
+	EventFirstChunk:      "first_chunk",
+	EventFallback:        "fallback",
+	EventBreakerState:    "breaker_state",
+	EventValidation:      "validation",
+}
+
+// String returns the event's snake_case name ("rate_limit_wait").
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && eventNames[k] != "" {
+		return eventNames[k]
+	}
+	return "EventKind(?)"
+}
+
+// Event is one thing a layer did to a call, reported to the [Observer] in the
+// call's context. Fields that do not apply to a Kind are zero. Events carry no
+// prompt or answer content.
+type Event struct {
+	Kind    EventKind
+	Route   string        // the route concerned, when the layer knows it
+	Attempt int           // attempt index (EventRetry: the attempt being scheduled)
+	Class   Class         // the error class that caused the event, if any
+	Delay   time.Duration // wait, backoff delay, Retry-After or TTFT, per Kind
+	Reason  string        // short, content-free detail per Kind
+}
+
+// Observer receives the events that layers report for calls whose context carries
+// it (see [ContextWithObserver]). Package trace implements it to turn events into
+// span events, metrics and logs; layers need not import trace. Observe is called
+// synchronously on the call's goroutine, never under a layer's lock, and must be
+// quick and safe for concurrent use.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+type observerKey struct{}
+
+// ContextWithObserver returns a copy of ctx whose calls report their events to o.
+// An outer layer (package trace) installs it once per request.
+func ContextWithObserver(ctx context.Context, o Observer) context.Context {
+	return context.WithValue(ctx, observerKey{}, o)
+}
+
+// Observe reports e to the Observer in ctx, if any; without one it does nothing.
+// Layers call it only off the happy path (a wait, a retry, a fallback), so its one
+// context lookup costs nothing on calls that go straight through.
+func Observe(ctx context.Context, e Event) {
+	if o, ok := ctx.Value(observerKey{}).(Observer); ok {
+		o.Observe(ctx, e)
+	}
+}
