@@ -1,0 +1,114 @@
+package portico
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+func TestFits(t *testing.T) {
+	full := Capabilities{ContextWindow: 8192, MaxOutput: 4096, Modalities: ModalityText | ModalityImage,
+		Tools: true, Schema: SchemaStrict, Class: "frontier", InputPrice: 1e-6, OutputPrice: 4e-6}
+	textOnly := Capabilities{ContextWindow: 8192}
+	user := []Message{Text(RoleUser, "hi")}
+	img := []Message{{Role: RoleUser, Content: []Part{{Kind: PartImage, ImageURL: "data:image/png;base64,AA=="}}}}
+	tests := []struct {
+		name string
+		caps Capabilities
+		req  Request
+		nIn  int
+		want string // "" fits, else the Reason
+	}{
+		{"fits", full, Request{Messages: user, MaxOutputTokens: 100}, 10, ""},
+		{"image on text route", textOnly, Request{Messages: img}, 10, "modality"},
+		{"image on image route", full, Request{Messages: img}, 10, ""},
+		{"contract modality", textOnly, Request{Messages: user, Contract: &Contract{Modalities: ModalityImage}}, 10, "modality"},
+		{"window exact", textOnly, Request{Messages: user, MaxOutputTokens: 192}, 8000, ""},
+		{"window over by one", textOnly, Request{Messages: user, MaxOutputTokens: 193}, 8000, "context window"},
+		{"contract max input", textOnly, Request{Messages: user, MaxOutputTokens: 100, Contract: &Contract{MaxInputTokens: 8100}}, 10, "context window"},
+		{"unknown window fits", Capabilities{}, Request{Messages: user, MaxOutputTokens: 1 << 20}, 1 << 20, ""},
+		{"max output", full, Request{Messages: user, MaxOutputTokens: 4097}, 10, "max output"},
+		{"tools", textOnly, Request{Messages: user, Tools: []Tool{{Name: "f"}}}, 10, "tools"},
+		{"tools required", textOnly, Request{Messages: user, Contract: &Contract{ToolsRequired: true}}, 10, "tools"},
+		{"schema", textOnly, Request{Messages: user, Schema: &Schema{Name: "s", JSON: json.RawMessage(`{}`)}}, 10, "schema"},
+		{"schema id", Capabilities{Schema: SchemaJSONObject}, Request{Messages: user, Contract: &Contract{SchemaID: "x"}}, 10, "schema"},
+		{"strict", Capabilities{Schema: SchemaJSON}, Request{Messages: user, Schema: &Schema{Strict: true}}, 10, "strict schema"},
+		{"strict ok", full, Request{Messages: user, Contract: &Contract{StrictSchema: true}}, 10, ""},
+		{"class", full, Request{Messages: user, Contract: &Contract{ModelClasses: []string{"small"}}}, 10, "model class"},
+		{"class ok", full, Request{Messages: user, Contract: &Contract{ModelClasses: []string{"small", "frontier"}}}, 10, ""},
+		// 1000 in at 1e-6 + 100 out at 4e-6 = 0.0014
+		{"cost ok", full, Request{Messages: user, MaxOutputTokens: 100, Contract: &Contract{MaxCost: 0.0014}}, 1000, ""},
+		{"cost over", full, Request{Messages: user, MaxOutputTokens: 101, Contract: &Contract{MaxCost: 0.0014}}, 1000, "cost"},
+	}
+	for _, tt := range tests {
+		err := tt.caps.Fits(&tt.req, tt.nIn)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: Fits = %v, want nil", tt.name, err)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Class != Incompatible || e.Reason != tt.want {
+			t.Errorf("%s: Fits = %v, want incompatible %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestFitsAllocs(t *testing.T) {
+	caps := Capabilities{ContextWindow: 8192, Tools: true}
+	req := &Request{Messages: []Message{Text(RoleUser, "hi")}, MaxOutputTokens: 10}
+	if n := testing.AllocsPerRun(100, func() { _ = caps.Fits(req, 10) }); n != 0 {
+		t.Errorf("Fits allocs = %v, want 0", n)
+	}
+}
+
+func TestCost(t *testing.T) {
+	c := Capabilities{InputPrice: 2, OutputPrice: 10, CachedInputPrice: 1}
+	// 100 in, 40 of them cached: 60*2 + 40*1 + 5*10 = 210
+	if got := c.Cost(Usage{InputTokens: 100, CachedInputTokens: 40, OutputTokens: 5}); got != 210 {
+		t.Errorf("Cost = %v, want 210", got)
+	}
+	c.CachedInputPrice = 0 // cached at full price: 100*2 + 50
+	if got := c.Cost(Usage{InputTokens: 100, CachedInputTokens: 40, OutputTokens: 5}); got != 250 {
+		t.Errorf("Cost = %v, want 250", got)
+	}
+}
+
+func TestCharEstimator(t *testing.T) {
+	req := &Request{
+		Messages: []Message{
+			Text(RoleSystem, "12345678"), // 8 bytes
+			{Role: RoleUser, Content: []Part{{Kind: PartText, Text: "abcd"}, {Kind: PartImage, ImageURL: "https://x"}}},
+		},
+		Tools: []Tool{{Name: "ab", Description: "cd", Parameters: json.RawMessage(`{}`)}}, // 6 bytes
+	}
+	// bytes = 8 + 4 + 6 = 18 -> ceil(18/4) = 5; 2 messages * 4 = 8; one image 765.
+	if got, want := DefaultEstimator.EstimateInputTokens(req), 5+8+765; got != want {
+		t.Errorf("EstimateInputTokens = %d, want %d", got, want)
+	}
+	e := CharEstimator{BytesPerToken: 3, MessageOverhead: 1, ImageTokens: 85}
+	// ceil(18/3) = 6; 2; 85
+	if got, want := e.EstimateInputTokens(req), 6+2+85; got != want {
+		t.Errorf("EstimateInputTokens = %d, want %d", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = DefaultEstimator.EstimateInputTokens(req) }); n != 0 {
+		t.Errorf("EstimateInputTokens allocs = %v, want 0", n)
+	}
+}
+
+func TestModalitiesAndStrings(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{ModalityText.String(), "text"},
+		{(ModalityText | ModalityImage).String(), "text+image"},
+		{Modality(0).String(), "none"},
+		{SchemaStrict.String(), "strict"},
+		{PartImage.String(), "image"},
+		{EventRetry.String(), "retry"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("String() = %q, want %q", tt.got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package portico
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+)
+
+func TestClassOf(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dctx, dcancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer dcancel()
+	tests := []struct {
+		name string
+		err  error
+		want Class
+	}{
+		{"nil", nil, None},
+		{"bare", io.EOF, Permanent},
+		{"error", &Error{Class: Transient}, Transient},
+		{"wrapped", fmt.Errorf("x: %w", &Error{Class: RateLimited}), RateLimited},
+		{"joined first wins", errors.Join(&Error{Class: Incompatible}, &Error{Class: Transient}), Incompatible},
+		{"canceled", context.Canceled, Canceled},
+		{"deadline", context.DeadlineExceeded, Deadline},
+		{"wrapped canceled", fmt.Errorf("call: %w", context.Canceled), Canceled},
+		{"FromContext canceled", FromContext(ctx), Canceled},
+		{"FromContext deadline", FromContext(dctx), Deadline},
+		{"Error beats context", &Error{Class: Ambiguous, Err: context.DeadlineExceeded}, Ambiguous},
+	}
+	for _, tt := range tests {
+		if got := ClassOf(tt.err); got != tt.want {
+			t.Errorf("%s: ClassOf(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
+	if err := FromContext(context.Background()); err != nil {
+		t.Errorf("FromContext(live ctx) = %v, want nil", err)
+	}
+	if err := FromContext(ctx); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCanceled) {
+		t.Errorf("FromContext(canceled) = %v, want errors.Is context.Canceled and ErrCanceled", err)
+	}
+}
+
+func TestErrorIsSentinels(t *testing.T) {
+	sentinels := map[Class]error{
+		Permanent: ErrPermanent, Transient: ErrTransient, RateLimited: ErrRateLimited,
+		Incompatible: ErrIncompatible, InvalidResponse: ErrInvalidResponse, Ambiguous: ErrAmbiguous,
+		Canceled: ErrCanceled, Deadline: ErrDeadline, Rejected: ErrRejected,
+	}
+	for c, s := range sentinels {
+		err := fmt.Errorf("wrap: %w", &Error{Class: c})
+		for c2, s2 := range sentinels {
+			if got, want := errors.Is(err, s2), c == c2; got != want {
+				t.Errorf("errors.Is(%v error, %v) = %v, want %v", c, s2, got, want)
+			}
+		}
+		if !errors.Is(err, s) {
+			t.Errorf("errors.Is(%v error, own sentinel) = false", c)
+		}
+	}
+	cause := errors.New("cause")
+	e := &Error{Class: Transient, Err: cause}
+	if !errors.Is(e, cause) {
+		t.Errorf("errors.Is(Error, cause) = false, want true through Unwrap")
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	e := &Error{Class: RateLimited, Status: 429, Code: "rate_limit_exceeded", Model: "m1",
+		RetryAfter: 1500 * time.Millisecond, Reason: "slow down", Err: io.EOF}
+	want := "portico: rate_limited status 429 code rate_limit_exceeded model m1 retry-after 1.5s: slow down: EOF"
+	if got := e.Error(); got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if got, want := (&Error{Class: Rejected}).Error(), "portico: rejected"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestClassPredicates(t *testing.T) {
+	retryable := map[Class]bool{Transient: true, RateLimited: true}
+	fault := map[Class]bool{Transient: true, RateLimited: true, Ambiguous: true, InvalidResponse: true}
+	for c := None; c <= Rejected; c++ {
+		if got := c.Retryable(); got != retryable[c] {
+			t.Errorf("%v.Retryable() = %v, want %v", c, got, retryable[c])
+		}
+		if got := c.RouteFault(); got != fault[c] {
+			t.Errorf("%v.RouteFault() = %v, want %v", c, got, fault[c])
+		}
+	}
+	if got, want := Class(200).String(), "Class(200)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestRetryAfterOf(t *testing.T) {
+	if got := RetryAfterOf(io.EOF); got != 0 {
+		t.Errorf("RetryAfterOf(EOF) = %v, want 0", got)
+	}
+	if got := RetryAfterOf(fmt.Errorf("x: %w", &Error{Class: RateLimited, RetryAfter: time.Second})); got != time.Second {
+		t.Errorf("RetryAfterOf = %v, want 1s", got)
+	}
+}
