@@ -1,0 +1,291 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// State is a breaker's state.
+type State uint8
+
+// The three states of a circuit breaker (Nygard, "Release It!", 2007).
+const (
+	// Closed: calls go through and their outcomes are counted.
+	Closed State = iota
+	// Open: calls fail at once with [ErrOpen] until the open interval ends.
+	Open
+	// HalfOpen: up to Config.Probes calls at a time go through as probes; the
+	// others fail at once with [ErrOpen].
+	HalfOpen
+)
+
+// String returns "closed", "open" or "half_open", the values of
+// [portico.EventBreakerState]'s Reason.
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half_open"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ErrOpen is the sentinel of every call the breaker refuses, open or half-open
+// with its probes busy. The error returned is a [*portico.Error] of class
+// [portico.Rejected] whose Err is ErrOpen and whose RetryAfter is the time until
+// the breaker admits a probe (0 in half-open): errors.Is(err, breaker.ErrOpen)
+// and errors.Is(err, portico.ErrRejected) both hold.
+var ErrOpen = errors.New("breaker: open")
+
+// Transition describes one state change, as passed to Config.OnStateChange.
+type Transition struct {
+	// Name is Config.Name.
+	Name string
+	// From and To are the states before and after.
+	From, To State
+	// Reason says why, content-free: "failure rate", "consecutive failures",
+	// "slow call rate" (closed to open), "open interval elapsed" (open to
+	// half-open), "probe failed", "probe slow" (half-open to open), "probes
+	// succeeded" (half-open to closed).
+	Reason string
+	// Class is the class of the failure that caused a trip; None otherwise.
+	Class portico.Class
+	// OpenFor is how long the breaker will stay open when To is Open; 0 otherwise.
+	OpenFor time.Duration
+	// Generation numbers the transitions of one breaker from 1, in order.
+	Generation uint64
+}
+
+// Breaker is a circuit breaker for one route: it counts the outcomes of the
+// calls it guards, trips open when the route looks down, fails calls at once
+// while open, then probes the route and closes once probes succeed. See the
+// package documentation for the rules.
+//
+// A Breaker is safe for concurrent use. Its closed state takes no lock and does
+// not allocate; locks are taken on transitions and in the half-open state only.
+// It implements [portico.Health], so a [portico.Route] whose Health is the
+// Breaker is skipped by routers and fallbacks while open.
+type Breaker struct {
+	// word is gen<<2 | state: one load gives both. gen counts transitions.
+	word atomic.Uint64
+	// openUntil is when the open state ends, in nanoseconds since base.
+	openUntil atomic.Int64
+	// probes is the number of half-open probes in flight (written under mu).
+	probes atomic.Int32
+
+	cfg  config
+	base time.Time // monotonic origin of the nanos clock
+
+	needStart, needEnd bool // which clock reads the closed path makes
+
+	ring  *countRing // count-based window, or
+	tring *timeRing  // time-based window
+	// consec is gen<<32 | consecutive failures in closed generation gen.
+	consec atomic.Uint64
+
+	mu        sync.Mutex // guards transitions and the fields below
+	trips     int        // consecutive trips since last closed
+	successes int        // successful probes in this half-open period
+}
+
+// New returns a closed Breaker configured by cfg. It returns an error, whose
+// message starts with "breaker:", when a field is out of range (see [Config]).
+func New(cfg Config) (*Breaker, error) {
+	c, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	b := &Breaker{cfg: c, base: time.Now()}
+	if c.WindowDuration > 0 {
+		b.tring = newTimeRing(int64(c.WindowDuration), c.WindowBuckets)
+	} else {
+		b.ring = newCountRing(c.WindowCalls)
+	}
+	b.needStart = c.SlowCall > 0
+	b.needEnd = b.needStart || b.tring != nil
+	return b, nil
+}
+
+// Must is like [New] but panics on a configuration error.
+func Must(cfg Config) *Breaker {
+	b, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// nanos reads the clock once: monotonic nanoseconds since the breaker was made.
+func (b *Breaker) nanos() int64 { return int64(time.Since(b.base)) }
+
+// State returns the current state. It is one atomic load. An Open breaker whose
+// interval has ended stays Open until the next call moves it to HalfOpen;
+// [Breaker.Available] tells whether that call would be let through.
+func (b *Breaker) State() State { return State(b.word.Load() & 3) }
+
+// Available implements [portico.Health]: it reports whether a call made now
+// would be attempted rather than rejected at once. Closed: true; Open: whether
+// the open interval has ended (a probe is due); HalfOpen: whether a probe slot
+// is free. It never blocks; in the closed state it is one atomic load.
+func (b *Breaker) Available() bool {
+	switch State(b.word.Load() & 3) {
+	case Closed:
+		return true
+	case Open:
+		return b.nanos() >= b.openUntil.Load()
+	}
+	return int(b.probes.Load()) < b.cfg.Probes
+}
+
+// Wrap returns next guarded by b; the method value b.Wrap is a
+// [portico.Middleware]. One Breaker guards one route: wrapping several Models
+// with the same Breaker makes them share one state. The returned Model's
+// Generate returns, besides next's own results, a [portico.Rejected]
+// *portico.Error wrapping [ErrOpen] when the breaker refuses the call. A panic
+// in next counts as a failure and then continues up the stack, after the probe
+// slot it held (if any) is released.
+func (b *Breaker) Wrap(next portico.Model) portico.Model {
+	if next == nil {
+		panic("breaker: Wrap of a nil Model")
+	}
+	return &guarded{b: b, next: next}
+}
+
+type guarded struct {
+	b    *Breaker
+	next portico.Model
+}
+
+// Generate implements portico.Model.
+func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	b := g.b
+	word := b.word.Load()
+	if State(word&3) != Closed {
+		return b.notClosed(ctx, req, g.next, word)
+	}
+	return b.closedCall(ctx, req, g.next, word)
+}
+
+// closedCall is the hot path: no lock, no allocation, no clock read unless the
+// window is time-based or slow calls are detected.
+func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next portico.Model, word uint64) (*portico.Response, error) {
+	var start int64
+	if b.needStart {
+		start = b.nanos()
+	}
+	done := false
+	defer func() {
+		if !done { // next panicked: count a failure, let the panic go on
+			b.closedOutcome(ctx, word>>2, start, errPanic)
+		}
+	}()
+	resp, err := next.Generate(ctx, req)
+	done = true
+	b.closedOutcome(ctx, word>>2, start, err)
+	return resp, err
+}
+
+// errPanic stands for a panic in the wrapped Model when counting outcomes.
+var errPanic = &portico.Error{Class: portico.Transient, Reason: "panic"}
+
+// outcome classifies err for counting: counted reports whether it counts at
+// all, failed whether as a failure. Only route faults count as failures; other
+// errors (permanent, incompatible, canceled, deadline, rejected) are ignored,
+// neither success nor failure, so one bad client cannot make a healthy route
+// look down.
+func outcome(err error) (class portico.Class, counted, failed bool) {
+	if err == nil {
+		return portico.None, true, false
+	}
+	class = portico.ClassOf(err)
+	if class.RouteFault() {
+		return class, true, true
+	}
+	return class, false, false
+}
+
+// closedOutcome records a call that started in closed generation gen.
+func (b *Breaker) closedOutcome(ctx context.Context, gen uint64, start int64, err error) {
+	class, counted, failed := outcome(err)
+	if !counted {
+		return
+	}
+	var now int64
+	if b.needEnd {
+		now = b.nanos()
+	}
+	slow := b.needStart && now-start >= int64(b.cfg.SlowCall)
+	if !failed && !slow {
+		b.record(gen, now, 0)
+		if c := b.consec.Load(); c&0xffffffff != 0 {
+			b.consec.CompareAndSwap(c, gen<<32)
+		}
+		return
+	}
+	var flags uint64
+	if failed {
+		flags |= flagFailed
+	}
+	if slow {
+		flags |= flagSlow
+	}
+	b.record(gen, now, flags)
+	reason := ""
+	if failed && b.cfg.consecutive > 0 && b.incConsec(gen) >= b.cfg.consecutive {
+		reason = "consecutive failures"
+	} else if !failed {
+		if c := b.consec.Load(); c&0xffffffff != 0 {
+			b.consec.CompareAndSwap(c, gen<<32)
+		}
+	}
+	if reason == "" {
+		if !b.needEnd {
+			now = b.nanos()
+		}
+		var t tally
+		if b.tring != nil {
+			t = b.tring.tally(gen, now)
+		} else {
+			t = b.ring.tally(gen)
+		}
+		reason = tripReason(&b.cfg, t)
+	}
+	if reason == "" {
+		return
+	}
+	if now == 0 {
+		now = b.nanos()
+	}
+	b.trip(ctx, gen, now, reason, class)
+}
+
+func (b *Breaker) record(gen uint64, now int64, flags uint64) {
+	if b.tring != nil {
+		b.tring.record(gen, now, flags)
+	} else {
+		b.ring.record(gen, flags)
+	}
+}
+
+// incConsec adds a failure to generation gen's run and returns its length.
+func (b *Breaker) incConsec(gen uint64) int {
+	for {
+		c := b.consec.Load()
+		n := uint64(1)
+		if c>>32 == gen&0xffffffff {
+			n = c&0xffffffff + 1
+		}
+		if b.consec.CompareAndSwap(c, gen<<32|n) {
+			return int(n)
+		}
+	}
+}

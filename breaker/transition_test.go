@@ -1,0 +1,552 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// wantRejected checks that err is the breaker's refusal with the given RetryAfter.
+func wantRejected(t *testing.T, err error, retryAfter time.Duration) {
+	t.Helper()
+	var pe *portico.Error
+	if !errors.Is(err, ErrOpen) || !errors.Is(err, portico.ErrRejected) || !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want a Rejected *portico.Error wrapping ErrOpen", err)
+	}
+	if pe.RetryAfter != retryAfter {
+		t.Fatalf("RetryAfter = %v, want %v", pe.RetryAfter, retryAfter)
+	}
+}
+
+func TestConsecutiveFailuresTripAndOpenRejectsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := Must(Config{Name: "r1", OnStateChange: rec.hook})
+		f := &scripted{err: fail(portico.Transient)}
+		m := b.Wrap(f)
+		for i := range 4 {
+			call(t, m)
+			if s := b.State(); s != Closed {
+				t.Fatalf("after %d failures State() = %v, want closed", i+1, s)
+			}
+		}
+		call(t, m)
+		if s := b.State(); s != Open {
+			t.Fatalf("after 5 failures State() = %v, want open", s)
+		}
+		start := time.Now()
+		err := call(t, m)
+		wantRejected(t, err, 30*time.Second)
+		if f.n() != 5 {
+			t.Errorf("model calls = %d, want 5 (open breaker must not call it)", f.n())
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("rejection took %v, want 0 (no waiting)", d)
+		}
+		if b.Available() {
+			t.Errorf("Available() = true while open, want false")
+		}
+		var pe *portico.Error
+		errors.As(err, &pe)
+		if pe.Model != "r1" {
+			t.Errorf("Error.Model = %q, want r1", pe.Model)
+		}
+		time.Sleep(10 * time.Second)
+		wantRejected(t, call(t, m), 20*time.Second)
+		if got, want := rec.path(), []string{"closed>open:consecutive failures"}; !equal(got, want) {
+			t.Errorf("transitions = %v, want %v", got, want)
+		}
+		if rec.trs[0].OpenFor != 30*time.Second || rec.trs[0].Class != portico.Transient || rec.trs[0].Generation != 1 {
+			t.Errorf("transition = %+v, want OpenFor 30s, Class transient, Generation 1", rec.trs[0])
+		}
+	})
+}
+
+func TestIgnoredClassesNeverCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: 3, MinCalls: 1, WindowCalls: 10})
+		f := &scripted{}
+		m := b.Wrap(f)
+		for _, c := range []portico.Class{portico.Permanent, portico.Incompatible, portico.Canceled, portico.Deadline, portico.Rejected} {
+			f.set(fail(c))
+			for range 50 {
+				call(t, m)
+			}
+			if s := b.State(); s != Closed {
+				t.Fatalf("after 50 %v errors State() = %v, want closed", c, s)
+			}
+		}
+		// A bare context error is classified too, and ignored.
+		f.set(context.Canceled)
+		for range 50 {
+			call(t, m)
+		}
+		if s := b.State(); s != Closed {
+			t.Fatalf("after 50 context.Canceled State() = %v, want closed", s)
+		}
+		if got := b.ring.tally(0); got.calls != 0 {
+			t.Errorf("window holds %d calls, want 0: ignored errors are neither success nor failure", got.calls)
+		}
+	})
+}
+
+func TestRouteFaultClassesCount(t *testing.T) {
+	for _, c := range []portico.Class{portico.Transient, portico.RateLimited, portico.Ambiguous, portico.InvalidResponse} {
+		t.Run(c.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := Must(Config{ConsecutiveFailures: 2})
+				m := b.Wrap(&scripted{err: fail(c)})
+				call(t, m)
+				call(t, m)
+				if s := b.State(); s != Open {
+					t.Fatalf("after 2 %v errors State() = %v, want open", c, s)
+				}
+			})
+		})
+	}
+}
+
+func TestSuccessResetsConsecutive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: 3, MinCalls: 1000})
+		f := &scripted{queue: []error{fail(portico.Transient), fail(portico.Transient), nil, fail(portico.Transient), fail(portico.Transient), fail(portico.Permanent), fail(portico.Transient)}}
+		m := b.Wrap(f)
+		for i := range 6 {
+			call(t, m)
+			if s := b.State(); s != Closed {
+				t.Fatalf("call %d: State() = %v, want closed", i+1, s)
+			}
+		}
+		call(t, m) // third transient in a row: the permanent one between is ignored
+		if s := b.State(); s != Open {
+			t.Fatalf("State() = %v, want open", s)
+		}
+	})
+}
+
+func TestFailureRateCountWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := Must(Config{ConsecutiveFailures: -1, WindowCalls: 4, MinCalls: 4, FailureRate: 0.75, OnStateChange: rec.hook})
+		T := fail(portico.Transient)
+		f := &scripted{queue: []error{T, T, nil, nil, nil, nil, T, T, T}}
+		m := b.Wrap(f)
+		for i := range 8 { // window at the end: S S F F = 50%
+			call(t, m)
+			if s := b.State(); s != Closed {
+				t.Fatalf("call %d: State() = %v, want closed", i+1, s)
+			}
+		}
+		call(t, m) // window S F F F = 75%
+		if got, want := rec.path(), []string{"closed>open:failure rate"}; !equal(got, want) {
+			t.Errorf("transitions = %v, want %v", got, want)
+		}
+	})
+}
+
+func TestMinCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: -1, MinCalls: 10})
+		m := b.Wrap(&scripted{err: fail(portico.Transient)})
+		for range 9 {
+			call(t, m)
+		}
+		if s := b.State(); s != Closed {
+			t.Fatalf("after 9 failures State() = %v, want closed (MinCalls 10)", s)
+		}
+		call(t, m)
+		if s := b.State(); s != Open {
+			t.Fatalf("after 10 failures State() = %v, want open", s)
+		}
+	})
+}
+
+func TestFailureRateTimeWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: -1, WindowDuration: 10 * time.Second, MinCalls: 3, FailureRate: 0.5})
+		f := &scripted{}
+		m := b.Wrap(f)
+		T := fail(portico.Transient)
+		f.queue = []error{T, nil, nil}
+		for range 3 {
+			call(t, m) // 1 of 3 failed
+		}
+		time.Sleep(11 * time.Second) // all three leave the window
+		f.queue = []error{T, T, T}
+		call(t, m)
+		call(t, m)
+		if s := b.State(); s != Closed {
+			t.Fatalf("State() = %v, want closed: 2 calls in window < MinCalls (old calls not expired?)", s)
+		}
+		call(t, m)
+		if s := b.State(); s != Open {
+			t.Fatalf("State() = %v, want open: 3 of 3 failed in window", s)
+		}
+	})
+}
+
+func TestTimeWindowSlidesByBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: -1, WindowDuration: 10 * time.Second, WindowBuckets: 10, MinCalls: 4, FailureRate: 0.5})
+		f := &scripted{}
+		m := b.Wrap(f)
+		T := fail(portico.Transient)
+		f.queue = []error{T} // t=0
+		call(t, m)
+		time.Sleep(5 * time.Second)
+		f.queue = []error{nil, nil} // t=5
+		call(t, m)
+		call(t, m)
+		time.Sleep(4 * time.Second) // t=9: the failure at t=0 is still in
+		f.queue = []error{T}
+		call(t, m) // 2 of 4 failed
+		if s := b.State(); s != Open {
+			t.Fatalf("State() = %v, want open: window at t=9s holds F S S F", s)
+		}
+	})
+}
+
+func TestSlowCallRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := Must(Config{SlowCall: time.Second, SlowCallRate: 0.5, MinCalls: 4, OnStateChange: rec.hook})
+		f := &scripted{}
+		m := b.Wrap(f)
+		call(t, m)
+		call(t, m)
+		f.delay = time.Second
+		call(t, m)
+		if s := b.State(); s != Closed {
+			t.Fatalf("State() = %v after 1 slow of 3, want closed", s)
+		}
+		call(t, m) // 2 slow of 4 = 50%
+		if got, want := rec.path(), []string{"closed>open:slow call rate"}; !equal(got, want) {
+			t.Fatalf("transitions = %v, want %v", got, want)
+		}
+		// In half-open, a slow probe reopens the breaker.
+		time.Sleep(30 * time.Second)
+		call(t, m)
+		if got, want := rec.path()[1:], []string{"open>half_open:open interval elapsed", "half_open>open:probe slow"}; !equal(got, want) {
+			t.Fatalf("transitions = %v, want %v", got, want)
+		}
+	})
+}
+
+func TestHalfOpenCloseAndReopenWithBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OpenBackoff: 2, MaxOpenFor: 3 * time.Second, OnStateChange: rec.hook})
+		f := &scripted{err: fail(portico.Transient)}
+		m := b.Wrap(f)
+		call(t, m)
+		wantRejected(t, call(t, m), time.Second)
+		time.Sleep(time.Second)
+		if !b.Available() {
+			t.Fatalf("Available() = false when the probe is due, want true")
+		}
+		call(t, m) // probe fails: open for 2 s
+		wantRejected(t, call(t, m), 2*time.Second)
+		time.Sleep(2 * time.Second)
+		call(t, m) // probe fails: open for 4 s, capped at 3 s
+		wantRejected(t, call(t, m), 3*time.Second)
+		time.Sleep(3 * time.Second)
+		f.set(nil)
+		if err := call(t, m); err != nil {
+			t.Fatalf("probe = %v, want success", err)
+		}
+		if s := b.State(); s != Closed {
+			t.Fatalf("State() = %v after a successful probe, want closed", s)
+		}
+		f.set(fail(portico.Transient))
+		call(t, m) // trips again: the interval starts over at 1 s
+		wantRejected(t, call(t, m), time.Second)
+		want := []string{
+			"closed>open:consecutive failures",
+			"open>half_open:open interval elapsed", "half_open>open:probe failed",
+			"open>half_open:open interval elapsed", "half_open>open:probe failed",
+			"open>half_open:open interval elapsed", "half_open>closed:probes succeeded",
+			"closed>open:consecutive failures",
+		}
+		if got := rec.path(); !equal(got, want) {
+			t.Errorf("transitions =\n%v, want\n%v", got, want)
+		}
+		for i, tr := range rec.trs {
+			if tr.Generation != uint64(i+1) {
+				t.Errorf("transition %d Generation = %d, want %d", i, tr.Generation, i+1)
+			}
+		}
+	})
+}
+
+func TestHalfOpenNeedsCloseAfterSuccesses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second, Probes: 2, CloseAfter: 3})
+		f := &scripted{err: fail(portico.Transient)}
+		m := b.Wrap(f)
+		call(t, m)
+		time.Sleep(time.Second)
+		f.set(nil)
+		for i := range 2 {
+			call(t, m)
+			if s := b.State(); s != HalfOpen {
+				t.Fatalf("after %d successful probes State() = %v, want half_open", i+1, s)
+			}
+		}
+		call(t, m)
+		if s := b.State(); s != Closed {
+			t.Fatalf("after 3 successful probes State() = %v, want closed", s)
+		}
+	})
+}
+
+func TestHalfOpenRejectsBeyondProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		release := make(chan struct{})
+		var entered atomic.Int32
+		fails := true
+		m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			if fails {
+				return nil, fail(portico.Transient)
+			}
+			entered.Add(1)
+			<-release
+			return okResp, nil
+		}))
+		call(t, m)
+		fails = false
+		time.Sleep(time.Second)
+		done := make(chan error)
+		go func() { done <- call(t, m) }()
+		synctest.Wait() // the probe is blocked in the model
+		if b.Available() {
+			t.Errorf("Available() = true with the only probe slot busy, want false")
+		}
+		wantRejected(t, call(t, m), 0)
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("probe = %v, want success", err)
+		}
+		if n := entered.Load(); n != 1 {
+			t.Errorf("model entered %d times, want 1", n)
+		}
+		if s := b.State(); s != Closed {
+			t.Errorf("State() = %v, want closed", s)
+		}
+	})
+}
+
+func TestIgnoredProbeFreesSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		f := &scripted{err: fail(portico.Transient)}
+		m := b.Wrap(f)
+		call(t, m)
+		time.Sleep(time.Second)
+		f.set(fail(portico.Permanent))
+		call(t, m)
+		if s := b.State(); s != HalfOpen {
+			t.Fatalf("State() = %v after a permanent error on a probe, want half_open", s)
+		}
+		f.set(nil)
+		if err := call(t, m); err != nil {
+			t.Fatalf("second probe = %v, want success (slot freed)", err)
+		}
+		if s := b.State(); s != Closed {
+			t.Fatalf("State() = %v, want closed", s)
+		}
+	})
+}
+
+func TestPanicCountsAndPropagates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			panic("boom")
+		}))
+		mustPanic := func() {
+			t.Helper()
+			defer func() {
+				if r := recover(); r != "boom" {
+					t.Fatalf("recover() = %v, want boom", r)
+				}
+			}()
+			call(t, m)
+		}
+		mustPanic()
+		if s := b.State(); s != Open {
+			t.Fatalf("State() after a panic = %v, want open", s)
+		}
+		time.Sleep(time.Second)
+		mustPanic() // a panicking probe: reopens and frees its slot
+		if s := b.State(); s != Open {
+			t.Fatalf("State() after a panicking probe = %v, want open", s)
+		}
+		if n := b.probes.Load(); n != 0 {
+			t.Errorf("probes in flight = %d, want 0", n)
+		}
+	})
+}
+
+func TestHookMayReadStateAndCallBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b *Breaker
+		var seen []State
+		var avail []bool
+		b = Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OnStateChange: func(tr Transition) {
+			seen = append(seen, b.State())
+			avail = append(avail, b.Available())
+		}})
+		f := &scripted{err: fail(portico.Transient)}
+		m := b.Wrap(f)
+		call(t, m)
+		time.Sleep(time.Second)
+		f.set(nil)
+		call(t, m)
+		want := []State{Open, HalfOpen, Closed}
+		if len(seen) != 3 || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
+			t.Errorf("State() inside hook = %v, want %v", seen, want)
+		}
+		// In half-open, the probe slot is already taken when the hook runs.
+		if wantA := []bool{false, false, true}; len(avail) != 3 || avail[0] != wantA[0] || avail[1] != wantA[1] || avail[2] != wantA[2] {
+			t.Errorf("Available() inside hook = %v, want %v", avail, wantA)
+		}
+	})
+}
+
+type events struct {
+	mu sync.Mutex
+	ev []portico.Event
+}
+
+func (e *events) Observe(ctx context.Context, ev portico.Event) {
+	e.mu.Lock()
+	e.ev = append(e.ev, ev)
+	e.mu.Unlock()
+}
+
+func TestObserveBreakerState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &events{}
+		ctx := portico.ContextWithObserver(context.Background(), obs)
+		b := Must(Config{Name: "r1", ConsecutiveFailures: 1, OpenFor: time.Second})
+		f := &scripted{err: fail(portico.RateLimited)}
+		m := b.Wrap(f)
+		m.Generate(ctx, &portico.Request{})
+		time.Sleep(time.Second)
+		f.set(nil)
+		m.Generate(ctx, &portico.Request{})
+		want := []portico.Event{
+			{Kind: portico.EventBreakerState, Route: "r1", Class: portico.RateLimited, Delay: time.Second, Reason: "open"},
+			{Kind: portico.EventBreakerState, Route: "r1", Reason: "half_open"},
+			{Kind: portico.EventBreakerState, Route: "r1", Reason: "closed"},
+		}
+		if len(obs.ev) != len(want) {
+			t.Fatalf("events = %+v, want %+v", obs.ev, want)
+		}
+		for i := range want {
+			if obs.ev[i] != want[i] {
+				t.Errorf("event %d = %+v, want %+v", i, obs.ev[i], want[i])
+			}
+		}
+	})
+}
+
+// TestProbeLimitUnderLoad hammers a breaker that never closes (CloseAfter is
+// out of reach and a quarter of probes fail, reopening it) from 300
+// goroutines: every call that reaches the model is a probe, and the model
+// counts how many run at once.
+func TestProbeLimitUnderLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const probes = 3
+		b := Must(Config{ConsecutiveFailures: 1, OpenFor: 5 * time.Millisecond, Probes: probes, CloseAfter: 1 << 30})
+		var inflight, peak, calls atomic.Int32
+		m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			n := inflight.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			c := calls.Add(1)
+			time.Sleep(time.Duration(c%3+1) * time.Millisecond)
+			inflight.Add(-1)
+			if c == 1 || c%4 == 0 {
+				return nil, fail(portico.Transient)
+			}
+			return okResp, nil
+		}))
+		call(t, m) // trips
+		var wg sync.WaitGroup
+		var rejected atomic.Int32
+		for g := range 300 {
+			wg.Go(func() {
+				for i := range 40 {
+					if err := call(t, m); errors.Is(err, ErrOpen) {
+						rejected.Add(1)
+					}
+					time.Sleep(time.Duration((g+i)%7+1) * time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		if p := peak.Load(); p != probes {
+			t.Errorf("peak concurrent probes = %d, want exactly %d (never more, and the limit reached)", p, probes)
+		}
+		if c := calls.Load(); c < 10 {
+			t.Errorf("model calls = %d, want many probes", c)
+		}
+		if r := rejected.Load(); r == 0 {
+			t.Errorf("rejections = 0, want some")
+		}
+		if n := b.probes.Load(); n != 0 {
+			t.Errorf("probes in flight at the end = %d, want 0", n)
+		}
+	})
+}
+
+// TestConcurrentClosedCalls runs the lock-free closed path from many goroutines
+// and checks that the window counted every call.
+func TestConcurrentClosedCalls(t *testing.T) {
+	b := Must(Config{WindowCalls: 1000, ConsecutiveFailures: -1, MinCalls: 1000})
+	m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return okResp, nil
+	}))
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			for range 5 {
+				call(t, m)
+			}
+		})
+	}
+	wg.Wait()
+	if got := b.ring.tally(0); got.calls != 1000 || got.failed != 0 {
+		t.Errorf("tally = %+v, want 1000 calls, 0 failed", got)
+	}
+}
+
+func TestClosedPathAllocs(t *testing.T) {
+	base := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return okResp, nil
+	})
+	ctx := context.Background()
+	req := &portico.Request{}
+	for name, cfg := range map[string]Config{
+		"count":      {},
+		"time":       {WindowDuration: time.Minute},
+		"count+slow": {SlowCall: time.Second},
+	} {
+		m := Must(cfg).Wrap(base)
+		if n := testing.AllocsPerRun(1000, func() { m.Generate(ctx, req) }); n != 0 {
+			t.Errorf("%s: allocs per closed call = %v, want 0", name, n)
+		}
+	}
+}
