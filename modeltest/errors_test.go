@@ -1,0 +1,64 @@
+package modeltest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+func TestErrStatus(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		want   portico.Class
+	}{
+		{400, portico.Permanent}, {401, portico.Permanent}, {403, portico.Permanent}, {404, portico.Permanent},
+		{418, portico.Permanent}, {429, portico.RateLimited}, {500, portico.Transient}, {502, portico.Transient},
+		{503, portico.Transient}, {504, portico.Transient}, {599, portico.Transient},
+	} {
+		err := ErrStatus(c.status)
+		if got := portico.ClassOf(err); got != c.want || err.Status != c.status {
+			t.Errorf("ErrStatus(%d) = class %v status %d, want class %v status %d", c.status, got, err.Status, c.want, c.status)
+		}
+		if !errors.Is(err, ErrInjected) {
+			t.Errorf("errors.Is(ErrStatus(%d), ErrInjected) = false, want true", c.status)
+		}
+	}
+}
+
+func TestErrConstructors(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		err        *portico.Error
+		sentinel   error
+		status     int
+		code       string
+		retryAfter time.Duration
+	}{
+		{"Err429", Err429(3 * time.Second), portico.ErrRateLimited, 429, "rate_limit_exceeded", 3 * time.Second},
+		{"Err429(0)", Err429(0), portico.ErrRateLimited, 429, "rate_limit_exceeded", 0},
+		{"Err500", Err500(), portico.ErrTransient, 500, "", 0},
+		{"Err502", Err502(), portico.ErrTransient, 502, "", 0},
+		{"Err503", Err503(), portico.ErrTransient, 503, "", 0},
+		{"ErrConnRefused", ErrConnRefused(), portico.ErrTransient, 0, "", 0},
+		{"ErrTimeout", ErrTimeout(), portico.ErrAmbiguous, 0, "", 0},
+		{"ErrContextOverflow", ErrContextOverflow(), portico.ErrIncompatible, 400, "context_length_exceeded", 0},
+	} {
+		var err error = c.err
+		if !errors.Is(err, c.sentinel) || !errors.Is(err, ErrInjected) {
+			t.Errorf("%s = %v, want errors.Is %v and ErrInjected", c.name, err, c.sentinel)
+		}
+		if c.err.Status != c.status || c.err.Code != c.code || portico.RetryAfterOf(err) != c.retryAfter {
+			t.Errorf("%s = status %d code %q retry-after %v, want %d %q %v", c.name,
+				c.err.Status, c.err.Code, portico.RetryAfterOf(err), c.status, c.code, c.retryAfter)
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			t.Errorf("%s matches a context error, want it not to", c.name)
+		}
+	}
+	if Err503() == Err503() {
+		t.Error("Err503() returned the same *Error twice, want a new one per call")
+	}
+}
