@@ -1,0 +1,107 @@
+package validate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/portico-llm/portico"
+)
+
+// benchSchema has five properties, as the issue's benchmark asks.
+const benchSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["id", "customer", "total", "currency", "items"],
+  "properties": {
+    "id": {"type": "string", "pattern": "^INV-[0-9]+$"},
+    "customer": {"type": "string", "minLength": 1},
+    "total": {"type": "number", "minimum": 0},
+    "currency": {"type": "string", "enum": ["EUR", "USD", "GBP", "CHF"]},
+    "items": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "required": ["sku", "qty", "price"],
+        "properties": {
+          "sku": {"type": "string"},
+          "qty": {"type": "integer", "minimum": 1},
+          "price": {"type": "number", "minimum": 0}
+        }
+      }
+    }
+  }
+}`
+
+// benchAnswer is a ~300-byte object valid against benchSchema.
+const benchAnswer = `{"id":"INV-20260042","customer":"Officina Meccanica Rossi S.r.l., Via Roma 12, Torino","total":1234.56,"currency":"EUR","items":[{"sku":"BRK-001","qty":4,"price":120.5},{"sku":"FLT-220","qty":2,"price":35.25},{"sku":"OIL-5W30","qty":10,"price":56.3},{"sku":"LAB-HR","qty":3,"price":54.02}]}`
+
+func TestBenchAnswerSize(t *testing.T) {
+	if n := len(benchAnswer); n < 250 || n > 350 {
+		t.Fatalf("len(benchAnswer) = %d, want about 300", n)
+	}
+}
+
+func benchRequest() (*portico.Request, *portico.Response) {
+	req := &portico.Request{Schema: &portico.Schema{Name: "invoice", JSON: []byte(benchSchema)}}
+	resp := &portico.Response{Text: benchAnswer, FinishReason: portico.FinishStop, Model: "m"}
+	return req, resp
+}
+
+// BenchmarkRaw is the library's own decode + validate of the answer against
+// the compiled schema: the yardstick of the 1.1x goal.
+func BenchmarkRaw(b *testing.B) {
+	c := jsonschema.NewCompiler()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(benchSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.AddResource("s.json", doc); err != nil {
+		b.Fatal(err)
+	}
+	s := c.MustCompile("s.json")
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(benchAnswer))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Validate(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheck is the whole pipeline through Validator.Check.
+func BenchmarkCheck(b *testing.B) {
+	v := MustNew(Config{})
+	req, resp := benchRequest()
+	if err := v.Check(req, resp); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := v.Check(req, resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWrap is the pipeline as middleware around a Model returning the
+// same answer.
+func BenchmarkWrap(b *testing.B) {
+	v := MustNew(Config{})
+	req, resp := benchRequest()
+	m := v.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return resp, nil
+	}))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Generate(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

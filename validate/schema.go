@@ -1,0 +1,200 @@
+package validate
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/portico-llm/portico"
+)
+
+// ErrSchema is wrapped by the error a request with a schema that does not
+// compile gets: the request's Schema.JSON or one of its tools' Parameters is
+// not a valid JSON Schema (draft 2020-12 unless it says otherwise). It is the
+// request's fault: the *portico.Error carrying it is Permanent, and the model
+// is not called.
+var ErrSchema = errors.New("validate: invalid JSON Schema")
+
+// schemaURL is the location compiled schemas are registered under. Each schema
+// gets its own Compiler, so one name serves all.
+const schemaURL = "urn:portico:schema"
+
+// cache holds compiled schemas keyed by their JSON text, so a schema is
+// compiled once however many requests carry it. A failed compilation is cached
+// too. When full, an arbitrary entry is evicted (Go's map order), which keeps
+// the bound without bookkeeping on the hot path.
+type cache struct {
+	mu     sync.RWMutex
+	m      map[string]*compiled
+	max    int
+	format bool
+}
+
+type compiled struct {
+	schema *jsonschema.Schema
+	err    error // a *portico.Error wrapping ErrSchema
+}
+
+func newCache(max int, assertFormat bool) *cache {
+	return &cache{m: make(map[string]*compiled), max: max, format: assertFormat}
+}
+
+// get returns the compiled form of the schema text raw, compiling it on a miss.
+// The lookup does not allocate: the map index converts raw without copying.
+func (c *cache) get(raw []byte) *compiled {
+	c.mu.RLock()
+	e := c.m[string(raw)]
+	c.mu.RUnlock()
+	if e != nil {
+		return e
+	}
+	e = c.compile(raw)
+	c.mu.Lock()
+	if old := c.m[string(raw)]; old != nil {
+		e = old // a concurrent compile won; keep one.
+	} else {
+		if len(c.m) >= c.max {
+			for k := range c.m {
+				delete(c.m, k)
+				break
+			}
+		}
+		c.m[string(raw)] = e
+	}
+	c.mu.Unlock()
+	return e
+}
+
+func (c *cache) compile(raw []byte) *compiled {
+	fail := func(err error) *compiled {
+		return &compiled{err: &portico.Error{
+			Class:  portico.Permanent,
+			Reason: "invalid JSON Schema",
+			Err:    errors.Join(ErrSchema, err),
+		}}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fail(err)
+	}
+	comp := jsonschema.NewCompiler()
+	comp.DefaultDraft(jsonschema.Draft2020)
+	comp.UseLoader(noLoader{})
+	if c.format {
+		comp.AssertFormat()
+	}
+	if err := comp.AddResource(schemaURL, doc); err != nil {
+		return fail(err)
+	}
+	s, err := comp.Compile(schemaURL)
+	if err != nil {
+		return fail(err)
+	}
+	return &compiled{schema: s}
+}
+
+// noLoader refuses every external reference: a schema from a request must not
+// make the validator read files or fetch URLs.
+type noLoader struct{}
+
+var errNoLoad = errors.New("validate: external $ref not allowed")
+
+func (noLoader) Load(string) (any, error) { return nil, errNoLoad }
+
+var printer = message.NewPrinter(language.English)
+
+// collect flattens a jsonschema validation error into violations, appending to
+// out. Branching keywords (anyOf, oneOf, not) give one violation at their own
+// location rather than every branch's failures.
+func (p *pipeline) collect(e *jsonschema.ValidationError) {
+	switch k := e.ErrorKind.(type) {
+	case *kind.Group, *kind.Schema, *kind.AllOf, *kind.Reference:
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				p.collect(c)
+			}
+			return
+		}
+	case *kind.Required:
+		for _, name := range k.Missing {
+			v := p.schemaViolation(e)
+			v.Pointer = childPointer(e.InstanceLocation, name)
+			v.Detail = "missing property"
+			p.add(v)
+		}
+		return
+	case *kind.AdditionalProperties:
+		for _, name := range k.Properties {
+			v := p.schemaViolation(e)
+			v.Pointer = childPointer(e.InstanceLocation, name)
+			v.Detail = "property not allowed"
+			p.add(v)
+		}
+		return
+	case *kind.AnyOf, *kind.OneOf, *kind.Not:
+		p.add(p.schemaViolation(e))
+		return
+	}
+	if len(e.Causes) > 0 {
+		for _, c := range e.Causes {
+			p.collect(c)
+		}
+		return
+	}
+	p.add(p.schemaViolation(e))
+}
+
+func (p *pipeline) schemaViolation(e *jsonschema.ValidationError) Violation {
+	kw := e.ErrorKind.KeywordPath()
+	v := Violation{
+		Stage:   p.stage,
+		Call:    p.call,
+		Pointer: Pointer(e.InstanceLocation...),
+		Rule:    strings.Join(kw, "/"),
+		Schema:  schemaPointer(e.SchemaURL, kw),
+	}
+	if v.Rule == "" {
+		v.Rule = "schema"
+	}
+	if t, ok := e.ErrorKind.(*kind.Type); ok {
+		// Type names only: "want number, got string".
+		v.Detail = "want " + strings.Join(t.Want, " or ") + ", got " + t.Got
+	}
+	if p.v.cfg.IncludeValues {
+		v.Value = e.ErrorKind.LocalizedString(printer)
+	}
+	return v
+}
+
+func childPointer(parent []string, name string) string {
+	var b strings.Builder
+	for _, t := range parent {
+		b.WriteByte('/')
+		escapeToken(&b, t)
+	}
+	b.WriteByte('/')
+	escapeToken(&b, name)
+	return b.String()
+}
+
+// schemaPointer returns the fragment of the absolute schema location url
+// joined with the keyword path: "/properties/total/minimum".
+func schemaPointer(url string, kw []string) string {
+	frag := ""
+	if i := strings.IndexByte(url, '#'); i >= 0 {
+		frag = url[i+1:]
+	}
+	var b strings.Builder
+	b.WriteString(frag)
+	for _, t := range kw {
+		b.WriteByte('/')
+		escapeToken(&b, t)
+	}
+	return b.String()
+}

@@ -1,0 +1,421 @@
+package validate
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/portico-llm/portico"
+)
+
+// LengthPolicy says when an answer cut by the token limit (finish reason
+// length) is rejected.
+type LengthPolicy uint8
+
+// The length policies.
+const (
+	// LengthRejectStructured rejects truncation when the full output is needed:
+	// the request has a Schema or tools, or the response has tool calls. Plain
+	// text may be accepted truncated. The default.
+	LengthRejectStructured LengthPolicy = iota
+	// LengthReject rejects every truncated answer.
+	LengthReject
+	// LengthAccept never rejects for truncation; the schema stage still
+	// rejects truncated JSON.
+	LengthAccept
+)
+
+// String returns "reject_structured", "reject" or "accept".
+func (p LengthPolicy) String() string {
+	switch p {
+	case LengthRejectStructured:
+		return "reject_structured"
+	case LengthReject:
+		return "reject"
+	case LengthAccept:
+		return "accept"
+	}
+	return "LengthPolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Defaults of [Config]'s limits.
+const (
+	DefaultMaxBytes      = 1 << 20 // 1 MiB of JSON text
+	DefaultMaxDepth      = 64      // nested arrays and objects
+	DefaultMaxNumber     = 64      // characters of one number literal
+	DefaultMaxExponent   = 400     // |exponent| of a number, past float64's 308
+	DefaultCacheSize     = 128     // compiled schemas
+	DefaultMaxViolations = 100     // violations listed per rejection
+)
+
+// Config configures a [Validator]. The zero Config is the strict default:
+// truncation rejected where structure is needed, no trimming, values never
+// reported, streaming buffered until acceptance.
+type Config struct {
+	// Length says when finish reason length is rejected. Zero is
+	// LengthRejectStructured. Content filtering is always rejected.
+	Length LengthPolicy
+	// RequireFinish rejects a response without a finish reason (a stream cut
+	// before its end). False (the default) accepts an empty finish reason,
+	// which some adapters and fakes leave unset.
+	RequireFinish bool
+	// AllowEmptyText accepts an answer with neither text nor tool calls. False
+	// (the default) rejects it as an incomplete envelope.
+	AllowEmptyText bool
+	// TrimSpace, when true, trims white space around the answer's text before
+	// the checks, and the accepted Response carries the trimmed text. It is the
+	// only normalization the pipeline ever makes (seed 003: no silent repair).
+	// False (the default) leaves the text as it came; JSON tolerates
+	// surrounding white space anyway.
+	TrimSpace bool
+	// JSON, when true, requires the answer's text to be one JSON value even
+	// when the request has no Schema. It is implied when Checks or Semantic
+	// are set, since checks judge a decoded answer. False (the default)
+	// decodes the text only under a Schema or for checks.
+	JSON bool
+	// AssertFormat makes the schema keyword "format" an assertion (date-time,
+	// email, ...). False (the default) follows draft 2020-12, where format is
+	// an annotation only.
+	AssertFormat bool
+	// Checks are the typed Go checks of stage 4 (required fields, enums,
+	// invariants), run in order; see [Check] and [Typed].
+	Checks []Check
+	// Semantic are the workload's semantic checks of stage 6, run in order
+	// after the tool calls are checked.
+	Semantic []Check
+	// IncludeValues, when true, fills [Violation.Value] with the offending
+	// value or the validator's message. False (the default) keeps answer
+	// content out of violations, errors and logs.
+	IncludeValues bool
+	// PassThroughChunks, when true, streams chunks to the caller as they come,
+	// unvalidated: the first token arrives early, but a caller may see an
+	// answer that is then rejected. False (the default) buffers: when the
+	// request streams (OnChunk set) and the pipeline inspects the text (a
+	// Schema, Config.JSON, or checks), the inner call's chunks are held back
+	// and the accepted text is delivered as one chunk; time to first token
+	// becomes time to the whole answer, and a rejected answer is never shown.
+	PassThroughChunks bool
+	// MaxBytes bounds the JSON text decoded (the answer's text and each tool
+	// call's arguments), in bytes. Zero means DefaultMaxBytes (1 MiB).
+	MaxBytes int
+	// MaxDepth bounds the nesting of arrays and objects in that text. Zero
+	// means DefaultMaxDepth (64).
+	MaxDepth int
+	// MaxNumberLength bounds the length of one number literal, in characters.
+	// Zero means DefaultMaxNumber (64).
+	MaxNumberLength int
+	// MaxExponent bounds the magnitude of a number's decimal exponent. Zero
+	// means DefaultMaxExponent (400). The limits are checked in one pass
+	// before decoding, so a hostile answer costs O(its length).
+	MaxExponent int
+	// CacheSize bounds the number of compiled schemas kept. Zero means
+	// DefaultCacheSize (128).
+	CacheSize int
+	// MaxViolations bounds the violations listed in one [Rejection]; the rest
+	// are counted in Rejection.Omitted. Zero means DefaultMaxViolations (100).
+	MaxViolations int
+}
+
+// Validator runs seed 003's acceptance pipeline on answers. Build one per
+// workload with [New]; its method value Wrap is the Middleware. A Validator is
+// safe for concurrent use.
+type Validator struct {
+	cfg    Config
+	lim    limits
+	cache  *cache
+	decode bool // checks need the decoded value
+}
+
+// New returns a Validator for cfg. It returns an error, starting with
+// "validate:", for a negative limit or a nil check.
+func New(cfg Config) (*Validator, error) {
+	for _, f := range []struct {
+		name string
+		p    *int
+		def  int
+	}{
+		{"MaxBytes", &cfg.MaxBytes, DefaultMaxBytes},
+		{"MaxDepth", &cfg.MaxDepth, DefaultMaxDepth},
+		{"MaxNumberLength", &cfg.MaxNumberLength, DefaultMaxNumber},
+		{"MaxExponent", &cfg.MaxExponent, DefaultMaxExponent},
+		{"CacheSize", &cfg.CacheSize, DefaultCacheSize},
+		{"MaxViolations", &cfg.MaxViolations, DefaultMaxViolations},
+	} {
+		if *f.p < 0 {
+			return nil, errors.New("validate: Config." + f.name + " is negative")
+		}
+		if *f.p == 0 {
+			*f.p = f.def
+		}
+	}
+	if cfg.Length > LengthAccept {
+		return nil, errors.New("validate: Config.Length is not a LengthPolicy")
+	}
+	for i, c := range cfg.Checks {
+		if c == nil {
+			return nil, errors.New("validate: Config.Checks[" + strconv.Itoa(i) + "] is nil")
+		}
+	}
+	for i, c := range cfg.Semantic {
+		if c == nil {
+			return nil, errors.New("validate: Config.Semantic[" + strconv.Itoa(i) + "] is nil")
+		}
+	}
+	cfg.Checks = append([]Check(nil), cfg.Checks...)
+	cfg.Semantic = append([]Check(nil), cfg.Semantic...)
+	return &Validator{
+		cfg:    cfg,
+		lim:    limits{cfg.MaxBytes, cfg.MaxDepth, cfg.MaxNumberLength, cfg.MaxExponent},
+		cache:  newCache(cfg.CacheSize, cfg.AssertFormat),
+		decode: cfg.JSON || len(cfg.Checks) > 0 || len(cfg.Semantic) > 0,
+	}, nil
+}
+
+// MustNew is like [New] but panics on error.
+func MustNew(cfg Config) *Validator {
+	v, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Prepare compiles (or finds in the cache) the schemas req carries, its Schema
+// and its tools' Parameters, so that a request whose schema cannot compile
+// fails before any model is called. It returns nil, or a Permanent
+// *portico.Error wrapping [ErrSchema]. Wrap calls it for every request.
+func (v *Validator) Prepare(req *portico.Request) error {
+	if req.Schema != nil {
+		if c := v.cache.get(req.Schema.JSON); c.err != nil {
+			return c.err
+		}
+	}
+	for i := range req.Tools {
+		if p := req.Tools[i].Parameters; len(p) > 0 {
+			if c := v.cache.get(p); c.err != nil {
+				return c.err
+			}
+		}
+	}
+	return nil
+}
+
+// Check runs the acceptance pipeline on resp, the answer to req, and returns
+// nil when it is accepted. On rejection it returns an InvalidResponse
+// *portico.Error wrapping a [*Rejection] that lists every violation; when a
+// schema of req does not compile, a Permanent *portico.Error wrapping
+// [ErrSchema]. Check modifies neither req nor resp; with Config.TrimSpace it
+// judges the trimmed text (Wrap then stores it in resp.Text). Check emits no
+// event; Wrap does. It is for layers that judge answers themselves, such as a
+// cascade's acceptance test.
+func (v *Validator) Check(req *portico.Request, resp *portico.Response) error {
+	if err := v.Prepare(req); err != nil {
+		return err
+	}
+	p := pipeline{v: v}
+	p.run(req, resp)
+	if len(p.out) == 0 {
+		return nil
+	}
+	return p.reject(resp)
+}
+
+// pipeline is one run of the stages over one answer.
+type pipeline struct {
+	v       *Validator
+	out     []Violation
+	omitted int
+	stage   Stage
+	call    int
+}
+
+func (p *pipeline) add(v Violation) {
+	if len(p.out) >= p.v.cfg.MaxViolations {
+		p.omitted++
+		return
+	}
+	v.Stage = p.stage
+	if !p.v.cfg.IncludeValues {
+		v.Value = ""
+	}
+	p.out = append(p.out, v)
+}
+
+func (p *pipeline) reject(resp *portico.Response) error {
+	e := &portico.Error{
+		Class:  portico.InvalidResponse,
+		Reason: "validation rejected",
+		Err:    &Rejection{Violations: p.out, Omitted: p.omitted, Response: resp},
+	}
+	if resp != nil {
+		e.Model = resp.Model
+	}
+	return e
+}
+
+func (p *pipeline) run(req *portico.Request, resp *portico.Response) {
+	cfg := &p.v.cfg
+
+	// 1. Envelope.
+	p.stage = StageEnvelope
+	if resp == nil {
+		p.add(Violation{Rule: RuleNilResponse})
+		return
+	}
+	text := resp.Text
+	if cfg.TrimSpace {
+		text = trimSpace(text)
+	}
+	if len(resp.ToolCalls) == 0 {
+		if !cfg.AllowEmptyText && isBlank(text) {
+			p.add(Violation{Rule: RuleEmptyText})
+		}
+		if resp.FinishReason == portico.FinishToolCalls {
+			p.add(Violation{Rule: RuleToolCallsAbsent})
+		}
+	}
+
+	// 2. Finish reason.
+	p.stage = StageFinish
+	switch resp.FinishReason {
+	case "":
+		if cfg.RequireFinish {
+			p.add(Violation{Rule: RuleFinishMissing})
+		}
+	case portico.FinishContentFilter:
+		p.add(Violation{Rule: RuleContentFilter})
+	case portico.FinishLength:
+		structured := req.Schema != nil || len(req.Tools) > 0 || len(resp.ToolCalls) > 0
+		if cfg.Length == LengthReject || cfg.Length == LengthRejectStructured && structured {
+			p.add(Violation{Rule: RuleTruncated})
+		}
+	}
+
+	// 3. Structured output: decode once, validate against the schema.
+	p.stage = StageSchema
+	var value any
+	decoded := false
+	if req.Schema != nil || p.v.decode {
+		value, decoded = p.decode(text)
+		if decoded && req.Schema != nil {
+			p.validate(p.v.cache.get(req.Schema.JSON), value)
+		}
+	}
+
+	// 4. Typed checks. The Answer escapes into user funcs, so it is only
+	// built when there are checks to run.
+	var ans *Answer
+	if decoded && len(cfg.Checks)+len(cfg.Semantic) > 0 {
+		ans = &Answer{Request: req, Response: resp, Text: text, Value: value}
+		p.stage = StageTyped
+		p.runChecks(cfg.Checks, ans)
+	}
+
+	// 5. Tool calls.
+	p.stage = StageTools
+	for i := range resp.ToolCalls {
+		p.call = i
+		p.toolCall(req, &resp.ToolCalls[i])
+	}
+	p.call = 0
+
+	// 6. Semantic checks.
+	if ans != nil {
+		p.stage = StageSemantic
+		p.runChecks(cfg.Semantic, ans)
+	}
+}
+
+func (p *pipeline) runChecks(checks []Check, a *Answer) {
+	for _, c := range checks {
+		for _, v := range c(a) {
+			v.Call = 0
+			p.add(v)
+		}
+	}
+}
+
+func (p *pipeline) validate(c *compiled, value any) {
+	if c.schema == nil {
+		return // Prepare reported it.
+	}
+	err := c.schema.Validate(value)
+	if err == nil {
+		return
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		p.collect(ve)
+		return
+	}
+	p.add(Violation{Call: p.call, Rule: "schema"})
+}
+
+// decode checks text against the limits and decodes it as exactly one JSON
+// value, numbers as json.Number, reporting a violation when it cannot.
+func (p *pipeline) decode(text string) (any, bool) {
+	if rule, detail := p.v.lim.scan(text); rule != "" {
+		p.add(Violation{Call: p.call, Rule: rule, Detail: detail})
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: "trailing data at offset " + strconv.FormatInt(dec.InputOffset(), 10)})
+			return nil, false
+		}
+		return v, true
+	}
+	detail := "invalid JSON"
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		detail = "syntax error at offset " + strconv.FormatInt(se.Offset, 10)
+	case err == io.EOF:
+		detail = "no JSON value"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		detail = "unexpected end of JSON"
+	}
+	p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: detail})
+	return nil, false
+}
+
+func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {
+	var tool *portico.Tool
+	for i := range req.Tools {
+		if req.Tools[i].Name == tc.Name {
+			tool = &req.Tools[i]
+			break
+		}
+	}
+	if tool == nil {
+		p.add(Violation{Call: p.call, Rule: RuleToolName})
+	}
+	value, ok := p.decode(string(tc.Arguments))
+	if !ok || tool == nil || len(tool.Parameters) == 0 {
+		return
+	}
+	p.validate(p.v.cache.get(tool.Parameters), value)
+}
+
+func isBlank(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// trimSpace trims the white space JSON allows around a value (space, tab,
+// line feed, carriage return), plus the rest of Unicode's white space.
+func trimSpace(s string) string { return strings.TrimSpace(s) }

@@ -1,0 +1,201 @@
+package validate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/portico-llm/portico"
+)
+
+// Stage names a stage of the acceptance pipeline, in the order the stages run
+// (seed 003, "Convalida la risposta prima di accettarla", steps 1 to 6).
+type Stage uint8
+
+// The pipeline's stages.
+const (
+	// StageEnvelope: the transport completed and the envelope is whole (a
+	// response, text when no tool call is asked for, tool calls when the finish
+	// reason says so).
+	StageEnvelope Stage = iota + 1
+	// StageFinish: the finish reason is acceptable (no content filter, no
+	// truncation where the full output is needed).
+	StageFinish
+	// StageSchema: the answer's text is one JSON value, within the size limits,
+	// valid against the request's schema.
+	StageSchema
+	// StageTyped: the user's typed Go checks ([Config.Checks]): required
+	// fields, enums, invariants.
+	StageTyped
+	// StageTools: every tool call names a registered tool and its arguments are
+	// JSON valid against the tool's parameter schema.
+	StageTools
+	// StageSemantic: the workload's semantic checks ([Config.Semantic]).
+	StageSemantic
+)
+
+var stageNames = [...]string{
+	StageEnvelope: "envelope",
+	StageFinish:   "finish",
+	StageSchema:   "schema",
+	StageTyped:    "typed",
+	StageTools:    "tools",
+	StageSemantic: "semantic",
+}
+
+// String returns the stage's name ("schema").
+func (s Stage) String() string {
+	if int(s) < len(stageNames) && stageNames[s] != "" {
+		return stageNames[s]
+	}
+	return "Stage(" + strconv.Itoa(int(s)) + ")"
+}
+
+// The rules the pipeline itself reports in [Violation.Rule]. Schema violations
+// use the failing JSON Schema keyword instead ("required", "minimum", "enum",
+// "additionalProperties", ...); user checks use their own rule names.
+const (
+	RuleNilResponse     = "nil_response"     // the inner Model returned neither a response nor an error
+	RuleEmptyText       = "empty_text"       // no text and no tool call
+	RuleToolCallsAbsent = "tool_calls_absent" // finish reason tool_calls without any tool call
+	RuleFinishMissing   = "finish_missing"   // no finish reason, with Config.RequireFinish
+	RuleContentFilter   = "content_filter"   // the provider withheld content
+	RuleTruncated       = "truncated"        // finish reason length where the full output is needed
+	RuleMaxBytes        = "max_bytes"        // the JSON text exceeds Config.MaxBytes
+	RuleMaxDepth        = "max_depth"        // the JSON text nests deeper than Config.MaxDepth
+	RuleMaxNumber       = "max_number"       // a number literal exceeds Config.MaxNumberLength or Config.MaxExponent
+	RuleJSON            = "json"             // the text is not exactly one JSON value
+	RuleGoType          = "go_type"          // a typed check could not decode the value into its Go type
+	RuleToolName        = "tool_name"        // a tool call names a tool the request did not declare
+)
+
+// Violation is one way an answer breaks its contract. It says where (a JSON
+// pointer) and which rule, never the offending value unless
+// [Config.IncludeValues] is set, because answers may hold private content.
+type Violation struct {
+	// Stage is the pipeline stage that found the violation; the pipeline sets it.
+	Stage Stage
+	// Call is the index in Response.ToolCalls of the call concerned, for
+	// StageTools violations; 0 otherwise.
+	Call int
+	// Pointer is the RFC 6901 JSON pointer of the offending value within the
+	// checked document: the answer's JSON value, or for StageTools the call's
+	// arguments. "" is the whole document (or, for envelope and finish
+	// violations, the response). Pointers name object keys, which may come from
+	// the answer (an additional property); they never carry values.
+	Pointer string
+	// Rule names what was broken: a Rule* constant, the JSON Schema keyword
+	// ("required", "type", "minimum"), or a user check's rule name.
+	Rule string
+	// Schema is the JSON pointer of the failing keyword within the schema
+	// ("/properties/total/minimum"), for schema violations; "" otherwise.
+	Schema string
+	// Detail is a short, content-free explanation ("want number, got string",
+	// "offset 17"), or "" when the rule says it all.
+	Detail string
+	// Value is the offending value or the validator's full message, which may
+	// quote the answer; set only when Config.IncludeValues is true (the pipeline
+	// clears it otherwise, also for user checks).
+	Value string
+}
+
+// String formats v as "stage rule at pointer", content-free.
+func (v Violation) String() string {
+	var b strings.Builder
+	b.WriteString(v.Stage.String())
+	b.WriteByte(' ')
+	b.WriteString(v.Rule)
+	if v.Stage == StageTools {
+		b.WriteString(" in call ")
+		b.WriteString(strconv.Itoa(v.Call))
+	}
+	b.WriteString(" at ")
+	if v.Pointer == "" {
+		b.WriteString("(root)")
+	} else {
+		b.WriteString(v.Pointer)
+	}
+	return b.String()
+}
+
+// Rejection is the typed error of a rejected answer: every violation the
+// pipeline found, in stage order. Rejections reach callers wrapped in a
+// *portico.Error of class InvalidResponse; get one with errors.As.
+type Rejection struct {
+	// Violations lists every violation found, up to Config.MaxViolations.
+	Violations []Violation
+	// Omitted counts the violations beyond Config.MaxViolations that were not
+	// listed.
+	Omitted int
+	// Response is the rejected answer, for logging by the application or human
+	// review (seed 003). It holds answer content: never log it unredacted.
+	Response *portico.Response
+}
+
+// Error lists the violations' stages and rules, content-free:
+// "validate: rejected: 2 violations: schema/minimum, semantic/currency".
+func (r *Rejection) Error() string {
+	var b strings.Builder
+	b.WriteString("validate: rejected: ")
+	n := len(r.Violations) + r.Omitted
+	b.WriteString(strconv.Itoa(n))
+	if n == 1 {
+		b.WriteString(" violation")
+	} else {
+		b.WriteString(" violations")
+	}
+	const shown = 8
+	for i, v := range r.Violations {
+		if i == shown {
+			b.WriteString(", ...")
+			break
+		}
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(v.Stage.String())
+		b.WriteByte('/')
+		b.WriteString(v.Rule)
+	}
+	return b.String()
+}
+
+// Has reports whether r lists a violation of rule at pointer.
+func (r *Rejection) Has(rule, pointer string) bool {
+	for _, v := range r.Violations {
+		if v.Rule == rule && v.Pointer == pointer {
+			return true
+		}
+	}
+	return false
+}
+
+// Pointer returns the RFC 6901 JSON pointer of the given path of object keys
+// and array indices (as decimal strings): Pointer("lines", "0", "a/b") is
+// "/lines/0/a~1b". Pointer() is "", the whole document.
+func Pointer(tokens ...string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		escapeToken(&b, t)
+	}
+	return b.String()
+}
+
+func escapeToken(b *strings.Builder, t string) {
+	if !strings.ContainsAny(t, "~/") {
+		b.WriteString(t)
+		return
+	}
+	for i := 0; i < len(t); i++ {
+		switch t[i] {
+		case '~':
+			b.WriteString("~0")
+		case '/':
+			b.WriteString("~1")
+		default:
+			b.WriteByte(t[i])
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package validate
+
+import (
+	"context"
+
+	"github.com/portico-llm/portico"
+)
+
+// Wrap returns next wrapped in the acceptance pipeline; the method value
+// v.Wrap is a portico.Middleware. For each request the wrapped Model:
+//
+//   - compiles the request's schemas first (cached), failing with a Permanent
+//     error wrapping [ErrSchema] before calling next if one is invalid;
+//   - returns next's error unchanged;
+//   - runs [Validator.Check] on next's answer and returns an InvalidResponse
+//     *portico.Error wrapping a [*Rejection] when it fails, or the Response
+//     (with its text trimmed under Config.TrimSpace) when it passes;
+//   - reports a portico.EventValidation, Reason "accepted" or "rejected", to
+//     the context's Observer;
+//   - buffers a streamed answer until acceptance (see
+//     Config.PassThroughChunks): next streams into a discarding callback and
+//     the accepted text reaches req.OnChunk as one chunk. An error from
+//     OnChunk is returned as a Canceled *portico.Error wrapping it.
+//
+// Wrap panics if next is nil.
+func (v *Validator) Wrap(next portico.Model) portico.Model {
+	if next == nil {
+		panic("validate: Wrap of a nil Model")
+	}
+	return &model{v: v, next: next}
+}
+
+type model struct {
+	v    *Validator
+	next portico.Model
+}
+
+func discardChunk(portico.Chunk) error { return nil }
+
+func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	v := m.v
+	if err := v.Prepare(req); err != nil {
+		return nil, err
+	}
+	call := req
+	buffered := req.OnChunk != nil && !v.cfg.PassThroughChunks && (req.Schema != nil || v.decode)
+	if buffered {
+		call = req.Clone()
+		call.OnChunk = discardChunk
+	}
+	resp, err := m.next.Generate(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	p := pipeline{v: v}
+	p.run(req, resp)
+	if len(p.out) > 0 {
+		ev := portico.Event{Kind: portico.EventValidation, Class: portico.InvalidResponse, Reason: "rejected"}
+		if resp != nil {
+			ev.Route = resp.Route
+		}
+		portico.Observe(ctx, ev)
+		return nil, p.reject(resp)
+	}
+	if v.cfg.TrimSpace {
+		resp.Text = trimSpace(resp.Text)
+	}
+	portico.Observe(ctx, portico.Event{Kind: portico.EventValidation, Route: resp.Route, Reason: "accepted"})
+	if buffered && resp.Text != "" {
+		if err := req.OnChunk(portico.Chunk{Text: resp.Text}); err != nil {
+			return nil, &portico.Error{Class: portico.Canceled, Model: resp.Model, Reason: "chunk callback failed", Err: err}
+		}
+	}
+	return resp, nil
+}
