@@ -1,0 +1,58 @@
+package retry
+
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+)
+
+// maxCeilings bounds the precomputed schedule; retries beyond it reuse the last
+// ceiling, which is MaxDelay long before (2^63 ns overflows after 63 doublings).
+const maxCeilings = 64
+
+// ceilings returns the ceilings c_1..c_n, c_i = min(limit, base*2^(i-1)), computed
+// once per Retrier by cenkalti/backoff/v5's ExponentialBackOff with no
+// randomization, multiplier 2 and MaxInterval limit. The jitter is drawn by the
+// Retrier itself (backoff's own randomization is "equal jitter"-like, ±50%
+// around the interval, which seed 000 calls the worst of the jittered variants),
+// and the schedule is shared read-only so that no call allocates a BackOff.
+func ceilings(base, limit time.Duration, n int) []time.Duration {
+	n = min(max(n, 1), maxCeilings)
+	eb := &backoff.ExponentialBackOff{
+		InitialInterval:     base,
+		RandomizationFactor: 0,
+		Multiplier:          2,
+		MaxInterval:         limit,
+	}
+	eb.Reset()
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = min(eb.NextBackOff(), limit)
+	}
+	return out
+}
+
+// ceiling returns retry i's ceiling, i >= 1.
+func (r *Retrier) ceiling(i int) time.Duration {
+	return r.ceil[min(i, len(r.ceil))-1]
+}
+
+// backoffDelay returns the wait before retry i (i >= 1) for a uniform draw u in
+// [0, 1), given the previous wait prev of the same call (for decorrelated
+// jitter; BaseDelay before the first retry). It is pure: the caller draws u.
+func (r *Retrier) backoffDelay(i int, prev time.Duration, u float64) time.Duration {
+	switch r.kind {
+	case FullJitter:
+		return time.Duration(u * float64(r.ceiling(i)))
+	case DecorrelatedJitter:
+		hi := 3 * prev
+		if hi < r.base || hi < prev { // overflow or a prev below base
+			hi = r.max
+		}
+		d := r.base + time.Duration(u*float64(hi-r.base))
+		return min(d, r.max)
+	case Exponential:
+		return r.ceiling(i)
+	}
+	return 0
+}

@@ -1,0 +1,159 @@
+package retry
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+var posInf = math.Inf(1)
+
+// unit is one retry token in the buckets' fixed-point arithmetic (2^20 per
+// token), so deposits of 0.1 are exact enough and every update is one atomic.
+const unit = 1 << 20
+
+type budgetKey struct{ dest, client string }
+
+// bucket is one key's retry budget: level is the tokens left, in 1/unit.
+type bucket struct {
+	level atomic.Int64
+	used  atomic.Bool // touched since the last sweep
+	dead  atomic.Bool // evicted from the map
+	key   budgetKey
+}
+
+// deposit adds amt up to capacity. A full bucket is only read, so a busy key
+// whose budget is full costs no write to a shared cache line.
+func (b *bucket) deposit(amt, capacity int64) {
+	if amt == 0 {
+		return
+	}
+	for {
+		v := b.level.Load()
+		if v >= capacity {
+			return
+		}
+		if b.level.CompareAndSwap(v, min(v+amt, capacity)) {
+			return
+		}
+	}
+}
+
+// withdraw takes one token, or reports false when less than one is left.
+func (b *bucket) withdraw() bool {
+	for {
+		v := b.level.Load()
+		if v < unit {
+			return false
+		}
+		if b.level.CompareAndSwap(v, v-unit) {
+			return true
+		}
+	}
+}
+
+// budgets holds the buckets of one Retrier, keyed by (destination, client key).
+// Lookups are lock-free: the last bucket used is checked first (one pointer
+// load and two string compares), then a sync.Map. Inserting a key past maxKeys
+// sweeps the map under mu.
+type budgets struct {
+	depositAmt int64 // per new request, in 1/unit
+	capacity   int64 // in 1/unit
+	maxKeys    int64
+	m          sync.Map // budgetKey -> *bucket
+	n          atomic.Int64
+	hot        atomic.Pointer[bucket]
+	mu         sync.Mutex // serialises sweeps
+	overflow   *bucket
+}
+
+func newBudgets(ratio float64, burst, maxKeys int) *budgets {
+	bs := &budgets{
+		depositAmt: int64(math.Round(ratio * unit)),
+		capacity:   int64(burst) * unit,
+		maxKeys:    int64(maxKeys),
+	}
+	bs.overflow = bs.newBucket(budgetKey{})
+	return bs
+}
+
+func (bs *budgets) newBucket(k budgetKey) *bucket {
+	b := &bucket{key: k}
+	b.level.Store(bs.capacity)
+	b.used.Store(true)
+	return b
+}
+
+// get returns the bucket of (dest, client), creating it full if needed. For an
+// existing key it does not allocate.
+func (bs *budgets) get(dest, client string) *bucket {
+	if h := bs.hot.Load(); h != nil && h.key.dest == dest && h.key.client == client && !h.dead.Load() {
+		if !h.used.Load() {
+			h.used.Store(true)
+		}
+		return h
+	}
+	if v, ok := bs.m.Load(budgetKey{dest, client}); ok {
+		b := v.(*bucket)
+		if !b.used.Load() {
+			b.used.Store(true)
+		}
+		bs.hot.Store(b)
+		return b
+	}
+	return bs.insert(budgetKey{dest, client})
+}
+
+func (bs *budgets) insert(k budgetKey) *bucket {
+	nb := bs.newBucket(k)
+	if v, loaded := bs.m.LoadOrStore(k, nb); loaded {
+		return v.(*bucket)
+	}
+	if bs.n.Add(1) <= bs.maxKeys {
+		bs.hot.Store(nb)
+		return nb
+	}
+	bs.sweep(k)
+	if bs.n.Load() <= bs.maxKeys {
+		bs.hot.Store(nb)
+		return nb
+	}
+	// Nothing could be evicted: the new key shares the overflow bucket.
+	if _, ok := bs.m.LoadAndDelete(k); ok {
+		bs.n.Add(-1)
+	}
+	nb.dead.Store(true)
+	return bs.overflow
+}
+
+// sweep evicts, except keep, every bucket that is full (the same as a new one)
+// or was not used since the previous sweep (an idle key: it comes back full),
+// and marks the survivors unused.
+func (bs *budgets) sweep(keep budgetKey) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	bs.m.Range(func(k, v any) bool {
+		b := v.(*bucket)
+		if b.key == keep {
+			return true
+		}
+		if b.level.Load() >= bs.capacity || !b.used.Load() {
+			if _, ok := bs.m.LoadAndDelete(k); ok {
+				b.dead.Store(true)
+				bs.n.Add(-1)
+			}
+			return true
+		}
+		b.used.Store(false)
+		return true
+	})
+}
+
+// level returns the tokens left for (dest, client) without creating the key.
+func (bs *budgets) level(dest, client string) float64 {
+	v, ok := bs.m.Load(budgetKey{dest, client})
+	if !ok {
+		return float64(bs.capacity) / unit
+	}
+	return float64(v.(*bucket).level.Load()) / unit
+}

@@ -1,0 +1,183 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// model is a Model wrapped by a Retrier.
+type model struct {
+	r    *Retrier
+	next portico.Model
+}
+
+// Generate makes the first attempt inline: on success it costs a budget
+// deposit (an atomic load when the bucket is full) and, only with
+// MinAttemptTime set, a deadline check; no context, timer or closure. Anything
+// else goes to run.
+func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	r := m.r
+	var b *bucket
+	if r.budget != nil {
+		b = r.budget.get(r.destOf(req), req.Identity.ClientKey)
+		b.deposit(r.budget.depositAmt, r.budget.capacity)
+	}
+	if req.OnChunk != nil || r.attemptTimeout > 0 {
+		return r.run(ctx, req, m.next, b, nil)
+	}
+	if r.minAttempt > 0 {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < r.minAttempt {
+			return nil, noTimeLeft(nil, 0, nil)
+		}
+	}
+	resp, err := m.next.Generate(ctx, req)
+	if err == nil || r.maxAttempts == 1 {
+		return resp, err
+	}
+	return r.run(ctx, req, m.next, b, err)
+}
+
+func (r *Retrier) destOf(req *portico.Request) string {
+	if r.dest != "" {
+		return r.dest
+	}
+	return req.Model
+}
+
+// retryable reports whether an attempt error of class c may be retried for req.
+func (r *Retrier) retryable(c portico.Class, req *portico.Request) bool {
+	switch c {
+	case portico.Transient, portico.RateLimited:
+		return true
+	case portico.Ambiguous:
+		return req.Idempotent
+	case portico.InvalidResponse:
+		return r.retryInvalid
+	}
+	return false
+}
+
+// fits reports whether an attempt may start after waiting wait, given ctx's
+// deadline: some time, and at least MinAttemptTime, must be left.
+func (r *Retrier) fits(ctx context.Context, wait time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return true
+	}
+	left := time.Until(dl) - wait
+	return left > 0 && left >= r.minAttempt
+}
+
+// run drives the attempts. lastErr is the first attempt's error when
+// Generate already made it, nil when run must make the first attempt too.
+func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, b *bucket, lastErr error) (*portico.Response, error) {
+	var earlier []error
+	prev := r.base
+	start := time.Now()
+	i := 0
+	if lastErr != nil {
+		i = 1
+	}
+	for ; ; i++ {
+		actx := ctx
+		if i > 0 {
+			cls := portico.ClassOf(lastErr)
+			if !r.retryable(cls, req) {
+				return nil, lastErr
+			}
+			if err := portico.FromContext(ctx); err != nil {
+				return nil, canceledDuring(err, lastErr)
+			}
+			if i >= r.maxAttempts {
+				return nil, surface(lastErr, portico.None, ErrAttemptsExhausted, "attempts exhausted", earlier)
+			}
+			delay, hinted := portico.RetryAfterOf(lastErr), true
+			if delay <= 0 {
+				hinted = false
+				u := 0.0
+				if r.kind == FullJitter || r.kind == DecorrelatedJitter {
+					u = r.rand()
+				}
+				delay = r.backoffDelay(i, prev, u)
+				prev = delay
+			} else if delay > r.maxRetryAfter {
+				return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry-after too long", earlier)
+			}
+			if !r.fits(ctx, delay) {
+				if hinted {
+					return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry-after beyond the deadline", earlier)
+				}
+				return nil, noTimeLeft(lastErr, delay, earlier)
+			}
+			dest := r.destOf(req)
+			if b != nil && !b.withdraw() {
+				portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls})
+				r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted",
+					slog.String("destination", dest), slog.Int("attempt", i), slog.String("class", cls.String()))
+				return nil, surface(lastErr, portico.None, ErrBudgetExhausted, "retry budget exhausted", earlier)
+			}
+			r.announce(ctx, RetryInfo{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
+				Destination: dest, ClientKey: req.Identity.ClientKey})
+			if delay > 0 {
+				t := time.NewTimer(delay)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil, canceledDuring(portico.FromContext(ctx), lastErr)
+				case <-t.C:
+				}
+			}
+			earlier = append(earlier, lastErr)
+			actx = portico.ContextWithAttempt(ctx, portico.Attempt{Index: i, ID: attemptID()})
+		}
+		if (i > 0 || r.minAttempt > 0) && !r.fits(ctx, 0) {
+			return nil, noTimeLeft(lastErr, 0, earlier)
+		}
+		resp, delivered, err := r.attempt(actx, req, next, start)
+		if err == nil {
+			return resp, nil
+		}
+		if delivered {
+			return nil, err
+		}
+		lastErr = err
+	}
+}
+
+// announce reports a retry to the hook, the Observer and the log.
+func (r *Retrier) announce(ctx context.Context, info RetryInfo) {
+	if r.onRetry != nil {
+		r.onRetry(info)
+	}
+	reason := "backoff"
+	if info.RetryAfter {
+		reason = "retry_after"
+	}
+	portico.Observe(ctx, portico.Event{Kind: portico.EventRetry, Route: info.Destination, Attempt: info.Attempt,
+		Class: info.Class, Delay: info.Delay, Reason: reason})
+	r.log.LogAttrs(ctx, slog.LevelDebug, "retry", slog.String("destination", info.Destination),
+		slog.Int("attempt", info.Attempt), slog.String("class", info.Class.String()),
+		slog.Duration("delay", info.Delay), slog.String("reason", reason))
+}
+
+// attempt makes one attempt and reports whether any chunk reached the caller.
+func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portico.Model, start time.Time) (*portico.Response, bool, error) {
+	if req.OnChunk != nil {
+		return r.streamAttempt(ctx, req, next, start)
+	}
+	if r.attemptTimeout == 0 {
+		resp, err := next.Generate(ctx, req)
+		return resp, false, err
+	}
+	actx, cancel := context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
+	resp, err := next.Generate(actx, req)
+	cancel()
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
+		err = timeoutError(ErrAttemptTimeout, err)
+	}
+	return resp, false, err
+}

@@ -1,0 +1,81 @@
+// Package retry is Portico's retry layer: it makes the attempts of a call that
+// can succeed later, and no more than the call's deadline, its retry budget and
+// its stream allow.
+//
+// A [Retrier] is built from a [Config] whose zero value is usable; its method
+// value Wrap is a [portico.Middleware]:
+//
+//	r, err := retry.New(retry.Config{MinAttemptTime: 2 * time.Second})
+//	m := portico.Chain(provider, breaker.Wrap, r.Wrap, validator.Wrap)
+//
+// # What is retried
+//
+// Only the classes that can succeed later (see [portico.Class]): Transient and
+// RateLimited always, Ambiguous (sent, outcome unknown) only when
+// [portico.Request.Idempotent] allows a duplicate, InvalidResponse only with
+// Config.RetryInvalidResponse. Permanent, Incompatible, Canceled, Deadline and
+// Rejected (breaker open, load shed) are returned at once, as they are. Nothing
+// is retried once a streamed chunk reached the caller.
+//
+// # Waits
+//
+// Before retry i the Retrier waits uniform in [0, min(MaxDelay, BaseDelay*2^(i-1)))
+// — "full jitter" (Marc Brooker, "Exponential Backoff and Jitter", AWS
+// Architecture Blog, 2015; gRPC's retry design A6; seed 000) — or, with
+// [DecorrelatedJitter], min(MaxDelay, uniform[BaseDelay, 3*previous wait)). The
+// ceilings come from github.com/cenkalti/backoff/v5's ExponentialBackOff with no
+// randomization, computed once per Retrier. v5 rather than v4 because v4 is
+// frozen while v5 is the maintained line (generic Retry, context-first API),
+// and because only its schedule is used here the difference costs nothing.
+//
+// A provider's Retry-After hint ([portico.RetryAfterOf]) replaces the backoff
+// when it fits what the deadline leaves (seed 003); when it does not, or exceeds
+// Config.MaxRetryAfter, the call ends at once with a RateLimited error that
+// carries the hint ([ErrRetryAfterTooLong]), so an outer layer may fall back.
+//
+// # Retry budget
+//
+// Each (destination, client key) pair has a token bucket: a new request deposits
+// Budget.Ratio tokens (0.1), a retry withdraws one, and a retry that finds less
+// than one is not made ([ErrBudgetExhausted], and a
+// [portico.EventBudgetExhausted] event). Retries are then at most 10% of
+// requests plus Budget.Burst, whatever fails (Google SRE book, "Handling
+// Overload"; Finagle's RetryBudget; gRPC's retry throttling; seed 000, where a
+// 10% budget turns a metastable outage into a recovery). Budget.NoRefill makes
+// it a fixed allowance (seed 001's "20 retries without refill": 100 failing
+// requests make 120 attempts, not 300). A budget is local to the process: ten
+// processes with 20 each admit 200.
+//
+// # Deadlines
+//
+// The deadline belongs to the whole call (seed 001). Before each attempt the
+// Retrier compares what the context's deadline leaves with Config.MinAttemptTime
+// and stops with a Deadline error ([ErrNoTimeLeft]) instead of starting an
+// attempt that cannot finish; it does not begin a wait after which the attempt
+// would not fit. Every attempt runs under the caller's context, so it never gets
+// more time than remains; Config.AttemptTimeout bounds each attempt further.
+// An attempt timeout is Ambiguous: the request was sent and may have run.
+//
+// # Streaming
+//
+// For a request with OnChunk the Retrier watches each attempt: no first chunk
+// within Config.FirstChunkTimeout (TTFT) abandons the attempt as Ambiguous
+// ([ErrFirstChunkTimeout]), retried for an idempotent request since nothing
+// reached the caller; a gap longer than Config.ChunkGapTimeout fails it
+// ([ErrChunkGapTimeout]). Once a chunk reached the caller's callback the
+// attempt's error is final (seed 000: a call cannot be retried transparently
+// after its first tokens reached the user).
+//
+// # Observing
+//
+// Inner layers read the attempt's index and id with [portico.AttemptFromContext]
+// (the first attempt keeps the caller's context, so it allocates nothing).
+// Config.OnRetry and a [portico.EventRetry] event report each retry with its
+// attempt index, class and delay.
+//
+// # Cost
+//
+// A first-try success costs a budget lookup (the last key used is checked
+// first, then a sync.Map) and, when the bucket is below capacity, one atomic
+// compare-and-swap: no allocation, no lock, no timer, no new context.
+package retry

@@ -1,0 +1,348 @@
+package retry
+
+import (
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Backoff chooses how the wait before each retry is drawn.
+type Backoff uint8
+
+// The backoff schedules. Retry i (i >= 1, the attempt with index i) has the
+// ceiling c_i = min(MaxDelay, BaseDelay * 2^(i-1)) (seed 000, seed 003, AWS
+// "Exponential Backoff and Jitter").
+const (
+	// FullJitter waits uniform in [0, c_i): the default, and the schedule AWS's
+	// study and gRPC's retry design (A6) recommend, since it spreads clients that
+	// failed together over the whole window.
+	FullJitter Backoff = iota
+	// DecorrelatedJitter waits min(MaxDelay, uniform[BaseDelay, 3*prev)), where
+	// prev is the previous wait of the same call (BaseDelay before the first):
+	// AWS's "decorrelated jitter". Seed 000 leaves full vs decorrelated open.
+	DecorrelatedJitter
+	// Exponential waits exactly c_i, with no jitter. Clients that failed together
+	// retry together; use it for examples and tests that need fixed waits.
+	Exponential
+	// Immediate retries with no wait at all. For simulations and tests (seed 001's
+	// counts), never for traffic to a real provider.
+	Immediate
+)
+
+// String returns "full_jitter", "decorrelated_jitter", "exponential" or "immediate".
+func (b Backoff) String() string {
+	switch b {
+	case FullJitter:
+		return "full_jitter"
+	case DecorrelatedJitter:
+		return "decorrelated_jitter"
+	case Exponential:
+		return "exponential"
+	case Immediate:
+		return "immediate"
+	}
+	return "Backoff(" + strconv.Itoa(int(b)) + ")"
+}
+
+// Defaults used for zero [Config] fields.
+const (
+	// DefaultMaxAttempts is 3 attempts in total (one call, two retries): seed 001's
+	// N = 3, and gRPC's and the OpenAI SDKs' default of 2 retries.
+	DefaultMaxAttempts = 3
+	// DefaultBaseDelay is the first retry's ceiling, 500 ms, as in the official
+	// OpenAI and Anthropic SDKs (initial retry delay 0.5 s): LLM providers shed load
+	// for seconds, not milliseconds.
+	DefaultBaseDelay = 500 * time.Millisecond
+	// DefaultMaxDelay caps the ceiling at 8 s, as the same SDKs do.
+	DefaultMaxDelay = 8 * time.Second
+	// DefaultMaxRetryAfter is the longest provider Retry-After honoured, 60 s, as
+	// in the OpenAI SDKs; a longer hint ends the call at once.
+	DefaultMaxRetryAfter = 60 * time.Second
+	// DefaultBudgetRatio is the retry tokens each new request deposits: retries
+	// stay below 10% of requests (Google SRE book, "Handling Overload": a
+	// per-client retry budget of 10%; seed 000).
+	DefaultBudgetRatio = 0.1
+	// DefaultBudgetBurst is the bucket's capacity and initial level, in retries:
+	// the retries allowed before any request has deposited (Finagle's
+	// RetryBudget reserve, minRetriesPerSec = 10).
+	DefaultBudgetBurst = 10
+	// DefaultBudgetKeys bounds the number of (destination, client) buckets kept.
+	DefaultBudgetKeys = 10000
+)
+
+// Budget configures the retry budget: a token bucket per (destination, client
+// key) where each new request deposits Ratio tokens and each retry withdraws one
+// token; a retry that finds less than one token is not made (Finagle's
+// RetryBudget, gRPC's retry throttling, seed 000). The bucket starts full, so
+// over any run the retries of one key are at most Burst + Ratio*requests, and
+// attempts at most requests*(1+Ratio) + Burst (DESIGN.md's invariant).
+//
+// The zero Budget means a 10% budget with a burst of 10.
+type Budget struct {
+	// Off disables the budget: retries are limited by MaxAttempts only.
+	Off bool
+	// Ratio is the tokens (retries) each new request deposits. Zero means
+	// [DefaultBudgetRatio] (0.1); negative is an error; see NoRefill for none.
+	Ratio float64
+	// NoRefill makes the budget a fixed allowance of Burst retries per key: new
+	// requests deposit nothing (seed 001: "a budget of 20 retries, no refill").
+	NoRefill bool
+	// Burst is the bucket's capacity and initial level, in retries. Zero means
+	// [DefaultBudgetBurst] (10); negative is an error.
+	Burst int
+	// MaxKeys bounds the buckets kept. When a new key would exceed it, buckets
+	// that are full (indistinguishable from new ones) or unused since the last
+	// sweep are evicted; if none can be, the new key shares one overflow bucket.
+	// Zero means [DefaultBudgetKeys] (10,000); negative is an error.
+	MaxKeys int
+}
+
+// Config configures a [Retrier]. The zero Config is usable: 3 attempts, full
+// jitter with a 500 ms base and an 8 s cap, Retry-After hints up to 60 s, a 10%
+// retry budget with a burst of 10 per (model, client key), no per-attempt or
+// streaming timeouts.
+type Config struct {
+	// MaxAttempts is the most attempts per call, the first included: 3 means one
+	// call and up to two retries. Zero means [DefaultMaxAttempts]; 1 disables
+	// retrying; negative is an error.
+	MaxAttempts int
+	// Backoff is the wait schedule; the zero value is [FullJitter].
+	Backoff Backoff
+	// BaseDelay is t0, the first retry's ceiling (time). Zero means
+	// [DefaultBaseDelay]; negative is an error.
+	BaseDelay time.Duration
+	// MaxDelay is t_max, the cap on every ceiling (time). Zero means
+	// [DefaultMaxDelay]; it must not be below BaseDelay.
+	MaxDelay time.Duration
+	// MaxRetryAfter is the longest provider Retry-After hint (see
+	// [portico.RetryAfterOf]) the Retrier waits for; a longer one ends the call at
+	// once with a [portico.RateLimited] error that carries it. Zero means
+	// [DefaultMaxRetryAfter]; negative is an error.
+	MaxRetryAfter time.Duration
+	// Rand returns uniform random numbers in [0, 1) for the jitter. It must be
+	// safe for concurrent use when the Retrier is. Nil means math/rand/v2's
+	// Float64, which draws from a per-thread source without a shared lock. Tests
+	// pass a seeded source to make waits reproducible.
+	Rand func() float64
+	// MinAttemptTime is the allowance an attempt needs (connect, generation and
+	// validation, seed 003): an attempt, the first included, is not started when
+	// the context's deadline leaves less than this, and a wait is not begun when
+	// the deadline would leave less than this after it. Zero means only an expired
+	// deadline stops an attempt; negative is an error.
+	MinAttemptTime time.Duration
+	// AttemptTimeout bounds each attempt (time), on top of the caller's deadline,
+	// which always bounds it too. An attempt that runs out fails [portico.Ambiguous]
+	// with [ErrAttemptTimeout] (it was sent; its outcome is unknown), so it is
+	// retried only for an idempotent request. Zero means no per-attempt timeout;
+	// negative is an error.
+	AttemptTimeout time.Duration
+	// FirstChunkTimeout is the TTFT timeout of a streamed attempt (time): when no
+	// chunk arrived within it, the attempt is abandoned and fails
+	// [portico.Ambiguous] with [ErrFirstChunkTimeout]; nothing reached the caller,
+	// so an idempotent request is retried. Zero means none; negative is an error.
+	FirstChunkTimeout time.Duration
+	// ChunkGapTimeout is the longest gap between two chunks of a streamed attempt
+	// (time); exceeding it fails the attempt [portico.Ambiguous] with
+	// [ErrChunkGapTimeout]. Chunks already reached the caller, so it is never
+	// retried. Zero means none; negative is an error.
+	ChunkGapTimeout time.Duration
+	// RetryInvalidResponse retries [portico.InvalidResponse] errors on the same
+	// route, as a fresh sample may pass validation. Off by default: an invalid
+	// answer is usually a fallback's business, and each retry is billed.
+	RetryInvalidResponse bool
+	// Budget configures the retry budget; the zero value is 10% with a burst of 10.
+	Budget Budget
+	// Destination names the destination the budget is kept for. Empty means the
+	// request's Model, so each model has its own budgets.
+	Destination string
+	// OnRetry, when non-nil, is called synchronously before each wait for a retry,
+	// never under a lock.
+	OnRetry func(RetryInfo)
+	// Logger receives a debug record per retry and per exhausted budget; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// RetryInfo describes one retry about to happen, as passed to Config.OnRetry.
+type RetryInfo struct {
+	// Attempt is the index of the attempt about to start: 1 for the first retry.
+	Attempt int
+	// Class is the class of the failure that caused the retry.
+	Class portico.Class
+	// Delay is the wait before the attempt starts (time).
+	Delay time.Duration
+	// RetryAfter is true when Delay is the provider's Retry-After hint rather
+	// than the backoff schedule.
+	RetryAfter bool
+	// Err is the failed attempt's error.
+	Err error
+	// Destination and ClientKey name the budget the retry was charged to.
+	Destination, ClientKey string
+}
+
+// Sentinels to branch on with errors.Is. Each is wrapped in a [*portico.Error]
+// whose Class and fields say what to do next.
+var (
+	// ErrBudgetExhausted: a retry was due but the budget had no token left. The
+	// error keeps the failed attempt's class and fields.
+	ErrBudgetExhausted = errors.New("retry: budget exhausted")
+	// ErrAttemptsExhausted: every one of MaxAttempts attempts failed. The error
+	// keeps the last attempt's class and fields and wraps every attempt's error.
+	ErrAttemptsExhausted = errors.New("retry: attempts exhausted")
+	// ErrNoTimeLeft: the deadline leaves less than MinAttemptTime for the next
+	// attempt, or the backoff wait would leave less. Class [portico.Deadline];
+	// RetryAfter is the wait that did not fit, if any.
+	ErrNoTimeLeft = errors.New("retry: no time left for an attempt")
+	// ErrRetryAfterTooLong: the provider's Retry-After exceeds MaxRetryAfter or
+	// what the deadline leaves. Class [portico.RateLimited] with the hint.
+	ErrRetryAfterTooLong = errors.New("retry: retry-after beyond the deadline")
+	// ErrAttemptTimeout: an attempt ran past Config.AttemptTimeout.
+	ErrAttemptTimeout = errors.New("retry: attempt timeout")
+	// ErrFirstChunkTimeout: a streamed attempt sent no chunk within
+	// Config.FirstChunkTimeout.
+	ErrFirstChunkTimeout = errors.New("retry: first chunk timeout")
+	// ErrChunkGapTimeout: a streamed attempt stalled for longer than
+	// Config.ChunkGapTimeout between chunks.
+	ErrChunkGapTimeout = errors.New("retry: chunk gap timeout")
+)
+
+// Retrier is a retry policy: class-aware attempts, backoff with jitter,
+// Retry-After first, a retry budget, deadline-aware admission of each attempt,
+// and streaming timeouts. Build one with [New]; its method value Wrap is the
+// [portico.Middleware]. A Retrier is safe for concurrent use, and the models it
+// wraps share its budgets.
+type Retrier struct {
+	maxAttempts    int
+	kind           Backoff
+	base, max      time.Duration
+	ceil           []time.Duration // ceil[i-1] is retry i's ceiling; the last repeats
+	maxRetryAfter  time.Duration
+	rand           func() float64
+	minAttempt     time.Duration
+	attemptTimeout time.Duration
+	ttft, gap      time.Duration
+	retryInvalid   bool
+	dest           string
+	onRetry        func(RetryInfo)
+	log            *slog.Logger
+	budget         *budgets // nil when Budget.Off
+}
+
+// New returns a Retrier configured by cfg, with zero fields taking their
+// defaults. It returns an error, starting with "retry:", for a negative
+// duration, count or ratio, or MaxDelay below BaseDelay.
+func New(cfg Config) (*Retrier, error) {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"BaseDelay", cfg.BaseDelay}, {"MaxDelay", cfg.MaxDelay}, {"MaxRetryAfter", cfg.MaxRetryAfter},
+		{"MinAttemptTime", cfg.MinAttemptTime}, {"AttemptTimeout", cfg.AttemptTimeout},
+		{"FirstChunkTimeout", cfg.FirstChunkTimeout}, {"ChunkGapTimeout", cfg.ChunkGapTimeout}} {
+		if d.v < 0 {
+			return nil, errors.New("retry: negative Config." + d.name)
+		}
+	}
+	if cfg.MaxAttempts < 0 {
+		return nil, errors.New("retry: negative Config.MaxAttempts")
+	}
+	if cfg.Backoff > Immediate {
+		return nil, errors.New("retry: unknown Config.Backoff " + cfg.Backoff.String())
+	}
+	b := cfg.Budget
+	if b.Ratio < 0 || b.Burst < 0 || b.MaxKeys < 0 {
+		return nil, errors.New("retry: negative Config.Budget field")
+	}
+	r := &Retrier{
+		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
+		kind:           cfg.Backoff,
+		base:           orDefault(cfg.BaseDelay, DefaultBaseDelay),
+		max:            orDefault(cfg.MaxDelay, DefaultMaxDelay),
+		maxRetryAfter:  orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
+		rand:           cfg.Rand,
+		minAttempt:     cfg.MinAttemptTime,
+		attemptTimeout: cfg.AttemptTimeout,
+		ttft:           cfg.FirstChunkTimeout,
+		gap:            cfg.ChunkGapTimeout,
+		retryInvalid:   cfg.RetryInvalidResponse,
+		dest:           cfg.Destination,
+		onRetry:        cfg.OnRetry,
+		log:            cfg.Logger,
+	}
+	if r.max < r.base {
+		return nil, errors.New("retry: Config.MaxDelay below Config.BaseDelay")
+	}
+	if r.rand == nil {
+		r.rand = rand.Float64
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.ceil = ceilings(r.base, r.max, r.maxAttempts-1)
+	if !b.Off {
+		ratio := b.Ratio
+		if ratio == 0 {
+			ratio = DefaultBudgetRatio
+		}
+		if b.NoRefill {
+			ratio = 0
+		}
+		r.budget = newBudgets(ratio, orDefault(b.Burst, DefaultBudgetBurst), orDefault(b.MaxKeys, DefaultBudgetKeys))
+	}
+	return r, nil
+}
+
+// MustNew is like [New] but panics on a configuration error; for package-level
+// stacks and examples.
+func MustNew(cfg Config) *Retrier {
+	r, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Wrap returns next wrapped in the retry policy; the method value r.Wrap is a
+// [portico.Middleware]. Wrap panics if next is nil.
+//
+// The returned Model retries an attempt's error when its class is
+// [portico.Transient] or [portico.RateLimited], [portico.Ambiguous] when the
+// request is Idempotent, and [portico.InvalidResponse] when
+// Config.RetryInvalidResponse is set; never [portico.Permanent],
+// [portico.Incompatible], [portico.Canceled], [portico.Deadline] or
+// [portico.Rejected], and never once a chunk reached the caller's OnChunk. A
+// non-retryable error is returned as it is. Otherwise the call ends with a
+// [*portico.Error] that keeps the last attempt's class and fields and wraps
+// [ErrAttemptsExhausted], [ErrBudgetExhausted] or, with a different class,
+// [ErrNoTimeLeft] (Deadline) or [ErrRetryAfterTooLong] (RateLimited); when the
+// caller's context ends during a wait, the error of [portico.FromContext].
+//
+// Inner layers see the attempt through [portico.AttemptFromContext]: index 0
+// and no id on the first attempt (whose context is the caller's, unchanged),
+// then index i with a process-unique id.
+func (r *Retrier) Wrap(next portico.Model) portico.Model {
+	if next == nil {
+		panic("retry: Wrap of a nil Model")
+	}
+	return &model{r: r, next: next}
+}
+
+// BudgetLevel returns the retry tokens left for (destination, client key), where
+// destination is Config.Destination or the request's Model: how many retries
+// the budget would allow now. It returns +Inf when the budget is off.
+func (r *Retrier) BudgetLevel(destination, clientKey string) float64 {
+	if r.budget == nil {
+		return posInf
+	}
+	return r.budget.level(destination, clientKey)
+}

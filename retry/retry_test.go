@@ -1,0 +1,552 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var okResp = &portico.Response{Text: "ok", FinishReason: portico.FinishStop}
+
+func transient() error { return &portico.Error{Class: portico.Transient, Status: 503, Reason: "overloaded"} }
+
+// counting is a Model that plays fn for call n (from 0) and counts calls.
+type counting struct {
+	n  atomic.Int64
+	fn func(ctx context.Context, n int, req *portico.Request) (*portico.Response, error)
+}
+
+func (c *counting) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	n := int(c.n.Add(1)) - 1
+	return c.fn(ctx, n, req)
+}
+
+func (c *counting) calls() int { return int(c.n.Load()) }
+
+// failing returns a Model that always fails with err.
+func failing(err error) *counting {
+	return &counting{fn: func(context.Context, int, *portico.Request) (*portico.Response, error) { return nil, err }}
+}
+
+// failFirst returns a Model that fails its first k calls with err, then answers.
+func failFirst(k int, err error) *counting {
+	return &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) {
+		if n < k {
+			return nil, err
+		}
+		return okResp, nil
+	}}
+}
+
+func mustNew(t *testing.T, cfg Config) *Retrier {
+	t.Helper()
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New(%+v) = %v", cfg, err)
+	}
+	return r
+}
+
+var userReq = &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	bad := []Config{
+		{MaxAttempts: -1},
+		{BaseDelay: -1},
+		{MaxDelay: -time.Second},
+		{BaseDelay: time.Second, MaxDelay: time.Millisecond},
+		{MaxRetryAfter: -1},
+		{MinAttemptTime: -1},
+		{AttemptTimeout: -1},
+		{FirstChunkTimeout: -1},
+		{ChunkGapTimeout: -1},
+		{Backoff: Immediate + 1},
+		{Budget: Budget{Ratio: -0.1}},
+		{Budget: Budget{Burst: -1}},
+		{Budget: Budget{MaxKeys: -1}},
+	}
+	for _, cfg := range bad {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) = nil error, want one", cfg)
+		}
+	}
+	r := mustNew(t, Config{})
+	if r.maxAttempts != 3 || r.base != DefaultBaseDelay || r.max != DefaultMaxDelay || r.budget == nil {
+		t.Errorf("New(Config{}) = attempts %d base %v max %v budget %v, want defaults", r.maxAttempts, r.base, r.max, r.budget != nil)
+	}
+	if got := r.BudgetLevel("m", "c"); got != DefaultBudgetBurst {
+		t.Errorf("BudgetLevel of a new key = %v, want %v", got, DefaultBudgetBurst)
+	}
+}
+
+func TestWhichClassesAreRetried(t *testing.T) {
+	tests := []struct {
+		class      portico.Class
+		idempotent bool
+		invalid    bool // RetryInvalidResponse
+		wantCalls  int
+	}{
+		{portico.Transient, false, false, 3},
+		{portico.RateLimited, false, false, 3},
+		{portico.Ambiguous, false, false, 1},
+		{portico.Ambiguous, true, false, 3},
+		{portico.InvalidResponse, false, false, 1},
+		{portico.InvalidResponse, false, true, 3},
+		{portico.Permanent, true, true, 1},
+		{portico.Incompatible, true, true, 1},
+		{portico.Canceled, true, true, 1},
+		{portico.Deadline, true, true, 1},
+		{portico.Rejected, true, true, 1},
+	}
+	for _, tt := range tests {
+		base := failing(&portico.Error{Class: tt.class})
+		r := mustNew(t, Config{Backoff: Immediate, RetryInvalidResponse: tt.invalid})
+		req := userReq.Clone()
+		req.Idempotent = tt.idempotent
+		_, err := r.Wrap(base).Generate(context.Background(), req)
+		if got := base.calls(); got != tt.wantCalls {
+			t.Errorf("class %v idempotent %v retryInvalid %v: calls = %d, want %d", tt.class, tt.idempotent, tt.invalid, got, tt.wantCalls)
+		}
+		if got := portico.ClassOf(err); got != tt.class {
+			t.Errorf("class %v: ClassOf(err) = %v, want %v", tt.class, got, tt.class)
+		}
+		if tt.wantCalls == 3 && !errors.Is(err, ErrAttemptsExhausted) {
+			t.Errorf("class %v: errors.Is(err, ErrAttemptsExhausted) = false, want true", tt.class)
+		}
+	}
+	// An unclassified error is Permanent: never retried.
+	plain := failing(errors.New("boom"))
+	mustNew(t, Config{Backoff: Immediate}).Wrap(plain).Generate(context.Background(), userReq)
+	if plain.calls() != 1 {
+		t.Errorf("plain error: calls = %d, want 1", plain.calls())
+	}
+}
+
+func TestExhaustedErrorKeepsFieldsAndCauses(t *testing.T) {
+	first := &portico.Error{Class: portico.Transient, Status: 502}
+	last := &portico.Error{Class: portico.RateLimited, Status: 429, Code: "rate_limit_exceeded", RetryAfter: time.Millisecond}
+	base := &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) {
+		if n == 0 {
+			return nil, first
+		}
+		return nil, last
+	}}
+	r := mustNew(t, Config{MaxAttempts: 2, Backoff: Immediate})
+	synctest.Test(t, func(t *testing.T) {
+		_, err := r.Wrap(base).Generate(context.Background(), userReq)
+		var pe *portico.Error
+		if !errors.As(err, &pe) {
+			t.Fatalf("errors.As(%v, *portico.Error) = false", err)
+		}
+		if pe.Class != portico.RateLimited || pe.Status != 429 || pe.Code != "rate_limit_exceeded" || pe.RetryAfter != time.Millisecond {
+			t.Errorf("surfaced error = %+v, want the last attempt's class, status, code and hint", pe)
+		}
+		if !errors.Is(err, first) || !errors.Is(err, last) || !errors.Is(err, ErrAttemptsExhausted) {
+			t.Errorf("errors.Is(err, each attempt's error and ErrAttemptsExhausted) = %v %v %v, want all true",
+				errors.Is(err, first), errors.Is(err, last), errors.Is(err, ErrAttemptsExhausted))
+		}
+	})
+}
+
+// Seed 001: three nested layers of 3 attempts each make 27 calls for one
+// always-failing request; one layer makes 3.
+func TestNestedLayersMultiply(t *testing.T) {
+	for _, layers := range []int{1, 2, 3} {
+		base := failing(transient())
+		var m portico.Model = base
+		for range layers {
+			m = mustNew(t, Config{MaxAttempts: 3, Backoff: Immediate, Budget: Budget{Off: true}}).Wrap(m)
+		}
+		_, err := m.Generate(context.Background(), userReq)
+		want := 1
+		for range layers {
+			want *= 3
+		}
+		if got := base.calls(); got != want {
+			t.Errorf("%d nested layers: calls = %d, want %d", layers, got, want)
+		}
+		if !errors.Is(err, portico.ErrTransient) {
+			t.Errorf("%d nested layers: err = %v, want transient", layers, err)
+		}
+	}
+}
+
+// Seed 001: a budget of 20 retries without refill over 100 always-failing
+// requests yields exactly 120 attempts, against 300 without a budget.
+func TestBudgetWithoutRefill(t *testing.T) {
+	var exhausted []int
+	obs := observerFunc(func(_ context.Context, e portico.Event) {
+		if e.Kind == portico.EventBudgetExhausted {
+			exhausted = append(exhausted, e.Attempt)
+		}
+	})
+	ctx := portico.ContextWithObserver(context.Background(), obs)
+	for _, tt := range []struct {
+		budget Budget
+		want   int
+	}{
+		{Budget{NoRefill: true, Burst: 20}, 120},
+		{Budget{Off: true}, 300},
+	} {
+		exhausted = nil
+		base := failing(transient())
+		m := mustNew(t, Config{MaxAttempts: 3, Backoff: Immediate, Budget: tt.budget}).Wrap(base)
+		budgetErrs := 0
+		for range 100 {
+			_, err := m.Generate(ctx, userReq)
+			if errors.Is(err, ErrBudgetExhausted) {
+				budgetErrs++
+				if !errors.Is(err, portico.ErrTransient) {
+					t.Errorf("budget error %v: want it to keep the class transient", err)
+				}
+			}
+		}
+		if got := base.calls(); got != tt.want {
+			t.Errorf("budget %+v: attempts over 100 failing requests = %d, want %d", tt.budget, got, tt.want)
+		}
+		if tt.want == 120 && (budgetErrs != 90 || len(exhausted) != 90) {
+			// 10 requests retried twice, then 90 found the bucket empty at their first retry.
+			t.Errorf("budget %+v: budget errors = %d, events = %d, want 90 and 90", tt.budget, budgetErrs, len(exhausted))
+		}
+	}
+}
+
+// The default 10% budget: over n failing requests, retries <= burst + 0.1*n.
+func TestBudgetRatioBound(t *testing.T) {
+	base := failing(transient())
+	m := mustNew(t, Config{MaxAttempts: 5, Backoff: Immediate}).Wrap(base)
+	const n = 1000
+	for range n {
+		m.Generate(context.Background(), userReq)
+	}
+	retries := base.calls() - n
+	// The bucket starts full at 10, so the first request's 0.1 is lost to the
+	// cap; the other 999 deposit 99.9: 109 whole retries, within the bound
+	// burst + ratio*n = 110.
+	if want := 109; retries != want {
+		t.Errorf("retries over %d failing requests = %d, want %d", n, retries, want)
+	}
+}
+
+type observerFunc func(context.Context, portico.Event)
+
+func (f observerFunc) Observe(ctx context.Context, e portico.Event) { f(ctx, e) }
+
+func TestAttemptVisibleInContextAndHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen []portico.Attempt
+		base := &counting{fn: func(ctx context.Context, n int, _ *portico.Request) (*portico.Response, error) {
+			seen = append(seen, portico.AttemptFromContext(ctx))
+			if n < 2 {
+				return nil, transient()
+			}
+			return okResp, nil
+		}}
+		var infos []RetryInfo
+		var events []portico.Event
+		ctx := portico.ContextWithObserver(context.Background(), observerFunc(func(_ context.Context, e portico.Event) {
+			events = append(events, e)
+		}))
+		r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 10 * time.Millisecond, OnRetry: func(i RetryInfo) { infos = append(infos, i) }})
+		req := userReq.Clone()
+		req.Identity.ClientKey = "alice"
+		resp, err := r.Wrap(base).Generate(ctx, req)
+		if err != nil || resp != okResp {
+			t.Fatalf("Generate = %v, %v, want okResp", resp, err)
+		}
+		if len(seen) != 3 || seen[0] != (portico.Attempt{}) || seen[1].Index != 1 || seen[2].Index != 2 ||
+			seen[1].ID == "" || seen[2].ID == "" || seen[1].ID == seen[2].ID {
+			t.Errorf("attempts seen = %+v, want index 0 without id, then 1 and 2 with distinct ids", seen)
+		}
+		if len(infos) != 2 {
+			t.Fatalf("OnRetry calls = %d, want 2", len(infos))
+		}
+		for k, want := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond} {
+			in := infos[k]
+			if in.Attempt != k+1 || in.Class != portico.Transient || in.Delay != want || in.RetryAfter ||
+				in.Destination != "m" || in.ClientKey != "alice" || !errors.Is(in.Err, portico.ErrTransient) {
+				t.Errorf("OnRetry #%d = %+v, want attempt %d transient delay %v for m/alice", k, in, k+1, want)
+			}
+			e := events[k]
+			if e.Kind != portico.EventRetry || e.Attempt != k+1 || e.Class != portico.Transient || e.Delay != want || e.Route != "m" {
+				t.Errorf("event #%d = %+v, want retry attempt %d delay %v", k, e, k+1, want)
+			}
+		}
+	})
+}
+
+func TestRetryAfterPrecedence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		limited := &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: 3 * time.Second}
+		var at []time.Duration
+		start := time.Now()
+		base := &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) {
+			at = append(at, time.Since(start))
+			if n == 0 {
+				return nil, limited
+			}
+			return okResp, nil
+		}}
+		var info RetryInfo
+		// The backoff alone would wait at most 10 ms; the hint says 3 s.
+		r := mustNew(t, Config{BaseDelay: 10 * time.Millisecond, OnRetry: func(i RetryInfo) { info = i }})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := r.Wrap(base).Generate(ctx, userReq); err != nil {
+			t.Fatalf("Generate = %v, want success", err)
+		}
+		if len(at) != 2 || at[1] != 3*time.Second {
+			t.Errorf("attempt times = %v, want [0s 3s]", at)
+		}
+		if !info.RetryAfter || info.Delay != 3*time.Second || info.Class != portico.RateLimited {
+			t.Errorf("OnRetry = %+v, want the 3s Retry-After hint", info)
+		}
+	})
+}
+
+func TestRetryAfterBeyondDeadline(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		hint     time.Duration
+		deadline time.Duration
+		maxHint  time.Duration
+	}{
+		{"beyond deadline", 5 * time.Second, 2 * time.Second, 0},
+		{"beyond MaxRetryAfter", 2 * time.Minute, 0, 0},
+		{"beyond configured MaxRetryAfter", 2 * time.Second, 0, time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				limited := &portico.Error{Class: portico.RateLimited, Status: 429, Code: "rate_limit_exceeded", RetryAfter: tt.hint}
+				base := failing(limited)
+				r := mustNew(t, Config{MaxRetryAfter: tt.maxHint})
+				ctx := context.Background()
+				if tt.deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+					defer cancel()
+				}
+				start := time.Now()
+				_, err := r.Wrap(base).Generate(ctx, userReq)
+				if base.calls() != 1 || time.Since(start) != 0 {
+					t.Errorf("calls = %d after %v, want 1 and an immediate end", base.calls(), time.Since(start))
+				}
+				var pe *portico.Error
+				if !errors.As(err, &pe) || pe.Class != portico.RateLimited || pe.RetryAfter != tt.hint || pe.Status != 429 {
+					t.Errorf("err = %v, want rate_limited with the %v hint", err, tt.hint)
+				}
+				if !errors.Is(err, ErrRetryAfterTooLong) || !errors.Is(err, limited) {
+					t.Errorf("errors.Is(err, ErrRetryAfterTooLong / the 429) = %v / %v, want true", errors.Is(err, ErrRetryAfterTooLong), errors.Is(err, limited))
+				}
+			})
+		})
+	}
+}
+
+// The caller's cancellation during a backoff wait ends the call at once, with
+// no further attempt.
+func TestCancellationDuringWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := failing(transient())
+		r := mustNew(t, Config{Backoff: Exponential, BaseDelay: time.Second})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		start := time.Now()
+		go func() {
+			_, err := r.Wrap(base).Generate(ctx, userReq)
+			done <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+		err := <-done
+		if base.calls() != 1 || time.Since(start) != 300*time.Millisecond {
+			t.Errorf("calls = %d, ended after %v, want 1 call and the end at the cancel (300ms)", base.calls(), time.Since(start))
+		}
+		if portico.ClassOf(err) != portico.Canceled || !errors.Is(err, context.Canceled) || !errors.Is(err, portico.ErrTransient) {
+			t.Errorf("err = %v, want canceled wrapping context.Canceled and the last attempt's error", err)
+		}
+	})
+}
+
+// Cancellation during an attempt: the attempt's canceled error is final.
+func TestCancellationDuringAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &counting{fn: func(ctx context.Context, _ int, _ *portico.Request) (*portico.Response, error) {
+			<-ctx.Done()
+			return nil, portico.FromContext(ctx)
+		}}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		_, err := mustNew(t, Config{}).Wrap(base).Generate(ctx, userReq)
+		if base.calls() != 1 || portico.ClassOf(err) != portico.Canceled {
+			t.Errorf("calls = %d, class %v, want 1 and canceled", base.calls(), portico.ClassOf(err))
+		}
+	})
+}
+
+// slowFail fails with a transient error after d, or earlier with the context's.
+func slowFail(d time.Duration) *counting {
+	return &counting{fn: func(ctx context.Context, _ int, _ *portico.Request) (*portico.Response, error) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, portico.FromContext(ctx)
+		case <-t.C:
+			return nil, transient()
+		}
+	}}
+}
+
+// Seed 001's 600 ms example: attempts of at most 200 ms, waits of 50 and
+// 100 ms, a 600 ms deadline. After two failures and two waits 550 ms are
+// spent: the third attempt gets at most 50 ms, or, when it needs more, is not
+// started (and its wait not begun).
+func TestDeadline600ms(t *testing.T) {
+	t.Run("third attempt gets 50ms", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var starts, ends []time.Duration
+			start := time.Now()
+			inner := slowFail(200 * time.Millisecond)
+			base := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+				starts = append(starts, time.Since(start))
+				resp, err := inner.Generate(ctx, req)
+				ends = append(ends, time.Since(start))
+				return resp, err
+			})
+			r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 50 * time.Millisecond})
+			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+			defer cancel()
+			_, err := r.Wrap(base).Generate(ctx, userReq)
+			ms := time.Millisecond
+			wantStarts := []time.Duration{0, 250 * ms, 550 * ms}
+			wantEnds := []time.Duration{200 * ms, 450 * ms, 600 * ms}
+			if !equal(starts, wantStarts) || !equal(ends, wantEnds) {
+				t.Errorf("attempts started %v ended %v, want %v and %v", starts, ends, wantStarts, wantEnds)
+			}
+			if got := ends[2] - starts[2]; got > 50*ms {
+				t.Errorf("third attempt ran %v, want at most 50ms", got)
+			}
+			if portico.ClassOf(err) != portico.Deadline {
+				t.Errorf("err = %v, want deadline", err)
+			}
+		})
+	})
+	t.Run("third attempt not started", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := slowFail(200 * time.Millisecond)
+			r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 50 * time.Millisecond, MinAttemptTime: 100 * time.Millisecond})
+			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := r.Wrap(base).Generate(ctx, userReq)
+			// At 450 ms, a 100 ms wait would leave 50 ms < 100 ms: stop at once.
+			if base.calls() != 2 || time.Since(start) != 450*time.Millisecond {
+				t.Errorf("calls = %d, ended at %v, want 2 and 450ms", base.calls(), time.Since(start))
+			}
+			var pe *portico.Error
+			if !errors.As(err, &pe) || pe.Class != portico.Deadline || !errors.Is(err, ErrNoTimeLeft) || pe.RetryAfter != 100*time.Millisecond {
+				t.Errorf("err = %v, want deadline, ErrNoTimeLeft, carrying the 100ms wait", err)
+			}
+			if !errors.Is(err, portico.ErrDeadline) || !errors.Is(err, portico.ErrTransient) {
+				t.Errorf("err = %v, want it to match ErrDeadline and wrap the transient cause", err)
+			}
+		})
+	})
+	t.Run("first attempt not started", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := slowFail(200 * time.Millisecond)
+			r := mustNew(t, Config{MinAttemptTime: time.Second})
+			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+			defer cancel()
+			_, err := r.Wrap(base).Generate(ctx, userReq)
+			if base.calls() != 0 || !errors.Is(err, ErrNoTimeLeft) || portico.ClassOf(err) != portico.Deadline {
+				t.Errorf("calls = %d, err = %v, want 0 and a deadline ErrNoTimeLeft", base.calls(), err)
+			}
+		})
+	})
+}
+
+func equal(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hung atomic.Int64
+		base := &counting{fn: func(ctx context.Context, n int, _ *portico.Request) (*portico.Response, error) {
+			if n == 0 {
+				hung.Add(1)
+				<-ctx.Done() // a hung attempt
+				return nil, portico.FromContext(ctx)
+			}
+			return okResp, nil
+		}}
+		for _, idem := range []bool{false, true} {
+			base.n.Store(0)
+			r := mustNew(t, Config{Backoff: Immediate, AttemptTimeout: time.Second})
+			req := userReq.Clone()
+			req.Idempotent = idem
+			start := time.Now()
+			resp, err := r.Wrap(base).Generate(context.Background(), req)
+			if idem {
+				if err != nil || resp != okResp || base.calls() != 2 || time.Since(start) != time.Second {
+					t.Errorf("idempotent: Generate = %v, %v after %d calls, %v; want success on the 2nd call after 1s", resp, err, base.calls(), time.Since(start))
+				}
+				continue
+			}
+			if base.calls() != 1 || portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, ErrAttemptTimeout) {
+				t.Errorf("not idempotent: calls %d err %v, want 1 call, ambiguous ErrAttemptTimeout", base.calls(), err)
+			}
+		}
+	})
+}
+
+// Retries run concurrently without races and share one budget per key.
+func TestConcurrentBudget(t *testing.T) {
+	base := failing(transient())
+	m := mustNew(t, Config{Backoff: Immediate, Budget: Budget{NoRefill: true, Burst: 50}}).Wrap(base)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				m.Generate(context.Background(), userReq)
+			}
+		})
+	}
+	wg.Wait()
+	if got := base.calls(); got != 850 {
+		t.Errorf("attempts = %d, want 800 + 50", got)
+	}
+}
+
+func TestHappyPathAllocs(t *testing.T) {
+	base := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return okResp, nil })
+	ctx := context.Background()
+	for _, cfg := range []Config{{}, {Budget: Budget{Off: true}}, {MinAttemptTime: time.Second}} {
+		m := mustNew(t, cfg).Wrap(base)
+		req := userReq.Clone()
+		req.Identity.ClientKey = "alice"
+		m.Generate(ctx, req) // creates the key
+		if got := testing.AllocsPerRun(1000, func() { m.Generate(ctx, req) }); got != 0 {
+			t.Errorf("config %+v: allocs per first-try success = %v, want 0", cfg, got)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// The states of a streamed attempt.
+const (
+	waiting   int32 = iota // no chunk yet
+	streaming              // chunks flow to the caller
+	abandoned              // the first chunk timed out; nothing reached the caller
+	stalled                // the gap between chunks timed out
+	finished               // the attempt returned; the watchdog is idle
+)
+
+// stream watches one streamed attempt: it wraps the caller's OnChunk, records
+// whether anything reached the caller, and runs a watchdog timer (one
+// time.AfterFunc per attempt) that cancels the attempt's context when the first
+// chunk, or the next one, is late (seed 000: time out on TTFT and on the gap
+// between tokens, not on the total).
+type stream struct {
+	r         *Retrier
+	outer     context.Context // the caller's, for the first-chunk event
+	start     time.Time       // when the layer received the call
+	cancel    context.CancelCauseFunc
+	caller    func(portico.Chunk) error
+	state     atomic.Int32
+	last      atomic.Int64 // time of the last chunk, Unix ns
+	delivered atomic.Bool
+	timer     *time.Timer // nil without FirstChunkTimeout and ChunkGapTimeout
+}
+
+// streamAttempt makes one attempt of a streaming request.
+func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next portico.Model, start time.Time) (*portico.Response, bool, error) {
+	s := &stream{r: r, outer: ctx, start: start, caller: req.OnChunk}
+	actx := ctx
+	var stopTimeout context.CancelFunc
+	if r.attemptTimeout > 0 {
+		actx, stopTimeout = context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
+	}
+	actx, s.cancel = context.WithCancelCause(actx)
+	if r.ttft > 0 || r.gap > 0 {
+		d := r.ttft
+		if d == 0 {
+			d = math.MaxInt64 // armed by the first chunk
+		}
+		s.timer = time.AfterFunc(d, s.fire)
+	}
+	sreq := req.Clone()
+	sreq.OnChunk = s.onChunk
+	resp, err := next.Generate(actx, sreq)
+
+	st := s.state.Swap(finished)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.cancel(nil)
+	if stopTimeout != nil {
+		stopTimeout()
+	}
+	delivered := s.delivered.Load()
+	if ctx.Err() == nil {
+		switch {
+		case st == abandoned:
+			resp, err = nil, timeoutError(ErrFirstChunkTimeout, err)
+		case st == stalled:
+			resp, err = nil, timeoutError(ErrChunkGapTimeout, err)
+		case err != nil && errors.Is(context.Cause(actx), ErrAttemptTimeout):
+			err = timeoutError(ErrAttemptTimeout, err)
+		}
+	}
+	return resp, delivered, err
+}
+
+// onChunk is the OnChunk the inner model sees. A chunk that arrives after the
+// watchdog gave up is refused with the timeout's sentinel and never reaches the
+// caller; otherwise it is marked delivered and passed on.
+func (s *stream) onChunk(c portico.Chunk) error {
+	st := s.state.Load()
+	first := st == waiting && s.state.CompareAndSwap(waiting, streaming)
+	if !first {
+		switch s.state.Load() {
+		case streaming:
+		case abandoned:
+			return ErrFirstChunkTimeout
+		case stalled:
+			return ErrChunkGapTimeout
+		default:
+			return errors.New("retry: chunk after the attempt returned")
+		}
+	}
+	if s.timer != nil {
+		s.last.Store(time.Now().UnixNano())
+		if first {
+			if s.r.gap > 0 {
+				s.timer.Reset(s.r.gap)
+			} else {
+				s.timer.Stop()
+			}
+		}
+	}
+	if first {
+		portico.Observe(s.outer, portico.Event{Kind: portico.EventFirstChunk, Delay: time.Since(s.start)})
+	}
+	s.delivered.Store(true)
+	return s.caller(c)
+}
+
+// fire is the watchdog: it abandons an attempt whose first chunk is late, and
+// stalls one whose last chunk is older than the gap timeout (re-arming itself
+// when a chunk came since it was set).
+func (s *stream) fire() {
+	for {
+		switch s.state.Load() {
+		case waiting:
+			if s.r.ttft == 0 {
+				return
+			}
+			if s.state.CompareAndSwap(waiting, abandoned) {
+				s.cancel(ErrFirstChunkTimeout)
+				return
+			}
+		case streaming:
+			if s.r.gap == 0 {
+				return
+			}
+			since := time.Since(time.Unix(0, s.last.Load()))
+			if since < s.r.gap {
+				s.timer.Reset(s.r.gap - since)
+				return
+			}
+			if s.state.CompareAndSwap(streaming, stalled) {
+				s.cancel(ErrChunkGapTimeout)
+				return
+			}
+		default:
+			return
+		}
+	}
+}
