@@ -17,7 +17,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var okResp = &portico.Response{Text: "ok", FinishReason: portico.FinishStop}
 
-func transient() error { return &portico.Error{Class: portico.Transient, Status: 503, Reason: "overloaded"} }
+func transient() error {
+	return &portico.Error{Class: portico.Transient, Status: 503, Reason: "overloaded"}
+}
 
 // counting is a Model that plays fn for call n (from 0) and counts calls.
 type counting struct {
