@@ -1,0 +1,99 @@
+package route
+
+import (
+	"container/list"
+	"sync"
+)
+
+// Affinity is the [Strategy] of Autellix (seed 002): session affinity limited
+// to the calls for which locality is worth more than imbalance. A call of at
+// most ShortTokens estimated input tokens goes to the least-used replica (it
+// finds the shared system prompt cached anywhere); a longer one goes to its
+// program's replica, keyed by Request.Identity.SessionID and chosen as the
+// least-used replica at the program's first long call. Least used means fewest
+// calls in flight, then fewest picks, then lowest index.
+//
+// A long call without a SessionID is treated as short. When a program's
+// replica is unavailable the call goes to the least-used one, which becomes the
+// program's replica. The session map is bounded: beyond MaxSessions the least
+// recently used session is forgotten (its next long call picks afresh).
+type Affinity struct {
+	// ShortTokens is the largest estimated input, in tokens, of a call sent to
+	// the least-used replica; 0 means 2048 (Autellix's cut).
+	ShortTokens int
+	// MaxSessions bounds the session-to-replica map, in entries; 0 means 65536.
+	MaxSessions int
+}
+
+// NewPicker returns Affinity's picker over replicas. Short calls take no lock
+// and do not allocate; long calls take one mutex for the session map and
+// allocate when a session is first seen.
+func (s Affinity) NewPicker(replicas []*Replica) Picker {
+	p := &affinityPicker{replicas: replicas, short: s.ShortTokens, max: s.MaxSessions,
+		sessions: make(map[string]*list.Element)}
+	if p.short <= 0 {
+		p.short = 2048
+	}
+	if p.max <= 0 {
+		p.max = 65536
+	}
+	return p
+}
+
+type affinityPicker struct {
+	replicas []*Replica
+	short    int
+	max      int
+
+	mu       sync.Mutex
+	sessions map[string]*list.Element // of *session
+	lru      list.List                // front = most recently used
+}
+
+type session struct {
+	id      string
+	replica int
+}
+
+func (p *affinityPicker) Pick(info PickInfo) (PickResult, error) {
+	id := info.Request.Identity.SessionID
+	if info.InputTokens <= p.short || id == "" {
+		if i := leastUsed(p.replicas); i >= 0 {
+			return PickResult{Index: i}, nil
+		}
+		return PickResult{Index: -1}, noReplica()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.sessions[id]; ok {
+		s := e.Value.(*session)
+		p.lru.MoveToFront(e)
+		if p.replicas[s.replica].Available() {
+			return PickResult{Index: s.replica}, nil
+		}
+		i := leastUsed(p.replicas)
+		if i < 0 {
+			return PickResult{Index: -1}, noReplica()
+		}
+		s.replica = i
+		return PickResult{Index: i}, nil
+	}
+	i := leastUsed(p.replicas)
+	if i < 0 {
+		return PickResult{Index: -1}, noReplica()
+	}
+	if len(p.sessions) >= p.max {
+		old := p.lru.Back()
+		p.lru.Remove(old)
+		delete(p.sessions, old.Value.(*session).id)
+	}
+	p.sessions[id] = p.lru.PushFront(&session{id: id, replica: i})
+	return PickResult{Index: i}, nil
+}
+
+// Sessions returns how many sessions the picker remembers; for tests.
+func (p *affinityPicker) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sessions)
+}

@@ -1,0 +1,193 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/portico-llm/portico"
+)
+
+// Replica is one replica of a [Balancer]: a route plus the counters the
+// balancer keeps for it. Pickers read it; only the Balancer changes it. Its
+// methods are safe for concurrent use and do not block.
+type Replica struct {
+	// Route is the replica (a Model with its Health). Name identifies it in
+	// Response.Route.
+	Route portico.Route
+	// Index is the replica's position in BalancerConfig.Replicas.
+	Index int
+
+	inFlight atomic.Int64
+	picks    atomic.Uint64
+	done     func(DoneInfo)
+}
+
+// InFlight returns the calls placed on the replica and not yet done.
+func (r *Replica) InFlight() int { return int(r.inFlight.Load()) }
+
+// Picks returns how many calls have been placed on the replica in total.
+func (r *Replica) Picks() uint64 { return r.picks.Load() }
+
+// Available reports whether the replica takes calls now (its Health, e.g. a
+// breaker, is nil or available).
+func (r *Replica) Available() bool { return r.Route.Available() }
+
+// Strategy is a replica-choice policy. [NewBalancer] calls NewPicker once with
+// its replicas and uses the returned [Picker] for every call (grpc-go's
+// balancer builder and picker). The built-in strategies are [RoundRobin],
+// [LeastInFlight], [Affinity] and [PrefixAware].
+type Strategy interface {
+	NewPicker(replicas []*Replica) Picker
+}
+
+// Picker chooses a replica for one call. Pick must be safe for concurrent use,
+// must never block (no waiting for capacity: a full fleet is the caller's
+// rate limiter's business), must return the Index of a replica that was
+// available when checked, and must not modify info.Request. When no replica is
+// available it returns an error wrapping [ErrNoRoute]. A non-nil
+// PickResult.Done is called once when the call ends; the Balancer itself keeps
+// the in-flight and pick counts.
+type Picker interface {
+	Pick(info PickInfo) (PickResult, error)
+}
+
+// feedbacker is implemented by built-in pickers that want feedback without a
+// per-call closure: the Balancer calls done(i, d) when a call on replica i ends.
+type feedbacker interface {
+	done(i int, d DoneInfo)
+}
+
+// BalancerConfig configures a [Balancer].
+type BalancerConfig struct {
+	// Replicas are the copies of one model, each with a non-nil Model. They are
+	// assumed to share capabilities, so the Fits filter is not applied among
+	// them (put a Balancer inside a route whose Capabilities describe them).
+	Replicas []portico.Route
+	// Strategy chooses the replica; nil means [RoundRobin].
+	Strategy Strategy
+	// Estimator fills PickInfo.InputTokens for strategies that read it; nil
+	// means portico.DefaultEstimator.
+	Estimator portico.Estimator
+}
+
+// Balancer spreads calls over replicas of one model with an interchangeable
+// [Strategy]: round robin, least in flight (power of two choices), session
+// affinity (Autellix) or prefix-cache aware (Preble's E2), per seed 002.
+// Replicas whose Health is not available are skipped.
+//
+// A balancer chooses among several Models rather than wrapping one, so it is a
+// [portico.Model] itself ([Balancer.Generate]), used wherever a Model goes:
+// typically as the Model of one route in a fallback group or router.
+// [Balancer.Pick] is the picker alone, for callers (and simulations) that place
+// calls themselves. Balancer is safe for concurrent use.
+type Balancer struct {
+	replicas []*Replica
+	picker   Picker
+	fb       feedbacker
+	est      portico.Estimator
+}
+
+// NewBalancer returns a Balancer for cfg, or an error starting "route:" when
+// there are no replicas or one has a nil Model.
+func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
+	if len(cfg.Replicas) == 0 {
+		return nil, errors.New("route: NewBalancer needs at least one replica")
+	}
+	b := &Balancer{est: cfg.Estimator}
+	if b.est == nil {
+		b.est = portico.DefaultEstimator
+	}
+	b.replicas = make([]*Replica, len(cfg.Replicas))
+	for i := range cfg.Replicas {
+		if cfg.Replicas[i].Model == nil {
+			return nil, errors.New("route: NewBalancer replica " + cfg.Replicas[i].Name + " has a nil Model")
+		}
+		r := &Replica{Route: cfg.Replicas[i], Index: i}
+		r.done = func(d DoneInfo) {
+			r.inFlight.Add(-1)
+			if b.fb != nil {
+				b.fb.done(r.Index, d)
+			}
+		}
+		b.replicas[i] = r
+	}
+	s := cfg.Strategy
+	if s == nil {
+		s = RoundRobin{}
+	}
+	b.picker = s.NewPicker(b.replicas)
+	b.fb, _ = b.picker.(feedbacker)
+	return b, nil
+}
+
+// Replicas returns the balancer's replicas, in configuration order. The slice
+// must not be modified.
+func (b *Balancer) Replicas() []*Replica { return b.replicas }
+
+// Pick chooses a replica for info (InputTokens filled from the Estimator when
+// 0), counts the call in flight there, and returns the replica's index with a
+// Done that must be called once when the call ends. It never blocks; with the
+// built-in round-robin and least-in-flight strategies it does not allocate.
+// Error: an [*portico.Error] of class Rejected wrapping [ErrNoRoute] when no
+// replica is available.
+func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
+	if info.InputTokens <= 0 {
+		info.InputTokens = b.est.EstimateInputTokens(info.Request)
+	}
+	pr, err := b.picker.Pick(info)
+	if err != nil {
+		return PickResult{Index: -1}, err
+	}
+	r := b.replicas[pr.Index]
+	r.inFlight.Add(1)
+	r.picks.Add(1)
+	if pd := pr.Done; pd != nil {
+		pr.Done = func(d DoneInfo) { r.done(d); pd(d) }
+	} else {
+		pr.Done = r.done
+	}
+	return pr, nil
+}
+
+// Generate picks a replica, calls it and reports the outcome to the strategy.
+// The Response's Route names the replica. Errors: the replica's error
+// unchanged, or Pick's error. A Balancer does not retry on another replica:
+// put a retry or fallback layer around it.
+func (b *Balancer) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	pr, err := b.Pick(PickInfo{Request: req})
+	if err != nil {
+		return nil, err
+	}
+	r := b.replicas[pr.Index]
+	resp, d := call(ctx, r.Route.Model, req)
+	pr.Done(d)
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	resp.Route = r.Route.Name
+	return resp, nil
+}
+
+// noReplica is the error of a picker that finds no available replica.
+func noReplica() error {
+	return &portico.Error{Class: portico.Rejected, Reason: "no replica available", Err: ErrNoRoute}
+}
+
+// leastUsed returns the available replica with the fewest calls in flight,
+// then the fewest picks, then the lowest index; -1 when none is available.
+func leastUsed(rs []*Replica) int {
+	best := -1
+	var bf int64
+	var bp uint64
+	for i, r := range rs {
+		if !r.Available() {
+			continue
+		}
+		f, p := r.inFlight.Load(), r.picks.Load()
+		if best < 0 || f < bf || (f == bf && p < bp) {
+			best, bf, bp = i, f, p
+		}
+	}
+	return best
+}

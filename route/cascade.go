@@ -1,0 +1,231 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/portico-llm/portico"
+)
+
+// Acceptor is a cascade step's acceptance scorer g(x, y) (FrugalGPT): how
+// acceptable resp is as an answer to req, compared with the step's threshold
+// tau_j. It must be safe for concurrent use, must not modify req or resp, and
+// never block for long (it runs after every step's answer).
+type Acceptor func(req *portico.Request, resp *portico.Response) float64
+
+// Step is one rung of a [Cascade].
+type Step struct {
+	// Route answers this step.
+	Route portico.Route
+	// Accept scores the step's answer; nil accepts every answer (usual for the
+	// last step).
+	Accept Acceptor
+	// Threshold is tau_j: the answer is accepted when Accept(req, resp) >=
+	// Threshold. With Accept nil it is unused.
+	Threshold float64
+}
+
+// Exhausted says what a [Cascade] returns when no step's answer is accepted.
+type Exhausted uint8
+
+// The choices of CascadeConfig.Exhausted.
+const (
+	// ExhaustedLast returns the answer of the last step that answered, though
+	// rejected, with its Hops listing every rejected or failed step before it.
+	// It is the default: the last step is the most capable.
+	ExhaustedLast Exhausted = iota
+	// ExhaustedError returns an [*portico.Error] of class InvalidResponse
+	// wrapping [ErrExhausted] and [ErrNotAccepted].
+	ExhaustedError
+)
+
+// String returns "last" or "error".
+func (e Exhausted) String() string {
+	switch e {
+	case ExhaustedLast:
+		return "last"
+	case ExhaustedError:
+		return "error"
+	}
+	return "Exhausted(" + strconv.Itoa(int(e)) + ")"
+}
+
+// CascadeConfig configures a [Cascade].
+type CascadeConfig struct {
+	// Steps in cost order, cheapest first: each step's InputPrice+OutputPrice
+	// must be >= the previous step's. At least one, each with a Model.
+	Steps []Step
+	// Exhausted says what to return when no answer is accepted; the zero value
+	// is [ExhaustedLast].
+	Exhausted Exhausted
+	// StreamLast, with ExhaustedLast, lets the last step stream to the caller
+	// as it generates (its answer can no longer be rejected). False (default)
+	// buffers every step, and delivers the accepted answer's text to OnChunk in
+	// one chunk at the end.
+	StreamLast bool
+	// Estimator predicts input tokens for the shared Fits filter; nil means
+	// portico.DefaultEstimator.
+	Estimator portico.Estimator
+}
+
+// Cascade is FrugalGPT's LLM cascade: it calls its steps in cost order and
+// stops at the first answer y whose acceptance score g(x, y) >= tau_j. With
+// u_j the probability that step j's answer is accepted given the earlier ones
+// were not, the expected cost is E[C] = c1 + (1-u1) c2 + (1-u1)(1-u2) c3 + ...;
+// with two steps it beats sending everything to the second iff u1 > c1/c2
+// (seed 000). Latency composes the same way.
+//
+// A step that does not fit the request (the shared [portico.Capabilities.Fits]
+// filter) or is unavailable (breaker open) is skipped without a call. A step
+// that fails with a route error moves on to the next step; the caller's
+// cancellation or deadline ends the cascade at once.
+//
+// The returned Response has Route = the step that answered, Cost = the realised
+// cost of the whole cascade (the sum of Capabilities.Cost(usage) over every step
+// called, rejected answers included), and Hops = the steps left before it, with
+// reason "not accepted" (Err wraps [ErrNotAccepted]), the error's class, or the
+// skip reason.
+//
+// Streaming: a cascade cannot stream a step's answer to the caller while that
+// answer may still be rejected, since the tokens cannot be taken back. So by
+// default it buffers: steps are called without OnChunk, and the accepted text
+// is delivered to the caller's OnChunk in one chunk when the cascade ends.
+// CascadeConfig.StreamLast lets the last step stream live.
+//
+// Cascade is safe for concurrent use; [Cascade.Generate] is a [portico.Model].
+type Cascade struct {
+	steps      []Step
+	exhausted  Exhausted
+	streamLast bool
+	est        portico.Estimator
+}
+
+// NewCascade returns a Cascade for cfg, or an error starting "route:" when
+// there are no steps, a step has no Model, or steps are not in cost order.
+func NewCascade(cfg CascadeConfig) (*Cascade, error) {
+	if len(cfg.Steps) == 0 {
+		return nil, errors.New("route: NewCascade needs at least one step")
+	}
+	prev := 0.0
+	for i, s := range cfg.Steps {
+		if s.Route.Model == nil {
+			return nil, errors.New("route: NewCascade step " + strconv.Itoa(i) + " has a nil Model")
+		}
+		p := s.Route.Capabilities.InputPrice + s.Route.Capabilities.OutputPrice
+		if p < prev {
+			return nil, errors.New("route: NewCascade steps must be in cost order, cheapest first")
+		}
+		prev = p
+	}
+	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.Exhausted, streamLast: cfg.StreamLast, est: cfg.Estimator}
+	if c.est == nil {
+		c.est = portico.DefaultEstimator
+	}
+	return c, nil
+}
+
+// Generate runs the cascade on req as described on [Cascade]. Errors:
+//   - the caller's cancellation or deadline, as the step returned it;
+//   - with [ExhaustedError], when answers came but none was accepted: class
+//     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
+//   - when no step answered at all: the class of the last step's error (or
+//     Rejected/Incompatible when every step was skipped, wrapping [ErrNoRoute]),
+//     wrapping [ErrExhausted] and every step's error.
+func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	n := c.est.EstimateInputTokens(req)
+	buffered := req
+	if req.OnChunk != nil {
+		buffered = req.Clone()
+		buffered.OnChunk = nil
+	}
+	var (
+		hops     []portico.Hop
+		cost     float64
+		last     *portico.Response // latest answer, rejected
+		lastName string
+		lastHop  int // index in hops of last's "not accepted" hop
+		lastErr  error
+		called   bool
+	)
+	for j := range c.steps {
+		s := &c.steps[j]
+		rt := &s.Route
+		final := j == len(c.steps)-1
+		var fit error
+		if !rt.Available() || func() bool { fit = rt.Capabilities.Fits(req, n); return fit != nil }() {
+			h := skipHop(rt.Name, fit)
+			hops = append(hops, h)
+			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
+			continue
+		}
+		sreq := buffered
+		live := final && c.streamLast && c.exhausted == ExhaustedLast
+		if live {
+			sreq = req
+		}
+		called = true
+		resp, err := rt.Model.Generate(ctx, sreq)
+		if err != nil {
+			class := portico.ClassOf(err)
+			if class == portico.Canceled || (class == portico.Deadline && ctx.Err() != nil) {
+				return nil, err
+			}
+			lastErr = err
+			hops = append(hops, portico.Hop{Route: rt.Name, Reason: class.String(), Err: err})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: class, Reason: class.String()})
+			continue
+		}
+		cost += rt.Capabilities.Cost(resp.Usage)
+		if s.Accept == nil || s.Accept(req, resp) >= s.Threshold {
+			return c.finish(req, resp, rt.Name, cost, hops, live)
+		}
+		if final && c.exhausted == ExhaustedLast {
+			return c.finish(req, resp, rt.Name, cost, hops, live)
+		}
+		last, lastName, lastHop = resp, rt.Name, len(hops)
+		hops = append(hops, notAccepted(rt.Name))
+		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: portico.InvalidResponse, Reason: reasonNotAccepted})
+	}
+	if last != nil && c.exhausted == ExhaustedLast {
+		// The final step failed or was skipped: the latest (rejected) answer
+		// is the best there is; its own hop goes, the others stay in order.
+		hops = append(hops[:lastHop], hops[lastHop+1:]...)
+		return c.finish(req, last, lastName, cost, hops, false)
+	}
+	if last != nil {
+		return nil, &portico.Error{Class: portico.InvalidResponse, Reason: "no answer accepted",
+			Err: errors.Join(ErrExhausted, ErrNotAccepted)}
+	}
+	if !called {
+		return nil, noRoute(hops)
+	}
+	errs := []error{ErrExhausted}
+	for _, h := range hops {
+		if h.Err != nil {
+			errs = append(errs, h.Err)
+		}
+	}
+	return nil, &portico.Error{Class: portico.ClassOf(lastErr), Reason: "every step failed", Err: errors.Join(errs...)}
+}
+
+func notAccepted(name string) portico.Hop {
+	return portico.Hop{Route: name, Reason: reasonNotAccepted,
+		Err: &portico.Error{Class: portico.InvalidResponse, Model: name, Reason: reasonNotAccepted, Err: ErrNotAccepted}}
+}
+
+// finish stamps the routing fields and, for a buffered streaming caller,
+// delivers the accepted text in one chunk.
+func (c *Cascade) finish(req *portico.Request, resp *portico.Response, name string, cost float64, hops []portico.Hop, streamed bool) (*portico.Response, error) {
+	resp.Route = name
+	resp.Cost = cost
+	if hops != nil {
+		resp.Hops = append(hops, resp.Hops...)
+	}
+	if req.OnChunk != nil && !streamed && resp.Text != "" {
+		if err := req.OnChunk(portico.Chunk{Text: resp.Text}); err != nil {
+			return nil, &portico.Error{Class: portico.Canceled, Reason: "chunk callback failed", Err: err}
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,83 @@
+package route
+
+import (
+	"errors"
+
+	"github.com/portico-llm/portico"
+)
+
+// Sentinels of package route, wrapped in the [*portico.Error] values its layers
+// return so that errors.Is finds them.
+var (
+	// ErrNoRoute: no candidate both fits the request ([portico.Capabilities.Fits])
+	// and is available. The error's Class is [portico.Rejected] when at least one
+	// fitting candidate was only unavailable (its breaker is open: later may
+	// work), [portico.Incompatible] when none fits at all.
+	ErrNoRoute = errors.New("route: no route fits and is available")
+	// ErrNotAccepted: a cascade step answered but its acceptance score was below
+	// the step's threshold (FrugalGPT's g(x, y) < tau_j). It appears in
+	// [portico.Hop.Err] for rejected steps and in the error a [Cascade] returns
+	// when configured with [ExhaustedError].
+	ErrNotAccepted = errors.New("route: answer not accepted")
+	// ErrExhausted: every step of a cascade was tried and none produced an
+	// accepted answer (or any answer, under [ExhaustedLast]).
+	ErrExhausted = errors.New("route: cascade exhausted")
+)
+
+// Hop reasons used by this package, content-free.
+const (
+	reasonUnavailable = "unavailable"
+	reasonNotAccepted = "not accepted"
+)
+
+// skipHop records a route skipped unasked: unavailable, or unfit (the reason of
+// Fits' error).
+func skipHop(name string, fitErr error) portico.Hop {
+	if fitErr == nil {
+		return portico.Hop{Route: name, Reason: reasonUnavailable}
+	}
+	var pe *portico.Error
+	reason := "incompatible"
+	if errors.As(fitErr, &pe) && pe.Reason != "" {
+		reason = pe.Reason
+	}
+	return portico.Hop{Route: name, Reason: reason, Err: fitErr}
+}
+
+// noRoute builds the error returned when no candidate fits and is available:
+// Rejected if any candidate was merely unavailable, Incompatible otherwise. Its
+// Err joins ErrNoRoute and the Fits errors, so errors.Is finds each.
+func noRoute(hops []portico.Hop) error {
+	class := portico.Incompatible
+	errs := make([]error, 0, len(hops)+1)
+	errs = append(errs, ErrNoRoute)
+	for _, h := range hops {
+		if h.Err == nil {
+			class = portico.Rejected
+			continue
+		}
+		errs = append(errs, h.Err)
+	}
+	reason := "no route fits"
+	if class == portico.Rejected {
+		reason = "no route available"
+	}
+	return &portico.Error{Class: class, Reason: reason, Err: errors.Join(errs...)}
+}
+
+// estimate returns info.InputTokens, or est's estimate when it is 0.
+func estimate(est portico.Estimator, info *PickInfo) int {
+	if info.InputTokens > 0 {
+		return info.InputTokens
+	}
+	return est.EstimateInputTokens(info.Request)
+}
+
+// hopClass is the class reported for a hop: Rejected for an unavailable route,
+// the class of its error otherwise.
+func hopClass(h portico.Hop) portico.Class {
+	if h.Err == nil {
+		return portico.Rejected
+	}
+	return portico.ClassOf(h.Err)
+}

@@ -1,0 +1,238 @@
+package route
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// PrefixAware is the [Strategy] of Preble's E2 rule (seed 002): exploit a
+// replica's prefix cache when it holds most of the prompt, explore the
+// cheapest replica otherwise, and rebalance when load grows uneven.
+//
+// The picker keeps, per replica, a client-side index of the prompt blocks
+// recently sent there (within the window H). For each call it hashes the prompt
+// once into a chain of fixed-size block hashes, and looks up in each available
+// replica's index how many leading blocks it holds: L_hit(g), and L_miss(g) =
+// L - L_hit(g), in tokens (bytes / BytesPerToken). Then:
+//
+//   - exploit: if on the best replica L_hit > L_miss (more than half the prompt
+//     is cached), go to it; among replicas with the same L_hit, the least loaded;
+//   - explore: otherwise go to the replica minimising C_g = Q_g + E_g + R_g,
+//     where Q_g is its recent load (the sum over calls placed there within H of
+//     their missed tokens plus DecodeWeight times its mean output tokens), E_g
+//     the tokens of cached blocks that the new blocks would evict, each weighted
+//     by the share of the window's calls that used it, and R_g = L_miss(g), its
+//     own prefill;
+//   - rebalance: if the chosen replica's Q exceeds RebalanceFactor times the
+//     least loaded replica's Q, go to the least loaded instead (which then
+//     caches the hot prefix too, spreading it).
+//
+// The chosen replica's index then records every block of the prompt. Memory is
+// bounded: each index holds at most MaxBlocks blocks, evicting the least
+// recently sent, and forgets blocks older than H. Not done from Preble: the
+// prefix-replication trigger on queueing delay and the rule sending prefill-
+// heavy calls to decode-heavy replicas; the index models the replica's cache,
+// it does not see the replica's own evictions (set MaxBlocks near the
+// replica's cache size in blocks).
+type PrefixAware struct {
+	// BlockBytes is the block size, in bytes of prompt text; 0 means 256
+	// (about 64 tokens). Smaller blocks match prefixes more finely and cost more
+	// index entries and lookups.
+	BlockBytes int
+	// BytesPerToken converts bytes to tokens; 0 means 4 (as
+	// portico.CharEstimator).
+	BytesPerToken float64
+	// Window is H, how long a sent prefix counts as cached and a call as recent
+	// load; 0 means 3 minutes (Preble's default).
+	Window time.Duration
+	// MaxBlocks bounds each replica's index, in blocks; 0 means 16384 (about a
+	// million tokens of distinct prefix at the default block size).
+	MaxBlocks int
+	// RebalanceFactor is the load ratio beyond which exploit traffic moves to
+	// the least loaded replica; 0 means 2. It must be >= 1.
+	RebalanceFactor float64
+	// DecodeWeight is the cost of one output token relative to one prefilled
+	// input token in the load estimate; 0 means 1.
+	DecodeWeight float64
+}
+
+// NewPicker returns the E2 picker over replicas. Each pick hashes the prompt
+// once (outside the lock), then takes one mutex for the lookups and the index
+// update; it never blocks on anything else. It panics, with a message starting
+// "route:", when a setting is negative or RebalanceFactor is in (0, 1).
+func (s PrefixAware) NewPicker(replicas []*Replica) Picker {
+	if s.BlockBytes < 0 || s.BytesPerToken < 0 || s.Window < 0 || s.MaxBlocks < 0 || s.DecodeWeight < 0 ||
+		s.RebalanceFactor < 0 || (s.RebalanceFactor > 0 && s.RebalanceFactor < 1) {
+		panic("route: PrefixAware settings must be >= 0 and RebalanceFactor >= 1")
+	}
+	p := &prefixPicker{replicas: replicas, cfg: s}
+	c := &p.cfg
+	if c.BlockBytes == 0 {
+		c.BlockBytes = 256
+	}
+	if c.BytesPerToken == 0 {
+		c.BytesPerToken = 4
+	}
+	if c.Window == 0 {
+		c.Window = 3 * time.Minute
+	}
+	if c.MaxBlocks == 0 {
+		c.MaxBlocks = 16384
+	}
+	if c.RebalanceFactor == 0 {
+		c.RebalanceFactor = 2
+	}
+	if c.DecodeWeight == 0 {
+		c.DecodeWeight = 1
+	}
+	p.width = max(int64(c.Window)/loadSlots, 1)
+	p.state = make([]replicaState, len(replicas))
+	for i := range p.state {
+		p.state[i].index = newBlockIndex(c.MaxBlocks)
+	}
+	p.pool.New = func() any { b := make([]block, 0, 128); return &b }
+	return p
+}
+
+type prefixPicker struct {
+	replicas []*Replica
+	cfg      PrefixAware
+	width    int64 // load bucket width, nanoseconds
+	pool     sync.Pool
+
+	mu    sync.Mutex
+	state []replicaState
+}
+
+type replicaState struct {
+	index   blockIndex
+	load    loadRing
+	outAvg  float64 // EWMA of output tokens, from feedback
+	outSeen bool
+	// per-pick scratch, under mu
+	hit  int     // leading blocks cached
+	q    float64 // recent load, tokens
+	nReq int     // calls in the window
+	inFlight int64
+}
+
+// less orders replicas by load: calls in flight, then recent load Q.
+func (st *replicaState) less(o *replicaState) bool {
+	return st.inFlight < o.inFlight || (st.inFlight == o.inFlight && st.q < o.q)
+}
+
+func (p *prefixPicker) Pick(info PickInfo) (PickResult, error) {
+	now := info.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	t := now.UnixNano()
+	bp := p.pool.Get().(*[]block)
+	bs := hashPrompt(info.Request, p.cfg.BlockBytes, (*bp)[:0])
+	i := p.place(bs, t)
+	*bp = bs[:0]
+	p.pool.Put(bp)
+	if i < 0 {
+		return PickResult{Index: -1}, noReplica()
+	}
+	return PickResult{Index: i}, nil
+}
+
+// place runs E2 for the prompt blocks bs at time t (unix ns) and records the
+// blocks on the chosen replica; -1 when no replica is available.
+func (p *prefixPicker) place(bs []block, t int64) int {
+	bpt := p.cfg.BytesPerToken
+	total := 0
+	if len(bs) > 0 {
+		total = bs[len(bs)-1].end
+	}
+	cutoff := t - int64(p.cfg.Window)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best, least := -1, -1
+	for g, r := range p.replicas {
+		st := &p.state[g]
+		st.hit = -1
+		if !r.Available() {
+			continue
+		}
+		st.index.expire(cutoff)
+		st.hit = st.index.longest(bs, cutoff)
+		work, n := st.load.sum(t, p.width)
+		st.q = work + p.cfg.DecodeWeight*st.outAvg*float64(n)
+		st.nReq = n
+		st.inFlight = r.inFlight.Load()
+		if best < 0 || st.hit > p.state[best].hit || (st.hit == p.state[best].hit && st.less(&p.state[best])) {
+			best = g
+		}
+		if least < 0 || st.less(&p.state[least]) {
+			least = g
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	hitBytes := func(g int) int {
+		if h := p.state[g].hit; h > 0 {
+			return bs[h-1].end
+		}
+		return 0
+	}
+	chosen := best
+	if hb := hitBytes(best); hb > total-hb {
+		// Exploit, unless the replica is overloaded against the least loaded.
+		if float64(p.state[best].inFlight+1) > p.cfg.RebalanceFactor*float64(p.state[least].inFlight+1) {
+			chosen = least
+		}
+	} else {
+		// Explore: least C_g = Q_g + E_g + R_g.
+		bestC := math.Inf(1)
+		for g := range p.replicas {
+			st := &p.state[g]
+			if st.hit < 0 {
+				continue
+			}
+			miss := float64(total-hitBytes(g)) / bpt
+			c := st.q + miss
+			if over := st.index.len() + (len(bs) - st.hit) - p.cfg.MaxBlocks; over > 0 && st.nReq > 0 {
+				c += st.index.evictionCost(over) / bpt / float64(st.nReq)
+			}
+			if c < bestC {
+				chosen, bestC = g, c
+			}
+		}
+	}
+	st := &p.state[chosen]
+	missBytes := total - hitBytes(chosen)
+	st.load.add(t, p.width, float64(missBytes)/bpt)
+	prev := 0
+	if len(bs) > 0 {
+		// Touch the last block first, so that earlier blocks are more recent
+		// and the LRU evicts the deepest blocks first (see blockIndex.longest).
+		for k := len(bs) - 1; k >= 0; k-- {
+			if k > 0 {
+				prev = bs[k-1].end
+			} else {
+				prev = 0
+			}
+			st.index.touch(bs[k].hash, bs[k].end-prev, t)
+		}
+	}
+	return chosen
+}
+
+// done folds a finished call's output tokens into replica i's mean output.
+func (p *prefixPicker) done(i int, d DoneInfo) {
+	if d.Err != nil {
+		return
+	}
+	p.mu.Lock()
+	st := &p.state[i]
+	if st.outSeen {
+		st.outAvg = 0.8*st.outAvg + 0.2*float64(d.Usage.OutputTokens)
+	} else {
+		st.outAvg, st.outSeen = float64(d.Usage.OutputTokens), true
+	}
+	p.mu.Unlock()
+}

@@ -1,0 +1,222 @@
+package route
+
+import (
+	"hash/maphash"
+
+	"github.com/portico-llm/portico"
+)
+
+// block is one fixed-size block of a prompt: the chain hash of the prompt up to
+// and including the block, and the prompt's length in bytes at the block's end.
+type block struct {
+	hash uint64
+	end  int
+}
+
+// hashSeed is the process's seed for block hashes; the index lives in memory
+// only, so a per-process seed is enough and defeats crafted collisions.
+var hashSeed = maphash.MakeSeed()
+
+// hashPrompt appends to dst the chain of block hashes of req's prompt, blockBytes
+// bytes per block, and returns it. Each message starts by mixing its role into
+// the chain; each text part (and each tool call's name and arguments, and each
+// image URL) is cut into blocks of blockBytes, the last one possibly shorter.
+// Block i's hash covers the whole prompt up to its end, so two prompts share
+// block i's hash exactly when they share that prefix (up to 64-bit collisions).
+// The prompt is read once, whatever the number of replicas.
+func hashPrompt(req *portico.Request, blockBytes int, dst []block) []block {
+	var h uint64
+	end := 0
+	add := func(s string) {
+		for off := 0; off < len(s); off += blockBytes {
+			c := s[off:min(off+blockBytes, len(s))]
+			h = splitmix64(h ^ maphash.String(hashSeed, c))
+			end += len(c)
+			dst = append(dst, block{hash: h, end: end})
+		}
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		h = splitmix64(h ^ maphash.String(hashSeed, string(m.Role)) ^ 0x51ed)
+		for _, p := range m.Content {
+			if p.Kind == portico.PartImage {
+				add(p.ImageURL)
+			} else {
+				add(p.Text)
+			}
+		}
+		for _, tc := range m.ToolCalls {
+			add(tc.Name)
+			add(string(tc.Arguments))
+		}
+		if m.ToolCallID != "" {
+			h = splitmix64(h ^ maphash.String(hashSeed, m.ToolCallID))
+		}
+	}
+	return dst
+}
+
+// blockIndex is one replica's client-side record of the prompt blocks recently
+// sent to it: an LRU of at most max block hashes, each with the time it was
+// last sent and how many calls sent it. Nodes live in one slice (no per-node
+// allocation); the map finds them by hash. Not safe for concurrent use.
+type blockIndex struct {
+	max        int
+	m          map[uint64]int32
+	nodes      []bnode
+	head, tail int32 // most and least recently used; -1 when empty
+	free       int32 // free list through next; -1 when empty
+}
+
+type bnode struct {
+	hash       uint64
+	seen       int64 // unix nanoseconds of the last send
+	bytes      int32 // the block's size
+	uses       int32 // calls that sent it while indexed
+	prev, next int32
+}
+
+func newBlockIndex(max int) blockIndex {
+	return blockIndex{max: max, m: make(map[uint64]int32), head: -1, tail: -1, free: -1}
+}
+
+func (x *blockIndex) len() int { return len(x.m) }
+
+// has reports whether hash was sent at or after cutoff.
+func (x *blockIndex) has(hash uint64, cutoff int64) bool {
+	i, ok := x.m[hash]
+	return ok && x.nodes[i].seen >= cutoff
+}
+
+func (x *blockIndex) unlink(i int32) {
+	n := &x.nodes[i]
+	if n.prev >= 0 {
+		x.nodes[n.prev].next = n.next
+	} else {
+		x.head = n.next
+	}
+	if n.next >= 0 {
+		x.nodes[n.next].prev = n.prev
+	} else {
+		x.tail = n.prev
+	}
+}
+
+func (x *blockIndex) pushFront(i int32) {
+	n := &x.nodes[i]
+	n.prev, n.next = -1, x.head
+	if x.head >= 0 {
+		x.nodes[x.head].prev = i
+	}
+	x.head = i
+	if x.tail < 0 {
+		x.tail = i
+	}
+}
+
+// removeTail forgets the least recently used block.
+func (x *blockIndex) removeTail() {
+	i := x.tail
+	x.unlink(i)
+	delete(x.m, x.nodes[i].hash)
+	x.nodes[i].next = x.free
+	x.free = i
+}
+
+// expire forgets every block last sent before cutoff (outside the window H).
+func (x *blockIndex) expire(cutoff int64) {
+	for x.tail >= 0 && x.nodes[x.tail].seen < cutoff {
+		x.removeTail()
+	}
+}
+
+// touch records that a block of size bytes with this hash was sent at now,
+// evicting the least recently used block when the index is full.
+func (x *blockIndex) touch(hash uint64, bytes int, now int64) {
+	if i, ok := x.m[hash]; ok {
+		n := &x.nodes[i]
+		n.seen = now
+		n.uses++
+		x.unlink(i)
+		x.pushFront(i)
+		return
+	}
+	if len(x.m) >= x.max {
+		x.removeTail()
+	}
+	var i int32
+	if x.free >= 0 {
+		i = x.free
+		x.free = x.nodes[i].next
+	} else {
+		x.nodes = append(x.nodes, bnode{})
+		i = int32(len(x.nodes) - 1)
+	}
+	x.nodes[i] = bnode{hash: hash, seen: now, bytes: int32(bytes), uses: 1}
+	x.m[hash] = i
+	x.pushFront(i)
+}
+
+// evictionCost returns the sum, over the k least recently used blocks (those a
+// call adding k new blocks to a full index would evict), of bytes times uses:
+// Preble's E_g before dividing by the window's calls.
+func (x *blockIndex) evictionCost(k int) float64 {
+	s := 0.0
+	for i := x.tail; i >= 0 && k > 0; i, k = x.nodes[i].prev, k-1 {
+		s += float64(x.nodes[i].bytes) * float64(x.nodes[i].uses)
+	}
+	return s
+}
+
+// longest returns how many leading blocks of bs the index holds (sent at or
+// after cutoff), by binary search: blocks of one prompt are touched last block
+// first, so an earlier block is never older, nor evicted sooner, than a later
+// one, and presence is monotone along a chain.
+func (x *blockIndex) longest(bs []block, cutoff int64) int {
+	lo, hi := 0, len(bs)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if x.has(bs[mid].hash, cutoff) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// loadRing is a replica's recent load, Preble's Q_g, over a sliding window cut
+// into loadSlots buckets: the work (in tokens) and number of calls placed.
+type loadRing struct {
+	slot [loadSlots]struct {
+		id   int64
+		work float64
+		n    int
+	}
+}
+
+const loadSlots = 16
+
+func (l *loadRing) add(now, width int64, work float64) {
+	id := now / width
+	s := &l.slot[((id%loadSlots)+loadSlots)%loadSlots]
+	if s.id != id {
+		s.id, s.work, s.n = id, 0, 0
+	}
+	s.work += work
+	s.n++
+}
+
+// sum returns the work and calls placed in the last loadSlots buckets.
+func (l *loadRing) sum(now, width int64) (float64, int) {
+	id := now / width
+	w, n := 0.0, 0
+	for i := range l.slot {
+		s := &l.slot[i]
+		if s.id > id-loadSlots && s.id <= id {
+			w += s.work
+			n += s.n
+		}
+	}
+	return w, n
+}

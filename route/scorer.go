@@ -1,0 +1,165 @@
+package route
+
+import (
+	"math"
+	"slices"
+
+	"github.com/portico-llm/portico"
+)
+
+// Scorer predicts, before any model is called, the probability in [0, 1] that
+// the strong model's answer to req would win over the weak model's (RouteLLM's
+// P(strong wins | x)). A [Threshold] router sends req to the strong route when
+// the score is above its threshold. A Scorer must be safe for concurrent use,
+// must not modify req, and should be fast: it runs on every call.
+type Scorer func(req *portico.Request) float64
+
+// heuristicKeywords are words that, in the user's text, tend to mark reasoning,
+// math or code work (lower case, matched case-insensitively as substrings).
+var heuristicKeywords = [...]string{
+	"prove", "proof", "derive", "theorem", "integral", "equation", "calculate",
+	"step by step", "algorithm", "complexity", "optimiz", "debug", "refactor",
+}
+
+// HeuristicScore is the built-in [Scorer]: a logistic function of a few request
+// features, with weights set by hand. It is a heuristic with NO trained weights:
+// RouteLLM trains its scorer on human preference data, and this one only encodes
+// the common intuition that long, code-bearing, tool-using, structured, or
+// math-flavoured requests need the strong model more. Calibrate its threshold on
+// your own traffic with [Calibrate], or plug in a trained scorer.
+//
+// The score is 1 / (1 + exp(-z)) with
+//
+//	z = -3
+//	    + 0.35 * log2(1 + N_in/64)        N_in from portico.DefaultEstimator, tokens
+//	    + 1.0  if any user or system text holds a code fence (```)
+//	    + 0.5  if the request declares tools
+//	    + 0.5  if the request asks for a Schema
+//	    + 0.25 * min(question marks, 4)   in user text
+//	    + 0.6  * min(keyword hits, 3)     prove, derive, theorem, integral, equation,
+//	                                      calculate, step by step, algorithm,
+//	                                      complexity, optimiz, debug, refactor
+//	    + 0.1  * min(messages - 1, 10)    conversation depth
+//
+// so a short plain question scores about 0.1, and a long request with code and
+// keywords approaches 1. It reads each text part a few times, does not allocate,
+// and is safe for concurrent use.
+func HeuristicScore(req *portico.Request) float64 {
+	tokens := portico.DefaultEstimator.EstimateInputTokens(req)
+	z := -3 + 0.35*math.Log2(1+float64(tokens)/64)
+	code, questions, keywords := false, 0, 0
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if m.Role != portico.RoleUser && m.Role != portico.RoleSystem {
+			continue
+		}
+		for _, p := range m.Content {
+			if p.Kind != portico.PartText {
+				continue
+			}
+			if !code && indexFold(p.Text, "```") >= 0 {
+				code = true
+			}
+			if m.Role != portico.RoleUser {
+				continue
+			}
+			for j := 0; j < len(p.Text) && questions < 4; j++ {
+				if p.Text[j] == '?' {
+					questions++
+				}
+			}
+			for _, kw := range heuristicKeywords {
+				if keywords >= 3 {
+					break
+				}
+				if indexFold(p.Text, kw) >= 0 {
+					keywords++
+				}
+			}
+		}
+	}
+	if code {
+		z += 1
+	}
+	if len(req.Tools) > 0 {
+		z += 0.5
+	}
+	if req.Schema != nil {
+		z += 0.5
+	}
+	z += 0.25*float64(questions) + 0.6*float64(keywords)
+	z += 0.1 * float64(min(max(len(req.Messages)-1, 0), 10))
+	return 1 / (1 + math.Exp(-z))
+}
+
+// indexFold returns the index of the first ASCII-case-insensitive occurrence of
+// the lower-case kw in s, or -1.
+func indexFold(s, kw string) int {
+	if len(kw) == 0 {
+		return 0
+	}
+	first := kw[0]
+	for i := 0; i+len(kw) <= len(s); i++ {
+		if lower(s[i]) != first {
+			continue
+		}
+		j := 1
+		for j < len(kw) && lower(s[i+j]) == kw[j] {
+			j++
+		}
+		if j == len(kw) {
+			return i
+		}
+	}
+	return -1
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// Calibrate returns the threshold at which a [Threshold] router, with scorer,
+// sends the share targetStrongShare of sample to the strong route (RouteLLM
+// calibrates its thresholds the same way, on a sample of traffic).
+//
+// With n = len(sample) and k = round(targetStrongShare * n) the number of
+// strong calls wanted, the scores are sorted ascending as s[0] <= ... <= s[n-1]
+// and the threshold is s[n-k-1], the largest score that must go weak; the router
+// sends a request strong when its score is strictly above the threshold. So on
+// the sample itself exactly k requests go strong when the scores are distinct.
+// Ties: requests scoring exactly the threshold go weak, so when scores tie across
+// the cut the strong share falls short of k/n by the tied scores above the cut
+// (never over the target). k = 0 returns s[n-1] (nothing is above it); k = n
+// returns the float just below s[0] (everything is above it).
+//
+// Calibrate panics, with a message starting "route:", when sample is empty,
+// scorer is nil or targetStrongShare is outside [0, 1] (or NaN): all programmer
+// errors. It calls scorer once per request and allocates one slice of n floats.
+func Calibrate(sample []*portico.Request, scorer Scorer, targetStrongShare float64) float64 {
+	if len(sample) == 0 {
+		panic("route: Calibrate of an empty sample")
+	}
+	if scorer == nil {
+		panic("route: Calibrate with a nil scorer")
+	}
+	if !(targetStrongShare >= 0 && targetStrongShare <= 1) {
+		panic("route: Calibrate target share outside [0, 1]")
+	}
+	s := make([]float64, len(sample))
+	for i, r := range sample {
+		s[i] = scorer(r)
+	}
+	slices.Sort(s)
+	n := len(s)
+	k := int(math.Floor(targetStrongShare*float64(n) + 0.5))
+	switch k {
+	case 0:
+		return s[n-1]
+	case n:
+		return math.Nextafter(s[0], math.Inf(-1))
+	}
+	return s[n-k-1]
+}

@@ -1,0 +1,115 @@
+package route
+
+import (
+	"context"
+	"errors"
+
+	"github.com/portico-llm/portico"
+)
+
+// ThresholdConfig configures a [Threshold] router. The zero value is not usable:
+// Strong and Weak need Models.
+type ThresholdConfig struct {
+	// Strong is the expensive, capable route; Weak the cheap one. Both need a
+	// non-nil Model.
+	Strong, Weak portico.Route
+	// Scorer predicts the probability that Strong's answer wins; nil means
+	// [HeuristicScore].
+	Scorer Scorer
+	// Threshold: a request goes to Strong when its score is strictly above it,
+	// to Weak otherwise. Zero means 0.5; set it from [Calibrate]. To send
+	// everything strong, use a negative threshold; everything weak, 1 or more.
+	Threshold float64
+	// Estimator predicts input tokens for the shared [portico.Capabilities.Fits]
+	// filter; nil means portico.DefaultEstimator.
+	Estimator portico.Estimator
+}
+
+// Threshold is RouteLLM's router over two routes: it scores each request before
+// calling anything and sends it to the strong route when the predicted
+// probability that the strong answer wins exceeds the threshold, to the weak one
+// otherwise. Sweeping the threshold traces the cost–quality curve (seed 000).
+//
+// The chosen route must fit the request ([portico.Capabilities.Fits], the same
+// filter fallback uses) and be available (breaker not open); when it does not,
+// the other route is used if it does, and a [portico.Hop] records why. Threshold
+// is safe for concurrent use; [Threshold.Generate] is a [portico.Model].
+type Threshold struct {
+	routes    [2]portico.Route // 0 weak, 1 strong
+	scorer    Scorer
+	threshold float64
+	est       portico.Estimator
+}
+
+// NewThreshold returns a Threshold router for cfg, or an error starting "route:"
+// when a route has a nil Model.
+func NewThreshold(cfg ThresholdConfig) (*Threshold, error) {
+	if cfg.Strong.Model == nil || cfg.Weak.Model == nil {
+		return nil, errors.New("route: NewThreshold needs Strong and Weak routes with Models")
+	}
+	t := &Threshold{routes: [2]portico.Route{cfg.Weak, cfg.Strong}, scorer: cfg.Scorer, threshold: cfg.Threshold, est: cfg.Estimator}
+	if t.scorer == nil {
+		t.scorer = HeuristicScore
+	}
+	if t.threshold == 0 {
+		t.threshold = 0.5
+	}
+	if t.est == nil {
+		t.est = portico.DefaultEstimator
+	}
+	return t, nil
+}
+
+// ThresholdPick is a [Threshold] router's decision for one request.
+type ThresholdPick struct {
+	// Score is the scorer's output for the request.
+	Score float64
+	// Strong is true when the score is above the threshold.
+	Strong bool
+}
+
+// Decide scores req and says which route the threshold prefers, before the
+// Fits and availability checks. It never blocks and does not allocate beyond
+// what the scorer does.
+func (t *Threshold) Decide(req *portico.Request) ThresholdPick {
+	s := t.scorer(req)
+	return ThresholdPick{Score: s, Strong: s > t.threshold}
+}
+
+// Generate routes req as described on [Threshold] and calls the chosen route.
+// The Response's Route names it, Cost is its Capabilities.Cost of the usage, and
+// Hops holds the preferred route when it was skipped. Errors: the chosen
+// route's error, unchanged; or, when neither route fits and is available, an
+// [*portico.Error] wrapping [ErrNoRoute] (Class Rejected or Incompatible, see
+// ErrNoRoute).
+func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	d := t.Decide(req)
+	first := 0
+	if d.Strong {
+		first = 1
+	}
+	n := t.est.EstimateInputTokens(req)
+	var hops []portico.Hop
+	for k := range 2 {
+		r := &t.routes[first^k]
+		var fit error
+		if r.Available() {
+			if fit = r.Capabilities.Fits(req, n); fit == nil {
+				resp, err := r.Model.Generate(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				resp.Route = r.Name
+				resp.Cost = r.Capabilities.Cost(resp.Usage)
+				if hops != nil {
+					resp.Hops = append(hops, resp.Hops...)
+				}
+				return resp, nil
+			}
+		}
+		h := skipHop(r.Name, fit)
+		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: r.Name, Class: hopClass(h), Reason: h.Reason})
+		hops = append(hops, h)
+	}
+	return nil, noRoute(hops)
+}
