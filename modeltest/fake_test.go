@@ -247,3 +247,16 @@ func BenchmarkFakeGenerate(b *testing.B) {
 		f.Generate(ctx, req)
 	}
 }
+
+// BenchmarkBareModel is the floor to compare BenchmarkFakeGenerate with: a
+// ModelFunc that allocates the same Response.
+func BenchmarkBareModel(b *testing.B) {
+	m := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return &portico.Response{Text: "hi", FinishReason: portico.FinishStop, Model: req.Model}, nil
+	})
+	req, ctx := userReq("q"), context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Generate(ctx, req)
+	}
+}
