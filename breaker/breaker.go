@@ -185,12 +185,12 @@ func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next por
 	done := false
 	defer func() {
 		if !done { // next panicked: count a failure, let the panic go on
-			b.closedOutcome(ctx, word>>2, start, errPanic)
+			b.closedOutcome(ctx, word, start, errPanic)
 		}
 	}()
 	resp, err := next.Generate(ctx, req)
 	done = true
-	b.closedOutcome(ctx, word>>2, start, err)
+	b.closedOutcome(ctx, word, start, err)
 	return resp, err
 }
 
@@ -213,8 +213,8 @@ func outcome(err error) (class portico.Class, counted, failed bool) {
 	return class, false, false
 }
 
-// closedOutcome records a call that started in closed generation gen.
-func (b *Breaker) closedOutcome(ctx context.Context, gen uint64, start int64, err error) {
+// closedOutcome records a call that started in closed state word.
+func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, err error) {
 	class, counted, failed := outcome(err)
 	if !counted {
 		return
@@ -223,13 +223,21 @@ func (b *Breaker) closedOutcome(ctx context.Context, gen uint64, start int64, er
 	if b.needEnd {
 		now = b.nanos()
 	}
+	gen := word >> 2
 	slow := b.needStart && now-start >= int64(b.cfg.SlowCall)
 	if !failed && !slow {
-		b.record(gen, now, 0)
+		if b.tring != nil {
+			b.tring.record(gen, now, 0)
+		} else {
+			b.ring.success()
+		}
 		if c := b.consec.Load(); c&0xffffffff != 0 {
 			b.consec.CompareAndSwap(c, gen<<32)
 		}
 		return
+	}
+	if b.word.Load() != word {
+		return // the closed period this call started in is over
 	}
 	var flags uint64
 	if failed {
@@ -238,7 +246,11 @@ func (b *Breaker) closedOutcome(ctx context.Context, gen uint64, start int64, er
 	if slow {
 		flags |= flagSlow
 	}
-	b.record(gen, now, flags)
+	if b.tring != nil {
+		b.tring.record(gen, now, flags)
+	} else {
+		b.ring.record(flags)
+	}
 	reason := ""
 	if failed && b.cfg.consecutive > 0 && b.incConsec(gen) >= b.cfg.consecutive {
 		reason = "consecutive failures"
@@ -248,32 +260,21 @@ func (b *Breaker) closedOutcome(ctx context.Context, gen uint64, start int64, er
 		}
 	}
 	if reason == "" {
-		if !b.needEnd {
-			now = b.nanos()
-		}
 		var t tally
 		if b.tring != nil {
 			t = b.tring.tally(gen, now)
 		} else {
-			t = b.ring.tally(gen)
+			t = b.ring.tally()
 		}
 		reason = tripReason(&b.cfg, t)
 	}
 	if reason == "" {
 		return
 	}
-	if now == 0 {
+	if !b.needEnd {
 		now = b.nanos()
 	}
 	b.trip(ctx, gen, now, reason, class)
-}
-
-func (b *Breaker) record(gen uint64, now int64, flags uint64) {
-	if b.tring != nil {
-		b.tring.record(gen, now, flags)
-	} else {
-		b.ring.record(gen, flags)
-	}
 }
 
 // incConsec adds a failure to generation gen's run and returns its length.

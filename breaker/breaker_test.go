@@ -150,13 +150,3 @@ func TestTripReason(t *testing.T) {
 	}
 }
 
-func TestCountRingIndex(t *testing.T) {
-	for _, n := range []int{1, 3, 7, 100, 1000} {
-		r := newCountRing(n)
-		for _, i := range []uint32{0, 1, 2, 99, 100, 101, 12345, 1<<32 - 1} {
-			if got, want := r.index(i), i%uint32(n); got != want {
-				t.Errorf("index(%d) mod %d = %d, want %d", i, n, got, want)
-			}
-		}
-	}
-}

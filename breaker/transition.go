@@ -142,6 +142,9 @@ func (b *Breaker) probeOutcome(ctx context.Context, gen uint64, start int64, err
 			return
 		}
 		b.trips = 0
+		if b.ring != nil {
+			b.ring.reset()
+		}
 		b.word.Store((gen+1)<<2 | uint64(Closed))
 		tr = Transition{Name: b.cfg.Name, From: HalfOpen, To: Closed, Reason: "probes succeeded", Generation: gen + 1}
 	}

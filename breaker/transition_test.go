@@ -90,7 +90,7 @@ func TestIgnoredClassesNeverCount(t *testing.T) {
 		if s := b.State(); s != Closed {
 			t.Fatalf("after 50 context.Canceled State() = %v, want closed", s)
 		}
-		if got := b.ring.tally(0); got.calls != 0 {
+		if got := b.ring.tally(); got.calls != 0 {
 			t.Errorf("window holds %d calls, want 0: ignored errors are neither success nor failure", got.calls)
 		}
 	})
@@ -528,7 +528,7 @@ func TestConcurrentClosedCalls(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := b.ring.tally(0); got.calls != 1000 || got.failed != 0 {
+	if got := b.ring.tally(); got.calls != 1000 || got.failed != 0 {
 		t.Errorf("tally = %+v, want 1000 calls, 0 failed", got)
 	}
 }

@@ -1,15 +1,13 @@
 package breaker
 
 import (
-	"math/bits"
 	"sync"
 	"sync/atomic"
 )
 
 // Outcome flags recorded per call in a window.
 const (
-	flagCounted = 1 << iota // the slot holds a call
-	flagFailed              // the call failed with a route fault
+	flagFailed = 1 << iota // the call failed with a route fault
 	flagSlow                // the call took at least Config.SlowCall
 )
 
@@ -34,45 +32,55 @@ func tripReason(c *config, t tally) string {
 	return ""
 }
 
-// countRing is a count-based sliding window: the last n outcomes, lock-free.
-// Each slot holds gen<<8 | flags, so a new closed period (a new generation)
-// starts empty without resetting any slot, and no running counter can drift
-// under concurrent writers: counts are taken by scanning, which only failures
-// and slow calls do.
+// countRing is a count-based sliding window over the last n calls, lock-free.
+//
+// Every counted call takes the next sequence number from the cursor; that is
+// all a successful call does. A failed or slow call also stores seq<<8 | flags
+// in slot seq mod n. The window is the calls with sequence numbers in
+// (max(cur-n, start), cur], where start is the cursor when the closed period
+// began: its size is min(cur-start, n), and a slot counts only when its
+// sequence number lies in that range, so successes evict old failures without
+// touching their slots, a closed period starts empty without resetting any slot,
+// and no running counter can drift under concurrent writers. Counts are taken
+// by scanning, which only failures and slow calls do.
 type countRing struct {
-	pos   atomic.Uint32
-	_     [60]byte // keep the written cursor off the state word's cache line
-	n     uint32
-	m     uint64 // Lemire's fastmod multiplier for n
+	pos   atomic.Uint64
+	_     [56]byte // keep the written cursor off the state word's cache line
+	start atomic.Uint64
+	n     uint64
 	slots []atomic.Uint64
 }
 
 func newCountRing(n int) *countRing {
-	r := &countRing{n: uint32(n), slots: make([]atomic.Uint64, n)}
-	r.m = ^uint64(0)/uint64(n) + 1
-	return r
+	return &countRing{n: uint64(n), slots: make([]atomic.Uint64, n)}
 }
 
-// index returns i mod n without a division (Lemire, Kaser, Kurz: "Faster
-// remainder by direct computation", 2019).
-func (r *countRing) index(i uint32) uint32 {
-	hi, _ := bits.Mul64(r.m*uint64(i), uint64(r.n))
-	return uint32(hi)
+// success records a counted call that neither failed nor was slow.
+func (r *countRing) success() { r.pos.Add(1) }
+
+// record records a counted call with the given flags.
+func (r *countRing) record(flags uint64) {
+	seq := r.pos.Add(1)
+	if flags != 0 {
+		r.slots[seq%r.n].Store(seq<<8 | flags)
+	}
 }
 
-func (r *countRing) record(gen uint64, flags uint64) {
-	i := r.pos.Add(1)
-	r.slots[r.index(i)].Store(gen<<8 | flags | flagCounted)
-}
+// reset starts a new closed period: the window becomes empty.
+func (r *countRing) reset() { r.start.Store(r.pos.Load()) }
 
-func (r *countRing) tally(gen uint64) tally {
-	var t tally
+func (r *countRing) tally() tally {
+	cur := r.pos.Load()
+	lo := r.start.Load()
+	if cur-lo > r.n {
+		lo = cur - r.n
+	}
+	t := tally{calls: int(cur - lo)}
 	for i := range r.slots {
 		v := r.slots[i].Load()
-		if v&flagCounted == 0 || v>>8 != gen {
+		if seq := v >> 8; seq <= lo || seq > cur {
 			continue
 		}
-		t.calls++
 		if v&flagFailed != 0 {
 			t.failed++
 		}

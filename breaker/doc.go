@@ -1,0 +1,68 @@
+// Package breaker is a per-route circuit breaker: it stops calling a route that
+// is down, fails those calls at once instead of after a timeout, and probes the
+// route until it recovers.
+//
+// # The algorithm
+//
+// The three-state circuit breaker of Michael Nygard's "Release It!" (2007), with
+// the sliding windows, minimum number of calls and slow-call rate of
+// resilience4j's CircuitBreaker, and seed 000's rule of letting a bounded number
+// of probes through when the open interval ends:
+//
+//   - [Closed]: calls go through. Each counted outcome enters a sliding window,
+//     either the last Config.WindowCalls calls (count-based, the default) or the
+//     calls of the last Config.WindowDuration (time-based, in buckets). Once the
+//     window holds Config.MinCalls calls, a failure rate at or above
+//     Config.FailureRate trips the breaker, and so does a slow-call rate at or
+//     above Config.SlowCallRate when Config.SlowCall is set. Independently,
+//     Config.ConsecutiveFailures failures in a row trip it.
+//   - [Open]: every call fails at once with a [portico.Rejected] *portico.Error
+//     wrapping [ErrOpen], whose RetryAfter is the time until the first probe.
+//     After Config.OpenFor (grown by Config.OpenBackoff on each repeated trip,
+//     capped at Config.MaxOpenFor) the next call moves the breaker to half-open.
+//   - [HalfOpen]: at most Config.Probes calls run at once, counting any probe of
+//     an earlier half-open period still running; the rest are rejected like in
+//     the open state. Config.CloseAfter successful probes close the breaker with
+//     an empty window; one failed or slow probe opens it again.
+//
+// # What counts
+//
+// Only failures that say something about the route count, those whose class
+// has [portico.Class.RouteFault]: Transient, RateLimited, Ambiguous and
+// InvalidResponse. Permanent client errors (a malformed request, a bad key),
+// Incompatible requests, the caller's own cancellation, deadlines and local
+// rejections are ignored: neither success nor failure, so that one bad client
+// cannot make a healthy model look down (seed 003: a breaker per route and error
+// class). A panic in the wrapped Model counts as a failure and continues up the
+// stack.
+//
+// # Reading the state
+//
+// [Breaker.State] is one atomic load, and [Breaker.Available] implements
+// [portico.Health]: set a [portico.Route]'s Health to the Breaker and package
+// fallback (and the routers of package route) skip the route while it is open,
+// without waiting. Every state change is passed to Config.OnStateChange, which
+// runs on the goroutine of the call that caused it and never under the lock, so
+// it may read the state (unlike sony/gobreaker's OnStateChange, which runs under
+// its mutex); it is also reported as a [portico.EventBreakerState] to the
+// context's [portico.Observer], and logged.
+//
+// # Cost
+//
+// The closed state is lock-free and allocation-free: an atomic load of the
+// state word (state and generation together), an atomic add of the window's
+// cursor and an atomic store of the outcome's slot. A count-based window
+// without slow-call detection reads no clock on that path; a time-based window
+// or slow-call detection reads it once after the call (and once before it, for
+// slow calls). Counts are taken by scanning the window, which only failures and
+// slow calls do. Each slot is tagged with the closed period's generation, so a
+// closed period starts with an empty window without resetting anything, and
+// concurrent writers cannot make counters drift. Locks are taken only on
+// transitions and in the half-open state.
+//
+// # Where it goes
+//
+// In the recommended stack a breaker sits inside each route, outside the retry
+// layer: it then sees one outcome per call (after retries), and a rejected call
+// costs no retry.
+package breaker

@@ -1,0 +1,48 @@
+package breaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+)
+
+// A route that keeps failing trips the breaker, which then fails calls at once
+// with ErrOpen and says when it will probe again.
+func Example() {
+	b := breaker.Must(breaker.Config{
+		Name:                "gpt-primary",
+		ConsecutiveFailures: 3,
+		OnStateChange: func(tr breaker.Transition) {
+			fmt.Printf("%s: %v -> %v (%s)\n", tr.Name, tr.From, tr.To, tr.Reason)
+		},
+	})
+	down := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return nil, &portico.Error{Class: portico.Transient, Status: 503}
+	})
+	m := b.Wrap(down)
+	for range 3 {
+		m.Generate(context.Background(), &portico.Request{})
+	}
+	_, err := m.Generate(context.Background(), &portico.Request{})
+	fmt.Println(errors.Is(err, breaker.ErrOpen), portico.ClassOf(err), b.State(), b.Available())
+	// Output:
+	// gpt-primary: closed -> open (consecutive failures)
+	// true rejected open false
+}
+
+// A client's own errors never open the breaker.
+func Example_clientErrors() {
+	b := breaker.Must(breaker.Config{ConsecutiveFailures: 1})
+	badKey := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return nil, &portico.Error{Class: portico.Permanent, Status: 401}
+	})
+	m := b.Wrap(badKey)
+	for range 100 {
+		m.Generate(context.Background(), &portico.Request{})
+	}
+	fmt.Println(b.State())
+	// Output: closed
+}
