@@ -1,0 +1,61 @@
+package trace
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Attribute keys of the OpenTelemetry GenAI, HTTP and general semantic
+// conventions that the layers set (GenAI conventions, development status, as of
+// the semantic-conventions-genai repository; gen_ai.provider.name replaces the
+// deprecated gen_ai.system).
+const (
+	KeyOperationName     = attribute.Key("gen_ai.operation.name")
+	KeyProviderName      = attribute.Key("gen_ai.provider.name")
+	KeyRequestModel      = attribute.Key("gen_ai.request.model")
+	KeyResponseModel     = attribute.Key("gen_ai.response.model")
+	KeyRequestMaxTokens  = attribute.Key("gen_ai.request.max_tokens")
+	KeyRequestStream     = attribute.Key("gen_ai.request.stream")
+	KeyInputTokens       = attribute.Key("gen_ai.usage.input_tokens")
+	KeyOutputTokens      = attribute.Key("gen_ai.usage.output_tokens")
+	KeyCacheReadTokens   = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	KeyFinishReasons     = attribute.Key("gen_ai.response.finish_reasons")
+	KeyTimeToFirstChunk  = attribute.Key("gen_ai.response.time_to_first_chunk") // seconds
+	KeyInputMessages     = attribute.Key("gen_ai.input.messages")               // opt-in only
+	KeyOutputMessages    = attribute.Key("gen_ai.output.messages")              // opt-in only
+	KeyTokenType         = attribute.Key("gen_ai.token.type")                   // metrics: "input" or "output"
+	KeyErrorType         = attribute.Key("error.type")                          // the portico Class string
+	KeyServerAddress     = attribute.Key("server.address")
+	KeyHTTPResendCount   = attribute.Key("http.request.resend_count") // attempt index, on retries only
+	KeyAttemptIndex      = attribute.Key("portico.attempt.index")
+	KeyAttemptID         = attribute.Key("portico.attempt.id")
+	KeyAttempts          = attribute.Key("portico.attempts") // attempts made for a request
+	KeyOperationID       = attribute.Key("portico.operation.id")
+	KeyRoute             = attribute.Key("portico.route")
+	KeyFallbackSource    = attribute.Key("portico.fallback.source")
+	KeyFallbackReason    = attribute.Key("portico.fallback.reason")
+	KeyRetryReason       = attribute.Key("portico.retry.reason")
+	KeyRetryDelay        = attribute.Key("portico.retry.delay") // seconds
+	KeyRetryCount        = attribute.Key("portico.retry.count")
+	KeyBudgetExhausted   = attribute.Key("portico.retry.budget_exhausted")
+	KeyBreakerState      = attribute.Key("portico.breaker.state")
+	KeyRateLimitWait     = attribute.Key("portico.ratelimit.wait")   // seconds
+	KeyRateLimitReason   = attribute.Key("portico.ratelimit.reason") // rejections
+	KeyRetryAfter        = attribute.Key("portico.retry_after")      // seconds
+	KeyValidationResult  = attribute.Key("portico.validation.result")
+	KeyOutcome           = attribute.Key("portico.outcome") // metrics: "accepted" or the error class
+	KeyLayerTTFT         = attribute.Key("portico.layer.time_to_first_chunk")
+	KeyTTFTRateLimitWait = attribute.Key("portico.ttft.ratelimit_wait") // seconds
+	KeyTTFTRouting       = attribute.Key("portico.ttft.routing")        // seconds
+	KeyTTFTProvider      = attribute.Key("portico.ttft.provider")       // seconds
+)
+
+// Span event names.
+const (
+	EventNameRateLimitWait    = "portico.rate_limit.wait"
+	EventNameRateLimitReject  = "portico.rate_limit.reject"
+	EventNameRetry            = "portico.retry.scheduled"
+	EventNameBudgetExhausted  = "portico.retry.budget_exhausted"
+	EventNameFirstChunk       = "portico.first_chunk"
+	EventNameLayerFirstChunk  = "portico.layer.first_chunk"
+	EventNameFallback         = "portico.fallback"
+	EventNameBreakerState     = "portico.breaker.state_change"
+	EventNameValidationReject = "portico.validation.rejected"
+)

@@ -1,0 +1,79 @@
+package trace
+
+import (
+	"context"
+
+	"github.com/portico-llm/portico"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Observe implements [portico.Observer] for one request: it records e as a span
+// event on the span current in ctx (the request span, or an attempt span when
+// the event happened inside an attempt), folds it into the request span's
+// portico.* attributes, counts it in the metrics, and forwards it to any
+// Observer that was in the context before the request layer installed this one.
+func (c *call) Observe(ctx context.Context, e portico.Event) {
+	c.mu.Lock()
+	switch e.Kind {
+	case portico.EventRateLimitWait:
+		c.rlWait += e.Delay
+	case portico.EventRetry:
+		c.retries++
+		c.retryReason, c.retryDelay = e.Class, e.Delay
+	case portico.EventBudgetExhausted:
+		c.budgetOut = true
+	case portico.EventFallback:
+		c.fallbackSource, c.fallbackReason = e.Route, e.Reason
+	case portico.EventBreakerState:
+		c.breakerState = e.Reason
+	case portico.EventValidation:
+		c.validation = e.Reason
+	}
+	c.mu.Unlock()
+	if c.recording {
+		span := trace.SpanFromContext(ctx)
+		if !span.IsRecording() {
+			span = c.span
+		}
+		if name, attrs := eventAttrs(e); name != "" {
+			span.AddEvent(name, trace.WithAttributes(attrs...))
+		}
+	}
+	if c.metrics {
+		c.t.inst.recordEvent(c.parent, e)
+	}
+	portico.Observe(c.parent, e)
+}
+
+// eventAttrs returns the span event name and attributes for e; an empty name
+// means e makes no span event (an accepted validation, an unknown kind).
+func eventAttrs(e portico.Event) (string, []attribute.KeyValue) {
+	var a []attribute.KeyValue
+	if e.Route != "" {
+		a = append(a, KeyRoute.String(e.Route))
+	}
+	switch e.Kind {
+	case portico.EventRateLimitWait:
+		return EventNameRateLimitWait, append(a, KeyRateLimitWait.Float64(e.Delay.Seconds()))
+	case portico.EventRateLimitReject:
+		return EventNameRateLimitReject, append(a, KeyRateLimitReason.String(e.Reason), KeyRetryAfter.Float64(e.Delay.Seconds()))
+	case portico.EventRetry:
+		return EventNameRetry, append(a, KeyAttemptIndex.Int(e.Attempt), KeyRetryReason.String(e.Class.String()),
+			KeyRetryDelay.Float64(e.Delay.Seconds()))
+	case portico.EventBudgetExhausted:
+		return EventNameBudgetExhausted, append(a, KeyRetryReason.String(e.Class.String()))
+	case portico.EventFirstChunk:
+		return EventNameLayerFirstChunk, append(a, KeyLayerTTFT.Float64(e.Delay.Seconds()))
+	case portico.EventFallback:
+		return EventNameFallback, append(a[:0], KeyFallbackSource.String(e.Route), KeyFallbackReason.String(e.Reason),
+			KeyErrorType.String(e.Class.String()))
+	case portico.EventBreakerState:
+		return EventNameBreakerState, append(a, KeyBreakerState.String(e.Reason))
+	case portico.EventValidation:
+		if e.Reason == "rejected" || e.Class == portico.InvalidResponse {
+			return EventNameValidationReject, append(a, KeyValidationResult.String("rejected"), KeyErrorType.String(portico.InvalidResponse.String()))
+		}
+	}
+	return "", nil
+}

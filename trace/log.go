@@ -1,0 +1,92 @@
+package trace
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+const (
+	levelOK     = slog.LevelInfo // accepted answers
+	levelFailed = slog.LevelWarn // failures
+)
+
+// Log record messages: one "portico.request" record per request (request
+// layer) and one "portico.attempt" record per attempt (attempt layer).
+const (
+	LogRequest = "portico.request"
+	LogAttempt = "portico.attempt"
+)
+
+// status returns the HTTP status of the first *portico.Error in err, or 0.
+func status(err error) int {
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		return pe.Status
+	}
+	return 0
+}
+
+// commonAttrs are the fields both records share (seed 003's list).
+func (t *Tracer) commonAttrs(a []slog.Attr, req *portico.Request, resp *portico.Response, err error,
+	class portico.Class, dur time.Duration) []slog.Attr {
+	a = append(a,
+		slog.String("operation_id", req.Identity.OperationID),
+		slog.String("provider", t.cfg.Provider),
+		slog.String("model", req.Model),
+		slog.String("outcome", outcome(class)),
+		slog.String("error_class", class.String()),
+		slog.Int("status", status(err)),
+		slog.Duration("latency", dur),
+	)
+	if resp != nil {
+		a = append(a,
+			slog.String("response_model", resp.Model),
+			slog.Int("input_tokens", resp.Usage.InputTokens),
+			slog.Int("output_tokens", resp.Usage.OutputTokens),
+			slog.Int("cached_input_tokens", resp.Usage.CachedInputTokens),
+			slog.Float64("cost", resp.Cost),
+		)
+	}
+	return a
+}
+
+func level(class portico.Class) slog.Level {
+	if class == portico.None {
+		return levelOK
+	}
+	return levelFailed
+}
+
+// logRequest writes the request record. It carries no content: only ids,
+// names, classes, counts and durations.
+func (t *Tracer) logRequest(ctx context.Context, req *portico.Request, resp *portico.Response, err error,
+	class portico.Class, dur time.Duration, s summary) {
+	a := t.commonAttrs(make([]slog.Attr, 0, 24), req, resp, err, class, dur)
+	route := ""
+	if resp != nil {
+		route = resp.Route
+	}
+	a = append(a,
+		slog.String("route", route),
+		slog.Int("attempts", s.attempts),
+		slog.String("fallback_source", s.fallbackSource),
+		slog.String("fallback_reason", s.fallbackReason),
+		slog.String("validation", s.validation),
+		slog.String("breaker_state", s.breakerState),
+		slog.Duration("ratelimit_wait", s.rlWait),
+		slog.Duration("ttft", s.ttft),
+	)
+	t.log.LogAttrs(ctx, level(class), LogRequest, a...)
+}
+
+// logAttempt writes the attempt record.
+func (t *Tracer) logAttempt(ctx context.Context, req *portico.Request, at portico.Attempt, resp *portico.Response,
+	err error, class portico.Class, dur time.Duration) {
+	a := t.commonAttrs(make([]slog.Attr, 0, 16), req, resp, err, class, dur)
+	a = append(a, slog.String("attempt_id", at.ID), slog.Int("attempt", at.Index))
+	t.log.LogAttrs(ctx, level(class), LogAttempt, a...)
+}

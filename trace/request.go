@@ -1,0 +1,305 @@
+package trace
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Wrap is the request layer, a [portico.Middleware]: put it outermost so that
+// every other layer's time falls inside its span.
+//
+// Per request it starts one client span named "{operation} {model}" ("chat
+// gpt-4o") with the GenAI attributes, installs a [portico.Observer] in the
+// context that turns the events of inner layers into span events, portico.*
+// attributes and metrics, measures TTFT by wrapping OnChunk on a clone of the
+// request (the caller's request is never modified), and at the end records the
+// answer's attributes, the metrics and one log record.
+//
+// When the span is not recording, no instrument is enabled and the logger is
+// nil or disabled, it only starts and ends the span: with the no-op tracer
+// provider that is one allocation (the context that carries the span). Wrap
+// returns next's response and error unchanged. It panics if next is nil.
+func (t *Tracer) Wrap(next portico.Model) portico.Model {
+	if next == nil {
+		panic("trace: Wrap of a nil Model")
+	}
+	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return t.generate(ctx, req, next)
+	})
+}
+
+type callKey struct{}
+
+// call is the state of one request: the request span, the figures inner
+// layers reported, and the context handed down (the call itself, so that the
+// attempt layer finds it without another allocation).
+type call struct {
+	context.Context // the parent context plus the Observer (this call)
+
+	t         *Tracer
+	parent    context.Context // before the Observer: events are forwarded there
+	span      trace.Span
+	req       *portico.Request
+	start     time.Time
+	recording bool
+	metrics   bool
+	logging   bool
+
+	firstChunk   atomic.Bool
+	attemptCount atomic.Int32
+
+	mu             sync.Mutex
+	ttft           time.Duration
+	attemptStart   time.Time // start of the latest attempt
+	rlWait         time.Duration
+	retries        int
+	retryReason    portico.Class
+	retryDelay     time.Duration
+	budgetOut      bool
+	breakerState   string
+	validation     string
+	fallbackSource string
+	fallbackReason string
+
+	attrs [24]attribute.KeyValue
+}
+
+// Value answers the call itself for callKey and defers to the parent chain
+// otherwise.
+func (c *call) Value(key any) any {
+	if key == (callKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+func callFrom(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portico.Model) (*portico.Response, error) {
+	ctx, span := t.tracer.Start(ctx, t.spanName(req.Model), t.startOpts...)
+	recording := span.IsRecording()
+	metrics := t.inst.enabled(ctx)
+	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
+	if !recording && !metrics && !logging {
+		resp, err := next.Generate(ctx, req)
+		span.End()
+		return resp, err
+	}
+	c := &call{t: t, parent: ctx, span: span, req: req, start: time.Now(),
+		recording: recording, metrics: metrics, logging: logging}
+	c.Context = portico.ContextWithObserver(ctx, c)
+	if recording {
+		t.startAttrs(span, c.attrs[:0], req, true)
+	}
+	r := req
+	if req.OnChunk != nil {
+		r = req.Clone()
+		r.OnChunk = c.wrapChunk(req.OnChunk)
+	}
+	done := false
+	defer func() {
+		if !done { // next panicked: end the span, then let the panic go on
+			c.finish(nil, &portico.Error{Class: portico.Permanent, Reason: "panic"})
+		}
+	}()
+	resp, err := next.Generate(c, r)
+	done = true
+	c.finish(resp, err)
+	return resp, err
+}
+
+// startAttrs sets the attributes known before the call on span, building them
+// in buf (a call's or attempt's own array, so nothing more is allocated);
+// content adds the opted-in input messages.
+func (t *Tracer) startAttrs(span trace.Span, buf []attribute.KeyValue, req *portico.Request, content bool) []attribute.KeyValue {
+	buf = append(buf, KeyOperationName.String(t.op))
+	if t.cfg.Provider != "" {
+		buf = append(buf, KeyProviderName.String(t.cfg.Provider))
+	}
+	if req.Model != "" {
+		buf = append(buf, KeyRequestModel.String(req.Model))
+	}
+	if req.MaxOutputTokens > 0 {
+		buf = append(buf, KeyRequestMaxTokens.Int(req.MaxOutputTokens))
+	}
+	buf = append(buf, KeyRequestStream.Bool(req.OnChunk != nil))
+	if t.cfg.ServerAddress != "" {
+		buf = append(buf, KeyServerAddress.String(t.cfg.ServerAddress))
+	}
+	if id := req.Identity.OperationID; id != "" {
+		buf = append(buf, KeyOperationID.String(id))
+	}
+	if content && t.cfg.CaptureContent != nil {
+		buf = append(buf, KeyInputMessages.String(inputMessages(req, t.cfg.CaptureContent)))
+	}
+	span.SetAttributes(buf...)
+	return buf
+}
+
+// wrapChunk returns an OnChunk that notes the first chunk, then calls user.
+func (c *call) wrapChunk(user func(portico.Chunk) error) func(portico.Chunk) error {
+	return func(ch portico.Chunk) error {
+		if !c.firstChunk.Load() && c.firstChunk.CompareAndSwap(false, true) {
+			c.onFirstChunk(time.Now())
+		}
+		return user(ch)
+	}
+}
+
+func (c *call) onFirstChunk(now time.Time) {
+	ttft := now.Sub(c.start)
+	c.mu.Lock()
+	c.ttft = ttft
+	wait, astart := c.rlWait, c.attemptStart
+	c.mu.Unlock()
+	if !c.recording {
+		return
+	}
+	// TTFT = rate-limit wait + routing and queueing before the answering
+	// attempt (including failed attempts) + the provider's time to first chunk.
+	attrs := []attribute.KeyValue{KeyTimeToFirstChunk.Float64(ttft.Seconds()), KeyTTFTRateLimitWait.Float64(wait.Seconds())}
+	if !astart.IsZero() {
+		attrs = append(attrs,
+			KeyTTFTRouting.Float64(max(astart.Sub(c.start)-wait, 0).Seconds()),
+			KeyTTFTProvider.Float64(now.Sub(astart).Seconds()))
+	}
+	c.span.AddEvent(EventNameFirstChunk, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+}
+
+// noteAttempt is called by the attempt layer when an attempt starts.
+func (c *call) noteAttempt(start time.Time) {
+	c.attemptCount.Add(1)
+	c.mu.Lock()
+	c.attemptStart = start
+	c.mu.Unlock()
+}
+
+// summary is what finish reads from a call under its lock.
+type summary struct {
+	ttft                           time.Duration
+	rlWait, retryDelay             time.Duration
+	retries, attempts              int
+	retryReason                    portico.Class
+	budgetOut                      bool
+	breakerState, validation       string
+	fallbackSource, fallbackReason string
+}
+
+func (c *call) summary(resp *portico.Response) summary {
+	c.mu.Lock()
+	s := summary{ttft: c.ttft, rlWait: c.rlWait, retryDelay: c.retryDelay, retries: c.retries,
+		retryReason: c.retryReason, budgetOut: c.budgetOut, breakerState: c.breakerState,
+		validation: c.validation, fallbackSource: c.fallbackSource, fallbackReason: c.fallbackReason}
+	c.mu.Unlock()
+	s.attempts = int(c.attemptCount.Load())
+	if s.attempts == 0 {
+		s.attempts = 1 + s.retries
+	}
+	if resp != nil && len(resp.Hops) > 0 {
+		h := resp.Hops[len(resp.Hops)-1]
+		s.fallbackSource, s.fallbackReason = h.Route, h.Reason
+	}
+	return s
+}
+
+func (c *call) finish(resp *portico.Response, err error) {
+	end := time.Now()
+	s := c.summary(resp)
+	class := portico.ClassOf(err)
+	if c.recording {
+		a := c.attrs[:0]
+		a = appendResult(a, resp, class)
+		if s.ttft > 0 {
+			a = append(a, KeyTimeToFirstChunk.Float64(s.ttft.Seconds()))
+		}
+		if resp != nil && resp.Route != "" {
+			a = append(a, KeyRoute.String(resp.Route))
+		}
+		a = append(a, KeyAttempts.Int(s.attempts))
+		if s.retries > 0 {
+			a = append(a, KeyRetryCount.Int(s.retries), KeyRetryReason.String(s.retryReason.String()),
+				KeyRetryDelay.Float64(s.retryDelay.Seconds()))
+		}
+		if s.budgetOut {
+			a = append(a, KeyBudgetExhausted.Bool(true))
+		}
+		if s.rlWait > 0 {
+			a = append(a, KeyRateLimitWait.Float64(s.rlWait.Seconds()))
+		}
+		if s.breakerState != "" {
+			a = append(a, KeyBreakerState.String(s.breakerState))
+		}
+		if s.validation != "" {
+			a = append(a, KeyValidationResult.String(s.validation))
+		}
+		if s.fallbackSource != "" || s.fallbackReason != "" {
+			a = append(a, KeyFallbackSource.String(s.fallbackSource), KeyFallbackReason.String(s.fallbackReason))
+		}
+		c.span.SetAttributes(a...)
+		if resp != nil && c.t.cfg.CaptureContent != nil {
+			c.span.SetAttributes(KeyOutputMessages.String(outputMessages(resp, c.t.cfg.CaptureContent)))
+		}
+		if err != nil {
+			c.span.SetStatus(codes.Error, errorDescription(err, class))
+		}
+		c.span.End(trace.WithTimestamp(end))
+	} else {
+		c.span.End()
+	}
+	if c.metrics {
+		c.t.inst.recordRequest(c.parent, c.t, c.req, resp, class, end.Sub(c.start), s)
+	}
+	if c.logging {
+		c.t.logRequest(c.parent, c.req, resp, err, class, end.Sub(c.start), s)
+	}
+}
+
+// appendResult appends the answer's GenAI attributes, or error.type on failure.
+func appendResult(a []attribute.KeyValue, resp *portico.Response, class portico.Class) []attribute.KeyValue {
+	if class != portico.None {
+		a = append(a, KeyErrorType.String(class.String()))
+	}
+	if resp == nil {
+		return a
+	}
+	if resp.Model != "" {
+		a = append(a, KeyResponseModel.String(resp.Model))
+	}
+	a = append(a, KeyInputTokens.Int(resp.Usage.InputTokens), KeyOutputTokens.Int(resp.Usage.OutputTokens))
+	if resp.Usage.CachedInputTokens > 0 {
+		a = append(a, KeyCacheReadTokens.Int(resp.Usage.CachedInputTokens))
+	}
+	if resp.FinishReason != "" {
+		a = append(a, KeyFinishReasons.StringSlice([]string{string(resp.FinishReason)}))
+	}
+	return a
+}
+
+// errorDescription is the span status description: the class and the
+// content-free reason and code of the first *portico.Error, never the message
+// of an arbitrary error (which might quote provider text).
+func errorDescription(err error, class portico.Class) string {
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		d := class.String()
+		if pe.Code != "" {
+			d += " " + pe.Code
+		}
+		if pe.Reason != "" {
+			d += ": " + pe.Reason
+		}
+		return d
+	}
+	return class.String()
+}

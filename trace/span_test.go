@@ -1,0 +1,226 @@
+package trace
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TestSpanTree pins the exact span tree of a streamed request that waits
+// 50 ms at a rate limiter, fails three attempts on route a (two retries),
+// falls back to route b and is answered there after 300 ms.
+func TestSpanTree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSDK(t)
+		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp, Provider: "openai", ServerAddress: "api.openai.com"})
+		resp, err := scenario(tr).Generate(context.Background(), scenarioRequest(true))
+		if err != nil {
+			t.Fatalf("Generate: %v", err)
+		}
+		if resp.Route != "b" {
+			t.Fatalf("resp.Route = %q, want b", resp.Route)
+		}
+		spans := s.rec.Ended()
+		if len(spans) != 5 {
+			t.Fatalf("len(spans) = %d, want 5 (4 attempts, then the request)", len(spans))
+		}
+		root := spans[4]
+		if root.Name() != "chat gpt-4o" || root.Parent().IsValid() || root.SpanKind() != trace.SpanKindClient {
+			t.Fatalf("root = %q kind %v parent valid %v, want client span \"chat gpt-4o\" without parent",
+				root.Name(), root.SpanKind(), root.Parent().IsValid())
+		}
+		sameAttrs(t, "root", root.Attributes(), map[string]string{
+			"gen_ai.operation.name":                "chat",
+			"gen_ai.provider.name":                 "openai",
+			"gen_ai.request.model":                 "gpt-4o",
+			"gen_ai.request.max_tokens":            "256",
+			"gen_ai.request.stream":                "true",
+			"server.address":                       "api.openai.com",
+			"portico.operation.id":                 "op-1",
+			"gen_ai.response.model":                "gpt-4o-mini-2024-07-18",
+			"gen_ai.usage.input_tokens":            "100",
+			"gen_ai.usage.output_tokens":           "20",
+			"gen_ai.usage.cache_read.input_tokens": "64",
+			"gen_ai.response.finish_reasons":       `["stop"]`,
+			"gen_ai.response.time_to_first_chunk":  secs(680 * time.Millisecond),
+			"portico.route":                        "b",
+			"portico.attempts":                     "4",
+			"portico.retry.count":                  "2",
+			"portico.retry.reason":                 "transient",
+			"portico.retry.delay":                  secs(200 * time.Millisecond),
+			"portico.ratelimit.wait":               secs(50 * time.Millisecond),
+			"portico.validation.result":            "accepted",
+			"portico.fallback.source":              "a",
+			"portico.fallback.reason":              "transient",
+		})
+		if got := root.EndTime().Sub(root.StartTime()); got != 680*time.Millisecond {
+			t.Errorf("root duration = %v, want 680ms", got)
+		}
+		if root.Status().Code != codes.Unset {
+			t.Errorf("root status = %v, want Unset", root.Status())
+		}
+
+		type wantEvent struct {
+			name  string
+			at    time.Duration // after the root's start
+			attrs map[string]string
+		}
+		checkEvents := func(what string, sp sdktrace.ReadOnlySpan, want []wantEvent) {
+			t.Helper()
+			ev := sp.Events()
+			if len(ev) != len(want) {
+				t.Fatalf("%s: %d events, want %d: %v", what, len(ev), len(want), ev)
+			}
+			for i, w := range want {
+				if ev[i].Name != w.name || ev[i].Time.Sub(root.StartTime()) != w.at {
+					t.Errorf("%s event %d = %q at %v, want %q at %v", what, i, ev[i].Name, ev[i].Time.Sub(root.StartTime()), w.name, w.at)
+				}
+				sameAttrs(t, what+" event "+w.name, ev[i].Attributes, w.attrs)
+			}
+		}
+		ms := time.Millisecond
+		checkEvents("root", root, []wantEvent{
+			{EventNameRateLimitWait, 50 * ms, map[string]string{"portico.ratelimit.wait": secs(50 * ms)}},
+			{EventNameRetry, 60 * ms, map[string]string{"portico.route": "a", "portico.attempt.index": "1",
+				"portico.retry.reason": "transient", "portico.retry.delay": secs(100 * ms)}},
+			{EventNameRetry, 170 * ms, map[string]string{"portico.route": "a", "portico.attempt.index": "2",
+				"portico.retry.reason": "transient", "portico.retry.delay": secs(200 * ms)}},
+			{EventNameFallback, 380 * ms, map[string]string{"portico.fallback.source": "a",
+				"portico.fallback.reason": "transient", "error.type": "transient"}},
+			{EventNameFirstChunk, 680 * ms, map[string]string{
+				"gen_ai.response.time_to_first_chunk": secs(680 * ms),
+				"portico.ttft.ratelimit_wait":         secs(50 * ms),
+				"portico.ttft.routing":                secs(330 * ms),
+				"portico.ttft.provider":               secs(300 * ms)}},
+		})
+
+		// The attempts: children of the root, in order, each its own span id.
+		seen := map[trace.SpanID]bool{root.SpanContext().SpanID(): true}
+		type wantAttempt struct {
+			name           string
+			index          int
+			start, end     time.Duration
+			failed         bool
+			extra          map[string]string
+			firstChunkAt   time.Duration
+			withFirstChunk bool
+		}
+		attempts := []wantAttempt{
+			{name: "chat gpt-4o", index: 0, start: 50 * ms, end: 60 * ms, failed: true},
+			{name: "chat gpt-4o", index: 1, start: 160 * ms, end: 170 * ms, failed: true,
+				extra: map[string]string{"portico.attempt.id": "a-1", "http.request.resend_count": "1"}},
+			{name: "chat gpt-4o", index: 2, start: 370 * ms, end: 380 * ms, failed: true,
+				extra: map[string]string{"portico.attempt.id": "a-2", "http.request.resend_count": "2"}},
+			{name: "chat gpt-4o-mini", index: 0, start: 380 * ms, end: 680 * ms, withFirstChunk: true, firstChunkAt: 680 * ms},
+		}
+		for i, w := range attempts {
+			sp := spans[i]
+			what := "attempt " + sp.Name()
+			if sp.Name() != w.name || sp.SpanKind() != trace.SpanKindClient {
+				t.Errorf("span %d = %q kind %v, want client %q", i, sp.Name(), sp.SpanKind(), w.name)
+			}
+			if sp.Parent().SpanID() != root.SpanContext().SpanID() || sp.SpanContext().TraceID() != root.SpanContext().TraceID() {
+				t.Errorf("span %d parent = %v, want the root %v", i, sp.Parent().SpanID(), root.SpanContext().SpanID())
+			}
+			if seen[sp.SpanContext().SpanID()] {
+				t.Errorf("span %d reuses span id %v", i, sp.SpanContext().SpanID())
+			}
+			seen[sp.SpanContext().SpanID()] = true
+			if got := sp.StartTime().Sub(root.StartTime()); got != w.start {
+				t.Errorf("span %d start = %v, want %v", i, got, w.start)
+			}
+			if got := sp.EndTime().Sub(root.StartTime()); got != w.end {
+				t.Errorf("span %d end = %v, want %v", i, got, w.end)
+			}
+			want := map[string]string{
+				"gen_ai.operation.name":     "chat",
+				"gen_ai.provider.name":      "openai",
+				"gen_ai.request.model":      w.name[len("chat "):],
+				"gen_ai.request.max_tokens": "256",
+				"gen_ai.request.stream":     "true",
+				"server.address":            "api.openai.com",
+				"portico.operation.id":      "op-1",
+				"portico.attempt.index":     itoa(w.index),
+			}
+			for k, v := range w.extra {
+				want[k] = v
+			}
+			var wantEvents []wantEvent
+			if w.failed {
+				want["error.type"] = "transient"
+				if sp.Status().Code != codes.Error || sp.Status().Description != "transient: overloaded" {
+					t.Errorf("span %d status = %v, want Error \"transient: overloaded\"", i, sp.Status())
+				}
+			} else {
+				want["gen_ai.response.model"] = "gpt-4o-mini-2024-07-18"
+				want["gen_ai.usage.input_tokens"] = "100"
+				want["gen_ai.usage.output_tokens"] = "20"
+				want["gen_ai.usage.cache_read.input_tokens"] = "64"
+				want["gen_ai.response.finish_reasons"] = `["stop"]`
+				want["gen_ai.response.time_to_first_chunk"] = secs(300 * ms)
+				wantEvents = []wantEvent{{EventNameFirstChunk, w.firstChunkAt,
+					map[string]string{"gen_ai.response.time_to_first_chunk": secs(300 * ms)}}}
+			}
+			sameAttrs(t, what, sp.Attributes(), want)
+			checkEvents(what, sp, wantEvents)
+		}
+	})
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+// TestCallerRequestUntouched checks that the request layer streams through a
+// clone: the caller's Request, its OnChunk included, is not modified.
+func TestCallerRequestUntouched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSDK(t)
+		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
+		var chunks int
+		req := scenarioRequest(false)
+		req.OnChunk = func(portico.Chunk) error { chunks++; return nil }
+		before := *req
+		var seenReq *portico.Request
+		m := tr.Wrap(portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+			seenReq = r
+			return answering(0).Generate(ctx, r)
+		}))
+		if _, err := m.Generate(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if seenReq == req {
+			t.Errorf("inner layer got the caller's *Request, want a clone")
+		}
+		if req.Model != before.Model || len(req.Messages) != len(before.Messages) || req.MaxOutputTokens != before.MaxOutputTokens {
+			t.Errorf("caller's request changed: %+v", req)
+		}
+		if chunks != 1 {
+			t.Errorf("caller's OnChunk called %d times, want 1", chunks)
+		}
+	})
+}
+
+// TestErrorSpan checks error.type and status on a failed request.
+func TestErrorSpan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSDK(t)
+		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
+		_, err := tr.Wrap(failing(time.Second)).Generate(context.Background(), &portico.Request{Model: "m"})
+		if portico.ClassOf(err) != portico.Transient {
+			t.Fatalf("ClassOf(err) = %v, want transient", portico.ClassOf(err))
+		}
+		sp := s.rec.Ended()[0]
+		sameAttrs(t, "failed request", sp.Attributes(), map[string]string{
+			"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.request.stream": "false",
+			"error.type": "transient", "portico.attempts": "1",
+		})
+		if sp.Status().Code != codes.Error {
+			t.Errorf("status = %v, want Error", sp.Status())
+		}
+	})
+}

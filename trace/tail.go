@@ -1,0 +1,280 @@
+package trace
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TailConfig configures a [TailSampler]. Only Next is required.
+type TailConfig struct {
+	// Next receives the spans of kept traces (usually a batch span processor
+	// around an exporter). Required.
+	Next sdktrace.SpanProcessor
+	// Threshold is the local-root duration above which a trace is kept, however
+	// it ended. Zero means 2 s (seed 000's patience); negative is an error.
+	Threshold time.Duration
+	// Ratio is the share, in [0, 1], of the other traces (no error, not slow) to
+	// keep, chosen deterministically by trace id like the SDK's
+	// TraceIDRatioBased sampler, so every process keeps the same traces. Zero
+	// keeps none of them: only failed and slow traces.
+	Ratio float64
+	// MaxTraces bounds the traces buffered while their local root runs; when
+	// full, the oldest is dropped and counted in TailStats.Evicted. Zero means
+	// 4096; negative is an error.
+	MaxTraces int
+	// MaxSpans bounds the spans buffered over all traces, with the same eviction.
+	// Zero means 65536; negative is an error.
+	MaxSpans int
+}
+
+// TailStats counts what a [TailSampler] did, in traces.
+type TailStats struct {
+	Kept    uint64 // traces forwarded to Next
+	Dropped uint64 // traces decided against
+	Evicted uint64 // traces dropped undecided because the buffer was full or at Shutdown
+}
+
+// TailSampler is an [sdktrace.SpanProcessor] that samples whole traces after
+// they end (tail-based sampling, seed 000: head sampling loses the rare slow or
+// failed requests). It buffers the ended spans of each trace until the trace's
+// local root span (one without a parent, or with a remote parent) ends, then
+// decides: keep every trace in which any span has status Error or whose root
+// lasted longer than Threshold, and the share Ratio of the others by trace id;
+// the kept spans go to Next in the order they ended. Spans that end after
+// their root are forwarded or dropped by the decision, remembered for the last
+// MaxTraces decided traces.
+//
+// Register it with the TracerProvider (sdktrace.WithSpanProcessor) under a
+// head sampler that samples everything (sdktrace.AlwaysSample, the default);
+// unsampled spans are passed to Next untouched. It starts no goroutine, holds
+// its lock only to update the buffer and never while calling Next, and is safe
+// for concurrent use.
+type TailSampler struct {
+	next      sdktrace.SpanProcessor
+	threshold time.Duration
+	bound     uint64 // keep the rest when traceID's low 63 bits < bound
+	maxTraces int
+	maxSpans  int
+
+	mu       sync.Mutex
+	pending  map[trace.TraceID]*pendingTrace
+	oldest   *pendingTrace // FIFO of pending traces, by first span ended
+	newest   *pendingTrace
+	nSpans   int
+	decided  map[trace.TraceID]bool // recent decisions, for late spans
+	order    []trace.TraceID        // ring of decided ids, oldest at head
+	head     int
+	stats    TailStats
+	shutdown bool
+}
+
+type pendingTrace struct {
+	id         trace.TraceID
+	spans      []sdktrace.ReadOnlySpan
+	err        bool
+	prev, next *pendingTrace
+}
+
+// NewTailSampler returns a TailSampler configured by cfg, or an error starting
+// with "trace:" when Next is nil or a field is out of range.
+func NewTailSampler(cfg TailConfig) (*TailSampler, error) {
+	switch {
+	case cfg.Next == nil:
+		return nil, errors.New("trace: TailConfig.Next is nil")
+	case cfg.Threshold < 0:
+		return nil, errors.New("trace: TailConfig.Threshold is negative")
+	case cfg.Ratio < 0 || cfg.Ratio > 1 || math.IsNaN(cfg.Ratio):
+		return nil, errors.New("trace: TailConfig.Ratio is outside [0, 1]")
+	case cfg.MaxTraces < 0 || cfg.MaxSpans < 0:
+		return nil, errors.New("trace: TailConfig.MaxTraces or MaxSpans is negative")
+	}
+	s := &TailSampler{next: cfg.Next, threshold: cfg.Threshold, maxTraces: cfg.MaxTraces, maxSpans: cfg.MaxSpans,
+		bound: ratioBound(cfg.Ratio)}
+	if s.threshold == 0 {
+		s.threshold = 2 * time.Second
+	}
+	if s.maxTraces == 0 {
+		s.maxTraces = 4096
+	}
+	if s.maxSpans == 0 {
+		s.maxSpans = 65536
+	}
+	s.pending = make(map[trace.TraceID]*pendingTrace)
+	s.decided = make(map[trace.TraceID]bool)
+	s.order = make([]trace.TraceID, 0, s.maxTraces)
+	return s, nil
+}
+
+// ratioBound returns the bound on a trace id's low 63 bits below which a
+// trace is kept at ratio r (the SDK's TraceIDRatioBased rule).
+func ratioBound(r float64) uint64 {
+	if r >= 1 {
+		return math.MaxUint64
+	}
+	return uint64(r * (1 << 63))
+}
+
+// keepByID reports whether the id falls in the kept share.
+func (s *TailSampler) keepByID(id trace.TraceID) bool {
+	return binary.BigEndian.Uint64(id[8:16])>>1 < s.bound
+}
+
+// OnStart forwards to Next.
+func (s *TailSampler) OnStart(parent context.Context, span sdktrace.ReadWriteSpan) {
+	s.next.OnStart(parent, span)
+}
+
+// OnEnd buffers span, and when it is its trace's local root, decides the trace
+// and forwards its spans to Next if kept.
+func (s *TailSampler) OnEnd(span sdktrace.ReadOnlySpan) {
+	sc := span.SpanContext()
+	if !sc.IsSampled() {
+		s.next.OnEnd(span)
+		return
+	}
+	id := sc.TraceID()
+	isErr := span.Status().Code == codes.Error
+	p := span.Parent()
+	root := !p.IsValid() || p.IsRemote()
+
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		return
+	}
+	if keep, ok := s.decided[id]; ok { // a late span of a decided trace
+		s.mu.Unlock()
+		if keep {
+			s.next.OnEnd(span)
+		}
+		return
+	}
+	pt := s.pending[id]
+	if pt == nil {
+		if root { // a trace of one span, or whose other spans were all dropped
+			keep := isErr || span.EndTime().Sub(span.StartTime()) > s.threshold || s.keepByID(id)
+			s.decide(id, keep)
+			s.mu.Unlock()
+			if keep {
+				s.next.OnEnd(span)
+			}
+			return
+		}
+		pt = &pendingTrace{id: id}
+		s.pending[id] = pt
+		s.pushNewest(pt)
+	}
+	pt.spans = append(pt.spans, span)
+	pt.err = pt.err || isErr
+	s.nSpans++
+	if !root {
+		s.evict()
+		s.mu.Unlock()
+		return
+	}
+	keep := pt.err || span.EndTime().Sub(span.StartTime()) > s.threshold || s.keepByID(id)
+	s.remove(pt)
+	s.decide(id, keep)
+	s.mu.Unlock()
+	if keep {
+		for _, sp := range pt.spans {
+			s.next.OnEnd(sp)
+		}
+	}
+}
+
+// decide records a decision, forgetting the oldest beyond maxTraces. Called
+// with s.mu held.
+func (s *TailSampler) decide(id trace.TraceID, keep bool) {
+	if keep {
+		s.stats.Kept++
+	} else {
+		s.stats.Dropped++
+	}
+	if len(s.order) < s.maxTraces {
+		s.order = append(s.order, id)
+	} else {
+		delete(s.decided, s.order[s.head])
+		s.order[s.head] = id
+		s.head = (s.head + 1) % len(s.order)
+	}
+	s.decided[id] = keep
+}
+
+// evict drops the oldest pending traces while a bound is exceeded. Called
+// with s.mu held.
+func (s *TailSampler) evict() {
+	for s.oldest != nil && (len(s.pending) > s.maxTraces || s.nSpans > s.maxSpans) {
+		s.remove(s.oldest)
+		s.stats.Evicted++
+	}
+}
+
+func (s *TailSampler) pushNewest(pt *pendingTrace) {
+	pt.prev = s.newest
+	if s.newest != nil {
+		s.newest.next = pt
+	} else {
+		s.oldest = pt
+	}
+	s.newest = pt
+}
+
+// remove unlinks pt from the pending set. Called with s.mu held.
+func (s *TailSampler) remove(pt *pendingTrace) {
+	if pt.prev != nil {
+		pt.prev.next = pt.next
+	} else {
+		s.oldest = pt.next
+	}
+	if pt.next != nil {
+		pt.next.prev = pt.prev
+	} else {
+		s.newest = pt.prev
+	}
+	pt.prev, pt.next = nil, nil
+	delete(s.pending, pt.id)
+	s.nSpans -= len(pt.spans)
+}
+
+// Stats returns the counts so far.
+func (s *TailSampler) Stats() TailStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Pending returns the number of traces and spans buffered awaiting their root.
+func (s *TailSampler) Pending() (traces, spans int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending), s.nSpans
+}
+
+// ForceFlush forwards to Next. Traces whose root has not ended stay buffered:
+// they cannot be decided yet. It returns Next's error.
+func (s *TailSampler) ForceFlush(ctx context.Context) error {
+	return s.next.ForceFlush(ctx)
+}
+
+// Shutdown drops the undecided traces (counted in Evicted), ignores every
+// later span, and shuts Next down, returning its error.
+func (s *TailSampler) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.shutdown {
+		s.shutdown = true
+		s.stats.Evicted += uint64(len(s.pending))
+		s.pending = map[trace.TraceID]*pendingTrace{}
+		s.oldest, s.newest, s.nSpans = nil, nil, 0
+	}
+	s.mu.Unlock()
+	return s.next.Shutdown(ctx)
+}

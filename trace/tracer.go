@@ -1,0 +1,131 @@
+package trace
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope under which a [Tracer] obtains its
+// OpenTelemetry tracer and meter: the package's import path.
+const ScopeName = "github.com/portico-llm/portico/trace"
+
+// Config configures a [Tracer]. The zero Config is ready to use: global
+// OpenTelemetry providers, operation "chat", no logs, no content captured.
+type Config struct {
+	// TracerProvider creates the spans. Nil means otel.GetTracerProvider(), read
+	// once in New.
+	TracerProvider trace.TracerProvider
+	// MeterProvider creates the instruments listed in the package documentation.
+	// Nil means otel.GetMeterProvider(), read once in New.
+	MeterProvider metric.MeterProvider
+	// Propagator injects the trace context into outgoing HTTP requests through
+	// [Tracer.Transport]. Nil means W3C Trace Context (propagation.TraceContext,
+	// the traceparent and tracestate headers) whatever the global propagator is.
+	Propagator propagation.TextMapPropagator
+	// Logger receives one record per request and one per attempt (see the
+	// package documentation for their fields). Nil discards them.
+	Logger *slog.Logger
+	// Provider is the gen_ai.provider.name of the calls ("openai",
+	// "azure.ai.openai", "anthropic", ...). Empty omits the attribute. Give each
+	// route's attempt layer its own Tracer when routes use different providers.
+	Provider string
+	// ServerAddress is the server.address of the calls ("api.openai.com").
+	// Empty omits the attribute.
+	ServerAddress string
+	// Operation is the gen_ai.operation.name and the first word of span names.
+	// Empty means "chat".
+	Operation string
+	// CaptureContent, when non-nil, opts in to recording message content on
+	// spans: every text, image URL and tool-call argument of the request and of
+	// the answer passes through CaptureContent (a redaction or hashing function)
+	// and the results go into the gen_ai.input.messages and
+	// gen_ai.output.messages attributes as JSON. Nil, the default, records no
+	// content anywhere: not in spans, span events, metrics or logs. Logs never
+	// carry content, even when CaptureContent is set. It is called synchronously,
+	// must be safe for concurrent use, and runs only for recording spans.
+	CaptureContent func(string) string
+}
+
+// Tracer produces OpenTelemetry spans, metrics and slog records for Portico
+// calls. Its [Tracer.Wrap] method is the request-layer [portico.Middleware]
+// (outermost) and [Tracer.WrapAttempt] the attempt-layer one (inside the retry
+// layer). A Tracer is safe for concurrent use; one Tracer may serve both layers
+// and any number of stacks.
+type Tracer struct {
+	cfg       Config
+	op        string
+	tracer    trace.Tracer
+	inst      *instruments
+	log       *slog.Logger
+	prop      propagation.TextMapPropagator
+	startOpts []trace.SpanStartOption
+
+	lastName atomic.Pointer[spanName]
+	names    sync.Map // model string -> string span name
+	nNames   atomic.Int32
+}
+
+// maxCachedNames bounds the span-name cache (one entry per distinct model).
+const maxCachedNames = 256
+
+type spanName struct{ model, name string }
+
+// New returns a Tracer configured by cfg. It fails only when the meter provider
+// refuses to create an instrument; the error wraps the provider's errors.
+func New(cfg Config) (*Tracer, error) {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	t := &Tracer{
+		cfg:       cfg,
+		op:        cfg.Operation,
+		tracer:    tp.Tracer(ScopeName),
+		log:       cfg.Logger,
+		prop:      cfg.Propagator,
+		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
+	}
+	if t.op == "" {
+		t.op = "chat"
+	}
+	if t.prop == nil {
+		t.prop = propagation.TraceContext{}
+	}
+	inst, err := newInstruments(mp.Meter(ScopeName))
+	if err != nil {
+		return nil, errors.Join(errors.New("trace: creating instruments"), err)
+	}
+	t.inst = inst
+	return t, nil
+}
+
+// spanName returns "{operation} {model}" (just the operation when model is
+// empty), from a cache so that the hot path does not allocate.
+func (t *Tracer) spanName(model string) string {
+	if p := t.lastName.Load(); p != nil && p.model == model {
+		return p.name
+	}
+	if v, ok := t.names.Load(model); ok {
+		return v.(string)
+	}
+	name := t.op
+	if model != "" {
+		name = t.op + " " + model
+	}
+	if t.nNames.Add(1) <= maxCachedNames {
+		t.names.Store(model, name)
+	}
+	t.lastName.Store(&spanName{model: model, name: name})
+	return name
+}
