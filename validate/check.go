@@ -3,6 +3,7 @@ package validate
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/portico-llm/portico"
@@ -50,7 +51,7 @@ func Typed[T any](fn func(T) []Violation) Check {
 			v := Violation{Rule: RuleGoType}
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				v.Pointer = fieldPointer(te.Field)
+				v.Pointer = pointerAt(a.Text, te.Offset)
 				v.Detail = "want " + te.Type.String() + ", got " + te.Value
 			}
 			return []Violation{v}
@@ -59,12 +60,69 @@ func Typed[T any](fn func(T) []Violation) Check {
 	}
 }
 
-// fieldPointer turns encoding/json's dotted field path ("lines.0.total") into
-// a JSON pointer. The path names Go fields by their JSON keys, so this is exact
-// unless a key itself holds a dot.
-func fieldPointer(field string) string {
-	if field == "" {
-		return ""
+// pointerAt returns the JSON pointer of the first value of text that ends at
+// or after byte offset off (encoding/json reports a type mismatch's offset
+// just after the offending value). It walks text's tokens, on the error path
+// only.
+func pointerAt(text string, off int64) string {
+	type frame struct {
+		obj       bool
+		expectKey bool
+		key       string
+		idx       int
 	}
-	return Pointer(strings.Split(field, ".")...)
+	var stack []frame
+	path := func() string {
+		toks := make([]string, len(stack))
+		for i, f := range stack {
+			if f.obj {
+				toks[i] = f.key
+			} else {
+				toks[i] = strconv.Itoa(f.idx)
+			}
+		}
+		return Pointer(toks...)
+	}
+	endValue := func() {
+		if n := len(stack); n > 0 && stack[n-1].obj {
+			stack[n-1].expectKey = true
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		n := len(stack)
+		if n > 0 && stack[n-1].obj && stack[n-1].expectKey {
+			if k, ok := t.(string); ok {
+				stack[n-1].key, stack[n-1].expectKey = k, false
+				continue
+			}
+		}
+		if d, ok := t.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:n-1]
+			if dec.InputOffset() >= off {
+				return path()
+			}
+			endValue()
+			continue
+		}
+		if n > 0 && !stack[n-1].obj {
+			stack[n-1].idx++
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, frame{obj: true, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{idx: -1})
+		default:
+			if dec.InputOffset() >= off {
+				return path()
+			}
+			endValue()
+		}
+	}
 }

@@ -1,0 +1,566 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/portico-llm/portico"
+)
+
+// rejection returns the *Rejection inside err, failing the test when err is
+// not an InvalidResponse rejection.
+func rejection(t *testing.T, err error) *Rejection {
+	t.Helper()
+	if err == nil {
+		t.Fatal("err = nil, want a rejection")
+	}
+	if c := portico.ClassOf(err); c != portico.InvalidResponse {
+		t.Fatalf("ClassOf(err) = %v, want invalid_response (err: %v)", c, err)
+	}
+	var r *Rejection
+	if !errors.As(err, &r) {
+		t.Fatalf("errors.As(err, *Rejection) = false for %v", err)
+	}
+	return r
+}
+
+// rules returns "stage/rule@pointer" for each violation, in order.
+func rules(r *Rejection) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, v.Stage.String()+"/"+v.Rule+"@"+v.Pointer)
+	}
+	return out
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func answer(text string) *portico.Response {
+	return &portico.Response{Text: text, FinishReason: portico.FinishStop, Model: "m"}
+}
+
+const personSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["name", "age", "role"],
+  "properties": {
+    "name": {"type": "string"},
+    "age": {"type": "integer", "minimum": 0},
+    "role": {"enum": ["admin", "user"]},
+    "tags": {"type": "array", "items": {"type": "string"}}
+  }
+}`
+
+func schemaReq(schema string) *portico.Request {
+	return &portico.Request{Schema: &portico.Schema{Name: "s", JSON: []byte(schema)}}
+}
+
+func TestEnvelopeAndFinish(t *testing.T) {
+	toolReq := &portico.Request{Tools: []portico.Tool{{Name: "f"}}}
+	call := []portico.ToolCall{{ID: "1", Name: "f", Arguments: []byte(`{}`)}}
+	tests := []struct {
+		name string
+		cfg  Config
+		req  *portico.Request
+		resp *portico.Response
+		want []string // nil: accepted
+	}{
+		{"nil response", Config{}, &portico.Request{}, nil, []string{"envelope/nil_response@"}},
+		{"plain text", Config{}, &portico.Request{}, answer("hello"), nil},
+		{"empty text", Config{}, &portico.Request{}, answer(" \n"), []string{"envelope/empty_text@"}},
+		{"empty text allowed", Config{AllowEmptyText: true}, &portico.Request{}, answer(""), nil},
+		{"tool_calls without calls", Config{}, &portico.Request{}, &portico.Response{Text: "x", FinishReason: portico.FinishToolCalls}, []string{"envelope/tool_calls_absent@"}},
+		{"tool call, no text", Config{}, toolReq, &portico.Response{ToolCalls: call, FinishReason: portico.FinishToolCalls}, nil},
+		{"no finish reason", Config{}, &portico.Request{}, &portico.Response{Text: "x"}, nil},
+		{"no finish reason required", Config{RequireFinish: true}, &portico.Request{}, &portico.Response{Text: "x"}, []string{"finish/finish_missing@"}},
+		{"content filter", Config{Length: LengthAccept}, &portico.Request{}, &portico.Response{Text: "x", FinishReason: portico.FinishContentFilter}, []string{"finish/content_filter@"}},
+		{"plain text truncated", Config{}, &portico.Request{}, &portico.Response{Text: "x", FinishReason: portico.FinishLength}, nil},
+		{"plain text truncated, LengthReject", Config{Length: LengthReject}, &portico.Request{}, &portico.Response{Text: "x", FinishReason: portico.FinishLength}, []string{"finish/truncated@"}},
+		{"tools truncated", Config{}, toolReq, &portico.Response{Text: "x", FinishReason: portico.FinishLength}, []string{"finish/truncated@"}},
+		{"schema truncated", Config{}, schemaReq(`{}`), &portico.Response{Text: `{"a":1}`, FinishReason: portico.FinishLength}, []string{"finish/truncated@"}},
+		{"schema truncated, LengthAccept", Config{Length: LengthAccept}, schemaReq(`{}`), &portico.Response{Text: `{"a":1}`, FinishReason: portico.FinishLength}, nil},
+		{"schema truncated JSON, LengthAccept", Config{Length: LengthAccept}, schemaReq(`{}`), &portico.Response{Text: `{"a":`, FinishReason: portico.FinishLength}, []string{"schema/json@"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := MustNew(tt.cfg)
+			err := v.Check(tt.req, tt.resp)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if got := rules(rejection(t, err)); !equal(got, tt.want) {
+				t.Fatalf("violations = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSchemaViolationsListEveryOneWithoutValues(t *testing.T) {
+	v := MustNew(Config{})
+	const secret = "Mario-Rossi-SSN-123"
+	text := `{"name": 42, "age": -3, "role": "` + secret + `", "tags": ["a", 7], "extra": "` + secret + `"}`
+	err := v.Check(schemaReq(personSchema), answer(text))
+	r := rejection(t, err)
+	want := map[string]bool{
+		"schema/type@/name":                 true,
+		"schema/minimum@/age":               true,
+		"schema/enum@/role":                 true,
+		"schema/type@/tags/1":               true,
+		"schema/additionalProperties@/extra": true,
+	}
+	got := rules(r)
+	if len(got) != len(want) {
+		t.Fatalf("violations = %q, want the %d of %v", got, len(want), want)
+	}
+	for _, g := range got {
+		if !want[g] {
+			t.Errorf("unexpected violation %q; all: %q", g, got)
+		}
+	}
+	for _, vi := range r.Violations {
+		if vi.Value != "" {
+			t.Errorf("violation %v has Value %q, want none without IncludeValues", vi, vi.Value)
+		}
+		switch vi.Pointer {
+		case "/name":
+			if vi.Detail != "want string, got number" || vi.Schema != "/properties/name/type" {
+				t.Errorf("name violation = %+v, want Detail %q Schema %q", vi, "want string, got number", "/properties/name/type")
+			}
+		case "/age":
+			if vi.Schema != "/properties/age/minimum" {
+				t.Errorf("age violation Schema = %q, want /properties/age/minimum", vi.Schema)
+			}
+		}
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("err.Error() = %q quotes the answer", err.Error())
+	}
+	if r.Response == nil || r.Response.Text != text {
+		t.Errorf("Rejection.Response does not carry the rejected answer")
+	}
+
+	// Opting in reports values.
+	v = MustNew(Config{IncludeValues: true})
+	r = rejection(t, v.Check(schemaReq(personSchema), answer(text)))
+	if !r.Has("enum", "/role") {
+		t.Fatalf("violations = %q, want enum at /role", rules(r))
+	}
+	for _, vi := range r.Violations {
+		if vi.Value == "" {
+			t.Errorf("violation %v has no Value with IncludeValues", vi)
+		}
+	}
+}
+
+func TestMissingRequiredPointsAtEachProperty(t *testing.T) {
+	v := MustNew(Config{})
+	r := rejection(t, v.Check(schemaReq(personSchema), answer(`{"name":"x"}`)))
+	want := []string{"schema/required@/age", "schema/required@/role"}
+	if got := rules(r); !equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+}
+
+func TestInvalidJSON(t *testing.T) {
+	v := MustNew(Config{})
+	for _, text := range []string{
+		"not json",
+		`{"name": "x"`,
+		`{"name":"x","age":1,"role":"user"} {}`,
+		"```json\n{\"name\":\"x\",\"age\":1,\"role\":\"user\"}\n```",
+		"",
+	} {
+		r := rejection(t, v.Check(schemaReq(personSchema), &portico.Response{Text: text, ToolCalls: nil}))
+		if !r.Has(RuleJSON, "") {
+			t.Errorf("Check(%q) violations = %q, want schema/json", text, rules(r))
+		}
+	}
+	// White space around a JSON value is valid JSON: accepted untouched.
+	resp := answer("\n  {\"name\":\"x\",\"age\":1,\"role\":\"user\"}  \n")
+	if err := v.Check(schemaReq(personSchema), resp); err != nil {
+		t.Fatalf("Check(spaced JSON) = %v, want nil", err)
+	}
+}
+
+func TestLimitsRejectBeforeDecoding(t *testing.T) {
+	v := MustNew(Config{MaxBytes: 1 << 20})
+	tests := []struct {
+		name, text, rule string
+	}{
+		{"deep arrays", strings.Repeat("[", 500000), RuleMaxDepth},
+		{"deep objects", strings.Repeat(`{"a":`, 65) + "1" + strings.Repeat("}", 65), RuleMaxDepth},
+		{"huge exponent", `{"n": 1e1000000}`, RuleMaxNumber},
+		{"long number", `{"n": ` + strings.Repeat("9", 65) + `}`, RuleMaxNumber},
+		{"too big", `"` + strings.Repeat("x", 1<<20) + `"`, RuleMaxBytes},
+	}
+	for _, tt := range tests {
+		r := rejection(t, v.Check(schemaReq(`{}`), answer(tt.text)))
+		if got := rules(r); !equal(got, []string{"schema/" + tt.rule + "@"}) {
+			t.Errorf("%s: violations = %q, want schema/%s", tt.name, got, tt.rule)
+		}
+	}
+	// At the limits, and brackets inside strings, pass.
+	for _, text := range []string{
+		strings.Repeat("[", 64) + strings.Repeat("]", 64),
+		`{"s": "[[[[{{{{ \" [[[[ \\"}`,
+		`{"n": -1.5e-400, "m": ` + strings.Repeat("9", 64) + `}`,
+	} {
+		if err := v.Check(schemaReq(`{}`), answer(text)); err != nil {
+			t.Errorf("Check(%.40q) = %v, want nil", text, err)
+		}
+	}
+}
+
+const weatherParams = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["city", "unit"],
+  "properties": {
+    "city": {"type": "string"},
+    "unit": {"enum": ["C", "F"]}
+  }
+}`
+
+func TestToolCalls(t *testing.T) {
+	req := &portico.Request{Tools: []portico.Tool{
+		{Name: "weather", Parameters: []byte(weatherParams)},
+		{Name: "now"},
+	}}
+	v := MustNew(Config{})
+	ok := &portico.Response{FinishReason: portico.FinishToolCalls, ToolCalls: []portico.ToolCall{
+		{ID: "a", Name: "weather", Arguments: []byte(`{"city":"Torino","unit":"C"}`)},
+		{ID: "b", Name: "now", Arguments: []byte(`{}`)},
+	}}
+	if err := v.Check(req, ok); err != nil {
+		t.Fatalf("Check(valid calls) = %v, want nil", err)
+	}
+	bad := &portico.Response{FinishReason: portico.FinishToolCalls, ToolCalls: []portico.ToolCall{
+		{ID: "a", Name: "weather", Arguments: []byte(`{"city":"Torino","unit":"K"}`)},
+		{ID: "b", Name: "delete_everything", Arguments: []byte(`{}`)},
+		{ID: "c", Name: "now", Arguments: []byte(`{"x":`)},
+		{ID: "d", Name: "weather", Arguments: []byte(`{"unit":"F"}`)},
+	}}
+	r := rejection(t, v.Check(req, bad))
+	type key struct {
+		call          int
+		rule, pointer string
+	}
+	var got []key
+	for _, vi := range r.Violations {
+		if vi.Stage != StageTools {
+			t.Errorf("violation %v stage = %v, want tools", vi, vi.Stage)
+		}
+		got = append(got, key{vi.Call, vi.Rule, vi.Pointer})
+	}
+	want := []key{{0, "enum", "/unit"}, {1, RuleToolName, ""}, {2, RuleJSON, ""}, {3, "required", "/city"}}
+	if len(got) != len(want) {
+		t.Fatalf("violations = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("violation %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestInvalidSchemaFailsBeforeTheCall(t *testing.T) {
+	calls := 0
+	m := MustNew(Config{}).Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		calls++
+		return answer("{}"), nil
+	}))
+	for _, schema := range []string{
+		`{"type": "objekt"}`,
+		`{"$ref": "file:///etc/passwd"}`,
+		`{"type": `,
+	} {
+		_, err := m.Generate(context.Background(), schemaReq(schema))
+		if !errors.Is(err, ErrSchema) || portico.ClassOf(err) != portico.Permanent {
+			t.Errorf("Generate(schema %s) = %v, want a permanent ErrSchema", schema, err)
+		}
+	}
+	req := &portico.Request{Tools: []portico.Tool{{Name: "f", Parameters: []byte(`{"minimum": "x"}`)}}}
+	if _, err := m.Generate(context.Background(), req); !errors.Is(err, ErrSchema) {
+		t.Errorf("Generate(bad tool schema) = %v, want ErrSchema", err)
+	}
+	if calls != 0 {
+		t.Fatalf("model called %d times, want 0", calls)
+	}
+}
+
+func TestCacheIsBoundedAndReused(t *testing.T) {
+	v := MustNew(Config{CacheSize: 2})
+	var first *compiled
+	for i := range 5 {
+		s := `{"minimum": ` + string(rune('0'+i)) + `}`
+		c := v.cache.get([]byte(s))
+		if i == 0 {
+			first = c
+			if again := v.cache.get([]byte(s)); again != c {
+				t.Fatalf("cache.get twice returned two compiled schemas")
+			}
+		}
+		if n := len(v.cache.m); n > 2 {
+			t.Fatalf("after %d schemas the cache holds %d, want <= 2", i+1, n)
+		}
+	}
+	if first.schema == nil {
+		t.Fatalf("first schema did not compile: %v", first.err)
+	}
+}
+
+// streamer is a Model that streams its answer in two chunks.
+func streamer(text string, sawStream *bool) portico.Model {
+	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		*sawStream = req.OnChunk != nil
+		if req.OnChunk != nil {
+			h := len(text) / 2
+			for _, c := range []string{text[:h], text[h:]} {
+				if err := req.OnChunk(portico.Chunk{Text: c}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return answer(text), nil
+	})
+}
+
+func TestStreamingBuffersUntilAccepted(t *testing.T) {
+	const good = `{"name":"x","age":1,"role":"user"}`
+	const bad = `{"name":"x","age":-1,"role":"user"}`
+	tests := []struct {
+		name        string
+		passThrough bool
+		text        string
+		wantChunks  []string
+		wantErr     bool
+	}{
+		{"buffered accepted", false, good, []string{good}, false},
+		{"buffered rejected", false, bad, nil, true},
+		{"pass-through accepted", true, good, []string{good[:len(good)/2], good[len(good)/2:]}, false},
+		{"pass-through rejected", true, bad, []string{bad[:len(bad)/2], bad[len(bad)/2:]}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var inner bool
+			m := MustNew(Config{PassThroughChunks: tt.passThrough}).Wrap(streamer(tt.text, &inner))
+			var got []string
+			onChunk := func(c portico.Chunk) error { got = append(got, c.Text); return nil }
+			req := schemaReq(personSchema)
+			req.OnChunk = onChunk
+			resp, err := m.Generate(context.Background(), req)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Generate err = %v, want error %v", err, tt.wantErr)
+			}
+			if !tt.wantErr && resp.Text != tt.text {
+				t.Fatalf("resp.Text = %q, want %q", resp.Text, tt.text)
+			}
+			if !inner {
+				t.Errorf("inner model did not stream; inner layers lose TTFT timing")
+			}
+			if !equal(got, tt.wantChunks) {
+				t.Fatalf("caller's chunks = %q, want %q", got, tt.wantChunks)
+			}
+			if req.OnChunk == nil {
+				t.Fatalf("the caller's request was modified")
+			}
+		})
+	}
+}
+
+func TestChunkCallbackErrorIsCanceled(t *testing.T) {
+	var inner bool
+	m := MustNew(Config{}).Wrap(streamer(`{}`, &inner))
+	stop := errors.New("caller went away")
+	req := schemaReq(`{}`)
+	req.OnChunk = func(portico.Chunk) error { return stop }
+	_, err := m.Generate(context.Background(), req)
+	if !errors.Is(err, stop) || portico.ClassOf(err) != portico.Canceled {
+		t.Fatalf("Generate = %v, want a canceled error wrapping the callback's", err)
+	}
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []portico.Event
+}
+
+func (r *recorder) Observe(_ context.Context, e portico.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func TestWrapReportsEventsAndTrims(t *testing.T) {
+	rec := &recorder{}
+	ctx := portico.ContextWithObserver(context.Background(), rec)
+	text := " \n{\"name\":\"x\",\"age\":1,\"role\":\"user\"}\t"
+	next := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		r := answer(text)
+		r.Route = "primary"
+		return r, nil
+	})
+	resp, err := MustNew(Config{TrimSpace: true}).Wrap(next).Generate(ctx, schemaReq(personSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(text); resp.Text != want {
+		t.Fatalf("resp.Text = %q, want trimmed %q", resp.Text, want)
+	}
+	_, err = MustNew(Config{}).Wrap(next).Generate(ctx, schemaReq(`{"type":"array"}`))
+	rejection(t, err)
+	want := []portico.Event{
+		{Kind: portico.EventValidation, Route: "primary", Reason: "accepted"},
+		{Kind: portico.EventValidation, Route: "primary", Class: portico.InvalidResponse, Reason: "rejected"},
+	}
+	if len(rec.events) != len(want) || rec.events[0] != want[0] || rec.events[1] != want[1] {
+		t.Fatalf("events = %+v, want %+v", rec.events, want)
+	}
+}
+
+func TestWrapPassesErrorsThrough(t *testing.T) {
+	boom := &portico.Error{Class: portico.Transient, Reason: "503"}
+	m := MustNew(Config{}).Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return nil, boom
+	}))
+	if _, err := m.Generate(context.Background(), schemaReq(`{}`)); err != boom {
+		t.Fatalf("Generate = %v, want the inner error unchanged", err)
+	}
+}
+
+func TestChecksRunInStageOrderAndCannotLeakValues(t *testing.T) {
+	var order []string
+	check := func(name string) Check {
+		return func(a *Answer) []Violation {
+			order = append(order, name)
+			if a.Value == nil {
+				t.Errorf("check %s saw no decoded value", name)
+			}
+			return []Violation{{Rule: name, Pointer: "/x", Value: "secret", Stage: StageEnvelope, Call: 9}}
+		}
+	}
+	v := MustNew(Config{Checks: []Check{check("typed")}, Semantic: []Check{check("semantic")}})
+	req := &portico.Request{Tools: []portico.Tool{{Name: "f"}}}
+	resp := &portico.Response{Text: `{"x":1}`, ToolCalls: []portico.ToolCall{{Name: "g", Arguments: []byte(`{}`)}}}
+	r := rejection(t, v.Check(req, resp))
+	want := []string{"typed/typed@/x", "tools/tool_name@", "semantic/semantic@/x"}
+	if got := rules(r); !equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+	for _, vi := range r.Violations {
+		if vi.Value != "" || (vi.Stage != StageTools && vi.Call != 0) {
+			t.Errorf("violation %+v: user Value or Call kept", vi)
+		}
+	}
+	// Checks imply a JSON answer.
+	r = rejection(t, v.Check(&portico.Request{}, answer("plain words")))
+	if got := rules(r); !equal(got, []string{"schema/json@"}) {
+		t.Fatalf("violations for plain text = %q, want schema/json only", got)
+	}
+	if !equal(order, []string{"typed", "semantic"}) {
+		t.Fatalf("checks ran %q, want typed then semantic once", order)
+	}
+}
+
+func TestTypedReportsGoTypeMismatch(t *testing.T) {
+	type item struct {
+		Qty int `json:"qty"`
+	}
+	type doc struct {
+		Items []item `json:"items"`
+	}
+	called := false
+	v := MustNew(Config{Checks: []Check{Typed(func(doc) []Violation { called = true; return nil })}})
+	r := rejection(t, v.Check(&portico.Request{}, answer(`{"items":[{"qty":"many"}]}`)))
+	if len(r.Violations) != 1 || r.Violations[0].Rule != RuleGoType || r.Violations[0].Pointer != "/items/0/qty" {
+		t.Fatalf("violations = %+v, want one go_type at /items/0/qty", r.Violations)
+	}
+	if called {
+		t.Fatalf("typed func called on an undecodable value")
+	}
+}
+
+func TestMaxViolations(t *testing.T) {
+	v := MustNew(Config{MaxViolations: 3})
+	r := rejection(t, v.Check(schemaReq(`{"type":"array","items":{"type":"string"}}`), answer(`[1,2,3,4,5,6,7]`)))
+	if len(r.Violations) != 3 || r.Omitted != 4 {
+		t.Fatalf("len(Violations), Omitted = %d, %d, want 3, 4", len(r.Violations), r.Omitted)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{MaxDepth: -1},
+		{CacheSize: -2},
+		{Length: 9},
+		{Checks: []Check{nil}},
+		{Semantic: []Check{nil}},
+	} {
+		if _, err := New(cfg); err == nil || !strings.HasPrefix(err.Error(), "validate: ") {
+			t.Errorf("New(%+v) = %v, want an error starting with validate:", cfg, err)
+		}
+	}
+}
+
+func TestCheckDoesNotModify(t *testing.T) {
+	v := MustNew(Config{TrimSpace: true})
+	resp := answer("  {\"name\":\"x\",\"age\":1,\"role\":\"user\"} ")
+	text := resp.Text
+	req := schemaReq(personSchema)
+	if err := v.Check(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != text {
+		t.Fatalf("Check changed resp.Text to %q", resp.Text)
+	}
+}
+
+func TestPointer(t *testing.T) {
+	for _, tt := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"a", "0"}, "/a/0"},
+		{[]string{"a/b", "~c"}, "/a~1b/~0c"},
+		{[]string{""}, "/"},
+	} {
+		if got := Pointer(tt.in...); got != tt.want {
+			t.Errorf("Pointer(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestAllocsMatchRawLibrary(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	v := MustNew(Config{})
+	req, resp := benchRequest()
+	raw := rawValidator(t)
+	pipeline := testing.AllocsPerRun(50, func() {
+		if err := v.Check(req, resp); err != nil {
+			t.Fatal(err)
+		}
+	})
+	lib := testing.AllocsPerRun(50, func() { raw() })
+	if pipeline > lib {
+		t.Fatalf("allocs/op: pipeline %v > raw library %v", pipeline, lib)
+	}
+}
