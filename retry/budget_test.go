@@ -1,0 +1,129 @@
+package retry
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/portico-llm/portico"
+)
+
+func TestBucketDepositWithdraw(t *testing.T) {
+	bs := newBudgets(0.1, 2, 10)
+	b := bs.get("m", "c")
+	if !b.withdraw() || !b.withdraw() || b.withdraw() {
+		t.Fatalf("a burst-2 bucket allowed other than 2 withdrawals")
+	}
+	for range 9 {
+		b.deposit(bs.depositAmt, bs.capacity)
+	}
+	if b.withdraw() {
+		t.Errorf("withdraw after 9 deposits of 0.1 = true, want false")
+	}
+	b.deposit(bs.depositAmt, bs.capacity)
+	if !b.withdraw() {
+		t.Errorf("withdraw after 10 deposits of 0.1 = false, want true")
+	}
+	for range 1000 {
+		b.deposit(bs.depositAmt, bs.capacity)
+	}
+	if got := b.level.Load(); got != bs.capacity {
+		t.Errorf("level after many deposits = %d, want capacity %d", got, bs.capacity)
+	}
+}
+
+// Keys are kept per (destination, client): one client in an error loop empties
+// only its own budget.
+func TestBudgetIsolatesClients(t *testing.T) {
+	base := failing(transient())
+	r := mustNew(t, Config{Backoff: Immediate, Budget: Budget{NoRefill: true, Burst: 4}})
+	m := r.Wrap(base)
+	loop := userReq.Clone()
+	loop.Identity.ClientKey = "looping"
+	for range 10 {
+		m.Generate(context.Background(), loop)
+	}
+	if got := r.BudgetLevel("m", "looping"); got != 0 {
+		t.Errorf("BudgetLevel(m, looping) = %v, want 0", got)
+	}
+	other := userReq.Clone()
+	other.Identity.ClientKey = "quiet"
+	before := base.calls()
+	m.Generate(context.Background(), other)
+	if got := base.calls() - before; got != 3 {
+		t.Errorf("attempts for another client = %d, want 3 (its budget is intact)", got)
+	}
+	otherModel := loop.Clone()
+	otherModel.Model = "m2"
+	before = base.calls()
+	m.Generate(context.Background(), otherModel)
+	if got := base.calls() - before; got != 3 {
+		t.Errorf("attempts for the same client on another model = %d, want 3", got)
+	}
+	// A configured Destination replaces the model name as the key.
+	r2 := mustNew(t, Config{Backoff: Immediate, Destination: "pool", Budget: Budget{NoRefill: true, Burst: 1}})
+	r2.Wrap(base).Generate(context.Background(), otherModel)
+	if got := r2.BudgetLevel("pool", "looping"); got != 0 {
+		t.Errorf("BudgetLevel(pool, looping) = %v, want 0", got)
+	}
+	if got := mustNew(t, Config{Budget: Budget{Off: true}}).BudgetLevel("m", ""); !math.IsInf(got, 1) {
+		t.Errorf("BudgetLevel with the budget off = %v, want +Inf", got)
+	}
+}
+
+// Memory stays bounded: past MaxKeys, full and idle buckets are evicted, and
+// when none can be the new key shares the overflow bucket.
+func TestBudgetEviction(t *testing.T) {
+	bs := newBudgets(0, 5, 2)
+	a, b := bs.get("m", "a"), bs.get("m", "b")
+	a.withdraw()
+	b.withdraw()
+	// a and b are below capacity and used since creation: c cannot evict them.
+	if c := bs.get("m", "c"); c != bs.overflow {
+		t.Errorf("third key with two busy ones = own bucket, want the overflow bucket")
+	}
+	if n := bs.n.Load(); n != 2 {
+		t.Errorf("keys = %d, want 2", n)
+	}
+	// The sweep marked a and b unused; touching a keeps it, b is idle and goes.
+	bs.get("m", "a")
+	d := bs.get("m", "d")
+	if d == bs.overflow || bs.n.Load() != 2 || !b.dead.Load() || a.dead.Load() {
+		t.Errorf("after idle sweep: d overflow %v, keys %d, b dead %v, a dead %v; want own bucket, 2, true, false",
+			d == bs.overflow, bs.n.Load(), b.dead.Load(), a.dead.Load())
+	}
+	if got := bs.level("m", "b"); got != 5 {
+		t.Errorf("level of evicted key = %v, want a fresh 5", got)
+	}
+	// A full bucket is the same as a new one and is always evictable.
+	full := newBudgets(0, 5, 1)
+	full.get("m", "x")
+	if y := full.get("m", "y"); y == full.overflow || full.n.Load() != 1 {
+		t.Errorf("key after a full one: overflow %v, keys %d; want own bucket, 1", y == full.overflow, full.n.Load())
+	}
+}
+
+// An evicted bucket cached as the hot one is not used again.
+func TestBudgetHotSkipsEvicted(t *testing.T) {
+	bs := newBudgets(0, 5, 1)
+	x := bs.get("m", "x")
+	x.withdraw()
+	bs.sweep(budgetKey{}) // marks x unused
+	bs.sweep(budgetKey{}) // evicts it
+	if got := bs.get("m", "x"); got == x {
+		t.Errorf("get after eviction returned the evicted bucket")
+	}
+}
+
+func TestBudgetExhaustedEventAndHookOrder(t *testing.T) {
+	var kinds []portico.EventKind
+	ctx := portico.ContextWithObserver(context.Background(), observerFunc(func(_ context.Context, e portico.Event) {
+		kinds = append(kinds, e.Kind)
+	}))
+	base := failing(transient())
+	mustNew(t, Config{Backoff: Immediate, Budget: Budget{NoRefill: true, Burst: 1}}).Wrap(base).Generate(ctx, userReq)
+	want := []portico.EventKind{portico.EventRetry, portico.EventBudgetExhausted}
+	if len(kinds) != 2 || kinds[0] != want[0] || kinds[1] != want[1] {
+		t.Errorf("events = %v, want %v", kinds, want)
+	}
+}

@@ -1,0 +1,220 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// plan is what a streaming fake does on one call: wait ttft, send chunks gap
+// apart, then fail with err or answer their concatenation.
+type plan struct {
+	ttft   time.Duration
+	chunks []string
+	gap    time.Duration
+	err    error
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return portico.FromContext(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// streamer plays plans[n] on call n (the last one repeats).
+func streamer(plans ...plan) *counting {
+	return &counting{fn: func(ctx context.Context, n int, req *portico.Request) (*portico.Response, error) {
+		p := plans[min(n, len(plans)-1)]
+		if err := sleepCtx(ctx, p.ttft); err != nil {
+			return nil, err
+		}
+		for i, c := range p.chunks {
+			if i > 0 {
+				if err := sleepCtx(ctx, p.gap); err != nil {
+					return nil, err
+				}
+			}
+			if err := req.OnChunk(portico.Chunk{Text: c}); err != nil {
+				return nil, err
+			}
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		return &portico.Response{Text: strings.Join(p.chunks, ""), FinishReason: portico.FinishStop}, nil
+	}}
+}
+
+// collect returns a streaming copy of userReq and the chunks it receives.
+func collect(idempotent bool) (*portico.Request, *[]string) {
+	var got []string
+	req := userReq.Clone()
+	req.Idempotent = idempotent
+	req.OnChunk = func(c portico.Chunk) error { got = append(got, c.Text); return nil }
+	return req, &got
+}
+
+// Once a chunk reached the caller, no retry: the error is returned as it is.
+func TestNoRetryAfterFirstChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fail := transient()
+		base := streamer(plan{chunks: []string{"a", "b"}, err: fail}, plan{chunks: []string{"ok"}})
+		req, got := collect(true)
+		_, err := mustNew(t, Config{Backoff: Immediate}).Wrap(base).Generate(context.Background(), req)
+		if err != fail {
+			t.Errorf("err = %v, want the attempt's own error, unchanged", err)
+		}
+		if base.calls() != 1 || strings.Join(*got, "|") != "a|b" {
+			t.Errorf("calls = %d, chunks %q, want 1 call and a|b", base.calls(), *got)
+		}
+	})
+}
+
+// A failure before any chunk is retried, and only the retry's chunks reach the
+// caller; they add up to the final Response.
+func TestStreamRetriedBeforeFirstChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := streamer(plan{err: transient()}, plan{chunks: []string{"he", "llo"}, gap: time.Millisecond})
+		req, got := collect(false)
+		resp, err := mustNew(t, Config{Backoff: Immediate}).Wrap(base).Generate(context.Background(), req)
+		if err != nil || resp.Text != "hello" || strings.Join(*got, "") != resp.Text || base.calls() != 2 {
+			t.Errorf("Generate = %v, %v, chunks %q, calls %d; want hello from the 2nd call", resp, err, *got, base.calls())
+		}
+		if req.OnChunk == nil || req.Model != "m" {
+			t.Errorf("caller's request was modified: %+v", req)
+		}
+	})
+}
+
+func TestFirstChunkTimeout(t *testing.T) {
+	for _, idem := range []bool{true, false} {
+		t.Run(map[bool]string{true: "idempotent", false: "not idempotent"}[idem], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// The first attempt would send its first chunk at 5 s; the TTFT timeout is 1 s.
+				base := streamer(plan{ttft: 5 * time.Second, chunks: []string{"late"}}, plan{chunks: []string{"on", " time"}})
+				req, got := collect(idem)
+				var ttfts []time.Duration
+				ctx := portico.ContextWithObserver(context.Background(), observerFunc(func(_ context.Context, e portico.Event) {
+					if e.Kind == portico.EventFirstChunk {
+						ttfts = append(ttfts, e.Delay)
+					}
+				}))
+				start := time.Now()
+				resp, err := mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: time.Second}).Wrap(base).Generate(ctx, req)
+				if !idem {
+					if base.calls() != 1 || portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, ErrFirstChunkTimeout) ||
+						time.Since(start) != time.Second || len(*got) != 0 {
+						t.Errorf("not idempotent: calls %d err %v after %v chunks %q; want 1 call, ambiguous ErrFirstChunkTimeout at 1s, no chunk",
+							base.calls(), err, time.Since(start), *got)
+					}
+					return
+				}
+				if err != nil || resp.Text != "on time" || strings.Join(*got, "") != "on time" || base.calls() != 2 {
+					t.Errorf("idempotent: Generate = %v, %v, chunks %q, calls %d; want 'on time' from the retry", resp, err, *got, base.calls())
+				}
+				if len(ttfts) != 1 || ttfts[0] != time.Second {
+					t.Errorf("first-chunk events = %v, want one at 1s", ttfts)
+				}
+			})
+		})
+	}
+}
+
+// A chunk that arrives after the TTFT watchdog fired never reaches the caller,
+// even if the model ignores its context.
+func TestLateChunkRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var chunkErr error
+		base := &counting{fn: func(_ context.Context, n int, req *portico.Request) (*portico.Response, error) {
+			if n == 0 {
+				time.Sleep(2 * time.Second) // ignores ctx
+				chunkErr = req.OnChunk(portico.Chunk{Text: "late"})
+				return &portico.Response{Text: "late"}, nil
+			}
+			req.OnChunk(portico.Chunk{Text: "ok"})
+			return &portico.Response{Text: "ok"}, nil
+		}}
+		req, got := collect(true)
+		resp, err := mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: time.Second}).Wrap(base).Generate(context.Background(), req)
+		if !errors.Is(chunkErr, ErrFirstChunkTimeout) {
+			t.Errorf("late OnChunk = %v, want ErrFirstChunkTimeout", chunkErr)
+		}
+		if err != nil || resp.Text != "ok" || strings.Join(*got, "|") != "ok" {
+			t.Errorf("Generate = %v, %v, chunks %q; want ok with only the retry's chunk", resp, err, *got)
+		}
+	})
+}
+
+func TestChunkGapTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Chunks at 0 and 300 ms (within the 500 ms gap), then a 10 s stall.
+		base := &counting{fn: func(ctx context.Context, n int, req *portico.Request) (*portico.Response, error) {
+			req.OnChunk(portico.Chunk{Text: "a"})
+			sleepCtx(ctx, 300*time.Millisecond)
+			req.OnChunk(portico.Chunk{Text: "b"})
+			if err := sleepCtx(ctx, 10*time.Second); err != nil {
+				return nil, err
+			}
+			return &portico.Response{Text: "ab"}, nil
+		}}
+		req, got := collect(true)
+		start := time.Now()
+		_, err := mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: time.Second, ChunkGapTimeout: 500 * time.Millisecond}).
+			Wrap(base).Generate(context.Background(), req)
+		if base.calls() != 1 || portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, ErrChunkGapTimeout) {
+			t.Errorf("calls %d err %v, want 1 call (chunks were delivered) and ambiguous ErrChunkGapTimeout", base.calls(), err)
+		}
+		if got := time.Since(start); got != 800*time.Millisecond {
+			t.Errorf("ended after %v, want 800ms (last chunk at 300ms + 500ms gap)", got)
+		}
+		if strings.Join(*got, "") != "ab" {
+			t.Errorf("chunks = %q, want a, b", *got)
+		}
+	})
+}
+
+// Chunks that keep coming within the gap never trip the watchdog, however long
+// the whole answer takes.
+func TestSlowSteadyStreamSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		chunks := make([]string, 50)
+		for i := range chunks {
+			chunks[i] = "x"
+		}
+		base := streamer(plan{ttft: 900 * time.Millisecond, chunks: chunks, gap: 400 * time.Millisecond})
+		req, got := collect(false)
+		resp, err := mustNew(t, Config{FirstChunkTimeout: time.Second, ChunkGapTimeout: 500 * time.Millisecond}).
+			Wrap(base).Generate(context.Background(), req)
+		if err != nil || len(resp.Text) != 50 || len(*got) != 50 {
+			t.Errorf("Generate = %v, %v, %d chunks; want 50 chunks over 20.5s", resp, err, len(*got))
+		}
+	})
+}
+
+// The caller's OnChunk error aborts the call, which is not retried.
+func TestCallerChunkErrorNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stop := errors.New("caller stops")
+		base := streamer(plan{chunks: []string{"a", "b"}})
+		req := userReq.Clone()
+		req.Idempotent = true
+		req.OnChunk = func(portico.Chunk) error { return stop }
+		_, err := mustNew(t, Config{Backoff: Immediate}).Wrap(base).Generate(context.Background(), req)
+		if !errors.Is(err, stop) || base.calls() != 1 {
+			t.Errorf("err = %v after %d calls, want the caller's error after 1", err, base.calls())
+		}
+	})
+}
