@@ -1,0 +1,122 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// complete ends a call admitted with t: it settles the token reservation,
+// adopts the provider's view of its limits, records the program's service
+// and frees the slot (or hands it to the best waiter).
+func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
+	var rl *portico.RateLimit
+	if resp != nil {
+		rl = resp.RateLimit
+	} else if err != nil {
+		var pe *portico.Error
+		if errors.As(err, &pe) {
+			rl = pe.RateLimit
+		}
+	}
+	e := t.e
+	e.mu.Lock()
+	if t.reserve > 0 && e.lim.Tokens > 0 && !panicked {
+		if resp != nil {
+			if used := resp.Usage.InputTokens + resp.Usage.OutputTokens; used > 0 {
+				if d := t.reserve - used; d >= 0 {
+					e.tok.refund(float64(d))
+				} else {
+					e.tok.charge(float64(-d))
+				}
+			}
+		} else {
+			e.tok.refund(float64(Refund(err, t.in, t.max)))
+		}
+	}
+	var now time.Time
+	if rl != nil || t.prog != nil || len(e.queue) > 0 {
+		now = time.Now()
+	}
+	if rl != nil {
+		e.adopt(now, rl)
+	}
+	if t.prog != nil {
+		t.prog.attained += now.Sub(t.start)
+		t.prog.active--
+		t.prog.lastSeen = now
+	}
+	l.releaseLocked(e, now)
+	e.mu.Unlock()
+	if rl != nil && l.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		l.cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "ratelimit: provider view",
+			slog.Bool("tokens_known", rl.Tokens.Known), slog.Int("tokens_remaining", rl.Tokens.Remaining),
+			slog.Bool("requests_known", rl.Requests.Known), slog.Int("requests_remaining", rl.Requests.Remaining))
+	}
+}
+
+// Refund returns the tokens a [Limiter] gives back to the token bucket for a
+// call that reserved in + maxOut tokens (N_in + N_max) and failed with err
+// without reporting usage. The rule gives back only what the error class
+// makes safe, since a provider may count a failed call against its limits
+// (seed 003); an outcome that may have generated output refunds nothing:
+//
+//   - [portico.Rejected], and [portico.Permanent], [portico.Incompatible] or
+//     [portico.Transient] with no HTTP status (refused locally or before the
+//     request was sent, e.g. connection refused): in + maxOut, all of it;
+//   - [portico.Permanent], [portico.Incompatible] with a status (the provider
+//     read the input and refused it), [portico.RateLimited] (a 429: no
+//     output, but the input may count), and [portico.Transient] with a status
+//     (a 5xx answer instead of generation): maxOut, the output reserve;
+//   - [portico.Ambiguous], [portico.Canceled], [portico.Deadline],
+//     [portico.InvalidResponse] (output was or may have been generated), and
+//     an error that is not a [*portico.Error] (nothing is known): 0.
+//
+// The class is that of the first [*portico.Error] in err's tree.
+//
+// A call that succeeded refunds (in + maxOut) - (usage input + usage output)
+// instead, and is charged the excess when usage exceeds the reservation; one
+// that reports no usage at all refunds nothing.
+func Refund(err error, in, maxOut int) int {
+	var pe *portico.Error
+	if !errors.As(err, &pe) {
+		return 0 // unclassified: nothing is known to be safe
+	}
+	switch pe.Class {
+	case portico.Rejected:
+		return in + maxOut
+	case portico.Permanent, portico.Incompatible, portico.Transient:
+		if pe.Status == 0 {
+			return in + maxOut
+		}
+		return maxOut
+	case portico.RateLimited:
+		return maxOut
+	}
+	return 0
+}
+
+// adopt takes in a provider's view of its limits, announced with a response
+// or an error: each bucket adopts the tighter of the provider's view and its
+// configured limit until the provider's reset. The caller holds e.mu.
+func (e *entry) adopt(now time.Time, rl *portico.RateLimit) {
+	if q := rl.Tokens; q.Known && e.lim.Tokens > 0 {
+		e.tok.adopt(now, q.Remaining, q.Limit, q.Reset)
+	}
+	if q := rl.Requests; q.Known && e.req != nil {
+		if have := e.req.TokensAt(now); float64(q.Remaining) < have {
+			e.req.AllowN(now, int(have-float64(max(q.Remaining, 0))))
+		}
+		if q.Reset > 0 && q.Limit > 0 {
+			pr := float64(max(q.Limit-q.Remaining, 0)) / q.Reset.Seconds()
+			until := now.Add(q.Reset)
+			if pr < e.lim.requestRate() && (e.reqUntil.IsZero() || pr < e.reqRate || until.After(e.reqUntil)) {
+				e.reqRate, e.reqUntil = pr, until
+				e.req.SetLimitAt(now, rateLimit(pr))
+			}
+		}
+	}
+}

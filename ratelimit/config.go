@@ -1,0 +1,269 @@
+package ratelimit
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Mode says what a [Limiter] does with a call its buckets cannot admit now.
+type Mode uint8
+
+// The modes.
+const (
+	// Reject refuses the call at once with a [portico.RateLimited] error whose
+	// RetryAfter is the exact wait after which the same call would be admitted.
+	Reject Mode = iota
+	// Wait makes the call wait for its turn when the wait fits both the
+	// context's remaining deadline and [Config.MaxWait]; otherwise it is
+	// refused as in Reject, at once.
+	Wait
+)
+
+// String returns "reject" or "wait".
+func (m Mode) String() string {
+	switch m {
+	case Reject:
+		return "reject"
+	case Wait:
+		return "wait"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Order is the discipline of the waiting queue in front of the in-flight cap
+// (seed 002, "who goes first").
+type Order uint8
+
+// The queue orders.
+const (
+	// FCFSCall serves waiting calls in their order of arrival (vLLM's default).
+	FCFSCall Order = iota
+	// FCFSProgram serves the calls of the program that arrived first
+	// (Continuum): programs are told apart by Identity.SessionID, and a program
+	// arrives with its first call the limiter sees. A call without a SessionID
+	// is a program of its own.
+	FCFSProgram
+	// PLAS serves the program with the least attained service first (Autellix's
+	// program-level attained service): the sum of the service times (grant of a
+	// slot to completion) of the program's calls so far, bucketed into discrete
+	// priority levels (see [PLASConfig]), first come first served within a
+	// level, with a starvation guard. A call without a SessionID has attained
+	// nothing and goes first.
+	PLAS
+)
+
+// String returns "fcfs_call", "fcfs_program" or "plas".
+func (o Order) String() string {
+	switch o {
+	case FCFSCall:
+		return "fcfs_call"
+	case FCFSProgram:
+		return "fcfs_program"
+	case PLAS:
+		return "plas"
+	}
+	return "Order(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Limits are the limits a [Limiter] applies to each key. They are given in
+// [Config] and can be changed live with [Limiter.SetLimit].
+//
+// At least one of Requests, Tokens and MaxInFlight must be positive: there is
+// no sensible default limit for an unknown provider, so a Limits that limits
+// nothing is a configuration error rather than a silent pass-through.
+type Limits struct {
+	// Requests is the refill of the request bucket, in requests per Period per
+	// key (golang.org/x/time/rate). 0 means no request bucket.
+	Requests int
+	// RequestBurst is the request bucket's capacity, in requests. 0 means
+	// Requests (a full period's worth).
+	RequestBurst int
+	// Tokens is the refill of the token bucket, in LLM tokens (input plus
+	// output) per Period per key. 0 means no token bucket.
+	Tokens int
+	// TokenBurst is the token bucket's capacity b, in tokens: no call whose
+	// N_in + N_max exceeds it can ever be admitted. 0 means Tokens.
+	TokenBurst int
+	// Period is the time Requests and Tokens refer to. 0 means one minute
+	// (providers announce limits per minute: RPM, TPM).
+	Period time.Duration
+	// MaxInFlight is L_max, the most calls of one key in flight at once. 0
+	// means no cap. Beyond it calls are shed at once with [ErrOverloaded]
+	// (seed 000), or wait in the queue when [Config.Queue] is positive.
+	MaxInFlight int
+}
+
+// norm validates l and fills its defaults.
+func (l Limits) norm() (Limits, error) {
+	if l.Requests < 0 || l.RequestBurst < 0 || l.Tokens < 0 || l.TokenBurst < 0 || l.Period < 0 || l.MaxInFlight < 0 {
+		return l, fmt.Errorf("ratelimit: negative limit in %+v", l)
+	}
+	if l.Requests == 0 && l.Tokens == 0 && l.MaxInFlight == 0 {
+		return l, errors.New("ratelimit: no limit: set Requests, Tokens or MaxInFlight")
+	}
+	if l.RequestBurst > 0 && l.Requests == 0 {
+		return l, errors.New("ratelimit: RequestBurst without Requests")
+	}
+	if l.TokenBurst > 0 && l.Tokens == 0 {
+		return l, errors.New("ratelimit: TokenBurst without Tokens")
+	}
+	if l.Period == 0 {
+		l.Period = time.Minute
+	}
+	if l.RequestBurst == 0 {
+		l.RequestBurst = l.Requests
+	}
+	if l.TokenBurst == 0 {
+		l.TokenBurst = l.Tokens
+	}
+	return l, nil
+}
+
+func (l *Limits) requestRate() float64 { return float64(l.Requests) / l.Period.Seconds() }
+func (l *Limits) tokenRate() float64   { return float64(l.Tokens) / l.Period.Seconds() }
+
+// PLASConfig tunes the [PLAS] order. The zero value means the defaults.
+//
+// Autellix discretizes the continuous priority (attained service) into K
+// queues so that it does not degenerate into round robin, and promotes a call
+// to the first queue when (w_prog + w_call) / (d_prog + d_call) >= β, with w
+// the waits and d the service times of the program and the call (seed 002).
+type PLASConfig struct {
+	// Quantum is the attained service that bounds the first level. Level i
+	// holds programs whose attained service is in [Quantum*(2^i-1),
+	// Quantum*(2^(i+1)-1)): the levels double in width. 0 means one second.
+	Quantum time.Duration
+	// Levels is K, the number of priority levels; the last one is unbounded.
+	// 0 means 8.
+	Levels int
+	// Starvation is β, the wait-to-service ratio beyond which a waiting call is
+	// promoted to the first level. 0 means 10. Use math.Inf(1) to disable the
+	// guard.
+	Starvation float64
+}
+
+// Config configures a [Limiter]. The zero Config is not usable alone: it sets
+// no limit (see [Limits]); every other field's zero value is a default.
+type Config struct {
+	// Limits per key; see [Limits].
+	Limits
+
+	// DefaultMaxTokens is N_max, in tokens, for requests whose MaxOutputTokens
+	// is 0 (the route's default). 0 means such requests are refused with a
+	// [portico.Permanent] error wrapping [ErrBadRequest] when there is a token
+	// bucket: the limiter cannot price a call of unknown size. It must not
+	// exceed TokenBurst.
+	DefaultMaxTokens int
+
+	// Estimator predicts N_in. nil means [portico.DefaultEstimator].
+	Estimator portico.Estimator
+
+	// Key maps a request to the key whose buckets it draws from. nil means per
+	// client and per model: (Identity.ClientKey, Model), without allocating.
+	// [ByClient] and [ByModel] are the usual alternatives; any other split
+	// (tenant and route, say) is a function returning a string. Provider
+	// feedback adjusts the key the call went through, so the per-route limiter
+	// that should follow a provider's headers keys [ByModel].
+	Key func(*portico.Request) string
+
+	// Mode is what happens when the buckets cannot admit a call now. The zero
+	// value is [Reject].
+	Mode Mode
+
+	// MaxWait bounds the wait in [Wait] mode: a call whose computed wait
+	// exceeds it is refused at once. 0 means 30 seconds. The context's deadline
+	// bounds the wait too.
+	MaxWait time.Duration
+
+	// Queue is how many calls per key may wait for a slot when MaxInFlight
+	// calls are in flight. 0 means none: beyond MaxInFlight calls are shed at
+	// once (seed 000's advice). A queued call waits until a slot is handed to
+	// it or its context ends. Requires MaxInFlight.
+	Queue int
+
+	// Order is the queue's discipline. The zero value is [FCFSCall].
+	Order Order
+
+	// PLAS tunes [PLAS]; ignored for other orders.
+	PLAS PLASConfig
+
+	// ProgramTTL is how long a program's history (arrival, attained service)
+	// is kept after its last call ended, for FCFSProgram and PLAS. 0 means ten
+	// minutes.
+	ProgramTTL time.Duration
+
+	// Logger receives debug records of refusals and provider feedback. nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// ByClient keys on Identity.ClientKey alone: one set of buckets per client,
+// across models (the outer, per-client limiter of the recommended stack).
+func ByClient(r *portico.Request) string { return r.Identity.ClientKey }
+
+// ByModel keys on Request.Model alone: one set of buckets per model, shared by
+// every client (the per-route limiter that adopts the provider's headers).
+func ByModel(r *portico.Request) string { return r.Model }
+
+const (
+	defaultMaxWait    = 30 * time.Second
+	defaultQuantum    = time.Second
+	defaultLevels     = 8
+	defaultStarvation = 10
+	defaultProgramTTL = 10 * time.Minute
+)
+
+// norm validates c and fills its defaults.
+func (c Config) norm() (Config, error) {
+	var err error
+	if c.Limits, err = c.Limits.norm(); err != nil {
+		return c, err
+	}
+	switch {
+	case c.DefaultMaxTokens < 0:
+		return c, errors.New("ratelimit: negative DefaultMaxTokens")
+	case c.Tokens > 0 && c.DefaultMaxTokens > c.TokenBurst:
+		return c, fmt.Errorf("ratelimit: DefaultMaxTokens %d exceeds TokenBurst %d: no call with the default could ever be admitted", c.DefaultMaxTokens, c.TokenBurst)
+	case c.MaxWait < 0:
+		return c, errors.New("ratelimit: negative MaxWait")
+	case c.Queue < 0:
+		return c, errors.New("ratelimit: negative Queue")
+	case c.Queue > 0 && c.MaxInFlight == 0:
+		return c, errors.New("ratelimit: Queue without MaxInFlight")
+	case c.Mode > Wait:
+		return c, fmt.Errorf("ratelimit: unknown %v", c.Mode)
+	case c.Order > PLAS:
+		return c, fmt.Errorf("ratelimit: unknown %v", c.Order)
+	case c.PLAS.Quantum < 0 || c.PLAS.Levels < 0 || c.PLAS.Starvation < 0 || c.PLAS.Starvation != c.PLAS.Starvation:
+		return c, errors.New("ratelimit: negative or NaN PLAS setting")
+	case c.ProgramTTL < 0:
+		return c, errors.New("ratelimit: negative ProgramTTL")
+	}
+	if c.Estimator == nil {
+		c.Estimator = portico.DefaultEstimator
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = defaultMaxWait
+	}
+	if c.PLAS.Quantum == 0 {
+		c.PLAS.Quantum = defaultQuantum
+	}
+	if c.PLAS.Levels == 0 {
+		c.PLAS.Levels = defaultLevels
+	}
+	if c.PLAS.Starvation == 0 {
+		c.PLAS.Starvation = defaultStarvation
+	}
+	if c.ProgramTTL == 0 {
+		c.ProgramTTL = defaultProgramTTL
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

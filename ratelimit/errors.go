@@ -1,0 +1,48 @@
+package ratelimit
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Sentinels, wrapped in the [*portico.Error] a [Limiter] returns, to branch on
+// with errors.Is.
+var (
+	// ErrOverloaded: the key's in-flight cap was reached and its queue (if any)
+	// was full; the call was shed at once. Class [portico.Rejected], Reason
+	// "overloaded".
+	ErrOverloaded = errors.New("ratelimit: overloaded")
+	// ErrLimited: a bucket could not admit the call now (reject mode, or a wait
+	// longer than MaxWait or the deadline). Class [portico.RateLimited] with
+	// the exact RetryAfter.
+	ErrLimited = errors.New("ratelimit: rate limited")
+	// ErrOverCapacity: the call's N_in + N_max exceeds the token bucket's
+	// capacity, so it could never be admitted. Class [portico.Permanent]; the
+	// numbers are in the wrapped [*CapacityError].
+	ErrOverCapacity = errors.New("ratelimit: call exceeds bucket capacity")
+	// ErrBadRequest: the call cannot be priced (negative MaxOutputTokens, no
+	// MaxOutputTokens and no DefaultMaxTokens, a negative estimate). Class
+	// [portico.Permanent].
+	ErrBadRequest = errors.New("ratelimit: bad request")
+)
+
+// CapacityError reports a call too large for the token bucket: its reserve
+// Input + MaxOutput tokens exceeds Capacity, the bucket's burst b (seed 000:
+// such a call can never enter and is rejected at once). errors.Is(err,
+// ErrOverCapacity) holds for it.
+type CapacityError struct {
+	Input     int // N_in, estimated input tokens
+	MaxOutput int // N_max, the output tokens reserved
+	Capacity  int // b, the token bucket's capacity
+}
+
+// Error says "ratelimit: call needs N tokens (I input + M max output), more
+// than the token bucket's capacity of B".
+func (e *CapacityError) Error() string {
+	return "ratelimit: call needs " + strconv.FormatUint(uint64(e.Input)+uint64(e.MaxOutput), 10) + " tokens (" +
+		strconv.Itoa(e.Input) + " input + " + strconv.Itoa(e.MaxOutput) +
+		" max output), more than the token bucket's capacity of " + strconv.Itoa(e.Capacity)
+}
+
+// Is reports whether target is [ErrOverCapacity].
+func (e *CapacityError) Is(target error) bool { return target == ErrOverCapacity }

@@ -1,0 +1,160 @@
+package ratelimit
+
+import (
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// key identifies the buckets a call draws from: (client, model) by default,
+// (Config.Key(req), "") with a key function. A comparable struct, so looking
+// it up builds no string.
+type key struct{ a, b string }
+
+const (
+	numShards = 64 // a power of two
+	minSweep  = 64 // entries per shard before the first sweep
+)
+
+// shard is one slice of the key table; sharding keeps goroutines on different
+// keys from contending on one lock.
+type shard struct {
+	mu      sync.RWMutex
+	m       map[key]*entry
+	sweepAt int // sweep idle entries when len(m) reaches this
+	_       [40]byte
+}
+
+// entry is the state of one key: its buckets, its in-flight count and its
+// queue. mu guards every field; dead marks an entry evicted from the table,
+// which a caller that raced with the eviction must look up again.
+type entry struct {
+	mu       sync.Mutex
+	dead     bool
+	lim      *Limits // the limits in force, replaced by SetLimit
+	tok      bucket  // valid when lim.Tokens > 0
+	req      *rate.Limiter
+	reqRate  float64   // the request bucket's rate while a provider view holds
+	reqUntil time.Time // end of the provider's view of requests; zero: none
+	inflight int
+	queue    []*waiter
+	programs map[string]*program
+	progAt   int // sweep programs when len(programs) reaches this
+}
+
+func newEntry(lim *Limits, now time.Time) *entry {
+	e := &entry{lim: lim}
+	e.setLimits(lim, now)
+	return e
+}
+
+// setLimits installs lim at now, keeping what each bucket holds (capped at
+// its new capacity).
+func (e *entry) setLimits(lim *Limits, now time.Time) {
+	e.lim = lim
+	if lim.Tokens > 0 {
+		if e.tok.rate == 0 {
+			e.tok = newBucket(lim.tokenRate(), float64(lim.TokenBurst), now)
+		} else {
+			e.tok.setLimit(now, lim.tokenRate(), float64(lim.TokenBurst))
+		}
+	} else {
+		e.tok = bucket{}
+	}
+	switch {
+	case lim.Requests == 0:
+		e.req, e.reqUntil = nil, time.Time{}
+	case e.req == nil:
+		e.req = rate.NewLimiter(rate.Limit(lim.requestRate()), lim.RequestBurst)
+	default:
+		r := lim.requestRate()
+		if !e.reqUntil.IsZero() && e.reqRate < r {
+			r = e.reqRate
+		}
+		e.req.SetLimitAt(now, rate.Limit(r))
+		e.req.SetBurstAt(now, lim.RequestBurst)
+	}
+}
+
+// idle reports whether e can be dropped: nothing in flight or queued, every
+// bucket full, no provider view pending and no program remembered. Its state
+// then equals a fresh entry's, so dropping it changes no decision.
+func (e *entry) idle(now time.Time, ttl time.Duration) bool {
+	if e.inflight > 0 || len(e.queue) > 0 || !e.reqUntil.IsZero() {
+		return false
+	}
+	if e.lim.Tokens > 0 && !e.tok.full(now) {
+		return false
+	}
+	if e.req != nil && e.req.TokensAt(now) < float64(e.lim.RequestBurst) {
+		return false
+	}
+	e.sweepPrograms(now, ttl)
+	return len(e.programs) == 0
+}
+
+func (l *Limiter) shardOf(k key) *shard {
+	return &l.shards[maphash.Comparable(l.seed, k)&(numShards-1)]
+}
+
+// acquire returns k's entry locked, creating it if needed.
+func (l *Limiter) acquire(k key, now time.Time) *entry {
+	s := l.shardOf(k)
+	for {
+		s.mu.RLock()
+		e := s.m[k]
+		s.mu.RUnlock()
+		if e == nil {
+			e = l.insert(s, k, now)
+		}
+		e.mu.Lock()
+		if !e.dead {
+			return e
+		}
+		e.mu.Unlock()
+	}
+}
+
+// insert adds k's entry to s, first sweeping s's idle entries when it has
+// doubled since the last sweep, so the table holds at most about twice the
+// keys that are not idle (plus minSweep per shard).
+func (l *Limiter) insert(s *shard, k key, now time.Time) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.m[k]; e != nil {
+		return e
+	}
+	if s.m == nil {
+		s.m = make(map[key]*entry)
+	}
+	if len(s.m) >= max(s.sweepAt, minSweep) {
+		for ek, e := range s.m {
+			e.mu.Lock()
+			if e.idle(now, l.cfg.ProgramTTL) {
+				e.dead = true
+				delete(s.m, ek)
+			}
+			e.mu.Unlock()
+		}
+		s.sweepAt = 2 * len(s.m)
+	}
+	e := newEntry(l.limits.Load(), now)
+	s.m[k] = e
+	return e
+}
+
+// Keys returns the number of keys whose state the Limiter holds now, idle
+// ones not yet evicted included. Safe for concurrent use; it locks every
+// shard in turn, so call it for metrics, not per request.
+func (l *Limiter) Keys() int {
+	n := 0
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.RLock()
+		n += len(s.m)
+		s.mu.RUnlock()
+	}
+	return n
+}

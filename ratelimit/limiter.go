@@ -1,0 +1,139 @@
+package ratelimit
+
+import (
+	"context"
+	"hash/maphash"
+	"sync/atomic"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Limiter is a keyed rate limiter for LLM calls: per key, a request bucket
+// and a token bucket in series, and an in-flight cap with shedding or a
+// bounded fair queue (see the package documentation for the algorithms and
+// their sources). Build it with [New]; its method value [Limiter.Wrap] is the
+// [portico.Middleware]. A Limiter is safe for concurrent use, and its memory
+// is bounded by the keys active within about one refill period (idle keys are
+// evicted).
+type Limiter struct {
+	cfg    Config
+	limits atomic.Pointer[Limits]
+	seed   maphash.Seed
+	seq    atomic.Uint64
+	shards [numShards]shard
+}
+
+// New returns a Limiter for cfg, or an error starting with "ratelimit:" when
+// cfg is invalid: negative values, no limit at all, a burst without its
+// limit, a DefaultMaxTokens above TokenBurst, a Queue without MaxInFlight, an
+// unknown Mode or Order.
+func New(cfg Config) (*Limiter, error) {
+	c, err := cfg.norm()
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{cfg: c, seed: maphash.MakeSeed()}
+	lim := c.Limits
+	l.limits.Store(&lim)
+	return l, nil
+}
+
+// Wrap is the [portico.Middleware]: the returned Model admits each call
+// through next's key's buckets and in-flight cap, calls next, and refunds the
+// unused part of the token reservation when the call ends. It never modifies
+// the Request. It returns, besides next's own errors:
+//
+//   - [portico.Permanent] wrapping [ErrOverCapacity] (and a [*CapacityError]
+//     with both numbers) when N_in + N_max exceeds the token bucket's
+//     capacity, at once;
+//   - [portico.Permanent] wrapping [ErrBadRequest] when the call cannot be
+//     priced (see [ErrBadRequest]);
+//   - [portico.RateLimited] wrapping [ErrLimited], with RetryAfter the exact
+//     wait after which the same call would be admitted, when a bucket refuses
+//     (reject mode, or in wait mode a wait beyond MaxWait or the deadline);
+//   - [portico.Rejected] wrapping [ErrOverloaded], Reason "overloaded", when
+//     the in-flight cap and the queue are full;
+//   - [portico.Canceled] or [portico.Deadline] (see [portico.FromContext])
+//     when ctx ends while the call waits.
+//
+// Wrap panics if next is nil.
+func (l *Limiter) Wrap(next portico.Model) portico.Model {
+	if next == nil {
+		panic("ratelimit: Wrap of a nil Model")
+	}
+	return &limited{l: l, next: next}
+}
+
+type limited struct {
+	l    *Limiter
+	next portico.Model
+}
+
+func (m *limited) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	return m.l.generate(ctx, m.next, req)
+}
+
+// ticket is what admission hands to completion.
+type ticket struct {
+	e       *entry
+	reserve int       // N_in + N_max taken from the token bucket
+	in, max int       // N_in, N_max
+	prog    *program  // for FCFSProgram and PLAS
+	start   time.Time // slot grant, when prog != nil
+}
+
+func (l *Limiter) keyOf(req *portico.Request) key {
+	if l.cfg.Key != nil {
+		return key{a: l.cfg.Key(req)}
+	}
+	return key{a: req.Identity.ClientKey, b: req.Model}
+}
+
+func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, &portico.Error{Class: portico.Permanent, Reason: "nil request", Err: ErrBadRequest}
+	}
+	t := ticket{}
+	if lim := l.limits.Load(); lim.Tokens > 0 {
+		if err := l.price(req, lim, &t); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.admit(ctx, req, &t); err != nil {
+		return nil, err
+	}
+	done := false
+	defer func() {
+		if !done { // next panicked: free the slot, refund nothing, re-panic
+			l.complete(&t, nil, nil, true)
+		}
+	}()
+	resp, err := next.Generate(ctx, req)
+	done = true
+	l.complete(&t, resp, err, false)
+	return resp, err
+}
+
+// price computes N_in and N_max and checks the reserve against capacity.
+func (l *Limiter) price(req *portico.Request, lim *Limits, t *ticket) error {
+	nMax := req.MaxOutputTokens
+	switch {
+	case nMax < 0:
+		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative MaxOutputTokens", Err: ErrBadRequest}
+	case nMax == 0:
+		if nMax = l.cfg.DefaultMaxTokens; nMax == 0 {
+			return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "no MaxOutputTokens and no DefaultMaxTokens: the call cannot be priced", Err: ErrBadRequest}
+		}
+	}
+	nIn := l.cfg.Estimator.EstimateInputTokens(req)
+	if nIn < 0 {
+		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative input token estimate", Err: ErrBadRequest}
+	}
+	if nIn > lim.TokenBurst || nMax > lim.TokenBurst-nIn {
+		ce := &CapacityError{Input: nIn, MaxOutput: nMax, Capacity: lim.TokenBurst}
+		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: ce.Error(), Err: ce}
+	}
+	t.in, t.max, t.reserve = nIn, nMax, nIn+nMax
+	return nil
+}

@@ -1,0 +1,316 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+func req(client string, maxOut int) *portico.Request {
+	return &portico.Request{Model: "m", MaxOutputTokens: maxOut, Identity: portico.Identity{ClientKey: client}}
+}
+
+func TestRefundOnCompletion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(100)})
+		m := l.Wrap(okModel(80, 50))
+		r := req("a", 400)
+		if _, err := m.Generate(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		// Reserved 100 + 400, used 80 + 50: the level is 1000 - 130.
+		if got := l.levelOf(r, time.Now()); got != 870 {
+			t.Errorf("level after a call using 130 of 500 reserved = %v, want 870", got)
+		}
+		// Usage beyond the reservation is charged.
+		m2 := l.Wrap(okModel(300, 400))
+		if _, err := m2.Generate(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.levelOf(r, time.Now()); got != 170 {
+			t.Errorf("level after a call using 700 of 500 reserved = %v, want 170", got)
+		}
+	})
+}
+
+func TestOverCapacity(t *testing.T) {
+	called := false
+	l := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(700)})
+	m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		called = true
+		return &portico.Response{}, nil
+	}))
+	_, err := m.Generate(context.Background(), req("a", 400))
+	var ce *CapacityError
+	if !errors.Is(err, ErrOverCapacity) || !errors.As(err, &ce) || portico.ClassOf(err) != portico.Permanent {
+		t.Fatalf("Generate(700 in + 400 out, capacity 1000) = %v, want Permanent ErrOverCapacity", err)
+	}
+	if *ce != (CapacityError{Input: 700, MaxOutput: 400, Capacity: 1000}) || called {
+		t.Errorf("CapacityError = %+v, model called %v; want {700 400 1000}, not called", *ce, called)
+	}
+	// Exactly the capacity fits.
+	if _, err := m.Generate(context.Background(), req("a", 300)); err != nil {
+		t.Errorf("Generate(700 + 300, capacity 1000) = %v, want nil", err)
+	}
+}
+
+// TestRejectRetryAfter: the RetryAfter of a rejection is the exact time
+// after which the same call is admitted: 1ns earlier it is still refused.
+func TestRejectRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Tokens: 10/s, b = 100. Requests: 1/s, burst 1.
+		l := mustNew(t, Config{Limits: Limits{Requests: 60, RequestBurst: 1, Tokens: 600, TokenBurst: 100}, Estimator: fixedEstimator(20)})
+		m := l.Wrap(okModel(20, 80))
+		rec := &recorder{}
+		ctx := portico.ContextWithObserver(t.Context(), rec)
+		if _, err := m.Generate(ctx, req("a", 80)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := m.Generate(ctx, req("a", 80))
+		if !errors.Is(err, ErrLimited) || portico.ClassOf(err) != portico.RateLimited {
+			t.Fatalf("second call = %v, want RateLimited ErrLimited", err)
+		}
+		if ra := portico.RetryAfterOf(err); ra != 10*time.Second {
+			t.Fatalf("RetryAfter = %v, want 10s (100 tokens at 10/s)", ra)
+		}
+		time.Sleep(10*time.Second - time.Nanosecond)
+		_, err = m.Generate(ctx, req("a", 80))
+		if ra := portico.RetryAfterOf(err); !errors.Is(err, ErrLimited) || ra != time.Nanosecond {
+			t.Fatalf("1ns early: %v (RetryAfter %v), want ErrLimited with 1ns", err, ra)
+		}
+		time.Sleep(time.Nanosecond)
+		if _, err := m.Generate(ctx, req("a", 80)); err != nil {
+			t.Fatalf("at RetryAfter: %v, want admitted", err)
+		}
+		ev := rec.events
+		if len(ev) != 2 || ev[0].Kind != portico.EventRateLimitReject || ev[0].Delay != 10*time.Second || ev[0].Reason != "tokens" {
+			t.Errorf("events = %+v, want two rate_limit_reject, the first with Delay 10s", ev)
+		}
+	})
+}
+
+// TestBucketsInSeries: a refusal by either bucket charges neither.
+func TestBucketsInSeries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Requests: 60, RequestBurst: 1, Tokens: 600, TokenBurst: 1000}, Estimator: fixedEstimator(0)})
+		m := l.Wrap(errModel(&portico.Error{Class: portico.Ambiguous})) // refunds nothing
+		r := req("a", 100)
+		m.Generate(t.Context(), r)
+		// The request bucket refuses: the token bucket keeps 900.
+		_, err := m.Generate(t.Context(), r)
+		if ra := portico.RetryAfterOf(err); !errors.Is(err, ErrLimited) || ra != time.Second {
+			t.Fatalf("request-limited call = %v, want ErrLimited after 1s", err)
+		}
+		if got := l.levelOf(r, time.Now()); got != 900 {
+			t.Errorf("token level after a request-bucket refusal = %v, want 900", got)
+		}
+		// The token bucket refuses (950 > 910 after 1s at 10/s): the request
+		// bucket is not charged.
+		time.Sleep(time.Second)
+		_, err = m.Generate(t.Context(), req("a", 950))
+		if !errors.Is(err, ErrLimited) {
+			t.Fatalf("token-limited call = %v, want ErrLimited", err)
+		}
+		e := l.acquire(l.keyOf(r), time.Now())
+		got := e.req.TokensAt(time.Now())
+		e.mu.Unlock()
+		if got != 1 {
+			t.Errorf("request tokens after a token-bucket refusal = %v, want 1", got)
+		}
+	})
+}
+
+func TestWaitMode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Tokens: 600, TokenBurst: 100}, Mode: Wait, MaxWait: 20 * time.Second, Estimator: fixedEstimator(0)})
+		m := l.Wrap(okModel(0, 100))
+		rec := &recorder{}
+		ctx := portico.ContextWithObserver(t.Context(), rec)
+		m.Generate(ctx, req("a", 100))
+		start := time.Now()
+		if _, err := m.Generate(ctx, req("a", 100)); err != nil {
+			t.Fatalf("waiting call = %v, want nil", err)
+		}
+		if waited := time.Since(start); waited != 10*time.Second {
+			t.Errorf("waited %v, want 10s", waited)
+		}
+		if len(rec.events) != 1 || rec.events[0].Kind != portico.EventRateLimitWait || rec.events[0].Delay != 10*time.Second {
+			t.Errorf("events = %+v, want one rate_limit_wait of 10s", rec.events)
+		}
+
+		// A wait beyond the deadline fails at once, carrying the delay.
+		dctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		start = time.Now()
+		_, err := m.Generate(dctx, req("a", 100))
+		if !errors.Is(err, ErrLimited) || portico.RetryAfterOf(err) != 10*time.Second || time.Since(start) != 0 {
+			t.Errorf("wait 10s with 5s left = %v after %v, want ErrLimited RetryAfter 10s at once", err, time.Since(start))
+		}
+		// So does a wait beyond MaxWait (20s): 100 tokens of debt need 10s, so
+		// charge more first.
+		m2 := l.Wrap(okModel(0, 300)) // usage 300 > reserve 100: 200 charged
+		time.Sleep(10 * time.Second)
+		m2.Generate(t.Context(), req("a", 100))
+		_, err = m.Generate(t.Context(), req("a", 100))
+		if !errors.Is(err, ErrLimited) || portico.RetryAfterOf(err) != 30*time.Second {
+			t.Errorf("wait 30s with MaxWait 20s = %v, want ErrLimited RetryAfter 30s", err)
+		}
+	})
+}
+
+func TestWaitCanceled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Tokens: 600, TokenBurst: 100, MaxInFlight: 1}, Mode: Wait, Estimator: fixedEstimator(0)})
+		m := l.Wrap(okModel(0, 100))
+		r := req("a", 100)
+		m.Generate(t.Context(), r)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() {
+			_, err := m.Generate(ctx, r)
+			done <- err
+		}()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if n := l.inflightOf(r); n != 1 {
+			t.Fatalf("in flight while waiting = %d, want 1", n)
+		}
+		cancel()
+		err := <-done
+		if portico.ClassOf(err) != portico.Canceled || !errors.Is(err, context.Canceled) {
+			t.Fatalf("canceled wait = %v, want Canceled", err)
+		}
+		if n := l.inflightOf(r); n != 0 {
+			t.Errorf("in flight after cancel = %d, want 0", n)
+		}
+		if got := l.levelOf(r, time.Now()); got != 30 {
+			t.Errorf("level after a canceled wait = %v, want 30 (3s of refill, nothing taken)", got)
+		}
+	})
+}
+
+func TestRefundRule(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{&portico.Error{Class: portico.Rejected}, 500},
+		{&portico.Error{Class: portico.Permanent}, 500},
+		{&portico.Error{Class: portico.Transient}, 500},
+		{&portico.Error{Class: portico.Permanent, Status: 400}, 400},
+		{&portico.Error{Class: portico.Incompatible, Status: 400}, 400},
+		{&portico.Error{Class: portico.Transient, Status: 503}, 400},
+		{&portico.Error{Class: portico.RateLimited, Status: 429}, 400},
+		{&portico.Error{Class: portico.Ambiguous}, 0},
+		{&portico.Error{Class: portico.Canceled}, 0},
+		{&portico.Error{Class: portico.Deadline}, 0},
+		{&portico.Error{Class: portico.InvalidResponse}, 0},
+		{context.Canceled, 0},
+		{errors.New("unclassified"), 0},
+	}
+	for _, tt := range tests {
+		if got := Refund(tt.err, 100, 400); got != tt.want {
+			t.Errorf("Refund(%v, 100, 400) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+	// Through the limiter: a 429 keeps the input, refunds the output reserve.
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(100)})
+		r := req("a", 400)
+		l.Wrap(errModel(&portico.Error{Class: portico.RateLimited, Status: 429})).Generate(t.Context(), r)
+		if got := l.levelOf(r, time.Now()); got != 900 {
+			t.Errorf("level after a 429 = %v, want 900", got)
+		}
+	})
+}
+
+func TestBadConfig(t *testing.T) {
+	bad := []Config{
+		{},
+		{Limits: Limits{Requests: -1}},
+		{Limits: Limits{Tokens: -5}},
+		{Limits: Limits{Tokens: 100, TokenBurst: -1}},
+		{Limits: Limits{RequestBurst: 5, Tokens: 100}},
+		{Limits: Limits{Requests: 5, TokenBurst: 5}},
+		{Limits: Limits{Requests: 5, Period: -time.Second}},
+		{Limits: Limits{MaxInFlight: -1}},
+		{Limits: Limits{Tokens: 100}, DefaultMaxTokens: 101},
+		{Limits: Limits{Tokens: 100}, DefaultMaxTokens: -1},
+		{Limits: Limits{Requests: 5}, Queue: 3},
+		{Limits: Limits{Requests: 5}, MaxWait: -1},
+		{Limits: Limits{Requests: 5}, Mode: 7},
+		{Limits: Limits{MaxInFlight: 1}, Queue: 1, Order: 9},
+		{Limits: Limits{Requests: 5}, PLAS: PLASConfig{Starvation: math.NaN()}},
+		{Limits: Limits{Requests: 5}, ProgramTTL: -1},
+	}
+	for _, c := range bad {
+		if l, err := New(c); err == nil || l != nil || err.Error()[:10] != "ratelimit:" {
+			t.Errorf("New(%+v) = %v, %v; want nil and an error starting with ratelimit:", c, l, err)
+		}
+	}
+	// Zero burst means the period's limit, and it admits.
+	l := mustNew(t, Config{Limits: Limits{Requests: 1, Tokens: 10}, DefaultMaxTokens: 10, Estimator: fixedEstimator(0)})
+	if _, err := l.Wrap(okModel(0, 1)).Generate(context.Background(), req("a", 0)); err != nil {
+		t.Errorf("zero bursts: first call = %v, want admitted", err)
+	}
+}
+
+func TestBadRequest(t *testing.T) {
+	l := mustNew(t, Config{Limits: Limits{Tokens: 1000}})
+	neg := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(-3)})
+	huge := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(math.MaxInt)})
+	tests := []struct {
+		name string
+		l    *Limiter
+		r    *portico.Request
+		want error
+	}{
+		{"nil request", l, nil, ErrBadRequest},
+		{"negative max tokens", l, req("a", -1), ErrBadRequest},
+		{"missing max tokens", l, req("a", 0), ErrBadRequest},
+		{"negative estimate", neg, req("a", 10), ErrBadRequest},
+		{"absurd estimate", huge, req("a", 10), ErrOverCapacity},
+		{"absurd max tokens", l, req("a", math.MaxInt), ErrOverCapacity},
+	}
+	for _, tt := range tests {
+		_, err := tt.l.Wrap(okModel(1, 1)).Generate(context.Background(), tt.r)
+		if !errors.Is(err, tt.want) || portico.ClassOf(err) != portico.Permanent {
+			t.Errorf("%s: Generate = %v, want Permanent %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestIsolation: a client hammering its key does not delay another's.
+func TestIsolation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Requests: 60, Tokens: 6000}, Mode: Wait, Estimator: fixedEstimator(10)})
+		m := l.Wrap(okModel(10, 90))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		hammered := make(chan int)
+		go func() { // client a loops as fast as it is let in
+			n := 0
+			for ctx.Err() == nil {
+				if _, err := m.Generate(ctx, req("a", 90)); err == nil {
+					n++
+				}
+			}
+			hammered <- n
+		}()
+		time.Sleep(90 * time.Second)
+		start := time.Now()
+		if _, err := m.Generate(t.Context(), req("b", 90)); err != nil || time.Since(start) != 0 {
+			t.Errorf("client b while a hammers: %v after %v, want admitted at once", err, time.Since(start))
+		}
+		cancel()
+		// a got its burst (60) then 1/s: 60 + 90, give or take the call in flight.
+		if n := <-hammered; n < 149 || n > 151 {
+			t.Errorf("client a admitted %d calls in 90s, want 150 ± 1 (burst 60 + 1/s)", n)
+		}
+	})
+}

@@ -1,0 +1,145 @@
+package ratelimit
+
+import (
+	"time"
+)
+
+// waiter is a call queued for a slot of its key's in-flight cap.
+type waiter struct {
+	ready   chan struct{} // closed when a slot is handed over
+	granted bool          // a slot is ours (set under the entry's lock)
+	seq     uint64        // arrival order within the Limiter
+	enq     time.Time     // when it joined the queue
+	prog    *program      // nil for FCFSCall, or a call without a session
+}
+
+// program is what the queue remembers of one agent program (session) of one
+// key, for FCFSProgram and PLAS.
+type program struct {
+	arrival  time.Time     // its first call's arrival
+	seq      uint64        // tie-break for equal arrivals
+	attained time.Duration // service of its finished calls (slot grant to completion)
+	waited   time.Duration // time its calls spent queued
+	active   int           // calls queued or in flight
+	lastSeen time.Time     // last arrival or completion
+}
+
+// program returns the program of session id, creating it at now. Called
+// only when the Order needs programs; the caller holds e.mu.
+func (e *entry) program(id string, now time.Time, seq uint64, ttl time.Duration) *program {
+	if p := e.programs[id]; p != nil {
+		return p
+	}
+	if e.programs == nil {
+		e.programs = make(map[string]*program)
+	}
+	if len(e.programs) >= max(e.progAt, minSweep) {
+		e.sweepPrograms(now, ttl)
+		e.progAt = 2 * len(e.programs)
+	}
+	p := &program{arrival: now, seq: seq, lastSeen: now}
+	e.programs[id] = p
+	return p
+}
+
+// sweepPrograms forgets programs with nothing active and unseen for ttl.
+func (e *entry) sweepPrograms(now time.Time, ttl time.Duration) {
+	for id, p := range e.programs {
+		if p.active == 0 && now.Sub(p.lastSeen) >= ttl {
+			delete(e.programs, id)
+		}
+	}
+}
+
+// level returns the PLAS priority level of attained service a: level i holds
+// [q*(2^i-1), q*(2^(i+1)-1)), and the last level everything beyond.
+func level(a, q time.Duration, levels int) int {
+	n := int64(a/q) + 1 // a in [q*(n-1), q*n)
+	i := 0
+	for n > 1 && i < levels-1 {
+		n >>= 1
+		i++
+	}
+	return i
+}
+
+// better reports whether waiter x goes before y under the Limiter's order at
+// now. Pure: it reads only the waiters, their programs and the settings.
+func (c *Config) better(x, y *waiter, now time.Time) bool {
+	switch c.Order {
+	case FCFSProgram:
+		ax, sx := progArrival(x)
+		ay, sy := progArrival(y)
+		if !ax.Equal(ay) {
+			return ax.Before(ay)
+		}
+		if sx != sy {
+			return sx < sy
+		}
+	case PLAS:
+		lx, ly := c.plasLevel(x, now), c.plasLevel(y, now)
+		if lx != ly {
+			return lx < ly
+		}
+	}
+	return x.seq < y.seq
+}
+
+func progArrival(w *waiter) (time.Time, uint64) {
+	if w.prog == nil {
+		return w.enq, w.seq
+	}
+	return w.prog.arrival, w.prog.seq
+}
+
+// plasLevel is w's level by its program's attained service, or 0 when the
+// starvation guard promotes it: (w_prog + w_call) / (d_prog + d_call) >= β,
+// with d_call = 0 while it waits (Autellix).
+func (c *Config) plasLevel(w *waiter, now time.Time) int {
+	if w.prog == nil {
+		return 0
+	}
+	p := w.prog
+	if p.attained > 0 && float64(p.waited+now.Sub(w.enq)) >= c.PLAS.Starvation*float64(p.attained) {
+		return 0
+	}
+	return level(p.attained, c.PLAS.Quantum, c.PLAS.Levels)
+}
+
+// handoff gives the slot a finishing call releases to the best waiter, if
+// any, and reports whether it did; otherwise the caller frees the slot. The
+// caller holds e.mu. The queue is short (Config.Queue), so a scan is fine.
+func (e *entry) handoff(c *Config, now time.Time) bool {
+	if len(e.queue) == 0 {
+		return false
+	}
+	best := 0
+	for i := 1; i < len(e.queue); i++ {
+		if c.better(e.queue[i], e.queue[best], now) {
+			best = i
+		}
+	}
+	w := e.queue[best]
+	e.removeAt(best)
+	w.granted = true
+	if w.prog != nil {
+		w.prog.waited += now.Sub(w.enq)
+	}
+	close(w.ready)
+	return true
+}
+
+func (e *entry) removeAt(i int) {
+	copy(e.queue[i:], e.queue[i+1:])
+	e.queue[len(e.queue)-1] = nil
+	e.queue = e.queue[:len(e.queue)-1]
+}
+
+func (e *entry) remove(w *waiter) {
+	for i, x := range e.queue {
+		if x == w {
+			e.removeAt(i)
+			return
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package ratelimit
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// SetLimit changes the limits of every key, existing and future, at once:
+// for limits that providers announce at run time (STYLE 15). Each bucket
+// keeps the tokens it holds, capped at its new capacity; a raised
+// MaxInFlight hands the new slots to queued calls. A provider's tighter view
+// adopted earlier keeps holding until its reset. SetLimit returns an error
+// starting with "ratelimit:" and changes nothing when lim is invalid (see
+// [New]); it is safe for concurrent use.
+func (l *Limiter) SetLimit(lim Limits) error {
+	n, err := lim.norm()
+	if err != nil {
+		return err
+	}
+	if n.Tokens > 0 && l.cfg.DefaultMaxTokens > n.TokenBurst {
+		return fmt.Errorf("ratelimit: DefaultMaxTokens %d exceeds TokenBurst %d", l.cfg.DefaultMaxTokens, n.TokenBurst)
+	}
+	if l.cfg.Queue > 0 && n.MaxInFlight == 0 {
+		return errors.New("ratelimit: Queue without MaxInFlight")
+	}
+	l.limits.Store(&n)
+	now := time.Now()
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.RLock()
+		for _, e := range s.m {
+			e.mu.Lock()
+			e.setLimits(&n, now)
+			for n.MaxInFlight > 0 && e.inflight < n.MaxInFlight && e.handoff(&l.cfg, now) {
+				e.inflight++
+			}
+			e.mu.Unlock()
+		}
+		s.mu.RUnlock()
+	}
+	return nil
+}
+
+func rateLimit(perSecond float64) rate.Limit { return rate.Limit(perSecond) }
+
+func logModel(model string) slog.Attr   { return slog.String("model", model) }
+func logWait(d time.Duration) slog.Attr { return slog.Duration("retry_after", d) }
+func logWhich(which string) slog.Attr   { return slog.String("bucket", which) }
