@@ -44,19 +44,19 @@ type Candidate struct {
 // Policy ranks the candidates of a [Router]: it returns a score for c, and the
 // candidate with the lowest score wins (the earliest route on a tie). A Policy
 // must be pure and fast, never block, and be safe for concurrent use.
-type Policy func(c *Candidate) float64
+type Policy func(c Candidate) float64
 
 // ByCost ranks by estimated price of the request, divided by weight: the
 // cheapest capable route wins. It is the Router's default.
-func ByCost(c *Candidate) float64 { return c.EstimatedCost / c.Weight }
+func ByCost(c Candidate) float64 { return c.EstimatedCost / c.Weight }
 
 // ByLatency ranks by latency EWMA in seconds, divided by weight.
-func ByLatency(c *Candidate) float64 { return c.Latency.Seconds() / c.Weight }
+func ByLatency(c Candidate) float64 { return c.Latency.Seconds() / c.Weight }
 
 // ByHealth ranks by error-rate EWMA, then by calls in flight (a tenth of a
 // failure each, breaking ties toward idle routes), divided by weight. Routes
 // whose breaker is open were already filtered out as unavailable.
-func ByHealth(c *Candidate) float64 {
+func ByHealth(c Candidate) float64 {
 	return (c.ErrorRate + 0.1*float64(c.InFlight)) / c.Weight
 }
 
@@ -73,7 +73,7 @@ type Weighted struct {
 }
 
 // Score returns the weighted sum described on [Weighted]; w.Score is a Policy.
-func (w Weighted) Score(c *Candidate) float64 {
+func (w Weighted) Score(c Candidate) float64 {
 	s := w.Cost*c.EstimatedCost + w.Latency*c.Latency.Seconds() + w.TTFT*c.TTFT.Seconds() +
 		w.ErrorRate*c.ErrorRate + w.InFlight*float64(c.InFlight)
 	return s / c.Weight
@@ -220,7 +220,7 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 			Observed:      int(st.observed.Load()),
 			Weight:        r.weights[i],
 		}
-		if s := r.policy(&c); best < 0 || s < bestScore {
+		if s := r.policy(c); best < 0 || s < bestScore {
 			best, bestScore = i, s
 		}
 	}

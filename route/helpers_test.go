@@ -1,0 +1,45 @@
+package route
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/portico-llm/portico"
+)
+
+// switchHealth is a Health whose availability the test sets.
+type switchHealth struct{ down atomic.Bool }
+
+func (h *switchHealth) Available() bool { return !h.down.Load() }
+
+// answer returns a Model that answers text with usage u, counting its calls.
+func answer(text string, u portico.Usage, calls *atomic.Int64) portico.Model {
+	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		if calls != nil {
+			calls.Add(1)
+		}
+		if err := portico.FromContext(ctx); err != nil {
+			return nil, err
+		}
+		if req.OnChunk != nil {
+			if err := req.OnChunk(portico.Chunk{Text: text}); err != nil {
+				return nil, err
+			}
+		}
+		return &portico.Response{Text: text, FinishReason: portico.FinishStop, Usage: u, Model: text}, nil
+	})
+}
+
+// failWith returns a Model that fails with class c.
+func failWith(c portico.Class, calls *atomic.Int64) portico.Model {
+	return portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		if calls != nil {
+			calls.Add(1)
+		}
+		return nil, &portico.Error{Class: c, Reason: "fake"}
+	})
+}
+
+func userReq(text string) *portico.Request {
+	return &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, text)}}
+}
