@@ -1,0 +1,187 @@
+package fallback
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Independence says how a group's fallbacks must differ from its primary (the
+// first route in ranked order) so that they fail independently (seed 000:
+// destinations must fail independently).
+type Independence uint8
+
+// The independence requirements.
+const (
+	// AnyRoute: no requirement.
+	AnyRoute Independence = iota
+	// OtherProvider: a fallback must not share the primary's
+	// Capabilities.Provider.
+	OtherProvider
+	// OtherRegion: a fallback must differ from the primary in Provider or in
+	// Region: another region of the same provider is acceptable.
+	OtherRegion
+)
+
+// String returns "any", "other_provider" or "other_region".
+func (i Independence) String() string {
+	switch i {
+	case AnyRoute:
+		return "any"
+	case OtherProvider:
+		return "other_provider"
+	case OtherRegion:
+		return "other_region"
+	}
+	return "Independence(" + strconv.Itoa(int(i)) + ")"
+}
+
+// Candidate is a route that passed the filter, as a [Ranker] sees it.
+type Candidate struct {
+	// Index is the route's position in Config.Routes.
+	Index int
+	// Route is the route; read-only.
+	Route *portico.Route
+	// EstimatedCost is the route's price for the request before the call:
+	// estimated input tokens at InputPrice plus MaxOutputTokens at OutputPrice,
+	// in the Capabilities' price unit.
+	EstimatedCost float64
+}
+
+// Ranking is what a [Ranker] ranks: the request and its candidates, in the
+// order of Config.Routes.
+type Ranking struct {
+	// Request is the caller's request; read-only.
+	Request *portico.Request
+	// InputTokens is the estimated input of Request, in tokens.
+	InputTokens int
+	// Candidates are the routes that fit the request and are available now.
+	Candidates []Candidate
+}
+
+// Ranker orders the candidates of one request: it returns them in the order in
+// which to try them, and may sort r.Candidates in place and return it.
+// Candidates it leaves out are not tried; unknown indexes are ignored. A Ranker
+// must not block and must be safe for concurrent use: it runs on every request
+// (as grpc-go's balancer.Picker). Seed 003 ranks by health, latency and cost:
+// health is already filtered (open breakers are not candidates), [ByCost]
+// ranks by cost, and a latency ranker can be written over the application's own
+// measurements.
+type Ranker func(r Ranking) []Candidate
+
+// ByCost is a [Ranker] that tries the cheapest candidate first (by
+// Candidate.EstimatedCost), keeping Config.Routes order among equals. It does
+// not allocate.
+func ByCost(r Ranking) []Candidate {
+	slices.SortStableFunc(r.Candidates, func(a, b Candidate) int {
+		switch {
+		case a.EstimatedCost < b.EstimatedCost:
+			return -1
+		case a.EstimatedCost > b.EstimatedCost:
+			return 1
+		}
+		return 0
+	})
+	return r.Candidates
+}
+
+// Defaults of the deadline split, from seed 003's example of an 8 s deadline:
+// 300 ms kept for the gateway and validation, 4.5 s for the primary (9/16 of
+// 8 s), and the remaining 3.2 s for the fallback.
+const (
+	DefaultShare      = 0.5625
+	DefaultReserve    = 300 * time.Millisecond
+	DefaultMinAttempt = 100 * time.Millisecond
+)
+
+// Config configures a [Group]. Only Routes is required; every other zero field
+// means its default.
+type Config struct {
+	// Routes are the group's routes in order of preference: the first is the
+	// primary. Each needs a unique, non-empty Name and a non-nil Model. A route's
+	// Model is usually its own stack (rate limit, breaker, retry, validate); set
+	// its Health to its breaker so the group skips it while open.
+	Routes []portico.Route
+	// Estimator estimates the request's input tokens for the context-window and
+	// cost filters. Nil means [portico.DefaultEstimator].
+	Estimator portico.Estimator
+	// Independence requires fallbacks to fail independently of the primary. Zero
+	// means AnyRoute. An empty Provider or Region is unknown and excludes nothing.
+	Independence Independence
+	// Ranker orders the candidates of each request. Nil means the order of
+	// Routes, filtered lazily: a route is looked at only when the ones before it
+	// have failed, so a first-route success costs one filter check.
+	Ranker Ranker
+
+	// Share is the fraction of the remaining time a candidate may use when
+	// another candidate could follow it, in (0, 1]. Zero means DefaultShare
+	// (9/16: 4.5 s of seed 003's 8 s). The last candidate gets all the remaining
+	// time but Reserve. Applies only when the context has a deadline.
+	Share float64
+	// Reserve is the time kept back at the end of the deadline for the layers
+	// outside the group (gateway, validation): no candidate's allowance reaches
+	// into it. Zero means DefaultReserve (300 ms); negative means none.
+	Reserve time.Duration
+	// MinAttempt is the least time worth starting a candidate with: a candidate
+	// whose allowance is shorter is not started (seed 003: compare the remaining
+	// time with the attempt's allowances). Zero means DefaultMinAttempt
+	// (100 ms); negative means none.
+	MinAttempt time.Duration
+
+	// ModelNames, when a route's Name is a key, sets Request.Model to the value
+	// on the copy of the request that route receives; routes not in it get the
+	// caller's Request.Model unchanged. Use it when routes serve different
+	// models behind one request (the request is copied, never modified).
+	ModelNames map[string]string
+	// Logger receives a record per route left (Info). Nil discards.
+	Logger *slog.Logger
+}
+
+func (c Config) normalize() (Config, error) {
+	if len(c.Routes) == 0 {
+		return c, errors.New("fallback: Config.Routes is empty")
+	}
+	seen := make(map[string]bool, len(c.Routes))
+	for i, r := range c.Routes {
+		switch {
+		case r.Name == "":
+			return c, errors.New("fallback: route " + strconv.Itoa(i) + " has no Name")
+		case r.Model == nil:
+			return c, errors.New("fallback: route " + r.Name + " has a nil Model")
+		case seen[r.Name]:
+			return c, errors.New("fallback: route name " + r.Name + " is not unique")
+		}
+		seen[r.Name] = true
+	}
+	c.Routes = slices.Clone(c.Routes)
+	if c.Estimator == nil {
+		c.Estimator = portico.DefaultEstimator
+	}
+	if c.Share == 0 {
+		c.Share = DefaultShare
+	}
+	if !(c.Share > 0 && c.Share <= 1) || math.IsNaN(c.Share) {
+		return c, errors.New("fallback: Share must be in (0, 1]")
+	}
+	switch {
+	case c.Reserve == 0:
+		c.Reserve = DefaultReserve
+	case c.Reserve < 0:
+		c.Reserve = 0
+	}
+	switch {
+	case c.MinAttempt == 0:
+		c.MinAttempt = DefaultMinAttempt
+	case c.MinAttempt < 0:
+		c.MinAttempt = 0
+	}
+	if c.Independence > OtherRegion {
+		return c, errors.New("fallback: unknown Independence " + c.Independence.String())
+	}
+	return c, nil
+}

@@ -1,0 +1,374 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fake is a scripted route Model: it returns err (or an answer naming the
+// route when err is nil), counts its calls and remembers the last request and
+// the time its context left it.
+type fake struct {
+	name string
+	mu   sync.Mutex
+	err  error
+	// chunks are delivered through OnChunk before returning.
+	chunks []string
+	// block makes the call wait for its context to end, then fail with it.
+	block bool
+	calls int
+	last  *portico.Request
+	left  time.Duration // time until the call's deadline, when it had one
+}
+
+func (f *fake) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	f.mu.Lock()
+	f.calls++
+	f.last = req
+	if dl, ok := ctx.Deadline(); ok {
+		f.left = time.Until(dl)
+	}
+	err, chunks, block := f.err, f.chunks, f.block
+	f.mu.Unlock()
+	for _, c := range chunks {
+		if req.OnChunk != nil {
+			if e := req.OnChunk(portico.Chunk{Text: c}); e != nil {
+				return nil, e
+			}
+		}
+	}
+	if block {
+		<-ctx.Done()
+		return nil, portico.FromContext(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &portico.Response{Text: f.name, FinishReason: portico.FinishStop, Usage: portico.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+}
+
+func (f *fake) set(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock() }
+func (f *fake) n() int        { f.mu.Lock(); defer f.mu.Unlock(); return f.calls }
+
+func route(f *fake, caps portico.Capabilities) portico.Route {
+	return portico.Route{Name: f.name, Model: f, Capabilities: caps}
+}
+
+func perr(c portico.Class) *portico.Error { return &portico.Error{Class: c, Reason: "test"} }
+
+// down is a Health that is never available.
+type down struct{}
+
+func (down) Available() bool { return false }
+
+func hopsOf(t *testing.T, hops []portico.Hop) []string {
+	t.Helper()
+	var s []string
+	for _, h := range hops {
+		e := "nil"
+		if h.Err != nil {
+			e = portico.ClassOf(h.Err).String()
+		}
+		s = append(s, h.Route+":"+h.Reason+":"+e)
+	}
+	return s
+}
+
+func eq(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var simple = &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hello")}}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	m := &fake{name: "a"}
+	bad := []Config{
+		{},
+		{Routes: []portico.Route{{Model: m}}},
+		{Routes: []portico.Route{{Name: "a"}}},
+		{Routes: []portico.Route{{Name: "a", Model: m}, {Name: "a", Model: m}}},
+		{Routes: []portico.Route{{Name: "a", Model: m}}, Share: 1.5},
+		{Routes: []portico.Route{{Name: "a", Model: m}}, Independence: 9},
+	}
+	for i, c := range bad {
+		if g, err := New(c); err == nil || g != nil {
+			t.Errorf("New(bad[%d]) = %v, %v, want nil and an error", i, g, err)
+		}
+	}
+}
+
+func TestFirstRouteAnswers(t *testing.T) {
+	a, b := &fake{name: "a"}, &fake{name: "b"}
+	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{InputPrice: 1e-6, OutputPrice: 2e-6}), route(b, portico.Capabilities{})}})
+	resp, err := g.Generate(context.Background(), simple)
+	if err != nil {
+		t.Fatalf("Generate = %v, want nil", err)
+	}
+	if resp.Route != "a" || resp.Hops != nil || b.n() != 0 {
+		t.Errorf("Route = %q, Hops = %v, b calls = %d; want a, nil, 0", resp.Route, resp.Hops, b.n())
+	}
+	if want := (&portico.Capabilities{InputPrice: 1e-6, OutputPrice: 2e-6}).Cost(portico.Usage{InputTokens: 10, OutputTokens: 5}); resp.Cost != want || resp.Cost == 0 {
+		t.Errorf("Cost = %v, want %v", resp.Cost, want)
+	}
+	if a.last != simple {
+		t.Errorf("route got a copy of the request, want the caller's own (nothing to change)")
+	}
+}
+
+func TestOpenBreakerSkippedWithoutWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
+		br := breaker.Must(breaker.Config{Name: "a", ConsecutiveFailures: 1, OpenFor: time.Minute})
+		br.Wrap(a).Generate(context.Background(), simple) // trips
+		ra := route(a, portico.Capabilities{})
+		ra.Model, ra.Health = br.Wrap(a), br
+		g := Must(Config{Routes: []portico.Route{ra, route(b, portico.Capabilities{})}})
+		start := time.Now()
+		resp, err := g.Generate(context.Background(), simple)
+		if err != nil || resp.Route != "b" {
+			t.Fatalf("Generate = %v, %v; want b's answer", resp, err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("took %v, want 0", d)
+		}
+		if got, want := hopsOf(t, resp.Hops), []string{"a:unavailable:nil"}; !eq(got, want) {
+			t.Errorf("Hops = %v, want %v", got, want)
+		}
+		if a.n() != 1 {
+			t.Errorf("a calls = %d, want 1 (only the tripping call)", a.n())
+		}
+	})
+}
+
+func TestOutageMovesTrafficAndBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
+		br := breaker.Must(breaker.Config{Name: "a", ConsecutiveFailures: 2, OpenFor: 10 * time.Second})
+		ra := portico.Route{Name: "a", Model: br.Wrap(a), Health: br}
+		g := Must(Config{Routes: []portico.Route{ra, route(b, portico.Capabilities{})}})
+		steps := []struct {
+			wait   time.Duration
+			up     bool
+			route  string
+			hops   []string
+			aCalls int
+			state  breaker.State
+		}{
+			{0, false, "b", []string{"a:transient:transient"}, 1, breaker.Closed},
+			{0, false, "b", []string{"a:transient:transient"}, 2, breaker.Open},
+			{time.Second, false, "b", []string{"a:unavailable:nil"}, 2, breaker.Open},
+			{9 * time.Second, true, "a", nil, 3, breaker.Closed}, // probe succeeds
+			{0, true, "a", nil, 4, breaker.Closed},
+		}
+		for i, s := range steps {
+			time.Sleep(s.wait)
+			if s.up {
+				a.set(nil)
+			}
+			resp, err := g.Generate(context.Background(), simple)
+			if err != nil {
+				t.Fatalf("step %d: Generate = %v", i, err)
+			}
+			if resp.Route != s.route || !eq(hopsOf(t, resp.Hops), s.hops) || a.n() != s.aCalls || br.State() != s.state {
+				t.Errorf("step %d: Route %q Hops %v a calls %d state %v; want %q %v %d %v",
+					i, resp.Route, hopsOf(t, resp.Hops), a.n(), br.State(), s.route, s.hops, s.aCalls, s.state)
+			}
+		}
+	})
+}
+
+func TestRejectingFallbackPassesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		limited := &portico.Error{Class: portico.RateLimited, Reason: "limit", RetryAfter: 5 * time.Second}
+		shed := &portico.Error{Class: portico.Rejected, Reason: "in-flight cap"}
+		a, b, c, d := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", err: limited}, &fake{name: "c", err: shed}, &fake{name: "d"}
+		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{}), route(d, portico.Capabilities{})}})
+		start := time.Now()
+		resp, err := g.Generate(context.Background(), simple)
+		if err != nil || resp.Route != "d" {
+			t.Fatalf("Generate = %v, %v; want d's answer", resp, err)
+		}
+		if el := time.Since(start); el != 0 {
+			t.Errorf("took %v, want 0: a rejecting route must not be waited for", el)
+		}
+		want := []string{"a:transient:transient", "b:rate_limited:rate_limited", "c:rejected:rejected"}
+		if got := hopsOf(t, resp.Hops); !eq(got, want) {
+			t.Errorf("Hops = %v, want %v", got, want)
+		}
+		if resp.Hops[1].Err != limited {
+			t.Errorf("Hops[1].Err = %v, want b's error", resp.Hops[1].Err)
+		}
+	})
+}
+
+func TestContextOverflowSkipsSameWindow(t *testing.T) {
+	overflow := &portico.Error{Class: portico.Incompatible, Status: 400, Code: "context_length_exceeded"}
+	small1, small2, unknown, big := &fake{name: "small1", err: overflow}, &fake{name: "small2"}, &fake{name: "unknown-window", err: perr(portico.Transient)}, &fake{name: "big"}
+	g := Must(Config{Routes: []portico.Route{
+		route(small1, portico.Capabilities{ContextWindow: 8192}),
+		route(small2, portico.Capabilities{ContextWindow: 8192}),
+		route(unknown, portico.Capabilities{}),
+		route(big, portico.Capabilities{ContextWindow: 128000}),
+	}})
+	req := &portico.Request{Messages: simple.Messages, MaxOutputTokens: 1000}
+	resp, err := g.Generate(context.Background(), req)
+	if err != nil || resp.Route != "big" {
+		t.Fatalf("Generate = %v, %v; want big's answer", resp, err)
+	}
+	want := []string{"small1:context window:incompatible", "small2:context window:nil", "unknown-window:transient:transient"}
+	if got := hopsOf(t, resp.Hops); !eq(got, want) {
+		t.Errorf("Hops = %v, want %v", got, want)
+	}
+	if small2.n() != 0 {
+		t.Errorf("small2 calls = %d, want 0", small2.n())
+	}
+}
+
+func TestNoFallbackOn(t *testing.T) {
+	canceledCtx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, tc := range map[string]struct {
+		ctx context.Context
+		req *portico.Request
+		err error
+	}{
+		"permanent":                {context.Background(), simple, &portico.Error{Class: portico.Permanent, Status: 401}},
+		"unclassified":             {context.Background(), simple, errors.New("mystery")},
+		"canceled":                 {canceledCtx, simple, portico.FromContext(canceledCtx)},
+		"ambiguous-not-idempotent": {context.Background(), simple, perr(portico.Ambiguous)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, b := &fake{name: "a", err: tc.err}, &fake{name: "b"}
+			g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+			resp, err := g.Generate(tc.ctx, tc.req)
+			if resp != nil || err != tc.err {
+				t.Errorf("Generate = %v, %v; want nil, a's error unchanged", resp, err)
+			}
+			if b.n() != 0 {
+				t.Errorf("b calls = %d, want 0", b.n())
+			}
+		})
+	}
+}
+
+func TestAmbiguousIdempotentFallsBack(t *testing.T) {
+	a, b := &fake{name: "a", err: perr(portico.Ambiguous)}, &fake{name: "b"}
+	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+	req := simple.Clone()
+	req.Idempotent = true
+	resp, err := g.Generate(context.Background(), req)
+	if err != nil || resp.Route != "b" {
+		t.Fatalf("Generate = %v, %v; want b's answer", resp, err)
+	}
+}
+
+func TestNoFallbackAfterFirstChunk(t *testing.T) {
+	var got []string
+	onChunk := func(c portico.Chunk) error { got = append(got, c.Text); return nil }
+	req := simple.Clone()
+	req.OnChunk = onChunk
+
+	a, b := &fake{name: "a", err: perr(portico.Transient), chunks: []string{"par"}}, &fake{name: "b"}
+	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+	_, err := g.Generate(context.Background(), req)
+	if err != a.err || b.n() != 0 {
+		t.Errorf("Generate err = %v, b calls = %d; want a's error and 0", err, b.n())
+	}
+	if len(got) != 1 || got[0] != "par" {
+		t.Errorf("caller got chunks %q, want [par]", got)
+	}
+
+	// Before any chunk, the fallback is tried and streams to the caller.
+	got = nil
+	a2, b2 := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", chunks: []string{"b"}}
+	g = Must(Config{Routes: []portico.Route{route(a2, portico.Capabilities{}), route(b2, portico.Capabilities{})}})
+	resp, err := g.Generate(context.Background(), req)
+	if err != nil || resp.Route != "b" || len(got) != 1 || got[0] != "b" {
+		t.Errorf("Generate = %v, %v, chunks %q; want b's answer and chunks [b]", resp, err, got)
+	}
+	if b2.last == req || b2.last.OnChunk == nil {
+		t.Errorf("route got the caller's request; want a copy with a wrapped OnChunk")
+	}
+	if req.Model != "" || req.OnChunk == nil {
+		t.Errorf("caller's request was modified")
+	}
+}
+
+func TestAllFailListsEveryHop(t *testing.T) {
+	ea := perr(portico.Transient)
+	eb := &portico.Error{Class: portico.RateLimited, RetryAfter: 2 * time.Second}
+	a, b, c := &fake{name: "a", err: ea}, &fake{name: "b", err: eb}, &fake{name: "c"}
+	rc := route(c, portico.Capabilities{})
+	rc.Health = down{}
+	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), rc}})
+	resp, err := g.Generate(context.Background(), simple)
+	if resp != nil {
+		t.Fatalf("resp = %v, want nil", resp)
+	}
+	if !errors.Is(err, ErrExhausted) || !errors.Is(err, ea) || !errors.Is(err, eb) {
+		t.Fatalf("err = %v, want ErrExhausted wrapping a's and b's errors", err)
+	}
+	var ex *Exhausted
+	if !errors.As(err, &ex) {
+		t.Fatalf("errors.As(err, *Exhausted) = false")
+	}
+	if got, want := hopsOf(t, ex.Hops), []string{"a:transient:transient", "b:rate_limited:rate_limited", "c:unavailable:nil"}; !eq(got, want) {
+		t.Errorf("Hops = %v, want %v", got, want)
+	}
+	if cl := portico.ClassOf(err); cl != portico.Transient {
+		t.Errorf("ClassOf(err) = %v, want transient", cl)
+	}
+	if c.n() != 0 {
+		t.Errorf("c calls = %d, want 0", c.n())
+	}
+}
+
+func TestExhaustedClassRule(t *testing.T) {
+	h := func(route, reason string, c portico.Class, ra time.Duration) portico.Hop {
+		var err error
+		if c != portico.None {
+			err = &portico.Error{Class: c, RetryAfter: ra}
+		}
+		return portico.Hop{Route: route, Reason: reason, Err: err}
+	}
+	cases := []struct {
+		hops  []portico.Hop
+		class portico.Class
+		ra    time.Duration
+	}{
+		{[]portico.Hop{h("a", "context window", portico.None, 0)}, portico.Incompatible, 0},
+		{[]portico.Hop{h("a", "context window", portico.None, 0), h("b", reasonUnavailable, portico.None, 0)}, portico.Rejected, 0},
+		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.Rejected, time.Second), h("c", reasonUnavailable, portico.None, 0)}, portico.RateLimited, time.Second},
+		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.InvalidResponse, 0)}, portico.InvalidResponse, 0},
+		{[]portico.Hop{h("a", "", portico.InvalidResponse, 0), h("b", "", portico.Deadline, 0)}, portico.Deadline, 0},
+		{[]portico.Hop{h("a", "", portico.Deadline, 0), h("b", "", portico.Transient, 0)}, portico.Transient, 0},
+		{[]portico.Hop{h("a", "", portico.Ambiguous, 0), h("b", "", portico.Transient, 0)}, portico.Ambiguous, 0},
+		{[]portico.Hop{h("a", reasonDeadline, portico.None, 0)}, portico.Deadline, 0},
+	}
+	for i, tc := range cases {
+		err := exhausted(tc.hops)
+		var pe *portico.Error
+		errors.As(err, &pe)
+		if pe.Class != tc.class || pe.RetryAfter != tc.ra {
+			t.Errorf("case %d: exhausted = %v / %v, want %v / %v", i, pe.Class, pe.RetryAfter, tc.class, tc.ra)
+		}
+	}
+}

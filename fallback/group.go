@@ -1,0 +1,228 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Group is an ordered group of routes that answers a request with the first
+// route that can: a [portico.Model] over several Models. It is built by [New],
+// is safe for concurrent use, and keeps no per-request state between calls.
+type Group struct {
+	cfg Config
+}
+
+// New returns a Group over cfg.Routes. It returns an error, whose message
+// starts with "fallback:", when Routes is empty, a route has no Name or a nil
+// Model, two routes share a Name, or Share is outside (0, 1].
+func New(cfg Config) (*Group, error) {
+	c, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return &Group{cfg: c}, nil
+}
+
+// Must is like [New] but panics on a configuration error.
+func Must(cfg Config) *Group {
+	g, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// Routes returns a copy of the group's routes, in configured order.
+func (g *Group) Routes() []portico.Route {
+	return append([]portico.Route(nil), g.cfg.Routes...)
+}
+
+// call is the state of one request through the group.
+type call struct {
+	req       *portico.Request
+	nIn       int     // estimated input tokens, raised by what routes taught
+	spent     float64 // estimated cost of failed calls that were likely billed
+	hops      []portico.Hop
+	primary   *portico.Route
+	delivered bool // a chunk reached the caller
+	noTime    bool // the search stopped for lack of time
+	hasDL     bool
+	deadline  time.Time
+	order     []Candidate // with a Ranker; nil means Routes order
+}
+
+// Generate implements [portico.Model]: it tries the group's candidates in
+// order and returns the first answer, with Response.Route naming the route that
+// answered, Response.Hops the routes left before it with why, and Response.Cost
+// that route's price for the usage when no inner layer priced it.
+//
+// For each request, a route is a candidate when [portico.Capabilities.Fits]
+// accepts the request (with its input estimated by Config.Estimator, raised by
+// what earlier routes taught), the route is Available (its breaker is not
+// open), its estimated cost fits what Contract.MaxCost leaves after failed
+// calls that were likely billed (InvalidResponse and Ambiguous ones, at their
+// estimate), and it meets Config.Independence.
+//
+// It moves to the next candidate after a failure of class Transient or
+// RateLimited (the route's own retry layer has given up), Rejected (a breaker
+// open, a limiter refusing: never queue), Incompatible (a context overflow,
+// shown by Code "context_length_exceeded" or Reason "context window", teaches
+// the group that the input needs a larger window than the failed route's, so
+// routes of that size are skipped too), InvalidResponse, Ambiguous when the
+// request is Idempotent, and Deadline when the candidate's own share of the
+// time ran out while the caller's deadline had not. It returns the route's
+// error unchanged, without trying others, on Permanent, Canceled, Ambiguous on
+// a non-idempotent request, or any error after a chunk reached the caller
+// (seed 000: no transparent fallback after the first token).
+//
+// When the context has a deadline, each candidate gets its own (see
+// Config.Share, Config.Reserve, Config.MinAttempt); a candidate is not started
+// when its allowance is below MinAttempt. Each route left is reported as a
+// [portico.EventFallback] to the context's Observer.
+//
+// When every candidate was left, it returns a [*portico.Error] wrapping
+// [*Exhausted] (and so [ErrExhausted]) with every hop. Its Class is the
+// highest-ranked class among the hops, in the order Ambiguous > Transient >
+// Deadline > InvalidResponse > RateLimited > Rejected > Incompatible, where a
+// route skipped unasked counts as Rejected when unavailable, Deadline when no
+// time was left for it, and Incompatible otherwise. So: a possibly billed call
+// is never hidden; a route fault says retry later with backoff; Deadline says
+// more time could have helped; RateLimited and Rejected (with the smallest
+// RetryAfter among the hops) say come back later; Incompatible is returned only
+// when nothing could serve the request as it is.
+func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	c := call{req: req, nIn: g.cfg.Estimator.EstimateInputTokens(req)}
+	if k := req.Contract; k != nil && k.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, k.Deadline)
+		defer cancel()
+	}
+	c.deadline, c.hasDL = ctx.Deadline()
+	routes := g.cfg.Routes
+	n := len(routes)
+	if g.cfg.Ranker != nil {
+		c.order = g.rank(ctx, &c)
+		n = len(c.order)
+	}
+	for pos := range n {
+		r := g.route(&c, pos)
+		if pos == 0 {
+			c.primary = r
+		}
+		if reason := g.skip(&c, r); reason != "" {
+			g.hop(ctx, &c, r, reason, nil)
+			continue
+		}
+		resp, stop, err := g.try(ctx, &c, r, pos)
+		if err == nil {
+			resp.Route = r.Name
+			resp.Hops = c.hops
+			if resp.Cost == 0 {
+				resp.Cost = r.Capabilities.Cost(resp.Usage)
+			}
+			return resp, nil
+		}
+		if stop {
+			return nil, err
+		}
+	}
+	return nil, exhausted(c.hops)
+}
+
+// route returns the candidate at position pos of the request's order.
+func (g *Group) route(c *call, pos int) *portico.Route {
+	if c.order != nil {
+		return c.order[pos].Route
+	}
+	return &g.cfg.Routes[pos]
+}
+
+// skip returns why r is not a candidate now, or "".
+func (g *Group) skip(c *call, r *portico.Route) string {
+	if err := r.Capabilities.Fits(c.req, c.nIn); err != nil {
+		var pe *portico.Error
+		if errors.As(err, &pe) {
+			return pe.Reason
+		}
+		return "incompatible"
+	}
+	if !r.Available() {
+		return reasonUnavailable
+	}
+	if k := c.req.Contract; k != nil && k.MaxCost > 0 && c.spent > 0 && c.spent+estimate(c, r) > k.MaxCost {
+		return reasonBudget
+	}
+	if p := c.primary; p != nil && p != r && !independent(g.cfg.Independence, &p.Capabilities, &r.Capabilities) {
+		return reasonIndependent
+	}
+	return ""
+}
+
+// estimate is r's price for the request before the call, as Fits computes it.
+func estimate(c *call, r *portico.Route) float64 {
+	in := c.nIn
+	if k := c.req.Contract; k != nil {
+		in = max(in, k.MaxInputTokens)
+	}
+	return float64(in)*r.Capabilities.InputPrice + float64(c.req.MaxOutputTokens)*r.Capabilities.OutputPrice
+}
+
+// independent reports whether a fallback with capabilities f meets the
+// requirement against the primary p. Unknown (empty) fields exclude nothing.
+func independent(req Independence, p, f *portico.Capabilities) bool {
+	sameProvider := p.Provider != "" && p.Provider == f.Provider
+	switch req {
+	case OtherProvider:
+		return !sameProvider
+	case OtherRegion:
+		return !sameProvider || p.Region == "" || p.Region != f.Region
+	}
+	return true
+}
+
+// hop records that the request left r for reason, with err (nil when skipped).
+func (g *Group) hop(ctx context.Context, c *call, r *portico.Route, reason string, err error) {
+	h := portico.Hop{Route: r.Name, Reason: reason, Err: err}
+	c.hops = append(c.hops, h)
+	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: r.Name, Class: hopClass(h), Reason: reason})
+	if l := g.cfg.Logger; l != nil {
+		l.InfoContext(ctx, "fallback left route", "route", r.Name, "reason", reason, "class", hopClass(h).String())
+	}
+}
+
+// rank builds the candidates that pass the filter now and asks the Ranker
+// for their order. Routes filtered out are recorded as hops.
+func (g *Group) rank(ctx context.Context, c *call) []Candidate {
+	routes := g.cfg.Routes
+	cands := make([]Candidate, 0, len(routes))
+	for i := range routes {
+		r := &routes[i]
+		if reason := g.skip(c, r); reason != "" {
+			g.hop(ctx, c, r, reason, nil)
+			continue
+		}
+		cands = append(cands, Candidate{Index: i, Route: r, EstimatedCost: estimate(c, r)})
+	}
+	ranked := g.cfg.Ranker(Ranking{Request: c.req, InputTokens: c.nIn, Candidates: cands})
+	order := make([]Candidate, 0, len(ranked))
+	seen := make([]bool, len(routes))
+	for _, cd := range ranked {
+		if cd.Index < 0 || cd.Index >= len(routes) || seen[cd.Index] {
+			continue
+		}
+		seen[cd.Index] = true
+		order = append(order, Candidate{Index: cd.Index, Route: &routes[cd.Index], EstimatedCost: cd.EstimatedCost})
+	}
+	for _, cd := range cands {
+		if !seen[cd.Index] {
+			g.hop(ctx, c, cd.Route, reasonNotRanked, nil)
+		}
+	}
+	if len(order) == 0 {
+		return []Candidate{} // non-nil: nothing to try
+	}
+	return order
+}

@@ -1,0 +1,26 @@
+package fallback
+
+import "time"
+
+// allowance returns how long a candidate may run when remaining time is left
+// before the deadline, and whether it is worth starting at all. Pure.
+//
+// The usable time is remaining - reserve. A candidate that another could follow
+// (last false) gets share of the remaining time, capped at the usable time; the
+// last candidate gets all the usable time. When a non-last candidate's share is
+// below minAttempt, it gets all the usable time instead, so that a tight
+// deadline goes to the preferred route rather than to none. It returns false
+// when the allowance is below minAttempt or not positive.
+func allowance(remaining, reserve, minAttempt time.Duration, share float64, last bool) (time.Duration, bool) {
+	usable := remaining - reserve
+	d := usable
+	if !last {
+		if s := time.Duration(float64(remaining) * share); s < usable && s >= minAttempt {
+			d = s
+		}
+	}
+	if d <= 0 || d < minAttempt {
+		return d, false
+	}
+	return d, true
+}

@@ -1,0 +1,117 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// try calls candidate r at position pos. It returns the response, or the error
+// and whether the group must stop (return err as is) rather than move on; when
+// it moves on, the hop is recorded.
+func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (resp *portico.Response, stop bool, err error) {
+	cctx := ctx
+	if c.hasDL {
+		d, ok := allowance(time.Until(c.deadline), g.cfg.Reserve, g.cfg.MinAttempt, g.cfg.Share, !g.followed(c, pos))
+		if !ok {
+			c.noTime = true
+			g.hop(ctx, c, r, reasonDeadline, nil)
+			return nil, true, g.outOfTime(ctx, c)
+		}
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	req := c.req
+	name, rename := g.cfg.ModelNames[r.Name]
+	if rename || req.OnChunk != nil {
+		req = req.Clone()
+		if rename {
+			req.Model = name
+		}
+		if next := c.req.OnChunk; next != nil {
+			req.OnChunk = func(ch portico.Chunk) error {
+				c.delivered = true
+				return next(ch)
+			}
+		}
+	}
+	resp, err = r.Model.Generate(cctx, req)
+	if err == nil {
+		return resp, false, nil
+	}
+	if c.delivered || ctx.Err() != nil {
+		if ctx.Err() != nil && !c.delivered && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			g.hop(ctx, c, r, portico.ClassOf(err).String(), err)
+			return nil, true, g.outOfTime(ctx, c)
+		}
+		return nil, true, err
+	}
+	class := portico.ClassOf(err)
+	reason := class.String()
+	switch class {
+	case portico.Transient, portico.RateLimited, portico.Rejected, portico.InvalidResponse:
+	case portico.Incompatible:
+		if w := r.Capabilities.ContextWindow; w > 0 && overflow(err) {
+			reason = "context window"
+			// The input needs more than this window: routes no larger are skipped.
+			c.nIn = max(c.nIn, w-c.req.MaxOutputTokens+1)
+		}
+	case portico.Ambiguous:
+		if !c.req.Idempotent {
+			return nil, true, err
+		}
+	case portico.Deadline:
+		reason = "timeout" // its own share ran out; the caller's deadline has not
+	default: // Permanent, Canceled, and anything else
+		return nil, true, err
+	}
+	if class == portico.InvalidResponse || class == portico.Ambiguous {
+		c.spent += estimate(c, r)
+	}
+	g.hop(ctx, c, r, reason, err)
+	return nil, false, err
+}
+
+// overflow reports whether err says the input was too long for the route's
+// context window: Code "context_length_exceeded" (OpenAI's) or Reason
+// "context window" (the Reason of [portico.Capabilities.Fits]).
+func overflow(err error) bool {
+	var pe *portico.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.Code == "context_length_exceeded" || pe.Reason == "context window"
+}
+
+// followed reports whether a candidate after position pos could serve the
+// request now, so the one at pos must leave time for it.
+func (g *Group) followed(c *call, pos int) bool {
+	n := len(g.cfg.Routes)
+	if c.order != nil {
+		n = len(c.order)
+	}
+	for p := pos + 1; p < n; p++ {
+		if g.skip(c, g.route(c, p)) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// outOfTime is the error of a search stopped because the time ran out: an
+// exhausted error of class Deadline when routes were left, else the context's.
+func (g *Group) outOfTime(ctx context.Context, c *call) error {
+	if err := portico.FromContext(ctx); err != nil && len(c.hops) == 0 {
+		return err
+	}
+	err := exhausted(c.hops)
+	var pe *portico.Error
+	if errors.As(err, &pe) && pe.Class != portico.Ambiguous {
+		pe.Class = portico.Deadline
+		pe.RetryAfter = 0
+	}
+	return err
+}
