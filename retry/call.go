@@ -93,6 +93,9 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				return nil, canceledDuring(err, lastErr)
 			}
 			if i >= r.maxAttempts {
+				if r.maxAttempts == 1 {
+					return nil, lastErr // a layer that never retries is transparent
+				}
 				return nil, surface(lastErr, portico.None, ErrAttemptsExhausted, "attempts exhausted", earlier)
 			}
 			delay, hinted := portico.RetryAfterOf(lastErr), true
@@ -174,8 +177,8 @@ func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portic
 		return resp, false, err
 	}
 	actx, cancel := context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
+	defer cancel()
 	resp, err := next.Generate(actx, req)
-	cancel()
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
 		err = timeoutError(ErrAttemptTimeout, err)
 	}

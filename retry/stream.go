@@ -40,30 +40,25 @@ type stream struct {
 func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next portico.Model, start time.Time) (*portico.Response, bool, error) {
 	s := &stream{r: r, outer: ctx, start: start, caller: req.OnChunk}
 	actx := ctx
-	var stopTimeout context.CancelFunc
 	if r.attemptTimeout > 0 {
-		actx, stopTimeout = context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
+		var stop context.CancelFunc
+		actx, stop = context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
+		defer stop()
 	}
 	actx, s.cancel = context.WithCancelCause(actx)
+	defer s.cancel(nil)
 	if r.ttft > 0 || r.gap > 0 {
 		d := r.ttft
 		if d == 0 {
 			d = math.MaxInt64 // armed by the first chunk
 		}
 		s.timer = time.AfterFunc(d, s.fire)
+		defer s.timer.Stop()
 	}
 	sreq := req.Clone()
 	sreq.OnChunk = s.onChunk
 	resp, err := next.Generate(actx, sreq)
-
 	st := s.state.Swap(finished)
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	s.cancel(nil)
-	if stopTimeout != nil {
-		stopTimeout()
-	}
 	delivered := s.delivered.Load()
 	if ctx.Err() == nil {
 		switch {
