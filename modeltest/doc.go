@@ -1,0 +1,72 @@
+// Package modeltest provides fakes for testing code built on [portico.Model]:
+// a scripted model, a fault-injecting middleware, a capacity-limited FIFO server
+// for overload experiments, and a conformance suite any Model or middleware can
+// be checked with. It is to Portico what net/http/httptest and testing/slogtest
+// are to net/http and log/slog. The OpenAI-compatible HTTP test server lives in
+// the sub-package modeltest/fakeopenai.
+//
+// Everything here waits with timers that select on the context, so it runs in a
+// testing/synctest bubble on virtual time: a test of a retry layer's backoff, a
+// TTFT timeout or a five-minute overload runs in milliseconds and gives the same
+// result every time.
+//
+// # Scripted answers
+//
+// A [Fake] plays one [Outcome] per call: from a list ([NewFake], the last
+// repeating), from a function of the call index and request ([NewFakeFunc]), or
+// "ok". An Outcome is a Response or an error, with optional latency, time to
+// first token, gaps between chunks, a stall after k chunks, or a failure
+// mid-stream. A streaming request (OnChunk set) receives the answer as chunks,
+// split after each space unless given, which concatenate to Response.Text. The
+// Fake records every call (a copy of the request, the attempt and deadline the
+// context carried) and counts them atomically:
+//
+//	fake := modeltest.NewFake(
+//		modeltest.Fail(modeltest.Err429(2*time.Second)),
+//		modeltest.Fail(modeltest.Err503()),
+//		modeltest.Answer("done"),
+//	)
+//	resp, err := retrying(fake).Generate(ctx, req) // three calls, then "done"
+//
+// The error constructors ([Err429], [Err500], [Err502], [Err503],
+// [ErrConnRefused], [ErrTimeout], [ErrContextOverflow], [ErrStatus]) return
+// [*portico.Error] values classified as the provider adapters classify them,
+// each wrapping [ErrInjected].
+//
+// # Fault injection
+//
+// [Faults] is a middleware that, for a chosen fraction of calls per
+// [FaultKind], returns a 429 with Retry-After, a 500, 502 or 503, a connection
+// error before send, an ambiguous timeout after send, a slow first token, a
+// stall after k chunks, invalid JSON, a truncated answer or a context overflow
+// (seed 003's list of what to inject in staging; seed 000's chaos practice of
+// real events on a small fraction of traffic). The choice is a pure function of
+// the seed and the call index, drawn from math/rand/v2's PCG, so the counts are
+// reproducible under any concurrency; [Faults.Counts] reports them.
+//
+// # Overload
+//
+// [Server] is a Model with c slots and a FIFO queue that, like seed 000's
+// simulated model, does not know who gave up: a caller whose context ends
+// returns, but its call stays queued and is served for nobody. With it the
+// package's tests reproduce seed 000's table for a 10 s outage: without retries
+// goodput returns to 80/s by itself once the stale queue drains; with three
+// immediate retries it stays at zero; dropping expired calls recovers at once.
+//
+// # Conformance
+//
+// [Run] checks a middleware against the [portico.Model] contract, as
+// testing/slogtest checks a slog.Handler: safe for concurrent use, honours
+// cancellation promptly, never modifies the request, streams chunks that add up
+// to the answer, returns a Response XOR an error. The suite supplies the base
+// Model (a Fake that answers, fails, is slow or stalls) and the caller wraps it:
+//
+//	func TestConformance(t *testing.T) {
+//		modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
+//			return breaker.New(breaker.Config{}).Wrap(base)
+//		})
+//	}
+//
+// [RunModel] checks a standalone Model, such as a provider adapter over a test
+// server, with what can be checked without controlling its speed.
+package modeltest

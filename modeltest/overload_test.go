@@ -1,0 +1,130 @@
+package modeltest
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// seed000 holds one row of seed 000's table: useful answers per second before
+// the outage, 0-30 s after, 30-90 s after, 4-5 min after, and calls left queued.
+type seed000 struct {
+	before, after30, after90, after5m float64
+	left                              int
+}
+
+// simulate runs seed 000's overload simulation against a Server: capacity 100
+// calls/s (one slot, 10 ms each), 8 new requests every 0.1 s (80/s), an outage
+// from 30 to 40 s, 340 s in all, in virtual time. Each request's client waits
+// its patience, then gives up and, if retries remain, sends a new attempt at once.
+// Useful answers are counted in the second in which they reach a client that is
+// still waiting.
+//
+// The seed's clients wait 2 s; here patience is 2 s + 5 ms: the seed serves at
+// whole 0.1 s steps and abandons only after MORE than 2 s, while this server
+// finishes calls on a 10 ms grid; half a grid step more keeps every deadline off
+// that grid, so no deadline ties with a completion and the run is deterministic.
+func simulate(t *testing.T, retries int, dropExpired bool) (seed000, ServerStats) {
+	var got seed000
+	var st ServerStats
+	synctest.Test(t, func(t *testing.T) {
+		const patience = 2*time.Second + 5*time.Millisecond
+		s := mustServer(t, ServerConfig{Slots: 1, ServiceTime: 10 * time.Millisecond, DropExpired: dropExpired})
+		var mu sync.Mutex
+		var useful [340]int
+		var wg sync.WaitGroup
+		start := time.Now()
+		client := func() {
+			for range retries + 1 {
+				ctx, cancel := context.WithTimeout(t.Context(), patience)
+				_, err := s.Generate(ctx, userReq("q"))
+				cancel()
+				if err == nil {
+					sec := int(time.Since(start) / time.Second)
+					mu.Lock()
+					if sec < len(useful) {
+						useful[sec]++
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}
+		for k := range 3400 {
+			switch k {
+			case 300:
+				s.SetDown(true)
+			case 400:
+				s.SetDown(false)
+			}
+			for range 8 {
+				wg.Go(client)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		st = s.Stats()
+		wg.Wait()
+		window := func(a, b int) float64 {
+			n := 0
+			for _, u := range useful[a:b] {
+				n += u
+			}
+			return float64(n) / float64(b-a)
+		}
+		got = seed000{window(0, 30), window(40, 70), window(70, 130), window(280, 340), st.Queued + st.Busy}
+	})
+	return got, st
+}
+
+// TestSeed000NoRetry reproduces the first row of seed 000's table: after a 10 s
+// outage, a FIFO server that does not know who gave up works for nobody for about
+// 30 s while it drains the 800 queued calls at its 20/s margin, and then goodput
+// returns to 80/s by itself.
+//
+// Seed: 80.0, 0.0, 80.3, 80.0, 0 left. The windows before, 0-30 s after and 4-5
+// min after are exact here too (no useful answer can land in 40-70 s: the first
+// call that waits at most 2 s arrives about 30.5 s after the outage). The 30-90 s
+// window counts the recovery burst, whose edges depend on the time grid: the
+// seed serves in 0.1 s steps, this server in 10 ms services, so its edge may move
+// by up to one 0.1 s step of 100 answers; over 60 s that is 100/60 = 1.7/s, the
+// tolerance used.
+func TestSeed000NoRetry(t *testing.T) {
+	got, st := simulate(t, 0, false)
+	t.Logf("no retry: %.1f %.1f %.1f %.1f left %d; seed 80.0 0.0 80.3 80.0 left 0; wasted %d", got.before, got.after30, got.after90, got.after5m, got.left, st.Wasted)
+	if got.before != 80 || got.after30 != 0 || got.after5m != 80 || got.left != 0 {
+		t.Errorf("no retry = %+v, want before 80, 0-30 s after 0, 4-5 min after 80, none left", got)
+	}
+	if math.Abs(got.after90-80.3) > 100.0/60 {
+		t.Errorf("no retry, 30-90 s after = %.1f/s, want 80.3 ± 1.7", got.after90)
+	}
+	// The 800 calls queued in the outage, plus those that joined the queue
+	// behind them while it was longer than 2 s, were served for nobody.
+	if st.Wasted < 800 {
+		t.Errorf("no retry: wasted services = %d, want at least the 800 queued in the outage", st.Wasted)
+	}
+}
+
+// TestSeed000Retries shows the other rows' qualitative result with clients that
+// retry up to 3 times at once on giving up (a bare loop, not package retry):
+// without dropping expired calls the server never recovers (goodput 0 five
+// minutes after, a queue of tens of thousands; seed: 0.0, 0.0, 68192 left); when
+// the server drops expired calls it recovers at once and serves the backlog of
+// retries too (seed: 89.5 in the 30 s after).
+func TestSeed000Retries(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("simulates 340 s of traffic with up to 4 attempts per request: slow under -race, and adds no race coverage")
+	}
+	stuck, st := simulate(t, 3, false)
+	t.Logf("retry 3: %.1f %.1f %.1f %.1f left %d; seed 80.0 0.0 0.0 0.0 left 68192", stuck.before, stuck.after30, stuck.after90, stuck.after5m, stuck.left)
+	if stuck.before != 80 || stuck.after90 != 0 || stuck.after5m != 0 || stuck.left < 50000 {
+		t.Errorf("retry 3 = %+v (%+v), want 80 before, then 0, and over 50000 left", stuck, st)
+	}
+	dropped, _ := simulate(t, 3, true)
+	t.Logf("retry 3, expired dropped: %.1f %.1f %.1f %.1f left %d; seed 80.0 89.5 80.0 80.0 left 0", dropped.before, dropped.after30, dropped.after90, dropped.after5m, dropped.left)
+	if dropped.before != 80 || dropped.after30 <= 80 || dropped.after90 != 80 || dropped.after5m != 80 || dropped.left != 0 {
+		t.Errorf("retry 3, expired dropped = %+v, want 80, more than 80, 80, 80, none left", dropped)
+	}
+}

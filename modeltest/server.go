@@ -1,0 +1,186 @@
+package modeltest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// ServerConfig configures a [Server]. The zero ServerConfig is one slot, 10 ms
+// per call (100 calls per second), an unbounded queue, answering "ok".
+type ServerConfig struct {
+	// Slots is how many calls are served at once (c, the server's concurrency);
+	// 0 means 1.
+	Slots int
+	// ServiceTime is how long each call occupies a slot, in wall time (virtual
+	// inside a synctest bubble); 0 means 10 ms. The capacity is Slots /
+	// ServiceTime calls per second.
+	ServiceTime time.Duration
+	// QueueLimit is the most calls that may wait for a slot; a call arriving at a
+	// full queue fails at once with [Err503]. 0 means unbounded.
+	QueueLimit int
+	// Response is the answer to each served call, copied per call; nil means
+	// "ok" with FinishReason stop.
+	Response *portico.Response
+	// DropExpired makes the server skip, without serving, a queued call whose
+	// caller's context is already done when it reaches the head of the queue:
+	// the deadline travels with the request (seed 000's last policy). False, the
+	// default, is a server that does not know who gave up and spends a slot on
+	// every call it dequeued.
+	DropExpired bool
+}
+
+// Server is a capacity-limited FIFO server for overload experiments (seed 000's
+// simulation): a [portico.Model] with Slots slots and a first-in, first-out
+// queue, each call occupying a slot for ServiceTime. A caller whose context ends
+// while it waits returns at once with [portico.FromContext]'s error, but its call
+// stays in the queue and, unless DropExpired is set, is still served when its turn
+// comes: work done for nobody, which is what turns retries under overload into
+// metastable failure. [Server.SetDown] simulates an outage.
+//
+// Server runs no goroutine of its own: each service is a time.AfterFunc timer,
+// so it needs no Close, leaks nothing and runs on virtual time in a
+// testing/synctest bubble. It is safe for concurrent use.
+type Server struct {
+	cfg ServerConfig
+
+	mu    sync.Mutex
+	queue []*job
+	head  int
+	busy  int
+	down  bool
+	stats ServerStats
+}
+
+// ServerStats counts what a [Server] did. Every call that arrived is, at any
+// moment, exactly one of: queued, in service, served (useful or wasted),
+// dropped or rejected.
+type ServerStats struct {
+	Arrived  int // calls received
+	Queued   int // calls waiting for a slot now
+	Busy     int // slots in use now
+	Useful   int // served calls whose caller was still waiting: goodput
+	Wasted   int // served calls whose caller had given up: work done for nobody
+	Dropped  int // queued calls skipped because their caller had given up (DropExpired)
+	Rejected int // calls refused because the queue was full (QueueLimit)
+}
+
+type job struct {
+	ctx    context.Context
+	done   chan struct{} // closed when served or dropped
+	useful bool          // set before done is closed: served while ctx was live
+}
+
+// NewServer returns a Server built from cfg, or an error whose message starts
+// with "modeltest:" when Slots, ServiceTime or QueueLimit is negative.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Slots < 0 || cfg.ServiceTime < 0 || cfg.QueueLimit < 0 {
+		return nil, errors.New("modeltest: negative ServerConfig field")
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = 1
+	}
+	if cfg.ServiceTime == 0 {
+		cfg.ServiceTime = 10 * time.Millisecond
+	}
+	return &Server{cfg: cfg}, nil
+}
+
+// Generate queues the call and waits until it has been served or ctx is done.
+// It returns a copy of ServerConfig.Response (streamed through req.OnChunk as
+// words when set, after service), [Err503] when the queue is full, or
+// [portico.FromContext]'s error when ctx ends first; the call then stays queued.
+func (s *Server) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if ctx.Err() != nil {
+		return nil, portico.FromContext(ctx)
+	}
+	j := &job{ctx: ctx, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.cfg.QueueLimit > 0 && len(s.queue)-s.head >= s.cfg.QueueLimit {
+		s.stats.Arrived++
+		s.stats.Rejected++
+		s.mu.Unlock()
+		return nil, Err503()
+	}
+	s.stats.Arrived++
+	s.queue = append(s.queue, j)
+	s.dispatchLocked()
+	s.mu.Unlock()
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		select {
+		case <-j.done: // served in time; the answer is the caller's
+		default:
+			return nil, portico.FromContext(ctx)
+		}
+	}
+	if !j.useful {
+		return nil, portico.FromContext(ctx)
+	}
+	o := Outcome{Response: s.cfg.Response}
+	if o.Response == nil {
+		o = okOutcome
+	}
+	return o.play(ctx, req)
+}
+
+// dispatchLocked starts service for queued calls while slots are free.
+func (s *Server) dispatchLocked() {
+	for !s.down && s.busy < s.cfg.Slots && s.head < len(s.queue) {
+		j := s.queue[s.head]
+		s.queue[s.head] = nil
+		s.head++
+		if s.head == len(s.queue) {
+			s.queue, s.head = s.queue[:0], 0
+		} else if s.head >= 1024 && s.head*2 >= len(s.queue) {
+			n := copy(s.queue, s.queue[s.head:])
+			clear(s.queue[n:])
+			s.queue, s.head = s.queue[:n], 0
+		}
+		if s.cfg.DropExpired && j.ctx.Err() != nil {
+			s.stats.Dropped++
+			close(j.done)
+			continue
+		}
+		s.busy++
+		time.AfterFunc(s.cfg.ServiceTime, func() { s.finish(j) })
+	}
+}
+
+// finish completes j's service and starts the next.
+func (s *Server) finish(j *job) {
+	s.mu.Lock()
+	s.busy--
+	if j.ctx.Err() == nil {
+		j.useful = true
+		s.stats.Useful++
+	} else {
+		s.stats.Wasted++
+	}
+	close(j.done)
+	s.dispatchLocked()
+	s.mu.Unlock()
+}
+
+// SetDown starts (true) or ends (false) an outage: while down, the server
+// starts no service (calls in service finish), and arrivals keep queueing.
+func (s *Server) SetDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.dispatchLocked()
+	s.mu.Unlock()
+}
+
+// Stats returns the server's counts now.
+func (s *Server) Stats() ServerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Queued = len(s.queue) - s.head
+	st.Busy = s.busy
+	return st
+}

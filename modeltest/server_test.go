@@ -1,0 +1,136 @@
+package modeltest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+func mustServer(t *testing.T, cfg ServerConfig) *Server {
+	t.Helper()
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestNewServerRejects(t *testing.T) {
+	for _, cfg := range []ServerConfig{{Slots: -1}, {ServiceTime: -time.Second}, {QueueLimit: -1}} {
+		if s, err := NewServer(cfg); err == nil || s != nil {
+			t.Errorf("NewServer(%+v) = (%v, %v), want (nil, an error)", cfg, s, err)
+		}
+	}
+}
+
+// TestServerFIFO sends 5 calls at once to 2 slots of 1 s: they finish at 1, 1,
+// 2, 2 and 3 s, in arrival order.
+func TestServerFIFO(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustServer(t, ServerConfig{Slots: 2, ServiceTime: time.Second})
+		start := time.Now()
+		took := make([]time.Duration, 5)
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Go(func() {
+				resp, err := s.Generate(t.Context(), userReq("q"))
+				if err != nil || resp.Text != "ok" {
+					t.Errorf("call %d = (%v, %v), want ok", i, resp, err)
+				}
+				took[i] = time.Since(start)
+			})
+			synctest.Wait() // call i is queued before call i+1
+		}
+		wg.Wait()
+		want := []time.Duration{time.Second, time.Second, 2 * time.Second, 2 * time.Second, 3 * time.Second}
+		for i := range want {
+			if took[i] != want[i] {
+				t.Errorf("call %d took %v, want %v", i, took[i], want[i])
+			}
+		}
+		if st := s.Stats(); st != (ServerStats{Arrived: 5, Useful: 5}) {
+			t.Errorf("Stats() = %+v, want 5 arrived, 5 useful", st)
+		}
+	})
+}
+
+// TestServerDoesNotKnowWhoGaveUp: a caller that gives up returns at once, but its
+// call still takes its slot, delaying the next caller; with DropExpired it does not.
+func TestServerDoesNotKnowWhoGaveUp(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustServer(t, ServerConfig{ServiceTime: time.Second, DropExpired: drop})
+			var wg sync.WaitGroup
+			// Call 0 holds the slot for 1 s; call 1 gives up after 0.5 s while queued.
+			wg.Go(func() { s.Generate(t.Context(), userReq("q")) })
+			synctest.Wait()
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				resp, err := s.Generate(ctx, userReq("q"))
+				if resp != nil || portico.ClassOf(err) != portico.Deadline || time.Since(start) != 500*time.Millisecond {
+					t.Errorf("impatient call = (%v, %v) after %v, want a deadline error after 500ms", resp, err, time.Since(start))
+				}
+			})
+			synctest.Wait()
+			start := time.Now()
+			if _, err := s.Generate(t.Context(), userReq("q")); err != nil {
+				t.Fatal(err)
+			}
+			want, st := 3*time.Second, ServerStats{Arrived: 3, Useful: 2, Wasted: 1}
+			if drop {
+				want, st = 2*time.Second, ServerStats{Arrived: 3, Useful: 2, Dropped: 1}
+			}
+			if got := time.Since(start); got != want {
+				t.Errorf("DropExpired %v: third call took %v, want %v", drop, got, want)
+			}
+			wg.Wait()
+			if got := s.Stats(); got != st {
+				t.Errorf("DropExpired %v: Stats() = %+v, want %+v", drop, got, st)
+			}
+		})
+	}
+}
+
+func TestServerQueueLimitAndDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustServer(t, ServerConfig{ServiceTime: time.Second, QueueLimit: 1, Response: &portico.Response{Text: "a b"}})
+		s.SetDown(true)
+		done := make(chan error, 1)
+		go func() {
+			var got []string
+			req := userReq("q")
+			req.OnChunk = func(c portico.Chunk) error { got = append(got, c.Text); return nil }
+			resp, err := s.Generate(t.Context(), req)
+			if err == nil && (len(got) != 2 || resp.Text != "a b") {
+				t.Errorf("streamed %q, text %q, want [a  b] and a b", got, resp.Text)
+			}
+			done <- err
+		}()
+		synctest.Wait()
+		if _, err := s.Generate(t.Context(), userReq("q")); !errors.Is(err, portico.ErrTransient) || !errors.Is(err, ErrInjected) {
+			t.Errorf("Generate on a full queue = %v, want an injected 503", err)
+		}
+		time.Sleep(time.Hour)
+		if st := s.Stats(); st.Queued != 1 || st.Busy != 0 || st.Rejected != 1 {
+			t.Errorf("Stats() while down = %+v, want 1 queued, 0 busy, 1 rejected", st)
+		}
+		start := time.Now()
+		s.SetDown(false)
+		if err := <-done; err != nil || time.Since(start) != time.Second {
+			t.Errorf("queued call after the outage = %v after %v, want ok after 1s", err, time.Since(start))
+		}
+	})
+}
+
+func TestRunServer(t *testing.T) {
+	RunModel(t, func(t *testing.T) portico.Model {
+		return mustServer(t, ServerConfig{Slots: 4, ServiceTime: time.Millisecond})
+	})
+}
