@@ -6,7 +6,8 @@
 // value Wrap is a [portico.Middleware]:
 //
 //	r, err := retry.New(retry.Config{MinAttemptTime: 2 * time.Second})
-//	m := portico.Chain(provider, breaker.Wrap, r.Wrap, validator.Wrap)
+//	// inside a route: breaker outside retry, validation inside it
+//	m := portico.Chain(provider, brk.Wrap, r.Wrap, val.Wrap)
 //
 // # What is retried
 //
@@ -24,9 +25,14 @@
 // Architecture Blog, 2015; gRPC's retry design A6; seed 000) — or, with
 // [DecorrelatedJitter], min(MaxDelay, uniform[BaseDelay, 3*previous wait)). The
 // ceilings come from github.com/cenkalti/backoff/v5's ExponentialBackOff with no
-// randomization, computed once per Retrier. v5 rather than v4 because v4 is
-// frozen while v5 is the maintained line (generic Retry, context-first API),
-// and because only its schedule is used here the difference costs nothing.
+// randomization and multiplier 2, computed once per Retrier and shared read-only,
+// so no call allocates a BackOff. backoff.Retry itself is not used: it cannot
+// consult a budget, a deadline allowance or a stream, and its own randomization
+// is ±RandomizationFactor around the interval, close to the "equal jitter" seed
+// 000 ranks worst. v5 rather than the v4 the design card names: v5 (December
+// 2024) is the current major version, with a context-first generic Retry and
+// RetryAfterError; v4's API (RetryNotify*, Clock) is the superseded one. Since
+// only the schedule is used, the choice costs nothing per call.
 //
 // A provider's Retry-After hint ([portico.RetryAfterOf]) replaces the backoff
 // when it fits what the deadline leaves (seed 003); when it does not, or exceeds

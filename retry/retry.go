@@ -329,7 +329,8 @@ func orDefault[T int | time.Duration](v, def T) T {
 //
 // Inner layers see the attempt through [portico.AttemptFromContext]: index 0
 // and no id on the first attempt (whose context is the caller's, unchanged),
-// then index i with a process-unique id.
+// then index i with a process-unique id. With MaxAttempts 1 the layer never
+// retries and returns every error as it is.
 func (r *Retrier) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("retry: Wrap of a nil Model")
@@ -339,7 +340,9 @@ func (r *Retrier) Wrap(next portico.Model) portico.Model {
 
 // BudgetLevel returns the retry tokens left for (destination, client key), where
 // destination is Config.Destination or the request's Model: how many retries
-// the budget would allow now. It returns +Inf when the budget is off.
+// the budget would allow now. It returns +Inf when the budget is off, and
+// Burst for a key it does not hold (never used, evicted, or sharing the
+// overflow bucket past Budget.MaxKeys).
 func (r *Retrier) BudgetLevel(destination, clientKey string) float64 {
 	if r.budget == nil {
 		return posInf
