@@ -1,0 +1,86 @@
+package trace
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+type recordingObserver struct {
+	mu     sync.Mutex
+	events []portico.Event
+}
+
+func (o *recordingObserver) Observe(_ context.Context, e portico.Event) {
+	o.mu.Lock()
+	o.events = append(o.events, e)
+	o.mu.Unlock()
+}
+
+// TestEventsToSpans checks the span event each kind makes, the span it lands
+// on (the one current where it was reported), the attributes folded into the
+// request span, and forwarding to an Observer installed outside.
+func TestEventsToSpans(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSDK(t)
+		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
+		outer := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Reason: "in_flight", Delay: 2 * time.Second})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventBreakerState, Route: "a", Reason: "half_open"})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: "a", Class: portico.RateLimited})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventFirstChunk, Route: "a", Delay: 40 * time.Millisecond})
+			return tr.WrapAttempt(eventsThen(&portico.Error{Class: portico.InvalidResponse, Reason: "schema"},
+				portico.Event{Kind: portico.EventValidation, Route: "a", Reason: "rejected", Class: portico.InvalidResponse},
+			)).Generate(ctx, req)
+		})
+		obs := &recordingObserver{}
+		ctx := portico.ContextWithObserver(context.Background(), obs)
+		if _, err := tr.Wrap(outer).Generate(ctx, &portico.Request{Model: "m"}); portico.ClassOf(err) != portico.InvalidResponse {
+			t.Fatalf("ClassOf(err) = %v, want invalid_response", portico.ClassOf(err))
+		}
+		spans := s.rec.Ended()
+		if len(spans) != 2 {
+			t.Fatalf("%d spans, want 2", len(spans))
+		}
+		attempt, root := spans[0], spans[1]
+		rootEvents := root.Events()
+		wantRoot := []struct {
+			name  string
+			attrs map[string]string
+		}{
+			{EventNameRateLimitReject, map[string]string{"portico.ratelimit.reason": "in_flight", "portico.retry_after": "2"}},
+			{EventNameBreakerState, map[string]string{"portico.route": "a", "portico.breaker.state": "half_open"}},
+			{EventNameBudgetExhausted, map[string]string{"portico.route": "a", "portico.retry.reason": "rate_limited"}},
+			{EventNameLayerFirstChunk, map[string]string{"portico.route": "a", "portico.layer.time_to_first_chunk": "0.04"}},
+		}
+		if len(rootEvents) != len(wantRoot) {
+			t.Fatalf("root has %d events, want %d: %v", len(rootEvents), len(wantRoot), rootEvents)
+		}
+		for i, w := range wantRoot {
+			if rootEvents[i].Name != w.name {
+				t.Errorf("root event %d = %q, want %q", i, rootEvents[i].Name, w.name)
+			}
+			sameAttrs(t, w.name, rootEvents[i].Attributes, w.attrs)
+		}
+		ae := attempt.Events()
+		if len(ae) != 1 || ae[0].Name != EventNameValidationReject {
+			t.Fatalf("attempt events = %v, want one %s", ae, EventNameValidationReject)
+		}
+		sameAttrs(t, "validation event", ae[0].Attributes, map[string]string{"portico.route": "a",
+			"portico.validation.result": "rejected", "error.type": "invalid_response"})
+		got := attrs(root.Attributes())
+		for k, v := range map[string]string{"portico.breaker.state": "half_open", "portico.retry.budget_exhausted": "true",
+			"portico.validation.result": "rejected", "error.type": "invalid_response", "portico.attempts": "1"} {
+			if got[k] != v {
+				t.Errorf("root attribute %s = %q, want %q", k, got[k], v)
+			}
+		}
+		if len(obs.events) != 5 {
+			t.Errorf("outer observer got %d events, want all 5 forwarded", len(obs.events))
+		}
+	})
+}
