@@ -25,6 +25,7 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 		defer cancel()
 	}
 	req := c.req
+	var delivered *bool // set when a chunk reached the caller
 	name, rename := g.cfg.ModelNames[r.Name]
 	if rename || req.OnChunk != nil {
 		req = req.Clone()
@@ -32,13 +33,17 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 			req.Model = name
 		}
 		if next := c.req.OnChunk; next != nil {
+			delivered = new(bool)
 			req.OnChunk = func(ch portico.Chunk) error {
-				c.delivered = true
+				*delivered = true
 				return next(ch)
 			}
 		}
 	}
 	resp, err = r.Model.Generate(cctx, req)
+	if delivered != nil && *delivered {
+		c.delivered = true
+	}
 	if err == nil {
 		return resp, false, nil
 	}

@@ -1,0 +1,59 @@
+// Package fallback answers a request with the first of an ordered group of
+// routes that can serve it and keep its contract: availability, not difficulty
+// (seed 000: "Quando un modello non risponde"; seed 003: "Seleziona i fallback
+// in base alla capacità", "Elimina i percorsi non integri").
+//
+// # Filter, then rank, then try
+//
+// A [Group] holds [portico.Route]s in order of preference. For each request it
+//
+//   - filters: a route is a candidate only when [portico.Capabilities.Fits]
+//     accepts the request (modalities, context window >= estimated input +
+//     MaxOutputTokens, max output, tools, schema mode, model class, estimated
+//     cost <= Contract.MaxCost), the route is Available (its breaker, see
+//     package breaker, is not open), its estimated cost fits the contract's
+//     remaining budget, and it fails independently of the primary when
+//     Config.Independence asks for it. Models are not interchangeable
+//     (tokenizer, context length, tool format), so a fallback is chosen by
+//     capability, not by rank (seed 003);
+//   - ranks: in configured order by default, examined lazily so a first-route
+//     success costs one filter check and no allocation; or by a [Ranker] such
+//     as [ByCost], which never blocks;
+//   - tries each candidate in turn, and moves on only when another route can
+//     help: transient and rate-limited failures (after the route's own
+//     retries), rejections (an open breaker, a limiter: the group never
+//     queues), incompatibility (a context overflow on an 8k route skips the
+//     other 8k routes), invalid responses, a candidate's own timeout. It never
+//     falls back on a permanent client error, on the caller's cancellation, or
+//     once a chunk of a streamed answer reached the caller.
+//
+// # The deadline is split
+//
+// When the context has a deadline (or the request's Contract sets one), the
+// remaining time is split across candidates as in seed 003's example of 8 s:
+// 300 ms reserved for the gateway and validation ([DefaultReserve]), 4.5 s for
+// the primary ([DefaultShare] = 9/16 of the remaining time), and what is left,
+// 3.2 s, for the fallback. Every candidate but the last that could run gets
+// Config.Share of the time remaining when it starts; the last gets all but the
+// reserve. A candidate is not started when its allowance is below
+// Config.MinAttempt: the request then ends with a Deadline error rather than an
+// attempt that cannot finish.
+//
+// # What the caller learns
+//
+// [portico.Response].Route names the route that answered and Response.Hops
+// lists every route left before it, with a content-free reason ("transient",
+// "unavailable", "context window", "timeout", ...) and its error. Each hop is
+// also reported to the context's [portico.Observer] as a
+// [portico.EventFallback]. When every route is left, the error is a classified
+// [*portico.Error] whose Err is an [*Exhausted] listing every hop; errors.Is
+// finds [ErrExhausted] and each route's own error. [Group.Generate] documents
+// how the class is chosen.
+//
+// # Where it goes
+//
+// In the recommended stack the group sits below the end-to-end deadline and
+// above the routes; each route's Model is its own stack (per-model rate limit,
+// breaker, retry, validate, provider), and its Health is its breaker. A Group
+// is itself a [portico.Model], so groups nest.
+package fallback

@@ -1,0 +1,69 @@
+package fallback_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/fallback"
+)
+
+func answer(text string) portico.Model {
+	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return &portico.Response{Text: text, FinishReason: portico.FinishStop}, nil
+	})
+}
+
+func failing(c portico.Class) portico.Model {
+	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return nil, &portico.Error{Class: c}
+	})
+}
+
+// The primary is down and its breaker open: it is skipped at once, a small
+// route cannot take the request's context, and an independent route answers.
+func Example() {
+	br := breaker.Must(breaker.Config{Name: "primary", ConsecutiveFailures: 1})
+	primary := br.Wrap(failing(portico.Transient))
+	primary.Generate(context.Background(), &portico.Request{}) // trips the breaker
+
+	g := fallback.Must(fallback.Config{
+		Independence: fallback.OtherProvider,
+		Routes: []portico.Route{
+			{Name: "primary", Model: primary, Health: br, Capabilities: portico.Capabilities{Provider: "openai", ContextWindow: 128000}},
+			{Name: "small", Model: answer("small"), Capabilities: portico.Capabilities{Provider: "vllm", ContextWindow: 4096}},
+			{Name: "same-provider", Model: answer("same"), Capabilities: portico.Capabilities{Provider: "openai", ContextWindow: 128000}},
+			{Name: "other", Model: answer("other"), Capabilities: portico.Capabilities{Provider: "anthropic", ContextWindow: 200000}},
+		},
+	})
+	resp, _ := g.Generate(context.Background(), &portico.Request{
+		Messages:        []portico.Message{portico.Text(portico.RoleUser, "summarise this report")},
+		MaxOutputTokens: 8000,
+	})
+	fmt.Println("answered by", resp.Route)
+	for _, h := range resp.Hops {
+		fmt.Println("left", h.Route, "-", h.Reason)
+	}
+	// Output:
+	// answered by other
+	// left primary - unavailable
+	// left small - context window
+	// left same-provider - not independent
+}
+
+// When every route fails the error is classified and lists every hop.
+func Example_exhausted() {
+	g := fallback.Must(fallback.Config{Routes: []portico.Route{
+		{Name: "a", Model: failing(portico.RateLimited)},
+		{Name: "b", Model: failing(portico.Transient)},
+	}})
+	_, err := g.Generate(context.Background(), &portico.Request{})
+	var ex *fallback.Exhausted
+	fmt.Println(errors.Is(err, fallback.ErrExhausted), portico.ClassOf(err), errors.As(err, &ex), len(ex.Hops))
+	fmt.Println(ex)
+	// Output:
+	// true transient true 2
+	// fallback: every route failed: a (rate_limited), b (transient)
+}

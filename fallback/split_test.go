@@ -1,0 +1,283 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+func TestAllowance(t *testing.T) {
+	const ms = time.Millisecond
+	cases := []struct {
+		remaining time.Duration
+		last      bool
+		want      time.Duration
+		ok        bool
+	}{
+		{8 * time.Second, false, 4500 * ms, true}, // seed 003: 4.5 s of 8 s to the primary
+		{3500 * ms, true, 3200 * ms, true},         // and 3.2 s to the fallback
+		{8 * time.Second, true, 7700 * ms, true},   // a lone candidate: all but the reserve
+		{500 * ms, false, 200 * ms, true}, // the share (281.25 ms) capped at the usable time
+		{320 * ms, false, 20 * ms, false}, // share 180 ms too small, and 20 ms usable too
+		{400 * ms, true, 100 * ms, true},  // exactly MinAttempt
+		{399 * ms, true, 99 * ms, false},
+		{200 * ms, true, -100 * ms, false},
+	}
+	for _, tc := range cases {
+		got, ok := allowance(tc.remaining, DefaultReserve, DefaultMinAttempt, DefaultShare, tc.last)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("allowance(%v, last=%v) = %v, %v; want %v, %v", tc.remaining, tc.last, got, ok, tc.want, tc.ok)
+		}
+	}
+	// A share below MinAttempt gives the candidate all the usable time.
+	if got, ok := allowance(450*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond, 0.2, false); got != 150*time.Millisecond || !ok {
+		t.Errorf("allowance(450ms, share 0.2) = %v, %v; want 150ms, true", got, ok)
+	}
+}
+
+// TestSeed003DeadlineSplit reproduces seed 003's split of an 8 s deadline with
+// the group's own code: the primary runs out its 4.5 s, the fallback gets
+// 8 - 4.5 - 0.3 = 3.2 s.
+func TestSeed003DeadlineSplit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "primary", block: true}, &fake{name: "fallback"}
+		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		defer cancel()
+		start := time.Now()
+		resp, err := g.Generate(ctx, simple)
+		if err != nil || resp.Route != "fallback" {
+			t.Fatalf("Generate = %v, %v; want the fallback's answer", resp, err)
+		}
+		if a.left != 4500*time.Millisecond || b.left != 3200*time.Millisecond {
+			t.Errorf("allowances = %v, %v; want 4.5s, 3.2s", a.left, b.left)
+		}
+		if el := time.Since(start); el != 4500*time.Millisecond {
+			t.Errorf("elapsed = %v, want 4.5s", el)
+		}
+		if got, want := hopsOf(t, resp.Hops), []string{"primary:timeout:deadline"}; !eq(got, want) {
+			t.Errorf("Hops = %v, want %v", got, want)
+		}
+	})
+}
+
+func TestLoneCandidateGetsAllButReserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "a"}, &fake{name: "b"}
+		rb := route(b, portico.Capabilities{})
+		rb.Health = down{}
+		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rb}})
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		defer cancel()
+		if _, err := g.Generate(ctx, simple); err != nil {
+			t.Fatal(err)
+		}
+		if a.left != 7700*time.Millisecond {
+			t.Errorf("allowance = %v, want 7.7s (no fallback available to reserve for)", a.left)
+		}
+	})
+}
+
+func TestNotStartedWithoutTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := &fake{name: "a"}
+		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
+		ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
+		defer cancel()
+		_, err := g.Generate(ctx, simple)
+		if portico.ClassOf(err) != portico.Deadline || !errors.Is(err, ErrExhausted) {
+			t.Fatalf("err = %v, want an exhausted Deadline error", err)
+		}
+		if a.n() != 0 {
+			t.Errorf("a calls = %d, want 0: 50 ms usable < MinAttempt 100 ms", a.n())
+		}
+	})
+}
+
+func TestTimeRunsOutAfterFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b, c := &fake{name: "a", block: true}, &fake{name: "b", block: true}, &fake{name: "c"}
+		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{})}})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		// a: 562.5 ms; b: 437.5*9/16 = 246.09 ms capped at 437.5-300 = 137.5 ms;
+		// c: 300 - 300 = 0 left.
+		_, err := g.Generate(ctx, simple)
+		var ex *Exhausted
+		if portico.ClassOf(err) != portico.Deadline || !errors.As(err, &ex) {
+			t.Fatalf("err = %v, want an exhausted Deadline error", err)
+		}
+		if got, want := hopsOf(t, ex.Hops), []string{"a:timeout:deadline", "b:timeout:deadline", "c:deadline:nil"}; !eq(got, want) {
+			t.Errorf("Hops = %v, want %v", got, want)
+		}
+		if a.left != 562500*time.Microsecond || b.left != 137500*time.Microsecond || c.n() != 0 {
+			t.Errorf("allowances %v, %v, c calls %d; want 562.5ms, 137.5ms, 0", a.left, b.left, c.n())
+		}
+	})
+}
+
+func TestContractDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := &fake{name: "a"}
+		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
+		req := simple.Clone()
+		req.Contract = &portico.Contract{Deadline: 2 * time.Second}
+		if _, err := g.Generate(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if a.left != 1700*time.Millisecond {
+			t.Errorf("allowance = %v, want 1.7s (2 s contract deadline less the reserve)", a.left)
+		}
+	})
+}
+
+func TestIndependence(t *testing.T) {
+	for _, tc := range []struct {
+		ind   Independence
+		route string
+		hops  []string
+	}{
+		{AnyRoute, "same-provider", []string{"primary:unavailable:nil"}},
+		{OtherProvider, "other-provider", []string{"primary:unavailable:nil", "same-provider:not independent:nil"}},
+		{OtherRegion, "same-provider", []string{"primary:unavailable:nil"}},
+	} {
+		t.Run(tc.ind.String(), func(t *testing.T) {
+			p := route(&fake{name: "primary"}, portico.Capabilities{Provider: "openai", Region: "us"})
+			p.Health = down{}
+			g := Must(Config{Independence: tc.ind, Routes: []portico.Route{
+				p,
+				route(&fake{name: "same-provider"}, portico.Capabilities{Provider: "openai", Region: "eu"}),
+				route(&fake{name: "other-provider"}, portico.Capabilities{Provider: "azure", Region: "us"}),
+			}})
+			resp, err := g.Generate(context.Background(), simple)
+			if err != nil || resp.Route != tc.route || !eq(hopsOf(t, resp.Hops), tc.hops) {
+				t.Errorf("Generate = %v (%v); want %s with hops %v", resp, err, tc.route, tc.hops)
+			}
+		})
+	}
+	// Same provider and region: OtherRegion skips it too.
+	p := route(&fake{name: "primary"}, portico.Capabilities{Provider: "openai", Region: "us"})
+	p.Health = down{}
+	g := Must(Config{Independence: OtherRegion, Routes: []portico.Route{p,
+		route(&fake{name: "twin"}, portico.Capabilities{Provider: "openai", Region: "us"}),
+		route(&fake{name: "unknown"}, portico.Capabilities{}),
+	}})
+	resp, err := g.Generate(context.Background(), simple)
+	if err != nil || resp.Route != "unknown" {
+		t.Errorf("Generate = %v, %v; want unknown (an empty provider excludes nothing)", resp, err)
+	}
+}
+
+func TestCostBudget(t *testing.T) {
+	// Input of simple is 4+2 = 6 tokens; MaxOutputTokens 100.
+	a := &fake{name: "a", err: perr(portico.InvalidResponse)}
+	b, c := &fake{name: "b"}, &fake{name: "c"}
+	price := func(p float64) portico.Capabilities { return portico.Capabilities{InputPrice: p, OutputPrice: p} }
+	g := Must(Config{Routes: []portico.Route{route(a, price(0.01)), route(b, price(0.01)), route(c, price(0.001))}})
+	req := simple.Clone()
+	req.MaxOutputTokens = 100
+	req.Contract = &portico.Contract{MaxCost: 1.5} // a and b fit alone (1.06), not both
+	resp, err := g.Generate(context.Background(), req)
+	if err != nil || resp.Route != "c" {
+		t.Fatalf("Generate = %v, %v; want c", resp, err)
+	}
+	if got, want := hopsOf(t, resp.Hops), []string{"a:invalid_response:invalid_response", "b:cost budget:nil"}; !eq(got, want) {
+		t.Errorf("Hops = %v, want %v", got, want)
+	}
+}
+
+func TestModelNames(t *testing.T) {
+	a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
+	g := Must(Config{
+		Routes:     []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})},
+		ModelNames: map[string]string{"b": "model-b"},
+	})
+	req := simple.Clone()
+	req.Model = "model-a"
+	if _, err := g.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if a.last.Model != "model-a" || b.last.Model != "model-b" || req.Model != "model-a" {
+		t.Errorf("models sent = %q, %q, caller's = %q; want model-a, model-b, model-a", a.last.Model, b.last.Model, req.Model)
+	}
+}
+
+func TestRanker(t *testing.T) {
+	price := func(p float64) portico.Capabilities { return portico.Capabilities{InputPrice: p} }
+	a, b, c := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", err: perr(portico.Transient)}, &fake{name: "c"}
+	g := Must(Config{Ranker: ByCost, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
+	resp, err := g.Generate(context.Background(), simple)
+	if err != nil || resp.Route != "c" || !eq(hopsOf(t, resp.Hops), []string{"b:transient:transient"}) || a.n() != 0 {
+		t.Errorf("Generate = %v (%v), a calls %d; want c after b, a untried", resp, err, a.n())
+	}
+	// A ranker that leaves a candidate out: it is not tried.
+	only := func(r Ranking) []Candidate { return r.Candidates[2:] }
+	g = Must(Config{Ranker: only, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
+	resp, err = g.Generate(context.Background(), simple)
+	if err != nil || resp.Route != "c" || !eq(hopsOf(t, resp.Hops), []string{"a:not ranked:nil", "b:not ranked:nil"}) {
+		t.Errorf("Generate = %v (%v); want c with a and b not ranked", resp, err)
+	}
+}
+
+type events struct {
+	mu sync.Mutex
+	ev []portico.Event
+}
+
+func (e *events) Observe(ctx context.Context, ev portico.Event) {
+	e.mu.Lock()
+	e.ev = append(e.ev, ev)
+	e.mu.Unlock()
+}
+
+func TestObserveFallback(t *testing.T) {
+	obs := &events{}
+	ctx := portico.ContextWithObserver(context.Background(), obs)
+	a, b := &fake{name: "a", err: perr(portico.RateLimited)}, &fake{name: "b"}
+	rb := route(b, portico.Capabilities{})
+	rb.Health = down{}
+	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rb, route(&fake{name: "c"}, portico.Capabilities{})}})
+	if _, err := g.Generate(ctx, simple); err != nil {
+		t.Fatal(err)
+	}
+	want := []portico.Event{
+		{Kind: portico.EventFallback, Route: "a", Class: portico.RateLimited, Reason: "rate_limited"},
+		{Kind: portico.EventFallback, Route: "b", Class: portico.Rejected, Reason: "unavailable"},
+	}
+	if len(obs.ev) != 2 || obs.ev[0] != want[0] || obs.ev[1] != want[1] {
+		t.Errorf("events = %+v, want %+v", obs.ev, want)
+	}
+}
+
+func TestFirstRouteSuccessAllocs(t *testing.T) {
+	ok := &portico.Response{Text: "ok"}
+	m := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) { return ok, nil })
+	g := Must(Config{Routes: []portico.Route{{Name: "a", Model: m}, {Name: "b", Model: m}}})
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(1000, func() { g.Generate(ctx, simple) }); n != 0 {
+		t.Errorf("allocs per first-route success = %v, want 0", n)
+	}
+}
+
+func TestConcurrentGroup(t *testing.T) {
+	a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
+	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			resp, err := g.Generate(context.Background(), simple)
+			if err != nil || resp.Route != "b" || len(resp.Hops) != 1 {
+				t.Errorf("Generate = %v, %v; want b after one hop", resp, err)
+			}
+		})
+	}
+	wg.Wait()
+	if a.n() != 200 || b.n() != 200 {
+		t.Errorf("calls = %d, %d; want 200, 200", a.n(), b.n())
+	}
+}
