@@ -54,8 +54,8 @@ func (b *bucket) withdraw() bool {
 
 // budgets holds the buckets of one Retrier, keyed by (destination, client key).
 // Lookups are lock-free: the last bucket used is checked first (one pointer
-// load and two string compares), then a sync.Map. Inserting a key past maxKeys
-// sweeps the map under mu.
+// load and two string compares), then a sync.Map. Inserting keys past maxKeys
+// sweeps the map under mu, once per maxKeys/16 such keys.
 type budgets struct {
 	depositAmt int64 // per new request, in 1/unit
 	capacity   int64 // in 1/unit
@@ -63,6 +63,7 @@ type budgets struct {
 	m          sync.Map // budgetKey -> *bucket
 	n          atomic.Int64
 	hot        atomic.Pointer[bucket]
+	overCap    atomic.Int64 // new keys over maxKeys since the last sweep
 	mu         sync.Mutex // serialises sweeps
 	overflow   *bucket
 }
@@ -113,7 +114,12 @@ func (bs *budgets) insert(k budgetKey) *bucket {
 		bs.hot.Store(nb)
 		return nb
 	}
-	bs.sweep(k)
+	// Sweep at most once per maxKeys/16 keys over the cap, so a flood of new
+	// keys costs O(16) per key amortised, not a full scan each.
+	if bs.overCap.Add(1) >= max(bs.maxKeys/16, 1) {
+		bs.overCap.Store(0)
+		bs.sweep(k)
+	}
 	if bs.n.Load() <= bs.maxKeys {
 		bs.hot.Store(nb)
 		return nb

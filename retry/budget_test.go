@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -125,5 +126,28 @@ func TestBudgetExhaustedEventAndHookOrder(t *testing.T) {
 	want := []portico.EventKind{portico.EventRetry, portico.EventBudgetExhausted}
 	if len(kinds) != 2 || kinds[0] != want[0] || kinds[1] != want[1] {
 		t.Errorf("events = %v, want %v", kinds, want)
+	}
+}
+
+// A flood of new keys past MaxKeys sweeps once per MaxKeys/16 of them, and the
+// map never holds more than MaxKeys buckets.
+func TestBudgetFloodBounded(t *testing.T) {
+	bs := newBudgets(0.1, 5, 160)
+	for i := range 5000 {
+		b := bs.get("m", "client-"+strconv.Itoa(i))
+		b.withdraw() // busy: not evictable as full
+		if n := bs.n.Load(); n > 160 {
+			t.Fatalf("after %d keys: %d buckets, want <= 160", i+1, n)
+		}
+	}
+	// Idle keys age out: a fresh key gets its own bucket within two sweeps.
+	own := 0
+	for i := range 40 {
+		if bs.get("m", "late-"+strconv.Itoa(i)) != bs.overflow {
+			own++
+		}
+	}
+	if own == 0 {
+		t.Errorf("new keys after the flood: none got its own bucket, want idle ones evicted")
 	}
 }
