@@ -149,4 +149,3 @@ func TestTripReason(t *testing.T) {
 		}
 	}
 }
-

@@ -8,7 +8,7 @@ import (
 // Outcome flags recorded per call in a window.
 const (
 	flagFailed = 1 << iota // the call failed with a route fault
-	flagSlow                // the call took at least Config.SlowCall
+	flagSlow               // the call took at least Config.SlowCall
 )
 
 // tally is what a window holds for one closed period: counted calls, of which

@@ -20,11 +20,11 @@ func TestAllowance(t *testing.T) {
 		ok        bool
 	}{
 		{8 * time.Second, false, 4500 * ms, true}, // seed 003: 4.5 s of 8 s to the primary
-		{3500 * ms, true, 3200 * ms, true},         // and 3.2 s to the fallback
-		{8 * time.Second, true, 7700 * ms, true},   // a lone candidate: all but the reserve
-		{500 * ms, false, 200 * ms, true}, // the share (281.25 ms) capped at the usable time
-		{320 * ms, false, 20 * ms, false}, // share 180 ms too small, and 20 ms usable too
-		{400 * ms, true, 100 * ms, true},  // exactly MinAttempt
+		{3500 * ms, true, 3200 * ms, true},        // and 3.2 s to the fallback
+		{8 * time.Second, true, 7700 * ms, true},  // a lone candidate: all but the reserve
+		{500 * ms, false, 200 * ms, true},         // the share (281.25 ms) capped at the usable time
+		{320 * ms, false, 20 * ms, false},         // share 180 ms too small, and 20 ms usable too
+		{400 * ms, true, 100 * ms, true},          // exactly MinAttempt
 		{399 * ms, true, 99 * ms, false},
 		{200 * ms, true, -100 * ms, false},
 	}
