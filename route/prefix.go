@@ -111,9 +111,9 @@ type replicaState struct {
 	outAvg  float64 // EWMA of output tokens, from feedback
 	outSeen bool
 	// per-pick scratch, under mu
-	hit  int     // leading blocks cached
-	q    float64 // recent load, tokens
-	nReq int     // calls in the window
+	hit      int     // leading blocks cached
+	q        float64 // recent load, tokens
+	nReq     int     // calls in the window
 	inFlight int64
 }
 

@@ -107,7 +107,7 @@ func TestRouterFeedback(t *testing.T) {
 	}
 	r.done[1](DoneInfo{Latency: 100 * time.Millisecond, TTFT: 50 * time.Millisecond})
 	r.done[1](DoneInfo{Latency: 300 * time.Millisecond, TTFT: 150 * time.Millisecond}) // EWMA 200ms, TTFT 100ms
-	r.done[0](DoneInfo{Latency: 100 * time.Millisecond})                             // EWMA 250ms
+	r.done[0](DoneInfo{Latency: 100 * time.Millisecond})                               // EWMA 250ms
 	if s := r.Stats(1); s.Latency != 200*time.Millisecond || s.TTFT != 100*time.Millisecond || s.Observed != 2 {
 		t.Errorf("Stats(b) = latency %v ttft %v observed %d, want 200ms 100ms 2", s.Latency, s.TTFT, s.Observed)
 	}

@@ -2,7 +2,9 @@ package route
 
 import (
 	"math"
+	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/portico-llm/portico"
 )
@@ -36,7 +38,8 @@ var heuristicKeywords = [...]string{
 //	    + 0.5  if the request declares tools
 //	    + 0.5  if the request asks for a Schema
 //	    + 0.25 * min(question marks, 4)   in user text
-//	    + 0.6  * min(keyword hits, 3)     prove, derive, theorem, integral, equation,
+//	    + 0.6  * min(keywords, 3)         distinct ones in user text: prove, proof,
+//	                                      derive, theorem, integral, equation,
 //	                                      calculate, step by step, algorithm,
 //	                                      complexity, optimiz, debug, refactor
 //	    + 0.1  * min(messages - 1, 10)    conversation depth
@@ -48,6 +51,7 @@ func HeuristicScore(req *portico.Request) float64 {
 	tokens := portico.DefaultEstimator.EstimateInputTokens(req)
 	z := -3 + 0.35*math.Log2(1+float64(tokens)/64)
 	code, questions, keywords := false, 0, 0
+	var found [len(heuristicKeywords)]bool // each keyword counts once per request
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		if m.Role != portico.RoleUser && m.Role != portico.RoleSystem {
@@ -57,24 +61,15 @@ func HeuristicScore(req *portico.Request) float64 {
 			if p.Kind != portico.PartText {
 				continue
 			}
-			if !code && indexFold(p.Text, "```") >= 0 {
+			if !code && strings.Contains(p.Text, "```") {
 				code = true
 			}
 			if m.Role != portico.RoleUser {
 				continue
 			}
-			for j := 0; j < len(p.Text) && questions < 4; j++ {
-				if p.Text[j] == '?' {
-					questions++
-				}
-			}
-			for _, kw := range heuristicKeywords {
-				if keywords >= 3 {
-					break
-				}
-				if indexFold(p.Text, kw) >= 0 {
-					keywords++
-				}
+			questions = min(questions+strings.Count(p.Text, "?"), 4)
+			if keywords < 3 {
+				keywords += countKeywords(p.Text, &found, 3-keywords)
 			}
 		}
 	}
@@ -92,33 +87,41 @@ func HeuristicScore(req *portico.Request) float64 {
 	return 1 / (1 + math.Exp(-z))
 }
 
-// indexFold returns the index of the first ASCII-case-insensitive occurrence of
-// the lower-case kw in s, or -1.
-func indexFold(s, kw string) int {
-	if len(kw) == 0 {
-		return 0
+// keywordFirst maps a lower-case byte to the bit set of heuristicKeywords that
+// start with it.
+var keywordFirst = func() (t [256]uint16) {
+	for i, kw := range heuristicKeywords {
+		t[kw[0]] |= 1 << i
 	}
-	first := kw[0]
-	for i := 0; i+len(kw) <= len(s); i++ {
-		if lower(s[i]) != first {
-			continue
-		}
-		j := 1
-		for j < len(kw) && lower(s[i+j]) == kw[j] {
-			j++
-		}
-		if j == len(kw) {
-			return i
-		}
-	}
-	return -1
-}
+	return t
+}()
 
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
+// countKeywords marks in found the keywords occurring in s (ASCII case
+// folded) that were not found before, and returns how many it marked. One pass
+// over s: each byte is looked up in keywordFirst, and only keywords starting
+// with it are compared. It stops once need keywords are marked.
+func countKeywords(s string, found *[len(heuristicKeywords)]bool, need int) int {
+	n := 0
+	for i := 0; i < len(s) && n < need; i++ {
+		set := keywordFirst[lower(s[i])]
+		for set != 0 {
+			k := bits.TrailingZeros16(set)
+			set &^= 1 << k
+			kw := heuristicKeywords[k]
+			if found[k] || len(s)-i < len(kw) {
+				continue
+			}
+			j := 1
+			for j < len(kw) && lower(s[i+j]) == kw[j] {
+				j++
+			}
+			if j == len(kw) {
+				found[k] = true
+				n++
+			}
+		}
 	}
-	return c
+	return n
 }
 
 // Calibrate returns the threshold at which a [Threshold] router, with scorer,
@@ -162,4 +165,11 @@ func Calibrate(sample []*portico.Request, scorer Scorer, targetStrongShare float
 		return math.Nextafter(s[0], math.Inf(-1))
 	}
 	return s[n-k-1]
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

@@ -1,0 +1,355 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// replicas returns n fake replicas named r0..r(n-1), each with a switchable
+// Health.
+func replicas(n int) ([]portico.Route, []*switchHealth) {
+	rs := make([]portico.Route, n)
+	hs := make([]*switchHealth, n)
+	for i := range rs {
+		hs[i] = &switchHealth{}
+		rs[i] = portico.Route{Name: fmt.Sprintf("r%d", i), Model: answer("ok", portico.Usage{InputTokens: 1, OutputTokens: 10}, nil), Health: hs[i]}
+	}
+	return rs, hs
+}
+
+func mustBalancer(t testing.TB, rs []portico.Route, s Strategy) *Balancer {
+	t.Helper()
+	b, err := NewBalancer(BalancerConfig{Replicas: rs, Strategy: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// picks places calls and returns the chosen indexes; done says whether each
+// call ends at once (true) or stays in flight.
+func picks(t *testing.T, b *Balancer, infos []PickInfo, done bool) []int {
+	t.Helper()
+	var got []int
+	for _, in := range infos {
+		pr, err := b.Pick(in)
+		if err != nil {
+			t.Fatalf("Pick: %v", err)
+		}
+		if done {
+			pr.Done(DoneInfo{})
+		}
+		got = append(got, pr.Index)
+	}
+	return got
+}
+
+func repeat(info PickInfo, n int) []PickInfo {
+	s := make([]PickInfo, n)
+	for i := range s {
+		s[i] = info
+	}
+	return s
+}
+
+func TestRoundRobin(t *testing.T) {
+	rs, hs := replicas(4)
+	hs[1].down.Store(true)
+	b := mustBalancer(t, rs, nil) // nil Strategy is RoundRobin
+	got := picks(t, b, repeat(PickInfo{Request: userReq("x")}, 6), true)
+	if want := []int{0, 2, 2, 3, 0, 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("round robin with r1 down = %v, want %v", got, want)
+	}
+	for _, h := range hs {
+		h.down.Store(true)
+	}
+	if _, err := b.Pick(PickInfo{Request: userReq("x")}); !errors.Is(err, ErrNoRoute) || portico.ClassOf(err) != portico.Rejected {
+		t.Errorf("Pick with every replica down = %v, want Rejected wrapping ErrNoRoute", err)
+	}
+}
+
+func TestLeastInFlight(t *testing.T) {
+	rs, hs := replicas(2)
+	b := mustBalancer(t, rs, LeastInFlight{Seed: 1})
+	b.replicas[0].inFlight.Store(2)
+	if got := picks(t, b, repeat(PickInfo{Request: userReq("x")}, 8), true); fmt.Sprint(got) != "[1 1 1 1 1 1 1 1]" {
+		t.Errorf("two replicas, r0 with 2 in flight: picks %v, want all 1", got)
+	}
+	// Three replicas, r2 down, r0 busier than r1: the pair (0,1) gives 1, the
+	// pairs with r2 give the other one; r2 never.
+	rs, hs = replicas(3)
+	hs[2].down.Store(true)
+	b = mustBalancer(t, rs, LeastInFlight{Seed: 1})
+	b.replicas[0].inFlight.Store(5)
+	b.replicas[1].inFlight.Store(1)
+	count := [3]int{}
+	for _, i := range picks(t, b, repeat(PickInfo{Request: userReq("x")}, 300), true) {
+		count[i]++
+	}
+	// Pairs are uniform: (0,1) and (1,2) give 1 (2/3), (0,2) gives 0 (1/3).
+	if count[2] != 0 || count[0] < 60 || count[0] > 140 {
+		t.Errorf("pick counts with r2 down = %v, want none on r2 and about 100 on r0", count)
+	}
+	// Same seed, same sequence.
+	b2 := mustBalancer(t, rs, LeastInFlight{Seed: 1})
+	b2.replicas[0].inFlight.Store(5)
+	b2.replicas[1].inFlight.Store(1)
+	b3 := mustBalancer(t, rs, LeastInFlight{Seed: 1})
+	b3.replicas[0].inFlight.Store(5)
+	b3.replicas[1].inFlight.Store(1)
+	if x, y := picks(t, b2, repeat(PickInfo{Request: userReq("x")}, 50), true), picks(t, b3, repeat(PickInfo{Request: userReq("x")}, 50), true); fmt.Sprint(x) != fmt.Sprint(y) {
+		t.Errorf("same seed gave different picks:\n%v\n%v", x, y)
+	}
+	// Both drawn down: the scan finds the only available replica.
+	rs, hs = replicas(3)
+	hs[0].down.Store(true)
+	hs[1].down.Store(true)
+	b = mustBalancer(t, rs, LeastInFlight{})
+	if got := picks(t, b, repeat(PickInfo{Request: userReq("x")}, 10), true); fmt.Sprint(got) != "[2 2 2 2 2 2 2 2 2 2]" {
+		t.Errorf("only r2 up: picks %v, want all 2", got)
+	}
+	hs[2].down.Store(true)
+	if _, err := b.Pick(PickInfo{Request: userReq("x")}); !errors.Is(err, ErrNoRoute) {
+		t.Errorf("Pick with every replica down = %v, want ErrNoRoute", err)
+	}
+}
+
+func TestAffinity(t *testing.T) {
+	rs, hs := replicas(3)
+	b := mustBalancer(t, rs, Affinity{ShortTokens: 10, MaxSessions: 2})
+	p := b.picker.(*affinityPicker)
+	short := PickInfo{Request: userReq("x"), InputTokens: 10}
+	long := func(id string) PickInfo {
+		r := userReq("x")
+		r.Identity.SessionID = id
+		return PickInfo{Request: r, InputTokens: 11}
+	}
+	// Short calls held in flight go to the least used: 0, 1, 2, then 0 again
+	// (fewest in flight, then fewest picks, then lowest index).
+	held := picks(t, b, repeat(short, 4), false)
+	if fmt.Sprint(held) != "[0 1 2 0]" {
+		t.Errorf("short calls held in flight = %v, want [0 1 2 0]", held)
+	}
+	// In flight now [2 1 1], picks [2 1 1]: session A's first long call goes to
+	// r1, and stays there though r1 gets busier.
+	if got := picks(t, b, []PickInfo{long("A"), long("A"), long("A")}, false); fmt.Sprint(got) != "[1 1 1]" {
+		t.Errorf("session A long calls = %v, want [1 1 1]", got)
+	}
+	// Session B starts on the least used (r2); a short call of session A does
+	// not stick: in flight [2 4 2], picks [2 4 2], so the lowest index, r0.
+	if got := picks(t, b, []PickInfo{long("B")}, false); fmt.Sprint(got) != "[2]" {
+		t.Errorf("session B = %v, want [2]", got)
+	}
+	shortA := long("A")
+	shortA.InputTokens = 5
+	if got := picks(t, b, []PickInfo{shortA}, false); fmt.Sprint(got) != "[0]" {
+		t.Errorf("short call of session A = %v, want [0] (least used, not A's replica)", got)
+	}
+	// A's replica down: A moves to the least used and stays.
+	hs[1].down.Store(true)
+	if got := picks(t, b, []PickInfo{long("A"), long("A")}, false); fmt.Sprint(got) != "[2 2]" {
+		t.Errorf("session A with r1 down = %v, want [2 2]", got)
+	}
+	hs[1].down.Store(false)
+	// Bounded map: a third session evicts the least recently used (B).
+	picks(t, b, []PickInfo{long("C")}, false)
+	if n := p.len(); n != 2 {
+		t.Errorf("sessions remembered = %d, want 2 (MaxSessions)", n)
+	}
+	if got := picks(t, b, []PickInfo{long("A")}, false); fmt.Sprint(got) != "[2]" {
+		t.Errorf("session A after C = %v, want [2] (A was used more recently than B)", got)
+	}
+	// A long call without a session is treated as short.
+	want := leastUsed(b.replicas)
+	if pr, err := b.Pick(PickInfo{Request: userReq("x"), InputTokens: 99}); err != nil || pr.Index != want {
+		t.Errorf("long call without session = %d, %v, want the least used %d", pr.Index, err, want)
+	}
+}
+
+func TestPrefixAware(t *testing.T) {
+	rs, hs := replicas(3)
+	b := mustBalancer(t, rs, PrefixAware{BlockBytes: 4, BytesPerToken: 1, Window: time.Minute, RebalanceFactor: 2})
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(text string, d time.Duration) PickInfo { return PickInfo{Request: userReq(text), Now: t0.Add(d)} }
+	place := func(info PickInfo) PickResult {
+		t.Helper()
+		pr, err := b.Pick(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	// Nothing cached: explore, C_g = 0 + 12 everywhere, the first wins.
+	p1 := place(at("aaaabbbbcccc", 0))
+	if p1.Index != 0 {
+		t.Fatalf("first call = %d, want 0", p1.Index)
+	}
+	// Same prompt: all 12 bytes cached on r0 > 0 missing: exploit r0 (in
+	// flight 1+1 is not above 2*(0+1)).
+	p2 := place(at("aaaabbbbcccc", time.Second))
+	if p2.Index != 0 {
+		t.Errorf("repeat call = %d, want 0 (exploit)", p2.Index)
+	}
+	// A sibling sharing 8 of 12 bytes would exploit r0, but r0 has 2 in
+	// flight: 3 > 2*(0+1), so it rebalances to the least loaded, r1.
+	if got := place(at("aaaabbbbdddd", 2*time.Second)).Index; got != 1 {
+		t.Errorf("sibling with r0 busy = %d, want 1 (rebalance)", got)
+	}
+	p1.Done(DoneInfo{})
+	p2.Done(DoneInfo{})
+	// A prompt sharing 4 of 16 bytes with r0 and r1: explore, C_g = Q_g +
+	// miss_g with Q the tokens each replica missed so far: r0 12+12, r1 12+12,
+	// r2 0+16: r2.
+	if got := place(at("aaaaxxxxyyyyzzzz", 3*time.Second)).Index; got != 2 {
+		t.Errorf("mostly new prompt = %d, want 2 (explore the least C)", got)
+	}
+	// The sibling again: r1 holds all of it now, r0 8 bytes: exploit r1.
+	if got := place(at("aaaabbbbdddd", 4*time.Second)).Index; got != 1 {
+		t.Errorf("sibling again = %d, want 1 (longest cached prefix)", got)
+	}
+	// r1 down: r0 still holds 8 of 12 bytes: exploit r0.
+	hs[1].down.Store(true)
+	if got := place(at("aaaabbbbdddd", 5*time.Second)).Index; got != 0 {
+		t.Errorf("sibling with r1 down = %d, want 0", got)
+	}
+	hs[1].down.Store(false)
+	// After the window H every index forgets its blocks: a new call leaves
+	// only its own 2 blocks indexed.
+	place(at("qqqqrrrr", 2*time.Minute))
+	p := b.picker.(*prefixPicker)
+	p.mu.Lock()
+	total := 0
+	for i := range p.state {
+		total += p.state[i].index.len()
+	}
+	p.mu.Unlock()
+	if total != 2 {
+		t.Errorf("blocks indexed after the window = %d, want 2", total)
+	}
+}
+
+func TestBlockIndex(t *testing.T) {
+	x := newBlockIndex(4)
+	for i := range 10 {
+		x.touch(uint64(i), 1, int64(i))
+	}
+	if x.len() != 4 {
+		t.Fatalf("len after 10 touches = %d, want 4 (MaxBlocks)", x.len())
+	}
+	for i := range 10 {
+		if got, want := x.has(uint64(i), 0), i >= 6; got != want {
+			t.Errorf("has(%d) = %v, want %v (LRU keeps the last 4)", i, got, want)
+		}
+	}
+	x.touch(6, 1, 20) // refresh: 7 is now the oldest
+	x.touch(10, 1, 21)
+	if x.has(7, 0) || !x.has(6, 0) {
+		t.Error("after refreshing 6 and adding 10, want 7 evicted and 6 kept")
+	}
+	if x.has(8, 9) || !x.has(6, 9) {
+		t.Error("has with cutoff 9: want 8 (sent at 8) stale and 6 (sent at 20) fresh")
+	}
+	x.expire(20)
+	if x.len() != 2 {
+		t.Errorf("len after expire(20) = %d, want 2", x.len())
+	}
+	// Reuse of freed nodes keeps the arena at MaxBlocks.
+	for i := range 100 {
+		x.touch(uint64(100+i), 1, 30)
+	}
+	if len(x.nodes) > 4 {
+		t.Errorf("node arena = %d, want <= 4", len(x.nodes))
+	}
+	// evictionCost: 2 oldest blocks, bytes 1, uses 1.
+	if got := x.evictionCost(2); got != 2 {
+		t.Errorf("evictionCost(2) = %v, want 2", got)
+	}
+	// longest over a chain.
+	bs := []block{{hash: 1000}, {hash: 1001}, {hash: 1002}}
+	y := newBlockIndex(10)
+	y.touch(1001, 1, 5)
+	y.touch(1000, 1, 5)
+	if got := y.longest(bs, 0); got != 2 {
+		t.Errorf("longest = %d, want 2", got)
+	}
+	if got := y.longest(bs, 6); got != 0 {
+		t.Errorf("longest with cutoff after the sends = %d, want 0", got)
+	}
+}
+
+func TestHashPrompt(t *testing.T) {
+	a := hashPrompt(userReq("0123456789"), 4, nil)
+	b := hashPrompt(userReq("01234567xx"), 4, nil)
+	if len(a) != 3 || a[2].end != 10 || a[0].end != 4 {
+		t.Fatalf("blocks of 10 bytes by 4 = %+v, want 3 ending at 4, 8, 10", a)
+	}
+	if a[0] != b[0] || a[1] != b[1] || a[2] == b[2] {
+		t.Error("prompts sharing 8 bytes: want the first two block hashes equal and the third different")
+	}
+	sys := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleSystem, "0123")}}
+	if c := hashPrompt(sys, 4, nil); c[0].hash == a[0].hash {
+		t.Error("same text under another role hashes the same; want the role in the chain")
+	}
+}
+
+func TestBalancerConcurrent(t *testing.T) {
+	for _, s := range []Strategy{RoundRobin{}, LeastInFlight{Seed: 3}, Affinity{ShortTokens: 8, MaxSessions: 4}, PrefixAware{BlockBytes: 8, MaxBlocks: 16}} {
+		rs, hs := replicas(4)
+		b := mustBalancer(t, rs, s)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 200 {
+					req := userReq(fmt.Sprintf("session prompt %d with a growing tail %d", g, i))
+					req.Identity.SessionID = fmt.Sprint(g)
+					hs[(g+i)%3].down.Store(i%7 == 0) // r3 stays up
+					resp, err := b.Generate(context.Background(), req)
+					if err != nil {
+						t.Errorf("%T: %v", s, err)
+						return
+					}
+					if resp.Route == "" {
+						t.Errorf("%T: empty Route", s)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		total := uint64(0)
+		for _, r := range b.Replicas() {
+			if r.InFlight() != 0 {
+				t.Errorf("%T: replica %d in flight %d after all calls, want 0", s, r.Index, r.InFlight())
+			}
+			total += r.Picks()
+		}
+		if total != 1600 {
+			t.Errorf("%T: picks = %d, want 1600", s, total)
+		}
+	}
+}
+
+func TestBalancerAllocs(t *testing.T) {
+	req := userReq("hello")
+	for _, s := range []Strategy{RoundRobin{}, LeastInFlight{}, Affinity{}} {
+		rs, _ := replicas(8)
+		b := mustBalancer(t, rs, s)
+		if allocs := testing.AllocsPerRun(200, func() {
+			pr, _ := b.Pick(PickInfo{Request: req})
+			pr.Done(DoneInfo{})
+		}); allocs != 0 {
+			t.Errorf("%T Pick+Done allocs = %v, want 0", s, allocs)
+		}
+	}
+	if _, err := NewBalancer(BalancerConfig{}); err == nil {
+		t.Error("NewBalancer(no replicas) = nil error, want one")
+	}
+	if _, err := NewBalancer(BalancerConfig{Replicas: []portico.Route{{Name: "x"}}}); err == nil {
+		t.Error("NewBalancer(nil Model) = nil error, want one")
+	}
+}
