@@ -1,0 +1,214 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+func TestShed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 2}})
+		m := l.Wrap(slowModel(time.Second, 1))
+		rec := &recorder{}
+		ctx := portico.ContextWithObserver(t.Context(), rec)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { m.Generate(ctx, req("a", 1)) })
+		}
+		synctest.Wait()
+		_, err := m.Generate(ctx, req("a", 1))
+		var pe *portico.Error
+		if !errors.Is(err, ErrOverloaded) || !errors.As(err, &pe) || pe.Class != portico.Rejected || pe.Reason != "overloaded" {
+			t.Fatalf("third call with 2 in flight = %v, want Rejected overloaded", err)
+		}
+		if _, err := m.Generate(ctx, req("b", 1)); err != nil {
+			t.Errorf("another key's call = %v, want admitted", err)
+		}
+		wg.Wait()
+		if k := rec.kinds(); len(k) != 1 || k[0] != portico.EventRateLimitReject {
+			t.Errorf("events = %v, want one rate_limit_reject", k)
+		}
+		if _, err := m.Generate(ctx, req("a", 1)); err != nil {
+			t.Errorf("after the two finished = %v, want admitted", err)
+		}
+	})
+}
+
+// littleThroughput runs clients in a closed loop against a model of fixed
+// latency w behind an in-flight cap of lmax, shed calls retrying after 1ms,
+// and returns the calls completed per second over 10s of virtual time.
+func littleThroughput(t *testing.T, w time.Duration) float64 {
+	var done atomic.Int64
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 4}})
+		m := l.Wrap(slowModel(w, 1))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for range 12 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if _, err := m.Generate(ctx, req("a", 1)); err == nil {
+						done.Add(1)
+					} else {
+						time.Sleep(time.Millisecond)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+	return float64(done.Load()) / 10
+}
+
+// TestLittlesLaw: admitted throughput is L_max / W; when the model slows from
+// W = 100ms to 200ms it halves, with no other change (seed 000).
+func TestLittlesLaw(t *testing.T) {
+	fast := littleThroughput(t, 100*time.Millisecond)
+	slow := littleThroughput(t, 200*time.Millisecond)
+	// L_max / W exactly, less the calls cut by the 10s end: 40/s and 20/s.
+	if fast < 39.6 || fast > 40 || slow < 19.6 || slow > 20 {
+		t.Errorf("throughput at W=100ms, 200ms = %v/s, %v/s; want 40/s and 20/s (L_max/W, within the last round)", fast, slow)
+	}
+}
+
+// queued starts a call on m in a goroutine that records its name in order
+// when admitted.
+func queued(ctx context.Context, m portico.Model, r *portico.Request, name string, order *[]string, mu *sync.Mutex, wg *sync.WaitGroup) {
+	wg.Go(func() {
+		if _, err := m.Generate(ctx, r); err == nil {
+			mu.Lock()
+			*order = append(*order, name)
+			mu.Unlock()
+		}
+	})
+}
+
+func sess(s string) *portico.Request {
+	r := req("a", 1)
+	r.Identity.SessionID = s
+	return r
+}
+
+// TestQueueOrders: with one slot busy, calls queue and are served by the
+// order: FCFS per call, FCFS per program, least attained service.
+func TestQueueOrders(t *testing.T) {
+	for _, tt := range []struct {
+		order Order
+		want  string
+	}{
+		{FCFSCall, "x2 y1 x3"},
+		{FCFSProgram, "x2 x3 y1"},
+		{PLAS, "y1 x2 x3"},
+	} {
+		t.Run(tt.order.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: 8, Order: tt.order, PLAS: PLASConfig{Quantum: time.Second}})
+				m := l.Wrap(slowModel(time.Second, 1))
+				// Program x runs a first call of 3s: its attained service is 3s.
+				l.Wrap(slowModel(3*time.Second, 1)).Generate(t.Context(), sess("x"))
+				var mu sync.Mutex
+				var order []string
+				var wg sync.WaitGroup
+				wg.Go(func() { m.Generate(t.Context(), sess("z")) }) // holds the slot for 1s
+				synctest.Wait()
+				queued(t.Context(), m, sess("x"), "x2", &order, &mu, &wg)
+				synctest.Wait()
+				queued(t.Context(), m, sess("y"), "y1", &order, &mu, &wg)
+				synctest.Wait()
+				queued(t.Context(), m, sess("x"), "x3", &order, &mu, &wg)
+				synctest.Wait()
+				wg.Wait()
+				got := ""
+				for i, s := range order {
+					if i > 0 {
+						got += " "
+					}
+					got += s
+				}
+				if got != tt.want {
+					t.Errorf("order %v served %q, want %q", tt.order, got, tt.want)
+				}
+			})
+		})
+	}
+}
+
+func TestQueueFullAndCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: 1})
+		m := l.Wrap(slowModel(time.Second, 1))
+		var wg sync.WaitGroup
+		wg.Go(func() { m.Generate(t.Context(), req("a", 1)) })
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		wg.Go(func() { _, err := m.Generate(ctx, req("a", 1)); errc <- err })
+		synctest.Wait()
+		if _, err := m.Generate(t.Context(), req("a", 1)); !errors.Is(err, ErrOverloaded) {
+			t.Errorf("call with the slot and the queue full = %v, want ErrOverloaded", err)
+		}
+		cancel()
+		if err := <-errc; portico.ClassOf(err) != portico.Canceled {
+			t.Errorf("canceled queued call = %v, want Canceled", err)
+		}
+		wg.Wait()
+		if n := l.inflightOf(req("a", 1)); n != 0 {
+			t.Errorf("in flight at the end = %d, want 0", n)
+		}
+	})
+}
+
+// TestStarvationGuard: under PLAS a program with much attained service is
+// promoted once its waits reach β times its service.
+func TestStarvationGuard(t *testing.T) {
+	cfg := Config{Order: PLAS, PLAS: PLASConfig{Quantum: time.Second, Levels: 8, Starvation: 2}}
+	now := t0
+	long := &program{attained: 10 * time.Second}
+	short := &program{attained: 0}
+	wl := &waiter{seq: 1, enq: now, prog: long}
+	ws := &waiter{seq: 2, enq: now, prog: short}
+	if cfg.better(wl, ws, now) {
+		t.Errorf("PLAS at once: long program first, want short")
+	}
+	if got := cfg.plasLevel(wl, now); got != 3 {
+		t.Errorf("level of 10s attained with 1s quantum = %d, want 3 ([7s, 15s))", got)
+	}
+	later := now.Add(20 * time.Second) // waited 20s = 2 x 10s of service
+	if !cfg.better(wl, ws, later) {
+		t.Errorf("after waiting 2x its service: short program still first, want the long one promoted (FCFS within level 0)")
+	}
+	for _, tt := range []struct {
+		a    time.Duration
+		want int
+	}{{0, 0}, {999 * time.Millisecond, 0}, {time.Second, 1}, {3 * time.Second, 2}, {time.Hour, 7}} {
+		if got := level(tt.a, time.Second, 8); got != tt.want {
+			t.Errorf("level(%v, 1s, 8) = %d, want %d", tt.a, got, tt.want)
+		}
+	}
+}
+
+// TestPanicReleases: a panic in the model passes through after the slot is
+// freed.
+func TestPanicReleases(t *testing.T) {
+	l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}})
+	m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { panic("boom") }))
+	func() {
+		defer func() {
+			if recover() != "boom" {
+				t.Errorf("panic did not pass through")
+			}
+		}()
+		m.Generate(context.Background(), req("a", 1))
+	}()
+	if n := l.inflightOf(req("a", 1)); n != 0 {
+		t.Errorf("in flight after a panic = %d, want 0", n)
+	}
+}
