@@ -64,7 +64,7 @@ type budgets struct {
 	n          atomic.Int64
 	hot        atomic.Pointer[bucket]
 	overCap    atomic.Int64 // new keys over maxKeys since the last sweep
-	mu         sync.Mutex // serialises sweeps
+	mu         sync.Mutex   // serialises sweeps
 	overflow   *bucket
 }
 
