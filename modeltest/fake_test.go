@@ -244,9 +244,12 @@ func BenchmarkFakeGenerate(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		f.Generate(ctx, req)
+		sink, _ = f.Generate(ctx, req)
 	}
 }
+
+// sink keeps benchmark results alive so the compiler cannot elide them.
+var sink *portico.Response
 
 // BenchmarkBareModel is the floor to compare BenchmarkFakeGenerate with: a
 // ModelFunc that allocates the same Response.
@@ -257,6 +260,31 @@ func BenchmarkBareModel(b *testing.B) {
 	req, ctx := userReq("q"), context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		m.Generate(ctx, req)
+		sink, _ = m.Generate(ctx, req)
 	}
+}
+
+// FuzzChunker checks that the default split of any text yields chunks that
+// concatenate to it, each non-empty and ending in a space except the last.
+func FuzzChunker(f *testing.F) {
+	for _, s := range []string{"", "a", "a b", "  ", "héllo wörld ", "x\ny z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		ch := chunker{text: text}
+		var b strings.Builder
+		var chunks []string
+		for s, ok := ch.next(); ok; s, ok = ch.next() {
+			chunks = append(chunks, s)
+			b.WriteString(s)
+		}
+		if b.String() != text {
+			t.Fatalf("chunks(%q) = %q, concatenating to %q, want the text", text, chunks, b.String())
+		}
+		for i, c := range chunks {
+			if c == "" || (i < len(chunks)-1 && c[len(c)-1] != ' ') || strings.Contains(c[:len(c)-1], " ") {
+				t.Fatalf("chunks(%q)[%d] = %q, want non-empty, one space at most, at its end unless last", text, i, c)
+			}
+		}
+	})
 }
