@@ -372,3 +372,55 @@ func TestExhaustedClassRule(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerGroupUnderLoad runs 300 goroutines through a group whose primary,
+// behind a real breaker, fails every other call: every request must end with
+// an answer from one of the routes, and the answers add up.
+func TestBreakerGroupUnderLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		n := 0
+		flaky := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			mu.Lock()
+			n++
+			odd := n%2 == 1
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			if odd {
+				return nil, perr(portico.Transient)
+			}
+			return &portico.Response{Text: "a"}, nil
+		})
+		br := breaker.Must(breaker.Config{Name: "a", OpenFor: 5 * time.Millisecond, Probes: 2})
+		b := &fake{name: "b"}
+		g := Must(Config{Routes: []portico.Route{{Name: "a", Model: br.Wrap(flaky), Health: br}, route(b, portico.Capabilities{})}})
+		var wg sync.WaitGroup
+		var fromA, fromB sync.Map
+		for i := range 300 {
+			wg.Go(func() {
+				for j := range 10 {
+					resp, err := g.Generate(context.Background(), simple)
+					if err != nil {
+						t.Errorf("Generate = %v, want an answer (b never fails)", err)
+						return
+					}
+					switch resp.Route {
+					case "a":
+						fromA.Store(i*10+j, true)
+					case "b":
+						fromB.Store(i*10+j, true)
+					default:
+						t.Errorf("Route = %q", resp.Route)
+					}
+					time.Sleep(time.Duration(j%3) * time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		count := func(m *sync.Map) (k int) { m.Range(func(_, _ any) bool { k++; return true }); return }
+		a, bb := count(&fromA), count(&fromB)
+		if a+bb != 3000 || bb != b.n() || a == 0 || bb == 0 {
+			t.Errorf("answers a=%d b=%d (b calls %d), want 3000 in all, both routes used, b's answers = b's calls", a, bb, b.n())
+		}
+	})
+}

@@ -26,7 +26,11 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 	}
 	req := c.req
 	var delivered *bool // set when a chunk reached the caller
-	name, rename := g.cfg.ModelNames[r.Name]
+	var name string
+	rename := false
+	if g.cfg.ModelNames != nil {
+		name, rename = g.cfg.ModelNames[r.Name]
+	}
 	if rename || req.OnChunk != nil {
 		req = req.Clone()
 		if rename {
