@@ -86,23 +86,36 @@ func (bs *budgets) newBucket(k budgetKey) *bucket {
 }
 
 // get returns the bucket of (dest, client), creating it full if needed. For an
-// existing key it does not allocate.
+// existing key it does not allocate; for the last key used it costs two atomic
+// loads and two string compares. The hot bucket is never an evicted one: sweep
+// clears it, and lookup re-checks after setting it.
 func (bs *budgets) get(dest, client string) *bucket {
-	if h := bs.hot.Load(); h != nil && h.key.dest == dest && h.key.client == client && !h.dead.Load() {
-		if !h.used.Load() {
-			h.used.Store(true)
-		}
+	if h := bs.hot.Load(); h != nil && h.key.dest == dest && h.key.client == client && h.used.Load() {
 		return h
 	}
+	return bs.lookup(dest, client)
+}
+
+// lookup is get's slow path: the map, marking the bucket used.
+func (bs *budgets) lookup(dest, client string) *bucket {
 	if v, ok := bs.m.Load(budgetKey{dest, client}); ok {
 		b := v.(*bucket)
 		if !b.used.Load() {
 			b.used.Store(true)
 		}
-		bs.hot.Store(b)
+		bs.setHot(b)
 		return b
 	}
 	return bs.insert(budgetKey{dest, client})
+}
+
+// setHot makes b the hot bucket unless it was evicted. Eviction marks a bucket
+// dead before clearing hot, so whichever of the two runs last sees the other.
+func (bs *budgets) setHot(b *bucket) {
+	bs.hot.Store(b)
+	if b.dead.Load() {
+		bs.hot.CompareAndSwap(b, nil)
+	}
 }
 
 func (bs *budgets) insert(k budgetKey) *bucket {
@@ -111,7 +124,7 @@ func (bs *budgets) insert(k budgetKey) *bucket {
 		return v.(*bucket)
 	}
 	if bs.n.Add(1) <= bs.maxKeys {
-		bs.hot.Store(nb)
+		bs.setHot(nb)
 		return nb
 	}
 	// Sweep at most once per maxKeys/16 keys over the cap, so a flood of new
@@ -121,7 +134,7 @@ func (bs *budgets) insert(k budgetKey) *bucket {
 		bs.sweep(k)
 	}
 	if bs.n.Load() <= bs.maxKeys {
-		bs.hot.Store(nb)
+		bs.setHot(nb)
 		return nb
 	}
 	// Nothing could be evicted: the new key shares the overflow bucket.
@@ -146,6 +159,7 @@ func (bs *budgets) sweep(keep budgetKey) {
 		if b.level.Load() >= bs.capacity || !b.used.Load() {
 			if _, ok := bs.m.LoadAndDelete(k); ok {
 				b.dead.Store(true)
+				bs.hot.CompareAndSwap(b, nil)
 				bs.n.Add(-1)
 			}
 			return true
