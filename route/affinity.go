@@ -91,7 +91,7 @@ func (p *affinityPicker) Pick(info PickInfo) (PickResult, error) {
 	return PickResult{Index: i}, nil
 }
 
-// Sessions returns how many sessions the picker remembers; for tests.
+// len returns how many sessions the picker remembers; for tests.
 func (p *affinityPicker) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
