@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -349,7 +350,13 @@ func (p *pipeline) validate(c *compiled, value any) {
 	}
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &ve) {
+		// The library walks objects in map order: sort this schema's
+		// violations by pointer so that rejections are deterministic.
+		start := len(p.out)
 		p.collect(ve)
+		slices.SortStableFunc(p.out[start:], func(a, b Violation) int {
+			return strings.Compare(a.Pointer, b.Pointer)
+		})
 		return
 	}
 	p.add(Violation{Call: p.call, Rule: "schema"})

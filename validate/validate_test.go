@@ -118,10 +118,10 @@ func TestSchemaViolationsListEveryOneWithoutValues(t *testing.T) {
 	err := v.Check(schemaReq(personSchema), answer(text))
 	r := rejection(t, err)
 	want := map[string]bool{
-		"schema/type@/name":                 true,
-		"schema/minimum@/age":               true,
-		"schema/enum@/role":                 true,
-		"schema/type@/tags/1":               true,
+		"schema/type@/name":                  true,
+		"schema/minimum@/age":                true,
+		"schema/enum@/role":                  true,
+		"schema/type@/tags/1":                true,
 		"schema/additionalProperties@/extra": true,
 	}
 	got := rules(r)

@@ -54,18 +54,18 @@ func (s Stage) String() string {
 // use the failing JSON Schema keyword instead ("required", "minimum", "enum",
 // "additionalProperties", ...); user checks use their own rule names.
 const (
-	RuleNilResponse     = "nil_response"     // the inner Model returned neither a response nor an error
-	RuleEmptyText       = "empty_text"       // no text and no tool call
+	RuleNilResponse     = "nil_response"      // the inner Model returned neither a response nor an error
+	RuleEmptyText       = "empty_text"        // no text and no tool call
 	RuleToolCallsAbsent = "tool_calls_absent" // finish reason tool_calls without any tool call
-	RuleFinishMissing   = "finish_missing"   // no finish reason, with Config.RequireFinish
-	RuleContentFilter   = "content_filter"   // the provider withheld content
-	RuleTruncated       = "truncated"        // finish reason length where the full output is needed
-	RuleMaxBytes        = "max_bytes"        // the JSON text exceeds Config.MaxBytes
-	RuleMaxDepth        = "max_depth"        // the JSON text nests deeper than Config.MaxDepth
-	RuleMaxNumber       = "max_number"       // a number literal exceeds Config.MaxNumberLength or Config.MaxExponent
-	RuleJSON            = "json"             // the text is not exactly one JSON value
-	RuleGoType          = "go_type"          // a typed check could not decode the value into its Go type
-	RuleToolName        = "tool_name"        // a tool call names a tool the request did not declare
+	RuleFinishMissing   = "finish_missing"    // no finish reason, with Config.RequireFinish
+	RuleContentFilter   = "content_filter"    // the provider withheld content
+	RuleTruncated       = "truncated"         // finish reason length where the full output is needed
+	RuleMaxBytes        = "max_bytes"         // the JSON text exceeds Config.MaxBytes
+	RuleMaxDepth        = "max_depth"         // the JSON text nests deeper than Config.MaxDepth
+	RuleMaxNumber       = "max_number"        // a number literal exceeds Config.MaxNumberLength or Config.MaxExponent
+	RuleJSON            = "json"              // the text is not exactly one JSON value
+	RuleGoType          = "go_type"           // a typed check could not decode the value into its Go type
+	RuleToolName        = "tool_name"         // a tool call names a tool the request did not declare
 )
 
 // Violation is one way an answer breaks its contract. It says where (a JSON

@@ -1,0 +1,257 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Problem is one reason a schema does not fit a provider's strict
+// structured-output subset; see [StrictCompatible].
+type Problem struct {
+	// Pointer is the RFC 6901 JSON pointer, within the schema, of the schema
+	// node or keyword at fault ("" is the root).
+	Pointer string
+	// Rule names the broken requirement: one of the Strict* constants.
+	Rule string
+	// Detail is a short explanation: the keyword, property or limit concerned.
+	Detail string
+}
+
+// The rules [StrictCompatible] reports.
+const (
+	StrictInvalid              = "invalid_json"          // the schema is not JSON
+	StrictRootObject           = "root_object"           // the root must be an object schema, not anyOf
+	StrictAdditionalProperties = "additional_properties" // every object needs "additionalProperties": false
+	StrictRequired             = "required"              // every property must be listed in "required"
+	StrictKeyword              = "keyword"               // a keyword outside the supported subset
+	StrictFormat               = "format"                // a "format" value outside the supported set
+	StrictRef                  = "ref"                   // a $ref outside the document
+	StrictPropertyCount        = "property_count"        // more than 5,000 object properties in all
+	StrictNesting              = "nesting"               // more than 10 levels of object nesting
+	StrictStringLength         = "string_length"         // names, enum and const strings over 120,000 characters
+	StrictEnumCount            = "enum_count"            // more than 1,000 enum values in all
+	StrictEnumLength           = "enum_length"           // an enum of over 250 strings totalling over 15,000 characters
+)
+
+// OpenAI's documented limits for strict structured outputs.
+const (
+	strictMaxProperties   = 5000
+	strictMaxNesting      = 10
+	strictMaxStringLength = 120000
+	strictMaxEnumValues   = 1000
+	strictBigEnum         = 250
+	strictMaxBigEnumChars = 15000
+)
+
+// strictKeywords is the subset of JSON Schema OpenAI's strict mode accepts:
+// structure (type, properties, required, additionalProperties, items, anyOf,
+// enum, const, $ref, $defs), annotations, and the documented type-specific
+// keywords (string: pattern, format; number: multipleOf, maximum,
+// exclusiveMaximum, minimum, exclusiveMinimum; array: minItems, maxItems).
+var strictKeywords = map[string]bool{
+	"type": true, "properties": true, "required": true, "additionalProperties": true,
+	"items": true, "anyOf": true, "enum": true, "const": true,
+	"$ref": true, "$defs": true, "definitions": true,
+	"$schema": true, "$id": true, "$comment": true, "title": true, "description": true,
+	"pattern": true, "format": true,
+	"multipleOf": true, "maximum": true, "exclusiveMaximum": true, "minimum": true, "exclusiveMinimum": true,
+	"minItems": true, "maxItems": true,
+}
+
+var strictFormats = map[string]bool{
+	"date-time": true, "time": true, "date": true, "duration": true, "email": true,
+	"hostname": true, "ipv4": true, "ipv6": true, "uuid": true,
+}
+
+// StrictCompatible reports why schema does not fit OpenAI's strict
+// structured-output subset (response_format json_schema with strict: true,
+// and strict function calling), or nil when it fits. The subset, as OpenAI's
+// Structured Outputs guide documents it ("Supported schemas"):
+//
+//   - the root is an object schema, not anyOf;
+//   - every object sets "additionalProperties": false and lists every one of
+//     its properties in "required" (optional fields are nullable types
+//     instead);
+//   - only the keywords of the subset: type, properties, required,
+//     additionalProperties, items, anyOf, enum, const, $ref (within the
+//     document), $defs, annotations, pattern and format (date-time, time,
+//     date, duration, email, hostname, ipv4, ipv6, uuid), multipleOf,
+//     minimum, maximum, exclusiveMinimum, exclusiveMaximum, minItems,
+//     maxItems; so no allOf, not, if/then/else, dependentRequired,
+//     patternProperties, minLength, uniqueItems, ...;
+//   - at most 5,000 object properties and 10 levels of object nesting; at
+//     most 120,000 characters of property names, definition names, enum and
+//     const strings; at most 1,000 enum values, and an enum of more than 250
+//     strings at most 15,000 characters.
+//
+// Each [Problem] gives the JSON pointer of the offending node and the rule,
+// in document order (object keys sorted). StrictCompatible does not follow
+// $ref when counting nesting. It is safe for concurrent use.
+func StrictCompatible(schema json.RawMessage) []Problem {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return []Problem{{Rule: StrictInvalid, Detail: "schema is not JSON"}}
+	}
+	w := strictWalker{}
+	root, _ := doc.(map[string]any)
+	switch {
+	case root == nil:
+		w.add("", StrictRootObject, "root is not an object schema")
+	case root["anyOf"] != nil:
+		w.add("", StrictRootObject, "root is anyOf")
+	case !isObjectSchema(root):
+		w.add("", StrictRootObject, "root type is not object")
+	}
+	w.node(doc, "", 0)
+	if w.props > strictMaxProperties {
+		w.add("", StrictPropertyCount, strconv.Itoa(w.props)+" properties, limit 5000")
+	}
+	if w.chars > strictMaxStringLength {
+		w.add("", StrictStringLength, strconv.Itoa(w.chars)+" characters, limit 120000")
+	}
+	if w.enums > strictMaxEnumValues {
+		w.add("", StrictEnumCount, strconv.Itoa(w.enums)+" enum values, limit 1000")
+	}
+	return w.out
+}
+
+type strictWalker struct {
+	out                 []Problem
+	props, chars, enums int
+	nestingReported     bool
+}
+
+func (w *strictWalker) add(ptr, rule, detail string) {
+	w.out = append(w.out, Problem{Pointer: ptr, Rule: rule, Detail: detail})
+}
+
+func isObjectSchema(m map[string]any) bool {
+	switch t := m["type"].(type) {
+	case string:
+		return t == "object"
+	case []any:
+		for _, x := range t {
+			if x == "object" {
+				return true
+			}
+		}
+	}
+	_, hasProps := m["properties"]
+	return hasProps
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func join(ptr string, tok string) string {
+	var b strings.Builder
+	b.WriteString(ptr)
+	b.WriteByte('/')
+	escapeToken(&b, tok)
+	return b.String()
+}
+
+// node checks the schema s at ptr, nested in depth objects.
+func (w *strictWalker) node(s any, ptr string, depth int) {
+	m, ok := s.(map[string]any)
+	if !ok {
+		if _, isBool := s.(bool); isBool {
+			w.add(ptr, StrictKeyword, "boolean schema")
+		}
+		return
+	}
+	if isObjectSchema(m) {
+		depth++
+		if depth > strictMaxNesting && !w.nestingReported {
+			w.nestingReported = true
+			w.add(ptr, StrictNesting, strconv.Itoa(depth)+" levels, limit 10")
+		}
+		if ap, ok := m["additionalProperties"].(bool); !ok || ap {
+			w.add(ptr, StrictAdditionalProperties, `"additionalProperties": false missing`)
+		}
+		required := map[string]bool{}
+		if req, ok := m["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					required[s] = true
+				}
+			}
+		}
+		props, _ := m["properties"].(map[string]any)
+		for _, name := range sortedKeys(props) {
+			w.props++
+			w.chars += len(name)
+			if !required[name] {
+				w.add(join(join(ptr, "properties"), name), StrictRequired, "property "+strconv.Quote(name)+" not in required")
+			}
+		}
+	}
+	for _, kw := range sortedKeys(m) {
+		at := join(ptr, kw)
+		if !strictKeywords[kw] {
+			w.add(at, StrictKeyword, kw)
+			continue
+		}
+		switch val := m[kw]; kw {
+		case "properties":
+			props, _ := val.(map[string]any)
+			for _, name := range sortedKeys(props) {
+				w.node(props[name], join(at, name), depth)
+			}
+		case "$defs", "definitions":
+			defs, _ := val.(map[string]any)
+			for _, name := range sortedKeys(defs) {
+				w.chars += len(name)
+				w.node(defs[name], join(at, name), 0)
+			}
+		case "items":
+			w.node(val, at, depth)
+		case "anyOf":
+			list, _ := val.([]any)
+			for i, sub := range list {
+				w.node(sub, join(at, strconv.Itoa(i)), depth)
+			}
+		case "additionalProperties":
+			if sub, ok := val.(map[string]any); ok {
+				w.node(sub, at, depth)
+			}
+		case "enum":
+			list, _ := val.([]any)
+			w.enums += len(list)
+			strs, total := 0, 0
+			for _, e := range list {
+				if s, ok := e.(string); ok {
+					strs++
+					total += len(s)
+				}
+			}
+			w.chars += total
+			if strs > strictBigEnum && total > strictMaxBigEnumChars {
+				w.add(at, StrictEnumLength, strconv.Itoa(strs)+" strings, "+strconv.Itoa(total)+" characters, limit 15000")
+			}
+		case "const":
+			if s, ok := val.(string); ok {
+				w.chars += len(s)
+			}
+		case "format":
+			if f, _ := val.(string); !strictFormats[f] {
+				w.add(at, StrictFormat, f)
+			}
+		case "$ref":
+			if r, _ := val.(string); !strings.HasPrefix(r, "#") {
+				w.add(at, StrictRef, "only references within the schema")
+			}
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package validate
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func problems(ps []Problem) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Rule+"@"+p.Pointer)
+	}
+	return out
+}
+
+func TestStrictCompatibleAcceptsTheSubset(t *testing.T) {
+	const ok = `{
+	  "type": "object",
+	  "additionalProperties": false,
+	  "required": ["name", "unit", "tags", "when", "pick"],
+	  "properties": {
+	    "name": {"type": "string", "description": "who", "pattern": "^[A-Z]"},
+	    "unit": {"type": ["string", "null"], "enum": ["C", "F", null]},
+	    "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}, "minItems": 1},
+	    "when": {"type": "string", "format": "date-time"},
+	    "pick": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "null"}]}
+	  },
+	  "$defs": {
+	    "tag": {"type": "object", "additionalProperties": false, "required": ["k"], "properties": {"k": {"const": "x"}}}
+	  }
+	}`
+	if got := StrictCompatible(json.RawMessage(ok)); got != nil {
+		t.Fatalf("StrictCompatible(ok) = %q, want nil", problems(got))
+	}
+}
+
+func TestStrictCompatibleSaysWhyNot(t *testing.T) {
+	const bad = `{
+	  "type": "object",
+	  "required": ["a"],
+	  "properties": {
+	    "a": {"type": "string", "minLength": 1},
+	    "b": {"type": "object", "additionalProperties": true, "properties": {}},
+	    "c": {"allOf": [{"type": "string"}], "format": "iri"},
+	    "d": {"$ref": "https://example.com/s.json"}
+	  }
+	}`
+	want := []string{
+		"additional_properties@",
+		"required@/properties/b",
+		"required@/properties/c",
+		"required@/properties/d",
+		"keyword@/properties/a/minLength",
+		"additional_properties@/properties/b",
+		"keyword@/properties/c/allOf",
+		"format@/properties/c/format",
+		"ref@/properties/d/$ref",
+	}
+	if got := problems(StrictCompatible(json.RawMessage(bad))); !equal(got, want) {
+		t.Fatalf("StrictCompatible(bad) =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestStrictCompatibleRootAndLimits(t *testing.T) {
+	obj := func(props string) string {
+		return `{"type":"object","additionalProperties":false,"properties":{` + props + `},"required":[` + keysOf(props) + `]}`
+	}
+	// 10 levels of objects, the limit, and 11.
+	ten := obj("")
+	for range 9 {
+		ten = obj(`"x":` + ten)
+	}
+	deep := obj(`"x":` + ten)
+	var many []string
+	for i := range 5001 {
+		many = append(many, `"p`+strconv.Itoa(i)+`":{"type":"string"}`)
+	}
+	var enum []string
+	for i := range 1001 {
+		enum = append(enum, `"`+strconv.Itoa(i)+`"`)
+	}
+	bigEnum := `"e":{"enum":[` + strings.Join(enum, ",") + `]}`
+	longEnum := make([]string, 300)
+	for i := range longEnum {
+		longEnum[i] = `"` + strings.Repeat("v", 60) + strconv.Itoa(i) + `"`
+	}
+	tests := []struct {
+		name, schema string
+		want         []string
+	}{
+		{"not JSON", `{`, []string{"invalid_json@"}},
+		{"array root", `{"type":"array","items":{"type":"string"}}`, []string{"root_object@"}},
+		{"anyOf root", `{"anyOf":[` + obj("") + `]}`, []string{"root_object@"}},
+		{"10 levels", ten, nil},
+		{"11 levels", deep, []string{"nesting@" + strings.Repeat("/properties/x", 10)}},
+		{"5001 properties", obj(strings.Join(many, ",")), []string{"property_count@"}},
+		{"1001 enum values", obj(bigEnum), []string{"enum_count@"}},
+		{"long big enum", obj(`"e":{"enum":[` + strings.Join(longEnum, ",") + `]}`), []string{"enum_length@/properties/e/enum"}},
+	}
+	for _, tt := range tests {
+		got := problems(StrictCompatible(json.RawMessage(tt.schema)))
+		if !equal(got, tt.want) {
+			t.Errorf("%s: StrictCompatible = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// keysOf lists the top-level keys of a properties body for "required".
+func keysOf(props string) string {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte("{"+props+"}"), &m); err != nil {
+		panic(err)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, strconv.Quote(k))
+	}
+	return strings.Join(keys, ",")
+}
