@@ -58,7 +58,8 @@
 // slow calls do. Each slot is tagged with the closed period's generation, so a
 // closed period starts with an empty window without resetting anything, and
 // concurrent writers cannot make counters drift. Locks are taken only on
-// transitions and in the half-open state.
+// transitions, in the half-open state, and, in a time-based window, once per
+// bucket width to reset the bucket that starts.
 //
 // # Where it goes
 //

@@ -16,7 +16,6 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 	if c.hasDL {
 		d, ok := allowance(time.Until(c.deadline), g.cfg.Reserve, g.cfg.MinAttempt, g.cfg.Share, !g.followed(c, pos))
 		if !ok {
-			c.noTime = true
 			g.hop(ctx, c, r, reasonDeadline, nil)
 			return nil, true, g.outOfTime(ctx, c)
 		}

@@ -1,0 +1,94 @@
+package breaker
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestCountRingMatchesNaive feeds random outcomes to a count ring and checks
+// its tally against a plain list of the last n outcomes, across resets.
+func TestCountRingMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 3, 10, 100} {
+		r := newCountRing(n)
+		var log []uint64 // flags of the calls since the last reset
+		for step := range 5000 {
+			if rng.IntN(500) == 0 {
+				r.reset()
+				log = log[:0]
+			}
+			var flags uint64
+			if rng.IntN(3) == 0 {
+				flags |= flagFailed
+			}
+			if rng.IntN(4) == 0 {
+				flags |= flagSlow
+			}
+			if flags == 0 {
+				r.success()
+			} else {
+				r.record(flags)
+			}
+			log = append(log, flags)
+			var want tally
+			for _, f := range log[max(0, len(log)-n):] {
+				want.calls++
+				if f&flagFailed != 0 {
+					want.failed++
+				}
+				if f&flagSlow != 0 {
+					want.slow++
+				}
+			}
+			if got := r.tally(); got != want {
+				t.Fatalf("n=%d step %d: tally() = %+v, want %+v", n, step, got, want)
+			}
+		}
+	}
+}
+
+// TestTimeRingMatchesNaive does the same for a time ring: calls at random
+// times, tallied against the calls of the buckets still in the window.
+func TestTimeRingMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const width, buckets = 100, 10
+	r := newTimeRing(width*buckets, buckets)
+	type ev struct {
+		at    int64
+		flags uint64
+	}
+	var log []ev
+	var gen uint64
+	now := int64(0)
+	for step := range 5000 {
+		now += rng.Int64N(40)
+		if rng.IntN(700) == 0 {
+			gen++
+			log = log[:0]
+		}
+		var flags uint64
+		if rng.IntN(3) == 0 {
+			flags |= flagFailed
+		}
+		if rng.IntN(5) == 0 {
+			flags |= flagSlow
+		}
+		r.record(gen, now, flags)
+		log = append(log, ev{now, flags})
+		var want tally
+		for _, e := range log {
+			if now/width-e.at/width < buckets {
+				want.calls++
+				if e.flags&flagFailed != 0 {
+					want.failed++
+				}
+				if e.flags&flagSlow != 0 {
+					want.slow++
+				}
+			}
+		}
+		if got := r.tally(gen, now); got != want {
+			t.Fatalf("step %d at %d: tally() = %+v, want %+v", step, now, got, want)
+		}
+	}
+}
