@@ -134,11 +134,13 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				case <-t.C:
 				}
 			}
-			earlier = append(earlier, lastErr)
 			actx = portico.ContextWithAttempt(ctx, portico.Attempt{Index: i, ID: attemptID()})
 		}
 		if (i > 0 || r.minAttempt > 0) && !r.fits(ctx, 0) {
 			return nil, noTimeLeft(lastErr, 0, earlier)
+		}
+		if i > 0 {
+			earlier = append(earlier, lastErr)
 		}
 		resp, delivered, err := r.attempt(actx, req, next, start)
 		if err == nil {

@@ -156,7 +156,30 @@ func TestExhaustedErrorKeepsFieldsAndCauses(t *testing.T) {
 			t.Errorf("errors.Is(err, each attempt's error and ErrAttemptsExhausted) = %v %v %v, want all true",
 				errors.Is(err, first), errors.Is(err, last), errors.Is(err, ErrAttemptsExhausted))
 		}
+		if n, m := occurrences(err, first), occurrences(err, last); n != 1 || m != 1 {
+			t.Errorf("each attempt's error in the tree: first %d times, last %d times, want once each", n, m)
+		}
 	})
+}
+
+// occurrences counts how often target appears in err's tree.
+func occurrences(err, target error) int {
+	if err == nil {
+		return 0
+	}
+	n := 0
+	if err == target {
+		n++
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		n += occurrences(u.Unwrap(), target)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			n += occurrences(e, target)
+		}
+	}
+	return n
 }
 
 // Seed 001: three nested layers of 3 attempts each make 27 calls for one
