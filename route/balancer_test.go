@@ -331,6 +331,18 @@ func TestBalancerConcurrent(t *testing.T) {
 		if total != 1600 {
 			t.Errorf("%T: picks = %d, want 1600", s, total)
 		}
+		switch p := b.picker.(type) {
+		case *affinityPicker:
+			if n := p.len(); n > 4 {
+				t.Errorf("sessions remembered = %d, want <= 4 (MaxSessions)", n)
+			}
+		case *prefixPicker:
+			for i := range p.state {
+				if n := p.state[i].index.len(); n > 16 || len(p.state[i].index.nodes) > 16 {
+					t.Errorf("replica %d index holds %d blocks in %d nodes, want <= 16 (MaxBlocks)", i, n, len(p.state[i].index.nodes))
+				}
+			}
+		}
 	}
 }
 

@@ -78,8 +78,10 @@ type CascadeConfig struct {
 //
 // A step that does not fit the request (the shared [portico.Capabilities.Fits]
 // filter) or is unavailable (breaker open) is skipped without a call. A step
-// that fails with a route error moves on to the next step; the caller's
-// cancellation or deadline ends the cascade at once.
+// that fails with a route error (transient, rate limited, incompatible,
+// invalid, ambiguous, rejected) moves on to the next step; a Permanent error
+// (the request itself is wrong) and the caller's cancellation or deadline end
+// the cascade at once.
 //
 // The returned Response has Route = the step that answered, Cost = the realised
 // cost of the whole cascade (the sum of Capabilities.Cost(usage) over every step
@@ -126,7 +128,8 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 }
 
 // Generate runs the cascade on req as described on [Cascade]. Errors:
-//   - the caller's cancellation or deadline, as the step returned it;
+//   - the caller's cancellation or deadline, or a step's Permanent error, as
+//     the step returned it;
 //   - with [ExhaustedError], when answers came but none was accepted: class
 //     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
 //   - when no step answered at all: the class of the last step's error (or
@@ -152,9 +155,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		s := &c.steps[j]
 		rt := &s.Route
 		final := j == len(c.steps)-1
-		var fit error
-		if !rt.Available() || func() bool { fit = rt.Capabilities.Fits(req, n); return fit != nil }() {
-			h := skipHop(rt.Name, fit)
+		if h, ok := check(rt, req, n); !ok {
 			hops = append(hops, h)
 			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
 			continue
@@ -168,8 +169,8 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		resp, err := rt.Model.Generate(ctx, sreq)
 		if err != nil {
 			class := portico.ClassOf(err)
-			if class == portico.Canceled || (class == portico.Deadline && ctx.Err() != nil) {
-				return nil, err
+			if class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {
+				return nil, err // another step cannot fix it
 			}
 			lastErr = err
 			hops = append(hops, portico.Hop{Route: rt.Name, Reason: class.String(), Err: err})
@@ -194,8 +195,13 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		return c.finish(req, last, lastName, cost, hops, false)
 	}
 	if last != nil {
-		return nil, &portico.Error{Class: portico.InvalidResponse, Reason: "no answer accepted",
-			Err: errors.Join(ErrExhausted, ErrNotAccepted)}
+		errs := []error{ErrExhausted}
+		for _, h := range hops {
+			if h.Err != nil {
+				errs = append(errs, h.Err) // the not-accepted hops wrap ErrNotAccepted
+			}
+		}
+		return nil, &portico.Error{Class: portico.InvalidResponse, Reason: "no answer accepted", Err: errors.Join(errs...)}
 	}
 	if !called {
 		return nil, noRoute(hops)

@@ -180,6 +180,15 @@ func TestCascadeSteps(t *testing.T) {
 	if _, err = c.Generate(ctx, userReq("q")); !errors.Is(err, ErrExhausted) || portico.ClassOf(err) != portico.Transient {
 		t.Errorf("every step fails: %v, want the last class (transient) wrapping ErrExhausted", err)
 	}
+	// A Permanent error stops the cascade: no other step can fix the request.
+	var permCalls atomic.Int64
+	st = steps(nil)
+	st[0].Route.Model = failWith(portico.Permanent, nil)
+	st[1].Route.Model = failWith(portico.Transient, &permCalls)
+	c, _ = NewCascade(CascadeConfig{Steps: st})
+	if _, err = c.Generate(ctx, userReq("q")); portico.ClassOf(err) != portico.Permanent || permCalls.Load() != 0 {
+		t.Errorf("permanent error at step a: %v with %d calls to b, want Permanent and no call to b", err, permCalls.Load())
+	}
 	// The caller's cancellation stops the cascade at the first step.
 	aCalls.Store(0)
 	bCalls.Store(0)

@@ -81,3 +81,16 @@ func hopClass(h portico.Hop) portico.Class {
 	}
 	return portico.ClassOf(h.Err)
 }
+
+// check applies the shared filter in package fallback's order: Fits first,
+// then availability. It reports whether r is a candidate and, when it is not,
+// the hop saying why (Err nil for an unavailable route).
+func check(r *portico.Route, req *portico.Request, nIn int) (portico.Hop, bool) {
+	if err := r.Capabilities.Fits(req, nIn); err != nil {
+		return skipHop(r.Name, err), false
+	}
+	if !r.Available() {
+		return skipHop(r.Name, nil), false
+	}
+	return portico.Hop{}, true
+}

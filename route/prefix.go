@@ -17,16 +17,22 @@ import (
 // L - L_hit(g), in tokens (bytes / BytesPerToken). Then:
 //
 //   - exploit: if on the best replica L_hit > L_miss (more than half the prompt
-//     is cached), go to it; among replicas with the same L_hit, the least loaded;
+//     is cached), go to it; among replicas with the same L_hit, the least loaded
+//     (fewest calls in flight, then least Q);
 //   - explore: otherwise go to the replica minimising C_g = Q_g + E_g + R_g,
 //     where Q_g is its recent load (the sum over calls placed there within H of
 //     their missed tokens plus DecodeWeight times its mean output tokens), E_g
 //     the tokens of cached blocks that the new blocks would evict, each weighted
 //     by the share of the window's calls that used it, and R_g = L_miss(g), its
 //     own prefill;
-//   - rebalance: if the chosen replica's Q exceeds RebalanceFactor times the
-//     least loaded replica's Q, go to the least loaded instead (which then
-//     caches the hot prefix too, spreading it).
+//   - rebalance: if the exploit target is overloaded, (in flight + 1) >
+//     RebalanceFactor * (least in flight + 1), go to the least loaded replica
+//     instead, which then caches the hot prefix too and shares its later calls.
+//
+// The rebalance reads calls in flight, not Preble's windowed Q: a window reads
+// a sudden burst on a hot prefix late (seed 002 names this weakness), while
+// calls in flight see it on the next call. The +1 keeps one or two calls on an
+// otherwise idle fleet from bouncing agents off their caches.
 //
 // The chosen replica's index then records every block of the prompt. Memory is
 // bounded: each index holds at most MaxBlocks blocks, evicting the least

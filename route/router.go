@@ -19,8 +19,9 @@ type Candidate struct {
 	// Route is the route itself.
 	Route *portico.Route
 	// EstimatedCost is the price of the request on this route before the call,
-	// in the Capabilities' price unit: estimated input tokens at InputPrice plus
-	// MaxOutputTokens at OutputPrice (0 output when MaxOutputTokens is 0).
+	// in the Capabilities' price unit, as Fits prices Contract.MaxCost: input
+	// tokens (the larger of the estimate and Contract.MaxInputTokens) at
+	// InputPrice plus MaxOutputTokens at OutputPrice (0 when it is 0).
 	EstimatedCost float64
 	// Latency is the EWMA of observed call latencies; 0 before the first
 	// completed call, so unobserved routes look fast and get explored.
@@ -202,17 +203,21 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 func (r *Router) Pick(info PickInfo) (PickResult, error) {
 	req := info.Request
 	n := estimate(r.est, &info)
+	in := n // the input EstimatedCost prices, as Fits and fallback do
+	if k := req.Contract; k != nil {
+		in = max(in, k.MaxInputTokens)
+	}
 	best, bestScore := -1, math.Inf(1)
 	for i := range r.routes {
 		rt := &r.routes[i]
-		if !rt.Available() || rt.Capabilities.Fits(req, n) != nil {
+		if rt.Capabilities.Fits(req, n) != nil || !rt.Available() {
 			continue
 		}
 		st := &r.stats[i]
 		c := Candidate{
 			Index:         i,
 			Route:         rt,
-			EstimatedCost: float64(n)*rt.Capabilities.InputPrice + float64(req.MaxOutputTokens)*rt.Capabilities.OutputPrice,
+			EstimatedCost: float64(in)*rt.Capabilities.InputPrice + float64(req.MaxOutputTokens)*rt.Capabilities.OutputPrice,
 			Latency:       time.Duration(st.latency.load()),
 			TTFT:          time.Duration(st.ttft.load()),
 			ErrorRate:     st.errRate.load(),
@@ -227,12 +232,8 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 	if best < 0 {
 		hops := make([]portico.Hop, 0, len(r.routes))
 		for i := range r.routes {
-			rt := &r.routes[i]
-			var fit error
-			if rt.Available() {
-				fit = rt.Capabilities.Fits(req, n)
-			}
-			hops = append(hops, skipHop(rt.Name, fit))
+			h, _ := check(&r.routes[i], req, n)
+			hops = append(hops, h)
 		}
 		return PickResult{Index: -1}, noRoute(hops)
 	}

@@ -92,22 +92,19 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 	var hops []portico.Hop
 	for k := range 2 {
 		r := &t.routes[first^k]
-		var fit error
-		if r.Available() {
-			if fit = r.Capabilities.Fits(req, n); fit == nil {
-				resp, err := r.Model.Generate(ctx, req)
-				if err != nil {
-					return nil, err
-				}
-				resp.Route = r.Name
-				resp.Cost = r.Capabilities.Cost(resp.Usage)
-				if hops != nil {
-					resp.Hops = append(hops, resp.Hops...)
-				}
-				return resp, nil
+		h, ok := check(r, req, n)
+		if ok {
+			resp, err := r.Model.Generate(ctx, req)
+			if err != nil {
+				return nil, err
 			}
+			resp.Route = r.Name
+			resp.Cost = r.Capabilities.Cost(resp.Usage)
+			if hops != nil {
+				resp.Hops = append(hops, resp.Hops...)
+			}
+			return resp, nil
 		}
-		h := skipHop(r.Name, fit)
 		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: r.Name, Class: hopClass(h), Reason: h.Reason})
 		hops = append(hops, h)
 	}
