@@ -1,0 +1,94 @@
+// Package ratelimit decides who gets in, and how much (seed 000, "who gets in
+// and how much"): keyed token buckets on requests and on LLM tokens in
+// series, wait-or-reject against the caller's deadline, an in-flight cap with
+// load shedding, and an optional fair queue for agent programs (seed 002).
+//
+// Build a [Limiter] from a [Config] with [New]; its method value
+// [Limiter.Wrap] is the [portico.Middleware]:
+//
+//	lim, err := ratelimit.New(ratelimit.Config{
+//		Limits:           ratelimit.Limits{Requests: 500, Tokens: 200_000, MaxInFlight: 32},
+//		DefaultMaxTokens: 1024,
+//	})
+//	model := portico.Chain(provider, lim.Wrap)
+//
+// # Two buckets in series
+//
+// Each key has a request bucket (golang.org/x/time/rate's Limiter: Requests
+// per Period, burst RequestBurst) and a token bucket on LLM tokens (Tokens per
+// Period, capacity b = TokenBurst), written here because it needs refunds. A
+// call is admitted when both have room; when either refuses, neither is
+// charged. A call's cost in the token bucket is N_in + N_max at admission:
+// N_in from the [portico.Estimator] ([Config.Estimator], by default
+// [portico.DefaultEstimator]), N_max the request's MaxOutputTokens or
+// [Config.DefaultMaxTokens]. When the call ends the bucket gets back
+// (N_in + N_max) − (usage input + usage output) from the response's usage,
+// and is charged the excess when the usage was larger; a failed call, which
+// reports no usage, gets back what its error class makes safe (see [Refund]:
+// a local rejection everything, a 429 the output reserve, an ambiguous
+// outcome nothing).
+//
+// The token bucket guarantees that the net admitted cost (reservations minus
+// refunds) over any interval dt is at most b + r·dt, refunds included: a
+// refund never lifts the level above b. The proof is in bucket.go, and a
+// property test checks it over every interval of random runs, beside a fixed
+// window of the same nominal limit that admits twice the limit across a
+// boundary. A call whose N_in + N_max exceeds b could never enter: it is
+// refused at once with a [portico.Permanent] error naming both numbers
+// ([ErrOverCapacity], [*CapacityError]).
+//
+// # Wait or reject
+//
+// In [Reject] mode (the default) a call the buckets cannot admit now fails at
+// once with a [portico.RateLimited] error wrapping [ErrLimited] whose
+// RetryAfter is the exact wait after which the same call would be admitted
+// (429 with Retry-After). In [Wait] mode the call waits that long when the
+// wait fits both the context's deadline and [Config.MaxWait], and fails at
+// once as in Reject mode otherwise. Waits select on ctx.Done() and take
+// nothing from the buckets while they wait. Waits and rejections are
+// reported to the context's [portico.Observer] as [portico.EventRateLimitWait]
+// and [portico.EventRateLimitReject].
+//
+// # Keys
+//
+// The default key is the pair (Identity.ClientKey, Model): one client looping
+// on errors empties only its own buckets. [Config.Key] gives any other split;
+// [ByClient] and [ByModel] are the two halves. The recommended stack has a
+// per-client Limiter outermost and a per-model one inside each route.
+// Looking up an existing key allocates nothing. Idle keys (buckets full,
+// nothing in flight or queued) are evicted when their shard of the table
+// doubles: their state equals a fresh key's, so memory stays bounded by the
+// keys active within about one refill period.
+//
+// # Provider feedback
+//
+// When a response or an error carries the provider's view of its limits
+// ([portico.RateLimit], from x-ratelimit-remaining-* and reset-* headers), the
+// key the call went through adopts the tighter of that view and its own: the
+// level drops to what the provider says remains, and until the provider's
+// reset the refill runs at the provider's rate when that is slower. The next
+// calls then wait locally instead of collecting 429s. [Limiter.SetLimit]
+// changes the configured limits of every key live.
+//
+// # In-flight cap, shedding and queues
+//
+// [Limits.MaxInFlight] caps the calls of a key in flight (L_max). Beyond it a
+// call is shed at once with a [portico.Rejected] error wrapping
+// [ErrOverloaded] (Reason "overloaded"): by Little's law the admitted rate is
+// then L_max / W and falls by itself when the model's latency W grows.
+// With [Config.Queue] > 0 calls wait for a slot instead, in a bounded queue
+// served in the [Order] chosen: [FCFSCall] (vLLM), [FCFSProgram] (Continuum)
+// or [PLAS], least attained service per program in discrete levels with a
+// starvation guard (Autellix; see [PLASConfig]). Seed 002's simulation (4
+// slots, ~85% load) is reproduced with this queue: with unequal program
+// lengths PLAS gives the shortest mean for short programs and for all, and
+// with seven calls for every program FCFS per program beats PLAS.
+//
+// # Sources
+//
+// Token buckets, refunds of the unused reservation, the b + r·dt bound, the
+// fixed-window contrast, per-client isolation and Little's law: seed 000.
+// Program-level scheduling: seed 002, after Autellix (Luo et al., "Autellix:
+// An Efficient Serving Engine for LLM Agents as General Programs", 2025) and
+// Continuum (Li et al., 2025). The request bucket is golang.org/x/time/rate.
+package ratelimit
