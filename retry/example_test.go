@@ -90,3 +90,40 @@ func Example_retryAfterBeyondDeadline() {
 	// Output:
 	// rate_limited 20s true
 }
+
+// A streamed call whose first attempt sends nothing within the TTFT timeout is
+// abandoned and retried (the request is idempotent: a duplicate costs only
+// tokens); only the retry's chunks reach the caller.
+func Example_firstChunkTimeout() {
+	calls := 0
+	provider := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		calls++
+		if calls == 1 {
+			<-ctx.Done() // stuck before the first token
+			return nil, portico.FromContext(ctx)
+		}
+		for _, c := range []string{"hel", "lo"} {
+			if err := req.OnChunk(portico.Chunk{Text: c}); err != nil {
+				return nil, err
+			}
+		}
+		return &portico.Response{Text: "hello", FinishReason: portico.FinishStop}, nil
+	})
+	r := retry.MustNew(retry.Config{
+		Backoff:           retry.Immediate,
+		FirstChunkTimeout: 20 * time.Millisecond,
+		OnRetry: func(i retry.RetryInfo) {
+			fmt.Println("retry after", i.Class, errors.Is(i.Err, retry.ErrFirstChunkTimeout))
+		},
+	})
+	resp, err := r.Wrap(provider).Generate(context.Background(), &portico.Request{
+		Idempotent: true,
+		OnChunk:    func(c portico.Chunk) error { fmt.Printf("chunk %q\n", c.Text); return nil },
+	})
+	fmt.Println(resp.Text, err)
+	// Output:
+	// retry after ambiguous true
+	// chunk "hel"
+	// chunk "lo"
+	// hello <nil>
+}
