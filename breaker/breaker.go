@@ -190,6 +190,13 @@ func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next por
 	}()
 	resp, err := next.Generate(ctx, req)
 	done = true
+	if err == nil && !b.needEnd { // the common case, without a call
+		b.ring.success()
+		if c := b.consec.Load(); c&0xffffffff != 0 {
+			b.consec.CompareAndSwap(c, word>>2<<32)
+		}
+		return resp, nil
+	}
 	b.closedOutcome(ctx, word, start, err)
 	return resp, err
 }
