@@ -243,9 +243,11 @@ func BenchmarkFakeGenerate(b *testing.B) {
 		f.Generate(ctx, req)
 	}
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		sink, _ = f.Generate(ctx, req)
 	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // sink keeps benchmark results alive so the compiler cannot elide them.
@@ -259,9 +261,11 @@ func BenchmarkBareModel(b *testing.B) {
 	})
 	req, ctx := userReq("q"), context.Background()
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		sink, _ = m.Generate(ctx, req)
 	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // FuzzChunker checks that the default split of any text yields chunks that

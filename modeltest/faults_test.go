@@ -261,7 +261,9 @@ func BenchmarkFaultsPassThrough(b *testing.B) {
 	m := MustFaults(FaultConfig{Rates: map[FaultKind]float64{Fault503: 0.0001}}).Wrap(&Fake{Outcomes: []Outcome{Answer("hi")}, RecordLimit: -1})
 	req, ctx := userReq("q"), context.Background()
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		sink, _ = m.Generate(ctx, req)
 	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 }
