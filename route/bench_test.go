@@ -3,6 +3,7 @@ package route
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/portico-llm/portico"
 )
@@ -21,6 +22,11 @@ func benchPick(b *testing.B, s Strategy, req *portico.Request, tokens int) {
 		}
 		pr.Done(DoneInfo{})
 	}
+	reportCPU(b, start)
+}
+
+// reportCPU reports the CPU nanoseconds per op spent since start.
+func reportCPU(b *testing.B, start time.Duration) {
 	if cpu := cpuTime() - start; cpu > 0 {
 		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 	}
@@ -55,25 +61,31 @@ func BenchmarkHashPrompt16KB(b *testing.B) {
 	req := prompt16K()
 	buf := make([]block, 0, 128)
 	b.ReportAllocs()
+	start := cpuTime()
 	for b.Loop() {
 		buf = hashPrompt(req, 256, buf[:0])
 	}
+	reportCPU(b, start)
 }
 
 func BenchmarkRouterPick(b *testing.B) {
 	r, _ := NewRouter(RouterConfig{Routes: threeRoutes(&switchHealth{}), Policy: Weighted{Cost: 1, Latency: 1, ErrorRate: 1}.Score})
 	info := PickInfo{Request: userReq("hello"), InputTokens: 10}
 	b.ReportAllocs()
+	start := cpuTime()
 	for b.Loop() {
 		pr, _ := r.Pick(info)
 		pr.Done(DoneInfo{})
 	}
+	reportCPU(b, start)
 }
 
 func BenchmarkHeuristicScore(b *testing.B) {
 	req := prompt16K()
 	b.ReportAllocs()
+	start := cpuTime()
 	for b.Loop() {
 		HeuristicScore(req)
 	}
+	reportCPU(b, start)
 }

@@ -77,3 +77,20 @@ func ExampleBalancer() {
 	// agent-1 -> gpu-0
 	// agent-1 -> gpu-0
 }
+
+func ExampleRouter() {
+	r, _ := route.NewRouter(route.RouterConfig{Routes: []portico.Route{
+		{Name: "frontier", Model: fake("F"), Capabilities: portico.Capabilities{Tools: true, InputPrice: 5e-6}},
+		{Name: "mini", Model: fake("M"), Capabilities: portico.Capabilities{InputPrice: 1.5e-7}},
+	}}) // Policy nil: ByCost
+	plain := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hello")}}
+	withTools := plain.Clone()
+	withTools.Tools = []portico.Tool{{Name: "search"}}
+	for _, req := range []*portico.Request{plain, withTools} {
+		resp, _ := r.Generate(context.Background(), req)
+		fmt.Println(resp.Route)
+	}
+	// Output:
+	// mini
+	// frontier
+}

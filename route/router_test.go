@@ -66,6 +66,17 @@ func TestRouterByCost(t *testing.T) {
 	if want := []float64{5*10 + 10*30, 5*3 + 10*6, 5*1 + 10*2}; len(seen) != 3 || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
 		t.Errorf("EstimatedCost per route = %v, want %v", seen, want)
 	}
+	// A contract's MaxInputTokens raises the priced input, as Fits does: 50
+	// tokens no longer fit small's window of 100 with 60 output tokens.
+	seen = nil
+	req.Contract = &portico.Contract{MaxInputTokens: 50}
+	req.MaxOutputTokens = 60
+	if pr, err := r2.Pick(PickInfo{Request: req}); err != nil || pr.Index != 1 {
+		t.Fatalf("Pick under contract = %d, %v, want 1", pr.Index, err)
+	}
+	if want := []float64{50*10 + 60*30, 50*3 + 60*6}; len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Errorf("EstimatedCost under contract = %v, want %v", seen, want)
+	}
 }
 
 func TestRouterNoRoute(t *testing.T) {
