@@ -1,0 +1,48 @@
+// Package effect makes a tool's side effect run at most once per execution
+// key, so that retrying a generation, falling back to another model or
+// replaying an agent step never charges a card, sends an email or opens a
+// ticket twice.
+//
+// Seed 003 ("Separare i tentativi di generazione dagli effetti collaterali")
+// is the source: retrying the generation and repeating the action are
+// separate decisions. The application gives each user-level operation an id
+// (portico.Identity.OperationID); each tool call the model asks for gets the
+// execution key
+//
+//	execution_key = operation_id + tool_name + sha256(canonical JSON of the arguments)
+//
+// built by [NewKey] or [KeyOf]. Canonical JSON is RFC 8785's JSON
+// Canonicalization Scheme (github.com/gowebpki/jcs), so {"b":1,"a":2} and
+// {"a":2, "b":1.0} are the same call.
+//
+// # States
+//
+// A key is [Pending] while one caller runs the effect, then [Completed]
+// (with its result), [Failed] (the effect did not happen: retryable classes
+// may run again, others are returned as recorded), or [Unknown]. Unknown is
+// seed 003's answer to the ambiguous timeout: when the call may have reached
+// the other side before failing (a portico Ambiguous error, a deadline or
+// cancellation during the run, a panic, or a pending key whose owner's lease
+// ran out), "nothing happened" is not assumed. The key is not run again;
+// callers get an Ambiguous error wrapping [ErrUnknown] until the application
+// reconciles it, asking the other side, and records what it learned with
+// [Runner.Resolve].
+//
+// # Running
+//
+// A [Runner] ([New], [Config]) runs effects through a [Store]. [Runner.Do]
+// takes the effect as func(ctx) ([]byte, error); [Once] is the typed form,
+// storing the result as JSON. Callers of the same key in one process share
+// one run, like golang.org/x/sync/singleflight, each honouring its own
+// context while waiting; a completed key returns the stored result; a key
+// pending in another process (a shared store) is polled.
+//
+// # Stores
+//
+// [Store] is three atomic operations: Get, PutIfAbsent and Update (a
+// compare-and-swap on the record's owner and state), each record carrying its
+// expiry. [MemoryStore] is the in-process default, bounded, dropping expired
+// records, and refusing new keys with [ErrFull] rather than evicting live
+// ones. At-most-once across several processes needs a shared store (Redis,
+// a SQL table) behind the same interface.
+package effect

@@ -1,0 +1,87 @@
+package effect
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// State is where an execution key stands (seed 003: pending, completed,
+// failed; and unknown for an ambiguous timeout).
+type State uint8
+
+// The states of an execution key.
+const (
+	// Pending: a runner holds the key and is running the effect, until
+	// Record.Lease; after the lease the owner is presumed lost and the key is
+	// treated as Unknown.
+	Pending State = iota + 1
+	// Completed: the effect ran; Record.Result is its result, returned to
+	// every later caller instead of running it again.
+	Completed
+	// Failed: the effect failed in a way that says it did not take effect
+	// (Record.Class). A retryable class (transient, rate limited) lets a later
+	// caller run it again; any other class is returned as is.
+	Failed
+	// Unknown: the outcome is ambiguous (a timeout after the effect may have
+	// started, a cancellation mid-run, a panic). The effect is not run again
+	// until the application reconciles the key with [Runner.Resolve].
+	Unknown
+)
+
+// String returns "pending", "completed", "failed" or "unknown".
+func (s State) String() string {
+	switch s {
+	case Pending:
+		return "pending"
+	case Completed:
+		return "completed"
+	case Failed:
+		return "failed"
+	case Unknown:
+		return "unknown"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Record is what a [Store] keeps per execution key. Stores treat it as an
+// opaque value apart from Owner, State and Expires; Result must not be
+// modified once stored.
+type Record struct {
+	// State is the key's state.
+	State State
+	// Result is the effect's result when Completed (JSON text, for [Once]).
+	Result []byte
+	// Class is the error class of a Failed or Unknown outcome.
+	Class portico.Class
+	// Reason is a short, content-free reason for a Failed or Unknown outcome.
+	Reason string
+	// Owner is a random token of the run that created or last moved the
+	// record; [Store.Update] compares it.
+	Owner string
+	// Lease is, for a Pending record, when its owner is presumed lost.
+	Lease time.Time
+	// Expires is when the store may forget the record; an expired record is
+	// absent.
+	Expires time.Time
+}
+
+// Store keeps execution records. Implementations must be safe for concurrent
+// use, and make PutIfAbsent and Update atomic: they are what makes an effect
+// run at most once. A Store shared by several processes (Redis, a SQL table)
+// gives the guarantee across them; [MemoryStore] within one process.
+// Records whose Expires has passed count as absent everywhere.
+type Store interface {
+	// Get returns the record of key and true, or false when there is none
+	// (or it expired).
+	Get(ctx context.Context, key Key) (Record, bool, error)
+	// PutIfAbsent stores rec under key when key has no record, returning rec
+	// and true; otherwise it returns the existing record and false.
+	PutIfAbsent(ctx context.Context, key Key, rec Record) (Record, bool, error)
+	// Update replaces key's record with next only when the stored record has
+	// the same Owner and State as prev (compare-and-swap), reporting whether
+	// it did.
+	Update(ctx context.Context, key Key, prev, next Record) (bool, error)
+}

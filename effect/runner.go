@@ -1,0 +1,363 @@
+package effect
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Sentinels of the errors a [Runner] returns, wrapped in a *portico.Error so
+// that errors.Is finds them and portico.ClassOf classifies them.
+var (
+	// ErrUnknown: the key's outcome is unknown (an ambiguous timeout, a
+	// cancellation or panic mid-run, or a pending key whose owner's lease
+	// ran out). The effect may have happened; the runner will not run it
+	// again until the application reconciles the key with [Runner.Resolve].
+	// Class Ambiguous.
+	ErrUnknown = errors.New("effect: outcome unknown, reconcile before running again")
+	// ErrFailed: the key's effect failed earlier with a non-retryable class,
+	// which the error carries; it is not run again.
+	ErrFailed = errors.New("effect: failed earlier")
+	// ErrStore: the store failed; nothing was run. Class Transient.
+	ErrStore = errors.New("effect: store error")
+	// ErrNotResolvable: Resolve was called on a key that is absent, or
+	// neither Unknown nor Pending past its lease. Class Permanent.
+	ErrNotResolvable = errors.New("effect: key is not unknown")
+)
+
+// Defaults of [Config].
+const (
+	DefaultTTL   = 24 * time.Hour
+	DefaultLease = 5 * time.Minute
+	DefaultPoll  = 100 * time.Millisecond
+)
+
+// Config configures a [Runner].
+type Config struct {
+	// Store keeps the records. Nil means a new MemoryStore with default
+	// MemoryConfig (at-most-once within this process only).
+	Store Store
+	// TTL is how long an outcome is remembered, so how long a repeated call
+	// with the same key returns the stored result instead of running again.
+	// Zero means DefaultTTL (24 hours).
+	TTL time.Duration
+	// Lease is how long a pending key is trusted to be running. A caller that
+	// finds a key pending past its lease treats it as Unknown (the owner
+	// crashed or hangs); so Lease must exceed the effect's longest run. Zero
+	// means DefaultLease (5 minutes).
+	Lease time.Duration
+	// Poll is how often a caller waiting on a key pending in another process
+	// (a shared store) looks again. Callers in the same process wait for the
+	// running call directly. Zero means DefaultPoll (100 ms).
+	Poll time.Duration
+	// Logger receives a warning when an outcome could not be recorded. Nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Runner runs each tool side effect at most once per execution [Key] (seed
+// 003: separate generation retries from side effects). Concurrent callers
+// with the same key share one run, like singleflight; later callers get the
+// stored result of a completed run; an ambiguous outcome is recorded as
+// Unknown and never silently re-run. A Runner is safe for concurrent use.
+type Runner struct {
+	store Store
+	ttl   time.Duration
+	lease time.Duration
+	poll  time.Duration
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	flights map[Key]*flight
+}
+
+// flight is one run in this process that other callers of the key wait for.
+type flight struct {
+	done   chan struct{}
+	result []byte
+	err    error
+	again  bool // the leader gave up for its own reasons: waiters try themselves
+}
+
+// New returns a Runner for cfg. It returns an error starting with "effect:"
+// for a negative duration.
+func New(cfg Config) (*Runner, error) {
+	for _, d := range []struct {
+		name string
+		p    *time.Duration
+		def  time.Duration
+	}{{"TTL", &cfg.TTL, DefaultTTL}, {"Lease", &cfg.Lease, DefaultLease}, {"Poll", &cfg.Poll, DefaultPoll}} {
+		if *d.p < 0 {
+			return nil, errors.New("effect: Config." + d.name + " is negative")
+		}
+		if *d.p == 0 {
+			*d.p = d.def
+		}
+	}
+	if cfg.Store == nil {
+		s, _ := NewMemoryStore(MemoryConfig{})
+		cfg.Store = s
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}}, nil
+}
+
+// Do runs fn at most once for key and returns its result.
+//
+//   - If key is absent (or its earlier failure was retryable), Do marks it
+//     Pending, runs fn(ctx) and records the outcome: Completed with fn's
+//     result; Unknown when portico.ClassOf(err) is Ambiguous, Deadline or
+//     Canceled, or fn panics (the panic is re-raised); Failed otherwise. fn
+//     must return an error of a non-ambiguous class only when it knows the
+//     effect did not happen.
+//   - If another call of key is running in this process, Do waits for it
+//     (or for ctx) and returns its outcome; if it runs in another process
+//     (a shared store), Do polls every Config.Poll.
+//   - If key is Completed, Do returns the stored result without running fn.
+//
+// Errors: fn's own error for a Failed run; an Ambiguous *portico.Error
+// wrapping [ErrUnknown] (and fn's error) for an Unknown key, which the caller
+// must reconcile ([Runner.Resolve]) rather than retry; a *portico.Error of
+// the recorded class wrapping [ErrFailed] for a key that failed earlier; a
+// Transient one wrapping [ErrStore] when the store fails; the classified
+// context error ([portico.FromContext]) when ctx ends while waiting. The
+// returned bytes are the caller's own copy.
+func (r *Runner) Do(ctx context.Context, key Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	for {
+		r.mu.Lock()
+		if f, ok := r.flights[key]; ok {
+			r.mu.Unlock()
+			select {
+			case <-f.done:
+				if f.again {
+					continue
+				}
+				return bytes.Clone(f.result), f.err
+			case <-ctx.Done():
+				return nil, portico.FromContext(ctx)
+			}
+		}
+		f := &flight{done: make(chan struct{})}
+		r.flights[key] = f
+		r.mu.Unlock()
+
+		res, err := r.lead(ctx, key, fn, f)
+		return bytes.Clone(res), err
+	}
+}
+
+// finish publishes f's outcome to its waiters and retires it.
+func (r *Runner) finish(key Key, f *flight) {
+	r.mu.Lock()
+	delete(r.flights, key)
+	r.mu.Unlock()
+	close(f.done)
+}
+
+// lead settles key as the process's one caller of it, and publishes the
+// outcome to f's waiters (also when fn panics).
+func (r *Runner) lead(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), f *flight) (res []byte, err error) {
+	returned := false
+	defer func() {
+		if !returned { // fn panicked: run recorded Unknown; the panic goes on.
+			res, err = nil, unknownError("panic", nil)
+		}
+		f.result, f.err = res, err
+		r.finish(key, f)
+	}()
+	res, err = r.settle(ctx, key, fn, f)
+	returned = true
+	return res, err
+}
+
+func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), f *flight) ([]byte, error) {
+	for {
+		now := time.Now()
+		mine := Record{State: Pending, Owner: rand.Text(), Lease: now.Add(r.lease), Expires: now.Add(max(r.ttl, r.lease))}
+		cur, stored, serr := r.store.PutIfAbsent(ctx, key, mine)
+		if serr != nil {
+			return nil, storeError(serr)
+		}
+		if stored {
+			return r.run(ctx, key, mine, fn)
+		}
+		switch cur.State {
+		case Completed:
+			return cur.Result, nil
+		case Unknown:
+			return nil, unknownError(cur.Reason, nil)
+		case Failed:
+			if !cur.Class.Retryable() {
+				return nil, &portico.Error{Class: cur.Class, Reason: cur.Reason, Err: ErrFailed}
+			}
+			ok, serr := r.store.Update(ctx, key, cur, mine)
+			if serr != nil {
+				return nil, storeError(serr)
+			}
+			if ok {
+				return r.run(ctx, key, mine, fn)
+			}
+			// Someone moved the record first: look again.
+		default: // Pending elsewhere.
+			if !now.Before(cur.Lease) {
+				return nil, unknownError("pending past its lease", nil)
+			}
+			t := time.NewTimer(r.poll)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				f.again = true
+				return nil, portico.FromContext(ctx)
+			}
+		}
+	}
+}
+
+// run runs fn under the Pending record mine and records its outcome.
+func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.Context) ([]byte, error)) (res []byte, err error) {
+	panicked := true
+	defer func() {
+		if panicked {
+			r.record(ctx, key, mine, Record{State: Unknown, Class: portico.Ambiguous, Reason: "panic"})
+		}
+	}()
+	res, err = fn(ctx)
+	panicked = false
+	if err == nil {
+		r.record(ctx, key, mine, Record{State: Completed, Result: res})
+		return res, nil
+	}
+	class := portico.ClassOf(err)
+	reason := reasonOf(err, class)
+	switch class {
+	case portico.Ambiguous, portico.Deadline, portico.Canceled:
+		r.record(ctx, key, mine, Record{State: Unknown, Class: class, Reason: reason})
+		return nil, unknownError(reason, err)
+	}
+	r.record(ctx, key, mine, Record{State: Failed, Class: class, Reason: reason})
+	return nil, err
+}
+
+// record moves key from mine to next. It uses a context that outlives the
+// caller's: an outcome must be recorded even when the caller has gone.
+func (r *Runner) record(ctx context.Context, key Key, mine, next Record) {
+	next.Owner = mine.Owner
+	next.Expires = time.Now().Add(r.ttl)
+	ok, err := r.store.Update(context.WithoutCancel(ctx), key, mine, next)
+	if err != nil || !ok {
+		// The key stays Pending until its lease ends, then reads as Unknown:
+		// safe, but the application has to reconcile it.
+		r.log.Warn("effect: outcome not recorded", "key", string(key), "state", next.State.String(), "err", err, "moved", !ok)
+	}
+}
+
+// Status returns key's record and true, or false when the key is absent.
+func (r *Runner) Status(ctx context.Context, key Key) (Record, bool, error) {
+	rec, ok, err := r.store.Get(ctx, key)
+	if err != nil {
+		return Record{}, false, storeError(err)
+	}
+	return rec, ok, nil
+}
+
+// Outcome is what the application learned when it reconciled an Unknown key
+// (for instance by asking the payment provider whether the charge exists).
+type Outcome struct {
+	// Happened reports that the effect took place; Result is then stored as
+	// its result and returned to later callers. When false, the key becomes
+	// Failed with a retryable class, and the next [Runner.Do] runs the effect.
+	Happened bool
+	// Result is the effect's result when Happened.
+	Result []byte
+}
+
+// Resolve records the reconciled outcome of key, which must be Unknown or
+// Pending past its lease. It returns a Permanent *portico.Error wrapping
+// [ErrNotResolvable] otherwise, or when the record changed meanwhile, and a
+// Transient one wrapping [ErrStore] when the store fails.
+func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
+	cur, ok, err := r.store.Get(ctx, key)
+	if err != nil {
+		return storeError(err)
+	}
+	if !ok || !(cur.State == Unknown || cur.State == Pending && !time.Now().Before(cur.Lease)) {
+		return &portico.Error{Class: portico.Permanent, Reason: "key not unknown", Err: ErrNotResolvable}
+	}
+	next := Record{State: Failed, Class: portico.Transient, Reason: "reconciled: not executed"}
+	if o.Happened {
+		next = Record{State: Completed, Result: bytes.Clone(o.Result)}
+	}
+	next.Owner = rand.Text()
+	next.Expires = time.Now().Add(r.ttl)
+	ok, err = r.store.Update(ctx, key, cur, next)
+	if err != nil {
+		return storeError(err)
+	}
+	if !ok {
+		return &portico.Error{Class: portico.Permanent, Reason: "key changed while resolving", Err: ErrNotResolvable}
+	}
+	return nil
+}
+
+// Once is [Runner.Do] for a typed result: fn's result is stored as JSON and
+// decoded for every caller, so each gets its own copy. A result that does not
+// encode leaves the key Unknown (the effect ran but its result is lost);
+// one that does not decode into T gives a Permanent error.
+func Once[T any](ctx context.Context, r *Runner, key Key, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	res, err := r.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		v, err := fn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, &portico.Error{Class: portico.Ambiguous, Reason: "effect result does not encode", Err: err}
+		}
+		return b, nil
+	})
+	if err != nil {
+		return zero, err
+	}
+	var out T
+	if err := json.Unmarshal(res, &out); err != nil {
+		return zero, &portico.Error{Class: portico.Permanent, Reason: "effect result does not decode", Err: err}
+	}
+	return out, nil
+}
+
+func storeError(err error) error {
+	return &portico.Error{Class: portico.Transient, Reason: "effect store", Err: errors.Join(ErrStore, err)}
+}
+
+func unknownError(reason string, cause error) error {
+	if reason == "" {
+		reason = "outcome unknown"
+	}
+	err := ErrUnknown
+	if cause != nil {
+		err = errors.Join(ErrUnknown, cause)
+	}
+	return &portico.Error{Class: portico.Ambiguous, Reason: reason, Err: err}
+}
+
+// reasonOf returns a content-free reason for err: the Reason of its
+// *portico.Error, or its class's name.
+func reasonOf(err error, class portico.Class) string {
+	var e *portico.Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	return class.String()
+}

@@ -1,0 +1,308 @@
+package effect
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+func newRunner(t *testing.T, cfg Config) *Runner {
+	t.Helper()
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+type receipt struct {
+	ID     string `json:"id"`
+	Amount int    `json:"amount"`
+}
+
+func TestHundredCallersRunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRunner(t, Config{})
+		key := mustKey(t, "order-42", "charge", `{"amount":1999,"currency":"EUR"}`)
+		var runs atomic.Int32
+		charge := func(ctx context.Context) (receipt, error) {
+			n := runs.Add(1)
+			time.Sleep(time.Second) // the payment provider is slow
+			return receipt{ID: "ch_" + string(rune('0'+n)), Amount: 1999}, nil
+		}
+		const callers = 100
+		var wg sync.WaitGroup
+		results := make([]receipt, callers)
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Go(func() {
+				results[i], errs[i] = Once(context.Background(), r, key, charge)
+			})
+		}
+		wg.Wait()
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("effect ran %d times, want 1", n)
+		}
+		want := receipt{ID: "ch_1", Amount: 1999}
+		for i := range callers {
+			if errs[i] != nil || results[i] != want {
+				t.Fatalf("caller %d got %+v, %v; want %+v, nil", i, results[i], errs[i], want)
+			}
+		}
+		// A later caller gets the stored result.
+		got, err := Once(context.Background(), r, key, charge)
+		if err != nil || got != want || runs.Load() != 1 {
+			t.Fatalf("later Once = %+v, %v after %d runs; want %+v from the store", got, err, runs.Load(), want)
+		}
+		rec, ok, _ := r.Status(context.Background(), key)
+		if !ok || rec.State != Completed {
+			t.Fatalf("Status = %+v, %v, want completed", rec, ok)
+		}
+	})
+}
+
+func TestAmbiguousFailureIsUnknownAndNotRerun(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fn   func(ctx context.Context) ([]byte, error)
+	}{
+		{"ambiguous error", func(context.Context) ([]byte, error) {
+			return nil, &portico.Error{Class: portico.Ambiguous, Reason: "timeout after send"}
+		}},
+		{"deadline during fn", func(ctx context.Context) ([]byte, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRunner(t, Config{})
+				key := mustKey(t, "op", "send_email", `{"to":"x"}`)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, err := r.Do(ctx, key, tt.fn)
+				if !errors.Is(err, ErrUnknown) || portico.ClassOf(err) != portico.Ambiguous {
+					t.Fatalf("Do = %v, want ambiguous ErrUnknown", err)
+				}
+				rec, _, _ := r.Status(context.Background(), key)
+				if rec.State != Unknown {
+					t.Fatalf("state = %v, want unknown", rec.State)
+				}
+				runs := 0
+				again := func(context.Context) ([]byte, error) { runs++; return []byte(`"sent"`), nil }
+				for range 3 {
+					if _, err := r.Do(context.Background(), key, again); !errors.Is(err, ErrUnknown) {
+						t.Fatalf("Do again = %v, want ErrUnknown", err)
+					}
+				}
+				if runs != 0 {
+					t.Fatalf("unknown effect re-run %d times, want 0", runs)
+				}
+
+				// Reconciliation: the email was sent after all.
+				if err := r.Resolve(context.Background(), key, Outcome{Happened: true, Result: []byte(`"sent"`)}); err != nil {
+					t.Fatalf("Resolve = %v", err)
+				}
+				res, err := r.Do(context.Background(), key, again)
+				if err != nil || string(res) != `"sent"` || runs != 0 {
+					t.Fatalf("Do after Resolve = %s, %v (runs %d), want the resolved result without running", res, err, runs)
+				}
+				if err := r.Resolve(context.Background(), key, Outcome{}); !errors.Is(err, ErrNotResolvable) {
+					t.Fatalf("Resolve of a completed key = %v, want ErrNotResolvable", err)
+				}
+			})
+		})
+	}
+}
+
+func TestResolveNotHappenedAllowsRerun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRunner(t, Config{})
+		key := mustKey(t, "op", "ticket", `{}`)
+		r.Do(context.Background(), key, func(context.Context) ([]byte, error) {
+			return nil, &portico.Error{Class: portico.Ambiguous}
+		})
+		if err := r.Resolve(context.Background(), key, Outcome{Happened: false}); err != nil {
+			t.Fatal(err)
+		}
+		runs := 0
+		res, err := r.Do(context.Background(), key, func(context.Context) ([]byte, error) { runs++; return []byte(`1`), nil })
+		if err != nil || string(res) != "1" || runs != 1 {
+			t.Fatalf("Do after resolving not-run = %s, %v, runs %d; want 1, nil, 1", res, err, runs)
+		}
+	})
+}
+
+func TestFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRunner(t, Config{})
+		ctx := context.Background()
+		runs := 0
+
+		// A transient failure says the effect did not happen: the next call runs it.
+		k1 := mustKey(t, "op", "a", `{}`)
+		flaky := &portico.Error{Class: portico.Transient, Reason: "503"}
+		if _, err := r.Do(ctx, k1, func(context.Context) ([]byte, error) { runs++; return nil, flaky }); err != flaky {
+			t.Fatalf("Do = %v, want fn's error", err)
+		}
+		if res, err := r.Do(ctx, k1, func(context.Context) ([]byte, error) { runs++; return []byte(`"ok"`), nil }); err != nil || string(res) != `"ok"` {
+			t.Fatalf("Do after a transient failure = %s, %v", res, err)
+		}
+		if runs != 2 {
+			t.Fatalf("runs = %d, want 2", runs)
+		}
+
+		// A permanent failure is returned as recorded, not re-run.
+		k2 := mustKey(t, "op", "b", `{}`)
+		declined := &portico.Error{Class: portico.Permanent, Reason: "card declined"}
+		r.Do(ctx, k2, func(context.Context) ([]byte, error) { return nil, declined })
+		_, err := r.Do(ctx, k2, func(context.Context) ([]byte, error) { runs++; return nil, nil })
+		var pe *portico.Error
+		if !errors.Is(err, ErrFailed) || !errors.As(err, &pe) || pe.Class != portico.Permanent || pe.Reason != "card declined" || runs != 2 {
+			t.Fatalf("Do after a permanent failure = %v (runs %d), want ErrFailed with the recorded class and reason", err, runs)
+		}
+	})
+}
+
+func TestPanicRecordsUnknown(t *testing.T) {
+	r := newRunner(t, Config{})
+	key := mustKey(t, "op", "p", `{}`)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("panic swallowed")
+			}
+		}()
+		r.Do(context.Background(), key, func(context.Context) ([]byte, error) { panic("boom") })
+	}()
+	if _, err := r.Do(context.Background(), key, func(context.Context) ([]byte, error) { return nil, nil }); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("Do after a panic = %v, want ErrUnknown", err)
+	}
+}
+
+func TestWaiterHonoursItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRunner(t, Config{})
+		key := mustKey(t, "op", "slow", `{}`)
+		release := make(chan struct{})
+		var runs atomic.Int32
+		slow := func(context.Context) ([]byte, error) { runs.Add(1); <-release; return []byte(`"done"`), nil }
+		leaderDone := make(chan error)
+		go func() { _, err := r.Do(context.Background(), key, slow); leaderDone <- err }()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := r.Do(ctx, key, slow)
+		if portico.ClassOf(err) != portico.Deadline || time.Since(start) != time.Second {
+			t.Fatalf("waiter Do = %v after %v, want deadline after 1s", err, time.Since(start))
+		}
+		close(release)
+		if err := <-leaderDone; err != nil {
+			t.Fatal(err)
+		}
+		if runs.Load() != 1 {
+			t.Fatalf("runs = %d, want 1", runs.Load())
+		}
+	})
+}
+
+func TestPendingInAnotherProcess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, _ := NewMemoryStore(MemoryConfig{})
+		r := newRunner(t, Config{Store: store, Poll: 100 * time.Millisecond, Lease: time.Minute})
+		ctx := context.Background()
+		key := mustKey(t, "op", "x", `{}`)
+		// Another process holds the key.
+		other := Record{State: Pending, Owner: "other", Lease: time.Now().Add(time.Minute), Expires: time.Now().Add(time.Hour)}
+		store.PutIfAbsent(ctx, key, other)
+		go func() {
+			time.Sleep(350 * time.Millisecond)
+			store.Update(ctx, key, other, Record{State: Completed, Result: []byte(`7`), Owner: "other", Expires: time.Now().Add(time.Hour)})
+		}()
+		start := time.Now()
+		res, err := r.Do(ctx, key, func(context.Context) ([]byte, error) { t.Error("ran a key pending elsewhere"); return nil, nil })
+		if err != nil || string(res) != "7" {
+			t.Fatalf("Do = %s, %v, want the other process's result", res, err)
+		}
+		if d := time.Since(start); d != 400*time.Millisecond {
+			t.Fatalf("Do returned after %v, want 400ms (the first poll after completion)", d)
+		}
+
+		// A pending key whose owner's lease ran out is unknown, not re-run.
+		k2 := mustKey(t, "op", "y", `{}`)
+		store.PutIfAbsent(ctx, k2, Record{State: Pending, Owner: "dead", Lease: time.Now().Add(time.Second), Expires: time.Now().Add(time.Hour)})
+		time.Sleep(time.Second)
+		if _, err := r.Do(ctx, k2, func(context.Context) ([]byte, error) { t.Error("ran a key of a lost owner"); return nil, nil }); !errors.Is(err, ErrUnknown) {
+			t.Fatalf("Do on an expired lease = %v, want ErrUnknown", err)
+		}
+		if err := r.Resolve(ctx, k2, Outcome{Happened: true, Result: []byte(`1`)}); err != nil {
+			t.Fatalf("Resolve of an expired lease = %v", err)
+		}
+	})
+}
+
+func TestExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, _ := NewMemoryStore(MemoryConfig{MaxEntries: 2})
+		r := newRunner(t, Config{Store: store, TTL: time.Hour})
+		ctx := context.Background()
+		runs := 0
+		fn := func(context.Context) ([]byte, error) { runs++; return []byte(`true`), nil }
+		k := mustKey(t, "op", "k", `{}`)
+		r.Do(ctx, k, fn)
+		time.Sleep(time.Hour - time.Second)
+		r.Do(ctx, k, fn)
+		if runs != 1 {
+			t.Fatalf("runs within the TTL = %d, want 1", runs)
+		}
+		time.Sleep(time.Second)
+		r.Do(ctx, k, fn)
+		if runs != 2 {
+			t.Fatalf("runs after the TTL = %d, want 2 (the outcome expired)", runs)
+		}
+
+		// Bounded: a full store refuses new keys rather than forget live ones.
+		r.Do(ctx, mustKey(t, "op", "k2", `{}`), fn)
+		_, err := r.Do(ctx, mustKey(t, "op", "k3", `{}`), fn)
+		if !errors.Is(err, ErrFull) || !errors.Is(err, ErrStore) || portico.ClassOf(err) != portico.Transient {
+			t.Fatalf("Do on a full store = %v, want transient ErrStore wrapping ErrFull", err)
+		}
+		if runs != 3 {
+			t.Fatalf("runs = %d, want 3 (nothing ran on the full store)", runs)
+		}
+		// Once the records expire, the sweep frees room.
+		time.Sleep(time.Hour)
+		if _, err := r.Do(ctx, mustKey(t, "op", "k3", `{}`), fn); err != nil {
+			t.Fatalf("Do after expiry = %v", err)
+		}
+		if n := store.Len(); n != 1 {
+			t.Fatalf("store.Len() = %d after the sweep, want 1", n)
+		}
+	})
+}
+
+func TestNewRejectsNegative(t *testing.T) {
+	for _, cfg := range []Config{{TTL: -1}, {Lease: -1}, {Poll: -1}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) = nil error, want one", cfg)
+		}
+	}
+	if _, err := NewMemoryStore(MemoryConfig{MaxEntries: -1}); err == nil {
+		t.Error("NewMemoryStore(-1) = nil error, want one")
+	}
+}
+
+func TestStateString(t *testing.T) {
+	for s, want := range map[State]string{Pending: "pending", Completed: "completed", Failed: "failed", Unknown: "unknown", 0: "State(0)"} {
+		if got := s.String(); got != want {
+			t.Errorf("State(%d).String() = %q, want %q", s, got, want)
+		}
+	}
+}
