@@ -43,7 +43,9 @@ type ServerConfig struct {
 //
 // Server runs no goroutine of its own: each service is a time.AfterFunc timer,
 // so it needs no Close, leaks nothing and runs on virtual time in a
-// testing/synctest bubble. It is safe for concurrent use.
+// testing/synctest bubble. It is safe for concurrent use; inside synctest, use a
+// Server from one bubble only, since its timers belong to the bubble that made
+// them.
 type Server struct {
 	cfg ServerConfig
 
