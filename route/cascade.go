@@ -60,9 +60,10 @@ type CascadeConfig struct {
 	// is [ExhaustedLast].
 	Exhausted Exhausted
 	// StreamLast, with ExhaustedLast, lets the last step stream to the caller
-	// as it generates (its answer can no longer be rejected). False (default)
-	// buffers every step, and delivers the accepted answer's text to OnChunk in
-	// one chunk at the end.
+	// as it generates (its answer can no longer be rejected); if it then fails,
+	// its error is returned as is, since tokens may have reached the caller.
+	// False (default) buffers every step, and delivers the accepted answer's
+	// text to OnChunk in one chunk at the end.
 	StreamLast bool
 	// Estimator predicts input tokens for the shared Fits filter; nil means
 	// portico.DefaultEstimator.
@@ -169,8 +170,10 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		resp, err := rt.Model.Generate(ctx, sreq)
 		if err != nil {
 			class := portico.ClassOf(err)
-			if class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {
-				return nil, err // another step cannot fix it
+			if live || class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {
+				// Another step cannot fix it, or (live) tokens may already
+				// have reached the caller: nothing may be substituted.
+				return nil, err
 			}
 			lastErr = err
 			hops = append(hops, portico.Hop{Route: rt.Name, Reason: class.String(), Err: err})

@@ -234,6 +234,14 @@ func TestCascadeStreaming(t *testing.T) {
 			t.Errorf("StreamLast %v: caller saw chunks %q, want only [final answer] (the rejected draft is never streamed)", tc.streamLast, chunks)
 		}
 	}
+	// A live final step that fails: its error, not the rejected draft.
+	st[1].Route.Model = failWith(portico.Transient, nil)
+	c, _ := NewCascade(CascadeConfig{Steps: st, StreamLast: true})
+	req := userReq("q")
+	req.OnChunk = func(portico.Chunk) error { return nil }
+	if resp, err := c.Generate(context.Background(), req); portico.ClassOf(err) != portico.Transient {
+		t.Errorf("live final step fails: %+v, %v; want its Transient error", resp, err)
+	}
 	if ExhaustedLast.String() != "last" || ExhaustedError.String() != "error" || Exhausted(9).String() != "Exhausted(9)" {
 		t.Error("Exhausted.String names are wrong")
 	}

@@ -22,9 +22,10 @@ import (
 //   - explore: otherwise go to the replica minimising C_g = Q_g + E_g + R_g,
 //     where Q_g is its recent load (the sum over calls placed there within H of
 //     their missed tokens plus DecodeWeight times its mean output tokens), E_g
-//     the tokens of cached blocks that the new blocks would evict, each weighted
-//     by the share of the window's calls that used it, and R_g = L_miss(g), its
-//     own prefill;
+//     the tokens of the cached blocks that the new blocks would evict from a
+//     full index, each weighted by the calls that used it per call in the
+//     window (an approximation of Preble's share: uses count while indexed),
+//     and R_g = L_miss(g), its own prefill;
 //   - rebalance: if the exploit target is overloaded, (in flight + 1) >
 //     RebalanceFactor * (least in flight + 1), go to the least loaded replica
 //     instead, which then caches the hot prefix too and shares its later calls.
