@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -18,13 +19,17 @@ const (
 	minSweep  = 64 // entries per shard before the first sweep
 )
 
-// shard is one slice of the key table; sharding keeps goroutines on different
-// keys from contending on one lock.
+// shard is one slice of the key table. Lookups of existing keys read an
+// immutable snapshot without locking (read); m, under mu, is the authoritative
+// table, republished as a new snapshot when lookups miss often enough, as
+// sync.Map does with its read and dirty maps.
 type shard struct {
-	mu      sync.RWMutex
+	read    atomic.Pointer[map[key]*entry]
+	mu      sync.Mutex
 	m       map[key]*entry
+	misses  int // lookups that missed read since it was published
 	sweepAt int // sweep idle entries when len(m) reaches this
-	_       [40]byte
+	_       [32]byte
 }
 
 // entry is the state of one key: its buckets, its in-flight count and its
@@ -102,13 +107,17 @@ func (l *Limiter) shardOf(k key) *shard {
 // acquire returns k's entry locked, creating it if needed.
 func (l *Limiter) acquire(k key, now time.Time) *entry {
 	s := l.shardOf(k)
-	for {
-		s.mu.RLock()
-		e := s.m[k]
-		s.mu.RUnlock()
-		if e == nil {
-			e = l.insert(s, k, now)
+	if r := s.read.Load(); r != nil {
+		if e := (*r)[k]; e != nil {
+			e.mu.Lock()
+			if !e.dead {
+				return e
+			}
+			e.mu.Unlock()
 		}
+	}
+	for {
+		e := l.slowLookup(s, k, now)
 		e.mu.Lock()
 		if !e.dead {
 			return e
@@ -117,31 +126,44 @@ func (l *Limiter) acquire(k key, now time.Time) *entry {
 	}
 }
 
-// insert adds k's entry to s, first sweeping s's idle entries when it has
-// doubled since the last sweep, so the table holds at most about twice the
-// keys that are not idle (plus minSweep per shard).
-func (l *Limiter) insert(s *shard, k key, now time.Time) *entry {
+// slowLookup finds or adds k's entry under s.mu. Before adding, it sweeps
+// s's idle entries when s has doubled since the last sweep, so the table
+// holds at most about twice the keys that are not idle (plus minSweep per
+// shard). It republishes the snapshot after a sweep, or once the misses
+// reach a quarter of the table, so the copying costs O(1) per insert
+// amortized.
+func (l *Limiter) slowLookup(s *shard, k key, now time.Time) *entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.m[k]; e != nil {
-		return e
-	}
-	if s.m == nil {
-		s.m = make(map[key]*entry)
-	}
-	if len(s.m) >= max(s.sweepAt, minSweep) {
-		for ek, e := range s.m {
-			e.mu.Lock()
-			if e.idle(now, l.cfg.ProgramTTL) {
-				e.dead = true
-				delete(s.m, ek)
-			}
-			e.mu.Unlock()
+	s.misses++
+	e := s.m[k]
+	if e == nil {
+		if s.m == nil {
+			s.m = make(map[key]*entry)
 		}
-		s.sweepAt = 2 * len(s.m)
+		if len(s.m) >= max(s.sweepAt, minSweep) {
+			for ek, e := range s.m {
+				e.mu.Lock()
+				if e.idle(now, l.cfg.ProgramTTL) {
+					e.dead = true
+					delete(s.m, ek)
+				}
+				e.mu.Unlock()
+			}
+			s.sweepAt = 2 * len(s.m)
+			s.misses = len(s.m) // force a republish: read holds dead entries
+		}
+		e = newEntry(l.limits.Load(), now)
+		s.m[k] = e
 	}
-	e := newEntry(l.limits.Load(), now)
-	s.m[k] = e
+	if s.misses >= len(s.m)/4+1 {
+		r := make(map[key]*entry, len(s.m))
+		for k, e := range s.m {
+			r[k] = e
+		}
+		s.read.Store(&r)
+		s.misses = 0
+	}
 	return e
 }
 
@@ -152,9 +174,9 @@ func (l *Limiter) Keys() int {
 	n := 0
 	for i := range l.shards {
 		s := &l.shards[i]
-		s.mu.RLock()
+		s.mu.Lock()
 		n += len(s.m)
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	return n
 }

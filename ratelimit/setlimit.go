@@ -31,7 +31,7 @@ func (l *Limiter) SetLimit(lim Limits) error {
 	now := time.Now()
 	for i := range l.shards {
 		s := &l.shards[i]
-		s.mu.RLock()
+		s.mu.Lock()
 		for _, e := range s.m {
 			e.mu.Lock()
 			e.setLimits(&n, now)
@@ -40,7 +40,7 @@ func (l *Limiter) SetLimit(lim Limits) error {
 			}
 			e.mu.Unlock()
 		}
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	return nil
 }
