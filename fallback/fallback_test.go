@@ -424,3 +424,15 @@ func TestBreakerGroupUnderLoad(t *testing.T) {
 		}
 	})
 }
+
+func TestCanceledWhileAllFiltered(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ra := route(&fake{name: "a"}, portico.Capabilities{})
+	ra.Health = down{}
+	g := Must(Config{Routes: []portico.Route{ra}})
+	_, err := g.Generate(ctx, simple)
+	if c := portico.ClassOf(err); c != portico.Canceled {
+		t.Errorf("ClassOf(Generate(canceled ctx)) = %v, want canceled", c)
+	}
+}

@@ -92,7 +92,9 @@ type call struct {
 // is never hidden; a route fault says retry later with backoff; Deadline says
 // more time could have helped; RateLimited and Rejected (with the smallest
 // RetryAfter among the hops) say come back later; Incompatible is returned only
-// when nothing could serve the request as it is.
+// when nothing could serve the request as it is. If the caller's context is done
+// when the group gives up, the error is of class Canceled (the context's) or
+// Deadline instead.
 func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	c := call{req: req, nIn: g.cfg.Estimator.EstimateInputTokens(req)}
 	if k := req.Contract; k != nil && k.Deadline > 0 {
@@ -128,6 +130,12 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		if stop {
 			return nil, err
 		}
+	}
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, g.outOfTime(ctx, &c)
+		}
+		return nil, portico.FromContext(ctx)
 	}
 	return nil, exhausted(c.hops)
 }
