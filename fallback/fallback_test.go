@@ -10,6 +10,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/modeltest"
 	"go.uber.org/goleak"
 )
 
@@ -197,7 +198,7 @@ func TestOutageMovesTrafficAndBack(t *testing.T) {
 
 func TestRejectingFallbackPassesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		limited := &portico.Error{Class: portico.RateLimited, Reason: "limit", RetryAfter: 5 * time.Second}
+		limited := modeltest.Err429(5 * time.Second)
 		shed := &portico.Error{Class: portico.Rejected, Reason: "in-flight cap"}
 		a, b, c, d := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", err: limited}, &fake{name: "c", err: shed}, &fake{name: "d"}
 		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{}), route(d, portico.Capabilities{})}})
@@ -220,7 +221,7 @@ func TestRejectingFallbackPassesOn(t *testing.T) {
 }
 
 func TestContextOverflowSkipsSameWindow(t *testing.T) {
-	overflow := &portico.Error{Class: portico.Incompatible, Status: 400, Code: "context_length_exceeded"}
+	overflow := modeltest.ErrContextOverflow() // as OpenAI reports it
 	small1, small2, unknown, big := &fake{name: "small1", err: overflow}, &fake{name: "small2"}, &fake{name: "unknown-window", err: perr(portico.Transient)}, &fake{name: "big"}
 	g := Must(Config{Routes: []portico.Route{
 		route(small1, portico.Capabilities{ContextWindow: 8192}),
