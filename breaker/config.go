@@ -64,7 +64,9 @@ type Config struct {
 
 	// Probes is how many calls the half-open state lets through at the same time;
 	// the others are rejected like in the open state. Zero means 1 (seed 000: let
-	// ONE call through).
+	// ONE call through). A probe holds its slot until it returns, even into a
+	// later half-open period, so that no more than Probes ever run at once: give
+	// calls a deadline, or a probe that hangs keeps the breaker from closing.
 	Probes int
 	// CloseAfter is how many successful probes close the breaker. Zero means
 	// Probes. A failed (or slow) probe reopens it at once.
