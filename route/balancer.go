@@ -52,6 +52,12 @@ type Picker interface {
 	Pick(info PickInfo) (PickResult, error)
 }
 
+// tokenBlind is implemented by built-in pickers that never read
+// PickInfo.InputTokens, so the Balancer skips the estimate for them.
+type tokenBlind interface {
+	tokenBlind()
+}
+
 // feedbacker is implemented by built-in pickers that want feedback without a
 // per-call closure: the Balancer calls done(i, d) when a call on replica i ends.
 type feedbacker interface {
@@ -85,6 +91,7 @@ type Balancer struct {
 	replicas []*Replica
 	picker   Picker
 	fb       feedbacker
+	blind    bool // the picker ignores InputTokens
 	est      portico.Estimator
 }
 
@@ -118,6 +125,7 @@ func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 	}
 	b.picker = s.NewPicker(b.replicas)
 	b.fb, _ = b.picker.(feedbacker)
+	_, b.blind = b.picker.(tokenBlind)
 	return b, nil
 }
 
@@ -126,13 +134,14 @@ func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 func (b *Balancer) Replicas() []*Replica { return b.replicas }
 
 // Pick chooses a replica for info (InputTokens filled from the Estimator when
-// 0), counts the call in flight there, and returns the replica's index with a
+// 0, unless the strategy ignores it, as round robin and least in flight do),
+// counts the call in flight there, and returns the replica's index with a
 // Done that must be called once when the call ends. It never blocks; with the
 // built-in round-robin and least-in-flight strategies it does not allocate.
 // Error: an [*portico.Error] of class Rejected wrapping [ErrNoRoute] when no
 // replica is available.
 func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
-	if info.InputTokens <= 0 {
+	if info.InputTokens <= 0 && !b.blind {
 		info.InputTokens = b.est.EstimateInputTokens(info.Request)
 	}
 	pr, err := b.picker.Pick(info)

@@ -54,7 +54,7 @@ func BenchmarkPick(b *testing.B) {
 	b.Run("affinity-short", func(b *testing.B) { benchPick(b, Affinity{}, small, 10) })
 	b.Run("affinity-long", func(b *testing.B) { benchPick(b, Affinity{}, big, 4096) })
 	b.Run("prefix-aware-16KB", func(b *testing.B) { benchPick(b, PrefixAware{}, big, 4096) })
-	b.Run("round-robin-16KB-estimated", func(b *testing.B) { benchPick(b, RoundRobin{}, big, 0) })
+	b.Run("round-robin-16KB", func(b *testing.B) { benchPick(b, RoundRobin{}, big, 0) })
 }
 
 func BenchmarkHashPrompt16KB(b *testing.B) {

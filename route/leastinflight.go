@@ -68,3 +68,5 @@ func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 	}
 	return PickResult{Index: -1}, noReplica()
 }
+
+func (*p2cPicker) tokenBlind() {}

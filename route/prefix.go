@@ -243,3 +243,5 @@ func (p *prefixPicker) done(i int, d DoneInfo) {
 	}
 	p.mu.Unlock()
 }
+
+func (*prefixPicker) tokenBlind() {}

@@ -29,3 +29,5 @@ func (p *rrPicker) Pick(PickInfo) (PickResult, error) {
 	}
 	return PickResult{Index: -1}, noReplica()
 }
+
+func (*rrPicker) tokenBlind() {}
