@@ -190,19 +190,27 @@ func MustNew(cfg Config) *Validator {
 // fails before any model is called. It returns nil, or a Permanent
 // *portico.Error wrapping [ErrSchema]. Wrap calls it for every request.
 func (v *Validator) Prepare(req *portico.Request) error {
+	_, err := v.prepare(req)
+	return err
+}
+
+// prepare is Prepare returning the compiled answer schema (nil without one),
+// so that the pipeline does not look it up twice.
+func (v *Validator) prepare(req *portico.Request) (*compiled, error) {
+	var c *compiled
 	if req.Schema != nil {
-		if c := v.cache.get(req.Schema.JSON); c.err != nil {
-			return c.err
+		if c = v.cache.get(req.Schema.JSON); c.err != nil {
+			return nil, c.err
 		}
 	}
 	for i := range req.Tools {
 		if p := req.Tools[i].Parameters; len(p) > 0 {
-			if c := v.cache.get(p); c.err != nil {
-				return c.err
+			if tc := v.cache.get(p); tc.err != nil {
+				return nil, tc.err
 			}
 		}
 	}
-	return nil
+	return c, nil
 }
 
 // Check runs the acceptance pipeline on resp, the answer to req, and returns
@@ -214,11 +222,12 @@ func (v *Validator) Prepare(req *portico.Request) error {
 // event; Wrap does. It is for layers that judge answers themselves, such as a
 // cascade's acceptance test.
 func (v *Validator) Check(req *portico.Request, resp *portico.Response) error {
-	if err := v.Prepare(req); err != nil {
+	sch, err := v.prepare(req)
+	if err != nil {
 		return err
 	}
 	p := pipeline{v: v}
-	p.run(req, resp)
+	p.run(req, resp, sch)
 	if len(p.out) == 0 {
 		return nil
 	}
@@ -258,7 +267,8 @@ func (p *pipeline) reject(resp *portico.Response) error {
 	return e
 }
 
-func (p *pipeline) run(req *portico.Request, resp *portico.Response) {
+// run runs the stages; sch is req.Schema compiled (nil without a Schema).
+func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compiled) {
 	cfg := &p.v.cfg
 
 	// 1. Envelope.
@@ -302,8 +312,8 @@ func (p *pipeline) run(req *portico.Request, resp *portico.Response) {
 	decoded := false
 	if req.Schema != nil || p.v.decode {
 		value, decoded = p.decode(text)
-		if decoded && req.Schema != nil {
-			p.validate(p.v.cache.get(req.Schema.JSON), value)
+		if decoded && sch != nil {
+			p.validate(sch, value)
 		}
 	}
 

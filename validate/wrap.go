@@ -39,7 +39,8 @@ func discardChunk(portico.Chunk) error { return nil }
 
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	v := m.v
-	if err := v.Prepare(req); err != nil {
+	sch, err := v.prepare(req)
+	if err != nil {
 		return nil, err
 	}
 	call := req
@@ -53,7 +54,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, err
 	}
 	p := pipeline{v: v}
-	p.run(req, resp)
+	p.run(req, resp, sch)
 	if len(p.out) > 0 {
 		ev := portico.Event{Kind: portico.EventValidation, Class: portico.InvalidResponse, Reason: "rejected"}
 		if resp != nil {
