@@ -235,7 +235,7 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 	res, err = fn(ctx)
 	panicked = false
 	if err == nil {
-		r.record(ctx, key, mine, Record{State: Completed, Result: res})
+		r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)})
 		return res, nil
 	}
 	class := portico.ClassOf(err)

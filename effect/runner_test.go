@@ -306,3 +306,27 @@ func TestStateString(t *testing.T) {
 		}
 	}
 }
+
+func TestOnceResultThatDoesNotEncodeIsUnknown(t *testing.T) {
+	r := newRunner(t, Config{})
+	key := mustKey(t, "op", "weird", `{}`)
+	runs := 0
+	fn := func(context.Context) (func(), error) { runs++; return func() {}, nil }
+	if _, err := Once(context.Background(), r, key, fn); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("Once with an unencodable result = %v, want ErrUnknown", err)
+	}
+	if _, err := Once(context.Background(), r, key, fn); !errors.Is(err, ErrUnknown) || runs != 1 {
+		t.Fatalf("Once again = %v after %d runs, want ErrUnknown after 1", err, runs)
+	}
+}
+
+func TestResultsAreCopies(t *testing.T) {
+	r := newRunner(t, Config{})
+	key := mustKey(t, "op", "c", `{}`)
+	res, _ := r.Do(context.Background(), key, func(context.Context) ([]byte, error) { return []byte(`"abc"`), nil })
+	res[1] = 'X'
+	again, _ := r.Do(context.Background(), key, nil)
+	if string(again) != `"abc"` {
+		t.Fatalf("stored result = %s after the caller modified its copy, want \"abc\"", again)
+	}
+}
