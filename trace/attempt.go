@@ -40,12 +40,12 @@ type attemptState struct {
 	start  time.Time
 	ttft   time.Duration
 	first  bool
-	attrs  [16]attribute.KeyValue
+	attrs  [12]attribute.KeyValue
 	attmpt portico.Attempt
 }
 
 func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico.Model) (*portico.Response, error) {
-	ctx, span := t.tracer.Start(ctx, t.spanName(req.Model), t.startOpts...)
+	ctx, span := t.start(ctx, req.Model)
 	recording := span.IsRecording()
 	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
 	c := callFrom(ctx)
@@ -54,7 +54,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		span.End()
 		return resp, err
 	}
-	a := &attemptState{t: t, span: span, start: time.Now(), attmpt: portico.AttemptFromContext(ctx)}
+	a := &attemptState{t: t, span: span, start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
 	if c != nil {
 		c.noteAttempt(a.start)
 	}
@@ -85,7 +85,10 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		}
 	}
 	resp, err := next.Generate(ctx, r)
-	end := time.Now()
+	var end time.Time
+	if logging {
+		end = time.Now()
+	}
 	class := portico.ClassOf(err)
 	if recording {
 		buf := appendResult(a.attrs[:0], resp, class)
@@ -99,7 +102,11 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		if err != nil {
 			span.SetStatus(codes.Error, errorDescription(err, class))
 		}
-		span.End(trace.WithTimestamp(end))
+		if end.IsZero() {
+			span.End()
+		} else {
+			span.End(trace.WithTimestamp(end))
+		}
 	} else {
 		span.End()
 	}

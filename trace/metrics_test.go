@@ -129,7 +129,9 @@ func TestMetrics(t *testing.T) {
 			count uint64
 			sum   float64 // histogram sum or counter value
 		}
-		hist := func(name string, a map[string]string, count uint64, sum float64) check { return check{name, a, count, sum} }
+		hist := func(name string, a map[string]string, count uint64, sum float64) check {
+			return check{name, a, count, sum}
+		}
 		ctr := func(name string, a map[string]string, v float64) check { return check{name, a, 0, v} }
 		sec := func(d time.Duration) float64 { return d.Seconds() }
 		for _, c := range []check{

@@ -69,7 +69,7 @@ type call struct {
 	fallbackSource string
 	fallbackReason string
 
-	attrs [24]attribute.KeyValue
+	attrs [12]attribute.KeyValue
 }
 
 // Value answers the call itself for callKey and defers to the parent chain
@@ -87,7 +87,7 @@ func callFrom(ctx context.Context) *call {
 }
 
 func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portico.Model) (*portico.Response, error) {
-	ctx, span := t.tracer.Start(ctx, t.spanName(req.Model), t.startOpts...)
+	ctx, span := t.start(ctx, req.Model)
 	recording := span.IsRecording()
 	metrics := t.inst.enabled(ctx)
 	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
@@ -96,7 +96,7 @@ func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portic
 		span.End()
 		return resp, err
 	}
-	c := &call{t: t, parent: ctx, span: span, req: req, start: time.Now(),
+	c := &call{t: t, parent: ctx, span: span, req: req, start: startTime(span),
 		recording: recording, metrics: metrics, logging: logging}
 	c.Context = portico.ContextWithObserver(ctx, c)
 	if recording {
@@ -117,6 +117,17 @@ func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portic
 	done = true
 	c.finish(resp, err)
 	return resp, err
+}
+
+// startTime returns the span's own start time when it has one (an SDK span),
+// saving a clock read, and the time now otherwise.
+func startTime(span trace.Span) time.Time {
+	if ro, ok := span.(interface{ StartTime() time.Time }); ok {
+		if t := ro.StartTime(); !t.IsZero() {
+			return t
+		}
+	}
+	return time.Now()
 }
 
 // startAttrs sets the attributes known before the call on span, building them
@@ -214,7 +225,10 @@ func (c *call) summary(resp *portico.Response) summary {
 }
 
 func (c *call) finish(resp *portico.Response, err error) {
-	end := time.Now()
+	var end time.Time // read only when needed: time.Now is not free on every VM
+	if c.metrics || c.logging {
+		end = time.Now()
+	}
 	s := c.summary(resp)
 	class := portico.ClassOf(err)
 	if c.recording {
@@ -253,7 +267,11 @@ func (c *call) finish(resp *portico.Response, err error) {
 		if err != nil {
 			c.span.SetStatus(codes.Error, errorDescription(err, class))
 		}
-		c.span.End(trace.WithTimestamp(end))
+		if end.IsZero() {
+			c.span.End()
+		} else {
+			c.span.End(trace.WithTimestamp(end))
+		}
 	} else {
 		c.span.End()
 	}

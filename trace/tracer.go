@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // ScopeName is the instrumentation scope under which a [Tracer] obtains its
@@ -66,6 +68,7 @@ type Tracer struct {
 	log       *slog.Logger
 	prop      propagation.TextMapPropagator
 	startOpts []trace.SpanStartOption
+	noop      bool // the provider is noop.TracerProvider: skip Start altogether
 
 	lastName atomic.Pointer[spanName]
 	names    sync.Map // model string -> string span name
@@ -96,6 +99,7 @@ func New(cfg Config) (*Tracer, error) {
 		prop:      cfg.Propagator,
 		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 	}
+	_, t.noop = tp.(noop.TracerProvider)
 	if t.op == "" {
 		t.op = "chat"
 	}
@@ -128,4 +132,17 @@ func (t *Tracer) spanName(model string) string {
 	}
 	t.lastName.Store(&spanName{model: model, name: name})
 	return name
+}
+
+// noopSpan is the span the layers use when the provider is a no-op one.
+var noopSpan trace.Span = noop.Span{}
+
+// start starts a client span named after model, or with a no-op provider
+// returns ctx unchanged and a no-op span, saving the context allocation and
+// the call that a no-op Start would cost.
+func (t *Tracer) start(ctx context.Context, model string) (context.Context, trace.Span) {
+	if t.noop {
+		return ctx, noopSpan
+	}
+	return t.tracer.Start(ctx, t.spanName(model), t.startOpts...)
 }
