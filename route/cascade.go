@@ -62,8 +62,8 @@ type CascadeConfig struct {
 	// StreamLast, with ExhaustedLast, lets the last step stream to the caller
 	// as it generates (its answer can no longer be rejected); if it then fails,
 	// its error is returned as is, since tokens may have reached the caller.
-	// False (default) buffers every step, and delivers the accepted answer's
-	// text to OnChunk in one chunk at the end.
+	// False (default) buffers every step, and replays the accepted answer's
+	// chunks to OnChunk at the end.
 	StreamLast bool
 	// Estimator predicts input tokens for the shared Fits filter; nil means
 	// portico.DefaultEstimator.
@@ -92,8 +92,9 @@ type CascadeConfig struct {
 //
 // Streaming: a cascade cannot stream a step's answer to the caller while that
 // answer may still be rejected, since the tokens cannot be taken back. So by
-// default it buffers: steps are called without OnChunk, and the accepted text
-// is delivered to the caller's OnChunk in one chunk when the cascade ends.
+// default it buffers: each step's chunks are held back, and those of the
+// accepted answer are replayed to the caller's OnChunk, in order, when the
+// cascade ends (TTFT is then the cascade's whole latency).
 // CascadeConfig.StreamLast lets the last step stream live.
 //
 // Cascade is safe for concurrent use; [Cascade.Generate] is a [portico.Model].
@@ -139,18 +140,23 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	n := c.est.EstimateInputTokens(req)
 	buffered := req
+	var chunks []string // the current step's chunks, held back until accepted
 	if req.OnChunk != nil {
 		buffered = req.Clone()
-		buffered.OnChunk = nil
+		buffered.OnChunk = func(ch portico.Chunk) error {
+			chunks = append(chunks, ch.Text)
+			return nil
+		}
 	}
 	var (
-		hops     []portico.Hop
-		cost     float64
-		last     *portico.Response // latest answer, rejected
-		lastName string
-		lastHop  int // index in hops of last's "not accepted" hop
-		lastErr  error
-		called   bool
+		hops       []portico.Hop
+		cost       float64
+		last       *portico.Response // latest answer, rejected
+		lastName   string
+		lastHop    int // index in hops of last's "not accepted" hop
+		lastChunks []string
+		lastErr    error
+		called     bool
 	)
 	for j := range c.steps {
 		s := &c.steps[j]
@@ -167,6 +173,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			sreq = req
 		}
 		called = true
+		chunks = chunks[:0]
 		resp, err := rt.Model.Generate(ctx, sreq)
 		if err != nil {
 			class := portico.ClassOf(err)
@@ -181,13 +188,12 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			continue
 		}
 		cost += rt.Capabilities.Cost(resp.Usage)
-		if s.Accept == nil || s.Accept(req, resp) >= s.Threshold {
-			return c.finish(req, resp, rt.Name, cost, hops, live)
-		}
-		if final && c.exhausted == ExhaustedLast {
-			return c.finish(req, resp, rt.Name, cost, hops, live)
+		if s.Accept == nil || s.Accept(req, resp) >= s.Threshold ||
+			(final && c.exhausted == ExhaustedLast) {
+			return c.finish(req, resp, rt.Name, cost, hops, chunks, live)
 		}
 		last, lastName, lastHop = resp, rt.Name, len(hops)
+		lastChunks = append(lastChunks[:0], chunks...)
 		hops = append(hops, notAccepted(rt.Name))
 		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: portico.InvalidResponse, Reason: reasonNotAccepted})
 	}
@@ -195,7 +201,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		// The final step failed or was skipped: the latest (rejected) answer
 		// is the best there is; its own hop goes, the others stay in order.
 		hops = append(hops[:lastHop], hops[lastHop+1:]...)
-		return c.finish(req, last, lastName, cost, hops, false)
+		return c.finish(req, last, lastName, cost, hops, lastChunks, false)
 	}
 	if last != nil {
 		errs := []error{ErrExhausted}
@@ -223,16 +229,23 @@ func notAccepted(name string) portico.Hop {
 		Err: &portico.Error{Class: portico.InvalidResponse, Model: name, Reason: reasonNotAccepted, Err: ErrNotAccepted}}
 }
 
-// finish stamps the routing fields and, for a buffered streaming caller,
-// delivers the accepted text in one chunk.
-func (c *Cascade) finish(req *portico.Request, resp *portico.Response, name string, cost float64, hops []portico.Hop, streamed bool) (*portico.Response, error) {
+// finish stamps the routing fields and, for a streaming caller whose answer was
+// buffered, replays the answer's chunks as the step produced them (its Text in
+// one chunk if the step did not stream).
+func (c *Cascade) finish(req *portico.Request, resp *portico.Response, name string, cost float64, hops []portico.Hop, chunks []string, streamed bool) (*portico.Response, error) {
 	resp.Route = name
 	resp.Cost = cost
 	if hops != nil {
 		resp.Hops = append(hops, resp.Hops...)
 	}
-	if req.OnChunk != nil && !streamed && resp.Text != "" {
-		if err := req.OnChunk(portico.Chunk{Text: resp.Text}); err != nil {
+	if req.OnChunk == nil || streamed {
+		return resp, nil
+	}
+	if len(chunks) == 0 && resp.Text != "" {
+		chunks = []string{resp.Text}
+	}
+	for _, t := range chunks {
+		if err := req.OnChunk(portico.Chunk{Text: t}); err != nil {
 			return nil, &portico.Error{Class: portico.Canceled, Reason: "chunk callback failed", Err: err}
 		}
 	}
