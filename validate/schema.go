@@ -161,6 +161,9 @@ func (p *pipeline) schemaViolation(e *jsonschema.ValidationError) Violation {
 	}
 	if v.Rule == "" {
 		v.Rule = "schema"
+		if _, ok := e.ErrorKind.(*kind.FalseSchema); ok {
+			v.Rule = "false" // a false subschema: nothing is allowed there
+		}
 	}
 	if t, ok := e.ErrorKind.(*kind.Type); ok {
 		// Type names only: "want number, got string".

@@ -564,3 +564,11 @@ func TestAllocsMatchRawLibrary(t *testing.T) {
 		t.Fatalf("allocs/op: pipeline %v > raw library %v", pipeline, lib)
 	}
 }
+
+func TestFalseSubschema(t *testing.T) {
+	v := MustNew(Config{})
+	r := rejection(t, v.Check(schemaReq(`{"properties":{"x":false}}`), answer(`{"x":1}`)))
+	if got := rules(r); !equal(got, []string{"schema/false@/x"}) {
+		t.Fatalf("violations = %q, want schema/false@/x", got)
+	}
+}
