@@ -52,15 +52,21 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 	if t.prog != nil {
 		t.start = now
 	}
-	waited := false
+	var h *hold // our place in line while we wait (Wait mode)
+	var waitUntil time.Time
 	for {
-		ok, wait, which, err := e.take(now, t.reserve)
+		ok, wait, which, err := e.take(now, t.reserve, h)
 		if ok {
+			e.unhold(h)
 			e.mu.Unlock()
 			return nil
 		}
+		if h == nil {
+			waitUntil = now.Add(l.cfg.MaxWait)
+		}
 		deadline, hasDeadline := ctx.Deadline()
-		if err != nil || l.cfg.Mode == Reject || wait > l.cfg.MaxWait || (hasDeadline && now.Add(wait).After(deadline)) {
+		if err != nil || l.cfg.Mode == Reject || now.Add(wait).After(waitUntil) || (hasDeadline && now.Add(wait).After(deadline)) {
+			e.unhold(h)
 			l.releaseLocked(e, now)
 			l.unprogram(t, now)
 			e.mu.Unlock()
@@ -69,9 +75,13 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			}
 			return l.limited(ctx, req, which, wait)
 		}
+		first := h == nil
+		if first {
+			h = &hold{tokens: float64(t.reserve)}
+			e.holds = append(e.holds, h)
+		}
 		e.mu.Unlock()
-		if !waited {
-			waited = true
+		if first {
 			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
 		}
 		timer := time.NewTimer(wait)
@@ -80,6 +90,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		case <-ctx.Done():
 			timer.Stop()
 			e.mu.Lock()
+			e.unhold(h)
 			l.releaseLocked(e, time.Now())
 			l.unprogram(t, now)
 			e.mu.Unlock()
@@ -90,13 +101,55 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 	}
 }
 
-// take admits cost tokens and one request at now, or takes nothing and
-// returns the wait after which it would succeed and which bucket refused
-// ("tokens" or "requests"). The caller holds e.mu.
-func (e *entry) take(now time.Time, cost int) (bool, time.Duration, string, error) {
+// hold is a waiting call's place in line: the tokens and the request it
+// will take. Calls that arrive later, and waiters behind it, leave room for
+// it, so a large call is not starved by a stream of small ones; the bucket
+// itself is charged only at admission, so its level never goes below zero
+// for a wait and the bound's proof is unchanged. A canceled wait releases
+// its hold.
+type hold struct{ tokens float64 }
+
+// ahead returns the tokens and requests held by waiters in line before h
+// (all of them when h is nil: a new arrival goes to the back).
+func (e *entry) ahead(h *hold) (float64, int) {
+	tok, n := 0.0, 0
+	for _, x := range e.holds {
+		if x == h {
+			break
+		}
+		tok += x.tokens
+		n++
+	}
+	return tok, n
+}
+
+func (e *entry) unhold(h *hold) {
+	if h == nil {
+		return
+	}
+	for i, x := range e.holds {
+		if x == h {
+			copy(e.holds[i:], e.holds[i+1:])
+			e.holds[len(e.holds)-1] = nil
+			e.holds = e.holds[:len(e.holds)-1]
+			return
+		}
+	}
+}
+
+// take admits cost tokens and one request at now, leaving room for the
+// waiters ahead of h, or takes nothing and returns the wait after which it
+// would succeed if nothing else happened, and which bucket refused ("tokens"
+// or "requests"). The caller holds e.mu.
+func (e *entry) take(now time.Time, cost int, h *hold) (bool, time.Duration, string, error) {
 	if !e.reqUntil.IsZero() && !now.Before(e.reqUntil) {
 		e.req.SetLimitAt(now, rate.Limit(e.lim.requestRate()))
 		e.reqUntil = time.Time{}
+	}
+	var aheadTok float64
+	var aheadReq int
+	if len(e.holds) > 0 {
+		aheadTok, aheadReq = e.ahead(h)
 	}
 	n := float64(cost)
 	if e.lim.Tokens > 0 {
@@ -104,26 +157,27 @@ func (e *entry) take(now time.Time, cost int) (bool, time.Duration, string, erro
 			ce := &CapacityError{Input: cost, Capacity: e.lim.TokenBurst}
 			return false, 0, "tokens", &portico.Error{Class: portico.Permanent, Reason: ce.Error(), Err: ce}
 		}
-		if ok, wait := e.tok.take(now, n); !ok {
+		if ok, wait := e.tok.take(now, n, aheadTok); !ok {
 			if e.req != nil {
-				wait = max(wait, e.requestWait(now))
+				wait = max(wait, e.requestWait(now, aheadReq))
 			}
 			return false, wait, "tokens", nil
 		}
 	}
-	if e.req != nil && !e.req.AllowN(now, 1) {
+	if e.req != nil && ((aheadReq > 0 && e.req.TokensAt(now) < float64(aheadReq+1)) || !e.req.AllowN(now, 1)) {
 		if e.lim.Tokens > 0 {
 			e.tok.undo(n)
 		}
-		return false, e.requestWait(now), "requests", nil
+		return false, e.requestWait(now, aheadReq), "requests", nil
 	}
 	return true, 0, "", nil
 }
 
-// requestWait is how long until the request bucket holds one request, with
-// the provider's slower rate until reqUntil taken into account.
-func (e *entry) requestWait(now time.Time) time.Duration {
-	need := 1 - e.req.TokensAt(now)
+// requestWait is how long until the request bucket holds one request beyond
+// the ahead held by earlier waiters, with the provider's slower rate until
+// reqUntil taken into account.
+func (e *entry) requestWait(now time.Time, ahead int) time.Duration {
+	need := float64(ahead+1) - e.req.TokensAt(now)
 	if need <= 0 {
 		return 0
 	}

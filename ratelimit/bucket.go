@@ -86,16 +86,18 @@ func (b *bucket) advance(now time.Time) {
 	b.last = now
 }
 
-// take admits cost n at now when the level allows it, and returns true; else
-// it changes nothing and returns false with the wait after which the same take
-// would succeed if nothing else happened meanwhile. n must be <= burst.
-func (b *bucket) take(now time.Time, n float64) (bool, time.Duration) {
+// take admits cost n at now when the level covers n plus ahead, the tokens
+// held for calls waiting in line before this one, and returns true; else it
+// changes nothing and returns false with the wait after which the same take
+// would succeed if nothing else happened meanwhile (the waiters ahead taking
+// theirs first). n must be <= burst.
+func (b *bucket) take(now time.Time, n, ahead float64) (bool, time.Duration) {
 	b.advance(now)
-	if b.level+tokenEps*b.burst >= n {
+	if b.level+tokenEps*b.burst >= n+ahead {
 		b.level -= n
 		return true, 0
 	}
-	return false, b.waitFor(n - b.level)
+	return false, b.waitFor(n + ahead - b.level)
 }
 
 // undo gives back a take made at the same instant (the other bucket refused).

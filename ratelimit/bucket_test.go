@@ -22,16 +22,17 @@ func TestBucketSteps(t *testing.T) {
 		wantWait time.Duration
 		level    float64
 	}{
-		{"take 60 at 0", func() (bool, time.Duration) { return b.take(at(0), 60) }, true, 0, 40},
-		{"take 50 at 0 refused", func() (bool, time.Duration) { return b.take(at(0), 50) }, false, time.Second, 40},
-		{"take 50 at 1s", func() (bool, time.Duration) { return b.take(at(1000), 50) }, true, 0, 0},
+		{"take 60 at 0", func() (bool, time.Duration) { return b.take(at(0), 60, 0) }, true, 0, 40},
+		{"take 50 at 0 refused", func() (bool, time.Duration) { return b.take(at(0), 50, 0) }, false, time.Second, 40},
+		{"take 50 at 1s", func() (bool, time.Duration) { return b.take(at(1000), 50, 0) }, true, 0, 0},
 		{"refund 30", func() (bool, time.Duration) { b.refund(30); return true, 0 }, true, 0, 30},
 		{"refund 500 capped at b", func() (bool, time.Duration) { b.refund(500); return true, 0 }, true, 0, 100},
-		{"take 100 at 1s", func() (bool, time.Duration) { return b.take(at(1000), 100) }, true, 0, 0},
+		{"take 100 at 1s", func() (bool, time.Duration) { return b.take(at(1000), 100, 0) }, true, 0, 0},
 		{"charge 20", func() (bool, time.Duration) { b.charge(20); return true, 0 }, true, 0, -20},
-		{"take 10 at 1s waits 3s", func() (bool, time.Duration) { return b.take(at(1000), 10) }, false, 3 * time.Second, -20},
-		{"time before last changes nothing", func() (bool, time.Duration) { return b.take(at(500), 10) }, false, 3 * time.Second, -20},
-		{"take 10 at 4s", func() (bool, time.Duration) { return b.take(at(4000), 10) }, true, 0, 0},
+		{"take 10 at 1s waits 3s", func() (bool, time.Duration) { return b.take(at(1000), 10, 0) }, false, 3 * time.Second, -20},
+		{"time before last changes nothing", func() (bool, time.Duration) { return b.take(at(500), 10, 0) }, false, 3 * time.Second, -20},
+		{"take 10 at 4s behind 20 held waits 2s", func() (bool, time.Duration) { return b.take(at(4000), 10, 20) }, false, 2 * time.Second, 10},
+		{"take 10 at 4s", func() (bool, time.Duration) { return b.take(at(4000), 10, 0) }, true, 0, 0},
 	}
 	for _, s := range steps {
 		ok, wait := s.do()
@@ -57,16 +58,16 @@ func TestBucketAdopt(t *testing.T) {
 	}
 	// Provider: 0 remain of 1000, reset in 20s: 50/s, tighter than 100/s.
 	b.adopt(at(0), 0, 1000, 20*time.Second)
-	if ok, wait := b.take(at(0), 500); ok || wait != 10*time.Second {
+	if ok, wait := b.take(at(0), 500, 0); ok || wait != 10*time.Second {
 		t.Fatalf("take(500) under provider view = (%v, %v), want (false, 10s)", ok, wait)
 	}
 	// 1500 needs 20s at 50/s (1000 tokens) then 500 at 100/s: 25s, but b = 1000.
-	if ok, wait := b.take(at(0), 1000); ok || wait != 20*time.Second {
+	if ok, wait := b.take(at(0), 1000, 0); ok || wait != 20*time.Second {
 		t.Fatalf("take(1000) under provider view = (%v, %v), want (false, 20s)", ok, wait)
 	}
 	// After the reset the configured rate applies again: at 22s the level is
 	// 20s*50 + 2s*100 = 1200, capped at 1000.
-	if ok, _ := b.take(at(22000), 1000); !ok {
+	if ok, _ := b.take(at(22000), 1000, 0); !ok {
 		t.Fatalf("take(1000) at 22s refused, level %v", b.level)
 	}
 	// A looser provider view changes nothing.
@@ -124,7 +125,7 @@ func runRandom(seed uint64, naiveRefund bool) (evs []event, b, r float64) {
 				bk.level -= cost - use
 				evs = append(evs, event{now, cost})
 				pending = append(pending, open{cost})
-			} else if ok, _ := bk.take(now, cost); ok {
+			} else if ok, _ := bk.take(now, cost, 0); ok {
 				evs = append(evs, event{now, cost})
 				pending = append(pending, open{cost})
 			}
@@ -193,7 +194,7 @@ func TestFixedWindowContrast(t *testing.T) {
 			count++
 			fixedEv = append(fixedEv, event{now, 1})
 		}
-		if ok, _ := bk.take(now, 1); ok {
+		if ok, _ := bk.take(now, 1, 0); ok {
 			bucketEv = append(bucketEv, event{now, 1})
 		}
 	}

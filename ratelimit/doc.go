@@ -44,8 +44,11 @@
 // RetryAfter is the exact wait after which the same call would be admitted
 // (429 with Retry-After). In [Wait] mode the call waits that long when the
 // wait fits both the context's deadline and [Config.MaxWait], and fails at
-// once as in Reject mode otherwise. Waits select on ctx.Done() and take
-// nothing from the buckets while they wait. Waits and rejections are
+// once as in Reject mode otherwise. A waiting call holds its place in line:
+// later calls leave room for it, so a large call is not starved by small
+// ones, and the buckets are charged only at admission, so the bound is
+// unchanged. Waits select on ctx.Done() and a canceled wait gives its place
+// and its slot back. MaxWait bounds the total wait. Waits and rejections are
 // reported to the context's [portico.Observer] as [portico.EventRateLimitWait]
 // and [portico.EventRateLimitReject].
 //

@@ -44,6 +44,7 @@ type entry struct {
 	reqRate  float64   // the request bucket's rate while a provider view holds
 	reqUntil time.Time // end of the provider's view of requests; zero: none
 	inflight int
+	holds    []*hold // calls waiting for the buckets, in line (Wait mode)
 	queue    []*waiter
 	programs map[string]*program
 	progAt   int // sweep programs when len(programs) reaches this
@@ -87,7 +88,7 @@ func (e *entry) setLimits(lim *Limits, now time.Time) {
 // bucket full, no provider view pending and no program remembered. Its state
 // then equals a fresh entry's, so dropping it changes no decision.
 func (e *entry) idle(now time.Time, ttl time.Duration) bool {
-	if e.inflight > 0 || len(e.queue) > 0 || !e.reqUntil.IsZero() {
+	if e.inflight > 0 || len(e.queue) > 0 || len(e.holds) > 0 || !e.reqUntil.IsZero() {
 		return false
 	}
 	if e.lim.Tokens > 0 && !e.tok.full(now) {
@@ -130,7 +131,7 @@ func (l *Limiter) acquire(k key, now time.Time) *entry {
 // s's idle entries when s has doubled since the last sweep, so the table
 // holds at most about twice the keys that are not idle (plus minSweep per
 // shard). It republishes the snapshot after a sweep, or once the misses
-// reach a quarter of the table, so the copying costs O(1) per insert
+// reach the size of the table, so the copying costs O(1) per insert
 // amortized.
 func (l *Limiter) slowLookup(s *shard, k key, now time.Time) *entry {
 	s.mu.Lock()
@@ -156,7 +157,7 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Time) *entry {
 		e = newEntry(l.limits.Load(), now)
 		s.m[k] = e
 	}
-	if s.misses >= len(s.m)/4+1 {
+	if s.misses >= len(s.m) {
 		r := make(map[key]*entry, len(s.m))
 		for k, e := range s.m {
 			r[k] = e

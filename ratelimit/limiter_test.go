@@ -314,3 +314,42 @@ func TestIsolation(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitInLine: in Wait mode a waiting call holds its place: a small call
+// arriving later does not overtake it, and a canceled wait gives its place
+// back.
+func TestWaitInLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 10 tokens/s, b = 100.
+		l := mustNew(t, Config{Limits: Limits{Tokens: 600, TokenBurst: 100}, Mode: Wait, Estimator: fixedEstimator(0)})
+		m := l.Wrap(errModel(&portico.Error{Class: portico.Ambiguous})) // refunds nothing
+		m.Generate(t.Context(), req("a", 100))                         // level 0
+		start := time.Now()
+		admittedAt := make(chan time.Duration, 2)
+		go func() { m.Generate(t.Context(), req("a", 100)); admittedAt <- time.Since(start) }()
+		time.Sleep(time.Second)
+		// Level 10 now, enough for 10 tokens, but the big call is first in
+		// line: the small one waits for 100 + 10 - 10 = 100 tokens, 10s.
+		go func() { m.Generate(t.Context(), req("a", 10)); admittedAt <- time.Since(start) }()
+		big, small := <-admittedAt, <-admittedAt
+		if big != 10*time.Second || small != 11*time.Second {
+			t.Errorf("admitted big at %v, small at %v; want 10s and 11s (in line)", big, small)
+		}
+
+		// A canceled wait gives its place back.
+		time.Sleep(10 * time.Second) // level 100
+		m.Generate(t.Context(), req("a", 100))
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error)
+		go func() { _, err := m.Generate(ctx, req("a", 100)); errc <- err }()
+		time.Sleep(time.Second)
+		cancel()
+		if err := <-errc; portico.ClassOf(err) != portico.Canceled {
+			t.Fatalf("canceled wait = %v, want Canceled", err)
+		}
+		s := time.Now()
+		if _, err := m.Generate(t.Context(), req("a", 10)); !errors.Is(err, portico.ErrAmbiguous) || time.Since(s) != 0 {
+			t.Errorf("small call after the cancel: %v after %v, want admitted at once (the model's error)", err, time.Since(s))
+		}
+	})
+}
