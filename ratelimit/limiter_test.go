@@ -323,7 +323,7 @@ func TestWaitInLine(t *testing.T) {
 		// 10 tokens/s, b = 100.
 		l := mustNew(t, Config{Limits: Limits{Tokens: 600, TokenBurst: 100}, Mode: Wait, Estimator: fixedEstimator(0)})
 		m := l.Wrap(errModel(&portico.Error{Class: portico.Ambiguous})) // refunds nothing
-		m.Generate(t.Context(), req("a", 100))                         // level 0
+		m.Generate(t.Context(), req("a", 100))                          // level 0
 		start := time.Now()
 		admittedAt := make(chan time.Duration, 2)
 		go func() { m.Generate(t.Context(), req("a", 100)); admittedAt <- time.Since(start) }()
