@@ -365,3 +365,16 @@ func TestBalancerAllocs(t *testing.T) {
 		t.Error("NewBalancer(nil Model) = nil error, want one")
 	}
 }
+
+func TestPrefixAwareSettings(t *testing.T) {
+	for _, s := range []PrefixAware{{BlockBytes: -1}, {RebalanceFactor: 0.5}, {Window: -time.Second}} {
+		func() {
+			defer func() {
+				if r, _ := recover().(string); r == "" || r[:6] != "route:" {
+					t.Errorf("NewPicker(%+v) panic = %q, want a message starting route:", s, r)
+				}
+			}()
+			s.NewPicker(nil)
+		}()
+	}
+}
