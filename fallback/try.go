@@ -12,17 +12,22 @@ import (
 // and whether the group must stop (return err as is) rather than move on; when
 // it moves on, the hop is recorded.
 func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (resp *portico.Response, stop bool, err error) {
-	cctx := ctx
-	if c.hasDL {
-		d, ok := allowance(time.Until(c.deadline), g.cfg.Reserve, g.cfg.MinAttempt, g.cfg.Share, !g.followed(c, pos))
-		if !ok {
-			g.hop(ctx, c, r, reasonDeadline, nil)
-			return nil, true, g.outOfTime(ctx, c)
-		}
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
+	if !c.hasDL {
+		return g.attempt(ctx, ctx, c, r)
 	}
+	d, ok := allowance(time.Until(c.deadline), g.cfg.Reserve, g.cfg.MinAttempt, g.cfg.Share, !g.followed(c, pos))
+	if !ok {
+		g.hop(ctx, c, r, reasonDeadline, nil)
+		return nil, true, g.outOfTime(ctx, c)
+	}
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return g.attempt(ctx, cctx, c, r)
+}
+
+// attempt calls r under cctx, a context derived from the request's ctx with
+// r's allowance, and judges the outcome as try describes.
+func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (resp *portico.Response, stop bool, err error) {
 	req := c.req
 	var delivered *bool // set when a chunk reached the caller
 	var name string
