@@ -1,0 +1,60 @@
+//go:build linux
+
+package validate
+
+import (
+	"runtime"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// threadCPU returns the calling thread's CPU time in nanoseconds
+// (clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
+func threadCPU() int64 {
+	const clockThreadCPUTimeID = 3
+	var ts syscall.Timespec
+	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
+
+// BenchmarkPairedCPU is BenchmarkPaired measured in the thread's CPU time
+// rather than wall time, in alternating blocks of 16 runs, so that time the
+// thread spends preempted on a shared, loaded machine counts for neither side.
+func BenchmarkPairedCPU(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	raw := rawValidator(b)
+	v := MustNew(Config{})
+	req, resp := benchRequest()
+	pipe := func() {
+		if err := v.Check(req, resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const block = 16
+	var tRaw, tPipe int64
+	swap := false
+	for b.Loop() {
+		swap = !swap
+		first, second, tFirst, tSecond := raw, pipe, &tRaw, &tPipe
+		if swap {
+			first, second, tFirst, tSecond = pipe, raw, &tPipe, &tRaw
+		}
+		t0 := threadCPU()
+		for range block {
+			first()
+		}
+		t1 := threadCPU()
+		for range block {
+			second()
+		}
+		t2 := threadCPU()
+		*tFirst += t1 - t0
+		*tSecond += t2 - t1
+	}
+	n := float64(b.N * block)
+	b.ReportMetric(float64(tRaw)/n, "raw-cpu-ns/op")
+	b.ReportMetric(float64(tPipe)/n, "pipeline-cpu-ns/op")
+	b.ReportMetric(float64(tPipe)/float64(tRaw), "ratio")
+}
