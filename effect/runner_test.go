@@ -330,3 +330,31 @@ func TestResultsAreCopies(t *testing.T) {
 		t.Fatalf("stored result = %s after the caller modified its copy, want \"abc\"", again)
 	}
 }
+
+func TestWaiterOutlivesLeaderThatGaveUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, _ := NewMemoryStore(MemoryConfig{})
+		r := newRunner(t, Config{Store: store, Poll: 100 * time.Millisecond})
+		ctx := context.Background()
+		key := mustKey(t, "op", "z", `{}`)
+		other := Record{State: Pending, Owner: "other", Lease: time.Now().Add(time.Minute), Expires: time.Now().Add(time.Hour)}
+		store.PutIfAbsent(ctx, key, other)
+
+		short, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		defer cancel()
+		leader := make(chan error)
+		go func() { _, err := r.Do(short, key, nil); leader <- err }()
+		synctest.Wait() // the leader is polling
+		waiter := make(chan []byte)
+		go func() { res, _ := r.Do(ctx, key, nil); waiter <- res }()
+
+		if err := <-leader; portico.ClassOf(err) != portico.Deadline {
+			t.Fatalf("leader Do = %v, want its own deadline", err)
+		}
+		time.Sleep(time.Second)
+		store.Update(ctx, key, other, Record{State: Completed, Result: []byte(`"ok"`), Owner: "other", Expires: time.Now().Add(time.Hour)})
+		if res := <-waiter; string(res) != `"ok"` {
+			t.Fatalf("waiter Do = %s, want the result once the other process completed", res)
+		}
+	})
+}
