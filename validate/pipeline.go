@@ -1,0 +1,217 @@
+package validate
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/portico-llm/portico"
+)
+
+// pipeline is one run of the stages over one answer.
+type pipeline struct {
+	v       *Validator
+	out     []Violation
+	omitted int
+	stage   Stage
+	call    int
+}
+
+func (p *pipeline) add(v Violation) {
+	if len(p.out) >= p.v.cfg.MaxViolations {
+		p.omitted++
+		return
+	}
+	v.Stage = p.stage
+	if !p.v.cfg.IncludeValues {
+		v.Value = ""
+	}
+	p.out = append(p.out, v)
+}
+
+func (p *pipeline) reject(resp *portico.Response) error {
+	e := &portico.Error{
+		Class:  portico.InvalidResponse,
+		Reason: "validation rejected",
+		Err:    &Rejection{Violations: p.out, Omitted: p.omitted, Response: resp},
+	}
+	if resp != nil {
+		e.Model = resp.Model
+	}
+	return e
+}
+
+// run runs the stages; sch is req.Schema compiled (nil without a Schema).
+func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compiled) {
+	cfg := &p.v.cfg
+
+	// 1. Envelope.
+	p.stage = StageEnvelope
+	if resp == nil {
+		p.add(Violation{Rule: RuleNilResponse})
+		return
+	}
+	text := resp.Text
+	if cfg.TrimSpace {
+		text = trimSpace(text)
+	}
+	if len(resp.ToolCalls) == 0 {
+		if !cfg.AllowEmptyText && isBlank(text) {
+			p.add(Violation{Rule: RuleEmptyText})
+		}
+		if resp.FinishReason == portico.FinishToolCalls {
+			p.add(Violation{Rule: RuleToolCallsAbsent})
+		}
+	}
+
+	// 2. Finish reason.
+	p.stage = StageFinish
+	switch resp.FinishReason {
+	case "":
+		if cfg.RequireFinish {
+			p.add(Violation{Rule: RuleFinishMissing})
+		}
+	case portico.FinishContentFilter:
+		p.add(Violation{Rule: RuleContentFilter})
+	case portico.FinishLength:
+		structured := req.Schema != nil || len(req.Tools) > 0 || len(resp.ToolCalls) > 0
+		if cfg.Length == LengthReject || cfg.Length == LengthRejectStructured && structured {
+			p.add(Violation{Rule: RuleTruncated})
+		}
+	}
+
+	// 3. Structured output: decode once, validate against the schema.
+	p.stage = StageSchema
+	var value any
+	decoded := false
+	if req.Schema != nil || p.v.decode {
+		value, decoded = p.decode(text)
+		if decoded && sch != nil {
+			p.validate(sch, value)
+		}
+	}
+
+	// 4. Typed checks. The Answer escapes into user funcs, so it is only
+	// built when there are checks to run.
+	var ans *Answer
+	if decoded && len(cfg.Checks)+len(cfg.Semantic) > 0 {
+		ans = &Answer{Request: req, Response: resp, Text: text, Value: value}
+		p.stage = StageTyped
+		p.runChecks(cfg.Checks, ans)
+	}
+
+	// 5. Tool calls.
+	p.stage = StageTools
+	for i := range resp.ToolCalls {
+		p.call = i
+		p.toolCall(req, &resp.ToolCalls[i])
+	}
+	p.call = 0
+
+	// 6. Semantic checks.
+	if ans != nil {
+		p.stage = StageSemantic
+		p.runChecks(cfg.Semantic, ans)
+	}
+}
+
+func (p *pipeline) runChecks(checks []Check, a *Answer) {
+	for _, c := range checks {
+		for _, v := range c(a) {
+			v.Call = 0
+			p.add(v)
+		}
+	}
+}
+
+func (p *pipeline) validate(c *compiled, value any) {
+	if c.schema == nil {
+		return // Prepare reported it.
+	}
+	err := c.schema.Validate(value)
+	if err == nil {
+		return
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		// The library walks objects in map order: sort this schema's
+		// violations by pointer so that rejections are deterministic.
+		start := len(p.out)
+		p.collect(ve)
+		slices.SortStableFunc(p.out[start:], func(a, b Violation) int {
+			return strings.Compare(a.Pointer, b.Pointer)
+		})
+		return
+	}
+	p.add(Violation{Call: p.call, Rule: "schema"})
+}
+
+// decode checks text against the limits and decodes it as exactly one JSON
+// value, numbers as json.Number, reporting a violation when it cannot.
+func (p *pipeline) decode(text string) (any, bool) {
+	if rule, detail := p.v.lim.scan(text); rule != "" {
+		p.add(Violation{Call: p.call, Rule: rule, Detail: detail})
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: "trailing data at offset " + strconv.FormatInt(dec.InputOffset(), 10)})
+			return nil, false
+		}
+		return v, true
+	}
+	detail := "invalid JSON"
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		detail = "syntax error at offset " + strconv.FormatInt(se.Offset, 10)
+	case err == io.EOF:
+		detail = "no JSON value"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		detail = "unexpected end of JSON"
+	}
+	p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: detail})
+	return nil, false
+}
+
+func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {
+	var tool *portico.Tool
+	for i := range req.Tools {
+		if req.Tools[i].Name == tc.Name {
+			tool = &req.Tools[i]
+			break
+		}
+	}
+	if tool == nil {
+		p.add(Violation{Call: p.call, Rule: RuleToolName})
+	}
+	value, ok := p.decode(string(tc.Arguments))
+	if !ok || tool == nil || len(tool.Parameters) == 0 {
+		return
+	}
+	p.validate(p.v.cache.get(tool.Parameters), value)
+}
+
+func isBlank(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// trimSpace trims the white space JSON allows around a value (space, tab,
+// line feed, carriage return), plus the rest of Unicode's white space.
+func trimSpace(s string) string { return strings.TrimSpace(s) }
