@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -212,12 +213,12 @@ func (l *Limiter) unprogram(t *ticket, now time.Time) {
 
 func (l *Limiter) shed(ctx context.Context, req *portico.Request) error {
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.Rejected, Reason: "overloaded"})
-	l.cfg.Logger.LogAttrs(ctx, -4, "ratelimit: shed", logModel(req.Model))
+	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shed", logModel(req.Model))
 	return &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "overloaded", Err: ErrOverloaded}
 }
 
 func (l *Limiter) limited(ctx context.Context, req *portico.Request, which string, wait time.Duration) error {
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.RateLimited, Delay: wait, Reason: which})
-	l.cfg.Logger.LogAttrs(ctx, -4, "ratelimit: limited", logModel(req.Model), logWait(wait), logWhich(which))
+	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: limited", logModel(req.Model), logWait(wait), logWhich(which))
 	return &portico.Error{Class: portico.RateLimited, Model: req.Model, Reason: "rate limit: " + which, RetryAfter: wait, Err: ErrLimited}
 }

@@ -218,3 +218,60 @@ func TestFixedWindowContrast(t *testing.T) {
 		t.Errorf("token bucket: most admitted in %v = %d, want in [%d, %d] (b + r*dt)", dt, got, n, bound)
 	}
 }
+
+// FuzzBucketBound drives the bucket with fuzzed operations (take, refund,
+// charge, provider adjustment, limit change down) at fuzzed times and checks
+// the b + r*dt bound on net admitted cost over every interval, and that no
+// operation panics or yields a NaN level.
+func FuzzBucketBound(f *testing.F) {
+	f.Add([]byte{0, 10, 200, 1, 5, 90, 0, 0, 255, 2, 1, 1, 0, 3, 250})
+	f.Add([]byte{0, 0, 255, 0, 0, 255, 1, 0, 255, 0, 0, 255, 4, 1, 128})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const r = 100.0
+		b := 1000.0
+		bk := newBucket(r, b, t0)
+		now := t0
+		var evs []event
+		var open []float64
+		for i := 0; i+2 < len(ops) && i < 3*400; i += 3 {
+			op, dt, x := ops[i]%5, ops[i+1], float64(ops[i+2])
+			now = now.Add(time.Duration(dt) * 10 * time.Millisecond)
+			switch op {
+			case 0:
+				cost := x * 4 // up to 1020: some exceed b and are refused
+				if cost <= bk.burst {
+					if ok, wait := bk.take(now, cost, 0); ok {
+						evs = append(evs, event{now, cost})
+						open = append(open, cost)
+					} else if wait <= 0 {
+						t.Fatalf("take(%v) refused with wait %v at level %v", cost, wait, bk.level)
+					}
+				}
+			case 1:
+				if len(open) > 0 {
+					ρ := open[0] * x / 255
+					open = open[1:]
+					bk.advance(now)
+					bk.refund(ρ)
+					evs = append(evs, event{now, -ρ})
+				}
+			case 2:
+				bk.advance(now)
+				bk.charge(x)
+			case 3:
+				bk.adopt(now, int(x)*4, 1000, time.Duration(x)*50*time.Millisecond)
+			case 4:
+				if nb := 500 + x*2; nb < b { // only lower: the bound is stated for one b
+					b = nb
+					bk.setLimit(now, r, b)
+				}
+			}
+			if math.IsNaN(bk.level) || bk.level > bk.burst+1e-9 {
+				t.Fatalf("level %v with burst %v", bk.level, bk.burst)
+			}
+		}
+		if ex := maxExcess(evs, 1000, r); ex > 1e-6 {
+			t.Fatalf("net admitted cost exceeds b + r*dt by %v", ex)
+		}
+	})
+}

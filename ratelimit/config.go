@@ -183,7 +183,9 @@ type Config struct {
 	// Queue is how many calls per key may wait for a slot when MaxInFlight
 	// calls are in flight. 0 means none: beyond MaxInFlight calls are shed at
 	// once (seed 000's advice). A queued call waits until a slot is handed to
-	// it or its context ends. Requires MaxInFlight.
+	// it or its context ends. Requires MaxInFlight. A call takes its slot
+	// before the buckets, so in Wait mode it holds the slot while it waits
+	// for them (at most MaxWait).
 	Queue int
 
 	// Order is the queue's discipline. The zero value is [FCFSCall].
