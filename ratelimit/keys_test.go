@@ -139,3 +139,45 @@ func TestConcurrency(t *testing.T) {
 		}
 	})
 }
+
+// TestEvictionRace: real goroutines on keys that are evicted and recreated
+// while others use them never see more than L_max calls of one key in
+// flight (run with -race).
+func TestEvictionRace(t *testing.T) {
+	l := mustNew(t, Config{Limits: Limits{MaxInFlight: 2}})
+	var mu sync.Mutex
+	inflight := map[string]int{}
+	over := 0
+	m := l.Wrap(portico.ModelFunc(func(_ context.Context, r *portico.Request) (*portico.Response, error) {
+		mu.Lock()
+		inflight[r.Identity.ClientKey]++
+		if inflight[r.Identity.ClientKey] > 2 {
+			over++
+		}
+		mu.Unlock()
+		mu.Lock()
+		inflight[r.Identity.ClientKey]--
+		mu.Unlock()
+		return &portico.Response{}, nil
+	}))
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for g := range 8 {
+		wg.Go(func() {
+			r := req("", 1)
+			for i := range 3000 {
+				r.Identity.ClientKey = strconv.Itoa((i*7 + g) % 6000)
+				if _, err := m.Generate(context.Background(), r); err == nil {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if over != 0 || admitted.Load() == 0 {
+		t.Errorf("calls over L_max: %d (admitted %d), want 0", over, admitted.Load())
+	}
+	if n := l.Keys(); n >= 6000 {
+		t.Errorf("entries after 6000 keys = %d, want fewer: eviction must have run during the race", n)
+	}
+}
