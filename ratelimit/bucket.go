@@ -41,8 +41,11 @@ import (
 // and events after j in the interval are refunds or surcharges, which only
 // lower the net admitted cost. A refund never lifts the level above b, which is
 // why the bound holds on net withdrawals: the cap at b forgets any refund that
-// would carry a future burst beyond b. The property test checks this bound over
-// every interval of random runs.
+// would carry a future burst beyond b. Room left for waiters in line (take's
+// ahead) only makes admission stricter, and a SetLimit that changes b leaves
+// the bound holding with the largest b in force during the interval. The
+// property test and the fuzz test check the bound over every interval of
+// random runs.
 type bucket struct {
 	level float64   // tokens available at last; may be < 0 after a surcharge
 	last  time.Time // the time level was computed at
