@@ -70,8 +70,10 @@ type Transition struct {
 // while open, then probes the route and closes once probes succeed. See the
 // package documentation for the rules.
 //
-// A Breaker is safe for concurrent use. Its closed state takes no lock and does
-// not allocate; locks are taken on transitions and in the half-open state only.
+// A Breaker is safe for concurrent use. Its closed state does not allocate and
+// takes no lock (a time-based window locks once per bucket width, to reset the
+// bucket that starts); locks are taken on transitions and in the half-open
+// state.
 // It implements [portico.Health], so a [portico.Route] whose Health is the
 // Breaker is skipped by routers and fallbacks while open.
 type Breaker struct {

@@ -11,9 +11,11 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// Independence says how a group's fallbacks must differ from its primary (the
-// first route in ranked order) so that they fail independently (seed 000:
-// destinations must fail independently).
+// Independence says how a group's fallbacks must differ from its primary so
+// that they fail independently (seed 000: destinations must fail
+// independently). The primary is the first of Config.Routes, even when it is
+// skipped (an open breaker is exactly when independence matters); with a
+// [Ranker], it is the first candidate the Ranker returns.
 type Independence uint8
 
 // The independence requirements.
