@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ type bucket struct {
 	used  atomic.Bool // touched since the last sweep
 	dead  atomic.Bool // evicted from the map
 	key   budgetKey
+	slot  uint8 // its index in budgets.cache
 }
 
 // deposit adds amt up to capacity. A full bucket is only read, so a busy key
@@ -53,8 +55,9 @@ func (b *bucket) withdraw() bool {
 }
 
 // budgets holds the buckets of one Retrier, keyed by (destination, client key).
-// Lookups are lock-free: the last bucket used is checked first (one pointer
-// load and two string compares), then a sync.Map. Inserting keys past maxKeys
+// Lookups are lock-free: the bucket last found in the map, then a
+// direct-mapped cache of 256 recently used buckets indexed by a hash of the
+// client key, then a sync.Map. Inserting keys past maxKeys
 // sweeps the map under mu, once per maxKeys/16 such keys.
 type budgets struct {
 	depositAmt int64 // per new request, in 1/unit
@@ -63,6 +66,8 @@ type budgets struct {
 	m          sync.Map // budgetKey -> *bucket
 	n          atomic.Int64
 	hot        atomic.Pointer[bucket]
+	seed       maphash.Seed
+	cache      [256]atomic.Pointer[bucket]
 	overCap    atomic.Int64 // new keys over maxKeys since the last sweep
 	mu         sync.Mutex   // serialises sweeps
 	overflow   *bucket
@@ -73,22 +78,25 @@ func newBudgets(ratio float64, burst, maxKeys int) *budgets {
 		depositAmt: int64(math.Round(ratio * unit)),
 		capacity:   int64(burst) * unit,
 		maxKeys:    int64(maxKeys),
+		seed:       maphash.MakeSeed(),
 	}
 	bs.overflow = bs.newBucket(budgetKey{})
 	return bs
 }
 
 func (bs *budgets) newBucket(k budgetKey) *bucket {
-	b := &bucket{key: k}
+	b := &bucket{key: k, slot: uint8(maphash.String(bs.seed, k.client))}
 	b.level.Store(bs.capacity)
 	b.used.Store(true)
 	return b
 }
 
 // get returns the bucket of (dest, client), creating it full if needed. For an
-// existing key it does not allocate; for the last key used it costs two atomic
-// loads and two string compares. The hot bucket is never an evicted one: sweep
-// clears it, and lookup re-checks after setting it.
+// existing key it does not allocate. The bucket last found in the map (hot) is
+// checked first: two atomic loads and two string compares; then a
+// direct-mapped cache indexed by a hash of the client key; then the map.
+// Neither cache ever keeps an evicted bucket: sweep clears them, and cacheSet
+// re-checks after setting them.
 func (bs *budgets) get(dest, client string) *bucket {
 	if h := bs.hot.Load(); h != nil && h.key.dest == dest && h.key.client == client && h.used.Load() {
 		return h
@@ -96,24 +104,33 @@ func (bs *budgets) get(dest, client string) *bucket {
 	return bs.lookup(dest, client)
 }
 
-// lookup is get's slow path: the map, marking the bucket used.
+// lookup is get's slower path: the hashed cache, then the map, marking the
+// bucket used.
 func (bs *budgets) lookup(dest, client string) *bucket {
+	slot := &bs.cache[uint8(maphash.String(bs.seed, client))]
+	if h := slot.Load(); h != nil && h.key.dest == dest && h.key.client == client && h.used.Load() {
+		return h
+	}
 	if v, ok := bs.m.Load(budgetKey{dest, client}); ok {
 		b := v.(*bucket)
 		if !b.used.Load() {
 			b.used.Store(true)
 		}
-		bs.setHot(b)
+		bs.cacheSet(b)
 		return b
 	}
 	return bs.insert(budgetKey{dest, client})
 }
 
-// setHot makes b the hot bucket unless it was evicted. Eviction marks a bucket
-// dead before clearing hot, so whichever of the two runs last sees the other.
-func (bs *budgets) setHot(b *bucket) {
+// cacheSet makes b the hot bucket and puts it in its cache slot, unless it was
+// evicted. Eviction marks a bucket dead before clearing it from both, so
+// whichever runs last sees the other.
+func (bs *budgets) cacheSet(b *bucket) {
+	slot := &bs.cache[b.slot]
+	slot.Store(b)
 	bs.hot.Store(b)
 	if b.dead.Load() {
+		slot.CompareAndSwap(b, nil)
 		bs.hot.CompareAndSwap(b, nil)
 	}
 }
@@ -124,7 +141,7 @@ func (bs *budgets) insert(k budgetKey) *bucket {
 		return v.(*bucket)
 	}
 	if bs.n.Add(1) <= bs.maxKeys {
-		bs.setHot(nb)
+		bs.cacheSet(nb)
 		return nb
 	}
 	// Sweep at most once per maxKeys/16 keys over the cap, so a flood of new
@@ -134,7 +151,7 @@ func (bs *budgets) insert(k budgetKey) *bucket {
 		bs.sweep(k)
 	}
 	if bs.n.Load() <= bs.maxKeys {
-		bs.setHot(nb)
+		bs.cacheSet(nb)
 		return nb
 	}
 	// Nothing could be evicted: the new key shares the overflow bucket.
@@ -159,6 +176,7 @@ func (bs *budgets) sweep(keep budgetKey) {
 		if b.level.Load() >= bs.capacity || !b.used.Load() {
 			if _, ok := bs.m.LoadAndDelete(k); ok {
 				b.dead.Store(true)
+				bs.cache[b.slot].CompareAndSwap(b, nil)
 				bs.hot.CompareAndSwap(b, nil)
 				bs.n.Add(-1)
 			}

@@ -104,8 +104,8 @@ func TestBudgetEviction(t *testing.T) {
 	}
 }
 
-// An evicted bucket cached as the hot one is not used again.
-func TestBudgetHotSkipsEvicted(t *testing.T) {
+// An evicted bucket in the lookup cache is not used again.
+func TestBudgetCacheSkipsEvicted(t *testing.T) {
 	bs := newBudgets(0, 5, 1)
 	x := bs.get("m", "x")
 	x.withdraw()
@@ -149,5 +149,26 @@ func TestBudgetFloodBounded(t *testing.T) {
 	}
 	if own == 0 {
 		t.Errorf("new keys after the flood: none got its own bucket, want idle ones evicted")
+	}
+}
+
+// Lookups through the hot bucket, the hashed cache (with collisions: 1000 keys
+// over 256 slots) and the map always return the key's own bucket.
+func TestBudgetLookupReturnsOwnBucket(t *testing.T) {
+	bs := newBudgets(0.1, 5, 10000)
+	first := map[budgetKey]*bucket{}
+	for round := range 3 {
+		for i := range 1000 {
+			k := budgetKey{"m" + strconv.Itoa(i%3), "c" + strconv.Itoa(i)}
+			b := bs.get(k.dest, k.client)
+			if b.key != k {
+				t.Fatalf("get(%v) = bucket of %v", k, b.key)
+			}
+			if round == 0 {
+				first[k] = b
+			} else if first[k] != b {
+				t.Fatalf("round %d: get(%v) = another bucket than before", round, k)
+			}
+		}
 	}
 }
