@@ -84,7 +84,15 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 			}
 		}
 	}
+	done := false
+	defer func() {
+		if !done { // next panicked: end the span, then let the panic go on
+			span.SetStatus(codes.Error, "panic")
+			span.End()
+		}
+	}()
 	resp, err := next.Generate(ctx, r)
+	done = true
 	var end time.Time
 	if logging {
 		end = time.Now()

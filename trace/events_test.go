@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"go.opentelemetry.io/otel/codes"
 )
 
 type recordingObserver struct {
@@ -83,4 +84,31 @@ func TestEventsToSpans(t *testing.T) {
 			t.Errorf("outer observer got %d events, want all 5 forwarded", len(obs.events))
 		}
 	})
+}
+
+// TestPanicEndsSpans checks that a panic below both layers ends both spans
+// with an error status and still reaches the caller.
+func TestPanicEndsSpans(t *testing.T) {
+	s := newSDK(t)
+	tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
+	m := tr.Wrap(tr.WrapAttempt(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		panic("boom")
+	})))
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recover() = %v, want boom", r)
+			}
+		}()
+		_, _ = m.Generate(context.Background(), &portico.Request{Model: "m"})
+	}()
+	spans := s.rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans ended, want 2", len(spans))
+	}
+	for _, sp := range spans {
+		if sp.Status().Code != codes.Error {
+			t.Errorf("span %s status = %v, want Error", sp.Name(), sp.Status())
+		}
+	}
 }

@@ -1,0 +1,99 @@
+// Package trace shows where the time of each LLM call went, per request and
+// per attempt, with OpenTelemetry spans, metrics and log/slog records, and
+// with nothing private leaked (seed 000, "Vedere dove va il tempo"; seed 003,
+// "esponi ogni tentativo").
+//
+// # Two layers
+//
+// A [Tracer], built by [New] from a [Config], offers two middlewares:
+//
+//   - [Tracer.Wrap], the request layer, goes outermost. One client span per
+//     request, named "{gen_ai.operation.name} {gen_ai.request.model}" ("chat
+//     gpt-4o"), attributed after the OpenTelemetry GenAI semantic conventions
+//     (gen_ai.operation.name, gen_ai.provider.name, request and response
+//     model, gen_ai.request.max_tokens, gen_ai.request.stream, token usage
+//     including gen_ai.usage.cache_read.input_tokens, finish reasons,
+//     gen_ai.response.time_to_first_chunk, error.type (the [portico.Class]),
+//     server.address) and Portico's own portico.* attributes.
+//   - [Tracer.WrapAttempt], the attempt layer, goes inside the retry layer,
+//     next to the provider adapter: one child client span per attempt, with
+//     portico.attempt.index, portico.attempt.id and, on retries,
+//     http.request.resend_count, after the HTTP conventions for resends.
+//
+// A typical stack, outermost first:
+//
+//	portico.Chain(adapter, tr.Wrap, limiter.Wrap, fb.Wrap) // fallback over routes
+//	route:  portico.Chain(adapter, breaker.Wrap, retry.Wrap, tr.WrapAttempt, validate.Wrap)
+//
+// # What inner layers report
+//
+// Policy layers do not import this package. They report what they did with
+// [portico.Observe]; the request layer installs a [portico.Observer] in the
+// request's context ([portico.ContextWithObserver]) that turns each
+// [portico.Event] into a span event on the span current where it happened
+// (rate-limit wait and rejection, retry scheduled, budget exhausted, fallback
+// taken, breaker state change, validation rejected), folds it into the
+// request span's attributes (portico.route, portico.fallback.source and
+// .reason, portico.retry.reason, .delay and .count, portico.breaker.state,
+// portico.ratelimit.wait, portico.retry.budget_exhausted,
+// portico.validation.result) and counts it in the metrics. Events are then
+// forwarded to any Observer the caller had installed.
+//
+// # Time to first chunk, decomposed
+//
+// For streamed requests the request layer wraps OnChunk on a clone of the
+// request (the caller's is never modified) and, at the first chunk, adds a
+// portico.first_chunk event whose attributes split TTFT into the rate-limit
+// wait, the routing and queueing before the answering attempt (failed
+// attempts and backoff included), and the provider's own time to first chunk
+// (measured from the start of that attempt's span). Seed 000: TTFT = gateway
+// + rate-limit wait + routing + queue + prefill + network; the trace says
+// which term grew.
+//
+// # Propagation
+//
+// [Tracer.Transport] wraps the provider adapter's http.RoundTripper and
+// injects the context's trace (W3C traceparent by default) into each
+// outgoing request. Under the attempt layer that is the attempt's span, so a
+// server-side trace joins the client's below the very attempt that called it.
+//
+// # Content
+//
+// Prompt, answer and tool-argument text never appear in spans, span events,
+// metrics or logs by default. [Config.CaptureContent] opts in: every piece of
+// content passes through the user's redaction or hashing function before it
+// goes into gen_ai.input.messages and gen_ai.output.messages. Logs never
+// carry content. Error status descriptions carry only the class, the
+// provider's code and the content-free reason of a [*portico.Error].
+//
+// # Metrics and logs
+//
+// With a meter provider, the request layer records the GenAI client metrics
+// (gen_ai.client.token.usage by gen_ai.token.type,
+// gen_ai.client.operation.duration, gen_ai.client.operation.time_to_first_chunk)
+// and seed 003's list: requests by outcome and final route (so fallback,
+// deadline-exhaustion and ambiguous-outcome rates are ratios of counters),
+// fallbacks, attempts per completed request, validation rejections, cost per
+// accepted answer, latency per final route, retries, budget exhaustion,
+// breaker transitions, limiter waits and rejections; see the Metric*
+// constants. With a Logger, one record per request ([LogRequest]) and one per
+// attempt ([LogAttempt]) carry seed 003's fields: operation id, attempt id,
+// provider, model, error class, status, latency, tokens, cost, route,
+// fallback reason, validation result, breaker state and outcome.
+//
+// # Cost
+//
+// Attributes are built only when the span records, and metrics only when the
+// instruments are enabled. With the no-op tracer provider the layers do not
+// even start a span: a call costs a few nanoseconds and no allocation. With a
+// sampling SDK the request layer costs about what a hand-written span with the
+// same attributes costs (see BenchmarkOverheadRatio).
+//
+// # Tail sampling
+//
+// [TailSampler] is a span processor that buffers each trace until its local
+// root ends, then keeps every trace with an error or a root slower than a
+// threshold, and a deterministic share (by trace id) of the rest: head
+// sampling loses exactly the rare slow and failed requests that tail sampling
+// keeps (seed 000).
+package trace
