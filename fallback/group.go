@@ -43,7 +43,8 @@ func (g *Group) Routes() []portico.Route {
 // call is the state of one request through the group.
 type call struct {
 	req       *portico.Request
-	nIn       int     // estimated input tokens, raised by what routes taught
+	est       int     // estimated input tokens; -1 until first needed
+	learned   int     // least input size routes taught (a context overflow), 0 if none
 	spent     float64 // estimated cost of failed calls that were likely billed
 	hops      []portico.Hop
 	primary   *portico.Route
@@ -96,7 +97,7 @@ type call struct {
 // when the group gives up, the error is of class Canceled (the context's) or
 // Deadline instead.
 func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	c := call{req: req, nIn: g.cfg.Estimator.EstimateInputTokens(req)}
+	c := call{req: req, est: -1}
 	if k := req.Contract; k != nil && k.Deadline > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, k.Deadline)
@@ -150,7 +151,11 @@ func (g *Group) route(c *call, pos int) *portico.Route {
 
 // skip returns why r is not a candidate now, or "".
 func (g *Group) skip(c *call, r *portico.Route) string {
-	if err := r.Capabilities.Fits(c.req, c.nIn); err != nil {
+	in := c.learned
+	if r.Capabilities.ContextWindow > 0 || (c.req.Contract != nil && c.req.Contract.MaxCost > 0) {
+		in = g.input(c) // only the window and cost checks use it
+	}
+	if err := r.Capabilities.Fits(c.req, in); err != nil {
 		var pe *portico.Error
 		if errors.As(err, &pe) {
 			return pe.Reason
@@ -160,7 +165,7 @@ func (g *Group) skip(c *call, r *portico.Route) string {
 	if !r.Available() {
 		return reasonUnavailable
 	}
-	if k := c.req.Contract; k != nil && k.MaxCost > 0 && c.spent > 0 && c.spent+estimate(c, r) > k.MaxCost {
+	if k := c.req.Contract; k != nil && k.MaxCost > 0 && c.spent > 0 && c.spent+g.estimate(c, r) > k.MaxCost {
 		return reasonBudget
 	}
 	if p := c.primary; p != nil && p != r && !independent(g.cfg.Independence, &p.Capabilities, &r.Capabilities) {
@@ -169,9 +174,18 @@ func (g *Group) skip(c *call, r *portico.Route) string {
 	return ""
 }
 
+// input returns the request's estimated input tokens, raised to what routes
+// taught. The estimator runs once per request, when first needed.
+func (g *Group) input(c *call) int {
+	if c.est < 0 {
+		c.est = g.cfg.Estimator.EstimateInputTokens(c.req)
+	}
+	return max(c.est, c.learned)
+}
+
 // estimate is r's price for the request before the call, as Fits computes it.
-func estimate(c *call, r *portico.Route) float64 {
-	in := c.nIn
+func (g *Group) estimate(c *call, r *portico.Route) float64 {
+	in := g.input(c)
 	if k := c.req.Contract; k != nil {
 		in = max(in, k.MaxInputTokens)
 	}
@@ -212,9 +226,9 @@ func (g *Group) rank(ctx context.Context, c *call) []Candidate {
 			g.hop(ctx, c, r, reason, nil)
 			continue
 		}
-		cands = append(cands, Candidate{Index: i, Route: r, EstimatedCost: estimate(c, r)})
+		cands = append(cands, Candidate{Index: i, Route: r, EstimatedCost: g.estimate(c, r)})
 	}
-	ranked := g.cfg.Ranker(Ranking{Request: c.req, InputTokens: c.nIn, Candidates: cands})
+	ranked := g.cfg.Ranker(Ranking{Request: c.req, InputTokens: g.input(c), Candidates: cands})
 	order := make([]Candidate, 0, len(ranked))
 	seen := make([]bool, len(routes))
 	for _, cd := range ranked {

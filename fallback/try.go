@@ -70,7 +70,7 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 		if w := r.Capabilities.ContextWindow; w > 0 && overflow(err) {
 			reason = "context window"
 			// The input needs more than this window: routes no larger are skipped.
-			c.nIn = max(c.nIn, w-c.req.MaxOutputTokens+1)
+			c.learned = max(c.learned, w-c.req.MaxOutputTokens+1)
 		}
 	case portico.Ambiguous:
 		if !c.req.Idempotent {
@@ -82,7 +82,7 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 		return nil, true, err
 	}
 	if class == portico.InvalidResponse || class == portico.Ambiguous {
-		c.spent += estimate(c, r)
+		c.spent += g.estimate(c, r)
 	}
 	g.hop(ctx, c, r, reason, err)
 	return nil, false, err
