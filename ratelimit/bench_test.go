@@ -12,7 +12,7 @@ import (
 )
 
 // benchLimiter has both buckets far from empty, so every call is admitted.
-func benchLimiter(b *testing.B) *Limiter {
+func benchLimiter(b testing.TB) *Limiter {
 	return mustNew(b, Config{Limits: Limits{Requests: 1e9, Tokens: 1e12, Period: time.Second, MaxInFlight: 1 << 20}, DefaultMaxTokens: 100})
 }
 
