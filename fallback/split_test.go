@@ -281,3 +281,23 @@ func TestConcurrentGroup(t *testing.T) {
 		t.Errorf("calls = %d, %d; want 200, 200", a.n(), b.n())
 	}
 }
+
+func TestEstimatorRunsOnceWhenNeeded(t *testing.T) {
+	calls := 0
+	est := portico.EstimatorFunc(func(req *portico.Request) int { calls++; return 100 })
+	mk := func(window int) *Group {
+		return Must(Config{Estimator: est, Routes: []portico.Route{
+			route(&fake{name: "a", err: perr(portico.Transient)}, portico.Capabilities{ContextWindow: window}),
+			route(&fake{name: "b", err: perr(portico.Transient)}, portico.Capabilities{ContextWindow: window}),
+			route(&fake{name: "c"}, portico.Capabilities{ContextWindow: window}),
+		}})
+	}
+	mk(0).Generate(context.Background(), simple)
+	if calls != 0 {
+		t.Errorf("estimator calls without windows = %d, want 0", calls)
+	}
+	mk(8192).Generate(context.Background(), simple)
+	if calls != 1 {
+		t.Errorf("estimator calls with windows over 3 routes = %d, want 1", calls)
+	}
+}
