@@ -1,0 +1,61 @@
+// Package fakeopenai is an OpenAI-compatible chat-completions server for tests
+// and examples: it answers POST /v1/chat/completions as JSON or as a stream of
+// server-sent events, from several models each with its own latency, time to
+// first token and generation speed, and it injects faults on a chosen fraction
+// of requests, deterministically from a seed.
+//
+// # Starting it
+//
+// [Start] binds 127.0.0.1 on a free port (an [net/http/httptest.Server]);
+// point an SDK at [Server.BaseURL]. [StartPipe] serves the same handler over
+// in-memory connections (net.Pipe) for tests inside a testing/synctest bubble,
+// where every latency and stall passes in virtual time; reach it through
+// [Server.Client]. [New] gives the bare [Server.Handler] to serve yourself.
+// [Server.Close] ends every stall and waits for the server's goroutines.
+//
+//	s, err := fakeopenai.Start(fakeopenai.Config{Seed: 1, Models: []fakeopenai.ModelConfig{{
+//		Name: "flaky", TTFT: 20 * time.Millisecond, TokensPerSecond: 200,
+//		Faults: []fakeopenai.Fault{
+//			{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMS: 50 * time.Millisecond, Fraction: 0.1},
+//			{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.05},
+//			{Kind: fakeopenai.FaultStallMidStream, AfterChunks: 3, Fraction: 0.02},
+//		},
+//	}}})
+//	defer s.Close()
+//	client := openai.NewClient(option.WithBaseURL(s.BaseURL()), option.WithAPIKey("x"))
+//
+// # What it answers
+//
+// Answers are deterministic functions of the seed, the model and the messages:
+// lorem words for text (one word, one token), a JSON value valid against the
+// schema when response_format is json_schema (for the common keywords, see
+// the generator in answer.go), and tool calls with schema-valid arguments
+// when the request declares tools and the model is configured to call them
+// or tool_choice requires it. max_completion_tokens (or max_tokens) cuts the
+// answer with finish_reason "length". Usage counts words plus 3 per message
+// as prompt tokens. With stream_options.include_usage a final chunk with
+// empty choices carries the usage, then "data: [DONE]".
+//
+// # Faults
+//
+// For each request one draw from the model's seeded generator picks at most
+// one [Fault]: an HTTP status with an OpenAI error body
+// ({"error":{"message","type","param","code"}}), retry-after (seconds or
+// HTTP-date) and retry-after-ms headers and x-should-retry; a 400
+// context_length_exceeded; a stall before the headers or in the middle of the
+// body; a malformed body; an error event inside an HTTP 200 stream (overloaded,
+// or a prompt too long); a truncated answer; a dropped connection. Stalls
+// wait on timers and on the request's context, so they end when the client
+// goes away. Each model may also announce OpenAI's x-ratelimit-* headers
+// (see [RateLimit]), with resets formatted as [FormatReset] does.
+//
+// Seed 003 asks to inject exactly these in staging: timeouts, 429, selected
+// 5xx, invalid JSON, context overflow and slow operations; seed 000's chaos
+// section asks for real events on a small fraction of traffic.
+//
+// # What it records
+//
+// [Server.Requests] returns every request in order of arrival with its body,
+// its traceparent header (also echoed in the response) and the fault injected;
+// [Server.Count] counts requests per model.
+package fakeopenai

@@ -1,0 +1,139 @@
+package openai
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// maxHint bounds every parsed wait: longer hints are clamped to it, so that
+// arithmetic on them never overflows a time.Duration. One day is far beyond
+// any provider's real hint.
+const maxHint = 24 * time.Hour
+
+// ParseRetryAfter returns the provider's wait hint from the response headers,
+// in order of precedence:
+//
+//   - retry-after-ms: milliseconds, a non-negative decimal number (OpenAI's
+//     header; fractions allowed);
+//   - retry-after: delay-seconds, a non-negative decimal number (RFC 9110
+//     section 10.2.3 allows only integers; fractions are accepted as
+//     OpenAI-compatible servers send them), or an HTTP-date, taken relative
+//     to now (a date in the past means 0).
+//
+// ok is false when neither header holds a valid value; a malformed
+// retry-after-ms falls through to retry-after. Hints above 24 hours are
+// clamped to 24 hours. ParseRetryAfter is pure: it reads no clock, so the
+// caller passes now (time.Now()).
+func ParseRetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
+	if v := h.Get("retry-after-ms"); v != "" {
+		if d, ok := parseNumber(v, time.Millisecond); ok {
+			return d, true
+		}
+	}
+	v := strings.TrimSpace(h.Get("retry-after"))
+	if v == "" {
+		return 0, false
+	}
+	if d, ok := parseNumber(v, time.Second); ok {
+		return d, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d = t.Sub(now)
+	switch {
+	case d < 0:
+		d = 0
+	case d > maxHint:
+		d = maxHint
+	}
+	return d, true
+}
+
+// parseNumber parses a non-negative decimal number of units; ok is false for
+// anything else (signs, NaN, Inf, hex, exponents are rejected).
+func parseNumber(v string, unit time.Duration) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	dot := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= '0' && c <= '9':
+		case c == '.' && !dot && i > 0:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < 0 {
+		return 0, false
+	}
+	if f*float64(unit) >= float64(maxHint) {
+		return maxHint, true
+	}
+	return time.Duration(f * float64(unit)), true
+}
+
+// ParseReset parses the value of an x-ratelimit-reset-requests or
+// x-ratelimit-reset-tokens header: Go-style duration text as OpenAI sends it
+// ("1s", "6m0s", "20ms", "1h2m3.5s", "17.28s"), or a bare non-negative number
+// of seconds as some compatible servers send. ok is false for anything else,
+// including negative durations. Values above 24 hours are clamped to 24 hours.
+func ParseReset(v string) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if d, ok := parseNumber(v, time.Second); ok {
+		return d, true
+	}
+	if v[0] == '-' || v[0] == '+' {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, false
+	}
+	return min(d, maxHint), true
+}
+
+// ParseRateLimit reads OpenAI's rate-limit headers (x-ratelimit-limit-*,
+// x-ratelimit-remaining-*, x-ratelimit-reset-* for requests and tokens) into a
+// [portico.RateLimit]. A quota is Known when its remaining header is a valid
+// non-negative integer; its limit and reset are filled when valid. It returns
+// nil when no quota is known.
+func ParseRateLimit(h http.Header) *portico.RateLimit {
+	var rl portico.RateLimit
+	rl.Requests = parseQuota(h, "requests")
+	rl.Tokens = parseQuota(h, "tokens")
+	if !rl.Requests.Known && !rl.Tokens.Known {
+		return nil
+	}
+	return &rl
+}
+
+func parseQuota(h http.Header, kind string) portico.Quota {
+	var q portico.Quota
+	rem, err := strconv.Atoi(strings.TrimSpace(h.Get("x-ratelimit-remaining-" + kind)))
+	if err != nil || rem < 0 {
+		return q
+	}
+	q.Known, q.Remaining = true, rem
+	if lim, err := strconv.Atoi(strings.TrimSpace(h.Get("x-ratelimit-limit-" + kind))); err == nil && lim >= 0 {
+		q.Limit = lim
+	}
+	if d, ok := ParseReset(h.Get("x-ratelimit-reset-" + kind)); ok {
+		q.Reset = d
+	}
+	return q
+}

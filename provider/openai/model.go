@@ -1,0 +1,248 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/portico-llm/portico"
+)
+
+// Config configures a [Model]. The zero Config is usable: requests must then
+// name their model.
+type Config struct {
+	// Model is the model asked for when a Request leaves Model empty
+	// ("gpt-4o-mini"). Empty means requests must name one; a request that does
+	// not fails with a Permanent error.
+	Model string
+	// LegacyMaxTokens sends Request.MaxOutputTokens as "max_tokens" instead of
+	// "max_completion_tokens", for OpenAI-compatible servers that only know
+	// the older field. False (the default) sends max_completion_tokens.
+	LegacyMaxTokens bool
+	// IncludeProviderMessage puts the provider's error message into
+	// [ProviderError].Message and so into error strings. Off by default,
+	// because providers may echo prompt text in their messages (seed 003:
+	// redact prompts from logs).
+	IncludeProviderMessage bool
+}
+
+// Model is a [portico.Model] over OpenAI's chat-completions API through the
+// official SDK, github.com/openai/openai-go/v3. It is safe for concurrent use.
+//
+// The SDK's own retries are off: Model makes exactly one HTTP request per
+// Generate, so that one layer (package retry) owns retries and counts them
+// against its budget (seed 003: "one layer owns retries"). The SDK would
+// otherwise retry twice by default, under every retry layer above it.
+type Model struct {
+	cfg    Config
+	client oai.Client
+}
+
+// New returns a Model calling the API through an SDK client built from opts,
+// the SDK's own options: option.WithBaseURL, option.WithAPIKey,
+// option.WithHTTPClient, option.WithRequestTimeout, option.WithHeader, ...
+// As with openai.NewClient, the OPENAI_API_KEY and OPENAI_BASE_URL
+// environment variables supply defaults that opts override.
+//
+// New appends option.WithMaxRetries(0) after opts, so the SDK never retries
+// whatever opts say; see [Model].
+func New(cfg Config, opts ...option.RequestOption) *Model {
+	all := make([]option.RequestOption, 0, len(opts)+1)
+	all = append(all, opts...)
+	all = append(all, option.WithMaxRetries(0))
+	return &Model{cfg: cfg, client: oai.NewClient(all...)}
+}
+
+// Generate sends req as one chat completion, streamed when req.OnChunk is set,
+// and returns the answer: text, tool calls, finish reason, usage (cached
+// input tokens included), the model that answered and the provider's
+// rate-limit headers.
+//
+// Streaming delivers each text delta to req.OnChunk as it arrives, and an
+// empty-text Chunk for each delta that only advances a tool call; the
+// concatenated texts equal Response.Text.
+//
+// Every error is a [*portico.Error] (see doc.go for the full table):
+//
+//   - 429: RateLimited, RetryAfter from retry-after-ms, else retry-after
+//     seconds or HTTP-date;
+//   - 500, 502, 503, 504 (and 408, 409, other 5xx): Transient;
+//   - 400 with code context_length_exceeded: Incompatible;
+//   - other 400, 401, 403, 404: Permanent;
+//   - x-should-retry: true/false overrides the status rule;
+//   - an error event inside an HTTP 200 stream: the class of the status it
+//     stands for (overloaded: Transient; prompt too long: Incompatible);
+//   - transport failure before the request was written: Transient; after it
+//     was written (timeout, reset): Ambiguous;
+//   - a body that is not a valid completion, or a stream that ends without
+//     a finish reason: InvalidResponse wrapping [ErrMalformed];
+//   - the caller's ctx canceled: Canceled; its deadline: Deadline; a deadline
+//     that an outer layer set with context.WithTimeoutCause (a per-attempt
+//     deadline): Ambiguous once the request was written, else Transient;
+//   - an OnChunk error: returned as is when it is a *portico.Error, else a
+//     Canceled error wrapping it;
+//   - a request that cannot be encoded (unknown role, tool parameters that
+//     are not JSON, no model): Permanent.
+//
+// HTTP errors wrap a [*ProviderError], which wraps the SDK's *openai.Error.
+func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	model := req.Model
+	if model == "" {
+		model = m.cfg.Model
+	}
+	if model == "" {
+		return nil, &portico.Error{Class: portico.Permanent, Reason: "no model named"}
+	}
+	if ctx.Err() != nil {
+		return nil, m.classify(ctx, ctx.Err(), &exchange{}, model)
+	}
+	params, opts, err := m.params(req, model)
+	if err != nil {
+		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
+	}
+	x := &exchange{}
+	opts = append(opts, option.WithMiddleware(x.middleware), option.WithMaxRetries(0))
+	if req.Streaming() {
+		return m.stream(ctx, req, params, opts, x, model)
+	}
+	comp, err := m.client.Chat.Completions.New(ctx, params, opts...)
+	if err != nil {
+		return nil, m.classify(ctx, err, x, model)
+	}
+	if len(comp.Choices) == 0 {
+		return nil, &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
+			Reason: "no choices", Err: ErrMalformed, RateLimit: ParseRateLimit(x.header)}
+	}
+	ch := comp.Choices[0]
+	resp := &portico.Response{
+		Text:         ch.Message.Content,
+		FinishReason: finishReason(ch.FinishReason),
+		Model:        comp.Model,
+		Usage:        usage(comp.Usage),
+		RateLimit:    ParseRateLimit(x.header),
+	}
+	if resp.Model == "" {
+		resp.Model = model
+	}
+	if n := len(ch.Message.ToolCalls); n > 0 {
+		resp.ToolCalls = make([]portico.ToolCall, 0, n)
+		for _, tc := range ch.Message.ToolCalls {
+			call := portico.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: []byte(tc.Function.Arguments)}
+			if tc.Type == "custom" {
+				call.Name, call.Arguments = tc.Custom.Name, []byte(tc.Custom.Input)
+			}
+			resp.ToolCalls = append(resp.ToolCalls, call)
+		}
+	}
+	return resp, nil
+}
+
+// finishReason maps OpenAI's finish_reason onto portico's: the four known
+// values map to themselves, the deprecated "function_call" to tool_calls, and
+// any other value passes through.
+func finishReason(s string) portico.FinishReason {
+	if s == "function_call" {
+		return portico.FinishToolCalls
+	}
+	return portico.FinishReason(s)
+}
+
+func usage(u oai.CompletionUsage) portico.Usage {
+	return portico.Usage{
+		InputTokens:       int(u.PromptTokens),
+		OutputTokens:      int(u.CompletionTokens),
+		CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
+	}
+}
+
+// chunkError wraps an error returned by the caller's OnChunk.
+func chunkError(err error, model string) error {
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &portico.Error{Class: portico.Canceled, Model: model, Reason: "chunk callback aborted", Err: err}
+}
+
+// stream runs a streamed completion and assembles the Response.
+func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.ChatCompletionNewParams, opts []option.RequestOption, x *exchange, model string) (*portico.Response, error) {
+	params.StreamOptions.IncludeUsage = oai.Bool(true)
+	s := m.client.Chat.Completions.NewStreaming(ctx, params, opts...)
+	defer s.Close()
+	var (
+		text   strings.Builder
+		calls  []portico.ToolCall
+		args   [][]byte
+		finish string
+		resp   = &portico.Response{Model: model}
+	)
+	for s.Next() {
+		c := s.Current()
+		if c.Model != "" {
+			resp.Model = c.Model
+		}
+		if c.JSON.Usage.Valid() {
+			resp.Usage = usage(c.Usage)
+		}
+		for i := range c.Choices {
+			ch := &c.Choices[i]
+			if ch.Index != 0 {
+				continue
+			}
+			if ch.FinishReason != "" {
+				finish = ch.FinishReason
+			}
+			if d := ch.Delta.Content; d != "" {
+				text.WriteString(d)
+				if err := req.OnChunk(portico.Chunk{Text: d}); err != nil {
+					return nil, chunkError(err, model)
+				}
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Index < 0 || tc.Index >= 128 {
+					return nil, &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status, Reason: "tool call index out of range", Err: ErrMalformed}
+				}
+				for int(tc.Index) >= len(calls) {
+					calls = append(calls, portico.ToolCall{})
+					args = append(args, nil)
+				}
+				call := &calls[tc.Index]
+				if tc.ID != "" {
+					call.ID = tc.ID
+				}
+				if tc.Function.Name != "" {
+					call.Name += tc.Function.Name
+				}
+				args[tc.Index] = append(args[tc.Index], tc.Function.Arguments...)
+				if err := req.OnChunk(portico.Chunk{}); err != nil {
+					return nil, chunkError(err, model)
+				}
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, m.classify(ctx, err, x, model)
+	}
+	if ctx.Err() != nil {
+		return nil, m.classify(ctx, ctx.Err(), x, model)
+	}
+	if x.readErr != nil {
+		return nil, m.classify(ctx, x.readErr, x, model)
+	}
+	if finish == "" {
+		return nil, &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
+			Reason: "stream ended without a finish reason", Err: ErrMalformed, RateLimit: ParseRateLimit(x.header)}
+	}
+	resp.Text = text.String()
+	resp.FinishReason = finishReason(finish)
+	resp.RateLimit = ParseRateLimit(x.header)
+	if len(calls) > 0 {
+		for i := range calls {
+			calls[i].Arguments = args[i]
+		}
+		resp.ToolCalls = calls
+	}
+	return resp, nil
+}
