@@ -34,6 +34,7 @@ const (
 	KeyRetryReason       = attribute.Key("portico.retry.reason")
 	KeyRetryDelay        = attribute.Key("portico.retry.delay") // seconds
 	KeyRetryCount        = attribute.Key("portico.retry.count")
+	KeyRetryDelaySource  = attribute.Key("portico.retry.delay_source") // "backoff" or "retry_after"
 	KeyBudgetExhausted   = attribute.Key("portico.retry.budget_exhausted")
 	KeyBreakerState      = attribute.Key("portico.breaker.state")
 	KeyRateLimitWait     = attribute.Key("portico.ratelimit.wait")   // seconds

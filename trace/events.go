@@ -55,12 +55,20 @@ func eventAttrs(e portico.Event) (string, []attribute.KeyValue) {
 	}
 	switch e.Kind {
 	case portico.EventRateLimitWait:
-		return EventNameRateLimitWait, append(a, KeyRateLimitWait.Float64(e.Delay.Seconds()))
+		a = append(a, KeyRateLimitWait.Float64(e.Delay.Seconds()))
+		if e.Reason != "" { // which bucket made the call wait
+			a = append(a, KeyRateLimitReason.String(e.Reason))
+		}
+		return EventNameRateLimitWait, a
 	case portico.EventRateLimitReject:
 		return EventNameRateLimitReject, append(a, KeyRateLimitReason.String(e.Reason), KeyRetryAfter.Float64(e.Delay.Seconds()))
 	case portico.EventRetry:
-		return EventNameRetry, append(a, KeyAttemptIndex.Int(e.Attempt), KeyRetryReason.String(e.Class.String()),
+		a = append(a, KeyAttemptIndex.Int(e.Attempt), KeyRetryReason.String(e.Class.String()),
 			KeyRetryDelay.Float64(e.Delay.Seconds()))
+		if e.Reason != "" { // where the delay came from: "backoff", "retry_after"
+			a = append(a, KeyRetryDelaySource.String(e.Reason))
+		}
+		return EventNameRetry, a
 	case portico.EventBudgetExhausted:
 		return EventNameBudgetExhausted, append(a, KeyRetryReason.String(e.Class.String()))
 	case portico.EventFirstChunk:

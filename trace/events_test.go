@@ -34,6 +34,9 @@ func TestEventsToSpans(t *testing.T) {
 			portico.Observe(ctx, portico.Event{Kind: portico.EventBreakerState, Route: "a", Reason: "half_open"})
 			portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: "a", Class: portico.RateLimited})
 			portico.Observe(ctx, portico.Event{Kind: portico.EventFirstChunk, Route: "a", Delay: 40 * time.Millisecond})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventRetry, Route: "a", Attempt: 1, Class: portico.RateLimited,
+				Delay: 3 * time.Second, Reason: "retry_after"})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: "gpt-4o", Delay: time.Second, Reason: "tokens"})
 			return tr.WrapAttempt(eventsThen(&portico.Error{Class: portico.InvalidResponse, Reason: "schema"},
 				portico.Event{Kind: portico.EventValidation, Route: "a", Reason: "rejected", Class: portico.InvalidResponse},
 			)).Generate(ctx, req)
@@ -57,6 +60,9 @@ func TestEventsToSpans(t *testing.T) {
 			{EventNameBreakerState, map[string]string{"portico.route": "a", "portico.breaker.state": "half_open"}},
 			{EventNameBudgetExhausted, map[string]string{"portico.route": "a", "portico.retry.reason": "rate_limited"}},
 			{EventNameLayerFirstChunk, map[string]string{"portico.route": "a", "portico.layer.time_to_first_chunk": "0.04"}},
+			{EventNameRetry, map[string]string{"portico.route": "a", "portico.attempt.index": "1", "portico.retry.reason": "rate_limited",
+				"portico.retry.delay": "3", "portico.retry.delay_source": "retry_after"}},
+			{EventNameRateLimitWait, map[string]string{"portico.route": "gpt-4o", "portico.ratelimit.wait": "1", "portico.ratelimit.reason": "tokens"}},
 		}
 		if len(rootEvents) != len(wantRoot) {
 			t.Fatalf("root has %d events, want %d: %v", len(rootEvents), len(wantRoot), rootEvents)
@@ -75,13 +81,14 @@ func TestEventsToSpans(t *testing.T) {
 			"portico.validation.result": "rejected", "error.type": "invalid_response"})
 		got := attrs(root.Attributes())
 		for k, v := range map[string]string{"portico.breaker.state": "half_open", "portico.retry.budget_exhausted": "true",
-			"portico.validation.result": "rejected", "error.type": "invalid_response", "portico.attempts": "1"} {
+			"portico.validation.result": "rejected", "error.type": "invalid_response", "portico.attempts": "1",
+			"portico.retry.count": "1", "portico.retry.delay": "3", "portico.ratelimit.wait": "1"} {
 			if got[k] != v {
 				t.Errorf("root attribute %s = %q, want %q", k, got[k], v)
 			}
 		}
-		if len(obs.events) != 5 {
-			t.Errorf("outer observer got %d events, want all 5 forwarded", len(obs.events))
+		if len(obs.events) != 7 {
+			t.Errorf("outer observer got %d events, want all 7 forwarded", len(obs.events))
 		}
 	})
 }
