@@ -103,6 +103,9 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		if a.ttft > 0 {
 			buf = append(buf, KeyTimeToFirstChunk.Float64(a.ttft.Seconds()))
 		}
+		if cost := t.cost(resp); cost > 0 {
+			buf = append(buf, KeyCost.Float64(cost))
+		}
 		span.SetAttributes(buf...)
 		if resp != nil && t.cfg.CaptureContent != nil {
 			span.SetAttributes(KeyOutputMessages.String(outputMessages(resp, t.cfg.CaptureContent)))

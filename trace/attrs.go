@@ -41,6 +41,7 @@ const (
 	KeyRateLimitReason   = attribute.Key("portico.ratelimit.reason") // rejections
 	KeyRetryAfter        = attribute.Key("portico.retry_after")      // seconds
 	KeyValidationResult  = attribute.Key("portico.validation.result")
+	KeyCost              = attribute.Key("portico.cost")    // in the routes' price unit
 	KeyOutcome           = attribute.Key("portico.outcome") // metrics: "accepted" or the error class
 	KeyLayerTTFT         = attribute.Key("portico.layer.time_to_first_chunk")
 	KeyTTFTRateLimitWait = attribute.Key("portico.ttft.ratelimit_wait") // seconds

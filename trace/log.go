@@ -48,7 +48,7 @@ func (t *Tracer) commonAttrs(a []slog.Attr, req *portico.Request, resp *portico.
 			slog.Int("input_tokens", resp.Usage.InputTokens),
 			slog.Int("output_tokens", resp.Usage.OutputTokens),
 			slog.Int("cached_input_tokens", resp.Usage.CachedInputTokens),
-			slog.Float64("cost", resp.Cost),
+			slog.Float64("cost", t.cost(resp)),
 		)
 	}
 	return a

@@ -164,8 +164,8 @@ func (i *instruments) recordRequest(ctx context.Context, t *Tracer, req *portico
 	case portico.Ambiguous:
 		i.ambiguous.Add(ctx, 1)
 	}
-	if class == portico.None && resp.Cost > 0 {
-		i.cost.Record(ctx, resp.Cost, routeSet)
+	if c := t.cost(resp); class == portico.None && c > 0 {
+		i.cost.Record(ctx, c, routeSet)
 	}
 }
 

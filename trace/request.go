@@ -240,6 +240,9 @@ func (c *call) finish(resp *portico.Response, err error) {
 		if resp != nil && resp.Route != "" {
 			a = append(a, KeyRoute.String(resp.Route))
 		}
+		if cost := c.t.cost(resp); cost > 0 {
+			a = append(a, KeyCost.Float64(cost))
+		}
 		a = append(a, KeyAttempts.Int(s.attempts))
 		if s.retries > 0 {
 			a = append(a, KeyRetryCount.Int(s.retries), KeyRetryReason.String(s.retryReason.String()),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -18,7 +19,9 @@ import (
 func TestSpanTree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSDK(t)
-		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp, Provider: "openai", ServerAddress: "api.openai.com"})
+		prices := &portico.Capabilities{InputPrice: 1e-6, CachedInputPrice: 0.5e-6, OutputPrice: 4e-6}
+		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp, Provider: "openai", ServerAddress: "api.openai.com",
+			Pricing: prices})
 		resp, err := scenario(tr).Generate(context.Background(), scenarioRequest(true))
 		if err != nil {
 			t.Fatalf("Generate: %v", err)
@@ -50,6 +53,7 @@ func TestSpanTree(t *testing.T) {
 			"gen_ai.response.finish_reasons":       `["stop"]`,
 			"gen_ai.response.time_to_first_chunk":  secs(680 * time.Millisecond),
 			"portico.route":                        "b",
+			"portico.cost":                         "0.0012", // Response.Cost, set by the fallback
 			"portico.attempts":                     "4",
 			"portico.retry.count":                  "2",
 			"portico.retry.reason":                 "transient",
@@ -164,6 +168,8 @@ func TestSpanTree(t *testing.T) {
 				want["gen_ai.usage.cache_read.input_tokens"] = "64"
 				want["gen_ai.response.finish_reasons"] = `["stop"]`
 				want["gen_ai.response.time_to_first_chunk"] = secs(300 * ms)
+				// (100-64)*1e-6 + 64*0.5e-6 + 20*4e-6 = 148e-6, from Pricing
+				want["portico.cost"] = attribute.Float64Value(148e-6).Emit()
 				wantEvents = []wantEvent{{EventNameFirstChunk, w.firstChunkAt,
 					map[string]string{"gen_ai.response.time_to_first_chunk": secs(300 * ms)}}}
 			}

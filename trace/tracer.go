@@ -2,7 +2,9 @@ package trace
 
 import (
 	"context"
+
 	"errors"
+	"github.com/portico-llm/portico"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -44,6 +46,12 @@ type Config struct {
 	// Operation is the gen_ai.operation.name and the first word of span names.
 	// Empty means "chat".
 	Operation string
+	// Pricing, when non-nil, prices answers whose Response.Cost is 0 (no
+	// routing layer priced them) with Pricing.Cost(resp.Usage), for the
+	// portico.cost span attribute, the cost metric and the "cost" log field.
+	// Give each route's attempt layer the route's own Capabilities. Nil leaves
+	// unpriced answers at cost 0.
+	Pricing *portico.Capabilities
 	// CaptureContent, when non-nil, opts in to recording message content on
 	// spans: every text, image URL and tool-call argument of the request and of
 	// the answer passes through CaptureContent (a redaction or hashing function)
@@ -145,4 +153,16 @@ func (t *Tracer) start(ctx context.Context, model string) (context.Context, trac
 		return ctx, noopSpan
 	}
 	return t.tracer.Start(ctx, t.spanName(model), t.startOpts...)
+}
+
+// cost returns resp's cost: Response.Cost when a layer priced it, else the
+// estimate from Config.Pricing, else 0.
+func (t *Tracer) cost(resp *portico.Response) float64 {
+	if resp == nil {
+		return 0
+	}
+	if resp.Cost > 0 || t.cfg.Pricing == nil {
+		return resp.Cost
+	}
+	return t.cfg.Pricing.Cost(resp.Usage)
 }
