@@ -46,9 +46,9 @@ func main() {
 }
 
 type runConfig struct {
-	baseURL, model               string
+	baseURL, model                 string
 	requests, concurrency, clients int
-	seed                         int64
+	seed                           int64
 }
 
 // run sends the load and prints the summary. It returns what the load saw and,
