@@ -49,7 +49,10 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	recording := span.IsRecording()
 	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
 	c := callFrom(ctx)
-	if !recording && !logging && c == nil {
+	if !recording && !logging {
+		if c != nil { // the request layer counts attempts for its metrics
+			c.noteAttempt(time.Now())
+		}
 		resp, err := next.Generate(ctx, req)
 		span.End()
 		return resp, err

@@ -9,6 +9,7 @@ import (
 	"github.com/portico-llm/portico"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // point is one data point of any kind, reduced to what the test compares.
@@ -172,6 +173,34 @@ func TestMetrics(t *testing.T) {
 		}
 		if n := len(points(t, rm, MetricTimeToFirstChunk)); n != 1 {
 			t.Errorf("%s has %d points, want 1 (streamed calls only)", MetricTimeToFirstChunk, n)
+		}
+	})
+}
+
+// TestMetricsWithoutTracing checks that metrics need no recording span: with
+// the no-op tracer provider the scenario still counts 4 attempts, the TTFT
+// and the fallback.
+func TestMetricsWithoutTracing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSDK(t)
+		tr := mustNew(t, Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: s.mp})
+		if _, err := scenario(tr).Generate(context.Background(), scenarioRequest(true)); err != nil {
+			t.Fatal(err)
+		}
+		var rm metricdata.ResourceMetrics
+		if err := s.reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		if p := onePoint(t, rm, MetricAttempts, map[string]string{"portico.outcome": "accepted"}); p.sum != 4 {
+			t.Errorf("attempts = %v, want 4", p.sum)
+		}
+		genai := map[string]string{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+			"gen_ai.response.model": "gpt-4o-mini-2024-07-18"}
+		if p := onePoint(t, rm, MetricTimeToFirstChunk, genai); p.sum != (680 * time.Millisecond).Seconds() {
+			t.Errorf("TTFT = %v, want 0.68", p.sum)
+		}
+		if p := onePoint(t, rm, MetricFallbacks, map[string]string{"portico.fallback.source": "a", "portico.fallback.reason": "transient"}); p.value != 1 {
+			t.Errorf("fallbacks = %v, want 1", p.value)
 		}
 	})
 }
