@@ -70,6 +70,16 @@ func BenchmarkWrap(b *testing.B) {
 			span.End()
 		}
 	})
+	// The warning: attributes passed at Start cost even when nothing
+	// records.
+	b.Run("BareNoopProviderWithAttributes", func(b *testing.B) {
+		tracer := noop.NewTracerProvider().Tracer(ScopeName)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			bareSpan(b, tracer, ctx)
+		}
+	})
 	b.Run("SDKNeverSample", func(b *testing.B) {
 		tp := sdkProvider(sdktrace.NeverSample())
 		defer tp.Shutdown(context.Background())

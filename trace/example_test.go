@@ -3,6 +3,8 @@ package trace_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/trace"
@@ -86,4 +88,41 @@ func ExampleTailSampler() {
 	fmt.Printf("%+v, exported %d\n", ts.Stats(), len(rec.Ended()))
 	// Output:
 	// {Kept:1 Dropped:3 Evicted:0}, exported 1
+}
+
+// Transport injects the attempt span's traceparent into the provider's HTTP
+// request, so the server's trace joins the client's under that attempt.
+func ExampleTracer_Transport() {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	tr, err := trace.New(trace.Config{TracerProvider: tp})
+	if err != nil {
+		panic(err)
+	}
+	var seen string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Get("traceparent")
+	}))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: tr.Transport(base)} // e.g. openai-go's option.WithHTTPClient(client)
+
+	adapter := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
+		res, err := client.Do(hreq)
+		if err != nil {
+			return nil, err
+		}
+		res.Body.Close()
+		return &portico.Response{FinishReason: portico.FinishStop}, nil
+	})
+	if _, err := portico.Chain(adapter, tr.Wrap, tr.WrapAttempt).Generate(context.Background(), &portico.Request{Model: "m"}); err != nil {
+		panic(err)
+	}
+	attempt := rec.Ended()[0] // the attempt span ends first
+	fmt.Println(seen == "00-"+attempt.SpanContext().TraceID().String()+"-"+attempt.SpanContext().SpanID().String()+"-01")
+	// Output:
+	// true
 }
