@@ -155,7 +155,8 @@ type Contract struct {
 //   - the estimated cost (input at InputPrice, MaxOutputTokens at OutputPrice)
 //     against Contract.MaxCost.
 //
-// Fits allocates only when it rejects. It is the single filter that package
+// Fits never allocates: its errors are shared values that callers must not
+// modify. It is the single filter that package
 // route and package fallback share.
 func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	k := req.Contract
@@ -167,39 +168,58 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 		mods = ModalityText
 	}
 	if !mods.Has(req.Modalities() | k.Modalities) {
-		return incompatible("modality")
+		return errModality
 	}
 	in := max(inputTokens, k.MaxInputTokens)
 	if c.ContextWindow > 0 && in+req.MaxOutputTokens > c.ContextWindow {
-		return incompatible("context window")
+		return errWindow
 	}
 	if c.MaxOutput > 0 && req.MaxOutputTokens > c.MaxOutput {
-		return incompatible("max output")
+		return errMaxOutput
 	}
 	if (len(req.Tools) > 0 || k.ToolsRequired) && !c.Tools {
-		return incompatible("tools")
+		return errTools
 	}
 	strict := k.StrictSchema || (req.Schema != nil && req.Schema.Strict)
 	if strict && c.Schema < SchemaStrict {
-		return incompatible("strict schema")
+		return errStrictSchema
 	}
 	if (req.Schema != nil || k.SchemaID != "") && c.Schema < SchemaJSON {
-		return incompatible("schema")
+		return errSchema
 	}
 	if len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.Class) {
-		return incompatible("model class")
+		return errModelClass
 	}
-	if k.MaxCost > 0 {
-		est := float64(in)*c.InputPrice + float64(req.MaxOutputTokens)*c.OutputPrice
-		if est > k.MaxCost {
-			return incompatible("cost")
-		}
+	if k.MaxCost > 0 && c.EstimateCost(req, inputTokens) > k.MaxCost {
+		return errCost
 	}
 	return nil
 }
 
+// EstimateCost returns the most req may cost on this route before it is sent, in
+// the price unit of InputPrice: the input (the larger of inputTokens and the
+// contract's MaxInputTokens) at InputPrice plus MaxOutputTokens at OutputPrice.
+// Cached input is not assumed. It is the estimate [Capabilities.Fits] compares
+// with Contract.MaxCost, and the one routers rank by.
+func (c *Capabilities) EstimateCost(req *Request, inputTokens int) float64 {
+	in := inputTokens
+	if req.Contract != nil {
+		in = max(in, req.Contract.MaxInputTokens)
+	}
+	return float64(in)*c.InputPrice + float64(req.MaxOutputTokens)*c.OutputPrice
+}
+
 var noContract Contract
 
-func incompatible(reason string) error {
-	return &Error{Class: Incompatible, Reason: reason}
-}
+// The errors Fits returns, one per unmet need, allocated once: skipping a route
+// costs nothing. They are shared, so callers must not modify them.
+var (
+	errModality     error = &Error{Class: Incompatible, Reason: "modality"}
+	errWindow       error = &Error{Class: Incompatible, Reason: "context window"}
+	errMaxOutput    error = &Error{Class: Incompatible, Reason: "max output"}
+	errTools        error = &Error{Class: Incompatible, Reason: "tools"}
+	errStrictSchema error = &Error{Class: Incompatible, Reason: "strict schema"}
+	errSchema       error = &Error{Class: Incompatible, Reason: "schema"}
+	errModelClass   error = &Error{Class: Incompatible, Reason: "model class"}
+	errCost         error = &Error{Class: Incompatible, Reason: "cost"}
+)

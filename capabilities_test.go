@@ -112,3 +112,37 @@ func TestModalitiesAndStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestFitsRejectAllocs(t *testing.T) {
+	caps := Capabilities{ContextWindow: 100}
+	req := &Request{Messages: []Message{Text(RoleUser, "hi")}, MaxOutputTokens: 10}
+	if n := testing.AllocsPerRun(100, func() { _ = caps.Fits(req, 1000) }); n != 0 {
+		t.Errorf("Fits (rejecting) allocs = %v, want 0", n)
+	}
+}
+
+func TestEstimateCost(t *testing.T) {
+	c := Capabilities{InputPrice: 1, OutputPrice: 3}
+	req := &Request{MaxOutputTokens: 10}
+	if got := c.EstimateCost(req, 5); got != 35 {
+		t.Errorf("EstimateCost = %v, want 5*1 + 10*3 = 35", got)
+	}
+	req.Contract = &Contract{MaxInputTokens: 20}
+	if got := c.EstimateCost(req, 5); got != 50 {
+		t.Errorf("EstimateCost = %v, want 20*1 + 10*3 = 50 (contract's input)", got)
+	}
+}
+
+func TestRequestFor(t *testing.T) {
+	req := &Request{Model: "a"}
+	if got := (&Route{}).RequestFor(req); got != req {
+		t.Errorf("RequestFor without ModelName copied the request")
+	}
+	if got := (&Route{ModelName: "a"}).RequestFor(req); got != req {
+		t.Errorf("RequestFor with the same name copied the request")
+	}
+	got := (&Route{ModelName: "b"}).RequestFor(req)
+	if got == req || got.Model != "b" || req.Model != "a" {
+		t.Errorf("RequestFor = %q (same %v), caller's %q; want a copy named b, caller's a", got.Model, got == req, req.Model)
+	}
+}

@@ -16,6 +16,22 @@ type Route struct {
 	// Health, when non-nil, says whether the route takes calls right now (a
 	// breaker's state); nil means it always does.
 	Health Health
+	// ModelName, when non-empty, is the Request.Model this route's Model must be
+	// called with (routes of one group often serve different models behind one
+	// request). Routing layers pass the request through [Route.RequestFor].
+	ModelName string
+}
+
+// RequestFor returns the request to send to r: req itself when r.ModelName is
+// empty or already req.Model, otherwise a clone with Model set to r.ModelName.
+// The caller's req is never modified.
+func (r *Route) RequestFor(req *Request) *Request {
+	if r.ModelName == "" || r.ModelName == req.Model {
+		return req
+	}
+	c := req.Clone()
+	c.Model = r.ModelName
+	return c
 }
 
 // Health is implemented by whatever knows whether a route can take a call now,

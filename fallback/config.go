@@ -137,11 +137,6 @@ type Config struct {
 	// (100 ms); negative means none.
 	MinAttempt time.Duration
 
-	// ModelNames, when a route's Name is a key, sets Request.Model to the value
-	// on the copy of the request that route receives; routes not in it get the
-	// caller's Request.Model unchanged. Use it when routes serve different
-	// models behind one request (the request is copied, never modified).
-	ModelNames map[string]string
 	// Logger receives a record per route left (Info). Nil discards.
 	Logger *slog.Logger
 }

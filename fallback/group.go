@@ -185,11 +185,7 @@ func (g *Group) input(c *call) int {
 
 // estimate is r's price for the request before the call, as Fits computes it.
 func (g *Group) estimate(c *call, r *portico.Route) float64 {
-	in := g.input(c)
-	if k := c.req.Contract; k != nil {
-		in = max(in, k.MaxInputTokens)
-	}
-	return float64(in)*r.Capabilities.InputPrice + float64(c.req.MaxOutputTokens)*r.Capabilities.OutputPrice
+	return r.Capabilities.EstimateCost(c.req, g.input(c))
 }
 
 // independent reports whether a fallback with capabilities f meets the

@@ -194,8 +194,7 @@ func TestCostBudget(t *testing.T) {
 func TestModelNames(t *testing.T) {
 	a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
 	g := Must(Config{
-		Routes:     []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})},
-		ModelNames: map[string]string{"b": "model-b"},
+		Routes: []portico.Route{route(a, portico.Capabilities{}), {Name: "b", Model: b, ModelName: "model-b"}},
 	})
 	req := simple.Clone()
 	req.Model = "model-a"

@@ -30,15 +30,11 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (resp *portico.Response, stop bool, err error) {
 	req := c.req
 	var delivered *bool // set when a chunk reached the caller
-	var name string
-	rename := false
-	if g.cfg.ModelNames != nil {
-		name, rename = g.cfg.ModelNames[r.Name]
-	}
+	rename := r.ModelName != "" && r.ModelName != req.Model
 	if rename || req.OnChunk != nil {
 		req = req.Clone()
 		if rename {
-			req.Model = name
+			req.Model = r.ModelName
 		}
 		if next := c.req.OnChunk; next != nil {
 			delivered = new(bool)

@@ -174,7 +174,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		}
 		called = true
 		chunks = chunks[:0]
-		resp, err := rt.Model.Generate(ctx, sreq)
+		resp, err := rt.Model.Generate(ctx, rt.RequestFor(sreq))
 		if err != nil {
 			class := portico.ClassOf(err)
 			if live || class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {

@@ -197,16 +197,11 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 // Pick chooses the route for info.Request: the fitting, available route with
 // the lowest Policy score, the earliest on a tie. It counts the call in flight
 // on that route; the caller must call the result's Done once the call ends. It
-// never blocks and does not allocate when every route fits (Fits allocates its
-// error for each route it rejects). Error: an [*portico.Error] wrapping
+// never blocks and does not allocate. Error: an [*portico.Error] wrapping
 // [ErrNoRoute] when no route fits and is available.
 func (r *Router) Pick(info PickInfo) (PickResult, error) {
 	req := info.Request
 	n := estimate(r.est, &info)
-	in := n // the input EstimatedCost prices, as Fits and fallback do
-	if k := req.Contract; k != nil {
-		in = max(in, k.MaxInputTokens)
-	}
 	best, bestScore := -1, math.Inf(1)
 	for i := range r.routes {
 		rt := &r.routes[i]
@@ -217,7 +212,7 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 		c := Candidate{
 			Index:         i,
 			Route:         rt,
-			EstimatedCost: float64(in)*rt.Capabilities.InputPrice + float64(req.MaxOutputTokens)*rt.Capabilities.OutputPrice,
+			EstimatedCost: rt.Capabilities.EstimateCost(req, n),
 			Latency:       time.Duration(st.latency.load()),
 			TTFT:          time.Duration(st.ttft.load()),
 			ErrorRate:     st.errRate.load(),
@@ -283,7 +278,7 @@ func (r *Router) Generate(ctx context.Context, req *portico.Request) (*portico.R
 		return nil, err
 	}
 	rt := &r.routes[pr.Index]
-	resp, d := call(ctx, rt.Model, req)
+	resp, d := call(ctx, rt.Model, rt.RequestFor(req))
 	pr.Done(d)
 	if d.Err != nil {
 		return nil, d.Err

@@ -205,3 +205,29 @@ func TestRouterConcurrent(t *testing.T) {
 		t.Errorf("observed calls = %d, want 1600", total)
 	}
 }
+
+// Each routing Model sends a route the model name it declares, on a copy.
+func TestRoutesGetTheirModelName(t *testing.T) {
+	var got string
+	m := portico.ModelFunc(func(_ context.Context, r *portico.Request) (*portico.Response, error) {
+		got = r.Model
+		return &portico.Response{Text: "ok", FinishReason: portico.FinishStop}, nil
+	})
+	rt := portico.Route{Name: "r", Model: m, ModelName: "served-name"}
+	req := &portico.Request{Model: "asked", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
+	router, err := NewRouter(RouterConfig{Routes: []portico.Route{rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := router.Generate(context.Background(), req); err != nil || got != "served-name" || req.Model != "asked" {
+		t.Errorf("Router sent %q (err %v), caller's %q; want served-name, asked", got, err, req.Model)
+	}
+	casc, err := NewCascade(CascadeConfig{Steps: []Step{{Route: rt}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = ""
+	if _, err := casc.Generate(context.Background(), req); err != nil || got != "served-name" || req.Model != "asked" {
+		t.Errorf("Cascade sent %q (err %v), caller's %q; want served-name, asked", got, err, req.Model)
+	}
+}

@@ -94,7 +94,7 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 		r := &t.routes[first^k]
 		h, ok := check(r, req, n)
 		if ok {
-			resp, err := r.Model.Generate(ctx, req)
+			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
 			if err != nil {
 				return nil, err
 			}
