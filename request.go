@@ -152,4 +152,3 @@ func (r *Request) Clone() *Request {
 
 // Streaming reports whether the caller asked for streaming (OnChunk is set).
 func (r *Request) Streaming() bool { return r.OnChunk != nil }
-
