@@ -145,6 +145,9 @@ func (t *Tracer) startAttrs(span trace.Span, buf []attribute.KeyValue, req *port
 		buf = append(buf, KeyRequestMaxTokens.Int(req.MaxOutputTokens))
 	}
 	buf = append(buf, KeyRequestStream.Bool(req.OnChunk != nil))
+	if len(req.Extra) > 0 {
+		buf = appendSampling(buf, req.Extra)
+	}
 	if t.cfg.ServerAddress != "" {
 		buf = append(buf, KeyServerAddress.String(t.cfg.ServerAddress))
 	}
@@ -323,4 +326,33 @@ func errorDescription(err error, class portico.Class) string {
 		return d
 	}
 	return class.String()
+}
+
+// appendSampling appends gen_ai.request.temperature, top_p and seed from the
+// provider options in Request.Extra, when present with a numeric value.
+func appendSampling(buf []attribute.KeyValue, extra map[string]any) []attribute.KeyValue {
+	if v, ok := number(extra["temperature"]); ok {
+		buf = append(buf, KeyRequestTemperature.Float64(v))
+	}
+	if v, ok := number(extra["top_p"]); ok {
+		buf = append(buf, KeyRequestTopP.Float64(v))
+	}
+	if v, ok := number(extra["seed"]); ok {
+		buf = append(buf, KeyRequestSeed.Int64(int64(v)))
+	}
+	return buf
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
 }

@@ -211,18 +211,21 @@ func TestCallerRequestUntouched(t *testing.T) {
 	})
 }
 
-// TestErrorSpan checks error.type and status on a failed request.
+// TestErrorSpan checks error.type and status on a failed request, and the
+// sampling options taken from Request.Extra.
 func TestErrorSpan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSDK(t)
 		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
-		_, err := tr.Wrap(failing(time.Second)).Generate(context.Background(), &portico.Request{Model: "m"})
+		_, err := tr.Wrap(failing(time.Second)).Generate(context.Background(), &portico.Request{Model: "m",
+			Extra: map[string]any{"temperature": 0.2, "top_p": 1, "seed": int64(42), "stop": "END"}})
 		if portico.ClassOf(err) != portico.Transient {
 			t.Fatalf("ClassOf(err) = %v, want transient", portico.ClassOf(err))
 		}
 		sp := s.rec.Ended()[0]
 		sameAttrs(t, "failed request", sp.Attributes(), map[string]string{
 			"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.request.stream": "false",
+			"gen_ai.request.temperature": "0.2", "gen_ai.request.top_p": "1", "gen_ai.request.seed": "42",
 			"error.type": "transient", "portico.attempts": "1",
 		})
 		if sp.Status().Code != codes.Error {
