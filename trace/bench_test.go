@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"go.opentelemetry.io/otel"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -57,6 +58,9 @@ func benchLayer(b *testing.B, tp trace.TracerProvider) {
 // 1.1x reference for AlwaysSample.
 func BenchmarkWrap(b *testing.B) {
 	b.Run("NoopProvider", func(b *testing.B) { benchLayer(b, noop.NewTracerProvider()) })
+	// The zero Config before any SDK is installed: the global delegating
+	// provider, which cannot be skipped (an SDK may be installed later).
+	b.Run("GlobalProviderUnset", func(b *testing.B) { benchLayer(b, otel.GetTracerProvider()) })
 	b.Run("BareNoopProvider", func(b *testing.B) {
 		tracer := noop.NewTracerProvider().Tracer(ScopeName)
 		ctx := context.Background()

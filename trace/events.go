@@ -12,7 +12,9 @@ import (
 // event on the span current in ctx (the request span, or an attempt span when
 // the event happened inside an attempt), folds it into the request span's
 // portico.* attributes, counts it in the metrics, and forwards it to any
-// Observer that was in the context before the request layer installed this one.
+// Observer that was in the context before the request layer installed this
+// one. An outer request layer that receives the event forwarded only folds it
+// into its attributes.
 func (c *call) Observe(ctx context.Context, e portico.Event) {
 	c.mu.Lock()
 	switch e.Kind {
@@ -31,6 +33,12 @@ func (c *call) Observe(ctx context.Context, e portico.Event) {
 		c.validation = e.Reason
 	}
 	c.mu.Unlock()
+	if ctx.Value(forwardedKey{}) != nil {
+		// An inner request layer already made the span event and counted
+		// the metrics; this one only folds the event into its attributes.
+		portico.Observe(c.parent, e)
+		return
+	}
 	if c.recording {
 		span := trace.SpanFromContext(ctx)
 		if !span.IsRecording() {
@@ -43,7 +51,21 @@ func (c *call) Observe(ctx context.Context, e portico.Event) {
 	if c.metrics {
 		c.t.inst.recordEvent(c.parent, e)
 	}
-	portico.Observe(c.parent, e)
+	portico.Observe(&forwarded{c.parent}, e)
+}
+
+type forwardedKey struct{}
+
+// forwarded marks the context of an event passed on to an outer Observer,
+// so that an outer request layer (a second Tracer around this one) neither
+// repeats the span event nor counts the event twice.
+type forwarded struct{ context.Context }
+
+func (f *forwarded) Value(key any) any {
+	if key == (forwardedKey{}) {
+		return true
+	}
+	return f.Context.Value(key)
 }
 
 // eventAttrs returns the span event name and attributes for e; an empty name

@@ -9,6 +9,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 type recordingObserver struct {
@@ -117,5 +118,41 @@ func TestPanicEndsSpans(t *testing.T) {
 		if sp.Status().Code != codes.Error {
 			t.Errorf("span %s status = %v, want Error", sp.Name(), sp.Status())
 		}
+	}
+}
+
+// TestNestedRequestLayers checks that two request layers, one inside the
+// other, do not repeat span events or metrics: the inner one records the
+// event, the outer one only folds it into its attributes.
+func TestNestedRequestLayers(t *testing.T) {
+	s := newSDK(t)
+	outer := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
+	inner := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
+	obs := &recordingObserver{}
+	ctx := portico.ContextWithObserver(context.Background(), obs)
+	m := outer.Wrap(inner.Wrap(eventsThen(nil, portico.Event{Kind: portico.EventRetry, Attempt: 1, Class: portico.Transient})))
+	_, _ = m.Generate(ctx, &portico.Request{Model: "m"})
+	spans := s.rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	in, out := spans[0], spans[1]
+	if len(in.Events()) != 1 || len(out.Events()) != 0 {
+		t.Errorf("events: inner %d, outer %d; want 1, 0", len(in.Events()), len(out.Events()))
+	}
+	for _, sp := range spans {
+		if got := attrs(sp.Attributes())["portico.retry.count"]; got != "1" {
+			t.Errorf("%v portico.retry.count = %q, want 1", sp.SpanContext().SpanID(), got)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := s.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if p := onePoint(t, rm, MetricRetries, map[string]string{"portico.retry.reason": "transient"}); p.value != 1 {
+		t.Errorf("retries counted %v times, want 1", p.value)
+	}
+	if len(obs.events) != 1 {
+		t.Errorf("caller's observer got %d events, want 1", len(obs.events))
 	}
 }
