@@ -1,0 +1,25 @@
+// Package stack builds Portico's recommended stack in one call, so that users
+// need not learn the order of the layers (DESIGN.md: "offer this as one preset
+// constructor"). Every layer it uses stays usable alone; a stack is nothing but
+// [portico.Chain] calls in this order, outermost first:
+//
+//	trace.Wrap                 (Config.Tracer)         one span per request
+//	ratelimit, per client      (Config.ClientLimits)   who gets in, how much
+//	end-to-end deadline        (Config.Deadline, Contract.Deadline)
+//	fallback.Group             (more than one route)   which route, in order
+//	  per route:
+//	  ratelimit, per model     (Route.Limits)          provider feedback lands here
+//	  breaker                  (Route.Breaker)         one outcome per call
+//	  retry                    (Route.Retry)           the one layer that retries
+//	  trace.WrapAttempt        (Config.Tracer)         one span per attempt
+//	  validate                 (Route.Validate)        HTTP 200 is not success
+//	  Route.Model              usually a provider adapter, SDK retries off
+//
+// Why this order: the client limit comes before any work so a client in an error
+// loop is refused cheaply; the deadline is set once, outside fallback, so the
+// fallback splits one budget between its candidates (seed 003); the breaker sits
+// outside retry so it sees one outcome per call, not one per attempt; validate
+// sits inside retry (and inside the attempt span) so an invalid answer is one
+// failed attempt, which fallback then moves away from; the per-model limiter is
+// per route because a provider's limits are per model and account.
+package stack

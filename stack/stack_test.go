@@ -1,0 +1,208 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/goleak"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/trace"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var hello = &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hello")}, MaxOutputTokens: 16}
+
+func route(name string, m portico.Model) Route {
+	return Route{Route: portico.Route{Name: name, Model: m}}
+}
+
+func TestSingleRoute(t *testing.T) {
+	f := modeltest.NewFake(modeltest.Answer("hi there"))
+	s, err := New(Config{Routes: []Route{route("only", f)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Generate(context.Background(), hello)
+	if err != nil || resp.Text != "hi there" || resp.Route != "only" || f.Count() != 1 {
+		t.Fatalf("Generate = %+v, %v (calls %d); want hi there from only, 1 call", resp, err, f.Count())
+	}
+	if s.Breaker("only") == nil || s.Breaker("only").State() != breaker.Closed || s.Breaker("nope") != nil {
+		t.Errorf("Breaker(only) = %v, Breaker(nope) = %v; want a closed breaker and nil", s.Breaker("only"), s.Breaker("nope"))
+	}
+}
+
+// A failing primary is retried by its own retry layer (3 attempts), then the
+// group falls back; once the primary's breaker opens, later requests skip it
+// without calling it.
+func TestRetryThenFallbackThenBreakerSkips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := modeltest.NewFake(modeltest.Fail(modeltest.Err503()))
+		b := modeltest.NewFake(modeltest.Answer("from b"))
+		ra, rb := route("a", a), route("b", b)
+		ra.Breaker = breaker.Config{ConsecutiveFailures: 2, OpenFor: time.Minute}
+		ra.Retry = retry.Config{BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}
+		s, err := New(Config{Routes: []Route{ra, rb}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, wantA := range []int{3, 6, 6} {
+			resp, err := s.Generate(context.Background(), hello)
+			if err != nil || resp.Route != "b" || len(resp.Hops) != 1 || resp.Hops[0].Route != "a" {
+				t.Fatalf("request %d: Generate = %+v, %v; want b after one hop from a", i, resp, err)
+			}
+			if a.Count() != wantA {
+				t.Errorf("request %d: primary calls = %d, want %d", i, a.Count(), wantA)
+			}
+		}
+		if st := s.Breaker("a").State(); st != breaker.Open {
+			t.Errorf("primary breaker = %v, want open", st)
+		}
+		if b.Count() != 3 {
+			t.Errorf("fallback calls = %d, want 3", b.Count())
+		}
+	})
+}
+
+// The end-to-end deadline bounds a stalled route: the call ends at the deadline
+// with a Deadline error, in virtual time.
+func TestDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := modeltest.NewFake(modeltest.Outcome{Stall: true})
+		r := route("slow", f)
+		r.SkipRetry = true
+		s, err := New(Config{Routes: []Route{r}, Deadline: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = s.Generate(context.Background(), hello)
+		if portico.ClassOf(err) != portico.Deadline || time.Since(start) != 2*time.Second {
+			t.Errorf("Generate = %v after %v; want a deadline error after 2s", err, time.Since(start))
+		}
+		// A contract's shorter deadline wins.
+		req := hello.Clone()
+		req.Contract = &portico.Contract{Deadline: 500 * time.Millisecond}
+		start = time.Now()
+		_, err = s.Generate(context.Background(), req)
+		if portico.ClassOf(err) != portico.Deadline || time.Since(start) != 500*time.Millisecond {
+			t.Errorf("Generate = %v after %v; want a deadline error after 500ms", err, time.Since(start))
+		}
+	})
+}
+
+// Per-client limits isolate clients: one client's exhausted bucket does not
+// refuse another.
+func TestClientLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := modeltest.NewFake(modeltest.Answer("ok"))
+		s, err := New(Config{Routes: []Route{route("r", f)}, ClientLimits: ratelimit.Limits{Requests: 2, Period: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func(client string) error {
+			req := hello.Clone()
+			req.Identity.ClientKey = client
+			_, err := s.Generate(context.Background(), req)
+			return err
+		}
+		for i := range 2 {
+			if err := call("greedy"); err != nil {
+				t.Fatalf("greedy call %d = %v, want admitted", i, err)
+			}
+		}
+		err = call("greedy")
+		// 2 per minute: the next token is 30 s away.
+		if portico.ClassOf(err) != portico.RateLimited || portico.RetryAfterOf(err) != 30*time.Second {
+			t.Errorf("third greedy call = %v (retry after %v), want rate limited for 30s", err, portico.RetryAfterOf(err))
+		}
+		if err := call("polite"); err != nil {
+			t.Errorf("polite call = %v, want admitted", err)
+		}
+		if f.Count() != 3 {
+			t.Errorf("model calls = %d, want 3", f.Count())
+		}
+	})
+}
+
+// With a Tracer, a request that succeeds on its second attempt gives one
+// request span with two attempt spans as children.
+func TestTracer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		defer tp.Shutdown(context.Background())
+		tr, err := trace.New(trace.Config{TracerProvider: tp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := modeltest.NewFake(modeltest.Fail(modeltest.Err503()), modeltest.Answer("ok"))
+		r := route("r", f)
+		r.Retry = retry.Config{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+		s, err := New(Config{Routes: []Route{r}, Tracer: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Generate(context.Background(), hello); err != nil {
+			t.Fatal(err)
+		}
+		spans := rec.Ended()
+		if len(spans) != 3 {
+			t.Fatalf("spans = %d, want 3 (request + 2 attempts)", len(spans))
+		}
+		root := spans[len(spans)-1]
+		for _, sp := range spans[:2] {
+			if sp.Parent().SpanID() != root.SpanContext().SpanID() {
+				t.Errorf("attempt span %q parent = %v, want the request span %v", sp.Name(), sp.Parent().SpanID(), root.SpanContext().SpanID())
+			}
+		}
+	})
+}
+
+func TestConfigErrors(t *testing.T) {
+	f := modeltest.NewFake()
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"no routes", Config{}},
+		{"no model", Config{Routes: []Route{{Route: portico.Route{Name: "x"}}}}},
+		{"no name", Config{Routes: []Route{{Route: portico.Route{Model: f}}}}},
+		{"duplicate", Config{Routes: []Route{route("x", f), route("x", f)}}},
+		{"bad retry", Config{Routes: []Route{{Route: portico.Route{Name: "x", Model: f}, Retry: retry.Config{MaxAttempts: -1}}}}},
+		{"bad limits", Config{Routes: []Route{route("x", f)}, ClientLimits: ratelimit.Limits{Requests: -1}}},
+		{"negative deadline", Config{Routes: []Route{route("x", f)}, Deadline: -1}},
+	}
+	for _, tt := range tests {
+		if s, err := New(tt.cfg); err == nil || s != nil {
+			t.Errorf("%s: New = %v, %v; want an error", tt.name, s, err)
+		}
+	}
+}
+
+// The stack keeps the Model contract (modeltest's conformance suite): no
+// mutation, cancellation honoured, streaming adds up, safe for concurrent use.
+func TestConformance(t *testing.T) {
+	modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
+		caps := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, Tools: true, Schema: portico.SchemaStrict, Class: "small"}
+		a, b := route("a", base), route("b", base)
+		a.Capabilities, b.Capabilities = caps, caps
+		s, err := New(Config{Routes: []Route{a, b}, Deadline: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+var _ = errors.Is
