@@ -13,7 +13,7 @@ import (
 // and then the call's share of both buckets, waiting in Wait mode. On success
 // t.e holds the key's entry, with the slot and the reservation counted.
 func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) error {
-	now := time.Now()
+	now := l.now()
 	k := l.keyOf(req)
 	e := l.acquire(k, now) // locked
 	needProg := l.cfg.Queue > 0 && l.cfg.Order != FCFSCall && req.Identity.SessionID != ""
@@ -37,7 +37,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		case <-ctx.Done():
 			e.mu.Lock()
 			if w.granted {
-				l.releaseLocked(e, time.Now())
+				l.releaseLocked(e, l.now())
 			} else {
 				e.remove(w)
 			}
@@ -46,7 +46,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			return portico.FromContext(ctx)
 		}
 		e.mu.Lock()
-		now = time.Now()
+		now = l.now()
 	} else {
 		e.inflight++
 	}
@@ -66,7 +66,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			waitUntil = now.Add(l.cfg.MaxWait)
 		}
 		deadline, hasDeadline := ctx.Deadline()
-		if err != nil || l.cfg.Mode == Reject || now.Add(wait).After(waitUntil) || (hasDeadline && now.Add(wait).After(deadline)) {
+		if err != nil || l.cfg.Mode == Reject || now.Add(wait).After(waitUntil) || (hasDeadline && wait > time.Until(deadline)) {
 			e.unhold(h)
 			l.releaseLocked(e, now)
 			l.unprogram(t, now)
@@ -92,13 +92,13 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			timer.Stop()
 			e.mu.Lock()
 			e.unhold(h)
-			l.releaseLocked(e, time.Now())
+			l.releaseLocked(e, l.now())
 			l.unprogram(t, now)
 			e.mu.Unlock()
 			return portico.FromContext(ctx)
 		}
 		e.mu.Lock()
-		now = time.Now()
+		now = l.now()
 	}
 }
 

@@ -39,7 +39,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	}
 	var now time.Time
 	if rl != nil || t.prog != nil || len(e.queue) > 0 {
-		now = time.Now()
+		now = l.now()
 	}
 	if rl != nil {
 		e.adopt(now, rl)

@@ -28,7 +28,7 @@ func (l *Limiter) SetLimit(lim Limits) error {
 		return errors.New("ratelimit: Queue without MaxInFlight")
 	}
 	l.limits.Store(&n)
-	now := time.Now()
+	now := l.now()
 	for i := range l.shards {
 		s := &l.shards[i]
 		s.mu.Lock()
