@@ -2,13 +2,12 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
 	"github.com/portico-llm/portico"
@@ -204,5 +203,3 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
-
-var _ = errors.Is
