@@ -35,8 +35,6 @@ func (t *Tracer) WrapAttempt(next portico.Model) portico.Model {
 
 // attemptState is one attempt's recording state.
 type attemptState struct {
-	t      *Tracer
-	span   trace.Span
 	start  time.Time
 	ttft   time.Duration
 	first  bool
@@ -57,7 +55,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		span.End()
 		return resp, err
 	}
-	a := &attemptState{t: t, span: span, start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
+	a := &attemptState{start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
 	if c != nil {
 		c.noteAttempt(a.start)
 	}
