@@ -18,16 +18,29 @@ type Replica struct {
 	// Index is the replica's position in BalancerConfig.Replicas.
 	Index int
 
-	inFlight atomic.Int64
-	picks    atomic.Uint64
-	done     func(DoneInfo)
+	// count packs the two counters into one word, so that a pick costs one
+	// atomic add and a Done another: picks in the high 40 bits, calls in
+	// flight in the low 24.
+	count atomic.Uint64
+	done  func(DoneInfo)
 }
 
-// InFlight returns the calls placed on the replica and not yet done.
-func (r *Replica) InFlight() int { return int(r.inFlight.Load()) }
+const (
+	inFlightBits = 24
+	inFlightMask = 1<<inFlightBits - 1
+	pickUnit     = 1<<inFlightBits | 1 // one more pick, one more in flight
+)
 
-// Picks returns how many calls have been placed on the replica in total.
-func (r *Replica) Picks() uint64 { return r.picks.Load() }
+// InFlight returns the calls placed on the replica and not yet done. It counts
+// up to 2^24-1 (16,777,215) calls in flight at once on one replica.
+func (r *Replica) InFlight() int { return int(r.count.Load() & inFlightMask) }
+
+// inFlight is InFlight as an int64, for comparisons in pickers.
+func (r *Replica) inFlight() int64 { return int64(r.count.Load() & inFlightMask) }
+
+// Picks returns how many calls have been placed on the replica in total,
+// modulo 2^40 (over a trillion).
+func (r *Replica) Picks() uint64 { return r.count.Load() >> inFlightBits }
 
 // Available reports whether the replica takes calls now (its Health, e.g. a
 // breaker, is nil or available).
@@ -112,7 +125,7 @@ func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 		}
 		r := &Replica{Route: cfg.Replicas[i], Index: i}
 		r.done = func(d DoneInfo) {
-			r.inFlight.Add(-1)
+			r.count.Add(^uint64(0)) // one fewer in flight
 			if b.fb != nil {
 				b.fb.done(r.Index, d)
 			}
@@ -149,8 +162,7 @@ func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
 		return PickResult{Index: -1}, err
 	}
 	r := b.replicas[pr.Index]
-	r.inFlight.Add(1)
-	r.picks.Add(1)
+	r.count.Add(pickUnit)
 	if pd := pr.Done; pd != nil {
 		pr.Done = func(d DoneInfo) { r.done(d); pd(d) }
 	} else {
@@ -187,13 +199,13 @@ func noReplica() error {
 // then the fewest picks, then the lowest index; -1 when none is available.
 func leastUsed(rs []*Replica) int {
 	best := -1
-	var bf int64
-	var bp uint64
+	var bf, bp uint64
 	for i, r := range rs {
 		if !r.Available() {
 			continue
 		}
-		f, p := r.inFlight.Load(), r.picks.Load()
+		c := r.count.Load()
+		f, p := c&inFlightMask, c>>inFlightBits
 		if best < 0 || f < bf || (f == bf && p < bp) {
 			best, bf, bp = i, f, p
 		}

@@ -76,18 +76,21 @@ func TestRoundRobin(t *testing.T) {
 
 func TestLeastInFlight(t *testing.T) {
 	rs, hs := replicas(2)
-	b := mustBalancer(t, rs, LeastInFlight{Seed: 1})
-	b.replicas[0].inFlight.Store(2)
-	if got := picks(t, b, repeat(PickInfo{Request: userReq("x")}, 8), true); fmt.Sprint(got) != "[1 1 1 1 1 1 1 1]" {
-		t.Errorf("two replicas, r0 with 2 in flight: picks %v, want all 1", got)
+	var b *Balancer
+	for _, seed := range []uint64{1, 0} { // seeded and the runtime's generator
+		b = mustBalancer(t, rs, LeastInFlight{Seed: seed})
+		b.replicas[0].setInFlight(2)
+		if got := picks(t, b, repeat(PickInfo{Request: userReq("x")}, 8), true); fmt.Sprint(got) != "[1 1 1 1 1 1 1 1]" {
+			t.Errorf("seed %d, two replicas, r0 with 2 in flight: picks %v, want all 1", seed, got)
+		}
 	}
 	// Three replicas, r2 down, r0 busier than r1: the pair (0,1) gives 1, the
 	// pairs with r2 give the other one; r2 never.
 	rs, hs = replicas(3)
 	hs[2].down.Store(true)
 	b = mustBalancer(t, rs, LeastInFlight{Seed: 1})
-	b.replicas[0].inFlight.Store(5)
-	b.replicas[1].inFlight.Store(1)
+	b.replicas[0].setInFlight(5)
+	b.replicas[1].setInFlight(1)
 	count := [3]int{}
 	for _, i := range picks(t, b, repeat(PickInfo{Request: userReq("x")}, 300), true) {
 		count[i]++
@@ -98,11 +101,11 @@ func TestLeastInFlight(t *testing.T) {
 	}
 	// Same seed, same sequence.
 	b2 := mustBalancer(t, rs, LeastInFlight{Seed: 1})
-	b2.replicas[0].inFlight.Store(5)
-	b2.replicas[1].inFlight.Store(1)
+	b2.replicas[0].setInFlight(5)
+	b2.replicas[1].setInFlight(1)
 	b3 := mustBalancer(t, rs, LeastInFlight{Seed: 1})
-	b3.replicas[0].inFlight.Store(5)
-	b3.replicas[1].inFlight.Store(1)
+	b3.replicas[0].setInFlight(5)
+	b3.replicas[1].setInFlight(1)
 	if x, y := picks(t, b2, repeat(PickInfo{Request: userReq("x")}, 50), true), picks(t, b3, repeat(PickInfo{Request: userReq("x")}, 50), true); fmt.Sprint(x) != fmt.Sprint(y) {
 		t.Errorf("same seed gave different picks:\n%v\n%v", x, y)
 	}
@@ -299,7 +302,7 @@ func TestHashPrompt(t *testing.T) {
 }
 
 func TestBalancerConcurrent(t *testing.T) {
-	for _, s := range []Strategy{RoundRobin{}, LeastInFlight{Seed: 3}, Affinity{ShortTokens: 8, MaxSessions: 4}, PrefixAware{BlockBytes: 8, MaxBlocks: 16}} {
+	for _, s := range []Strategy{RoundRobin{}, LeastInFlight{Seed: 3}, LeastInFlight{}, Affinity{ShortTokens: 8, MaxSessions: 4}, PrefixAware{BlockBytes: 8, MaxBlocks: 16}} {
 		rs, hs := replicas(4)
 		b := mustBalancer(t, rs, s)
 		var wg sync.WaitGroup
@@ -348,7 +351,7 @@ func TestBalancerConcurrent(t *testing.T) {
 
 func TestBalancerAllocs(t *testing.T) {
 	req := userReq("hello")
-	for _, s := range []Strategy{RoundRobin{}, LeastInFlight{}, Affinity{}} {
+	for _, s := range []Strategy{RoundRobin{}, LeastInFlight{}, LeastInFlight{Seed: 1}, Affinity{}} {
 		rs, _ := replicas(8)
 		b := mustBalancer(t, rs, s)
 		if allocs := testing.AllocsPerRun(200, func() {

@@ -51,6 +51,7 @@ func BenchmarkPick(b *testing.B) {
 	big := prompt16K()
 	b.Run("round-robin", func(b *testing.B) { benchPick(b, RoundRobin{}, small, 10) })
 	b.Run("least-in-flight", func(b *testing.B) { benchPick(b, LeastInFlight{}, small, 10) })
+	b.Run("least-in-flight-seeded", func(b *testing.B) { benchPick(b, LeastInFlight{Seed: 1}, small, 10) })
 	b.Run("affinity-short", func(b *testing.B) { benchPick(b, Affinity{}, small, 10) })
 	b.Run("affinity-long", func(b *testing.B) { benchPick(b, Affinity{}, big, 4096) })
 	b.Run("prefix-aware-16KB", func(b *testing.B) { benchPick(b, PrefixAware{}, big, 4096) })

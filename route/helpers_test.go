@@ -43,3 +43,10 @@ func failWith(c portico.Class, calls *atomic.Int64) portico.Model {
 func userReq(text string) *portico.Request {
 	return &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, text)}}
 }
+
+// setInFlight sets r's calls in flight to n, keeping its pick count; for tests
+// that start from a given load.
+func (r *Replica) setInFlight(n int) {
+	c := r.count.Load()
+	r.count.Store(c&^inFlightMask | uint64(n))
+}

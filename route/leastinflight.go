@@ -1,6 +1,9 @@
 package route
 
-import "sync/atomic"
+import (
+	"math/rand/v2"
+	"sync/atomic"
+)
 
 // LeastInFlight is the [Strategy] that sends each call to the less busy of two
 // replicas drawn at random: the power of two random choices (Mitzenmacher),
@@ -10,9 +13,12 @@ import "sync/atomic"
 // to scanning for the available replica with the fewest calls in flight (ties:
 // fewest picks, then lowest index). Like round robin it ignores caches.
 type LeastInFlight struct {
-	// Seed seeds the picker's random draws, for reproducible picks; 0 is a
-	// valid seed. The draws come from a lock-free counter-based generator
-	// (SplitMix64), so concurrent picks never contend on a lock.
+	// Seed, when non-zero, makes the picker's random draws reproducible: they
+	// come from a counter-based generator (SplitMix64 over one atomic
+	// counter), so the same Seed gives the same sequence of draws. Zero (the
+	// default) draws from the runtime's per-thread generator (math/rand/v2's
+	// top-level functions), which shares no state between concurrent picks
+	// and so scales better on many cores.
 	Seed uint64
 }
 
@@ -44,9 +50,16 @@ func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 		}
 		return PickResult{Index: -1}, noReplica()
 	}
-	x := splitmix64(p.seed ^ p.ctr.Add(1))
-	i := (x & 0xffffffff) % n
-	j := (x >> 32) % (n - 1)
+	var x uint64
+	if p.seed != 0 {
+		x = splitmix64(p.seed ^ p.ctr.Add(1))
+	} else {
+		x = rand.Uint64()
+	}
+	// Multiply-shift range reduction (Lemire, 2019) instead of two divisions:
+	// each index is uniform up to a bias of n/2^32.
+	i := (x & 0xffffffff) * n >> 32
+	j := (x >> 32) * (n - 1) >> 32
 	if j >= i {
 		j++ // distinct from i, uniform over the others
 	}
@@ -54,7 +67,7 @@ func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 	okA, okB := a.Available(), b.Available()
 	switch {
 	case okA && okB:
-		if b.inFlight.Load() < a.inFlight.Load() {
+		if b.inFlight() < a.inFlight() {
 			return PickResult{Index: int(j)}, nil
 		}
 		return PickResult{Index: int(i)}, nil

@@ -169,7 +169,7 @@ func (p *prefixPicker) place(bs []block, t int64) int {
 		work, n := st.load.sum(t, p.width)
 		st.q = work + p.cfg.DecodeWeight*st.outAvg*float64(n)
 		st.nReq = n
-		st.inFlight = r.inFlight.Load()
+		st.inFlight = r.inFlight()
 		if best < 0 || st.hit > p.state[best].hit || (st.hit == p.state[best].hit && st.less(&p.state[best])) {
 			best = g
 		}
