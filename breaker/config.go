@@ -24,7 +24,9 @@ type Config struct {
 	// above which the breaker trips. Zero means 0.5.
 	FailureRate float64
 	// MinCalls is how many calls (counted, not ignored) the window must hold
-	// before a rate (failure or slow) may trip the breaker. Zero means 20.
+	// before a rate (failure or slow) may trip the breaker. Zero means 20. In a
+	// count-based window it is capped at WindowCalls, the most the window
+	// holds (as in resilience4j).
 	MinCalls int
 	// WindowCalls is the size of the count-based sliding window: the rates are
 	// computed over the last WindowCalls counted calls. Zero means 100. Ignored
@@ -120,6 +122,9 @@ func (c Config) normalize() (config, error) {
 	}
 	if c.MaxOpenFor == 0 {
 		n.MaxOpenFor = 10 * n.OpenFor
+		if n.OpenFor > math.MaxInt64/10 {
+			n.MaxOpenFor = math.MaxInt64 // 10 * OpenFor would overflow
+		}
 	}
 	if c.Probes == 0 {
 		n.Probes = 1
@@ -152,6 +157,11 @@ func (c Config) normalize() (config, error) {
 		return n, errors.New("breaker: OpenBackoff must be at least 1 and finite")
 	case n.Probes < 0 || n.CloseAfter < 0:
 		return n, errors.New("breaker: Probes and CloseAfter must not be negative")
+	}
+	if n.WindowDuration == 0 && n.MinCalls > n.WindowCalls {
+		// A count-based window never holds more than WindowCalls calls: as in
+		// resilience4j, MinCalls is capped so the rate rule can still trip.
+		n.MinCalls = n.WindowCalls
 	}
 	return n, nil
 }

@@ -64,3 +64,41 @@ func TestLogger(t *testing.T) {
 		}
 	})
 }
+
+// TestHookPanicReleasesProbeSlot: a hook that panics on the move to half-open
+// (run after the probe slot was taken, before the probe) must not leave the
+// slot taken, or the breaker would stay half-open with its probes busy forever.
+func TestHookPanicReleasesProbeSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OnStateChange: func(tr Transition) {
+			if tr.To == HalfOpen {
+				panic("hook")
+			}
+		}})
+		f := &scripted{err: fail(portico.Transient)}
+		m := b.Wrap(f)
+		call(t, m)
+		time.Sleep(time.Second)
+		f.set(nil)
+		func() {
+			defer func() {
+				if r := recover(); r != "hook" {
+					t.Fatalf("recover() = %v, want the hook's panic", r)
+				}
+			}()
+			call(t, m)
+		}()
+		if n := b.probes.Load(); n != 0 {
+			t.Fatalf("probes in flight after the hook panicked = %d, want 0", n)
+		}
+		if err := call(t, m); err != nil {
+			t.Fatalf("next call = %v, want a successful probe", err)
+		}
+		if s := b.State(); s != Closed {
+			t.Errorf("State() = %v, want closed", s)
+		}
+		if f.n() != 2 {
+			t.Errorf("model calls = %d, want 2 (the panicking call never reached it)", f.n())
+		}
+	})
+}

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -23,7 +24,11 @@ func (b *Breaker) trip(ctx context.Context, gen uint64, now int64, reason string
 func (b *Breaker) openLocked(gen uint64, now int64, from State, reason string, class portico.Class) Transition {
 	b.trips++
 	d := openInterval(&b.cfg, b.trips)
-	b.openUntil.Store(now + int64(d))
+	until := now + int64(d)
+	if until < now { // an OpenFor near the largest Duration: open for good
+		until = math.MaxInt64
+	}
+	b.openUntil.Store(until)
 	b.word.Store((gen+1)<<2 | uint64(Open))
 	return Transition{Name: b.cfg.Name, From: from, To: Open, Reason: reason, Class: class, OpenFor: d, Generation: gen + 1}
 }
@@ -43,6 +48,23 @@ func (b *Breaker) notify(ctx context.Context, tr Transition) {
 			l.InfoContext(ctx, "breaker state changed", args...)
 		}
 	}
+}
+
+// notifyHolding is notify for a transition made by a call that may hold a
+// probe slot (held): if the hook, the Observer or the logger panics, the slot
+// is released before the panic goes on, or the breaker would stay half-open
+// with its probes busy for good.
+func (b *Breaker) notifyHolding(ctx context.Context, tr Transition, held bool) {
+	done := false
+	defer func() {
+		if !done && held {
+			b.mu.Lock()
+			b.probes.Add(-1)
+			b.mu.Unlock()
+		}
+	}()
+	b.notify(ctx, tr)
+	done = true
 }
 
 // rejected returns the error of a refused call: probe is the time until the
@@ -87,7 +109,7 @@ func (b *Breaker) notClosed(ctx context.Context, req *portico.Request, next port
 		}
 		b.mu.Unlock()
 		if moved {
-			b.notify(ctx, tr)
+			b.notifyHolding(ctx, tr, admitted)
 		}
 		if !admitted {
 			return nil, b.rejected(0, "breaker half-open, probes busy")

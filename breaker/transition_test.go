@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -549,4 +550,48 @@ func TestClosedPathAllocs(t *testing.T) {
 			t.Errorf("%s: allocs per closed call = %v, want 0", name, n)
 		}
 	}
+}
+
+// TestMinCallsCappedByWindow: a count-based window smaller than MinCalls (here
+// the default 20) could never trip on the rate; as in resilience4j, MinCalls
+// is capped at WindowCalls.
+func TestMinCallsCappedByWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := Must(Config{ConsecutiveFailures: -1, WindowCalls: 10, OnStateChange: rec.hook})
+		f := &scripted{queue: []error{nil, nil, nil, nil, nil}, err: fail(portico.Transient)}
+		m := b.Wrap(f)
+		for i := range 9 { // S S S S S F F F F: 4 of 9
+			call(t, m)
+			if s := b.State(); s != Closed {
+				t.Fatalf("call %d: State() = %v, want closed", i+1, s)
+			}
+		}
+		call(t, m) // 5 of 10 = 50%
+		if got, want := rec.path(), []string{"closed>open:failure rate"}; !equal(got, want) {
+			t.Errorf("transitions = %v, want %v", got, want)
+		}
+	})
+}
+
+// TestHugeOpenFor: an open interval near the largest Duration neither
+// overflows the open deadline (which would reopen at once) nor the default
+// MaxOpenFor (10 * OpenFor).
+func TestHugeOpenFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := New(Config{ConsecutiveFailures: 1, OpenFor: math.MaxInt64 - 1})
+		if err != nil {
+			t.Fatalf("New(OpenFor: MaxInt64-1) = %v, want nil", err)
+		}
+		m := b.Wrap(&scripted{err: fail(portico.Transient)})
+		time.Sleep(time.Second) // the breaker's clock is past 0 when it trips
+		call(t, m)
+		time.Sleep(time.Hour)
+		if err := call(t, m); !errors.Is(err, ErrOpen) {
+			t.Fatalf("call an hour later = %v, want ErrOpen", err)
+		}
+		if b.Available() {
+			t.Errorf("Available() = true, want false")
+		}
+	})
 }
