@@ -214,3 +214,34 @@ func TestNewTailSamplerErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTailSamplerWithBatcher puts the SDK's batch processor (which runs a
+// goroutine) behind the sampler: ForceFlush exports the kept trace, and
+// Shutdown through the provider stops the batcher (goleak checks).
+func TestTailSamplerWithBatcher(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	ts, err := NewTailSampler(TailConfig{Next: sdktrace.NewBatchSpanProcessor(exp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ts))
+	tracer := tp.Tracer("test")
+	for _, fail := range []bool{false, true} {
+		rctx, root := tracer.Start(context.Background(), "root")
+		_, child := tracer.Start(rctx, "child")
+		child.End()
+		if fail {
+			root.SetStatus(codes.Error, "failed")
+		}
+		root.End()
+	}
+	if err := ts.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(exp.GetSpans()); n != 2 {
+		t.Errorf("exported %d spans, want the 2 of the failed trace", n)
+	}
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
