@@ -20,10 +20,14 @@
 //     portico.attempt.index, portico.attempt.id and, on retries,
 //     http.request.resend_count, after the HTTP conventions for resends.
 //
-// A typical stack, outermost first:
+// A typical stack, each Chain's middlewares outermost first:
 //
-//	portico.Chain(adapter, tr.Wrap, limiter.Wrap, fb.Wrap) // fallback over routes
-//	route:  portico.Chain(adapter, breaker.Wrap, retry.Wrap, tr.WrapAttempt, validate.Wrap)
+//	route := portico.Chain(adapter, modelLimit.Wrap, brk.Wrap, retrier.Wrap, tr.WrapAttempt, validator.Wrap)
+//	stack := portico.Chain(group, tr.Wrap, clientLimit.Wrap) // group: a fallback over such routes
+//
+// With the attempt layer outside validation, an attempt whose answer is
+// rejected ends with error.type invalid_response, and the rejection event
+// lands on that attempt's span.
 //
 // # What inner layers report
 //
@@ -56,6 +60,7 @@
 // injects the context's trace (W3C traceparent by default) into each
 // outgoing request. Under the attempt layer that is the attempt's span, so a
 // server-side trace joins the client's below the very attempt that called it.
+// With openai-go: option.WithHTTPClient(&http.Client{Transport: tr.Transport(nil)}).
 //
 // # Content
 //
