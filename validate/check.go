@@ -52,12 +52,23 @@ func Typed[T any](fn func(T) []Violation) Check {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
 				v.Pointer = pointerAt(a.Text, te.Offset)
-				v.Detail = "want " + te.Type.String() + ", got " + te.Value
+				v.Detail = "want " + te.Type.String() + ", got " + jsonKind(te.Value)
 			}
 			return []Violation{v}
 		}
 		return fn(t)
 	}
+}
+
+// jsonKind returns the kind of JSON value an UnmarshalTypeError names
+// ("number", "string", "object", ...) without the value itself, which
+// encoding/json appends for numbers ("number 1.5") and which is answer
+// content.
+func jsonKind(v string) string {
+	if i := strings.IndexByte(v, ' '); i >= 0 {
+		return v[:i]
+	}
+	return v
 }
 
 // pointerAt returns the JSON pointer of the first value of text that ends at

@@ -494,6 +494,34 @@ func TestTypedReportsGoTypeMismatch(t *testing.T) {
 	if called {
 		t.Fatalf("typed func called on an undecodable value")
 	}
+	if d := r.Violations[0].Detail; d != "want int, got string" {
+		t.Fatalf("Detail = %q, want %q", d, "want int, got string")
+	}
+	// encoding/json names a mismatched number with its value ("number
+	// 1.5"); the answer's number must not reach the violation.
+	r = rejection(t, v.Check(&portico.Request{}, answer(`{"items":[{"qty":1},{"qty":4242.125}]}`)))
+	if len(r.Violations) != 1 || r.Violations[0].Pointer != "/items/1/qty" || r.Violations[0].Detail != "want int, got number" {
+		t.Fatalf("violations = %+v, want one go_type at /items/1/qty with Detail %q", r.Violations, "want int, got number")
+	}
+}
+
+func TestNilRequestIsPermanent(t *testing.T) {
+	calls := 0
+	v := MustNew(Config{})
+	m := v.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		calls++
+		return answer("x"), nil
+	}))
+	resp, err := m.Generate(context.Background(), nil)
+	if resp != nil || portico.ClassOf(err) != portico.Permanent {
+		t.Fatalf("Generate(nil request) = %v, %v, want nil and a permanent error", resp, err)
+	}
+	if calls != 0 {
+		t.Fatalf("model called %d times for a nil request, want 0", calls)
+	}
+	if err := v.Check(nil, answer("x")); portico.ClassOf(err) != portico.Permanent {
+		t.Fatalf("Check(nil request) = %v, want a permanent error", err)
+	}
 }
 
 func TestMaxViolations(t *testing.T) {

@@ -10,7 +10,8 @@ import (
 // v.Wrap is a portico.Middleware. For each request the wrapped Model:
 //
 //   - compiles the request's schemas first (cached), failing with a Permanent
-//     error wrapping [ErrSchema] before calling next if one is invalid;
+//     error wrapping [ErrSchema] before calling next if one is invalid (and
+//     with a Permanent error, Reason "nil request", for a nil request);
 //   - returns next's error unchanged;
 //   - runs [Validator.Check] on next's answer and returns an InvalidResponse
 //     *portico.Error wrapping a [*Rejection] when it fails, or the Response
