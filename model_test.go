@@ -14,7 +14,13 @@ func (r *recorder) Observe(_ context.Context, e Event) { r.events = append(r.eve
 func TestObserve(t *testing.T) {
 	Observe(context.Background(), Event{Kind: EventRetry}) // no observer: nothing happens
 	r := &recorder{}
+	if ObserverFromContext(context.Background()) != nil {
+		t.Errorf("ObserverFromContext(empty) != nil")
+	}
 	ctx := ContextWithObserver(context.Background(), r)
+	if ObserverFromContext(ctx) != Observer(r) {
+		t.Errorf("ObserverFromContext = %v, want the installed recorder", ObserverFromContext(ctx))
+	}
 	Observe(ctx, Event{Kind: EventRetry, Attempt: 1, Class: Transient})
 	if len(r.events) != 1 || r.events[0].Attempt != 1 || r.events[0].Class != Transient {
 		t.Errorf("events = %+v, want one retry of attempt 1", r.events)

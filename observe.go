@@ -85,6 +85,14 @@ func ContextWithObserver(ctx context.Context, o Observer) context.Context {
 	return context.WithValue(ctx, observerKey{}, o)
 }
 
+// ObserverFromContext returns the Observer ctx carries, or nil. A layer that
+// installs its own Observer (package trace) uses it to forward events to the one
+// already there.
+func ObserverFromContext(ctx context.Context) Observer {
+	o, _ := ctx.Value(observerKey{}).(Observer)
+	return o
+}
+
 // Observe reports e to the Observer in ctx, if any; without one it does nothing.
 // Layers call it only off the happy path (a wait, a retry, a fallback), so its one
 // context lookup costs nothing on calls that go straight through.

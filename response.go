@@ -72,6 +72,9 @@ type Hop struct {
 // Layers may set the routing fields (Route, Hops, Cost) on the Response they
 // return; a Response is owned by the caller once Generate returns it.
 type Response struct {
+	// ID is the provider's id of the answer ("chatcmpl-..."), for correlating
+	// with the provider's logs (gen_ai.response.id); empty when unknown.
+	ID string
 	// Text is the answer's text (the JSON text, under a Request.Schema).
 	Text string
 	// ToolCalls the model asks for; FinishReason is then FinishToolCalls.
