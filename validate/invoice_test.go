@@ -69,7 +69,13 @@ const invoiceSchema = `{
 func TestSeed003Invoice(t *testing.T) {
 	v := MustNew(Config{Semantic: []Check{Typed(invoiceRules)}})
 	req := schemaReq(invoiceSchema)
-	req.Schema.Name = "invoice-v3" // the seed's schema id
+	// The seed's contract: schema_id "invoice-v3", structured output
+	// required and strict, so the schema must fit the strict subset.
+	req.Schema.Name = "invoice-v3"
+	req.Schema.Strict = true
+	if ps := StrictCompatible(req.Schema.JSON); ps != nil {
+		t.Fatalf("StrictCompatible(invoice schema) = %q, want nil: the seed asks for strict", problems(ps))
+	}
 	tests := []struct {
 		name, text string
 		want       []string // nil: accepted

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Problem is one reason a schema does not fit a provider's strict
@@ -34,6 +35,9 @@ const (
 	StrictStringLength         = "string_length"         // names, enum and const strings over 120,000 characters
 	StrictEnumCount            = "enum_count"            // more than 1,000 enum values in all
 	StrictEnumLength           = "enum_length"           // an enum of over 250 strings totalling over 15,000 characters
+	StrictProperties           = "properties"            // an object schema without "properties" (an empty {} is fine)
+	StrictItems                = "items"                 // an array schema without "items"
+	StrictType                 = "type"                  // a schema with none of type, anyOf, $ref, enum, const
 )
 
 // OpenAI's documented limits for strict structured outputs.
@@ -71,7 +75,7 @@ var strictFormats = map[string]bool{
 // and strict function calling), or nil when it fits. The subset, as OpenAI's
 // Structured Outputs guide documents it ("Supported schemas"):
 //
-//   - the root is an object schema, not anyOf;
+//   - the root is an object schema ("type": "object"), not anyOf or enum;
 //   - every object sets "additionalProperties": false and lists every one of
 //     its properties in "required" (optional fields are nullable types
 //     instead);
@@ -86,6 +90,13 @@ var strictFormats = map[string]bool{
 //     most 120,000 characters of property names, definition names, enum and
 //     const strings; at most 1,000 enum values, and an enum of more than 250
 //     strings at most 15,000 characters.
+//
+// It also reports what the API rejects with a 400 although the guide does
+// not list it (errors quoted in openai/openai-agents-python#449 and
+// community reports): an object schema without "properties" ("object schema
+// missing properties"), an array schema without "items" ("array schema
+// missing items"), and a schema with no "type" ("schema must have a 'type'
+// key"; anyOf, $ref, enum and const are taken as typing it).
 //
 // Each [Problem] gives the JSON pointer of the offending node and the rule,
 // in document order (object keys sorted). StrictCompatible does not follow
@@ -104,8 +115,10 @@ func StrictCompatible(schema json.RawMessage) []Problem {
 		w.add("", StrictRootObject, "root is not an object schema")
 	case root["anyOf"] != nil:
 		w.add("", StrictRootObject, "root is anyOf")
-	case !isObjectSchema(root):
-		w.add("", StrictRootObject, "root type is not object")
+	case root["enum"] != nil:
+		w.add("", StrictRootObject, "root is enum")
+	case root["type"] != "object":
+		w.add("", StrictRootObject, `root "type" is not "object"`)
 	}
 	w.node(doc, "", 0)
 	if w.props > strictMaxProperties {
@@ -131,18 +144,23 @@ func (w *strictWalker) add(ptr, rule, detail string) {
 }
 
 func isObjectSchema(m map[string]any) bool {
+	_, hasProps := m["properties"]
+	return hasProps || hasType(m, "object")
+}
+
+// hasType reports whether m's "type" is name or a list holding it.
+func hasType(m map[string]any, name string) bool {
 	switch t := m["type"].(type) {
 	case string:
-		return t == "object"
+		return t == name
 	case []any:
 		for _, x := range t {
-			if x == "object" {
+			if x == name {
 				return true
 			}
 		}
 	}
-	_, hasProps := m["properties"]
-	return hasProps
+	return false
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -171,7 +189,24 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 		}
 		return
 	}
+	_, typed := m["type"]
+	for _, kw := range [...]string{"anyOf", "$ref", "enum", "const"} {
+		if _, ok := m[kw]; ok {
+			typed = true
+		}
+	}
+	if !typed {
+		w.add(ptr, StrictType, `no "type"`)
+	}
+	if hasType(m, "array") {
+		if _, ok := m["items"]; !ok {
+			w.add(ptr, StrictItems, `"items" missing`)
+		}
+	}
 	if isObjectSchema(m) {
+		if _, ok := m["properties"]; !ok {
+			w.add(ptr, StrictProperties, `"properties" missing`)
+		}
 		depth++
 		if depth > strictMaxNesting && !w.nestingReported {
 			w.nestingReported = true
@@ -191,7 +226,7 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 		props, _ := m["properties"].(map[string]any)
 		for _, name := range sortedKeys(props) {
 			w.props++
-			w.chars += len(name)
+			w.chars += utf8.RuneCountInString(name)
 			if !required[name] {
 				w.add(join(join(ptr, "properties"), name), StrictRequired, "property "+strconv.Quote(name)+" not in required")
 			}
@@ -212,7 +247,7 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 		case "$defs", "definitions":
 			defs, _ := val.(map[string]any)
 			for _, name := range sortedKeys(defs) {
-				w.chars += len(name)
+				w.chars += utf8.RuneCountInString(name)
 				w.node(defs[name], join(at, name), 0)
 			}
 		case "items":
@@ -233,7 +268,7 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 			for _, e := range list {
 				if s, ok := e.(string); ok {
 					strs++
-					total += len(s)
+					total += utf8.RuneCountInString(s)
 				}
 			}
 			w.chars += total
@@ -242,7 +277,7 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 			}
 		case "const":
 			if s, ok := val.(string); ok {
-				w.chars += len(s)
+				w.chars += utf8.RuneCountInString(s)
 			}
 		case "format":
 			if f, _ := val.(string); !strictFormats[f] {
