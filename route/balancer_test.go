@@ -381,3 +381,73 @@ func TestPrefixAwareSettings(t *testing.T) {
 		}()
 	}
 }
+
+// TestPrefixAwareCostTerms pins each term of E2's explore cost C_g = Q_g + E_g
+// + R_g with a pick that the term alone decides: without it the tie would go
+// to r0 (the lowest index), or the other term would win.
+func TestPrefixAwareCostTerms(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	newB := func(max int) *Balancer {
+		rs, _ := replicas(2)
+		return mustBalancer(t, rs, PrefixAware{BlockBytes: 4, BytesPerToken: 1, Window: time.Minute, MaxBlocks: max, RebalanceFactor: 100})
+	}
+	// place picks text at t0+sec and ends the call at once with out output tokens.
+	place := func(b *Balancer, text string, sec int, out int) int {
+		t.Helper()
+		pr, err := b.Pick(PickInfo{Request: userReq(text), Now: t0.Add(time.Duration(sec) * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr.Done(DoneInfo{Usage: portico.Usage{OutputTokens: out}})
+		return pr.Index
+	}
+	steps := func(name string, b *Balancer, texts []string, outs []int, want []int) {
+		t.Helper()
+		var got []int
+		for k, s := range texts {
+			got = append(got, place(b, s, k, outs[k]))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: picks %v, want %v", name, got, want)
+		}
+	}
+	// Q's decode part: r0 and r1 each missed 8 prefill tokens, but r0's calls
+	// answer 100 tokens and r1's 10: C = 8+100+8 = 116 against 8+10+8 = 26.
+	// Without DecodeWeight*outAvg the tie would go to r0.
+	steps("decode load", newB(0),
+		[]string{"aaaabbbb", "ccccdddd", "eeeeffff"}, []int{100, 10, 0}, []int{0, 1, 1})
+	// R, the replica's own prefill: r0 has load 12 and holds 8 of the 24
+	// bytes (not more than half: explore), r1 has load 8 and holds nothing. C
+	// = 12+16 = 28 on r0 against 8+24 = 32 on r1: the cached part wins over
+	// the lighter load.
+	steps("own prefill", newB(0),
+		[]string{"aaaabbbbcccc", "xxxxyyyy", "aaaabbbbzzzzwwwwvvvvuuuu"}, []int{0, 0, 0}, []int{0, 1, 0})
+	// E, the evictions: indexes of 4 blocks. r0 holds one 4-block prompt sent
+	// by its one call; r1 two 2-block prompts of two calls; both missed 16
+	// tokens. A new 4-block prompt would evict 4 blocks on either: on r0
+	// blocks every call used (16 bytes * 1 use / 1 call = 16), on r1 blocks
+	// half its calls used (16 * 1 / 2 = 8). C = 16+8+16 = 40 on r1 against
+	// 16+16+16 = 48 on r0. (Steps 2 and 3: r0 costs 16+8+8 = 32, with 8 for
+	// evicting 2 of its blocks, against 8 then 16 on r1.)
+	steps("evictions", newB(4),
+		[]string{"aaaabbbbccccdddd", "iiiijjjj", "kkkkllll", "mmmmnnnnooooqqqq"}, []int{0, 0, 0, 0}, []int{0, 1, 1, 1})
+	// Control for the eviction case: with room for every block (no eviction)
+	// Q and R tie, and the tie goes to r0.
+	steps("no evictions", newB(100),
+		[]string{"aaaabbbbccccdddd", "iiiijjjj", "kkkkllll", "mmmmnnnnooooqqqq"}, []int{0, 0, 0, 0}, []int{0, 1, 1, 0})
+}
+
+func TestFastmod(t *testing.T) {
+	as := []uint32{0, 1, 2, 7, 255, 1 << 16, 1<<31 - 1, 1 << 31, 1<<32 - 2, 1<<32 - 1}
+	for x := uint32(12345); len(as) < 2000; x = x*1664525 + 1013904223 {
+		as = append(as, x)
+	}
+	for n := uint64(1); n <= 300; n++ {
+		m := ^uint64(0)/n + 1
+		for _, a := range as {
+			if got, want := fastmod(a, m, n), uint64(a)%n; got != want {
+				t.Fatalf("fastmod(%d, n=%d) = %d, want %d", a, n, got, want)
+			}
+		}
+	}
+}
