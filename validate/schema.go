@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -27,11 +28,14 @@ const schemaURL = "urn:portico:schema"
 
 // cache holds compiled schemas keyed by their JSON text, so a schema is
 // compiled once however many requests carry it. A failed compilation is cached
-// too. When full, an arbitrary entry is evicted (Go's map order), which keeps
-// the bound without bookkeeping on the hot path.
+// too. Reads take no lock: the map is immutable once published, and a miss
+// publishes a copy with the new entry (copy-on-write, at most CacheSize
+// entries copied, once per distinct schema). When full, an arbitrary entry is
+// evicted (Go's map order), which keeps the bound without bookkeeping on the
+// hot path.
 type cache struct {
-	mu     sync.RWMutex
-	m      map[string]*compiled
+	m      atomic.Pointer[map[string]*compiled]
+	mu     sync.Mutex // serializes writers
 	max    int
 	format bool
 }
@@ -42,32 +46,38 @@ type compiled struct {
 }
 
 func newCache(max int, assertFormat bool) *cache {
-	return &cache{m: make(map[string]*compiled), max: max, format: assertFormat}
+	c := &cache{max: max, format: assertFormat}
+	m := make(map[string]*compiled)
+	c.m.Store(&m)
+	return c
 }
 
+// len returns the number of schemas cached.
+func (c *cache) len() int { return len(*c.m.Load()) }
+
 // get returns the compiled form of the schema text raw, compiling it on a miss.
-// The lookup does not allocate: the map index converts raw without copying.
+// A hit takes no lock and does not allocate: the map index converts raw
+// without copying.
 func (c *cache) get(raw []byte) *compiled {
-	c.mu.RLock()
-	e := c.m[string(raw)]
-	c.mu.RUnlock()
-	if e != nil {
+	if e := (*c.m.Load())[string(raw)]; e != nil {
 		return e
 	}
-	e = c.compile(raw)
+	e := c.compile(raw)
 	c.mu.Lock()
-	if old := c.m[string(raw)]; old != nil {
-		e = old // a concurrent compile won; keep one.
-	} else {
-		if len(c.m) >= c.max {
-			for k := range c.m {
-				delete(c.m, k)
-				break
-			}
-		}
-		c.m[string(raw)] = e
+	defer c.mu.Unlock()
+	old := *c.m.Load()
+	if won := old[string(raw)]; won != nil {
+		return won // a concurrent compile won; keep one.
 	}
-	c.mu.Unlock()
+	m := make(map[string]*compiled, min(len(old)+1, c.max))
+	for k, v := range old {
+		if len(m) >= c.max-1 {
+			break // evict the rest: an arbitrary choice, in map order.
+		}
+		m[k] = v
+	}
+	m[string(raw)] = e
+	c.m.Store(&m)
 	return e
 }
 

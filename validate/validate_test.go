@@ -316,12 +316,40 @@ func TestCacheIsBoundedAndReused(t *testing.T) {
 				t.Fatalf("cache.get twice returned two compiled schemas")
 			}
 		}
-		if n := len(v.cache.m); n > 2 {
-			t.Fatalf("after %d schemas the cache holds %d, want <= 2", i+1, n)
+		if n := v.cache.len(); n > 2 || n != min(i+1, 2) {
+			t.Fatalf("after %d schemas the cache holds %d, want <= 2 (%d)", i+1, n, min(i+1, 2))
+		}
+		if again := v.cache.get([]byte(s)); again != c {
+			t.Fatalf("schema %d evicted by its own insertion", i)
 		}
 	}
 	if first.schema == nil {
 		t.Fatalf("first schema did not compile: %v", first.err)
+	}
+}
+
+func TestCacheConcurrentCompilesKeepOne(t *testing.T) {
+	v := MustNew(Config{CacheSize: 4})
+	schemas := []string{`{"minimum": 1}`, `{"maximum": 2}`, `{"type": "string"}`}
+	got := make([][]*compiled, 8)
+	var wg sync.WaitGroup
+	for g := range got {
+		wg.Go(func() {
+			for _, s := range schemas {
+				got[g] = append(got[g], v.cache.get([]byte(s)))
+			}
+		})
+	}
+	wg.Wait()
+	for g := range got {
+		for i := range schemas {
+			if got[g][i] != got[0][i] || got[g][i].schema == nil {
+				t.Fatalf("goroutine %d got compiled %p for schema %d, goroutine 0 got %p: want one compiled schema", g, got[g][i], i, got[0][i])
+			}
+		}
+	}
+	if n := v.cache.len(); n != len(schemas) {
+		t.Fatalf("cache holds %d schemas, want %d", n, len(schemas))
 	}
 }
 
