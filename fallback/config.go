@@ -43,55 +43,6 @@ func (i Independence) String() string {
 	return "Independence(" + strconv.Itoa(int(i)) + ")"
 }
 
-// Candidate is a route that passed the filter, as a [Ranker] sees it.
-type Candidate struct {
-	// Index is the route's position in Config.Routes.
-	Index int
-	// Route is the route; read-only.
-	Route *portico.Route
-	// EstimatedCost is the route's price for the request before the call:
-	// estimated input tokens at InputPrice plus MaxOutputTokens at OutputPrice,
-	// in the Capabilities' price unit.
-	EstimatedCost float64
-}
-
-// Ranking is what a [Ranker] ranks: the request and its candidates, in the
-// order of Config.Routes.
-type Ranking struct {
-	// Request is the caller's request; read-only.
-	Request *portico.Request
-	// InputTokens is the estimated input of Request, in tokens.
-	InputTokens int
-	// Candidates are the routes that fit the request and are available now.
-	Candidates []Candidate
-}
-
-// Ranker orders the candidates of one request: it returns them in the order in
-// which to try them, and may sort r.Candidates in place and return it.
-// Candidates it leaves out are not tried; unknown indexes are ignored. A Ranker
-// must not block and must be safe for concurrent use: it runs on every request
-// (as grpc-go's balancer.Picker). Seed 003 ranks by health, latency and cost:
-// health is already filtered (open breakers are not candidates), [ByCost]
-// ranks by cost, and a latency ranker can be written over the application's own
-// measurements.
-type Ranker func(r Ranking) []Candidate
-
-// ByCost is a [Ranker] that tries the cheapest candidate first (by
-// Candidate.EstimatedCost), keeping Config.Routes order among equals. It does
-// not allocate.
-func ByCost(r Ranking) []Candidate {
-	slices.SortStableFunc(r.Candidates, func(a, b Candidate) int {
-		switch {
-		case a.EstimatedCost < b.EstimatedCost:
-			return -1
-		case a.EstimatedCost > b.EstimatedCost:
-			return 1
-		}
-		return 0
-	})
-	return r.Candidates
-}
-
 // Defaults of the deadline split, from seed 003's example of an 8 s deadline:
 // 300 ms kept for the gateway and validation, 4.5 s for the primary (9/16 of
 // 8 s), and the remaining 3.2 s for the fallback.

@@ -17,8 +17,10 @@
 //     (tokenizer, context length, tool format), so a fallback is chosen by
 //     capability, not by rank (seed 003);
 //   - ranks: in configured order by default, examined lazily so a first-route
-//     success costs one filter check and no allocation; or by a [Ranker] such
-//     as [ByCost], which never blocks;
+//     success costs one filter check and no allocation; or by a [Ranker],
+//     which never blocks: [ByHealth] (routes that failed in the last minute
+//     last), [ByLatency] (smoothed latency of successes, as RFC 6298's SRTT),
+//     [ByCost] (estimated cost), or one's own over the same Candidate fields;
 //   - tries each candidate in turn, and moves on only when another route can
 //     help: transient and rate-limited failures (after the route's own
 //     retries), rejections (an open breaker, a limiter: the group never
@@ -48,7 +50,11 @@
 // [portico.EventFallback]. When every route is left, the error is a classified
 // [*portico.Error] whose Err is an [*Exhausted] listing every hop; errors.Is
 // finds [ErrExhausted] and each route's own error. [Group.Generate] documents
-// how the class is chosen.
+// how the class is chosen. When the group stops at an error that forbids
+// falling back (a permanent client error, say) after leaving other routes, the
+// error keeps that route's class and fields and its Err is a Stopped
+// [*Exhausted] with the same list, so a failed request, too, says why each
+// earlier route was left.
 //
 // # Where it goes
 //

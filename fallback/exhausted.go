@@ -13,22 +13,43 @@ import (
 // fallback.ErrExhausted) holds for the error [Group.Generate] returns then.
 var ErrExhausted = errors.New("fallback: every route failed")
 
-// Exhausted is the cause of a group's failure when every route was left: the
-// Err of the returned [*portico.Error]. It lists every hop in order. Its
-// Unwrap returns every hop's error, so errors.Is and errors.As reach each
-// route's failure; errors.Is(e, ErrExhausted) holds.
+// Exhausted lists the routes a failed request went through: the Err of the
+// [*portico.Error] that [Group.Generate] returns when every route was left, and
+// also when the group stopped at a route's error after leaving others (see
+// Stopped). Its Unwrap returns every hop's error, so errors.Is and errors.As
+// reach each route's failure; errors.Is(e, ErrExhausted) holds unless Stopped.
 type Exhausted struct {
 	// Hops are the routes left, in order, with why; Err is nil for a route
-	// skipped without being called.
+	// skipped without being called. When Stopped, the last hop is the route
+	// whose error ended the search, with its class as Reason.
 	Hops []portico.Hop
+	// Stopped is true when routes remained but the last hop's error forbade
+	// falling back (Permanent, Canceled, Ambiguous on a request that is not
+	// Idempotent, any error after a chunk reached the caller).
+	Stopped bool
 }
 
 // Error lists the routes and reasons, content-free:
-// "fallback: every route failed: a (transient), b (unavailable)".
+// "fallback: every route failed: a (transient), b (unavailable)", or when
+// Stopped "fallback: stopped at b (permanent) after: a (transient)".
 func (e *Exhausted) Error() string {
 	var b strings.Builder
-	b.WriteString(ErrExhausted.Error())
-	for i, h := range e.Hops {
+	hops := e.Hops
+	if e.Stopped && len(hops) > 0 {
+		last := hops[len(hops)-1]
+		hops = hops[:len(hops)-1]
+		b.WriteString("fallback: stopped at ")
+		b.WriteString(last.Route)
+		b.WriteString(" (")
+		b.WriteString(last.Reason)
+		b.WriteString(")")
+		if len(hops) > 0 {
+			b.WriteString(" after")
+		}
+	} else {
+		b.WriteString(ErrExhausted.Error())
+	}
+	for i, h := range hops {
 		if i == 0 {
 			b.WriteString(": ")
 		} else {
@@ -42,8 +63,9 @@ func (e *Exhausted) Error() string {
 	return b.String()
 }
 
-// Is reports whether target is ErrExhausted.
-func (e *Exhausted) Is(target error) bool { return target == ErrExhausted }
+// Is reports whether target is ErrExhausted and the group ran out of routes
+// (not Stopped).
+func (e *Exhausted) Is(target error) bool { return target == ErrExhausted && !e.Stopped }
 
 // Unwrap returns the non-nil errors of the hops, in order.
 func (e *Exhausted) Unwrap() []error {
@@ -114,4 +136,27 @@ func exhausted(hops []portico.Hop) error {
 		RetryAfter: retryAfter,
 		Err:        &Exhausted{Hops: hops},
 	}
+}
+
+// stopped is the error of a group that stops at route r's error err, which
+// forbids falling back, after leaving the routes of hops. With no hops it is
+// err itself. Otherwise it is a copy of err's first [*portico.Error] (or a new
+// one of err's class) whose Err is a Stopped [*Exhausted] listing the hops and
+// then r, so that the caller learns why each earlier route was left while
+// errors.As still finds err's Status, Code and RetryAfter, and errors.Is still
+// reaches err and every earlier route's error.
+func stopped(hops []portico.Hop, r *portico.Route, err error) error {
+	if len(hops) == 0 {
+		return err
+	}
+	class := portico.ClassOf(err)
+	out := &portico.Error{Class: class}
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		*out = *pe
+	}
+	all := make([]portico.Hop, len(hops), len(hops)+1)
+	copy(all, hops)
+	out.Err = &Exhausted{Hops: append(all, portico.Hop{Route: r.Name, Reason: class.String(), Err: err}), Stopped: true}
+	return out
 }

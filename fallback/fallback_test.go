@@ -11,6 +11,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/ratelimit"
 	"go.uber.org/goleak"
 )
 
@@ -218,6 +219,44 @@ func TestRejectingFallbackPassesOn(t *testing.T) {
 			t.Errorf("Hops[1].Err = %v, want b's error", resp.Hops[1].Err)
 		}
 	})
+}
+
+// TestRealLimiterPassesOn puts package ratelimit's own limiter in front of
+// the fallback, one request per minute: its second request is refused at
+// once, even in Wait mode (a minute's wait does not fit the 8 s deadline), and
+// the group moves to the next route instead of queueing.
+func TestRealLimiterPassesOn(t *testing.T) {
+	for _, mode := range []ratelimit.Mode{ratelimit.Reject, ratelimit.Wait} {
+		t.Run(mode.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, b, c := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}, &fake{name: "c"}
+				lim, err := ratelimit.New(ratelimit.Config{Limits: ratelimit.Limits{Requests: 1}, Mode: mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), {Name: "b", Model: lim.Wrap(b)}, route(c, portico.Capabilities{})}})
+				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+				defer cancel()
+				hops := [][]string{{"a:transient:transient"}, {"a:transient:transient", "b:rate_limited:rate_limited"}}
+				for i, want := range []string{"b", "c"} {
+					start := time.Now()
+					resp, err := g.Generate(ctx, simple)
+					if err != nil || resp.Route != want {
+						t.Fatalf("request %d: Generate = %v, %v; want %s's answer", i, resp, err, want)
+					}
+					if got := hopsOf(t, resp.Hops); !eq(got, hops[i]) {
+						t.Errorf("request %d: Hops = %v, want %v", i, got, hops[i])
+					}
+					if el := time.Since(start); el != 0 {
+						t.Errorf("request %d took %v, want 0: no queueing", i, el)
+					}
+				}
+				if b.n() != 1 || c.n() != 1 {
+					t.Errorf("calls b=%d c=%d, want 1 and 1", b.n(), c.n())
+				}
+			})
+		})
+	}
 }
 
 func TestContextOverflowSkipsSameWindow(t *testing.T) {
@@ -435,5 +474,107 @@ func TestCanceledWhileAllFiltered(t *testing.T) {
 	_, err := g.Generate(ctx, simple)
 	if c := portico.ClassOf(err); c != portico.Canceled {
 		t.Errorf("ClassOf(Generate(canceled ctx)) = %v, want canceled", c)
+	}
+}
+
+// TestStopErrorListsEarlierHops: when the group stops at an error that forbids
+// falling back after leaving other routes, the error keeps that route's class
+// and fields, and says why each earlier route was left.
+func TestStopErrorListsEarlierHops(t *testing.T) {
+	ea := perr(portico.Transient)
+	eb := &portico.Error{Class: portico.Permanent, Status: 400, Code: "invalid_request", Model: "b"}
+	a, b, c := &fake{name: "a", err: ea}, &fake{name: "b", err: eb}, &fake{name: "c"}
+	rs := route(&fake{name: "skipped"}, portico.Capabilities{})
+	rs.Health = down{}
+	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rs, route(b, portico.Capabilities{}), route(c, portico.Capabilities{})}})
+	resp, err := g.Generate(context.Background(), simple)
+	if resp != nil || c.n() != 0 {
+		t.Fatalf("Generate = %v, c calls %d; want nil and 0", resp, c.n())
+	}
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.Class != portico.Permanent || pe.Status != 400 || pe.Code != "invalid_request" || pe.Model != "b" {
+		t.Fatalf("err = %v, want b's class, status, code and model", err)
+	}
+	if !errors.Is(err, eb) || !errors.Is(err, ea) || !errors.Is(err, portico.ErrPermanent) {
+		t.Errorf("errors.Is(err, b's / a's / ErrPermanent) = false, want true")
+	}
+	if errors.Is(err, ErrExhausted) {
+		t.Errorf("errors.Is(err, ErrExhausted) = true, want false: c was never tried")
+	}
+	var ex *Exhausted
+	if !errors.As(err, &ex) || !ex.Stopped {
+		t.Fatalf("errors.As(err, *Exhausted) = %v, want a Stopped one", ex)
+	}
+	if got, want := hopsOf(t, ex.Hops), []string{"a:transient:transient", "skipped:unavailable:nil", "b:permanent:permanent"}; !eq(got, want) {
+		t.Errorf("Hops = %v, want %v", got, want)
+	}
+	if got, want := ex.Error(), "fallback: stopped at b (permanent) after: a (transient), skipped (unavailable)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+
+	// An unclassified error: the wrapper gets its class (Permanent).
+	mystery := errors.New("mystery")
+	a2, b2 := &fake{name: "a", err: ea}, &fake{name: "b", err: mystery}
+	g = Must(Config{Routes: []portico.Route{route(a2, portico.Capabilities{}), route(b2, portico.Capabilities{})}})
+	_, err = g.Generate(context.Background(), simple)
+	if portico.ClassOf(err) != portico.Permanent || !errors.Is(err, mystery) || !errors.As(err, &ex) || len(ex.Hops) != 2 {
+		t.Errorf("err = %v, want a permanent error wrapping mystery with 2 hops", err)
+	}
+}
+
+// TestNilResponse: a route that returns neither an answer nor an error breaks
+// the Model contract; the group treats it as an invalid response and falls
+// back instead of returning (nil, nil) or panicking.
+func TestNilResponse(t *testing.T) {
+	null := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) { return nil, nil })
+	b := &fake{name: "b"}
+	g := Must(Config{Routes: []portico.Route{{Name: "a", Model: null}, route(b, portico.Capabilities{})}})
+	resp, err := g.Generate(context.Background(), simple)
+	if err != nil || resp.Route != "b" {
+		t.Fatalf("Generate = %v, %v; want b's answer", resp, err)
+	}
+	if got, want := hopsOf(t, resp.Hops), []string{"a:invalid_response:invalid_response"}; !eq(got, want) {
+		t.Errorf("Hops = %v, want %v", got, want)
+	}
+	g = Must(Config{Routes: []portico.Route{{Name: "a", Model: null}}})
+	resp, err = g.Generate(context.Background(), simple)
+	if resp != nil || portico.ClassOf(err) != portico.InvalidResponse || !errors.Is(err, ErrExhausted) {
+		t.Errorf("Generate = %v, %v; want nil and an exhausted invalid_response error", resp, err)
+	}
+}
+
+// TestFilterReasons: each need of the request or contract that a route does
+// not meet skips it, unasked, with the reason Fits names.
+func TestFilterReasons(t *testing.T) {
+	img := portico.Message{Role: portico.RoleUser, Content: []portico.Part{{Kind: portico.PartImage, ImageURL: "https://x/y.png"}}}
+	full := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, ContextWindow: 128000, MaxOutput: 16000, Tools: true, Schema: portico.SchemaStrict, Class: "frontier", InputPrice: 1e-6, OutputPrice: 1e-6}
+	with := func(f func(*portico.Capabilities)) portico.Capabilities { c := full; f(&c); return c }
+	for _, tc := range []struct {
+		reason string
+		caps   portico.Capabilities
+		req    portico.Request
+	}{
+		{"modality", with(func(c *portico.Capabilities) { c.Modalities = portico.ModalityText }), portico.Request{Messages: []portico.Message{img}}},
+		{"modality", with(func(c *portico.Capabilities) { c.Modalities = 0 }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{Modalities: portico.ModalityImage}}},
+		{"context window", with(func(c *portico.Capabilities) { c.ContextWindow = 1000 }), portico.Request{Messages: simple.Messages, MaxOutputTokens: 995}},
+		{"context window", with(func(c *portico.Capabilities) { c.ContextWindow = 8000 }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{MaxInputTokens: 7500}, MaxOutputTokens: 501}},
+		{"max output", with(func(c *portico.Capabilities) { c.MaxOutput = 4096 }), portico.Request{Messages: simple.Messages, MaxOutputTokens: 8000}},
+		{"tools", with(func(c *portico.Capabilities) { c.Tools = false }), portico.Request{Messages: simple.Messages, Tools: []portico.Tool{{Name: "f"}}}},
+		{"tools", with(func(c *portico.Capabilities) { c.Tools = false }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{ToolsRequired: true}}},
+		{"schema", with(func(c *portico.Capabilities) { c.Schema = portico.SchemaJSONObject }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{SchemaID: "invoice"}}},
+		{"strict schema", with(func(c *portico.Capabilities) { c.Schema = portico.SchemaJSON }), portico.Request{Messages: simple.Messages, Schema: &portico.Schema{Name: "s", Strict: true}}},
+		{"model class", with(func(c *portico.Capabilities) { c.Class = "small" }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{ModelClasses: []string{"frontier", "reasoning"}}}},
+		{"cost", with(func(c *portico.Capabilities) { c.OutputPrice = 1e-3 }), portico.Request{Messages: simple.Messages, MaxOutputTokens: 1000, Contract: &portico.Contract{MaxCost: 0.5}}},
+	} {
+		a, b := &fake{name: "a"}, &fake{name: "b"}
+		g := Must(Config{Routes: []portico.Route{route(a, tc.caps), route(b, full)}})
+		resp, err := g.Generate(context.Background(), &tc.req)
+		if err != nil || resp.Route != "b" || a.n() != 0 {
+			t.Errorf("%s: Generate = %v, %v, a calls %d; want b's answer, a untried", tc.reason, resp, err, a.n())
+			continue
+		}
+		if got, want := hopsOf(t, resp.Hops), []string{"a:" + tc.reason + ":nil"}; !eq(got, want) {
+			t.Errorf("%s: Hops = %v, want %v", tc.reason, got, want)
+		}
 	}
 }

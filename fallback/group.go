@@ -13,6 +13,10 @@ import (
 // is safe for concurrent use, and keeps no per-request state between calls.
 type Group struct {
 	cfg Config
+	// With a Ranker: what the group learnt about each route (see
+	// Candidate.Latency and SinceFailure), on a monotonic clock from base.
+	stats []routeStats
+	base  time.Time
 }
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
@@ -23,7 +27,12 @@ func New(cfg Config) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Group{cfg: c}, nil
+	g := &Group{cfg: c}
+	if c.Ranker != nil {
+		g.stats = make([]routeStats, len(c.Routes))
+		g.base = time.Now()
+	}
+	return g, nil
 }
 
 // Must is like [New] but panics on a configuration error.
@@ -48,6 +57,7 @@ type call struct {
 	spent     float64 // estimated cost of failed calls that were likely billed
 	hops      []portico.Hop
 	primary   *portico.Route
+	idx       int  // Config.Routes index of the route being tried
 	delivered bool // a chunk reached the caller
 	noTime    bool // the search stopped for lack of time
 	hasDL     bool
@@ -75,9 +85,14 @@ type call struct {
 // routes of that size are skipped too), InvalidResponse, Ambiguous when the
 // request is Idempotent, and Deadline when the candidate's own share of the
 // time ran out while the caller's deadline had not. It returns the route's
-// error unchanged, without trying others, on Permanent, Canceled, Ambiguous on
-// a non-idempotent request, or any error after a chunk reached the caller
-// (seed 000: no transparent fallback after the first token).
+// error, without trying others, on Permanent, Canceled, Ambiguous on a
+// non-idempotent request, or any error after a chunk reached the caller (seed
+// 000: no transparent fallback after the first token): unchanged when it was
+// the first route tried, otherwise as a copy of its [*portico.Error] (same
+// Class, Status, Code, RetryAfter) whose Err is a Stopped [*Exhausted] listing
+// the routes left before it and then it, so errors.Is still reaches the
+// route's error but not [ErrExhausted]. A route that returns neither an answer
+// nor an error counts as an InvalidResponse ("nil response").
 //
 // When the context has a deadline, each candidate gets its own (see
 // Config.Share, Config.Reserve, Config.MinAttempt); a candidate is not started
@@ -112,6 +127,10 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	}
 	for pos := range n {
 		r := g.route(&c, pos)
+		c.idx = pos
+		if c.order != nil {
+			c.idx = c.order[pos].Index
+		}
 		if pos == 0 {
 			c.primary = r
 		}
@@ -216,13 +235,16 @@ func (g *Group) hop(ctx context.Context, c *call, r *portico.Route, reason strin
 func (g *Group) rank(ctx context.Context, c *call) []Candidate {
 	routes := g.cfg.Routes
 	cands := make([]Candidate, 0, len(routes))
+	now := g.clock()
 	for i := range routes {
 		r := &routes[i]
 		if reason := g.skip(c, r); reason != "" {
 			g.hop(ctx, c, r, reason, nil)
 			continue
 		}
-		cands = append(cands, Candidate{Index: i, Route: r, EstimatedCost: g.estimate(c, r)})
+		cd := Candidate{Index: i, Route: r, EstimatedCost: g.estimate(c, r)}
+		g.stats[i].fill(&cd, now)
+		cands = append(cands, cd)
 	}
 	ranked := g.cfg.Ranker(Ranking{Request: c.req, InputTokens: g.input(c), Candidates: cands})
 	order := make([]Candidate, 0, len(ranked))
@@ -232,7 +254,8 @@ func (g *Group) rank(ctx context.Context, c *call) []Candidate {
 			continue
 		}
 		seen[cd.Index] = true
-		order = append(order, Candidate{Index: cd.Index, Route: &routes[cd.Index], EstimatedCost: cd.EstimatedCost})
+		cd.Route = &routes[cd.Index]
+		order = append(order, cd)
 	}
 	for _, cd := range cands {
 		if !seen[cd.Index] {
@@ -244,3 +267,6 @@ func (g *Group) rank(ctx context.Context, c *call) []Candidate {
 	}
 	return order
 }
+
+// clock reads the group's monotonic clock, in nanoseconds since New.
+func (g *Group) clock() int64 { return int64(time.Since(g.base)) }

@@ -44,9 +44,19 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 			}
 		}
 	}
+	var start int64
+	if g.stats != nil {
+		start = g.clock()
+	}
 	resp, err = r.Model.Generate(cctx, req)
 	if delivered != nil && *delivered {
 		c.delivered = true
+	}
+	if err == nil && resp == nil { // breaks the Model contract: no answer to return
+		err = &portico.Error{Class: portico.InvalidResponse, Model: r.Name, Reason: "nil response"}
+	}
+	if g.stats != nil {
+		g.learn(c.idx, start, err)
 	}
 	if err == nil {
 		return resp, false, nil
@@ -56,7 +66,7 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 			g.hop(ctx, c, r, portico.ClassOf(err).String(), err)
 			return nil, true, g.outOfTime(ctx, c)
 		}
-		return nil, true, err
+		return nil, true, stopped(c.hops, r, err)
 	}
 	class := portico.ClassOf(err)
 	reason := class.String()
@@ -70,12 +80,12 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 		}
 	case portico.Ambiguous:
 		if !c.req.Idempotent {
-			return nil, true, err
+			return nil, true, stopped(c.hops, r, err)
 		}
 	case portico.Deadline:
 		reason = "timeout" // its own share ran out; the caller's deadline has not
 	default: // Permanent, Canceled, and anything else
-		return nil, true, err
+		return nil, true, stopped(c.hops, r, err)
 	}
 	if class == portico.InvalidResponse || class == portico.Ambiguous {
 		c.spent += g.estimate(c, r)
@@ -123,4 +133,18 @@ func (g *Group) outOfTime(ctx context.Context, c *call) error {
 		pe.RetryAfter = 0
 	}
 	return err
+}
+
+// learn records the outcome of a call to route idx that started at start on
+// the group's clock, for the Candidate fields a Ranker reads.
+func (g *Group) learn(idx int, start int64, err error) {
+	now := g.clock()
+	st := &g.stats[idx]
+	if err == nil {
+		st.success(time.Duration(now - start))
+		return
+	}
+	if c := portico.ClassOf(err); c.RouteFault() || c == portico.Deadline {
+		st.failure(now)
+	}
 }
