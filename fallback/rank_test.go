@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -154,4 +155,37 @@ func TestGroupLearnsFailures(t *testing.T) {
 			t.Errorf("a calls = %d, want 2 (avoided for a minute after failing)", a.n())
 		}
 	})
+}
+
+// TestRankedGroupConcurrent runs 200 goroutines through groups ranked by
+// health and by latency (their per-route state is updated without locks):
+// every request is answered by b, after a's failure or with a skipped.
+func TestRankedGroupConcurrent(t *testing.T) {
+	for name, rk := range map[string]Ranker{"ByHealth": ByHealth, "ByLatency": ByLatency} {
+		t.Run(name, func(t *testing.T) {
+			a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
+			g := Must(Config{Ranker: rk, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+			var wg sync.WaitGroup
+			for range 200 {
+				wg.Go(func() {
+					for range 5 {
+						resp, err := g.Generate(context.Background(), simple)
+						if err != nil || resp.Route != "b" {
+							t.Errorf("Generate = %v, %v; want b's answer", resp, err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if b.n() != 1000 || a.n() < 1 {
+				t.Errorf("calls a=%d b=%d, want a >= 1 and b = 1000", a.n(), b.n())
+			}
+			if l := g.stats[1].latency.Load(); l <= 0 {
+				t.Errorf("b's smoothed latency = %d ns, want > 0", l)
+			}
+			if g.stats[0].latency.Load() != 0 || g.stats[0].failedAt.Load() == 0 {
+				t.Errorf("a's stats = %d ns, failed at %d; want no latency and a failure", g.stats[0].latency.Load(), g.stats[0].failedAt.Load())
+			}
+		})
+	}
 }
