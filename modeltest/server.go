@@ -26,10 +26,20 @@ type ServerConfig struct {
 	// "ok" with FinishReason stop.
 	Response *portico.Response
 	// DropExpired makes the server skip, without serving, a queued call whose
-	// caller's context is already done when it reaches the head of the queue:
-	// the deadline travels with the request (seed 000's last policy). False, the
+	// caller's context is already done when it reaches the head of the queue,
+	// or whose deadline falls less than ServiceTime later, so that served it
+	// would finish for nobody: the deadline travels with the request (seed
+	// 000's last policy). The caller of a call skipped before its deadline is
+	// not told; it waits until its context ends, as for a lost call. False, the
 	// default, is a server that does not know who gave up and spends a slot on
 	// every call it dequeued.
+	//
+	// Skipping only calls already expired is not enough with discrete
+	// services: under overload the oldest live call, the one dequeued, is the
+	// one about to expire, and a call with less than ServiceTime left would be
+	// served and wasted. In seed 000's simulation that alone cost 4 to 30
+	// useful answers per second depending on how the deadlines fell on the
+	// 10 ms service grid.
 	DropExpired bool
 }
 
@@ -66,7 +76,7 @@ type ServerStats struct {
 	Busy     int // slots in use now
 	Useful   int // served calls whose caller was still waiting: goodput
 	Wasted   int // served calls whose caller had given up: work done for nobody
-	Dropped  int // queued calls skipped because their caller had given up (DropExpired)
+	Dropped  int // queued calls skipped because their caller had given up or would have before the service ended (DropExpired)
 	Rejected int // calls refused because the queue was full (QueueLimit)
 }
 
@@ -148,6 +158,12 @@ func (s *Server) dispatchLocked() {
 			close(j.done)
 			continue
 		}
+		if s.cfg.DropExpired && endsWithin(j.ctx, s.cfg.ServiceTime) {
+			// Served, it would finish after its caller gave up. Its done is
+			// never closed: the caller returns when its context ends.
+			s.stats.Dropped++
+			continue
+		}
 		s.busy++
 		time.AfterFunc(s.cfg.ServiceTime, func() { s.finish(j) })
 	}
@@ -185,4 +201,10 @@ func (s *Server) Stats() ServerStats {
 	st.Queued = len(s.queue) - s.head
 	st.Busy = s.busy
 	return st
+}
+
+// endsWithin reports whether ctx's deadline falls less than d from now.
+func endsWithin(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < d
 }

@@ -98,6 +98,47 @@ func TestServerDoesNotKnowWhoGaveUp(t *testing.T) {
 	}
 }
 
+// TestServerDropsCallsThatWouldFinishLate: with DropExpired, a call whose
+// deadline falls within a service time of its dequeueing is skipped, not
+// served for nobody; its caller is not told and returns at its deadline. Call
+// 0 holds the 1 s slot; call 1 (deadline 1.5 s) would finish at 2 s; call 2
+// (no deadline) gets the slot at 1 s. Without DropExpired call 1 is served
+// from 1 s to 2 s and wasted, and call 2 ends at 3 s.
+func TestServerDropsCallsThatWouldFinishLate(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustServer(t, ServerConfig{ServiceTime: time.Second, DropExpired: drop})
+			start := time.Now()
+			var wg sync.WaitGroup
+			wg.Go(func() { s.Generate(t.Context(), userReq("q")) })
+			synctest.Wait()
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+				defer cancel()
+				resp, err := s.Generate(ctx, userReq("q"))
+				if resp != nil || portico.ClassOf(err) != portico.Deadline || time.Since(start) != 1500*time.Millisecond {
+					t.Errorf("DropExpired %v: late call = (%v, %v) after %v, want a deadline error at its deadline, 1.5s", drop, resp, err, time.Since(start))
+				}
+			})
+			synctest.Wait()
+			if _, err := s.Generate(t.Context(), userReq("q")); err != nil {
+				t.Fatal(err)
+			}
+			want, st := 3*time.Second, ServerStats{Arrived: 3, Useful: 2, Wasted: 1}
+			if drop {
+				want, st = 2*time.Second, ServerStats{Arrived: 3, Useful: 2, Dropped: 1}
+			}
+			if got := time.Since(start); got != want {
+				t.Errorf("DropExpired %v: third call ended at %v, want %v", drop, got, want)
+			}
+			wg.Wait()
+			if got := s.Stats(); got != st {
+				t.Errorf("DropExpired %v: Stats() = %+v, want %+v", drop, got, st)
+			}
+		})
+	}
+}
+
 func TestServerQueueLimitAndDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := mustServer(t, ServerConfig{ServiceTime: time.Second, QueueLimit: 1, Response: &portico.Response{Text: "a b"}})
