@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
-	"golang.org/x/time/rate"
 )
 
 // admit takes a slot of the in-flight cap (queueing for one if configured)
@@ -141,59 +140,45 @@ func (e *entry) unhold(h *hold) {
 // take admits cost tokens and one request at now, leaving room for the
 // waiters ahead of h, or takes nothing and returns the wait after which it
 // would succeed if nothing else happened, and which bucket refused ("tokens"
-// or "requests"). The caller holds e.mu.
+// or "requests"). Both buckets are checked before either is charged, so a
+// refusal changes neither. The caller holds e.mu.
 func (e *entry) take(now time.Time, cost int, h *hold) (bool, time.Duration, string, error) {
-	if !e.reqUntil.IsZero() && !now.Before(e.reqUntil) {
-		e.req.SetLimitAt(now, rate.Limit(e.lim.requestRate()))
-		e.reqUntil = time.Time{}
-	}
 	var aheadTok float64
 	var aheadReq int
 	if len(e.holds) > 0 {
 		aheadTok, aheadReq = e.ahead(h)
 	}
 	n := float64(cost)
+	var tl float64
+	var tt time.Time
 	if e.lim.Tokens > 0 {
 		if cost > e.lim.TokenBurst { // limits lowered by SetLimit since pricing
 			ce := &CapacityError{Input: cost, Capacity: e.lim.TokenBurst}
 			return false, 0, "tokens", &portico.Error{Class: portico.Permanent, Reason: ce.Error(), Err: ce}
 		}
-		if ok, wait := e.tok.take(now, n, aheadTok); !ok {
-			if e.req != nil {
-				wait = max(wait, e.requestWait(now, aheadReq))
+		tl, tt = e.tok.at(now)
+		if need := n + aheadTok; !e.tok.fits(tl, need, tt) {
+			wait := e.tok.waitFor(need-tl, tt)
+			if e.lim.Requests > 0 {
+				rl, rt := e.req.at(now)
+				if need := float64(aheadReq+1) - rl; need > 0 {
+					wait = max(wait, e.req.waitFor(need, rt))
+				}
 			}
 			return false, wait, "tokens", nil
 		}
 	}
-	if e.req != nil && ((aheadReq > 0 && e.req.TokensAt(now) < float64(aheadReq+1)) || !e.req.AllowN(now, 1)) {
-		if e.lim.Tokens > 0 {
-			e.tok.undo(n)
+	if e.lim.Requests > 0 {
+		rl, rt := e.req.at(now)
+		if need := float64(aheadReq + 1); !e.req.fits(rl, need, rt) {
+			return false, e.req.waitFor(need-rl, rt), "requests", nil
 		}
-		return false, e.requestWait(now, aheadReq), "requests", nil
+		e.req.set(rl-1, rt)
+	}
+	if e.lim.Tokens > 0 {
+		e.tok.set(tl-n, tt)
 	}
 	return true, 0, "", nil
-}
-
-// requestWait is how long until the request bucket holds one request beyond
-// the ahead held by earlier waiters, with the provider's slower rate until
-// reqUntil taken into account.
-func (e *entry) requestWait(now time.Time, ahead int) time.Duration {
-	need := float64(ahead+1) - e.req.TokensAt(now)
-	if need <= 0 {
-		return 0
-	}
-	r := e.lim.requestRate()
-	var d float64
-	if !e.reqUntil.IsZero() && e.reqRate < r {
-		seg := e.reqUntil.Sub(now).Seconds()
-		if gained := e.reqRate * seg; gained >= need {
-			return seconds(need / e.reqRate)
-		} else {
-			need -= gained
-			d = seg
-		}
-	}
-	return seconds(d + need/r)
 }
 
 // releaseLocked frees a slot, handing it to the best waiter if any.

@@ -5,9 +5,13 @@ import (
 	"time"
 )
 
-// bucket is the token bucket on LLM tokens: capacity burst, refill rate tokens
-// per second, and a level that reservations lower and refunds raise. It is
-// written here, not taken from golang.org/x/time/rate, because it needs refunds.
+// bucket is a token bucket: capacity burst, refill rate tokens per second,
+// and a level that reservations lower and refunds raise. Each key has two: on
+// LLM tokens, written here because golang.org/x/time/rate has no refunds, and
+// on requests (cost 1, never refunded), where it admits exactly what a
+// rate.Limiter with the same rate and burst admits (see fits, and the
+// differential test) but shares the key's lock instead of taking its own (see
+// the package documentation for the measurement).
 //
 // Every method takes the current time as an argument and reads no clock, as
 // rate.Limiter's AllowN(t, n) does, so that the logic is tested without one.
@@ -17,7 +21,8 @@ import (
 //
 // Let the events on the bucket be processed in time order t_1 <= t_2 <= ...
 // (a time earlier than the last event is treated as the last event). Each is
-// an admission of cost k (allowed only when level >= k, and k <= b), a refund
+// an admission of cost k (allowed only when level > k - r*1ns, see fits, and
+// k <= b), a refund
 // of ρ >= 0, a surcharge s >= 0 (usage beyond the reservation, charged after
 // the fact) or a provider adjustment (the level lowered to what the provider
 // says remains). Write U_m for the level just before event m, after refill:
@@ -33,10 +38,11 @@ import (
 //	Σ (U_m - L_m) = U_i - L_j + Σ_{m=i+1..j} (U_m - L_{m-1})
 //	              <= b - L_j + r*(t_j - t_i).
 //
-// Take j to be the last admission in the interval: then L_j >= 0 (admission
-// requires level >= k), and every surcharge and adjustment term is >= 0, so
+// Take j to be the last admission in the interval: then L_j > -r*1ns
+// (admission requires level > k - r*1ns), and every surcharge and adjustment
+// term is >= 0, so
 //
-//	Σ admitted k - Σ refunded ρ  <=  Σ k - Σ ρ'  <=  b + r*(t_j - t_i)  <=  b + r*dt,
+//	Σ admitted k - Σ refunded ρ  <=  Σ k - Σ ρ'  <=  b + r*(t_j - t_i + 1ns)  <=  b + r*(dt + 1ns),
 //
 // and events after j in the interval are refunds or surcharges, which only
 // lower the net admitted cost. A refund never lifts the level above b, which is
@@ -45,7 +51,9 @@ import (
 // ahead) only makes admission stricter, and a SetLimit that changes b leaves
 // the bound holding with the largest b in force during the interval. The
 // property test and the fuzz test check the bound over every interval of
-// random runs.
+// random runs. (The nanosecond is the clock's resolution: a call admitted at t
+// is one that would be admitted at t + 1ns; with r = 10^4 tokens per second
+// it is 10^-5 tokens.)
 type bucket struct {
 	level float64   // tokens available at last; may be < 0 after a surcharge
 	last  time.Time // the time level was computed at
@@ -58,54 +66,81 @@ type bucket struct {
 	provUntil time.Time
 }
 
-// tokenEps, times the burst, forgives float64 noise in the level (a refill
-// computed in two steps may fall 1e-14 short of a whole token): far below one
-// token and below one nanosecond's refill at any sane rate, so admissions are
-// exact to the nanosecond and the bound moves by at most b*1e-12 per admission.
-const tokenEps = 1e-12
-
 func newBucket(rate, burst float64, now time.Time) bucket {
 	return bucket{level: burst, last: now, rate: rate, burst: burst}
 }
 
-// advance refills the bucket up to now. A now before last changes nothing.
-func (b *bucket) advance(now time.Time) {
+// at returns the level at now, after refill, and the time it refers to (now,
+// or last when now is earlier), without changing b. The refill is
+// min(burst, level + rate·dt), computed as golang.org/x/time/rate computes it,
+// at the lower of the configured and the provider's rate until provUntil.
+func (b *bucket) at(now time.Time) (float64, time.Time) {
 	if !now.After(b.last) {
-		return
+		return b.level, b.last
 	}
-	if !b.provUntil.IsZero() {
+	level, last := b.level, b.last
+	if !b.provUntil.IsZero() && b.provUntil.After(last) {
+		pr := min(b.provRate, b.rate)
 		if now.Before(b.provUntil) {
-			b.level = min(b.burst, b.level+b.provRate*now.Sub(b.last).Seconds())
-			b.last = now
-			return
+			return min(b.burst, level+pr*now.Sub(last).Seconds()), now
 		}
-		if b.provUntil.After(b.last) {
-			b.level = min(b.burst, b.level+b.provRate*b.provUntil.Sub(b.last).Seconds())
-			b.last = b.provUntil
-		}
+		level = min(b.burst, level+pr*b.provUntil.Sub(last).Seconds())
+		last = b.provUntil
+	}
+	return min(b.burst, level+b.rate*now.Sub(last).Seconds()), now
+}
+
+// set installs level at last (as computed by at) and forgets a provider view
+// that has ended by then.
+func (b *bucket) set(level float64, last time.Time) {
+	b.level, b.last = level, last
+	if !b.provUntil.IsZero() && !b.provUntil.After(last) {
 		b.provUntil = time.Time{}
 	}
-	b.level = min(b.burst, b.level+b.rate*now.Sub(b.last).Seconds())
-	b.last = now
+}
+
+// advance refills the bucket up to now. A now before last changes nothing.
+func (b *bucket) advance(now time.Time) { b.set(b.at(now)) }
+
+// fits reports whether need tokens can be taken from level at last. It is
+// golang.org/x/time/rate's rule, to the bit (the request bucket's
+// differential test pins it): a call is admitted when the level covers it, or
+// when the shortfall would be refilled in less than one nanosecond (rate's
+// durationFromTokens truncates to zero). So a take that would succeed at the
+// next nanosecond succeeds now, which also forgives float64 noise in the
+// level (a refill computed in two steps may fall 1e-14 short of a whole
+// token), and the bound above holds with dt lengthened by that nanosecond.
+func (b *bucket) fits(level, need float64, last time.Time) bool {
+	short := need - level
+	if short <= 0 {
+		return true
+	}
+	r := b.rateAt(last)
+	return r > 0 && short/r*float64(time.Second) < 1
+}
+
+// rateAt is the refill rate in force just after t: the lower of the
+// configured and the provider's rate while a provider view holds.
+func (b *bucket) rateAt(t time.Time) float64 {
+	if !b.provUntil.IsZero() && b.provUntil.After(t) {
+		return min(b.provRate, b.rate)
+	}
+	return b.rate
 }
 
 // take admits cost n at now when the level covers n plus ahead, the tokens
-// held for calls waiting in line before this one, and returns true; else it
-// changes nothing and returns false with the wait after which the same take
-// would succeed if nothing else happened meanwhile (the waiters ahead taking
-// theirs first). n must be <= burst.
+// held for calls waiting in line before this one (see fits), and returns
+// true; else it changes nothing and returns false with the wait after which
+// the same take would succeed if nothing else happened meanwhile (the waiters
+// ahead taking theirs first). n must be <= burst.
 func (b *bucket) take(now time.Time, n, ahead float64) (bool, time.Duration) {
-	b.advance(now)
-	if b.level+tokenEps*b.burst >= n+ahead {
-		b.level -= n
+	level, last := b.at(now)
+	if b.fits(level, n+ahead, last) {
+		b.set(level-n, last)
 		return true, 0
 	}
-	return false, b.waitFor(n + ahead - b.level)
+	return false, b.waitFor(n+ahead-level, last)
 }
-
-// undo gives back a take made at the same instant (the other bucket refused).
-// Since the level was >= n before the take, it restores it exactly.
-func (b *bucket) undo(n float64) { b.level += n }
 
 // refund credits n >= 0 tokens, never beyond burst. The credit is applied at
 // the bucket's last update; since min(b, min(b, L+ρ)+r·dt) = min(b, L+ρ+r·dt),
@@ -117,12 +152,12 @@ func (b *bucket) refund(n float64) { b.level = min(b.burst, b.level+n) }
 // negative, so later admissions wait to pay it back.
 func (b *bucket) charge(n float64) { b.level -= n }
 
-// waitFor returns how long the refill takes to add need > 0 tokens from the
-// current state (after advance), rounded up to the nanosecond.
-func (b *bucket) waitFor(need float64) time.Duration {
+// waitFor returns how long the refill takes to add need > 0 tokens to the
+// level at last (as computed by at), rounded up to the nanosecond.
+func (b *bucket) waitFor(need float64, last time.Time) time.Duration {
 	var d float64 // seconds
-	if !b.provUntil.IsZero() && b.provRate < b.rate {
-		seg := b.provUntil.Sub(b.last).Seconds()
+	if !b.provUntil.IsZero() && b.provUntil.After(last) && b.provRate < b.rate {
+		seg := b.provUntil.Sub(last).Seconds()
 		if gained := b.provRate * seg; gained >= need {
 			return seconds(need / b.provRate)
 		} else {
@@ -136,8 +171,8 @@ func (b *bucket) waitFor(need float64) time.Duration {
 // full reports whether the bucket at now holds burst tokens and no provider
 // view is pending: its state then equals a fresh bucket's.
 func (b *bucket) full(now time.Time) bool {
-	b.advance(now)
-	return b.level >= b.burst && b.provUntil.IsZero()
+	level, last := b.at(now)
+	return level >= b.burst && !b.provUntil.After(last)
 }
 
 // adopt takes in a provider's view: remaining tokens now, which refill to

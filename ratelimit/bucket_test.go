@@ -15,29 +15,33 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 func TestBucketSteps(t *testing.T) {
 	// b = 100 tokens, r = 10 tokens/s.
 	b := newBucket(10, 100, at(0))
+	// level is the bucket's level at ms, after the step: a refused take
+	// changes nothing, and the level at a later time includes the refill.
 	steps := []struct {
 		name     string
+		ms       int
 		do       func() (bool, time.Duration)
 		wantOK   bool
 		wantWait time.Duration
 		level    float64
 	}{
-		{"take 60 at 0", func() (bool, time.Duration) { return b.take(at(0), 60, 0) }, true, 0, 40},
-		{"take 50 at 0 refused", func() (bool, time.Duration) { return b.take(at(0), 50, 0) }, false, time.Second, 40},
-		{"take 50 at 1s", func() (bool, time.Duration) { return b.take(at(1000), 50, 0) }, true, 0, 0},
-		{"refund 30", func() (bool, time.Duration) { b.refund(30); return true, 0 }, true, 0, 30},
-		{"refund 500 capped at b", func() (bool, time.Duration) { b.refund(500); return true, 0 }, true, 0, 100},
-		{"take 100 at 1s", func() (bool, time.Duration) { return b.take(at(1000), 100, 0) }, true, 0, 0},
-		{"charge 20", func() (bool, time.Duration) { b.charge(20); return true, 0 }, true, 0, -20},
-		{"take 10 at 1s waits 3s", func() (bool, time.Duration) { return b.take(at(1000), 10, 0) }, false, 3 * time.Second, -20},
-		{"time before last changes nothing", func() (bool, time.Duration) { return b.take(at(500), 10, 0) }, false, 3 * time.Second, -20},
-		{"take 10 at 4s behind 20 held waits 2s", func() (bool, time.Duration) { return b.take(at(4000), 10, 20) }, false, 2 * time.Second, 10},
-		{"take 10 at 4s", func() (bool, time.Duration) { return b.take(at(4000), 10, 0) }, true, 0, 0},
+		{"take 60 at 0", 0, func() (bool, time.Duration) { return b.take(at(0), 60, 0) }, true, 0, 40},
+		{"take 50 at 0 refused", 0, func() (bool, time.Duration) { return b.take(at(0), 50, 0) }, false, time.Second, 40},
+		{"take 50 at 1s", 1000, func() (bool, time.Duration) { return b.take(at(1000), 50, 0) }, true, 0, 0},
+		{"refund 30", 1000, func() (bool, time.Duration) { b.refund(30); return true, 0 }, true, 0, 30},
+		{"refund 500 capped at b", 1000, func() (bool, time.Duration) { b.refund(500); return true, 0 }, true, 0, 100},
+		{"take 100 at 1s", 1000, func() (bool, time.Duration) { return b.take(at(1000), 100, 0) }, true, 0, 0},
+		{"charge 20", 1000, func() (bool, time.Duration) { b.charge(20); return true, 0 }, true, 0, -20},
+		{"take 10 at 1s waits 3s", 1000, func() (bool, time.Duration) { return b.take(at(1000), 10, 0) }, false, 3 * time.Second, -20},
+		{"time before last changes nothing", 1000, func() (bool, time.Duration) { return b.take(at(500), 10, 0) }, false, 3 * time.Second, -20},
+		{"take 10 at 4s behind 20 held waits 2s", 4000, func() (bool, time.Duration) { return b.take(at(4000), 10, 20) }, false, 2 * time.Second, 10},
+		{"take 10 at 4s", 4000, func() (bool, time.Duration) { return b.take(at(4000), 10, 0) }, true, 0, 0},
 	}
 	for _, s := range steps {
 		ok, wait := s.do()
-		if ok != s.wantOK || wait != s.wantWait || math.Abs(b.level-s.level) > 1e-9 {
-			t.Fatalf("%s: (ok, wait, level) = (%v, %v, %v), want (%v, %v, %v)", s.name, ok, wait, b.level, s.wantOK, s.wantWait, s.level)
+		level, _ := b.at(at(s.ms))
+		if ok != s.wantOK || wait != s.wantWait || math.Abs(level-s.level) > 1e-9 {
+			t.Fatalf("%s: (ok, wait, level) = (%v, %v, %v), want (%v, %v, %v)", s.name, ok, wait, level, s.wantOK, s.wantWait, s.level)
 		}
 	}
 	if b.full(at(4000)) {

@@ -106,17 +106,7 @@ func (e *entry) adopt(now time.Time, rl *portico.RateLimit) {
 	if q := rl.Tokens; q.Known && e.lim.Tokens > 0 {
 		e.tok.adopt(now, q.Remaining, q.Limit, q.Reset)
 	}
-	if q := rl.Requests; q.Known && e.req != nil {
-		if have := e.req.TokensAt(now); float64(q.Remaining) < have {
-			e.req.AllowN(now, int(have-float64(max(q.Remaining, 0))))
-		}
-		if q.Reset > 0 && q.Limit > 0 {
-			pr := float64(max(q.Limit-q.Remaining, 0)) / q.Reset.Seconds()
-			until := now.Add(q.Reset)
-			if pr < e.lim.requestRate() && (e.reqUntil.IsZero() || pr < e.reqRate || until.After(e.reqUntil)) {
-				e.reqRate, e.reqUntil = pr, until
-				e.req.SetLimitAt(now, rateLimit(pr))
-			}
-		}
+	if q := rl.Requests; q.Known && e.lim.Requests > 0 {
+		e.req.adopt(now, q.Remaining, q.Limit, q.Reset)
 	}
 }

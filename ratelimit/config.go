@@ -78,7 +78,7 @@ func (o Order) String() string {
 // nothing is a configuration error rather than a silent pass-through.
 type Limits struct {
 	// Requests is the refill of the request bucket, in requests per Period per
-	// key (golang.org/x/time/rate). 0 means no request bucket.
+	// key, with golang.org/x/time/rate's semantics. 0 means no request bucket.
 	Requests int
 	// RequestBurst is the request bucket's capacity, in requests. 0 means
 	// Requests (a full period's worth).

@@ -14,11 +14,13 @@
 //
 // # Two buckets in series
 //
-// Each key has a request bucket (golang.org/x/time/rate's Limiter: Requests
-// per Period, burst RequestBurst) and a token bucket on LLM tokens (Tokens per
-// Period, capacity b = TokenBurst), written here because it needs refunds. A
-// call is admitted when both have room; when either refuses, neither is
-// charged. A call's cost in the token bucket is N_in + N_max at admission:
+// Each key has a request bucket (Requests per Period, burst RequestBurst) and
+// a token bucket on LLM tokens (Tokens per Period, capacity b = TokenBurst).
+// Both are the same bucket code, written here because the token bucket needs
+// refunds; the request bucket admits exactly what golang.org/x/time/rate's
+// Limiter admits for the same rate and burst (a differential test pins it;
+// see Performance for why it is not a rate.Limiter). A call is admitted when
+// both have room; when either refuses, neither is charged. A call's cost in the token bucket is N_in + N_max at admission:
 // N_in from the [portico.Estimator] ([Config.Estimator], by default
 // [portico.DefaultEstimator]), N_max the request's MaxOutputTokens or
 // [Config.DefaultMaxTokens]. When the call ends the bucket gets back
@@ -93,5 +95,6 @@
 // fixed-window contrast, per-client isolation and Little's law: seed 000.
 // Program-level scheduling: seed 002, after Autellix (Luo et al., "Autellix:
 // An Efficient Serving Engine for LLM Agents as General Programs", 2025) and
-// Continuum (Li et al., 2025). The request bucket is golang.org/x/time/rate.
+// Continuum (Li et al., 2025). The request bucket's semantics are
+// golang.org/x/time/rate's.
 package ratelimit

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // key identifies the buckets a call draws from: (client, model) by default,
@@ -39,10 +37,8 @@ type entry struct {
 	mu       sync.Mutex
 	dead     bool
 	lim      *Limits // the limits in force, replaced by SetLimit
-	tok      bucket  // valid when lim.Tokens > 0
-	req      *rate.Limiter
-	reqRate  float64   // the request bucket's rate while a provider view holds
-	reqUntil time.Time // end of the provider's view of requests; zero: none
+	tok      bucket  // tokens; valid when lim.Tokens > 0
+	req      bucket  // requests; valid when lim.Requests > 0
 	inflight int
 	holds    []*hold // calls waiting for the buckets, in line (Wait mode)
 	queue    []*waiter
@@ -69,18 +65,14 @@ func (e *entry) setLimits(lim *Limits, now time.Time) {
 	} else {
 		e.tok = bucket{}
 	}
-	switch {
-	case lim.Requests == 0:
-		e.req, e.reqUntil = nil, time.Time{}
-	case e.req == nil:
-		e.req = rate.NewLimiter(rate.Limit(lim.requestRate()), lim.RequestBurst)
-	default:
-		r := lim.requestRate()
-		if !e.reqUntil.IsZero() && e.reqRate < r {
-			r = e.reqRate
+	if lim.Requests > 0 {
+		if e.req.rate == 0 {
+			e.req = newBucket(lim.requestRate(), float64(lim.RequestBurst), now)
+		} else {
+			e.req.setLimit(now, lim.requestRate(), float64(lim.RequestBurst))
 		}
-		e.req.SetLimitAt(now, rate.Limit(r))
-		e.req.SetBurstAt(now, lim.RequestBurst)
+	} else {
+		e.req = bucket{}
 	}
 }
 
@@ -88,13 +80,13 @@ func (e *entry) setLimits(lim *Limits, now time.Time) {
 // bucket full, no provider view pending and no program remembered. Its state
 // then equals a fresh entry's, so dropping it changes no decision.
 func (e *entry) idle(now time.Time, ttl time.Duration) bool {
-	if e.inflight > 0 || len(e.queue) > 0 || len(e.holds) > 0 || !e.reqUntil.IsZero() {
+	if e.inflight > 0 || len(e.queue) > 0 || len(e.holds) > 0 {
 		return false
 	}
 	if e.lim.Tokens > 0 && !e.tok.full(now) {
 		return false
 	}
-	if e.req != nil && e.req.TokensAt(now) < float64(e.lim.RequestBurst) {
+	if e.lim.Requests > 0 && !e.req.full(now) {
 		return false
 	}
 	e.sweepPrograms(now, ttl)

@@ -117,7 +117,7 @@ func TestBucketsInSeries(t *testing.T) {
 			t.Fatalf("token-limited call = %v, want ErrLimited", err)
 		}
 		e := l.acquire(l.keyOf(r), time.Now())
-		got := e.req.TokensAt(time.Now())
+		got, _ := e.req.at(time.Now())
 		e.mu.Unlock()
 		if got != 1 {
 			t.Errorf("request tokens after a token-bucket refusal = %v, want 1", got)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // SetLimit changes the limits of every key, existing and future, at once:
@@ -44,8 +42,6 @@ func (l *Limiter) SetLimit(lim Limits) error {
 	}
 	return nil
 }
-
-func rateLimit(perSecond float64) rate.Limit { return rate.Limit(perSecond) }
 
 func logModel(model string) slog.Attr   { return slog.String("model", model) }
 func logWait(d time.Duration) slog.Attr { return slog.Duration("retry_after", d) }
