@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/portico-llm/portico"
@@ -151,15 +152,22 @@ func (b *Balancer) Replicas() []*Replica { return b.replicas }
 // counts the call in flight there, and returns the replica's index with a
 // Done that must be called once when the call ends. It never blocks; with the
 // built-in round-robin and least-in-flight strategies it does not allocate.
-// Error: an [*portico.Error] of class Rejected wrapping [ErrNoRoute] when no
-// replica is available.
+// Errors: an [*portico.Error] of class Rejected wrapping [ErrNoRoute] when no
+// replica is available; a Permanent one when info.Request is nil. It panics if
+// a custom [Picker] returns an index out of range.
 func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
+	if info.Request == nil {
+		return PickResult{Index: -1}, errNilRequest
+	}
 	if info.InputTokens <= 0 && !b.blind {
 		info.InputTokens = b.est.EstimateInputTokens(info.Request)
 	}
 	pr, err := b.picker.Pick(info)
 	if err != nil {
 		return PickResult{Index: -1}, err
+	}
+	if uint(pr.Index) >= uint(len(b.replicas)) {
+		panic("route: Picker returned replica index " + strconv.Itoa(pr.Index) + " out of range")
 	}
 	r := b.replicas[pr.Index]
 	r.count.Add(pickUnit)
@@ -171,9 +179,12 @@ func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
 	return pr, nil
 }
 
-// Generate picks a replica, calls it and reports the outcome to the strategy.
-// The Response's Route names the replica. Errors: the replica's error
-// unchanged, or Pick's error. A Balancer does not retry on another replica:
+// Generate picks a replica, calls it (with the replica's Route.ModelName, see
+// [portico.Route.RequestFor]) and reports the outcome to the strategy. The
+// Response's Route names the replica. Errors: the replica's error unchanged
+// (an InvalidResponse one if it returned neither answer nor error), or Pick's
+// error. A panic in the replica's Model ends the call's in-flight count and
+// goes on up. A Balancer does not retry on another replica:
 // put a retry or fallback layer around it.
 func (b *Balancer) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	pr, err := b.Pick(PickInfo{Request: req})
@@ -181,8 +192,7 @@ func (b *Balancer) Generate(ctx context.Context, req *portico.Request) (*portico
 		return nil, err
 	}
 	r := b.replicas[pr.Index]
-	resp, d := call(ctx, r.Route.Model, req)
-	pr.Done(d)
+	resp, d := guardedCall(ctx, r.Route.Model, r.Route.RequestFor(req), pr.Done)
 	if d.Err != nil {
 		return nil, d.Err
 	}

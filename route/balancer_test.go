@@ -361,6 +361,22 @@ func TestBalancerAllocs(t *testing.T) {
 			t.Errorf("%T Pick+Done allocs = %v, want 0", s, allocs)
 		}
 	}
+	// Generate adds nothing to what the replica's Model allocates (here
+	// nothing: it returns a shared Response), on success and on error.
+	shared := &portico.Response{Text: "ok"}
+	for _, m := range []portico.Model{
+		portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return shared, nil }),
+		portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return nil, errPanic }),
+	} {
+		b := mustBalancer(t, []portico.Route{{Name: "a", Model: m}, {Name: "b", Model: m}}, RoundRobin{})
+		r, _ := NewRouter(RouterConfig{Routes: []portico.Route{{Name: "a", Model: m}}})
+		if allocs := testing.AllocsPerRun(200, func() { b.Generate(context.Background(), req) }); allocs != 0 {
+			t.Errorf("Balancer.Generate allocs = %v, want 0", allocs)
+		}
+		if allocs := testing.AllocsPerRun(200, func() { r.Generate(context.Background(), req) }); allocs != 0 {
+			t.Errorf("Router.Generate allocs = %v, want 0", allocs)
+		}
+	}
 	if _, err := NewBalancer(BalancerConfig{}); err == nil {
 		t.Error("NewBalancer(no replicas) = nil error, want one")
 	}

@@ -80,7 +80,8 @@ type CascadeConfig struct {
 // A step that does not fit the request (the shared [portico.Capabilities.Fits]
 // filter) or is unavailable (breaker open) is skipped without a call. A step
 // that fails with a route error (transient, rate limited, incompatible,
-// invalid, ambiguous, rejected) moves on to the next step; a Permanent error
+// invalid (as is a step that returns neither answer nor error), ambiguous,
+// rejected) moves on to the next step; a Permanent error
 // (the request itself is wrong) and the caller's cancellation or deadline end
 // the cascade at once.
 //
@@ -131,13 +132,16 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 
 // Generate runs the cascade on req as described on [Cascade]. Errors:
 //   - the caller's cancellation or deadline, or a step's Permanent error, as
-//     the step returned it;
+//     the step returned it; a Permanent error when req is nil;
 //   - with [ExhaustedError], when answers came but none was accepted: class
 //     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
 //   - when no step answered at all: the class of the last step's error (or
 //     Rejected/Incompatible when every step was skipped, wrapping [ErrNoRoute]),
 //     wrapping [ErrExhausted] and every step's error.
 func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
 	n := c.est.EstimateInputTokens(req)
 	buffered := req
 	var chunks []string // the current step's chunks, held back until accepted
@@ -175,6 +179,9 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		called = true
 		chunks = chunks[:0]
 		resp, err := rt.Model.Generate(ctx, rt.RequestFor(sreq))
+		if err == nil && resp == nil {
+			err = errNilResponse(rt.Name) // a broken Model: a route fault, try the next step
+		}
 		if err != nil {
 			class := portico.ClassOf(err)
 			if live || class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {

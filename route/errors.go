@@ -24,6 +24,21 @@ var (
 	ErrExhausted = errors.New("route: cascade exhausted")
 )
 
+// errNilRequest is returned by every Model and picker of the package for a nil
+// *Request: a caller's bug, so Permanent. Shared; callers must not modify it.
+var errNilRequest error = &portico.Error{Class: portico.Permanent, Reason: "nil request"}
+
+// errNilResponse stands for a route whose Model broke its contract by
+// returning neither a Response nor an error.
+func errNilResponse(route string) error {
+	return &portico.Error{Class: portico.InvalidResponse, Model: route, Reason: "nil response"}
+}
+
+// errPanic is the outcome fed back to a picker when the chosen Model panics
+// (the panic then goes on up): a failure of the route, as package breaker
+// counts it.
+var errPanic error = &portico.Error{Class: portico.Transient, Reason: "panic"}
+
 // Hop reasons used by this package, content-free.
 const (
 	reasonUnavailable = "unavailable"
@@ -71,6 +86,15 @@ func estimate(est portico.Estimator, info *PickInfo) int {
 		return info.InputTokens
 	}
 	return est.EstimateInputTokens(info.Request)
+}
+
+// classOf is [portico.ClassOf] without its allocation in the common case of a
+// bare *portico.Error (ClassOf's errors.As target escapes to the heap).
+func classOf(err error) portico.Class {
+	if e, ok := err.(*portico.Error); ok && e != nil {
+		return e.Class
+	}
+	return portico.ClassOf(err)
 }
 
 // hopClass is the class reported for a hop: Rejected for an unavailable route,

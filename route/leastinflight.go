@@ -44,6 +44,9 @@ func splitmix64(x uint64) uint64 {
 
 func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 	n := uint64(len(p.replicas))
+	if n == 0 {
+		return PickResult{Index: -1}, noReplica()
+	}
 	if n == 1 {
 		if p.replicas[0].Available() {
 			return PickResult{Index: 0}, nil

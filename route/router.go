@@ -197,10 +197,16 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 // Pick chooses the route for info.Request: the fitting, available route with
 // the lowest Policy score, the earliest on a tie. It counts the call in flight
 // on that route; the caller must call the result's Done once the call ends. It
-// never blocks and does not allocate. Error: an [*portico.Error] wrapping
-// [ErrNoRoute] when no route fits and is available.
+// never blocks, and when a route is found it does not allocate (the Fits
+// rejections of the routes passed over are shared values); only the no-route
+// error, which lists every route's reason, allocates. Errors: an
+// [*portico.Error] wrapping [ErrNoRoute] when no route fits and is available
+// (Class as ErrNoRoute says); a Permanent one when info.Request is nil.
 func (r *Router) Pick(info PickInfo) (PickResult, error) {
 	req := info.Request
+	if req == nil {
+		return PickResult{Index: -1}, errNilRequest
+	}
 	n := estimate(r.est, &info)
 	best, bestScore := -1, math.Inf(1)
 	for i := range r.routes {
@@ -240,7 +246,7 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 func (r *Router) feedback(i int, d DoneInfo) {
 	st := &r.stats[i]
 	st.inFlight.Add(-1)
-	class := portico.ClassOf(d.Err)
+	class := classOf(d.Err)
 	if class == portico.Canceled || class == portico.Deadline || class == portico.Incompatible {
 		return // says nothing about the route's speed or health
 	}
@@ -270,7 +276,9 @@ func (r *Router) Stats(i int) Candidate {
 // Generate picks a route with [Router.Pick], calls it, and feeds back latency,
 // TTFT (when streaming) and the outcome. The Response's Route names the route
 // and Cost is its Capabilities.Cost of the usage. Errors: the chosen route's
-// error unchanged, or Pick's error. A Router does not fall back: put a fallback
+// error unchanged (an InvalidResponse one if it returned neither answer nor
+// error), or Pick's error. A panic in the route's Model is fed back as a
+// failure and then goes on up. A Router does not fall back: put a fallback
 // layer around it, or use a [Cascade].
 func (r *Router) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	pr, err := r.Pick(PickInfo{Request: req})
@@ -278,8 +286,7 @@ func (r *Router) Generate(ctx context.Context, req *portico.Request) (*portico.R
 		return nil, err
 	}
 	rt := &r.routes[pr.Index]
-	resp, d := call(ctx, rt.Model, rt.RequestFor(req))
-	pr.Done(d)
+	resp, d := guardedCall(ctx, rt.Model, rt.RequestFor(req), pr.Done)
 	if d.Err != nil {
 		return nil, d.Err
 	}
@@ -288,23 +295,36 @@ func (r *Router) Generate(ctx context.Context, req *portico.Request) (*portico.R
 	return resp, nil
 }
 
+// guardedCall is call followed by done(d); if m panics, done gets [errPanic]
+// before the panic goes on, so in-flight counts are never leaked.
+func guardedCall(ctx context.Context, m portico.Model, req *portico.Request, done func(DoneInfo)) (*portico.Response, DoneInfo) {
+	ok := false
+	defer func() {
+		if !ok {
+			done(DoneInfo{Err: errPanic})
+		}
+	}()
+	resp, d := call(ctx, m, req)
+	ok = true
+	done(d)
+	return resp, d
+}
+
 // call runs m on req, timing it; when req streams, it wraps OnChunk on a copy
-// of req to time the first chunk (one allocation, only when streaming).
+// of req to time the first chunk (two allocations, only when streaming).
 func call(ctx context.Context, m portico.Model, req *portico.Request) (*portico.Response, DoneInfo) {
 	start := time.Now()
-	var ttft time.Duration
+	var tm *chunkTimer
 	if req.OnChunk != nil {
-		orig := req.OnChunk
-		req = req.Clone()
-		req.OnChunk = func(c portico.Chunk) error {
-			if ttft == 0 {
-				ttft = max(time.Since(start), 1)
-			}
-			return orig(c)
-		}
+		tm = &chunkTimer{req: *req, orig: req.OnChunk, start: start}
+		tm.req.OnChunk = tm.onChunk
+		req = &tm.req
 	}
 	resp, err := m.Generate(ctx, req)
-	d := DoneInfo{Err: err, Latency: time.Since(start), TTFT: ttft}
+	d := DoneInfo{Err: err, Latency: time.Since(start)}
+	if tm != nil {
+		d.TTFT = tm.ttft
+	}
 	if err == nil {
 		if resp == nil {
 			d.Err = &portico.Error{Class: portico.InvalidResponse, Reason: "nil response"}
@@ -313,4 +333,20 @@ func call(ctx context.Context, m portico.Model, req *portico.Request) (*portico.
 		d.Usage = resp.Usage
 	}
 	return resp, d
+}
+
+// chunkTimer holds a streaming call's copy of the request and times its first
+// chunk.
+type chunkTimer struct {
+	req   portico.Request
+	orig  func(portico.Chunk) error
+	start time.Time
+	ttft  time.Duration
+}
+
+func (t *chunkTimer) onChunk(c portico.Chunk) error {
+	if t.ttft == 0 {
+		t.ttft = max(time.Since(t.start), 1)
+	}
+	return t.orig(c)
 }

@@ -222,6 +222,22 @@ func TestRoutesGetTheirModelName(t *testing.T) {
 	if _, err := router.Generate(context.Background(), req); err != nil || got != "served-name" || req.Model != "asked" {
 		t.Errorf("Router sent %q (err %v), caller's %q; want served-name, asked", got, err, req.Model)
 	}
+	th, err := NewThreshold(ThresholdConfig{Strong: rt, Weak: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = ""
+	if _, err := th.Generate(context.Background(), req); err != nil || got != "served-name" || req.Model != "asked" {
+		t.Errorf("Threshold sent %q (err %v), caller's %q; want served-name, asked", got, err, req.Model)
+	}
+	bal, err := NewBalancer(BalancerConfig{Replicas: []portico.Route{rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = ""
+	if _, err := bal.Generate(context.Background(), req); err != nil || got != "served-name" || req.Model != "asked" {
+		t.Errorf("Balancer sent %q (err %v), caller's %q; want served-name, asked", got, err, req.Model)
+	}
 	casc, err := NewCascade(CascadeConfig{Steps: []Step{{Route: rt}}})
 	if err != nil {
 		t.Fatal(err)

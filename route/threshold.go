@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/portico-llm/portico"
 )
@@ -42,10 +43,13 @@ type Threshold struct {
 }
 
 // NewThreshold returns a Threshold router for cfg, or an error starting "route:"
-// when a route has a nil Model.
+// when a route has a nil Model or the threshold is NaN.
 func NewThreshold(cfg ThresholdConfig) (*Threshold, error) {
 	if cfg.Strong.Model == nil || cfg.Weak.Model == nil {
 		return nil, errors.New("route: NewThreshold needs Strong and Weak routes with Models")
+	}
+	if math.IsNaN(cfg.Threshold) {
+		return nil, errors.New("route: NewThreshold threshold is NaN")
 	}
 	t := &Threshold{routes: [2]portico.Route{cfg.Weak, cfg.Strong}, scorer: cfg.Scorer, threshold: cfg.Threshold, est: cfg.Estimator}
 	if t.scorer == nil {
@@ -79,10 +83,14 @@ func (t *Threshold) Decide(req *portico.Request) ThresholdPick {
 // Generate routes req as described on [Threshold] and calls the chosen route.
 // The Response's Route names it, Cost is its Capabilities.Cost of the usage, and
 // Hops holds the preferred route when it was skipped. Errors: the chosen
-// route's error, unchanged; or, when neither route fits and is available, an
+// route's error, unchanged (an InvalidResponse one if it returned neither
+// answer nor error); when neither route fits and is available, an
 // [*portico.Error] wrapping [ErrNoRoute] (Class Rejected or Incompatible, see
-// ErrNoRoute).
+// ErrNoRoute); a Permanent one when req is nil.
 func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
 	d := t.Decide(req)
 	first := 0
 	if d.Strong {
@@ -97,6 +105,9 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
 			if err != nil {
 				return nil, err
+			}
+			if resp == nil {
+				return nil, errNilResponse(r.Name)
 			}
 			resp.Route = r.Name
 			resp.Cost = r.Capabilities.Cost(resp.Usage)
