@@ -9,9 +9,30 @@ import (
 
 var posInf = math.Inf(1)
 
-// unit is one retry token in the buckets' fixed-point arithmetic (2^20 per
-// token), so deposits of 0.1 are exact enough and every update is one atomic.
-const unit = 1 << 20
+// unit is one retry token in the buckets' fixed-point arithmetic (10^9 per
+// token), so every update is one atomic and decimal ratios such as 0.1 are
+// exact: ten deposits of 0.1 make one token.
+const unit = 1_000_000_000
+
+// maxBurst is the largest Budget.Burst whose capacity fits in an int64 of
+// 1/unit with room for one more deposit: about 4.6 billion retries.
+const maxBurst = math.MaxInt64 / unit / 2
+
+// depositOf converts a ratio in retries per request to 1/unit, rounding down
+// so that the deposits of n requests never exceed ratio*n (DESIGN.md's bound
+// is exact), except that a product within 10^-6 of an integer is taken as that
+// integer: float64(0.3)*10^9 is 299999999.99999997, and 0.3 means 3/10. The
+// deposit is capped at the capacity.
+func depositOf(ratio float64, capacity int64) int64 {
+	x := ratio * unit
+	if x >= float64(capacity) {
+		return capacity
+	}
+	if r := math.Round(x); math.Abs(x-r) < 1e-6 {
+		return int64(r)
+	}
+	return int64(math.Floor(x))
+}
 
 type budgetKey struct{ dest, client string }
 
@@ -75,11 +96,11 @@ type budgets struct {
 
 func newBudgets(ratio float64, burst, maxKeys int) *budgets {
 	bs := &budgets{
-		depositAmt: int64(math.Round(ratio * unit)),
-		capacity:   int64(burst) * unit,
-		maxKeys:    int64(maxKeys),
-		seed:       maphash.MakeSeed(),
+		capacity: int64(burst) * unit,
+		maxKeys:  int64(maxKeys),
+		seed:     maphash.MakeSeed(),
 	}
+	bs.depositAmt = depositOf(ratio, bs.capacity)
 	bs.overflow = bs.newBucket(budgetKey{})
 	return bs
 }

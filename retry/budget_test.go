@@ -172,3 +172,43 @@ func TestBudgetLookupReturnsOwnBucket(t *testing.T) {
 		}
 	}
 }
+
+// DESIGN.md's bound, retries <= burst + ratio*requests, must hold exactly, so
+// a deposit is never more than ratio tokens: over 10^7 requests at 10%, a
+// deposit rounded up by 0.4 in 2^20 (the earlier fixed point) granted 3.8
+// retries beyond the bound. Decimal ratios are exact; others round down.
+func TestDepositNeverExceedsRatio(t *testing.T) {
+	for _, ratio := range []float64{0.1, 0.05, 0.2, 0.3, 1.0 / 3, 0.7, 1e-9, 0.123456789, 1, 2.5} {
+		bs := newBudgets(ratio, 10, 10)
+		if got := float64(bs.depositAmt) / unit; got > ratio {
+			t.Errorf("newBudgets(%v): deposit %v tokens, want <= %v", ratio, got, ratio)
+		}
+		// 10^7 deposits grant at most ratio*10^7 tokens (the exact product of
+		// integers; float64 holds both sides exactly here).
+		if granted, bound := float64(bs.depositAmt)*1e7, ratio*unit*1e7; granted > bound {
+			t.Errorf("newBudgets(%v): 1e7 deposits = %.0f in 1/unit, want <= %.0f", ratio, granted, bound)
+		}
+	}
+	// Decimal ratios are exact: 10 deposits of 0.1 make one whole token.
+	if bs := newBudgets(0.1, 1, 1); 10*bs.depositAmt != unit {
+		t.Errorf("10 deposits of 0.1 = %d in 1/unit, want exactly %d", 10*bs.depositAmt, unit)
+	}
+	// A ratio above the burst fills the bucket in one request, no more.
+	if bs := newBudgets(1e12, 3, 1); bs.depositAmt != bs.capacity {
+		t.Errorf("deposit for ratio 1e12, burst 3 = %d, want the capacity %d", bs.depositAmt, bs.capacity)
+	}
+}
+
+// A hostile Budget fails at construction instead of overflowing the fixed
+// point: NaN or infinite ratio, a burst whose capacity overflows int64.
+func TestNewRejectsBudgetOverflow(t *testing.T) {
+	for _, b := range []Budget{{Ratio: math.NaN()}, {Ratio: math.Inf(1)}, {Burst: math.MaxInt}, {Burst: math.MaxInt64 / unit * 2}} {
+		if _, err := New(Config{Budget: b}); err == nil {
+			t.Errorf("New(Budget %+v) = nil error, want one", b)
+		}
+	}
+	r := mustNew(t, Config{Budget: Budget{Burst: maxBurst}})
+	if got := r.BudgetLevel("m", "c"); got != maxBurst {
+		t.Errorf("BudgetLevel with Burst maxBurst = %v, want %v", got, float64(maxBurst))
+	}
+}

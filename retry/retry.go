@@ -3,6 +3,7 @@ package retry
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -86,13 +87,16 @@ type Budget struct {
 	// Off disables the budget: retries are limited by MaxAttempts only.
 	Off bool
 	// Ratio is the tokens (retries) each new request deposits. Zero means
-	// [DefaultBudgetRatio] (0.1); negative is an error; see NoRefill for none.
+	// [DefaultBudgetRatio] (0.1); negative, NaN or infinite is an error; see
+	// NoRefill for none. Tokens are kept in units of 10^-9: a decimal ratio
+	// is exact, any other is rounded down, so the bound above always holds.
 	Ratio float64
 	// NoRefill makes the budget a fixed allowance of Burst retries per key: new
 	// requests deposit nothing (seed 001: "a budget of 20 retries, no refill").
 	NoRefill bool
 	// Burst is the bucket's capacity and initial level, in retries. Zero means
-	// [DefaultBudgetBurst] (10); negative is an error.
+	// [DefaultBudgetBurst] (10); negative, or above 4,611,686,018 (the fixed
+	// point's range), is an error.
 	Burst int
 	// MaxKeys bounds the buckets kept. When a new key would exceed it, buckets
 	// that are full (indistinguishable from new ones) or unused since the last
@@ -255,6 +259,12 @@ func New(cfg Config) (*Retrier, error) {
 	b := cfg.Budget
 	if b.Ratio < 0 || b.Burst < 0 || b.MaxKeys < 0 {
 		return nil, errors.New("retry: negative Config.Budget field")
+	}
+	if math.IsNaN(b.Ratio) || math.IsInf(b.Ratio, 0) {
+		return nil, errors.New("retry: Config.Budget.Ratio is not a finite number")
+	}
+	if b.Burst > maxBurst {
+		return nil, errors.New("retry: Config.Budget.Burst above " + strconv.Itoa(maxBurst))
 	}
 	r := &Retrier{
 		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
