@@ -189,3 +189,34 @@ func TestRankedGroupConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeoutsLearnt: a candidate that runs out of its own share of the time
+// is marked as failed; one cut short by the caller's own deadline is not.
+func TestTimeoutsLearnt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "a", block: true}, &fake{name: "b", block: true}
+		g := Must(Config{Ranker: ByHealth, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		defer cancel()
+		g.Generate(ctx, simple) // a: its 4.5 s share runs out; b: 3.2 s, then the caller's ctx has 300 ms left
+		if g.stats[0].failedAt.Load() == 0 {
+			t.Errorf("a not marked failed after running out of its share")
+		}
+		if at := g.stats[1].failedAt.Load(); at == 0 {
+			t.Errorf("b not marked failed after running out of its allowance")
+		}
+		// Now a route that returns a Deadline error once the caller's own
+		// deadline has passed: the caller's impatience, not the route's fault.
+		late := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			time.Sleep(2 * time.Second)
+			return nil, perr(portico.Deadline)
+		})
+		g = Must(Config{Ranker: ByHealth, Routes: []portico.Route{{Name: "c", Model: late}}})
+		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+		defer cancel2()
+		g.Generate(ctx2, simple)
+		if at := g.stats[0].failedAt.Load(); at != 0 {
+			t.Errorf("c marked failed at %d, want unmarked: the caller's deadline ended it", at)
+		}
+	})
+}

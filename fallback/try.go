@@ -56,7 +56,7 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 		err = &portico.Error{Class: portico.InvalidResponse, Model: r.Name, Reason: "nil response"}
 	}
 	if g.stats != nil {
-		g.learn(c.idx, start, err)
+		g.learn(ctx, c.idx, start, err)
 	}
 	if err == nil {
 		return resp, false, nil
@@ -136,15 +136,17 @@ func (g *Group) outOfTime(ctx context.Context, c *call) error {
 }
 
 // learn records the outcome of a call to route idx that started at start on
-// the group's clock, for the Candidate fields a Ranker reads.
-func (g *Group) learn(idx int, start int64, err error) {
+// the group's clock, for the Candidate fields a Ranker reads. A Deadline
+// counts against the route only when it ran out of its own share of the time,
+// not when the caller's ctx ended.
+func (g *Group) learn(ctx context.Context, idx int, start int64, err error) {
 	now := g.clock()
 	st := &g.stats[idx]
 	if err == nil {
 		st.success(time.Duration(now - start))
 		return
 	}
-	if c := portico.ClassOf(err); c.RouteFault() || c == portico.Deadline {
+	if c := portico.ClassOf(err); c.RouteFault() || (c == portico.Deadline && ctx.Err() == nil) {
 		st.failure(now)
 	}
 }
