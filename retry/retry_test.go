@@ -466,6 +466,47 @@ func TestDeadline600ms(t *testing.T) {
 			}
 		})
 	})
+	// An attempt never gets more time than remains: with a 200 ms
+	// AttemptTimeout and streaming timeouts too, each attempt's context ends at
+	// min(start + 200 ms, 600 ms), so the third, started at 550 ms, has 50 ms.
+	for _, stream := range []bool{false, true} {
+		name := "attempt timeout capped by the deadline"
+		if stream {
+			name += ", streamed"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var left []time.Duration
+				inner := slowFail(200 * time.Millisecond)
+				base := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+					dl, ok := ctx.Deadline()
+					if !ok {
+						t.Errorf("attempt context without a deadline")
+					}
+					left = append(left, time.Until(dl))
+					return inner.Generate(ctx, req)
+				})
+				r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 50 * time.Millisecond, AttemptTimeout: 200 * time.Millisecond,
+					FirstChunkTimeout: time.Second, ChunkGapTimeout: time.Second})
+				ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+				defer cancel()
+				req := userReq.Clone()
+				req.Idempotent = true
+				if stream {
+					req.OnChunk = func(portico.Chunk) error { return nil }
+				}
+				start := time.Now()
+				_, err := r.Wrap(base).Generate(ctx, req)
+				ms := time.Millisecond
+				if want := []time.Duration{200 * ms, 200 * ms, 50 * ms}; !equal(left, want) {
+					t.Errorf("time each attempt's context allowed = %v, want %v", left, want)
+				}
+				if time.Since(start) != 600*ms || portico.ClassOf(err) != portico.Deadline {
+					t.Errorf("ended at %v with %v, want at 600ms with a deadline error", time.Since(start), err)
+				}
+			})
+		})
+	}
 	t.Run("third attempt not started", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			base := slowFail(200 * time.Millisecond)
