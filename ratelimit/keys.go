@@ -20,9 +20,13 @@ const (
 // shard is one slice of the key table. Lookups of existing keys read an
 // immutable snapshot without locking (read); m, under mu, is the authoritative
 // table, republished as a new snapshot when lookups miss often enough, as
-// sync.Map does with its read and dirty maps.
+// sync.Map does with its read and dirty maps. The snapshot is keyed by the
+// key's 64-bit hash, which picks the shard too, so a lookup hashes the two
+// strings once (a map keyed by key would hash them again) and then compares
+// the entry's key; of two keys with the same hash (odds 2^-64 per pair) the
+// snapshot holds one, and the other is found under mu.
 type shard struct {
-	read    atomic.Pointer[map[key]*entry]
+	read    atomic.Pointer[map[uint64]*entry]
 	mu      sync.Mutex
 	m       map[key]*entry
 	misses  int // lookups that missed read since it was published
@@ -35,6 +39,7 @@ type shard struct {
 // which a caller that raced with the eviction must look up again.
 type entry struct {
 	mu       sync.Mutex
+	k        key // immutable
 	dead     bool
 	lim      *Limits // the limits in force, replaced by SetLimit
 	tok      bucket  // tokens; valid when lim.Tokens > 0
@@ -46,8 +51,8 @@ type entry struct {
 	progAt   int // sweep programs when len(programs) reaches this
 }
 
-func newEntry(lim *Limits, now time.Time) *entry {
-	e := &entry{lim: lim}
+func newEntry(k key, lim *Limits, now time.Time) *entry {
+	e := &entry{k: k, lim: lim}
 	e.setLimits(lim, now)
 	return e
 }
@@ -93,15 +98,12 @@ func (e *entry) idle(now time.Time, ttl time.Duration) bool {
 	return len(e.programs) == 0
 }
 
-func (l *Limiter) shardOf(k key) *shard {
-	return &l.shards[maphash.Comparable(l.seed, k)&(numShards-1)]
-}
-
 // acquire returns k's entry locked, creating it if needed.
 func (l *Limiter) acquire(k key, now time.Time) *entry {
-	s := l.shardOf(k)
+	h := maphash.Comparable(l.seed, k)
+	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
-		if e := (*r)[k]; e != nil {
+		if e := (*r)[h]; e != nil && e.k == k {
 			e.mu.Lock()
 			if !e.dead {
 				return e
@@ -146,13 +148,13 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Time) *entry {
 			s.sweepAt = 2 * len(s.m)
 			s.misses = len(s.m) // force a republish: read holds dead entries
 		}
-		e = newEntry(l.limits.Load(), now)
+		e = newEntry(k, l.limits.Load(), now)
 		s.m[k] = e
 	}
 	if s.misses >= len(s.m) {
-		r := make(map[key]*entry, len(s.m))
-		for k, e := range s.m {
-			r[k] = e
+		r := make(map[uint64]*entry, len(s.m))
+		for _, e := range s.m {
+			r[maphash.Comparable(l.seed, e.k)] = e // of colliding keys, any one
 		}
 		s.read.Store(&r)
 		s.misses = 0
