@@ -21,7 +21,7 @@ import (
 //
 //	func TestConformance(t *testing.T) {
 //		modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
-//			return retry.New(retry.Config{}).Wrap(base)
+//			return retry.MustNew(retry.Config{}).Wrap(base)
 //		})
 //	}
 //

@@ -63,7 +63,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
-//			return breaker.New(breaker.Config{}).Wrap(base)
+//			return retry.MustNew(retry.Config{}).Wrap(base)
 //		})
 //	}
 //

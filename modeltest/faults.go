@@ -253,15 +253,18 @@ func (m *faultModel) stall(ctx context.Context, req *portico.Request) (*portico.
 	return nil, portico.FromContext(ctx)
 }
 
-// corrupt answers with the inner Model's Response made invalid (k is
-// FaultInvalidJSON or FaultTruncation), streaming the corrupted text.
+// corrupt answers with a copy of the inner Model's Response made invalid (k
+// is FaultInvalidJSON or FaultTruncation), streaming the corrupted text. An
+// inner (nil, nil) is passed through.
 func (m *faultModel) corrupt(ctx context.Context, req *portico.Request, k FaultKind) (*portico.Response, error) {
 	r := req.Clone()
 	r.OnChunk = nil
 	resp, err := m.next.Generate(ctx, r)
-	if err != nil {
-		return nil, err
+	if err != nil || resp == nil {
+		return resp, err
 	}
+	c := *resp // the inner Model may share its Response: change a copy
+	resp = &c
 	if k == FaultInvalidJSON {
 		resp.Text = BrokenJSON
 	} else {

@@ -267,3 +267,26 @@ func BenchmarkFaultsPassThrough(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 }
+
+// Corrupting faults change a copy: an inner Model that returns one shared
+// Response (a cached answer) is not modified, so its later callers, and calls
+// running at the same time, see the original; and an inner Model that breaks
+// the contract with (nil, nil) gets that passed through, not a nil dereference.
+func TestFaultsCorruptACopy(t *testing.T) {
+	for _, k := range []FaultKind{FaultInvalidJSON, FaultTruncation} {
+		shared := &portico.Response{Text: "alpha beta", FinishReason: portico.FinishStop}
+		inner := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return shared, nil })
+		resp, err := MustFaults(FaultConfig{Rates: map[FaultKind]float64{k: 1}}).Wrap(inner).Generate(context.Background(), userReq("q"))
+		if err != nil || resp == shared || resp.Text == "alpha beta" {
+			t.Errorf("%v: Generate() = (%+v, %v), want a corrupted copy", k, resp, err)
+		}
+		if shared.Text != "alpha beta" || shared.FinishReason != portico.FinishStop {
+			t.Errorf("%v: the inner Model's Response became %+v, want it unchanged", k, shared)
+		}
+		nilNil := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return nil, nil })
+		resp, err = MustFaults(FaultConfig{Rates: map[FaultKind]float64{k: 1}}).Wrap(nilNil).Generate(context.Background(), userReq("q"))
+		if resp != nil || err != nil {
+			t.Errorf("%v over (nil, nil): Generate() = (%v, %v), want (nil, nil) passed through", k, resp, err)
+		}
+	}
+}
