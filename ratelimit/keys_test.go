@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"hash/maphash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -179,5 +180,26 @@ func TestEvictionRace(t *testing.T) {
 	}
 	if n := l.Keys(); n >= 6000 {
 		t.Errorf("entries after 6000 keys = %d, want fewer: eviction must have run during the race", n)
+	}
+}
+
+// TestHashCollision: when the snapshot's slot for a key's hash holds another
+// key's entry (two keys with one 64-bit hash), the lookup still finds the
+// key's own entry, under the shard's lock.
+func TestHashCollision(t *testing.T) {
+	l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}})
+	now := time.Now()
+	a, b := key{a: "a"}, key{a: "b"}
+	ea := l.acquire(a, now)
+	ea.mu.Unlock()
+	eb := l.acquire(b, now)
+	eb.mu.Unlock()
+	h := maphash.Comparable(l.seed, b)
+	r := map[uint64]*entry{h: ea}
+	l.shards[h&(numShards-1)].read.Store(&r)
+	e := l.acquire(b, now)
+	e.mu.Unlock()
+	if e != eb || e.k != b {
+		t.Errorf("acquire(b) with a's entry in b's snapshot slot = entry of %v, want b's", e.k)
 	}
 }
