@@ -189,9 +189,11 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 	resp, err := g.next.Generate(ctx, req)
 	done = true
 	if err == nil && !b.needEnd {
-		b.ring.success()
-		if c := b.consec.Load(); c&0xffffffff != 0 {
-			b.consec.CompareAndSwap(c, word>>2<<32)
+		if b.word.Load() == word { // else its closed period is over: say nothing
+			b.ring.success()
+			if c := b.consec.Load(); c&0xffffffff != 0 {
+				b.consec.CompareAndSwap(c, word>>2<<32)
+			}
 		}
 		return resp, nil
 	}
@@ -215,9 +217,11 @@ func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next por
 	resp, err := next.Generate(ctx, req)
 	done = true
 	if err == nil && !b.needEnd { // the common case, without a call
-		b.ring.success()
-		if c := b.consec.Load(); c&0xffffffff != 0 {
-			b.consec.CompareAndSwap(c, word>>2<<32)
+		if b.word.Load() == word {
+			b.ring.success()
+			if c := b.consec.Load(); c&0xffffffff != 0 {
+				b.consec.CompareAndSwap(c, word>>2<<32)
+			}
 		}
 		return resp, nil
 	}
@@ -256,6 +260,12 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 	}
 	gen := word >> 2
 	slow := b.needStart && now-start >= int64(b.cfg.SlowCall)
+	if b.word.Load() != word {
+		// The closed period this call started in is over: its outcome says
+		// nothing about the current one, and recording it could reset a
+		// bucket the current period is filling.
+		return
+	}
 	if !failed && !slow {
 		if b.tring != nil {
 			b.tring.record(gen, now, 0)
@@ -266,9 +276,6 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 			b.consec.CompareAndSwap(c, gen<<32)
 		}
 		return
-	}
-	if b.word.Load() != word {
-		return // the closed period this call started in is over
 	}
 	var flags uint64
 	if failed {

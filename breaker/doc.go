@@ -34,7 +34,9 @@
 // rejections are ignored: neither success nor failure, so that one bad client
 // cannot make a healthy model look down (seed 003: a breaker per route and error
 // class). A panic in the wrapped Model counts as a failure and continues up the
-// stack.
+// stack. A call that began in a closed period that has since ended (the
+// breaker tripped while it ran) is not counted at all: what it says is about
+// the route before the trip, not about the closed period now under way.
 //
 // # Reading the state
 //

@@ -595,3 +595,58 @@ func TestHugeOpenFor(t *testing.T) {
 		}
 	})
 }
+
+// TestStragglerFromEarlierClosedPeriodIgnored: a call that started before the
+// breaker tripped and succeeds after it closed again says nothing about the
+// new closed period: it must neither count as one of its successes nor, in a
+// time-based window, wipe the bucket the new period is filling.
+func TestStragglerFromEarlierClosedPeriodIgnored(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"count": {WindowCalls: 10},
+		"time":  {WindowDuration: 10 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg.ConsecutiveFailures, cfg.MinCalls, cfg.FailureRate, cfg.OpenFor = -1, 2, 1, time.Second
+				rec := &recorder{}
+				cfg.OnStateChange = rec.hook
+				b := Must(cfg)
+				release := make(chan struct{})
+				var outcome error
+				m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+					if req.Model == "straggler" {
+						<-release
+						return okResp, nil
+					}
+					if outcome != nil {
+						return nil, outcome
+					}
+					return okResp, nil
+				}))
+				done := make(chan error)
+				go func() {
+					_, err := m.Generate(context.Background(), &portico.Request{Model: "straggler"})
+					done <- err
+				}()
+				synctest.Wait() // the straggler is in flight in closed period 0
+				outcome = fail(portico.Transient)
+				call(t, m)
+				call(t, m) // 2 of 2 failed: open
+				time.Sleep(time.Second)
+				outcome = nil
+				call(t, m) // probe: closed again
+				outcome = fail(portico.Transient)
+				call(t, m) // 1 of 1 failed, below MinCalls
+				close(release)
+				if err := <-done; err != nil {
+					t.Fatalf("straggler = %v, want success", err)
+				}
+				call(t, m) // 2 of 2 failed in the new period: open
+				want := []string{"closed>open:failure rate", "open>half_open:open interval elapsed", "half_open>closed:probes succeeded", "closed>open:failure rate"}
+				if got := rec.path(); !equal(got, want) {
+					t.Errorf("transitions = %v, want %v", got, want)
+				}
+			})
+		})
+	}
+}

@@ -130,10 +130,15 @@ func (r *timeRing) record(gen uint64, now int64, flags uint64) {
 	if b.key.Load() != key {
 		r.mu.Lock()
 		old := b.key.Load()
-		stale := old>>idxBits == gen&genMask && int64(old&idxMask) > idx&idxMask
-		if stale {
+		oldGen := old >> idxBits
+		stale := oldGen == gen&genMask && int64(old&idxMask) > idx&idxMask
+		// A bucket of a later closed period (generations only grow; compared
+		// modulo 2^24) is never reset by a call of an earlier one.
+		later := old != 0 && (oldGen-gen)&genMask != 0 && (oldGen-gen)&genMask < 1<<23
+		if stale || later {
 			// This call read its clock before another call opened a newer lap of
-			// the same bucket: its outcome is older than the window keeps.
+			// the same bucket, or belongs to a closed period that is over: its
+			// outcome is older than the window keeps.
 			r.mu.Unlock()
 			return
 		}

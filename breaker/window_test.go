@@ -92,3 +92,20 @@ func TestTimeRingMatchesNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeRingKeepsLaterGeneration: a call of an earlier closed period that
+// reaches a bucket after a later period wrote it leaves the bucket alone.
+func TestTimeRingKeepsLaterGeneration(t *testing.T) {
+	r := newTimeRing(1000, 10)
+	r.record(3, 150, flagFailed)
+	r.record(2, 160, 0) // a straggler of generation 2
+	if got, want := r.tally(3, 160), (tally{calls: 1, failed: 1}); got != want {
+		t.Errorf("tally(gen 3) = %+v, want %+v", got, want)
+	}
+	// Generation numbers wrap at 2^24: generation 0 after 2^24-1 is later.
+	r.record(0, 250, flagFailed)
+	r.record(genMask, 260, 0)
+	if got, want := r.tally(0, 260), (tally{calls: 1, failed: 1}); got != want {
+		t.Errorf("tally(gen 0 after wrap) = %+v, want %+v", got, want)
+	}
+}
