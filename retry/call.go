@@ -9,6 +9,10 @@ import (
 	"github.com/portico-llm/portico"
 )
 
+// errNilRequest is returned, without calling the wrapped Model, for a nil
+// request, as the other layers do.
+var errNilRequest error = &portico.Error{Class: portico.Permanent, Reason: "nil request"}
+
 // model is a Model wrapped by a Retrier.
 type model struct {
 	r    *Retrier
@@ -20,6 +24,9 @@ type model struct {
 // MinAttemptTime set, a deadline check; no context, timer or closure. Anything
 // else goes to run.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
 	r := m.r
 	var b *bucket
 	if r.budget != nil {

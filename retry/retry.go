@@ -337,6 +337,9 @@ func orDefault[T int | time.Duration](v, def T) T {
 // [ErrNoTimeLeft] (Deadline) or [ErrRetryAfterTooLong] (RateLimited); when the
 // caller's context ends during a wait, the error of [portico.FromContext].
 //
+// A nil request fails at once with a [portico.Permanent] error (Reason "nil
+// request") without calling next.
+//
 // Inner layers see the attempt through [portico.AttemptFromContext]: index 0
 // and no id on the first attempt (whose context is the caller's, unchanged),
 // then index i with a process-unique id. With MaxAttempts 1 the layer never

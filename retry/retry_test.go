@@ -616,3 +616,13 @@ func TestHappyPathAllocs(t *testing.T) {
 		}
 	}
 }
+
+// A nil request fails Permanent without reaching the wrapped Model, as in the
+// other layers, instead of a nil dereference.
+func TestNilRequest(t *testing.T) {
+	base := failing(transient())
+	resp, err := mustNew(t, Config{}).Wrap(base).Generate(context.Background(), nil)
+	if resp != nil || portico.ClassOf(err) != portico.Permanent || base.calls() != 0 {
+		t.Errorf("Generate(nil request) = (%v, %v) after %d calls, want a permanent error and no call", resp, err, base.calls())
+	}
+}
