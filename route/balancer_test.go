@@ -270,7 +270,7 @@ func TestBlockIndex(t *testing.T) {
 		t.Errorf("node arena = %d, want <= 4", len(x.nodes))
 	}
 	// evictionCost: 2 oldest blocks, bytes 1, uses 1.
-	if got := x.evictionCost(2); got != 2 {
+	if got := x.evictionCost(2, nil); got != 2 {
 		t.Errorf("evictionCost(2) = %v, want 2", got)
 	}
 	// longest over a chain.
@@ -465,5 +465,47 @@ func TestFastmod(t *testing.T) {
 				t.Fatalf("fastmod(%d, n=%d) = %d, want %d", a, n, got, want)
 			}
 		}
+	}
+}
+
+// A call whose cached prefix sits at the LRU end of a full index evicts other
+// prompts' blocks, not its own prefix: the prefix keeps its use counts, the
+// eviction cost E_g is priced on the blocks really evicted, and the index
+// ends with the prompt's block 0 most recent.
+func TestPrefixAwareKeepsOwnPrefix(t *testing.T) {
+	rs, _ := replicas(1)
+	b := mustBalancer(t, rs, PrefixAware{BlockBytes: 4, BytesPerToken: 1, Window: time.Minute, MaxBlocks: 4})
+	p := b.picker.(*prefixPicker)
+	t0 := time.Unix(1_800_000_000, 0)
+	for k, s := range []string{"aaaabbbb", "eeeeffff", "eeeeffff"} {
+		pr, err := b.Pick(PickInfo{Request: userReq(s), Now: t0.Add(time.Duration(k) * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr.Done(DoneInfo{})
+	}
+	// Index, most recent first: e f (2 uses each), a b (1 use each).
+	P := hashPrompt(userReq("aaaabbbbgggghhhh"), 4, nil)
+	x := &p.state[0].index
+	// Two new blocks evict two others: e and f would cost 4*2 each; a and
+	// b, the call's own prefix, are passed over.
+	if got := x.evictionCost(2, P[:2]); got != 16 {
+		t.Errorf("evictionCost(2, keep the prefix a b) = %v, want 16 (e and f: 4 bytes * 2 uses each)", got)
+	}
+	if got := x.evictionCost(2, nil); got != 8 {
+		t.Errorf("evictionCost(2, keep nothing) = %v, want 8 (a and b: 4 bytes * 1 use each)", got)
+	}
+	if _, err := b.Pick(PickInfo{Request: userReq("aaaabbbbgggghhhh"), Now: t0.Add(3 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	var order []uint64
+	var uses []int32
+	for i := x.head; i >= 0; i = x.nodes[i].next {
+		order = append(order, x.nodes[i].hash)
+		uses = append(uses, x.nodes[i].uses)
+	}
+	want := []uint64{P[0].hash, P[1].hash, P[2].hash, P[3].hash}
+	if fmt.Sprint(order) != fmt.Sprint(want) || fmt.Sprint(uses) != "[2 2 1 1]" {
+		t.Errorf("index after the call = %v uses %v, want the prompt's 4 blocks in order %v with uses [2 2 1 1]", order, uses, want)
 	}
 }

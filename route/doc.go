@@ -68,6 +68,31 @@
 // near 0.87 against 0.57 for the cache-blind pair, and the rebalance keeps the
 // hot burst within the factor, where plain E2 herds it onto one replica.
 //
+// # Why the Balancer is a Model and has no Wrap
+//
+// Every other layer of Portico is a [portico.Middleware], func(Model) Model,
+// with a method value such as b.Wrap. A balancer cannot be one: a Middleware
+// receives one next Model, and a balancer's whole job is to choose among
+// several, each a different endpoint with its own breaker, limits and cache.
+// A Wrap(next) form would have to ignore next, or pretend that one Model can
+// reach every replica through some provider-specific request field; either
+// would mislead. So [Balancer], like [Router], [Threshold] and [Cascade], is a
+// [portico.Model] built from its routes. Layers still compose around and
+// inside it:
+//
+//	perReplica := func(name string, m portico.Model) portico.Route {
+//		br := breaker.Must(breaker.Config{})
+//		return portico.Route{Name: name, Model: portico.Chain(m, br.Wrap), Health: br}
+//	}
+//	bal, _ := route.NewBalancer(route.BalancerConfig{
+//		Replicas: []portico.Route{perReplica("a", a), perReplica("b", b)},
+//		Strategy: route.PrefixAware{},
+//	})
+//	stack := portico.Chain(bal, limiter.Wrap, retrier.Wrap) // layers around all replicas
+//
+// The breaker as the route's Health lets the balancer skip an open replica
+// without calling it; a retry outside the balancer places each attempt anew.
+//
 // # Concurrency and cost
 //
 // Every type is safe for concurrent use. Round-robin and least-in-flight picks

@@ -203,7 +203,7 @@ func (p *prefixPicker) place(bs []block, t int64) int {
 			miss := float64(total-hitBytes(g)) / bpt
 			c := st.q + miss
 			if over := st.index.len() + (len(bs) - st.hit) - p.cfg.MaxBlocks; over > 0 && st.nReq > 0 {
-				c += st.index.evictionCost(over) / bpt / float64(st.nReq)
+				c += st.index.evictionCost(over, bs[:st.hit]) / bpt / float64(st.nReq)
 			}
 			if c < bestC {
 				chosen, bestC = g, c
@@ -213,20 +213,40 @@ func (p *prefixPicker) place(bs []block, t int64) int {
 	st := &p.state[chosen]
 	missBytes := total - hitBytes(chosen)
 	st.load.add(t, p.width, float64(missBytes)/bpt)
-	prev := 0
-	if len(bs) > 0 {
-		// Touch the last block first, so that earlier blocks are more recent
-		// and the LRU evicts the deepest blocks first (see blockIndex.longest).
-		for k := len(bs) - 1; k >= 0; k-- {
-			if k > 0 {
-				prev = bs[k-1].end
-			} else {
-				prev = 0
-			}
-			st.index.touch(bs[k].hash, bs[k].end-prev, t)
-		}
-	}
+	st.record(bs, t, p.cfg.MaxBlocks)
 	return chosen
+}
+
+// record enters the prompt blocks bs, sent at t, in the replica's index. The
+// blocks already cached (the first st.hit) are refreshed first, so that
+// inserting the new ones evicts other prompts' blocks, never the call's own
+// prefix (which would lose its use counts); then the new blocks go in, last
+// block first; then the cached prefix moves back to the front. The index ends
+// ordered block 0 most recent, so along any chain an earlier block is never
+// evicted before a later one (see blockIndex.longest). A prompt of more blocks
+// than the index holds is entered last block first, keeping its first
+// maxBlocks blocks; when nothing will be evicted, one pass, last block first,
+// does.
+func (st *replicaState) record(bs []block, t int64, maxBlocks int) {
+	size := func(k int) int {
+		if k == 0 {
+			return bs[0].end
+		}
+		return bs[k].end - bs[k-1].end
+	}
+	hit := max(st.hit, 0)
+	if len(bs) > maxBlocks || st.index.len()+len(bs)-hit <= maxBlocks {
+		hit = 0 // nothing to protect, or nothing will be evicted: one pass
+	}
+	for k := hit - 1; k >= 0; k-- {
+		st.index.touch(bs[k].hash, size(k), t)
+	}
+	for k := len(bs) - 1; k >= hit; k-- {
+		st.index.touch(bs[k].hash, size(k), t)
+	}
+	for k := hit - 1; k >= 0; k-- {
+		st.index.toFront(bs[k].hash)
+	}
 }
 
 // done folds a finished call's output tokens into replica i's mean output.

@@ -74,6 +74,7 @@ type bnode struct {
 	bytes      int32 // the block's size
 	uses       int32 // calls that sent it while indexed
 	prev, next int32
+	keep       bool // scratch mark of evictionCost
 }
 
 func newBlockIndex(max int) blockIndex {
@@ -157,15 +158,39 @@ func (x *blockIndex) touch(hash uint64, bytes int, now int64) {
 	x.pushFront(i)
 }
 
-// evictionCost returns the sum, over the k least recently used blocks (those a
-// call adding k new blocks to a full index would evict), of bytes times uses:
-// Preble's E_g before dividing by the window's calls.
-func (x *blockIndex) evictionCost(k int) float64 {
+// evictionCost returns the sum, over the k least recently used blocks that a
+// call adding k new blocks to a full index would evict, of bytes times uses:
+// Preble's E_g before dividing by the window's calls. The blocks of keep (the
+// call's own cached prefix, which the call refreshes before it inserts
+// anything) are not evicted, so they are passed over.
+func (x *blockIndex) evictionCost(k int, keep []block) float64 {
+	for _, b := range keep {
+		if i, ok := x.m[b.hash]; ok {
+			x.nodes[i].keep = true
+		}
+	}
 	s := 0.0
-	for i := x.tail; i >= 0 && k > 0; i, k = x.nodes[i].prev, k-1 {
-		s += float64(x.nodes[i].bytes) * float64(x.nodes[i].uses)
+	for i := x.tail; i >= 0 && k > 0; i = x.nodes[i].prev {
+		if n := &x.nodes[i]; !n.keep {
+			s += float64(n.bytes) * float64(n.uses)
+			k--
+		}
+	}
+	for _, b := range keep {
+		if i, ok := x.m[b.hash]; ok {
+			x.nodes[i].keep = false
+		}
 	}
 	return s
+}
+
+// toFront moves the block with this hash, if indexed, to the most recently
+// used end without counting a use.
+func (x *blockIndex) toFront(hash uint64) {
+	if i, ok := x.m[hash]; ok {
+		x.unlink(i)
+		x.pushFront(i)
+	}
 }
 
 // longest returns how many leading blocks of bs the index holds (sent at or
