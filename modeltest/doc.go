@@ -51,7 +51,10 @@
 // returns, but its call stays queued and is served for nobody. With it the
 // package's tests reproduce seed 000's table for a 10 s outage: without retries
 // goodput returns to 80/s by itself once the stale queue drains; with three
-// immediate retries it stays at zero; dropping expired calls recovers at once.
+// immediate retries it stays at zero; dropping expired calls (DropExpired,
+// which also skips calls that would finish after their deadline) recovers at
+// once. Package retry's tests run the same simulation through its Retrier and
+// reproduce every row, the 10% retry budget's included.
 //
 // # Conformance
 //
