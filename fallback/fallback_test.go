@@ -11,7 +11,6 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest"
-	"github.com/portico-llm/portico/ratelimit"
 	"go.uber.org/goleak"
 )
 
@@ -219,44 +218,6 @@ func TestRejectingFallbackPassesOn(t *testing.T) {
 			t.Errorf("Hops[1].Err = %v, want b's error", resp.Hops[1].Err)
 		}
 	})
-}
-
-// TestRealLimiterPassesOn puts package ratelimit's own limiter in front of
-// the fallback, one request per minute: its second request is refused at
-// once, even in Wait mode (a minute's wait does not fit the 8 s deadline), and
-// the group moves to the next route instead of queueing.
-func TestRealLimiterPassesOn(t *testing.T) {
-	for _, mode := range []ratelimit.Mode{ratelimit.Reject, ratelimit.Wait} {
-		t.Run(mode.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				a, b, c := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}, &fake{name: "c"}
-				lim, err := ratelimit.New(ratelimit.Config{Limits: ratelimit.Limits{Requests: 1}, Mode: mode})
-				if err != nil {
-					t.Fatal(err)
-				}
-				g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), {Name: "b", Model: lim.Wrap(b)}, route(c, portico.Capabilities{})}})
-				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-				defer cancel()
-				hops := [][]string{{"a:transient:transient"}, {"a:transient:transient", "b:rate_limited:rate_limited"}}
-				for i, want := range []string{"b", "c"} {
-					start := time.Now()
-					resp, err := g.Generate(ctx, simple)
-					if err != nil || resp.Route != want {
-						t.Fatalf("request %d: Generate = %v, %v; want %s's answer", i, resp, err, want)
-					}
-					if got := hopsOf(t, resp.Hops); !eq(got, hops[i]) {
-						t.Errorf("request %d: Hops = %v, want %v", i, got, hops[i])
-					}
-					if el := time.Since(start); el != 0 {
-						t.Errorf("request %d took %v, want 0: no queueing", i, el)
-					}
-				}
-				if b.n() != 1 || c.n() != 1 {
-					t.Errorf("calls b=%d c=%d, want 1 and 1", b.n(), c.n())
-				}
-			})
-		})
-	}
 }
 
 func TestContextOverflowSkipsSameWindow(t *testing.T) {
@@ -575,6 +536,39 @@ func TestFilterReasons(t *testing.T) {
 		}
 		if got, want := hopsOf(t, resp.Hops), []string{"a:" + tc.reason + ":nil"}; !eq(got, want) {
 			t.Errorf("%s: Hops = %v, want %v", tc.reason, got, want)
+		}
+	}
+}
+
+// TestNestedGroupsKeepInnerHops: a Group as a route of another keeps the hops
+// it reports, after the outer group's own (as package route's layers do).
+func TestNestedGroupsKeepInnerHops(t *testing.T) {
+	rx := route(&fake{name: "x"}, portico.Capabilities{})
+	rx.Health = down{}
+	inner := Must(Config{Routes: []portico.Route{rx, route(&fake{name: "y"}, portico.Capabilities{})}})
+	for _, tc := range []struct {
+		aErr error
+		hops []string
+	}{
+		{nil, []string{"x:unavailable:nil"}},
+		{perr(portico.Transient), []string{"a:transient:transient", "x:unavailable:nil"}},
+	} {
+		a := &fake{name: "a", err: tc.aErr}
+		ra := route(a, portico.Capabilities{})
+		if tc.aErr == nil {
+			ra = portico.Route{Name: "inner", Model: inner}
+		}
+		routes := []portico.Route{ra, {Name: "inner", Model: inner}}
+		if tc.aErr == nil {
+			routes = routes[:1]
+		}
+		outer := Must(Config{Routes: routes})
+		resp, err := outer.Generate(context.Background(), simple)
+		if err != nil || resp.Route != "inner" || resp.Text != "y" {
+			t.Fatalf("Generate = %v, %v; want y's answer through route inner", resp, err)
+		}
+		if got := hopsOf(t, resp.Hops); !eq(got, tc.hops) {
+			t.Errorf("Hops = %v, want %v", got, tc.hops)
 		}
 	}
 }

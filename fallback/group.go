@@ -68,7 +68,9 @@ type call struct {
 // Generate implements [portico.Model]: it tries the group's candidates in
 // order and returns the first answer, with Response.Route naming the route that
 // answered, Response.Hops the routes left before it with why, and Response.Cost
-// that route's price for the usage when no inner layer priced it.
+// that route's price for the usage when no inner layer priced it. When the
+// route is itself a routing layer (a nested Group, a router of package route)
+// the hops it reports follow the group's own, as package route does.
 //
 // For each request, a route is a candidate when [portico.Capabilities.Fits]
 // accepts the request (with its input estimated by Config.Estimator, raised by
@@ -141,7 +143,9 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		resp, stop, err := g.try(ctx, &c, r, pos)
 		if err == nil {
 			resp.Route = r.Name
-			resp.Hops = c.hops
+			if c.hops != nil { // after the hops of an inner routing layer, if any
+				resp.Hops = append(c.hops, resp.Hops...)
+			}
 			if resp.Cost == 0 {
 				resp.Cost = r.Capabilities.Cost(resp.Usage)
 			}
