@@ -130,9 +130,16 @@ func New(cfg Config) (*Runner, error) {
 // must reconcile ([Runner.Resolve]) rather than retry; a *portico.Error of
 // the recorded class wrapping [ErrFailed] for a key that failed earlier; a
 // Transient one wrapping [ErrStore] when the store fails; the classified
-// context error ([portico.FromContext]) when ctx ends while waiting. The
-// returned bytes are the caller's own copy.
+// context error ([portico.FromContext]) when ctx ends while waiting, or is
+// done before the key is claimed (fn is then not run and the key is left
+// as it was). The returned bytes are the caller's own copy. Do panics if
+// fn is nil.
 func (r *Runner) Do(ctx context.Context, key Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	if fn == nil {
+		// Fail before the key is claimed: a nil fn claimed as Pending would
+		// panic and leave the key Unknown for good.
+		panic("effect: Do of a nil func")
+	}
 	for {
 		r.mu.Lock()
 		if f, ok := r.flights[key]; ok {
@@ -182,8 +189,18 @@ func (r *Runner) lead(ctx context.Context, key Key, fn func(context.Context) ([]
 
 func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), f *flight) ([]byte, error) {
 	for {
+		if ctx.Err() != nil {
+			// Never claim a key for a caller that has already gone: fn would
+			// start under a done context and its failure would read as
+			// Unknown although nothing ran. Waiters try themselves.
+			f.again = true
+			return nil, portico.FromContext(ctx)
+		}
 		now := time.Now()
-		mine := Record{State: Pending, Owner: rand.Text(), Lease: now.Add(r.lease), Expires: now.Add(max(r.ttl, r.lease))}
+		// A pending record outlives its lease by the TTL, so that a lost
+		// owner's key reads as Unknown for that long rather than vanishing
+		// (and running again) when the lease ends.
+		mine := Record{State: Pending, Owner: rand.Text(), Lease: now.Add(r.lease), Expires: now.Add(r.lease + r.ttl)}
 		cur, stored, serr := r.store.PutIfAbsent(ctx, key, mine)
 		if serr != nil {
 			return nil, storeError(serr)

@@ -325,7 +325,7 @@ func TestResultsAreCopies(t *testing.T) {
 	key := mustKey(t, "op", "c", `{}`)
 	res, _ := r.Do(context.Background(), key, func(context.Context) ([]byte, error) { return []byte(`"abc"`), nil })
 	res[1] = 'X'
-	again, _ := r.Do(context.Background(), key, nil)
+	again, _ := r.Do(context.Background(), key, mustNotRun(t))
 	if string(again) != `"abc"` {
 		t.Fatalf("stored result = %s after the caller modified its copy, want \"abc\"", again)
 	}
@@ -343,10 +343,10 @@ func TestWaiterOutlivesLeaderThatGaveUp(t *testing.T) {
 		short, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 		defer cancel()
 		leader := make(chan error)
-		go func() { _, err := r.Do(short, key, nil); leader <- err }()
+		go func() { _, err := r.Do(short, key, mustNotRun(t)); leader <- err }()
 		synctest.Wait() // the leader is polling
 		waiter := make(chan []byte)
-		go func() { res, _ := r.Do(ctx, key, nil); waiter <- res }()
+		go func() { res, _ := r.Do(ctx, key, mustNotRun(t)); waiter <- res }()
 
 		if err := <-leader; portico.ClassOf(err) != portico.Deadline {
 			t.Fatalf("leader Do = %v, want its own deadline", err)
@@ -355,6 +355,73 @@ func TestWaiterOutlivesLeaderThatGaveUp(t *testing.T) {
 		store.Update(ctx, key, other, Record{State: Completed, Result: []byte(`"ok"`), Owner: "other", Expires: time.Now().Add(time.Hour)})
 		if res := <-waiter; string(res) != `"ok"` {
 			t.Fatalf("waiter Do = %s, want the result once the other process completed", res)
+		}
+	})
+}
+
+// mustNotRun is an effect that fails the test if it runs.
+func mustNotRun(t *testing.T) func(context.Context) ([]byte, error) {
+	return func(context.Context) ([]byte, error) {
+		t.Error("effect ran, want its stored or pending outcome")
+		return nil, nil
+	}
+}
+
+func TestDoneContextDoesNotClaimTheKey(t *testing.T) {
+	r := newRunner(t, Config{})
+	key := mustKey(t, "op", "charge", `{"amount":1}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	runs := 0
+	fn := func(ctx context.Context) ([]byte, error) { runs++; return []byte(`"ok"`), ctx.Err() }
+	if _, err := r.Do(ctx, key, fn); portico.ClassOf(err) != portico.Canceled || errors.Is(err, ErrUnknown) {
+		t.Fatalf("Do(canceled ctx) = %v, want canceled, not unknown", err)
+	}
+	if rec, ok, _ := r.Status(context.Background(), key); ok || runs != 0 {
+		t.Fatalf("after Do(canceled ctx): Status = %+v, %v, runs %d; want no record and no run", rec, ok, runs)
+	}
+	if res, err := r.Do(context.Background(), key, fn); err != nil || string(res) != `"ok"` || runs != 1 {
+		t.Fatalf("Do after = %s, %v (runs %d), want the effect run once", res, err, runs)
+	}
+}
+
+func TestNilFuncPanicsWithoutClaiming(t *testing.T) {
+	r := newRunner(t, Config{})
+	key := mustKey(t, "op", "x", `{}`)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Do(nil fn) did not panic")
+			}
+		}()
+		r.Do(context.Background(), key, nil)
+	}()
+	if rec, ok, _ := r.Status(context.Background(), key); ok {
+		t.Fatalf("Status after Do(nil fn) = %+v, want no record", rec)
+	}
+}
+
+func TestLostOwnerStaysUnknownPastItsLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Two processes share a store; the TTL is shorter than the lease.
+		store, _ := NewMemoryStore(MemoryConfig{})
+		cfg := Config{Store: store, TTL: time.Minute, Lease: 5 * time.Minute}
+		a, b := newRunner(t, cfg), newRunner(t, cfg)
+		key := mustKey(t, "op", "wire", `{"iban":"x"}`)
+		release := make(chan struct{})
+		done := make(chan error)
+		go func() {
+			_, err := a.Do(context.Background(), key, func(context.Context) ([]byte, error) { <-release; return []byte(`1`), nil })
+			done <- err
+		}()
+		synctest.Wait()
+		time.Sleep(5*time.Minute + time.Second) // a hangs past its lease
+		if _, err := b.Do(context.Background(), key, mustNotRun(t)); !errors.Is(err, ErrUnknown) {
+			t.Fatalf("Do past the owner's lease = %v, want ErrUnknown (not a second run)", err)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("owner's Do = %v", err)
 		}
 	})
 }
