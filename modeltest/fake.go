@@ -70,14 +70,22 @@ func NewFakeFunc(fn func(n int, req *portico.Request) Outcome) *Fake { return &F
 
 var okOutcome = Answer("ok")
 
+var errNilRequest error = &portico.Error{Class: portico.Permanent, Reason: "nil request"}
+
 // Generate records and counts the call, then plays its Outcome (see [Outcome]
 // for the schedule). It returns at once with [portico.FromContext]'s error when
 // ctx is already done, and with the error of req.OnChunk, unchanged, when the
-// callback fails.
+// callback fails. A nil req is counted and recorded (as a zero Request) and
+// fails at once with a [portico.Permanent] error, Reason "nil request", as
+// Portico's layers answer one, so a middleware that loses the request shows
+// up as an error, not a panic.
 func (f *Fake) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	n := int(f.n.Add(1) - 1)
 	if !f.full.Load() {
 		f.record(ctx, n, req)
+	}
+	if req == nil {
+		return nil, errNilRequest
 	}
 	if ctx.Err() != nil {
 		return nil, portico.FromContext(ctx)
@@ -99,7 +107,10 @@ func (f *Fake) record(ctx context.Context, n int, req *portico.Request) {
 	if limit == 0 {
 		limit = DefaultRecordLimit
 	}
-	c := Call{N: n, Request: *req, Attempt: portico.AttemptFromContext(ctx), Time: time.Now()}
+	c := Call{N: n, Attempt: portico.AttemptFromContext(ctx), Time: time.Now()}
+	if req != nil {
+		c.Request = *req
+	}
 	c.Deadline, _ = ctx.Deadline()
 	f.mu.Lock()
 	if len(f.calls) < limit {

@@ -292,3 +292,16 @@ func FuzzChunker(f *testing.F) {
 		}
 	})
 }
+
+// A nil request is counted, recorded as a zero Request, and fails Permanent
+// instead of panicking.
+func TestFakeNilRequest(t *testing.T) {
+	f := NewFake(Answer("x"))
+	resp, err := f.Generate(context.Background(), nil)
+	if resp != nil || portico.ClassOf(err) != portico.Permanent {
+		t.Errorf("Generate(nil) = (%v, %v), want a permanent error", resp, err)
+	}
+	if calls := f.Calls(); f.Count() != 1 || len(calls) != 1 || calls[0].Request.Model != "" || calls[0].Request.Messages != nil {
+		t.Errorf("after Generate(nil): Count %d, Calls %+v, want 1 call with a zero Request", f.Count(), calls)
+	}
+}
