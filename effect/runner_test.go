@@ -425,3 +425,40 @@ func TestLostOwnerStaysUnknownPastItsLease(t *testing.T) {
 		}
 	})
 }
+
+func TestHundredCallersAcrossRunnersRunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Four runners (four processes) share one store: at-most-once rests
+		// on the store's PutIfAbsent, the other callers poll for the result.
+		store, _ := NewMemoryStore(MemoryConfig{})
+		var runners [4]*Runner
+		for i := range runners {
+			runners[i] = newRunner(t, Config{Store: store, Poll: 50 * time.Millisecond})
+		}
+		key := mustKey(t, "order-42", "charge", `{"amount":1999,"currency":"EUR"}`)
+		var runs atomic.Int32
+		charge := func(ctx context.Context) (receipt, error) {
+			runs.Add(1)
+			time.Sleep(time.Second)
+			return receipt{ID: "ch_1", Amount: 1999}, nil
+		}
+		const callers = 100
+		var wg sync.WaitGroup
+		results := make([]receipt, callers)
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Go(func() {
+				results[i], errs[i] = Once(context.Background(), runners[i%len(runners)], key, charge)
+			})
+		}
+		wg.Wait()
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("effect ran %d times, want 1", n)
+		}
+		for i := range callers {
+			if errs[i] != nil || results[i] != (receipt{ID: "ch_1", Amount: 1999}) {
+				t.Fatalf("caller %d got %+v, %v; want the one run's receipt", i, results[i], errs[i])
+			}
+		}
+	})
+}
