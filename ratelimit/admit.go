@@ -53,7 +53,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		t.start = now
 	}
 	var h *hold // our place in line while we wait (Wait mode)
-	var waitUntil time.Time
+	var waitUntil time.Duration
 	for {
 		ok, wait, which, err := e.take(now, t.reserve, h)
 		if ok {
@@ -62,10 +62,10 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			return nil
 		}
 		if h == nil {
-			waitUntil = now.Add(l.cfg.MaxWait)
+			waitUntil = now + l.cfg.MaxWait
 		}
 		deadline, hasDeadline := ctx.Deadline()
-		if err != nil || l.cfg.Mode == Reject || now.Add(wait).After(waitUntil) || (hasDeadline && wait > time.Until(deadline)) {
+		if err != nil || l.cfg.Mode == Reject || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) {
 			e.unhold(h)
 			l.releaseLocked(e, now)
 			l.unprogram(t, now)
@@ -142,7 +142,7 @@ func (e *entry) unhold(h *hold) {
 // would succeed if nothing else happened, and which bucket refused ("tokens"
 // or "requests"). Both buckets are checked before either is charged, so a
 // refusal changes neither. The caller holds e.mu.
-func (e *entry) take(now time.Time, cost int, h *hold) (bool, time.Duration, string, error) {
+func (e *entry) take(now time.Duration, cost int, h *hold) (bool, time.Duration, string, error) {
 	var aheadTok float64
 	var aheadReq int
 	if len(e.holds) > 0 {
@@ -150,7 +150,7 @@ func (e *entry) take(now time.Time, cost int, h *hold) (bool, time.Duration, str
 	}
 	n := float64(cost)
 	var tl float64
-	var tt time.Time
+	var tt time.Duration
 	if e.lim.Tokens > 0 {
 		if cost > e.lim.TokenBurst { // limits lowered by SetLimit since pricing
 			ce := &CapacityError{Input: cost, Capacity: e.lim.TokenBurst}
@@ -182,14 +182,14 @@ func (e *entry) take(now time.Time, cost int, h *hold) (bool, time.Duration, str
 }
 
 // releaseLocked frees a slot, handing it to the best waiter if any.
-func (l *Limiter) releaseLocked(e *entry, now time.Time) {
+func (l *Limiter) releaseLocked(e *entry, now time.Duration) {
 	if !e.handoff(&l.cfg, now) {
 		e.inflight--
 	}
 }
 
 // unprogram undoes the program bookkeeping of a call that did not run.
-func (l *Limiter) unprogram(t *ticket, now time.Time) {
+func (l *Limiter) unprogram(t *ticket, now time.Duration) {
 	if t.prog != nil {
 		t.prog.active--
 		t.prog.lastSeen = now

@@ -15,7 +15,10 @@ import (
 //
 // Every method takes the current time as an argument and reads no clock, as
 // rate.Limiter's AllowN(t, n) does, so that the logic is tested without one.
-// A bucket is not safe for concurrent use; the key's entry guards it.
+// Times are the Limiter's clock (see Limiter.now): a time.Duration since an
+// origin, monotonic, so that the hot path does integer arithmetic instead of
+// time.Time's. A bucket is not safe for concurrent use; the key's entry
+// guards it.
 //
 // # The bound, with refunds
 //
@@ -55,18 +58,19 @@ import (
 // is one that would be admitted at t + 1ns; with r = 10^4 tokens per second
 // it is 10^-5 tokens.)
 type bucket struct {
-	level float64   // tokens available at last; may be < 0 after a surcharge
-	last  time.Time // the time level was computed at
-	rate  float64   // refill, tokens per second; > 0
-	burst float64   // capacity b, tokens; > 0
+	level float64       // tokens available at last; may be < 0 after a surcharge
+	last  time.Duration // the time level was computed at
+	rate  float64       // refill, tokens per second; > 0
+	burst float64       // capacity b, tokens; > 0
 
 	// A provider's tighter view (see adopt): until provUntil the bucket refills
-	// at provRate instead of rate, when provRate < rate.
+	// at provRate instead of rate, when provRate < rate. The view holds at t
+	// when provUntil > t; 0 means none.
 	provRate  float64
-	provUntil time.Time
+	provUntil time.Duration
 }
 
-func newBucket(rate, burst float64, now time.Time) bucket {
+func newBucket(rate, burst float64, now time.Duration) bucket {
 	return bucket{level: burst, last: now, rate: rate, burst: burst}
 }
 
@@ -74,33 +78,33 @@ func newBucket(rate, burst float64, now time.Time) bucket {
 // or last when now is earlier), without changing b. The refill is
 // min(burst, level + rate·dt), computed as golang.org/x/time/rate computes it,
 // at the lower of the configured and the provider's rate until provUntil.
-func (b *bucket) at(now time.Time) (float64, time.Time) {
-	if !now.After(b.last) {
+func (b *bucket) at(now time.Duration) (float64, time.Duration) {
+	if now <= b.last {
 		return b.level, b.last
 	}
 	level, last := b.level, b.last
-	if !b.provUntil.IsZero() && b.provUntil.After(last) {
+	if b.provUntil > last {
 		pr := min(b.provRate, b.rate)
-		if now.Before(b.provUntil) {
-			return min(b.burst, level+pr*now.Sub(last).Seconds()), now
+		if now < b.provUntil {
+			return min(b.burst, level+pr*(now-last).Seconds()), now
 		}
-		level = min(b.burst, level+pr*b.provUntil.Sub(last).Seconds())
+		level = min(b.burst, level+pr*(b.provUntil-last).Seconds())
 		last = b.provUntil
 	}
-	return min(b.burst, level+b.rate*now.Sub(last).Seconds()), now
+	return min(b.burst, level+b.rate*(now-last).Seconds()), now
 }
 
 // set installs level at last (as computed by at) and forgets a provider view
 // that has ended by then.
-func (b *bucket) set(level float64, last time.Time) {
+func (b *bucket) set(level float64, last time.Duration) {
 	b.level, b.last = level, last
-	if !b.provUntil.IsZero() && !b.provUntil.After(last) {
-		b.provUntil = time.Time{}
+	if b.provUntil <= last {
+		b.provUntil = 0
 	}
 }
 
 // advance refills the bucket up to now. A now before last changes nothing.
-func (b *bucket) advance(now time.Time) { b.set(b.at(now)) }
+func (b *bucket) advance(now time.Duration) { b.set(b.at(now)) }
 
 // fits reports whether need tokens can be taken from level at last. It is
 // golang.org/x/time/rate's rule, to the bit (the request bucket's
@@ -110,7 +114,7 @@ func (b *bucket) advance(now time.Time) { b.set(b.at(now)) }
 // next nanosecond succeeds now, which also forgives float64 noise in the
 // level (a refill computed in two steps may fall 1e-14 short of a whole
 // token), and the bound above holds with dt lengthened by that nanosecond.
-func (b *bucket) fits(level, need float64, last time.Time) bool {
+func (b *bucket) fits(level, need float64, last time.Duration) bool {
 	short := need - level
 	if short <= 0 {
 		return true
@@ -121,8 +125,8 @@ func (b *bucket) fits(level, need float64, last time.Time) bool {
 
 // rateAt is the refill rate in force just after t: the lower of the
 // configured and the provider's rate while a provider view holds.
-func (b *bucket) rateAt(t time.Time) float64 {
-	if !b.provUntil.IsZero() && b.provUntil.After(t) {
+func (b *bucket) rateAt(t time.Duration) float64 {
+	if b.provUntil > t {
 		return min(b.provRate, b.rate)
 	}
 	return b.rate
@@ -133,7 +137,7 @@ func (b *bucket) rateAt(t time.Time) float64 {
 // true; else it changes nothing and returns false with the wait after which
 // the same take would succeed if nothing else happened meanwhile (the waiters
 // ahead taking theirs first). n must be <= burst.
-func (b *bucket) take(now time.Time, n, ahead float64) (bool, time.Duration) {
+func (b *bucket) take(now time.Duration, n, ahead float64) (bool, time.Duration) {
 	level, last := b.at(now)
 	if b.fits(level, n+ahead, last) {
 		b.set(level-n, last)
@@ -154,10 +158,10 @@ func (b *bucket) charge(n float64) { b.level -= n }
 
 // waitFor returns how long the refill takes to add need > 0 tokens to the
 // level at last (as computed by at), rounded up to the nanosecond.
-func (b *bucket) waitFor(need float64, last time.Time) time.Duration {
+func (b *bucket) waitFor(need float64, last time.Duration) time.Duration {
 	var d float64 // seconds
-	if !b.provUntil.IsZero() && b.provUntil.After(last) && b.provRate < b.rate {
-		seg := b.provUntil.Sub(last).Seconds()
+	if b.provUntil > last && b.provRate < b.rate {
+		seg := (b.provUntil - last).Seconds()
 		if gained := b.provRate * seg; gained >= need {
 			return seconds(need / b.provRate)
 		} else {
@@ -170,9 +174,9 @@ func (b *bucket) waitFor(need float64, last time.Time) time.Duration {
 
 // full reports whether the bucket at now holds burst tokens and no provider
 // view is pending: its state then equals a fresh bucket's.
-func (b *bucket) full(now time.Time) bool {
+func (b *bucket) full(now time.Duration) bool {
 	level, last := b.at(now)
-	return level >= b.burst && !b.provUntil.After(last)
+	return level >= b.burst && b.provUntil <= last
 }
 
 // adopt takes in a provider's view: remaining tokens now, which refill to
@@ -180,7 +184,7 @@ func (b *bucket) full(now time.Time) bool {
 // lower; until the reset the refill rate is the lower of the configured one and
 // the provider's (limit-remaining)/reset. Neither raises any level or rate, so
 // the bound above still holds.
-func (b *bucket) adopt(now time.Time, remaining, limit int, reset time.Duration) {
+func (b *bucket) adopt(now time.Duration, remaining, limit int, reset time.Duration) {
 	b.advance(now)
 	if r := float64(max(remaining, 0)); r < b.level {
 		b.level = r
@@ -192,8 +196,11 @@ func (b *bucket) adopt(now time.Time, remaining, limit int, reset time.Duration)
 	if pr >= b.rate {
 		return
 	}
-	until := now.Add(reset)
-	if b.provUntil.IsZero() || pr < b.provRate || until.After(b.provUntil) {
+	until := now + reset
+	if until < now { // saturate
+		until = math.MaxInt64
+	}
+	if b.provUntil == 0 || pr < b.provRate || until > b.provUntil {
 		b.provRate = pr
 		b.provUntil = until
 	}
@@ -201,7 +208,7 @@ func (b *bucket) adopt(now time.Time, remaining, limit int, reset time.Duration)
 
 // setLimit changes rate and burst at now, keeping the level (capped at the new
 // burst).
-func (b *bucket) setLimit(now time.Time, rate, burst float64) {
+func (b *bucket) setLimit(now time.Duration, rate, burst float64) {
 	b.advance(now)
 	b.rate, b.burst = rate, burst
 	b.level = min(b.level, burst)

@@ -10,7 +10,11 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+// at is ms milliseconds on a bucket's clock (a Duration since an origin).
+func at(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// ev is an event at bucket time now, placed on the wall clock at t0 + now.
+func ev(now time.Duration, d float64) event { return event{t0.Add(now), d} }
 
 func TestBucketSteps(t *testing.T) {
 	// b = 100 tokens, r = 10 tokens/s.
@@ -57,7 +61,7 @@ func TestBucketAdopt(t *testing.T) {
 	// reset in 8s: its refill is 100/s as well, so only the level drops.
 	b := newBucket(100, 1000, at(0))
 	b.adopt(at(0), 200, 1000, 8*time.Second)
-	if b.level != 200 || !b.provUntil.IsZero() {
+	if b.level != 200 || b.provUntil != 0 {
 		t.Fatalf("adopt(200, 1000, 8s): level %v provUntil %v, want 200 and none", b.level, b.provUntil)
 	}
 	// Provider: 0 remain of 1000, reset in 20s: 50/s, tighter than 100/s.
@@ -76,7 +80,7 @@ func TestBucketAdopt(t *testing.T) {
 	}
 	// A looser provider view changes nothing.
 	b.adopt(at(22000), 5000, 10000, time.Second)
-	if b.level != 0 || !b.provUntil.IsZero() {
+	if b.level != 0 || b.provUntil != 0 {
 		t.Fatalf("looser view: level %v provUntil %v, want 0 and none", b.level, b.provUntil)
 	}
 }
@@ -112,13 +116,13 @@ func maxExcess(evs []event, b, r float64) float64 {
 func runRandom(seed uint64, naiveRefund bool) (evs []event, b, r float64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	b, r = 1000, 100
-	bk := newBucket(r, b, t0)
-	now := t0
+	bk := newBucket(r, b, 0)
+	var now time.Duration
 	type open struct{ cost float64 }
 	var pending []open
 	surplus := 0.0 // naiveRefund: refunds kept outside the cap
 	for range 1000 {
-		now = now.Add(time.Duration(rng.ExpFloat64() * float64(200*time.Millisecond)))
+		now += time.Duration(rng.ExpFloat64() * float64(200*time.Millisecond))
 		switch x := rng.Float64(); {
 		case x < 0.55:
 			cost := 1 + rng.Float64()*(b-1)*math.Pow(rng.Float64(), 3)
@@ -127,10 +131,10 @@ func runRandom(seed uint64, naiveRefund bool) (evs []event, b, r float64) {
 				use := min(surplus, cost)
 				surplus -= use
 				bk.level -= cost - use
-				evs = append(evs, event{now, cost})
+				evs = append(evs, ev(now, cost))
 				pending = append(pending, open{cost})
 			} else if ok, _ := bk.take(now, cost, 0); ok {
-				evs = append(evs, event{now, cost})
+				evs = append(evs, ev(now, cost))
 				pending = append(pending, open{cost})
 			}
 		case x < 0.9 && len(pending) > 0:
@@ -143,7 +147,7 @@ func runRandom(seed uint64, naiveRefund bool) (evs []event, b, r float64) {
 			} else {
 				bk.refund(ρ)
 			}
-			evs = append(evs, event{now, -ρ})
+			evs = append(evs, ev(now, -ρ))
 		case x < 0.95:
 			bk.advance(now)
 			bk.charge(rng.Float64() * 50)
@@ -188,7 +192,7 @@ func TestFixedWindowContrast(t *testing.T) {
 	// boundary at 60s; the bucket is full at 59s, as the fixed window is.
 	var fixedEv, bucketEv []event
 	count, window := 0, -1
-	bk := newBucket(float64(n)/w.Seconds(), n, t0)
+	bk := newBucket(float64(n)/w.Seconds(), n, 0)
 	for ms := 59000; ms < 61000; ms += 10 {
 		now := at(ms)
 		if win := ms / 60000; win != window {
@@ -196,10 +200,10 @@ func TestFixedWindowContrast(t *testing.T) {
 		}
 		if count < n {
 			count++
-			fixedEv = append(fixedEv, event{now, 1})
+			fixedEv = append(fixedEv, ev(now, 1))
 		}
 		if ok, _ := bk.take(now, 1, 0); ok {
-			bucketEv = append(bucketEv, event{now, 1})
+			bucketEv = append(bucketEv, ev(now, 1))
 		}
 	}
 	maxIn := func(evs []event, dt time.Duration) int {
@@ -233,19 +237,19 @@ func FuzzBucketBound(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const r = 100.0
 		b := 1000.0
-		bk := newBucket(r, b, t0)
-		now := t0
+		bk := newBucket(r, b, 0)
+		var now time.Duration
 		var evs []event
 		var open []float64
 		for i := 0; i+2 < len(ops) && i < 3*400; i += 3 {
 			op, dt, x := ops[i]%5, ops[i+1], float64(ops[i+2])
-			now = now.Add(time.Duration(dt) * 10 * time.Millisecond)
+			now += time.Duration(dt) * 10 * time.Millisecond
 			switch op {
 			case 0:
 				cost := x * 4 // up to 1020: some exceed b and are refused
 				if cost <= bk.burst {
 					if ok, wait := bk.take(now, cost, 0); ok {
-						evs = append(evs, event{now, cost})
+						evs = append(evs, ev(now, cost))
 						open = append(open, cost)
 					} else if wait <= 0 {
 						t.Fatalf("take(%v) refused with wait %v at level %v", cost, wait, bk.level)
@@ -257,7 +261,7 @@ func FuzzBucketBound(f *testing.F) {
 					open = open[1:]
 					bk.advance(now)
 					bk.refund(ρ)
-					evs = append(evs, event{now, -ρ})
+					evs = append(evs, ev(now, -ρ))
 				}
 			case 2:
 				bk.advance(now)

@@ -37,7 +37,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 			e.tok.refund(float64(Refund(err, t.in, t.max)))
 		}
 	}
-	var now time.Time
+	var now time.Duration
 	if rl != nil || t.prog != nil || len(e.queue) > 0 {
 		now = l.now()
 	}
@@ -45,7 +45,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 		e.adopt(now, rl)
 	}
 	if t.prog != nil {
-		t.prog.attained += now.Sub(t.start)
+		t.prog.attained += now - t.start
 		t.prog.active--
 		t.prog.lastSeen = now
 	}
@@ -102,7 +102,7 @@ func Refund(err error, in, maxOut int) int {
 // adopt takes in a provider's view of its limits, announced with a response
 // or an error: each bucket adopts the tighter of the provider's view and its
 // configured limit until the provider's reset. The caller holds e.mu.
-func (e *entry) adopt(now time.Time, rl *portico.RateLimit) {
+func (e *entry) adopt(now time.Duration, rl *portico.RateLimit) {
 	if q := rl.Tokens; q.Known && e.lim.Tokens > 0 {
 		e.tok.adopt(now, q.Remaining, q.Limit, q.Reset)
 	}

@@ -170,7 +170,7 @@ func TestQueueFullAndCancel(t *testing.T) {
 // promoted once its waits reach β times its service.
 func TestStarvationGuard(t *testing.T) {
 	cfg := Config{Order: PLAS, PLAS: PLASConfig{Quantum: time.Second, Levels: 8, Starvation: 2}}
-	now := t0
+	now := time.Hour // the Limiter's clock
 	long := &program{attained: 10 * time.Second}
 	short := &program{attained: 0}
 	wl := &waiter{seq: 1, enq: now, prog: long}
@@ -181,7 +181,7 @@ func TestStarvationGuard(t *testing.T) {
 	if got := cfg.plasLevel(wl, now); got != 3 {
 		t.Errorf("level of 10s attained with 1s quantum = %d, want 3 ([7s, 15s))", got)
 	}
-	later := now.Add(20 * time.Second) // waited 20s = 2 x 10s of service
+	later := now + 20*time.Second // waited 20s = 2 x 10s of service
 	if !cfg.better(wl, ws, later) {
 		t.Errorf("after waiting 2x its service: short program still first, want the long one promoted (FCFS within level 0)")
 	}

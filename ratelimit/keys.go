@@ -51,7 +51,7 @@ type entry struct {
 	progAt   int // sweep programs when len(programs) reaches this
 }
 
-func newEntry(k key, lim *Limits, now time.Time) *entry {
+func newEntry(k key, lim *Limits, now time.Duration) *entry {
 	e := &entry{k: k, lim: lim}
 	e.setLimits(lim, now)
 	return e
@@ -59,7 +59,7 @@ func newEntry(k key, lim *Limits, now time.Time) *entry {
 
 // setLimits installs lim at now, keeping what each bucket holds (capped at
 // its new capacity).
-func (e *entry) setLimits(lim *Limits, now time.Time) {
+func (e *entry) setLimits(lim *Limits, now time.Duration) {
 	e.lim = lim
 	if lim.Tokens > 0 {
 		if e.tok.rate == 0 {
@@ -84,7 +84,7 @@ func (e *entry) setLimits(lim *Limits, now time.Time) {
 // idle reports whether e can be dropped: nothing in flight or queued, every
 // bucket full, no provider view pending and no program remembered. Its state
 // then equals a fresh entry's, so dropping it changes no decision.
-func (e *entry) idle(now time.Time, ttl time.Duration) bool {
+func (e *entry) idle(now, ttl time.Duration) bool {
 	if e.inflight > 0 || len(e.queue) > 0 || len(e.holds) > 0 {
 		return false
 	}
@@ -99,7 +99,7 @@ func (e *entry) idle(now time.Time, ttl time.Duration) bool {
 }
 
 // acquire returns k's entry locked, creating it if needed.
-func (l *Limiter) acquire(k key, now time.Time) *entry {
+func (l *Limiter) acquire(k key, now time.Duration) *entry {
 	h := maphash.Comparable(l.seed, k)
 	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
@@ -127,7 +127,7 @@ func (l *Limiter) acquire(k key, now time.Time) *entry {
 // shard). It republishes the snapshot after a sweep, or once the misses
 // reach the size of the table, so the copying costs O(1) per insert
 // amortized.
-func (l *Limiter) slowLookup(s *shard, k key, now time.Time) *entry {
+func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.misses++

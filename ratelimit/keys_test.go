@@ -188,7 +188,7 @@ func TestEvictionRace(t *testing.T) {
 // key's own entry, under the shard's lock.
 func TestHashCollision(t *testing.T) {
 	l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}})
-	now := time.Now()
+	now := l.now()
 	a, b := key{a: "a"}, key{a: "b"}
 	ea := l.acquire(a, now)
 	ea.mu.Unlock()

@@ -75,25 +75,25 @@ func (m *limited) Generate(ctx context.Context, req *portico.Request) (*portico.
 	return m.l.generate(ctx, m.next, req)
 }
 
-// now reads the clock once: time.Since of the Time taken at New reads only
-// the monotonic clock, where time.Now reads the wall clock too, at about twice
-// the cost (57 ns against 30 ns per read on the reference machine, where the
-// clock read is most of a bare rate.Limiter.Allow). The result is epoch +
-// elapsed: its monotonic reading, and every difference between two such
-// times, is exact; its wall reading drifts from the wall clock only by the
-// steps of the wall clock since New, and no decision compares it with a
-// wall-only time (a context deadline is compared with time.Until). Under
-// testing/synctest, time.Since reads the bubble's virtual clock and now equals
-// time.Now.
-func (l *Limiter) now() time.Time { return l.epoch.Add(time.Since(l.epoch)) }
+// now returns the Limiter's clock: the time since New, from one read of the
+// monotonic clock. Every time the Limiter keeps (bucket updates, provider
+// resets, queue and program times) is such a Duration, compared and
+// subtracted as an integer. time.Since of a Time with a monotonic reading
+// reads only the monotonic clock, where time.Now reads the wall clock too, at
+// about twice the cost (57 ns against 30 ns per read on the reference
+// machine, where the clock read is most of a bare rate.Limiter.Allow). Wall
+// clock steps do not move it; a context deadline, which may be a wall-clock
+// time, is compared with time.Until instead. Under testing/synctest,
+// time.Since reads the bubble's virtual clock.
+func (l *Limiter) now() time.Duration { return time.Since(l.epoch) }
 
 // ticket is what admission hands to completion.
 type ticket struct {
 	e       *entry
-	reserve int       // N_in + N_max taken from the token bucket
-	in, max int       // N_in, N_max
-	prog    *program  // for FCFSProgram and PLAS
-	start   time.Time // slot grant, when prog != nil
+	reserve int           // N_in + N_max taken from the token bucket
+	in, max int           // N_in, N_max
+	prog    *program      // for FCFSProgram and PLAS
+	start   time.Duration // slot grant (Limiter.now), when prog != nil
 }
 
 func (l *Limiter) keyOf(req *portico.Request) key {

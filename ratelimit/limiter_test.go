@@ -116,8 +116,8 @@ func TestBucketsInSeries(t *testing.T) {
 		if !errors.Is(err, ErrLimited) {
 			t.Fatalf("token-limited call = %v, want ErrLimited", err)
 		}
-		e := l.acquire(l.keyOf(r), time.Now())
-		got, _ := e.req.at(time.Now())
+		e := l.acquire(l.keyOf(r), l.now())
+		got, _ := e.req.at(l.now())
 		e.mu.Unlock()
 		if got != 1 {
 			t.Errorf("request tokens after a token-bucket refusal = %v, want 1", got)

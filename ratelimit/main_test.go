@@ -79,15 +79,16 @@ func (r *recorder) kinds() []portico.EventKind {
 }
 
 // level returns the token bucket level of req's key at now.
-func (l *Limiter) levelOf(req *portico.Request, now time.Time) float64 {
+func (l *Limiter) levelOf(req *portico.Request, t time.Time) float64 {
+	now := t.Sub(l.epoch) // the Limiter's clock
 	e := l.acquire(l.keyOf(req), now)
 	defer e.mu.Unlock()
-	e.tok.advance(now)
-	return e.tok.level
+	level, _ := e.tok.at(now)
+	return level
 }
 
 func (l *Limiter) inflightOf(req *portico.Request) int {
-	e := l.acquire(l.keyOf(req), time.Now())
+	e := l.acquire(l.keyOf(req), l.now())
 	defer e.mu.Unlock()
 	return e.inflight
 }

@@ -83,7 +83,7 @@ func TestProgramsForgotten(t *testing.T) {
 				time.Sleep(time.Minute)
 			}
 		}
-		e := l.acquire(l.keyOf(r), time.Now())
+		e := l.acquire(l.keyOf(r), l.now())
 		n := len(e.programs)
 		e.mu.Unlock()
 		if n > 2*100+minSweep {

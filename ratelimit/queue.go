@@ -9,24 +9,24 @@ type waiter struct {
 	ready   chan struct{} // closed when a slot is handed over
 	granted bool          // a slot is ours (set under the entry's lock)
 	seq     uint64        // arrival order within the Limiter
-	enq     time.Time     // when it joined the queue
+	enq     time.Duration // when it joined the queue (Limiter.now)
 	prog    *program      // nil for FCFSCall, or a call without a session
 }
 
 // program is what the queue remembers of one agent program (session) of one
 // key, for FCFSProgram and PLAS.
 type program struct {
-	arrival  time.Time     // its first call's arrival
+	arrival  time.Duration // its first call's arrival (Limiter.now)
 	seq      uint64        // tie-break for equal arrivals
 	attained time.Duration // service of its finished calls (slot grant to completion)
 	waited   time.Duration // time its calls spent queued
 	active   int           // calls queued or in flight
-	lastSeen time.Time     // last arrival or completion
+	lastSeen time.Duration // last arrival or completion (Limiter.now)
 }
 
 // program returns the program of session id, creating it at now. Called
 // only when the Order needs programs; the caller holds e.mu.
-func (e *entry) program(id string, now time.Time, seq uint64, ttl time.Duration) *program {
+func (e *entry) program(id string, now time.Duration, seq uint64, ttl time.Duration) *program {
 	if p := e.programs[id]; p != nil {
 		return p
 	}
@@ -43,9 +43,9 @@ func (e *entry) program(id string, now time.Time, seq uint64, ttl time.Duration)
 }
 
 // sweepPrograms forgets programs with nothing active and unseen for ttl.
-func (e *entry) sweepPrograms(now time.Time, ttl time.Duration) {
+func (e *entry) sweepPrograms(now, ttl time.Duration) {
 	for id, p := range e.programs {
-		if p.active == 0 && now.Sub(p.lastSeen) >= ttl {
+		if p.active == 0 && now-p.lastSeen >= ttl {
 			delete(e.programs, id)
 		}
 	}
@@ -65,13 +65,13 @@ func level(a, q time.Duration, levels int) int {
 
 // better reports whether waiter x goes before y under the Limiter's order at
 // now. Pure: it reads only the waiters, their programs and the settings.
-func (c *Config) better(x, y *waiter, now time.Time) bool {
+func (c *Config) better(x, y *waiter, now time.Duration) bool {
 	switch c.Order {
 	case FCFSProgram:
 		ax, sx := progArrival(x)
 		ay, sy := progArrival(y)
-		if !ax.Equal(ay) {
-			return ax.Before(ay)
+		if ax != ay {
+			return ax < ay
 		}
 		if sx != sy {
 			return sx < sy
@@ -85,7 +85,7 @@ func (c *Config) better(x, y *waiter, now time.Time) bool {
 	return x.seq < y.seq
 }
 
-func progArrival(w *waiter) (time.Time, uint64) {
+func progArrival(w *waiter) (time.Duration, uint64) {
 	if w.prog == nil {
 		return w.enq, w.seq
 	}
@@ -95,12 +95,12 @@ func progArrival(w *waiter) (time.Time, uint64) {
 // plasLevel is w's level by its program's attained service, or 0 when the
 // starvation guard promotes it: (w_prog + w_call) / (d_prog + d_call) >= β,
 // with d_call = 0 while it waits (Autellix).
-func (c *Config) plasLevel(w *waiter, now time.Time) int {
+func (c *Config) plasLevel(w *waiter, now time.Duration) int {
 	if w.prog == nil {
 		return 0
 	}
 	p := w.prog
-	if p.attained > 0 && float64(p.waited+now.Sub(w.enq)) >= c.PLAS.Starvation*float64(p.attained) {
+	if p.attained > 0 && float64(p.waited+now-w.enq) >= c.PLAS.Starvation*float64(p.attained) {
 		return 0
 	}
 	return level(p.attained, c.PLAS.Quantum, c.PLAS.Levels)
@@ -109,7 +109,7 @@ func (c *Config) plasLevel(w *waiter, now time.Time) int {
 // handoff gives the slot a finishing call releases to the best waiter, if
 // any, and reports whether it did; otherwise the caller frees the slot. The
 // caller holds e.mu. The queue is short (Config.Queue), so a scan is fine.
-func (e *entry) handoff(c *Config, now time.Time) bool {
+func (e *entry) handoff(c *Config, now time.Duration) bool {
 	if len(e.queue) == 0 {
 		return false
 	}
@@ -123,7 +123,7 @@ func (e *entry) handoff(c *Config, now time.Time) bool {
 	e.removeAt(best)
 	w.granted = true
 	if w.prog != nil {
-		w.prog.waited += now.Sub(w.enq)
+		w.prog.waited += now - w.enq
 	}
 	close(w.ready)
 	return true

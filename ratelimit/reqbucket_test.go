@@ -66,26 +66,26 @@ func TestRequestBucketMatchesRate(t *testing.T) {
 			ts, ks := reqSteps(rng, c, 5000)
 			ref := rate.NewLimiter(rate.Limit(c.r), c.burst)
 			ref.AllowN(t0, 0) // start the reference's clock at t0, full
-			b := newBucket(c.r, float64(c.burst), t0)
-			naive := newBucket(c.r, float64(c.burst), t0)
+			b := newBucket(c.r, float64(c.burst), 0)
+			naive := newBucket(c.r, float64(c.burst), 0)
 			admitted := 0
 			for i, now := range ts {
 				n := ks[i]
 				want := ref.AllowN(now, n)
-				got, wait := b.take(now, float64(n), 0)
+				got, wait := b.take(now.Sub(t0), float64(n), 0)
 				if got != want {
 					t.Fatalf("r=%v burst=%d seed %d step %d: take(%v, %d) = %v, rate.AllowN = %v", c.r, c.burst, seed, i, now.Sub(t0), n, got, want)
 				}
 				if !got && wait <= 0 {
 					t.Fatalf("r=%v burst=%d step %d: refused with wait %v", c.r, c.burst, i, wait)
 				}
-				if lv, _ := b.at(now); lv != ref.TokensAt(now) {
+				if lv, _ := b.at(now.Sub(t0)); lv != ref.TokensAt(now) {
 					t.Fatalf("r=%v burst=%d seed %d step %d: level %v, rate.TokensAt %v", c.r, c.burst, seed, i, lv, ref.TokensAt(now))
 				}
 				if got {
 					admitted++
 				}
-				lv, last := naive.at(now)
+				lv, last := naive.at(now.Sub(t0))
 				nok := lv >= float64(n)
 				if nok {
 					naive.set(lv-float64(n), last)
