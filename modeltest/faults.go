@@ -178,8 +178,13 @@ type faultModel struct {
 	next portico.Model
 }
 
-// Generate decides the call's fault (see [Faults]) and injects it.
+// Generate decides the call's fault (see [Faults]) and injects it. A nil req
+// is passed to the wrapped Model as it is, uncounted: there is nothing to
+// inject a fault into.
 func (m *faultModel) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return m.next.Generate(ctx, req)
+	}
 	f := m.f
 	n := int(f.n.Add(1) - 1)
 	k := f.Kind(n)

@@ -290,3 +290,16 @@ func TestFaultsCorruptACopy(t *testing.T) {
 		}
 	}
 }
+
+// A nil request goes to the wrapped Model untouched and uncounted, whatever
+// fault its index would have got (each kind at rate 1 in turn).
+func TestFaultsNilRequest(t *testing.T) {
+	for _, k := range FaultKinds() {
+		f := MustFaults(FaultConfig{Rates: map[FaultKind]float64{k: 1}})
+		base := NewFake()
+		resp, err := f.Wrap(base).Generate(context.Background(), nil)
+		if resp != nil || portico.ClassOf(err) != portico.Permanent || base.Count() != 1 || f.Calls() != 0 {
+			t.Errorf("%v: Generate(nil) = (%v, %v), inner calls %d, Faults calls %d; want the Fake's permanent error, 1, 0", k, resp, err, base.Count(), f.Calls())
+		}
+	}
+}
