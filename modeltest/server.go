@@ -105,7 +105,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // It returns a copy of ServerConfig.Response (streamed through req.OnChunk as
 // words when set, after service), [Err503] when the queue is full, or
 // [portico.FromContext]'s error when ctx ends first; the call then stays queued.
+// A nil req fails at once, unqueued, with a [portico.Permanent] error.
 func (s *Server) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
 	if ctx.Err() != nil {
 		return nil, portico.FromContext(ctx)
 	}

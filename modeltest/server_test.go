@@ -175,3 +175,11 @@ func TestRunServer(t *testing.T) {
 		return mustServer(t, ServerConfig{Slots: 4, ServiceTime: time.Millisecond})
 	})
 }
+
+func TestServerNilRequest(t *testing.T) {
+	s := mustServer(t, ServerConfig{})
+	resp, err := s.Generate(context.Background(), nil)
+	if resp != nil || portico.ClassOf(err) != portico.Permanent || s.Stats() != (ServerStats{}) {
+		t.Errorf("Generate(nil) = (%v, %v), Stats %+v; want a permanent error and nothing queued", resp, err, s.Stats())
+	}
+}
