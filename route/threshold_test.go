@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 	"testing"
 
@@ -73,5 +74,9 @@ func TestThreshold(t *testing.T) {
 	}
 	if _, err := NewThreshold(ThresholdConfig{}); err == nil {
 		t.Error("NewThreshold(zero config) = nil error, want one")
+	}
+	ok := portico.Route{Name: "r", Model: answer("x", portico.Usage{}, nil)}
+	if _, err := NewThreshold(ThresholdConfig{Strong: ok, Weak: ok, Threshold: math.NaN()}); err == nil {
+		t.Error("NewThreshold(NaN threshold) = nil error, want one (every request would go weak)")
 	}
 }
