@@ -619,6 +619,29 @@ func TestAllocsMatchRawLibrary(t *testing.T) {
 	if pipeline > lib {
 		t.Fatalf("allocs/op: pipeline %v > raw library %v", pipeline, lib)
 	}
+	// Exactly: the pipeline allocates its decode and the library's
+	// validation of the decoded value, nothing else (Wrap adds nothing
+	// either, outside streaming).
+	value, _, _ := v.lim.parse(benchAnswer)
+	sch := v.cache.get(req.Schema.JSON).schema
+	decode := testing.AllocsPerRun(50, func() { v.lim.parse(benchAnswer) })
+	validate := testing.AllocsPerRun(50, func() {
+		if err := sch.Validate(value); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if pipeline != decode+validate {
+		t.Fatalf("allocs/op: pipeline %v, want decode %v + validation %v", pipeline, decode, validate)
+	}
+	m := v.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return resp, nil }))
+	wrapped := testing.AllocsPerRun(50, func() {
+		if _, err := m.Generate(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if wrapped != pipeline {
+		t.Fatalf("allocs/op: Wrap %v, want Check's %v", wrapped, pipeline)
+	}
 }
 
 func TestFalseSubschema(t *testing.T) {
