@@ -16,6 +16,11 @@ type Config struct {
 	// [DefaultModel] with zero values. Requests for other names get OpenAI's 404
 	// model_not_found error.
 	Models []ModelConfig
+	// OnRequest, when non-nil, is called with each recorded request once it is
+	// read and its fault drawn, before it is answered, on the request's
+	// goroutine (concurrently for concurrent requests). Tests use it to know
+	// that a request reached the server. Nil means no hook.
+	OnRequest func(Request)
 }
 
 // DefaultModel is the name of the model served when Config.Models is empty.

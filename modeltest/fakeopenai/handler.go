@@ -64,15 +64,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if jsonErr == nil && m != nil {
 		fault, _ = m.pick()
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{
+	rec := Request{
 		Model:       req.Model,
 		Stream:      req.Stream,
 		Traceparent: r.Header.Get("traceparent"),
 		Fault:       fault.Kind,
 		Body:        body,
-	})
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, rec)
 	s.mu.Unlock()
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(rec)
+	}
 	if tp := r.Header.Get("traceparent"); tp != "" {
 		w.Header().Set("traceparent", tp)
 	}
@@ -116,7 +120,11 @@ type call struct {
 // reports whether the wait completed. d <= 0 returns true at once.
 func (c *call) sleep(d time.Duration) bool {
 	if d <= 0 {
-		return c.ctx.Err() == nil
+		if c.ctx.Err() != nil {
+			c.abortIfClosing()
+			return false
+		}
+		return true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -124,7 +132,17 @@ func (c *call) sleep(d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-c.ctx.Done():
+		c.abortIfClosing()
 		return false
+	}
+}
+
+// abortIfClosing drops the connection when the server is closing, so that a
+// client whose request was interrupted by Close sees a transport error rather
+// than an empty 200.
+func (c *call) abortIfClosing() {
+	if c.s.ctx.Err() != nil {
+		panic(http.ErrAbortHandler)
 	}
 }
 
@@ -132,6 +150,7 @@ func (c *call) sleep(d time.Duration) bool {
 func (c *call) stall() bool {
 	if c.f.Stall <= 0 {
 		<-c.ctx.Done()
+		c.abortIfClosing()
 		return false
 	}
 	return c.sleep(c.f.Stall)

@@ -1,9 +1,384 @@
 package fakeopenai_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/portico-llm/portico/modeltest/fakeopenai"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// post sends a chat-completions request body and returns the response.
+func post(t *testing.T, ctx context.Context, s *fakeopenai.Server, body string, header ...string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.BaseURL()+"chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return s.Client().Do(req)
+}
+
+func body(model string, stream, usage bool) string {
+	b, _ := json.Marshal(map[string]any{
+		"model":          model,
+		"messages":       []any{map[string]any{"role": "user", "content": "hello there"}},
+		"stream":         stream,
+		"stream_options": map[string]any{"include_usage": usage},
+	})
+	return string(b)
+}
+
+type completion struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		Delta struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		TotalTokens         int `json:"total_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+}
+
+// events reads an SSE body: the data of each event, and when each arrived.
+func events(t *testing.T, r io.Reader, start time.Time) (data []string, at []time.Duration) {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			data = append(data, d)
+			at = append(at, time.Since(start))
+		}
+	}
+	return data, at
+}
+
+// Latency, TTFT and tokens per second pass in virtual time, exactly.
+func TestTimingInSynctest(t *testing.T) {
+	cfg := fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", Latency: 100 * time.Millisecond, TTFT: 200 * time.Millisecond, TokensPerSecond: 10, OutputTokens: 5}}}
+	t.Run("whole", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s, err := fakeopenai.StartPipe(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			start := time.Now()
+			res, err := post(t, t.Context(), s, body("m", false, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c completion
+			err = json.NewDecoder(res.Body).Decode(&c)
+			res.Body.Close()
+			// 100 ms latency + 200 ms TTFT + 4 more tokens at 10/s.
+			if got, want := time.Since(start), 700*time.Millisecond; got != want || err != nil {
+				t.Errorf("non-streamed answer took %v (%v), want %v", got, err, want)
+			}
+			if n := len(strings.Fields(c.Choices[0].Message.Content)); n != 5 || c.Usage.CompletionTokens != 5 || c.Usage.PromptTokens != 5 {
+				t.Errorf("answer %q usage %+v, want 5 words, 5+5 tokens", c.Choices[0].Message.Content, c.Usage)
+			}
+		})
+	})
+	t.Run("stream", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s, err := fakeopenai.StartPipe(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			start := time.Now()
+			res, err := post(t, t.Context(), s, body("m", true, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := time.Since(start); got != 100*time.Millisecond {
+				t.Errorf("headers after %v, want 100ms", got)
+			}
+			data, at := events(t, res.Body, start)
+			res.Body.Close()
+			// role chunk, 5 content chunks, finish chunk, usage chunk, [DONE].
+			if len(data) != 9 || data[8] != "[DONE]" {
+				t.Fatalf("events = %q, want 9 ending in [DONE]", data)
+			}
+			want := []time.Duration{300, 300, 400, 500, 600, 700, 700, 700, 700}
+			for i := range want {
+				if at[i] != want[i]*time.Millisecond {
+					t.Errorf("event %d at %v, want %v", i, at[i], want[i]*time.Millisecond)
+				}
+			}
+			var text strings.Builder
+			for i, d := range data[:8] {
+				var c completion
+				if err := json.Unmarshal([]byte(d), &c); err != nil {
+					t.Fatalf("event %d %q: %v", i, d, err)
+				}
+				switch {
+				case i == 0:
+					if c.Choices[0].Delta.Role != "assistant" {
+						t.Errorf("first delta role = %q, want assistant", c.Choices[0].Delta.Role)
+					}
+				case i <= 5:
+					text.WriteString(c.Choices[0].Delta.Content)
+				case i == 6:
+					if f := c.Choices[0].FinishReason; f == nil || *f != "stop" {
+						t.Errorf("finish chunk = %s, want finish_reason stop", d)
+					}
+				case i == 7:
+					if len(c.Choices) != 0 || c.Usage == nil || c.Usage.CompletionTokens != 5 || c.Usage.TotalTokens != 10 {
+						t.Errorf("usage chunk = %s, want no choices and usage 5+5", d)
+					}
+				}
+			}
+			if n := len(strings.Fields(text.String())); n != 5 {
+				t.Errorf("streamed text %q, want 5 words", text.String())
+			}
+		})
+	})
+}
+
+func TestStreamWithoutUsage(t *testing.T) {
+	s := start(t, fakeopenai.Config{})
+	res, err := post(t, t.Context(), s, body(fakeopenai.DefaultModel, true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := events(t, res.Body, time.Now())
+	res.Body.Close()
+	if len(data) != 11 || strings.Contains(strings.Join(data, ""), `"prompt_tokens"`) {
+		t.Errorf("events = %q, want 11 (role, 8 tokens, finish, [DONE]) and no usage", data)
+	}
+}
+
+func start(t *testing.T, cfg fakeopenai.Config) *fakeopenai.Server {
+	t.Helper()
+	s, err := fakeopenai.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestErrorFormatAndHeaders(t *testing.T) {
+	s := start(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", Faults: []fakeopenai.Fault{{
+		Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 1, RetryAfter: 1500 * time.Millisecond,
+		RetryAfterMS: 1500 * time.Millisecond, ShouldRetry: "true",
+	}}}}})
+	res, err := post(t, t.Context(), s, body("m", false, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var e struct {
+		Error map[string]any `json:"error"`
+	}
+	raw, _ := io.ReadAll(res.Body)
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 429 || e.Error["code"] != "rate_limit_exceeded" || e.Error["type"] != "requests" || e.Error["message"] == "" {
+		t.Errorf("429 body = %s, want OpenAI's error object", raw)
+	}
+	if _, ok := e.Error["param"]; !ok {
+		t.Errorf("429 body = %s, want a param field (null)", raw)
+	}
+	h := res.Header
+	if h.Get("retry-after") != "2" || h.Get("retry-after-ms") != "1500" || h.Get("x-should-retry") != "true" {
+		t.Errorf("headers retry-after %q retry-after-ms %q x-should-retry %q, want 2, 1500, true",
+			h.Get("retry-after"), h.Get("retry-after-ms"), h.Get("x-should-retry"))
+	}
+}
+
+func TestUnknownModelAndPath(t *testing.T) {
+	s := start(t, fakeopenai.Config{})
+	res, err := post(t, t.Context(), s, body("nope", false, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 404 {
+		t.Errorf("unknown model status = %d, want 404", res.StatusCode)
+	}
+	res, err = s.Client().Get(s.URL() + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 404 {
+		t.Errorf("GET /v1/models status = %d, want 404", res.StatusCode)
+	}
+	res, err = post(t, t.Context(), s, "{not json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 400 {
+		t.Errorf("malformed request status = %d, want 400", res.StatusCode)
+	}
+	if got := s.Count("nope"); got != 1 {
+		t.Errorf("Count(nope) = %d, want 1", got)
+	}
+}
+
+// Faults are drawn from the seed: two servers with the same seed inject the
+// same sequence, and each fault's share is its fraction within sampling error.
+func TestFaultsDeterministicAndProportional(t *testing.T) {
+	cfg := fakeopenai.Config{Seed: 42, Models: []fakeopenai.ModelConfig{{Name: "m", Faults: []fakeopenai.Fault{
+		{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.2},
+		{Kind: fakeopenai.FaultTruncate, Fraction: 0.1, AfterChunks: 1},
+	}}}}
+	const n = 600
+	run := func() []fakeopenai.FaultKind {
+		s := start(t, cfg)
+		for range n {
+			res, err := post(t, t.Context(), s, body("m", false, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+		var kinds []fakeopenai.FaultKind
+		for _, r := range s.Requests() {
+			kinds = append(kinds, r.Fault)
+		}
+		return kinds
+	}
+	a, b := run(), run()
+	count := map[fakeopenai.FaultKind]int{}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("request %d: fault %v then %v with the same seed, want the same", i, a[i], b[i])
+		}
+		count[a[i]]++
+	}
+	// Binomial(600, p): 4 standard deviations (sqrt(600 p (1-p)): 9.8 for 0.2,
+	// 7.3 for 0.1) bound a false failure below 1e-4.
+	for kind, p := range map[fakeopenai.FaultKind]float64{fakeopenai.FaultStatus: 0.2, fakeopenai.FaultTruncate: 0.1, fakeopenai.NoFault: 0.7} {
+		sd := math.Sqrt(n * p * (1 - p))
+		if got := float64(count[kind]); math.Abs(got-n*p) > 4*sd {
+			t.Errorf("%v: %v of %d requests, want %v ± %.0f", kind, got, n, n*p, 4*sd)
+		}
+	}
+}
+
+// A stall that waits forever ends when the client gives up, and Close ends
+// any that remain; goleak and the bubble check nothing is left.
+func TestStallsEnd(t *testing.T) {
+	cfg := fakeopenai.Config{Models: []fakeopenai.ModelConfig{
+		{Name: "before", Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStallBeforeHeaders, Fraction: 1}}},
+		{Name: "mid", Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStallMidStream, Fraction: 1, AfterChunks: 2}}},
+	}}
+	synctest.Test(t, func(t *testing.T) {
+		s, err := fakeopenai.StartPipe(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err = post(t, ctx, s, body("before", false, false))
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != time.Second {
+			t.Errorf("stall before headers: err %v after %v, want deadline after 1s", err, time.Since(start))
+		}
+		res, err := post(t, t.Context(), s, body("mid", true, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(res.Body)
+		for range 3 { // role chunk and 2 tokens
+			if _, err := r.ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			r.ReadString('\n')
+		}
+		synctest.Wait() // the server is now stalled
+		res.Body.Close()
+	})
+	arrived := make(chan struct{}, 1)
+	cfg.OnRequest = func(fakeopenai.Request) { arrived <- struct{}{} }
+	s := start(t, cfg)
+	done := make(chan error)
+	go func() {
+		_, err := post(t, context.Background(), s, body("before", false, false))
+		done <- err
+	}()
+	<-arrived
+	s.Close()
+	if err := <-done; err == nil {
+		t.Errorf("request stalled at Close: err = nil, want a transport error")
+	}
+}
+
+func TestTraceparentAndRecords(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	s := start(t, fakeopenai.Config{})
+	res, err := post(t, t.Context(), s, body(fakeopenai.DefaultModel, true, true), "traceparent", tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if got := res.Header.Get("traceparent"); got != tp {
+		t.Errorf("echoed traceparent = %q, want %q", got, tp)
+	}
+	rs := s.Requests()
+	if len(rs) != 1 || rs[0].Traceparent != tp || !rs[0].Stream || rs[0].Model != fakeopenai.DefaultModel || !bytes.Contains(rs[0].Body, []byte("hello there")) {
+		t.Errorf("Requests() = %+v, want one streamed request with the traceparent and body", rs)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []fakeopenai.Config{
+		{Models: []fakeopenai.ModelConfig{{Name: "a"}, {Name: "a"}}},
+		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Fraction: 1.5}}}}},
+		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Fraction: 0.6}, {Fraction: 0.6}}}}},
+		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Fraction: math.NaN()}}}}},
+	} {
+		if s, err := fakeopenai.New(cfg); err == nil || s != nil || !strings.HasPrefix(err.Error(), "fakeopenai: ") {
+			t.Errorf("New(%+v) = %v, %v; want nil and a fakeopenai: error", cfg, s, err)
+		}
+	}
+}
+
+func TestFormatReset(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Second: "1s", 6 * time.Minute: "6m0s", 20 * time.Millisecond: "20ms",
+		17280 * time.Millisecond: "17.28s", 0: "0s", -time.Second: "0s", time.Microsecond: "1ms",
+	} {
+		if got := fakeopenai.FormatReset(d); got != want {
+			t.Errorf("FormatReset(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
