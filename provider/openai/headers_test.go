@@ -40,7 +40,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"", "Sun, 29 Nov 2026 12:00:10 GMT", 10 * time.Second, true},
 		{"", "Sunday, 29-Nov-26 12:01:00 GMT", time.Minute, true}, // RFC 850
 		{"", "Sun Nov 29 12:00:05 2026", 5 * time.Second, true},   // asctime
-		{"", "Sun, 29 Nov 2026 11:59:00 GMT", 0, true},           // past: 0
+		{"", "Sun, 29 Nov 2026 11:59:00 GMT", 0, true},            // past: 0
 		{"", "Sun, 06 Dec 2026 12:00:00 GMT", 24 * time.Hour, true},
 		{"", "tomorrow", 0, false},
 	}
