@@ -330,8 +330,12 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 // Once is [Runner.Do] for a typed result: fn's result is stored as JSON and
 // decoded for every caller, so each gets its own copy. A result that does not
 // encode leaves the key Unknown (the effect ran but its result is lost);
-// one that does not decode into T gives a Permanent error.
+// one that does not decode into T gives a Permanent error. Once panics if fn
+// is nil.
 func Once[T any](ctx context.Context, r *Runner, key Key, fn func(context.Context) (T, error)) (T, error) {
+	if fn == nil {
+		panic("effect: Once of a nil func")
+	}
 	var zero T
 	res, err := r.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
 		v, err := fn(ctx)

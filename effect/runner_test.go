@@ -396,8 +396,16 @@ func TestNilFuncPanicsWithoutClaiming(t *testing.T) {
 		}()
 		r.Do(context.Background(), key, nil)
 	}()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Once(nil fn) did not panic")
+			}
+		}()
+		Once[int](context.Background(), r, key, nil)
+	}()
 	if rec, ok, _ := r.Status(context.Background(), key); ok {
-		t.Fatalf("Status after Do(nil fn) = %+v, want no record", rec)
+		t.Fatalf("Status after Do(nil fn) and Once(nil fn) = %+v, want no record", rec)
 	}
 }
 
