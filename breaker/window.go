@@ -131,7 +131,8 @@ func (r *timeRing) record(gen uint64, now int64, flags uint64) {
 		r.mu.Lock()
 		old := b.key.Load()
 		oldGen := old >> idxBits
-		stale := oldGen == gen&genMask && int64(old&idxMask) > idx&idxMask
+		ahead := (old - key) & idxMask // how far the bucket's lap is past this call's, modulo 2^40
+		stale := oldGen == gen&genMask && ahead != 0 && ahead < 1<<(idxBits-1)
 		// A bucket of a later closed period (generations only grow; compared
 		// modulo 2^24) is never reset by a call of an earlier one.
 		later := old != 0 && (oldGen-gen)&genMask != 0 && (oldGen-gen)&genMask < 1<<23

@@ -109,3 +109,16 @@ func TestTimeRingKeepsLaterGeneration(t *testing.T) {
 		t.Errorf("tally(gen 0 after wrap) = %+v, want %+v", got, want)
 	}
 }
+
+// TestTimeRingIndexWraps: bucket indexes are kept modulo 2^40; a window of
+// 1 ns buckets wraps after 2^40 ns (18 minutes) and must keep recording.
+func TestTimeRingIndexWraps(t *testing.T) {
+	r := newTimeRing(10, 10)
+	const wrap = int64(1) << idxBits
+	r.record(0, wrap-1, flagFailed)
+	r.record(0, wrap+9, flagFailed) // same slot, index 0 after the wrap
+	r.record(0, wrap+9, 0)
+	if got, want := r.tally(0, wrap+9), (tally{calls: 2, failed: 1}); got != want {
+		t.Errorf("tally after the wrap = %+v, want %+v", got, want)
+	}
+}
