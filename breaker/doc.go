@@ -52,8 +52,9 @@
 // # Cost
 //
 // The closed state is lock-free and allocation-free: an atomic load of the
-// state word (state and generation together), an atomic add of the window's
-// cursor and an atomic store of the outcome's slot. A count-based window
+// state word (state and generation together) before the call and one after it
+// (to drop the outcome of a closed period that ended meanwhile), an atomic add
+// of the window's cursor and an atomic store of the outcome's slot. A count-based window
 // without slow-call detection reads no clock on that path; a time-based window
 // or slow-call detection reads it once after the call (and once before it, for
 // slow calls). Counts are taken by scanning the window, which only failures and
