@@ -46,7 +46,8 @@ type Config struct {
 	Store Store
 	// TTL is how long an outcome is remembered, so how long a repeated call
 	// with the same key returns the stored result instead of running again.
-	// Zero means DefaultTTL (24 hours).
+	// A pending key is kept for Lease + TTL, so that a lost owner's key reads
+	// as Unknown for a TTL after its lease. Zero means DefaultTTL (24 hours).
 	TTL time.Duration
 	// Lease is how long a pending key is trusted to be running. A caller that
 	// finds a key pending past its lease treats it as Unknown (the owner
