@@ -213,10 +213,25 @@ func generate(s any, r *rand.Rand, depth int) any {
 	if all, ok := m["allOf"].([]any); ok && len(all) > 0 {
 		merged := map[string]any{}
 		for _, a := range all {
-			if am, ok := a.(map[string]any); ok {
-				for k, v := range am {
-					merged[k] = v
+			am, ok := a.(map[string]any)
+			if !ok {
+				continue
+			}
+			for k, v := range am {
+				if k == "properties" { // merge the property sets
+					props, _ := merged[k].(map[string]any)
+					if props == nil {
+						props = map[string]any{}
+					}
+					if vp, ok := v.(map[string]any); ok {
+						for pk, pv := range vp {
+							props[pk] = pv
+						}
+					}
+					merged[k] = props
+					continue
 				}
+				merged[k] = v
 			}
 		}
 		return generate(merged, r, depth+1)

@@ -73,6 +73,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
+	s.counts[rec.Model]++
 	s.mu.Unlock()
 	if s.cfg.OnRequest != nil {
 		s.cfg.OnRequest(rec)

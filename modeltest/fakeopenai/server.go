@@ -22,6 +22,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	requests []Request
+	counts   map[string]int // requests per model name
 
 	ts     *httptest.Server // loopback, when started with Start
 	pipe   *pipeListener    // in-memory, when started with StartPipe
@@ -65,7 +66,7 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []ModelConfig{{Name: DefaultModel}}
 	}
-	s := &Server{cfg: cfg, models: make(map[string]*model, len(cfg.Models)), start: time.Now()}
+	s := &Server{cfg: cfg, models: make(map[string]*model, len(cfg.Models)), counts: map[string]int{}, start: time.Now()}
 	for _, mc := range cfg.Models {
 		if mc.Name == "" {
 			mc.Name = DefaultModel
@@ -176,13 +177,7 @@ func (s *Server) Requests() []Request {
 func (s *Server) Count(modelName string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for i := range s.requests {
-		if s.requests[i].Model == modelName {
-			n++
-		}
-	}
-	return n
+	return s.counts[modelName]
 }
 
 // Handler returns the server's http.Handler, serving POST /v1/chat/completions
