@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -238,9 +239,9 @@ func TestPrefixAware(t *testing.T) {
 }
 
 func TestBlockIndex(t *testing.T) {
-	x := newBlockIndex(4)
+	x := newBlockIndex(4, 1<<62)
 	for i := range 10 {
-		x.touch(uint64(i), 1, int64(i))
+		x.touch(uint64(i), 1, int64(i), 0)
 	}
 	if x.len() != 4 {
 		t.Fatalf("len after 10 touches = %d, want 4 (MaxBlocks)", x.len())
@@ -250,8 +251,8 @@ func TestBlockIndex(t *testing.T) {
 			t.Errorf("has(%d) = %v, want %v (LRU keeps the last 4)", i, got, want)
 		}
 	}
-	x.touch(6, 1, 20) // refresh: 7 is now the oldest
-	x.touch(10, 1, 21)
+	x.touch(6, 1, 20, 0) // refresh: 7 is now the oldest
+	x.touch(10, 1, 21, 0)
 	if x.has(7, 0) || !x.has(6, 0) {
 		t.Error("after refreshing 6 and adding 10, want 7 evicted and 6 kept")
 	}
@@ -264,20 +265,39 @@ func TestBlockIndex(t *testing.T) {
 	}
 	// Reuse of freed nodes keeps the arena at MaxBlocks.
 	for i := range 100 {
-		x.touch(uint64(100+i), 1, 30)
+		x.touch(uint64(100+i), 1, 30, 0)
 	}
 	if len(x.nodes) > 4 {
 		t.Errorf("node arena = %d, want <= 4", len(x.nodes))
 	}
 	// evictionCost: 2 oldest blocks, bytes 1, uses 1.
-	if got := x.evictionCost(2, nil); got != 2 {
+	if got := x.evictionCost(2, nil, 30); got != 2 {
 		t.Errorf("evictionCost(2) = %v, want 2", got)
+	}
+	// Use counts slide with the window H (here 100 ns): 5 sends in epoch 0
+	// weigh 5 then, 3.75 a quarter into epoch 1 (the part of epoch 0 still in
+	// the window), 2+3.75 after 2 more sends in epoch 1, and 0 two epochs on.
+	w := newBlockIndex(4, 100)
+	for range 5 {
+		w.touch(7, 1, 10, 0)
+	}
+	for _, c := range []struct {
+		now   int64
+		touch bool
+		want  float64
+	}{{50, false, 5}, {125, false, 3.75}, {125, true, 3.75 + 1}, {125, true, 3.75 + 2}, {250, false, 0.5 * 2}, {300, false, 0}} {
+		if c.touch {
+			w.touch(7, 1, c.now, c.now/100)
+		}
+		if got := w.evictionCost(1, nil, c.now); got != c.want {
+			t.Errorf("evictionCost at %d (touched %v) = %v, want %v", c.now, c.touch, got, c.want)
+		}
 	}
 	// longest over a chain.
 	bs := []block{{hash: 1000}, {hash: 1001}, {hash: 1002}}
-	y := newBlockIndex(10)
-	y.touch(1001, 1, 5)
-	y.touch(1000, 1, 5)
+	y := newBlockIndex(10, 1<<62)
+	y.touch(1001, 1, 5, 0)
+	y.touch(1000, 1, 5, 0)
 	if got := y.longest(bs, 0); got != 2 {
 		t.Errorf("longest = %d, want 2", got)
 	}
@@ -386,7 +406,8 @@ func TestBalancerAllocs(t *testing.T) {
 }
 
 func TestPrefixAwareSettings(t *testing.T) {
-	for _, s := range []PrefixAware{{BlockBytes: -1}, {RebalanceFactor: 0.5}, {Window: -time.Second}} {
+	for _, s := range []PrefixAware{{BlockBytes: -1}, {RebalanceFactor: 0.5}, {Window: -time.Second}, {BytesPerToken: math.NaN()},
+		{DecodeWeight: math.Inf(1)}, {RebalanceFactor: math.NaN()}, {MaxBlocks: 1 << 31}, {BlockBytes: 1 << 40}} {
 		func() {
 			defer func() {
 				if r, _ := recover().(string); r == "" || r[:6] != "route:" {
@@ -489,10 +510,10 @@ func TestPrefixAwareKeepsOwnPrefix(t *testing.T) {
 	x := &p.state[0].index
 	// Two new blocks evict two others: e and f would cost 4*2 each; a and
 	// b, the call's own prefix, are passed over.
-	if got := x.evictionCost(2, P[:2]); got != 16 {
+	if got := x.evictionCost(2, P[:2], t0.Add(3*time.Second).UnixNano()); got != 16 {
 		t.Errorf("evictionCost(2, keep the prefix a b) = %v, want 16 (e and f: 4 bytes * 2 uses each)", got)
 	}
-	if got := x.evictionCost(2, nil); got != 8 {
+	if got := x.evictionCost(2, nil, t0.Add(3*time.Second).UnixNano()); got != 8 {
 		t.Errorf("evictionCost(2, keep nothing) = %v, want 8 (a and b: 4 bytes * 1 use each)", got)
 	}
 	if _, err := b.Pick(PickInfo{Request: userReq("aaaabbbbgggghhhh"), Now: t0.Add(3 * time.Second)}); err != nil {

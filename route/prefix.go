@@ -23,9 +23,11 @@ import (
 //     where Q_g is its recent load (the sum over calls placed there within H of
 //     their missed tokens plus DecodeWeight times its mean output tokens), E_g
 //     the tokens of the cached blocks that the new blocks would evict from a
-//     full index, each weighted by the calls that used it per call in the
-//     window (an approximation of Preble's share: uses count while indexed),
-//     and R_g = L_miss(g), its own prefill;
+//     full index (the least recently sent, never the call's own cached
+//     prefix), each weighted by its hit rate: the calls that sent it within
+//     the window (a sliding-window count over epochs of width H) divided by
+//     the calls placed on the replica within the window, as in Preble; and
+//     R_g = L_miss(g), its own prefill;
 //   - rebalance: if the exploit target is overloaded, (in flight + 1) >
 //     RebalanceFactor * (least in flight + 1), go to the least loaded replica
 //     instead, which then caches the hot prefix too and shares its later calls.
@@ -67,11 +69,16 @@ type PrefixAware struct {
 // NewPicker returns the E2 picker over replicas. Each pick hashes the prompt
 // once (outside the lock), then takes one mutex for the lookups and the index
 // update; it never blocks on anything else. It panics, with a message starting
-// "route:", when a setting is negative or RebalanceFactor is in (0, 1).
+// "route:", when a setting is negative, NaN or infinite, RebalanceFactor is in
+// (0, 1), or BlockBytes or MaxBlocks is 2^31 or more.
 func (s PrefixAware) NewPicker(replicas []*Replica) Picker {
-	if s.BlockBytes < 0 || s.BytesPerToken < 0 || s.Window < 0 || s.MaxBlocks < 0 || s.DecodeWeight < 0 ||
-		s.RebalanceFactor < 0 || (s.RebalanceFactor > 0 && s.RebalanceFactor < 1) {
-		panic("route: PrefixAware settings must be >= 0 and RebalanceFactor >= 1")
+	finite := func(x float64) bool { return x >= 0 && !math.IsInf(x, 1) } // false for NaN
+	if s.BlockBytes < 0 || s.Window < 0 || s.MaxBlocks < 0 || !finite(s.BytesPerToken) || !finite(s.DecodeWeight) ||
+		!finite(s.RebalanceFactor) || (s.RebalanceFactor > 0 && s.RebalanceFactor < 1) {
+		panic("route: PrefixAware settings must be finite and >= 0, and RebalanceFactor >= 1")
+	}
+	if s.BlockBytes > math.MaxInt32 || s.MaxBlocks > math.MaxInt32 {
+		panic("route: PrefixAware BlockBytes and MaxBlocks must be below 2^31")
 	}
 	p := &prefixPicker{replicas: replicas, cfg: s}
 	c := &p.cfg
@@ -96,7 +103,7 @@ func (s PrefixAware) NewPicker(replicas []*Replica) Picker {
 	p.width = max(int64(c.Window)/loadSlots, 1)
 	p.state = make([]replicaState, len(replicas))
 	for i := range p.state {
-		p.state[i].index = newBlockIndex(c.MaxBlocks)
+		p.state[i].index = newBlockIndex(c.MaxBlocks, int64(c.Window))
 	}
 	p.pool.New = func() any { b := make([]block, 0, 128); return &b }
 	return p
@@ -203,7 +210,7 @@ func (p *prefixPicker) place(bs []block, t int64) int {
 			miss := float64(total-hitBytes(g)) / bpt
 			c := st.q + miss
 			if over := st.index.len() + (len(bs) - st.hit) - p.cfg.MaxBlocks; over > 0 && st.nReq > 0 {
-				c += st.index.evictionCost(over, bs[:st.hit]) / bpt / float64(st.nReq)
+				c += st.index.evictionCost(over, bs[:st.hit], t) / bpt / float64(st.nReq)
 			}
 			if c < bestC {
 				chosen, bestC = g, c
@@ -213,7 +220,7 @@ func (p *prefixPicker) place(bs []block, t int64) int {
 	st := &p.state[chosen]
 	missBytes := total - hitBytes(chosen)
 	st.load.add(t, p.width, float64(missBytes)/bpt)
-	st.record(bs, t, p.cfg.MaxBlocks)
+	st.record(bs, t, t/int64(p.cfg.Window), p.cfg.MaxBlocks)
 	return chosen
 }
 
@@ -227,7 +234,7 @@ func (p *prefixPicker) place(bs []block, t int64) int {
 // than the index holds is entered last block first, keeping its first
 // maxBlocks blocks; when nothing will be evicted, one pass, last block first,
 // does.
-func (st *replicaState) record(bs []block, t int64, maxBlocks int) {
+func (st *replicaState) record(bs []block, t, epoch int64, maxBlocks int) {
 	size := func(k int) int {
 		if k == 0 {
 			return bs[0].end
@@ -239,10 +246,10 @@ func (st *replicaState) record(bs []block, t int64, maxBlocks int) {
 		hit = 0 // nothing to protect, or nothing will be evicted: one pass
 	}
 	for k := hit - 1; k >= 0; k-- {
-		st.index.touch(bs[k].hash, size(k), t)
+		st.index.touch(bs[k].hash, size(k), t, epoch)
 	}
 	for k := len(bs) - 1; k >= hit; k-- {
-		st.index.touch(bs[k].hash, size(k), t)
+		st.index.touch(bs[k].hash, size(k), t, epoch)
 	}
 	for k := hit - 1; k >= 0; k-- {
 		st.index.toFront(bs[k].hash)

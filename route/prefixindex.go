@@ -58,27 +58,35 @@ func hashPrompt(req *portico.Request, blockBytes int, dst []block) []block {
 
 // blockIndex is one replica's client-side record of the prompt blocks recently
 // sent to it: an LRU of at most max block hashes, each with the time it was
-// last sent and how many calls sent it. Nodes live in one slice (no per-node
-// allocation); the map finds them by hash. Not safe for concurrent use.
+// last sent and how many calls sent it within about the window H. Nodes live
+// in one slice (no per-node allocation); the map finds them by hash. Not safe
+// for concurrent use.
 type blockIndex struct {
 	max        int
+	window     int64 // H, nanoseconds: the width of the use-count epochs
 	m          map[uint64]int32
 	nodes      []bnode
 	head, tail int32 // most and least recently used; -1 when empty
 	free       int32 // free list through next; -1 when empty
 }
 
+// bnode is one indexed block. Its uses are counted per epoch of width H
+// (epoch = unix ns / H): uses in the node's epoch and prevUses in the one
+// before, so that a block's weight in E_g is the calls that sent it within
+// about the last H (a sliding-window counter), not since it was first sent.
 type bnode struct {
 	hash       uint64
 	seen       int64 // unix nanoseconds of the last send
+	epoch      int64 // the epoch of uses
 	bytes      int32 // the block's size
-	uses       int32 // calls that sent it while indexed
+	uses       int32 // calls that sent it in epoch
+	prevUses   int32 // calls that sent it in epoch-1
 	prev, next int32
 	keep       bool // scratch mark of evictionCost
 }
 
-func newBlockIndex(max int) blockIndex {
-	return blockIndex{max: max, m: make(map[uint64]int32), head: -1, tail: -1, free: -1}
+func newBlockIndex(maxBlocks int, window int64) blockIndex {
+	return blockIndex{max: maxBlocks, window: max(window, 1), m: make(map[uint64]int32), head: -1, tail: -1, free: -1}
 }
 
 func (x *blockIndex) len() int { return len(x.m) }
@@ -131,12 +139,20 @@ func (x *blockIndex) expire(cutoff int64) {
 	}
 }
 
-// touch records that a block of size bytes with this hash was sent at now,
-// evicting the least recently used block when the index is full.
-func (x *blockIndex) touch(hash uint64, bytes int, now int64) {
+// touch records that a block of size bytes with this hash was sent at now, in
+// epoch now/H (passed in, computed once per call), evicting the least
+// recently used block when the index is full.
+func (x *blockIndex) touch(hash uint64, bytes int, now, epoch int64) {
 	if i, ok := x.m[hash]; ok {
 		n := &x.nodes[i]
 		n.seen = now
+		if n.epoch != epoch {
+			n.prevUses = 0
+			if n.epoch == epoch-1 {
+				n.prevUses = n.uses
+			}
+			n.uses, n.epoch = 0, epoch
+		}
 		n.uses++
 		x.unlink(i)
 		x.pushFront(i)
@@ -153,17 +169,30 @@ func (x *blockIndex) touch(hash uint64, bytes int, now int64) {
 		x.nodes = append(x.nodes, bnode{})
 		i = int32(len(x.nodes) - 1)
 	}
-	x.nodes[i] = bnode{hash: hash, seen: now, bytes: int32(bytes), uses: 1}
+	x.nodes[i] = bnode{hash: hash, seen: now, epoch: epoch, bytes: int32(bytes), uses: 1}
 	x.m[hash] = i
 	x.pushFront(i)
 }
 
 // evictionCost returns the sum, over the k least recently used blocks that a
-// call adding k new blocks to a full index would evict, of bytes times uses:
-// Preble's E_g before dividing by the window's calls. The blocks of keep (the
-// call's own cached prefix, which the call refreshes before it inserts
-// anything) are not evicted, so they are passed over.
-func (x *blockIndex) evictionCost(k int, keep []block) float64 {
+// call adding k new blocks at now would evict from a full index, of bytes
+// times the calls that sent the block within the last H (uses in the current
+// epoch plus the previous epoch's uses scaled by the part of it still inside
+// the window): Preble's E_g before dividing by the window's calls. The blocks
+// of keep (the call's own cached prefix, which the call refreshes before it
+// inserts anything) are not evicted, so they are passed over.
+func (x *blockIndex) evictionCost(k int, keep []block, now int64) float64 {
+	epoch := now / x.window
+	left := 1 - float64(now-epoch*x.window)/float64(x.window) // of epoch-1, still in the window
+	recent := func(n *bnode) float64 {
+		switch n.epoch {
+		case epoch:
+			return float64(n.uses) + left*float64(n.prevUses)
+		case epoch - 1:
+			return left * float64(n.uses)
+		}
+		return 0
+	}
 	for _, b := range keep {
 		if i, ok := x.m[b.hash]; ok {
 			x.nodes[i].keep = true
@@ -172,7 +201,7 @@ func (x *blockIndex) evictionCost(k int, keep []block) float64 {
 	s := 0.0
 	for i := x.tail; i >= 0 && k > 0; i = x.nodes[i].prev {
 		if n := &x.nodes[i]; !n.keep {
-			s += float64(n.bytes) * float64(n.uses)
+			s += float64(n.bytes) * recent(n)
 			k--
 		}
 	}

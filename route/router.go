@@ -43,7 +43,8 @@ type Candidate struct {
 }
 
 // Policy ranks the candidates of a [Router]: it returns a score for c, and the
-// candidate with the lowest score wins (the earliest route on a tie). A Policy
+// candidate with the lowest score wins (the earliest route on a tie; a NaN
+// score ranks as +Inf). A Policy
 // must be pure and fast, never block, and be safe for concurrent use.
 type Policy func(c Candidate) float64
 
@@ -226,7 +227,11 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 			Observed:      int(st.observed.Load()),
 			Weight:        r.weights[i],
 		}
-		if s := r.policy(c); best < 0 || s < bestScore {
+		s := r.policy(c)
+		if s != s {
+			s = math.Inf(1) // NaN ranks last, not first
+		}
+		if best < 0 || s < bestScore {
 			best, bestScore = i, s
 		}
 	}

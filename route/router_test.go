@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -147,6 +148,16 @@ func TestRouterFeedback(t *testing.T) {
 	}, Weights: []float64{1, 2}, Policy: Weighted{Cost: 1}.Score})
 	if pr, _ := rw.Pick(PickInfo{Request: userReq("x"), InputTokens: 1}); pr.Index != 1 {
 		t.Errorf("Weighted pick, a 2/1 vs b 3/2 = %d, want 1", pr.Index)
+	}
+	// A policy that scores the first route NaN does not make it win.
+	rn, _ := NewRouter(RouterConfig{Routes: routes, Policy: func(c Candidate) float64 {
+		if c.Index == 0 {
+			return math.NaN()
+		}
+		return 1
+	}})
+	if pr, _ := rn.Pick(PickInfo{Request: userReq("x")}); pr.Index != 1 {
+		t.Errorf("pick with a scored NaN, b scored 1 = %d, want 1", pr.Index)
 	}
 }
 
