@@ -470,6 +470,18 @@ func TestWrapPassesErrorsThrough(t *testing.T) {
 	if _, err := m.Generate(context.Background(), schemaReq(`{}`)); err != boom {
 		t.Fatalf("Generate = %v, want the inner error unchanged", err)
 	}
+	// A Model that breaks its contract with (nil, nil) gets a rejection,
+	// not a nil Response passed on as success.
+	m = MustNew(Config{}).Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return nil, nil
+	}))
+	resp, err := m.Generate(context.Background(), schemaReq(`{}`))
+	if resp != nil {
+		t.Fatalf("Generate = %v, want nil Response", resp)
+	}
+	if got := rules(rejection(t, err)); !equal(got, []string{"envelope/nil_response@"}) {
+		t.Fatalf("violations = %q, want envelope/nil_response", got)
+	}
 }
 
 func TestChecksRunInStageOrderAndCannotLeakValues(t *testing.T) {
