@@ -131,8 +131,10 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 }
 
 // Generate runs the cascade on req as described on [Cascade]. Errors:
-//   - the caller's cancellation or deadline, or a step's Permanent error, as
-//     the step returned it; a Permanent error when req is nil;
+//   - the caller's cancellation or deadline, as the step returned it, or
+//     from [portico.FromContext] when ctx ends between steps (no further step
+//     is started); a step's Permanent error, as returned; a Permanent error
+//     when req is nil;
 //   - with [ExhaustedError], when answers came but none was accepted: class
 //     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
 //   - when no step answered at all: the class of the last step's error (or
@@ -170,6 +172,13 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			hops = append(hops, h)
 			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
 			continue
+		}
+		if called {
+			// The caller may have given up while the previous step ran or
+			// was scored: do not start (and pay for) another step.
+			if err := portico.FromContext(ctx); err != nil {
+				return nil, err
+			}
 		}
 		sreq := buffered
 		live := final && c.streamLast && c.exhausted == ExhaustedLast

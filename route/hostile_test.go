@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -126,5 +127,25 @@ func TestPickersWithoutReplicas(t *testing.T) {
 		if _, err := s.NewPicker(nil).Pick(PickInfo{Request: userReq("x")}); !errors.Is(err, ErrNoRoute) {
 			t.Errorf("%T over no replicas: Pick error %v, want ErrNoRoute", s, err)
 		}
+	}
+}
+
+// A caller that gives up while a step's answer is being scored gets its
+// cancellation at once: the next step is not called (nor paid for).
+func TestCascadeStopsWhenCanceledBetweenSteps(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var strongCalls atomic.Int64
+	c, err := NewCascade(CascadeConfig{Steps: []Step{
+		{Route: portico.Route{Name: "weak", Model: answer("w", portico.Usage{}, nil)},
+			Accept: func(*portico.Request, *portico.Response) float64 { cancel(); return 0 }, Threshold: 1},
+		{Route: portico.Route{Name: "strong", Model: answer("s", portico.Usage{}, &strongCalls)}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Generate(ctx, userReq("x"))
+	if resp != nil || portico.ClassOf(err) != portico.Canceled || !errors.Is(err, context.Canceled) || strongCalls.Load() != 0 {
+		t.Errorf("cascade canceled during scoring = %v, %v, strong calls %d; want a Canceled error and no strong call", resp, err, strongCalls.Load())
 	}
 }
