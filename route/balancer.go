@@ -61,7 +61,9 @@ type Strategy interface {
 // available when checked, and must not modify info.Request. When no replica is
 // available it returns an error wrapping [ErrNoRoute]. A non-nil
 // PickResult.Done is called once when the call ends; the Balancer itself keeps
-// the in-flight and pick counts.
+// the in-flight and pick counts. The built-in pickers may call a replica's
+// Health.Available while holding their own lock (affinity's long calls,
+// prefix-aware picks), so Available must not call back into the Balancer.
 type Picker interface {
 	Pick(info PickInfo) (PickResult, error)
 }

@@ -109,6 +109,10 @@ func (s PrefixAware) NewPicker(replicas []*Replica) Picker {
 	return p
 }
 
+// maxPooledBlocks bounds the block buffers kept for reuse: 4096 blocks is a
+// 1 MB prompt at the default block size.
+const maxPooledBlocks = 4096
+
 type prefixPicker struct {
 	replicas []*Replica
 	cfg      PrefixAware
@@ -145,8 +149,10 @@ func (p *prefixPicker) Pick(info PickInfo) (PickResult, error) {
 	bp := p.pool.Get().(*[]block)
 	bs := hashPrompt(info.Request, p.cfg.BlockBytes, (*bp)[:0])
 	i := p.place(bs, t)
-	*bp = bs[:0]
-	p.pool.Put(bp)
+	if cap(bs) <= maxPooledBlocks { // a huge prompt's buffer is left to the GC
+		*bp = bs[:0]
+		p.pool.Put(bp)
+	}
 	if i < 0 {
 		return PickResult{Index: -1}, noReplica()
 	}
