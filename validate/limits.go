@@ -1,11 +1,94 @@
 package validate
 
-// limits bounds the work one JSON text may cause, checked by [limits.parse]
-// as it decodes: the schema validator is then never handed a document whose
-// nesting or numbers could cost unbounded time or memory (jsonschema compares
-// numbers as math/big.Rat, and 1e1000000 costs tens of milliseconds per
-// occurrence), and the parse itself stops at the first limit broken, so a
-// hostile answer costs O(its length).
+import (
+	"strconv"
+	"strings"
+)
+
+// limits bounds the work one JSON text may cause, checked by [scan] before the
+// text is decoded: the decoder and the schema validator are then never handed a
+// document whose nesting or numbers could cost unbounded time or memory
+// (jsonschema compares numbers as math/big.Rat, and 1e1000000 costs tens of
+// milliseconds per occurrence).
 type limits struct {
 	maxBytes, maxDepth, maxNumber, maxExponent int
+}
+
+// scan checks s against l in one pass over its bytes. It returns "" when s is
+// within the limits, else the broken rule and a content-free detail. scan
+// assumes nothing about s's validity: malformed JSON is left to the decoder.
+func (l *limits) scan(s string) (rule, detail string) {
+	if len(s) > l.maxBytes {
+		return RuleMaxBytes, strconv.Itoa(len(s)) + " bytes"
+	}
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"':
+			i = skipString(s, i+1)
+		case '[', '{':
+			depth++
+			if depth > l.maxDepth {
+				return RuleMaxDepth, "offset " + strconv.Itoa(i)
+			}
+		case ']', '}':
+			depth--
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			end, exp := scanNumber(s, i)
+			if end-i > l.maxNumber || exp > l.maxExponent {
+				return RuleMaxNumber, "offset " + strconv.Itoa(i)
+			}
+			i = end - 1
+		}
+	}
+	return "", ""
+}
+
+// skipString returns the index of the quote closing the string whose content
+// starts at i, or len(s) when it is not closed.
+func skipString(s string, i int) int {
+	for {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return len(s)
+		}
+		j += i
+		// The quote is escaped when an odd number of backslashes precede it.
+		k := j
+		for k > i && s[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j
+		}
+		i = j + 1
+	}
+}
+
+// scanNumber returns the end of the number-like run starting at i and the
+// magnitude of its exponent (saturated at 1<<30).
+func scanNumber(s string, i int) (end, exp int) {
+	j := i
+	for j < len(s) {
+		c := s[j]
+		if c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' {
+			j++
+			continue
+		}
+		if c == 'e' || c == 'E' {
+			j++
+			if j < len(s) && (s[j] == '+' || s[j] == '-') {
+				j++
+			}
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+				if exp < 1<<30 {
+					exp = exp*10 + int(s[j]-'0')
+				}
+				j++
+			}
+			return j, exp
+		}
+		break
+	}
+	return j, 0
 }

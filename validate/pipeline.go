@@ -1,8 +1,11 @@
 package validate
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -148,16 +151,36 @@ func (p *pipeline) validate(c *compiled, value any) {
 	p.add(Violation{Call: p.call, Rule: "schema"})
 }
 
-// decode decodes text as exactly one JSON value within the limits, in one
-// pass ([limits.parse]: numbers as json.Number, as jsonschema.UnmarshalJSON
-// decodes), reporting a violation when it cannot.
+// decode checks text against the limits and decodes it as exactly one JSON
+// value, numbers as json.Number, reporting a violation when it cannot.
 func (p *pipeline) decode(text string) (any, bool) {
-	v, rule, detail := p.v.lim.parse(text)
-	if rule != "" {
+	if rule, detail := p.v.lim.scan(text); rule != "" {
 		p.add(Violation{Call: p.call, Rule: rule, Detail: detail})
 		return nil, false
 	}
-	return v, true
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: "trailing data at offset " + strconv.FormatInt(dec.InputOffset(), 10)})
+			return nil, false
+		}
+		return v, true
+	}
+	detail := "invalid JSON"
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		detail = "syntax error at offset " + strconv.FormatInt(se.Offset, 10)
+	case err == io.EOF:
+		detail = "no JSON value"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		detail = "unexpected end of JSON"
+	}
+	p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: detail})
+	return nil, false
 }
 
 func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {

@@ -104,9 +104,8 @@ type Config struct {
 	// Zero means DefaultMaxNumber (64).
 	MaxNumberLength int
 	// MaxExponent bounds the magnitude of a number's decimal exponent. Zero
-	// means DefaultMaxExponent (400). The limits are checked while the text
-	// is decoded, in one pass that stops at the first one broken, so a
-	// hostile answer costs O(its length).
+	// means DefaultMaxExponent (400). The limits are checked in one pass
+	// before decoding, so a hostile answer costs O(its length).
 	MaxExponent int
 	// CacheSize bounds the number of compiled schemas kept. Zero means
 	// DefaultCacheSize (128).
