@@ -190,9 +190,13 @@ func jsonText(schema json.RawMessage, r *rand.Rand) string {
 	return string(b)
 }
 
+// maxGenerated bounds minItems and minLength, so that a hostile schema cannot
+// make the server allocate without limit.
+const maxGenerated = 64
+
 // generate returns a value valid against the JSON Schema s for the common
 // keywords: type, properties, required, items, enum, const, minimum,
-// minLength, minItems, anyOf, oneOf, allOf, format (date-time, date, email,
+// minLength, minItems (both capped at 64), anyOf, oneOf, allOf, format (date-time, date, email,
 // uri). It does not resolve $ref.
 func generate(s any, r *rand.Rand, depth int) any {
 	m, ok := s.(map[string]any)
@@ -274,8 +278,8 @@ func generate(s any, r *rand.Rand, depth int) any {
 		return out
 	case "array":
 		n := 1
-		if v, ok := m["minItems"].(float64); ok && int(v) > n {
-			n = int(v)
+		if v, ok := m["minItems"].(float64); ok && v > float64(n) {
+			n = int(min(v, maxGenerated))
 		}
 		out := make([]any, n)
 		for i := range out {
@@ -295,8 +299,8 @@ func generate(s any, r *rand.Rand, depth int) any {
 		}
 		w := lorem[r.IntN(len(lorem))]
 		if v, ok := m["minLength"].(float64); ok {
-			for len(w) < int(v) {
-				w += "a"
+			if n := int(min(v, maxGenerated)); len(w) < n {
+				w += strings.Repeat("a", n-len(w))
 			}
 		}
 		return w

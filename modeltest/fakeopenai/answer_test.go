@@ -116,3 +116,30 @@ func TestFaultKindString(t *testing.T) {
 		t.Errorf("FaultKind(200).String() = %q, want FaultKind(200)", got)
 	}
 }
+
+// FuzzHandler feeds arbitrary request bodies to the server: it must answer
+// each with 200, 400 or 404 and a JSON or event-stream body, never panic or
+// hang.
+func FuzzHandler(f *testing.F) {
+	f.Add(`{"model":"fake-model","messages":[{"role":"user","content":"hi"}]}`)
+	f.Add(`{"model":"fake-model","messages":[{"role":"user","content":[{"type":"text","text":"a b"}]}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":2}`)
+	f.Add(`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"array","minItems":1e9,"items":{"type":"string","minLength":1e9}}}}}`)
+	f.Add(`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a","parameters":{"type":"object","properties":{"p":{"allOf":[{"type":"integer"}]}}}}}],"tool_choice":"required"}`)
+	f.Add(`{"model":"nope","messages":[]}`)
+	f.Add(`[1,2`)
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := serve(t, fakeopenai.Config{}, body)
+		switch rec.Code {
+		case 200, 400, 404:
+		default:
+			t.Fatalf("status %d for %q, want 200, 400 or 404", rec.Code, body)
+		}
+		ct := rec.Header().Get("Content-Type")
+		if !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/event-stream") {
+			t.Fatalf("Content-Type %q for %q", ct, body)
+		}
+		if strings.HasPrefix(ct, "application/json") && !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("invalid JSON answer %q for %q", rec.Body, body)
+		}
+	})
+}

@@ -311,3 +311,27 @@ func TestNoModelPermanent(t *testing.T) {
 		t.Errorf("ClassOf(Generate without model) = %v, want permanent", portico.ClassOf(err))
 	}
 }
+
+// The SDK never retries, even when the caller's options ask it to: one layer
+// owns retries (seed 003).
+func TestSDKRetriesOff(t *testing.T) {
+	for _, f := range []fakeopenai.Fault{
+		{Kind: fakeopenai.FaultStatus, Status: 503},
+		{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMS: time.Millisecond},
+		{Kind: fakeopenai.FaultStatus, Status: 400, ShouldRetry: "true"},
+		{Kind: fakeopenai.FaultDisconnect},
+	} {
+		cfg := faulty(f)
+		cfg.Models = append(cfg.Models, fakeopenai.ModelConfig{Name: "ok"})
+		s, m := start(t, cfg, openai.Config{}, option.WithMaxRetries(5))
+		// A first call leaves an idle connection, which net/http would retry on
+		// if it judged the request safe to replay.
+		if _, err := m.Generate(context.Background(), userReq("ok", "hello")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := m.Generate(context.Background(), userReq("m", "hello"))
+		if err == nil || s.Count("m") != 1 {
+			t.Errorf("fault %v status %d: %d requests reached the server (err %v), want 1", f.Kind, f.Status, s.Count("m"), err)
+		}
+	}
+}
