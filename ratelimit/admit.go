@@ -14,7 +14,7 @@ import (
 func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) error {
 	now := l.now()
 	k := l.keyOf(req)
-	e := l.acquire(k, now) // locked
+	e := l.acquire(k, now) // locked and settled
 	needProg := l.cfg.Queue > 0 && l.cfg.Order != FCFSCall && req.Identity.SessionID != ""
 	if needProg {
 		t.prog = e.program(req.Identity.SessionID, now, l.seq.Add(1), l.cfg.ProgramTTL)
@@ -28,23 +28,35 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			e.mu.Unlock()
 			return l.shed(ctx, req)
 		}
+		if testHookQueue != nil {
+			testHookQueue()
+		}
 		w := &waiter{ready: make(chan struct{}), seq: l.seq.Add(1), enq: now, prog: t.prog}
 		e.queue = append(e.queue, w)
+		// Publish the queue before looking for completions recorded without
+		// the lock: a completion either is seen by this settle or sees queued
+		// and dispatches itself (see complete).
+		e.queued.Store(true)
+		e.settle()
+		l.dispatch(e, now)
 		e.mu.Unlock()
 		select {
 		case <-w.ready:
 		case <-ctx.Done():
-			e.mu.Lock()
+			e.lock()
 			if w.granted {
 				l.releaseLocked(e, l.now())
 			} else {
 				e.remove(w)
+				if len(e.queue) == 0 {
+					e.queued.Store(false)
+				}
 			}
 			l.unprogram(t, now)
 			e.mu.Unlock()
 			return portico.FromContext(ctx)
 		}
-		e.mu.Lock()
+		e.lock()
 		now = l.now()
 	} else {
 		e.inflight++
@@ -58,6 +70,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		ok, wait, which, err := e.take(now, t.reserve, h)
 		if ok {
 			e.unhold(h)
+			t.fast = e.inflight <= maxFastInflight
 			e.mu.Unlock()
 			return nil
 		}
@@ -89,17 +102,21 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			e.mu.Lock()
+			e.lock()
 			e.unhold(h)
 			l.releaseLocked(e, l.now())
 			l.unprogram(t, now)
 			e.mu.Unlock()
 			return portico.FromContext(ctx)
 		}
-		e.mu.Lock()
+		e.lock()
 		now = l.now()
 	}
 }
+
+// testHookQueue, when set by a test, runs as a call decides to queue, with
+// the entry locked: a test makes another call complete there.
+var testHookQueue func()
 
 // hold is a waiting call's place in line: the tokens and the request it
 // will take. Calls that arrive later, and waiters behind it, leave room for
@@ -181,10 +198,22 @@ func (e *entry) take(now time.Duration, cost int, h *hold) (bool, time.Duration,
 	return true, 0, "", nil
 }
 
-// releaseLocked frees a slot, handing it to the best waiter if any.
+// releaseLocked frees a slot, handing it to the best waiter if any. The
+// caller holds e.mu.
 func (l *Limiter) releaseLocked(e *entry, now time.Duration) {
-	if !e.handoff(&l.cfg, now) {
-		e.inflight--
+	e.inflight--
+	l.dispatch(e, now)
+}
+
+// dispatch hands free slots to the best waiters, one by one, and clears
+// queued when the queue is empty. The caller holds e.mu and has settled e.
+func (l *Limiter) dispatch(e *entry, now time.Duration) {
+	for len(e.queue) > 0 && (e.lim.MaxInFlight == 0 || e.inflight < e.lim.MaxInFlight) {
+		e.handoff(&l.cfg, now)
+		e.inflight++
+	}
+	if len(e.queue) == 0 && e.queued.Load() {
+		e.queued.Store(false)
 	}
 }
 

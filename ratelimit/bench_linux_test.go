@@ -5,8 +5,12 @@ package ratelimit
 import (
 	"context"
 	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/portico-llm/portico"
@@ -55,4 +59,83 @@ func BenchmarkPairedCPU(b *testing.B) {
 	}
 	b.ReportMetric(float64(tAdmit)/float64(n), "admit-cpu-ns/op")
 	b.ReportMetric(float64(tRate)/float64(n), "rate-allow-cpu-ns/op")
+}
+
+// BenchmarkPairedParallelCPU is BenchmarkPairedCPU with GOMAXPROCS goroutines
+// calling at once, each on its own locked OS thread, in alternating rounds of
+// 2,000 calls per goroutine: the happy-path admission on one key shared by
+// all (same-key) or on a key per goroutine (own-key), and rate.Limiter.Allow
+// on one Limiter shared by all or one per goroutine. It reports CPU time per
+// call summed over the threads (contention shows as extra CPU: a lock's cache
+// line moving between cores, spinning) and wall time per call (which on a
+// loaded machine depends on how many cores the goroutines actually got).
+func BenchmarkPairedParallelCPU(b *testing.B) {
+	p := runtime.GOMAXPROCS(0)
+	const block = 2000
+	// round runs f(i, n) for n calls on goroutine i of p, started together,
+	// and returns the CPU time summed over their threads and the wall time.
+	round := func(f func(i, n int)) (cpu, wall int64) {
+		var wg sync.WaitGroup
+		var total atomic.Int64
+		start := make(chan struct{})
+		for i := range p {
+			wg.Go(func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				<-start
+				t0 := threadCPU()
+				f(i, block)
+				total.Add(threadCPU() - t0)
+			})
+		}
+		w0 := time.Now()
+		close(start)
+		wg.Wait()
+		return total.Load(), time.Since(w0).Nanoseconds()
+	}
+	resp := &portico.Response{Usage: portico.Usage{InputTokens: 7, OutputTokens: 10}}
+	ctx := context.Background()
+	for _, shared := range []bool{true, false} {
+		name := "own-key"
+		if shared {
+			name = "same-key"
+		}
+		b.Run(name, func(b *testing.B) {
+			l := benchLimiter(b)
+			m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return resp, nil }))
+			reqs := make([]*portico.Request, p)
+			lims := make([]*rate.Limiter, p)
+			for i := range p {
+				reqs[i], lims[i] = benchReq, rate.NewLimiter(1e9, 1e9)
+				if !shared {
+					reqs[i] = benchReq.Clone()
+					reqs[i].Identity.ClientKey = "c" + strconv.Itoa(i)
+					lims[i] = rate.NewLimiter(1e9, 1e9)
+				} else {
+					lims[i] = lims[0]
+				}
+				m.Generate(ctx, reqs[i])
+			}
+			var cpuA, wallA, cpuR, wallR, n int64
+			for b.Loop() {
+				c, w := round(func(i, n int) {
+					for range n {
+						m.Generate(ctx, reqs[i])
+					}
+				})
+				cpuA, wallA = cpuA+c, wallA+w
+				c, w = round(func(i, n int) {
+					for range n {
+						lims[i].Allow()
+					}
+				})
+				cpuR, wallR = cpuR+c, wallR+w
+				n += int64(block * p)
+			}
+			b.ReportMetric(float64(cpuA)/float64(n), "admit-cpu-ns/op")
+			b.ReportMetric(float64(cpuR)/float64(n), "rate-allow-cpu-ns/op")
+			b.ReportMetric(float64(wallA)/float64(n), "admit-wall-ns/op")
+			b.ReportMetric(float64(wallR)/float64(n), "rate-allow-wall-ns/op")
+		})
+	}
 }

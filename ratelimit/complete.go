@@ -12,6 +12,13 @@ import (
 // complete ends a call admitted with t: it settles the token reservation,
 // adopts the provider's view of its limits, records the program's service
 // and frees the slot (or hands it to the best waiter).
+//
+// The common completion (no provider view, no program, a refund of fewer
+// than 2^20 tokens or none, a fast ticket) takes no lock: it adds itself to
+// the entry's done counter with one atomic add, and the next locked
+// operation on the key applies it first (see settle), which gives every
+// admission the same level and slot count as applying it here would. Only
+// when calls are queued does it lock, to hand its slot over.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
 	var rl *portico.RateLimit
 	if resp != nil {
@@ -22,19 +29,32 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 			rl = pe.RateLimit
 		}
 	}
-	e := t.e
-	e.mu.Lock()
-	if t.reserve > 0 && e.lim.Tokens > 0 && !panicked {
+	d := 0 // tokens back to the bucket; < 0: charged
+	if t.reserve > 0 && !panicked {
 		if resp != nil {
 			if used := resp.Usage.InputTokens + resp.Usage.OutputTokens; used > 0 {
-				if d := t.reserve - used; d >= 0 {
-					e.tok.refund(float64(d))
-				} else {
-					e.tok.charge(float64(-d))
-				}
+				d = t.reserve - used
 			}
 		} else {
-			e.tok.refund(float64(Refund(err, t.in, t.max)))
+			d = Refund(err, t.in, t.max)
+		}
+	}
+	e := t.e
+	if t.fast && rl == nil && t.prog == nil && !panicked && d >= 0 && d < maxFastRefund {
+		e.done.Add(1 + uint64(d)<<doneShift)
+		if e.queued.Load() {
+			e.lock() // settles this completion
+			l.dispatch(e, l.now())
+			e.mu.Unlock()
+		}
+		return
+	}
+	e.lock()
+	if d != 0 && e.lim.Tokens > 0 {
+		if d > 0 {
+			e.tok.refund(float64(d))
+		} else {
+			e.tok.charge(float64(-d))
 		}
 	}
 	var now time.Duration

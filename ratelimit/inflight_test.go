@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,4 +213,99 @@ func TestPanicReleases(t *testing.T) {
 	if n := l.inflightOf(req("a", 1)); n != 0 {
 		t.Errorf("in flight after a panic = %d, want 0", n)
 	}
+}
+
+// TestLockFreeCompletions: completions that skip the entry's lock (see
+// Limiter.complete) still free their slots for queued calls and refund
+// every unused token. Eight goroutines on one key with L_max = 2 and a queue
+// that holds them all: every call is admitted, never more than 2 run at
+// once, nothing is left in flight, and the token level is the burst less
+// exactly the tokens used (the refill, 1 token per 10^6 hours, is nil).
+func TestLockFreeCompletions(t *testing.T) {
+	const workers, calls, lmax = 8, 300, 2
+	const burst = 1_000_000_000
+	l := mustNew(t, Config{Limits: Limits{Tokens: 1, TokenBurst: burst, Period: 1e6 * time.Hour, MaxInFlight: lmax}, Queue: workers, Estimator: fixedEstimator(10)})
+	var running, most atomic.Int32
+	var used atomic.Int64
+	m := l.Wrap(portico.ModelFunc(func(_ context.Context, r *portico.Request) (*portico.Response, error) {
+		n := running.Add(1)
+		for {
+			if m := most.Load(); n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		runtime.Gosched()
+		running.Add(-1)
+		out := r.MaxOutputTokens / 2
+		used.Add(int64(10 + out))
+		return &portico.Response{Usage: portico.Usage{InputTokens: 10, OutputTokens: out}}, nil
+	}))
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for w := range workers {
+		wg.Go(func() {
+			for i := range calls {
+				if _, err := m.Generate(context.Background(), req("a", 2+(w*calls+i)%50)); err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Errorf("%d of %d calls failed, want none (the queue holds every worker)", n, workers*calls)
+	}
+	if n := most.Load(); n > lmax {
+		t.Errorf("most calls running at once = %d, want <= %d", n, lmax)
+	}
+	if n := l.inflightOf(req("a", 1)); n != 0 {
+		t.Errorf("in flight after all calls = %d, want 0", n)
+	}
+	want := float64(burst - used.Load())
+	if got := l.levelOf(req("a", 1), time.Now()); math.Abs(got-want) > 1e-3 {
+		t.Errorf("token level = %v, want burst - used = %v", got, want)
+	}
+}
+
+// TestCompletionWhileQueueing: a call that completes without the lock while
+// another call of its key is deciding to queue (after that call read the
+// slot count, before it published its place in the queue) must not leave it
+// waiting forever: the queueing call looks again after publishing. The test
+// hook runs the completion in exactly that window; a lost wake-up would
+// leave the bubble deadlocked.
+func TestCompletionWhileQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: 1})
+		release := make(chan struct{})
+		m := l.Wrap(portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+			if r.Identity.SessionID == "first" {
+				<-release
+			}
+			return &portico.Response{}, nil
+		}))
+		first := req("a", 1)
+		first.Identity.SessionID = "first"
+		firstDone := make(chan error)
+		go func() {
+			_, err := m.Generate(context.Background(), first)
+			firstDone <- err
+		}()
+		synctest.Wait() // the first call holds the only slot
+		var firstErr error
+		testHookQueue = func() {
+			testHookQueue = nil
+			close(release)
+			firstErr = <-firstDone // its completion skipped the lock
+		}
+		defer func() { testHookQueue = nil }()
+		if _, err := m.Generate(context.Background(), req("a", 1)); err != nil {
+			t.Errorf("second call = %v, want nil", err)
+		}
+		if firstErr != nil {
+			t.Errorf("first call = %v, want nil", firstErr)
+		}
+		if n := l.inflightOf(req("a", 1)); n != 0 {
+			t.Errorf("in flight after both calls = %d, want 0", n)
+		}
+	})
 }

@@ -44,8 +44,14 @@ type entry struct {
 	lim      *Limits // the limits in force, replaced by SetLimit
 	tok      bucket  // tokens; valid when lim.Tokens > 0
 	req      bucket  // requests; valid when lim.Requests > 0
-	inflight int
-	holds    []*hold // calls waiting for the buckets, in line (Wait mode)
+	inflight int     // slots taken, less the completions settled
+	// done records the completions that skipped the lock (see complete): it
+	// adds 1 + refund<<doneShift per completion, modulo 2^64; settled is the
+	// part of it already applied, under mu (see settle).
+	done     atomic.Uint64
+	settled  uint64
+	queued   atomic.Bool // len(queue) > 0, for completions that skip the lock
+	holds    []*hold     // calls waiting for the buckets, in line (Wait mode)
 	queue    []*waiter
 	programs map[string]*program
 	progAt   int // sweep programs when len(programs) reaches this
@@ -55,6 +61,43 @@ func newEntry(k key, lim *Limits, now time.Duration) *entry {
 	e := &entry{k: k, lim: lim}
 	e.setLimits(lim, now)
 	return e
+}
+
+// Completions that skip the lock (see Limiter.complete) add 1 +
+// refund<<doneShift to entry.done. A ticket is fast only when the key had at
+// most maxFastInflight calls in flight at its admission, and only refunds
+// below maxFastRefund skip the lock, so between two settles the count stays
+// below 2^doneShift and the refunds below 2^(64-doneShift): the difference
+// done - settled decodes exactly, modulo 2^64.
+const (
+	doneShift       = 20
+	maxFastInflight = 1 << 19
+	maxFastRefund   = 1 << 20
+)
+
+// lock locks e and settles it.
+func (e *entry) lock() {
+	e.mu.Lock()
+	e.settle()
+}
+
+// settle applies the completions recorded in done since the last settle:
+// their slots are freed and their refunds credited. A refund credited here
+// rather than at its completion leaves the same level for the next
+// admission, since refunds commute with one another and with refill:
+// min(b, min(b, L+ρ1)+ρ2) = min(b, L+ρ1+ρ2) and min(b, min(b, L+ρ)+r·dt) =
+// min(b, L+ρ+r·dt); every operation that reads a bucket or the slot count
+// settles first, under the same lock. The caller holds e.mu.
+func (e *entry) settle() {
+	d := e.done.Load() - e.settled
+	if d == 0 {
+		return
+	}
+	e.settled += d
+	e.inflight -= int(d & (1<<doneShift - 1))
+	if r := d >> doneShift; r > 0 && e.lim.Tokens > 0 {
+		e.tok.refund(float64(r))
+	}
 }
 
 // setLimits installs lim at now, keeping what each bucket holds (capped at
@@ -98,13 +141,13 @@ func (e *entry) idle(now, ttl time.Duration) bool {
 	return len(e.programs) == 0
 }
 
-// acquire returns k's entry locked, creating it if needed.
+// acquire returns k's entry locked and settled, creating it if needed.
 func (l *Limiter) acquire(k key, now time.Duration) *entry {
 	h := maphash.Comparable(l.seed, k)
 	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
 		if e := (*r)[h]; e != nil && e.k == k {
-			e.mu.Lock()
+			e.lock()
 			if !e.dead {
 				return e
 			}
@@ -113,7 +156,7 @@ func (l *Limiter) acquire(k key, now time.Duration) *entry {
 	}
 	for {
 		e := l.slowLookup(s, k, now)
-		e.mu.Lock()
+		e.lock()
 		if !e.dead {
 			return e
 		}
@@ -138,7 +181,7 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 		}
 		if len(s.m) >= max(s.sweepAt, minSweep) {
 			for ek, e := range s.m {
-				e.mu.Lock()
+				e.lock()
 				if e.idle(now, l.cfg.ProgramTTL) {
 					e.dead = true
 					delete(s.m, ek)

@@ -94,6 +94,7 @@ type ticket struct {
 	in, max int           // N_in, N_max
 	prog    *program      // for FCFSProgram and PLAS
 	start   time.Duration // slot grant (Limiter.now), when prog != nil
+	fast    bool          // the completion may skip the lock (see complete)
 }
 
 func (l *Limiter) keyOf(req *portico.Request) key {

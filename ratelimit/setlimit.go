@@ -31,11 +31,9 @@ func (l *Limiter) SetLimit(lim Limits) error {
 		s := &l.shards[i]
 		s.mu.Lock()
 		for _, e := range s.m {
-			e.mu.Lock()
+			e.lock()
 			e.setLimits(&n, now)
-			for n.MaxInFlight > 0 && e.inflight < n.MaxInFlight && e.handoff(&l.cfg, now) {
-				e.inflight++
-			}
+			l.dispatch(e, now)
 			e.mu.Unlock()
 		}
 		s.mu.Unlock()
