@@ -190,6 +190,9 @@ func ClassOf(err error) Class {
 	if err == nil {
 		return None
 	}
+	if e, ok := err.(*Error); ok && e != nil { // the common case, without errors.As's allocation
+		return e.Class
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Class
@@ -206,6 +209,9 @@ func ClassOf(err error) Class {
 // RetryAfterOf returns the Retry-After hint of the first [*Error] in err's tree,
 // or 0 when there is none.
 func RetryAfterOf(err error) time.Duration {
+	if e, ok := err.(*Error); ok && e != nil {
+		return e.RetryAfter
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.RetryAfter

@@ -104,3 +104,10 @@ func TestRetryAfterOf(t *testing.T) {
 		t.Errorf("RetryAfterOf = %v, want 1s", got)
 	}
 }
+
+func TestClassOfAllocs(t *testing.T) {
+	err := error(&Error{Class: Transient, RetryAfter: time.Second})
+	if n := testing.AllocsPerRun(100, func() { _ = ClassOf(err); _ = RetryAfterOf(err) }); n != 0 {
+		t.Errorf("ClassOf(*Error) allocs = %v, want 0", n)
+	}
+}
