@@ -88,15 +88,6 @@ func estimate(est portico.Estimator, info *PickInfo) int {
 	return est.EstimateInputTokens(info.Request)
 }
 
-// classOf is [portico.ClassOf] without its allocation in the common case of a
-// bare *portico.Error (ClassOf's errors.As target escapes to the heap).
-func classOf(err error) portico.Class {
-	if e, ok := err.(*portico.Error); ok && e != nil {
-		return e.Class
-	}
-	return portico.ClassOf(err)
-}
-
 // hopClass is the class reported for a hop: Rejected for an unavailable route,
 // the class of its error otherwise.
 func hopClass(h portico.Hop) portico.Class {

@@ -251,7 +251,7 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 func (r *Router) feedback(i int, d DoneInfo) {
 	st := &r.stats[i]
 	st.inFlight.Add(-1)
-	class := classOf(d.Err)
+	class := portico.ClassOf(d.Err)
 	if class == portico.Canceled || class == portico.Deadline || class == portico.Incompatible {
 		return // says nothing about the route's speed or health
 	}
