@@ -17,7 +17,8 @@
 // strict flag; MaxOutputTokens becomes max_completion_tokens (max_tokens with
 // [Config.LegacyMaxTokens]); Request.Extra keys the SDK knows (temperature,
 // top_p, seed, stop, ...) become typed parameters and the rest are set on the
-// JSON body unchanged.
+// JSON body unchanged (model, messages, stream and stream_options are refused:
+// the adapter owns them).
 //
 // # One layer owns retries
 //

@@ -128,7 +128,7 @@ func TestMaxTokensAndExtra(t *testing.T) {
 		s, m := start(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", OutputTokens: 20}}}, openai.Config{LegacyMaxTokens: legacy})
 		req := userReq("m", "hello")
 		req.MaxOutputTokens = 4
-		req.Extra = map[string]any{"temperature": 0.5, "top_p": float32(0.25), "seed": 7, "stop": []string{"END"}, "user": "u1", "vendor_knob": map[string]any{"level": 3}}
+		req.Extra = map[string]any{"temperature": 0.5, "top_p": float32(0.25), "seed": 7, "stop": []string{"END"}, "user": "u1", "vendor_knob": map[string]any{"level": 3}, "odd.key*?": true}
 		resp, err := m.Generate(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -148,6 +148,9 @@ func TestMaxTokensAndExtra(t *testing.T) {
 		knob, _ := body["vendor_knob"].(map[string]any)
 		if body["temperature"] != 0.5 || body["top_p"] != 0.25 || body["seed"] != 7.0 || body["user"] != "u1" || knob["level"] != 3.0 {
 			t.Errorf("legacy %v: body = %v, want the Extra keys passed through", legacy, body)
+		}
+		if body["odd.key*?"] != true {
+			t.Errorf("body[odd.key*?] = %v, want true (the key set verbatim)", body["odd.key*?"])
 		}
 		if stop, _ := body["stop"].([]any); len(stop) != 1 || stop[0] != "END" {
 			t.Errorf("stop = %v, want [END]", body["stop"])
@@ -237,6 +240,7 @@ func TestInvalidRequestPermanent(t *testing.T) {
 		{Model: "x", Messages: []portico.Message{{Role: "wizard"}}},
 		{Model: "x", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, Tools: []portico.Tool{{Name: "t", Parameters: json.RawMessage(`[1`)}}},
 		{Model: "x", Messages: []portico.Message{{Role: portico.RoleSystem, Content: []portico.Part{{Kind: portico.PartImage, ImageURL: "https://x"}}}}},
+		{Model: "x", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, Extra: map[string]any{"stream": true}},
 	} {
 		if _, err := m.Generate(context.Background(), req); portico.ClassOf(err) != portico.Permanent {
 			t.Errorf("Generate(bad request) class = %v, want permanent", portico.ClassOf(err))

@@ -84,7 +84,9 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 //   - an OnChunk error: returned as is when it is a *portico.Error, else a
 //     Canceled error wrapping it;
 //   - a request that cannot be encoded (unknown role, tool parameters that
-//     are not JSON, no model): Permanent.
+//     are not JSON, an image in a system message, no model, an Extra key the
+//     adapter sets itself: model, messages, stream, stream_options):
+//     Permanent, without any HTTP request.
 //
 // HTTP errors wrap a [*ProviderError], which wraps the SDK's *openai.Error.
 func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {

@@ -14,7 +14,8 @@ import (
 
 // params encodes req for the SDK. Request.Extra keys the SDK has fields for
 // go into those fields; other keys are set on the JSON body as they are
-// (option.WithJSONSet), so provider-specific options pass through.
+// (option.WithJSONSet), so provider-specific options pass through. The keys
+// model, messages, stream and stream_options are refused: the adapter sets them.
 func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNewParams, []option.RequestOption, error) {
 	p := oai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
 	p.Messages = make([]oai.ChatCompletionMessageParamUnion, 0, len(req.Messages))
@@ -62,8 +63,12 @@ func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNe
 	}
 	var opts []option.RequestOption
 	for k, v := range req.Extra {
+		switch k {
+		case "model", "messages", "stream", "stream_options":
+			return p, nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
+		}
 		if !setExtra(&p, k, v) {
-			opts = append(opts, option.WithJSONSet(k, v))
+			opts = append(opts, option.WithJSONSet(jsonKey(k), v))
 		}
 	}
 	return p, opts, nil
@@ -236,4 +241,28 @@ func toFloat(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
+}
+
+// jsonKey escapes a top-level body key for option.WithJSONSet, whose keys are
+// sjson paths: every character other than a letter, digit, '_' or '-' is
+// escaped with a backslash, so "a.b" sets the key "a.b", not "b" inside "a".
+func jsonKey(k string) string {
+	plain := true
+	for _, c := range k {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return k
+	}
+	var b strings.Builder
+	for _, c := range k {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
