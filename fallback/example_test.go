@@ -67,3 +67,21 @@ func Example_exhausted() {
 	// true transient true 2
 	// fallback: every route failed: a (rate_limited), b (transient)
 }
+
+// A permanent client error ends the search at once: no other route can fix
+// the request. The error keeps that route's class, and still says why the
+// routes before it were left.
+func Example_stopped() {
+	g := fallback.Must(fallback.Config{Routes: []portico.Route{
+		{Name: "a", Model: failing(portico.Transient)},
+		{Name: "b", Model: failing(portico.Permanent)},
+		{Name: "c", Model: answer("c")},
+	}})
+	_, err := g.Generate(context.Background(), &portico.Request{})
+	var ex *fallback.Exhausted
+	fmt.Println(portico.ClassOf(err), errors.Is(err, fallback.ErrExhausted), errors.As(err, &ex), ex.Stopped)
+	fmt.Println(ex)
+	// Output:
+	// permanent false true true
+	// fallback: stopped at b (permanent) after: a (transient)
+}
