@@ -94,13 +94,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
-	go func() { // Close ends every wait
-		select {
-		case <-s.ctx.Done():
-			stop()
-		case <-ctx.Done():
-		}
-	}()
+	defer context.AfterFunc(s.ctx, stop)() // Close ends every wait
 	c := &call{s: s, m: m, req: &req, f: fault, w: w, ctx: ctx}
 	c.run()
 }
