@@ -82,6 +82,15 @@ func (b *bucket) at(now time.Duration) (float64, time.Duration) {
 	if now <= b.last {
 		return b.level, b.last
 	}
+	if b.provUntil <= b.last {
+		return min(b.burst, b.level+b.rate*(now-b.last).Seconds()), now
+	}
+	return b.atProv(now)
+}
+
+// atProv is at while a provider view holds at last, out of line so that at
+// inlines.
+func (b *bucket) atProv(now time.Duration) (float64, time.Duration) {
 	level, last := b.level, b.last
 	if b.provUntil > last {
 		pr := min(b.provRate, b.rate)

@@ -89,10 +89,13 @@ func (e *entry) lock() {
 // min(b, L+ρ+r·dt); every operation that reads a bucket or the slot count
 // settles first, under the same lock. The caller holds e.mu.
 func (e *entry) settle() {
-	d := e.done.Load() - e.settled
-	if d == 0 {
-		return
+	if d := e.done.Load() - e.settled; d != 0 {
+		e.apply(d)
 	}
+}
+
+// apply is settle's work, out of line so that settle inlines.
+func (e *entry) apply(d uint64) {
 	e.settled += d
 	e.inflight -= int(d & (1<<doneShift - 1))
 	if r := d >> doneShift; r > 0 && e.lim.Tokens > 0 {
