@@ -35,6 +35,9 @@ type ModelConfig struct {
 	// Latency is waited before the response headers are written, on every
 	// request (queueing and network). Zero means none.
 	Latency time.Duration
+	// Jitter adds to Latency a uniform random wait in [0, Jitter), drawn from
+	// the seeded generator, so latencies have a spread. Zero means none.
+	Jitter time.Duration
 	// TTFT is the time from the headers to the first token of a streamed
 	// answer; a non-streamed answer waits it too before its body. Zero means none.
 	TTFT time.Duration
@@ -83,6 +86,11 @@ type RateLimit struct {
 	// ResetTokens is the token window, sent as x-ratelimit-reset-tokens. Zero
 	// means one minute.
 	ResetTokens time.Duration
+	// Enforce answers 429 (code rate_limit_exceeded, type "requests" or
+	// "tokens", retry-after-ms until the window resets) to a request that
+	// would exceed the window's Requests or Tokens, as OpenAI does; the
+	// refused request is not counted. False only announces the limits.
+	Enforce bool
 }
 
 // FaultKind names a fault the server injects.

@@ -61,8 +61,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	jsonErr := json.Unmarshal(body, &req)
 	m := s.models[req.Model]
 	var fault Fault
+	var jitter time.Duration
 	if jsonErr == nil && m != nil {
-		fault, _ = m.pick()
+		fault, jitter = m.pick()
 	}
 	rec := Request{
 		Model:       req.Model,
@@ -95,7 +96,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
 	defer context.AfterFunc(s.ctx, stop)() // Close ends every wait
-	c := &call{s: s, m: m, req: &req, f: fault, w: w, ctx: ctx}
+	c := &call{s: s, m: m, req: &req, f: fault, w: w, ctx: ctx, jitter: jitter}
 	c.run()
 }
 
@@ -109,6 +110,7 @@ type call struct {
 	ctx context.Context
 
 	inputTokens int
+	jitter      time.Duration // this request's extra latency
 }
 
 // sleep waits d, or until the client goes away or the server closes; it
@@ -153,13 +155,18 @@ func (c *call) stall() bool {
 
 func (c *call) run() {
 	c.inputTokens = c.countInput()
-	if !c.sleep(c.m.cfg.Latency) {
+	if !c.sleep(c.m.cfg.Latency + c.jitter) {
 		return
 	}
 	if c.f.Kind == FaultStallBeforeHeaders && !c.stall() {
 		return
 	}
-	c.rateLimitHeaders()
+	if refused, reset := c.rateLimitHeaders(); refused != "" {
+		c.w.Header().Set("retry-after-ms", strconv.FormatInt(max(1, reset.Milliseconds()), 10))
+		writeError(c.w, http.StatusTooManyRequests, refused, "rate_limit_exceeded", "",
+			"Rate limit reached for "+refused+". Please try again later.")
+		return
+	}
 	switch c.f.Kind {
 	case FaultStatus:
 		c.faultStatus()
@@ -258,24 +265,33 @@ func (c *call) faultStatus() {
 	writeError(c.w, status, typ, code, param, c.message(msg))
 }
 
-// rateLimitHeaders sets the x-ratelimit-* headers when the model has a RateLimit.
-func (c *call) rateLimitHeaders() {
+// rateLimitHeaders sets the x-ratelimit-* headers when the model has a
+// RateLimit. When Enforce refuses the request it returns which limit
+// ("requests" or "tokens") and when its window resets.
+func (c *call) rateLimitHeaders() (refused string, reset time.Duration) {
 	rl := c.m.cfg.RateLimit
 	if rl == nil {
-		return
+		return "", 0
 	}
-	remReq, resetReq, remTok, resetTok := c.m.quota(time.Since(c.s.start), c.inputTokens+c.maxOutput())
+	q := c.m.quota(time.Since(c.s.start), c.inputTokens+c.maxOutput())
 	h := c.w.Header()
 	if rl.Requests > 0 {
 		h.Set("x-ratelimit-limit-requests", strconv.Itoa(rl.Requests))
-		h.Set("x-ratelimit-remaining-requests", strconv.Itoa(remReq))
-		h.Set("x-ratelimit-reset-requests", FormatReset(resetReq))
+		h.Set("x-ratelimit-remaining-requests", strconv.Itoa(q.remReq))
+		h.Set("x-ratelimit-reset-requests", FormatReset(q.resetReq))
 	}
 	if rl.Tokens > 0 {
 		h.Set("x-ratelimit-limit-tokens", strconv.Itoa(rl.Tokens))
-		h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(remTok))
-		h.Set("x-ratelimit-reset-tokens", FormatReset(resetTok))
+		h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(q.remTok))
+		h.Set("x-ratelimit-reset-tokens", FormatReset(q.resetTok))
 	}
+	switch q.refused {
+	case "requests":
+		return q.refused, q.resetReq
+	case "tokens":
+		return q.refused, q.resetTok
+	}
+	return "", 0
 }
 
 // FormatReset formats a reset duration as OpenAI's x-ratelimit-reset-* headers

@@ -184,29 +184,41 @@ func (s *Server) Count(modelName string) int {
 // (and the same path without /v1). Everything else is a 404 in OpenAI's format.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
 
-// pick draws the fault for the model's next request and counts it.
-func (m *model) pick() (Fault, int) {
+// pick draws the fault and the latency jitter for the model's next request,
+// and counts it.
+func (m *model) pick() (Fault, time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	idx := m.count
 	m.count++
+	var jitter time.Duration
+	if m.cfg.Jitter > 0 {
+		jitter = time.Duration(m.rng.Int64N(int64(m.cfg.Jitter)))
+	}
 	if len(m.cfg.Faults) == 0 {
-		return Fault{}, idx
+		return Fault{}, jitter
 	}
 	u := m.rng.Float64()
 	acc := 0.0
 	for _, f := range m.cfg.Faults {
 		acc += f.Fraction
 		if u < acc {
-			return f, idx
+			return f, jitter
 		}
 	}
-	return Fault{}, idx
+	return Fault{}, jitter
 }
 
-// quota updates the rate-limit windows for one request of the given tokens at
-// elapsed time since start and returns the remaining counts and resets.
-func (m *model) quota(elapsed time.Duration, tokens int) (remReq int, resetReq time.Duration, remTok int, resetTok time.Duration) {
+// quotaState is what one request saw of the model's rate-limit windows.
+type quotaState struct {
+	remReq, remTok     int
+	resetReq, resetTok time.Duration
+	refused            string // "requests" or "tokens" when Enforce refused it
+}
+
+// quota counts one request of the given tokens at elapsed time since start in
+// the model's fixed windows, unless Enforce refuses it, and returns what
+// remains and when each window resets.
+func (m *model) quota(elapsed time.Duration, tokens int) quotaState {
 	rl := m.cfg.RateLimit
 	rw, tw := rl.ResetRequests, rl.ResetTokens
 	if rw <= 0 {
@@ -223,11 +235,17 @@ func (m *model) quota(elapsed time.Duration, tokens int) (remReq int, resetReq t
 	if w := int64(elapsed / tw); w != m.tokWin {
 		m.tokWin, m.tokUsed = w, 0
 	}
-	m.reqUsed++
-	m.tokUsed += tokens
-	remReq = max(0, rl.Requests-m.reqUsed)
-	remTok = max(0, rl.Tokens-m.tokUsed)
-	resetReq = rw - elapsed%rw
-	resetTok = tw - elapsed%tw
-	return
+	q := quotaState{resetReq: rw - elapsed%rw, resetTok: tw - elapsed%tw}
+	switch {
+	case rl.Enforce && rl.Requests > 0 && m.reqUsed+1 > rl.Requests:
+		q.refused = "requests"
+	case rl.Enforce && rl.Tokens > 0 && m.tokUsed+tokens > rl.Tokens:
+		q.refused = "tokens"
+	default:
+		m.reqUsed++
+		m.tokUsed += tokens
+	}
+	q.remReq = max(0, rl.Requests-m.reqUsed)
+	q.remTok = max(0, rl.Tokens-m.tokUsed)
+	return q
 }

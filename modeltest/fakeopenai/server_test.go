@@ -382,3 +382,87 @@ func TestFormatReset(t *testing.T) {
 		}
 	}
 }
+
+// Enforce refuses the request that would exceed the window with a 429 that
+// says when the window resets; the next window admits again.
+func TestRateLimitEnforced(t *testing.T) {
+	cfg := fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", RateLimit: &fakeopenai.RateLimit{
+		Requests: 2, ResetRequests: time.Second, Tokens: 1000, ResetTokens: time.Minute, Enforce: true,
+	}}}}
+	synctest.Test(t, func(t *testing.T) {
+		s, err := fakeopenai.StartPipe(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		call := func() *http.Response {
+			res, err := post(t, t.Context(), s, body("m", false, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			return res
+		}
+		time.Sleep(250 * time.Millisecond)
+		for i, want := range []struct {
+			status    int
+			remaining string
+		}{{200, "1"}, {200, "0"}, {429, "0"}} {
+			res := call()
+			if res.StatusCode != want.status || res.Header.Get("x-ratelimit-remaining-requests") != want.remaining {
+				t.Errorf("call %d: status %d remaining %q, want %d %q", i, res.StatusCode, res.Header.Get("x-ratelimit-remaining-requests"), want.status, want.remaining)
+			}
+			if want.status == 429 && (res.Header.Get("retry-after-ms") != "750" || res.Header.Get("x-ratelimit-reset-requests") != "750ms") {
+				t.Errorf("429 retry-after-ms %q reset %q, want 750 and 750ms", res.Header.Get("retry-after-ms"), res.Header.Get("x-ratelimit-reset-requests"))
+			}
+		}
+		time.Sleep(750 * time.Millisecond)
+		if res := call(); res.StatusCode != 200 || res.Header.Get("x-ratelimit-remaining-requests") != "1" {
+			t.Errorf("next window: status %d remaining %q, want 200 1", res.StatusCode, res.Header.Get("x-ratelimit-remaining-requests"))
+		}
+		// The refused request took no tokens: four admitted requests of 5 tokens
+		// leave 980 of 1000.
+		if res := call(); res.Header.Get("x-ratelimit-remaining-tokens") != "980" {
+			t.Errorf("remaining tokens %q, want 980 (four admitted requests of 5 tokens)", res.Header.Get("x-ratelimit-remaining-tokens"))
+		}
+	})
+}
+
+// Jitter spreads latencies in [Latency, Latency+Jitter), the same way for
+// the same seed.
+func TestJitterDeterministic(t *testing.T) {
+	cfg := fakeopenai.Config{Seed: 9, Models: []fakeopenai.ModelConfig{{Name: "m", Latency: 10 * time.Millisecond, Jitter: 100 * time.Millisecond}}}
+	run := func() []time.Duration {
+		var out []time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			s, err := fakeopenai.StartPipe(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for range 20 {
+				start := time.Now()
+				res, err := post(t, t.Context(), s, body("m", false, false))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				out = append(out, time.Since(start))
+			}
+		})
+		return out
+	}
+	a, b := run(), run()
+	distinct := map[time.Duration]bool{}
+	for i := range a {
+		if a[i] != b[i] || a[i] < 10*time.Millisecond || a[i] >= 110*time.Millisecond {
+			t.Errorf("request %d: latencies %v and %v, want equal and in [10ms, 110ms)", i, a[i], b[i])
+		}
+		distinct[a[i]] = true
+	}
+	if len(distinct) < 15 {
+		t.Errorf("%d distinct latencies of 20, want a spread", len(distinct))
+	}
+}

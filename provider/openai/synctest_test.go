@@ -140,3 +140,27 @@ func TestClientTimeoutAmbiguous(t *testing.T) {
 		}
 	})
 }
+
+// A provider's enforced rate limit reaches the caller as RateLimited, with
+// the wait until the window resets and the provider's view of the quota.
+func TestEnforcedRateLimitInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, m := startPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", RateLimit: &fakeopenai.RateLimit{
+			Requests: 1, ResetRequests: 2 * time.Second, Enforce: true,
+		}}}})
+		if _, err := m.Generate(t.Context(), userReq("m", "hello")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		_, err := m.Generate(t.Context(), userReq("m", "hello"))
+		pe := asError(t, err)
+		want := portico.Quota{Known: true, Limit: 1, Remaining: 0, Reset: 1500 * time.Millisecond}
+		if pe.Class != portico.RateLimited || pe.RetryAfter != 1500*time.Millisecond || pe.RateLimit == nil || pe.RateLimit.Requests != want {
+			t.Errorf("Generate error = %v %v %+v, want rate_limited, 1.5s, requests %+v", pe.Class, pe.RetryAfter, pe.RateLimit, want)
+		}
+		time.Sleep(pe.RetryAfter)
+		if _, err := m.Generate(t.Context(), userReq("m", "hello")); err != nil {
+			t.Errorf("Generate after RetryAfter = %v, want an answer", err)
+		}
+	})
+}
