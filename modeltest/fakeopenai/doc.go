@@ -47,7 +47,9 @@
 // or a prompt too long); a truncated answer; a dropped connection. Stalls
 // wait on timers and on the request's context, so they end when the client
 // goes away. Each model may also announce OpenAI's x-ratelimit-* headers
-// (see [RateLimit]), with resets formatted as [FormatReset] does.
+// (see [RateLimit]), with resets formatted as [FormatReset] does, and enforce
+// them with 429s that carry retry-after-ms until the window resets.
+// ModelConfig.Jitter spreads latencies, from the same seed.
 //
 // Seed 003 asks to inject exactly these in staging: timeouts, 429, selected
 // 5xx, invalid JSON, context overflow and slow operations; seed 000's chaos
