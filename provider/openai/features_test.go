@@ -262,3 +262,25 @@ func TestConformance(t *testing.T) {
 		return m
 	})
 }
+
+// The provider's response id reaches Response.ID, streamed or not.
+func TestResponseID(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		_, m := start(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m"}}}, openai.Config{})
+		req := userReq("m", "hi")
+		if stream {
+			req.OnChunk = func(portico.Chunk) error { return nil }
+		}
+		resp, err := m.Generate(context.Background(), req)
+		if err != nil || !strings.HasPrefix(resp.ID, "chatcmpl-") || len(resp.ID) <= len("chatcmpl-") {
+			t.Errorf("stream %v: Generate = ID %q, %v; want the fake's chatcmpl- id", stream, respID(resp), err)
+		}
+	}
+}
+
+func respID(r *portico.Response) string {
+	if r == nil {
+		return "<nil>"
+	}
+	return r.ID
+}

@@ -119,6 +119,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	}
 	ch := comp.Choices[0]
 	resp := &portico.Response{
+		ID:           comp.ID,
 		Text:         ch.Message.Content,
 		FinishReason: finishReason(ch.FinishReason),
 		Model:        comp.Model,
@@ -184,6 +185,9 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 		c := s.Current()
 		if c.Model != "" {
 			resp.Model = c.Model
+		}
+		if c.ID != "" {
+			resp.ID = c.ID
 		}
 		if c.JSON.Usage.Valid() {
 			resp.Usage = usage(c.Usage)
