@@ -58,9 +58,24 @@ func benchLayer(b *testing.B, tp trace.TracerProvider) {
 // 1.1x reference for AlwaysSample.
 func BenchmarkWrap(b *testing.B) {
 	b.Run("NoopProvider", func(b *testing.B) { benchLayer(b, noop.NewTracerProvider()) })
-	// The zero Config before any SDK is installed: the global delegating
-	// provider, which cannot be skipped (an SDK may be installed later).
+	// otel's global delegating provider before any SDK is installed: Start is
+	// skipped after the first call, while no otel.SetTracerProvider happened.
 	b.Run("GlobalProviderUnset", func(b *testing.B) { benchLayer(b, otel.GetTracerProvider()) })
+	// The zero Config (global tracer and meter providers), nothing installed.
+	b.Run("ZeroConfig", func(b *testing.B) {
+		tr, err := New(Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := tr.Wrap(tr.WrapAttempt(benchModel))
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Generate(ctx, benchReq); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("BareNoopProvider", func(b *testing.B) {
 		tracer := noop.NewTracerProvider().Tracer(ScopeName)
 		ctx := context.Background()

@@ -90,7 +90,12 @@
 //
 // Attributes are built only when the span records, and metrics only when the
 // instruments are enabled. With the no-op tracer provider the layers do not
-// even start a span: a call costs a few nanoseconds and no allocation. With a
+// even start a span: a call costs a few nanoseconds and no allocation. The
+// same holds for the zero Config before any SDK is installed (otel's global
+// placeholder provider): after one probing Start finds that it creates no
+// span, the layers skip Start for as long as otel.GetTracerProvider() still
+// returns the placeholder, so a later otel.SetTracerProvider takes effect on
+// the next call. With a
 // sampling SDK the request layer costs about what a hand-written span with the
 // same attributes costs (see BenchmarkOverheadRatio).
 //

@@ -25,7 +25,8 @@ import (
 //
 // When the span is not recording, no instrument is enabled and the logger is
 // nil or disabled, it only starts and ends the span: with the no-op tracer
-// provider that is one allocation (the context that carries the span). Wrap
+// provider, or otel's global placeholder before any SDK is installed, it
+// does not even start one, and allocates nothing. Wrap
 // returns next's response and error unchanged. It panics if next is nil.
 func (t *Tracer) Wrap(next portico.Model) portico.Model {
 	if next == nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 
 	"errors"
-	"github.com/portico-llm/portico"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
+
+	"github.com/portico-llm/portico"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -24,7 +26,9 @@ const ScopeName = "github.com/portico-llm/portico/trace"
 // OpenTelemetry providers, operation "chat", no logs, no content captured.
 type Config struct {
 	// TracerProvider creates the spans. Nil means otel.GetTracerProvider(), read
-	// once in New.
+	// once in New. Before any otel.SetTracerProvider that is otel's delegating
+	// placeholder: the layers then skip Start (no span, no allocation) until a
+	// provider is set, which they notice on the next call.
 	TracerProvider trace.TracerProvider
 	// MeterProvider creates the instruments listed in the package documentation.
 	// Nil means otel.GetMeterProvider(), read once in New.
@@ -78,6 +82,14 @@ type Tracer struct {
 	startOpts []trace.SpanStartOption
 	noop      bool // the provider is noop.TracerProvider: skip Start altogether
 
+	// global is the provider when it is otel's global placeholder (the
+	// delegating provider otel.GetTracerProvider returns before any
+	// otel.SetTracerProvider), else nil. globalIdle records that a Start
+	// through it, made while it was still the global provider, created no span;
+	// it holds only while otel.GetTracerProvider() still returns global.
+	global     trace.TracerProvider
+	globalIdle atomic.Bool
+
 	lastName atomic.Pointer[spanName]
 	names    sync.Map // model string -> string span name
 	nNames   atomic.Int32
@@ -108,6 +120,9 @@ func New(cfg Config) (*Tracer, error) {
 		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 	}
 	_, t.noop = tp.(noop.TracerProvider)
+	if isGlobalPlaceholder(tp) {
+		t.global = tp
+	}
 	if t.op == "" {
 		t.op = "chat"
 	}
@@ -145,12 +160,46 @@ func (t *Tracer) spanName(model string) string {
 // noopSpan is the span the layers use when the provider is a no-op one.
 var noopSpan trace.Span = noop.Span{}
 
-// start starts a client span named after model, or with a no-op provider
+// globalPkg is the package of otel's global delegating providers.
+const globalPkg = "go.opentelemetry.io/otel/internal/global"
+
+// isGlobalPlaceholder reports whether tp is otel's global delegating
+// provider (what otel.GetTracerProvider returns until a provider is set).
+func isGlobalPlaceholder(tp trace.TracerProvider) bool {
+	rt := reflect.TypeOf(tp)
+	return rt != nil && rt.Kind() == reflect.Pointer && rt.Elem().PkgPath() == globalPkg
+}
+
+// start starts a client span named after model. With a no-op provider it
 // returns ctx unchanged and a no-op span, saving the context allocation and
 // the call that a no-op Start would cost.
+//
+// With otel's global placeholder (the zero Config, no SDK installed) it does
+// the same once a Start through the placeholder has been seen to create no
+// span (not recording, and the parent's span context handed back): the
+// placeholder then only wraps the parent's span context in a non-recording
+// span, which ctx already carries, at three allocations. The decision is
+// checked against otel.GetTracerProvider() on every call, so an
+// otel.SetTracerProvider made later takes effect at once; should the
+// placeholder ever be made the global provider again, Start is probed anew.
 func (t *Tracer) start(ctx context.Context, model string) (context.Context, trace.Span) {
 	if t.noop {
 		return ctx, noopSpan
+	}
+	if t.global != nil {
+		if otel.GetTracerProvider() == t.global {
+			if t.globalIdle.Load() {
+				return ctx, noopSpan
+			}
+			sctx, span := t.tracer.Start(ctx, t.spanName(model), t.startOpts...)
+			if !span.IsRecording() && span.SpanContext().Equal(trace.SpanContextFromContext(ctx)) {
+				t.globalIdle.Store(true)
+			}
+			return sctx, span
+		}
+		if t.globalIdle.Load() {
+			t.globalIdle.Store(false)
+		}
 	}
 	return t.tracer.Start(ctx, t.spanName(model), t.startOpts...)
 }
