@@ -11,6 +11,7 @@ const (
 	KeyProviderName       = attribute.Key("gen_ai.provider.name")
 	KeyRequestModel       = attribute.Key("gen_ai.request.model")
 	KeyResponseModel      = attribute.Key("gen_ai.response.model")
+	KeyResponseID         = attribute.Key("gen_ai.response.id") // Response.ID, when the provider gave one
 	KeyRequestMaxTokens   = attribute.Key("gen_ai.request.max_tokens")
 	KeyRequestStream      = attribute.Key("gen_ai.request.stream")
 	KeyRequestTemperature = attribute.Key("gen_ai.request.temperature") // from Request.Extra["temperature"]

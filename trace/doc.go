@@ -11,7 +11,8 @@
 //     request, named "{gen_ai.operation.name} {gen_ai.request.model}" ("chat
 //     gpt-4o"), attributed after the OpenTelemetry GenAI semantic conventions
 //     (gen_ai.operation.name, gen_ai.provider.name, request and response
-//     model, gen_ai.request.max_tokens, gen_ai.request.stream, token usage
+//     model, gen_ai.response.id (from [portico.Response].ID, when the
+//     provider gave one), gen_ai.request.max_tokens, gen_ai.request.stream, token usage
 //     including gen_ai.usage.cache_read.input_tokens, finish reasons,
 //     gen_ai.response.time_to_first_chunk, error.type (the [portico.Class]),
 //     server.address) and Portico's own portico.* attributes.
@@ -84,7 +85,8 @@
 // constants. With a Logger, one record per request ([LogRequest]) and one per
 // attempt ([LogAttempt]) carry seed 003's fields: operation id, attempt id,
 // provider, model, error class, status, latency, tokens, cost, route,
-// fallback reason, validation result, breaker state and outcome.
+// fallback reason, validation result, breaker state and outcome, plus the
+// provider's response id (response_id) for correlation with its logs.
 //
 // # Cost
 //

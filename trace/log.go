@@ -45,6 +45,7 @@ func (t *Tracer) commonAttrs(a []slog.Attr, req *portico.Request, resp *portico.
 	if resp != nil {
 		a = append(a,
 			slog.String("response_model", resp.Model),
+			slog.String("response_id", resp.ID),
 			slog.Int("input_tokens", resp.Usage.InputTokens),
 			slog.Int("output_tokens", resp.Usage.OutputTokens),
 			slog.Int("cached_input_tokens", resp.Usage.CachedInputTokens),

@@ -58,7 +58,7 @@ func TestLogs(t *testing.T) {
 			"route": "b", "attempts": 4.0, "fallback_source": "a", "fallback_reason": "transient",
 			"validation": "accepted", "breaker_state": "", "input_tokens": 100.0, "output_tokens": 20.0,
 			"cached_input_tokens": 64.0, "cost": 0.0012, "latency": 680e6, "ttft": 680e6, "ratelimit_wait": 50e6,
-			"response_model": "gpt-4o-mini-2024-07-18",
+			"response_model": "gpt-4o-mini-2024-07-18", "response_id": "chatcmpl-b1",
 		} {
 			if req[k] != v {
 				t.Errorf("request record %s = %v, want %v", k, req[k], v)

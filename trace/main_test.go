@@ -159,6 +159,7 @@ func answering(ttft time.Duration) portico.Model {
 			FinishReason: portico.FinishStop,
 			Usage:        portico.Usage{InputTokens: 100, OutputTokens: 20, CachedInputTokens: 64},
 			Model:        "gpt-4o-mini-2024-07-18",
+			ID:           "chatcmpl-b1",
 		}, nil
 	})
 }

@@ -301,6 +301,9 @@ func appendResult(a []attribute.KeyValue, resp *portico.Response, class portico.
 	if resp.Model != "" {
 		a = append(a, KeyResponseModel.String(resp.Model))
 	}
+	if resp.ID != "" {
+		a = append(a, KeyResponseID.String(resp.ID))
+	}
 	a = append(a, KeyInputTokens.Int(resp.Usage.InputTokens), KeyOutputTokens.Int(resp.Usage.OutputTokens))
 	if resp.Usage.CachedInputTokens > 0 {
 		a = append(a, KeyCacheReadTokens.Int(resp.Usage.CachedInputTokens))

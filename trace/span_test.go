@@ -47,6 +47,7 @@ func TestSpanTree(t *testing.T) {
 			"server.address":                       "api.openai.com",
 			"portico.operation.id":                 "op-1",
 			"gen_ai.response.model":                "gpt-4o-mini-2024-07-18",
+			"gen_ai.response.id":                   "chatcmpl-b1",
 			"gen_ai.usage.input_tokens":            "100",
 			"gen_ai.usage.output_tokens":           "20",
 			"gen_ai.usage.cache_read.input_tokens": "64",
@@ -163,6 +164,7 @@ func TestSpanTree(t *testing.T) {
 				}
 			} else {
 				want["gen_ai.response.model"] = "gpt-4o-mini-2024-07-18"
+				want["gen_ai.response.id"] = "chatcmpl-b1"
 				want["gen_ai.usage.input_tokens"] = "100"
 				want["gen_ai.usage.output_tokens"] = "20"
 				want["gen_ai.usage.cache_read.input_tokens"] = "64"
