@@ -13,7 +13,8 @@ import (
 type key struct{ a, b string }
 
 const (
-	numShards = 64 // a power of two
+	shardBits = 6
+	numShards = 1 << shardBits
 	minSweep  = 64 // entries per shard before the first sweep
 )
 
@@ -26,7 +27,7 @@ const (
 // the entry's key; of two keys with the same hash (odds 2^-64 per pair) the
 // snapshot holds one, and the other is found under mu.
 type shard struct {
-	read    atomic.Pointer[map[uint64]*entry]
+	read    atomic.Pointer[snapshot]
 	mu      sync.Mutex
 	m       map[key]*entry
 	misses  int // lookups that missed read since it was published
@@ -149,7 +150,7 @@ func (l *Limiter) acquire(k key, now time.Duration) *entry {
 	h := maphash.Comparable(l.seed, k)
 	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
-		if e := (*r)[h]; e != nil && e.k == k {
+		if e := r.get(h); e != nil && e.k == k {
 			e.lock()
 			if !e.dead {
 				return e
@@ -198,11 +199,11 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 		s.m[k] = e
 	}
 	if s.misses >= len(s.m) {
-		r := make(map[uint64]*entry, len(s.m))
+		r := newSnapshot(len(s.m))
 		for _, e := range s.m {
-			r[maphash.Comparable(l.seed, e.k)] = e // of colliding keys, any one
+			r.put(maphash.Comparable(l.seed, e.k), e)
 		}
-		s.read.Store(&r)
+		s.read.Store(r)
 		s.misses = 0
 	}
 	return e

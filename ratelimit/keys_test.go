@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"hash/maphash"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -195,11 +196,52 @@ func TestHashCollision(t *testing.T) {
 	eb := l.acquire(b, now)
 	eb.mu.Unlock()
 	h := maphash.Comparable(l.seed, b)
-	r := map[uint64]*entry{h: ea}
-	l.shards[h&(numShards-1)].read.Store(&r)
+	r := newSnapshot(1)
+	r.put(h, ea)
+	l.shards[h&(numShards-1)].read.Store(r)
 	e := l.acquire(b, now)
 	e.mu.Unlock()
 	if e != eb || e.k != b {
 		t.Errorf("acquire(b) with a's entry in b's snapshot slot = entry of %v, want b's", e.k)
+	}
+}
+
+// TestSnapshot: every entry put is found under its hash, at every size; a
+// hash never put is not found; of two entries put under one hash the first
+// is kept. The hashes share their low shardBits, as the hashes of one
+// shard's keys do.
+func TestSnapshot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 3, 4, 5, 100, 1000} {
+		tb := newSnapshot(n)
+		hs := map[uint64]*entry{}
+		for len(hs) < n {
+			h := rng.Uint64()<<shardBits | 5
+			hs[h] = &entry{}
+		}
+		for h, e := range hs {
+			tb.put(h, e)
+		}
+		for h, e := range hs {
+			if got := tb.get(h); got != e {
+				t.Fatalf("n=%d: get(%#x) = %p, want %p", n, h, got, e)
+			}
+		}
+		for range 100 {
+			h := rng.Uint64()<<shardBits | 5
+			if _, ok := hs[h]; !ok && tb.get(h) != nil {
+				t.Fatalf("n=%d: get(%#x) of a hash never put = %p, want nil", n, h, tb.get(h))
+			}
+		}
+		if len(tb.slots) < 2*n {
+			t.Errorf("n=%d: %d slots, want >= %d (load <= 1/2)", n, len(tb.slots), 2*n)
+		}
+	}
+	tb := newSnapshot(2)
+	first, second := &entry{}, &entry{}
+	tb.put(42, first)
+	tb.put(42, second)
+	if got := tb.get(42); got != first {
+		t.Errorf("get after two puts under one hash = %p, want the first %p", got, first)
 	}
 }
