@@ -151,7 +151,8 @@ func (l *Limiter) acquire(k key, now time.Duration) *entry {
 	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
 		if e := r.get(h); e != nil && e.k == k {
-			e.lock()
+			e.mu.Lock() // e.lock(), inlined by hand
+			e.settle()
 			if !e.dead {
 				return e
 			}
