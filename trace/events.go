@@ -13,9 +13,28 @@ import (
 // the event happened inside an attempt), folds it into the request span's
 // portico.* attributes, counts it in the metrics, and forwards it to any
 // Observer that was in the context before the request layer installed this
-// one. An outer request layer that receives the event forwarded only folds it
-// into its attributes.
+// one. Request layers further out (Tracers around this one) only fold the
+// event into their attributes, so that nothing is recorded twice.
 func (c *call) Observe(ctx context.Context, e portico.Event) {
+	c.fold(e)
+	if c.recording {
+		span := trace.SpanFromContext(ctx)
+		if !span.IsRecording() {
+			span = c.span
+		}
+		if name, attrs := eventAttrs(e); name != "" {
+			span.AddEvent(name, trace.WithAttributes(attrs...))
+		}
+	}
+	if c.metrics {
+		c.t.inst.recordEvent(c.parent, e)
+	}
+	c.forward(e)
+}
+
+// fold records e in the call's figures, for the request span's attributes,
+// the request metrics and the request log record.
+func (c *call) fold(e portico.Event) {
 	c.mu.Lock()
 	switch e.Kind {
 	case portico.EventRateLimitWait:
@@ -33,39 +52,27 @@ func (c *call) Observe(ctx context.Context, e portico.Event) {
 		c.validation = e.Reason
 	}
 	c.mu.Unlock()
-	if ctx.Value(forwardedKey{}) != nil {
-		// An inner request layer already made the span event and counted
-		// the metrics; this one only folds the event into its attributes.
-		portico.Observe(c.parent, e)
-		return
-	}
-	if c.recording {
-		span := trace.SpanFromContext(ctx)
-		if !span.IsRecording() {
-			span = c.span
-		}
-		if name, attrs := eventAttrs(e); name != "" {
-			span.AddEvent(name, trace.WithAttributes(attrs...))
-		}
-	}
-	if c.metrics {
-		c.t.inst.recordEvent(c.parent, e)
-	}
-	portico.Observe(&forwarded{c.parent}, e)
 }
 
-type forwardedKey struct{}
-
-// forwarded marks the context of an event passed on to an outer Observer,
-// so that an outer request layer (a second Tracer around this one) neither
-// repeats the span event nor counts the event twice.
-type forwarded struct{ context.Context }
-
-func (f *forwarded) Value(key any) any {
-	if key == (forwardedKey{}) {
-		return true
+// forward passes e outwards: every request layer around this one (a call
+// installed as the Observer of its parent context) folds it in, and the first
+// other Observer found receives it, with the context it was installed in
+// (plus the request spans), once.
+func (c *call) forward(e portico.Event) {
+	ctx := c.parent
+	for {
+		o := portico.ObserverFromContext(ctx)
+		if o == nil {
+			return
+		}
+		outer, ok := o.(*call)
+		if !ok {
+			o.Observe(ctx, e)
+			return
+		}
+		outer.fold(e)
+		ctx = outer.parent
 	}
-	return f.Context.Value(key)
 }
 
 // eventAttrs returns the span event name and attributes for e; an empty name

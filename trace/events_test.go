@@ -121,24 +121,27 @@ func TestPanicEndsSpans(t *testing.T) {
 	}
 }
 
-// TestNestedRequestLayers checks that two request layers, one inside the
-// other, do not repeat span events or metrics: the inner one records the
-// event, the outer one only folds it into its attributes.
+// TestNestedRequestLayers checks that three request layers, one inside the
+// other, do not repeat span events or metrics: the innermost records the
+// event, the outer ones only fold it into their attributes, and the caller's
+// own Observer receives it once.
 func TestNestedRequestLayers(t *testing.T) {
 	s := newSDK(t)
+	top := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
 	outer := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
 	inner := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
 	obs := &recordingObserver{}
 	ctx := portico.ContextWithObserver(context.Background(), obs)
-	m := outer.Wrap(inner.Wrap(eventsThen(nil, portico.Event{Kind: portico.EventRetry, Attempt: 1, Class: portico.Transient})))
+	m := top.Wrap(outer.Wrap(inner.Wrap(eventsThen(nil, portico.Event{Kind: portico.EventRetry, Attempt: 1, Class: portico.Transient}))))
 	_, _ = m.Generate(ctx, &portico.Request{Model: "m"})
 	spans := s.rec.Ended()
-	if len(spans) != 2 {
-		t.Fatalf("%d spans, want 2", len(spans))
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want 3", len(spans))
 	}
-	in, out := spans[0], spans[1]
-	if len(in.Events()) != 1 || len(out.Events()) != 0 {
-		t.Errorf("events: inner %d, outer %d; want 1, 0", len(in.Events()), len(out.Events()))
+	for i, want := range []int{1, 0, 0} { // inner, outer, top
+		if got := len(spans[i].Events()); got != want {
+			t.Errorf("span %d (inner first): %d events, want %d", i, got, want)
+		}
 	}
 	for _, sp := range spans {
 		if got := attrs(sp.Attributes())["portico.retry.count"]; got != "1" {
