@@ -76,8 +76,11 @@ func (s SchemaMode) String() string {
 
 // Capabilities describes what a route (one model at one provider) can do and what
 // it costs. Routers, cascades and fallbacks filter candidates on it with
-// [Capabilities.Fits], the one shared filter. A zero field means "unknown" and
-// does not exclude the route, except Modalities, where zero means text only.
+// [Capabilities.Fits], the one shared filter. Zero numbers (ContextWindow,
+// MaxOutput, prices) mean "unknown" and exclude nothing; the zero Modalities,
+// Tools and Schema describe a plain text model (text only, no tool calling, no
+// structured output), so a route must declare those capabilities to be given
+// requests that need them.
 type Capabilities struct {
 	// Provider names who serves the route ("openai", "azure", "vllm-eu"); routes
 	// with different providers are taken to fail independently (seed 000).
@@ -143,7 +146,9 @@ type Contract struct {
 // inputTokens tokens, under req's Contract (if any). It returns nil when it can,
 // or an [*Error] of class [Incompatible] whose Reason names the first unmet need:
 // "modality", "context window", "max output", "tools", "schema", "strict schema",
-// "model class" or "cost". It checks, in this order:
+// "model class" or "cost"; a negative MaxOutputTokens or input estimate is
+// a malformed request, a [Permanent] error with Reason "negative token count".
+// It checks, in this order:
 //
 //   - the modalities of the messages and of the contract;
 //   - context window >= input (the larger of inputTokens and
@@ -171,7 +176,11 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 		return errModality
 	}
 	in := max(inputTokens, k.MaxInputTokens)
-	if c.ContextWindow > 0 && in+req.MaxOutputTokens > c.ContextWindow {
+	if req.MaxOutputTokens < 0 || inputTokens < 0 || k.MaxInputTokens < 0 {
+		return errNegative
+	}
+	// in + MaxOutputTokens > ContextWindow, without overflowing.
+	if c.ContextWindow > 0 && (in > c.ContextWindow || req.MaxOutputTokens > c.ContextWindow-in) {
 		return errWindow
 	}
 	if c.MaxOutput > 0 && req.MaxOutputTokens > c.MaxOutput {
@@ -201,12 +210,13 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 // contract's MaxInputTokens) at InputPrice plus MaxOutputTokens at OutputPrice.
 // Cached input is not assumed. It is the estimate [Capabilities.Fits] compares
 // with Contract.MaxCost, and the one routers rank by.
+// Negative counts are taken as zero.
 func (c *Capabilities) EstimateCost(req *Request, inputTokens int) float64 {
-	in := inputTokens
+	in := max(inputTokens, 0)
 	if req.Contract != nil {
 		in = max(in, req.Contract.MaxInputTokens)
 	}
-	return float64(in)*c.InputPrice + float64(req.MaxOutputTokens)*c.OutputPrice
+	return float64(in)*c.InputPrice + float64(max(req.MaxOutputTokens, 0))*c.OutputPrice
 }
 
 var noContract Contract
@@ -222,4 +232,5 @@ var (
 	errSchema       error = &Error{Class: Incompatible, Reason: "schema"}
 	errModelClass   error = &Error{Class: Incompatible, Reason: "model class"}
 	errCost         error = &Error{Class: Incompatible, Reason: "cost"}
+	errNegative     error = &Error{Class: Permanent, Reason: "negative token count"}
 )

@@ -3,6 +3,7 @@ package portico
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -27,6 +28,10 @@ func TestFits(t *testing.T) {
 		{"window over by one", textOnly, Request{Messages: user, MaxOutputTokens: 193}, 8000, "context window"},
 		{"contract max input", textOnly, Request{Messages: user, MaxOutputTokens: 100, Contract: &Contract{MaxInputTokens: 8100}}, 10, "context window"},
 		{"unknown window fits", Capabilities{}, Request{Messages: user, MaxOutputTokens: 1 << 20}, 1 << 20, ""},
+		{"huge max output does not overflow", textOnly, Request{Messages: user, MaxOutputTokens: math.MaxInt}, 10, "context window"},
+		{"huge input does not overflow", textOnly, Request{Messages: user, MaxOutputTokens: 10, Contract: &Contract{MaxInputTokens: math.MaxInt}}, 10, "context window"},
+		{"negative max output", Capabilities{}, Request{Messages: user, MaxOutputTokens: -1000}, 10, "negative token count"},
+		{"negative input", Capabilities{}, Request{Messages: user}, -1, "negative token count"},
 		{"max output", full, Request{Messages: user, MaxOutputTokens: 4097}, 10, "max output"},
 		{"tools", textOnly, Request{Messages: user, Tools: []Tool{{Name: "f"}}}, 10, "tools"},
 		{"tools required", textOnly, Request{Messages: user, Contract: &Contract{ToolsRequired: true}}, 10, "tools"},
@@ -48,9 +53,13 @@ func TestFits(t *testing.T) {
 			}
 			continue
 		}
+		wantClass := Incompatible
+		if tt.want == "negative token count" {
+			wantClass = Permanent
+		}
 		var e *Error
-		if !errors.As(err, &e) || e.Class != Incompatible || e.Reason != tt.want {
-			t.Errorf("%s: Fits = %v, want incompatible %q", tt.name, err, tt.want)
+		if !errors.As(err, &e) || e.Class != wantClass || e.Reason != tt.want {
+			t.Errorf("%s: Fits = %v, want %v %q", tt.name, err, wantClass, tt.want)
 		}
 	}
 }
@@ -126,6 +135,9 @@ func TestEstimateCost(t *testing.T) {
 	req := &Request{MaxOutputTokens: 10}
 	if got := c.EstimateCost(req, 5); got != 35 {
 		t.Errorf("EstimateCost = %v, want 5*1 + 10*3 = 35", got)
+	}
+	if got := c.EstimateCost(&Request{MaxOutputTokens: -10}, -5); got != 0 {
+		t.Errorf("EstimateCost(negative) = %v, want 0", got)
 	}
 	req.Contract = &Contract{MaxInputTokens: 20}
 	if got := c.EstimateCost(req, 5); got != 50 {

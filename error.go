@@ -222,7 +222,7 @@ func RetryAfterOf(err error) time.Duration {
 // FromContext returns the classified error for a done context: a [Canceled]
 // *Error wrapping ctx.Err() when the caller canceled, a [Deadline] one when the
 // deadline passed, and nil while ctx is not done. The cause (context.Cause) is
-// kept, so errors.Is(err, context.Canceled) still holds.
+// kept, so errors.Is(err, context.Canceled) and errors.Is(err, cause) both hold.
 func FromContext(ctx context.Context) error {
 	err := ctx.Err()
 	if err == nil {
@@ -230,10 +230,64 @@ func FromContext(ctx context.Context) error {
 	}
 	cause := context.Cause(ctx)
 	if cause != err {
-		cause = errors.Join(err, cause)
+		cause = Join(err, cause)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Class: Deadline, Reason: "context deadline exceeded", Err: cause}
+		return &Error{Class: Deadline, Err: cause}
 	}
-	return &Error{Class: Canceled, Reason: "context canceled", Err: cause}
+	return &Error{Class: Canceled, Err: cause}
 }
+
+// Join returns an error wrapping errs (nil ones dropped), like [errors.Join],
+// but formatted on one line, the messages separated by "; ", so that it reads
+// well inside other messages and logs. It returns nil when every err is nil, and
+// the error itself when only one is not.
+func Join(errs ...error) error {
+	n := 0
+	for _, e := range errs {
+		if e != nil {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		for _, e := range errs {
+			if e != nil {
+				return e
+			}
+		}
+	}
+	j := &joined{errs: make([]error, 0, n)}
+	for _, e := range errs {
+		if e != nil {
+			j.errs = append(j.errs, e)
+		}
+	}
+	return j
+}
+
+type joined struct{ errs []error }
+
+func (j *joined) Error() string {
+	var b strings.Builder
+	for i, e := range j.errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+func (j *joined) Unwrap() []error { return j.errs }
+
+// The errors layers return for a broken [Model] contract, shared values that
+// must not be modified: [ErrNilRequest] (class Permanent) when Generate is given
+// a nil *Request, [ErrNilResponse] (class InvalidResponse) when a Model returns
+// neither a Response nor an error.
+var (
+	ErrNilRequest  error = &Error{Class: Permanent, Reason: "nil request"}
+	ErrNilResponse error = &Error{Class: InvalidResponse, Reason: "nil response without an error"}
+)

@@ -111,3 +111,38 @@ func TestClassOfAllocs(t *testing.T) {
 		t.Errorf("ClassOf(*Error) allocs = %v, want 0", n)
 	}
 }
+
+func TestJoin(t *testing.T) {
+	a, b := errors.New("a"), errors.New("b")
+	if Join() != nil || Join(nil, nil) != nil {
+		t.Errorf("Join of nothing != nil")
+	}
+	if Join(nil, a) != a {
+		t.Errorf("Join(nil, a) = %v, want a itself", Join(nil, a))
+	}
+	j := Join(a, nil, b)
+	if j.Error() != "a; b" || !errors.Is(j, a) || !errors.Is(j, b) {
+		t.Errorf("Join(a, b) = %q, want \"a; b\" wrapping both", j)
+	}
+}
+
+func TestFromContextMessage(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, want := FromContext(ctx).Error(), "portico: canceled: context canceled"; got != want {
+		t.Errorf("FromContext(canceled) = %q, want %q", got, want)
+	}
+	cause := errors.New("shutting down")
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	cancelCause(cause)
+	err := FromContext(ctx)
+	if got, want := err.Error(), "portico: canceled: context canceled; shutting down"; got != want || !errors.Is(err, cause) {
+		t.Errorf("FromContext(cause) = %q, want %q wrapping the cause", got, want)
+	}
+}
+
+func TestContractErrors(t *testing.T) {
+	if ClassOf(ErrNilRequest) != Permanent || ClassOf(ErrNilResponse) != InvalidResponse {
+		t.Errorf("ErrNilRequest, ErrNilResponse classes = %v, %v; want permanent, invalid_response", ClassOf(ErrNilRequest), ClassOf(ErrNilResponse))
+	}
+}

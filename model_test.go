@@ -92,3 +92,15 @@ func BenchmarkChain6(b *testing.B) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestProgressChains(t *testing.T) {
+	Progress(context.Background()) // nothing installed: nothing happens
+	var outer, inner int
+	ctx := ContextWithProgress(context.Background(), func() { outer++ })
+	ctx = ContextWithProgress(ctx, func() { inner++ })
+	Progress(ctx)
+	Progress(ctx)
+	if outer != 2 || inner != 2 {
+		t.Errorf("progress seen by outer %d, inner %d; want 2 and 2", outer, inner)
+	}
+}

@@ -1,0 +1,34 @@
+package portico
+
+import "context"
+
+type progressKey struct{}
+
+// ContextWithProgress returns a copy of ctx that carries f: a signal that a
+// streamed answer is advancing even when no chunk reaches the layer that
+// installed f. A retry layer installs it for its TTFT and inter-token timeouts;
+// layers inside it that hold chunks back from their caller (package validate
+// buffering an answer until it is accepted, a cascade buffering a step) call
+// [Progress] for every chunk they hold, so that a live but buffered stream is
+// not mistaken for a stalled one. Progress is liveness only: it says nothing
+// reached the caller, so it never blocks a retry the way a delivered chunk does.
+//
+// When ctx already carries a function, the new one calls f and then the outer
+// one, so nested layers each see the progress. f must be safe for concurrent use
+// and quick.
+func ContextWithProgress(ctx context.Context, f func()) context.Context {
+	if outer, ok := ctx.Value(progressKey{}).(func()); ok {
+		inner := f
+		f = func() { inner(); outer() }
+	}
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
+// Progress reports that a chunk of a streamed answer arrived at a layer that
+// holds it back from its caller. It calls the function installed with
+// [ContextWithProgress], if any; without one it does nothing.
+func Progress(ctx context.Context) {
+	if f, ok := ctx.Value(progressKey{}).(func()); ok {
+		f()
+	}
+}
