@@ -212,17 +212,17 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		cause := context.Cause(ctx)
 		e.Err = ctxErr
 		if cause != ctxErr {
-			e.Err = errors.Join(ctxErr, cause)
+			e.Err = portico.Join(ctxErr, cause)
 		}
 		switch {
 		case errors.Is(ctxErr, context.Canceled):
-			e.Class, e.Reason = portico.Canceled, "context canceled"
+			e.Class = portico.Canceled // Err says "context canceled"
 		case cause != ctxErr && x.wrote.Load():
 			e.Class, e.Reason = portico.Ambiguous, "attempt deadline after the request was sent"
 		case cause != ctxErr:
 			e.Class, e.Reason = portico.Transient, "attempt deadline before the request was sent"
 		default:
-			e.Class, e.Reason = portico.Deadline, "context deadline exceeded"
+			e.Class = portico.Deadline // Err says "context deadline exceeded"
 		}
 		return e
 	}
@@ -273,7 +273,7 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		return e
 	}
 	e.Class, e.Reason = portico.InvalidResponse, "malformed response"
-	e.Err = errors.Join(ErrMalformed, err)
+	e.Err = portico.Join(ErrMalformed, err)
 	return e
 }
 

@@ -284,3 +284,19 @@ func respID(r *portico.Response) string {
 	}
 	return r.ID
 }
+
+// Malformed requests are refused before anything is sent.
+func TestBadRequestsRefusedLocally(t *testing.T) {
+	s, m := start(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m"}}}, openai.Config{})
+	if _, err := m.Generate(context.Background(), nil); err != portico.ErrNilRequest {
+		t.Errorf("Generate(nil) = %v, want portico.ErrNilRequest", err)
+	}
+	req := userReq("m", "hi")
+	req.MaxOutputTokens = -5
+	if _, err := m.Generate(context.Background(), req); portico.ClassOf(err) != portico.Permanent {
+		t.Errorf("Generate(MaxOutputTokens -5) = %v, want a permanent error", err)
+	}
+	if n := s.Count("m"); n != 0 {
+		t.Errorf("server saw %d requests, want 0", n)
+	}
+}

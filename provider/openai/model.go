@@ -90,6 +90,12 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 //
 // HTTP errors wrap a [*ProviderError], which wraps the SDK's *openai.Error.
 func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
+	if req.MaxOutputTokens < 0 {
+		return nil, &portico.Error{Class: portico.Permanent, Reason: "negative MaxOutputTokens"}
+	}
 	model := req.Model
 	if model == "" {
 		model = m.cfg.Model
