@@ -29,7 +29,8 @@ type Route struct {
 	// limiter.
 	Limits ratelimit.Limits
 	// DefaultMaxTokens is N_max, in tokens, for requests without
-	// MaxOutputTokens, when Limits has a token bucket. Zero means 1024.
+	// MaxOutputTokens, when Limits has a token bucket. Zero means 1024, or half
+	// the token bucket's capacity when that is smaller.
 	DefaultMaxTokens int
 	// Breaker configures the route's breaker; an empty Name means Route.Name.
 	Breaker breaker.Config
@@ -57,11 +58,14 @@ type Config struct {
 	// ClientMaxWait bounds a client's wait in Wait mode. Zero means
 	// ratelimit's default (30 s).
 	ClientMaxWait time.Duration
-	// DefaultMaxTokens is N_max for the client limiter, as in Route. Zero means 1024.
+	// DefaultMaxTokens is N_max for the client limiter, as in Route. Zero means
+	// 1024, or half the token bucket's capacity when that is smaller.
 	DefaultMaxTokens int
 	// Deadline is the end-to-end time allowed per request, measured when the
 	// request enters the stack. The earliest of it, Request.Contract.Deadline and
-	// the context's own deadline applies. Zero means none besides the others.
+	// the context's own deadline applies, so a stalled provider can never hold a
+	// call forever. Zero means DefaultDeadline; negative means none besides the
+	// contract's and the context's.
 	Deadline time.Duration
 	// Fallback configures the group used with several routes; its Routes field
 	// is ignored (the stack fills it).
@@ -70,6 +74,10 @@ type Config struct {
 	// WrapAttempt inside each route's retry layer.
 	Tracer *trace.Tracer
 }
+
+// DefaultDeadline is the end-to-end deadline of a stack whose Config.Deadline
+// is zero: generous for a long generation, yet finite.
+const DefaultDeadline = 2 * time.Minute
 
 // Stack is a built stack: a [portico.Model], safe for concurrent use, whose
 // routes' breakers can be inspected.
@@ -82,7 +90,11 @@ type Stack struct {
 // order of layers. Errors are those of the layers, all classified
 // (*portico.Error): Rejected for a shed call or open breakers, RateLimited
 // with RetryAfter, Deadline when the budget runs out, and so on.
+// A nil req is [portico.ErrNilRequest].
 func (s *Stack) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
 	return s.model.Generate(ctx, req)
 }
 
@@ -144,7 +156,7 @@ func New(cfg Config) (*Stack, error) {
 	if cfg.ClientLimits != (ratelimit.Limits{}) {
 		l, err := ratelimit.New(ratelimit.Config{
 			Limits:           cfg.ClientLimits,
-			DefaultMaxTokens: orDefault(cfg.DefaultMaxTokens, 1024),
+			DefaultMaxTokens: defaultMaxTokens(cfg.DefaultMaxTokens, cfg.ClientLimits),
 			Key:              ratelimit.ByClient,
 			Mode:             cfg.ClientMode,
 			MaxWait:          cfg.ClientMaxWait,
@@ -154,10 +166,14 @@ func New(cfg Config) (*Stack, error) {
 		}
 		mws = append(mws, l.Wrap)
 	}
-	if cfg.Deadline < 0 {
-		return nil, errors.New("stack: negative Deadline")
+	d := cfg.Deadline
+	switch {
+	case d == 0:
+		d = DefaultDeadline
+	case d < 0:
+		d = 0
 	}
-	mws = append(mws, deadline(cfg.Deadline))
+	mws = append(mws, deadline(d))
 	s.model = portico.Chain(inner, mws...)
 	return s, nil
 }
@@ -169,7 +185,7 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *breaker.Breaker, e
 	if rc.Limits != (ratelimit.Limits{}) {
 		l, err := ratelimit.New(ratelimit.Config{
 			Limits:           rc.Limits,
-			DefaultMaxTokens: orDefault(rc.DefaultMaxTokens, 1024),
+			DefaultMaxTokens: defaultMaxTokens(rc.DefaultMaxTokens, rc.Limits),
 			Key:              ratelimit.ByModel,
 		})
 		if err != nil {
@@ -215,11 +231,21 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *breaker.Breaker, e
 	return r, brk, nil
 }
 
-func orDefault(v, def int) int {
-	if v == 0 {
-		return def
+// defaultMaxTokens is v, or when v is zero 1024 capped at half the token
+// bucket's capacity (TokenBurst, else Tokens), so that a small token limit
+// leaves room for the input and does not make the default itself an error.
+func defaultMaxTokens(v int, l ratelimit.Limits) int {
+	if v != 0 {
+		return v
 	}
-	return v
+	c := l.TokenBurst
+	if c == 0 {
+		c = l.Tokens
+	}
+	if c > 0 && c/2 < 1024 {
+		return max(c/2, 1)
+	}
+	return 1024
 }
 
 // deadline returns the end-to-end deadline layer: it bounds ctx by d and by the

@@ -168,6 +168,53 @@ func TestTracer(t *testing.T) {
 	})
 }
 
+// Zero Deadline means DefaultDeadline: a stalled provider cannot hold a call
+// forever. Negative means none.
+func TestDefaultDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := modeltest.NewFake(modeltest.Outcome{Stall: true})
+		r := route("slow", f)
+		r.SkipRetry = true
+		s, err := New(Config{Routes: []Route{r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = s.Generate(context.Background(), hello)
+		if portico.ClassOf(err) != portico.Deadline || time.Since(start) != DefaultDeadline {
+			t.Errorf("Generate = %v after %v; want a deadline error after %v", err, time.Since(start), DefaultDeadline)
+		}
+		s, err = New(Config{Routes: []Route{r}, Deadline: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start = time.Now()
+		_, err = s.Generate(ctx, hello)
+		if portico.ClassOf(err) != portico.Deadline || time.Since(start) != 5*time.Minute {
+			t.Errorf("Generate (no stack deadline) = %v after %v; want the context's 5m", err, time.Since(start))
+		}
+	})
+}
+
+// A small token limit does not make the default N_max an error.
+func TestSmallTokenLimit(t *testing.T) {
+	f := modeltest.NewFake(modeltest.Answer("ok"))
+	s, err := New(Config{Routes: []Route{route("r", f)}, ClientLimits: ratelimit.Limits{Tokens: 500}})
+	if err != nil {
+		t.Fatalf("New with Tokens 500 = %v, want no error", err)
+	}
+	req := hello.Clone()
+	req.MaxOutputTokens = 0 // priced at the default N_max, 250
+	if _, err := s.Generate(context.Background(), req); err != nil {
+		t.Errorf("Generate = %v, want admitted", err)
+	}
+	if _, err := s.Generate(context.Background(), nil); err != portico.ErrNilRequest {
+		t.Errorf("Generate(nil) = %v, want portico.ErrNilRequest", err)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	f := modeltest.NewFake()
 	tests := []struct {
@@ -180,7 +227,6 @@ func TestConfigErrors(t *testing.T) {
 		{"duplicate", Config{Routes: []Route{route("x", f), route("x", f)}}},
 		{"bad retry", Config{Routes: []Route{{Route: portico.Route{Name: "x", Model: f}, Retry: retry.Config{MaxAttempts: -1}}}}},
 		{"bad limits", Config{Routes: []Route{route("x", f)}, ClientLimits: ratelimit.Limits{Requests: -1}}},
-		{"negative deadline", Config{Routes: []Route{route("x", f)}, Deadline: -1}},
 	}
 	for _, tt := range tests {
 		if s, err := New(tt.cfg); err == nil || s != nil {
