@@ -98,12 +98,15 @@
 // completion) allocates nothing (a test pins it) and costs about what a bare
 // rate.Limiter.Allow costs. On the reference machine (2 shared vCPUs,
 // kvm-clock) BenchmarkPairedCPU, which alternates blocks of both on one
-// thread and counts that thread's CPU time, gives about 100 ns per call
-// against 94 for rate.Allow (ratio 1.03 to 1.07 over runs; it was 192 ns,
-// 2.0, before the changes below), and the wall-clock benchmarks 110 ns serial,
-// 99 ns with two goroutines on one key and 58 on a key each (rate.Allow: 92,
-// 96, 50), so parallel calls are no slower than serial ones. The CPU time
-// went to, and was won back by:
+// thread and counts that thread's CPU time, gives about 97 ns per call
+// against 95 for rate.Allow when the machine is quiet (median per-block
+// ratio 1.00 to 1.03 over runs) and a ratio of 1.20 when its neighbours load
+// it (the hashing and the float divisions share the core); before the
+// changes below it was 192 ns, a ratio of 2.0 quiet and 2.1 loaded. The
+// wall-clock benchmarks give 110 ns serial, 99 ns with two goroutines on one
+// key and 58 on a key each (rate.Allow: 92, 96, 50; before: 243, 190, 205),
+// so parallel calls are no slower than serial ones. The CPU time went to,
+// and was won back by:
 //
 //   - The clock, read once per call, at admission: time.Since of the Time
 //     taken at New reads only the monotonic clock (30 ns here), where
@@ -118,8 +121,9 @@
 //     what rate.Limiter.AllowN admits, to the bit, for random sequences of
 //     (time, n); golang.org/x/time/rate stays the reference in the
 //     benchmarks.
-//   - The key hashed once: the lock-free snapshot of the key table is keyed
-//     by the key's 64-bit hash, which also picks the shard (about 20 ns).
+//   - The key hashed once: the lock-free snapshot of the key table is an
+//     open-addressing table on the key's 64-bit hash, which also picks the
+//     shard; a map keyed by the key hashed it twice more (about 25 ns).
 //   - No lock at completion: the common completion adds its slot and refund
 //     to a counter with one atomic add, and the next locked operation on the
 //     key applies them before reading anything, which leaves every admission
