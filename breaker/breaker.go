@@ -155,6 +155,13 @@ func (b *Breaker) Available() bool {
 // *portico.Error wrapping [ErrOpen] when the breaker refuses the call. A panic
 // in next counts as a failure and then continues up the stack, after the probe
 // slot it held (if any) is released.
+//
+// When the request streams, next is given a copy of it whose OnChunk calls the
+// caller's (two allocations; a request that does not stream costs none) and
+// notes whether it panicked or returned an error. Such a call ended by the
+// caller's own callback says nothing about the route: it is not counted,
+// neither failure nor success (like a cancellation), and a probe slot it held
+// is released; the panic goes on, and next's error is returned as is.
 func (b *Breaker) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("breaker: Wrap of a nil Model")
@@ -173,6 +180,9 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 	word := b.word.Load()
 	if State(word&3) != Closed {
 		return b.notClosed(ctx, req, g.next, word)
+	}
+	if req != nil && req.OnChunk != nil { // streaming: the caller's OnChunk is guarded
+		return b.closedCall(ctx, req, g.next, word)
 	}
 	// closedCall inlined by hand: a function with a defer is never inlined, and
 	// the extra call is a third of the closed path's cost.
@@ -201,21 +211,27 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 	return resp, err
 }
 
-// closedCall is the hot path: no lock, no allocation, no clock read unless the
-// window is time-based or slow calls are detected.
+// closedCall is a call in closed state word, as Generate makes it inline: no
+// lock, no allocation unless the request streams (see guardStream), no clock
+// read unless the window is time-based or slow calls are detected.
 func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next portico.Model, word uint64) (*portico.Response, error) {
 	var start int64
 	if b.needStart {
 		start = b.nanos()
 	}
+	req, s := guardStream(req)
 	done := false
 	defer func() {
-		if !done { // next panicked: count a failure, let the panic go on
-			b.closedOutcome(ctx, word, start, errPanic)
+		if !done { // a panic: count a failure unless the caller's OnChunk raised it; let it go on
+			b.closedOutcome(ctx, word, start, s.counted(errPanic))
 		}
 	}()
 	resp, err := next.Generate(ctx, req)
 	done = true
+	if s != nil {
+		b.closedOutcome(ctx, word, start, s.counted(err))
+		return resp, err
+	}
 	if err == nil && !b.needEnd { // the common case, without a call
 		if b.word.Load() == word {
 			b.ring.success()

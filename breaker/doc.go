@@ -34,7 +34,11 @@
 // rejections are ignored: neither success nor failure, so that one bad client
 // cannot make a healthy model look down (seed 003: a breaker per route and error
 // class). A panic in the wrapped Model counts as a failure and continues up the
-// stack. A call that began in a closed period that has since ended (the
+// stack. A streamed call that the caller's own Request.OnChunk ended, by
+// panicking or by returning an error (whatever its class), is the caller's
+// fault and is ignored too, so a bug in one caller's callback cannot open the
+// breaker for everyone; the panic continues up the stack and the error is
+// returned as is. A call that began in a closed period that has since ended (the
 // breaker tripped while it ran) is not counted at all: what it says is about
 // the route before the trip, not about the closed period now under way.
 //

@@ -119,16 +119,19 @@ func (b *Breaker) notClosed(ctx context.Context, req *portico.Request, next port
 }
 
 // probe makes one half-open call of generation gen and acts on its outcome.
+// A probe ended by the caller's own OnChunk (a panic or an error) only frees
+// its slot.
 func (b *Breaker) probe(ctx context.Context, req *portico.Request, next portico.Model, gen uint64, start int64) (*portico.Response, error) {
+	req, s := guardStream(req)
 	done := false
 	defer func() {
-		if !done { // next panicked: a failed probe; release it, let the panic go on
-			b.probeOutcome(ctx, gen, start, errPanic)
+		if !done { // a panic: a failed probe unless the caller's OnChunk raised it; release it, let it go on
+			b.probeOutcome(ctx, gen, start, s.counted(errPanic))
 		}
 	}()
 	resp, err := next.Generate(ctx, req)
 	done = true
-	b.probeOutcome(ctx, gen, start, err)
+	b.probeOutcome(ctx, gen, start, s.counted(err))
 	return resp, err
 }
 
