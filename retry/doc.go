@@ -62,14 +62,18 @@
 // attempt that cannot finish; it does not begin a wait after which the attempt
 // would not fit. Every attempt runs under the caller's context, so it never gets
 // more time than remains; Config.AttemptTimeout bounds each attempt further.
-// An attempt timeout is Ambiguous: the request was sent and may have run.
+// An attempt timeout is Ambiguous (the request may have been sent and run)
+// unless the inner Model classified its own failure Transient, meaning it never
+// sent the request: then it stays Transient and is retried like any transient
+// failure. Either way it wraps [ErrAttemptTimeout].
 //
 // # Streaming
 //
 // For a request with OnChunk the Retrier watches each attempt: no first chunk
-// within Config.FirstChunkTimeout (TTFT) abandons the attempt as Ambiguous
-// ([ErrFirstChunkTimeout]), retried for an idempotent request since nothing
-// reached the caller; a gap longer than Config.ChunkGapTimeout fails it
+// within Config.FirstChunkTimeout (TTFT) abandons the attempt
+// ([ErrFirstChunkTimeout]), Ambiguous or, when the inner Model says it never
+// sent the request, Transient as above, and retried as its class allows since
+// nothing reached the caller; a gap longer than Config.ChunkGapTimeout fails it
 // ([ErrChunkGapTimeout]). Once a chunk reached the caller's callback the
 // attempt's error is final (seed 000: a call cannot be retried transparently
 // after its first tokens reached the user).

@@ -61,10 +61,18 @@ func noTimeLeft(last error, wait time.Duration, earlier []error) error {
 	return e
 }
 
-// timeoutError classifies the failure of an attempt the Retrier abandoned:
-// Ambiguous (sent, outcome unknown), wrapping the timeout's sentinel and what
-// the inner model returned.
+// timeoutError classifies the failure of an attempt the Retrier abandoned,
+// wrapping the timeout's sentinel and inner, what the inner model returned.
+// The class is Transient when inner is: the inner layer knows the request was
+// never sent (the openai adapter says so of a dial that hangs), so trying
+// again is safe. Otherwise it is Ambiguous: inner says the request was sent
+// (Ambiguous), or does not say (a bare context error, Deadline, Canceled, or
+// no error at all), and the outcome is unknown.
 func timeoutError(sentinel, inner error) error {
+	class := portico.Ambiguous
+	if portico.ClassOf(inner) == portico.Transient {
+		class = portico.Transient
+	}
 	reason := "attempt timeout"
 	switch sentinel {
 	case ErrFirstChunkTimeout:
@@ -76,7 +84,7 @@ func timeoutError(sentinel, inner error) error {
 	if inner != nil {
 		c = append(c, inner)
 	}
-	return &portico.Error{Class: portico.Ambiguous, Reason: reason, Err: c}
+	return &portico.Error{Class: class, Reason: reason, Err: c}
 }
 
 // canceledDuring returns the error for a caller's context that ended while a

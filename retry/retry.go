@@ -142,15 +142,23 @@ type Config struct {
 	// deadline stops an attempt; negative is an error.
 	MinAttemptTime time.Duration
 	// AttemptTimeout bounds each attempt (time), on top of the caller's deadline,
-	// which always bounds it too. An attempt that runs out fails [portico.Ambiguous]
-	// with [ErrAttemptTimeout] (it was sent; its outcome is unknown), so it is
-	// retried only for an idempotent request. Zero means no per-attempt timeout;
-	// negative is an error.
+	// which always bounds it too. An attempt that runs out fails with an error
+	// wrapping [ErrAttemptTimeout] and what the inner Model returned, whose class
+	// follows the inner Model's verdict: [portico.Transient] when the inner error
+	// is Transient (the request was never sent, as the openai adapter reports
+	// for a dial that hangs), so it is retried like any transient failure;
+	// [portico.Ambiguous] otherwise (the inner error is Ambiguous, or only a
+	// context error or Deadline: it may have been sent, its outcome is unknown),
+	// so it is retried only for an idempotent request. Zero means no
+	// per-attempt timeout; negative is an error.
 	AttemptTimeout time.Duration
 	// FirstChunkTimeout is the TTFT timeout of a streamed attempt (time): when no
-	// chunk arrived within it, the attempt is abandoned and fails
-	// [portico.Ambiguous] with [ErrFirstChunkTimeout]; nothing reached the caller,
-	// so an idempotent request is retried. Zero means none; negative is an error.
+	// chunk arrived within it, the attempt is abandoned and fails with
+	// [ErrFirstChunkTimeout], classed as for AttemptTimeout: [portico.Transient]
+	// when the inner Model says it never sent the request, [portico.Ambiguous]
+	// otherwise. Nothing reached the caller, so a Transient one is retried, and
+	// an Ambiguous one is for an idempotent request. Zero means none; negative
+	// is an error.
 	FirstChunkTimeout time.Duration
 	// ChunkGapTimeout is the longest gap between two chunks of a streamed attempt
 	// (time); exceeding it fails the attempt [portico.Ambiguous] with
