@@ -101,7 +101,7 @@
 // thread and counts that thread's CPU time, gives about 97 ns per call
 // against 95 for rate.Allow when the machine is quiet (median per-block
 // ratio 1.00 to 1.03 over runs) and a ratio of 1.20 when its neighbours load
-// it (the hashing and the float divisions share the core); before the
+// it with other work; before the
 // changes below it was 192 ns, a ratio of 2.0 quiet and 2.1 loaded. The
 // wall-clock benchmarks give 110 ns serial, 99 ns with two goroutines on one
 // key and 58 on a key each (rate.Allow: 92, 96, 50; before: 243, 190, 205),

@@ -39,20 +39,23 @@ type shard struct {
 // queue. mu guards every field; dead marks an entry evicted from the table,
 // which a caller that raced with the eviction must look up again.
 type entry struct {
-	mu       sync.Mutex
-	k        key // immutable
-	dead     bool
-	lim      *Limits // the limits in force, replaced by SetLimit
-	tok      bucket  // tokens; valid when lim.Tokens > 0
-	req      bucket  // requests; valid when lim.Requests > 0
-	inflight int     // slots taken, less the completions settled
+	// The fields a call touches, the lock and the completion counter first,
+	// on one cache line, so that calls on one key from several cores move
+	// one line between them rather than two.
+	mu sync.Mutex
 	// done records the completions that skipped the lock (see complete): it
 	// adds 1 + refund<<doneShift per completion, modulo 2^64; settled is the
 	// part of it already applied, under mu (see settle).
 	done     atomic.Uint64
 	settled  uint64
+	inflight int         // slots taken, less the completions settled
 	queued   atomic.Bool // len(queue) > 0, for completions that skip the lock
-	holds    []*hold     // calls waiting for the buckets, in line (Wait mode)
+	dead     bool
+	lim      *Limits // the limits in force, replaced by SetLimit
+	k        key     // immutable
+	tok      bucket  // tokens; valid when lim.Tokens > 0
+	req      bucket  // requests; valid when lim.Requests > 0
+	holds    []*hold // calls waiting for the buckets, in line (Wait mode)
 	queue    []*waiter
 	programs map[string]*program
 	progAt   int // sweep programs when len(programs) reaches this
