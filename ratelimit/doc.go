@@ -100,13 +100,13 @@
 // kvm-clock) BenchmarkPairedCPU, which alternates blocks of both on one
 // thread and counts that thread's CPU time, gives about 97 ns per call
 // against 95 for rate.Allow when the machine is quiet (median per-block
-// ratio 1.00 to 1.03 over runs) and a ratio of 1.20 when its neighbours load
-// it with other work; before the
-// changes below it was 192 ns, a ratio of 2.0 quiet and 2.1 loaded. The
-// wall-clock benchmarks give 110 ns serial, 99 ns with two goroutines on one
-// key and 58 on a key each (rate.Allow: 92, 96, 50; before: 243, 190, 205),
-// so parallel calls are no slower than serial ones. The CPU time went to,
-// and was won back by:
+// ratio 1.00 to 1.03 over runs) and a ratio of 1.20 when other work loads
+// it; before the changes below it was 192 ns, a ratio of 2.0 quiet and 2.1
+// loaded. The wall-clock minima over six runs are 96 ns serial and 56 ns
+// with a key per goroutine (rate.Allow: 92 and 50; before: 243 and 205);
+// with two goroutines on one key, where every call passes one lock, both
+// this and rate.Allow on one Limiter swing between 100 and 250 ns with the
+// load (before: 190 at best). The CPU time went to, and was won back by:
 //
 //   - The clock, read once per call, at admission: time.Since of the Time
 //     taken at New reads only the monotonic clock (30 ns here), where
