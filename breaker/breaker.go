@@ -152,7 +152,10 @@ func (b *Breaker) Available() bool {
 // [portico.Middleware]. One Breaker guards one route: wrapping several Models
 // with the same Breaker makes them share one state. The returned Model's
 // Generate returns, besides next's own results, a [portico.Rejected]
-// *portico.Error wrapping [ErrOpen] when the breaker refuses the call. A panic
+// *portico.Error wrapping [ErrOpen] when the breaker refuses the call,
+// [portico.ErrNilRequest] (Permanent, not counted, next not called) for a nil
+// *Request, and [portico.ErrNilResponse] (InvalidResponse, counted as a
+// failure of the route) when next returns neither a Response nor an error. A panic
 // in next counts as a failure and then continues up the stack, after the probe
 // slot it held (if any) is released.
 //
@@ -176,12 +179,15 @@ type guarded struct {
 
 // Generate implements portico.Model.
 func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
 	b := g.b
 	word := b.word.Load()
 	if State(word&3) != Closed {
 		return b.notClosed(ctx, req, g.next, word)
 	}
-	if req != nil && req.OnChunk != nil { // streaming: the caller's OnChunk is guarded
+	if req.OnChunk != nil { // streaming: the caller's OnChunk is guarded
 		return b.closedCall(ctx, req, g.next, word)
 	}
 	// closedCall inlined by hand: a function with a defer is never inlined, and
@@ -198,6 +204,9 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 	}()
 	resp, err := g.next.Generate(ctx, req)
 	done = true
+	if err == nil && resp == nil { // next broke the Model contract: a route fault
+		err = portico.ErrNilResponse
+	}
 	if err == nil && !b.needEnd {
 		if b.word.Load() == word { // else its closed period is over: say nothing
 			b.ring.success()
@@ -228,6 +237,9 @@ func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next por
 	}()
 	resp, err := next.Generate(ctx, req)
 	done = true
+	if err == nil && resp == nil { // next broke the Model contract: a route fault
+		err = portico.ErrNilResponse
+	}
 	if s != nil {
 		b.closedOutcome(ctx, word, start, s.counted(err))
 		return resp, err

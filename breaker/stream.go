@@ -28,7 +28,7 @@ type stream struct {
 // stream (and a nil *stream), else a copy whose OnChunk reports the caller's
 // faults to the returned *stream. The caller's req is never modified.
 func guardStream(req *portico.Request) (*portico.Request, *stream) {
-	if req == nil || req.OnChunk == nil {
+	if req.OnChunk == nil {
 		return req, nil
 	}
 	s := &stream{req: *req, onChunk: req.OnChunk}

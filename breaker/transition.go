@@ -131,6 +131,9 @@ func (b *Breaker) probe(ctx context.Context, req *portico.Request, next portico.
 	}()
 	resp, err := next.Generate(ctx, req)
 	done = true
+	if err == nil && resp == nil { // next broke the Model contract: a failed probe
+		err = portico.ErrNilResponse
+	}
 	b.probeOutcome(ctx, gen, start, s.counted(err))
 	return resp, err
 }

@@ -497,10 +497,31 @@ func TestNilResponse(t *testing.T) {
 	if got, want := hopsOf(t, resp.Hops), []string{"a:invalid_response:invalid_response"}; !eq(got, want) {
 		t.Errorf("Hops = %v, want %v", got, want)
 	}
+	if err := resp.Hops[0].Err; err != portico.ErrNilResponse {
+		t.Errorf("hop error = %v, want the shared portico.ErrNilResponse", err)
+	}
 	g = Must(Config{Routes: []portico.Route{{Name: "a", Model: null}}})
 	resp, err = g.Generate(context.Background(), simple)
-	if resp != nil || portico.ClassOf(err) != portico.InvalidResponse || !errors.Is(err, ErrExhausted) {
-		t.Errorf("Generate = %v, %v; want nil and an exhausted invalid_response error", resp, err)
+	if resp != nil || portico.ClassOf(err) != portico.InvalidResponse || !errors.Is(err, ErrExhausted) || !errors.Is(err, portico.ErrNilResponse) {
+		t.Errorf("Generate = %v, %v; want nil and an exhausted invalid_response error wrapping portico.ErrNilResponse", resp, err)
+	}
+}
+
+// TestNilRequest: a nil *Request is refused with the shared
+// portico.ErrNilRequest, no route called.
+func TestNilRequest(t *testing.T) {
+	a := &fake{name: "a"}
+	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
+	resp, err := g.Generate(context.Background(), nil)
+	if resp != nil || err != portico.ErrNilRequest {
+		t.Errorf("Generate(nil) = %v, %v; want nil, portico.ErrNilRequest", resp, err)
+	}
+	if a.n() != 0 {
+		t.Errorf("route calls = %d, want 0", a.n())
+	}
+	g = Must(Config{Ranker: ByCost, Routes: []portico.Route{route(a, portico.Capabilities{})}})
+	if _, err := g.Generate(context.Background(), nil); err != portico.ErrNilRequest {
+		t.Errorf("Generate(nil) with a Ranker = %v, want portico.ErrNilRequest", err)
 	}
 }
 

@@ -94,7 +94,9 @@ type call struct {
 // Class, Status, Code, RetryAfter) whose Err is a Stopped [*Exhausted] listing
 // the routes left before it and then it, so errors.Is still reaches the
 // route's error but not [ErrExhausted]. A route that returns neither an answer
-// nor an error counts as an InvalidResponse ("nil response").
+// nor an error counts as having failed with [portico.ErrNilResponse] (class
+// InvalidResponse). A nil *Request is refused with [portico.ErrNilRequest]
+// (class Permanent) before any route is looked at.
 //
 // When the context has a deadline, each candidate gets its own (see
 // Config.Share, Config.Reserve, Config.MinAttempt); a candidate is not started
@@ -114,6 +116,9 @@ type call struct {
 // when the group gives up, the error is of class Canceled (the context's) or
 // Deadline instead.
 func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
 	c := call{req: req, est: -1}
 	if k := req.Contract; k != nil && k.Deadline > 0 {
 		var cancel context.CancelFunc

@@ -53,7 +53,7 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 		c.delivered = true
 	}
 	if err == nil && resp == nil { // breaks the Model contract: no answer to return
-		err = &portico.Error{Class: portico.InvalidResponse, Model: r.Name, Reason: "nil response"}
+		err = portico.ErrNilResponse // shared: the hop names the route
 	}
 	if g.stats != nil {
 		g.learn(ctx, c.idx, start, err)
