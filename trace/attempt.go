@@ -23,7 +23,8 @@ import (
 // attempt's own span id. It also notes the attempt with the enclosing request
 // layer (attempt counts and the TTFT decomposition) and writes one log record
 // per attempt. It returns next's response and error unchanged and panics if
-// next is nil.
+// next is nil. A nil request is passed to next untraced; a panic below, or in
+// Config.CaptureContent, ends the span as an error before it goes on.
 func (t *Tracer) WrapAttempt(next portico.Model) portico.Model {
 	if next == nil {
 		panic("trace: WrapAttempt of a nil Model")
@@ -43,6 +44,9 @@ type attemptState struct {
 }
 
 func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico.Model) (*portico.Response, error) {
+	if req == nil { // a caller's bug: let the inner layers classify it, untraced
+		return next.Generate(ctx, req)
+	}
 	ctx, span := t.start(ctx, req.Model)
 	recording := span.IsRecording()
 	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
@@ -59,6 +63,13 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	if c != nil {
 		c.noteAttempt(a.start)
 	}
+	ended := false
+	defer func() {
+		if !ended { // next or a user callback panicked: end the span, then let the panic go on
+			span.SetStatus(codes.Error, "panic")
+			span.End()
+		}
+	}()
 	r := req
 	if recording {
 		buf := t.startAttrs(span, a.attrs[:0], req, false)
@@ -85,15 +96,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 			}
 		}
 	}
-	done := false
-	defer func() {
-		if !done { // next panicked: end the span, then let the panic go on
-			span.SetStatus(codes.Error, "panic")
-			span.End()
-		}
-	}()
 	resp, err := next.Generate(ctx, r)
-	done = true
 	var end time.Time
 	if logging {
 		end = time.Now()
@@ -122,6 +125,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	} else {
 		span.End()
 	}
+	ended = true
 	if logging {
 		t.logAttempt(ctx, req, a.attmpt, resp, err, class, end.Sub(a.start))
 	}

@@ -27,7 +27,10 @@ import (
 // nil or disabled, it only starts and ends the span: with the no-op tracer
 // provider, or otel's global placeholder before any SDK is installed, it
 // does not even start one, and allocates nothing. Wrap
-// returns next's response and error unchanged. It panics if next is nil.
+// returns next's response and error unchanged. It panics if next is nil. A
+// nil request is passed to next untraced, for the layers inside to classify;
+// a panic below, or in Config.CaptureContent, ends the span as an error
+// before it goes on.
 func (t *Tracer) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("trace: Wrap of a nil Model")
@@ -53,6 +56,7 @@ type call struct {
 	recording bool
 	metrics   bool
 	logging   bool
+	finished  bool // finish ended the span
 
 	firstChunk   atomic.Bool
 	attemptCount atomic.Int32
@@ -88,6 +92,9 @@ func callFrom(ctx context.Context) *call {
 }
 
 func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portico.Model) (*portico.Response, error) {
+	if req == nil { // a caller's bug: let the inner layers classify it, untraced
+		return next.Generate(ctx, req)
+	}
 	ctx, span := t.start(ctx, req.Model)
 	recording := span.IsRecording()
 	metrics := t.inst.enabled(ctx)
@@ -100,6 +107,11 @@ func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portic
 	c := &call{t: t, parent: ctx, span: span, req: req, start: startTime(span),
 		recording: recording, metrics: metrics, logging: logging}
 	c.Context = portico.ContextWithObserver(ctx, c)
+	defer func() {
+		if !c.finished { // next or a user callback panicked: end the span, then let the panic go on
+			c.finish(nil, errPanic)
+		}
+	}()
 	if recording {
 		t.startAttrs(span, c.attrs[:0], req, true)
 	}
@@ -108,17 +120,13 @@ func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portic
 		r = req.Clone()
 		r.OnChunk = c.wrapChunk(req.OnChunk)
 	}
-	done := false
-	defer func() {
-		if !done { // next panicked: end the span, then let the panic go on
-			c.finish(nil, &portico.Error{Class: portico.Permanent, Reason: "panic"})
-		}
-	}()
 	resp, err := next.Generate(c, r)
-	done = true
 	c.finish(resp, err)
 	return resp, err
 }
+
+// errPanic is what the layers record for a call that panicked.
+var errPanic error = &portico.Error{Class: portico.Permanent, Reason: "panic"}
 
 // startTime returns the span's own start time when it has one (an SDK span),
 // saving a clock read, and the time now otherwise.
@@ -282,6 +290,7 @@ func (c *call) finish(resp *portico.Response, err error) {
 	} else {
 		c.span.End()
 	}
+	c.finished = true // the span ended: a panic in a metric reader or log handler is not recorded twice
 	if c.metrics {
 		c.t.inst.recordRequest(c.parent, c.t, c.req, resp, class, end.Sub(c.start), s)
 	}

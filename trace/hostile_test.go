@@ -1,0 +1,94 @@
+package trace
+
+import (
+	"context"
+	"testing"
+
+	"github.com/portico-llm/portico"
+	"go.opentelemetry.io/otel/codes"
+)
+
+// TestCaptureContentPanics checks that a panic in the user's redaction
+// function, on the request's content (request layer, before the call) or on
+// the answer's (both layers, after it), reaches the caller with every span
+// ended, marked as an error.
+func TestCaptureContentPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		panicsOn string // the text whose capture panics
+		calls    int    // calls of the model, want
+		spans    int    // spans ended, want
+	}{
+		{"on the prompt", "prompt", 0, 1}, // the request layer captures input before calling next
+		{"on the answer", "answer", 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSDK(t)
+			tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp, CaptureContent: func(x string) string {
+				if x == tc.panicsOn {
+					panic("redactor")
+				}
+				return "redacted"
+			}})
+			calls := 0
+			m := tr.Wrap(tr.WrapAttempt(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+				calls++
+				return &portico.Response{Text: "answer", FinishReason: portico.FinishStop}, nil
+			})))
+			func() {
+				defer func() {
+					if r := recover(); r != "redactor" {
+						t.Errorf("recover() = %v, want redactor", r)
+					}
+				}()
+				_, _ = m.Generate(context.Background(), &portico.Request{Model: "m",
+					Messages: []portico.Message{portico.Text(portico.RoleUser, "prompt")}})
+			}()
+			if calls != tc.calls {
+				t.Errorf("model calls = %d, want %d", calls, tc.calls)
+			}
+			spans := s.rec.Ended()
+			if len(spans) != tc.spans {
+				t.Fatalf("%d spans ended, want %d", len(spans), tc.spans)
+			}
+			for _, sp := range spans {
+				if sp.Status().Code != codes.Error {
+					t.Errorf("span %q status = %v, want Error", sp.Name(), sp.Status())
+				}
+			}
+		})
+	}
+}
+
+// TestNilRequestAndNilResponse checks that a nil request passes through both
+// layers untraced, to be classified by the layers inside, and that a Model
+// breaking its contract with (nil, nil) still yields ended spans without
+// response attributes.
+func TestNilRequestAndNilResponse(t *testing.T) {
+	s := newSDK(t)
+	tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
+	var got []*portico.Request
+	m := tr.Wrap(tr.WrapAttempt(portico.ModelFunc(func(_ context.Context, r *portico.Request) (*portico.Response, error) {
+		got = append(got, r)
+		return nil, nil
+	})))
+	resp, err := m.Generate(context.Background(), nil)
+	if resp != nil || err != nil || len(got) != 1 || got[0] != nil {
+		t.Fatalf("Generate(nil) = %v, %v, model saw %v; want nil, nil and the nil request passed on", resp, err, got)
+	}
+	if n := len(s.rec.Ended()); n != 0 {
+		t.Errorf("Generate(nil): %d spans, want 0", n)
+	}
+	resp, err = m.Generate(context.Background(), &portico.Request{Model: "m"})
+	if resp != nil || err != nil {
+		t.Fatalf("Generate = %v, %v; want the model's nil, nil", resp, err)
+	}
+	spans := s.rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	sameAttrs(t, "attempt", spans[0].Attributes(), map[string]string{"gen_ai.operation.name": "chat",
+		"gen_ai.request.model": "m", "gen_ai.request.stream": "false", "portico.attempt.index": "0"})
+	sameAttrs(t, "request", spans[1].Attributes(), map[string]string{"gen_ai.operation.name": "chat",
+		"gen_ai.request.model": "m", "gen_ai.request.stream": "false", "portico.attempts": "1"})
+}
