@@ -79,6 +79,8 @@ func (e CharEstimator) EstimateInputTokens(req *Request) int {
 	if req.Schema != nil {
 		bytes += len(req.Schema.JSON)
 	}
-	tokens += int((float64(bytes) + bpt - 1) / bpt)
-	return tokens
+	if bpt == 4 {
+		return tokens + (bytes+3)/4 // the default, without a float division
+	}
+	return tokens + int((float64(bytes)+bpt-1)/bpt)
 }
