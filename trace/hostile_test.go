@@ -2,6 +2,8 @@ package trace
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -91,4 +93,29 @@ func TestNilRequestAndNilResponse(t *testing.T) {
 		"gen_ai.request.model": "m", "gen_ai.request.stream": "false", "portico.attempt.index": "0"})
 	sameAttrs(t, "request", spans[1].Attributes(), map[string]string{"gen_ai.operation.name": "chat",
 		"gen_ai.request.model": "m", "gen_ai.request.stream": "false", "portico.attempts": "1"})
+}
+
+// TestSpanNameCacheBounded checks that the span-name cache keeps at most
+// maxCachedNames names, none of a model name longer than maxCachedModelLen,
+// and that its count does not keep growing once full (it would wrap around).
+func TestSpanNameCacheBounded(t *testing.T) {
+	tr := mustNew(t, Config{})
+	long := strings.Repeat("m", maxCachedModelLen+1)
+	if got := tr.spanName(long); got != "chat "+long {
+		t.Fatalf("spanName(long) = %.20q..., want \"chat mmm...\"", got)
+	}
+	if n := tr.nNames.Load(); n != 0 {
+		t.Errorf("after a %d-byte model name: cache count = %d, want 0", len(long), n)
+	}
+	for i := range 3 * maxCachedNames {
+		model := "model-" + strconv.Itoa(i)
+		if got := tr.spanName(model); got != "chat "+model {
+			t.Fatalf("spanName(%q) = %q, want %q", model, got, "chat "+model)
+		}
+	}
+	n := 0
+	tr.names.Range(func(any, any) bool { n++; return true })
+	if n != maxCachedNames || tr.nNames.Load() != maxCachedNames {
+		t.Errorf("cache: %d entries, count %d; want %d, %d", n, tr.nNames.Load(), maxCachedNames, maxCachedNames)
+	}
 }

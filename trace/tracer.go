@@ -95,8 +95,13 @@ type Tracer struct {
 	nNames   atomic.Int32
 }
 
-// maxCachedNames bounds the span-name cache (one entry per distinct model).
-const maxCachedNames = 256
+// maxCachedNames bounds the span-name cache (one entry per distinct model),
+// and maxCachedModelLen the length in bytes of the model names it keeps, so
+// that the cache holds at most about 100 KB whatever model names callers send.
+const (
+	maxCachedNames    = 256
+	maxCachedModelLen = 256
+)
 
 type spanName struct{ model, name string }
 
@@ -150,7 +155,9 @@ func (t *Tracer) spanName(model string) string {
 	if model != "" {
 		name = t.op + " " + model
 	}
-	if t.nNames.Add(1) <= maxCachedNames {
+	// Load first, so that the count stops at the bound instead of wrapping
+	// around after 2^31 uncached calls and letting the map grow again.
+	if len(model) <= maxCachedModelLen && t.nNames.Load() < maxCachedNames && t.nNames.Add(1) <= maxCachedNames {
 		t.names.Store(model, name)
 	}
 	t.lastName.Store(&spanName{model: model, name: name})
