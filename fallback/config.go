@@ -45,12 +45,20 @@ func (i Independence) String() string {
 
 // Defaults of the deadline split, from seed 003's example of an 8 s deadline:
 // 300 ms kept for the gateway and validation, 4.5 s for the primary (9/16 of
-// 8 s), and the remaining 3.2 s for the fallback.
+// 8 s), and the remaining 3.2 s for the fallback. DefaultReserve is the most
+// the default reserve keeps: on a shorter deadline it keeps 1/16 of it (see
+// Config.Reserve).
 const (
 	DefaultShare      = 0.5625
 	DefaultReserve    = 300 * time.Millisecond
 	DefaultMinAttempt = 100 * time.Millisecond
 )
+
+// reserveDivisor scales the default reserve: min(DefaultReserve,
+// remaining/reserveDivisor). 16 keeps seed 003's 300 ms for every deadline of
+// 4.8 s or more (its 8 s: 500 ms > 300 ms), and below that gives the layers
+// outside the group 1/16 of the time, the candidates 15/16.
+const reserveDivisor = 16
 
 // Config configures a [Group]. Only Routes is required; every other zero field
 // means its default.
@@ -83,7 +91,12 @@ type Config struct {
 	Share float64
 	// Reserve is the time kept back at the end of the deadline for the layers
 	// outside the group (gateway, validation): no candidate's allowance reaches
-	// into it. Zero means DefaultReserve (300 ms); negative means none.
+	// into it. Zero means a reserve that scales with the deadline: the smaller
+	// of DefaultReserve (300 ms) and 1/16 of the time remaining when the
+	// request enters the group, so seed 003's 300 ms of 8 s holds for any
+	// deadline of 4.8 s or more, while a 500 ms deadline keeps 31.25 ms back
+	// instead of leaving a fallback no time. Positive is a fixed reserve;
+	// negative means none.
 	Reserve time.Duration
 	// MinAttempt is the least time worth starting a candidate with: a candidate
 	// whose allowance is shorter is not started (seed 003: compare the remaining

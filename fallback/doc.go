@@ -37,7 +37,10 @@
 // the primary ([DefaultShare] = 9/16 of the remaining time), and what is left,
 // 3.2 s, for the fallback. Every candidate but the last that could run gets
 // Config.Share of the time remaining when it starts; the last gets all but the
-// reserve. A candidate is not started when its allowance is below
+// reserve. The default reserve scales with the deadline: the smaller of 300 ms
+// and 1/16 of the time left when the request enters the group, so a 500 ms
+// deadline keeps 31.25 ms back, and its fallback still gets ~190 ms after a
+// stalled primary's 281 ms rather than nothing. A candidate is not started when its allowance is below
 // Config.MinAttempt: the request then ends with a Deadline error rather than an
 // attempt that cannot finish.
 //

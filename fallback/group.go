@@ -17,6 +17,9 @@ type Group struct {
 	// Candidate.Latency and SinceFailure), on a monotonic clock from base.
 	stats []routeStats
 	base  time.Time
+	// scaled: Config.Reserve was zero, so each request's reserve is
+	// scaledReserve of its remaining time, capped at cfg.Reserve.
+	scaled bool
 }
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
@@ -27,7 +30,7 @@ func New(cfg Config) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: c}
+	g := &Group{cfg: c, scaled: cfg.Reserve == 0}
 	if c.Ranker != nil {
 		g.stats = make([]routeStats, len(c.Routes))
 		g.base = time.Now()
@@ -62,7 +65,8 @@ type call struct {
 	noTime    bool // the search stopped for lack of time
 	hasDL     bool
 	deadline  time.Time
-	order     []Candidate // with a Ranker; nil means Routes order
+	reserve   time.Duration // kept back before the deadline, when hasDL
+	order     []Candidate   // with a Ranker; nil means Routes order
 }
 
 // Generate implements [portico.Model]: it tries the group's candidates in
@@ -126,6 +130,12 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		defer cancel()
 	}
 	c.deadline, c.hasDL = ctx.Deadline()
+	if c.hasDL {
+		c.reserve = g.cfg.Reserve
+		if g.scaled { // fixed at entry: the point kept back is deadline - reserve
+			c.reserve = scaledReserve(time.Until(c.deadline), g.cfg.Reserve)
+		}
+	}
 	routes := g.cfg.Routes
 	n := len(routes)
 	if g.cfg.Ranker != nil {

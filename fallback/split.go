@@ -24,3 +24,10 @@ func allowance(remaining, reserve, minAttempt time.Duration, share float64, last
 	}
 	return d, true
 }
+
+// scaledReserve is the default reserve of a request that enters the group with
+// remaining time left: min(most, remaining/reserveDivisor), and never negative.
+// Pure.
+func scaledReserve(remaining, most time.Duration) time.Duration {
+	return max(0, min(most, remaining/reserveDivisor))
+}

@@ -66,6 +66,58 @@ func TestSeed003DeadlineSplit(t *testing.T) {
 	})
 }
 
+func TestScaledReserve(t *testing.T) {
+	const ms = time.Millisecond
+	for _, tc := range []struct{ remaining, want time.Duration }{
+		{8 * time.Second, 300 * ms}, // seed 003: 8 s / 16 = 500 ms, capped at 300 ms
+		{4800 * ms, 300 * ms},       // the shortest deadline that keeps the full 300 ms
+		{4000 * ms, 250 * ms},       // below it, 1/16
+		{500 * ms, 31250 * time.Microsecond},
+		{0, 0},
+		{-time.Second, 0}, // a deadline already past keeps nothing back
+	} {
+		if got := scaledReserve(tc.remaining, DefaultReserve); got != tc.want {
+			t.Errorf("scaledReserve(%v, 300ms) = %v, want %v", tc.remaining, got, tc.want)
+		}
+	}
+}
+
+// TestShortDeadlineReachesFallback: with a 500 ms deadline and a primary that
+// stalls, the default reserve (1/16: 31.25 ms) leaves the fallback time to
+// answer. A fixed 300 ms reserve gave the primary 200 ms and the healthy
+// fallback nothing: the call ended with Deadline at 200 ms, 300 ms unused.
+func TestShortDeadlineReachesFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "primary", block: true}, &fake{name: "fallback"}
+		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		resp, err := g.Generate(ctx, simple)
+		if err != nil || resp.Route != "fallback" || b.n() != 1 {
+			t.Fatalf("Generate = %v, %v, fallback calls %d; want the fallback's answer", resp, err, b.n())
+		}
+		// primary: 9/16 of 500 ms; fallback: 500 - 281.25 - 31.25 ms.
+		if a.left != 281250*time.Microsecond || b.left != 187500*time.Microsecond {
+			t.Errorf("allowances = %v, %v; want 281.25ms, 187.5ms", a.left, b.left)
+		}
+		if el := time.Since(start); el != 281250*time.Microsecond {
+			t.Errorf("elapsed = %v, want 281.25ms", el)
+		}
+	})
+	// A positive Reserve is fixed: 300 ms of 500 leaves the fallback nothing.
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "primary", block: true}, &fake{name: "fallback"}
+		g := Must(Config{Reserve: DefaultReserve, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		_, err := g.Generate(ctx, simple)
+		if portico.ClassOf(err) != portico.Deadline || b.n() != 0 || a.left != 200*time.Millisecond {
+			t.Errorf("fixed reserve: err = %v, fallback calls %d, primary allowance %v; want Deadline, 0, 200ms", err, b.n(), a.left)
+		}
+	})
+}
+
 func TestLoneCandidateGetsAllButReserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "a"}, &fake{name: "b"}
@@ -87,14 +139,14 @@ func TestNotStartedWithoutTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := &fake{name: "a"}
 		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
-		ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		_, err := g.Generate(ctx, simple)
 		if portico.ClassOf(err) != portico.Deadline || !errors.Is(err, ErrExhausted) {
 			t.Fatalf("err = %v, want an exhausted Deadline error", err)
 		}
 		if a.n() != 0 {
-			t.Errorf("a calls = %d, want 0: 50 ms usable < MinAttempt 100 ms", a.n())
+			t.Errorf("a calls = %d, want 0: 100 - 100/16 = 93.75 ms usable < MinAttempt 100 ms", a.n())
 		}
 	})
 }
@@ -102,10 +154,10 @@ func TestNotStartedWithoutTime(t *testing.T) {
 func TestTimeRunsOutAfterFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b, c := &fake{name: "a", block: true}, &fake{name: "b", block: true}, &fake{name: "c"}
-		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{})}})
+		g := Must(Config{Reserve: 300 * time.Millisecond, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		// a: 562.5 ms; b: 437.5*9/16 = 246.09 ms capped at 437.5-300 = 137.5 ms;
+		// With a fixed 300 ms reserve, a: 562.5 ms; b: 437.5*9/16 = 246.09 ms capped at 437.5-300 = 137.5 ms;
 		// c: 300 - 300 = 0 left.
 		_, err := g.Generate(ctx, simple)
 		var ex *Exhausted
@@ -130,8 +182,8 @@ func TestContractDeadline(t *testing.T) {
 		if _, err := g.Generate(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
-		if a.left != 1700*time.Millisecond {
-			t.Errorf("allowance = %v, want 1.7s (2 s contract deadline less the reserve)", a.left)
+		if a.left != 1875*time.Millisecond {
+			t.Errorf("allowance = %v, want 1.875s (2 s contract deadline less its 1/16, 125 ms)", a.left)
 		}
 	})
 }

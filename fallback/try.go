@@ -15,7 +15,7 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 	if !c.hasDL {
 		return g.attempt(ctx, ctx, c, r)
 	}
-	d, ok := allowance(time.Until(c.deadline), g.cfg.Reserve, g.cfg.MinAttempt, g.cfg.Share, !g.followed(c, pos))
+	d, ok := allowance(time.Until(c.deadline), c.reserve, g.cfg.MinAttempt, g.cfg.Share, !g.followed(c, pos))
 	if !ok {
 		g.hop(ctx, c, r, reasonDeadline, nil)
 		return nil, true, g.outOfTime(ctx, c)
