@@ -78,6 +78,14 @@
 // attempt's error is final (seed 000: a call cannot be retried transparently
 // after its first tokens reached the user).
 //
+// Layers inside the Retrier that hold chunks back (package validate buffering a
+// structured answer until it is accepted, a route.Cascade buffering a step)
+// report each held chunk with [portico.Progress]; the Retrier installs the
+// receiving function in each streamed attempt's context
+// ([portico.ContextWithProgress]) and counts such progress as a chunk for both
+// timeouts, so a slow but live answer is not abandoned. Progress is liveness,
+// not delivery: after progress alone an attempt may still be retried.
+//
 // # Observing
 //
 // Inner layers read the attempt's index and id with [portico.AttemptFromContext]

@@ -157,13 +157,18 @@ type Config struct {
 	// [ErrFirstChunkTimeout], classed as for AttemptTimeout: [portico.Transient]
 	// when the inner Model says it never sent the request, [portico.Ambiguous]
 	// otherwise. Nothing reached the caller, so a Transient one is retried, and
-	// an Ambiguous one is for an idempotent request. Zero means none; negative
-	// is an error.
+	// an Ambiguous one is for an idempotent request. A chunk that an inner
+	// layer holds back and reports with [portico.Progress] (package validate
+	// buffering a structured answer, a cascade buffering a step) counts as a
+	// first chunk here. Zero means none; negative is an error.
 	FirstChunkTimeout time.Duration
 	// ChunkGapTimeout is the longest gap between two chunks of a streamed attempt
-	// (time); exceeding it fails the attempt [portico.Ambiguous] with
-	// [ErrChunkGapTimeout]. Chunks already reached the caller, so it is never
-	// retried. Zero means none; negative is an error.
+	// (time), chunks held back by an inner layer and reported with
+	// [portico.Progress] included; exceeding it fails the attempt with
+	// [ErrChunkGapTimeout], classed as for AttemptTimeout (usually
+	// [portico.Ambiguous]). When a chunk already reached the caller it is never
+	// retried; when only progress was reported, it is retried as its class
+	// allows. Zero means none; negative is an error.
 	ChunkGapTimeout time.Duration
 	// RetryInvalidResponse retries [portico.InvalidResponse] errors on the same
 	// route, as a fresh sample may pass validation. Off by default: an invalid

@@ -12,8 +12,8 @@ import (
 
 // The states of a streamed attempt.
 const (
-	waiting   int32 = iota // no chunk yet
-	streaming              // chunks flow to the caller
+	waiting   int32 = iota // no chunk and no progress yet
+	streaming              // chunks (or progress) flow
 	abandoned              // the first chunk timed out; nothing reached the caller
 	stalled                // the gap between chunks timed out
 	finished               // the attempt returned; the watchdog is idle
@@ -23,7 +23,9 @@ const (
 // whether anything reached the caller, and runs a watchdog timer (one
 // time.AfterFunc per attempt) that cancels the attempt's context when the first
 // chunk, or the next one, is late (seed 000: time out on TTFT and on the gap
-// between tokens, not on the total).
+// between tokens, not on the total). A chunk held back by an inner layer and
+// reported with [portico.Progress] counts for the watchdog like a chunk, but is
+// not delivered: the attempt may still be retried.
 type stream struct {
 	r         *Retrier
 	outer     context.Context // the caller's, for the first-chunk event
@@ -54,6 +56,7 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 		}
 		s.timer = time.AfterFunc(d, s.fire)
 		defer s.timer.Stop()
+		actx = portico.ContextWithProgress(actx, s.progress)
 	}
 	sreq := req.Clone()
 	sreq.OnChunk = s.onChunk
@@ -77,8 +80,27 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 // watchdog gave up is refused with the timeout's sentinel and never reaches the
 // caller; otherwise it is marked delivered and passed on.
 func (s *stream) onChunk(c portico.Chunk) error {
-	st := s.state.Load()
-	first := st == waiting && s.state.CompareAndSwap(waiting, streaming)
+	if err := s.tick(); err != nil {
+		return err
+	}
+	if !s.delivered.Load() && s.delivered.CompareAndSwap(false, true) {
+		portico.Observe(s.outer, portico.Event{Kind: portico.EventFirstChunk, Delay: time.Since(s.start)})
+	}
+	return s.caller(c)
+}
+
+// progress is the function installed with [portico.ContextWithProgress]: an
+// inner layer holds a chunk back. The watchdog counts it as a chunk; nothing
+// is marked delivered.
+func (s *stream) progress() { s.tick() }
+
+// tick records that the stream advanced: the first tick moves the attempt from
+// waiting to streaming and re-arms the watchdog for the gap timeout; every tick
+// stamps the time the watchdog measures the gap from. It returns the timeout's
+// sentinel when the watchdog already gave up, and an error after the attempt
+// returned.
+func (s *stream) tick() error {
+	first := s.state.Load() == waiting && s.state.CompareAndSwap(waiting, streaming)
 	if !first {
 		switch s.state.Load() {
 		case streaming:
@@ -87,7 +109,7 @@ func (s *stream) onChunk(c portico.Chunk) error {
 		case stalled:
 			return ErrChunkGapTimeout
 		default:
-			return errors.New("retry: chunk after the attempt returned")
+			return errChunkAfterReturn
 		}
 	}
 	if s.timer != nil {
@@ -100,12 +122,11 @@ func (s *stream) onChunk(c portico.Chunk) error {
 			}
 		}
 	}
-	if first {
-		portico.Observe(s.outer, portico.Event{Kind: portico.EventFirstChunk, Delay: time.Since(s.start)})
-	}
-	s.delivered.Store(true)
-	return s.caller(c)
+	return nil
 }
+
+// errChunkAfterReturn refuses a chunk sent after the attempt's Generate returned.
+var errChunkAfterReturn = errors.New("retry: chunk after the attempt returned")
 
 // fire is the watchdog: it abandons an attempt whose first chunk is late, and
 // stalls one whose last chunk is older than the gap timeout (re-arming itself

@@ -12,11 +12,13 @@ import (
 )
 
 // plan is what a streaming fake does on one call: wait ttft, send chunks gap
-// apart, then fail with err or answer their concatenation.
+// apart, then hang until its context ends (hang), fail with err, or answer
+// their concatenation.
 type plan struct {
 	ttft   time.Duration
 	chunks []string
 	gap    time.Duration
+	hang   bool
 	err    error
 }
 
@@ -50,6 +52,10 @@ func streamer(plans ...plan) *counting {
 			if err := req.OnChunk(portico.Chunk{Text: c}); err != nil {
 				return nil, err
 			}
+		}
+		if p.hang {
+			<-ctx.Done()
+			return nil, portico.FromContext(ctx)
 		}
 		if p.err != nil {
 			return nil, p.err

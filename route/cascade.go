@@ -95,7 +95,10 @@ type CascadeConfig struct {
 // answer may still be rejected, since the tokens cannot be taken back. So by
 // default it buffers: each step's chunks are held back, and those of the
 // accepted answer are replayed to the caller's OnChunk, in order, when the
-// cascade ends (TTFT is then the cascade's whole latency).
+// cascade ends (TTFT is then the cascade's whole latency). Each chunk held
+// back is reported with [portico.Progress], so that a retry layer outside the
+// cascade sees a live stream and its first-chunk and gap timeouts do not fire
+// on a slow but advancing step.
 // CascadeConfig.StreamLast lets the last step stream live.
 //
 // Cascade is safe for concurrent use; [Cascade.Generate] is a [portico.Model].
@@ -151,6 +154,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		buffered = req.Clone()
 		buffered.OnChunk = func(ch portico.Chunk) error {
 			chunks = append(chunks, ch.Text)
+			portico.Progress(ctx) // a live stream, for timeouts outside
 			return nil
 		}
 	}

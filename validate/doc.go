@@ -79,9 +79,13 @@
 // # Streaming
 //
 // With a Schema (or checks) and a streaming caller (req.OnChunk set), the
-// default buffers: the inner Model still streams, so inner timeouts on the
-// first token and on gaps keep working, but the chunks are held back and the
-// accepted text reaches the caller as one chunk. The trade-off: the caller's
+// default buffers: the inner Model still streams, but the chunks are held back
+// and the accepted text reaches the caller as one chunk. Each chunk held back
+// is reported with [portico.Progress], so the first-token and gap timeouts of
+// a retry layer outside the validator (where it is recommended, see below)
+// see a live stream: they fire when the inner stream stalls, not merely
+// because nothing reached them yet. Timeouts of layers inside the validator
+// see the chunks themselves. The trade-off: the caller's
 // time to first token becomes the time to the whole answer, in exchange for
 // never showing an answer that is then rejected, and for leaving retry and
 // fallback free to move on after a rejection (no token reached the caller).

@@ -19,9 +19,12 @@ import (
 //   - reports a portico.EventValidation, Reason "accepted" or "rejected", to
 //     the context's Observer;
 //   - buffers a streamed answer until acceptance (see
-//     Config.PassThroughChunks): next streams into a discarding callback and
-//     the accepted text reaches req.OnChunk as one chunk. An error from
-//     OnChunk is returned as a Canceled *portico.Error wrapping it.
+//     Config.PassThroughChunks): next streams into a callback that drops each
+//     chunk and reports it with [portico.Progress], so that a retry layer
+//     outside sees a live stream and its first-chunk and gap timeouts do not
+//     fire on a slow answer, and the accepted text reaches req.OnChunk as one
+//     chunk. An error from OnChunk is returned as a Canceled *portico.Error
+//     wrapping it.
 //
 // Wrap panics if next is nil.
 func (v *Validator) Wrap(next portico.Model) portico.Model {
@@ -36,8 +39,6 @@ type model struct {
 	next portico.Model
 }
 
-func discardChunk(portico.Chunk) error { return nil }
-
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	v := m.v
 	sch, err := v.prepare(req)
@@ -48,7 +49,12 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	buffered := req.OnChunk != nil && !v.cfg.PassThroughChunks && (req.Schema != nil || v.decode)
 	if buffered {
 		call = req.Clone()
-		call.OnChunk = discardChunk
+		// Hold each chunk back, but tell the layers outside (a retry's
+		// first-chunk and gap timeouts) that the stream is alive.
+		call.OnChunk = func(portico.Chunk) error {
+			portico.Progress(ctx)
+			return nil
+		}
 	}
 	resp, err := m.next.Generate(ctx, call)
 	if err != nil {
