@@ -56,7 +56,12 @@ func New(cfg Config) (*Limiter, error) {
 //   - [portico.Rejected] wrapping [ErrOverloaded], Reason "overloaded", when
 //     the in-flight cap and the queue are full;
 //   - [portico.Canceled] or [portico.Deadline] (see [portico.FromContext])
-//     when ctx ends while the call waits.
+//     when ctx ends while the call waits;
+//   - [portico.ErrNilRequest] (Permanent) for a nil *Request, at once,
+//     without touching any key;
+//   - [portico.ErrNilResponse] (InvalidResponse) when next returns neither a
+//     Response nor an error: the call is settled as that error (see [Refund]:
+//     nothing is given back, since output may have been generated).
 //
 // Wrap panics if next is nil.
 func (l *Limiter) Wrap(next portico.Model) portico.Model {
@@ -106,7 +111,7 @@ func (l *Limiter) keyOf(req *portico.Request) key {
 
 func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
-		return nil, &portico.Error{Class: portico.Permanent, Reason: "nil request", Err: ErrBadRequest}
+		return nil, portico.ErrNilRequest
 	}
 	t := ticket{}
 	if lim := l.limits.Load(); lim.Tokens > 0 {
@@ -125,6 +130,9 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	}()
 	resp, err := next.Generate(ctx, req)
 	done = true
+	if resp == nil && err == nil { // next broke the Model contract
+		err = portico.ErrNilResponse
+	}
 	l.complete(&t, resp, err, false)
 	return resp, err
 }

@@ -270,7 +270,7 @@ func TestBadRequest(t *testing.T) {
 		r    *portico.Request
 		want error
 	}{
-		{"nil request", l, nil, ErrBadRequest},
+		{"nil request", l, nil, portico.ErrNilRequest},
 		{"negative max tokens", l, req("a", -1), ErrBadRequest},
 		{"missing max tokens", l, req("a", 0), ErrBadRequest},
 		{"negative estimate", neg, req("a", 10), ErrBadRequest},
