@@ -30,12 +30,18 @@ type Exhausted struct {
 }
 
 // Error lists the routes and reasons, content-free:
-// "fallback: every route failed: a (transient), b (unavailable)", or when
-// Stopped "fallback: stopped at b (permanent) after: a (transient)".
+// "fallback: every route failed: a (transient), b (unavailable)"; when no
+// route was called (each was filtered out, unavailable or out of time), the
+// unmet need of each: "fallback: no route can serve the request: a (schema),
+// b (context window)"; when Stopped "fallback: stopped at b (permanent) after:
+// a (transient)".
 func (e *Exhausted) Error() string {
 	var b strings.Builder
 	hops := e.Hops
-	if e.Stopped && len(hops) > 0 {
+	switch {
+	case !e.Stopped && noneCalled(hops):
+		b.WriteString(noRoute)
+	case e.Stopped && len(hops) > 0:
 		last := hops[len(hops)-1]
 		hops = hops[:len(hops)-1]
 		b.WriteString("fallback: stopped at ")
@@ -46,7 +52,7 @@ func (e *Exhausted) Error() string {
 		if len(hops) > 0 {
 			b.WriteString(" after")
 		}
-	} else {
+	default:
 		b.WriteString(ErrExhausted.Error())
 	}
 	for i, h := range hops {
@@ -61,6 +67,19 @@ func (e *Exhausted) Error() string {
 		b.WriteString(")")
 	}
 	return b.String()
+}
+
+// noRoute begins the message of a group that called no route.
+const noRoute = "fallback: no route can serve the request"
+
+// noneCalled reports whether every hop was a route skipped without a call.
+func noneCalled(hops []portico.Hop) bool {
+	for _, h := range hops {
+		if h.Err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Is reports whether target is ErrExhausted and the group ran out of routes
@@ -130,9 +149,13 @@ func exhausted(hops []portico.Hop) error {
 	if class != portico.RateLimited && class != portico.Rejected {
 		retryAfter = 0
 	}
+	reason := "all " + strconv.Itoa(len(hops)) + " routes failed"
+	if noneCalled(hops) {
+		reason = "" // the Exhausted says it: "no route can serve the request: ..."
+	}
 	return &portico.Error{
 		Class:      class,
-		Reason:     "all " + strconv.Itoa(len(hops)) + " routes failed",
+		Reason:     reason,
 		RetryAfter: retryAfter,
 		Err:        &Exhausted{Hops: hops},
 	}

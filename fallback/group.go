@@ -108,7 +108,9 @@ type call struct {
 // [portico.EventFallback] to the context's Observer.
 //
 // When every candidate was left, it returns a [*portico.Error] wrapping
-// [*Exhausted] (and so [ErrExhausted]) with every hop. Its Class is the
+// [*Exhausted] (and so [ErrExhausted]) with every hop; when none was called
+// (each filtered out, unavailable or out of time) its message says that no
+// route can serve the request and names each route's unmet need. Its Class is the
 // highest-ranked class among the hops, in the order Ambiguous > Transient >
 // Deadline > InvalidResponse > RateLimited > Rejected > Incompatible, where a
 // route skipped unasked counts as Rejected when unavailable, Deadline when no
