@@ -103,7 +103,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				if r.maxAttempts == 1 {
 					return nil, lastErr // a layer that never retries is transparent
 				}
-				return nil, surface(lastErr, portico.None, ErrAttemptsExhausted, "attempts exhausted", earlier)
+				return nil, surface(lastErr, portico.None, ErrAttemptsExhausted, "retry: "+attempts(i)+" failed", earlier)
 			}
 			delay, hinted := portico.RetryAfterOf(lastErr), true
 			if delay <= 0 {
@@ -115,11 +115,11 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				delay = r.backoffDelay(i, prev, u)
 				prev = delay
 			} else if delay > r.maxRetryAfter {
-				return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry-after too long", earlier)
+				return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry: retry-after too long after "+attempts(i), earlier)
 			}
 			if !r.fits(ctx, delay) {
 				if hinted {
-					return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry-after beyond the deadline", earlier)
+					return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry: retry-after beyond the deadline after "+attempts(i), earlier)
 				}
 				return nil, noTimeLeft(lastErr, delay, earlier)
 			}
@@ -128,7 +128,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls})
 				r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted",
 					slog.String("destination", dest), slog.Int("attempt", i), slog.String("class", cls.String()))
-				return nil, surface(lastErr, portico.None, ErrBudgetExhausted, "retry budget exhausted", earlier)
+				return nil, surface(lastErr, portico.None, ErrBudgetExhausted, "retry: budget exhausted after "+attempts(i), earlier)
 			}
 			r.announce(ctx, RetryInfo{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
 				Destination: dest, ClientKey: req.Identity.ClientKey})

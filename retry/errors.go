@@ -27,11 +27,33 @@ func (c causes) Error() string {
 
 func (c causes) Unwrap() []error { return c }
 
+// history is the cause of a call's final error. Its message is a summary of
+// the call ("retry: 3 attempts failed") and the last attempt's error, each said
+// once; Unwrap returns the Retrier's sentinel, the last attempt's error and the
+// earlier attempts' errors, so errors.Is and errors.As reach every one.
+type history struct {
+	summary string
+	errs    []error // sentinel, last, then the earlier attempts' errors, oldest first
+}
+
+func (h *history) Error() string   { return h.summary + ": " + h.errs[1].Error() }
+func (h *history) Unwrap() []error { return h.errs }
+
+// attempts returns "1 attempt" or "n attempts".
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return strconv.Itoa(n) + " attempts"
+}
+
 // surface returns the error that ends a call after the attempt error last: a
 // *portico.Error with last's class and fields (Status, Code, Model, RetryAfter,
-// RateLimit), or class cls when cls is not None, whose Err holds sentinel, last
-// and the earlier attempts' errors (oldest first, after last).
-func surface(last error, cls portico.Class, sentinel error, reason string, earlier []error) *portico.Error {
+// RateLimit), or class cls when cls is not None, and no Reason, whose Err is a
+// history: summary, then last's message, wrapping sentinel, last and the
+// earlier attempts' errors. The message reads "portico: <class and fields>:
+// <summary>: <last error>".
+func surface(last error, cls portico.Class, sentinel error, summary string, earlier []error) *portico.Error {
 	var w portico.Error
 	var pe *portico.Error
 	if errors.As(last, &pe) {
@@ -42,11 +64,11 @@ func surface(last error, cls portico.Class, sentinel error, reason string, earli
 	if cls != portico.None {
 		w.Class = cls
 	}
-	w.Reason = reason
-	c := make(causes, 0, 2+len(earlier))
-	c = append(c, sentinel, last)
-	c = append(c, earlier...)
-	w.Err = c
+	w.Reason = ""
+	errs := make([]error, 0, 2+len(earlier))
+	errs = append(errs, sentinel, last)
+	errs = append(errs, earlier...)
+	w.Err = &history{summary: summary, errs: errs}
 	return &w
 }
 
@@ -54,12 +76,31 @@ func surface(last error, cls portico.Class, sentinel error, reason string, earli
 // backoff or hint that did not fit (0 when the attempt itself does not).
 func noTimeLeft(last error, wait time.Duration, earlier []error) error {
 	if last == nil {
-		return &portico.Error{Class: portico.Deadline, Reason: "no time left for an attempt", Err: ErrNoTimeLeft}
+		return &portico.Error{Class: portico.Deadline, Err: ErrNoTimeLeft}
 	}
-	e := surface(last, portico.Deadline, ErrNoTimeLeft, "no time left for an attempt", earlier)
+	e := surface(last, portico.Deadline, ErrNoTimeLeft, "retry: no time left after "+attempts(len(earlier)+1), earlier)
 	e.RetryAfter = wait
 	return e
 }
+
+// timedOut is the cause of a timed-out attempt's error: the timeout's sentinel
+// and, when there is one, what the inner model returned. Its message names the
+// timeout once: the inner error's message alone when it already wraps the
+// sentinel (an adapter that reports the context's cause), else "sentinel:
+// inner".
+type timedOut []error
+
+func (t timedOut) Error() string {
+	switch {
+	case len(t) == 1:
+		return t[0].Error()
+	case errors.Is(t[1], t[0]):
+		return t[1].Error()
+	}
+	return t[0].Error() + ": " + t[1].Error()
+}
+
+func (t timedOut) Unwrap() []error { return t }
 
 // timeoutError classifies the failure of an attempt the Retrier abandoned,
 // wrapping the timeout's sentinel and inner, what the inner model returned.
@@ -73,18 +114,11 @@ func timeoutError(sentinel, inner error) error {
 	if portico.ClassOf(inner) == portico.Transient {
 		class = portico.Transient
 	}
-	reason := "attempt timeout"
-	switch sentinel {
-	case ErrFirstChunkTimeout:
-		reason = "first chunk timeout"
-	case ErrChunkGapTimeout:
-		reason = "chunk gap timeout"
-	}
-	c := causes{sentinel}
+	t := timedOut{sentinel}
 	if inner != nil {
-		c = append(c, inner)
+		t = append(t, inner)
 	}
-	return &portico.Error{Class: class, Reason: reason, Err: c}
+	return &portico.Error{Class: class, Err: t}
 }
 
 // canceledDuring returns the error for a caller's context that ended while a

@@ -350,8 +350,12 @@ func orDefault[T int | time.Duration](v, def T) T {
 // non-retryable error is returned as it is. Otherwise the call ends with a
 // [*portico.Error] that keeps the last attempt's class and fields and wraps
 // [ErrAttemptsExhausted], [ErrBudgetExhausted] or, with a different class,
-// [ErrNoTimeLeft] (Deadline) or [ErrRetryAfterTooLong] (RateLimited); when the
-// caller's context ends during a wait, the error of [portico.FromContext].
+// [ErrNoTimeLeft] (Deadline) or [ErrRetryAfterTooLong] (RateLimited), and
+// every attempt's error (errors.Is finds each); its message names the outcome
+// and the last attempt's error once each, as in "portico: transient status
+// 503: retry: 3 attempts failed: portico: transient status 503: overloaded".
+// When the caller's context ends during a wait, the call ends with the error of
+// [portico.FromContext], which also wraps the last attempt's error.
 //
 // A nil request fails at once with a [portico.Permanent] error (Reason "nil
 // request") without calling next.

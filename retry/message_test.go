@@ -1,0 +1,96 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// The call's final error reads on one line, saying each thing once: the last
+// attempt's class and fields, what the Retrier concluded, and the last
+// attempt's error; Unwrap still reaches every attempt's error.
+func TestFinalErrorMessage(t *testing.T) {
+	t.Run("3 attempts failed", func(t *testing.T) {
+		errs := []error{
+			&portico.Error{Class: portico.Transient, Status: 502, Reason: "bad gateway"},
+			&portico.Error{Class: portico.Transient, Status: 503, Reason: "overloaded"},
+			&portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: time.Millisecond, Reason: "rate limited"},
+		}
+		base := &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) { return nil, errs[n] }}
+		synctest.Test(t, func(t *testing.T) {
+			_, err := mustNew(t, Config{Backoff: Immediate}).Wrap(base).Generate(context.Background(), userReq)
+			const want = "portico: rate_limited status 429 retry-after 1ms: retry: 3 attempts failed: " +
+				"portico: rate_limited status 429 retry-after 1ms: rate limited"
+			if err == nil || err.Error() != want {
+				t.Errorf("err = %q, want %q", err, want)
+			}
+			for i, e := range errs {
+				if !errors.Is(err, e) {
+					t.Errorf("errors.Is(err, attempt %d's error) = false, want true", i)
+				}
+			}
+			var pe *portico.Error
+			if !errors.As(err, &pe) || pe.Class != portico.RateLimited || pe.Status != 429 || pe.RetryAfter != time.Millisecond ||
+				!errors.Is(err, ErrAttemptsExhausted) {
+				t.Errorf("err = %+v, want the last attempt's class, status and hint, wrapping ErrAttemptsExhausted", pe)
+			}
+		})
+	})
+	t.Run("3 attempt timeouts", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := &counting{fn: func(ctx context.Context, _ int, _ *portico.Request) (*portico.Response, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}}
+			req := userReq.Clone()
+			req.Idempotent = true
+			_, err := mustNew(t, Config{Backoff: Immediate, AttemptTimeout: time.Second}).Wrap(base).Generate(context.Background(), req)
+			const want = "portico: ambiguous: retry: 3 attempts failed: portico: ambiguous: retry: attempt timeout: context deadline exceeded"
+			if err == nil || err.Error() != want {
+				t.Errorf("err = %q, want %q", err, want)
+			}
+			if !errors.Is(err, ErrAttemptTimeout) || !errors.Is(err, context.DeadlineExceeded) || base.calls() != 3 {
+				t.Errorf("err = %v after %d calls, want 3 calls and errors.Is ErrAttemptTimeout and DeadlineExceeded", err, base.calls())
+			}
+		})
+	})
+	t.Run("timeout the inner error already names", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := hangThen(notSent)
+			_, err := mustNew(t, Config{MaxAttempts: 1, AttemptTimeout: time.Second}).Wrap(base).Generate(context.Background(), userReq)
+			const want = "portico: transient: portico: transient: attempt deadline before the request was sent: " +
+				"context deadline exceeded; retry: attempt timeout"
+			if err == nil || err.Error() != want {
+				t.Errorf("err = %q, want %q", err, want)
+			}
+		})
+	})
+	t.Run("budget exhausted", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			fail := &portico.Error{Class: portico.Transient, Status: 503, Reason: "overloaded"}
+			r := mustNew(t, Config{Backoff: Immediate, Budget: Budget{NoRefill: true, Burst: 1}})
+			m := r.Wrap(failing(fail))
+			m.Generate(context.Background(), userReq) // spends the one token
+			_, err := m.Generate(context.Background(), userReq)
+			const want = "portico: transient status 503: retry: budget exhausted after 1 attempt: portico: transient status 503: overloaded"
+			if err == nil || err.Error() != want || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, fail) {
+				t.Errorf("err = %q, want %q wrapping ErrBudgetExhausted and the attempt's error", err, want)
+			}
+		})
+	})
+	t.Run("no time for the first attempt", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := mustNew(t, Config{MinAttemptTime: 2 * time.Second}).Wrap(failing(transient())).Generate(ctx, userReq)
+			const want = "portico: deadline: retry: no time left for an attempt"
+			if err == nil || err.Error() != want || !errors.Is(err, ErrNoTimeLeft) {
+				t.Errorf("err = %q, want %q wrapping ErrNoTimeLeft", err, want)
+			}
+		})
+	})
+}
