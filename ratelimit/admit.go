@@ -67,7 +67,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 	var h *hold // our place in line while we wait (Wait mode)
 	var waitUntil time.Duration
 	for {
-		ok, wait, which, err := e.take(now, t.reserve, h)
+		ok, wait, which, tooLarge := e.take(now, t.reserve, h)
 		if ok {
 			e.unhold(h)
 			t.fast = e.inflight <= maxFastInflight
@@ -78,13 +78,14 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			waitUntil = now + l.cfg.MaxWait
 		}
 		deadline, hasDeadline := ctx.Deadline()
-		if err != nil || l.cfg.Mode == Reject || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) {
+		if tooLarge || l.cfg.Mode == Reject || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) {
+			capacity := e.lim.TokenBurst
 			e.unhold(h)
 			l.releaseLocked(e, now)
 			l.unprogram(t, now)
 			e.mu.Unlock()
-			if err != nil {
-				return err
+			if tooLarge {
+				return overCapacity(req.Model, t.in, t.max, capacity)
 			}
 			return l.limited(ctx, req, which, wait)
 		}
@@ -158,8 +159,10 @@ func (e *entry) unhold(h *hold) {
 // waiters ahead of h, or takes nothing and returns the wait after which it
 // would succeed if nothing else happened, and which bucket refused ("tokens"
 // or "requests"). Both buckets are checked before either is charged, so a
-// refusal changes neither. The caller holds e.mu.
-func (e *entry) take(now time.Duration, cost int, h *hold) (bool, time.Duration, string, error) {
+// refusal changes neither. It returns tooLarge when cost exceeds the token
+// bucket's capacity, which SetLimit may have lowered since the call was
+// priced: the call can never be admitted. The caller holds e.mu.
+func (e *entry) take(now time.Duration, cost int, h *hold) (ok bool, wait time.Duration, which string, tooLarge bool) {
 	var aheadTok float64
 	var aheadReq int
 	if len(e.holds) > 0 {
@@ -170,8 +173,7 @@ func (e *entry) take(now time.Duration, cost int, h *hold) (bool, time.Duration,
 	var tt time.Duration
 	if e.lim.Tokens > 0 {
 		if cost > e.lim.TokenBurst { // limits lowered by SetLimit since pricing
-			ce := &CapacityError{Input: cost, Capacity: e.lim.TokenBurst}
-			return false, 0, "tokens", &portico.Error{Class: portico.Permanent, Reason: ce.Error(), Err: ce}
+			return false, 0, "tokens", true
 		}
 		tl, tt = e.tok.at(now)
 		if need := n + aheadTok; !e.tok.fits(tl, need, tt) {
@@ -182,20 +184,20 @@ func (e *entry) take(now time.Duration, cost int, h *hold) (bool, time.Duration,
 					wait = max(wait, e.req.waitFor(need, rt))
 				}
 			}
-			return false, wait, "tokens", nil
+			return false, wait, "tokens", false
 		}
 	}
 	if e.lim.Requests > 0 {
 		rl, rt := e.req.at(now)
 		if need := float64(aheadReq + 1); !e.req.fits(rl, need, rt) {
-			return false, e.req.waitFor(need-rl, rt), "requests", nil
+			return false, e.req.waitFor(need-rl, rt), "requests", false
 		}
 		e.req.set(rl-1, rt)
 	}
 	if e.lim.Tokens > 0 {
 		e.tok.set(tl-n, tt)
 	}
-	return true, 0, "", nil
+	return true, 0, "", false
 }
 
 // releaseLocked frees a slot, handing it to the best waiter if any. The

@@ -57,3 +57,46 @@ func TestNilResponse(t *testing.T) {
 		}
 	})
 }
+
+// TestCapacityErrorText: the message of an over-capacity refusal states the
+// numbers once (it used to repeat the CapacityError's text as both Reason and
+// cause), at pricing and when SetLimit lowers the capacity under a waiting
+// call, whose numbers are its own N_in and N_max.
+func TestCapacityErrorText(t *testing.T) {
+	const text = "ratelimit: call needs 506 tokens (6 input + 500 max output), more than the token bucket's capacity of 500"
+	l := mustNew(t, Config{Limits: Limits{Tokens: 500}, Estimator: fixedEstimator(6)})
+	m := l.Wrap(okModel(1, 1))
+	for _, tt := range []struct{ model, want string }{
+		{"", "portico: permanent: " + text},
+		{"m", "portico: permanent model m: " + text},
+	} {
+		r := req("a", 500)
+		r.Model = tt.model
+		_, err := m.Generate(context.Background(), r)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Generate(6 + 500 tokens, capacity 500, model %q) = %v, want %q", tt.model, err, tt.want)
+		}
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		// 10 tokens/s, b = 1000; the level falls to 0, and a call of 6 + 500
+		// waits 50.6s, during which the capacity falls to 500.
+		l := mustNew(t, Config{Limits: Limits{Tokens: 600, TokenBurst: 1000}, Mode: Wait, MaxWait: time.Minute, Estimator: fixedEstimator(6)})
+		m := l.Wrap(errModel(&portico.Error{Class: portico.Ambiguous})) // refunds nothing
+		m.Generate(t.Context(), req("a", 994))
+		errc := make(chan error)
+		go func() { _, err := m.Generate(t.Context(), req("a", 500)); errc <- err }()
+		time.Sleep(time.Second)
+		if err := l.SetLimit(Limits{Tokens: 600, TokenBurst: 500}); err != nil {
+			t.Fatal(err)
+		}
+		err := <-errc
+		var ce *CapacityError
+		if want := "portico: permanent model m: " + text; err == nil || err.Error() != want {
+			t.Errorf("waiting call after SetLimit lowered the capacity = %v, want %q", err, want)
+		}
+		if !errors.As(err, &ce) || *ce != (CapacityError{Input: 6, MaxOutput: 500, Capacity: 500}) || !errors.Is(err, ErrOverCapacity) {
+			t.Errorf("waiting call after SetLimit: CapacityError %+v, errors.Is(ErrOverCapacity) %v; want {6 500 500}, true", ce, errors.Is(err, ErrOverCapacity))
+		}
+	})
+}

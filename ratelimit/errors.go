@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"errors"
 	"strconv"
+
+	"github.com/portico-llm/portico"
 )
 
 // Sentinels, wrapped in the [*portico.Error] a [Limiter] returns, to branch on
@@ -46,3 +48,11 @@ func (e *CapacityError) Error() string {
 
 // Is reports whether target is [ErrOverCapacity].
 func (e *CapacityError) Is(target error) bool { return target == ErrOverCapacity }
+
+// overCapacity returns the error for a call of in + maxOut tokens refused by
+// a token bucket of the given capacity: Permanent, wrapping the
+// *CapacityError, with no Reason, since the CapacityError's text says it all
+// ("portico: permanent model m: ratelimit: call needs ...").
+func overCapacity(model string, in, maxOut, capacity int) error {
+	return &portico.Error{Class: portico.Permanent, Model: model, Err: &CapacityError{Input: in, MaxOutput: maxOut, Capacity: capacity}}
+}

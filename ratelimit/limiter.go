@@ -45,9 +45,11 @@ func New(cfg Config) (*Limiter, error) {
 // unused part of the token reservation when the call ends. It never modifies
 // the Request. It returns, besides next's own errors:
 //
-//   - [portico.Permanent] wrapping [ErrOverCapacity] (and a [*CapacityError]
-//     with both numbers) when N_in + N_max exceeds the token bucket's
-//     capacity, at once;
+//   - [portico.Permanent] wrapping a [*CapacityError] with the numbers (so
+//     errors.Is(err, [ErrOverCapacity]) holds), its text the error's only
+//     explanation, when N_in + N_max exceeds the token bucket's capacity: at
+//     once, or when [Limiter.SetLimit] lowers the capacity under a waiting
+//     call;
 //   - [portico.Permanent] wrapping [ErrBadRequest] when the call cannot be
 //     priced (see [ErrBadRequest]);
 //   - [portico.RateLimited] wrapping [ErrLimited], with RetryAfter the exact
@@ -153,8 +155,7 @@ func (l *Limiter) price(req *portico.Request, lim *Limits, t *ticket) error {
 		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative input token estimate", Err: ErrBadRequest}
 	}
 	if nIn > lim.TokenBurst || nMax > lim.TokenBurst-nIn {
-		ce := &CapacityError{Input: nIn, MaxOutput: nMax, Capacity: lim.TokenBurst}
-		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: ce.Error(), Err: ce}
+		return overCapacity(req.Model, nIn, nMax, lim.TokenBurst)
 	}
 	t.in, t.max, t.reserve = nIn, nMax, nIn+nMax
 	return nil
