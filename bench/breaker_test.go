@@ -29,14 +29,14 @@ func BenchmarkBreakerClosed(b *testing.B) {
 		}
 	})
 	b.Run("portico/count", func(b *testing.B) {
-		m := breaker.Must(breaker.Config{}).Wrap(bare)
+		m := breaker.MustNew(breaker.Config{}).Wrap(bare)
 		b.ReportAllocs()
 		for b.Loop() {
 			m.Generate(ctx, req)
 		}
 	})
 	b.Run("portico/time", func(b *testing.B) {
-		m := breaker.Must(breaker.Config{WindowDuration: 60e9}).Wrap(bare)
+		m := breaker.MustNew(breaker.Config{WindowDuration: 60e9}).Wrap(bare)
 		b.ReportAllocs()
 		for b.Loop() {
 			m.Generate(ctx, req)
@@ -50,7 +50,7 @@ func BenchmarkBreakerClosed(b *testing.B) {
 		}
 	})
 	b.Run("portico/count/parallel", func(b *testing.B) {
-		m := breaker.Must(breaker.Config{}).Wrap(bare)
+		m := breaker.MustNew(breaker.Config{}).Wrap(bare)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {

@@ -38,7 +38,7 @@ func BenchmarkFallbackFirstRoute(b *testing.B) {
 		}
 	})
 	b.Run("group", func(b *testing.B) {
-		g := fallback.Must(fallback.Config{Routes: []portico.Route{
+		g := fallback.MustNew(fallback.Config{Routes: []portico.Route{
 			{Name: "a", Model: bare, Capabilities: caps},
 			{Name: "b", Model: bare, Capabilities: caps},
 		}})
@@ -48,8 +48,8 @@ func BenchmarkFallbackFirstRoute(b *testing.B) {
 		}
 	})
 	b.Run("group+breaker", func(b *testing.B) {
-		br := breaker.Must(breaker.Config{Name: "a"})
-		g := fallback.Must(fallback.Config{Routes: []portico.Route{
+		br := breaker.MustNew(breaker.Config{Name: "a"})
+		g := fallback.MustNew(fallback.Config{Routes: []portico.Route{
 			{Name: "a", Model: br.Wrap(bare), Health: br, Capabilities: caps},
 			{Name: "b", Model: bare, Capabilities: caps},
 		}})
@@ -59,8 +59,8 @@ func BenchmarkFallbackFirstRoute(b *testing.B) {
 		}
 	})
 	b.Run("group+breaker/deadline", func(b *testing.B) {
-		br := breaker.Must(breaker.Config{Name: "a"})
-		g := fallback.Must(fallback.Config{Routes: []portico.Route{
+		br := breaker.MustNew(breaker.Config{Name: "a"})
+		g := fallback.MustNew(fallback.Config{Routes: []portico.Route{
 			{Name: "a", Model: br.Wrap(bare), Health: br, Capabilities: caps},
 			{Name: "b", Model: bare, Capabilities: caps},
 		}})

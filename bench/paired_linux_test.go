@@ -36,14 +36,14 @@ func BenchmarkPairedCPU(b *testing.B) {
 	ctx := context.Background()
 	caps := portico.Capabilities{ContextWindow: 128000, MaxOutput: 16384, Tools: true}
 	cb := gobreaker.NewCircuitBreaker[*portico.Response](gobreaker.Settings{Name: "bench"})
-	br := breaker.Must(breaker.Config{Name: "a"})
+	br := breaker.MustNew(breaker.Config{Name: "a"})
 	guarded := br.Wrap(bare)
-	group := fallback.Must(fallback.Config{Routes: []portico.Route{
+	group := fallback.MustNew(fallback.Config{Routes: []portico.Route{
 		{Name: "a", Model: bare, Capabilities: caps},
 		{Name: "b", Model: bare, Capabilities: caps},
 	}})
-	br2 := breaker.Must(breaker.Config{Name: "a"})
-	groupBr := fallback.Must(fallback.Config{Routes: []portico.Route{
+	br2 := breaker.MustNew(breaker.Config{Name: "a"})
+	groupBr := fallback.MustNew(fallback.Config{Routes: []portico.Route{
 		{Name: "a", Model: br2.Wrap(bare), Health: br2, Capabilities: caps},
 		{Name: "b", Model: bare, Capabilities: caps},
 	}})

@@ -117,8 +117,8 @@ func New(cfg Config) (*Breaker, error) {
 	return b, nil
 }
 
-// Must is like [New] but panics on a configuration error.
-func Must(cfg Config) *Breaker {
+// MustNew is like [New] but panics on a configuration error.
+func MustNew(cfg Config) *Breaker {
 	b, err := New(cfg)
 	if err != nil {
 		panic(err)

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,4 +149,19 @@ func TestTripReason(t *testing.T) {
 			t.Errorf("tripReason(%+v) = %q, want %q", tc.t, got, tc.want)
 		}
 	}
+}
+
+// TestMustNew: MustNew, named like retry.MustNew and validate.MustNew, panics
+// with New's error on a bad Config and returns a working Breaker otherwise.
+func TestMustNew(t *testing.T) {
+	if b := MustNew(Config{}); b == nil || b.State() != Closed {
+		t.Fatalf("MustNew(Config{}) = %v, want a closed Breaker", b)
+	}
+	defer func() {
+		err, ok := recover().(error)
+		if !ok || !strings.HasPrefix(err.Error(), "breaker: ") {
+			t.Errorf("MustNew(FailureRate 2) panicked with %v, want New's error", err)
+		}
+	}()
+	MustNew(Config{FailureRate: 2})
 }

@@ -9,6 +9,6 @@ import (
 
 func TestConformance(t *testing.T) {
 	modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
-		return Must(Config{Name: "base"}).Wrap(base)
+		return MustNew(Config{Name: "base"}).Wrap(base)
 	})
 }

@@ -12,7 +12,7 @@ import (
 // A route that keeps failing trips the breaker, which then fails calls at once
 // with ErrOpen and says when it will probe again.
 func Example() {
-	b := breaker.Must(breaker.Config{
+	b := breaker.MustNew(breaker.Config{
 		Name:                "gpt-primary",
 		ConsecutiveFailures: 3,
 		OnStateChange: func(tr breaker.Transition) {
@@ -35,7 +35,7 @@ func Example() {
 
 // A client's own errors never open the breaker.
 func Example_clientErrors() {
-	b := breaker.Must(breaker.Config{ConsecutiveFailures: 1})
+	b := breaker.MustNew(breaker.Config{ConsecutiveFailures: 1})
 	badKey := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		return nil, &portico.Error{Class: portico.Permanent, Status: 401}
 	})

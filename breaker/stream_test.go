@@ -36,7 +36,7 @@ func callPanics(m portico.Model, onChunk func(portico.Chunk) error) (v any) {
 // failures) leave it closed, with nothing in the window, and each panic goes on
 // unchanged.
 func TestCallerOnChunkPanicNotCounted(t *testing.T) {
-	b := Must(Config{})
+	b := MustNew(Config{})
 	m := b.Wrap(streamer(nil))
 	for i := range 10 {
 		if v := callPanics(m, func(portico.Chunk) error { panic("caller bug") }); v != "caller bug" {
@@ -55,7 +55,7 @@ func TestCallerOnChunkPanicNotCounted(t *testing.T) {
 // *portico.Error, which the adapter passes through unchanged, is the caller's
 // fault: not counted, and returned as is.
 func TestCallerOnChunkErrorNotCounted(t *testing.T) {
-	b := Must(Config{})
+	b := MustNew(Config{})
 	m := b.Wrap(streamer(nil))
 	stop := &portico.Error{Class: portico.Transient, Reason: "caller stop"}
 	for i := range 10 {
@@ -76,7 +76,7 @@ func TestCallerOnChunkErrorNotCounted(t *testing.T) {
 // call's own failures and successes count as usual, and the caller's request
 // keeps its own OnChunk.
 func TestStreamingRouteFaultsStillCount(t *testing.T) {
-	b := Must(Config{ConsecutiveFailures: 3})
+	b := MustNew(Config{ConsecutiveFailures: 3})
 	chunks := 0
 	req := &portico.Request{OnChunk: func(portico.Chunk) error { chunks++; return nil }}
 	if _, err := b.Wrap(streamer(nil)).Generate(context.Background(), req); err != nil {
@@ -108,7 +108,7 @@ func TestCallerOnChunkFaultFreesProbe(t *testing.T) {
 	for _, name := range []string{"panic", "error"} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+				b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
 				call(t, b.Wrap(scriptedErr(fail(portico.Transient))))
 				time.Sleep(time.Second)
 				m := b.Wrap(streamer(nil))
@@ -140,7 +140,7 @@ func scriptedErr(err error) *scripted { return &scripted{err: err} }
 // request's copy with its wrapper and the wrapper's method value, two
 // allocations, and only when streaming (TestClosedPathAllocs pins zero).
 func TestStreamingAllocs(t *testing.T) {
-	b := Must(Config{})
+	b := MustNew(Config{})
 	m := b.Wrap(streamer(nil))
 	req := &portico.Request{OnChunk: func(portico.Chunk) error { return nil }}
 	ctx := context.Background()

@@ -28,7 +28,7 @@ func wantRejected(t *testing.T, err error, retryAfter time.Duration) {
 func TestConsecutiveFailuresTripAndOpenRejectsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := Must(Config{Name: "r1", OnStateChange: rec.hook})
+		b := MustNew(Config{Name: "r1", OnStateChange: rec.hook})
 		f := &scripted{err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		for i := range 4 {
@@ -71,7 +71,7 @@ func TestConsecutiveFailuresTripAndOpenRejectsAtOnce(t *testing.T) {
 
 func TestIgnoredClassesNeverCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: 3, MinCalls: 1, WindowCalls: 10})
+		b := MustNew(Config{ConsecutiveFailures: 3, MinCalls: 1, WindowCalls: 10})
 		f := &scripted{}
 		m := b.Wrap(f)
 		for _, c := range []portico.Class{portico.Permanent, portico.Incompatible, portico.Canceled, portico.Deadline, portico.Rejected} {
@@ -101,7 +101,7 @@ func TestRouteFaultClassesCount(t *testing.T) {
 	for _, c := range []portico.Class{portico.Transient, portico.RateLimited, portico.Ambiguous, portico.InvalidResponse} {
 		t.Run(c.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := Must(Config{ConsecutiveFailures: 2})
+				b := MustNew(Config{ConsecutiveFailures: 2})
 				m := b.Wrap(&scripted{err: fail(c)})
 				call(t, m)
 				call(t, m)
@@ -115,7 +115,7 @@ func TestRouteFaultClassesCount(t *testing.T) {
 
 func TestSuccessResetsConsecutive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: 3, MinCalls: 1000})
+		b := MustNew(Config{ConsecutiveFailures: 3, MinCalls: 1000})
 		f := &scripted{queue: []error{fail(portico.Transient), fail(portico.Transient), nil, fail(portico.Transient), fail(portico.Transient), fail(portico.Permanent), fail(portico.Transient)}}
 		m := b.Wrap(f)
 		for i := range 6 {
@@ -134,7 +134,7 @@ func TestSuccessResetsConsecutive(t *testing.T) {
 func TestFailureRateCountWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := Must(Config{ConsecutiveFailures: -1, WindowCalls: 4, MinCalls: 4, FailureRate: 0.75, OnStateChange: rec.hook})
+		b := MustNew(Config{ConsecutiveFailures: -1, WindowCalls: 4, MinCalls: 4, FailureRate: 0.75, OnStateChange: rec.hook})
 		T := fail(portico.Transient)
 		f := &scripted{queue: []error{T, T, nil, nil, nil, nil, T, T, T}}
 		m := b.Wrap(f)
@@ -153,7 +153,7 @@ func TestFailureRateCountWindow(t *testing.T) {
 
 func TestMinCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: -1, MinCalls: 10})
+		b := MustNew(Config{ConsecutiveFailures: -1, MinCalls: 10})
 		m := b.Wrap(&scripted{err: fail(portico.Transient)})
 		for range 9 {
 			call(t, m)
@@ -170,7 +170,7 @@ func TestMinCalls(t *testing.T) {
 
 func TestFailureRateTimeWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: -1, WindowDuration: 10 * time.Second, MinCalls: 3, FailureRate: 0.5})
+		b := MustNew(Config{ConsecutiveFailures: -1, WindowDuration: 10 * time.Second, MinCalls: 3, FailureRate: 0.5})
 		f := &scripted{}
 		m := b.Wrap(f)
 		T := fail(portico.Transient)
@@ -194,7 +194,7 @@ func TestFailureRateTimeWindow(t *testing.T) {
 
 func TestTimeWindowSlidesByBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: -1, WindowDuration: 10 * time.Second, WindowBuckets: 10, MinCalls: 4, FailureRate: 0.5})
+		b := MustNew(Config{ConsecutiveFailures: -1, WindowDuration: 10 * time.Second, WindowBuckets: 10, MinCalls: 4, FailureRate: 0.5})
 		f := &scripted{}
 		m := b.Wrap(f)
 		T := fail(portico.Transient)
@@ -216,7 +216,7 @@ func TestTimeWindowSlidesByBucket(t *testing.T) {
 func TestSlowCallRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := Must(Config{SlowCall: time.Second, SlowCallRate: 0.5, MinCalls: 4, OnStateChange: rec.hook})
+		b := MustNew(Config{SlowCall: time.Second, SlowCallRate: 0.5, MinCalls: 4, OnStateChange: rec.hook})
 		f := &scripted{}
 		m := b.Wrap(f)
 		call(t, m)
@@ -242,7 +242,7 @@ func TestSlowCallRate(t *testing.T) {
 func TestHalfOpenCloseAndReopenWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OpenBackoff: 2, MaxOpenFor: 3 * time.Second, OnStateChange: rec.hook})
+		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OpenBackoff: 2, MaxOpenFor: 3 * time.Second, OnStateChange: rec.hook})
 		f := &scripted{err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		call(t, m)
@@ -287,7 +287,7 @@ func TestHalfOpenCloseAndReopenWithBackoff(t *testing.T) {
 
 func TestHalfOpenNeedsCloseAfterSuccesses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second, Probes: 2, CloseAfter: 3})
+		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second, Probes: 2, CloseAfter: 3})
 		f := &scripted{err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		call(t, m)
@@ -308,7 +308,7 @@ func TestHalfOpenNeedsCloseAfterSuccesses(t *testing.T) {
 
 func TestHalfOpenRejectsBeyondProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
 		release := make(chan struct{})
 		var entered atomic.Int32
 		fails := true
@@ -345,7 +345,7 @@ func TestHalfOpenRejectsBeyondProbes(t *testing.T) {
 
 func TestIgnoredProbeFreesSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
 		f := &scripted{err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		call(t, m)
@@ -367,7 +367,7 @@ func TestIgnoredProbeFreesSlot(t *testing.T) {
 
 func TestPanicCountsAndPropagates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
 		m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			panic("boom")
 		}))
@@ -400,7 +400,7 @@ func TestHookMayReadStateAndCallBreaker(t *testing.T) {
 		var b *Breaker
 		var seen []State
 		var avail []bool
-		b = Must(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OnStateChange: func(tr Transition) {
+		b = MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OnStateChange: func(tr Transition) {
 			seen = append(seen, b.State())
 			avail = append(avail, b.Available())
 		}})
@@ -436,7 +436,7 @@ func TestObserveBreakerState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &events{}
 		ctx := portico.ContextWithObserver(context.Background(), obs)
-		b := Must(Config{Name: "r1", ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{Name: "r1", ConsecutiveFailures: 1, OpenFor: time.Second})
 		f := &scripted{err: fail(portico.RateLimited)}
 		m := b.Wrap(f)
 		m.Generate(ctx, &portico.Request{})
@@ -466,7 +466,7 @@ func TestObserveBreakerState(t *testing.T) {
 func TestProbeLimitUnderLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const probes = 3
-		b := Must(Config{ConsecutiveFailures: 1, OpenFor: 5 * time.Millisecond, Probes: probes, CloseAfter: 1 << 30})
+		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: 5 * time.Millisecond, Probes: probes, CloseAfter: 1 << 30})
 		var inflight, peak, calls atomic.Int32
 		m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			n := inflight.Add(1)
@@ -516,7 +516,7 @@ func TestProbeLimitUnderLoad(t *testing.T) {
 // TestConcurrentClosedCalls runs the lock-free closed path from many goroutines
 // and checks that the window counted every call.
 func TestConcurrentClosedCalls(t *testing.T) {
-	b := Must(Config{WindowCalls: 1000, ConsecutiveFailures: -1, MinCalls: 1000})
+	b := MustNew(Config{WindowCalls: 1000, ConsecutiveFailures: -1, MinCalls: 1000})
 	m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		return okResp, nil
 	}))
@@ -545,7 +545,7 @@ func TestClosedPathAllocs(t *testing.T) {
 		"time":       {WindowDuration: time.Minute},
 		"count+slow": {SlowCall: time.Second},
 	} {
-		m := Must(cfg).Wrap(base)
+		m := MustNew(cfg).Wrap(base)
 		if n := testing.AllocsPerRun(1000, func() { m.Generate(ctx, req) }); n != 0 {
 			t.Errorf("%s: allocs per closed call = %v, want 0", name, n)
 		}
@@ -558,7 +558,7 @@ func TestClosedPathAllocs(t *testing.T) {
 func TestMinCallsCappedByWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := Must(Config{ConsecutiveFailures: -1, WindowCalls: 10, OnStateChange: rec.hook})
+		b := MustNew(Config{ConsecutiveFailures: -1, WindowCalls: 10, OnStateChange: rec.hook})
 		f := &scripted{queue: []error{nil, nil, nil, nil, nil}, err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		for i := range 9 { // S S S S S F F F F: 4 of 9
@@ -610,7 +610,7 @@ func TestStragglerFromEarlierClosedPeriodIgnored(t *testing.T) {
 				cfg.ConsecutiveFailures, cfg.MinCalls, cfg.FailureRate, cfg.OpenFor = -1, 2, 1, time.Second
 				rec := &recorder{}
 				cfg.OnStateChange = rec.hook
-				b := Must(cfg)
+				b := MustNew(cfg)
 				release := make(chan struct{})
 				var outcome error
 				m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {

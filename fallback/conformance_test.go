@@ -15,13 +15,13 @@ var suiteCaps = portico.Capabilities{Modalities: portico.ModalityText | portico.
 func TestConformance(t *testing.T) {
 	t.Run("one route", func(t *testing.T) {
 		modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
-			return Must(Config{Routes: []portico.Route{{Name: "a", Model: base, Capabilities: suiteCaps}}})
+			return MustNew(Config{Routes: []portico.Route{{Name: "a", Model: base, Capabilities: suiteCaps}}})
 		})
 	})
 	t.Run("two routes with a breaker", func(t *testing.T) {
 		modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
-			br := breaker.Must(breaker.Config{Name: "a"})
-			return Must(Config{Routes: []portico.Route{
+			br := breaker.MustNew(breaker.Config{Name: "a"})
+			return MustNew(Config{Routes: []portico.Route{
 				{Name: "a", Model: br.Wrap(base), Health: br, Capabilities: suiteCaps},
 				{Name: "b", Model: base, Capabilities: suiteCaps},
 			}})

@@ -25,11 +25,11 @@ func failing(c portico.Class) portico.Model {
 // The primary is down and its breaker open: it is skipped at once, a small
 // route cannot take the request's context, and an independent route answers.
 func Example() {
-	br := breaker.Must(breaker.Config{Name: "primary", ConsecutiveFailures: 1})
+	br := breaker.MustNew(breaker.Config{Name: "primary", ConsecutiveFailures: 1})
 	primary := br.Wrap(failing(portico.Transient))
 	primary.Generate(context.Background(), &portico.Request{}) // trips the breaker
 
-	g := fallback.Must(fallback.Config{
+	g := fallback.MustNew(fallback.Config{
 		Independence: fallback.OtherProvider,
 		Routes: []portico.Route{
 			{Name: "primary", Model: primary, Health: br, Capabilities: portico.Capabilities{Provider: "openai", ContextWindow: 128000}},
@@ -55,7 +55,7 @@ func Example() {
 
 // When every route fails the error is classified and lists every hop.
 func Example_exhausted() {
-	g := fallback.Must(fallback.Config{Routes: []portico.Route{
+	g := fallback.MustNew(fallback.Config{Routes: []portico.Route{
 		{Name: "a", Model: failing(portico.RateLimited)},
 		{Name: "b", Model: failing(portico.Transient)},
 	}})
@@ -72,7 +72,7 @@ func Example_exhausted() {
 // the request. The error keeps that route's class, and still says why the
 // routes before it were left.
 func Example_stopped() {
-	g := fallback.Must(fallback.Config{Routes: []portico.Route{
+	g := fallback.MustNew(fallback.Config{Routes: []portico.Route{
 		{Name: "a", Model: failing(portico.Transient)},
 		{Name: "b", Model: failing(portico.Permanent)},
 		{Name: "c", Model: answer("c")},

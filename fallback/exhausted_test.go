@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -44,7 +45,7 @@ func TestNoRouteCalledMessage(t *testing.T) {
 			"fallback: every route failed: a (transient), r (schema)",
 		},
 	} {
-		g := Must(Config{Routes: tc.routes})
+		g := MustNew(Config{Routes: tc.routes})
 		_, err := g.Generate(context.Background(), req)
 		var ex *Exhausted
 		if portico.ClassOf(err) != tc.class || !errors.Is(err, ErrExhausted) || !errors.As(err, &ex) {
@@ -58,4 +59,19 @@ func TestNoRouteCalledMessage(t *testing.T) {
 			t.Errorf("Exhausted.Error() = %q, want %q", got, tc.inner)
 		}
 	}
+}
+
+// TestMustNew: MustNew, named like retry.MustNew and validate.MustNew, panics
+// with New's error on a bad Config and returns a working Group otherwise.
+func TestMustNew(t *testing.T) {
+	if g := MustNew(Config{Routes: []portico.Route{route(&fake{name: "a"}, portico.Capabilities{})}}); g == nil || len(g.Routes()) != 1 {
+		t.Fatalf("MustNew(one route) = %v, want a Group of one route", g)
+	}
+	defer func() {
+		err, ok := recover().(error)
+		if !ok || !strings.HasPrefix(err.Error(), "fallback: ") {
+			t.Errorf("MustNew(Config{}) panicked with %v, want New's error", err)
+		}
+	}()
+	MustNew(Config{})
 }

@@ -118,7 +118,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 func TestFirstRouteAnswers(t *testing.T) {
 	a, b := &fake{name: "a"}, &fake{name: "b"}
-	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{InputPrice: 1e-6, OutputPrice: 2e-6}), route(b, portico.Capabilities{})}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{InputPrice: 1e-6, OutputPrice: 2e-6}), route(b, portico.Capabilities{})}})
 	resp, err := g.Generate(context.Background(), simple)
 	if err != nil {
 		t.Fatalf("Generate = %v, want nil", err)
@@ -137,11 +137,11 @@ func TestFirstRouteAnswers(t *testing.T) {
 func TestOpenBreakerSkippedWithoutWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
-		br := breaker.Must(breaker.Config{Name: "a", ConsecutiveFailures: 1, OpenFor: time.Minute})
+		br := breaker.MustNew(breaker.Config{Name: "a", ConsecutiveFailures: 1, OpenFor: time.Minute})
 		br.Wrap(a).Generate(context.Background(), simple) // trips
 		ra := route(a, portico.Capabilities{})
 		ra.Model, ra.Health = br.Wrap(a), br
-		g := Must(Config{Routes: []portico.Route{ra, route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Routes: []portico.Route{ra, route(b, portico.Capabilities{})}})
 		start := time.Now()
 		resp, err := g.Generate(context.Background(), simple)
 		if err != nil || resp.Route != "b" {
@@ -162,9 +162,9 @@ func TestOpenBreakerSkippedWithoutWaiting(t *testing.T) {
 func TestOutageMovesTrafficAndBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
-		br := breaker.Must(breaker.Config{Name: "a", ConsecutiveFailures: 2, OpenFor: 10 * time.Second})
+		br := breaker.MustNew(breaker.Config{Name: "a", ConsecutiveFailures: 2, OpenFor: 10 * time.Second})
 		ra := portico.Route{Name: "a", Model: br.Wrap(a), Health: br}
-		g := Must(Config{Routes: []portico.Route{ra, route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Routes: []portico.Route{ra, route(b, portico.Capabilities{})}})
 		steps := []struct {
 			wait   time.Duration
 			up     bool
@@ -201,7 +201,7 @@ func TestRejectingFallbackPassesOn(t *testing.T) {
 		limited := modeltest.Err429(5 * time.Second)
 		shed := &portico.Error{Class: portico.Rejected, Reason: "in-flight cap"}
 		a, b, c, d := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", err: limited}, &fake{name: "c", err: shed}, &fake{name: "d"}
-		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{}), route(d, portico.Capabilities{})}})
+		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{}), route(d, portico.Capabilities{})}})
 		start := time.Now()
 		resp, err := g.Generate(context.Background(), simple)
 		if err != nil || resp.Route != "d" {
@@ -223,7 +223,7 @@ func TestRejectingFallbackPassesOn(t *testing.T) {
 func TestContextOverflowSkipsSameWindow(t *testing.T) {
 	overflow := modeltest.ErrContextOverflow() // as OpenAI reports it
 	small1, small2, unknown, big := &fake{name: "small1", err: overflow}, &fake{name: "small2"}, &fake{name: "unknown-window", err: perr(portico.Transient)}, &fake{name: "big"}
-	g := Must(Config{Routes: []portico.Route{
+	g := MustNew(Config{Routes: []portico.Route{
 		route(small1, portico.Capabilities{ContextWindow: 8192}),
 		route(small2, portico.Capabilities{ContextWindow: 8192}),
 		route(unknown, portico.Capabilities{}),
@@ -258,7 +258,7 @@ func TestNoFallbackOn(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			a, b := &fake{name: "a", err: tc.err}, &fake{name: "b"}
-			g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+			g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 			resp, err := g.Generate(tc.ctx, tc.req)
 			if resp != nil || err != tc.err {
 				t.Errorf("Generate = %v, %v; want nil, a's error unchanged", resp, err)
@@ -272,7 +272,7 @@ func TestNoFallbackOn(t *testing.T) {
 
 func TestAmbiguousIdempotentFallsBack(t *testing.T) {
 	a, b := &fake{name: "a", err: perr(portico.Ambiguous)}, &fake{name: "b"}
-	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 	req := simple.Clone()
 	req.Idempotent = true
 	resp, err := g.Generate(context.Background(), req)
@@ -288,7 +288,7 @@ func TestNoFallbackAfterFirstChunk(t *testing.T) {
 	req.OnChunk = onChunk
 
 	a, b := &fake{name: "a", err: perr(portico.Transient), chunks: []string{"par"}}, &fake{name: "b"}
-	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 	_, err := g.Generate(context.Background(), req)
 	if err != a.err || b.n() != 0 {
 		t.Errorf("Generate err = %v, b calls = %d; want a's error and 0", err, b.n())
@@ -300,7 +300,7 @@ func TestNoFallbackAfterFirstChunk(t *testing.T) {
 	// Before any chunk, the fallback is tried and streams to the caller.
 	got = nil
 	a2, b2 := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", chunks: []string{"b"}}
-	g = Must(Config{Routes: []portico.Route{route(a2, portico.Capabilities{}), route(b2, portico.Capabilities{})}})
+	g = MustNew(Config{Routes: []portico.Route{route(a2, portico.Capabilities{}), route(b2, portico.Capabilities{})}})
 	resp, err := g.Generate(context.Background(), req)
 	if err != nil || resp.Route != "b" || len(got) != 1 || got[0] != "b" {
 		t.Errorf("Generate = %v, %v, chunks %q; want b's answer and chunks [b]", resp, err, got)
@@ -319,7 +319,7 @@ func TestAllFailListsEveryHop(t *testing.T) {
 	a, b, c := &fake{name: "a", err: ea}, &fake{name: "b", err: eb}, &fake{name: "c"}
 	rc := route(c, portico.Capabilities{})
 	rc.Health = down{}
-	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), rc}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), rc}})
 	resp, err := g.Generate(context.Background(), simple)
 	if resp != nil {
 		t.Fatalf("resp = %v, want nil", resp)
@@ -392,9 +392,9 @@ func TestBreakerGroupUnderLoad(t *testing.T) {
 			}
 			return &portico.Response{Text: "a"}, nil
 		})
-		br := breaker.Must(breaker.Config{Name: "a", OpenFor: 5 * time.Millisecond, Probes: 2})
+		br := breaker.MustNew(breaker.Config{Name: "a", OpenFor: 5 * time.Millisecond, Probes: 2})
 		b := &fake{name: "b"}
-		g := Must(Config{Routes: []portico.Route{{Name: "a", Model: br.Wrap(flaky), Health: br}, route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Routes: []portico.Route{{Name: "a", Model: br.Wrap(flaky), Health: br}, route(b, portico.Capabilities{})}})
 		var wg sync.WaitGroup
 		var fromA, fromB sync.Map
 		for i := range 300 {
@@ -431,7 +431,7 @@ func TestCanceledWhileAllFiltered(t *testing.T) {
 	cancel()
 	ra := route(&fake{name: "a"}, portico.Capabilities{})
 	ra.Health = down{}
-	g := Must(Config{Routes: []portico.Route{ra}})
+	g := MustNew(Config{Routes: []portico.Route{ra}})
 	_, err := g.Generate(ctx, simple)
 	if c := portico.ClassOf(err); c != portico.Canceled {
 		t.Errorf("ClassOf(Generate(canceled ctx)) = %v, want canceled", c)
@@ -447,7 +447,7 @@ func TestStopErrorListsEarlierHops(t *testing.T) {
 	a, b, c := &fake{name: "a", err: ea}, &fake{name: "b", err: eb}, &fake{name: "c"}
 	rs := route(&fake{name: "skipped"}, portico.Capabilities{})
 	rs.Health = down{}
-	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rs, route(b, portico.Capabilities{}), route(c, portico.Capabilities{})}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rs, route(b, portico.Capabilities{}), route(c, portico.Capabilities{})}})
 	resp, err := g.Generate(context.Background(), simple)
 	if resp != nil || c.n() != 0 {
 		t.Fatalf("Generate = %v, c calls %d; want nil and 0", resp, c.n())
@@ -476,7 +476,7 @@ func TestStopErrorListsEarlierHops(t *testing.T) {
 	// An unclassified error: the wrapper gets its class (Permanent).
 	mystery := errors.New("mystery")
 	a2, b2 := &fake{name: "a", err: ea}, &fake{name: "b", err: mystery}
-	g = Must(Config{Routes: []portico.Route{route(a2, portico.Capabilities{}), route(b2, portico.Capabilities{})}})
+	g = MustNew(Config{Routes: []portico.Route{route(a2, portico.Capabilities{}), route(b2, portico.Capabilities{})}})
 	_, err = g.Generate(context.Background(), simple)
 	if portico.ClassOf(err) != portico.Permanent || !errors.Is(err, mystery) || !errors.As(err, &ex) || len(ex.Hops) != 2 {
 		t.Errorf("err = %v, want a permanent error wrapping mystery with 2 hops", err)
@@ -489,7 +489,7 @@ func TestStopErrorListsEarlierHops(t *testing.T) {
 func TestNilResponse(t *testing.T) {
 	null := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) { return nil, nil })
 	b := &fake{name: "b"}
-	g := Must(Config{Routes: []portico.Route{{Name: "a", Model: null}, route(b, portico.Capabilities{})}})
+	g := MustNew(Config{Routes: []portico.Route{{Name: "a", Model: null}, route(b, portico.Capabilities{})}})
 	resp, err := g.Generate(context.Background(), simple)
 	if err != nil || resp.Route != "b" {
 		t.Fatalf("Generate = %v, %v; want b's answer", resp, err)
@@ -500,7 +500,7 @@ func TestNilResponse(t *testing.T) {
 	if err := resp.Hops[0].Err; err != portico.ErrNilResponse {
 		t.Errorf("hop error = %v, want the shared portico.ErrNilResponse", err)
 	}
-	g = Must(Config{Routes: []portico.Route{{Name: "a", Model: null}}})
+	g = MustNew(Config{Routes: []portico.Route{{Name: "a", Model: null}}})
 	resp, err = g.Generate(context.Background(), simple)
 	if resp != nil || portico.ClassOf(err) != portico.InvalidResponse || !errors.Is(err, ErrExhausted) || !errors.Is(err, portico.ErrNilResponse) {
 		t.Errorf("Generate = %v, %v; want nil and an exhausted invalid_response error wrapping portico.ErrNilResponse", resp, err)
@@ -511,7 +511,7 @@ func TestNilResponse(t *testing.T) {
 // portico.ErrNilRequest, no route called.
 func TestNilRequest(t *testing.T) {
 	a := &fake{name: "a"}
-	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
 	resp, err := g.Generate(context.Background(), nil)
 	if resp != nil || err != portico.ErrNilRequest {
 		t.Errorf("Generate(nil) = %v, %v; want nil, portico.ErrNilRequest", resp, err)
@@ -519,7 +519,7 @@ func TestNilRequest(t *testing.T) {
 	if a.n() != 0 {
 		t.Errorf("route calls = %d, want 0", a.n())
 	}
-	g = Must(Config{Ranker: ByCost, Routes: []portico.Route{route(a, portico.Capabilities{})}})
+	g = MustNew(Config{Ranker: ByCost, Routes: []portico.Route{route(a, portico.Capabilities{})}})
 	if _, err := g.Generate(context.Background(), nil); err != portico.ErrNilRequest {
 		t.Errorf("Generate(nil) with a Ranker = %v, want portico.ErrNilRequest", err)
 	}
@@ -549,7 +549,7 @@ func TestFilterReasons(t *testing.T) {
 		{"cost", with(func(c *portico.Capabilities) { c.OutputPrice = 1e-3 }), portico.Request{Messages: simple.Messages, MaxOutputTokens: 1000, Contract: &portico.Contract{MaxCost: 0.5}}},
 	} {
 		a, b := &fake{name: "a"}, &fake{name: "b"}
-		g := Must(Config{Routes: []portico.Route{route(a, tc.caps), route(b, full)}})
+		g := MustNew(Config{Routes: []portico.Route{route(a, tc.caps), route(b, full)}})
 		resp, err := g.Generate(context.Background(), &tc.req)
 		if err != nil || resp.Route != "b" || a.n() != 0 {
 			t.Errorf("%s: Generate = %v, %v, a calls %d; want b's answer, a untried", tc.reason, resp, err, a.n())
@@ -566,7 +566,7 @@ func TestFilterReasons(t *testing.T) {
 func TestNestedGroupsKeepInnerHops(t *testing.T) {
 	rx := route(&fake{name: "x"}, portico.Capabilities{})
 	rx.Health = down{}
-	inner := Must(Config{Routes: []portico.Route{rx, route(&fake{name: "y"}, portico.Capabilities{})}})
+	inner := MustNew(Config{Routes: []portico.Route{rx, route(&fake{name: "y"}, portico.Capabilities{})}})
 	for _, tc := range []struct {
 		aErr error
 		hops []string
@@ -583,7 +583,7 @@ func TestNestedGroupsKeepInnerHops(t *testing.T) {
 		if tc.aErr == nil {
 			routes = routes[:1]
 		}
-		outer := Must(Config{Routes: routes})
+		outer := MustNew(Config{Routes: routes})
 		resp, err := outer.Generate(context.Background(), simple)
 		if err != nil || resp.Route != "inner" || resp.Text != "y" {
 			t.Fatalf("Generate = %v, %v; want y's answer through route inner", resp, err)

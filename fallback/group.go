@@ -38,8 +38,8 @@ func New(cfg Config) (*Group, error) {
 	return g, nil
 }
 
-// Must is like [New] but panics on a configuration error.
-func Must(cfg Config) *Group {
+// MustNew is like [New] but panics on a configuration error.
+func MustNew(cfg Config) *Group {
 	g, err := New(cfg)
 	if err != nil {
 		panic(err)

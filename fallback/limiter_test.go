@@ -23,7 +23,7 @@ func TestRealLimiterPassesOn(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), {Name: "b", Model: lim.Wrap(b)}, route(c, portico.Capabilities{})}})
+				g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), {Name: "b", Model: lim.Wrap(b)}, route(c, portico.Capabilities{})}})
 				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 				defer cancel()
 				hops := [][]string{{"a:transient:transient"}, {"a:transient:transient", "b:rate_limited:rate_limited"}}

@@ -83,7 +83,7 @@ func TestGroupLearnsLatency(t *testing.T) {
 			seen = append(seen, append([]Candidate(nil), r.Candidates...))
 			return ByLatency(r)
 		}
-		g := Must(Config{Ranker: spy, Routes: []portico.Route{{Name: "a", Model: a}, {Name: "b", Model: b}}})
+		g := MustNew(Config{Ranker: spy, Routes: []portico.Route{{Name: "a", Model: a}, {Name: "b", Model: b}}})
 		ask := func() string {
 			t.Helper()
 			resp, err := g.Generate(context.Background(), simple)
@@ -129,7 +129,7 @@ func TestGroupLearnsFailures(t *testing.T) {
 			last = append(last[:0], r.Candidates...)
 			return ByHealth(r)
 		}
-		g := Must(Config{Ranker: spy, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Ranker: spy, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 		steps := []struct {
 			wait  time.Duration
 			route string
@@ -164,7 +164,7 @@ func TestRankedGroupConcurrent(t *testing.T) {
 	for name, rk := range map[string]Ranker{"ByHealth": ByHealth, "ByLatency": ByLatency} {
 		t.Run(name, func(t *testing.T) {
 			a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
-			g := Must(Config{Ranker: rk, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+			g := MustNew(Config{Ranker: rk, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 			var wg sync.WaitGroup
 			for range 200 {
 				wg.Go(func() {
@@ -195,7 +195,7 @@ func TestRankedGroupConcurrent(t *testing.T) {
 func TestTimeoutsLearnt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "a", block: true}, &fake{name: "b", block: true}
-		g := Must(Config{Ranker: ByHealth, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Ranker: ByHealth, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 		defer cancel()
 		g.Generate(ctx, simple) // a: its 4.5 s share runs out; b: 3.2 s, then the caller's ctx has 300 ms left
@@ -211,7 +211,7 @@ func TestTimeoutsLearnt(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			return nil, perr(portico.Deadline)
 		})
-		g = Must(Config{Ranker: ByHealth, Routes: []portico.Route{{Name: "c", Model: late}}})
+		g = MustNew(Config{Ranker: ByHealth, Routes: []portico.Route{{Name: "c", Model: late}}})
 		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
 		defer cancel2()
 		g.Generate(ctx2, simple)

@@ -46,7 +46,7 @@ func TestAllowance(t *testing.T) {
 func TestSeed003DeadlineSplit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "primary", block: true}, &fake{name: "fallback"}
-		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 		defer cancel()
 		start := time.Now()
@@ -89,7 +89,7 @@ func TestScaledReserve(t *testing.T) {
 func TestShortDeadlineReachesFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "primary", block: true}, &fake{name: "fallback"}
-		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -108,7 +108,7 @@ func TestShortDeadlineReachesFallback(t *testing.T) {
 	// A positive Reserve is fixed: 300 ms of 500 leaves the fallback nothing.
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "primary", block: true}, &fake{name: "fallback"}
-		g := Must(Config{Reserve: DefaultReserve, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Reserve: DefaultReserve, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		_, err := g.Generate(ctx, simple)
@@ -123,7 +123,7 @@ func TestLoneCandidateGetsAllButReserve(t *testing.T) {
 		a, b := &fake{name: "a"}, &fake{name: "b"}
 		rb := route(b, portico.Capabilities{})
 		rb.Health = down{}
-		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rb}})
+		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rb}})
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 		defer cancel()
 		if _, err := g.Generate(ctx, simple); err != nil {
@@ -138,7 +138,7 @@ func TestLoneCandidateGetsAllButReserve(t *testing.T) {
 func TestNotStartedWithoutTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := &fake{name: "a"}
-		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
+		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		_, err := g.Generate(ctx, simple)
@@ -154,7 +154,7 @@ func TestNotStartedWithoutTime(t *testing.T) {
 func TestTimeRunsOutAfterFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b, c := &fake{name: "a", block: true}, &fake{name: "b", block: true}, &fake{name: "c"}
-		g := Must(Config{Reserve: 300 * time.Millisecond, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{})}})
+		g := MustNew(Config{Reserve: 300 * time.Millisecond, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		// With a fixed 300 ms reserve, a: 562.5 ms; b: 437.5*9/16 = 246.09 ms capped at 437.5-300 = 137.5 ms;
@@ -176,7 +176,7 @@ func TestTimeRunsOutAfterFailures(t *testing.T) {
 func TestContractDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := &fake{name: "a"}
-		g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
+		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
 		req := simple.Clone()
 		req.Contract = &portico.Contract{Deadline: 2 * time.Second}
 		if _, err := g.Generate(context.Background(), req); err != nil {
@@ -201,7 +201,7 @@ func TestIndependence(t *testing.T) {
 		t.Run(tc.ind.String(), func(t *testing.T) {
 			p := route(&fake{name: "primary"}, portico.Capabilities{Provider: "openai", Region: "us"})
 			p.Health = down{}
-			g := Must(Config{Independence: tc.ind, Routes: []portico.Route{
+			g := MustNew(Config{Independence: tc.ind, Routes: []portico.Route{
 				p,
 				route(&fake{name: "same-provider"}, portico.Capabilities{Provider: "openai", Region: "eu"}),
 				route(&fake{name: "other-provider"}, portico.Capabilities{Provider: "azure", Region: "us"}),
@@ -215,7 +215,7 @@ func TestIndependence(t *testing.T) {
 	// Same provider and region: OtherRegion skips it too.
 	p := route(&fake{name: "primary"}, portico.Capabilities{Provider: "openai", Region: "us"})
 	p.Health = down{}
-	g := Must(Config{Independence: OtherRegion, Routes: []portico.Route{p,
+	g := MustNew(Config{Independence: OtherRegion, Routes: []portico.Route{p,
 		route(&fake{name: "twin"}, portico.Capabilities{Provider: "openai", Region: "us"}),
 		route(&fake{name: "unknown"}, portico.Capabilities{}),
 	}})
@@ -230,7 +230,7 @@ func TestCostBudget(t *testing.T) {
 	a := &fake{name: "a", err: perr(portico.InvalidResponse)}
 	b, c := &fake{name: "b"}, &fake{name: "c"}
 	price := func(p float64) portico.Capabilities { return portico.Capabilities{InputPrice: p, OutputPrice: p} }
-	g := Must(Config{Routes: []portico.Route{route(a, price(0.01)), route(b, price(0.01)), route(c, price(0.001))}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, price(0.01)), route(b, price(0.01)), route(c, price(0.001))}})
 	req := simple.Clone()
 	req.MaxOutputTokens = 100
 	req.Contract = &portico.Contract{MaxCost: 1.5} // a and b fit alone (1.06), not both
@@ -245,7 +245,7 @@ func TestCostBudget(t *testing.T) {
 
 func TestModelNames(t *testing.T) {
 	a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
-	g := Must(Config{
+	g := MustNew(Config{
 		Routes: []portico.Route{route(a, portico.Capabilities{}), {Name: "b", Model: b, ModelName: "model-b"}},
 	})
 	req := simple.Clone()
@@ -261,14 +261,14 @@ func TestModelNames(t *testing.T) {
 func TestRanker(t *testing.T) {
 	price := func(p float64) portico.Capabilities { return portico.Capabilities{InputPrice: p} }
 	a, b, c := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", err: perr(portico.Transient)}, &fake{name: "c"}
-	g := Must(Config{Ranker: ByCost, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
+	g := MustNew(Config{Ranker: ByCost, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
 	resp, err := g.Generate(context.Background(), simple)
 	if err != nil || resp.Route != "c" || !eq(hopsOf(t, resp.Hops), []string{"b:transient:transient"}) || a.n() != 0 {
 		t.Errorf("Generate = %v (%v), a calls %d; want c after b, a untried", resp, err, a.n())
 	}
 	// A ranker that leaves a candidate out: it is not tried.
 	only := func(r Ranking) []Candidate { return r.Candidates[2:] }
-	g = Must(Config{Ranker: only, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
+	g = MustNew(Config{Ranker: only, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
 	resp, err = g.Generate(context.Background(), simple)
 	if err != nil || resp.Route != "c" || !eq(hopsOf(t, resp.Hops), []string{"a:not ranked:nil", "b:not ranked:nil"}) {
 		t.Errorf("Generate = %v (%v); want c with a and b not ranked", resp, err)
@@ -292,7 +292,7 @@ func TestObserveFallback(t *testing.T) {
 	a, b := &fake{name: "a", err: perr(portico.RateLimited)}, &fake{name: "b"}
 	rb := route(b, portico.Capabilities{})
 	rb.Health = down{}
-	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rb, route(&fake{name: "c"}, portico.Capabilities{})}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), rb, route(&fake{name: "c"}, portico.Capabilities{})}})
 	if _, err := g.Generate(ctx, simple); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestObserveFallback(t *testing.T) {
 func TestFirstRouteSuccessAllocs(t *testing.T) {
 	ok := &portico.Response{Text: "ok"}
 	m := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) { return ok, nil })
-	g := Must(Config{Routes: []portico.Route{{Name: "a", Model: m}, {Name: "b", Model: m}}})
+	g := MustNew(Config{Routes: []portico.Route{{Name: "a", Model: m}, {Name: "b", Model: m}}})
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(1000, func() { g.Generate(ctx, simple) }); n != 0 {
 		t.Errorf("allocs per first-route success = %v, want 0", n)
@@ -317,7 +317,7 @@ func TestFirstRouteSuccessAllocs(t *testing.T) {
 
 func TestConcurrentGroup(t *testing.T) {
 	a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
-	g := Must(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 	var wg sync.WaitGroup
 	for range 200 {
 		wg.Go(func() {
@@ -337,7 +337,7 @@ func TestEstimatorRunsOnceWhenNeeded(t *testing.T) {
 	calls := 0
 	est := portico.EstimatorFunc(func(req *portico.Request) int { calls++; return 100 })
 	mk := func(window int) *Group {
-		return Must(Config{Estimator: est, Routes: []portico.Route{
+		return MustNew(Config{Estimator: est, Routes: []portico.Route{
 			route(&fake{name: "a", err: perr(portico.Transient)}, portico.Capabilities{ContextWindow: window}),
 			route(&fake{name: "b", err: perr(portico.Transient)}, portico.Capabilities{ContextWindow: window}),
 			route(&fake{name: "c"}, portico.Capabilities{ContextWindow: window}),

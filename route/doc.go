@@ -81,7 +81,7 @@
 // inside it:
 //
 //	perReplica := func(name string, m portico.Model) portico.Route {
-//		br := breaker.Must(breaker.Config{})
+//		br := breaker.MustNew(breaker.Config{})
 //		return portico.Route{Name: name, Model: portico.Chain(m, br.Wrap), Health: br}
 //	}
 //	bal, _ := route.NewBalancer(route.BalancerConfig{
