@@ -9,10 +9,6 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// errNilRequest is returned, without calling the wrapped Model, for a nil
-// request, as the other layers do.
-var errNilRequest error = &portico.Error{Class: portico.Permanent, Reason: "nil request"}
-
 // model is a Model wrapped by a Retrier.
 type model struct {
 	r    *Retrier
@@ -25,7 +21,7 @@ type model struct {
 // else goes to run.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
-		return nil, errNilRequest
+		return nil, portico.ErrNilRequest
 	}
 	r := m.r
 	var b *bucket
@@ -42,7 +38,13 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		}
 	}
 	resp, err := m.next.Generate(ctx, req)
-	if err == nil || r.maxAttempts == 1 {
+	if err == nil {
+		if resp != nil {
+			return resp, nil
+		}
+		err = portico.ErrNilResponse // a broken Model: neither answer nor error
+	}
+	if r.maxAttempts == 1 {
 		return resp, err
 	}
 	return r.run(ctx, req, m.next, b, err)
@@ -150,6 +152,9 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 			earlier = append(earlier, lastErr)
 		}
 		resp, delivered, err := r.attempt(actx, req, next, start)
+		if err == nil && resp == nil {
+			err = portico.ErrNilResponse // a broken Model: neither answer nor error
+		}
 		if err == nil {
 			return resp, nil
 		}

@@ -357,8 +357,11 @@ func orDefault[T int | time.Duration](v, def T) T {
 // When the caller's context ends during a wait, the call ends with the error of
 // [portico.FromContext], which also wraps the last attempt's error.
 //
-// A nil request fails at once with a [portico.Permanent] error (Reason "nil
-// request") without calling next.
+// A nil request fails at once with [portico.ErrNilRequest] (Permanent) without
+// calling next. An attempt that returns neither a Response nor an error (a
+// broken Model) fails with [portico.ErrNilResponse] (InvalidResponse), so it
+// is retried only with Config.RetryInvalidResponse, and never becomes a
+// (nil, nil) result.
 //
 // Inner layers see the attempt through [portico.AttemptFromContext]: index 0
 // and no id on the first attempt (whose context is the caller's, unchanged),

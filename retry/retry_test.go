@@ -622,7 +622,7 @@ func TestHappyPathAllocs(t *testing.T) {
 func TestNilRequest(t *testing.T) {
 	base := failing(transient())
 	resp, err := mustNew(t, Config{}).Wrap(base).Generate(context.Background(), nil)
-	if resp != nil || portico.ClassOf(err) != portico.Permanent || base.calls() != 0 {
+	if resp != nil || !errors.Is(err, portico.ErrNilRequest) || portico.ClassOf(err) != portico.Permanent || base.calls() != 0 {
 		t.Errorf("Generate(nil request) = (%v, %v) after %d calls, want a permanent error and no call", resp, err, base.calls())
 	}
 }

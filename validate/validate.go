@@ -182,8 +182,8 @@ func MustNew(cfg Config) *Validator {
 // Prepare compiles (or finds in the cache) the schemas req carries, its Schema
 // and its tools' Parameters, so that a request whose schema cannot compile
 // fails before any model is called. It returns nil, or a Permanent
-// *portico.Error wrapping [ErrSchema] (or, for a nil req, a Permanent one
-// with Reason "nil request"). Wrap calls it for every request.
+// *portico.Error wrapping [ErrSchema] (or, for a nil req,
+// [portico.ErrNilRequest], also Permanent). Wrap calls it for every request.
 func (v *Validator) Prepare(req *portico.Request) error {
 	_, err := v.prepare(req)
 	return err
@@ -193,7 +193,7 @@ func (v *Validator) Prepare(req *portico.Request) error {
 // so that the pipeline does not look it up twice.
 func (v *Validator) prepare(req *portico.Request) (*compiled, error) {
 	if req == nil {
-		return nil, &portico.Error{Class: portico.Permanent, Reason: "nil request"}
+		return nil, portico.ErrNilRequest
 	}
 	var c *compiled
 	if req.Schema != nil {
@@ -215,9 +215,9 @@ func (v *Validator) prepare(req *portico.Request) (*compiled, error) {
 // nil when it is accepted. On rejection it returns an InvalidResponse
 // *portico.Error wrapping a [*Rejection] that lists every violation; when a
 // schema of req does not compile, a Permanent *portico.Error wrapping
-// [ErrSchema]; for a nil req, a Permanent *portico.Error with Reason "nil
-// request". Check modifies neither req nor resp; with Config.TrimSpace it
-// judges the trimmed text (Wrap then stores it in resp.Text). Check emits no
+// [ErrSchema]; for a nil req, [portico.ErrNilRequest] (Permanent). Check
+// modifies neither req nor resp; with Config.TrimSpace it judges the trimmed
+// text (Wrap then stores it in resp.Text). Check emits no
 // event; Wrap does. It is for layers that judge answers themselves, such as a
 // cascade's acceptance test.
 func (v *Validator) Check(req *portico.Request, resp *portico.Response) error {

@@ -553,14 +553,17 @@ func TestNilRequestIsPermanent(t *testing.T) {
 		return answer("x"), nil
 	}))
 	resp, err := m.Generate(context.Background(), nil)
-	if resp != nil || portico.ClassOf(err) != portico.Permanent {
-		t.Fatalf("Generate(nil request) = %v, %v, want nil and a permanent error", resp, err)
+	if resp != nil || !errors.Is(err, portico.ErrNilRequest) || portico.ClassOf(err) != portico.Permanent {
+		t.Fatalf("Generate(nil request) = %v, %v, want nil and portico.ErrNilRequest", resp, err)
 	}
 	if calls != 0 {
 		t.Fatalf("model called %d times for a nil request, want 0", calls)
 	}
-	if err := v.Check(nil, answer("x")); portico.ClassOf(err) != portico.Permanent {
-		t.Fatalf("Check(nil request) = %v, want a permanent error", err)
+	if err := v.Check(nil, answer("x")); !errors.Is(err, portico.ErrNilRequest) {
+		t.Fatalf("Check(nil request) = %v, want portico.ErrNilRequest", err)
+	}
+	if err := v.Prepare(nil); !errors.Is(err, portico.ErrNilRequest) {
+		t.Fatalf("Prepare(nil request) = %v, want portico.ErrNilRequest", err)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 //
 //   - compiles the request's schemas first (cached), failing with a Permanent
 //     error wrapping [ErrSchema] before calling next if one is invalid (and
-//     with a Permanent error, Reason "nil request", for a nil request);
+//     with [portico.ErrNilRequest], Permanent, for a nil request);
 //   - returns next's error unchanged;
 //   - runs [Validator.Check] on next's answer and returns an InvalidResponse
 //     *portico.Error wrapping a [*Rejection] when it fails, or the Response
