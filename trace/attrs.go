@@ -27,6 +27,7 @@ const (
 	KeyTokenType          = attribute.Key("gen_ai.token.type")                   // metrics: "input" or "output"
 	KeyErrorType          = attribute.Key("error.type")                          // the portico Class string
 	KeyServerAddress      = attribute.Key("server.address")
+	KeyServerPort         = attribute.Key("server.port")
 	KeyHTTPResendCount    = attribute.Key("http.request.resend_count") // attempt index, on retries only
 	KeyAttemptIndex       = attribute.Key("portico.attempt.index")
 	KeyAttemptID          = attribute.Key("portico.attempt.id")

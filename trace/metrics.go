@@ -106,7 +106,7 @@ func (i *instruments) enabled(ctx context.Context) bool { return i.duration.Enab
 
 // genAIAttrs returns the GenAI metric attributes of a request.
 func (t *Tracer) genAIAttrs(req *portico.Request, resp *portico.Response, class portico.Class) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 7)
+	a := make([]attribute.KeyValue, 0, 8)
 	a = append(a, KeyOperationName.String(t.op))
 	if t.cfg.Provider != "" {
 		a = append(a, KeyProviderName.String(t.cfg.Provider))
@@ -119,6 +119,9 @@ func (t *Tracer) genAIAttrs(req *portico.Request, resp *portico.Response, class 
 	}
 	if t.cfg.ServerAddress != "" {
 		a = append(a, KeyServerAddress.String(t.cfg.ServerAddress))
+		if t.cfg.ServerPort > 0 {
+			a = append(a, KeyServerPort.Int(t.cfg.ServerPort))
+		}
 	}
 	if class != portico.None {
 		a = append(a, KeyErrorType.String(class.String()))
@@ -143,10 +146,14 @@ func (i *instruments) recordRequest(ctx context.Context, t *Tracer, req *portico
 		i.ttfc.Record(ctx, s.ttft.Seconds(), set)
 	}
 	if resp != nil {
-		in := append(base[:len(base):len(base)], KeyTokenType.String("input"))
-		i.tokens.Record(ctx, int64(resp.Usage.InputTokens), metric.WithAttributeSet(attribute.NewSet(in...)))
-		in[len(in)-1] = KeyTokenType.String("output")
-		i.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributeSet(attribute.NewSet(in...)))
+		// attribute.NewSet sorts its argument in place: rebuild the slice from
+		// base before changing the token type, not just its last element.
+		n := len(base)
+		tok := append(base[:n:n], KeyTokenType.String("input"))
+		i.tokens.Record(ctx, int64(resp.Usage.InputTokens), metric.WithAttributeSet(attribute.NewSet(tok...)))
+		copy(tok, base)
+		tok[n] = KeyTokenType.String("output")
+		i.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributeSet(attribute.NewSet(tok...)))
 	}
 	route := ""
 	if resp != nil {

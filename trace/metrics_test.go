@@ -84,7 +84,8 @@ func eventsThen(err error, events ...portico.Event) portico.Model {
 func TestMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSDK(t)
-		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp, Provider: "openai"})
+		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp, Provider: "openai",
+			ServerAddress: "api.openai.com", ServerPort: 443})
 		ctx := context.Background()
 		// 1: the scenario (streamed; 50 ms limiter wait, 2 retries, a fallback; 0.68 s).
 		if _, err := scenario(tr).Generate(ctx, scenarioRequest(true)); err != nil {
@@ -109,7 +110,8 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		genai := map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-			"gen_ai.request.model": "gpt-4o", "gen_ai.response.model": "gpt-4o-mini-2024-07-18"}
+			"gen_ai.request.model": "gpt-4o", "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+			"server.address": "api.openai.com", "server.port": "443"}
 		with := func(m map[string]string, kv ...string) map[string]string {
 			c := map[string]string{}
 			for k, v := range m {
@@ -122,7 +124,8 @@ func TestMetrics(t *testing.T) {
 		}
 		failed := func(class string) map[string]string {
 			return map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-				"gen_ai.request.model": "gpt-4o", "error.type": class}
+				"gen_ai.request.model": "gpt-4o", "error.type": class,
+				"server.address": "api.openai.com", "server.port": "443"}
 		}
 		type check struct {
 			name  string

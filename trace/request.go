@@ -159,6 +159,9 @@ func (t *Tracer) startAttrs(span trace.Span, buf []attribute.KeyValue, req *port
 	}
 	if t.cfg.ServerAddress != "" {
 		buf = append(buf, KeyServerAddress.String(t.cfg.ServerAddress))
+		if t.cfg.ServerPort > 0 {
+			buf = append(buf, KeyServerPort.Int(t.cfg.ServerPort))
+		}
 	}
 	if id := req.Identity.OperationID; id != "" {
 		buf = append(buf, KeyOperationID.String(id))

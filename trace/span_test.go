@@ -21,7 +21,7 @@ func TestSpanTree(t *testing.T) {
 		s := newSDK(t)
 		prices := &portico.Capabilities{InputPrice: 1e-6, CachedInputPrice: 0.5e-6, OutputPrice: 4e-6}
 		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp, Provider: "openai", ServerAddress: "api.openai.com",
-			Pricing: prices})
+			ServerPort: 443, Pricing: prices})
 		resp, err := scenario(tr).Generate(context.Background(), scenarioRequest(true))
 		if err != nil {
 			t.Fatalf("Generate: %v", err)
@@ -45,6 +45,7 @@ func TestSpanTree(t *testing.T) {
 			"gen_ai.request.max_tokens":            "256",
 			"gen_ai.request.stream":                "true",
 			"server.address":                       "api.openai.com",
+			"server.port":                          "443",
 			"portico.operation.id":                 "op-1",
 			"gen_ai.response.model":                "gpt-4o-mini-2024-07-18",
 			"gen_ai.response.id":                   "chatcmpl-b1",
@@ -150,6 +151,7 @@ func TestSpanTree(t *testing.T) {
 				"gen_ai.request.max_tokens": "256",
 				"gen_ai.request.stream":     "true",
 				"server.address":            "api.openai.com",
+				"server.port":               "443",
 				"portico.operation.id":      "op-1",
 				"portico.attempt.index":     itoa(w.index),
 			}

@@ -41,12 +41,17 @@ type Config struct {
 	// package documentation for their fields). Nil discards them.
 	Logger *slog.Logger
 	// Provider is the gen_ai.provider.name of the calls ("openai",
-	// "azure.ai.openai", "anthropic", ...). Empty omits the attribute. Give each
-	// route's attempt layer its own Tracer when routes use different providers.
+	// "azure.ai.openai", "anthropic", ...). Empty omits the attribute, which
+	// the GenAI conventions make required on spans and metrics: set it. Give
+	// each route's attempt layer its own Tracer when routes use different
+	// providers.
 	Provider string
 	// ServerAddress is the server.address of the calls ("api.openai.com").
 	// Empty omits the attribute.
 	ServerAddress string
+	// ServerPort is the server.port of the calls (443), which the conventions
+	// require beside server.address. Zero, or no ServerAddress, omits it.
+	ServerPort int
 	// Operation is the gen_ai.operation.name and the first word of span names.
 	// Empty means "chat".
 	Operation string
