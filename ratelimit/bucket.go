@@ -216,11 +216,15 @@ func (b *bucket) adopt(now time.Duration, remaining, limit int, reset time.Durat
 }
 
 // setLimit changes rate and burst at now, keeping the level (capped at the new
-// burst).
+// burst), and forgets any provider view: the operator's limits replace it
+// (see Limiter.SetLimit). The refill up to now runs under the old view; the
+// level it leaves refills at the new rate. Neither the bound's proof nor its
+// statement changes: a SetLimit is a change of (r, b) at now.
 func (b *bucket) setLimit(now time.Duration, rate, burst float64) {
 	b.advance(now)
 	b.rate, b.burst = rate, burst
 	b.level = min(b.level, burst)
+	b.provRate, b.provUntil = 0, 0
 }
 
 // seconds converts s seconds to a Duration, rounding up to the nanosecond so

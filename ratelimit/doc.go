@@ -76,7 +76,8 @@
 // level drops to what the provider says remains, and until the provider's
 // reset the refill runs at the provider's rate when that is slower. The next
 // calls then wait locally instead of collecting 429s. [Limiter.SetLimit]
-// changes the configured limits of every key live.
+// changes the configured limits of every key live, and clears every
+// provider view adopted so far: the operator's word wins.
 //
 // # In-flight cap, shedding and queues
 //

@@ -9,9 +9,17 @@ import (
 
 // SetLimit changes the limits of every key, existing and future, at once:
 // for limits that providers announce at run time (STYLE 15). Each bucket
-// keeps the tokens it holds, capped at its new capacity; a raised
-// MaxInFlight hands the new slots to queued calls. A provider's tighter view
-// adopted earlier keeps holding until its reset. SetLimit returns an error
+// keeps the tokens it holds, capped at its new capacity, and refills from
+// there at the new rate; a raised MaxInFlight hands the new slots to queued
+// calls.
+//
+// The operator's word wins: SetLimit clears every provider view adopted
+// earlier from response headers (see the package documentation, Provider
+// feedback), so a bucket a provider slowed until a far reset refills at the
+// rate just set. What a provider view already took stays taken (a level it
+// lowered is not raised), and the next announcement is adopted again. So a
+// SetLimit with the current limits unsticks a key slowed by a provider's
+// view without changing anything else. SetLimit returns an error
 // starting with "ratelimit:" and changes nothing when lim is invalid (see
 // [New]); it is safe for concurrent use.
 func (l *Limiter) SetLimit(lim Limits) error {
