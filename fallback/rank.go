@@ -25,7 +25,8 @@ type Candidate struct {
 	// SinceFailure is how long ago the route last failed through this group
 	// with a route fault (Transient, RateLimited, Ambiguous, InvalidResponse,
 	// see [portico.Class.RouteFault]) or by running out of its share of the
-	// time; negative when it has not failed.
+	// time; negative when it has not failed. A call that the caller's own
+	// Request.OnChunk ended with an error is not held against the route.
 	SinceFailure time.Duration
 }
 

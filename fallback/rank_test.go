@@ -220,3 +220,29 @@ func TestTimeoutsLearnt(t *testing.T) {
 		}
 	})
 }
+
+// TestCallerOnChunkErrorNotLearnt: a streamed call that the caller's own
+// OnChunk ended with a Transient error (passed through unchanged by the route)
+// is the caller's fault: the group returns it without falling back and does
+// not mark the route failed, so ByHealth does not push a healthy route last
+// for every caller.
+func TestCallerOnChunkErrorNotLearnt(t *testing.T) {
+	a, b := &fake{name: "a", chunks: []string{"x"}}, &fake{name: "b"}
+	g := MustNew(Config{Ranker: ByHealth, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+	stop := &portico.Error{Class: portico.Transient, Reason: "caller stop"}
+	req := simple.Clone()
+	req.OnChunk = func(portico.Chunk) error { return stop }
+	if _, err := g.Generate(context.Background(), req); err != stop {
+		t.Fatalf("Generate = %v, want the callback's error as is", err)
+	}
+	if at := g.stats[0].failedAt.Load(); at != 0 || b.n() != 0 {
+		t.Errorf("a marked failed at %d, b calls %d; want unmarked, 0", at, b.n())
+	}
+	// The route's own fault while streaming is still learnt.
+	a.set(perr(portico.Transient))
+	req.OnChunk = func(portico.Chunk) error { return nil }
+	g.Generate(context.Background(), req)
+	if at := g.stats[0].failedAt.Load(); at == 0 {
+		t.Errorf("a not marked failed after its own transient error")
+	}
+}

@@ -29,7 +29,7 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 // r's allowance, and judges the outcome as try describes.
 func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (resp *portico.Response, stop bool, err error) {
 	req := c.req
-	var delivered *bool // set when a chunk reached the caller
+	var st *streamed // with OnChunk: what the caller's callback did
 	rename := r.ModelName != "" && r.ModelName != req.Model
 	if rename || req.OnChunk != nil {
 		req = req.Clone()
@@ -37,10 +37,14 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 			req.Model = r.ModelName
 		}
 		if next := c.req.OnChunk; next != nil {
-			delivered = new(bool)
+			st = new(streamed)
 			req.OnChunk = func(ch portico.Chunk) error {
-				*delivered = true
-				return next(ch)
+				st.delivered = true
+				err := next(ch)
+				if err != nil {
+					st.callerFailed = true
+				}
+				return err
 			}
 		}
 	}
@@ -49,13 +53,14 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 		start = g.clock()
 	}
 	resp, err = r.Model.Generate(cctx, req)
-	if delivered != nil && *delivered {
+	if st != nil && st.delivered {
 		c.delivered = true
 	}
 	if err == nil && resp == nil { // breaks the Model contract: no answer to return
 		err = portico.ErrNilResponse // shared: the hop names the route
 	}
-	if g.stats != nil {
+	if g.stats != nil && (st == nil || !st.callerFailed) {
+		// An error of the caller's own OnChunk says nothing about the route.
 		g.learn(ctx, c.idx, start, err)
 	}
 	if err == nil {
@@ -92,6 +97,12 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 	}
 	g.hop(ctx, c, r, reason, err)
 	return nil, false, err
+}
+
+// streamed is what the caller's OnChunk did during one streamed attempt.
+type streamed struct {
+	delivered    bool // a chunk reached the caller
+	callerFailed bool // the caller's OnChunk returned an error
 }
 
 // overflow reports whether err says the input was too long for the route's
