@@ -55,7 +55,9 @@
 //
 // # Cost
 //
-// The closed state is lock-free and allocation-free: an atomic load of the
+// The closed state is lock-free and, unless the request streams,
+// allocation-free (a streamed call costs two allocations: the request's copy
+// that guards the caller's OnChunk, and its callback): an atomic load of the
 // state word (state and generation together) before the call and one after it
 // (to drop the outcome of a closed period that ended meanwhile), an atomic add
 // of the window's cursor and an atomic store of the outcome's slot. A count-based window
