@@ -25,13 +25,14 @@ var (
 )
 
 // errNilRequest is returned by every Model and picker of the package for a nil
-// *Request: a caller's bug, so Permanent. Shared; callers must not modify it.
-var errNilRequest error = &portico.Error{Class: portico.Permanent, Reason: "nil request"}
+// *Request: the root's shared portico.ErrNilRequest (Permanent).
+var errNilRequest = portico.ErrNilRequest
 
 // errNilResponse stands for a route whose Model broke its contract by
-// returning neither a Response nor an error.
+// returning neither a Response nor an error: an InvalidResponse naming the
+// route and wrapping portico.ErrNilResponse.
 func errNilResponse(route string) error {
-	return &portico.Error{Class: portico.InvalidResponse, Model: route, Reason: "nil response"}
+	return &portico.Error{Class: portico.InvalidResponse, Model: route, Err: portico.ErrNilResponse}
 }
 
 // errPanic is the outcome fed back to a picker when the chosen Model panics

@@ -54,18 +54,18 @@ func TestNilResponse(t *testing.T) {
 // picker, not a nil dereference.
 func TestNilRequest(t *testing.T) {
 	for name, m := range models(t, answer("ok", portico.Usage{}, nil)) {
-		if _, err := m.Generate(context.Background(), nil); !errors.Is(err, portico.ErrPermanent) {
+		if _, err := m.Generate(context.Background(), nil); !errors.Is(err, portico.ErrNilRequest) {
 			t.Errorf("%s.Generate(nil request) = %v, want a Permanent error", name, err)
 		}
 	}
 	r, _ := NewRouter(RouterConfig{Routes: []portico.Route{{Name: "a", Model: answer("ok", portico.Usage{}, nil)}}})
-	if pr, err := r.Pick(PickInfo{}); !errors.Is(err, portico.ErrPermanent) || pr.Index != -1 {
+	if pr, err := r.Pick(PickInfo{}); !errors.Is(err, portico.ErrNilRequest) || pr.Index != -1 {
 		t.Errorf("Router.Pick(nil request) = %d, %v, want -1 and a Permanent error", pr.Index, err)
 	}
 	for _, s := range []Strategy{RoundRobin{}, LeastInFlight{}, Affinity{}, PrefixAware{}} {
 		rs, _ := replicas(2)
 		b := mustBalancer(t, rs, s)
-		if pr, err := b.Pick(PickInfo{}); !errors.Is(err, portico.ErrPermanent) || pr.Index != -1 {
+		if pr, err := b.Pick(PickInfo{}); !errors.Is(err, portico.ErrNilRequest) || pr.Index != -1 {
 			t.Errorf("%T Balancer.Pick(nil request) = %d, %v, want -1 and a Permanent error", s, pr.Index, err)
 		}
 	}
