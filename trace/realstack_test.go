@@ -11,6 +11,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/stack"
 	"github.com/portico-llm/portico/trace"
@@ -22,12 +23,15 @@ import (
 )
 
 // TestRealStackSpanTree pins the exact span tree, attributes and events of a
-// streamed request through the real layers (package stack: trace, fallback
-// over routes a and b, each with breaker, retry, the attempt layer and
-// validation) over modeltest fakes, in virtual time: route a fails with 503
-// after 10 ms on each of three attempts (two retries, exponential backoff
-// 100 ms then 200 ms), its breaker (one failure trips it) opens, the group
-// falls back to b, which streams its answer 300 ms after it is called.
+// streamed request through the real layers (package stack: trace, a
+// per-client rate limiter, fallback over routes a and b, each with breaker,
+// retry, the attempt layer and validation) over modeltest fakes, in virtual
+// time. A first request from the same client empties its one-request bucket
+// (10 per second), so the traced request waits 100 ms at the limiter; then
+// route a fails with 503 after 10 ms on each of three attempts (two retries,
+// exponential backoff 100 ms then 200 ms), its breaker (one failure trips it)
+// opens, the group falls back to b, which streams its answer 300 ms after it
+// is called.
 func TestRealStackSpanTree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := tracetest.NewSpanRecorder()
@@ -38,7 +42,7 @@ func TestRealStackSpanTree(t *testing.T) {
 			t.Fatal(err)
 		}
 		const secret = "CANARY-real-stack"
-		a := modeltest.NewFake(modeltest.Outcome{Err: modeltest.Err503(), Latency: 10 * time.Millisecond})
+		a := modeltest.NewFake(modeltest.Answer("warm-up"), modeltest.Outcome{Err: modeltest.Err503(), Latency: 10 * time.Millisecond})
 		b := modeltest.NewFake(modeltest.Outcome{TTFT: 300 * time.Millisecond, Chunks: []string{"fine " + secret},
 			Response: &portico.Response{ID: "chatcmpl-b1", Text: "fine " + secret, FinishReason: portico.FinishStop,
 				Model: "gpt-4o-mini-2024-07-18", Usage: portico.Usage{InputTokens: 100, OutputTokens: 20, CachedInputTokens: 64}}})
@@ -46,23 +50,30 @@ func TestRealStackSpanTree(t *testing.T) {
 			Breaker: breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Minute},
 			Retry:   retry.Config{MaxAttempts: 3, Backoff: retry.Exponential, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}}
 		rb := stack.Route{Route: portico.Route{Name: "b", Model: b, ModelName: "gpt-4o-mini"}}
-		s, err := stack.New(stack.Config{Routes: []stack.Route{ra, rb}, Tracer: tr})
+		s, err := stack.New(stack.Config{Routes: []stack.Route{ra, rb}, Tracer: tr,
+			ClientLimits: ratelimit.Limits{Requests: 10, RequestBurst: 1, Period: time.Second}, ClientMode: ratelimit.Wait})
 		if err != nil {
 			t.Fatal(err)
 		}
+		client := portico.Identity{OperationID: "op-1", ClientKey: "client-1"}
+		if _, err := s.Generate(context.Background(), &portico.Request{Model: "gpt-4o", Identity: client,
+			Messages: []portico.Message{portico.Text(portico.RoleUser, "warm up")}}); err != nil {
+			t.Fatalf("warm-up request: %v", err)
+		}
+		warm := len(rec.Ended())
 		req := &portico.Request{Model: "gpt-4o", MaxOutputTokens: 256,
 			Messages: []portico.Message{portico.Text(portico.RoleUser, "user says "+secret)},
-			Identity: portico.Identity{OperationID: "op-1"},
+			Identity: client,
 			OnChunk:  func(portico.Chunk) error { return nil }}
 		resp, err := s.Generate(context.Background(), req)
 		if err != nil || resp.Route != "b" || len(resp.Hops) != 1 || resp.Hops[0].Route != "a" {
 			t.Fatalf("Generate = %+v, %v; want b's answer after one hop from a", resp, err)
 		}
-		if a.Count() != 3 || b.Count() != 1 {
-			t.Fatalf("calls: a %d, b %d; want 3, 1", a.Count(), b.Count())
+		if a.Count() != 4 || b.Count() != 1 {
+			t.Fatalf("calls: a %d, b %d; want 4 (warm-up, then 3 attempts), 1", a.Count(), b.Count())
 		}
 
-		spans := rec.Ended()
+		spans := rec.Ended()[warm:]
 		if len(spans) != 5 {
 			t.Fatalf("%d spans, want 5 (3 attempts on a, 1 on b, then the request)", len(spans))
 		}
@@ -119,17 +130,18 @@ func TestRealStackSpanTree(t *testing.T) {
 			return m
 		}
 		want := []span{
-			{name: "chat gpt-4o", start: 0, end: 10 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(0)},
-			{name: "chat gpt-4o", start: 110 * ms, end: 120 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(1)},
-			{name: "chat gpt-4o", start: 320 * ms, end: 330 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(2)},
-			{name: "chat gpt-4o-mini", start: 330 * ms, end: 630 * ms, status: codes.Unset,
+			{name: "chat gpt-4o", start: 100 * ms, end: 110 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(0)},
+			{name: "chat gpt-4o", start: 210 * ms, end: 220 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(1)},
+			{name: "chat gpt-4o", start: 420 * ms, end: 430 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(2)},
+			{name: "chat gpt-4o-mini", start: 430 * ms, end: 730 * ms, status: codes.Unset,
 				attrs: with(common, answer, map[string]string{"gen_ai.request.model": "gpt-4o-mini", "portico.attempt.index": "0",
 					"gen_ai.response.time_to_first_chunk": at(300 * ms)}),
-				events: []event{{trace.EventNameFirstChunk, 630 * ms, map[string]string{"gen_ai.response.time_to_first_chunk": at(300 * ms)}}}},
-			{name: "chat gpt-4o", root: true, start: 0, end: 630 * ms, status: codes.Unset,
+				events: []event{{trace.EventNameFirstChunk, 730 * ms, map[string]string{"gen_ai.response.time_to_first_chunk": at(300 * ms)}}}},
+			{name: "chat gpt-4o", root: true, start: 0, end: 730 * ms, status: codes.Unset,
 				attrs: with(common, answer, map[string]string{
 					"gen_ai.request.model":                "gpt-4o",
-					"gen_ai.response.time_to_first_chunk": at(630 * ms),
+					"gen_ai.response.time_to_first_chunk": at(730 * ms),
+					"portico.ratelimit.wait":              at(100 * ms),
 					"portico.route":                       "b",
 					"portico.attempts":                    "4",
 					"portico.retry.count":                 "2",
@@ -141,18 +153,21 @@ func TestRealStackSpanTree(t *testing.T) {
 					"portico.fallback.reason":             "transient",
 				}),
 				events: []event{
+					// The limiter reports its wait when it begins, naming the bucket.
+					{trace.EventNameRateLimitWait, 0, map[string]string{"portico.route": "gpt-4o",
+						"portico.ratelimit.wait": at(100 * ms), "portico.ratelimit.reason": "requests"}},
 					// The retry layer names its budget's destination: the request's model.
-					{trace.EventNameRetry, 10 * ms, map[string]string{"portico.route": "gpt-4o", "portico.attempt.index": "1",
+					{trace.EventNameRetry, 110 * ms, map[string]string{"portico.route": "gpt-4o", "portico.attempt.index": "1",
 						"portico.retry.reason": "transient", "portico.retry.delay": at(100 * ms), "portico.retry.delay_source": "backoff"}},
-					{trace.EventNameRetry, 120 * ms, map[string]string{"portico.route": "gpt-4o", "portico.attempt.index": "2",
+					{trace.EventNameRetry, 220 * ms, map[string]string{"portico.route": "gpt-4o", "portico.attempt.index": "2",
 						"portico.retry.reason": "transient", "portico.retry.delay": at(200 * ms), "portico.retry.delay_source": "backoff"}},
-					{trace.EventNameBreakerState, 330 * ms, map[string]string{"portico.route": "a", "portico.breaker.state": "open"}},
-					{trace.EventNameFallback, 330 * ms, map[string]string{"portico.fallback.source": "a",
+					{trace.EventNameBreakerState, 430 * ms, map[string]string{"portico.route": "a", "portico.breaker.state": "open"}},
+					{trace.EventNameFallback, 430 * ms, map[string]string{"portico.fallback.source": "a",
 						"portico.fallback.reason": "transient", "error.type": "transient"}},
-					{trace.EventNameLayerFirstChunk, 630 * ms, map[string]string{"portico.layer.time_to_first_chunk": at(300 * ms)}},
-					{trace.EventNameFirstChunk, 630 * ms, map[string]string{
-						"gen_ai.response.time_to_first_chunk": at(630 * ms),
-						"portico.ttft.ratelimit_wait":         at(0),
+					{trace.EventNameLayerFirstChunk, 730 * ms, map[string]string{"portico.layer.time_to_first_chunk": at(300 * ms)}},
+					{trace.EventNameFirstChunk, 730 * ms, map[string]string{
+						"gen_ai.response.time_to_first_chunk": at(730 * ms),
+						"portico.ttft.ratelimit_wait":         at(100 * ms),
 						"portico.ttft.routing":                at(330 * ms),
 						"portico.ttft.provider":               at(300 * ms)}},
 				}},
