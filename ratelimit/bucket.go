@@ -190,10 +190,12 @@ func (b *bucket) full(now time.Duration) bool {
 
 // adopt takes in a provider's view: remaining tokens now, which refill to
 // limit (0: unknown) by now+reset. The level drops to remaining when that is
-// lower; until the reset the refill rate is the lower of the configured one and
-// the provider's (limit-remaining)/reset. Neither raises any level or rate, so
-// the bound above still holds.
-func (b *bucket) adopt(now time.Duration, remaining, limit int, reset time.Duration) {
+// lower; until the reset, or for hold > 0 at most, the refill rate is the
+// lower of the configured one and the provider's (limit-remaining)/reset.
+// (The rate is the provider's, from the whole reset; hold only shortens the
+// time it applies.) Neither raises any level or rate, so the bound above
+// still holds.
+func (b *bucket) adopt(now time.Duration, remaining, limit int, reset, hold time.Duration) {
 	b.advance(now)
 	if r := float64(max(remaining, 0)); r < b.level {
 		b.level = r
@@ -205,7 +207,7 @@ func (b *bucket) adopt(now time.Duration, remaining, limit int, reset time.Durat
 	if pr >= b.rate {
 		return
 	}
-	until := now + reset
+	until := now + min(reset, hold)
 	if until < now { // saturate
 		until = math.MaxInt64
 	}

@@ -60,12 +60,12 @@ func TestBucketAdopt(t *testing.T) {
 	// Configured: b = 1000, r = 100/s. Provider: 200 remain, limit 1000,
 	// reset in 8s: its refill is 100/s as well, so only the level drops.
 	b := newBucket(100, 1000, at(0))
-	b.adopt(at(0), 200, 1000, 8*time.Second)
+	b.adopt(at(0), 200, 1000, 8*time.Second, time.Minute)
 	if b.level != 200 || b.provUntil != 0 {
 		t.Fatalf("adopt(200, 1000, 8s): level %v provUntil %v, want 200 and none", b.level, b.provUntil)
 	}
 	// Provider: 0 remain of 1000, reset in 20s: 50/s, tighter than 100/s.
-	b.adopt(at(0), 0, 1000, 20*time.Second)
+	b.adopt(at(0), 0, 1000, 20*time.Second, time.Minute)
 	if ok, wait := b.take(at(0), 500, 0); ok || wait != 10*time.Second {
 		t.Fatalf("take(500) under provider view = (%v, %v), want (false, 10s)", ok, wait)
 	}
@@ -79,9 +79,19 @@ func TestBucketAdopt(t *testing.T) {
 		t.Fatalf("take(1000) at 22s refused, level %v", b.level)
 	}
 	// A looser provider view changes nothing.
-	b.adopt(at(22000), 5000, 10000, time.Second)
+	b.adopt(at(22000), 5000, 10000, time.Second, time.Minute)
 	if b.level != 0 || b.provUntil != 0 {
 		t.Fatalf("looser view: level %v provUntil %v, want 0 and none", b.level, b.provUntil)
+	}
+	// A hold shorter than the reset: 0 remain of 1000, reset in 20s (50/s),
+	// held 4s. 500 tokens: 4s at 50/s give 200, 300 more take 3s at 100/s.
+	b = newBucket(100, 1000, at(0))
+	b.adopt(at(0), 0, 1000, 20*time.Second, 4*time.Second)
+	if ok, wait := b.take(at(0), 500, 0); ok || wait != 7*time.Second {
+		t.Fatalf("take(500) under a view held 4s = (%v, %v), want (false, 7s)", ok, wait)
+	}
+	if b.provUntil != at(4000) || b.rateAt(at(3999)) != 50 || b.rateAt(at(4000)) != 100 {
+		t.Fatalf("view held 4s: provUntil %v, rates %v, %v; want 4s, 50, 100", b.provUntil, b.rateAt(at(3999)), b.rateAt(at(4000)))
 	}
 }
 
@@ -152,7 +162,7 @@ func runRandom(seed uint64, naiveRefund bool) (evs []event, b, r float64) {
 			bk.advance(now)
 			bk.charge(rng.Float64() * 50)
 		default:
-			bk.adopt(now, rng.IntN(int(b)), int(b), time.Duration(rng.IntN(20))*time.Second)
+			bk.adopt(now, rng.IntN(int(b)), int(b), time.Duration(rng.IntN(20))*time.Second, time.Duration(1+rng.IntN(20))*time.Second)
 		}
 	}
 	return evs, b, r
@@ -267,7 +277,7 @@ func FuzzBucketBound(f *testing.F) {
 				bk.advance(now)
 				bk.charge(x)
 			case 3:
-				bk.adopt(now, int(x)*4, 1000, time.Duration(x)*50*time.Millisecond)
+				bk.adopt(now, int(x)*4, 1000, time.Duration(x)*50*time.Millisecond, time.Duration(256-x)*50*time.Millisecond)
 			case 4:
 				if nb := 500 + x*2; nb < b { // only lower: the bound is stated for one b
 					b = nb

@@ -62,7 +62,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 		now = l.now()
 	}
 	if rl != nil {
-		e.adopt(now, rl)
+		e.adopt(now, rl, l.cfg.MaxProviderHold)
 	}
 	if t.prog != nil {
 		t.prog.attained += now - t.start
@@ -121,12 +121,13 @@ func Refund(err error, in, maxOut int) int {
 
 // adopt takes in a provider's view of its limits, announced with a response
 // or an error: each bucket adopts the tighter of the provider's view and its
-// configured limit until the provider's reset. The caller holds e.mu.
-func (e *entry) adopt(now time.Duration, rl *portico.RateLimit) {
+// configured limit until the provider's reset, for hold
+// ([Config.MaxProviderHold]) at most. The caller holds e.mu.
+func (e *entry) adopt(now time.Duration, rl *portico.RateLimit, hold time.Duration) {
 	if q := rl.Tokens; q.Known && e.lim.Tokens > 0 {
-		e.tok.adopt(now, q.Remaining, q.Limit, q.Reset)
+		e.tok.adopt(now, q.Remaining, q.Limit, q.Reset, hold)
 	}
 	if q := rl.Requests; q.Known && e.lim.Requests > 0 {
-		e.req.adopt(now, q.Remaining, q.Limit, q.Reset)
+		e.req.adopt(now, q.Remaining, q.Limit, q.Reset, hold)
 	}
 }

@@ -199,6 +199,22 @@ type Config struct {
 	// minutes.
 	ProgramTTL time.Duration
 
+	// MaxProviderHold caps how long one provider announcement may hold a key
+	// tighter than its configured limits: a view adopted at t (see the
+	// package documentation, Provider feedback) slows the refill to the
+	// provider's rate until t + min(reset, MaxProviderHold); after that the
+	// configured rate refills whatever level the view left. A later
+	// announcement starts a new hold. 0 means one minute: the limits a local
+	// bucket mirrors are per-minute windows (OpenAI's requests and tokens per
+	// minute, RPM and TPM), whose resets are at most a minute away, while a
+	// reset hours away announces a daily quota (requests or tokens per day),
+	// which is the provider's to enforce with its 429s, not a reason to stall
+	// the key locally for the rest of the day. A longer hold follows longer
+	// resets; math.MaxInt64 follows every reset in full. Negative is an
+	// error.
+	// [Limiter.SetLimit] clears every view, however long its hold.
+	MaxProviderHold time.Duration
+
 	// Logger receives debug records of refusals and provider feedback. nil
 	// discards.
 	Logger *slog.Logger
@@ -218,6 +234,7 @@ const (
 	defaultLevels     = 8
 	defaultStarvation = 10
 	defaultProgramTTL = 10 * time.Minute
+	defaultHold       = time.Minute
 )
 
 // norm validates c and fills its defaults.
@@ -245,6 +262,8 @@ func (c Config) norm() (Config, error) {
 		return c, errors.New("ratelimit: negative or NaN PLAS setting")
 	case c.ProgramTTL < 0:
 		return c, errors.New("ratelimit: negative ProgramTTL")
+	case c.MaxProviderHold < 0:
+		return c, errors.New("ratelimit: negative MaxProviderHold")
 	}
 	if c.Estimator == nil {
 		c.Estimator = portico.DefaultEstimator
@@ -263,6 +282,9 @@ func (c Config) norm() (Config, error) {
 	}
 	if c.ProgramTTL == 0 {
 		c.ProgramTTL = defaultProgramTTL
+	}
+	if c.MaxProviderHold == 0 {
+		c.MaxProviderHold = defaultHold
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

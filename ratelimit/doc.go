@@ -75,9 +75,13 @@
 // key the call went through adopts the tighter of that view and its own: the
 // level drops to what the provider says remains, and until the provider's
 // reset the refill runs at the provider's rate when that is slower. The next
-// calls then wait locally instead of collecting 429s. [Limiter.SetLimit]
-// changes the configured limits of every key live, and clears every
-// provider view adopted so far: the operator's word wins.
+// calls then wait locally instead of collecting 429s. One announcement holds
+// the key tighter for [Config.MaxProviderHold] at most (one minute by
+// default, the window of the per-minute limits a local bucket mirrors): a
+// daily quota's reset, hours away, does not stall the key for the rest of
+// the day. [Limiter.SetLimit] changes the configured limits of every key
+// live, and clears every provider view adopted so far: the operator's word
+// wins.
 //
 // # In-flight cap, shedding and queues
 //

@@ -26,9 +26,9 @@ type Limiter struct {
 }
 
 // New returns a Limiter for cfg, or an error starting with "ratelimit:" when
-// cfg is invalid: negative values, no limit at all, a burst without its
-// limit, a DefaultMaxTokens above TokenBurst, a Queue without MaxInFlight, an
-// unknown Mode or Order.
+// cfg is invalid: negative values (MaxProviderHold included), no limit at
+// all, a burst without its limit, a DefaultMaxTokens above TokenBurst, a
+// Queue without MaxInFlight, an unknown Mode or Order.
 func New(cfg Config) (*Limiter, error) {
 	c, err := cfg.norm()
 	if err != nil {

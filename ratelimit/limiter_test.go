@@ -247,6 +247,7 @@ func TestBadConfig(t *testing.T) {
 		{Limits: Limits{MaxInFlight: 1}, Queue: 1, Order: 9},
 		{Limits: Limits{Requests: 5}, PLAS: PLASConfig{Starvation: math.NaN()}},
 		{Limits: Limits{Requests: 5}, ProgramTTL: -1},
+		{Limits: Limits{Requests: 5}, MaxProviderHold: -1},
 	}
 	for _, c := range bad {
 		if l, err := New(c); err == nil || l != nil || err.Error()[:10] != "ratelimit:" {
