@@ -15,7 +15,7 @@
 //     provider gave one), gen_ai.request.max_tokens, gen_ai.request.stream, token usage
 //     including gen_ai.usage.cache_read.input_tokens, finish reasons,
 //     gen_ai.response.time_to_first_chunk, error.type (the [portico.Class]),
-//     server.address) and Portico's own portico.* attributes.
+//     server.address and server.port) and Portico's own portico.* attributes.
 //   - [Tracer.WrapAttempt], the attempt layer, goes inside the retry layer,
 //     next to the provider adapter: one child client span per attempt, with
 //     portico.attempt.index, portico.attempt.id and, on retries,
