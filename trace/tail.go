@@ -50,7 +50,11 @@ type TailStats struct {
 // lasted longer than Threshold, and the share Ratio of the others by trace id;
 // the kept spans go to Next in the order they ended. Spans that end after
 // their root are forwarded or dropped by the decision, remembered for the last
-// MaxTraces decided traces.
+// MaxTraces decided traces. The decision is per trace id: when one trace has
+// several local roots in this process (say two requests made under the same
+// remote parent, with no local span above them), the first root to end
+// decides for all, and a later failed one is not kept if the first was not;
+// put one local span above such requests to have them decided together.
 //
 // Register it with the TracerProvider (sdktrace.WithSpanProcessor) under a
 // head sampler that samples everything (sdktrace.AlwaysSample, the default);
