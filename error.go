@@ -283,6 +283,14 @@ func (j *joined) Error() string {
 
 func (j *joined) Unwrap() []error { return j.errs }
 
+// ErrLayerTimeout marks a context that a layer ended for a timeout of its own
+// (a retry layer's attempt, first-chunk or chunk-gap timeout), given as the
+// cause to context.WithTimeoutCause or a CancelCauseFunc (or wrapped by that
+// cause, errors.Is). An adapter that sees its context end with such a cause
+// reports the attempt as [Transient] when the request was not yet sent and
+// [Ambiguous] when it was, rather than as the caller's [Canceled] or [Deadline].
+var ErrLayerTimeout = errors.New("portico: layer timeout")
+
 // The errors layers return for a broken [Model] contract, shared values that
 // must not be modified: [ErrNilRequest] (class Permanent) when Generate is given
 // a nil *Request, [ErrNilResponse] (class InvalidResponse) when a Model returns

@@ -626,3 +626,16 @@ func TestNilRequest(t *testing.T) {
 		t.Errorf("Generate(nil request) = (%v, %v) after %d calls, want a permanent error and no call", resp, err, base.calls())
 	}
 }
+
+// The retry layer's timeout sentinels mark a layer's own timeout, so that
+// adapters tell it from the caller's cancel.
+func TestTimeoutSentinelsAreLayerTimeouts(t *testing.T) {
+	for _, e := range []error{ErrAttemptTimeout, ErrFirstChunkTimeout, ErrChunkGapTimeout} {
+		if !errors.Is(e, portico.ErrLayerTimeout) || !errors.Is(e, e) || errors.Is(e, ErrBudgetExhausted) {
+			t.Errorf("errors.Is(%v, ErrLayerTimeout / itself / another) wrong", e)
+		}
+	}
+	if errors.Is(ErrAttemptTimeout, ErrFirstChunkTimeout) {
+		t.Errorf("errors.Is(ErrAttemptTimeout, ErrFirstChunkTimeout) = true, want distinct sentinels")
+	}
+}

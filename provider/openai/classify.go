@@ -206,21 +206,22 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 			e.RetryAfter = d
 		}
 	}
-	// 1. The context: the caller's cancel or deadline, or a per-attempt
-	//    deadline an outer layer set with a cause of its own.
+	// 1. The context: the caller's cancel or deadline, or a layer's own
+	//    timeout, marked by a cause matching portico.ErrLayerTimeout.
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		cause := context.Cause(ctx)
 		e.Err = ctxErr
 		if cause != ctxErr {
 			e.Err = portico.Join(ctxErr, cause)
 		}
+		layer := errors.Is(cause, portico.ErrLayerTimeout)
 		switch {
+		case layer && x.wrote.Load():
+			e.Class, e.Reason = portico.Ambiguous, "attempt timeout after the request was sent"
+		case layer:
+			e.Class, e.Reason = portico.Transient, "attempt timeout before the request was sent"
 		case errors.Is(ctxErr, context.Canceled):
 			e.Class = portico.Canceled // Err says "context canceled"
-		case cause != ctxErr && x.wrote.Load():
-			e.Class, e.Reason = portico.Ambiguous, "attempt deadline after the request was sent"
-		case cause != ctxErr:
-			e.Class, e.Reason = portico.Transient, "attempt deadline before the request was sent"
 		default:
 			e.Class = portico.Deadline // Err says "context deadline exceeded"
 		}

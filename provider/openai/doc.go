@@ -48,14 +48,15 @@
 //	body not a completion, stream without  InvalidResponse wrapping ErrMalformed
 //	a finish reason
 //	caller's ctx canceled / deadline       Canceled / Deadline
-//	per-attempt deadline (a ctx deadline   Ambiguous once written, else Transient
-//	with a cause, context.WithTimeoutCause)
+//	a layer's own timeout (ctx ended with  Ambiguous once written, else Transient
+//	a cause matching portico.ErrLayerTimeout)
 //
 // Whether the request was written comes from net/http/httptrace's
-// WroteRequest, observed by an SDK middleware. A per-attempt deadline is told
-// from the caller's by its cause: a layer that bounds one attempt (package
-// retry) should use context.WithTimeoutCause, so that the adapter reports
-// the attempt's timeout as Ambiguous rather than as the caller's Deadline.
+// WroteRequest, observed by an SDK middleware. A layer's timeout is told from
+// the caller's cancel or deadline by its cause: a layer that bounds one attempt
+// (package retry) ends the context with a cause matching
+// portico.ErrLayerTimeout, so that the adapter reports the attempt as Ambiguous
+// or Transient rather than as the caller's Canceled or Deadline.
 //
 // HTTP errors wrap a [*ProviderError] (status, type, code, param), which wraps
 // the SDK's *openai.Error. Providers may echo the prompt in their error

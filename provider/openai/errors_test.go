@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -196,9 +197,11 @@ func TestAfterWrittenAmbiguous(t *testing.T) {
 	}
 }
 
+var errUserLeft = errors.New("user left")
+
 func TestContextErrors(t *testing.T) {
 	stall := faulty(fakeopenai.Fault{Kind: fakeopenai.FaultStallBeforeHeaders})
-	errAttempt := errors.New("attempt timeout")
+	errAttempt := fmt.Errorf("attempt timeout: %w", portico.ErrLayerTimeout)
 	cases := []struct {
 		name  string
 		ctx   func() (context.Context, context.CancelFunc)
@@ -215,6 +218,19 @@ func TestContextErrors(t *testing.T) {
 		}, portico.Deadline, context.DeadlineExceeded},
 		{"attempt deadline with cause", func() (context.Context, context.CancelFunc) {
 			return context.WithTimeoutCause(context.Background(), 30*time.Millisecond, errAttempt)
+		}, portico.Ambiguous, errAttempt},
+		{"caller cancel with its own cause", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			time.AfterFunc(30*time.Millisecond, func() { cancel(errUserLeft) })
+			return ctx, func() { cancel(nil) }
+		}, portico.Canceled, errUserLeft},
+		{"caller deadline with its own cause", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeoutCause(context.Background(), 30*time.Millisecond, errUserLeft)
+		}, portico.Deadline, errUserLeft},
+		{"layer timeout by cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			time.AfterFunc(30*time.Millisecond, func() { cancel(errAttempt) })
+			return ctx, func() { cancel(nil) }
 		}, portico.Ambiguous, errAttempt},
 		{"already canceled", func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())

@@ -78,9 +78,10 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 //     was written (timeout, reset): Ambiguous;
 //   - a body that is not a valid completion, or a stream that ends without
 //     a finish reason: InvalidResponse wrapping [ErrMalformed];
-//   - the caller's ctx canceled: Canceled; its deadline: Deadline; a deadline
-//     that an outer layer set with context.WithTimeoutCause (a per-attempt
-//     deadline): Ambiguous once the request was written, else Transient;
+//   - the caller's ctx canceled: Canceled; its deadline: Deadline; a context
+//     that a layer ended for its own timeout (a cause matching
+//     portico.ErrLayerTimeout, as package retry gives): Ambiguous once the
+//     request was written, else Transient;
 //   - an OnChunk error: returned as is when it is a *portico.Error, else a
 //     Canceled error wrapping it;
 //   - a request that cannot be encoded (unknown role, tool parameters that

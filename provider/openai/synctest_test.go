@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"testing"
@@ -83,7 +84,7 @@ func TestStreamCancelInSynctest(t *testing.T) {
 // sets) is Ambiguous once the request was written and Transient before; the
 // caller's own deadline is Deadline either way.
 func TestAttemptDeadlineInSynctest(t *testing.T) {
-	errAttempt := errors.New("attempt timeout")
+	errAttempt := fmt.Errorf("attempt timeout: %w", portico.ErrLayerTimeout)
 	stall := fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStallMidStream, Fraction: 1, AfterChunks: 1}}}}}
 	synctest.Test(t, func(t *testing.T) {
 		_, m := startPipe(t, stall)
