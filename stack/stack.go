@@ -34,7 +34,8 @@ type Route struct {
 	DefaultMaxTokens int
 	// Breaker configures the route's breaker; an empty Name means Route.Name.
 	Breaker breaker.Config
-	// Retry configures the route's retry layer.
+	// Retry configures the route's retry layer; an empty Destination means
+	// Route.Name, so retry budgets and retry events are per route.
 	Retry retry.Config
 	// Validate configures the route's acceptance pipeline.
 	Validate validate.Config
@@ -206,7 +207,11 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *breaker.Breaker, e
 		mws = append(mws, brk.Wrap)
 	}
 	if !rc.SkipRetry {
-		r, err := retry.New(rc.Retry)
+		rcfg := rc.Retry
+		if rcfg.Destination == "" {
+			rcfg.Destination = rc.Name // budgets and retry events per route, not per model name
+		}
+		r, err := retry.New(rcfg)
 		if err != nil {
 			return portico.Route{}, nil, err
 		}

@@ -157,9 +157,9 @@ func TestRealStackSpanTree(t *testing.T) {
 					{trace.EventNameRateLimitWait, 0, map[string]string{"portico.route": "gpt-4o",
 						"portico.ratelimit.wait": at(100 * ms), "portico.ratelimit.reason": "requests"}},
 					// The retry layer names its budget's destination: the request's model.
-					{trace.EventNameRetry, 110 * ms, map[string]string{"portico.route": "gpt-4o", "portico.attempt.index": "1",
+					{trace.EventNameRetry, 110 * ms, map[string]string{"portico.route": "a", "portico.attempt.index": "1",
 						"portico.retry.reason": "transient", "portico.retry.delay": at(100 * ms), "portico.retry.delay_source": "backoff"}},
-					{trace.EventNameRetry, 220 * ms, map[string]string{"portico.route": "gpt-4o", "portico.attempt.index": "2",
+					{trace.EventNameRetry, 220 * ms, map[string]string{"portico.route": "a", "portico.attempt.index": "2",
 						"portico.retry.reason": "transient", "portico.retry.delay": at(200 * ms), "portico.retry.delay_source": "backoff"}},
 					{trace.EventNameBreakerState, 430 * ms, map[string]string{"portico.route": "a", "portico.breaker.state": "open"}},
 					{trace.EventNameFallback, 430 * ms, map[string]string{"portico.fallback.source": "a",
