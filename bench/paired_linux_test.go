@@ -5,24 +5,14 @@ package bench
 import (
 	"context"
 	"runtime"
-	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/cputime"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/sony/gobreaker/v2"
 )
-
-// threadCPU returns the calling thread's CPU time in nanoseconds
-// (clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
-func threadCPU() int64 {
-	const clockThreadCPUTimeID = 3
-	var ts syscall.Timespec
-	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0)
-	return ts.Nano()
-}
 
 // BenchmarkPairedCPU runs the happy paths of the benchmarks above in
 // alternating blocks of 1,000 calls on one locked OS thread and reports each
@@ -65,11 +55,11 @@ func BenchmarkPairedCPU(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for i, r := range runs {
-			t0 := threadCPU()
+			t0 := cputime.Thread()
 			for range block {
 				r.f()
 			}
-			cpu[i] += threadCPU() - t0
+			cpu[i] += cputime.Thread() - t0
 		}
 		n += block
 	}

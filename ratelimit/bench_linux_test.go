@@ -9,23 +9,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/cputime"
 	"golang.org/x/time/rate"
 )
-
-// threadCPU returns the calling thread's CPU time in nanoseconds
-// (clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
-func threadCPU() int64 {
-	const clockThreadCPUTimeID = 3
-	var ts syscall.Timespec
-	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0)
-	return ts.Nano()
-}
 
 // BenchmarkPairedCPU measures the happy-path admission and a bare
 // rate.Limiter.Allow in alternating blocks of 1,000 calls on one locked OS
@@ -48,15 +38,15 @@ func BenchmarkPairedCPU(b *testing.B) {
 	var ratios []float64
 	b.ResetTimer()
 	for b.Loop() {
-		t0 := threadCPU()
+		t0 := cputime.Thread()
 		for range block {
 			m.Generate(ctx, benchReq)
 		}
-		t1 := threadCPU()
+		t1 := cputime.Thread()
 		for range block {
 			lim.Allow()
 		}
-		t2 := threadCPU()
+		t2 := cputime.Thread()
 		tAdmit += t1 - t0
 		tRate += t2 - t1
 		n += block
@@ -90,9 +80,9 @@ func BenchmarkPairedParallelCPU(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				<-start
-				t0 := threadCPU()
+				t0 := cputime.Thread()
 				f(i, block)
-				total.Add(threadCPU() - t0)
+				total.Add(cputime.Thread() - t0)
 			})
 		}
 		w0 := time.Now()

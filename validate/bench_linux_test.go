@@ -4,19 +4,10 @@ package validate
 
 import (
 	"runtime"
-	"syscall"
 	"testing"
-	"unsafe"
-)
 
-// threadCPU returns the calling thread's CPU time in nanoseconds
-// (clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
-func threadCPU() int64 {
-	const clockThreadCPUTimeID = 3
-	var ts syscall.Timespec
-	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0)
-	return ts.Nano()
-}
+	"github.com/portico-llm/portico/internal/cputime"
+)
 
 // BenchmarkPairedCPU is BenchmarkPaired measured in the thread's CPU time
 // rather than wall time, in alternating blocks of 16 runs, so that time the
@@ -47,15 +38,15 @@ func BenchmarkPairedCPU(b *testing.B) {
 		if swap {
 			first, second, tFirst, tSecond = pipe, raw, &tPipe, &tRaw
 		}
-		t0 := threadCPU()
+		t0 := cputime.Thread()
 		for range block {
 			first()
 		}
-		t1 := threadCPU()
+		t1 := cputime.Thread()
 		for range block {
 			second()
 		}
-		t2 := threadCPU()
+		t2 := cputime.Thread()
 		*tFirst += t1 - t0
 		*tSecond += t2 - t1
 	}
