@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/internal/cputime"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
+	"github.com/portico-llm/portico/internal/cputime"
 	"github.com/sony/gobreaker/v2"
 )
 
