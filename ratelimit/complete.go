@@ -81,21 +81,26 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 // Refund returns the tokens a [Limiter] gives back to the token bucket for a
 // call that reserved in + maxOut tokens (N_in + N_max) and failed with err
 // without reporting usage. The rule gives back only what the error class
-// makes safe, since a provider may count a failed call against its limits
-// (seed 003); an outcome that may have generated output refunds nothing:
+// and the HTTP status make safe, since a provider may count a failed call
+// against its limits (seed 003); an outcome that may have generated output
+// refunds nothing:
 //
-//   - [portico.Rejected], and [portico.Permanent], [portico.Incompatible] or
-//     [portico.Transient] with no HTTP status (refused locally or before the
-//     request was sent, e.g. connection refused): in + maxOut, all of it;
-//   - [portico.Permanent], [portico.Incompatible] with a status (the provider
-//     read the input and refused it), [portico.RateLimited] (a 429: no
-//     output, but the input may count), and [portico.Transient] with a status
-//     (a 5xx answer instead of generation): maxOut, the output reserve;
-//   - [portico.Ambiguous], [portico.Canceled], [portico.Deadline],
-//     [portico.InvalidResponse] (output was or may have been generated), and
-//     an error that is not a [*portico.Error] (nothing is known): 0.
+//   - [portico.Rejected], and [portico.Permanent], [portico.Incompatible],
+//     [portico.Transient] or [portico.RateLimited] with no HTTP status
+//     (refused locally or before the request was sent, e.g. connection
+//     refused, or an inner Limiter's refusal): in + maxOut, all of it;
+//   - [portico.Permanent], [portico.Incompatible], [portico.RateLimited] (a
+//     429: no output, but the input may count) or [portico.Transient] (a 5xx
+//     answer instead of generation) with an error status, 400 or above:
+//     maxOut, the output reserve;
+//   - the same classes with a status below 400 (an error event inside an
+//     HTTP 200 stream, after output may have begun), [portico.Ambiguous],
+//     [portico.Canceled], [portico.Deadline], [portico.InvalidResponse]
+//     (output was or may have been generated), and an error that is not a
+//     [*portico.Error] (nothing is known): 0.
 //
-// The class is that of the first [*portico.Error] in err's tree.
+// The class and status are those of the first [*portico.Error] in err's
+// tree.
 //
 // A call that succeeded refunds (in + maxOut) - (usage input + usage output)
 // instead, and is charged the excess when usage exceeds the reservation; one
@@ -108,13 +113,13 @@ func Refund(err error, in, maxOut int) int {
 	switch pe.Class {
 	case portico.Rejected:
 		return in + maxOut
-	case portico.Permanent, portico.Incompatible, portico.Transient:
-		if pe.Status == 0 {
+	case portico.Permanent, portico.Incompatible, portico.Transient, portico.RateLimited:
+		switch {
+		case pe.Status == 0:
 			return in + maxOut
+		case pe.Status >= 400:
+			return maxOut
 		}
-		return maxOut
-	case portico.RateLimited:
-		return maxOut
 	}
 	return 0
 }

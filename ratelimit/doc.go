@@ -26,9 +26,10 @@
 // [Config.DefaultMaxTokens]. When the call ends the bucket gets back
 // (N_in + N_max) − (usage input + usage output) from the response's usage,
 // and is charged the excess when the usage was larger; a failed call, which
-// reports no usage, gets back what its error class makes safe (see [Refund]:
-// a local rejection everything, a 429 the output reserve, an ambiguous
-// outcome nothing).
+// reports no usage, gets back what its error class and status make safe
+// (see [Refund]: a local refusal, an inner Limiter's included, everything; a
+// 429 or another error status the output reserve; an ambiguous outcome, or
+// an error inside a 200 stream, nothing).
 //
 // The token bucket guarantees that the net admitted cost (reservations minus
 // refunds) over any interval dt is at most b + r·dt, refunds included: a

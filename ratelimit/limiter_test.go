@@ -206,6 +206,12 @@ func TestRefundRule(t *testing.T) {
 		{&portico.Error{Class: portico.Incompatible, Status: 400}, 400},
 		{&portico.Error{Class: portico.Transient, Status: 503}, 400},
 		{&portico.Error{Class: portico.RateLimited, Status: 429}, 400},
+		{&portico.Error{Class: portico.RateLimited}, 500},                 // an inner limiter: never sent
+		{&portico.Error{Class: portico.RateLimited, Err: ErrLimited}, 500}, // the same, as a Limiter returns it
+		{&portico.Error{Class: portico.Transient, Status: 200}, 0},         // an error event in a 200 stream
+		{&portico.Error{Class: portico.RateLimited, Status: 200}, 0},
+		{&portico.Error{Class: portico.Permanent, Status: 200}, 0},
+		{&portico.Error{Class: portico.Incompatible, Status: 200}, 0},
 		{&portico.Error{Class: portico.Ambiguous}, 0},
 		{&portico.Error{Class: portico.Canceled}, 0},
 		{&portico.Error{Class: portico.Deadline}, 0},
@@ -225,6 +231,20 @@ func TestRefundRule(t *testing.T) {
 		l.Wrap(errModel(&portico.Error{Class: portico.RateLimited, Status: 429})).Generate(t.Context(), r)
 		if got := l.levelOf(r, time.Now()); got != 900 {
 			t.Errorf("level after a 429 = %v, want 900", got)
+		}
+		// An inner Limiter's refusal never reached the provider: the outer
+		// Limiter gets all of its 500 back.
+		inner := mustNew(t, Config{Limits: Limits{Requests: 1}})
+		model := l.Wrap(inner.Wrap(okModel(0, 0)))
+		r2 := req("b", 400)
+		if _, err := model.Generate(t.Context(), r2); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := model.Generate(t.Context(), r2); !errors.Is(err, ErrLimited) {
+			t.Fatalf("second call through an inner Limiter of 1 request = %v, want ErrLimited", err)
+		}
+		if got := l.levelOf(r2, time.Now()); got != 500 {
+			t.Errorf("level after an admitted call with no usage and an inner refusal = %v, want 500 (only the first call's 500 kept)", got)
 		}
 	})
 }
