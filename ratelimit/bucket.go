@@ -192,6 +192,8 @@ func (b *bucket) full(now time.Duration) bool {
 // limit (0: unknown) by now+reset. The level drops to remaining when that is
 // lower; until the reset, or for hold > 0 at most, the refill rate is the
 // lower of the configured one and the provider's (limit-remaining)/reset.
+// A provider with nothing used (remaining >= limit) says nothing of its
+// rate, and is not read as a rate of zero.
 // (The rate is the provider's, from the whole reset; hold only shortens the
 // time it applies.) Neither raises any level or rate, so the bound above
 // still holds.
@@ -200,8 +202,8 @@ func (b *bucket) adopt(now time.Duration, remaining, limit int, reset, hold time
 	if r := float64(max(remaining, 0)); r < b.level {
 		b.level = r
 	}
-	if reset <= 0 || limit <= 0 {
-		return
+	if reset <= 0 || limit <= 0 || remaining >= limit {
+		return // no rate: with nothing used, (limit-remaining)/reset is 0
 	}
 	pr := float64(max(limit-remaining, 0)) / reset.Seconds()
 	if pr >= b.rate {

@@ -83,6 +83,15 @@ func TestBucketAdopt(t *testing.T) {
 	if b.level != 0 || b.provUntil != 0 {
 		t.Fatalf("looser view: level %v provUntil %v, want 0 and none", b.level, b.provUntil)
 	}
+	// A provider with nothing used (remaining = limit, or more) gives no
+	// rate: (limit-remaining)/reset would be 0 and stall the refill.
+	b = newBucket(100, 1000, at(0))
+	b.take(at(0), 1000, 0)
+	b.adopt(at(0), 1000, 1000, 20*time.Second, time.Minute)
+	b.adopt(at(0), 1200, 1000, 20*time.Second, time.Minute)
+	if ok, wait := b.take(at(0), 500, 0); ok || wait != 5*time.Second || b.provUntil != 0 {
+		t.Fatalf("take(500) after a view of nothing used = (%v, %v), provUntil %v; want (false, 5s), none", ok, wait, b.provUntil)
+	}
 	// A hold shorter than the reset: 0 remain of 1000, reset in 20s (50/s),
 	// held 4s. 500 tokens: 4s at 50/s give 200, 300 more take 3s at 100/s.
 	b = newBucket(100, 1000, at(0))

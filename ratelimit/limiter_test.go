@@ -206,7 +206,7 @@ func TestRefundRule(t *testing.T) {
 		{&portico.Error{Class: portico.Incompatible, Status: 400}, 400},
 		{&portico.Error{Class: portico.Transient, Status: 503}, 400},
 		{&portico.Error{Class: portico.RateLimited, Status: 429}, 400},
-		{&portico.Error{Class: portico.RateLimited}, 500},                 // an inner limiter: never sent
+		{&portico.Error{Class: portico.RateLimited}, 500},                  // an inner limiter: never sent
 		{&portico.Error{Class: portico.RateLimited, Err: ErrLimited}, 500}, // the same, as a Limiter returns it
 		{&portico.Error{Class: portico.Transient, Status: 200}, 0},         // an error event in a 200 stream
 		{&portico.Error{Class: portico.RateLimited, Status: 200}, 0},
