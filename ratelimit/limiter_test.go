@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -373,4 +374,52 @@ func TestWaitInLine(t *testing.T) {
 			t.Errorf("small call after the cancel: %v after %v, want admitted at once (the model's error)", err, time.Since(s))
 		}
 	})
+}
+
+// TestRetryAfterExact: over random limits, levels, provider views, costs and
+// a waiter ahead (the two within one burst of each bucket), a refused take's wait is exact to the nanosecond: the same
+// take is admitted at now + wait and refused at now + wait - 1ns. (waitFor
+// alone, rounding up, is 1ns late in some of these states.)
+func TestRetryAfterExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	refused := 0
+	for range 50_000 {
+		lim := &Limits{Requests: 1 + rng.IntN(1000), Tokens: 1 + rng.IntN(100_000), Period: time.Duration(1+rng.IntN(120_000)) * time.Millisecond}
+		lim.RequestBurst = 1 + rng.IntN(lim.Requests)
+		lim.TokenBurst = 1 + rng.IntN(2*lim.Tokens)
+		if rng.IntN(4) == 0 {
+			lim.Requests, lim.RequestBurst = 0, 0
+		}
+		start := time.Duration(rng.Int64N(int64(time.Second)))
+		e := newEntry(key{}, lim, start)
+		e.tok.level = rng.Float64() * float64(lim.TokenBurst)
+		if lim.Requests > 0 {
+			e.req.level = rng.Float64() * float64(lim.RequestBurst)
+		}
+		if rng.IntN(3) == 0 {
+			e.tok.adopt(start, rng.IntN(lim.TokenBurst), lim.TokenBurst, time.Duration(rng.Int64N(int64(time.Minute))), time.Duration(rng.Int64N(int64(time.Minute))))
+		}
+		cost := 1 + rng.IntN(lim.TokenBurst)
+		if rng.IntN(4) == 0 && (lim.Requests == 0 || lim.RequestBurst >= 2) { // a waiter in line, both within one burst
+			e.holds = []*hold{{tokens: float64(rng.IntN(lim.TokenBurst - cost + 1))}}
+		}
+		now := start + time.Duration(rng.Int64N(int64(100*time.Millisecond)))
+		ok, wait, _, _ := e.take(now, cost, nil)
+		if ok {
+			continue
+		}
+		refused++
+		aheadTok, aheadReq := e.ahead(nil)
+		if !e.admitsAt(now+wait, float64(cost)+aheadTok, aheadReq) || wait < 1 || e.admitsAt(now+wait-1, float64(cost)+aheadTok, aheadReq) {
+			t.Fatalf("take(%d) at %v on %+v: wait %v; admitted at +wait: %v, at +wait-1ns: %v; want true, false",
+				cost, now, *lim, wait, e.admitsAt(now+wait, float64(cost)+aheadTok, aheadReq), e.admitsAt(now+wait-1, float64(cost)+aheadTok, aheadReq))
+		}
+		// admitsAt agrees with take itself at now + wait.
+		if ok, _, _, _ := e.take(now+wait, cost, nil); !ok {
+			t.Fatalf("take(%d) at now + RetryAfter %v refused", cost, wait)
+		}
+	}
+	if refused < 10_000 {
+		t.Errorf("only %d of 50000 random takes refused: the test barely runs", refused)
+	}
 }
