@@ -28,6 +28,8 @@ type exchange struct {
 	status  int         // the response's status, 0 when none came
 	header  http.Header // the response's headers
 	readErr error       // the first error reading the body, other than io.EOF
+	limit   int64       // the most body bytes to read; 0 means no limit
+	read    int64       // body bytes read so far
 }
 
 // middleware is the SDK middleware (option.Middleware) recording the exchange.
@@ -55,10 +57,25 @@ type watchedBody struct {
 	x  *exchange
 }
 
+// Read reads at most one byte beyond the exchange's limit, and fails with
+// ErrTooLarge once the body has gone past it.
 func (b *watchedBody) Read(p []byte) (int, error) {
+	x := b.x
+	if x.limit > 0 {
+		if x.read > x.limit {
+			return 0, ErrTooLarge
+		}
+		if left := x.limit - x.read; int64(len(p)) > left {
+			p = p[:left+1]
+		}
+	}
 	n, err := b.rc.Read(p)
-	if err != nil && err != io.EOF && b.x.readErr == nil {
-		b.x.readErr = err
+	x.read += int64(n)
+	if x.limit > 0 && x.read > x.limit {
+		n, err = n-1, ErrTooLarge
+	}
+	if err != nil && err != io.EOF && x.readErr == nil {
+		x.readErr = err
 	}
 	return n, err
 }
@@ -123,6 +140,11 @@ func (e *ProviderError) Unwrap() error { return e.Cause }
 // valid JSON, a completion without choices, a stream that ended without a
 // finish reason.
 var ErrMalformed = errors.New("openai: malformed response")
+
+// ErrTooLarge is the cause of [portico.InvalidResponse] errors for a response
+// body longer than [Config.MaxResponseBytes]: the adapter stopped reading it
+// and closed the connection.
+var ErrTooLarge = errors.New("openai: response larger than MaxResponseBytes")
 
 // classifyStatus maps an HTTP status, the provider's error code and its
 // x-should-retry header to a Class and a short reason. The rule, from the
@@ -227,7 +249,12 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		}
 		return e
 	}
-	// 2. An HTTP error status with an OpenAI error body.
+	// 2. A body past Config.MaxResponseBytes, whatever the SDK made of it.
+	if errors.Is(x.readErr, ErrTooLarge) {
+		e.Class, e.Reason, e.Err = portico.InvalidResponse, "response too large", ErrTooLarge
+		return e
+	}
+	// 3. An HTTP error status with an OpenAI error body.
 	var apiErr *oai.Error
 	if errors.As(err, &apiErr) {
 		h := x.header
@@ -243,7 +270,7 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		e.Err = pe
 		return e
 	}
-	// 3. An error event inside an HTTP 200 stream.
+	// 4. An error event inside an HTTP 200 stream.
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
 		pe := parseEvent(se.Event.Data)
@@ -255,7 +282,7 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		e.Err = pe
 		return e
 	}
-	// 4. No response: the transport failed. Before the request was written the
+	// 5. No response: the transport failed. Before the request was written the
 	//    server cannot have acted on it; after, the outcome is unknown.
 	if x.status == 0 {
 		switch {
@@ -268,7 +295,7 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		}
 		return e
 	}
-	// 5. A response whose body broke off, or did not parse.
+	// 6. A response whose body broke off, or did not parse.
 	if x.readErr != nil {
 		e.Class, e.Reason = portico.Ambiguous, "response body cut off"
 		return e

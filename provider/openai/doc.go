@@ -47,6 +47,7 @@
 //	timeout or reset after it was written  Ambiguous (it may have run and been billed)
 //	body not a completion, stream without  InvalidResponse wrapping ErrMalformed
 //	a finish reason
+//	body past Config.MaxResponseBytes      InvalidResponse wrapping ErrTooLarge
 //	caller's ctx canceled / deadline       Canceled / Deadline
 //	a layer's own timeout (ctx ended with  Ambiguous once written, else Transient
 //	a cause matching portico.ErrLayerTimeout)
@@ -62,6 +63,15 @@
 // the SDK's *openai.Error. Providers may echo the prompt in their error
 // messages, so the message is left out of errors unless
 // [Config.IncludeProviderMessage] is set.
+//
+// # Bounds
+//
+// A hostile or broken server cannot make one call hold unbounded memory or
+// run past its context: every response body (an answer, an HTTP error, a
+// whole event stream, an event that never ends) is cut at
+// [Config.MaxResponseBytes], 64 MiB by default, and the SDK reads it under
+// the caller's context, so a stream that never sends [DONE] ends with the
+// context or at the byte limit, whichever comes first.
 //
 // # Rate-limit headers
 //

@@ -26,7 +26,22 @@ type Config struct {
 	// because providers may echo prompt text in their messages (seed 003:
 	// redact prompts from logs).
 	IncludeProviderMessage bool
+	// MaxResponseBytes bounds the bytes of response body read for one call:
+	// the JSON body of an answer or of an HTTP error, or the whole event
+	// stream of a streamed answer. A server that sends more (a huge body, a
+	// stream that never ends, one endless event) gets its connection closed
+	// and the call fails with [portico.InvalidResponse] wrapping
+	// [ErrTooLarge], so that no single answer can grow the caller's memory
+	// without limit. Zero means [DefaultMaxResponseBytes] (64 MiB); a
+	// negative value means no limit (the caller's context is then the only
+	// bound on an endless stream).
+	MaxResponseBytes int64
 }
+
+// DefaultMaxResponseBytes is the body limit of a zero [Config.MaxResponseBytes]:
+// 64 MiB, about twice the event stream of a 128k-token answer at OpenAI's
+// ~250 bytes per streamed token.
+const DefaultMaxResponseBytes = 64 << 20
 
 // Model is a [portico.Model] over OpenAI's chat-completions API through the
 // official SDK, github.com/openai/openai-go/v3. It is safe for concurrent use.
@@ -37,6 +52,7 @@ type Config struct {
 // otherwise retry twice by default, under every retry layer above it.
 type Model struct {
 	cfg    Config
+	limit  int64 // body bytes per call; 0: none
 	client oai.Client
 }
 
@@ -52,7 +68,14 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 	all := make([]option.RequestOption, 0, len(opts)+1)
 	all = append(all, opts...)
 	all = append(all, option.WithMaxRetries(0))
-	return &Model{cfg: cfg, client: oai.NewClient(all...)}
+	limit := cfg.MaxResponseBytes
+	switch {
+	case limit == 0:
+		limit = DefaultMaxResponseBytes
+	case limit < 0:
+		limit = 0
+	}
+	return &Model{cfg: cfg, limit: limit, client: oai.NewClient(all...)}
 }
 
 // Generate sends req as one chat completion, streamed when req.OnChunk is set,
@@ -62,7 +85,17 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 //
 // Streaming delivers each text delta to req.OnChunk as it arrives, and an
 // empty-text Chunk for each delta that only advances a tool call; the
-// concatenated texts equal Response.Text.
+// concatenated texts equal Response.Text. Tool calls are assembled from
+// their deltas by index (parallel calls may interleave), in index order;
+// an index outside [0, 128) is an InvalidResponse, and indexes a server
+// skipped leave no empty call behind.
+//
+// Text and tool arguments are passed on byte for byte as the provider sent
+// them, invalid UTF-8 included (it is not replaced, so that streamed chunks
+// still add up to Response.Text when a provider splits a character across
+// chunks). A finish_reason other than the four portico knows passes
+// through unchanged (see [portico.FinishReason]); a missing usage leaves
+// Response.Usage zero.
 //
 // Every error is a [*portico.Error] (see doc.go for the full table):
 //
@@ -76,8 +109,11 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 //     stands for (overloaded: Transient; prompt too long: Incompatible);
 //   - transport failure before the request was written: Transient; after it
 //     was written (timeout, reset): Ambiguous;
-//   - a body that is not a valid completion, or a stream that ends without
-//     a finish reason: InvalidResponse wrapping [ErrMalformed];
+//   - a body that is not a valid completion, a completion without choices,
+//     or a stream that ends without a finish reason: InvalidResponse
+//     wrapping [ErrMalformed];
+//   - a body (answer, error or event stream) longer than
+//     [Config.MaxResponseBytes]: InvalidResponse wrapping [ErrTooLarge];
 //   - the caller's ctx canceled: Canceled; its deadline: Deadline; a context
 //     that a layer ended for its own timeout (a cause matching
 //     portico.ErrLayerTimeout, as package retry gives): Ambiguous once the
@@ -111,7 +147,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}
-	x := &exchange{}
+	x := &exchange{limit: m.limit}
 	opts = append(opts, option.WithMiddleware(x.middleware), option.WithMaxRetries(0))
 	if req.Streaming() {
 		return m.stream(ctx, req, params, opts, x, model)
@@ -185,10 +221,14 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 		text   strings.Builder
 		calls  []portico.ToolCall
 		args   [][]byte
+		seen   []bool // seen[i]: a delta named index i
 		finish string
 		resp   = &portico.Response{Model: model}
 	)
 	for s.Next() {
+		if ctx.Err() != nil {
+			break // no chunk reaches the caller after it canceled
+		}
 		c := s.Current()
 		if c.Model != "" {
 			resp.Model = c.Model
@@ -220,7 +260,9 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 				for int(tc.Index) >= len(calls) {
 					calls = append(calls, portico.ToolCall{})
 					args = append(args, nil)
+					seen = append(seen, false)
 				}
+				seen[tc.Index] = true
 				call := &calls[tc.Index]
 				if tc.ID != "" {
 					call.ID = tc.ID
@@ -252,10 +294,16 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 	resp.FinishReason = finishReason(finish)
 	resp.RateLimit = ParseRateLimit(x.header)
 	if len(calls) > 0 {
+		// Indexes are dense (0, 1, ...) from OpenAI; a server that skips some
+		// gets its calls in index order without empty ones for the gaps.
+		out := calls[:0]
 		for i := range calls {
-			calls[i].Arguments = args[i]
+			if seen[i] {
+				calls[i].Arguments = args[i]
+				out = append(out, calls[i])
+			}
 		}
-		resp.ToolCalls = calls
+		resp.ToolCalls = out
 	}
 	return resp, nil
 }
