@@ -184,13 +184,13 @@ func (e *entry) take(now time.Duration, cost int, h *hold) (ok bool, wait time.D
 					wait = max(wait, e.req.waitFor(need, rt))
 				}
 			}
-			return false, e.exact(now, wait, n+aheadTok, aheadReq), "tokens", false
+			return false, wait, "tokens", false
 		}
 	}
 	if e.lim.Requests > 0 {
 		rl, rt := e.req.at(now)
 		if need := float64(aheadReq + 1); !e.req.fits(rl, need, rt) {
-			return false, e.exact(now, e.req.waitFor(need-rl, rt), n+aheadTok, aheadReq), "requests", false
+			return false, e.req.waitFor(need-rl, rt), "requests", false
 		}
 		e.req.set(rl-1, rt)
 	}
@@ -198,39 +198,6 @@ func (e *entry) take(now time.Duration, cost int, h *hold) (ok bool, wait time.D
 		e.tok.set(tl-n, tt)
 	}
 	return true, 0, "", false
-}
-
-// exact returns the least wait after which take would admit tokens and a
-// request behind aheadReq others, given wait, which suffices. waitFor rounds
-// up to the nanosecond while fits forgives a shortfall refilled within one
-// (rate.Limiter's rule), so one nanosecond less may already admit: the
-// refusal's RetryAfter is then that. Only on a refusal. The caller holds
-// e.mu.
-func (e *entry) exact(now, wait time.Duration, tokens float64, aheadReq int) time.Duration {
-	for range 2 {
-		if wait <= 1 || !e.admitsAt(now+wait-1, tokens, aheadReq) {
-			break
-		}
-		wait--
-	}
-	return wait
-}
-
-// admitsAt reports whether both buckets would admit tokens and a request
-// behind aheadReq others at t, if nothing else happened until then. It
-// changes nothing.
-func (e *entry) admitsAt(t time.Duration, tokens float64, aheadReq int) bool {
-	if e.lim.Tokens > 0 {
-		if l, lt := e.tok.at(t); !e.tok.fits(l, tokens, lt) {
-			return false
-		}
-	}
-	if e.lim.Requests > 0 {
-		if l, lt := e.req.at(t); !e.req.fits(l, float64(aheadReq+1), lt) {
-			return false
-		}
-	}
-	return true
 }
 
 // releaseLocked frees a slot, handing it to the best waiter if any. The

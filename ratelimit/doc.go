@@ -48,7 +48,10 @@
 // In [Reject] mode (the default) a call the buckets cannot admit now fails at
 // once with a [portico.RateLimited] error wrapping [ErrLimited] whose
 // RetryAfter is the exact wait after which the same call would be admitted
-// (429 with Retry-After). In [Wait] mode the call waits that long when the
+// (429 with Retry-After): the least whole nanosecond by which the refill
+// covers the shortfall, so the call is admitted at RetryAfter and refused 2 ns
+// before it (1 ns before, it may already pass: admission forgives a
+// shortfall the refill covers within 1 ns, as rate.Limiter does). In [Wait] mode the call waits that long when the
 // wait fits both the context's deadline and [Config.MaxWait], and fails at
 // once as in Reject mode otherwise. A waiting call holds its place in line:
 // later calls leave room for it, so a large call is not starved by small
