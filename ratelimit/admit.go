@@ -96,7 +96,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		}
 		e.mu.Unlock()
 		if first {
-			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
+			l.observeWait(ctx, req, t, h, wait, which, now)
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -113,6 +113,26 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		e.lock()
 		now = l.now()
 	}
+}
+
+// observeWait reports a call's wait to ctx's Observer. The call holds a slot
+// and its place in line h, and e is unlocked: if the Observer panics, both
+// are given back before the panic goes on, or the key would keep them for
+// ever.
+func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *ticket, h *hold, wait time.Duration, which string, now time.Duration) {
+	ok := false
+	defer func() {
+		if !ok {
+			e := t.e
+			e.lock()
+			e.unhold(h)
+			l.releaseLocked(e, l.now())
+			l.unprogram(t, now)
+			e.mu.Unlock()
+		}
+	}()
+	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
+	ok = true
 }
 
 // testHookQueue, when set by a test, runs as a call decides to queue, with

@@ -215,6 +215,52 @@ func TestPanicReleases(t *testing.T) {
 	}
 }
 
+// panicObserver panics on every event of kind k.
+type panicObserver portico.EventKind
+
+func (k panicObserver) Observe(_ context.Context, e portico.Event) {
+	if e.Kind == portico.EventKind(k) {
+		panic("observer")
+	}
+}
+
+// TestObserverPanicReleases: an Observer that panics on a wait event passes
+// its panic through without keeping the waiting call's slot or its place in
+// line: afterwards the key has nothing in flight and nobody holding tokens,
+// so a call admitted 10s later (the refill of the whole burst) takes them.
+func TestObserverPanicReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Tokens: 600, TokenBurst: 100, MaxInFlight: 1}, Mode: Wait, Estimator: fixedEstimator(0)})
+		m := l.Wrap(okModel(0, 100))
+		r := req("a", 100)
+		if _, err := m.Generate(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		ctx := portico.ContextWithObserver(t.Context(), panicObserver(portico.EventRateLimitWait))
+		func() {
+			defer func() {
+				if p := recover(); p != "observer" {
+					t.Errorf("recover() = %v, want the Observer's panic", p)
+				}
+			}()
+			m.Generate(ctx, r)
+		}()
+		if n := l.inflightOf(r); n != 0 {
+			t.Errorf("in flight after an Observer panic = %d, want 0", n)
+		}
+		e := l.acquire(l.keyOf(r), l.now())
+		holds := len(e.holds)
+		e.mu.Unlock()
+		if holds != 0 {
+			t.Errorf("waiters in line after an Observer panic = %d, want 0", holds)
+		}
+		time.Sleep(10 * time.Second)
+		if _, err := m.Generate(t.Context(), r); err != nil {
+			t.Errorf("call 10s later = %v, want admitted (nothing held for the panicked call)", err)
+		}
+	})
+}
+
 // TestLockFreeCompletions: completions that skip the entry's lock (see
 // Limiter.complete) still free their slots for queued calls and refund
 // every unused token. Eight goroutines on one key with L_max = 2 and a queue
