@@ -188,16 +188,7 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 			s.m = make(map[key]*entry)
 		}
 		if len(s.m) >= max(s.sweepAt, minSweep) {
-			for ek, e := range s.m {
-				e.lock()
-				if e.idle(now, l.cfg.ProgramTTL) {
-					e.dead = true
-					delete(s.m, ek)
-				}
-				e.mu.Unlock()
-			}
-			s.sweepAt = 2 * len(s.m)
-			s.misses = len(s.m) // force a republish: read holds dead entries
+			l.sweep(s, now)
 		}
 		e = newEntry(k, l.limits.Load(), now)
 		s.m[k] = e
@@ -211,6 +202,24 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 		s.misses = 0
 	}
 	return e
+}
+
+// sweep drops s's idle entries and marks them dead, so that a caller that
+// found one in the snapshot looks again. Each entry is settled first: a
+// completion that skipped the lock still counts in flight until then, so an
+// entry is never dropped with a refund pending (the completion's atomic add
+// frees its slot and credits its refund at once). The caller holds s.mu.
+func (l *Limiter) sweep(s *shard, now time.Duration) {
+	for ek, e := range s.m {
+		e.lock()
+		if e.idle(now, l.cfg.ProgramTTL) {
+			e.dead = true
+			delete(s.m, ek)
+		}
+		e.mu.Unlock()
+	}
+	s.sweepAt = 2 * len(s.m)
+	s.misses = len(s.m) // force a republish: read holds dead entries
 }
 
 // Keys returns the number of keys whose state the Limiter holds now, idle

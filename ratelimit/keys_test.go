@@ -184,6 +184,94 @@ func TestEvictionRace(t *testing.T) {
 	}
 }
 
+// TestEvictPendingRefund: a sweep that meets a key whose completion has
+// recorded its refund without the lock (see Limiter.complete) applies the
+// refund exactly once and keeps the key while it is not full; a key with a
+// call in flight is kept even with full buckets; once idle it is dropped
+// and marked dead, and a lookup through the stale snapshot gets a fresh
+// entry, not the dead one. Tokens: 10/s, b = 100; each call reserves 50
+// and uses 10.
+func TestEvictPendingRefund(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Tokens: 600, TokenBurst: 100}, Estimator: fixedEstimator(0)})
+		release := make(chan struct{})
+		var block atomic.Bool
+		m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+			if block.Load() {
+				<-release
+			}
+			return &portico.Response{Usage: portico.Usage{OutputTokens: 10}}, nil
+		}))
+		r := req("a", 50)
+		k := l.keyOf(r)
+		s := &l.shards[maphash.Comparable(l.seed, k)&(numShards-1)]
+		sweep := func() {
+			s.mu.Lock()
+			l.sweep(s, l.now())
+			s.mu.Unlock()
+		}
+		if _, err := m.Generate(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		e := s.m[k]
+		if pending := e.done.Load() - e.settled; pending != 1+40<<doneShift {
+			t.Fatalf("done - settled after a fast completion = %#x, want %#x (refund 40 pending)", pending, 1+40<<doneShift)
+		}
+		sweep()
+		if e.dead || e.settled != e.done.Load() || e.inflight != 0 {
+			t.Fatalf("after a sweep: dead %v, settled %#x of %#x, in flight %d; want kept, all settled, 0", e.dead, e.settled, e.done.Load(), e.inflight)
+		}
+		if level, _ := e.tok.at(l.now()); level != 90 {
+			t.Fatalf("level after the sweep settled the refund = %v, want 90 (100 - 50 + 40: once, not lost)", level)
+		}
+		sweep() // settles nothing twice
+		if level, _ := e.tok.at(l.now()); level != 90 {
+			t.Fatalf("level after a second sweep = %v, want 90", level)
+		}
+		// A call in flight keeps its key even when the buckets are full.
+		block.Store(true)
+		done := make(chan error)
+		go func() {
+			_, err := m.Generate(t.Context(), r)
+			done <- err
+		}()
+		synctest.Wait()
+		time.Sleep(10 * time.Second) // 40 + 100 tokens of refill: full
+		sweep()
+		if e.dead || l.Keys() != 1 {
+			t.Fatalf("sweep with a call in flight and a full bucket: dead %v, keys %d; want kept", e.dead, l.Keys())
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		sweep() // the pending refund (40, into a full bucket) is settled, then the key is idle
+		if !e.dead || e.settled != e.done.Load() || e.inflight != 0 || l.Keys() != 0 {
+			t.Fatalf("sweep of an idle key: dead %v, settled %#x of %#x, in flight %d, keys %d; want dropped, settled, 0, 0", e.dead, e.settled, e.done.Load(), e.inflight, l.Keys())
+		}
+		if level, _ := e.tok.at(l.now()); level != 100 {
+			t.Errorf("dropped entry's level = %v, want 100 (its refund capped at b, as a fresh key's)", level)
+		}
+		// The snapshot still holds the dead entry: a lookup must not revive it.
+		if got := s.read.Load().get(maphash.Comparable(l.seed, k)); got != e {
+			t.Fatalf("stale snapshot entry = %p, want the dead %p (the test needs the stale path)", got, e)
+		}
+		e2 := l.acquire(k, l.now())
+		level, _ := e2.tok.at(l.now())
+		fresh := e2 != e && !e2.dead && e2.inflight == 0 && level == 100
+		e2.mu.Unlock()
+		if !fresh || l.Keys() != 1 {
+			t.Errorf("lookup after eviction: new entry %v, level %v, keys %d; want a fresh entry at 100, 1 key", e2 != e, level, l.Keys())
+		}
+		if _, err := m.Generate(t.Context(), r); err != nil {
+			t.Errorf("call on the fresh entry = %v", err)
+		}
+		if e.done.Load() != e.settled {
+			t.Errorf("a call after eviction completed on the dead entry (done %#x, settled %#x)", e.done.Load(), e.settled)
+		}
+	})
+}
+
 // TestHashCollision: when the snapshot's slot for a key's hash holds another
 // key's entry (two keys with one 64-bit hash), the lookup still finds the
 // key's own entry, under the shard's lock.
