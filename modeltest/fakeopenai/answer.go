@@ -93,13 +93,14 @@ func (c *call) rng() *rand.Rand {
 	return rand.New(rand.NewPCG(sum, sum>>1|1))
 }
 
-// wantsTools reports which tool the model calls, or -1 for none.
-func (c *call) wantsTools() int {
+// wantsTools reports which tool the model calls first, or -1 for none, and
+// whether tool_choice named it.
+func (c *call) wantsTools() (int, bool) {
 	if len(c.req.Tools) == 0 {
-		return -1
+		return -1, false
 	}
 	if n := len(c.req.Messages); n > 0 && c.req.Messages[n-1].Role == "tool" {
-		return -1
+		return -1, false
 	}
 	var choice string
 	var named struct {
@@ -110,18 +111,21 @@ func (c *call) wantsTools() int {
 	if json.Unmarshal(c.req.ToolChoice, &choice) != nil && json.Unmarshal(c.req.ToolChoice, &named) == nil && named.Function.Name != "" {
 		for i, t := range c.req.Tools {
 			if t.Function.Name == named.Function.Name {
-				return i
+				return i, true
 			}
 		}
 	}
 	switch {
 	case choice == "none":
-		return -1
+		return -1, false
 	case choice == "required", named.Function.Name != "", c.m.cfg.ToolCalls:
-		return 0
+		return 0, named.Function.Name != ""
 	}
-	return -1
+	return -1, false
 }
+
+// maxParallel bounds ModelConfig.ParallelToolCalls, as OpenAI does.
+const maxParallel = 128
 
 // answer generates the answer to c.req, cut by max tokens and FaultTruncate.
 func (c *call) answer() *answer {
@@ -131,14 +135,27 @@ func (c *call) answer() *answer {
 	if c.f.Kind == FaultTruncate {
 		limit = max(1, c.f.AfterChunks)
 	}
-	if ti := c.wantsTools(); ti >= 0 {
-		t := c.req.Tools[ti].Function
-		args := pieces(jsonText(t.Parameters, r))
-		a.toolCalls = []toolCall{{id: "call_" + strconv.FormatUint(r.Uint64(), 36), name: t.Name, args: args}}
+	if ti, named := c.wantsTools(); ti >= 0 {
+		n := 1
+		if p := c.m.cfg.ParallelToolCalls; p > 1 && !named && (c.req.ParallelToolCalls == nil || *c.req.ParallelToolCalls) {
+			n = min(p, maxParallel)
+		}
 		a.finish = "tool_calls"
-		a.tokens = len(args)
-		if limit > 0 && a.tokens > limit {
-			a.toolCalls[0].args, a.tokens, a.finish = args[:limit], limit, "length"
+		for k := range n {
+			t := c.req.Tools[(ti+k)%len(c.req.Tools)].Function
+			args := pieces(jsonText(t.Parameters, r))
+			if limit > 0 && a.tokens+len(args) > limit { // cut here: the rest is never generated
+				args = args[:limit-a.tokens]
+				a.finish = "length"
+				if len(args) == 0 {
+					break
+				}
+			}
+			a.toolCalls = append(a.toolCalls, toolCall{id: "call_" + strconv.FormatUint(r.Uint64(), 36), name: t.Name, args: args})
+			a.tokens += len(args)
+			if a.finish == "length" {
+				break
+			}
 		}
 		return a
 	}

@@ -143,3 +143,56 @@ func FuzzHandler(f *testing.F) {
 		}
 	})
 }
+
+// ParallelToolCalls makes several calls, over the declared tools in turn,
+// unless the request turns parallel calls off or names one tool; max tokens
+// cut the calls where the budget ends.
+func TestParallelToolCalls(t *testing.T) {
+	tools := `"tools":[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},{"type":"function","function":{"name":"b","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}}]`
+	cases := []struct {
+		extra  string
+		want   []string // names called, in order
+		args   []string
+		finish string
+	}{
+		{``, []string{"a", "b", "a"}, []string{`{}`, `{"x":1}`, `{}`}, "tool_calls"},
+		{`,"parallel_tool_calls":true`, []string{"a", "b", "a"}, []string{`{}`, `{"x":1}`, `{}`}, "tool_calls"},
+		{`,"parallel_tool_calls":false`, []string{"a"}, []string{`{}`}, "tool_calls"},
+		{`,"tool_choice":{"type":"function","function":{"name":"b"}}`, []string{"b"}, []string{`{"x":1}`}, "tool_calls"},
+		// {} is one token, {"x":1} two: a budget of 2 ends inside b's arguments.
+		{`,"max_completion_tokens":2`, []string{"a", "b"}, []string{`{}`, `{"x"`}, "length"},
+		// A budget of 3 ends exactly after b: no empty third call.
+		{`,"max_completion_tokens":3`, []string{"a", "b"}, []string{`{}`, `{"x":1}`}, "length"},
+	}
+	for _, c := range cases {
+		body := `{"model":"fake-model","messages":[{"role":"user","content":"x"}],` + tools + c.extra + `}`
+		rec := serve(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{ToolCalls: true, ParallelToolCalls: 3}}}, body)
+		var out struct {
+			Choices []struct {
+				Message struct {
+					ToolCalls []struct {
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"message"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		ch := out.Choices[0]
+		var names, args []string
+		ids := map[string]bool{}
+		for _, tc := range ch.Message.ToolCalls {
+			names, args = append(names, tc.Function.Name), append(args, tc.Function.Arguments)
+			ids[tc.ID] = true
+		}
+		if strings.Join(names, ",") != strings.Join(c.want, ",") || strings.Join(args, "|") != strings.Join(c.args, "|") || ch.FinishReason != c.finish || len(ids) != len(c.want) {
+			t.Errorf("request %s: calls %v %v (%d ids), finish %s; want %v %v, %s", c.extra, names, args, len(ids), ch.FinishReason, c.want, c.args, c.finish)
+		}
+	}
+}

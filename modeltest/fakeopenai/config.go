@@ -60,6 +60,14 @@ type ModelConfig struct {
 	// tool result. Without it the model calls a tool only when tool_choice is
 	// "required" or names a function.
 	ToolCalls bool
+	// ParallelToolCalls is how many tool calls the model makes at once when
+	// it calls tools (OpenAI's parallel tool calls): the chosen tool, then the
+	// declared tools after it in turn, wrapping around, each with its own id
+	// and arguments. Streamed, each call's deltas follow the previous call's,
+	// indexed 0, 1, ..., as OpenAI sends them. A request with
+	// "parallel_tool_calls": false, or whose tool_choice names a function,
+	// gets one call. Zero or 1 means one call; at most 128 are made.
+	ParallelToolCalls int
 	// RateLimit, when non-nil, makes every response of this model carry
 	// OpenAI's x-ratelimit-* headers computed from it.
 	RateLimit *RateLimit

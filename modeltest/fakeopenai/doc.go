@@ -31,7 +31,8 @@
 // schema when response_format is json_schema (for the common keywords, see
 // the generator in answer.go), and tool calls with schema-valid arguments
 // when the request declares tools and the model is configured to call them
-// or tool_choice requires it. max_completion_tokens (or max_tokens) cuts the
+// or tool_choice requires it (several at once, as parallel tool calls, with
+// ModelConfig.ParallelToolCalls). max_completion_tokens (or max_tokens) cuts the
 // answer with finish_reason "length". Usage counts words plus 3 per message
 // as prompt tokens. With stream_options.include_usage a final chunk with
 // empty choices carries the usage, then "data: [DONE]".

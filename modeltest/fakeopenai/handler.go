@@ -31,8 +31,9 @@ type chatRequest struct {
 			Parameters json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
-	ResponseFormat *struct {
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	ResponseFormat    *struct {
 		Type       string `json:"type"`
 		JSONSchema struct {
 			Name   string          `json:"name"`

@@ -466,3 +466,34 @@ func TestJitterDeterministic(t *testing.T) {
 		t.Errorf("%d distinct latencies of 20, want a spread", len(distinct))
 	}
 }
+
+// A client that disconnects in the middle of a long stream over loopback
+// ends its handler without Close: the stream (10 s at its pace) does not run
+// on, and Close then leaves nothing behind.
+func TestClientDisconnectMidStream(t *testing.T) {
+	s := start(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", OutputTokens: 10000, TokensPerSecond: 1000}}})
+	before := goleak.IgnoreCurrent() // the listener's goroutines
+	ctx, cancel := context.WithCancel(t.Context())
+	res, err := post(t, ctx, s, body("m", true, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(res.Body)
+	for range 3 { // the role chunk and two tokens
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		r.ReadString('\n')
+	}
+	cancel()
+	res.Body.Close()
+	s.Client().CloseIdleConnections()
+	// goleak retries for a while: the handler must notice the disconnect.
+	if err := goleak.Find(before); err != nil {
+		t.Errorf("after the client left mid-stream: %v", err)
+	}
+	s.Close()
+	if err := goleak.Find(); err != nil {
+		t.Errorf("after Close: %v", err)
+	}
+}
