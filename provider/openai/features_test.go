@@ -300,3 +300,56 @@ func TestBadRequestsRefusedLocally(t *testing.T) {
 		t.Errorf("server saw %d requests, want 0", n)
 	}
 }
+
+// Several parallel tool calls from the fake server, assembled from streamed
+// deltas or read whole, arrive as the server made them.
+func TestParallelToolCallsFromServer(t *testing.T) {
+	timeTool := portico.Tool{Name: "get_time", Parameters: json.RawMessage(`{"type":"object","properties":{"tz":{"type":"string","enum":["CET"]}},"required":["tz"]}`)}
+	var whole []portico.ToolCall
+	for _, stream := range []bool{false, true} {
+		_, m := start(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", ToolCalls: true, ParallelToolCalls: 3}}}, openai.Config{})
+		req := userReq("m", "weather and time in Rome?")
+		req.Tools = []portico.Tool{weatherTool, timeTool}
+		chunks := 0
+		if stream {
+			req.OnChunk = func(portico.Chunk) error { chunks++; return nil }
+		}
+		resp, err := m.Generate(context.Background(), req)
+		if err != nil {
+			t.Fatalf("stream %v: Generate: %v", stream, err)
+		}
+		names := []string{"get_weather", "get_time", "get_weather"}
+		if len(resp.ToolCalls) != 3 || resp.FinishReason != portico.FinishToolCalls {
+			t.Fatalf("stream %v: %d tool calls, finish %q; want 3, tool_calls", stream, len(resp.ToolCalls), resp.FinishReason)
+		}
+		ids := map[string]bool{}
+		for i, tc := range resp.ToolCalls {
+			ids[tc.ID] = true
+			if tc.Name != names[i] || !json.Valid(tc.Arguments) {
+				t.Errorf("stream %v: ToolCalls[%d] = %q %s, want %s with valid JSON", stream, i, tc.Name, tc.Arguments, names[i])
+			}
+		}
+		if string(resp.ToolCalls[1].Arguments) != `{"tz":"CET"}` || len(ids) != 3 {
+			t.Errorf("stream %v: get_time arguments %s, %d distinct ids; want {\"tz\":\"CET\"}, 3", stream, resp.ToolCalls[1].Arguments, len(ids))
+		}
+		if !stream {
+			whole = resp.ToolCalls
+			continue
+		}
+		// The answer is a function of the request: streamed or not, the same calls.
+		for i := range whole {
+			if whole[i].ID != resp.ToolCalls[i].ID || string(whole[i].Arguments) != string(resp.ToolCalls[i].Arguments) {
+				t.Errorf("streamed ToolCalls[%d] = %q %s, want %q %s as answered whole", i, resp.ToolCalls[i].ID, resp.ToolCalls[i].Arguments, whole[i].ID, whole[i].Arguments)
+			}
+		}
+		// One progress chunk per delta: the server sends a call's id and name,
+		// then its arguments in pieces of 4 bytes.
+		want := 0
+		for _, tc := range resp.ToolCalls {
+			want += 1 + (len(tc.Arguments)+3)/4
+		}
+		if chunks != want {
+			t.Errorf("streamed tool calls gave %d progress chunks, want %d", chunks, want)
+		}
+	}
+}
