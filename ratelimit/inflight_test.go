@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -310,6 +312,101 @@ func TestLockFreeCompletions(t *testing.T) {
 	want := float64(burst - used.Load())
 	if got := l.levelOf(req("a", 1), time.Now()); math.Abs(got-want) > 1e-3 {
 		t.Errorf("token level = %v, want burst - used = %v", got, want)
+	}
+}
+
+// TestInFlightStress: real goroutines on one key, for each queue order,
+// with a queue too short for them all (so calls are shed) and contexts
+// canceled at random moments (in the queue, at the grant, in the model):
+// never more than L_max calls run at once, and afterwards nothing is in
+// flight, queued, held or active in any program, and the token level is the
+// burst less exactly what the admitted calls kept (the usage of a success,
+// the whole reserve of a canceled call; the refill, 1 token per 10^6 hours,
+// is nil). Run with -race.
+func TestInFlightStress(t *testing.T) {
+	const workers, calls, lmax = 12, 150, 3
+	const burst = 1_000_000_000
+	for _, order := range []Order{FCFSCall, FCFSProgram, PLAS} {
+		t.Run(order.String(), func(t *testing.T) {
+			l := mustNew(t, Config{Limits: Limits{Tokens: 1, TokenBurst: burst, Period: 1e6 * time.Hour, MaxInFlight: lmax},
+				Queue: 4, Order: order, Estimator: fixedEstimator(10), PLAS: PLASConfig{Quantum: time.Microsecond}})
+			var running, most atomic.Int32
+			var kept atomic.Int64
+			m := l.Wrap(portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+				n := running.Add(1)
+				for {
+					if m := most.Load(); n <= m || most.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				runtime.Gosched()
+				running.Add(-1)
+				if ctx.Err() != nil {
+					kept.Add(int64(10 + r.MaxOutputTokens)) // Canceled: no refund
+					return nil, portico.FromContext(ctx)
+				}
+				out := r.MaxOutputTokens / 2
+				kept.Add(int64(10 + out))
+				return &portico.Response{Usage: portico.Usage{InputTokens: 10, OutputTokens: out}}, nil
+			}))
+			var wg, cancels sync.WaitGroup
+			var admitted, shed, canceled atomic.Int32
+			for w := range workers {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(w), 9))
+					r := req("a", 0)
+					r.Identity.SessionID = "s" + strconv.Itoa(w%4)
+					for i := range calls {
+						r.MaxOutputTokens = 2 + (w*calls+i)%50
+						ctx, cancel := context.WithCancel(context.Background())
+						if rng.IntN(4) == 0 {
+							yields := rng.IntN(3)
+							cancels.Go(func() {
+								for range yields {
+									runtime.Gosched()
+								}
+								cancel()
+							})
+						}
+						_, err := m.Generate(ctx, r)
+						cancel()
+						switch {
+						case err == nil:
+							admitted.Add(1)
+						case errors.Is(err, ErrOverloaded):
+							shed.Add(1)
+						case portico.ClassOf(err) == portico.Canceled:
+							canceled.Add(1)
+						default:
+							t.Errorf("call = %v, want nil, ErrOverloaded or Canceled", err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			cancels.Wait()
+			if n := most.Load(); n > lmax {
+				t.Errorf("most calls running at once = %d, want <= %d", n, lmax)
+			}
+			if admitted.Load() == 0 || shed.Load() == 0 {
+				t.Errorf("admitted %d, shed %d, canceled %d: want some admitted and some shed", admitted.Load(), shed.Load(), canceled.Load())
+			}
+			e := l.acquire(l.keyOf(req("a", 1)), l.now())
+			inflight, queue, holds, queued := e.inflight, len(e.queue), len(e.holds), e.queued.Load()
+			active := 0
+			for _, p := range e.programs {
+				active += p.active
+			}
+			level, _ := e.tok.at(l.now())
+			e.mu.Unlock()
+			if inflight != 0 || queue != 0 || holds != 0 || queued || active != 0 {
+				t.Errorf("after all calls: in flight %d, queued %d (flag %v), holds %d, program calls active %d; want all 0", inflight, queue, queued, holds, active)
+			}
+			if want := float64(burst - kept.Load()); math.Abs(level-want) > 1e-3 {
+				t.Errorf("token level = %v, want burst - kept = %v", level, want)
+			}
+			t.Logf("admitted %d, shed %d, canceled %d", admitted.Load(), shed.Load(), canceled.Load())
+		})
 	}
 }
 
