@@ -53,7 +53,7 @@ type ModelConfig struct {
 	// counted as words plus 3 per message. Zero means unlimited.
 	ContextWindow int
 	// CachedInputTokens is reported as usage.prompt_tokens_details.cached_tokens
-	// (at most the input tokens). Zero means none.
+	// (clamped to [0, input tokens]). Zero means none.
 	CachedInputTokens int
 	// ToolCalls makes the model call a tool (the one tool_choice names, else the
 	// first) whenever the request declares tools and the last message is not a

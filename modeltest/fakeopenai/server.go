@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -60,8 +61,10 @@ type model struct {
 
 // New returns a Server that is not listening: serve its [Server.Handler]
 // yourself, e.g. over net.Pipe inside a testing/synctest bubble. Use [Start] or
-// [StartPipe] for a listening one. New fails when two models share a name or
-// a fault's Fraction is outside [0, 1]; messages begin with "fakeopenai:".
+// [StartPipe] for a listening one. New fails when two models share a name, a
+// fault's Fraction is outside [0, 1] or the fractions sum above 1, a
+// FaultStatus's Status is neither 0 nor an error status (400-599), or a
+// fault's AfterChunks is negative; messages begin with "fakeopenai:".
 func New(cfg Config) (*Server, error) {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []ModelConfig{{Name: DefaultModel}}
@@ -78,6 +81,12 @@ func New(cfg Config) (*Server, error) {
 		for _, f := range mc.Faults {
 			if f.Fraction < 0 || f.Fraction > 1 || f.Fraction != f.Fraction {
 				return nil, errors.New("fakeopenai: fault fraction outside [0, 1] for model " + mc.Name)
+			}
+			if f.Kind == FaultStatus && f.Status != 0 && (f.Status < 400 || f.Status > 599) {
+				return nil, errors.New("fakeopenai: fault status " + strconv.Itoa(f.Status) + " is not an error status (400-599) for model " + mc.Name)
+			}
+			if f.AfterChunks < 0 {
+				return nil, errors.New("fakeopenai: negative fault AfterChunks for model " + mc.Name)
 			}
 			sum += f.Fraction
 		}

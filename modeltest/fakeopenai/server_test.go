@@ -365,6 +365,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Fraction: 1.5}}}}},
 		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Fraction: 0.6}, {Fraction: 0.6}}}}},
 		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Fraction: math.NaN()}}}}},
+		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: -1}}}}},
+		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 200}}}}},
+		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 1000}}}}},
+		{Models: []fakeopenai.ModelConfig{{Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStallMidStream, AfterChunks: -1}}}}},
 	} {
 		if s, err := fakeopenai.New(cfg); err == nil || s != nil || !strings.HasPrefix(err.Error(), "fakeopenai: ") {
 			t.Errorf("New(%+v) = %v, %v; want nil and a fakeopenai: error", cfg, s, err)

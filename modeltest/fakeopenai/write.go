@@ -62,7 +62,7 @@ type wireCompletion struct {
 
 func (c *call) usage(a *answer) *wireUsage {
 	u := &wireUsage{PromptTokens: c.inputTokens, CompletionTokens: a.tokens, TotalTokens: c.inputTokens + a.tokens}
-	u.PromptTokensDetails.CachedTokens = min(c.m.cfg.CachedInputTokens, c.inputTokens)
+	u.PromptTokensDetails.CachedTokens = max(0, min(c.m.cfg.CachedInputTokens, c.inputTokens))
 	return u
 }
 
