@@ -166,7 +166,11 @@ func TestRateLimitHeaders(t *testing.T) {
 	}}
 	_, m := start(t, cfg, openai.Config{})
 	for i := 1; i <= 2; i++ {
-		resp, err := m.Generate(context.Background(), userReq("m", "hello"))
+		req := userReq("m", "hello")
+		if i == 2 { // a streamed answer carries them too
+			req.OnChunk = func(portico.Chunk) error { return nil }
+		}
+		resp, err := m.Generate(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
