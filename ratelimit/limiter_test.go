@@ -5,6 +5,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -449,4 +452,105 @@ func (e *entry) admitsAt(t time.Duration, tokens float64, aheadReq int) bool {
 		}
 	}
 	return true
+}
+
+// TestLimiterBound is the property test through the whole Limiter, with the
+// lock-free completions, the deferred settling of refunds and provider
+// feedback in play: goroutines in virtual time make calls at random
+// arrivals with idle spells, with random N_max, service times (some long
+// enough for the bucket to refill under them) and outcomes (usage below,
+// at or above the reservation, no usage, errors of every refund class, a
+// provider view now and then); the net admitted tokens over every interval
+// dt (admissions when the model is called, refunds by the rule when it
+// returns) stay within b + r*(dt + 1ns). With one caller in Reject mode,
+// where nothing happens between a refusal and its retry, the same call made
+// again after exactly its RetryAfter is admitted, every time.
+func TestLimiterBound(t *testing.T) {
+	for _, tc := range []struct {
+		mode    Mode
+		callers int
+	}{{Reject, 1}, {Reject, 4}, {Wait, 4}} {
+		mode, callers := tc.mode, tc.callers
+		t.Run(mode.String()+"/"+strconv.Itoa(callers), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const b, perMin, in = 1000, 6000, 5 // r = 100 tokens/s
+				l := mustNew(t, Config{Limits: Limits{Tokens: perMin, TokenBurst: b}, Mode: mode, MaxWait: 5 * time.Second, Estimator: fixedEstimator(in)})
+				var mu sync.Mutex
+				var evs []event
+				record := func(d float64) {
+					mu.Lock()
+					evs = append(evs, event{time.Now(), d})
+					mu.Unlock()
+				}
+				classes := []*portico.Error{
+					{Class: portico.Rejected}, {Class: portico.Transient}, {Class: portico.Transient, Status: 503},
+					{Class: portico.RateLimited, Status: 429}, {Class: portico.Ambiguous}, {Class: portico.Transient, Status: 200},
+				}
+				var seq atomic.Uint64
+				m := l.Wrap(portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+					rng := rand.New(rand.NewPCG(seq.Add(1), 3))
+					reserve := in + r.MaxOutputTokens
+					record(float64(reserve))
+					service := time.Duration(rng.ExpFloat64() * float64(300*time.Millisecond))
+					if rng.IntN(20) == 0 {
+						service += 15 * time.Second // the bucket refills to full meanwhile
+					}
+					time.Sleep(service)
+					var rl *portico.RateLimit
+					if rng.IntN(10) == 0 {
+						rl = &portico.RateLimit{Tokens: portico.Quota{Known: true, Limit: b, Remaining: rng.IntN(b), Reset: time.Duration(rng.IntN(20_000)) * time.Millisecond}}
+					}
+					switch x := rng.IntN(10); {
+					case x < 6: // usage, sometimes beyond the reservation (charged, not counted)
+						used := 1 + rng.IntN(reserve+reserve/4)
+						if used < reserve {
+							record(-float64(reserve - used))
+						}
+						return &portico.Response{Usage: portico.Usage{InputTokens: 1, OutputTokens: used - 1}, RateLimit: rl}, nil
+					case x < 7: // no usage reported: no refund
+						return &portico.Response{RateLimit: rl}, nil
+					default:
+						pe := *classes[rng.IntN(len(classes))]
+						pe.RateLimit = rl
+						record(-float64(Refund(&pe, in, r.MaxOutputTokens)))
+						return nil, &pe
+					}
+				}))
+				var wg sync.WaitGroup
+				var retriedRefused, retried atomic.Int32
+				for g := range callers {
+					wg.Go(func() {
+						rng := rand.New(rand.NewPCG(uint64(g), 11))
+						r := req("a", 0)
+						for range 250 {
+							time.Sleep(time.Duration(rng.ExpFloat64() * float64(150*time.Millisecond)))
+							if rng.IntN(50) == 0 {
+								time.Sleep(12 * time.Second) // an idle spell
+							}
+							r.MaxOutputTokens = 1 + int(float64(b-in-1)*math.Pow(rng.Float64(), 3))
+							_, err := m.Generate(t.Context(), r)
+							if !errors.Is(err, ErrLimited) || mode != Reject {
+								continue
+							}
+							time.Sleep(portico.RetryAfterOf(err))
+							retried.Add(1)
+							if _, err := m.Generate(t.Context(), r); errors.Is(err, ErrLimited) {
+								retriedRefused.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if ex := maxExcess(evs, b, perMin/60.0); ex > 1e-6+perMin/60.0*1e-9 {
+					t.Errorf("net admitted tokens exceed b + r*(dt + 1ns) by %v over %d events", ex, len(evs))
+				}
+				if mode == Reject && callers == 1 && (retried.Load() < 20 || retriedRefused.Load() != 0) {
+					t.Errorf("retried at RetryAfter %d times, refused again %d: want >= 20 retries, none refused", retried.Load(), retriedRefused.Load())
+				}
+				t.Logf("%d events; %d retries at RetryAfter, %d refused again", len(evs), retried.Load(), retriedRefused.Load())
+			})
+		})
+	}
 }
