@@ -250,8 +250,13 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		return e
 	}
 	// 2. A body past Config.MaxResponseBytes, whatever the SDK made of it.
+	//    An HTTP error keeps the class of its status (its code is unread).
 	if errors.Is(x.readErr, ErrTooLarge) {
 		e.Class, e.Reason, e.Err = portico.InvalidResponse, "response too large", ErrTooLarge
+		if x.status >= 400 {
+			e.Class, e.Reason = classifyStatus(x.status, "", x.header.Get("x-should-retry"))
+			e.Reason += " (error body too large)"
+		}
 		return e
 	}
 	// 3. An HTTP error status with an OpenAI error body.

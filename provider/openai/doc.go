@@ -47,7 +47,8 @@
 //	timeout or reset after it was written  Ambiguous (it may have run and been billed)
 //	body not a completion, stream without  InvalidResponse wrapping ErrMalformed
 //	a finish reason
-//	body past Config.MaxResponseBytes      InvalidResponse wrapping ErrTooLarge
+//	answer past Config.MaxResponseBytes    InvalidResponse wrapping ErrTooLarge
+//	(an error body that long: its status's class, wrapping ErrTooLarge)
 //	caller's ctx canceled / deadline       Canceled / Deadline
 //	a layer's own timeout (ctx ended with  Ambiguous once written, else Transient
 //	a cause matching portico.ErrLayerTimeout)

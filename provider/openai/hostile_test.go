@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3/option"
 	"github.com/portico-llm/portico"
@@ -216,7 +217,8 @@ func forever(status int, contentType, prefix, rep string) http.HandlerFunc {
 }
 
 // Endless or huge bodies are cut at MaxResponseBytes: InvalidResponse
-// wrapping ErrTooLarge, after at most that many bytes.
+// wrapping ErrTooLarge (an HTTP error keeps its status's class), after at
+// most that many bytes.
 func TestMaxResponseBytes(t *testing.T) {
 	const limit = 64 << 10
 	cases := []struct {
@@ -224,12 +226,14 @@ func TestMaxResponseBytes(t *testing.T) {
 		h      http.HandlerFunc
 		stream bool
 		status int
+		class  portico.Class
 	}{
-		{"huge answer", forever(200, "application/json", `{"id":"x","choices":[{"message":{"content":"`, "aaaaaaaa"), false, 200},
-		{"huge error body", forever(503, "application/json", `{"error":{"message":"`, "aaaaaaaa"), false, 503},
-		{"endless stream without [DONE]", forever(200, "text/event-stream", "", "data: "+delta(`{"content":"ab"}`)+"\n\n"), true, 200},
-		{"one endless event", forever(200, "text/event-stream", "", "data: aaaaaaaa\n"), true, 200},
-		{"one endless line", forever(200, "text/event-stream", "data: ", "aaaaaaaa"), true, 200},
+		{"huge answer", forever(200, "application/json", `{"id":"x","choices":[{"message":{"content":"`, "aaaaaaaa"), false, 200, portico.InvalidResponse},
+		{"huge error body", forever(503, "application/json", `{"error":{"message":"`, "aaaaaaaa"), false, 503, portico.Transient},
+		{"huge error body streaming", forever(400, "application/json", `{"error":{"message":"`, "aaaaaaaa"), true, 400, portico.Permanent},
+		{"endless stream without [DONE]", forever(200, "text/event-stream", "", "data: "+delta(`{"content":"ab"}`)+"\n\n"), true, 200, portico.InvalidResponse},
+		{"one endless event", forever(200, "text/event-stream", "", "data: aaaaaaaa\n"), true, 200, portico.InvalidResponse},
+		{"one endless line", forever(200, "text/event-stream", "data: ", "aaaaaaaa"), true, 200, portico.InvalidResponse},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,8 +244,8 @@ func TestMaxResponseBytes(t *testing.T) {
 				req.OnChunk = func(c portico.Chunk) error { text += len(c.Text); return nil }
 			}
 			_, err := m.Generate(context.Background(), req)
-			if pe := asError(t, err); pe.Class != portico.InvalidResponse || pe.Status != tc.status || !errors.Is(err, openai.ErrTooLarge) {
-				t.Errorf("Generate error = %v, want invalid_response status %d wrapping ErrTooLarge", err, tc.status)
+			if pe := asError(t, err); pe.Class != tc.class || pe.Status != tc.status || !errors.Is(err, openai.ErrTooLarge) {
+				t.Errorf("Generate error = %v, want %v status %d wrapping ErrTooLarge", err, tc.class, tc.status)
 			}
 			if text >= limit {
 				t.Errorf("%d bytes of text delivered, want fewer than the %d-byte limit", text, limit)
@@ -284,5 +288,41 @@ func TestEndlessStreamHonoursContext(t *testing.T) {
 	_, err := m.Generate(ctx, req)
 	if portico.ClassOf(err) != portico.Canceled || n != 1000 {
 		t.Errorf("Generate = %v after %d chunks, want canceled after exactly 1000", err, n)
+	}
+}
+
+// Error bodies that are not OpenAI's (a proxy's HTML page, plain text, other
+// JSON) are classified by their status and headers; a 200 that is not JSON is
+// InvalidResponse.
+func TestErrorBodyNotOpenAI(t *testing.T) {
+	reply := func(status int, contentType, b string, header ...string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", contentType)
+			for i := 0; i+1 < len(header); i += 2 {
+				w.Header().Set(header[i], header[i+1])
+			}
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(b))
+		}
+	}
+	cases := []struct {
+		name   string
+		h      http.HandlerFunc
+		class  portico.Class
+		status int
+		after  time.Duration
+	}{
+		{"proxy 502 html", reply(502, "text/html", "<html>Bad Gateway</html>"), portico.Transient, 502, 0},
+		{"503 other json", reply(503, "application/json", `{"detail":"busy"}`), portico.Transient, 503, 0},
+		{"429 plain text", reply(429, "text/plain", "slow down", "retry-after", "7"), portico.RateLimited, 429, 7 * time.Second},
+		{"401 empty", reply(401, "application/json", ""), portico.Permanent, 401, 0},
+		{"200 html", reply(200, "text/html", "<html>hi</html>"), portico.InvalidResponse, 200, 0},
+	}
+	for _, tc := range cases {
+		m := raw(t, openai.Config{}, tc.h)
+		_, err := m.Generate(context.Background(), userReq("m", "hi"))
+		if pe := asError(t, err); pe.Class != tc.class || pe.Status != tc.status || pe.RetryAfter != tc.after {
+			t.Errorf("%s: Generate error = %v, want %v status %d retry-after %v", tc.name, err, tc.class, tc.status, tc.after)
+		}
 	}
 }

@@ -112,8 +112,9 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 //   - a body that is not a valid completion, a completion without choices,
 //     or a stream that ends without a finish reason: InvalidResponse
 //     wrapping [ErrMalformed];
-//   - a body (answer, error or event stream) longer than
-//     [Config.MaxResponseBytes]: InvalidResponse wrapping [ErrTooLarge];
+//   - an answer or event stream longer than [Config.MaxResponseBytes]:
+//     InvalidResponse wrapping [ErrTooLarge]; an HTTP error body that long:
+//     the class of its status, wrapping ErrTooLarge;
 //   - the caller's ctx canceled: Canceled; its deadline: Deadline; a context
 //     that a layer ended for its own timeout (a cause matching
 //     portico.ErrLayerTimeout, as package retry gives): Ambiguous once the
