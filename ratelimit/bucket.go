@@ -34,8 +34,10 @@ import (
 //
 // and L_m for the level just after it: L_m = U_m - k (admission),
 // L_m = min(b, U_m + ρ) (refund; the credit actually applied, ρ' = L_m - U_m,
-// is at most ρ), L_m = U_m - s (surcharge) or L_m <= U_m (adjustment). So every
-// event moves the level by U_m - L_m, which is k, -ρ', s, or >= 0. Summing over
+// is at most ρ), L_m = max(U_m - s, -b) (surcharge; the level never goes
+// below -b, so U_m >= -b and the debit applied, s' = U_m - L_m, is in [0, s])
+// or L_m <= U_m (adjustment). So every event moves the level by U_m - L_m,
+// which is k, -ρ', s', or >= 0. Summing over
 // the events i..j of any interval [t_s, t_e] and telescoping:
 //
 //	Σ (U_m - L_m) = U_i - L_j + Σ_{m=i+1..j} (U_m - L_{m-1})
@@ -58,7 +60,7 @@ import (
 // is one that would be admitted at t + 1ns; with r = 10^4 tokens per second
 // it is 10^-5 tokens.)
 type bucket struct {
-	level float64       // tokens available at last; may be < 0 after a surcharge
+	level float64       // tokens available at last; in [-burst, burst], < 0 after a surcharge
 	last  time.Duration // the time level was computed at
 	rate  float64       // refill, tokens per second; > 0
 	burst float64       // capacity b, tokens; > 0
@@ -162,8 +164,10 @@ func (b *bucket) take(now time.Duration, n, ahead float64) (bool, time.Duration)
 func (b *bucket) refund(n float64) { b.level = min(b.burst, b.level+n) }
 
 // charge debits n >= 0 tokens used beyond the reservation; the level may go
-// negative, so later admissions wait to pay it back.
-func (b *bucket) charge(n float64) { b.level -= n }
+// negative, so later admissions wait to pay it back, but not below -burst:
+// one call reporting absurd usage (math.MaxInt tokens, say) delays its key
+// by two bursts' refill at most, not for centuries.
+func (b *bucket) charge(n float64) { b.level = max(b.level-n, -b.burst) }
 
 // waitFor returns how long the refill takes to add need > 0 tokens to the
 // level at last (as computed by at), rounded up to the nanosecond.
