@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -100,14 +101,17 @@ func TestErrorClassesFromStatus(t *testing.T) {
 }
 
 func TestRetryAfterHTTPDate(t *testing.T) {
-	_, m := start(t, faulty(fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfter: 10 * time.Second, RetryAfterDate: true}), openai.Config{})
-	_, err := m.Generate(context.Background(), userReq("m", "hello"))
-	pe := asError(t, err)
-	// The date has a resolution of one second and is read a little later than
-	// it was written: the hint is in (8s, 10s].
-	if pe.Class != portico.RateLimited || pe.RetryAfter <= 8*time.Second || pe.RetryAfter > 10*time.Second {
-		t.Errorf("Generate error = class %v RetryAfter %v, want rate_limited in (8s, 10s]", pe.Class, pe.RetryAfter)
-	}
+	// In a synctest bubble the clock starts on a whole second and does not
+	// move while the request is in flight, so the date, which has a
+	// resolution of one second, gives the hint exactly.
+	synctest.Test(t, func(t *testing.T) {
+		s, m := startPipe(t, faulty(fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfter: 10 * time.Second, RetryAfterDate: true}))
+		_, err := m.Generate(t.Context(), userReq("m", "hello"))
+		pe := asError(t, err)
+		if pe.Class != portico.RateLimited || pe.RetryAfter != 10*time.Second || s.Count("m") != 1 {
+			t.Errorf("Generate error = class %v RetryAfter %v after %d requests, want rate_limited 10s after 1", pe.Class, pe.RetryAfter, s.Count("m"))
+		}
+	})
 }
 
 func TestContextWindowExceeded(t *testing.T) {
@@ -179,7 +183,7 @@ func TestAfterWrittenAmbiguous(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, m := start(t, faulty(tc.fault), openai.Config{}, option.WithRequestTimeout(50*time.Millisecond))
+			s, m := start(t, faulty(tc.fault), openai.Config{}, option.WithRequestTimeout(50*time.Millisecond), option.WithMaxRetries(3))
 			req := userReq("m", "hello")
 			chunks := 0
 			if tc.stream {
@@ -192,6 +196,9 @@ func TestAfterWrittenAmbiguous(t *testing.T) {
 			}
 			if tc.stream && tc.status == 200 && chunks != 2 {
 				t.Errorf("chunks delivered = %d, want 2", chunks)
+			}
+			if n := s.Count("m"); n != 1 {
+				t.Errorf("server saw %d requests, want 1 (the SDK retries timeouts unless turned off)", n)
 			}
 		})
 	}
