@@ -34,9 +34,9 @@ import (
 //
 // and L_m for the level just after it: L_m = U_m - k (admission),
 // L_m = min(b, U_m + ρ) (refund; the credit actually applied, ρ' = L_m - U_m,
-// is at most ρ), L_m = max(U_m - s, -b) (surcharge; the level never goes
-// below -b, so U_m >= -b and the debit applied, s' = U_m - L_m, is in [0, s])
-// or L_m <= U_m (adjustment). So every event moves the level by U_m - L_m,
+// is at most ρ), L_m = min(U_m, max(U_m - s, -F)) (surcharge, down to a
+// floor -F at most; the debit applied, s' = U_m - L_m, is in [0, s]) or
+// L_m <= U_m (adjustment). So every event moves the level by U_m - L_m,
 // which is k, -ρ', s', or >= 0. Summing over
 // the events i..j of any interval [t_s, t_e] and telescoping:
 //
@@ -60,7 +60,7 @@ import (
 // is one that would be admitted at t + 1ns; with r = 10^4 tokens per second
 // it is 10^-5 tokens.)
 type bucket struct {
-	level float64       // tokens available at last; in [-burst, burst], < 0 after a surcharge
+	level float64       // tokens available at last; may be < 0 after a surcharge
 	last  time.Duration // the time level was computed at
 	rate  float64       // refill, tokens per second; > 0
 	burst float64       // capacity b, tokens; > 0
@@ -164,10 +164,13 @@ func (b *bucket) take(now time.Duration, n, ahead float64) (bool, time.Duration)
 func (b *bucket) refund(n float64) { b.level = min(b.burst, b.level+n) }
 
 // charge debits n >= 0 tokens used beyond the reservation; the level may go
-// negative, so later admissions wait to pay it back, but not below -burst:
-// one call reporting absurd usage (math.MaxInt tokens, say) delays its key
-// by two bursts' refill at most, not for centuries.
-func (b *bucket) charge(n float64) { b.level = max(b.level-n, -b.burst) }
+// negative, so later admissions wait to pay it back, but a charge takes it
+// no lower than -floor (a level already lower stays): the caller passes one
+// period's refill, the provider's whole quota per window, since a provider's
+// window forgets usage after a period. So one call reporting absurd usage
+// (math.MaxInt tokens, say) delays its key by about a period and a burst,
+// not for centuries.
+func (b *bucket) charge(n, floor float64) { b.level = min(b.level, max(b.level-n, -floor)) }
 
 // waitFor returns how long the refill takes to add need > 0 tokens to the
 // level at last (as computed by at), rounded up to the nanosecond.

@@ -35,7 +35,7 @@ func TestBucketSteps(t *testing.T) {
 		{"refund 30", 1000, func() (bool, time.Duration) { b.refund(30); return true, 0 }, true, 0, 30},
 		{"refund 500 capped at b", 1000, func() (bool, time.Duration) { b.refund(500); return true, 0 }, true, 0, 100},
 		{"take 100 at 1s", 1000, func() (bool, time.Duration) { return b.take(at(1000), 100, 0) }, true, 0, 0},
-		{"charge 20", 1000, func() (bool, time.Duration) { b.charge(20); return true, 0 }, true, 0, -20},
+		{"charge 20", 1000, func() (bool, time.Duration) { b.charge(20, 600); return true, 0 }, true, 0, -20},
 		{"take 10 at 1s waits 3s", 1000, func() (bool, time.Duration) { return b.take(at(1000), 10, 0) }, false, 3 * time.Second, -20},
 		{"time before last changes nothing", 1000, func() (bool, time.Duration) { return b.take(at(500), 10, 0) }, false, 3 * time.Second, -20},
 		{"take 10 at 4s behind 20 held waits 2s", 4000, func() (bool, time.Duration) { return b.take(at(4000), 10, 20) }, false, 2 * time.Second, 10},
@@ -53,6 +53,15 @@ func TestBucketSteps(t *testing.T) {
 	}
 	if !b.full(at(14000)) {
 		t.Errorf("full(14s) = false at level %v, want true", b.level)
+	}
+	// A charge stops at -floor, and never raises a level already below it
+	// (a floor lowered by SetLimit).
+	b = newBucket(10, 100, at(0))
+	if b.charge(1e18, 600); b.level != -600 {
+		t.Errorf("charge(1e18, floor 600) from 100: level %v, want -600", b.level)
+	}
+	if b.charge(10, 300); b.level != -600 {
+		t.Errorf("charge(10, floor 300) from -600: level %v, want -600 (not raised)", b.level)
 	}
 }
 
@@ -169,7 +178,7 @@ func runRandom(seed uint64, naiveRefund bool) (evs []event, b, r float64) {
 			evs = append(evs, ev(now, -ρ))
 		case x < 0.95:
 			bk.advance(now)
-			bk.charge(rng.Float64() * 50)
+			bk.charge(rng.Float64()*50, r*60)
 		default:
 			bk.adopt(now, rng.IntN(int(b)), int(b), time.Duration(rng.IntN(20))*time.Second, time.Duration(1+rng.IntN(20))*time.Second)
 		}
@@ -284,7 +293,7 @@ func FuzzBucketBound(f *testing.F) {
 				}
 			case 2:
 				bk.advance(now)
-				bk.charge(x)
+				bk.charge(x, r*60)
 			case 3:
 				bk.adopt(now, int(x)*4, 1000, time.Duration(x)*50*time.Millisecond, time.Duration(256-x)*50*time.Millisecond)
 			case 4:

@@ -54,7 +54,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 		if d > 0 {
 			e.tok.refund(float64(d))
 		} else {
-			e.tok.charge(float64(-d))
+			e.tok.charge(float64(-d), float64(e.lim.Tokens)) // down to one period's quota
 		}
 	}
 	var now time.Duration

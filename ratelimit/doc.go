@@ -25,9 +25,9 @@
 // [portico.DefaultEstimator]), N_max the request's MaxOutputTokens or
 // [Config.DefaultMaxTokens]. When the call ends the bucket gets back
 // (N_in + N_max) − (usage input + usage output) from the response's usage,
-// and is charged the excess when the usage was larger (the level goes no
-// lower than −b, so absurd reported usage cannot stall a key for longer than
-// two bursts' refill); a failed call, which
+// and is charged the excess when the usage was larger (down to minus one
+// period's quota at most, which the provider's window forgets anyway, so
+// absurd reported usage cannot stall a key for centuries); a failed call, which
 // reports no usage, gets back what its error class and status make safe
 // (see [Refund]: a local refusal, an inner Limiter's included, everything; a
 // 429 or another error status the output reserve; an ambiguous outcome, or

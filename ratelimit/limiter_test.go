@@ -39,15 +39,16 @@ func TestRefundOnCompletion(t *testing.T) {
 		if got := l.levelOf(r, time.Now()); got != 170 {
 			t.Errorf("level after a call using 700 of 500 reserved = %v, want 170", got)
 		}
-		// Absurd usage is charged down to -b at most: the key waits two
-		// bursts' refill (1000 + 500 tokens at 1000/min: 90s), not for ever.
+		// Absurd usage is charged down to minus one period's quota (1000) at
+		// most: the key waits 1000 + 500 tokens at 1000/min, 90s, not for
+		// ever.
 		time.Sleep(20 * time.Second) // 170 + 333: room for the 500 again
 		m3 := l.Wrap(okModel(0, math.MaxInt))
 		if _, err := m3.Generate(t.Context(), r); err != nil {
 			t.Fatal(err)
 		}
 		if got := l.levelOf(r, time.Now()); got != -1000 {
-			t.Errorf("level after a call reporting MaxInt tokens = %v, want -1000 (-b)", got)
+			t.Errorf("level after a call reporting MaxInt tokens = %v, want -1000 (-Tokens)", got)
 		}
 		_, err := m.Generate(t.Context(), r)
 		if ra := portico.RetryAfterOf(err); !errors.Is(err, ErrLimited) || ra != 90*time.Second {
