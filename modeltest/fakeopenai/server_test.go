@@ -8,7 +8,9 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -499,5 +501,28 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	s.Close()
 	if err := goleak.Find(); err != nil {
 		t.Errorf("after Close: %v", err)
+	}
+}
+
+// Start binds 127.0.0.1 on a free port, and after Close nothing listens there.
+func TestStartLoopback(t *testing.T) {
+	s, err := fakeopenai.Start(fakeopenai.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(s.URL())
+	if err != nil || u.Hostname() != "127.0.0.1" || u.Port() == "" || u.Port() == "0" || s.BaseURL() != s.URL()+"/v1/" {
+		t.Fatalf("URL() = %q, BaseURL() = %q, want http://127.0.0.1:PORT and that plus /v1/", s.URL(), s.BaseURL())
+	}
+	res, err := post(t, t.Context(), s, body(fakeopenai.DefaultModel, false, false))
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("post = %v, %v; want 200", res, err)
+	}
+	res.Body.Close()
+	s.Close()
+	s.Close() // idempotent
+	if c, err := net.Dial("tcp", u.Host); err == nil {
+		c.Close()
+		t.Errorf("Dial(%s) after Close succeeded, want refused", u.Host)
 	}
 }
