@@ -18,29 +18,30 @@
 // a token bucket on LLM tokens (Tokens per Period, capacity b = TokenBurst).
 // Both are the same bucket code, written here because the token bucket needs
 // refunds; the request bucket admits exactly what golang.org/x/time/rate's
-// Limiter admits for the same rate and burst (a differential test pins it;
-// see Performance for why it is not a rate.Limiter). A call is admitted when
-// both have room; when either refuses, neither is charged. A call's cost in the token bucket is N_in + N_max at admission:
-// N_in from the [portico.Estimator] ([Config.Estimator], by default
-// [portico.DefaultEstimator]), N_max the request's MaxOutputTokens or
-// [Config.DefaultMaxTokens]. When the call ends the bucket gets back
-// (N_in + N_max) − (usage input + usage output) from the response's usage,
-// and is charged the excess when the usage was larger (down to minus one
-// period's quota at most, which the provider's window forgets anyway, so
-// absurd reported usage cannot stall a key for centuries); a failed call, which
-// reports no usage, gets back what its error class and status make safe
-// (see [Refund]: a local refusal, an inner Limiter's included, everything; a
-// 429 or another error status the output reserve; an ambiguous outcome, or
-// an error inside a 200 stream, nothing).
+// Limiter admits for the same rate and burst (a differential test pins it; see
+// Performance for why it is not a rate.Limiter). A call is admitted when both
+// have room; when either refuses, neither is charged. A call's cost in the
+// token bucket is N_in + N_max at admission: N_in from the [portico.Estimator]
+// ([Config.Estimator], by default [portico.DefaultEstimator]), N_max the
+// request's MaxOutputTokens or [Config.DefaultMaxTokens]. When the call ends
+// the bucket gets back (N_in + N_max) − (usage input + usage output) from the
+// response's usage, and is charged the excess when the usage was larger (down
+// to minus one period's quota at most, which the provider's window forgets
+// anyway, so absurd reported usage cannot stall a key for centuries); a failed
+// call, which reports no usage, gets back what its error class and status make
+// safe (see [Refund]: a local refusal, an inner Limiter's included,
+// everything; a 429 or another error status the output reserve; an ambiguous
+// outcome, or an error inside a 200 stream, nothing).
 //
 // The token bucket guarantees that the net admitted cost (reservations minus
 // refunds) over any interval dt is at most b + r·dt, refunds included: a
 // refund never lifts the level above b. (To the nanosecond: both buckets
 // admit, as rate.Limiter does, a call whose shortfall the refill covers
 // within 1 ns, so dt counts one more nanosecond; at 10^4 tokens per second
-// that is 10^-5 tokens.) The proof is in bucket.go, and a
-// property test checks it over every interval of random runs, beside a fixed
-// window of the same nominal limit that admits twice the limit across a
+// that is 10^-5 tokens.) The proof is in bucket.go, and property tests check
+// it over every interval of random runs, of the bucket alone (and fuzzed) and
+// of the whole Limiter with concurrent callers and lock-free refunds, beside a
+// fixed window of the same nominal limit that admits twice the limit across a
 // boundary. A call whose N_in + N_max exceeds b could never enter: it is
 // refused at once with a [portico.Permanent] error naming both numbers
 // ([ErrOverCapacity], [*CapacityError]).
@@ -52,16 +53,16 @@
 // RetryAfter is the exact wait after which the same call would be admitted
 // (429 with Retry-After): the least whole nanosecond by which the refill
 // covers the shortfall, so the call is admitted at RetryAfter and refused 2 ns
-// before it (1 ns before, it may already pass: admission forgives a
-// shortfall the refill covers within 1 ns, as rate.Limiter does). In [Wait] mode the call waits that long when the
-// wait fits both the context's deadline and [Config.MaxWait], and fails at
-// once as in Reject mode otherwise. A waiting call holds its place in line:
-// later calls leave room for it, so a large call is not starved by small
-// ones, and the buckets are charged only at admission, so the bound is
-// unchanged. Waits select on ctx.Done() and a canceled wait gives its place
-// and its slot back. MaxWait bounds the total wait. Waits and rejections are
-// reported to the context's [portico.Observer] as [portico.EventRateLimitWait]
-// and [portico.EventRateLimitReject].
+// before it (1 ns before, it may already pass: admission forgives a shortfall
+// the refill covers within 1 ns, as rate.Limiter does). In [Wait] mode the
+// call waits that long when the wait fits both the context's deadline and
+// [Config.MaxWait], and fails at once as in Reject mode otherwise. A waiting
+// call holds its place in line: later calls leave room for it, so a large call
+// is not starved by small ones, and the buckets are charged only at admission,
+// so the bound is unchanged. Waits select on ctx.Done() and a canceled wait
+// gives its place and its slot back. MaxWait bounds the total wait. Waits and
+// rejections are reported to the context's [portico.Observer] as
+// [portico.EventRateLimitWait] and [portico.EventRateLimitReject].
 //
 // # Keys
 //
