@@ -2,7 +2,11 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -90,4 +94,70 @@ func TestProgramsForgotten(t *testing.T) {
 			t.Errorf("programs remembered after 1000 sessions over 10 minutes = %d, want <= %d", n, 2*100+minSweep)
 		}
 	})
+}
+
+// TestSetLimitRace: SetLimit called over and over while real goroutines make
+// calls on a few keys (turning the token and request buckets on and off,
+// moving MaxInFlight and the burst, with provider views in the responses
+// and Wait mode holding calls in line) never panics or races (run with
+// -race), refuses only with the Limiter's own errors, and leaves nothing in
+// flight, queued or held.
+func TestSetLimitRace(t *testing.T) {
+	limits := []Limits{
+		{Tokens: 1e9, MaxInFlight: 2},
+		{Tokens: 6000, TokenBurst: 100, Requests: 600, MaxInFlight: 1},
+		{Requests: 6000, RequestBurst: 2, MaxInFlight: 4},
+		{Tokens: 60_000, TokenBurst: 200, MaxInFlight: 3, Period: time.Second},
+	}
+	l := mustNew(t, Config{Limits: limits[0], Queue: 2, Order: PLAS, Mode: Wait, MaxWait: 20 * time.Millisecond, DefaultMaxTokens: 50, Estimator: fixedEstimator(5)})
+	var n atomic.Int64
+	m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		k := int(n.Add(1))
+		resp := &portico.Response{Usage: portico.Usage{InputTokens: 5, OutputTokens: k % 60}}
+		if k%7 == 0 {
+			resp.RateLimit = &portico.RateLimit{Tokens: portico.Quota{Known: true, Limit: 1000, Remaining: k % 1000, Reset: time.Duration(k%50) * time.Millisecond}}
+		}
+		return resp, nil
+	}))
+	stop := make(chan struct{})
+	var setter sync.WaitGroup
+	setter.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := l.SetLimit(limits[i%len(limits)]); err != nil {
+				t.Errorf("SetLimit(%+v) = %v", limits[i%len(limits)], err)
+				return
+			}
+			runtime.Gosched()
+		}
+	})
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			r := req("k"+strconv.Itoa(g%3), 0)
+			r.Identity.SessionID = "s" + strconv.Itoa(g)
+			for range 300 {
+				_, err := m.Generate(context.Background(), r)
+				if err != nil && !errors.Is(err, ErrLimited) && !errors.Is(err, ErrOverloaded) {
+					t.Errorf("call = %v, want nil, ErrLimited or ErrOverloaded", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	setter.Wait()
+	for g := range 3 {
+		e := l.acquire(l.keyOf(req("k"+strconv.Itoa(g), 0)), l.now())
+		inflight, queue, holds := e.inflight, len(e.queue), len(e.holds)
+		e.mu.Unlock()
+		if inflight != 0 || queue != 0 || holds != 0 {
+			t.Errorf("key k%d after all calls: in flight %d, queued %d, holds %d; want 0", g, inflight, queue, holds)
+		}
+	}
 }
