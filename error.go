@@ -129,6 +129,11 @@ type Error struct {
 	RetryAfter time.Duration
 	// RateLimit is the provider's view of its limits sent with the failure; nil if none.
 	RateLimit *RateLimit
+	// Usage, when non-nil, is what the provider billed for the failed call: an
+	// answer that came back but was rejected (validation), or a stream cut after
+	// the provider reported usage. Routing layers add its cost to
+	// Response.Cost, and rate limiters refund against it exactly.
+	Usage *Usage
 	// Err is the underlying cause; nil when there is none.
 	Err error
 }
@@ -161,7 +166,8 @@ func (e *Error) Error() string {
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		// A wrapped *Error's own "portico: " would only repeat ours.
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "portico: "))
 	}
 	return b.String()
 }
@@ -219,9 +225,11 @@ func RetryAfterOf(err error) time.Duration {
 	return 0
 }
 
-// FromContext returns the classified error for a done context: a [Canceled]
-// *Error wrapping ctx.Err() when the caller canceled, a [Deadline] one when the
-// deadline passed, and nil while ctx is not done. The cause (context.Cause) is
+// FromContext returns the classified error for a done context: an [Ambiguous]
+// *Error when a layer ended it for its own timeout (a cause matching
+// [ErrLayerTimeout]: the work had started, its outcome is unknown), a
+// [Canceled] one wrapping ctx.Err() when the caller canceled, a [Deadline] one
+// when the caller's deadline passed, and nil while ctx is not done. The cause (context.Cause) is
 // kept, so errors.Is(err, context.Canceled) and errors.Is(err, cause) both hold.
 func FromContext(ctx context.Context) error {
 	err := ctx.Err()
@@ -231,6 +239,11 @@ func FromContext(ctx context.Context) error {
 	cause := context.Cause(ctx)
 	if cause != err {
 		cause = Join(err, cause)
+	}
+	if errors.Is(cause, ErrLayerTimeout) {
+		// A layer's own timeout, not the caller's: the work had started and
+		// its outcome is unknown.
+		return &Error{Class: Ambiguous, Err: cause}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Class: Deadline, Err: cause}

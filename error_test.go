@@ -146,3 +146,21 @@ func TestContractErrors(t *testing.T) {
 		t.Errorf("ErrNilRequest, ErrNilResponse classes = %v, %v; want permanent, invalid_response", ClassOf(ErrNilRequest), ClassOf(ErrNilResponse))
 	}
 }
+
+func TestFromContextLayerTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 0, fmt.Errorf("share spent: %w", ErrLayerTimeout))
+	defer cancel()
+	<-ctx.Done()
+	err := FromContext(ctx)
+	if ClassOf(err) != Ambiguous || !errors.Is(err, ErrLayerTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("FromContext(layer timeout) = %v (%v), want ambiguous wrapping the cause and DeadlineExceeded", err, ClassOf(err))
+	}
+}
+
+func TestNestedErrorMessage(t *testing.T) {
+	inner := &Error{Class: Ambiguous, Model: "m", Reason: "attempt timeout"}
+	outer := &Error{Class: Ambiguous, Reason: "retry", Err: inner}
+	if got, want := outer.Error(), "portico: ambiguous: retry: ambiguous model m: attempt timeout"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
