@@ -182,24 +182,32 @@ func TestAfterWrittenAmbiguous(t *testing.T) {
 		{"disconnect mid stream", fakeopenai.Fault{Kind: fakeopenai.FaultDisconnect, AfterChunks: 2}, true, 200},
 	}
 	for _, tc := range cases {
+		// Virtual time over in-memory HTTP: the 50 ms timeout strikes exactly
+		// when the server has done all it will do, however loaded the machine.
 		t.Run(tc.name, func(t *testing.T) {
-			s, m := start(t, faulty(tc.fault), openai.Config{}, option.WithRequestTimeout(50*time.Millisecond), option.WithMaxRetries(3))
-			req := userReq("m", "hello")
-			chunks := 0
-			if tc.stream {
-				req.OnChunk = func(portico.Chunk) error { chunks++; return nil }
-			}
-			_, err := m.Generate(context.Background(), req)
-			pe := asError(t, err)
-			if pe.Class != portico.Ambiguous || pe.Status != tc.status {
-				t.Errorf("Generate error = %v status %d (%v), want ambiguous %d", pe.Class, pe.Status, err, tc.status)
-			}
-			if tc.stream && tc.status == 200 && chunks != 2 {
-				t.Errorf("chunks delivered = %d, want 2", chunks)
-			}
-			if n := s.Count("m"); n != 1 {
-				t.Errorf("server saw %d requests, want 1 (the SDK retries timeouts unless turned off)", n)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				s, m := startPipe(t, faulty(tc.fault), option.WithRequestTimeout(50*time.Millisecond), option.WithMaxRetries(3))
+				req := userReq("m", "hello")
+				chunks := 0
+				if tc.stream {
+					req.OnChunk = func(portico.Chunk) error { chunks++; return nil }
+				}
+				start := time.Now()
+				_, err := m.Generate(t.Context(), req)
+				pe := asError(t, err)
+				if pe.Class != portico.Ambiguous || pe.Status != tc.status {
+					t.Errorf("Generate error = %v status %d (%v), want ambiguous %d", pe.Class, pe.Status, err, tc.status)
+				}
+				if d, want := time.Since(start), 50*time.Millisecond; !strings.HasPrefix(tc.name, "disconnect") && d != want {
+					t.Errorf("Generate returned after %v, want the %v timeout", d, want)
+				}
+				if tc.stream && tc.status == 200 && chunks != 2 {
+					t.Errorf("chunks delivered = %d, want 2", chunks)
+				}
+				if n := s.Count("m"); n != 1 {
+					t.Errorf("server saw %d requests, want 1 (the SDK retries timeouts unless turned off)", n)
+				}
+			})
 		})
 	}
 }
@@ -246,17 +254,25 @@ func TestContextErrors(t *testing.T) {
 		}, portico.Canceled, context.Canceled},
 	}
 	for _, tc := range cases {
+		// In virtual time the 30 ms strike once the request was written and
+		// the server stalls, so the after-write classes are exact.
 		t.Run(tc.name, func(t *testing.T) {
-			_, m := start(t, stall, openai.Config{})
-			ctx, cancel := tc.ctx()
-			defer cancel()
-			_, err := m.Generate(ctx, userReq("m", "hello"))
-			if pe := asError(t, err); pe.Class != tc.class {
-				t.Errorf("Generate error class = %v (%v), want %v", pe.Class, err, tc.class)
-			}
-			if !errors.Is(err, tc.is) {
-				t.Errorf("errors.Is(%v, %v) = false, want true", err, tc.is)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				_, m := startPipe(t, stall)
+				ctx, cancel := tc.ctx()
+				defer cancel()
+				start := time.Now()
+				_, err := m.Generate(ctx, userReq("m", "hello"))
+				if pe := asError(t, err); pe.Class != tc.class {
+					t.Errorf("Generate error class = %v (%v), want %v", pe.Class, err, tc.class)
+				}
+				if !errors.Is(err, tc.is) {
+					t.Errorf("errors.Is(%v, %v) = false, want true", err, tc.is)
+				}
+				if d := time.Since(start); d != 30*time.Millisecond && tc.name != "already canceled" {
+					t.Errorf("Generate returned after %v, want 30ms", d)
+				}
+			})
 		})
 	}
 }
