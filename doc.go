@@ -58,6 +58,8 @@
 //   - route: routers, cascades and replica balancers.
 //   - fallback: ordered groups of capable routes.
 //   - validate: the acceptance pipeline every answer passes.
+//   - effect: tool side effects at most once per execution key.
+//   - stack: the recommended stack in one constructor.
 //   - trace: OpenTelemetry spans, metrics and logs, content redacted by default.
 //   - modeltest: fakes, fault injection, a conformance suite, an OpenAI-compatible
 //     test server.

@@ -8,7 +8,7 @@ import (
 )
 
 // SetLimit changes the limits of every key, existing and future, at once:
-// for limits that providers announce at run time (STYLE 15). Each bucket
+// for limits that providers announce at run time. Each bucket
 // keeps the tokens it holds, capped at its new capacity, and refills from
 // there at the new rate; a raised MaxInFlight hands the new slots to queued
 // calls.

@@ -19,8 +19,8 @@ const unit = 1_000_000_000
 const maxBurst = math.MaxInt64 / unit / 2
 
 // depositOf converts a ratio in retries per request to 1/unit, rounding down
-// so that the deposits of n requests never exceed ratio*n (DESIGN.md's bound
-// is exact), except that a product within 10^-6 of an integer is taken as that
+// so that the deposits of n requests never exceed ratio*n (the budget's
+// bound is exact), except that a product within 10^-6 of an integer is taken as that
 // integer: float64(0.3)*10^9 is 299999999.99999997, and 0.3 means 3/10. The
 // deposit is capped at the capacity.
 func depositOf(ratio float64, capacity int64) int64 {

@@ -29,7 +29,7 @@
 // so no call allocates a BackOff. backoff.Retry itself is not used: it cannot
 // consult a budget, a deadline allowance or a stream, and its own randomization
 // is ±RandomizationFactor around the interval, close to the "equal jitter" seed
-// 000 ranks worst. v5 rather than the v4 the design card names: v5 (December
+// 000 ranks worst. v5 rather than v4: v5 (December
 // 2024) is the current major version, with a context-first generic Retry and
 // RetryAfterError; v4's API (RetryNotify*, Clock) is the superseded one. Since
 // only the schedule is used, the choice costs nothing per call.

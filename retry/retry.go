@@ -80,7 +80,7 @@ const (
 // token; a retry that finds less than one token is not made (Finagle's
 // RetryBudget, gRPC's retry throttling, seed 000). The bucket starts full, so
 // over any run the retries of one key are at most Burst + Ratio*requests, and
-// attempts at most requests*(1+Ratio) + Burst (DESIGN.md's invariant), under
+// attempts at most requests*(1+Ratio) + Burst (the invariant ARCHITECTURE.md states), under
 // any concurrency and whatever fails. The one exception is eviction past
 // MaxKeys: a key evicted as idle comes back with a full bucket, so each
 // eviction of a key below capacity can add up to Burst to its bound.
