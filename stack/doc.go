@@ -1,6 +1,7 @@
 // Package stack builds Portico's recommended stack in one call, so that users
-// need not learn the order of the layers. Every layer it uses stays usable alone; a stack is nothing but
-// [portico.Chain] calls in this order, outermost first:
+// need not learn the order of the layers. Every layer it uses stays usable
+// alone; a stack is nothing but [portico.Chain] calls in this order,
+// outermost first:
 //
 //	trace.Wrap                 (Config.Tracer)         one span per request
 //	ratelimit, per client      (Config.ClientLimits)   who gets in, how much

@@ -57,8 +57,8 @@
 // Schemas are compiled with github.com/santhosh-tekuri/jsonschema v6, once
 // per distinct schema text, and kept in a bounded cache ([Config.CacheSize]).
 // v6 rather than v5 because it is the maintained line, it decodes and
-// validates faster (v5 was about 40% slower on our benchmark object), defaults to draft 2020-12, and its errors are typed
-// values (kind.Required, kind.Type, ...) with instance locations, which is
+// validates faster (v5 was about 40% slower on our benchmark object), it
+// defaults to draft 2020-12, and its errors are typed values (kind.Required, kind.Type, ...) with instance locations, which is
 // what lets the pipeline report each violation as pointer and rule without
 // quoting values. External $refs are refused: a request's schema cannot make
 // the validator read files or fetch URLs. A schema that does not compile
