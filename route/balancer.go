@@ -49,8 +49,11 @@ func (r *Replica) Available() bool { return r.Route.Available() }
 
 // Strategy is a replica-choice policy. [NewBalancer] calls NewPicker once with
 // its replicas and uses the returned [Picker] for every call (grpc-go's
-// balancer builder and picker). The built-in strategies are [RoundRobin],
-// [LeastInFlight], [Affinity] and [PrefixAware].
+// balancer builder and picker). A Strategy with settings that can be wrong
+// should also have a method Validate() error, which NewBalancer calls first,
+// returning its error, so that NewPicker is only given valid settings. The
+// built-in strategies are [RoundRobin], [LeastInFlight], [Affinity] and
+// [PrefixAware].
 type Strategy interface {
 	NewPicker(replicas []*Replica) Picker
 }
@@ -112,10 +115,21 @@ type Balancer struct {
 }
 
 // NewBalancer returns a Balancer for cfg, or an error starting "route:" when
-// there are no replicas or one has a nil Model.
+// there are no replicas, one has a nil Model, or the Strategy's settings are
+// invalid: a Strategy with a method Validate() error, as [PrefixAware] has,
+// is validated before its NewPicker is called, and its error returned.
 func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 	if len(cfg.Replicas) == 0 {
 		return nil, errors.New("route: NewBalancer needs at least one replica")
+	}
+	s := cfg.Strategy
+	if s == nil {
+		s = RoundRobin{}
+	}
+	if v, ok := s.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	b := &Balancer{est: cfg.Estimator}
 	if b.est == nil {
@@ -134,10 +148,6 @@ func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 			}
 		}
 		b.replicas[i] = r
-	}
-	s := cfg.Strategy
-	if s == nil {
-		s = RoundRobin{}
 	}
 	b.picker = s.NewPicker(b.replicas)
 	b.fb, _ = b.picker.(feedbacker)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -405,9 +406,30 @@ func TestBalancerAllocs(t *testing.T) {
 	}
 }
 
+// Bad PrefixAware settings are a configuration error that NewBalancer
+// returns (it used to panic inside NewPicker, despite returning an error);
+// only NewPicker called directly, outside a Balancer, still panics.
 func TestPrefixAwareSettings(t *testing.T) {
+	rs, _ := replicas(2)
+	if _, err := NewBalancer(BalancerConfig{Replicas: rs, Strategy: PrefixAware{RebalanceFactor: 1, MaxBlocks: math.MaxInt32}}); err != nil {
+		t.Errorf("NewBalancer(PrefixAware at the edges of its ranges) = %v, want no error", err)
+	}
 	for _, s := range []PrefixAware{{BlockBytes: -1}, {RebalanceFactor: 0.5}, {Window: -time.Second}, {BytesPerToken: math.NaN()},
 		{DecodeWeight: math.Inf(1)}, {RebalanceFactor: math.NaN()}, {MaxBlocks: 1 << 31}, {BlockBytes: 1 << 40}} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("NewBalancer(%+v) panicked: %v, want an error", s, r)
+				}
+			}()
+			b, err := NewBalancer(BalancerConfig{Replicas: rs, Strategy: s})
+			if b != nil || err == nil || !strings.HasPrefix(err.Error(), "route:") {
+				t.Errorf("NewBalancer(%+v) = %v, %v; want nil and an error starting route:", s, b, err)
+			}
+			if verr := s.Validate(); verr == nil || err == nil || verr.Error() != err.Error() {
+				t.Errorf("PrefixAware(%+v).Validate() = %v, want NewBalancer's error %v", s, verr, err)
+			}
+		}()
 		func() {
 			defer func() {
 				if r, _ := recover().(string); r == "" || r[:6] != "route:" {

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -66,19 +67,38 @@ type PrefixAware struct {
 	DecodeWeight float64
 }
 
+// Validate returns nil when s's settings are usable, or an error starting
+// "route: PrefixAware" naming the first bad one: a setting that is negative,
+// NaN or infinite, a RebalanceFactor in (0, 1), or a BlockBytes or MaxBlocks
+// of 2^31 or more. [NewBalancer] calls it and returns its error.
+func (s PrefixAware) Validate() error {
+	finite := func(x float64) bool { return x >= 0 && !math.IsInf(x, 1) } // false for NaN
+	switch {
+	case s.BlockBytes < 0 || s.BlockBytes > math.MaxInt32:
+		return fmt.Errorf("route: PrefixAware BlockBytes %d outside [0, 2^31)", s.BlockBytes)
+	case s.MaxBlocks < 0 || s.MaxBlocks > math.MaxInt32:
+		return fmt.Errorf("route: PrefixAware MaxBlocks %d outside [0, 2^31)", s.MaxBlocks)
+	case s.Window < 0:
+		return fmt.Errorf("route: PrefixAware negative Window %v", s.Window)
+	case !finite(s.BytesPerToken):
+		return fmt.Errorf("route: PrefixAware BytesPerToken %v must be finite and >= 0", s.BytesPerToken)
+	case !finite(s.DecodeWeight):
+		return fmt.Errorf("route: PrefixAware DecodeWeight %v must be finite and >= 0", s.DecodeWeight)
+	case !finite(s.RebalanceFactor) || (s.RebalanceFactor > 0 && s.RebalanceFactor < 1):
+		return fmt.Errorf("route: PrefixAware RebalanceFactor %v must be 0 (the default) or finite and >= 1", s.RebalanceFactor)
+	}
+	return nil
+}
+
 // NewPicker returns the E2 picker over replicas. Each pick hashes the prompt
 // once (outside the lock), then takes one mutex for the lookups and the index
-// update; it never blocks on anything else. It panics, with a message starting
-// "route:", when a setting is negative, NaN or infinite, RebalanceFactor is in
-// (0, 1), or BlockBytes or MaxBlocks is 2^31 or more.
+// update; it never blocks on anything else. Through [NewBalancer], bad
+// settings are an error it returns (see [PrefixAware.Validate]); NewPicker
+// called directly, outside a Balancer, panics with Validate's error, whose
+// message starts "route:".
 func (s PrefixAware) NewPicker(replicas []*Replica) Picker {
-	finite := func(x float64) bool { return x >= 0 && !math.IsInf(x, 1) } // false for NaN
-	if s.BlockBytes < 0 || s.Window < 0 || s.MaxBlocks < 0 || !finite(s.BytesPerToken) || !finite(s.DecodeWeight) ||
-		!finite(s.RebalanceFactor) || (s.RebalanceFactor > 0 && s.RebalanceFactor < 1) {
-		panic("route: PrefixAware settings must be finite and >= 0, and RebalanceFactor >= 1")
-	}
-	if s.BlockBytes > math.MaxInt32 || s.MaxBlocks > math.MaxInt32 {
-		panic("route: PrefixAware BlockBytes and MaxBlocks must be below 2^31")
+	if err := s.Validate(); err != nil {
+		panic(err.Error())
 	}
 	p := &prefixPicker{replicas: replicas, cfg: s}
 	c := &p.cfg
