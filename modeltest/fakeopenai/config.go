@@ -21,7 +21,16 @@ type Config struct {
 	// goroutine (concurrently for concurrent requests). Tests use it to know
 	// that a request reached the server. Nil means no hook.
 	OnRequest func(Request)
+	// RecordLimit bounds the requests kept for [Server.Requests]: past it the
+	// server keeps counting (Count) but records no more, so a long soak run does
+	// not grow memory without bound. Zero means DefaultRecordLimit; negative
+	// records nothing.
+	RecordLimit int
 }
+
+// DefaultRecordLimit is the number of requests a Server records when
+// Config.RecordLimit is zero.
+const DefaultRecordLimit = 10000
 
 // DefaultModel is the name of the model served when Config.Models is empty.
 const DefaultModel = "fake-model"

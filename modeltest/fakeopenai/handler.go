@@ -74,7 +74,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		Body:        body,
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, rec)
+	if len(s.requests) < s.recordLimit() {
+		s.requests = append(s.requests, rec)
+	}
 	s.counts[rec.Model]++
 	s.mu.Unlock()
 	if s.cfg.OnRequest != nil {
@@ -327,4 +329,17 @@ func writeError(w http.ResponseWriter, status int, typ, code, param, msg string)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
+}
+
+// recordLimit is how many requests Requests keeps: Config.RecordLimit, or
+// DefaultRecordLimit when it is zero, or none when it is negative.
+func (s *Server) recordLimit() int {
+	switch l := s.cfg.RecordLimit; {
+	case l == 0:
+		return DefaultRecordLimit
+	case l < 0:
+		return 0
+	default:
+		return l
+	}
 }

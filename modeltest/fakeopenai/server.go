@@ -174,7 +174,8 @@ func (s *Server) Close() {
 	})
 }
 
-// Requests returns a copy of every request recorded so far, in order of arrival.
+// Requests returns a copy of the requests recorded so far, in order of arrival:
+// every request, up to Config.RecordLimit of them.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()

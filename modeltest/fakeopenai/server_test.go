@@ -526,3 +526,21 @@ func TestStartLoopback(t *testing.T) {
 		t.Errorf("Dial(%s) after Close succeeded, want refused", u.Host)
 	}
 }
+
+// Requests keeps at most RecordLimit requests; Count keeps counting.
+func TestRecordLimit(t *testing.T) {
+	for _, tc := range []struct{ limit, want int }{{2, 2}, {-1, 0}, {0, 5}} {
+		s := start(t, fakeopenai.Config{RecordLimit: tc.limit})
+		for range 5 {
+			resp, err := post(t, context.Background(), s, `{"model":"fake-model","messages":[{"role":"user","content":"hi"}]}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if got := len(s.Requests()); got != tc.want || s.Count(fakeopenai.DefaultModel) != 5 {
+			t.Errorf("RecordLimit %d: recorded %d, counted %d; want %d recorded, 5 counted", tc.limit, got, s.Count(fakeopenai.DefaultModel), tc.want)
+		}
+	}
+}
