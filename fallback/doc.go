@@ -44,6 +44,15 @@
 // Config.MinAttempt: the request then ends with a Deadline error rather than an
 // attempt that cannot finish.
 //
+// A candidate's own share ends its context with cause [ErrShareTimeout],
+// which matches [portico.ErrLayerTimeout]: the route sees the group's
+// timeout, not the caller's deadline, and reports it as Ambiguous (sent) or
+// Transient (not sent), so its breaker counts it. A hung primary thus trips
+// its breaker after a few requests and is then skipped at once, instead of
+// taking 9/16 of every request's deadline. The group moves on after a share
+// timeout whatever the route's class, but stops when the caller's own
+// deadline ends.
+//
 // # What the caller learns
 //
 // [portico.Response].Route names the route that answered and Response.Hops

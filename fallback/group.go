@@ -89,8 +89,13 @@ type call struct {
 // shown by Code "context_length_exceeded" or Reason "context window", teaches
 // the group that the input needs a larger window than the failed route's, so
 // routes of that size are skipped too), InvalidResponse, Ambiguous when the
-// request is Idempotent, and Deadline when the candidate's own share of the
-// time ran out while the caller's deadline had not. It returns the route's
+// request is Idempotent, and any class when the candidate's own share of the
+// time ran out while the caller's deadline had not (the group ends the
+// candidate's context with cause [ErrShareTimeout], a
+// [portico.ErrLayerTimeout], so the route reports Ambiguous or Transient and
+// its breaker counts the failure; the group moves on even for a request that
+// is not Idempotent, since the split exists to reach the fallback after a
+// stalled primary, seed 003). It returns the route's
 // error, without trying others, on Permanent, Canceled, Ambiguous on a
 // non-idempotent request, or any error after a chunk reached the caller (seed
 // 000: no transparent fallback after the first token): unchanged when it was
@@ -104,7 +109,8 @@ type call struct {
 //
 // When the context has a deadline, each candidate gets its own (see
 // Config.Share, Config.Reserve, Config.MinAttempt); a candidate is not started
-// when its allowance is below MinAttempt. Each route left is reported as a
+// when its allowance is below MinAttempt. When the caller's own deadline ends
+// during a candidate, the group stops there. Each route left is reported as a
 // [portico.EventFallback] to the context's Observer.
 //
 // When every candidate was left, it returns a [*portico.Error] wrapping

@@ -15,15 +15,41 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 	if !c.hasDL {
 		return g.attempt(ctx, ctx, c, r)
 	}
-	d, ok := allowance(time.Until(c.deadline), c.reserve, g.cfg.MinAttempt, g.cfg.Share, !g.followed(c, pos))
+	remaining := time.Until(c.deadline)
+	d, ok := allowance(remaining, c.reserve, g.cfg.MinAttempt, g.cfg.Share, !g.followed(c, pos))
 	if !ok {
 		g.hop(ctx, c, r, reasonDeadline, nil)
 		return nil, true, g.outOfTime(ctx, c)
 	}
-	cctx, cancel := context.WithTimeout(ctx, d)
+	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
+		return g.attempt(ctx, ctx, c, r)
+	}
+	// The cause tells the route (its breaker, its adapter) that the group
+	// ended the call for its own share, not the caller: the adapter reports
+	// Ambiguous or Transient, which counts against the route's breaker, where
+	// the caller's Deadline would not.
+	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrShareTimeout)
 	defer cancel()
 	return g.attempt(ctx, cctx, c, r)
 }
+
+// ErrShareTimeout is the cause (context.Cause) of a candidate's context when
+// the group ended it because the candidate's share of the deadline ran out
+// (see Config.Share). errors.Is(ErrShareTimeout, portico.ErrLayerTimeout)
+// holds, so [portico.FromContext] and the provider adapters classify the
+// call as the layer's own timeout ([portico.Ambiguous] once the request was
+// sent, [portico.Transient] before), a route fault that a breaker counts,
+// rather than the caller's [portico.Deadline], which it ignores: a hung
+// primary trips its breaker and is then skipped at once.
+var ErrShareTimeout error = shareTimeout("fallback: share timeout")
+
+// shareTimeout is the type of [ErrShareTimeout]: itself, and
+// portico.ErrLayerTimeout for errors.Is (as package retry's timeouts).
+type shareTimeout string
+
+func (e shareTimeout) Error() string { return string(e) }
+
+func (e shareTimeout) Is(target error) bool { return target == portico.ErrLayerTimeout }
 
 // attempt calls r under cctx, a context derived from the request's ctx with
 // r's allowance, and judges the outcome as try describes.
@@ -75,6 +101,17 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 	}
 	class := portico.ClassOf(err)
 	reason := class.String()
+	if cctx.Err() != nil && errors.Is(context.Cause(cctx), ErrShareTimeout) {
+		// The candidate's own share ran out, the caller's deadline has not:
+		// move on whatever class the route reports (Ambiguous once sent, even
+		// for a request that is not idempotent: the split exists to reach the
+		// fallback after a stalled primary, seed 003).
+		if class == portico.Ambiguous || class == portico.InvalidResponse {
+			c.spent += g.estimate(c, r)
+		}
+		g.hop(ctx, c, r, "timeout", err)
+		return nil, false, err
+	}
 	switch class {
 	case portico.Transient, portico.RateLimited, portico.Rejected, portico.InvalidResponse:
 	case portico.Incompatible:

@@ -1,0 +1,89 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/modeltest"
+)
+
+// TestHungPrimaryTripsBreaker: a primary that stalls runs out its share of
+// each request's deadline; the group ends its context with ErrShareTimeout, a
+// layer timeout, so the route reports Ambiguous and its breaker counts it.
+// After ConsecutiveFailures (5) the breaker opens and the group skips the
+// primary at once. With a plain share timeout the route saw the caller's
+// Deadline, which breakers ignore: the dead primary was called on all 25
+// requests and each paid 225 ms of its 400 ms.
+func TestHungPrimaryTripsBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		brk := breaker.MustNew(breaker.Config{Name: "primary", ConsecutiveFailures: 5})
+		hung := modeltest.NewFake(modeltest.Outcome{Stall: true})
+		healthy := modeltest.NewFake()
+		g := MustNew(Config{Routes: []portico.Route{
+			{Name: "primary", Model: brk.Wrap(hung), Health: brk},
+			{Name: "secondary", Model: healthy},
+		}})
+		const requests = 25
+		for i := range requests {
+			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+			start := time.Now()
+			resp, err := g.Generate(ctx, simple) // not idempotent
+			el := time.Since(start)
+			cancel()
+			if err != nil || resp.Route != "secondary" {
+				t.Fatalf("request %d: Generate = %v, %v; want the secondary's answer", i, resp, err)
+			}
+			// 9/16 of 400 ms while the primary is called, nothing once it is skipped.
+			want, reason := 225*time.Millisecond, "timeout"
+			if i >= 5 {
+				want, reason = 0, reasonUnavailable
+			}
+			if el != want || len(resp.Hops) != 1 || resp.Hops[0].Reason != reason {
+				t.Fatalf("request %d: elapsed %v, hops %v; want %v, one %q hop", i, el, resp.Hops, want, reason)
+			}
+			if i < 5 && (!errors.Is(resp.Hops[0].Err, ErrShareTimeout) || portico.ClassOf(resp.Hops[0].Err) != portico.Ambiguous) {
+				t.Fatalf("request %d: hop error %v; want an Ambiguous error caused by ErrShareTimeout", i, resp.Hops[0].Err)
+			}
+		}
+		if n := hung.Count(); n != 5 {
+			t.Errorf("primary calls = %d, want 5 (then skipped while its breaker is open)", n)
+		}
+		if n := healthy.Count(); n != requests {
+			t.Errorf("secondary calls = %d, want %d", n, requests)
+		}
+		if s := brk.State(); s != breaker.Open {
+			t.Errorf("breaker state = %v, want open", s)
+		}
+	})
+}
+
+// TestCallerDeadlineStopsEverything: when the caller's own deadline ends
+// during a candidate (no reserve, the last candidate given all the time), the
+// group does not move on and reports Deadline, not the share's Ambiguous.
+func TestCallerDeadlineStopsEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "a", block: true}, &fake{name: "b", block: true}
+		g := MustNew(Config{Reserve: -1, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := g.Generate(ctx, simple)
+		if el := time.Since(start); el != 800*time.Millisecond {
+			t.Errorf("elapsed = %v, want 800ms", el)
+		}
+		var ex *Exhausted
+		if portico.ClassOf(err) != portico.Ambiguous || !errors.As(err, &ex) {
+			t.Fatalf("err = %v, want an exhausted error", err)
+		}
+		// a ran out its share (Ambiguous: possibly billed, never hidden); b was
+		// stopped by the caller's deadline.
+		if got, want := hopsOf(t, ex.Hops), []string{"a:timeout:ambiguous", "b:deadline:deadline"}; !eq(got, want) {
+			t.Errorf("Hops = %v, want %v", got, want)
+		}
+	})
+}
