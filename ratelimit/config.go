@@ -87,7 +87,10 @@ type Limits struct {
 	// output) per Period per key. 0 means no token bucket.
 	Tokens int
 	// TokenBurst is the token bucket's capacity b, in tokens: no call whose
-	// N_in + N_max exceeds it can ever be admitted. 0 means Tokens.
+	// N_in + N_max exceeds it can ever be admitted, and such a call is
+	// refused at once with a [portico.Incompatible] error wrapping a
+	// [*CapacityError] (a route with a larger bucket may serve it). 0 means
+	// Tokens.
 	TokenBurst int
 	// Period is the time Requests and Tokens refer to. 0 means one minute
 	// (providers announce limits per minute: RPM, TPM).

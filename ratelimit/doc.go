@@ -43,8 +43,13 @@
 // of the whole Limiter with concurrent callers and lock-free refunds, beside a
 // fixed window of the same nominal limit that admits twice the limit across a
 // boundary. A call whose N_in + N_max exceeds b could never enter: it is
-// refused at once with a [portico.Permanent] error naming both numbers
-// ([ErrOverCapacity], [*CapacityError]).
+// refused at once with a [portico.Incompatible] error naming both numbers
+// and the request's Model ([ErrOverCapacity], [*CapacityError]). Incompatible
+// rather than Permanent, because the refusal is this route's, not the
+// request's: Permanent says the same request fails again anywhere, and
+// stops a fallback group, while another route with a larger bucket (a
+// bigger tier, another provider) can serve the call. Like Permanent,
+// Incompatible is never retried on the same route.
 //
 // # Wait or reject
 //

@@ -19,8 +19,10 @@ var (
 	// the exact RetryAfter.
 	ErrLimited = errors.New("ratelimit: rate limited")
 	// ErrOverCapacity: the call's N_in + N_max exceeds the token bucket's
-	// capacity, so it could never be admitted. Class [portico.Permanent]; the
-	// numbers are in the wrapped [*CapacityError].
+	// capacity, so it could never be admitted by this key. Class
+	// [portico.Incompatible] (this route cannot serve the call; one with a
+	// larger bucket may), never retried; the numbers are in the wrapped
+	// [*CapacityError].
 	ErrOverCapacity = errors.New("ratelimit: call exceeds bucket capacity")
 	// ErrBadRequest: the call cannot be priced (negative MaxOutputTokens, no
 	// MaxOutputTokens and no DefaultMaxTokens, a negative estimate). Class
@@ -30,8 +32,11 @@ var (
 
 // CapacityError reports a call too large for the token bucket: its reserve
 // Input + MaxOutput tokens exceeds Capacity, the bucket's burst b (seed 000:
-// such a call can never enter and is rejected at once). errors.Is(err,
-// ErrOverCapacity) holds for it.
+// such a call can never enter and is rejected at once). A [Limiter] returns
+// it wrapped in a [*portico.Error] of class [portico.Incompatible] whose
+// Model is the request's Model (the model of the default key, and the whole
+// of a [ByModel] key), so the message names the route that refused.
+// errors.Is(err, ErrOverCapacity) holds for it.
 type CapacityError struct {
 	Input     int // N_in, estimated input tokens
 	MaxOutput int // N_max, the output tokens reserved
@@ -50,9 +55,11 @@ func (e *CapacityError) Error() string {
 func (e *CapacityError) Is(target error) bool { return target == ErrOverCapacity }
 
 // overCapacity returns the error for a call of in + maxOut tokens refused by
-// a token bucket of the given capacity: Permanent, wrapping the
+// a token bucket of the given capacity: Incompatible, since another route
+// with a larger bucket can serve the call (Permanent would say it fails
+// anywhere, and stop a fallback group), naming model, and wrapping the
 // *CapacityError, with no Reason, since the CapacityError's text says it all
-// ("portico: permanent model m: ratelimit: call needs ...").
+// ("portico: incompatible model m: ratelimit: call needs ...").
 func overCapacity(model string, in, maxOut, capacity int) error {
-	return &portico.Error{Class: portico.Permanent, Model: model, Err: &CapacityError{Input: in, MaxOutput: maxOut, Capacity: capacity}}
+	return &portico.Error{Class: portico.Incompatible, Model: model, Err: &CapacityError{Input: in, MaxOutput: maxOut, Capacity: capacity}}
 }

@@ -54,5 +54,5 @@ func Example() {
 	// second: <nil>
 	// third: true rate_limited 24s
 	// bob: <nil>
-	// big: true permanent 100 5000 1000
+	// big: true incompatible 100 5000 1000
 }

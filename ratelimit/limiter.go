@@ -45,11 +45,12 @@ func New(cfg Config) (*Limiter, error) {
 // unused part of the token reservation when the call ends. It never modifies
 // the Request. It returns, besides next's own errors:
 //
-//   - [portico.Permanent] wrapping a [*CapacityError] with the numbers (so
-//     errors.Is(err, [ErrOverCapacity]) holds), its text the error's only
-//     explanation, when N_in + N_max exceeds the token bucket's capacity: at
-//     once, or when [Limiter.SetLimit] lowers the capacity under a waiting
-//     call;
+//   - [portico.Incompatible], Model the request's Model, wrapping a
+//     [*CapacityError] with the numbers (so errors.Is(err,
+//     [ErrOverCapacity]) holds), its text the error's only explanation, when
+//     N_in + N_max exceeds the token bucket's capacity: at once, or when
+//     [Limiter.SetLimit] lowers the capacity under a waiting call. Never
+//     retried on this route; a fallback moves on to one with room;
 //   - [portico.Permanent] wrapping [ErrBadRequest] when the call cannot be
 //     priced (see [ErrBadRequest]);
 //   - [portico.RateLimited] wrapping [ErrLimited], with RetryAfter the exact

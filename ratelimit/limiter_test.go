@@ -66,8 +66,8 @@ func TestOverCapacity(t *testing.T) {
 	}))
 	_, err := m.Generate(context.Background(), req("a", 400))
 	var ce *CapacityError
-	if !errors.Is(err, ErrOverCapacity) || !errors.As(err, &ce) || portico.ClassOf(err) != portico.Permanent {
-		t.Fatalf("Generate(700 in + 400 out, capacity 1000) = %v, want Permanent ErrOverCapacity", err)
+	if !errors.Is(err, ErrOverCapacity) || !errors.As(err, &ce) || portico.ClassOf(err) != portico.Incompatible {
+		t.Fatalf("Generate(700 in + 400 out, capacity 1000) = %v, want Incompatible ErrOverCapacity", err)
 	}
 	if *ce != (CapacityError{Input: 700, MaxOutput: 400, Capacity: 1000}) || called {
 		t.Errorf("CapacityError = %+v, model called %v; want {700 400 1000}, not called", *ce, called)
@@ -307,22 +307,23 @@ func TestBadRequest(t *testing.T) {
 	neg := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(-3)})
 	huge := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(math.MaxInt)})
 	tests := []struct {
-		name string
-		l    *Limiter
-		r    *portico.Request
-		want error
+		name  string
+		l     *Limiter
+		r     *portico.Request
+		want  error
+		class portico.Class
 	}{
-		{"nil request", l, nil, portico.ErrNilRequest},
-		{"negative max tokens", l, req("a", -1), ErrBadRequest},
-		{"missing max tokens", l, req("a", 0), ErrBadRequest},
-		{"negative estimate", neg, req("a", 10), ErrBadRequest},
-		{"absurd estimate", huge, req("a", 10), ErrOverCapacity},
-		{"absurd max tokens", l, req("a", math.MaxInt), ErrOverCapacity},
+		{"nil request", l, nil, portico.ErrNilRequest, portico.Permanent},
+		{"negative max tokens", l, req("a", -1), ErrBadRequest, portico.Permanent},
+		{"missing max tokens", l, req("a", 0), ErrBadRequest, portico.Permanent},
+		{"negative estimate", neg, req("a", 10), ErrBadRequest, portico.Permanent},
+		{"absurd estimate", huge, req("a", 10), ErrOverCapacity, portico.Incompatible},
+		{"absurd max tokens", l, req("a", math.MaxInt), ErrOverCapacity, portico.Incompatible},
 	}
 	for _, tt := range tests {
 		_, err := tt.l.Wrap(okModel(1, 1)).Generate(context.Background(), tt.r)
-		if !errors.Is(err, tt.want) || portico.ClassOf(err) != portico.Permanent {
-			t.Errorf("%s: Generate = %v, want Permanent %v", tt.name, err, tt.want)
+		if !errors.Is(err, tt.want) || portico.ClassOf(err) != tt.class {
+			t.Errorf("%s: Generate = %v, want %v %v", tt.name, err, tt.class, tt.want)
 		}
 	}
 }
