@@ -34,16 +34,29 @@ func (p *pipeline) add(v Violation) {
 	p.out = append(p.out, v)
 }
 
+// reject returns the InvalidResponse error for the violations found in resp.
+// Its Usage is a copy of resp.Usage (nil without a Response): the answer was
+// billed although it is refused, and routing layers add its cost to the
+// Response.Cost of the answer they return.
 func (p *pipeline) reject(resp *portico.Response) error {
-	e := &portico.Error{
+	r := &rejected{e: portico.Error{
 		Class:  portico.InvalidResponse,
 		Reason: "validation rejected",
 		Err:    &Rejection{Violations: p.out, Omitted: p.omitted, Response: resp},
-	}
+	}}
 	if resp != nil {
-		e.Model = resp.Model
+		r.e.Model = resp.Model
+		r.usage = resp.Usage
+		r.e.Usage = &r.usage
 	}
-	return e
+	return &r.e
+}
+
+// rejected holds a rejection's error and the copy of the billed usage it
+// points to, in one allocation.
+type rejected struct {
+	e     portico.Error
+	usage portico.Usage
 }
 
 // run runs the stages; sch is req.Schema compiled (nil without a Schema).

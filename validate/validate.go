@@ -213,7 +213,8 @@ func (v *Validator) prepare(req *portico.Request) (*compiled, error) {
 
 // Check runs the acceptance pipeline on resp, the answer to req, and returns
 // nil when it is accepted. On rejection it returns an InvalidResponse
-// *portico.Error wrapping a [*Rejection] that lists every violation; when a
+// *portico.Error wrapping a [*Rejection] that lists every violation, with
+// Usage a copy of resp.Usage (the refused answer was billed); when a
 // schema of req does not compile, a Permanent *portico.Error wrapping
 // [ErrSchema]; for a nil req, [portico.ErrNilRequest] (Permanent). Check
 // modifies neither req nor resp; with Config.TrimSpace it judges the trimmed

@@ -14,7 +14,8 @@ import (
 //     with [portico.ErrNilRequest], Permanent, for a nil request);
 //   - returns next's error unchanged;
 //   - runs [Validator.Check] on next's answer and returns an InvalidResponse
-//     *portico.Error wrapping a [*Rejection] when it fails, or the Response
+//     *portico.Error wrapping a [*Rejection] when it fails (its Usage a
+//     copy of the answer's, which was billed), or the Response
 //     (with its text trimmed under Config.TrimSpace) when it passes;
 //   - reports a portico.EventValidation, Reason "accepted" or "rejected", to
 //     the context's Observer;
