@@ -59,7 +59,10 @@
 // lists every route left before it, with a content-free reason ("transient",
 // "unavailable", "context window", "timeout", ...) and its error. Each hop is
 // also reported to the context's [portico.Observer] as a
-// [portico.EventFallback]. When every route is left, the error is a classified
+// [portico.EventFallback]. Response.Cost is what the request cost: the
+// answering route's cost plus, for each route left with an error that
+// carries the usage it billed ([portico.Error].Usage: an answer package
+// validate refused, say), that route's price for it. When every route is left, the error is a classified
 // [*portico.Error] whose Err is an [*Exhausted] listing every hop; errors.Is
 // finds [ErrExhausted] and each route's own error. [Group.Generate] documents
 // how the class is chosen. When the group stops at an error that forbids

@@ -58,6 +58,7 @@ type call struct {
 	est       int     // estimated input tokens; -1 until first needed
 	learned   int     // least input size routes taught (a context overflow), 0 if none
 	spent     float64 // estimated cost of failed calls that were likely billed
+	billed    float64 // realised cost of failed calls whose error carried Usage
 	hops      []portico.Hop
 	primary   *portico.Route
 	idx       int  // Config.Routes index of the route being tried
@@ -72,7 +73,12 @@ type call struct {
 // Generate implements [portico.Model]: it tries the group's candidates in
 // order and returns the first answer, with Response.Route naming the route that
 // answered, Response.Hops the routes left before it with why, and Response.Cost
-// that route's price for the usage when no inner layer priced it. When the
+// what the request cost: the answering route's cost (Response.Cost when an
+// inner layer priced it, else the route's Capabilities.Cost of
+// Response.Usage) plus, for each route left with an error that carries the
+// usage it billed (a [*portico.Error] with Usage set, such as package
+// validate's rejection of an answer), that route's Capabilities.Cost of it.
+// When the
 // route is itself a routing layer (a nested Group, a router of package route)
 // the hops it reports follow the group's own, as package route does.
 //
@@ -80,8 +86,9 @@ type call struct {
 // accepts the request (with its input estimated by Config.Estimator, raised by
 // what earlier routes taught), the route is Available (its breaker is not
 // open), its estimated cost fits what Contract.MaxCost leaves after failed
-// calls that were likely billed (InvalidResponse and Ambiguous ones, at their
-// estimate), and it meets Config.Independence.
+// calls that were likely billed (InvalidResponse and Ambiguous ones, at the
+// cost of the Usage their error carries, else at their estimate), and it
+// meets Config.Independence.
 //
 // It moves to the next candidate after a failure of class Transient or
 // RateLimited (the route's own retry layer has given up), Rejected (a breaker
@@ -172,6 +179,7 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 			if resp.Cost == 0 {
 				resp.Cost = r.Capabilities.Cost(resp.Usage)
 			}
+			resp.Cost += c.billed
 			return resp, nil
 		}
 		if stop {

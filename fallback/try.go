@@ -106,9 +106,7 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 		// move on whatever class the route reports (Ambiguous once sent, even
 		// for a request that is not idempotent: the split exists to reach the
 		// fallback after a stalled primary, seed 003).
-		if class == portico.Ambiguous || class == portico.InvalidResponse {
-			c.spent += g.estimate(c, r)
-		}
+		g.charge(c, r, class, err)
 		g.hop(ctx, c, r, "timeout", err)
 		return nil, false, err
 	}
@@ -129,11 +127,51 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 	default: // Permanent, Canceled, and anything else
 		return nil, true, stopped(c.hops, r, err)
 	}
+	g.charge(c, r, class, err)
+	g.hop(ctx, c, r, reason, err)
+	return nil, false, err
+}
+
+// charge accounts for the failed call to r the group is leaving: the cost of
+// the usage its error says was billed goes to the answer's Cost (c.billed)
+// and to the contract's budget (c.spent); without such usage, an
+// InvalidResponse or Ambiguous failure, likely billed, counts at its
+// estimate against the budget only.
+func (g *Group) charge(c *call, r *portico.Route, class portico.Class, err error) {
+	if u := billedUsage(err); u != nil {
+		cost := r.Capabilities.Cost(*u)
+		c.billed += cost
+		c.spent += cost
+		return
+	}
 	if class == portico.InvalidResponse || class == portico.Ambiguous {
 		c.spent += g.estimate(c, r)
 	}
-	g.hop(ctx, c, r, reason, err)
-	return nil, false, err
+}
+
+// billedUsage returns the Usage of the first [*portico.Error] in err's tree
+// that carries one (an outer layer's error may wrap the one that does), or
+// nil.
+func billedUsage(err error) *portico.Usage {
+	for err != nil {
+		if pe, ok := err.(*portico.Error); ok && pe.Usage != nil {
+			return pe.Usage
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if got := billedUsage(e); got != nil {
+					return got
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // streamed is what the caller's OnChunk did during one streamed attempt.
