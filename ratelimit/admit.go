@@ -80,7 +80,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		deadline, hasDeadline := ctx.Deadline()
 		if tooLarge || l.cfg.Mode == Reject || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) {
 			capacity := e.lim.TokenBurst
-			e.unhold(h)
+			e.giveBack(h)
 			l.releaseLocked(e, now)
 			l.unprogram(t, now)
 			e.mu.Unlock()
@@ -94,6 +94,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			h = &hold{tokens: float64(t.reserve)}
 			e.holds = append(e.holds, h)
 		}
+		replan := e.replanChan()
 		e.mu.Unlock()
 		if first {
 			l.observeWait(ctx, req, t, h, wait, which, now)
@@ -101,10 +102,12 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
+		case <-replan: // a place ahead was given back, or the limits changed
+			timer.Stop()
 		case <-ctx.Done():
 			timer.Stop()
 			e.lock()
-			e.unhold(h)
+			e.giveBack(h)
 			l.releaseLocked(e, l.now())
 			l.unprogram(t, now)
 			e.mu.Unlock()
@@ -125,7 +128,7 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 		if !ok {
 			e := t.e
 			e.lock()
-			e.unhold(h)
+			e.giveBack(h)
 			l.releaseLocked(e, l.now())
 			l.unprogram(t, now)
 			e.mu.Unlock()
@@ -143,9 +146,46 @@ var testHookQueue func()
 // will take. Calls that arrive later, and waiters behind it, leave room for
 // it, so a large call is not starved by a stream of small ones; the bucket
 // itself is charged only at admission, so its level never goes below zero
-// for a wait and the bound's proof is unchanged. A canceled wait releases
-// its hold.
+// for a wait and the bound's proof is unchanged. A wait that ends without
+// admission (canceled, refused) gives its hold back with giveBack, which
+// makes the waiters behind it plan again.
 type hold struct{ tokens float64 }
+
+// giveBack removes the hold h of a wait that ends without admission and
+// wakes the key's waiters to plan their waits again (see replanChan): the
+// room they left for h is free, so the next in line may go sooner. An
+// admission removes its hold with unhold alone: it takes from the buckets
+// what its hold reserved, which leaves every later waiter's wait as it was.
+// Nothing to do when h is nil. The caller holds e.mu.
+func (e *entry) giveBack(h *hold) {
+	if h == nil {
+		return
+	}
+	e.unhold(h)
+	e.replan()
+}
+
+// replanChan returns the channel that the key's waiters sleep on beside
+// their timer, created when the first of them goes to sleep: it is closed
+// (see replan) when their waits must be computed again. Only waiting calls
+// (Wait mode, a bucket without room) reach it. The caller holds e.mu.
+func (e *entry) replanChan() chan struct{} {
+	if e.wake == nil {
+		e.wake = make(chan struct{})
+	}
+	return e.wake
+}
+
+// replan wakes every waiter of the key, each to lock e and compute its
+// wait again from the state now: after a place in line is given back, or a
+// SetLimit. The next waiter to sleep makes a new channel. The caller holds
+// e.mu.
+func (e *entry) replan() {
+	if e.wake != nil {
+		close(e.wake)
+		e.wake = nil
+	}
+}
 
 // ahead returns the tokens and requests held by waiters in line before h
 // (all of them when h is nil: a new arrival goes to the back).

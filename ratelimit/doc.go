@@ -65,7 +65,13 @@
 // call holds its place in line: later calls leave room for it, so a large call
 // is not starved by small ones, and the buckets are charged only at admission,
 // so the bound is unchanged. Waits select on ctx.Done() and a canceled wait
-// gives its place and its slot back. MaxWait bounds the total wait. Waits and
+// gives its place and its slot back: the calls waiting behind it compute
+// their waits again at once, so the next in line takes the place given
+// back (with one request per second, if the call due at 1 s is canceled,
+// the one due at 2 s goes at 1 s); so do all waiting calls when
+// [Limiter.SetLimit] changes the limits. A refund does not wake them: a
+// waiter admitted later than a refund would allow still goes at the time it
+// planned. MaxWait bounds the total wait. Waits and
 // rejections are reported to the context's [portico.Observer] as
 // [portico.EventRateLimitWait] and [portico.EventRateLimitReject].
 //

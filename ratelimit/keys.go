@@ -51,11 +51,12 @@ type entry struct {
 	inflight int         // slots taken, less the completions settled
 	queued   atomic.Bool // len(queue) > 0, for completions that skip the lock
 	dead     bool
-	lim      *Limits // the limits in force, replaced by SetLimit
-	k        key     // immutable
-	tok      bucket  // tokens; valid when lim.Tokens > 0
-	req      bucket  // requests; valid when lim.Requests > 0
-	holds    []*hold // calls waiting for the buckets, in line (Wait mode)
+	lim      *Limits       // the limits in force, replaced by SetLimit
+	k        key           // immutable
+	tok      bucket        // tokens; valid when lim.Tokens > 0
+	req      bucket        // requests; valid when lim.Requests > 0
+	holds    []*hold       // calls waiting for the buckets, in line (Wait mode)
+	wake     chan struct{} // closed to make the waiters plan again; see replanChan
 	queue    []*waiter
 	programs map[string]*program
 	progAt   int // sweep programs when len(programs) reaches this

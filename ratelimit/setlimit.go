@@ -11,7 +11,9 @@ import (
 // for limits that providers announce at run time. Each bucket
 // keeps the tokens it holds, capped at its new capacity, and refills from
 // there at the new rate; a raised MaxInFlight hands the new slots to queued
-// calls.
+// calls, and calls waiting for the buckets (Wait mode) compute their waits
+// again under the new limits at once (a call the new capacity can never
+// admit fails then with [ErrOverCapacity]).
 //
 // The operator's word wins: SetLimit clears every provider view adopted
 // earlier from response headers (see the package documentation, Provider
@@ -41,6 +43,7 @@ func (l *Limiter) SetLimit(lim Limits) error {
 		for _, e := range s.m {
 			e.lock()
 			e.setLimits(&n, now)
+			e.replan()
 			l.dispatch(e, now)
 			e.mu.Unlock()
 		}
