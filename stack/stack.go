@@ -54,7 +54,9 @@ type Config struct {
 	ClientLimits ratelimit.Limits
 	// ClientMode says whether a client over its limit waits (ratelimit.Wait, up
 	// to ClientMaxWait and the deadline) or is refused at once
-	// (ratelimit.Reject, the zero value).
+	// (ratelimit.Reject, the zero value). The wait counts against Deadline,
+	// and a wait that cannot end before the deadline is refused at once
+	// (RateLimited, with RetryAfter).
 	ClientMode ratelimit.Mode
 	// ClientMaxWait bounds a client's wait in Wait mode. Zero means
 	// ratelimit's default (30 s).
@@ -63,7 +65,8 @@ type Config struct {
 	// 1024, or half the token bucket's capacity when that is smaller.
 	DefaultMaxTokens int
 	// Deadline is the end-to-end time allowed per request, measured when the
-	// request enters the stack. The earliest of it, Request.Contract.Deadline and
+	// request enters the stack (after tracing, before the client limiter, so
+	// a wait for admission is part of it). The earliest of it, Request.Contract.Deadline and
 	// the context's own deadline applies, so a stalled provider can never hold a
 	// call forever. Zero means DefaultDeadline; negative means none besides the
 	// contract's and the context's.
@@ -154,6 +157,17 @@ func New(cfg Config) (*Stack, error) {
 	if cfg.Tracer != nil {
 		mws = append(mws, cfg.Tracer.Wrap)
 	}
+	d := cfg.Deadline
+	switch {
+	case d == 0:
+		d = DefaultDeadline
+	case d < 0:
+		d = 0
+	}
+	// Outside the client limiter: time spent waiting to be admitted counts
+	// against the deadline, and the limiter refuses at once a wait that
+	// cannot end before it.
+	mws = append(mws, deadline(d))
 	if cfg.ClientLimits != (ratelimit.Limits{}) {
 		l, err := ratelimit.New(ratelimit.Config{
 			Limits:           cfg.ClientLimits,
@@ -167,14 +181,6 @@ func New(cfg Config) (*Stack, error) {
 		}
 		mws = append(mws, l.Wrap)
 	}
-	d := cfg.Deadline
-	switch {
-	case d == 0:
-		d = DefaultDeadline
-	case d < 0:
-		d = 0
-	}
-	mws = append(mws, deadline(d))
 	s.model = portico.Chain(inner, mws...)
 	return s, nil
 }
