@@ -78,3 +78,36 @@ func TestDeadlineCoversClientWait(t *testing.T) {
 		}
 	})
 }
+
+// TestOneRouteCostsAsTwo: the same answer (the same usage, at the same
+// prices) has the same Cost whether the stack has one route or a fallback
+// group of two whose primary answers. The one-route stack reported 0.
+func TestOneRouteCostsAsTwo(t *testing.T) {
+	caps := portico.Capabilities{InputPrice: 0.25, OutputPrice: 2}
+	answer := modeltest.Outcome{Response: &portico.Response{
+		Text: "ok", FinishReason: portico.FinishStop,
+		Usage: portico.Usage{InputTokens: 1000, OutputTokens: 100},
+	}}
+	priced := func(name string) Route {
+		r := route(name, modeltest.NewFake(answer))
+		r.Capabilities = caps
+		return r
+	}
+	one, err := New(Config{Routes: []Route{priced("a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := New(Config{Routes: []Route{priced("a"), priced("b")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err1 := one.Generate(context.Background(), hello)
+	r2, err2 := two.Generate(context.Background(), hello)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("Generate = %v, %v; want answers", err1, err2)
+	}
+	// 1000*0.25 + 100*2
+	if r1.Cost != 450 || r2.Cost != 450 {
+		t.Errorf("Cost: one route %v, two routes %v; want 450 both", r1.Cost, r2.Cost)
+	}
+}

@@ -47,7 +47,9 @@ type Route struct {
 // "no such layer" or the layer's defaults, as each field says.
 type Config struct {
 	// Routes are the destinations, in order of preference. With one route the
-	// stack calls it directly; with more, a fallback.Group moves between them.
+	// stack calls it directly (setting Response.Route, and Response.Cost to
+	// the route's Capabilities.Cost of the usage when no layer priced it, as
+	// the group does); with more, a fallback.Group moves between them.
 	Routes []Route
 	// ClientLimits are the per-client limits (keyed by Identity.ClientKey, across
 	// models). The zero Limits means no per-client limiter.
@@ -138,8 +140,15 @@ func New(cfg Config) (*Stack, error) {
 		r := routes[0]
 		inner = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
-			if err == nil && resp.Route == "" {
-				resp.Route = r.Name
+			if err == nil {
+				// As the fallback group does with several routes, so that
+				// one route and two price the same answer the same.
+				if resp.Route == "" {
+					resp.Route = r.Name
+				}
+				if resp.Cost == 0 {
+					resp.Cost = r.Capabilities.Cost(resp.Usage)
+				}
 			}
 			return resp, err
 		})
