@@ -36,7 +36,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 				d = t.reserve - used
 			}
 		} else {
-			d = Refund(err, t.in, t.max)
+			d = Refund(err, t.in, t.max) // the billed usage, if err carries it
 		}
 	}
 	e := t.e
@@ -79,8 +79,20 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 }
 
 // Refund returns the tokens a [Limiter] gives back to the token bucket for a
-// call that reserved in + maxOut tokens (N_in + N_max) and failed with err
-// without reporting usage. The rule gives back only what the error class
+// call that reserved in + maxOut tokens (N_in + N_max) and failed with err;
+// a negative result is a charge.
+//
+// When err carries the usage the provider billed for the failed call
+// ([portico.Error.Usage], non-nil, with input + output above 0: an answer
+// rejected by validation, a stream cut after the provider reported usage),
+// the call is settled on it exactly as a success is, whatever the class:
+// Refund returns (in + maxOut) - (usage input + usage output), which is
+// maxOut - N_out given back plus the difference between the estimate and
+// the billed input, and negative (charged) when the usage exceeds the
+// reservation. Usage that bills nothing is no more informative than a
+// success without usage, and the class rule below applies.
+//
+// Without billed usage, the rule gives back only what the error class
 // and the HTTP status make safe, since a provider may count a failed call
 // against its limits (seed 003); an outcome that may have generated output
 // refunds nothing:
@@ -99,8 +111,8 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 //     (output was or may have been generated), and an error that is not a
 //     [*portico.Error] (nothing is known): 0.
 //
-// The class and status are those of the first [*portico.Error] in err's
-// tree.
+// The class, status and usage are those of the first [*portico.Error] in
+// err's tree.
 //
 // A call that succeeded refunds (in + maxOut) - (usage input + usage output)
 // instead, and is charged the excess when usage exceeds the reservation; one
@@ -109,6 +121,11 @@ func Refund(err error, in, maxOut int) int {
 	var pe *portico.Error
 	if !errors.As(err, &pe) {
 		return 0 // unclassified: nothing is known to be safe
+	}
+	if u := pe.Usage; u != nil {
+		if used := u.InputTokens + u.OutputTokens; used > 0 {
+			return in + maxOut - used // as for a success
+		}
 	}
 	switch pe.Class {
 	case portico.Rejected:

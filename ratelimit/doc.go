@@ -27,11 +27,14 @@
 // the bucket gets back (N_in + N_max) − (usage input + usage output) from the
 // response's usage, and is charged the excess when the usage was larger (down
 // to minus one period's quota at most, which the provider's window forgets
-// anyway, so absurd reported usage cannot stall a key for centuries); a failed
-// call, which reports no usage, gets back what its error class and status make
-// safe (see [Refund]: a local refusal, an inner Limiter's included,
-// everything; a 429 or another error status the output reserve; an ambiguous
-// outcome, or an error inside a 200 stream, nothing).
+// anyway, so absurd reported usage cannot stall a key for centuries). A
+// failed call whose error carries what the provider billed
+// ([portico.Error.Usage]: an answer rejected by validation, a stream cut
+// after the usage was reported) is settled on that usage exactly as a
+// success is, whatever its class; one without gets back what its error
+// class and status make safe (see [Refund]: a local refusal, an inner
+// Limiter's included, everything; a 429 or another error status the output
+// reserve; an ambiguous outcome, or an error inside a 200 stream, nothing).
 //
 // The token bucket guarantees that the net admitted cost (reservations minus
 // refunds) over any interval dt is at most b + r·dt, refunds included: a
