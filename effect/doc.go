@@ -19,7 +19,19 @@
 //
 // A key is [Pending] while one caller runs the effect, then [Completed]
 // (with its result), [Failed] (the effect did not happen: retryable classes
-// may run again, others are returned as recorded), or [Unknown]. Unknown is
+// may run again, others are returned as recorded), or [Unknown]. A run
+// refused locally before anything was sent (a portico Rejected error: an
+// open breaker, a limiter) leaves no record: the key is released, the error
+// returned with its RetryAfter, and the next call runs the effect.
+//
+// The class of the effect's error is its testimony about what happened:
+// Rejected proves nothing was sent; Transient and RateLimited say the effect
+// did not happen and may be tried again; Permanent, Incompatible and
+// InvalidResponse say it did not happen and would fail again, so the key is
+// kept Failed and not run again for the TTL. The runner
+// cannot check that testimony (a layer's Transient "not sent" and a
+// provider's 503 look the same), so an effect that may have reached the
+// other side must report Ambiguous. Unknown is
 // seed 003's answer to the ambiguous timeout: when the call may have reached
 // the other side before failing (a portico Ambiguous error, a deadline or
 // cancellation during the run, a panic, or a pending key whose owner's lease

@@ -116,17 +116,25 @@ func New(cfg Config) (*Runner, error) {
 // Do runs fn at most once for key and returns its result.
 //
 //   - If key is absent (or its earlier failure was retryable), Do marks it
-//     Pending, runs fn(ctx) and records the outcome: Completed with fn's
-//     result; Unknown when portico.ClassOf(err) is Ambiguous, Deadline or
-//     Canceled, or fn panics (the panic is re-raised); Failed otherwise. fn
-//     must return an error of a non-ambiguous class only when it knows the
-//     effect did not happen.
+//     Pending, runs fn(ctx) and records the outcome by the class of fn's
+//     error (portico.ClassOf): Completed with fn's result; Unknown when
+//     the class is Ambiguous, Deadline or Canceled, or fn panics (the panic
+//     is re-raised); released, as if never claimed, when it is Rejected (a
+//     local refusal, such as an open breaker: nothing was sent); Failed
+//     otherwise, where Transient and RateLimited let the next Do run the
+//     effect again and Permanent, Incompatible and InvalidResponse lock the
+//     key for the TTL. The class is fn's testimony: the runner cannot tell a
+//     Transient "not sent" (a layer's timeout before the request was
+//     written) from a 503 after which the other side did act, so fn must
+//     return an error of a non-ambiguous class only when it knows the
+//     effect did not happen, and Ambiguous otherwise.
 //   - If another call of key is running in this process, Do waits for it
 //     (or for ctx) and returns its outcome; if it runs in another process
 //     (a shared store), Do polls every Config.Poll.
 //   - If key is Completed, Do returns the stored result without running fn.
 //
-// Errors: fn's own error for a Failed run; an Ambiguous *portico.Error
+// Errors: fn's own error, unchanged (with its RetryAfter), for a Failed or
+// Rejected run; an Ambiguous *portico.Error
 // wrapping [ErrUnknown] (and fn's error) for an Unknown key, which the caller
 // must reconcile ([Runner.Resolve]) rather than retry; a *portico.Error of
 // the recorded class wrapping [ErrFailed] for a key that failed earlier; a
@@ -215,7 +223,7 @@ func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) (
 		case Unknown:
 			return nil, unknownError(cur.Reason, nil)
 		case Failed:
-			if !cur.Class.Retryable() {
+			if !rerunnable(cur.Class) {
 				return nil, &portico.Error{Class: cur.Class, Reason: cur.Reason, Err: ErrFailed}
 			}
 			ok, serr := r.store.Update(ctx, key, cur, mine)
@@ -262,10 +270,37 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 	case portico.Ambiguous, portico.Deadline, portico.Canceled:
 		r.record(ctx, key, mine, Record{State: Unknown, Class: class, Reason: reason})
 		return nil, unknownError(reason, err)
+	case portico.Rejected:
+		// Refused locally before anything was sent (a breaker open, a
+		// limiter, a shed): proof that nothing happened. Release the key as
+		// if never claimed, so the next Do runs the effect, and return the
+		// error as is, RetryAfter and all.
+		r.release(ctx, key, mine, reason)
+		return nil, err
 	}
 	r.record(ctx, key, mine, Record{State: Failed, Class: class, Reason: reason})
 	return nil, err
 }
+
+// release gives key, claimed by mine, back as if it had never been claimed:
+// the record is replaced by one that expires at once, which every Store
+// treats as absent (the Store interface has no delete). Its state, Failed
+// with class Rejected, lets the effect run again (see rerunnable) should a
+// store with a lagging clock still show it.
+func (r *Runner) release(ctx context.Context, key Key, mine Record, reason string) {
+	next := Record{State: Failed, Class: portico.Rejected, Reason: reason, Owner: mine.Owner, Expires: time.Now()}
+	ok, err := r.store.Update(context.WithoutCancel(ctx), key, mine, next)
+	if err != nil || !ok {
+		// The key stays Pending until its lease ends, then reads as Unknown.
+		r.log.Warn("effect: key not released", "key", string(key), "err", err, "moved", !ok)
+	}
+}
+
+// rerunnable reports whether a key Failed with class c may run again: a
+// retryable class (Transient, RateLimited: fn says the effect did not
+// happen and trying again may succeed) or Rejected (refused before
+// anything was sent).
+func rerunnable(c portico.Class) bool { return c.Retryable() || c == portico.Rejected }
 
 // record moves key from mine to next. It uses a context that outlives the
 // caller's: an outcome must be recorded even when the caller has gone.
