@@ -133,7 +133,9 @@ type call struct {
 // RetryAfter among the hops) say come back later; Incompatible is returned only
 // when nothing could serve the request as it is. If the caller's context is done
 // when the group gives up, the error is of class Canceled (the context's) or
-// Deadline instead.
+// Deadline instead; but when the deadline ended it and a hop was Ambiguous (a
+// candidate that ran out its share after sending, say), the class stays
+// Ambiguous: a possibly billed call is never hidden.
 func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest

@@ -86,4 +86,16 @@ func TestCallerDeadlineStopsEverything(t *testing.T) {
 			t.Errorf("Hops = %v, want %v", got, want)
 		}
 	})
+	// Share 1 gives the first candidate all the time: the caller's deadline
+	// ends during it and the group stops there, without trying b.
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "a", block: true}, &fake{name: "b"}
+		g := MustNew(Config{Share: 1, Reserve: -1, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+		defer cancel()
+		_, err := g.Generate(ctx, simple)
+		if portico.ClassOf(err) != portico.Deadline || b.n() != 0 {
+			t.Errorf("Generate = %v, fallback calls %d; want Deadline, 0", err, b.n())
+		}
+	})
 }
