@@ -38,8 +38,9 @@
 // The recommended stack, outermost first:
 //
 //   - trace: one span per request, so every layer's time is inside it;
+//   - end-to-end deadline: the budget every later layer spends, a limiter's
+//     wait included;
 //   - per-client rate limit: who gets in and how much, before any work is done;
-//   - end-to-end deadline: the budget every later layer spends;
 //   - fallback over routes (or a router or cascade choosing among them);
 //   - inside each route: per-model rate limit, breaker, retry, validate, and the
 //     provider adapter.
