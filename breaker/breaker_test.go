@@ -24,6 +24,8 @@ type scripted struct {
 	calls int
 	err   error // returned when set and queue is empty
 	queue []error
+	// delay is waited with time.Sleep before answering; only tests inside a
+	// synctest bubble set it, where the sleep is virtual.
 	delay time.Duration
 }
 
