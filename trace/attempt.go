@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -14,17 +15,29 @@ import (
 // retry layer (and inside the fallback's per-route stack), just outside the
 // provider adapter, so that it runs once per attempt.
 //
-// Per attempt it starts a client span, a child of the request span, named like
-// the request span from the attempt's own model, with the GenAI request and
-// response attributes, portico.attempt.index and portico.attempt.id from
-// [portico.AttemptFromContext], and http.request.resend_count on retries
-// (index > 0). The context it hands down carries this span, so the traceparent
-// that [Tracer.Transport] injects into the provider's HTTP request names the
+// Per attempt it starts a client span, a child of the request span, named
+// "attempt {model}" from the attempt's own model. It is not a GenAI inference
+// span: the GenAI conventions give one such span to the logical operation
+// with all its retries (the request span), and the HTTP conventions one span
+// to each physical attempt, marked with http.request.resend_count. So it
+// carries no gen_ai.* attribute: portico.attempt.index, portico.attempt.id
+// and portico.attempt.model, http.request.resend_count on retries (index >
+// 0), server.address and server.port, portico.operation.id, and at the end
+// error.type and http.response.status_code (a failure's
+// [portico.Error].Status), the attempt's own usage and cost under
+// portico.attempt.usage.* and portico.attempt.cost (from the answer, or from
+// the failure's [portico.Error].Usage when the provider billed it), and
+// portico.ttft.provider on streams. Token usage is thus counted once per
+// request, on the request span (see the package documentation, "Counted
+// once").
+//
+// The context it hands down carries this span, so the traceparent that
+// [Tracer.Transport] injects into the provider's HTTP request names the
 // attempt's own span id. It also notes the attempt with the enclosing request
 // layer (attempt counts and the TTFT decomposition) and writes one log record
 // per attempt. It returns next's response and error unchanged and panics if
-// next is nil. A nil request is passed to next untraced; a panic below, or in
-// Config.CaptureContent, ends the span as an error before it goes on.
+// next is nil. A nil request is passed to next untraced; a panic below ends
+// the span as an error before it goes on.
 func (t *Tracer) WrapAttempt(next portico.Model) portico.Model {
 	if next == nil {
 		panic("trace: WrapAttempt of a nil Model")
@@ -47,7 +60,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	if req == nil { // a caller's bug: let the inner layers classify it, untraced
 		return next.Generate(ctx, req)
 	}
-	ctx, span := t.start(ctx, req.Model)
+	ctx, span := t.start(ctx, req.Model, true)
 	recording := span.IsRecording()
 	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
 	c := callFrom(ctx)
@@ -72,13 +85,24 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	}()
 	r := req
 	if recording {
-		buf := t.startAttrs(span, a.attrs[:0], req, false)
-		buf = append(buf[:0], KeyAttemptIndex.Int(a.attmpt.Index))
+		buf := append(a.attrs[:0], KeyAttemptIndex.Int(a.attmpt.Index))
 		if a.attmpt.ID != "" {
 			buf = append(buf, KeyAttemptID.String(a.attmpt.ID))
 		}
 		if a.attmpt.Index > 0 {
 			buf = append(buf, KeyHTTPResendCount.Int(a.attmpt.Index))
+		}
+		if req.Model != "" {
+			buf = append(buf, KeyAttemptModel.String(req.Model))
+		}
+		if t.cfg.ServerAddress != "" {
+			buf = append(buf, KeyServerAddress.String(t.cfg.ServerAddress))
+			if t.cfg.ServerPort > 0 {
+				buf = append(buf, KeyServerPort.Int(t.cfg.ServerPort))
+			}
+		}
+		if id := req.Identity.OperationID; id != "" {
+			buf = append(buf, KeyOperationID.String(id))
 		}
 		span.SetAttributes(buf...)
 		if req.OnChunk != nil {
@@ -90,7 +114,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 					now := time.Now()
 					a.ttft = now.Sub(a.start)
 					span.AddEvent(EventNameFirstChunk, trace.WithTimestamp(now),
-						trace.WithAttributes(KeyTimeToFirstChunk.Float64(a.ttft.Seconds())))
+						trace.WithAttributes(KeyTTFTProvider.Float64(a.ttft.Seconds())))
 				}
 				return user(ch)
 			}
@@ -103,17 +127,11 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	}
 	class := portico.ClassOf(err)
 	if recording {
-		buf := appendResult(a.attrs[:0], resp, class)
+		buf := t.appendAttemptResult(a.attrs[:0], resp, err, class)
 		if a.ttft > 0 {
-			buf = append(buf, KeyTimeToFirstChunk.Float64(a.ttft.Seconds()))
-		}
-		if cost := t.cost(resp); cost > 0 {
-			buf = append(buf, KeyCost.Float64(cost))
+			buf = append(buf, KeyTTFTProvider.Float64(a.ttft.Seconds()))
 		}
 		span.SetAttributes(buf...)
-		if resp != nil && t.cfg.CaptureContent != nil {
-			span.SetAttributes(KeyOutputMessages.String(outputMessages(resp, t.cfg.CaptureContent)))
-		}
 		if err != nil {
 			span.SetStatus(codes.Error, errorDescription(err, class))
 		}
@@ -130,4 +148,42 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		t.logAttempt(ctx, req, a.attmpt, resp, err, class, end.Sub(a.start))
 	}
 	return resp, err
+}
+
+// appendAttemptResult appends what an attempt ended with: error.type and
+// http.response.status_code on failure, and the attempt's own usage and cost
+// under portico.attempt.* (the answer's, or the billed Usage a failure
+// carries), never under gen_ai.usage.*, which the request span alone carries.
+func (t *Tracer) appendAttemptResult(a []attribute.KeyValue, resp *portico.Response, err error, class portico.Class) []attribute.KeyValue {
+	var usage *portico.Usage
+	cost := 0.0
+	if class != portico.None {
+		a = append(a, KeyErrorType.String(class.String()))
+		var pe *portico.Error
+		if errors.As(err, &pe) {
+			if pe.Status != 0 {
+				a = append(a, KeyHTTPStatusCode.Int(pe.Status))
+			}
+			if pe.Usage != nil {
+				usage = pe.Usage
+				if t.cfg.Pricing != nil {
+					cost = t.cfg.Pricing.Cost(*pe.Usage)
+				}
+			}
+		}
+	}
+	if resp != nil && usage == nil {
+		usage = &resp.Usage
+		cost = t.cost(resp)
+	}
+	if usage != nil {
+		a = append(a, KeyAttemptInputTokens.Int(usage.InputTokens), KeyAttemptOutputTokens.Int(usage.OutputTokens))
+		if usage.CachedInputTokens > 0 {
+			a = append(a, KeyAttemptCacheReadTokens.Int(usage.CachedInputTokens))
+		}
+	}
+	if cost > 0 {
+		a = append(a, KeyAttemptCost.Float64(cost))
+	}
+	return a
 }

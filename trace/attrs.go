@@ -28,30 +28,41 @@ const (
 	KeyErrorType          = attribute.Key("error.type")                          // the portico Class string
 	KeyServerAddress      = attribute.Key("server.address")
 	KeyServerPort         = attribute.Key("server.port")
-	KeyHTTPResendCount    = attribute.Key("http.request.resend_count") // attempt index, on retries only
+	KeyHTTPResendCount    = attribute.Key("http.request.resend_count") // attempt spans: the attempt index, on retries only
+	KeyHTTPStatusCode     = attribute.Key("http.response.status_code") // attempt spans: a failure's portico.Error.Status, when non-zero
 	KeyAttemptIndex       = attribute.Key("portico.attempt.index")
 	KeyAttemptID          = attribute.Key("portico.attempt.id")
-	KeyAttempts           = attribute.Key("portico.attempts") // attempts made for a request
-	KeyOperationID        = attribute.Key("portico.operation.id")
-	KeyRoute              = attribute.Key("portico.route")
-	KeyFallbackSource     = attribute.Key("portico.fallback.source")
-	KeyFallbackReason     = attribute.Key("portico.fallback.reason")
-	KeyRetryReason        = attribute.Key("portico.retry.reason")
-	KeyRetryDelay         = attribute.Key("portico.retry.delay") // seconds
-	KeyRetryCount         = attribute.Key("portico.retry.count")
-	KeyRetryDelaySource   = attribute.Key("portico.retry.delay_source") // "backoff" or "retry_after"
-	KeyBudgetExhausted    = attribute.Key("portico.retry.budget_exhausted")
-	KeyBreakerState       = attribute.Key("portico.breaker.state")
-	KeyRateLimitWait      = attribute.Key("portico.ratelimit.wait")   // seconds
-	KeyRateLimitReason    = attribute.Key("portico.ratelimit.reason") // rejections
-	KeyRetryAfter         = attribute.Key("portico.retry_after")      // seconds
-	KeyValidationResult   = attribute.Key("portico.validation.result")
-	KeyCost               = attribute.Key("portico.cost")    // in the routes' price unit
-	KeyOutcome            = attribute.Key("portico.outcome") // metrics: "accepted" or the error class
-	KeyLayerTTFT          = attribute.Key("portico.layer.time_to_first_chunk")
-	KeyTTFTRateLimitWait  = attribute.Key("portico.ttft.ratelimit_wait") // seconds
-	KeyTTFTRouting        = attribute.Key("portico.ttft.routing")        // seconds
-	KeyTTFTProvider       = attribute.Key("portico.ttft.provider")       // seconds
+	KeyAttemptModel       = attribute.Key("portico.attempt.model") // the model an attempt asked for (Request.Model there)
+	// The attempt's own token usage and cost: what the provider reported for
+	// this attempt, the answer's Usage or, for a failed attempt, its
+	// portico.Error.Usage (e.g. a rejected answer that was billed). Never the
+	// gen_ai.usage.* keys, which only the request span carries (see the
+	// package documentation, "Counted once").
+	KeyAttemptInputTokens     = attribute.Key("portico.attempt.usage.input_tokens")
+	KeyAttemptOutputTokens    = attribute.Key("portico.attempt.usage.output_tokens")
+	KeyAttemptCacheReadTokens = attribute.Key("portico.attempt.usage.cache_read.input_tokens")
+	KeyAttemptCost            = attribute.Key("portico.attempt.cost") // in the routes' price unit
+	KeyAttempts               = attribute.Key("portico.attempts")     // attempts made for a request
+	KeyOperationID            = attribute.Key("portico.operation.id")
+	KeyRoute                  = attribute.Key("portico.route")
+	KeyFallbackSource         = attribute.Key("portico.fallback.source")
+	KeyFallbackReason         = attribute.Key("portico.fallback.reason")
+	KeyRetryReason            = attribute.Key("portico.retry.reason")
+	KeyRetryDelay             = attribute.Key("portico.retry.delay") // seconds
+	KeyRetryCount             = attribute.Key("portico.retry.count")
+	KeyRetryDelaySource       = attribute.Key("portico.retry.delay_source") // "backoff" or "retry_after"
+	KeyBudgetExhausted        = attribute.Key("portico.retry.budget_exhausted")
+	KeyBreakerState           = attribute.Key("portico.breaker.state")
+	KeyRateLimitWait          = attribute.Key("portico.ratelimit.wait")   // seconds
+	KeyRateLimitReason        = attribute.Key("portico.ratelimit.reason") // rejections
+	KeyRetryAfter             = attribute.Key("portico.retry_after")      // seconds
+	KeyValidationResult       = attribute.Key("portico.validation.result")
+	KeyCost                   = attribute.Key("portico.cost")    // in the routes' price unit
+	KeyOutcome                = attribute.Key("portico.outcome") // metrics: "accepted" or the error class
+	KeyLayerTTFT              = attribute.Key("portico.layer.time_to_first_chunk")
+	KeyTTFTRateLimitWait      = attribute.Key("portico.ttft.ratelimit_wait") // seconds
+	KeyTTFTRouting            = attribute.Key("portico.ttft.routing")        // seconds
+	KeyTTFTProvider           = attribute.Key("portico.ttft.provider")       // seconds; on attempt spans, the attempt's own TTFT
 )
 
 // Span event names.

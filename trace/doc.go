@@ -17,9 +17,13 @@
 //     gen_ai.response.time_to_first_chunk, error.type (the [portico.Class]),
 //     server.address and server.port) and Portico's own portico.* attributes.
 //   - [Tracer.WrapAttempt], the attempt layer, goes inside the retry layer,
-//     next to the provider adapter: one child client span per attempt, with
-//     portico.attempt.index, portico.attempt.id and, on retries,
-//     http.request.resend_count, after the HTTP conventions for resends.
+//     next to the provider adapter: one child client span per attempt, named
+//     "attempt {model}", with portico.attempt.index, portico.attempt.id,
+//     portico.attempt.model, on retries http.request.resend_count (after the
+//     HTTP conventions for resends), server.address and server.port,
+//     error.type and http.response.status_code, and the attempt's own usage
+//     and cost under portico.attempt.usage.* and portico.attempt.cost; no
+//     gen_ai.* attribute (see "Counted once").
 //
 // A typical stack, each Chain's middlewares outermost first:
 //
@@ -29,6 +33,39 @@
 // With the attempt layer outside validation, an attempt whose answer is
 // rejected ends with error.type invalid_response, and the rejection event
 // lands on that attempt's span.
+//
+// # Counted once
+//
+// Only the request span is a GenAI inference span; token usage is counted
+// once per request. The OpenTelemetry GenAI semantic conventions
+// (semantic-conventions-genai, docs/gen-ai/gen-ai-spans.md, "Spans"; status
+// Development) say that GenAI spans represent logical operations as observed
+// by the caller, and that when a transient issue made the request be retried
+// automatically, the span SHOULD cover the logical operation with all its
+// retries. The HTTP conventions (semantic-conventions, docs/http/http-spans.md,
+// "HTTP client span" and "HTTP request retries and redirects"; Stable) give
+// the other half: one client span per physical attempt, each resend marked
+// with http.request.resend_count, the attempt's ordinal.
+//
+// So the request span carries everything GenAI: gen_ai.operation.name (the
+// attribute that makes a span a GenAI span), the request parameters, the
+// answer's gen_ai.usage.* and portico.cost. Attempt spans carry the
+// per-attempt facts of the HTTP conventions and Portico's own, but no gen_ai.*
+// attribute and a name of their own, so that a backend that sums
+// gen_ai.usage.* (or portico.cost) over all GenAI spans of a trace, as
+// Langfuse- or Braintrust-style cost roll-ups do, counts the answering
+// attempt's tokens once, not twice. What each attempt consumed stays
+// visible, and summable on its own, under portico.attempt.usage.input_tokens,
+// .output_tokens, .cache_read.input_tokens and portico.attempt.cost: the
+// answer's usage, or for a failed attempt the usage its [portico.Error]
+// carries when the provider billed it (an answer validation rejected, a
+// stream cut after usage was reported). Summing those over attempt spans
+// gives what the provider billed across retries; gen_ai.usage.* on the
+// request span is the answer's usage, as the conventions define it. The
+// gen_ai.client.* metrics are likewise recorded once per request, by the
+// request layer. An HTTP instrumentation under [Tracer.Transport] (such as
+// otelhttp) would add its own spans below the attempt's, which the HTTP
+// conventions then describe.
 //
 // # What inner layers report
 //
@@ -51,7 +88,9 @@
 // portico.first_chunk event whose attributes split TTFT into the rate-limit
 // wait, the routing and queueing before the answering attempt (failed
 // attempts and backoff included), and the provider's own time to first chunk
-// (measured from the start of that attempt's span). Seed 000: TTFT = gateway
+// (measured from the start of that attempt's span; the attempt span carries
+// it as portico.ttft.provider, on its own portico.first_chunk event too).
+// Seed 000: TTFT = gateway
 // + rate-limit wait + routing + queue + prefill + network; the trace says
 // which term grew.
 //
@@ -68,7 +107,8 @@
 // Prompt, answer and tool-argument text never appear in spans, span events,
 // metrics or logs by default. [Config.CaptureContent] opts in: every piece of
 // content passes through the user's redaction or hashing function before it
-// goes into gen_ai.input.messages and gen_ai.output.messages. Logs never
+// goes into gen_ai.input.messages and gen_ai.output.messages on the request
+// span (attempt spans never carry content). Logs never
 // carry content. Error status descriptions carry only the class, the
 // provider's code and the content-free reason of a [*portico.Error].
 //

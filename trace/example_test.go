@@ -56,8 +56,8 @@ func ExampleTracer_Wrap() {
 			a["portico.attempt.index"], a["http.request.resend_count"], a["error.type"], len(s.Events()))
 	}
 	// Output:
-	// chat gpt-4o attempt="0" resend="" error="transient" events=0
-	// chat gpt-4o attempt="1" resend="1" error="" events=0
+	// attempt gpt-4o attempt="0" resend="" error="transient" events=0
+	// attempt gpt-4o attempt="1" resend="1" error="" events=0
 	// chat gpt-4o attempt="" resend="" error="" events=1
 }
 

@@ -12,17 +12,18 @@ import (
 
 // TestCaptureContentPanics checks that a panic in the user's redaction
 // function, on the request's content (request layer, before the call) or on
-// the answer's (both layers, after it), reaches the caller with every span
-// ended, marked as an error.
+// the answer's (request layer, after it: attempt spans capture no content),
+// reaches the caller with every span ended, the request span marked as an
+// error and an attempt span (which ended before) as it was.
 func TestCaptureContentPanics(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		panicsOn string // the text whose capture panics
-		calls    int    // calls of the model, want
-		spans    int    // spans ended, want
+		panicsOn string       // the text whose capture panics
+		calls    int          // calls of the model, want
+		status   []codes.Code // of the spans ended, in order, want
 	}{
-		{"on the prompt", "prompt", 0, 1}, // the request layer captures input before calling next
-		{"on the answer", "answer", 1, 2},
+		{"on the prompt", "prompt", 0, []codes.Code{codes.Error}}, // the request layer captures input before calling next
+		{"on the answer", "answer", 1, []codes.Code{codes.Unset, codes.Error}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSDK(t)
@@ -50,12 +51,12 @@ func TestCaptureContentPanics(t *testing.T) {
 				t.Errorf("model calls = %d, want %d", calls, tc.calls)
 			}
 			spans := s.rec.Ended()
-			if len(spans) != tc.spans {
-				t.Fatalf("%d spans ended, want %d", len(spans), tc.spans)
+			if len(spans) != len(tc.status) {
+				t.Fatalf("%d spans ended, want %d", len(spans), len(tc.status))
 			}
-			for _, sp := range spans {
-				if sp.Status().Code != codes.Error {
-					t.Errorf("span %q status = %v, want Error", sp.Name(), sp.Status())
+			for i, sp := range spans {
+				if sp.Status().Code != tc.status[i] {
+					t.Errorf("span %q status = %v, want %v", sp.Name(), sp.Status(), tc.status[i])
 				}
 			}
 		})
@@ -89,8 +90,7 @@ func TestNilRequestAndNilResponse(t *testing.T) {
 	if len(spans) != 2 {
 		t.Fatalf("%d spans, want 2", len(spans))
 	}
-	sameAttrs(t, "attempt", spans[0].Attributes(), map[string]string{"gen_ai.operation.name": "chat",
-		"gen_ai.request.model": "m", "gen_ai.request.stream": "false", "portico.attempt.index": "0"})
+	sameAttrs(t, "attempt", spans[0].Attributes(), map[string]string{"portico.attempt.model": "m", "portico.attempt.index": "0"})
 	sameAttrs(t, "request", spans[1].Attributes(), map[string]string{"gen_ai.operation.name": "chat",
 		"gen_ai.request.model": "m", "gen_ai.request.stream": "false", "portico.attempts": "1"})
 }
@@ -101,16 +101,22 @@ func TestNilRequestAndNilResponse(t *testing.T) {
 func TestSpanNameCacheBounded(t *testing.T) {
 	tr := mustNew(t, Config{})
 	long := strings.Repeat("m", maxCachedModelLen+1)
-	if got := tr.spanName(long); got != "chat "+long {
-		t.Fatalf("spanName(long) = %.20q..., want \"chat mmm...\"", got)
+	if got := tr.name(long, false); got != "chat "+long {
+		t.Fatalf("name(long, false) = %.20q..., want \"chat mmm...\"", got)
+	}
+	if got := tr.name(long, true); got != "attempt "+long {
+		t.Fatalf("name(long, true) = %.20q..., want \"attempt mmm...\"", got)
 	}
 	if n := tr.nNames.Load(); n != 0 {
 		t.Errorf("after a %d-byte model name: cache count = %d, want 0", len(long), n)
 	}
 	for i := range 3 * maxCachedNames {
 		model := "model-" + strconv.Itoa(i)
-		if got := tr.spanName(model); got != "chat "+model {
-			t.Fatalf("spanName(%q) = %q, want %q", model, got, "chat "+model)
+		if got := tr.name(model, false); got != "chat "+model {
+			t.Fatalf("name(%q, false) = %q, want %q", model, got, "chat "+model)
+		}
+		if got := tr.name(model, true); got != "attempt "+model {
+			t.Fatalf("name(%q, true) = %q, want %q", model, got, "attempt "+model)
 		}
 	}
 	n := 0

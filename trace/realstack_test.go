@@ -81,13 +81,18 @@ func TestRealStackSpanTree(t *testing.T) {
 		t0 := root.StartTime()
 		ms := time.Millisecond
 		at := func(d time.Duration) string { return attribute.Float64Value(d.Seconds()).Emit() }
-		common := map[string]string{
+		common := map[string]string{ // both kinds of span
+			"server.address":       "api.openai.com",
+			"portico.operation.id": "op-1",
+		}
+		// The request span alone is a GenAI inference span: the GenAI
+		// conventions give the logical operation, all retries included, one
+		// span, so gen_ai.* (usage above all) is counted once per request.
+		genAI := map[string]string{
 			"gen_ai.operation.name":     "chat",
 			"gen_ai.provider.name":      "openai",
 			"gen_ai.request.max_tokens": "256",
 			"gen_ai.request.stream":     "true",
-			"server.address":            "api.openai.com",
-			"portico.operation.id":      "op-1",
 		}
 		answer := map[string]string{
 			"gen_ai.response.id":                   "chatcmpl-b1",
@@ -121,8 +126,8 @@ func TestRealStackSpanTree(t *testing.T) {
 			events     []event
 		}
 		failed := func(i int) map[string]string {
-			m := with(common, map[string]string{"gen_ai.request.model": "gpt-4o", "error.type": "transient",
-				"portico.attempt.index": itoa(i)})
+			m := with(common, map[string]string{"portico.attempt.model": "gpt-4o", "error.type": "transient",
+				"http.response.status_code": "503", "portico.attempt.index": itoa(i)})
 			if i > 0 {
 				m["http.request.resend_count"] = itoa(i)
 				m["portico.attempt.id"] = "(retry id)"
@@ -130,15 +135,16 @@ func TestRealStackSpanTree(t *testing.T) {
 			return m
 		}
 		want := []span{
-			{name: "chat gpt-4o", start: 100 * ms, end: 110 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(0)},
-			{name: "chat gpt-4o", start: 210 * ms, end: 220 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(1)},
-			{name: "chat gpt-4o", start: 420 * ms, end: 430 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(2)},
-			{name: "chat gpt-4o-mini", start: 430 * ms, end: 730 * ms, status: codes.Unset,
-				attrs: with(common, answer, map[string]string{"gen_ai.request.model": "gpt-4o-mini", "portico.attempt.index": "0",
-					"gen_ai.response.time_to_first_chunk": at(300 * ms)}),
-				events: []event{{trace.EventNameFirstChunk, 730 * ms, map[string]string{"gen_ai.response.time_to_first_chunk": at(300 * ms)}}}},
+			{name: "attempt gpt-4o", start: 100 * ms, end: 110 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(0)},
+			{name: "attempt gpt-4o", start: 210 * ms, end: 220 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(1)},
+			{name: "attempt gpt-4o", start: 420 * ms, end: 430 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(2)},
+			{name: "attempt gpt-4o-mini", start: 430 * ms, end: 730 * ms, status: codes.Unset,
+				attrs: with(common, map[string]string{"portico.attempt.model": "gpt-4o-mini", "portico.attempt.index": "0",
+					"portico.attempt.usage.input_tokens": "100", "portico.attempt.usage.output_tokens": "20",
+					"portico.attempt.usage.cache_read.input_tokens": "64", "portico.ttft.provider": at(300 * ms)}),
+				events: []event{{trace.EventNameFirstChunk, 730 * ms, map[string]string{"portico.ttft.provider": at(300 * ms)}}}},
 			{name: "chat gpt-4o", root: true, start: 0, end: 730 * ms, status: codes.Unset,
-				attrs: with(common, answer, map[string]string{
+				attrs: with(common, genAI, answer, map[string]string{
 					"gen_ai.request.model":                "gpt-4o",
 					"gen_ai.response.time_to_first_chunk": at(730 * ms),
 					"portico.ratelimit.wait":              at(100 * ms),

@@ -95,7 +95,7 @@ func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portic
 	if req == nil { // a caller's bug: let the inner layers classify it, untraced
 		return next.Generate(ctx, req)
 	}
-	ctx, span := t.start(ctx, req.Model)
+	ctx, span := t.start(ctx, req.Model, false)
 	recording := span.IsRecording()
 	metrics := t.inst.enabled(ctx)
 	logging := t.log != nil && t.log.Enabled(ctx, levelOK)

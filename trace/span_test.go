@@ -118,12 +118,12 @@ func TestSpanTree(t *testing.T) {
 			withFirstChunk bool
 		}
 		attempts := []wantAttempt{
-			{name: "chat gpt-4o", index: 0, start: 50 * ms, end: 60 * ms, failed: true},
-			{name: "chat gpt-4o", index: 1, start: 160 * ms, end: 170 * ms, failed: true,
+			{name: "attempt gpt-4o", index: 0, start: 50 * ms, end: 60 * ms, failed: true},
+			{name: "attempt gpt-4o", index: 1, start: 160 * ms, end: 170 * ms, failed: true,
 				extra: map[string]string{"portico.attempt.id": "a-1", "http.request.resend_count": "1"}},
-			{name: "chat gpt-4o", index: 2, start: 370 * ms, end: 380 * ms, failed: true,
+			{name: "attempt gpt-4o", index: 2, start: 370 * ms, end: 380 * ms, failed: true,
 				extra: map[string]string{"portico.attempt.id": "a-2", "http.request.resend_count": "2"}},
-			{name: "chat gpt-4o-mini", index: 0, start: 380 * ms, end: 680 * ms, withFirstChunk: true, firstChunkAt: 680 * ms},
+			{name: "attempt gpt-4o-mini", index: 0, start: 380 * ms, end: 680 * ms, withFirstChunk: true, firstChunkAt: 680 * ms},
 		}
 		for i, w := range attempts {
 			sp := spans[i]
@@ -144,16 +144,14 @@ func TestSpanTree(t *testing.T) {
 			if got := sp.EndTime().Sub(root.StartTime()); got != w.end {
 				t.Errorf("span %d end = %v, want %v", i, got, w.end)
 			}
+			// No gen_ai.* attribute: the request span is the one GenAI
+			// inference span (it covers all retries), so usage counts once.
 			want := map[string]string{
-				"gen_ai.operation.name":     "chat",
-				"gen_ai.provider.name":      "openai",
-				"gen_ai.request.model":      w.name[len("chat "):],
-				"gen_ai.request.max_tokens": "256",
-				"gen_ai.request.stream":     "true",
-				"server.address":            "api.openai.com",
-				"server.port":               "443",
-				"portico.operation.id":      "op-1",
-				"portico.attempt.index":     itoa(w.index),
+				"portico.attempt.model": w.name[len("attempt "):],
+				"server.address":        "api.openai.com",
+				"server.port":           "443",
+				"portico.operation.id":  "op-1",
+				"portico.attempt.index": itoa(w.index),
 			}
 			for k, v := range w.extra {
 				want[k] = v
@@ -161,21 +159,19 @@ func TestSpanTree(t *testing.T) {
 			var wantEvents []wantEvent
 			if w.failed {
 				want["error.type"] = "transient"
+				want["http.response.status_code"] = "503"
 				if sp.Status().Code != codes.Error || sp.Status().Description != "transient: overloaded" {
 					t.Errorf("span %d status = %v, want Error \"transient: overloaded\"", i, sp.Status())
 				}
 			} else {
-				want["gen_ai.response.model"] = "gpt-4o-mini-2024-07-18"
-				want["gen_ai.response.id"] = "chatcmpl-b1"
-				want["gen_ai.usage.input_tokens"] = "100"
-				want["gen_ai.usage.output_tokens"] = "20"
-				want["gen_ai.usage.cache_read.input_tokens"] = "64"
-				want["gen_ai.response.finish_reasons"] = `["stop"]`
-				want["gen_ai.response.time_to_first_chunk"] = secs(300 * ms)
+				want["portico.attempt.usage.input_tokens"] = "100"
+				want["portico.attempt.usage.output_tokens"] = "20"
+				want["portico.attempt.usage.cache_read.input_tokens"] = "64"
+				want["portico.ttft.provider"] = secs(300 * ms)
 				// (100-64)*1e-6 + 64*0.5e-6 + 20*4e-6 = 148e-6, from Pricing
-				want["portico.cost"] = attribute.Float64Value(148e-6).Emit()
+				want["portico.attempt.cost"] = attribute.Float64Value(148e-6).Emit()
 				wantEvents = []wantEvent{{EventNameFirstChunk, w.firstChunkAt,
-					map[string]string{"gen_ai.response.time_to_first_chunk": secs(300 * ms)}}}
+					map[string]string{"portico.ttft.provider": secs(300 * ms)}}}
 			}
 			sameAttrs(t, what, sp.Attributes(), want)
 			checkEvents(what, sp, wantEvents)
@@ -235,5 +231,90 @@ func TestErrorSpan(t *testing.T) {
 		if sp.Status().Code != codes.Error {
 			t.Errorf("status = %v, want Error", sp.Status())
 		}
+	})
+}
+
+// TestUsageCountedOnce checks the rule of "Counted once" in the package
+// documentation: a first attempt whose stream is cut after the provider
+// reported (and billed) usage, then a retry that answers. Summing
+// gen_ai.usage.* over every span gives the answer's usage exactly once (the
+// request span is the only GenAI span); the failed attempt's billed tokens and
+// cost appear on its own span under portico.attempt.*, and so does the
+// answering attempt's.
+func TestUsageCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSDK(t)
+		prices := &portico.Capabilities{InputPrice: 1e-6, OutputPrice: 4e-6}
+		tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp, Provider: "openai", Pricing: prices})
+		calls := 0
+		model := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+			calls++
+			if calls == 1 {
+				return nil, &portico.Error{Class: portico.Transient, Reason: "stream cut",
+					Usage: &portico.Usage{InputTokens: 50, OutputTokens: 10}}
+			}
+			return &portico.Response{Model: "m-1", FinishReason: portico.FinishStop,
+				Usage: portico.Usage{InputTokens: 100, OutputTokens: 20}}, nil
+		})
+		m := tr.Wrap(retryLoop(tr.WrapAttempt(model), "m", 2, time.Millisecond))
+		if _, err := m.Generate(context.Background(), &portico.Request{Model: "m"}); err != nil {
+			t.Fatalf("Generate: %v", err)
+		}
+		spans := s.rec.Ended()
+		if len(spans) != 3 {
+			t.Fatalf("%d spans, want 3 (2 attempts, then the request)", len(spans))
+		}
+		var genAISpans, in, out int
+		for _, sp := range spans {
+			a := attrs(sp.Attributes())
+			if _, ok := a["gen_ai.operation.name"]; ok {
+				genAISpans++
+			}
+			for _, kv := range sp.Attributes() {
+				switch kv.Key {
+				case KeyInputTokens:
+					in += int(kv.Value.AsInt64())
+				case KeyOutputTokens:
+					out += int(kv.Value.AsInt64())
+				}
+			}
+		}
+		if genAISpans != 1 || in != 100 || out != 20 {
+			t.Errorf("over all spans: %d with gen_ai.operation.name, gen_ai.usage input %d output %d; want 1, 100, 20",
+				genAISpans, in, out)
+		}
+		answerCost := attribute.Float64Value(prices.Cost(portico.Usage{InputTokens: 100, OutputTokens: 20})).Emit() // 180e-6
+		sameAttrs(t, "failed attempt", spans[0].Attributes(), map[string]string{
+			"portico.attempt.index":               "0",
+			"portico.attempt.model":               "m",
+			"error.type":                          "transient",
+			"portico.attempt.usage.input_tokens":  "50",
+			"portico.attempt.usage.output_tokens": "10",
+			"portico.attempt.cost":                attribute.Float64Value(prices.Cost(portico.Usage{InputTokens: 50, OutputTokens: 10})).Emit(), // 90e-6
+		})
+		sameAttrs(t, "answering attempt", spans[1].Attributes(), map[string]string{
+			"portico.attempt.index":               "1",
+			"portico.attempt.id":                  "m-1",
+			"http.request.resend_count":           "1",
+			"portico.attempt.model":               "m",
+			"portico.attempt.usage.input_tokens":  "100",
+			"portico.attempt.usage.output_tokens": "20",
+			"portico.attempt.cost":                answerCost,
+		})
+		sameAttrs(t, "request", spans[2].Attributes(), map[string]string{
+			"gen_ai.operation.name":          "chat",
+			"gen_ai.provider.name":           "openai",
+			"gen_ai.request.model":           "m",
+			"gen_ai.request.stream":          "false",
+			"gen_ai.response.model":          "m-1",
+			"gen_ai.usage.input_tokens":      "100",
+			"gen_ai.usage.output_tokens":     "20",
+			"gen_ai.response.finish_reasons": `["stop"]`,
+			"portico.cost":                   answerCost,
+			"portico.attempts":               "2",
+			"portico.retry.count":            "1",
+			"portico.retry.reason":           "transient",
+			"portico.retry.delay":            secs(time.Millisecond),
+		})
 	})
 }

@@ -42,7 +42,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Provider is the gen_ai.provider.name of the calls ("openai",
 	// "azure.ai.openai", "anthropic", ...). Empty omits the attribute, which
-	// the GenAI conventions make required on spans and metrics: set it. Give
+	// the GenAI conventions make required on spans and metrics: set it. It
+	// goes on request spans and metrics (attempt spans carry no gen_ai.*
+	// attribute) and in the "provider" field of both kinds of log record: give
 	// each route's attempt layer its own Tracer when routes use different
 	// providers.
 	Provider string
@@ -52,17 +54,20 @@ type Config struct {
 	// ServerPort is the server.port of the calls (443), which the conventions
 	// require beside server.address. Zero, or no ServerAddress, omits it.
 	ServerPort int
-	// Operation is the gen_ai.operation.name and the first word of span names.
-	// Empty means "chat".
+	// Operation is the gen_ai.operation.name and the first word of request
+	// span names (attempt spans are named "attempt {model}"). Empty means
+	// "chat".
 	Operation string
 	// Pricing, when non-nil, prices answers whose Response.Cost is 0 (no
 	// routing layer priced them) with Pricing.Cost(resp.Usage), for the
-	// portico.cost span attribute, the cost metric and the "cost" log field.
+	// portico.cost span attribute, the cost metric and the "cost" log field;
+	// on attempt spans it also prices the attempt's own usage, a failed
+	// attempt's billed portico.Error.Usage included, for portico.attempt.cost.
 	// Give each route's attempt layer the route's own Capabilities. Nil leaves
 	// unpriced answers at cost 0.
 	Pricing *portico.Capabilities
 	// CaptureContent, when non-nil, opts in to recording message content on
-	// spans: every text, image URL and tool-call argument of the request and of
+	// request spans: every text, image URL and tool-call argument of the request and of
 	// the answer passes through CaptureContent (a redaction or hashing function)
 	// and the results go into the gen_ai.input.messages and
 	// gen_ai.output.messages attributes as JSON. Nil, the default, records no
@@ -96,7 +101,7 @@ type Tracer struct {
 	globalIdle atomic.Bool
 
 	lastName atomic.Pointer[spanName]
-	names    sync.Map // model string -> string span name
+	names    sync.Map // model string -> *spanName
 	nNames   atomic.Int32
 }
 
@@ -108,7 +113,9 @@ const (
 	maxCachedModelLen = 256
 )
 
-type spanName struct{ model, name string }
+// spanName holds the two span names of a model: the request span's
+// "{operation} {model}" and the attempt span's "attempt {model}".
+type spanName struct{ model, name, attempt string }
 
 // New returns a Tracer configured by cfg. It fails only when the meter provider
 // refuses to create an instrument; the error wraps the provider's errors.
@@ -147,26 +154,27 @@ func New(cfg Config) (*Tracer, error) {
 	return t, nil
 }
 
-// spanName returns "{operation} {model}" (just the operation when model is
-// empty), from a cache so that the hot path does not allocate.
-func (t *Tracer) spanName(model string) string {
+// spanName returns the span names for model (see spanName), from a cache so
+// that the hot path does not allocate.
+func (t *Tracer) spanName(model string) *spanName {
 	if p := t.lastName.Load(); p != nil && p.model == model {
-		return p.name
+		return p
 	}
 	if v, ok := t.names.Load(model); ok {
-		return v.(string)
+		return v.(*spanName)
 	}
-	name := t.op
+	n := &spanName{model: model, name: t.op, attempt: "attempt"}
 	if model != "" {
-		name = t.op + " " + model
+		n.name = t.op + " " + model
+		n.attempt = "attempt " + model
 	}
 	// Load first, so that the count stops at the bound instead of wrapping
 	// around after 2^31 uncached calls and letting the map grow again.
 	if len(model) <= maxCachedModelLen && t.nNames.Load() < maxCachedNames && t.nNames.Add(1) <= maxCachedNames {
-		t.names.Store(model, name)
+		t.names.Store(model, n)
 	}
-	t.lastName.Store(&spanName{model: model, name: name})
-	return name
+	t.lastName.Store(n)
+	return n
 }
 
 // noopSpan is the span the layers use when the provider is a no-op one.
@@ -182,7 +190,8 @@ func isGlobalPlaceholder(tp trace.TracerProvider) bool {
 	return rt != nil && rt.Kind() == reflect.Pointer && rt.Elem().PkgPath() == globalPkg
 }
 
-// start starts a client span named after model. With a no-op provider it
+// start starts a client span named after model: the request span's name, or
+// the attempt span's when attempt is true. With a no-op provider it
 // returns ctx unchanged and a no-op span, saving the context allocation and
 // the call that a no-op Start would cost.
 //
@@ -194,7 +203,7 @@ func isGlobalPlaceholder(tp trace.TracerProvider) bool {
 // checked against otel.GetTracerProvider() on every call, so an
 // otel.SetTracerProvider made later takes effect at once; should the
 // placeholder ever be made the global provider again, Start is probed anew.
-func (t *Tracer) start(ctx context.Context, model string) (context.Context, trace.Span) {
+func (t *Tracer) start(ctx context.Context, model string, attempt bool) (context.Context, trace.Span) {
 	if t.noop {
 		return ctx, noopSpan
 	}
@@ -203,7 +212,7 @@ func (t *Tracer) start(ctx context.Context, model string) (context.Context, trac
 			if t.globalIdle.Load() {
 				return ctx, noopSpan
 			}
-			sctx, span := t.tracer.Start(ctx, t.spanName(model), t.startOpts...)
+			sctx, span := t.tracer.Start(ctx, t.name(model, attempt), t.startOpts...)
 			if !span.IsRecording() && span.SpanContext().Equal(trace.SpanContextFromContext(ctx)) {
 				t.globalIdle.Store(true)
 			}
@@ -213,7 +222,15 @@ func (t *Tracer) start(ctx context.Context, model string) (context.Context, trac
 			t.globalIdle.Store(false)
 		}
 	}
-	return t.tracer.Start(ctx, t.spanName(model), t.startOpts...)
+	return t.tracer.Start(ctx, t.name(model, attempt), t.startOpts...)
+}
+
+func (t *Tracer) name(model string, attempt bool) string {
+	n := t.spanName(model)
+	if attempt {
+		return n.attempt
+	}
+	return n.name
 }
 
 // cost returns resp's cost: Response.Cost when a layer priced it, else the
