@@ -130,7 +130,12 @@ type Request struct {
 	// Idempotent declares that repeating the call after an ambiguous outcome (sent,
 	// outcome unknown) is acceptable: the retry layer then retries [Ambiguous]
 	// errors, otherwise it does not. Generation has no side effect besides its
-	// cost, but an ambiguous attempt may be billed twice.
+	// cost, but an ambiguous attempt may be billed twice. One exception, by
+	// design: a fallback group whose own share of the deadline ran out on a route
+	// moves to the next route whatever Idempotent says (seed 003's deadline split
+	// exists to fall back after a primary that does not answer in time), so such
+	// a call may be answered, and billed, by two routes. Side effects belong in
+	// tool execution, guarded by package effect, never in generation.
 	Idempotent bool
 	// OnChunk, when non-nil, asks for streaming: the answer's text is delivered in
 	// order as it arrives. A non-nil error from OnChunk aborts the call, and
