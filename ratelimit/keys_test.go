@@ -131,8 +131,12 @@ func TestConcurrency(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if admitted.Load() != 400 || most.Load() != lmax {
-			t.Fatalf("admitted %d, most in flight %d; want 400 and exactly %d (the cap, reached)", admitted.Load(), most.Load(), lmax)
+		// The cap is not always reached: goroutines run in no fixed order, and when
+		// the first to arrive ask for large N_max the token bucket (b = 100) holds
+		// the others back. It must never be exceeded; calls as cheap as 15 tokens
+		// would let 6 run at once without it.
+		if admitted.Load() != 400 || most.Load() > lmax || most.Load() < 1 {
+			t.Fatalf("admitted %d, most in flight %d; want 400 and at most %d", admitted.Load(), most.Load(), lmax)
 		}
 		mu.Lock()
 		defer mu.Unlock()
