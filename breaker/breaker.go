@@ -70,8 +70,9 @@ type Transition struct {
 // while open, then probes the route and closes once probes succeed. See the
 // package documentation for the rules.
 //
-// A Breaker is safe for concurrent use. Its closed state does not allocate and
-// takes no lock (a time-based window locks once per bucket width, to reset the
+// A Breaker is safe for concurrent use. Its closed state does not allocate
+// (unless the request streams: two allocations, see [Breaker.Wrap]) and takes
+// no lock (a time-based window locks once per bucket width, to reset the
 // bucket that starts); locks are taken on transitions and in the half-open
 // state.
 // It implements [portico.Health], so a [portico.Route] whose Health is the
@@ -165,6 +166,7 @@ func (b *Breaker) Available() bool {
 // caller's own callback says nothing about the route: it is not counted,
 // neither failure nor success (like a cancellation), and a probe slot it held
 // is released; the panic goes on, and next's error is returned as is.
+// Wrap panics if next is nil.
 func (b *Breaker) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("breaker: Wrap of a nil Model")

@@ -24,12 +24,14 @@ type Config struct {
 	// above which the breaker trips. Zero means 0.5.
 	FailureRate float64
 	// MinCalls is how many calls (counted, not ignored) the window must hold
-	// before a rate (failure or slow) may trip the breaker. Zero means 20. In a
+	// before a rate (failure or slow) may trip the breaker. Zero means 20;
+	// negative is an error. In a
 	// count-based window it is capped at WindowCalls, the most the window
 	// holds (as in resilience4j).
 	MinCalls int
 	// WindowCalls is the size of the count-based sliding window: the rates are
-	// computed over the last WindowCalls counted calls. Zero means 100. Ignored
+	// computed over the last WindowCalls counted calls. Zero means 100; negative
+	// or 2^32 and above is an error. Ignored
 	// when WindowDuration is set.
 	WindowCalls int
 	// WindowDuration, when positive, selects a time-based sliding window instead:
@@ -37,7 +39,9 @@ type Config struct {
 	// WindowDuration, kept in WindowBuckets buckets (so the window slides in
 	// steps of WindowDuration/WindowBuckets). Zero means count-based.
 	WindowDuration time.Duration
-	// WindowBuckets is the number of buckets of a time-based window. Zero means 10.
+	// WindowBuckets is the number of buckets of a time-based window. Zero means
+	// 10; negative is an error, and so is a WindowDuration shorter than
+	// WindowBuckets nanoseconds.
 	WindowBuckets int
 	// ConsecutiveFailures trips the breaker after this many failures in a row,
 	// whatever the window says. Zero means 5; negative disables the rule.
