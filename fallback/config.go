@@ -69,9 +69,10 @@ type Config struct {
 	// its Health to its breaker so the group skips it while open.
 	Routes []portico.Route
 	// Estimator estimates the request's input tokens for the context-window and
-	// cost filters; it runs at most once per request, and only when a route
-	// looked at declares a ContextWindow or the Contract a MaxCost. Nil means
-	// [portico.DefaultEstimator].
+	// cost filters; it runs at most once per request: without a Ranker only
+	// when a route looked at declares a ContextWindow or the Contract a
+	// MaxCost, with a Ranker always (for Ranking.InputTokens and
+	// Candidate.EstimatedCost). Nil means [portico.DefaultEstimator].
 	Estimator portico.Estimator
 	// Independence requires fallbacks to fail independently of the primary. Zero
 	// means AnyRoute. An empty Provider or Region is unknown and excludes nothing.

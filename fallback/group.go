@@ -24,7 +24,8 @@ type Group struct {
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
 // starts with "fallback:", when Routes is empty, a route has no Name or a nil
-// Model, two routes share a Name, or Share is outside (0, 1].
+// Model, two routes share a Name, Share is outside (0, 1], or Independence is
+// not one of the constants.
 func New(cfg Config) (*Group, error) {
 	c, err := cfg.normalize()
 	if err != nil {
@@ -95,7 +96,8 @@ type call struct {
 // open, a limiter refusing: never queue), Incompatible (a context overflow,
 // shown by Code "context_length_exceeded" or Reason "context window", teaches
 // the group that the input needs a larger window than the failed route's, so
-// routes of that size are skipped too), InvalidResponse, Ambiguous when the
+// routes of that size are skipped too), InvalidResponse, Deadline while the
+// caller's own deadline has not passed, Ambiguous when the
 // request is Idempotent, and any class when the candidate's own share of the
 // time ran out while the caller's deadline had not (the group ends the
 // candidate's context with cause [ErrShareTimeout], a
@@ -105,8 +107,8 @@ type call struct {
 // stalled primary, seed 003). It returns the route's
 // error, without trying others, on Permanent, Canceled, Ambiguous on a
 // non-idempotent request, or any error after a chunk reached the caller (seed
-// 000: no transparent fallback after the first token): unchanged when it was
-// the first route tried, otherwise as a copy of its [*portico.Error] (same
+// 000: no transparent fallback after the first token): unchanged when no route
+// was left before it (neither tried nor skipped), otherwise as a copy of its [*portico.Error] (same
 // Class, Status, Code, RetryAfter) whose Err is a Stopped [*Exhausted] listing
 // the routes left before it and then it, so errors.Is still reaches the
 // route's error but not [ErrExhausted]. A route that returns neither an answer
@@ -114,6 +116,7 @@ type call struct {
 // InvalidResponse). A nil *Request is refused with [portico.ErrNilRequest]
 // (class Permanent) before any route is looked at.
 //
+// A positive Contract.Deadline first bounds ctx with a timeout of that length.
 // When the context has a deadline, each candidate gets its own (see
 // Config.Share, Config.Reserve, Config.MinAttempt); a candidate is not started
 // when its allowance is below MinAttempt. When the caller's own deadline ends
