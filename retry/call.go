@@ -99,7 +99,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				return nil, lastErr
 			}
 			if err := portico.FromContext(ctx); err != nil {
-				return nil, canceledDuring(err, lastErr)
+				return nil, canceledDuring(err, lastErr, earlier)
 			}
 			if i >= r.maxAttempts {
 				if r.maxAttempts == 1 {
@@ -139,7 +139,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				select {
 				case <-ctx.Done():
 					t.Stop()
-					return nil, canceledDuring(portico.FromContext(ctx), lastErr)
+					return nil, canceledDuring(portico.FromContext(ctx), lastErr, earlier)
 				case <-t.C:
 				}
 			}

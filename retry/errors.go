@@ -49,10 +49,10 @@ func attempts(n int) string {
 
 // surface returns the error that ends a call after the attempt error last: a
 // *portico.Error with last's class and fields (Status, Code, Model, RetryAfter,
-// RateLimit), or class cls when cls is not None, and no Reason, whose Err is a
-// history: summary, then last's message, wrapping sentinel, last and the
-// earlier attempts' errors. The message reads "portico: <class and fields>:
-// <summary>: <last error>".
+// RateLimit), or class cls when cls is not None, no Reason, and as Usage what
+// every attempt billed (see billed), whose Err is a history: summary, then
+// last's message, wrapping sentinel, last and the earlier attempts' errors.
+// The message reads "portico: <class and fields>: <summary>: <last error>".
 func surface(last error, cls portico.Class, sentinel error, summary string, earlier []error) *portico.Error {
 	var w portico.Error
 	var pe *portico.Error
@@ -65,6 +65,7 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 		w.Class = cls
 	}
 	w.Reason = ""
+	w.Usage = billed(last, earlier)
 	errs := make([]error, 0, 2+len(earlier))
 	errs = append(errs, sentinel, last)
 	errs = append(errs, earlier...)
@@ -122,15 +123,77 @@ func timeoutError(sentinel, inner error) error {
 }
 
 // canceledDuring returns the error for a caller's context that ended while a
-// retry was pending, keeping the last attempt's error as a cause.
-func canceledDuring(ctxErr, last error) error {
+// retry was pending, keeping the last attempt's error as a cause and, as
+// Usage, what every attempt billed (see billed).
+func canceledDuring(ctxErr, last error, earlier []error) error {
 	var pe *portico.Error
 	if errors.As(ctxErr, &pe) {
 		w := *pe
 		w.Err = causes{pe.Err, last}
+		if u := billed(last, earlier); u != nil {
+			w.Usage = u
+		}
 		return &w
 	}
 	return ctxErr
+}
+
+// billed returns the usage the provider billed over a call's failed attempts,
+// whose errors are last and earlier: the sum, field by field (input, output,
+// cached input tokens), of each attempt's billed usage, the Usage of the first
+// [*portico.Error] in its tree that carries one. An attempt without one adds
+// nothing. It returns nil when no attempt billed, and the one attempt's own
+// *Usage when only one did; summing is valid because every attempt went to
+// the same route at the same prices. Fallback's Response.Cost and
+// ratelimit's refunds read the final error's Usage, so without the sum they
+// would miss all but the last attempt's bill.
+func billed(last error, earlier []error) *portico.Usage {
+	one := usageOf(last)
+	var sum portico.Usage
+	n := 0
+	if one != nil {
+		sum, n = *one, 1
+	}
+	for _, e := range earlier {
+		if u := usageOf(e); u != nil {
+			if n == 0 {
+				one = u
+			}
+			sum.InputTokens += u.InputTokens
+			sum.OutputTokens += u.OutputTokens
+			sum.CachedInputTokens += u.CachedInputTokens
+			n++
+		}
+	}
+	if n <= 1 {
+		return one
+	}
+	return &sum
+}
+
+// usageOf returns the Usage of the first [*portico.Error] in err's tree, depth
+// first, that carries one (an outer layer's error may wrap the one that
+// does), or nil.
+func usageOf(err error) *portico.Usage {
+	for err != nil {
+		if pe, ok := err.(*portico.Error); ok && pe.Usage != nil {
+			return pe.Usage
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if got := usageOf(e); got != nil {
+					return got
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // attemptSeq numbers attempt ids within the process.

@@ -211,7 +211,8 @@ var (
 	// error keeps the failed attempt's class and fields.
 	ErrBudgetExhausted = errors.New("retry: budget exhausted")
 	// ErrAttemptsExhausted: every one of MaxAttempts attempts failed. The error
-	// keeps the last attempt's class and fields and wraps every attempt's error.
+	// keeps the last attempt's class and fields, wraps every attempt's error, and
+	// carries as Usage the sum of the attempts' billed usage (see [Retrier.Wrap]).
 	ErrAttemptsExhausted = errors.New("retry: attempts exhausted")
 	// ErrNoTimeLeft: the deadline leaves less than MinAttemptTime for the next
 	// attempt, or the backoff wait would leave less. Class [portico.Deadline];
@@ -361,11 +362,19 @@ func orDefault[T int | time.Duration](v, def T) T {
 // [*portico.Error] that keeps the last attempt's class and fields and wraps
 // [ErrAttemptsExhausted], [ErrBudgetExhausted] or, with a different class,
 // [ErrNoTimeLeft] (Deadline) or [ErrRetryAfterTooLong] (RateLimited), and
-// every attempt's error (errors.Is finds each); its message names the outcome
+// every attempt's error (errors.Is finds each). Its Usage is what the route
+// billed over all the attempts: the sum of each attempt's billed usage (the
+// Usage of the first [*portico.Error] in its error's tree that has one; an
+// attempt without one adds nothing), the one attempt's own *Usage when only
+// one was billed, nil when none was; so fallback's Response.Cost and
+// ratelimit's refunds see every billed attempt. (A non-retryable error, or
+// one after a chunk reached the caller, is returned as it is: after retries it
+// carries its own attempt's usage only.) Its message names the outcome
 // and the last attempt's error once each, as in "portico: transient status
 // 503: retry: 3 attempts failed: portico: transient status 503: overloaded".
 // When the caller's context ends during a wait, the call ends with the error of
-// [portico.FromContext], which also wraps the last attempt's error.
+// [portico.FromContext], which also wraps the last attempt's error and carries
+// the same summed Usage.
 //
 // A nil request fails at once with [portico.ErrNilRequest] (Permanent) without
 // calling next. An attempt that returns neither a Response nor an error (a
