@@ -41,6 +41,7 @@ type Check func(a *Answer) []Violation
 // (into the Go type); checks over the shared [Answer.Value] do not. When the
 // text does not fit T (a string where T has a number), Typed reports one
 // violation of rule [RuleGoType] at the field's pointer, and fn is not called.
+// Typed panics if fn is nil.
 func Typed[T any](fn func(T) []Violation) Check {
 	if fn == nil {
 		panic("validate: Typed of a nil func")

@@ -99,8 +99,11 @@ var strictFormats = map[string]bool{
 // key"; anyOf, $ref, enum and const are taken as typing it).
 //
 // Each [Problem] gives the JSON pointer of the offending node and the rule,
-// in document order (object keys sorted). StrictCompatible does not follow
-// $ref when counting nesting. It is safe for concurrent use.
+// in document order (object keys sorted), then the document-wide totals
+// (StrictPropertyCount, StrictStringLength, StrictEnumCount) at the root
+// pointer ""; StrictNesting is reported once, at the first node too deep.
+// StrictCompatible does not follow $ref when counting nesting. It is safe
+// for concurrent use.
 func StrictCompatible(schema json.RawMessage) []Problem {
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	dec.UseNumber()

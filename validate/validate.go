@@ -107,7 +107,8 @@ type Config struct {
 	// means DefaultMaxExponent (400). The limits are checked in one pass
 	// before decoding, so a hostile answer costs O(its length).
 	MaxExponent int
-	// CacheSize bounds the number of compiled schemas kept. Zero means
+	// CacheSize bounds the number of compiled schemas kept, failed compilations
+	// included; when full, an arbitrary entry is evicted. Zero means
 	// DefaultCacheSize (128).
 	CacheSize int
 	// MaxViolations bounds the violations listed in one [Rejection]; the rest
@@ -126,7 +127,8 @@ type Validator struct {
 }
 
 // New returns a Validator for cfg. It returns an error, starting with
-// "validate:", for a negative limit or a nil check.
+// "validate:", for a negative limit, a nil check, or a Length that is not one
+// of the LengthPolicy constants.
 func New(cfg Config) (*Validator, error) {
 	for _, f := range []struct {
 		name string
@@ -214,7 +216,8 @@ func (v *Validator) prepare(req *portico.Request) (*compiled, error) {
 // Check runs the acceptance pipeline on resp, the answer to req, and returns
 // nil when it is accepted. On rejection it returns an InvalidResponse
 // *portico.Error wrapping a [*Rejection] that lists every violation, with
-// Usage a copy of resp.Usage (the refused answer was billed); when a
+// Usage a copy of resp.Usage (the refused answer was billed; nil when resp
+// is nil, which is rejected as [RuleNilResponse]); when a
 // schema of req does not compile, a Permanent *portico.Error wrapping
 // [ErrSchema]; for a nil req, [portico.ErrNilRequest] (Permanent). Check
 // modifies neither req nor resp; with Config.TrimSpace it judges the trimmed

@@ -98,7 +98,9 @@ type Violation struct {
 	Value string
 }
 
-// String formats v as "stage rule at pointer", content-free.
+// String formats v content-free as "stage rule at pointer" ("schema minimum
+// at /total"), with " in call N" after the rule for StageTools and "(root)"
+// for the empty pointer.
 func (v Violation) String() string {
 	var b strings.Builder
 	b.WriteString(v.Stage.String())
@@ -132,7 +134,9 @@ type Rejection struct {
 }
 
 // Error lists the violations' stages and rules, content-free:
-// "validate: rejected: 2 violations: schema/minimum, semantic/currency".
+// "validate: rejected: 2 violations: schema/minimum, semantic/currency". The
+// count includes Omitted; at most the first 8 violations are named, then
+// ", ...".
 func (r *Rejection) Error() string {
 	var b strings.Builder
 	b.WriteString("validate: rejected: ")
