@@ -66,7 +66,8 @@ type Record struct {
 	// Lease is, for a Pending record, when its owner is presumed lost.
 	Lease time.Time
 	// Expires is when the store may forget the record; an expired record is
-	// absent.
+	// absent, and so is one whose Expires is the zero time. The Runner always
+	// sets it.
 	Expires time.Time
 }
 

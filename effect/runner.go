@@ -122,8 +122,9 @@ func New(cfg Config) (*Runner, error) {
 //     is re-raised); released, as if never claimed, when it is Rejected (a
 //     local refusal, such as an open breaker: nothing was sent); Failed
 //     otherwise, where Transient and RateLimited let the next Do run the
-//     effect again and Permanent, Incompatible and InvalidResponse lock the
-//     key for the TTL. The class is fn's testimony: the runner cannot tell a
+//     effect again and Permanent (also any error that is not a
+//     *portico.Error: ClassOf makes it Permanent), Incompatible and
+//     InvalidResponse lock the key for the TTL. The class is fn's testimony: the runner cannot tell a
 //     Transient "not sent" (a layer's timeout before the request was
 //     written) from a 503 after which the other side did act, so fn must
 //     return an error of a non-ambiguous class only when it knows the
@@ -315,7 +316,9 @@ func (r *Runner) record(ctx context.Context, key Key, mine, next Record) {
 	}
 }
 
-// Status returns key's record and true, or false when the key is absent.
+// Status returns key's record and true, or false when the key is absent (or
+// expired). It returns a Transient *portico.Error wrapping [ErrStore] when the
+// store fails.
 func (r *Runner) Status(ctx context.Context, key Key) (Record, bool, error) {
 	rec, ok, err := r.store.Get(ctx, key)
 	if err != nil {
@@ -366,8 +369,8 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 // Once is [Runner.Do] for a typed result: fn's result is stored as JSON and
 // decoded for every caller, so each gets its own copy. A result that does not
 // encode leaves the key Unknown (the effect ran but its result is lost);
-// one that does not decode into T gives a Permanent error. Once panics if fn
-// is nil.
+// one that does not decode into T gives a Permanent error; every other error
+// is [Runner.Do]'s. Once panics if fn is nil.
 func Once[T any](ctx context.Context, r *Runner, key Key, fn func(context.Context) (T, error)) (T, error) {
 	if fn == nil {
 		panic("effect: Once of a nil func")
