@@ -2,6 +2,7 @@ package route
 
 import (
 	"container/list"
+	"fmt"
 	"sync"
 )
 
@@ -19,22 +20,44 @@ import (
 // recently used session is forgotten (its next long call picks afresh).
 type Affinity struct {
 	// ShortTokens is the largest estimated input, in tokens, of a call sent to
-	// the least-used replica; 0 means 2048 (Autellix's cut).
+	// the least-used replica; 0 means 2048 (Autellix's cut). Negative is an
+	// error (see [Affinity.Validate]).
 	ShortTokens int
 	// MaxSessions bounds the session-to-replica map, in entries; 0 means 65536.
+	// Negative is an error (see [Affinity.Validate]).
 	MaxSessions int
+}
+
+// Validate returns nil when s's settings are usable, or an error starting
+// "route: Affinity" naming the first bad one: a negative ShortTokens or
+// MaxSessions (zero means the default; any positive value is usable).
+// [NewBalancer] calls it and returns its error.
+func (s Affinity) Validate() error {
+	switch {
+	case s.ShortTokens < 0:
+		return fmt.Errorf("route: Affinity negative ShortTokens %d", s.ShortTokens)
+	case s.MaxSessions < 0:
+		return fmt.Errorf("route: Affinity negative MaxSessions %d", s.MaxSessions)
+	}
+	return nil
 }
 
 // NewPicker returns Affinity's picker over replicas. Short calls take no lock
 // and do not allocate; long calls take one mutex for the session map and
-// allocate when a session is first seen.
+// allocate when a session is first seen. Through [NewBalancer], bad settings
+// are an error it returns (see [Affinity.Validate]); NewPicker called
+// directly, outside a Balancer, panics with Validate's error, whose message
+// starts "route:".
 func (s Affinity) NewPicker(replicas []*Replica) Picker {
+	if err := s.Validate(); err != nil {
+		panic(err.Error())
+	}
 	p := &affinityPicker{replicas: replicas, short: s.ShortTokens, max: s.MaxSessions,
 		sessions: make(map[string]*list.Element)}
-	if p.short <= 0 {
+	if p.short == 0 {
 		p.short = 2048
 	}
-	if p.max <= 0 {
+	if p.max == 0 {
 		p.max = 65536
 	}
 	return p
