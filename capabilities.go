@@ -123,8 +123,9 @@ func (c *Capabilities) Cost(u Usage) float64 {
 type Contract struct {
 	// Modalities the workload needs beyond what its messages show; zero adds none.
 	Modalities Modality
-	// MaxInputTokens the workload may send; a route must fit it plus the request's
-	// MaxOutputTokens in its context window. Zero: use the request's estimate.
+	// MaxInputTokens the workload may send, in tokens: a route must fit the
+	// larger of it and the request's estimated input, plus the request's
+	// MaxOutputTokens, in its context window. Zero: the estimate alone.
 	MaxInputTokens int
 	// ToolsRequired: the route must support tool calling.
 	ToolsRequired bool
@@ -136,7 +137,8 @@ type Contract struct {
 	// ModelClasses, when non-empty, lists the model classes allowed.
 	ModelClasses []string
 	// MaxCost is the most one request may cost, in the Capabilities' price unit,
-	// estimated before the call from input tokens and MaxOutputTokens; 0: no limit.
+	// estimated before the call from input tokens and MaxOutputTokens
+	// ([Capabilities.EstimateCost]); 0: no limit.
 	MaxCost float64
 	// Deadline is the end-to-end time the workload allows; 0: only the context's.
 	Deadline time.Duration
@@ -146,16 +148,19 @@ type Contract struct {
 // inputTokens tokens, under req's Contract (if any). It returns nil when it can,
 // or an [*Error] of class [Incompatible] whose Reason names the first unmet need:
 // "modality", "context window", "max output", "tools", "schema", "strict schema",
-// "model class" or "cost"; a negative MaxOutputTokens or input estimate is
-// a malformed request, a [Permanent] error with Reason "negative token count".
+// "model class" or "cost"; a negative MaxOutputTokens, input estimate or
+// Contract.MaxInputTokens is a malformed request, a [Permanent] error with
+// Reason "negative token count" (checked after the modalities).
 // It checks, in this order:
 //
 //   - the modalities of the messages and of the contract;
 //   - context window >= input (the larger of inputTokens and
 //     Contract.MaxInputTokens) + MaxOutputTokens, and MaxOutput >= MaxOutputTokens;
 //   - tool support when the request has tools or the contract requires them;
-//   - schema support when the request has a Schema or the contract names one,
-//     strict support when either asks for strict;
+//   - strict schema support when the request's Schema or the contract asks for
+//     strict (checked first, so such a request on a route without any schema
+//     support fails with "strict schema"), then schema support when the request
+//     has a Schema or the contract names one;
 //   - the model class against Contract.ModelClasses;
 //   - the estimated cost (input at InputPrice, MaxOutputTokens at OutputPrice)
 //     against Contract.MaxCost.

@@ -138,8 +138,9 @@ type Error struct {
 	Err error
 }
 
-// Error formats the error as "portico: class[ status N][ code C][ model M]:
-// reason[: cause]".
+// Error formats the error as "portico: class[ status N][ code C][ model M][
+// retry-after D][: reason][: cause]", each part present only when its field
+// is set; a cause's own leading "portico: " is dropped.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("portico: ")

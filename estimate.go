@@ -22,7 +22,7 @@ var DefaultEstimator Estimator = CharEstimator{}
 // CharEstimator estimates tokens from byte counts, without a tokenizer.
 //
 // The estimate is ceil(bytes / BytesPerToken) over every text part, tool call
-// argument, tool name, description and parameter schema and response schema,
+// name and arguments, tool name, description and parameter schema and response schema,
 // plus MessageOverhead tokens per message and ImageTokens per image.
 //
 // Its error: the default of 4 bytes per token is OpenAI's rule of thumb for
@@ -33,13 +33,14 @@ var DefaultEstimator Estimator = CharEstimator{}
 // refund on the provider's reported usage, so an error here shifts admission
 // timing, not the long-run rate.
 type CharEstimator struct {
-	// BytesPerToken is the bytes of UTF-8 text per token; 0 means 4.
+	// BytesPerToken is the bytes of UTF-8 text per token; zero or negative
+	// means 4.
 	BytesPerToken float64
-	// MessageOverhead is the tokens added per message for role and framing; 0
-	// means 4 (OpenAI's chat format adds 3–4 per message).
+	// MessageOverhead is the tokens added per message for role and framing; zero
+	// or negative means 4 (OpenAI's chat format adds 3–4 per message).
 	MessageOverhead int
-	// ImageTokens is the tokens counted per image part; 0 means 765 (OpenAI's cost
-	// of a 1024x1024 image at high detail).
+	// ImageTokens is the tokens counted per image part; zero or negative means
+	// 765 (OpenAI's cost of a 1024x1024 image at high detail).
 	ImageTokens int
 }
 

@@ -29,7 +29,8 @@ const (
 	// (class Class) and moves on (package fallback, package route).
 	EventFallback
 	// EventBreakerState: a breaker moved to state Reason ("open", "half_open",
-	// "closed") for Route (package breaker).
+	// "closed") for Route (package breaker); when opening, Delay is the open
+	// interval and Class the class of the failure that tripped it.
 	EventBreakerState
 	// EventValidation: the acceptance pipeline judged the answer; Reason is
 	// "accepted" or "rejected", and on rejection Class is InvalidResponse
@@ -94,8 +95,9 @@ func ObserverFromContext(ctx context.Context) Observer {
 }
 
 // Observe reports e to the Observer in ctx, if any; without one it does nothing.
-// Layers call it only off the happy path (a wait, a retry, a fallback), so its one
-// context lookup costs nothing on calls that go straight through.
+// Layers call it mostly off the happy path (a wait, a retry, a fallback); package
+// validate, which reports every verdict, also calls it for accepted answers. Its
+// cost without an Observer is one context lookup.
 func Observe(ctx context.Context, e Event) {
 	if o, ok := ctx.Value(observerKey{}).(Observer); ok {
 		o.Observe(ctx, e)

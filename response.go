@@ -94,7 +94,9 @@ type Response struct {
 	// Hops lists the routes left before Route answered, in order, with why.
 	Hops []Hop
 	// Cost is the realised cost of producing this answer in the price unit of
-	// [Capabilities] (e.g. US dollars), summed over every call a routing layer
-	// made for it; 0 when no layer priced it.
+	// [Capabilities] (e.g. US dollars), summed by routing layers over the calls
+	// they made for it whose usage they know: the answering call, and failed
+	// calls whose [Error.Usage] reports what was billed (a failed call without
+	// it is not counted); 0 when no layer priced it.
 	Cost float64
 }
