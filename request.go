@@ -116,8 +116,9 @@ type Request struct {
 	// Schema, when non-nil, asks for structured output valid against it.
 	Schema *Schema
 	// MaxOutputTokens is N_max, the most output tokens the answer may have, in
-	// tokens. Zero means the route's default; rate limiters then reserve the
-	// route's configured default (see package ratelimit).
+	// tokens. Zero means the route's default; a rate limiter then reserves its
+	// Config.DefaultMaxTokens, and refuses the call (Permanent) when it has none
+	// (see package ratelimit). Negative is a malformed request (Permanent).
 	MaxOutputTokens int
 	// Extra carries provider-specific sampling options (temperature, top_p, seed,
 	// ...) through unchanged; adapters pass on the keys they know.

@@ -14,9 +14,10 @@ type Candidate struct {
 	Index int
 	// Route is the route; read-only.
 	Route *portico.Route
-	// EstimatedCost is the route's price for the request before the call:
-	// estimated input tokens at InputPrice plus MaxOutputTokens at OutputPrice,
-	// in the Capabilities' price unit.
+	// EstimatedCost is the route's price for the request before the call
+	// ([portico.Capabilities.EstimateCost]): the input tokens (the larger of the
+	// estimate and Contract.MaxInputTokens) at InputPrice plus MaxOutputTokens
+	// at OutputPrice, in the Capabilities' price unit.
 	EstimatedCost float64
 	// Latency is the smoothed duration of the route's successful calls made by
 	// this group, as TCP smooths round-trip times (RFC 6298's SRTT: each new

@@ -32,7 +32,8 @@
 // The text is decoded once (encoding/json with UseNumber, as the schema
 // library's own jsonschema.UnmarshalJSON does) and the value is shared by the
 // schema and the checks; on an accepted answer the pipeline allocates nothing
-// beyond that decode and the library's validation.
+// beyond that decode, the library's validation and, when checks are
+// configured, the one [Answer] they share.
 //
 // # Rejections
 //
