@@ -84,8 +84,8 @@ type Config struct {
 	// itself. Two transitions caused by concurrent calls may reach it
 	// concurrently; Transition.Generation orders them.
 	OnStateChange func(Transition)
-	// Logger receives one record per state change (Info when closing, Warn when
-	// opening). Nil discards.
+	// Logger receives one record per state change (Warn when opening, Info for
+	// half-open and closed). Nil discards.
 	Logger *slog.Logger
 }
 

@@ -60,13 +60,15 @@
 // that guards the caller's OnChunk, and its callback): an atomic load of the
 // state word (state and generation together) before the call and one after it
 // (to drop the outcome of a closed period that ended meanwhile), an atomic add
-// of the window's cursor and an atomic store of the outcome's slot. A count-based window
+// of the window's cursor and a load of the consecutive-failure run; a failed
+// or slow call also stores its slot. A count-based window
 // without slow-call detection reads no clock on that path; a time-based window
 // or slow-call detection reads it once after the call (and once before it, for
 // slow calls). Counts are taken by scanning the window, which only failures and
-// slow calls do. Each slot is tagged with the closed period's generation, so a
-// closed period starts with an empty window without resetting anything, and
-// concurrent writers cannot make counters drift. Locks are taken only on
+// slow calls do. Count-based slots are tagged with their call's sequence number
+// and time buckets with the closed period's generation, so a closed period
+// starts with an empty window without clearing any slot, and concurrent
+// writers cannot make counters drift. Locks are taken only on
 // transitions, in the half-open state, and, in a time-based window, once per
 // bucket width to reset the bucket that starts.
 //
