@@ -57,7 +57,8 @@ type Transition struct {
 	// half-open), "probe failed", "probe slow" (half-open to open), "probes
 	// succeeded" (half-open to closed).
 	Reason string
-	// Class is the class of the failure that caused a trip; None otherwise.
+	// Class is the class of the failure that caused a trip; None otherwise,
+	// including a trip by a slow call that succeeded.
 	Class portico.Class
 	// OpenFor is how long the breaker will stay open when To is Open; 0 otherwise.
 	OpenFor time.Duration

@@ -58,8 +58,9 @@ type Config struct {
 	// before its end). False (the default) accepts an empty finish reason,
 	// which some adapters and fakes leave unset.
 	RequireFinish bool
-	// AllowEmptyText accepts an answer with neither text nor tool calls. False
-	// (the default) rejects it as an incomplete envelope.
+	// AllowEmptyText accepts an answer with neither text (white space counts
+	// as none) nor tool calls. False (the default) rejects it as an incomplete
+	// envelope.
 	AllowEmptyText bool
 	// TrimSpace, when true, trims white space around the answer's text before
 	// the checks, and the accepted Response carries the trimmed text. It is the

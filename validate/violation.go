@@ -55,7 +55,7 @@ func (s Stage) String() string {
 // "additionalProperties", ...); user checks use their own rule names.
 const (
 	RuleNilResponse     = "nil_response"      // the inner Model returned neither a response nor an error
-	RuleEmptyText       = "empty_text"        // no text and no tool call
+	RuleEmptyText       = "empty_text"        // no text (or only white space) and no tool call
 	RuleToolCallsAbsent = "tool_calls_absent" // finish reason tool_calls without any tool call
 	RuleFinishMissing   = "finish_missing"    // no finish reason, with Config.RequireFinish
 	RuleContentFilter   = "content_filter"    // the provider withheld content
