@@ -87,8 +87,9 @@ type call struct {
 // accepts the request (with its input estimated by Config.Estimator, raised by
 // what earlier routes taught), the route is Available (its breaker is not
 // open), its estimated cost fits what Contract.MaxCost leaves after failed
-// calls that were likely billed (InvalidResponse and Ambiguous ones, at the
-// cost of the Usage their error carries, else at their estimate), and it
+// calls that were billed (any whose error carries Usage, at that usage's cost)
+// or likely billed (InvalidResponse and Ambiguous ones without it, at their
+// estimate), and it
 // meets Config.Independence.
 //
 // It moves to the next candidate after a failure of class Transient or
