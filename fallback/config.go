@@ -79,7 +79,9 @@ type Config struct {
 	Independence Independence
 	// Ranker orders the candidates of each request. Nil means the order of
 	// Routes, filtered lazily: a route is looked at only when the ones before it
-	// have failed, so a first-route success costs one filter check. With a
+	// have failed, so a first-route success costs one filter check (under a
+	// deadline, also the checks that find whether another candidate follows,
+	// which sizes the first one's share). With a
 	// Ranker every route that passes the filter is looked at first, and the
 	// group times each call and notes each failure (16 bytes per route, no
 	// lock) to fill Candidate.Latency and Candidate.SinceFailure.

@@ -17,7 +17,9 @@
 //     (tokenizer, context length, tool format), so a fallback is chosen by
 //     capability, not by rank (seed 003);
 //   - ranks: in configured order by default, examined lazily so a first-route
-//     success costs one filter check and no allocation; or by a [Ranker],
+//     success without a deadline costs one filter check and no allocation
+//     (under a deadline, the group also looks for a next candidate to size
+//     the share, and bounds the call with a context); or by a [Ranker],
 //     which never blocks: [ByHealth] (routes that failed in the last minute
 //     last), [ByLatency] (smoothed latency of successes, as RFC 6298's SRTT),
 //     [ByCost] (estimated cost), or one's own over the same Candidate fields;
