@@ -226,6 +226,31 @@ func RetryAfterOf(err error) time.Duration {
 	return 0
 }
 
+// UsageOf returns the Usage of the first [*Error] in err's tree, depth first,
+// that carries one (an outer layer's error may wrap the one that does), or nil:
+// what the provider billed for a failed call. It does not allocate.
+func UsageOf(err error) *Usage {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e.Usage != nil {
+			return e.Usage
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if got := UsageOf(e); got != nil {
+					return got
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
 // FromContext returns the classified error for a done context: an [Ambiguous]
 // *Error when a layer ended it for its own timeout (a cause matching
 // [ErrLayerTimeout]: the work had started, its outcome is unknown), a

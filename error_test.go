@@ -164,3 +164,23 @@ func TestNestedErrorMessage(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+// UsageOf finds the billed usage when outer layers wrap the error that carries
+// it, through Unwrap() error and Unwrap() []error alike.
+func TestUsageOf(t *testing.T) {
+	u := &Usage{InputTokens: 3}
+	inner := &Error{Class: InvalidResponse, Usage: u}
+	outer := &Error{Class: Transient, Reason: "retries exhausted", Err: Join(errors.New("x"), fmt.Errorf("w: %w", inner))}
+	if got := UsageOf(outer); got != u {
+		t.Errorf("UsageOf(wrapped) = %v, want the inner Usage", got)
+	}
+	if got := UsageOf(&Error{Class: Transient, Err: io.EOF}); got != nil {
+		t.Errorf("UsageOf(no usage) = %v, want nil", got)
+	}
+	if got := UsageOf(nil); got != nil {
+		t.Errorf("UsageOf(nil) = %v, want nil", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = UsageOf(outer) }); n != 0 {
+		t.Errorf("UsageOf allocs = %v, want 0", n)
+	}
+}

@@ -2,7 +2,6 @@ package fallback
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -57,19 +56,5 @@ func TestCostCountsRejectedAnswers(t *testing.T) {
 	}})
 	if resp, err = g.Generate(context.Background(), req); err != nil || resp.Cost != 1450 {
 		t.Errorf("Generate with an inner Cost = %+v, %v; want Cost 1450", resp, err)
-	}
-}
-
-// TestBilledUsageFoundUnderWrappers: the usage of a billed failure is found
-// when an outer layer wraps the error that carries it.
-func TestBilledUsageFoundUnderWrappers(t *testing.T) {
-	u := &portico.Usage{InputTokens: 3}
-	inner := &portico.Error{Class: portico.InvalidResponse, Usage: u}
-	outer := &portico.Error{Class: portico.Transient, Reason: "retries exhausted", Err: portico.Join(errors.New("x"), inner)}
-	if got := billedUsage(outer); got != u {
-		t.Errorf("billedUsage(wrapped) = %v, want the inner Usage", got)
-	}
-	if got := billedUsage(perr(portico.Transient)); got != nil {
-		t.Errorf("billedUsage(no usage) = %v, want nil", got)
 	}
 }

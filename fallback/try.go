@@ -138,7 +138,7 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 // InvalidResponse or Ambiguous failure, likely billed, counts at its
 // estimate against the budget only.
 func (g *Group) charge(c *call, r *portico.Route, class portico.Class, err error) {
-	if u := billedUsage(err); u != nil {
+	if u := portico.UsageOf(err); u != nil {
 		cost := r.Capabilities.Cost(*u)
 		c.billed += cost
 		c.spent += cost
@@ -147,31 +147,6 @@ func (g *Group) charge(c *call, r *portico.Route, class portico.Class, err error
 	if class == portico.InvalidResponse || class == portico.Ambiguous {
 		c.spent += g.estimate(c, r)
 	}
-}
-
-// billedUsage returns the Usage of the first [*portico.Error] in err's tree
-// that carries one (an outer layer's error may wrap the one that does), or
-// nil.
-func billedUsage(err error) *portico.Usage {
-	for err != nil {
-		if pe, ok := err.(*portico.Error); ok && pe.Usage != nil {
-			return pe.Usage
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				if got := billedUsage(e); got != nil {
-					return got
-				}
-			}
-			return nil
-		default:
-			return nil
-		}
-	}
-	return nil
 }
 
 // streamed is what the caller's OnChunk did during one streamed attempt.

@@ -111,8 +111,9 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 //     (output was or may have been generated), and an error that is not a
 //     [*portico.Error] (nothing is known): 0.
 //
-// The class, status and usage are those of the first [*portico.Error] in
-// err's tree.
+// The class and status are those of the first [*portico.Error] in err's
+// tree; the usage is [portico.UsageOf]'s, the first one carried anywhere in
+// it, as retry and fallback read it.
 //
 // A call that succeeded refunds (in + maxOut) - (usage input + usage output)
 // instead, and is charged the excess when usage exceeds the reservation; one
@@ -122,7 +123,7 @@ func Refund(err error, in, maxOut int) int {
 	if !errors.As(err, &pe) {
 		return 0 // unclassified: nothing is known to be safe
 	}
-	if u := pe.Usage; u != nil {
+	if u := portico.UsageOf(err); u != nil {
 		if used := u.InputTokens + u.OutputTokens; used > 0 {
 			return in + maxOut - used // as for a success
 		}

@@ -148,14 +148,14 @@ func canceledDuring(ctxErr, last error, earlier []error) error {
 // ratelimit's refunds read the final error's Usage, so without the sum they
 // would miss all but the last attempt's bill.
 func billed(last error, earlier []error) *portico.Usage {
-	one := usageOf(last)
+	one := portico.UsageOf(last)
 	var sum portico.Usage
 	n := 0
 	if one != nil {
 		sum, n = *one, 1
 	}
 	for _, e := range earlier {
-		if u := usageOf(e); u != nil {
+		if u := portico.UsageOf(e); u != nil {
 			if n == 0 {
 				one = u
 			}
@@ -169,31 +169,6 @@ func billed(last error, earlier []error) *portico.Usage {
 		return one
 	}
 	return &sum
-}
-
-// usageOf returns the Usage of the first [*portico.Error] in err's tree, depth
-// first, that carries one (an outer layer's error may wrap the one that
-// does), or nil.
-func usageOf(err error) *portico.Usage {
-	for err != nil {
-		if pe, ok := err.(*portico.Error); ok && pe.Usage != nil {
-			return pe.Usage
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				if got := usageOf(e); got != nil {
-					return got
-				}
-			}
-			return nil
-		default:
-			return nil
-		}
-	}
-	return nil
 }
 
 // attemptSeq numbers attempt ids within the process.

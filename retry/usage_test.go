@@ -62,7 +62,7 @@ func TestFinalErrorSumsBilledUsage(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			before := make([]portico.Usage, 0, len(c.errs))
 			for _, e := range c.errs {
-				if x := usageOf(e); x != nil {
+				if x := portico.UsageOf(e); x != nil {
 					before = append(before, *x)
 				}
 			}
@@ -84,7 +84,7 @@ func TestFinalErrorSumsBilledUsage(t *testing.T) {
 			}
 			i := 0
 			for _, e := range c.errs {
-				if x := usageOf(e); x != nil {
+				if x := portico.UsageOf(e); x != nil {
 					if *x != before[i] {
 						t.Errorf("attempt usage changed to %+v, want %+v (summing must not write to it)", *x, before[i])
 					}
