@@ -330,6 +330,18 @@ func (j *joined) Unwrap() []error { return j.errs }
 // [Ambiguous] when it was, rather than as the caller's [Canceled] or [Deadline].
 var ErrLayerTimeout = errors.New("portico: layer timeout")
 
+// NewLayerTimeout returns a sentinel for one layer's own timeout: an error whose
+// message is msg, equal only to itself, that also matches [ErrLayerTimeout]
+// under errors.Is. Layers give it as the cause when they end a context for
+// their own timeout (retry's attempt timeouts, fallback's share timeout).
+func NewLayerTimeout(msg string) error { return &layerTimeout{msg} }
+
+type layerTimeout struct{ msg string }
+
+func (e *layerTimeout) Error() string { return e.msg }
+
+func (e *layerTimeout) Is(target error) bool { return target == ErrLayerTimeout }
+
 // The errors layers return for a broken [Model] contract, shared values that
 // must not be modified: [ErrNilRequest] (class Permanent) when Generate is given
 // a nil *Request, [ErrNilResponse] (class InvalidResponse) when a Model returns

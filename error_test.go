@@ -184,3 +184,11 @@ func TestUsageOf(t *testing.T) {
 		t.Errorf("UsageOf allocs = %v, want 0", n)
 	}
 }
+
+func TestNewLayerTimeout(t *testing.T) {
+	a, b := NewLayerTimeout("a timeout"), NewLayerTimeout("a timeout")
+	if a.Error() != "a timeout" || !errors.Is(a, ErrLayerTimeout) || !errors.Is(a, a) || errors.Is(a, b) {
+		t.Errorf("NewLayerTimeout: message %q, Is(ErrLayerTimeout) %v, Is(itself) %v, Is(another) %v; want its message, true, true, false",
+			a.Error(), errors.Is(a, ErrLayerTimeout), errors.Is(a, a), errors.Is(a, b))
+	}
+}

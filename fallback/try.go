@@ -41,15 +41,7 @@ func (g *Group) try(ctx context.Context, c *call, r *portico.Route, pos int) (re
 // sent, [portico.Transient] before), a route fault that a breaker counts,
 // rather than the caller's [portico.Deadline], which it ignores: a hung
 // primary trips its breaker and is then skipped at once.
-var ErrShareTimeout error = shareTimeout("fallback: share timeout")
-
-// shareTimeout is the type of [ErrShareTimeout]: itself, and
-// portico.ErrLayerTimeout for errors.Is (as package retry's timeouts).
-type shareTimeout string
-
-func (e shareTimeout) Error() string { return string(e) }
-
-func (e shareTimeout) Is(target error) bool { return target == portico.ErrLayerTimeout }
+var ErrShareTimeout error = portico.NewLayerTimeout("fallback: share timeout")
 
 // attempt calls r under cctx, a context derived from the request's ctx with
 // r's allowance, and judges the outcome as try describes.

@@ -224,22 +224,14 @@ var (
 	// ErrAttemptTimeout: an attempt ran past Config.AttemptTimeout. It (and the
 	// two below) also matches [portico.ErrLayerTimeout] with errors.Is, so that
 	// an adapter under the retry layer tells this timeout from the caller's.
-	ErrAttemptTimeout error = layerTimeout("retry: attempt timeout")
+	ErrAttemptTimeout error = portico.NewLayerTimeout("retry: attempt timeout")
 	// ErrFirstChunkTimeout: a streamed attempt sent no chunk within
 	// Config.FirstChunkTimeout.
-	ErrFirstChunkTimeout error = layerTimeout("retry: first chunk timeout")
+	ErrFirstChunkTimeout error = portico.NewLayerTimeout("retry: first chunk timeout")
 	// ErrChunkGapTimeout: a streamed attempt stalled for longer than
 	// Config.ChunkGapTimeout between chunks.
-	ErrChunkGapTimeout error = layerTimeout("retry: chunk gap timeout")
+	ErrChunkGapTimeout error = portico.NewLayerTimeout("retry: chunk gap timeout")
 )
-
-// layerTimeout is the type of the retry layer's timeout sentinels: each is
-// itself and also portico.ErrLayerTimeout for errors.Is.
-type layerTimeout string
-
-func (e layerTimeout) Error() string { return string(e) }
-
-func (e layerTimeout) Is(target error) bool { return target == portico.ErrLayerTimeout }
 
 // Retrier is a retry policy: class-aware attempts, backoff with jitter,
 // Retry-After first, a retry budget, deadline-aware admission of each attempt,
