@@ -1,0 +1,26 @@
+module github.com/portico-llm/portico/examples
+
+go 1.26.0
+
+require (
+	github.com/openai/openai-go/v3 v3.99.0
+	github.com/portico-llm/portico v0.0.0
+	github.com/portico-llm/portico/provider/openai v0.0.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	golang.org/x/text v0.42.0 // indirect
+)
+
+replace (
+	github.com/portico-llm/portico => ..
+	github.com/portico-llm/portico/provider/openai => ../provider/openai
+)
