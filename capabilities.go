@@ -97,9 +97,9 @@ type Capabilities struct {
 	Tools bool
 	// Schema is the structured-output support.
 	Schema SchemaMode
-	// Class is the model class used by Contract.ModelClasses ("frontier",
+	// ModelClass is the model class used by Contract.ModelClasses ("frontier",
 	// "small", "reasoning", ...).
-	Class string
+	ModelClass string
 	// InputPrice and OutputPrice are prices per token, in the application's
 	// currency unit (say US dollars: 2.5e-6 for $2.50 per million tokens).
 	InputPrice, OutputPrice float64
@@ -201,7 +201,7 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	if (req.Schema != nil || k.SchemaID != "") && c.Schema < SchemaJSON {
 		return errSchema
 	}
-	if len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.Class) {
+	if len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.ModelClass) {
 		return errModelClass
 	}
 	if k.MaxCost > 0 && c.EstimateCost(req, inputTokens) > k.MaxCost {

@@ -9,7 +9,7 @@ import (
 
 func TestFits(t *testing.T) {
 	full := Capabilities{ContextWindow: 8192, MaxOutput: 4096, Modalities: ModalityText | ModalityImage,
-		Tools: true, Schema: SchemaStrict, Class: "frontier", InputPrice: 1e-6, OutputPrice: 4e-6}
+		Tools: true, Schema: SchemaStrict, ModelClass: "frontier", InputPrice: 1e-6, OutputPrice: 4e-6}
 	textOnly := Capabilities{ContextWindow: 8192}
 	user := []Message{Text(RoleUser, "hi")}
 	img := []Message{{Role: RoleUser, Content: []Part{{Kind: PartImage, ImageURL: "data:image/png;base64,AA=="}}}}

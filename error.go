@@ -14,10 +14,10 @@ import (
 // errors before acting).
 type Class uint8
 
-// The error classes. The zero Class, None, is the class of a nil error.
+// The error classes. The zero Class, OK, is the class of a nil error.
 const (
-	// None is the class of a nil error.
-	None Class = iota
+	// OK is the class of a nil error.
+	OK Class = iota
 	// Permanent: the request is wrong or not allowed (400, 401, 403, 404). The same
 	// request fails again anywhere; it never counts against a route's health.
 	Permanent
@@ -46,7 +46,7 @@ const (
 )
 
 var classNames = [...]string{
-	None:            "none",
+	OK:              "ok",
 	Permanent:       "permanent",
 	Transient:       "transient",
 	RateLimited:     "rate_limited",
@@ -185,7 +185,7 @@ func (e *Error) Is(target error) bool {
 
 // ClassOf classifies any error. The rule, in order:
 //
-//   - nil is [None];
+//   - nil is [OK];
 //   - the first [*Error] in err's tree (errors.As) gives its Class;
 //   - [context.Canceled] is [Canceled], [context.DeadlineExceeded] is [Deadline];
 //   - anything else is [Permanent].
@@ -195,7 +195,7 @@ func (e *Error) Is(target error) bool {
 // connection, say) must wrap it in an *Error that says so.
 func ClassOf(err error) Class {
 	if err == nil {
-		return None
+		return OK
 	}
 	if e, ok := err.(*Error); ok && e != nil { // the common case, without errors.As's allocation
 		return e.Class

@@ -19,7 +19,7 @@ func TestClassOf(t *testing.T) {
 		err  error
 		want Class
 	}{
-		{"nil", nil, None},
+		{"nil", nil, OK},
 		{"bare", io.EOF, Permanent},
 		{"error", &Error{Class: Transient}, Transient},
 		{"wrapped", fmt.Errorf("x: %w", &Error{Class: RateLimited}), RateLimited},
@@ -83,7 +83,7 @@ func TestErrorMessage(t *testing.T) {
 func TestClassPredicates(t *testing.T) {
 	retryable := map[Class]bool{Transient: true, RateLimited: true}
 	fault := map[Class]bool{Transient: true, RateLimited: true, Ambiguous: true, InvalidResponse: true}
-	for c := None; c <= Rejected; c++ {
+	for c := OK; c <= Rejected; c++ {
 		if got := c.Retryable(); got != retryable[c] {
 			t.Errorf("%v.Retryable() = %v, want %v", c, got, retryable[c])
 		}

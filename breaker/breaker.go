@@ -57,7 +57,7 @@ type Transition struct {
 	// half-open), "probe failed", "probe slow" (half-open to open), "probes
 	// succeeded" (half-open to closed).
 	Reason string
-	// Class is the class of the failure that caused a trip; None otherwise,
+	// Class is the class of the failure that caused a trip; OK otherwise,
 	// including a trip by a slow call that succeeded.
 	Class portico.Class
 	// OpenFor is how long the breaker will stay open when To is Open; 0 otherwise.
@@ -270,7 +270,7 @@ var errPanic = &portico.Error{Class: portico.Transient, Reason: "panic"}
 // look down.
 func outcome(err error) (class portico.Class, counted, failed bool) {
 	if err == nil {
-		return portico.None, true, false
+		return portico.OK, true, false
 	}
 	class = portico.ClassOf(err)
 	if class.RouteFault() {

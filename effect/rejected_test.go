@@ -27,7 +27,7 @@ func TestRejectedReleasesKey(t *testing.T) {
 
 		// The payment API behind a breaker that one failure opens for 10 s.
 		brk := breaker.MustNew(breaker.Config{Name: "payments", ConsecutiveFailures: 1, OpenFor: 10 * time.Second})
-		api := modeltest.NewFake(modeltest.Fail(modeltest.Err503()), modeltest.Answer("ch_1"))
+		api := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)), modeltest.Answer("ch_1"))
 		payments := brk.Wrap(api)
 		call := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "charge")}}
 		charge := func(ctx context.Context) ([]byte, error) {

@@ -10,7 +10,7 @@ import (
 
 // suiteCaps fit the conformance suite's request (text and image, tools, model
 // class "small", 1000 input tokens).
-var suiteCaps = portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, Tools: true, Class: "small", ContextWindow: 8192}
+var suiteCaps = portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, Tools: true, ModelClass: "small", ContextWindow: 8192}
 
 func TestConformance(t *testing.T) {
 	t.Run("one route", func(t *testing.T) {

@@ -198,7 +198,7 @@ func TestOutageMovesTrafficAndBack(t *testing.T) {
 
 func TestRejectingFallbackPassesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		limited := modeltest.Err429(5 * time.Second)
+		limited := modeltest.RateLimitError(5 * time.Second)
 		shed := &portico.Error{Class: portico.Rejected, Reason: "in-flight cap"}
 		a, b, c, d := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", err: limited}, &fake{name: "c", err: shed}, &fake{name: "d"}
 		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{}), route(c, portico.Capabilities{}), route(d, portico.Capabilities{})}})
@@ -221,7 +221,7 @@ func TestRejectingFallbackPassesOn(t *testing.T) {
 }
 
 func TestContextOverflowSkipsSameWindow(t *testing.T) {
-	overflow := modeltest.ErrContextOverflow() // as OpenAI reports it
+	overflow := modeltest.ContextOverflowError() // as OpenAI reports it
 	small1, small2, unknown, big := &fake{name: "small1", err: overflow}, &fake{name: "small2"}, &fake{name: "unknown-window", err: perr(portico.Transient)}, &fake{name: "big"}
 	g := MustNew(Config{Routes: []portico.Route{
 		route(small1, portico.Capabilities{ContextWindow: 8192}),
@@ -345,7 +345,7 @@ func TestAllFailListsEveryHop(t *testing.T) {
 func TestExhaustedClassRule(t *testing.T) {
 	h := func(route, reason string, c portico.Class, ra time.Duration) portico.Hop {
 		var err error
-		if c != portico.None {
+		if c != portico.OK {
 			err = &portico.Error{Class: c, RetryAfter: ra}
 		}
 		return portico.Hop{Route: route, Reason: reason, Err: err}
@@ -355,14 +355,14 @@ func TestExhaustedClassRule(t *testing.T) {
 		class portico.Class
 		ra    time.Duration
 	}{
-		{[]portico.Hop{h("a", "context window", portico.None, 0)}, portico.Incompatible, 0},
-		{[]portico.Hop{h("a", "context window", portico.None, 0), h("b", reasonUnavailable, portico.None, 0)}, portico.Rejected, 0},
-		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.Rejected, time.Second), h("c", reasonUnavailable, portico.None, 0)}, portico.RateLimited, time.Second},
+		{[]portico.Hop{h("a", "context window", portico.OK, 0)}, portico.Incompatible, 0},
+		{[]portico.Hop{h("a", "context window", portico.OK, 0), h("b", reasonUnavailable, portico.OK, 0)}, portico.Rejected, 0},
+		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.Rejected, time.Second), h("c", reasonUnavailable, portico.OK, 0)}, portico.RateLimited, time.Second},
 		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.InvalidResponse, 0)}, portico.InvalidResponse, 0},
 		{[]portico.Hop{h("a", "", portico.InvalidResponse, 0), h("b", "", portico.Deadline, 0)}, portico.Deadline, 0},
 		{[]portico.Hop{h("a", "", portico.Deadline, 0), h("b", "", portico.Transient, 0)}, portico.Transient, 0},
 		{[]portico.Hop{h("a", "", portico.Ambiguous, 0), h("b", "", portico.Transient, 0)}, portico.Ambiguous, 0},
-		{[]portico.Hop{h("a", reasonDeadline, portico.None, 0)}, portico.Deadline, 0},
+		{[]portico.Hop{h("a", reasonDeadline, portico.OK, 0)}, portico.Deadline, 0},
 	}
 	for i, tc := range cases {
 		err := exhausted(tc.hops)
@@ -529,7 +529,7 @@ func TestNilRequest(t *testing.T) {
 // not meet skips it, unasked, with the reason Fits names.
 func TestFilterReasons(t *testing.T) {
 	img := portico.Message{Role: portico.RoleUser, Content: []portico.Part{{Kind: portico.PartImage, ImageURL: "https://x/y.png"}}}
-	full := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, ContextWindow: 128000, MaxOutput: 16000, Tools: true, Schema: portico.SchemaStrict, Class: "frontier", InputPrice: 1e-6, OutputPrice: 1e-6}
+	full := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, ContextWindow: 128000, MaxOutput: 16000, Tools: true, Schema: portico.SchemaStrict, ModelClass: "frontier", InputPrice: 1e-6, OutputPrice: 1e-6}
 	with := func(f func(*portico.Capabilities)) portico.Capabilities { c := full; f(&c); return c }
 	for _, tc := range []struct {
 		reason string
@@ -545,7 +545,7 @@ func TestFilterReasons(t *testing.T) {
 		{"tools", with(func(c *portico.Capabilities) { c.Tools = false }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{ToolsRequired: true}}},
 		{"schema", with(func(c *portico.Capabilities) { c.Schema = portico.SchemaJSONObject }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{SchemaID: "invoice"}}},
 		{"strict schema", with(func(c *portico.Capabilities) { c.Schema = portico.SchemaJSON }), portico.Request{Messages: simple.Messages, Schema: &portico.Schema{Name: "s", Strict: true}}},
-		{"model class", with(func(c *portico.Capabilities) { c.Class = "small" }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{ModelClasses: []string{"frontier", "reasoning"}}}},
+		{"model class", with(func(c *portico.Capabilities) { c.ModelClass = "small" }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{ModelClasses: []string{"frontier", "reasoning"}}}},
 		{"cost", with(func(c *portico.Capabilities) { c.OutputPrice = 1e-3 }), portico.Request{Messages: simple.Messages, MaxOutputTokens: 1000, Contract: &portico.Contract{MaxCost: 0.5}}},
 	} {
 		a, b := &fake{name: "a"}, &fake{name: "b"}

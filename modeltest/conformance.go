@@ -72,7 +72,7 @@ func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model
 		}
 	})
 	bubble("Error", func(t *testing.T) {
-		for _, e := range []*portico.Error{ErrStatus(400), Err503(), Err429(time.Second), ErrContextOverflow()} {
+		for _, e := range []*portico.Error{StatusError(400), StatusError(503), RateLimitError(time.Second), ContextOverflowError()} {
 			m := wrap(t, NewFake(Fail(e)))
 			ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 			resp, err := m.Generate(ctx, suiteRequest(nil))
@@ -84,7 +84,7 @@ func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model
 	})
 	bubble("Concurrent", func(t *testing.T) { concurrent(t, wrap(t, echo()), true) })
 	bubble("NoMutation", func(t *testing.T) {
-		bases := []Outcome{Answer("fine"), Fail(Err503()), Fail(ErrStatus(400)),
+		bases := []Outcome{Answer("fine"), Fail(StatusError(503)), Fail(StatusError(400)),
 			{Response: Answer("one two three").Response, TTFT: time.Millisecond, ChunkGap: time.Millisecond}}
 		for i, o := range bases {
 			for _, stream := range []bool{false, true} {

@@ -22,14 +22,14 @@
 // context carried) and counts them atomically:
 //
 //	fake := modeltest.NewFake(
-//		modeltest.Fail(modeltest.Err429(2*time.Second)),
-//		modeltest.Fail(modeltest.Err503()),
+//		modeltest.Fail(modeltest.RateLimitError(2*time.Second)),
+//		modeltest.Fail(modeltest.StatusError(503)),
 //		modeltest.Answer("done"),
 //	)
 //	resp, err := retrying(fake).Generate(ctx, req) // three calls, then "done"
 //
-// The error constructors ([Err429], [Err500], [Err502], [Err503],
-// [ErrConnRefused], [ErrTimeout], [ErrContextOverflow], [ErrStatus]) return
+// The error constructors ([StatusError], [RateLimitError],
+// [ConnRefusedError], [TimeoutError], [ContextOverflowError]) return
 // [*portico.Error] values classified as the provider adapters classify them,
 // each wrapping [ErrInjected].
 //
@@ -46,7 +46,7 @@
 //
 // # Overload
 //
-// [Server] is a Model with c slots and a FIFO queue that, like seed 000's
+// [CapacityServer] is a Model with c slots and a FIFO queue that, like seed 000's
 // simulated model, does not know who gave up: a caller whose context ends
 // returns, but its call stays queued and is served for nobody. With it the
 // package's tests reproduce seed 000's table for a 10 s outage: without retries

@@ -7,18 +7,18 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// ErrInjected is the cause wrapped by every error this package makes (the Err*
+// ErrInjected is the cause wrapped by every error this package makes (the *Error
 // constructors, [Faults]), so that a test can tell an injected failure from a real
 // one with errors.Is(err, modeltest.ErrInjected).
 var ErrInjected = errors.New("modeltest: injected fault")
 
-// ErrStatus returns the error an adapter makes of an HTTP failure with the given
+// StatusError returns the error an adapter makes of an HTTP failure with the given
 // status code, classified by the rule of package provider/openai: 429 is
 // [portico.RateLimited]; 500, 502, 503, 504 and any other 5xx are
 // [portico.Transient]; 400, 401, 403, 404 and any other status are
 // [portico.Permanent]. Status is set; Err is [ErrInjected]. Each call returns a
 // new *Error that the caller may change.
-func ErrStatus(status int) *portico.Error {
+func StatusError(status int) *portico.Error {
 	c := portico.Permanent
 	switch {
 	case status == 429:
@@ -29,46 +29,36 @@ func ErrStatus(status int) *portico.Error {
 	return &portico.Error{Class: c, Status: status, Reason: "injected status", Err: ErrInjected}
 }
 
-// Err429 returns a [portico.RateLimited] error with status 429, provider code
+// RateLimitError returns a [portico.RateLimited] error with status 429, provider code
 // "rate_limit_exceeded" and the Retry-After hint retryAfter (0: no hint), as an
 // adapter reports a provider's rate limit.
-func Err429(retryAfter time.Duration) *portico.Error {
-	e := ErrStatus(429)
+func RateLimitError(retryAfter time.Duration) *portico.Error {
+	e := StatusError(429)
 	e.Code = "rate_limit_exceeded"
 	e.RetryAfter = retryAfter
 	return e
 }
 
-// Err500 returns a [portico.Transient] error with status 500 (internal error).
-func Err500() *portico.Error { return ErrStatus(500) }
-
-// Err502 returns a [portico.Transient] error with status 502 (bad gateway).
-func Err502() *portico.Error { return ErrStatus(502) }
-
-// Err503 returns a [portico.Transient] error with status 503 (overloaded or
-// unavailable).
-func Err503() *portico.Error { return ErrStatus(503) }
-
-// ErrConnRefused returns a [portico.Transient] error with no status and Reason
+// ConnRefusedError returns a [portico.Transient] error with no status and Reason
 // "connection refused": the request could not be sent, so it was neither executed
 // nor billed, and retrying the same route is safe (seed 003's one retry on an
 // early connection error).
-func ErrConnRefused() *portico.Error {
+func ConnRefusedError() *portico.Error {
 	return &portico.Error{Class: portico.Transient, Reason: "connection refused", Err: ErrInjected}
 }
 
-// ErrTimeout returns a [portico.Ambiguous] error with no status and Reason
+// TimeoutError returns a [portico.Ambiguous] error with no status and Reason
 // "timeout after send": the request was written and no answer came back in time,
 // so it may have been executed and billed (seed 003). It is not the caller's
 // deadline: errors.Is(err, context.DeadlineExceeded) is false.
-func ErrTimeout() *portico.Error {
+func TimeoutError() *portico.Error {
 	return &portico.Error{Class: portico.Ambiguous, Reason: "timeout after send", Err: ErrInjected}
 }
 
-// ErrContextOverflow returns a [portico.Incompatible] error with status 400 and
+// ContextOverflowError returns a [portico.Incompatible] error with status 400 and
 // provider code "context_length_exceeded", as OpenAI reports a prompt longer than
 // the model's context window: the same route never succeeds, a larger one may.
-func ErrContextOverflow() *portico.Error {
+func ContextOverflowError() *portico.Error {
 	return &portico.Error{Class: portico.Incompatible, Status: 400, Code: "context_length_exceeded",
 		Reason: "context window exceeded", Err: ErrInjected}
 }

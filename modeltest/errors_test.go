@@ -9,7 +9,7 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-func TestErrStatus(t *testing.T) {
+func TestStatusError(t *testing.T) {
 	for _, c := range []struct {
 		status int
 		want   portico.Class
@@ -18,12 +18,12 @@ func TestErrStatus(t *testing.T) {
 		{418, portico.Permanent}, {429, portico.RateLimited}, {500, portico.Transient}, {502, portico.Transient},
 		{503, portico.Transient}, {504, portico.Transient}, {599, portico.Transient},
 	} {
-		err := ErrStatus(c.status)
+		err := StatusError(c.status)
 		if got := portico.ClassOf(err); got != c.want || err.Status != c.status {
-			t.Errorf("ErrStatus(%d) = class %v status %d, want class %v status %d", c.status, got, err.Status, c.want, c.status)
+			t.Errorf("StatusError(%d) = class %v status %d, want class %v status %d", c.status, got, err.Status, c.want, c.status)
 		}
 		if !errors.Is(err, ErrInjected) {
-			t.Errorf("errors.Is(ErrStatus(%d), ErrInjected) = false, want true", c.status)
+			t.Errorf("errors.Is(StatusError(%d), ErrInjected) = false, want true", c.status)
 		}
 	}
 }
@@ -37,14 +37,14 @@ func TestErrConstructors(t *testing.T) {
 		code       string
 		retryAfter time.Duration
 	}{
-		{"Err429", Err429(3 * time.Second), portico.ErrRateLimited, 429, "rate_limit_exceeded", 3 * time.Second},
-		{"Err429(0)", Err429(0), portico.ErrRateLimited, 429, "rate_limit_exceeded", 0},
-		{"Err500", Err500(), portico.ErrTransient, 500, "", 0},
-		{"Err502", Err502(), portico.ErrTransient, 502, "", 0},
-		{"Err503", Err503(), portico.ErrTransient, 503, "", 0},
-		{"ErrConnRefused", ErrConnRefused(), portico.ErrTransient, 0, "", 0},
-		{"ErrTimeout", ErrTimeout(), portico.ErrAmbiguous, 0, "", 0},
-		{"ErrContextOverflow", ErrContextOverflow(), portico.ErrIncompatible, 400, "context_length_exceeded", 0},
+		{"RateLimitError(3s)", RateLimitError(3 * time.Second), portico.ErrRateLimited, 429, "rate_limit_exceeded", 3 * time.Second},
+		{"RateLimitError(0)", RateLimitError(0), portico.ErrRateLimited, 429, "rate_limit_exceeded", 0},
+		{"StatusError(500)", StatusError(500), portico.ErrTransient, 500, "", 0},
+		{"StatusError(502)", StatusError(502), portico.ErrTransient, 502, "", 0},
+		{"StatusError(503)", StatusError(503), portico.ErrTransient, 503, "", 0},
+		{"ConnRefusedError", ConnRefusedError(), portico.ErrTransient, 0, "", 0},
+		{"TimeoutError", TimeoutError(), portico.ErrAmbiguous, 0, "", 0},
+		{"ContextOverflowError", ContextOverflowError(), portico.ErrIncompatible, 400, "context_length_exceeded", 0},
 	} {
 		var err error = c.err
 		if !errors.Is(err, c.sentinel) || !errors.Is(err, ErrInjected) {
@@ -58,7 +58,7 @@ func TestErrConstructors(t *testing.T) {
 			t.Errorf("%s matches a context error, want it not to", c.name)
 		}
 	}
-	if Err503() == Err503() {
-		t.Error("Err503() returned the same *Error twice, want a new one per call")
+	if StatusError(503) == StatusError(503) {
+		t.Error("StatusError(503) returned the same *Error twice, want a new one per call")
 	}
 }

@@ -20,8 +20,8 @@ func request(text string) *portico.Request {
 // every call.
 func ExampleFake() {
 	fake := modeltest.NewFake(
-		modeltest.Fail(modeltest.Err429(2*time.Second)),
-		modeltest.Fail(modeltest.Err503()),
+		modeltest.Fail(modeltest.RateLimitError(2*time.Second)),
+		modeltest.Fail(modeltest.StatusError(503)),
 		modeltest.Answer("done"),
 	)
 	for range 4 {
@@ -80,14 +80,14 @@ func ExampleFaults() {
 	fmt.Println(classes)
 	// Output:
 	// map[none:843 429:107 503:36 context_overflow:14]
-	// map[none:843 transient:36 rate_limited:107 incompatible:14]
+	// map[ok:843 transient:36 rate_limited:107 incompatible:14]
 }
 
-// A Server serves its slots in FIFO order, and still serves calls whose callers
+// A CapacityServer serves its slots in FIFO order, and still serves calls whose callers
 // gave up: here one caller gives up while the server is down, and the server
 // spends a service on it before answering the next caller.
-func ExampleServer() {
-	s, _ := modeltest.NewServer(modeltest.ServerConfig{Slots: 1, ServiceTime: time.Millisecond})
+func ExampleCapacityServer() {
+	s, _ := modeltest.NewCapacityServer(modeltest.CapacityConfig{Slots: 1, ServiceTime: time.Millisecond})
 	s.SetDown(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error)

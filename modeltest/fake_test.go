@@ -17,7 +17,7 @@ func userReq(text string) *portico.Request {
 }
 
 func TestFakeSequence(t *testing.T) {
-	f := NewFake(Fail(Err503()), Answer("b"))
+	f := NewFake(Fail(StatusError(503)), Answer("b"))
 	want := []string{"error", "b", "b"}
 	for i, w := range want {
 		resp, err := f.Generate(context.Background(), userReq("q"))
@@ -171,7 +171,7 @@ func TestFakeStallAndMidStreamError(t *testing.T) {
 		}
 
 		got.Reset()
-		resp, err = NewFake(Outcome{Chunks: []string{"a", "b"}, Err: Err502()}).Generate(t.Context(), req)
+		resp, err = NewFake(Outcome{Chunks: []string{"a", "b"}, Err: StatusError(502)}).Generate(t.Context(), req)
 		if resp != nil || !errors.Is(err, portico.ErrTransient) || got.String() != "ab" {
 			t.Errorf("mid-stream error = (%v, %v) with chunks %q, want a transient error after chunks ab", resp, err, got.String())
 		}

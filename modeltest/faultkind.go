@@ -12,15 +12,15 @@ type FaultKind uint8
 const (
 	// FaultNone passes the call through to the wrapped Model.
 	FaultNone FaultKind = iota
-	// Fault429 returns [Err429] with FaultConfig.RetryAfter; inner not called.
+	// Fault429 returns [RateLimitError] with FaultConfig.RetryAfter; inner not called.
 	Fault429
-	// Fault500 returns [Err500]; inner not called.
+	// Fault500 returns [StatusError](500); inner not called.
 	Fault500
-	// Fault502 returns [Err502]; inner not called.
+	// Fault502 returns [StatusError](502); inner not called.
 	Fault502
-	// Fault503 returns [Err503]; inner not called.
+	// Fault503 returns [StatusError](503); inner not called.
 	Fault503
-	// FaultConnRefused returns [ErrConnRefused], a connection error before the
+	// FaultConnRefused returns [ConnRefusedError], a connection error before the
 	// request was sent ([portico.Transient]); inner not called.
 	FaultConnRefused
 	// FaultTimeout calls the inner Model (the request was sent and executed,
@@ -41,7 +41,7 @@ const (
 	// half of its Text (at a UTF-8 boundary) and FinishReason
 	// [portico.FinishLength].
 	FaultTruncation
-	// FaultContextOverflow returns [ErrContextOverflow] ([portico.Incompatible],
+	// FaultContextOverflow returns [ContextOverflowError] ([portico.Incompatible],
 	// code "context_length_exceeded"); inner not called.
 	FaultContextOverflow
 

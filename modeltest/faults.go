@@ -197,17 +197,17 @@ func (m *faultModel) Generate(ctx context.Context, req *portico.Request) (*porti
 	}
 	switch k {
 	case Fault429:
-		return nil, Err429(max(f.cfg.RetryAfter, 0))
+		return nil, RateLimitError(max(f.cfg.RetryAfter, 0))
 	case Fault500:
-		return nil, Err500()
+		return nil, StatusError(500)
 	case Fault502:
-		return nil, Err502()
+		return nil, StatusError(502)
 	case Fault503:
-		return nil, Err503()
+		return nil, StatusError(503)
 	case FaultConnRefused:
-		return nil, ErrConnRefused()
+		return nil, ConnRefusedError()
 	case FaultContextOverflow:
-		return nil, ErrContextOverflow()
+		return nil, ContextOverflowError()
 	case FaultSlowTTFT:
 		var s sleeper
 		err := s.sleep(ctx, f.cfg.SlowTTFT)
@@ -234,7 +234,7 @@ func (m *faultModel) timeout(ctx context.Context, req *portico.Request) (*portic
 	if err != nil {
 		return nil, portico.FromContext(ctx)
 	}
-	return nil, ErrTimeout()
+	return nil, TimeoutError()
 }
 
 func (m *faultModel) stall(ctx context.Context, req *portico.Request) (*portico.Response, error) {

@@ -16,7 +16,7 @@ type seed000 struct {
 	left                              int
 }
 
-// simulate runs seed 000's overload simulation against a Server: capacity 100
+// simulate runs seed 000's overload simulation against a CapacityServer: capacity 100
 // calls/s (one slot, 10 ms each), 8 new requests every 0.1 s (80/s), an outage
 // from 30 to 40 s, 340 s in all, in virtual time. Each request's client waits
 // its patience, then gives up and, if retries remain, sends a new attempt at once.
@@ -36,12 +36,12 @@ type seed000 struct {
 // 3342 of its 3400 start times, so its clients in fact wait 2.1 s. Package
 // retry's tests run the same simulation through the real Retrier at both
 // patiences and reproduce both tables.
-func simulate(t *testing.T, retries int, dropExpired bool) (seed000, ServerStats) {
+func simulate(t *testing.T, retries int, dropExpired bool) (seed000, CapacityStats) {
 	var got seed000
-	var st ServerStats
+	var st CapacityStats
 	synctest.Test(t, func(t *testing.T) {
 		const patience = 2*time.Second + time.Millisecond
-		s := mustServer(t, ServerConfig{Slots: 1, ServiceTime: 10 * time.Millisecond, DropExpired: dropExpired})
+		s := mustServer(t, CapacityConfig{Slots: 1, ServiceTime: 10 * time.Millisecond, DropExpired: dropExpired})
 		var mu sync.Mutex
 		var useful [340]int
 		var wg sync.WaitGroup

@@ -48,8 +48,8 @@ func TestWaitReplan(t *testing.T) {
 				class portico.Class
 			}{
 				"c1": {120 * time.Millisecond, portico.Canceled},
-				"c2": {time.Second, portico.None},
-				"c3": {2 * time.Second, portico.None},
+				"c2": {time.Second, portico.OK},
+				"c3": {2 * time.Second, portico.OK},
 			}
 			for range 3 {
 				r := <-results

@@ -105,7 +105,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				if r.maxAttempts == 1 {
 					return nil, lastErr // a layer that never retries is transparent
 				}
-				return nil, surface(lastErr, portico.None, ErrAttemptsExhausted, "retry: "+attempts(i)+" failed", earlier)
+				return nil, surface(lastErr, portico.OK, ErrAttemptsExhausted, "retry: "+attempts(i)+" failed", earlier)
 			}
 			delay, hinted := portico.RetryAfterOf(lastErr), true
 			if delay <= 0 {
@@ -130,9 +130,9 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls})
 				r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted",
 					slog.String("destination", dest), slog.Int("attempt", i), slog.String("class", cls.String()))
-				return nil, surface(lastErr, portico.None, ErrBudgetExhausted, "retry: budget exhausted after "+attempts(i), earlier)
+				return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: budget exhausted after "+attempts(i), earlier)
 			}
-			r.announce(ctx, RetryInfo{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
+			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
 				Destination: dest, ClientKey: req.Identity.ClientKey})
 			if delay > 0 {
 				t := time.NewTimer(delay)
@@ -166,7 +166,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 }
 
 // announce reports a retry to the hook, the Observer and the log.
-func (r *Retrier) announce(ctx context.Context, info RetryInfo) {
+func (r *Retrier) announce(ctx context.Context, info Info) {
 	if r.onRetry != nil {
 		r.onRetry(info)
 	}

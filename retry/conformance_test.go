@@ -40,7 +40,7 @@ func TestFaultsWithinBudget(t *testing.T) {
 		}})
 		base := modeltest.NewFake(modeltest.Answer("ok"))
 		retries := map[portico.Class]int{}
-		r := retry.MustNew(retry.Config{OnRetry: func(i retry.RetryInfo) { retries[i.Class]++ }})
+		r := retry.MustNew(retry.Config{OnRetry: func(i retry.Info) { retries[i.Class]++ }})
 		m := portico.Chain(base, r.Wrap, faults.Wrap)
 		const n = 5000
 		answered := 0
@@ -85,7 +85,7 @@ func TestFaultsWithinBudget(t *testing.T) {
 // Retry-After from a 429 wins over the backoff, with modeltest's scripted fake.
 func TestRetryAfterWithFake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		base := modeltest.NewFake(modeltest.Fail(modeltest.Err429(1500*time.Millisecond)), modeltest.Answer("ok"))
+		base := modeltest.NewFake(modeltest.Fail(modeltest.RateLimitError(1500*time.Millisecond)), modeltest.Answer("ok"))
 		start := time.Now()
 		resp, err := retry.MustNew(retry.Config{BaseDelay: time.Millisecond}).Wrap(base).Generate(context.Background(),
 			&portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}})

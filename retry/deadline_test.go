@@ -55,7 +55,7 @@ func TestDecorrelatedJitterSequence(t *testing.T) {
 		base := failing(transient())
 		r := mustNew(t, Config{MaxAttempts: 12, Backoff: DecorrelatedJitter, BaseDelay: 10 * time.Millisecond,
 			MaxDelay: time.Second, Rand: rand.New(rand.NewPCG(5, 5)).Float64, Budget: Budget{Off: true},
-			OnRetry: func(i RetryInfo) { delays = append(delays, i.Delay) }})
+			OnRetry: func(i Info) { delays = append(delays, i.Delay) }})
 		r.Wrap(base).Generate(context.Background(), userReq)
 		if len(delays) != 11 {
 			t.Fatalf("retries = %d, want 11", len(delays))

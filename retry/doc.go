@@ -49,7 +49,7 @@
 // Overload"; Finagle's RetryBudget; gRPC's retry throttling; seed 000, where a
 // 10% budget turns a metastable outage into a recovery: the package's tests
 // reproduce that table, all four rows, with this Retrier in front of
-// modeltest.Server). Budget.NoRefill makes
+// modeltest.CapacityServer). Budget.NoRefill makes
 // it a fixed allowance (seed 001's "20 retries without refill": 100 failing
 // requests make 120 attempts, not 300). A budget is local to the process: ten
 // processes with 20 each admit 200.

@@ -49,7 +49,7 @@ func attempts(n int) string {
 
 // surface returns the error that ends a call after the attempt error last: a
 // *portico.Error with last's class and fields (Status, Code, Model, RetryAfter,
-// RateLimit), or class cls when cls is not None, no Reason, and as Usage what
+// RateLimit), or class cls when cls is not OK, no Reason, and as Usage what
 // every attempt billed (see billed), whose Err is a history: summary, then
 // last's message, wrapping sentinel, last and the earlier attempts' errors.
 // The message reads "portico: <class and fields>: <summary>: <last error>".
@@ -61,7 +61,7 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 	} else {
 		w.Class = portico.ClassOf(last)
 	}
-	if cls != portico.None {
+	if cls != portico.OK {
 		w.Class = cls
 	}
 	w.Reason = ""

@@ -27,7 +27,7 @@ func Example() {
 	r := retry.MustNew(retry.Config{
 		Backoff:   retry.Exponential,
 		BaseDelay: time.Millisecond,
-		OnRetry: func(i retry.RetryInfo) {
+		OnRetry: func(i retry.Info) {
 			fmt.Printf("retry %d after %v: %v\n", i.Attempt, i.Class, i.Delay)
 		},
 	})
@@ -112,7 +112,7 @@ func Example_firstChunkTimeout() {
 	r := retry.MustNew(retry.Config{
 		Backoff:           retry.Immediate,
 		FirstChunkTimeout: 20 * time.Millisecond,
-		OnRetry: func(i retry.RetryInfo) {
+		OnRetry: func(i retry.Info) {
 			fmt.Println("retry after", i.Class, errors.Is(i.Err, retry.ErrFirstChunkTimeout))
 		},
 	})

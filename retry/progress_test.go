@@ -73,9 +73,9 @@ func TestBufferedStalledStreamTimesOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := streamer(tc.stalled, plan{chunks: jsonChunks()})
-				var infos []RetryInfo
+				var infos []Info
 				m := portico.Chain(base, mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: 200 * time.Millisecond,
-					ChunkGapTimeout: 200 * time.Millisecond, OnRetry: func(i RetryInfo) { infos = append(infos, i) }}).Wrap,
+					ChunkGapTimeout: 200 * time.Millisecond, OnRetry: func(i Info) { infos = append(infos, i) }}).Wrap,
 					validate.MustNew(validate.Config{}).Wrap)
 				req, got := schemaStream(true)
 				start := time.Now()

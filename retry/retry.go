@@ -181,14 +181,14 @@ type Config struct {
 	Destination string
 	// OnRetry, when non-nil, is called synchronously before each wait for a retry,
 	// never under a lock.
-	OnRetry func(RetryInfo)
+	OnRetry func(Info)
 	// Logger receives a debug record per retry and per exhausted budget; nil
 	// discards.
 	Logger *slog.Logger
 }
 
-// RetryInfo describes one retry about to happen, as passed to Config.OnRetry.
-type RetryInfo struct {
+// Info describes one retry about to happen, as passed to Config.OnRetry.
+type Info struct {
 	// Attempt is the index of the attempt about to start: 1 for the first retry.
 	Attempt int
 	// Class is the class of the failure that caused the retry.
@@ -250,7 +250,7 @@ type Retrier struct {
 	ttft, gap      time.Duration
 	retryInvalid   bool
 	dest           string
-	onRetry        func(RetryInfo)
+	onRetry        func(Info)
 	log            *slog.Logger
 	budget         *budgets // nil when Budget.Off
 }

@@ -276,12 +276,12 @@ func TestAttemptVisibleInContextAndHook(t *testing.T) {
 			}
 			return okResp, nil
 		}}
-		var infos []RetryInfo
+		var infos []Info
 		var events []portico.Event
 		ctx := portico.ContextWithObserver(context.Background(), observerFunc(func(_ context.Context, e portico.Event) {
 			events = append(events, e)
 		}))
-		r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 10 * time.Millisecond, OnRetry: func(i RetryInfo) { infos = append(infos, i) }})
+		r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 10 * time.Millisecond, OnRetry: func(i Info) { infos = append(infos, i) }})
 		req := userReq.Clone()
 		req.Identity.ClientKey = "alice"
 		resp, err := r.Wrap(base).Generate(ctx, req)
@@ -321,9 +321,9 @@ func TestRetryAfterPrecedence(t *testing.T) {
 			}
 			return okResp, nil
 		}}
-		var info RetryInfo
+		var info Info
 		// The backoff alone would wait at most 10 ms; the hint says 3 s.
-		r := mustNew(t, Config{BaseDelay: 10 * time.Millisecond, OnRetry: func(i RetryInfo) { info = i }})
+		r := mustNew(t, Config{BaseDelay: 10 * time.Millisecond, OnRetry: func(i Info) { info = i }})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := r.Wrap(base).Generate(ctx, userReq); err != nil {

@@ -40,14 +40,14 @@ type overload struct {
 func simulateOverload(t *testing.T, patience time.Duration, drop bool, cfg retry.Config) overload {
 	var got overload
 	synctest.Test(t, func(t *testing.T) {
-		s, err := modeltest.NewServer(modeltest.ServerConfig{Slots: 1, ServiceTime: 10 * time.Millisecond, DropExpired: drop})
+		s, err := modeltest.NewCapacityServer(modeltest.CapacityConfig{Slots: 1, ServiceTime: 10 * time.Millisecond, DropExpired: drop})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var retries, exhausted, requests atomic.Int64
 		cfg.Backoff = retry.Immediate
 		cfg.AttemptTimeout = patience
-		cfg.OnRetry = func(retry.RetryInfo) { retries.Add(1) }
+		cfg.OnRetry = func(retry.Info) { retries.Add(1) }
 		m := retry.MustNew(cfg).Wrap(s)
 		var mu sync.Mutex
 		var useful [340]int

@@ -67,9 +67,9 @@ func TestTimeoutKeepsNotSentTransient(t *testing.T) {
 			t.Run(map[bool]string{false: "attempt/", true: "first chunk/"}[stream]+c.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					base := hangThen(c.verdict)
-					var infos []RetryInfo
+					var infos []Info
 					cfg := cfg
-					cfg.OnRetry = func(i RetryInfo) { infos = append(infos, i) }
+					cfg.OnRetry = func(i Info) { infos = append(infos, i) }
 					req := userReq.Clone() // not idempotent
 					if stream {
 						req.OnChunk = func(portico.Chunk) error { return nil }

@@ -26,29 +26,29 @@ type Step struct {
 	Threshold float64
 }
 
-// Exhausted says what a [Cascade] returns when no step's answer is accepted.
-type Exhausted uint8
+// NoneAccepted says what a [Cascade] returns when no step's answer is accepted.
+type NoneAccepted uint8
 
-// The choices of CascadeConfig.Exhausted.
+// The choices of CascadeConfig.NoneAccepted.
 const (
-	// ExhaustedLast returns the answer of the last step that answered, though
+	// NoneAcceptedLast returns the answer of the last step that answered, though
 	// rejected, with its Hops listing every rejected or failed step before it.
 	// It is the default: the last step is the most capable.
-	ExhaustedLast Exhausted = iota
-	// ExhaustedError returns an [*portico.Error] of class InvalidResponse
+	NoneAcceptedLast NoneAccepted = iota
+	// NoneAcceptedError returns an [*portico.Error] of class InvalidResponse
 	// wrapping [ErrExhausted] and [ErrNotAccepted].
-	ExhaustedError
+	NoneAcceptedError
 )
 
 // String returns "last" or "error".
-func (e Exhausted) String() string {
+func (e NoneAccepted) String() string {
 	switch e {
-	case ExhaustedLast:
+	case NoneAcceptedLast:
 		return "last"
-	case ExhaustedError:
+	case NoneAcceptedError:
 		return "error"
 	}
-	return "Exhausted(" + strconv.Itoa(int(e)) + ")"
+	return "NoneAccepted(" + strconv.Itoa(int(e)) + ")"
 }
 
 // CascadeConfig configures a [Cascade].
@@ -56,10 +56,10 @@ type CascadeConfig struct {
 	// Steps in cost order, cheapest first: each step's InputPrice+OutputPrice
 	// must be >= the previous step's. At least one, each with a Model.
 	Steps []Step
-	// Exhausted says what to return when no answer is accepted; the zero value
-	// is [ExhaustedLast].
-	Exhausted Exhausted
-	// StreamLast, with ExhaustedLast, lets the last step stream to the caller
+	// NoneAccepted says what to return when no answer is accepted; the zero value
+	// is [NoneAcceptedLast].
+	NoneAccepted NoneAccepted
+	// StreamLast, with NoneAcceptedLast, lets the last step stream to the caller
 	// as it generates (its answer can no longer be rejected); if it then fails,
 	// its error is returned as is, since tokens may have reached the caller.
 	// False (default) buffers every step, and replays the accepted answer's
@@ -104,7 +104,7 @@ type CascadeConfig struct {
 // Cascade is safe for concurrent use; [Cascade.Generate] is a [portico.Model].
 type Cascade struct {
 	steps      []Step
-	exhausted  Exhausted
+	exhausted  NoneAccepted
 	streamLast bool
 	est        portico.Estimator
 }
@@ -126,7 +126,7 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 		}
 		prev = p
 	}
-	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.Exhausted, streamLast: cfg.StreamLast, est: cfg.Estimator}
+	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast, est: cfg.Estimator}
 	if c.est == nil {
 		c.est = portico.DefaultEstimator
 	}
@@ -138,7 +138,7 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 //     from [portico.FromContext] when ctx ends between steps (no further step
 //     is started); a step's Permanent error, as returned; a Permanent error
 //     when req is nil;
-//   - with [ExhaustedError], when answers came but none was accepted: class
+//   - with [NoneAcceptedError], when answers came but none was accepted: class
 //     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
 //   - when no step answered at all: the class of the last step's error (or
 //     Rejected/Incompatible when every step was skipped, wrapping [ErrNoRoute]),
@@ -185,7 +185,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			}
 		}
 		sreq := buffered
-		live := final && c.streamLast && c.exhausted == ExhaustedLast
+		live := final && c.streamLast && c.exhausted == NoneAcceptedLast
 		if live {
 			sreq = req
 		}
@@ -209,7 +209,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		}
 		cost += rt.Capabilities.Cost(resp.Usage)
 		if s.Accept == nil || s.Accept(req, resp) >= s.Threshold ||
-			(final && c.exhausted == ExhaustedLast) {
+			(final && c.exhausted == NoneAcceptedLast) {
 			return c.finish(req, resp, rt.Name, cost, hops, chunks, live)
 		}
 		last, lastName, lastHop = resp, rt.Name, len(hops)
@@ -217,7 +217,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		hops = append(hops, notAccepted(rt.Name))
 		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: portico.InvalidResponse, Reason: reasonNotAccepted})
 	}
-	if last != nil && c.exhausted == ExhaustedLast {
+	if last != nil && c.exhausted == NoneAcceptedLast {
 		// The final step failed or was skipped: the latest (rejected) answer
 		// is the best there is; its own hop goes, the others stay in order.
 		hops = append(hops[:lastHop], hops[lastHop+1:]...)

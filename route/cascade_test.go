@@ -154,16 +154,16 @@ func TestCascadeSteps(t *testing.T) {
 	if bCalls.Load() != 1 {
 		t.Errorf("calls to b = %d, want 1 (skipped while down)", bCalls.Load())
 	}
-	// Last step rejects too: ExhaustedLast returns its answer, ExhaustedError an error.
+	// Last step rejects too: NoneAcceptedLast returns its answer, NoneAcceptedError an error.
 	never := func(*portico.Request, *portico.Response) float64 { return 0 }
 	c, _ = NewCascade(CascadeConfig{Steps: steps(never)})
 	resp, err = c.Generate(ctx, userReq("q"))
 	if err != nil || resp.Route != "c" || resp.Cost != 18 || len(resp.Hops) != 2 {
-		t.Errorf("all rejected, ExhaustedLast: %+v, %v; want c's answer with cost 18 and 2 hops", resp, err)
+		t.Errorf("all rejected, NoneAcceptedLast: %+v, %v; want c's answer with cost 18 and 2 hops", resp, err)
 	}
-	c, _ = NewCascade(CascadeConfig{Steps: steps(never), Exhausted: ExhaustedError})
+	c, _ = NewCascade(CascadeConfig{Steps: steps(never), NoneAccepted: NoneAcceptedError})
 	if _, err = c.Generate(ctx, userReq("q")); !errors.Is(err, ErrExhausted) || !errors.Is(err, ErrNotAccepted) || portico.ClassOf(err) != portico.InvalidResponse {
-		t.Errorf("all rejected, ExhaustedError: %v, want InvalidResponse wrapping ErrExhausted and ErrNotAccepted", err)
+		t.Errorf("all rejected, NoneAcceptedError: %v, want InvalidResponse wrapping ErrExhausted and ErrNotAccepted", err)
 	}
 	// A failing step moves on; the final one failing returns the latest rejected answer.
 	bHealth.down.Store(false)
@@ -242,7 +242,7 @@ func TestCascadeStreaming(t *testing.T) {
 	if resp, err := c.Generate(context.Background(), req); portico.ClassOf(err) != portico.Transient {
 		t.Errorf("live final step fails: %+v, %v; want its Transient error", resp, err)
 	}
-	if ExhaustedLast.String() != "last" || ExhaustedError.String() != "error" || Exhausted(9).String() != "Exhausted(9)" {
-		t.Error("Exhausted.String names are wrong")
+	if NoneAcceptedLast.String() != "last" || NoneAcceptedError.String() != "error" || NoneAccepted(9).String() != "NoneAccepted(9)" {
+		t.Error("NoneAccepted.String names are wrong")
 	}
 }

@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 	// The suite's request has an image, tools and a contract for class
 	// "small": every route here can serve it.
 	caps := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, Tools: true,
-		Schema: portico.SchemaStrict, Class: "small"}
+		Schema: portico.SchemaStrict, ModelClass: "small"}
 	rt := func(name string, m portico.Model) portico.Route {
 		return portico.Route{Name: name, Model: m, Capabilities: caps}
 	}

@@ -32,7 +32,7 @@
 // [Cascade] is FrugalGPT's cascade: steps in cost order, each with an
 // acceptance scorer g(x, y) ([Acceptor]) and threshold tau_j; it stops at the
 // first accepted answer, and otherwise returns the last answer or a classified
-// error ([Exhausted]). With u_j the chance that step j's answer is accepted
+// error ([NoneAccepted]). With u_j the chance that step j's answer is accepted
 // after the earlier ones were not,
 //
 //	E[C] = c1 + (1-u1) c2 + (1-u1)(1-u2) c3 + ...

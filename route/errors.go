@@ -17,10 +17,10 @@ var (
 	// ErrNotAccepted: a cascade step answered but its acceptance score was below
 	// the step's threshold (FrugalGPT's g(x, y) < tau_j). It appears in
 	// [portico.Hop.Err] for rejected steps and in the error a [Cascade] returns
-	// when configured with [ExhaustedError].
+	// when configured with [NoneAcceptedError].
 	ErrNotAccepted = errors.New("route: answer not accepted")
 	// ErrExhausted: every step of a cascade was tried and none produced an
-	// accepted answer (or any answer, under [ExhaustedLast]).
+	// accepted answer (or any answer, under [NoneAcceptedLast]).
 	ErrExhausted = errors.New("route: cascade exhausted")
 )
 

@@ -14,7 +14,7 @@ import (
 // retry layer gives up after one attempt here, the group moves on, and the answer
 // says which route gave it and why the first was left.
 func Example() {
-	primary := modeltest.NewFake(modeltest.Fail(modeltest.Err503()))
+	primary := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
 	secondary := modeltest.NewFake(modeltest.Answer("Paris."))
 	s, err := stack.New(stack.Config{
 		Routes: []stack.Route{

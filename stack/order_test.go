@@ -62,7 +62,7 @@ func TestDeadlineCoversClientWait(t *testing.T) {
 		slices.SortFunc(results, func(a, b result) int { return int(a.elapsed - b.elapsed) })
 		want := []result{
 			{portico.RateLimited, 0},
-			{portico.None, 100 * time.Millisecond},
+			{portico.OK, 100 * time.Millisecond},
 			{portico.Deadline, time.Second},
 		}
 		if !slices.Equal(results, want) {

@@ -46,7 +46,7 @@ func TestSingleRoute(t *testing.T) {
 // without calling it.
 func TestRetryThenFallbackThenBreakerSkips(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := modeltest.NewFake(modeltest.Fail(modeltest.Err503()))
+		a := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
 		b := modeltest.NewFake(modeltest.Answer("from b"))
 		ra, rb := route("a", a), route("b", b)
 		ra.Breaker = breaker.Config{ConsecutiveFailures: 2, OpenFor: time.Minute}
@@ -145,7 +145,7 @@ func TestTracer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := modeltest.NewFake(modeltest.Fail(modeltest.Err503()), modeltest.Answer("ok"))
+		f := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)), modeltest.Answer("ok"))
 		r := route("r", f)
 		r.Retry = retry.Config{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
 		s, err := New(Config{Routes: []Route{r}, Tracer: tr})
@@ -239,7 +239,7 @@ func TestConfigErrors(t *testing.T) {
 // mutation, cancellation honoured, streaming adds up, safe for concurrent use.
 func TestConformance(t *testing.T) {
 	modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
-		caps := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, Tools: true, Schema: portico.SchemaStrict, Class: "small"}
+		caps := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, Tools: true, Schema: portico.SchemaStrict, ModelClass: "small"}
 		a, b := route("a", base), route("b", base)
 		a.Capabilities, b.Capabilities = caps, caps
 		s, err := New(Config{Routes: []Route{a, b}, Deadline: time.Minute})

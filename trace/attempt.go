@@ -157,7 +157,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 func (t *Tracer) appendAttemptResult(a []attribute.KeyValue, resp *portico.Response, err error, class portico.Class) []attribute.KeyValue {
 	var usage *portico.Usage
 	cost := 0.0
-	if class != portico.None {
+	if class != portico.OK {
 		a = append(a, KeyErrorType.String(class.String()))
 		var pe *portico.Error
 		if errors.As(err, &pe) {

@@ -56,7 +56,7 @@ func (t *Tracer) commonAttrs(a []slog.Attr, req *portico.Request, resp *portico.
 }
 
 func level(class portico.Class) slog.Level {
-	if class == portico.None {
+	if class == portico.OK {
 		return levelOK
 	}
 	return levelFailed

@@ -40,8 +40,8 @@ func TestLogs(t *testing.T) {
 			{LogAttempt, "WARN", "gpt-4o", "transient", "transient", "", 503},
 			{LogAttempt, "WARN", "gpt-4o", "transient", "transient", "a-1", 503},
 			{LogAttempt, "WARN", "gpt-4o", "transient", "transient", "a-2", 503},
-			{LogAttempt, "INFO", "gpt-4o-mini", "accepted", "none", "", 0},
-			{LogRequest, "INFO", "gpt-4o", "accepted", "none", "", 0},
+			{LogAttempt, "INFO", "gpt-4o-mini", "accepted", "ok", "", 0},
+			{LogRequest, "INFO", "gpt-4o", "accepted", "ok", "", 0},
 		}
 		for i, w := range wants {
 			r := recs[i]

@@ -123,14 +123,14 @@ func (t *Tracer) genAIAttrs(req *portico.Request, resp *portico.Response, class 
 			a = append(a, KeyServerPort.Int(t.cfg.ServerPort))
 		}
 	}
-	if class != portico.None {
+	if class != portico.OK {
 		a = append(a, KeyErrorType.String(class.String()))
 	}
 	return a
 }
 
 func outcome(class portico.Class) string {
-	if class == portico.None {
+	if class == portico.OK {
 		return "accepted"
 	}
 	return class.String()
@@ -171,7 +171,7 @@ func (i *instruments) recordRequest(ctx context.Context, t *Tracer, req *portico
 	case portico.Ambiguous:
 		i.ambiguous.Add(ctx, 1)
 	}
-	if c := t.cost(resp); class == portico.None && c > 0 {
+	if c := t.cost(resp); class == portico.OK && c > 0 {
 		i.cost.Record(ctx, c, routeSet)
 	}
 }

@@ -145,7 +145,7 @@ func TestMetrics(t *testing.T) {
 			hist(MetricTimeToFirstChunk, genai, 1, sec(680*time.Millisecond)),
 			hist(MetricTokenUsage, with(genai, "gen_ai.token.type", "input"), 1, 100),
 			hist(MetricTokenUsage, with(genai, "gen_ai.token.type", "output"), 1, 20),
-			ctr(MetricRequests, map[string]string{"portico.route": "b", "portico.outcome": "accepted", "error.type": "none"}, 1),
+			ctr(MetricRequests, map[string]string{"portico.route": "b", "portico.outcome": "accepted", "error.type": "ok"}, 1),
 			ctr(MetricRequests, map[string]string{"portico.route": "", "portico.outcome": "deadline", "error.type": "deadline"}, 1),
 			ctr(MetricRequests, map[string]string{"portico.route": "", "portico.outcome": "ambiguous", "error.type": "ambiguous"}, 1),
 			ctr(MetricFallbacks, map[string]string{"portico.fallback.source": "a", "portico.fallback.reason": "transient"}, 1),

@@ -42,7 +42,7 @@ func TestRealStackSpanTree(t *testing.T) {
 			t.Fatal(err)
 		}
 		const secret = "CANARY-real-stack"
-		a := modeltest.NewFake(modeltest.Answer("warm-up"), modeltest.Outcome{Err: modeltest.Err503(), Latency: 10 * time.Millisecond})
+		a := modeltest.NewFake(modeltest.Answer("warm-up"), modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 10 * time.Millisecond})
 		b := modeltest.NewFake(modeltest.Outcome{TTFT: 300 * time.Millisecond, Chunks: []string{"fine " + secret},
 			Response: &portico.Response{ID: "chatcmpl-b1", Text: "fine " + secret, FinishReason: portico.FinishStop,
 				Model: "gpt-4o-mini-2024-07-18", Usage: portico.Usage{InputTokens: 100, OutputTokens: 20, CachedInputTokens: 64}}})

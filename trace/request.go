@@ -304,7 +304,7 @@ func (c *call) finish(resp *portico.Response, err error) {
 
 // appendResult appends the answer's GenAI attributes, or error.type on failure.
 func appendResult(a []attribute.KeyValue, resp *portico.Response, class portico.Class) []attribute.KeyValue {
-	if class != portico.None {
+	if class != portico.OK {
 		a = append(a, KeyErrorType.String(class.String()))
 	}
 	if resp == nil {

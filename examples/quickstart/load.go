@@ -126,7 +126,7 @@ func classCounts(m map[portico.Class]int) string {
 		return "none"
 	}
 	var s string
-	for c := portico.None; c <= portico.Rejected; c++ {
+	for c := portico.OK; c <= portico.Rejected; c++ {
 		if n := m[c]; n > 0 {
 			if s != "" {
 				s += ", "

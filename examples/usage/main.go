@@ -60,7 +60,7 @@ func main() {
 		Identity:        portico.Identity{ClientKey: "tenant-42"},
 	})
 	switch portico.ClassOf(err) {
-	case portico.None: // accepted: complete (not cut by the token limit), valid, within contract
+	case portico.OK: // accepted: complete (not cut by the token limit), valid, within contract
 		fmt.Printf("%s answered (%d+%d tokens): %s\n", resp.Model, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Text)
 	case portico.RateLimited: // a limiter or the provider said: not now
 		fmt.Println("try again in", portico.RetryAfterOf(err))

@@ -9,9 +9,9 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// ServerConfig configures a [Server]. The zero ServerConfig is one slot, 10 ms
+// CapacityConfig configures a [CapacityServer]. The zero CapacityConfig is one slot, 10 ms
 // per call (100 calls per second), an unbounded queue, answering "ok".
-type ServerConfig struct {
+type CapacityConfig struct {
 	// Slots is how many calls are served at once (c, the server's concurrency);
 	// 0 means 1.
 	Slots int
@@ -20,7 +20,7 @@ type ServerConfig struct {
 	// ServiceTime calls per second.
 	ServiceTime time.Duration
 	// QueueLimit is the most calls that may wait for a slot; a call arriving at a
-	// full queue fails at once with [Err503]. 0 means unbounded.
+	// full queue fails at once with [StatusError](503). 0 means unbounded.
 	QueueLimit int
 	// Response is the answer to each served call, copied per call; nil means
 	// "ok" with FinishReason stop.
@@ -43,34 +43,34 @@ type ServerConfig struct {
 	DropExpired bool
 }
 
-// Server is a capacity-limited FIFO server for overload experiments (seed 000's
+// CapacityServer is a capacity-limited FIFO server for overload experiments (seed 000's
 // simulation): a [portico.Model] with Slots slots and a first-in, first-out
 // queue, each call occupying a slot for ServiceTime. A caller whose context ends
 // while it waits returns at once with [portico.FromContext]'s error, but its call
 // stays in the queue and, unless DropExpired is set, is still served when its turn
 // comes: work done for nobody, which is what turns retries under overload into
-// metastable failure. [Server.SetDown] simulates an outage.
+// metastable failure. [CapacityServer.SetDown] simulates an outage.
 //
-// Server runs no goroutine of its own: each service is a time.AfterFunc timer,
+// CapacityServer runs no goroutine of its own: each service is a time.AfterFunc timer,
 // so it needs no Close, leaks nothing and runs on virtual time in a
 // testing/synctest bubble. It is safe for concurrent use; inside synctest, use a
-// Server from one bubble only, since its timers belong to the bubble that made
+// CapacityServer from one bubble only, since its timers belong to the bubble that made
 // them.
-type Server struct {
-	cfg ServerConfig
+type CapacityServer struct {
+	cfg CapacityConfig
 
 	mu    sync.Mutex
 	queue []*job
 	head  int
 	busy  int
 	down  bool
-	stats ServerStats
+	stats CapacityStats
 }
 
-// ServerStats counts what a [Server] did. Every call that arrived is, at any
+// CapacityStats counts what a [CapacityServer] did. Every call that arrived is, at any
 // moment, exactly one of: queued, in service, served (useful or wasted),
 // dropped or rejected.
-type ServerStats struct {
+type CapacityStats struct {
 	Arrived  int // calls received
 	Queued   int // calls waiting for a slot now
 	Busy     int // slots in use now
@@ -86,11 +86,11 @@ type job struct {
 	useful bool          // set before done is closed: served while ctx was live
 }
 
-// NewServer returns a Server built from cfg, or an error whose message starts
+// NewCapacityServer returns a CapacityServer built from cfg, or an error whose message starts
 // with "modeltest:" when Slots, ServiceTime or QueueLimit is negative.
-func NewServer(cfg ServerConfig) (*Server, error) {
+func NewCapacityServer(cfg CapacityConfig) (*CapacityServer, error) {
 	if cfg.Slots < 0 || cfg.ServiceTime < 0 || cfg.QueueLimit < 0 {
-		return nil, errors.New("modeltest: negative ServerConfig field")
+		return nil, errors.New("modeltest: negative CapacityConfig field")
 	}
 	if cfg.Slots == 0 {
 		cfg.Slots = 1
@@ -98,15 +98,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.ServiceTime == 0 {
 		cfg.ServiceTime = 10 * time.Millisecond
 	}
-	return &Server{cfg: cfg}, nil
+	return &CapacityServer{cfg: cfg}, nil
 }
 
 // Generate queues the call and waits until it has been served or ctx is done.
-// It returns a copy of ServerConfig.Response (streamed through req.OnChunk as
-// words when set, after service), [Err503] when the queue is full, or
+// It returns a copy of CapacityConfig.Response (streamed through req.OnChunk as
+// words when set, after service), [StatusError](503) when the queue is full, or
 // [portico.FromContext]'s error when ctx ends first; the call then stays queued.
 // A nil req fails at once, unqueued, with a [portico.Permanent] error.
-func (s *Server) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+func (s *CapacityServer) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -119,7 +119,7 @@ func (s *Server) Generate(ctx context.Context, req *portico.Request) (*portico.R
 		s.stats.Arrived++
 		s.stats.Rejected++
 		s.mu.Unlock()
-		return nil, Err503()
+		return nil, StatusError(503)
 	}
 	s.stats.Arrived++
 	s.queue = append(s.queue, j)
@@ -145,7 +145,7 @@ func (s *Server) Generate(ctx context.Context, req *portico.Request) (*portico.R
 }
 
 // dispatchLocked starts service for queued calls while slots are free.
-func (s *Server) dispatchLocked() {
+func (s *CapacityServer) dispatchLocked() {
 	for !s.down && s.busy < s.cfg.Slots && s.head < len(s.queue) {
 		j := s.queue[s.head]
 		s.queue[s.head] = nil
@@ -174,7 +174,7 @@ func (s *Server) dispatchLocked() {
 }
 
 // finish completes j's service and starts the next.
-func (s *Server) finish(j *job) {
+func (s *CapacityServer) finish(j *job) {
 	s.mu.Lock()
 	s.busy--
 	if j.ctx.Err() == nil {
@@ -190,7 +190,7 @@ func (s *Server) finish(j *job) {
 
 // SetDown starts (true) or ends (false) an outage: while down, the server
 // starts no service (calls in service finish), and arrivals keep queueing.
-func (s *Server) SetDown(down bool) {
+func (s *CapacityServer) SetDown(down bool) {
 	s.mu.Lock()
 	s.down = down
 	s.dispatchLocked()
@@ -198,7 +198,7 @@ func (s *Server) SetDown(down bool) {
 }
 
 // Stats returns the server's counts now.
-func (s *Server) Stats() ServerStats {
+func (s *CapacityServer) Stats() CapacityStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats

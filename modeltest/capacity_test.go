@@ -11,9 +11,9 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-func mustServer(t *testing.T, cfg ServerConfig) *Server {
+func mustServer(t *testing.T, cfg CapacityConfig) *CapacityServer {
 	t.Helper()
-	s, err := NewServer(cfg)
+	s, err := NewCapacityServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,9 +21,9 @@ func mustServer(t *testing.T, cfg ServerConfig) *Server {
 }
 
 func TestNewServerRejects(t *testing.T) {
-	for _, cfg := range []ServerConfig{{Slots: -1}, {ServiceTime: -time.Second}, {QueueLimit: -1}} {
-		if s, err := NewServer(cfg); err == nil || s != nil {
-			t.Errorf("NewServer(%+v) = (%v, %v), want (nil, an error)", cfg, s, err)
+	for _, cfg := range []CapacityConfig{{Slots: -1}, {ServiceTime: -time.Second}, {QueueLimit: -1}} {
+		if s, err := NewCapacityServer(cfg); err == nil || s != nil {
+			t.Errorf("NewCapacityServer(%+v) = (%v, %v), want (nil, an error)", cfg, s, err)
 		}
 	}
 }
@@ -32,7 +32,7 @@ func TestNewServerRejects(t *testing.T) {
 // 2, 2 and 3 s, in arrival order.
 func TestServerFIFO(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := mustServer(t, ServerConfig{Slots: 2, ServiceTime: time.Second})
+		s := mustServer(t, CapacityConfig{Slots: 2, ServiceTime: time.Second})
 		start := time.Now()
 		took := make([]time.Duration, 5)
 		var wg sync.WaitGroup
@@ -53,7 +53,7 @@ func TestServerFIFO(t *testing.T) {
 				t.Errorf("call %d took %v, want %v", i, took[i], want[i])
 			}
 		}
-		if st := s.Stats(); st != (ServerStats{Arrived: 5, Useful: 5}) {
+		if st := s.Stats(); st != (CapacityStats{Arrived: 5, Useful: 5}) {
 			t.Errorf("Stats() = %+v, want 5 arrived, 5 useful", st)
 		}
 	})
@@ -64,7 +64,7 @@ func TestServerFIFO(t *testing.T) {
 func TestServerDoesNotKnowWhoGaveUp(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			s := mustServer(t, ServerConfig{ServiceTime: time.Second, DropExpired: drop})
+			s := mustServer(t, CapacityConfig{ServiceTime: time.Second, DropExpired: drop})
 			var wg sync.WaitGroup
 			// Call 0 holds the slot for 1 s; call 1 gives up after 0.5 s while queued.
 			wg.Go(func() { s.Generate(t.Context(), userReq("q")) })
@@ -83,9 +83,9 @@ func TestServerDoesNotKnowWhoGaveUp(t *testing.T) {
 			if _, err := s.Generate(t.Context(), userReq("q")); err != nil {
 				t.Fatal(err)
 			}
-			want, st := 3*time.Second, ServerStats{Arrived: 3, Useful: 2, Wasted: 1}
+			want, st := 3*time.Second, CapacityStats{Arrived: 3, Useful: 2, Wasted: 1}
 			if drop {
-				want, st = 2*time.Second, ServerStats{Arrived: 3, Useful: 2, Dropped: 1}
+				want, st = 2*time.Second, CapacityStats{Arrived: 3, Useful: 2, Dropped: 1}
 			}
 			if got := time.Since(start); got != want {
 				t.Errorf("DropExpired %v: third call took %v, want %v", drop, got, want)
@@ -107,7 +107,7 @@ func TestServerDoesNotKnowWhoGaveUp(t *testing.T) {
 func TestServerDropsCallsThatWouldFinishLate(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			s := mustServer(t, ServerConfig{ServiceTime: time.Second, DropExpired: drop})
+			s := mustServer(t, CapacityConfig{ServiceTime: time.Second, DropExpired: drop})
 			start := time.Now()
 			var wg sync.WaitGroup
 			wg.Go(func() { s.Generate(t.Context(), userReq("q")) })
@@ -124,9 +124,9 @@ func TestServerDropsCallsThatWouldFinishLate(t *testing.T) {
 			if _, err := s.Generate(t.Context(), userReq("q")); err != nil {
 				t.Fatal(err)
 			}
-			want, st := 3*time.Second, ServerStats{Arrived: 3, Useful: 2, Wasted: 1}
+			want, st := 3*time.Second, CapacityStats{Arrived: 3, Useful: 2, Wasted: 1}
 			if drop {
-				want, st = 2*time.Second, ServerStats{Arrived: 3, Useful: 2, Dropped: 1}
+				want, st = 2*time.Second, CapacityStats{Arrived: 3, Useful: 2, Dropped: 1}
 			}
 			if got := time.Since(start); got != want {
 				t.Errorf("DropExpired %v: third call ended at %v, want %v", drop, got, want)
@@ -141,7 +141,7 @@ func TestServerDropsCallsThatWouldFinishLate(t *testing.T) {
 
 func TestServerQueueLimitAndDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := mustServer(t, ServerConfig{ServiceTime: time.Second, QueueLimit: 1, Response: &portico.Response{Text: "a b"}})
+		s := mustServer(t, CapacityConfig{ServiceTime: time.Second, QueueLimit: 1, Response: &portico.Response{Text: "a b"}})
 		s.SetDown(true)
 		done := make(chan error, 1)
 		go func() {
@@ -172,14 +172,14 @@ func TestServerQueueLimitAndDown(t *testing.T) {
 
 func TestRunServer(t *testing.T) {
 	RunModel(t, func(t *testing.T) portico.Model {
-		return mustServer(t, ServerConfig{Slots: 4, ServiceTime: time.Millisecond})
+		return mustServer(t, CapacityConfig{Slots: 4, ServiceTime: time.Millisecond})
 	})
 }
 
 func TestServerNilRequest(t *testing.T) {
-	s := mustServer(t, ServerConfig{})
+	s := mustServer(t, CapacityConfig{})
 	resp, err := s.Generate(context.Background(), nil)
-	if resp != nil || portico.ClassOf(err) != portico.Permanent || s.Stats() != (ServerStats{}) {
+	if resp != nil || portico.ClassOf(err) != portico.Permanent || s.Stats() != (CapacityStats{}) {
 		t.Errorf("Generate(nil) = (%v, %v), Stats %+v; want a permanent error and nothing queued", resp, err, s.Stats())
 	}
 }
