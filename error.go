@@ -18,8 +18,8 @@ type Class uint8
 const (
 	// OK is the class of a nil error.
 	OK Class = iota
-	// Permanent: the request is wrong or not allowed (400, 401, 403, 404). The same
-	// request fails again anywhere; it never counts against a route's health.
+	// Permanent: the request is wrong (400, a malformed parameter). The same
+	// request fails again on any route; it never counts against a route's health.
 	Permanent
 	// Transient: the route failed this time (500, 502, 503, 504, connection refused
 	// before the request was sent). Trying again may succeed.
@@ -43,6 +43,12 @@ const (
 	// Rejected: refused locally without calling the model (load shed, breaker open,
 	// limit reached in reject mode).
 	Rejected
+	// Unusable: this route cannot serve any request now, whatever the request
+	// (401 or 403: its credentials; 404: its model or deployment is missing; a
+	// provider that said not to retry). Never retried on the same route; another
+	// route may serve the request, and the failure counts against this route's
+	// health. Permanent, by contrast, says no route can serve the request.
+	Unusable
 )
 
 var classNames = [...]string{
@@ -56,6 +62,7 @@ var classNames = [...]string{
 	Canceled:        "canceled",
 	Deadline:        "deadline",
 	Rejected:        "rejected",
+	Unusable:        "unusable",
 }
 
 // String returns the class's snake_case name ("rate_limited"), used in logs,
@@ -74,11 +81,11 @@ func (c Class) Retryable() bool { return c == Transient || c == RateLimited }
 
 // RouteFault reports whether an error of this class says something about the
 // route's health and so may count against a breaker: Transient, RateLimited,
-// Ambiguous and InvalidResponse. Permanent client errors, Incompatible requests,
-// the caller's cancellation, deadlines and local rejections never do.
+// Ambiguous, InvalidResponse and Unusable. Permanent client errors, Incompatible
+// requests, the caller's cancellation, deadlines and local rejections never do.
 func (c Class) RouteFault() bool {
 	switch c {
-	case Transient, RateLimited, Ambiguous, InvalidResponse:
+	case Transient, RateLimited, Ambiguous, InvalidResponse, Unusable:
 		return true
 	}
 	return false
@@ -104,6 +111,7 @@ var (
 	ErrCanceled        error = classError(Canceled)
 	ErrDeadline        error = classError(Deadline)
 	ErrRejected        error = classError(Rejected)
+	ErrUnusable        error = classError(Unusable)
 )
 
 // Error is a classified failure of a call. Every field but Class is optional.
