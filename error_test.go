@@ -48,7 +48,7 @@ func TestErrorIsSentinels(t *testing.T) {
 	sentinels := map[Class]error{
 		Permanent: ErrPermanent, Transient: ErrTransient, RateLimited: ErrRateLimited,
 		Incompatible: ErrIncompatible, InvalidResponse: ErrInvalidResponse, Ambiguous: ErrAmbiguous,
-		Canceled: ErrCanceled, Deadline: ErrDeadline, Rejected: ErrRejected,
+		Canceled: ErrCanceled, Deadline: ErrDeadline, Rejected: ErrRejected, Unusable: ErrUnusable,
 	}
 	for c, s := range sentinels {
 		err := fmt.Errorf("wrap: %w", &Error{Class: c})
@@ -82,8 +82,8 @@ func TestErrorMessage(t *testing.T) {
 
 func TestClassPredicates(t *testing.T) {
 	retryable := map[Class]bool{Transient: true, RateLimited: true}
-	fault := map[Class]bool{Transient: true, RateLimited: true, Ambiguous: true, InvalidResponse: true}
-	for c := OK; c <= Rejected; c++ {
+	fault := map[Class]bool{Transient: true, RateLimited: true, Ambiguous: true, InvalidResponse: true, Unusable: true}
+	for c := OK; c <= Unusable; c++ {
 		if got := c.Retryable(); got != retryable[c] {
 			t.Errorf("%v.Retryable() = %v, want %v", c, got, retryable[c])
 		}
