@@ -358,3 +358,10 @@ var (
 	ErrNilRequest  error = &Error{Class: Permanent, Reason: "nil request"}
 	ErrNilResponse error = &Error{Class: InvalidResponse, Reason: "nil response without an error"}
 )
+
+// ErrMalformed is the cause that every adapter wraps in an [InvalidResponse]
+// error for an answer that arrived but cannot be read as one: a body that is
+// not valid JSON or not of the provider's shape, an answer without content or
+// choices, a stream that ended without a finish reason. Match it with
+// errors.Is; adapters may wrap it with their own detail.
+var ErrMalformed = errors.New("portico: malformed response")

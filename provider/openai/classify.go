@@ -135,11 +135,11 @@ func (e *ProviderError) Error() string {
 // Unwrap returns the SDK's error, so errors.As reaches an *openai.Error.
 func (e *ProviderError) Unwrap() error { return e.Cause }
 
-// ErrMalformed is the cause of [portico.InvalidResponse] errors for an answer
-// that arrived but could not be read as a chat completion: a body that is not
-// valid JSON, a completion without choices, a stream that ended without a
-// finish reason.
-var ErrMalformed = errors.New("openai: malformed response")
+// ErrMalformed is [portico.ErrMalformed], the cause of
+// [portico.InvalidResponse] errors for an answer that arrived but could not be
+// read as a chat completion: a body that is not valid JSON, a completion
+// without choices, a stream that ended without a finish reason.
+var ErrMalformed = portico.ErrMalformed
 
 // ErrTooLarge is the cause of [portico.InvalidResponse] errors for a response
 // body longer than [Config.MaxResponseBytes]: the adapter stopped reading it
