@@ -82,7 +82,7 @@ func (c *call) maxOutput() int {
 func (c *call) rng() *rand.Rand {
 	h := fnv.New64a()
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], c.s.cfg.Seed)
+	binary.LittleEndian.PutUint64(b[:], c.Server().Seed())
 	h.Write(b[:])
 	h.Write([]byte(c.req.Model))
 	for _, m := range c.req.Messages {

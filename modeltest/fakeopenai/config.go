@@ -1,8 +1,10 @@
 package fakeopenai
 
 import (
-	"strconv"
+	"net/http"
 	"time"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakecore"
 )
 
 // Config describes a fake server: its models and the seed of its faults.
@@ -26,11 +28,17 @@ type Config struct {
 	// not grow memory without bound. Zero means DefaultRecordLimit; negative
 	// records nothing.
 	RecordLimit int
+	// Handler, when non-nil, answers every request instead of the fake's
+	// models, over the same loopback or in-memory server: the request is
+	// still recorded (Requests, Count, OnRequest) with its model and stream
+	// flag when its body is a chat completion. Tests use it for answers no
+	// Fault describes. Nil means the fake answers.
+	Handler http.Handler
 }
 
 // DefaultRecordLimit is the number of requests a Server records when
 // Config.RecordLimit is zero.
-const DefaultRecordLimit = 10000
+const DefaultRecordLimit = fakecore.DefaultRecordLimit
 
 // DefaultModel is the name of the model served when Config.Models is empty.
 const DefaultModel = "fake-model"
@@ -85,6 +93,11 @@ type ModelConfig struct {
 	// first fault whose cumulative Fraction exceeds u, or none. The fractions
 	// should sum to at most 1.
 	Faults []Fault
+	// Script, when non-empty, decides the model's first len(Script)
+	// requests in order of arrival: request i gets Script[i] (a zero Fault
+	// answers normally; Fraction is ignored), and later requests draw from
+	// Faults. Nil means every request draws.
+	Script []Fault
 }
 
 // RateLimit configures the x-ratelimit-* headers a model sends. Remaining
@@ -110,98 +123,55 @@ type RateLimit struct {
 	Enforce bool
 }
 
-// FaultKind names a fault the server injects.
-type FaultKind uint8
+// FaultKind names a fault the server injects; the constants below are its
+// values. It is the same type in every fake of package modeltest.
+type FaultKind = fakecore.FaultKind
 
 // The faults. Each documents how it looks on the wire; [Fault] fields refine it.
 const (
 	// NoFault is the zero FaultKind: a normal answer.
-	NoFault FaultKind = iota
+	NoFault = fakecore.NoFault
 	// FaultStatus answers Fault.Status (default 500) with an OpenAI error body
-	// ({"error":{"message","type","param","code"}}) and the Retry-After,
-	// x-should-retry headers the Fault asks for.
-	FaultStatus
+	// ({"error":{"message","type","param","code"}}), or Fault.Body, and the
+	// retry-after, x-should-retry and Fault.Header headers.
+	FaultStatus = fakecore.FaultStatus
 	// FaultContextLength answers 400 with code context_length_exceeded, like a
 	// prompt longer than the context window.
-	FaultContextLength
+	FaultContextLength = fakecore.FaultContextLength
 	// FaultStallBeforeHeaders waits Fault.Stall before writing anything (zero:
 	// until the client goes away or the server closes), then answers normally.
-	FaultStallBeforeHeaders
+	FaultStallBeforeHeaders = fakecore.FaultStallBeforeHeaders
 	// FaultStallMidStream writes the headers and Fault.AfterChunks chunks (a
 	// non-streamed answer: the first half of its body), then stalls like
 	// FaultStallBeforeHeaders, then finishes normally.
-	FaultStallMidStream
+	FaultStallMidStream = fakecore.FaultStallMidStream
 	// FaultMalformed answers 200 with a body that is not valid JSON (streamed:
 	// a malformed data event after Fault.AfterChunks chunks).
-	FaultMalformed
+	FaultMalformed = fakecore.FaultMalformed
 	// FaultStreamError sends, inside an HTTP 200 event stream, Fault.AfterChunks
-	// chunks and then an error event {"error":{...}} with Fault.Code (default
-	// "overloaded"; "context_length_exceeded" stands for a prompt too long).
-	// A non-streamed request gets the status the code stands for instead (503
-	// or 400).
-	FaultStreamError
+	// chunks and then an error event: Fault.Body, or {"error":{...}} with
+	// Fault.Code (default "overloaded"; "context_length_exceeded" stands for a
+	// prompt too long), named Fault.Event when set. A non-streamed request
+	// gets the status the code stands for instead (503 or 400).
+	FaultStreamError = fakecore.FaultStreamError
 	// FaultTruncate ends the answer after Fault.AfterChunks tokens (at least 1)
 	// with finish_reason "length".
-	FaultTruncate
+	FaultTruncate = fakecore.FaultTruncate
 	// FaultDisconnect drops the connection after Fault.AfterChunks chunks
 	// (non-streamed: before the headers), after the request was read.
-	FaultDisconnect
+	FaultDisconnect = fakecore.FaultDisconnect
 )
 
-var faultNames = [...]string{
-	NoFault:                 "none",
-	FaultStatus:             "status",
-	FaultContextLength:      "context_length",
-	FaultStallBeforeHeaders: "stall_before_headers",
-	FaultStallMidStream:     "stall_mid_stream",
-	FaultMalformed:          "malformed",
-	FaultStreamError:        "stream_error",
-	FaultTruncate:           "truncate",
-	FaultDisconnect:         "disconnect",
-}
-
-// String returns the fault's snake_case name ("stall_mid_stream").
-func (k FaultKind) String() string {
-	if int(k) < len(faultNames) {
-		return faultNames[k]
-	}
-	return "FaultKind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// Fault is one kind of failure injected on a fraction of a model's requests.
-type Fault struct {
-	// Kind says what fails.
-	Kind FaultKind
-	// Fraction is the share of requests that get this fault, in [0, 1].
-	Fraction float64
-	// Status is the HTTP status of FaultStatus. Zero means 500.
-	Status int
-	// Code is the error's "code" field. Zero means the status's usual code
-	// (429: "rate_limit_exceeded", 404: "model_not_found", 401:
-	// "invalid_api_key", FaultStreamError: "overloaded", otherwise null).
-	Code string
-	// Type is the error's "type" field. Empty means the usual type for the
-	// status ("invalid_request_error", "requests", "server_error", ...).
-	Type string
-	// Message is the error's "message" field. Empty means a fixed description.
-	// Tests put prompt-like text here to check that adapters keep it out of
-	// their error strings.
-	Message string
-	// RetryAfter, when positive, is sent as a retry-after header in whole
-	// seconds (rounded up), or as an HTTP-date when RetryAfterDate is set.
-	RetryAfter time.Duration
-	// RetryAfterDate sends RetryAfter as an HTTP-date (RFC 9110) instead of
-	// seconds.
-	RetryAfterDate bool
-	// RetryAfterMS, when positive, is sent as a retry-after-ms header in
-	// milliseconds.
-	RetryAfterMS time.Duration
-	// ShouldRetry, when "true" or "false", is sent as the x-should-retry header.
-	ShouldRetry string
-	// AfterChunks is how many content chunks (tokens) are sent before a
-	// mid-stream fault strikes. Zero means at once.
-	AfterChunks int
-	// Stall is how long a stall lasts. Zero means until the client goes away or
-	// the server closes.
-	Stall time.Duration
-}
+// Fault is what happens to one request: drawn for a fraction of a model's
+// requests (ModelConfig.Faults) or played in order (ModelConfig.Script). Its
+// fields: Kind; Fraction (drawn faults only); Status (FaultStatus, default
+// 500; below 400 only with a Body); Code, Type and Message of the error
+// object (empty: the status's usual ones, e.g. 429 "rate_limit_exceeded",
+// 404 "model_not_found", 401 "invalid_api_key"); RetryAfter (seconds, or an
+// HTTP-date with RetryAfterDate), RetryAfterMS and ShouldRetry headers;
+// Header, set last so it can send any value, malformed ones included; Body,
+// sent verbatim instead of the error object or error event; Event, the
+// error event's name; AfterChunks, the chunks sent before a mid-stream
+// fault; Stall, how long a stall lasts (zero: until the client goes away).
+// It is the same type in every fake of package modeltest.
+type Fault = fakecore.Fault

@@ -1,14 +1,13 @@
 package fakeopenai
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakecore"
 )
 
 // chatRequest is the part of a chat-completions request the server reads.
@@ -43,150 +42,77 @@ type chatRequest struct {
 	} `json:"response_format"`
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	path := strings.TrimPrefix(r.URL.Path, "/v1")
-	if path != "/chat/completions" {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path)
-		return
+// dialect is OpenAI's part of the server: routes, request decoding, error
+// bodies and answers.
+func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
+	return fakecore.Dialect[*chatRequest]{
+		Name: "fakeopenai",
+		Route: func(w http.ResponseWriter, r *http.Request) bool {
+			path := strings.TrimPrefix(r.URL.Path, "/v1")
+			switch {
+			case path != "/chat/completions":
+				writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path)
+				return false
+			case r.Method != http.MethodPost:
+				w.Header().Set("Allow", http.MethodPost)
+				writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", "Only POST is allowed.")
+				return false
+			}
+			return true
+		},
+		Decode: func(_ *http.Request, body []byte) (string, bool, *chatRequest, error) {
+			req := new(chatRequest)
+			err := json.Unmarshal(body, req)
+			return req.Model, req.Stream, req, err
+		},
+		BadRequest: func(c *fakecore.Call, _ error) {
+			writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request.")
+		},
+		UnknownModel: func(c *fakecore.Call) {
+			writeError(c.W, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", "The model does not exist or you do not have access to it.")
+		},
+		Serve: func(fc *fakecore.Call, req *chatRequest) {
+			c := &call{Call: fc, m: s.models[fc.Model], req: req, f: fc.Fault}
+			c.run()
+		},
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", "Only POST is allowed.")
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return // the client went away
-	}
-	var req chatRequest
-	jsonErr := json.Unmarshal(body, &req)
-	m := s.models[req.Model]
-	var fault Fault
-	var jitter time.Duration
-	if jsonErr == nil && m != nil {
-		fault, jitter = m.pick()
-	}
-	rec := Request{
-		Model:       req.Model,
-		Stream:      req.Stream,
-		Traceparent: r.Header.Get("traceparent"),
-		Fault:       fault.Kind,
-		Body:        body,
-	}
-	s.mu.Lock()
-	if len(s.requests) < s.recordLimit() {
-		s.requests = append(s.requests, rec)
-	}
-	s.counts[rec.Model]++
-	s.mu.Unlock()
-	if s.cfg.OnRequest != nil {
-		s.cfg.OnRequest(rec)
-	}
-	if tp := r.Header.Get("traceparent"); tp != "" {
-		w.Header().Set("traceparent", tp)
-	}
-	switch {
-	case jsonErr != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request.")
-		return
-	case m == nil:
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", "The model does not exist or you do not have access to it.")
-		return
-	case len(req.Messages) == 0:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "messages", "messages must be a non-empty array.")
-		return
-	}
-	ctx, stop := context.WithCancel(r.Context())
-	defer stop()
-	defer context.AfterFunc(s.ctx, stop)() // Close ends every wait
-	c := &call{s: s, m: m, req: &req, f: fault, w: w, ctx: ctx, jitter: jitter}
-	c.run()
 }
 
 // call is one request being answered.
 type call struct {
-	s   *Server
+	*fakecore.Call
 	m   *model
 	req *chatRequest
 	f   Fault
-	w   http.ResponseWriter
-	ctx context.Context
 
 	inputTokens int
-	jitter      time.Duration // this request's extra latency
-}
-
-// sleep waits d, or until the client goes away or the server closes; it
-// reports whether the wait completed. d <= 0 returns true at once.
-func (c *call) sleep(d time.Duration) bool {
-	if d <= 0 {
-		if c.ctx.Err() != nil {
-			c.abortIfClosing()
-			return false
-		}
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-c.ctx.Done():
-		c.abortIfClosing()
-		return false
-	}
-}
-
-// abortIfClosing drops the connection when the server is closing, so that a
-// client whose request was interrupted by Close sees a transport error rather
-// than an empty 200.
-func (c *call) abortIfClosing() {
-	if c.s.ctx.Err() != nil {
-		panic(http.ErrAbortHandler)
-	}
-}
-
-// stall waits the fault's Stall, or forever when it is zero.
-func (c *call) stall() bool {
-	if c.f.Stall <= 0 {
-		<-c.ctx.Done()
-		c.abortIfClosing()
-		return false
-	}
-	return c.sleep(c.f.Stall)
 }
 
 func (c *call) run() {
+	if len(c.req.Messages) == 0 {
+		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "messages", "messages must be a non-empty array.")
+		return
+	}
 	c.inputTokens = c.countInput()
-	if !c.sleep(c.m.cfg.Latency + c.jitter) {
-		return
-	}
-	if c.f.Kind == FaultStallBeforeHeaders && !c.stall() {
-		return
-	}
 	if refused, reset := c.rateLimitHeaders(); refused != "" {
-		c.w.Header().Set("retry-after-ms", strconv.FormatInt(max(1, reset.Milliseconds()), 10))
-		writeError(c.w, http.StatusTooManyRequests, refused, "rate_limit_exceeded", "",
+		c.W.Header().Set("retry-after-ms", strconv.FormatInt(max(1, reset.Milliseconds()), 10))
+		writeError(c.W, http.StatusTooManyRequests, refused, "rate_limit_exceeded", "",
 			"Rate limit reached for "+refused+". Please try again later.")
 		return
 	}
-	switch c.f.Kind {
-	case FaultStatus:
-		c.faultStatus()
+	if c.ServeFault(c.statusBody) {
 		return
+	}
+	switch c.f.Kind {
 	case FaultContextLength:
 		c.contextLength()
 		return
-	case FaultDisconnect:
-		if !c.req.Stream {
-			panic(http.ErrAbortHandler)
-		}
 	case FaultStreamError:
 		if !c.req.Stream {
 			if c.streamErrorCode() == "context_length_exceeded" {
 				c.contextLength()
 			} else {
-				writeError(c.w, http.StatusServiceUnavailable, "server_error", c.streamErrorCode(), "", c.message("The server is overloaded. Please try again later."))
+				c.Reply(http.StatusServiceUnavailable, errorBody("server_error", c.streamErrorCode(), "", c.message("The server is overloaded. Please try again later.")))
 			}
 			return
 		}
@@ -220,30 +146,13 @@ func (c *call) streamErrorCode() string {
 
 func (c *call) contextLength() {
 	max := c.m.cfg.ContextWindow
-	writeError(c.w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", "messages",
-		c.message("This model's maximum context length is "+strconv.Itoa(max)+" tokens. However, your messages resulted in "+strconv.Itoa(c.inputTokens)+" tokens. Please reduce the length of the messages."))
+	c.Reply(http.StatusBadRequest, errorBody("invalid_request_error", "context_length_exceeded", "messages",
+		c.message("This model's maximum context length is "+strconv.Itoa(max)+" tokens. However, your messages resulted in "+strconv.Itoa(c.inputTokens)+" tokens. Please reduce the length of the messages.")))
 }
 
-func (c *call) faultStatus() {
+// statusBody is the OpenAI error body of FaultStatus with the given status.
+func (c *call) statusBody(status int) []byte {
 	f := c.f
-	status := f.Status
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
-	h := c.w.Header()
-	if f.RetryAfterMS > 0 {
-		h.Set("retry-after-ms", strconv.FormatInt(f.RetryAfterMS.Milliseconds(), 10))
-	}
-	if f.RetryAfter > 0 {
-		if f.RetryAfterDate {
-			h.Set("retry-after", time.Now().Add(f.RetryAfter).UTC().Format(http.TimeFormat))
-		} else {
-			h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(f.RetryAfter.Seconds())), 10))
-		}
-	}
-	if f.ShouldRetry != "" {
-		h.Set("x-should-retry", f.ShouldRetry)
-	}
 	typ, code, param, msg := "server_error", "", "", "The server had an error while processing your request."
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -265,7 +174,7 @@ func (c *call) faultStatus() {
 	if f.Type != "" {
 		typ = f.Type
 	}
-	writeError(c.w, status, typ, code, param, c.message(msg))
+	return errorBody(typ, code, param, c.message(msg))
 }
 
 // rateLimitHeaders sets the x-ratelimit-* headers when the model has a
@@ -276,8 +185,8 @@ func (c *call) rateLimitHeaders() (refused string, reset time.Duration) {
 	if rl == nil {
 		return "", 0
 	}
-	q := c.m.quota(time.Since(c.s.start), c.inputTokens+c.maxOutput())
-	h := c.w.Header()
+	q := c.m.quota(c.Server().Since(), c.inputTokens+c.maxOutput())
+	h := c.W.Header()
 	if rl.Requests > 0 {
 		h.Set("x-ratelimit-limit-requests", strconv.Itoa(rl.Requests))
 		h.Set("x-ratelimit-remaining-requests", strconv.Itoa(q.remReq))
@@ -310,8 +219,8 @@ func FormatReset(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
-// writeError writes an error in OpenAI's format; empty code and param are null.
-func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+// errorBody is an error in OpenAI's format; empty code and param are null.
+func errorBody(typ, code, param, msg string) []byte {
 	type body struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
@@ -326,20 +235,12 @@ func writeError(w http.ResponseWriter, status int, typ, code, param, msg string)
 		b.Param = &param
 	}
 	data, _ := json.Marshal(map[string]body{"error": b})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
+	return data
 }
 
-// recordLimit is how many requests Requests keeps: Config.RecordLimit, or
-// DefaultRecordLimit when it is zero, or none when it is negative.
-func (s *Server) recordLimit() int {
-	switch l := s.cfg.RecordLimit; {
-	case l == 0:
-		return DefaultRecordLimit
-	case l < 0:
-		return 0
-	default:
-		return l
-	}
+// writeError writes an error in OpenAI's format.
+func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(errorBody(typ, code, param, msg))
 }

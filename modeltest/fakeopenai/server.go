@@ -1,58 +1,31 @@
 package fakeopenai
 
 import (
-	"context"
-	"errors"
-	"hash/fnv"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakecore"
 )
 
 // Server is an OpenAI-compatible chat-completions server that injects faults.
 // Its methods are safe for concurrent use.
 type Server struct {
-	cfg    Config
+	core   *fakecore.Server
 	models map[string]*model
-	start  time.Time
-	ctx    context.Context // done when Close begins: ends every stall
-	cancel context.CancelFunc
-
-	mu       sync.Mutex
-	requests []Request
-	counts   map[string]int // requests per model name
-
-	ts     *httptest.Server // loopback, when started with Start
-	pipe   *pipeListener    // in-memory, when started with StartPipe
-	hs     *http.Server
-	served sync.WaitGroup
-	client *http.Client
-	closed sync.Once
 }
 
-// Request is what the server recorded of one request to /v1/chat/completions.
-type Request struct {
-	// Model is the model asked for.
-	Model string
-	// Stream is true when the request asked for an event stream.
-	Stream bool
-	// Traceparent is the W3C traceparent header sent, or "".
-	Traceparent string
-	// Fault is the fault injected into this request's answer.
-	Fault FaultKind
-	// Body is the request's JSON body as received.
-	Body []byte
-}
+// Request is what the server recorded of one request to /v1/chat/completions:
+// Model, Stream, Traceparent (the W3C header sent, also echoed in the
+// response, or ""), Fault (the kind injected) and Body (as received). It is
+// the same type in every fake of package modeltest.
+type Request = fakecore.Request
 
+// model is the OpenAI-specific state of one served model.
 type model struct {
 	cfg ModelConfig
 
 	mu      sync.Mutex
-	rng     *rand.Rand
-	count   int
 	reqWin  int64 // index of the current request window
 	reqUsed int
 	tokWin  int64
@@ -60,56 +33,41 @@ type model struct {
 }
 
 // New returns a Server that is not listening: serve its [Server.Handler]
-// yourself, e.g. over net.Pipe inside a testing/synctest bubble. Use [Start] or
-// [StartPipe] for a listening one. New fails when two models share a name, a
-// fault's Fraction is outside [0, 1] or the fractions sum above 1, a
-// FaultStatus's Status is neither 0 nor an error status (400-599), or a
-// fault's AfterChunks is negative; messages begin with "fakeopenai:".
+// yourself. Use [Start] or [StartPipe] for a listening one. New fails when two
+// models share a name, a fault's Fraction is outside [0, 1] or the fractions
+// sum above 1, a FaultStatus's Status is neither 0 nor 200-599 (below 400
+// only with a Body), or a fault's AfterChunks or Stall is negative; messages
+// begin with "fakeopenai:".
 func New(cfg Config) (*Server, error) {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []ModelConfig{{Name: DefaultModel}}
 	}
-	s := &Server{cfg: cfg, models: make(map[string]*model, len(cfg.Models)), counts: map[string]int{}, start: time.Now()}
+	s := &Server{models: make(map[string]*model, len(cfg.Models))}
+	cc := fakecore.Config{Seed: cfg.Seed, OnRequest: cfg.OnRequest, RecordLimit: cfg.RecordLimit, Handler: cfg.Handler}
 	for _, mc := range cfg.Models {
 		if mc.Name == "" {
 			mc.Name = DefaultModel
 		}
-		if _, dup := s.models[mc.Name]; dup {
-			return nil, errors.New("fakeopenai: duplicate model " + mc.Name)
-		}
-		sum := 0.0
-		for _, f := range mc.Faults {
-			if f.Fraction < 0 || f.Fraction > 1 || f.Fraction != f.Fraction {
-				return nil, errors.New("fakeopenai: fault fraction outside [0, 1] for model " + mc.Name)
-			}
-			if f.Kind == FaultStatus && f.Status != 0 && (f.Status < 400 || f.Status > 599) {
-				return nil, errors.New("fakeopenai: fault status " + strconv.Itoa(f.Status) + " is not an error status (400-599) for model " + mc.Name)
-			}
-			if f.AfterChunks < 0 {
-				return nil, errors.New("fakeopenai: negative fault AfterChunks for model " + mc.Name)
-			}
-			sum += f.Fraction
-		}
-		if sum > 1+1e-9 {
-			return nil, errors.New("fakeopenai: fault fractions sum above 1 for model " + mc.Name)
-		}
-		h := fnv.New64a()
-		h.Write([]byte(mc.Name))
-		s.models[mc.Name] = &model{cfg: mc, rng: rand.New(rand.NewPCG(cfg.Seed, h.Sum64()))}
+		s.models[mc.Name] = &model{cfg: mc}
+		cc.Models = append(cc.Models, fakecore.Model{Name: mc.Name, Faults: mc.Faults, Script: mc.Script,
+			Pacing: fakecore.Pacing{Latency: mc.Latency, Jitter: mc.Jitter, TTFT: mc.TTFT, TokensPerSecond: mc.TokensPerSecond}})
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	core, err := fakecore.New(s.dialect(), cc)
+	if err != nil {
+		return nil, err
+	}
+	s.core = core
 	return s, nil
 }
 
 // Start returns a Server listening on 127.0.0.1 on a free port (an
-// [httptest.Server]). Close it when done. Errors are those of [New].
+// [net/http/httptest.Server]). Close it when done. Errors are those of [New].
 func Start(cfg Config) (*Server, error) {
 	s, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.ts = httptest.NewServer(s.Handler())
-	s.client = s.ts.Client()
+	s.core.Start()
 	return s, nil
 }
 
@@ -124,29 +82,14 @@ func StartPipe(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.pipe = newPipeListener()
-	s.hs = &http.Server{Handler: s.Handler()}
-	s.served.Add(1)
-	go func() {
-		defer s.served.Done()
-		_ = s.hs.Serve(s.pipe)
-	}()
-	s.client = &http.Client{Transport: &http.Transport{DialContext: s.pipe.DialContext}}
+	s.core.StartPipe()
 	return s, nil
 }
 
 // URL returns the server's root URL without a trailing slash
 // ("http://127.0.0.1:PORT"; "http://fakeopenai.pipe" for [StartPipe]), or ""
 // for a Server made by [New].
-func (s *Server) URL() string {
-	switch {
-	case s.ts != nil:
-		return s.ts.URL
-	case s.pipe != nil:
-		return "http://" + pipeHost
-	}
-	return ""
-}
+func (s *Server) URL() string { return s.core.URL() }
 
 // BaseURL returns URL()+"/v1/", what an OpenAI SDK takes as its base URL
 // (openai-go: option.WithBaseURL(s.BaseURL())).
@@ -154,69 +97,23 @@ func (s *Server) BaseURL() string { return s.URL() + "/v1/" }
 
 // Client returns an *http.Client that reaches the server: the loopback client
 // for [Start], the in-memory one for [StartPipe], nil for [New].
-func (s *Server) Client() *http.Client { return s.client }
+func (s *Server) Client() *http.Client { return s.core.Client() }
 
 // Close ends every stall and in-flight answer, shuts the server down and
 // waits until its goroutines have exited. It is safe to call more than once.
-func (s *Server) Close() {
-	s.closed.Do(func() {
-		s.cancel()
-		if s.ts != nil {
-			s.ts.Close()
-		}
-		if s.hs != nil {
-			_ = s.hs.Close()
-			s.served.Wait()
-		}
-		if s.client != nil {
-			s.client.CloseIdleConnections()
-		}
-	})
-}
+func (s *Server) Close() { s.core.Close() }
 
 // Requests returns a copy of the requests recorded so far, in order of arrival:
 // every request, up to Config.RecordLimit of them.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.core.Requests() }
 
 // Count returns how many requests named the model so far, faulty or not,
 // including requests for unknown models.
-func (s *Server) Count(modelName string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[modelName]
-}
+func (s *Server) Count(modelName string) int { return s.core.Count(modelName) }
 
 // Handler returns the server's http.Handler, serving POST /v1/chat/completions
 // (and the same path without /v1). Everything else is a 404 in OpenAI's format.
-func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
-
-// pick draws the fault and the latency jitter for the model's next request,
-// and counts it.
-func (m *model) pick() (Fault, time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.count++
-	var jitter time.Duration
-	if m.cfg.Jitter > 0 {
-		jitter = time.Duration(m.rng.Int64N(int64(m.cfg.Jitter)))
-	}
-	if len(m.cfg.Faults) == 0 {
-		return Fault{}, jitter
-	}
-	u := m.rng.Float64()
-	acc := 0.0
-	for _, f := range m.cfg.Faults {
-		acc += f.Fraction
-		if u < acc {
-			return f, jitter
-		}
-	}
-	return Fault{}, jitter
-}
+func (s *Server) Handler() http.Handler { return s.core.Handler() }
 
 // quotaState is what one request saw of the model's rate-limit windows.
 type quotaState struct {

@@ -2,9 +2,7 @@ package fakeopenai
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
-	"time"
 )
 
 // created is the fixed "created" timestamp of every answer, for determinism.
@@ -66,19 +64,8 @@ func (c *call) usage(a *answer) *wireUsage {
 	return u
 }
 
-// genTime is how long generating n tokens takes after the first.
-func (c *call) genTime(n int) time.Duration {
-	if c.m.cfg.TokensPerSecond <= 0 || n <= 1 {
-		return 0
-	}
-	return time.Duration(float64(n-1) / c.m.cfg.TokensPerSecond * float64(time.Second))
-}
-
 // whole writes a non-streamed answer.
 func (c *call) whole(a *answer) {
-	if !c.sleep(c.m.cfg.TTFT + c.genTime(a.tokens)) {
-		return
-	}
 	msg := &wireMessage{Role: "assistant"}
 	if a.toolCalls != nil {
 		for _, tc := range a.toolCalls {
@@ -96,43 +83,18 @@ func (c *call) whole(a *answer) {
 		Usage:             c.usage(a),
 		SystemFingerprint: "fp_fakeopenai",
 	})
-	h := c.w.Header()
-	h.Set("Content-Type", "application/json")
-	switch c.f.Kind {
-	case FaultMalformed:
-		c.w.WriteHeader(http.StatusOK)
-		_, _ = c.w.Write(body[:len(body)/2])
-		return
-	case FaultStallMidStream:
-		c.w.WriteHeader(http.StatusOK)
-		_, _ = c.w.Write(body[:len(body)/2])
-		_ = http.NewResponseController(c.w).Flush()
-		if !c.stall() {
-			return
-		}
-		_, _ = c.w.Write(body[len(body)/2:])
-		return
-	}
-	c.w.WriteHeader(http.StatusOK)
-	_, _ = c.w.Write(body)
+	c.Whole(body, a.tokens)
 }
 
 // stream writes a streamed answer as server-sent events.
 func (c *call) stream(a *answer) {
-	h := c.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	c.w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(c.w)
-	_ = rc.Flush()
-	if !c.sleep(c.m.cfg.TTFT) {
+	if !c.BeginStream() {
 		return
 	}
 	includeUsage := c.req.StreamOptions != nil && c.req.StreamOptions.IncludeUsage
 	chunk := func(delta *wireMessage, finish *string) {
-		ch := wireCompletion{ID: a.id, Object: "chat.completion.chunk", Created: created, Model: c.req.Model,
-			Choices: []wireChoice{{Delta: delta, FinishReason: finish}}, SystemFingerprint: "fp_fakeopenai"}
-		c.event(ch)
+		c.event(wireCompletion{ID: a.id, Object: "chat.completion.chunk", Created: created, Model: c.req.Model,
+			Choices: []wireChoice{{Delta: delta, FinishReason: finish}}, SystemFingerprint: "fp_fakeopenai"})
 	}
 	empty := ""
 	chunk(&wireMessage{Role: "assistant", Content: &empty}, nil)
@@ -149,23 +111,7 @@ func (c *call) stream(a *answer) {
 			deltas = append(deltas, &wireMessage{ToolCalls: []wireToolCall{{Index: &i, Function: wireFunction{Arguments: arg}}}})
 		}
 	}
-	gap := time.Duration(0)
-	if tps := c.m.cfg.TokensPerSecond; tps > 0 {
-		gap = time.Duration(float64(time.Second) / tps)
-	}
-	for i, d := range deltas {
-		if i == c.f.AfterChunks && !c.midStreamFault(rc) {
-			return
-		}
-		if i > 0 && !c.sleep(gap) {
-			return
-		}
-		chunk(d, nil)
-		if c.ctx.Err() != nil {
-			return
-		}
-	}
-	if len(deltas) <= c.f.AfterChunks && !c.midStreamFault(rc) {
+	if !c.Events(len(deltas), func(i int) { chunk(deltas[i], nil) }, c.streamErrorData) {
 		return
 	}
 	finish := a.finish
@@ -174,46 +120,23 @@ func (c *call) stream(a *answer) {
 		c.event(wireCompletion{ID: a.id, Object: "chat.completion.chunk", Created: created, Model: c.req.Model,
 			Choices: []wireChoice{}, Usage: c.usage(a), SystemFingerprint: "fp_fakeopenai"})
 	}
-	_, _ = c.w.Write([]byte("data: [DONE]\n\n"))
-	_ = rc.Flush()
+	c.Event("", []byte("[DONE]"))
 }
 
-// midStreamFault injects the mid-stream faults before the chunk at
-// Fault.AfterChunks; it reports whether the stream goes on.
-func (c *call) midStreamFault(rc *http.ResponseController) bool {
-	switch c.f.Kind {
-	case FaultStallMidStream:
-		return c.stall()
-	case FaultMalformed:
-		_, _ = c.w.Write([]byte("data: {\"id\": \"chatcmpl-broken\", \"choices\": [\n\n"))
-		_ = rc.Flush()
-		return false
-	case FaultStreamError:
-		code := c.streamErrorCode()
-		typ, msg := "server_error", "Overloaded"
-		if code == "context_length_exceeded" {
-			typ, msg = "invalid_request_error", "prompt is too long"
-		}
-		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": c.message(msg), "type": typ, "code": code, "param": nil}})
-		_, _ = c.w.Write([]byte("data: "))
-		_, _ = c.w.Write(b)
-		_, _ = c.w.Write([]byte("\n\n"))
-		_ = rc.Flush()
-		return false
-	case FaultDisconnect:
-		_ = rc.Flush()
-		panic(http.ErrAbortHandler)
+// streamErrorData is the data of FaultStreamError's error event: OpenAI's
+// error object with the fault's code.
+func (c *call) streamErrorData() []byte {
+	code := c.streamErrorCode()
+	typ, msg := "server_error", "Overloaded"
+	if code == "context_length_exceeded" {
+		typ, msg = "invalid_request_error", "prompt is too long"
 	}
-	return true
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": c.message(msg), "type": typ, "code": code, "param": nil}})
+	return b
 }
 
-// event writes one data event and flushes it.
+// event writes one data event of v's JSON and flushes it.
 func (c *call) event(v any) {
 	b, _ := json.Marshal(v)
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, b...)
-	buf = append(buf, "\n\n"...)
-	_, _ = c.w.Write(buf)
-	_ = http.NewResponseController(c.w).Flush()
+	c.Event("", b)
 }

@@ -1,4 +1,4 @@
-package fakeopenai
+package fakecore
 
 import (
 	"context"
@@ -6,20 +6,18 @@ import (
 	"sync"
 )
 
-// pipeHost is the placeholder host of a Server started with StartPipe.
-const pipeHost = "fakeopenai.pipe"
-
 // pipeListener is an in-memory net.Listener: DialContext hands one end of a
 // net.Pipe to Accept and returns the other. Everything it does is channel
 // operations, so inside a synctest bubble its waits are durably blocking.
 type pipeListener struct {
+	host  string // what Addr reports: the server's placeholder host
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
 }
 
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+func newPipeListener(host string) *pipeListener {
+	return &pipeListener{host: host, conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
 func (l *pipeListener) Accept() (net.Conn, error) {
@@ -36,7 +34,7 @@ func (l *pipeListener) Close() error {
 	return nil
 }
 
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+func (l *pipeListener) Addr() net.Addr { return pipeAddr(l.host) }
 
 // DialContext connects to the listener, whatever the address.
 func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -55,7 +53,7 @@ func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, 
 	}
 }
 
-type pipeAddr struct{}
+type pipeAddr string
 
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return pipeHost }
+func (pipeAddr) Network() string  { return "pipe" }
+func (a pipeAddr) String() string { return string(a) }
