@@ -50,11 +50,31 @@
 // goes away. Each model may also announce OpenAI's x-ratelimit-* headers
 // (see [RateLimit]), with resets formatted as [FormatReset] does, and enforce
 // them with 429s that carry retry-after-ms until the window resets.
-// ModelConfig.Jitter spreads latencies, from the same seed.
+// ModelConfig.Jitter spreads latencies, from the same seed. These are the
+// failures Google's SRE book ("Addressing Cascading Failures") and the
+// providers' own guides ask a client to survive: timeouts, 429s with
+// Retry-After, 5xx, invalid bodies, context overflow and slow streams.
 //
-// Seed 003 asks to inject exactly these in staging: timeouts, 429, selected
-// 5xx, invalid JSON, context overflow and slow operations; seed 000's chaos
-// section asks for real events on a small fraction of traffic.
+// # Scripts
+//
+// ModelConfig.Script plays Faults in order instead of drawing them: request
+// 1 answers 503, request 2 answers normally, request 3 gets a 200 whose body
+// is no completion. Fault.Header sends any header, a malformed retry-after
+// included; Fault.Body replaces the error object (any status 200-599) or the
+// data of a stream's error event, and Fault.Event names that event
+// ("event: error"), before any content (AfterChunks 0) or after it:
+//
+//	Script: []fakeopenai.Fault{
+//		{Kind: fakeopenai.FaultStatus, Status: 503, Header: http.Header{"Retry-After": {"soon"}}},
+//		{},
+//		{Kind: fakeopenai.FaultStatus, Status: 200, Body: `null`},
+//		{Kind: fakeopenai.FaultStreamError, AfterChunks: 2, Event: "error",
+//			Body: `{"object":"error","message":"too long","code":400}`},
+//	}
+//
+// For answers no Fault describes, Config.Handler serves the test's own
+// http.Handler on the same loopback or in-memory server, and the requests
+// are still recorded.
 //
 // # What it records
 //

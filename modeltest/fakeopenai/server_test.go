@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -543,4 +544,94 @@ func TestRecordLimit(t *testing.T) {
 			t.Errorf("RecordLimit %d: recorded %d, counted %d; want %d recorded, 5 counted", tc.limit, got, s.Count(fakeopenai.DefaultModel), tc.want)
 		}
 	}
+}
+
+// A script plays its steps in order on one model, then the model draws: a
+// 503 with a malformed retry-after, an answer, a 200 whose body is null, an
+// OpenAI error event after two chunks and a vLLM-style named error event
+// before any content.
+func TestScript(t *testing.T) {
+	s := start(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", OutputTokens: 3, Script: []fakeopenai.Fault{
+		{Kind: fakeopenai.FaultStatus, Status: 503, Header: http.Header{"Retry-After": {"soon"}}},
+		{},
+		{Kind: fakeopenai.FaultStatus, Status: 200, Body: `null`},
+		{Kind: fakeopenai.FaultStreamError, AfterChunks: 2},
+		{Kind: fakeopenai.FaultStreamError, Event: "error", Body: `{"object":"error","message":"too long","code":400}`},
+	}}}})
+	type result struct {
+		status int
+		header string
+		body   string
+	}
+	get := func(stream bool) result {
+		res, err := post(t, t.Context(), s, body("m", stream, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return result{res.StatusCode, res.Header.Get("Retry-After"), string(b)}
+	}
+	if r := get(false); r.status != 503 || r.header != "soon" || !strings.Contains(r.body, `"type":"server_error"`) {
+		t.Errorf("request 1 = %+v, want 503 with retry-after soon and an OpenAI error", r)
+	}
+	if r := get(false); r.status != 200 || !strings.Contains(r.body, `"finish_reason":"stop"`) {
+		t.Errorf("request 2 = %+v, want an answer", r)
+	}
+	if r := get(false); r.status != 200 || r.body != "null" {
+		t.Errorf("request 3 = %+v, want 200 null", r)
+	}
+	r := get(true)
+	data, _ := events(t, strings.NewReader(r.body), time.Now())
+	if len(data) != 4 || !strings.Contains(data[3], `"error":{"code":"overloaded"`) {
+		t.Errorf("request 4 events = %q, want role, 2 tokens and an overloaded error", data)
+	}
+	if r := get(true); strings.Count(r.body, "data: ") != 2 || !strings.HasSuffix(r.body, "\n\nevent: error\ndata: {\"object\":\"error\",\"message\":\"too long\",\"code\":400}\n\n") {
+		t.Errorf("request 5 = %q, want the role chunk then the named error event", r.body)
+	}
+	if r := get(false); r.status != 200 || !strings.Contains(r.body, `"finish_reason":"stop"`) {
+		t.Errorf("request 6 (after the script) = %+v, want an answer", r)
+	}
+	var kinds []fakeopenai.FaultKind
+	for _, rec := range s.Requests() {
+		kinds = append(kinds, rec.Fault)
+	}
+	want := []fakeopenai.FaultKind{fakeopenai.FaultStatus, fakeopenai.NoFault, fakeopenai.FaultStatus, fakeopenai.FaultStreamError, fakeopenai.FaultStreamError, fakeopenai.NoFault}
+	if len(kinds) != len(want) {
+		t.Fatalf("recorded faults %v, want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Errorf("request %d recorded fault %v, want %v", i+1, kinds[i], want[i])
+		}
+	}
+}
+
+// Config.Handler answers every request with the test's own handler, over
+// the in-memory pipe, and the requests are still recorded and counted.
+func TestHandlerServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := fakeopenai.StartPipe(fakeopenai.Config{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte(r.URL.Path + " " + strconv.Itoa(len(b))))
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		b := body("mine", true, false)
+		res, err := post(t, t.Context(), s, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if want := "/v1/chat/completions " + strconv.Itoa(len(b)); string(got) != want {
+			t.Errorf("handler answered %q, want %q", got, want)
+		}
+		if rs := s.Requests(); len(rs) != 1 || rs[0].Model != "mine" || !rs[0].Stream || string(rs[0].Body) != b || s.Count("mine") != 1 {
+			t.Errorf("Requests() = %+v, want the one request for mine, streamed, body intact", rs)
+		}
+	})
 }
