@@ -1,0 +1,334 @@
+package fakegemini
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakegen"
+)
+
+// answer is a generated answer, as the pieces (tokens) it is streamed in.
+type answer struct {
+	id     string
+	text   []string       // text pieces; nil when the answer is function calls
+	calls  []functionCall // whole calls: Gemini sends each in one chunk
+	sig    string         // the thought signature of the first call, or ""
+	finish string
+	tokens int
+}
+
+// countInput counts prompt tokens: words of text parts plus 3 per content,
+// the system instruction included.
+func (c *call) countInput() int {
+	n := 0
+	count := func(ct *content) {
+		n += 3
+		for _, p := range ct.Parts {
+			if p.Text != nil {
+				n += len(strings.Fields(*p.Text))
+			}
+		}
+	}
+	if c.req.SystemInstruction != nil {
+		count(c.req.SystemInstruction)
+	}
+	for i := range c.req.Contents {
+		count(&c.req.Contents[i])
+	}
+	return n
+}
+
+// rng is seeded by the server's seed, the model and the contents, so that
+// the same request gets the same answer in any order.
+func (c *call) rng() *rand.Rand {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], c.Server().Seed())
+	h.Write(b[:])
+	h.Write([]byte(c.req.model))
+	for _, ct := range c.req.Contents {
+		h.Write([]byte(ct.Role))
+		for _, p := range ct.Parts {
+			if p.Text != nil {
+				h.Write([]byte(*p.Text))
+			}
+		}
+	}
+	sum := h.Sum64()
+	return rand.New(rand.NewPCG(sum, sum>>1|1))
+}
+
+// maxParallel bounds ModelConfig.ParallelToolCalls.
+const maxParallel = 128
+
+// calling returns the index of the declared function the model calls first,
+// or -1, and the declarations.
+func (c *call) calling() (int, []string, []json.RawMessage) {
+	var names []string
+	var params []json.RawMessage
+	for _, t := range c.req.Tools {
+		for _, fd := range t.FunctionDeclarations {
+			names = append(names, fd.Name)
+			p := fd.ParametersJSONSchema
+			if len(p) == 0 {
+				p = fd.Parameters
+			}
+			params = append(params, p)
+		}
+	}
+	if len(names) == 0 {
+		return -1, nil, nil
+	}
+	if n := len(c.req.Contents); n > 0 {
+		if ps := c.req.Contents[n-1].Parts; len(ps) > 0 && ps[0].FunctionResponse != nil {
+			return -1, nil, nil
+		}
+	}
+	mode := ""
+	var allowed []string
+	if tc := c.req.ToolConfig; tc != nil {
+		mode, allowed = tc.FunctionCallingConfig.Mode, tc.FunctionCallingConfig.AllowedFunctionNames
+	}
+	if mode == "NONE" || mode != "ANY" && !c.m.ToolCalls {
+		return -1, nil, nil
+	}
+	for _, a := range allowed {
+		for i, n := range names {
+			if n == a {
+				return i, names, params
+			}
+		}
+	}
+	return 0, names, params
+}
+
+// answer generates the answer to c.req, cut by maxOutputTokens and
+// FaultTruncate.
+func (c *call) answer() *answer {
+	r := c.rng()
+	a := &answer{id: strconv.FormatUint(r.Uint64(), 36), finish: "STOP"}
+	if c.m.FinishReason != "" {
+		a.finish = c.m.FinishReason
+	}
+	limit := 0
+	if p := c.req.GenerationConfig.MaxOutputTokens; p != nil {
+		limit = *p
+	}
+	if c.Fault.Kind == FaultTruncate {
+		limit = max(1, c.Fault.AfterChunks)
+	}
+	if first, names, params := c.calling(); first >= 0 {
+		n := min(max(1, c.m.ParallelToolCalls), maxParallel)
+		for k := range n {
+			i := (first + k) % len(names)
+			args := fakegen.JSONText(params[i], r)
+			tokens := len(fakegen.Pieces(args))
+			if limit > 0 && a.tokens+tokens > limit {
+				a.finish = "MAX_TOKENS"
+				break
+			}
+			fc := functionCall{Name: names[i], Args: json.RawMessage(args)}
+			if c.m.CallIDs {
+				fc.ID = "fc-" + strconv.FormatUint(r.Uint64(), 36)
+			}
+			a.calls = append(a.calls, fc)
+			a.tokens += tokens
+		}
+		if c.m.ThoughtSignatures && len(a.calls) > 0 {
+			a.sig = base64.StdEncoding.EncodeToString([]byte("sig-" + a.id))
+		}
+		return a
+	}
+	gc := &c.req.GenerationConfig
+	switch {
+	case gc.ResponseMIMEType == "application/json" && len(gc.ResponseJSONSchema) > 0:
+		a.text = fakegen.Pieces(fakegen.JSONText(gc.ResponseJSONSchema, r))
+	case gc.ResponseMIMEType == "application/json" && len(gc.ResponseSchema) > 0:
+		a.text = fakegen.Pieces(fakegen.JSONText(lowerTypes(gc.ResponseSchema), r))
+	case gc.ResponseMIMEType == "application/json":
+		a.text = fakegen.Pieces(`{"answer":"` + fakegen.Lorem[r.IntN(len(fakegen.Lorem))] + `"}`)
+	default:
+		n := c.m.OutputTokens
+		if n <= 0 {
+			n = 8
+		}
+		a.text = make([]string, n)
+		for i := range a.text {
+			w := fakegen.Lorem[r.IntN(len(fakegen.Lorem))]
+			if i > 0 {
+				w = " " + w
+			}
+			a.text[i] = w
+		}
+	}
+	a.tokens = len(a.text)
+	if limit > 0 && a.tokens > limit {
+		a.text, a.tokens, a.finish = a.text[:limit], limit, "MAX_TOKENS"
+	}
+	return a
+}
+
+// lowerTypes rewrites responseSchema's OpenAPI type names ("OBJECT",
+// "STRING") as JSON Schema's, for the generator.
+func lowerTypes(schema json.RawMessage) json.RawMessage {
+	var v any
+	if json.Unmarshal(schema, &v) != nil {
+		return schema
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			if s, ok := t["type"].(string); ok {
+				t["type"] = strings.ToLower(s)
+			}
+			for _, e := range t {
+				walk(e)
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// The wire shapes of a GenerateContentResponse
+// (https://ai.google.dev/api/generate-content#generatecontentresponse).
+type (
+	wirePart struct {
+		Text             *string       `json:"text,omitempty"`
+		FunctionCall     *functionCall `json:"functionCall,omitempty"`
+		ThoughtSignature string        `json:"thoughtSignature,omitempty"`
+	}
+	wireCandidate struct {
+		Content      *wireContent `json:"content,omitempty"`
+		FinishReason string       `json:"finishReason,omitempty"`
+		Index        int          `json:"index"`
+	}
+	wireContent struct {
+		Parts []wirePart `json:"parts"`
+		Role  string     `json:"role"`
+	}
+	wireUsage struct {
+		PromptTokenCount        int `json:"promptTokenCount"`
+		CandidatesTokenCount    int `json:"candidatesTokenCount,omitempty"`
+		TotalTokenCount         int `json:"totalTokenCount"`
+		CachedContentTokenCount int `json:"cachedContentTokenCount,omitempty"`
+		ThoughtsTokenCount      int `json:"thoughtsTokenCount,omitempty"`
+	}
+	wireResponse struct {
+		Candidates     []wireCandidate `json:"candidates,omitempty"`
+		PromptFeedback *struct {
+			BlockReason string `json:"blockReason"`
+		} `json:"promptFeedback,omitempty"`
+		UsageMetadata *wireUsage `json:"usageMetadata,omitempty"`
+		ModelVersion  string     `json:"modelVersion"`
+		ResponseID    string     `json:"responseId"`
+	}
+)
+
+// usage reports out output tokens, thoughts included in the total.
+func (c *call) usage(out int) *wireUsage {
+	u := &wireUsage{PromptTokenCount: c.inputTokens, CandidatesTokenCount: out, ThoughtsTokenCount: c.m.ThoughtsTokens}
+	u.CachedContentTokenCount = max(0, min(c.m.CachedInputTokens, c.inputTokens))
+	u.TotalTokenCount = u.PromptTokenCount + u.CandidatesTokenCount + u.ThoughtsTokenCount
+	return u
+}
+
+// parts returns the answer's parts: all text as one part, or one part per
+// function call.
+func (a *answer) parts() []wirePart {
+	if a.calls == nil {
+		t := strings.Join(a.text, "")
+		return []wirePart{{Text: &t}}
+	}
+	ps := make([]wirePart, len(a.calls))
+	for i := range a.calls {
+		ps[i] = wirePart{FunctionCall: &a.calls[i]}
+	}
+	ps[0].ThoughtSignature = a.sig
+	return ps
+}
+
+func (c *call) response(cands []wireCandidate, u *wireUsage, id string) []byte {
+	b, _ := json.Marshal(wireResponse{Candidates: cands, UsageMetadata: u, ModelVersion: c.req.model, ResponseID: id})
+	return b
+}
+
+// whole writes a non-streamed answer.
+func (c *call) whole(a *answer) {
+	var parts []wirePart
+	if a.text != nil || a.calls != nil {
+		parts = a.parts()
+	}
+	body := c.response([]wireCandidate{{Content: &wireContent{Parts: parts, Role: "model"}, FinishReason: a.finish}}, c.usage(a.tokens), a.id)
+	c.Whole(body, a.tokens)
+}
+
+// streamAnswer writes a streamed answer: one event per text piece or
+// function call, each with the usage so far, then a last event with the
+// finish reason and the whole usage.
+func (c *call) streamAnswer(a *answer) {
+	if !c.BeginStream() {
+		return
+	}
+	n := len(a.text)
+	if a.calls != nil {
+		n = len(a.calls)
+	}
+	sent := 0
+	send := func(i int) {
+		var p wirePart
+		if a.calls != nil {
+			p = wirePart{FunctionCall: &a.calls[i]}
+			if i == 0 {
+				p.ThoughtSignature = a.sig
+			}
+			sent = a.tokens * (i + 1) / n
+		} else {
+			p = wirePart{Text: &a.text[i]}
+			sent = i + 1
+		}
+		c.Event("", c.response([]wireCandidate{{Content: &wireContent{Parts: []wirePart{p}, Role: "model"}}}, c.usage(sent), a.id))
+	}
+	if !c.Events(n, send, c.streamErrorData) {
+		return
+	}
+	empty := ""
+	c.Event("", c.response([]wireCandidate{{Content: &wireContent{Parts: []wirePart{{Text: &empty}}, Role: "model"}, FinishReason: a.finish}}, c.usage(a.tokens), a.id))
+}
+
+// streamErrorData is FaultStreamError's event: Google's error object.
+func (c *call) streamErrorData() []byte {
+	rpc := c.streamStatus()
+	return errorJSON(rpcCode(rpc), rpc, c.Fault.Message, c.Fault.Type, c.Fault.RetryAfter)
+}
+
+// blocked answers a blocked prompt: promptFeedback.blockReason, usage of
+// the prompt only, no candidates.
+func (c *call) blocked() {
+	resp := wireResponse{UsageMetadata: &wireUsage{PromptTokenCount: c.inputTokens, TotalTokenCount: c.inputTokens}, ModelVersion: c.req.model, ResponseID: "blocked"}
+	resp.PromptFeedback = &struct {
+		BlockReason string `json:"blockReason"`
+	}{c.m.BlockReason}
+	b, _ := json.Marshal(resp)
+	if c.req.stream {
+		if c.BeginStream() {
+			c.Event("", b)
+		}
+		return
+	}
+	c.W.Header().Set("Content-Type", "application/json")
+	c.W.WriteHeader(http.StatusOK)
+	_, _ = c.W.Write(b)
+}

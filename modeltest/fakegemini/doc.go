@@ -1,0 +1,2 @@
+// Package fakegemini is a Gemini API server for tests and examples.
+package fakegemini

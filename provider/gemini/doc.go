@@ -1,0 +1,3 @@
+// Package gemini makes a [portico.Model] of the Gemini API through Google's
+// Go SDK, google.golang.org/genai.
+package gemini

@@ -1,0 +1,143 @@
+package gemini
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"google.golang.org/genai"
+)
+
+// setExtra sets a sampling option the SDK has a field for. It accepts
+// Gemini's camelCase key and the snake_case spelling other providers use
+// (top_p, stop, seed), so that one Request can go to either. It reports false
+// for keys it does not know and for values of another type, which the
+// caller passes on as raw JSON, and an error for a candidate count other
+// than 1 (the adapter reads one candidate; more would be billed and lost).
+func setExtra(cfg *genai.GenerateContentConfig, key string, v any) (bool, error) {
+	switch key {
+	case "temperature", "topP", "top_p", "topK", "top_k", "presencePenalty", "presence_penalty", "frequencyPenalty", "frequency_penalty":
+		f, ok := toFloat(v)
+		if !ok || f > math.MaxFloat32 || f < -math.MaxFloat32 {
+			return false, nil
+		}
+		p := genai.Ptr(float32(f))
+		switch key {
+		case "temperature":
+			cfg.Temperature = p
+		case "topP", "top_p":
+			cfg.TopP = p
+		case "topK", "top_k":
+			cfg.TopK = p
+		case "presencePenalty", "presence_penalty":
+			cfg.PresencePenalty = p
+		default:
+			cfg.FrequencyPenalty = p
+		}
+		return true, nil
+	case "seed":
+		f, ok := toFloat(v)
+		if !ok || f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
+			return false, nil
+		}
+		cfg.Seed = genai.Ptr(int32(f))
+		return true, nil
+	case "candidateCount", "candidate_count", "n":
+		if f, ok := toFloat(v); !ok || f != 1 {
+			return false, fmt.Errorf("gemini: Extra %q: only a candidate count of 1 is supported", key)
+		}
+		cfg.CandidateCount = 1
+		return true, nil
+	case "stopSequences", "stop_sequences", "stop":
+		switch s := v.(type) {
+		case string:
+			cfg.StopSequences = []string{s}
+		case []string:
+			cfg.StopSequences = s
+		case []any:
+			out := make([]string, len(s))
+			for i, e := range s {
+				str, ok := e.(string)
+				if !ok {
+					return false, nil
+				}
+				out[i] = str
+			}
+			cfg.StopSequences = out
+		default:
+			return false, nil
+		}
+		return true, nil
+	case "thinkingConfig", "thinking_config":
+		switch tc := v.(type) {
+		case genai.ThinkingConfig:
+			cfg.ThinkingConfig = &tc
+		case *genai.ThinkingConfig:
+			cfg.ThinkingConfig = tc
+		default:
+			return false, nil // a map goes into generationConfig as it is
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// toFloat converts the numeric types a caller may put in Extra.
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, !math.IsNaN(n)
+	case float32:
+		return float64(n), n == n
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// callIDPrefix marks the tool call IDs the adapter makes for function calls
+// that Gemini sent without an id or with a thought signature: a Portico
+// ToolCall has only an ID to carry through the application and back.
+const callIDPrefix = "gemini-call:"
+
+// encodeCallID returns the ToolCall.ID of the i-th function call of an
+// answer: Gemini's own id when it sent one and no thought signature,
+// otherwise "gemini-call:<i>:<signature, base64url>:<id>", which
+// [decodeCallID] reverses when the call and its result are sent back.
+// Gemini 3 models refuse a conversation whose function calls lost their
+// thought signatures (https://ai.google.dev/gemini-api/docs/thought-signatures).
+func encodeCallID(i int, id string, sig []byte) string {
+	if id != "" && len(sig) == 0 && !strings.HasPrefix(id, callIDPrefix) {
+		return id
+	}
+	return callIDPrefix + strconv.Itoa(i) + ":" + base64.RawURLEncoding.EncodeToString(sig) + ":" + id
+}
+
+// decodeCallID splits a ToolCall.ID into the id and thought signature to send
+// to Gemini: an ID the adapter did not make is sent as it is.
+func decodeCallID(s string) (id string, sig []byte) {
+	rest, ok := strings.CutPrefix(s, callIDPrefix)
+	if !ok {
+		return s, nil
+	}
+	_, rest, ok1 := strings.Cut(rest, ":")
+	enc, id, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 {
+		return s, nil
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || len(sig) == 0 {
+		sig = nil
+	}
+	return id, sig
+}

@@ -1,0 +1,411 @@
+package gemini
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/portico-llm/portico"
+	"google.golang.org/genai"
+)
+
+// Config configures a [Model]. The zero Config is usable: requests must then
+// name their model.
+type Config struct {
+	// Model is the model asked for when a Request leaves Model empty
+	// ("gemini-2.5-flash"). Empty means requests must name one; a request
+	// that does not fails with a Permanent error.
+	Model string
+	// IncludeProviderMessage puts Google's error message into
+	// [ProviderError].Message and so into error strings. Off by default,
+	// because messages may quote the request (seed 003: redact prompts from
+	// logs).
+	IncludeProviderMessage bool
+	// MaxResponseBytes bounds the bytes of response body read for one call:
+	// the JSON body of an answer or of an HTTP error, or the whole event
+	// stream of a streamed answer. A server that sends more gets its
+	// connection closed and the call fails with [portico.InvalidResponse]
+	// wrapping [ErrTooLarge]. Zero means [DefaultMaxResponseBytes] (64 MiB);
+	// negative means no limit (the caller's context is then the only bound
+	// on an endless stream; the SDK itself allows one event of 256 MiB).
+	MaxResponseBytes int64
+}
+
+// DefaultMaxResponseBytes is the body limit of a zero [Config.MaxResponseBytes]:
+// 64 MiB, far beyond the event stream of the longest answer (65,536 output
+// tokens at a few hundred bytes per streamed chunk).
+const DefaultMaxResponseBytes = 64 << 20
+
+// Model is a [portico.Model] over the Gemini API's generateContent and
+// streamGenerateContent through Google's Go SDK, google.golang.org/genai.
+// It is safe for concurrent use.
+//
+// Model makes exactly one HTTP request per Generate: the SDK's HTTP retries
+// and its automatic continuation of answers that stop with a continuation
+// token are off, so that one layer (package retry) owns retries and counts
+// them against its budget (seed 003: "one layer owns retries").
+type Model struct {
+	cfg    Config
+	limit  int64 // body bytes per call; 0: none
+	client *genai.Client
+}
+
+// New returns a Model calling the API through an SDK client built from cc,
+// the SDK's own configuration (APIKey, Backend, Project, Location,
+// Credentials, HTTPClient, HTTPOptions). A zero Backend means the Gemini
+// Developer API (genai.BackendGeminiAPI), whatever GOOGLE_GENAI_USE_VERTEXAI
+// says; set genai.BackendVertexAI with Project and Location (or an API key,
+// Vertex AI's express mode) for Vertex AI. As with genai.NewClient, an empty
+// APIKey is read from GOOGLE_API_KEY or GEMINI_API_KEY. ctx is used only to
+// build the client (Vertex AI credentials may look up their project).
+//
+// New turns the SDK's retries off (cc.HTTPOptions.RetryOptions is
+// dropped), copies cc.HTTPClient rather than change the caller's, and
+// installs its own transport under it (see doc.go, "Bounds"). It fails when
+// genai.NewClient does (no API key, a project given to the Gemini API); the
+// error says why without the key.
+func New(ctx context.Context, cfg Config, cc genai.ClientConfig) (*Model, error) {
+	if cc.Backend == genai.BackendUnspecified {
+		cc.Backend = genai.BackendGeminiAPI
+	}
+	cc.HTTPOptions.RetryOptions = nil // nil: one attempt (genai's retryHTTPRequest)
+	if cc.HTTPClient != nil {
+		c := *cc.HTTPClient
+		cc.HTTPClient = &c
+	}
+	client, err := genai.NewClient(ctx, &cc)
+	if err != nil {
+		// genai's messages print the whole ClientConfig, API key included.
+		msg, _, _ := strings.Cut(err.Error(), " ClientConfig:")
+		if cc.APIKey != "" {
+			msg = strings.ReplaceAll(msg, cc.APIKey, "[key]")
+		}
+		return nil, errors.New("gemini: genai.NewClient: " + msg)
+	}
+	// genai.NewClient set cc.HTTPClient to the client it uses (its own, or
+	// our copy of the caller's): bound and watch what it reads.
+	hc := cc.HTTPClient
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &transport{base: base}
+	limit := cfg.MaxResponseBytes
+	switch {
+	case limit == 0:
+		limit = DefaultMaxResponseBytes
+	case limit < 0:
+		limit = 0
+	}
+	return &Model{cfg: cfg, limit: limit, client: client}, nil
+}
+
+// Generate sends req as one generateContent call, or streamGenerateContent
+// when req.OnChunk is set, and returns the first candidate's answer: text
+// (thought parts left out), function calls, finish reason, usage and the
+// model version that answered.
+//
+// Streaming delivers each text part to req.OnChunk as it arrives, and an
+// empty-text Chunk for each function call; the concatenated texts equal
+// Response.Text. Text passes through byte for byte as the SDK decoded it.
+// Finish reasons map as doc.go's table says; a function call Gemini
+// flagged as malformed is an error.
+//
+// Every error is a [*portico.Error] (doc.go has the full table):
+//
+//   - 429 RESOURCE_EXHAUSTED: RateLimited, RetryAfter from the RetryInfo
+//     detail's retryDelay; a daily quota: Unusable;
+//   - 500 INTERNAL, 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED, other 5xx:
+//     Transient;
+//   - 400 INVALID_ARGUMENT for an input above the context window:
+//     Incompatible; other 400: Permanent;
+//   - 401, 403, 404, an invalid API key, FAILED_PRECONDITION: Unusable;
+//   - a blocked prompt (promptFeedback.blockReason): Incompatible, Code the
+//     block reason;
+//   - MALFORMED_FUNCTION_CALL, UNEXPECTED_TOOL_CALL, TOO_MANY_TOOL_CALLS:
+//     InvalidResponse, Code the finish reason, Usage what was billed;
+//   - an error event inside a 200 stream: the class of the status it
+//     stands for;
+//   - transport failure before the request was written: Transient; after:
+//     Ambiguous;
+//   - a body that is not a GenerateContentResponse, no candidates, no finish
+//     reason: InvalidResponse wrapping [ErrMalformed];
+//   - a body past [Config.MaxResponseBytes]: InvalidResponse wrapping
+//     [ErrTooLarge] (an error body: its status's class);
+//   - the caller's cancel or deadline: Canceled or Deadline; a layer's own
+//     timeout (cause matching portico.ErrLayerTimeout): Ambiguous once
+//     written, else Transient;
+//   - an OnChunk error: returned as is when it is a *portico.Error, else a
+//     Canceled error wrapping it;
+//   - a request that cannot be encoded: Permanent, without any HTTP request.
+//
+// HTTP and stream errors wrap a [*ProviderError].
+func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *portico.Response, err error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
+	if req.MaxOutputTokens < 0 {
+		return nil, &portico.Error{Class: portico.Permanent, Reason: "negative MaxOutputTokens"}
+	}
+	model := req.Model
+	if model == "" {
+		model = m.cfg.Model
+	}
+	if model == "" {
+		return nil, &portico.Error{Class: portico.Permanent, Reason: "no model named"}
+	}
+	x := &exchange{limit: m.limit}
+	if ctx.Err() != nil {
+		return nil, m.classify(ctx, ctx.Err(), x, model)
+	}
+	contents, cfg, err := m.params(req)
+	if err != nil {
+		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
+	}
+	g := &gen{m: m, req: req, x: x, model: model}
+	defer g.recoverSDK(&resp, &err)
+	if req.Streaming() {
+		return g.stream(ctx, contents, cfg)
+	}
+	r, err := m.client.Models.GenerateContent(withExchange(ctx, x), model, contents, cfg)
+	if err != nil {
+		return nil, m.classify(ctx, err, x, model)
+	}
+	return g.whole(r)
+}
+
+// gen is one Generate call in progress.
+type gen struct {
+	m          *Model
+	req        *portico.Request
+	x          *exchange
+	model      string
+	inCallback bool // OnChunk is running: a panic is the caller's
+}
+
+// recoverSDK turns a panic of the SDK while it decoded a response (its
+// stream decoder dereferences a null candidate) into an InvalidResponse
+// error. A panic of the caller's OnChunk, or one before any response came,
+// passes through.
+func (g *gen) recoverSDK(resp **portico.Response, err *error) {
+	if g.inCallback || g.x.status == 0 {
+		return
+	}
+	if r := recover(); r != nil {
+		*resp = nil
+		*err = &portico.Error{Class: portico.InvalidResponse, Model: g.model, Status: g.x.status, Reason: "SDK failed to decode the response", Err: ErrMalformed}
+	}
+}
+
+// chunk delivers c to OnChunk.
+func (g *gen) chunk(c portico.Chunk) error {
+	g.inCallback = true
+	err := g.req.OnChunk(c)
+	g.inCallback = false
+	if err == nil {
+		return nil
+	}
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &portico.Error{Class: portico.Canceled, Model: g.model, Reason: "chunk callback aborted", Err: err}
+}
+
+func (g *gen) malformed(reason string) error {
+	return &portico.Error{Class: portico.InvalidResponse, Model: g.model, Status: g.x.status, Reason: reason, Err: ErrMalformed}
+}
+
+// whole maps a non-streamed answer.
+func (g *gen) whole(r *genai.GenerateContentResponse) (*portico.Response, error) {
+	resp := &portico.Response{ID: r.ResponseID, Model: r.ModelVersion, Usage: usage(r.UsageMetadata)}
+	if resp.Model == "" {
+		resp.Model = g.model
+	}
+	cand := first(r.Candidates)
+	if cand == nil {
+		return nil, g.noCandidate(r.PromptFeedback, r.UsageMetadata)
+	}
+	var text strings.Builder
+	if cand.Content != nil {
+		for _, p := range cand.Content.Parts {
+			if p == nil {
+				continue
+			}
+			if p.FunctionCall != nil {
+				resp.ToolCalls = append(resp.ToolCalls, toolCall(len(resp.ToolCalls), p))
+			} else if !p.Thought {
+				text.WriteString(p.Text)
+			}
+		}
+	}
+	resp.Text = text.String()
+	return g.finish(resp, cand.FinishReason)
+}
+
+// finish sets resp's finish reason from Gemini's, or fails for the reasons
+// that mean the answer is unusable.
+func (g *gen) finish(resp *portico.Response, fr genai.FinishReason) (*portico.Response, error) {
+	switch fr {
+	case "", genai.FinishReasonUnspecified:
+		return nil, g.malformed("no finish reason")
+	case genai.FinishReasonMalformedFunctionCall, genai.FinishReasonUnexpectedToolCall, genai.FinishReasonTooManyToolCalls:
+		u := resp.Usage
+		return nil, &portico.Error{Class: portico.InvalidResponse, Model: g.model, Status: g.x.status, Code: string(fr), Reason: "invalid function call", Usage: &u}
+	}
+	resp.FinishReason = finishReason(fr)
+	if resp.FinishReason == portico.FinishStop && len(resp.ToolCalls) > 0 {
+		resp.FinishReason = portico.FinishToolCalls
+	}
+	return resp, nil
+}
+
+// noCandidate is the error for an answer without a candidate: a blocked
+// prompt when promptFeedback says so, else a malformed answer.
+func (g *gen) noCandidate(pf *genai.GenerateContentResponsePromptFeedback, um *genai.GenerateContentResponseUsageMetadata) error {
+	if pf == nil || pf.BlockReason == "" {
+		return g.malformed("no candidates")
+	}
+	// The same prompt is blocked again on this route; another provider's
+	// filters may pass it: Incompatible, not Permanent, and no route fault.
+	e := &portico.Error{Class: portico.Incompatible, Model: g.model, Status: g.x.status, Code: string(pf.BlockReason), Reason: "prompt blocked"}
+	if um != nil {
+		u := usage(um)
+		e.Usage = &u
+	}
+	return e
+}
+
+// stream runs a streamed call and assembles the Response.
+func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*portico.Response, error) {
+	var (
+		text   strings.Builder
+		resp   = &portico.Response{Model: g.model}
+		fr     genai.FinishReason
+		pf     *genai.GenerateContentResponsePromptFeedback
+		um     *genai.GenerateContentResponseUsageMetadata
+		got    bool // a candidate arrived
+		sdkErr error
+	)
+	for r, err := range g.m.client.Models.GenerateContentStream(withExchange(ctx, g.x), g.model, contents, cfg) {
+		if err != nil {
+			sdkErr = err
+			break
+		}
+		if ctx.Err() != nil {
+			break // no chunk reaches the caller after it canceled
+		}
+		if r == nil {
+			continue
+		}
+		if r.ModelVersion != "" {
+			resp.Model = r.ModelVersion
+		}
+		if r.ResponseID != "" {
+			resp.ID = r.ResponseID
+		}
+		if r.UsageMetadata != nil {
+			um = r.UsageMetadata // a running total: the last one counts
+		}
+		if r.PromptFeedback != nil {
+			pf = r.PromptFeedback
+		}
+		cand := first(r.Candidates)
+		if cand == nil {
+			continue
+		}
+		got = true
+		if cand.FinishReason != "" {
+			fr = cand.FinishReason
+		}
+		if cand.Content == nil {
+			continue
+		}
+		for _, p := range cand.Content.Parts {
+			switch {
+			case p == nil:
+			case p.FunctionCall != nil:
+				resp.ToolCalls = append(resp.ToolCalls, toolCall(len(resp.ToolCalls), p))
+				if err := g.chunk(portico.Chunk{}); err != nil {
+					return nil, err
+				}
+			case !p.Thought && p.Text != "":
+				text.WriteString(p.Text)
+				if err := g.chunk(portico.Chunk{Text: p.Text}); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	x := g.x
+	if sdkErr != nil {
+		return nil, g.m.classify(ctx, sdkErr, x, g.model)
+	}
+	if ctx.Err() != nil {
+		return nil, g.m.classify(ctx, ctx.Err(), x, g.model)
+	}
+	if x.readErr != nil {
+		return nil, g.m.classify(ctx, x.readErr, x, g.model)
+	}
+	resp.Usage = usage(um)
+	if !got {
+		return nil, g.noCandidate(pf, um)
+	}
+	resp.Text = text.String()
+	return g.finish(resp, fr)
+}
+
+// first returns the candidate of index 0, or nil.
+func first(cs []*genai.Candidate) *genai.Candidate {
+	for _, c := range cs {
+		if c != nil && c.Index == 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+// toolCall maps the i-th function call part of an answer.
+func toolCall(i int, p *genai.Part) portico.ToolCall {
+	fc := p.FunctionCall
+	args := []byte("{}")
+	if len(fc.Args) > 0 {
+		args, _ = json.Marshal(fc.Args) // decoded from JSON: encodes again
+	}
+	return portico.ToolCall{ID: encodeCallID(i, fc.ID, p.ThoughtSignature), Name: fc.Name, Arguments: args}
+}
+
+// finishReason maps Gemini's finish reason onto portico's: STOP is stop;
+// MAX_TOKENS and CONTINUATION (the per-request limit cut an answer the SDK
+// would have continued) are length; every filter (SAFETY, RECITATION,
+// BLOCKLIST, PROHIBITED_CONTENT, SPII and their IMAGE_ kin) is
+// content_filter; others (LANGUAGE, OTHER, NO_IMAGE) pass through unchanged.
+func finishReason(fr genai.FinishReason) portico.FinishReason {
+	switch fr {
+	case genai.FinishReasonStop:
+		return portico.FinishStop
+	case genai.FinishReasonMaxTokens, genai.FinishReasonContinuation:
+		return portico.FinishLength
+	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
+		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII, genai.FinishReasonImageSafety,
+		genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation:
+		return portico.FinishContentFilter
+	}
+	return portico.FinishReason(fr)
+}
+
+// usage maps Gemini's usage metadata: the prompt and the results of
+// server-side tools are input; candidates and thoughts are output; cached
+// content is the cached part of the input.
+func usage(u *genai.GenerateContentResponseUsageMetadata) portico.Usage {
+	if u == nil {
+		return portico.Usage{}
+	}
+	return portico.Usage{
+		InputTokens:       int(u.PromptTokenCount) + int(u.ToolUsePromptTokenCount),
+		OutputTokens:      int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount),
+		CachedInputTokens: int(u.CachedContentTokenCount),
+	}
+}

@@ -1,0 +1,273 @@
+package gemini
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"mime"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/portico-llm/portico"
+	"google.golang.org/genai"
+)
+
+// params encodes req as the SDK's contents and config. Request.Extra keys the
+// SDK has fields for go into those fields (see setExtra); other keys are
+// merged into the request body's generationConfig through
+// HTTPOptions.ExtraBody, except the top-level request fields listed in
+// topLevel. The keys the adapter sets itself are refused.
+func (m *Model) params(req *portico.Request) ([]*genai.Content, *genai.GenerateContentConfig, error) {
+	cfg := &genai.GenerateContentConfig{AutomaticContinuation: &no}
+	contents, system, err := messages(req.Messages)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.SystemInstruction = system
+	if len(req.Tools) > 0 {
+		decls := make([]*genai.FunctionDeclaration, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			fd := &genai.FunctionDeclaration{Name: t.Name, Description: t.Description}
+			if len(t.Parameters) > 0 {
+				if !json.Valid(t.Parameters) {
+					return nil, nil, fmt.Errorf("gemini: tool %q: parameters are not valid JSON", t.Name)
+				}
+				fd.ParametersJsonSchema = t.Parameters
+			}
+			decls = append(decls, fd)
+		}
+		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
+	}
+	if s := req.Schema; s != nil {
+		if !json.Valid(s.JSON) {
+			return nil, nil, errors.New("gemini: response schema is not valid JSON")
+		}
+		// responseJsonSchema takes the JSON Schema document as it is;
+		// responseSchema would need a lossy translation to an OpenAPI 3.0
+		// subset. Gemini has no strict flag: both modes are sent alike.
+		cfg.ResponseMIMEType = "application/json"
+		cfg.ResponseJsonSchema = s.JSON
+	}
+	if n := req.MaxOutputTokens; n > 0 {
+		if n > math.MaxInt32 {
+			return nil, nil, errors.New("gemini: MaxOutputTokens above 2^31-1")
+		}
+		cfg.MaxOutputTokens = int32(n)
+	}
+	var extra map[string]any
+	for k, v := range req.Extra {
+		switch k {
+		case "model", "contents", "systemInstruction", "system_instruction", "tools", "generationConfig", "generation_config",
+			"responseSchema", "responseJsonSchema", "responseMimeType", "maxOutputTokens":
+			return nil, nil, fmt.Errorf("gemini: Extra key %q is the adapter's to set", k)
+		}
+		ok, err := setExtra(cfg, k, v)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			continue
+		}
+		if extra == nil {
+			extra = map[string]any{}
+		}
+		if topLevel[k] {
+			extra[k] = v
+			continue
+		}
+		gc, _ := extra["generationConfig"].(map[string]any)
+		if gc == nil {
+			gc = map[string]any{}
+			extra["generationConfig"] = gc
+		}
+		gc[k] = v
+	}
+	if extra != nil {
+		cfg.HTTPOptions = &genai.HTTPOptions{ExtraBody: extra}
+	}
+	return contents, cfg, nil
+}
+
+var no = false
+
+// topLevel lists the Extra keys that are fields of the GenerateContentRequest
+// itself rather than of its generationConfig
+// (https://ai.google.dev/api/generate-content#request-body).
+var topLevel = map[string]bool{"safetySettings": true, "toolConfig": true, "cachedContent": true, "labels": true, "serviceTier": true}
+
+// messages encodes the conversation: RoleSystem messages, wherever they are,
+// become the system instruction's parts in order; user messages are "user"
+// contents, assistant messages "model" contents (text, then function calls),
+// and each run of RoleTool messages one "user" content of function
+// responses, tied to the calls they answer by id and name.
+func messages(msgs []portico.Message) ([]*genai.Content, *genai.Content, error) {
+	var system *genai.Content
+	contents := make([]*genai.Content, 0, len(msgs))
+	for i := range msgs {
+		msg := &msgs[i]
+		switch msg.Role {
+		case portico.RoleSystem:
+			if system == nil {
+				system = &genai.Content{}
+			}
+			for _, p := range msg.Content {
+				if p.Kind != portico.PartText {
+					return nil, nil, fmt.Errorf("gemini: message %d: %v part in a system message", i, p.Kind)
+				}
+				system.Parts = append(system.Parts, &genai.Part{Text: p.Text})
+			}
+		case portico.RoleUser:
+			c := &genai.Content{Role: genai.RoleUser, Parts: make([]*genai.Part, 0, len(msg.Content))}
+			for _, p := range msg.Content {
+				part, err := userPart(p)
+				if err != nil {
+					return nil, nil, fmt.Errorf("gemini: message %d: %w", i, err)
+				}
+				c.Parts = append(c.Parts, part)
+			}
+			contents = append(contents, c)
+		case portico.RoleAssistant:
+			c := &genai.Content{Role: genai.RoleModel, Parts: make([]*genai.Part, 0, len(msg.Content)+len(msg.ToolCalls))}
+			for _, p := range msg.Content {
+				if p.Kind != portico.PartText {
+					return nil, nil, fmt.Errorf("gemini: message %d: %v part in an assistant message", i, p.Kind)
+				}
+				c.Parts = append(c.Parts, &genai.Part{Text: p.Text})
+			}
+			for _, tc := range msg.ToolCalls {
+				args, err := callArgs(tc.Arguments)
+				if err != nil {
+					return nil, nil, fmt.Errorf("gemini: message %d: tool call %q: %w", i, tc.Name, err)
+				}
+				id, sig := decodeCallID(tc.ID)
+				c.Parts = append(c.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: tc.Name, Args: args}, ThoughtSignature: sig})
+			}
+			contents = append(contents, c)
+		case portico.RoleTool:
+			name := callName(msgs[:i], msg.ToolCallID)
+			if name == "" {
+				return nil, nil, fmt.Errorf("gemini: message %d: tool result for %q answers no earlier tool call", i, msg.ToolCallID)
+			}
+			text, err := textOnly(msg.Content)
+			if err != nil {
+				return nil, nil, fmt.Errorf("gemini: message %d: %w", i, err)
+			}
+			id, _ := decodeCallID(msg.ToolCallID)
+			part := &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: toolOutput(text)}}
+			if n := len(contents); n > 0 && i > 0 && msgs[i-1].Role == portico.RoleTool {
+				contents[n-1].Parts = append(contents[n-1].Parts, part)
+				continue
+			}
+			contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{part}})
+		default:
+			return nil, nil, fmt.Errorf("gemini: message %d: unknown role %q", i, msg.Role)
+		}
+	}
+	return contents, system, nil
+}
+
+// callName returns the name of the latest tool call in earlier whose ID is id.
+func callName(earlier []portico.Message, id string) string {
+	for i := len(earlier) - 1; i >= 0; i-- {
+		for _, tc := range earlier[i].ToolCalls {
+			if tc.ID == id {
+				return tc.Name
+			}
+		}
+	}
+	return ""
+}
+
+// callArgs decodes a tool call's arguments, a JSON object; empty means none.
+func callArgs(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, errors.New("arguments are not a JSON object")
+	}
+	return args, nil
+}
+
+// toolOutput is a tool result as Gemini's FunctionResponse.response: a JSON
+// object as it is, anything else as {"output": text}, the key Gemini's
+// documentation names for a function's output.
+func toolOutput(text string) map[string]any {
+	var obj map[string]any
+	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") && json.Unmarshal([]byte(t), &obj) == nil && obj != nil {
+		return obj
+	}
+	return map[string]any{"output": text}
+}
+
+// userPart encodes one part of a user message: text, or an image as inline
+// data (a data: URL) or as file data (any other URL: a Files API or gs://
+// URI, or an https: URL where the backend accepts one).
+func userPart(p portico.Part) (*genai.Part, error) {
+	switch p.Kind {
+	case portico.PartText:
+		return &genai.Part{Text: p.Text}, nil
+	case portico.PartImage:
+		if strings.HasPrefix(p.ImageURL, "data:") {
+			mt, data, err := parseDataURL(p.ImageURL)
+			if err != nil {
+				return nil, err
+			}
+			return &genai.Part{InlineData: &genai.Blob{MIMEType: mt, Data: data}}, nil
+		}
+		u, err := url.Parse(p.ImageURL)
+		if err != nil || u.Scheme == "" {
+			return nil, errors.New("image URL is neither a data: URL nor an absolute URI")
+		}
+		return &genai.Part{FileData: &genai.FileData{FileURI: p.ImageURL, MIMEType: mime.TypeByExtension(path.Ext(u.Path))}}, nil
+	}
+	return nil, fmt.Errorf("unknown part kind %v", p.Kind)
+}
+
+// parseDataURL decodes an RFC 2397 data: URL with a media type, base64 or
+// percent-encoded.
+func parseDataURL(s string) (mediaType string, data []byte, err error) {
+	meta, payload, ok := strings.Cut(strings.TrimPrefix(s, "data:"), ",")
+	if !ok {
+		return "", nil, errors.New("data: URL without a comma")
+	}
+	meta, b64 := strings.CutSuffix(meta, ";base64")
+	mediaType, _, _ = strings.Cut(meta, ";")
+	if mediaType == "" {
+		return "", nil, errors.New("data: URL without a media type")
+	}
+	if b64 {
+		data, err = base64.StdEncoding.DecodeString(payload)
+		if err != nil {
+			data, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(payload, "="))
+		}
+		if err != nil {
+			return "", nil, errors.New("data: URL payload is not base64")
+		}
+		return mediaType, data, nil
+	}
+	text, err := url.PathUnescape(payload)
+	if err != nil {
+		return "", nil, errors.New("data: URL payload is not percent-encoded")
+	}
+	return mediaType, []byte(text), nil
+}
+
+// textOnly joins text parts; it fails on any other part.
+func textOnly(parts []portico.Part) (string, error) {
+	if len(parts) == 1 && parts[0].Kind == portico.PartText {
+		return parts[0].Text, nil
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Kind != portico.PartText {
+			return "", fmt.Errorf("%v part where only text is allowed", p.Kind)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
