@@ -1,7 +1,18 @@
 package gemini_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/retry"
+	"google.golang.org/genai"
 
 	"github.com/portico-llm/portico/modeltest/fakegemini"
 	"github.com/portico-llm/portico/provider/gemini"
@@ -16,4 +27,143 @@ func startPipe(t *testing.T, cfg fakegemini.Config) (*fakegemini.Server, *gemini
 	}
 	t.Cleanup(s.Close)
 	return s, newModel(t, gemini.Config{}, clientConfig(s))
+}
+
+// The real SDK over an in-memory server, in virtual time: a streamed
+// answer's chunks arrive at exactly the server's latency, TTFT and pace.
+func TestStreamTimingInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, m := startPipe(t, fakegemini.Config{Models: []fakegemini.ModelConfig{{Name: "m", Latency: 50 * time.Millisecond, TTFT: time.Second, TokensPerSecond: 20, OutputTokens: 5}}})
+		req := userReq("m", "hello")
+		start := time.Now()
+		var at []time.Duration
+		req.OnChunk = func(portico.Chunk) error { at = append(at, time.Since(start)); return nil }
+		resp, err := m.Generate(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []time.Duration{1050, 1100, 1150, 1200, 1250}
+		if len(at) != len(want) {
+			t.Fatalf("chunks at %v, want 5", at)
+		}
+		for i := range want {
+			if at[i] != want[i]*time.Millisecond {
+				t.Errorf("chunk %d at %v, want %v", i, at[i], want[i]*time.Millisecond)
+			}
+		}
+		if resp.Usage.OutputTokens != 5 || time.Since(start) != 1250*time.Millisecond {
+			t.Errorf("Generate = %d tokens after %v, want 5 after 1.25s", resp.Usage.OutputTokens, time.Since(start))
+		}
+	})
+}
+
+// Canceling mid-stream returns at once with a Canceled error and leaves no
+// goroutine behind: the bubble would not end otherwise.
+func TestStreamCancelInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, m := startPipe(t, fakegemini.Config{Models: []fakegemini.ModelConfig{{Name: "m", TokensPerSecond: 10, OutputTokens: 100}}})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		req := userReq("m", "hello")
+		n := 0
+		req.OnChunk = func(portico.Chunk) error {
+			n++
+			if n == 3 {
+				time.AfterFunc(50*time.Millisecond, cancel) // between tokens
+			}
+			return nil
+		}
+		start := time.Now()
+		_, err := m.Generate(ctx, req)
+		if portico.ClassOf(err) != portico.Canceled || n != 3 || time.Since(start) != 250*time.Millisecond {
+			t.Errorf("Generate = %v after %d chunks and %v, want canceled after 3 chunks at 250ms", err, n, time.Since(start))
+		}
+	})
+}
+
+// A per-attempt deadline (a context deadline with a cause, as a retry layer
+// sets) is Ambiguous once the request was written and Transient before; the
+// caller's own deadline is Deadline either way.
+func TestAttemptDeadlineInSynctest(t *testing.T) {
+	errAttempt := fmt.Errorf("attempt timeout: %w", portico.ErrLayerTimeout)
+	synctest.Test(t, func(t *testing.T) {
+		_, m := startPipe(t, faulty(fakegemini.Fault{Kind: fakegemini.FaultStallMidStream, AfterChunks: 1}))
+		for _, stream := range []bool{false, true} {
+			ctx, cancel := context.WithTimeoutCause(t.Context(), time.Second, errAttempt)
+			req := userReq("m", "hello")
+			if stream {
+				req.OnChunk = func(portico.Chunk) error { return nil }
+			}
+			_, err := m.Generate(ctx, req)
+			cancel()
+			if portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, errAttempt) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("stream %v: Generate = %v, want ambiguous wrapping the cause and DeadlineExceeded", stream, err)
+			}
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// A transport whose dial never completes: the request is never written.
+		hang := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}}
+		m := newModel(t, gemini.Config{}, genai.ClientConfig{APIKey: "k", HTTPClient: hang, HTTPOptions: genai.HTTPOptions{BaseURL: "http://unreachable.test"}})
+		ctx, cancel := context.WithTimeoutCause(t.Context(), time.Second, errAttempt)
+		_, err := m.Generate(ctx, userReq("m", "hello"))
+		cancel()
+		if portico.ClassOf(err) != portico.Transient || !errors.Is(err, errAttempt) {
+			t.Errorf("Generate = %v, want transient wrapping the cause", err)
+		}
+		ctx, cancel = context.WithTimeout(t.Context(), time.Second)
+		_, err = m.Generate(ctx, userReq("m", "hello"))
+		cancel()
+		if portico.ClassOf(err) != portico.Deadline {
+			t.Errorf("Generate = %v, want deadline", err)
+		}
+		hang.CloseIdleConnections()
+	})
+}
+
+// An http.Client timeout fires after the request was written: Ambiguous.
+func TestClientTimeoutAmbiguous(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := fakegemini.StartPipe(fakegemini.Config{Models: []fakegemini.ModelConfig{{Name: "m", Latency: time.Hour}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		cc := clientConfig(s)
+		cc.HTTPClient = &http.Client{Timeout: 2 * time.Second, Transport: s.Client().Transport}
+		m := newModel(t, gemini.Config{}, cc)
+		start := time.Now()
+		_, err = m.Generate(t.Context(), userReq("m", "hello"))
+		if portico.ClassOf(err) != portico.Ambiguous || time.Since(start) != 2*time.Second {
+			t.Errorf("Generate = %v after %v, want ambiguous after 2s", err, time.Since(start))
+		}
+	})
+}
+
+// A script (429 with retryDelay 2s, then an answer) under package retry:
+// the retry layer waits exactly Google's delay, read from the body, and the
+// server sees two requests, the SDK adding none.
+func TestRetryDelayDrivesRetryInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, m := startPipe(t, fakegemini.Config{Models: []fakegemini.ModelConfig{{Name: "m", Script: []fakegemini.Fault{
+			{Kind: fakegemini.FaultStatus, Status: 429, RetryAfter: 2 * time.Second},
+		}}}})
+		var at []time.Duration
+		start := time.Now()
+		counted := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			at = append(at, time.Since(start))
+			return m.Generate(ctx, req)
+		})
+		r := retry.MustNew(retry.Config{MaxAttempts: 3, Budget: retry.Budget{Off: true}})
+		resp, err := r.Wrap(counted).Generate(t.Context(), userReq("m", "hello"))
+		if err != nil || resp.Text == "" {
+			t.Fatalf("Generate = %v, %v; want the second attempt's answer", resp, err)
+		}
+		if len(at) != 2 || at[0] != 0 || at[1] != 2*time.Second || s.Count("m") != 2 {
+			t.Errorf("attempts at %v, server saw %d; want [0s 2s] and 2", at, s.Count("m"))
+		}
+	})
 }
