@@ -77,7 +77,7 @@ func (c *call) calling() (int, []string, []json.RawMessage) {
 			names = append(names, fd.Name)
 			p := fd.ParametersJSONSchema
 			if len(p) == 0 {
-				p = fd.Parameters
+				p = lowerTypes(fd.Parameters)
 			}
 			params = append(params, p)
 		}
@@ -128,6 +128,9 @@ func (c *call) answer() *answer {
 		for k := range n {
 			i := (first + k) % len(names)
 			args := fakegen.JSONText(params[i], r)
+			if !strings.HasPrefix(args, "{") {
+				args = "{}" // a function without parameters: args is still an object
+			}
 			tokens := len(fakegen.Pieces(args))
 			if limit > 0 && a.tokens+tokens > limit {
 				a.finish = "MAX_TOKENS"
@@ -178,7 +181,7 @@ func (c *call) answer() *answer {
 // "STRING") as JSON Schema's, for the generator.
 func lowerTypes(schema json.RawMessage) json.RawMessage {
 	var v any
-	if json.Unmarshal(schema, &v) != nil {
+	if len(schema) == 0 || json.Unmarshal(schema, &v) != nil {
 		return schema
 	}
 	var walk func(any)

@@ -94,7 +94,7 @@ func (e sdkError) Unwrap() error { return e.err }
 // QuotaFailure (google/rpc/error_details.proto), each matched by the suffix
 // of its "@type".
 func newProviderError(api genai.APIError, status int, inStream, withMessage bool) *ProviderError {
-	pe := &ProviderError{Status: status, Code: api.Code, RPCStatus: api.Status, InStream: inStream, Cause: sdkError{api}}
+	pe := &ProviderError{Status: status, Code: api.Code, RPCStatus: ident(api.Status), InStream: inStream, Cause: sdkError{api}}
 	if withMessage {
 		pe.Message = api.Message
 		pe.Cause = api
@@ -107,7 +107,8 @@ func newProviderError(api genai.APIError, status int, inStream, withMessage bool
 				pe.RetryDelay, _ = ParseRetryDelay(s)
 			}
 		case strings.HasSuffix(typ, "google.rpc.ErrorInfo"):
-			pe.Reason, _ = d["reason"].(string)
+			r, _ := d["reason"].(string)
+			pe.Reason = ident(r)
 		case strings.HasSuffix(typ, "google.rpc.QuotaFailure"):
 			vs, _ := d["violations"].([]any)
 			for _, v := range vs {
@@ -120,6 +121,23 @@ func newProviderError(api genai.APIError, status int, inStream, withMessage bool
 		}
 	}
 	return pe
+}
+
+// ident returns s when it reads as an identifier (letters, digits, '_',
+// '.', '-', at most 64 bytes), as Google's status names and reasons do, and
+// "" otherwise: the codes the adapter keeps reach error strings, where a
+// hostile body's text must not.
+func ident(s string) string {
+	if len(s) > 64 {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return ""
+		}
+	}
+	return s
 }
 
 // classifyStatus maps Google's error to a Class and a short reason. code is
@@ -233,9 +251,9 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 				code = 0 // go by its status name
 			}
 		}
-		e.Code = api.Status
-		e.Class, e.Reason = classifyStatus(code, api.Status, pe.Reason, api.Message, pe.QuotaIDs)
-		if inStream && code == 0 && rpcHTTP[api.Status] == 0 {
+		e.Code = pe.RPCStatus
+		e.Class, e.Reason = classifyStatus(code, pe.RPCStatus, pe.Reason, api.Message, pe.QuotaIDs)
+		if inStream && code == 0 && rpcHTTP[pe.RPCStatus] == 0 {
 			e.Class, e.Reason = portico.Transient, "stream error" // the server failed after accepting the request
 		}
 		e.RetryAfter = pe.RetryDelay

@@ -270,7 +270,7 @@ func (g *gen) noCandidate(pf *genai.GenerateContentResponsePromptFeedback, um *g
 	}
 	// The same prompt is blocked again on this route; another provider's
 	// filters may pass it: Incompatible, not Permanent, and no route fault.
-	e := &portico.Error{Class: portico.Incompatible, Model: g.model, Status: g.x.status, Code: string(pf.BlockReason), Reason: "prompt blocked"}
+	e := &portico.Error{Class: portico.Incompatible, Model: g.model, Status: g.x.status, Code: ident(string(pf.BlockReason)), Reason: "prompt blocked"}
 	if um != nil {
 		u := usage(um)
 		e.Usage = &u
