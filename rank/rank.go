@@ -1,0 +1,116 @@
+package rank
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Candidate is a route that fits a request and is available, as a [Policy]
+// sees it. The measured fields come from the layer's [Table]; the Route
+// pointer is the layer's, read-only.
+type Candidate struct {
+	// Index is the route's position in the layer's configured routes.
+	Index int
+	// Route is the route itself.
+	Route *portico.Route
+	// EstimatedCost is the request's price on this route before the call
+	// ([portico.Capabilities.EstimateCost]), in the Capabilities' price unit.
+	EstimatedCost float64
+	// Latency is the moving average of the route's successful calls' duration;
+	// 0 before the first success, so an unmeasured route looks fast and is
+	// explored.
+	Latency time.Duration
+	// TTFT is the moving average of the time to the first streamed chunk; 0
+	// before the first streamed call that delivered one.
+	TTFT time.Duration
+	// ErrorRate is the moving average, in [0, 1], of outcomes that are the
+	// route's fault ([portico.Class.RouteFault]): 1 per such failure, 0 per
+	// success. Cancellations, deadlines and incompatibilities do not move it.
+	ErrorRate float64
+	// SinceFailure is how long ago the route last failed by its own fault;
+	// negative when it has not.
+	SinceFailure time.Duration
+	// InFlight is the number of calls on the route that have not ended.
+	InFlight int
+	// Observed is the number of ended calls that moved the averages.
+	Observed int
+	// Weight is the route's static preference, > 0 (1 unless the layer has
+	// weights); the built-in policies divide their score by it.
+	Weight float64
+}
+
+// Policy scores a candidate: the lower the score, the earlier the candidate
+// is tried. A NaN score ranks as +Inf. A Policy must be pure and fast, never
+// block, and be safe for concurrent use.
+type Policy func(c Candidate) float64
+
+// Score returns p(c), with NaN taken as +Inf.
+func (p Policy) Score(c Candidate) float64 {
+	s := p(c)
+	if s != s {
+		return math.Inf(1)
+	}
+	return s
+}
+
+// Order sorts cands by p's score, lowest first, keeping their order among
+// equal scores, and returns cands. It does not allocate.
+func Order(cands []Candidate, p Policy) []Candidate {
+	slices.SortStableFunc(cands, func(a, b Candidate) int {
+		sa, sb := p.Score(a), p.Score(b)
+		switch {
+		case sa < sb:
+			return -1
+		case sa > sb:
+			return 1
+		}
+		return 0
+	})
+	return cands
+}
+
+// ByCost scores by estimated price, divided by weight: the cheapest route
+// first.
+func ByCost(c Candidate) float64 { return c.EstimatedCost / c.Weight }
+
+// ByLatency scores by latency in seconds, divided by weight: the fastest
+// route first, unmeasured routes (Latency 0) before all, so each is measured.
+func ByLatency(c Candidate) float64 { return c.Latency.Seconds() / c.Weight }
+
+// HealthMemory is how long [ByHealth] holds a failure against a route.
+const HealthMemory = time.Minute
+
+// ByHealth scores by how recent the route's last failure is, from 1 (just
+// now) down to 0 (none within [HealthMemory]), plus a tenth per call in
+// flight (toward idle routes on a tie), divided by weight. A route that
+// failed is thus avoided for a minute, even while its breaker stays closed,
+// and then gets its place back.
+func ByHealth(c Candidate) float64 {
+	recent := 0.0
+	if c.SinceFailure >= 0 && c.SinceFailure < HealthMemory {
+		recent = 1 - c.SinceFailure.Seconds()/HealthMemory.Seconds()
+	}
+	return (recent + 0.1*float64(c.InFlight)) / c.Weight
+}
+
+// Weighted is a [Policy] that adds its terms, each a coefficient times a
+// Candidate field, and divides the sum by the candidate's weight. A zero
+// coefficient drops its term; the zero Weighted scores every route 0, so the
+// configured order wins.
+type Weighted struct {
+	Cost      float64 // per price unit of EstimatedCost
+	Latency   float64 // per second of Latency
+	TTFT      float64 // per second of TTFT
+	ErrorRate float64 // per unit of ErrorRate (0..1)
+	InFlight  float64 // per call in flight
+}
+
+// Score returns the weighted sum described on [Weighted]; w.Score is a Policy.
+func (w Weighted) Score(c Candidate) float64 {
+	s := w.Cost*c.EstimatedCost + w.Latency*c.Latency.Seconds() + w.TTFT*c.TTFT.Seconds() +
+		w.ErrorRate*c.ErrorRate + w.InFlight*float64(c.InFlight)
+	return s / c.Weight
+}
