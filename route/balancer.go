@@ -194,8 +194,10 @@ func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
 
 // Generate picks a replica, calls it (with the replica's Route.ModelName, see
 // [portico.Route.RequestFor]) and reports the outcome to the strategy. The
-// Response's Route names the replica. Errors: the replica's error unchanged
-// (an InvalidResponse one if it returned neither answer nor error), or Pick's
+// answer is stamped with [portico.Route.Stamp]: Route names the replica, Cost
+// is an inner layer's Cost or else the replica's price of the usage. Errors:
+// the replica's error unchanged, one matching [portico.ErrNilResponse]
+// (InvalidResponse) when it returned neither answer nor error, or Pick's
 // error. A panic in the replica's Model ends the call's in-flight count and
 // goes on up. A Balancer does not retry on another replica:
 // put a retry or fallback layer around it.
@@ -205,12 +207,11 @@ func (b *Balancer) Generate(ctx context.Context, req *portico.Request) (*portico
 		return nil, err
 	}
 	r := b.replicas[pr.Index]
-	resp, d := guardedCall(ctx, r.Route.Model, r.Route.RequestFor(req), pr.Done)
+	resp, d := guardedCall(ctx, &r.Route, req, pr.Done)
 	if d.Err != nil {
 		return nil, d.Err
 	}
-	resp.Route = r.Route.Name
-	return resp, nil
+	return r.Route.Stamp(resp, nil, 0), nil
 }
 
 // noReplica is the error of a picker that finds no available replica.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/rank"
 )
 
 // benchPick measures Balancer.Pick plus Done over 8 replicas.
@@ -70,7 +71,7 @@ func BenchmarkHashPrompt16KB(b *testing.B) {
 }
 
 func BenchmarkRouterPick(b *testing.B) {
-	r, _ := NewRouter(RouterConfig{Routes: threeRoutes(&switchHealth{}), Policy: Weighted{Cost: 1, Latency: 1, ErrorRate: 1}.Score})
+	r, _ := NewRouter(RouterConfig{Routes: threeRoutes(&switchHealth{}), Policy: rank.Weighted{Cost: 1, Latency: 1, ErrorRate: 1}.Score})
 	info := PickInfo{Request: userReq("hello"), InputTokens: 10}
 	b.ReportAllocs()
 	start := cpuTime()

@@ -148,21 +148,17 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		return nil, errNilRequest
 	}
 	n := c.est.EstimateInputTokens(req)
+	var hold *held // with OnChunk: the current step's chunks, held back until accepted
 	buffered := req
-	var chunks []string // the current step's chunks, held back until accepted
 	if req.OnChunk != nil {
-		buffered = req.Clone()
-		buffered.OnChunk = func(ch portico.Chunk) error {
-			chunks = append(chunks, ch.Text)
-			portico.Progress(ctx) // a live stream, for timeouts outside
-			return nil
-		}
+		hold = &held{ctx: ctx}
+		buffered = hold.Watch(req, hold)
 	}
 	var (
 		hops       []portico.Hop
-		cost       float64
-		last       *portico.Response // latest answer, rejected
-		lastName   string
+		billed     float64           // what the steps left cost: rejected answers, billed failures
+		last       *portico.Response // latest answer, rejected (stamped: its Cost is its price)
+		lastRoute  *portico.Route
 		lastHop    int // index in hops of last's "not accepted" hop
 		lastChunks []string
 		lastErr    error
@@ -190,7 +186,9 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			sreq = req
 		}
 		called = true
-		chunks = chunks[:0]
+		if hold != nil {
+			hold.chunks = hold.chunks[:0]
+		}
 		resp, err := rt.Model.Generate(ctx, rt.RequestFor(sreq))
 		if err == nil && resp == nil {
 			err = errNilResponse(rt.Name) // a broken Model: a route fault, try the next step
@@ -202,18 +200,21 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 				// have reached the caller: nothing may be substituted.
 				return nil, err
 			}
+			if u := portico.UsageOf(err); u != nil {
+				billed += rt.Capabilities.Cost(*u) // a failed call that was billed
+			}
 			lastErr = err
 			hops = append(hops, portico.Hop{Route: rt.Name, Reason: class.String(), Err: err})
 			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: class, Reason: class.String()})
 			continue
 		}
-		cost += rt.Capabilities.Cost(resp.Usage)
 		if s.Accept == nil || s.Accept(req, resp) >= s.Threshold ||
 			(final && c.exhausted == NoneAcceptedLast) {
-			return c.finish(req, resp, rt.Name, cost, hops, chunks, live)
+			return c.finish(req, rt.Stamp(resp, hops, billed), hold.held(), live)
 		}
-		last, lastName, lastHop = resp, rt.Name, len(hops)
-		lastChunks = append(lastChunks[:0], chunks...)
+		last, lastRoute, lastHop = rt.Stamp(resp, nil, 0), rt, len(hops)
+		billed += last.Cost // a rejected answer is billed too
+		lastChunks = append(lastChunks[:0], hold.held()...)
 		hops = append(hops, notAccepted(rt.Name))
 		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: portico.InvalidResponse, Reason: reasonNotAccepted})
 	}
@@ -221,7 +222,8 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		// The final step failed or was skipped: the latest (rejected) answer
 		// is the best there is; its own hop goes, the others stay in order.
 		hops = append(hops[:lastHop], hops[lastHop+1:]...)
-		return c.finish(req, last, lastName, cost, hops, lastChunks, false)
+		last.Cost = billed // its own price is in billed already
+		return c.finish(req, lastRoute.Stamp(last, hops, 0), lastChunks, false)
 	}
 	if last != nil {
 		errs := []error{ErrExhausted}
@@ -249,15 +251,10 @@ func notAccepted(name string) portico.Hop {
 		Err: &portico.Error{Class: portico.InvalidResponse, Model: name, Reason: reasonNotAccepted, Err: ErrNotAccepted}}
 }
 
-// finish stamps the routing fields and, for a streaming caller whose answer was
-// buffered, replays the answer's chunks as the step produced them (its Text in
-// one chunk if the step did not stream).
-func (c *Cascade) finish(req *portico.Request, resp *portico.Response, name string, cost float64, hops []portico.Hop, chunks []string, streamed bool) (*portico.Response, error) {
-	resp.Route = name
-	resp.Cost = cost
-	if hops != nil {
-		resp.Hops = append(hops, resp.Hops...)
-	}
+// finish returns resp, stamped, and for a streaming caller whose answer was
+// buffered, first replays the answer's chunks as the step produced them (its
+// Text in one chunk if the step did not stream).
+func (c *Cascade) finish(req *portico.Request, resp *portico.Response, chunks []string, streamed bool) (*portico.Response, error) {
 	if req.OnChunk == nil || streamed {
 		return resp, nil
 	}
@@ -270,4 +267,28 @@ func (c *Cascade) finish(req *portico.Request, resp *portico.Response, name stri
 		}
 	}
 	return resp, nil
+}
+
+// held watches a buffered cascade's steps: it holds each chunk back, keeping
+// its text, and reports it with [portico.Progress] so that a retry layer
+// outside sees a live stream.
+type held struct {
+	portico.StreamWatch
+	ctx    context.Context
+	chunks []string // the current step's
+}
+
+// GateChunk keeps c's text and holds c back.
+func (h *held) GateChunk(c portico.Chunk, _ bool) (bool, error) {
+	h.chunks = append(h.chunks, c.Text)
+	portico.Progress(h.ctx)
+	return false, nil
+}
+
+// held returns the current step's chunks; nil for a nil h.
+func (h *held) held() []string {
+	if h == nil {
+		return nil
+	}
+	return h.chunks
 }

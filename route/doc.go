@@ -21,9 +21,10 @@
 // are distinct; ties go weak). Sweeping the threshold traces the cost–quality
 // curve.
 //
-// [Router] ranks N routes with a [Policy] over a [Candidate]'s estimated cost,
-// latency and TTFT EWMAs, error rate, calls in flight and static weight
-// ([ByCost], [ByLatency], [ByHealth], [Weighted]). [Router.Pick] is a
+// [Router] ranks N routes with a [rank.Policy] over a [rank.Candidate]'s
+// estimated cost, latency and TTFT averages, error rate, last failure, calls
+// in flight and static weight ([rank.ByCost], [rank.ByLatency],
+// [rank.ByHealth], [rank.Weighted]): the vocabulary package fallback shares. [Router.Pick] is a
 // grpc-go-style picker: it never blocks, takes a [PickInfo] and returns a
 // [PickResult] whose Done feeds the outcome back into the statistics.
 //

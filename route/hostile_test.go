@@ -31,12 +31,13 @@ func models(t *testing.T, m portico.Model) map[string]portico.Model {
 }
 
 // A Model that returns (nil, nil) breaks the contract; every routing Model
-// turns it into a classified InvalidResponse error instead of panicking.
+// turns it into a classified InvalidResponse error matching
+// portico.ErrNilResponse instead of panicking.
 func TestNilResponse(t *testing.T) {
 	for name, m := range models(t, nilNil) {
 		resp, err := m.Generate(context.Background(), userReq("x"))
-		if resp != nil || portico.ClassOf(err) != portico.InvalidResponse {
-			t.Errorf("%s over a (nil, nil) Model = %v, %v, want nil and an InvalidResponse error", name, resp, err)
+		if resp != nil || portico.ClassOf(err) != portico.InvalidResponse || !errors.Is(err, portico.ErrNilResponse) {
+			t.Errorf("%s over a (nil, nil) Model = %v, %v, want nil and an InvalidResponse error matching ErrNilResponse", name, resp, err)
 		}
 	}
 	// A cascade moves past such a step to the next one.
@@ -45,7 +46,7 @@ func TestNilResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, err := c.Generate(context.Background(), userReq("x"))
-	if err != nil || resp.Route != "ok" || len(resp.Hops) != 1 || resp.Hops[0].Reason != "invalid_response" {
+	if err != nil || resp.Route != "ok" || len(resp.Hops) != 1 || resp.Hops[0].Reason != "invalid_response" || !errors.Is(resp.Hops[0].Err, portico.ErrNilResponse) {
 		t.Errorf("cascade after a (nil, nil) step = %+v, %v, want route ok with one invalid_response hop", resp, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/rank"
 )
 
 func threeRoutes(h *switchHealth) []portico.Route {
@@ -55,9 +56,9 @@ func TestRouterByCost(t *testing.T) {
 	}
 	// EstimatedCost with MaxOutputTokens: input 5 tokens, output 10.
 	var seen []float64
-	r2, _ := NewRouter(RouterConfig{Routes: threeRoutes(&switchHealth{}), Policy: func(c Candidate) float64 {
+	r2, _ := NewRouter(RouterConfig{Routes: threeRoutes(&switchHealth{}), Policy: func(c rank.Candidate) float64 {
 		seen = append(seen, c.EstimatedCost)
-		return ByCost(c)
+		return rank.ByCost(c)
 	}})
 	req := userReq("x")
 	req.MaxOutputTokens = 10
@@ -101,7 +102,7 @@ func TestRouterFeedback(t *testing.T) {
 		{Name: "a", Model: answer("a", portico.Usage{}, nil)},
 		{Name: "b", Model: answer("b", portico.Usage{}, nil)},
 	}
-	r, _ := NewRouter(RouterConfig{Routes: routes, Policy: ByLatency, Alpha: 0.5})
+	r, _ := NewRouter(RouterConfig{Routes: routes, Policy: rank.ByLatency, Alpha: 0.5})
 	pick := func() int {
 		pr, err := r.Pick(PickInfo{Request: userReq("x")})
 		if err != nil {
@@ -136,7 +137,7 @@ func TestRouterFeedback(t *testing.T) {
 	if s := r.Stats(1); s.ErrorRate != 0.5 || s.Observed != 3 {
 		t.Errorf("Stats(b) error rate, observed = %v, %d, want 0.5, 3", s.ErrorRate, s.Observed)
 	}
-	rh, _ := NewRouter(RouterConfig{Routes: routes, Policy: ByHealth})
+	rh, _ := NewRouter(RouterConfig{Routes: routes, Policy: rank.ByHealth})
 	rh.done[0](DoneInfo{Err: &portico.Error{Class: portico.Transient}})
 	if pr, _ := rh.Pick(PickInfo{Request: userReq("x")}); pr.Index != 1 {
 		t.Errorf("ByHealth pick after a failed = %d, want 1", pr.Index)
@@ -145,12 +146,12 @@ func TestRouterFeedback(t *testing.T) {
 	rw, _ := NewRouter(RouterConfig{Routes: []portico.Route{
 		{Name: "a", Model: routes[0].Model, Capabilities: portico.Capabilities{InputPrice: 2}},
 		{Name: "b", Model: routes[1].Model, Capabilities: portico.Capabilities{InputPrice: 3}},
-	}, Weights: []float64{1, 2}, Policy: Weighted{Cost: 1}.Score})
+	}, Weights: []float64{1, 2}, Policy: rank.Weighted{Cost: 1}.Score})
 	if pr, _ := rw.Pick(PickInfo{Request: userReq("x"), InputTokens: 1}); pr.Index != 1 {
 		t.Errorf("Weighted pick, a 2/1 vs b 3/2 = %d, want 1", pr.Index)
 	}
 	// A policy that scores the first route NaN does not make it win.
-	rn, _ := NewRouter(RouterConfig{Routes: routes, Policy: func(c Candidate) float64 {
+	rn, _ := NewRouter(RouterConfig{Routes: routes, Policy: func(c rank.Candidate) float64 {
 		if c.Index == 0 {
 			return math.NaN()
 		}
@@ -191,7 +192,7 @@ func TestRouterGenerate(t *testing.T) {
 }
 
 func TestRouterConcurrent(t *testing.T) {
-	r, _ := NewRouter(RouterConfig{Routes: threeRoutes(&switchHealth{}), Policy: Weighted{Cost: 1, Latency: 1, ErrorRate: 1, InFlight: 1}.Score})
+	r, _ := NewRouter(RouterConfig{Routes: threeRoutes(&switchHealth{}), Policy: rank.Weighted{Cost: 1, Latency: 1, ErrorRate: 1, InFlight: 1}.Score})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {

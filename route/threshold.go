@@ -81,10 +81,11 @@ func (t *Threshold) Decide(req *portico.Request) ThresholdPick {
 }
 
 // Generate routes req as described on [Threshold] and calls the chosen route.
-// The Response's Route names it, Cost is its Capabilities.Cost of the usage, and
-// Hops holds the preferred route when it was skipped. Errors: the chosen
-// route's error, unchanged (an InvalidResponse one if it returned neither
-// answer nor error); when neither route fits and is available, an
+// The answer is stamped with [portico.Route.Stamp]: Route names the route,
+// Cost is an inner layer's Cost or else the route's price of the usage, and
+// Hops starts with the preferred route when it was skipped. Errors: the
+// chosen route's error, unchanged; one matching [portico.ErrNilResponse]
+// (InvalidResponse) when it returned neither answer nor error; when neither route fits and is available, an
 // [*portico.Error] wrapping [ErrNoRoute] (Class Rejected or Incompatible, see
 // ErrNoRoute); a Permanent one when req is nil.
 func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
@@ -109,12 +110,7 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 			if resp == nil {
 				return nil, errNilResponse(r.Name)
 			}
-			resp.Route = r.Name
-			resp.Cost = r.Capabilities.Cost(resp.Usage)
-			if hops != nil {
-				resp.Hops = append(hops, resp.Hops...)
-			}
-			return resp, nil
+			return r.Stamp(resp, hops, 0), nil
 		}
 		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: r.Name, Class: hopClass(h), Reason: h.Reason})
 		hops = append(hops, h)
