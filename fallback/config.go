@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/rank"
 )
 
 // Independence says how a group's fallbacks must differ from its primary so
 // that they fail independently (seed 000: destinations must fail
 // independently). The primary is the first of Config.Routes, even when it is
 // skipped (an open breaker is exactly when independence matters); with a
-// [Ranker], it is the first candidate the Ranker returns.
+// Config.Policy, it is the first candidate in the Policy's order.
 type Independence uint8
 
 // The independence requirements.
@@ -69,23 +70,22 @@ type Config struct {
 	// its Health to its breaker so the group skips it while open.
 	Routes []portico.Route
 	// Estimator estimates the request's input tokens for the context-window and
-	// cost filters; it runs at most once per request: without a Ranker only
+	// cost filters; it runs at most once per request: without a Policy only
 	// when a route looked at declares a ContextWindow or the Contract a
-	// MaxCost, with a Ranker always (for Ranking.InputTokens and
-	// Candidate.EstimatedCost). Nil means [portico.DefaultEstimator].
+	// MaxCost, with a Policy always (for Candidate.EstimatedCost). Nil means
+	// [portico.DefaultEstimator].
 	Estimator portico.Estimator
 	// Independence requires fallbacks to fail independently of the primary. Zero
 	// means AnyRoute. An empty Provider or Region is unknown and excludes nothing.
 	Independence Independence
-	// Ranker orders the candidates of each request. Nil means the order of
-	// Routes, filtered lazily: a route is looked at only when the ones before it
-	// have failed, so a first-route success costs one filter check (under a
-	// deadline, also the checks that find whether another candidate follows,
-	// which sizes the first one's share). With a
-	// Ranker every route that passes the filter is looked at first, and the
-	// group times each call and notes each failure (16 bytes per route, no
-	// lock) to fill Candidate.Latency and Candidate.SinceFailure.
-	Ranker Ranker
+	// Policy, when non-nil, orders each request's candidates by score,
+	// lowest first ([rank.Order]), over what the group learnt from its calls
+	// to each route (a [rank.Table]: one Start and one Done per call, no
+	// lock). Nil means the order of Routes, filtered lazily: a route is
+	// looked at only when the ones before it have failed, so a first-route
+	// success costs one filter check (under a deadline, also the checks that
+	// find whether another candidate follows, which sizes its share).
+	Policy rank.Policy
 
 	// Share is the fraction of the remaining time a candidate may use when
 	// another candidate could follow it, in (0, 1]. Zero means DefaultShare

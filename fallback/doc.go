@@ -19,10 +19,11 @@
 //   - ranks: in configured order by default, examined lazily so a first-route
 //     success without a deadline costs one filter check and no allocation
 //     (under a deadline, the group also looks for a next candidate to size
-//     the share, and bounds the call with a context); or by a [Ranker],
-//     which never blocks: [ByHealth] (routes that failed in the last minute
-//     last), [ByLatency] (smoothed latency of successes, as RFC 6298's SRTT),
-//     [ByCost] (estimated cost), or one's own over the same Candidate fields;
+//     the share, and bounds the call with a context); or by a
+//     [rank.Policy], the vocabulary package route shares: [rank.ByHealth]
+//     (routes that failed in the last minute last), [rank.ByLatency]
+//     (smoothed latency of successes, as RFC 6298's SRTT), [rank.ByCost]
+//     (estimated cost), or one's own over the same [rank.Candidate] fields;
 //   - tries each candidate in turn, and moves on only when another route can
 //     help: transient and rate-limited failures (after the route's own
 //     retries), rejections (an open breaker, a limiter: the group never

@@ -11,6 +11,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/rank"
 	"go.uber.org/goleak"
 )
 
@@ -519,9 +520,9 @@ func TestNilRequest(t *testing.T) {
 	if a.n() != 0 {
 		t.Errorf("route calls = %d, want 0", a.n())
 	}
-	g = MustNew(Config{Ranker: ByCost, Routes: []portico.Route{route(a, portico.Capabilities{})}})
+	g = MustNew(Config{Policy: rank.ByCost, Routes: []portico.Route{route(a, portico.Capabilities{})}})
 	if _, err := g.Generate(context.Background(), nil); err != portico.ErrNilRequest {
-		t.Errorf("Generate(nil) with a Ranker = %v, want portico.ErrNilRequest", err)
+		t.Errorf("Generate(nil) with a Policy = %v, want portico.ErrNilRequest", err)
 	}
 }
 

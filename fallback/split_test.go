@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/rank"
 )
 
 func TestAllowance(t *testing.T) {
@@ -260,20 +261,13 @@ func TestModelNames(t *testing.T) {
 	}
 }
 
-func TestRanker(t *testing.T) {
+func TestPolicy(t *testing.T) {
 	price := func(p float64) portico.Capabilities { return portico.Capabilities{InputPrice: p} }
 	a, b, c := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", err: perr(portico.Transient)}, &fake{name: "c"}
-	g := MustNew(Config{Ranker: ByCost, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
+	g := MustNew(Config{Policy: rank.ByCost, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
 	resp, err := g.Generate(context.Background(), simple)
 	if err != nil || resp.Route != "c" || !eq(hopsOf(t, resp.Hops), []string{"b:transient:transient"}) || a.n() != 0 {
 		t.Errorf("Generate = %v (%v), a calls %d; want c after b, a untried", resp, err, a.n())
-	}
-	// A ranker that leaves a candidate out: it is not tried.
-	only := func(r Ranking) []Candidate { return r.Candidates[2:] }
-	g = MustNew(Config{Ranker: only, Routes: []portico.Route{route(a, price(3)), route(b, price(1)), route(c, price(2))}})
-	resp, err = g.Generate(context.Background(), simple)
-	if err != nil || resp.Route != "c" || !eq(hopsOf(t, resp.Hops), []string{"a:not ranked:nil", "b:not ranked:nil"}) {
-		t.Errorf("Generate = %v (%v); want c with a and b not ranked", resp, err)
 	}
 }
 

@@ -1,0 +1,358 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/rank"
+)
+
+// request is one request's way through a Group, in the order it happens:
+// run orders the candidates and walks them; skip filters one; try bounds it
+// by its share of the deadline; attempt calls it; judge decides whether to
+// move on, and charge and hop record a route left. The request ends with an
+// answer stamped by [portico.Route.Stamp], or with one of the errors that
+// exhausted.go builds.
+type request struct {
+	g         *Group
+	req       *portico.Request
+	est       int     // estimated input tokens; -1 until first needed
+	learned   int     // least input size routes taught (a context overflow), 0 if none
+	spent     float64 // estimated cost of failed calls that were likely billed
+	billed    float64 // realised cost of failed calls whose error carried Usage
+	hops      []portico.Hop
+	primary   *portico.Route
+	delivered bool // a chunk reached the caller
+	hasDL     bool
+	deadline  time.Time
+	reserve   time.Duration    // kept back before the deadline, when hasDL
+	order     []rank.Candidate // with a Policy; nil means Routes order
+}
+
+// run tries the candidates in order and returns the first answer, or the
+// error of a search that stopped or ran out of routes.
+func (r *request) run(ctx context.Context) (*portico.Response, error) {
+	g := r.g
+	r.deadline, r.hasDL = ctx.Deadline()
+	if r.hasDL {
+		r.reserve = g.cfg.Reserve
+		if g.scaled { // fixed at entry: the point kept back is deadline - reserve
+			r.reserve = scaledReserve(time.Until(r.deadline), g.cfg.Reserve)
+		}
+	}
+	n := len(g.cfg.Routes)
+	if g.cfg.Policy != nil {
+		r.order = r.rank(ctx)
+		n = len(r.order)
+	}
+	for pos := range n {
+		rt, idx := r.candidate(pos)
+		if pos == 0 {
+			r.primary = rt
+		}
+		if reason := r.skip(rt); reason != "" {
+			r.hop(ctx, rt, reason, nil)
+			continue
+		}
+		resp, stop, err := r.try(ctx, rt, idx, pos)
+		if err == nil {
+			return rt.Stamp(resp, r.hops, r.billed), nil
+		}
+		if stop {
+			return nil, err
+		}
+	}
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, r.outOfTime(ctx)
+		}
+		return nil, portico.FromContext(ctx)
+	}
+	return nil, exhausted(r.hops)
+}
+
+// rank builds the candidates that pass the filter now, with what the group
+// learnt about each, in Config.Policy's order. Routes filtered out are
+// recorded as hops.
+func (r *request) rank(ctx context.Context) []rank.Candidate {
+	routes := r.g.cfg.Routes
+	cands := make([]rank.Candidate, 0, len(routes)) // non-nil, even when empty
+	for i := range routes {
+		rt := &routes[i]
+		if reason := r.skip(rt); reason != "" {
+			r.hop(ctx, rt, reason, nil)
+			continue
+		}
+		cd := rank.Candidate{Index: i, Route: rt, EstimatedCost: r.estimate(rt)}
+		r.g.stats.Fill(&cd)
+		cands = append(cands, cd)
+	}
+	return rank.Order(cands, r.g.cfg.Policy)
+}
+
+// candidate returns the route at position pos of the request's order and its
+// index in Config.Routes.
+func (r *request) candidate(pos int) (*portico.Route, int) {
+	if r.order != nil {
+		return r.order[pos].Route, r.order[pos].Index
+	}
+	return &r.g.cfg.Routes[pos], pos
+}
+
+// skip returns why rt is not a candidate now, or "".
+func (r *request) skip(rt *portico.Route) string {
+	in := r.learned
+	if rt.Capabilities.ContextWindow > 0 || (r.req.Contract != nil && r.req.Contract.MaxCost > 0) {
+		in = r.input() // only the window and cost checks use it
+	}
+	if err := rt.Capabilities.Fits(r.req, in); err != nil {
+		var pe *portico.Error
+		if errors.As(err, &pe) {
+			return pe.Reason
+		}
+		return "incompatible"
+	}
+	if !rt.Available() {
+		return reasonUnavailable
+	}
+	if k := r.req.Contract; k != nil && k.MaxCost > 0 && r.spent > 0 && r.spent+r.estimate(rt) > k.MaxCost {
+		return reasonBudget
+	}
+	if p := r.primary; p != nil && p != rt && !independent(r.g.cfg.Independence, &p.Capabilities, &rt.Capabilities) {
+		return reasonIndependent
+	}
+	return ""
+}
+
+// input returns the request's estimated input tokens, raised to what routes
+// taught. The estimator runs once per request, when first needed.
+func (r *request) input() int {
+	if r.est < 0 {
+		r.est = r.g.cfg.Estimator.EstimateInputTokens(r.req)
+	}
+	return max(r.est, r.learned)
+}
+
+// estimate is rt's price for the request before the call, as Fits computes it.
+func (r *request) estimate(rt *portico.Route) float64 {
+	return rt.Capabilities.EstimateCost(r.req, r.input())
+}
+
+// followed reports whether a candidate after position pos could serve the
+// request now, so the one at pos must leave time for it.
+func (r *request) followed(pos int) bool {
+	n := len(r.g.cfg.Routes)
+	if r.order != nil {
+		n = len(r.order)
+	}
+	for p := pos + 1; p < n; p++ {
+		if rt, _ := r.candidate(p); r.skip(rt) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// try calls candidate rt (Config.Routes index idx) at position pos within its
+// share of the deadline. It returns the response, or the error and whether
+// the group must stop (return err as is) rather than move on; when it moves
+// on, the hop is recorded.
+func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
+	if !r.hasDL {
+		return r.attempt(ctx, ctx, rt, idx)
+	}
+	remaining := time.Until(r.deadline)
+	g := r.g
+	d, ok := allowance(remaining, r.reserve, g.cfg.MinAttempt, g.cfg.Share, !r.followed(pos))
+	if !ok {
+		r.hop(ctx, rt, reasonDeadline, nil)
+		return nil, true, r.outOfTime(ctx)
+	}
+	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
+		return r.attempt(ctx, ctx, rt, idx)
+	}
+	// The cause tells the route (its breaker, its adapter) that the group
+	// ended the call for its own share, not the caller: the adapter reports
+	// Ambiguous or Transient, which counts against the route's breaker, where
+	// the caller's Deadline would not.
+	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrShareTimeout)
+	defer cancel()
+	return r.attempt(ctx, cctx, rt, idx)
+}
+
+// ErrShareTimeout is the cause (context.Cause) of a candidate's context when
+// the group ended it because the candidate's share of the deadline ran out
+// (see Config.Share). It matches [portico.ErrLayerTimeout], so the route
+// reports the call as the layer's own timeout ([portico.Ambiguous] once
+// sent, [portico.Transient] before), a fault its breaker counts, rather than
+// the caller's [portico.Deadline], which it ignores.
+var ErrShareTimeout error = portico.NewLayerTimeout("fallback: share timeout")
+
+// attempt calls rt under cctx, a context derived from the request's ctx with
+// rt's allowance, and judges the outcome.
+func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int) (*portico.Response, bool, error) {
+	req := r.req
+	var w *watch // with OnChunk: what reached the caller
+	if req.OnChunk != nil {
+		w = &watch{timed: r.g.stats != nil}
+		req = w.Watch(req, w)
+		if rt.ModelName != "" {
+			req.Model = rt.ModelName
+		}
+	} else {
+		req = rt.RequestFor(req)
+	}
+	stats := r.g.stats
+	var start time.Time
+	if stats != nil {
+		start = time.Now()
+		stats.Start(idx)
+		if w != nil {
+			w.start = start
+		}
+	}
+	resp, err := rt.Model.Generate(cctx, req)
+	if w != nil && w.Delivered() {
+		r.delivered = true
+	}
+	if err == nil && resp == nil { // breaks the Model contract: no answer to return
+		err = portico.ErrNilResponse // shared: the hop names the route
+	}
+	if stats != nil {
+		learnt := err
+		switch {
+		case w != nil && w.CallerFailed():
+			learnt = context.Canceled // the caller's own OnChunk: nothing about the route
+		case portico.ClassOf(err) == portico.Deadline && ctx.Err() == nil:
+			learnt = errOwnDeadline // the route ran out of its own share
+		}
+		var ttft time.Duration
+		if w != nil {
+			ttft = w.ttft
+		}
+		stats.Done(idx, learnt, time.Since(start), ttft)
+	}
+	if err == nil {
+		return resp, false, nil
+	}
+	return r.judge(ctx, cctx, rt, err)
+}
+
+// errOwnDeadline is what the group's statistics learn from a route that
+// returned Deadline while the caller's deadline held: a fault of the route.
+var errOwnDeadline error = &portico.Error{Class: portico.Transient, Reason: "own deadline"}
+
+// watch is a streamed attempt's [portico.StreamWatch]; timed, it also notes
+// the time to the first chunk for the group's statistics.
+type watch struct {
+	portico.StreamWatch
+	timed bool
+	start time.Time
+	ttft  time.Duration
+}
+
+// GateChunk passes every chunk on.
+func (w *watch) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
+	if w.timed && !delivered {
+		w.ttft = max(time.Since(w.start), 1)
+	}
+	return true, nil
+}
+
+// judge decides what the failure err of rt means for the request: stop with
+// an error (true), or move on (false) after recording the hop.
+func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, err error) (*portico.Response, bool, error) {
+	if r.delivered || ctx.Err() != nil {
+		if ctx.Err() != nil && !r.delivered && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			r.hop(ctx, rt, portico.ClassOf(err).String(), err)
+			return nil, true, r.outOfTime(ctx)
+		}
+		return nil, true, stopped(r.hops, rt, err)
+	}
+	class := portico.ClassOf(err)
+	reason := class.String()
+	if cctx.Err() != nil && errors.Is(context.Cause(cctx), ErrShareTimeout) {
+		// The candidate's own share ran out, the caller's deadline has not:
+		// move on whatever class the route reports (Ambiguous once sent, even
+		// for a request that is not idempotent: the split exists to reach the
+		// fallback after a stalled primary).
+		r.charge(rt, class, err)
+		r.hop(ctx, rt, "timeout", err)
+		return nil, false, err
+	}
+	switch class {
+	case portico.Transient, portico.RateLimited, portico.Rejected, portico.InvalidResponse:
+	case portico.Incompatible:
+		if w := rt.Capabilities.ContextWindow; w > 0 && overflow(err) {
+			reason = "context window"
+			// The input needs more than this window: routes no larger are skipped.
+			r.learned = max(r.learned, w-r.req.MaxOutputTokens+1)
+		}
+	case portico.Ambiguous:
+		if !r.req.Idempotent {
+			return nil, true, stopped(r.hops, rt, err)
+		}
+	case portico.Deadline:
+		reason = "timeout" // its own share ran out; the caller's deadline has not
+	default: // Permanent, Canceled, and anything else
+		return nil, true, stopped(r.hops, rt, err)
+	}
+	r.charge(rt, class, err)
+	r.hop(ctx, rt, reason, err)
+	return nil, false, err
+}
+
+// overflow reports whether err says the input was too long for the route's
+// context window: Code "context_length_exceeded" (OpenAI's) or Reason
+// "context window" (the Reason of [portico.Capabilities.Fits]).
+func overflow(err error) bool {
+	var pe *portico.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.Code == "context_length_exceeded" || pe.Reason == "context window"
+}
+
+// charge accounts for the failed call to rt the group is leaving: the cost of
+// the usage its error says was billed goes to the answer's Cost (r.billed)
+// and to the contract's budget (r.spent); without such usage, an
+// InvalidResponse or Ambiguous failure, likely billed, counts at its
+// estimate against the budget only.
+func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
+	if u := portico.UsageOf(err); u != nil {
+		cost := rt.Capabilities.Cost(*u)
+		r.billed += cost
+		r.spent += cost
+		return
+	}
+	if class == portico.InvalidResponse || class == portico.Ambiguous {
+		r.spent += r.estimate(rt)
+	}
+}
+
+// hop records that the request left rt for reason, with err (nil when skipped).
+func (r *request) hop(ctx context.Context, rt *portico.Route, reason string, err error) {
+	h := portico.Hop{Route: rt.Name, Reason: reason, Err: err}
+	r.hops = append(r.hops, h)
+	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: reason})
+	if l := r.g.cfg.Logger; l != nil {
+		l.InfoContext(ctx, "fallback left route", "route", rt.Name, "reason", reason, "class", hopClass(h).String())
+	}
+}
+
+// outOfTime is the error of a search stopped because the time ran out: an
+// exhausted error of class Deadline when routes were left, else the context's.
+func (r *request) outOfTime(ctx context.Context) error {
+	if err := portico.FromContext(ctx); err != nil && len(r.hops) == 0 {
+		return err
+	}
+	err := exhausted(r.hops)
+	var pe *portico.Error
+	if errors.As(err, &pe) && pe.Class != portico.Ambiguous {
+		pe.Class = portico.Deadline
+		pe.RetryAfter = 0
+	}
+	return err
+}
