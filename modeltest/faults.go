@@ -239,23 +239,32 @@ func (m *faultModel) timeout(ctx context.Context, req *portico.Request) (*portic
 
 func (m *faultModel) stall(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req.OnChunk != nil {
-		r := req.Clone()
-		left := m.f.cfg.StallAfter
-		r.OnChunk = func(c portico.Chunk) error {
-			if left == 0 {
-				<-ctx.Done()
-				return portico.FromContext(ctx)
-			}
-			left--
-			return req.OnChunk(c)
-		}
-		_, err := m.next.Generate(ctx, r)
+		s := &stalling{ctx: ctx, left: m.f.cfg.StallAfter}
+		_, err := m.next.Generate(ctx, s.Watch(req, s))
 		if err != nil && ctx.Err() == nil {
 			return nil, err
 		}
 	}
 	<-ctx.Done()
 	return nil, portico.FromContext(ctx)
+}
+
+// stalling passes StallAfter chunks on, then blocks the next one until ctx
+// is done.
+type stalling struct {
+	portico.StreamWatch
+	ctx  context.Context
+	left int
+}
+
+// GateChunk passes a chunk while any are left, then stalls.
+func (s *stalling) GateChunk(portico.Chunk, bool) (bool, error) {
+	if s.left == 0 {
+		<-s.ctx.Done()
+		return false, portico.FromContext(s.ctx)
+	}
+	s.left--
+	return true, nil
 }
 
 // corrupt answers with a copy of the inner Model's Response made invalid (k

@@ -27,20 +27,19 @@ const (
 // reported with [portico.Progress] counts for the watchdog like a chunk, but is
 // not delivered: the attempt may still be retried.
 type stream struct {
-	r         *Retrier
-	outer     context.Context // the caller's, for the first-chunk event
-	start     time.Time       // when the layer received the call
-	cancel    context.CancelCauseFunc
-	caller    func(portico.Chunk) error
-	state     atomic.Int32
-	last      atomic.Int64 // time of the last chunk, Unix ns
-	delivered atomic.Bool
-	timer     *time.Timer // nil without FirstChunkTimeout and ChunkGapTimeout
+	portico.StreamWatch // what reached the caller; the stream is its gate
+	r                   *Retrier
+	outer               context.Context // the caller's, for the first-chunk event
+	start               time.Time       // when the layer received the call
+	cancel              context.CancelCauseFunc
+	state               atomic.Int32
+	last                atomic.Int64 // time of the last chunk, Unix ns
+	timer               *time.Timer  // nil without FirstChunkTimeout and ChunkGapTimeout
 }
 
 // streamAttempt makes one attempt of a streaming request.
 func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next portico.Model, start time.Time) (*portico.Response, bool, error) {
-	s := &stream{r: r, outer: ctx, start: start, caller: req.OnChunk}
+	s := &stream{r: r, outer: ctx, start: start}
 	actx := ctx
 	if r.attemptTimeout > 0 {
 		var stop context.CancelFunc
@@ -58,11 +57,9 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 		defer s.timer.Stop()
 		actx = portico.ContextWithProgress(actx, s.progress)
 	}
-	sreq := req.Clone()
-	sreq.OnChunk = s.onChunk
-	resp, err := next.Generate(actx, sreq)
+	resp, err := next.Generate(actx, s.Watch(req, s))
 	st := s.state.Swap(finished)
-	delivered := s.delivered.Load()
+	delivered := s.Delivered()
 	if ctx.Err() == nil {
 		switch {
 		case st == abandoned:
@@ -76,17 +73,18 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 	return resp, delivered, err
 }
 
-// onChunk is the OnChunk the inner model sees. A chunk that arrives after the
-// watchdog gave up is refused with the timeout's sentinel and never reaches the
-// caller; otherwise it is marked delivered and passed on.
-func (s *stream) onChunk(c portico.Chunk) error {
+// GateChunk runs before each chunk goes on to the caller. A chunk that
+// arrives after the watchdog gave up is refused with the timeout's sentinel
+// and never reaches the caller; otherwise it passes, the first one reported
+// as an EventFirstChunk.
+func (s *stream) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	if err := s.tick(); err != nil {
-		return err
+		return false, err
 	}
-	if !s.delivered.Load() && s.delivered.CompareAndSwap(false, true) {
+	if !delivered {
 		portico.Observe(s.outer, portico.Event{Kind: portico.EventFirstChunk, Delay: time.Since(s.start)})
 	}
-	return s.caller(c)
+	return true, nil
 }
 
 // progress is the function installed with [portico.ContextWithProgress]: an

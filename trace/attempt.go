@@ -47,13 +47,27 @@ func (t *Tracer) WrapAttempt(next portico.Model) portico.Model {
 	})
 }
 
-// attemptState is one attempt's recording state.
+// attemptState is one attempt's recording state; when the attempt streams,
+// its watch's gate notes the first chunk.
 type attemptState struct {
+	portico.StreamWatch
+	span   trace.Span
 	start  time.Time
 	ttft   time.Duration
-	first  bool
 	attrs  [12]attribute.KeyValue
 	attmpt portico.Attempt
+}
+
+// GateChunk passes every chunk on, and adds the first-chunk event to the
+// attempt's span when the first one passes.
+func (a *attemptState) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
+	if !delivered {
+		now := time.Now()
+		a.ttft = now.Sub(a.start)
+		a.span.AddEvent(EventNameFirstChunk, trace.WithTimestamp(now),
+			trace.WithAttributes(KeyTTFTProvider.Float64(a.ttft.Seconds())))
+	}
+	return true, nil
 }
 
 func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico.Model) (*portico.Response, error) {
@@ -72,7 +86,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		span.End()
 		return resp, err
 	}
-	a := &attemptState{start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
+	a := &attemptState{span: span, start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
 	if c != nil {
 		c.noteAttempt(a.start)
 	}
@@ -105,20 +119,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 			buf = append(buf, KeyOperationID.String(id))
 		}
 		span.SetAttributes(buf...)
-		if req.OnChunk != nil {
-			r = req.Clone()
-			user := req.OnChunk
-			r.OnChunk = func(ch portico.Chunk) error {
-				if !a.first {
-					a.first = true
-					now := time.Now()
-					a.ttft = now.Sub(a.start)
-					span.AddEvent(EventNameFirstChunk, trace.WithTimestamp(now),
-						trace.WithAttributes(KeyTTFTProvider.Float64(a.ttft.Seconds())))
-				}
-				return user(ch)
-			}
-		}
+		r = a.Watch(req, a)
 	}
 	resp, err := next.Generate(ctx, r)
 	var end time.Time

@@ -58,8 +58,8 @@ type call struct {
 	logging   bool
 	finished  bool // finish ended the span
 
-	firstChunk   atomic.Bool
-	attemptCount atomic.Int32
+	portico.StreamWatch // notes the first chunk; the call is its gate
+	attemptCount        atomic.Int32
 
 	mu             sync.Mutex
 	ttft           time.Duration
@@ -115,12 +115,7 @@ func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portic
 	if recording {
 		t.startAttrs(span, c.attrs[:0], req, true)
 	}
-	r := req
-	if req.OnChunk != nil {
-		r = req.Clone()
-		r.OnChunk = c.wrapChunk(req.OnChunk)
-	}
-	resp, err := next.Generate(c, r)
+	resp, err := next.Generate(c, c.Watch(req, c))
 	c.finish(resp, err)
 	return resp, err
 }
@@ -173,14 +168,12 @@ func (t *Tracer) startAttrs(span trace.Span, buf []attribute.KeyValue, req *port
 	return buf
 }
 
-// wrapChunk returns an OnChunk that notes the first chunk, then calls user.
-func (c *call) wrapChunk(user func(portico.Chunk) error) func(portico.Chunk) error {
-	return func(ch portico.Chunk) error {
-		if !c.firstChunk.Load() && c.firstChunk.CompareAndSwap(false, true) {
-			c.onFirstChunk(time.Now())
-		}
-		return user(ch)
+// GateChunk passes every chunk on, noting when the first one passes.
+func (c *call) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
+	if !delivered {
+		c.onFirstChunk(time.Now())
 	}
+	return true, nil
 }
 
 func (c *call) onFirstChunk(now time.Time) {

@@ -49,13 +49,8 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	call := req
 	buffered := req.OnChunk != nil && !v.cfg.PassThroughChunks && (req.Schema != nil || v.decode)
 	if buffered {
-		call = req.Clone()
-		// Hold each chunk back, but tell the layers outside (a retry's
-		// first-chunk and gap timeouts) that the stream is alive.
-		call.OnChunk = func(portico.Chunk) error {
-			portico.Progress(ctx)
-			return nil
-		}
+		h := &held{ctx: ctx}
+		call = h.Watch(req, h)
 	}
 	resp, err := m.next.Generate(ctx, call)
 	if err != nil {
@@ -81,4 +76,18 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		}
 	}
 	return resp, nil
+}
+
+// held watches a buffered call: it holds each chunk back, but tells the
+// layers outside (a retry's first-chunk and gap timeouts) that the stream is
+// alive.
+type held struct {
+	portico.StreamWatch
+	ctx context.Context
+}
+
+// GateChunk reports progress and holds the chunk back.
+func (h *held) GateChunk(portico.Chunk, bool) (bool, error) {
+	portico.Progress(h.ctx)
+	return false, nil
 }
