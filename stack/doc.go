@@ -4,25 +4,53 @@
 // outermost first:
 //
 //	trace.Wrap                 (Config.Tracer)         one span per request
+//	user middleware            (Config.Middleware)     a cache, a logger
 //	end-to-end deadline        (Config.Deadline, Contract.Deadline)
 //	ratelimit, per client      (Config.ClientLimits)   who gets in, how much
 //	fallback.Group             (more than one route)   which route, in order
 //	  per route:
+//	  user middleware          (Route.Middleware)      a per-route cache or logger
 //	  ratelimit, per model     (Route.Limits)          provider feedback lands here
 //	  breaker                  (Route.Breaker)         one outcome per call
 //	  retry                    (Route.Retry)           the one layer that retries
-//	  trace.WrapAttempt        (Config.Tracer)         one span per attempt
+//	  trace.WrapAttempt        (Route.Trace)           one span per attempt
 //	  validate                 (Route.Validate)        HTTP 200 is not success
+//	  user middleware          (Route.ModelMiddleware) around the provider alone
 //	  Route.Model              usually a provider adapter, SDK retries off
 //
-// Why this order: the deadline is set once, at entry (seed 003: record an
-// absolute deadline at entry), outside the client limiter, so a wait for
-// admission (ratelimit.Wait) is part of the budget and the limiter refuses at
-// once a wait that cannot end before it; the client limit comes before any
-// other work so a client in an error loop is refused cheaply; the deadline is
-// outside fallback, so the fallback splits one budget between its candidates; the breaker sits
-// outside retry so it sees one outcome per call, not one per attempt; validate
-// sits inside retry (and inside the attempt span) so an invalid answer is one
-// failed attempt, which fallback then moves away from; the per-model limiter is
-// per route because a provider's limits are per model and account.
+// Why this order: the deadline is set once, at entry (record an absolute
+// deadline at entry and propagate it, as the Google SRE book's "Handling
+// Overload" chapter advises), outside the client limiter, so a wait for
+// admission (ratelimit.Wait) is part of the budget and the limiter refuses
+// at once a wait that cannot end before it; the client limit comes before
+// any other work so a client in an error loop is refused cheaply; the
+// deadline is outside fallback, so the fallback splits one budget between
+// its candidates; the breaker sits outside retry so it sees one outcome per
+// call, not one per attempt; validate sits inside retry (and inside the
+// attempt span) so an invalid answer is one failed attempt, which fallback
+// then moves away from; the per-model limiter is per route because a
+// provider's limits are per model and account.
+//
+// # The user's own layers
+//
+// The three Middleware fields put the user's layers where each kind
+// belongs. Config.Middleware wraps the whole stack inside the request span,
+// so its work is traced, and outside the deadline and limits, so a cache
+// hit spends neither and a layer may still set the request's
+// Contract.Deadline. Route.Middleware wraps one route outside its limiter
+// and breaker: it sees each call the group places on the route once, before
+// anything is spent, and its failures move the group on without tripping
+// the breaker. Route.ModelMiddleware wraps the provider alone, inside
+// validate and retry: it sees every attempt, and what it returns is
+// validated, retried and counted like the provider's own answer.
+//
+// # What it built, and traces per route
+//
+// A [Stack] gives access to the layers it built: [Stack.ClientLimiter] and
+// [Stack.Limiter] (Keys, SetLimit on the live limiters), [Stack.Breaker],
+// [Stack.Retrier]. With Config.Tracer, each route's attempt layer is the
+// Tracer's [trace.Tracer.ForRoute] for Route.Trace, so attempt spans carry
+// their route (portico.route) and provider, and a request answered by the
+// fallback carries the fallback's gen_ai.provider.name, server.address and
+// model on its span, not the primary's.
 package stack

@@ -41,6 +41,24 @@ type Route struct {
 	Validate validate.Config
 	// SkipBreaker, SkipRetry and SkipValidate leave the layer out.
 	SkipBreaker, SkipRetry, SkipValidate bool
+	// Trace is the route's own tracing (with Config.Tracer; see
+	// [trace.Tracer.ForRoute]): its attempt spans, and the request span when
+	// it answers, carry these names. Empty fields mean the route's own:
+	// Name, Capabilities.Provider (set Trace.Provider when the conventions'
+	// name differs, "azure.ai.openai" say), ModelName, and Capabilities as
+	// Pricing; then Config.Tracer's.
+	Trace trace.Route
+	// Middleware wraps the route outermost, first outermost, outside its
+	// per-model limiter and breaker: it sees each call the group places on
+	// the route, once, before anything is spent on it (a per-route cache or
+	// logger). Its errors follow the group's move-on rules but never count
+	// against the breaker, which sees only what is inside it.
+	Middleware []portico.Middleware
+	// ModelMiddleware wraps Route.Model alone, first outermost, inside
+	// validate: it sees every attempt's raw call and answer (a recorder, a
+	// fault injector, a header-adding wrapper). What it returns is
+	// validated, retried and counted by the breaker like the provider's own.
+	ModelMiddleware []portico.Middleware
 }
 
 // Config configures a stack. Routes is required; every other zero field means
@@ -76,20 +94,36 @@ type Config struct {
 	// Fallback configures the group used with several routes; its Routes field
 	// is ignored (the stack fills it).
 	Fallback fallback.Config
-	// Tracer, when non-nil, traces the stack: its Wrap outermost and its
-	// WrapAttempt inside each route's retry layer.
+	// Tracer, when non-nil, traces the stack: its Wrap outermost and, for
+	// each route, the WrapAttempt of Tracer.ForRoute(the route's Trace)
+	// inside the route's retry layer.
 	Tracer *trace.Tracer
+	// Middleware wraps the whole stack, first outermost, inside the
+	// request span and outside the end-to-end deadline: its work shows in
+	// the request's trace, and it may answer without spending any of the
+	// deadline or limits (a cache), or set what the layers below read (a
+	// Contract.Deadline).
+	Middleware []portico.Middleware
 }
 
 // DefaultDeadline is the end-to-end deadline of a stack whose Config.Deadline
 // is zero: generous for a long generation, yet finite.
 const DefaultDeadline = 2 * time.Minute
 
-// Stack is a built stack: a [portico.Model], safe for concurrent use, whose
-// routes' breakers can be inspected.
+// Stack is a built stack: a [portico.Model], safe for concurrent use, that
+// gives access to the layers it built (limiters, breakers, retriers), whose
+// methods are safe to call at any time.
 type Stack struct {
-	model    portico.Model
-	breakers map[string]*breaker.Breaker
+	model  portico.Model
+	client *ratelimit.Limiter
+	routes map[string]*built
+}
+
+// built is what the stack built for one route; nil for a layer left out.
+type built struct {
+	limiter *ratelimit.Limiter
+	breaker *breaker.Breaker
+	retrier *retry.Retrier
 }
 
 // Generate sends req through the stack; see the package documentation for the
@@ -104,10 +138,36 @@ func (s *Stack) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	return s.model.Generate(ctx, req)
 }
 
+// ClientLimiter returns the per-client limiter (Config.ClientLimits), or nil
+// when there is none; its Keys and SetLimit work on the live stack.
+func (s *Stack) ClientLimiter() *ratelimit.Limiter { return s.client }
+
+// Limiter returns the per-model limiter of the named route (Route.Limits), or
+// nil when it has none or no route has that name.
+func (s *Stack) Limiter(route string) *ratelimit.Limiter {
+	if b := s.routes[route]; b != nil {
+		return b.limiter
+	}
+	return nil
+}
+
 // Breaker returns the breaker of the named route, or nil when the route has
-// none (SkipBreaker) or no route has that name. Its State and Available are safe
-// to call at any time.
-func (s *Stack) Breaker(route string) *breaker.Breaker { return s.breakers[route] }
+// none (SkipBreaker) or no route has that name.
+func (s *Stack) Breaker(route string) *breaker.Breaker {
+	if b := s.routes[route]; b != nil {
+		return b.breaker
+	}
+	return nil
+}
+
+// Retrier returns the retry layer of the named route, or nil when the route
+// has none (SkipRetry) or no route has that name.
+func (s *Stack) Retrier(route string) *retry.Retrier {
+	if b := s.routes[route]; b != nil {
+		return b.retrier
+	}
+	return nil
+}
 
 // New builds the stack cfg describes. It fails, with an error starting
 // "stack:", when there is no route, a route has no Model or no Name, two
@@ -117,21 +177,21 @@ func New(cfg Config) (*Stack, error) {
 	if len(cfg.Routes) == 0 {
 		return nil, errors.New("stack: no routes")
 	}
-	s := &Stack{breakers: make(map[string]*breaker.Breaker, len(cfg.Routes))}
+	s := &Stack{routes: make(map[string]*built, len(cfg.Routes))}
 	routes := make([]portico.Route, 0, len(cfg.Routes))
 	for i := range cfg.Routes {
 		rc := &cfg.Routes[i]
 		if rc.Model == nil || rc.Name == "" {
 			return nil, fmt.Errorf("stack: route %d needs a Name and a Model", i)
 		}
-		if _, dup := s.breakers[rc.Name]; dup {
+		if _, dup := s.routes[rc.Name]; dup {
 			return nil, fmt.Errorf("stack: two routes named %q", rc.Name)
 		}
-		r, brk, err := buildRoute(rc, cfg.Tracer)
+		r, b, err := buildRoute(rc, cfg.Tracer)
 		if err != nil {
 			return nil, fmt.Errorf("stack: route %q: %w", rc.Name, err)
 		}
-		s.breakers[rc.Name] = brk
+		s.routes[rc.Name] = b
 		routes = append(routes, r)
 	}
 
@@ -140,17 +200,15 @@ func New(cfg Config) (*Stack, error) {
 		r := routes[0]
 		inner = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
-			if err == nil {
-				// As the fallback group does with several routes, so that
-				// one route and two price the same answer the same.
-				if resp.Route == "" {
-					resp.Route = r.Name
-				}
-				if resp.Cost == 0 {
-					resp.Cost = r.Capabilities.Cost(resp.Usage)
-				}
+			switch {
+			case err != nil:
+				return nil, err
+			case resp == nil:
+				return nil, portico.ErrNilResponse
 			}
-			return resp, err
+			// As the fallback group does with several routes, so that one
+			// route and two stamp the same answer the same.
+			return r.Stamp(resp, nil, 0), nil
 		})
 	} else {
 		fc := cfg.Fallback
@@ -166,6 +224,7 @@ func New(cfg Config) (*Stack, error) {
 	if cfg.Tracer != nil {
 		mws = append(mws, cfg.Tracer.Wrap)
 	}
+	mws = append(mws, cfg.Middleware...)
 	d := cfg.Deadline
 	switch {
 	case d == 0:
@@ -188,6 +247,7 @@ func New(cfg Config) (*Stack, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stack: client limits: %w", err)
 		}
+		s.client = l
 		mws = append(mws, l.Wrap)
 	}
 	s.model = portico.Chain(inner, mws...)
@@ -195,9 +255,10 @@ func New(cfg Config) (*Stack, error) {
 }
 
 // buildRoute wraps rc.Model in the route's layers and returns the route as the
-// stack's fallback group sees it, with its breaker as Health.
-func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *breaker.Breaker, error) {
-	var mws []portico.Middleware
+// stack's fallback group sees it, with its breaker as Health, and what it built.
+func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
+	b := &built{}
+	mws := append([]portico.Middleware(nil), rc.Middleware...)
 	if rc.Limits != (ratelimit.Limits{}) {
 		l, err := ratelimit.New(ratelimit.Config{
 			Limits:           rc.Limits,
@@ -207,33 +268,33 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *breaker.Breaker, e
 		if err != nil {
 			return portico.Route{}, nil, err
 		}
+		b.limiter = l
 		mws = append(mws, l.Wrap)
 	}
-	var brk *breaker.Breaker
 	if !rc.SkipBreaker {
 		bc := rc.Breaker
 		if bc.Name == "" {
 			bc.Name = rc.Name
 		}
 		var err error
-		if brk, err = breaker.New(bc); err != nil {
+		if b.breaker, err = breaker.New(bc); err != nil {
 			return portico.Route{}, nil, err
 		}
-		mws = append(mws, brk.Wrap)
+		mws = append(mws, b.breaker.Wrap)
 	}
 	if !rc.SkipRetry {
 		rcfg := rc.Retry
 		if rcfg.Destination == "" {
 			rcfg.Destination = rc.Name // budgets and retry events per route, not per model name
 		}
-		r, err := retry.New(rcfg)
-		if err != nil {
+		var err error
+		if b.retrier, err = retry.New(rcfg); err != nil {
 			return portico.Route{}, nil, err
 		}
-		mws = append(mws, r.Wrap)
+		mws = append(mws, b.retrier.Wrap)
 	}
 	if tr != nil {
-		mws = append(mws, tr.WrapAttempt)
+		mws = append(mws, tr.ForRoute(routeTrace(rc)).WrapAttempt)
 	}
 	if !rc.SkipValidate {
 		v, err := validate.New(rc.Validate)
@@ -242,13 +303,33 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *breaker.Breaker, e
 		}
 		mws = append(mws, v.Wrap)
 	}
+	mws = append(mws, rc.ModelMiddleware...)
 	r := rc.Route
 	r.Model = portico.Chain(rc.Model, mws...)
 	r.Health = nil
-	if brk != nil {
-		r.Health = brk
+	if b.breaker != nil {
+		r.Health = b.breaker
 	}
-	return r, brk, nil
+	return r, b, nil
+}
+
+// routeTrace is rc.Trace with its empty fields set from the route.
+func routeTrace(rc *Route) trace.Route {
+	t := rc.Trace
+	if t.Name == "" {
+		t.Name = rc.Name
+	}
+	if t.Provider == "" {
+		t.Provider = rc.Capabilities.Provider
+	}
+	if t.Model == "" {
+		t.Model = rc.ModelName
+	}
+	if t.Pricing == nil {
+		caps := rc.Capabilities
+		t.Pricing = &caps
+	}
+	return t
 }
 
 // defaultMaxTokens is v, or when v is zero 1024 capped at half the token

@@ -74,13 +74,17 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	if req == nil { // a caller's bug: let the inner layers classify it, untraced
 		return next.Generate(ctx, req)
 	}
-	ctx, span := t.start(ctx, req.Model, true)
+	model := req.Model
+	if model == "" {
+		model = t.model // the route's, from ForRoute
+	}
+	ctx, span := t.start(ctx, model, true)
 	recording := span.IsRecording()
 	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
 	c := callFrom(ctx)
 	if !recording && !logging {
 		if c != nil { // the request layer counts attempts for its metrics
-			c.noteAttempt(time.Now())
+			c.noteAttempt(time.Now(), t, model)
 		}
 		resp, err := next.Generate(ctx, req)
 		span.End()
@@ -88,7 +92,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	}
 	a := &attemptState{span: span, start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
 	if c != nil {
-		c.noteAttempt(a.start)
+		c.noteAttempt(a.start, t, model)
 	}
 	ended := false
 	defer func() {
@@ -106,8 +110,14 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		if a.attmpt.Index > 0 {
 			buf = append(buf, KeyHTTPResendCount.Int(a.attmpt.Index))
 		}
-		if req.Model != "" {
-			buf = append(buf, KeyAttemptModel.String(req.Model))
+		if model != "" {
+			buf = append(buf, KeyAttemptModel.String(model))
+		}
+		if t.route != "" {
+			buf = append(buf, KeyRoute.String(t.route))
+		}
+		if t.cfg.Provider != "" {
+			buf = append(buf, KeyAttemptProvider.String(t.cfg.Provider))
 		}
 		if t.cfg.ServerAddress != "" {
 			buf = append(buf, KeyServerAddress.String(t.cfg.ServerAddress))
@@ -146,7 +156,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	}
 	ended = true
 	if logging {
-		t.logAttempt(ctx, req, a.attmpt, resp, err, class, end.Sub(a.start))
+		t.logAttempt(ctx, req, model, a.attmpt, resp, err, class, end.Sub(a.start))
 	}
 	return resp, err
 }

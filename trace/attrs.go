@@ -32,7 +32,8 @@ const (
 	KeyHTTPStatusCode     = attribute.Key("http.response.status_code") // attempt spans: a failure's portico.Error.Status, when non-zero
 	KeyAttemptIndex       = attribute.Key("portico.attempt.index")
 	KeyAttemptID          = attribute.Key("portico.attempt.id")
-	KeyAttemptModel       = attribute.Key("portico.attempt.model") // the model an attempt asked for (Request.Model there)
+	KeyAttemptModel       = attribute.Key("portico.attempt.model")    // the model an attempt asked for (Request.Model there, else the route's)
+	KeyAttemptProvider    = attribute.Key("portico.attempt.provider") // the attempt's route's provider (gen_ai.provider.name's value)
 	// The attempt's own token usage and cost: what the provider reported for
 	// this attempt, the answer's Usage or, for a failed attempt, its
 	// portico.Error.Usage (e.g. a rejected answer that was billed). Never the

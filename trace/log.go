@@ -31,12 +31,12 @@ func status(err error) int {
 }
 
 // commonAttrs are the fields both records share (seed 003's list).
-func (t *Tracer) commonAttrs(a []slog.Attr, req *portico.Request, resp *portico.Response, err error,
+func (t *Tracer) commonAttrs(a []slog.Attr, req *portico.Request, l labels, resp *portico.Response, err error,
 	class portico.Class, dur time.Duration) []slog.Attr {
 	a = append(a,
 		slog.String("operation_id", req.Identity.OperationID),
-		slog.String("provider", t.cfg.Provider),
-		slog.String("model", req.Model),
+		slog.String("provider", l.provider),
+		slog.String("model", l.model),
 		slog.String("outcome", outcome(class)),
 		slog.String("error_class", class.String()),
 		slog.Int("status", status(err)),
@@ -66,7 +66,7 @@ func level(class portico.Class) slog.Level {
 // names, classes, counts and durations.
 func (t *Tracer) logRequest(ctx context.Context, req *portico.Request, resp *portico.Response, err error,
 	class portico.Class, dur time.Duration, s summary) {
-	a := t.commonAttrs(make([]slog.Attr, 0, 24), req, resp, err, class, dur)
+	a := t.commonAttrs(make([]slog.Attr, 0, 24), req, s.labels, resp, err, class, dur)
 	route := ""
 	if resp != nil {
 		route = resp.Route
@@ -85,9 +85,9 @@ func (t *Tracer) logRequest(ctx context.Context, req *portico.Request, resp *por
 }
 
 // logAttempt writes the attempt record.
-func (t *Tracer) logAttempt(ctx context.Context, req *portico.Request, at portico.Attempt, resp *portico.Response,
+func (t *Tracer) logAttempt(ctx context.Context, req *portico.Request, model string, at portico.Attempt, resp *portico.Response,
 	err error, class portico.Class, dur time.Duration) {
-	a := t.commonAttrs(make([]slog.Attr, 0, 16), req, resp, err, class, dur)
+	a := t.commonAttrs(make([]slog.Attr, 0, 16), req, labels{provider: t.cfg.Provider, model: model}, resp, err, class, dur)
 	a = append(a, slog.String("attempt_id", at.ID), slog.Int("attempt", at.Index))
 	t.log.LogAttrs(ctx, level(class), LogAttempt, a...)
 }

@@ -105,23 +105,12 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 func (i *instruments) enabled(ctx context.Context) bool { return i.duration.Enabled(ctx) }
 
 // genAIAttrs returns the GenAI metric attributes of a request.
-func (t *Tracer) genAIAttrs(req *portico.Request, resp *portico.Response, class portico.Class) []attribute.KeyValue {
+func (t *Tracer) genAIAttrs(l labels, resp *portico.Response, class portico.Class) []attribute.KeyValue {
 	a := make([]attribute.KeyValue, 0, 8)
 	a = append(a, KeyOperationName.String(t.op))
-	if t.cfg.Provider != "" {
-		a = append(a, KeyProviderName.String(t.cfg.Provider))
-	}
-	if req.Model != "" {
-		a = append(a, KeyRequestModel.String(req.Model))
-	}
+	a = l.append(a, true)
 	if resp != nil && resp.Model != "" {
 		a = append(a, KeyResponseModel.String(resp.Model))
-	}
-	if t.cfg.ServerAddress != "" {
-		a = append(a, KeyServerAddress.String(t.cfg.ServerAddress))
-		if t.cfg.ServerPort > 0 {
-			a = append(a, KeyServerPort.Int(t.cfg.ServerPort))
-		}
 	}
 	if class != portico.OK {
 		a = append(a, KeyErrorType.String(class.String()))
@@ -139,7 +128,7 @@ func outcome(class portico.Class) string {
 // recordRequest records the per-request metrics.
 func (i *instruments) recordRequest(ctx context.Context, t *Tracer, req *portico.Request, resp *portico.Response,
 	class portico.Class, dur time.Duration, s summary) {
-	base := t.genAIAttrs(req, resp, class)
+	base := t.genAIAttrs(s.labels, resp, class)
 	set := metric.WithAttributeSet(attribute.NewSet(base...))
 	i.duration.Record(ctx, dur.Seconds(), set)
 	if s.ttft > 0 {

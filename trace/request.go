@@ -64,6 +64,8 @@ type call struct {
 	mu             sync.Mutex
 	ttft           time.Duration
 	attemptStart   time.Time // start of the latest attempt
+	attemptTracer  *Tracer   // the latest attempt's layer: the answering route's, when one answers
+	attemptModel   string    // the latest attempt's model
 	rlWait         time.Duration
 	retries        int
 	retryReason    portico.Class
@@ -196,11 +198,36 @@ func (c *call) onFirstChunk(now time.Time) {
 	c.span.AddEvent(EventNameFirstChunk, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
 }
 
-// noteAttempt is called by the attempt layer when an attempt starts.
-func (c *call) noteAttempt(start time.Time) {
+// labels returns the request layer's own names for req.
+func (t *Tracer) labels(req *portico.Request) labels {
+	return labels{provider: t.cfg.Provider, server: t.cfg.ServerAddress, port: t.cfg.ServerPort, model: req.Model}
+}
+
+// append appends the names as span attributes (those startAttrs set, which
+// they replace), the model only when withModel.
+func (l labels) append(a []attribute.KeyValue, withModel bool) []attribute.KeyValue {
+	if l.provider != "" {
+		a = append(a, KeyProviderName.String(l.provider))
+	}
+	if withModel && l.model != "" {
+		a = append(a, KeyRequestModel.String(l.model))
+	}
+	if l.server != "" {
+		a = append(a, KeyServerAddress.String(l.server))
+		if l.port > 0 {
+			a = append(a, KeyServerPort.Int(l.port))
+		}
+	}
+	return a
+}
+
+// noteAttempt is called by the attempt layer t when an attempt of model
+// starts.
+func (c *call) noteAttempt(start time.Time, t *Tracer, model string) {
 	c.attemptCount.Add(1)
 	c.mu.Lock()
 	c.attemptStart = start
+	c.attemptTracer, c.attemptModel = t, model
 	c.mu.Unlock()
 }
 
@@ -213,6 +240,7 @@ type summary struct {
 	budgetOut                      bool
 	breakerState, validation       string
 	fallbackSource, fallbackReason string
+	labels                         labels
 }
 
 func (c *call) summary(resp *portico.Response) summary {
@@ -220,7 +248,20 @@ func (c *call) summary(resp *portico.Response) summary {
 	s := summary{ttft: c.ttft, rlWait: c.rlWait, retryDelay: c.retryDelay, retries: c.retries,
 		retryReason: c.retryReason, budgetOut: c.budgetOut, breakerState: c.breakerState,
 		validation: c.validation, fallbackSource: c.fallbackSource, fallbackReason: c.fallbackReason}
+	at, model := c.attemptTracer, c.attemptModel
 	c.mu.Unlock()
+	s.labels = c.t.labels(c.req)
+	if resp != nil && at != nil { // the answering route's names replace the request layer's
+		if at.cfg.Provider != "" {
+			s.labels.provider = at.cfg.Provider
+		}
+		if at.cfg.ServerAddress != "" {
+			s.labels.server, s.labels.port = at.cfg.ServerAddress, at.cfg.ServerPort
+		}
+		if s.labels.model == "" {
+			s.labels.model = model
+		}
+	}
 	s.attempts = int(c.attemptCount.Load())
 	if s.attempts == 0 {
 		s.attempts = 1 + s.retries
@@ -241,6 +282,12 @@ func (c *call) finish(resp *portico.Response, err error) {
 	class := portico.ClassOf(err)
 	if c.recording {
 		a := c.attrs[:0]
+		if resp != nil {
+			a = s.labels.append(a, c.req.Model == "")
+			if c.req.Model == "" && s.labels.model != "" {
+				c.span.SetName(c.t.spanName(s.labels.model).name)
+			}
+		}
 		a = appendResult(a, resp, class)
 		if s.ttft > 0 {
 			a = append(a, KeyTimeToFirstChunk.Float64(s.ttft.Seconds()))

@@ -147,11 +147,12 @@ func TestSpanTree(t *testing.T) {
 			// No gen_ai.* attribute: the request span is the one GenAI
 			// inference span (it covers all retries), so usage counts once.
 			want := map[string]string{
-				"portico.attempt.model": w.name[len("attempt "):],
-				"server.address":        "api.openai.com",
-				"server.port":           "443",
-				"portico.operation.id":  "op-1",
-				"portico.attempt.index": itoa(w.index),
+				"portico.attempt.model":    w.name[len("attempt "):],
+				"portico.attempt.provider": "openai",
+				"server.address":           "api.openai.com",
+				"server.port":              "443",
+				"portico.operation.id":     "op-1",
+				"portico.attempt.index":    itoa(w.index),
 			}
 			for k, v := range w.extra {
 				want[k] = v
@@ -287,6 +288,7 @@ func TestUsageCountedOnce(t *testing.T) {
 		sameAttrs(t, "failed attempt", spans[0].Attributes(), map[string]string{
 			"portico.attempt.index":               "0",
 			"portico.attempt.model":               "m",
+			"portico.attempt.provider":            "openai",
 			"error.type":                          "transient",
 			"portico.attempt.usage.input_tokens":  "50",
 			"portico.attempt.usage.output_tokens": "10",
@@ -297,6 +299,7 @@ func TestUsageCountedOnce(t *testing.T) {
 			"portico.attempt.id":                  "m-1",
 			"http.request.resend_count":           "1",
 			"portico.attempt.model":               "m",
+			"portico.attempt.provider":            "openai",
 			"portico.attempt.usage.input_tokens":  "100",
 			"portico.attempt.usage.output_tokens": "20",
 			"portico.attempt.cost":                answerCost,

@@ -92,6 +92,10 @@ type Tracer struct {
 	startOpts []trace.SpanStartOption
 	noop      bool // the provider is noop.TracerProvider: skip Start altogether
 
+	// route and model, set by ForRoute: the route's name and its model when
+	// the request names none.
+	route, model string
+
 	// global is the provider when it is otel's global placeholder (the
 	// delegating provider otel.GetTracerProvider returns before any
 	// otel.SetTracerProvider), else nil. globalIdle records that a Start
