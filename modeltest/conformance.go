@@ -55,6 +55,20 @@ import (
 //
 // Every call of every subtest must return a non-nil Response XOR a non-nil
 // error. For a Model that wraps nothing (an adapter), use [RunModel].
+//
+// # What the requests carry
+//
+// Every subtest sends the same request (Concurrent changes only the last
+// user text): Model "suite-model"; a system message, a user message with
+// text and an image (a data: URL), an assistant tool call with its tool
+// result, and a last user message; one tool, "lookup"; MaxOutputTokens 64;
+// Extra sampling options; an Identity; Idempotent; and a Contract with
+// ModelClasses ["small"] and MaxInputTokens 1000. A router, fallback group
+// or stack filters its routes with [portico.Capabilities.Fits], so the
+// routes wrap builds must declare Modalities ModalityText|ModalityImage,
+// Tools, ModelClass "small", and a ContextWindow of at least 1064 tokens
+// and a MaxOutput of at least 64 (or leave those two 0, unknown); otherwise
+// every call fails Incompatible and Answer fails.
 func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model) {
 	t.Helper()
 	bubble := func(name string, f func(t *testing.T)) {
