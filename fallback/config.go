@@ -13,8 +13,8 @@ import (
 )
 
 // Independence says how a group's fallbacks must differ from its primary so
-// that they fail independently (seed 000: destinations must fail
-// independently). The primary is the first of Config.Routes, even when it is
+// that they fail independently: a fallback behind the same provider or
+// region often fails with the primary. The primary is the first of Config.Routes, even when it is
 // skipped (an open breaker is exactly when independence matters); with a
 // Config.Policy, it is the first candidate in the Policy's order.
 type Independence uint8
@@ -44,9 +44,9 @@ func (i Independence) String() string {
 	return "Independence(" + strconv.Itoa(int(i)) + ")"
 }
 
-// Defaults of the deadline split, from seed 003's example of an 8 s deadline:
-// 300 ms kept for the gateway and validation, 4.5 s for the primary (9/16 of
-// 8 s), and the remaining 3.2 s for the fallback. DefaultReserve is the most
+// Defaults of the deadline split, after an example of an 8 s deadline: 300 ms
+// kept for the gateway and validation, 4.5 s for the primary (9/16 of 8 s),
+// and the remaining 3.2 s for the fallback. DefaultReserve is the most
 // the default reserve keeps: on a shorter deadline it keeps 1/16 of it (see
 // Config.Reserve).
 const (
@@ -56,7 +56,7 @@ const (
 )
 
 // reserveDivisor scales the default reserve: min(DefaultReserve,
-// remaining/reserveDivisor). 16 keeps seed 003's 300 ms for every deadline of
+// remaining/reserveDivisor). 16 keeps the example's 300 ms for every deadline of
 // 4.8 s or more (its 8 s: 500 ms > 300 ms), and below that gives the layers
 // outside the group 1/16 of the time, the candidates 15/16.
 const reserveDivisor = 16
@@ -89,20 +89,20 @@ type Config struct {
 
 	// Share is the fraction of the remaining time a candidate may use when
 	// another candidate could follow it, in (0, 1]. Zero means DefaultShare
-	// (9/16: 4.5 s of seed 003's 8 s). The last candidate gets all the remaining
+	// (9/16: 4.5 s of 8 s). The last candidate gets all the remaining
 	// time but Reserve. Applies only when the context has a deadline.
 	Share float64
 	// Reserve is the time kept back at the end of the deadline for the layers
 	// outside the group (gateway, validation): no candidate's allowance reaches
 	// into it. Zero means a reserve that scales with the deadline: the smaller
 	// of DefaultReserve (300 ms) and 1/16 of the time remaining when the
-	// request enters the group, so seed 003's 300 ms of 8 s holds for any
+	// request enters the group, so the 300 ms of an 8 s deadline holds for any
 	// deadline of 4.8 s or more, while a 500 ms deadline keeps 31.25 ms back
 	// instead of leaving a fallback no time. Positive is a fixed reserve;
 	// negative means none.
 	Reserve time.Duration
 	// MinAttempt is the least time worth starting a candidate with: a candidate
-	// whose allowance is shorter is not started (seed 003: compare the remaining
+	// whose allowance is shorter is not started (compare the remaining
 	// time with the attempt's allowances). Zero means DefaultMinAttempt
 	// (100 ms); negative means none.
 	MinAttempt time.Duration

@@ -1,7 +1,9 @@
 // Package fallback answers a request with the first of an ordered group of
-// routes that can serve it and keep its contract: availability, not difficulty
-// (seed 000: "Quando un modello non risponde"; seed 003: "Seleziona i fallback
-// in base alla capacità", "Elimina i percorsi non integri").
+// routes that can serve it and keep its contract: a fallback answers
+// availability, not difficulty (for difficulty, see package route's
+// cascade). Fallbacks are chosen by capability, and a route whose breaker is
+// open is skipped at once (see docs/SEEDS.md, 000 and 003, for the notes
+// this follows).
 //
 // # Filter, then rank, then try
 //
@@ -15,7 +17,7 @@
 //     remaining budget, and it fails independently of the primary when
 //     Config.Independence asks for it. Models are not interchangeable
 //     (tokenizer, context length, tool format), so a fallback is chosen by
-//     capability, not by rank (seed 003);
+//     capability, not by rank;
 //   - ranks: in configured order by default, examined lazily so a first-route
 //     success without a deadline costs one filter check and no allocation
 //     (under a deadline, the group also looks for a next candidate to size
@@ -34,11 +36,11 @@
 //
 // # The deadline is split
 //
-// When the context has a deadline (or the request's Contract sets one), the
-// remaining time is split across candidates as in seed 003's example of 8 s:
-// 300 ms reserved for the gateway and validation ([DefaultReserve]), 4.5 s for
-// the primary ([DefaultShare] = 9/16 of the remaining time), and what is left,
-// 3.2 s, for the fallback. Every candidate but the last that could run gets
+// When the context has a deadline (or the request's Contract sets one, which
+// first bounds the context), the remaining time is split across candidates,
+// as in this example of 8 s: 300 ms reserved for the gateway and validation
+// ([DefaultReserve]), 4.5 s for the primary ([DefaultShare] = 9/16 of the
+// remaining time), and what is left, 3.2 s, for the fallback. Every candidate but the last that could run gets
 // Config.Share of the time remaining when it starts; the last gets all but the
 // reserve. The default reserve scales with the deadline: the smaller of 300 ms
 // and 1/16 of the time left when the request enters the group, so a 500 ms
@@ -53,8 +55,23 @@
 // Transient (not sent), so its breaker counts it. A hung primary thus trips
 // its breaker after a few requests and is then skipped at once, instead of
 // taking 9/16 of every request's deadline. The group moves on after a share
-// timeout whatever the route's class, but stops when the caller's own
-// deadline ends.
+// timeout whatever the route's class, even Ambiguous on a request that is not
+// Idempotent (the split exists to reach the fallback after a stalled
+// primary), but stops when the caller's own deadline ends.
+//
+// # When it moves on
+//
+// After a failure of class Transient or RateLimited (the route's own retry
+// layer has given up), Rejected (a breaker open, a limiter refusing: the
+// group never queues), Incompatible, InvalidResponse (as is a route that
+// returns neither answer nor error, [portico.ErrNilResponse]), Deadline
+// while the caller's deadline holds, and Ambiguous when the request is
+// Idempotent. A context overflow (Code "context_length_exceeded" or Reason
+// "context window") teaches the group that the input needs a larger window
+// than the failed route's, so routes of that size are skipped too. The
+// contract's MaxCost counts what failed calls were billed (any whose error
+// carries Usage, at that usage's cost) or likely billed (InvalidResponse and
+// Ambiguous ones without it, at their estimate).
 //
 // # What the caller learns
 //
@@ -67,12 +84,25 @@
 // carries the usage it billed ([portico.Error].Usage: an answer package
 // validate refused, say), that route's price for it. When every route is left, the error is a classified
 // [*portico.Error] whose Err is an [*Exhausted] listing every hop; errors.Is
-// finds [ErrExhausted] and each route's own error. [Group.Generate] documents
-// how the class is chosen. When the group stops at an error that forbids
-// falling back (a permanent client error, say) after leaving other routes, the
-// error keeps that route's class and fields and its Err is a Stopped
-// [*Exhausted] with the same list, so a failed request, too, says why each
-// earlier route was left.
+// finds [ErrExhausted] and each route's own error. When no route was called
+// (each filtered out, unavailable or out of time) its message says that no
+// route can serve the request and names each route's unmet need. Its Class
+// is the highest-ranked among the hops, in the order Ambiguous > Transient >
+// Deadline > InvalidResponse > RateLimited > Rejected > Incompatible, where a
+// route skipped unasked counts as Rejected when unavailable, Deadline when no
+// time was left for it, and Incompatible otherwise. So a possibly billed call
+// is never hidden; a route fault says retry later with backoff; Deadline
+// says more time could have helped; RateLimited and Rejected (with the
+// smallest RetryAfter among the hops) say come back later; Incompatible is
+// returned only when nothing could serve the request as it is. If the
+// caller's context is done when the group gives up, the class is the
+// context's (Canceled or Deadline), unless a hop was Ambiguous.
+//
+// When the group stops at an error that forbids falling back (a permanent
+// client error, say) after leaving other routes, the error keeps that route's
+// class and fields and its Err is a Stopped [*Exhausted] with the same list,
+// so a failed request, too, says why each earlier route was left; when no
+// route was left before it, the route's error is returned unchanged.
 //
 // # Where it goes
 //

@@ -83,5 +83,5 @@ func Example_stopped() {
 	fmt.Println(ex)
 	// Output:
 	// permanent false true true
-	// fallback: stopped at b (permanent) after: a (transient)
+	// fallback: stopped at b after: a (transient)
 }

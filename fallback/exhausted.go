@@ -2,7 +2,6 @@ package fallback
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,12 +28,12 @@ type Exhausted struct {
 	Stopped bool
 }
 
-// Error lists the routes and reasons, content-free:
+// Error lists the routes and reasons, content-free, each once:
 // "fallback: every route failed: a (transient), b (unavailable)"; when no
 // route was called (each was filtered out, unavailable or out of time), the
 // unmet need of each: "fallback: no route can serve the request: a (schema),
-// b (context window)"; when Stopped "fallback: stopped at b (permanent) after:
-// a (transient)".
+// b (context window)"; when Stopped "fallback: stopped at b after: a
+// (transient)" (the error around it says b's class).
 func (e *Exhausted) Error() string {
 	var b strings.Builder
 	hops := e.Hops
@@ -46,9 +45,6 @@ func (e *Exhausted) Error() string {
 		hops = hops[:len(hops)-1]
 		b.WriteString("fallback: stopped at ")
 		b.WriteString(last.Route)
-		b.WriteString(" (")
-		b.WriteString(last.Reason)
-		b.WriteString(")")
 		if len(hops) > 0 {
 			b.WriteString(" after")
 		}
@@ -149,13 +145,8 @@ func exhausted(hops []portico.Hop) error {
 	if class != portico.RateLimited && class != portico.Rejected {
 		retryAfter = 0
 	}
-	reason := "all " + strconv.Itoa(len(hops)) + " routes failed"
-	if noneCalled(hops) {
-		reason = "" // the Exhausted says it: "no route can serve the request: ..."
-	}
-	return &portico.Error{
+	return &portico.Error{ // no Reason: the Exhausted says what happened, once
 		Class:      class,
-		Reason:     reason,
 		RetryAfter: retryAfter,
 		Err:        &Exhausted{Hops: hops},
 	}

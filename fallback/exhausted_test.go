@@ -41,7 +41,7 @@ func TestNoRouteCalledMessage(t *testing.T) {
 		{
 			[]portico.Route{route(&fake{name: "a", err: perr(portico.Transient)}, fits), route(&fake{name: "r"}, caps)},
 			portico.Transient,
-			"portico: transient: all 2 routes failed: fallback: every route failed: a (transient), r (schema)",
+			"portico: transient: fallback: every route failed: a (transient), r (schema)",
 			"fallback: every route failed: a (transient), r (schema)",
 		},
 	} {

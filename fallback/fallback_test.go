@@ -470,7 +470,7 @@ func TestStopErrorListsEarlierHops(t *testing.T) {
 	if got, want := hopsOf(t, ex.Hops), []string{"a:transient:transient", "skipped:unavailable:nil", "b:permanent:permanent"}; !eq(got, want) {
 		t.Errorf("Hops = %v, want %v", got, want)
 	}
-	if got, want := ex.Error(), "fallback: stopped at b (permanent) after: a (transient), skipped (unavailable)"; got != want {
+	if got, want := ex.Error(), "fallback: stopped at b after: a (transient), skipped (unavailable)"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 

@@ -52,21 +52,15 @@ func (g *Group) Routes() []portico.Route {
 
 // Generate implements [portico.Model]: it tries the group's candidates in
 // order (Config.Policy's, else the configured one) and returns the first
-// answer, stamped with [portico.Route.Stamp] (Route, the Hops left before it,
-// Cost including what routes left with billed usage cost). It moves on
-// after Transient, RateLimited, Rejected, Incompatible and InvalidResponse
-// failures, Deadline while the caller's deadline holds, Ambiguous when the
-// request is Idempotent, and any failure after the candidate's own share of
-// the time ran out ([ErrShareTimeout]). It stops at once, returning the
-// route's error (wrapping a Stopped [*Exhausted] when routes were left
-// before it), on Permanent, Canceled, Ambiguous on a non-idempotent request,
-// or any error once a chunk reached the caller. A route that returns neither
-// answer nor error fails with [portico.ErrNilResponse]. When every candidate
-// was left it returns a [*portico.Error] wrapping [*Exhausted] and
-// [ErrExhausted], of the most telling hop's class (Ambiguous, Transient,
-// Deadline, InvalidResponse, RateLimited, Rejected, Incompatible, in that
-// order), or of the context's class when the caller gave up. A nil req is
-// [portico.ErrNilRequest]. The package documentation tells the story.
+// answer, stamped with [portico.Route.Stamp]: Route, the Hops left before it,
+// and a Cost that includes what routes left with billed usage cost. It moves
+// on after failures another route may fix and stops at once, returning the
+// route's error, on Permanent, Canceled, Ambiguous on a request that is not
+// Idempotent, or any error once a chunk reached the caller (the package
+// documentation lists the rules). When every candidate was left it returns
+// a [*portico.Error] wrapping [*Exhausted] and [ErrExhausted], of the most
+// telling hop's class. A route that returns neither answer nor error fails
+// with [portico.ErrNilResponse]; a nil req is [portico.ErrNilRequest].
 func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest

@@ -6,7 +6,8 @@ import (
 	"sync"
 )
 
-// Affinity is the [Strategy] of Autellix (seed 002): session affinity limited
+// Affinity is the [Strategy] of Autellix (Luo et al., "Autellix: An Efficient
+// Serving Engine for LLM Agents as General Programs", 2025): session affinity limited
 // to the calls for which locality is worth more than imbalance. A call of at
 // most ShortTokens estimated input tokens goes to the least-used replica (it
 // finds the shared system prompt cached anywhere); a longer one goes to its

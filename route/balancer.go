@@ -98,7 +98,7 @@ type BalancerConfig struct {
 
 // Balancer spreads calls over replicas of one model with an interchangeable
 // [Strategy]: round robin, least in flight (power of two choices), session
-// affinity (Autellix) or prefix-cache aware (Preble's E2), per seed 002.
+// affinity (Autellix) or prefix-cache aware (Preble's E2).
 // Replicas whose Health is not available are skipped.
 //
 // A balancer chooses among several Models rather than wrapping one, so it is a

@@ -70,38 +70,21 @@ type CascadeConfig struct {
 	Estimator portico.Estimator
 }
 
-// Cascade is FrugalGPT's LLM cascade: it calls its steps in cost order and
-// stops at the first answer y whose acceptance score g(x, y) >= tau_j. With
-// u_j the probability that step j's answer is accepted given the earlier ones
-// were not, the expected cost is E[C] = c1 + (1-u1) c2 + (1-u1)(1-u2) c3 + ...;
-// with two steps it beats sending everything to the second iff u1 > c1/c2
-// (seed 000). Latency composes the same way.
+// Cascade is FrugalGPT's LLM cascade (Chen, Zaharia and Zou, "FrugalGPT:
+// How to Use Large Language Models While Reducing Cost and Improving
+// Performance", 2023): it calls its steps in cost order and stops at the
+// first answer y whose acceptance score g(x, y) >= tau_j.
 //
-// A step that does not fit the request (the shared [portico.Capabilities.Fits]
-// filter) or is unavailable (breaker open) is skipped without a call. A step
-// that fails with a route error (transient, rate limited, incompatible,
-// invalid (as is a step that returns neither answer nor error), ambiguous,
-// rejected) moves on to the next step; a Permanent error
-// (the request itself is wrong) and the caller's cancellation or deadline end
-// the cascade at once.
-//
-// The returned Response has Route = the step that answered, Cost = the realised
-// cost of the whole cascade (the sum of Capabilities.Cost(usage) over every step
-// called, rejected answers included), and Hops = the steps left before it, with
-// reason "not accepted" (Err wraps [ErrNotAccepted]), the error's class, or the
-// skip reason.
-//
-// Streaming: a cascade cannot stream a step's answer to the caller while that
-// answer may still be rejected, since the tokens cannot be taken back. So by
-// default it buffers: each step's chunks are held back, and those of the
-// accepted answer are replayed to the caller's OnChunk, in order, when the
-// cascade ends (TTFT is then the cascade's whole latency). Each chunk held
-// back is reported with [portico.Progress], so that a retry layer outside the
-// cascade sees a live stream and its first-chunk and gap timeouts do not fire
-// on a slow but advancing step.
-// CascadeConfig.StreamLast lets the last step stream live.
-//
-// Cascade is safe for concurrent use; [Cascade.Generate] is a [portico.Model].
+// A step that does not fit the request ([portico.Capabilities.Fits]) or is
+// unavailable (breaker open) is skipped unasked. A step that fails with a
+// route error (transient, rate limited, incompatible, invalid, ambiguous,
+// rejected, or neither answer nor error) moves on; a Permanent error and the
+// caller's cancellation or deadline end the cascade at once. The answer is
+// stamped with [portico.Route.Stamp]: Route is the step that answered, Hops
+// the steps left, and Cost adds every step's price (rejected answers and
+// billed failures included). A stream is buffered and the accepted answer
+// replayed (see the package documentation). Cascade is safe for concurrent
+// use.
 type Cascade struct {
 	steps      []Step
 	exhausted  NoneAccepted
@@ -232,7 +215,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 				errs = append(errs, h.Err) // the not-accepted hops wrap ErrNotAccepted
 			}
 		}
-		return nil, &portico.Error{Class: portico.InvalidResponse, Reason: "no answer accepted", Err: errors.Join(errs...)}
+		return nil, &portico.Error{Class: portico.InvalidResponse, Reason: "no answer accepted", Err: portico.Join(errs...)}
 	}
 	if !called {
 		return nil, noRoute(hops)
@@ -243,7 +226,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			errs = append(errs, h.Err)
 		}
 	}
-	return nil, &portico.Error{Class: portico.ClassOf(lastErr), Reason: "every step failed", Err: errors.Join(errs...)}
+	return nil, &portico.Error{Class: portico.ClassOf(lastErr), Err: portico.Join(errs...)} // ErrExhausted says it
 }
 
 func notAccepted(name string) portico.Hop {

@@ -1,8 +1,8 @@
 // Package route decides which model answers a call: it chooses before calling
-// (a threshold router or a general ranked router), calls in cost order and
-// stops at the first acceptable answer (a cascade), and spreads calls over
-// replicas of one model with their prefix caches in mind (a balancer). Seeds
-// 000 ("A quale modello") and 002 ("Quale replica") are the sources.
+// (a threshold router after RouteLLM, or a general ranked router), calls in
+// cost order and stops at the first acceptable answer (a cascade, after
+// FrugalGPT), and spreads calls over replicas of one model with their prefix
+// caches in mind (a balancer, after Autellix and Preble).
 //
 // Every router here filters candidates with [portico.Capabilities.Fits], the
 // one filter package fallback also uses, and skips routes whose Health says
@@ -39,12 +39,19 @@
 //	E[C] = c1 + (1-u1) c2 + (1-u1)(1-u2) c3 + ...
 //
 // so two steps beat the second alone iff u1 > c1/c2: with c1 = 1, c2 = 10 and
-// u1 = 0.8 a cascade costs 3 per call against 10 (seed 000; the tests
-// reproduce it). The Response records the step that answered (Route), the
-// realised cost of every step called (Cost) and the steps left (Hops). A
-// cascade cannot stream a step whose answer may still be rejected, so it
-// buffers and delivers the accepted text at the end, unless
-// CascadeConfig.StreamLast lets the final step stream.
+// u1 = 0.8 a cascade costs 3 per call against 10 (the tests reproduce it).
+// Latency composes the same way. The Response records the step that
+// answered (Route), the realised cost of every step called (Cost) and the
+// steps left (Hops).
+//
+// A cascade cannot stream a step's answer to the caller while that answer
+// may still be rejected: the tokens cannot be taken back. So by default it
+// buffers each step's chunks and replays those of the accepted answer, in
+// order, when the cascade ends (TTFT is then the cascade's whole latency).
+// Each chunk held back is reported with [portico.Progress], so a retry layer
+// outside sees a live stream and its first-chunk and gap timeouts do not
+// fire on a slow but advancing step. CascadeConfig.StreamLast lets the last
+// step stream live; if it then fails, its error is returned as is.
 //
 // # Spread over replicas: Balancer
 //
@@ -63,11 +70,49 @@
 //     replica of least recent load + evictions + own prefill; rebalance when
 //     the chosen replica's load exceeds the least loaded's by a factor.
 //
-// Round robin and least-in-flight ignore caches; in the package's simulation
-// (agent programs with growing prompts, a shared system prompt, and a burst on
-// one hot prefix) affinity and prefix-aware placement reach a cache hit ratio
-// near 0.87 against 0.57 for the cache-blind pair, and the rebalance keeps the
-// hot burst within the factor, where plain E2 herds it onto one replica.
+// Round robin and least-in-flight ignore caches; the package's simulation
+// test (agent programs with growing prompts, a shared system prompt, and a
+// burst on one hot prefix) pins that affinity and prefix-aware placement hit
+// the cache far more often than the cache-blind pair, and that the rebalance
+// keeps the hot burst within the factor, where plain E2 herds it onto one
+// replica.
+//
+// # Prefix-aware placement
+//
+// [PrefixAware]'s picker keeps, per replica, a client-side index of the
+// prompt blocks recently sent there (within the window H). For each call it
+// hashes the prompt once into a chain of fixed-size block hashes, and looks
+// up in each available replica's index how many leading blocks it holds:
+// L_hit(g), and L_miss(g) = L - L_hit(g), in tokens (bytes / BytesPerToken).
+// Then:
+//
+//   - exploit: if on the best replica L_hit > L_miss (more than half the
+//     prompt is cached), go to it; among replicas with the same L_hit, the
+//     least loaded (fewest calls in flight, then least Q);
+//   - explore: otherwise go to the replica minimising C_g = Q_g + E_g + R_g,
+//     where Q_g is its recent load (the sum over calls placed there within H
+//     of their missed tokens plus DecodeWeight times its mean output tokens),
+//     E_g the tokens of the cached blocks that the new blocks would evict
+//     from a full index (the least recently sent, never the call's own cached
+//     prefix), each weighted by its hit rate (the calls that sent it within
+//     the window, over epochs of width H, divided by the calls placed on the
+//     replica within the window, as in Preble), and R_g = L_miss(g), its own
+//     prefill;
+//   - rebalance: if the exploit target is overloaded, (in flight + 1) >
+//     RebalanceFactor * (least in flight + 1), go to the least loaded replica
+//     instead, which then caches the hot prefix too and shares its later
+//     calls.
+//
+// The rebalance reads calls in flight, not Preble's windowed Q: a window
+// reads a sudden burst on a hot prefix late, while calls in flight see it on
+// the next call. The +1 keeps one or two calls on an otherwise idle fleet
+// from bouncing agents off their caches. The chosen replica's index then
+// records every block of the prompt; each index holds at most MaxBlocks
+// blocks, evicting the least recently sent, and forgets blocks older than H.
+// Not taken from Preble: the prefix-replication trigger on queueing delay and
+// the rule sending prefill-heavy calls to decode-heavy replicas; the index
+// models the replica's cache but does not see the replica's own evictions
+// (set MaxBlocks near the replica's cache size in blocks).
 //
 // # Why the Balancer is a Model and has no Wrap
 //
@@ -100,11 +145,10 @@
 // take no lock, no division and do not allocate: a pick is one atomic add on
 // the chosen replica's packed pick and in-flight counter (plus, for round
 // robin, one on the shared cycle counter; unseeded least-in-flight draws from
-// the runtime's per-thread generator instead), and Done is one more. About
-// 25–30 ns of CPU per pick and Done with 8 replicas, on the project's shared
-// build machine. Prefix-aware picks hash the prompt once (not once per
-// replica), take one mutex for the index lookups and update, and do not
-// allocate: about 3 µs of CPU for a 16 KB prompt. [Router.Pick] does not
-// allocate when a route is found; Router.Generate and Balancer.Generate add
-// no allocation to the Model's own unless the request streams.
+// the runtime's per-thread generator instead), and Done is one more.
+// Prefix-aware picks hash the prompt once (not once per replica), take one
+// mutex for the index lookups and update, and do not allocate. [Router.Pick]
+// does not allocate when a route is found; Router.Generate and
+// Balancer.Generate add no allocation to the Model's own unless the request
+// streams. The package's benchmarks (bench_test.go) measure each.
 package route

@@ -74,11 +74,9 @@ func noRoute(hops []portico.Hop) error {
 		}
 		errs = append(errs, h.Err)
 	}
-	reason := "no route fits"
-	if class == portico.Rejected {
-		reason = "no route available"
-	}
-	return &portico.Error{Class: class, Reason: reason, Err: errors.Join(errs...)}
+	// No Reason: the class and ErrNoRoute say it, and each route's error
+	// says why it was not a candidate.
+	return &portico.Error{Class: class, Err: portico.Join(errs...)}
 }
 
 // estimate returns info.InputTokens, or est's estimate when it is 0.

@@ -7,44 +7,20 @@ import (
 	"time"
 )
 
-// PrefixAware is the [Strategy] of Preble's E2 rule (seed 002): exploit a
-// replica's prefix cache when it holds most of the prompt, explore the
-// cheapest replica otherwise, and rebalance when load grows uneven.
+// PrefixAware is the [Strategy] of Preble's E2 rule (Srivatsa et al.,
+// "Preble: Efficient Distributed Prompt Scheduling for LLM Serving", ICLR
+// 2025): exploit a replica's prefix cache when it holds more than half the
+// prompt, explore the replica of least cost (recent load + evictions + own
+// prefill) otherwise, and rebalance when the chosen replica's calls in
+// flight exceed RebalanceFactor times the least loaded's. The package
+// documentation, "Prefix-aware placement", gives the rule in full and what
+// is not taken from Preble.
 //
-// The picker keeps, per replica, a client-side index of the prompt blocks
-// recently sent there (within the window H). For each call it hashes the prompt
-// once into a chain of fixed-size block hashes, and looks up in each available
-// replica's index how many leading blocks it holds: L_hit(g), and L_miss(g) =
-// L - L_hit(g), in tokens (bytes / BytesPerToken). Then:
-//
-//   - exploit: if on the best replica L_hit > L_miss (more than half the prompt
-//     is cached), go to it; among replicas with the same L_hit, the least loaded
-//     (fewest calls in flight, then least Q);
-//   - explore: otherwise go to the replica minimising C_g = Q_g + E_g + R_g,
-//     where Q_g is its recent load (the sum over calls placed there within H of
-//     their missed tokens plus DecodeWeight times its mean output tokens), E_g
-//     the tokens of the cached blocks that the new blocks would evict from a
-//     full index (the least recently sent, never the call's own cached
-//     prefix), each weighted by its hit rate: the calls that sent it within
-//     the window (a sliding-window count over epochs of width H) divided by
-//     the calls placed on the replica within the window, as in Preble; and
-//     R_g = L_miss(g), its own prefill;
-//   - rebalance: if the exploit target is overloaded, (in flight + 1) >
-//     RebalanceFactor * (least in flight + 1), go to the least loaded replica
-//     instead, which then caches the hot prefix too and shares its later calls.
-//
-// The rebalance reads calls in flight, not Preble's windowed Q: a window reads
-// a sudden burst on a hot prefix late (seed 002 names this weakness), while
-// calls in flight see it on the next call. The +1 keeps one or two calls on an
-// otherwise idle fleet from bouncing agents off their caches.
-//
-// The chosen replica's index then records every block of the prompt. Memory is
-// bounded: each index holds at most MaxBlocks blocks, evicting the least
-// recently sent, and forgets blocks older than H. Not done from Preble: the
-// prefix-replication trigger on queueing delay and the rule sending prefill-
-// heavy calls to decode-heavy replicas; the index models the replica's cache,
-// it does not see the replica's own evictions (set MaxBlocks near the
-// replica's cache size in blocks).
+// It keeps, per replica, a client-side index of the prompt blocks sent there
+// within Window, bounded by MaxBlocks blocks per replica. The zero value
+// uses the defaults each field gives; [PrefixAware.Validate] rejects bad
+// settings. Its picker hashes the prompt once per pick, takes one mutex, never
+// blocks and does not allocate.
 type PrefixAware struct {
 	// BlockBytes is the block size, in bytes of prompt text; 0 means 256
 	// (about 64 tokens). Smaller blocks match prefixes more finely and cost more

@@ -6,8 +6,8 @@ import (
 )
 
 // RoundRobin is the [Strategy] that sends calls to the replicas in cyclic
-// order, skipping unavailable ones. It ignores load and caches (seed 002: the
-// classic balancer that prefix caches defeat). It has no settings.
+// order, skipping unavailable ones. It ignores load and caches: the classic
+// balancer that prefix caches defeat. It has no settings.
 type RoundRobin struct{}
 
 // NewPicker returns RoundRobin's picker over replicas: one atomic add per pick,

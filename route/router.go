@@ -33,9 +33,9 @@ type RouterConfig struct {
 // Router is a general router over N routes: for each request it keeps the
 // routes that fit it ([portico.Capabilities.Fits], the filter fallback shares)
 // and are available ([portico.Route.Available], i.e. breaker not open), ranks
-// them with a [Policy] over cost, latency and TTFT EWMAs, error rate, load and
-// static weights (seed 003: filter by capability, then rank by health, latency,
-// cost), and calls the best one.
+// them with a [rank.Policy] over cost, latency and TTFT averages, error rate,
+// last failure, load and static weights (filter by capability, then rank by
+// health, latency, cost), and calls the best one.
 //
 // [Router.Pick] is a grpc-go-style picker: it never blocks, takes and returns
 // structs, and its result's Done feeds the outcome back into the statistics.

@@ -23,30 +23,22 @@ var heuristicKeywords = [...]string{
 	"step by step", "algorithm", "complexity", "optimiz", "debug", "refactor",
 }
 
-// HeuristicScore is the built-in [Scorer]: a logistic function of a few request
-// features, with weights set by hand. It is a heuristic with NO trained weights:
-// RouteLLM trains its scorer on human preference data, and this one only encodes
-// the common intuition that long, code-bearing, tool-using, structured, or
-// math-flavoured requests need the strong model more. Calibrate its threshold on
-// your own traffic with [Calibrate], or plug in a trained scorer.
+// HeuristicScore is the built-in [Scorer]: a logistic function of request
+// features with hand-set weights, NO trained ones (RouteLLM trains its scorer
+// on preference data). Calibrate its threshold on your traffic with
+// [Calibrate], or plug in a trained scorer. The score is 1 / (1 + exp(-z)):
 //
-// The score is 1 / (1 + exp(-z)) with
+//	z = -3 + 0.35 * log2(1 + N_in/64)   N_in from portico.DefaultEstimator
+//	    + 1.0 if user or system text holds a code fence (```)
+//	    + 0.5 if the request has tools    + 0.5 if it has a Schema
+//	    + 0.25 * min(question marks in user text, 4)
+//	    + 0.6 * min(distinct keywords in user text, 3)
+//	    + 0.1 * min(messages - 1, 10)
 //
-//	z = -3
-//	    + 0.35 * log2(1 + N_in/64)        N_in from portico.DefaultEstimator, tokens
-//	    + 1.0  if any user or system text holds a code fence (```)
-//	    + 0.5  if the request declares tools
-//	    + 0.5  if the request asks for a Schema
-//	    + 0.25 * min(question marks, 4)   in user text
-//	    + 0.6  * min(keywords, 3)         distinct ones in user text: prove, proof,
-//	                                      derive, theorem, integral, equation,
-//	                                      calculate, step by step, algorithm,
-//	                                      complexity, optimiz, debug, refactor
-//	    + 0.1  * min(messages - 1, 10)    conversation depth
-//
-// so a short plain question scores about 0.1, and a long request with code and
-// keywords approaches 1. It reads each text part a few times, does not allocate,
-// and is safe for concurrent use.
+// The keywords are prove, proof, derive, theorem, integral, equation,
+// calculate, step by step, algorithm, complexity, optimiz, debug and
+// refactor, case-insensitive. A short plain question scores about 0.1. It
+// does not allocate and is safe for concurrent use.
 func HeuristicScore(req *portico.Request) float64 {
 	tokens := portico.DefaultEstimator.EstimateInputTokens(req)
 	z := -3 + 0.35*math.Log2(1+float64(tokens)/64)
@@ -124,23 +116,18 @@ func countKeywords(s string, found *[len(heuristicKeywords)]bool, need int) int 
 	return n
 }
 
-// Calibrate returns the threshold at which a [Threshold] router, with scorer,
-// sends the share targetStrongShare of sample to the strong route (RouteLLM
-// calibrates its thresholds the same way, on a sample of traffic).
+// Calibrate returns the threshold at which a [Threshold] router, with
+// scorer, sends the share targetStrongShare of sample to the strong route, as
+// RouteLLM calibrates on a sample of traffic. With the scores sorted
+// ascending, s[0] <= ... <= s[n-1], and k = round(targetStrongShare * n), it
+// returns s[n-k-1]: a request goes strong when its score is strictly above
+// it, so exactly k of the sample do when scores are distinct, and fewer
+// (never more) when they tie across the cut. k = 0 returns s[n-1]; k = n the
+// float just below s[0].
 //
-// With n = len(sample) and k = round(targetStrongShare * n) the number of
-// strong calls wanted, the scores are sorted ascending as s[0] <= ... <= s[n-1]
-// and the threshold is s[n-k-1], the largest score that must go weak; the router
-// sends a request strong when its score is strictly above the threshold. So on
-// the sample itself exactly k requests go strong when the scores are distinct.
-// Ties: requests scoring exactly the threshold go weak, so when scores tie across
-// the cut the strong share falls short of k/n by the tied scores above the cut
-// (never over the target). k = 0 returns s[n-1] (nothing is above it); k = n
-// returns the float just below s[0] (everything is above it).
-//
-// Calibrate panics, with a message starting "route:", when sample is empty,
-// scorer is nil or targetStrongShare is outside [0, 1] (or NaN): all programmer
-// errors. It calls scorer once per request and allocates one slice of n floats.
+// It panics, with a message starting "route:", when sample is empty, scorer
+// is nil or targetStrongShare is outside [0, 1] (or NaN). It calls scorer
+// once per request and allocates one slice of n floats.
 func Calibrate(sample []*portico.Request, scorer Scorer, targetStrongShare float64) float64 {
 	if len(sample) == 0 {
 		panic("route: Calibrate of an empty sample")

@@ -29,7 +29,8 @@ type ThresholdConfig struct {
 // Threshold is RouteLLM's router over two routes: it scores each request before
 // calling anything and sends it to the strong route when the predicted
 // probability that the strong answer wins exceeds the threshold, to the weak one
-// otherwise. Sweeping the threshold traces the cost–quality curve (seed 000).
+// otherwise. Sweeping the threshold traces the cost–quality curve (RouteLLM:
+// Ong et al., "RouteLLM: Learning to Route LLMs with Preference Data", 2024).
 //
 // The chosen route must fit the request ([portico.Capabilities.Fits], the same
 // filter fallback uses) and be available (breaker not open); when it does not,

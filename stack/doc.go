@@ -19,8 +19,8 @@
 //	  Route.Model              usually a provider adapter, SDK retries off
 //
 // Why this order: the deadline is set once, at entry (record an absolute
-// deadline at entry and propagate it, as the Google SRE book's "Handling
-// Overload" chapter advises), outside the client limiter, so a wait for
+// deadline at entry and propagate it, as the Google SRE book's chapter
+// "Addressing Cascading Failures" advises), outside the client limiter, so a wait for
 // admission (ratelimit.Wait) is part of the budget and the limiter refuses
 // at once a wait that cannot end before it; the client limit comes before
 // any other work so a client in an error loop is refused cheaply; the

@@ -16,28 +16,17 @@ import (
 // provider adapter, so that it runs once per attempt.
 //
 // Per attempt it starts a client span, a child of the request span, named
-// "attempt {model}" from the attempt's own model. It is not a GenAI inference
-// span: the GenAI conventions give one such span to the logical operation
-// with all its retries (the request span), and the HTTP conventions one span
-// to each physical attempt, marked with http.request.resend_count. So it
-// carries no gen_ai.* attribute: portico.attempt.index, portico.attempt.id
-// and portico.attempt.model, http.request.resend_count on retries (index >
-// 0), server.address and server.port, portico.operation.id, and at the end
-// error.type and http.response.status_code (a failure's
-// [portico.Error].Status), the attempt's own usage and cost under
-// portico.attempt.usage.* and portico.attempt.cost (from the answer, or from
-// the failure's [portico.Error].Usage when the provider billed it), and
-// portico.ttft.provider on streams. Token usage is thus counted once per
-// request, on the request span (see the package documentation, "Counted
-// once").
-//
-// The context it hands down carries this span, so the traceparent that
-// [Tracer.Transport] injects into the provider's HTTP request names the
-// attempt's own span id. It also notes the attempt with the enclosing request
-// layer (attempt counts and the TTFT decomposition) and writes one log record
-// per attempt. It returns next's response and error unchanged and panics if
-// next is nil. A nil request is passed to next untraced; a panic below ends
-// the span as an error before it goes on.
+// "attempt {model}" (the attempt's Request.Model, else the route's, see
+// [Tracer.ForRoute]), with the portico.attempt.* attributes, portico.route,
+// http.request.resend_count on retries, server.address and server.port, and
+// at the end error.type, http.response.status_code and the attempt's own
+// usage and cost; no gen_ai.* attribute (the package documentation says
+// which, and why: "Counted once"). Its context carries the span, so
+// [Tracer.Transport]'s traceparent names the attempt. It notes the attempt
+// with the request layer and writes one log record per attempt. It returns
+// next's response and error unchanged and panics if next is nil; a nil
+// request goes to next untraced; a panic below ends the span as an error
+// before it goes on.
 func (t *Tracer) WrapAttempt(next portico.Model) portico.Model {
 	if next == nil {
 		panic("trace: WrapAttempt of a nil Model")

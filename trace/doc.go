@@ -1,7 +1,7 @@
 // Package trace shows where the time of each LLM call went, per request and
 // per attempt, with OpenTelemetry spans, metrics and log/slog records, and
-// with nothing private leaked (seed 000, "Vedere dove va il tempo"; seed 003,
-// "esponi ogni tentativo").
+// with nothing private leaked: every attempt is exposed, so that a retry
+// storm does not look like more traffic.
 //
 // # Two layers
 //
@@ -16,11 +16,16 @@
 //     including gen_ai.usage.cache_read.input_tokens, finish reasons,
 //     gen_ai.response.time_to_first_chunk, error.type (the [portico.Class]),
 //     server.address and server.port) and Portico's own portico.* attributes.
+//     The answering route's provider, server and model (when the request
+//     names none) replace the request layer's own at the end, so a request
+//     a fallback answered names the fallback.
 //   - [Tracer.WrapAttempt], the attempt layer, goes inside the retry layer,
 //     next to the provider adapter: one child client span per attempt, named
 //     "attempt {model}", with portico.attempt.index, portico.attempt.id,
-//     portico.attempt.model, on retries http.request.resend_count (after the
-//     HTTP conventions for resends), server.address and server.port,
+//     portico.attempt.model, portico.route and portico.attempt.provider (of
+//     the route's own Tracer, [Tracer.ForRoute]), on retries
+//     http.request.resend_count (after the HTTP conventions for resends),
+//     server.address and server.port,
 //     error.type and http.response.status_code, and the attempt's own usage
 //     and cost under portico.attempt.usage.* and portico.attempt.cost; no
 //     gen_ai.* attribute (see "Counted once").
@@ -90,9 +95,8 @@
 // attempts and backoff included), and the provider's own time to first chunk
 // (measured from the start of that attempt's span; the attempt span carries
 // it as portico.ttft.provider, on its own portico.first_chunk event too).
-// Seed 000: TTFT = gateway
-// + rate-limit wait + routing + queue + prefill + network; the trace says
-// which term grew.
+// TTFT = gateway + rate-limit wait + routing + queue + prefill + network;
+// the trace says which term grew.
 //
 // # Propagation
 //
@@ -117,13 +121,13 @@
 // With a meter provider, the request layer records the GenAI client metrics
 // (gen_ai.client.token.usage by gen_ai.token.type,
 // gen_ai.client.operation.duration, gen_ai.client.operation.time_to_first_chunk)
-// and seed 003's list: requests by outcome and final route (so fallback,
+// and the routing rates: requests by outcome and final route (so fallback,
 // deadline-exhaustion and ambiguous-outcome rates are ratios of counters),
 // fallbacks, attempts per completed request, validation rejections, cost per
 // accepted answer, latency per final route, retries, budget exhaustion,
 // breaker transitions, limiter waits and rejections; see the Metric*
 // constants. With a Logger, one record per request ([LogRequest]) and one per
-// attempt ([LogAttempt]) carry seed 003's fields: operation id, attempt id,
+// attempt ([LogAttempt]) carry the same fields: operation id, attempt id,
 // provider, model, error class, status, latency, tokens, cost, route,
 // fallback reason, validation result, breaker state and outcome, plus the
 // provider's response id (response_id) for correlation with its logs.
@@ -138,8 +142,8 @@
 // span, the layers skip Start for as long as otel.GetTracerProvider() still
 // returns the placeholder, so a later otel.SetTracerProvider takes effect on
 // the next call. With a
-// sampling SDK the request layer costs about what a hand-written span with the
-// same attributes costs (see BenchmarkOverheadRatio).
+// sampling SDK the request layer is measured against a hand-written span
+// with the same attributes (BenchmarkOverheadRatio).
 //
 // # Tail sampling
 //
@@ -147,5 +151,9 @@
 // root ends, then keeps every trace with an error or a root slower than a
 // threshold, and a deterministic share (by trace id) of the rest: head
 // sampling loses exactly the rare slow and failed requests that tail sampling
-// keeps (seed 000).
+// keeps. The decision is per trace id: when one trace has several local roots
+// in this process (two requests made under the same remote parent, with no
+// local span above them), the first root to end decides for all, and a later
+// failed one is not kept if the first was not; put one local span above such
+// requests to have them decided together.
 package trace

@@ -30,7 +30,7 @@ func status(err error) int {
 	return 0
 }
 
-// commonAttrs are the fields both records share (seed 003's list).
+// commonAttrs are the fields both records share.
 func (t *Tracer) commonAttrs(a []slog.Attr, req *portico.Request, l labels, resp *portico.Response, err error,
 	class portico.Class, dur time.Duration) []slog.Attr {
 	a = append(a,

@@ -11,7 +11,8 @@ import (
 )
 
 // Metric names: the GenAI client conventions where they exist, portico.*
-// for seed 003's list and the events of the policy layers.
+// for the routing rates (fallbacks, attempts, validation, cost) and the
+// events of the policy layers.
 const (
 	MetricTokenUsage        = "gen_ai.client.token.usage"                   // histogram {token}, by gen_ai.token.type
 	MetricOperationDuration = "gen_ai.client.operation.duration"            // histogram s

@@ -126,7 +126,7 @@ func TestRealStackSpanTree(t *testing.T) {
 			events     []event
 		}
 		failed := func(i int) map[string]string {
-			m := with(common, map[string]string{"portico.attempt.model": "gpt-4o", "portico.attempt.provider": "openai", "error.type": "transient",
+			m := with(common, map[string]string{"portico.attempt.model": "gpt-4o", "portico.attempt.provider": "openai", "portico.route": "a", "error.type": "transient",
 				"http.response.status_code": "503", "portico.attempt.index": itoa(i)})
 			if i > 0 {
 				m["http.request.resend_count"] = itoa(i)
@@ -139,7 +139,7 @@ func TestRealStackSpanTree(t *testing.T) {
 			{name: "attempt gpt-4o", start: 210 * ms, end: 220 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(1)},
 			{name: "attempt gpt-4o", start: 420 * ms, end: 430 * ms, status: codes.Error, desc: "transient: injected status", attrs: failed(2)},
 			{name: "attempt gpt-4o-mini", start: 430 * ms, end: 730 * ms, status: codes.Unset,
-				attrs: with(common, map[string]string{"portico.attempt.model": "gpt-4o-mini", "portico.attempt.provider": "openai", "portico.attempt.index": "0",
+				attrs: with(common, map[string]string{"portico.attempt.model": "gpt-4o-mini", "portico.attempt.provider": "openai", "portico.route": "b", "portico.attempt.index": "0",
 					"portico.attempt.usage.input_tokens": "100", "portico.attempt.usage.output_tokens": "20",
 					"portico.attempt.usage.cache_read.input_tokens": "64", "portico.ttft.provider": at(300 * ms)}),
 				events: []event{{trace.EventNameFirstChunk, 730 * ms, map[string]string{"portico.ttft.provider": at(300 * ms)}}}},

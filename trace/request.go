@@ -18,19 +18,15 @@ import (
 //
 // Per request it starts one client span named "{operation} {model}" ("chat
 // gpt-4o") with the GenAI attributes, installs a [portico.Observer] in the
-// context that turns the events of inner layers into span events, portico.*
-// attributes and metrics, measures TTFT by wrapping OnChunk on a clone of the
-// request (the caller's request is never modified), and at the end records the
-// answer's attributes, the metrics and one log record.
-//
-// When the span is not recording, no instrument is enabled and the logger is
-// nil or disabled, it only starts and ends the span: with the no-op tracer
-// provider, or otel's global placeholder before any SDK is installed, it
-// does not even start one, and allocates nothing. Wrap
-// returns next's response and error unchanged. It panics if next is nil. A
-// nil request is passed to next untraced, for the layers inside to classify;
-// a panic below, or in Config.CaptureContent, ends the span as an error
-// before it goes on.
+// context that turns inner layers' events into span events, portico.*
+// attributes and metrics, notes the first chunk of a stream (the caller's
+// request is never modified), and at the end records the answer's
+// attributes (the answering route's provider, server and model, see
+// [Tracer.ForRoute]), the metrics and one log record. With nothing to
+// record (a span that does not record, no instrument enabled, no logger) it
+// allocates nothing. It returns next's response and error unchanged and
+// panics if next is nil; a nil request goes to next untraced; a panic below,
+// or in Config.CaptureContent, ends the span as an error before it goes on.
 func (t *Tracer) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("trace: Wrap of a nil Model")

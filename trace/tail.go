@@ -19,7 +19,7 @@ type TailConfig struct {
 	// around an exporter). Required.
 	Next sdktrace.SpanProcessor
 	// Threshold is the local-root duration above which a trace is kept, however
-	// it ended. Zero means 2 s (seed 000's patience); negative is an error.
+	// it ended. Zero means 2 s; negative is an error.
 	Threshold time.Duration
 	// Ratio is the share, in [0, 1], of the other traces (no error, not slow) to
 	// keep, chosen deterministically by trace id like the SDK's
@@ -43,24 +43,19 @@ type TailStats struct {
 }
 
 // TailSampler is an [sdktrace.SpanProcessor] that samples whole traces after
-// they end (tail-based sampling, seed 000: head sampling loses the rare slow or
-// failed requests). It buffers the ended spans of each trace until the trace's
-// local root span (one without a parent, or with a remote parent) ends, then
-// decides: keep every trace in which any span has status Error or whose root
-// lasted longer than Threshold, and the share Ratio of the others by trace id;
-// the kept spans go to Next in the order they ended. Spans that end after
-// their root are forwarded or dropped by the decision, remembered for the last
-// MaxTraces decided traces. The decision is per trace id: when one trace has
-// several local roots in this process (say two requests made under the same
-// remote parent, with no local span above them), the first root to end
-// decides for all, and a later failed one is not kept if the first was not;
-// put one local span above such requests to have them decided together.
+// they end (tail-based sampling, as the OpenTelemetry Collector's
+// tail_sampling processor does): it buffers each trace's ended spans until
+// its local root (a span without a parent, or with a remote parent) ends,
+// then keeps every trace with a span of status Error or a root longer than
+// Threshold, and the share Ratio of the others by trace id; kept spans go to
+// Next in the order they ended. Spans that end after their root follow the
+// decision, remembered for the last MaxTraces traces. Several local roots of
+// one trace id are decided by the first to end (see the package
+// documentation).
 //
-// Register it with the TracerProvider (sdktrace.WithSpanProcessor) under a
-// head sampler that samples everything (sdktrace.AlwaysSample, the default);
-// unsampled spans are passed to Next untouched. It starts no goroutine, holds
-// its lock only to update the buffer and never while calling Next, and is safe
-// for concurrent use.
+// Register it (sdktrace.WithSpanProcessor) under a head sampler that samples
+// everything; unsampled spans go to Next untouched. It starts no goroutine,
+// never holds its lock while calling Next, and is safe for concurrent use.
 type TailSampler struct {
 	next      sdktrace.SpanProcessor
 	threshold time.Duration

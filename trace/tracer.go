@@ -45,8 +45,8 @@ type Config struct {
 	// the GenAI conventions make required on spans and metrics: set it. It
 	// goes on request spans and metrics (attempt spans carry no gen_ai.*
 	// attribute) and in the "provider" field of both kinds of log record: give
-	// each route's attempt layer its own Tracer when routes use different
-	// providers.
+	// each route's attempt layer its own [Tracer.ForRoute] when routes use
+	// different providers.
 	Provider string
 	// ServerAddress is the server.address of the calls ("api.openai.com").
 	// Empty omits the attribute.
