@@ -237,6 +237,7 @@ type summary struct {
 	breakerState, validation       string
 	fallbackSource, fallbackReason string
 	labels                         labels
+	relabel                        bool // labels differ from those the span started with
 }
 
 func (c *call) summary(resp *portico.Response) summary {
@@ -248,15 +249,18 @@ func (c *call) summary(resp *portico.Response) summary {
 	c.mu.Unlock()
 	s.labels = c.t.labels(c.req)
 	if resp != nil && at != nil { // the answering route's names replace the request layer's
+		l := s.labels
 		if at.cfg.Provider != "" {
-			s.labels.provider = at.cfg.Provider
+			l.provider = at.cfg.Provider
 		}
 		if at.cfg.ServerAddress != "" {
-			s.labels.server, s.labels.port = at.cfg.ServerAddress, at.cfg.ServerPort
+			l.server, l.port = at.cfg.ServerAddress, at.cfg.ServerPort
 		}
-		if s.labels.model == "" {
-			s.labels.model = model
+		if l.model == "" {
+			l.model = model
 		}
+		s.relabel = l != s.labels
+		s.labels = l
 	}
 	s.attempts = int(c.attemptCount.Load())
 	if s.attempts == 0 {
@@ -278,7 +282,7 @@ func (c *call) finish(resp *portico.Response, err error) {
 	class := portico.ClassOf(err)
 	if c.recording {
 		a := c.attrs[:0]
-		if resp != nil {
+		if s.relabel {
 			a = s.labels.append(a, c.req.Model == "")
 			if c.req.Model == "" && s.labels.model != "" {
 				c.span.SetName(c.t.spanName(s.labels.model).name)
