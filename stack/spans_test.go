@@ -23,7 +23,7 @@ func spanLines(spans []sdktrace.ReadOnlySpan) []string {
 	for _, s := range spans {
 		var kv []string
 		for _, a := range s.Attributes() {
-			kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.Emit()))
+			kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.String()))
 		}
 		sort.Strings(kv)
 		out = append(out, fmt.Sprintf("%q: %s", s.Name(), strings.Join(kv, " ")))
@@ -93,7 +93,7 @@ func TestRouteTraceModel(t *testing.T) {
 	attr := func(sp sdktrace.ReadOnlySpan, k attribute.Key) string {
 		for _, a := range sp.Attributes() {
 			if a.Key == k {
-				return a.Value.Emit()
+				return a.Value.String()
 			}
 		}
 		return ""
