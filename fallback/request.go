@@ -196,8 +196,12 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int)
 	req := r.req
 	var w *watch // with OnChunk: what reached the caller
 	if req.OnChunk != nil {
-		w = &watch{timed: r.g.stats != nil}
-		req = w.Watch(req, w)
+		w = new(watch)
+		var gate portico.ChunkGate // only a Policy's statistics need the first chunk's time
+		if r.g.stats != nil {
+			gate = w
+		}
+		req = w.Watch(req, gate)
 		if rt.ModelName != "" {
 			req.Model = rt.ModelName
 		}
@@ -244,18 +248,17 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int)
 // returned Deadline while the caller's deadline held: a fault of the route.
 var errOwnDeadline error = &portico.Error{Class: portico.Transient, Reason: "own deadline"}
 
-// watch is a streamed attempt's [portico.StreamWatch]; timed, it also notes
-// the time to the first chunk for the group's statistics.
+// watch is a streamed attempt's [portico.StreamWatch]; as its gate (with a
+// Policy) it also notes the time to the first chunk for the statistics.
 type watch struct {
 	portico.StreamWatch
-	timed bool
 	start time.Time
 	ttft  time.Duration
 }
 
-// GateChunk passes every chunk on.
+// GateChunk passes every chunk on, noting when the first one did.
 func (w *watch) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
-	if w.timed && !delivered {
+	if !delivered {
 		w.ttft = max(time.Since(w.start), 1)
 	}
 	return true, nil
