@@ -12,8 +12,10 @@ import (
 func TestBucketDepositWithdraw(t *testing.T) {
 	bs := newBudgets(0.1, 2, 10)
 	b := bs.get("m", "c")
-	if !b.withdraw() || !b.withdraw() || b.withdraw() {
-		t.Fatalf("a burst-2 bucket allowed other than 2 withdrawals")
+	for i, want := range []bool{true, true, false} {
+		if got := b.withdraw(); got != want {
+			t.Fatalf("withdrawal %d from a burst-2 bucket = %v, want %v", i+1, got, want)
+		}
 	}
 	for range 9 {
 		b.deposit(bs.depositAmt, bs.capacity)

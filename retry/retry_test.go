@@ -39,16 +39,6 @@ func failing(err error) *counting {
 	return &counting{fn: func(context.Context, int, *portico.Request) (*portico.Response, error) { return nil, err }}
 }
 
-// failFirst returns a Model that fails its first k calls with err, then answers.
-func failFirst(k int, err error) *counting {
-	return &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) {
-		if n < k {
-			return nil, err
-		}
-		return okResp, nil
-	}}
-}
-
 func mustNew(t *testing.T, cfg Config) *Retrier {
 	t.Helper()
 	r, err := New(cfg)

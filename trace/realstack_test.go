@@ -80,7 +80,7 @@ func TestRealStackSpanTree(t *testing.T) {
 		root := spans[4]
 		t0 := root.StartTime()
 		ms := time.Millisecond
-		at := func(d time.Duration) string { return attribute.Float64Value(d.Seconds()).Emit() }
+		at := func(d time.Duration) string { return attribute.Float64Value(d.Seconds()).String() }
 		common := map[string]string{ // both kinds of span
 			"server.address":       "api.openai.com",
 			"portico.operation.id": "op-1",
@@ -226,13 +226,13 @@ func TestRealStackSpanTree(t *testing.T) {
 		}
 		for i, sp := range spans { // nothing private, anywhere
 			for _, kv := range sp.Attributes() {
-				if strings.Contains(kv.Value.Emit(), secret) {
+				if strings.Contains(kv.Value.String(), secret) {
 					t.Errorf("span %d attribute %s carries content", i, kv.Key)
 				}
 			}
 			for _, ev := range sp.Events() {
 				for _, kv := range ev.Attributes {
-					if strings.Contains(kv.Value.Emit(), secret) {
+					if strings.Contains(kv.Value.String(), secret) {
 						t.Errorf("span %d event %s attribute %s carries content", i, ev.Name, kv.Key)
 					}
 				}
@@ -246,7 +246,7 @@ func itoa(i int) string { return string(rune('0' + i)) }
 func emitted(kvs []attribute.KeyValue) map[string]string {
 	m := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
