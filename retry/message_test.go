@@ -62,7 +62,7 @@ func TestFinalErrorMessage(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			base := hangThen(notSent)
 			_, err := mustNew(t, Config{MaxAttempts: 1, AttemptTimeout: time.Second}).Wrap(base).Generate(context.Background(), userReq)
-			const want = "portico: transient: transient: attempt deadline before the request was sent: " +
+			const want = "portico: transient: attempt deadline before the request was sent: " +
 				"context deadline exceeded; retry: attempt timeout"
 			if err == nil || err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)
