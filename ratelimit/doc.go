@@ -110,7 +110,7 @@
 // call is shed at once with a [portico.Rejected] error wrapping
 // [ErrOverloaded] (Reason "overloaded"): by Little's law the admitted rate is
 // then L_max / W and falls by itself when the model's latency W grows.
-// With [Config.Queue] > 0 calls wait for a slot instead, in a bounded queue
+// With a positive Queue.Size (see [Queue]) calls wait for a slot instead, in a bounded queue
 // served in the [Order] chosen: [FCFSCall] (vLLM), [FCFSProgram] (Continuum)
 // or [PLAS], least attained service per program in discrete levels with a
 // starvation guard (Autellix; see [PLASConfig]). Seed 002's simulation (4

@@ -89,7 +89,7 @@ func TestZeroAllocs(t *testing.T) {
 func TestConcurrency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lmax, b, perMin = 3, 100, 6000 // r = 100 tokens/s
-		l := mustNew(t, Config{Limits: Limits{Tokens: perMin, TokenBurst: b, MaxInFlight: lmax}, Queue: 40, Mode: Wait, MaxWait: time.Hour, Estimator: fixedEstimator(5)})
+		l := mustNew(t, Config{Limits: Limits{Tokens: perMin, TokenBurst: b, MaxInFlight: lmax}, Mode: Wait, MaxWait: time.Hour, Estimator: fixedEstimator(5), Queue: Queue{Size: 40}})
 		var inflight, most atomic.Int32
 		var mu sync.Mutex
 		var evs []event

@@ -26,9 +26,10 @@ type Limiter struct {
 }
 
 // New returns a Limiter for cfg, or an error starting with "ratelimit:" when
-// cfg is invalid: negative values (MaxProviderHold included), no limit at
-// all, a burst without its limit, a DefaultMaxTokens above TokenBurst, a
-// Queue without MaxInFlight, an unknown Mode or Order.
+// cfg is invalid, naming the field: negative values (MaxProviderHold
+// included), no limit at all, a burst without its limit, a DefaultMaxTokens
+// that leaves TokenBurst no room for input, a Queue.Size without MaxInFlight,
+// an unknown Mode or Queue.Order.
 func New(cfg Config) (*Limiter, error) {
 	c, err := cfg.norm()
 	if err != nil {

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 )
@@ -29,11 +28,11 @@ func (l *Limiter) SetLimit(lim Limits) error {
 	if err != nil {
 		return err
 	}
-	if n.Tokens > 0 && l.cfg.DefaultMaxTokens > n.TokenBurst {
-		return fmt.Errorf("ratelimit: DefaultMaxTokens %d exceeds TokenBurst %d", l.cfg.DefaultMaxTokens, n.TokenBurst)
+	if err := defaultTooLarge(l.cfg.DefaultMaxTokens, &n); err != nil {
+		return err
 	}
-	if l.cfg.Queue > 0 && n.MaxInFlight == 0 {
-		return errors.New("ratelimit: Queue without MaxInFlight")
+	if l.cfg.Queue.Size > 0 && n.MaxInFlight == 0 {
+		return errors.New("ratelimit: Limits.MaxInFlight 0 with a Config.Queue.Size")
 	}
 	l.limits.Store(&n)
 	now := l.now()
