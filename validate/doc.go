@@ -16,7 +16,7 @@
 //     length (truncation) is rejected where the full output is needed, by
 //     default when the request has a Schema or tools ([LengthPolicy]);
 //  3. structured output ([StageSchema]): the text is exactly one JSON value,
-//     within [Config.MaxBytes], [Config.MaxDepth] and the number limits, and
+//     within the [Limits] (bytes, depth and numbers), and
 //     valid against req.Schema.JSON (JSON Schema draft 2020-12 unless the
 //     schema says otherwise);
 //  4. typed Go checks ([StageTyped], [Config.Checks]): required fields,
