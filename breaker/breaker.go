@@ -52,10 +52,11 @@ type Transition struct {
 	Name string
 	// From and To are the states before and after.
 	From, To State
-	// Reason says why, content-free: "failure rate", "consecutive failures",
-	// "slow call rate" (closed to open), "open interval elapsed" (open to
-	// half-open), "probe failed", "probe slow" (half-open to open), "probes
-	// succeeded" (half-open to closed).
+	// Reason says why, content-free: the [TripRule]'s reason from closed to
+	// open ("consecutive failures", "failure rate", "slow call rate" for the
+	// ready-made rules), "open interval elapsed" (open to half-open), "probe
+	// failed", "probe slow" (half-open to open), "probes succeeded" (half-open
+	// to closed).
 	Reason string
 	// Class is the class of the failure that caused a trip; OK otherwise,
 	// including a trip by a slow call that succeeded.
@@ -86,7 +87,7 @@ type Breaker struct {
 	// probes is the number of half-open probes in flight (written under mu).
 	probes atomic.Int32
 
-	cfg  config
+	cfg  Config    // with defaults
 	base time.Time // monotonic origin of the nanos clock
 
 	needStart, needEnd bool // which clock reads the closed path makes
@@ -96,8 +97,7 @@ type Breaker struct {
 	// consec is gen<<32 | consecutive failures in closed generation gen.
 	consec atomic.Uint64
 
-	mu        sync.Mutex // guards transitions and the fields below
-	trips     int        // consecutive trips since last closed
+	mu        sync.Mutex // guards transitions and the field below
 	successes int        // successful probes in this half-open period
 }
 
@@ -109,10 +109,10 @@ func New(cfg Config) (*Breaker, error) {
 		return nil, err
 	}
 	b := &Breaker{cfg: c, base: time.Now()}
-	if c.WindowDuration > 0 {
-		b.tring = newTimeRing(int64(c.WindowDuration), c.WindowBuckets)
+	if c.Window.Duration > 0 {
+		b.tring = newTimeRing(int64(c.Window.Duration), timeBuckets)
 	} else {
-		b.ring = newCountRing(c.WindowCalls)
+		b.ring = newCountRing(c.Window.Calls)
 	}
 	b.needStart = c.SlowCall > 0
 	b.needEnd = b.needStart || b.tring != nil
@@ -320,23 +320,20 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 	} else {
 		b.ring.record(flags)
 	}
-	reason := ""
-	if failed && b.cfg.consecutive > 0 && b.incConsec(gen) >= b.cfg.consecutive {
-		reason = "consecutive failures"
-	} else if !failed {
-		if c := b.consec.Load(); c&0xffffffff != 0 {
-			b.consec.CompareAndSwap(c, gen<<32)
-		}
+	var counts Counts
+	if failed {
+		counts.ConsecutiveFailures = b.incConsec(gen)
+	} else if c := b.consec.Load(); c&0xffffffff != 0 {
+		b.consec.CompareAndSwap(c, gen<<32)
 	}
-	if reason == "" {
-		var t tally
-		if b.tring != nil {
-			t = b.tring.tally(gen, now)
-		} else {
-			t = b.ring.tally()
-		}
-		reason = tripReason(&b.cfg, t)
+	var t tally
+	if b.tring != nil {
+		t = b.tring.tally(gen, now)
+	} else {
+		t = b.ring.tally()
 	}
+	counts.Calls, counts.Failures, counts.Slow = t.calls, t.failed, t.slow
+	reason := b.cfg.Trip(counts)
 	if reason == "" {
 		return
 	}

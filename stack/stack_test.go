@@ -49,7 +49,7 @@ func TestRetryThenFallbackThenBreakerSkips(t *testing.T) {
 		a := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
 		b := modeltest.NewFake(modeltest.Answer("from b"))
 		ra, rb := route("a", a), route("b", b)
-		ra.Breaker = breaker.Config{ConsecutiveFailures: 2, OpenFor: time.Minute}
+		ra.Breaker = breaker.Config{Trip: breaker.ConsecutiveFailures(2), OpenFor: time.Minute}
 		ra.Retry = retry.Config{BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}
 		s, err := New(Config{Routes: []Route{ra, rb}})
 		if err != nil {
