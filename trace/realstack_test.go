@@ -48,7 +48,7 @@ func TestRealStackSpanTree(t *testing.T) {
 				Model: "gpt-4o-mini-2024-07-18", Usage: portico.Usage{InputTokens: 100, OutputTokens: 20, CachedInputTokens: 64}}})
 		ra := stack.Route{Route: portico.Route{Name: "a", Model: a, ModelName: "gpt-4o"},
 			Breaker: breaker.Config{Trip: breaker.ConsecutiveFailures(1), OpenFor: time.Minute},
-			Retry:   retry.Config{MaxAttempts: 3, Backoff: retry.Exponential, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}}
+			Retry:   retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{Schedule: retry.Exponential, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}}}
 		rb := stack.Route{Route: portico.Route{Name: "b", Model: b, ModelName: "gpt-4o-mini"}}
 		s, err := stack.New(stack.Config{Routes: []stack.Route{ra, rb}, Tracer: tr,
 			ClientLimits: ratelimit.Limits{Requests: 10, RequestBurst: 1, Period: time.Second}, ClientMode: ratelimit.Wait})
