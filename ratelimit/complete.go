@@ -94,7 +94,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 //
 // Without billed usage, the rule gives back only what the error class
 // and the HTTP status make safe, since a provider may count a failed call
-// against its limits (seed 003); an outcome that may have generated output
+// against its limits; an outcome that may have generated output
 // refunds nothing:
 //
 //   - [portico.Rejected], and [portico.Permanent], [portico.Incompatible],

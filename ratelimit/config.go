@@ -35,8 +35,8 @@ func (m Mode) String() string {
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
-// Order is the discipline of the waiting queue in front of the in-flight cap
-// (seed 002, "who goes first").
+// Order is the discipline of the waiting queue in front of the in-flight cap:
+// who goes first.
 type Order uint8
 
 // The queue orders.
@@ -97,7 +97,8 @@ type Limits struct {
 	Period time.Duration
 	// MaxInFlight is L_max, the most calls of one key in flight at once. 0
 	// means no cap. Beyond it calls are shed at once with [ErrOverloaded]
-	// (seed 000), or wait in the queue when Config.Queue.Size is positive.
+	// (Google SRE book, "Handling Overload"), or wait in the queue when
+	// Config.Queue.Size is positive.
 	MaxInFlight int
 }
 
@@ -154,7 +155,7 @@ func (l *Limits) tokenRate() float64   { return float64(l.Tokens) / l.Period.Sec
 // Autellix discretizes the continuous priority (attained service) into K
 // queues so that it does not degenerate into round robin, and promotes a call
 // to the first queue when (w_prog + w_call) / (d_prog + d_call) >= β, with w
-// the waits and d the service times of the program and the call (seed 002).
+// the waits and d the service times of the program and the call.
 type PLASConfig struct {
 	// Quantum is the attained service that bounds the first level. Level i
 	// holds programs whose attained service is in [Quantum*(2^i-1),

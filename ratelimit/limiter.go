@@ -43,31 +43,24 @@ func New(cfg Config) (*Limiter, error) {
 
 // Wrap is the [portico.Middleware]: the returned Model admits each call
 // through next's key's buckets and in-flight cap, calls next, and refunds the
-// unused part of the token reservation when the call ends. It never modifies
-// the Request. It returns, besides next's own errors:
+// unused part of the token reservation when the call ends ([Refund]). It
+// never modifies the Request. Wrap panics if next is nil. Besides next's own
+// errors it returns:
 //
-//   - [portico.Incompatible], Model the request's Model, wrapping a
-//     [*CapacityError] with the numbers (so errors.Is(err,
-//     [ErrOverCapacity]) holds), its text the error's only explanation, when
-//     N_in + N_max exceeds the token bucket's capacity: at once, or when
-//     [Limiter.SetLimit] lowers the capacity under a waiting call. Never
-//     retried on this route; a fallback moves on to one with room;
+//   - [portico.Incompatible] wrapping a [*CapacityError] ([ErrOverCapacity])
+//     when N_in + N_max exceeds the token bucket's capacity, at once or when
+//     [Limiter.SetLimit] lowers it under a waiting call;
 //   - [portico.Permanent] wrapping [ErrBadRequest] when the call cannot be
-//     priced (see [ErrBadRequest]);
-//   - [portico.RateLimited] wrapping [ErrLimited], with RetryAfter the exact
-//     wait after which the same call would be admitted, when a bucket refuses
-//     (reject mode, or in wait mode a wait beyond MaxWait or the deadline);
-//   - [portico.Rejected] wrapping [ErrOverloaded], Reason "overloaded", when
-//     the in-flight cap and the queue are full;
-//   - [portico.Canceled] or [portico.Deadline] (see [portico.FromContext])
-//     when ctx ends while the call waits;
-//   - [portico.ErrNilRequest] (Permanent) for a nil *Request, at once,
-//     without touching any key;
-//   - [portico.ErrNilResponse] (InvalidResponse) when next returns neither a
-//     Response nor an error: the call is settled as that error (see [Refund]:
-//     nothing is given back, since output may have been generated).
-//
-// Wrap panics if next is nil.
+//     priced;
+//   - [portico.RateLimited] wrapping [ErrLimited], RetryAfter the exact wait
+//     that would admit the call, when a bucket refuses (Reject mode, or a
+//     wait beyond MaxWait or the deadline);
+//   - [portico.Rejected] wrapping [ErrOverloaded] when the in-flight cap and
+//     the queue are full;
+//   - [portico.FromContext]'s error when ctx ends while the call waits;
+//   - [portico.ErrNilRequest] for a nil *Request, touching no key;
+//   - [portico.ErrNilResponse] when next returns neither a Response nor an
+//     error, settled as that error (nothing is given back).
 func (l *Limiter) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("ratelimit: Wrap of a nil Model")

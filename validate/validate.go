@@ -85,7 +85,7 @@ type Config struct {
 	AllowEmptyText bool
 	// TrimSpace, when true, trims white space around the answer's text before
 	// the checks, and the accepted Response carries the trimmed text. It is the
-	// only normalization the pipeline ever makes (seed 003: no silent repair).
+	// only normalization the pipeline ever makes (no silent repair).
 	// False (the default) leaves the text as it came; JSON tolerates
 	// surrounding white space anyway.
 	TrimSpace bool
@@ -124,7 +124,7 @@ type Config struct {
 	CacheSize int
 }
 
-// Validator runs seed 003's acceptance pipeline on answers. Build one per
+// Validator runs the acceptance pipeline on answers. Build one per
 // workload with [New]; its method value Wrap is the Middleware. A Validator is
 // safe for concurrent use.
 type Validator struct {

@@ -8,7 +8,7 @@ import (
 )
 
 // Stage names a stage of the acceptance pipeline, in the order the stages run
-// (seed 003, "Convalida la risposta prima di accettarla", steps 1 to 6).
+// (see the package documentation).
 type Stage uint8
 
 // The pipeline's stages.
@@ -129,7 +129,7 @@ type Rejection struct {
 	// listed.
 	Omitted int
 	// Response is the rejected answer, for logging by the application or human
-	// review (seed 003). It holds answer content: never log it unredacted.
+	// review. It holds answer content: never log it unredacted.
 	Response *portico.Response
 }
 
