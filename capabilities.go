@@ -85,7 +85,7 @@ func (s SchemaMode) String() string {
 // requests that need them.
 type Capabilities struct {
 	// Provider names who serves the route ("openai", "azure", "vllm-eu"); routes
-	// with different providers are taken to fail independently (seed 000).
+	// with different providers are taken to fail independently.
 	Provider string
 	// Region where the route is served, for the same purpose.
 	Region string
@@ -148,7 +148,7 @@ func (c *Capabilities) Validate() error {
 	return nil
 }
 
-// Contract is a workload's machine-readable routing contract (seed 003): what any
+// Contract is a workload's machine-readable routing contract: what any
 // route serving it must offer. The zero Contract asks for nothing.
 type Contract struct {
 	// Modalities the workload needs beyond what its messages show; zero adds none.
@@ -198,30 +198,25 @@ func (k *Contract) Validate() error {
 }
 
 // Fits reports whether this route can serve req, whose input is estimated at
-// inputTokens tokens, under req's Contract (if any). It returns nil when it can,
-// or an [*Error] of class [Incompatible] whose Reason names the first unmet need:
-// "modality", "context window", "max output", "tools", "schema", "strict schema",
-// "model class" or "cost". A malformed request is a [Permanent] error: a
-// Contract that [Contract.Validate] refuses (checked first), or a negative
-// MaxOutputTokens or input estimate (Reason "negative token count", checked
-// after the modalities). It checks, in this order:
+// inputTokens tokens, under req's Contract (if any): nil, or an [*Error] of
+// class [Incompatible] whose Reason names the first unmet need, in this
+// order:
 //
-//   - the contract's own fields ([Contract.Validate]);
-//   - the modalities of the messages and of the contract;
-//   - context window >= input (the larger of inputTokens and
-//     Contract.MaxInputTokens) + MaxOutputTokens, and MaxOutput >= MaxOutputTokens;
-//   - tool support when the request has tools or the contract requires them;
-//   - strict schema support when the request's Schema or the contract asks for
-//     strict (checked first, so such a request on a route without any schema
-//     support fails with "strict schema"), then schema support when the request
-//     has a Schema or the contract names one;
-//   - the model class against Contract.ModelClasses;
-//   - the estimated cost (input at InputPrice, MaxOutputTokens at OutputPrice)
-//     against Contract.MaxCost.
+//   - a Contract that [Contract.Validate] refuses: its [Permanent] error;
+//   - the modalities of the messages and of the contract: "modality";
+//   - a negative MaxOutputTokens or inputTokens: [Permanent], "negative token
+//     count";
+//   - ContextWindow below input (the larger of inputTokens and
+//     Contract.MaxInputTokens) + MaxOutputTokens: "context window";
+//     MaxOutput below MaxOutputTokens: "max output";
+//   - tools asked for, unsupported: "tools";
+//   - strict schema asked for, not SchemaStrict: "strict schema"; a Schema
+//     or SchemaID, less than SchemaJSON: "schema";
+//   - the model class outside Contract.ModelClasses: "model class";
+//   - [Capabilities.EstimateCost] above Contract.MaxCost: "cost".
 //
 // Fits never allocates: its errors are shared values that callers must not
-// modify. It is the single filter that package
-// route and package fallback share.
+// modify. It is the one filter packages route and fallback share.
 func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	k := req.Contract
 	if k == nil {

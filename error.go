@@ -10,8 +10,8 @@ import (
 
 // Class says what an error means for the layers above it: whether trying again
 // can help, whether it says anything about the route's health, and whose fault it
-// is. Every layer acts on the Class, never on message text (seed 003: classify
-// errors before acting).
+// is. Every layer acts on the Class, never on message text: errors are
+// classified once, before anything acts on them.
 type Class uint8
 
 // The error classes. The zero Class, OK, is the class of a nil error.

@@ -151,23 +151,18 @@ func (b *Breaker) Available() bool {
 }
 
 // Wrap returns next guarded by b; the method value b.Wrap is a
-// [portico.Middleware]. One Breaker guards one route: wrapping several Models
-// with the same Breaker makes them share one state. The returned Model's
-// Generate returns, besides next's own results, a [portico.Rejected]
-// *portico.Error wrapping [ErrOpen] when the breaker refuses the call,
-// [portico.ErrNilRequest] (Permanent, not counted, next not called) for a nil
-// *Request, and [portico.ErrNilResponse] (InvalidResponse, counted as a
-// failure of the route) when next returns neither a Response nor an error. A panic
-// in next counts as a failure and then continues up the stack, after the probe
-// slot it held (if any) is released.
+// [portico.Middleware]. One Breaker guards one route: Models wrapped by the
+// same Breaker share its state. Wrap panics if next is nil.
 //
-// When the request streams, next is given a copy of it whose OnChunk calls the
-// caller's (two allocations; a request that does not stream costs none) and
-// notes whether it panicked or returned an error. Such a call ended by the
-// caller's own callback says nothing about the route: it is not counted,
-// neither failure nor success (like a cancellation), and a probe slot it held
-// is released; the panic goes on, and next's error is returned as is.
-// Wrap panics if next is nil.
+// Besides next's own results, the returned Model's Generate returns a
+// [portico.Rejected] *portico.Error wrapping [ErrOpen] when the breaker
+// refuses the call, [portico.ErrNilRequest] for a nil *Request (next not
+// called, nothing counted), and [portico.ErrNilResponse] (counted as a route
+// fault) when next returns neither a Response nor an error. A panic in next
+// counts as a failure and goes on, after the probe slot it held is released.
+// A streamed call that the caller's own OnChunk ended (a panic or an error)
+// is not counted at all, like a cancellation; a streamed call costs two
+// allocations (see Cost in the package documentation).
 func (b *Breaker) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("breaker: Wrap of a nil Model")

@@ -114,21 +114,19 @@ func New(cfg Config) (*Runner, error) {
 }
 
 // Do runs fn at most once for key and returns its result: the stored result
-// when key is Completed, without running fn; the outcome of the run under
-// way when another caller holds key (Do waits for it in this process, and
-// polls every Config.Poll for one in another process sharing the store);
+// of a Completed key, without running fn; the outcome of a run under way
+// (waited for in this process, polled every Config.Poll in another);
 // otherwise Do claims key, runs fn(ctx) and records the outcome by the class
-// of fn's error, as States in the package documentation says. The returned
+// of fn's error (see States in the package documentation). The returned
 // bytes are the caller's own copy.
 //
-// Errors: fn's own error, unchanged (with its RetryAfter), for a run that
-// failed or was Rejected; an Ambiguous *portico.Error wrapping [ErrUnknown]
-// (and fn's error) for an Unknown key, to reconcile with [Runner.Resolve]
-// rather than retry; one of the recorded class wrapping [ErrFailed] for a key
-// that failed earlier; a Transient one wrapping [ErrStore] when the store
-// fails; [portico.FromContext]'s error when ctx ends while waiting or before
-// key is claimed (fn is then not run). A panic in fn leaves key Unknown and
-// goes on. Do panics if fn is nil.
+// Errors: fn's own error, unchanged, for a run that failed or was Rejected;
+// an Ambiguous *portico.Error wrapping [ErrUnknown] for an Unknown key, to
+// reconcile with [Runner.Resolve]; one of the recorded class wrapping
+// [ErrFailed] for a key that failed earlier; a Transient one wrapping
+// [ErrStore] when the store fails; [portico.FromContext]'s error when ctx
+// ends while waiting or before key is claimed (fn not run). A panic in fn
+// leaves key Unknown and goes on. Do panics if fn is nil.
 func (r *Runner) Do(ctx context.Context, key Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
 	if fn == nil {
 		// Fail before the key is claimed: a nil fn claimed as Pending would

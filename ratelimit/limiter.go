@@ -47,20 +47,18 @@ func New(cfg Config) (*Limiter, error) {
 // never modifies the Request. Wrap panics if next is nil. Besides next's own
 // errors it returns:
 //
-//   - [portico.Incompatible] wrapping a [*CapacityError] ([ErrOverCapacity])
-//     when N_in + N_max exceeds the token bucket's capacity, at once or when
-//     [Limiter.SetLimit] lowers it under a waiting call;
-//   - [portico.Permanent] wrapping [ErrBadRequest] when the call cannot be
-//     priced;
-//   - [portico.RateLimited] wrapping [ErrLimited], RetryAfter the exact wait
-//     that would admit the call, when a bucket refuses (Reject mode, or a
-//     wait beyond MaxWait or the deadline);
-//   - [portico.Rejected] wrapping [ErrOverloaded] when the in-flight cap and
-//     the queue are full;
+//   - Incompatible wrapping a [*CapacityError] ([ErrOverCapacity]) when
+//     N_in + N_max exceeds the token bucket's capacity (at once, or when
+//     [Limiter.SetLimit] lowers it under a waiting call);
+//   - Permanent wrapping [ErrBadRequest] when the call cannot be priced;
+//   - RateLimited wrapping [ErrLimited], RetryAfter the exact wait that
+//     would admit the call, when a bucket refuses;
+//   - Rejected wrapping [ErrOverloaded] when the in-flight cap and the queue
+//     are full;
 //   - [portico.FromContext]'s error when ctx ends while the call waits;
-//   - [portico.ErrNilRequest] for a nil *Request, touching no key;
+//   - [portico.ErrNilRequest] for a nil *Request;
 //   - [portico.ErrNilResponse] when next returns neither a Response nor an
-//     error, settled as that error (nothing is given back).
+//     error (nothing is given back).
 func (l *Limiter) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("ratelimit: Wrap of a nil Model")
