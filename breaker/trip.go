@@ -53,13 +53,7 @@ func ConsecutiveFailures(n int) TripRule {
 // (resilience4j's failureRateThreshold and minimumNumberOfCalls); the reason
 // is "failure rate". It panics if rate is outside (0, 1] or minCalls < 0.
 func FailureRate(rate float64, minCalls int) TripRule {
-	checkRate("FailureRate", rate, minCalls)
-	return func(c Counts) string {
-		if c.Calls > 0 && c.Calls >= minCalls && float64(c.Failures) >= rate*float64(c.Calls) {
-			return "failure rate"
-		}
-		return ""
-	}
+	return rateRule("FailureRate", "failure rate", rate, minCalls, func(c *Counts) int { return c.Failures })
 }
 
 // SlowCallRate trips when the window holds at least minCalls calls (and at
@@ -68,22 +62,25 @@ func FailureRate(rate float64, minCalls int) TripRule {
 // "slow call rate". Without Config.SlowCall no call is slow and it never
 // trips. It panics if rate is outside (0, 1] or minCalls < 0.
 func SlowCallRate(rate float64, minCalls int) TripRule {
-	checkRate("SlowCallRate", rate, minCalls)
-	return func(c Counts) string {
-		if c.Calls > 0 && c.Calls >= minCalls && float64(c.Slow) >= rate*float64(c.Calls) {
-			return "slow call rate"
-		}
-		return ""
-	}
+	return rateRule("SlowCallRate", "slow call rate", rate, minCalls, func(c *Counts) int { return c.Slow })
 }
 
-func checkRate(name string, rate float64, minCalls int) {
+// rateRule trips, with reason, when the window holds at least minCalls calls
+// (and one) and the fraction of them that count is at or above rate. It
+// panics, naming the rule, on a rate outside (0, 1] or a negative minCalls.
+func rateRule(name, reason string, rate float64, minCalls int, count func(*Counts) int) TripRule {
 	args := name + "(" + strconv.FormatFloat(rate, 'g', -1, 64) + ", " + strconv.Itoa(minCalls) + ")"
 	if !(rate > 0 && rate <= 1) {
 		panic("breaker: " + args + ": rate must be in (0, 1]")
 	}
 	if minCalls < 0 {
 		panic("breaker: " + args + ": minCalls must not be negative")
+	}
+	return func(c Counts) string {
+		if c.Calls > 0 && c.Calls >= minCalls && float64(count(&c)) >= rate*float64(c.Calls) {
+			return reason
+		}
+		return ""
 	}
 }
 
