@@ -3,8 +3,9 @@ package portico
 import "context"
 
 // Attempt identifies one attempt of a call, as seen by the layers inside a retry
-// layer: which try this is and a unique id for it (seed 003: an attempt id per
-// call, beside the operation id).
+// layer: which try this is and a unique id for it, beside the operation id
+// (Identity.OperationID), so that logs and spans tell a retry from new
+// traffic.
 type Attempt struct {
 	// Index is 0 for the first attempt, 1 for the first retry, and so on.
 	Index int

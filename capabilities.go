@@ -1,6 +1,8 @@
 package portico
 
 import (
+	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -83,7 +85,7 @@ func (s SchemaMode) String() string {
 // requests that need them.
 type Capabilities struct {
 	// Provider names who serves the route ("openai", "azure", "vllm-eu"); routes
-	// with different providers are taken to fail independently (seed 000).
+	// with different providers are taken to fail independently.
 	Provider string
 	// Region where the route is served, for the same purpose.
 	Region string
@@ -118,7 +120,35 @@ func (c *Capabilities) Cost(u Usage) float64 {
 	return float64(u.InputTokens-cached)*c.InputPrice + float64(cached)*cachedPrice + float64(u.OutputTokens)*c.OutputPrice
 }
 
-// Contract is a workload's machine-readable routing contract (seed 003): what any
+// Validate reports a field of c that can only be a mistake: a negative
+// ContextWindow or MaxOutput, a negative or non-finite price, Modalities or
+// Schema outside their constants. The error's message starts with
+// "portico: Capabilities." and the field's name. Constructors of routing
+// layers (package fallback, route, stack) call it for each route.
+func (c *Capabilities) Validate() error {
+	bad := func(field, why string) error { return errors.New("portico: Capabilities." + field + " " + why) }
+	switch {
+	case c.ContextWindow < 0:
+		return bad("ContextWindow", "is negative ("+strconv.Itoa(c.ContextWindow)+")")
+	case c.MaxOutput < 0:
+		return bad("MaxOutput", "is negative ("+strconv.Itoa(c.MaxOutput)+")")
+	case c.Modalities&^(ModalityText|ModalityImage) != 0:
+		return bad("Modalities", "has unknown bits ("+c.Modalities.String()+")")
+	case c.Schema > SchemaStrict:
+		return bad("Schema", "is not a SchemaMode ("+c.Schema.String()+")")
+	}
+	for _, p := range []struct {
+		field string
+		v     float64
+	}{{"InputPrice", c.InputPrice}, {"OutputPrice", c.OutputPrice}, {"CachedInputPrice", c.CachedInputPrice}} {
+		if !(p.v >= 0) || math.IsInf(p.v, 1) {
+			return bad(p.field, "must be a finite price >= 0 ("+strconv.FormatFloat(p.v, 'g', -1, 64)+")")
+		}
+	}
+	return nil
+}
+
+// Contract is a workload's machine-readable routing contract: what any
 // route serving it must offer. The zero Contract asks for nothing.
 type Contract struct {
 	// Modalities the workload needs beyond what its messages show; zero adds none.
@@ -138,40 +168,61 @@ type Contract struct {
 	ModelClasses []string
 	// MaxCost is the most one request may cost, in the Capabilities' price unit,
 	// estimated before the call from input tokens and MaxOutputTokens
-	// ([Capabilities.EstimateCost]); 0: no limit.
+	// ([Capabilities.EstimateCost]); 0: no limit. Negative or NaN is refused
+	// (see [Contract.Validate]).
 	MaxCost float64
-	// Deadline is the end-to-end time the workload allows; 0: only the context's.
+	// Deadline is the end-to-end time the workload allows; 0: only the
+	// context's. Negative is refused (see [Contract.Validate]).
 	Deadline time.Duration
 }
 
+// Validate reports a field of k that can only be a mistake: a negative
+// MaxInputTokens, Deadline or MaxCost, a NaN MaxCost, or Modalities outside
+// their constants. A Contract arrives with each request, so the error is a
+// shared [Permanent] *Error (the request is wrong on any route) whose Reason
+// names the field, such as "negative Contract.Deadline"; it must not be
+// modified. [Capabilities.Fits] calls it first, so every router and fallback
+// refuses such a request before choosing a route. Validate does not allocate.
+func (k *Contract) Validate() error {
+	switch {
+	case k.Deadline < 0:
+		return errContractDeadline
+	case !(k.MaxCost >= 0):
+		return errContractMaxCost
+	case k.MaxInputTokens < 0:
+		return errContractMaxInput
+	case k.Modalities&^(ModalityText|ModalityImage) != 0:
+		return errContractModalities
+	}
+	return nil
+}
+
 // Fits reports whether this route can serve req, whose input is estimated at
-// inputTokens tokens, under req's Contract (if any). It returns nil when it can,
-// or an [*Error] of class [Incompatible] whose Reason names the first unmet need:
-// "modality", "context window", "max output", "tools", "schema", "strict schema",
-// "model class" or "cost"; a negative MaxOutputTokens, input estimate or
-// Contract.MaxInputTokens is a malformed request, a [Permanent] error with
-// Reason "negative token count" (checked after the modalities).
-// It checks, in this order:
+// inputTokens tokens, under req's Contract (if any): nil, or an [*Error] of
+// class [Incompatible] whose Reason names the first unmet need, in this
+// order:
 //
-//   - the modalities of the messages and of the contract;
-//   - context window >= input (the larger of inputTokens and
-//     Contract.MaxInputTokens) + MaxOutputTokens, and MaxOutput >= MaxOutputTokens;
-//   - tool support when the request has tools or the contract requires them;
-//   - strict schema support when the request's Schema or the contract asks for
-//     strict (checked first, so such a request on a route without any schema
-//     support fails with "strict schema"), then schema support when the request
-//     has a Schema or the contract names one;
-//   - the model class against Contract.ModelClasses;
-//   - the estimated cost (input at InputPrice, MaxOutputTokens at OutputPrice)
-//     against Contract.MaxCost.
+//   - a Contract that [Contract.Validate] refuses: its [Permanent] error;
+//   - the modalities of the messages and of the contract: "modality";
+//   - a negative MaxOutputTokens or inputTokens: [Permanent], "negative token
+//     count";
+//   - ContextWindow below input (the larger of inputTokens and
+//     Contract.MaxInputTokens) + MaxOutputTokens: "context window";
+//     MaxOutput below MaxOutputTokens: "max output";
+//   - tools asked for, unsupported: "tools";
+//   - strict schema asked for, not SchemaStrict: "strict schema"; a Schema
+//     or SchemaID, less than SchemaJSON: "schema";
+//   - the model class outside Contract.ModelClasses: "model class";
+//   - [Capabilities.EstimateCost] above Contract.MaxCost: "cost".
 //
 // Fits never allocates: its errors are shared values that callers must not
-// modify. It is the single filter that package
-// route and package fallback share.
+// modify. It is the one filter packages route and fallback share.
 func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	k := req.Contract
 	if k == nil {
 		k = &noContract
+	} else if err := k.Validate(); err != nil {
+		return err
 	}
 	mods := c.Modalities
 	if mods == 0 {
@@ -181,7 +232,7 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 		return errModality
 	}
 	in := max(inputTokens, k.MaxInputTokens)
-	if req.MaxOutputTokens < 0 || inputTokens < 0 || k.MaxInputTokens < 0 {
+	if req.MaxOutputTokens < 0 || inputTokens < 0 {
 		return errNegative
 	}
 	// in + MaxOutputTokens > ContextWindow, without overflowing.
@@ -238,4 +289,9 @@ var (
 	errModelClass   error = &Error{Class: Incompatible, Reason: "model class"}
 	errCost         error = &Error{Class: Incompatible, Reason: "cost"}
 	errNegative     error = &Error{Class: Permanent, Reason: "negative token count"}
+
+	errContractDeadline   error = &Error{Class: Permanent, Reason: "negative Contract.Deadline"}
+	errContractMaxCost    error = &Error{Class: Permanent, Reason: "negative or NaN Contract.MaxCost"}
+	errContractMaxInput   error = &Error{Class: Permanent, Reason: "negative Contract.MaxInputTokens"}
+	errContractModalities error = &Error{Class: Permanent, Reason: "unknown Contract.Modalities"}
 )

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestFits(t *testing.T) {
@@ -44,6 +46,13 @@ func TestFits(t *testing.T) {
 		// 1000 in at 1e-6 + 100 out at 4e-6 = 0.0014
 		{"cost ok", full, Request{Messages: user, MaxOutputTokens: 100, Contract: &Contract{MaxCost: 0.0014}}, 1000, ""},
 		{"cost over", full, Request{Messages: user, MaxOutputTokens: 101, Contract: &Contract{MaxCost: 0.0014}}, 1000, "cost"},
+		// A malformed contract is wrong on any route, checked before the rest.
+		{"negative deadline", full, Request{Messages: img, Contract: &Contract{Deadline: -time.Second, Modalities: ModalityImage}}, 10, "negative Contract.Deadline"},
+		{"negative deadline on a text route", textOnly, Request{Messages: img, Contract: &Contract{Deadline: -1}}, 10, "negative Contract.Deadline"},
+		{"negative max cost", full, Request{Messages: user, Contract: &Contract{MaxCost: -0.01}}, 10, "negative or NaN Contract.MaxCost"},
+		{"NaN max cost", full, Request{Messages: user, Contract: &Contract{MaxCost: math.NaN()}}, 10, "negative or NaN Contract.MaxCost"},
+		{"negative contract max input", full, Request{Messages: user, Contract: &Contract{MaxInputTokens: -1}}, 10, "negative Contract.MaxInputTokens"},
+		{"unknown contract modality", full, Request{Messages: user, Contract: &Contract{Modalities: 1 << 5}}, 10, "unknown Contract.Modalities"},
 	}
 	for _, tt := range tests {
 		err := tt.caps.Fits(&tt.req, tt.nIn)
@@ -54,7 +63,7 @@ func TestFits(t *testing.T) {
 			continue
 		}
 		wantClass := Incompatible
-		if tt.want == "negative token count" {
+		if tt.want == "negative token count" || strings.Contains(tt.want, "Contract.") {
 			wantClass = Permanent
 		}
 		var e *Error
@@ -156,5 +165,50 @@ func TestRequestFor(t *testing.T) {
 	got := (&Route{ModelName: "b"}).RequestFor(req)
 	if got == req || got.Model != "b" || req.Model != "a" {
 		t.Errorf("RequestFor = %q (same %v), caller's %q; want a copy named b, caller's a", got.Model, got == req, req.Model)
+	}
+}
+
+// Validate refuses each value that can only be a mistake, naming the field,
+// and accepts the zero Capabilities and the edges.
+func TestCapabilitiesValidate(t *testing.T) {
+	bad := []struct {
+		caps Capabilities
+		want string
+	}{
+		{Capabilities{ContextWindow: -1}, "portico: Capabilities.ContextWindow is negative (-1)"},
+		{Capabilities{MaxOutput: -4096}, "portico: Capabilities.MaxOutput is negative (-4096)"},
+		{Capabilities{Modalities: 1 << 4}, "portico: Capabilities.Modalities has unknown bits (Modality(16))"},
+		{Capabilities{Schema: SchemaStrict + 1}, "portico: Capabilities.Schema is not a SchemaMode (SchemaMode(4))"},
+		{Capabilities{InputPrice: -1e-6}, "portico: Capabilities.InputPrice must be a finite price >= 0 (-1e-06)"},
+		{Capabilities{OutputPrice: math.NaN()}, "portico: Capabilities.OutputPrice must be a finite price >= 0 (NaN)"},
+		{Capabilities{CachedInputPrice: math.Inf(1)}, "portico: Capabilities.CachedInputPrice must be a finite price >= 0 (+Inf)"},
+	}
+	for _, tt := range bad {
+		if err := tt.caps.Validate(); err == nil || err.Error() != tt.want {
+			t.Errorf("%+v.Validate() = %v, want %q", tt.caps, err, tt.want)
+		}
+	}
+	for _, c := range []Capabilities{{}, {ContextWindow: math.MaxInt, MaxOutput: math.MaxInt, Modalities: ModalityText | ModalityImage,
+		Schema: SchemaStrict, InputPrice: math.MaxFloat64}} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v.Validate() = %v, want nil", c, err)
+		}
+	}
+}
+
+func TestContractValidate(t *testing.T) {
+	if err := (&Contract{}).Validate(); err != nil {
+		t.Errorf("Contract{}.Validate() = %v, want nil", err)
+	}
+	if err := (&Contract{Deadline: time.Nanosecond, MaxCost: math.Inf(1), MaxInputTokens: math.MaxInt}).Validate(); err != nil {
+		t.Errorf("Validate of the edges = %v, want nil", err)
+	}
+	err := (&Contract{Deadline: -time.Second}).Validate()
+	if got, want := err.Error(), "portico: permanent: negative Contract.Deadline"; got != want || ClassOf(err) != Permanent {
+		t.Errorf("Validate(negative Deadline) = %q (%v), want %q (permanent)", got, ClassOf(err), want)
+	}
+	k := &Contract{MaxCost: -1}
+	if n := testing.AllocsPerRun(100, func() { _ = k.Validate() }); n != 0 {
+		t.Errorf("Validate allocs = %v, want 0", n)
 	}
 }

@@ -17,10 +17,10 @@
 //
 // # Errors
 //
-// Every failure is classified before anything acts on it (seed 003). An [*Error]
+// Every failure is classified before anything acts on it. An [*Error]
 // carries a [Class] — [Permanent], [Transient], [RateLimited] (with Retry-After),
 // [Incompatible], [InvalidResponse], [Ambiguous], [Canceled], [Deadline],
-// [Rejected] — and the layers decide by class alone: retry retries only what can
+// [Rejected], [Unusable] — and the layers decide by class alone: retry retries only what can
 // succeed later, a breaker counts only what says something about the route
 // ([Class.RouteFault]), a fallback moves on only from what another route can fix.
 // [ClassOf] classifies any error; unknown errors are Permanent.
@@ -47,8 +47,9 @@
 //
 // Retry sits inside the breaker so that a breaker sees one outcome per call, not
 // one per attempt, and outside validate so an invalid answer can be retried.
-// Exactly one layer retries (seed 003): the adapters turn their SDK's own retries
-// off.
+// Exactly one layer retries (Google SRE book, "Addressing Cascading Failures":
+// retries at several layers multiply): the adapters turn their SDK's own
+// retries off.
 //
 // # Packages
 //
@@ -66,8 +67,8 @@
 //     test server.
 //   - provider/openai: the openai-go adapter.
 //
-// The formulas and numbers these packages reproduce come from the project's seed
-// documents: token buckets and cascades (000), retry amplification and budgets
-// (001), agent scheduling and replica choice (002), contracts, validation and
-// fallback (003).
+// The packages cite the public sources of their algorithms (the SRE book,
+// AWS's backoff study, gRPC's retry design, RouteLLM, FrugalGPT, Autellix,
+// Preble, ...); the formulas and numbers their tests reproduce are in the
+// project's seed documents, and docs/SEEDS.md maps one to the other.
 package portico

@@ -10,8 +10,8 @@ import (
 
 // Class says what an error means for the layers above it: whether trying again
 // can help, whether it says anything about the route's health, and whose fault it
-// is. Every layer acts on the Class, never on message text (seed 003: classify
-// errors before acting).
+// is. Every layer acts on the Class, never on message text: errors are
+// classified once, before anything acts on them.
 type Class uint8
 
 // The error classes. The zero Class, OK, is the class of a nil error.
@@ -148,11 +148,14 @@ type Error struct {
 
 // Error formats the error as "portico: class[ status N][ code C][ model M][
 // retry-after D][: reason][: cause]", each part present only when its field
-// is set; a cause's own leading "portico: " is dropped.
+// is set. The class is said once: a cause's own leading "portico: " is dropped,
+// and so is its class when it is e's. D is rounded to the millisecond (to the
+// microsecond below one).
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("portico: ")
-	b.WriteString(e.Class.String())
+	class := e.Class.String()
+	b.WriteString(class)
 	if e.Status != 0 {
 		b.WriteString(" status ")
 		b.WriteString(strconv.Itoa(e.Status))
@@ -167,18 +170,41 @@ func (e *Error) Error() string {
 	}
 	if e.RetryAfter > 0 {
 		b.WriteString(" retry-after ")
-		b.WriteString(e.RetryAfter.String())
+		b.WriteString(RoundDuration(e.RetryAfter).String())
 	}
 	if e.Reason != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Reason)
 	}
 	if e.Err != nil {
+		msg := strings.TrimPrefix(e.Err.Error(), "portico: ")
+		// A cause of the same class would say it twice: keep what follows it,
+		// its fields (" model m") or its reason (": ...").
+		if rest, ok := strings.CutPrefix(msg, class); ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
+			switch {
+			case rest == "":
+			case rest[0] == ' ' && e.Reason == "": // its fields follow ours
+				b.WriteString(rest)
+			default:
+				b.WriteString(": ")
+				b.WriteString(strings.TrimLeft(rest, ": "))
+			}
+			return b.String()
+		}
 		b.WriteString(": ")
-		// A wrapped *Error's own "portico: " would only repeat ours.
-		b.WriteString(strings.TrimPrefix(e.Err.Error(), "portico: "))
+		b.WriteString(msg)
 	}
 	return b.String()
+}
+
+// RoundDuration rounds d for a message: to the millisecond, or to the
+// microsecond when d is shorter than a millisecond, so that "1.5s" and
+// "250ms" read as such rather than "1.500213s".
+func RoundDuration(d time.Duration) time.Duration {
+	if d > -time.Millisecond && d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // Unwrap returns the cause, so errors.Is and errors.As reach it.

@@ -157,10 +157,45 @@ func TestFromContextLayerTimeout(t *testing.T) {
 	}
 }
 
+// The class is said once: a cause of the same class keeps its fields and
+// reason, a cause of another class keeps its class too.
 func TestNestedErrorMessage(t *testing.T) {
 	inner := &Error{Class: Ambiguous, Model: "m", Reason: "attempt timeout"}
-	outer := &Error{Class: Ambiguous, Reason: "retry", Err: inner}
-	if got, want := outer.Error(), "portico: ambiguous: retry: ambiguous model m: attempt timeout"; got != want {
+	tests := []struct {
+		err  *Error
+		want string
+	}{
+		{&Error{Class: Ambiguous, Reason: "retry", Err: inner}, "portico: ambiguous: retry: model m: attempt timeout"},
+		{&Error{Class: Ambiguous, Err: inner}, "portico: ambiguous model m: attempt timeout"},
+		{&Error{Class: Ambiguous, Err: &Error{Class: Ambiguous, Reason: "timeout"}}, "portico: ambiguous: timeout"},
+		{&Error{Class: Ambiguous, Reason: "r", Err: ErrAmbiguous}, "portico: ambiguous: r"},
+		{&Error{Class: Deadline, Reason: "no time", Err: inner}, "portico: deadline: no time: ambiguous model m: attempt timeout"},
+		{&Error{Class: Ambiguous, Err: Join(inner, io.EOF)}, "portico: ambiguous model m: attempt timeout; EOF"},
+		// A word that only begins with the class name is not the class.
+		{&Error{Class: Canceled, Err: errors.New("portico: canceledx")}, "portico: canceled: canceledx"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestRoundDuration(t *testing.T) {
+	for _, tt := range []struct{ d, want time.Duration }{
+		{1500213 * time.Microsecond, 1500 * time.Millisecond},
+		{250*time.Millisecond + 499*time.Microsecond, 250 * time.Millisecond},
+		{1499 * time.Nanosecond, time.Microsecond},
+		{999999 * time.Nanosecond, time.Millisecond},
+		{0, 0},
+		{-1500213 * time.Microsecond, -1500 * time.Millisecond},
+	} {
+		if got := RoundDuration(tt.d); got != tt.want {
+			t.Errorf("RoundDuration(%v) = %v, want %v", tt.d, got, tt.want)
+		}
+	}
+	e := &Error{Class: RateLimited, RetryAfter: 1500213 * time.Microsecond}
+	if got, want := e.Error(), "portico: rate_limited retry-after 1.5s"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

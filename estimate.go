@@ -2,7 +2,7 @@ package portico
 
 // Estimator predicts N_in, the input tokens of a request, before it is sent, so
 // that rate limiters can reserve N_in + N_max and routers can check context
-// windows (seed 000). Implementations must be safe for concurrent use and fast:
+// windows. Implementations must be safe for concurrent use and fast:
 // they run on every call.
 type Estimator interface {
 	// EstimateInputTokens returns the estimated input tokens of req, >= 0.

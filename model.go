@@ -2,23 +2,22 @@ package portico
 
 import "context"
 
-// Model is anything that answers a [Request]: a provider SDK behind an adapter, a
-// fake from package modeltest, or another Model wrapped by [Middleware].
+// Model is anything that answers a [Request]: a provider adapter, a fake from
+// package modeltest, or another Model wrapped by [Middleware]. Its contract,
+// written like [net/http.RoundTripper]'s:
 //
-// The contract, written like [net/http.RoundTripper]'s:
-//
-//   - Generate must be safe for concurrent use by multiple goroutines.
-//   - Generate must not modify the Request, nor anything it points to. A layer that
-//     needs a different Request (another model name, a wrapped chunk callback)
-//     copies it first with [Request.Clone] and changes the copy.
-//   - Generate returns a non-nil *Response and a nil error, or a nil *Response and
-//     a non-nil error; never both, never neither. Errors should be, or wrap, an
-//     [*Error] so callers can branch on its [Class]; [ClassOf] classifies any error.
-//   - Generate honours ctx: when ctx is done it returns promptly with an error for
-//     which ClassOf reports [Canceled] or [Deadline].
-//   - When req.OnChunk is set, the Model delivers the answer's text as it arrives,
-//     in order, and the concatenation of every delivered [Chunk.Text] equals the
-//     returned Response.Text. When OnChunk is nil nothing is streamed.
+//   - Generate is safe for concurrent use by multiple goroutines.
+//   - Generate does not modify the Request, nor anything it points to; a layer
+//     that needs another Request copies it with [Request.Clone].
+//   - Generate returns a non-nil *Response and a nil error, or a nil *Response
+//     and a non-nil error: never both, never neither. Errors should be, or
+//     wrap, an [*Error], whose [Class] callers branch on ([ClassOf] classifies
+//     any error).
+//   - Generate honours ctx: when ctx is done it returns promptly with an error
+//     of class [Canceled] or [Deadline].
+//   - When req.OnChunk is set, the answer's text is delivered as it arrives, in
+//     order, and the delivered [Chunk.Text] values concatenate to
+//     Response.Text. When OnChunk is nil nothing is streamed.
 type Model interface {
 	Generate(ctx context.Context, req *Request) (*Response, error)
 }

@@ -69,7 +69,7 @@ type Tool struct {
 // Schema asks for structured output: the answer's text must be one JSON value
 // valid against Schema.
 type Schema struct {
-	// Name identifies the schema (OpenAI's json_schema.name; seed 003's schema id).
+	// Name identifies the schema (OpenAI's json_schema.name; Contract.SchemaID).
 	Name string
 	// JSON is the JSON Schema document (draft 2020-12 unless it says otherwise).
 	JSON json.RawMessage
@@ -85,10 +85,11 @@ type Identity struct {
 	// are kept per client key, so one client in an error loop empties only its own.
 	ClientKey string
 	// SessionID ties the calls of one agent program (one conversation, one task)
-	// together, for fair queueing and replica affinity (seed 002).
+	// together, for fair queueing and replica affinity (Autellix's and
+	// Continuum's program id).
 	SessionID string
 	// OperationID names the user-level operation at the application boundary; tool
-	// side effects are deduplicated on it (seed 003's execution key).
+	// side effects are deduplicated on it (package effect's execution key).
 	OperationID string
 }
 
@@ -125,7 +126,7 @@ type Request struct {
 	Extra map[string]any
 	// Identity says on whose behalf the call is made.
 	Identity Identity
-	// Contract, when non-nil, is the workload's routing contract (seed 003):
+	// Contract, when non-nil, is the workload's routing contract:
 	// routers and fallbacks only pick routes whose Capabilities fit it.
 	Contract *Contract
 	// Idempotent declares that repeating the call after an ambiguous outcome (sent,

@@ -36,7 +36,7 @@ func BenchmarkBreakerClosed(b *testing.B) {
 		}
 	})
 	b.Run("portico/time", func(b *testing.B) {
-		m := breaker.MustNew(breaker.Config{WindowDuration: 60e9}).Wrap(bare)
+		m := breaker.MustNew(breaker.Config{Window: breaker.Window{Duration: 60e9}}).Wrap(bare)
 		b.ReportAllocs()
 		for b.Loop() {
 			m.Generate(ctx, req)

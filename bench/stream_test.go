@@ -70,7 +70,7 @@ func BenchmarkStream(b *testing.B) {
 	}{
 		{"bare", streamer, streamReq},
 		{"retry", retry.MustNew(retry.Config{}).Wrap(streamer), streamReq},
-		{"retry/watchdog", retry.MustNew(retry.Config{FirstChunkTimeout: time.Minute, ChunkGapTimeout: time.Minute}).Wrap(streamer), streamReq},
+		{"retry/watchdog", retry.MustNew(retry.Config{Timeouts: retry.Timeouts{FirstChunk: time.Minute, ChunkGap: time.Minute}}).Wrap(streamer), streamReq},
 		{"breaker", breaker.MustNew(breaker.Config{}).Wrap(streamer), streamReq},
 		{"validate/held", validate.MustNew(validate.Config{}).Wrap(streamer), schema},
 		{"fallback", fallback.MustNew(fallback.Config{Routes: routes}), streamReq},

@@ -52,10 +52,11 @@ type Transition struct {
 	Name string
 	// From and To are the states before and after.
 	From, To State
-	// Reason says why, content-free: "failure rate", "consecutive failures",
-	// "slow call rate" (closed to open), "open interval elapsed" (open to
-	// half-open), "probe failed", "probe slow" (half-open to open), "probes
-	// succeeded" (half-open to closed).
+	// Reason says why, content-free: the [TripRule]'s reason from closed to
+	// open ("consecutive failures", "failure rate", "slow call rate" for the
+	// ready-made rules), "open interval elapsed" (open to half-open), "probe
+	// failed", "probe slow" (half-open to open), "probes succeeded" (half-open
+	// to closed).
 	Reason string
 	// Class is the class of the failure that caused a trip; OK otherwise,
 	// including a trip by a slow call that succeeded.
@@ -86,7 +87,7 @@ type Breaker struct {
 	// probes is the number of half-open probes in flight (written under mu).
 	probes atomic.Int32
 
-	cfg  config
+	cfg  Config    // with defaults
 	base time.Time // monotonic origin of the nanos clock
 
 	needStart, needEnd bool // which clock reads the closed path makes
@@ -96,8 +97,7 @@ type Breaker struct {
 	// consec is gen<<32 | consecutive failures in closed generation gen.
 	consec atomic.Uint64
 
-	mu        sync.Mutex // guards transitions and the fields below
-	trips     int        // consecutive trips since last closed
+	mu        sync.Mutex // guards transitions and the field below
 	successes int        // successful probes in this half-open period
 }
 
@@ -109,10 +109,10 @@ func New(cfg Config) (*Breaker, error) {
 		return nil, err
 	}
 	b := &Breaker{cfg: c, base: time.Now()}
-	if c.WindowDuration > 0 {
-		b.tring = newTimeRing(int64(c.WindowDuration), c.WindowBuckets)
+	if c.Window.Duration > 0 {
+		b.tring = newTimeRing(int64(c.Window.Duration), timeBuckets)
 	} else {
-		b.ring = newCountRing(c.WindowCalls)
+		b.ring = newCountRing(c.Window.Calls)
 	}
 	b.needStart = c.SlowCall > 0
 	b.needEnd = b.needStart || b.tring != nil
@@ -151,23 +151,18 @@ func (b *Breaker) Available() bool {
 }
 
 // Wrap returns next guarded by b; the method value b.Wrap is a
-// [portico.Middleware]. One Breaker guards one route: wrapping several Models
-// with the same Breaker makes them share one state. The returned Model's
-// Generate returns, besides next's own results, a [portico.Rejected]
-// *portico.Error wrapping [ErrOpen] when the breaker refuses the call,
-// [portico.ErrNilRequest] (Permanent, not counted, next not called) for a nil
-// *Request, and [portico.ErrNilResponse] (InvalidResponse, counted as a
-// failure of the route) when next returns neither a Response nor an error. A panic
-// in next counts as a failure and then continues up the stack, after the probe
-// slot it held (if any) is released.
+// [portico.Middleware]. One Breaker guards one route: Models wrapped by the
+// same Breaker share its state. Wrap panics if next is nil.
 //
-// When the request streams, next is given a copy of it whose OnChunk calls the
-// caller's (two allocations; a request that does not stream costs none) and
-// notes whether it panicked or returned an error. Such a call ended by the
-// caller's own callback says nothing about the route: it is not counted,
-// neither failure nor success (like a cancellation), and a probe slot it held
-// is released; the panic goes on, and next's error is returned as is.
-// Wrap panics if next is nil.
+// Besides next's own results, the returned Model's Generate returns a
+// [portico.Rejected] *portico.Error wrapping [ErrOpen] when the breaker
+// refuses the call, [portico.ErrNilRequest] for a nil *Request (next not
+// called, nothing counted), and [portico.ErrNilResponse] (counted as a route
+// fault) when next returns neither a Response nor an error. A panic in next
+// counts as a failure and goes on, after the probe slot it held is released.
+// A streamed call that the caller's own OnChunk ended (a panic or an error)
+// is not counted at all, like a cancellation; a streamed call costs two
+// allocations (see Cost in the package documentation).
 func (b *Breaker) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("breaker: Wrap of a nil Model")
@@ -320,23 +315,20 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 	} else {
 		b.ring.record(flags)
 	}
-	reason := ""
-	if failed && b.cfg.consecutive > 0 && b.incConsec(gen) >= b.cfg.consecutive {
-		reason = "consecutive failures"
-	} else if !failed {
-		if c := b.consec.Load(); c&0xffffffff != 0 {
-			b.consec.CompareAndSwap(c, gen<<32)
-		}
+	var counts Counts
+	if failed {
+		counts.ConsecutiveFailures = b.incConsec(gen)
+	} else if c := b.consec.Load(); c&0xffffffff != 0 {
+		b.consec.CompareAndSwap(c, gen<<32)
 	}
-	if reason == "" {
-		var t tally
-		if b.tring != nil {
-			t = b.tring.tally(gen, now)
-		} else {
-			t = b.ring.tally()
-		}
-		reason = tripReason(&b.cfg, t)
+	var t tally
+	if b.tring != nil {
+		t = b.tring.tally(gen, now)
+	} else {
+		t = b.ring.tally()
 	}
+	counts.Calls, counts.Failures, counts.Slow = t.calls, t.failed, t.slow
+	reason := b.cfg.Trip(counts)
 	if reason == "" {
 		return
 	}

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -87,28 +88,41 @@ func equal(a, b []string) bool {
 	return true
 }
 
+// New refuses each value that can only be a mistake with a message naming
+// the field.
 func TestNewRejectsBadConfig(t *testing.T) {
-	bad := []Config{
-		{FailureRate: 1.5},
-		{FailureRate: -0.1},
-		{SlowCallRate: 2},
-		{MinCalls: -1},
-		{WindowCalls: -1},
-		{WindowDuration: -time.Second},
-		{WindowDuration: 5, WindowBuckets: 10},
-		{SlowCall: -1},
-		{OpenFor: -1},
-		{OpenFor: time.Minute, MaxOpenFor: time.Second},
-		{OpenBackoff: 0.5},
-		{Probes: -1},
+	bad := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Window: Window{Calls: -1}}, "breaker: Config.Window.Calls -1 is outside [0, 2^32)"},
+		{Config{Window: Window{Calls: 1 << 32}}, "breaker: Config.Window.Calls 4294967296 is outside [0, 2^32)"},
+		{Config{Window: Window{Duration: -time.Second}}, "breaker: Config.Window.Duration -1s is negative"},
+		{Config{Window: Window{Duration: 9}}, "breaker: Config.Window.Duration 9ns is below 10ns, one per bucket"},
+		{Config{SlowCall: -1}, "breaker: Config.SlowCall -1ns is negative"},
+		{Config{OpenFor: -time.Millisecond}, "breaker: Config.OpenFor -1ms is negative"},
+		{Config{Probes: -1}, "breaker: Config.Probes -1 is negative"},
+		// A rule that cannot trip, even when every call fails, is a mistake:
+		// more calls than the window holds, or slow calls never detected.
+		{Config{Window: Window{Calls: 100}, Trip: FailureRate(0.5, 101)}, "breaker: Config.Trip does not trip even on a full window of failed calls"},
+		{Config{Trip: SlowCallRate(0.5, 10)}, "breaker: Config.Trip does not trip even on a full window of failed calls"},
+		{Config{Trip: func(Counts) string { return "" }}, "breaker: Config.Trip does not trip even on a full window of failed calls"},
 	}
-	for _, c := range bad {
-		if b, err := New(c); err == nil || b != nil {
-			t.Errorf("New(%+v) = %v, %v, want nil and an error", c, b, err)
+	for _, tt := range bad {
+		if b, err := New(tt.cfg); b != nil || err == nil || err.Error() != tt.want {
+			t.Errorf("New(%+v) = %v, %v; want nil, %q", tt.cfg, b, err, tt.want)
 		}
 	}
-	if _, err := New(Config{}); err != nil {
-		t.Fatalf("New(Config{}) = %v, want nil", err)
+	// The largest window is accepted (normalize only: New would allocate it).
+	if _, err := (Config{Window: Window{Calls: 1<<32 - 1}}).normalize(); err != nil {
+		t.Errorf("normalize(Window.Calls 2^32-1) = %v, want nil", err)
+	}
+	for _, c := range []Config{{}, {Window: Window{Duration: 10}},
+		{Window: Window{Calls: 100}, Trip: FailureRate(0.5, 100)}, {SlowCall: time.Second, Trip: SlowCallRate(0.5, 10)},
+		{Window: Window{Duration: time.Minute}, Trip: FailureRate(1, 1000)}} {
+		if _, err := New(c); err != nil {
+			t.Errorf("New(%+v) = %v, want nil", c, err)
+		}
 	}
 }
 
@@ -120,36 +134,60 @@ func TestStateString(t *testing.T) {
 	}
 }
 
-func TestOpenInterval(t *testing.T) {
-	c, _ := Config{OpenFor: time.Second, OpenBackoff: 2, MaxOpenFor: 5 * time.Second}.normalize()
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
-	for i, w := range want {
-		if got := openInterval(&c, i+1); got != w {
-			t.Errorf("openInterval(%d) = %v, want %v", i+1, got, w)
-		}
+// The ready-made rules trip exactly at their thresholds, with their reasons.
+func TestTripRules(t *testing.T) {
+	rate := FailureRate(0.5, 4)
+	slow := SlowCallRate(0.75, 4)
+	run := ConsecutiveFailures(3)
+	both := AnyOf(nil, rate, slow)
+	cases := []struct {
+		c                 Counts
+		rate, slow, run   string
+		both, defaultTrip string
+	}{
+		{Counts{}, "", "", "", "", ""},
+		{Counts{Calls: 3, Failures: 3, ConsecutiveFailures: 3}, "", "", "consecutive failures", "", ""},
+		{Counts{Calls: 4, Failures: 1}, "", "", "", "", ""},
+		{Counts{Calls: 4, Failures: 2}, "failure rate", "", "", "failure rate", ""},
+		{Counts{Calls: 4, Slow: 2}, "", "", "", "", ""},
+		{Counts{Calls: 4, Failures: 2, Slow: 3}, "failure rate", "slow call rate", "", "failure rate", ""},
+		{Counts{Calls: 4, Slow: 3}, "", "slow call rate", "", "slow call rate", ""},
+		{Counts{Calls: 19, Failures: 19, ConsecutiveFailures: 4}, "failure rate", "", "consecutive failures", "failure rate", ""},
+		{Counts{Calls: 20, Failures: 10, ConsecutiveFailures: 4}, "failure rate", "", "consecutive failures", "failure rate", "failure rate"},
+		{Counts{Calls: 20, Failures: 9, ConsecutiveFailures: 5}, "", "", "consecutive failures", "", "consecutive failures"},
+		{Counts{Calls: 20, Slow: 20}, "", "slow call rate", "", "slow call rate", "slow call rate"},
+		{Counts{Calls: 20, Slow: 19}, "", "slow call rate", "", "slow call rate", ""},
 	}
-	if got := openInterval(&c, 5000); got != 5*time.Second {
-		t.Errorf("openInterval(5000) = %v, want cap 5s", got)
+	for _, tc := range cases {
+		got := [5]string{rate(tc.c), slow(tc.c), run(tc.c), both(tc.c), DefaultTrip(tc.c)}
+		want := [5]string{tc.rate, tc.slow, tc.run, tc.both, tc.defaultTrip}
+		if got != want {
+			t.Errorf("%+v: rate, slow, run, both, default = %q, want %q", tc.c, got, want)
+		}
 	}
 }
 
-func TestTripReason(t *testing.T) {
-	c, _ := Config{MinCalls: 4, FailureRate: 0.5, SlowCall: time.Second, SlowCallRate: 0.75}.normalize()
-	cases := []struct {
-		t    tally
+// The rule constructors panic, naming the rule and the argument, on values
+// that can only be a mistake.
+func TestTripRuleArguments(t *testing.T) {
+	for _, tt := range []struct {
+		f    func()
 		want string
 	}{
-		{tally{calls: 3, failed: 3}, ""},
-		{tally{calls: 4, failed: 1}, ""},
-		{tally{calls: 4, failed: 2}, "failure rate"},
-		{tally{calls: 4, slow: 2}, ""},
-		{tally{calls: 4, slow: 3}, "slow call rate"},
-		{tally{}, ""},
-	}
-	for _, tc := range cases {
-		if got := tripReason(&c, tc.t); got != tc.want {
-			t.Errorf("tripReason(%+v) = %q, want %q", tc.t, got, tc.want)
-		}
+		{func() { FailureRate(0, 1) }, "breaker: FailureRate(0, 1): rate must be in (0, 1]"},
+		{func() { FailureRate(1.5, 1) }, "breaker: FailureRate(1.5, 1): rate must be in (0, 1]"},
+		{func() { SlowCallRate(math.NaN(), 1) }, "breaker: SlowCallRate(NaN, 1): rate must be in (0, 1]"},
+		{func() { FailureRate(0.5, -1) }, "breaker: FailureRate(0.5, -1): minCalls must not be negative"},
+		{func() { ConsecutiveFailures(0) }, "breaker: ConsecutiveFailures(0): n must be at least 1"},
+	} {
+		func() {
+			defer func() {
+				if got := recover(); got != tt.want {
+					t.Errorf("panic = %v, want %q", got, tt.want)
+				}
+			}()
+			tt.f()
+		}()
 	}
 }
 
@@ -162,8 +200,8 @@ func TestMustNew(t *testing.T) {
 	defer func() {
 		err, ok := recover().(error)
 		if !ok || !strings.HasPrefix(err.Error(), "breaker: ") {
-			t.Errorf("MustNew(FailureRate 2) panicked with %v, want New's error", err)
+			t.Errorf("MustNew(Probes -1) panicked with %v, want New's error", err)
 		}
 	}()
-	MustNew(Config{FailureRate: 2})
+	MustNew(Config{Probes: -1})
 }

@@ -15,7 +15,7 @@ import (
 // every state.
 func TestNilRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second})
 		f := &scripted{}
 		m := b.Wrap(f)
 		check := func(state State) {
@@ -46,7 +46,7 @@ func TestNilRequest(t *testing.T) {
 func TestNilResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		null := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) { return nil, nil })
-		b := MustNew(Config{ConsecutiveFailures: 2, OpenFor: time.Second})
+		b := MustNew(Config{Trip: ConsecutiveFailures(2), OpenFor: time.Second})
 		m := b.Wrap(null)
 		for i, req := range []*portico.Request{{}, {OnChunk: func(portico.Chunk) error { return nil }}} {
 			resp, err := m.Generate(context.Background(), req)

@@ -6,34 +6,34 @@
 //
 // The three-state circuit breaker of Michael Nygard's "Release It!" (2007), with
 // the sliding windows, minimum number of calls and slow-call rate of
-// resilience4j's CircuitBreaker, and seed 000's rule of letting a bounded number
-// of probes through when the open interval ends:
+// resilience4j's CircuitBreaker, gobreaker's one trip policy, and a bounded
+// number of probes when the open interval ends (Google SRE book, "Addressing
+// Cascading Failures"):
 //
-//   - [Closed]: calls go through. Each counted outcome enters a sliding window,
-//     either the last Config.WindowCalls calls (count-based, the default) or the
-//     calls of the last Config.WindowDuration (time-based, in buckets). Once the
-//     window holds Config.MinCalls calls, a failure rate at or above
-//     Config.FailureRate trips the breaker, and so does a slow-call rate at or
-//     above Config.SlowCallRate when Config.SlowCall is set. Independently,
-//     Config.ConsecutiveFailures failures in a row trip it.
+//   - [Closed]: calls go through. Each counted outcome enters a sliding window
+//     ([Window]): the last Window.Calls calls (count-based, the default) or the
+//     calls of the last Window.Duration (time-based, in 10 buckets). After each
+//     failed or slow call, Config.Trip reads the window's [Counts] and may trip
+//     the breaker; [DefaultTrip] does so on 5 consecutive failures or a 50%
+//     failure rate over at least 20 calls, and [FailureRate], [SlowCallRate],
+//     [ConsecutiveFailures] and [AnyOf] build other rules.
 //   - [Open]: every call fails at once with a [portico.Rejected] *portico.Error
 //     wrapping [ErrOpen], whose RetryAfter is the time until the first probe.
-//     After Config.OpenFor (grown by Config.OpenBackoff on each repeated trip,
-//     capped at Config.MaxOpenFor) the next call moves the breaker to half-open.
+//     After Config.OpenFor the next call moves the breaker to half-open.
 //   - [HalfOpen]: at most Config.Probes calls run at once, counting any probe of
 //     an earlier half-open period still running; the rest are rejected like in
-//     the open state. Config.CloseAfter successful probes close the breaker with
-//     an empty window; one failed or slow probe opens it again.
+//     the open state. Probes successful probes close the breaker with an empty
+//     window; one failed or slow probe opens it again.
 //
 // # What counts
 //
 // Only failures that say something about the route count, those whose class
-// has [portico.Class.RouteFault]: Transient, RateLimited, Ambiguous and
-// InvalidResponse. Permanent client errors (a malformed request, a bad key),
-// Incompatible requests, the caller's own cancellation, deadlines and local
-// rejections are ignored: neither success nor failure, so that one bad client
-// cannot make a healthy model look down (seed 003: a breaker per route and error
-// class). A panic in the wrapped Model counts as a failure and continues up the
+// has [portico.Class.RouteFault]: Transient, RateLimited, Ambiguous,
+// InvalidResponse and Unusable. Permanent client errors (a malformed
+// request), Incompatible requests, the caller's own cancellation, deadlines and
+// local rejections are ignored: neither success nor failure, so that one bad
+// client cannot make a healthy model look down (a breaker per route and error
+// class, as resilience4j's ignoreExceptions). A panic in the wrapped Model counts as a failure and continues up the
 // stack. A streamed call that the caller's own Request.OnChunk ended, by
 // panicking or by returning an error (whatever its class), is the caller's
 // fault and is ignored too, so a bug in one caller's callback cannot open the
@@ -61,7 +61,7 @@
 // state word (state and generation together) before the call and one after it
 // (to drop the outcome of a closed period that ended meanwhile), an atomic add
 // of the window's cursor and a load of the consecutive-failure run; a failed
-// or slow call also stores its slot. A count-based window
+// or slow call also stores its slot and asks Config.Trip. A count-based window
 // without slow-call detection reads no clock on that path; a time-based window
 // or slow-call detection reads it once after the call (and once before it, for
 // slow calls). Counts are taken by scanning the window, which only failures and

@@ -19,7 +19,7 @@ func TestHookMayCallBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var m portico.Model
 		var inner error
-		b := MustNew(Config{ConsecutiveFailures: 1, OnStateChange: func(tr Transition) {
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OnStateChange: func(tr Transition) {
 			if tr.To == Open {
 				_, inner = m.Generate(context.Background(), &portico.Request{})
 			}
@@ -41,7 +41,7 @@ func TestLogger(t *testing.T) {
 			}
 			return a
 		}}))
-		b := MustNew(Config{Name: "r1", ConsecutiveFailures: 1, OpenFor: time.Second, Logger: log})
+		b := MustNew(Config{Name: "r1", Trip: ConsecutiveFailures(1), OpenFor: time.Second, Logger: log})
 		f := &scripted{err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		call(t, m)
@@ -70,7 +70,7 @@ func TestLogger(t *testing.T) {
 // slot taken, or the breaker would stay half-open with its probes busy forever.
 func TestHookPanicReleasesProbeSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OnStateChange: func(tr Transition) {
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second, OnStateChange: func(tr Transition) {
 			if tr.To == HalfOpen {
 				panic("hook")
 			}

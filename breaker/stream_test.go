@@ -76,7 +76,7 @@ func TestCallerOnChunkErrorNotCounted(t *testing.T) {
 // call's own failures and successes count as usual, and the caller's request
 // keeps its own OnChunk.
 func TestStreamingRouteFaultsStillCount(t *testing.T) {
-	b := MustNew(Config{ConsecutiveFailures: 3})
+	b := MustNew(Config{Trip: ConsecutiveFailures(3)})
 	chunks := 0
 	req := &portico.Request{OnChunk: func(portico.Chunk) error { chunks++; return nil }}
 	if _, err := b.Wrap(streamer(nil)).Generate(context.Background(), req); err != nil {
@@ -108,7 +108,7 @@ func TestCallerOnChunkFaultFreesProbe(t *testing.T) {
 	for _, name := range []string{"panic", "error"} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+				b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second})
 				call(t, b.Wrap(scriptedErr(fail(portico.Transient))))
 				time.Sleep(time.Second)
 				m := b.Wrap(streamer(nil))

@@ -22,8 +22,7 @@ func (b *Breaker) trip(ctx context.Context, gen uint64, now int64, reason string
 
 // openLocked moves from state `from` of generation gen to Open. b.mu is held.
 func (b *Breaker) openLocked(gen uint64, now int64, from State, reason string, class portico.Class) Transition {
-	b.trips++
-	d := openInterval(&b.cfg, b.trips)
+	d := b.cfg.OpenFor
 	until := now + int64(d)
 	if until < now { // an OpenFor near the largest Duration: open for good
 		until = math.MaxInt64
@@ -165,11 +164,10 @@ func (b *Breaker) probeOutcome(ctx context.Context, gen uint64, start int64, err
 		tr = b.openLocked(gen, now, HalfOpen, reason, class)
 	default:
 		b.successes++
-		if b.successes < b.cfg.CloseAfter {
+		if b.successes < b.cfg.Probes {
 			b.mu.Unlock()
 			return
 		}
-		b.trips = 0
 		if b.ring != nil {
 			b.ring.reset()
 		}

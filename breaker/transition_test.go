@@ -71,7 +71,7 @@ func TestConsecutiveFailuresTripAndOpenRejectsAtOnce(t *testing.T) {
 
 func TestIgnoredClassesNeverCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: 3, MinCalls: 1, WindowCalls: 10})
+		b := MustNew(Config{Trip: AnyOf(ConsecutiveFailures(3), FailureRate(0.01, 1)), Window: Window{Calls: 10}})
 		f := &scripted{}
 		m := b.Wrap(f)
 		for _, c := range []portico.Class{portico.Permanent, portico.Incompatible, portico.Canceled, portico.Deadline, portico.Rejected} {
@@ -101,7 +101,7 @@ func TestRouteFaultClassesCount(t *testing.T) {
 	for _, c := range []portico.Class{portico.Transient, portico.RateLimited, portico.Ambiguous, portico.InvalidResponse} {
 		t.Run(c.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := MustNew(Config{ConsecutiveFailures: 2})
+				b := MustNew(Config{Trip: ConsecutiveFailures(2)})
 				m := b.Wrap(&scripted{err: fail(c)})
 				call(t, m)
 				call(t, m)
@@ -115,7 +115,7 @@ func TestRouteFaultClassesCount(t *testing.T) {
 
 func TestSuccessResetsConsecutive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: 3, MinCalls: 1000})
+		b := MustNew(Config{Trip: ConsecutiveFailures(3)})
 		f := &scripted{queue: []error{fail(portico.Transient), fail(portico.Transient), nil, fail(portico.Transient), fail(portico.Transient), fail(portico.Permanent), fail(portico.Transient)}}
 		m := b.Wrap(f)
 		for i := range 6 {
@@ -134,7 +134,7 @@ func TestSuccessResetsConsecutive(t *testing.T) {
 func TestFailureRateCountWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := MustNew(Config{ConsecutiveFailures: -1, WindowCalls: 4, MinCalls: 4, FailureRate: 0.75, OnStateChange: rec.hook})
+		b := MustNew(Config{Window: Window{Calls: 4}, Trip: FailureRate(0.75, 4), OnStateChange: rec.hook})
 		T := fail(portico.Transient)
 		f := &scripted{queue: []error{T, T, nil, nil, nil, nil, T, T, T}}
 		m := b.Wrap(f)
@@ -153,13 +153,13 @@ func TestFailureRateCountWindow(t *testing.T) {
 
 func TestMinCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: -1, MinCalls: 10})
+		b := MustNew(Config{Trip: FailureRate(0.5, 10)})
 		m := b.Wrap(&scripted{err: fail(portico.Transient)})
 		for range 9 {
 			call(t, m)
 		}
 		if s := b.State(); s != Closed {
-			t.Fatalf("after 9 failures State() = %v, want closed (MinCalls 10)", s)
+			t.Fatalf("after 9 failures State() = %v, want closed (minCalls 10)", s)
 		}
 		call(t, m)
 		if s := b.State(); s != Open {
@@ -170,7 +170,7 @@ func TestMinCalls(t *testing.T) {
 
 func TestFailureRateTimeWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: -1, WindowDuration: 10 * time.Second, MinCalls: 3, FailureRate: 0.5})
+		b := MustNew(Config{Window: Window{Duration: 10 * time.Second}, Trip: FailureRate(0.5, 3)})
 		f := &scripted{}
 		m := b.Wrap(f)
 		T := fail(portico.Transient)
@@ -194,7 +194,7 @@ func TestFailureRateTimeWindow(t *testing.T) {
 
 func TestTimeWindowSlidesByBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: -1, WindowDuration: 10 * time.Second, WindowBuckets: 10, MinCalls: 4, FailureRate: 0.5})
+		b := MustNew(Config{Window: Window{Duration: 10 * time.Second}, Trip: FailureRate(0.5, 4)})
 		f := &scripted{}
 		m := b.Wrap(f)
 		T := fail(portico.Transient)
@@ -216,7 +216,7 @@ func TestTimeWindowSlidesByBucket(t *testing.T) {
 func TestSlowCallRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := MustNew(Config{SlowCall: time.Second, SlowCallRate: 0.5, MinCalls: 4, OnStateChange: rec.hook})
+		b := MustNew(Config{SlowCall: time.Second, Trip: SlowCallRate(0.5, 4), OnStateChange: rec.hook})
 		f := &scripted{}
 		m := b.Wrap(f)
 		call(t, m)
@@ -239,10 +239,10 @@ func TestSlowCallRate(t *testing.T) {
 	})
 }
 
-func TestHalfOpenCloseAndReopenWithBackoff(t *testing.T) {
+func TestHalfOpenCloseAndReopen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OpenBackoff: 2, MaxOpenFor: 3 * time.Second, OnStateChange: rec.hook})
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second, OnStateChange: rec.hook})
 		f := &scripted{err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		call(t, m)
@@ -251,12 +251,9 @@ func TestHalfOpenCloseAndReopenWithBackoff(t *testing.T) {
 		if !b.Available() {
 			t.Fatalf("Available() = false when the probe is due, want true")
 		}
-		call(t, m) // probe fails: open for 2 s
-		wantRejected(t, call(t, m), 2*time.Second)
-		time.Sleep(2 * time.Second)
-		call(t, m) // probe fails: open for 4 s, capped at 3 s
-		wantRejected(t, call(t, m), 3*time.Second)
-		time.Sleep(3 * time.Second)
+		call(t, m) // probe fails: open for OpenFor again
+		wantRejected(t, call(t, m), time.Second)
+		time.Sleep(time.Second)
 		f.set(nil)
 		if err := call(t, m); err != nil {
 			t.Fatalf("probe = %v, want success", err)
@@ -265,11 +262,10 @@ func TestHalfOpenCloseAndReopenWithBackoff(t *testing.T) {
 			t.Fatalf("State() = %v after a successful probe, want closed", s)
 		}
 		f.set(fail(portico.Transient))
-		call(t, m) // trips again: the interval starts over at 1 s
+		call(t, m) // trips again
 		wantRejected(t, call(t, m), time.Second)
 		want := []string{
 			"closed>open:consecutive failures",
-			"open>half_open:open interval elapsed", "half_open>open:probe failed",
 			"open>half_open:open interval elapsed", "half_open>open:probe failed",
 			"open>half_open:open interval elapsed", "half_open>closed:probes succeeded",
 			"closed>open:consecutive failures",
@@ -285,9 +281,10 @@ func TestHalfOpenCloseAndReopenWithBackoff(t *testing.T) {
 	})
 }
 
-func TestHalfOpenNeedsCloseAfterSuccesses(t *testing.T) {
+// The half-open breaker closes after Probes successful probes, not before.
+func TestHalfOpenNeedsProbesSuccesses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second, Probes: 2, CloseAfter: 3})
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second, Probes: 3})
 		f := &scripted{err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		call(t, m)
@@ -308,7 +305,7 @@ func TestHalfOpenNeedsCloseAfterSuccesses(t *testing.T) {
 
 func TestHalfOpenRejectsBeyondProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second})
 		release := make(chan struct{})
 		var entered atomic.Int32
 		fails := true
@@ -345,7 +342,7 @@ func TestHalfOpenRejectsBeyondProbes(t *testing.T) {
 
 func TestIgnoredProbeFreesSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second})
 		f := &scripted{err: fail(portico.Transient)}
 		m := b.Wrap(f)
 		call(t, m)
@@ -367,7 +364,7 @@ func TestIgnoredProbeFreesSlot(t *testing.T) {
 
 func TestPanicCountsAndPropagates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second})
 		m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			panic("boom")
 		}))
@@ -400,7 +397,7 @@ func TestHookMayReadStateAndCallBreaker(t *testing.T) {
 		var b *Breaker
 		var seen []State
 		var avail []bool
-		b = MustNew(Config{ConsecutiveFailures: 1, OpenFor: time.Second, OnStateChange: func(tr Transition) {
+		b = MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: time.Second, OnStateChange: func(tr Transition) {
 			seen = append(seen, b.State())
 			avail = append(avail, b.Available())
 		}})
@@ -436,7 +433,7 @@ func TestObserveBreakerState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &events{}
 		ctx := portico.ContextWithObserver(context.Background(), obs)
-		b := MustNew(Config{Name: "r1", ConsecutiveFailures: 1, OpenFor: time.Second})
+		b := MustNew(Config{Name: "r1", Trip: ConsecutiveFailures(1), OpenFor: time.Second})
 		f := &scripted{err: fail(portico.RateLimited)}
 		m := b.Wrap(f)
 		m.Generate(ctx, &portico.Request{})
@@ -459,14 +456,14 @@ func TestObserveBreakerState(t *testing.T) {
 	})
 }
 
-// TestProbeLimitUnderLoad hammers a breaker that never closes (CloseAfter is
-// out of reach and a quarter of probes fail, reopening it) from 300
-// goroutines: every call that reaches the model is a probe, and the model
-// counts how many run at once.
+// TestProbeLimitUnderLoad hammers a breaker that never closes (every probe
+// fails, reopening it, while probes of earlier half-open periods may still
+// hold their slots) from 300 goroutines: every call that reaches the model is
+// a probe, and the model counts how many run at once.
 func TestProbeLimitUnderLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const probes = 3
-		b := MustNew(Config{ConsecutiveFailures: 1, OpenFor: 5 * time.Millisecond, Probes: probes, CloseAfter: 1 << 30})
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OpenFor: 5 * time.Millisecond, Probes: probes})
 		var inflight, peak, calls atomic.Int32
 		m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			n := inflight.Add(1)
@@ -479,10 +476,7 @@ func TestProbeLimitUnderLoad(t *testing.T) {
 			c := calls.Add(1)
 			time.Sleep(time.Duration(c%3+1) * time.Millisecond)
 			inflight.Add(-1)
-			if c == 1 || c%4 == 0 {
-				return nil, fail(portico.Transient)
-			}
-			return okResp, nil
+			return nil, fail(portico.Transient)
 		}))
 		call(t, m) // trips
 		var wg sync.WaitGroup
@@ -516,7 +510,7 @@ func TestProbeLimitUnderLoad(t *testing.T) {
 // TestConcurrentClosedCalls runs the lock-free closed path from many goroutines
 // and checks that the window counted every call.
 func TestConcurrentClosedCalls(t *testing.T) {
-	b := MustNew(Config{WindowCalls: 1000, ConsecutiveFailures: -1, MinCalls: 1000})
+	b := MustNew(Config{Window: Window{Calls: 1000}})
 	m := b.Wrap(portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		return okResp, nil
 	}))
@@ -542,7 +536,7 @@ func TestClosedPathAllocs(t *testing.T) {
 	req := &portico.Request{}
 	for name, cfg := range map[string]Config{
 		"count":      {},
-		"time":       {WindowDuration: time.Minute},
+		"time":       {Window: Window{Duration: time.Minute}},
 		"count+slow": {SlowCall: time.Second},
 	} {
 		m := MustNew(cfg).Wrap(base)
@@ -552,34 +546,11 @@ func TestClosedPathAllocs(t *testing.T) {
 	}
 }
 
-// TestMinCallsCappedByWindow: a count-based window smaller than MinCalls (here
-// the default 20) could never trip on the rate; as in resilience4j, MinCalls
-// is capped at WindowCalls.
-func TestMinCallsCappedByWindow(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{}
-		b := MustNew(Config{ConsecutiveFailures: -1, WindowCalls: 10, OnStateChange: rec.hook})
-		f := &scripted{queue: []error{nil, nil, nil, nil, nil}, err: fail(portico.Transient)}
-		m := b.Wrap(f)
-		for i := range 9 { // S S S S S F F F F: 4 of 9
-			call(t, m)
-			if s := b.State(); s != Closed {
-				t.Fatalf("call %d: State() = %v, want closed", i+1, s)
-			}
-		}
-		call(t, m) // 5 of 10 = 50%
-		if got, want := rec.path(), []string{"closed>open:failure rate"}; !equal(got, want) {
-			t.Errorf("transitions = %v, want %v", got, want)
-		}
-	})
-}
-
-// TestHugeOpenFor: an open interval near the largest Duration neither
-// overflows the open deadline (which would reopen at once) nor the default
-// MaxOpenFor (10 * OpenFor).
+// TestHugeOpenFor: an open interval near the largest Duration does not
+// overflow the open deadline (which would reopen at once).
 func TestHugeOpenFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := New(Config{ConsecutiveFailures: 1, OpenFor: math.MaxInt64 - 1})
+		b, err := New(Config{Trip: ConsecutiveFailures(1), OpenFor: math.MaxInt64 - 1})
 		if err != nil {
 			t.Fatalf("New(OpenFor: MaxInt64-1) = %v, want nil", err)
 		}
@@ -602,12 +573,12 @@ func TestHugeOpenFor(t *testing.T) {
 // time-based window, wipe the bucket the new period is filling.
 func TestStragglerFromEarlierClosedPeriodIgnored(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"count": {WindowCalls: 10},
-		"time":  {WindowDuration: 10 * time.Second},
+		"count": {Window: Window{Calls: 10}},
+		"time":  {Window: Window{Duration: 10 * time.Second}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg.ConsecutiveFailures, cfg.MinCalls, cfg.FailureRate, cfg.OpenFor = -1, 2, 1, time.Second
+				cfg.Trip, cfg.OpenFor = FailureRate(1, 2), time.Second
 				rec := &recorder{}
 				cfg.OnStateChange = rec.hook
 				b := MustNew(cfg)
@@ -636,7 +607,7 @@ func TestStragglerFromEarlierClosedPeriodIgnored(t *testing.T) {
 				outcome = nil
 				call(t, m) // probe: closed again
 				outcome = fail(portico.Transient)
-				call(t, m) // 1 of 1 failed, below MinCalls
+				call(t, m) // 1 of 1 failed, below minCalls
 				close(release)
 				if err := <-done; err != nil {
 					t.Fatalf("straggler = %v, want success", err)

@@ -17,21 +17,6 @@ type tally struct {
 	calls, failed, slow int
 }
 
-// tripReason evaluates the rate rules on t: it returns "failure rate",
-// "slow call rate" or "" when neither trips. Pure.
-func tripReason(c *config, t tally) string {
-	if t.calls == 0 || t.calls < c.MinCalls {
-		return ""
-	}
-	if float64(t.failed) >= c.FailureRate*float64(t.calls) {
-		return "failure rate"
-	}
-	if c.SlowCall > 0 && float64(t.slow) >= c.SlowCallRate*float64(t.calls) {
-		return "slow call rate"
-	}
-	return ""
-}
-
 // countRing is a count-based sliding window over the last n calls, lock-free.
 //
 // Every counted call takes the next sequence number from the cursor; that is

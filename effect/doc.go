@@ -3,9 +3,10 @@
 // replaying an agent step never charges a card, sends an email or opens a
 // ticket twice.
 //
-// Seed 003 ("Separare i tentativi di generazione dagli effetti collaterali")
-// is the source: retrying the generation and repeating the action are
-// separate decisions. The application gives each user-level operation an id
+// Retrying the generation and repeating the action are separate decisions:
+// the action is made idempotent with a key, as payment APIs do (Stripe's
+// idempotency keys; AWS Builders' Library, "Making retries safe with
+// idempotent APIs"). The application gives each user-level operation an id
 // (portico.Identity.OperationID); each tool call the model asks for gets the
 // execution key
 //
@@ -24,21 +25,23 @@
 // open breaker, a limiter) leaves no record: the key is released, the error
 // returned with its RetryAfter, and the next call runs the effect.
 //
-// The class of the effect's error is its testimony about what happened:
-// Rejected proves nothing was sent; Transient and RateLimited say the effect
-// did not happen and may be tried again; Permanent, Incompatible and
-// InvalidResponse say it did not happen and would fail again, so the key is
-// kept Failed and not run again for the TTL. The runner
-// cannot check that testimony (a layer's Transient "not sent" and a
-// provider's 503 look the same), so an effect that may have reached the
-// other side must report Ambiguous. Unknown is
-// seed 003's answer to the ambiguous timeout: when the call may have reached
-// the other side before failing (a portico Ambiguous error, a deadline or
-// cancellation during the run, a panic, or a pending key whose owner's lease
-// ran out), "nothing happened" is not assumed. The key is not run again;
-// callers get an Ambiguous error wrapping [ErrUnknown] until the application
-// reconciles it, asking the other side, and records what it learned with
-// [Runner.Resolve].
+// The class of the effect's error ([portico.ClassOf]) is its testimony about
+// what happened: Rejected proves nothing was sent (the key is released);
+// Transient and RateLimited say the effect did not happen and may be tried
+// again (the next Do runs it); Permanent (also any error that is not a
+// *portico.Error), Incompatible, InvalidResponse and Unusable say it did not
+// happen and would fail again, so the key is kept Failed and not run again
+// for the TTL. The runner cannot check that testimony (a layer's Transient
+// "not sent" and a provider's 503 look the same), so an effect that may have
+// reached the other side must report Ambiguous.
+//
+// Unknown answers the ambiguous timeout: when the call may have reached the
+// other side before failing (a portico Ambiguous error, a deadline or
+// cancellation during the run, a panic, which goes on, or a pending key whose
+// owner's lease ran out), "nothing happened" is not assumed. The key is not
+// run again; callers get an Ambiguous error wrapping [ErrUnknown] until the
+// application reconciles it, asking the other side, and records what it
+// learned with [Runner.Resolve].
 //
 // # Running
 //

@@ -12,8 +12,8 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// Key is an execution key: seed 003's
-// operation_id + tool_name + canonical_arguments_hash. Two calls of the same
+// Key is an execution key, operation_id + tool_name +
+// canonical_arguments_hash (see the package documentation). Two calls of the same
 // tool, in the same operation, with arguments that are equal as JSON values
 // (whatever their key order, white space or number spelling) have the same
 // Key. Build one with [NewKey] or [KeyOf].

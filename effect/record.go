@@ -8,8 +8,8 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// State is where an execution key stands (seed 003: pending, completed,
-// failed; and unknown for an ambiguous timeout).
+// State is where an execution key stands: pending, completed, failed, or
+// unknown after an ambiguous timeout.
 type State uint8
 
 // The states of an execution key.

@@ -26,7 +26,7 @@ func TestRejectedReleasesKey(t *testing.T) {
 		key := mustKey(t, "order-7", "charge", `{"amount":500}`)
 
 		// The payment API behind a breaker that one failure opens for 10 s.
-		brk := breaker.MustNew(breaker.Config{Name: "payments", ConsecutiveFailures: 1, OpenFor: 10 * time.Second})
+		brk := breaker.MustNew(breaker.Config{Name: "payments", Trip: breaker.ConsecutiveFailures(1), OpenFor: 10 * time.Second})
 		api := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)), modeltest.Answer("ch_1"))
 		payments := brk.Wrap(api)
 		call := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "charge")}}

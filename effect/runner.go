@@ -63,8 +63,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Runner runs each tool side effect at most once per execution [Key] (seed
-// 003: separate generation retries from side effects). Concurrent callers
+// Runner runs each tool side effect at most once per execution [Key], so
+// that retrying a generation never repeats its effects. Concurrent callers
 // with the same key share one run, like singleflight; later callers get the
 // stored result of a completed run; an ambiguous outcome is recorded as
 // Unknown and never silently re-run. A Runner is safe for concurrent use.
@@ -113,37 +113,20 @@ func New(cfg Config) (*Runner, error) {
 	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}}, nil
 }
 
-// Do runs fn at most once for key and returns its result.
+// Do runs fn at most once for key and returns its result: the stored result
+// of a Completed key, without running fn; the outcome of a run under way
+// (waited for in this process, polled every Config.Poll in another);
+// otherwise Do claims key, runs fn(ctx) and records the outcome by the class
+// of fn's error (see States in the package documentation). The returned
+// bytes are the caller's own copy.
 //
-//   - If key is absent (or its earlier failure was retryable), Do marks it
-//     Pending, runs fn(ctx) and records the outcome by the class of fn's
-//     error (portico.ClassOf): Completed with fn's result; Unknown when
-//     the class is Ambiguous, Deadline or Canceled, or fn panics (the panic
-//     is re-raised); released, as if never claimed, when it is Rejected (a
-//     local refusal, such as an open breaker: nothing was sent); Failed
-//     otherwise, where Transient and RateLimited let the next Do run the
-//     effect again and Permanent (also any error that is not a
-//     *portico.Error: ClassOf makes it Permanent), Incompatible and
-//     InvalidResponse lock the key for the TTL. The class is fn's testimony: the runner cannot tell a
-//     Transient "not sent" (a layer's timeout before the request was
-//     written) from a 503 after which the other side did act, so fn must
-//     return an error of a non-ambiguous class only when it knows the
-//     effect did not happen, and Ambiguous otherwise.
-//   - If another call of key is running in this process, Do waits for it
-//     (or for ctx) and returns its outcome; if it runs in another process
-//     (a shared store), Do polls every Config.Poll.
-//   - If key is Completed, Do returns the stored result without running fn.
-//
-// Errors: fn's own error, unchanged (with its RetryAfter), for a Failed or
-// Rejected run; an Ambiguous *portico.Error
-// wrapping [ErrUnknown] (and fn's error) for an Unknown key, which the caller
-// must reconcile ([Runner.Resolve]) rather than retry; a *portico.Error of
-// the recorded class wrapping [ErrFailed] for a key that failed earlier; a
-// Transient one wrapping [ErrStore] when the store fails; the classified
-// context error ([portico.FromContext]) when ctx ends while waiting, or is
-// done before the key is claimed (fn is then not run and the key is left
-// as it was). The returned bytes are the caller's own copy. Do panics if
-// fn is nil.
+// Errors: fn's own error, unchanged, for a run that failed or was Rejected;
+// an Ambiguous *portico.Error wrapping [ErrUnknown] for an Unknown key, to
+// reconcile with [Runner.Resolve]; one of the recorded class wrapping
+// [ErrFailed] for a key that failed earlier; a Transient one wrapping
+// [ErrStore] when the store fails; [portico.FromContext]'s error when ctx
+// ends while waiting or before key is claimed (fn not run). A panic in fn
+// leaves key Unknown and goes on. Do panics if fn is nil.
 func (r *Runner) Do(ctx context.Context, key Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
 	if fn == nil {
 		// Fail before the key is claimed: a nil fn claimed as Pending would

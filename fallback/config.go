@@ -2,8 +2,8 @@ package fallback
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -125,6 +125,9 @@ func (c Config) normalize() (Config, error) {
 		case seen[r.Name]:
 			return c, errors.New("fallback: route name " + r.Name + " is not unique")
 		}
+		if err := r.Capabilities.Validate(); err != nil {
+			return c, fmt.Errorf("fallback: route %s: %w", r.Name, err)
+		}
 		seen[r.Name] = true
 	}
 	c.Routes = slices.Clone(c.Routes)
@@ -134,8 +137,8 @@ func (c Config) normalize() (Config, error) {
 	if c.Share == 0 {
 		c.Share = DefaultShare
 	}
-	if !(c.Share > 0 && c.Share <= 1) || math.IsNaN(c.Share) {
-		return c, errors.New("fallback: Share must be in (0, 1]")
+	if !(c.Share > 0 && c.Share <= 1) {
+		return c, fmt.Errorf("fallback: Config.Share %v is outside (0, 1]", c.Share)
 	}
 	switch {
 	case c.Reserve == 0:
@@ -150,7 +153,15 @@ func (c Config) normalize() (Config, error) {
 		c.MinAttempt = 0
 	}
 	if c.Independence > OtherRegion {
-		return c, errors.New("fallback: unknown Independence " + c.Independence.String())
+		return c, errors.New("fallback: unknown Config.Independence " + c.Independence.String())
 	}
 	return c, nil
+}
+
+// Validate returns the error [New] would return for c, or nil: a caller that
+// holds a Config it may not build (package stack, with a single route) still
+// refuses the values that can only be a mistake.
+func (c Config) Validate() error {
+	_, err := c.normalize()
+	return err
 }

@@ -25,7 +25,7 @@ func failing(c portico.Class) portico.Model {
 // The primary is down and its breaker open: it is skipped at once, a small
 // route cannot take the request's context, and an independent route answers.
 func Example() {
-	br := breaker.MustNew(breaker.Config{Name: "primary", ConsecutiveFailures: 1})
+	br := breaker.MustNew(breaker.Config{Name: "primary", Trip: breaker.ConsecutiveFailures(1)})
 	primary := br.Wrap(failing(portico.Transient))
 	primary.Generate(context.Background(), &portico.Request{}) // trips the breaker
 

@@ -138,7 +138,7 @@ func TestFirstRouteAnswers(t *testing.T) {
 func TestOpenBreakerSkippedWithoutWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
-		br := breaker.MustNew(breaker.Config{Name: "a", ConsecutiveFailures: 1, OpenFor: time.Minute})
+		br := breaker.MustNew(breaker.Config{Name: "a", Trip: breaker.ConsecutiveFailures(1), OpenFor: time.Minute})
 		br.Wrap(a).Generate(context.Background(), simple) // trips
 		ra := route(a, portico.Capabilities{})
 		ra.Model, ra.Health = br.Wrap(a), br
@@ -163,7 +163,7 @@ func TestOpenBreakerSkippedWithoutWaiting(t *testing.T) {
 func TestOutageMovesTrafficAndBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
-		br := breaker.MustNew(breaker.Config{Name: "a", ConsecutiveFailures: 2, OpenFor: 10 * time.Second})
+		br := breaker.MustNew(breaker.Config{Name: "a", Trip: breaker.ConsecutiveFailures(2), OpenFor: 10 * time.Second})
 		ra := portico.Route{Name: "a", Model: br.Wrap(a), Health: br}
 		g := MustNew(Config{Routes: []portico.Route{ra, route(b, portico.Capabilities{})}})
 		steps := []struct {

@@ -21,7 +21,7 @@ import (
 // requests and each paid 225 ms of its 400 ms.
 func TestHungPrimaryTripsBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		brk := breaker.MustNew(breaker.Config{Name: "primary", ConsecutiveFailures: 5})
+		brk := breaker.MustNew(breaker.Config{Name: "primary", Trip: breaker.ConsecutiveFailures(5)})
 		hung := modeltest.NewFake(modeltest.Outcome{Stall: true})
 		healthy := modeltest.NewFake()
 		g := MustNew(Config{Routes: []portico.Route{

@@ -37,14 +37,14 @@ type CapacityConfig struct {
 	// Skipping only calls already expired is not enough with discrete
 	// services: under overload the oldest live call, the one dequeued, is the
 	// one about to expire, and a call with less than ServiceTime left would be
-	// served and wasted. In seed 000's simulation that alone cost 4 to 30
+	// served and wasted. In the overload simulation that alone cost 4 to 30
 	// useful answers per second depending on how the deadlines fell on the
 	// 10 ms service grid.
 	DropExpired bool
 }
 
-// CapacityServer is a capacity-limited FIFO server for overload experiments (seed 000's
-// simulation): a [portico.Model] with Slots slots and a first-in, first-out
+// CapacityServer is a capacity-limited FIFO server for overload experiments: a
+// [portico.Model] with Slots slots and a first-in, first-out
 // queue, each call occupying a slot for ServiceTime. A caller whose context ends
 // while it waits returns at once with [portico.FromContext]'s error, but its call
 // stays in the queue and, unless DropExpired is set, is still served when its turn

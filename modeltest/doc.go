@@ -40,17 +40,19 @@
 // [FaultKind], returns a 429 with Retry-After, a 500, 502 or 503, a connection
 // error before send, an ambiguous timeout after send, a slow first token, a
 // stall after k chunks, invalid JSON, a truncated answer or a context overflow
-// (seed 003's list of what to inject in staging; seed 000's chaos practice of
-// real events on a small fraction of traffic). The choice is a pure function of
+// (the Principles of Chaos Engineering: real events on a small fraction of
+// traffic). The choice is a pure function of
 // the seed and the call index, drawn from math/rand/v2's PCG, so the counts are
 // reproducible under any concurrency; [Faults.Counts] reports them.
 //
 // # Overload
 //
-// [CapacityServer] is a Model with c slots and a FIFO queue that, like seed 000's
-// simulated model, does not know who gave up: a caller whose context ends
-// returns, but its call stays queued and is served for nobody. With it the
-// package's tests reproduce seed 000's table for a 10 s outage: without retries
+// [CapacityServer] is a Model with c slots and a FIFO queue that does not know
+// who gave up: a caller whose context ends returns, but its call stays queued
+// and is served for nobody, the fuel of a metastable failure (Bronson et al.,
+// "Metastable Failures in Distributed Systems", HotOS 2021). With it the
+// package's tests reproduce the overload table of docs/SEEDS.md for a 10 s
+// outage: without retries
 // goodput returns to 80/s by itself once the stale queue drains; with three
 // immediate retries it stays at zero; dropping expired calls (DropExpired,
 // which also skips calls that would finish after their deadline) recovers at

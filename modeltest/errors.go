@@ -41,15 +41,14 @@ func RateLimitError(retryAfter time.Duration) *portico.Error {
 
 // ConnRefusedError returns a [portico.Transient] error with no status and Reason
 // "connection refused": the request could not be sent, so it was neither executed
-// nor billed, and retrying the same route is safe (seed 003's one retry on an
-// early connection error).
+// nor billed, and retrying the same route is safe.
 func ConnRefusedError() *portico.Error {
 	return &portico.Error{Class: portico.Transient, Reason: "connection refused", Err: ErrInjected}
 }
 
 // TimeoutError returns a [portico.Ambiguous] error with no status and Reason
 // "timeout after send": the request was written and no answer came back in time,
-// so it may have been executed and billed (seed 003). It is not the caller's
+// so it may have been executed and billed. It is not the caller's
 // deadline: errors.Is(err, context.DeadlineExceeded) is false.
 func TimeoutError() *portico.Error {
 	return &portico.Error{Class: portico.Ambiguous, Reason: "timeout after send", Err: ErrInjected}

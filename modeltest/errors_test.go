@@ -58,7 +58,7 @@ func TestErrConstructors(t *testing.T) {
 			t.Errorf("%s matches a context error, want it not to", c.name)
 		}
 	}
-	if StatusError(503) == StatusError(503) {
+	if a, b := StatusError(503), StatusError(503); a == b {
 		t.Error("StatusError(503) returned the same *Error twice, want a new one per call")
 	}
 }

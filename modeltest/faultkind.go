@@ -6,8 +6,8 @@ import "strconv"
 // is a call passed through untouched.
 type FaultKind uint8
 
-// The faults [Faults] injects, each as seed 003's staging list and seed 000's
-// chaos section name them. "Inner not called" means the wrapped Model never sees
+// The faults [Faults] injects: what a provider does under load and failure.
+// "Inner not called" means the wrapped Model never sees
 // the call, as when a provider refuses before doing any work.
 const (
 	// FaultNone passes the call through to the wrapped Model.

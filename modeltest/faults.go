@@ -47,9 +47,8 @@ type FaultConfig struct {
 // Faults is a fault-injecting middleware: [Faults.Wrap] returns a Model that, for
 // the fraction of calls FaultConfig.Rates gives each [FaultKind], fails or
 // degrades the call in that way instead of (or around) calling the wrapped Model
-// (seed 000's chaos engineering: real events on a small fraction of calls; seed
-// 003's staging list: timeouts, 429, 5xx, invalid JSON, context overflow, slow
-// operations).
+// (real events on a small fraction of calls, as the Principles of Chaos
+// Engineering put it).
 //
 // The choice is deterministic per call index: call n (counting from 0 over every
 // Model that this Faults wrapped, in arrival order) gets the fault [Faults.Kind]

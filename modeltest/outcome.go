@@ -7,27 +7,19 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// Outcome is what a [Fake] does on one call: how long it takes, what it streams,
-// and whether it answers or fails.
+// Outcome is what a [Fake] does on one call: how long it takes, what it
+// streams, and whether it answers or fails. In order: wait TTFT and deliver
+// the first chunk; wait ChunkGap before each further chunk; with Stall, stop
+// after StallAfter chunks and block until ctx is done; wait until Latency has
+// passed since the call started; return Err, or else a copy of Response.
 //
-// The schedule of a call, in order:
-//
-//  1. wait TTFT, then deliver the first chunk;
-//  2. wait ChunkGap before each further chunk;
-//  3. if Stall is set, stop after StallAfter chunks and block until ctx is done;
-//  4. wait until Latency has passed since the call started;
-//  5. return Err if it is non-nil, else a copy of Response.
-//
-// The chunks are Chunks when non-nil, else Response.Text split after each space
-// (so "a b c" streams as "a ", "b ", "c"). The same schedule runs whether or not
-// the request streams, so a call takes as long either way; only a request with
-// OnChunk set receives the chunks. With Err set and chunks, the call fails
-// mid-stream after delivering them. Every wait selects on ctx: when ctx is done the
-// call returns at once with [portico.FromContext]'s error, so the fake works in a
-// testing/synctest bubble and honours cancellation.
-//
-// The zero Outcome answers at once with an empty Response whose FinishReason is
-// stop.
+// The chunks are Chunks, or Response.Text split after each space ("a b c"
+// streams "a ", "b ", "c"). The schedule is the same whether the request
+// streams or not; only one with OnChunk set receives the chunks, and with Err
+// set the call fails after them. Every wait selects on ctx, returning
+// [portico.FromContext]'s error, so the fake honours cancellation inside a
+// testing/synctest bubble. The zero Outcome answers at once with an empty
+// Response whose FinishReason is stop.
 type Outcome struct {
 	// Response is the answer, copied per call (the caller owns its copy); nil
 	// means an empty answer with FinishReason stop. When its Model is empty the
@@ -50,7 +42,7 @@ type Outcome struct {
 	// may break that on purpose.
 	Chunks []string
 	// Stall, when true, makes the call deliver StallAfter chunks and then block
-	// until ctx is done (a stream that stops sending, seed 000's case for an
+	// until ctx is done (a stream that stops sending: the case for an
 	// inter-token timeout).
 	Stall bool
 	// StallAfter is how many chunks are delivered before a stall; 0 stalls before

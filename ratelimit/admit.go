@@ -15,15 +15,15 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 	now := l.now()
 	k := l.keyOf(req)
 	e := l.acquire(k, now) // locked and settled
-	needProg := l.cfg.Queue > 0 && l.cfg.Order != FCFSCall && req.Identity.SessionID != ""
+	needProg := l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != ""
 	if needProg {
-		t.prog = e.program(req.Identity.SessionID, now, l.seq.Add(1), l.cfg.ProgramTTL)
+		t.prog = e.program(req.Identity.SessionID, now, l.seq.Add(1), l.cfg.Queue.ProgramTTL)
 		t.prog.active++
 		t.prog.lastSeen = now
 	}
 	t.e = e
 	if lmax := e.lim.MaxInFlight; lmax > 0 && (e.inflight >= lmax || len(e.queue) > 0) {
-		if len(e.queue) >= l.cfg.Queue {
+		if len(e.queue) >= l.cfg.Queue.Size {
 			l.unprogram(t, now)
 			e.mu.Unlock()
 			return l.shed(ctx, req)

@@ -80,44 +80,21 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 
 // Refund returns the tokens a [Limiter] gives back to the token bucket for a
 // call that reserved in + maxOut tokens (N_in + N_max) and failed with err;
-// a negative result is a charge.
+// a negative result is a charge. In order, reading the first
+// [*portico.Error] in err's tree (and [portico.UsageOf] for the usage):
 //
-// When err carries the usage the provider billed for the failed call
-// ([portico.Error.Usage], non-nil, with input + output above 0: an answer
-// rejected by validation, a stream cut after the provider reported usage),
-// the call is settled on it exactly as a success is, whatever the class:
-// Refund returns (in + maxOut) - (usage input + usage output), which is
-// maxOut - N_out given back plus the difference between the estimate and
-// the billed input, and negative (charged) when the usage exceeds the
-// reservation. Usage that bills nothing is no more informative than a
-// success without usage, and the class rule below applies.
+//   - usage billed (input + output above 0): settled as a success, in +
+//     maxOut - used, whatever the class;
+//   - [portico.Rejected], or Permanent, Incompatible, Transient or
+//     RateLimited without an HTTP status (refused locally or before the
+//     request was sent): in + maxOut, all of it;
+//   - the same classes with an error status (400 or above): maxOut, since
+//     the input may count against the provider's limits;
+//   - anything else (Ambiguous, InvalidResponse, Canceled, Deadline, an
+//     error inside a 200 stream, an unclassified error): 0, as output may
+//     have been generated.
 //
-// Without billed usage, the rule gives back only what the error class
-// and the HTTP status make safe, since a provider may count a failed call
-// against its limits (seed 003); an outcome that may have generated output
-// refunds nothing:
-//
-//   - [portico.Rejected], and [portico.Permanent], [portico.Incompatible],
-//     [portico.Transient] or [portico.RateLimited] with no HTTP status
-//     (refused locally or before the request was sent, e.g. connection
-//     refused, or an inner Limiter's refusal): in + maxOut, all of it;
-//   - [portico.Permanent], [portico.Incompatible], [portico.RateLimited] (a
-//     429: no output, but the input may count) or [portico.Transient] (a 5xx
-//     answer instead of generation) with an error status, 400 or above:
-//     maxOut, the output reserve;
-//   - the same classes with a status below 400 (an error event inside an
-//     HTTP 200 stream, after output may have begun), [portico.Ambiguous],
-//     [portico.Canceled], [portico.Deadline], [portico.InvalidResponse]
-//     (output was or may have been generated), and an error that is not a
-//     [*portico.Error] (nothing is known): 0.
-//
-// The class and status are those of the first [*portico.Error] in err's
-// tree; the usage is [portico.UsageOf]'s, the first one carried anywhere in
-// it, as retry and fallback read it.
-//
-// A call that succeeded refunds (in + maxOut) - (usage input + usage output)
-// instead, and is charged the excess when usage exceeds the reservation; one
-// that reports no usage at all refunds nothing.
+// See the package documentation for why.
 func Refund(err error, in, maxOut int) int {
 	var pe *portico.Error
 	if !errors.As(err, &pe) {

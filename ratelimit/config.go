@@ -35,8 +35,8 @@ func (m Mode) String() string {
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
-// Order is the discipline of the waiting queue in front of the in-flight cap
-// (seed 002, "who goes first").
+// Order is the discipline of the waiting queue in front of the in-flight cap:
+// who goes first.
 type Order uint8
 
 // The queue orders.
@@ -97,23 +97,33 @@ type Limits struct {
 	Period time.Duration
 	// MaxInFlight is L_max, the most calls of one key in flight at once. 0
 	// means no cap. Beyond it calls are shed at once with [ErrOverloaded]
-	// (seed 000), or wait in the queue when [Config.Queue] is positive.
+	// (Google SRE book, "Handling Overload"), or wait in the queue when
+	// Config.Queue.Size is positive.
 	MaxInFlight int
 }
 
 // norm validates l and fills its defaults.
 func (l Limits) norm() (Limits, error) {
-	if l.Requests < 0 || l.RequestBurst < 0 || l.Tokens < 0 || l.TokenBurst < 0 || l.Period < 0 || l.MaxInFlight < 0 {
-		return l, fmt.Errorf("ratelimit: negative limit in %+v", l)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"Requests", int64(l.Requests)}, {"RequestBurst", int64(l.RequestBurst)}, {"Tokens", int64(l.Tokens)},
+		{"TokenBurst", int64(l.TokenBurst)}, {"MaxInFlight", int64(l.MaxInFlight)}} {
+		if f.v < 0 {
+			return l, fmt.Errorf("ratelimit: negative Limits.%s (%d)", f.name, f.v)
+		}
+	}
+	if l.Period < 0 {
+		return l, fmt.Errorf("ratelimit: negative Limits.Period (%v)", l.Period)
 	}
 	if l.Requests == 0 && l.Tokens == 0 && l.MaxInFlight == 0 {
-		return l, errors.New("ratelimit: no limit: set Requests, Tokens or MaxInFlight")
+		return l, errors.New("ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight")
 	}
 	if l.RequestBurst > 0 && l.Requests == 0 {
-		return l, errors.New("ratelimit: RequestBurst without Requests")
+		return l, errors.New("ratelimit: Limits.RequestBurst without Requests")
 	}
 	if l.TokenBurst > 0 && l.Tokens == 0 {
-		return l, errors.New("ratelimit: TokenBurst without Tokens")
+		return l, errors.New("ratelimit: Limits.TokenBurst without Tokens")
 	}
 	if l.Period == 0 {
 		l.Period = time.Minute
@@ -127,6 +137,16 @@ func (l Limits) norm() (Limits, error) {
 	return l, nil
 }
 
+// defaultTooLarge returns an error when a token bucket of l could admit no
+// call reserving def output tokens: def fills the whole TokenBurst, leaving
+// no room for the input. Else nil.
+func defaultTooLarge(def int, l *Limits) error {
+	if l.Tokens > 0 && def >= l.TokenBurst {
+		return fmt.Errorf("ratelimit: Config.DefaultMaxTokens %d leaves no room for input in TokenBurst %d: no call with the default could ever be admitted", def, l.TokenBurst)
+	}
+	return nil
+}
+
 func (l *Limits) requestRate() float64 { return float64(l.Requests) / l.Period.Seconds() }
 func (l *Limits) tokenRate() float64   { return float64(l.Tokens) / l.Period.Seconds() }
 
@@ -135,7 +155,7 @@ func (l *Limits) tokenRate() float64   { return float64(l.Tokens) / l.Period.Sec
 // Autellix discretizes the continuous priority (attained service) into K
 // queues so that it does not degenerate into round robin, and promotes a call
 // to the first queue when (w_prog + w_call) / (d_prog + d_call) >= β, with w
-// the waits and d the service times of the program and the call (seed 002).
+// the waits and d the service times of the program and the call.
 type PLASConfig struct {
 	// Quantum is the attained service that bounds the first level. Level i
 	// holds programs whose attained service is in [Quantum*(2^i-1),
@@ -150,6 +170,29 @@ type PLASConfig struct {
 	Starvation float64
 }
 
+// Queue configures the waiting queue in front of the in-flight cap
+// (Limits.MaxInFlight): how many calls may wait, in which order, and how long
+// a program's history is kept for the program-aware orders. The zero Queue
+// means no queue: beyond MaxInFlight calls are shed at once (the SRE book's
+// advice, "Handling Overload": shed rather than queue).
+type Queue struct {
+	// Size is how many calls per key may wait for a slot when MaxInFlight
+	// calls are in flight. 0 means none; negative is an error, and so is a
+	// positive Size without MaxInFlight. A queued call waits until a slot is
+	// handed to it or its context ends. A call takes its slot before the
+	// buckets, so in Wait mode it holds the slot while it waits for them (at
+	// most MaxWait).
+	Size int
+	// Order is the queue's discipline. The zero value is [FCFSCall].
+	Order Order
+	// PLAS tunes [PLAS]; ignored for other orders.
+	PLAS PLASConfig
+	// ProgramTTL is how long a program's history (arrival, attained service)
+	// is kept after its last call ended, for FCFSProgram and PLAS. 0 means ten
+	// minutes; negative is an error.
+	ProgramTTL time.Duration
+}
+
 // Config configures a [Limiter]. The zero Config is not usable alone: it sets
 // no limit (see [Limits]); every other field's zero value is a default.
 type Config struct {
@@ -159,8 +202,9 @@ type Config struct {
 	// DefaultMaxTokens is N_max, in tokens, for requests whose MaxOutputTokens
 	// is 0 (the route's default). 0 means such requests are refused with a
 	// [portico.Permanent] error wrapping [ErrBadRequest] when there is a token
-	// bucket: the limiter cannot price a call of unknown size. It must not
-	// exceed TokenBurst.
+	// bucket: the limiter cannot price a call of unknown size. With a token
+	// bucket it must be below TokenBurst, which must also hold the input:
+	// at TokenBurst or above no call with the default could ever be admitted.
 	DefaultMaxTokens int
 
 	// Estimator predicts N_in. nil means [portico.DefaultEstimator].
@@ -183,24 +227,9 @@ type Config struct {
 	// bounds the wait too.
 	MaxWait time.Duration
 
-	// Queue is how many calls per key may wait for a slot when MaxInFlight
-	// calls are in flight. 0 means none: beyond MaxInFlight calls are shed at
-	// once (seed 000's advice). A queued call waits until a slot is handed to
-	// it or its context ends. Requires MaxInFlight. A call takes its slot
-	// before the buckets, so in Wait mode it holds the slot while it waits
-	// for them (at most MaxWait).
-	Queue int
-
-	// Order is the queue's discipline. The zero value is [FCFSCall].
-	Order Order
-
-	// PLAS tunes [PLAS]; ignored for other orders.
-	PLAS PLASConfig
-
-	// ProgramTTL is how long a program's history (arrival, attained service)
-	// is kept after its last call ended, for FCFSProgram and PLAS. 0 means ten
-	// minutes.
-	ProgramTTL time.Duration
+	// Queue configures the calls that wait for an in-flight slot; the zero
+	// value means none wait (calls beyond MaxInFlight are shed at once).
+	Queue Queue
 
 	// MaxProviderHold caps how long one provider announcement may hold a key
 	// tighter than its configured limits: a view adopted at t (see the
@@ -248,25 +277,29 @@ func (c Config) norm() (Config, error) {
 	}
 	switch {
 	case c.DefaultMaxTokens < 0:
-		return c, errors.New("ratelimit: negative DefaultMaxTokens")
-	case c.Tokens > 0 && c.DefaultMaxTokens > c.TokenBurst:
-		return c, fmt.Errorf("ratelimit: DefaultMaxTokens %d exceeds TokenBurst %d: no call with the default could ever be admitted", c.DefaultMaxTokens, c.TokenBurst)
+		return c, errors.New("ratelimit: negative Config.DefaultMaxTokens")
+	case defaultTooLarge(c.DefaultMaxTokens, &c.Limits) != nil:
+		return c, defaultTooLarge(c.DefaultMaxTokens, &c.Limits)
 	case c.MaxWait < 0:
-		return c, errors.New("ratelimit: negative MaxWait")
-	case c.Queue < 0:
-		return c, errors.New("ratelimit: negative Queue")
-	case c.Queue > 0 && c.MaxInFlight == 0:
-		return c, errors.New("ratelimit: Queue without MaxInFlight")
+		return c, errors.New("ratelimit: negative Config.MaxWait")
+	case c.Queue.Size < 0:
+		return c, errors.New("ratelimit: negative Config.Queue.Size")
+	case c.Queue.Size > 0 && c.MaxInFlight == 0:
+		return c, errors.New("ratelimit: Config.Queue.Size without Limits.MaxInFlight")
 	case c.Mode > Wait:
-		return c, fmt.Errorf("ratelimit: unknown %v", c.Mode)
-	case c.Order > PLAS:
-		return c, fmt.Errorf("ratelimit: unknown %v", c.Order)
-	case c.PLAS.Quantum < 0 || c.PLAS.Levels < 0 || c.PLAS.Starvation < 0 || c.PLAS.Starvation != c.PLAS.Starvation:
-		return c, errors.New("ratelimit: negative or NaN PLAS setting")
-	case c.ProgramTTL < 0:
-		return c, errors.New("ratelimit: negative ProgramTTL")
+		return c, fmt.Errorf("ratelimit: unknown Config.Mode %v", c.Mode)
+	case c.Queue.Order > PLAS:
+		return c, fmt.Errorf("ratelimit: unknown Config.Queue.Order %v", c.Queue.Order)
+	case c.Queue.PLAS.Quantum < 0:
+		return c, errors.New("ratelimit: negative Config.Queue.PLAS.Quantum")
+	case c.Queue.PLAS.Levels < 0:
+		return c, errors.New("ratelimit: negative Config.Queue.PLAS.Levels")
+	case !(c.Queue.PLAS.Starvation >= 0):
+		return c, errors.New("ratelimit: negative or NaN Config.Queue.PLAS.Starvation")
+	case c.Queue.ProgramTTL < 0:
+		return c, errors.New("ratelimit: negative Config.Queue.ProgramTTL")
 	case c.MaxProviderHold < 0:
-		return c, errors.New("ratelimit: negative MaxProviderHold")
+		return c, errors.New("ratelimit: negative Config.MaxProviderHold")
 	}
 	if c.Estimator == nil {
 		c.Estimator = portico.DefaultEstimator
@@ -274,17 +307,18 @@ func (c Config) norm() (Config, error) {
 	if c.MaxWait == 0 {
 		c.MaxWait = defaultMaxWait
 	}
-	if c.PLAS.Quantum == 0 {
-		c.PLAS.Quantum = defaultQuantum
+	q := &c.Queue
+	if q.PLAS.Quantum == 0 {
+		q.PLAS.Quantum = defaultQuantum
 	}
-	if c.PLAS.Levels == 0 {
-		c.PLAS.Levels = defaultLevels
+	if q.PLAS.Levels == 0 {
+		q.PLAS.Levels = defaultLevels
 	}
-	if c.PLAS.Starvation == 0 {
-		c.PLAS.Starvation = defaultStarvation
+	if q.PLAS.Starvation == 0 {
+		q.PLAS.Starvation = defaultStarvation
 	}
-	if c.ProgramTTL == 0 {
-		c.ProgramTTL = defaultProgramTTL
+	if q.ProgramTTL == 0 {
+		q.ProgramTTL = defaultProgramTTL
 	}
 	if c.MaxProviderHold == 0 {
 		c.MaxProviderHold = defaultHold

@@ -1,7 +1,7 @@
-// Package ratelimit decides who gets in, and how much (seed 000, "who gets in
-// and how much"): keyed token buckets on requests and on LLM tokens in
-// series, wait-or-reject against the caller's deadline, an in-flight cap with
-// load shedding, and an optional fair queue for agent programs (seed 002).
+// Package ratelimit decides who gets in, and how much: keyed token buckets on
+// requests and on LLM tokens in series, wait-or-reject against the caller's
+// deadline, an in-flight cap with load shedding, and an optional fair queue
+// for agent programs.
 //
 // Build a [Limiter] from a [Config] with [New]; its method value
 // [Limiter.Wrap] is the [portico.Middleware]:
@@ -110,7 +110,7 @@
 // call is shed at once with a [portico.Rejected] error wrapping
 // [ErrOverloaded] (Reason "overloaded"): by Little's law the admitted rate is
 // then L_max / W and falls by itself when the model's latency W grows.
-// With [Config.Queue] > 0 calls wait for a slot instead, in a bounded queue
+// With a positive Queue.Size (see [Queue]) calls wait for a slot instead, in a bounded queue
 // served in the [Order] chosen: [FCFSCall] (vLLM), [FCFSProgram] (Continuum)
 // or [PLAS], least attained service per program in discrete levels with a
 // starvation guard (Autellix; see [PLASConfig]). Seed 002's simulation (4
@@ -165,10 +165,15 @@
 //
 // # Sources
 //
-// Token buckets, refunds of the unused reservation, the b + r·dt bound, the
-// fixed-window contrast, per-client isolation and Little's law: seed 000.
-// Program-level scheduling: seed 002, after Autellix (Luo et al., "Autellix:
-// An Efficient Serving Engine for LLM Agents as General Programs", 2025) and
-// Continuum (Li et al., 2025). The request bucket's semantics are
-// golang.org/x/time/rate's.
+// The token bucket and its b + r·dt bound (the meter of RFC 2697 and of
+// golang.org/x/time/rate); reserving N_in + N_max and refunding the unused output, as
+// OpenAI's rate limits count max_tokens against the token limit until the
+// call ends; per-client limits and shedding beyond an in-flight cap (Google
+// SRE book, "Handling Overload"); the admitted rate L_max / W of a capped
+// system (Little's law, 1961). Program-level scheduling after Autellix (Luo
+// et al., "Autellix: An Efficient Serving Engine for LLM Agents as General
+// Programs", 2025) and Continuum (Li et al., "Continuum: Efficient and
+// Robust Multi-Turn LLM Agent Scheduling with KV Cache Time-to-Live", 2025).
+// The request bucket's semantics are x/time/rate's. docs/SEEDS.md maps these
+// sources to the seed documents.
 package ratelimit

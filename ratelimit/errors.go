@@ -31,8 +31,8 @@ var (
 )
 
 // CapacityError reports a call too large for the token bucket: its reserve
-// Input + MaxOutput tokens exceeds Capacity, the bucket's burst b (seed 000:
-// such a call can never enter and is rejected at once). A [Limiter] returns
+// Input + MaxOutput tokens exceeds Capacity, the bucket's burst b (such a
+// call can never enter, so it is rejected at once). A [Limiter] returns
 // it wrapped in a [*portico.Error] of class [portico.Incompatible] whose
 // Model is the request's Model (the model of the default key, and the whole
 // of a [ByModel] key), so the message names the route that refused.

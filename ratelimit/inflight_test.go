@@ -114,7 +114,7 @@ func TestQueueOrders(t *testing.T) {
 	} {
 		t.Run(tt.order.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: 8, Order: tt.order, PLAS: PLASConfig{Quantum: time.Second}})
+				l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: 8, Order: tt.order, PLAS: PLASConfig{Quantum: time.Second}}})
 				m := l.Wrap(slowModel(time.Second, 1))
 				// Program x runs a first call of 3s: its attained service is 3s.
 				l.Wrap(slowModel(3*time.Second, 1)).Generate(t.Context(), sess("x"))
@@ -147,7 +147,7 @@ func TestQueueOrders(t *testing.T) {
 
 func TestQueueFullAndCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: 1})
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: 1}})
 		m := l.Wrap(slowModel(time.Second, 1))
 		var wg sync.WaitGroup
 		wg.Go(func() { m.Generate(t.Context(), req("a", 1)) })
@@ -173,20 +173,20 @@ func TestQueueFullAndCancel(t *testing.T) {
 // TestStarvationGuard: under PLAS a program with much attained service is
 // promoted once its waits reach β times its service.
 func TestStarvationGuard(t *testing.T) {
-	cfg := Config{Order: PLAS, PLAS: PLASConfig{Quantum: time.Second, Levels: 8, Starvation: 2}}
+	cfg := Config{Queue: Queue{Order: PLAS, PLAS: PLASConfig{Quantum: time.Second, Levels: 8, Starvation: 2}}}
 	now := time.Hour // the Limiter's clock
 	long := &program{attained: 10 * time.Second}
 	short := &program{attained: 0}
 	wl := &waiter{seq: 1, enq: now, prog: long}
 	ws := &waiter{seq: 2, enq: now, prog: short}
-	if cfg.better(wl, ws, now) {
+	if cfg.Queue.better(wl, ws, now) {
 		t.Errorf("PLAS at once: long program first, want short")
 	}
-	if got := cfg.plasLevel(wl, now); got != 3 {
+	if got := cfg.Queue.plasLevel(wl, now); got != 3 {
 		t.Errorf("level of 10s attained with 1s quantum = %d, want 3 ([7s, 15s))", got)
 	}
 	later := now + 20*time.Second // waited 20s = 2 x 10s of service
-	if !cfg.better(wl, ws, later) {
+	if !cfg.Queue.better(wl, ws, later) {
 		t.Errorf("after waiting 2x its service: short program still first, want the long one promoted (FCFS within level 0)")
 	}
 	for _, tt := range []struct {
@@ -272,7 +272,7 @@ func TestObserverPanicReleases(t *testing.T) {
 func TestLockFreeCompletions(t *testing.T) {
 	const workers, calls, lmax = 8, 300, 2
 	const burst = 1_000_000_000
-	l := mustNew(t, Config{Limits: Limits{Tokens: 1, TokenBurst: burst, Period: 1e6 * time.Hour, MaxInFlight: lmax}, Queue: workers, Estimator: fixedEstimator(10)})
+	l := mustNew(t, Config{Limits: Limits{Tokens: 1, TokenBurst: burst, Period: 1e6 * time.Hour, MaxInFlight: lmax}, Estimator: fixedEstimator(10), Queue: Queue{Size: workers}})
 	var running, most atomic.Int32
 	var used atomic.Int64
 	m := l.Wrap(portico.ModelFunc(func(_ context.Context, r *portico.Request) (*portico.Response, error) {
@@ -329,7 +329,7 @@ func TestInFlightStress(t *testing.T) {
 	for _, order := range []Order{FCFSCall, FCFSProgram, PLAS} {
 		t.Run(order.String(), func(t *testing.T) {
 			l := mustNew(t, Config{Limits: Limits{Tokens: 1, TokenBurst: burst, Period: 1e6 * time.Hour, MaxInFlight: lmax},
-				Queue: 4, Order: order, Estimator: fixedEstimator(10), PLAS: PLASConfig{Quantum: time.Microsecond}})
+				Estimator: fixedEstimator(10), Queue: Queue{Size: 4, Order: order, PLAS: PLASConfig{Quantum: time.Microsecond}}})
 			var running, most atomic.Int32
 			var kept atomic.Int64
 			m := l.Wrap(portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
@@ -418,7 +418,7 @@ func TestInFlightStress(t *testing.T) {
 // leave the bubble deadlocked.
 func TestCompletionWhileQueueing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: 1})
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: 1}})
 		release := make(chan struct{})
 		m := l.Wrap(portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
 			if r.Identity.SessionID == "first" {

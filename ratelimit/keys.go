@@ -213,7 +213,7 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 func (l *Limiter) sweep(s *shard, now time.Duration) {
 	for ek, e := range s.m {
 		e.lock()
-		if e.idle(now, l.cfg.ProgramTTL) {
+		if e.idle(now, l.cfg.Queue.ProgramTTL) {
 			e.dead = true
 			delete(s.m, ek)
 		}

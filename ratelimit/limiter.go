@@ -26,9 +26,10 @@ type Limiter struct {
 }
 
 // New returns a Limiter for cfg, or an error starting with "ratelimit:" when
-// cfg is invalid: negative values (MaxProviderHold included), no limit at
-// all, a burst without its limit, a DefaultMaxTokens above TokenBurst, a
-// Queue without MaxInFlight, an unknown Mode or Order.
+// cfg is invalid, naming the field: negative values (MaxProviderHold
+// included), no limit at all, a burst without its limit, a DefaultMaxTokens
+// that leaves TokenBurst no room for input, a Queue.Size without MaxInFlight,
+// an unknown Mode or Queue.Order.
 func New(cfg Config) (*Limiter, error) {
 	c, err := cfg.norm()
 	if err != nil {
@@ -42,31 +43,22 @@ func New(cfg Config) (*Limiter, error) {
 
 // Wrap is the [portico.Middleware]: the returned Model admits each call
 // through next's key's buckets and in-flight cap, calls next, and refunds the
-// unused part of the token reservation when the call ends. It never modifies
-// the Request. It returns, besides next's own errors:
+// unused part of the token reservation when the call ends ([Refund]). It
+// never modifies the Request. Wrap panics if next is nil. Besides next's own
+// errors it returns:
 //
-//   - [portico.Incompatible], Model the request's Model, wrapping a
-//     [*CapacityError] with the numbers (so errors.Is(err,
-//     [ErrOverCapacity]) holds), its text the error's only explanation, when
-//     N_in + N_max exceeds the token bucket's capacity: at once, or when
-//     [Limiter.SetLimit] lowers the capacity under a waiting call. Never
-//     retried on this route; a fallback moves on to one with room;
-//   - [portico.Permanent] wrapping [ErrBadRequest] when the call cannot be
-//     priced (see [ErrBadRequest]);
-//   - [portico.RateLimited] wrapping [ErrLimited], with RetryAfter the exact
-//     wait after which the same call would be admitted, when a bucket refuses
-//     (reject mode, or in wait mode a wait beyond MaxWait or the deadline);
-//   - [portico.Rejected] wrapping [ErrOverloaded], Reason "overloaded", when
-//     the in-flight cap and the queue are full;
-//   - [portico.Canceled] or [portico.Deadline] (see [portico.FromContext])
-//     when ctx ends while the call waits;
-//   - [portico.ErrNilRequest] (Permanent) for a nil *Request, at once,
-//     without touching any key;
-//   - [portico.ErrNilResponse] (InvalidResponse) when next returns neither a
-//     Response nor an error: the call is settled as that error (see [Refund]:
-//     nothing is given back, since output may have been generated).
-//
-// Wrap panics if next is nil.
+//   - Incompatible wrapping a [*CapacityError] ([ErrOverCapacity]) when
+//     N_in + N_max exceeds the token bucket's capacity (at once, or when
+//     [Limiter.SetLimit] lowers it under a waiting call);
+//   - Permanent wrapping [ErrBadRequest] when the call cannot be priced;
+//   - RateLimited wrapping [ErrLimited], RetryAfter the exact wait that
+//     would admit the call, when a bucket refuses;
+//   - Rejected wrapping [ErrOverloaded] when the in-flight cap and the queue
+//     are full;
+//   - [portico.FromContext]'s error when ctx ends while the call waits;
+//   - [portico.ErrNilRequest] for a nil *Request;
+//   - [portico.ErrNilResponse] when next returns neither a Response nor an
+//     error (nothing is given back).
 func (l *Limiter) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("ratelimit: Wrap of a nil Model")

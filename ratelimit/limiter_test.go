@@ -270,33 +270,52 @@ func TestRefundRule(t *testing.T) {
 	})
 }
 
+// New refuses each value that can only be a mistake with a message naming
+// the field.
 func TestBadConfig(t *testing.T) {
-	bad := []Config{
-		{},
-		{Limits: Limits{Requests: -1}},
-		{Limits: Limits{Tokens: -5}},
-		{Limits: Limits{Tokens: 100, TokenBurst: -1}},
-		{Limits: Limits{RequestBurst: 5, Tokens: 100}},
-		{Limits: Limits{Requests: 5, TokenBurst: 5}},
-		{Limits: Limits{Requests: 5, Period: -time.Second}},
-		{Limits: Limits{MaxInFlight: -1}},
-		{Limits: Limits{Tokens: 100}, DefaultMaxTokens: 101},
-		{Limits: Limits{Tokens: 100}, DefaultMaxTokens: -1},
-		{Limits: Limits{Requests: 5}, Queue: 3},
-		{Limits: Limits{Requests: 5}, MaxWait: -1},
-		{Limits: Limits{Requests: 5}, Mode: 7},
-		{Limits: Limits{MaxInFlight: 1}, Queue: 1, Order: 9},
-		{Limits: Limits{Requests: 5}, PLAS: PLASConfig{Starvation: math.NaN()}},
-		{Limits: Limits{Requests: 5}, ProgramTTL: -1},
-		{Limits: Limits{Requests: 5}, MaxProviderHold: -1},
+	bad := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight"},
+		{Config{Limits: Limits{Requests: -1}}, "ratelimit: negative Limits.Requests (-1)"},
+		{Config{Limits: Limits{Tokens: -5}}, "ratelimit: negative Limits.Tokens (-5)"},
+		{Config{Limits: Limits{Tokens: 100, TokenBurst: -1}}, "ratelimit: negative Limits.TokenBurst (-1)"},
+		{Config{Limits: Limits{RequestBurst: 5, Tokens: 100}}, "ratelimit: Limits.RequestBurst without Requests"},
+		{Config{Limits: Limits{Requests: 5, TokenBurst: 5}}, "ratelimit: Limits.TokenBurst without Tokens"},
+		{Config{Limits: Limits{Requests: 5, Period: -time.Second}}, "ratelimit: negative Limits.Period (-1s)"},
+		{Config{Limits: Limits{MaxInFlight: -1}}, "ratelimit: negative Limits.MaxInFlight (-1)"},
+		{Config{Limits: Limits{Tokens: 100}, DefaultMaxTokens: 101},
+			"ratelimit: Config.DefaultMaxTokens 101 leaves no room for input in TokenBurst 100: no call with the default could ever be admitted"},
+		// At the burst itself only an empty input fits: no real call does.
+		{Config{Limits: Limits{Tokens: 1000, TokenBurst: 100}, DefaultMaxTokens: 100},
+			"ratelimit: Config.DefaultMaxTokens 100 leaves no room for input in TokenBurst 100: no call with the default could ever be admitted"},
+		{Config{Limits: Limits{Tokens: 100}, DefaultMaxTokens: -1}, "ratelimit: negative Config.DefaultMaxTokens"},
+		{Config{Limits: Limits{Requests: 5}, Queue: Queue{Size: 3}}, "ratelimit: Config.Queue.Size without Limits.MaxInFlight"},
+		{Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: -1}}, "ratelimit: negative Config.Queue.Size"},
+		{Config{Limits: Limits{Requests: 5}, MaxWait: -1}, "ratelimit: negative Config.MaxWait"},
+		{Config{Limits: Limits{Requests: 5}, Mode: 7}, "ratelimit: unknown Config.Mode Mode(7)"},
+		{Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: 1, Order: 9}}, "ratelimit: unknown Config.Queue.Order Order(9)"},
+		{Config{Limits: Limits{Requests: 5}, Queue: Queue{PLAS: PLASConfig{Quantum: -1}}}, "ratelimit: negative Config.Queue.PLAS.Quantum"},
+		{Config{Limits: Limits{Requests: 5}, Queue: Queue{PLAS: PLASConfig{Levels: -1}}}, "ratelimit: negative Config.Queue.PLAS.Levels"},
+		{Config{Limits: Limits{Requests: 5}, Queue: Queue{PLAS: PLASConfig{Starvation: math.NaN()}}}, "ratelimit: negative or NaN Config.Queue.PLAS.Starvation"},
+		{Config{Limits: Limits{Requests: 5}, Queue: Queue{ProgramTTL: -1}}, "ratelimit: negative Config.Queue.ProgramTTL"},
+		{Config{Limits: Limits{Requests: 5}, MaxProviderHold: -1}, "ratelimit: negative Config.MaxProviderHold"},
 	}
-	for _, c := range bad {
-		if l, err := New(c); err == nil || l != nil || err.Error()[:10] != "ratelimit:" {
-			t.Errorf("New(%+v) = %v, %v; want nil and an error starting with ratelimit:", c, l, err)
+	for _, tt := range bad {
+		if l, err := New(tt.cfg); err == nil || l != nil || err.Error() != tt.want {
+			t.Errorf("New(%+v) = %v, %v; want nil, %q", tt.cfg, l, err, tt.want)
 		}
 	}
-	// Zero burst means the period's limit, and it admits.
-	l := mustNew(t, Config{Limits: Limits{Requests: 1, Tokens: 10}, DefaultMaxTokens: 10, Estimator: fixedEstimator(0)})
+	// SetLimit holds the new limits to the same rule, and changes nothing.
+	set := mustNew(t, Config{Limits: Limits{Tokens: 1000}, DefaultMaxTokens: 100})
+	const want = "ratelimit: Config.DefaultMaxTokens 100 leaves no room for input in TokenBurst 100: no call with the default could ever be admitted"
+	if err := set.SetLimit(Limits{Tokens: 100}); err == nil || err.Error() != want || set.limits.Load().Tokens != 1000 {
+		t.Errorf("SetLimit(Tokens 100) = %v, Tokens now %d; want %q and 1000 kept", err, set.limits.Load().Tokens, want)
+	}
+	// Zero burst means the period's limit, and it admits; a default one token
+	// below the burst leaves room for a one-token input.
+	l := mustNew(t, Config{Limits: Limits{Requests: 1, Tokens: 10}, DefaultMaxTokens: 9, Estimator: fixedEstimator(1)})
 	if _, err := l.Wrap(okModel(0, 1)).Generate(context.Background(), req("a", 0)); err != nil {
 		t.Errorf("zero bursts: first call = %v, want admitted", err)
 	}

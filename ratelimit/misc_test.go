@@ -33,7 +33,7 @@ func TestStrings(t *testing.T) {
 // calls at once; turning the request bucket on and off works live.
 func TestSetLimitInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: 4})
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: 4}})
 		m := l.Wrap(slowModel(10*time.Second, 1))
 		var wg sync.WaitGroup
 		start := time.Now()
@@ -77,7 +77,7 @@ func TestSetLimitInFlight(t *testing.T) {
 // their last call, so sessions do not accumulate.
 func TestProgramsForgotten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 4}, Queue: 4, Order: PLAS, ProgramTTL: time.Minute})
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 4}, Queue: Queue{Size: 4, Order: PLAS, ProgramTTL: time.Minute}})
 		m := l.Wrap(okModel(1, 1))
 		r := req("a", 1)
 		for i := range 1000 {
@@ -109,7 +109,7 @@ func TestSetLimitRace(t *testing.T) {
 		{Requests: 6000, RequestBurst: 2, MaxInFlight: 4},
 		{Tokens: 60_000, TokenBurst: 200, MaxInFlight: 3, Period: time.Second},
 	}
-	l := mustNew(t, Config{Limits: limits[0], Queue: 2, Order: PLAS, Mode: Wait, MaxWait: 20 * time.Millisecond, DefaultMaxTokens: 50, Estimator: fixedEstimator(5)})
+	l := mustNew(t, Config{Limits: limits[0], Mode: Wait, MaxWait: 20 * time.Millisecond, DefaultMaxTokens: 50, Estimator: fixedEstimator(5), Queue: Queue{Size: 2, Order: PLAS}})
 	var n atomic.Int64
 	m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
 		k := int(n.Add(1))

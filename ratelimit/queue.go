@@ -63,10 +63,10 @@ func level(a, q time.Duration, levels int) int {
 	return i
 }
 
-// better reports whether waiter x goes before y under the Limiter's order at
+// better reports whether waiter x goes before y under q's order at
 // now. Pure: it reads only the waiters, their programs and the settings.
-func (c *Config) better(x, y *waiter, now time.Duration) bool {
-	switch c.Order {
+func (q *Queue) better(x, y *waiter, now time.Duration) bool {
+	switch q.Order {
 	case FCFSProgram:
 		ax, sx := progArrival(x)
 		ay, sy := progArrival(y)
@@ -77,7 +77,7 @@ func (c *Config) better(x, y *waiter, now time.Duration) bool {
 			return sx < sy
 		}
 	case PLAS:
-		lx, ly := c.plasLevel(x, now), c.plasLevel(y, now)
+		lx, ly := q.plasLevel(x, now), q.plasLevel(y, now)
 		if lx != ly {
 			return lx < ly
 		}
@@ -95,27 +95,27 @@ func progArrival(w *waiter) (time.Duration, uint64) {
 // plasLevel is w's level by its program's attained service, or 0 when the
 // starvation guard promotes it: (w_prog + w_call) / (d_prog + d_call) >= β,
 // with d_call = 0 while it waits (Autellix).
-func (c *Config) plasLevel(w *waiter, now time.Duration) int {
+func (q *Queue) plasLevel(w *waiter, now time.Duration) int {
 	if w.prog == nil {
 		return 0
 	}
 	p := w.prog
-	if p.attained > 0 && float64(p.waited+now-w.enq) >= c.PLAS.Starvation*float64(p.attained) {
+	if p.attained > 0 && float64(p.waited+now-w.enq) >= q.PLAS.Starvation*float64(p.attained) {
 		return 0
 	}
-	return level(p.attained, c.PLAS.Quantum, c.PLAS.Levels)
+	return level(p.attained, q.PLAS.Quantum, q.PLAS.Levels)
 }
 
 // handoff gives the slot a finishing call releases to the best waiter, if
 // any, and reports whether it did; otherwise the caller frees the slot. The
-// caller holds e.mu. The queue is short (Config.Queue), so a scan is fine.
+// caller holds e.mu. The queue is short (Queue.Size), so a scan is fine.
 func (e *entry) handoff(c *Config, now time.Duration) bool {
 	if len(e.queue) == 0 {
 		return false
 	}
 	best := 0
 	for i := 1; i < len(e.queue); i++ {
-		if c.better(e.queue[i], e.queue[best], now) {
+		if c.Queue.better(e.queue[i], e.queue[best], now) {
 			best = i
 		}
 	}

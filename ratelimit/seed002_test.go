@@ -84,8 +84,7 @@ type simResult struct{ all, short, long float64 }
 func simulate(t *testing.T, ps []simProgram, steps int, order Order, beta float64) simResult {
 	var res simResult
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 4}, Queue: 1 << 20, Order: order,
-			PLAS: PLASConfig{Quantum: simStep, Levels: 16, Starvation: beta}})
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 4}, Queue: Queue{Size: 1 << 20, Order: order, PLAS: PLASConfig{Quantum: simStep, Levels: 16, Starvation: beta}}})
 		m := l.Wrap(portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
 			time.Sleep(time.Duration(r.MaxOutputTokens) * simStep) // the call's work
 			return &portico.Response{}, nil

@@ -2,38 +2,32 @@ package ratelimit
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 )
 
-// SetLimit changes the limits of every key, existing and future, at once:
-// for limits that providers announce at run time. Each bucket
-// keeps the tokens it holds, capped at its new capacity, and refills from
-// there at the new rate; a raised MaxInFlight hands the new slots to queued
-// calls, and calls waiting for the buckets (Wait mode) compute their waits
-// again under the new limits at once (a call the new capacity can never
-// admit fails then with [ErrOverCapacity]).
-//
-// The operator's word wins: SetLimit clears every provider view adopted
-// earlier from response headers (see the package documentation, Provider
-// feedback), so a bucket a provider slowed until a far reset refills at the
-// rate just set. What a provider view already took stays taken (a level it
-// lowered is not raised), and the next announcement is adopted again. So a
-// SetLimit with the current limits unsticks a key slowed by a provider's
-// view without changing anything else. SetLimit returns an error
-// starting with "ratelimit:" and changes nothing when lim is invalid (see
-// [New]); it is safe for concurrent use.
+// SetLimit changes the limits of every key, existing and future, at once,
+// for limits that providers announce at run time. Each bucket keeps the
+// tokens it holds, capped at its new capacity, and refills from there at the
+// new rate; a raised MaxInFlight hands the new slots to queued calls, and
+// calls waiting for the buckets compute their waits again at once (one the
+// new capacity can never admit fails with [ErrOverCapacity]). The operator's
+// word wins: SetLimit clears every provider view adopted from response
+// headers (see Provider feedback in the package documentation), so a
+// SetLimit with the current limits unsticks a key a provider slowed. It
+// returns an error starting with "ratelimit:", and changes nothing, when lim
+// is invalid (see [New]) or leaves Config.DefaultMaxTokens no room. It is
+// safe for concurrent use.
 func (l *Limiter) SetLimit(lim Limits) error {
 	n, err := lim.norm()
 	if err != nil {
 		return err
 	}
-	if n.Tokens > 0 && l.cfg.DefaultMaxTokens > n.TokenBurst {
-		return fmt.Errorf("ratelimit: DefaultMaxTokens %d exceeds TokenBurst %d", l.cfg.DefaultMaxTokens, n.TokenBurst)
+	if err := defaultTooLarge(l.cfg.DefaultMaxTokens, &n); err != nil {
+		return err
 	}
-	if l.cfg.Queue > 0 && n.MaxInFlight == 0 {
-		return errors.New("ratelimit: Queue without MaxInFlight")
+	if l.cfg.Queue.Size > 0 && n.MaxInFlight == 0 {
+		return errors.New("ratelimit: Limits.MaxInFlight 0 with a Config.Queue.Size")
 	}
 	l.limits.Store(&n)
 	now := l.now()

@@ -14,7 +14,7 @@ const maxCeilings = 64
 // once per Retrier by cenkalti/backoff/v5's ExponentialBackOff with no
 // randomization, multiplier 2 and MaxInterval limit. The jitter is drawn by the
 // Retrier itself (backoff's own randomization is "equal jitter"-like, ±50%
-// around the interval, which seed 000 calls the worst of the jittered variants),
+// around the interval, which the AWS study finds the worst jittered variant),
 // and the schedule is shared read-only so that no call allocates a BackOff.
 func ceilings(base, limit time.Duration, n int) []time.Duration {
 	n = min(max(n, 1), maxCeilings)

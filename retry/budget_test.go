@@ -12,8 +12,10 @@ import (
 func TestBucketDepositWithdraw(t *testing.T) {
 	bs := newBudgets(0.1, 2, 10)
 	b := bs.get("m", "c")
-	if !b.withdraw() || !b.withdraw() || b.withdraw() {
-		t.Fatalf("a burst-2 bucket allowed other than 2 withdrawals")
+	for i, want := range []bool{true, true, false} {
+		if got := b.withdraw(); got != want {
+			t.Fatalf("withdrawal %d from a burst-2 bucket = %v, want %v", i+1, got, want)
+		}
 	}
 	for range 9 {
 		b.deposit(bs.depositAmt, bs.capacity)
@@ -37,7 +39,7 @@ func TestBucketDepositWithdraw(t *testing.T) {
 // only its own budget.
 func TestBudgetIsolatesClients(t *testing.T) {
 	base := failing(transient())
-	r := mustNew(t, Config{Backoff: Immediate, Budget: Budget{NoRefill: true, Burst: 4}})
+	r := mustNew(t, Config{Budget: Budget{NoRefill: true, Burst: 4}, Backoff: Backoff{Schedule: Immediate}})
 	m := r.Wrap(base)
 	loop := userReq.Clone()
 	loop.Identity.ClientKey = "looping"
@@ -62,7 +64,7 @@ func TestBudgetIsolatesClients(t *testing.T) {
 		t.Errorf("attempts for the same client on another model = %d, want 3", got)
 	}
 	// A configured Destination replaces the model name as the key.
-	r2 := mustNew(t, Config{Backoff: Immediate, Destination: "pool", Budget: Budget{NoRefill: true, Burst: 1}})
+	r2 := mustNew(t, Config{Destination: "pool", Budget: Budget{NoRefill: true, Burst: 1}, Backoff: Backoff{Schedule: Immediate}})
 	r2.Wrap(base).Generate(context.Background(), otherModel)
 	if got := r2.BudgetLevel("pool", "looping"); got != 0 {
 		t.Errorf("BudgetLevel(pool, looping) = %v, want 0", got)
@@ -122,7 +124,7 @@ func TestBudgetExhaustedEventAndHookOrder(t *testing.T) {
 		kinds = append(kinds, e.Kind)
 	}))
 	base := failing(transient())
-	mustNew(t, Config{Backoff: Immediate, Budget: Budget{NoRefill: true, Burst: 1}}).Wrap(base).Generate(ctx, userReq)
+	mustNew(t, Config{Budget: Budget{NoRefill: true, Burst: 1}, Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(ctx, userReq)
 	want := []portico.EventKind{portico.EventRetry, portico.EventBudgetExhausted}
 	if len(kinds) != 2 || kinds[0] != want[0] || kinds[1] != want[1] {
 		t.Errorf("events = %v, want %v", kinds, want)

@@ -194,7 +194,7 @@ func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portic
 	defer cancel()
 	resp, err := next.Generate(actx, req)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
-		err = timeoutError(ErrAttemptTimeout, err)
+		err = timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
 	}
 	return resp, false, err
 }

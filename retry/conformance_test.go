@@ -17,8 +17,8 @@ import (
 func TestConformance(t *testing.T) {
 	for name, cfg := range map[string]retry.Config{
 		"defaults": {},
-		"timeouts": {MinAttemptTime: time.Millisecond, AttemptTimeout: 10 * time.Minute,
-			FirstChunkTimeout: 10 * time.Minute, ChunkGapTimeout: 10 * time.Minute, Backoff: retry.DecorrelatedJitter},
+		"timeouts": {MinAttemptTime: time.Millisecond, Backoff: retry.Backoff{Schedule: retry.DecorrelatedJitter},
+			Timeouts: retry.Timeouts{Attempt: 10 * time.Minute, FirstChunk: 10 * time.Minute, ChunkGap: 10 * time.Minute}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
@@ -87,7 +87,7 @@ func TestRetryAfterWithFake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := modeltest.NewFake(modeltest.Fail(modeltest.RateLimitError(1500*time.Millisecond)), modeltest.Answer("ok"))
 		start := time.Now()
-		resp, err := retry.MustNew(retry.Config{BaseDelay: time.Millisecond}).Wrap(base).Generate(context.Background(),
+		resp, err := retry.MustNew(retry.Config{Backoff: retry.Backoff{BaseDelay: time.Millisecond}}).Wrap(base).Generate(context.Background(),
 			&portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}})
 		if err != nil || resp.Text != "ok" || base.Count() != 2 || time.Since(start) != 1500*time.Millisecond {
 			t.Errorf("Generate = %v, %v after %d calls and %v; want ok after 2 calls and 1.5s", resp, err, base.Count(), time.Since(start))

@@ -18,7 +18,7 @@ func TestNoAttemptStartsWithoutItsAllowance(t *testing.T) {
 	ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo+1)) * time.Millisecond }
 	for trial := range 300 {
 		deadline, allow, work := ms(50, 3000), ms(0, 500), ms(1, 800)
-		kind := Backoff(rng.IntN(4))
+		kind := Schedule(rng.IntN(4))
 		seed := rng.Uint64()
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -37,8 +37,8 @@ func TestNoAttemptStartsWithoutItsAllowance(t *testing.T) {
 				}
 				return nil, transient()
 			}}
-			r := mustNew(t, Config{MaxAttempts: 6, Backoff: kind, BaseDelay: 100 * time.Millisecond, MinAttemptTime: allow,
-				Rand: rand.New(rand.NewPCG(seed, 1)).Float64, Budget: Budget{Off: true}})
+			r := mustNew(t, Config{MaxAttempts: 6, MinAttemptTime: allow,
+				Budget: Budget{Off: true}, Backoff: Backoff{Schedule: kind, BaseDelay: 100 * time.Millisecond, Rand: rand.New(rand.NewPCG(seed, 1)).Float64}})
 			_, err := r.Wrap(base).Generate(ctx, userReq)
 			if c := portico.ClassOf(err); c != portico.Transient && c != portico.Deadline {
 				t.Errorf("trial %d: class %v, want transient or deadline", trial, c)
@@ -53,9 +53,8 @@ func TestDecorrelatedJitterSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var delays []time.Duration
 		base := failing(transient())
-		r := mustNew(t, Config{MaxAttempts: 12, Backoff: DecorrelatedJitter, BaseDelay: 10 * time.Millisecond,
-			MaxDelay: time.Second, Rand: rand.New(rand.NewPCG(5, 5)).Float64, Budget: Budget{Off: true},
-			OnRetry: func(i Info) { delays = append(delays, i.Delay) }})
+		r := mustNew(t, Config{MaxAttempts: 12, Budget: Budget{Off: true},
+			OnRetry: func(i Info) { delays = append(delays, i.Delay) }, Backoff: Backoff{Schedule: DecorrelatedJitter, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Rand: rand.New(rand.NewPCG(5, 5)).Float64}})
 		r.Wrap(base).Generate(context.Background(), userReq)
 		if len(delays) != 11 {
 			t.Fatalf("retries = %d, want 11", len(delays))
@@ -94,7 +93,7 @@ func TestPanicPassesThrough(t *testing.T) {
 			attemptCtx = ctx
 			panic("boom")
 		})
-		m := mustNew(t, Config{FirstChunkTimeout: time.Second, AttemptTimeout: time.Minute}).Wrap(base)
+		m := mustNew(t, Config{Timeouts: Timeouts{Attempt: time.Minute, FirstChunk: time.Second}}).Wrap(base)
 		req := userReq.Clone()
 		req.OnChunk = func(portico.Chunk) error { return nil }
 		func() {

@@ -22,22 +22,20 @@
 //
 // Before retry i the Retrier waits uniform in [0, min(MaxDelay, BaseDelay*2^(i-1)))
 // — "full jitter" (Marc Brooker, "Exponential Backoff and Jitter", AWS
-// Architecture Blog, 2015; gRPC's retry design A6; seed 000) — or, with
-// [DecorrelatedJitter], min(MaxDelay, uniform[BaseDelay, 3*previous wait)). The
-// ceilings come from github.com/cenkalti/backoff/v5's ExponentialBackOff with no
-// randomization and multiplier 2, computed once per Retrier and shared read-only,
-// so no call allocates a BackOff. backoff.Retry itself is not used: it cannot
-// consult a budget, a deadline allowance or a stream, and its own randomization
-// is ±RandomizationFactor around the interval, close to the "equal jitter" seed
-// 000 ranks worst. v5 rather than v4: v5 (December
-// 2024) is the current major version, with a context-first generic Retry and
-// RetryAfterError; v4's API (RetryNotify*, Clock) is the superseded one. Since
-// only the schedule is used, the choice costs nothing per call.
+// Architecture Blog, 2015; gRPC's retry design A6) — or, with
+// [DecorrelatedJitter], min(MaxDelay, uniform[BaseDelay, 3*previous wait)); see
+// [Backoff]. The ceilings come from github.com/cenkalti/backoff/v5's
+// ExponentialBackOff with no randomization and multiplier 2, computed once per
+// Retrier and shared read-only, so no call allocates a BackOff. backoff.Retry
+// itself is not used: it cannot consult a budget, a deadline allowance or a
+// stream, and its own randomization (±RandomizationFactor around the interval)
+// is close to the "equal jitter" the AWS study ranks worst.
 //
 // A provider's Retry-After hint ([portico.RetryAfterOf]) replaces the backoff
-// when it fits what the deadline leaves (seed 003); when it does not, or exceeds
-// Config.MaxRetryAfter, the call ends at once with a RateLimited error that
-// carries the hint ([ErrRetryAfterTooLong]), so an outer layer may fall back.
+// when it fits what the deadline leaves (RFC 9110, section 10.2.3); when it
+// does not, or exceeds Backoff.MaxRetryAfter, the call ends at once with a
+// RateLimited error that carries the hint ([ErrRetryAfterTooLong]), so an
+// outer layer may fall back.
 //
 // # Retry budget
 //
@@ -46,22 +44,23 @@
 // than one is not made ([ErrBudgetExhausted], and a
 // [portico.EventBudgetExhausted] event). Retries are then at most 10% of
 // requests plus Budget.Burst, whatever fails (Google SRE book, "Handling
-// Overload"; Finagle's RetryBudget; gRPC's retry throttling; seed 000, where a
+// Overload"; Finagle's RetryBudget; gRPC's retry throttling). Under overload a
 // 10% budget turns a metastable outage into a recovery: the package's tests
-// reproduce that table, all four rows, with this Retrier in front of
-// modeltest.CapacityServer). Budget.NoRefill makes
-// it a fixed allowance (seed 001's "20 retries without refill": 100 failing
-// requests make 120 attempts, not 300). A budget is local to the process: ten
-// processes with 20 each admit 200.
+// reproduce the four policies of docs/SEEDS.md's overload table with this
+// Retrier in front of modeltest.CapacityServer. Budget.NoRefill makes it a
+// fixed allowance (20 retries without refill: 100 failing requests make 120
+// attempts, not 300). A budget is local to the process: ten processes with 20
+// each admit 200.
 //
 // # Deadlines
 //
-// The deadline belongs to the whole call (seed 001). Before each attempt the
+// The deadline belongs to the whole call (Google SRE book, "Addressing
+// Cascading Failures": propagate deadlines). Before each attempt the
 // Retrier compares what the context's deadline leaves with Config.MinAttemptTime
 // and stops with a Deadline error ([ErrNoTimeLeft]) instead of starting an
 // attempt that cannot finish; it does not begin a wait after which the attempt
 // would not fit. Every attempt runs under the caller's context, so it never gets
-// more time than remains; Config.AttemptTimeout bounds each attempt further.
+// more time than remains; Timeouts.Attempt bounds each attempt further.
 // An attempt timeout is Ambiguous (the request may have been sent and run)
 // unless the inner Model classified its own failure Transient, meaning it never
 // sent the request: then it stays Transient and is retried like any transient
@@ -70,13 +69,13 @@
 // # Streaming
 //
 // For a request with OnChunk the Retrier watches each attempt: no first chunk
-// within Config.FirstChunkTimeout (TTFT) abandons the attempt
+// within Timeouts.FirstChunk (TTFT) abandons the attempt
 // ([ErrFirstChunkTimeout]), Ambiguous or, when the inner Model says it never
 // sent the request, Transient as above, and retried as its class allows since
-// nothing reached the caller; a gap longer than Config.ChunkGapTimeout fails it
+// nothing reached the caller; a gap longer than Timeouts.ChunkGap fails it
 // ([ErrChunkGapTimeout]). Once a chunk reached the caller's callback the
-// attempt's error is final (seed 000: a call cannot be retried transparently
-// after its first tokens reached the user).
+// attempt's error is final: a call cannot be retried transparently after its
+// first tokens reached the user.
 //
 // Layers inside the Retrier that hold chunks back (package validate buffering a
 // structured answer until it is accepted, a route.Cascade buffering a step)
@@ -85,6 +84,23 @@
 // ([portico.ContextWithProgress]) and counts such progress as a chunk for both
 // timeouts, so a slow but live answer is not abandoned. Progress is liveness,
 // not delivery: after progress alone an attempt may still be retried.
+//
+// # Errors
+//
+// A call that ends after retries fails with a [*portico.Error] that keeps the
+// last attempt's class and fields (Status, Code, Model, RetryAfter), or takes
+// class Deadline ([ErrNoTimeLeft]) or RateLimited ([ErrRetryAfterTooLong]),
+// and wraps the sentinel and every attempt's error, so errors.Is and errors.As
+// find each. Its message says each thing once: "portico: rate_limited status
+// 429: retry: 3 attempts failed: rate limited" (the last attempt's class and
+// fields are the error's own, so only its reason and cause follow the
+// summary); a timed-out attempt reads "retry: first chunk timeout (2s)",
+// naming the timeout that fired and its duration. Its Usage is what the route
+// billed over all the attempts: the sum, field by field, of each attempt's
+// billed usage ([portico.UsageOf]), the one attempt's own *Usage when only one
+// was billed, nil when none was; every attempt went to the same route at the
+// same prices, so fallback's Response.Cost and ratelimit's refunds see the
+// whole bill.
 //
 // # Observing
 //

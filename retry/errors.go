@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -29,15 +30,46 @@ func (c causes) Unwrap() []error { return c }
 
 // history is the cause of a call's final error. Its message is a summary of
 // the call ("retry: 3 attempts failed") and the last attempt's error, each said
-// once; Unwrap returns the Retrier's sentinel, the last attempt's error and the
-// earlier attempts' errors, so errors.Is and errors.As reach every one.
+// once: when the final error repeats the last attempt's class and fields
+// (tail), only the rest of the last error follows the summary. Unwrap returns
+// the Retrier's sentinel, the last attempt's error and the earlier attempts'
+// errors, so errors.Is and errors.As reach every one.
 type history struct {
 	summary string
+	tail    bool    // the final error says errs[1]'s class and fields
 	errs    []error // sentinel, last, then the earlier attempts' errors, oldest first
 }
 
-func (h *history) Error() string   { return h.summary + ": " + h.errs[1].Error() }
+func (h *history) Error() string {
+	last := h.errs[1]
+	if pe, ok := last.(*portico.Error); ok && h.tail {
+		return joinMsg(h.summary, rest(pe))
+	}
+	return joinMsg(h.summary, strings.TrimPrefix(last.Error(), "portico: "))
+}
+
 func (h *history) Unwrap() []error { return h.errs }
+
+// rest returns what e's message says after its class and fields: its Reason
+// and its cause, joined by ": ".
+func rest(e *portico.Error) string {
+	var cause string
+	if e.Err != nil {
+		cause = strings.TrimPrefix(e.Err.Error(), "portico: ")
+	}
+	return joinMsg(e.Reason, cause)
+}
+
+// joinMsg joins the non-empty of a and b with ": ".
+func joinMsg(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ": " + b
+}
 
 // attempts returns "1 attempt" or "n attempts".
 func attempts(n int) string {
@@ -52,7 +84,9 @@ func attempts(n int) string {
 // RateLimit), or class cls when cls is not OK, no Reason, and as Usage what
 // every attempt billed (see billed), whose Err is a history: summary, then
 // last's message, wrapping sentinel, last and the earlier attempts' errors.
-// The message reads "portico: <class and fields>: <summary>: <last error>".
+// The message reads "portico: <class and fields>: <summary>: <last error>",
+// where the last error's class and fields are left out when they are the
+// final error's own.
 func surface(last error, cls portico.Class, sentinel error, summary string, earlier []error) *portico.Error {
 	var w portico.Error
 	var pe *portico.Error
@@ -61,15 +95,16 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 	} else {
 		w.Class = portico.ClassOf(last)
 	}
-	if cls != portico.OK {
-		w.Class = cls
+	direct := last == error(pe) // last itself, not a wrapper, gave the fields
+	if cls != portico.OK && cls != w.Class {
+		w.Class, direct = cls, false
 	}
 	w.Reason = ""
 	w.Usage = billed(last, earlier)
 	errs := make([]error, 0, 2+len(earlier))
 	errs = append(errs, sentinel, last)
 	errs = append(errs, earlier...)
-	w.Err = &history{summary: summary, errs: errs}
+	w.Err = &history{summary: summary, tail: direct, errs: errs}
 	return &w
 }
 
@@ -84,42 +119,48 @@ func noTimeLeft(last error, wait time.Duration, earlier []error) error {
 	return e
 }
 
-// timedOut is the cause of a timed-out attempt's error: the timeout's sentinel
-// and, when there is one, what the inner model returned. Its message names the
-// timeout once: the inner error's message alone when it already wraps the
-// sentinel (an adapter that reports the context's cause), else "sentinel:
-// inner".
-type timedOut []error
-
-func (t timedOut) Error() string {
-	switch {
-	case len(t) == 1:
-		return t[0].Error()
-	case errors.Is(t[1], t[0]):
-		return t[1].Error()
-	}
-	return t[0].Error() + ": " + t[1].Error()
+// timedOut is the cause of a timed-out attempt's error: the timeout's
+// sentinel, how long it was, and what the inner model returned, if anything.
+// Its message names the timeout that fired and its duration, then the inner
+// error only when it says more than that the context ended.
+type timedOut struct {
+	sentinel, inner error
+	after           time.Duration
 }
 
-func (t timedOut) Unwrap() []error { return t }
+func (t *timedOut) Error() string {
+	msg := t.sentinel.Error() + " (" + portico.RoundDuration(t.after).String() + ")"
+	if i := t.inner; i != nil && !errors.Is(i, t.sentinel) && !errors.Is(i, context.Canceled) && !errors.Is(i, context.DeadlineExceeded) {
+		msg += ": " + strings.TrimPrefix(i.Error(), "portico: ")
+	}
+	return msg
+}
 
-// timeoutError classifies the failure of an attempt the Retrier abandoned,
-// wrapping the timeout's sentinel and inner, what the inner model returned.
-// The class is Transient when inner is: the inner layer knows the request was
-// never sent (the openai adapter says so of a dial that hangs), so trying
-// again is safe. Otherwise it is Ambiguous: inner says the request was sent
-// (Ambiguous), or does not say (a bare context error, Deadline, Canceled, or
-// no error at all), and the outcome is unknown.
-func timeoutError(sentinel, inner error) error {
-	class := portico.Ambiguous
+func (t *timedOut) Unwrap() []error {
+	if t.inner == nil {
+		return []error{t.sentinel}
+	}
+	return []error{t.sentinel, t.inner}
+}
+
+// timeoutError classifies the failure of an attempt the Retrier abandoned
+// after the timeout d, wrapping the timeout's sentinel and inner, what the
+// inner model returned, and keeping inner's Model. The class is Transient when
+// inner is: the inner layer knows the request was never sent (the openai
+// adapter says so of a dial that hangs), so trying again is safe. Otherwise
+// it is Ambiguous: inner says the request was sent (Ambiguous), or does not
+// say (a bare context error, Deadline, Canceled, or no error at all), and the
+// outcome is unknown.
+func timeoutError(sentinel error, d time.Duration, inner error) error {
+	e := &portico.Error{Class: portico.Ambiguous, Err: &timedOut{sentinel: sentinel, inner: inner, after: d}}
 	if portico.ClassOf(inner) == portico.Transient {
-		class = portico.Transient
+		e.Class = portico.Transient
 	}
-	t := timedOut{sentinel}
-	if inner != nil {
-		t = append(t, inner)
+	var pe *portico.Error
+	if errors.As(inner, &pe) {
+		e.Model = pe.Model
 	}
-	return &portico.Error{Class: class, Err: t}
+	return e
 }
 
 // canceledDuring returns the error for a caller's context that ended while a

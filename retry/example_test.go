@@ -25,8 +25,7 @@ func Example() {
 		return &portico.Response{Text: "hello", FinishReason: portico.FinishStop}, nil
 	})
 	r := retry.MustNew(retry.Config{
-		Backoff:   retry.Exponential,
-		BaseDelay: time.Millisecond,
+		Backoff: retry.Backoff{Schedule: retry.Exponential, BaseDelay: time.Millisecond},
 		OnRetry: func(i retry.Info) {
 			fmt.Printf("retry %d after %v: %v\n", i.Attempt, i.Class, i.Delay)
 		},
@@ -55,7 +54,7 @@ func Example_budget() {
 		return nil, &portico.Error{Class: portico.Transient, Status: 503}
 	})
 	r := retry.MustNew(retry.Config{
-		Backoff: retry.Immediate,
+		Backoff: retry.Backoff{Schedule: retry.Immediate},
 		Budget:  retry.Budget{NoRefill: true, Burst: 20},
 	})
 	m := r.Wrap(down)
@@ -110,8 +109,8 @@ func Example_firstChunkTimeout() {
 		return &portico.Response{Text: "hello", FinishReason: portico.FinishStop}, nil
 	})
 	r := retry.MustNew(retry.Config{
-		Backoff:           retry.Immediate,
-		FirstChunkTimeout: 20 * time.Millisecond,
+		Backoff:  retry.Backoff{Schedule: retry.Immediate},
+		Timeouts: retry.Timeouts{FirstChunk: 20 * time.Millisecond},
 		OnRetry: func(i retry.Info) {
 			fmt.Println("retry after", i.Class, errors.Is(i.Err, retry.ErrFirstChunkTimeout))
 		},

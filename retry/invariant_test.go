@@ -13,7 +13,7 @@ import (
 // DESIGN.md's invariant under concurrency, whatever fails: for every
 // (destination, client key), attempts <= requests*(1+ratio) + burst. 16
 // goroutines send 3200 requests over 4 client keys and 2 models, a third of
-// them streamed and half idempotent, with AttemptTimeout and streaming
+// them streamed and half idempotent, with Timeouts.Attempt and streaming
 // timeouts set, to a model whose attempts fail with every retryable and
 // non-retryable class (429 with a Retry-After hint, 503, ambiguous, invalid,
 // permanent), hang past the attempt or first-chunk timeout, stall after a
@@ -47,7 +47,7 @@ func TestBudgetInvariantConcurrent(t *testing.T) {
 				return nil, &portico.Error{Class: portico.InvalidResponse}
 			case u < 0.55:
 				return nil, &portico.Error{Class: portico.Permanent, Status: 400}
-			case u < 0.65: // hangs past AttemptTimeout and FirstChunkTimeout
+			case u < 0.65: // hangs past Timeouts.Attempt and FirstChunk
 				<-ctx.Done()
 				return nil, portico.FromContext(ctx)
 			case u < 0.72 && req.OnChunk != nil: // one chunk, then a stall
@@ -64,9 +64,7 @@ func TestBudgetInvariantConcurrent(t *testing.T) {
 			}
 			return okResp, nil
 		})
-		r := mustNew(t, Config{MaxAttempts: 6, BaseDelay: 10 * time.Millisecond, MaxDelay: 200 * time.Millisecond,
-			AttemptTimeout: 2 * time.Second, FirstChunkTimeout: time.Second, ChunkGapTimeout: 500 * time.Millisecond,
-			RetryInvalidResponse: true, Rand: lockedRand(12), Budget: Budget{Ratio: ratio, Burst: burst}})
+		r := mustNew(t, Config{MaxAttempts: 6, RetryInvalidResponse: true, Budget: Budget{Ratio: ratio, Burst: burst}, Backoff: Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 200 * time.Millisecond, Rand: lockedRand(12)}, Timeouts: Timeouts{Attempt: 2 * time.Second, FirstChunk: time.Second, ChunkGap: 500 * time.Millisecond}})
 		m := r.Wrap(inner)
 		var wg sync.WaitGroup
 		for g := range goroutines {

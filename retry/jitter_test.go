@@ -29,7 +29,7 @@ func TestCeilings(t *testing.T) {
 		}
 	}
 	// Far beyond 63 doublings the ceiling stays at the cap, with no overflow.
-	r := mustNew(t, Config{MaxAttempts: 1000, BaseDelay: time.Second, MaxDelay: time.Minute})
+	r := mustNew(t, Config{MaxAttempts: 1000, Backoff: Backoff{BaseDelay: time.Second, MaxDelay: time.Minute}})
 	for _, i := range []int{7, 64, 65, 999} {
 		if got := r.ceiling(i); got != time.Minute {
 			t.Errorf("ceiling(%d) = %v, want 1m", i, got)
@@ -39,11 +39,11 @@ func TestCeilings(t *testing.T) {
 
 func TestBackoffDelay(t *testing.T) {
 	ms := time.Millisecond
-	mk := func(kind Backoff) *Retrier {
-		return mustNew(t, Config{MaxAttempts: 10, Backoff: kind, BaseDelay: 100 * ms, MaxDelay: time.Second})
+	mk := func(kind Schedule) *Retrier {
+		return mustNew(t, Config{MaxAttempts: 10, Backoff: Backoff{Schedule: kind, BaseDelay: 100 * ms, MaxDelay: time.Second}})
 	}
 	tests := []struct {
-		kind Backoff
+		kind Schedule
 		i    int
 		prev time.Duration
 		u    float64
@@ -103,8 +103,7 @@ func TestFullJitterSpreadsHundredClients(t *testing.T) {
 			retryAt = append(retryAt, time.Since(start))
 			return okResp, nil
 		})
-		r := mustNew(t, Config{MaxAttempts: 2, BaseDelay: 100 * time.Millisecond, MaxDelay: 100 * time.Millisecond,
-			Rand: lockedRand(1)})
+		r := mustNew(t, Config{MaxAttempts: 2, Backoff: Backoff{BaseDelay: 100 * time.Millisecond, MaxDelay: 100 * time.Millisecond, Rand: lockedRand(1)}})
 		m := r.Wrap(base)
 		var wg sync.WaitGroup
 		for c := range clients {
@@ -146,7 +145,7 @@ func TestFullJitterSpreadsHundredClients(t *testing.T) {
 // The full-jitter draws of one retry index are uniform on [0, ceiling): a
 // chi-square test on 20 bins over 20,000 draws from a seeded source.
 func TestFullJitterUniform(t *testing.T) {
-	r := mustNew(t, Config{MaxAttempts: 4, BaseDelay: 100 * time.Millisecond, Rand: rand.New(rand.NewPCG(7, 7)).Float64})
+	r := mustNew(t, Config{MaxAttempts: 4, Backoff: Backoff{BaseDelay: 100 * time.Millisecond, Rand: rand.New(rand.NewPCG(7, 7)).Float64}})
 	const draws, nbins = 20000, 20
 	ceil := r.ceiling(3) // 400ms
 	var bins [nbins]int

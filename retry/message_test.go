@@ -22,9 +22,8 @@ func TestFinalErrorMessage(t *testing.T) {
 		}
 		base := &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) { return nil, errs[n] }}
 		synctest.Test(t, func(t *testing.T) {
-			_, err := mustNew(t, Config{Backoff: Immediate}).Wrap(base).Generate(context.Background(), userReq)
-			const want = "portico: rate_limited status 429 retry-after 1ms: retry: 3 attempts failed: " +
-				"portico: rate_limited status 429 retry-after 1ms: rate limited"
+			_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(context.Background(), userReq)
+			const want = "portico: rate_limited status 429 retry-after 1ms: retry: 3 attempts failed: rate limited"
 			if err == nil || err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)
 			}
@@ -48,8 +47,8 @@ func TestFinalErrorMessage(t *testing.T) {
 			}}
 			req := userReq.Clone()
 			req.Idempotent = true
-			_, err := mustNew(t, Config{Backoff: Immediate, AttemptTimeout: time.Second}).Wrap(base).Generate(context.Background(), req)
-			const want = "portico: ambiguous: retry: 3 attempts failed: portico: ambiguous: retry: attempt timeout: context deadline exceeded"
+			_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{Attempt: time.Second}}).Wrap(base).Generate(context.Background(), req)
+			const want = "portico: ambiguous: retry: 3 attempts failed: retry: attempt timeout (1s)"
 			if err == nil || err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)
 			}
@@ -61,9 +60,8 @@ func TestFinalErrorMessage(t *testing.T) {
 	t.Run("timeout the inner error already names", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			base := hangThen(notSent)
-			_, err := mustNew(t, Config{MaxAttempts: 1, AttemptTimeout: time.Second}).Wrap(base).Generate(context.Background(), userReq)
-			const want = "portico: transient: transient: attempt deadline before the request was sent: " +
-				"context deadline exceeded; retry: attempt timeout"
+			_, err := mustNew(t, Config{MaxAttempts: 1, Timeouts: Timeouts{Attempt: time.Second}}).Wrap(base).Generate(context.Background(), userReq)
+			const want = "portico: transient: retry: attempt timeout (1s)"
 			if err == nil || err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)
 			}
@@ -72,13 +70,73 @@ func TestFinalErrorMessage(t *testing.T) {
 	t.Run("budget exhausted", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			fail := &portico.Error{Class: portico.Transient, Status: 503, Reason: "overloaded"}
-			r := mustNew(t, Config{Backoff: Immediate, Budget: Budget{NoRefill: true, Burst: 1}})
+			r := mustNew(t, Config{Budget: Budget{NoRefill: true, Burst: 1}, Backoff: Backoff{Schedule: Immediate}})
 			m := r.Wrap(failing(fail))
 			m.Generate(context.Background(), userReq) // spends the one token
 			_, err := m.Generate(context.Background(), userReq)
-			const want = "portico: transient status 503: retry: budget exhausted after 1 attempt: portico: transient status 503: overloaded"
+			const want = "portico: transient status 503: retry: budget exhausted after 1 attempt: overloaded"
 			if err == nil || err.Error() != want || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, fail) {
 				t.Errorf("err = %q, want %q wrapping ErrBudgetExhausted and the attempt's error", err, want)
+			}
+		})
+	})
+	t.Run("first chunk timeout", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// What an adapter reports when a layer's timeout ends its context.
+			base := hangThen(func(ctx context.Context) error {
+				return &portico.Error{Class: portico.Ambiguous, Model: "gpt", Reason: "attempt timeout after the request was sent",
+					Err: portico.Join(ctx.Err(), context.Cause(ctx))}
+			})
+			req := userReq.Clone()
+			req.OnChunk = func(portico.Chunk) error { return nil }
+			_, err := mustNew(t, Config{MaxAttempts: 1, Timeouts: Timeouts{FirstChunk: 1234567 * time.Microsecond}}).Wrap(base).Generate(context.Background(), req)
+			const want = "portico: ambiguous model gpt: retry: first chunk timeout (1.235s)"
+			if err == nil || err.Error() != want || !errors.Is(err, ErrFirstChunkTimeout) || !errors.Is(err, context.Canceled) {
+				t.Errorf("err = %q, want %q wrapping ErrFirstChunkTimeout and the adapter's context.Canceled", err, want)
+			}
+		})
+	})
+	t.Run("chunk gap timeout", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := &counting{fn: func(ctx context.Context, _ int, req *portico.Request) (*portico.Response, error) {
+				req.OnChunk(portico.Chunk{Text: "a"})
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}}
+			req := userReq.Clone()
+			req.OnChunk = func(portico.Chunk) error { return nil }
+			_, err := mustNew(t, Config{Timeouts: Timeouts{ChunkGap: 500 * time.Millisecond}}).Wrap(base).Generate(context.Background(), req)
+			const want = "portico: ambiguous: retry: chunk gap timeout (500ms)"
+			if err == nil || err.Error() != want || !errors.Is(err, ErrChunkGapTimeout) {
+				t.Errorf("err = %q, want %q wrapping ErrChunkGapTimeout", err, want)
+			}
+		})
+	})
+	t.Run("timeout with an inner error of its own", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// The inner model ignores the timeout's cancellation and fails on
+			// its own: what it says is kept.
+			base := &counting{fn: func(ctx context.Context, _ int, _ *portico.Request) (*portico.Response, error) {
+				<-ctx.Done()
+				return nil, &portico.Error{Class: portico.Transient, Status: 502, Reason: "bad gateway"}
+			}}
+			_, err := mustNew(t, Config{MaxAttempts: 1, Timeouts: Timeouts{Attempt: time.Second}}).Wrap(base).Generate(context.Background(), userReq)
+			const want = "portico: transient: retry: attempt timeout (1s): transient status 502: bad gateway"
+			if err == nil || err.Error() != want {
+				t.Errorf("err = %q, want %q", err, want)
+			}
+		})
+	})
+	t.Run("no time left keeps the last class", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			fail := &portico.Error{Class: portico.Transient, Status: 503, Reason: "overloaded"}
+			r := mustNew(t, Config{Backoff: Backoff{Schedule: Exponential, BaseDelay: 2 * time.Second, MaxDelay: 2 * time.Second}})
+			_, err := r.Wrap(failing(fail)).Generate(ctx, userReq)
+			const want = "portico: deadline status 503 retry-after 2s: retry: no time left after 1 attempt: transient status 503: overloaded"
+			if err == nil || err.Error() != want || !errors.Is(err, ErrNoTimeLeft) {
+				t.Errorf("err = %q, want %q wrapping ErrNoTimeLeft", err, want)
 			}
 		})
 	})

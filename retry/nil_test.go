@@ -28,11 +28,11 @@ func TestNilResponseIsInvalid(t *testing.T) {
 		cfg  Config
 		ch   bool
 	}{
-		{"inline", Config{Backoff: Immediate}, false},
+		{"inline", Config{Backoff: Backoff{Schedule: Immediate}}, false},
 		{"single attempt", Config{MaxAttempts: 1}, false},
-		{"attempt timeout", Config{Backoff: Immediate, AttemptTimeout: time.Second}, false},
-		{"streamed", Config{Backoff: Immediate}, true},
-		{"streamed, watched", Config{Backoff: Immediate, FirstChunkTimeout: time.Second}, true},
+		{"attempt timeout", Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{Attempt: time.Second}}, false},
+		{"streamed", Config{Backoff: Backoff{Schedule: Immediate}}, true},
+		{"streamed, watched", Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -34,14 +34,13 @@ func schemaStream(idempotent bool) (*portico.Request, *[]string) {
 	return req, got
 }
 
-// Retry (FirstChunkTimeout 200 ms) around validate around a model streaming 20
+// Retry (Timeouts.FirstChunk 200 ms) around validate around a model streaming 20
 // chunks 50 ms apart (the first at 50 ms): the answer arrives whole after 1 s,
 // in one attempt, though nothing reached the Retrier for that second.
 func TestBufferedSlowStreamIsNotTimedOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := streamer(plan{ttft: 50 * time.Millisecond, chunks: jsonChunks(), gap: 50 * time.Millisecond})
-		m := portico.Chain(base, mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: 200 * time.Millisecond,
-			ChunkGapTimeout: 200 * time.Millisecond}).Wrap, validate.MustNew(validate.Config{}).Wrap)
+		m := portico.Chain(base, mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: 200 * time.Millisecond, ChunkGap: 200 * time.Millisecond}}).Wrap, validate.MustNew(validate.Config{}).Wrap)
 		req, got := schemaStream(true)
 		start := time.Now()
 		resp, err := m.Generate(context.Background(), req)
@@ -74,8 +73,7 @@ func TestBufferedStalledStreamTimesOut(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := streamer(tc.stalled, plan{chunks: jsonChunks()})
 				var infos []Info
-				m := portico.Chain(base, mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: 200 * time.Millisecond,
-					ChunkGapTimeout: 200 * time.Millisecond, OnRetry: func(i Info) { infos = append(infos, i) }}).Wrap,
+				m := portico.Chain(base, mustNew(t, Config{OnRetry: func(i Info) { infos = append(infos, i) }, Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: 200 * time.Millisecond, ChunkGap: 200 * time.Millisecond}}).Wrap,
 					validate.MustNew(validate.Config{}).Wrap)
 				req, got := schemaStream(true)
 				start := time.Now()
@@ -95,7 +93,7 @@ func TestBufferedStalledStreamTimesOut(t *testing.T) {
 	// Not idempotent: the timeout is the call's error.
 	synctest.Test(t, func(t *testing.T) {
 		base := streamer(plan{ttft: time.Hour})
-		m := portico.Chain(base, mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: 200 * time.Millisecond}).Wrap,
+		m := portico.Chain(base, mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: 200 * time.Millisecond}}).Wrap,
 			validate.MustNew(validate.Config{}).Wrap)
 		req, _ := schemaStream(false)
 		if _, err := m.Generate(context.Background(), req); !errors.Is(err, ErrFirstChunkTimeout) || base.calls() != 1 {

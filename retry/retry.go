@@ -11,31 +11,32 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// Backoff chooses how the wait before each retry is drawn.
-type Backoff uint8
+// Schedule chooses how the wait before each retry is drawn.
+type Schedule uint8
 
 // The backoff schedules. Retry i (i >= 1, the attempt with index i) has the
-// ceiling c_i = min(MaxDelay, BaseDelay * 2^(i-1)) (seed 000, seed 003, AWS
+// ceiling c_i = min(MaxDelay, BaseDelay * 2^(i-1)) (AWS Architecture Blog,
 // "Exponential Backoff and Jitter").
 const (
 	// FullJitter waits uniform in [0, c_i): the default, and the schedule AWS's
 	// study and gRPC's retry design (A6) recommend, since it spreads clients that
 	// failed together over the whole window.
-	FullJitter Backoff = iota
+	FullJitter Schedule = iota
 	// DecorrelatedJitter waits min(MaxDelay, uniform[BaseDelay, 3*prev)), where
 	// prev is the previous wait of the same call (BaseDelay before the first):
-	// AWS's "decorrelated jitter". Seed 000 leaves full vs decorrelated open.
+	// AWS's "decorrelated jitter", which the same study finds close to full
+	// jitter.
 	DecorrelatedJitter
 	// Exponential waits exactly c_i, with no jitter. Clients that failed together
 	// retry together; use it for examples and tests that need fixed waits.
 	Exponential
-	// Immediate retries with no wait at all. For simulations and tests (seed 001's
-	// counts), never for traffic to a real provider.
+	// Immediate retries with no wait at all. For simulations and tests, never
+	// for traffic to a real provider.
 	Immediate
 )
 
 // String returns "full_jitter", "decorrelated_jitter", "exponential" or "immediate".
-func (b Backoff) String() string {
+func (b Schedule) String() string {
 	switch b {
 	case FullJitter:
 		return "full_jitter"
@@ -46,13 +47,13 @@ func (b Backoff) String() string {
 	case Immediate:
 		return "immediate"
 	}
-	return "Backoff(" + strconv.Itoa(int(b)) + ")"
+	return "Schedule(" + strconv.Itoa(int(b)) + ")"
 }
 
 // Defaults used for zero [Config] fields.
 const (
-	// DefaultMaxAttempts is 3 attempts in total (one call, two retries): seed 001's
-	// N = 3, and gRPC's and the OpenAI SDKs' default of 2 retries.
+	// DefaultMaxAttempts is 3 attempts in total (one call, two retries), as
+	// gRPC's and the OpenAI SDKs' default of 2 retries.
 	DefaultMaxAttempts = 3
 	// DefaultBaseDelay is the first retry's ceiling, 500 ms, as in the official
 	// OpenAI and Anthropic SDKs (initial retry delay 0.5 s): LLM providers shed load
@@ -65,7 +66,7 @@ const (
 	DefaultMaxRetryAfter = 60 * time.Second
 	// DefaultBudgetRatio is the retry tokens each new request deposits: retries
 	// stay below 10% of requests (Google SRE book, "Handling Overload": a
-	// per-client retry budget of 10%; seed 000).
+	// per-client retry budget of 10%).
 	DefaultBudgetRatio = 0.1
 	// DefaultBudgetBurst is the bucket's capacity and initial level, in retries:
 	// the retries allowed before any request has deposited (Finagle's
@@ -78,7 +79,7 @@ const (
 // Budget configures the retry budget: a token bucket per (destination, client
 // key) where each new request deposits Ratio tokens and each retry withdraws one
 // token; a retry that finds less than one token is not made (Finagle's
-// RetryBudget, gRPC's retry throttling, seed 000). The bucket starts full, so
+// RetryBudget, gRPC's retry throttling). The bucket starts full, so
 // over any run the retries of one key are at most Burst + Ratio*requests, and
 // attempts at most requests*(1+Ratio) + Burst (the invariant ARCHITECTURE.md states), under
 // any concurrency and whatever fails. The one exception is eviction past
@@ -95,7 +96,7 @@ type Budget struct {
 	// is exact, any other is rounded down, so the bound above always holds.
 	Ratio float64
 	// NoRefill makes the budget a fixed allowance of Burst retries per key: new
-	// requests deposit nothing (seed 001: "a budget of 20 retries, no refill").
+	// requests deposit nothing.
 	NoRefill bool
 	// Burst is the bucket's capacity and initial level, in retries. Zero means
 	// [DefaultBudgetBurst] (10); negative, or above 4,611,686,018 (the fixed
@@ -108,6 +109,52 @@ type Budget struct {
 	MaxKeys int
 }
 
+// Backoff is the wait before each retry: a provider's Retry-After hint when
+// there is one (up to MaxRetryAfter), else a draw from the Schedule. The zero
+// Backoff is full jitter with a 500 ms base and an 8 s cap, and hints up to
+// 60 s.
+type Backoff struct {
+	// Schedule is how the wait is drawn; the zero value is [FullJitter].
+	Schedule Schedule
+	// BaseDelay is t0, the first retry's ceiling. Zero means
+	// [DefaultBaseDelay]; negative is an error.
+	BaseDelay time.Duration
+	// MaxDelay is t_max, the cap on every ceiling. Zero means
+	// [DefaultMaxDelay]; it must not be below BaseDelay.
+	MaxDelay time.Duration
+	// MaxRetryAfter is the longest provider Retry-After hint (see
+	// [portico.RetryAfterOf]) waited for; a longer one ends the call at once
+	// with a [portico.RateLimited] error that carries it. Zero means
+	// [DefaultMaxRetryAfter]; negative is an error.
+	MaxRetryAfter time.Duration
+	// Rand returns uniform random numbers in [0, 1) for the jitter. It must be
+	// safe for concurrent use when the Retrier is. Nil means math/rand/v2's
+	// Float64 (a per-thread source, no shared lock). Tests pass a seeded
+	// source to make waits reproducible.
+	Rand func() float64
+}
+
+// Timeouts bound one attempt, on top of the caller's deadline, which always
+// bounds it too. An attempt that runs out is abandoned and fails with an error
+// wrapping the timeout's sentinel and what the inner Model returned: class
+// [portico.Transient] when the inner error is Transient (the request was never
+// sent, as the openai adapter reports for a dial that hangs), so it is retried
+// like any transient failure; [portico.Ambiguous] otherwise (it may have been
+// sent), so it is retried only for an idempotent request. Zero fields mean no
+// such timeout; negative ones are an error.
+type Timeouts struct {
+	// Attempt bounds each attempt's whole duration ([ErrAttemptTimeout]).
+	Attempt time.Duration
+	// FirstChunk is the TTFT timeout of a streamed attempt
+	// ([ErrFirstChunkTimeout]): no chunk arrived within it. Nothing reached
+	// the caller, so the attempt is retried as its class allows.
+	FirstChunk time.Duration
+	// ChunkGap is the longest gap between two chunks of a streamed attempt
+	// ([ErrChunkGapTimeout]). When a chunk already reached the caller the
+	// attempt is never retried.
+	ChunkGap time.Duration
+}
+
 // Config configures a [Retrier]. The zero Config is usable: 3 attempts, full
 // jitter with a 500 ms base and an 8 s cap, Retry-After hints up to 60 s, a 10%
 // retry budget with a burst of 10 per (model, client key), no per-attempt or
@@ -117,59 +164,20 @@ type Config struct {
 	// call and up to two retries. Zero means [DefaultMaxAttempts]; 1 disables
 	// retrying; negative is an error.
 	MaxAttempts int
-	// Backoff is the wait schedule; the zero value is [FullJitter].
+	// Backoff is the wait before each retry; the zero value is full jitter
+	// from 500 ms to 8 s, and provider hints up to 60 s.
 	Backoff Backoff
-	// BaseDelay is t0, the first retry's ceiling (time). Zero means
-	// [DefaultBaseDelay]; negative is an error.
-	BaseDelay time.Duration
-	// MaxDelay is t_max, the cap on every ceiling (time). Zero means
-	// [DefaultMaxDelay]; it must not be below BaseDelay.
-	MaxDelay time.Duration
-	// MaxRetryAfter is the longest provider Retry-After hint (see
-	// [portico.RetryAfterOf]) the Retrier waits for; a longer one ends the call at
-	// once with a [portico.RateLimited] error that carries it. Zero means
-	// [DefaultMaxRetryAfter]; negative is an error.
-	MaxRetryAfter time.Duration
-	// Rand returns uniform random numbers in [0, 1) for the jitter. It must be
-	// safe for concurrent use when the Retrier is. Nil means math/rand/v2's
-	// Float64, which draws from a per-thread source without a shared lock. Tests
-	// pass a seeded source to make waits reproducible.
-	Rand func() float64
 	// MinAttemptTime is the allowance an attempt needs (connect, generation and
-	// validation, seed 003): an attempt, the first included, is not started when
-	// the context's deadline leaves less than this, and a wait is not begun when
-	// the deadline would leave less than this after it. Zero means only an expired
-	// deadline stops an attempt; negative is an error.
+	// validation): an attempt, the first included, is not started when the
+	// context's deadline leaves less than this, and a wait is not begun when
+	// the deadline would leave less than this after it. Zero means only an
+	// expired deadline stops an attempt; negative is an error.
 	MinAttemptTime time.Duration
-	// AttemptTimeout bounds each attempt (time), on top of the caller's deadline,
-	// which always bounds it too. An attempt that runs out fails with an error
-	// wrapping [ErrAttemptTimeout] and what the inner Model returned, whose class
-	// follows the inner Model's verdict: [portico.Transient] when the inner error
-	// is Transient (the request was never sent, as the openai adapter reports
-	// for a dial that hangs), so it is retried like any transient failure;
-	// [portico.Ambiguous] otherwise (the inner error is Ambiguous, or only a
-	// context error or Deadline: it may have been sent, its outcome is unknown),
-	// so it is retried only for an idempotent request. Zero means no
-	// per-attempt timeout; negative is an error.
-	AttemptTimeout time.Duration
-	// FirstChunkTimeout is the TTFT timeout of a streamed attempt (time): when no
-	// chunk arrived within it, the attempt is abandoned and fails with
-	// [ErrFirstChunkTimeout], classed as for AttemptTimeout: [portico.Transient]
-	// when the inner Model says it never sent the request, [portico.Ambiguous]
-	// otherwise. Nothing reached the caller, so a Transient one is retried, and
-	// an Ambiguous one is for an idempotent request. A chunk that an inner
-	// layer holds back and reports with [portico.Progress] (package validate
-	// buffering a structured answer, a cascade buffering a step) counts as a
-	// first chunk here. Zero means none; negative is an error.
-	FirstChunkTimeout time.Duration
-	// ChunkGapTimeout is the longest gap between two chunks of a streamed attempt
-	// (time), chunks held back by an inner layer and reported with
-	// [portico.Progress] included; exceeding it fails the attempt with
-	// [ErrChunkGapTimeout], classed as for AttemptTimeout (usually
-	// [portico.Ambiguous]). When a chunk already reached the caller it is never
-	// retried; when only progress was reported, it is retried as its class
-	// allows. Zero means none; negative is an error.
-	ChunkGapTimeout time.Duration
+	// Timeouts bound each attempt and, when it streams, its first chunk and
+	// the gaps between chunks. A chunk that an inner layer holds back and
+	// reports with [portico.Progress] (validate buffering a structured
+	// answer) counts as a chunk for them. The zero value sets none.
+	Timeouts Timeouts
 	// RetryInvalidResponse retries [portico.InvalidResponse] errors on the same
 	// route, as a fresh sample may pass validation. Off by default: an invalid
 	// answer is usually a fallback's business, and each retry is billed.
@@ -221,15 +229,15 @@ var (
 	// ErrRetryAfterTooLong: the provider's Retry-After exceeds MaxRetryAfter or
 	// what the deadline leaves. Class [portico.RateLimited] with the hint.
 	ErrRetryAfterTooLong = errors.New("retry: retry-after beyond the deadline")
-	// ErrAttemptTimeout: an attempt ran past Config.AttemptTimeout. It (and the
+	// ErrAttemptTimeout: an attempt ran past Timeouts.Attempt. It (and the
 	// two below) also matches [portico.ErrLayerTimeout] with errors.Is, so that
 	// an adapter under the retry layer tells this timeout from the caller's.
 	ErrAttemptTimeout error = portico.NewLayerTimeout("retry: attempt timeout")
 	// ErrFirstChunkTimeout: a streamed attempt sent no chunk within
-	// Config.FirstChunkTimeout.
+	// Timeouts.FirstChunk.
 	ErrFirstChunkTimeout error = portico.NewLayerTimeout("retry: first chunk timeout")
 	// ErrChunkGapTimeout: a streamed attempt stalled for longer than
-	// Config.ChunkGapTimeout between chunks.
+	// Timeouts.ChunkGap between chunks.
 	ErrChunkGapTimeout error = portico.NewLayerTimeout("retry: chunk gap timeout")
 )
 
@@ -240,7 +248,7 @@ var (
 // wraps share its budgets.
 type Retrier struct {
 	maxAttempts    int
-	kind           Backoff
+	kind           Schedule
 	base, max      time.Duration
 	ceil           []time.Duration // ceil[i-1] is retry i's ceiling; the last repeats
 	maxRetryAfter  time.Duration
@@ -256,28 +264,35 @@ type Retrier struct {
 }
 
 // New returns a Retrier configured by cfg, with zero fields taking their
-// defaults. It returns an error, starting with "retry:", for a negative
-// duration, count or ratio, or MaxDelay below BaseDelay.
+// defaults. It returns an error, starting with "retry:" and naming the field,
+// for a negative duration, count or ratio, an unknown Schedule, or MaxDelay
+// below BaseDelay.
 func New(cfg Config) (*Retrier, error) {
+	bo, to := cfg.Backoff, cfg.Timeouts
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"BaseDelay", cfg.BaseDelay}, {"MaxDelay", cfg.MaxDelay}, {"MaxRetryAfter", cfg.MaxRetryAfter},
-		{"MinAttemptTime", cfg.MinAttemptTime}, {"AttemptTimeout", cfg.AttemptTimeout},
-		{"FirstChunkTimeout", cfg.FirstChunkTimeout}, {"ChunkGapTimeout", cfg.ChunkGapTimeout}} {
+	}{{"Backoff.BaseDelay", bo.BaseDelay}, {"Backoff.MaxDelay", bo.MaxDelay}, {"Backoff.MaxRetryAfter", bo.MaxRetryAfter},
+		{"MinAttemptTime", cfg.MinAttemptTime}, {"Timeouts.Attempt", to.Attempt},
+		{"Timeouts.FirstChunk", to.FirstChunk}, {"Timeouts.ChunkGap", to.ChunkGap}} {
 		if d.v < 0 {
-			return nil, errors.New("retry: negative Config." + d.name)
+			return nil, errors.New("retry: negative Config." + d.name + " (" + d.v.String() + ")")
 		}
 	}
 	if cfg.MaxAttempts < 0 {
-		return nil, errors.New("retry: negative Config.MaxAttempts")
+		return nil, errors.New("retry: negative Config.MaxAttempts (" + strconv.Itoa(cfg.MaxAttempts) + ")")
 	}
-	if cfg.Backoff > Immediate {
-		return nil, errors.New("retry: unknown Config.Backoff " + cfg.Backoff.String())
+	if bo.Schedule > Immediate {
+		return nil, errors.New("retry: unknown Config.Backoff.Schedule " + bo.Schedule.String())
 	}
 	b := cfg.Budget
-	if b.Ratio < 0 || b.Burst < 0 || b.MaxKeys < 0 {
-		return nil, errors.New("retry: negative Config.Budget field")
+	switch {
+	case b.Ratio < 0:
+		return nil, errors.New("retry: negative Config.Budget.Ratio")
+	case b.Burst < 0:
+		return nil, errors.New("retry: negative Config.Budget.Burst")
+	case b.MaxKeys < 0:
+		return nil, errors.New("retry: negative Config.Budget.MaxKeys")
 	}
 	if math.IsNaN(b.Ratio) || math.IsInf(b.Ratio, 0) {
 		return nil, errors.New("retry: Config.Budget.Ratio is not a finite number")
@@ -287,22 +302,22 @@ func New(cfg Config) (*Retrier, error) {
 	}
 	r := &Retrier{
 		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
-		kind:           cfg.Backoff,
-		base:           orDefault(cfg.BaseDelay, DefaultBaseDelay),
-		max:            orDefault(cfg.MaxDelay, DefaultMaxDelay),
-		maxRetryAfter:  orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
-		rand:           cfg.Rand,
+		kind:           bo.Schedule,
+		base:           orDefault(bo.BaseDelay, DefaultBaseDelay),
+		max:            orDefault(bo.MaxDelay, DefaultMaxDelay),
+		maxRetryAfter:  orDefault(bo.MaxRetryAfter, DefaultMaxRetryAfter),
+		rand:           bo.Rand,
 		minAttempt:     cfg.MinAttemptTime,
-		attemptTimeout: cfg.AttemptTimeout,
-		ttft:           cfg.FirstChunkTimeout,
-		gap:            cfg.ChunkGapTimeout,
+		attemptTimeout: to.Attempt,
+		ttft:           to.FirstChunk,
+		gap:            to.ChunkGap,
 		retryInvalid:   cfg.RetryInvalidResponse,
 		dest:           cfg.Destination,
 		onRetry:        cfg.OnRetry,
 		log:            cfg.Logger,
 	}
 	if r.max < r.base {
-		return nil, errors.New("retry: Config.MaxDelay below Config.BaseDelay")
+		return nil, errors.New("retry: Config.Backoff.MaxDelay " + r.max.String() + " below BaseDelay " + r.base.String())
 	}
 	if r.rand == nil {
 		r.rand = rand.Float64
@@ -344,40 +359,19 @@ func orDefault[T int | time.Duration](v, def T) T {
 // Wrap returns next wrapped in the retry policy; the method value r.Wrap is a
 // [portico.Middleware]. Wrap panics if next is nil.
 //
-// The returned Model retries an attempt's error when its class is
-// [portico.Transient] or [portico.RateLimited], [portico.Ambiguous] when the
-// request is Idempotent, and [portico.InvalidResponse] when
-// Config.RetryInvalidResponse is set; never [portico.Permanent],
-// [portico.Incompatible], [portico.Canceled], [portico.Deadline] or
-// [portico.Rejected], and never once a chunk reached the caller's OnChunk. A
-// non-retryable error is returned as it is. Otherwise the call ends with a
-// [*portico.Error] that keeps the last attempt's class and fields and wraps
-// [ErrAttemptsExhausted], [ErrBudgetExhausted] or, with a different class,
-// [ErrNoTimeLeft] (Deadline) or [ErrRetryAfterTooLong] (RateLimited), and
-// every attempt's error (errors.Is finds each). Its Usage is what the route
-// billed over all the attempts: the sum of each attempt's billed usage (the
-// Usage of the first [*portico.Error] in its error's tree that has one; an
-// attempt without one adds nothing), the one attempt's own *Usage when only
-// one was billed, nil when none was; so fallback's Response.Cost and
-// ratelimit's refunds see every billed attempt. (A non-retryable error, or
-// one after a chunk reached the caller, is returned as it is: after retries it
-// carries its own attempt's usage only.) Its message names the outcome
-// and the last attempt's error once each, as in "portico: transient status
-// 503: retry: 3 attempts failed: portico: transient status 503: overloaded".
-// When the caller's context ends during a wait, the call ends with the error of
-// [portico.FromContext], which also wraps the last attempt's error and carries
-// the same summed Usage.
-//
-// A nil request fails at once with [portico.ErrNilRequest] (Permanent) without
-// calling next. An attempt that returns neither a Response nor an error (a
-// broken Model) fails with [portico.ErrNilResponse] (InvalidResponse), so it
-// is retried only with Config.RetryInvalidResponse, and never becomes a
-// (nil, nil) result.
-//
-// Inner layers see the attempt through [portico.AttemptFromContext]: index 0
-// and no id on the first attempt (whose context is the caller's, unchanged),
-// then index i with a process-unique id. With MaxAttempts 1 the layer never
-// retries and returns every error as it is.
+// The returned Model retries what the package documentation says is
+// retried. It returns next's answer; a non-retryable error, or one after a
+// chunk reached the caller, as it is; or a [*portico.Error] that keeps the
+// last attempt's class and fields, wraps every attempt's error and one of
+// [ErrAttemptsExhausted], [ErrBudgetExhausted], [ErrNoTimeLeft] (class
+// Deadline) or [ErrRetryAfterTooLong] (RateLimited), and whose Usage sums what
+// the attempts billed (see Errors in the package documentation). A context
+// that ends during a wait ends the call with [portico.FromContext]'s error,
+// with the same cause and Usage. A nil request is [portico.ErrNilRequest]; an
+// attempt that returns neither answer nor error fails with
+// [portico.ErrNilResponse] (InvalidResponse). Inner layers see each attempt
+// through [portico.AttemptFromContext]. With MaxAttempts 1 every error is
+// returned as it is.
 func (r *Retrier) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("retry: Wrap of a nil Model")

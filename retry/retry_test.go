@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,16 +40,6 @@ func failing(err error) *counting {
 	return &counting{fn: func(context.Context, int, *portico.Request) (*portico.Response, error) { return nil, err }}
 }
 
-// failFirst returns a Model that fails its first k calls with err, then answers.
-func failFirst(k int, err error) *counting {
-	return &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) {
-		if n < k {
-			return nil, err
-		}
-		return okResp, nil
-	}}
-}
-
 func mustNew(t *testing.T, cfg Config) *Retrier {
 	t.Helper()
 	r, err := New(cfg)
@@ -60,25 +51,32 @@ func mustNew(t *testing.T, cfg Config) *Retrier {
 
 var userReq = &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
 
+// New refuses each value that can only be a mistake with a message naming
+// the field.
 func TestNewRejectsBadConfig(t *testing.T) {
-	bad := []Config{
-		{MaxAttempts: -1},
-		{BaseDelay: -1},
-		{MaxDelay: -time.Second},
-		{BaseDelay: time.Second, MaxDelay: time.Millisecond},
-		{MaxRetryAfter: -1},
-		{MinAttemptTime: -1},
-		{AttemptTimeout: -1},
-		{FirstChunkTimeout: -1},
-		{ChunkGapTimeout: -1},
-		{Backoff: Immediate + 1},
-		{Budget: Budget{Ratio: -0.1}},
-		{Budget: Budget{Burst: -1}},
-		{Budget: Budget{MaxKeys: -1}},
+	bad := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{MaxAttempts: -1}, "retry: negative Config.MaxAttempts (-1)"},
+		{Config{Backoff: Backoff{BaseDelay: -1}}, "retry: negative Config.Backoff.BaseDelay (-1ns)"},
+		{Config{Backoff: Backoff{MaxDelay: -time.Second}}, "retry: negative Config.Backoff.MaxDelay (-1s)"},
+		{Config{Backoff: Backoff{BaseDelay: time.Second, MaxDelay: time.Millisecond}}, "retry: Config.Backoff.MaxDelay 1ms below BaseDelay 1s"},
+		{Config{Backoff: Backoff{MaxRetryAfter: -1}}, "retry: negative Config.Backoff.MaxRetryAfter (-1ns)"},
+		{Config{Backoff: Backoff{Schedule: Immediate + 1}}, "retry: unknown Config.Backoff.Schedule Schedule(4)"},
+		{Config{MinAttemptTime: -1}, "retry: negative Config.MinAttemptTime (-1ns)"},
+		{Config{Timeouts: Timeouts{Attempt: -1}}, "retry: negative Config.Timeouts.Attempt (-1ns)"},
+		{Config{Timeouts: Timeouts{FirstChunk: -1}}, "retry: negative Config.Timeouts.FirstChunk (-1ns)"},
+		{Config{Timeouts: Timeouts{ChunkGap: -time.Millisecond}}, "retry: negative Config.Timeouts.ChunkGap (-1ms)"},
+		{Config{Budget: Budget{Ratio: -0.1}}, "retry: negative Config.Budget.Ratio"},
+		{Config{Budget: Budget{Ratio: math.Inf(1)}}, "retry: Config.Budget.Ratio is not a finite number"},
+		{Config{Budget: Budget{Burst: -1}}, "retry: negative Config.Budget.Burst"},
+		{Config{Budget: Budget{Burst: maxBurst + 1}}, "retry: Config.Budget.Burst above 4611686018"},
+		{Config{Budget: Budget{MaxKeys: -1}}, "retry: negative Config.Budget.MaxKeys"},
 	}
-	for _, cfg := range bad {
-		if _, err := New(cfg); err == nil {
-			t.Errorf("New(%+v) = nil error, want one", cfg)
+	for _, tt := range bad {
+		if r, err := New(tt.cfg); r != nil || err == nil || err.Error() != tt.want {
+			t.Errorf("New(%+v) = %v, %v; want nil, %q", tt.cfg, r, err, tt.want)
 		}
 	}
 	r := mustNew(t, Config{})
@@ -111,7 +109,7 @@ func TestWhichClassesAreRetried(t *testing.T) {
 	}
 	for _, tt := range tests {
 		base := failing(&portico.Error{Class: tt.class})
-		r := mustNew(t, Config{Backoff: Immediate, RetryInvalidResponse: tt.invalid})
+		r := mustNew(t, Config{RetryInvalidResponse: tt.invalid, Backoff: Backoff{Schedule: Immediate}})
 		req := userReq.Clone()
 		req.Idempotent = tt.idempotent
 		_, err := r.Wrap(base).Generate(context.Background(), req)
@@ -127,7 +125,7 @@ func TestWhichClassesAreRetried(t *testing.T) {
 	}
 	// An unclassified error is Permanent: never retried.
 	plain := failing(errors.New("boom"))
-	mustNew(t, Config{Backoff: Immediate}).Wrap(plain).Generate(context.Background(), userReq)
+	mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(plain).Generate(context.Background(), userReq)
 	if plain.calls() != 1 {
 		t.Errorf("plain error: calls = %d, want 1", plain.calls())
 	}
@@ -142,7 +140,7 @@ func TestExhaustedErrorKeepsFieldsAndCauses(t *testing.T) {
 		}
 		return nil, last
 	}}
-	r := mustNew(t, Config{MaxAttempts: 2, Backoff: Immediate})
+	r := mustNew(t, Config{MaxAttempts: 2, Backoff: Backoff{Schedule: Immediate}})
 	synctest.Test(t, func(t *testing.T) {
 		_, err := r.Wrap(base).Generate(context.Background(), userReq)
 		var pe *portico.Error
@@ -189,7 +187,7 @@ func TestNestedLayersMultiply(t *testing.T) {
 		base := failing(transient())
 		var m portico.Model = base
 		for range layers {
-			m = mustNew(t, Config{MaxAttempts: 3, Backoff: Immediate, Budget: Budget{Off: true}}).Wrap(m)
+			m = mustNew(t, Config{MaxAttempts: 3, Budget: Budget{Off: true}, Backoff: Backoff{Schedule: Immediate}}).Wrap(m)
 		}
 		_, err := m.Generate(context.Background(), userReq)
 		want := 1
@@ -224,7 +222,7 @@ func TestBudgetWithoutRefill(t *testing.T) {
 	} {
 		exhausted = nil
 		base := failing(transient())
-		m := mustNew(t, Config{MaxAttempts: 3, Backoff: Immediate, Budget: tt.budget}).Wrap(base)
+		m := mustNew(t, Config{MaxAttempts: 3, Budget: tt.budget, Backoff: Backoff{Schedule: Immediate}}).Wrap(base)
 		budgetErrs := 0
 		for range 100 {
 			_, err := m.Generate(ctx, userReq)
@@ -248,7 +246,7 @@ func TestBudgetWithoutRefill(t *testing.T) {
 // The default 10% budget: over n failing requests, retries <= burst + 0.1*n.
 func TestBudgetRatioBound(t *testing.T) {
 	base := failing(transient())
-	m := mustNew(t, Config{MaxAttempts: 5, Backoff: Immediate}).Wrap(base)
+	m := mustNew(t, Config{MaxAttempts: 5, Backoff: Backoff{Schedule: Immediate}}).Wrap(base)
 	const n = 1000
 	for range n {
 		m.Generate(context.Background(), userReq)
@@ -281,7 +279,7 @@ func TestAttemptVisibleInContextAndHook(t *testing.T) {
 		ctx := portico.ContextWithObserver(context.Background(), observerFunc(func(_ context.Context, e portico.Event) {
 			events = append(events, e)
 		}))
-		r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 10 * time.Millisecond, OnRetry: func(i Info) { infos = append(infos, i) }})
+		r := mustNew(t, Config{OnRetry: func(i Info) { infos = append(infos, i) }, Backoff: Backoff{Schedule: Exponential, BaseDelay: 10 * time.Millisecond}})
 		req := userReq.Clone()
 		req.Identity.ClientKey = "alice"
 		resp, err := r.Wrap(base).Generate(ctx, req)
@@ -323,7 +321,7 @@ func TestRetryAfterPrecedence(t *testing.T) {
 		}}
 		var info Info
 		// The backoff alone would wait at most 10 ms; the hint says 3 s.
-		r := mustNew(t, Config{BaseDelay: 10 * time.Millisecond, OnRetry: func(i Info) { info = i }})
+		r := mustNew(t, Config{OnRetry: func(i Info) { info = i }, Backoff: Backoff{BaseDelay: 10 * time.Millisecond}})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := r.Wrap(base).Generate(ctx, userReq); err != nil {
@@ -353,7 +351,7 @@ func TestRetryAfterBeyondDeadline(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				limited := &portico.Error{Class: portico.RateLimited, Status: 429, Code: "rate_limit_exceeded", RetryAfter: tt.hint}
 				base := failing(limited)
-				r := mustNew(t, Config{MaxRetryAfter: tt.maxHint})
+				r := mustNew(t, Config{Backoff: Backoff{MaxRetryAfter: tt.maxHint}})
 				ctx := context.Background()
 				if tt.deadline > 0 {
 					var cancel context.CancelFunc
@@ -382,7 +380,7 @@ func TestRetryAfterBeyondDeadline(t *testing.T) {
 func TestCancellationDuringWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := failing(transient())
-		r := mustNew(t, Config{Backoff: Exponential, BaseDelay: time.Second})
+		r := mustNew(t, Config{Backoff: Backoff{Schedule: Exponential, BaseDelay: time.Second}})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		start := time.Now()
@@ -448,7 +446,7 @@ func TestDeadline600ms(t *testing.T) {
 				ends = append(ends, time.Since(start))
 				return resp, err
 			})
-			r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 50 * time.Millisecond})
+			r := mustNew(t, Config{Backoff: Backoff{Schedule: Exponential, BaseDelay: 50 * time.Millisecond}})
 			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 			defer cancel()
 			_, err := r.Wrap(base).Generate(ctx, userReq)
@@ -467,7 +465,7 @@ func TestDeadline600ms(t *testing.T) {
 		})
 	})
 	// An attempt never gets more time than remains: with a 200 ms
-	// AttemptTimeout and streaming timeouts too, each attempt's context ends at
+	// Timeouts.Attempt and streaming timeouts too, each attempt's context ends at
 	// min(start + 200 ms, 600 ms), so the third, started at 550 ms, has 50 ms.
 	for _, stream := range []bool{false, true} {
 		name := "attempt timeout capped by the deadline"
@@ -486,8 +484,7 @@ func TestDeadline600ms(t *testing.T) {
 					left = append(left, time.Until(dl))
 					return inner.Generate(ctx, req)
 				})
-				r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 50 * time.Millisecond, AttemptTimeout: 200 * time.Millisecond,
-					FirstChunkTimeout: time.Second, ChunkGapTimeout: time.Second})
+				r := mustNew(t, Config{Backoff: Backoff{Schedule: Exponential, BaseDelay: 50 * time.Millisecond}, Timeouts: Timeouts{Attempt: 200 * time.Millisecond, FirstChunk: time.Second, ChunkGap: time.Second}})
 				ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 				defer cancel()
 				req := userReq.Clone()
@@ -510,7 +507,7 @@ func TestDeadline600ms(t *testing.T) {
 	t.Run("third attempt not started", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			base := slowFail(200 * time.Millisecond)
-			r := mustNew(t, Config{Backoff: Exponential, BaseDelay: 50 * time.Millisecond, MinAttemptTime: 100 * time.Millisecond})
+			r := mustNew(t, Config{MinAttemptTime: 100 * time.Millisecond, Backoff: Backoff{Schedule: Exponential, BaseDelay: 50 * time.Millisecond}})
 			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 			defer cancel()
 			start := time.Now()
@@ -567,7 +564,7 @@ func TestAttemptTimeout(t *testing.T) {
 		}}
 		for _, idem := range []bool{false, true} {
 			base.n.Store(0)
-			r := mustNew(t, Config{Backoff: Immediate, AttemptTimeout: time.Second})
+			r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{Attempt: time.Second}})
 			req := userReq.Clone()
 			req.Idempotent = idem
 			start := time.Now()
@@ -588,7 +585,7 @@ func TestAttemptTimeout(t *testing.T) {
 // Retries run concurrently without races and share one budget per key.
 func TestConcurrentBudget(t *testing.T) {
 	base := failing(transient())
-	m := mustNew(t, Config{Backoff: Immediate, Budget: Budget{NoRefill: true, Burst: 50}}).Wrap(base)
+	m := mustNew(t, Config{Budget: Budget{NoRefill: true, Burst: 50}, Backoff: Backoff{Schedule: Immediate}}).Wrap(base)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

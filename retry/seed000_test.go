@@ -28,7 +28,7 @@ type overload struct {
 // Retrier in front of modeltest's capacity-limited FIFO Server: capacity 100
 // calls/s (one slot, 10 ms each), 8 new requests every 0.1 s (80/s), an
 // outage from 30 to 40 s, 340 s in all, in virtual time. Each attempt has the
-// client's patience as its AttemptTimeout; an attempt that runs out fails
+// client's patience as its Timeouts.Attempt; an attempt that runs out fails
 // Ambiguous and, the request being idempotent, is retried at once (Immediate
 // backoff) while attempts and budget remain. Useful answers are counted in the
 // second in which they reach the client.
@@ -45,8 +45,8 @@ func simulateOverload(t *testing.T, patience time.Duration, drop bool, cfg retry
 			t.Fatal(err)
 		}
 		var retries, exhausted, requests atomic.Int64
-		cfg.Backoff = retry.Immediate
-		cfg.AttemptTimeout = patience
+		cfg.Backoff.Schedule = retry.Immediate
+		cfg.Timeouts.Attempt = patience
 		cfg.OnRetry = func(retry.Info) { retries.Add(1) }
 		m := retry.MustNew(cfg).Wrap(s)
 		var mu sync.Mutex

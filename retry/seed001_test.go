@@ -47,7 +47,7 @@ func TestSeed001AttemptsAndSuccess(t *testing.T) {
 			attempts++
 			return base.Generate(ctx, req)
 		})
-		m := mustNew(t, Config{MaxAttempts: 3, Backoff: Immediate, Budget: Budget{Off: true}}).Wrap(counted)
+		m := mustNew(t, Config{MaxAttempts: 3, Budget: Budget{Off: true}, Backoff: Backoff{Schedule: Immediate}}).Wrap(counted)
 		successes := 0
 		for range n {
 			if _, err := m.Generate(context.Background(), userReq); err == nil {

@@ -22,7 +22,7 @@ const (
 // stream watches one streamed attempt: it wraps the caller's OnChunk, records
 // whether anything reached the caller, and runs a watchdog timer (one
 // time.AfterFunc per attempt) that cancels the attempt's context when the first
-// chunk, or the next one, is late (seed 000: time out on TTFT and on the gap
+// chunk, or the next one, is late (time out on TTFT and on the gap
 // between tokens, not on the total). A chunk held back by an inner layer and
 // reported with [portico.Progress] counts for the watchdog like a chunk, but is
 // not delivered: the attempt may still be retried.
@@ -63,11 +63,11 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 	if ctx.Err() == nil {
 		switch {
 		case st == abandoned:
-			resp, err = nil, timeoutError(ErrFirstChunkTimeout, err)
+			resp, err = nil, timeoutError(ErrFirstChunkTimeout, r.ttft, err)
 		case st == stalled:
-			resp, err = nil, timeoutError(ErrChunkGapTimeout, err)
+			resp, err = nil, timeoutError(ErrChunkGapTimeout, r.gap, err)
 		case err != nil && errors.Is(context.Cause(actx), ErrAttemptTimeout):
-			err = timeoutError(ErrAttemptTimeout, err)
+			err = timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
 		}
 	}
 	return resp, delivered, err

@@ -79,7 +79,7 @@ func TestNoRetryAfterFirstChunk(t *testing.T) {
 		fail := transient()
 		base := streamer(plan{chunks: []string{"a", "b"}, err: fail}, plan{chunks: []string{"ok"}})
 		req, got := collect(true)
-		_, err := mustNew(t, Config{Backoff: Immediate}).Wrap(base).Generate(context.Background(), req)
+		_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(context.Background(), req)
 		if err != fail {
 			t.Errorf("err = %v, want the attempt's own error, unchanged", err)
 		}
@@ -95,7 +95,7 @@ func TestStreamRetriedBeforeFirstChunk(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := streamer(plan{err: transient()}, plan{chunks: []string{"he", "llo"}, gap: time.Millisecond})
 		req, got := collect(false)
-		resp, err := mustNew(t, Config{Backoff: Immediate}).Wrap(base).Generate(context.Background(), req)
+		resp, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(context.Background(), req)
 		if err != nil || resp.Text != "hello" || strings.Join(*got, "") != resp.Text || base.calls() != 2 {
 			t.Errorf("Generate = %v, %v, chunks %q, calls %d; want hello from the 2nd call", resp, err, *got, base.calls())
 		}
@@ -119,7 +119,7 @@ func TestFirstChunkTimeout(t *testing.T) {
 					}
 				}))
 				start := time.Now()
-				resp, err := mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: time.Second}).Wrap(base).Generate(ctx, req)
+				resp, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second}}).Wrap(base).Generate(ctx, req)
 				if !idem {
 					if base.calls() != 1 || portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, ErrFirstChunkTimeout) ||
 						time.Since(start) != time.Second || len(*got) != 0 {
@@ -154,7 +154,7 @@ func TestLateChunkRefused(t *testing.T) {
 			return &portico.Response{Text: "ok"}, nil
 		}}
 		req, got := collect(true)
-		resp, err := mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: time.Second}).Wrap(base).Generate(context.Background(), req)
+		resp, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second}}).Wrap(base).Generate(context.Background(), req)
 		if !errors.Is(chunkErr, ErrFirstChunkTimeout) {
 			t.Errorf("late OnChunk = %v, want ErrFirstChunkTimeout", chunkErr)
 		}
@@ -178,7 +178,7 @@ func TestChunkGapTimeout(t *testing.T) {
 		}}
 		req, got := collect(true)
 		start := time.Now()
-		_, err := mustNew(t, Config{Backoff: Immediate, FirstChunkTimeout: time.Second, ChunkGapTimeout: 500 * time.Millisecond}).
+		_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second, ChunkGap: 500 * time.Millisecond}}).
 			Wrap(base).Generate(context.Background(), req)
 		if base.calls() != 1 || portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, ErrChunkGapTimeout) {
 			t.Errorf("calls %d err %v, want 1 call (chunks were delivered) and ambiguous ErrChunkGapTimeout", base.calls(), err)
@@ -202,7 +202,7 @@ func TestSlowSteadyStreamSucceeds(t *testing.T) {
 		}
 		base := streamer(plan{ttft: 900 * time.Millisecond, chunks: chunks, gap: 400 * time.Millisecond})
 		req, got := collect(false)
-		resp, err := mustNew(t, Config{FirstChunkTimeout: time.Second, ChunkGapTimeout: 500 * time.Millisecond}).
+		resp, err := mustNew(t, Config{Timeouts: Timeouts{FirstChunk: time.Second, ChunkGap: 500 * time.Millisecond}}).
 			Wrap(base).Generate(context.Background(), req)
 		if err != nil || len(resp.Text) != 50 || len(*got) != 50 {
 			t.Errorf("Generate = %v, %v, %d chunks; want 50 chunks over 20.5s", resp, err, len(*got))
@@ -218,7 +218,7 @@ func TestCallerChunkErrorNotRetried(t *testing.T) {
 		req := userReq.Clone()
 		req.Idempotent = true
 		req.OnChunk = func(portico.Chunk) error { return stop }
-		_, err := mustNew(t, Config{Backoff: Immediate}).Wrap(base).Generate(context.Background(), req)
+		_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(context.Background(), req)
 		if !errors.Is(err, stop) || base.calls() != 1 {
 			t.Errorf("err = %v after %d calls, want the caller's error after 1", err, base.calls())
 		}

@@ -59,9 +59,9 @@ func TestTimeoutKeepsNotSentTransient(t *testing.T) {
 		{"deadline", portico.FromContext, portico.Ambiguous},
 	}
 	for _, stream := range []bool{false, true} {
-		sentinel, cfg := ErrAttemptTimeout, Config{Backoff: Immediate, AttemptTimeout: time.Second}
+		sentinel, cfg := ErrAttemptTimeout, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{Attempt: time.Second}}
 		if stream {
-			sentinel, cfg = ErrFirstChunkTimeout, Config{Backoff: Immediate, FirstChunkTimeout: time.Second}
+			sentinel, cfg = ErrFirstChunkTimeout, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second}}
 		}
 		for _, c := range cases {
 			t.Run(map[bool]string{false: "attempt/", true: "first chunk/"}[stream]+c.name, func(t *testing.T) {

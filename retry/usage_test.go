@@ -66,7 +66,7 @@ func TestFinalErrorSumsBilledUsage(t *testing.T) {
 					before = append(before, *x)
 				}
 			}
-			r := mustNew(t, Config{MaxAttempts: 3, Backoff: Immediate, RetryInvalidResponse: true})
+			r := mustNew(t, Config{MaxAttempts: 3, RetryInvalidResponse: true, Backoff: Backoff{Schedule: Immediate}})
 			base := script(c.errs...)
 			_, err := r.Wrap(base).Generate(context.Background(), userReq)
 			if base.calls() != 3 || !errors.Is(err, ErrAttemptsExhausted) {
@@ -111,14 +111,14 @@ func TestEveryFinalErrorSumsBilledUsage(t *testing.T) {
 		}
 	}
 	t.Run("budget exhausted", func(t *testing.T) {
-		r := mustNew(t, Config{Backoff: Immediate, RetryInvalidResponse: true, Budget: Budget{NoRefill: true, Burst: 1}})
+		r := mustNew(t, Config{RetryInvalidResponse: true, Budget: Budget{NoRefill: true, Burst: 1}, Backoff: Backoff{Schedule: Immediate}})
 		base := script(billed)
 		_, err := r.Wrap(base).Generate(context.Background(), userReq)
 		check(t, err, ErrBudgetExhausted, base.calls())
 	})
 	t.Run("no time left", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			r := mustNew(t, Config{Backoff: Exponential, BaseDelay: time.Second, RetryInvalidResponse: true})
+			r := mustNew(t, Config{RetryInvalidResponse: true, Backoff: Backoff{Schedule: Exponential, BaseDelay: time.Second}})
 			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 			defer cancel()
 			base := script(billed) // attempt 0, wait 1 s, attempt 1; the 2 s wait does not fit
@@ -128,7 +128,7 @@ func TestEveryFinalErrorSumsBilledUsage(t *testing.T) {
 	})
 	t.Run("canceled during the wait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			r := mustNew(t, Config{Backoff: Exponential, BaseDelay: time.Second, RetryInvalidResponse: true})
+			r := mustNew(t, Config{RetryInvalidResponse: true, Backoff: Backoff{Schedule: Exponential, BaseDelay: time.Second}})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			base := &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) {

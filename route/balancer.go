@@ -115,13 +115,17 @@ type Balancer struct {
 }
 
 // NewBalancer returns a Balancer for cfg, or an error starting "route:" when
-// there are no replicas, one has a nil Model, or the Strategy's settings are
+// there are no replicas, one has a nil Model or invalid Capabilities
+// ([portico.Capabilities.Validate]), or the Strategy's settings are
 // invalid: a Strategy with a method Validate() error, as [Affinity] and
 // [PrefixAware] have, is validated before its NewPicker is called, and its
 // error returned.
 func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 	if len(cfg.Replicas) == 0 {
 		return nil, errors.New("route: NewBalancer needs at least one replica")
+	}
+	if err := checkCapabilities("NewBalancer", cfg.Replicas...); err != nil {
+		return nil, err
 	}
 	s := cfg.Strategy
 	if s == nil {

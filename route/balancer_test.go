@@ -77,7 +77,7 @@ func TestRoundRobin(t *testing.T) {
 }
 
 func TestLeastInFlight(t *testing.T) {
-	rs, hs := replicas(2)
+	rs, _ := replicas(2)
 	var b *Balancer
 	for _, seed := range []uint64{1, 0} { // seeded and the runtime's generator
 		b = mustBalancer(t, rs, LeastInFlight{Seed: seed})
@@ -88,7 +88,7 @@ func TestLeastInFlight(t *testing.T) {
 	}
 	// Three replicas, r2 down, r0 busier than r1: the pair (0,1) gives 1, the
 	// pairs with r2 give the other one; r2 never.
-	rs, hs = replicas(3)
+	rs, hs := replicas(3)
 	hs[2].down.Store(true)
 	b = mustBalancer(t, rs, LeastInFlight{Seed: 1})
 	b.replicas[0].setInFlight(5)

@@ -93,7 +93,8 @@ type Cascade struct {
 }
 
 // NewCascade returns a Cascade for cfg, or an error starting "route:" when
-// there are no steps, a step has no Model, or steps are not in cost order.
+// there are no steps, a step has no Model or invalid Capabilities
+// ([portico.Capabilities.Validate]), or steps are not in cost order.
 func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 	if len(cfg.Steps) == 0 {
 		return nil, errors.New("route: NewCascade needs at least one step")
@@ -102,6 +103,9 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 	for i, s := range cfg.Steps {
 		if s.Route.Model == nil {
 			return nil, errors.New("route: NewCascade step " + strconv.Itoa(i) + " has a nil Model")
+		}
+		if err := checkCapabilities("NewCascade", s.Route); err != nil {
+			return nil, err
 		}
 		p := s.Route.Capabilities.InputPrice + s.Route.Capabilities.OutputPrice
 		if p < prev {

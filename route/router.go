@@ -50,7 +50,8 @@ type Router struct {
 }
 
 // NewRouter returns a Router for cfg, or an error starting "route:" when there
-// are no routes, a route has no Model, Weights has the wrong length or a
+// are no routes, a route has no Model or invalid Capabilities
+// ([portico.Capabilities.Validate]), Weights has the wrong length or a
 // non-positive entry, or Alpha is outside [0, 1].
 func NewRouter(cfg RouterConfig) (*Router, error) {
 	n := len(cfg.Routes)
@@ -61,6 +62,9 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		if cfg.Routes[i].Model == nil {
 			return nil, errors.New("route: NewRouter route " + cfg.Routes[i].Name + " has a nil Model")
 		}
+	}
+	if err := checkCapabilities("NewRouter", cfg.Routes...); err != nil {
+		return nil, err
 	}
 	if cfg.Weights != nil && len(cfg.Weights) != n {
 		return nil, errors.New("route: NewRouter Weights must have one entry per route")

@@ -44,10 +44,14 @@ type Threshold struct {
 }
 
 // NewThreshold returns a Threshold router for cfg, or an error starting "route:"
-// when a route has a nil Model or the threshold is NaN.
+// when a route has a nil Model or invalid Capabilities
+// ([portico.Capabilities.Validate]), or the threshold is NaN.
 func NewThreshold(cfg ThresholdConfig) (*Threshold, error) {
 	if cfg.Strong.Model == nil || cfg.Weak.Model == nil {
 		return nil, errors.New("route: NewThreshold needs Strong and Weak routes with Models")
+	}
+	if err := checkCapabilities("NewThreshold", cfg.Weak, cfg.Strong); err != nil {
+		return nil, err
 	}
 	if math.IsNaN(cfg.Threshold) {
 		return nil, errors.New("route: NewThreshold threshold is NaN")

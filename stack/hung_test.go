@@ -20,7 +20,7 @@ func TestHungPrimaryTripsBreaker(t *testing.T) {
 		hung := modeltest.NewFake(modeltest.Outcome{Stall: true})
 		healthy := modeltest.NewFake(modeltest.Answer("fine"))
 		ra := route("a", hung)
-		ra.Breaker = breaker.Config{ConsecutiveFailures: 5}
+		ra.Breaker = breaker.Config{Trip: breaker.ConsecutiveFailures(5)}
 		s, err := New(Config{Routes: []Route{ra, route("b", healthy)}, Deadline: 400 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -67,10 +67,10 @@ func TestMiddlewarePositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	primary := route("primary", modeltest.NewFake(modeltest.Answer("unused")))
-	primary.Breaker = breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Minute}
+	primary.Breaker = breaker.Config{Trip: breaker.ConsecutiveFailures(1), OpenFor: time.Minute}
 	primary.Middleware = []portico.Middleware{l.mw("primary route", &portico.Error{Class: portico.Transient, Reason: "cache down"})}
 	fb := route("fallback", modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)), modeltest.Answer("hi")))
-	fb.Retry = retry.Config{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+	fb.Retry = retry.Config{MaxAttempts: 2, Backoff: retry.Backoff{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}}
 	fb.Middleware = []portico.Middleware{l.mw("fallback route", nil)}
 	fb.ModelMiddleware = []portico.Middleware{l.mw("fallback model", nil)}
 	s, err := New(Config{Routes: []Route{primary, fb}, Middleware: []portico.Middleware{l.mw("stack", nil)}, Tracer: tr})

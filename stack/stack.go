@@ -130,7 +130,9 @@ type built struct {
 // order of layers. Errors are those of the layers, all classified
 // (*portico.Error): Rejected for a shed call or open breakers, RateLimited
 // with RetryAfter, Deadline when the budget runs out, and so on.
-// A nil req is [portico.ErrNilRequest].
+// A nil req is [portico.ErrNilRequest]; a Contract that
+// [portico.Contract.Validate] refuses (a negative Deadline or MaxCost) fails
+// at once with its Permanent error, whatever the number of routes.
 func (s *Stack) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
@@ -171,8 +173,10 @@ func (s *Stack) Retrier(route string) *retry.Retrier {
 
 // New builds the stack cfg describes. It fails, with an error starting
 // "stack:", when there is no route, a route has no Model or no Name, two
-// routes share a Name, or a layer's own constructor rejects its Config (that
-// error is wrapped).
+// routes share a Name, a route's Capabilities are invalid
+// ([portico.Capabilities.Validate]), or a layer's own constructor (or, with
+// one route, [fallback.Config.Validate]) rejects its Config (that error is
+// wrapped).
 func New(cfg Config) (*Stack, error) {
 	if len(cfg.Routes) == 0 {
 		return nil, errors.New("stack: no routes")
@@ -187,6 +191,9 @@ func New(cfg Config) (*Stack, error) {
 		if _, dup := s.routes[rc.Name]; dup {
 			return nil, fmt.Errorf("stack: two routes named %q", rc.Name)
 		}
+		if err := rc.Capabilities.Validate(); err != nil {
+			return nil, fmt.Errorf("stack: route %q: %w", rc.Name, err)
+		}
 		r, b, err := buildRoute(rc, cfg.Tracer)
 		if err != nil {
 			return nil, fmt.Errorf("stack: route %q: %w", rc.Name, err)
@@ -195,8 +202,15 @@ func New(cfg Config) (*Stack, error) {
 		routes = append(routes, r)
 	}
 
+	fc := cfg.Fallback
+	fc.Routes = routes
 	var inner portico.Model
 	if len(routes) == 1 {
+		// No group is built, but its Config is still checked: a value that
+		// can only be a mistake is refused whatever the number of routes.
+		if err := fc.Validate(); err != nil {
+			return nil, fmt.Errorf("stack: %w", err)
+		}
 		r := routes[0]
 		inner = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
@@ -211,8 +225,6 @@ func New(cfg Config) (*Stack, error) {
 			return r.Stamp(resp, nil, 0), nil
 		})
 	} else {
-		fc := cfg.Fallback
-		fc.Routes = routes
 		g, err := fallback.New(fc)
 		if err != nil {
 			return nil, fmt.Errorf("stack: %w", err)
@@ -356,8 +368,13 @@ func deadline(d time.Duration) portico.Middleware {
 	return func(next portico.Model) portico.Model {
 		return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			limit := d
-			if k := req.Contract; k != nil && k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
-				limit = k.Deadline
+			if k := req.Contract; k != nil {
+				if err := k.Validate(); err != nil {
+					return nil, err // a malformed contract is wrong on any route
+				}
+				if k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
+					limit = k.Deadline
+				}
 			}
 			if limit == 0 {
 				return next.Generate(ctx, req)

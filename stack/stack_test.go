@@ -49,8 +49,8 @@ func TestRetryThenFallbackThenBreakerSkips(t *testing.T) {
 		a := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
 		b := modeltest.NewFake(modeltest.Answer("from b"))
 		ra, rb := route("a", a), route("b", b)
-		ra.Breaker = breaker.Config{ConsecutiveFailures: 2, OpenFor: time.Minute}
-		ra.Retry = retry.Config{BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}
+		ra.Breaker = breaker.Config{Trip: breaker.ConsecutiveFailures(2), OpenFor: time.Minute}
+		ra.Retry = retry.Config{Backoff: retry.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}}
 		s, err := New(Config{Routes: []Route{ra, rb}})
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +147,7 @@ func TestTracer(t *testing.T) {
 		}
 		f := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)), modeltest.Answer("ok"))
 		r := route("r", f)
-		r.Retry = retry.Config{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+		r.Retry = retry.Config{Backoff: retry.Backoff{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}}
 		s, err := New(Config{Routes: []Route{r}, Tracer: tr})
 		if err != nil {
 			t.Fatal(err)

@@ -50,7 +50,7 @@ func ExampleTracer_Wrap() {
 	for _, s := range rec.Ended() {
 		a := map[string]string{}
 		for _, kv := range s.Attributes() {
-			a[string(kv.Key)] = kv.Value.Emit()
+			a[string(kv.Key)] = kv.Value.String()
 		}
 		fmt.Printf("%s attempt=%q resend=%q error=%q events=%d\n", s.Name(),
 			a["portico.attempt.index"], a["http.request.resend_count"], a["error.type"], len(s.Events()))

@@ -52,7 +52,7 @@ func mustNew(t *testing.T, cfg Config) *Tracer {
 func attrs(kvs []attribute.KeyValue) map[string]string {
 	m := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -77,7 +77,7 @@ func sameAttrs(t *testing.T, what string, got []attribute.KeyValue, want map[str
 	}
 }
 
-func secs(d time.Duration) string { return attribute.Float64Value(d.Seconds()).Emit() }
+func secs(d time.Duration) string { return attribute.Float64Value(d.Seconds()).String() }
 
 // retryLoop is a stand-in for package retry: up to n attempts of next, each
 // with portico.ContextWithAttempt after the first, reporting EventRetry and

@@ -23,17 +23,17 @@ func everything(spans []sdktrace.ReadOnlySpan) string {
 	for _, sp := range spans {
 		fmt.Fprintln(&b, sp.Name(), sp.Status().Description)
 		for _, kv := range sp.Attributes() {
-			fmt.Fprintln(&b, kv.Key, kv.Value.Emit())
+			fmt.Fprintln(&b, kv.Key, kv.Value.String())
 		}
 		for _, ev := range sp.Events() {
 			fmt.Fprintln(&b, ev.Name)
 			for _, kv := range ev.Attributes {
-				fmt.Fprintln(&b, kv.Key, kv.Value.Emit())
+				fmt.Fprintln(&b, kv.Key, kv.Value.String())
 			}
 		}
 		for _, l := range sp.Links() {
 			for _, kv := range l.Attributes {
-				fmt.Fprintln(&b, kv.Key, kv.Value.Emit())
+				fmt.Fprintln(&b, kv.Key, kv.Value.String())
 			}
 		}
 	}

@@ -47,8 +47,8 @@ func TestRealStackSpanTree(t *testing.T) {
 			Response: &portico.Response{ID: "chatcmpl-b1", Text: "fine " + secret, FinishReason: portico.FinishStop,
 				Model: "gpt-4o-mini-2024-07-18", Usage: portico.Usage{InputTokens: 100, OutputTokens: 20, CachedInputTokens: 64}}})
 		ra := stack.Route{Route: portico.Route{Name: "a", Model: a, ModelName: "gpt-4o"},
-			Breaker: breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Minute},
-			Retry:   retry.Config{MaxAttempts: 3, Backoff: retry.Exponential, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}}
+			Breaker: breaker.Config{Trip: breaker.ConsecutiveFailures(1), OpenFor: time.Minute},
+			Retry:   retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{Schedule: retry.Exponential, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}}}
 		rb := stack.Route{Route: portico.Route{Name: "b", Model: b, ModelName: "gpt-4o-mini"}}
 		s, err := stack.New(stack.Config{Routes: []stack.Route{ra, rb}, Tracer: tr,
 			ClientLimits: ratelimit.Limits{Requests: 10, RequestBurst: 1, Period: time.Second}, ClientMode: ratelimit.Wait})
@@ -80,7 +80,7 @@ func TestRealStackSpanTree(t *testing.T) {
 		root := spans[4]
 		t0 := root.StartTime()
 		ms := time.Millisecond
-		at := func(d time.Duration) string { return attribute.Float64Value(d.Seconds()).Emit() }
+		at := func(d time.Duration) string { return attribute.Float64Value(d.Seconds()).String() }
 		common := map[string]string{ // both kinds of span
 			"server.address":       "api.openai.com",
 			"portico.operation.id": "op-1",
@@ -226,13 +226,13 @@ func TestRealStackSpanTree(t *testing.T) {
 		}
 		for i, sp := range spans { // nothing private, anywhere
 			for _, kv := range sp.Attributes() {
-				if strings.Contains(kv.Value.Emit(), secret) {
+				if strings.Contains(kv.Value.String(), secret) {
 					t.Errorf("span %d attribute %s carries content", i, kv.Key)
 				}
 			}
 			for _, ev := range sp.Events() {
 				for _, kv := range ev.Attributes {
-					if strings.Contains(kv.Value.Emit(), secret) {
+					if strings.Contains(kv.Value.String(), secret) {
 						t.Errorf("span %d event %s attribute %s carries content", i, ev.Name, kv.Key)
 					}
 				}
@@ -246,7 +246,7 @@ func itoa(i int) string { return string(rune('0' + i)) }
 func emitted(kvs []attribute.KeyValue) map[string]string {
 	m := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

@@ -170,7 +170,7 @@ func TestSpanTree(t *testing.T) {
 				want["portico.attempt.usage.cache_read.input_tokens"] = "64"
 				want["portico.ttft.provider"] = secs(300 * ms)
 				// (100-64)*1e-6 + 64*0.5e-6 + 20*4e-6 = 148e-6, from Pricing
-				want["portico.attempt.cost"] = attribute.Float64Value(148e-6).Emit()
+				want["portico.attempt.cost"] = attribute.Float64Value(148e-6).String()
 				wantEvents = []wantEvent{{EventNameFirstChunk, w.firstChunkAt,
 					map[string]string{"portico.ttft.provider": secs(300 * ms)}}}
 			}
@@ -284,7 +284,7 @@ func TestUsageCountedOnce(t *testing.T) {
 			t.Errorf("over all spans: %d with gen_ai.operation.name, gen_ai.usage input %d output %d; want 1, 100, 20",
 				genAISpans, in, out)
 		}
-		answerCost := attribute.Float64Value(prices.Cost(portico.Usage{InputTokens: 100, OutputTokens: 20})).Emit() // 180e-6
+		answerCost := attribute.Float64Value(prices.Cost(portico.Usage{InputTokens: 100, OutputTokens: 20})).String() // 180e-6
 		sameAttrs(t, "failed attempt", spans[0].Attributes(), map[string]string{
 			"portico.attempt.index":               "0",
 			"portico.attempt.model":               "m",
@@ -292,7 +292,7 @@ func TestUsageCountedOnce(t *testing.T) {
 			"error.type":                          "transient",
 			"portico.attempt.usage.input_tokens":  "50",
 			"portico.attempt.usage.output_tokens": "10",
-			"portico.attempt.cost":                attribute.Float64Value(prices.Cost(portico.Usage{InputTokens: 50, OutputTokens: 10})).Emit(), // 90e-6
+			"portico.attempt.cost":                attribute.Float64Value(prices.Cost(portico.Usage{InputTokens: 50, OutputTokens: 10})).String(), // 90e-6
 		})
 		sameAttrs(t, "answering attempt", spans[1].Attributes(), map[string]string{
 			"portico.attempt.index":               "1",

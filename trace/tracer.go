@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -52,7 +53,8 @@ type Config struct {
 	// Empty omits the attribute.
 	ServerAddress string
 	// ServerPort is the server.port of the calls (443), which the conventions
-	// require beside server.address. Zero, or no ServerAddress, omits it.
+	// require beside server.address. Zero, or no ServerAddress, omits it;
+	// outside [0, 65535] is an error.
 	ServerPort int
 	// Operation is the gen_ai.operation.name and the first word of request
 	// span names (attempt spans are named "attempt {model}"). Empty means
@@ -121,9 +123,13 @@ const (
 // "{operation} {model}" and the attempt span's "attempt {model}".
 type spanName struct{ model, name, attempt string }
 
-// New returns a Tracer configured by cfg. It fails only when the meter provider
-// refuses to create an instrument; the error wraps the provider's errors.
+// New returns a Tracer configured by cfg. It fails, with an error starting
+// "trace:", when Config.ServerPort is outside [0, 65535], or when the meter
+// provider refuses to create an instrument (the error wraps the provider's).
 func New(cfg Config) (*Tracer, error) {
+	if cfg.ServerPort < 0 || cfg.ServerPort > 65535 {
+		return nil, fmt.Errorf("trace: Config.ServerPort %d is outside [0, 65535]", cfg.ServerPort)
+	}
 	tp := cfg.TracerProvider
 	if tp == nil {
 		tp = otel.GetTracerProvider()

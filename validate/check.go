@@ -27,7 +27,7 @@ type Answer struct {
 
 // Check is a user check of the pipeline's stage 4 ([Config.Checks]: required
 // fields, enums, invariants) or stage 6 ([Config.Semantic]: workload
-// semantics, such as seed 003's invoice rules). It returns the violations it
+// semantics, such as an invoice's rules). It returns the violations it
 // finds, nil when the answer passes. The pipeline sets each violation's Stage
 // and clears Value unless Config.IncludeValues is set; Rule should be a short
 // stable name, Pointer the RFC 6901 pointer of the offending value (see

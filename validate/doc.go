@@ -1,7 +1,6 @@
 // Package validate is Portico's acceptance pipeline: every answer, from the
 // primary route or a fallback, passes it before it is returned, cached or
-// handed to a tool executor. Seed 003 ("Convalida la risposta prima di
-// accettarla") is the source: HTTP 200 from a fallback is not success; an
+// handed to a tool executor. HTTP 200 from a fallback is not success: an
 // answer is accepted only when it keeps the request's contract.
 //
 // # The pipeline
@@ -16,7 +15,7 @@
 //     length (truncation) is rejected where the full output is needed, by
 //     default when the request has a Schema or tools ([LengthPolicy]);
 //  3. structured output ([StageSchema]): the text is exactly one JSON value,
-//     within [Config.MaxBytes], [Config.MaxDepth] and the number limits, and
+//     within the [Limits] (bytes, depth and numbers), and
 //     valid against req.Schema.JSON (JSON Schema draft 2020-12 unless the
 //     schema says otherwise);
 //  4. typed Go checks ([StageTyped], [Config.Checks]): required fields,
@@ -25,9 +24,9 @@
 //  5. tool calls ([StageTools]): every call names a tool of req.Tools, and
 //     its arguments are JSON valid against the tool's Parameters schema;
 //  6. workload semantic checks ([StageSemantic], [Config.Semantic]), such as
-//     seed 003's invoice rules: total not negative, currency supported, line
-//     totals summing to the total within an explicit tolerance (the package's
-//     tests ship that example).
+//     an invoice's rules: total not negative, currency supported, line totals
+//     summing to the total within an explicit tolerance (the package's tests
+//     ship that example).
 //
 // The text is decoded once (encoding/json with UseNumber, as the schema
 // library's own jsonschema.UnmarshalJSON does) and the value is shared by the
@@ -50,8 +49,8 @@
 // There is no silent repair. The one normalization is opt-in
 // ([Config.TrimSpace]): trimming white space around the text. A missing
 // field is never guessed, a code fence around JSON is not stripped, tool
-// arguments are never rewritten: seed 003 warns that guessing financial
-// fields or rewriting arguments changes the model's meaning.
+// arguments are never rewritten: guessing a financial field or rewriting
+// arguments would change what the model said.
 //
 // # Schemas
 //
@@ -66,8 +65,35 @@
 // fails the request with a Permanent error wrapping [ErrSchema] before any
 // model is called ([Validator.Prepare]).
 //
+// # OpenAI strict mode
+//
 // [StrictCompatible] tells whether a schema fits OpenAI's strict
-// structured-output subset, and why not, with pointers into the schema.
+// structured-output subset, and why not, with pointers into the schema. The
+// subset, as OpenAI's Structured Outputs guide documents it ("Supported
+// schemas"):
+//
+//   - the root is an object schema ("type": "object"), not anyOf or enum;
+//   - every object sets "additionalProperties": false and lists every one of
+//     its properties in "required" (optional fields are nullable types
+//     instead);
+//   - only the keywords of the subset: type, properties, required,
+//     additionalProperties, items, anyOf, enum, const, $ref (within the
+//     document), $defs, annotations, pattern and format (date-time, time,
+//     date, duration, email, hostname, ipv4, ipv6, uuid), multipleOf,
+//     minimum, maximum, exclusiveMinimum, exclusiveMaximum, minItems,
+//     maxItems; so no allOf, not, if/then/else, dependentRequired,
+//     patternProperties, minLength, uniqueItems, ...;
+//   - at most 5,000 object properties and 10 levels of object nesting; at
+//     most 120,000 characters of property names, definition names, enum and
+//     const strings; at most 1,000 enum values, and an enum of more than 250
+//     strings at most 15,000 characters.
+//
+// It also reports what the API rejects with a 400 although the guide does
+// not list it (errors quoted in openai/openai-agents-python#449 and
+// community reports): an object schema without "properties" ("object schema
+// missing properties"), an array schema without "items" ("array schema
+// missing items"), and a schema with no "type" ("schema must have a 'type'
+// key"; anyOf, $ref, enum and const are taken as typing it).
 //
 // # Hostile answers
 //

@@ -34,7 +34,7 @@ func FuzzCheck(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	v := MustNew(Config{MaxBytes: 4096, MaxDepth: 16, Checks: []Check{func(a *Answer) []Violation { return nil }}})
+	v := MustNew(Config{Limits: Limits{MaxBytes: 4096, MaxDepth: 16}, Checks: []Check{func(a *Answer) []Violation { return nil }}})
 	req := &portico.Request{
 		Schema: &portico.Schema{JSON: []byte(fuzzSchema)},
 		Tools:  []portico.Tool{{Name: "t", Parameters: []byte(fuzzSchema)}},

@@ -5,20 +5,15 @@ import (
 	"strings"
 )
 
-// limits bounds the work one JSON text may cause, checked by [scan] before the
-// text is decoded: the decoder and the schema validator are then never handed a
-// document whose nesting or numbers could cost unbounded time or memory
-// (jsonschema compares numbers as math/big.Rat, and 1e1000000 costs tens of
-// milliseconds per occurrence).
-type limits struct {
-	maxBytes, maxDepth, maxNumber, maxExponent int
-}
-
-// scan checks s against l in one pass over its bytes. It returns "" when s is
+// scan checks s against l in one pass over its bytes, before s is decoded: the
+// decoder and the schema validator are then never handed a document whose
+// nesting or numbers could cost unbounded time or memory (jsonschema compares
+// numbers as math/big.Rat, and 1e1000000 costs tens of milliseconds per
+// occurrence). It returns "" when s is
 // within the limits, else the broken rule and a content-free detail. scan
 // assumes nothing about s's validity: malformed JSON is left to the decoder.
-func (l *limits) scan(s string) (rule, detail string) {
-	if len(s) > l.maxBytes {
+func (l *Limits) scan(s string) (rule, detail string) {
+	if len(s) > l.MaxBytes {
 		return RuleMaxBytes, strconv.Itoa(len(s)) + " bytes"
 	}
 	depth := 0
@@ -28,14 +23,14 @@ func (l *limits) scan(s string) (rule, detail string) {
 			i = skipString(s, i+1)
 		case '[', '{':
 			depth++
-			if depth > l.maxDepth {
+			if depth > l.MaxDepth {
 				return RuleMaxDepth, "offset " + strconv.Itoa(i)
 			}
 		case ']', '}':
 			depth--
 		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			end, exp := scanNumber(s, i)
-			if end-i > l.maxNumber || exp > l.maxExponent {
+			if end-i > l.MaxNumberLength || exp > l.MaxExponent {
 				return RuleMaxNumber, "offset " + strconv.Itoa(i)
 			}
 			i = end - 1

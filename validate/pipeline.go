@@ -23,7 +23,7 @@ type pipeline struct {
 }
 
 func (p *pipeline) add(v Violation) {
-	if len(p.out) >= p.v.cfg.MaxViolations {
+	if len(p.out) >= MaxViolations {
 		p.omitted++
 		return
 	}

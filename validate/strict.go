@@ -72,31 +72,11 @@ var strictFormats = map[string]bool{
 
 // StrictCompatible reports why schema does not fit OpenAI's strict
 // structured-output subset (response_format json_schema with strict: true,
-// and strict function calling), or nil when it fits. The subset, as OpenAI's
-// Structured Outputs guide documents it ("Supported schemas"):
-//
-//   - the root is an object schema ("type": "object"), not anyOf or enum;
-//   - every object sets "additionalProperties": false and lists every one of
-//     its properties in "required" (optional fields are nullable types
-//     instead);
-//   - only the keywords of the subset: type, properties, required,
-//     additionalProperties, items, anyOf, enum, const, $ref (within the
-//     document), $defs, annotations, pattern and format (date-time, time,
-//     date, duration, email, hostname, ipv4, ipv6, uuid), multipleOf,
-//     minimum, maximum, exclusiveMinimum, exclusiveMaximum, minItems,
-//     maxItems; so no allOf, not, if/then/else, dependentRequired,
-//     patternProperties, minLength, uniqueItems, ...;
-//   - at most 5,000 object properties and 10 levels of object nesting; at
-//     most 120,000 characters of property names, definition names, enum and
-//     const strings; at most 1,000 enum values, and an enum of more than 250
-//     strings at most 15,000 characters.
-//
-// It also reports what the API rejects with a 400 although the guide does
-// not list it (errors quoted in openai/openai-agents-python#449 and
-// community reports): an object schema without "properties" ("object schema
-// missing properties"), an array schema without "items" ("array schema
-// missing items"), and a schema with no "type" ("schema must have a 'type'
-// key"; anyOf, $ref, enum and const are taken as typing it).
+// and strict function calling), or nil when it fits: the rules of OpenAI's
+// Structured Outputs guide ("Supported schemas") and the 400s the API returns
+// although the guide does not list them, as OpenAI strict mode in the package
+// documentation lists them. A schema that is not JSON gives one
+// [StrictInvalid] problem.
 //
 // Each [Problem] gives the JSON pointer of the offending node and the rule,
 // in document order (object keys sorted), then the document-wide totals

@@ -37,15 +37,36 @@ func (p LengthPolicy) String() string {
 	return "LengthPolicy(" + strconv.Itoa(int(p)) + ")"
 }
 
-// Defaults of [Config]'s limits.
+// Defaults of [Limits] and [Config.CacheSize], and the fixed cap on the
+// violations one [Rejection] lists.
 const (
-	DefaultMaxBytes      = 1 << 20 // 1 MiB of JSON text
-	DefaultMaxDepth      = 64      // nested arrays and objects
-	DefaultMaxNumber     = 64      // characters of one number literal
-	DefaultMaxExponent   = 400     // |exponent| of a number, past float64's 308
-	DefaultCacheSize     = 128     // compiled schemas
-	DefaultMaxViolations = 100     // violations listed per rejection
+	DefaultMaxBytes    = 1 << 20 // 1 MiB of JSON text
+	DefaultMaxDepth    = 64      // nested arrays and objects
+	DefaultMaxNumber   = 64      // characters of one number literal
+	DefaultMaxExponent = 400     // |exponent| of a number, past float64's 308
+	DefaultCacheSize   = 128     // compiled schemas
+	MaxViolations      = 100     // violations listed per rejection; the rest are counted
 )
+
+// Limits bound the work one JSON text (the answer's text, each tool call's
+// arguments) may cause. They are checked in one pass before decoding, so a
+// hostile answer costs O(its length); an answer past one is rejected with
+// [RuleMaxBytes], [RuleMaxDepth] or [RuleMaxNumber]. Zero fields mean the
+// defaults; negative ones are an error.
+type Limits struct {
+	// MaxBytes bounds the text decoded, in bytes. Zero means DefaultMaxBytes
+	// (1 MiB).
+	MaxBytes int
+	// MaxDepth bounds the nesting of arrays and objects. Zero means
+	// DefaultMaxDepth (64).
+	MaxDepth int
+	// MaxNumberLength bounds the length of one number literal, in
+	// characters. Zero means DefaultMaxNumber (64).
+	MaxNumberLength int
+	// MaxExponent bounds the magnitude of a number's decimal exponent. Zero
+	// means DefaultMaxExponent (400).
+	MaxExponent int
+}
 
 // Config configures a [Validator]. The zero Config is the strict default:
 // truncation rejected where structure is needed, no trimming, values never
@@ -64,7 +85,7 @@ type Config struct {
 	AllowEmptyText bool
 	// TrimSpace, when true, trims white space around the answer's text before
 	// the checks, and the accepted Response carries the trimmed text. It is the
-	// only normalization the pipeline ever makes (seed 003: no silent repair).
+	// only normalization the pipeline ever makes (no silent repair).
 	// False (the default) leaves the text as it came; JSON tolerates
 	// surrounding white space anyway.
 	TrimSpace bool
@@ -95,34 +116,20 @@ type Config struct {
 	// and the accepted text is delivered as one chunk; time to first token
 	// becomes time to the whole answer, and a rejected answer is never shown.
 	PassThroughChunks bool
-	// MaxBytes bounds the JSON text decoded (the answer's text and each tool
-	// call's arguments), in bytes. Zero means DefaultMaxBytes (1 MiB).
-	MaxBytes int
-	// MaxDepth bounds the nesting of arrays and objects in that text. Zero
-	// means DefaultMaxDepth (64).
-	MaxDepth int
-	// MaxNumberLength bounds the length of one number literal, in characters.
-	// Zero means DefaultMaxNumber (64).
-	MaxNumberLength int
-	// MaxExponent bounds the magnitude of a number's decimal exponent. Zero
-	// means DefaultMaxExponent (400). The limits are checked in one pass
-	// before decoding, so a hostile answer costs O(its length).
-	MaxExponent int
+	// Limits bound the JSON text decoded; the zero value means the defaults.
+	Limits Limits
 	// CacheSize bounds the number of compiled schemas kept, failed compilations
 	// included; when full, an arbitrary entry is evicted. Zero means
 	// DefaultCacheSize (128).
 	CacheSize int
-	// MaxViolations bounds the violations listed in one [Rejection]; the rest
-	// are counted in Rejection.Omitted. Zero means DefaultMaxViolations (100).
-	MaxViolations int
 }
 
-// Validator runs seed 003's acceptance pipeline on answers. Build one per
+// Validator runs the acceptance pipeline on answers. Build one per
 // workload with [New]; its method value Wrap is the Middleware. A Validator is
 // safe for concurrent use.
 type Validator struct {
 	cfg    Config
-	lim    limits
+	lim    Limits // cfg.Limits with defaults
 	cache  *cache
 	decode bool // checks need the decoded value
 }
@@ -136,12 +143,11 @@ func New(cfg Config) (*Validator, error) {
 		p    *int
 		def  int
 	}{
-		{"MaxBytes", &cfg.MaxBytes, DefaultMaxBytes},
-		{"MaxDepth", &cfg.MaxDepth, DefaultMaxDepth},
-		{"MaxNumberLength", &cfg.MaxNumberLength, DefaultMaxNumber},
-		{"MaxExponent", &cfg.MaxExponent, DefaultMaxExponent},
+		{"Limits.MaxBytes", &cfg.Limits.MaxBytes, DefaultMaxBytes},
+		{"Limits.MaxDepth", &cfg.Limits.MaxDepth, DefaultMaxDepth},
+		{"Limits.MaxNumberLength", &cfg.Limits.MaxNumberLength, DefaultMaxNumber},
+		{"Limits.MaxExponent", &cfg.Limits.MaxExponent, DefaultMaxExponent},
 		{"CacheSize", &cfg.CacheSize, DefaultCacheSize},
-		{"MaxViolations", &cfg.MaxViolations, DefaultMaxViolations},
 	} {
 		if *f.p < 0 {
 			return nil, errors.New("validate: Config." + f.name + " is negative")
@@ -167,7 +173,7 @@ func New(cfg Config) (*Validator, error) {
 	cfg.Semantic = append([]Check(nil), cfg.Semantic...)
 	return &Validator{
 		cfg:    cfg,
-		lim:    limits{cfg.MaxBytes, cfg.MaxDepth, cfg.MaxNumberLength, cfg.MaxExponent},
+		lim:    cfg.Limits,
 		cache:  newCache(cfg.CacheSize, cfg.AssertFormat),
 		decode: cfg.JSON || len(cfg.Checks) > 0 || len(cfg.Semantic) > 0,
 	}, nil

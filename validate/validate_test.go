@@ -199,7 +199,7 @@ func TestInvalidJSON(t *testing.T) {
 }
 
 func TestLimitsRejectBeforeDecoding(t *testing.T) {
-	v := MustNew(Config{MaxBytes: 1 << 20})
+	v := MustNew(Config{Limits: Limits{MaxBytes: 1 << 20}})
 	tests := []struct {
 		name, text, rule string
 	}{
@@ -568,23 +568,31 @@ func TestNilRequestIsPermanent(t *testing.T) {
 }
 
 func TestMaxViolations(t *testing.T) {
-	v := MustNew(Config{MaxViolations: 3})
-	r := rejection(t, v.Check(schemaReq(`{"type":"array","items":{"type":"string"}}`), answer(`[1,2,3,4,5,6,7]`)))
-	if len(r.Violations) != 3 || r.Omitted != 4 {
-		t.Fatalf("len(Violations), Omitted = %d, %d, want 3, 4", len(r.Violations), r.Omitted)
+	v := MustNew(Config{})
+	nums := strings.TrimSuffix(strings.Repeat("1,", MaxViolations+7), ",")
+	r := rejection(t, v.Check(schemaReq(`{"type":"array","items":{"type":"string"}}`), answer("["+nums+"]")))
+	if len(r.Violations) != MaxViolations || r.Omitted != 7 {
+		t.Fatalf("len(Violations), Omitted = %d, %d, want %d, 7", len(r.Violations), r.Omitted, MaxViolations)
 	}
 }
 
+// New refuses each value that can only be a mistake, naming the field.
 func TestNewRejectsBadConfig(t *testing.T) {
-	for _, cfg := range []Config{
-		{MaxDepth: -1},
-		{CacheSize: -2},
-		{Length: 9},
-		{Checks: []Check{nil}},
-		{Semantic: []Check{nil}},
+	for _, tt := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Limits: Limits{MaxBytes: -1}}, "validate: Config.Limits.MaxBytes is negative"},
+		{Config{Limits: Limits{MaxDepth: -1}}, "validate: Config.Limits.MaxDepth is negative"},
+		{Config{Limits: Limits{MaxNumberLength: -1}}, "validate: Config.Limits.MaxNumberLength is negative"},
+		{Config{Limits: Limits{MaxExponent: -1}}, "validate: Config.Limits.MaxExponent is negative"},
+		{Config{CacheSize: -2}, "validate: Config.CacheSize is negative"},
+		{Config{Length: 9}, "validate: Config.Length is not a LengthPolicy"},
+		{Config{Checks: []Check{nil}}, "validate: Config.Checks[0] is nil"},
+		{Config{Semantic: []Check{func(*Answer) []Violation { return nil }, nil}}, "validate: Config.Semantic[1] is nil"},
 	} {
-		if _, err := New(cfg); err == nil || !strings.HasPrefix(err.Error(), "validate: ") {
-			t.Errorf("New(%+v) = %v, want an error starting with validate:", cfg, err)
+		if v, err := New(tt.cfg); v != nil || err == nil || err.Error() != tt.want {
+			t.Errorf("New(%+v) = %v, %v; want nil, %q", tt.cfg, v, err, tt.want)
 		}
 	}
 }

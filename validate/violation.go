@@ -8,7 +8,7 @@ import (
 )
 
 // Stage names a stage of the acceptance pipeline, in the order the stages run
-// (seed 003, "Convalida la risposta prima di accettarla", steps 1 to 6).
+// (see the package documentation).
 type Stage uint8
 
 // The pipeline's stages.
@@ -60,9 +60,9 @@ const (
 	RuleFinishMissing   = "finish_missing"    // no finish reason, with Config.RequireFinish
 	RuleContentFilter   = "content_filter"    // the provider withheld content
 	RuleTruncated       = "truncated"         // finish reason length where the full output is needed
-	RuleMaxBytes        = "max_bytes"         // the JSON text exceeds Config.MaxBytes
-	RuleMaxDepth        = "max_depth"         // the JSON text nests deeper than Config.MaxDepth
-	RuleMaxNumber       = "max_number"        // a number literal exceeds Config.MaxNumberLength or Config.MaxExponent
+	RuleMaxBytes        = "max_bytes"         // the JSON text exceeds Limits.MaxBytes
+	RuleMaxDepth        = "max_depth"         // the JSON text nests deeper than Limits.MaxDepth
+	RuleMaxNumber       = "max_number"        // a number literal exceeds Limits.MaxNumberLength or Limits.MaxExponent
 	RuleJSON            = "json"              // the text is not exactly one JSON value
 	RuleGoType          = "go_type"           // a typed check could not decode the value into its Go type
 	RuleToolName        = "tool_name"         // a tool call names a tool the request did not declare
@@ -123,13 +123,13 @@ func (v Violation) String() string {
 // pipeline found, in stage order. Rejections reach callers wrapped in a
 // *portico.Error of class InvalidResponse; get one with errors.As.
 type Rejection struct {
-	// Violations lists every violation found, up to Config.MaxViolations.
+	// Violations lists every violation found, up to [MaxViolations].
 	Violations []Violation
-	// Omitted counts the violations beyond Config.MaxViolations that were not
+	// Omitted counts the violations beyond [MaxViolations] that were not
 	// listed.
 	Omitted int
 	// Response is the rejected answer, for logging by the application or human
-	// review (seed 003). It holds answer content: never log it unredacted.
+	// review. It holds answer content: never log it unredacted.
 	Response *portico.Response
 }
 

@@ -7,27 +7,19 @@ import (
 )
 
 // Wrap returns next wrapped in the acceptance pipeline; the method value
-// v.Wrap is a portico.Middleware. For each request the wrapped Model:
+// v.Wrap is a portico.Middleware. Wrap panics if next is nil.
 //
-//   - compiles the request's schemas first (cached), failing with a Permanent
-//     error wrapping [ErrSchema] before calling next if one is invalid (and
-//     with [portico.ErrNilRequest], Permanent, for a nil request);
-//   - returns next's error unchanged;
-//   - runs [Validator.Check] on next's answer and returns an InvalidResponse
-//     *portico.Error wrapping a [*Rejection] when it fails (its Usage a
-//     copy of the answer's, which was billed), or the Response
-//     (with its text trimmed under Config.TrimSpace) when it passes;
-//   - reports a portico.EventValidation, Reason "accepted" or "rejected", to
-//     the context's Observer;
-//   - buffers a streamed answer until acceptance (see
-//     Config.PassThroughChunks): next streams into a callback that drops each
-//     chunk and reports it with [portico.Progress], so that a retry layer
-//     outside sees a live stream and its first-chunk and gap timeouts do not
-//     fire on a slow answer, and the accepted text reaches req.OnChunk as one
-//     chunk. An error from OnChunk is returned as a Canceled *portico.Error
-//     wrapping it.
-//
-// Wrap panics if next is nil.
+// The wrapped Model compiles the request's schemas first ([Validator.Prepare]:
+// a Permanent error wrapping [ErrSchema], or [portico.ErrNilRequest], before
+// next is called), returns next's error unchanged, and runs [Validator.Check]
+// on next's answer: a rejected answer is an InvalidResponse *portico.Error
+// wrapping a [*Rejection], whose Usage is a copy of the answer's (it was
+// billed); an accepted one is returned, its text trimmed under
+// Config.TrimSpace. Each verdict is reported as a portico.EventValidation
+// ("accepted" or "rejected"). A streamed answer is buffered until accepted
+// unless Config.PassThroughChunks is set (see Streaming in the package
+// documentation); an error from the caller's OnChunk is returned as a
+// Canceled *portico.Error wrapping it.
 func (v *Validator) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("validate: Wrap of a nil Model")

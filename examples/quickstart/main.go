@@ -108,7 +108,7 @@ func fakeServer(seed uint64) fakeopenai.Config {
 			TokensPerSecond: 500,
 			OutputTokens:    16,
 			Faults: []fakeopenai.Fault{
-				{Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 0.05, RetryAfterMS: 40 * time.Millisecond},
+				{Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 0.05, RetryAfterMsHeader: 40 * time.Millisecond},
 				{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.10},
 				{Kind: fakeopenai.FaultStallBeforeHeaders, Fraction: 0.03},
 			},

@@ -43,11 +43,12 @@ func newStack(provider portico.Model, res *results) (portico.Model, error) {
 		return nil, err
 	}
 	retrier, err := retry.New(retry.Config{
-		BaseDelay:         20 * time.Millisecond,
-		MaxDelay:          500 * time.Millisecond,
-		AttemptTimeout:    time.Second, // ends the fake's stalls
-		FirstChunkTimeout: 750 * time.Millisecond,
-		MinAttemptTime:    50 * time.Millisecond,
+		Backoff: retry.Backoff{BaseDelay: 20 * time.Millisecond, MaxDelay: 500 * time.Millisecond},
+		Timeouts: retry.Timeouts{
+			Attempt:    time.Second, // ends the fake's stalls
+			FirstChunk: 750 * time.Millisecond,
+		},
+		MinAttemptTime: 50 * time.Millisecond,
 	})
 	if err != nil {
 		return nil, err

@@ -166,7 +166,7 @@ const (
 // "message" (empty: Google's usual one); RetryAfter, the retryDelay of a
 // google.rpc.RetryInfo detail in the body ("37s"), not a header, as Google
 // sends it (a 429 also carries a QuotaFailure and a Help detail);
-// RetryAfterMS and ShouldRetry, headers Gemini never sends; Header, set
+// RetryAfterMsHeader and ShouldRetry, headers Gemini never sends; Header, set
 // last; Body, sent verbatim instead of the error object; AfterChunks, the
 // chunks sent before a mid-stream fault; Stall, how long a stall lasts.
 type Fault = fakecore.Fault

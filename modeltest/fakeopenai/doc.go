@@ -16,7 +16,7 @@
 //	s, err := fakeopenai.Start(fakeopenai.Config{Seed: 1, Models: []fakeopenai.ModelConfig{{
 //		Name: "flaky", TTFT: 20 * time.Millisecond, TokensPerSecond: 200,
 //		Faults: []fakeopenai.Fault{
-//			{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMS: 50 * time.Millisecond, Fraction: 0.1},
+//			{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 50 * time.Millisecond, Fraction: 0.1},
 //			{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.05},
 //			{Kind: fakeopenai.FaultStallMidStream, AfterChunks: 3, Fraction: 0.02},
 //		},

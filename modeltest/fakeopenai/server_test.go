@@ -195,7 +195,7 @@ func start(t *testing.T, cfg fakeopenai.Config) *fakeopenai.Server {
 func TestErrorFormatAndHeaders(t *testing.T) {
 	s := start(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", Faults: []fakeopenai.Fault{{
 		Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 1, RetryAfter: 1500 * time.Millisecond,
-		RetryAfterMS: 1500 * time.Millisecond, ShouldRetry: "true",
+		RetryAfterMsHeader: 1500 * time.Millisecond, ShouldRetry: "true",
 	}}}}})
 	res, err := post(t, t.Context(), s, body("m", false, false))
 	if err != nil {

@@ -43,9 +43,9 @@ func TestErrorClassesFromStatus(t *testing.T) {
 		code   string
 		after  time.Duration // exact RetryAfter
 	}{
-		{"429 retry-after-ms", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMS: 1500 * time.Millisecond, RetryAfter: 9 * time.Second}, false, portico.RateLimited, 429, "rate_limit_exceeded", 1500 * time.Millisecond},
+		{"429 retry-after-ms", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 1500 * time.Millisecond, RetryAfter: 9 * time.Second}, false, portico.RateLimited, 429, "rate_limit_exceeded", 1500 * time.Millisecond},
 		{"429 retry-after seconds", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfter: 3 * time.Second}, false, portico.RateLimited, 429, "rate_limit_exceeded", 3 * time.Second},
-		{"429 streaming", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMS: 20 * time.Millisecond}, true, portico.RateLimited, 429, "rate_limit_exceeded", 20 * time.Millisecond},
+		{"429 streaming", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 20 * time.Millisecond}, true, portico.RateLimited, 429, "rate_limit_exceeded", 20 * time.Millisecond},
 		{"500", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 500}, false, portico.Transient, 500, "", 0},
 		{"502", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 502}, false, portico.Transient, 502, "", 0},
 		{"503", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, RetryAfter: 2 * time.Second}, true, portico.Transient, 503, "", 2 * time.Second},
@@ -356,7 +356,7 @@ func TestNoModelPermanent(t *testing.T) {
 func TestSDKRetriesOff(t *testing.T) {
 	for _, f := range []fakeopenai.Fault{
 		{Kind: fakeopenai.FaultStatus, Status: 503},
-		{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMS: time.Millisecond},
+		{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: time.Millisecond},
 		{Kind: fakeopenai.FaultStatus, Status: 400, ShouldRetry: "true"},
 		{Kind: fakeopenai.FaultDisconnect},
 	} {

@@ -19,7 +19,7 @@ func Example() {
 	srv, err := fakeopenai.Start(fakeopenai.Config{Seed: 1, Models: []fakeopenai.ModelConfig{
 		{Name: "small", OutputTokens: 4},
 		{Name: "busy", Faults: []fakeopenai.Fault{
-			{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMS: 250 * time.Millisecond, Fraction: 1},
+			{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 250 * time.Millisecond, Fraction: 1},
 		}},
 	}})
 	if err != nil {

@@ -119,8 +119,8 @@ func (c *Call) Reply(status int, body []byte) {
 	h := c.W.Header()
 	h.Set("Content-Type", "application/json")
 	f := c.Fault
-	if f.RetryAfterMS > 0 {
-		h.Set("retry-after-ms", strconv.FormatInt(f.RetryAfterMS.Milliseconds(), 10))
+	if f.RetryAfterMsHeader > 0 {
+		h.Set("retry-after-ms", strconv.FormatInt(f.RetryAfterMsHeader.Milliseconds(), 10))
 	}
 	if f.RetryAfter > 0 {
 		if f.RetryAfterDate {

@@ -132,7 +132,7 @@ func TestScriptThenDraws(t *testing.T) {
 // Fault headers come first and Fault.Header replaces them.
 func TestReplyHeaders(t *testing.T) {
 	s := start(t, fakecore.Config{Models: []fakecore.Model{{Name: "m", Script: []fakecore.Fault{{
-		Kind: fakecore.FaultStatus, Status: 429, RetryAfter: 1500 * time.Millisecond, RetryAfterMS: 20 * time.Millisecond,
+		Kind: fakecore.FaultStatus, Status: 429, RetryAfter: 1500 * time.Millisecond, RetryAfterMsHeader: 20 * time.Millisecond,
 		ShouldRetry: "false", Header: http.Header{"retry-after-ms": {"-1"}, "Content-Type": {"text/plain"}},
 	}}}}}, false)
 	status, h, _ := call(t, s, `{"model":"m"}`)

@@ -70,9 +70,9 @@ type Fault struct {
 	// RetryAfterDate sends RetryAfter as an HTTP-date (RFC 9110) instead of
 	// seconds.
 	RetryAfterDate bool
-	// RetryAfterMS, when positive, is sent as a retry-after-ms header in
+	// RetryAfterMsHeader, when positive, is sent as a retry-after-ms header in
 	// milliseconds.
-	RetryAfterMS time.Duration
+	RetryAfterMsHeader time.Duration
 	// ShouldRetry, when non-empty, is sent as the x-should-retry header.
 	ShouldRetry string
 	// Header is set on the response after the headers above, so it replaces
