@@ -315,7 +315,7 @@ func TestErrorBodyNotOpenAI(t *testing.T) {
 		{"proxy 502 html", reply(502, "text/html", "<html>Bad Gateway</html>"), portico.Transient, 502, 0},
 		{"503 other json", reply(503, "application/json", `{"detail":"busy"}`), portico.Transient, 503, 0},
 		{"429 plain text", reply(429, "text/plain", "slow down", "retry-after", "7"), portico.RateLimited, 429, 7 * time.Second},
-		{"401 empty", reply(401, "application/json", ""), portico.Permanent, 401, 0},
+		{"401 empty", reply(401, "application/json", ""), portico.Unusable, 401, 0},
 		{"200 html", reply(200, "text/html", "<html>hi</html>"), portico.InvalidResponse, 200, 0},
 	}
 	for _, tc := range cases {
