@@ -25,6 +25,10 @@ type exchange struct {
 	limit   int64       // the most body bytes to read; 0 means no limit
 	read    int64       // body bytes read so far
 	sse     sseErrorLine
+	// first and last are the offsets of the first and last bytes of a JSON
+	// body that are not white space (-1: none yet), so that a value with
+	// trailing data, which the SDK's json.Decoder ignores, is refused.
+	first, last int64
 }
 
 // errBodyLimit bounds the bytes of an error body kept for classification:
@@ -59,6 +63,7 @@ func (x *exchange) middleware(r *http.Request, next option.MiddlewareNext) (*htt
 	}
 	body := &watchedBody{rc: res.Body, x: x}
 	res.Body = body
+	x.first, x.last = -1, -1
 	switch {
 	case res.StatusCode >= 400:
 		b, rerr := io.ReadAll(body)
@@ -107,6 +112,16 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	}
 	if b.sse && n > 0 {
 		x.sse.feed(p[:n])
+	} else if n > 0 {
+		at := x.read - int64(n)
+		if x.first < 0 {
+			if i := indexNonSpace(p[:n]); i >= 0 {
+				x.first = at + int64(i)
+			}
+		}
+		if i := lastNonSpace(p[:n]); i >= 0 {
+			x.last = at + int64(i)
+		}
 	}
 	if err != nil && err != io.EOF && x.readErr == nil {
 		x.readErr = err
@@ -115,6 +130,34 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 }
 
 func (b *watchedBody) Close() error { return b.rc.Close() }
+
+// indexNonSpace returns the index of the first byte of p that is not JSON
+// white space, or -1.
+func indexNonSpace(p []byte) int {
+	for i, c := range p {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return -1
+}
+
+// lastNonSpace returns the index of the last byte of p that is not JSON
+// white space, or -1.
+func lastNonSpace(p []byte) int {
+	for i := len(p) - 1; i >= 0; i-- {
+		if c := p[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return -1
+}
+
+// whole reports whether the JSON value the SDK decoded, raw, is all the
+// body held besides white space.
+func (x *exchange) whole(raw string) bool {
+	return x.first >= 0 && x.last-x.first+1 == int64(len(raw))
+}
 
 // readBlocks reads r to its end in blocks that grow to 1 MiB, so that the
 // memory held is the bytes read, never twice that as with a doubling buffer.

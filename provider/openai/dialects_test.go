@@ -74,7 +74,7 @@ var dialects = []dialect{
 	{"vllm", "max tokens past the window", status(400, `{"error":{"message":"'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum context length is 4096 tokens and your request has 2778 input tokens (8000 > 4096 - 2778).","type":"BadRequestError","param":null,"code":400}}`), portico.Incompatible, "context window", 0},
 	{"vllm", "context overflow before 0.9", status(400, `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`), portico.Incompatible, "context window", 0},
 	{"vllm", "model not found", status(404, `{"error":{"message":"The model `+"`llama`"+` does not exist.","type":"NotFoundError","param":"model","code":404}}`), portico.Unusable, "", 0},
-	{"vllm", "overflow event with a numeric code", event(`{"error":{"message":"The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that `+"`max_model_len`"+` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}`), portico.Incompatible, "context window", 0},
+	{"vllm", "overflow event with a numeric code", event(`{"error":{"message":"The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that ` + "`max_model_len`" + ` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}`), portico.Incompatible, "context window", 0},
 	{"vllm", "generation error event", event(`{"error":{"message":"Internal server error","type":"InternalServerError","param":null,"code":500}}`), portico.Transient, "", 0},
 	{"vllm", "invalid parameter", status(400, `{"error":{"message":"temperature must be non-negative, got -1.0.","type":"BadRequestError","param":null,"code":400}}`), portico.Permanent, "", 0},
 
@@ -82,7 +82,7 @@ var dialects = []dialect{
 	// and srt/entrypoints/openai/protocol.py ErrorResponse (the shape).
 	{"sglang", "input longer than the context", status(400, `{"object":"error","message":"The input (5000 tokens) is longer than the model's context length (4096 tokens).","type":"BadRequestError","param":null,"code":400}`), portico.Incompatible, "context window", 0},
 	{"sglang", "total past the context, streamed", event(`{"error":{"object":"error","message":"Requested token count exceeds the model's maximum context length of 4096 tokens. You requested a total of 5000 tokens: 4000 tokens from the input messages and 1000 tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.","type":"BadRequestError","param":null,"code":400}}`), portico.Incompatible, "context window", 0},
-	{"sglang", "error chunk without an error key", sseBody(okChunk+`data: {"object":"error","message":"The input (5000 tokens) is longer than the model's context length (4096 tokens).","type":"BadRequestError","param":null,"code":400}`+"\n\n"), portico.Incompatible, "context window", 0},
+	{"sglang", "error chunk without an error key", sseBody(okChunk + `data: {"object":"error","message":"The input (5000 tokens) is longer than the model's context length (4096 tokens).","type":"BadRequestError","param":null,"code":400}` + "\n\n"), portico.Incompatible, "context window", 0},
 	{"sglang", "invalid parameter", status(400, `{"object":"error","message":"Invalid request: top_p must be in (0, 1], got 2.0.","type":"BadRequestError","param":null,"code":400}`), portico.Permanent, "", 0},
 
 	// Hugging Face TGI: router/src/lib.rs ErrorResponse, router/src/infer/mod.rs
@@ -104,8 +104,8 @@ var dialects = []dialect{
 	{"llama.cpp", "exceeds the available context", status(400, `{"error":{"code":400,"message":"request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4476,"n_ctx":4096}}`), portico.Incompatible, "context window", 0},
 	{"llama.cpp", "loading model", status(503, `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`), portico.Transient, "", 0},
 	{"llama.cpp", "invalid api key", status(401, `{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}`), portico.Unusable, "", 0},
-	{"llama.cpp", "error line in a stream", sseBody(okChunk+`error: {"code":500,"message":"Failed to decode","type":"server_error"}`+"\n\n"), portico.Transient, "", 0},
-	{"llama.cpp", "overflow line in a stream", sseBody(`error: {"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}`+"\n\n"), portico.Incompatible, "context window", 0},
+	{"llama.cpp", "error line in a stream", sseBody(okChunk + `error: {"code":500,"message":"Failed to decode","type":"server_error"}` + "\n\n"), portico.Transient, "", 0},
+	{"llama.cpp", "overflow line in a stream", sseBody(`error: {"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}` + "\n\n"), portico.Incompatible, "context window", 0},
 
 	// LM Studio (closed source): its wordings as reported in
 	// lmstudio-ai/lmstudio-bug-tracker#546 and #2205.

@@ -120,6 +120,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if comp == nil { // the body was JSON null
 		return nil, malformed(x, model, "no completion")
 	}
+	if !x.whole(comp.RawJSON()) {
+		return nil, malformed(x, model, "data after the completion")
+	}
 	if _, ok := comp.JSON.ExtraFields["error"]; ok || comp.JSON.Object.Raw() == `"error"` {
 		if f := parseErrorBody([]byte(comp.RawJSON())); f.Found {
 			return nil, m.inBand(f, x, model)

@@ -1,40 +1,63 @@
 package openai
 
 import (
+	"strconv"
+
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
 )
 
-// The SDK decodes leniently: a field of the wrong JSON type is left at its
-// zero value and marked invalid in the struct's JSON metadata. The adapter
-// reads that metadata, so that such a body is refused rather than taken for
-// an answer with empty fields.
+// The SDK decodes leniently: a number where a string belongs becomes its
+// text, a quoted number an int, a field of another type its zero value. The
+// adapter checks the JSON type of every field it reads, from the raw text
+// the SDK keeps, so that such a body is refused rather than taken for an
+// answer. Omitted and null fields pass: the API sends many as null.
 
-// bad reports whether a field was sent with a JSON type the SDK could not
-// read (omitted and null fields are not bad).
-func bad(f respjson.Field) bool { return !f.Valid() && f.Raw() != "" && f.Raw() != respjson.Null }
+// jsonType is the first byte of a JSON value of each type.
+type jsonType byte
 
-// badFields reports whether any of the fields is bad.
-func badFields(fs ...respjson.Field) bool {
-	for _, f := range fs {
-		if bad(f) {
-			return true
-		}
+const (
+	tString jsonType = '"'
+	tObject jsonType = '{'
+	tArray  jsonType = '['
+	tInt    jsonType = '0' // a JSON number that is an integer
+)
+
+// typed reports whether f is omitted, null or of type t.
+func typed(f respjson.Field, t jsonType) bool {
+	raw := f.Raw()
+	if raw == "" || raw == respjson.Null {
+		return true
 	}
-	return false
+	if t == tInt {
+		_, err := strconv.ParseInt(raw, 10, 64)
+		return err == nil
+	}
+	return raw[0] == byte(t)
 }
 
-// badUsage reports whether usage is mistyped or negative.
-func badUsage(u *oai.CompletionUsage) bool {
-	return badFields(u.JSON.PromptTokens, u.JSON.CompletionTokens, u.JSON.TotalTokens, u.JSON.PromptTokensDetails) ||
-		bad(u.PromptTokensDetails.JSON.CachedTokens) ||
-		u.PromptTokens < 0 || u.CompletionTokens < 0 || u.PromptTokensDetails.CachedTokens < 0
+// allTyped reports whether every field is omitted, null or of type t.
+func allTyped(t jsonType, fs ...respjson.Field) bool {
+	for _, f := range fs {
+		if !typed(f, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// goodUsage reports whether usage has its documented types and no negative
+// count.
+func goodUsage(u *oai.CompletionUsage) bool {
+	return allTyped(tInt, u.JSON.PromptTokens, u.JSON.CompletionTokens, u.JSON.TotalTokens, u.PromptTokensDetails.JSON.CachedTokens) &&
+		typed(u.JSON.PromptTokensDetails, tObject) &&
+		u.PromptTokens >= 0 && u.CompletionTokens >= 0 && u.PromptTokensDetails.CachedTokens >= 0
 }
 
 // checkCompletion returns why a non-streamed completion is not one, or "".
 func checkCompletion(c *oai.ChatCompletion) string {
 	switch {
-	case badFields(c.JSON.ID, c.JSON.Model, c.JSON.Choices, c.JSON.Usage) || badUsage(&c.Usage):
+	case !allTyped(tString, c.JSON.ID, c.JSON.Model) || !typed(c.JSON.Choices, tArray) || !typed(c.JSON.Usage, tObject) || !goodUsage(&c.Usage):
 		return "mistyped completion"
 	case len(c.Choices) == 0:
 		return "no choices"
@@ -42,15 +65,16 @@ func checkCompletion(c *oai.ChatCompletion) string {
 	ch := &c.Choices[0]
 	msg := &ch.Message
 	switch {
-	case !ch.JSON.Message.Valid() || badFields(ch.JSON.Index, ch.JSON.FinishReason, msg.JSON.Content, msg.JSON.ToolCalls, msg.JSON.Refusal):
+	case !ch.JSON.Message.Valid() || !typed(ch.JSON.Message, tObject) || !typed(ch.JSON.Index, tInt) ||
+		!allTyped(tString, ch.JSON.FinishReason, msg.JSON.Content, msg.JSON.Refusal) || !typed(msg.JSON.ToolCalls, tArray):
 		return "mistyped choice"
 	case ch.FinishReason == "":
 		return "no finish reason"
 	}
 	for i := range msg.ToolCalls {
 		tc := &msg.ToolCalls[i]
-		if badFields(tc.JSON.ID, tc.JSON.Type, tc.JSON.Function, tc.JSON.Custom,
-			tc.Function.JSON.Name, tc.Function.JSON.Arguments, tc.Custom.JSON.Name, tc.Custom.JSON.Input) {
+		if !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Function.JSON.Arguments, tc.Custom.JSON.Name, tc.Custom.JSON.Input) ||
+			!allTyped(tObject, tc.JSON.Function, tc.JSON.Custom) {
 			return "mistyped tool call"
 		}
 	}
@@ -59,18 +83,18 @@ func checkCompletion(c *oai.ChatCompletion) string {
 
 // checkChunk returns why a stream chunk is not one, or "".
 func checkChunk(c *oai.ChatCompletionChunk) string {
-	if badFields(c.JSON.ID, c.JSON.Model, c.JSON.Choices, c.JSON.Usage) || badUsage(&c.Usage) {
+	if !allTyped(tString, c.JSON.ID, c.JSON.Model) || !typed(c.JSON.Choices, tArray) || !typed(c.JSON.Usage, tObject) || !goodUsage(&c.Usage) {
 		return "mistyped chunk"
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]
 		d := &ch.Delta
-		if badFields(ch.JSON.Index, ch.JSON.FinishReason, ch.JSON.Delta, d.JSON.Content, d.JSON.ToolCalls, d.JSON.Refusal) {
+		if !typed(ch.JSON.Index, tInt) || !typed(ch.JSON.Delta, tObject) || !allTyped(tString, ch.JSON.FinishReason, d.JSON.Content, d.JSON.Refusal) || !typed(d.JSON.ToolCalls, tArray) {
 			return "mistyped chunk"
 		}
 		for j := range d.ToolCalls {
 			tc := &d.ToolCalls[j]
-			if badFields(tc.JSON.Index, tc.JSON.ID, tc.JSON.Type, tc.JSON.Function, tc.Function.JSON.Name, tc.Function.JSON.Arguments) {
+			if !typed(tc.JSON.Index, tInt) || !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Function.JSON.Arguments) || !typed(tc.JSON.Function, tObject) {
 				return "mistyped tool call"
 			}
 		}
