@@ -109,7 +109,7 @@
 //	OpenAI        https://api.openai.com/v1/ (the default)   none
 //	Azure OpenAI  azure.WithEndpoint(endpoint, api-version)   azure.WithAPIKey; the deployment is the model
 //	vLLM, SGLang  http://HOST:8000/v1/, http://HOST:30000/v1/ tools need the server's tool-call parser
-//	TGI           http://HOST:8080/v1/                       LegacyMaxTokens; no json_schema response_format
+//	TGI           http://HOST:8080/v1/                       the model name is ignored
 //	Ollama        http://localhost:11434/v1/                 LegacyMaxTokens; overflow is truncated, not refused
 //	llama.cpp     http://HOST:8080/v1/                       tools need --jinja
 //	LM Studio     http://localhost:1234/v1/                  LegacyMaxTokens
