@@ -145,6 +145,11 @@ var dialects = []dialect{
 	{"deepseek", "server overloaded", status(503, `{"error":{"message":"Server overloaded, please try again later.","type":"server_error","param":null,"code":null}}`), portico.Transient, "", 0},
 	{"deepseek", "invalid parameters", status(422, `{"error":{"message":"Invalid parameters: top_p must be in (0, 1]","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`), portico.Permanent, "", 0},
 
+	// An "event: error" frame whose data is a bare message, as gateways
+	// that speak Anthropic-style events send it.
+	{"generic", "named error event, bare message", fakeopenai.Fault{Kind: fakeopenai.FaultStreamError, AfterChunks: 1, Event: "error", Body: `{"message":"Overloaded","code":529}`}, portico.Transient, "overloaded", 0},
+	{"generic", "named error event before content", fakeopenai.Fault{Kind: fakeopenai.FaultStreamError, Event: "error", Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, portico.Transient, "overloaded", 0},
+
 	// Mistral: docs.mistral.ai/api (shapes as in mistralai/mistral-vibe#188
 	// and editor-code-assistant/eca#231).
 	{"mistral", "too large for model", status(400, `{"object":"error","message":"Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length","type":"invalid_request_error","param":null,"code":null}`), portico.Incompatible, "context window", 0},

@@ -174,6 +174,22 @@ func usage(u oai.CompletionUsage) portico.Usage {
 	}
 }
 
+// errorChunk reports whether a chunk is an error without an "error" key
+// (which the SDK turns into an error itself): {"object":"error",...} as
+// vLLM before 0.9 and SGLang send, or a bare {"message":...} with no id and
+// no choices, as an "event: error" frame may carry.
+func errorChunk(c *oai.ChatCompletionChunk) bool {
+	if c.JSON.Object.Raw() == `"error"` {
+		return true
+	}
+	if c.ID != "" || len(c.Choices) != 0 {
+		return false
+	}
+	_, msg := c.JSON.ExtraFields["message"]
+	_, detail := c.JSON.ExtraFields["detail"]
+	return msg || detail
+}
+
 // malformed is the error of an answer that is not a valid completion.
 func malformed(x *exchange, model, why string) error {
 	return &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
@@ -207,7 +223,7 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 			break // no chunk reaches the caller after it canceled
 		}
 		c := s.Current()
-		if c.JSON.Object.Raw() == `"error"` { // vLLM before 0.9, SGLang
+		if errorChunk(&c) {
 			if f := parseErrorBody([]byte(c.RawJSON())); f.Found {
 				return nil, m.inBand(f, x, model)
 			}
