@@ -98,38 +98,47 @@ func classifyStatus(status int, f errorFields, shouldRetry string) (portico.Clas
 	return c, reason
 }
 
+// failureClasses are the Class and reason of what an error object says.
+var failureClasses = [...]struct {
+	class  portico.Class
+	reason string
+}{
+	unknown:   {portico.Permanent, "request refused"},
+	overflow:  {portico.Incompatible, "context window"},
+	quota:     {portico.Unusable, "quota exhausted"},
+	rateLimit: {portico.RateLimited, "rate limited"},
+	overload:  {portico.Transient, "overloaded"},
+	auth:      {portico.Unusable, "credentials refused"},
+	noModel:   {portico.Unusable, "model not found"},
+	invalid:   {portico.Permanent, "invalid parameter"},
+}
+
 func statusClass(status int, k failure) (portico.Class, string) {
 	switch {
-	case k == overflow:
-		return portico.Incompatible, "context window"
-	case k == quota || status == http.StatusPaymentRequired:
-		return portico.Unusable, "quota exhausted"
+	case k == overflow, k == quota:
+	case status == http.StatusPaymentRequired:
+		k = quota
 	case status == http.StatusRequestEntityTooLarge:
 		return portico.Incompatible, "request too large"
-	case status == http.StatusTooManyRequests && k == overload:
-		return portico.Transient, "overloaded"
 	case status == http.StatusTooManyRequests:
-		return portico.RateLimited, "rate limited"
+		if k != overload { // TGI's 429 "Model is overloaded"
+			k = rateLimit
+		}
 	case status == http.StatusUnauthorized, status == http.StatusForbidden:
-		return portico.Unusable, "credentials refused"
+		k = auth
 	case status == http.StatusNotFound:
-		return portico.Unusable, "model not found"
+		k = noModel
 	case status == http.StatusRequestTimeout, status == http.StatusConflict,
 		status == http.StatusFailedDependency, status == 498, status >= 500:
-		if k == overload || status == http.StatusServiceUnavailable {
-			return portico.Transient, "overloaded"
+		if k != overload && status != http.StatusServiceUnavailable {
+			return portico.Transient, "server error"
 		}
-		return portico.Transient, "server error"
-	case k == noModel:
-		return portico.Unusable, "model not found"
-	case k == auth:
-		return portico.Unusable, "credentials refused"
-	case k == rateLimit:
-		return portico.RateLimited, "rate limited"
-	case k == invalid:
-		return portico.Permanent, "invalid parameter"
+		k = overload
+	case k == overload: // a 4xx that says overloaded is the request's
+		k = unknown
 	}
-	return portico.Permanent, "request refused"
+	fc := failureClasses[k]
+	return fc.class, fc.reason
 }
 
 // classifyEvent maps an error sent inside an HTTP 200 answer (a stream's
@@ -137,23 +146,9 @@ func statusClass(status int, k failure) (portico.Class, string) {
 // code or type say, else the status it states, else Transient (the server
 // failed after accepting the request).
 func classifyEvent(f errorFields) (portico.Class, string) {
-	switch recognise(f) {
-	case overflow:
-		return portico.Incompatible, "context window"
-	case quota:
-		return portico.Unusable, "quota exhausted"
-	case rateLimit:
-		return portico.RateLimited, "rate limited"
-	case overload:
-		return portico.Transient, "overloaded"
-	case auth:
-		return portico.Unusable, "credentials refused"
-	case noModel:
-		return portico.Unusable, "model not found"
-	case invalid:
-		if f.Status == 0 || f.Status < 500 {
-			return portico.Permanent, "invalid parameter"
-		}
+	if k := recognise(f); k != unknown && (k != invalid || f.Status < 500) {
+		fc := failureClasses[k]
+		return fc.class, fc.reason
 	}
 	if f.Status != 0 {
 		return statusClass(f.Status, unknown)
