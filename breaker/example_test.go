@@ -37,10 +37,10 @@ func Example() {
 // A client's own errors never open the breaker.
 func Example_clientErrors() {
 	b := breaker.MustNew(breaker.Config{Trip: breaker.ConsecutiveFailures(1)})
-	badKey := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-		return nil, &portico.Error{Class: portico.Permanent, Status: 401}
+	badRequest := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return nil, &portico.Error{Class: portico.Permanent, Status: 400}
 	})
-	m := b.Wrap(badKey)
+	m := b.Wrap(badRequest)
 	for range 100 {
 		m.Generate(context.Background(), &portico.Request{})
 	}

@@ -252,7 +252,7 @@ func TestNoFallbackOn(t *testing.T) {
 		req *portico.Request
 		err error
 	}{
-		"permanent":                {context.Background(), simple, &portico.Error{Class: portico.Permanent, Status: 401}},
+		"permanent":                {context.Background(), simple, &portico.Error{Class: portico.Permanent, Status: 400}},
 		"unclassified":             {context.Background(), simple, errors.New("mystery")},
 		"canceled":                 {canceledCtx, simple, portico.FromContext(canceledCtx)},
 		"ambiguous-not-idempotent": {context.Background(), simple, perr(portico.Ambiguous)},

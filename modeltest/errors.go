@@ -13,17 +13,22 @@ import (
 var ErrInjected = errors.New("modeltest: injected fault")
 
 // StatusError returns the error an adapter makes of an HTTP failure with the given
-// status code, classified by the rule of package provider/openai: 429 is
-// [portico.RateLimited]; 500, 502, 503, 504 and any other 5xx are
-// [portico.Transient]; 400, 401, 403, 404 and any other status are
-// [portico.Permanent]. Status is set; Err is [ErrInjected]. Each call returns a
-// new *Error that the caller may change.
+// status code and no error body it recognises, classified by the rule of package
+// provider/openai: 429 is [portico.RateLimited]; 401, 402, 403 and 404 (this
+// route's credentials, quota, model or deployment) are [portico.Unusable]; 413 is
+// [portico.Incompatible]; 408, 409, 424 and every 5xx are [portico.Transient];
+// 400, 422 and any other status are [portico.Permanent]. Status is set; Err is
+// [ErrInjected]. Each call returns a new *Error that the caller may change.
 func StatusError(status int) *portico.Error {
 	c := portico.Permanent
 	switch {
 	case status == 429:
 		c = portico.RateLimited
-	case status >= 500 && status <= 599:
+	case status == 401, status == 402, status == 403, status == 404:
+		c = portico.Unusable
+	case status == 413:
+		c = portico.Incompatible
+	case status == 408, status == 409, status == 424, status >= 500 && status <= 599:
 		c = portico.Transient
 	}
 	return &portico.Error{Class: c, Status: status, Reason: "injected status", Err: ErrInjected}

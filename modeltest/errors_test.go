@@ -14,9 +14,11 @@ func TestStatusError(t *testing.T) {
 		status int
 		want   portico.Class
 	}{
-		{400, portico.Permanent}, {401, portico.Permanent}, {403, portico.Permanent}, {404, portico.Permanent},
-		{418, portico.Permanent}, {429, portico.RateLimited}, {500, portico.Transient}, {502, portico.Transient},
-		{503, portico.Transient}, {504, portico.Transient}, {599, portico.Transient},
+		{400, portico.Permanent}, {401, portico.Unusable}, {402, portico.Unusable}, {403, portico.Unusable},
+		{404, portico.Unusable}, {408, portico.Transient}, {409, portico.Transient}, {413, portico.Incompatible},
+		{418, portico.Permanent}, {422, portico.Permanent}, {424, portico.Transient}, {429, portico.RateLimited},
+		{500, portico.Transient}, {502, portico.Transient}, {503, portico.Transient}, {504, portico.Transient},
+		{599, portico.Transient},
 	} {
 		err := StatusError(c.status)
 		if got := portico.ClassOf(err); got != c.want || err.Status != c.status {

@@ -3,29 +3,33 @@ package trace
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"sync"
+	"strings"
 	"testing"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/modeltest/fakeopenai"
 )
 
 // TestTransportPropagates sends each attempt of a request that is retried
-// once to a test server over HTTP and checks that the server reads a
-// traceparent naming the request's trace and that attempt's own span.
+// once (the fake server's script answers 503, then 200) over HTTP and checks
+// that the server read a traceparent naming the request's trace and that
+// attempt's own span.
 func TestTransportPropagates(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.Header.Get("traceparent"))
-		n := len(got)
-		mu.Unlock()
-		if n == 1 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-	}))
+	srv, err := fakeopenai.Start(fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", Script: []fakeopenai.Fault{
+		{Kind: fakeopenai.FaultStatus, Status: 503},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer srv.Close()
+	post := func(ctx context.Context) (*http.Request, error) {
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.BaseURL()+"chat/completions",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		if err == nil {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		return r, err
+	}
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 
@@ -33,7 +37,7 @@ func TestTransportPropagates(t *testing.T) {
 	tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
 	client := &http.Client{Transport: tr.Transport(base)}
 	adapter := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
+		hreq, err := post(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -55,6 +59,10 @@ func TestTransportPropagates(t *testing.T) {
 		t.Fatal(err)
 	}
 	spans := s.rec.Ended()
+	var got []string
+	for _, r := range srv.Requests() {
+		got = append(got, r.Traceparent)
+	}
 	if len(spans) != 3 || len(got) != 2 {
 		t.Fatalf("%d spans and %d server calls, want 3 and 2", len(spans), len(got))
 	}
@@ -71,13 +79,13 @@ func TestTransportPropagates(t *testing.T) {
 	}
 
 	// Without a span in the context nothing is injected.
-	hreq, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	hreq, _ := post(context.Background())
 	res, err := client.Do(hreq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if got[2] != "" {
-		t.Errorf("traceparent without a span = %q, want none", got[2])
+	if rs := srv.Requests(); len(rs) != 3 || rs[2].Traceparent != "" {
+		t.Errorf("traceparent without a span = %+v, want none", rs)
 	}
 }

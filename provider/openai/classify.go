@@ -2,85 +2,16 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/portico-llm/portico"
 )
-
-// exchange watches one HTTP exchange through an SDK middleware: whether the
-// request was written, the response's status and headers, and any error while
-// reading the body. The classifier needs all three, which the SDK's errors do
-// not carry.
-type exchange struct {
-	reached bool        // the SDK handed a request to the transport
-	wrote   atomic.Bool // the transport finished writing the request
-	status  int         // the response's status, 0 when none came
-	header  http.Header // the response's headers
-	readErr error       // the first error reading the body, other than io.EOF
-	limit   int64       // the most body bytes to read; 0 means no limit
-	read    int64       // body bytes read so far
-}
-
-// middleware is the SDK middleware (option.Middleware) recording the exchange.
-func (x *exchange) middleware(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	x.reached = true
-	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-		if info.Err == nil {
-			x.wrote.Store(true)
-		}
-	}}
-	r = r.WithContext(httptrace.WithClientTrace(r.Context(), trace))
-	res, err := next(r)
-	if res != nil {
-		x.status, x.header = res.StatusCode, res.Header
-		if res.Body != nil {
-			res.Body = &watchedBody{rc: res.Body, x: x}
-		}
-	}
-	return res, err
-}
-
-// watchedBody records the first read error of a response body.
-type watchedBody struct {
-	rc io.ReadCloser
-	x  *exchange
-}
-
-// Read reads at most one byte beyond the exchange's limit, and fails with
-// ErrTooLarge once the body has gone past it.
-func (b *watchedBody) Read(p []byte) (int, error) {
-	x := b.x
-	if x.limit > 0 {
-		if x.read > x.limit {
-			return 0, ErrTooLarge
-		}
-		if left := x.limit - x.read; int64(len(p)) > left {
-			p = p[:left+1]
-		}
-	}
-	n, err := b.rc.Read(p)
-	x.read += int64(n)
-	if x.limit > 0 && x.read > x.limit {
-		n, err = n-1, ErrTooLarge
-	}
-	if err != nil && err != io.EOF && x.readErr == nil {
-		x.readErr = err
-	}
-	return n, err
-}
-
-func (b *watchedBody) Close() error { return b.rc.Close() }
 
 // ProviderError carries the provider's own description of a failure: the
 // error object of an HTTP error body or of an error event inside an event
@@ -102,7 +33,8 @@ type ProviderError struct {
 	// Message is the provider's message; empty unless the Model's Config has
 	// IncludeProviderMessage.
 	Message string
-	// InStream is true for an error event received inside an HTTP 200 stream.
+	// InStream is true for an error sent inside an HTTP 200 answer: a
+	// stream's error event or "error:" line, or an error object as the body.
 	InStream bool
 	// Cause is the SDK's error (an *openai.Error for HTTP errors), or nil.
 	Cause error
@@ -135,10 +67,10 @@ func (e *ProviderError) Error() string {
 // Unwrap returns the SDK's error, so errors.As reaches an *openai.Error.
 func (e *ProviderError) Unwrap() error { return e.Cause }
 
-// ErrMalformed is [portico.ErrMalformed], the cause of
-// [portico.InvalidResponse] errors for an answer that arrived but could not be
-// read as a chat completion: a body that is not valid JSON, a completion
-// without choices, a stream that ended without a finish reason.
+// ErrMalformed is [portico.ErrMalformed] (the same value), the cause of
+// [portico.InvalidResponse] errors for an answer that arrived but is not a
+// chat completion: a body that is not valid JSON or is JSON null, fields of
+// the wrong type, no choices, no finish reason (streamed or not).
 var ErrMalformed = portico.ErrMalformed
 
 // ErrTooLarge is the cause of [portico.InvalidResponse] errors for a response
@@ -146,30 +78,13 @@ var ErrMalformed = portico.ErrMalformed
 // and closed the connection.
 var ErrTooLarge = errors.New("openai: response larger than MaxResponseBytes")
 
-// classifyStatus maps an HTTP status, the provider's error code and its
-// x-should-retry header to a Class and a short reason. The rule, from the
-// issue's table:
-//
-//   - 429: RateLimited;
-//   - 400 with code context_length_exceeded: Incompatible;
-//   - 408, 409 and every 5xx: Transient;
-//   - every other status: Permanent;
-//   - then x-should-retry overrides: "true" makes a non-retryable class
-//     Transient, "false" makes a retryable one (Transient, RateLimited)
-//     Permanent; Incompatible stays Incompatible under "false".
-func classifyStatus(status int, code, shouldRetry string) (portico.Class, string) {
-	var c portico.Class
-	var reason string
-	switch {
-	case status == http.StatusTooManyRequests:
-		c, reason = portico.RateLimited, "rate limited"
-	case status == http.StatusBadRequest && code == "context_length_exceeded":
-		c, reason = portico.Incompatible, "context length exceeded"
-	case status == http.StatusRequestTimeout, status == http.StatusConflict, status >= 500:
-		c, reason = portico.Transient, "server error"
-	default:
-		c, reason = portico.Permanent, "request refused"
-	}
+// classifyStatus maps an HTTP error status and what its error object says
+// to a Class and a short reason, by the table in doc.go; then x-should-retry
+// overrides: "true" makes a class that is not retryable Transient, "false"
+// makes a retryable one Unusable (the provider says this route will not
+// serve it, as OpenAI's insufficient_quota).
+func classifyStatus(status int, f errorFields, shouldRetry string) (portico.Class, string) {
+	c, reason := statusClass(status, recognise(f))
 	switch shouldRetry {
 	case "true":
 		if !c.Retryable() {
@@ -177,42 +92,66 @@ func classifyStatus(status int, code, shouldRetry string) (portico.Class, string
 		}
 	case "false":
 		if c.Retryable() {
-			c, reason = portico.Permanent, reason+" (x-should-retry: false)"
+			c, reason = portico.Unusable, reason+" (x-should-retry: false)"
 		}
 	}
 	return c, reason
 }
 
-// classifyEvent maps an error event inside an HTTP 200 stream to the class of
-// the status it stands for: overload and server errors are Transient, a
-// prompt too long is Incompatible, a rate limit is RateLimited, invalid
-// requests and auth failures are Permanent, and anything unknown is
-// Transient (the server failed after accepting the request). A numeric code
-// is read as an HTTP status.
-func classifyEvent(typ, code, message string) (portico.Class, string) {
-	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n < 600 {
-		return classifyStatus(n, "", "")
-	}
-	has := func(words ...string) bool {
-		for _, w := range words {
-			if typ == w || code == w {
-				return true
-			}
-		}
-		return false
-	}
-	lower := strings.ToLower(message)
+// failureClasses are the Class and reason of what an error object says.
+var failureClasses = [...]struct {
+	class  portico.Class
+	reason string
+}{
+	unknown:   {portico.Permanent, "request refused"},
+	overflow:  {portico.Incompatible, "context window"},
+	quota:     {portico.Unusable, "quota exhausted"},
+	rateLimit: {portico.RateLimited, "rate limited"},
+	overload:  {portico.Transient, "overloaded"},
+	auth:      {portico.Unusable, "credentials refused"},
+	noModel:   {portico.Unusable, "model not found"},
+	invalid:   {portico.Permanent, "invalid parameter"},
+}
+
+func statusClass(status int, k failure) (portico.Class, string) {
 	switch {
-	case has("context_length_exceeded", "string_above_max_length"),
-		strings.Contains(lower, "prompt is too long"),
-		strings.Contains(lower, "maximum context length"):
-		return portico.Incompatible, "context length exceeded"
-	case has("overloaded", "overloaded_error", "server_error", "api_error", "internal_error", "service_unavailable", "timeout"):
-		return portico.Transient, "overloaded"
-	case has("rate_limit_exceeded", "rate_limit_error", "requests", "tokens"):
-		return portico.RateLimited, "rate limited"
-	case has("invalid_request_error", "authentication_error", "permission_error", "not_found_error", "invalid_api_key"):
-		return portico.Permanent, "request refused"
+	case k == overflow, k == quota:
+	case status == http.StatusPaymentRequired:
+		k = quota
+	case status == http.StatusRequestEntityTooLarge:
+		return portico.Incompatible, "request too large"
+	case status == http.StatusTooManyRequests:
+		if k != overload { // TGI's 429 "Model is overloaded"
+			k = rateLimit
+		}
+	case status == http.StatusUnauthorized, status == http.StatusForbidden:
+		k = auth
+	case status == http.StatusNotFound:
+		k = noModel
+	case status == http.StatusRequestTimeout, status == http.StatusConflict,
+		status == http.StatusFailedDependency, status == 498, status >= 500:
+		if k != overload && status != http.StatusServiceUnavailable {
+			return portico.Transient, "server error"
+		}
+		k = overload
+	case k == overload: // a 4xx that says overloaded is the request's
+		k = unknown
+	}
+	fc := failureClasses[k]
+	return fc.class, fc.reason
+}
+
+// classifyEvent maps an error sent inside an HTTP 200 answer (a stream's
+// error event, an error object as the body) to a Class: what its message,
+// code or type say, else the status it states, else Transient (the server
+// failed after accepting the request).
+func classifyEvent(f errorFields) (portico.Class, string) {
+	if k := recognise(f); k != unknown && (k != invalid || f.Status < 500) {
+		fc := failureClasses[k]
+		return fc.class, fc.reason
+	}
+	if f.Status != 0 {
+		return statusClass(f.Status, unknown)
 	}
 	return portico.Transient, "stream error"
 }
@@ -250,27 +189,24 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		return e
 	}
 	// 2. A body past Config.MaxResponseBytes, whatever the SDK made of it.
-	//    An HTTP error keeps the class of its status (its code is unread).
+	//    An HTTP error keeps the class of its status (its body is unread).
 	if errors.Is(x.readErr, ErrTooLarge) {
 		e.Class, e.Reason, e.Err = portico.InvalidResponse, "response too large", ErrTooLarge
 		if x.status >= 400 {
-			e.Class, e.Reason = classifyStatus(x.status, "", x.header.Get("x-should-retry"))
+			e.Class, e.Reason = classifyStatus(x.status, errorFields{}, x.header.Get("x-should-retry"))
 			e.Reason += " (error body too large)"
 		}
 		return e
 	}
-	// 3. An HTTP error status with an OpenAI error body.
-	var apiErr *oai.Error
-	if errors.As(err, &apiErr) {
-		h := x.header
-		if h == nil && apiErr.Response != nil {
-			h = apiErr.Response.Header
-		}
-		e.Status, e.Code = apiErr.StatusCode, apiErr.Code
-		e.Class, e.Reason = classifyStatus(apiErr.StatusCode, apiErr.Code, h.Get("x-should-retry"))
-		pe := &ProviderError{Status: apiErr.StatusCode, Type: apiErr.Type, Code: apiErr.Code, Param: apiErr.Param, Cause: apiErr}
-		if m.cfg.IncludeProviderMessage {
-			pe.Message = apiErr.Message
+	// 3. An HTTP error status, with an error object in any server's shape.
+	if x.status >= 400 {
+		f := parseErrorBody(x.errBody)
+		e.Code = f.Code
+		e.Class, e.Reason = classifyStatus(x.status, f, x.header.Get("x-should-retry"))
+		pe := m.providerError(x.status, f, false)
+		var apiErr *oai.Error
+		if errors.As(err, &apiErr) {
+			pe.Cause = apiErr
 		}
 		e.Err = pe
 		return e
@@ -278,14 +214,7 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 	// 4. An error event inside an HTTP 200 stream.
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
-		pe := parseEvent(se.Event.Data)
-		e.Class, e.Reason = classifyEvent(pe.Type, pe.Code, pe.Message)
-		e.Code = pe.Code
-		if !m.cfg.IncludeProviderMessage {
-			pe.Message = ""
-		}
-		e.Err = pe
-		return e
+		return m.inBand(parseErrorBody(se.Event.Data), x, model)
 	}
 	// 5. No response: the transport failed. Before the request was written the
 	//    server cannot have acted on it; after, the outcome is unknown.
@@ -310,33 +239,21 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 	return e
 }
 
-// parseEvent reads the error object of a stream's error event. Data is
-// {"error":{"message","type","code","param"}}, where code may be a number.
-func parseEvent(data []byte) *ProviderError {
-	var ev struct {
-		Error struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-			Param   json.RawMessage `json:"param"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(data, &ev)
-	pe := &ProviderError{Status: http.StatusOK, InStream: true, Type: ev.Error.Type, Message: ev.Error.Message}
-	pe.Code = scalar(ev.Error.Code)
-	pe.Param = scalar(ev.Error.Param)
-	return pe
+// inBand returns the error for an error sent inside an HTTP 200 answer: a
+// stream's error event or "error:" line, or an error object as the body.
+func (m *Model) inBand(f errorFields, x *exchange, model string) error {
+	e := &portico.Error{Model: model, Status: x.status, Code: f.Code, RateLimit: ParseRateLimit(x.header)}
+	e.Class, e.Reason = classifyEvent(f)
+	e.Err = m.providerError(http.StatusOK, f, true)
+	return e
 }
 
-// scalar returns a JSON string's value or a number's text; "" otherwise.
-func scalar(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+// providerError is the ProviderError of an error object, its message kept
+// only when the Config includes it.
+func (m *Model) providerError(status int, f errorFields, inStream bool) *ProviderError {
+	pe := &ProviderError{Status: status, Type: f.Type, Code: f.Code, Param: f.Param, InStream: inStream}
+	if m.cfg.IncludeProviderMessage {
+		pe.Message = f.Message
 	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
+	return pe
 }

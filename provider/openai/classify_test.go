@@ -14,62 +14,111 @@ func TestClassifyStatus(t *testing.T) {
 	}{
 		{429, "rate_limit_exceeded", "", portico.RateLimited},
 		{429, "", "true", portico.RateLimited},
-		{429, "", "false", portico.Permanent},
+		{429, "", "false", portico.Unusable},
+		{429, "insufficient_quota", "", portico.Unusable},
 		{400, "context_length_exceeded", "", portico.Incompatible},
 		{400, "context_length_exceeded", "false", portico.Incompatible},
 		{400, "context_length_exceeded", "true", portico.Transient},
 		{400, "", "", portico.Permanent},
-		{401, "invalid_api_key", "", portico.Permanent},
-		{403, "", "", portico.Permanent},
-		{404, "model_not_found", "", portico.Permanent},
+		{401, "invalid_api_key", "", portico.Unusable},
+		{402, "", "", portico.Unusable},
+		{403, "", "", portico.Unusable},
+		{404, "model_not_found", "", portico.Unusable},
+		{413, "", "", portico.Incompatible},
 		{422, "", "", portico.Permanent},
-		{404, "", "true", portico.Transient},
+		{404, "", "true", portico.Unusable}, // Unusable is not Retryable, but x-should-retry: true makes it Transient below
 		{408, "", "", portico.Transient},
 		{409, "", "", portico.Transient},
+		{424, "", "", portico.Transient},
+		{498, "", "", portico.Transient},
 		{500, "", "", portico.Transient},
 		{502, "", "", portico.Transient},
 		{503, "", "", portico.Transient},
 		{504, "", "", portico.Transient},
 		{529, "", "", portico.Transient},
-		{503, "", "false", portico.Permanent},
+		{503, "", "false", portico.Unusable},
 		{503, "", "maybe", portico.Transient},
 	}
 	for _, c := range cases {
-		if got, _ := classifyStatus(c.status, c.code, c.retry); got != c.want {
-			t.Errorf("classifyStatus(%d, %q, %q) = %v, want %v", c.status, c.code, c.retry, got, c.want)
+		want := c.want
+		if c.retry == "true" && !want.Retryable() {
+			want = portico.Transient
+		}
+		if got, _ := classifyStatus(c.status, errorFields{Code: c.code}, c.retry); got != want {
+			t.Errorf("classifyStatus(%d, %q, %q) = %v, want %v", c.status, c.code, c.retry, got, want)
 		}
 	}
 }
 
 func TestClassifyEvent(t *testing.T) {
 	cases := []struct {
-		typ, code, msg string
-		want           portico.Class
+		f    errorFields
+		want portico.Class
 	}{
-		{"server_error", "overloaded", "Overloaded", portico.Transient},
-		{"overloaded_error", "", "Overloaded", portico.Transient},
-		{"invalid_request_error", "context_length_exceeded", "", portico.Incompatible},
-		{"invalid_request_error", "", "prompt is too long: 210000 tokens > 200000 maximum", portico.Incompatible},
-		{"invalid_request_error", "", "This model's maximum context length is 8192 tokens", portico.Incompatible},
-		{"invalid_request_error", "", "bad field", portico.Permanent},
-		{"rate_limit_error", "", "", portico.RateLimited},
-		{"tokens", "rate_limit_exceeded", "", portico.RateLimited},
-		{"", "502", "upstream", portico.Transient},
-		{"", "429", "", portico.RateLimited},
-		{"", "401", "", portico.Permanent},
-		{"", "", "", portico.Transient},
-		{"mystery", "mystery", "", portico.Transient},
+		{errorFields{Type: "server_error", Code: "overloaded", Message: "Overloaded"}, portico.Transient},
+		{errorFields{Type: "overloaded_error", Message: "Overloaded"}, portico.Transient},
+		{errorFields{Type: "invalid_request_error", Code: "context_length_exceeded"}, portico.Incompatible},
+		{errorFields{Type: "invalid_request_error", Message: "prompt is too long: 210000 tokens > 200000 maximum"}, portico.Incompatible},
+		{errorFields{Type: "invalid_request_error", Message: "This model's maximum context length is 8192 tokens"}, portico.Incompatible},
+		// A numeric code does not hide a message the adapter knows.
+		{errorFields{Type: "BadRequestError", Code: "400", Status: 400, Message: "This model's maximum context length is 4096 tokens."}, portico.Incompatible},
+		{errorFields{Type: "invalid_request_error", Message: "bad field"}, portico.Permanent},
+		{errorFields{Type: "rate_limit_error"}, portico.RateLimited},
+		{errorFields{Type: "tokens", Code: "rate_limit_exceeded"}, portico.RateLimited},
+		{errorFields{Code: "502", Status: 502, Message: "upstream"}, portico.Transient},
+		{errorFields{Code: "429", Status: 429}, portico.RateLimited},
+		{errorFields{Code: "401", Status: 401}, portico.Unusable},
+		{errorFields{Type: "InternalServerError", Code: "500", Status: 500}, portico.Transient},
+		{errorFields{}, portico.Transient},
+		{errorFields{Type: "mystery", Code: "mystery"}, portico.Transient},
 	}
 	for _, c := range cases {
-		if got, _ := classifyEvent(c.typ, c.code, c.msg); got != c.want {
-			t.Errorf("classifyEvent(%q, %q, %q) = %v, want %v", c.typ, c.code, c.msg, got, c.want)
+		if got, _ := classifyEvent(c.f); got != c.want {
+			t.Errorf("classifyEvent(%+v) = %v, want %v", c.f, got, c.want)
 		}
 	}
 }
 
-func TestParseEventNumericCode(t *testing.T) {
-	pe := parseEvent([]byte(`{"error":{"message":"m","type":"t","code":502,"param":null}}`))
-	if pe.Code != "502" || pe.Type != "t" || pe.Param != "" || !pe.InStream || pe.Status != 200 {
-		t.Errorf("parseEvent = %+v, want code 502 type t in stream status 200", pe)
+func TestParseErrorBody(t *testing.T) {
+	cases := []struct {
+		body string
+		want errorFields
+	}{
+		{`{"error":{"message":"m","type":"t","code":502,"param":null}}`, errorFields{Message: "m", Type: "t", Code: "502", Status: 502, Found: true}},
+		{`{"error":{"message":"m","type":"t","code":"c","param":"p"}}`, errorFields{Message: "m", Type: "t", Code: "c", Param: "p", Found: true}},
+		{`{"error":"Model is overloaded","error_type":"overloaded"}`, errorFields{Message: "Model is overloaded", Type: "overloaded", Found: true}},
+		{`{"object":"error","message":"m","type":"BadRequestError","param":null,"code":400}`, errorFields{Message: "m", Type: "BadRequestError", Code: "400", Status: 400, Found: true}},
+		{`{"error":{"message":"m","http_status_code":422}}`, errorFields{Message: "m", Status: 422, Found: true}},
+		{`{"statusCode":401,"message":"Unauthorized"}`, errorFields{Message: "Unauthorized", Code: "", Status: 401, Found: true}},
+		{`{"detail":"Not Found"}`, errorFields{Message: "Not Found", Found: true}},
+		{`{"error":null}`, errorFields{}},
+		{`{"id":"x","choices":[]}`, errorFields{}},
+		{`not json`, errorFields{}},
+		{`null`, errorFields{}},
+	}
+	for _, c := range cases {
+		if got := parseErrorBody([]byte(c.body)); got != c.want {
+			t.Errorf("parseErrorBody(%s) = %+v, want %+v", c.body, got, c.want)
+		}
+	}
+}
+
+// The "error:" line detector finds llama.cpp's line however the bytes are
+// split, and nothing in lines that only contain the word.
+func TestSSEErrorLine(t *testing.T) {
+	const stream = "data: {\"x\":\"error: no\"}\n\nerror: {\"code\":500,\"message\":\"boom\"}\n\ndata: [DONE]\n\n"
+	for split := 1; split <= len(stream); split++ {
+		var s sseErrorLine
+		for i := 0; i < len(stream); i += split {
+			s.feed([]byte(stream[i:min(i+split, len(stream))]))
+		}
+		if got := string(s.get()); got != `{"code":500,"message":"boom"}` {
+			t.Fatalf("split %d: get() = %q, want the error line's value", split, got)
+		}
+	}
+	var s sseErrorLine
+	s.feed([]byte("data: error: x\n\nxerror: y\n"))
+	if got := s.get(); got != nil {
+		t.Errorf("get() = %q, want nil for no error line", got)
 	}
 }

@@ -26,51 +26,69 @@
 // (option.WithMaxRetries(0), appended after the caller's options and again on
 // every call), so that each Generate is exactly one HTTP request and the
 // retry layer above (package retry) owns every retry and counts it against
-// its budget. Seed 003: "one layer owns retries; turn off retries in lower
-// clients". Seed 001 shows why: three layers of three attempts make 27 calls.
+// its budget. Retries at several layers multiply: three layers of three
+// attempts make 27 calls to a sick server (Google's SRE book, "Addressing
+// Cascading Failures"; the AWS Builders' Library, "Timeouts, retries, and
+// backoff with jitter").
 //
 // # Error classes
 //
-// Errors are classified before anyone acts on them (seed 003). Every error is
-// a [*portico.Error]:
+// Every error is a [*portico.Error], classified once here so that the layers
+// above act on the class alone. HTTP errors are read in every
+// OpenAI-compatible server's dialect (OpenAI, Azure OpenAI, vLLM, SGLang,
+// Hugging Face TGI, Ollama, llama.cpp, LM Studio, Groq, Together, Fireworks,
+// OpenRouter, DeepSeek, Mistral: the shapes and wordings, with their
+// sources, are in dialect.go):
 //
-//	429                                    RateLimited, RetryAfter from retry-after-ms,
-//	                                       else retry-after (seconds or HTTP-date)
-//	500, 502, 503, 504 (408, 409, 5xx)     Transient
-//	400 code context_length_exceeded       Incompatible
-//	other 400, 401, 403, 404 (other 4xx)   Permanent
-//	x-should-retry: true / false           overrides the status rule
-//	error event inside an HTTP 200 stream  as the status it stands for:
-//	                                       overloaded Transient, prompt too long Incompatible
-//	connection failed before the request   Transient
+//	context overflow, any status or stream      Incompatible, Reason "context window"
+//	429                                         RateLimited, RetryAfter from retry-after-ms,
+//	                                            else retry-after (seconds or HTTP-date)
+//	429 that says the server is overloaded      Transient
+//	401, 403 (credentials), 404 (model or       Unusable: this route cannot serve now,
+//	deployment), 402 or insufficient_quota      another may
+//	413                                         Incompatible, Reason "request too large"
+//	408, 409, 424, 498, 5xx                     Transient
+//	other 400, 422 (an invalid parameter)       Permanent
+//	x-should-retry: true / false                overrides: true makes a class that is not
+//	                                            retryable Transient, false makes a
+//	                                            retryable one Unusable
+//	error inside an HTTP 200 answer (a stream's  what its message, code or type say, else
+//	error event or "error:" line, an error      the status its numeric code states, else
+//	object as the whole body)                   Transient
+//	connection failed before the request        Transient
 //	was written
-//	timeout or reset after it was written  Ambiguous (it may have run and been billed)
-//	body not a completion, stream without  InvalidResponse wrapping ErrMalformed
-//	a finish reason
-//	answer past Config.MaxResponseBytes    InvalidResponse wrapping ErrTooLarge
+//	timeout or reset after it was written       Ambiguous (it may have run and been billed)
+//	a 200 body that is not a valid completion   InvalidResponse wrapping portico.ErrMalformed
+//	(JSON null, fields of the wrong type, no
+//	choices, no finish reason, streamed or not)
+//	answer past Config.MaxResponseBytes         InvalidResponse wrapping ErrTooLarge
 //	(an error body that long: its status's class, wrapping ErrTooLarge)
-//	caller's ctx canceled / deadline       Canceled / Deadline
-//	a layer's own timeout (ctx ended with  Ambiguous once written, else Transient
+//	caller's ctx canceled / deadline            Canceled / Deadline
+//	a layer's own timeout (ctx ended with       Ambiguous once written, else Transient
 //	a cause matching portico.ErrLayerTimeout)
 //
+// A message is read before a code, so a numeric code ("code": 400, as vLLM
+// and llama.cpp send) never hides a context overflow the message states.
 // Whether the request was written comes from net/http/httptrace's
-// WroteRequest, observed by an SDK middleware. A layer's timeout is told from
-// the caller's cancel or deadline by its cause: a layer that bounds one attempt
-// (package retry) ends the context with a cause matching
-// portico.ErrLayerTimeout, so that the adapter reports the attempt as Ambiguous
-// or Transient rather than as the caller's Canceled or Deadline.
+// WroteRequest, observed by an SDK middleware. A layer that bounds one
+// attempt (package retry) ends the context with a cause matching
+// portico.ErrLayerTimeout, which tells its timeout from the caller's.
 //
 // HTTP errors wrap a [*ProviderError] (status, type, code, param), which wraps
 // the SDK's *openai.Error. Providers may echo the prompt in their error
 // messages, so the message is left out of errors unless
-// [Config.IncludeProviderMessage] is set.
+// [Config.IncludeProviderMessage] is set (the OWASP Logging Cheat Sheet's
+// rule for data that must not reach logs).
 //
 // # Bounds
 //
 // A hostile or broken server cannot make one call hold unbounded memory or
 // run past its context: every response body (an answer, an HTTP error, a
 // whole event stream, an event that never ends) is cut at
-// [Config.MaxResponseBytes], 64 MiB by default, and the SDK reads it under
+// [Config.MaxResponseBytes], 64 MiB by default, at the transport, before
+// the SDK decodes it. A Content-Length above the limit is refused before a
+// byte is read; a body of unknown length is read in blocks, so refusing it
+// costs about the limit; a stream stops at the limit. The SDK reads under
 // the caller's context, so a stream that never sends [DONE] ends with the
 // context or at the byte limit, whichever comes first.
 //
@@ -81,4 +99,24 @@
 // [portico.RateLimit] on Response.RateLimit and Error.RateLimit, for package
 // ratelimit to adopt the provider's view. [ParseRetryAfter] and [ParseReset]
 // are the parsers, pure and fuzzed.
+//
+// # OpenAI-compatible servers
+//
+// Point option.WithBaseURL at the server's /v1/ root. The options each needs
+// and the features each lacks are in docs/openai-compatible.md; in short:
+//
+//	server        base URL                                   options
+//	OpenAI        https://api.openai.com/v1/ (the default)   none
+//	Azure OpenAI  azure.WithEndpoint(endpoint, api-version)   azure.WithAPIKey; the deployment is the model
+//	vLLM, SGLang  http://HOST:8000/v1/, http://HOST:30000/v1/ tools need the server's tool-call parser
+//	TGI           http://HOST:8080/v1/                       the model name is ignored
+//	Ollama        http://localhost:11434/v1/                 LegacyMaxTokens; overflow is truncated, not refused
+//	llama.cpp     http://HOST:8080/v1/                       tools need --jinja
+//	LM Studio     http://localhost:1234/v1/                  LegacyMaxTokens
+//	Groq          https://api.groq.com/openai/v1/            no logprobs, n = 1
+//	Together      https://api.together.xyz/v1/               none
+//	Fireworks     https://api.fireworks.ai/inference/v1/     none
+//	OpenRouter    https://openrouter.ai/api/v1/              optional HTTP-Referer, X-Title headers
+//	DeepSeek      https://api.deepseek.com/v1/               json_object only, no json_schema
+//	Mistral       https://api.mistral.ai/v1/                 LegacyMaxTokens (max_completion_tokens is refused)
 package openai

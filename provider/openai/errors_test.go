@@ -53,12 +53,12 @@ func TestErrorClassesFromStatus(t *testing.T) {
 		{"400 context_length_exceeded", fakeopenai.Fault{Kind: fakeopenai.FaultContextLength}, false, portico.Incompatible, 400, "context_length_exceeded", 0},
 		{"400 context_length_exceeded streaming", fakeopenai.Fault{Kind: fakeopenai.FaultContextLength}, true, portico.Incompatible, 400, "context_length_exceeded", 0},
 		{"400", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 400}, false, portico.Permanent, 400, "", 0},
-		{"401", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 401}, false, portico.Permanent, 401, "invalid_api_key", 0},
-		{"403", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 403}, false, portico.Permanent, 403, "unsupported_country_region_territory", 0},
-		{"404", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 404}, false, portico.Permanent, 404, "model_not_found", 0},
+		{"401", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 401}, false, portico.Unusable, 401, "invalid_api_key", 0},
+		{"403", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 403}, false, portico.Unusable, 403, "unsupported_country_region_territory", 0},
+		{"404", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 404}, false, portico.Unusable, 404, "model_not_found", 0},
 		{"400 x-should-retry true", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 400, ShouldRetry: "true"}, false, portico.Transient, 400, "", 0},
-		{"503 x-should-retry false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, ShouldRetry: "false"}, false, portico.Permanent, 503, "", 0},
-		{"429 x-should-retry false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, ShouldRetry: "false", RetryAfter: time.Second}, false, portico.Permanent, 429, "rate_limit_exceeded", time.Second},
+		{"503 x-should-retry false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, ShouldRetry: "false"}, false, portico.Unusable, 503, "", 0},
+		{"429 x-should-retry false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, ShouldRetry: "false", RetryAfter: time.Second}, false, portico.Unusable, 429, "rate_limit_exceeded", time.Second},
 		{"stream error event overloaded", fakeopenai.Fault{Kind: fakeopenai.FaultStreamError, AfterChunks: 2}, true, portico.Transient, 200, "overloaded", 0},
 		{"stream error event prompt too long", fakeopenai.Fault{Kind: fakeopenai.FaultStreamError, Code: "context_length_exceeded"}, true, portico.Incompatible, 200, "context_length_exceeded", 0},
 	}
@@ -125,11 +125,13 @@ func TestContextWindowExceeded(t *testing.T) {
 	}
 }
 
-func TestUnknownModelPermanent(t *testing.T) {
+// A model this route does not serve makes the route unusable for it, not
+// the request wrong: another route may serve it.
+func TestUnknownModelUnusable(t *testing.T) {
 	_, m := start(t, fakeopenai.Config{}, openai.Config{})
 	_, err := m.Generate(context.Background(), userReq("nope", "hi"))
-	if pe := asError(t, err); pe.Class != portico.Permanent || pe.Status != 404 || pe.Code != "model_not_found" {
-		t.Errorf("Generate error = %v %d %q, want permanent 404 model_not_found", pe.Class, pe.Status, pe.Code)
+	if pe := asError(t, err); pe.Class != portico.Unusable || pe.Status != 404 || pe.Code != "model_not_found" || !errors.Is(err, portico.ErrUnusable) {
+		t.Errorf("Generate error = %v %d %q, want unusable 404 model_not_found", pe.Class, pe.Status, pe.Code)
 	}
 }
 

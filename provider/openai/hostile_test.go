@@ -4,26 +4,29 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3/option"
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/modeltest/fakeopenai"
 	"github.com/portico-llm/portico/provider/openai"
 )
 
 // These tests run the real SDK over loopback HTTP against hand-written
-// handlers that send what the fake server never does: hostile or broken
-// answers.
+// handlers, served by the fake server's Config.Handler, that send what no
+// Fault describes: endless or interleaved answers.
 
 // raw serves h over loopback and returns a Model pointed at it.
 func raw(t *testing.T, cfg openai.Config, h http.HandlerFunc) *openai.Model {
 	t.Helper()
-	s := httptest.NewServer(h)
+	s, err := fakeopenai.Start(fakeopenai.Config{Handler: h})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(s.Close)
-	return openai.New(cfg, option.WithBaseURL(s.URL+"/v1/"), option.WithAPIKey("k"), option.WithHTTPClient(s.Client()))
+	return openai.New(cfg, option.WithBaseURL(s.BaseURL()), option.WithAPIKey("k"), option.WithHTTPClient(s.Client()))
 }
 
 // sse answers with the given data events, each flushed, and nothing else.
@@ -315,7 +318,7 @@ func TestErrorBodyNotOpenAI(t *testing.T) {
 		{"proxy 502 html", reply(502, "text/html", "<html>Bad Gateway</html>"), portico.Transient, 502, 0},
 		{"503 other json", reply(503, "application/json", `{"detail":"busy"}`), portico.Transient, 503, 0},
 		{"429 plain text", reply(429, "text/plain", "slow down", "retry-after", "7"), portico.RateLimited, 429, 7 * time.Second},
-		{"401 empty", reply(401, "application/json", ""), portico.Permanent, 401, 0},
+		{"401 empty", reply(401, "application/json", ""), portico.Unusable, 401, 0},
 		{"200 html", reply(200, "text/html", "<html>hi</html>"), portico.InvalidResponse, 200, 0},
 	}
 	for _, tc := range cases {

@@ -23,18 +23,16 @@ type Config struct {
 	LegacyMaxTokens bool
 	// IncludeProviderMessage puts the provider's error message into
 	// [ProviderError].Message and so into error strings. Off by default,
-	// because providers may echo prompt text in their messages (seed 003:
-	// redact prompts from logs).
+	// because providers may echo prompt text in their messages.
 	IncludeProviderMessage bool
 	// MaxResponseBytes bounds the bytes of response body read for one call:
 	// the JSON body of an answer or of an HTTP error, or the whole event
 	// stream of a streamed answer. A server that sends more (a huge body, a
-	// stream that never ends, one endless event) gets its connection closed
-	// and the call fails with [portico.InvalidResponse] wrapping
-	// [ErrTooLarge], so that no single answer can grow the caller's memory
-	// without limit. Zero means [DefaultMaxResponseBytes] (64 MiB); a
-	// negative value means no limit (the caller's context is then the only
-	// bound on an endless stream).
+	// stream that never ends, one endless event), or announces more in its
+	// Content-Length, gets its connection closed and the call fails with
+	// [portico.InvalidResponse] wrapping [ErrTooLarge]. Zero means
+	// [DefaultMaxResponseBytes] (64 MiB); a negative value means no limit
+	// (the caller's context is then the only bound on an endless stream).
 	MaxResponseBytes int64
 }
 
@@ -45,11 +43,8 @@ const DefaultMaxResponseBytes = 64 << 20
 
 // Model is a [portico.Model] over OpenAI's chat-completions API through the
 // official SDK, github.com/openai/openai-go/v3. It is safe for concurrent use.
-//
 // The SDK's own retries are off: Model makes exactly one HTTP request per
-// Generate, so that one layer (package retry) owns retries and counts them
-// against its budget (seed 003: "one layer owns retries"). The SDK would
-// otherwise retry twice by default, under every retry layer above it.
+// Generate (see "One layer owns retries" in the package doc).
 type Model struct {
 	cfg    Config
 	limit  int64 // body bytes per call; 0: none
@@ -78,55 +73,20 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 	return &Model{cfg: cfg, limit: limit, client: oai.NewClient(all...)}
 }
 
-// Generate sends req as one chat completion, streamed when req.OnChunk is set,
-// and returns the answer: text, tool calls, finish reason, usage (cached
-// input tokens included), the model that answered and the provider's
-// rate-limit headers.
+// Generate sends req as one chat completion, streamed when req.OnChunk is
+// set, and returns the answer: text, tool calls, finish reason, usage
+// (cached input tokens included), the model that answered and the
+// provider's rate-limit headers. Streamed text deltas reach OnChunk as they
+// arrive (an empty Chunk for each tool-call delta) and add up to
+// Response.Text; tool calls are assembled by index, in index order. Text
+// and arguments pass byte for byte, invalid UTF-8 included; an unknown
+// finish_reason passes unchanged; a missing usage leaves Usage zero.
 //
-// Streaming delivers each text delta to req.OnChunk as it arrives, and an
-// empty-text Chunk for each delta that only advances a tool call; the
-// concatenated texts equal Response.Text. Tool calls are assembled from
-// their deltas by index (parallel calls may interleave), in index order;
-// an index outside [0, 128) is an InvalidResponse, and indexes a server
-// skipped leave no empty call behind.
-//
-// Text and tool arguments are passed on byte for byte as the provider sent
-// them, invalid UTF-8 included (it is not replaced, so that streamed chunks
-// still add up to Response.Text when a provider splits a character across
-// chunks). A finish_reason other than the four portico knows passes
-// through unchanged (see [portico.FinishReason]); a missing usage leaves
-// Response.Usage zero.
-//
-// Every error is a [*portico.Error] (see doc.go for the full table):
-//
-//   - 429: RateLimited, RetryAfter from retry-after-ms, else retry-after
-//     seconds or HTTP-date;
-//   - 500, 502, 503, 504 (and 408, 409, other 5xx): Transient;
-//   - 400 with code context_length_exceeded: Incompatible;
-//   - other 400, 401, 403, 404: Permanent;
-//   - x-should-retry: true/false overrides the status rule;
-//   - an error event inside an HTTP 200 stream: the class of the status it
-//     stands for (overloaded: Transient; prompt too long: Incompatible);
-//   - transport failure before the request was written: Transient; after it
-//     was written (timeout, reset): Ambiguous;
-//   - a body that is not a valid completion, a completion without choices,
-//     or a stream that ends without a finish reason: InvalidResponse
-//     wrapping [ErrMalformed];
-//   - an answer or event stream longer than [Config.MaxResponseBytes]:
-//     InvalidResponse wrapping [ErrTooLarge]; an HTTP error body that long:
-//     the class of its status, wrapping ErrTooLarge;
-//   - the caller's ctx canceled: Canceled; its deadline: Deadline; a context
-//     that a layer ended for its own timeout (a cause matching
-//     portico.ErrLayerTimeout, as package retry gives): Ambiguous once the
-//     request was written, else Transient;
-//   - an OnChunk error: returned as is when it is a *portico.Error, else a
-//     Canceled error wrapping it;
-//   - a request that cannot be encoded (unknown role, tool parameters that
-//     are not JSON, an image in a system message, no model, an Extra key the
-//     adapter sets itself: model, messages, stream, stream_options):
-//     Permanent, without any HTTP request.
-//
-// HTTP errors wrap a [*ProviderError], which wraps the SDK's *openai.Error.
+// Every error is a [*portico.Error], classified by the table in the package
+// doc ("Error classes"); HTTP errors wrap a [*ProviderError]. An OnChunk
+// error is returned as is when it is a *portico.Error, else as Canceled
+// wrapping it. A request that cannot be encoded is Permanent, without any
+// HTTP request. Safe for concurrent use.
 func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
@@ -157,9 +117,19 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err != nil {
 		return nil, m.classify(ctx, err, x, model)
 	}
-	if len(comp.Choices) == 0 {
-		return nil, &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
-			Reason: "no choices", Err: ErrMalformed, RateLimit: ParseRateLimit(x.header)}
+	if comp == nil { // the body was JSON null
+		return nil, malformed(x, model, "no completion")
+	}
+	if !x.whole(comp.RawJSON()) {
+		return nil, malformed(x, model, "data after the completion")
+	}
+	if _, ok := comp.JSON.ExtraFields["error"]; ok || comp.JSON.Object.Raw() == `"error"` {
+		if f := parseErrorBody([]byte(comp.RawJSON())); f.Found {
+			return nil, m.inBand(f, x, model)
+		}
+	}
+	if why := checkCompletion(comp); why != "" {
+		return nil, malformed(x, model, why)
 	}
 	ch := comp.Choices[0]
 	resp := &portico.Response{
@@ -204,6 +174,28 @@ func usage(u oai.CompletionUsage) portico.Usage {
 	}
 }
 
+// errorChunk reports whether a chunk is an error without an "error" key
+// (which the SDK turns into an error itself): {"object":"error",...} as
+// vLLM before 0.9 and SGLang send, or a bare {"message":...} with no id and
+// no choices, as an "event: error" frame may carry.
+func errorChunk(c *oai.ChatCompletionChunk) bool {
+	if c.JSON.Object.Raw() == `"error"` {
+		return true
+	}
+	if c.ID != "" || len(c.Choices) != 0 {
+		return false
+	}
+	_, msg := c.JSON.ExtraFields["message"]
+	_, detail := c.JSON.ExtraFields["detail"]
+	return msg || detail
+}
+
+// malformed is the error of an answer that is not a valid completion.
+func malformed(x *exchange, model, why string) error {
+	return &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
+		Reason: why, Err: ErrMalformed, RateLimit: ParseRateLimit(x.header)}
+}
+
 // chunkError wraps an error returned by the caller's OnChunk.
 func chunkError(err error, model string) error {
 	var pe *portico.Error
@@ -231,6 +223,14 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 			break // no chunk reaches the caller after it canceled
 		}
 		c := s.Current()
+		if errorChunk(&c) {
+			if f := parseErrorBody([]byte(c.RawJSON())); f.Found {
+				return nil, m.inBand(f, x, model)
+			}
+		}
+		if why := checkChunk(&c); why != "" {
+			return nil, malformed(x, model, why)
+		}
 		if c.Model != "" {
 			resp.Model = c.Model
 		}
@@ -256,7 +256,7 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 			}
 			for _, tc := range ch.Delta.ToolCalls {
 				if tc.Index < 0 || tc.Index >= 128 {
-					return nil, &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status, Reason: "tool call index out of range", Err: ErrMalformed}
+					return nil, malformed(x, model, "tool call index out of range")
 				}
 				for int(tc.Index) >= len(calls) {
 					calls = append(calls, portico.ToolCall{})
@@ -284,12 +284,16 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), x, model)
 	}
+	if line := x.sse.get(); finish == "" && line != nil { // llama.cpp's "error:" line
+		f := parseErrorBody(line)
+		f.Found = true
+		return nil, m.inBand(f, x, model)
+	}
 	if x.readErr != nil {
 		return nil, m.classify(ctx, x.readErr, x, model)
 	}
 	if finish == "" {
-		return nil, &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
-			Reason: "stream ended without a finish reason", Err: ErrMalformed, RateLimit: ParseRateLimit(x.header)}
+		return nil, malformed(x, model, "stream ended without a finish reason")
 	}
 	resp.Text = text.String()
 	resp.FinishReason = finishReason(finish)

@@ -1,0 +1,216 @@
+package openai_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/openai/openai-go/v3/option"
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/openai"
+)
+
+// roundTrip answers every request with a 200 of the given content type and
+// body, in memory: the fuzz targets run the real SDK without a socket.
+type roundTrip struct {
+	contentType string
+	body        []byte
+}
+
+func (rt roundTrip) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r, ContentLength: -1,
+		Header: http.Header{"Content-Type": {rt.contentType}}, Body: io.NopCloser(bytes.NewReader(rt.body))}, nil
+}
+
+func fuzzModel(contentType string, body []byte) *openai.Model {
+	return openai.New(openai.Config{MaxResponseBytes: 1 << 20}, option.WithBaseURL("http://fuzz.invalid/v1/"), option.WithAPIKey("k"),
+		option.WithHTTPClient(&http.Client{Transport: roundTrip{contentType, body}}))
+}
+
+// strictChoice and strictCompletion decode a completion with the JSON types
+// the API documents; a body they refuse is no answer.
+type strictUsage struct {
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    *int64 `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens *int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+type strictToolCall struct {
+	Index    *int64  `json:"index"`
+	ID       *string `json:"id"`
+	Type     *string `json:"type"`
+	Function *struct {
+		Name      *string `json:"name"`
+		Arguments *string `json:"arguments"`
+	} `json:"function"`
+}
+
+type strictMessage struct {
+	Content   *string          `json:"content"`
+	ToolCalls []strictToolCall `json:"tool_calls"`
+}
+
+type strictCompletion struct {
+	ID      *string `json:"id"`
+	Model   *string `json:"model"`
+	Choices []struct {
+		Index        *int64         `json:"index"`
+		Message      *strictMessage `json:"message"`
+		Delta        *strictMessage `json:"delta"`
+		FinishReason *string        `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *strictUsage `json:"usage"`
+}
+
+// check reports, of an accepted answer, what is wrong with it, or "": it
+// must be valid JSON, decode with the documented types, and carry what the
+// adapter returned.
+func checkAccepted(body []byte, resp *portico.Response) string {
+	if !json.Valid(body) {
+		return "invalid JSON accepted"
+	}
+	var c strictCompletion
+	if err := json.Unmarshal(body, &c); err != nil {
+		return "mistyped body accepted: " + err.Error()
+	}
+	if len(c.Choices) == 0 || c.Choices[0].Message == nil || c.Choices[0].FinishReason == nil || *c.Choices[0].FinishReason == "" {
+		return "answer without choice, message or finish reason accepted"
+	}
+	if u := c.Usage; u != nil && (u.PromptTokens != nil && *u.PromptTokens < 0 || u.CompletionTokens != nil && *u.CompletionTokens < 0) {
+		return "negative usage accepted"
+	}
+	if content := c.Choices[0].Message.Content; utf8.Valid(body) && content != nil && *content != resp.Text {
+		return "text differs from the body's"
+	}
+	return ""
+}
+
+// FuzzAnswer feeds arbitrary 200 bodies through the real SDK and the
+// adapter: never a panic, every failure a classified *portico.Error (an
+// InvalidResponse wraps ErrMalformed), and an accepted answer is a valid
+// completion whose text is the body's.
+func FuzzAnswer(f *testing.F) {
+	for _, b := range []string{
+		`{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
+		`null`, `[]`, `"x"`, `0`, `{}`, `{"choices":null}`, `{"choices":[null]}`, `{"choices":[{}]}`,
+		`{"choices":[{"message":{"content":5},"finish_reason":"stop"}]}`,
+		`{"choices":[{"message":{"content":"a"},"finish_reason":7}]}`,
+		`{"choices":[{"message":{"content":"a","tool_calls":[{"id":1,"function":{"name":"f","arguments":{}}}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[{"message":{"content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"3"}}`,
+		`{"choices":[{"message":{"content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-3}}`,
+		`{"error":{"message":"This model's maximum context length is 10 tokens","code":400}}`,
+		`{"object":"error","message":"m","code":500}`,
+		`{"choices":[{"message":{"content":"a"}}]}`,
+	} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		m := fuzzModel("application/json", []byte(body))
+		resp, err := m.Generate(context.Background(), userReq("m", "hi"))
+		if err != nil {
+			var pe *portico.Error
+			if !errors.As(err, &pe) || pe.Class == portico.OK || pe.Class == portico.InvalidResponse && !errors.Is(err, portico.ErrMalformed) && !errors.Is(err, openai.ErrTooLarge) {
+				t.Fatalf("Generate(%q) error %v (%T), want a classified *portico.Error", body, err, err)
+			}
+			return
+		}
+		if why := checkAccepted([]byte(body), resp); why != "" {
+			t.Fatalf("Generate(%q) = %+v: %s", body, resp, why)
+		}
+	})
+}
+
+// sseEvents splits an event stream as the SDK's decoder does (lines, data
+// fields joined by newlines, an event per blank line, a last event without
+// its blank line dropped) and returns each event's data.
+func sseEvents(body []byte) [][]byte {
+	var out [][]byte
+	var data []byte
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, bufio.MaxScanTokenSize<<9)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			if len(data) > 0 {
+				out = append(out, data)
+			}
+			data = nil
+			continue
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		if string(name) == "data" {
+			data = append(append(data, value...), '\n')
+		}
+	}
+	return out
+}
+
+// FuzzStream feeds arbitrary event streams through the real SDK and the
+// adapter: never a panic, every failure a classified *portico.Error, and an
+// accepted answer has a finish reason (on choice 0, whose index the API
+// requires and the adapter takes as 0 when absent), every event decodes with
+// the documented types, and its chunks add up to its text.
+func FuzzStream(f *testing.F) {
+	chunk := func(choices string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":` + choices + "}\n\n"
+	}
+	for _, b := range []string{
+		chunk(`[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]`) + chunk(`[{"index":0,"delta":{},"finish_reason":"stop"}]`) + "data: [DONE]\n\n",
+		"data: null\n\n", "data: []\n\n", "data: {\"choices\":[{\"delta\":{\"content\":3},\"finish_reason\":\"stop\"}]}\n\n",
+		chunk(`[{"index":0,"delta":{"tool_calls":[{"index":"0","function":{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]`),
+		"data: {\"error\":{\"message\":\"Overloaded\"}}\n\n", "error: {\"code\":500,\"message\":\"x\"}\n\n",
+		chunk(`[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]`) + `data: {"choices":[],"usage":{"prompt_tokens":"x"}}` + "\n\n",
+		"event: error\ndata: {\"object\":\"error\",\"message\":\"m\",\"code\":400}\n\n",
+	} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		m := fuzzModel("text/event-stream", []byte(body))
+		req := userReq("m", "hi")
+		var text strings.Builder
+		req.OnChunk = func(c portico.Chunk) error { text.WriteString(c.Text); return nil }
+		resp, err := m.Generate(context.Background(), req)
+		if err != nil {
+			var pe *portico.Error
+			if !errors.As(err, &pe) || pe.Class == portico.OK || pe.Class == portico.InvalidResponse && !errors.Is(err, portico.ErrMalformed) && !errors.Is(err, openai.ErrTooLarge) {
+				t.Fatalf("Generate(%q) error %v (%T), want a classified *portico.Error", body, err, err)
+			}
+			return
+		}
+		if resp.FinishReason == "" || text.String() != resp.Text {
+			t.Fatalf("Generate(%q) = %+v with chunks %q: want a finish reason and chunks adding up to the text", body, resp, text.String())
+		}
+		finished := false
+		for _, ev := range sseEvents([]byte(body)) {
+			if bytes.HasPrefix(ev, []byte("[DONE]")) {
+				break
+			}
+			var c strictCompletion
+			if err := json.Unmarshal(ev, &c); err != nil {
+				t.Fatalf("Generate(%q) accepted a stream whose event %q does not decode: %v", body, ev, err)
+			}
+			for _, ch := range c.Choices {
+				if (ch.Index == nil || *ch.Index == 0) && ch.FinishReason != nil && *ch.FinishReason != "" {
+					finished = true
+				}
+			}
+		}
+		if !finished {
+			t.Fatalf("Generate(%q) accepted a stream with no finish reason in index 0", body)
+		}
+	})
+}

@@ -1,0 +1,103 @@
+package openai
+
+import (
+	"strconv"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
+)
+
+// The SDK decodes leniently: a number where a string belongs becomes its
+// text, a quoted number an int, a field of another type its zero value. The
+// adapter checks the JSON type of every field it reads, from the raw text
+// the SDK keeps, so that such a body is refused rather than taken for an
+// answer. Omitted and null fields pass: the API sends many as null.
+
+// jsonType is the first byte of a JSON value of each type.
+type jsonType byte
+
+const (
+	tString jsonType = '"'
+	tObject jsonType = '{'
+	tArray  jsonType = '['
+	tInt    jsonType = '0' // a JSON number that is an integer
+)
+
+// typed reports whether f is omitted, null or of type t.
+func typed(f respjson.Field, t jsonType) bool {
+	raw := f.Raw()
+	if raw == "" || raw == respjson.Null {
+		return true
+	}
+	if t == tInt {
+		_, err := strconv.ParseInt(raw, 10, 64)
+		return err == nil
+	}
+	return raw[0] == byte(t)
+}
+
+// allTyped reports whether every field is omitted, null or of type t.
+func allTyped(t jsonType, fs ...respjson.Field) bool {
+	for _, f := range fs {
+		if !typed(f, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// goodUsage reports whether usage has its documented types and no negative
+// count.
+func goodUsage(u *oai.CompletionUsage) bool {
+	return allTyped(tInt, u.JSON.PromptTokens, u.JSON.CompletionTokens, u.JSON.TotalTokens, u.PromptTokensDetails.JSON.CachedTokens) &&
+		typed(u.JSON.PromptTokensDetails, tObject) &&
+		u.PromptTokens >= 0 && u.CompletionTokens >= 0 && u.PromptTokensDetails.CachedTokens >= 0
+}
+
+// checkCompletion returns why a non-streamed completion is not one, or "".
+func checkCompletion(c *oai.ChatCompletion) string {
+	switch {
+	case !allTyped(tString, c.JSON.ID, c.JSON.Model) || !typed(c.JSON.Choices, tArray) || !typed(c.JSON.Usage, tObject) || !goodUsage(&c.Usage):
+		return "mistyped completion"
+	case len(c.Choices) == 0:
+		return "no choices"
+	}
+	ch := &c.Choices[0]
+	msg := &ch.Message
+	switch {
+	case !ch.JSON.Message.Valid() || !typed(ch.JSON.Message, tObject) || !typed(ch.JSON.Index, tInt) ||
+		!allTyped(tString, ch.JSON.FinishReason, msg.JSON.Content, msg.JSON.Refusal) || !typed(msg.JSON.ToolCalls, tArray):
+		return "mistyped choice"
+	case ch.FinishReason == "":
+		return "no finish reason"
+	}
+	for i := range msg.ToolCalls {
+		tc := &msg.ToolCalls[i]
+		if !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Function.JSON.Arguments, tc.Custom.JSON.Name, tc.Custom.JSON.Input) ||
+			!allTyped(tObject, tc.JSON.Function, tc.JSON.Custom) {
+			return "mistyped tool call"
+		}
+	}
+	return ""
+}
+
+// checkChunk returns why a stream chunk is not one, or "".
+func checkChunk(c *oai.ChatCompletionChunk) string {
+	if !allTyped(tString, c.JSON.ID, c.JSON.Model) || !typed(c.JSON.Choices, tArray) || !typed(c.JSON.Usage, tObject) || !goodUsage(&c.Usage) {
+		return "mistyped chunk"
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		d := &ch.Delta
+		if !typed(ch.JSON.Index, tInt) || !typed(ch.JSON.Delta, tObject) || !allTyped(tString, ch.JSON.FinishReason, d.JSON.Content, d.JSON.Refusal) || !typed(d.JSON.ToolCalls, tArray) {
+			return "mistyped chunk"
+		}
+		for j := range d.ToolCalls {
+			tc := &d.ToolCalls[j]
+			if !typed(tc.JSON.Index, tInt) || !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Function.JSON.Arguments) || !typed(tc.JSON.Function, tObject) {
+				return "mistyped tool call"
+			}
+		}
+	}
+	return ""
+}
