@@ -202,7 +202,8 @@ func TestDepositNeverExceedsRatio(t *testing.T) {
 // A hostile Budget fails at construction instead of overflowing the fixed
 // point: NaN or infinite ratio, a burst whose capacity overflows int64.
 func TestNewRejectsBudgetOverflow(t *testing.T) {
-	for _, b := range []Budget{{Ratio: math.NaN()}, {Ratio: math.Inf(1)}, {Burst: math.MaxInt}, {Burst: math.MaxInt64 / unit * 2}} {
+	for _, b := range []Budget{{Ratio: math.NaN()}, {Ratio: math.Inf(1)}, {Burst: math.MaxInt}, {Burst: math.MaxInt64 / unit * 2},
+		{DestinationRatio: math.NaN()}, {DestinationRatio: math.Inf(-1)}, {DestinationBurst: maxBurst + 1}} {
 		if _, err := New(Config{Budget: b}); err == nil {
 			t.Errorf("New(Budget %+v) = nil error, want one", b)
 		}

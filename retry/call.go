@@ -15,8 +15,8 @@ type model struct {
 	next portico.Model
 }
 
-// Generate makes the first attempt inline: on success it costs a budget
-// deposit (an atomic load when the bucket is full) and, only with
+// Generate makes the first attempt inline: on success it costs two budget
+// deposits (an atomic load each when the buckets are full) and, only with
 // MinAttemptTime set, a deadline check; no context, timer or closure. Anything
 // else goes to run.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
@@ -24,13 +24,20 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, portico.ErrNilRequest
 	}
 	r := m.r
-	var b *bucket
+	var bk budgetPair
 	if r.budget != nil {
-		b = r.budget.get(r.destOf(req), req.Identity.ClientKey)
-		b.deposit(r.budget.depositAmt, r.budget.capacity)
+		dest := r.destOf(req)
+		bk.client = r.budget.get(dest, req.Identity.ClientKey)
+		bk.client.deposit(r.budget.depositAmt, r.budget.capacity)
+		if r.dests != nil {
+			if bk.dest = bk.client.keptAggregate(); bk.dest == nil {
+				bk.dest = r.budget.aggregate(r.dests, bk.client, dest)
+			}
+			bk.dest.deposit(r.dests.depositAmt, r.dests.capacity)
+		}
 	}
 	if req.OnChunk != nil || r.attemptTimeout > 0 {
-		return r.run(ctx, req, m.next, b, nil)
+		return r.run(ctx, req, m.next, bk, nil)
 	}
 	if r.minAttempt > 0 {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < r.minAttempt {
@@ -47,8 +54,13 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if r.maxAttempts == 1 {
 		return resp, err
 	}
-	return r.run(ctx, req, m.next, b, err)
+	return r.run(ctx, req, m.next, bk, err)
 }
+
+// budgetPair is a call's two budget buckets: its (destination, client)'s,
+// nil when the budgets are off, and its destination's, nil when off too or
+// ClientOnly.
+type budgetPair struct{ client, dest *bucket }
 
 func (r *Retrier) destOf(req *portico.Request) string {
 	if r.dest != "" {
@@ -83,7 +95,7 @@ func (r *Retrier) fits(ctx context.Context, wait time.Duration) bool {
 
 // run drives the attempts. lastErr is the first attempt's error when
 // Generate already made it, nil when run must make the first attempt too.
-func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, b *bucket, lastErr error) (*portico.Response, error) {
+func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, bk budgetPair, lastErr error) (*portico.Response, error) {
 	var earlier []error
 	prev := r.base
 	start := time.Now()
@@ -126,11 +138,13 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				return nil, noTimeLeft(lastErr, delay, earlier)
 			}
 			dest := r.destOf(req)
-			if b != nil && !b.withdraw() {
-				portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls})
-				r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted",
-					slog.String("destination", dest), slog.Int("attempt", i), slog.String("class", cls.String()))
-				return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: budget exhausted after "+attempts(i), earlier)
+			if bk.client != nil {
+				if which := spend(r.dests, bk.client, bk.dest); which != "" {
+					portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls, Reason: which})
+					r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", dest),
+						slog.String("budget", which), slog.Int("attempt", i), slog.String("class", cls.String()))
+					return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+which+" budget exhausted after "+attempts(i), earlier)
+				}
 			}
 			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
 				Destination: dest, ClientKey: req.Identity.ClientKey})

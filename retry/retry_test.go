@@ -75,6 +75,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Budget: Budget{Ratio: -0.1}},
 		{Budget: Budget{Burst: -1}},
 		{Budget: Budget{MaxKeys: -1}},
+		{Budget: Budget{DestinationRatio: -0.1}},
+		{Budget: Budget{DestinationBurst: -1}},
 	}
 	for _, cfg := range bad {
 		if _, err := New(cfg); err == nil {
@@ -87,6 +89,34 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 	if got := r.BudgetLevel("m", "c"); got != DefaultBudgetBurst {
 		t.Errorf("BudgetLevel of a new key = %v, want %v", got, DefaultBudgetBurst)
+	}
+	// The destination's budget: the client's ratio and a burst of 100, or the
+	// client's burst when larger; none with ClientOnly.
+	for _, tt := range []struct {
+		b                Budget
+		deposit, dcap    int64
+		clientOnly, none bool
+	}{
+		{Budget{}, unit / 10, DefaultDestinationBurst * unit, false, false},
+		{Budget{Ratio: 0.25, Burst: 500}, unit / 4, 500 * unit, false, false},
+		{Budget{Ratio: 0.25, DestinationRatio: 0.05, DestinationBurst: 7}, unit / 20, 7 * unit, false, false},
+		{Budget{NoRefill: true, DestinationRatio: 0.5}, 0, DefaultDestinationBurst * unit, false, false},
+		{Budget{ClientOnly: true}, 0, 0, true, false},
+		{Budget{Off: true}, 0, 0, false, true},
+	} {
+		r := mustNew(t, Config{Budget: tt.b})
+		switch {
+		case tt.none:
+			if r.budget != nil || r.dests != nil {
+				t.Errorf("Budget %+v: budgets kept, want none", tt.b)
+			}
+		case tt.clientOnly:
+			if r.budget == nil || r.dests != nil {
+				t.Errorf("Budget %+v: client budgets %v, destination budgets %v; want only client ones", tt.b, r.budget != nil, r.dests != nil)
+			}
+		case r.dests == nil || r.dests.depositAmt != tt.deposit || r.dests.capacity != tt.dcap:
+			t.Errorf("Budget %+v: destination budget = %v, want deposit %d capacity %d", tt.b, r.dests, tt.deposit, tt.dcap)
+		}
 	}
 }
 
