@@ -75,8 +75,8 @@ func (c Class) String() string {
 }
 
 // Retryable reports whether trying the same route again may succeed: true for
-// Transient and RateLimited, false for the rest. Ambiguous is retryable only when
-// the request allows it (see [Request.Idempotent]), which the caller decides.
+// Transient and RateLimited, false for the rest. Ambiguous is retried too
+// unless the request forbids it (see [Request.NoAmbiguousRetry]).
 func (c Class) Retryable() bool { return c == Transient || c == RateLimited }
 
 // RouteFault reports whether an error of this class says something about the

@@ -3,6 +3,11 @@
 // replaying an agent step never charges a card, sends an email or opens a
 // ticket twice.
 //
+// Package retry and package fallback repeat a generation whose outcome is
+// unknown by default (see portico.Request.NoAmbiguousRetry): that is safe
+// only because a generation has no effect besides its cost, and every effect
+// the model asks for goes through this package.
+//
 // Seed 003 ("Separare i tentativi di generazione dagli effetti collaterali")
 // is the source: retrying the generation and repeating the action are
 // separate decisions. The application gives each user-level operation an id

@@ -24,8 +24,8 @@ type Exhausted struct {
 	// whose error ended the search, with its class as Reason.
 	Hops []portico.Hop
 	// Stopped is true when routes remained but the last hop's error forbade
-	// falling back (Permanent, Canceled, Ambiguous on a request that is not
-	// Idempotent, any error after a chunk reached the caller).
+	// falling back (Permanent, Canceled, Ambiguous with
+	// Request.NoAmbiguousRetry, any error after a chunk reached the caller).
 	Stopped bool
 }
 

@@ -98,16 +98,16 @@ type call struct {
 // shown by Code "context_length_exceeded" or Reason "context window", teaches
 // the group that the input needs a larger window than the failed route's, so
 // routes of that size are skipped too), InvalidResponse, Deadline while the
-// caller's own deadline has not passed, Ambiguous when the
-// request is Idempotent, and any class when the candidate's own share of the
+// caller's own deadline has not passed, Ambiguous unless the request sets
+// NoAmbiguousRetry, and any class when the candidate's own share of the
 // time ran out while the caller's deadline had not (the group ends the
 // candidate's context with cause [ErrShareTimeout], a
 // [portico.ErrLayerTimeout], so the route reports Ambiguous or Transient and
-// its breaker counts the failure; the group moves on even for a request that
-// is not Idempotent, since the split exists to reach the fallback after a
+// its breaker counts the failure; the group moves on even for a request with
+// NoAmbiguousRetry, since the split exists to reach the fallback after a
 // stalled primary, seed 003). It returns the route's
-// error, without trying others, on Permanent, Canceled, Ambiguous on a
-// non-idempotent request, or any error after a chunk reached the caller (seed
+// error, without trying others, on Permanent, Canceled, Ambiguous with
+// NoAmbiguousRetry, or any error after a chunk reached the caller (seed
 // 000: no transparent fallback after the first token): unchanged when no route
 // was left before it (neither tried nor skipped), otherwise as a copy of its [*portico.Error] (same
 // Class, Status, Code, RetryAfter) whose Err is a Stopped [*Exhausted] listing

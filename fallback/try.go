@@ -96,8 +96,8 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 	if cctx.Err() != nil && errors.Is(context.Cause(cctx), ErrShareTimeout) {
 		// The candidate's own share ran out, the caller's deadline has not:
 		// move on whatever class the route reports (Ambiguous once sent, even
-		// for a request that is not idempotent: the split exists to reach the
-		// fallback after a stalled primary, seed 003).
+		// with NoAmbiguousRetry: the split exists to reach the fallback after
+		// a stalled primary, seed 003).
 		g.charge(c, r, class, err)
 		g.hop(ctx, c, r, "timeout", err)
 		return nil, false, err
@@ -111,7 +111,7 @@ func (g *Group) attempt(ctx, cctx context.Context, c *call, r *portico.Route) (r
 			c.learned = max(c.learned, w-c.req.MaxOutputTokens+1)
 		}
 	case portico.Ambiguous:
-		if !c.req.Idempotent {
+		if c.req.NoAmbiguousRetry {
 			return nil, true, stopped(c.hops, r, err)
 		}
 	case portico.Deadline:

@@ -201,13 +201,13 @@ func suiteRequest(onChunk func(portico.Chunk) error) *portico.Request {
 			{Role: portico.RoleTool, ToolCallID: "call_1", Content: []portico.Part{{Kind: portico.PartText, Text: "a cat"}}},
 			portico.Text(portico.RoleUser, "and now?"),
 		},
-		Tools:           []portico.Tool{{Name: "lookup", Description: "looks up", Parameters: json.RawMessage(`{"type":"object"}`)}},
-		MaxOutputTokens: 64,
-		Extra:           map[string]any{"temperature": 0.2, "stop": []any{"\n"}, "nested": map[string]any{"k": "v"}},
-		Identity:        portico.Identity{ClientKey: "client-a", SessionID: "s-1", OperationID: "op-1"},
-		Contract:        &portico.Contract{ModelClasses: []string{"small"}, MaxInputTokens: 1000},
-		Idempotent:      true,
-		OnChunk:         onChunk,
+		Tools:            []portico.Tool{{Name: "lookup", Description: "looks up", Parameters: json.RawMessage(`{"type":"object"}`)}},
+		MaxOutputTokens:  64,
+		Extra:            map[string]any{"temperature": 0.2, "stop": []any{"\n"}, "nested": map[string]any{"k": "v"}},
+		Identity:         portico.Identity{ClientKey: "client-a", SessionID: "s-1", OperationID: "op-1"},
+		Contract:         &portico.Contract{ModelClasses: []string{"small"}, MaxInputTokens: 1000},
+		NoAmbiguousRetry: true,
+		OnChunk:          onChunk,
 	}
 }
 

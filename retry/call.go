@@ -75,7 +75,7 @@ func (r *Retrier) retryable(c portico.Class, req *portico.Request) bool {
 	case portico.Transient, portico.RateLimited:
 		return true
 	case portico.Ambiguous:
-		return req.Idempotent
+		return !req.NoAmbiguousRetry && !r.noAmbiguous
 	case portico.InvalidResponse:
 		return r.retryInvalid
 	}

@@ -12,11 +12,23 @@
 // # What is retried
 //
 // Only the classes that can succeed later (see [portico.Class]): Transient and
-// RateLimited always, Ambiguous (sent, outcome unknown) only when
-// [portico.Request.Idempotent] allows a duplicate, InvalidResponse only with
-// Config.RetryInvalidResponse. Permanent, Incompatible, Canceled, Deadline and
-// Rejected (breaker open, load shed) are returned at once, as they are. Nothing
-// is retried once a streamed chunk reached the caller.
+// RateLimited always, Ambiguous (sent, outcome unknown) unless
+// [portico.Request.NoAmbiguousRetry] or Config.NoAmbiguousRetry forbids it,
+// InvalidResponse only with Config.RetryInvalidResponse. Permanent,
+// Incompatible, Unusable, Canceled, Deadline and Rejected (breaker open, load
+// shed) are returned at once, as they are. Nothing is retried once a
+// streamed chunk reached the caller.
+//
+// Retrying Ambiguous is the default because a stalled provider (an attempt
+// or first-chunk timeout after the request was sent) is a failure a retry
+// often cures, and the provider SDKs retry timeouts by default
+// too. A generation has no side effect besides its cost (a tool's effects are
+// guarded by package effect, never by the retry layer), but that cost is
+// real: the abandoned attempt may have run to the end on the provider's
+// side, so an ambiguous call retried once may be billed twice, input and
+// output. The retry budgets bound how often that happens; set
+// NoAmbiguousRetry, per request or per route, where a duplicate costs more
+// than a failed call.
 //
 // # Waits
 //

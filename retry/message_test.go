@@ -46,9 +46,7 @@ func TestFinalErrorMessage(t *testing.T) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}}
-			req := userReq.Clone()
-			req.Idempotent = true
-			_, err := mustNew(t, Config{Backoff: Immediate, AttemptTimeout: time.Second}).Wrap(base).Generate(context.Background(), req)
+			_, err := mustNew(t, Config{Backoff: Immediate, AttemptTimeout: time.Second}).Wrap(base).Generate(context.Background(), userReq)
 			const want = "portico: ambiguous: retry: 3 attempts failed: portico: ambiguous: retry: attempt timeout: context deadline exceeded"
 			if err == nil || err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)

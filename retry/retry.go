@@ -167,15 +167,15 @@ type Config struct {
 	// for a dial that hangs), so it is retried like any transient failure;
 	// [portico.Ambiguous] otherwise (the inner error is Ambiguous, or only a
 	// context error or Deadline: it may have been sent, its outcome is unknown),
-	// so it is retried only for an idempotent request. Zero means no
-	// per-attempt timeout; negative is an error.
+	// retried unless NoAmbiguousRetry forbids it. Zero means no per-attempt
+	// timeout; negative is an error.
 	AttemptTimeout time.Duration
 	// FirstChunkTimeout is the TTFT timeout of a streamed attempt (time): when no
 	// chunk arrived within it, the attempt is abandoned and fails with
 	// [ErrFirstChunkTimeout], classed as for AttemptTimeout: [portico.Transient]
 	// when the inner Model says it never sent the request, [portico.Ambiguous]
-	// otherwise. Nothing reached the caller, so a Transient one is retried, and
-	// an Ambiguous one is for an idempotent request. A chunk that an inner
+	// otherwise. Nothing reached the caller, so either is retried (an
+	// Ambiguous one unless NoAmbiguousRetry forbids it). A chunk that an inner
 	// layer holds back and reports with [portico.Progress] (package validate
 	// buffering a structured answer, a cascade buffering a step) counts as a
 	// first chunk here. Zero means none; negative is an error.
@@ -188,6 +188,12 @@ type Config struct {
 	// retried; when only progress was reported, it is retried as its class
 	// allows. Zero means none; negative is an error.
 	ChunkGapTimeout time.Duration
+	// NoAmbiguousRetry returns [portico.Ambiguous] errors at once, as
+	// [portico.Request.NoAmbiguousRetry] does for one request: for a route
+	// where an attempt billed twice costs more than a failed call. By default
+	// an Ambiguous attempt (a timeout after sending, say) is retried while no
+	// chunk has reached the caller.
+	NoAmbiguousRetry bool
 	// RetryInvalidResponse retries [portico.InvalidResponse] errors on the same
 	// route, as a fresh sample may pass validation. Off by default: an invalid
 	// answer is usually a fallback's business, and each retry is billed.
@@ -269,6 +275,7 @@ type Retrier struct {
 	attemptTimeout time.Duration
 	ttft, gap      time.Duration
 	retryInvalid   bool
+	noAmbiguous    bool
 	dest           string
 	onRetry        func(Info)
 	log            *slog.Logger
@@ -323,6 +330,7 @@ func New(cfg Config) (*Retrier, error) {
 		ttft:           cfg.FirstChunkTimeout,
 		gap:            cfg.ChunkGapTimeout,
 		retryInvalid:   cfg.RetryInvalidResponse,
+		noAmbiguous:    cfg.NoAmbiguousRetry,
 		dest:           cfg.Destination,
 		onRetry:        cfg.OnRetry,
 		log:            cfg.Logger,
@@ -373,8 +381,8 @@ func orDefault[T int | float64 | time.Duration](v, def T) T {
 // [portico.Middleware]. Wrap panics if next is nil.
 //
 // The returned Model retries an attempt's error when its class is
-// [portico.Transient] or [portico.RateLimited], [portico.Ambiguous] when the
-// request is Idempotent, and [portico.InvalidResponse] when
+// [portico.Transient] or [portico.RateLimited], [portico.Ambiguous] unless
+// the request or Config sets NoAmbiguousRetry, and [portico.InvalidResponse] when
 // Config.RetryInvalidResponse is set; never [portico.Permanent],
 // [portico.Incompatible], [portico.Canceled], [portico.Deadline] or
 // [portico.Rejected], and never once a chunk reached the caller's OnChunk. A

@@ -122,31 +122,35 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 func TestWhichClassesAreRetried(t *testing.T) {
 	tests := []struct {
-		class      portico.Class
-		idempotent bool
-		invalid    bool // RetryInvalidResponse
-		wantCalls  int
+		class     portico.Class
+		reqNo     bool // Request.NoAmbiguousRetry
+		routeNo   bool // Config.NoAmbiguousRetry
+		invalid   bool // RetryInvalidResponse
+		wantCalls int
 	}{
-		{portico.Transient, false, false, 3},
-		{portico.RateLimited, false, false, 3},
-		{portico.Ambiguous, false, false, 1},
-		{portico.Ambiguous, true, false, 3},
-		{portico.InvalidResponse, false, false, 1},
-		{portico.InvalidResponse, false, true, 3},
-		{portico.Permanent, true, true, 1},
-		{portico.Incompatible, true, true, 1},
-		{portico.Canceled, true, true, 1},
-		{portico.Deadline, true, true, 1},
-		{portico.Rejected, true, true, 1},
+		{portico.Transient, true, true, false, 3},
+		{portico.RateLimited, true, true, false, 3},
+		{portico.Ambiguous, false, false, false, 3}, // the default
+		{portico.Ambiguous, true, false, false, 1},
+		{portico.Ambiguous, false, true, false, 1},
+		{portico.InvalidResponse, false, false, false, 1},
+		{portico.InvalidResponse, false, false, true, 3},
+		{portico.Permanent, false, false, true, 1},
+		{portico.Incompatible, false, false, true, 1},
+		{portico.Unusable, false, false, true, 1},
+		{portico.Canceled, false, false, true, 1},
+		{portico.Deadline, false, false, true, 1},
+		{portico.Rejected, false, false, true, 1},
 	}
 	for _, tt := range tests {
 		base := failing(&portico.Error{Class: tt.class})
-		r := mustNew(t, Config{Backoff: Immediate, RetryInvalidResponse: tt.invalid})
+		r := mustNew(t, Config{Backoff: Immediate, RetryInvalidResponse: tt.invalid, NoAmbiguousRetry: tt.routeNo})
 		req := userReq.Clone()
-		req.Idempotent = tt.idempotent
+		req.NoAmbiguousRetry = tt.reqNo
 		_, err := r.Wrap(base).Generate(context.Background(), req)
 		if got := base.calls(); got != tt.wantCalls {
-			t.Errorf("class %v idempotent %v retryInvalid %v: calls = %d, want %d", tt.class, tt.idempotent, tt.invalid, got, tt.wantCalls)
+			t.Errorf("class %v NoAmbiguousRetry request %v route %v, retryInvalid %v: calls = %d, want %d",
+				tt.class, tt.reqNo, tt.routeNo, tt.invalid, got, tt.wantCalls)
 		}
 		if got := portico.ClassOf(err); got != tt.class {
 			t.Errorf("class %v: ClassOf(err) = %v, want %v", tt.class, got, tt.class)
@@ -521,7 +525,6 @@ func TestDeadline600ms(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 				defer cancel()
 				req := userReq.Clone()
-				req.Idempotent = true
 				if stream {
 					req.OnChunk = func(portico.Chunk) error { return nil }
 				}
@@ -595,21 +598,21 @@ func TestAttemptTimeout(t *testing.T) {
 			}
 			return okResp, nil
 		}}
-		for _, idem := range []bool{false, true} {
+		for _, no := range []bool{false, true} {
 			base.n.Store(0)
 			r := mustNew(t, Config{Backoff: Immediate, AttemptTimeout: time.Second})
 			req := userReq.Clone()
-			req.Idempotent = idem
+			req.NoAmbiguousRetry = no
 			start := time.Now()
 			resp, err := r.Wrap(base).Generate(context.Background(), req)
-			if idem {
+			if !no {
 				if err != nil || resp != okResp || base.calls() != 2 || time.Since(start) != time.Second {
-					t.Errorf("idempotent: Generate = %v, %v after %d calls, %v; want success on the 2nd call after 1s", resp, err, base.calls(), time.Since(start))
+					t.Errorf("default: Generate = %v, %v after %d calls, %v; want success on the 2nd call after 1s", resp, err, base.calls(), time.Since(start))
 				}
 				continue
 			}
 			if base.calls() != 1 || portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, ErrAttemptTimeout) {
-				t.Errorf("not idempotent: calls %d err %v, want 1 call, ambiguous ErrAttemptTimeout", base.calls(), err)
+				t.Errorf("NoAmbiguousRetry: calls %d err %v, want 1 call, ambiguous ErrAttemptTimeout", base.calls(), err)
 			}
 		}
 	})
