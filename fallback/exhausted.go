@@ -157,6 +157,7 @@ func exhausted(hops []portico.Hop) error {
 		Class:      class,
 		Reason:     reason,
 		RetryAfter: retryAfter,
+		NotSent:    noneCalled(hops),
 		Err:        &Exhausted{Hops: hops},
 	}
 }
@@ -178,6 +179,7 @@ func stopped(hops []portico.Hop, r *portico.Route, err error) error {
 	if errors.As(err, &pe) {
 		*out = *pe
 	}
+	out.NotSent = out.NotSent && noneCalled(hops)
 	all := make([]portico.Hop, len(hops), len(hops)+1)
 	copy(all, hops)
 	out.Err = &Exhausted{Hops: append(all, portico.Hop{Route: r.Name, Reason: class.String(), Err: err}), Stopped: true}

@@ -127,7 +127,9 @@ type call struct {
 // When every candidate was left, it returns a [*portico.Error] wrapping
 // [*Exhausted] (and so [ErrExhausted]) with every hop; when none was called
 // (each filtered out, unavailable or out of time) its message says that no
-// route can serve the request and names each route's unmet need. Its Class is the
+// route can serve the request and names each route's unmet need, and its
+// NotSent is set, as on the context's error when the group called no route
+// before the caller's context ended. Its Class is the
 // highest-ranked class among the hops, in the order Ambiguous > Transient >
 // Deadline > InvalidResponse > RateLimited > Rejected > Incompatible, where a
 // route skipped unasked counts as Rejected when unavailable, Deadline when no
@@ -195,6 +197,9 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, g.outOfTime(ctx, &c)
+		}
+		if noneCalled(c.hops) {
+			return nil, unsent(portico.FromContext(ctx))
 		}
 		return nil, portico.FromContext(ctx)
 	}

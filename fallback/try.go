@@ -177,13 +177,23 @@ func (g *Group) followed(c *call, pos int) bool {
 // exhausted error of class Deadline when routes were left, else the context's.
 func (g *Group) outOfTime(ctx context.Context, c *call) error {
 	if err := portico.FromContext(ctx); err != nil && len(c.hops) == 0 {
-		return err
+		return unsent(err)
 	}
 	err := exhausted(c.hops)
 	var pe *portico.Error
 	if errors.As(err, &pe) && pe.Class != portico.Ambiguous {
 		pe.Class = portico.Deadline
 		pe.RetryAfter = 0
+	}
+	return err
+}
+
+// unsent marks err, the context's error for a call in which no route was
+// called, as never sent ([portico.Error.NotSent]), so that a rate limiter
+// outside the group gives the call's whole reservation back.
+func unsent(err error) error {
+	if pe, ok := err.(*portico.Error); ok {
+		pe.NotSent = true
 	}
 	return err
 }

@@ -17,8 +17,11 @@ import (
 // than 2^20 tokens or none, a fast ticket) takes no lock: it adds itself to
 // the entry's done counter with one atomic add, and the next locked
 // operation on the key applies it first (see settle), which gives every
-// admission the same level and slot count as applying it here would. Only
-// when calls are queued does it lock, to hand its slot over.
+// admission the same level and slot count as applying it here would. It
+// locks only when calls are queued, to hand its slot over, or when it
+// refunds tokens while calls wait for the buckets, to wake them (see
+// replan): what a refund frees goes at once to the waiters, first in line
+// first.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
 	var rl *portico.RateLimit
 	if resp != nil {
@@ -42,8 +45,11 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	e := t.e
 	if t.fast && rl == nil && t.prog == nil && !panicked && d >= 0 && d < maxFastRefund {
 		e.done.Add(1 + uint64(d)<<doneShift)
-		if e.queued.Load() {
+		if w := e.waiting.Load(); w != 0 && (w&waitQueue != 0 || d > 0) {
 			e.lock() // settles this completion
+			if d > 0 && len(e.holds) > 0 {
+				e.replan()
+			}
 			l.dispatch(e, l.now())
 			e.mu.Unlock()
 		}
@@ -53,6 +59,9 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	if d != 0 && e.lim.Tokens > 0 {
 		if d > 0 {
 			e.tok.refund(float64(d))
+			if len(e.holds) > 0 {
+				e.replan()
+			}
 		} else {
 			e.tok.charge(float64(-d), float64(e.lim.Tokens)) // down to one period's quota
 		}
@@ -80,44 +89,21 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 
 // Refund returns the tokens a [Limiter] gives back to the token bucket for a
 // call that reserved in + maxOut tokens (N_in + N_max) and failed with err;
-// a negative result is a charge.
+// a negative result is a charge. In order, reading the first
+// [*portico.Error] in err's tree (and [portico.UsageOf] for the usage):
 //
-// When err carries the usage the provider billed for the failed call
-// ([portico.Error.Usage], non-nil, with input + output above 0: an answer
-// rejected by validation, a stream cut after the provider reported usage),
-// the call is settled on it exactly as a success is, whatever the class:
-// Refund returns (in + maxOut) - (usage input + usage output), which is
-// maxOut - N_out given back plus the difference between the estimate and
-// the billed input, and negative (charged) when the usage exceeds the
-// reservation. Usage that bills nothing is no more informative than a
-// success without usage, and the class rule below applies.
+//   - usage billed (input + output above 0): settled as a success, in +
+//     maxOut - used, whatever the class;
+//   - nothing sent ([portico.Error.NotSent], or [portico.Rejected], or
+//     Permanent, Incompatible, Unusable, Transient or RateLimited without an
+//     HTTP status): in + maxOut, all of it;
+//   - the same classes with an error status (400 or above): maxOut, since
+//     the input may count against the provider's limits;
+//   - anything else (Ambiguous, InvalidResponse, Canceled or Deadline
+//     without NotSent, an error event inside a 200 stream, an error that is
+//     not a *portico.Error): 0, as output may have been generated.
 //
-// Without billed usage, the rule gives back only what the error class
-// and the HTTP status make safe, since a provider may count a failed call
-// against its limits (seed 003); an outcome that may have generated output
-// refunds nothing:
-//
-//   - [portico.Rejected], and [portico.Permanent], [portico.Incompatible],
-//     [portico.Transient] or [portico.RateLimited] with no HTTP status
-//     (refused locally or before the request was sent, e.g. connection
-//     refused, or an inner Limiter's refusal): in + maxOut, all of it;
-//   - [portico.Permanent], [portico.Incompatible], [portico.RateLimited] (a
-//     429: no output, but the input may count) or [portico.Transient] (a 5xx
-//     answer instead of generation) with an error status, 400 or above:
-//     maxOut, the output reserve;
-//   - the same classes with a status below 400 (an error event inside an
-//     HTTP 200 stream, after output may have begun), [portico.Ambiguous],
-//     [portico.Canceled], [portico.Deadline], [portico.InvalidResponse]
-//     (output was or may have been generated), and an error that is not a
-//     [*portico.Error] (nothing is known): 0.
-//
-// The class and status are those of the first [*portico.Error] in err's
-// tree; the usage is [portico.UsageOf]'s, the first one carried anywhere in
-// it, as retry and fallback read it.
-//
-// A call that succeeded refunds (in + maxOut) - (usage input + usage output)
-// instead, and is charged the excess when usage exceeds the reservation; one
-// that reports no usage at all refunds nothing.
+// See the package documentation, Refunds, for why.
 func Refund(err error, in, maxOut int) int {
 	var pe *portico.Error
 	if !errors.As(err, &pe) {
@@ -128,10 +114,13 @@ func Refund(err error, in, maxOut int) int {
 			return in + maxOut - used // as for a success
 		}
 	}
+	if pe.NotSent {
+		return in + maxOut
+	}
 	switch pe.Class {
 	case portico.Rejected:
 		return in + maxOut
-	case portico.Permanent, portico.Incompatible, portico.Transient, portico.RateLimited:
+	case portico.Permanent, portico.Incompatible, portico.Unusable, portico.Transient, portico.RateLimited:
 		switch {
 		case pe.Status == 0:
 			return in + maxOut

@@ -54,7 +54,9 @@
 //	a cause matching portico.ErrLayerTimeout)
 //
 // Whether the request was written comes from net/http/httptrace's
-// WroteRequest, observed by an SDK middleware. A layer's timeout is told from
+// WroteRequest, observed by an SDK middleware. A failure before it was
+// written (a failed dial, a context done first) has portico.Error.NotSent
+// set, so a rate limiter gives the call's whole reservation back. A layer's timeout is told from
 // the caller's cancel or deadline by its cause: a layer that bounds one attempt
 // (package retry) ends the context with a cause matching
 // portico.ErrLayerTimeout, so that the adapter reports the attempt as Ambiguous
