@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 var posInf = math.Inf(1)
@@ -35,6 +36,19 @@ func depositOf(ratio float64, capacity int64) int64 {
 }
 
 type budgetKey struct{ dest, client string }
+
+// is reports whether k is (dest, client). A string that is the very one the
+// key was made from (a Config.Destination, a model name from a constant, a
+// client key kept by the caller) compares by its pointer, inline; any other
+// by its bytes. The lookup's hot path compares two keys per call, and the
+// call to runtime.memequal that == makes for each was the larger part of it.
+func (k *budgetKey) is(dest, client string) bool {
+	return sameString(k.dest, dest) && sameString(k.client, client)
+}
+
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
 
 // bucket is one key's retry budget: level is the tokens left, in 1/unit. A
 // (destination, client) bucket keeps its destination's bucket in agg once
@@ -124,7 +138,7 @@ func (bs *budgets) newBucket(k budgetKey) *bucket {
 // Neither cache ever keeps an evicted bucket: sweep clears them, and cacheSet
 // re-checks after setting them.
 func (bs *budgets) get(dest, client string) *bucket {
-	if h := bs.hot.Load(); h != nil && h.key.dest == dest && h.key.client == client && h.used.Load() {
+	if h := bs.hot.Load(); h != nil && h.key.is(dest, client) && h.used.Load() {
 		return h
 	}
 	return bs.lookup(dest, client)
@@ -134,7 +148,7 @@ func (bs *budgets) get(dest, client string) *bucket {
 // bucket used.
 func (bs *budgets) lookup(dest, client string) *bucket {
 	slot := &bs.cache[uint8(maphash.String(bs.seed, client))]
-	if h := slot.Load(); h != nil && h.key.dest == dest && h.key.client == client && h.used.Load() {
+	if h := slot.Load(); h != nil && h.key.is(dest, client) && h.used.Load() {
 		return h
 	}
 	if v, ok := bs.m.Load(budgetKey{dest, client}); ok {

@@ -24,20 +24,22 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, portico.ErrNilRequest
 	}
 	r := m.r
-	var bk budgetPair
 	if r.budget != nil {
+		// Deposit in both buckets: an atomic load each when they are full.
+		// The buckets are not kept: a retry looks them up again (see run).
 		dest := r.destOf(req)
-		bk.client = r.budget.get(dest, req.Identity.ClientKey)
-		bk.client.deposit(r.budget.depositAmt, r.budget.capacity)
+		c := r.budget.get(dest, req.Identity.ClientKey)
+		c.deposit(r.budget.depositAmt, r.budget.capacity)
 		if r.dests != nil {
-			if bk.dest = bk.client.keptAggregate(); bk.dest == nil {
-				bk.dest = r.budget.aggregate(r.dests, bk.client, dest)
+			d := c.keptAggregate()
+			if d == nil {
+				d = r.budget.aggregate(r.dests, c, dest)
 			}
-			bk.dest.deposit(r.dests.depositAmt, r.dests.capacity)
+			d.deposit(r.dests.depositAmt, r.dests.capacity)
 		}
 	}
 	if req.OnChunk != nil || r.attemptTimeout > 0 {
-		return r.run(ctx, req, m.next, bk, nil)
+		return r.run(ctx, req, m.next, nil)
 	}
 	if r.minAttempt > 0 {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < r.minAttempt {
@@ -54,13 +56,26 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if r.maxAttempts == 1 {
 		return resp, err
 	}
-	return r.run(ctx, req, m.next, bk, err)
+	return r.run(ctx, req, m.next, err)
 }
 
 // budgetPair is a call's two budget buckets: its (destination, client)'s,
 // nil when the budgets are off, and its destination's, nil when off too or
 // ClientOnly.
 type budgetPair struct{ client, dest *bucket }
+
+// pair returns req's budget buckets, creating them full if needed; the
+// budgets must be on. It does not allocate for existing keys.
+func (r *Retrier) pair(req *portico.Request) budgetPair {
+	dest := r.destOf(req)
+	p := budgetPair{client: r.budget.get(dest, req.Identity.ClientKey)}
+	if r.dests != nil {
+		if p.dest = p.client.keptAggregate(); p.dest == nil {
+			p.dest = r.budget.aggregate(r.dests, p.client, dest)
+		}
+	}
+	return p
+}
 
 func (r *Retrier) destOf(req *portico.Request) string {
 	if r.dest != "" {
@@ -95,7 +110,7 @@ func (r *Retrier) fits(ctx context.Context, wait time.Duration) bool {
 
 // run drives the attempts. lastErr is the first attempt's error when
 // Generate already made it, nil when run must make the first attempt too.
-func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, bk budgetPair, lastErr error) (*portico.Response, error) {
+func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, lastErr error) (*portico.Response, error) {
 	var earlier []error
 	prev := r.base
 	start := time.Now()
@@ -138,7 +153,8 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				return nil, noTimeLeft(lastErr, delay, earlier)
 			}
 			dest := r.destOf(req)
-			if bk.client != nil {
+			if r.budget != nil {
+				bk := r.pair(req) // found again: no allocation, and off the first attempt's path
 				if which := spend(r.dests, bk.client, bk.dest); which != "" {
 					portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls, Reason: which})
 					r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", dest),
