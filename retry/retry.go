@@ -242,7 +242,8 @@ var (
 	ErrAttemptsExhausted = errors.New("retry: attempts exhausted")
 	// ErrNoTimeLeft: the deadline leaves less than MinAttemptTime for the next
 	// attempt, or the backoff wait would leave less. Class [portico.Deadline];
-	// RetryAfter is the wait that did not fit, if any.
+	// RetryAfter is the wait that did not fit, if any; NotSent when no
+	// attempt was made (or none was sent).
 	ErrNoTimeLeft = errors.New("retry: no time left for an attempt")
 	// ErrRetryAfterTooLong: the provider's Retry-After exceeds MaxRetryAfter or
 	// what the deadline leaves. Class [portico.RateLimited] with the hint.
