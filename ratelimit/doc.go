@@ -69,8 +69,8 @@
 //     inner one in Wait mode gets everything back), package retry when no
 //     time is left for the first attempt, package fallback when it called
 //     no route (all skipped, out of time or canceled before the first), the
-//     openai adapter when its context ended or its transport failed before
-//     the request was written.
+//     openai and gemini adapters when their context ended or their
+//     transport failed before the request was written.
 //   - A 4xx or 5xx answer of those classes gets the output reserve back:
 //     nothing was generated, but the input may count.
 //   - Anything else gets nothing: Ambiguous (sent, outcome unknown),

@@ -131,6 +131,10 @@
 //	a layer's own timeout (ctx ended with    Ambiguous once written, else Transient
 //	a cause matching portico.ErrLayerTimeout)
 //
+// A failure before the request was written (a failed dial, a context done
+// first) has portico.Error.NotSent set, so a rate limiter gives the call's
+// whole reservation back.
+//
 // An error event after content has reached OnChunk is returned like any
 // other; the layers above know a chunk passed and neither retry nor fall
 // back. Whether the request was written comes from net/http/httptrace's
