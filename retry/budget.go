@@ -40,8 +40,8 @@ type budgetKey struct{ dest, client string }
 // is reports whether k is (dest, client). A string that is the very one the
 // key was made from (a Config.Destination, a model name from a constant, a
 // client key kept by the caller) compares by its pointer, inline; any other
-// by its bytes. The lookup's hot path compares two keys per call, and the
-// call to runtime.memequal that == makes for each was the larger part of it.
+// by its bytes, with ==, which calls runtime.memequal. The hot path compares
+// two strings per call.
 func (k *budgetKey) is(dest, client string) bool {
 	return sameString(k.dest, dest) && sameString(k.client, client)
 }
