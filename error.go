@@ -75,8 +75,8 @@ func (c Class) String() string {
 }
 
 // Retryable reports whether trying the same route again may succeed: true for
-// Transient and RateLimited, false for the rest. Ambiguous is retryable only when
-// the request allows it (see [Request.Idempotent]), which the caller decides.
+// Transient and RateLimited, false for the rest. Ambiguous is retried too
+// unless the request forbids it (see [Request.NoAmbiguousRetry]).
 func (c Class) Retryable() bool { return c == Transient || c == RateLimited }
 
 // RouteFault reports whether an error of this class says something about the
@@ -142,6 +142,14 @@ type Error struct {
 	// the provider reported usage. Routing layers add its cost to
 	// Response.Cost, and rate limiters refund against it exactly.
 	Usage *Usage
+	// NotSent says that no request of the failed call left the process: it
+	// was refused, canceled or out of time before any adapter wrote it (a
+	// limiter's wait that ended, no time for a first attempt, a fallback
+	// that called no route, a context done before the request was written),
+	// so no provider can count or bill it; rate limiters give its whole
+	// reservation back. False means it may have been sent. A layer that
+	// wraps the errors of several calls sets it only when none was sent.
+	NotSent bool
 	// Err is the underlying cause; nil when there is none.
 	Err error
 }

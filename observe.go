@@ -19,8 +19,8 @@ const (
 	// EventRetry: a retry layer scheduled attempt Attempt after a failure of class
 	// Class, to start after Delay (package retry).
 	EventRetry
-	// EventBudgetExhausted: a retry layer wanted to retry but its retry budget was
-	// empty (package retry).
+	// EventBudgetExhausted: a retry layer wanted to retry but a retry budget was
+	// empty; Reason says which, "client" or "destination" (package retry).
 	EventBudgetExhausted
 	// EventFirstChunk: the first chunk of a streamed answer reached this layer,
 	// Delay after the layer received the request (TTFT as seen there).

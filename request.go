@@ -129,16 +129,16 @@ type Request struct {
 	// Contract, when non-nil, is the workload's routing contract:
 	// routers and fallbacks only pick routes whose Capabilities fit it.
 	Contract *Contract
-	// Idempotent declares that repeating the call after an ambiguous outcome (sent,
-	// outcome unknown) is acceptable: the retry layer then retries [Ambiguous]
-	// errors, otherwise it does not. Generation has no side effect besides its
-	// cost, but an ambiguous attempt may be billed twice. One exception, by
-	// design: a fallback group whose own share of the deadline ran out on a route
-	// moves to the next route whatever Idempotent says (seed 003's deadline split
-	// exists to fall back after a primary that does not answer in time), so such
-	// a call may be answered, and billed, by two routes. Side effects belong in
-	// tool execution, guarded by package effect, never in generation.
-	Idempotent bool
+	// NoAmbiguousRetry forbids repeating an attempt whose outcome is unknown
+	// ([Ambiguous]: sent, then a timeout or a broken connection): the retry
+	// layer returns such an error at once and a fallback group stops at it. By
+	// default both try again while no chunk has reached the caller, as the
+	// provider SDKs retry timeouts: generation has no side effect besides its
+	// cost (tool side effects are guarded by package effect), but the cut
+	// attempt may have run, so an ambiguous call may be billed twice. Set it
+	// when a duplicate costs more than the failure. A fallback group whose own
+	// share of the deadline ran out still moves on (see package fallback).
+	NoAmbiguousRetry bool
 	// OnChunk, when non-nil, asks for streaming: the answer's text is delivered in
 	// order as it arrives. A non-nil error from OnChunk aborts the call, and
 	// Generate returns an error wrapping it. OnChunk is called from one goroutine

@@ -3,6 +3,11 @@
 // replaying an agent step never charges a card, sends an email or opens a
 // ticket twice.
 //
+// Package retry and package fallback repeat a generation whose outcome is
+// unknown by default (see portico.Request.NoAmbiguousRetry): that is safe
+// only because a generation has no effect besides its cost, and every effect
+// the model asks for goes through this package.
+//
 // Retrying the generation and repeating the action are separate decisions:
 // the action is made idempotent with a key, as payment APIs do (Stripe's
 // idempotency keys; AWS Builders' Library, "Making retries safe with

@@ -55,8 +55,8 @@
 // Transient (not sent), so its breaker counts it. A hung primary thus trips
 // its breaker after a few requests and is then skipped at once, instead of
 // taking 9/16 of every request's deadline. The group moves on after a share
-// timeout whatever the route's class, even Ambiguous on a request that is not
-// Idempotent (the split exists to reach the fallback after a stalled
+// timeout whatever the route's class, even Ambiguous on a request that sets
+// NoAmbiguousRetry (the split exists to reach the fallback after a stalled
 // primary), but stops when the caller's own deadline ends.
 //
 // # When it moves on
@@ -65,8 +65,8 @@
 // layer has given up), Rejected (a breaker open, a limiter refusing: the
 // group never queues), Incompatible, InvalidResponse (as is a route that
 // returns neither answer nor error, [portico.ErrNilResponse]), Deadline
-// while the caller's deadline holds, and Ambiguous when the request is
-// Idempotent. A context overflow (Code "context_length_exceeded" or Reason
+// while the caller's deadline holds, and Ambiguous unless the request sets
+// NoAmbiguousRetry. A context overflow (Code "context_length_exceeded" or Reason
 // "context window") teaches the group that the input needs a larger window
 // than the failed route's, so routes of that size are skipped too. The
 // contract's MaxCost counts what failed calls were billed (any whose error

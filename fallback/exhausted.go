@@ -23,8 +23,8 @@ type Exhausted struct {
 	// whose error ended the search, with its class as Reason.
 	Hops []portico.Hop
 	// Stopped is true when routes remained but the last hop's error forbade
-	// falling back (Permanent, Canceled, Ambiguous on a request that is not
-	// Idempotent, any error after a chunk reached the caller).
+	// falling back (Permanent, Canceled, Ambiguous with
+	// Request.NoAmbiguousRetry, any error after a chunk reached the caller).
 	Stopped bool
 }
 
@@ -148,6 +148,7 @@ func exhausted(hops []portico.Hop) error {
 	return &portico.Error{ // no Reason: the Exhausted says what happened, once
 		Class:      class,
 		RetryAfter: retryAfter,
+		NotSent:    noneCalled(hops),
 		Err:        &Exhausted{Hops: hops},
 	}
 }
@@ -169,6 +170,7 @@ func stopped(hops []portico.Hop, r *portico.Route, err error) error {
 	if errors.As(err, &pe) {
 		*out = *pe
 	}
+	out.NotSent = out.NotSent && noneCalled(hops)
 	all := make([]portico.Hop, len(hops), len(hops)+1)
 	copy(all, hops)
 	out.Err = &Exhausted{Hops: append(all, portico.Hop{Route: r.Name, Reason: class.String(), Err: err}), Stopped: true}

@@ -247,15 +247,17 @@ func TestContextOverflowSkipsSameWindow(t *testing.T) {
 func TestNoFallbackOn(t *testing.T) {
 	canceledCtx, cancel := context.WithCancel(context.Background())
 	cancel()
+	noRepeat := simple.Clone()
+	noRepeat.NoAmbiguousRetry = true
 	for name, tc := range map[string]struct {
 		ctx context.Context
 		req *portico.Request
 		err error
 	}{
-		"permanent":                {context.Background(), simple, &portico.Error{Class: portico.Permanent, Status: 400}},
-		"unclassified":             {context.Background(), simple, errors.New("mystery")},
-		"canceled":                 {canceledCtx, simple, portico.FromContext(canceledCtx)},
-		"ambiguous-not-idempotent": {context.Background(), simple, perr(portico.Ambiguous)},
+		"permanent":                  {context.Background(), simple, &portico.Error{Class: portico.Permanent, Status: 400}},
+		"unclassified":               {context.Background(), simple, errors.New("mystery")},
+		"canceled":                   {canceledCtx, simple, portico.FromContext(canceledCtx)},
+		"ambiguous-NoAmbiguousRetry": {context.Background(), noRepeat, perr(portico.Ambiguous)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a, b := &fake{name: "a", err: tc.err}, &fake{name: "b"}
@@ -271,14 +273,17 @@ func TestNoFallbackOn(t *testing.T) {
 	}
 }
 
-func TestAmbiguousIdempotentFallsBack(t *testing.T) {
+// By default an Ambiguous failure (sent, outcome unknown) moves the group on,
+// as a retry layer would retry it.
+func TestAmbiguousFallsBackByDefault(t *testing.T) {
 	a, b := &fake{name: "a", err: perr(portico.Ambiguous)}, &fake{name: "b"}
 	g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
-	req := simple.Clone()
-	req.Idempotent = true
-	resp, err := g.Generate(context.Background(), req)
-	if err != nil || resp.Route != "b" {
-		t.Fatalf("Generate = %v, %v; want b's answer", resp, err)
+	resp, err := g.Generate(context.Background(), simple)
+	if err != nil || resp.Route != "b" || a.n() != 1 {
+		t.Fatalf("Generate = %v, %v after %d calls to a; want b's answer after 1", resp, err, a.n())
+	}
+	if got, want := hopsOf(t, resp.Hops), []string{"a:ambiguous:ambiguous"}; !eq(got, want) {
+		t.Errorf("Hops = %v, want %v", got, want)
 	}
 }
 

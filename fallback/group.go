@@ -55,8 +55,8 @@ func (g *Group) Routes() []portico.Route {
 // answer, stamped with [portico.Route.Stamp]: Route, the Hops left before it,
 // and a Cost that includes what routes left with billed usage cost. It moves
 // on after failures another route may fix and stops at once, returning the
-// route's error, on Permanent, Canceled, Ambiguous on a request that is not
-// Idempotent, or any error once a chunk reached the caller (the package
+// route's error, on Permanent, Canceled, Ambiguous on a request that sets
+// NoAmbiguousRetry, or any error once a chunk reached the caller (the package
 // documentation lists the rules). When every candidate was left it returns
 // a [*portico.Error] wrapping [*Exhausted] and [ErrExhausted], of the most
 // telling hop's class. A route that returns neither answer nor error fails

@@ -68,6 +68,9 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, r.outOfTime(ctx)
 		}
+		if noneCalled(r.hops) {
+			return nil, unsent(portico.FromContext(ctx))
+		}
 		return nil, portico.FromContext(ctx)
 	}
 	return nil, exhausted(r.hops)
@@ -279,8 +282,8 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, err error)
 	if cctx.Err() != nil && errors.Is(context.Cause(cctx), ErrShareTimeout) {
 		// The candidate's own share ran out, the caller's deadline has not:
 		// move on whatever class the route reports (Ambiguous once sent, even
-		// for a request that is not idempotent: the split exists to reach the
-		// fallback after a stalled primary).
+		// with NoAmbiguousRetry: the split exists to reach the fallback after
+		// a stalled primary).
 		r.charge(rt, class, err)
 		r.hop(ctx, rt, "timeout", err)
 		return nil, false, err
@@ -294,7 +297,7 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, err error)
 			r.learned = max(r.learned, w-r.req.MaxOutputTokens+1)
 		}
 	case portico.Ambiguous:
-		if !r.req.Idempotent {
+		if r.req.NoAmbiguousRetry {
 			return nil, true, stopped(r.hops, rt, err)
 		}
 	case portico.Deadline:
@@ -349,13 +352,22 @@ func (r *request) hop(ctx context.Context, rt *portico.Route, reason string, err
 // exhausted error of class Deadline when routes were left, else the context's.
 func (r *request) outOfTime(ctx context.Context) error {
 	if err := portico.FromContext(ctx); err != nil && len(r.hops) == 0 {
-		return err
+		return unsent(err)
 	}
 	err := exhausted(r.hops)
 	var pe *portico.Error
 	if errors.As(err, &pe) && pe.Class != portico.Ambiguous {
 		pe.Class = portico.Deadline
 		pe.RetryAfter = 0
+	}
+	return err
+}
+
+// unsent marks err, a *portico.Error the group made, as a call that sent
+// nothing, so that a limiter outside the group refunds all it reserved.
+func unsent(err error) error {
+	if pe, ok := err.(*portico.Error); ok {
+		pe.NotSent = true
 	}
 	return err
 }

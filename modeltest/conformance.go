@@ -62,7 +62,7 @@ import (
 // user text): Model "suite-model"; a system message, a user message with
 // text and an image (a data: URL), an assistant tool call with its tool
 // result, and a last user message; one tool, "lookup"; MaxOutputTokens 64;
-// Extra sampling options; an Identity; Idempotent; and a Contract with
+// Extra sampling options; an Identity; NoAmbiguousRetry; and a Contract with
 // ModelClasses ["small"] and MaxInputTokens 1000. A router, fallback group
 // or stack filters its routes with [portico.Capabilities.Fits], so the
 // routes wrap builds must declare Modalities ModalityText|ModalityImage,
@@ -215,13 +215,13 @@ func suiteRequest(onChunk func(portico.Chunk) error) *portico.Request {
 			{Role: portico.RoleTool, ToolCallID: "call_1", Content: []portico.Part{{Kind: portico.PartText, Text: "a cat"}}},
 			portico.Text(portico.RoleUser, "and now?"),
 		},
-		Tools:           []portico.Tool{{Name: "lookup", Description: "looks up", Parameters: json.RawMessage(`{"type":"object"}`)}},
-		MaxOutputTokens: 64,
-		Extra:           map[string]any{"temperature": 0.2, "stop": []any{"\n"}, "nested": map[string]any{"k": "v"}},
-		Identity:        portico.Identity{ClientKey: "client-a", SessionID: "s-1", OperationID: "op-1"},
-		Contract:        &portico.Contract{ModelClasses: []string{"small"}, MaxInputTokens: 1000},
-		Idempotent:      true,
-		OnChunk:         onChunk,
+		Tools:            []portico.Tool{{Name: "lookup", Description: "looks up", Parameters: json.RawMessage(`{"type":"object"}`)}},
+		MaxOutputTokens:  64,
+		Extra:            map[string]any{"temperature": 0.2, "stop": []any{"\n"}, "nested": map[string]any{"k": "v"}},
+		Identity:         portico.Identity{ClientKey: "client-a", SessionID: "s-1", OperationID: "op-1"},
+		Contract:         &portico.Contract{ModelClasses: []string{"small"}, MaxInputTokens: 1000},
+		NoAmbiguousRetry: true,
+		OnChunk:          onChunk,
 	}
 }
 

@@ -34,9 +34,9 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		w := &waiter{ready: make(chan struct{}), seq: l.seq.Add(1), enq: now, prog: t.prog}
 		e.queue = append(e.queue, w)
 		// Publish the queue before looking for completions recorded without
-		// the lock: a completion either is seen by this settle or sees queued
-		// and dispatches itself (see complete).
-		e.queued.Store(true)
+		// the lock: a completion either is seen by this settle or sees
+		// waitQueue and dispatches itself (see complete).
+		e.waiting.Or(waitQueue)
 		e.settle()
 		l.dispatch(e, now)
 		e.mu.Unlock()
@@ -49,12 +49,12 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			} else {
 				e.remove(w)
 				if len(e.queue) == 0 {
-					e.queued.Store(false)
+					e.waiting.And(^waitQueue)
 				}
 			}
 			l.unprogram(t, now)
 			e.mu.Unlock()
-			return portico.FromContext(ctx)
+			return notSent(portico.FromContext(ctx))
 		}
 		e.lock()
 		now = l.now()
@@ -90,11 +90,20 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			return l.limited(ctx, req, which, wait)
 		}
 		first := h == nil
+		replan := e.replanChan()
 		if first {
 			h = &hold{tokens: float64(t.reserve)}
 			e.holds = append(e.holds, h)
+			// Publish the hold before looking for refunds recorded without
+			// the lock: a completion either is settled here, and then every
+			// waiter plans again (this one at once), or sees waitHold and
+			// wakes them itself (see complete).
+			e.waiting.Or(waitHold)
+			if e.pending() {
+				e.settle()
+				e.replan()
+			}
 		}
-		replan := e.replanChan()
 		e.mu.Unlock()
 		if first {
 			l.observeWait(ctx, req, t, h, wait, which, now)
@@ -102,7 +111,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
-		case <-replan: // a place ahead was given back, or the limits changed
+		case <-replan: // a refund, a place ahead given back, or new limits
 			timer.Stop()
 		case <-ctx.Done():
 			timer.Stop()
@@ -111,7 +120,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			l.releaseLocked(e, l.now())
 			l.unprogram(t, now)
 			e.mu.Unlock()
-			return portico.FromContext(ctx)
+			return notSent(portico.FromContext(ctx))
 		}
 		e.lock()
 		now = l.now()
@@ -151,6 +160,16 @@ var testHookQueue func()
 // makes the waiters behind it plan again.
 type hold struct{ tokens float64 }
 
+// notSent marks err, the *portico.Error of a call the Limiter ends before
+// calling next, as never sent (see [portico.Error.NotSent]), so that an outer
+// Limiter gives the whole reservation back.
+func notSent(err error) error {
+	if pe, ok := err.(*portico.Error); ok {
+		pe.NotSent = true
+	}
+	return err
+}
+
 // giveBack removes the hold h of a wait that ends without admission and
 // wakes the key's waiters to plan their waits again (see replanChan): the
 // room they left for h is free, so the next in line may go sooner. An
@@ -177,9 +196,10 @@ func (e *entry) replanChan() chan struct{} {
 }
 
 // replan wakes every waiter of the key, each to lock e and compute its
-// wait again from the state now: after a place in line is given back, or a
-// SetLimit. The next waiter to sleep makes a new channel. The caller holds
-// e.mu.
+// wait again from the state now: after a refund, a place in line given back,
+// or a SetLimit. Each plans behind the holds before its own, so the first in
+// line takes what a refund freed and a later arrival never overtakes it. The
+// next waiter to sleep makes a new channel. The caller holds e.mu.
 func (e *entry) replan() {
 	if e.wake != nil {
 		close(e.wake)
@@ -210,6 +230,9 @@ func (e *entry) unhold(h *hold) {
 			copy(e.holds[i:], e.holds[i+1:])
 			e.holds[len(e.holds)-1] = nil
 			e.holds = e.holds[:len(e.holds)-1]
+			if len(e.holds) == 0 {
+				e.waiting.And(^waitHold)
+			}
 			return
 		}
 	}
@@ -268,14 +291,14 @@ func (l *Limiter) releaseLocked(e *entry, now time.Duration) {
 }
 
 // dispatch hands free slots to the best waiters, one by one, and clears
-// queued when the queue is empty. The caller holds e.mu and has settled e.
+// waitQueue when the queue is empty. The caller holds e.mu and has settled e.
 func (l *Limiter) dispatch(e *entry, now time.Duration) {
 	for len(e.queue) > 0 && (e.lim.MaxInFlight == 0 || e.inflight < e.lim.MaxInFlight) {
 		e.handoff(&l.cfg, now)
 		e.inflight++
 	}
-	if len(e.queue) == 0 && e.queued.Load() {
-		e.queued.Store(false)
+	if len(e.queue) == 0 && e.waiting.Load()&waitQueue != 0 {
+		e.waiting.And(^waitQueue)
 	}
 }
 
@@ -290,11 +313,11 @@ func (l *Limiter) unprogram(t *ticket, now time.Duration) {
 func (l *Limiter) shed(ctx context.Context, req *portico.Request) error {
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.Rejected, Reason: "overloaded"})
 	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shed", logModel(req.Model))
-	return &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "overloaded", Err: ErrOverloaded}
+	return &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "overloaded", NotSent: true, Err: ErrOverloaded}
 }
 
 func (l *Limiter) limited(ctx context.Context, req *portico.Request, which string, wait time.Duration) error {
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.RateLimited, Delay: wait, Reason: which})
 	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: limited", logModel(req.Model), logWait(wait), logWhich(which))
-	return &portico.Error{Class: portico.RateLimited, Model: req.Model, Reason: "rate limit: " + which, RetryAfter: wait, Err: ErrLimited}
+	return &portico.Error{Class: portico.RateLimited, Model: req.Model, Reason: "rate limit: " + which, RetryAfter: wait, NotSent: true, Err: ErrLimited}
 }

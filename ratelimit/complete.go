@@ -17,8 +17,11 @@ import (
 // than 2^20 tokens or none, a fast ticket) takes no lock: it adds itself to
 // the entry's done counter with one atomic add, and the next locked
 // operation on the key applies it first (see settle), which gives every
-// admission the same level and slot count as applying it here would. Only
-// when calls are queued does it lock, to hand its slot over.
+// admission the same level and slot count as applying it here would. It
+// locks only when calls are queued, to hand its slot over, or when it
+// refunds tokens while calls wait for the buckets, to wake them (see
+// replan): what a refund frees goes at once to the waiters, first in line
+// first.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
 	var rl *portico.RateLimit
 	if resp != nil {
@@ -42,8 +45,11 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	e := t.e
 	if t.fast && rl == nil && t.prog == nil && !panicked && d >= 0 && d < maxFastRefund {
 		e.done.Add(1 + uint64(d)<<doneShift)
-		if e.queued.Load() {
+		if w := e.waiting.Load(); w != 0 && (w&waitQueue != 0 || d > 0) {
 			e.lock() // settles this completion
+			if d > 0 && len(e.holds) > 0 {
+				e.replan()
+			}
 			l.dispatch(e, l.now())
 			e.mu.Unlock()
 		}
@@ -53,6 +59,9 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	if d != 0 && e.lim.Tokens > 0 {
 		if d > 0 {
 			e.tok.refund(float64(d))
+			if len(e.holds) > 0 {
+				e.replan()
+			}
 		} else {
 			e.tok.charge(float64(-d), float64(e.lim.Tokens)) // down to one period's quota
 		}
@@ -85,16 +94,16 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 //
 //   - usage billed (input + output above 0): settled as a success, in +
 //     maxOut - used, whatever the class;
-//   - [portico.Rejected], or Permanent, Incompatible, Transient or
-//     RateLimited without an HTTP status (refused locally or before the
-//     request was sent): in + maxOut, all of it;
+//   - nothing sent ([portico.Error.NotSent], or [portico.Rejected], or
+//     Permanent, Incompatible, Unusable, Transient or RateLimited without an
+//     HTTP status): in + maxOut, all of it;
 //   - the same classes with an error status (400 or above): maxOut, since
 //     the input may count against the provider's limits;
-//   - anything else (Ambiguous, InvalidResponse, Canceled, Deadline, an
-//     error inside a 200 stream, an unclassified error): 0, as output may
-//     have been generated.
+//   - anything else (Ambiguous, InvalidResponse, Canceled or Deadline
+//     without NotSent, an error event inside a 200 stream, an error that is
+//     not a *portico.Error): 0, as output may have been generated.
 //
-// See the package documentation for why.
+// See the package documentation, Refunds, for why.
 func Refund(err error, in, maxOut int) int {
 	var pe *portico.Error
 	if !errors.As(err, &pe) {
@@ -105,10 +114,13 @@ func Refund(err error, in, maxOut int) int {
 			return in + maxOut - used // as for a success
 		}
 	}
+	if pe.NotSent {
+		return in + maxOut
+	}
 	switch pe.Class {
 	case portico.Rejected:
 		return in + maxOut
-	case portico.Permanent, portico.Incompatible, portico.Transient, portico.RateLimited:
+	case portico.Permanent, portico.Incompatible, portico.Unusable, portico.Transient, portico.RateLimited:
 		switch {
 		case pe.Status == 0:
 			return in + maxOut

@@ -28,13 +28,7 @@
 // response's usage, and is charged the excess when the usage was larger (down
 // to minus one period's quota at most, which the provider's window forgets
 // anyway, so absurd reported usage cannot stall a key for centuries). A
-// failed call whose error carries what the provider billed
-// ([portico.Error.Usage]: an answer rejected by validation, a stream cut
-// after the usage was reported) is settled on that usage exactly as a
-// success is, whatever its class; one without gets back what its error
-// class and status make safe (see [Refund]: a local refusal, an inner
-// Limiter's included, everything; a 429 or another error status the output
-// reserve; an ambiguous outcome, or an error inside a 200 stream, nothing).
+// failed call is settled as Refunds below says.
 //
 // The token bucket guarantees that the net admitted cost (reservations minus
 // refunds) over any interval dt is at most b + r·dt, refunds included: a
@@ -54,6 +48,36 @@
 // bigger tier, another provider) can serve the call. Like Permanent,
 // Incompatible is never retried on the same route.
 //
+// # Refunds
+//
+// A failed call whose error carries what the provider billed
+// ([portico.Error.Usage]: an answer rejected by validation, a stream cut
+// after the usage was reported) is settled on that usage exactly as a
+// success is, whatever its class. Without it, the bucket gets back what is
+// known to be safe ([Refund]), since a provider may count a failed call
+// against its limits:
+//
+//   - A call that ended before anything was sent gets its whole reservation
+//     back. "Nothing was sent" means no adapter wrote the request: the error
+//     is [portico.Rejected] (refused locally: a breaker open, a load shed),
+//     or has [portico.Error.NotSent] set, or is Permanent, Incompatible,
+//     Unusable, Transient or RateLimited without an HTTP status (refused
+//     before sending, by an adapter that does not set NotSent: a refused
+//     connection). Layers set NotSent when they end a call before calling
+//     the model: this Limiter on every refusal and when a wait for
+//     admission ends (Canceled or Deadline, so an outer Limiter over an
+//     inner one in Wait mode gets everything back), package retry when no
+//     time is left for the first attempt, package fallback when it called
+//     no route (all skipped, out of time or canceled before the first), the
+//     openai and gemini adapters when their context ended or their
+//     transport failed before the request was written.
+//   - A 4xx or 5xx answer of those classes gets the output reserve back:
+//     nothing was generated, but the input may count.
+//   - Anything else gets nothing: Ambiguous (sent, outcome unknown),
+//     InvalidResponse, Canceled or Deadline without NotSent (the caller gave
+//     up, perhaps mid-generation), an error inside a 200 stream, an error
+//     that is not a [*portico.Error].
+//
 // # Wait or reject
 //
 // In [Reject] mode (the default) a call the buckets cannot admit now fails at
@@ -72,9 +96,13 @@
 // their waits again at once, so the next in line takes the place given
 // back (with one request per second, if the call due at 1 s is canceled,
 // the one due at 2 s goes at 1 s); so do all waiting calls when
-// [Limiter.SetLimit] changes the limits. A refund does not wake them: a
-// waiter admitted later than a refund would allow still goes at the time it
-// planned. MaxWait bounds the total wait. Waits and
+// [Limiter.SetLimit] changes the limits, and when a call of the key ends
+// with a refund: what the refund frees goes at once to the calls already
+// waiting, in arrival order, and a later arrival never overtakes an earlier
+// waiter. (At 1,000 tokens per minute, five calls of 400 at t = 0: the
+// first two go at once, and when they end at 2 s having used 200 each, the
+// third goes at 2 s and the fourth at 12 s, where without the refunds they
+// would go at 12 s and 36 s.) MaxWait bounds the total wait. Waits and
 // rejections are reported to the context's [portico.Observer] as
 // [portico.EventRateLimitWait] and [portico.EventRateLimitReject].
 //
@@ -113,8 +141,9 @@
 // With a positive Queue.Size (see [Queue]) calls wait for a slot instead, in a bounded queue
 // served in the [Order] chosen: [FCFSCall] (vLLM), [FCFSProgram] (Continuum)
 // or [PLAS], least attained service per program in discrete levels with a
-// starvation guard (Autellix; see [PLASConfig]). Seed 002's simulation (4
-// slots, ~85% load) is reproduced with this queue: with unequal program
+// starvation guard (Autellix; see [PLASConfig]). The package's tests
+// reproduce the simulation of docs/SEEDS.md (4 slots, ~85% load) with this
+// queue: with unequal program
 // lengths PLAS gives the shortest mean for short programs and for all, and
 // with seven calls for every program FCFS per program beats PLAS.
 //
@@ -155,8 +184,10 @@
 //     key applies them before reading anything, which leaves every admission
 //     the same level and slot count as applying them at once (refunds
 //     commute with each other and with refill; see settle in keys.go). Only
-//     a completion with a provider view, a program, a surcharge, or calls
-//     queued behind it takes the lock. The estimator runs only when there is
+//     a completion with a provider view, a program, a surcharge, calls
+//     queued behind it, or a refund while calls wait for the buckets takes
+//     the lock; the common completion learns whether any call waits from
+//     one atomic load, as before. The estimator runs only when there is
 //     a token bucket.
 //
 // What remains is the clock read (about 30 ns), two atomic operations of the

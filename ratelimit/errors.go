@@ -8,7 +8,8 @@ import (
 )
 
 // Sentinels, wrapped in the [*portico.Error] a [Limiter] returns, to branch on
-// with errors.Is.
+// with errors.Is. Every such error has NotSent set: the Limiter refused the
+// call before calling the Model it wraps.
 var (
 	// ErrOverloaded: the key's in-flight cap was reached and its queue (if any)
 	// was full; the call was shed at once. Class [portico.Rejected], Reason
@@ -61,5 +62,5 @@ func (e *CapacityError) Is(target error) bool { return target == ErrOverCapacity
 // *CapacityError, with no Reason, since the CapacityError's text says it all
 // ("portico: incompatible model m: ratelimit: call needs ...").
 func overCapacity(model string, in, maxOut, capacity int) error {
-	return &portico.Error{Class: portico.Incompatible, Model: model, Err: &CapacityError{Input: in, MaxOutput: maxOut, Capacity: capacity}}
+	return &portico.Error{Class: portico.Incompatible, Model: model, NotSent: true, Err: &CapacityError{Input: in, MaxOutput: maxOut, Capacity: capacity}}
 }

@@ -392,7 +392,7 @@ func TestInFlightStress(t *testing.T) {
 				t.Errorf("admitted %d, shed %d, canceled %d: want some admitted and some shed", admitted.Load(), shed.Load(), canceled.Load())
 			}
 			e := l.acquire(l.keyOf(req("a", 1)), l.now())
-			inflight, queue, holds, queued := e.inflight, len(e.queue), len(e.holds), e.queued.Load()
+			inflight, queue, holds, queued := e.inflight, len(e.queue), len(e.holds), e.waiting.Load() != 0
 			active := 0
 			for _, p := range e.programs {
 				active += p.active

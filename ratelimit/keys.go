@@ -48,8 +48,8 @@ type entry struct {
 	// part of it already applied, under mu (see settle).
 	done     atomic.Uint64
 	settled  uint64
-	inflight int         // slots taken, less the completions settled
-	queued   atomic.Bool // len(queue) > 0, for completions that skip the lock
+	inflight int           // slots taken, less the completions settled
+	waiting  atomic.Uint32 // waitQueue | waitHold bits, for completions that skip the lock
 	dead     bool
 	lim      *Limits       // the limits in force, replaced by SetLimit
 	k        key           // immutable
@@ -68,6 +68,16 @@ func newEntry(k key, lim *Limits, now time.Duration) *entry {
 	return e
 }
 
+// The bits of entry.waiting: calls queued for a slot (len(queue) > 0), and
+// calls waiting for the buckets (len(holds) > 0). A completion that skips
+// the lock reads them in one atomic load: it locks to hand its slot over
+// when calls are queued, or to give its refund to the waiters when calls
+// hold places in line (see Limiter.complete).
+const (
+	waitQueue uint32 = 1 << iota
+	waitHold
+)
+
 // Completions that skip the lock (see Limiter.complete) add 1 +
 // refund<<doneShift to entry.done. A ticket is fast only when the key had at
 // most maxFastInflight calls in flight at its admission, and only refunds
@@ -85,6 +95,10 @@ func (e *entry) lock() {
 	e.mu.Lock()
 	e.settle()
 }
+
+// pending reports whether completions recorded without the lock wait to be
+// settled. The caller holds e.mu.
+func (e *entry) pending() bool { return e.done.Load() != e.settled }
 
 // settle applies the completions recorded in done since the last settle:
 // their slots are freed and their refunds credited. A refund credited here

@@ -137,15 +137,15 @@ func (l *Limiter) price(req *portico.Request, lim *Limits, t *ticket) error {
 	nMax := req.MaxOutputTokens
 	switch {
 	case nMax < 0:
-		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative MaxOutputTokens", Err: ErrBadRequest}
+		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative MaxOutputTokens", NotSent: true, Err: ErrBadRequest}
 	case nMax == 0:
 		if nMax = l.cfg.DefaultMaxTokens; nMax == 0 {
-			return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "no MaxOutputTokens and no DefaultMaxTokens: the call cannot be priced", Err: ErrBadRequest}
+			return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "no MaxOutputTokens and no DefaultMaxTokens: the call cannot be priced", NotSent: true, Err: ErrBadRequest}
 		}
 	}
 	nIn := l.cfg.Estimator.EstimateInputTokens(req)
 	if nIn < 0 {
-		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative input token estimate", Err: ErrBadRequest}
+		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative input token estimate", NotSent: true, Err: ErrBadRequest}
 	}
 	if nIn > lim.TokenBurst || nMax > lim.TokenBurst-nIn {
 		return overCapacity(req.Model, nIn, nMax, lim.TokenBurst)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 var posInf = math.Inf(1)
@@ -36,13 +37,29 @@ func depositOf(ratio float64, capacity int64) int64 {
 
 type budgetKey struct{ dest, client string }
 
-// bucket is one key's retry budget: level is the tokens left, in 1/unit.
+// is reports whether k is (dest, client). A string that is the very one the
+// key was made from (a Config.Destination, a model name from a constant, a
+// client key kept by the caller) compares by its pointer, inline; any other
+// by its bytes, with ==, which calls runtime.memequal. The hot path compares
+// two strings per call.
+func (k *budgetKey) is(dest, client string) bool {
+	return sameString(k.dest, dest) && sameString(k.client, client)
+}
+
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// bucket is one key's retry budget: level is the tokens left, in 1/unit. A
+// (destination, client) bucket keeps its destination's bucket in agg once
+// looked up; a destination's bucket has none. 64 bytes, one size class.
 type bucket struct {
 	level atomic.Int64
 	used  atomic.Bool // touched since the last sweep
 	dead  atomic.Bool // evicted from the map
+	slot  uint8       // its index in budgets.cache
 	key   budgetKey
-	slot  uint8 // its index in budgets.cache
+	agg   atomic.Pointer[bucket]
 }
 
 // deposit adds amt up to capacity. A full bucket is only read, so a busy key
@@ -75,8 +92,9 @@ func (b *bucket) withdraw() bool {
 	}
 }
 
-// budgets holds the buckets of one Retrier, keyed by (destination, client key).
-// Lookups are lock-free: the bucket last found in the map, then a
+// budgets holds buckets keyed by (destination, client key): a Retrier has
+// one for its clients and one, keyed by (destination, ""), for its
+// destinations. Lookups are lock-free: the bucket last found in the map, then a
 // direct-mapped cache of 256 recently used buckets indexed by a hash of the
 // client key, then a sync.Map. Inserting keys past maxKeys
 // sweeps the map under mu, once per maxKeys/16 such keys.
@@ -92,6 +110,7 @@ type budgets struct {
 	overCap    atomic.Int64 // new keys over maxKeys since the last sweep
 	mu         sync.Mutex   // serialises sweeps
 	overflow   *bucket
+	take       sync.Mutex // serialises withdrawals from destination buckets; see spend
 }
 
 func newBudgets(ratio float64, burst, maxKeys int) *budgets {
@@ -119,7 +138,7 @@ func (bs *budgets) newBucket(k budgetKey) *bucket {
 // Neither cache ever keeps an evicted bucket: sweep clears them, and cacheSet
 // re-checks after setting them.
 func (bs *budgets) get(dest, client string) *bucket {
-	if h := bs.hot.Load(); h != nil && h.key.dest == dest && h.key.client == client && h.used.Load() {
+	if h := bs.hot.Load(); h != nil && h.key.is(dest, client) && h.used.Load() {
 		return h
 	}
 	return bs.lookup(dest, client)
@@ -129,7 +148,7 @@ func (bs *budgets) get(dest, client string) *bucket {
 // bucket used.
 func (bs *budgets) lookup(dest, client string) *bucket {
 	slot := &bs.cache[uint8(maphash.String(bs.seed, client))]
-	if h := slot.Load(); h != nil && h.key.dest == dest && h.key.client == client && h.used.Load() {
+	if h := slot.Load(); h != nil && h.key.is(dest, client) && h.used.Load() {
 		return h
 	}
 	if v, ok := bs.m.Load(budgetKey{dest, client}); ok {
@@ -197,6 +216,7 @@ func (bs *budgets) sweep(keep budgetKey) {
 		if b.level.Load() >= bs.capacity || !b.used.Load() {
 			if _, ok := bs.m.LoadAndDelete(k); ok {
 				b.dead.Store(true)
+				b.used.Store(false) // after dead: see aggregate
 				bs.cache[b.slot].CompareAndSwap(b, nil)
 				bs.hot.CompareAndSwap(b, nil)
 				bs.n.Add(-1)
@@ -206,6 +226,68 @@ func (bs *budgets) sweep(keep budgetKey) {
 		b.used.Store(false)
 		return true
 	})
+}
+
+// aggregate returns the destination bucket in dests of client bucket c, whose
+// destination is dest: the one c keeps (see keptAggregate), or one looked up
+// (and created) and kept in c. The overflow bucket serves many destinations
+// and keeps none. As cacheSet does, it checks dead after keeping the bucket,
+// so that c never keeps one that an eviction missed.
+func (bs *budgets) aggregate(dests *budgets, c *bucket, dest string) *bucket {
+	if d := c.keptAggregate(); d != nil {
+		return d
+	}
+	for {
+		d := dests.get(dest, "")
+		if c == bs.overflow {
+			return d
+		}
+		c.agg.Store(d)
+		if !d.dead.Load() {
+			return d
+		}
+		c.agg.CompareAndSwap(d, nil)
+	}
+}
+
+// keptAggregate returns the destination bucket c keeps, when it is still
+// live: used since the last sweep, which an eviction clears (see sweep). Nil
+// otherwise. Two atomic loads: the per-call cost of the destination budget.
+func (c *bucket) keptAggregate() *bucket {
+	if d := c.agg.Load(); d != nil && d.used.Load() {
+		return d
+	}
+	return nil
+}
+
+// spend takes one token from client bucket c and one from destination bucket
+// d (nil: no destination budget), or takes none and names the budget that had
+// less than one: "destination" or "client". Withdrawals from destination
+// buckets are serialised by dests.take, and deposits only raise a level, so d
+// keeps the token it was found with until spend takes it: the client's token
+// is taken only when the destination's is sure, and a refused retry consumes
+// nothing, not even for a moment. An empty destination refuses before the
+// lock, so an outage's refusals stay lock-free.
+func spend(dests *budgets, c, d *bucket) string {
+	if d == nil {
+		if c.withdraw() {
+			return ""
+		}
+		return "client"
+	}
+	if d.level.Load() < unit {
+		return "destination"
+	}
+	dests.take.Lock()
+	defer dests.take.Unlock()
+	if d.level.Load() < unit {
+		return "destination"
+	}
+	if !c.withdraw() {
+		return "client"
+	}
+	d.level.Add(-unit)
+	return ""
 }
 
 // level returns the tokens left for (dest, client) without creating the key.

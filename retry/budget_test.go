@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -204,7 +205,8 @@ func TestDepositNeverExceedsRatio(t *testing.T) {
 // A hostile Budget fails at construction instead of overflowing the fixed
 // point: NaN or infinite ratio, a burst whose capacity overflows int64.
 func TestNewRejectsBudgetOverflow(t *testing.T) {
-	for _, b := range []Budget{{Ratio: math.NaN()}, {Ratio: math.Inf(1)}, {Burst: math.MaxInt}, {Burst: math.MaxInt64 / unit * 2}} {
+	for _, b := range []Budget{{Ratio: math.NaN()}, {Ratio: math.Inf(1)}, {Burst: math.MaxInt}, {Burst: math.MaxInt64 / unit * 2},
+		{DestinationRatio: math.NaN()}, {DestinationRatio: math.Inf(-1)}, {DestinationBurst: maxBurst + 1}} {
 		if _, err := New(Config{Budget: b}); err == nil {
 			t.Errorf("New(Budget %+v) = nil error, want one", b)
 		}
@@ -212,5 +214,27 @@ func TestNewRejectsBudgetOverflow(t *testing.T) {
 	r := mustNew(t, Config{Budget: Budget{Burst: maxBurst}})
 	if got := r.BudgetLevel("m", "c"); got != maxBurst {
 		t.Errorf("BudgetLevel with Burst maxBurst = %v, want %v", got, float64(maxBurst))
+	}
+}
+
+// budgetKey.is compares by pointer when it can and by bytes otherwise: a
+// key built from other strings of the same bytes is the same key.
+func TestBudgetKeyIs(t *testing.T) {
+	k := budgetKey{"model", "client-1"}
+	built := strings.Repeat("client-", 1) + strconv.Itoa(1) // same bytes, another pointer
+	for _, tt := range []struct {
+		dest, client string
+		want         bool
+	}{
+		{k.dest, k.client, true},
+		{"mod" + "el"[:2], built, true},
+		{"model", "client-2", false},
+		{"modem", "client-1", false},
+		{"model", "client-10", false},
+		{"", "", false},
+	} {
+		if got := k.is(tt.dest, tt.client); got != tt.want {
+			t.Errorf("%v.is(%q, %q) = %v, want %v", k, tt.dest, tt.client, got, tt.want)
+		}
 	}
 }

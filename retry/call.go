@@ -15,8 +15,8 @@ type model struct {
 	next portico.Model
 }
 
-// Generate makes the first attempt inline: on success it costs a budget
-// deposit (an atomic load when the bucket is full) and, only with
+// Generate makes the first attempt inline: on success it costs two budget
+// deposits (an atomic load each when the buckets are full) and, only with
 // MinAttemptTime set, a deadline check; no context, timer or closure. Anything
 // else goes to run.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
@@ -24,13 +24,22 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, portico.ErrNilRequest
 	}
 	r := m.r
-	var b *bucket
 	if r.budget != nil {
-		b = r.budget.get(r.destOf(req), req.Identity.ClientKey)
-		b.deposit(r.budget.depositAmt, r.budget.capacity)
+		// Deposit in both buckets: an atomic load each when they are full.
+		// The buckets are not kept: a retry looks them up again (see run).
+		dest := r.destOf(req)
+		c := r.budget.get(dest, req.Identity.ClientKey)
+		c.deposit(r.budget.depositAmt, r.budget.capacity)
+		if r.dests != nil {
+			d := c.keptAggregate()
+			if d == nil {
+				d = r.budget.aggregate(r.dests, c, dest)
+			}
+			d.deposit(r.dests.depositAmt, r.dests.capacity)
+		}
 	}
 	if req.OnChunk != nil || r.attemptTimeout > 0 {
-		return r.run(ctx, req, m.next, b, nil)
+		return r.run(ctx, req, m.next, nil)
 	}
 	if r.minAttempt > 0 {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < r.minAttempt {
@@ -47,7 +56,25 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if r.maxAttempts == 1 {
 		return resp, err
 	}
-	return r.run(ctx, req, m.next, b, err)
+	return r.run(ctx, req, m.next, err)
+}
+
+// budgetPair is a call's two budget buckets: its (destination, client)'s,
+// nil when the budgets are off, and its destination's, nil when off too or
+// ClientOnly.
+type budgetPair struct{ client, dest *bucket }
+
+// pair returns req's budget buckets, creating them full if needed; the
+// budgets must be on. It does not allocate for existing keys.
+func (r *Retrier) pair(req *portico.Request) budgetPair {
+	dest := r.destOf(req)
+	p := budgetPair{client: r.budget.get(dest, req.Identity.ClientKey)}
+	if r.dests != nil {
+		if p.dest = p.client.keptAggregate(); p.dest == nil {
+			p.dest = r.budget.aggregate(r.dests, p.client, dest)
+		}
+	}
+	return p
 }
 
 func (r *Retrier) destOf(req *portico.Request) string {
@@ -63,7 +90,7 @@ func (r *Retrier) retryable(c portico.Class, req *portico.Request) bool {
 	case portico.Transient, portico.RateLimited:
 		return true
 	case portico.Ambiguous:
-		return req.Idempotent
+		return !req.NoAmbiguousRetry && !r.noAmbiguous
 	case portico.InvalidResponse:
 		return r.retryInvalid
 	}
@@ -83,7 +110,7 @@ func (r *Retrier) fits(ctx context.Context, wait time.Duration) bool {
 
 // run drives the attempts. lastErr is the first attempt's error when
 // Generate already made it, nil when run must make the first attempt too.
-func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, b *bucket, lastErr error) (*portico.Response, error) {
+func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, lastErr error) (*portico.Response, error) {
 	var earlier []error
 	prev := r.base
 	start := time.Now()
@@ -126,11 +153,14 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				return nil, noTimeLeft(lastErr, delay, earlier)
 			}
 			dest := r.destOf(req)
-			if b != nil && !b.withdraw() {
-				portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls})
-				r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted",
-					slog.String("destination", dest), slog.Int("attempt", i), slog.String("class", cls.String()))
-				return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: budget exhausted after "+attempts(i), earlier)
+			if r.budget != nil {
+				bk := r.pair(req) // found again: no allocation, and off the first attempt's path
+				if which := spend(r.dests, bk.client, bk.dest); which != "" {
+					portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls, Reason: which})
+					r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", dest),
+						slog.String("budget", which), slog.Int("attempt", i), slog.String("class", cls.String()))
+					return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+which+" budget exhausted after "+attempts(i), earlier)
+				}
 			}
 			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
 				Destination: dest, ClientKey: req.Identity.ClientKey})

@@ -46,7 +46,7 @@ func TestFaultsWithinBudget(t *testing.T) {
 		answered := 0
 		classes := map[portico.Class]int{}
 		for i := range n {
-			req := &portico.Request{Model: "gpt", Idempotent: i%2 == 0,
+			req := &portico.Request{Model: "gpt", NoAmbiguousRetry: i%2 == 1,
 				Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
 			resp, err := m.Generate(context.Background(), req)
 			if (resp == nil) == (err == nil) {
@@ -74,7 +74,7 @@ func TestFaultsWithinBudget(t *testing.T) {
 			t.Errorf("retries by class = %v, want none for incompatible or permanent", retries)
 		}
 		if retries[portico.RateLimited] == 0 || retries[portico.Transient] == 0 || retries[portico.Ambiguous] == 0 {
-			t.Errorf("retries by class = %v, want some rate-limited, transient and (idempotent) ambiguous", retries)
+			t.Errorf("retries by class = %v, want some rate-limited, transient and ambiguous", retries)
 		}
 		if classes[portico.Incompatible] != faults.Count(modeltest.FaultContextOverflow) {
 			t.Errorf("incompatible errors = %d, want one per injected overflow (%d)", classes[portico.Incompatible], faults.Count(modeltest.FaultContextOverflow))

@@ -12,11 +12,23 @@
 // # What is retried
 //
 // Only the classes that can succeed later (see [portico.Class]): Transient and
-// RateLimited always, Ambiguous (sent, outcome unknown) only when
-// [portico.Request.Idempotent] allows a duplicate, InvalidResponse only with
-// Config.RetryInvalidResponse. Permanent, Incompatible, Canceled, Deadline and
-// Rejected (breaker open, load shed) are returned at once, as they are. Nothing
-// is retried once a streamed chunk reached the caller.
+// RateLimited always, Ambiguous (sent, outcome unknown) unless
+// [portico.Request.NoAmbiguousRetry] or Config.NoAmbiguousRetry forbids it,
+// InvalidResponse only with Config.RetryInvalidResponse. Permanent,
+// Incompatible, Unusable, Canceled, Deadline and Rejected (breaker open, load
+// shed) are returned at once, as they are. Nothing is retried once a
+// streamed chunk reached the caller.
+//
+// Retrying Ambiguous is the default because a stalled provider (an attempt
+// or first-chunk timeout after the request was sent) is a failure a retry
+// often cures, and the provider SDKs retry timeouts by default
+// too. A generation has no side effect besides its cost (a tool's effects are
+// guarded by package effect, never by the retry layer), but that cost is
+// real: the abandoned attempt may have run to the end on the provider's
+// side, so an ambiguous call retried once may be billed twice, input and
+// output. The retry budgets bound how often that happens; set
+// NoAmbiguousRetry, per request or per route, where a duplicate costs more
+// than a failed call.
 //
 // # Waits
 //
@@ -37,20 +49,38 @@
 // RateLimited error that carries the hint ([ErrRetryAfterTooLong]), so an
 // outer layer may fall back.
 //
-// # Retry budget
+// # Retry budgets
 //
-// Each (destination, client key) pair has a token bucket: a new request deposits
-// Budget.Ratio tokens (0.1), a retry withdraws one, and a retry that finds less
-// than one is not made ([ErrBudgetExhausted], and a
-// [portico.EventBudgetExhausted] event). Retries are then at most 10% of
-// requests plus Budget.Burst, whatever fails (Google SRE book, "Handling
-// Overload"; Finagle's RetryBudget; gRPC's retry throttling). Under overload a
-// 10% budget turns a metastable outage into a recovery: the package's tests
-// reproduce the four policies of docs/SEEDS.md's overload table with this
-// Retrier in front of modeltest.CapacityServer. Budget.NoRefill makes it a
-// fixed allowance (20 retries without refill: 100 failing requests make 120
-// attempts, not 300). A budget is local to the process: ten processes with 20
-// each admit 200.
+// Every retry needs a token from two token buckets: its (destination, client
+// key)'s and its destination's, shared by all clients. A new request deposits
+// Budget.Ratio tokens (0.1) in its client's bucket and Budget.DestinationRatio
+// (the same by default) in its destination's; a retry withdraws one from
+// each, and a retry that finds less than one in either is not made
+// ([ErrBudgetExhausted], and a [portico.EventBudgetExhausted] event whose
+// Reason names the budget). The client's budget isolates tenants: one in an
+// error loop empties only its own. The destination's bounds the load on a
+// sick destination: in an outage every tenant fails at once, and client
+// budgets alone would let each make its full MaxAttempts, multiplying the
+// load by the retry count. This is the Google SRE book's pair, a per-client
+// budget ("Handling Overload") and a per-destination one ("Addressing
+// Cascading Failures"), and Finagle's RetryBudget, kept per destination
+// service. Over any run, whatever fails and however many clients, a client's
+// attempts are at most requests*(1+Ratio) + Burst and a destination's at most
+// requests*(1+DestinationRatio) + DestinationBurst. The destination's burst
+// defaults to 100, Finagle's reserve (10 retries per second over its 10 s
+// window): ten clients' bursts, small beside the traffic of a destination
+// with many clients. Under overload a 10% budget turns a metastable outage
+// into a recovery: the package's tests reproduce the four policies of
+// docs/SEEDS.md's overload table with this Retrier in front of
+// modeltest.CapacityServer.
+//
+// Withdrawals from a destination's bucket are serialised by one lock per
+// Retrier and its level is checked before the client's token is taken, so a
+// refused retry consumes no token of either; an empty destination refuses
+// before the lock. Budget.NoRefill makes both budgets fixed allowances (20
+// retries without refill: 100 failing requests make 120 attempts, not 300).
+// A budget is local to the process: ten processes with 20 each admit 200, as
+// ten tenants with client budgets only (Budget.ClientOnly) do.
 //
 // # Deadlines
 //
@@ -112,10 +142,11 @@
 // # Cost
 //
 // A first-try success costs a budget lookup (the bucket last found, then a
-// 256-slot cache indexed by a hash of the client key, then a sync.Map) and,
-// when the bucket is below capacity, one atomic compare-and-swap: no
-// allocation, no lock, no timer, no new context. A full bucket is only read,
-// so busy keys with an unused budget share no written cache line. Budgets are
-// bounded by Budget.MaxKeys: full buckets and keys idle since the previous
-// sweep are evicted.
+// 256-slot cache indexed by a hash of the client key, then a sync.Map), a
+// pointer from the client's bucket to its destination's, and, for each
+// bucket below capacity, one atomic compare-and-swap: no allocation, no
+// lock, no timer, no new context. A full bucket is only read, so busy keys
+// with an unused budget share no written cache line. Budgets are bounded by
+// Budget.MaxKeys, client and destination buckets each: full buckets and keys
+// idle since the previous sweep are evicted.
 package retry

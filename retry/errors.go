@@ -81,8 +81,9 @@ func attempts(n int) string {
 
 // surface returns the error that ends a call after the attempt error last: a
 // *portico.Error with last's class and fields (Status, Code, Model, RetryAfter,
-// RateLimit), or class cls when cls is not OK, no Reason, and as Usage what
-// every attempt billed (see billed), whose Err is a history: summary, then
+// RateLimit), or class cls when cls is not OK, no Reason, as Usage what
+// every attempt billed (see billed), NotSent only when no attempt was sent
+// (see noneSent), whose Err is a history: summary, then
 // last's message, wrapping sentinel, last and the earlier attempts' errors.
 // The message reads "portico: <class and fields>: <summary>: <last error>",
 // where the last error's class and fields are left out when they are the
@@ -101,6 +102,7 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 	}
 	w.Reason = ""
 	w.Usage = billed(last, earlier)
+	w.NotSent = noneSent(last, earlier)
 	errs := make([]error, 0, 2+len(earlier))
 	errs = append(errs, sentinel, last)
 	errs = append(errs, earlier...)
@@ -111,8 +113,8 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 // noTimeLeft is the Deadline error for an attempt that does not fit; wait is the
 // backoff or hint that did not fit (0 when the attempt itself does not).
 func noTimeLeft(last error, wait time.Duration, earlier []error) error {
-	if last == nil {
-		return &portico.Error{Class: portico.Deadline, Err: ErrNoTimeLeft}
+	if last == nil { // before the first attempt: nothing was sent
+		return &portico.Error{Class: portico.Deadline, NotSent: true, Err: ErrNoTimeLeft}
 	}
 	e := surface(last, portico.Deadline, ErrNoTimeLeft, "retry: no time left after "+attempts(len(earlier)+1), earlier)
 	e.RetryAfter = wait
@@ -174,9 +176,27 @@ func canceledDuring(ctxErr, last error, earlier []error) error {
 		if u := billed(last, earlier); u != nil {
 			w.Usage = u
 		}
+		w.NotSent = noneSent(last, earlier)
 		return &w
 	}
 	return ctxErr
+}
+
+// noneSent reports whether every attempt's error, last and earlier, says
+// that its request was never sent: the first [*portico.Error] in its tree
+// has NotSent set. The final error says NotSent only then, since one sent
+// attempt may have been counted or billed.
+func noneSent(last error, earlier []error) bool {
+	var pe *portico.Error
+	if !errors.As(last, &pe) || !pe.NotSent {
+		return false
+	}
+	for _, e := range earlier {
+		if !errors.As(e, &pe) || !pe.NotSent {
+			return false
+		}
+	}
+	return true
 }
 
 // billed returns the usage the provider billed over a call's failed attempts,

@@ -91,8 +91,9 @@ func Example_retryAfterBeyondDeadline() {
 }
 
 // A streamed call whose first attempt sends nothing within the TTFT timeout is
-// abandoned and retried (the request is idempotent: a duplicate costs only
-// tokens); only the retry's chunks reach the caller.
+// abandoned and retried, as by default for an ambiguous failure with nothing
+// delivered (a duplicate costs only tokens); only the retry's chunks reach
+// the caller.
 func Example_firstChunkTimeout() {
 	calls := 0
 	provider := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
@@ -116,8 +117,7 @@ func Example_firstChunkTimeout() {
 		},
 	})
 	resp, err := r.Wrap(provider).Generate(context.Background(), &portico.Request{
-		Idempotent: true,
-		OnChunk:    func(c portico.Chunk) error { fmt.Printf("chunk %q\n", c.Text); return nil },
+		OnChunk: func(c portico.Chunk) error { fmt.Printf("chunk %q\n", c.Text); return nil },
 	})
 	fmt.Println(resp.Text, err)
 	// Output:

@@ -13,7 +13,7 @@ import (
 // DESIGN.md's invariant under concurrency, whatever fails: for every
 // (destination, client key), attempts <= requests*(1+ratio) + burst. 16
 // goroutines send 3200 requests over 4 client keys and 2 models, a third of
-// them streamed and half idempotent, with Timeouts.Attempt and streaming
+// them streamed and half with NoAmbiguousRetry, with Timeouts.Attempt and streaming
 // timeouts set, to a model whose attempts fail with every retryable and
 // non-retryable class (429 with a Retry-After hint, 503, ambiguous, invalid,
 // permanent), hang past the attempt or first-chunk timeout, stall after a
@@ -73,7 +73,7 @@ func TestBudgetInvariantConcurrent(t *testing.T) {
 					req := userReq.Clone()
 					req.Model = []string{"m1", "m2"}[(g+i)%2]
 					req.Identity.ClientKey = []string{"a", "b", "c", "d"}[(g*perG+i)%4]
-					req.Idempotent = i%2 == 0
+					req.NoAmbiguousRetry = i%2 == 1
 					if i%3 == 0 {
 						req.OnChunk = func(portico.Chunk) error { return nil }
 					}

@@ -45,9 +45,7 @@ func TestFinalErrorMessage(t *testing.T) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}}
-			req := userReq.Clone()
-			req.Idempotent = true
-			_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{Attempt: time.Second}}).Wrap(base).Generate(context.Background(), req)
+			_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{Attempt: time.Second}}).Wrap(base).Generate(context.Background(), userReq)
 			const want = "portico: ambiguous: retry: 3 attempts failed: retry: attempt timeout (1s)"
 			if err == nil || err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)
@@ -70,13 +68,28 @@ func TestFinalErrorMessage(t *testing.T) {
 	t.Run("budget exhausted", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			fail := &portico.Error{Class: portico.Transient, Status: 503, Reason: "overloaded"}
-			r := mustNew(t, Config{Budget: Budget{NoRefill: true, Burst: 1}, Backoff: Backoff{Schedule: Immediate}})
-			m := r.Wrap(failing(fail))
-			m.Generate(context.Background(), userReq) // spends the one token
-			_, err := m.Generate(context.Background(), userReq)
-			const want = "portico: transient status 503: retry: budget exhausted after 1 attempt: overloaded"
-			if err == nil || err.Error() != want || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, fail) {
-				t.Errorf("err = %q, want %q wrapping ErrBudgetExhausted and the attempt's error", err, want)
+			// The message names the budget that refused: the client's with a
+			// burst of 1, then the destination's with a burst of 1 shared by
+			// two clients.
+			for _, tt := range []struct {
+				budget Budget
+				second string
+				want   string
+			}{
+				{Budget{NoRefill: true, Burst: 1}, "",
+					"portico: transient status 503: retry: client budget exhausted after 1 attempt: overloaded"},
+				{Budget{NoRefill: true, Burst: 5, DestinationBurst: 1}, "other",
+					"portico: transient status 503: retry: destination budget exhausted after 1 attempt: overloaded"},
+			} {
+				r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, MaxAttempts: 2, Budget: tt.budget})
+				m := r.Wrap(failing(fail))
+				m.Generate(context.Background(), userReq) // spends the one token
+				second := userReq.Clone()
+				second.Identity.ClientKey = tt.second
+				_, err := m.Generate(context.Background(), second)
+				if err == nil || err.Error() != tt.want || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, fail) {
+					t.Errorf("budget %+v: err = %q, want %q wrapping ErrBudgetExhausted and the attempt's error", tt.budget, err, tt.want)
+				}
 			}
 		})
 	})

@@ -28,8 +28,8 @@ func jsonChunks() []string {
 
 const progressSchema = `{"type":"object","required":["a"],"properties":{"a":{"type":"string"}}}`
 
-func schemaStream(idempotent bool) (*portico.Request, *[]string) {
-	req, got := collect(idempotent)
+func schemaStream(noAmbiguousRetry bool) (*portico.Request, *[]string) {
+	req, got := collect(noAmbiguousRetry)
 	req.Schema = &portico.Schema{Name: "s", JSON: []byte(progressSchema)}
 	return req, got
 }
@@ -41,7 +41,7 @@ func TestBufferedSlowStreamIsNotTimedOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := streamer(plan{ttft: 50 * time.Millisecond, chunks: jsonChunks(), gap: 50 * time.Millisecond})
 		m := portico.Chain(base, mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: 200 * time.Millisecond, ChunkGap: 200 * time.Millisecond}}).Wrap, validate.MustNew(validate.Config{}).Wrap)
-		req, got := schemaStream(true)
+		req, got := schemaStream(false)
 		start := time.Now()
 		resp, err := m.Generate(context.Background(), req)
 		want := strings.Join(jsonChunks(), "")
@@ -58,7 +58,7 @@ func TestBufferedSlowStreamIsNotTimedOut(t *testing.T) {
 }
 
 // A stream that stalls under validate still times out, and since progress is
-// not delivery, the attempt is retried (the request is idempotent).
+// not delivery, the attempt is retried (by default, Ambiguous is).
 func TestBufferedStalledStreamTimesOut(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -75,7 +75,7 @@ func TestBufferedStalledStreamTimesOut(t *testing.T) {
 				var infos []Info
 				m := portico.Chain(base, mustNew(t, Config{OnRetry: func(i Info) { infos = append(infos, i) }, Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: 200 * time.Millisecond, ChunkGap: 200 * time.Millisecond}}).Wrap,
 					validate.MustNew(validate.Config{}).Wrap)
-				req, got := schemaStream(true)
+				req, got := schemaStream(false)
 				start := time.Now()
 				resp, err := m.Generate(context.Background(), req)
 				if err != nil || base.calls() != 2 || len(*got) != 1 {
@@ -90,14 +90,14 @@ func TestBufferedStalledStreamTimesOut(t *testing.T) {
 			})
 		})
 	}
-	// Not idempotent: the timeout is the call's error.
+	// With NoAmbiguousRetry the timeout is the call's error.
 	synctest.Test(t, func(t *testing.T) {
 		base := streamer(plan{ttft: time.Hour})
 		m := portico.Chain(base, mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: 200 * time.Millisecond}}).Wrap,
 			validate.MustNew(validate.Config{}).Wrap)
-		req, _ := schemaStream(false)
+		req, _ := schemaStream(true)
 		if _, err := m.Generate(context.Background(), req); !errors.Is(err, ErrFirstChunkTimeout) || base.calls() != 1 {
-			t.Errorf("stalled, not idempotent: err %v after %d calls, want ErrFirstChunkTimeout after 1", err, base.calls())
+			t.Errorf("stalled, NoAmbiguousRetry: err %v after %d calls, want ErrFirstChunkTimeout after 1", err, base.calls())
 		}
 	})
 }

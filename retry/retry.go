@@ -72,40 +72,58 @@ const (
 	// the retries allowed before any request has deposited (Finagle's
 	// RetryBudget reserve, minRetriesPerSec = 10).
 	DefaultBudgetBurst = 10
+	// DefaultDestinationBurst is the destination's aggregate budget capacity,
+	// in retries: Finagle's RetryBudget reserve of 10 retries per second over
+	// its 10 s window. It is kept per destination, shared by all its clients,
+	// so it may be ten clients' bursts; in an outage of 10,000 clients it adds
+	// 1% to the 10% retries.
+	DefaultDestinationBurst = 100
 	// DefaultBudgetKeys bounds the number of (destination, client) buckets kept.
 	DefaultBudgetKeys = 10000
 )
 
-// Budget configures the retry budget: a token bucket per (destination, client
-// key) where each new request deposits Ratio tokens and each retry withdraws one
-// token; a retry that finds less than one token is not made (Finagle's
-// RetryBudget, gRPC's retry throttling). The bucket starts full, so
-// over any run the retries of one key are at most Burst + Ratio*requests, and
-// attempts at most requests*(1+Ratio) + Burst (the invariant ARCHITECTURE.md states), under
-// any concurrency and whatever fails. The one exception is eviction past
-// MaxKeys: a key evicted as idle comes back with a full bucket, so each
-// eviction of a key below capacity can add up to Burst to its bound.
+// Budget configures the retry budgets: two token buckets a retry needs a
+// token from, its (destination, client key)'s and its destination's, shared
+// by all clients (see the package documentation). Each new request deposits
+// Ratio in the first and DestinationRatio in the second; a retry takes one
+// from each, or none when either has less than one. So, under any
+// concurrency and whatever fails, a client's attempts are at most
+// requests*(1+Ratio) + Burst and a destination's at most
+// requests*(1+DestinationRatio) + DestinationBurst, however many clients it
+// has (the invariants ARCHITECTURE.md states). Eviction past MaxKeys is the
+// one exception: a key evicted as idle comes back full, which can add up to
+// its burst to its bound.
 //
-// The zero Budget means a 10% budget with a burst of 10.
+// The zero Budget means 10% with a burst of 10 per client and 10% with a
+// burst of 100 per destination.
 type Budget struct {
-	// Off disables the budget: retries are limited by MaxAttempts only.
+	// Off disables both budgets: retries are limited by MaxAttempts only.
 	Off bool
 	// Ratio is the tokens (retries) each new request deposits. Zero means
 	// [DefaultBudgetRatio] (0.1); negative, NaN or infinite is an error; see
 	// NoRefill for none. Tokens are kept in units of 10^-9: a decimal ratio
 	// is exact, any other is rounded down, so the bound above always holds.
 	Ratio float64
-	// NoRefill makes the budget a fixed allowance of Burst retries per key: new
+	// NoRefill makes both budgets fixed allowances of their bursts: new
 	// requests deposit nothing.
 	NoRefill bool
-	// Burst is the bucket's capacity and initial level, in retries. Zero means
-	// [DefaultBudgetBurst] (10); negative, or above 4,611,686,018 (the fixed
-	// point's range), is an error.
+	// Burst is the client bucket's capacity and initial level, in retries.
+	// Zero means [DefaultBudgetBurst] (10); negative, or above 4,611,686,018
+	// (the fixed point's range), is an error.
 	Burst int
-	// MaxKeys bounds the buckets kept. When a new key would exceed it, buckets
-	// that are full (indistinguishable from new ones) or unused since the last
-	// sweep are evicted; if none can be, the new key shares one overflow bucket.
-	// Zero means [DefaultBudgetKeys] (10,000); negative is an error.
+	// DestinationRatio and DestinationBurst are Ratio and Burst for the
+	// destination's bucket. Zero means Ratio's value and
+	// [DefaultDestinationBurst] (100) or Burst when larger; limits as above.
+	DestinationRatio float64
+	DestinationBurst int
+	// ClientOnly drops the destination budgets: only each client's binds, and
+	// a destination's retries grow with its number of clients.
+	ClientOnly bool
+	// MaxKeys bounds the buckets kept, of clients and of destinations each.
+	// When a new key would exceed it, buckets that are full (indistinguishable
+	// from new ones) or unused since the last sweep are evicted; if none can
+	// be, the new key shares one overflow bucket. Zero means
+	// [DefaultBudgetKeys] (10,000); negative is an error.
 	MaxKeys int
 }
 
@@ -140,7 +158,7 @@ type Backoff struct {
 // [portico.Transient] when the inner error is Transient (the request was never
 // sent, as the openai adapter reports for a dial that hangs), so it is retried
 // like any transient failure; [portico.Ambiguous] otherwise (it may have been
-// sent), so it is retried only for an idempotent request. Zero fields mean no
+// sent), retried unless NoAmbiguousRetry forbids it. Zero fields mean no
 // such timeout; negative ones are an error.
 type Timeouts struct {
 	// Attempt bounds each attempt's whole duration ([ErrAttemptTimeout]).
@@ -157,8 +175,8 @@ type Timeouts struct {
 
 // Config configures a [Retrier]. The zero Config is usable: 3 attempts, full
 // jitter with a 500 ms base and an 8 s cap, Retry-After hints up to 60 s, a 10%
-// retry budget with a burst of 10 per (model, client key), no per-attempt or
-// streaming timeouts.
+// retry budget with a burst of 10 per (model, client key) and one with a
+// burst of 100 per model, no per-attempt or streaming timeouts.
 type Config struct {
 	// MaxAttempts is the most attempts per call, the first included: 3 means one
 	// call and up to two retries. Zero means [DefaultMaxAttempts]; 1 disables
@@ -178,14 +196,21 @@ type Config struct {
 	// reports with [portico.Progress] (validate buffering a structured
 	// answer) counts as a chunk for them. The zero value sets none.
 	Timeouts Timeouts
+	// NoAmbiguousRetry returns [portico.Ambiguous] errors at once, as
+	// [portico.Request.NoAmbiguousRetry] does for one request: for a route
+	// where an attempt billed twice costs more than a failed call. By default
+	// an Ambiguous attempt (a timeout after sending, say) is retried while no
+	// chunk has reached the caller.
+	NoAmbiguousRetry bool
 	// RetryInvalidResponse retries [portico.InvalidResponse] errors on the same
 	// route, as a fresh sample may pass validation. Off by default: an invalid
 	// answer is usually a fallback's business, and each retry is billed.
 	RetryInvalidResponse bool
-	// Budget configures the retry budget; the zero value is 10% with a burst of 10.
+	// Budget configures the retry budgets; the zero value is 10% with a burst
+	// of 10 per client and 10% with a burst of 100 per destination.
 	Budget Budget
-	// Destination names the destination the budget is kept for. Empty means the
-	// request's Model, so each model has its own budgets.
+	// Destination names the destination the budgets are kept for. Empty means
+	// the request's Model, so each model has its own budgets.
 	Destination string
 	// OnRetry, when non-nil, is called synchronously before each wait for a retry,
 	// never under a lock.
@@ -215,7 +240,8 @@ type Info struct {
 // Sentinels to branch on with errors.Is. Each is wrapped in a [*portico.Error]
 // whose Class and fields say what to do next.
 var (
-	// ErrBudgetExhausted: a retry was due but the budget had no token left. The
+	// ErrBudgetExhausted: a retry was due but the client's or the
+	// destination's budget had no token left; the message says which. The
 	// error keeps the failed attempt's class and fields.
 	ErrBudgetExhausted = errors.New("retry: budget exhausted")
 	// ErrAttemptsExhausted: every one of MaxAttempts attempts failed. The error
@@ -224,7 +250,8 @@ var (
 	ErrAttemptsExhausted = errors.New("retry: attempts exhausted")
 	// ErrNoTimeLeft: the deadline leaves less than MinAttemptTime for the next
 	// attempt, or the backoff wait would leave less. Class [portico.Deadline];
-	// RetryAfter is the wait that did not fit, if any.
+	// RetryAfter is the wait that did not fit, if any; NotSent when no
+	// attempt was made (or none was sent).
 	ErrNoTimeLeft = errors.New("retry: no time left for an attempt")
 	// ErrRetryAfterTooLong: the provider's Retry-After exceeds MaxRetryAfter or
 	// what the deadline leaves. Class [portico.RateLimited] with the hint.
@@ -257,10 +284,12 @@ type Retrier struct {
 	attemptTimeout time.Duration
 	ttft, gap      time.Duration
 	retryInvalid   bool
+	noAmbiguous    bool
 	dest           string
 	onRetry        func(Info)
 	log            *slog.Logger
-	budget         *budgets // nil when Budget.Off
+	budget         *budgets // per (destination, client); nil when Budget.Off
+	dests          *budgets // per destination; nil when Budget.Off or ClientOnly
 }
 
 // New returns a Retrier configured by cfg, with zero fields taking their
@@ -293,12 +322,24 @@ func New(cfg Config) (*Retrier, error) {
 		return nil, errors.New("retry: negative Config.Budget.Burst")
 	case b.MaxKeys < 0:
 		return nil, errors.New("retry: negative Config.Budget.MaxKeys")
+	case b.DestinationRatio < 0:
+		return nil, errors.New("retry: negative Config.Budget.DestinationRatio")
+	case b.DestinationBurst < 0:
+		return nil, errors.New("retry: negative Config.Budget.DestinationBurst")
 	}
-	if math.IsNaN(b.Ratio) || math.IsInf(b.Ratio, 0) {
-		return nil, errors.New("retry: Config.Budget.Ratio is not a finite number")
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Ratio", b.Ratio}, {"DestinationRatio", b.DestinationRatio}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return nil, errors.New("retry: Config.Budget." + f.name + " is not a finite number")
+		}
 	}
 	if b.Burst > maxBurst {
 		return nil, errors.New("retry: Config.Budget.Burst above " + strconv.Itoa(maxBurst))
+	}
+	if b.DestinationBurst > maxBurst {
+		return nil, errors.New("retry: Config.Budget.DestinationBurst above " + strconv.Itoa(maxBurst))
 	}
 	r := &Retrier{
 		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
@@ -312,6 +353,7 @@ func New(cfg Config) (*Retrier, error) {
 		ttft:           to.FirstChunk,
 		gap:            to.ChunkGap,
 		retryInvalid:   cfg.RetryInvalidResponse,
+		noAmbiguous:    cfg.NoAmbiguousRetry,
 		dest:           cfg.Destination,
 		onRetry:        cfg.OnRetry,
 		log:            cfg.Logger,
@@ -327,14 +369,16 @@ func New(cfg Config) (*Retrier, error) {
 	}
 	r.ceil = ceilings(r.base, r.max, r.maxAttempts-1)
 	if !b.Off {
-		ratio := b.Ratio
-		if ratio == 0 {
-			ratio = DefaultBudgetRatio
-		}
+		ratio := orDefault(b.Ratio, DefaultBudgetRatio)
+		destRatio := orDefault(b.DestinationRatio, ratio)
 		if b.NoRefill {
-			ratio = 0
+			ratio, destRatio = 0, 0
 		}
-		r.budget = newBudgets(ratio, orDefault(b.Burst, DefaultBudgetBurst), orDefault(b.MaxKeys, DefaultBudgetKeys))
+		burst, keys := orDefault(b.Burst, DefaultBudgetBurst), orDefault(b.MaxKeys, DefaultBudgetKeys)
+		r.budget = newBudgets(ratio, burst, keys)
+		if !b.ClientOnly {
+			r.dests = newBudgets(destRatio, orDefault(b.DestinationBurst, max(DefaultDestinationBurst, burst)), keys)
+		}
 	}
 	return r, nil
 }
@@ -349,7 +393,7 @@ func MustNew(cfg Config) *Retrier {
 	return r
 }
 
-func orDefault[T int | time.Duration](v, def T) T {
+func orDefault[T int | float64 | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
 	}
@@ -381,12 +425,17 @@ func (r *Retrier) Wrap(next portico.Model) portico.Model {
 
 // BudgetLevel returns the retry tokens left for (destination, client key), where
 // destination is Config.Destination or the request's Model: how many retries
-// the budget would allow now. It returns +Inf when the budget is off, and
-// Burst for a key it does not hold (never used, evicted, or sharing the
-// overflow bucket past Budget.MaxKeys).
+// the budgets would allow now, the lower of the client's and the
+// destination's level. It returns +Inf when the budgets are off, and a full
+// bucket's level for a key it does not hold (never used, evicted, or sharing
+// the overflow bucket past Budget.MaxKeys).
 func (r *Retrier) BudgetLevel(destination, clientKey string) float64 {
 	if r.budget == nil {
 		return posInf
 	}
-	return r.budget.level(destination, clientKey)
+	lv := r.budget.level(destination, clientKey)
+	if r.dests != nil {
+		lv = min(lv, r.dests.level(destination, ""))
+	}
+	return lv
 }

@@ -73,6 +73,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Config{Budget: Budget{Burst: -1}}, "retry: negative Config.Budget.Burst"},
 		{Config{Budget: Budget{Burst: maxBurst + 1}}, "retry: Config.Budget.Burst above 4611686018"},
 		{Config{Budget: Budget{MaxKeys: -1}}, "retry: negative Config.Budget.MaxKeys"},
+		{Config{Budget: Budget{DestinationRatio: -0.1}}, "retry: negative Config.Budget.DestinationRatio"},
+		{Config{Budget: Budget{DestinationBurst: -1}}, "retry: negative Config.Budget.DestinationBurst"},
 	}
 	for _, tt := range bad {
 		if r, err := New(tt.cfg); r != nil || err == nil || err.Error() != tt.want {
@@ -86,35 +88,67 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if got := r.BudgetLevel("m", "c"); got != DefaultBudgetBurst {
 		t.Errorf("BudgetLevel of a new key = %v, want %v", got, DefaultBudgetBurst)
 	}
+	// The destination's budget: the client's ratio and a burst of 100, or the
+	// client's burst when larger; none with ClientOnly.
+	for _, tt := range []struct {
+		b                Budget
+		deposit, dcap    int64
+		clientOnly, none bool
+	}{
+		{Budget{}, unit / 10, DefaultDestinationBurst * unit, false, false},
+		{Budget{Ratio: 0.25, Burst: 500}, unit / 4, 500 * unit, false, false},
+		{Budget{Ratio: 0.25, DestinationRatio: 0.05, DestinationBurst: 7}, unit / 20, 7 * unit, false, false},
+		{Budget{NoRefill: true, DestinationRatio: 0.5}, 0, DefaultDestinationBurst * unit, false, false},
+		{Budget{ClientOnly: true}, 0, 0, true, false},
+		{Budget{Off: true}, 0, 0, false, true},
+	} {
+		r := mustNew(t, Config{Budget: tt.b})
+		switch {
+		case tt.none:
+			if r.budget != nil || r.dests != nil {
+				t.Errorf("Budget %+v: budgets kept, want none", tt.b)
+			}
+		case tt.clientOnly:
+			if r.budget == nil || r.dests != nil {
+				t.Errorf("Budget %+v: client budgets %v, destination budgets %v; want only client ones", tt.b, r.budget != nil, r.dests != nil)
+			}
+		case r.dests == nil || r.dests.depositAmt != tt.deposit || r.dests.capacity != tt.dcap:
+			t.Errorf("Budget %+v: destination budget = %v, want deposit %d capacity %d", tt.b, r.dests, tt.deposit, tt.dcap)
+		}
+	}
 }
 
 func TestWhichClassesAreRetried(t *testing.T) {
 	tests := []struct {
-		class      portico.Class
-		idempotent bool
-		invalid    bool // RetryInvalidResponse
-		wantCalls  int
+		class     portico.Class
+		reqNo     bool // Request.NoAmbiguousRetry
+		routeNo   bool // Config.NoAmbiguousRetry
+		invalid   bool // RetryInvalidResponse
+		wantCalls int
 	}{
-		{portico.Transient, false, false, 3},
-		{portico.RateLimited, false, false, 3},
-		{portico.Ambiguous, false, false, 1},
-		{portico.Ambiguous, true, false, 3},
-		{portico.InvalidResponse, false, false, 1},
-		{portico.InvalidResponse, false, true, 3},
-		{portico.Permanent, true, true, 1},
-		{portico.Incompatible, true, true, 1},
-		{portico.Canceled, true, true, 1},
-		{portico.Deadline, true, true, 1},
-		{portico.Rejected, true, true, 1},
+		{portico.Transient, true, true, false, 3},
+		{portico.RateLimited, true, true, false, 3},
+		{portico.Ambiguous, false, false, false, 3}, // the default
+		{portico.Ambiguous, true, false, false, 1},
+		{portico.Ambiguous, false, true, false, 1},
+		{portico.InvalidResponse, false, false, false, 1},
+		{portico.InvalidResponse, false, false, true, 3},
+		{portico.Permanent, false, false, true, 1},
+		{portico.Incompatible, false, false, true, 1},
+		{portico.Unusable, false, false, true, 1},
+		{portico.Canceled, false, false, true, 1},
+		{portico.Deadline, false, false, true, 1},
+		{portico.Rejected, false, false, true, 1},
 	}
 	for _, tt := range tests {
 		base := failing(&portico.Error{Class: tt.class})
-		r := mustNew(t, Config{RetryInvalidResponse: tt.invalid, Backoff: Backoff{Schedule: Immediate}})
+		r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, RetryInvalidResponse: tt.invalid, NoAmbiguousRetry: tt.routeNo})
 		req := userReq.Clone()
-		req.Idempotent = tt.idempotent
+		req.NoAmbiguousRetry = tt.reqNo
 		_, err := r.Wrap(base).Generate(context.Background(), req)
 		if got := base.calls(); got != tt.wantCalls {
-			t.Errorf("class %v idempotent %v retryInvalid %v: calls = %d, want %d", tt.class, tt.idempotent, tt.invalid, got, tt.wantCalls)
+			t.Errorf("class %v NoAmbiguousRetry request %v route %v, retryInvalid %v: calls = %d, want %d",
+				tt.class, tt.reqNo, tt.routeNo, tt.invalid, got, tt.wantCalls)
 		}
 		if got := portico.ClassOf(err); got != tt.class {
 			t.Errorf("class %v: ClassOf(err) = %v, want %v", tt.class, got, tt.class)
@@ -488,7 +522,6 @@ func TestDeadline600ms(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 				defer cancel()
 				req := userReq.Clone()
-				req.Idempotent = true
 				if stream {
 					req.OnChunk = func(portico.Chunk) error { return nil }
 				}
@@ -562,21 +595,21 @@ func TestAttemptTimeout(t *testing.T) {
 			}
 			return okResp, nil
 		}}
-		for _, idem := range []bool{false, true} {
+		for _, no := range []bool{false, true} {
 			base.n.Store(0)
 			r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{Attempt: time.Second}})
 			req := userReq.Clone()
-			req.Idempotent = idem
+			req.NoAmbiguousRetry = no
 			start := time.Now()
 			resp, err := r.Wrap(base).Generate(context.Background(), req)
-			if idem {
+			if !no {
 				if err != nil || resp != okResp || base.calls() != 2 || time.Since(start) != time.Second {
-					t.Errorf("idempotent: Generate = %v, %v after %d calls, %v; want success on the 2nd call after 1s", resp, err, base.calls(), time.Since(start))
+					t.Errorf("default: Generate = %v, %v after %d calls, %v; want success on the 2nd call after 1s", resp, err, base.calls(), time.Since(start))
 				}
 				continue
 			}
 			if base.calls() != 1 || portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, ErrAttemptTimeout) {
-				t.Errorf("not idempotent: calls %d err %v, want 1 call, ambiguous ErrAttemptTimeout", base.calls(), err)
+				t.Errorf("NoAmbiguousRetry: calls %d err %v, want 1 call, ambiguous ErrAttemptTimeout", base.calls(), err)
 			}
 		}
 	})

@@ -29,7 +29,7 @@ type overload struct {
 // calls/s (one slot, 10 ms each), 8 new requests every 0.1 s (80/s), an
 // outage from 30 to 40 s, 340 s in all, in virtual time. Each attempt has the
 // client's patience as its Timeouts.Attempt; an attempt that runs out fails
-// Ambiguous and, the request being idempotent, is retried at once (Immediate
+// Ambiguous and, as by default, is retried at once (Immediate
 // backoff) while attempts and budget remain. Useful answers are counted in the
 // second in which they reach the client.
 //
@@ -55,7 +55,7 @@ func simulateOverload(t *testing.T, patience time.Duration, drop bool, cfg retry
 		start := time.Now()
 		client := func() {
 			requests.Add(1)
-			req := &portico.Request{Model: "m", Idempotent: true,
+			req := &portico.Request{Model: "m",
 				Messages: []portico.Message{portico.Text(portico.RoleUser, "q")}}
 			_, err := m.Generate(context.Background(), req)
 			if errors.Is(err, retry.ErrBudgetExhausted) {

@@ -64,11 +64,12 @@ func streamer(plans ...plan) *counting {
 	}}
 }
 
-// collect returns a streaming copy of userReq and the chunks it receives.
-func collect(idempotent bool) (*portico.Request, *[]string) {
+// collect returns a streaming copy of userReq, with NoAmbiguousRetry set as
+// given, and the chunks it receives.
+func collect(noAmbiguousRetry bool) (*portico.Request, *[]string) {
 	var got []string
 	req := userReq.Clone()
-	req.Idempotent = idempotent
+	req.NoAmbiguousRetry = noAmbiguousRetry
 	req.OnChunk = func(c portico.Chunk) error { got = append(got, c.Text); return nil }
 	return req, &got
 }
@@ -78,7 +79,7 @@ func TestNoRetryAfterFirstChunk(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fail := transient()
 		base := streamer(plan{chunks: []string{"a", "b"}, err: fail}, plan{chunks: []string{"ok"}})
-		req, got := collect(true)
+		req, got := collect(false)
 		_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(context.Background(), req)
 		if err != fail {
 			t.Errorf("err = %v, want the attempt's own error, unchanged", err)
@@ -105,13 +106,19 @@ func TestStreamRetriedBeforeFirstChunk(t *testing.T) {
 	})
 }
 
+// A stalled first attempt is cut at FirstChunkTimeout and, Ambiguous with
+// nothing delivered, retried by default and answered by the second; with
+// NoAmbiguousRetry on the request or on the Retrier it is the call's error.
 func TestFirstChunkTimeout(t *testing.T) {
-	for _, idem := range []bool{true, false} {
-		t.Run(map[bool]string{true: "idempotent", false: "not idempotent"}[idem], func(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		reqNo, routeNo bool
+	}{{"default", false, false}, {"request NoAmbiguousRetry", true, false}, {"Config NoAmbiguousRetry", false, true}} {
+		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				// The first attempt would send its first chunk at 5 s; the TTFT timeout is 1 s.
 				base := streamer(plan{ttft: 5 * time.Second, chunks: []string{"late"}}, plan{chunks: []string{"on", " time"}})
-				req, got := collect(idem)
+				req, got := collect(tt.reqNo)
 				var ttfts []time.Duration
 				ctx := portico.ContextWithObserver(context.Background(), observerFunc(func(_ context.Context, e portico.Event) {
 					if e.Kind == portico.EventFirstChunk {
@@ -119,17 +126,18 @@ func TestFirstChunkTimeout(t *testing.T) {
 					}
 				}))
 				start := time.Now()
-				resp, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second}}).Wrap(base).Generate(ctx, req)
-				if !idem {
+				r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second}, NoAmbiguousRetry: tt.routeNo})
+				resp, err := r.Wrap(base).Generate(ctx, req)
+				if tt.reqNo || tt.routeNo {
 					if base.calls() != 1 || portico.ClassOf(err) != portico.Ambiguous || !errors.Is(err, ErrFirstChunkTimeout) ||
 						time.Since(start) != time.Second || len(*got) != 0 {
-						t.Errorf("not idempotent: calls %d err %v after %v chunks %q; want 1 call, ambiguous ErrFirstChunkTimeout at 1s, no chunk",
+						t.Errorf("calls %d err %v after %v chunks %q; want 1 call, ambiguous ErrFirstChunkTimeout at 1s, no chunk",
 							base.calls(), err, time.Since(start), *got)
 					}
 					return
 				}
-				if err != nil || resp.Text != "on time" || strings.Join(*got, "") != "on time" || base.calls() != 2 {
-					t.Errorf("idempotent: Generate = %v, %v, chunks %q, calls %d; want 'on time' from the retry", resp, err, *got, base.calls())
+				if err != nil || resp.Text != "on time" || strings.Join(*got, "") != "on time" || base.calls() != 2 || time.Since(start) != time.Second {
+					t.Errorf("Generate = %v, %v, chunks %q, calls %d at %v; want 'on time' from the retry at 1s", resp, err, *got, base.calls(), time.Since(start))
 				}
 				if len(ttfts) != 1 || ttfts[0] != time.Second {
 					t.Errorf("first-chunk events = %v, want one at 1s", ttfts)
@@ -137,6 +145,20 @@ func TestFirstChunkTimeout(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An Ambiguous failure after a chunk reached the caller is final even by
+// default: a stream that delivered "a" and then broke off is not repeated.
+func TestNoAmbiguousRetryAfterChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cut := &portico.Error{Class: portico.Ambiguous, Reason: "response body cut off"}
+		base := streamer(plan{chunks: []string{"a"}, err: cut}, plan{chunks: []string{"ok"}})
+		req, got := collect(false)
+		_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(context.Background(), req)
+		if err != cut || base.calls() != 1 || strings.Join(*got, "|") != "a" {
+			t.Errorf("err = %v after %d calls, chunks %q; want the cut error unchanged after 1 call, chunk a", err, base.calls(), *got)
+		}
+	})
 }
 
 // A chunk that arrives after the TTFT watchdog fired never reaches the caller,
@@ -153,7 +175,7 @@ func TestLateChunkRefused(t *testing.T) {
 			req.OnChunk(portico.Chunk{Text: "ok"})
 			return &portico.Response{Text: "ok"}, nil
 		}}
-		req, got := collect(true)
+		req, got := collect(false)
 		resp, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second}}).Wrap(base).Generate(context.Background(), req)
 		if !errors.Is(chunkErr, ErrFirstChunkTimeout) {
 			t.Errorf("late OnChunk = %v, want ErrFirstChunkTimeout", chunkErr)
@@ -176,7 +198,7 @@ func TestChunkGapTimeout(t *testing.T) {
 			}
 			return &portico.Response{Text: "ab"}, nil
 		}}
-		req, got := collect(true)
+		req, got := collect(false)
 		start := time.Now()
 		_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{FirstChunk: time.Second, ChunkGap: 500 * time.Millisecond}}).
 			Wrap(base).Generate(context.Background(), req)
@@ -216,7 +238,6 @@ func TestCallerChunkErrorNotRetried(t *testing.T) {
 		stop := errors.New("caller stops")
 		base := streamer(plan{chunks: []string{"a", "b"}})
 		req := userReq.Clone()
-		req.Idempotent = true
 		req.OnChunk = func(portico.Chunk) error { return stop }
 		_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(context.Background(), req)
 		if !errors.Is(err, stop) || base.calls() != 1 {

@@ -43,7 +43,7 @@ func sent(ctx context.Context) error {
 }
 
 // An attempt timeout keeps the inner layer's Transient verdict (the request
-// was never sent), so a request that is not idempotent is still retried; an
+// was never sent), so a request with NoAmbiguousRetry is still retried; an
 // inner Ambiguous or unclassified (Deadline) failure makes it Ambiguous. Both
 // wrap the timeout's sentinel. The same holds for the first-chunk timeout of a
 // streamed attempt.
@@ -70,7 +70,8 @@ func TestTimeoutKeepsNotSentTransient(t *testing.T) {
 					var infos []Info
 					cfg := cfg
 					cfg.OnRetry = func(i Info) { infos = append(infos, i) }
-					req := userReq.Clone() // not idempotent
+					req := userReq.Clone()
+					req.NoAmbiguousRetry = true
 					if stream {
 						req.OnChunk = func(portico.Chunk) error { return nil }
 					}

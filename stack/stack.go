@@ -35,7 +35,9 @@ type Route struct {
 	// Breaker configures the route's breaker; an empty Name means Route.Name.
 	Breaker breaker.Config
 	// Retry configures the route's retry layer; an empty Destination means
-	// Route.Name, so retry budgets and retry events are per route.
+	// Route.Name, so retry budgets and retry events are per route: each
+	// route's retries are bounded by its own budget, shared by every client,
+	// as well as by each client's.
 	Retry retry.Config
 	// Validate configures the route's acceptance pipeline.
 	Validate validate.Config

@@ -2,6 +2,8 @@ package stack
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -247,5 +249,35 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
+	})
+}
+
+// The stack's retry layer keeps a budget per destination by default: an
+// outage seen by 2,000 tenants at once makes at most 10% retries plus the
+// destination's burst of 100, not the 3 attempts each that per-tenant
+// budgets alone would allow. The breaker is left out so that every request
+// reaches the route.
+func TestOutageRetriesBoundedPerDestination(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		down := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
+		r := route("down", down)
+		r.SkipBreaker = true
+		s, err := New(Config{Routes: []Route{r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 2000
+		for i := range n {
+			req := hello.Clone()
+			req.Identity.ClientKey = "tenant-" + strconv.Itoa(i)
+			if _, err := s.Generate(context.Background(), req); !errors.Is(err, portico.ErrTransient) {
+				t.Fatalf("request %d: err = %v, want transient", i, err)
+			}
+		}
+		// 100 tokens, then 1,999 deposits of 0.1 (the first is lost to the
+		// full bucket): 299 retries.
+		if got, want := down.Count(), n+299; got != want {
+			t.Errorf("attempts = %d over %d requests from %d tenants, want %d (bound %d)", got, n, n, want, n*11/10+100)
+		}
 	})
 }

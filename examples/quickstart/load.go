@@ -78,7 +78,6 @@ func load(ctx context.Context, m portico.Model, cfg runConfig, res *results) {
 						portico.Text(portico.RoleUser, "Name a prime number above "+strconv.Itoa(i)+"."),
 					},
 					MaxOutputTokens: 64,
-					Idempotent:      true, // generation only: an ambiguous attempt may be repeated
 					Identity:        portico.Identity{ClientKey: "client-" + strconv.Itoa(i%cfg.clients)},
 				}
 				if stream {

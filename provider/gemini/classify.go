@@ -215,6 +215,7 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 			e.Err = portico.Join(ctxErr, cause)
 		}
 		layer := errors.Is(cause, portico.ErrLayerTimeout)
+		e.NotSent = !x.wrote.Load() // a rate limiter gives it all back
 		switch {
 		case layer && x.wrote.Load():
 			e.Class, e.Reason = portico.Ambiguous, "attempt timeout after the request was sent"
@@ -265,11 +266,11 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 	if x.status == 0 {
 		switch {
 		case !x.reached:
-			e.Class, e.Reason, e.Err = portico.Permanent, "request not built", sdkError{err}
+			e.Class, e.Reason, e.Err, e.NotSent = portico.Permanent, "request not built", sdkError{err}, true
 		case x.wrote.Load():
 			e.Class, e.Reason = portico.Ambiguous, "transport failed after the request was sent"
 		default:
-			e.Class, e.Reason = portico.Transient, "transport failed before the request was sent"
+			e.Class, e.Reason, e.NotSent = portico.Transient, "transport failed before the request was sent", true
 		}
 		return e
 	}

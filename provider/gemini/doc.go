@@ -91,8 +91,8 @@
 // (AutomaticContinuation). [New] drops RetryOptions and every call turns
 // continuation off, so that each Generate is exactly one HTTP request and
 // the retry layer above (package retry) owns every retry and counts it
-// against its budget. Seed 003: "one layer owns retries; turn off retries
-// in lower clients". net/http does not replay the POST either.
+// against its budget (Google SRE book, "Addressing Cascading Failures":
+// retry at one layer only). net/http does not replay the POST either.
 //
 // # Error classes
 //
@@ -130,6 +130,10 @@
 //	caller's ctx canceled / deadline         Canceled / Deadline
 //	a layer's own timeout (ctx ended with    Ambiguous once written, else Transient
 //	a cause matching portico.ErrLayerTimeout)
+//
+// A failure before the request was written (a failed dial, a context done
+// first) has portico.Error.NotSent set, so a rate limiter gives the call's
+// whole reservation back.
 //
 // An error event after content has reached OnChunk is returned like any
 // other; the layers above know a chunk passed and neither retry nor fall

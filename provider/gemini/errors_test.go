@@ -151,8 +151,8 @@ func TestConnectionRefusedTransient(t *testing.T) {
 	l.Close()
 	m := newModel(t, gemini.Config{}, genai.ClientConfig{APIKey: "k", HTTPOptions: genai.HTTPOptions{BaseURL: "http://" + addr}})
 	_, err = m.Generate(context.Background(), userReq("m", "hello"))
-	if pe := asError(t, err); pe.Class != portico.Transient || pe.Status != 0 {
-		t.Errorf("Generate error = %v status %d, want transient 0 (%v)", pe.Class, pe.Status, err)
+	if pe := asError(t, err); pe.Class != portico.Transient || pe.Status != 0 || !pe.NotSent {
+		t.Errorf("Generate error = %v status %d NotSent %v, want transient 0 NotSent (%v)", pe.Class, pe.Status, pe.NotSent, err)
 	}
 	var ne *net.OpError
 	if !errors.As(err, &ne) {
@@ -264,6 +264,10 @@ func TestContextErrors(t *testing.T) {
 				_, err := m.Generate(ctx, userReq("m", "hello"))
 				if pe := asError(t, err); pe.Class != tc.class {
 					t.Errorf("Generate error class = %v (%v), want %v", pe.Class, err, tc.class)
+				} else if want := tc.name == "already canceled"; pe.NotSent != want {
+					// Only the context done before the request was written
+					// says nothing was sent: the others stall after it.
+					t.Errorf("Generate error NotSent = %v, want %v", pe.NotSent, want)
 				}
 				if !errors.Is(err, tc.is) {
 					t.Errorf("errors.Is(%v, %v) = false, want true", err, tc.is)

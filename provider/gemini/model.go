@@ -20,8 +20,8 @@ type Config struct {
 	Model string
 	// IncludeProviderMessage puts Google's error message into
 	// [ProviderError].Message and so into error strings. Off by default,
-	// because messages may quote the request (seed 003: redact prompts from
-	// logs).
+	// because messages may quote the request (OWASP Logging Cheat Sheet:
+	// keep personal data out of logs).
 	IncludeProviderMessage bool
 	// MaxResponseBytes bounds the bytes of response body read for one call:
 	// the JSON body of an answer or of an HTTP error, or the whole event
@@ -45,7 +45,8 @@ const DefaultMaxResponseBytes = 64 << 20
 // Model makes exactly one HTTP request per Generate: the SDK's HTTP retries
 // and its automatic continuation of answers that stop with a continuation
 // token are off, so that one layer (package retry) owns retries and counts
-// them against its budget (seed 003: "one layer owns retries").
+// them against its budget (Google SRE book, "Addressing Cascading
+// Failures": retry at one layer only).
 type Model struct {
 	cfg    Config
 	limit  int64 // body bytes per call; 0: none

@@ -176,6 +176,7 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 			e.Err = portico.Join(ctxErr, cause)
 		}
 		layer := errors.Is(cause, portico.ErrLayerTimeout)
+		e.NotSent = !x.wrote.Load() // a rate limiter gives it all back
 		switch {
 		case layer && x.wrote.Load():
 			e.Class, e.Reason = portico.Ambiguous, "attempt timeout after the request was sent"
@@ -221,11 +222,11 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 	if x.status == 0 {
 		switch {
 		case !x.reached:
-			e.Class, e.Reason = portico.Permanent, "request not built"
+			e.Class, e.Reason, e.NotSent = portico.Permanent, "request not built", true
 		case x.wrote.Load():
 			e.Class, e.Reason = portico.Ambiguous, "transport failed after the request was sent"
 		default:
-			e.Class, e.Reason = portico.Transient, "transport failed before the request was sent"
+			e.Class, e.Reason, e.NotSent = portico.Transient, "transport failed before the request was sent", true
 		}
 		return e
 	}

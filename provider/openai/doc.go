@@ -70,9 +70,11 @@
 // A message is read before a code, so a numeric code ("code": 400, as vLLM
 // and llama.cpp send) never hides a context overflow the message states.
 // Whether the request was written comes from net/http/httptrace's
-// WroteRequest, observed by an SDK middleware. A layer that bounds one
-// attempt (package retry) ends the context with a cause matching
-// portico.ErrLayerTimeout, which tells its timeout from the caller's.
+// WroteRequest, observed by an SDK middleware. A failure before it was
+// written (a failed dial, a context done first) has portico.Error.NotSent
+// set, so a rate limiter gives the call's whole reservation back. A layer
+// that bounds one attempt (package retry) ends the context with a cause
+// matching portico.ErrLayerTimeout, which tells its timeout from the caller's.
 //
 // HTTP errors wrap a [*ProviderError] (status, type, code, param), which wraps
 // the SDK's *openai.Error. Providers may echo the prompt in their error

@@ -111,14 +111,15 @@ func TestAttemptDeadlineInSynctest(t *testing.T) {
 		ctx, cancel := context.WithTimeoutCause(t.Context(), time.Second, errAttempt)
 		_, err := m.Generate(ctx, userReq("m", "hello"))
 		cancel()
-		if portico.ClassOf(err) != portico.Transient || !errors.Is(err, errAttempt) {
-			t.Errorf("Generate = %v, want transient wrapping the cause", err)
+		var pe *portico.Error
+		if portico.ClassOf(err) != portico.Transient || !errors.Is(err, errAttempt) || !errors.As(err, &pe) || !pe.NotSent {
+			t.Errorf("Generate = %v, want transient wrapping the cause, NotSent", err)
 		}
 		ctx, cancel = context.WithTimeout(t.Context(), time.Second)
 		_, err = m.Generate(ctx, userReq("m", "hello"))
 		cancel()
-		if portico.ClassOf(err) != portico.Deadline {
-			t.Errorf("Generate = %v, want deadline", err)
+		if portico.ClassOf(err) != portico.Deadline || !errors.As(err, &pe) || !pe.NotSent {
+			t.Errorf("Generate = %v, want deadline, NotSent (the request was never written)", err)
 		}
 		hang.CloseIdleConnections()
 	})
