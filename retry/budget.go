@@ -250,11 +250,12 @@ func (bs *budgets) aggregate(dests *budgets, c *bucket, dest string) *bucket {
 	}
 }
 
-// keptAggregate returns the destination bucket c keeps, when it is still
-// live: used since the last sweep, which an eviction clears (see sweep). Nil
-// otherwise. Two atomic loads: the per-call cost of the destination budget.
-func (c *bucket) keptAggregate() *bucket {
-	if d := c.agg.Load(); d != nil && d.used.Load() {
+// keptAggregate returns the destination bucket client bucket b keeps, when
+// it is still live: used since the last sweep, which an eviction clears (see
+// sweep). Nil otherwise. Two atomic loads: the per-call cost of the
+// destination budget.
+func (b *bucket) keptAggregate() *bucket {
+	if d := b.agg.Load(); d != nil && d.used.Load() {
 		return d
 	}
 	return nil
