@@ -49,11 +49,17 @@ type Quota struct {
 
 // RateLimit is what a provider said about its limits on one response
 // (OpenAI's x-ratelimit-limit-*, x-ratelimit-remaining-*, x-ratelimit-reset-*
-// headers). Adapters surface it on [Response.RateLimit] and [Error.RateLimit] so
-// that package ratelimit can adopt the provider's tighter view.
+// headers; Anthropic's anthropic-ratelimit-*). Adapters surface it on
+// [Response.RateLimit] and [Error.RateLimit] so that package ratelimit can
+// adopt the provider's tighter view.
 type RateLimit struct {
 	Requests Quota // requests per period
-	Tokens   Quota // tokens per period
+	Tokens   Quota // tokens per period (input plus output)
+	// InputTokens and OutputTokens are limits a provider keeps apart from
+	// Tokens, on input and on output tokens alone (Anthropic's ITPM and
+	// OTPM); not Known from providers that have none.
+	InputTokens  Quota
+	OutputTokens Quota
 }
 
 // Hop records one route a routing layer left before the answer: which and why.

@@ -134,12 +134,41 @@ func Refund(err error, in, maxOut int) int {
 // adopt takes in a provider's view of its limits, announced with a response
 // or an error: each bucket adopts the tighter of the provider's view and its
 // configured limit until the provider's reset, for hold
-// ([Config.MaxProviderHold]) at most. The caller holds e.mu.
+// ([Config.MaxProviderHold]) at most. The token bucket counts input plus
+// output, as RateLimit.Tokens does, and adopts that quota as it is; a quota
+// on input or output alone (InputTokens, OutputTokens) is adopted in
+// proportion (see share). The caller holds e.mu.
 func (e *entry) adopt(now time.Duration, rl *portico.RateLimit, hold time.Duration) {
-	if q := rl.Tokens; q.Known && e.lim.Tokens > 0 {
-		e.tok.adopt(now, q.Remaining, q.Limit, q.Reset, hold)
+	if e.lim.Tokens > 0 {
+		if q := rl.Tokens; q.Known {
+			e.tok.adopt(now, q.Remaining, q.Limit, q.Reset, hold)
+		}
+		for _, q := range [...]portico.Quota{rl.InputTokens, rl.OutputTokens} {
+			if rem, lim, ok := share(q, e.lim.TokenBurst); ok {
+				e.tok.adopt(now, rem, lim, q.Reset, hold)
+			}
+		}
 	}
 	if q := rl.Requests; q.Known && e.lim.Requests > 0 {
 		e.req.adopt(now, q.Remaining, q.Limit, q.Reset, hold)
 	}
+}
+
+// share scales a quota on one part of the tokens (input or output alone) to
+// a token bucket of burst b counting both: the bucket may hold the share of
+// b the quota has left, b·Remaining/Limit, out of b. An exhausted part (0
+// remaining) so empties the bucket until its reset, and one half used holds
+// it at half, while a lopsided split (80,000 input and 16,000 output tokens a
+// minute against a bucket of 96,000) does not cap every call at the smaller
+// part. Without a Limit only an exhausted part says anything (0 of unknown);
+// ok is false when the quota says nothing.
+func share(q portico.Quota, b int) (remaining, limit int, ok bool) {
+	switch {
+	case !q.Known:
+		return 0, 0, false
+	case q.Limit <= 0:
+		return 0, 0, q.Remaining <= 0
+	}
+	left := float64(min(max(q.Remaining, 0), q.Limit)) / float64(q.Limit)
+	return int(left * float64(b)), b, true
 }

@@ -128,7 +128,11 @@
 // the key tighter for [Config.MaxProviderHold] at most (one minute by
 // default, the window of the per-minute limits a local bucket mirrors): a
 // daily quota's reset, hours away, does not stall the key for the rest of
-// the day. [Limiter.SetLimit] changes the configured limits of every key
+// the day. Quotas a provider keeps on input or output tokens alone
+// (Anthropic's ITPM and OTPM, [portico.RateLimit].InputTokens and
+// OutputTokens) hold the input-plus-output token bucket at the share of its
+// burst that the quota has left, so an exhausted output quota stops the key
+// until its reset. [Limiter.SetLimit] changes the configured limits of every key
 // live, and clears every provider view adopted so far: the operator's word
 // wins.
 //

@@ -121,3 +121,60 @@ func TestSetLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestProviderFeedbackInputOutput: quotas on input or output tokens alone
+// (Anthropic's ITPM and OTPM) hold the input-plus-output bucket at the share
+// of its burst they have left; a lopsided split that is not used does not
+// cap calls at the smaller part, and an exhausted part empties the bucket.
+func TestProviderFeedbackInputOutput(t *testing.T) {
+	q := func(limit, remaining int) portico.Quota {
+		return portico.Quota{Known: true, Limit: limit, Remaining: remaining, Reset: 30 * time.Second}
+	}
+	cases := []struct {
+		name  string
+		rl    portico.RateLimit
+		level float64 // after one call of 100 + 900 tokens
+	}{
+		{"unused lopsided split", portico.RateLimit{Tokens: q(96000, 96000), InputTokens: q(80000, 80000), OutputTokens: q(16000, 16000)}, 95000},
+		{"output a quarter left", portico.RateLimit{InputTokens: q(80000, 80000), OutputTokens: q(16000, 4000)}, 24000},
+		{"input half left", portico.RateLimit{InputTokens: q(80000, 40000), OutputTokens: q(16000, 16000)}, 48000},
+		{"output exhausted, no limit sent", portico.RateLimit{OutputTokens: portico.Quota{Known: true}}, 0},
+		{"remaining above limit", portico.RateLimit{InputTokens: q(80000, 90000)}, 95000},
+		{"unknown limit, some left", portico.RateLimit{InputTokens: portico.Quota{Known: true, Remaining: 5}}, 95000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// 96,000 tokens/min (1600/s), b = 96,000, keyed by model.
+				l := mustNew(t, Config{Limits: Limits{Tokens: 96000}, Key: ByModel, Estimator: fixedEstimator(100)})
+				rl := tc.rl
+				m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+					return &portico.Response{Usage: portico.Usage{InputTokens: 100, OutputTokens: 900}, RateLimit: &rl}, nil
+				}))
+				r := req("a", 900)
+				if _, err := m.Generate(t.Context(), r); err != nil {
+					t.Fatal(err)
+				}
+				if got := l.levelOf(r, time.Now()); got != tc.level {
+					t.Errorf("level after the provider's view = %v, want %v", got, tc.level)
+				}
+			})
+		})
+	}
+	// An exhausted output quota makes the next call wait locally: 1000 tokens
+	// at the configured 1600/s.
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{Tokens: 96000}, Key: ByModel, Estimator: fixedEstimator(100)})
+		calls := 0
+		m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+			calls++
+			return nil, &portico.Error{Class: portico.RateLimited, Status: 429,
+				RateLimit: &portico.RateLimit{OutputTokens: q(16000, 0)}}
+		}))
+		m.Generate(t.Context(), req("a", 900))
+		_, err := m.Generate(t.Context(), req("a", 900))
+		if !errors.Is(err, ErrLimited) || portico.RetryAfterOf(err) != 625*time.Millisecond || calls != 1 {
+			t.Errorf("call after an exhausted output quota = %v after %d provider calls, want local ErrLimited with RetryAfter 625ms after 1", err, calls)
+		}
+	})
+}
