@@ -1,0 +1,294 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/portico-llm/portico"
+)
+
+// ProviderError carries Anthropic's own description of a failure: the error
+// object of an HTTP error body or of an error event inside an event stream,
+// {"type":"error","error":{"type","message","details":{"error_code"}}}
+// (https://docs.claude.com/en/api/errors, "Error shapes"). It is the Err of
+// the [*portico.Error] the Model returns for such failures, reachable with
+// errors.As.
+//
+// Message is filled only when [Config.IncludeProviderMessage] is set, since
+// the API may echo the prompt in it; Error() prints it only then.
+type ProviderError struct {
+	// Status is the HTTP status (200 for an error event inside a stream).
+	Status int
+	// Type is the error's "type": "invalid_request_error",
+	// "authentication_error", "billing_error", "permission_error",
+	// "not_found_error", "request_too_large", "rate_limit_error",
+	// "api_error", "timeout_error", "overloaded_error", or a newer one.
+	Type string
+	// Code is error.details.error_code ("enforced_spend_limit_reached"), or
+	// "" when the error has none.
+	Code string
+	// Message is the provider's message; empty unless the Model's Config has
+	// IncludeProviderMessage.
+	Message string
+	// InStream is true for an error event received inside an HTTP 200 stream.
+	InStream bool
+	// AfterContent is true for an error event that came after text reached
+	// the caller's OnChunk: the answer is cut, and no layer above retries it.
+	AfterContent bool
+	// Cause is the SDK's error (an *anthropic.Error), or nil.
+	Cause error
+}
+
+// Error returns "anthropic: [stream ]error status S type T[ code C][: message]".
+func (e *ProviderError) Error() string {
+	var b strings.Builder
+	b.WriteString("anthropic: ")
+	if e.InStream {
+		b.WriteString("stream ")
+	}
+	b.WriteString("error status ")
+	b.WriteString(strconv.Itoa(e.Status))
+	if e.Type != "" {
+		b.WriteString(" type ")
+		b.WriteString(e.Type)
+	}
+	if e.Code != "" {
+		b.WriteString(" code ")
+		b.WriteString(e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	return b.String()
+}
+
+// Unwrap returns the SDK's error, so errors.As reaches an *anthropic.Error.
+func (e *ProviderError) Unwrap() error { return e.Cause }
+
+// ErrMalformed is [portico.ErrMalformed], the cause of
+// [portico.InvalidResponse] errors for an answer that arrived but could not be
+// read as a message: a body that is not JSON or not a message, a message
+// without a stop reason, a stream that does not begin with message_start or
+// ends without a stop reason.
+var ErrMalformed = portico.ErrMalformed
+
+// classifyError maps an Anthropic error (its HTTP status, or 200 for an error
+// event inside a stream, its type, details.error_code and message) and the
+// x-should-retry header to a Class and a short reason. The statuses and
+// types are those of https://docs.claude.com/en/api/errors; the rule, in
+// order:
+//
+//   - a spend limit (error_code enforced_spend_limit_reached or
+//     contract_spend_limit_reached on a 429, "credit balance is too low" or
+//     "API usage limits" on a 400): Unusable, waiting does not help;
+//   - 529 or type overloaded_error: Transient;
+//   - 429 or rate_limit_error: RateLimited;
+//   - 413 or request_too_large: Incompatible (a route that takes larger
+//     requests may serve it);
+//   - "prompt is too long: N tokens > M maximum", or "input length and
+//     max_tokens exceed context limit": Incompatible, reason "context window";
+//   - "max_tokens: N > M, which is the maximum allowed number of output
+//     tokens": Incompatible;
+//   - 401, 402, 403, 404 or their types (authentication_error,
+//     billing_error, permission_error, not_found_error): Unusable, a fault of
+//     the route's key, account or model name;
+//   - 408, 409 and every 5xx (api_error, timeout_error): Transient;
+//   - an error event in a stream of any other type: Transient (the server
+//     failed after accepting the request), invalid_request_error Permanent;
+//   - every other status: Permanent;
+//   - then x-should-retry: "true" makes Permanent or Unusable Transient,
+//     "false" makes Transient or RateLimited Unusable (the provider says this
+//     route will not serve it).
+func classifyError(status int, typ, code, msg, shouldRetry string) (portico.Class, string) {
+	c, reason := baseClass(status, typ, code, strings.ToLower(msg))
+	switch shouldRetry {
+	case "true":
+		if c == portico.Permanent || c == portico.Unusable {
+			c, reason = portico.Transient, reason+" (x-should-retry: true)"
+		}
+	case "false":
+		if c.Retryable() {
+			c, reason = portico.Unusable, reason+" (x-should-retry: false)"
+		}
+	}
+	return c, reason
+}
+
+func baseClass(status int, typ, code, lower string) (portico.Class, string) {
+	switch {
+	case code == "enforced_spend_limit_reached", code == "contract_spend_limit_reached",
+		strings.Contains(lower, "credit balance is too low"), strings.Contains(lower, "api usage limits"):
+		return portico.Unusable, "spend limit reached"
+	case status == 529, typ == "overloaded_error":
+		return portico.Transient, "overloaded"
+	case status == http.StatusTooManyRequests, typ == "rate_limit_error":
+		return portico.RateLimited, "rate limited"
+	case status == http.StatusRequestEntityTooLarge, typ == "request_too_large":
+		return portico.Incompatible, "request too large"
+	case strings.Contains(lower, "prompt is too long"), strings.Contains(lower, "exceed context limit"):
+		return portico.Incompatible, "context window" // fallback learns the window from this reason
+	case strings.Contains(lower, "maximum allowed number of output tokens"):
+		return portico.Incompatible, "max tokens above the model's limit"
+	case status == http.StatusUnauthorized, typ == "authentication_error":
+		return portico.Unusable, "credentials refused"
+	case status == http.StatusPaymentRequired, typ == "billing_error":
+		return portico.Unusable, "billing refused"
+	case status == http.StatusForbidden, typ == "permission_error":
+		return portico.Unusable, "permission refused"
+	case status == http.StatusNotFound, typ == "not_found_error":
+		return portico.Unusable, "model not found"
+	case status == http.StatusRequestTimeout, status == http.StatusConflict, status >= 500,
+		typ == "api_error", typ == "timeout_error":
+		return portico.Transient, "server error"
+	case status == http.StatusOK && typ != "invalid_request_error":
+		return portico.Transient, "stream error"
+	}
+	return portico.Permanent, "request refused"
+}
+
+// streamErrorPrefix begins the SDK's error for an error event whose data it
+// could not read as an error object (packages/ssestream).
+const streamErrorPrefix = "received error while streaming: "
+
+// classify turns whatever the SDK returned into a *portico.Error. x is the
+// exchange's record; model names the model asked for; delivered says whether
+// text reached the caller's OnChunk.
+func (m *Model) classify(ctx context.Context, err error, x *exchange, model string, delivered bool) error {
+	e := &portico.Error{Model: model, Status: x.status, Err: err}
+	if x.header != nil {
+		now := time.Now()
+		e.RateLimit = ParseRateLimit(x.header, now)
+		if d, ok := ParseRetryAfter(x.header, now); ok {
+			e.RetryAfter = d
+		}
+	}
+	// 1. The context: the caller's cancel or deadline, or a layer's own
+	//    timeout, marked by a cause matching portico.ErrLayerTimeout.
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		cause := context.Cause(ctx)
+		e.Err = ctxErr
+		if cause != ctxErr {
+			e.Err = portico.Join(ctxErr, cause)
+		}
+		layer := errors.Is(cause, portico.ErrLayerTimeout)
+		switch {
+		case layer && x.wrote.Load():
+			e.Class, e.Reason = portico.Ambiguous, "attempt timeout after the request was sent"
+		case layer:
+			e.Class, e.Reason = portico.Transient, "attempt timeout before the request was sent"
+		case errors.Is(ctxErr, context.Canceled):
+			e.Class = portico.Canceled // Err says "context canceled"
+		default:
+			e.Class = portico.Deadline // Err says "context deadline exceeded"
+		}
+		return e
+	}
+	// 2. A body past Config.MaxResponseBytes, whatever the SDK made of it.
+	//    An HTTP error keeps the class of its status (its type is unread).
+	if errors.Is(x.readErr, ErrTooLarge) {
+		e.Class, e.Reason, e.Err = portico.InvalidResponse, "response too large", ErrTooLarge
+		if x.status >= 400 {
+			e.Class, e.Reason = classifyError(x.status, "", "", "", header(x.header, "X-Should-Retry"))
+			e.Reason += " (error body too large)"
+		}
+		return e
+	}
+	// 3. An HTTP error status, or an error event inside a 200 stream, that
+	//    the SDK read as an Anthropic error.
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		pe := &ProviderError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Code: string(apiErr.ErrorCode()), Cause: apiErr}
+		pe.InStream = apiErr.StatusCode < 300
+		pe.AfterContent = pe.InStream && delivered
+		h := x.header
+		if h == nil && apiErr.Response != nil {
+			h = apiErr.Response.Header
+		}
+		e.Status = apiErr.StatusCode
+		e.Class, e.Reason = classifyError(pe.Status, pe.Type, pe.Code, apiErr.Message, header(h, "X-Should-Retry"))
+		e.Code = pe.Code
+		if e.Code == "" {
+			e.Code = pe.Type
+		}
+		if m.cfg.IncludeProviderMessage {
+			pe.Message = apiErr.Message
+		}
+		e.Err = pe
+		return e
+	}
+	// 4. An error event whose data is not an error object: the server failed
+	//    after accepting the request. Its text may hold the provider's
+	//    message, so it is dropped unless asked for.
+	if msg, ok := strings.CutPrefix(err.Error(), streamErrorPrefix); ok && x.status == http.StatusOK {
+		pe := &ProviderError{Status: http.StatusOK, InStream: true, AfterContent: delivered}
+		if m.cfg.IncludeProviderMessage {
+			pe.Message = msg
+		}
+		e.Class, e.Reason, e.Err = portico.Transient, "stream error", pe
+		return e
+	}
+	// 5. No response: the transport failed. Before the request was written the
+	//    server cannot have acted on it; after, the outcome is unknown. A
+	//    request that never reached the transport was refused by the client
+	//    itself: its body did not encode (Permanent), or its configuration
+	//    (no credentials, a client middleware) refuses every request.
+	if x.status == 0 {
+		var me *json.MarshalerError
+		var ue *json.UnsupportedTypeError
+		var uv *json.UnsupportedValueError
+		switch {
+		case !x.reached && (errors.As(err, &me) || errors.As(err, &ue) || errors.As(err, &uv)):
+			e.Class, e.Reason = portico.Permanent, "request not encodable"
+		case !x.reached:
+			e.Class, e.Reason = portico.Unusable, "request not sent: client refused it"
+		case x.wrote.Load():
+			e.Class, e.Reason = portico.Ambiguous, "transport failed after the request was sent"
+		default:
+			e.Class, e.Reason = portico.Transient, "transport failed before the request was sent"
+		}
+		return e
+	}
+	// 6. A response whose body broke off, or did not parse.
+	if x.readErr != nil {
+		e.Class, e.Reason = portico.Ambiguous, "response body cut off"
+		return e
+	}
+	e.Class, e.Reason = portico.InvalidResponse, "malformed response"
+	e.Err = portico.Join(ErrMalformed, err)
+	return e
+}
+
+// bodyError reads an error object from a 200 body that is not a message
+// ({"type":"error","error":{...}}, as some proxies answer), or returns nil.
+func (m *Model) bodyError(raw string, x *exchange, model string) error {
+	var body struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+			Details struct {
+				ErrorCode string `json:"error_code"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(raw), &body) != nil || body.Type != "error" || body.Error.Type == "" {
+		return nil
+	}
+	pe := &ProviderError{Status: x.status, Type: body.Error.Type, Code: body.Error.Details.ErrorCode}
+	if m.cfg.IncludeProviderMessage {
+		pe.Message = body.Error.Message
+	}
+	e := &portico.Error{Model: model, Status: x.status, Code: pe.Code, Err: pe, RateLimit: ParseRateLimit(x.header, time.Now())}
+	if e.Code == "" {
+		e.Code = pe.Type
+	}
+	e.Class, e.Reason = classifyError(x.status, pe.Type, pe.Code, body.Error.Message, header(x.header, "X-Should-Retry"))
+	return e
+}

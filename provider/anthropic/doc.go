@@ -1,0 +1,154 @@
+// Package anthropic makes a [portico.Model] of Anthropic's Messages API
+// through the official Go SDK, github.com/anthropics/anthropic-sdk-go/v2,
+// and of any server that speaks the same protocol (option.WithBaseURL).
+//
+// # Usage
+//
+//	m := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5"},
+//		option.WithAPIKey(os.Getenv("ANTHROPIC_API_KEY")))
+//	resp, err := m.Generate(ctx, &portico.Request{Messages: []portico.Message{
+//		portico.Text(portico.RoleUser, "Say hi"),
+//	}})
+//
+// It is a module of its own (go get
+// github.com/portico-llm/portico/provider/anthropic), so that the core module
+// and the other adapters never download this SDK.
+//
+// # Requests
+//
+// RoleSystem messages become the top-level system prompt, in order, wherever
+// they stand; user messages carry text and images (an https: URL as a URL
+// source the API fetches, a data: URL as a base64 source); an assistant
+// message's ToolCalls become tool_use blocks; RoleTool messages become
+// tool_result blocks answering their ToolCallID, the results of parallel
+// calls in one user turn. Empty text parts are left out (the API refuses
+// empty text blocks). Request.Tools become client tools whose input_schema is
+// the Parameters document as sent.
+//
+// MaxOutputTokens becomes max_tokens, which the API requires: zero sends
+// [Config.MaxTokens] ([DefaultMaxTokens], 4096, by default).
+//
+// Request.Extra: "stop_sequences" (or "stop", OpenAI's name, so that one
+// Request reads the same on both adapters) becomes stop_sequences, "metadata"
+// {"user_id": ...} metadata, and "cache_control" {"type": "ephemeral"[,
+// "ttl": "5m"|"1h"]} the top-level prompt-caching hint, which puts a cache
+// breakpoint on the last cacheable block of the request
+// (https://docs.claude.com/en/docs/build-with-claude/prompt-caching). Every
+// other key (temperature, top_p, top_k, thinking, tool_choice,
+// service_tier, ...) is set on the JSON body as it is: SDK v2 has no typed
+// fields for the sampling options, and the API judges them. The keys model,
+// messages, system, stream, max_tokens and tools are refused (the adapter
+// sets them), and so is output_config beside a Schema.
+//
+// # Structured output
+//
+// Request.Schema becomes output_config.format {"type": "json_schema",
+// "schema": ...}, the Messages API's structured outputs
+// (https://docs.claude.com/en/docs/build-with-claude/structured-outputs),
+// which the SDK types as OutputConfigParam.Format. It is chosen over the
+// older way, a tool the request forces with tool_choice, because the answer
+// then is the text itself (Response.Text is the JSON, streamed as text
+// deltas like any answer, as portico's contract and package validate
+// expect), decoding is constrained to the schema, and the request's own
+// tools and tool_choice stay the caller's. Anthropic's structured outputs are
+// always constrained, so Schema.Strict changes nothing; a schema the API does
+// not support is refused by it (400, Permanent). The schema is sent as
+// written: the SDK's schema rewriting (transformSchema, for its beta types)
+// would move unsupported keywords into descriptions, a silent repair.
+//
+// # Streaming
+//
+// A Request with OnChunk set is streamed: text_delta events reach OnChunk as
+// they arrive, tool-use events as empty progress chunks, and the assembled
+// Response is returned at the end; the concatenated chunk texts equal
+// Response.Text. Thinking blocks and server-tool blocks are read and left
+// out of the answer.
+//
+// # Usage and cache tokens
+//
+// Anthropic's input_tokens counts only the input after the last cache
+// breakpoint ("Total input tokens in a request is the summation of
+// input_tokens, cache_creation_input_tokens, and cache_read_input_tokens",
+// the SDK's Message.Usage). So Usage.InputTokens is the sum of the three, the
+// whole prompt as portico counts it, and Usage.CachedInputTokens is
+// cache_read_input_tokens, the part served from the cache; tokens written to
+// the cache are input like any other. In a stream, message_start gives the
+// input counts and message_delta the cumulative output (and revised input
+// counts when it has them).
+//
+// # One layer owns retries
+//
+// The SDK retries twice by default. [New] turns that off
+// (option.WithMaxRetries(0), appended after the caller's options and again on
+// every call), so that each Generate is exactly one HTTP request and the
+// retry layer above (package retry) owns every retry and counts it against
+// its budget.
+//
+// # Error classes
+//
+// Errors are classified before anyone acts on them. Every error is a
+// [*portico.Error]; statuses and types are those of
+// https://docs.claude.com/en/api/errors:
+//
+//	529 overloaded_error, 500 api_error,        Transient, RetryAfter from retry-after
+//	504 timeout_error, 408, 409, other 5xx
+//	429 rate_limit_error                        RateLimited, RetryAfter from retry-after
+//	429 enforced_spend_limit_reached,           Unusable: waiting does not help
+//	400 "credit balance is too low"
+//	401, 402, 403, 404                          Unusable: this route's key, account or model
+//	413 request_too_large                       Incompatible
+//	400 "prompt is too long: N tokens > M"      Incompatible, Reason "context window"
+//	400 "max_tokens: N > M, which is the        Incompatible
+//	maximum allowed number of output tokens"
+//	other 400 invalid_request_error, 4xx        Permanent
+//	x-should-retry: true / false                Permanent or Unusable made Transient;
+//	                                            Transient or RateLimited made Unusable
+//	error event inside an HTTP 200 stream       as its type says (overloaded_error
+//	                                            Transient, ...); after text reached
+//	                                            OnChunk no layer above retries it
+//	connection failed before the request        Transient
+//	was written
+//	timeout or reset after it was written       Ambiguous (it may have run and been billed)
+//	request the client refused to send          Unusable (no credentials); Permanent
+//	                                            when its body did not encode
+//	body not a message, a stream not begun      InvalidResponse wrapping ErrMalformed
+//	by message_start or without a stop reason
+//	answer past Config.MaxResponseBytes         InvalidResponse wrapping ErrTooLarge
+//	caller's ctx canceled / deadline            Canceled / Deadline
+//	a layer's own timeout (ctx ended with       Ambiguous once written, else Transient
+//	a cause matching portico.ErrLayerTimeout)
+//
+// "Context window" is the Reason package fallback reads to learn that the
+// input needs a larger window than the failed route's. Error.Code is the
+// error's details.error_code when it has one, else its type.
+//
+// Whether the request was written comes from net/http/httptrace's
+// WroteRequest, observed by an SDK middleware. HTTP errors and error events
+// wrap a [*ProviderError] (status, type, error code), which wraps the SDK's
+// *anthropic.Error. The API may echo the prompt in its error messages, so
+// the message is left out of errors unless [Config.IncludeProviderMessage]
+// is set.
+//
+// # Bounds
+//
+// A hostile or broken server cannot make one call hold unbounded memory or
+// run past its context: every response body (an answer, an HTTP error, a
+// whole event stream) is cut at [Config.MaxResponseBytes], 64 MiB by
+// default, a streamed message has at most 1024 content blocks, and the SDK
+// reads under the caller's context.
+//
+// # Rate-limit headers
+//
+// anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,
+// remaining,reset} are parsed by [ParseRateLimit] into [portico.RateLimit]
+// (Requests, Tokens, InputTokens, OutputTokens) on Response.RateLimit and
+// Error.RateLimit, for package ratelimit to adopt the provider's view;
+// resets are RFC 3339 times, read relative to the clock. [ParseRetryAfter]
+// and [ParseReset] are the parsers, pure and fuzzed.
+//
+// # Tracing
+//
+// The SDK makes an OpenTelemetry span per call through the registered tracer
+// provider, without content by default; option.WithoutOpenTelemetry turns
+// it off where package trace's spans suffice.
+package anthropic

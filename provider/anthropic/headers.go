@@ -1,0 +1,159 @@
+package anthropic
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// maxHint bounds every parsed wait: longer hints are clamped to it, so that
+// arithmetic on them never overflows a time.Duration. One day is far beyond
+// any provider's real hint.
+const maxHint = 24 * time.Hour
+
+// ParseRetryAfter returns the provider's wait hint from the retry-after
+// header: delay-seconds, a non-negative decimal number (Anthropic sends whole
+// seconds; RFC 9110 section 10.2.3 allows only integers, fractions are
+// accepted), or an HTTP-date taken relative to now (a date in the past
+// means 0). ok is false when the header is absent or invalid. Hints above 24
+// hours are clamped to 24 hours. ParseRetryAfter is pure: the caller passes
+// now (time.Now()).
+func ParseRetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
+	v := strings.TrimSpace(header(h, "Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if d, ok := parseSeconds(v); ok {
+		return d, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return until(t, now), true
+}
+
+// parseSeconds parses a non-negative decimal number of seconds; ok is false
+// for anything else (signs, NaN, Inf, hex, exponents are rejected).
+func parseSeconds(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	dot := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+		case c == '.' && !dot && i > 0:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < 0 {
+		return 0, false
+	}
+	if f*float64(time.Second) >= float64(maxHint) {
+		return maxHint, true
+	}
+	return time.Duration(f * float64(time.Second)), true
+}
+
+// until is t - now, within [0, maxHint].
+func until(t, now time.Time) time.Duration {
+	d := t.Sub(now)
+	switch {
+	case d < 0:
+		return 0
+	case d > maxHint:
+		return maxHint
+	}
+	return d
+}
+
+// ParseReset parses the value of an anthropic-ratelimit-*-reset header: the
+// time at which the quota is full again, in RFC 3339 ("2026-11-29T12:00:30Z",
+// fractions of a second allowed), returned relative to now (a time in the past
+// means 0, beyond 24 hours is clamped to 24 hours). ok is false for anything
+// else. ParseReset is pure.
+func ParseReset(v string, now time.Time) (d time.Duration, ok bool) {
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(v))
+	if err != nil {
+		return 0, false
+	}
+	return until(t, now), true
+}
+
+// ParseRateLimit reads Anthropic's rate-limit headers into a
+// [portico.RateLimit]: anthropic-ratelimit-requests-*, -tokens-*,
+// -input-tokens-* and -output-tokens-* (each -limit, -remaining and -reset)
+// into Requests, Tokens, InputTokens and OutputTokens. Anthropic limits input
+// and output tokens per minute separately (ITPM, OTPM); the tokens headers
+// give the most restrictive limit in effect. A quota is Known when its
+// remaining header is a valid non-negative integer; its limit and reset
+// (see [ParseReset]) are filled when valid. It returns nil when no quota is
+// known. ParseRateLimit is pure: the caller passes now.
+func ParseRateLimit(h http.Header, now time.Time) *portico.RateLimit {
+	if len(h) == 0 {
+		return nil
+	}
+	var rl portico.RateLimit
+	known := false
+	for i := range quotaHeaders {
+		q := &quotaHeaders[i]
+		dst := q.field(&rl)
+		*dst = parseQuota(h, q, now)
+		known = known || dst.Known
+	}
+	if !known {
+		return nil
+	}
+	return &rl
+}
+
+// quotaHeaders are the canonical header names of each quota, so that
+// lookups index the header map without canonicalizing (and allocating).
+var quotaHeaders = [...]quotaNames{
+	{"Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Reset",
+		func(rl *portico.RateLimit) *portico.Quota { return &rl.Requests }},
+	{"Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Reset",
+		func(rl *portico.RateLimit) *portico.Quota { return &rl.Tokens }},
+	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Reset",
+		func(rl *portico.RateLimit) *portico.Quota { return &rl.InputTokens }},
+	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Reset",
+		func(rl *portico.RateLimit) *portico.Quota { return &rl.OutputTokens }},
+}
+
+// header returns h's first value for the canonical key k, or "".
+func header(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// quotaNames names one quota's headers and its field of a RateLimit.
+type quotaNames struct {
+	remaining, limit, reset string
+	field                   func(*portico.RateLimit) *portico.Quota
+}
+
+func parseQuota(h http.Header, names *quotaNames, now time.Time) portico.Quota {
+	var q portico.Quota
+	rem, err := strconv.Atoi(strings.TrimSpace(header(h, names.remaining)))
+	if err != nil || rem < 0 {
+		return q
+	}
+	q.Known, q.Remaining = true, rem
+	if lim, err := strconv.Atoi(strings.TrimSpace(header(h, names.limit))); err == nil && lim >= 0 {
+		q.Limit = lim
+	}
+	if d, ok := ParseReset(header(h, names.reset), now); ok {
+		q.Reset = d
+	}
+	return q
+}

@@ -1,0 +1,249 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/portico-llm/portico"
+)
+
+// Config configures a [Model]. The zero Config is usable: requests must then
+// name their model.
+type Config struct {
+	// Model is the model asked for when a Request leaves Model empty
+	// ("claude-sonnet-4-5"). Empty means requests must name one; a request
+	// that does not fails with a Permanent error.
+	Model string
+	// MaxTokens is the max_tokens sent when Request.MaxOutputTokens is 0: the
+	// Messages API requires one. Zero means [DefaultMaxTokens]; negative
+	// makes [New] panic.
+	MaxTokens int
+	// IncludeProviderMessage puts the provider's error message into
+	// [ProviderError].Message and so into error strings. Off by default,
+	// because the API may echo prompt text in its messages.
+	IncludeProviderMessage bool
+	// MaxResponseBytes bounds the bytes of response body read for one call:
+	// the JSON body of an answer or of an HTTP error, or the whole event
+	// stream of a streamed answer. A server that sends more gets its
+	// connection closed and the call fails with [portico.InvalidResponse]
+	// wrapping [ErrTooLarge]. Zero means [DefaultMaxResponseBytes] (64 MiB);
+	// a negative value means no limit (the caller's context is then the only
+	// bound on an endless stream).
+	MaxResponseBytes int64
+}
+
+// DefaultMaxTokens is the max_tokens of a request whose MaxOutputTokens is 0
+// when [Config.MaxTokens] is 0: 4096, which every current Claude model
+// accepts.
+const DefaultMaxTokens = 4096
+
+// DefaultMaxResponseBytes is the body limit of a zero [Config.MaxResponseBytes]:
+// 64 MiB, far beyond the event stream of a 128k-token answer.
+const DefaultMaxResponseBytes = 64 << 20
+
+// Model is a [portico.Model] over Anthropic's Messages API through the
+// official SDK, github.com/anthropics/anthropic-sdk-go/v2. It is safe for
+// concurrent use.
+//
+// The SDK's own retries are off: Model makes exactly one HTTP request per
+// Generate, so that one layer (package retry) owns retries and counts them
+// against its budget. The SDK would otherwise retry twice by default (429,
+// 5xx, 529 and connection errors), under every retry layer above it.
+type Model struct {
+	cfg       Config
+	maxTokens int
+	limit     int64 // body bytes per call; 0: none
+	client    anthropic.Client
+}
+
+// New returns a Model calling the API through an SDK client built from opts,
+// the SDK's own options: option.WithBaseURL, option.WithAPIKey,
+// option.WithHTTPClient, option.WithRequestTimeout, option.WithHeader, ...
+// As with anthropic.NewClient, the ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN
+// and ANTHROPIC_BASE_URL environment variables supply defaults that opts
+// override.
+//
+// New appends option.WithMaxRetries(0) after opts, so the SDK never retries
+// whatever opts say; see [Model]. It panics when cfg.MaxTokens is negative.
+func New(cfg Config, opts ...option.RequestOption) *Model {
+	if cfg.MaxTokens < 0 {
+		panic("anthropic: negative Config.MaxTokens")
+	}
+	all := make([]option.RequestOption, 0, len(opts)+1)
+	all = append(all, opts...)
+	all = append(all, option.WithMaxRetries(0))
+	limit := cfg.MaxResponseBytes
+	switch {
+	case limit == 0:
+		limit = DefaultMaxResponseBytes
+	case limit < 0:
+		limit = 0
+	}
+	maxTokens := cfg.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	return &Model{cfg: cfg, maxTokens: maxTokens, limit: limit, client: anthropic.NewClient(all...)}
+}
+
+// Generate sends req as one Messages API call, streamed when req.OnChunk is
+// set, and returns the answer: text, tool calls, finish reason, usage (cache
+// reads and writes included), the model that answered and the provider's
+// rate-limit headers.
+//
+// Streaming delivers each text delta to req.OnChunk as it arrives, and an
+// empty-text Chunk for each event that only advances a tool call; the
+// concatenated texts equal Response.Text. Tool calls are the tool_use
+// blocks, in the order of the content. A request that is not streamed but
+// whose max_tokens the SDK would refuse to send unstreamed (its expected
+// time exceeds ten minutes: above about 21,333 tokens) is streamed without
+// calling OnChunk.
+//
+// Stop reasons map to finish reasons: end_turn and stop_sequence to stop,
+// max_tokens and model_context_window_exceeded to length, tool_use to
+// tool_calls, refusal to content_filter; pause_turn (a server tool paused a
+// long turn, to be sent back to continue) and any other value pass through
+// unchanged (see [portico.FinishReason]).
+//
+// Every error is a [*portico.Error]; doc.go has the full table. In short:
+// 529 overloaded_error and 5xx Transient; 429 RateLimited with retry-after;
+// a spend limit, 401, 402, 403 and 404 Unusable; 413, a prompt too long
+// (Reason "context window") and a max_tokens above the model's Incompatible;
+// other 400s Permanent; an error event inside a 200 stream as its type says;
+// transport failures Transient before the request was written and
+// Ambiguous after; a body that is not a message InvalidResponse wrapping
+// [ErrMalformed], one past [Config.MaxResponseBytes] wrapping [ErrTooLarge];
+// the caller's cancel and deadline Canceled and Deadline; an OnChunk error
+// as it is when a *portico.Error, else Canceled wrapping it; a request that
+// cannot be encoded Permanent, without any HTTP request.
+//
+// HTTP errors and error events wrap a [*ProviderError], which wraps the
+// SDK's *anthropic.Error.
+func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
+	if req.MaxOutputTokens < 0 {
+		return nil, &portico.Error{Class: portico.Permanent, Reason: "negative MaxOutputTokens"}
+	}
+	model := req.Model
+	if model == "" {
+		model = m.cfg.Model
+	}
+	if model == "" {
+		return nil, &portico.Error{Class: portico.Permanent, Reason: "no model named"}
+	}
+	if ctx.Err() != nil {
+		return nil, m.classify(ctx, ctx.Err(), &exchange{}, model, false)
+	}
+	params, err := m.params(req, model)
+	if err != nil {
+		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
+	}
+	x := &exchange{limit: m.limit}
+	opts := []option.RequestOption{option.WithMiddleware(x.middleware), option.WithMaxRetries(0)}
+	if req.Streaming() {
+		return m.stream(ctx, req.OnChunk, params, opts, x, model)
+	}
+	if _, err := anthropic.CalculateNonStreamingTimeout(int(params.MaxTokens), params.Model, m.client.Options); err != nil {
+		return m.stream(ctx, nil, params, opts, x, model) // the SDK sends it only streamed
+	}
+	msg, err := m.client.Messages.New(ctx, params, opts...)
+	if err != nil {
+		return nil, m.classify(ctx, err, x, model, false)
+	}
+	return m.answer(msg, x, model)
+}
+
+// answer maps a whole message onto a Response.
+func (m *Model) answer(msg *anthropic.Message, x *exchange, model string) (*portico.Response, error) {
+	if !msg.JSON.StopReason.Valid() || msg.StopReason == "" || !msg.JSON.Content.Valid() {
+		if err := m.bodyError(msg.RawJSON(), x, model); err != nil {
+			return nil, err
+		}
+		return nil, malformed(x, model, "not a message with a stop reason")
+	}
+	resp := &portico.Response{
+		ID:           msg.ID,
+		FinishReason: finishReason(msg.StopReason),
+		Model:        string(msg.Model),
+		Usage:        usage(msg.Usage.InputTokens, msg.Usage.CacheCreationInputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.OutputTokens),
+		RateLimit:    ParseRateLimit(x.header, time.Now()),
+	}
+	if resp.Model == "" {
+		resp.Model = model
+	}
+	var text strings.Builder
+	texts := 0
+	for i := range msg.Content {
+		b := &msg.Content[i]
+		switch b.Type {
+		case "text":
+			if texts++; texts == 1 {
+				resp.Text = b.Text // the common answer: one text block, no copy
+			} else {
+				if texts == 2 {
+					text.WriteString(resp.Text)
+				}
+				text.WriteString(b.Text)
+			}
+		case "tool_use":
+			args := b.Input
+			if len(args) == 0 {
+				args = []byte("{}")
+			}
+			resp.ToolCalls = append(resp.ToolCalls, portico.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		}
+	}
+	if texts > 1 {
+		resp.Text = text.String()
+	}
+	return resp, nil
+}
+
+// malformed is the InvalidResponse error for an answer that is not a message.
+func malformed(x *exchange, model, reason string) error {
+	return &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
+		Reason: reason, Err: ErrMalformed, RateLimit: ParseRateLimit(x.header, time.Now())}
+}
+
+// finishReason maps Anthropic's stop_reason onto portico's finish reasons;
+// see [Model.Generate].
+func finishReason(s anthropic.StopReason) portico.FinishReason {
+	switch s {
+	case anthropic.StopReasonEndTurn, anthropic.StopReasonStopSequence:
+		return portico.FinishStop
+	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
+		return portico.FinishLength
+	case anthropic.StopReasonToolUse:
+		return portico.FinishToolCalls
+	case anthropic.StopReasonRefusal:
+		return portico.FinishContentFilter
+	}
+	return portico.FinishReason(s)
+}
+
+// usage maps Anthropic's usage onto portico's. Anthropic's input_tokens
+// counts only the input after the last cache breakpoint: the whole input is
+// input_tokens + cache_creation_input_tokens + cache_read_input_tokens, and
+// the part served from the cache is cache_read_input_tokens.
+func usage(input, cacheWrite, cacheRead, output int64) portico.Usage {
+	return portico.Usage{
+		InputTokens:       int(input + cacheWrite + cacheRead),
+		OutputTokens:      int(output),
+		CachedInputTokens: int(cacheRead),
+	}
+}
+
+// chunkError wraps an error returned by the caller's OnChunk.
+func chunkError(err error, model string) error {
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &portico.Error{Class: portico.Canceled, Model: model, Reason: "chunk callback aborted", Err: err}
+}
