@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/portico-llm/portico"
 )
 
@@ -69,7 +69,7 @@ func (e *ProviderError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the SDK's error, so errors.As reaches an *anthropic.Error.
+// Unwrap returns the SDK's error, so errors.As reaches the SDK's *anthropic.Error.
 func (e *ProviderError) Unwrap() error { return e.Cause }
 
 // ErrMalformed is [portico.ErrMalformed], the cause of
@@ -202,7 +202,7 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 	}
 	// 3. An HTTP error status, or an error event inside a 200 stream, that
 	//    the SDK read as an Anthropic error.
-	var apiErr *anthropic.Error
+	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		pe := &ProviderError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Code: string(apiErr.ErrorCode()), Cause: apiErr}
 		pe.InStream = apiErr.StatusCode < 300
@@ -237,15 +237,11 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 	// 5. No response: the transport failed. Before the request was written the
 	//    server cannot have acted on it; after, the outcome is unknown. A
 	//    request that never reached the transport was refused by the client
-	//    itself: its body did not encode (Permanent), or its configuration
-	//    (no credentials, a client middleware) refuses every request.
+	//    itself, whose configuration (a profile that does not load, a client
+	//    middleware) refuses every request; params has checked that the body
+	//    encodes.
 	if x.status == 0 {
-		var me *json.MarshalerError
-		var ue *json.UnsupportedTypeError
-		var uv *json.UnsupportedValueError
 		switch {
-		case !x.reached && (errors.As(err, &me) || errors.As(err, &ue) || errors.As(err, &uv)):
-			e.Class, e.Reason = portico.Permanent, "request not encodable"
 		case !x.reached:
 			e.Class, e.Reason = portico.Unusable, "request not sent: client refused it"
 		case x.wrote.Load():

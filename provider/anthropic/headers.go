@@ -101,31 +101,29 @@ func ParseRateLimit(h http.Header, now time.Time) *portico.RateLimit {
 	if len(h) == 0 {
 		return nil
 	}
-	var rl portico.RateLimit
+	var qs [len(quotaHeaders)]portico.Quota
 	known := false
 	for i := range quotaHeaders {
-		q := &quotaHeaders[i]
-		dst := q.field(&rl)
-		*dst = parseQuota(h, q, now)
-		known = known || dst.Known
+		qs[i] = parseQuota(h, &quotaHeaders[i], now)
+		known = known || qs[i].Known
 	}
 	if !known {
 		return nil
 	}
-	return &rl
+	return &portico.RateLimit{Requests: qs[0], Tokens: qs[1], InputTokens: qs[2], OutputTokens: qs[3]}
 }
 
-// quotaHeaders are the canonical header names of each quota, so that
-// lookups index the header map without canonicalizing (and allocating).
+// quotaNames names one quota's headers, in canonical form, so that lookups
+// index the header map without canonicalizing (and allocating).
+type quotaNames struct{ remaining, limit, reset string }
+
+// quotaHeaders are the headers of Requests, Tokens, InputTokens and
+// OutputTokens, in that order.
 var quotaHeaders = [...]quotaNames{
-	{"Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Reset",
-		func(rl *portico.RateLimit) *portico.Quota { return &rl.Requests }},
-	{"Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Reset",
-		func(rl *portico.RateLimit) *portico.Quota { return &rl.Tokens }},
-	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Reset",
-		func(rl *portico.RateLimit) *portico.Quota { return &rl.InputTokens }},
-	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Reset",
-		func(rl *portico.RateLimit) *portico.Quota { return &rl.OutputTokens }},
+	{"Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Reset"},
+	{"Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Reset"},
 }
 
 // header returns h's first value for the canonical key k, or "".
@@ -136,24 +134,31 @@ func header(h http.Header, k string) string {
 	return ""
 }
 
-// quotaNames names one quota's headers and its field of a RateLimit.
-type quotaNames struct {
-	remaining, limit, reset string
-	field                   func(*portico.RateLimit) *portico.Quota
-}
-
 func parseQuota(h http.Header, names *quotaNames, now time.Time) portico.Quota {
 	var q portico.Quota
-	rem, err := strconv.Atoi(strings.TrimSpace(header(h, names.remaining)))
-	if err != nil || rem < 0 {
+	rem, ok := count(header(h, names.remaining))
+	if !ok {
 		return q
 	}
 	q.Known, q.Remaining = true, rem
-	if lim, err := strconv.Atoi(strings.TrimSpace(header(h, names.limit))); err == nil && lim >= 0 {
+	if lim, ok := count(header(h, names.limit)); ok {
 		q.Limit = lim
 	}
-	if d, ok := ParseReset(header(h, names.reset), now); ok {
-		q.Reset = d
+	if v := header(h, names.reset); v != "" {
+		if d, ok := ParseReset(v, now); ok {
+			q.Reset = d
+		}
 	}
 	return q
+}
+
+// count parses a non-negative integer; an absent header ("") is not one,
+// without the allocation of strconv's error.
+func count(v string) (int, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 0
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/portico-llm/portico"
 )
@@ -57,13 +57,13 @@ type Model struct {
 	cfg       Config
 	maxTokens int
 	limit     int64 // body bytes per call; 0: none
-	client    anthropic.Client
+	client    sdk.Client
 }
 
 // New returns a Model calling the API through an SDK client built from opts,
 // the SDK's own options: option.WithBaseURL, option.WithAPIKey,
 // option.WithHTTPClient, option.WithRequestTimeout, option.WithHeader, ...
-// As with anthropic.NewClient, the ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN
+// As with the SDK's anthropic.NewClient, the ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN
 // and ANTHROPIC_BASE_URL environment variables supply defaults that opts
 // override.
 //
@@ -87,7 +87,7 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	return &Model{cfg: cfg, maxTokens: maxTokens, limit: limit, client: anthropic.NewClient(all...)}
+	return &Model{cfg: cfg, maxTokens: maxTokens, limit: limit, client: sdk.NewClient(all...)}
 }
 
 // Generate sends req as one Messages API call, streamed when req.OnChunk is
@@ -102,6 +102,10 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 // whose max_tokens the SDK would refuse to send unstreamed (its expected
 // time exceeds ten minutes: above about 21,333 tokens) is streamed without
 // calling OnChunk.
+//
+// Text and tool inputs are passed on byte for byte as the provider sent
+// them, invalid UTF-8 included, so that streamed chunks add up to
+// Response.Text when a character is split across deltas.
 //
 // Stop reasons map to finish reasons: end_turn and stop_sequence to stop,
 // max_tokens and model_context_window_exceeded to length, tool_use to
@@ -149,7 +153,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if req.Streaming() {
 		return m.stream(ctx, req.OnChunk, params, opts, x, model)
 	}
-	if _, err := anthropic.CalculateNonStreamingTimeout(int(params.MaxTokens), params.Model, m.client.Options); err != nil {
+	if _, err := sdk.CalculateNonStreamingTimeout(int(params.MaxTokens), params.Model, m.client.Options); err != nil {
 		return m.stream(ctx, nil, params, opts, x, model) // the SDK sends it only streamed
 	}
 	msg, err := m.client.Messages.New(ctx, params, opts...)
@@ -160,18 +164,25 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 }
 
 // answer maps a whole message onto a Response.
-func (m *Model) answer(msg *anthropic.Message, x *exchange, model string) (*portico.Response, error) {
+func (m *Model) answer(msg *sdk.Message, x *exchange, model string) (*portico.Response, error) {
+	if msg == nil { // the body was JSON null
+		return nil, malformed(x, model, "not a message")
+	}
 	if !msg.JSON.StopReason.Valid() || msg.StopReason == "" || !msg.JSON.Content.Valid() {
 		if err := m.bodyError(msg.RawJSON(), x, model); err != nil {
 			return nil, err
 		}
 		return nil, malformed(x, model, "not a message with a stop reason")
 	}
+	u := &msg.Usage
+	if u.InputTokens < 0 || u.CacheCreationInputTokens < 0 || u.CacheReadInputTokens < 0 || u.OutputTokens < 0 {
+		return nil, malformed(x, model, "negative token count")
+	}
 	resp := &portico.Response{
 		ID:           msg.ID,
 		FinishReason: finishReason(msg.StopReason),
 		Model:        string(msg.Model),
-		Usage:        usage(msg.Usage.InputTokens, msg.Usage.CacheCreationInputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.OutputTokens),
+		Usage:        usage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens),
 		RateLimit:    ParseRateLimit(x.header, time.Now()),
 	}
 	if resp.Model == "" {
@@ -213,15 +224,15 @@ func malformed(x *exchange, model, reason string) error {
 
 // finishReason maps Anthropic's stop_reason onto portico's finish reasons;
 // see [Model.Generate].
-func finishReason(s anthropic.StopReason) portico.FinishReason {
+func finishReason(s sdk.StopReason) portico.FinishReason {
 	switch s {
-	case anthropic.StopReasonEndTurn, anthropic.StopReasonStopSequence:
+	case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
 		return portico.FinishStop
-	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
+	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
 		return portico.FinishLength
-	case anthropic.StopReasonToolUse:
+	case sdk.StopReasonToolUse:
 		return portico.FinishToolCalls
-	case anthropic.StopReasonRefusal:
+	case sdk.StopReasonRefusal:
 		return portico.FinishContentFilter
 	}
 	return portico.FinishReason(s)

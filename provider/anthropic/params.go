@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/portico-llm/portico"
 )
@@ -17,12 +17,12 @@ import (
 // (output_config.format), MaxOutputTokens max_tokens. Extra keys the adapter
 // types go into their fields; every other key is set on the JSON body as it
 // is.
-func (m *Model) params(req *portico.Request, model string) (anthropic.MessageNewParams, error) {
-	p := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: int64(req.MaxOutputTokens)}
+func (m *Model) params(req *portico.Request, model string) (sdk.MessageNewParams, error) {
+	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(req.MaxOutputTokens)}
 	if p.MaxTokens == 0 {
 		p.MaxTokens = int64(m.maxTokens)
 	}
-	p.Messages = make([]anthropic.MessageParam, 0, len(req.Messages))
+	p.Messages = make([]sdk.MessageParam, 0, len(req.Messages))
 	for i := range req.Messages {
 		msg := &req.Messages[i]
 		switch msg.Role {
@@ -32,7 +32,7 @@ func (m *Model) params(req *portico.Request, model string) (anthropic.MessageNew
 					return p, fmt.Errorf("anthropic: message %d: %v part in a system message", i, part.Kind)
 				}
 				if part.Text != "" {
-					p.System = append(p.System, anthropic.TextBlockParam{Text: part.Text})
+					p.System = append(p.System, sdk.TextBlockParam{Text: part.Text})
 				}
 			}
 		case portico.RoleUser:
@@ -40,13 +40,13 @@ func (m *Model) params(req *portico.Request, model string) (anthropic.MessageNew
 			if err != nil {
 				return p, fmt.Errorf("anthropic: message %d: %w", i, err)
 			}
-			p.Messages = append(p.Messages, anthropic.MessageParam{OfUser: &anthropic.UserMessageParam{Content: blocks}})
+			p.Messages = append(p.Messages, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}})
 		case portico.RoleAssistant:
 			blocks, err := assistantBlocks(msg)
 			if err != nil {
 				return p, fmt.Errorf("anthropic: message %d: %w", i, err)
 			}
-			p.Messages = append(p.Messages, anthropic.MessageParam{OfAssistant: &anthropic.AssistantMessageParam{Content: blocks}})
+			p.Messages = append(p.Messages, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}})
 		case portico.RoleTool:
 			block, err := toolResult(msg)
 			if err != nil {
@@ -59,7 +59,7 @@ func (m *Model) params(req *portico.Request, model string) (anthropic.MessageNew
 				u.Content = append(u.Content, block)
 				continue
 			}
-			p.Messages = append(p.Messages, anthropic.MessageParam{OfUser: &anthropic.UserMessageParam{Content: []anthropic.ContentBlockParamUnion{block}}})
+			p.Messages = append(p.Messages, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: []sdk.ContentBlockParamUnion{block}}})
 		default:
 			return p, fmt.Errorf("anthropic: message %d: unknown role %q", i, msg.Role)
 		}
@@ -71,11 +71,11 @@ func (m *Model) params(req *portico.Request, model string) (anthropic.MessageNew
 		} else if !isObject(schema) {
 			return p, fmt.Errorf("anthropic: tool %q: parameters are not a JSON object", t.Name)
 		}
-		tp := &anthropic.ToolParam{Name: t.Name, InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema)}
+		tp := &sdk.ToolParam{Name: t.Name, InputSchema: param.Override[sdk.ToolInputSchemaParam](schema)}
 		if t.Description != "" {
-			tp.Description = anthropic.String(t.Description)
+			tp.Description = sdk.String(t.Description)
 		}
-		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
 	if s := req.Schema; s != nil {
 		if !isObject(s.JSON) {
@@ -85,7 +85,7 @@ func (m *Model) params(req *portico.Request, model string) (anthropic.MessageNew
 		format = append(format, `{"type":"json_schema","schema":`...)
 		format = append(format, s.JSON...)
 		format = append(format, '}')
-		p.OutputConfig.Format = param.Override[anthropic.JSONOutputFormatParam](json.RawMessage(format))
+		p.OutputConfig.Format = param.Override[sdk.JSONOutputFormatParam](json.RawMessage(format))
 	}
 	var extras map[string]any
 	if _, stop := req.Extra["stop"]; stop {
@@ -104,6 +104,9 @@ func (m *Model) params(req *portico.Request, model string) (anthropic.MessageNew
 		}
 		if setExtra(&p, k, v) {
 			continue
+		}
+		if !encodable(v) {
+			return p, fmt.Errorf("anthropic: Extra key %q: value is not JSON", k)
 		}
 		if extras == nil {
 			extras = make(map[string]any, len(req.Extra))
@@ -124,20 +127,20 @@ func isObject(raw json.RawMessage) bool {
 
 // userBlocks encodes a user message's parts. Empty text parts are left out:
 // the API refuses empty text blocks.
-func userBlocks(parts []portico.Part) ([]anthropic.ContentBlockParamUnion, error) {
-	blocks := make([]anthropic.ContentBlockParamUnion, 0, len(parts))
+func userBlocks(parts []portico.Part) ([]sdk.ContentBlockParamUnion, error) {
+	blocks := make([]sdk.ContentBlockParamUnion, 0, len(parts))
 	for _, part := range parts {
 		switch part.Kind {
 		case portico.PartText:
 			if part.Text != "" {
-				blocks = append(blocks, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: part.Text}})
+				blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
 			}
 		case portico.PartImage:
 			img, err := image(part.ImageURL)
 			if err != nil {
 				return nil, err
 			}
-			blocks = append(blocks, anthropic.ContentBlockParamUnion{OfImage: img})
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfImage: img})
 		default:
 			return nil, fmt.Errorf("unknown part kind %v", part.Kind)
 		}
@@ -147,31 +150,31 @@ func userBlocks(parts []portico.Part) ([]anthropic.ContentBlockParamUnion, error
 
 // image encodes an image URL: a data: URL as a base64 source (its media type
 // and data), any other URL as a URL source the API fetches.
-func image(url string) (*anthropic.ImageBlockParam, error) {
+func image(url string) (*sdk.ImageBlockParam, error) {
 	rest, ok := strings.CutPrefix(url, "data:")
 	if !ok {
-		return &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{OfURL: &anthropic.URLImageSourceParam{URL: url}}}, nil
+		return &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfURL: &sdk.URLImageSourceParam{URL: url}}}, nil
 	}
 	meta, data, ok := strings.Cut(rest, ",")
 	mediaType, base64, _ := strings.Cut(meta, ";")
 	if !ok || base64 != "base64" || mediaType == "" {
 		return nil, errors.New("image data: URL is not data:<media type>;base64,<data>")
 	}
-	return &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
-		Data: data, MediaType: anthropic.Base64ImageSourceMediaType(mediaType),
+	return &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
+		Data: data, MediaType: sdk.Base64ImageSourceMediaType(mediaType),
 	}}}, nil
 }
 
 // assistantBlocks encodes an earlier answer: its text, then its tool calls
 // as tool_use blocks whose input is the call's arguments as sent.
-func assistantBlocks(msg *portico.Message) ([]anthropic.ContentBlockParamUnion, error) {
-	blocks := make([]anthropic.ContentBlockParamUnion, 0, len(msg.Content)+len(msg.ToolCalls))
+func assistantBlocks(msg *portico.Message) ([]sdk.ContentBlockParamUnion, error) {
+	blocks := make([]sdk.ContentBlockParamUnion, 0, len(msg.Content)+len(msg.ToolCalls))
 	for _, part := range msg.Content {
 		if part.Kind != portico.PartText {
 			return nil, fmt.Errorf("%v part in an assistant message", part.Kind)
 		}
 		if part.Text != "" {
-			blocks = append(blocks, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: part.Text}})
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
 		}
 	}
 	for _, tc := range msg.ToolCalls {
@@ -181,35 +184,35 @@ func assistantBlocks(msg *portico.Message) ([]anthropic.ContentBlockParamUnion, 
 		} else if !isObject(args) {
 			return nil, fmt.Errorf("tool call %q: arguments are not a JSON object", tc.ID)
 		}
-		blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{ID: tc.ID, Name: tc.Name, Input: args}})
+		blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: tc.ID, Name: tc.Name, Input: args}})
 	}
 	return blocks, nil
 }
 
 // toolResult encodes a tool message as a tool_result block answering its
 // ToolCallID, with its text and image parts.
-func toolResult(msg *portico.Message) (anthropic.ContentBlockParamUnion, error) {
+func toolResult(msg *portico.Message) (sdk.ContentBlockParamUnion, error) {
 	if msg.ToolCallID == "" {
-		return anthropic.ContentBlockParamUnion{}, errors.New("tool message without a ToolCallID")
+		return sdk.ContentBlockParamUnion{}, errors.New("tool message without a ToolCallID")
 	}
-	r := &anthropic.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
+	r := &sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
 	for _, part := range msg.Content {
 		switch part.Kind {
 		case portico.PartText:
 			if part.Text != "" {
-				r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: part.Text}})
+				r.Content = append(r.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
 			}
 		case portico.PartImage:
 			img, err := image(part.ImageURL)
 			if err != nil {
-				return anthropic.ContentBlockParamUnion{}, err
+				return sdk.ContentBlockParamUnion{}, err
 			}
-			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: img})
+			r.Content = append(r.Content, sdk.ToolResultBlockParamContentUnion{OfImage: img})
 		default:
-			return anthropic.ContentBlockParamUnion{}, fmt.Errorf("unknown part kind %v", part.Kind)
+			return sdk.ContentBlockParamUnion{}, fmt.Errorf("unknown part kind %v", part.Kind)
 		}
 	}
-	return anthropic.ContentBlockParamUnion{OfToolResult: r}, nil
+	return sdk.ContentBlockParamUnion{OfToolResult: r}, nil
 }
 
 // setExtra sets an Extra key the adapter types: stop_sequences (and "stop",
@@ -217,7 +220,7 @@ func toolResult(msg *portico.Message) (anthropic.ContentBlockParamUnion, error) 
 // {"user_id"} and the top-level cache_control {"type":"ephemeral","ttl"}. It
 // reports false for other keys and for values of another shape, which the
 // caller passes on as they are.
-func setExtra(p *anthropic.MessageNewParams, key string, v any) bool {
+func setExtra(p *sdk.MessageNewParams, key string, v any) bool {
 	switch key {
 	case "stop_sequences", "stop":
 		seqs, ok := stringList(v)
@@ -235,20 +238,20 @@ func setExtra(p *anthropic.MessageNewParams, key string, v any) bool {
 		if !ok {
 			return false
 		}
-		p.Metadata.UserID = anthropic.String(id)
+		p.Metadata.UserID = sdk.String(id)
 		return true
 	case "cache_control":
 		m, ok := v.(map[string]any)
 		if !ok || m["type"] != "ephemeral" || len(m) > 2 {
 			return false
 		}
-		cc := anthropic.NewCacheControlEphemeralParam()
+		cc := sdk.NewCacheControlEphemeralParam()
 		if ttl, has := m["ttl"]; has {
 			s, ok := ttl.(string)
 			if !ok {
 				return false
 			}
-			cc.TTL = anthropic.CacheControlEphemeralTTL(s)
+			cc.TTL = sdk.CacheControlEphemeralTTL(s)
 		} else if len(m) == 2 {
 			return false
 		}
@@ -277,4 +280,31 @@ func stringList(v any) ([]string, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// encodable reports whether v encodes as JSON: the types JSON decodes into at
+// once, others by encoding them.
+func encodable(v any) bool {
+	switch v := v.(type) {
+	case nil, string, bool, float64, float32, int, int64, int32, json.Number:
+		return true
+	case json.RawMessage:
+		return json.Valid(v)
+	case map[string]any:
+		for _, e := range v {
+			if !encodable(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range v {
+			if !encodable(e) {
+				return false
+			}
+		}
+		return true
+	}
+	_, err := json.Marshal(v)
+	return err == nil
 }

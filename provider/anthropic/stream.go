@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/portico-llm/portico"
 )
@@ -34,7 +34,7 @@ const (
 // cumulative usage), message_stop. Ping events are skipped by the SDK; event
 // types it does not know are left out, as the API asks of clients. onChunk
 // may be nil (a non-streamed request the SDK sends only streamed).
-func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, params anthropic.MessageNewParams, opts []option.RequestOption, x *exchange, model string) (*portico.Response, error) {
+func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, params sdk.MessageNewParams, opts []option.RequestOption, x *exchange, model string) (*portico.Response, error) {
 	s := m.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	var (
@@ -44,7 +44,7 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 		args      [][]byte
 		started   bool
 		delivered bool // text reached onChunk
-		stop      anthropic.StopReason
+		stop      sdk.StopReason
 		in, cw    int64 // input tokens, cache writes
 		cr, out   int64 // cache reads, output tokens
 		resp      = &portico.Response{Model: model}
@@ -175,6 +175,9 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 	}
 	if stop == "" {
 		return nil, malformed(x, model, "stream ended without a stop reason")
+	}
+	if in < 0 || cw < 0 || cr < 0 || out < 0 {
+		return nil, malformed(x, model, "negative token count")
 	}
 	resp.Text = text.String()
 	resp.FinishReason = finishReason(stop)

@@ -1,0 +1,343 @@
+package fakeanthropic
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakecore"
+)
+
+// messagesRequest is the part of a Messages API request the server reads.
+type messagesRequest struct {
+	Model     string          `json:"model"`
+	MaxTokens *int            `json:"max_tokens"`
+	System    json.RawMessage `json:"system"`
+	Messages  []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Stream bool `json:"stream"`
+	Tools  []struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	} `json:"tools"`
+	ToolChoice *struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+	} `json:"tool_choice"`
+	OutputConfig *struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
+	StopSequences []string `json:"stop_sequences"`
+}
+
+// dialect is Anthropic's part of the server: routes, request decoding, error
+// bodies and answers.
+func (s *Server) dialect() fakecore.Dialect[*messagesRequest] {
+	return fakecore.Dialect[*messagesRequest]{
+		Name: "fakeanthropic",
+		Route: func(w http.ResponseWriter, r *http.Request) bool {
+			switch {
+			case r.URL.Path != "/v1/messages":
+				writeError(w, http.StatusNotFound, "not_found_error", "", "Not found")
+				return false
+			case r.Method != http.MethodPost:
+				w.Header().Set("Allow", http.MethodPost)
+				writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "Method Not Allowed")
+				return false
+			}
+			return true
+		},
+		Decode: func(_ *http.Request, body []byte) (string, bool, *messagesRequest, error) {
+			req := new(messagesRequest)
+			err := json.Unmarshal(body, req)
+			return req.Model, req.Stream, req, err
+		},
+		BadRequest: func(c *fakecore.Call, _ error) {
+			writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "There was an issue with the format or content of your request.")
+		},
+		UnknownModel: func(c *fakecore.Call) {
+			writeError(c.W, http.StatusNotFound, "not_found_error", "", "model: "+c.Model)
+		},
+		Serve: func(fc *fakecore.Call, req *messagesRequest) {
+			c := &call{Call: fc, m: s.models[fc.Model], req: req}
+			c.run()
+		},
+	}
+}
+
+// call is one request being answered.
+type call struct {
+	*fakecore.Call
+	m   *model
+	req *messagesRequest
+
+	inputTokens int
+}
+
+func (c *call) run() {
+	c.W.Header().Set("request-id", "req_fake"+strconv.Itoa(c.Server().Count(c.Model)))
+	switch {
+	case c.R.Header.Get("x-api-key") == "" && c.R.Header.Get("Authorization") == "":
+		writeError(c.W, http.StatusUnauthorized, "authentication_error", "", "x-api-key header is required")
+		return
+	case c.R.Header.Get("anthropic-version") == "":
+		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "anthropic-version: header is required")
+		return
+	case c.req.MaxTokens == nil:
+		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "max_tokens: Field required")
+		return
+	case len(c.req.Messages) == 0:
+		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "messages: at least one message is required")
+		return
+	case *c.req.MaxTokens < 1:
+		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "max_tokens: Input should be greater than or equal to 1")
+		return
+	}
+	c.inputTokens = c.countInput()
+	if limit := c.m.cfg.MaxOutputTokens; limit > 0 && *c.req.MaxTokens > limit {
+		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "",
+			"max_tokens: "+strconv.Itoa(*c.req.MaxTokens)+" > "+strconv.Itoa(limit)+", which is the maximum allowed number of output tokens for "+c.Model)
+		return
+	}
+	a := c.answer()
+	if c.m.cfg.RateLimit != nil && !c.rateLimit(a) {
+		return
+	}
+	if c.ServeFault(c.statusBody) {
+		return
+	}
+	switch c.Fault.Kind {
+	case FaultContextLength:
+		c.contextLength()
+		return
+	case FaultStreamError:
+		if !c.Stream {
+			typ := c.streamErrorType()
+			c.Reply(statusOf(typ), errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
+			return
+		}
+		if c.Fault.Event == "" {
+			c.Fault.Event = "error"
+		}
+		if c.Fault.Body == "" {
+			typ := c.streamErrorType()
+			c.Fault.Body = string(errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
+		}
+	case FaultMalformed:
+		if c.Stream { // a named event whose data is cut, as the SDK reads named events only
+			c.Fault.Kind, c.Fault.Event = FaultStreamError, "content_block_delta"
+			c.Fault.Body = `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut`
+		}
+	}
+	if cw := c.m.cfg.ContextWindow; cw > 0 && c.inputTokens > cw {
+		c.contextLength()
+		return
+	}
+	if c.Stream {
+		c.stream(a)
+	} else {
+		c.whole(a)
+	}
+}
+
+// message returns the fault's message, or def.
+func (c *call) message(def string) string {
+	if c.Fault.Message != "" {
+		return c.Fault.Message
+	}
+	return def
+}
+
+func (c *call) streamErrorType() string {
+	if c.Fault.Type != "" {
+		return c.Fault.Type
+	}
+	return "overloaded_error"
+}
+
+// defaultMessage is the message Anthropic sends with an error of type typ.
+func defaultMessage(typ string, c *call) string {
+	switch typ {
+	case "overloaded_error":
+		return "Overloaded"
+	case "invalid_request_error":
+		return c.promptTooLong()
+	case "rate_limit_error":
+		return "This request would exceed your organization's rate limit."
+	case "authentication_error":
+		return "invalid x-api-key"
+	case "billing_error":
+		return "Your credit balance is too low to access the Anthropic API."
+	case "permission_error":
+		return "Your API key does not have permission to use the specified resource."
+	case "not_found_error":
+		return "model: " + c.Model
+	case "request_too_large":
+		return "Request exceeds the maximum allowed number of bytes."
+	case "timeout_error":
+		return "Request timed out"
+	}
+	return "Internal server error"
+}
+
+// statusOf is the HTTP status of an error type
+// (https://docs.claude.com/en/api/errors).
+func statusOf(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "billing_error":
+		return http.StatusPaymentRequired
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	case "overloaded_error":
+		return 529
+	}
+	return http.StatusInternalServerError
+}
+
+// typeOf is the error type of an HTTP status.
+func typeOf(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusPaymentRequired:
+		return "billing_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status == http.StatusGatewayTimeout:
+		return "timeout_error"
+	case status == 529:
+		return "overloaded_error"
+	case status >= 500:
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// statusBody is the error body of FaultStatus.
+func (c *call) statusBody(status int) []byte {
+	typ := c.Fault.Type
+	if typ == "" {
+		typ = typeOf(status)
+	}
+	def := defaultMessage(typ, c)
+	if typ == "invalid_request_error" {
+		def = "Invalid request."
+	}
+	return errorBody(typ, c.Fault.Code, c.message(def))
+}
+
+func (c *call) promptTooLong() string {
+	limit := c.m.cfg.ContextWindow
+	if limit <= 0 {
+		limit = max(0, c.inputTokens-1)
+	}
+	return "prompt is too long: " + strconv.Itoa(c.inputTokens) + " tokens > " + strconv.Itoa(limit) + " maximum"
+}
+
+func (c *call) contextLength() {
+	c.Reply(http.StatusBadRequest, errorBody("invalid_request_error", c.Fault.Code, c.message(c.promptTooLong())))
+}
+
+// rateLimit sets the anthropic-ratelimit-* headers and, when Enforce refuses
+// the request, answers 429; it reports whether the answer goes on.
+func (c *call) rateLimit(a *answer) bool {
+	rl := c.m.cfg.RateLimit
+	q := c.m.quota(c.Server().Since(), c.inputTokens, a.tokens)
+	// The window's end, on the second: Anthropic's resets are RFC 3339
+	// times of whole seconds.
+	end := time.Now().Add(q.reset)
+	if t := end.Truncate(time.Second); t.Before(end) {
+		end = t.Add(time.Second)
+	}
+	reset := end.UTC().Format(time.RFC3339)
+	h := c.W.Header()
+	set := func(kind string, limit, remaining int) {
+		h.Set("anthropic-ratelimit-"+kind+"-limit", strconv.Itoa(limit))
+		h.Set("anthropic-ratelimit-"+kind+"-remaining", strconv.Itoa(remaining))
+		h.Set("anthropic-ratelimit-"+kind+"-reset", reset)
+	}
+	if rl.Requests > 0 {
+		set("requests", rl.Requests, q.reqs)
+	}
+	if rl.InputTokens > 0 {
+		set("input-tokens", rl.InputTokens, q.in)
+	}
+	if rl.OutputTokens > 0 {
+		set("output-tokens", rl.OutputTokens, q.out)
+	}
+	if rl.InputTokens > 0 || rl.OutputTokens > 0 {
+		set("tokens", rl.InputTokens+rl.OutputTokens, q.in+q.out)
+	}
+	if q.refused == "" {
+		return true
+	}
+	h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(q.reset.Seconds())), 10))
+	writeError(c.W, http.StatusTooManyRequests, "rate_limit_error", "",
+		"This request would exceed the rate limit for your organization of "+strconv.Itoa(limitOf(rl, q.refused))+" "+q.refused+" per window.")
+	return false
+}
+
+func limitOf(rl *RateLimit, kind string) int {
+	switch kind {
+	case "requests":
+		return rl.Requests
+	case "input tokens":
+		return rl.InputTokens
+	}
+	return rl.OutputTokens
+}
+
+// errorBody is Anthropic's error body; an empty code has no details.
+func errorBody(typ, code, msg string) []byte {
+	type details struct {
+		ErrorCode string `json:"error_code"`
+	}
+	type inner struct {
+		Type    string   `json:"type"`
+		Message string   `json:"message"`
+		Details *details `json:"details,omitempty"`
+	}
+	e := inner{Type: typ, Message: msg}
+	if code != "" {
+		e.Details = &details{ErrorCode: code}
+	}
+	b, _ := json.Marshal(struct {
+		Type      string `json:"type"`
+		Error     inner  `json:"error"`
+		RequestID string `json:"request_id"`
+	}{"error", e, "req_fake"})
+	return b
+}
+
+// writeError writes an error in Anthropic's format.
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(errorBody(typ, code, msg))
+}

@@ -1,0 +1,152 @@
+package fakeanthropic
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakecore"
+)
+
+// Server is an Anthropic-compatible Messages API server that injects faults.
+// Its methods are safe for concurrent use.
+type Server struct {
+	core   *fakecore.Server
+	models map[string]*model
+}
+
+// model is the Anthropic-specific state of one served model: its rate-limit
+// windows.
+type model struct {
+	cfg ModelConfig
+
+	mu   sync.Mutex
+	win  int64 // index of the current window
+	reqs int   // requests counted in it
+	in   int   // input tokens counted in it
+	out  int   // output tokens counted in it
+}
+
+// New returns a Server that is not listening: serve its [Server.Handler]
+// yourself. Use [Start] or [StartPipe] for a listening one. New fails when two
+// models share a name, a fault's Fraction is outside [0, 1] or the fractions
+// sum above 1, a FaultStatus's Status is neither 0 nor 200-599 (below 400
+// only with a Body), or a fault's AfterChunks or Stall is negative; messages
+// begin with "fakeanthropic:".
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Models) == 0 {
+		cfg.Models = []ModelConfig{{Name: DefaultModel}}
+	}
+	s := &Server{models: make(map[string]*model, len(cfg.Models))}
+	cc := fakecore.Config{Seed: cfg.Seed, OnRequest: cfg.OnRequest, RecordLimit: cfg.RecordLimit, Handler: cfg.Handler}
+	for _, mc := range cfg.Models {
+		if mc.Name == "" {
+			mc.Name = DefaultModel
+		}
+		s.models[mc.Name] = &model{cfg: mc}
+		cc.Models = append(cc.Models, fakecore.Model{Name: mc.Name, Faults: mc.Faults, Script: mc.Script,
+			Pacing: fakecore.Pacing{Latency: mc.Latency, Jitter: mc.Jitter, TTFT: mc.TTFT, TokensPerSecond: mc.TokensPerSecond}})
+	}
+	core, err := fakecore.New(s.dialect(), cc)
+	if err != nil {
+		return nil, err
+	}
+	s.core = core
+	return s, nil
+}
+
+// Start returns a Server listening on 127.0.0.1 on a free port (an
+// [net/http/httptest.Server]). Close it when done. Errors are those of [New].
+func Start(cfg Config) (*Server, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.core.Start()
+	return s, nil
+}
+
+// StartPipe returns a Server served over in-memory connections (net.Pipe): no
+// socket, no port, so it runs inside a testing/synctest bubble where its
+// latencies and stalls pass in virtual time. Reach it only through
+// [Server.Client]; [Server.URL] is a placeholder host that the Client's
+// transport dials in memory. Start it and Close it inside the same bubble.
+// Errors are those of [New].
+func StartPipe(cfg Config) (*Server, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.core.StartPipe()
+	return s, nil
+}
+
+// URL returns the server's root URL without a trailing slash
+// ("http://127.0.0.1:PORT"; "http://fakeanthropic.pipe" for [StartPipe]), or
+// "" for a Server made by [New].
+func (s *Server) URL() string { return s.core.URL() }
+
+// BaseURL returns URL()+"/", what an Anthropic SDK takes as its base URL
+// (anthropic-sdk-go: option.WithBaseURL(s.BaseURL()); it appends
+// "v1/messages").
+func (s *Server) BaseURL() string { return s.URL() + "/" }
+
+// Client returns an *http.Client that reaches the server: the loopback client
+// for [Start], the in-memory one for [StartPipe], nil for [New].
+func (s *Server) Client() *http.Client { return s.core.Client() }
+
+// Close ends every stall and in-flight answer, shuts the server down and
+// waits until its goroutines have exited. It is safe to call more than once.
+func (s *Server) Close() { s.core.Close() }
+
+// Requests returns a copy of the requests recorded so far, in order of arrival:
+// every request, up to Config.RecordLimit of them.
+func (s *Server) Requests() []Request { return s.core.Requests() }
+
+// Count returns how many requests named the model so far, faulty or not,
+// including requests for unknown models.
+func (s *Server) Count(modelName string) int { return s.core.Count(modelName) }
+
+// Handler returns the server's http.Handler, serving POST /v1/messages.
+// Everything else is a 404 in Anthropic's format.
+func (s *Server) Handler() http.Handler { return s.core.Handler() }
+
+// quotaState is what one request saw of the model's rate-limit window.
+type quotaState struct {
+	reqs, in, out int           // remaining after the request
+	reset         time.Duration // until the window ends
+	refused       string        // "requests", "input tokens" or "output tokens" when Enforce refused it
+}
+
+// quota counts one request of in input and out output tokens at elapsed
+// time since the start in the model's fixed window, unless Enforce refuses
+// it, and returns what remains and when the window resets.
+func (m *model) quota(elapsed time.Duration, in, out int) quotaState {
+	rl := m.cfg.RateLimit
+	w := rl.Window
+	if w <= 0 {
+		w = time.Minute
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i := int64(elapsed / w); i != m.win {
+		m.win, m.reqs, m.in, m.out = i, 0, 0, 0
+	}
+	q := quotaState{reset: w - elapsed%w}
+	switch {
+	case rl.Enforce && rl.Requests > 0 && m.reqs+1 > rl.Requests:
+		q.refused = "requests"
+	case rl.Enforce && rl.InputTokens > 0 && m.in+in > rl.InputTokens:
+		q.refused = "input tokens"
+	case rl.Enforce && rl.OutputTokens > 0 && m.out+out > rl.OutputTokens:
+		q.refused = "output tokens"
+	default:
+		m.reqs++
+		m.in += in
+		m.out += out
+	}
+	q.reqs = max(0, rl.Requests-m.reqs)
+	q.in = max(0, rl.InputTokens-m.in)
+	q.out = max(0, rl.OutputTokens-m.out)
+	return q
+}

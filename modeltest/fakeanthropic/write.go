@@ -1,0 +1,143 @@
+package fakeanthropic
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+type wireUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+}
+
+type wireBlock struct {
+	Type  string          `json:"type"`
+	Text  *string         `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+type wireMessage struct {
+	ID           string      `json:"id"`
+	Type         string      `json:"type"`
+	Role         string      `json:"role"`
+	Model        string      `json:"model"`
+	Content      []wireBlock `json:"content"`
+	StopReason   *string     `json:"stop_reason"`
+	StopSequence *string     `json:"stop_sequence"`
+	Usage        wireUsage   `json:"usage"`
+}
+
+// usage splits the input as the API counts it: cache reads, cache writes
+// and the rest, input_tokens.
+func (c *call) usage(output int) wireUsage {
+	read := max(0, min(c.m.cfg.CacheReadInputTokens, c.inputTokens))
+	write := max(0, min(c.m.cfg.CacheWriteInputTokens, c.inputTokens-read))
+	return wireUsage{InputTokens: c.inputTokens - read - write, CacheCreationInputTokens: write, CacheReadInputTokens: read, OutputTokens: output}
+}
+
+// input is a tool call's input as a JSON object: its pieces joined, or {}
+// when max_tokens cut them short of a value.
+func (tc *toolCall) input() json.RawMessage {
+	if s := strings.Join(tc.args, ""); json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	return json.RawMessage(`{}`)
+}
+
+func (a *answer) stopSeq() *string {
+	if a.stop == "stop_sequence" {
+		return &a.stopSequence
+	}
+	return nil
+}
+
+// whole writes a non-streamed answer.
+func (c *call) whole(a *answer) {
+	msg := wireMessage{ID: a.id, Type: "message", Role: "assistant", Model: c.Model, Content: []wireBlock{},
+		StopReason: &a.stop, StopSequence: a.stopSeq(), Usage: c.usage(a.tokens)}
+	if a.content != nil {
+		text := strings.Join(a.content, "")
+		msg.Content = append(msg.Content, wireBlock{Type: "text", Text: &text})
+	}
+	for i := range a.toolCalls {
+		tc := &a.toolCalls[i]
+		msg.Content = append(msg.Content, wireBlock{Type: "tool_use", ID: tc.id, Name: tc.name, Input: tc.input()})
+	}
+	body, _ := json.Marshal(msg)
+	c.Whole(body, a.tokens)
+}
+
+// delta is one content event of a stream: a piece of block's text or input.
+type delta struct {
+	block int
+	piece string
+	tool  bool
+	first bool // the block's first delta: its content_block_start goes before
+	last  bool // its last: its content_block_stop goes after
+}
+
+// stream writes a streamed answer as Anthropic's server-sent events:
+// message_start, per block content_block_start, deltas and
+// content_block_stop (a ping after the first start), message_delta with the
+// stop reason and usage, message_stop.
+func (c *call) stream(a *answer) {
+	if !c.BeginStream() {
+		return
+	}
+	u := c.usage(1)
+	c.event("message_start", map[string]any{"type": "message_start", "message": wireMessage{
+		ID: a.id, Type: "message", Role: "assistant", Model: c.Model, Content: []wireBlock{}, Usage: u}})
+	var deltas []delta
+	add := func(block int, pieces []string, tool bool) {
+		for i, p := range pieces {
+			deltas = append(deltas, delta{block: block, piece: p, tool: tool, first: i == 0, last: i == len(pieces)-1})
+		}
+	}
+	block := 0
+	if len(a.content) > 0 {
+		add(block, a.content, false)
+		block++
+	}
+	for i := range a.toolCalls {
+		add(block+i, a.toolCalls[i].args, true)
+	}
+	send := func(i int) {
+		d := deltas[i]
+		if d.first {
+			cb := map[string]any{"type": "text", "text": ""}
+			if d.tool {
+				tc := &a.toolCalls[d.block-block]
+				cb = map[string]any{"type": "tool_use", "id": tc.id, "name": tc.name, "input": map[string]any{}}
+			}
+			c.event("content_block_start", map[string]any{"type": "content_block_start", "index": d.block, "content_block": cb})
+			if i == 0 {
+				c.Event("ping", []byte(`{"type": "ping"}`))
+			}
+		}
+		dv := map[string]any{"type": "text_delta", "text": d.piece}
+		if d.tool {
+			dv = map[string]any{"type": "input_json_delta", "partial_json": d.piece}
+		}
+		c.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": d.block, "delta": dv})
+		if d.last {
+			c.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": d.block})
+		}
+	}
+	if !c.Events(len(deltas), send, func() []byte { return []byte(c.Fault.Body) }) {
+		return
+	}
+	c.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": a.stop, "stop_sequence": a.stopSeq()},
+		"usage": map[string]any{"output_tokens": a.tokens}})
+	c.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// event writes one named event whose data is v as JSON.
+func (c *call) event(name string, v any) {
+	b, _ := json.Marshal(v)
+	c.Event(name, b)
+}
