@@ -103,16 +103,19 @@
 //	other 400 invalid_request_error, 4xx        Permanent
 //	x-should-retry: true / false                Permanent or Unusable made Transient;
 //	                                            Transient or RateLimited made Unusable
-//	error event inside an HTTP 200 stream       as its type says (overloaded_error
-//	                                            Transient, ...); after text reached
+//	error event inside an HTTP 200 stream,      as its type says (overloaded_error
+//	or an error object as a 200 body            Transient, ...); after text reached
 //	                                            OnChunk no layer above retries it
 //	connection failed before the request        Transient
 //	was written
 //	timeout or reset after it was written       Ambiguous (it may have run and been billed)
-//	request the client refused to send          Unusable (no credentials); Permanent
-//	                                            when its body did not encode
-//	body not a message, a stream not begun      InvalidResponse wrapping ErrMalformed
-//	by message_start or without a stop reason
+//	no credentials anywhere                     Unusable (the API's 401, or the SDK's
+//	                                            refusal when a named profile fails to load)
+//	a 200 body that is not a message (JSON      InvalidResponse wrapping ErrMalformed
+//	null, fields of the wrong type, no stop
+//	reason, negative counts), a stream not
+//	begun by message_start, with an event of
+//	the wrong shape or without a stop reason
 //	answer past Config.MaxResponseBytes         InvalidResponse wrapping ErrTooLarge
 //	caller's ctx canceled / deadline            Canceled / Deadline
 //	a layer's own timeout (ctx ended with       Ambiguous once written, else Transient
@@ -121,6 +124,10 @@
 // "Context window" is the Reason package fallback reads to learn that the
 // input needs a larger window than the failed route's. Error.Code is the
 // error's details.error_code when it has one, else its type.
+//
+// The SDK's decoder is lenient (a number where a string belongs becomes its
+// text); the adapter reads the raw JSON of every field it uses for its type,
+// so a body of another shape is never taken for an answer.
 //
 // Whether the request was written comes from net/http/httptrace's
 // WroteRequest, observed by an SDK middleware. HTTP errors and error events

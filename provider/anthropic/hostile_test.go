@@ -185,6 +185,13 @@ func TestStreamMalformed(t *testing.T) {
 		{"input delta on text", []string{evStart, textStart, blockDelta(0, `{"type":"input_json_delta","partial_json":"{"}`)}},
 		{"text delta on tool", []string{evStart, blockStart(0, `{"type":"tool_use","id":"t","name":"f","input":{}}`), textDelta(0, "a")}},
 		{"data not JSON", []string{evStart, "content_block_delta\n{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{"}},
+		{"text a number", []string{evStart, textStart, blockDelta(0, `{"type":"text_delta","text":5}`)}},
+		{"index a string", []string{evStart, "content_block_start\n" + `{"type":"content_block_start","index":"0","content_block":{"type":"text","text":""}}`}},
+		{"stop reason a number", []string{evStart, "message_delta\n" + `{"type":"message_delta","delta":{"stop_reason":1},"usage":{"output_tokens":1}}`}},
+		{"output count a string", []string{evStart, "message_delta\n" + `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":"1"}}`}},
+		{"negative output count", []string{evStart, msgDelta("end_turn", -1)}},
+		{"tool without an id", []string{evStart, blockStart(0, `{"type":"tool_use","name":"f","input":{}}`)}},
+		{"message not an object", []string{"message_start\n" + `{"type":"message_start","message":"hi"}`}},
 		{"OpenAI chunks", []string{"\n" + `{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`}},
 	}
 	for _, tc := range cases {
@@ -268,6 +275,15 @@ func TestWholeNotAMessage(t *testing.T) {
 		{"cut", whole(`{"id":"msg_1","content":[{"type":"te`), portico.InvalidResponse},
 		{"OpenAI completion", whole(`{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`), portico.InvalidResponse},
 		{"html", reply(200, "text/html", "<html>hi</html>"), portico.InvalidResponse},
+		// Fields of the wrong type, which the SDK's decoder would coerce or zero.
+		{"content a string", whole(`{"id":"x","type":"message","content":"hi","stop_reason":"end_turn","usage":{}}`), portico.InvalidResponse},
+		{"text a number", whole(`{"id":"x","type":"message","content":[{"type":"text","text":5}],"stop_reason":"end_turn","usage":{}}`), portico.InvalidResponse},
+		{"stop reason a number", whole(`{"id":"x","type":"message","content":[],"stop_reason":7,"usage":{}}`), portico.InvalidResponse},
+		{"count a string", whole(`{"id":"x","type":"message","content":[],"stop_reason":"end_turn","usage":{"input_tokens":"5"}}`), portico.InvalidResponse},
+		{"negative count", whole(`{"id":"x","type":"message","content":[],"stop_reason":"end_turn","usage":{"output_tokens":-1}}`), portico.InvalidResponse},
+		{"tool input a string", whole(`{"id":"x","type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":"str"}],"stop_reason":"tool_use","usage":{}}`), portico.InvalidResponse},
+		{"tool without a name", whole(`{"id":"x","type":"message","content":[{"type":"tool_use","id":"t","input":{}}],"stop_reason":"tool_use","usage":{}}`), portico.InvalidResponse},
+		{"usage a number", whole(`{"id":"x","type":"message","content":[],"stop_reason":"end_turn","usage":5}`), portico.InvalidResponse},
 	}
 	for _, tc := range cases {
 		m := raw(t, anthropic.Config{}, tc.h)

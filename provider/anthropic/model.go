@@ -168,11 +168,11 @@ func (m *Model) answer(msg *sdk.Message, x *exchange, model string) (*portico.Re
 	if msg == nil { // the body was JSON null
 		return nil, malformed(x, model, "not a message")
 	}
-	if !msg.JSON.StopReason.Valid() || msg.StopReason == "" || !msg.JSON.Content.Valid() {
+	if !wellFormed(msg) || msg.StopReason == "" {
 		if err := m.bodyError(msg.RawJSON(), x, model); err != nil {
 			return nil, err
 		}
-		return nil, malformed(x, model, "not a message with a stop reason")
+		return nil, malformed(x, model, "not a message")
 	}
 	u := &msg.Usage
 	if u.InputTokens < 0 || u.CacheCreationInputTokens < 0 || u.CacheReadInputTokens < 0 || u.OutputTokens < 0 {

@@ -68,7 +68,7 @@ func (m *Model) params(req *portico.Request, model string) (sdk.MessageNewParams
 		schema := t.Parameters
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
-		} else if !isObject(schema) {
+		} else if !isJSONObject(schema) {
 			return p, fmt.Errorf("anthropic: tool %q: parameters are not a JSON object", t.Name)
 		}
 		tp := &sdk.ToolParam{Name: t.Name, InputSchema: param.Override[sdk.ToolInputSchemaParam](schema)}
@@ -78,7 +78,7 @@ func (m *Model) params(req *portico.Request, model string) (sdk.MessageNewParams
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
 	if s := req.Schema; s != nil {
-		if !isObject(s.JSON) {
+		if !isJSONObject(s.JSON) {
 			return p, errors.New("anthropic: response schema is not a JSON object")
 		}
 		format := make([]byte, 0, len(s.JSON)+32)
@@ -119,8 +119,8 @@ func (m *Model) params(req *portico.Request, model string) (sdk.MessageNewParams
 	return p, nil
 }
 
-// isObject reports whether raw is valid JSON whose value is an object.
-func isObject(raw json.RawMessage) bool {
+// isJSONObject reports whether raw is valid JSON whose value is an object.
+func isJSONObject(raw json.RawMessage) bool {
 	s := strings.TrimLeft(string(raw), " \t\r\n")
 	return strings.HasPrefix(s, "{") && json.Valid(raw)
 }
@@ -181,7 +181,7 @@ func assistantBlocks(msg *portico.Message) ([]sdk.ContentBlockParamUnion, error)
 		args := tc.Arguments
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
-		} else if !isObject(args) {
+		} else if !isJSONObject(args) {
 			return nil, fmt.Errorf("tool call %q: arguments are not a JSON object", tc.ID)
 		}
 		blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: tc.ID, Name: tc.Name, Input: args}})

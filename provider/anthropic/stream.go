@@ -64,6 +64,9 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 			break // no chunk reaches the caller after it canceled
 		}
 		ev := s.Current()
+		if !eventWellFormed(&ev) {
+			return nil, malformed(x, model, "stream event of the wrong shape")
+		}
 		if ev.Type == "message_start" {
 			if started {
 				return nil, malformed(x, model, "second message_start")
