@@ -257,9 +257,19 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		return e
 	}
 	e.Class, e.Reason = portico.InvalidResponse, "malformed response"
-	e.Err = portico.Join(ErrMalformed, err)
+	e.Err = portico.Join(ErrMalformed, sdkError{err})
 	return e
 }
+
+// sdkError withholds the text of an SDK decoding error, which may quote the
+// body it could not read, while keeping it reachable with errors.Is and
+// errors.As.
+type sdkError struct{ err error }
+
+func (e sdkError) Error() string {
+	return "anthropic: SDK could not decode the response (text withheld)"
+}
+func (e sdkError) Unwrap() error { return e.err }
 
 // bodyError reads an error object from a 200 body that is not a message
 // ({"type":"error","error":{...}}, as some proxies answer), or returns nil.

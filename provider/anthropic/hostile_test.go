@@ -273,6 +273,8 @@ func TestWholeNotAMessage(t *testing.T) {
 		{"null", whole(`null`), portico.InvalidResponse},
 		{"array", whole(`[1,2]`), portico.InvalidResponse},
 		{"cut", whole(`{"id":"msg_1","content":[{"type":"te`), portico.InvalidResponse},
+		{"cut after a secret", whole(`{"id":"msg_1","content":[{"type":"text","text":"SECRET answer`), portico.InvalidResponse},
+		{"secret where a number goes", whole(`{"id":"x","type":"message","content":[],"stop_reason":"end_turn","usage":{"input_tokens":SECRET}}`), portico.InvalidResponse},
 		{"OpenAI completion", whole(`{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`), portico.InvalidResponse},
 		{"html", reply(200, "text/html", "<html>hi</html>"), portico.InvalidResponse},
 		// Fields of the wrong type, which the SDK's decoder would coerce or zero.
@@ -294,6 +296,9 @@ func TestWholeNotAMessage(t *testing.T) {
 		}
 		if tc.class == portico.InvalidResponse && !errors.Is(err, anthropic.ErrMalformed) {
 			t.Errorf("%s: Generate error %v does not wrap ErrMalformed", tc.name, err)
+		}
+		if strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%s: Generate error %q quotes the body", tc.name, err)
 		}
 	}
 }
