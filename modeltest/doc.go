@@ -3,8 +3,9 @@
 // for overload experiments, and a conformance suite any Model or middleware can
 // be checked with. It is to Portico what net/http/httptest and testing/slogtest
 // are to net/http and log/slog. The HTTP test servers of providers' APIs live in
-// sub-packages: modeltest/fakeopenai (OpenAI-compatible) and
-// modeltest/fakegemini (the Gemini API).
+// sub-packages: modeltest/fakeopenai (OpenAI-compatible),
+// modeltest/fakeanthropic (Anthropic's Messages API) and modeltest/fakegemini
+// (the Gemini API).
 //
 // Everything here waits with timers that select on the context, so it runs in a
 // testing/synctest bubble on virtual time: a test of a retry layer's backoff, a
