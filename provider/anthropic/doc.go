@@ -51,7 +51,8 @@
 // deltas like any answer, as portico's contract and package validate
 // expect), decoding is constrained to the schema, and the request's own
 // tools and tool_choice stay the caller's. Anthropic's structured outputs are
-// always constrained, so Schema.Strict changes nothing; a schema the API does
+// always constrained, so Schema.Strict changes nothing, and the format has
+// no name, so Schema.Name is not sent; a schema the API does
 // not support is refused by it (400, Permanent). The schema is sent as
 // written: the SDK's schema rewriting (transformSchema, for its beta types)
 // would move unsupported keywords into descriptions, a silent repair.
