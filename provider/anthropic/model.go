@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/shared/constant"
 	"github.com/portico-llm/portico"
 )
 
@@ -153,7 +154,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if req.Streaming() {
 		return m.stream(ctx, req.OnChunk, params, opts, x, model)
 	}
-	if _, err := sdk.CalculateNonStreamingTimeout(int(params.MaxTokens), params.Model, m.client.Options); err != nil {
+	if params.MaxTokens > unstreamedSafe && sdkWouldRefuse(params, m.client.Options) {
 		return m.stream(ctx, nil, params, opts, x, model) // the SDK sends it only streamed
 	}
 	msg, err := m.client.Messages.New(ctx, params, opts...)
@@ -161,6 +162,24 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, m.classify(ctx, err, x, model, false)
 	}
 	return m.answer(msg, x, model)
+}
+
+// unstreamedSafe is the largest max_tokens the SDK sends unstreamed to any
+// model (client.go's CalculateNonStreamingTimeout: an expected hour per
+// 128,000 tokens must stay within ten minutes, and some models have lower
+// limits), so that the common call skips the SDK's check and its allocation.
+var unstreamedSafe = func() int64 {
+	safe := int64(128000 * 10 / 60)
+	for _, n := range constant.ModelNonStreamingTokens {
+		safe = min(safe, int64(n))
+	}
+	return safe
+}()
+
+// sdkWouldRefuse reports whether the SDK refuses to send p unstreamed.
+func sdkWouldRefuse(p sdk.MessageNewParams, opts []option.RequestOption) bool {
+	_, err := sdk.CalculateNonStreamingTimeout(int(p.MaxTokens), p.Model, opts)
+	return err != nil
 }
 
 // answer maps a whole message onto a Response.
