@@ -411,7 +411,7 @@ func TestRetryLayerAbove(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s, m := startPipe(t, fakeanthropic.Config{Models: []fakeanthropic.ModelConfig{{Name: "m", Script: tc.script}}})
-				r, err := retry.New(retry.Config{MaxAttempts: 3, BaseDelay: time.Millisecond})
+				r, err := retry.New(retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{BaseDelay: time.Millisecond}})
 				if err != nil {
 					t.Fatal(err)
 				}
