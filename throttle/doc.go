@@ -1,0 +1,93 @@
+// Package throttle is client-side adaptive throttling: a client that sees a
+// destination refuse most of its requests starts refusing them itself,
+// locally and at once, so that an overloaded destination spends nothing on
+// requests it would refuse anyway.
+//
+// # The algorithm
+//
+// Google's SRE book, chapter 21 "Handling Overload", section "Client-Side
+// Throttling" (Beyer et al., "Site Reliability Engineering", O'Reilly 2016):
+// each client keeps, per destination and over the last two minutes,
+//
+//   - requests: the requests the application made, those the client
+//     rejected itself included;
+//   - accepts: the requests the destination accepted;
+//
+// and rejects each new request locally with probability
+//
+//	max(0, (requests - K*accepts) / (requests + 1))
+//
+// Under normal conditions the two counts are equal and nothing is rejected.
+// Once the destination accepts fewer than 1/K of the requests, the client
+// sheds the excess, and as the local rejections count as requests the
+// probability climbs towards 1 while the destination keeps refusing. K = 2
+// (the default, [DefaultK]) lets through about twice what the destination
+// accepts, which wastes some of its work but learns quickly when it
+// recovers; K = 1.1 is more aggressive. gRPC's RLS client throttler
+// (balancer/rls/internal/adaptive in grpc-go) is the same rule.
+//
+// A [Throttle] built from a [Config] keeps one window per destination
+// (Config.Destination, or the request's Model), in 32 buckets of 1/32 of
+// the window each, so memory is fixed per destination and a count leaves
+// the window at most one bucket width (3.75 s of two minutes) late; the
+// destinations kept are bounded by Config.MaxKeys. Its method value Wrap is
+// the [portico.Middleware].
+//
+// # What counts as an accept
+//
+// An answer, and a client error: a [portico.Permanent] or
+// [portico.Incompatible] failure means the destination took the request and
+// found it wrong, which says nothing about its load. A route fault
+// ([portico.Class.RouteFault]: Transient 5xx and connection failures,
+// RateLimited 429, Ambiguous timeouts, InvalidResponse, Unusable) counts as
+// a request not accepted, and so does every call the Throttle rejects. The
+// caller's own cancellation or deadline, and a rejection by another local
+// layer (a breaker, a limiter), are not counted at all: the destination
+// gave no verdict.
+//
+// A rejected call fails with a [portico.Rejected] error wrapping
+// [ErrThrottled] and a [*Error] with the counts, which package fallback
+// treats as "try another route" and package retry does not retry.
+//
+// # Few requests
+//
+// The rule is the book's, "+ 1" included, and it is harsh when the window
+// holds few requests: one failure in an empty window gives a probability of
+// 1/2. gRPC's RLS throttler pads the denominator with 8 instead of 1 to
+// soften that; a Throttle does not, but its windows forget a failure after
+// Config.Window.
+//
+// # Recovery
+//
+// After a full outage the window is full of requests not accepted, so the
+// destination, healed, sees almost nothing at first, and the fraction q of
+// calls let through grows only with the accepts it earns: q is about K
+// times the accepted fraction of the window W, so it grows as e^(x*t/W),
+// where x solves x = K*(1 - e^-x) (x = 1.59 for K = 2): it doubles about
+// every 0.43 window, and a client sending n requests per window recovers
+// in about 0.43*W*log2(n/K). At 10 requests per second that is
+// about 8 minutes with the default two minutes (the package's test measures
+// 10 min 9 s) and under 2 minutes with a 30 s window (2 min 8 s measured).
+// A shorter Window recovers sooner and forgets an outage sooner too.
+//
+// # Cost
+//
+// While a destination's window holds accepts only, nothing can be rejected,
+// so a call costs a window lookup (the window last used, then a sync.Map)
+// and one atomic add after it: accepts are counted in batches of 64, each
+// stamped with the time when the batch fills, so a clean window reads the
+// clock once per 64 calls and counts an accept at most 63 calls late. Once
+// a request was not accepted, every call reads the clock, counts itself in
+// its bucket and computes the probability (32 atomic loads), until the
+// window holds accepts only again.
+//
+// # Where it goes
+//
+// In the recommended stack (package stack, Route.Throttle) the Throttle is
+// the innermost layer of a route, around the provider adapter, inside the
+// retry layer and the acceptance pipeline: every attempt, retries included,
+// is a request, and a schema violation found by package validate, the
+// answer's fault rather than the destination's load, is not seen. A
+// rejection ends the route's call at once (retry does not retry Rejected),
+// the breaker ignores it, and a fallback group moves on.
+package throttle

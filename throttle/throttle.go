@@ -1,0 +1,275 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Defaults used for zero [Config] fields.
+const (
+	// DefaultK is the multiplier of accepts, 2: the SRE book's recommended
+	// value, at which a destination sees about twice the requests it accepts
+	// before the client sheds any.
+	DefaultK = 2
+	// DefaultWindow is the span over which requests and accepts are counted:
+	// the SRE book's two minutes.
+	DefaultWindow = 2 * time.Minute
+	// DefaultMaxKeys bounds the destinations a Throttle keeps a window for.
+	DefaultMaxKeys = 1000
+)
+
+// Config configures a [Throttle]. The zero Config is usable: K = 2 over a
+// two-minute window per destination (the request's Model).
+type Config struct {
+	// K is the multiplier of accepts in the rejection probability
+	// max(0, (requests - K*accepts) / (requests + 1)): the client starts to
+	// reject once the destination accepted fewer than 1/K of the requests.
+	// Lower is more aggressive. Zero means [DefaultK] (2); below 1, NaN or
+	// infinite is an error.
+	K float64
+	// Window is the span over which requests and accepts are counted, kept
+	// in 32 buckets of Window/32. Zero means [DefaultWindow] (2 minutes);
+	// below 32 ns is an error.
+	Window time.Duration
+	// Destination names the destination the window is kept for. Empty means
+	// the request's Model, so each model has its own window.
+	Destination string
+	// MaxKeys bounds the destinations kept. When a new one would exceed it,
+	// windows untouched since the previous sweep are evicted (an evicted
+	// destination comes back with an empty window); if none can be, the new
+	// destination shares one overflow window. Zero means [DefaultMaxKeys]
+	// (1,000); negative is an error.
+	MaxKeys int
+	// Rand returns uniform random numbers in [0, 1) for the rejection draw.
+	// It must be safe for concurrent use. Nil means math/rand/v2's Float64;
+	// tests pass a seeded source.
+	Rand func() float64
+}
+
+// Throttle is Google SRE's client-side adaptive throttling: per destination
+// it counts, over a sliding window, the requests the caller made and the
+// ones the destination accepted, and rejects a new request locally with
+// probability max(0, (requests - K*accepts) / (requests + 1)). Build one
+// with [New]; its method value Wrap is the [portico.Middleware]. A Throttle
+// is safe for concurrent use, and the Models it wraps share its windows.
+type Throttle struct {
+	k       float64
+	window  time.Duration
+	width   int64 // bucket width, ns
+	dest    string
+	rand    func() float64
+	epoch   time.Time
+	windows *windows
+}
+
+// New returns a Throttle configured by cfg, with zero fields taking their
+// defaults. It returns an error, starting with "throttle:" and naming the
+// field, for a K below 1 (or not finite), a Window below 32 ns, or a
+// negative Window or MaxKeys.
+func New(cfg Config) (*Throttle, error) {
+	k := cfg.K
+	if k == 0 {
+		k = DefaultK
+	}
+	if math.IsNaN(k) || math.IsInf(k, 0) || k < 1 {
+		return nil, errors.New("throttle: Config.K must be a finite number of at least 1")
+	}
+	win := cfg.Window
+	if win == 0 {
+		win = DefaultWindow
+	}
+	if win < numBuckets {
+		return nil, errors.New("throttle: Config.Window below 32ns")
+	}
+	if cfg.MaxKeys < 0 {
+		return nil, errors.New("throttle: negative Config.MaxKeys")
+	}
+	maxKeys := cfg.MaxKeys
+	if maxKeys == 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	t := &Throttle{k: k, window: win, width: int64(win / numBuckets), dest: cfg.Destination,
+		rand: cfg.Rand, epoch: time.Now(), windows: newWindows(maxKeys)}
+	if t.rand == nil {
+		t.rand = rand.Float64
+	}
+	return t, nil
+}
+
+// MustNew is like [New] but panics on a configuration error; for
+// package-level stacks and examples.
+func MustNew(cfg Config) *Throttle {
+	t, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// ErrThrottled is the sentinel of a call the Throttle rejected: errors.Is
+// holds for the [portico.Rejected] error Wrap returns then, whose Err is a
+// [*Error] with the window's counts.
+var ErrThrottled = errors.New("throttle: rejected by client-side throttling")
+
+// Error says why a call was throttled: the counts of the destination's
+// window when it was rejected. errors.Is(e, ErrThrottled) holds.
+type Error struct {
+	Requests    int     // requests counted in the window before this one, rejected ones included
+	Accepts     int     // requests the destination accepted
+	Probability float64 // the rejection probability they gave, in (0, 1)
+}
+
+// Error says "throttle: destination accepted A of R requests in the window,
+// rejecting with probability P".
+func (e *Error) Error() string {
+	return "throttle: destination accepted " + strconv.Itoa(e.Accepts) + " of " + strconv.Itoa(e.Requests) +
+		" requests in the window, rejecting with probability " + strconv.FormatFloat(e.Probability, 'f', 3, 64)
+}
+
+// Is reports whether target is [ErrThrottled].
+func (e *Error) Is(target error) bool { return target == ErrThrottled }
+
+// Wrap returns next wrapped in the throttle; the method value t.Wrap is a
+// [portico.Middleware]. Wrap panics if next is nil.
+//
+// The returned Model rejects a call, without calling next, with a
+// [portico.Rejected] error (Model the request's, Reason "throttled")
+// wrapping a [*Error] and so [ErrThrottled], with the probability the
+// destination's window gives, and reports it to the context's Observer as a
+// [portico.EventRateLimitReject] with Reason "throttle". Otherwise it calls
+// next and counts the outcome: an answer, or a [portico.Permanent] or
+// [portico.Incompatible] error (the destination processed the request and
+// found it wrong: a client error), counts as a request accepted; an error
+// whose class is a route fault ([portico.Class.RouteFault]: Transient,
+// RateLimited, Ambiguous, InvalidResponse, Unusable), and a rejection by the
+// Throttle itself, as a request not accepted; the caller's [portico.Canceled]
+// or [portico.Deadline] and other layers' [portico.Rejected] not at all (the
+// destination gave no verdict). next's result is returned as it is, except
+// that an answer that is neither Response nor error becomes
+// [portico.ErrNilResponse], a route fault. A nil request fails at once with
+// [portico.ErrNilRequest].
+func (t *Throttle) Wrap(next portico.Model) portico.Model {
+	if next == nil {
+		panic("throttle: Wrap of a nil Model")
+	}
+	return &model{t: t, next: next}
+}
+
+type model struct {
+	t    *Throttle
+	next portico.Model
+}
+
+// Generate costs, while the destination's window holds accepts only, one
+// lookup of the window and one atomic add after the call: no clock read
+// (but every 64th accepted call's), no lock, no allocation.
+func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
+	t := m.t
+	w := t.windows.get(t.destOf(req))
+	if w.isDirty() {
+		if err := t.admit(ctx, req, w); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := m.next.Generate(ctx, req)
+	if err == nil && resp == nil {
+		err = portico.ErrNilResponse // a broken Model: neither answer nor error
+	}
+	t.record(w, err)
+	return resp, err
+}
+
+func (t *Throttle) destOf(req *portico.Request) string {
+	if t.dest != "" {
+		return t.dest
+	}
+	return req.Model
+}
+
+// now is the Throttle's clock: ns since New, one read of the monotonic clock.
+func (t *Throttle) now() int64 { return int64(time.Since(t.epoch)) }
+
+// admit draws the rejection of a call to a dirty window: nil to let it go,
+// or the error that rejects it, counted as a request not accepted. When the
+// window holds accepts only again it becomes clean.
+func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *window) error {
+	seq := w.fails.Load()
+	now := t.now()
+	w.stamp(t.width, now)
+	requests, accepts := w.totals(t.width, now)
+	if requests == accepts {
+		w.clean(seq)
+		return nil
+	}
+	p := probability(requests, accepts, t.k)
+	if p == 0 || t.rand() >= p {
+		return nil
+	}
+	w.add(t.width, now, 1, 0)
+	w.fails.Add(1)
+	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: t.destOf(req), Class: portico.Rejected, Reason: "throttle"})
+	return &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "throttled",
+		Err: &Error{Requests: int(requests), Accepts: int(accepts), Probability: p}}
+}
+
+// record counts the outcome err of a call to w (see Wrap).
+func (t *Throttle) record(w *window, err error) {
+	counted, accepted := true, true
+	if err != nil {
+		counted, accepted = verdict(err)
+	}
+	if !counted {
+		return
+	}
+	if accepted && !w.isDirty() {
+		if w.pending.Add(1) >= batch {
+			w.stamp(t.width, t.now())
+		}
+		return
+	}
+	now := t.now()
+	w.stamp(t.width, now)
+	if accepted {
+		w.add(t.width, now, 1, 1)
+		return
+	}
+	w.add(t.width, now, 1, 0)
+	w.fails.Add(1)
+}
+
+// verdict says whether a call that ended with err counts in the window, and
+// whether as accepted (see Wrap).
+func verdict(err error) (counted, accepted bool) {
+	if err == nil {
+		return true, true
+	}
+	switch c := portico.ClassOf(err); {
+	case c.RouteFault():
+		return true, false
+	case c == portico.Permanent || c == portico.Incompatible:
+		return true, true
+	}
+	return false, false
+}
+
+// Probability returns the probability with which a call to destination
+// would be rejected now, and the requests and accepts its window counts
+// (0, 0, 0 for a destination the Throttle holds no window for). For metrics
+// and tests; safe for concurrent use.
+func (t *Throttle) Probability(destination string) (p float64, requests, accepts int) {
+	w := t.windows.lookup(destination)
+	if w == nil {
+		return 0, 0, 0
+	}
+	r, a := w.totals(t.width, t.now())
+	return probability(r, a, t.k), int(r), int(a)
+}
