@@ -49,7 +49,8 @@ type CapacityConfig struct {
 // while it waits returns at once with [portico.FromContext]'s error, but its call
 // stays in the queue and, unless DropExpired is set, is still served when its turn
 // comes: work done for nobody, which is what turns retries under overload into
-// metastable failure. [CapacityServer.SetDown] simulates an outage.
+// metastable failure. [CapacityServer.SetDown] simulates an outage, and
+// [CapacityServer.SetSlots] a change of capacity.
 //
 // CapacityServer runs no goroutine of its own: each service is a time.AfterFunc timer,
 // so it needs no Close, leaks nothing and runs on virtual time in a
@@ -193,6 +194,20 @@ func (s *CapacityServer) finish(j *job) {
 func (s *CapacityServer) SetDown(down bool) {
 	s.mu.Lock()
 	s.down = down
+	s.dispatchLocked()
+	s.mu.Unlock()
+}
+
+// SetSlots changes the server's concurrency to n slots at once, a capacity
+// step: with more, queued calls start at once; with fewer, the calls in
+// service finish and no new one starts until fewer than n are busy. It
+// panics if n is below 1 (use SetDown for an outage).
+func (s *CapacityServer) SetSlots(n int) {
+	if n < 1 {
+		panic("modeltest: SetSlots below 1")
+	}
+	s.mu.Lock()
+	s.cfg.Slots = n
 	s.dispatchLocked()
 	s.mu.Unlock()
 }

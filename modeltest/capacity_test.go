@@ -61,6 +61,48 @@ func TestServerFIFO(t *testing.T) {
 
 // TestServerDoesNotKnowWhoGaveUp: a caller that gives up returns at once, but its
 // call still takes its slot, delaying the next caller; with DropExpired it does not.
+// TestServerSetSlots: 6 calls of 1 s at once on 1 slot; at 1.5 s the server
+// grows to 3 slots (two queued calls start at once, a third when call 1
+// ends at 2 s), and at 2.25 s shrinks to 1 (the three in service finish,
+// then the last call starts): the calls end at 1, 2, 2.5, 2.5, 3 and 4 s.
+func TestServerSetSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustServer(t, CapacityConfig{Slots: 1, ServiceTime: time.Second})
+		start := time.Now()
+		took := make([]time.Duration, 6)
+		var wg sync.WaitGroup
+		for i := range 6 {
+			wg.Go(func() {
+				if _, err := s.Generate(t.Context(), userReq("q")); err != nil {
+					t.Errorf("call %d: %v", i, err)
+				}
+				took[i] = time.Since(start)
+			})
+			synctest.Wait()
+		}
+		time.Sleep(1500 * time.Millisecond)
+		s.SetSlots(3)
+		if st := s.Stats(); st.Busy != 3 || st.Queued != 2 {
+			t.Errorf("after SetSlots(3): %d busy, %d queued, want 3 and 2", st.Busy, st.Queued)
+		}
+		time.Sleep(750 * time.Millisecond)
+		s.SetSlots(1)
+		wg.Wait()
+		want := []time.Duration{1000, 2000, 2500, 2500, 3000, 4000}
+		for i := range want {
+			if took[i] != want[i]*time.Millisecond {
+				t.Errorf("call %d took %v, want %v", i, took[i], want[i]*time.Millisecond)
+			}
+		}
+		defer func() {
+			if recover() == nil {
+				t.Error("SetSlots(0) did not panic")
+			}
+		}()
+		s.SetSlots(0)
+	})
+}
+
 func TestServerDoesNotKnowWhoGaveUp(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
