@@ -22,7 +22,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		t.prog.lastSeen = now
 	}
 	t.e = e
-	if lmax := e.lim.MaxInFlight; lmax > 0 && (e.inflight >= lmax || len(e.queue) > 0) {
+	if lmax := l.maxInFlight(e); lmax > 0 && (e.inflight >= lmax || len(e.queue) > 0) {
 		if len(e.queue) >= l.cfg.Queue.Size {
 			l.unprogram(t, now)
 			e.mu.Unlock()
@@ -71,6 +71,9 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		if ok {
 			e.unhold(h)
 			t.fast = e.inflight <= maxFastInflight
+			if l.cfg.Concurrency != nil {
+				t.granted, t.inflight = now, e.inflight
+			}
 			e.mu.Unlock()
 			return nil
 		}
@@ -293,13 +296,29 @@ func (l *Limiter) releaseLocked(e *entry, now time.Duration) {
 // dispatch hands free slots to the best waiters, one by one, and clears
 // waitQueue when the queue is empty. The caller holds e.mu and has settled e.
 func (l *Limiter) dispatch(e *entry, now time.Duration) {
-	for len(e.queue) > 0 && (e.lim.MaxInFlight == 0 || e.inflight < e.lim.MaxInFlight) {
+	for len(e.queue) > 0 {
+		if lmax := l.maxInFlight(e); lmax > 0 && e.inflight >= lmax {
+			break
+		}
 		e.handoff(&l.cfg, now)
 		e.inflight++
 	}
 	if len(e.queue) == 0 && e.waiting.Load()&waitQueue != 0 {
 		e.waiting.And(^waitQueue)
 	}
+}
+
+// maxInFlight is the cap on e's calls in flight now: the tighter of
+// Limits.MaxInFlight and Config.Concurrency's limit, 0 for none. The caller
+// holds e.mu.
+func (l *Limiter) maxInFlight(e *entry) int {
+	n := e.lim.MaxInFlight
+	if c := l.cfg.Concurrency; c != nil {
+		if a := max(c.Limit(), 1); n == 0 || a < n {
+			n = a
+		}
+	}
+	return n
 }
 
 // unprogram undoes the program bookkeeping of a call that did not run.

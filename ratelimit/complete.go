@@ -23,6 +23,9 @@ import (
 // replan): what a refund frees goes at once to the waiters, first in line
 // first.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
+	if c := l.cfg.Concurrency; c != nil && !panicked {
+		c.Done(l.now()-t.granted, t.inflight, portico.ClassOf(err))
+	}
 	var rl *portico.RateLimit
 	if resp != nil {
 		rl = resp.RateLimit

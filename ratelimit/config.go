@@ -73,9 +73,10 @@ func (o Order) String() string {
 // Limits are the limits a [Limiter] applies to each key. They are given in
 // [Config] and can be changed live with [Limiter.SetLimit].
 //
-// At least one of Requests, Tokens and MaxInFlight must be positive: there is
-// no sensible default limit for an unknown provider, so a Limits that limits
-// nothing is a configuration error rather than a silent pass-through.
+// At least one of Requests, Tokens and MaxInFlight must be positive, unless
+// [Config.Concurrency] caps the calls in flight: there is no sensible
+// default limit for an unknown provider, so a Limits that limits nothing is
+// a configuration error rather than a silent pass-through.
 type Limits struct {
 	// Requests is the refill of the request bucket, in requests per Period per
 	// key, with golang.org/x/time/rate's semantics. 0 means no request bucket.
@@ -102,8 +103,9 @@ type Limits struct {
 	MaxInFlight int
 }
 
-// norm validates l and fills its defaults.
-func (l Limits) norm() (Limits, error) {
+// norm validates l and fills its defaults; adaptive says a [Concurrency]
+// caps the calls in flight, so l may set no limit of its own.
+func (l Limits) norm(adaptive bool) (Limits, error) {
 	for _, f := range []struct {
 		name string
 		v    int64
@@ -116,8 +118,8 @@ func (l Limits) norm() (Limits, error) {
 	if l.Period < 0 {
 		return l, fmt.Errorf("ratelimit: negative Limits.Period (%v)", l.Period)
 	}
-	if l.Requests == 0 && l.Tokens == 0 && l.MaxInFlight == 0 {
-		return l, errors.New("ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight")
+	if l.Requests == 0 && l.Tokens == 0 && l.MaxInFlight == 0 && !adaptive {
+		return l, errors.New("ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight, or Config.Concurrency")
 	}
 	if l.RequestBurst > 0 && l.Requests == 0 {
 		return l, errors.New("ratelimit: Limits.RequestBurst without Requests")
@@ -178,10 +180,10 @@ type PLASConfig struct {
 type Queue struct {
 	// Size is how many calls per key may wait for a slot when MaxInFlight
 	// calls are in flight. 0 means none; negative is an error, and so is a
-	// positive Size without MaxInFlight. A queued call waits until a slot is
-	// handed to it or its context ends. A call takes its slot before the
-	// buckets, so in Wait mode it holds the slot while it waits for them (at
-	// most MaxWait).
+	// positive Size without MaxInFlight or Config.Concurrency. A queued call
+	// waits until a slot is handed to it or its context ends. A call takes
+	// its slot before the buckets, so in Wait mode it holds the slot while
+	// it waits for them (at most MaxWait).
 	Size int
 	// Order is the queue's discipline. The zero value is [FCFSCall].
 	Order Order
@@ -247,9 +249,35 @@ type Config struct {
 	// [Limiter.SetLimit] clears every view, however long its hold.
 	MaxProviderHold time.Duration
 
+	// Concurrency, when non-nil, caps each key's calls in flight at its
+	// Limit() too, a cap that moves with the destination's capacity
+	// (package adaptive's Limit), and is told of each admitted call when it
+	// ends (see [Concurrency]). The tighter of it and MaxInFlight applies;
+	// beyond it calls are shed or queued alike. One Concurrency learns one
+	// destination: use it in a Limiter whose keys are that destination's
+	// calls (a route's limiter, keyed [ByModel]).
+	Concurrency Concurrency
+
 	// Logger receives debug records of refusals and provider feedback. nil
 	// discards.
 	Logger *slog.Logger
+}
+
+// Concurrency is a cap on calls in flight that moves: package adaptive's
+// Limit, which follows the destination's capacity, implements it. A
+// [Limiter] whose Config.Concurrency is set reads Limit on every admission
+// and calls Done once for every call it admitted, when it ends. Both must be
+// safe for concurrent use and quick: they run on every call, Limit under
+// the key's lock.
+type Concurrency interface {
+	// Limit returns the most calls of a key allowed in flight now, at least 1.
+	Limit() int
+	// Done reports an admitted call that ended, with class the class of its
+	// error (portico.OK for an answer) after latency, from its admission
+	// (the slot and the buckets granted) to its end; inflight is the
+	// number of the key's calls in flight when it was admitted, itself
+	// included. A call that panicked is not reported.
+	Done(latency time.Duration, inflight int, class portico.Class)
 }
 
 // ByClient keys on Identity.ClientKey alone: one set of buckets per client,
@@ -272,7 +300,7 @@ const (
 // norm validates c and fills its defaults.
 func (c Config) norm() (Config, error) {
 	var err error
-	if c.Limits, err = c.Limits.norm(); err != nil {
+	if c.Limits, err = c.Limits.norm(c.Concurrency != nil); err != nil {
 		return c, err
 	}
 	switch {
@@ -284,8 +312,8 @@ func (c Config) norm() (Config, error) {
 		return c, errors.New("ratelimit: negative Config.MaxWait")
 	case c.Queue.Size < 0:
 		return c, errors.New("ratelimit: negative Config.Queue.Size")
-	case c.Queue.Size > 0 && c.MaxInFlight == 0:
-		return c, errors.New("ratelimit: Config.Queue.Size without Limits.MaxInFlight")
+	case c.Queue.Size > 0 && c.MaxInFlight == 0 && c.Concurrency == nil:
+		return c, errors.New("ratelimit: Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency")
 	case c.Mode > Wait:
 		return c, fmt.Errorf("ratelimit: unknown Config.Mode %v", c.Mode)
 	case c.Queue.Order > PLAS:

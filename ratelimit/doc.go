@@ -142,6 +142,11 @@
 // call is shed at once with a [portico.Rejected] error wrapping
 // [ErrOverloaded] (Reason "overloaded"): by Little's law the admitted rate is
 // then L_max / W and falls by itself when the model's latency W grows.
+// [Config.Concurrency] makes the cap move with the destination's capacity
+// (package adaptive's AIMD, Vegas and Gradient2 limits): the Limiter caps
+// the calls at the tighter of it and MaxInFlight, and reports each admitted
+// call's latency and outcome to it; a raised limit goes to queued calls at
+// the next completion.
 // With a positive Queue.Size (see [Queue]) calls wait for a slot instead, in a bounded queue
 // served in the [Order] chosen: [FCFSCall] (vLLM), [FCFSProgram] (Continuum)
 // or [PLAS], least attained service per program in discrete levels with a

@@ -95,6 +95,10 @@ type ticket struct {
 	prog    *program      // for FCFSProgram and PLAS
 	start   time.Duration // slot grant (Limiter.now), when prog != nil
 	fast    bool          // the completion may skip the lock (see complete)
+	// With Config.Concurrency: admission (Limiter.now) and the key's calls
+	// in flight then, this one included.
+	granted  time.Duration
+	inflight int
 }
 
 func (l *Limiter) keyOf(req *portico.Request) key {

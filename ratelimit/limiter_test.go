@@ -277,7 +277,7 @@ func TestBadConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{}, "ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight"},
+		{Config{}, "ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight, or Config.Concurrency"},
 		{Config{Limits: Limits{Requests: -1}}, "ratelimit: negative Limits.Requests (-1)"},
 		{Config{Limits: Limits{Tokens: -5}}, "ratelimit: negative Limits.Tokens (-5)"},
 		{Config{Limits: Limits{Tokens: 100, TokenBurst: -1}}, "ratelimit: negative Limits.TokenBurst (-1)"},
@@ -291,7 +291,7 @@ func TestBadConfig(t *testing.T) {
 		{Config{Limits: Limits{Tokens: 1000, TokenBurst: 100}, DefaultMaxTokens: 100},
 			"ratelimit: Config.DefaultMaxTokens 100 leaves no room for input in TokenBurst 100: no call with the default could ever be admitted"},
 		{Config{Limits: Limits{Tokens: 100}, DefaultMaxTokens: -1}, "ratelimit: negative Config.DefaultMaxTokens"},
-		{Config{Limits: Limits{Requests: 5}, Queue: Queue{Size: 3}}, "ratelimit: Config.Queue.Size without Limits.MaxInFlight"},
+		{Config{Limits: Limits{Requests: 5}, Queue: Queue{Size: 3}}, "ratelimit: Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency"},
 		{Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: -1}}, "ratelimit: negative Config.Queue.Size"},
 		{Config{Limits: Limits{Requests: 5}, MaxWait: -1}, "ratelimit: negative Config.MaxWait"},
 		{Config{Limits: Limits{Requests: 5}, Mode: 7}, "ratelimit: unknown Config.Mode Mode(7)"},

@@ -19,15 +19,15 @@ import (
 // is invalid (see [New]) or leaves Config.DefaultMaxTokens no room. It is
 // safe for concurrent use.
 func (l *Limiter) SetLimit(lim Limits) error {
-	n, err := lim.norm()
+	n, err := lim.norm(l.cfg.Concurrency != nil)
 	if err != nil {
 		return err
 	}
 	if err := defaultTooLarge(l.cfg.DefaultMaxTokens, &n); err != nil {
 		return err
 	}
-	if l.cfg.Queue.Size > 0 && n.MaxInFlight == 0 {
-		return errors.New("ratelimit: Limits.MaxInFlight 0 with a Config.Queue.Size")
+	if l.cfg.Queue.Size > 0 && n.MaxInFlight == 0 && l.cfg.Concurrency == nil {
+		return errors.New("ratelimit: Limits.MaxInFlight 0 with a Config.Queue.Size and no Config.Concurrency")
 	}
 	l.limits.Store(&n)
 	now := l.now()
