@@ -1,0 +1,67 @@
+// Package adaptive is an adaptive limit on the calls in flight to one
+// destination: a cap that follows the destination's capacity instead of a
+// number fixed in advance, for package ratelimit's in-flight cap.
+//
+// A fixed cap is right for one capacity only. Set for a large one, it lets
+// calls queue at the destination when the capacity falls (a provider
+// degrading, a region losing replicas), and every queued call waits; set
+// for a small one, it wastes the capacity when it is back. By Little's law
+// the calls in flight that a destination serves without queueing are its
+// throughput times its latency without load; an adaptive limit estimates
+// that from what it sees, as TCP's congestion control does for a path.
+//
+// # Use
+//
+// A [Limit] built from a [Config] implements ratelimit.Concurrency: set it
+// as the Concurrency of the route's ratelimit.Config, and the Limiter caps
+// the calls in flight at [Limit.Limit], sheds (or queues, with
+// ratelimit.Config.Queue) the others as it does for Limits.MaxInFlight, and
+// reports every admitted call back to [Limit.Done]:
+//
+//	lim := adaptive.MustNew(adaptive.Config{Algorithm: adaptive.Gradient2{}})
+//	rl, err := ratelimit.New(ratelimit.Config{Concurrency: lim, Key: ratelimit.ByModel})
+//	route := portico.Chain(provider, rl.Wrap, brk.Wrap, retrier.Wrap)
+//
+// The enforcement is the Limiter's (one in-flight count, its queue orders,
+// its errors); this package only decides the number, so it is not a layer
+// of its own. In package stack, Route.Concurrency does the above.
+//
+// # The algorithms
+//
+// The three of Netflix's concurrency-limits library
+// (github.com/Netflix/concurrency-limits, concurrency-limits-core,
+// com.netflix.concurrency.limits.limit), with its defaults:
+//
+//   - [AIMD]: additive increase, multiplicative decrease on a drop (a 429, a
+//     5xx, a timeout, or a window slower than AIMD.Timeout), as TCP's
+//     congestion avoidance (Jacobson, "Congestion Avoidance and Control",
+//     SIGCOMM 1988). Loss-based: without a Timeout it lets the destination
+//     queue until it fails.
+//   - [Vegas]: delay-based, after TCP Vegas (Brakmo and Peterson, 1995):
+//     the queue at the destination is estimated as limit*(1 - noLoad/rtt)
+//     and kept between 3 and 6 log10(limit) calls.
+//   - [Gradient2]: delay-based on averages: the ratio of a long-term
+//     latency baseline to the current latency, tolerating 1.5x, scales the
+//     limit. The default.
+//
+// As in Netflix's WindowedLimit, samples are averaged over windows
+// (Config.Window, 10 samples) and the algorithm runs once per window. A
+// sample is the call's latency from its admission by the Limiter to its
+// end; a 429, a 5xx, an ambiguous timeout or the caller's deadline is a
+// drop, the caller's cancellation and client errors are ignored (see
+// [Limit.Done]). A streamed call's latency is its whole stream, and calls
+// of very different sizes make it noisy, which Gradient2's averages and
+// tolerance absorb best; AIMD needs no latency at all.
+//
+// The package's tests reproduce, on modeltest.CapacityServer, each
+// algorithm following a capacity step from 200 to 50 calls per second and
+// back within seconds, against a fixed cap that is either slow when the
+// capacity falls or wasteful when it is back.
+//
+// # Cost
+//
+// [Limit.Limit] is one atomic load; [Limit.Done] one atomic add (a second
+// one when the calls in flight rose), and once per window a lock and the
+// algorithm's few floating-point operations. The Limiter reads the clock
+// once more per call to measure the latency. Nothing allocates.
+package adaptive
