@@ -36,6 +36,10 @@ const (
 	// "accepted" or "rejected", and on rejection Class is InvalidResponse
 	// (package validate).
 	EventValidation
+	// EventHedge: a hedging layer sent hedge Attempt to Route, Delay after
+	// the attempt before it (Reason "sent"), or did not because the retry
+	// budget was empty (Reason "budget") (package hedge).
+	EventHedge
 )
 
 var eventNames = [...]string{
@@ -47,6 +51,7 @@ var eventNames = [...]string{
 	EventFallback:        "fallback",
 	EventBreakerState:    "breaker_state",
 	EventValidation:      "validation",
+	EventHedge:           "hedge",
 }
 
 // String returns the event's snake_case name ("rate_limit_wait").

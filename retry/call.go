@@ -67,8 +67,12 @@ type budgetPair struct{ client, dest *bucket }
 // pair returns req's budget buckets, creating them full if needed; the
 // budgets must be on. It does not allocate for existing keys.
 func (r *Retrier) pair(req *portico.Request) budgetPair {
-	dest := r.destOf(req)
-	p := budgetPair{client: r.budget.get(dest, req.Identity.ClientKey)}
+	return r.pairOf(r.destOf(req), req.Identity.ClientKey)
+}
+
+// pairOf is pair for the budgets of (dest, client).
+func (r *Retrier) pairOf(dest, client string) budgetPair {
+	p := budgetPair{client: r.budget.get(dest, client)}
 	if r.dests != nil {
 		if p.dest = p.client.keptAggregate(); p.dest == nil {
 			p.dest = r.budget.aggregate(r.dests, p.client, dest)

@@ -423,6 +423,22 @@ func (r *Retrier) Wrap(next portico.Model) portico.Model {
 	return &model{r: r, next: next}
 }
 
+// Take takes one token from the retry budgets of (destination, clientKey),
+// the client's and the destination's (destination as for
+// [Retrier.BudgetLevel]), for an extra attempt made outside the Retrier, as
+// a retry would, and reports whether it could: false, taking nothing, when
+// either budget holds less than one token. Package hedge charges its hedges
+// here (it implements hedge.Budget), so that hedges and retries to a
+// destination share one bound. With the budgets off it always reports
+// true. Safe for concurrent use.
+func (r *Retrier) Take(destination, clientKey string) bool {
+	if r.budget == nil {
+		return true
+	}
+	p := r.pairOf(destination, clientKey)
+	return spend(r.dests, p.client, p.dest) == ""
+}
+
 // BudgetLevel returns the retry tokens left for (destination, client key), where
 // destination is Config.Destination or the request's Model: how many retries
 // the budgets would allow now, the lower of the client's and the

@@ -64,6 +64,8 @@ const (
 	KeyTTFTRateLimitWait      = attribute.Key("portico.ttft.ratelimit_wait") // seconds
 	KeyTTFTRouting            = attribute.Key("portico.ttft.routing")        // seconds
 	KeyTTFTProvider           = attribute.Key("portico.ttft.provider")       // seconds; on attempt spans, the attempt's own TTFT
+	KeyHedgeDelay             = attribute.Key("portico.hedge.delay")         // seconds after the attempt before it
+	KeyHedgeReason            = attribute.Key("portico.hedge.reason")        // "sent" or "budget"
 )
 
 // Span event names.
@@ -77,4 +79,5 @@ const (
 	EventNameFallback         = "portico.fallback"
 	EventNameBreakerState     = "portico.breaker.state_change"
 	EventNameValidationReject = "portico.validation.rejected"
+	EventNameHedge            = "portico.hedge"
 )

@@ -79,8 +79,9 @@
 // request's context ([portico.ContextWithObserver]) that turns each
 // [portico.Event] into a span event on the span current where it happened
 // (rate-limit wait and rejection, retry scheduled, budget exhausted, fallback
-// taken, breaker state change, validation rejected), folds it into the
-// request span's attributes (portico.route, portico.fallback.source and
+// taken, breaker state change, validation rejected, hedge sent or refused
+// by the budget), folds it into the request span's attributes
+// (portico.route, portico.fallback.source and
 // .reason, portico.retry.reason, .delay and .count, portico.breaker.state,
 // portico.ratelimit.wait, portico.retry.budget_exhausted,
 // portico.validation.result) and counts it in the metrics. Events are then

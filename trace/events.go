@@ -107,6 +107,11 @@ func eventAttrs(e portico.Event) (string, []attribute.KeyValue) {
 			KeyErrorType.String(e.Class.String()))
 	case portico.EventBreakerState:
 		return EventNameBreakerState, append(a, KeyBreakerState.String(e.Reason))
+	case portico.EventHedge:
+		if e.Reason == "sent" {
+			a = append(a, KeyAttemptIndex.Int(e.Attempt), KeyHedgeDelay.Float64(e.Delay.Seconds()))
+		}
+		return EventNameHedge, append(a, KeyHedgeReason.String(e.Reason))
 	case portico.EventValidation:
 		if e.Reason == "rejected" || e.Class == portico.InvalidResponse {
 			return EventNameValidationReject, append(a, KeyValidationResult.String("rejected"), KeyErrorType.String(portico.InvalidResponse.String()))

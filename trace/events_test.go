@@ -38,6 +38,8 @@ func TestEventsToSpans(t *testing.T) {
 			portico.Observe(ctx, portico.Event{Kind: portico.EventRetry, Route: "a", Attempt: 1, Class: portico.RateLimited,
 				Delay: 3 * time.Second, Reason: "retry_after"})
 			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: "gpt-4o", Delay: time.Second, Reason: "tokens"})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventHedge, Route: "b", Attempt: 1, Delay: 250 * time.Millisecond, Reason: "sent"})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventHedge, Route: "b", Reason: "budget"})
 			return tr.WrapAttempt(eventsThen(&portico.Error{Class: portico.InvalidResponse, Reason: "schema"},
 				portico.Event{Kind: portico.EventValidation, Route: "a", Reason: "rejected", Class: portico.InvalidResponse},
 			)).Generate(ctx, req)
@@ -64,6 +66,8 @@ func TestEventsToSpans(t *testing.T) {
 			{EventNameRetry, map[string]string{"portico.route": "a", "portico.attempt.index": "1", "portico.retry.reason": "rate_limited",
 				"portico.retry.delay": "3", "portico.retry.delay_source": "retry_after"}},
 			{EventNameRateLimitWait, map[string]string{"portico.route": "gpt-4o", "portico.ratelimit.wait": "1", "portico.ratelimit.reason": "tokens"}},
+			{EventNameHedge, map[string]string{"portico.route": "b", "portico.attempt.index": "1", "portico.hedge.delay": "0.25", "portico.hedge.reason": "sent"}},
+			{EventNameHedge, map[string]string{"portico.route": "b", "portico.hedge.reason": "budget"}},
 		}
 		if len(rootEvents) != len(wantRoot) {
 			t.Fatalf("root has %d events, want %d: %v", len(rootEvents), len(wantRoot), rootEvents)
@@ -88,8 +92,8 @@ func TestEventsToSpans(t *testing.T) {
 				t.Errorf("root attribute %s = %q, want %q", k, got[k], v)
 			}
 		}
-		if len(obs.events) != 7 {
-			t.Errorf("outer observer got %d events, want all 7 forwarded", len(obs.events))
+		if len(obs.events) != 9 {
+			t.Errorf("outer observer got %d events, want all 9 forwarded", len(obs.events))
 		}
 	})
 }
