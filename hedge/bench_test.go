@@ -1,0 +1,59 @@
+package hedge_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/hedge"
+)
+
+// The cost of the hedging layer around a model that answers at once: a
+// request it may not hedge (NoAmbiguousRetry), one it may while it learns the
+// latency (timed inline, for its first 50 calls only: see TestAllocs), and
+// one it races (a goroutine, a timer and a cancelable context per attempt),
+// next to the bare call:
+//
+//	go test -run '^$' -bench . -benchtime=200ms -count=5 ./hedge/
+
+var sink *portico.Response
+
+var okResp = &portico.Response{Text: "ok"}
+
+func okModel() portico.Model {
+	return portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return okResp, nil })
+}
+
+func benchModel(b *testing.B, m portico.Model, r *portico.Request) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		sink, _ = m.Generate(ctx, r)
+	}
+}
+
+var noRepeat = &portico.Request{Model: "m", Messages: req.Messages, NoAmbiguousRetry: true}
+
+func BenchmarkBare(b *testing.B) { benchModel(b, okModel(), req) }
+
+func BenchmarkNotHedged(b *testing.B) {
+	benchModel(b, hedge.MustNew(hedge.Config{Delay: time.Second}).Wrap(okModel()), noRepeat)
+}
+
+func BenchmarkRaced(b *testing.B) {
+	benchModel(b, hedge.MustNew(hedge.Config{Delay: time.Second}).Wrap(okModel()), req)
+}
+
+// A request the layer may not hedge, and one it times while it learns,
+// cost no allocation.
+func TestAllocs(t *testing.T) {
+	m := hedge.MustNew(hedge.Config{Delay: time.Second}).Wrap(okModel())
+	if n := testing.AllocsPerRun(1000, func() { m.Generate(context.Background(), noRepeat) }); n != 0 {
+		t.Errorf("not hedged: %v allocations, want 0", n)
+	}
+	learning := hedge.MustNew(hedge.Config{}).Wrap(okModel())
+	if n := testing.AllocsPerRun(40, func() { learning.Generate(context.Background(), req) }); n != 0 {
+		t.Errorf("learning: %v allocations, want 0", n)
+	}
+}

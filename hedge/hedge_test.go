@@ -1,0 +1,337 @@
+package hedge_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/modeltest"
+)
+
+const ms = time.Millisecond
+
+var req = &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
+
+// slow answers text after d.
+func slow(text string, d time.Duration) modeltest.Outcome {
+	return modeltest.Outcome{Response: modeltest.Answer(text).Response, Latency: d}
+}
+
+// ended is a Model that records when and how each call to next ended.
+type ended struct {
+	next portico.Model
+	mu   sync.Mutex
+	ends []end
+}
+
+type end struct {
+	at    time.Duration // since the test's start
+	class portico.Class
+}
+
+func (e *ended) Generate(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+	resp, err := e.next.Generate(ctx, r)
+	e.mu.Lock()
+	e.ends = append(e.ends, end{time.Since(t0), portico.ClassOf(err)})
+	e.mu.Unlock()
+	return resp, err
+}
+
+var t0 time.Time
+
+// events records the events reported in a context.
+type events struct {
+	mu sync.Mutex
+	ev []portico.Event
+}
+
+func (o *events) Observe(_ context.Context, e portico.Event) {
+	o.mu.Lock()
+	o.ev = append(o.ev, e)
+	o.mu.Unlock()
+}
+
+type budget struct {
+	mu    sync.Mutex
+	left  int
+	taken []string
+}
+
+func (b *budget) Take(dest, client string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left == 0 {
+		return false
+	}
+	b.left--
+	b.taken = append(b.taken, dest+"/"+client)
+	return true
+}
+
+func TestNewErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  hedge.Config
+		name string
+	}{
+		{hedge.Config{Delay: -ms}, "Delay"},
+		{hedge.Config{MaxAttempts: -1}, "MaxAttempts"},
+		{hedge.Config{Percentile: 1}, "Percentile"},
+		{hedge.Config{Percentile: -0.5}, "Percentile"},
+	} {
+		_, err := hedge.New(c.cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), "hedge: ") || !strings.Contains(err.Error(), "Config."+c.name) {
+			t.Errorf("New(%+v) = %v, want an error starting with \"hedge: \" naming Config.%s", c.cfg, err, c.name)
+		}
+	}
+}
+
+// A request that may not be sent twice (NoAmbiguousRetry), and any request
+// with MaxAttempts 1,
+// goes to next once, however slow.
+func TestNotHedged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, c := range []struct {
+			cfg hedge.Config
+			req *portico.Request
+		}{
+			{hedge.Config{Delay: 100 * ms}, &portico.Request{Model: "m", NoAmbiguousRetry: true}},
+			{hedge.Config{Delay: 100 * ms, MaxAttempts: 1}, req},
+		} {
+			fake := modeltest.NewFake(slow("late", 10*time.Second))
+			if _, err := hedge.MustNew(c.cfg).Wrap(fake).Generate(context.Background(), c.req); err != nil || fake.Count() != 1 {
+				t.Errorf("%+v: %d calls, %v, want 1 call and an answer", c.cfg, fake.Count(), err)
+			}
+		}
+	})
+}
+
+// After the delay a hedge goes to the same Model; the first answer wins and
+// the other attempt is canceled at that moment, and Generate returns only
+// once it ended.
+func TestHedgeWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 = time.Now()
+		fake := modeltest.NewFake(slow("first", 10*time.Second), slow("hedge", time.Second))
+		e := &ended{next: fake}
+		obs := &events{}
+		b := &budget{left: 5}
+		m := hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: b}).Wrap(e)
+		r := req.Clone()
+		r.Identity.ClientKey = "alice"
+		resp, err := m.Generate(portico.ContextWithObserver(context.Background(), obs), r)
+		if err != nil || resp.Text != "hedge" {
+			t.Fatalf("Generate = %v, %v, want the hedge's answer", resp, err)
+		}
+		if took := time.Since(t0); took != 1100*ms {
+			t.Errorf("took %v, want 1.1s (100 ms delay + 1 s)", took)
+		}
+		want := []end{{1100 * ms, portico.OK}, {1100 * ms, portico.Canceled}}
+		if len(e.ends) != 2 || e.ends[0] != want[0] || e.ends[1] != want[1] {
+			t.Errorf("attempts ended %+v, want %+v (the first canceled when the hedge answered)", e.ends, want)
+		}
+		if len(b.taken) != 1 || b.taken[0] != "m/alice" {
+			t.Errorf("budget charged %v, want one token of m/alice", b.taken)
+		}
+		if len(obs.ev) != 1 || obs.ev[0] != (portico.Event{Kind: portico.EventHedge, Route: "m", Attempt: 1, Delay: 100 * ms, Reason: "sent"}) {
+			t.Errorf("events %+v, want one hedge sent after 100ms", obs.ev)
+		}
+	})
+}
+
+// When the first attempt answers after the hedge was sent, it wins.
+func TestFirstWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 = time.Now()
+		fake := modeltest.NewFake(slow("first", 150*ms), slow("hedge", time.Second))
+		e := &ended{next: fake}
+		resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms}).Wrap(e).Generate(context.Background(), req)
+		if err != nil || resp.Text != "first" || time.Since(t0) != 150*ms {
+			t.Fatalf("Generate = %v, %v after %v, want the first answer after 150ms", resp, err, time.Since(t0))
+		}
+		if len(e.ends) != 2 || e.ends[1] != (end{150 * ms, portico.Canceled}) {
+			t.Errorf("attempts ended %+v, want the hedge canceled at 150ms", e.ends)
+		}
+	})
+}
+
+// An empty budget skips the hedge and leaves the running attempt alone.
+func TestBudgetSkips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 = time.Now()
+		fake := modeltest.NewFake(slow("first", 10*time.Second))
+		obs := &events{}
+		m := hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: &budget{}}).Wrap(fake)
+		resp, err := m.Generate(portico.ContextWithObserver(context.Background(), obs), req)
+		if err != nil || resp.Text != "first" || time.Since(t0) != 10*time.Second || fake.Count() != 1 {
+			t.Fatalf("Generate = %v, %v after %v with %d calls, want the first answer after 10s, one call", resp, err, time.Since(t0), fake.Count())
+		}
+		if len(obs.ev) != 1 || obs.ev[0] != (portico.Event{Kind: portico.EventHedge, Route: "m", Reason: "budget"}) {
+			t.Errorf("events %+v, want one hedge refused by the budget", obs.ev)
+		}
+	})
+}
+
+// MaxAttempts bounds the attempts in flight and in all: with 3, hedges go at
+// 100 ms and 200 ms, and no more.
+func TestMaxAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 = time.Now()
+		fake := modeltest.NewFake(slow("a", 10*time.Second), slow("b", 10*time.Second), slow("c", 950*ms))
+		resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms, MaxAttempts: 3}).Wrap(fake).Generate(context.Background(), req)
+		if err != nil || resp.Text != "c" || time.Since(t0) != 1150*ms || fake.Count() != 3 {
+			t.Errorf("Generate = %v, %v after %v with %d calls, want c after 1.15s, 3 calls", resp, err, time.Since(t0), fake.Count())
+		}
+	})
+}
+
+// A failure while a hedge runs waits for the hedge; one that another
+// attempt would repeat ends the call at once; one before the delay ends it
+// with no hedge.
+func TestFailures(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		first modeltest.Outcome
+		text  string
+		class portico.Class
+		took  time.Duration
+		calls int
+	}{
+		{"transient waits for the hedge", modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 150 * ms}, "hedge", portico.OK, 400 * ms, 2},
+		{"permanent stops", modeltest.Outcome{Err: modeltest.StatusError(400), Latency: 150 * ms}, "", portico.Permanent, 150 * ms, 2},
+		{"before the delay", modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 50 * ms}, "", portico.Transient, 50 * ms, 1},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			t0 = time.Now()
+			fake := modeltest.NewFake(c.first, slow("hedge", 300*ms))
+			resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms}).Wrap(fake).Generate(context.Background(), req)
+			text := ""
+			if resp != nil {
+				text = resp.Text
+			}
+			if text != c.text || portico.ClassOf(err) != c.class || time.Since(t0) != c.took || fake.Count() != c.calls {
+				t.Errorf("%s: Generate = %q, %v after %v with %d calls, want %q, class %v, after %v, %d calls",
+					c.name, text, err, time.Since(t0), fake.Count(), c.text, c.class, c.took, c.calls)
+			}
+		})
+	}
+}
+
+// Streaming: the first attempt to deliver a chunk wins, the other is
+// canceled at that moment, and the caller sees the winner's chunks only.
+func TestStreamFirstChunkWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 = time.Now()
+		first := modeltest.Outcome{Response: modeltest.Answer("one two three").Response, TTFT: time.Second, ChunkGap: 10 * ms}
+		second := modeltest.Outcome{Response: modeltest.Answer("uno dos tres").Response, TTFT: 200 * ms, ChunkGap: time.Second}
+		fake := modeltest.NewFake(first, second)
+		e := &ended{next: fake}
+		var got []string
+		r := req.Clone()
+		r.OnChunk = func(c portico.Chunk) error { got = append(got, c.Text); return nil }
+		resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms}).Wrap(e).Generate(context.Background(), r)
+		if err != nil || resp.Text != "uno dos tres" || strings.Join(got, "") != "uno dos tres" {
+			t.Fatalf("Generate = %v, %v, chunks %q, want the hedge's answer and only its chunks", resp, err, got)
+		}
+		// The hedge's first chunk at 300 ms cancels the first attempt then;
+		// the hedge ends at 2.3 s.
+		want := []end{{300 * ms, portico.Canceled}, {2300 * ms, portico.OK}}
+		if len(e.ends) != 2 || e.ends[0] != want[0] || e.ends[1] != want[1] {
+			t.Errorf("attempts ended %+v, want %+v", e.ends, want)
+		}
+	})
+}
+
+// A streamed winner's failure after its first chunk is the call's error:
+// nothing is hedged once a chunk reached the caller.
+func TestStreamNoHedgeAfterChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cut := modeltest.Outcome{Response: modeltest.Answer("a b c").Response, TTFT: 10 * ms, ChunkGap: 200 * ms,
+			Err: modeltest.StatusError(502)}
+		fake := modeltest.NewFake(cut, modeltest.Answer("fine"))
+		var got []string
+		r := req.Clone()
+		r.OnChunk = func(c portico.Chunk) error { got = append(got, c.Text); return nil }
+		_, err := hedge.MustNew(hedge.Config{Delay: 100 * ms}).Wrap(fake).Generate(context.Background(), r)
+		if portico.ClassOf(err) != portico.Transient || fake.Count() != 1 || strings.Join(got, "") != "a b c" {
+			t.Errorf("Generate = %v with %d calls, chunks %q, want the 502 after all three chunks and one call", err, fake.Count(), got)
+		}
+	})
+}
+
+// A panic in an attempt goes on in the caller's goroutine once the other
+// attempt ended.
+func TestPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := 0
+		var mu sync.Mutex
+		m := portico.ModelFunc(func(ctx context.Context, _ *portico.Request) (*portico.Response, error) {
+			mu.Lock()
+			n++
+			k := n
+			mu.Unlock()
+			if k == 1 {
+				time.Sleep(200 * ms)
+				panic("boom")
+			}
+			<-ctx.Done()
+			return nil, portico.FromContext(ctx)
+		})
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("recovered %v, want boom", p)
+			}
+		}()
+		hedge.MustNew(hedge.Config{Delay: 100 * ms}).Wrap(m).Generate(context.Background(), req)
+		t.Error("Generate returned, want its panic")
+	})
+}
+
+// The percentile: no hedge before 50 answers; then, with 95% of them of
+// 100 ms and 5% of 1 s, a hedge after the p95's bucket bound, 100.66 ms,
+// for each slow call: of calls 50 to 99, the slow 59, 79 and 99, each
+// hedged by the next call, which answers first.
+func TestPercentileDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := modeltest.NewFakeFunc(func(n int, _ *portico.Request) modeltest.Outcome {
+			if n%20 == 19 {
+				return slow("slow", time.Second)
+			}
+			return slow("fast", 100*ms)
+		})
+		obs := &events{}
+		m := hedge.MustNew(hedge.Config{}).Wrap(fake)
+		ctx := portico.ContextWithObserver(context.Background(), obs)
+		for range 50 {
+			m.Generate(ctx, req)
+		}
+		if len(obs.ev) != 0 || fake.Count() != 50 {
+			t.Fatalf("while learning: %d events, %d calls, want none and 50", len(obs.ev), fake.Count())
+		}
+		for range 50 {
+			if resp, err := m.Generate(ctx, req); err != nil || resp.Text != "fast" {
+				t.Fatalf("Generate = %v, %v, want fast", resp, err)
+			}
+		}
+		if len(obs.ev) != 3 || fake.Count() != 103 {
+			t.Fatalf("%d hedges and %d calls for 100 requests, want 3 and 103", len(obs.ev), fake.Count())
+		}
+		for _, e := range obs.ev {
+			if e.Delay != 100663296 {
+				t.Errorf("hedge after %v, want 100.663296ms", e.Delay)
+			}
+		}
+	})
+}
+
+// The hedging layer keeps the Model contract (every request of the suite may
+// be repeated, so each is raced).
+func TestConformance(t *testing.T) {
+	modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
+		return hedge.MustNew(hedge.Config{Delay: 5 * ms, MaxAttempts: 3}).Wrap(base)
+	})
+}

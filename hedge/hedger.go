@@ -1,0 +1,248 @@
+package hedge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Defaults used for zero [Config] fields.
+const (
+	// DefaultPercentile is the quantile of the destination's latency waited
+	// before hedging: 0.95, as in Dean and Barroso's "The Tail at Scale",
+	// which bounds the extra load to about 5% of requests.
+	DefaultPercentile = 0.95
+	// DefaultMaxAttempts is the most attempts of one request in flight: the
+	// first and one hedge.
+	DefaultMaxAttempts = 2
+)
+
+// Budget is the retry budget hedges are charged to: package retry's
+// Retrier implements it, so that hedges and retries to a destination share
+// one bound. It must be safe for concurrent use.
+type Budget interface {
+	// Take takes one retry token for a hedge to destination on behalf of
+	// clientKey, as a retry would, or reports false, taking nothing, when
+	// the budget has none.
+	Take(destination, clientKey string) bool
+}
+
+// Config configures a [Hedger]. The zero Config hedges once, after the 95th
+// percentile of the destination's latency, once 50 latencies are known.
+type Config struct {
+	// Delay is the fixed wait before a hedge (time), when Percentile is
+	// zero; with a Percentile it is the wait used until the destination's
+	// sketch holds 50 latencies. Zero means no hedge until then (with both
+	// zero, the Percentile is [DefaultPercentile]); negative is an error.
+	Delay time.Duration
+	// Percentile is the quantile of the destination's latency, in (0, 1),
+	// after which a hedge is sent: time to the first chunk of a streamed
+	// request, to the answer otherwise. Zero means a fixed Delay when Delay
+	// is set, else [DefaultPercentile]; outside [0, 1) is an error.
+	Percentile float64
+	// MaxAttempts is the most attempts of one request in flight at once,
+	// the first included: a hedge is sent only while fewer run, and never
+	// more in all than this on one destination. Zero means
+	// [DefaultMaxAttempts] (2); 1 disables hedging; negative is an error.
+	MaxAttempts int
+	// Budget, when non-nil, is charged one token per hedge, and a hedge it
+	// refuses is not sent (the running attempts go on); usually the
+	// destination's retry.Retrier. Nil means hedges are bounded by
+	// MaxAttempts and the delay only.
+	Budget Budget
+	// Destination names the destination in the budget and in events. Empty
+	// means the request's Model.
+	Destination string
+}
+
+// Hedger sends a second attempt of a request that has not answered after a
+// delay (fixed, or a percentile of the destination's observed latency),
+// takes the first answer and cancels the others: Dean and Barroso's hedged
+// requests. Build one with [New]; its method value Wrap is the
+// [portico.Middleware] for one destination, and package fallback uses
+// [Hedger.Run] to hedge to the next route of a group. A Hedger is safe for
+// concurrent use.
+type Hedger struct {
+	fixed       time.Duration
+	percentile  float64
+	maxAttempts int
+	budget      Budget
+	dest        string
+}
+
+// New returns a Hedger configured by cfg, or an error starting with
+// "hedge:" and naming the field for a negative Delay or MaxAttempts, or a
+// Percentile outside [0, 1).
+func New(cfg Config) (*Hedger, error) {
+	switch {
+	case cfg.Delay < 0:
+		return nil, errors.New("hedge: negative Config.Delay")
+	case cfg.MaxAttempts < 0:
+		return nil, errors.New("hedge: negative Config.MaxAttempts")
+	case !(cfg.Percentile >= 0 && cfg.Percentile < 1):
+		return nil, errors.New("hedge: Config.Percentile outside [0, 1)")
+	}
+	h := &Hedger{fixed: cfg.Delay, percentile: cfg.Percentile, maxAttempts: cfg.MaxAttempts,
+		budget: cfg.Budget, dest: cfg.Destination}
+	if h.percentile == 0 && h.fixed == 0 {
+		h.percentile = DefaultPercentile
+	}
+	if h.maxAttempts == 0 {
+		h.maxAttempts = DefaultMaxAttempts
+	}
+	return h, nil
+}
+
+// MustNew is like [New] but panics on a configuration error.
+func MustNew(cfg Config) *Hedger {
+	h, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// Applies reports whether h may hedge req: it allows more than one attempt
+// and req may be sent twice (see [MayRepeat]).
+func (h *Hedger) Applies(req *portico.Request) bool {
+	return h.maxAttempts > 1 && MayRepeat(req)
+}
+
+// MayRepeat reports whether req may be sent to a model twice at once: true
+// unless its caller set [portico.Request.NoAmbiguousRetry]. Generation has
+// no side effect besides its cost, and the field that forbids paying twice
+// for an ambiguous attempt forbids a hedge too. Package fallback asks the
+// same question here.
+func MayRepeat(req *portico.Request) bool { return !req.NoAmbiguousRetry }
+
+// delay returns the wait before a hedge after an attempt to the destination
+// of sketch l, and false when no hedge is due (no fixed delay, and the
+// percentile not yet known).
+func (h *Hedger) delay(l *Latency) (time.Duration, bool) {
+	if h.percentile > 0 && l != nil {
+		if d, ok := l.quantile(h.percentile); ok {
+			return d, true
+		}
+	}
+	return h.fixed, h.fixed > 0
+}
+
+func (h *Hedger) destOf(req *portico.Request) string {
+	if h.dest != "" {
+		return h.dest
+	}
+	return req.Model
+}
+
+// Wrap returns next wrapped in the hedging policy for one destination; the
+// method value h.Wrap is a [portico.Middleware]. Wrap panics if next is nil.
+//
+// The returned Model passes a request it may not hedge (see
+// [Hedger.Applies]) to next as it is. Any other goes through [Hedger.Run]:
+// a hedge to next itself after the delay, while fewer than MaxAttempts run,
+// at most MaxAttempts in all, each hedge charged to Config.Budget and
+// reported as a [portico.EventHedge]. The first answer wins and the others
+// are canceled, with a cause their limiters and breakers see as the
+// caller's cancellation. A failed attempt ends the call only when no other
+// runs, or at once when its class says another cannot help
+// ([portico.Permanent], [portico.Incompatible], [portico.Unusable], the
+// caller's [portico.Canceled] or [portico.Deadline]); the call's error is
+// then that attempt's. A nil request fails with [portico.ErrNilRequest].
+//
+// Each wrapped Model keeps its own latency sketch: wrap each destination
+// (route) on its own, as package stack does.
+func (h *Hedger) Wrap(next portico.Model) portico.Model {
+	if next == nil {
+		panic("hedge: Wrap of a nil Model")
+	}
+	return &model{h: h, next: next}
+}
+
+type model struct {
+	h       *Hedger
+	next    portico.Model
+	latency Latency
+}
+
+// Generate passes a request h may not hedge through at the cost of a
+// branch. While the percentile is not known and no Delay is set, it calls
+// next inline and times the answer for the sketch.
+func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
+	h := m.h
+	if !h.Applies(req) {
+		return m.next.Generate(ctx, req)
+	}
+	if _, ok := h.delay(&m.latency); !ok {
+		return m.learn(ctx, req)
+	}
+	r := h.newRace(ctx, req)
+	r.one = single{m: m, req: req, dest: h.destOf(req)}
+	r.plan = &r.one
+	resp, _, err := r.result()
+	return resp, err
+}
+
+// learn calls next inline and adds the latency of its answer (of its first
+// chunk when streaming) to the sketch.
+func (m *model) learn(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	start := time.Now()
+	if req.OnChunk == nil {
+		resp, err := m.next.Generate(ctx, req)
+		if err == nil && resp != nil {
+			m.latency.Add(time.Since(start))
+		}
+		return resp, err
+	}
+	t := &timing{start: start, latency: &m.latency}
+	return m.next.Generate(ctx, t.Watch(req, t))
+}
+
+// timing is a streamed call's watch while the sketch learns: it times the
+// first chunk.
+type timing struct {
+	portico.StreamWatch
+	start   time.Time
+	latency *Latency
+}
+
+// GateChunk passes every chunk, adding the first one's latency to the sketch.
+func (t *timing) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
+	if !delivered {
+		t.latency.Add(time.Since(t.start))
+	}
+	return true, nil
+}
+
+// single is the Plan of a Wrap: every attempt goes to next.
+type single struct {
+	m    *model
+	req  *portico.Request
+	dest string
+}
+
+// Next prepares a hedge while fewer than MaxAttempts were made; after a
+// failure it has nothing to add (retrying is the retry layer's).
+func (p *single) Next(i int, charge func(string) bool) (Attempt, bool, error) {
+	if i > 0 && (charge == nil || i >= p.m.h.maxAttempts || !charge(p.dest)) {
+		return Attempt{}, false, nil
+	}
+	return Attempt{Model: p.m.next, Request: p.req, Destination: p.dest, Latency: &p.m.latency}, true, nil
+}
+
+// Ended stops the race at an error another attempt to the same destination
+// would repeat.
+func (p *single) Ended(_ int, res Result) error {
+	if res.Err == nil || res.Lost {
+		return nil
+	}
+	switch portico.ClassOf(res.Err) {
+	case portico.Permanent, portico.Incompatible, portico.Unusable, portico.Canceled, portico.Deadline:
+		return res.Err
+	}
+	return nil
+}

@@ -1,0 +1,360 @@
+package hedge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Attempt is one attempt of a race, as a [Plan] prepares it.
+type Attempt struct {
+	// Model answers the attempt; Request is what it is sent (its OnChunk,
+	// when streaming, is wrapped by the race).
+	Model   portico.Model
+	Request *portico.Request
+	// Context, when non-nil, is the context to call Model under, derived
+	// from the race's (a share of a deadline, say); nil means the race's.
+	// The race derives a cancelable context from it.
+	Context context.Context
+	// Destination names the attempt's destination in events.
+	Destination string
+	// Latency, when non-nil, is the destination's sketch: an attempt started
+	// first or after a failure (not a hedge) adds its latency (time to the
+	// first chunk when streaming) to it, and the delay before the hedge that
+	// follows it is its Config.Percentile.
+	Latency *Latency
+}
+
+// Result is how an attempt ended, as the race reports it to its [Plan].
+type Result struct {
+	// Response and Err are what the attempt's Model returned (a Response
+	// without error becomes [portico.ErrNilResponse]'s failure).
+	Response *portico.Response
+	Err      error
+	// Delivered: a chunk of the attempt reached the caller; CallerFailed:
+	// the caller's OnChunk failed during it.
+	Delivered, CallerFailed bool
+	// Lost: the race canceled the attempt because another one won.
+	Lost bool
+	// Elapsed is the attempt's duration; TTFT the time to its first chunk
+	// that reached the caller, 0 if none did.
+	Elapsed, TTFT time.Duration
+}
+
+// Plan is what a race runs: the attempts it may start, and what their ends
+// mean. [Hedger.Wrap] runs one over a single Model; package fallback runs
+// one over its candidates. The race calls both methods from the goroutine
+// that called [Hedger.Run], one at a time.
+type Plan interface {
+	// Next prepares attempt i (0 first). For a hedge, charge is non-nil:
+	// Next must call it with the attempt's destination before committing to
+	// the attempt and, when it reports false (the budget is empty), return
+	// ok false having changed nothing. For the first attempt and one that
+	// follows a failure, charge is nil. ok false also means no attempt is
+	// left; a non-nil stop ends the race with that error.
+	Next(i int, charge func(destination string) bool) (a Attempt, ok bool, stop error)
+	// Ended reports the end of attempt i. A non-nil stop ends the race with
+	// that error, the other attempts canceled; it is ignored for an attempt
+	// that Lost and for the winner (Err nil, or Delivered).
+	Ended(i int, res Result) (stop error)
+}
+
+// errLost is the cause with which the race cancels the attempts that lost,
+// and the error its gate returns for a chunk of one.
+var errLost = errors.New("hedge: another attempt won")
+
+// race is one request's race.
+type race struct {
+	h       *Hedger
+	ctx     context.Context
+	req     *portico.Request
+	plan    Plan
+	results chan *attempt
+	mu      sync.Mutex    // guards winner and live
+	winner  int           // the attempt whose chunk reached the caller first; -1 none yet, -2 none ever
+	live    []*attempt    // attempts running
+	won     chan struct{} // closed when a chunk reached the caller; nil unless streaming
+	timer   *time.Timer
+	timerC  <-chan time.Time
+	// In the race's one allocation: the first attempt, room for the
+	// attempts running, and the Plan of a Wrap.
+	first   attempt
+	liveBuf [4]*attempt
+	one     single
+	// The race's goroutine's own: the next attempt's index, the attempts
+	// running, and a panic to raise again.
+	next, running int
+	started       time.Time // when the newest attempt started
+	paniced       bool
+	panicVal      any
+}
+
+// attempt is one running attempt and its result.
+type attempt struct {
+	portico.StreamWatch
+	r       *race
+	i       int
+	a       Attempt
+	hedge   bool
+	start   time.Time
+	cancel  context.CancelCauseFunc
+	res     Result
+	panic   any // what Model.Generate panicked with
+	paniced bool
+}
+
+// Run races plan's attempts for req: attempt 0 at once, and then, while
+// fewer than Config.MaxAttempts run and none answered, a hedge after each
+// delay (see [Hedger]); an attempt that fails while none other runs is
+// followed at once by the plan's next, if it has one. The first answer wins
+// (for a streamed request, the first attempt whose chunk reaches the caller:
+// its chunks, and only its, reach req.OnChunk), and the others are canceled
+// with it and waited for, so that nothing runs after Run returns. It returns
+// the winning answer and its attempt's index, or the error a Plan stopped
+// the race with, or, when no attempt was left, the last attempt's error; a
+// panic of an attempt is raised again on the caller's goroutine once the
+// others ended. It returns (nil, -1, nil) when the plan had no attempt 0.
+func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*portico.Response, int, error) {
+	r := h.newRace(ctx, req)
+	r.plan = plan
+	return r.result()
+}
+
+func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
+	r := &race{h: h, ctx: ctx, req: req, winner: -1, results: make(chan *attempt, h.maxAttempts)}
+	r.live = r.liveBuf[:0]
+	if req.OnChunk != nil {
+		r.won = make(chan struct{})
+	}
+	return r
+}
+
+// result runs the race and raises again a panic of an attempt.
+func (r *race) result() (*portico.Response, int, error) {
+	resp, i, err := r.run()
+	if r.paniced {
+		panic(r.panicVal)
+	}
+	return resp, i, err
+}
+
+func (r *race) run() (*portico.Response, int, error) {
+	defer func() {
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+	}()
+	if ok, stop := r.start(false); !ok {
+		return nil, -1, stop
+	}
+	won := r.won
+	var last error
+	for {
+		select {
+		case <-won:
+			won, r.timerC = nil, nil // a chunk reached the caller: no more hedges
+		case <-r.timerC:
+			r.timerC = nil
+			if r.running < r.h.maxAttempts && r.winnerIs() == -1 {
+				if _, stop := r.start(true); stop != nil {
+					return r.finish(nil, -1, stop)
+				}
+			}
+		case at := <-r.results:
+			r.running--
+			res := at.res
+			if at.paniced {
+				r.paniced, r.panicVal = true, at.panic
+				return r.finish(nil, -1, nil)
+			}
+			if w := r.winnerIs(); res.Lost || (w >= 0 && w != at.i) {
+				res.Lost = true
+				r.plan.Ended(at.i, res)
+				continue // the winner is still running
+			}
+			if res.Err == nil || res.Delivered {
+				r.plan.Ended(at.i, res)
+				return r.finish(res.Response, at.i, res.Err)
+			}
+			last = res.Err
+			if stop := r.plan.Ended(at.i, res); stop != nil {
+				return r.finish(nil, -1, stop)
+			}
+			if r.running == 0 {
+				if ok, stop := r.start(false); !ok {
+					if stop != nil {
+						return nil, -1, stop
+					}
+					return nil, -1, last
+				}
+			}
+		}
+	}
+}
+
+// start prepares and starts the next attempt, a hedge or not, and arms the
+// timer for the hedge that may follow it.
+func (r *race) start(hedge bool) (bool, error) {
+	var charge func(string) bool
+	if hedge {
+		charge = r.charge
+	}
+	a, ok, stop := r.plan.Next(r.next, charge)
+	if stop != nil || !ok {
+		return false, stop
+	}
+	at := r.launch(a, hedge)
+	if d, ok := r.h.delay(at.a.Latency); ok {
+		if r.timer == nil {
+			r.timer = time.NewTimer(d)
+		} else {
+			r.timer.Reset(d)
+		}
+		r.timerC = r.timer.C
+	}
+	return true, nil
+}
+
+// finish cancels the attempts still running, waits for them (reporting each
+// to the plan as lost), and returns its arguments.
+func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Response, int, error) {
+	r.mu.Lock()
+	if r.winner == -1 {
+		r.winner = i
+		if i < 0 {
+			r.winner = -2 // ended without a winner: refuse every chunk
+		}
+	}
+	for _, at := range r.live {
+		if at.i != i {
+			at.cancel(errLost)
+		}
+	}
+	r.mu.Unlock()
+	for ; r.running > 0; r.running-- {
+		at := <-r.results
+		at.res.Lost = true
+		r.plan.Ended(at.i, at.res)
+		if at.paniced && !r.paniced {
+			r.paniced, r.panicVal = true, at.panic
+		}
+	}
+	return resp, i, err
+}
+
+func (r *race) winnerIs() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.winner
+}
+
+// charge is the charge function a Plan gets for a hedge: it takes the
+// hedge's token from the Hedger's budget, or reports an empty budget.
+func (r *race) charge(dest string) bool {
+	b := r.h.budget
+	if b == nil || b.Take(dest, r.req.Identity.ClientKey) {
+		return true
+	}
+	portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: dest, Reason: "budget"})
+	return false
+}
+
+// launch starts attempt r.next on a goroutine of its own.
+func (r *race) launch(a Attempt, hedge bool) *attempt {
+	parent := a.Context
+	if parent == nil {
+		parent = r.ctx
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	at := &r.first
+	if r.next > 0 {
+		at = new(attempt)
+	}
+	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: time.Now(), cancel: cancel}
+	if hedge {
+		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
+			Delay: at.start.Sub(r.started), Reason: "sent"})
+	}
+	r.next++
+	r.running++
+	r.started = at.start
+	r.mu.Lock()
+	r.live = append(r.live, at)
+	r.mu.Unlock()
+	go at.run(ctx)
+	return at
+}
+
+func (at *attempt) run(ctx context.Context) {
+	r := at.r
+	defer func() {
+		at.cancel(nil)
+		r.mu.Lock()
+		for k, x := range r.live {
+			if x == at {
+				r.live = append(r.live[:k], r.live[k+1:]...)
+				break
+			}
+		}
+		r.mu.Unlock()
+		r.results <- at
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			at.panic, at.paniced = p, true
+		}
+	}()
+	req := at.a.Request
+	if req.OnChunk != nil {
+		req = at.Watch(req, at)
+	}
+	resp, err := at.a.Model.Generate(ctx, req)
+	if err == nil && resp == nil {
+		err = portico.ErrNilResponse
+	}
+	at.res.Response, at.res.Err = resp, err
+	at.res.Elapsed = time.Since(at.start)
+	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
+	lost := err != nil && errors.Is(context.Cause(ctx), errLost)
+	at.res.Lost = lost
+	// The sketch learns from the attempts that did not start as hedges: the
+	// time to an answer (to the first chunk when streaming, see GateChunk),
+	// or for one canceled because another won, the time until then, a lower
+	// bound that keeps the share of slow calls right.
+	if !at.hedge && at.a.Latency != nil && (lost && at.res.TTFT == 0 || err == nil && req.OnChunk == nil) {
+		at.a.Latency.Add(at.res.Elapsed)
+	}
+}
+
+// GateChunk lets a chunk of at through to the caller only when at is, or
+// becomes with this first chunk, the race's winner; the others are then
+// canceled at once.
+func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
+	if delivered {
+		return true, nil
+	}
+	r := at.r
+	r.mu.Lock()
+	if r.winner == -1 {
+		r.winner = at.i
+		for _, x := range r.live {
+			if x != at {
+				x.cancel(errLost)
+			}
+		}
+		close(r.won)
+	}
+	won := r.winner == at.i
+	r.mu.Unlock()
+	if !won {
+		return false, errLost
+	}
+	at.res.TTFT = time.Since(at.start)
+	if !at.hedge && at.a.Latency != nil {
+		at.a.Latency.Add(at.res.TTFT)
+	}
+	return true, nil
+}
