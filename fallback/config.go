@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -86,6 +87,13 @@ type Config struct {
 	// success costs one filter check (under a deadline, also the checks that
 	// find whether another candidate follows, which sizes its share).
 	Policy rank.Policy
+	// Hedge, when non-nil, hedges a request that has not answered after the
+	// Hedger's delay to the next candidate that passes the filter, as
+	// [hedge.Hedger.Run] races attempts: the first answer wins and the others
+	// are canceled (see the package documentation, Hedging). Each route's
+	// latency is learnt by the group. Nil means no hedging: candidates are
+	// tried one after the other.
+	Hedge *hedge.Hedger
 
 	// Share is the fraction of the remaining time a candidate may use when
 	// another candidate could follow it, in (0, 1]. Zero means DefaultShare

@@ -104,6 +104,22 @@
 // so a failed request, too, says why each earlier route was left; when no
 // route was left before it, the route's error is returned unchanged.
 //
+// # Hedging
+//
+// With Config.Hedge, a request the [hedge.Hedger] may hedge (one that may
+// be sent twice) runs as its race ([hedge.Hedger.Run]): the first candidate
+// at once and, when it has not answered after the Hedger's delay (a fixed
+// one, or a percentile of that route's latency, which the group learns
+// per route), the next candidate that passes the filter as a hedge,
+// charged to the Hedger's budget and given its share of the deadline as it
+// starts; at most the Hedger's MaxAttempts run at once. The first answer
+// wins (for a streamed request, the first chunk to reach the caller, which
+// sees that route's chunks only) and the others are canceled, each a hop
+// with Reason "hedge lost". A failure is judged as above: one that moves
+// on waits for the attempts still running, or starts the next candidate
+// when none is; one that stops ends the race. A hedge that finds no time,
+// or no token in the budget, is not sent, and the running attempt goes on.
+//
 // # Where it goes
 //
 // In the recommended stack the group sits below the end-to-end deadline and

@@ -100,6 +100,7 @@ const (
 	reasonIndependent = "not independent"
 	reasonDeadline    = "deadline" // too little time left to start it
 	reasonNotRanked   = "not ranked"
+	reasonHedgeLost   = "hedge lost" // canceled: another attempt of the race answered first
 )
 
 // classRank orders the classes for the exhausted error: the higher, the more

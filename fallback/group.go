@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -18,6 +19,9 @@ type Group struct {
 	// scaled: Config.Reserve was zero, so each request's reserve is
 	// scaledReserve of its remaining time, capped at cfg.Reserve.
 	scaled bool
+	// With Config.Hedge: each route's latency, for the delay of a hedge
+	// after it.
+	latency []hedge.Latency
 }
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
@@ -32,6 +36,9 @@ func New(cfg Config) (*Group, error) {
 	g := &Group{cfg: c, scaled: cfg.Reserve == 0}
 	if c.Policy != nil {
 		g.stats, _ = rank.NewTable(len(c.Routes), 0)
+	}
+	if c.Hedge != nil {
+		g.latency = make([]hedge.Latency, len(c.Routes))
 	}
 	return g, nil
 }

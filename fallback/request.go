@@ -47,6 +47,13 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		r.order = r.rank(ctx)
 		n = len(r.order)
 	}
+	if h := g.cfg.Hedge; h != nil && h.Applies(r.req) {
+		// The race's plan keeps the request: a copy on the heap leaves r on
+		// the stack for the walk below, so that it allocates nothing.
+		hr := new(request)
+		*hr = *r
+		return hr.race(ctx, h, n)
+	}
 	for pos := range n {
 		rt, idx := r.candidate(pos)
 		if pos == 0 {
@@ -64,6 +71,11 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 			return nil, err
 		}
 	}
+	return r.exhausted(ctx)
+}
+
+// exhausted is the error of a request that left every candidate.
+func (r *request) exhausted(ctx context.Context) (*portico.Response, error) {
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, r.outOfTime(ctx)
@@ -158,30 +170,41 @@ func (r *request) followed(pos int) bool {
 	return false
 }
 
-// try calls candidate rt (Config.Routes index idx) at position pos within its
-// share of the deadline. It returns the response, or the error and whether
-// the group must stop (return err as is) rather than move on; when it moves
-// on, the hop is recorded.
-func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
+// share returns the context candidate rt at position pos is called under,
+// bounded by its share of the deadline, with its release, or false when its
+// allowance is below MinAttempt.
+func (r *request) share(ctx context.Context, pos int) (context.Context, context.CancelFunc, bool) {
 	if !r.hasDL {
-		return r.attempt(ctx, ctx, rt, idx)
+		return ctx, func() {}, true
 	}
 	remaining := time.Until(r.deadline)
 	g := r.g
 	d, ok := allowance(remaining, r.reserve, g.cfg.MinAttempt, g.cfg.Share, !r.followed(pos))
 	if !ok {
-		r.hop(ctx, rt, reasonDeadline, nil)
-		return nil, true, r.outOfTime(ctx)
+		return nil, nil, false
 	}
 	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		return r.attempt(ctx, ctx, rt, idx)
+		return ctx, func() {}, true
 	}
 	// The cause tells the route (its breaker, its adapter) that the group
 	// ended the call for its own share, not the caller: the adapter reports
 	// Ambiguous or Transient, which counts against the route's breaker, where
 	// the caller's Deadline would not.
 	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrShareTimeout)
-	defer cancel()
+	return cctx, cancel, true
+}
+
+// try calls candidate rt (Config.Routes index idx) at position pos within its
+// share of the deadline. It returns the response, or the error and whether
+// the group must stop (return err as is) rather than move on; when it moves
+// on, the hop is recorded.
+func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
+	cctx, release, ok := r.share(ctx, pos)
+	if !ok {
+		r.hop(ctx, rt, reasonDeadline, nil)
+		return nil, true, r.outOfTime(ctx)
+	}
+	defer release()
 	return r.attempt(ctx, cctx, rt, idx)
 }
 
@@ -228,23 +251,27 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int)
 		err = portico.ErrNilResponse // shared: the hop names the route
 	}
 	if stats != nil {
-		learnt := err
-		switch {
-		case w != nil && w.CallerFailed():
-			learnt = context.Canceled // the caller's own OnChunk: nothing about the route
-		case portico.ClassOf(err) == portico.Deadline && ctx.Err() == nil:
-			learnt = errOwnDeadline // the route ran out of its own share
-		}
 		var ttft time.Duration
 		if w != nil {
 			ttft = w.ttft
 		}
-		stats.Done(idx, learnt, time.Since(start), ttft)
+		r.learn(ctx, idx, err, w != nil && w.CallerFailed(), time.Since(start), ttft)
 	}
 	if err == nil {
 		return resp, false, nil
 	}
 	return r.judge(ctx, cctx, rt, err)
+}
+
+// learn tells the group's statistics how a call to route idx ended.
+func (r *request) learn(ctx context.Context, idx int, err error, callerFailed bool, took, ttft time.Duration) {
+	switch {
+	case callerFailed:
+		err = context.Canceled // the caller's own OnChunk: nothing about the route
+	case portico.ClassOf(err) == portico.Deadline && ctx.Err() == nil:
+		err = errOwnDeadline // the route ran out of its own share
+	}
+	r.g.stats.Done(idx, err, took, ttft)
 }
 
 // errOwnDeadline is what the group's statistics learn from a route that

@@ -1,0 +1,110 @@
+package fallback
+
+import (
+	"context"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/hedge"
+)
+
+// race runs the request's candidates, n of them, as a [hedge.Hedger.Run]
+// race: the first candidate that passes the filter at once, the next one
+// as a hedge when the first has not answered after the Hedger's delay (the
+// route's latency), and after a failure that moves on, the next as the
+// sequential walk would. The first answer wins, stamped as any answer;
+// each attempt the race canceled is a hop with Reason "hedge lost".
+func (r *request) race(ctx context.Context, h *hedge.Hedger, n int) (*portico.Response, error) {
+	p := &plan{r: r, ctx: ctx, n: n}
+	// Run's error is p.stop, or the last attempt's, whose hop is recorded.
+	resp, i, _ := h.Run(ctx, r.req, p)
+	switch {
+	case resp != nil:
+		return p.tries[i].rt.Stamp(resp, r.hops, r.billed), nil
+	case p.stop != nil:
+		return nil, p.stop
+	}
+	return r.exhausted(ctx)
+}
+
+// plan is a request's [hedge.Plan] over the group's candidates.
+type plan struct {
+	r     *request
+	ctx   context.Context
+	n     int   // candidates in the request's order
+	pos   int   // the next position to look at
+	tries []try // per attempt
+	stop  error // the error the race was stopped with, if any
+}
+
+// try is one attempt of the race: its route and the context of its share.
+type try struct {
+	rt      *portico.Route
+	idx     int
+	cctx    context.Context
+	release context.CancelFunc
+}
+
+// Next prepares the next candidate that passes the filter, recording the
+// routes it skips as the sequential walk does. A hedge is charged first and
+// not made (nothing consumed) when the budget is empty or its allowance
+// below MinAttempt; any other attempt without time stops the race.
+func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error) {
+	r := p.r
+	for ; p.pos < p.n; p.pos++ {
+		rt, idx := r.candidate(p.pos)
+		if p.pos == 0 {
+			r.primary = rt
+		}
+		if reason := r.skip(rt); reason != "" {
+			r.hop(p.ctx, rt, reason, nil)
+			continue
+		}
+		cctx, release, ok := r.share(p.ctx, p.pos)
+		if !ok {
+			if charge != nil {
+				return hedge.Attempt{}, false, nil // no time for a hedge: the running attempt goes on
+			}
+			r.hop(p.ctx, rt, reasonDeadline, nil)
+			p.stop = r.outOfTime(p.ctx)
+			return hedge.Attempt{}, false, p.stop
+		}
+		if charge != nil && !charge(rt.Name) {
+			release()
+			return hedge.Attempt{}, false, nil
+		}
+		p.pos++
+		p.tries = append(p.tries, try{rt: rt, idx: idx, cctx: cctx, release: release})
+		if r.g.stats != nil {
+			r.g.stats.Start(idx)
+		}
+		return hedge.Attempt{Model: rt.Model, Request: rt.RequestFor(r.req), Context: cctx,
+			Destination: rt.Name, Latency: &r.g.latency[idx]}, true, nil
+	}
+	return hedge.Attempt{}, false, nil
+}
+
+// Ended settles attempt i: the statistics learn from it, a loser is a hop,
+// and a failure is judged as the sequential walk judges it.
+func (p *plan) Ended(i int, res hedge.Result) error {
+	r, t := p.r, &p.tries[i]
+	defer t.release()
+	if r.g.stats != nil {
+		r.learn(p.ctx, t.idx, res.Err, res.CallerFailed, res.Elapsed, res.TTFT)
+	}
+	switch {
+	case res.Lost:
+		if res.Err != nil {
+			r.charge(t.rt, portico.ClassOf(res.Err), res.Err)
+		}
+		r.hops = append(r.hops, portico.Hop{Route: t.rt.Name, Reason: reasonHedgeLost, Err: res.Err})
+		return nil
+	case res.Err == nil:
+		return nil
+	}
+	r.delivered = res.Delivered
+	if _, stop, err := r.judge(p.ctx, t.cctx, t.rt, res.Err); stop {
+		p.stop = err
+		return err
+	}
+	return nil
+}

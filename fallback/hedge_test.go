@@ -1,0 +1,155 @@
+package fallback
+
+import (
+	"context"
+
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/modeltest"
+)
+
+const ms = time.Millisecond
+
+var idem = &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
+
+// after answers the route's name after d.
+func after(name string, d time.Duration) *modeltest.Fake {
+	return modeltest.NewFake(modeltest.Outcome{Response: modeltest.Answer(name).Response, Latency: d})
+}
+
+func named(name string, m portico.Model) portico.Route { return portico.Route{Name: name, Model: m} }
+
+// hops renders Response.Hops as "route (reason)" strings.
+func hops(hs []portico.Hop) string {
+	var s []string
+	for _, h := range hs {
+		s = append(s, h.Route+" ("+h.Reason+")")
+	}
+	return strings.Join(s, ", ")
+}
+
+type takeNone struct{}
+
+func (takeNone) Take(string, string) bool { return false }
+
+func TestHedgeAcrossRoutes(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		routes func() []portico.Route
+		req    *portico.Request
+		budget hedge.Budget
+		route  string
+		hops   string
+		took   time.Duration
+		hedges int
+	}{
+		{"the hedge to the next fitting route wins", func() []portico.Route {
+			b := named("b", after("b", ms))
+			b.Health = down{}
+			return []portico.Route{named("a", after("a", 10*time.Second)), b, named("c", after("c", time.Second))}
+		}, idem, nil, "c", "b (unavailable), a (hedge lost)", 1100 * ms, 1},
+		{"the primary answers first", func() []portico.Route {
+			return []portico.Route{named("a", after("a", 150*ms)), named("b", after("b", time.Second))}
+		}, idem, nil, "a", "b (hedge lost)", 150 * ms, 1},
+		{"the primary fails while the hedge runs", func() []portico.Route {
+			return []portico.Route{named("a", modeltest.NewFake(modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 150 * ms})),
+				named("b", after("b", 300*ms))}
+		}, idem, nil, "b", "a (transient)", 400 * ms, 1},
+		{"the primary fails before the delay: a plain fallback", func() []portico.Route {
+			return []portico.Route{named("a", modeltest.NewFake(modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 50 * ms})),
+				named("b", after("b", 300*ms))}
+		}, idem, nil, "b", "a (transient)", 350 * ms, 0},
+		{"a request that may not be repeated is not hedged", func() []portico.Route {
+			return []portico.Route{named("a", after("a", 10*time.Second)), named("b", after("b", ms))}
+		}, &portico.Request{Model: "m", NoAmbiguousRetry: true}, nil, "a", "", 10 * time.Second, 0},
+		{"an empty budget leaves the primary alone", func() []portico.Route {
+			return []portico.Route{named("a", after("a", 10*time.Second)), named("b", after("b", ms))}
+		}, idem, takeNone{}, "a", "", 10 * time.Second, 0},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			obs := &events{}
+			g := MustNew(Config{Routes: c.routes(), Hedge: hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: c.budget})})
+			start := time.Now()
+			resp, err := g.Generate(portico.ContextWithObserver(context.Background(), obs), c.req)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			sent := 0
+			for _, e := range obs.ev {
+				if e.Kind == portico.EventHedge && e.Reason == "sent" {
+					sent++
+				}
+			}
+			if resp.Route != c.route || hops(resp.Hops) != c.hops || time.Since(start) != c.took || sent != c.hedges {
+				t.Errorf("%s: answered by %s after %v, hops %q, %d hedges; want %s after %v, hops %q, %d hedges",
+					c.name, resp.Route, time.Since(start), hops(resp.Hops), sent, c.route, c.took, c.hops, c.hedges)
+			}
+		})
+	}
+}
+
+// A failure that forbids falling back stops the race: the hedge is canceled.
+func TestHedgeStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := after("b", time.Second)
+		g := MustNew(Config{Routes: []portico.Route{
+			named("a", modeltest.NewFake(modeltest.Outcome{Err: modeltest.StatusError(400), Latency: 150 * ms})), named("b", b)},
+			Hedge: hedge.MustNew(hedge.Config{Delay: 100 * ms})})
+		start := time.Now()
+		_, err := g.Generate(context.Background(), idem)
+		if portico.ClassOf(err) != portico.Permanent || time.Since(start) != 150*ms || b.Count() != 1 {
+			t.Errorf("Generate = %v after %v, b called %d times, want the 400 at 150ms, b called once", err, time.Since(start), b.Count())
+		}
+	})
+}
+
+// Streaming: the first route to deliver a chunk wins, and the caller sees its
+// chunks only; the hedge's time share is computed when it starts.
+func TestHedgeStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := modeltest.NewFake(modeltest.Outcome{Response: modeltest.Answer("slow a").Response, TTFT: 5 * time.Second})
+		b := modeltest.NewFake(modeltest.Outcome{Response: modeltest.Answer("fast b").Response, TTFT: 200 * ms, ChunkGap: 10 * ms})
+		g := MustNew(Config{Routes: []portico.Route{named("a", a), named("b", b)}, Hedge: hedge.MustNew(hedge.Config{Delay: time.Second})})
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		defer cancel()
+		var got []string
+		r := idem.Clone()
+		r.OnChunk = func(c portico.Chunk) error { got = append(got, c.Text); return nil }
+		resp, err := g.Generate(ctx, r)
+		if err != nil || resp.Route != "b" || strings.Join(got, "") != "fast b" {
+			t.Fatalf("Generate = %v, %v, chunks %q, want b's answer and only its chunks", resp, err, got)
+		}
+		// a, with a route after it, gets 9/16 of 8 s; b, the last, all but the
+		// reserve of the 7 s left when it started.
+		if dl := a.Calls()[0].Deadline.Sub(a.Calls()[0].Time); dl != 4500*ms {
+			t.Errorf("a's share = %v, want 4.5s", dl)
+		}
+		if dl := b.Calls()[0].Deadline.Sub(b.Calls()[0].Time); dl != 6700*ms {
+			t.Errorf("b's share = %v, want 6.7s", dl)
+		}
+	})
+}
+
+// The group's hedging keeps the Model contract.
+func TestHedgeConformance(t *testing.T) {
+	modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
+		return MustNew(Config{Routes: []portico.Route{{Name: "a", Model: base, Capabilities: suiteCaps}, {Name: "b", Model: base, Capabilities: suiteCaps}},
+			Hedge: hedge.MustNew(hedge.Config{Delay: 5 * ms})})
+	})
+}
+
+// With a Hedger, a request it may not hedge still costs no allocation.
+func TestHedgeNotAppliedAllocs(t *testing.T) {
+	ok := &portico.Response{Text: "ok"}
+	m := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) { return ok, nil })
+	g := MustNew(Config{Routes: []portico.Route{{Name: "a", Model: m}, {Name: "b", Model: m}}, Hedge: hedge.MustNew(hedge.Config{Delay: time.Second})})
+	once := &portico.Request{Messages: simple.Messages, NoAmbiguousRetry: true}
+	if n := testing.AllocsPerRun(1000, func() { g.Generate(context.Background(), once) }); n != 0 {
+		t.Errorf("allocs per first-route success = %v, want 0", n)
+	}
+}
