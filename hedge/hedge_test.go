@@ -335,3 +335,46 @@ func TestConformance(t *testing.T) {
 		return hedge.MustNew(hedge.Config{Delay: 5 * ms, MaxAttempts: 3}).Wrap(base)
 	})
 }
+
+// Races nest (a group's race over routes that hedge themselves): an inner
+// attempt whose first chunk comes after another outer attempt won wins its
+// inner race, is refused by the outer one, and both races end.
+func TestNested(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		n := 0
+		m := portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+			mu.Lock()
+			k := n
+			n++
+			mu.Unlock()
+			if k == 0 { // deaf to its context: its chunk comes after the outer race's winner
+				time.Sleep(300 * ms)
+				if err := r.OnChunk(portico.Chunk{Text: "late"}); err != nil {
+					return nil, err
+				}
+				return &portico.Response{Text: "late"}, nil
+			}
+			select {
+			case <-time.After(time.Duration(k) * 100 * ms):
+			case <-ctx.Done():
+				return nil, portico.FromContext(ctx)
+			}
+			if err := r.OnChunk(portico.Chunk{Text: "ok"}); err != nil {
+				return nil, err
+			}
+			return &portico.Response{Text: "ok"}, nil
+		})
+		inner := hedge.MustNew(hedge.Config{Delay: time.Second}) // the inner races never hedge
+		outer := hedge.MustNew(hedge.Config{Delay: 50 * ms})
+		var got []string
+		r := req.Clone()
+		r.OnChunk = func(c portico.Chunk) error { got = append(got, c.Text); return nil }
+		start := time.Now()
+		resp, err := outer.Wrap(inner.Wrap(m)).Generate(context.Background(), r)
+		if err != nil || resp.Text != "ok" || strings.Join(got, "") != "ok" || time.Since(start) != 300*ms {
+			t.Errorf("Generate = %v, %v, chunks %q after %v, want ok and its chunk only, after 300ms (the deaf call's end)",
+				resp, err, got, time.Since(start))
+		}
+	})
+}

@@ -170,7 +170,7 @@ func (r *race) run() (*portico.Response, int, error) {
 				r.paniced, r.panicVal = true, at.panic
 				return r.finish(nil, -1, nil)
 			}
-			if w := r.winnerIs(); res.Lost || (w >= 0 && w != at.i) {
+			if w := r.winnerIs(); w >= 0 && w != at.i {
 				res.Lost = true
 				r.plan.Ended(at.i, res)
 				continue // the winner is still running
@@ -319,7 +319,6 @@ func (at *attempt) run(ctx context.Context) {
 	at.res.Elapsed = time.Since(at.start)
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
 	lost := err != nil && errors.Is(context.Cause(ctx), errLost)
-	at.res.Lost = lost
 	// The sketch learns from the attempts that did not start as hedges: the
 	// time to an answer (to the first chunk when streaming, see GateChunk),
 	// or for one canceled because another won, the time until then, a lower
