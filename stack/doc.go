@@ -7,14 +7,18 @@
 //	user middleware            (Config.Middleware)     a cache, a logger
 //	end-to-end deadline        (Config.Deadline, Contract.Deadline)
 //	ratelimit, per client      (Config.ClientLimits)   who gets in, how much
-//	fallback.Group             (more than one route)   which route, in order
+//	fallback.Group             (more than one route)   which route, in order;
+//	                           (Config.Hedge)          hedges to the next route
 //	  per route:
 //	  user middleware          (Route.Middleware)      a per-route cache or logger
-//	  ratelimit, per model     (Route.Limits)          provider feedback lands here
+//	  hedge                    (Route.Hedge)           hedges to the route itself
+//	  ratelimit, per model     (Route.Limits,          provider feedback lands here;
+//	                            Route.Concurrency)     an adaptive in-flight cap
 //	  breaker                  (Route.Breaker)         one outcome per call
 //	  retry                    (Route.Retry)           the one layer that retries
 //	  trace.WrapAttempt        (Route.Trace)           one span per attempt
 //	  validate                 (Route.Validate)        HTTP 200 is not success
+//	  throttle                 (Route.Throttle)        client-side throttling
 //	  user middleware          (Route.ModelMiddleware) around the provider alone
 //	  Route.Model              usually a provider adapter, SDK retries off
 //
@@ -30,6 +34,18 @@
 // attempt span) so an invalid answer is one failed attempt, which fallback
 // then moves away from; the per-model limiter is per route because a
 // provider's limits are per model and account.
+//
+// Hedging, an adaptive in-flight cap and client-side throttling are off
+// unless their fields are set: a hedge bills a second call (hedging suits
+// latency-critical work that may be paid twice), an adaptive cap and a
+// throttle refuse calls a fixed configuration would have sent. Where they
+// sit: a hedge is above everything that spends capacity, so each hedge is
+// admitted, limited, counted by the breaker and retried like any call, and
+// charged to the retry budget of the route it goes to; the adaptive cap is
+// the per-model limiter's own (one in-flight count, its queue and shedding);
+// the throttle is next to the provider, inside retry, so that every attempt
+// is a request it counts, and inside validate, so that an answer the
+// schema refuses is not taken for the destination's refusal.
 //
 // # The user's own layers
 //

@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/adaptive"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
+	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/throttle"
 	"github.com/portico-llm/portico/trace"
 	"github.com/portico-llm/portico/validate"
 )
@@ -43,6 +46,22 @@ type Route struct {
 	Validate validate.Config
 	// SkipBreaker, SkipRetry and SkipValidate leave the layer out.
 	SkipBreaker, SkipRetry, SkipValidate bool
+	// Hedge, when non-nil, hedges the route's calls to the route itself
+	// (package hedge), outside its limiter and breaker so that each hedge
+	// is admitted and counted like any call; an empty Destination means
+	// Route.Name, and a nil Budget the route's retry budget. Nil means no
+	// hedging to the route; see Config.Hedge for hedging to the next route.
+	Hedge *hedge.Config
+	// Concurrency, when non-nil, makes the per-model limiter's in-flight
+	// cap adaptive (package adaptive), beside any Limits.MaxInFlight; with
+	// zero Limits the limiter caps the calls in flight only. Nil means none.
+	Concurrency *adaptive.Config
+	// Throttle, when non-nil, adds client-side adaptive throttling (package
+	// throttle) around the route's Model, inside validate and retry, so that
+	// every attempt is a request and an answer validate refuses is not the
+	// destination's refusal; an empty Destination means Route.Name. Nil
+	// means none.
+	Throttle *throttle.Config
 	// Trace is the route's own tracing (with Config.Tracer; see
 	// [trace.Tracer.ForRoute]): its attempt spans, and the request span when
 	// it answers, carry these names. Empty fields mean the route's own:
@@ -96,6 +115,12 @@ type Config struct {
 	// Fallback configures the group used with several routes; its Routes field
 	// is ignored (the stack fills it).
 	Fallback fallback.Config
+	// Hedge, when non-nil and Fallback.Hedge is nil, hedges a request that
+	// has not answered after its delay to the next route of the group
+	// (fallback.Config.Hedge), each hedge charged to the retry budget of the
+	// route it goes to when Budget is nil; with one route, to that route.
+	// Nil means no hedging between routes.
+	Hedge *hedge.Config
 	// Tracer, when non-nil, traces the stack: its Wrap outermost and, for
 	// each route, the WrapAttempt of Tracer.ForRoute(the route's Trace)
 	// inside the route's retry layer.
@@ -123,9 +148,13 @@ type Stack struct {
 
 // built is what the stack built for one route; nil for a layer left out.
 type built struct {
-	limiter *ratelimit.Limiter
-	breaker *breaker.Breaker
-	retrier *retry.Retrier
+	limiter     *ratelimit.Limiter
+	breaker     *breaker.Breaker
+	retrier     *retry.Retrier
+	hedger      *hedge.Hedger
+	concurrency *adaptive.Limit
+	throttle    *throttle.Throttle
+	retryDest   string // the retrier's Destination, for its budget
 }
 
 // Generate sends req through the stack; see the package documentation for the
@@ -173,6 +202,46 @@ func (s *Stack) Retrier(route string) *retry.Retrier {
 	return nil
 }
 
+// Hedger returns the same-route Hedger of the named route (Route.Hedge),
+// or nil when it has none or no route has that name.
+func (s *Stack) Hedger(route string) *hedge.Hedger {
+	if b := s.routes[route]; b != nil {
+		return b.hedger
+	}
+	return nil
+}
+
+// Concurrency returns the adaptive in-flight limit of the named route
+// (Route.Concurrency), or nil when it has none or no route has that name.
+func (s *Stack) Concurrency(route string) *adaptive.Limit {
+	if b := s.routes[route]; b != nil {
+		return b.concurrency
+	}
+	return nil
+}
+
+// Throttle returns the client-side throttle of the named route
+// (Route.Throttle), or nil when it has none or no route has that name.
+func (s *Stack) Throttle(route string) *throttle.Throttle {
+	if b := s.routes[route]; b != nil {
+		return b.throttle
+	}
+	return nil
+}
+
+// budgets charges a hedge to the retry budget of the route it goes to: it
+// is the Budget of Config.Hedge's Hedger.
+type budgets map[string]*built
+
+// Take takes the token from the retry budget of route dest, when it has a
+// retry layer (a route without one has no budget: the hedge is made).
+func (b budgets) Take(dest, clientKey string) bool {
+	if r := b[dest]; r != nil && r.retrier != nil {
+		return r.retrier.Take(r.retryDest, clientKey)
+	}
+	return true
+}
+
 // New builds the stack cfg describes. It fails, with an error starting
 // "stack:", when there is no route, a route has no Model or no Name, two
 // routes share a Name, a route's Capabilities are invalid
@@ -206,6 +275,20 @@ func New(cfg Config) (*Stack, error) {
 
 	fc := cfg.Fallback
 	fc.Routes = routes
+	var groupHedge *hedge.Hedger
+	if cfg.Hedge != nil && (len(routes) == 1 || cfg.Fallback.Hedge == nil) {
+		hc := *cfg.Hedge
+		if hc.Budget == nil {
+			hc.Budget = budgets(s.routes)
+		}
+		if len(routes) == 1 && hc.Destination == "" {
+			hc.Destination = routes[0].Name
+		}
+		var err error
+		if groupHedge, err = hedge.New(hc); err != nil {
+			return nil, fmt.Errorf("stack: %w", err)
+		}
+	}
 	var inner portico.Model
 	if len(routes) == 1 {
 		// No group is built, but its Config is still checked: a value that
@@ -214,6 +297,9 @@ func New(cfg Config) (*Stack, error) {
 			return nil, fmt.Errorf("stack: %w", err)
 		}
 		r := routes[0]
+		if groupHedge != nil {
+			r.Model = groupHedge.Wrap(r.Model)
+		}
 		inner = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
 			switch {
@@ -227,6 +313,9 @@ func New(cfg Config) (*Stack, error) {
 			return r.Stamp(resp, nil, 0), nil
 		})
 	} else {
+		if fc.Hedge == nil {
+			fc.Hedge = groupHedge
+		}
 		g, err := fallback.New(fc)
 		if err != nil {
 			return nil, fmt.Errorf("stack: %w", err)
@@ -273,12 +362,27 @@ func New(cfg Config) (*Stack, error) {
 func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 	b := &built{}
 	mws := append([]portico.Middleware(nil), rc.Middleware...)
-	if rc.Limits != (ratelimit.Limits{}) {
-		l, err := ratelimit.New(ratelimit.Config{
+	var hedgeAt int // where the same-route Hedger goes, once the retrier is built
+	if rc.Hedge != nil {
+		hedgeAt = len(mws)
+		mws = append(mws, nil)
+	}
+	if rc.Concurrency != nil {
+		var err error
+		if b.concurrency, err = adaptive.New(*rc.Concurrency); err != nil {
+			return portico.Route{}, nil, err
+		}
+	}
+	if rc.Limits != (ratelimit.Limits{}) || b.concurrency != nil {
+		lc := ratelimit.Config{
 			Limits:           rc.Limits,
 			DefaultMaxTokens: defaultMaxTokens(rc.DefaultMaxTokens, rc.Limits),
 			Key:              ratelimit.ByModel,
-		})
+		}
+		if b.concurrency != nil {
+			lc.Concurrency = b.concurrency
+		}
+		l, err := ratelimit.New(lc)
 		if err != nil {
 			return portico.Route{}, nil, err
 		}
@@ -305,7 +409,22 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 		if b.retrier, err = retry.New(rcfg); err != nil {
 			return portico.Route{}, nil, err
 		}
+		b.retryDest = rcfg.Destination
 		mws = append(mws, b.retrier.Wrap)
+	}
+	if rc.Hedge != nil {
+		hc := *rc.Hedge
+		if hc.Destination == "" {
+			hc.Destination = rc.Name
+		}
+		if hc.Budget == nil && b.retrier != nil {
+			hc.Budget = budgets{hc.Destination: b}
+		}
+		var err error
+		if b.hedger, err = hedge.New(hc); err != nil {
+			return portico.Route{}, nil, err
+		}
+		mws[hedgeAt] = b.hedger.Wrap
 	}
 	if tr != nil {
 		mws = append(mws, tr.ForRoute(routeTrace(rc)).WrapAttempt)
@@ -316,6 +435,17 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 			return portico.Route{}, nil, err
 		}
 		mws = append(mws, v.Wrap)
+	}
+	if rc.Throttle != nil {
+		tc := *rc.Throttle
+		if tc.Destination == "" {
+			tc.Destination = rc.Name
+		}
+		var err error
+		if b.throttle, err = throttle.New(tc); err != nil {
+			return portico.Route{}, nil, err
+		}
+		mws = append(mws, b.throttle.Wrap)
 	}
 	mws = append(mws, rc.ModelMiddleware...)
 	r := rc.Route
