@@ -59,8 +59,7 @@ type Route struct {
 	// Throttle, when non-nil, adds client-side adaptive throttling (package
 	// throttle) around the route's Model, inside validate and retry, so that
 	// every attempt is a request and an answer validate refuses is not the
-	// destination's refusal; an empty Destination means Route.Name. Nil
-	// means none.
+	// destination's refusal; one Throttle per route. Nil means none.
 	Throttle *throttle.Config
 	// Trace is the route's own tracing (with Config.Tracer; see
 	// [trace.Tracer.ForRoute]): its attempt spans, and the request span when
@@ -437,12 +436,8 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 		mws = append(mws, v.Wrap)
 	}
 	if rc.Throttle != nil {
-		tc := *rc.Throttle
-		if tc.Destination == "" {
-			tc.Destination = rc.Name
-		}
 		var err error
-		if b.throttle, err = throttle.New(tc); err != nil {
+		if b.throttle, err = throttle.New(*rc.Throttle); err != nil {
 			return portico.Route{}, nil, err
 		}
 		mws = append(mws, b.throttle.Wrap)

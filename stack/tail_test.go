@@ -106,7 +106,7 @@ func TestRouteThrottle(t *testing.T) {
 		if bad.Count() != 1 {
 			t.Errorf("the failing route got %d calls, want 1 (the rest throttled)", bad.Count())
 		}
-		if p, r, acc := s.Throttle("a").Probability("a"); r != 10 || acc != 0 || p != 10.0/11 {
+		if p, r, acc := s.Throttle("a").Probability(); r != 10 || acc != 0 || p != 10.0/11 {
 			t.Errorf("Throttle(a).Probability = %v, %d, %d, want 10/11, 10, 0", p, r, acc)
 		}
 	})

@@ -26,12 +26,10 @@
 // recovers; K = 1.1 is more aggressive. gRPC's RLS client throttler
 // (balancer/rls/internal/adaptive in grpc-go) is the same rule.
 //
-// A [Throttle] built from a [Config] keeps one window per destination
-// (Config.Destination, or the request's Model), in 32 buckets of 1/32 of
-// the window each, so memory is fixed per destination and a count leaves
-// the window at most one bucket width (3.75 s of two minutes) late; the
-// destinations kept are bounded by Config.MaxKeys. Its method value Wrap is
-// the [portico.Middleware].
+// A [Throttle] built from a [Config] is one destination's: one window in 32
+// buckets of 1/32 of it each (about 600 bytes), so a count leaves the window
+// at most one bucket width (3.75 s of two minutes) late. Its method value
+// Wrap is the [portico.Middleware]; package stack builds one per route.
 //
 // # What counts as an accept
 //
@@ -54,7 +52,7 @@
 // The rule is the book's, "+ 1" included, and it is harsh when the window
 // holds few requests: one failure in an empty window gives a probability of
 // 1/2. gRPC's RLS throttler pads the denominator with 8 instead of 1 to
-// soften that; a Throttle does not, but its windows forget a failure after
+// soften that; a Throttle does not, but its window forgets a failure after
 // Config.Window.
 //
 // # Recovery
@@ -72,9 +70,8 @@
 //
 // # Cost
 //
-// While a destination's window holds accepts only, nothing can be rejected,
-// so a call costs a window lookup (the window last used, then a sync.Map)
-// and one atomic add after it: accepts are counted in batches of 64, each
+// While the window holds accepts only, nothing can be rejected, so a call
+// costs two atomic loads before it and one atomic add after it: accepts are counted in batches of 64, each
 // stamped with the time when the batch fills, so a clean window reads the
 // clock once per 64 calls and counts an accept at most 63 calls late. Once
 // a request was not accepted, every call reads the clock, counts itself in

@@ -23,7 +23,7 @@ func Example() {
 			throttled++
 		}
 	}
-	p, requests, accepts := th.Probability("gpt")
+	p, requests, accepts := th.Probability()
 	fmt.Printf("sent %d, throttled %d\n", overloaded.Count(), throttled)
 	fmt.Printf("window: %d requests, %d accepts, p = %.3f\n", requests, accepts, p)
 	// Output:

@@ -20,12 +20,10 @@ const (
 	// DefaultWindow is the span over which requests and accepts are counted:
 	// the SRE book's two minutes.
 	DefaultWindow = 2 * time.Minute
-	// DefaultMaxKeys bounds the destinations a Throttle keeps a window for.
-	DefaultMaxKeys = 1000
 )
 
 // Config configures a [Throttle]. The zero Config is usable: K = 2 over a
-// two-minute window per destination (the request's Model).
+// two-minute window.
 type Config struct {
 	// K is the multiplier of accepts in the rejection probability
 	// max(0, (requests - K*accepts) / (requests + 1)): the client starts to
@@ -37,41 +35,30 @@ type Config struct {
 	// in 32 buckets of Window/32. Zero means [DefaultWindow] (2 minutes);
 	// below 32 ns is an error.
 	Window time.Duration
-	// Destination names the destination the window is kept for. Empty means
-	// the request's Model, so each model has its own window.
-	Destination string
-	// MaxKeys bounds the destinations kept. When a new one would exceed it,
-	// windows untouched since the previous sweep are evicted (an evicted
-	// destination comes back with an empty window); if none can be, the new
-	// destination shares one overflow window. Zero means [DefaultMaxKeys]
-	// (1,000); negative is an error.
-	MaxKeys int
 	// Rand returns uniform random numbers in [0, 1) for the rejection draw.
 	// It must be safe for concurrent use. Nil means math/rand/v2's Float64;
 	// tests pass a seeded source.
 	Rand func() float64
 }
 
-// Throttle is Google SRE's client-side adaptive throttling: per destination
-// it counts, over a sliding window, the requests the caller made and the
-// ones the destination accepted, and rejects a new request locally with
-// probability max(0, (requests - K*accepts) / (requests + 1)). Build one
-// with [New]; its method value Wrap is the [portico.Middleware]. A Throttle
-// is safe for concurrent use, and the Models it wraps share its windows.
+// Throttle is Google SRE's client-side adaptive throttling for one
+// destination: it counts, over a sliding window, the requests the caller
+// made and the ones the destination accepted, and rejects a new request
+// locally with probability max(0, (requests - K*accepts) / (requests + 1)).
+// Build one per destination with [New] (package stack builds one per
+// route); its method value Wrap is the [portico.Middleware], and the Models
+// it wraps share its window. A Throttle is safe for concurrent use.
 type Throttle struct {
-	k       float64
-	window  time.Duration
-	width   int64 // bucket width, ns
-	dest    string
-	rand    func() float64
-	epoch   time.Time
-	windows *windows
+	k     float64
+	width int64 // bucket width, ns
+	rand  func() float64
+	epoch time.Time
+	w     window
 }
 
 // New returns a Throttle configured by cfg, with zero fields taking their
 // defaults. It returns an error, starting with "throttle:" and naming the
-// field, for a K below 1 (or not finite), a Window below 32 ns, or a
-// negative Window or MaxKeys.
+// field, for a K below 1 (or not finite), or a Window below 32 ns.
 func New(cfg Config) (*Throttle, error) {
 	k := cfg.K
 	if k == 0 {
@@ -87,15 +74,7 @@ func New(cfg Config) (*Throttle, error) {
 	if win < numBuckets {
 		return nil, errors.New("throttle: Config.Window below 32ns")
 	}
-	if cfg.MaxKeys < 0 {
-		return nil, errors.New("throttle: negative Config.MaxKeys")
-	}
-	maxKeys := cfg.MaxKeys
-	if maxKeys == 0 {
-		maxKeys = DefaultMaxKeys
-	}
-	t := &Throttle{k: k, window: win, width: int64(win / numBuckets), dest: cfg.Destination,
-		rand: cfg.Rand, epoch: time.Now(), windows: newWindows(maxKeys)}
+	t := &Throttle{k: k, width: int64(win / numBuckets), rand: cfg.Rand, epoch: time.Now()}
 	if t.rand == nil {
 		t.rand = rand.Float64
 	}
@@ -141,7 +120,7 @@ func (e *Error) Is(target error) bool { return target == ErrThrottled }
 // The returned Model rejects a call, without calling next, with a
 // [portico.Rejected] error (Model the request's, Reason "throttled")
 // wrapping a [*Error] and so [ErrThrottled], with the probability the
-// destination's window gives, and reports it to the context's Observer as a
+// window gives, and reports it to the context's Observer as a
 // [portico.EventRateLimitReject] with Reason "throttle". Otherwise it calls
 // next and counts the outcome: an answer, or a [portico.Permanent] or
 // [portico.Incompatible] error (the destination processed the request and
@@ -166,15 +145,15 @@ type model struct {
 	next portico.Model
 }
 
-// Generate costs, while the destination's window holds accepts only, one
-// lookup of the window and one atomic add after the call: no clock read
-// (but every 64th accepted call's), no lock, no allocation.
+// Generate costs, while the window holds accepts only, two atomic loads
+// before the call and one atomic add after it: no clock read (but every
+// 64th accepted call's), no lock, no allocation.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
 	}
 	t := m.t
-	w := t.windows.get(t.destOf(req))
+	w := &t.w
 	if w.isDirty() {
 		if err := t.admit(ctx, req, w); err != nil {
 			return nil, err
@@ -186,13 +165,6 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	}
 	t.record(w, err)
 	return resp, err
-}
-
-func (t *Throttle) destOf(req *portico.Request) string {
-	if t.dest != "" {
-		return t.dest
-	}
-	return req.Model
 }
 
 // now is the Throttle's clock: ns since New, one read of the monotonic clock.
@@ -216,7 +188,7 @@ func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *window) e
 	}
 	w.add(t.width, now, 1, 0)
 	w.fails.Add(1)
-	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: t.destOf(req), Class: portico.Rejected, Reason: "throttle"})
+	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.Rejected, Reason: "throttle"})
 	return &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "throttled",
 		Err: &Error{Requests: int(requests), Accepts: int(accepts), Probability: p}}
 }
@@ -261,15 +233,10 @@ func verdict(err error) (counted, accepted bool) {
 	return false, false
 }
 
-// Probability returns the probability with which a call to destination
-// would be rejected now, and the requests and accepts its window counts
-// (0, 0, 0 for a destination the Throttle holds no window for). For metrics
-// and tests; safe for concurrent use.
-func (t *Throttle) Probability(destination string) (p float64, requests, accepts int) {
-	w := t.windows.lookup(destination)
-	if w == nil {
-		return 0, 0, 0
-	}
-	r, a := w.totals(t.width, t.now())
+// Probability returns the probability with which a call would be rejected
+// now, and the requests and accepts the window counts. For metrics and
+// tests; safe for concurrent use.
+func (t *Throttle) Probability() (p float64, requests, accepts int) {
+	r, a := t.w.totals(t.width, t.now())
 	return probability(r, a, t.k), int(r), int(a)
 }

@@ -3,7 +3,6 @@ package throttle_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +40,6 @@ func TestNewErrors(t *testing.T) {
 		{throttle.Config{K: -1}, "K"},
 		{throttle.Config{Window: -time.Second}, "Window"},
 		{throttle.Config{Window: 31}, "Window"},
-		{throttle.Config{MaxKeys: -1}, "MaxKeys"},
 	} {
 		_, err := throttle.New(c.cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), "throttle: ") || !strings.Contains(err.Error(), "Config."+c.name) {
@@ -66,7 +64,7 @@ func TestRejectsAtTheProbability(t *testing.T) {
 			if fake.Count() != c.sent || throttled != 300-c.sent {
 				t.Errorf("u = %v: destination got %d calls, %d throttled, want %d and %d", c.u, fake.Count(), throttled, c.sent, 300-c.sent)
 			}
-			p, r, a := th.Probability("m")
+			p, r, a := th.Probability()
 			if r != 300 || a != 0 || p != 300.0/301 {
 				t.Errorf("u = %v: Probability = %v, %d, %d, want %v, 300, 0", c.u, p, r, a, 300.0/301)
 			}
@@ -117,7 +115,7 @@ func TestWhatCounts(t *testing.T) {
 		fake := modeltest.NewFakeFunc(func(n int, _ *portico.Request) modeltest.Outcome { return modeltest.Fail(errs[n]) })
 		th := throttle.MustNew(throttle.Config{Rand: fixed(1)}) // never rejects
 		call(t, th.Wrap(fake), len(errs))
-		if _, r, a := th.Probability("m"); r != 5 || a != 2 {
+		if _, r, a := th.Probability(); r != 5 || a != 2 {
 			t.Errorf("window counts %d requests, %d accepts, want 5 and 2", r, a)
 		}
 	})
@@ -142,17 +140,17 @@ func TestWindowForgets(t *testing.T) {
 		}
 		fails = false
 		time.Sleep(31 * time.Second) // the failures' bucket is still in the window
-		if p, r, a := th.Probability("m"); p != 6.0/7 || r != 6 || a != 0 {
+		if p, r, a := th.Probability(); p != 6.0/7 || r != 6 || a != 0 {
 			t.Fatalf("Probability 31 s later = %v, %d, %d, want 6/7, 6, 0", p, r, a)
 		}
 		time.Sleep(time.Second) // 32 s: the bucket of t = 0 has left
-		if p, r, a := th.Probability("m"); p != 0 || r != 0 || a != 0 {
+		if p, r, a := th.Probability(); p != 0 || r != 0 || a != 0 {
 			t.Fatalf("Probability 32 s later = %v, %d, %d, want 0, 0, 0", p, r, a)
 		}
 		if n := call(t, m, 3); n != 0 {
 			t.Errorf("%d calls throttled at 32 s, want 0", n)
 		}
-		if p, r, a := th.Probability("m"); p != 0 || r != 3 || a != 3 {
+		if p, r, a := th.Probability(); p != 0 || r != 3 || a != 3 {
 			t.Errorf("Probability after them = %v, %d, %d, want 0, 3, 3", p, r, a)
 		}
 		if fake.Count() != 4 {
@@ -171,57 +169,30 @@ func TestBatchedAccepts(t *testing.T) {
 		call(t, m, 64)
 		time.Sleep(time.Minute)
 		call(t, m, 10)
-		if _, r, a := th.Probability("m"); r != 74 || a != 74 {
+		if _, r, a := th.Probability(); r != 74 || a != 74 {
 			t.Errorf("window at 1 min = %d, %d, want 74, 74", r, a)
 		}
 		time.Sleep(time.Minute + 4*time.Second) // past t = 0's bucket
-		if _, r, a := th.Probability("m"); r != 10 || a != 10 {
+		if _, r, a := th.Probability(); r != 10 || a != 10 {
 			t.Errorf("window at 2 min 4 s = %d, %d, want 10, 10", r, a)
 		}
 	})
 }
 
-// Each destination has its own window; Config.Destination makes one for all.
-func TestDestinations(t *testing.T) {
+// The Models a Throttle wraps share its window: one Throttle per
+// destination.
+func TestSharedWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		failing := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
 		th := throttle.MustNew(throttle.Config{Rand: fixed(0)})
-		m := th.Wrap(failing)
-		call(t, m, 1)
-		other := req.Clone()
-		other.Model = "other"
-		if _, err := m.Generate(context.Background(), other); errors.Is(err, throttle.ErrThrottled) {
-			t.Errorf("other model throttled after a failure of m, want its own window")
+		call(t, th.Wrap(modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))), 1)
+		other := modeltest.NewFake()
+		if n := call(t, th.Wrap(other), 1); n != 1 || other.Count() != 0 {
+			t.Errorf("a second Model of the same Throttle: %d throttled, %d calls, want 1 and 0", n, other.Count())
 		}
-		shared := throttle.MustNew(throttle.Config{Rand: fixed(0), Destination: "route"}).Wrap(failing)
-		call(t, shared, 1)
-		if _, err := shared.Generate(context.Background(), other); !errors.Is(err, throttle.ErrThrottled) {
-			t.Errorf("with Destination set, other model = %v, want throttled by the shared window", err)
+		if _, err := throttle.MustNew(throttle.Config{Rand: fixed(0)}).Wrap(other).Generate(context.Background(), req); err != nil {
+			t.Errorf("another Throttle's Model = %v, want an answer (its own window)", err)
 		}
 	})
-}
-
-// Past MaxKeys, windows unused since the previous sweep are evicted, and the
-// table never holds more than MaxKeys.
-func TestMaxKeys(t *testing.T) {
-	th := throttle.MustNew(throttle.Config{MaxKeys: 16})
-	m := th.Wrap(modeltest.NewFake())
-	r := req.Clone()
-	for i := range 1000 {
-		r.Model = "m" + strconv.Itoa(i)
-		if _, err := m.Generate(context.Background(), r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	held := 0
-	for i := range 1000 {
-		if _, n, _ := th.Probability("m" + strconv.Itoa(i)); n > 0 {
-			held++
-		}
-	}
-	if held > 16 || held == 0 {
-		t.Errorf("%d destinations held after 1000, want between 1 and 16", held)
-	}
 }
 
 func TestNilRequestAndResponse(t *testing.T) {
@@ -252,7 +223,7 @@ func TestConcurrent(t *testing.T) {
 			wg.Go(func() { call(t, m, 250) })
 		}
 		wg.Wait()
-		if p, r, a := th.Probability("m"); r != 2000 || a != 2000-667 || p != 0 {
+		if p, r, a := th.Probability(); r != 2000 || a != 2000-667 || p != 0 {
 			t.Errorf("Probability after 2000 calls, 667 failed = %v, %d, %d, want 0, 2000, 1333", p, r, a)
 		}
 	})

@@ -14,7 +14,7 @@ const numBuckets = 32
 // window.pending).
 const batch = 64
 
-// window is one destination's sliding window of requests and accepts.
+// window is a destination's sliding window of requests and accepts.
 //
 // While the window holds only accepts it is clean: nothing is throttled (the
 // probability is 0 whatever the counts), and an accepted call only adds one
@@ -24,12 +24,9 @@ const batch = 64
 // dirty: from then on every call reads the clock, stamps what it counts and
 // computes the probability, until the window holds accepts only again.
 type window struct {
-	key     string
 	pending atomic.Uint64 // accepts not yet stamped (clean state)
 	fails   atomic.Uint64 // requests counted without an accept, ever
 	cleanAt atomic.Uint64 // fails when the window was last found clean
-	used    atomic.Bool   // touched since the last sweep (see keys.go)
-	dead    atomic.Bool   // evicted from the map
 	mu      sync.Mutex    // serialises bucket resets
 	buckets [numBuckets]bucket
 }
