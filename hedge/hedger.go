@@ -139,20 +139,18 @@ func (h *Hedger) destOf(req *portico.Request) string {
 // Wrap returns next wrapped in the hedging policy for one destination; the
 // method value h.Wrap is a [portico.Middleware]. Wrap panics if next is nil.
 //
-// The returned Model passes a request it may not hedge (see
-// [Hedger.Applies]) to next as it is. Any other goes through [Hedger.Run]:
-// a hedge to next itself after the delay, while fewer than MaxAttempts run,
-// at most MaxAttempts in all, each hedge charged to Config.Budget and
-// reported as a [portico.EventHedge]. The first answer wins and the others
-// are canceled, with a cause their limiters and breakers see as the
-// caller's cancellation. A failed attempt ends the call only when no other
-// runs, or at once when its class says another cannot help
-// ([portico.Permanent], [portico.Incompatible], [portico.Unusable], the
-// caller's [portico.Canceled] or [portico.Deadline]); the call's error is
-// then that attempt's. A nil request fails with [portico.ErrNilRequest].
-//
-// Each wrapped Model keeps its own latency sketch: wrap each destination
-// (route) on its own, as package stack does.
+// The returned Model passes a request it may not hedge ([Hedger.Applies])
+// to next as it is, and any other through [Hedger.Run]: a hedge to next
+// itself after the delay, while fewer than MaxAttempts run and at most
+// MaxAttempts in all, each charged to Config.Budget and reported as a
+// [portico.EventHedge]. The first answer wins; the others are canceled,
+// which their limiters and breakers see as a cancellation. A failure ends
+// the call when no other attempt runs, or at once when another could not
+// help ([portico.Permanent], [portico.Incompatible], [portico.Unusable],
+// the caller's [portico.Canceled] or [portico.Deadline]); the call's error
+// is then that attempt's. A nil request fails with [portico.ErrNilRequest].
+// Each wrapped Model keeps its own latency sketch: wrap each destination on
+// its own, as package stack does.
 func (h *Hedger) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("hedge: Wrap of a nil Model")

@@ -63,10 +63,10 @@
 // times the accepted fraction of the window W, so it grows as e^(x*t/W),
 // where x solves x = K*(1 - e^-x) (x = 1.59 for K = 2): it doubles about
 // every 0.43 window, and a client sending n requests per window recovers
-// in about 0.43*W*log2(n/K). At 10 requests per second that is
-// about 8 minutes with the default two minutes (the package's test measures
-// 10 min 9 s) and under 2 minutes with a 30 s window (2 min 8 s measured).
-// A shorter Window recovers sooner and forgets an outage sooner too.
+// in about 0.43*W*log2(n/K): at 10 requests per second, about 8 minutes
+// with the default two minutes, under 2 minutes with a 30 s window (the
+// package's tests measure both). A shorter Window recovers sooner and
+// forgets an outage sooner too.
 //
 // # Cost
 //

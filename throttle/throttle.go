@@ -117,22 +117,19 @@ func (e *Error) Is(target error) bool { return target == ErrThrottled }
 // Wrap returns next wrapped in the throttle; the method value t.Wrap is a
 // [portico.Middleware]. Wrap panics if next is nil.
 //
-// The returned Model rejects a call, without calling next, with a
-// [portico.Rejected] error (Model the request's, Reason "throttled")
-// wrapping a [*Error] and so [ErrThrottled], with the probability the
-// window gives, and reports it to the context's Observer as a
+// The returned Model rejects a call, without calling next, with the
+// probability the window gives: a [portico.Rejected] error (Model the
+// request's, Reason "throttled") wrapping a [*Error] and so
+// [ErrThrottled], reported to the context's Observer as a
 // [portico.EventRateLimitReject] with Reason "throttle". Otherwise it calls
-// next and counts the outcome: an answer, or a [portico.Permanent] or
-// [portico.Incompatible] error (the destination processed the request and
-// found it wrong: a client error), counts as a request accepted; an error
-// whose class is a route fault ([portico.Class.RouteFault]: Transient,
-// RateLimited, Ambiguous, InvalidResponse, Unusable), and a rejection by the
-// Throttle itself, as a request not accepted; the caller's [portico.Canceled]
-// or [portico.Deadline] and other layers' [portico.Rejected] not at all (the
-// destination gave no verdict). next's result is returned as it is, except
-// that an answer that is neither Response nor error becomes
-// [portico.ErrNilResponse], a route fault. A nil request fails at once with
-// [portico.ErrNilRequest].
+// next and counts the outcome: an answer, a [portico.Permanent] or
+// [portico.Incompatible] error as accepted; a route fault
+// ([portico.Class.RouteFault]) as not accepted, as a rejection of its own
+// is; the caller's [portico.Canceled] or [portico.Deadline] and other
+// layers' [portico.Rejected] not at all (see the package documentation).
+// next's result is returned as it is, except that neither Response nor
+// error becomes [portico.ErrNilResponse], a route fault. A nil request
+// fails at once with [portico.ErrNilRequest].
 func (t *Throttle) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("throttle: Wrap of a nil Model")
