@@ -107,6 +107,10 @@ type Capabilities struct {
 	InputPrice, OutputPrice float64
 	// CachedInputPrice is the price per cached input token; 0 means InputPrice.
 	CachedInputPrice float64
+	// Continuation says whether and how the route continues an answer that
+	// broke off ([Request.Prefix]); the zero value, ContinueNone, takes no
+	// continuation, so a route opts in.
+	Continuation Continuation
 }
 
 // Cost returns the price of usage u on this route: uncached input at InputPrice,
@@ -121,8 +125,8 @@ func (c *Capabilities) Cost(u Usage) float64 {
 }
 
 // Validate reports a field of c that can only be a mistake: a negative
-// ContextWindow or MaxOutput, a negative or non-finite price, Modalities or
-// Schema outside their constants. The error's message starts with
+// ContextWindow or MaxOutput, a negative or non-finite price, Modalities,
+// Schema or Continuation outside their constants. The error's message starts with
 // "portico: Capabilities." and the field's name. Constructors of routing
 // layers (package fallback, route, stack) call it for each route.
 func (c *Capabilities) Validate() error {
@@ -136,6 +140,8 @@ func (c *Capabilities) Validate() error {
 		return bad("Modalities", "has unknown bits ("+c.Modalities.String()+")")
 	case c.Schema > SchemaStrict:
 		return bad("Schema", "is not a SchemaMode ("+c.Schema.String()+")")
+	case c.Continuation > ContinuePrefill:
+		return bad("Continuation", "is not a Continuation ("+c.Continuation.String()+")")
 	}
 	for _, p := range []struct {
 		field string
@@ -213,7 +219,9 @@ func (k *Contract) Validate() error {
 //   - strict schema asked for, not SchemaStrict: "strict schema"; a Schema
 //     or SchemaID, less than SchemaJSON: "schema";
 //   - the model class outside Contract.ModelClasses: "model class";
-//   - [Capabilities.EstimateCost] above Contract.MaxCost: "cost".
+//   - [Capabilities.EstimateCost] above Contract.MaxCost: "cost";
+//   - a Request.Prefix to continue, and Continuation ContinueNone:
+//     "continuation".
 //
 // Fits never allocates: its errors are shared values that callers must not
 // modify. It is the one filter packages route and fallback share.
@@ -258,6 +266,9 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	if k.MaxCost > 0 && c.EstimateCost(req, inputTokens) > k.MaxCost {
 		return errCost
 	}
+	if req.Prefix != "" && c.Continuation == ContinueNone {
+		return errContinuation
+	}
 	return nil
 }
 
@@ -288,6 +299,7 @@ var (
 	errSchema       error = &Error{Class: Incompatible, Reason: "schema"}
 	errModelClass   error = &Error{Class: Incompatible, Reason: "model class"}
 	errCost         error = &Error{Class: Incompatible, Reason: "cost"}
+	errContinuation error = &Error{Class: Incompatible, Reason: "continuation"}
 	errNegative     error = &Error{Class: Permanent, Reason: "negative token count"}
 
 	errContractDeadline   error = &Error{Class: Permanent, Reason: "negative Contract.Deadline"}

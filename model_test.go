@@ -94,13 +94,13 @@ func BenchmarkChain6(b *testing.B) {
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestProgressChains(t *testing.T) {
-	Progress(context.Background()) // nothing installed: nothing happens
-	var outer, inner int
-	ctx := ContextWithProgress(context.Background(), func() { outer++ })
-	ctx = ContextWithProgress(ctx, func() { inner++ })
-	Progress(ctx)
-	Progress(ctx)
-	if outer != 2 || inner != 2 {
-		t.Errorf("progress seen by outer %d, inner %d; want 2 and 2", outer, inner)
+	Progress(context.Background(), Chunk{Text: "x"}) // nothing installed: nothing happens
+	var outer, inner string
+	ctx := ContextWithProgress(context.Background(), func(c Chunk) { outer += c.Text })
+	ctx = ContextWithProgress(ctx, func(c Chunk) { inner += c.Text })
+	Progress(ctx, Chunk{Text: "a"})
+	Progress(ctx, Chunk{Text: "b"})
+	if outer != "ab" || inner != "ab" {
+		t.Errorf("progress seen by outer %q, inner %q; want the held chunks ab and ab", outer, inner)
 	}
 }

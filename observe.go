@@ -40,6 +40,11 @@ const (
 	// the attempt before it (Reason "sent"), or did not because the retry
 	// budget was empty (Reason "budget") (package hedge).
 	EventHedge
+	// EventContinue: a fallback group sent Route the delivered text of a
+	// stream that broke, to continue it; Attempt is the continuation's number
+	// (1 for the first), Reason its form ("prefill" or "instruct") (package
+	// fallback).
+	EventContinue
 )
 
 var eventNames = [...]string{
@@ -52,6 +57,7 @@ var eventNames = [...]string{
 	EventBreakerState:    "breaker_state",
 	EventValidation:      "validation",
 	EventHedge:           "hedge",
+	EventContinue:        "continue",
 }
 
 // String returns the event's snake_case name ("rate_limit_wait").

@@ -13,22 +13,25 @@ type progressKey struct{}
 // not mistaken for a stalled one. Progress is liveness only: it says nothing
 // reached the caller, so it never blocks a retry the way a delivered chunk does.
 //
+// f receives the chunk held back, so that a layer can measure the stream's
+// rate as well as its liveness (retry's Timeouts.MinRate).
+//
 // When ctx already carries a function, the new one calls f and then the outer
 // one, so nested layers each see the progress. f must be safe for concurrent use
 // and quick.
-func ContextWithProgress(ctx context.Context, f func()) context.Context {
-	if outer, ok := ctx.Value(progressKey{}).(func()); ok {
+func ContextWithProgress(ctx context.Context, f func(Chunk)) context.Context {
+	if outer, ok := ctx.Value(progressKey{}).(func(Chunk)); ok {
 		inner := f
-		f = func() { inner(); outer() }
+		f = func(c Chunk) { inner(c); outer(c) }
 	}
 	return context.WithValue(ctx, progressKey{}, f)
 }
 
-// Progress reports that a chunk of a streamed answer arrived at a layer that
+// Progress reports that chunk c of a streamed answer arrived at a layer that
 // holds it back from its caller. It calls the function installed with
 // [ContextWithProgress], if any; without one it does nothing.
-func Progress(ctx context.Context) {
-	if f, ok := ctx.Value(progressKey{}).(func()); ok {
-		f()
+func Progress(ctx context.Context, c Chunk) {
+	if f, ok := ctx.Value(progressKey{}).(func(Chunk)); ok {
+		f(c)
 	}
 }

@@ -139,6 +139,23 @@ type Request struct {
 	// when a duplicate costs more than the failure. A fallback group whose own
 	// share of the deadline ran out still moves on (see package fallback).
 	NoAmbiguousRetry bool
+	// ContinueOnBreak asks that a stream that breaks after chunks reached
+	// the caller (a cut connection, an error event, a stall or a trickle
+	// that a retry layer's timeouts end) be continued rather than failed: a
+	// fallback group sends the delivered text to the same route or the next
+	// one that can continue ([Capabilities.Continuation]), delivers only the
+	// new text, and answers with the whole. The continuation is billed the
+	// prefix again as input and may show a seam of style; see package
+	// fallback. Off by default. It applies to streamed requests only.
+	ContinueOnBreak bool
+	// Prefix, when non-empty, is the start of the answer that the caller
+	// already has: the request asks for the rest. Routing layers express it
+	// in the messages they send ([Route.RequestFor]), the answer's Text is
+	// the rest only, and layers that judge the whole answer (package
+	// validate) judge Prefix joined to it by a [Seam]. Package fallback sets
+	// it on the requests that continue a broken stream; only routes whose
+	// Capabilities.Continuation is set fit such a request.
+	Prefix string
 	// OnChunk, when non-nil, asks for streaming: the answer's text is delivered in
 	// order as it arrives. A non-nil error from OnChunk aborts the call, and
 	// Generate returns an error wrapping it. OnChunk is called from one goroutine

@@ -71,6 +71,11 @@ type Hop struct {
 	Reason string
 	// Err is the error the route returned, or nil when it was skipped unasked.
 	Err error
+	// Chunks and Bytes count what the route delivered to the caller before
+	// its stream broke, in chunks and bytes of text, when the answer was
+	// continued from there (see [Request.ContinueOnBreak]) by the next hop's
+	// route or Response.Route; zero for a route left before its first chunk.
+	Chunks, Bytes int
 }
 
 // Response is a model's answer.

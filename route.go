@@ -23,9 +23,19 @@ type Route struct {
 }
 
 // RequestFor returns the request to send to r: req itself when r.ModelName is
-// empty or already req.Model, otherwise a clone with Model set to r.ModelName.
-// The caller's req is never modified.
+// empty or already req.Model and req has no Prefix, otherwise a clone with
+// Model set to r.ModelName and, when req continues an answer
+// ([Request.Prefix]), Messages ending with the prefix in the form
+// r.Capabilities.Continuation says (the instruction's for ContinueNone). The
+// caller's req is never modified.
 func (r *Route) RequestFor(req *Request) *Request {
+	if req.Prefix != "" {
+		c := continuationFor(req, r.Capabilities.Continuation)
+		if r.ModelName != "" {
+			c.Model = r.ModelName
+		}
+		return c
+	}
 	if r.ModelName == "" || r.ModelName == req.Model {
 		return req
 	}

@@ -55,14 +55,23 @@ func (w *StreamWatch) Watch(req *Request, gate ChunkGate) *Request {
 }
 
 func (w *StreamWatch) onChunk(c Chunk) error {
-	f := w.flags.Load()
 	if w.gate != nil {
-		pass, err := w.gate.GateChunk(c, f&watchDelivered != 0)
+		pass, err := w.gate.GateChunk(c, w.flags.Load()&watchDelivered != 0)
 		if err != nil || !pass {
 			return err
 		}
 	}
-	if f&watchDelivered == 0 {
+	return w.Deliver(c)
+}
+
+// Deliver hands c to the caller's OnChunk as if the gate had passed it: w
+// then reports it delivered, and a failure of the caller's OnChunk as
+// CallerFailed. A gate calls it to release, later or rewritten, text it held
+// back (package fallback joining a continuation to the text the caller
+// has). It must be called from the goroutine that sends the chunks, after
+// [StreamWatch.Watch] started w on a streamed request.
+func (w *StreamWatch) Deliver(c Chunk) error {
+	if w.flags.Load()&watchDelivered == 0 {
 		w.flags.Or(watchDelivered)
 	}
 	ok := false

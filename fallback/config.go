@@ -54,6 +54,10 @@ const (
 	DefaultShare      = 0.5625
 	DefaultReserve    = 300 * time.Millisecond
 	DefaultMinAttempt = 100 * time.Millisecond
+	// DefaultContinuations bounds the breaks a request's stream is
+	// continued past: a route that breaks twice in one answer is seldom
+	// cured by a third try, and each continuation bills the prefix again.
+	DefaultContinuations = 2
 )
 
 // reserveDivisor scales the default reserve: min(DefaultReserve,
@@ -115,6 +119,12 @@ type Config struct {
 	// (100 ms); negative means none.
 	MinAttempt time.Duration
 
+	// Continuations is the most breaks one request's stream is continued
+	// past, for requests that set ContinueOnBreak (see Continuation in the
+	// package documentation). Zero means [DefaultContinuations] (2);
+	// negative is an error.
+	Continuations int
+
 	// Logger receives a record per route left (Info). Nil discards.
 	Logger *slog.Logger
 }
@@ -159,6 +169,12 @@ func (c Config) normalize() (Config, error) {
 		c.MinAttempt = DefaultMinAttempt
 	case c.MinAttempt < 0:
 		c.MinAttempt = 0
+	}
+	switch {
+	case c.Continuations == 0:
+		c.Continuations = DefaultContinuations
+	case c.Continuations < 0:
+		return c, errors.New("fallback: negative Config.Continuations (" + strconv.Itoa(c.Continuations) + ")")
 	}
 	if c.Independence > OtherRegion {
 		return c, errors.New("fallback: unknown Config.Independence " + c.Independence.String())

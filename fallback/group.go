@@ -78,5 +78,8 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		defer cancel()
 	}
 	r := request{g: g, req: req, est: -1}
+	if req.ContinueOnBreak && req.OnChunk != nil {
+		r.cont = new(continuation)
+	}
 	return r.run(ctx)
 }

@@ -29,6 +29,7 @@ type request struct {
 	deadline  time.Time
 	reserve   time.Duration    // kept back before the deadline, when hasDL
 	order     []rank.Candidate // with a Policy; nil means Routes order
+	cont      *continuation    // with Request.ContinueOnBreak on a stream; else nil
 }
 
 // run tries the candidates in order and returns the first answer, or the
@@ -65,10 +66,15 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		}
 		resp, stop, err := r.try(ctx, rt, idx, pos)
 		if err == nil {
-			return rt.Stamp(resp, r.hops, r.billed), nil
+			return r.answer(rt, resp), nil
 		}
 		if stop {
 			return nil, err
+		}
+	}
+	if r.cont != nil {
+		if resp, done, err := r.again(ctx, n-1); done {
+			return resp, err
 		}
 	}
 	return r.exhausted(ctx)
@@ -225,7 +231,10 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int)
 		w = new(watch)
 		var gate portico.ChunkGate // only a Policy's statistics need the first chunk's time
 		if r.g.stats != nil {
-			gate = w
+			gate, w.timed = w, true
+		}
+		if r.cont != nil {
+			gate, req = w, r.begin(ctx, w, rt)
 		}
 		req = w.Watch(req, gate)
 		if rt.ModelName != "" {
@@ -246,6 +255,9 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int)
 	resp, err := rt.Model.Generate(cctx, req)
 	if w != nil && w.Delivered() {
 		r.delivered = true
+	}
+	if r.cont != nil {
+		resp, err = r.end(w, req, resp, err)
 	}
 	if err == nil && resp == nil { // breaks the Model contract: no answer to return
 		err = portico.ErrNilResponse // shared: the hop names the route
@@ -278,18 +290,26 @@ func (r *request) learn(ctx context.Context, idx int, err error, callerFailed bo
 // returned Deadline while the caller's deadline held: a fault of the route.
 var errOwnDeadline error = &portico.Error{Class: portico.Transient, Reason: "own deadline"}
 
-// watch is a streamed attempt's [portico.StreamWatch]; as its gate (with a
-// Policy) it also notes the time to the first chunk for the statistics.
+// watch is a streamed attempt's [portico.StreamWatch]; as its gate it also
+// notes the time to the first chunk for a Policy's statistics (timed), and
+// keeps the text of a request that may continue a broken stream (c).
 type watch struct {
 	portico.StreamWatch
-	start time.Time
-	ttft  time.Duration
+	start         time.Time
+	ttft          time.Duration
+	timed         bool
+	c             *continuation
+	seam          *portico.Seam // when the attempt continues an answer
+	chunks, bytes int           // delivered in this attempt
 }
 
 // GateChunk passes every chunk on, noting when the first one did.
-func (w *watch) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
-	if !delivered {
+func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
+	if w.timed && !delivered {
 		w.ttft = max(time.Since(w.start), 1)
+	}
+	if w.c != nil {
+		return w.keep(c)
 	}
 	return true, nil
 }
@@ -297,7 +317,7 @@ func (w *watch) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 // judge decides what the failure err of rt means for the request: stop with
 // an error (true), or move on (false) after recording the hop.
 func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, err error) (*portico.Response, bool, error) {
-	if r.delivered || ctx.Err() != nil {
+	if (r.delivered && !r.continues()) || ctx.Err() != nil {
 		if ctx.Err() != nil && !r.delivered && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			r.hop(ctx, rt, portico.ClassOf(err).String(), err)
 			return nil, true, r.outOfTime(ctx)
@@ -324,7 +344,7 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, err error)
 			r.learned = max(r.learned, w-r.req.MaxOutputTokens+1)
 		}
 	case portico.Ambiguous:
-		if r.req.NoAmbiguousRetry {
+		if r.req.NoAmbiguousRetry && !r.broke() {
 			return nil, true, stopped(r.hops, rt, err)
 		}
 	case portico.Deadline:
@@ -354,6 +374,10 @@ func overflow(err error) bool {
 // InvalidResponse or Ambiguous failure, likely billed, counts at its
 // estimate against the budget only.
 func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
+	if r.broke() {
+		r.chargeBreak(rt)
+		return
+	}
 	if u := portico.UsageOf(err); u != nil {
 		cost := rt.Capabilities.Cost(*u)
 		r.billed += cost
@@ -368,6 +392,9 @@ func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 // hop records that the request left rt for reason, with err (nil when skipped).
 func (r *request) hop(ctx context.Context, rt *portico.Route, reason string, err error) {
 	h := portico.Hop{Route: rt.Name, Reason: reason, Err: err}
+	if err != nil && r.cont != nil {
+		h.Chunks, h.Bytes = r.cont.chunks, r.cont.bytes
+	}
 	r.hops = append(r.hops, h)
 	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: reason})
 	if l := r.g.cfg.Logger; l != nil {

@@ -80,6 +80,10 @@ const (
 	DefaultDestinationBurst = 100
 	// DefaultBudgetKeys bounds the number of (destination, client) buckets kept.
 	DefaultBudgetKeys = 10000
+	// DefaultRateWindow is the window of Timeouts.MinRate: 5 s, long enough
+	// that a pause between sentences or a burst of buffered tokens does not
+	// end a live stream.
+	DefaultRateWindow = 5 * time.Second
 )
 
 // Budget configures the retry budgets: two token buckets a retry needs a
@@ -171,6 +175,18 @@ type Timeouts struct {
 	// ([ErrChunkGapTimeout]). When a chunk already reached the caller the
 	// attempt is never retried.
 	ChunkGap time.Duration
+	// MinRate is the slowest a streamed attempt may go once its first chunk
+	// came, in tokens per second over each RateWindow ([ErrSlowStream]): a
+	// trickle is ended like a stall. Tokens are estimated from the text, a
+	// chunk counting len(Text)/4 tokens and at least 1 (OpenAI streams about
+	// one token a chunk, others several). Zero means no floor; negative or
+	// not finite is an error.
+	MinRate float64
+	// RateWindow is the sliding window MinRate is measured over, from the
+	// first chunk on, in steps of a tenth of it. Zero means
+	// [DefaultRateWindow] (5 s); negative, or set without MinRate, is an
+	// error.
+	RateWindow time.Duration
 }
 
 // Config configures a [Retrier]. The zero Config is usable: 3 attempts, full
@@ -266,6 +282,9 @@ var (
 	// ErrChunkGapTimeout: a streamed attempt stalled for longer than
 	// Timeouts.ChunkGap between chunks.
 	ErrChunkGapTimeout error = portico.NewLayerTimeout("retry: chunk gap timeout")
+	// ErrSlowStream: a streamed attempt sent fewer tokens than
+	// Timeouts.MinRate asks over a Timeouts.RateWindow after its first chunk.
+	ErrSlowStream error = portico.NewLayerTimeout("retry: stream below its minimum rate")
 )
 
 // Retrier is a retry policy: class-aware attempts, backoff with jitter,
@@ -283,6 +302,8 @@ type Retrier struct {
 	minAttempt     time.Duration
 	attemptTimeout time.Duration
 	ttft, gap      time.Duration
+	rateWindow     time.Duration // with MinRate; 0: no floor
+	rateNeed       int64         // tokens each rateWindow must bring
 	retryInvalid   bool
 	noAmbiguous    bool
 	dest           string
@@ -307,6 +328,15 @@ func New(cfg Config) (*Retrier, error) {
 		if d.v < 0 {
 			return nil, errors.New("retry: negative Config." + d.name + " (" + d.v.String() + ")")
 		}
+	}
+	if r := to.MinRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return nil, errors.New("retry: Config.Timeouts.MinRate is not a finite rate >= 0 (" + strconv.FormatFloat(r, 'g', -1, 64) + ")")
+	}
+	switch {
+	case to.RateWindow < 0:
+		return nil, errors.New("retry: negative Config.Timeouts.RateWindow (" + to.RateWindow.String() + ")")
+	case to.RateWindow > 0 && to.MinRate == 0:
+		return nil, errors.New("retry: Config.Timeouts.RateWindow set without MinRate")
 	}
 	if cfg.MaxAttempts < 0 {
 		return nil, errors.New("retry: negative Config.MaxAttempts (" + strconv.Itoa(cfg.MaxAttempts) + ")")
@@ -357,6 +387,10 @@ func New(cfg Config) (*Retrier, error) {
 		dest:           cfg.Destination,
 		onRetry:        cfg.OnRetry,
 		log:            cfg.Logger,
+	}
+	if to.MinRate > 0 {
+		r.rateWindow = orDefault(to.RateWindow, DefaultRateWindow)
+		r.rateNeed = int64(math.Ceil(to.MinRate * r.rateWindow.Seconds()))
 	}
 	if r.max < r.base {
 		return nil, errors.New("retry: Config.Backoff.MaxDelay " + r.max.String() + " below BaseDelay " + r.base.String())

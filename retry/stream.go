@@ -16,6 +16,7 @@ const (
 	streaming              // chunks (or progress) flow
 	abandoned              // the first chunk timed out; nothing reached the caller
 	stalled                // the gap between chunks timed out
+	slow                   // the stream went below Timeouts.MinRate
 	finished               // the attempt returned; the watchdog is idle
 )
 
@@ -35,6 +36,7 @@ type stream struct {
 	state               atomic.Int32
 	last                atomic.Int64 // time of the last chunk, Unix ns
 	timer               *time.Timer  // nil without FirstChunkTimeout and ChunkGapTimeout
+	rate                *rateFloor   // nil without Timeouts.MinRate
 }
 
 // streamAttempt makes one attempt of a streaming request.
@@ -55,6 +57,13 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 		}
 		s.timer = time.AfterFunc(d, s.fire)
 		defer s.timer.Stop()
+	}
+	if r.rateWindow > 0 {
+		s.rate = &rateFloor{step: r.rateWindow / rateSteps, need: r.rateNeed}
+		s.rate.timer = time.AfterFunc(math.MaxInt64, s.measure) // armed by the first chunk
+		defer s.rate.timer.Stop()
+	}
+	if s.timer != nil || s.rate != nil {
 		actx = portico.ContextWithProgress(actx, s.progress)
 	}
 	resp, err := next.Generate(actx, s.Watch(req, s))
@@ -66,6 +75,8 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 			resp, err = nil, timeoutError(ErrFirstChunkTimeout, r.ttft, err)
 		case st == stalled:
 			resp, err = nil, timeoutError(ErrChunkGapTimeout, r.gap, err)
+		case st == slow:
+			resp, err = nil, timeoutError(ErrSlowStream, r.rateWindow, err)
 		case err != nil && errors.Is(context.Cause(actx), ErrAttemptTimeout):
 			err = timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
 		}
@@ -77,8 +88,8 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 // arrives after the watchdog gave up is refused with the timeout's sentinel
 // and never reaches the caller; otherwise it passes, the first one reported
 // as an EventFirstChunk.
-func (s *stream) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
-	if err := s.tick(); err != nil {
+func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
+	if err := s.tick(c); err != nil {
 		return false, err
 	}
 	if !delivered {
@@ -90,14 +101,14 @@ func (s *stream) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 // progress is the function installed with [portico.ContextWithProgress]: an
 // inner layer holds a chunk back. The watchdog counts it as a chunk; nothing
 // is marked delivered.
-func (s *stream) progress() { s.tick() }
+func (s *stream) progress(c portico.Chunk) { s.tick(c) }
 
 // tick records that the stream advanced: the first tick moves the attempt from
 // waiting to streaming and re-arms the watchdog for the gap timeout; every tick
 // stamps the time the watchdog measures the gap from. It returns the timeout's
 // sentinel when the watchdog already gave up, and an error after the attempt
 // returned.
-func (s *stream) tick() error {
+func (s *stream) tick(c portico.Chunk) error {
 	first := s.state.Load() == waiting && s.state.CompareAndSwap(waiting, streaming)
 	if !first {
 		switch s.state.Load() {
@@ -106,8 +117,16 @@ func (s *stream) tick() error {
 			return ErrFirstChunkTimeout
 		case stalled:
 			return ErrChunkGapTimeout
+		case slow:
+			return ErrSlowStream
 		default:
 			return errChunkAfterReturn
+		}
+	}
+	if f := s.rate; f != nil {
+		f.pending.Add(max(1, int64(len(c.Text))/4))
+		if first {
+			f.timer.Reset(f.step)
 		}
 	}
 	if s.timer != nil {
@@ -157,4 +176,45 @@ func (s *stream) fire() {
 			return
 		}
 	}
+}
+
+// rateSteps is the number of steps a rate window is measured in: the floor
+// is checked every RateWindow/rateSteps, over the last rateSteps steps.
+const rateSteps = 10
+
+// rateFloor measures a streamed attempt's rate for Timeouts.MinRate: the
+// tokens of the last rateSteps steps of RateWindow/rateSteps each, counted
+// from the first chunk. Chunks add to pending (one atomic add, no
+// allocation); the timer's goroutine alone closes each step into the ring
+// and checks the window's sum, so the memory is fixed and no lock is taken.
+type rateFloor struct {
+	step    time.Duration
+	need    int64 // tokens a window must bring: MinRate * RateWindow, rounded up
+	pending atomic.Int64
+	timer   *time.Timer
+	ring    [rateSteps]int64 // tokens per step; the timer's goroutine only
+	steps   int              // steps closed
+	sum     int64            // of ring
+}
+
+// measure closes a step: at the end of each step from the first chunk on it
+// moves the step's tokens into the ring and, once a whole window has passed,
+// ends the attempt when the window brought fewer than the floor's tokens.
+func (s *stream) measure() {
+	if s.state.Load() != streaming {
+		return
+	}
+	f := s.rate
+	n := f.pending.Swap(0)
+	i := f.steps % rateSteps
+	f.sum += n - f.ring[i]
+	f.ring[i] = n
+	f.steps++
+	if f.steps >= rateSteps && f.sum < f.need {
+		if s.state.CompareAndSwap(streaming, slow) {
+			s.cancel(ErrSlowStream)
+		}
+		return
+	}
+	f.timer.Reset(f.step)
 }

@@ -268,7 +268,7 @@ type held struct {
 // GateChunk keeps c's text and holds c back.
 func (h *held) GateChunk(c portico.Chunk, _ bool) (bool, error) {
 	h.chunks = append(h.chunks, c.Text)
-	portico.Progress(h.ctx)
+	portico.Progress(h.ctx, c)
 	return false, nil
 }
 

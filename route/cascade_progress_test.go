@@ -23,7 +23,7 @@ func TestCascadeBufferedChunksReportProgress(t *testing.T) {
 	}{{false, 2}, {true, 1}} {
 		c, _ := NewCascade(CascadeConfig{Steps: st, StreamLast: tc.streamLast})
 		var progress atomic.Int64
-		ctx := portico.ContextWithProgress(context.Background(), func() { progress.Add(1) })
+		ctx := portico.ContextWithProgress(context.Background(), func(portico.Chunk) { progress.Add(1) })
 		req := userReq("q")
 		req.OnChunk = func(portico.Chunk) error { return nil }
 		if _, err := c.Generate(ctx, req); err != nil {

@@ -87,7 +87,9 @@ type Config struct {
 	// Routes are the destinations, in order of preference. With one route the
 	// stack calls it directly (setting Response.Route, and Response.Cost to
 	// the route's Capabilities.Cost of the usage when no layer priced it, as
-	// the group does); with more, a fallback.Group moves between them.
+	// the group does); with more, or one whose Capabilities.Continuation is
+	// set (it continues its own broken streams), a fallback.Group moves
+	// between them.
 	Routes []Route
 	// ClientLimits are the per-client limits (keyed by Identity.ClientKey, across
 	// models). The zero Limits means no per-client limiter.
@@ -289,7 +291,9 @@ func New(cfg Config) (*Stack, error) {
 		}
 	}
 	var inner portico.Model
-	if len(routes) == 1 {
+	// One route is called directly, unless it continues broken streams:
+	// the group does that, on the same route.
+	if len(routes) == 1 && routes[0].Capabilities.Continuation == portico.ContinueNone {
 		// No group is built, but its Config is still checked: a value that
 		// can only be a mistake is refused whatever the number of routes.
 		if err := fc.Validate(); err != nil {

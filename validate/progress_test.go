@@ -27,7 +27,7 @@ func TestBufferedChunksReportProgress(t *testing.T) {
 			var inner bool
 			m := MustNew(Config{PassThroughChunks: tc.passThrough}).Wrap(streamer(good, &inner))
 			var progress atomic.Int64
-			ctx := portico.ContextWithProgress(context.Background(), func() { progress.Add(1) })
+			ctx := portico.ContextWithProgress(context.Background(), func(portico.Chunk) { progress.Add(1) })
 			chunks := 0
 			req := schemaReq(personSchema)
 			req.OnChunk = func(portico.Chunk) error { chunks++; return nil }

@@ -2,6 +2,8 @@ package validate
 
 import (
 	"context"
+	"strings"
+	"unicode"
 
 	"github.com/portico-llm/portico"
 )
@@ -48,8 +50,20 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err != nil {
 		return nil, err
 	}
+	judged := resp
+	if req.Prefix != "" && resp != nil {
+		// A continuation: the whole answer is judged, the prefix the
+		// caller has joined to the rest as the routing layer joins them.
+		rest, err := portico.Seam{Delivered: req.Prefix}.Rest(resp.Text)
+		if err != nil {
+			return nil, err
+		}
+		whole := *resp
+		whole.Text = req.Prefix + rest
+		judged = &whole
+	}
 	p := pipeline{v: v}
-	p.run(req, resp, sch)
+	p.run(req, judged, sch)
 	if len(p.out) > 0 {
 		ev := portico.Event{Kind: portico.EventValidation, Class: portico.InvalidResponse, Reason: "rejected"}
 		if resp != nil {
@@ -59,7 +73,11 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, p.reject(resp)
 	}
 	if v.cfg.TrimSpace {
-		resp.Text = trimSpace(resp.Text)
+		if req.Prefix != "" { // the start went to the caller with the prefix
+			resp.Text = strings.TrimRightFunc(resp.Text, unicode.IsSpace)
+		} else {
+			resp.Text = trimSpace(resp.Text)
+		}
 	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventValidation, Route: resp.Route, Reason: "accepted"})
 	if buffered && resp.Text != "" {
@@ -79,7 +97,7 @@ type held struct {
 }
 
 // GateChunk reports progress and holds the chunk back.
-func (h *held) GateChunk(portico.Chunk, bool) (bool, error) {
-	portico.Progress(h.ctx)
+func (h *held) GateChunk(c portico.Chunk, _ bool) (bool, error) {
+	portico.Progress(h.ctx, c)
 	return false, nil
 }

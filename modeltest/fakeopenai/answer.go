@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/modeltest/internal/fakegen"
 )
 
@@ -73,13 +74,16 @@ func (c *call) maxOutput() int {
 
 // rng returns a generator seeded by the server's seed, the model and the
 // messages, so that the same request gets the same answer in any order.
-func (c *call) rng() *rand.Rand {
+func (c *call) rng() *rand.Rand { return c.rngOf(len(c.req.Messages)) }
+
+// rngOf is rng over the first n messages.
+func (c *call) rngOf(n int) *rand.Rand {
 	h := fnv.New64a()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], c.Server().Seed())
 	h.Write(b[:])
 	h.Write([]byte(c.req.Model))
-	for _, m := range c.req.Messages {
+	for _, m := range c.req.Messages[:n] {
 		h.Write([]byte(m.Role))
 		h.Write(m.Content)
 	}
@@ -157,19 +161,10 @@ func (c *call) answer() *answer {
 		a.content = pieces(jsonText(rf.JSONSchema.Schema, r))
 	} else if rf != nil && rf.Type == "json_object" {
 		a.content = pieces(`{"answer":"` + lorem[r.IntN(len(lorem))] + `"}`)
+	} else if prefix, base := c.continued(); base >= 0 {
+		a.content = c.continuation(prefix, base, r)
 	} else {
-		n := c.m.cfg.OutputTokens
-		if n <= 0 {
-			n = 8
-		}
-		a.content = make([]string, n)
-		for i := range a.content {
-			w := lorem[r.IntN(len(lorem))]
-			if i > 0 {
-				w = " " + w
-			}
-			a.content[i] = w
-		}
+		a.content = c.words(r, c.outputTokens(), false)
 	}
 	a.tokens = len(a.content)
 	if limit > 0 && a.tokens > limit {
@@ -184,3 +179,70 @@ var (
 	pieces   = fakegen.Pieces
 	jsonText = fakegen.JSONText
 )
+
+// outputTokens is the length of a text answer: ModelConfig.OutputTokens,
+// or 8.
+func (c *call) outputTokens() int {
+	if n := c.m.cfg.OutputTokens; n > 0 {
+		return n
+	}
+	return 8
+}
+
+// words returns n lorem words from r, each after a space but the first
+// unless spaced.
+func (c *call) words(r *rand.Rand, n int, spaced bool) []string {
+	out := make([]string, n)
+	for i := range out {
+		w := lorem[r.IntN(len(lorem))]
+		if i > 0 || spaced {
+			w = " " + w
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// continued reports the assistant text the request asks the model to
+// continue and how many messages precede it (the conversation it
+// answers), or -1 when the request continues nothing (see
+// ModelConfig.Prefill).
+func (c *call) continued() (string, int) {
+	msgs := c.req.Messages
+	n := len(msgs)
+	switch {
+	case n >= 2 && msgs[n-1].Role == "user" && textOf(msgs[n-1].Content) == portico.ContinueInstruction && msgs[n-2].Role == "assistant":
+		return textOf(msgs[n-2].Content), n - 2
+	case n >= 1 && msgs[n-1].Role == "assistant" && (c.m.cfg.Prefill || c.req.ContinueFinalMessage || msgs[n-1].Prefix):
+		return textOf(msgs[n-1].Content), n - 1
+	}
+	return "", -1
+}
+
+// continuation returns the pieces that continue prefix: the rest of the
+// answer to the first base messages when prefix is its start, else new
+// words (from r) up to OutputTokens words in all.
+func (c *call) continuation(prefix string, base int, r *rand.Rand) []string {
+	br := c.rngOf(base)
+	br.Uint64() // the answer's id, drawn first by answer
+	whole := c.words(br, c.outputTokens(), false)
+	done := 0
+	for i, p := range whole {
+		switch {
+		case done == len(prefix):
+			return whole[i:]
+		case done+len(p) > len(prefix):
+			if strings.HasPrefix(p, prefix[done:]) { // the prefix ends inside this piece
+				return append([]string{p[len(prefix)-done:]}, whole[i+1:]...)
+			}
+			return c.words(r, max(0, c.outputTokens()-len(strings.Fields(prefix))), true)
+		case p != prefix[done:done+len(p)]:
+			return c.words(r, max(0, c.outputTokens()-len(strings.Fields(prefix))), true)
+		}
+		done += len(p)
+	}
+	if done == len(prefix) {
+		return nil // prefix is the whole answer
+	}
+	return c.words(r, max(0, c.outputTokens()-len(strings.Fields(prefix))), true)
+}

@@ -85,6 +85,16 @@ type ModelConfig struct {
 	// "parallel_tool_calls": false, or whose tool_choice names a function,
 	// gets one call. Zero or 1 means one call; at most 128 are made.
 	ParallelToolCalls int
+	// Prefill makes the model continue a trailing assistant message (a
+	// prefill), as llama.cpp's server does; without it the model continues
+	// one only when the request asks with "continue_final_message": true
+	// (vLLM, SGLang, TGI) or the message's "prefix": true (DeepSeek,
+	// Mistral), and otherwise answers anew, as OpenAI's API does. A
+	// continued answer is the rest of the answer to the conversation before
+	// that message when the message is its start, and otherwise new words,
+	// so that the answer has OutputTokens words in all. The model always
+	// continues an assistant message followed by portico.ContinueInstruction.
+	Prefill bool
 	// RateLimit, when non-nil, makes every response of this model carry
 	// OpenAI's x-ratelimit-* headers computed from it.
 	RateLimit *RateLimit

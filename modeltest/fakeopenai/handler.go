@@ -16,7 +16,9 @@ type chatRequest struct {
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
+		Prefix  bool            `json:"prefix"`
 	} `json:"messages"`
+	ContinueFinalMessage bool `json:"continue_final_message"`
 	Stream        bool `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`

@@ -34,7 +34,36 @@ type Config struct {
 	// [DefaultMaxResponseBytes] (64 MiB); a negative value means no limit
 	// (the caller's context is then the only bound on an endless stream).
 	MaxResponseBytes int64
+	// Prefill says how the server is told that a request's last message,
+	// when it is the assistant's, is the start of the answer to continue (a
+	// prefill, as a continuation of a broken stream sends under
+	// portico.ContinuePrefill). The zero value, PrefillAsIs, sends it as it
+	// is.
+	Prefill Prefill
 }
+
+// Prefill is how a request whose last message is the assistant's asks an
+// OpenAI-compatible server to continue that message rather than answer it.
+// A route whose server continues it declares portico.ContinuePrefill in its
+// Capabilities.Continuation; one whose server does not (OpenAI's own API)
+// declares portico.ContinueInstruct.
+type Prefill uint8
+
+// The prefill dialects.
+const (
+	// PrefillAsIs sends the message as it is: llama.cpp's server (since
+	// 2025, unless started with --no-prefill-assistant), Ollama and LMDeploy
+	// continue a trailing assistant message; OpenAI answers it as a finished
+	// turn.
+	PrefillAsIs Prefill = iota
+	// PrefillContinueFinalMessage adds "continue_final_message": true and
+	// "add_generation_prompt": false to the body: vLLM, SGLang, Hugging
+	// Face TGI, and llama.cpp's server since 2026.
+	PrefillContinueFinalMessage
+	// PrefillPrefixFlag adds "prefix": true to the last message: DeepSeek
+	// (on its beta base URL) and Mistral.
+	PrefillPrefixFlag
+)
 
 // DefaultMaxResponseBytes is the body limit of a zero [Config.MaxResponseBytes]:
 // 64 MiB, about twice the event stream of a 128k-token answer at OpenAI's

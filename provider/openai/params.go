@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	oai "github.com/openai/openai-go/v3"
@@ -69,6 +70,14 @@ func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNe
 		}
 		if !setExtra(&p, k, v) {
 			opts = append(opts, option.WithJSONSet(jsonKey(k), v))
+		}
+	}
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == portico.RoleAssistant {
+		switch m.cfg.Prefill {
+		case PrefillContinueFinalMessage:
+			opts = append(opts, option.WithJSONSet("continue_final_message", true), option.WithJSONSet("add_generation_prompt", false))
+		case PrefillPrefixFlag:
+			opts = append(opts, option.WithJSONSet("messages."+strconv.Itoa(len(p.Messages)-1)+".prefix", true))
 		}
 	}
 	return p, opts, nil

@@ -1,0 +1,248 @@
+package portico
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Continuation says whether, and how, a route continues an answer that broke
+// off on the way to the caller (see [Request.ContinueOnBreak] and
+// [Request.Prefix]). A route declares it in [Capabilities.Continuation];
+// the zero value takes no continuation.
+type Continuation uint8
+
+// The ways a route continues an answer. Both send the delivered text, its
+// trailing white space removed, as a last assistant message.
+const (
+	// ContinueNone: the route takes no continuation ([Capabilities.Fits]
+	// refuses a request with a Prefix, Reason "continuation").
+	ContinueNone Continuation = iota
+	// ContinueInstruct: the assistant message is followed by a user message,
+	// [ContinueInstruction], asking the model to go on exactly from there:
+	// for APIs without prefill, such as OpenAI's.
+	ContinueInstruct
+	// ContinuePrefill: the assistant message is the start of the answer,
+	// which the model continues (a prefill): Anthropic's Messages API, and
+	// OpenAI-compatible servers that continue a trailing assistant message
+	// (see package provider/openai's Config.Prefill).
+	ContinuePrefill
+)
+
+// String returns "none", "instruct" or "prefill".
+func (c Continuation) String() string {
+	switch c {
+	case ContinueNone:
+		return "none"
+	case ContinueInstruct:
+		return "instruct"
+	case ContinuePrefill:
+		return "prefill"
+	}
+	return "Continuation(" + strconv.Itoa(int(c)) + ")"
+}
+
+// ContinueInstruction is the user message that follows the delivered text
+// under [ContinueInstruct].
+const ContinueInstruction = "Your answer above was cut off. Continue it exactly where it stops: " +
+	"do not repeat any of it, do not start over, and add nothing before the continuation."
+
+// sentPrefix is the part of prefix a continuation request sends: prefix
+// without its trailing white space, which Anthropic refuses in a prefill
+// ("final assistant content cannot end with trailing whitespace") and which
+// a tokenizer would split badly anyway.
+func sentPrefix(prefix string) string { return strings.TrimRightFunc(prefix, unicode.IsSpace) }
+
+// continuationFor returns a copy of req whose messages end with req.Prefix in
+// the form mode says. An expression of the same prefix already at the end of
+// req.Messages (a routing layer outside put it there) is replaced, so that
+// nested routing layers express it once, in the innermost route's form.
+func continuationFor(req *Request, mode Continuation) *Request {
+	c := req.Clone()
+	sent := sentPrefix(req.Prefix)
+	msgs := req.Messages
+	if n := len(msgs); n >= 2 && isText(&msgs[n-1], RoleUser, ContinueInstruction) && isText(&msgs[n-2], RoleAssistant, sent) {
+		msgs = msgs[:n-2]
+	} else if n >= 1 && isText(&msgs[n-1], RoleAssistant, sent) {
+		msgs = msgs[:n-1]
+	}
+	if sent == "" { // nothing to continue from: the answer starts anew
+		c.Messages = msgs
+		return c
+	}
+	out := make([]Message, len(msgs), len(msgs)+2)
+	copy(out, msgs)
+	out = append(out, Text(RoleAssistant, sent))
+	if mode != ContinuePrefill {
+		out = append(out, Text(RoleUser, ContinueInstruction))
+	}
+	c.Messages = out
+	return c
+}
+
+// isText reports whether m is a message of role with the one text part text.
+func isText(m *Message, role Role, text string) bool {
+	return m.Role == role && len(m.ToolCalls) == 0 && len(m.Content) == 1 &&
+		m.Content[0].Kind == PartText && m.Content[0].Text == text
+}
+
+// ErrRestart is matched (errors.Is) by the [InvalidResponse] error of a
+// continuation that starts the answer over and contradicts the text the
+// caller already has (see [Seam]).
+var ErrRestart = errors.New("portico: the continuation starts the answer over")
+
+// The bounds of [Seam]'s rules, in bytes.
+const (
+	seamProbe      = 16  // the start of the answer that, repeated, marks a restart
+	seamMinOverlap = 8   // the shortest repeated tail trimmed: "very very" may be meant
+	seamMaxOverlap = 128 // the longest repeated tail trimmed
+)
+
+// Seam joins a continuation to the text the caller already has, Delivered,
+// by these rules, in order, so that the caller sees one answer:
+//
+//   - a continuation that starts with the whole sent prefix (Delivered without
+//     its trailing white space) repeats it, as a model that started over and
+//     agrees with it does: the repetition is dropped;
+//   - one that starts with the first 16 bytes of the prefix but departs from
+//     it later started over and contradicts it: it is refused, an
+//     [InvalidResponse] error wrapping [ErrRestart];
+//   - one that starts with a tail of the prefix of 8 to 128 bytes, beginning
+//     at a word's start, repeats that tail: the longest such tail is dropped
+//     (a shorter repetition, a word said twice, may be meant, and is kept);
+//   - then the white space that Delivered ends with, which the request did not
+//     send, is dropped from the start of what remains, as far as it agrees.
+//
+// A Seam holds the continuation's start back until the rules can decide,
+// and then passes every piece through unchanged. The zero Seam, whose
+// Delivered is empty, passes everything. A Seam is used by one goroutine.
+type Seam struct {
+	// Delivered is the text the caller already has; set it before the
+	// first call to Next.
+	Delivered string
+
+	held    []byte
+	decided bool
+}
+
+// Next takes the next piece of the continuation's text and returns what to
+// deliver now: "" while the start is held back, then the text joined by the
+// rules, then each piece as it is. Its error is the refusal of a restart.
+func (s *Seam) Next(text string) (string, error) {
+	if s.decided {
+		return text, nil
+	}
+	s.held = append(s.held, text...)
+	return s.decide(false)
+}
+
+// End returns what the Seam still holds when the continuation ends, joined
+// by the rules, and the refusal of a restart.
+func (s *Seam) End() (string, error) {
+	if s.decided {
+		return "", nil
+	}
+	return s.decide(true)
+}
+
+// Rest returns the part of the whole continuation text that the rules keep:
+// what a fresh Seam over text delivers in all. It does not modify s.
+func (s Seam) Rest(text string) (string, error) {
+	t := Seam{Delivered: s.Delivered}
+	a, err := t.Next(text)
+	if err != nil {
+		return "", err
+	}
+	b, err := t.End()
+	return a + b, err
+}
+
+// decide applies the rules to the text held when they can decide (or final);
+// otherwise it returns "" and keeps holding.
+func (s *Seam) decide(final bool) (string, error) {
+	held := string(s.held)
+	cut, ok, err := seamCut(s.Delivered, held, final)
+	if !ok {
+		return "", err
+	}
+	s.decided, s.held = true, nil
+	return held[cut:], err
+}
+
+// seamCut applies the rules to n, the start of a continuation of delivered
+// (all of it when final): how many bytes of n to drop, whether that is
+// decided (more of n could not change it), and the refusal of a restart.
+func seamCut(delivered, n string, final bool) (int, bool, error) {
+	sent := sentPrefix(delivered)
+	ws := delivered[len(sent):]
+	cut := 0
+	switch {
+	case sent == "":
+	case strings.HasPrefix(n, sent): // started over and agrees: drop the repetition
+		cut = len(sent)
+	case strings.HasPrefix(sent, n) && !final: // may still be a repetition
+		return 0, false, nil
+	case len(sent) > seamProbe && strings.HasPrefix(n, sent[:seamProbe]):
+		return 0, true, &Error{Class: InvalidResponse, Reason: "continuation starts over", Err: ErrRestart}
+	default:
+		k, open := overlap(sent, n)
+		if open && !final {
+			return 0, false, nil
+		}
+		cut = k
+	}
+	// The white space the caller has and the request did not send.
+	rest := n[cut:]
+	i := 0
+	for i < len(ws) && i < len(rest) && ws[i] == rest[i] {
+		i++
+	}
+	if i == len(rest) && i < len(ws) && !final {
+		return 0, false, nil // rest may still run on into ws
+	}
+	return cut + i, true, nil
+}
+
+// overlap returns the longest k, from seamMinOverlap to seamMaxOverlap and
+// below len(sent), such that sent ends with n[:k] and that tail begins at a
+// word's start in sent and holds more than white space; and whether a
+// longer one is still possible, n being a prefix of a longer tail that
+// qualifies.
+func overlap(sent, n string) (k int, open bool) {
+	limit := min(len(sent)-1, seamMaxOverlap)
+	for j := limit; j >= seamMinOverlap; j-- {
+		tail := sent[len(sent)-j:]
+		if !wordStart(sent, len(sent)-j) || strings.TrimSpace(tail) == "" {
+			continue
+		}
+		if j > len(n) {
+			if strings.HasPrefix(tail, n) {
+				open = true
+			}
+			continue
+		}
+		if n[:j] == tail {
+			return j, open
+		}
+	}
+	return 0, open
+}
+
+// wordStart reports whether a word (or a run of white space or punctuation)
+// starts at byte i of s: i is the first byte of a rune, and the runes on
+// either side of i are not both letters or digits.
+func wordStart(s string, i int) bool {
+	if i <= 0 {
+		return true
+	}
+	if !utf8.RuneStart(s[i]) {
+		return false
+	}
+	before, _ := utf8.DecodeLastRuneInString(s[:i])
+	after, _ := utf8.DecodeRuneInString(s[i:])
+	return !(isWord(before) && isWord(after))
+}
+
+func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' }
