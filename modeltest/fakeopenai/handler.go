@@ -19,8 +19,8 @@ type chatRequest struct {
 		Prefix  bool            `json:"prefix"`
 	} `json:"messages"`
 	ContinueFinalMessage bool `json:"continue_final_message"`
-	Stream        bool `json:"stream"`
-	StreamOptions *struct {
+	Stream               bool `json:"stream"`
+	StreamOptions        *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	MaxTokens           *int `json:"max_tokens"`
