@@ -104,8 +104,8 @@ const (
 // by these rules, in order, so that the caller sees one answer:
 //
 //   - a continuation that starts with the whole sent prefix (Delivered without
-//     its trailing white space) repeats it, as a model that started over and
-//     agrees with it does: the repetition is dropped;
+//     its trailing white space), or ends within it, repeats it, as a model
+//     that started over and agrees with it does: the repetition is dropped;
 //   - one that starts with the first 16 bytes of the prefix but departs from
 //     it later started over and contradicts it: it is refused, an
 //     [InvalidResponse] error wrapping [ErrRestart];
@@ -182,8 +182,11 @@ func seamCut(delivered, n string, final bool) (int, bool, error) {
 	case sent == "":
 	case strings.HasPrefix(n, sent): // started over and agrees: drop the repetition
 		cut = len(sent)
-	case strings.HasPrefix(sent, n) && !final: // may still be a repetition
-		return 0, false, nil
+	case strings.HasPrefix(sent, n): // may still be a repetition; at the end, it was one
+		if !final {
+			return 0, false, nil
+		}
+		cut = len(n)
 	case len(sent) > seamProbe && strings.HasPrefix(n, sent[:seamProbe]):
 		return 0, true, &Error{Class: InvalidResponse, Reason: "continuation starts over", Err: ErrRestart}
 	default:

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -244,4 +245,83 @@ func TestCallerChunkErrorNotRetried(t *testing.T) {
 			t.Errorf("err = %v after %d calls, want the caller's error after 1", err, base.calls())
 		}
 	})
+}
+
+// plan.chunks of n copies of text.
+func repeat(text string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = text
+	}
+	return out
+}
+
+// MinRate ends a stream that trickles at the end of the first window from
+// its first chunk that brings too few tokens: one-token chunks 800 ms apart
+// from 100 ms bring 7 in the window that ends at 5.1 s, where 5 tokens/s ask
+// 25. The chunks reached the caller, so the error is final. Chunks of 40
+// bytes (10 tokens) a second pass the same floor.
+func TestMinRate(t *testing.T) {
+	floor := Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{MinRate: 5, RateWindow: 5 * time.Second}}
+	t.Run("trickle", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := streamer(plan{ttft: 100 * time.Millisecond, gap: 800 * time.Millisecond, chunks: repeat("a", 20)})
+			req, got := collect(false)
+			start := time.Now()
+			_, err := mustNew(t, floor).Wrap(base).Generate(context.Background(), req)
+			if !errors.Is(err, ErrSlowStream) || !errors.Is(err, portico.ErrLayerTimeout) || portico.ClassOf(err) != portico.Ambiguous {
+				t.Errorf("err = %v, want an Ambiguous ErrSlowStream", err)
+			}
+			if time.Since(start) != 5100*time.Millisecond || len(*got) != 7 || base.calls() != 1 {
+				t.Errorf("ended at %v after %d chunks and %d calls, want 5.1s, 7 chunks, 1 call", time.Since(start), len(*got), base.calls())
+			}
+		})
+	})
+	t.Run("large chunks", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := streamer(plan{gap: time.Second, chunks: repeat(strings.Repeat("x", 40), 12)})
+			req, got := collect(false)
+			if _, err := mustNew(t, floor).Wrap(base).Generate(context.Background(), req); err != nil || len(*got) != 12 {
+				t.Errorf("Generate = %v after %d chunks, want the answer's 12", err, len(*got))
+			}
+		})
+	})
+}
+
+// A trickle held back by an inner layer (reported with Progress) ends the
+// attempt too; nothing reached the caller, so it is retried.
+func TestMinRateCountsProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		base := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			calls++
+			if calls == 1 {
+				for range 20 {
+					if err := sleepCtx(ctx, 800*time.Millisecond); err != nil {
+						return nil, err
+					}
+					portico.Progress(ctx, portico.Chunk{Text: "a"})
+				}
+			}
+			return &portico.Response{Text: "ok"}, nil
+		})
+		req, _ := collect(false)
+		start := time.Now()
+		r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{MinRate: 5}})
+		resp, err := r.Wrap(base).Generate(context.Background(), req)
+		// First held chunk at 800 ms; its window ends at 5.8 s.
+		if err != nil || resp.Text != "ok" || calls != 2 || time.Since(start) != 5800*time.Millisecond {
+			t.Errorf("Generate = %v, %v after %d calls and %v; want ok from the 2nd call at 5.8s", resp, err, calls, time.Since(start))
+		}
+	})
+}
+
+// The floor's configuration: a rate that is negative or not finite, or a
+// window that is negative or has no rate, is refused, naming the field.
+func TestMinRateConfig(t *testing.T) {
+	for _, to := range []Timeouts{{MinRate: -1}, {MinRate: math.NaN()}, {MinRate: math.Inf(1)}, {MinRate: 1, RateWindow: -time.Second}, {RateWindow: time.Second}} {
+		if _, err := New(Config{Timeouts: to}); err == nil || !strings.HasPrefix(err.Error(), "retry: Config.Timeouts.") && !strings.HasPrefix(err.Error(), "retry: negative Config.Timeouts.") {
+			t.Errorf("New(%+v) = %v, want an error naming the field", to, err)
+		}
+	}
 }

@@ -195,3 +195,46 @@ func TestNoContinuationWithoutOptIn(t *testing.T) {
 func adapter(srv *fakeopenai.Server, cfg openai.Config) *openai.Model {
 	return openai.New(cfg, option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("k"), option.WithHTTPClient(srv.Client()))
 }
+
+// Each prefill dialect asks the server to continue a trailing assistant
+// message its own way, which the fake honors as vLLM, DeepSeek and
+// llama.cpp do: the answer is then the rest of the one it would give.
+func TestPrefillDialects(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		prefill   openai.Prefill
+		server    bool // the server continues a trailing assistant message unasked (llama.cpp)
+		body      string
+		continues bool
+	}{
+		{"as is to OpenAI", openai.PrefillAsIs, false, "", false},
+		{"as is to llama.cpp", openai.PrefillAsIs, true, "", true},
+		{"continue_final_message", openai.PrefillContinueFinalMessage, false, `"add_generation_prompt":false`, true},
+		{"prefix flag", openai.PrefillPrefixFlag, false, `"prefix":true`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mc := fakeopenai.ModelConfig{Name: "m", OutputTokens: 6, Prefill: tt.server}
+				srv, plain := startPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{mc}})
+				whole, err := plain.Generate(t.Context(), userReq("m", "q"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				words := strings.Fields(whole.Text)
+				req := userReq("m", "q")
+				req.Messages = append(req.Messages, portico.Text(portico.RoleAssistant, strings.Join(words[:2], " ")))
+				resp, err := adapter(srv, openai.Config{Prefill: tt.prefill}).Generate(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := string(srv.Requests()[1].Body)
+				if tt.body != "" && !strings.Contains(body, tt.body) || tt.body == "" && (strings.Contains(body, "prefix") || strings.Contains(body, "continue_final")) {
+					t.Errorf("body %s, want %q in it and no other prefill field", body, tt.body)
+				}
+				if cont := resp.Text == " "+strings.Join(words[2:], " "); cont != tt.continues {
+					t.Errorf("answer %q (whole %q): continued %v, want %v", resp.Text, whole.Text, cont, tt.continues)
+				}
+			})
+		})
+	}
+}
