@@ -32,7 +32,8 @@
 //     queues), incompatibility (a context overflow on an 8k route skips the
 //     other 8k routes), invalid responses, a candidate's own timeout. It never
 //     falls back on a permanent client error, on the caller's cancellation, or
-//     once a chunk of a streamed answer reached the caller.
+//     once a chunk of a streamed answer reached the caller, unless the
+//     request asks to continue broken streams (see Continuation).
 //
 // # The deadline is split
 //
@@ -119,6 +120,50 @@
 // on waits for the attempts still running, or starts the next candidate
 // when none is; one that stops ends the race. A hedge that finds no time,
 // or no token in the budget, is not sent, and the running attempt goes on.
+//
+// # Continuation
+//
+// A stream that breaks after chunks reached the caller (a cut connection,
+// an error event, a retry layer's gap timeout or rate floor) is by default
+// the call's error: the caller has part of an answer. A request that sets
+// [portico.Request.ContinueOnBreak] is continued instead, when the break is
+// one the group would move on from before the first chunk. The group sends
+// the delivered text, its trailing white space removed, to the next
+// candidate that can continue ([portico.Capabilities.Continuation]; the
+// others are skipped, reason "continuation"), or when none after it can, to
+// the route that broke, once per break: as a prefill, the start of the
+// assistant's answer (Anthropic; OpenAI-compatible servers that continue a
+// trailing assistant message, see provider/openai's Config.Prefill), or
+// followed by [portico.ContinueInstruction] (OpenAI's own API). The
+// request's MaxOutputTokens is lowered by the delivered text's estimate.
+//
+// The caller receives only the new text, joined to what it has by a
+// [portico.Seam]: a continuation that repeats the delivered text, or a tail
+// of it, has the repetition dropped; one that starts the answer over and
+// contradicts it is refused (InvalidResponse wrapping [portico.ErrRestart],
+// none of it delivered) and the next candidate is tried. The Seam holds the
+// continuation's first chunks back until it can decide, usually its first.
+// Validation still judges the whole answer: package validate judges the
+// prefix joined to a continuation's text. The Response is the whole: its
+// Text the delivered text and the continuation's; its Usage the sum of
+// every attempt's, where a broken attempt that reported none (a cut stream
+// reports none) counts its estimate (its request's input, and the
+// delivered bytes / 4 as output); its Cost each attempt's usage at its own
+// route's prices. The hop of a route that broke has the Chunks and Bytes it
+// delivered; the route that continued is the next hop's, or Response.Route;
+// each continuation is reported as a [portico.EventContinue]. At most
+// Config.Continuations breaks (2) are continued in one answer.
+//
+// The trade-offs: the prefix is billed again as input on every
+// continuation (prompt caching softens it where the provider has it); a
+// continuation on another model can change style mid-answer, and a break
+// inside a word leaves the model to finish it from a tokenization it would
+// not have chosen; the instruction form depends on the model following it,
+// and the Seam only catches repetitions and restarts, not a preamble. A
+// break after a tool call's chunk, or after the caller's OnChunk failed, is
+// not continued; nor are answers an inner layer held back (validate
+// buffering a structured answer), which are retried whole. Continuation is
+// off by default, per request and per route.
 //
 // # Where it goes
 //

@@ -103,16 +103,23 @@
 // ([ErrFirstChunkTimeout]), Ambiguous or, when the inner Model says it never
 // sent the request, Transient as above, and retried as its class allows since
 // nothing reached the caller; a gap longer than Timeouts.ChunkGap fails it
-// ([ErrChunkGapTimeout]). Once a chunk reached the caller's callback the
-// attempt's error is final: a call cannot be retried transparently after its
-// first tokens reached the user.
+// ([ErrChunkGapTimeout]); a stream that trickles below Timeouts.MinRate
+// tokens per second over a Timeouts.RateWindow after its first chunk fails
+// too ([ErrSlowStream]). The floor is measured in ten steps of the window:
+// chunks add their estimated tokens to one atomic counter, and a timer
+// closes each step into a fixed ring and checks the last ten, so the
+// memory is fixed and no chunk allocates. Each of these is a layer timeout,
+// a fault of the route that its breaker counts. Once a chunk reached the
+// caller's callback the attempt's error is final: a call cannot be retried
+// transparently after its first tokens reached the user (a fallback group
+// may continue it, see package fallback).
 //
 // Layers inside the Retrier that hold chunks back (package validate buffering a
 // structured answer until it is accepted, a route.Cascade buffering a step)
 // report each held chunk with [portico.Progress]; the Retrier installs the
 // receiving function in each streamed attempt's context
-// ([portico.ContextWithProgress]) and counts such progress as a chunk for both
-// timeouts, so a slow but live answer is not abandoned. Progress is liveness,
+// ([portico.ContextWithProgress]) and counts such progress as a chunk for the
+// timeouts and the rate floor, so a slow but live answer is not abandoned. Progress is liveness,
 // not delivery: after progress alone an attempt may still be retried.
 //
 // # Errors

@@ -163,3 +163,16 @@ func TestNestedRequestLayers(t *testing.T) {
 		t.Errorf("caller's observer got %d events, want 1", len(obs.events))
 	}
 }
+
+// A continuation makes a span event naming the route asked to continue,
+// the continuation's number and its form.
+func TestContinueEventAttrs(t *testing.T) {
+	name, attrs := eventAttrs(portico.Event{Kind: portico.EventContinue, Route: "b", Attempt: 1, Reason: "prefill"})
+	got := map[string]string{}
+	for _, a := range attrs {
+		got[string(a.Key)] = a.Value.String()
+	}
+	if name != EventNameContinue || len(got) != 3 || got["portico.route"] != "b" || got[string(KeyAttemptIndex)] != "1" || got["portico.continue.form"] != "prefill" {
+		t.Errorf("eventAttrs = %q, %v; want %s with route b, attempt 1, form prefill", name, got, EventNameContinue)
+	}
+}

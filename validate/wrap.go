@@ -21,7 +21,10 @@ import (
 // ("accepted" or "rejected"). A streamed answer is buffered until accepted
 // unless Config.PassThroughChunks is set (see Streaming in the package
 // documentation); an error from the caller's OnChunk is returned as a
-// Canceled *portico.Error wrapping it.
+// Canceled *portico.Error wrapping it. A continuation (a request with a
+// Prefix) is judged whole, the Prefix joined to the answer's text by a
+// portico.Seam, whose refusal is returned as it is; the Response keeps the
+// continuation's text, TrimSpace trimming only its end.
 func (v *Validator) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("validate: Wrap of a nil Model")

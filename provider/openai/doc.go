@@ -94,6 +94,17 @@
 // the caller's context, so a stream that never sends [DONE] ends with the
 // context or at the byte limit, whichever comes first.
 //
+// # Prefill
+//
+// A request whose last message is the assistant's asks, under
+// [Config.Prefill], that the server continue that message rather than
+// answer it: as a fallback group's continuation of a broken stream does
+// (portico.ContinuePrefill). [PrefillContinueFinalMessage] is vLLM's,
+// SGLang's and TGI's dialect, [PrefillPrefixFlag] DeepSeek's and Mistral's;
+// llama.cpp's server and Ollama continue such a message as it is; OpenAI's
+// own API does not, so its routes continue with the instruction
+// (portico.ContinueInstruct). docs/openai-compatible.md has the table.
+//
 // # Rate-limit headers
 //
 // x-ratelimit-limit-*, x-ratelimit-remaining-* and x-ratelimit-reset-* for
