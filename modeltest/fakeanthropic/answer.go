@@ -109,14 +109,17 @@ func (c *call) wantsTools() (int, bool) {
 
 // rng returns a generator seeded by the server's seed, the model and the
 // conversation, so that the same request gets the same answer in any order.
-func (c *call) rng() *rand.Rand {
+func (c *call) rng() *rand.Rand { return c.rngOf(len(c.req.Messages)) }
+
+// rngOf is rng over the first n messages.
+func (c *call) rngOf(n int) *rand.Rand {
 	h := fnv.New64a()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], c.Server().Seed())
 	h.Write(b[:])
 	h.Write([]byte(c.Model))
 	h.Write(c.req.System)
-	for _, m := range c.req.Messages {
+	for _, m := range c.req.Messages[:n] {
 		h.Write([]byte(m.Role))
 		h.Write(m.Content)
 	}
@@ -163,18 +166,7 @@ func (c *call) answer() *answer {
 	if oc := c.req.OutputConfig; oc != nil && oc.Format != nil && oc.Format.Type == "json_schema" {
 		a.content = fakegen.Pieces(fakegen.JSONText(oc.Format.Schema, r))
 	} else {
-		n := c.m.cfg.OutputTokens
-		if n <= 0 {
-			n = 8
-		}
-		a.content = make([]string, n)
-		for i := range a.content {
-			w := fakegen.Lorem[r.IntN(len(fakegen.Lorem))]
-			if i > 0 {
-				w = " " + w
-			}
-			a.content[i] = w
-		}
+		a.content = c.text(r)
 		a.cutAtStop(c.req.StopSequences)
 	}
 	a.tokens = len(a.content)
@@ -212,4 +204,58 @@ func (a *answer) cutAtStop(seqs []string) {
 		n += len(p)
 	}
 	a.stop, a.stopSequence = "stop_sequence", seq
+}
+
+// text returns the pieces of a text answer: OutputTokens lorem words (8 by
+// default) or, when the last message is the assistant's (a prefill, which
+// the API continues), the rest of the answer to the conversation before it
+// when the prefill is its start, else new words up to OutputTokens in all.
+func (c *call) text(r *rand.Rand) []string {
+	n := c.m.cfg.OutputTokens
+	if n <= 0 {
+		n = 8
+	}
+	msgs := c.req.Messages
+	last := len(msgs) - 1
+	if last < 0 || msgs[last].Role != "assistant" {
+		return lorem(r, n, false)
+	}
+	prefix := textOf(msgs[last].Content)
+	br := c.rngOf(last)
+	br.Uint64() // the answer's id, drawn first by answer
+	if rest, ok := fakegen.Rest(lorem(br, n, false), prefix); ok {
+		return rest
+	}
+	return lorem(r, max(0, n-len(strings.Fields(prefix))), true)
+}
+
+// lorem returns n words from r, each after a space but the first unless
+// spaced.
+func lorem(r *rand.Rand, n int, spaced bool) []string {
+	out := make([]string, n)
+	for i := range out {
+		w := fakegen.Lorem[r.IntN(len(fakegen.Lorem))]
+		if i > 0 || spaced {
+			w = " " + w
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// textOf joins the text of content: a string, or its text blocks.
+func textOf(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []block
+	_ = json.Unmarshal(raw, &blocks)
+	var b strings.Builder
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
 }

@@ -225,24 +225,8 @@ func (c *call) continued() (string, int) {
 func (c *call) continuation(prefix string, base int, r *rand.Rand) []string {
 	br := c.rngOf(base)
 	br.Uint64() // the answer's id, drawn first by answer
-	whole := c.words(br, c.outputTokens(), false)
-	done := 0
-	for i, p := range whole {
-		switch {
-		case done == len(prefix):
-			return whole[i:]
-		case done+len(p) > len(prefix):
-			if strings.HasPrefix(p, prefix[done:]) { // the prefix ends inside this piece
-				return append([]string{p[len(prefix)-done:]}, whole[i+1:]...)
-			}
-			return c.words(r, max(0, c.outputTokens()-len(strings.Fields(prefix))), true)
-		case p != prefix[done:done+len(p)]:
-			return c.words(r, max(0, c.outputTokens()-len(strings.Fields(prefix))), true)
-		}
-		done += len(p)
-	}
-	if done == len(prefix) {
-		return nil // prefix is the whole answer
+	if rest, ok := fakegen.Rest(c.words(br, c.outputTokens(), false), prefix); ok {
+		return rest
 	}
 	return c.words(r, max(0, c.outputTokens()-len(strings.Fields(prefix))), true)
 }

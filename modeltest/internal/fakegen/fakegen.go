@@ -167,3 +167,26 @@ func generate(s any, r *rand.Rand, depth int) any {
 	}
 	return Lorem[r.IntN(len(Lorem))]
 }
+
+// Rest returns the pieces of whole that follow prefix when prefix is the
+// start of their text (the last piece it ends inside cut where it ends),
+// and whether it is: how a fake model continues its own answer from a
+// prefill.
+func Rest(whole []string, prefix string) ([]string, bool) {
+	done := 0
+	for i, p := range whole {
+		switch {
+		case done == len(prefix):
+			return whole[i:], true
+		case done+len(p) > len(prefix):
+			if !strings.HasPrefix(p, prefix[done:]) {
+				return nil, false
+			}
+			return append([]string{p[len(prefix)-done:]}, whole[i+1:]...), true
+		case p != prefix[done:done+len(p)]:
+			return nil, false
+		}
+		done += len(p)
+	}
+	return nil, done == len(prefix)
+}
