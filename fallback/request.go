@@ -48,7 +48,9 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		r.order = r.rank(ctx)
 		n = len(r.order)
 	}
-	if h := g.cfg.Hedge; h != nil && h.Applies(r.req) {
+	// A request that continues broken streams is not hedged: a race
+	// delivers one route's chunks and cannot yet continue them.
+	if h := g.cfg.Hedge; h != nil && r.cont == nil && h.Applies(r.req) {
 		// The race's plan keeps the request: a copy on the heap leaves r on
 		// the stack for the walk below, so that it allocates nothing.
 		hr := new(request)
