@@ -40,6 +40,14 @@ const (
 	// the attempt before it (Reason "sent"), or did not because the retry
 	// budget was empty (Reason "budget") (package hedge).
 	EventHedge
+	// EventSharedStore: a layer could not reach the store it shares with
+	// other processes (package redisstore, or any other implementation of
+	// the layer's store interface) and decided the call without it. Reason
+	// is "<layer>:fail_open" (decided on local state: ratelimit's buckets
+	// scaled to 1/N, retry's local budgets) or "<layer>:fail_closed" (the
+	// call or retry refused), the layer one of "ratelimit", "retry",
+	// "effect"; Class is Transient.
+	EventSharedStore
 )
 
 var eventNames = [...]string{
@@ -52,6 +60,7 @@ var eventNames = [...]string{
 	EventBreakerState:    "breaker_state",
 	EventValidation:      "validation",
 	EventHedge:           "hedge",
+	EventSharedStore:     "shared_store",
 }
 
 // String returns the event's snake_case name ("rate_limit_wait").

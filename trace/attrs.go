@@ -58,8 +58,9 @@ const (
 	KeyRateLimitReason        = attribute.Key("portico.ratelimit.reason") // rejections
 	KeyRetryAfter             = attribute.Key("portico.retry_after")      // seconds
 	KeyValidationResult       = attribute.Key("portico.validation.result")
-	KeyCost                   = attribute.Key("portico.cost")    // in the routes' price unit
-	KeyOutcome                = attribute.Key("portico.outcome") // metrics: "accepted" or the error class
+	KeySharedStore            = attribute.Key("portico.shared_store") // "<layer>:fail_open" or "<layer>:fail_closed"
+	KeyCost                   = attribute.Key("portico.cost")         // in the routes' price unit
+	KeyOutcome                = attribute.Key("portico.outcome")      // metrics: "accepted" or the error class
 	KeyLayerTTFT              = attribute.Key("portico.layer.time_to_first_chunk")
 	KeyTTFTRateLimitWait      = attribute.Key("portico.ttft.ratelimit_wait") // seconds
 	KeyTTFTRouting            = attribute.Key("portico.ttft.routing")        // seconds
@@ -80,4 +81,5 @@ const (
 	EventNameBreakerState     = "portico.breaker.state_change"
 	EventNameValidationReject = "portico.validation.rejected"
 	EventNameHedge            = "portico.hedge"
+	EventNameSharedStore      = "portico.shared_store.degraded"
 )

@@ -112,6 +112,8 @@ func eventAttrs(e portico.Event) (string, []attribute.KeyValue) {
 			a = append(a, KeyAttemptIndex.Int(e.Attempt), KeyHedgeDelay.Float64(e.Delay.Seconds()))
 		}
 		return EventNameHedge, append(a, KeyHedgeReason.String(e.Reason))
+	case portico.EventSharedStore:
+		return EventNameSharedStore, append(a, KeySharedStore.String(e.Reason))
 	case portico.EventValidation:
 		if e.Reason == "rejected" || e.Class == portico.InvalidResponse {
 			return EventNameValidationReject, append(a, KeyValidationResult.String("rejected"), KeyErrorType.String(portico.InvalidResponse.String()))
