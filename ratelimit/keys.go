@@ -241,6 +241,15 @@ func (l *Limiter) sweep(s *shard, now time.Duration) {
 // ones not yet evicted included. Safe for concurrent use; it locks every
 // shard in turn, so call it for metrics, not per request.
 func (l *Limiter) Keys() int {
+	if s := l.shared; s != nil {
+		n := 0
+		for _, x := range []*Limiter{s.slots, s.local} {
+			if x != nil {
+				n += x.Keys()
+			}
+		}
+		return n
+	}
 	n := 0
 	for i := range l.shards {
 		s := &l.shards[i]
