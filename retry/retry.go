@@ -291,8 +291,8 @@ type Retrier struct {
 	dest           string
 	onRetry        func(Info)
 	log            *slog.Logger
-	budget         *budgets // per (destination, client); nil when Budget.Off
-	dests          *budgets // per destination; nil when Budget.Off or ClientOnly
+	budget         *budgets       // per (destination, client); nil when Budget.Off
+	dests          *budgets       // per destination; nil when Budget.Off or ClientOnly
 	shared         *sharedBudgets // nil: the budgets are budget and dests alone
 }
 
