@@ -1,0 +1,3 @@
+package redisstore
+
+func child() bool { return false }

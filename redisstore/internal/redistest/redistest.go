@@ -1,0 +1,166 @@
+// Package redistest starts a real redis-server for tests: on loopback, on
+// a free port, in its own temporary directory, stopped when the test ends.
+//
+// A machine without redis-server skips the tests that need one, loudly;
+// with PORTICO_REQUIRE_REDIS=1 in the environment (as .ci/run sets it) the
+// same test fails instead, so a CI run cannot pass without them.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RequireEnv is the environment variable that turns a missing redis-server
+// from a skip into a failure.
+const RequireEnv = "PORTICO_REQUIRE_REDIS"
+
+// Server is a redis-server process started by [Start].
+type Server struct {
+	// Addr is the server's host:port on loopback.
+	Addr string
+
+	tb   testing.TB
+	bin  string
+	dir  string
+	port int
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// Start starts a redis-server for tb and stops it when tb ends. Without
+// redis-server on the PATH it skips tb, or fails it when RequireEnv is
+// "1".
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		msg := "redistest: no redis-server on the PATH, so the tests against a real Redis DID NOT RUN " +
+			"(install it: apt-get install -y redis-server)"
+		if os.Getenv(RequireEnv) == "1" {
+			tb.Fatal(msg + "; " + RequireEnv + "=1 makes this a failure")
+		}
+		tb.Skip(msg)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), tb: tb, bin: bin, dir: tb.TempDir(), port: port}
+	s.Restart()
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Restart starts the server again after [Server.Stop], on the same port,
+// with an empty dataset, and returns once it accepts connections.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		s.tb.Fatal("redistest: Restart of a running server")
+	}
+	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--enable-debug-command", "local",
+		"--loglevel", "notice", "--logfile", "")
+	cmd.Dir = s.dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		s.tb.Fatal("redistest: ", err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := false
+		for sc.Scan() {
+			if !ok && strings.Contains(sc.Text(), "Ready to accept connections") {
+				ok = true
+				ready <- true
+			}
+		}
+		if !ok {
+			ready <- false
+		}
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			cmd.Wait()
+			s.tb.Fatal("redistest: redis-server exited before accepting connections")
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		s.tb.Fatal("redistest: redis-server not ready after 10 s")
+	}
+	s.cmd = cmd
+}
+
+// Stop stops the server (SIGTERM, then waits for it to exit). Stopping a
+// stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+}
+
+// Client returns a client of the server with context timeouts enabled
+// (as redisstore requires), closed when the test ends.
+func (s *Server) Client(tb testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Pause makes the server stop answering clients' commands for d (CLIENT
+// PAUSE ALL): connections stay open and commands wait, as on a server
+// stalled by a slow command or a failover.
+func (s *Server) Pause(tb testing.TB, d time.Duration) {
+	tb.Helper()
+	c := s.Client(tb)
+	if err := c.Do(context.Background(), "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Unpause ends a [Server.Pause] early.
+func (s *Server) Unpause(tb testing.TB) {
+	tb.Helper()
+	c := s.Client(tb)
+	if err := c.Do(context.Background(), "CLIENT", "UNPAUSE").Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
