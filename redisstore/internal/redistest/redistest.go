@@ -139,10 +139,16 @@ func (s *Server) Stop() {
 // Client returns a client of the server with context timeouts enabled
 // (as redisstore requires), closed when the test ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 200 * time.Millisecond})
+	c := NewClient(s.Addr)
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// NewClient returns a client of the server at addr with context timeouts
+// enabled, as redisstore requires, and no retries of its own.
+func NewClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond})
 }
 
 // Pause makes the server stop answering clients' commands for d (CLIENT

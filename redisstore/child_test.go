@@ -1,3 +1,0 @@
-package redisstore
-
-func child() bool { return false }

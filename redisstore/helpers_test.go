@@ -1,0 +1,81 @@
+package redisstore
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/redisstore/internal/redistest"
+)
+
+// newStore returns a Store over srv with cfg's other fields, on a client of
+// its own: an instance of a service.
+func newStore(t testing.TB, srv *redistest.Server, cfg Config) *Store {
+	t.Helper()
+	cfg.Client = srv.Client(t)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// events records the events of the calls whose context it is in.
+type events struct {
+	mu sync.Mutex
+	e  []portico.Event
+}
+
+func (o *events) Observe(_ context.Context, e portico.Event) {
+	o.mu.Lock()
+	o.e = append(o.e, e)
+	o.mu.Unlock()
+}
+
+// count returns how many events of kind k with reason r were seen.
+func (o *events) count(k portico.EventKind, r string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, e := range o.e {
+		if e.Kind == k && e.Reason == r {
+			n++
+		}
+	}
+	return n
+}
+
+// logs is a slog handler that keeps each record's level and message.
+type logs struct {
+	mu  sync.Mutex
+	out []string
+}
+
+func (h *logs) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logs) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.out = append(h.out, r.Level.String()+" "+r.Message)
+	h.mu.Unlock()
+	return nil
+}
+func (h *logs) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logs) WithGroup(string) slog.Handler      { return h }
+
+// has reports whether a record "LEVEL message" starting with prefix was logged.
+func (h *logs) has(prefix string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.out {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+var failing = portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+	return nil, &portico.Error{Class: portico.Transient, Status: 503, Reason: "unavailable"}
+})
