@@ -15,9 +15,10 @@ import (
 
 // Effects keeps [effect.Runner]'s execution records in Redis, so that a
 // side effect runs at most once across every process sharing the server:
-// set effect.Config.Store to it. A record is a hash whose TTL is the
-// record's Expires (PEXPIREAT, rounded up to the millisecond), so an
-// expired record is absent and nothing outlives its TTL. An Effects is
+// set effect.Config.Store to it. A record is a hash that expires at the
+// record's Expires (PEXPIREAT, rounded down to the millisecond, by the
+// server's clock), so an expired record is absent and nothing outlives
+// its TTL. An Effects is
 // safe for concurrent use.
 type Effects struct{ s *Store }
 
@@ -62,17 +63,14 @@ func decode(s string) (effect.Record, error) {
 	return rec, nil
 }
 
-// expiresAt returns t as whole unix milliseconds, rounded up, so the key
-// lives at least until t; the zero time is long past.
+// expiresAt returns t as whole unix milliseconds, rounded down, so that a
+// record released with Expires now is gone at once; the zero time is long
+// past.
 func expiresAt(t time.Time) int64 {
 	if t.IsZero() {
 		return 1
 	}
-	ms := t.UnixMilli()
-	if time.UnixMilli(ms).Before(t) {
-		ms++
-	}
-	return max(ms, 1)
+	return max(t.UnixMilli(), 1)
 }
 
 // Get implements [effect.Store].
