@@ -61,13 +61,12 @@ func TestSharedBudgetTenInstances(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var total atomic.Int64
 			var wg sync.WaitGroup
-			for i := range 10 {
+			for range 10 {
 				var store retry.BudgetStore
 				if tc.shared {
 					store = newStore(t, srv, Config{Prefix: "t" + tc.name + ":"}).Budgets()
 				}
 				r := seed001Retrier(t, store)
-				_ = i
 				wg.Go(func() { total.Add(instanceAttempts(r, 10)) })
 			}
 			wg.Wait()
@@ -91,7 +90,7 @@ func child() bool {
 	}
 	c := redistest.NewClient(addr)
 	defer c.Close()
-	s, err := New(Config{Client: c, Prefix: "procs:"})
+	s, err := New(Config{Client: c, Prefix: "procs:", Timeout: testTimeout})
 	if err != nil {
 		fmt.Println("error:", err)
 		return true

@@ -6,22 +6,32 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/redisstore/internal/redistest"
 )
 
 // newStore returns a Store over srv with cfg's other fields, on a client of
-// its own: an instance of a service.
+// its own: an instance of a service. A zero Timeout is testTimeout.
 func newStore(t testing.TB, srv *redistest.Server, cfg Config) *Store {
 	t.Helper()
 	cfg.Client = srv.Client(t)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = testTimeout
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
+
+// testTimeout bounds each operation in the tests that are not about
+// timeouts: 100 clients dialing at once under -race on a loaded two-core
+// machine can take longer than the 50 ms default, which would turn a
+// healthy server into an outage and the test's exact count into noise.
+const testTimeout = 5 * time.Second
 
 // events records the events of the calls whose context it is in.
 type events struct {
@@ -32,6 +42,12 @@ type events struct {
 func (o *events) Observe(_ context.Context, e portico.Event) {
 	o.mu.Lock()
 	o.e = append(o.e, e)
+	o.mu.Unlock()
+}
+
+func (o *events) reset() {
+	o.mu.Lock()
+	o.e = nil
 	o.mu.Unlock()
 }
 
@@ -63,6 +79,12 @@ func (h *logs) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *logs) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *logs) WithGroup(string) slog.Handler      { return h }
+
+func (h *logs) reset() {
+	h.mu.Lock()
+	h.out = nil
+	h.mu.Unlock()
+}
 
 // has reports whether a record "LEVEL message" starting with prefix was logged.
 func (h *logs) has(prefix string) bool {

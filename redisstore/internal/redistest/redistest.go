@@ -151,14 +151,26 @@ func NewClient(addr string) *redis.Client {
 		DialTimeout: 200 * time.Millisecond})
 }
 
-// Pause makes the server stop answering clients' commands for d (CLIENT
-// PAUSE ALL): connections stay open and commands wait, as on a server
-// stalled by a slow command or a failover.
+// Pause makes the server hold every client's writes and scripts for d
+// (CLIENT PAUSE WRITE: an EVALSHA counts as a write), as a server stalled
+// by a failover does: connections stay open and the commands wait. Reads
+// and [Server.Unpause] still go through.
 func (s *Server) Pause(tb testing.TB, d time.Duration) {
 	tb.Helper()
 	c := s.Client(tb)
-	if err := c.Do(context.Background(), "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err(); err != nil {
+	if err := c.Do(context.Background(), "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err(); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// Sleep blocks the whole server for d (DEBUG SLEEP), as a slow command
+// does, and returns once it answers again.
+func (s *Server) Sleep(tb testing.TB, d time.Duration) {
+	tb.Helper()
+	c := NewClient(s.Addr)
+	defer c.Close()
+	if err := c.Do(context.Background(), "DEBUG", "SLEEP", strconv.FormatFloat(d.Seconds(), 'f', -1, 64)).Err(); err != nil {
+		tb.Error(err)
 	}
 }
 
