@@ -173,7 +173,11 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 					portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls, Reason: which})
 					r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", dest),
 						slog.String("budget", which), slog.Int("attempt", i), slog.String("class", cls.String()))
-					return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+which+" budget exhausted after "+attempts(i), earlier)
+					what := which + " budget exhausted"
+					if which == "shared" {
+						what = "shared budget unavailable"
+					}
+					return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), earlier)
 				}
 			}
 			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
