@@ -10,6 +10,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/retry"
 )
 
 // newStore returns a Store over srv with cfg's other fields, on a client of
@@ -101,3 +102,7 @@ func (h *logs) has(prefix string) bool {
 var failing = portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
 	return nil, &portico.Error{Class: portico.Transient, Status: 503, Reason: "unavailable"}
 })
+
+func retryLimits(capacity, destCapacity int64) retry.BudgetLimits {
+	return retry.BudgetLimits{Capacity: capacity, DestinationCapacity: destCapacity}
+}

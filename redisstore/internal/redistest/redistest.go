@@ -32,10 +32,11 @@ type Server struct {
 	// Addr is the server's host:port on loopback.
 	Addr string
 
-	tb   testing.TB
-	bin  string
-	dir  string
-	port int
+	tb      testing.TB
+	bin     string
+	dir     string
+	port    int
+	cluster bool
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -45,6 +46,19 @@ type Server struct {
 // redis-server on the PATH it skips tb, or fails it when RequireEnv is
 // "1".
 func Start(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, false)
+}
+
+// StartCluster is [Start] for a one-node Redis Cluster that serves every
+// slot: a script whose keys hash to different slots fails with CROSSSLOT,
+// as on a cluster of many nodes.
+func StartCluster(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, true)
+}
+
+func start(tb testing.TB, cluster bool) *Server {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -61,9 +75,12 @@ func Start(tb testing.TB) *Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), tb: tb, bin: bin, dir: tb.TempDir(), port: port}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), tb: tb, bin: bin, dir: tb.TempDir(), port: port, cluster: cluster}
 	s.Restart()
 	tb.Cleanup(s.Stop)
+	if cluster {
+		s.assignSlots()
+	}
 	return s
 }
 
@@ -76,9 +93,13 @@ func (s *Server) Restart() {
 	if s.cmd != nil {
 		s.tb.Fatal("redistest: Restart of a running server")
 	}
-	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--enable-debug-command", "local",
-		"--loglevel", "notice", "--logfile", "")
+		"--loglevel", "notice", "--logfile", ""}
+	if s.cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -114,6 +135,38 @@ func (s *Server) Restart() {
 		s.tb.Fatal("redistest: redis-server not ready after 10 s")
 	}
 	s.cmd = cmd
+}
+
+// assignSlots gives the one node every slot and waits until the cluster
+// says it is ok.
+func (s *Server) assignSlots() {
+	s.tb.Helper()
+	c := NewClient(s.Addr)
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		s.tb.Fatal("redistest: ", err)
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
+		info, err := c.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.tb.Fatal("redistest: cluster not ok after 10 s: ", info, err)
+		}
+	}
+}
+
+// ClusterClient returns a cluster client of the server, with context
+// timeouts enabled, closed when the test ends.
+func (s *Server) ClusterClient(tb testing.TB) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{s.Addr}, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond})
+	tb.Cleanup(func() { c.Close() })
+	return c
 }
 
 // Stop stops the server (SIGTERM, then waits for it to exit). Stopping a
