@@ -58,9 +58,9 @@ type Shared struct {
 	Instances int
 }
 
-// ErrStoreUnavailable: the shared [Store] failed and [Shared.FailOpen] is
-// off, so the call was refused before anything was sent. Class
-// [portico.Rejected], wrapping the store's error too.
+// ErrStoreUnavailable is wrapped by the error of a call refused because the
+// shared [Store] failed and [Shared.FailOpen] is off: nothing was sent.
+// Class [portico.Rejected]; the store's error is wrapped too.
 var ErrStoreUnavailable = errors.New("ratelimit: shared store unavailable")
 
 // check validates s within c; c's other fields are normalized.
