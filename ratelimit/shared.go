@@ -37,7 +37,8 @@ type Store interface {
 
 // Shared puts a [Limiter]'s buckets in a [Store] shared by several
 // processes. The zero value keeps them in the process. The in-flight cap
-// and the queue (Limits.MaxInFlight, Config.Queue) stay per process.
+// and the queue (Limits.MaxInFlight, Config.Concurrency, Config.Queue)
+// stay per process.
 //
 // When the store fails (an error, or no answer within its own timeout)
 // the call is decided without it, and a [portico.EventSharedStore] event
@@ -101,7 +102,7 @@ func scale(l Limits, n int) Limits {
 
 // shared is the state of a Limiter whose buckets are in a Store: the full
 // limits given to the store, a Limiter holding only the in-flight cap and
-// queue (nil without MaxInFlight), and one holding the local share of the
+// queue (nil without MaxInFlight or Concurrency), and one holding the local share of the
 // buckets for failing open (nil when failing closed).
 type shared struct {
 	l      *Limiter
@@ -118,7 +119,7 @@ func newShared(l *Limiter, c Config) *shared {
 	s.limits.Store(&lim)
 	base := c
 	base.Shared = Shared{}
-	if c.MaxInFlight > 0 {
+	if c.MaxInFlight > 0 || c.Concurrency != nil {
 		sc := base
 		sc.Limits = Limits{MaxInFlight: c.MaxInFlight}
 		s.slots = derived(sc)
@@ -126,7 +127,7 @@ func newShared(l *Limiter, c Config) *shared {
 	if c.Shared.FailOpen {
 		lc := base
 		lc.Limits = scale(c.Limits, c.Shared.Instances)
-		lc.MaxInFlight, lc.Queue = 0, Queue{}
+		lc.MaxInFlight, lc.Queue, lc.Concurrency = 0, Queue{}, nil
 		if lc.Requests > 0 || lc.Tokens > 0 {
 			s.local = derived(lc)
 		}
@@ -163,7 +164,7 @@ func (s *shared) setLimit(n Limits) error {
 	if err := c.Shared.check(&c); err != nil {
 		return err
 	}
-	if (s.slots == nil) != (n.MaxInFlight == 0) {
+	if (s.slots == nil) != (n.MaxInFlight == 0 && c.Concurrency == nil) {
 		return errors.New("ratelimit: SetLimit cannot add or remove MaxInFlight on a Limiter with a Config.Shared.Store")
 	}
 	if s.local != nil {

@@ -164,7 +164,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 			if r.budget != nil {
 				var which string
 				if r.shared != nil {
-					which = r.sharedSpend(ctx, req, dest)
+					which = r.sharedSpend(ctx, dest, req.Identity.ClientKey)
 				} else {
 					bk := r.pair(req) // found again: no allocation, and off the first attempt's path
 					which = spend(r.dests, bk.client, bk.dest)

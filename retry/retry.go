@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -451,10 +452,14 @@ func (r *Retrier) Wrap(next portico.Model) portico.Model {
 // either budget holds less than one token. Package hedge charges its hedges
 // here (it implements hedge.Budget), so that hedges and retries to a
 // destination share one bound. With the budgets off it always reports
-// true. Safe for concurrent use.
+// true. With a [BudgetStore] (Budget.Shared) the token comes from the
+// store, under the store's own timeout. Safe for concurrent use.
 func (r *Retrier) Take(destination, clientKey string) bool {
 	if r.budget == nil {
 		return true
+	}
+	if r.shared != nil {
+		return r.sharedSpend(context.Background(), destination, clientKey) == ""
 	}
 	p := r.pairOf(destination, clientKey)
 	return spend(r.dests, p.client, p.dest) == ""

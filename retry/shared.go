@@ -106,9 +106,9 @@ func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 // sharedSpend takes a retry's tokens from the store, or, when it fails,
 // from the local share (fail open) or refuses with "shared" (fail closed).
 // It returns the budget that refused, or "".
-func (r *Retrier) sharedSpend(ctx context.Context, req *portico.Request, dest string) string {
+func (r *Retrier) sharedSpend(ctx context.Context, dest, client string) string {
 	s := r.shared
-	which, err := s.store.Spend(ctx, dest, req.Identity.ClientKey, &s.lim)
+	which, err := s.store.Spend(ctx, dest, client, &s.lim)
 	if err == nil {
 		return which
 	}
@@ -116,8 +116,8 @@ func (r *Retrier) sharedSpend(ctx context.Context, req *portico.Request, dest st
 	if !s.failOpen {
 		return "shared"
 	}
-	bk := r.pair(req)
-	return spend(r.dests, bk.client, bk.dest)
+	p := r.pairOf(dest, client)
+	return spend(r.dests, p.client, p.dest)
 }
 
 // degraded reports a budget operation decided without the store.

@@ -80,6 +80,11 @@ func TestSharedBudgetLimits(t *testing.T) {
 	if f.deposits != 1 || f.spends != 1 || f.lim != want {
 		t.Errorf("store: %d deposits, %d spends, limits %+v; want 1, 1, %+v", f.deposits, f.spends, f.lim, want)
 	}
+	// Take (a hedge's token) spends from the store too.
+	r := mustNew(t, Config{Budget: Budget{Shared: Shared{Store: f}}})
+	if r.Take("m", "c") || f.spends != 2 {
+		t.Errorf("Take with the store refusing = true or %d spends, want false after 2", f.spends)
+	}
 	f2 := &fakeBudgets{}
 	m = mustNew(t, Config{Budget: Budget{NoRefill: true, ClientOnly: true, Shared: Shared{Store: f2}}}).Wrap(okModel())
 	m.Generate(context.Background(), userReq)
