@@ -126,7 +126,7 @@ func TestSharedBuckets(t *testing.T) {
 		f := newFakeStore()
 		cfg := Config{Limits: Limits{Tokens: 600, TokenBurst: 500}, Mode: Wait, Estimator: fixedEstimator(100), Shared: Shared{Store: f}}
 		a, b := mustNew(t, cfg), mustNew(t, cfg)
-		obs := &recordingObserver{}
+		obs := &recorder{}
 		ctx := portico.ContextWithObserver(t.Context(), obs)
 		// 100 + 300 reserved, 100 + 100 used: 200 back.
 		if _, err := a.Wrap(okModel(100, 100)).Generate(ctx, req("c", 300)); err != nil {
@@ -173,7 +173,7 @@ func TestSharedFailure(t *testing.T) {
 		lim := Limits{Tokens: 6000, TokenBurst: 1000, Requests: 40}
 		open := mustNew(t, Config{Limits: lim, Estimator: fixedEstimator(10), Shared: Shared{Store: f, FailOpen: true, Instances: 4}})
 		closed := mustNew(t, Config{Limits: lim, Estimator: fixedEstimator(10), Shared: Shared{Store: f}})
-		obs := &recordingObserver{}
+		obs := &recorder{}
 		ctx := portico.ContextWithObserver(t.Context(), obs)
 		f.setDown(true)
 		// The share: 10 requests, 250 tokens.
@@ -233,13 +233,3 @@ func TestSharedInFlight(t *testing.T) {
 	})
 }
 
-type recordingObserver struct {
-	mu     sync.Mutex
-	events []portico.Event
-}
-
-func (o *recordingObserver) Observe(_ context.Context, e portico.Event) {
-	o.mu.Lock()
-	o.events = append(o.events, e)
-	o.mu.Unlock()
-}
