@@ -232,4 +232,3 @@ func TestSharedInFlight(t *testing.T) {
 		time.Sleep(time.Second)
 	})
 }
-
