@@ -45,6 +45,14 @@ const (
 	// (1 for the first), Reason its form ("prefill" or "instruct") (package
 	// fallback).
 	EventContinue
+	// EventSharedStore: a layer could not reach the store it shares with
+	// other processes (package redisstore, or any other implementation of
+	// the layer's store interface) and decided the call without it. Reason
+	// is "<layer>:fail_open" (decided on local state: ratelimit's buckets
+	// scaled to 1/N, retry's local budgets) or "<layer>:fail_closed" (the
+	// call or retry refused), the layer one of "ratelimit", "retry",
+	// "effect"; Class is Transient.
+	EventSharedStore
 )
 
 var eventNames = [...]string{
@@ -58,6 +66,7 @@ var eventNames = [...]string{
 	EventValidation:      "validation",
 	EventHedge:           "hedge",
 	EventContinue:        "continue",
+	EventSharedStore:     "shared_store",
 }
 
 // String returns the event's snake_case name ("rate_limit_wait").

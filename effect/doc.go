@@ -63,6 +63,8 @@
 // compare-and-swap on the record's owner and state), each record carrying its
 // expiry. [MemoryStore] is the in-process default, bounded, dropping expired
 // records, and refusing new keys with [ErrFull] rather than evicting live
-// ones. At-most-once across several processes needs a shared store (Redis,
-// a SQL table) behind the same interface.
+// ones. At-most-once across several processes needs a shared store behind
+// the same interface: package redisstore keeps the records in Redis, each
+// expiring with its record. A store that fails runs nothing (a Transient
+// error wrapping [ErrStore]) and reports a [portico.EventSharedStore].
 package effect

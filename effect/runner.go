@@ -196,7 +196,7 @@ func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) (
 		mine := Record{State: Pending, Owner: rand.Text(), Lease: now.Add(r.lease), Expires: now.Add(r.lease + r.ttl)}
 		cur, stored, serr := r.store.PutIfAbsent(ctx, key, mine)
 		if serr != nil {
-			return nil, storeError(serr)
+			return nil, r.storeFailed(ctx, serr)
 		}
 		if stored {
 			return r.run(ctx, key, mine, fn)
@@ -212,7 +212,7 @@ func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) (
 			}
 			ok, serr := r.store.Update(ctx, key, cur, mine)
 			if serr != nil {
-				return nil, storeError(serr)
+				return nil, r.storeFailed(ctx, serr)
 			}
 			if ok {
 				return r.run(ctx, key, mine, fn)
@@ -378,6 +378,15 @@ func Once[T any](ctx context.Context, r *Runner, key Key, fn func(context.Contex
 		return zero, &portico.Error{Class: portico.Permanent, Reason: "effect result does not decode", Err: err}
 	}
 	return out, nil
+}
+
+// storeFailed returns the error of a Do the store could not decide, which
+// runs nothing (at most once admits no other choice: the store fails
+// closed), and reports it as a [portico.EventSharedStore] and a warning.
+func (r *Runner) storeFailed(ctx context.Context, err error) error {
+	portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Class: portico.Transient, Reason: "effect:fail_closed"})
+	r.log.LogAttrs(ctx, slog.LevelWarn, "effect: store failed, effect not run", slog.String("err", err.Error()))
+	return storeError(err)
 }
 
 func storeError(err error) error {

@@ -270,9 +270,14 @@ func TestExpiry(t *testing.T) {
 
 		// Bounded: a full store refuses new keys rather than forget live ones.
 		r.Do(ctx, mustKey(t, "op", "k2", `{}`), fn)
-		_, err := r.Do(ctx, mustKey(t, "op", "k3", `{}`), fn)
+		var seen []portico.Event
+		octx := portico.ContextWithObserver(ctx, observerFunc(func(e portico.Event) { seen = append(seen, e) }))
+		_, err := r.Do(octx, mustKey(t, "op", "k3", `{}`), fn)
 		if !errors.Is(err, ErrFull) || !errors.Is(err, ErrStore) || portico.ClassOf(err) != portico.Transient {
 			t.Fatalf("Do on a full store = %v, want transient ErrStore wrapping ErrFull", err)
+		}
+		if len(seen) != 1 || seen[0].Kind != portico.EventSharedStore || seen[0].Reason != "effect:fail_closed" {
+			t.Errorf("events of a Do the store refused = %+v, want one effect:fail_closed", seen)
 		}
 		if runs != 3 {
 			t.Fatalf("runs = %d, want 3 (nothing ran on the full store)", runs)
@@ -470,3 +475,7 @@ func TestHundredCallersAcrossRunnersRunOnce(t *testing.T) {
 		}
 	})
 }
+
+type observerFunc func(portico.Event)
+
+func (f observerFunc) Observe(_ context.Context, e portico.Event) { f(e) }

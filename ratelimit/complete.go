@@ -26,6 +26,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	if c := l.cfg.Concurrency; c != nil && !panicked {
 		c.Done(l.now()-t.granted, t.inflight, portico.ClassOf(err))
 	}
+	// settlement's code, inline: a call here would cost the hot path.
 	var rl *portico.RateLimit
 	if resp != nil {
 		rl = resp.RateLimit
@@ -88,6 +89,31 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 			slog.Bool("tokens_known", rl.Tokens.Known), slog.Int("tokens_remaining", rl.Tokens.Remaining),
 			slog.Bool("requests_known", rl.Requests.Known), slog.Int("requests_remaining", rl.Requests.Remaining))
 	}
+}
+
+// settlement returns what ends the call admitted with t: the provider's
+// view of its limits (nil: none) and the tokens back to the bucket, d (< 0:
+// charged), from the usage or, without it, [Refund]. The shared path's;
+// complete has the same code inline.
+func settlement(t *ticket, resp *portico.Response, err error, panicked bool) (rl *portico.RateLimit, d int) {
+	if resp != nil {
+		rl = resp.RateLimit
+	} else if err != nil {
+		var pe *portico.Error
+		if errors.As(err, &pe) {
+			rl = pe.RateLimit
+		}
+	}
+	if t.reserve > 0 && !panicked {
+		if resp != nil {
+			if used := resp.Usage.InputTokens + resp.Usage.OutputTokens; used > 0 {
+				d = t.reserve - used
+			}
+		} else {
+			d = Refund(err, t.in, t.max) // the billed usage, if err carries it
+		}
+	}
+	return rl, d
 }
 
 // Refund returns the tokens a [Limiter] gives back to the token bucket for a

@@ -258,6 +258,10 @@ type Config struct {
 	// calls (a route's limiter, keyed [ByModel]).
 	Concurrency Concurrency
 
+	// Shared keeps the buckets in a store shared by several processes (see
+	// [Shared]); the zero value keeps them in this process.
+	Shared Shared
+
 	// Logger receives debug records of refusals and provider feedback. nil
 	// discards.
 	Logger *slog.Logger
@@ -328,6 +332,9 @@ func (c Config) norm() (Config, error) {
 		return c, errors.New("ratelimit: negative Config.Queue.ProgramTTL")
 	case c.MaxProviderHold < 0:
 		return c, errors.New("ratelimit: negative Config.MaxProviderHold")
+	}
+	if err := c.Shared.check(&c); err != nil {
+		return c, err
 	}
 	if c.Estimator == nil {
 		c.Estimator = portico.DefaultEstimator

@@ -136,6 +136,18 @@
 // live, and clears every provider view adopted so far: the operator's word
 // wins.
 //
+// # Shared buckets
+//
+// Buckets live in the process unless [Config.Shared] names a [Store] that
+// several processes share (package redisstore keeps them in Redis): then
+// every instance's calls draw on one pair of buckets per key, reserved,
+// settled and tightened by provider headers as above, with the store's
+// clock. The in-flight cap and the queue stay per process. When the store
+// fails, the call is decided on local buckets of 1/Instances of the limits
+// ([Shared.FailOpen]) or refused ([ErrStoreUnavailable]), and a
+// [portico.EventSharedStore] event says so. A Limiter without a Store takes
+// none of this path: Wrap chooses once.
+//
 // # In-flight cap, shedding and queues
 //
 // [Limits.MaxInFlight] caps the calls of a key in flight (L_max). Beyond it a

@@ -238,9 +238,20 @@ func (l *Limiter) sweep(s *shard, now time.Duration) {
 }
 
 // Keys returns the number of keys whose state the Limiter holds now, idle
-// ones not yet evicted included. Safe for concurrent use; it locks every
-// shard in turn, so call it for metrics, not per request.
+// ones not yet evicted included; with a [Store] (Config.Shared), those of
+// its in-flight cap and local share, none of the store's. Safe for
+// concurrent use; it locks every shard in turn, so call it for metrics, not
+// per request.
 func (l *Limiter) Keys() int {
+	if s := l.shared; s != nil {
+		n := 0
+		for _, x := range []*Limiter{s.slots, s.local} {
+			if x != nil {
+				n += x.Keys()
+			}
+		}
+		return n
+	}
 	n := 0
 	for i := range l.shards {
 		s := &l.shards[i]

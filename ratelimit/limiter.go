@@ -22,6 +22,7 @@ type Limiter struct {
 	limits atomic.Pointer[Limits]
 	seed   maphash.Seed
 	seq    atomic.Uint64
+	shared *shared // nil: the buckets are in this process
 	shards [numShards]shard
 }
 
@@ -38,6 +39,9 @@ func New(cfg Config) (*Limiter, error) {
 	l := &Limiter{cfg: c, epoch: time.Now(), seed: maphash.MakeSeed()}
 	lim := c.Limits
 	l.limits.Store(&lim)
+	if c.Shared.Store != nil {
+		l.shared = newShared(l, c)
+	}
 	return l, nil
 }
 
@@ -62,6 +66,9 @@ func New(cfg Config) (*Limiter, error) {
 func (l *Limiter) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("ratelimit: Wrap of a nil Model")
+	}
+	if l.shared != nil {
+		return l.shared.wrap(next)
 	}
 	return &limited{l: l, next: next}
 }

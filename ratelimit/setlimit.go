@@ -29,6 +29,9 @@ func (l *Limiter) SetLimit(lim Limits) error {
 	if l.cfg.Queue.Size > 0 && n.MaxInFlight == 0 && l.cfg.Concurrency == nil {
 		return errors.New("ratelimit: Limits.MaxInFlight 0 with a Config.Queue.Size and no Config.Concurrency")
 	}
+	if l.shared != nil {
+		return l.shared.setLimit(n)
+	}
 	l.limits.Store(&n)
 	now := l.now()
 	for i := range l.shards {

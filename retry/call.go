@@ -28,14 +28,18 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		// Deposit in both buckets: an atomic load each when they are full.
 		// The buckets are not kept: a retry looks them up again (see run).
 		dest := r.destOf(req)
-		c := r.budget.get(dest, req.Identity.ClientKey)
-		c.deposit(r.budget.depositAmt, r.budget.capacity)
-		if r.dests != nil {
-			d := c.keptAggregate()
-			if d == nil {
-				d = r.budget.aggregate(r.dests, c, dest)
+		if r.shared != nil {
+			r.sharedDeposit(ctx, dest, req.Identity.ClientKey)
+		} else {
+			c := r.budget.get(dest, req.Identity.ClientKey)
+			c.deposit(r.budget.depositAmt, r.budget.capacity)
+			if r.dests != nil {
+				d := c.keptAggregate()
+				if d == nil {
+					d = r.budget.aggregate(r.dests, c, dest)
+				}
+				d.deposit(r.dests.depositAmt, r.dests.capacity)
 			}
-			d.deposit(r.dests.depositAmt, r.dests.capacity)
 		}
 	}
 	if req.OnChunk != nil || r.attemptTimeout > 0 {
@@ -158,12 +162,22 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 			}
 			dest := r.destOf(req)
 			if r.budget != nil {
-				bk := r.pair(req) // found again: no allocation, and off the first attempt's path
-				if which := spend(r.dests, bk.client, bk.dest); which != "" {
+				var which string
+				if r.shared != nil {
+					which = r.sharedSpend(ctx, dest, req.Identity.ClientKey)
+				} else {
+					bk := r.pair(req) // found again: no allocation, and off the first attempt's path
+					which = spend(r.dests, bk.client, bk.dest)
+				}
+				if which != "" {
 					portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls, Reason: which})
 					r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", dest),
 						slog.String("budget", which), slog.Int("attempt", i), slog.String("class", cls.String()))
-					return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+which+" budget exhausted after "+attempts(i), earlier)
+					what := which + " budget exhausted"
+					if which == "shared" {
+						what = "shared budget unavailable"
+					}
+					return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), earlier)
 				}
 			}
 			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,

@@ -80,7 +80,12 @@
 // before the lock. Budget.NoRefill makes both budgets fixed allowances (20
 // retries without refill: 100 failing requests make 120 attempts, not 300).
 // A budget is local to the process: ten processes with 20 each admit 200, as
-// ten tenants with client budgets only (Budget.ClientOnly) do.
+// ten tenants with client budgets only (Budget.ClientOnly) do, unless
+// Budget.Shared names a [BudgetStore] that they share (package redisstore
+// keeps both buckets in Redis): then the ten admit 20 between them. When the
+// store fails, a retry spends from local budgets of 1/Instances of the
+// bursts ([Shared.FailOpen]) or is not made, and a
+// [portico.EventSharedStore] event says so.
 //
 // # Deadlines
 //

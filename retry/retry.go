@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -129,6 +130,9 @@ type Budget struct {
 	// be, the new key shares one overflow bucket. Zero means
 	// [DefaultBudgetKeys] (10,000); negative is an error.
 	MaxKeys int
+	// Shared keeps both budgets in a store shared by several processes (see
+	// [Shared]); the zero value keeps them in this process.
+	Shared Shared
 }
 
 // Backoff is the wait before each retry: a provider's Retry-After hint when
@@ -309,8 +313,9 @@ type Retrier struct {
 	dest           string
 	onRetry        func(Info)
 	log            *slog.Logger
-	budget         *budgets // per (destination, client); nil when Budget.Off
-	dests          *budgets // per destination; nil when Budget.Off or ClientOnly
+	budget         *budgets       // per (destination, client); nil when Budget.Off
+	dests          *budgets       // per destination; nil when Budget.Off or ClientOnly
+	shared         *sharedBudgets // nil: the budgets are budget and dests alone
 }
 
 // New returns a Retrier configured by cfg, with zero fields taking their
@@ -409,9 +414,26 @@ func New(cfg Config) (*Retrier, error) {
 			ratio, destRatio = 0, 0
 		}
 		burst, keys := orDefault(b.Burst, DefaultBudgetBurst), orDefault(b.MaxKeys, DefaultBudgetKeys)
+		destBurst := orDefault(b.DestinationBurst, max(DefaultDestinationBurst, burst))
+		if err := b.Shared.check(); err != nil {
+			return nil, err
+		}
+		var lim BudgetLimits
+		if b.Shared.Store != nil {
+			lim = BudgetLimits{Deposit: depositOf(ratio, int64(burst)*unit), Capacity: int64(burst) * unit}
+			if !b.ClientOnly {
+				lim.DestinationDeposit, lim.DestinationCapacity = depositOf(destRatio, int64(destBurst)*unit), int64(destBurst)*unit
+			}
+			if n := b.Shared.Instances; n > 0 { // the local share, for failing open
+				burst, destBurst = max(burst/n, 1), max(destBurst/n, 1)
+			}
+		}
 		r.budget = newBudgets(ratio, burst, keys)
 		if !b.ClientOnly {
-			r.dests = newBudgets(destRatio, orDefault(b.DestinationBurst, max(DefaultDestinationBurst, burst)), keys)
+			r.dests = newBudgets(destRatio, destBurst, keys)
+		}
+		if b.Shared.Store != nil {
+			r.shared = &sharedBudgets{store: b.Shared.Store, lim: lim, failOpen: b.Shared.FailOpen}
 		}
 	}
 	return r, nil
@@ -464,10 +486,14 @@ func (r *Retrier) Wrap(next portico.Model) portico.Model {
 // either budget holds less than one token. Package hedge charges its hedges
 // here (it implements hedge.Budget), so that hedges and retries to a
 // destination share one bound. With the budgets off it always reports
-// true. Safe for concurrent use.
+// true. With a [BudgetStore] (Budget.Shared) the token comes from the
+// store, under the store's own timeout. Safe for concurrent use.
 func (r *Retrier) Take(destination, clientKey string) bool {
 	if r.budget == nil {
 		return true
+	}
+	if r.shared != nil {
+		return r.sharedSpend(context.Background(), destination, clientKey) == ""
 	}
 	p := r.pairOf(destination, clientKey)
 	return spend(r.dests, p.client, p.dest) == ""
@@ -478,7 +504,9 @@ func (r *Retrier) Take(destination, clientKey string) bool {
 // the budgets would allow now, the lower of the client's and the
 // destination's level. It returns +Inf when the budgets are off, and a full
 // bucket's level for a key it does not hold (never used, evicted, or sharing
-// the overflow bucket past Budget.MaxKeys).
+// the overflow bucket past Budget.MaxKeys). With a [BudgetStore]
+// (Budget.Shared) it reads the local share, what failing open would allow,
+// not the store.
 func (r *Retrier) BudgetLevel(destination, clientKey string) float64 {
 	if r.budget == nil {
 		return posInf

@@ -61,6 +61,7 @@ const (
 	KeyContinueForm           = attribute.Key("portico.continue.form") // "prefill" or "instruct"
 	KeyCost                   = attribute.Key("portico.cost")          // in the routes' price unit
 	KeyOutcome                = attribute.Key("portico.outcome")       // metrics: "accepted" or the error class
+	KeySharedStore            = attribute.Key("portico.shared_store")  // "<layer>:fail_open" or "<layer>:fail_closed"
 	KeyLayerTTFT              = attribute.Key("portico.layer.time_to_first_chunk")
 	KeyTTFTRateLimitWait      = attribute.Key("portico.ttft.ratelimit_wait") // seconds
 	KeyTTFTRouting            = attribute.Key("portico.ttft.routing")        // seconds
@@ -82,4 +83,5 @@ const (
 	EventNameValidationReject = "portico.validation.rejected"
 	EventNameHedge            = "portico.hedge"
 	EventNameContinue         = "portico.continue" // a broken stream sent to a route to continue
+	EventNameSharedStore      = "portico.shared_store.degraded"
 )

@@ -40,6 +40,7 @@ func TestEventsToSpans(t *testing.T) {
 			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: "gpt-4o", Delay: time.Second, Reason: "tokens"})
 			portico.Observe(ctx, portico.Event{Kind: portico.EventHedge, Route: "b", Attempt: 1, Delay: 250 * time.Millisecond, Reason: "sent"})
 			portico.Observe(ctx, portico.Event{Kind: portico.EventHedge, Route: "b", Reason: "budget"})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: "gpt-4o", Reason: "retry:fail_closed", Class: portico.Transient})
 			return tr.WrapAttempt(eventsThen(&portico.Error{Class: portico.InvalidResponse, Reason: "schema"},
 				portico.Event{Kind: portico.EventValidation, Route: "a", Reason: "rejected", Class: portico.InvalidResponse},
 			)).Generate(ctx, req)
@@ -68,6 +69,7 @@ func TestEventsToSpans(t *testing.T) {
 			{EventNameRateLimitWait, map[string]string{"portico.route": "gpt-4o", "portico.ratelimit.wait": "1", "portico.ratelimit.reason": "tokens"}},
 			{EventNameHedge, map[string]string{"portico.route": "b", "portico.attempt.index": "1", "portico.hedge.delay": "0.25", "portico.hedge.reason": "sent"}},
 			{EventNameHedge, map[string]string{"portico.route": "b", "portico.hedge.reason": "budget"}},
+			{EventNameSharedStore, map[string]string{"portico.route": "gpt-4o", "portico.shared_store": "retry:fail_closed"}},
 		}
 		if len(rootEvents) != len(wantRoot) {
 			t.Fatalf("root has %d events, want %d: %v", len(rootEvents), len(wantRoot), rootEvents)
@@ -92,8 +94,8 @@ func TestEventsToSpans(t *testing.T) {
 				t.Errorf("root attribute %s = %q, want %q", k, got[k], v)
 			}
 		}
-		if len(obs.events) != 9 {
-			t.Errorf("outer observer got %d events, want all 9 forwarded", len(obs.events))
+		if len(obs.events) != 10 {
+			t.Errorf("outer observer got %d events, want all 10 forwarded", len(obs.events))
 		}
 	})
 }

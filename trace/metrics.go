@@ -30,6 +30,7 @@ const (
 	MetricBreakerChanges    = "portico.breaker.transitions"                 // counter {transition}, by portico.route and portico.breaker.state
 	MetricRateLimitWait     = "portico.ratelimit.wait"                      // histogram s, one point per wait
 	MetricRateLimitRejects  = "portico.ratelimit.rejections"                // counter {rejection}, by portico.ratelimit.reason
+	MetricSharedStore       = "portico.shared_store.degraded"               // counter {decision} made without the shared store, by portico.shared_store
 )
 
 // Bucket boundaries the GenAI conventions recommend.
@@ -57,11 +58,12 @@ type instruments struct {
 	breaker       metric.Int64Counter
 	rlWait        metric.Float64Histogram
 	rlRejects     metric.Int64Counter
+	shared        metric.Int64Counter
 }
 
 func newInstruments(m metric.Meter) (*instruments, error) {
 	var i instruments
-	var errs [16]error
+	var errs [17]error
 	i.tokens, errs[0] = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
 		metric.WithDescription("Number of input and output tokens used."), metric.WithExplicitBucketBoundaries(tokenBuckets...))
 	i.duration, errs[1] = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
@@ -94,6 +96,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 		metric.WithDescription("Waits imposed by rate limiters."), metric.WithExplicitBucketBoundaries(ttfcBuckets...))
 	i.rlRejects, errs[15] = m.Int64Counter(MetricRateLimitRejects, metric.WithUnit("{rejection}"),
 		metric.WithDescription("Calls refused by rate limiters or in-flight caps."))
+	i.shared, errs[16] = m.Int64Counter(MetricSharedStore, metric.WithUnit("{decision}"),
+		metric.WithDescription("Decisions a layer made without its shared store (fail open or closed)."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -185,5 +189,7 @@ func (i *instruments) recordEvent(ctx context.Context, e portico.Event) {
 		if e.Reason == "rejected" || e.Class == portico.InvalidResponse {
 			i.validations.Add(ctx, 1)
 		}
+	case portico.EventSharedStore:
+		i.shared.Add(ctx, 1, metric.WithAttributes(KeySharedStore.String(e.Reason)))
 	}
 }

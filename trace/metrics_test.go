@@ -96,7 +96,8 @@ func TestMetrics(t *testing.T) {
 			portico.Event{Kind: portico.EventBreakerState, Route: "a", Reason: "open"},
 			portico.Event{Kind: portico.EventRateLimitReject, Reason: "in_flight", Delay: time.Second},
 			portico.Event{Kind: portico.EventBudgetExhausted, Route: "a", Class: portico.Transient},
-			portico.Event{Kind: portico.EventValidation, Route: "a", Reason: "rejected", Class: portico.InvalidResponse})
+			portico.Event{Kind: portico.EventValidation, Route: "a", Reason: "rejected", Class: portico.InvalidResponse},
+			portico.Event{Kind: portico.EventSharedStore, Route: "a", Reason: "ratelimit:fail_open", Class: portico.Transient})
 		if _, err := tr.Wrap(deadline).Generate(ctx, &portico.Request{Model: "gpt-4o"}); err == nil {
 			t.Fatal("deadline model succeeded")
 		}
@@ -161,6 +162,7 @@ func TestMetrics(t *testing.T) {
 			ctr(MetricBreakerChanges, map[string]string{"portico.route": "a", "portico.breaker.state": "open"}, 1),
 			hist(MetricRateLimitWait, map[string]string{}, 1, sec(50*time.Millisecond)),
 			ctr(MetricRateLimitRejects, map[string]string{"portico.ratelimit.reason": "in_flight"}, 1),
+			ctr(MetricSharedStore, map[string]string{"portico.shared_store": "ratelimit:fail_open"}, 1),
 		} {
 			p := onePoint(t, rm, c.name, c.attrs)
 			got := p.value

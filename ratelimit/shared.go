@@ -1,0 +1,297 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Store keeps the request and token buckets of a [Limiter]'s keys outside
+// the process, in a store that several processes share (package redisstore
+// implements it over Redis), so that one limit holds across every instance
+// of a service. Implementations must be safe for concurrent use, make each
+// method atomic, and take time from the store's own clock, never from the
+// callers'. An absent key is a full bucket. An error says the store could
+// not decide (unreachable, too slow); the Limiter then applies
+// [Shared.FailOpen].
+type Store interface {
+	// Take admits one call on key's buckets under lim: cost tokens
+	// (N_in + N_max) and one request, both or neither, as the in-memory
+	// buckets do (a limit of 0 is no bucket). It returns wait 0 when both
+	// had room and are charged; otherwise it charges nothing and returns
+	// the wait after which the same Take would succeed and the bucket that
+	// refused, "tokens" or "requests".
+	Take(ctx context.Context, key string, lim *Limits, cost int) (wait time.Duration, which string, err error)
+	// Settle ends a call that Take admitted: tokens > 0 go back to the
+	// token bucket, never beyond its capacity; tokens < 0 are charged, down
+	// to minus one period's quota (lim.Tokens) at most; a non-nil rl is
+	// adopted as package documentation's Provider feedback says, for hold
+	// at most, and tightens the key for every process.
+	Settle(ctx context.Context, key string, lim *Limits, tokens int, rl *portico.RateLimit, hold time.Duration) error
+}
+
+// Shared puts a [Limiter]'s buckets in a [Store] shared by several
+// processes. The zero value keeps them in the process. The in-flight cap
+// and the queue (Limits.MaxInFlight, Config.Concurrency, Config.Queue)
+// stay per process.
+//
+// When the store fails (an error, or no answer within its own timeout)
+// the call is decided without it, and a [portico.EventSharedStore] event
+// says how: with FailOpen, on local buckets of 1/Instances of each limit
+// and burst (rounded down, at least 1), so that N instances together stay
+// within the shared limit; otherwise (fail closed) the call is refused
+// with a [portico.Rejected] error wrapping [ErrStoreUnavailable].
+type Shared struct {
+	// Store keeps the buckets; nil keeps them in the process (the default:
+	// the in-memory path, unchanged).
+	Store Store
+	// FailOpen admits calls on local buckets while the store fails, instead
+	// of refusing them. It needs Instances.
+	FailOpen bool
+	// Instances is N, the number of processes sharing the store; with
+	// FailOpen each gets 1/N of the limits while the store fails. It must
+	// be positive with FailOpen, and 0 without.
+	Instances int
+}
+
+// ErrStoreUnavailable is wrapped by the error of a call refused because the
+// shared [Store] failed and [Shared.FailOpen] is off: nothing was sent.
+// Class [portico.Rejected]; the store's error is wrapped too.
+var ErrStoreUnavailable = errors.New("ratelimit: shared store unavailable")
+
+// check validates s within c; c's other fields are normalized.
+func (s *Shared) check(c *Config) error {
+	switch {
+	case s.Instances < 0:
+		return errors.New("ratelimit: negative Config.Shared.Instances")
+	case s.Store == nil && (s.FailOpen || s.Instances != 0):
+		return errors.New("ratelimit: Config.Shared.FailOpen or Instances without a Store")
+	case s.FailOpen && s.Instances == 0:
+		return errors.New("ratelimit: Config.Shared.FailOpen without Instances")
+	case !s.FailOpen && s.Instances != 0:
+		return errors.New("ratelimit: Config.Shared.Instances without FailOpen")
+	}
+	if s.FailOpen {
+		share := scale(c.Limits, s.Instances)
+		if c.Tokens > 0 && c.DefaultMaxTokens >= share.TokenBurst {
+			return errors.New("ratelimit: Config.Shared.Instances " + strconv.Itoa(s.Instances) + " leaves a TokenBurst share of " +
+				strconv.Itoa(share.TokenBurst) + ", no room for Config.DefaultMaxTokens " + strconv.Itoa(c.DefaultMaxTokens))
+		}
+	}
+	return nil
+}
+
+// scale returns one instance's share of l among n: each limit and burst
+// divided by n, rounded down, at least 1; the in-flight cap unchanged.
+func scale(l Limits, n int) Limits {
+	div := func(v int) int {
+		if v == 0 {
+			return 0
+		}
+		return max(v/n, 1)
+	}
+	l.Requests, l.RequestBurst = div(l.Requests), div(l.RequestBurst)
+	l.Tokens, l.TokenBurst = div(l.Tokens), div(l.TokenBurst)
+	return l
+}
+
+// shared is the state of a Limiter whose buckets are in a Store: the full
+// limits given to the store, a Limiter holding only the in-flight cap and
+// queue (nil without MaxInFlight or Concurrency), and one holding the local share of the
+// buckets for failing open (nil when failing closed).
+type shared struct {
+	l      *Limiter
+	store  Store
+	limits atomic.Pointer[Limits]
+	slots  *Limiter
+	local  *Limiter
+}
+
+// newShared builds l's shared state from the normalized c.
+func newShared(l *Limiter, c Config) *shared {
+	s := &shared{l: l, store: c.Shared.Store}
+	lim := c.Limits
+	s.limits.Store(&lim)
+	base := c
+	base.Shared = Shared{}
+	if c.MaxInFlight > 0 || c.Concurrency != nil {
+		sc := base
+		sc.Limits = Limits{MaxInFlight: c.MaxInFlight}
+		s.slots = derived(sc)
+	}
+	if c.Shared.FailOpen {
+		lc := base
+		lc.Limits = scale(c.Limits, c.Shared.Instances)
+		lc.MaxInFlight, lc.Queue, lc.Concurrency = 0, Queue{}, nil
+		if lc.Requests > 0 || lc.Tokens > 0 {
+			s.local = derived(lc)
+		}
+	}
+	return s
+}
+
+// derived is New for a Config derived from one already validated.
+func derived(c Config) *Limiter {
+	l, err := New(c)
+	if err != nil {
+		panic(err) // unreachable: derived from a valid Config
+	}
+	return l
+}
+
+// wrap is Wrap for a shared Limiter: the in-flight cap and queue outside,
+// the shared buckets inside.
+func (s *shared) wrap(next portico.Model) portico.Model {
+	var m portico.Model = &sharedModel{s: s, next: next}
+	if s.slots != nil {
+		m = s.slots.Wrap(m)
+	}
+	return m
+}
+
+// setLimit is SetLimit for a shared Limiter, with n validated: the
+// store's calls use n from now on, the in-flight cap and the local share
+// follow. The provider views kept in the store are not cleared: each
+// expires with its hold.
+func (s *shared) setLimit(n Limits) error {
+	c := s.l.cfg
+	c.Limits = n
+	if err := c.Shared.check(&c); err != nil {
+		return err
+	}
+	if (s.slots == nil) != (n.MaxInFlight == 0 && c.Concurrency == nil) {
+		return errors.New("ratelimit: SetLimit cannot add or remove MaxInFlight on a Limiter with a Config.Shared.Store")
+	}
+	if s.local != nil {
+		share := scale(n, s.l.cfg.Shared.Instances)
+		share.MaxInFlight = 0
+		if err := s.local.SetLimit(share); err != nil {
+			return err
+		}
+	}
+	if s.slots != nil {
+		if err := s.slots.SetLimit(Limits{MaxInFlight: n.MaxInFlight}); err != nil {
+			return err
+		}
+	}
+	s.limits.Store(&n)
+	return nil
+}
+
+// key returns req's key in the store: Config.Key's string, or the client
+// key and the model, length-prefixed so that no two pairs share a key.
+func (s *shared) key(req *portico.Request) string {
+	if s.l.cfg.Key != nil {
+		return s.l.cfg.Key(req)
+	}
+	c := req.Identity.ClientKey
+	return strconv.Itoa(len(c)) + ":" + c + "/" + req.Model
+}
+
+// sharedModel is the Model a shared Limiter wraps around next: buckets in
+// the store, the local share when it fails open.
+type sharedModel struct {
+	s    *shared
+	next portico.Model
+}
+
+func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil {
+		return nil, portico.ErrNilRequest
+	}
+	s, l := m.s, m.s.l
+	lim := s.limits.Load()
+	if lim.Requests == 0 && lim.Tokens == 0 { // only the in-flight cap, outside
+		return m.next.Generate(ctx, req)
+	}
+	var t ticket
+	if lim.Tokens > 0 {
+		if err := l.price(req, lim, &t); err != nil {
+			return nil, err
+		}
+	}
+	key := s.key(req)
+	start := time.Now()
+	for first := true; ; first = false {
+		wait, which, err := s.store.Take(ctx, key, lim, t.reserve)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, notSent(portico.FromContext(ctx))
+			}
+			return s.degraded(ctx, m.next, req, &t, err)
+		}
+		if wait == 0 {
+			break
+		}
+		deadline, hasDeadline := ctx.Deadline()
+		if l.cfg.Mode == Reject || time.Since(start)+wait > l.cfg.MaxWait || (hasDeadline && wait > time.Until(deadline)) {
+			return nil, l.limited(ctx, req, which, wait)
+		}
+		if first {
+			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, notSent(portico.FromContext(ctx))
+		}
+	}
+	done := false
+	defer func() {
+		if !done { // next panicked: refund nothing, re-panic
+			s.settle(ctx, key, lim, &t, nil, nil, true)
+		}
+	}()
+	resp, err := m.next.Generate(ctx, req)
+	done = true
+	if resp == nil && err == nil {
+		err = portico.ErrNilResponse
+	}
+	s.settle(ctx, key, lim, &t, resp, err, false)
+	return resp, err
+}
+
+// settle gives the store what the call admitted with t did not use, and
+// the provider's view of its limits, when there is either. A failed settle
+// is logged: the refund is lost (the key is stricter until it refills), or
+// the surcharge (the key is looser by it).
+func (s *shared) settle(ctx context.Context, key string, lim *Limits, t *ticket, resp *portico.Response, err error, panicked bool) {
+	rl, d := settlement(t, resp, err, panicked)
+	if d == 0 && rl == nil {
+		return
+	}
+	if serr := s.store.Settle(context.WithoutCancel(ctx), key, lim, d, rl, s.l.cfg.MaxProviderHold); serr != nil {
+		s.l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "ratelimit: shared store settle failed",
+			slog.Int("tokens", d), slog.Bool("provider_view", rl != nil), slog.String("err", serr.Error()))
+	}
+}
+
+// degraded decides a call the store could not: on the local share when
+// failing open, else refused.
+func (s *shared) degraded(ctx context.Context, next portico.Model, req *portico.Request, t *ticket, cause error) (*portico.Response, error) {
+	l := s.l
+	if !l.cfg.Shared.FailOpen {
+		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "ratelimit:fail_closed"})
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shared store unavailable, call refused", logModel(req.Model), slog.String("err", cause.Error()))
+		return nil, &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "shared store unavailable", NotSent: true,
+			Err: errors.Join(ErrStoreUnavailable, cause)}
+	}
+	portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "ratelimit:fail_open"})
+	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shared store unavailable, local share decides", logModel(req.Model), slog.String("err", cause.Error()))
+	if s.local == nil { // no buckets, only the in-flight cap
+		return next.Generate(ctx, req)
+	}
+	if lim := s.local.limits.Load(); lim.Tokens > 0 && t.reserve > lim.TokenBurst {
+		// The shared bucket could hold the call, this instance's share
+		// cannot: refused for now, not Incompatible.
+		return nil, l.limited(ctx, req, "tokens", 0)
+	}
+	return s.local.generate(ctx, next, req)
+}

@@ -1,0 +1,134 @@
+package redisstore
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/redisstore/internal/redistest"
+)
+
+// span is an event known only to lie between two readings of the client's
+// clock: an admission (by the server, between the call's start and the
+// model's call) or a refund (between the model's return and the call's).
+type span struct {
+	from, to time.Time
+	tokens   float64
+}
+
+// worst returns the largest excess of net admitted tokens over b + r*dt
+// over every interval [S, E] that starts at an admission's from and ends
+// at one's to. Only admissions that lie wholly inside [S, E] are counted,
+// and every refund that may lie inside is subtracted, so the net counted
+// is at most the net admitted in [S, E] by the server's clock, whatever
+// the order within each span: a correct limiter never exceeds 0.
+func worst(adm, ref []span, b, r float64) float64 {
+	slices.SortFunc(adm, func(x, y span) int { return x.to.Compare(y.to) })
+	slices.SortFunc(ref, func(x, y span) int { return x.from.Compare(y.from) })
+	excess := -b
+	for _, s := range adm {
+		S := s.from
+		net, j := 0.0, 0
+		for _, e := range adm { // by increasing end: E = e.to
+			for j < len(ref) && !ref[j].from.After(e.to) {
+				if !ref[j].to.Before(S) {
+					net -= ref[j].tokens
+				}
+				j++
+			}
+			if e.from.Before(S) {
+				continue
+			}
+			net += e.tokens
+			excess = max(excess, net-b-r*e.to.Sub(S).Seconds())
+		}
+	}
+	return excess
+}
+
+// TestBucketBoundTenInstances: ten Limiters, each with its own Store and
+// client over one Redis, call as fast as they can for 150 ms with random
+// costs and random refunds; over every interval the net tokens admitted
+// stay within b + r*dt. Without the Store, each Limiter's own bucket
+// admits about ten times that, and the same check fails: it can.
+func TestBucketBoundTenInstances(t *testing.T) {
+	srv := redistest.Start(t)
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		b := 100 + rng.IntN(300)         // burst, tokens
+		perSec := 500 + rng.IntN(1500)   // refill, tokens per second
+		maxCost := 4 + rng.IntN(b/8)     // N_in + N_max at most
+		mode := ratelimit.Mode(seed % 2) // Reject, Wait
+		for _, shared := range []bool{true, false} {
+			name := "seed" + strconv.FormatUint(seed, 10) + "/" + map[bool]string{true: "shared", false: "local"}[shared]
+			t.Run(name, func(t *testing.T) {
+				adm, ref := run10(t, srv, shared, mode, seed, b, perSec, maxCost)
+				ex := worst(adm, ref, float64(b), float64(perSec))
+				t.Logf("b=%d r=%d/s maxCost=%d mode=%v: %d admissions, %d refunds, worst excess %.3f tokens",
+					b, perSec, maxCost, mode, len(adm), len(ref), ex)
+				if shared && ex > 1e-3 {
+					t.Errorf("net admitted exceeds b + r*dt by %.3f tokens", ex)
+				}
+				if !shared && ex < float64(b) {
+					t.Errorf("ten local buckets exceed b + r*dt by only %.3f tokens: the check would not catch a limit that is not shared", ex)
+				}
+			})
+		}
+	}
+}
+
+// run10 runs the ten instances and returns their admissions and refunds.
+func run10(t *testing.T, srv *redistest.Server, shared bool, mode ratelimit.Mode, seed uint64, b, perSec, maxCost int) (adm, ref []span) {
+	var mu sync.Mutex
+	prefix := "bound" + strconv.FormatUint(seed, 10) + ":"
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(150 * time.Millisecond)
+	for i := range 10 {
+		cfg := ratelimit.Config{Limits: ratelimit.Limits{Tokens: perSec * 60, TokenBurst: b}, Mode: mode,
+			MaxWait: 20 * time.Millisecond, Estimator: portico.EstimatorFunc(func(*portico.Request) int { return 1 })}
+		if shared {
+			cfg.Shared.Store = newStore(t, srv, Config{Prefix: prefix}).Buckets()
+		}
+		lim, err := ratelimit.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(i)))
+			var called, returned time.Time
+			m := lim.Wrap(portico.ModelFunc(func(_ context.Context, req *portico.Request) (*portico.Response, error) {
+				called = time.Now()
+				reserve := 1 + req.MaxOutputTokens
+				used := 1 + rng.IntN(reserve)
+				returned = time.Now()
+				return &portico.Response{Usage: portico.Usage{InputTokens: 1, OutputTokens: used - 1}}, nil
+			}))
+			for time.Now().Before(deadline) {
+				maxOut := rng.IntN(maxCost)
+				req := &portico.Request{Model: "m", MaxOutputTokens: max(maxOut, 1)}
+				start := time.Now()
+				resp, err := m.Generate(context.Background(), req)
+				end := time.Now()
+				if err != nil {
+					continue
+				}
+				reserve := 1 + req.MaxOutputTokens
+				used := resp.Usage.InputTokens + resp.Usage.OutputTokens
+				mu.Lock()
+				adm = append(adm, span{start, called, float64(reserve)})
+				if used < reserve {
+					ref = append(ref, span{returned, end, float64(reserve - used)})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return adm, ref
+}

@@ -1,0 +1,125 @@
+// Package redisstore keeps Portico's shared state in Redis, so that limits,
+// retry budgets and execution keys hold across every instance of a
+// service: ten instances with a retry budget of 20 make 20 retries
+// between them, not 200, and a side effect runs once whichever instance
+// asks. It is a module of its own (it requires github.com/redis/go-redis/v9);
+// no core package imports it. Each type implements an interface of a core
+// package, set in that package's Config, whose nil value keeps the state in
+// the process (the default, with its in-memory code path unchanged):
+//
+//	s, err := redisstore.New(redisstore.Config{Client: redis.NewClient(&redis.Options{
+//		Addr: "redis:6379", ContextTimeoutEnabled: true})})
+//	lim, err := ratelimit.New(ratelimit.Config{Limits: ratelimit.Limits{Requests: 500, Tokens: 200_000},
+//		DefaultMaxTokens: 1024, Key: ratelimit.ByModel,
+//		Shared: ratelimit.Shared{Store: s.Buckets(), FailOpen: true, Instances: 10}})
+//	rt, err := retry.New(retry.Config{Budget: retry.Budget{Shared: retry.Shared{Store: s.Budgets()}}})
+//	run, err := effect.New(effect.Config{Store: s.Effects()})
+//
+// [Buckets] is a [ratelimit.Store]: a Limiter's request and token buckets
+// with reserve (N_in + N_max), settle and refund, and the provider's
+// rate-limit headers (x-ratelimit-*, anthropic-ratelimit-*) seen by one
+// instance tightening the key for all. [Budgets] is a [retry.BudgetStore]:
+// the per-client and per-destination retry budgets, both needed for a
+// retry. [Effects] is an [effect.Store]: execution records (pending,
+// completed, failed, unknown) with their expiry.
+//
+// # Scripts and time
+//
+// Every decision is one Lua script run with EVALSHA (go-redis loads it on
+// the first NOSCRIPT), so it is atomic on the server, and every time a
+// bucket uses is the server's (TIME inside the script), never a client's:
+// instances with skewed clocks share one bucket correctly. Contracts, the
+// arguments in order:
+//
+//   - take (KEYS: the bucket hash; ARGV: token rate per second, token
+//     burst, request rate, request burst, cost): refill both buckets to
+//     now, at the provider's slower rate while its view holds; if the
+//     token bucket holds cost and the request bucket one request, take
+//     both and return {0, 0}; else take nothing and return {wait in
+//     microseconds, 1 (tokens) or 2 (requests)}, the least wait after
+//     which the same take succeeds.
+//   - settle (KEYS: the bucket hash; ARGV: the four limits, tokens back
+//     (> 0) or charged (< 0), the charge's floor, the longest hold, then
+//     for tokens and for requests: known, remaining, limit, reset): a
+//     refund never lifts a level above its burst; a charge goes no lower
+//     than minus one period's quota; a provider view lowers the level to
+//     what remains and slows the refill to (limit - remaining) / reset
+//     until the reset (the hold at most), as ratelimit's own buckets do.
+//   - deposit (KEYS: client bucket, destination bucket; ARGV: each one's
+//     deposit and capacity in billionths of a retry, the TTL): raise each
+//     level by its deposit, capped at its capacity.
+//   - spend (KEYS as deposit; ARGV: the capacities, the TTL): take one
+//     retry from each bucket, or none, and say which had less than one,
+//     the destination's first.
+//   - put and update (KEYS: the record's hash): store a record unless one
+//     is there (returning it), and replace a record only when its owner and
+//     state are the expected ones (compare-and-swap).
+//
+// Levels are kept as float64 text with 17 significant digits, so a level
+// reads back exactly; a request bucket is a token bucket of cost 1. The
+// token bucket's bound, net admitted cost at most b + r*dt over any
+// interval, holds across instances (TestBucketBoundTenInstances checks it
+// over every interval of ten Limiters racing on one key).
+//
+// # Keys and their TTLs
+//
+// Every key starts with [Config.Prefix] ("portico:") and carries a hash
+// tag, {k=...}, so that every key one script touches hashes to one slot:
+// the same code runs on one server, on Redis Cluster and on Valkey. (The
+// "k=" keeps the tag from being empty, which would hash the whole key.)
+//
+//	portico:rl:{k=<key>}                      hash    a Limiter key's two buckets
+//	portico:rb:{k=<destination>}:c:<client>   string  a client's retry budget
+//	portico:rb:{k=<destination>}:d            string  the destination's retry budget
+//	portico:fx:{k=<execution key>}            hash    an execution record
+//
+// The Limiter key is Config.Key's string, or by default the client key and
+// the model ("<len>:<client>/<model>"). Nothing grows without bound: a
+// bucket hash expires when both of its buckets would be full again and no
+// provider view holds, plus a second, so an absent key is a full bucket and
+// an expired one changes no decision; a retry budget key is deleted when it
+// fills up and otherwise expires after [Config.BudgetTTL] (10 minutes)
+// without deposits or retries, coming back full (as an in-memory budget
+// evicted as idle does); an execution record expires at its Expires
+// (rounded down to the millisecond), which the Runner sets to its TTL.
+//
+// # Failure modes
+//
+// Every operation runs under [Config.Timeout] (50 ms): a server stopped,
+// paused or slow never holds a call longer. A failed operation starts an
+// outage: for [Config.Probe] (1 s) every operation fails at once with
+// [ErrUnavailable], without touching the network; then one operation at a
+// time probes the server, and the first that succeeds ends the outage. The
+// Store logs a warning when an outage starts and a record when it ends;
+// each layer reports each call it decides without the store as a
+// [portico.EventSharedStore] event (a span event and a metric in package
+// trace) and chooses, by its Config:
+//
+//   - ratelimit fails open (Shared.FailOpen: local buckets of 1/Instances
+//     of each limit, so N instances stay within the shared limit) or closed
+//     (refused, [portico.Rejected], wrapping ratelimit.ErrStoreUnavailable);
+//   - retry fails open (local budgets of 1/Instances of the bursts) or
+//     closed (no retry);
+//   - effect always fails closed (the effect does not run; a Transient
+//     error wrapping effect.ErrStore): at most once admits nothing else.
+//
+// A settle that fails is lost: a lost refund makes the key stricter until
+// it refills, a lost surcharge looser by that many tokens. The in-flight
+// cap and queue of a Limiter stay per process. Waiting calls are not
+// served in arrival order across instances (each waits for the wait the
+// store computed, then asks again), and [ratelimit.Limiter.SetLimit]
+// changes the limits this instance gives the scripts without clearing the
+// provider views held in Redis, which expire with their hold.
+//
+// The client must have ContextTimeoutEnabled, or go-redis would ignore the
+// per-operation deadline and wait for its ReadTimeout (seconds); [New]
+// refuses a client without it. Set Timeout above the server's tail round
+// trip: a timeout on a healthy server is an outage for Probe.
+//
+// # Cost
+//
+// A call through a shared Limiter costs one round trip to admit and, when
+// the reservation was not used exactly, one to settle; a retry budget costs
+// one round trip per request (the deposit; none with Budget.NoRefill) and
+// one per retry. bench_test.go measures them beside the in-memory Limiter.
+package redisstore

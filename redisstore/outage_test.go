@@ -1,0 +1,205 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/effect"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/retry"
+)
+
+// An outage makes srv unable to answer and returns the function that ends
+// it.
+type outage struct {
+	name  string
+	begin func(t *testing.T, srv *redistest.Server) (end func())
+}
+
+var outages = []outage{
+	{"stopped", func(t *testing.T, srv *redistest.Server) func() {
+		srv.Stop()
+		return srv.Restart // with an empty dataset, as a server that lost its memory
+	}},
+	{"paused", func(t *testing.T, srv *redistest.Server) func() {
+		srv.Pause(t, 10*time.Second)
+		return func() { srv.Unpause(t) }
+	}},
+	{"slow", func(t *testing.T, srv *redistest.Server) func() {
+		done := make(chan struct{})
+		go func() { srv.Sleep(t, time.Second); close(done) }()
+		// Wait until the server is asleep: a PING no longer answers.
+		c := srv.Client(t)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			err := c.Ping(ctx).Err()
+			cancel()
+			if err != nil {
+				break
+			}
+		}
+		return func() { <-done }
+	}},
+}
+
+// TestOutage takes the server away (stopped, paused, asleep) under every
+// layer: no call waits longer than about the 50 ms timeout; ratelimit
+// fails open on its 1/N share or closed with ErrStoreUnavailable; retry
+// spends its local share or makes no retry; effect runs nothing; each
+// decision is an EventSharedStore event, the outage a warning; and when
+// the server is back, the layers use it again and the Store says so.
+func TestOutage(t *testing.T) {
+	for _, o := range outages {
+		t.Run(o.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			h := &logs{}
+			s := newStore(t, srv, Config{Timeout: DefaultTimeout, Probe: 20 * time.Millisecond, Logger: slog.New(h)})
+			obs := &events{}
+			ctx := portico.ContextWithObserver(context.Background(), obs)
+			req := &portico.Request{Model: "m", Identity: portico.Identity{ClientKey: "c"}}
+
+			limits := ratelimit.Limits{Requests: 100} // per minute; a tenth of it per instance
+			open, err := ratelimit.New(ratelimit.Config{Limits: limits, Key: ratelimit.ByModel,
+				Shared: ratelimit.Shared{Store: s.Buckets(), FailOpen: true, Instances: 10}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed, err := ratelimit.New(ratelimit.Config{Limits: limits, Key: ratelimit.ByClient, Shared: ratelimit.Shared{Store: s.Buckets()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var attempts atomic.Int32
+			counted := portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+				attempts.Add(1)
+				return failing.Generate(ctx, r)
+			})
+			retrier := func(failOpen bool) portico.Model {
+				sh := retry.Shared{Store: s.Budgets()}
+				if failOpen {
+					sh.FailOpen, sh.Instances = true, 10
+				}
+				r, err := retry.New(retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{Schedule: retry.Immediate},
+					Budget: retry.Budget{Burst: 20, Shared: sh}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.Wrap(counted)
+			}
+			retryOpen, retryClosed := retrier(true), retrier(false)
+			runner, err := effect.New(effect.Config{Store: s.Effects()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+				return &portico.Response{Text: "ok"}, nil
+			})
+			// Before: the first calls dial; wait until one reached Redis.
+			untilAvailable(t, s, func() { open.Wrap(ok).Generate(ctx, req) })
+			obs.reset()
+			h.reset()
+
+			end := o.begin(t, srv)
+			timed := func(what string, f func()) {
+				t.Helper()
+				start := time.Now()
+				f()
+				if d := time.Since(start); d > 300*time.Millisecond {
+					t.Errorf("%s during the outage took %v: a call must not wait for Redis past its timeout", what, d)
+				}
+			}
+			// ratelimit, failing open: 10 calls on the local share of 100/10,
+			// the 11th refused by it.
+			for i := range 11 {
+				timed("ratelimit fail open", func() {
+					_, err := open.Wrap(ok).Generate(ctx, req)
+					if want := i < 10; (err == nil) != want || (!want && !errors.Is(err, ratelimit.ErrLimited)) {
+						t.Errorf("fail-open call %d = %v, want admitted: %v (else ErrLimited)", i, err, want)
+					}
+				})
+			}
+			timed("ratelimit fail closed", func() {
+				_, err := closed.Wrap(ok).Generate(ctx, req)
+				if portico.ClassOf(err) != portico.Rejected || !errors.Is(err, ratelimit.ErrStoreUnavailable) || !errors.Is(err, ErrUnavailable) {
+					t.Errorf("fail-closed call = %v, want Rejected wrapping ErrStoreUnavailable and ErrUnavailable", err)
+				}
+			})
+			// retry, failing open: three failing requests on a local share
+			// of 20/10 retries: 3 + 2 attempts.
+			attempts.Store(0)
+			for range 3 {
+				timed("retry fail open", func() { retryOpen.Generate(ctx, req) })
+			}
+			if n := attempts.Load(); n != 5 {
+				t.Errorf("fail-open retry made %d attempts for 3 failing requests, want 5", n)
+			}
+			attempts.Store(0)
+			timed("retry fail closed", func() {
+				_, err := retryClosed.Generate(ctx, req)
+				if !errors.Is(err, retry.ErrBudgetExhausted) {
+					t.Errorf("fail-closed retry = %v, want ErrBudgetExhausted", err)
+				}
+			})
+			if n := attempts.Load(); n != 1 {
+				t.Errorf("fail-closed retry made %d attempts, want 1 (no retry)", n)
+			}
+			ran := false
+			timed("effect", func() {
+				_, err := runner.Do(ctx, "key", func(context.Context) ([]byte, error) { ran = true; return nil, nil })
+				if portico.ClassOf(err) != portico.Transient || !errors.Is(err, effect.ErrStore) {
+					t.Errorf("effect during the outage = %v, want Transient wrapping effect.ErrStore", err)
+				}
+			})
+			if ran {
+				t.Error("the effect ran while its store was unreachable")
+			}
+			for _, c := range []struct {
+				reason string
+				n      int
+			}{{"ratelimit:fail_open", 11}, {"ratelimit:fail_closed", 1}, {"retry:fail_open", 3 + 4}, {"retry:fail_closed", 2}, {"effect:fail_closed", 1}} {
+				if got := obs.count(portico.EventSharedStore, c.reason); got != c.n {
+					t.Errorf("%q events = %d, want %d", c.reason, got, c.n)
+				}
+			}
+			if s.Available() || !h.has("WARN redisstore: redis unavailable") {
+				t.Errorf("Available() = %v, warning logged = %v; want false, true", s.Available(), h.has("WARN redisstore: redis unavailable"))
+			}
+
+			end()
+			// Back: within a probe interval or two the calls reach Redis
+			// again (the limiter's key appears there).
+			untilAvailable(t, s, func() { closed.Wrap(ok).Generate(ctx, req) })
+			if _, err := closed.Wrap(ok).Generate(ctx, req); err != nil {
+				t.Errorf("fail-closed call after the outage = %v, want admitted", err)
+			}
+			if n, err := s.c.Exists(context.Background(), s.key("rl", "c")).Result(); err != nil || n != 1 {
+				t.Errorf("the limiter's key in Redis after the outage: %d, %v; want it there", n, err)
+			}
+			if !h.has("INFO redisstore: redis available again") {
+				t.Error("no record of the recovery logged")
+			}
+		})
+	}
+}
+
+// untilAvailable makes calls every 5 ms until s reports the server
+// available, for 3 s at most.
+func untilAvailable(t *testing.T, s *Store, call func()) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(3 * time.Second); ; <-tick.C {
+		call()
+		if s.Available() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Redis is up but the Store still reports it unavailable after 3 s")
+		}
+	}
+}

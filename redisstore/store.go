@@ -1,0 +1,187 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of [Config].
+const (
+	DefaultPrefix    = "portico:"
+	DefaultTimeout   = 50 * time.Millisecond
+	DefaultProbe     = time.Second
+	DefaultBudgetTTL = 10 * time.Minute
+)
+
+// ErrUnavailable is wrapped by every error of an operation the server did
+// not answer in time or at all, and of the operations refused at once
+// while the Store waits to probe the server again (see [Config.Probe]).
+var ErrUnavailable = errors.New("redisstore: redis unavailable")
+
+// Config configures a [Store]. Client is required; every other zero field
+// is a default.
+type Config struct {
+	// Client talks to the server: a *redis.Client (one server, or Valkey),
+	// a *redis.ClusterClient or a *redis.Ring. It must have
+	// ContextTimeoutEnabled, so that Timeout, a context deadline, bounds
+	// each operation; New refuses one without.
+	Client redis.UniversalClient
+	// Prefix starts every key, to share a server with other data. Zero
+	// means [DefaultPrefix] ("portico:"); it must not contain '{' or '}',
+	// which delimit the hash tags.
+	Prefix string
+	// Timeout bounds each operation, a round trip on the happy path: past
+	// it the operation fails with [ErrUnavailable] and the layer applies
+	// its failure mode. Zero means [DefaultTimeout] (50 ms).
+	Timeout time.Duration
+	// Probe is how long after a failure every operation fails at once,
+	// without touching the network; then one operation at a time tries the
+	// server, and the first that succeeds ends the outage. Zero means
+	// [DefaultProbe] (1 s).
+	Probe time.Duration
+	// BudgetTTL is how long a retry budget bucket untouched by deposits or
+	// retries is kept; it then comes back full. Zero means
+	// [DefaultBudgetTTL] (10 minutes).
+	BudgetTTL time.Duration
+	// Logger receives a warning when the server becomes unavailable and a
+	// record when it is back. Nil discards.
+	Logger *slog.Logger
+}
+
+// Store is the connection and failure state that [Buckets], [Budgets] and
+// [Effects] share. Build it with [New]. A Store is safe for concurrent use;
+// it never closes the Client.
+type Store struct {
+	c         redis.UniversalClient
+	prefix    string
+	timeout   time.Duration
+	probe     time.Duration
+	budgetTTL time.Duration
+	log       *slog.Logger
+
+	downUntil atomic.Int64 // unix ns until which operations fail at once; 0: up
+	downSince atomic.Int64 // unix ns of the first failure of the outage
+	probing   atomic.Bool  // one operation tries the server
+}
+
+// New returns a Store for cfg, or an error starting with "redisstore:"
+// naming the field: a nil Client, one without ContextTimeoutEnabled, a
+// Prefix with a brace, a negative duration.
+func New(cfg Config) (*Store, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("redisstore: nil Config.Client")
+	}
+	if !contextTimeouts(cfg.Client) {
+		return nil, errors.New("redisstore: Config.Client without ContextTimeoutEnabled: Config.Timeout could not bound an operation")
+	}
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		return nil, errors.New("redisstore: Config.Prefix contains a brace, which would break the hash tags")
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"Timeout", &cfg.Timeout, DefaultTimeout}, {"Probe", &cfg.Probe, DefaultProbe}, {"BudgetTTL", &cfg.BudgetTTL, DefaultBudgetTTL}} {
+		if *d.v < 0 {
+			return nil, errors.New("redisstore: negative Config." + d.name)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{c: cfg.Client, prefix: cfg.Prefix, timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL, log: cfg.Logger}, nil
+}
+
+// contextTimeouts reports whether c honours context deadlines; a client
+// type it does not know is trusted.
+func contextTimeouts(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true
+}
+
+// Available reports whether the last operation reached the server (no
+// outage under way).
+func (s *Store) Available() bool { return s.downUntil.Load() == 0 }
+
+// do runs op under the per-operation timeout, unless an outage is under
+// way and it is not this operation's turn to probe. An error of op is
+// returned wrapping [ErrUnavailable] and starts or extends the outage,
+// unless ctx itself ended: that is the caller's, returned as ctx.Err().
+func (s *Store) do(ctx context.Context, op func(context.Context) error) error {
+	if until := s.downUntil.Load(); until != 0 {
+		if time.Now().UnixNano() < until || !s.probing.CompareAndSwap(false, true) {
+			return errFailFast
+		}
+		defer s.probing.Store(false)
+	}
+	octx, cancel := context.WithTimeout(ctx, s.timeout)
+	err := op(octx)
+	cancel()
+	if err == nil || errors.Is(err, redis.Nil) {
+		if s.downUntil.Load() != 0 {
+			s.up()
+		}
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	s.down(err)
+	return &unavailable{err}
+}
+
+// errFailFast is what operations return during an outage between probes.
+var errFailFast = &unavailable{errors.New("redisstore: waiting to probe the server again")}
+
+// unavailable wraps the cause of a failed operation with ErrUnavailable.
+type unavailable struct{ cause error }
+
+func (e *unavailable) Error() string   { return "redisstore: redis unavailable: " + e.cause.Error() }
+func (e *unavailable) Unwrap() []error { return []error{ErrUnavailable, e.cause} }
+
+// down starts an outage, or extends it after a failed probe.
+func (s *Store) down(err error) {
+	now := time.Now().UnixNano()
+	if s.downSince.CompareAndSwap(0, now) {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: redis unavailable, layers decide without it",
+			slog.String("err", err.Error()), slog.Duration("probe", s.probe))
+	}
+	s.downUntil.Store(now + int64(s.probe))
+}
+
+// up ends an outage.
+func (s *Store) up() {
+	since := s.downSince.Swap(0)
+	s.downUntil.Store(0)
+	if since != 0 {
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, "redisstore: redis available again",
+			slog.Duration("outage", time.Duration(time.Now().UnixNano()-since)))
+	}
+}
+
+// key returns the prefix, the kind and the hash-tagged part: every key an
+// operation touches shares its tag, so one slot of a Cluster holds them
+// all. The tag's content starts with "k=" so that it is never empty (an
+// empty tag would hash the whole key).
+func (s *Store) key(kind, tagged string) string {
+	return s.prefix + kind + ":{k=" + tagged + "}"
+}
