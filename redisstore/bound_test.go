@@ -55,8 +55,11 @@ func worst(adm, ref []span, b, r float64) float64 {
 // TestBucketBoundTenInstances: ten Limiters, each with its own Store and
 // client over one Redis, call as fast as they can for 150 ms with random
 // costs and random refunds; over every interval the net tokens admitted
-// stay within b + r*dt. Without the Store, each Limiter's own bucket
-// admits about ten times that, and the same check fails: it can.
+// stay within b + r*dt. Without the Store (the control), each Limiter
+// drains its own full bucket, with no refunds, so ten of them admit about
+// ten bursts at once, and the same check fails by more than b: it can. The
+// control runs until every instance has drained its burst, not for a fixed
+// time, so a slow machine cannot make it pass by calling less.
 func TestBucketBoundTenInstances(t *testing.T) {
 	srv := redistest.Start(t)
 	for seed := range uint64(4) {
@@ -89,6 +92,7 @@ func run10(t *testing.T, srv *redistest.Server, shared bool, mode ratelimit.Mode
 	prefix := "bound" + strconv.FormatUint(seed, 10) + ":"
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(150 * time.Millisecond)
+	hardStop := time.Now().Add(5 * time.Second) // the control's drain, on a very slow machine
 	for i := range 10 {
 		cfg := ratelimit.Config{Limits: ratelimit.Limits{Tokens: perSec * 60, TokenBurst: b}, Mode: mode,
 			MaxWait: 20 * time.Millisecond, Estimator: portico.EstimatorFunc(func(*portico.Request) int { return 1 })}
@@ -105,11 +109,15 @@ func run10(t *testing.T, srv *redistest.Server, shared bool, mode ratelimit.Mode
 			m := lim.Wrap(portico.ModelFunc(func(_ context.Context, req *portico.Request) (*portico.Response, error) {
 				called = time.Now()
 				reserve := 1 + req.MaxOutputTokens
-				used := 1 + rng.IntN(reserve)
+				used := reserve // the control refunds nothing
+				if shared {
+					used = 1 + rng.IntN(reserve)
+				}
 				returned = time.Now()
 				return &portico.Response{Usage: portico.Usage{InputTokens: 1, OutputTokens: used - 1}}, nil
 			}))
-			for time.Now().Before(deadline) {
+			admitted := 0 // tokens this instance reserved
+			for time.Now().Before(deadline) || (!shared && admitted < b && time.Now().Before(hardStop)) {
 				maxOut := rng.IntN(maxCost)
 				req := &portico.Request{Model: "m", MaxOutputTokens: max(maxOut, 1)}
 				start := time.Now()
@@ -120,6 +128,7 @@ func run10(t *testing.T, srv *redistest.Server, shared bool, mode ratelimit.Mode
 				}
 				reserve := 1 + req.MaxOutputTokens
 				used := resp.Usage.InputTokens + resp.Usage.OutputTokens
+				admitted += reserve
 				mu.Lock()
 				adm = append(adm, span{start, called, float64(reserve)})
 				if used < reserve {
