@@ -204,14 +204,14 @@ func (k *Contract) Validate() error {
 }
 
 // Fits reports whether this route can serve req, whose input is estimated at
-// inputTokens tokens, under req's Contract (if any): nil, or an [*Error] of
-// class [Incompatible] whose Reason names the first unmet need, in this
-// order:
+// inputTokens tokens, under req's Contract (if any): nil, a [Permanent]
+// *Error when req is wrong on any route, or an [*Error] of class
+// [Incompatible] whose Reason names the first unmet need, in this order:
 //
-//   - a Contract that [Contract.Validate] refuses: its [Permanent] error;
+//   - a request that [Request.Validate] refuses (a malformed Contract, a
+//     negative MaxOutputTokens), or a negative inputTokens: its Permanent
+//     error ("negative token count" for the counts);
 //   - the modalities of the messages and of the contract: "modality";
-//   - a negative MaxOutputTokens or inputTokens: [Permanent], "negative token
-//     count";
 //   - ContextWindow below input (the larger of inputTokens and
 //     Contract.MaxInputTokens) + MaxOutputTokens: "context window";
 //     MaxOutput below MaxOutputTokens: "max output";
@@ -223,14 +223,21 @@ func (k *Contract) Validate() error {
 //   - a Request.Prefix to continue, and Continuation ContinueNone:
 //     "continuation".
 //
-// Fits never allocates: its errors are shared values that callers must not
-// modify. It is the one filter packages route and fallback share.
+// The Permanent checks come first, so they do not depend on the route: a
+// routing layer stops at once with such an error, calling nothing, where it
+// skips a route that is only Incompatible. Fits never allocates: its errors
+// are shared values that callers must not modify. It is the one filter
+// packages route and fallback share.
 func (c *Capabilities) Fits(req *Request, inputTokens int) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if inputTokens < 0 {
+		return errNegative
+	}
 	k := req.Contract
 	if k == nil {
 		k = &noContract
-	} else if err := k.Validate(); err != nil {
-		return err
 	}
 	mods := c.Modalities
 	if mods == 0 {
@@ -240,9 +247,6 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 		return errModality
 	}
 	in := max(inputTokens, k.MaxInputTokens)
-	if req.MaxOutputTokens < 0 || inputTokens < 0 {
-		return errNegative
-	}
 	// in + MaxOutputTokens > ContextWindow, without overflowing.
 	if c.ContextWindow > 0 && (in > c.ContextWindow || req.MaxOutputTokens > c.ContextWindow-in) {
 		return errWindow

@@ -34,6 +34,8 @@ func TestFits(t *testing.T) {
 		{"huge input does not overflow", textOnly, Request{Messages: user, MaxOutputTokens: 10, Contract: &Contract{MaxInputTokens: math.MaxInt}}, 10, "context window"},
 		{"negative max output", Capabilities{}, Request{Messages: user, MaxOutputTokens: -1000}, 10, "negative token count"},
 		{"negative input", Capabilities{}, Request{Messages: user}, -1, "negative token count"},
+		// Wrong on any route: said before what this route lacks.
+		{"negative max output of an image on a text route", textOnly, Request{Messages: img, MaxOutputTokens: -1}, 10, "negative token count"},
 		{"max output", full, Request{Messages: user, MaxOutputTokens: 4097}, 10, "max output"},
 		{"tools", textOnly, Request{Messages: user, Tools: []Tool{{Name: "f"}}}, 10, "tools"},
 		{"tools required", textOnly, Request{Messages: user, Contract: &Contract{ToolsRequired: true}}, 10, "tools"},
@@ -209,6 +211,40 @@ func TestContractValidate(t *testing.T) {
 	}
 	k := &Contract{MaxCost: -1}
 	if n := testing.AllocsPerRun(100, func() { _ = k.Validate() }); n != 0 {
+		t.Errorf("Validate allocs = %v, want 0", n)
+	}
+}
+
+// Request.Validate refuses what is wrong on any route, Contract first, with
+// Fits' shared Permanent errors, and allocates nothing.
+func TestRequestValidate(t *testing.T) {
+	user := []Message{Text(RoleUser, "hi")}
+	for _, tc := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Messages: user}, ""},
+		{Request{Messages: user, MaxOutputTokens: 0, Contract: &Contract{}}, ""},
+		{Request{Messages: user, MaxOutputTokens: -1}, "portico: permanent: negative token count"},
+		{Request{Messages: user, MaxOutputTokens: -1, Contract: &Contract{Deadline: -1}}, "portico: permanent: negative Contract.Deadline"},
+	} {
+		err := tc.req.Validate()
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("Validate(%+v) = %v, want nil", tc.req, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != tc.want || ClassOf(err) != Permanent {
+			t.Errorf("Validate(%+v) = %v, want %q (permanent)", tc.req, err, tc.want)
+		}
+		caps := Capabilities{}
+		if ferr := caps.Fits(&tc.req, 10); ferr != err {
+			t.Errorf("Fits = %v, want Validate's %v", ferr, err)
+		}
+	}
+	bad := &Request{MaxOutputTokens: -1}
+	if n := testing.AllocsPerRun(100, func() { _ = bad.Validate() }); n != 0 {
 		t.Errorf("Validate allocs = %v, want 0", n)
 	}
 }

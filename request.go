@@ -176,3 +176,21 @@ func (r *Request) Clone() *Request {
 
 // Streaming reports whether the caller asked for streaming (OnChunk is set).
 func (r *Request) Streaming() bool { return r.OnChunk != nil }
+
+// Validate reports what makes r wrong on any route, so that no route is
+// called: a Contract that [Contract.Validate] refuses (its error), or a
+// negative MaxOutputTokens ("negative token count"). Its errors are shared
+// [Permanent] *Errors that must not be modified; it does not allocate.
+// [Capabilities.Fits] calls it first, and package stack's deadline layer
+// for every request.
+func (r *Request) Validate() error {
+	if k := r.Contract; k != nil {
+		if err := k.Validate(); err != nil {
+			return err
+		}
+	}
+	if r.MaxOutputTokens < 0 {
+		return errNegative
+	}
+	return nil
+}

@@ -162,9 +162,10 @@ type built struct {
 // order of layers. Errors are those of the layers, all classified
 // (*portico.Error): Rejected for a shed call or open breakers, RateLimited
 // with RetryAfter, Deadline when the budget runs out, and so on.
-// A nil req is [portico.ErrNilRequest]; a Contract that
-// [portico.Contract.Validate] refuses (a negative Deadline or MaxCost) fails
-// at once with its Permanent error, whatever the number of routes.
+// A nil req is [portico.ErrNilRequest]; a request that
+// [portico.Request.Validate] refuses (a negative MaxOutputTokens, a Contract
+// with a negative Deadline or MaxCost) fails at once with its Permanent
+// error, whatever the number of routes, and no route is called.
 func (s *Stack) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
@@ -492,20 +493,19 @@ func defaultMaxTokens(v int, l ratelimit.Limits) int {
 	return 1024
 }
 
-// deadline returns the end-to-end deadline layer: it bounds ctx by d and by the
+// deadline returns the end-to-end deadline layer: it refuses a request that
+// [portico.Request.Validate] refuses, then bounds ctx by d and by the
 // request's Contract.Deadline (the earliest applies, as does ctx's own). With
 // neither set it passes the call through untouched.
 func deadline(d time.Duration) portico.Middleware {
 	return func(next portico.Model) portico.Model {
 		return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			if err := req.Validate(); err != nil {
+				return nil, err // wrong on any route: none is called
+			}
 			limit := d
-			if k := req.Contract; k != nil {
-				if err := k.Validate(); err != nil {
-					return nil, err // a malformed contract is wrong on any route
-				}
-				if k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
-					limit = k.Deadline
-				}
+			if k := req.Contract; k != nil && k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
+				limit = k.Deadline
 			}
 			if limit == 0 {
 				return next.Generate(ctx, req)
