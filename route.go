@@ -1,5 +1,7 @@
 package portico
 
+import "time"
+
 // Route is a named [Model] with its [Capabilities]: the unit that routers,
 // cascades, balancers (package route) and fallback groups (package fallback)
 // choose among. A Route is a plain value; copying it copies the handles, not
@@ -45,15 +47,30 @@ func (r *Route) RequestFor(req *Request) *Request {
 }
 
 // Health is implemented by whatever knows whether a route can take a call now,
-// such as package breaker's Breaker. Available must be safe for concurrent use,
-// must not block, and should cost no more than an atomic load: routers call it
-// for every candidate of every request.
+// such as package breaker's Breaker. Its methods must be safe for concurrent
+// use and must not block. Available should cost no more than an atomic load:
+// routers call it for every candidate of every request; RetryAfter is asked
+// only of a route that is not Available.
 type Health interface {
 	// Available reports whether a call sent now would be attempted (true) or
 	// rejected at once (false, e.g. a breaker that is open and not yet due for a
 	// probe).
 	Available() bool
+	// RetryAfter reports how long until a call would be attempted again: 0
+	// when Available, and when that time is unknown (a half-open breaker
+	// whose probes are busy). Routing layers that find no available route
+	// return the earliest as their error's RetryAfter.
+	RetryAfter() time.Duration
 }
 
 // Available reports whether r can take a call now: true when r.Health is nil.
 func (r *Route) Available() bool { return r.Health == nil || r.Health.Available() }
+
+// RetryAfter reports how long until r takes calls again (see
+// [Health].RetryAfter): 0 when r.Health is nil.
+func (r *Route) RetryAfter() time.Duration {
+	if r.Health == nil {
+		return 0
+	}
+	return r.Health.RetryAfter()
+}

@@ -84,6 +84,9 @@ type Breaker struct {
 	word atomic.Uint64
 	// openUntil is when the open state ends, in nanoseconds since base.
 	openUntil atomic.Int64
+	// announced is the latest end of a Retry-After a counted failure carried,
+	// in nanoseconds since base: the open state never ends before it.
+	announced atomic.Int64
 	// probes is the number of half-open probes in flight (written under mu).
 	probes atomic.Int32
 
@@ -148,6 +151,26 @@ func (b *Breaker) Available() bool {
 		return b.nanos() >= b.openUntil.Load()
 	}
 	return int(b.probes.Load()) < b.cfg.Probes
+}
+
+// RetryAfter implements [portico.Health]: the time left of the open
+// interval, when Open; 0 when Closed or HalfOpen (a busy probe slot frees
+// when its probe ends, at a time nobody knows). It never blocks.
+func (b *Breaker) RetryAfter() time.Duration {
+	if State(b.word.Load()&3) != Open {
+		return 0
+	}
+	return max(0, time.Duration(b.openUntil.Load()-b.nanos()))
+}
+
+// announce raises b.announced to until (nanoseconds since base).
+func (b *Breaker) announce(until int64) {
+	for {
+		cur := b.announced.Load()
+		if until <= cur || b.announced.CompareAndSwap(cur, until) {
+			return
+		}
+	}
 }
 
 // Wrap returns next guarded by b; the method value b.Wrap is a
@@ -281,8 +304,15 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 		return
 	}
 	var now int64
-	if b.needEnd {
+	ra := time.Duration(0)
+	if failed {
+		ra = portico.RetryAfterOf(err)
+	}
+	if b.needEnd || ra > 0 {
 		now = b.nanos()
+	}
+	if ra > 0 { // the open state, if it comes, lasts at least as long
+		b.announce(now + int64(ra))
 	}
 	gen := word >> 2
 	slow := b.needStart && now-start >= int64(b.cfg.SlowCall)
@@ -315,7 +345,7 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 	} else {
 		b.ring.record(flags)
 	}
-	var counts Counts
+	counts := Counts{Class: class}
 	if failed {
 		counts.ConsecutiveFailures = b.incConsec(gen)
 	} else if c := b.consec.Load(); c&0xffffffff != 0 {
@@ -332,7 +362,7 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 	if reason == "" {
 		return
 	}
-	if !b.needEnd {
+	if !b.needEnd && ra <= 0 {
 		now = b.nanos()
 	}
 	b.trip(ctx, gen, now, reason, class)

@@ -6,12 +6,15 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/portico-llm/portico"
 )
 
 // Config configures a [Breaker]. The zero Config is a working breaker: a
-// count-based window of the last 100 calls, tripped by [DefaultTrip] (5
-// consecutive failures, or a 50% failure rate once 20 calls are in the window);
-// open for 30 s; then one probe, which closes it on success.
+// count-based window of the last 100 calls, tripped by [DefaultTrip] (an
+// Unusable failure, 5 consecutive failures, or a 50% failure rate once 20
+// calls are in the window); open for 30 s, or until the end of a Retry-After
+// the route announced when later; then one probe, which closes it on success.
 type Config struct {
 	// Name names the route the breaker guards, in errors (Error.Model), events
 	// (Event.Route), transitions and logs. Empty is allowed.
@@ -33,7 +36,8 @@ type Config struct {
 	// an error.
 	SlowCall time.Duration
 	// OpenFor is how long the breaker stays open after tripping before it
-	// admits probes. Zero means 30 s; negative is an error.
+	// admits probes, at least: never less than until the end of the latest
+	// Retry-After of a counted failure. Zero means 30 s; negative is an error.
 	OpenFor time.Duration
 	// Probes is how many calls the half-open state lets through at the same
 	// time, and how many must succeed to close the breaker; the others are
@@ -101,10 +105,22 @@ func (c Config) normalize() (Config, error) {
 	case n.Probes < 0:
 		return n, errors.New("breaker: Config.Probes " + strconv.Itoa(n.Probes) + " is negative")
 	}
-	if n.Trip(n.worst()) == "" {
+	if !n.trips() {
 		return n, errors.New("breaker: Config.Trip does not trip even on a full window of failed calls")
 	}
 	return n, nil
+}
+
+// trips reports whether c.Trip trips on the worst window, failed with one of
+// the classes a breaker counts as failures.
+func (c *Config) trips() bool {
+	w := c.worst()
+	for _, k := range [...]portico.Class{portico.Transient, portico.RateLimited, portico.Ambiguous, portico.InvalidResponse, portico.Unusable} {
+		if w.Class = k; c.Trip(w) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // worst returns the Counts of the worst window c's breaker can hold: every

@@ -20,13 +20,16 @@ func (b *Breaker) trip(ctx context.Context, gen uint64, now int64, reason string
 	b.notify(ctx, tr)
 }
 
-// openLocked moves from state `from` of generation gen to Open. b.mu is held.
+// openLocked moves from state `from` of generation gen to Open, for
+// Config.OpenFor or until the end of the latest Retry-After announced,
+// whichever is later. b.mu is held.
 func (b *Breaker) openLocked(gen uint64, now int64, from State, reason string, class portico.Class) Transition {
-	d := b.cfg.OpenFor
-	until := now + int64(d)
+	until := now + int64(b.cfg.OpenFor)
 	if until < now { // an OpenFor near the largest Duration: open for good
 		until = math.MaxInt64
 	}
+	until = max(until, b.announced.Load())
+	d := time.Duration(until - now)
 	b.openUntil.Store(until)
 	b.word.Store((gen+1)<<2 | uint64(Open))
 	return Transition{Name: b.cfg.Name, From: from, To: Open, Reason: reason, Class: class, OpenFor: d, Generation: gen + 1}
@@ -140,6 +143,9 @@ func (b *Breaker) probe(ctx context.Context, req *portico.Request, next portico.
 func (b *Breaker) probeOutcome(ctx context.Context, gen uint64, start int64, err error) {
 	class, counted, failed := outcome(err)
 	now := b.nanos()
+	if ra := portico.RetryAfterOf(err); failed && ra > 0 {
+		b.announce(now + int64(ra))
+	}
 	slow := b.cfg.SlowCall > 0 && now-start >= int64(b.cfg.SlowCall)
 	b.mu.Lock()
 	// The slot is released whatever happened meanwhile: probes counts every

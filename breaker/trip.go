@@ -1,11 +1,16 @@
 package breaker
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+
+	"github.com/portico-llm/portico"
+)
 
 // Counts are what a closed breaker's window holds when a [TripRule] is asked:
 // the counted calls (route faults and successes, not ignored errors) of the
-// current closed period still in the window, of which failed and slow, and
-// the failures in a row that end with the call just counted.
+// current closed period still in the window, of which failed and slow, the
+// failures in a row that end with the call just counted, and its class.
 type Counts struct {
 	// Calls is the counted calls in the window.
 	Calls int
@@ -16,6 +21,9 @@ type Counts struct {
 	// ConsecutiveFailures is the run of failures ending with the last call,
 	// across the window's edge; a success (slow or not) ends it.
 	ConsecutiveFailures int
+	// Class is the class of the call just counted: its failure's, or
+	// [portico.OK] for a slow success.
+	Class portico.Class
 }
 
 // A TripRule decides whether a closed breaker trips: it returns a short,
@@ -25,14 +33,29 @@ type Counts struct {
 // the usual ones and [AnyOf] combines them. It must be fast and pure.
 type TripRule func(Counts) string
 
-// DefaultTrip is the rule of the zero Config: 5 consecutive failures, or a
-// failure rate of 50% once 20 calls are in the window, or, when slow calls
-// are detected, a slow-call rate of 100% once 20 calls are in it (the
-// defaults of resilience4j's CircuitBreaker, with gobreaker's consecutive
-// failures).
+// DefaultTrip is the rule of the zero Config: an [portico.Unusable]
+// failure at once, 5 consecutive failures, or a failure rate of 50% once
+// 20 calls are in the window, or, when slow calls are detected, a slow-call
+// rate of 100% once 20 calls are in it (the defaults of resilience4j's
+// CircuitBreaker, with gobreaker's consecutive failures). Unusable trips at
+// once because it does not heal in seconds: a revoked key, a deleted
+// deployment, an exhausted quota fail every call until someone acts, so
+// each call until a count is reached is a round trip lost.
 func DefaultTrip(c Counts) string { return defaultTrip(c) }
 
-var defaultTrip = AnyOf(ConsecutiveFailures(5), FailureRate(0.5, 20), SlowCallRate(1, 20))
+var defaultTrip = AnyOf(OnClass(portico.Unusable), ConsecutiveFailures(5), FailureRate(0.5, 20), SlowCallRate(1, 20))
+
+// OnClass trips at once on a counted failure of one of classes, whatever
+// the window holds; the reason is the class's name ("unusable").
+func OnClass(classes ...portico.Class) TripRule {
+	classes = append([]portico.Class(nil), classes...)
+	return func(c Counts) string {
+		if slices.Contains(classes, c.Class) {
+			return c.Class.String()
+		}
+		return ""
+	}
+}
 
 // ConsecutiveFailures trips after n failures in a row, whatever the window
 // holds; the reason is "consecutive failures". It panics if n < 1.

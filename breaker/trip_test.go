@@ -35,9 +35,9 @@ func TestCustomTripRule(t *testing.T) {
 		call(t, m) // a slow success: window S F S S(slow) = the first F left it
 		call(t, m) // another slow one: F S S(slow) S(slow)
 		want := []Counts{
-			{Calls: 4, Failures: 4, Slow: 4, ConsecutiveFailures: math.MaxInt32}, // New's check: a full window of failures trips
-			{Calls: 1, Failures: 1, ConsecutiveFailures: 1},
-			{Calls: 3, Failures: 2, ConsecutiveFailures: 1},
+			{Calls: 4, Failures: 4, Slow: 4, ConsecutiveFailures: math.MaxInt32, Class: portico.Transient}, // New's check: a full window of failures trips
+			{Calls: 1, Failures: 1, ConsecutiveFailures: 1, Class: portico.Transient},
+			{Calls: 3, Failures: 2, ConsecutiveFailures: 1, Class: portico.Transient},
 			{Calls: 4, Failures: 1, Slow: 1},
 			{Calls: 4, Failures: 1, Slow: 2},
 		}

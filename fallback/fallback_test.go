@@ -68,10 +68,11 @@ func route(f *fake, caps portico.Capabilities) portico.Route {
 
 func perr(c portico.Class) *portico.Error { return &portico.Error{Class: c, Reason: "test"} }
 
-// down is a Health that is never available.
+// down is a Health that is never available, for a time it does not know.
 type down struct{}
 
-func (down) Available() bool { return false }
+func (down) Available() bool           { return false }
+func (down) RetryAfter() time.Duration { return 0 }
 
 func hopsOf(t *testing.T, hops []portico.Hop) []string {
 	t.Helper()

@@ -3,14 +3,26 @@ package route
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/portico-llm/portico"
 )
 
-// switchHealth is a Health whose availability the test sets.
-type switchHealth struct{ down atomic.Bool }
+// switchHealth is a Health whose availability, and time until it comes
+// back when down, the test sets.
+type switchHealth struct {
+	down atomic.Bool
+	wait atomic.Int64 // time.Duration
+}
 
 func (h *switchHealth) Available() bool { return !h.down.Load() }
+
+func (h *switchHealth) RetryAfter() time.Duration {
+	if !h.down.Load() {
+		return 0
+	}
+	return time.Duration(h.wait.Load())
+}
 
 // answer returns a Model that answers text with usage u, counting its calls.
 func answer(text string, u portico.Usage, calls *atomic.Int64) portico.Model {
