@@ -153,6 +153,9 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				prev = delay
 			} else if delay > r.maxRetryAfter {
 				return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry: retry-after too long after "+attempts(i), earlier)
+			} else if most, ok := portico.MaxWaitFromContext(ctx); ok && delay > most {
+				// An outer layer has another route: better to move on now.
+				return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry: retry-after longer than the wait worth taking in place after "+attempts(i), earlier)
 			}
 			if !r.fits(ctx, delay) {
 				if hinted {

@@ -669,3 +669,41 @@ func TestTimeoutSentinelsAreLayerTimeouts(t *testing.T) {
 		t.Errorf("errors.Is(ErrAttemptTimeout, ErrFirstChunkTimeout) = true, want distinct sentinels")
 	}
 }
+
+// A wait the context caps (portico.ContextWithMaxWait: a fallback group that
+// has another route) is taken in place only up to the cap: a longer
+// Retry-After ends the call at once with the hint, a shorter one is waited
+// and the attempt made. Backoff waits without a hint are not capped.
+func TestMaxWaitCapsRetryAfter(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		err       *portico.Error
+		wantCalls int
+		wantTime  time.Duration
+	}{
+		{"429 beyond the cap", &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: 5 * time.Second}, 1, 0},
+		{"503 beyond the cap", &portico.Error{Class: portico.Transient, Status: 503, RetryAfter: 2 * time.Second}, 1, 0},
+		{"429 within the cap", &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: 500 * time.Millisecond}, 3, time.Second},
+		{"no hint: backoff", &portico.Error{Class: portico.RateLimited, Status: 429}, 3, 3 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := failing(tt.err)
+				r := mustNew(t, Config{Backoff: Backoff{Schedule: Exponential, BaseDelay: time.Second, MaxDelay: 2 * time.Second}})
+				ctx := portico.ContextWithMaxWait(context.Background(), 500*time.Millisecond)
+				start := time.Now()
+				_, err := r.Wrap(base).Generate(ctx, userReq)
+				if base.calls() != tt.wantCalls || time.Since(start) != tt.wantTime {
+					t.Errorf("calls = %d after %v, want %d after %v", base.calls(), time.Since(start), tt.wantCalls, tt.wantTime)
+				}
+				var pe *portico.Error
+				if !errors.As(err, &pe) || pe.RetryAfter != tt.err.RetryAfter || pe.Status != tt.err.Status {
+					t.Fatalf("err = %v, want the last attempt's status and hint", err)
+				}
+				if tt.wantCalls == 1 && (pe.Class != portico.RateLimited || !errors.Is(err, ErrRetryAfterTooLong) || !errors.Is(err, tt.err) || pe.NotSent) {
+					t.Errorf("err = %v (NotSent %v), want rate_limited, ErrRetryAfterTooLong wrapping the attempt's error, sent", err, pe.NotSent)
+				}
+			})
+		})
+	}
+}
