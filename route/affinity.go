@@ -85,7 +85,7 @@ func (p *affinityPicker) Pick(info PickInfo) (PickResult, error) {
 		if i := leastUsed(p.replicas); i >= 0 {
 			return PickResult{Index: i}, nil
 		}
-		return PickResult{Index: -1}, noReplica()
+		return PickResult{Index: -1}, noReplica(p.replicas)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -97,14 +97,14 @@ func (p *affinityPicker) Pick(info PickInfo) (PickResult, error) {
 		}
 		i := leastUsed(p.replicas)
 		if i < 0 {
-			return PickResult{Index: -1}, noReplica()
+			return PickResult{Index: -1}, noReplica(p.replicas)
 		}
 		s.replica = i
 		return PickResult{Index: i}, nil
 	}
 	i := leastUsed(p.replicas)
 	if i < 0 {
-		return PickResult{Index: -1}, noReplica()
+		return PickResult{Index: -1}, noReplica(p.replicas)
 	}
 	if len(p.sessions) >= p.max {
 		old := p.lru.Back()

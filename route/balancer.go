@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/portico-llm/portico"
 )
@@ -218,9 +219,14 @@ func (b *Balancer) Generate(ctx context.Context, req *portico.Request) (*portico
 	return r.Route.Stamp(resp, nil, 0), nil
 }
 
-// noReplica is the error of a picker that finds no available replica.
-func noReplica() error {
-	return &portico.Error{Class: portico.Rejected, Reason: "no replica available", Err: ErrNoRoute}
+// noReplica is the error of a picker that finds none of rs available: its
+// RetryAfter is the least time until one takes calls again, 0 if unknown.
+func noReplica(rs []*Replica) error {
+	var wait time.Duration
+	for _, r := range rs {
+		wait = earliest(wait, r.Route.RetryAfter())
+	}
+	return &portico.Error{Class: portico.Rejected, Reason: "no replica available", RetryAfter: wait, Err: ErrNoRoute}
 }
 
 // leastUsed returns the available replica with the fewest calls in flight,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/portico-llm/portico"
 )
@@ -78,8 +79,9 @@ type CascadeConfig struct {
 // A step that does not fit the request ([portico.Capabilities.Fits]) or is
 // unavailable (breaker open) is skipped unasked. A step that fails with a
 // route error (transient, rate limited, incompatible, invalid, ambiguous,
-// rejected, or neither answer nor error) moves on; a Permanent error and the
-// caller's cancellation or deadline end the cascade at once. The answer is
+// rejected, unusable, or neither answer nor error) moves on; a Permanent
+// error (Fits' before any step, or a step's) and the caller's cancellation
+// or deadline end the cascade at once. The answer is
 // stamped with [portico.Route.Stamp]: Route is the step that answered, Hops
 // the steps left, and Cost adds every step's price (rejected answers and
 // billed failures included). A stream is buffered and the accepted answer
@@ -124,7 +126,8 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 //   - the caller's cancellation or deadline, as the step returned it, or
 //     from [portico.FromContext] when ctx ends between steps (no further step
 //     is started); a step's Permanent error, as returned; a Permanent error
-//     when req is nil;
+//     when req is nil, or Fits' when req is wrong on any route (no step is
+//     called);
 //   - with [NoneAcceptedError], when answers came but none was accepted: class
 //     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
 //   - when no step answered at all: the class of the last step's error (or
@@ -150,12 +153,18 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		lastChunks []string
 		lastErr    error
 		called     bool
+		wait       time.Duration // least time until an unavailable step takes calls
 	)
 	for j := range c.steps {
 		s := &c.steps[j]
 		rt := &s.Route
 		final := j == len(c.steps)-1
-		if h, ok := check(rt, req, n); !ok {
+		if h, ok, stop := check(rt, req, n); stop != nil {
+			return nil, stop // wrong on any route
+		} else if !ok {
+			if h.Err == nil {
+				wait = earliest(wait, rt.RetryAfter())
+			}
 			hops = append(hops, h)
 			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
 			continue
@@ -222,7 +231,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		return nil, &portico.Error{Class: portico.InvalidResponse, Reason: "no answer accepted", Err: portico.Join(errs...)}
 	}
 	if !called {
-		return nil, noRoute(hops)
+		return nil, noRoute(hops, wait)
 	}
 	errs := []error{ErrExhausted}
 	for _, h := range hops {

@@ -2,6 +2,7 @@ package route
 
 import (
 	"errors"
+	"time"
 
 	"github.com/portico-llm/portico"
 )
@@ -61,9 +62,10 @@ func skipHop(name string, fitErr error) portico.Hop {
 }
 
 // noRoute builds the error returned when no candidate fits and is available:
-// Rejected if any candidate was merely unavailable, Incompatible otherwise. Its
-// Err joins ErrNoRoute and the Fits errors, so errors.Is finds each.
-func noRoute(hops []portico.Hop) error {
+// Rejected if any candidate was merely unavailable, with wait, the least time
+// until one takes calls again, as RetryAfter; Incompatible otherwise. Its Err
+// joins ErrNoRoute and the Fits errors, so errors.Is finds each.
+func noRoute(hops []portico.Hop, wait time.Duration) error {
 	class := portico.Incompatible
 	errs := make([]error, 0, len(hops)+1)
 	errs = append(errs, ErrNoRoute)
@@ -76,7 +78,18 @@ func noRoute(hops []portico.Hop) error {
 	}
 	// No Reason: the class and ErrNoRoute say it, and each route's error
 	// says why it was not a candidate.
-	return &portico.Error{Class: class, Err: portico.Join(errs...)}
+	if class != portico.Rejected {
+		wait = 0
+	}
+	return &portico.Error{Class: class, RetryAfter: wait, Err: portico.Join(errs...)}
+}
+
+// earliest returns the lesser of two waits, 0 standing for none.
+func earliest(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // estimate returns info.InputTokens, or est's estimate when it is 0.
@@ -98,13 +111,18 @@ func hopClass(h portico.Hop) portico.Class {
 
 // check applies the shared filter in package fallback's order: Fits first,
 // then availability. It reports whether r is a candidate and, when it is not,
-// the hop saying why (Err nil for an unavailable route).
-func check(r *portico.Route, req *portico.Request, nIn int) (portico.Hop, bool) {
+// the hop saying why (Err nil for an unavailable route). A Permanent error
+// from Fits (the request is wrong on any route) is returned as stop: the
+// caller returns it at once.
+func check(r *portico.Route, req *portico.Request, nIn int) (h portico.Hop, ok bool, stop error) {
 	if err := r.Capabilities.Fits(req, nIn); err != nil {
-		return skipHop(r.Name, err), false
+		if portico.ClassOf(err) == portico.Permanent {
+			return portico.Hop{}, false, err
+		}
+		return skipHop(r.Name, err), false, nil
 	}
 	if !r.Available() {
-		return skipHop(r.Name, nil), false
+		return skipHop(r.Name, nil), false, nil
 	}
-	return portico.Hop{}, true
+	return portico.Hop{}, true, nil
 }

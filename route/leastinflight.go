@@ -45,13 +45,13 @@ func splitmix64(x uint64) uint64 {
 func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 	n := uint64(len(p.replicas))
 	if n == 0 {
-		return PickResult{Index: -1}, noReplica()
+		return PickResult{Index: -1}, noReplica(p.replicas)
 	}
 	if n == 1 {
 		if p.replicas[0].Available() {
 			return PickResult{Index: 0}, nil
 		}
-		return PickResult{Index: -1}, noReplica()
+		return PickResult{Index: -1}, noReplica(p.replicas)
 	}
 	var x uint64
 	if p.seed != 0 {
@@ -82,7 +82,7 @@ func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 	if k := leastUsed(p.replicas); k >= 0 {
 		return PickResult{Index: k}, nil
 	}
-	return PickResult{Index: -1}, noReplica()
+	return PickResult{Index: -1}, noReplica(p.replicas)
 }
 
 func (*p2cPicker) tokenBlind() {}

@@ -150,7 +150,7 @@ func (p *prefixPicker) Pick(info PickInfo) (PickResult, error) {
 		p.pool.Put(bp)
 	}
 	if i < 0 {
-		return PickResult{Index: -1}, noReplica()
+		return PickResult{Index: -1}, noReplica(p.replicas)
 	}
 	return PickResult{Index: i}, nil
 }

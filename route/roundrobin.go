@@ -43,7 +43,7 @@ func (p *rrPicker) Pick(PickInfo) (PickResult, error) {
 			i = 0
 		}
 	}
-	return PickResult{Index: -1}, noReplica()
+	return PickResult{Index: -1}, noReplica(p.replicas)
 }
 
 func (*rrPicker) tokenBlind() {}

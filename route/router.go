@@ -107,7 +107,9 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 // rejections of the routes passed over are shared values); only the no-route
 // error, which lists every route's reason, allocates. Errors: an
 // [*portico.Error] wrapping [ErrNoRoute] when no route fits and is available
-// (Class as ErrNoRoute says); a Permanent one when info.Request is nil.
+// (Class as ErrNoRoute says); a Permanent one when info.Request is nil or
+// wrong on any route (Fits' Permanent error: a malformed Contract, a
+// negative token count), returned at once.
 func (r *Router) Pick(info PickInfo) (PickResult, error) {
 	req := info.Request
 	if req == nil {
@@ -117,7 +119,13 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 	best, bestScore := -1, math.Inf(1)
 	for i := range r.routes {
 		rt := &r.routes[i]
-		if rt.Capabilities.Fits(req, n) != nil || !rt.Available() {
+		if err := rt.Capabilities.Fits(req, n); err != nil {
+			if portico.ClassOf(err) == portico.Permanent {
+				return PickResult{Index: -1}, err // wrong on any route
+			}
+			continue
+		}
+		if !rt.Available() {
 			continue
 		}
 		c := rank.Candidate{Index: i, Route: rt, EstimatedCost: rt.Capabilities.EstimateCost(req, n), Weight: r.weights[i]}
@@ -128,11 +136,15 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 	}
 	if best < 0 {
 		hops := make([]portico.Hop, 0, len(r.routes))
+		var wait time.Duration
 		for i := range r.routes {
-			h, _ := check(&r.routes[i], req, n)
+			h, _, _ := check(&r.routes[i], req, n)
+			if h.Err == nil {
+				wait = earliest(wait, r.routes[i].RetryAfter())
+			}
 			hops = append(hops, h)
 		}
-		return PickResult{Index: -1}, noRoute(hops)
+		return PickResult{Index: -1}, noRoute(hops, wait)
 	}
 	r.stats.Start(best)
 	return PickResult{Index: best, Done: r.done[best]}, nil

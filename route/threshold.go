@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"time"
 
 	"github.com/portico-llm/portico"
 )
@@ -92,7 +93,8 @@ func (t *Threshold) Decide(req *portico.Request) ThresholdPick {
 // chosen route's error, unchanged; one matching [portico.ErrNilResponse]
 // (InvalidResponse) when it returned neither answer nor error; when neither route fits and is available, an
 // [*portico.Error] wrapping [ErrNoRoute] (Class Rejected or Incompatible, see
-// ErrNoRoute); a Permanent one when req is nil.
+// ErrNoRoute); a Permanent one when req is nil or wrong on any route (Fits'
+// Permanent error, at once).
 func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, errNilRequest
@@ -104,9 +106,13 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 	}
 	n := t.est.EstimateInputTokens(req)
 	var hops []portico.Hop
+	var wait time.Duration
 	for k := range 2 {
 		r := &t.routes[first^k]
-		h, ok := check(r, req, n)
+		h, ok, stop := check(r, req, n)
+		if stop != nil {
+			return nil, stop // wrong on any route
+		}
 		if ok {
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
 			if err != nil {
@@ -117,8 +123,11 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 			}
 			return r.Stamp(resp, hops, 0), nil
 		}
+		if h.Err == nil {
+			wait = earliest(wait, r.RetryAfter())
+		}
 		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: r.Name, Class: hopClass(h), Reason: h.Reason})
 		hops = append(hops, h)
 	}
-	return nil, noRoute(hops)
+	return nil, noRoute(hops, wait)
 }
