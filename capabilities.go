@@ -89,6 +89,12 @@ type Capabilities struct {
 	Provider string
 	// Region where the route is served, for the same purpose.
 	Region string
+	// Quota names the upstream quota the route draws on (an account, or a
+	// key shared by several deployments), by a name of the user's choosing,
+	// never the key itself: routes with the same Quota are rate-limited
+	// together, so a Retry-After one of them announces cools all of them
+	// down (package fallback). Empty means the route's own, named after it.
+	Quota string
 	// ContextWindow is the most tokens of input plus output the model takes.
 	ContextWindow int
 	// MaxOutput is the most output tokens the model produces in one answer.

@@ -60,6 +60,15 @@ const (
 	DefaultContinuations = 2
 )
 
+// DefaultWaitInPlace is the longest Retry-After a candidate waits for in
+// place when another could serve the request (Config.WaitInPlace): 500 ms,
+// the retry layer's first backoff ceiling (retry.DefaultBaseDelay, as the
+// OpenAI and Anthropic SDKs' initial retry delay), about what moving costs:
+// a connection and TLS handshake to another provider (two or three round
+// trips) and a prompt cache that is cold there. A hint that short is waited
+// as a backoff would be; a longer one is worth a switch.
+const DefaultWaitInPlace = 500 * time.Millisecond
+
 // reserveDivisor scales the default reserve: min(DefaultReserve,
 // remaining/reserveDivisor). 16 keeps the example's 300 ms for every deadline of
 // 4.8 s or more (its 8 s: 500 ms > 300 ms), and below that gives the layers
@@ -124,6 +133,26 @@ type Config struct {
 	// package documentation). Zero means [DefaultContinuations] (2);
 	// negative is an error.
 	Continuations int
+	// WaitInPlace is the longest Retry-After a candidate waits for in place
+	// when another candidate could serve the request after it: the group
+	// tells the route's retry layer ([portico.ContextWithMaxWait]), which
+	// ends the call at once on a longer hint, and the group moves on. Like
+	// the split, it applies when the context has a deadline: the group then
+	// derives a context per candidate. Zero means DefaultWaitInPlace
+	// (500 ms); negative means none (each route waits as it would alone).
+	WaitInPlace time.Duration
+	// Cooldowns keeps when each route may be called again after it
+	// announced a Retry-After: until then the group skips it (hop reason
+	// "cooldown"), and every route of the same Capabilities.Quota too. Nil
+	// means a [MemoryCooldowns] of the group's own; share one (or a store
+	// shared between processes) to share cooldowns.
+	Cooldowns Cooldowns
+	// StopOnUnusable makes the group stop at a route's [portico.Unusable]
+	// failure (401 or 403, 404, a quota exhausted) and return it, as at a
+	// Permanent one, instead of moving on to the next route: for a service
+	// that would rather fail than be served by another route while one's
+	// credentials or model are wrong. The route's breaker still counts it.
+	StopOnUnusable bool
 
 	// Logger receives a record per route left (Info). Nil discards.
 	Logger *slog.Logger
@@ -163,6 +192,12 @@ func (c Config) normalize() (Config, error) {
 		c.Reserve = DefaultReserve
 	case c.Reserve < 0:
 		c.Reserve = 0
+	}
+	switch {
+	case c.WaitInPlace == 0:
+		c.WaitInPlace = DefaultWaitInPlace
+	case c.WaitInPlace < 0:
+		c.WaitInPlace = -1
 	}
 	switch {
 	case c.MinAttempt == 0:

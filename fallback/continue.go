@@ -155,8 +155,10 @@ func (r *request) again(ctx context.Context, pos int) (resp *portico.Response, d
 	for c := r.cont; c.last != nil && ctx.Err() == nil; {
 		rt, idx := c.last, c.lastIx
 		c.last = nil
-		if reason := r.skip(rt); reason != "" {
-			r.hop(ctx, rt, reason, nil)
+		if reason, err := r.skip(rt, idx); err != nil {
+			return nil, true, err
+		} else if reason != "" {
+			r.skipped(ctx, rt, idx, reason)
 			return nil, false, nil
 		}
 		resp, stop, err := r.try(ctx, rt, idx, pos)

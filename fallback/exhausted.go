@@ -96,6 +96,7 @@ func (e *Exhausted) Unwrap() []error {
 // The reasons of hops that were skipped without a call.
 const (
 	reasonUnavailable = "unavailable" // Route.Available false: breaker open
+	reasonCooldown    = "cooldown"    // cooling down until a Retry-After its route (or quota) announced
 	reasonBudget      = "cost budget" // estimated cost above what the contract has left
 	reasonIndependent = "not independent"
 	reasonDeadline    = "deadline" // too little time left to start it
@@ -107,16 +108,18 @@ const (
 // the caller needs to know it. See [Group.Generate].
 var classRank = [...]int{
 	portico.Incompatible:    1,
-	portico.Rejected:        2,
-	portico.RateLimited:     3,
-	portico.InvalidResponse: 4,
-	portico.Deadline:        5,
-	portico.Transient:       6,
-	portico.Ambiguous:       7,
+	portico.Unusable:        2,
+	portico.Rejected:        3,
+	portico.RateLimited:     4,
+	portico.InvalidResponse: 5,
+	portico.Deadline:        6,
+	portico.Transient:       7,
+	portico.Ambiguous:       8,
 }
 
 // hopClass is the class a hop stands for: its error's, or for a skip, Rejected
-// (unavailable), Deadline (no time), or Incompatible (any other filter).
+// (unavailable), RateLimited (cooling down), Deadline (no time), or
+// Incompatible (any other filter).
 func hopClass(h portico.Hop) portico.Class {
 	if h.Err != nil {
 		return portico.ClassOf(h.Err)
@@ -124,16 +127,20 @@ func hopClass(h portico.Hop) portico.Class {
 	switch h.Reason {
 	case reasonUnavailable:
 		return portico.Rejected
+	case reasonCooldown:
+		return portico.RateLimited
 	case reasonDeadline:
 		return portico.Deadline
 	}
 	return portico.Incompatible
 }
 
-// exhausted builds the error of a group that left every route. Pure.
-func exhausted(hops []portico.Hop) error {
+// exhausted builds the error of a group that left every route; wait is the
+// least time until a route skipped unavailable or cooling takes calls
+// again, 0 if none. Pure.
+func exhausted(hops []portico.Hop, wait time.Duration) error {
 	class := portico.Incompatible
-	var retryAfter time.Duration
+	retryAfter := wait
 	for _, h := range hops {
 		c := hopClass(h)
 		if int(c) < len(classRank) && classRank[c] > classRank[class] {

@@ -359,20 +359,29 @@ func TestExhaustedClassRule(t *testing.T) {
 	}
 	cases := []struct {
 		hops  []portico.Hop
+		wait  time.Duration
 		class portico.Class
 		ra    time.Duration
 	}{
-		{[]portico.Hop{h("a", "context window", portico.OK, 0)}, portico.Incompatible, 0},
-		{[]portico.Hop{h("a", "context window", portico.OK, 0), h("b", reasonUnavailable, portico.OK, 0)}, portico.Rejected, 0},
-		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.Rejected, time.Second), h("c", reasonUnavailable, portico.OK, 0)}, portico.RateLimited, time.Second},
-		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.InvalidResponse, 0)}, portico.InvalidResponse, 0},
-		{[]portico.Hop{h("a", "", portico.InvalidResponse, 0), h("b", "", portico.Deadline, 0)}, portico.Deadline, 0},
-		{[]portico.Hop{h("a", "", portico.Deadline, 0), h("b", "", portico.Transient, 0)}, portico.Transient, 0},
-		{[]portico.Hop{h("a", "", portico.Ambiguous, 0), h("b", "", portico.Transient, 0)}, portico.Ambiguous, 0},
-		{[]portico.Hop{h("a", reasonDeadline, portico.OK, 0)}, portico.Deadline, 0},
+		{[]portico.Hop{h("a", "context window", portico.OK, 0)}, 0, portico.Incompatible, 0},
+		{[]portico.Hop{h("a", "context window", portico.OK, 0), h("b", reasonUnavailable, portico.OK, 0)}, 0, portico.Rejected, 0},
+		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.Rejected, time.Second), h("c", reasonUnavailable, portico.OK, 0)}, 0, portico.RateLimited, time.Second},
+		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.InvalidResponse, 0)}, 0, portico.InvalidResponse, 0},
+		{[]portico.Hop{h("a", "", portico.InvalidResponse, 0), h("b", "", portico.Deadline, 0)}, 0, portico.Deadline, 0},
+		{[]portico.Hop{h("a", "", portico.Deadline, 0), h("b", "", portico.Transient, 0)}, 0, portico.Transient, 0},
+		{[]portico.Hop{h("a", "", portico.Ambiguous, 0), h("b", "", portico.Transient, 0)}, 0, portico.Ambiguous, 0},
+		{[]portico.Hop{h("a", reasonDeadline, portico.OK, 0)}, 0, portico.Deadline, 0},
+		// Unusable ranks above Incompatible only: a route that will come
+		// back (Rejected, RateLimited) says more.
+		{[]portico.Hop{h("a", "", portico.Unusable, 0), h("b", "context window", portico.OK, 0)}, 0, portico.Unusable, 0},
+		{[]portico.Hop{h("a", "", portico.Unusable, 0), h("b", reasonUnavailable, portico.OK, 0)}, 4 * time.Second, portico.Rejected, 4 * time.Second},
+		// Skipped routes: the least wait until one takes calls again.
+		{[]portico.Hop{h("a", reasonCooldown, portico.OK, 0), h("b", reasonUnavailable, portico.OK, 0)}, 2 * time.Second, portico.RateLimited, 2 * time.Second},
+		{[]portico.Hop{h("a", reasonCooldown, portico.OK, 0), h("b", "", portico.RateLimited, time.Second)}, 2 * time.Second, portico.RateLimited, time.Second},
+		{[]portico.Hop{h("a", reasonCooldown, portico.OK, 0), h("b", "", portico.Transient, 0)}, 2 * time.Second, portico.Transient, 0},
 	}
 	for i, tc := range cases {
-		err := exhausted(tc.hops)
+		err := exhausted(tc.hops, tc.wait)
 		var pe *portico.Error
 		errors.As(err, &pe)
 		if pe.Class != tc.class || pe.RetryAfter != tc.ra {

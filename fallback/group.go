@@ -22,6 +22,10 @@ type Group struct {
 	// With Config.Hedge: each route's latency, for the delay of a hedge
 	// after it.
 	latency []hedge.Latency
+	// cool holds the cooldowns, keyed by keys[i] for route i: its
+	// Capabilities.Quota, else its Name.
+	cool Cooldowns
+	keys []string
 }
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
@@ -33,7 +37,16 @@ func New(cfg Config) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: c, scaled: cfg.Reserve == 0}
+	g := &Group{cfg: c, scaled: cfg.Reserve == 0, cool: c.Cooldowns, keys: make([]string, len(c.Routes))}
+	if g.cool == nil {
+		g.cool, _ = NewMemoryCooldowns(0)
+	}
+	for i, r := range c.Routes {
+		g.keys[i] = r.Name
+		if q := r.Capabilities.Quota; q != "" {
+			g.keys[i] = q
+		}
+	}
 	if c.Policy != nil {
 		g.stats, _ = rank.NewTable(len(c.Routes), 0)
 	}

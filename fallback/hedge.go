@@ -55,8 +55,11 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 		if p.pos == 0 {
 			r.primary = rt
 		}
-		if reason := r.skip(rt); reason != "" {
-			r.hop(p.ctx, rt, reason, nil)
+		if reason, err := r.skip(rt, idx); err != nil {
+			p.stop = err // wrong on any route: nothing more is called
+			return hedge.Attempt{}, false, err
+		} else if reason != "" {
+			r.skipped(p.ctx, rt, idx, reason)
 			continue
 		}
 		cctx, release, ok := r.share(p.ctx, p.pos)
@@ -102,7 +105,7 @@ func (p *plan) Ended(i int, res hedge.Result) error {
 		return nil
 	}
 	r.delivered = res.Delivered
-	if _, stop, err := r.judge(p.ctx, t.cctx, t.rt, res.Err); stop {
+	if _, stop, err := r.judge(p.ctx, t.cctx, t.rt, t.idx, res.Err); stop {
 		p.stop = err
 		return err
 	}

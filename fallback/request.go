@@ -12,9 +12,9 @@ import (
 // request is one request's way through a Group, in the order it happens:
 // run orders the candidates and walks them; skip filters one; try bounds it
 // by its share of the deadline; attempt calls it; judge decides whether to
-// move on, and charge and hop record a route left. The request ends with an
-// answer stamped by [portico.Route.Stamp], or with one of the errors that
-// exhausted.go builds.
+// move on, and cool, charge and hop record a route left. The request ends
+// with an answer stamped by [portico.Route.Stamp], or with one of the errors
+// that exhausted.go builds.
 type request struct {
 	g         *Group
 	req       *portico.Request
@@ -23,6 +23,7 @@ type request struct {
 	spent     float64 // estimated cost of failed calls that were likely billed
 	billed    float64 // realised cost of failed calls whose error carried Usage
 	hops      []portico.Hop
+	wait      time.Duration // least positive time until a route skipped as unavailable or cooling takes calls
 	primary   *portico.Route
 	delivered bool // a chunk reached the caller
 	hasDL     bool
@@ -45,7 +46,10 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 	}
 	n := len(g.cfg.Routes)
 	if g.cfg.Policy != nil {
-		r.order = r.rank(ctx)
+		var err error
+		if r.order, err = r.rank(ctx); err != nil {
+			return nil, err
+		}
 		n = len(r.order)
 	}
 	// A request that continues broken streams is not hedged: a race
@@ -62,8 +66,10 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		if pos == 0 {
 			r.primary = rt
 		}
-		if reason := r.skip(rt); reason != "" {
-			r.hop(ctx, rt, reason, nil)
+		if reason, err := r.skip(rt, idx); err != nil {
+			return nil, err // wrong on any route: nothing is called
+		} else if reason != "" {
+			r.skipped(ctx, rt, idx, reason)
 			continue
 		}
 		resp, stop, err := r.try(ctx, rt, idx, pos)
@@ -93,26 +99,28 @@ func (r *request) exhausted(ctx context.Context) (*portico.Response, error) {
 		}
 		return nil, portico.FromContext(ctx)
 	}
-	return nil, exhausted(r.hops)
+	return nil, exhausted(r.hops, r.wait)
 }
 
 // rank builds the candidates that pass the filter now, with what the group
 // learnt about each, in Config.Policy's order. Routes filtered out are
-// recorded as hops.
-func (r *request) rank(ctx context.Context) []rank.Candidate {
+// recorded as hops. The error is that of a request wrong on any route.
+func (r *request) rank(ctx context.Context) ([]rank.Candidate, error) {
 	routes := r.g.cfg.Routes
 	cands := make([]rank.Candidate, 0, len(routes)) // non-nil, even when empty
 	for i := range routes {
 		rt := &routes[i]
-		if reason := r.skip(rt); reason != "" {
-			r.hop(ctx, rt, reason, nil)
+		if reason, err := r.skip(rt, i); err != nil {
+			return nil, err
+		} else if reason != "" {
+			r.skipped(ctx, rt, i, reason)
 			continue
 		}
 		cd := rank.Candidate{Index: i, Route: rt, EstimatedCost: r.estimate(rt)}
 		r.g.stats.Fill(&cd)
 		cands = append(cands, cd)
 	}
-	return rank.Order(cands, r.g.cfg.Policy)
+	return rank.Order(cands, r.g.cfg.Policy), nil
 }
 
 // candidate returns the route at position pos of the request's order and its
@@ -124,29 +132,63 @@ func (r *request) candidate(pos int) (*portico.Route, int) {
 	return &r.g.cfg.Routes[pos], pos
 }
 
-// skip returns why rt is not a candidate now, or "".
-func (r *request) skip(rt *portico.Route) string {
+// skip returns why rt, route idx of Config.Routes, is not a candidate now,
+// or "". A Permanent error from Fits (a malformed Contract, a negative token
+// count) is returned instead: the request is wrong on any route.
+func (r *request) skip(rt *portico.Route, idx int) (string, error) {
 	in := r.learned
 	if rt.Capabilities.ContextWindow > 0 || (r.req.Contract != nil && r.req.Contract.MaxCost > 0) {
 		in = r.input() // only the window and cost checks use it
 	}
 	if err := rt.Capabilities.Fits(r.req, in); err != nil {
 		var pe *portico.Error
-		if errors.As(err, &pe) {
-			return pe.Reason
+		switch {
+		case !errors.As(err, &pe):
+			return "incompatible", nil
+		case pe.Class == portico.Permanent:
+			return "", err
 		}
-		return "incompatible"
+		return pe.Reason, nil
+	}
+	if r.cooling(idx) > 0 {
+		return reasonCooldown, nil
 	}
 	if !rt.Available() {
-		return reasonUnavailable
+		return reasonUnavailable, nil
 	}
 	if k := r.req.Contract; k != nil && k.MaxCost > 0 && r.spent > 0 && r.spent+r.estimate(rt) > k.MaxCost {
-		return reasonBudget
+		return reasonBudget, nil
 	}
 	if p := r.primary; p != nil && p != rt && !independent(r.g.cfg.Independence, &p.Capabilities, &rt.Capabilities) {
-		return reasonIndependent
+		return reasonIndependent, nil
 	}
-	return ""
+	return "", nil
+}
+
+// cooling returns how long route idx's cooldown lasts, 0 when it has none.
+// It reads the clock only when the store holds a cooldown for it.
+func (r *request) cooling(idx int) time.Duration {
+	until := r.g.cool.Until(r.g.keys[idx])
+	if until.IsZero() {
+		return 0
+	}
+	return max(time.Until(until), 0)
+}
+
+// skipped records that rt, route idx, was skipped for reason and, when it
+// is unavailable or cooling down, when it takes calls again: the least such
+// time is the RetryAfter of a request that runs out of routes.
+func (r *request) skipped(ctx context.Context, rt *portico.Route, idx int, reason string) {
+	if reason == reasonCooldown || reason == reasonUnavailable {
+		w := r.cooling(idx)
+		if !rt.Available() {
+			w = max(w, rt.RetryAfter())
+		}
+		if w > 0 && (r.wait == 0 || w < r.wait) {
+			r.wait = w
+		}
+	}
+	r.hop(ctx, rt, reason, nil)
 }
 
 // input returns the request's estimated input tokens, raised to what routes
@@ -171,34 +213,44 @@ func (r *request) followed(pos int) bool {
 		n = len(r.order)
 	}
 	for p := pos + 1; p < n; p++ {
-		if rt, _ := r.candidate(p); r.skip(rt) == "" {
+		if rt, idx := r.candidate(p); ok(r.skip(rt, idx)) {
 			return true
 		}
 	}
 	return false
 }
 
+// ok reports whether skip found a candidate.
+func ok(reason string, err error) bool { return reason == "" && err == nil }
+
 // share returns the context candidate rt at position pos is called under,
 // bounded by its share of the deadline, with its release, or false when its
-// allowance is below MinAttempt.
+// allowance is below MinAttempt. When another candidate follows, the
+// context also caps a wait in place at Config.WaitInPlace.
 func (r *request) share(ctx context.Context, pos int) (context.Context, context.CancelFunc, bool) {
 	if !r.hasDL {
 		return ctx, func() {}, true
 	}
 	remaining := time.Until(r.deadline)
 	g := r.g
-	d, ok := allowance(remaining, r.reserve, g.cfg.MinAttempt, g.cfg.Share, !r.followed(pos))
-	if !ok {
+	last := !r.followed(pos)
+	d, fits := allowance(remaining, r.reserve, g.cfg.MinAttempt, g.cfg.Share, last)
+	if !fits {
 		return nil, nil, false
 	}
-	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		return ctx, func() {}, true
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if d < remaining {
+		// The cause tells the route (its breaker, its adapter) that the group
+		// ended the call for its own share, not the caller: the adapter reports
+		// Ambiguous or Transient, which counts against the route's breaker, where
+		// the caller's Deadline would not.
+		cctx, cancel = context.WithTimeoutCause(ctx, d, ErrShareTimeout)
+	} // else no reserve, last candidate: the caller's deadline is its own
+	if !last && g.cfg.WaitInPlace >= 0 {
+		// Another candidate follows: a Retry-After longer than this is not
+		// waited for in place, the route fails at once and the group moves on.
+		cctx = portico.ContextWithMaxWait(cctx, g.cfg.WaitInPlace)
 	}
-	// The cause tells the route (its breaker, its adapter) that the group
-	// ended the call for its own share, not the caller: the adapter reports
-	// Ambiguous or Transient, which counts against the route's breaker, where
-	// the caller's Deadline would not.
-	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrShareTimeout)
 	return cctx, cancel, true
 }
 
@@ -274,7 +326,7 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int)
 	if err == nil {
 		return resp, false, nil
 	}
-	return r.judge(ctx, cctx, rt, err)
+	return r.judge(ctx, cctx, rt, idx, err)
 }
 
 // learn tells the group's statistics how a call to route idx ended.
@@ -316,9 +368,11 @@ func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 	return true, nil
 }
 
-// judge decides what the failure err of rt means for the request: stop with
-// an error (true), or move on (false) after recording the hop.
-func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, err error) (*portico.Response, bool, error) {
+// judge decides what the failure err of rt, route idx, means for the
+// request: stop with an error (true), or move on (false) after recording the
+// hop. Either way a Retry-After that err carries cools the route down.
+func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, err error) (*portico.Response, bool, error) {
+	r.cool(idx, err)
 	if (r.delivered && !r.continues()) || ctx.Err() != nil {
 		if ctx.Err() != nil && !r.delivered && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			r.hop(ctx, rt, portico.ClassOf(err).String(), err)
@@ -339,6 +393,10 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, err error)
 	}
 	switch class {
 	case portico.Transient, portico.RateLimited, portico.Rejected, portico.InvalidResponse:
+	case portico.Unusable: // this route cannot serve now; another may
+		if r.g.cfg.StopOnUnusable {
+			return nil, true, stopped(r.hops, rt, err)
+		}
 	case portico.Incompatible:
 		if w := rt.Capabilities.ContextWindow; w > 0 && overflow(err) {
 			reason = "context window"
@@ -357,6 +415,18 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, err error)
 	r.charge(rt, class, err)
 	r.hop(ctx, rt, reason, err)
 	return nil, false, err
+}
+
+// cool starts route idx's cooldown when err, its failure, carries a
+// Retry-After the route announced: a route fault with RetryAfter set, sent
+// (a local limiter's refusal, NotSent, waits on its own limiter instead).
+// Every route of the same Quota shares it.
+func (r *request) cool(idx int, err error) {
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.RetryAfter <= 0 || pe.NotSent || !pe.Class.RouteFault() {
+		return
+	}
+	r.g.cool.Set(r.g.keys[idx], time.Now().Add(pe.RetryAfter))
 }
 
 // overflow reports whether err says the input was too long for the route's
@@ -410,7 +480,7 @@ func (r *request) outOfTime(ctx context.Context) error {
 	if err := portico.FromContext(ctx); err != nil && len(r.hops) == 0 {
 		return unsent(err)
 	}
-	err := exhausted(r.hops)
+	err := exhausted(r.hops, 0)
 	var pe *portico.Error
 	if errors.As(err, &pe) && pe.Class != portico.Ambiguous {
 		pe.Class = portico.Deadline

@@ -1,0 +1,152 @@
+package fallback
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Cooldowns keeps, per key, the time until which the routes drawing on it
+// are not called: a route that announced a Retry-After (a 429, a 503 with
+// the header) cools down until then, and with it every route that declares
+// the same [portico.Capabilities].Quota. The key is that Quota, or the
+// route's Name when it has none. A [Group] calls Set when a route's failure
+// carries a Retry-After, and Until for each candidate of each request.
+//
+// Implementations must be safe for concurrent use, and Until must not block
+// and should not allocate: a store shared by several processes (Redis, so
+// that every instance of a service sees a cooldown any of them learnt)
+// keeps a local copy that Until reads, and Set may write through in the
+// background. [MemoryCooldowns] is the in-process store.
+type Cooldowns interface {
+	// Until returns when key's cooldown ends. A time not after now, or the
+	// zero Time, means key has none.
+	Until(key string) time.Time
+	// Set extends key's cooldown to until; the later of until and the time
+	// already held is kept, and a time already past changes nothing.
+	Set(key string, until time.Time)
+}
+
+// DefaultCooldownKeys is the bound of a [MemoryCooldowns] made with
+// maxKeys 0.
+const DefaultCooldownKeys = 1024
+
+// MemoryCooldowns is the in-process [Cooldowns]: a map from key to an atomic
+// end time, copied when a key is added, so that Until takes no lock and does
+// not allocate (one atomic load when no key was ever set; a map lookup
+// otherwise, and a clock read when the key has a cooldown). Set of a key
+// already held is an atomic update; adding one copies the map, dropping the
+// cooldowns that have ended and, when MaxKeys are still held, the one that
+// ends first. A MemoryCooldowns is safe for concurrent use.
+type MemoryCooldowns struct {
+	m   atomic.Pointer[map[string]*atomic.Int64] // nil until a key is set
+	mu  sync.Mutex                               // serialises additions
+	max int
+}
+
+// NewMemoryCooldowns returns an empty store holding at most maxKeys keys;
+// 0 means DefaultCooldownKeys (1,024). It returns an error starting with
+// "fallback:" for a negative maxKeys.
+func NewMemoryCooldowns(maxKeys int) (*MemoryCooldowns, error) {
+	switch {
+	case maxKeys < 0:
+		return nil, errors.New("fallback: NewMemoryCooldowns: negative maxKeys")
+	case maxKeys == 0:
+		maxKeys = DefaultCooldownKeys
+	}
+	return &MemoryCooldowns{max: maxKeys}, nil
+}
+
+// A cell holds a cooldown's end in Unix nanoseconds: 0 or a past time for
+// none, dead once dropped from the map (a Set that finds it dead adds the
+// key anew, so no update is lost to a concurrent copy).
+const dead = -1
+
+func (c *MemoryCooldowns) cell(key string) *atomic.Int64 {
+	if m := c.m.Load(); m != nil {
+		return (*m)[key]
+	}
+	return nil
+}
+
+// Until implements [Cooldowns]: the zero Time when key has no cooldown
+// that has not ended.
+func (c *MemoryCooldowns) Until(key string) time.Time {
+	cl := c.cell(key)
+	if cl == nil {
+		return time.Time{}
+	}
+	u := cl.Load()
+	if u <= 0 {
+		return time.Time{}
+	}
+	if u <= time.Now().UnixNano() {
+		cl.CompareAndSwap(u, 0) // ended: later reads need no clock
+		return time.Time{}
+	}
+	return time.Unix(0, u)
+}
+
+// Set implements [Cooldowns].
+func (c *MemoryCooldowns) Set(key string, until time.Time) {
+	u := until.UnixNano()
+	if u <= time.Now().UnixNano() {
+		return // already over: nothing to skip
+	}
+	if cl := c.cell(key); cl != nil && raise(cl, u) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl := c.cell(key); cl != nil && raise(cl, u) {
+		return
+	}
+	now := time.Now().UnixNano()
+	next := make(map[string]*atomic.Int64)
+	var first *atomic.Int64 // the live cooldown that ends first
+	firstKey := ""
+	if old := c.m.Load(); old != nil {
+		for k, cl := range *old {
+			if v := cl.Load(); v <= now && cl.CompareAndSwap(v, dead) {
+				continue // ended: dropped
+			}
+			next[k] = cl
+			if first == nil || cl.Load() < first.Load() {
+				first, firstKey = cl, k
+			}
+		}
+	}
+	if len(next) >= c.max && first != nil {
+		first.Store(dead)
+		delete(next, firstKey)
+	}
+	cl := new(atomic.Int64)
+	cl.Store(u)
+	next[key] = cl
+	c.m.Store(&next)
+}
+
+// Len returns the number of keys held, ended cooldowns included until the
+// next addition drops them.
+func (c *MemoryCooldowns) Len() int {
+	if m := c.m.Load(); m != nil {
+		return len(*m)
+	}
+	return 0
+}
+
+// raise sets cl to u unless it holds a later time; false when cl is dead.
+func raise(cl *atomic.Int64, u int64) bool {
+	for {
+		v := cl.Load()
+		switch {
+		case v == dead:
+			return false
+		case v >= u:
+			return true
+		case cl.CompareAndSwap(v, u):
+			return true
+		}
+	}
+}
