@@ -25,6 +25,27 @@
 // ([Class.RouteFault]), a fallback moves on only from what another route can fix.
 // [ClassOf] classifies any error; unknown errors are Permanent.
 //
+// Three classes say that a request was not served where it went, and whose
+// fault that is:
+//
+//   - Permanent: the request is wrong on any route (a malformed parameter or
+//     [Contract], a negative MaxOutputTokens, a schema that does not
+//     compile). Every layer stops at once; no other route is called, no
+//     route's health suffers. [Request.Validate] finds such a request before
+//     any route is chosen.
+//   - Incompatible: this request does not fit this route (its context
+//     window, modalities, tools). A routing layer tries a route that fits;
+//     the route is healthy.
+//   - Unusable: this route serves no request now (its credentials, its model
+//     or deployment, its quota). A routing layer moves on to another route,
+//     the route's breaker opens at once, and it is not retried.
+//
+// A route told to come back later (RateLimited or Transient with a
+// Retry-After) is retried in place only when that is worth it: a routing
+// layer with another route says how long a wait is ([ContextWithMaxWait]),
+// and when no route takes calls, its error's RetryAfter says when the first
+// will ([Health].RetryAfter).
+//
 // # Routes, capabilities and contracts
 //
 // A route is a Model with [Capabilities] (context window, modalities, tools,

@@ -19,7 +19,8 @@ const (
 	// OK is the class of a nil error.
 	OK Class = iota
 	// Permanent: the request is wrong (400, a malformed parameter). The same
-	// request fails again on any route; it never counts against a route's health.
+	// request fails again on any route, so routing layers stop at once; it
+	// never counts against a route's health.
 	Permanent
 	// Transient: the route failed this time (500, 502, 503, 504, connection refused
 	// before the request was sent). Trying again may succeed.

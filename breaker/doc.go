@@ -14,12 +14,15 @@
 //     ([Window]): the last Window.Calls calls (count-based, the default) or the
 //     calls of the last Window.Duration (time-based, in 10 buckets). After each
 //     failed or slow call, Config.Trip reads the window's [Counts] and may trip
-//     the breaker; [DefaultTrip] does so on 5 consecutive failures or a 50%
-//     failure rate over at least 20 calls, and [FailureRate], [SlowCallRate],
-//     [ConsecutiveFailures] and [AnyOf] build other rules.
+//     the breaker; [DefaultTrip] does so at once on an Unusable failure, on 5
+//     consecutive failures or a 50% failure rate over at least 20 calls, and
+//     [OnClass], [FailureRate], [SlowCallRate], [ConsecutiveFailures] and
+//     [AnyOf] build other rules.
 //   - [Open]: every call fails at once with a [portico.Rejected] *portico.Error
 //     wrapping [ErrOpen], whose RetryAfter is the time until the first probe.
-//     After Config.OpenFor the next call moves the breaker to half-open.
+//     After Config.OpenFor, or at the end of the latest Retry-After a counted
+//     failure carried if that is later, the next call moves the breaker to
+//     half-open.
 //   - [HalfOpen]: at most Config.Probes calls run at once, counting any probe of
 //     an earlier half-open period still running; the rest are rejected like in
 //     the open state. Probes successful probes close the breaker with an empty
@@ -42,12 +45,31 @@
 // breaker tripped while it ran) is not counted at all: what it says is about
 // the route before the trip, not about the closed period now under way.
 //
+// # Unusable and Retry-After
+//
+// An Unusable failure (a revoked key, a deleted deployment, a spent quota)
+// trips the default rule at once: it does not heal in seconds, and every
+// call counted until a threshold is one more round trip to a route that
+// cannot answer. The breaker then probes every OpenFor (30 s), so a fixed
+// key is seen within that; a fallback group moves each probe's request on
+// to another route if the probe fails. A 404 for a model the client named
+// is Unusable too: give each route its own Route.ModelName, or a Trip
+// without OnClass, so that one client's wrong model cannot open the
+// breaker for all.
+//
+// A route that announced when to come back is not probed earlier: a
+// counted failure whose RetryAfter is set (a 429 or 503 with the header)
+// raises the end of any open interval to that time, whether the breaker
+// trips then, later, or on a failed probe (RFC 9110, section 10.2.3:
+// Retry-After is how long the client ought to wait).
+//
 // # Reading the state
 //
-// [Breaker.State] is one atomic load, and [Breaker.Available] implements
-// [portico.Health]: set a [portico.Route]'s Health to the Breaker and package
-// fallback (and the routers of package route) skip the route while it is open,
-// without waiting. Every state change is passed to Config.OnStateChange, which
+// [Breaker.State] is one atomic load, and [Breaker.Available] and
+// [Breaker.RetryAfter] implement [portico.Health]: set a [portico.Route]'s
+// Health to the Breaker and package fallback (and the routers of package
+// route) skip the route while it is open, without waiting, and say when it
+// will take calls again when no route does. Every state change is passed to Config.OnStateChange, which
 // runs on the goroutine of the call that caused it and never under the lock, so
 // it may read the state (unlike sony/gobreaker's OnStateChange, which runs under
 // its mutex); it is also reported as a [portico.EventBreakerState] to the

@@ -12,12 +12,15 @@
 //   - filters: a route is a candidate only when [portico.Capabilities.Fits]
 //     accepts the request (modalities, context window >= estimated input +
 //     MaxOutputTokens, max output, tools, schema mode, model class, estimated
-//     cost <= Contract.MaxCost), the route is Available (its breaker, see
-//     package breaker, is not open), its estimated cost fits the contract's
-//     remaining budget, and it fails independently of the primary when
-//     Config.Independence asks for it. Models are not interchangeable
-//     (tokenizer, context length, tool format), so a fallback is chosen by
-//     capability, not by rank;
+//     cost <= Contract.MaxCost), it is not cooling down after a Retry-After
+//     (see below), the route is Available (its breaker, see package breaker,
+//     is not open), its estimated cost fits the contract's remaining budget,
+//     and it fails independently of the primary when Config.Independence
+//     asks for it. Models are not interchangeable (tokenizer, context
+//     length, tool format), so a fallback is chosen by capability, not by
+//     rank. A request that Fits finds wrong on any route (its Permanent
+//     error: a malformed Contract, a negative token count) stops at once
+//     with that error, and no route is called;
 //   - ranks: in configured order by default, examined lazily so a first-route
 //     success without a deadline costs one filter check and no allocation
 //     (under a deadline, the group also looks for a next candidate to size
@@ -28,12 +31,14 @@
 //     (estimated cost), or one's own over the same [rank.Candidate] fields;
 //   - tries each candidate in turn, and moves on only when another route can
 //     help: transient and rate-limited failures (after the route's own
-//     retries), rejections (an open breaker, a limiter: the group never
-//     queues), incompatibility (a context overflow on an 8k route skips the
-//     other 8k routes), invalid responses, a candidate's own timeout. It never
-//     falls back on a permanent client error, on the caller's cancellation, or
-//     once a chunk of a streamed answer reached the caller, unless the
-//     request asks to continue broken streams (see Continuation).
+//     retries), a route that cannot serve now (Unusable: its key, its
+//     deployment, its quota), rejections (an open breaker, a limiter: the
+//     group never queues), incompatibility (a context overflow on an 8k
+//     route skips the other 8k routes), invalid responses, a candidate's own
+//     timeout. It never falls back on a permanent client error, on the
+//     caller's cancellation, or once a chunk of a streamed answer reached
+//     the caller, unless the request asks to continue broken streams (see
+//     Continuation).
 //
 // # The deadline is split
 //
@@ -63,16 +68,39 @@
 // # When it moves on
 //
 // After a failure of class Transient or RateLimited (the route's own retry
-// layer has given up), Rejected (a breaker open, a limiter refusing: the
-// group never queues), Incompatible, InvalidResponse (as is a route that
-// returns neither answer nor error, [portico.ErrNilResponse]), Deadline
-// while the caller's deadline holds, and Ambiguous unless the request sets
-// NoAmbiguousRetry. A context overflow (Code "context_length_exceeded" or Reason
+// layer has given up), Unusable (the route's credentials, model or quota: a
+// fault of the route, not of the request, which another route may serve;
+// Config.StopOnUnusable stops there instead), Rejected (a breaker open, a
+// limiter refusing: the group never queues), Incompatible, InvalidResponse
+// (as is a route that returns neither answer nor error,
+// [portico.ErrNilResponse]), Deadline while the caller's deadline holds,
+// and Ambiguous unless the request sets NoAmbiguousRetry. A context overflow (Code "context_length_exceeded" or Reason
 // "context window") teaches the group that the input needs a larger window
 // than the failed route's, so routes of that size are skipped too. The
 // contract's MaxCost counts what failed calls were billed (any whose error
 // carries Usage, at that usage's cost) or likely billed (InvalidResponse and
 // Ambiguous ones without it, at their estimate).
+//
+// # Rate limits: move on now, come back when told
+//
+// A route that answers 429 with Retry-After: 5 while another candidate
+// could serve the request is left at once: waiting 5 s in place costs more
+// than a switch. Under a deadline the group gives such a candidate (one
+// another candidate follows) a context carrying Config.WaitInPlace
+// ([portico.ContextWithMaxWait], 500 ms by default), and the route's retry
+// layer ends the call at once on a longer Retry-After instead of waiting;
+// the last candidate gets none, and waits as it would alone.
+//
+// The route then cools down: a failure that carries a Retry-After the
+// route announced (a route fault with RetryAfter set and not NotSent, so
+// not a local limiter's refusal) is recorded in Config.Cooldowns, and the
+// route is skipped without a call (hop reason "cooldown") until it ends.
+// The key is the route's Capabilities.Quota, or its Name: routes that
+// declare one Quota (two deployments behind one key) cool down together.
+// The store is a [Cooldowns]: [MemoryCooldowns], the group's own by
+// default, or one shared by the groups of a process or by the instances of
+// a service (over Redis, say). Package breaker, for its part, keeps an open
+// breaker from probing before the Retry-After.
 //
 // # What the caller learns
 //
@@ -89,13 +117,17 @@
 // (each filtered out, unavailable or out of time) its message says that no
 // route can serve the request and names each route's unmet need. Its Class
 // is the highest-ranked among the hops, in the order Ambiguous > Transient >
-// Deadline > InvalidResponse > RateLimited > Rejected > Incompatible, where a
-// route skipped unasked counts as Rejected when unavailable, Deadline when no
-// time was left for it, and Incompatible otherwise. So a possibly billed call
-// is never hidden; a route fault says retry later with backoff; Deadline
-// says more time could have helped; RateLimited and Rejected (with the
-// smallest RetryAfter among the hops) say come back later; Incompatible is
-// returned only when nothing could serve the request as it is. If the
+// Deadline > InvalidResponse > RateLimited > Rejected > Unusable >
+// Incompatible, where a route skipped unasked counts as RateLimited when
+// cooling down, Rejected when unavailable, Deadline when no time was left
+// for it, and Incompatible otherwise. So a possibly billed call is never
+// hidden; a route fault says retry later with backoff; Deadline says more
+// time could have helped; RateLimited and Rejected say come back later,
+// with as RetryAfter the least of the hops' hints and of the times until a
+// route skipped as cooling or unavailable takes calls again (its cooldown,
+// its [portico.Health].RetryAfter); Unusable says no route can serve now,
+// nor will by itself; Incompatible is returned only when nothing could
+// serve the request as it is. If the
 // caller's context is done when the group gives up, the class is the
 // context's (Canceled or Deadline), unless a hop was Ambiguous.
 //

@@ -24,7 +24,8 @@ type Exhausted struct {
 	Hops []portico.Hop
 	// Stopped is true when routes remained but the last hop's error forbade
 	// falling back (Permanent, Canceled, Ambiguous with
-	// Request.NoAmbiguousRetry, any error after a chunk reached the caller).
+	// Request.NoAmbiguousRetry, Unusable with Config.StopOnUnusable, any
+	// error after a chunk reached the caller).
 	Stopped bool
 }
 

@@ -76,12 +76,14 @@ func (g *Group) Routes() []portico.Route {
 // and a Cost that includes what routes left with billed usage cost. It moves
 // on after failures another route may fix and stops at once, returning the
 // route's error, on Permanent, Canceled, Ambiguous on a request that sets
-// NoAmbiguousRetry, or any error once a chunk reached the caller unless the
-// request sets ContinueOnBreak, when it continues the answer (the package
-// documentation lists the rules). When every candidate was left it returns
-// a [*portico.Error] wrapping [*Exhausted] and [ErrExhausted], of the most
-// telling hop's class. A route that returns neither answer nor error fails
-// with [portico.ErrNilResponse]; a nil req is [portico.ErrNilRequest].
+// NoAmbiguousRetry, Unusable with Config.StopOnUnusable, or any error once
+// a chunk reached the caller unless the request sets ContinueOnBreak, when
+// it continues the answer (the package documentation lists the rules).
+// When every candidate was left it returns a [*portico.Error] wrapping
+// [*Exhausted] and [ErrExhausted], of the most telling hop's class. A
+// request wrong on any route gets Fits' Permanent error, no route called;
+// a route that returns neither answer nor error fails with
+// [portico.ErrNilResponse]; a nil req is [portico.ErrNilRequest].
 func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest

@@ -47,7 +47,11 @@
 // when it fits what the deadline leaves (RFC 9110, section 10.2.3); when it
 // does not, or exceeds Backoff.MaxRetryAfter, the call ends at once with a
 // RateLimited error that carries the hint ([ErrRetryAfterTooLong]), so an
-// outer layer may fall back.
+// outer layer may fall back. It ends so too when the hint exceeds the wait
+// the context allows ([portico.ContextWithMaxWait]): a fallback group that
+// has another route for the request says how long a wait in place is worth
+// (500 ms by default), since a retry layer inside a route cannot know the
+// alternatives.
 //
 // # Retry budgets
 //

@@ -6,8 +6,13 @@
 //
 // Every router here filters candidates with [portico.Capabilities.Fits], the
 // one filter package fallback also uses, and skips routes whose Health says
-// they are unavailable (an open breaker). Each is a [portico.Model], so it
-// slots wherever a Model goes.
+// they are unavailable (an open breaker). A request Fits finds wrong on any
+// route (its Permanent error) is refused at once, calling nothing; when no
+// route is available, the error's RetryAfter is the least time until one
+// takes calls again ([portico.Health].RetryAfter). A route's fault, Unusable
+// included, takes it out of rotation through its breaker, and a [Cascade]
+// moves on from it to its next step. Each is a [portico.Model], so it slots
+// wherever a Model goes.
 //
 // # Choose before calling: Threshold and Router
 //

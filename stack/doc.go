@@ -47,6 +47,27 @@
 // is a request it counts, and inside validate, so that an answer the
 // schema refuses is not taken for the destination's refusal.
 //
+// # When a route fails
+//
+// With several routes, what fails is sorted by whose fault it is. A request
+// wrong on any route ([portico.Request.Validate]: a malformed Contract, a
+// negative MaxOutputTokens; or a schema validate cannot compile) fails at
+// once, and no provider is called. A route that cannot serve now (a 401 or
+// 403 of its key, a 404 of its model, a spent quota: Unusable) is called
+// once, not retried; the group moves on to the next route and the route's
+// breaker opens at once, so later requests skip it until a probe succeeds.
+// Set Config.Fallback.StopOnUnusable to return such errors instead.
+//
+// A route that answers 429 with a Retry-After longer than
+// Config.Fallback.WaitInPlace (500 ms) while another route could serve the
+// request is left at once rather than waited for; it is then skipped
+// without a call until its Retry-After, and its breaker does not probe it
+// earlier. Routes behind one key or account should say so with the same
+// Capabilities.Quota, and cool down together; Config.Fallback.Cooldowns
+// shares the cooldowns with other stacks (or, over Redis, other
+// processes). When no route takes calls, the error's RetryAfter
+// ([portico.RetryAfterOf]) says when the first will.
+//
 // # The user's own layers
 //
 // The three Middleware fields put the user's layers where each kind
