@@ -304,7 +304,7 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 		return
 	}
 	var now int64
-	ra := time.Duration(0)
+	var ra time.Duration
 	if failed {
 		ra = portico.RetryAfterOf(err)
 	}

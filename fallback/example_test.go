@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
@@ -84,4 +85,31 @@ func Example_stopped() {
 	// Output:
 	// permanent false true true
 	// fallback: stopped at b after: a (transient)
+}
+
+// A route that answers 429 with Retry-After cools down until then: later
+// requests skip it without a call, and so do routes that share its quota.
+// (Under a deadline, its retry layer would also not wait for the hint in
+// place, since another route follows: Config.WaitInPlace.)
+func Example_cooldown() {
+	limited := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		return nil, &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: time.Minute}
+	})
+	key := portico.Capabilities{Quota: "azure-key-1"}
+	g := fallback.MustNew(fallback.Config{Routes: []portico.Route{
+		{Name: "eastus", Model: limited, Capabilities: key},
+		{Name: "westus", Model: answer("westus"), Capabilities: key},
+		{Name: "openai", Model: answer("openai")},
+	}})
+	for range 2 {
+		resp, _ := g.Generate(context.Background(), &portico.Request{})
+		fmt.Print("answered by ", resp.Route, ", left")
+		for _, h := range resp.Hops {
+			fmt.Print(" ", h.Route, " (", h.Reason, ")")
+		}
+		fmt.Println()
+	}
+	// Output:
+	// answered by openai, left eastus (rate_limited) westus (cooldown)
+	// answered by openai, left eastus (cooldown) westus (cooldown)
 }

@@ -213,15 +213,15 @@ func (r *request) followed(pos int) bool {
 		n = len(r.order)
 	}
 	for p := pos + 1; p < n; p++ {
-		if rt, idx := r.candidate(p); ok(r.skip(rt, idx)) {
+		if rt, idx := r.candidate(p); isCandidate(r.skip(rt, idx)) {
 			return true
 		}
 	}
 	return false
 }
 
-// ok reports whether skip found a candidate.
-func ok(reason string, err error) bool { return reason == "" && err == nil }
+// isCandidate reports whether skip's results make the route a candidate.
+func isCandidate(reason string, err error) bool { return reason == "" && err == nil }
 
 // share returns the context candidate rt at position pos is called under,
 // bounded by its share of the deadline, with its release, or false when its

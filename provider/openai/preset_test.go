@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -54,17 +55,7 @@ func hops(resp *portico.Response) []string {
 	return out
 }
 
-func same(a []string, b ...string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func same(a []string, b ...string) bool { return slices.Equal(a, b) }
 
 func limit429(d time.Duration) fakeopenai.Fault {
 	return fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfter: d}
