@@ -155,8 +155,8 @@ func (r *request) again(ctx context.Context, pos int) (resp *portico.Response, d
 	for c := r.cont; c.last != nil && ctx.Err() == nil; {
 		rt, idx := c.last, c.lastIx
 		c.last = nil
-		if reason, err := r.skip(rt, idx); err != nil {
-			return nil, true, err
+		if reason := r.skip(rt, idx); reason == reasonWrong {
+			return nil, true, r.wrong
 		} else if reason != "" {
 			r.skipped(ctx, rt, idx, reason)
 			return nil, false, nil

@@ -34,15 +34,17 @@ const DefaultCooldownKeys = 1024
 
 // MemoryCooldowns is the in-process [Cooldowns]: a map from key to an atomic
 // end time, copied when a key is added, so that Until takes no lock and does
-// not allocate (one atomic load when no key was ever set; a map lookup
-// otherwise, and a clock read when the key has a cooldown). Set of a key
-// already held is an atomic update; adding one copies the map, dropping the
-// cooldowns that have ended and, when MaxKeys are still held, the one that
-// ends first. A MemoryCooldowns is safe for concurrent use.
+// not allocate: a map lookup, and a clock read when the key has a
+// cooldown (a Group reads one atomic count first, and nothing more while no
+// cooldown is on). Set of a key already held is an atomic update; adding
+// one copies the map, dropping the cooldowns that have ended and, when
+// MaxKeys are still held, the one that ends first. A MemoryCooldowns is
+// safe for concurrent use.
 type MemoryCooldowns struct {
-	m   atomic.Pointer[map[string]*atomic.Int64] // nil until a key is set
-	mu  sync.Mutex                               // serialises additions
-	max int
+	m    atomic.Pointer[map[string]*atomic.Int64] // nil until a key is set
+	live atomic.Int64                             // cells holding a time, ended or not
+	mu   sync.Mutex                               // serialises additions
+	max  int
 }
 
 // NewMemoryCooldowns returns an empty store holding at most maxKeys keys;
@@ -58,10 +60,16 @@ func NewMemoryCooldowns(maxKeys int) (*MemoryCooldowns, error) {
 	return &MemoryCooldowns{max: maxKeys}, nil
 }
 
-// A cell holds a cooldown's end in Unix nanoseconds: 0 or a past time for
-// none, dead once dropped from the map (a Set that finds it dead adds the
-// key anew, so no update is lost to a concurrent copy).
+// A cell holds a cooldown's end in Unix nanoseconds: 0 for none, dead once
+// dropped from the map (a Set that finds it dead adds the key anew, so no
+// update is lost to a concurrent copy). live counts the cells holding a
+// time: each move from 0 to a time adds one, each move from a time to 0 or
+// dead takes one, by the goroutine whose compare-and-swap made it.
 const dead = -1
+
+// idle reports whether no cooldown is on: one atomic load. A cooldown that
+// ended counts until a lookup of its key or an addition clears it.
+func (c *MemoryCooldowns) idle() bool { return c.live.Load() == 0 }
 
 func (c *MemoryCooldowns) cell(key string) *atomic.Int64 {
 	if m := c.m.Load(); m != nil {
@@ -82,7 +90,9 @@ func (c *MemoryCooldowns) Until(key string) time.Time {
 		return time.Time{}
 	}
 	if u <= time.Now().UnixNano() {
-		cl.CompareAndSwap(u, 0) // ended: later reads need no clock
+		if cl.CompareAndSwap(u, 0) { // ended: later reads need no clock
+			c.live.Add(-1)
+		}
 		return time.Time{}
 	}
 	return time.Unix(0, u)
@@ -94,12 +104,12 @@ func (c *MemoryCooldowns) Set(key string, until time.Time) {
 	if u <= time.Now().UnixNano() {
 		return // already over: nothing to skip
 	}
-	if cl := c.cell(key); cl != nil && raise(cl, u) {
+	if cl := c.cell(key); cl != nil && c.raise(cl, u) {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cl := c.cell(key); cl != nil && raise(cl, u) {
+	if cl := c.cell(key); cl != nil && c.raise(cl, u) {
 		return
 	}
 	now := time.Now().UnixNano()
@@ -109,6 +119,9 @@ func (c *MemoryCooldowns) Set(key string, until time.Time) {
 	if old := c.m.Load(); old != nil {
 		for k, cl := range *old {
 			if v := cl.Load(); v <= now && cl.CompareAndSwap(v, dead) {
+				if v > 0 {
+					c.live.Add(-1)
+				}
 				continue // ended: dropped
 			}
 			next[k] = cl
@@ -118,11 +131,14 @@ func (c *MemoryCooldowns) Set(key string, until time.Time) {
 		}
 	}
 	if len(next) >= c.max && first != nil {
-		first.Store(dead)
+		if first.Swap(dead) > 0 {
+			c.live.Add(-1)
+		}
 		delete(next, firstKey)
 	}
 	cl := new(atomic.Int64)
 	cl.Store(u)
+	c.live.Add(1)
 	next[key] = cl
 	c.m.Store(&next)
 }
@@ -137,7 +153,7 @@ func (c *MemoryCooldowns) Len() int {
 }
 
 // raise sets cl to u unless it holds a later time; false when cl is dead.
-func raise(cl *atomic.Int64, u int64) bool {
+func (c *MemoryCooldowns) raise(cl *atomic.Int64, u int64) bool {
 	for {
 		v := cl.Load()
 		switch {
@@ -146,6 +162,9 @@ func raise(cl *atomic.Int64, u int64) bool {
 		case v >= u:
 			return true
 		case cl.CompareAndSwap(v, u):
+			if v == 0 {
+				c.live.Add(1)
+			}
 			return true
 		}
 	}

@@ -98,6 +98,7 @@ func (e *Exhausted) Unwrap() []error {
 const (
 	reasonUnavailable = "unavailable" // Route.Available false: breaker open
 	reasonCooldown    = "cooldown"    // cooling down until a Retry-After its route (or quota) announced
+	reasonWrong       = "wrong"       // not a hop: Fits found the request wrong on any route (request.wrong)
 	reasonBudget      = "cost budget" // estimated cost above what the contract has left
 	reasonIndependent = "not independent"
 	reasonDeadline    = "deadline" // too little time left to start it

@@ -25,6 +25,7 @@ type Group struct {
 	// cool holds the cooldowns, keyed by keys[i] for route i: its
 	// Capabilities.Quota, else its Name.
 	cool Cooldowns
+	mem  *MemoryCooldowns // cool, when it is one: its idle check inlines
 	keys []string
 }
 
@@ -41,6 +42,7 @@ func New(cfg Config) (*Group, error) {
 	if g.cool == nil {
 		g.cool, _ = NewMemoryCooldowns(0)
 	}
+	g.mem, _ = g.cool.(*MemoryCooldowns)
 	for i, r := range c.Routes {
 		g.keys[i] = r.Name
 		if q := r.Capabilities.Quota; q != "" {

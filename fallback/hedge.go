@@ -55,9 +55,9 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 		if p.pos == 0 {
 			r.primary = rt
 		}
-		if reason, err := r.skip(rt, idx); err != nil {
-			p.stop = err // wrong on any route: nothing more is called
-			return hedge.Attempt{}, false, err
+		if reason := r.skip(rt, idx); reason == reasonWrong {
+			p.stop = r.wrong // wrong on any route: nothing more is called
+			return hedge.Attempt{}, false, p.stop
 		} else if reason != "" {
 			r.skipped(p.ctx, rt, idx, reason)
 			continue

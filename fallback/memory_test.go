@@ -15,8 +15,8 @@ func TestMemoryCooldowns(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		if !c.Until("a").IsZero() {
-			t.Errorf("empty: Until(a) = %v, want zero", c.Until("a"))
+		if !c.Until("a").IsZero() || !c.idle() {
+			t.Errorf("empty: Until(a) = %v, idle %v; want zero, idle", c.Until("a"), c.idle())
 		}
 		c.Set("a", now.Add(5*time.Second))
 		c.Set("a", now.Add(2*time.Second)) // earlier: the later end is kept
@@ -35,17 +35,27 @@ func TestMemoryCooldowns(t *testing.T) {
 		if c.Len() != 3 || !c.Until("b").IsZero() || !c.Until("a").Equal(now.Add(7*time.Second)) || !c.Until("e").Equal(now.Add(3*time.Second)) {
 			t.Errorf("after 4 keys into 3: Len %d, a %v, b %v, e %v; want 3 held, b (ending first) evicted", c.Len(), c.Until("a"), c.Until("b"), c.Until("e"))
 		}
+		if c.live.Load() != 3 {
+			t.Errorf("live = %d, want 3 (a, c, e)", c.live.Load())
+		}
 		time.Sleep(7 * time.Second)
-		if !c.Until("a").IsZero() || c.Until("c").IsZero() {
-			t.Errorf("at 7s: a %v, c %v; want a ended, c held", c.Until("a"), c.Until("c"))
+		if !c.Until("a").IsZero() || c.Until("c").IsZero() || c.live.Load() != 2 {
+			t.Errorf("at 7s: a %v, c %v, live %d; want a ended and cleared, c held, 2 live (c, and e: ended, not read yet)", c.Until("a"), c.Until("c"), c.live.Load())
 		}
 		c.Set("d", time.Now().Add(time.Second)) // an addition drops what ended (a, e)
 		if c.Len() != 2 {
 			t.Errorf("Len after adding d = %d, want 2 (c, d)", c.Len())
 		}
 		c.Set("a", time.Now().Add(time.Second)) // an ended key comes back
-		if c.Until("a").IsZero() {
-			t.Error("Until(a) after a new Set = zero, want a cooldown")
+		if c.Until("a").IsZero() || c.live.Load() != 3 {
+			t.Errorf("Until(a) after a new Set = %v, live %d; want a cooldown, 3 live (a, c, d)", c.Until("a"), c.live.Load())
+		}
+		time.Sleep(9 * time.Second)
+		for _, k := range []string{"a", "c", "d"} {
+			c.Until(k)
+		}
+		if !c.idle() {
+			t.Errorf("after every cooldown ended and was read: live %d, want idle", c.live.Load())
 		}
 	})
 	if _, err := NewMemoryCooldowns(-1); err == nil || err.Error() != "fallback: NewMemoryCooldowns: negative maxKeys" {
@@ -81,6 +91,9 @@ func TestMemoryCooldownsConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if c.live.Load() != 50 {
+		t.Errorf("live = %d, want 50", c.live.Load())
+	}
 	for i := range 50 {
 		key := "k" + strconv.Itoa(i)
 		// The latest Set of key i is worker 7's last with i%50 == i: 7*200 + 150+i.

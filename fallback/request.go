@@ -23,6 +23,7 @@ type request struct {
 	spent     float64 // estimated cost of failed calls that were likely billed
 	billed    float64 // realised cost of failed calls whose error carried Usage
 	hops      []portico.Hop
+	wrong     error         // Fits' Permanent error, once skip found one
 	wait      time.Duration // least positive time until a route skipped as unavailable or cooling takes calls
 	primary   *portico.Route
 	delivered bool // a chunk reached the caller
@@ -66,8 +67,8 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		if pos == 0 {
 			r.primary = rt
 		}
-		if reason, err := r.skip(rt, idx); err != nil {
-			return nil, err // wrong on any route: nothing is called
+		if reason := r.skip(rt, idx); reason == reasonWrong {
+			return nil, r.wrong // wrong on any route: nothing is called
 		} else if reason != "" {
 			r.skipped(ctx, rt, idx, reason)
 			continue
@@ -110,8 +111,8 @@ func (r *request) rank(ctx context.Context) ([]rank.Candidate, error) {
 	cands := make([]rank.Candidate, 0, len(routes)) // non-nil, even when empty
 	for i := range routes {
 		rt := &routes[i]
-		if reason, err := r.skip(rt, i); err != nil {
-			return nil, err
+		if reason := r.skip(rt, i); reason == reasonWrong {
+			return nil, r.wrong
 		} else if reason != "" {
 			r.skipped(ctx, rt, i, reason)
 			continue
@@ -133,9 +134,10 @@ func (r *request) candidate(pos int) (*portico.Route, int) {
 }
 
 // skip returns why rt, route idx of Config.Routes, is not a candidate now,
-// or "". A Permanent error from Fits (a malformed Contract, a negative token
-// count) is returned instead: the request is wrong on any route.
-func (r *request) skip(rt *portico.Route, idx int) (string, error) {
+// or "". For a Permanent error from Fits (a malformed Contract, a negative
+// token count: the request is wrong on any route) it returns reasonWrong
+// and keeps the error in r.wrong, which the caller returns.
+func (r *request) skip(rt *portico.Route, idx int) string {
 	in := r.learned
 	if rt.Capabilities.ContextWindow > 0 || (r.req.Contract != nil && r.req.Contract.MaxCost > 0) {
 		in = r.input() // only the window and cost checks use it
@@ -144,25 +146,28 @@ func (r *request) skip(rt *portico.Route, idx int) (string, error) {
 		var pe *portico.Error
 		switch {
 		case !errors.As(err, &pe):
-			return "incompatible", nil
+			return "incompatible"
 		case pe.Class == portico.Permanent:
-			return "", err
+			r.wrong = err
+			return reasonWrong
 		}
-		return pe.Reason, nil
+		return pe.Reason
 	}
-	if r.cooling(idx) > 0 {
-		return reasonCooldown, nil
+	if m := r.g.mem; m == nil || !m.idle() { // the group's own store, idle: one atomic load
+		if r.cooling(idx) > 0 {
+			return reasonCooldown
+		}
 	}
 	if !rt.Available() {
-		return reasonUnavailable, nil
+		return reasonUnavailable
 	}
 	if k := r.req.Contract; k != nil && k.MaxCost > 0 && r.spent > 0 && r.spent+r.estimate(rt) > k.MaxCost {
-		return reasonBudget, nil
+		return reasonBudget
 	}
 	if p := r.primary; p != nil && p != rt && !independent(r.g.cfg.Independence, &p.Capabilities, &rt.Capabilities) {
-		return reasonIndependent, nil
+		return reasonIndependent
 	}
-	return "", nil
+	return ""
 }
 
 // cooling returns how long route idx's cooldown lasts, 0 when it has none.
@@ -213,15 +218,12 @@ func (r *request) followed(pos int) bool {
 		n = len(r.order)
 	}
 	for p := pos + 1; p < n; p++ {
-		if rt, idx := r.candidate(p); isCandidate(r.skip(rt, idx)) {
+		if rt, idx := r.candidate(p); r.skip(rt, idx) == "" {
 			return true
 		}
 	}
 	return false
 }
-
-// isCandidate reports whether skip's results make the route a candidate.
-func isCandidate(reason string, err error) bool { return reason == "" && err == nil }
 
 // share returns the context candidate rt at position pos is called under,
 // bounded by its share of the deadline, with its release, or false when its
