@@ -42,7 +42,7 @@ const DefaultCooldownKeys = 1024
 // safe for concurrent use.
 type MemoryCooldowns struct {
 	m    atomic.Pointer[map[string]*atomic.Int64] // nil until a key is set
-	live atomic.Int64                             // cells holding a time, ended or not
+	live atomic.Int64                             // cells holding a time, ended or not: 0 when idle
 	mu   sync.Mutex                               // serialises additions
 	max  int
 }
@@ -66,10 +66,6 @@ func NewMemoryCooldowns(maxKeys int) (*MemoryCooldowns, error) {
 // time: each move from 0 to a time adds one, each move from a time to 0 or
 // dead takes one, by the goroutine whose compare-and-swap made it.
 const dead = -1
-
-// idle reports whether no cooldown is on: one atomic load. A cooldown that
-// ended counts until a lookup of its key or an addition clears it.
-func (c *MemoryCooldowns) idle() bool { return c.live.Load() == 0 }
 
 func (c *MemoryCooldowns) cell(key string) *atomic.Int64 {
 	if m := c.m.Load(); m != nil {

@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
@@ -25,7 +26,7 @@ type Group struct {
 	// cool holds the cooldowns, keyed by keys[i] for route i: its
 	// Capabilities.Quota, else its Name.
 	cool Cooldowns
-	mem  *MemoryCooldowns // cool, when it is one: its idle check inlines
+	live *atomic.Int64 // cooldowns cool holds when a MemoryCooldowns, else never 0
 	keys []string
 }
 
@@ -42,7 +43,10 @@ func New(cfg Config) (*Group, error) {
 	if g.cool == nil {
 		g.cool, _ = NewMemoryCooldowns(0)
 	}
-	g.mem, _ = g.cool.(*MemoryCooldowns)
+	g.live = unknownLive
+	if m, ok := g.cool.(*MemoryCooldowns); ok {
+		g.live = &m.live // none held: a candidate's check is one load
+	}
 	for i, r := range c.Routes {
 		g.keys[i] = r.Name
 		if q := r.Capabilities.Quota; q != "" {
@@ -101,3 +105,7 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	}
 	return r.run(ctx)
 }
+
+// unknownLive stands for the cooldowns of a store that does not count
+// them: never 0, so every candidate asks the store.
+var unknownLive = func() *atomic.Int64 { n := new(atomic.Int64); n.Store(1); return n }()

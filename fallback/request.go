@@ -153,7 +153,7 @@ func (r *request) skip(rt *portico.Route, idx int) string {
 		}
 		return pe.Reason
 	}
-	if m := r.g.mem; m == nil || !m.idle() { // the group's own store, idle: one atomic load
+	if r.g.live.Load() != 0 { // else a MemoryCooldowns holding none: one load
 		if r.cooling(idx) > 0 {
 			return reasonCooldown
 		}
