@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
 // ProviderError carries Anthropic's own description of a failure: the error
@@ -47,26 +47,7 @@ type ProviderError struct {
 
 // Error returns "anthropic: [stream ]error status S type T[ code C][: message]".
 func (e *ProviderError) Error() string {
-	var b strings.Builder
-	b.WriteString("anthropic: ")
-	if e.InStream {
-		b.WriteString("stream ")
-	}
-	b.WriteString("error status ")
-	b.WriteString(strconv.Itoa(e.Status))
-	if e.Type != "" {
-		b.WriteString(" type ")
-		b.WriteString(e.Type)
-	}
-	if e.Code != "" {
-		b.WriteString(" code ")
-		b.WriteString(e.Code)
-	}
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
-	return b.String()
+	return adapt.ErrorText("anthropic", e.InStream, e.Status, e.Message, " type ", e.Type, " code ", e.Code)
 }
 
 // Unwrap returns the SDK's error, so errors.As reaches the SDK's *anthropic.Error.
@@ -78,6 +59,11 @@ func (e *ProviderError) Unwrap() error { return e.Cause }
 // without a stop reason, a stream that does not begin with message_start or
 // ends without a stop reason.
 var ErrMalformed = portico.ErrMalformed
+
+// ErrTooLarge is the cause of [portico.InvalidResponse] errors for a response
+// body longer than [Config.MaxResponseBytes]: the adapter stopped reading it
+// and closed the connection.
+var ErrTooLarge = errors.New("anthropic: response larger than MaxResponseBytes")
 
 // classifyError maps an Anthropic error (its HTTP status, or 200 for an error
 // event inside a stream, its type, details.error_code and message) and the
@@ -157,62 +143,49 @@ func baseClass(status int, typ, code, lower string) (portico.Class, string) {
 // could not read as an error object (packages/ssestream).
 const streamErrorPrefix = "received error while streaming: "
 
-// classify turns whatever the SDK returned into a *portico.Error. x is the
-// exchange's record; model names the model asked for; delivered says whether
-// text reached the caller's OnChunk.
-func (m *Model) classify(ctx context.Context, err error, x *exchange, model string, delivered bool) error {
-	e := &portico.Error{Model: model, Status: x.status, Err: err}
-	if x.header != nil {
+// rules are what the shared classifier needs of Anthropic's errors. A
+// request that never reached the transport was refused by the client
+// itself, whose configuration (a profile that does not load, a client
+// middleware) refuses every request: params has checked that the body
+// encodes.
+var rules = adapt.Rules{
+	Name: "anthropic",
+	StatusClass: func(status int, h http.Header) (portico.Class, string) {
+		return classifyError(status, "", "", "", adapt.Header(h, "X-Should-Retry"))
+	},
+	NotBuilt:       portico.Unusable,
+	NotBuiltReason: "request not sent: client refused it",
+}
+
+// classify turns whatever the SDK returned into a *portico.Error: the
+// context and the body limit first, then an HTTP error status or an error
+// event that the SDK read as an Anthropic error, an error event whose data
+// is not one, and what is left (package adapt). x is the exchange's
+// record; model names the model asked for; delivered says whether text
+// reached the caller's OnChunk.
+func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, model string, delivered bool) error {
+	e := x.NewError(model, err)
+	if x.Header != nil {
 		now := time.Now()
-		e.RateLimit = ParseRateLimit(x.header, now)
-		if d, ok := ParseRetryAfter(x.header, now); ok {
+		e.RateLimit = ParseRateLimit(x.Header, now)
+		if d, ok := ParseRetryAfter(x.Header, now); ok {
 			e.RetryAfter = d
 		}
 	}
-	// 1. The context: the caller's cancel or deadline, or a layer's own
-	//    timeout, marked by a cause matching portico.ErrLayerTimeout.
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		cause := context.Cause(ctx)
-		e.Err = ctxErr
-		if cause != ctxErr {
-			e.Err = portico.Join(ctxErr, cause)
-		}
-		layer := errors.Is(cause, portico.ErrLayerTimeout)
-		switch {
-		case layer && x.wrote.Load():
-			e.Class, e.Reason = portico.Ambiguous, "attempt timeout after the request was sent"
-		case layer:
-			e.Class, e.Reason = portico.Transient, "attempt timeout before the request was sent"
-		case errors.Is(ctxErr, context.Canceled):
-			e.Class = portico.Canceled // Err says "context canceled"
-		default:
-			e.Class = portico.Deadline // Err says "context deadline exceeded"
-		}
+	if x.Stopped(ctx, e, &rules) {
 		return e
 	}
-	// 2. A body past Config.MaxResponseBytes, whatever the SDK made of it.
-	//    An HTTP error keeps the class of its status (its type is unread).
-	if errors.Is(x.readErr, ErrTooLarge) {
-		e.Class, e.Reason, e.Err = portico.InvalidResponse, "response too large", ErrTooLarge
-		if x.status >= 400 {
-			e.Class, e.Reason = classifyError(x.status, "", "", "", header(x.header, "X-Should-Retry"))
-			e.Reason += " (error body too large)"
-		}
-		return e
-	}
-	// 3. An HTTP error status, or an error event inside a 200 stream, that
-	//    the SDK read as an Anthropic error.
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		pe := &ProviderError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Code: string(apiErr.ErrorCode()), Cause: apiErr}
 		pe.InStream = apiErr.StatusCode < 300
 		pe.AfterContent = pe.InStream && delivered
-		h := x.header
+		h := x.Header
 		if h == nil && apiErr.Response != nil {
 			h = apiErr.Response.Header
 		}
 		e.Status = apiErr.StatusCode
-		e.Class, e.Reason = classifyError(pe.Status, pe.Type, pe.Code, apiErr.Message, header(h, "X-Should-Retry"))
+		e.Class, e.Reason = classifyError(pe.Status, pe.Type, pe.Code, apiErr.Message, adapt.Header(h, "X-Should-Retry"))
 		e.Code = pe.Code
 		if e.Code == "" {
 			e.Code = pe.Type
@@ -223,10 +196,10 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		e.Err = pe
 		return e
 	}
-	// 4. An error event whose data is not an error object: the server failed
-	//    after accepting the request. Its text may hold the provider's
-	//    message, so it is dropped unless asked for.
-	if msg, ok := strings.CutPrefix(err.Error(), streamErrorPrefix); ok && x.status == http.StatusOK {
+	// An error event whose data is not an error object: the server failed
+	// after accepting the request. Its text may hold the provider's
+	// message, so it is dropped unless asked for.
+	if msg, ok := strings.CutPrefix(err.Error(), streamErrorPrefix); ok && x.Status == http.StatusOK {
 		pe := &ProviderError{Status: http.StatusOK, InStream: true, AfterContent: delivered}
 		if m.cfg.IncludeProviderMessage {
 			pe.Message = msg
@@ -234,46 +207,12 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		e.Class, e.Reason, e.Err = portico.Transient, "stream error", pe
 		return e
 	}
-	// 5. No response: the transport failed. Before the request was written the
-	//    server cannot have acted on it; after, the outcome is unknown. A
-	//    request that never reached the transport was refused by the client
-	//    itself, whose configuration (a profile that does not load, a client
-	//    middleware) refuses every request; params has checked that the body
-	//    encodes.
-	if x.status == 0 {
-		switch {
-		case !x.reached:
-			e.Class, e.Reason = portico.Unusable, "request not sent: client refused it"
-		case x.wrote.Load():
-			e.Class, e.Reason = portico.Ambiguous, "transport failed after the request was sent"
-		default:
-			e.Class, e.Reason = portico.Transient, "transport failed before the request was sent"
-		}
-		return e
-	}
-	// 6. A response whose body broke off, or did not parse.
-	if x.readErr != nil {
-		e.Class, e.Reason = portico.Ambiguous, "response body cut off"
-		return e
-	}
-	e.Class, e.Reason = portico.InvalidResponse, "malformed response"
-	e.Err = portico.Join(ErrMalformed, sdkError{err})
-	return e
+	return x.Failed(e, &rules)
 }
-
-// sdkError withholds the text of an SDK decoding error, which may quote the
-// body it could not read, while keeping it reachable with errors.Is and
-// errors.As.
-type sdkError struct{ err error }
-
-func (e sdkError) Error() string {
-	return "anthropic: SDK could not decode the response (text withheld)"
-}
-func (e sdkError) Unwrap() error { return e.err }
 
 // bodyError reads an error object from a 200 body that is not a message
 // ({"type":"error","error":{...}}, as some proxies answer), or returns nil.
-func (m *Model) bodyError(raw string, x *exchange, model string) error {
+func (m *Model) bodyError(raw string, x *adapt.Exchange, model string) error {
 	var body struct {
 		Type  string `json:"type"`
 		Error struct {
@@ -287,14 +226,14 @@ func (m *Model) bodyError(raw string, x *exchange, model string) error {
 	if json.Unmarshal([]byte(raw), &body) != nil || body.Type != "error" || body.Error.Type == "" {
 		return nil
 	}
-	pe := &ProviderError{Status: x.status, Type: body.Error.Type, Code: body.Error.Details.ErrorCode}
+	pe := &ProviderError{Status: x.Status, Type: body.Error.Type, Code: body.Error.Details.ErrorCode}
 	if m.cfg.IncludeProviderMessage {
 		pe.Message = body.Error.Message
 	}
-	e := &portico.Error{Model: model, Status: x.status, Code: pe.Code, Err: pe, RateLimit: ParseRateLimit(x.header, time.Now())}
+	e := &portico.Error{Model: model, Status: x.Status, Code: pe.Code, Err: pe, RateLimit: ParseRateLimit(x.Header, time.Now())}
 	if e.Code == "" {
 		e.Code = pe.Type
 	}
-	e.Class, e.Reason = classifyError(x.status, pe.Type, pe.Code, body.Error.Message, header(x.header, "X-Should-Retry"))
+	e.Class, e.Reason = classifyError(x.Status, pe.Type, pe.Code, body.Error.Message, adapt.Header(x.Header, "X-Should-Retry"))
 	return e
 }

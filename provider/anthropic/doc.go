@@ -131,7 +131,10 @@
 // so a body of another shape is never taken for an answer.
 //
 // Whether the request was written comes from net/http/httptrace's
-// WroteRequest, observed by an SDK middleware. HTTP errors and error events
+// WroteRequest, observed by an SDK middleware. A failure before it was
+// written (a failed dial, a context done first, a client that refused to
+// send it) has portico.Error.NotSent set, so a rate limiter gives the
+// call's whole reservation back. HTTP errors and error events
 // wrap a [*ProviderError] (status, type, error code), which wraps the SDK's
 // *anthropic.Error. The API may echo the prompt in its error messages, so
 // the message is left out of errors unless [Config.IncludeProviderMessage]
@@ -142,7 +145,9 @@
 // A hostile or broken server cannot make one call hold unbounded memory or
 // run past its context: every response body (an answer, an HTTP error, a
 // whole event stream) is cut at [Config.MaxResponseBytes], 64 MiB by
-// default, a streamed message has at most 1024 content blocks, and the SDK
+// default (a larger Content-Length is refused before a byte is read, and a
+// body of unknown length is read in blocks, so refusing it costs the limit
+// once), a streamed message has at most 1024 content blocks, and the SDK
 // reads under the caller's context.
 //
 // # Rate-limit headers

@@ -180,8 +180,8 @@ func TestConnectionRefusedTransient(t *testing.T) {
 	l.Close()
 	m := anthropic.New(anthropic.Config{}, option.WithBaseURL("http://"+addr+"/"), option.WithAPIKey("k"))
 	_, err = m.Generate(context.Background(), userReq("m", "hello"))
-	if pe := asError(t, err); pe.Class != portico.Transient || pe.Status != 0 {
-		t.Errorf("Generate error = %v status %d, want transient 0 (%v)", pe.Class, pe.Status, err)
+	if pe := asError(t, err); pe.Class != portico.Transient || pe.Status != 0 || !pe.NotSent {
+		t.Errorf("Generate error = %v status %d NotSent %v, want transient 0 NotSent (%v)", pe.Class, pe.Status, pe.NotSent, err)
 	}
 	var ne *net.OpError
 	if !errors.As(err, &ne) {
@@ -211,8 +211,8 @@ func TestNoCredentialsUnusable(t *testing.T) {
 			if profile != "" {
 				status, requests = 0, 0
 			}
-			if pe := asError(t, err); pe.Class != portico.Unusable || pe.Status != status || s.Count("m") != requests {
-				t.Errorf("Generate without credentials = %v after %d requests, want unusable status %d after %d", err, s.Count("m"), status, requests)
+			if pe := asError(t, err); pe.Class != portico.Unusable || pe.Status != status || s.Count("m") != requests || pe.NotSent != (requests == 0) {
+				t.Errorf("Generate without credentials = %v (NotSent %v) after %d requests, want unusable status %d after %d, NotSent only if none", err, pe.NotSent, s.Count("m"), status, requests)
 			}
 		})
 	}
@@ -311,8 +311,14 @@ func TestContextErrors(t *testing.T) {
 				defer cancel()
 				start := time.Now()
 				_, err := m.Generate(ctx, userReq("m", "hello"))
-				if pe := asError(t, err); pe.Class != tc.class {
+				pe := asError(t, err)
+				if pe.Class != tc.class {
 					t.Errorf("Generate error class = %v (%v), want %v", pe.Class, err, tc.class)
+				}
+				// Only a call canceled before it began sent nothing: the
+				// stall holds every other request after it was written.
+				if want := tc.name == "already canceled"; pe.NotSent != want {
+					t.Errorf("Generate error NotSent = %v, want %v", pe.NotSent, want)
 				}
 				if !errors.Is(err, tc.is) {
 					t.Errorf("errors.Is(%v, %v) = false, want true", err, tc.is)

@@ -1,19 +1,14 @@
 package anthropic
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
-
-// maxHint bounds every parsed wait: longer hints are clamped to it, so that
-// arithmetic on them never overflows a time.Duration. One day is far beyond
-// any provider's real hint.
-const maxHint = 24 * time.Hour
 
 // ParseRetryAfter returns the provider's wait hint from the retry-after
 // header: delay-seconds, a non-negative decimal number (Anthropic sends whole
@@ -23,56 +18,7 @@ const maxHint = 24 * time.Hour
 // hours are clamped to 24 hours. ParseRetryAfter is pure: the caller passes
 // now (time.Now()).
 func ParseRetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
-	v := strings.TrimSpace(header(h, "Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if d, ok := parseSeconds(v); ok {
-		return d, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return until(t, now), true
-}
-
-// parseSeconds parses a non-negative decimal number of seconds; ok is false
-// for anything else (signs, NaN, Inf, hex, exponents are rejected).
-func parseSeconds(v string) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	dot := false
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c >= '0' && c <= '9':
-		case c == '.' && !dot && i > 0:
-			dot = true
-		default:
-			return 0, false
-		}
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || f < 0 {
-		return 0, false
-	}
-	if f*float64(time.Second) >= float64(maxHint) {
-		return maxHint, true
-	}
-	return time.Duration(f * float64(time.Second)), true
-}
-
-// until is t - now, within [0, maxHint].
-func until(t, now time.Time) time.Duration {
-	d := t.Sub(now)
-	switch {
-	case d < 0:
-		return 0
-	case d > maxHint:
-		return maxHint
-	}
-	return d
+	return adapt.RetryAfter(adapt.Header(h, "Retry-After"), now)
 }
 
 // ParseReset parses the value of an anthropic-ratelimit-*-reset header: the
@@ -85,7 +31,7 @@ func ParseReset(v string, now time.Time) (d time.Duration, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	return until(t, now), true
+	return adapt.Until(t, now), true
 }
 
 // ParseRateLimit reads Anthropic's rate-limit headers into a
@@ -126,25 +72,17 @@ var quotaHeaders = [...]quotaNames{
 	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Reset"},
 }
 
-// header returns h's first value for the canonical key k, or "".
-func header(h http.Header, k string) string {
-	if v := h[k]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
 func parseQuota(h http.Header, names *quotaNames, now time.Time) portico.Quota {
 	var q portico.Quota
-	rem, ok := count(header(h, names.remaining))
+	rem, ok := count(adapt.Header(h, names.remaining))
 	if !ok {
 		return q
 	}
 	q.Known, q.Remaining = true, rem
-	if lim, ok := count(header(h, names.limit)); ok {
+	if lim, ok := count(adapt.Header(h, names.limit)); ok {
 		q.Limit = lim
 	}
-	if v := header(h, names.reset); v != "" {
+	if v := adapt.Header(h, names.reset); v != "" {
 		if d, ok := ParseReset(v, now); ok {
 			q.Reset = d
 		}

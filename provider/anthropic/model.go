@@ -2,7 +2,7 @@ package anthropic
 
 import (
 	"context"
-	"errors"
+	"net/http"
 	"strings"
 	"time"
 
@@ -10,6 +10,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/shared/constant"
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
 // Config configures a [Model]. The zero Config is usable: requests must then
@@ -77,18 +78,11 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 	all := make([]option.RequestOption, 0, len(opts)+1)
 	all = append(all, opts...)
 	all = append(all, option.WithMaxRetries(0))
-	limit := cfg.MaxResponseBytes
-	switch {
-	case limit == 0:
-		limit = DefaultMaxResponseBytes
-	case limit < 0:
-		limit = 0
-	}
 	maxTokens := cfg.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	return &Model{cfg: cfg, maxTokens: maxTokens, limit: limit, client: sdk.NewClient(all...)}
+	return &Model{cfg: cfg, maxTokens: maxTokens, limit: adapt.MaxBytes(cfg.MaxResponseBytes, DefaultMaxResponseBytes), client: sdk.NewClient(all...)}
 }
 
 // Generate sends req as one Messages API call, streamed when req.OnChunk is
@@ -129,28 +123,19 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 // HTTP errors and error events wrap a [*ProviderError], which wraps the
 // SDK's *anthropic.Error.
 func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if req.MaxOutputTokens < 0 {
-		return nil, &portico.Error{Class: portico.Permanent, Reason: "negative MaxOutputTokens"}
-	}
-	model := req.Model
-	if model == "" {
-		model = m.cfg.Model
-	}
-	if model == "" {
-		return nil, &portico.Error{Class: portico.Permanent, Reason: "no model named"}
+	model, err := adapt.ModelName(req, m.cfg.Model)
+	if err != nil {
+		return nil, err
 	}
 	if ctx.Err() != nil {
-		return nil, m.classify(ctx, ctx.Err(), &exchange{}, model, false)
+		return nil, m.classify(ctx, ctx.Err(), &adapt.Exchange{}, model, false)
 	}
 	params, err := m.params(req, model)
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}
-	x := &exchange{limit: m.limit}
-	opts := []option.RequestOption{option.WithMiddleware(x.middleware), option.WithMaxRetries(0)}
+	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
+	opts := []option.RequestOption{option.WithMiddleware(middleware(x)), option.WithMaxRetries(0)}
 	if req.Streaming() {
 		return m.stream(ctx, req.OnChunk, params, opts, x, model)
 	}
@@ -183,7 +168,7 @@ func sdkWouldRefuse(p sdk.MessageNewParams, opts []option.RequestOption) bool {
 }
 
 // answer maps a whole message onto a Response.
-func (m *Model) answer(msg *sdk.Message, x *exchange, model string) (*portico.Response, error) {
+func (m *Model) answer(msg *sdk.Message, x *adapt.Exchange, model string) (*portico.Response, error) {
 	if msg == nil { // the body was JSON null
 		return nil, malformed(x, model, "not a message")
 	}
@@ -202,7 +187,7 @@ func (m *Model) answer(msg *sdk.Message, x *exchange, model string) (*portico.Re
 		FinishReason: finishReason(msg.StopReason),
 		Model:        string(msg.Model),
 		Usage:        usage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens),
-		RateLimit:    ParseRateLimit(x.header, time.Now()),
+		RateLimit:    ParseRateLimit(x.Header, time.Now()),
 	}
 	if resp.Model == "" {
 		resp.Model = model
@@ -236,9 +221,16 @@ func (m *Model) answer(msg *sdk.Message, x *exchange, model string) (*portico.Re
 }
 
 // malformed is the InvalidResponse error for an answer that is not a message.
-func malformed(x *exchange, model, reason string) error {
-	return &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
-		Reason: reason, Err: ErrMalformed, RateLimit: ParseRateLimit(x.header, time.Now())}
+func malformed(x *adapt.Exchange, model, reason string) error {
+	return x.Malformed(model, reason, ParseRateLimit(x.Header, time.Now()))
+}
+
+// middleware is the SDK middleware (option.Middleware) that records the
+// exchange and bounds its body (see package adapt).
+func middleware(x *adapt.Exchange) option.Middleware {
+	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return x.Watch(next(x.Begin(r)))
+	}
 }
 
 // finishReason maps Anthropic's stop_reason onto portico's finish reasons;
@@ -267,13 +259,4 @@ func usage(input, cacheWrite, cacheRead, output int64) portico.Usage {
 		OutputTokens:      int(output),
 		CachedInputTokens: int(cacheRead),
 	}
-}
-
-// chunkError wraps an error returned by the caller's OnChunk.
-func chunkError(err error, model string) error {
-	var pe *portico.Error
-	if errors.As(err, &pe) {
-		return err
-	}
-	return &portico.Error{Class: portico.Canceled, Model: model, Reason: "chunk callback aborted", Err: err}
 }

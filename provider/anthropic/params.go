@@ -9,6 +9,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
 // params encodes req for the SDK: system messages become the top-level
@@ -223,7 +224,7 @@ func toolResult(msg *portico.Message) (sdk.ContentBlockParamUnion, error) {
 func setExtra(p *sdk.MessageNewParams, key string, v any) bool {
 	switch key {
 	case "stop_sequences", "stop":
-		seqs, ok := stringList(v)
+		seqs, ok := adapt.Strings(v)
 		if !ok {
 			return false
 		}
@@ -259,27 +260,6 @@ func setExtra(p *sdk.MessageNewParams, key string, v any) bool {
 		return true
 	}
 	return false
-}
-
-// stringList reads a string or a list of strings.
-func stringList(v any) ([]string, bool) {
-	switch s := v.(type) {
-	case string:
-		return []string{s}, true
-	case []string:
-		return s, true
-	case []any:
-		out := make([]string, len(s))
-		for i, e := range s {
-			str, ok := e.(string)
-			if !ok {
-				return nil, false
-			}
-			out[i] = str
-		}
-		return out, true
-	}
-	return nil, false
 }
 
 // encodable reports whether v encodes as JSON: the types JSON decodes into at

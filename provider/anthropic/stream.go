@@ -8,6 +8,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
 // maxBlocks bounds the content blocks of a streamed message: a block index at
@@ -34,7 +35,7 @@ const (
 // cumulative usage), message_stop. Ping events are skipped by the SDK; event
 // types it does not know are left out, as the API asks of clients. onChunk
 // may be nil (a non-streamed request the SDK sends only streamed).
-func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, params sdk.MessageNewParams, opts []option.RequestOption, x *exchange, model string) (*portico.Response, error) {
+func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, params sdk.MessageNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (*portico.Response, error) {
 	s := m.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	var (
@@ -54,7 +55,7 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 			return nil
 		}
 		if err := onChunk(c); err != nil {
-			return chunkError(err, model)
+			return adapt.ChunkError(err, model)
 		}
 		delivered = delivered || c.Text != ""
 		return nil
@@ -170,8 +171,8 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), x, model, delivered)
 	}
-	if x.readErr != nil {
-		return nil, m.classify(ctx, x.readErr, x, model, delivered)
+	if x.ReadErr != nil {
+		return nil, m.classify(ctx, x.ReadErr, x, model, delivered)
 	}
 	if !started {
 		return nil, malformed(x, model, "stream without message_start")
@@ -185,7 +186,7 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 	resp.Text = text.String()
 	resp.FinishReason = finishReason(stop)
 	resp.Usage = usage(in, cw, cr, out)
-	resp.RateLimit = ParseRateLimit(x.header, time.Now())
+	resp.RateLimit = ParseRateLimit(x.Header, time.Now())
 	if len(calls) > 0 {
 		for i := range calls {
 			calls[i].Arguments = args[i]

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 	"google.golang.org/genai"
 )
 
@@ -50,26 +50,7 @@ type ProviderError struct {
 
 // Error returns "gemini: [stream ]error status S RPCSTATUS[ reason R][: message]".
 func (e *ProviderError) Error() string {
-	var b strings.Builder
-	b.WriteString("gemini: ")
-	if e.InStream {
-		b.WriteString("stream ")
-	}
-	b.WriteString("error status ")
-	b.WriteString(strconv.Itoa(e.Status))
-	if e.RPCStatus != "" {
-		b.WriteByte(' ')
-		b.WriteString(e.RPCStatus)
-	}
-	if e.Reason != "" {
-		b.WriteString(" reason ")
-		b.WriteString(e.Reason)
-	}
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
-	return b.String()
+	return adapt.ErrorText("gemini", e.InStream, e.Status, e.Message, " ", e.RPCStatus, " reason ", e.Reason)
 }
 
 // Unwrap returns the SDK's error, so errors.As reaches a genai.APIError.
@@ -82,19 +63,11 @@ func (e *ProviderError) Unwrap() error { return e.Cause }
 // that ended without a finish reason.
 var ErrMalformed = portico.ErrMalformed
 
-// sdkError hides the text of an SDK error whose message may quote the
-// request or the response body (the SDK's decoding errors print the body),
-// while keeping it reachable with errors.Is and errors.As.
-type sdkError struct{ err error }
-
-func (e sdkError) Error() string { return "gemini: SDK error (text withheld)" }
-func (e sdkError) Unwrap() error { return e.err }
-
 // newProviderError reads a genai.APIError's details: RetryInfo, ErrorInfo,
 // QuotaFailure (google/rpc/error_details.proto), each matched by the suffix
 // of its "@type".
 func newProviderError(api genai.APIError, status int, inStream, withMessage bool) *ProviderError {
-	pe := &ProviderError{Status: status, Code: api.Code, RPCStatus: ident(api.Status), InStream: inStream, Cause: sdkError{api}}
+	pe := &ProviderError{Status: status, Code: api.Code, RPCStatus: ident(api.Status), InStream: inStream, Cause: adapt.Withhold("gemini", api)}
 	if withMessage {
 		pe.Message = api.Message
 		pe.Cause = api
@@ -202,50 +175,31 @@ func tooLong(message string) bool {
 		(strings.Contains(m, "exceeds the maximum") || strings.Contains(m, "only supports up to"))
 }
 
-// classify turns whatever the SDK returned into a *portico.Error. x is the
+// rules are what the shared classifier needs of Google's errors.
+var rules = adapt.Rules{
+	Name: "gemini",
+	StatusClass: func(status int, _ http.Header) (portico.Class, string) {
+		return classifyStatus(status, "", "", "", nil)
+	},
+	NotBuilt:       portico.Permanent,
+	NotBuiltReason: "request not built",
+}
+
+// classify turns whatever the SDK returned into a *portico.Error: the
+// context and the body limit first, then Google's error object (an HTTP
+// error body, which the SDK reads into an APIError JSON or not, or an error
+// event inside a 200 stream), and what is left (package adapt). x is the
 // exchange's record; model names the model asked for.
-func (m *Model) classify(ctx context.Context, err error, x *exchange, model string) error {
-	e := &portico.Error{Model: model, Status: x.status, Err: err}
-	// 1. The context: the caller's cancel or deadline, or a layer's own
-	//    timeout, marked by a cause matching portico.ErrLayerTimeout.
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		cause := context.Cause(ctx)
-		e.Err = ctxErr
-		if cause != ctxErr {
-			e.Err = portico.Join(ctxErr, cause)
-		}
-		layer := errors.Is(cause, portico.ErrLayerTimeout)
-		e.NotSent = !x.wrote.Load() // a rate limiter gives it all back
-		switch {
-		case layer && x.wrote.Load():
-			e.Class, e.Reason = portico.Ambiguous, "attempt timeout after the request was sent"
-		case layer:
-			e.Class, e.Reason = portico.Transient, "attempt timeout before the request was sent"
-		case errors.Is(ctxErr, context.Canceled):
-			e.Class = portico.Canceled
-		default:
-			e.Class = portico.Deadline
-		}
+func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, model string) error {
+	e := x.NewError(model, err)
+	if x.Stopped(ctx, e, &rules) {
 		return e
 	}
-	// 2. A body past Config.MaxResponseBytes, whatever the SDK made of it.
-	//    An HTTP error keeps the class of its status (its body is unread).
-	if errors.Is(x.readErr, ErrTooLarge) {
-		e.Class, e.Reason, e.Err = portico.InvalidResponse, "response too large", ErrTooLarge
-		if x.status >= 400 {
-			e.Class, e.Reason = classifyStatus(x.status, "", "", "", nil)
-			e.Reason += " (error body too large)"
-		}
-		return e
-	}
-	// 3. Google's error object: an HTTP error body (the SDK reads any non-2xx
-	//    body into an APIError, JSON or not), or an error event inside a 200
-	//    stream.
 	var api genai.APIError
 	if errors.As(err, &api) {
-		inStream := x.status >= 200 && x.status < 300
-		pe := newProviderError(api, x.status, inStream, m.cfg.IncludeProviderMessage)
-		code := x.status
+		inStream := x.Status >= 200 && x.Status < 300
+		pe := newProviderError(api, x.Status, inStream, m.cfg.IncludeProviderMessage)
+		code := x.Status
 		if inStream {
 			code = api.Code // the status the event stands for
 			if code < 400 || code > 599 {
@@ -261,25 +215,5 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		e.Err = pe
 		return e
 	}
-	// 4. No response: the transport failed. Before the request was written the
-	//    server cannot have acted on it; after, the outcome is unknown.
-	if x.status == 0 {
-		switch {
-		case !x.reached:
-			e.Class, e.Reason, e.Err, e.NotSent = portico.Permanent, "request not built", sdkError{err}, true
-		case x.wrote.Load():
-			e.Class, e.Reason = portico.Ambiguous, "transport failed after the request was sent"
-		default:
-			e.Class, e.Reason, e.NotSent = portico.Transient, "transport failed before the request was sent", true
-		}
-		return e
-	}
-	// 5. A response whose body broke off, or did not parse.
-	if x.readErr != nil {
-		e.Class, e.Reason, e.Err = portico.Ambiguous, "response body cut off", x.readErr
-		return e
-	}
-	e.Class, e.Reason = portico.InvalidResponse, "malformed response"
-	e.Err = portico.Join(ErrMalformed, sdkError{err})
-	return e
+	return x.Failed(e, &rules)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
 func TestClassifyStatus(t *testing.T) {
@@ -87,12 +88,12 @@ func FuzzParseRetryDelay(f *testing.F) {
 			}
 			return
 		}
-		if d < 0 || d > maxHint {
+		if d < 0 || d > adapt.MaxHint {
 			t.Fatalf("ParseRetryDelay(%q) = %v, outside [0, 24h]", s, d)
 		}
 		// Every accepted value reads back: whole seconds and nine digits of
 		// nanoseconds format to a string that parses to the same duration.
-		if d < maxHint {
+		if d < adapt.MaxHint {
 			secs, nanos := int64(d/time.Second), int64(d%time.Second)
 			back := formatSeconds(secs, nanos)
 			if d2, ok := ParseRetryDelay(back); !ok || d2 != d {

@@ -151,7 +151,9 @@
 // A hostile or broken server cannot make one call hold unbounded memory or
 // run past its context: every response body is cut at
 // [Config.MaxResponseBytes], 64 MiB by default (the SDK alone would accept
-// one event of 256 MiB), and read under the caller's context. The SDK's
+// one event of 256 MiB; a larger Content-Length is refused before a byte is
+// read, and a body of unknown length is read in blocks, so refusing it
+// costs the limit once), and read under the caller's context. The SDK's
 // stream decoder panics on a null candidate; the adapter turns any panic
 // while a response is decoded into an InvalidResponse error (a panic of the
 // caller's OnChunk passes through).

@@ -2,12 +2,12 @@ package gemini
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/portico-llm/portico/provider/internal/adapt"
 	"google.golang.org/genai"
 )
 
@@ -20,7 +20,7 @@ import (
 func setExtra(cfg *genai.GenerateContentConfig, key string, v any) (bool, error) {
 	switch key {
 	case "temperature", "topP", "top_p", "topK", "top_k", "presencePenalty", "presence_penalty", "frequencyPenalty", "frequency_penalty":
-		f, ok := toFloat(v)
+		f, ok := adapt.Float(v)
 		if !ok || f > math.MaxFloat32 || f < -math.MaxFloat32 {
 			return false, nil
 		}
@@ -39,37 +39,24 @@ func setExtra(cfg *genai.GenerateContentConfig, key string, v any) (bool, error)
 		}
 		return true, nil
 	case "seed":
-		f, ok := toFloat(v)
+		f, ok := adapt.Float(v)
 		if !ok || f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
 			return false, nil
 		}
 		cfg.Seed = genai.Ptr(int32(f))
 		return true, nil
 	case "candidateCount", "candidate_count", "n":
-		if f, ok := toFloat(v); !ok || f != 1 {
+		if f, ok := adapt.Float(v); !ok || f != 1 {
 			return false, fmt.Errorf("gemini: Extra %q: only a candidate count of 1 is supported", key)
 		}
 		cfg.CandidateCount = 1
 		return true, nil
 	case "stopSequences", "stop_sequences", "stop":
-		switch s := v.(type) {
-		case string:
-			cfg.StopSequences = []string{s}
-		case []string:
-			cfg.StopSequences = s
-		case []any:
-			out := make([]string, len(s))
-			for i, e := range s {
-				str, ok := e.(string)
-				if !ok {
-					return false, nil
-				}
-				out[i] = str
-			}
-			cfg.StopSequences = out
-		default:
+		seqs, ok := adapt.Strings(v)
+		if !ok {
 			return false, nil
 		}
+		cfg.StopSequences = seqs
 		return true, nil
 	case "thinkingConfig", "thinking_config":
 		switch tc := v.(type) {
@@ -83,26 +70,6 @@ func setExtra(cfg *genai.GenerateContentConfig, key string, v any) (bool, error)
 		return true, nil
 	}
 	return false, nil
-}
-
-// toFloat converts the numeric types a caller may put in Extra.
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, !math.IsNaN(n)
-	case float32:
-		return float64(n), n == n
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // callIDPrefix marks the tool call IDs the adapter makes for function calls

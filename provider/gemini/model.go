@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 	"google.golang.org/genai"
 )
 
@@ -93,14 +94,7 @@ func New(ctx context.Context, cfg Config, cc genai.ClientConfig) (*Model, error)
 		base = http.DefaultTransport
 	}
 	hc.Transport = &transport{base: base}
-	limit := cfg.MaxResponseBytes
-	switch {
-	case limit == 0:
-		limit = DefaultMaxResponseBytes
-	case limit < 0:
-		limit = 0
-	}
-	return &Model{cfg: cfg, limit: limit, client: client}, nil
+	return &Model{cfg: cfg, limit: adapt.MaxBytes(cfg.MaxResponseBytes, DefaultMaxResponseBytes), client: client}, nil
 }
 
 // Generate sends req as one generateContent call, or streamGenerateContent
@@ -144,20 +138,11 @@ func New(ctx context.Context, cfg Config, cc genai.ClientConfig) (*Model, error)
 //
 // HTTP and stream errors wrap a [*ProviderError].
 func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *portico.Response, err error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
+	model, err := adapt.ModelName(req, m.cfg.Model)
+	if err != nil {
+		return nil, err
 	}
-	if req.MaxOutputTokens < 0 {
-		return nil, &portico.Error{Class: portico.Permanent, Reason: "negative MaxOutputTokens"}
-	}
-	model := req.Model
-	if model == "" {
-		model = m.cfg.Model
-	}
-	if model == "" {
-		return nil, &portico.Error{Class: portico.Permanent, Reason: "no model named"}
-	}
-	x := &exchange{limit: m.limit}
+	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), x, model)
 	}
@@ -181,7 +166,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *porti
 type gen struct {
 	m          *Model
 	req        *portico.Request
-	x          *exchange
+	x          *adapt.Exchange
 	model      string
 	inCallback bool // OnChunk is running: a panic is the caller's
 }
@@ -191,12 +176,12 @@ type gen struct {
 // error. A panic of the caller's OnChunk, or one before any response came,
 // passes through.
 func (g *gen) recoverSDK(resp **portico.Response, err *error) {
-	if g.inCallback || g.x.status == 0 {
+	if g.inCallback || g.x.Status == 0 {
 		return
 	}
 	if r := recover(); r != nil {
 		*resp = nil
-		*err = &portico.Error{Class: portico.InvalidResponse, Model: g.model, Status: g.x.status, Reason: "SDK failed to decode the response", Err: ErrMalformed}
+		*err = &portico.Error{Class: portico.InvalidResponse, Model: g.model, Status: g.x.Status, Reason: "SDK failed to decode the response", Err: ErrMalformed}
 	}
 }
 
@@ -208,15 +193,11 @@ func (g *gen) chunk(c portico.Chunk) error {
 	if err == nil {
 		return nil
 	}
-	var pe *portico.Error
-	if errors.As(err, &pe) {
-		return err
-	}
-	return &portico.Error{Class: portico.Canceled, Model: g.model, Reason: "chunk callback aborted", Err: err}
+	return adapt.ChunkError(err, g.model)
 }
 
 func (g *gen) malformed(reason string) error {
-	return &portico.Error{Class: portico.InvalidResponse, Model: g.model, Status: g.x.status, Reason: reason, Err: ErrMalformed}
+	return g.x.Malformed(g.model, reason, nil)
 }
 
 // whole maps a non-streamed answer.
@@ -254,7 +235,7 @@ func (g *gen) finish(resp *portico.Response, fr genai.FinishReason) (*portico.Re
 		return nil, g.malformed("no finish reason")
 	case genai.FinishReasonMalformedFunctionCall, genai.FinishReasonUnexpectedToolCall, genai.FinishReasonTooManyToolCalls:
 		u := resp.Usage
-		return nil, &portico.Error{Class: portico.InvalidResponse, Model: g.model, Status: g.x.status, Code: string(fr), Reason: "invalid function call", Usage: &u}
+		return nil, &portico.Error{Class: portico.InvalidResponse, Model: g.model, Status: g.x.Status, Code: string(fr), Reason: "invalid function call", Usage: &u}
 	}
 	resp.FinishReason = finishReason(fr)
 	if resp.FinishReason == portico.FinishStop && len(resp.ToolCalls) > 0 {
@@ -271,7 +252,7 @@ func (g *gen) noCandidate(pf *genai.GenerateContentResponsePromptFeedback, um *g
 	}
 	// The same prompt is blocked again on this route; another provider's
 	// filters may pass it: Incompatible, not Permanent, and no route fault.
-	e := &portico.Error{Class: portico.Incompatible, Model: g.model, Status: g.x.status, Code: ident(string(pf.BlockReason)), Reason: "prompt blocked"}
+	e := &portico.Error{Class: portico.Incompatible, Model: g.model, Status: g.x.Status, Code: ident(string(pf.BlockReason)), Reason: "prompt blocked"}
 	if um != nil {
 		u := usage(um)
 		e.Usage = &u
@@ -347,8 +328,8 @@ func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.
 	if ctx.Err() != nil {
 		return nil, g.m.classify(ctx, ctx.Err(), x, g.model)
 	}
-	if x.readErr != nil {
-		return nil, g.m.classify(ctx, x.readErr, x, g.model)
+	if x.ReadErr != nil {
+		return nil, g.m.classify(ctx, x.ReadErr, x, g.model)
 	}
 	resp.Usage = usage(um)
 	if !got {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 	"google.golang.org/genai"
 )
 
@@ -151,7 +152,7 @@ func messages(msgs []portico.Message) ([]*genai.Content, *genai.Content, error) 
 			if name == "" {
 				return nil, nil, fmt.Errorf("gemini: message %d: tool result for %q answers no earlier tool call", i, msg.ToolCallID)
 			}
-			text, err := textOnly(msg.Content)
+			text, err := adapt.TextOnly(msg.Content)
 			if err != nil {
 				return nil, nil, fmt.Errorf("gemini: message %d: %w", i, err)
 			}
@@ -255,19 +256,4 @@ func parseDataURL(s string) (mediaType string, data []byte, err error) {
 		return "", nil, errors.New("data: URL payload is not percent-encoded")
 	}
 	return mediaType, []byte(text), nil
-}
-
-// textOnly joins text parts; it fails on any other part.
-func textOnly(parts []portico.Part) (string, error) {
-	if len(parts) == 1 && parts[0].Kind == portico.PartText {
-		return parts[0].Text, nil
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Kind != portico.PartText {
-			return "", fmt.Errorf("%v part where only text is allowed", p.Kind)
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
 }

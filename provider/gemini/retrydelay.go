@@ -3,12 +3,9 @@ package gemini
 import (
 	"strings"
 	"time"
-)
 
-// maxHint bounds every parsed wait: longer hints are clamped to it, so that
-// arithmetic on them never overflows a time.Duration. One day is far beyond
-// any per-minute quota's real hint.
-const maxHint = 24 * time.Hour
+	"github.com/portico-llm/portico/provider/internal/adapt"
+)
 
 // ParseRetryDelay parses the retryDelay of a google.rpc.RetryInfo error
 // detail, a google.protobuf.Duration in its JSON form: decimal seconds with
@@ -33,7 +30,7 @@ func ParseRetryDelay(s string) (d time.Duration, ok bool) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		if secs <= int64(maxHint/time.Second) { // stop growing once past the clamp
+		if secs <= int64(adapt.MaxHint/time.Second) { // stop growing once past the clamp
 			secs = secs*10 + int64(c-'0')
 		}
 	}
@@ -48,8 +45,8 @@ func ParseRetryDelay(s string) (d time.Duration, ok bool) {
 			nanos += int64(c - '0')
 		}
 	}
-	if secs >= int64(maxHint/time.Second) {
-		return maxHint, true
+	if secs >= int64(adapt.MaxHint/time.Second) {
+		return adapt.MaxHint, true
 	}
 	return time.Duration(secs)*time.Second + time.Duration(nanos), true
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
 // ProviderError carries the provider's own description of a failure: the
@@ -42,26 +41,7 @@ type ProviderError struct {
 
 // Error returns "openai: [stream ]error status S type T code C[: message]".
 func (e *ProviderError) Error() string {
-	var b strings.Builder
-	b.WriteString("openai: ")
-	if e.InStream {
-		b.WriteString("stream ")
-	}
-	b.WriteString("error status ")
-	b.WriteString(strconv.Itoa(e.Status))
-	if e.Type != "" {
-		b.WriteString(" type ")
-		b.WriteString(e.Type)
-	}
-	if e.Code != "" {
-		b.WriteString(" code ")
-		b.WriteString(e.Code)
-	}
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
-	return b.String()
+	return adapt.ErrorText("openai", e.InStream, e.Status, e.Message, " type ", e.Type, " code ", e.Code)
 }
 
 // Unwrap returns the SDK's error, so errors.As reaches an *openai.Error.
@@ -156,55 +136,37 @@ func classifyEvent(f errorFields) (portico.Class, string) {
 	return portico.Transient, "stream error"
 }
 
-// classify turns whatever the SDK returned into a *portico.Error. x is the
-// exchange's record; model names the model asked for.
-func (m *Model) classify(ctx context.Context, err error, x *exchange, model string) error {
-	now := time.Now()
-	e := &portico.Error{Model: model, Status: x.status, Err: err}
-	if x.header != nil {
-		e.RateLimit = ParseRateLimit(x.header)
-		if d, ok := ParseRetryAfter(x.header, now); ok {
+// rules are what the shared classifier needs of OpenAI's errors.
+var rules = adapt.Rules{
+	Name: "openai",
+	StatusClass: func(status int, h http.Header) (portico.Class, string) {
+		return classifyStatus(status, errorFields{}, h.Get("x-should-retry"))
+	},
+	NotBuilt:       portico.Permanent,
+	NotBuiltReason: "request not built",
+}
+
+// classify turns whatever the SDK returned into a *portico.Error: the
+// context and the body limit first, then an HTTP error status with an error
+// object in any server's shape, an error event inside an HTTP 200 stream,
+// and what is left (package adapt). x is the exchange's record; model
+// names the model asked for.
+func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, model string) error {
+	e := x.NewError(model, err)
+	if x.Header != nil {
+		e.RateLimit = ParseRateLimit(x.Header)
+		if d, ok := ParseRetryAfter(x.Header, time.Now()); ok {
 			e.RetryAfter = d
 		}
 	}
-	// 1. The context: the caller's cancel or deadline, or a layer's own
-	//    timeout, marked by a cause matching portico.ErrLayerTimeout.
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		cause := context.Cause(ctx)
-		e.Err = ctxErr
-		if cause != ctxErr {
-			e.Err = portico.Join(ctxErr, cause)
-		}
-		layer := errors.Is(cause, portico.ErrLayerTimeout)
-		e.NotSent = !x.wrote.Load() // a rate limiter gives it all back
-		switch {
-		case layer && x.wrote.Load():
-			e.Class, e.Reason = portico.Ambiguous, "attempt timeout after the request was sent"
-		case layer:
-			e.Class, e.Reason = portico.Transient, "attempt timeout before the request was sent"
-		case errors.Is(ctxErr, context.Canceled):
-			e.Class = portico.Canceled // Err says "context canceled"
-		default:
-			e.Class = portico.Deadline // Err says "context deadline exceeded"
-		}
+	if x.Stopped(ctx, e, &rules) {
 		return e
 	}
-	// 2. A body past Config.MaxResponseBytes, whatever the SDK made of it.
-	//    An HTTP error keeps the class of its status (its body is unread).
-	if errors.Is(x.readErr, ErrTooLarge) {
-		e.Class, e.Reason, e.Err = portico.InvalidResponse, "response too large", ErrTooLarge
-		if x.status >= 400 {
-			e.Class, e.Reason = classifyStatus(x.status, errorFields{}, x.header.Get("x-should-retry"))
-			e.Reason += " (error body too large)"
-		}
-		return e
-	}
-	// 3. An HTTP error status, with an error object in any server's shape.
-	if x.status >= 400 {
-		f := parseErrorBody(x.errBody)
+	if x.Status >= 400 {
+		f := parseErrorBody(x.ErrBody)
 		e.Code = f.Code
-		e.Class, e.Reason = classifyStatus(x.status, f, x.header.Get("x-should-retry"))
-		pe := m.providerError(x.status, f, false)
+		e.Class, e.Reason = classifyStatus(x.Status, f, x.Header.Get("x-should-retry"))
+		pe := m.providerError(x.Status, f, false)
 		var apiErr *oai.Error
 		if errors.As(err, &apiErr) {
 			pe.Cause = apiErr
@@ -212,38 +174,17 @@ func (m *Model) classify(ctx context.Context, err error, x *exchange, model stri
 		e.Err = pe
 		return e
 	}
-	// 4. An error event inside an HTTP 200 stream.
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
 		return m.inBand(parseErrorBody(se.Event.Data), x, model)
 	}
-	// 5. No response: the transport failed. Before the request was written the
-	//    server cannot have acted on it; after, the outcome is unknown.
-	if x.status == 0 {
-		switch {
-		case !x.reached:
-			e.Class, e.Reason, e.NotSent = portico.Permanent, "request not built", true
-		case x.wrote.Load():
-			e.Class, e.Reason = portico.Ambiguous, "transport failed after the request was sent"
-		default:
-			e.Class, e.Reason, e.NotSent = portico.Transient, "transport failed before the request was sent", true
-		}
-		return e
-	}
-	// 6. A response whose body broke off, or did not parse.
-	if x.readErr != nil {
-		e.Class, e.Reason = portico.Ambiguous, "response body cut off"
-		return e
-	}
-	e.Class, e.Reason = portico.InvalidResponse, "malformed response"
-	e.Err = portico.Join(ErrMalformed, err)
-	return e
+	return x.Failed(e, &rules)
 }
 
 // inBand returns the error for an error sent inside an HTTP 200 answer: a
 // stream's error event or "error:" line, or an error object as the body.
-func (m *Model) inBand(f errorFields, x *exchange, model string) error {
-	e := &portico.Error{Model: model, Status: x.status, Code: f.Code, RateLimit: ParseRateLimit(x.header)}
+func (m *Model) inBand(f errorFields, x *adapt.Exchange, model string) error {
+	e := &portico.Error{Model: model, Status: x.Status, Code: f.Code, RateLimit: ParseRateLimit(x.Header)}
 	e.Class, e.Reason = classifyEvent(f)
 	e.Err = m.providerError(http.StatusOK, f, true)
 	return e

@@ -102,23 +102,3 @@ func TestParseErrorBody(t *testing.T) {
 		}
 	}
 }
-
-// The "error:" line detector finds llama.cpp's line however the bytes are
-// split, and nothing in lines that only contain the word.
-func TestSSEErrorLine(t *testing.T) {
-	const stream = "data: {\"x\":\"error: no\"}\n\nerror: {\"code\":500,\"message\":\"boom\"}\n\ndata: [DONE]\n\n"
-	for split := 1; split <= len(stream); split++ {
-		var s sseErrorLine
-		for i := 0; i < len(stream); i += split {
-			s.feed([]byte(stream[i:min(i+split, len(stream))]))
-		}
-		if got := string(s.get()); got != `{"code":500,"message":"boom"}` {
-			t.Fatalf("split %d: get() = %q, want the error line's value", split, got)
-		}
-	}
-	var s sseErrorLine
-	s.feed([]byte("data: error: x\n\nxerror: y\n"))
-	if got := s.get(); got != nil {
-		t.Errorf("get() = %q, want nil for no error line", got)
-	}
-}

@@ -1,19 +1,14 @@
 package openai
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
-
-// maxHint bounds every parsed wait: longer hints are clamped to it, so that
-// arithmetic on them never overflows a time.Duration. One day is far beyond
-// any provider's real hint.
-const maxHint = 24 * time.Hour
 
 // ParseRetryAfter returns the provider's wait hint from the response headers,
 // in order of precedence:
@@ -31,57 +26,11 @@ const maxHint = 24 * time.Hour
 // caller passes now (time.Now()).
 func ParseRetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	if v := h.Get("retry-after-ms"); v != "" {
-		if d, ok := parseNumber(v, time.Millisecond); ok {
+		if d, ok := adapt.Number(v, time.Millisecond); ok {
 			return d, true
 		}
 	}
-	v := strings.TrimSpace(h.Get("retry-after"))
-	if v == "" {
-		return 0, false
-	}
-	if d, ok := parseNumber(v, time.Second); ok {
-		return d, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	d = t.Sub(now)
-	switch {
-	case d < 0:
-		d = 0
-	case d > maxHint:
-		d = maxHint
-	}
-	return d, true
-}
-
-// parseNumber parses a non-negative decimal number of units; ok is false for
-// anything else (signs, NaN, Inf, hex, exponents are rejected).
-func parseNumber(v string, unit time.Duration) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	dot := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c >= '0' && c <= '9':
-		case c == '.' && !dot && i > 0:
-			dot = true
-		default:
-			return 0, false
-		}
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || f < 0 {
-		return 0, false
-	}
-	if f*float64(unit) >= float64(maxHint) {
-		return maxHint, true
-	}
-	return time.Duration(f * float64(unit)), true
+	return adapt.RetryAfter(h.Get("retry-after"), now)
 }
 
 // ParseReset parses the value of an x-ratelimit-reset-requests or
@@ -94,7 +43,7 @@ func ParseReset(v string) (d time.Duration, ok bool) {
 	if v == "" {
 		return 0, false
 	}
-	if d, ok := parseNumber(v, time.Second); ok {
+	if d, ok := adapt.Number(v, time.Second); ok {
 		return d, true
 	}
 	if v[0] == '-' || v[0] == '+' {
@@ -104,7 +53,7 @@ func ParseReset(v string) (d time.Duration, ok bool) {
 	if err != nil || d < 0 {
 		return 0, false
 	}
-	return min(d, maxHint), true
+	return min(d, adapt.MaxHint), true
 }
 
 // ParseRateLimit reads OpenAI's rate-limit headers (x-ratelimit-limit-*,

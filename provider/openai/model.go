@@ -2,12 +2,13 @@ package openai
 
 import (
 	"context"
-	"errors"
+	"net/http"
 	"strings"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
 // Config configures a [Model]. The zero Config is usable: requests must then
@@ -92,14 +93,7 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 	all := make([]option.RequestOption, 0, len(opts)+1)
 	all = append(all, opts...)
 	all = append(all, option.WithMaxRetries(0))
-	limit := cfg.MaxResponseBytes
-	switch {
-	case limit == 0:
-		limit = DefaultMaxResponseBytes
-	case limit < 0:
-		limit = 0
-	}
-	return &Model{cfg: cfg, limit: limit, client: oai.NewClient(all...)}
+	return &Model{cfg: cfg, limit: adapt.MaxBytes(cfg.MaxResponseBytes, DefaultMaxResponseBytes), client: oai.NewClient(all...)}
 }
 
 // Generate sends req as one chat completion, streamed when req.OnChunk is
@@ -117,28 +111,19 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 // wrapping it. A request that cannot be encoded is Permanent, without any
 // HTTP request. Safe for concurrent use.
 func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if req.MaxOutputTokens < 0 {
-		return nil, &portico.Error{Class: portico.Permanent, Reason: "negative MaxOutputTokens"}
-	}
-	model := req.Model
-	if model == "" {
-		model = m.cfg.Model
-	}
-	if model == "" {
-		return nil, &portico.Error{Class: portico.Permanent, Reason: "no model named"}
+	model, err := adapt.ModelName(req, m.cfg.Model)
+	if err != nil {
+		return nil, err
 	}
 	if ctx.Err() != nil {
-		return nil, m.classify(ctx, ctx.Err(), &exchange{}, model)
+		return nil, m.classify(ctx, ctx.Err(), &adapt.Exchange{}, model)
 	}
 	params, opts, err := m.params(req, model)
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}
-	x := &exchange{limit: m.limit}
-	opts = append(opts, option.WithMiddleware(x.middleware), option.WithMaxRetries(0))
+	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge, ErrorLines: true}
+	opts = append(opts, option.WithMiddleware(middleware(x)), option.WithMaxRetries(0))
 	if req.Streaming() {
 		return m.stream(ctx, req, params, opts, x, model)
 	}
@@ -149,7 +134,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if comp == nil { // the body was JSON null
 		return nil, malformed(x, model, "no completion")
 	}
-	if !x.whole(comp.RawJSON()) {
+	if !x.Whole(comp.RawJSON()) {
 		return nil, malformed(x, model, "data after the completion")
 	}
 	if _, ok := comp.JSON.ExtraFields["error"]; ok || comp.JSON.Object.Raw() == `"error"` {
@@ -167,7 +152,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		FinishReason: finishReason(ch.FinishReason),
 		Model:        comp.Model,
 		Usage:        usage(comp.Usage),
-		RateLimit:    ParseRateLimit(x.header),
+		RateLimit:    ParseRateLimit(x.Header),
 	}
 	if resp.Model == "" {
 		resp.Model = model
@@ -220,22 +205,20 @@ func errorChunk(c *oai.ChatCompletionChunk) bool {
 }
 
 // malformed is the error of an answer that is not a valid completion.
-func malformed(x *exchange, model, why string) error {
-	return &portico.Error{Class: portico.InvalidResponse, Model: model, Status: x.status,
-		Reason: why, Err: ErrMalformed, RateLimit: ParseRateLimit(x.header)}
+func malformed(x *adapt.Exchange, model, why string) error {
+	return x.Malformed(model, why, ParseRateLimit(x.Header))
 }
 
-// chunkError wraps an error returned by the caller's OnChunk.
-func chunkError(err error, model string) error {
-	var pe *portico.Error
-	if errors.As(err, &pe) {
-		return err
+// middleware is the SDK middleware (option.Middleware) that records the
+// exchange and bounds its body (see package adapt).
+func middleware(x *adapt.Exchange) option.Middleware {
+	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return x.Watch(next(x.Begin(r)))
 	}
-	return &portico.Error{Class: portico.Canceled, Model: model, Reason: "chunk callback aborted", Err: err}
 }
 
 // stream runs a streamed completion and assembles the Response.
-func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.ChatCompletionNewParams, opts []option.RequestOption, x *exchange, model string) (*portico.Response, error) {
+func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.ChatCompletionNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (*portico.Response, error) {
 	params.StreamOptions.IncludeUsage = oai.Bool(true)
 	s := m.client.Chat.Completions.NewStreaming(ctx, params, opts...)
 	defer s.Close()
@@ -280,7 +263,7 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 			if d := ch.Delta.Content; d != "" {
 				text.WriteString(d)
 				if err := req.OnChunk(portico.Chunk{Text: d}); err != nil {
-					return nil, chunkError(err, model)
+					return nil, adapt.ChunkError(err, model)
 				}
 			}
 			for _, tc := range ch.Delta.ToolCalls {
@@ -302,7 +285,7 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 				}
 				args[tc.Index] = append(args[tc.Index], tc.Function.Arguments...)
 				if err := req.OnChunk(portico.Chunk{}); err != nil {
-					return nil, chunkError(err, model)
+					return nil, adapt.ChunkError(err, model)
 				}
 			}
 		}
@@ -313,20 +296,20 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), x, model)
 	}
-	if line := x.sse.get(); finish == "" && line != nil { // llama.cpp's "error:" line
+	if line := x.ErrorLine.Get(); finish == "" && line != nil { // llama.cpp's "error:" line
 		f := parseErrorBody(line)
 		f.Found = true
 		return nil, m.inBand(f, x, model)
 	}
-	if x.readErr != nil {
-		return nil, m.classify(ctx, x.readErr, x, model)
+	if x.ReadErr != nil {
+		return nil, m.classify(ctx, x.ReadErr, x, model)
 	}
 	if finish == "" {
 		return nil, malformed(x, model, "stream ended without a finish reason")
 	}
 	resp.Text = text.String()
 	resp.FinishReason = finishReason(finish)
-	resp.RateLimit = ParseRateLimit(x.header)
+	resp.RateLimit = ParseRateLimit(x.Header)
 	if len(calls) > 0 {
 		// Indexes are dense (0, 1, ...) from OpenAI; a server that skips some
 		// gets its calls in index order without empty ones for the gaps.

@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
 // params encodes req for the SDK. Request.Extra keys the SDK has fields for
@@ -87,13 +88,13 @@ func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNe
 func message(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) {
 	switch msg.Role {
 	case portico.RoleSystem:
-		text, err := textOnly(msg.Content)
+		text, err := adapt.TextOnly(msg.Content)
 		if err != nil {
 			return oai.ChatCompletionMessageParamUnion{}, err
 		}
 		return oai.SystemMessage(text), nil
 	case portico.RoleUser:
-		if text, err := textOnly(msg.Content); err == nil {
+		if text, err := adapt.TextOnly(msg.Content); err == nil {
 			return oai.UserMessage(text), nil
 		}
 		parts := make([]oai.ChatCompletionContentPartUnionParam, 0, len(msg.Content))
@@ -109,7 +110,7 @@ func message(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) 
 		}
 		return oai.UserMessage(parts), nil
 	case portico.RoleAssistant:
-		text, err := textOnly(msg.Content)
+		text, err := adapt.TextOnly(msg.Content)
 		if err != nil {
 			return oai.ChatCompletionMessageParamUnion{}, err
 		}
@@ -127,7 +128,7 @@ func message(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) 
 		}
 		return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 	case portico.RoleTool:
-		text, err := textOnly(msg.Content)
+		text, err := adapt.TextOnly(msg.Content)
 		if err != nil {
 			return oai.ChatCompletionMessageParamUnion{}, err
 		}
@@ -136,28 +137,13 @@ func message(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) 
 	return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
 }
 
-// textOnly joins text parts; it fails on any other part.
-func textOnly(parts []portico.Part) (string, error) {
-	if len(parts) == 1 && parts[0].Kind == portico.PartText {
-		return parts[0].Text, nil
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Kind != portico.PartText {
-			return "", fmt.Errorf("%v part where only text is allowed", p.Kind)
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
-
 // setExtra sets a known sampling option on p; it reports false for keys it
 // does not know or values of an unexpected type, which the caller passes on
 // as raw JSON.
 func setExtra(p *oai.ChatCompletionNewParams, key string, v any) bool {
 	switch key {
 	case "temperature", "top_p", "frequency_penalty", "presence_penalty":
-		f, ok := toFloat(v)
+		f, ok := adapt.Float(v)
 		if !ok {
 			return false
 		}
@@ -173,7 +159,7 @@ func setExtra(p *oai.ChatCompletionNewParams, key string, v any) bool {
 		}
 		return true
 	case "seed", "n", "top_logprobs":
-		f, ok := toFloat(v)
+		f, ok := adapt.Float(v)
 		if !ok || f != float64(int64(f)) {
 			return false
 		}
@@ -230,26 +216,6 @@ func setExtra(p *oai.ChatCompletionNewParams, key string, v any) bool {
 		return true
 	}
 	return false
-}
-
-// toFloat converts the numeric types a caller may put in Extra.
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // jsonKey escapes a top-level body key for option.WithJSONSet, whose keys are
