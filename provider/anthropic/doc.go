@@ -114,7 +114,8 @@
 //	                                            refusal when a named profile fails to load)
 //	a 200 body that is not a message (JSON      InvalidResponse wrapping ErrMalformed
 //	null, fields of the wrong type, no stop
-//	reason, negative counts), a stream not
+//	reason, negative counts, data after the
+//	message), a stream not
 //	begun by message_start, with an event of
 //	the wrong shape or without a stop reason
 //	answer past Config.MaxResponseBytes         InvalidResponse wrapping ErrTooLarge

@@ -286,6 +286,9 @@ func TestWholeNotAMessage(t *testing.T) {
 		{"tool input a string", whole(`{"id":"x","type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":"str"}],"stop_reason":"tool_use","usage":{}}`), portico.InvalidResponse},
 		{"tool without a name", whole(`{"id":"x","type":"message","content":[{"type":"tool_use","id":"t","input":{}}],"stop_reason":"tool_use","usage":{}}`), portico.InvalidResponse},
 		{"usage a number", whole(`{"id":"x","type":"message","content":[],"stop_reason":"end_turn","usage":5}`), portico.InvalidResponse},
+		// A json.Decoder stops after the first value: what follows is refused.
+		{"data after the message", whole(`{"id":"x","type":"message","content":[],"stop_reason":"end_turn","usage":{}} {"more":1}`), portico.InvalidResponse},
+		{"error after the message", whole(`{"id":"x","type":"message","content":[],"stop_reason":"end_turn","usage":{}}{"type":"error","error":{"type":"overloaded_error"}}`), portico.InvalidResponse},
 	}
 	for _, tc := range cases {
 		m := raw(t, anthropic.Config{}, tc.h)

@@ -172,6 +172,9 @@ func (m *Model) answer(msg *sdk.Message, x *adapt.Exchange, model string) (*port
 	if msg == nil { // the body was JSON null
 		return nil, malformed(x, model, "not a message")
 	}
+	if !x.Whole(msg.RawJSON()) {
+		return nil, malformed(x, model, "data after the message")
+	}
 	if !wellFormed(msg) || msg.StopReason == "" {
 		if err := m.bodyError(msg.RawJSON(), x, model); err != nil {
 			return nil, err

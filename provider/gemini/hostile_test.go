@@ -74,7 +74,8 @@ func TestNoAutomaticContinuation(t *testing.T) {
 	}
 }
 
-// Answers without a usable candidate are InvalidResponse wrapping
+// Answers without a usable candidate, or with data after the answer (the
+// SDK's json.Unmarshal refuses it), are InvalidResponse wrapping
 // ErrMalformed, whatever their shape; the SDK's own panic on a null
 // candidate in a stream is one of them.
 func TestNoCandidates(t *testing.T) {
@@ -89,6 +90,7 @@ func TestNoCandidates(t *testing.T) {
 		{"only index 1", false, []string{`{"candidates":[{"index":1,"finishReason":"STOP","content":{"parts":[{"text":"x"}]}}]}`}},
 		{"no finish reason", false, []string{`{"candidates":[{"content":{"parts":[{"text":"x"}]}}]}`}},
 		{"feedback without a block", false, []string{`{"promptFeedback":{"safetyRatings":[]}}`}},
+		{"data after the answer", false, []string{`{"candidates":[{"finishReason":"STOP","content":{"parts":[{"text":"x"}]}}]} {"more":1}`}},
 		{"stream empty", true, []string{`{}`, `{}`}},
 		{"stream null candidate", true, []string{`{"candidates":[null]}`}},
 		{"stream null part", true, []string{`{"candidates":[{"content":{"parts":[null]},"finishReason":"STOP"}]}`, `{"candidates":[null]}`}},
