@@ -70,6 +70,11 @@ func (s *Server) dialect() fakecore.Dialect[*messagesRequest] {
 			c := &call{Call: fc, m: s.models[fc.Model], req: req}
 			c.run()
 		},
+		// A named event whose data is cut: the SDK skips events without an
+		// event: line.
+		MalformedEvent: func() (string, []byte) {
+			return "content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut`)
+		},
 	}
 }
 
@@ -130,11 +135,6 @@ func (c *call) run() {
 		if c.Fault.Body == "" {
 			typ := c.streamErrorType()
 			c.Fault.Body = string(errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
-		}
-	case FaultMalformed:
-		if c.Stream { // a named event whose data is cut, as the SDK reads named events only
-			c.Fault.Kind, c.Fault.Event = FaultStreamError, "content_block_delta"
-			c.Fault.Body = `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut`
 		}
 	}
 	if cw := c.m.cfg.ContextWindow; cw > 0 && c.inputTokens > cw {

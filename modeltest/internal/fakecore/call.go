@@ -177,9 +177,10 @@ func (c *Call) BeginStream() bool {
 
 // Events sends n content events with send(i), 1/TokensPerSecond apart, and
 // strikes the fault's mid-stream fault before event Fault.AfterChunks (or
-// after the last when n <= AfterChunks): a stall, a disconnect, a malformed
-// event, or the error event whose data is Fault.Body or errorData(). It
-// reports whether the stream goes on.
+// after the last when n <= AfterChunks): a stall, a disconnect, the
+// dialect's malformed event (Dialect.MalformedEvent), or the error event
+// whose data is Fault.Body or errorData(). It reports whether the stream
+// goes on.
 func (c *Call) Events(n int, send func(i int), errorData func() []byte) bool {
 	var gap time.Duration
 	if tps := c.pacing.TokensPerSecond; tps > 0 {
@@ -207,7 +208,7 @@ func (c *Call) midStream(errorData func() []byte) bool {
 	case FaultStallMidStream:
 		return c.Stall()
 	case FaultMalformed:
-		c.Event("", []byte(`{"id": "broken", "choices": [`))
+		c.Event(c.s.malformed())
 		return false
 	case FaultStreamError:
 		data := []byte(c.Fault.Body)

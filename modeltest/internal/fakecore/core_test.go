@@ -171,6 +171,32 @@ func TestStreamErrorEvent(t *testing.T) {
 	})
 }
 
+// A malformed event is the dialect's (Dialect.MalformedEvent), after
+// AfterChunks events; without one, a data-only cut chat-completion chunk.
+func TestMalformedEvent(t *testing.T) {
+	named := plain
+	named.MalformedEvent = func() (string, []byte) { return "delta", []byte(`{"cut`) }
+	for _, c := range []struct {
+		name string
+		d    fakecore.Dialect[plainReq]
+		want string
+	}{
+		{"default", plain, "data: t0\n\ndata: {\"id\": \"broken\", \"choices\": [\n\n"},
+		{"named", named, "data: t0\n\nevent: delta\ndata: {\"cut\n\n"},
+	} {
+		s, err := fakecore.New(c.d, fakecore.Config{Models: []fakecore.Model{{Name: "m", Script: []fakecore.Fault{{Kind: fakecore.FaultMalformed, AfterChunks: 1}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		_, _, body := call(t, s, `{"model":"m","stream":true,"n":3}`)
+		s.Close()
+		if body != c.want {
+			t.Errorf("%s: stream = %q, want %q", c.name, body, c.want)
+		}
+	}
+}
+
 // With Config.Handler the core records each request, then the handler
 // answers it with the body intact, in memory too.
 func TestHandler(t *testing.T) {

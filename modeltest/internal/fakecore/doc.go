@@ -56,8 +56,10 @@
 //		c.Event("", finalEvent) // the dialect's tail
 //	}
 //
-// [Call.Reply] writes any status with the fault's headers (retry-after,
-// retry-after-ms, x-should-retry, then Fault.Header, so a script can send
-// malformed values); Fault.Body replaces the dialect's error body or error
-// event data verbatim, and Fault.Event names the error event.
+// Dialect.MalformedEvent renders FaultMalformed inside a stream (a dialect
+// whose SDK reads only named events names it). [Call.Reply] writes any
+// status with the fault's headers (retry-after, retry-after-ms,
+// x-should-retry, then Fault.Header, so a script can send malformed
+// values); Fault.Body replaces the dialect's error body or error event data
+// verbatim, and Fault.Event names the error event.
 package fakecore

@@ -99,18 +99,31 @@ type Dialect[R any] struct {
 	// Serve answers a request for a served model once its latency and any
 	// stall before the headers have passed.
 	Serve func(c *Call, req R)
+	// MalformedEvent renders FaultMalformed inside a stream: the event's
+	// name ("" for a data-only event) and data that does not decode. Nil
+	// means [DefaultMalformedEvent]. A dialect whose SDK skips events
+	// without a name (Anthropic's) names it.
+	MalformedEvent func() (name string, data []byte)
+}
+
+// DefaultMalformedEvent is the malformed event of a Dialect without its
+// own: a data-only event whose data is a chat-completion chunk cut short,
+// as OpenAI-compatible servers frame events.
+func DefaultMalformedEvent() (name string, data []byte) {
+	return "", []byte(`{"id": "broken", "choices": [`)
 }
 
 // Server is the dialect-independent part of a fake server. Its methods are
 // safe for concurrent use.
 type Server struct {
-	name    string
-	cfg     Config
-	models  map[string]*model
-	serve   http.HandlerFunc
-	ctx     context.Context // done when Close begins: ends every stall
-	cancel  context.CancelFunc
-	started time.Time
+	name      string
+	cfg       Config
+	malformed func() (name string, data []byte)
+	models    map[string]*model
+	serve     http.HandlerFunc
+	ctx       context.Context // done when Close begins: ends every stall
+	cancel    context.CancelFunc
+	started   time.Time
 
 	mu       sync.Mutex
 	requests []Request
@@ -161,6 +174,10 @@ func New[R any](d Dialect[R], cfg Config) (*Server, error) {
 		h := fnv.New64a()
 		h.Write([]byte(mc.Name))
 		s.models[mc.Name] = &model{cfg: mc, rng: rand.New(rand.NewPCG(cfg.Seed, h.Sum64()))}
+	}
+	s.malformed = d.MalformedEvent
+	if s.malformed == nil {
+		s.malformed = DefaultMalformedEvent
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.serve = func(w http.ResponseWriter, r *http.Request) { serveWith(s, d, w, r) }
