@@ -2,63 +2,116 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/portico-llm/portico"
 )
 
-// results is what the load saw, collected by an Observer on the calls' contexts
-// (every layer reports its waits, retries and exhaustions there) and by the
-// callers themselves.
+// results is what the load saw, collected by an Observer on the calls'
+// contexts (every layer reports its waits, retries, fallbacks and breaker
+// changes there), by the routes' counting layers and by the callers.
 type results struct {
 	mu            sync.Mutex
 	requests      int
 	accepted      int
 	streamed      int
+	unclassified  int // errors that are not a *portico.Error: none expected
 	failed        map[portico.Class]int
 	retries       map[portico.Class]int
 	budgetOut     int
 	limiterWaits  int
 	limiterWaited time.Duration
 	latencies     []time.Duration
-	breakerOpens  int
-	// serverRequests is how many HTTP requests reached the fake server; -1
-	// against a real endpoint.
-	serverRequests int
+	routes        [numRoutes]routeStats
+}
+
+// routeStats is what one route did.
+type routeStats struct {
+	mu       sync.Mutex
+	calls    int                   // calls the group placed on the route
+	answered int                   // of them, answered
+	failed   map[portico.Class]int // of them, failed, by class
+	attempts int                   // attempts that reached the adapter
+	sent     int                   // of them, sent (not Error.NotSent)
+	// The Observer's counts.
+	retries, fallbacks, breakerOpens int
+	// answers is how many requests the route answered, by Response.Route.
+	answers int
+	// server is how many requests its fake server saw; -1 on a real endpoint.
+	server int
+}
+
+func newResults() *results {
+	r := &results{failed: map[portico.Class]int{}, retries: map[portico.Class]int{}}
+	for i := range r.routes {
+		r.routes[i].failed = map[portico.Class]int{}
+	}
+	return r
+}
+
+// route returns the stats of the route named name, or nil.
+func (r *results) route(name string) *routeStats {
+	for i := range providers {
+		if providers[i].name == name {
+			return &r.routes[i]
+		}
+	}
+	return nil
 }
 
 // Observe implements portico.Observer.
 func (r *results) Observe(_ context.Context, e portico.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	rs := r.route(e.Route)
 	switch e.Kind {
 	case portico.EventRetry:
 		r.retries[e.Class]++
+		if rs != nil {
+			rs.retries++
+		}
 	case portico.EventBudgetExhausted:
 		r.budgetOut++
 	case portico.EventRateLimitWait:
 		r.limiterWaits++
 		r.limiterWaited += e.Delay
+	case portico.EventFallback:
+		if rs != nil {
+			rs.fallbacks++
+		}
+	case portico.EventBreakerState:
+		if rs != nil && e.Reason == "open" {
+			rs.breakerOpens++
+		}
 	}
 }
 
-func (r *results) done(d time.Duration, streamed bool, err error) {
+func (r *results) done(d time.Duration, streamed bool, resp *portico.Response, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++
 	r.latencies = append(r.latencies, d)
 	if err != nil {
+		var pe *portico.Error
+		if !errors.As(err, &pe) {
+			r.unclassified++
+		}
 		r.failed[portico.ClassOf(err)]++
 		return
 	}
 	r.accepted++
 	if streamed {
 		r.streamed++
+	}
+	if rs := r.route(resp.Route); rs != nil {
+		rs.answers++
 	}
 }
 
@@ -78,16 +131,14 @@ func load(ctx context.Context, m portico.Model, cfg runConfig, res *results) {
 						portico.Text(portico.RoleUser, "Name a prime number above "+strconv.Itoa(i)+"."),
 					},
 					MaxOutputTokens: 64,
-					Identity:        portico.Identity{ClientKey: "client-" + strconv.Itoa(i%cfg.clients)},
+					Identity:        portico.Identity{ClientKey: "tenant-" + strconv.Itoa(i%cfg.clients)},
 				}
 				if stream {
 					req.OnChunk = func(portico.Chunk) error { return nil }
 				}
-				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				start := time.Now()
-				_, err := m.Generate(cctx, req)
-				cancel()
-				res.done(time.Since(start), stream, err)
+				resp, err := m.Generate(ctx, req)
+				res.done(time.Since(start), stream, resp, err)
 			}
 		})
 	}
@@ -99,41 +150,80 @@ func load(ctx context.Context, m portico.Model, cfg runConfig, res *results) {
 }
 
 func (r *results) print(w io.Writer, elapsed time.Duration) {
-	retries := 0
+	retries, attempts, server := 0, 0, 0
 	for _, n := range r.retries {
 		retries += n
+	}
+	for i := range r.routes {
+		attempts += r.routes[i].attempts
+		server += r.routes[i].server
 	}
 	slices.Sort(r.latencies)
 	fmt.Fprintf(w, "requests            %d in %v\n", r.requests, elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "accepted            %d (%.1f%%), %d of them streamed\n", r.accepted, 100*float64(r.accepted)/float64(r.requests), r.streamed)
 	fmt.Fprintf(w, "failed              %s\n", classCounts(r.failed))
-	fmt.Fprintf(w, "attempts/request    %.3f (%d attempts", float64(r.requests+retries)/float64(r.requests), r.requests+retries)
-	if r.serverRequests >= 0 {
-		fmt.Fprintf(w, "; the server saw %d", r.serverRequests)
+	fmt.Fprintf(w, "attempts/request    %.3f (%d attempts", float64(attempts)/float64(r.requests), attempts)
+	if server >= 0 && !r.anyReal() {
+		fmt.Fprintf(w, "; the servers saw %d", server)
 	}
 	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "retries by class    %s\n", classCounts(r.retries))
 	fmt.Fprintf(w, "budget exhaustions  %d\n", r.budgetOut)
-	fmt.Fprintf(w, "breaker opened      %d times\n", r.breakerOpens)
 	fmt.Fprintf(w, "limiter waits       %d (%v in all)\n", r.limiterWaits, r.limiterWaited.Round(time.Millisecond))
 	fmt.Fprintf(w, "latency             p50 %v  p99 %v  max %v\n",
 		quantile(r.latencies, 0.50), quantile(r.latencies, 0.99), r.latencies[len(r.latencies)-1].Round(time.Millisecond))
+	fmt.Fprintf(w, "fallbacks           %s\n", r.fallbacks())
+	fmt.Fprintf(w, "%-10s %8s %9s %11s %8s %15s  %s\n", "route", "answered", "attempts", "server saw", "retries", "breaker opened", "failed calls")
+	for i := range r.routes {
+		rs := &r.routes[i]
+		srv := "-"
+		if rs.server >= 0 {
+			srv = strconv.Itoa(rs.server)
+		}
+		fmt.Fprintf(w, "%-10s %8d %9d %11s %8d %15d  %s\n", providers[i].name, rs.answers, rs.attempts, srv, rs.retries, rs.breakerOpens, classCounts(rs.failed))
+	}
+}
+
+// fallbacks says how often the group moved on from each route.
+func (r *results) fallbacks() string {
+	var b strings.Builder
+	for i := range r.routes {
+		if n := r.routes[i].fallbacks; n > 0 {
+			if b.Len() > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "from %s %d", providers[i].name, n)
+		}
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
+}
+
+func (r *results) anyReal() bool {
+	for i := range r.routes {
+		if r.routes[i].server < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func classCounts(m map[portico.Class]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	var s string
-	for c := portico.OK; c <= portico.Rejected; c++ {
+	var b strings.Builder
+	for c := portico.OK; c <= portico.Unusable; c++ {
 		if n := m[c]; n > 0 {
-			if s != "" {
-				s += ", "
+			if b.Len() > 0 {
+				b.WriteString(", ")
 			}
-			s += fmt.Sprintf("%v %d", c, n)
+			fmt.Fprintf(&b, "%v %d", c, n)
 		}
 	}
-	return s
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
 }
 
 // quantile returns the q-quantile of sorted durations (nearest rank).

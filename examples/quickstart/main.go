@@ -1,18 +1,26 @@
-// Command quickstart is Portico's main job: it drives the real openai-go SDK over
-// HTTP through a Portico stack and prints what the stack did.
+// Command quickstart is Portico's main job: the preset stack (package stack)
+// over three providers, each through its real SDK over HTTP, and what the
+// stack did with them.
 //
-// By default it starts an OpenAI-compatible fake server in-process on 127.0.0.1
-// (package modeltest/fakeopenai: no account, no network) whose model answers
-// 429s with Retry-After, 503s and stalls on a fraction of calls, then sends a few
-// hundred concurrent requests from several client keys through
+// By default it starts three fake servers in-process on 127.0.0.1 (no
+// account, no network): an OpenAI one (package modeltest/fakeopenai) whose
+// model answers 503s, 429s with retry-after-ms and stalls, an Anthropic one
+// (fakeanthropic) answering 529 overloaded_error and 429s with retry-after,
+// and a Gemini one (fakegemini) answering 429 RESOURCE_EXHAUSTED with its
+// retryDelay in the body, and 500s. It sends a few hundred concurrent
+// requests from many client keys through
 //
-//	per-client rate limit -> breaker -> retry -> validate -> openai adapter
+//	deadline -> per-client rate limit -> fallback [openai, anthropic, gemini]
+//	  per route: breaker -> retry -> validate -> adapter
 //
-// and prints a summary: requests, accepted, attempts per request, retries by
-// class, budget exhaustions, latency p50/p99.
+// and prints a summary (requests, accepted, attempts, retries by class,
+// fallbacks, budget exhaustions, latency) and one line per route: answered,
+// failed by class, attempts (and what its server saw), breaker openings.
 //
-// With -base-url (and -model; the key comes from OPENAI_API_KEY) it points the
-// same stack at any real OpenAI-compatible endpoint instead.
+// -openai-url, -anthropic-url and -gemini-url point a route at a real
+// endpoint instead, with the key of the provider's usual environment
+// variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or
+// GOOGLE_API_KEY); the -*-model flags name the models.
 package main
 
 import (
@@ -22,22 +30,18 @@ import (
 	"io"
 	"os"
 	"time"
-
-	"github.com/openai/openai-go/v3/option"
-
-	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/modeltest/fakeopenai"
-	"github.com/portico-llm/portico/provider/openai"
 )
 
 func main() {
 	var cfg runConfig
-	flag.StringVar(&cfg.baseURL, "base-url", "", "OpenAI-compatible base URL (e.g. https://api.openai.com/v1/); empty starts the in-process fake server")
-	flag.StringVar(&cfg.model, "model", "", "model name; defaults to the fake's model, or gpt-4o-mini with -base-url")
+	for _, p := range providers {
+		flag.StringVar(&cfg.url[p.id], p.name+"-url", "", p.title+" base URL (e.g. "+p.example+"); empty starts an in-process fake server")
+		flag.StringVar(&cfg.model[p.id], p.name+"-model", p.model, p.title+" model name")
+	}
 	flag.IntVar(&cfg.requests, "n", 400, "requests to send")
 	flag.IntVar(&cfg.concurrency, "c", 64, "requests in flight at once")
-	flag.IntVar(&cfg.clients, "clients", 5, "client keys the requests are spread over")
-	flag.Int64Var(&cfg.seed, "seed", 1, "seed of the fake server's faults")
+	flag.IntVar(&cfg.clients, "clients", 40, "client keys (tenants) the requests are spread over")
+	flag.Int64Var(&cfg.seed, "seed", 1, "seed of the fake servers' faults")
 	flag.Parse()
 	if _, err := run(context.Background(), os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
@@ -45,73 +49,52 @@ func main() {
 	}
 }
 
+// runConfig is what the flags set; url and model are indexed by route.
 type runConfig struct {
-	baseURL, model                 string
+	url, model                     [numRoutes]string
 	requests, concurrency, clients int
 	seed                           int64
 }
 
-// run sends the load and prints the summary. It returns what the load saw and,
-// against the fake server, how many HTTP requests reached it (-1 otherwise).
+// run starts what the routes need, sends the load through the stack and
+// prints the summary. It returns what the load saw.
 func run(ctx context.Context, out io.Writer, cfg runConfig) (*results, error) {
 	if cfg.requests <= 0 || cfg.concurrency <= 0 || cfg.clients <= 0 {
 		return nil, fmt.Errorf("-n, -c and -clients must be positive")
 	}
-	var srv *fakeopenai.Server
-	var opts []option.RequestOption
-	if cfg.baseURL == "" {
-		var err error
-		srv, err = fakeopenai.Start(fakeServer(uint64(cfg.seed)))
+	res := newResults()
+	var eps [numRoutes]*endpoint
+	defer func() {
+		for _, ep := range eps {
+			if ep != nil {
+				ep.close()
+			}
+		}
+	}()
+	for _, p := range providers {
+		model := cfg.model[p.id]
+		if model == "" {
+			model = p.model
+		}
+		ep, err := p.start(ctx, cfg.url[p.id], model, uint64(cfg.seed))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", p.title, err)
 		}
-		defer srv.Close()
-		opts = append(opts, option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("fake"), option.WithHTTPClient(srv.Client()))
-		if cfg.model == "" {
-			cfg.model = fakeModel
-		}
-		fmt.Fprintf(out, "fake OpenAI server on %s: model %s answers 429 (5%%), 503 (10%%), stalls (3%%)\n", srv.URL(), fakeModel)
-	} else {
-		opts = append(opts, option.WithBaseURL(cfg.baseURL))
-		if cfg.model == "" {
-			cfg.model = "gpt-4o-mini"
-		}
+		eps[p.id] = ep
+		fmt.Fprintln(out, ep.about)
 	}
-	res := results{failed: map[portico.Class]int{}, retries: map[portico.Class]int{}}
-	provider := openai.New(openai.Config{Model: cfg.model}, opts...)
-	st, err := newStack(provider, &res)
+	st, err := newStack(eps, res)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	load(ctx, st, cfg, &res)
-	res.serverRequests = -1
-	if srv != nil {
-		res.serverRequests = srv.Count(cfg.model)
+	load(ctx, st, cfg, res)
+	elapsed := time.Since(start)
+	// Closing a fake server waits for its handlers, so its counts are final.
+	for i, ep := range eps {
+		ep.close()
+		res.routes[i].server = ep.count()
 	}
-	res.print(out, time.Since(start))
-	return &res, nil
-}
-
-const fakeModel = "quickstart-model"
-
-// fakeServer is the model the quickstart talks to without -base-url: about 60 ms
-// per answer, with 429s that carry retry-after-ms, 503s, and stalls that only an
-// attempt timeout ends.
-func fakeServer(seed uint64) fakeopenai.Config {
-	return fakeopenai.Config{
-		Seed: seed,
-		Models: []fakeopenai.ModelConfig{{
-			Name:            fakeModel,
-			Latency:         10 * time.Millisecond,
-			TTFT:            20 * time.Millisecond,
-			TokensPerSecond: 500,
-			OutputTokens:    16,
-			Faults: []fakeopenai.Fault{
-				{Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 0.05, RetryAfterMsHeader: 40 * time.Millisecond},
-				{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.10},
-				{Kind: fakeopenai.FaultStallBeforeHeaders, Fraction: 0.03},
-			},
-		}},
-	}
+	res.print(out, elapsed)
+	return res, nil
 }

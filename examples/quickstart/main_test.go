@@ -9,19 +9,25 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/retry"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// genai's dependencies start an OpenCensus worker at init, for good.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
 
-// TestQuickstart runs the main job on a small load over loopback and checks the
-// accounting that must hold whatever the faults and the machine's speed: every
-// request ends accepted or classified, every attempt the stack counted reached
-// the server, and retries stay within the budget's bound.
+// TestQuickstart runs the main job on a small load over loopback and checks
+// what must hold whatever the faults and the machine's speed: every request
+// ends accepted or with a classified error; each fake server saw exactly
+// the attempts its route sent, no more (no SDK retries) and no fewer; the
+// answers the caller got are those the routes gave, from all three
+// providers; and each route's retries stay within its budgets.
 func TestQuickstart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about a second of real HTTP load")
 	}
-	cfg := runConfig{requests: 120, concurrency: 16, clients: 3, seed: 7}
+	cfg := runConfig{requests: 120, concurrency: 16, clients: 12, seed: 7}
 	var out bytes.Buffer
 	res, err := run(context.Background(), &out, cfg)
 	if err != nil {
@@ -31,27 +37,39 @@ func TestQuickstart(t *testing.T) {
 	for _, n := range res.failed {
 		failed += n
 	}
-	if res.requests != cfg.requests || res.accepted+failed != cfg.requests {
-		t.Errorf("requests = %d, accepted %d + failed %d; want %d ending one way or the other", res.requests, res.accepted, failed, cfg.requests)
+	if res.requests != cfg.requests || res.accepted+failed != cfg.requests || res.unclassified != 0 {
+		t.Errorf("requests = %d: accepted %d + failed %d, %d unclassified; want %d, each accepted or a *portico.Error",
+			res.requests, res.accepted, failed, res.unclassified, cfg.requests)
 	}
-	retries := 0
-	for _, n := range res.retries {
-		retries += n
+	answers := 0
+	for i := range res.routes {
+		rs, name := &res.routes[i], providers[i].name
+		answers += rs.answers
+		// Every attempt the adapter sent reached the server exactly once.
+		if rs.server != rs.sent || rs.sent > rs.attempts {
+			t.Errorf("%s: server saw %d requests, the route sent %d of %d attempts; want equal", name, rs.server, rs.sent, rs.attempts)
+		}
+		// The route's answers are the caller's answers stamped with it.
+		if rs.answered != rs.answers || rs.answers == 0 {
+			t.Errorf("%s: answered %d calls, the caller got %d answers from it; want equal and some", name, rs.answered, rs.answers)
+		}
+		// Retry budgets: per (route, client) at most Burst + Ratio * calls.
+		if bound := float64(cfg.clients*retry.DefaultBudgetBurst) + 0.1*float64(rs.calls); float64(rs.retries) > bound {
+			t.Errorf("%s: %d retries over %d calls, want <= %.1f (budget bound)", name, rs.retries, rs.calls, bound)
+		}
+		if rs.attempts > rs.calls+rs.retries {
+			t.Errorf("%s: %d attempts, want <= calls %d + retries %d", name, rs.attempts, rs.calls, rs.retries)
+		}
 	}
-	// Calls rejected locally (breaker open, shed) never reach the server; every
-	// other attempt does, exactly once.
-	if want := res.requests + retries - res.failed[portico.Rejected]; res.serverRequests != want {
-		t.Errorf("server saw %d requests, want requests %d + retries %d - rejected %d = %d",
-			res.serverRequests, res.requests, retries, res.failed[portico.Rejected], want)
+	if answers != res.accepted {
+		t.Errorf("answers by route add up to %d, want the %d accepted", answers, res.accepted)
 	}
-	// Retry budget: per client key, at most Burst (10) + Ratio (0.1) * requests.
-	if bound := 3*10 + cfg.requests/10; retries > bound {
-		t.Errorf("retries = %d, want <= %d (budget bound)", retries, bound)
+	// OpenAI's first 12 requests are refused for longer than the stack
+	// waits: each moves on to Anthropic.
+	if o := &res.routes[routeOpenAI]; o.failed[portico.RateLimited] < 12 || o.fallbacks < 12 {
+		t.Errorf("openai: %d rate-limited calls, %d fallbacks; want at least the 12 scripted", o.failed[portico.RateLimited], o.fallbacks)
 	}
-	if res.accepted < cfg.requests*8/10 {
-		t.Errorf("accepted = %d of %d, want at least 80%% with 18%% faults and 3 attempts", res.accepted, cfg.requests)
-	}
-	for _, line := range []string{"requests ", "accepted ", "attempts/request ", "retries by class ", "budget exhaustions ", "latency "} {
+	for _, line := range []string{"requests ", "accepted ", "attempts/request ", "retries by class ", "budget exhaustions ", "fallbacks ", "latency ", "\nopenai ", "\nanthropic ", "\ngemini "} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("summary lacks %q:\n%s", line, out.String())
 		}
@@ -61,5 +79,12 @@ func TestQuickstart(t *testing.T) {
 func TestRunRejectsBadFlags(t *testing.T) {
 	if _, err := run(context.Background(), &bytes.Buffer{}, runConfig{requests: 0, concurrency: 1, clients: 1}); err == nil {
 		t.Errorf("run with -n 0 = nil error, want one")
+	}
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	var cfg runConfig
+	cfg.requests, cfg.concurrency, cfg.clients = 1, 1, 1
+	cfg.url[routeAnthropic] = "http://127.0.0.1:1/"
+	if _, err := run(context.Background(), &bytes.Buffer{}, cfg); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
+		t.Errorf("run with -anthropic-url and no key = %v, want an error naming ANTHROPIC_API_KEY", err)
 	}
 }

@@ -1,61 +1,90 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
-	"github.com/portico-llm/portico/validate"
+	"github.com/portico-llm/portico/stack"
 )
 
-// newStack wraps the provider in the layers, outermost first: a per-client rate
-// limit (who gets in), a breaker (stop calling a model that is down), retry (one
-// layer owns retries), validate (HTTP 200 is not success), then the provider.
-func newStack(provider portico.Model, res *results) (portico.Model, error) {
-	limiter, err := ratelimit.New(ratelimit.Config{
-		Limits: ratelimit.Limits{
+// newStack builds the preset stack over the three routes, in fallback
+// order: an end-to-end deadline, a per-client rate limit (who gets in),
+// then a fallback group; per route a breaker (stop calling a provider that
+// is down), retry (the one layer that retries) and validate (HTTP 200 is
+// not success) around the adapter. Two counting layers per route feed the
+// summary: one sees each call the group places on the route, the other
+// each attempt that reaches the adapter.
+func newStack(eps [numRoutes]*endpoint, res *results) (*stack.Stack, error) {
+	var routes []stack.Route
+	for i, ep := range eps {
+		p := &providers[i]
+		rs := &res.routes[i]
+		routes = append(routes, stack.Route{
+			Route: portico.Route{Name: p.name, Model: ep.model,
+				Capabilities: portico.Capabilities{Provider: p.name, ContextWindow: 128_000}},
+			Breaker: breaker.Config{OpenFor: 200 * time.Millisecond},
+			Retry: retry.Config{
+				Backoff: retry.Backoff{
+					BaseDelay: 20 * time.Millisecond, MaxDelay: 500 * time.Millisecond,
+					MaxRetryAfter: 500 * time.Millisecond, // a longer Retry-After moves on to the next route
+				},
+				Timeouts:       retry.Timeouts{Attempt: time.Second, FirstChunk: 750 * time.Millisecond}, // ends the stalls
+				MinAttemptTime: 50 * time.Millisecond,
+			},
+			Middleware:      []portico.Middleware{rs.countCalls},
+			ModelMiddleware: []portico.Middleware{rs.countAttempts},
+		})
+	}
+	return stack.New(stack.Config{
+		Routes: routes,
+		ClientLimits: ratelimit.Limits{
 			Requests:    600, // per client per minute
 			Tokens:      200_000,
 			MaxInFlight: 32, // beyond it, shed at once
 		},
+		ClientMode:       ratelimit.Wait,
+		ClientMaxWait:    2 * time.Second,
 		DefaultMaxTokens: 256,
-		Key:              ratelimit.ByClient,
-		Mode:             ratelimit.Wait,
-		MaxWait:          2 * time.Second,
+		Deadline:         5 * time.Second, // end to end, split across the routes
 	})
-	if err != nil {
-		return nil, err
-	}
-	brk, err := breaker.New(breaker.Config{
-		Name:    "primary",
-		OpenFor: 2 * time.Second,
-		OnStateChange: func(t breaker.Transition) {
-			if t.To == breaker.Open {
-				res.mu.Lock()
-				res.breakerOpens++
-				res.mu.Unlock()
-			}
-		},
+}
+
+// countCalls counts the calls the fallback group places on the route and
+// how they end.
+func (rs *routeStats) countCalls(next portico.Model) portico.Model {
+	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		resp, err := next.Generate(ctx, req)
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		rs.calls++
+		if err != nil {
+			rs.failed[portico.ClassOf(err)]++
+		} else {
+			rs.answered++
+		}
+		return resp, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	retrier, err := retry.New(retry.Config{
-		Backoff: retry.Backoff{BaseDelay: 20 * time.Millisecond, MaxDelay: 500 * time.Millisecond},
-		Timeouts: retry.Timeouts{
-			Attempt:    time.Second, // ends the fake's stalls
-			FirstChunk: 750 * time.Millisecond,
-		},
-		MinAttemptTime: 50 * time.Millisecond,
+}
+
+// countAttempts counts the attempts that reach the adapter, and those of
+// them that the adapter sent (every attempt but one that failed before its
+// request was written: Error.NotSent).
+func (rs *routeStats) countAttempts(next portico.Model) portico.Model {
+	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		resp, err := next.Generate(ctx, req)
+		var pe *portico.Error
+		notSent := errors.As(err, &pe) && pe.NotSent
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		rs.attempts++
+		if !notSent {
+			rs.sent++
+		}
+		return resp, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	v, err := validate.New(validate.Config{})
-	if err != nil {
-		return nil, err
-	}
-	return portico.Chain(provider, limiter.Wrap, brk.Wrap, retrier.Wrap, v.Wrap), nil
 }

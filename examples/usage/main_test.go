@@ -91,10 +91,10 @@ func TestTwoRoutesFallsBack(t *testing.T) {
 		MaxOutputTokens: 16,
 		Identity:        portico.Identity{ClientKey: "c"},
 	})
-	if err != nil || resp.Text != "ok" || resp.Route != "azure" {
-		t.Fatalf("Generate = %+v, %v; want azure's ok", resp, err)
+	if err != nil || resp.Text != "ok" || resp.Route != "anthropic" {
+		t.Fatalf("Generate = %+v, %v; want anthropic's ok", resp, err)
 	}
 	if down.Count() == 0 || up.Count() != 1 {
-		t.Errorf("calls: openai %d, azure %d; want openai tried, azure once", down.Count(), up.Count())
+		t.Errorf("calls: openai %d, anthropic %d; want openai tried, anthropic once", down.Count(), up.Count())
 	}
 }

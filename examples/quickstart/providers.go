@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	anthropicsdk "github.com/anthropics/anthropic-sdk-go/v2/option"
+	openaisdk "github.com/openai/openai-go/v3/option"
+	"google.golang.org/genai"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/modeltest/fakeanthropic"
+	"github.com/portico-llm/portico/modeltest/fakegemini"
+	"github.com/portico-llm/portico/modeltest/fakeopenai"
+	"github.com/portico-llm/portico/provider/anthropic"
+	"github.com/portico-llm/portico/provider/gemini"
+	"github.com/portico-llm/portico/provider/openai"
+)
+
+// The routes, in the fallback's order.
+const (
+	routeOpenAI = iota
+	routeAnthropic
+	routeGemini
+	numRoutes
+)
+
+// provider is one route's provider: its flags' defaults and how to reach it.
+type provider struct {
+	id             int
+	name, title    string // flag prefix and route name; display name
+	model, example string // default model; an example base URL
+	start          func(ctx context.Context, url, model string, seed uint64) (*endpoint, error)
+}
+
+var providers = [numRoutes]provider{
+	{id: routeOpenAI, name: "openai", title: "OpenAI", model: "gpt-4o-mini", example: "https://api.openai.com/v1/", start: startOpenAI},
+	{id: routeAnthropic, name: "anthropic", title: "Anthropic", model: "claude-haiku-4-5", example: "https://api.anthropic.com/", start: startAnthropic},
+	{id: routeGemini, name: "gemini", title: "Gemini", model: "gemini-2.5-flash", example: "https://generativelanguage.googleapis.com/", start: startGemini},
+}
+
+// endpoint is a route's adapter and, on a fake, the server behind it.
+type endpoint struct {
+	model portico.Model
+	about string     // one line saying what it is
+	close func()     // stops the fake; safe to call twice
+	count func() int // requests the fake saw for the model; -1 on a real endpoint
+}
+
+func realEndpoint(m portico.Model, title, url, model string) *endpoint {
+	return &endpoint{model: m, about: fmt.Sprintf("%-9s %s at %s", title, model, url), close: func() {}, count: func() int { return -1 }}
+}
+
+// pace is the fakes' speed: about 60 ms per answer of 16 tokens.
+const (
+	latency      = 10 * time.Millisecond
+	ttft         = 20 * time.Millisecond
+	tps          = 500
+	outputTokens = 16
+)
+
+// startOpenAI reaches OpenAI, or starts a fake whose model answers 503s,
+// 429s with retry-after-ms and stalls that only an attempt timeout ends. It
+// starts rate-limited: its first 12 requests get a 429 asking for 2 s,
+// longer than the stack's retries wait, so they move on to Anthropic at
+// once (the fallback across dialects shows in every run) and OpenAI's
+// breaker opens for a while.
+func startOpenAI(_ context.Context, url, model string, seed uint64) (*endpoint, error) {
+	if url != "" {
+		if os.Getenv("OPENAI_API_KEY") == "" {
+			return nil, errors.New("-openai-url needs OPENAI_API_KEY")
+		}
+		return realEndpoint(openai.New(openai.Config{Model: model}, openaisdk.WithBaseURL(url)), "OpenAI", url, model), nil
+	}
+	busy := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 2 * time.Second}
+	srv, err := fakeopenai.Start(fakeopenai.Config{Seed: seed, Models: []fakeopenai.ModelConfig{{
+		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens,
+		Script: slices.Repeat([]fakeopenai.Fault{busy}, 12),
+		Faults: []fakeopenai.Fault{
+			{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.10},
+			{Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 0.05, RetryAfterMsHeader: 40 * time.Millisecond},
+			{Kind: fakeopenai.FaultStallBeforeHeaders, Fraction: 0.03},
+		},
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	m := openai.New(openai.Config{Model: model}, openaisdk.WithBaseURL(srv.BaseURL()), openaisdk.WithAPIKey("fake"), openaisdk.WithHTTPClient(srv.Client()))
+	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
+		about: fmt.Sprintf("fake OpenAI    on %s: %s answers its first 12 requests 429 (retry in 2 s), then 503 (10%%), 429 with retry-after-ms (5%%), stalls (3%%)", srv.URL(), model)}, nil
+}
+
+// startAnthropic reaches Anthropic, or starts a fake whose model answers 529
+// overloaded_error and 429 rate_limit_error with retry-after: 1 (a second,
+// more than the stack's retries wait: the call moves on to Gemini). Its
+// first request gets that 429, so Gemini answers in every run.
+func startAnthropic(_ context.Context, url, model string, seed uint64) (*endpoint, error) {
+	if url != "" {
+		if os.Getenv("ANTHROPIC_API_KEY") == "" {
+			return nil, errors.New("-anthropic-url needs ANTHROPIC_API_KEY")
+		}
+		return realEndpoint(anthropic.New(anthropic.Config{Model: model}, anthropicsdk.WithBaseURL(url)), "Anthropic", url, model), nil
+	}
+	limited := fakeanthropic.Fault{Kind: fakeanthropic.FaultStatus, Status: 429, RetryAfter: time.Second}
+	srv, err := fakeanthropic.Start(fakeanthropic.Config{Seed: seed, Models: []fakeanthropic.ModelConfig{{
+		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens,
+		Script: []fakeanthropic.Fault{limited},
+		Faults: []fakeanthropic.Fault{
+			{Kind: fakeanthropic.FaultStatus, Status: 529, Fraction: 0.08},
+			withFraction(limited, 0.05),
+		},
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	m := anthropic.New(anthropic.Config{Model: model}, anthropicsdk.WithBaseURL(srv.BaseURL()), anthropicsdk.WithAPIKey("fake"), anthropicsdk.WithHTTPClient(srv.Client()))
+	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
+		about: fmt.Sprintf("fake Anthropic on %s: %s answers 529 overloaded (8%%), 429 with retry-after (5%%)", srv.URL(), model)}, nil
+}
+
+// startGemini reaches the Gemini API, or starts a fake whose model answers
+// 429 RESOURCE_EXHAUSTED whose RetryInfo.retryDelay (in the body, not a
+// header) is 0.2 s, and 500 INTERNAL.
+func startGemini(ctx context.Context, url, model string, seed uint64) (*endpoint, error) {
+	if url != "" {
+		m, err := gemini.New(ctx, gemini.Config{Model: model}, genai.ClientConfig{HTTPOptions: genai.HTTPOptions{BaseURL: url}}) // the key: GEMINI_API_KEY or GOOGLE_API_KEY
+		if err != nil {
+			return nil, err
+		}
+		return realEndpoint(m, "Gemini", url, model), nil
+	}
+	srv, err := fakegemini.Start(fakegemini.Config{Seed: seed, Models: []fakegemini.ModelConfig{{
+		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens,
+		Faults: []fakegemini.Fault{
+			{Kind: fakegemini.FaultStatus, Status: 429, Fraction: 0.05, RetryAfter: 200 * time.Millisecond},
+			{Kind: fakegemini.FaultStatus, Status: 500, Fraction: 0.03},
+		},
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	m, err := gemini.New(ctx, gemini.Config{Model: model}, genai.ClientConfig{APIKey: "fake", HTTPClient: srv.Client(), HTTPOptions: genai.HTTPOptions{BaseURL: srv.URL()}})
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
+		about: fmt.Sprintf("fake Gemini    on %s: %s answers 429 RESOURCE_EXHAUSTED with retryDelay (5%%), 500 (3%%)", srv.URL(), model)}, nil
+}
+
+func withFraction(f fakeanthropic.Fault, fraction float64) fakeanthropic.Fault {
+	f.Fraction = fraction
+	return f
+}
