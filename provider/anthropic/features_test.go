@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -298,6 +299,7 @@ func TestBadRequestsRefusedLocally(t *testing.T) {
 			r.Extra = map[string]any{"output_config": map[string]any{"effort": "low"}}
 		},
 		"Extra not encodable": func(r *portico.Request) { r.Extra = map[string]any{"f": func() {}} },
+		"Extra NaN":           func(r *portico.Request) { r.Extra = map[string]any{"temperature": math.NaN()} },
 	}
 	for name, edit := range bad {
 		req := userReq("m", "hi")

@@ -106,7 +106,7 @@ func (m *Model) params(req *portico.Request, model string) (sdk.MessageNewParams
 		if setExtra(&p, k, v) {
 			continue
 		}
-		if !encodable(v) {
+		if !adapt.Encodable(v) {
 			return p, fmt.Errorf("anthropic: Extra key %q: value is not JSON", k)
 		}
 		if extras == nil {
@@ -260,31 +260,4 @@ func setExtra(p *sdk.MessageNewParams, key string, v any) bool {
 		return true
 	}
 	return false
-}
-
-// encodable reports whether v encodes as JSON: the types JSON decodes into at
-// once, others by encoding them.
-func encodable(v any) bool {
-	switch v := v.(type) {
-	case nil, string, bool, float64, float32, int, int64, int32, json.Number:
-		return true
-	case json.RawMessage:
-		return json.Valid(v)
-	case map[string]any:
-		for _, e := range v {
-			if !encodable(e) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		for _, e := range v {
-			if !encodable(e) {
-				return false
-			}
-		}
-		return true
-	}
-	_, err := json.Marshal(v)
-	return err == nil
 }

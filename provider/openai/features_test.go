@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -239,16 +240,23 @@ func TestImageParts(t *testing.T) {
 }
 
 func TestInvalidRequestPermanent(t *testing.T) {
-	_, m := start(t, fakeopenai.Config{}, openai.Config{})
+	s, m := start(t, fakeopenai.Config{}, openai.Config{})
 	for _, req := range []*portico.Request{
 		{Model: "x", Messages: []portico.Message{{Role: "wizard"}}},
 		{Model: "x", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, Tools: []portico.Tool{{Name: "t", Parameters: json.RawMessage(`[1`)}}},
 		{Model: "x", Messages: []portico.Message{{Role: portico.RoleSystem, Content: []portico.Part{{Kind: portico.PartImage, ImageURL: "https://x"}}}}},
 		{Model: "x", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, Extra: map[string]any{"stream": true}},
+		// JSON has no NaN: neither a sampling option nor a passed-through key
+		// may send one.
+		{Model: "x", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, Extra: map[string]any{"temperature": math.NaN()}},
+		{Model: "x", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, Extra: map[string]any{"vendor_knob": map[string]any{"x": math.Inf(1)}}},
 	} {
 		if _, err := m.Generate(context.Background(), req); portico.ClassOf(err) != portico.Permanent {
 			t.Errorf("Generate(bad request) class = %v, want permanent", portico.ClassOf(err))
 		}
+	}
+	if n := s.Count("x"); n != 0 {
+		t.Errorf("server saw %d requests, want 0", n)
 	}
 }
 

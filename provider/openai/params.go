@@ -69,9 +69,13 @@ func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNe
 		case "model", "messages", "stream", "stream_options":
 			return p, nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
 		}
-		if !setExtra(&p, k, v) {
-			opts = append(opts, option.WithJSONSet(jsonKey(k), v))
+		if setExtra(&p, k, v) {
+			continue
 		}
+		if !adapt.Encodable(v) { // the SDK would send it as it is, not JSON
+			return p, nil, fmt.Errorf("openai: Extra key %q: value is not JSON", k)
+		}
+		opts = append(opts, option.WithJSONSet(jsonKey(k), v))
 	}
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == portico.RoleAssistant {
 		switch m.cfg.Prefill {

@@ -102,3 +102,39 @@ func Strings(v any) ([]string, bool) {
 	}
 	return nil, false
 }
+
+// Encodable reports whether v, a Request.Extra value, encodes as JSON: the
+// types JSON decodes into (numbers other than NaN and the infinities,
+// strings, booleans, nil, and maps and slices of them) at once, a
+// json.RawMessage when it is valid, others by encoding them.
+func Encodable(v any) bool {
+	switch v := v.(type) {
+	case nil, string, bool, int, int64, int32:
+		return true
+	case float64:
+		return !math.IsNaN(v) && !math.IsInf(v, 0)
+	case float32:
+		return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
+	case json.Number:
+		_, err := json.Marshal(v)
+		return err == nil
+	case json.RawMessage:
+		return json.Valid(v)
+	case map[string]any:
+		for _, e := range v {
+			if !Encodable(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range v {
+			if !Encodable(e) {
+				return false
+			}
+		}
+		return true
+	}
+	_, err := json.Marshal(v)
+	return err == nil
+}

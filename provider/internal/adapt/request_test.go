@@ -91,3 +91,21 @@ func TestStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodable(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want bool
+	}{
+		{nil, true}, {"s", true}, {true, true}, {3, true}, {0.5, true}, {float32(2), true},
+		{json.Number("1.5"), true}, {json.Number("x"), false},
+		{json.RawMessage(`{"a":1}`), true}, {json.RawMessage(`{`), false},
+		{map[string]any{"a": []any{1, "b", nil}}, true}, {map[string]any{"a": []any{math.NaN()}}, false},
+		{math.NaN(), false}, {math.Inf(-1), false}, {float32(math.Inf(1)), false},
+		{[]string{"a"}, true}, {make(chan int), false}, {struct{ F float64 }{math.NaN()}, false},
+	} {
+		if got := Encodable(c.v); got != c.want {
+			t.Errorf("Encodable(%#v) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}
