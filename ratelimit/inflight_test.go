@@ -388,8 +388,12 @@ func TestInFlightStress(t *testing.T) {
 			if n := most.Load(); n > lmax {
 				t.Errorf("most calls running at once = %d, want <= %d", n, lmax)
 			}
-			if admitted.Load() == 0 || shed.Load() == 0 {
-				t.Errorf("admitted %d, shed %d, canceled %d: want some admitted and some shed", admitted.Load(), shed.Load(), canceled.Load())
+			// Whether any call is shed depends on how the goroutines interleave
+			// (on a loaded machine they may run one after another), so only
+			// the invariants below are asserted; TestShed and
+			// TestQueueFullAndCancel pin shedding itself deterministically.
+			if admitted.Load() == 0 {
+				t.Errorf("admitted %d, shed %d, canceled %d: want some admitted", admitted.Load(), shed.Load(), canceled.Load())
 			}
 			e := l.acquire(l.keyOf(req("a", 1)), l.now())
 			inflight, queue, holds, queued := e.inflight, len(e.queue), len(e.holds), e.waiting.Load() != 0
