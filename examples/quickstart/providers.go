@@ -76,7 +76,7 @@ func startOpenAI(_ context.Context, url, model string, seed uint64) (*endpoint, 
 		}
 		return realEndpoint(openai.New(openai.Config{Model: model}, openaisdk.WithBaseURL(url)), "OpenAI", url, model), nil
 	}
-	busy := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 2 * time.Second}
+	busy := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 150 * time.Millisecond}
 	srv, err := fakeopenai.Start(fakeopenai.Config{Seed: seed, Models: []fakeopenai.ModelConfig{{
 		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens,
 		Script: slices.Repeat([]fakeopenai.Fault{busy}, 12),
@@ -91,13 +91,15 @@ func startOpenAI(_ context.Context, url, model string, seed uint64) (*endpoint, 
 	}
 	m := openai.New(openai.Config{Model: model}, openaisdk.WithBaseURL(srv.BaseURL()), openaisdk.WithAPIKey("fake"), openaisdk.WithHTTPClient(srv.Client()))
 	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
-		about: fmt.Sprintf("fake OpenAI    on %s: %s answers its first 12 requests 429 (retry in 2 s), then 503 (10%%), 429 with retry-after-ms (5%%), stalls (3%%)", srv.URL(), model)}, nil
+		about: fmt.Sprintf("fake OpenAI    on %s: %s answers its first 12 requests 429 (retry in 150 ms), then 503 (10%%), 429 with retry-after-ms (5%%), stalls (3%%)", srv.URL(), model)}, nil
 }
 
 // startAnthropic reaches Anthropic, or starts a fake whose model answers 529
-// overloaded_error and 429 rate_limit_error with retry-after: 1 (a second,
-// more than the stack's retries wait: the call moves on to Gemini). Its
-// first request gets that 429, so Gemini answers in every run.
+// overloaded_error on a fraction of calls (retried). Its first request gets
+// a 529 with x-should-retry: false: the provider says do not retry, so the
+// route is unusable for now, the call moves on to Gemini and the route's
+// breaker opens at once (for its 200 ms OpenFor), so Gemini answers in every
+// run.
 func startAnthropic(_ context.Context, url, model string, seed uint64) (*endpoint, error) {
 	if url != "" {
 		if os.Getenv("ANTHROPIC_API_KEY") == "" {
@@ -105,13 +107,12 @@ func startAnthropic(_ context.Context, url, model string, seed uint64) (*endpoin
 		}
 		return realEndpoint(anthropic.New(anthropic.Config{Model: model}, anthropicsdk.WithBaseURL(url)), "Anthropic", url, model), nil
 	}
-	limited := fakeanthropic.Fault{Kind: fakeanthropic.FaultStatus, Status: 429, RetryAfter: time.Second}
+	noRetry := fakeanthropic.Fault{Kind: fakeanthropic.FaultStatus, Status: 529, ShouldRetry: "false"}
 	srv, err := fakeanthropic.Start(fakeanthropic.Config{Seed: seed, Models: []fakeanthropic.ModelConfig{{
 		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens,
-		Script: []fakeanthropic.Fault{limited},
+		Script: []fakeanthropic.Fault{noRetry},
 		Faults: []fakeanthropic.Fault{
 			{Kind: fakeanthropic.FaultStatus, Status: 529, Fraction: 0.08},
-			withFraction(limited, 0.05),
 		},
 	}}})
 	if err != nil {
@@ -119,7 +120,7 @@ func startAnthropic(_ context.Context, url, model string, seed uint64) (*endpoin
 	}
 	m := anthropic.New(anthropic.Config{Model: model}, anthropicsdk.WithBaseURL(srv.BaseURL()), anthropicsdk.WithAPIKey("fake"), anthropicsdk.WithHTTPClient(srv.Client()))
 	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
-		about: fmt.Sprintf("fake Anthropic on %s: %s answers 529 overloaded (8%%), 429 with retry-after (5%%)", srv.URL(), model)}, nil
+		about: fmt.Sprintf("fake Anthropic on %s: %s answers its first request 529 with x-should-retry: false, then 529 overloaded (8%%)", srv.URL(), model)}, nil
 }
 
 // startGemini reaches the Gemini API, or starts a fake whose model answers
@@ -150,9 +151,4 @@ func startGemini(ctx context.Context, url, model string, seed uint64) (*endpoint
 	}
 	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
 		about: fmt.Sprintf("fake Gemini    on %s: %s answers 429 RESOURCE_EXHAUSTED with retryDelay (5%%), 500 (3%%)", srv.URL(), model)}, nil
-}
-
-func withFraction(f fakeanthropic.Fault, fraction float64) fakeanthropic.Fault {
-	f.Fraction = fraction
-	return f
 }

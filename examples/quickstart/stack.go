@@ -7,6 +7,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/stack"
@@ -51,6 +52,9 @@ func newStack(eps [numRoutes]*endpoint, res *results) (*stack.Stack, error) {
 		ClientMaxWait:    2 * time.Second,
 		DefaultMaxTokens: 256,
 		Deadline:         5 * time.Second, // end to end, split across the routes
+		// A rate-limited route whose Retry-After is longer than this is left
+		// at once for the next route, and cools down until then.
+		Fallback: fallback.Config{WaitInPlace: 50 * time.Millisecond},
 	})
 }
 
