@@ -49,9 +49,10 @@ const (
 	// other processes (package redisstore, or any other implementation of
 	// the layer's store interface) and decided the call without it. Reason
 	// is "<layer>:fail_open" (decided on local state: ratelimit's buckets
-	// scaled to 1/N, retry's local budgets) or "<layer>:fail_closed" (the
-	// call or retry refused), the layer one of "ratelimit", "retry",
-	// "effect"; Class is Transient.
+	// scaled to 1/N, retry's local budgets, fallback's cooldowns of this
+	// process) or "<layer>:fail_closed" (the call or retry refused), the
+	// layer one of "ratelimit", "retry", "effect", "fallback"; Class is
+	// Transient.
 	EventSharedStore
 )
 

@@ -28,6 +28,17 @@ type Cooldowns interface {
 	Set(key string, until time.Time)
 }
 
+// SharedCooldowns is a [Cooldowns] shared with other processes that can
+// lose touch with them (package redisstore's, over Redis). Degraded reports
+// whether Until answers from the local copy alone now, the shared store out
+// of reach; it must be as cheap as Until. A [Group] reports each request it
+// decides while Degraded holds as a [portico.EventSharedStore] event, reason
+// "fallback:fail_open": its cooldowns are this process's only.
+type SharedCooldowns interface {
+	Cooldowns
+	Degraded() bool
+}
+
 // DefaultCooldownKeys is the bound of a [MemoryCooldowns] made with
 // maxKeys 0.
 const DefaultCooldownKeys = 1024

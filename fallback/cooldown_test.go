@@ -186,3 +186,54 @@ func TestHedgedGroupCoolsDown(t *testing.T) {
 		}
 	})
 }
+
+// degradable is a SharedCooldowns over a MemoryCooldowns whose shared store
+// is out of reach while down is set.
+type degradable struct {
+	*MemoryCooldowns
+	down bool
+}
+
+func (d *degradable) Degraded() bool { return d.down }
+
+// A group over a SharedCooldowns that lost its shared store reports each
+// request as one EventSharedStore ("fallback:fail_open") and still honours
+// the cooldowns it holds; a store in touch with its peers reports nothing.
+func TestDegradedCooldownsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, _ := NewMemoryCooldowns(0)
+		store := &degradable{MemoryCooldowns: mem}
+		a, b := &fake{name: "a", err: limited(5 * time.Second)}, &fake{name: "b"}
+		g := MustNew(Config{Cooldowns: store, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		failOpen := portico.Event{Kind: portico.EventSharedStore, Class: portico.Transient, Reason: "fallback:fail_open"}
+		for _, step := range []struct {
+			down  bool
+			hop   string
+			wantN int // fail_open events of this request
+		}{
+			{false, "a:rate_limited:rate_limited", 0},
+			{true, "a:cooldown:nil", 1},
+			{true, "a:cooldown:nil", 1},
+			{false, "a:cooldown:nil", 0},
+		} {
+			store.down = step.down
+			obs := &events{}
+			resp, err := g.Generate(portico.ContextWithObserver(context.Background(), obs), simple)
+			if err != nil || resp.Route != "b" || a.n() != 1 || !eq(hopsOf(t, resp.Hops), []string{step.hop}) {
+				t.Fatalf("degraded %v: Generate = %v, %v, a calls %d; want b's answer, hop %s", step.down, resp, err, a.n(), step.hop)
+			}
+			n := 0
+			for _, e := range obs.ev {
+				if e.Kind == portico.EventSharedStore {
+					if e != failOpen {
+						t.Errorf("degraded %v: event %+v, want %+v", step.down, e, failOpen)
+					}
+					n++
+				}
+			}
+			if n != step.wantN {
+				t.Errorf("degraded %v: %d shared-store events, want %d", step.down, n, step.wantN)
+			}
+		}
+	})
+}

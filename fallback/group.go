@@ -25,9 +25,10 @@ type Group struct {
 	latency []hedge.Latency
 	// cool holds the cooldowns, keyed by keys[i] for route i: its
 	// Capabilities.Quota, else its Name.
-	cool Cooldowns
-	live *atomic.Int64 // cooldowns cool holds when a MemoryCooldowns, else never 0
-	keys []string
+	cool   Cooldowns
+	live   *atomic.Int64   // cooldowns cool holds when a MemoryCooldowns, else never 0
+	shared SharedCooldowns // cool, when it is one; else nil
+	keys   []string
 }
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
@@ -44,6 +45,7 @@ func New(cfg Config) (*Group, error) {
 		g.cool, _ = NewMemoryCooldowns(0)
 	}
 	g.live = unknownLive
+	g.shared, _ = g.cool.(SharedCooldowns)
 	if m, ok := g.cool.(*MemoryCooldowns); ok {
 		g.live = &m.live // none held: a candidate's check is one load
 	}

@@ -45,6 +45,9 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 			r.reserve = scaledReserve(time.Until(r.deadline), g.cfg.Reserve)
 		}
 	}
+	if g.shared != nil && g.shared.Degraded() {
+		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Class: portico.Transient, Reason: "fallback:fail_open"})
+	}
 	n := len(g.cfg.Routes)
 	if g.cfg.Policy != nil {
 		var err error
