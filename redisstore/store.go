@@ -17,6 +17,7 @@ const (
 	DefaultTimeout   = 50 * time.Millisecond
 	DefaultProbe     = time.Second
 	DefaultBudgetTTL = 10 * time.Minute
+	DefaultRefresh   = 100 * time.Millisecond
 )
 
 // ErrUnavailable is wrapped by every error of an operation the server did
@@ -49,13 +50,18 @@ type Config struct {
 	// retries is kept; it then comes back full. Zero means
 	// [DefaultBudgetTTL] (10 minutes).
 	BudgetTTL time.Duration
+	// Refresh is how often a [Cooldowns] reads the cooldowns every instance
+	// set into its local copy: another instance may still call a cooling
+	// route for about this long (see Staleness in the package
+	// documentation). Zero means [DefaultRefresh] (100 ms).
+	Refresh time.Duration
 	// Logger receives a warning when the server becomes unavailable and a
 	// record when it is back. Nil discards.
 	Logger *slog.Logger
 }
 
-// Store is the connection and failure state that [Buckets], [Budgets] and
-// [Effects] share. Build it with [New]. A Store is safe for concurrent use;
+// Store is the connection and failure state that [Buckets], [Budgets],
+// [Effects] and [Cooldowns] share. Build it with [New]. A Store is safe for concurrent use;
 // it never closes the Client.
 type Store struct {
 	c         redis.UniversalClient
@@ -63,6 +69,7 @@ type Store struct {
 	timeout   time.Duration
 	probe     time.Duration
 	budgetTTL time.Duration
+	refresh   time.Duration
 	log       *slog.Logger
 
 	downUntil atomic.Int64 // unix ns until which operations fail at once; 0: up
@@ -87,7 +94,8 @@ func New(cfg Config) (*Store, error) {
 		name string
 		v    *time.Duration
 		def  time.Duration
-	}{{"Timeout", &cfg.Timeout, DefaultTimeout}, {"Probe", &cfg.Probe, DefaultProbe}, {"BudgetTTL", &cfg.BudgetTTL, DefaultBudgetTTL}} {
+	}{{"Timeout", &cfg.Timeout, DefaultTimeout}, {"Probe", &cfg.Probe, DefaultProbe}, {"BudgetTTL", &cfg.BudgetTTL, DefaultBudgetTTL},
+		{"Refresh", &cfg.Refresh, DefaultRefresh}} {
 		if *d.v < 0 {
 			return nil, errors.New("redisstore: negative Config." + d.name)
 		}
@@ -101,7 +109,8 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{c: cfg.Client, prefix: cfg.Prefix, timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL, log: cfg.Logger}, nil
+	return &Store{c: cfg.Client, prefix: cfg.Prefix, timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL,
+		refresh: cfg.Refresh, log: cfg.Logger}, nil
 }
 
 // contextTimeouts reports whether c honours context deadlines; a client

@@ -24,10 +24,11 @@ func TestNewConfig(t *testing.T) {
 		{Config{Client: c, Timeout: -time.Second}, "negative Config.Timeout"},
 		{Config{Client: c, Probe: -1}, "negative Config.Probe"},
 		{Config{Client: c, BudgetTTL: -1}, "negative Config.BudgetTTL"},
+		{Config{Client: c, Refresh: -1}, "negative Config.Refresh"},
 	} {
 		s, err := New(tc.cfg)
 		if tc.want == "" {
-			if err != nil || s.prefix != DefaultPrefix || s.timeout != DefaultTimeout || s.probe != DefaultProbe || s.budgetTTL != DefaultBudgetTTL {
+			if err != nil || s.prefix != DefaultPrefix || s.timeout != DefaultTimeout || s.probe != DefaultProbe || s.budgetTTL != DefaultBudgetTTL || s.refresh != DefaultRefresh {
 				t.Errorf("New(%+v) = %+v, %v; want the defaults", tc.cfg, s, err)
 			}
 			continue

@@ -1,0 +1,362 @@
+package redisstore
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/fallback"
+	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/stack"
+)
+
+// instance is one instance of a service: its own client, Store, Cooldowns
+// and stack over the routes of routeSet, whose Models count their calls.
+type instance struct {
+	s     *Store
+	cool  *Cooldowns
+	st    *stack.Stack
+	calls map[string]*atomic.Int32
+}
+
+// routeSet names the routes of an instance, in order, and their Quota.
+type routeSet []struct{ name, quota string }
+
+// newInstance builds an instance over srv with cfg; the routes answer,
+// except those in limited, which fail with a 429 and Retry-After ra.
+func newInstance(t *testing.T, srv *redistest.Server, cfg Config, routes routeSet, ra time.Duration, limited ...string) *instance {
+	t.Helper()
+	in := &instance{s: newStore(t, srv, cfg), calls: make(map[string]*atomic.Int32)}
+	in.cool = in.s.Cooldowns()
+	t.Cleanup(in.cool.Close)
+	var rs []stack.Route
+	for _, r := range routes {
+		n := new(atomic.Int32)
+		in.calls[r.name] = n
+		fails := slices.Contains(limited, r.name)
+		model := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+			n.Add(1)
+			if fails {
+				return nil, &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: ra}
+			}
+			return &portico.Response{Text: "ok"}, nil
+		})
+		rs = append(rs, stack.Route{Route: portico.Route{Name: r.name, Model: model, Capabilities: portico.Capabilities{Quota: r.quota}}})
+	}
+	var err error
+	if in.st, err = stack.New(stack.Config{Routes: rs, Fallback: fallback.Config{Cooldowns: in.cool}}); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// reasons returns the hops of resp as "route:reason".
+func reasons(resp *portico.Response) []string {
+	var s []string
+	for _, h := range resp.Hops {
+		s = append(s, h.Route+":"+h.Reason)
+	}
+	return s
+}
+
+// TestCooldownsTenInstances: a 429 with Retry-After 5 s that one of ten
+// instances sees makes the nine others skip the route (and every route of
+// its Quota) within the documented bound, Refresh + 3 x Timeout, without
+// calling it once they know; each learns the cooldown's end no earlier
+// than the instance that saw it, and at most the two transits later.
+func TestCooldownsTenInstances(t *testing.T) {
+	const refresh, timeout, ra = 20 * time.Millisecond, 100 * time.Millisecond, 5 * time.Second
+	bound := refresh + 3*timeout
+	for _, tc := range []struct {
+		name    string
+		routes  routeSet
+		key     string   // the cooldown's key
+		skipped []string // the hops of a request once the cooldown is known
+	}{
+		{"route", routeSet{{"primary", ""}, {"secondary", ""}}, "primary", []string{"primary:cooldown"}},
+		{"quota", routeSet{{"primary", "acct"}, {"sibling", "acct"}, {"secondary", ""}}, "acct",
+			[]string{"primary:cooldown", "sibling:cooldown"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			cfg := Config{Timeout: timeout, Refresh: refresh}
+			var ins []*instance
+			for i := range 10 {
+				limited := []string(nil)
+				if i == 0 { // the others' primaries would answer: only what they learn keeps them away
+					limited = []string{"primary"}
+				}
+				ins = append(ins, newInstance(t, srv, cfg, tc.routes, ra, limited...))
+			}
+			ctx := context.Background()
+			req := &portico.Request{Model: "m"}
+			for _, in := range ins[1:] { // the primary answers the others
+				if resp, err := in.st.Generate(ctx, req); err != nil || resp.Route != "primary" {
+					t.Fatalf("before the 429: Generate = %v, %v; want primary's answer", resp, err)
+				}
+			}
+			start := time.Now()
+			resp, err := ins[0].st.Generate(ctx, req)
+			if err != nil || resp.Route != "secondary" || !slices.Equal(reasons(resp), append([]string{"primary:rate_limited"}, tc.skipped[1:]...)) {
+				t.Fatalf("instance 0: Generate = %v (hops %v), %v; want secondary's answer after primary's 429", resp, reasons(resp), err)
+			}
+			until0 := ins[0].cool.Until(tc.key)
+			// Each other instance sends a request every millisecond until one
+			// skips the cooling routes.
+			learnt := make([]time.Duration, len(ins))
+			var wg sync.WaitGroup
+			for i := 1; i < len(ins); i++ {
+				wg.Go(func() {
+					tick := time.NewTicker(time.Millisecond)
+					defer tick.Stop()
+					for ; ; <-tick.C {
+						resp, err := ins[i].st.Generate(ctx, req)
+						if err != nil {
+							t.Errorf("instance %d: Generate = %v", i, err)
+							return
+						}
+						if resp.Route == "secondary" {
+							learnt[i] = time.Since(start)
+							if got := reasons(resp); !slices.Equal(got, tc.skipped) {
+								t.Errorf("instance %d: hops %v, want %v", i, got, tc.skipped)
+							}
+							return
+						}
+						if time.Since(start) > 3*time.Second {
+							t.Errorf("instance %d still calls %s 3 s after instance 0's 429", i, tc.routes[0].name)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			var worst, sum time.Duration
+			leaked := 0
+			for i := 1; i < len(ins); i++ {
+				in := ins[i]
+				worst, sum = max(worst, learnt[i]), sum+learnt[i]
+				leaked += int(in.calls["primary"].Load()) - 1
+				if learnt[i] > bound {
+					t.Errorf("instance %d learnt the cooldown after %v, want at most Refresh + 3 x Timeout = %v", i, learnt[i], bound)
+				}
+				if u := in.cool.Until(tc.key); u.Before(until0) || u.After(until0.Add(2*timeout+2*time.Millisecond)) {
+					t.Errorf("instance %d: cooldown ends %v after instance 0's, want within [0, %v]", i, u.Sub(until0), 2*timeout+2*time.Millisecond)
+				}
+				// Once it knows, the routes are not called: one more request skips them.
+				before := in.calls["primary"].Load()
+				if resp, err := in.st.Generate(ctx, req); err != nil || resp.Route != "secondary" || in.calls["primary"].Load() != before {
+					t.Errorf("instance %d after learning: Generate = %v, %v, primary calls %d -> %d; want secondary, primary not called",
+						i, resp, err, before, in.calls["primary"].Load())
+				}
+				if n := in.calls["sibling"]; n != nil && n.Load() != 0 {
+					t.Errorf("instance %d: sibling called %d times, want never (primary answered, then both cooled)", i, n.Load())
+				}
+			}
+			t.Logf("staleness over 9 instances with Refresh %v: mean %v, max %v (bound %v); %d calls to the cooling route meanwhile, one a millisecond per instance",
+				refresh, sum/9, worst, bound, leaked)
+			// The shared set holds the key until the cooldown ends, no longer.
+			if ttl, err := ins[0].s.c.PTTL(ctx, ins[0].cool.key).Result(); err != nil || ttl <= ra-time.Second || ttl > ra {
+				t.Errorf("PTTL of the cooldown set = %v, %v; want about %v (it expires with its cooldown)", ttl, err, ra)
+			}
+		})
+	}
+}
+
+// TestCooldownsScripts pins the shared set: an end is only ever raised; an
+// ended cooldown is not read and is removed by the next write; the set
+// keeps at most DefaultCooldownKeys members, dropping those that end
+// first, and expires with the last.
+func TestCooldownsScripts(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv, Config{})
+	ctx := context.Background()
+	key := []string{s.key("cd", "")}
+	set := func(pairs ...any) {
+		t.Helper()
+		if err := setCooldowns.Run(ctx, s.c, key, append([]any{fallback.DefaultCooldownKeys}, pairs...)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func() map[string]int64 {
+		t.Helper()
+		v, err := getCooldowns.Run(ctx, s.c, key).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := make(map[string]int64)
+		for i := 0; i+1 < len(v); i += 2 {
+			m[v[i].(string)] = v[i+1].(int64)
+		}
+		return m
+	}
+	set("a", 5000, "b", 40)
+	set("a", 2000) // shorter: a keeps 5 s
+	got := get()
+	if len(got) != 2 || got["a"] <= 4900 || got["a"] > 5001 || got["b"] <= 0 || got["b"] > 41 {
+		t.Fatalf("after a 5 s, b 40 ms, a 2 s: %v; want a about 5000 ms, b about 40", got)
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	for range tick.C { // wait for b's end
+		if _, ok := get()["b"]; !ok {
+			break
+		}
+	}
+	tick.Stop()
+	if n, err := s.c.ZCard(ctx, key[0]).Result(); err != nil || n != 2 {
+		t.Errorf("members before the next write = %d, %v; want 2 (b ended, not yet removed)", n, err)
+	}
+	set("c", 1000)
+	if m, err := s.c.ZRange(ctx, key[0], 0, -1).Result(); err != nil || !slices.Equal(m, []string{"c", "a"}) {
+		t.Errorf("members after writing c = %v, %v; want [c a] (b removed)", m, err)
+	}
+	if ttl, err := s.c.PTTL(ctx, key[0]).Result(); err != nil || ttl <= 4900*time.Millisecond || ttl > 5*time.Second {
+		t.Errorf("PTTL = %v, %v; want about 5 s, the last end", ttl, err)
+	}
+	// Over the bound: the first to end go.
+	var pairs []any
+	for i := range fallback.DefaultCooldownKeys + 10 {
+		pairs = append(pairs, "k"+strconv.Itoa(i), 10_000+i)
+	}
+	set(pairs...)
+	got = get()
+	if len(got) != fallback.DefaultCooldownKeys {
+		t.Fatalf("members = %d, want %d", len(got), fallback.DefaultCooldownKeys)
+	}
+	for _, k := range []string{"a", "c", "k0", "k9"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("%s kept over the bound; the 12 that end first should go", k)
+		}
+	}
+	if _, ok := got["k10"]; !ok {
+		t.Error("k10 dropped; want the 12 that end first dropped, no more")
+	}
+}
+
+// TestCooldownsLocal: Until answers from the local copy without a round
+// trip or an allocation; a Set is written once however many Sets came
+// before the write, and a Set of a time already past changes nothing.
+func TestCooldownsLocal(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newStore(t, srv, Config{}).Cooldowns()
+	defer c.Close()
+	if a := testing.AllocsPerRun(100, func() { c.Until("a") }); a != 0 {
+		t.Errorf("Until of an unknown key allocates %v times, want 0", a)
+	}
+	until := time.Now().Add(time.Minute)
+	c.Set("a", until.Add(-time.Second))
+	c.Set("a", until)
+	c.Set("b", time.Now().Add(-time.Second))
+	if got := c.Until("a"); !got.Equal(until) || !c.Until("b").IsZero() {
+		t.Errorf("Until(a), Until(b) = %v, %v; want %v and none", got, c.Until("b"), until)
+	}
+	if a := testing.AllocsPerRun(100, func() { c.Until("a") }); a != 0 {
+		t.Errorf("Until of a cooling key allocates %v times, want 0", a)
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(3 * time.Second); ; <-tick.C {
+		score, err := c.s.c.ZScore(context.Background(), c.key, "a").Result()
+		if err == nil {
+			if d := time.Duration(score)*time.Millisecond - time.Duration(time.Now().UnixNano()); d < time.Minute-time.Second || d > time.Minute+100*time.Millisecond {
+				t.Errorf("a's end in Redis is %v from now, want about 1m (the later Set)", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a's cooldown not in Redis 3 s after Set")
+		}
+	}
+	if n, err := c.s.c.ZCard(context.Background(), c.key).Result(); err != nil || n != 1 {
+		t.Errorf("members = %d, %v; want 1 (b's time had passed)", n, err)
+	}
+}
+
+// TestCooldownsOutage takes the server away (stopped, paused, asleep)
+// under two instances: no call waits on Redis; a cooldown one instance
+// learns still holds on it, and only on it; every request is reported as
+// an EventSharedStore "fallback:fail_open", the outage as a warning; Close
+// returns within the timeout; and once the server is back the cooldown set
+// during the outage reaches the other instance.
+func TestCooldownsOutage(t *testing.T) {
+	for _, o := range outages {
+		t.Run(o.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			h := &logs{}
+			cfg := Config{Timeout: DefaultTimeout, Probe: 20 * time.Millisecond, Refresh: 20 * time.Millisecond, Logger: slog.New(h)}
+			routes := routeSet{{"primary", ""}, {"secondary", ""}}
+			a := newInstance(t, srv, cfg, routes, 5*time.Second, "primary")
+			b := newInstance(t, srv, cfg, routes, 5*time.Second)
+			obs := &events{}
+			ctx := portico.ContextWithObserver(context.Background(), obs)
+			req := &portico.Request{Model: "m"}
+			call := func(in *instance, route string, hops ...string) {
+				t.Helper()
+				start := time.Now()
+				resp, err := in.st.Generate(ctx, req)
+				if d := time.Since(start); d > 300*time.Millisecond {
+					t.Errorf("a call during the outage took %v: it must not wait for Redis", d)
+				}
+				if err != nil || resp.Route != route || !slices.Equal(reasons(resp), hops) {
+					t.Errorf("Generate = %v (hops %v), %v; want %s's answer, hops %v", resp, reasons(resp), err, route, hops)
+				}
+			}
+			call(b, "primary")
+			if n := obs.count(portico.EventSharedStore, "fallback:fail_open"); n != 0 {
+				t.Errorf("%d fail_open events with the server up, want 0", n)
+			}
+
+			end := o.begin(t, srv)
+			waitFor(t, "both instances to see the outage", func() bool { return a.cool.Degraded() && b.cool.Degraded() })
+			obs.reset()
+			call(a, "secondary", "primary:rate_limited") // a learns the cooldown, locally
+			call(a, "secondary", "primary:cooldown")
+			call(b, "primary") // b cannot learn it
+			if n := obs.count(portico.EventSharedStore, "fallback:fail_open"); n != 3 {
+				t.Errorf("fail_open events = %d, want 3 (one per request)", n)
+			}
+			if !h.has("WARN redisstore: redis unavailable") {
+				t.Error("no warning logged for the outage")
+			}
+			extra := a.s.Cooldowns()
+			extra.Set("other", time.Now().Add(time.Minute))
+			start := time.Now()
+			extra.Close()
+			if d := time.Since(start); d > 300*time.Millisecond {
+				t.Errorf("Close during the outage took %v, want within the timeout", d)
+			}
+
+			end()
+			waitFor(t, "b to learn a's cooldown after the outage", func() bool { return !b.cool.Until("primary").IsZero() })
+			before := b.calls["primary"].Load()
+			call(b, "secondary", "primary:cooldown")
+			if b.calls["primary"].Load() != before {
+				t.Error("b called the cooling primary after learning its cooldown")
+			}
+			if d := time.Until(b.cool.Until("primary")); d <= 3*time.Second || d > 5*time.Second {
+				t.Errorf("b's cooldown has %v left, want the rest of a's 5 s", d)
+			}
+			waitFor(t, "both stores available", func() bool { return !a.cool.Degraded() && !b.cool.Degraded() })
+			if !h.has("INFO redisstore: redis available again") {
+				t.Error("no record of the recovery logged")
+			}
+		})
+	}
+}
+
+// waitFor polls cond every 5 ms, for 3 s at most.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(3 * time.Second); !cond(); <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 3 s for %s", what)
+		}
+	}
+}
