@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,6 +109,9 @@ func (c *MemoryCooldowns) Until(key string) time.Time {
 // Set implements [Cooldowns].
 func (c *MemoryCooldowns) Set(key string, until time.Time) {
 	u := until.UnixNano()
+	if until.After(lastNano) { // UnixNano would overflow: the end of its range
+		u = math.MaxInt64
+	}
 	if u <= time.Now().UnixNano() {
 		return // already over: nothing to skip
 	}
@@ -149,6 +153,9 @@ func (c *MemoryCooldowns) Set(key string, until time.Time) {
 	next[key] = cl
 	c.m.Store(&next)
 }
+
+// lastNano is the latest time UnixNano represents (in 2262).
+var lastNano = time.Unix(0, math.MaxInt64)
 
 // Len returns the number of keys held, ended cooldowns included until the
 // next addition drops them.

@@ -1,6 +1,7 @@
 package fallback
 
 import (
+	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -101,5 +102,15 @@ func TestMemoryCooldownsConcurrent(t *testing.T) {
 		if got := c.Until(key); !got.Equal(want) {
 			t.Errorf("Until(%s) = %v, want %v", key, got, want)
 		}
+	}
+}
+
+// A cooldown past what UnixNano holds (an open-for-good breaker's, say)
+// is held until the end of that range, not wrapped into the past.
+func TestMemoryCooldownsFarFuture(t *testing.T) {
+	c, _ := NewMemoryCooldowns(0)
+	c.Set("a", time.Now().Add(time.Duration(math.MaxInt64)).Add(time.Duration(math.MaxInt64)))
+	if got := c.Until("a"); !got.Equal(lastNano) {
+		t.Errorf("Until after a Set 584 years ahead = %v, want %v", got, lastNano)
 	}
 }
