@@ -39,8 +39,9 @@ func (s State) String() string {
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ErrOpen is the sentinel of every call the breaker refuses, open or half-open
-// with its probes busy. The error returned is a [*portico.Error] of class
+// ErrOpen is the sentinel of every call the breaker refuses: open, half-open
+// with its probes busy, or closed while a breaker sharing its state is open
+// (Config.Shared). The error returned is a [*portico.Error] of class
 // [portico.Rejected] whose Err is ErrOpen and whose RetryAfter is the time until
 // the breaker admits a probe (0 in half-open): errors.Is(err, breaker.ErrOpen)
 // and errors.Is(err, portico.ErrRejected) both hold.
@@ -95,6 +96,9 @@ type Breaker struct {
 
 	needStart, needEnd bool // which clock reads the closed path makes
 
+	shared    Store  // Config.Shared, or nil
+	sharedKey string // "breaker:" + Config.Name
+
 	ring  *countRing // count-based window, or
 	tring *timeRing  // time-based window
 	// consec is gen<<32 | consecutive failures in closed generation gen.
@@ -116,6 +120,9 @@ func New(cfg Config) (*Breaker, error) {
 		b.tring = newTimeRing(int64(c.Window.Duration), timeBuckets)
 	} else {
 		b.ring = newCountRing(c.Window.Calls)
+	}
+	if c.Shared != nil {
+		b.shared, b.sharedKey = c.Shared, "breaker:"+c.Name
 	}
 	b.needStart = c.SlowCall > 0
 	b.needEnd = b.needStart || b.tring != nil
@@ -140,13 +147,14 @@ func (b *Breaker) nanos() int64 { return int64(time.Since(b.base)) }
 func (b *Breaker) State() State { return State(b.word.Load() & 3) }
 
 // Available implements [portico.Health]: it reports whether a call made now
-// would be attempted rather than rejected at once. Closed: true; Open: whether
+// would be attempted rather than rejected at once. Closed: true, unless a
+// breaker sharing its state is open (Config.Shared); Open: whether
 // the open interval has ended (a probe is due); HalfOpen: whether a probe slot
 // is free. It never blocks; in the closed state it is one atomic load.
 func (b *Breaker) Available() bool {
 	switch State(b.word.Load() & 3) {
 	case Closed:
-		return true
+		return b.shared == nil || b.openElsewhere() == 0
 	case Open:
 		return b.nanos() >= b.openUntil.Load()
 	}
@@ -154,13 +162,30 @@ func (b *Breaker) Available() bool {
 }
 
 // RetryAfter implements [portico.Health]: the time left of the open
-// interval, when Open; 0 when Closed or HalfOpen (a busy probe slot frees
-// when its probe ends, at a time nobody knows). It never blocks.
+// interval, when Open, or of another's shared one (Config.Shared), when
+// Closed; 0 otherwise (a busy probe slot frees when its probe ends, at a
+// time nobody knows). It never blocks.
 func (b *Breaker) RetryAfter() time.Duration {
-	if State(b.word.Load()&3) != Open {
+	switch State(b.word.Load() & 3) {
+	case Open:
+		return max(0, time.Duration(b.openUntil.Load()-b.nanos()))
+	case Closed:
+		if b.shared != nil {
+			return b.openElsewhere()
+		}
+	}
+	return 0
+}
+
+// openElsewhere returns the time left of the open interval published under
+// the breaker's key in Config.Shared, 0 when none is ahead. It reads the
+// clock only when the store holds one.
+func (b *Breaker) openElsewhere() time.Duration {
+	u := b.shared.Until(b.sharedKey)
+	if u.IsZero() {
 		return 0
 	}
-	return max(0, time.Duration(b.openUntil.Load()-b.nanos()))
+	return max(0, time.Until(u))
 }
 
 // announce raises b.announced to until (nanoseconds since base).
@@ -207,6 +232,11 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 	word := b.word.Load()
 	if State(word&3) != Closed {
 		return b.notClosed(ctx, req, g.next, word)
+	}
+	if b.shared != nil {
+		if left := b.openElsewhere(); left > 0 {
+			return nil, b.rejected(left, "breaker open elsewhere")
+		}
 	}
 	if req.OnChunk != nil { // streaming: the caller's OnChunk is guarded
 		return b.closedCall(ctx, req, g.next, word)

@@ -102,6 +102,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Config{SlowCall: -1}, "breaker: Config.SlowCall -1ns is negative"},
 		{Config{OpenFor: -time.Millisecond}, "breaker: Config.OpenFor -1ms is negative"},
 		{Config{Probes: -1}, "breaker: Config.Probes -1 is negative"},
+		{Config{Shared: nopStore{}}, "breaker: Config.Shared without a Config.Name to share the state under"},
 		// A rule that cannot trip, even when every call fails, is a mistake:
 		// more calls than the window holds, or slow calls never detected.
 		{Config{Window: Window{Calls: 100}, Trip: FailureRate(0.5, 101)}, "breaker: Config.Trip does not trip even on a full window of failed calls"},

@@ -63,6 +63,21 @@
 // trips then, later, or on a failed probe (RFC 9110, section 10.2.3:
 // Retry-After is how long the client ought to wait).
 //
+// # Shared by every instance
+//
+// Each process keeps its own breaker, yet an instance that sees a route
+// fail can spare the others the failures it took to trip: with
+// Config.Shared (a [Store]; package redisstore's Cooldowns shares one over
+// Redis), opening publishes the open interval's end under "breaker:" +
+// Name, and every breaker of that Name, while closed, rejects calls as if
+// open until then (reason "breaker open elsewhere"), is not Available and
+// says when it will be. Only the open state is shared: each breaker keeps
+// its window, trips on its own calls and probes its own way, and when the
+// interval ends the others take calls closed while the one that tripped
+// probes; a failed probe publishes the next interval. A breaker trips on
+// what its own process sees, a broken local network included, and then
+// opens everyone's: share only routes whose failures are the route's.
+//
 // # Reading the state
 //
 // [Breaker.State] is one atomic load, and [Breaker.Available] and

@@ -38,6 +38,9 @@ func (b *Breaker) openLocked(gen uint64, now int64, from State, reason string, c
 // notify reports a transition to the hook, the context's Observer and the
 // logger. It is never called under b.mu.
 func (b *Breaker) notify(ctx context.Context, tr Transition) {
+	if b.shared != nil && tr.To == Open {
+		b.shared.Set(b.sharedKey, time.Now().Add(tr.OpenFor))
+	}
 	if h := b.cfg.OnStateChange; h != nil {
 		h(tr)
 	}
