@@ -17,7 +17,7 @@ import (
 )
 
 // instance is one instance of a service: its own client, Store, Cooldowns
-// and stack over the routes of routeSet, whose Models count their calls.
+// and stack, whose routes' Models count their calls.
 type instance struct {
 	s     *Store
 	cool  *Cooldowns
@@ -25,29 +25,39 @@ type instance struct {
 	calls map[string]*atomic.Int32
 }
 
-// routeSet names the routes of an instance, in order, and their Quota.
-type routeSet []struct{ name, quota string }
+// setup describes an instance: the routes, in order, with their Quota;
+// those in failing fail with failure, the others answer; shareBreakers
+// sets each route's Breaker.Shared to the Cooldowns.
+type setup struct {
+	cfg           Config
+	routes        []struct{ name, quota string }
+	failure       error
+	failing       []string
+	shareBreakers bool
+}
 
-// newInstance builds an instance over srv with cfg; the routes answer,
-// except those in limited, which fail with a 429 and Retry-After ra.
-func newInstance(t *testing.T, srv *redistest.Server, cfg Config, routes routeSet, ra time.Duration, limited ...string) *instance {
+func newInstance(t *testing.T, srv *redistest.Server, su setup) *instance {
 	t.Helper()
-	in := &instance{s: newStore(t, srv, cfg), calls: make(map[string]*atomic.Int32)}
+	in := &instance{s: newStore(t, srv, su.cfg), calls: make(map[string]*atomic.Int32)}
 	in.cool = in.s.Cooldowns()
 	t.Cleanup(in.cool.Close)
 	var rs []stack.Route
-	for _, r := range routes {
+	for _, r := range su.routes {
 		n := new(atomic.Int32)
 		in.calls[r.name] = n
-		fails := slices.Contains(limited, r.name)
+		fails := slices.Contains(su.failing, r.name)
 		model := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
 			n.Add(1)
 			if fails {
-				return nil, &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: ra}
+				return nil, su.failure
 			}
 			return &portico.Response{Text: "ok"}, nil
 		})
-		rs = append(rs, stack.Route{Route: portico.Route{Name: r.name, Model: model, Capabilities: portico.Capabilities{Quota: r.quota}}})
+		sr := stack.Route{Route: portico.Route{Name: r.name, Model: model, Capabilities: portico.Capabilities{Quota: r.quota}}}
+		if su.shareBreakers {
+			sr.Breaker.Shared = in.cool
+		}
+		rs = append(rs, sr)
 	}
 	var err error
 	if in.st, err = stack.New(stack.Config{Routes: rs, Fallback: fallback.Config{Cooldowns: in.cool}}); err != nil {
@@ -55,6 +65,9 @@ func newInstance(t *testing.T, srv *redistest.Server, cfg Config, routes routeSe
 	}
 	return in
 }
+
+// twoRoutes is a primary and a secondary, of no Quota.
+var twoRoutes = []struct{ name, quota string }{{"primary", ""}, {"secondary", ""}}
 
 // reasons returns the hops of resp as "route:reason".
 func reasons(resp *portico.Response) []string {
@@ -69,30 +82,37 @@ func reasons(resp *portico.Response) []string {
 // instances sees makes the nine others skip the route (and every route of
 // its Quota) within the documented bound, Refresh + 3 x Timeout, without
 // calling it once they know; each learns the cooldown's end no earlier
-// than the instance that saw it, and at most the two transits later.
+// than the instance that saw it, and at most the two transits later. With
+// shared breakers, a breaker one instance trips on a 401 makes the others
+// skip the route as unavailable, for the breaker's 30 s.
 func TestCooldownsTenInstances(t *testing.T) {
 	const refresh, timeout, ra = 20 * time.Millisecond, 100 * time.Millisecond, 5 * time.Second
 	bound := refresh + 3*timeout
+	limited := &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: ra}
 	for _, tc := range []struct {
 		name    string
-		routes  routeSet
-		key     string   // the cooldown's key
-		skipped []string // the hops of a request once the cooldown is known
+		su      setup
+		key     string        // the cooldown's key
+		first   []string      // the hops of the request that fails
+		skipped []string      // the hops of a request once the cooldown is known
+		lasts   time.Duration // the cooldown
 	}{
-		{"route", routeSet{{"primary", ""}, {"secondary", ""}}, "primary", []string{"primary:cooldown"}},
-		{"quota", routeSet{{"primary", "acct"}, {"sibling", "acct"}, {"secondary", ""}}, "acct",
-			[]string{"primary:cooldown", "sibling:cooldown"}},
+		{"route", setup{routes: twoRoutes, failure: limited}, "primary", []string{"primary:rate_limited"}, []string{"primary:cooldown"}, ra},
+		{"quota", setup{routes: []struct{ name, quota string }{{"primary", "acct"}, {"sibling", "acct"}, {"secondary", ""}}, failure: limited}, "acct",
+			[]string{"primary:rate_limited", "sibling:cooldown"}, []string{"primary:cooldown", "sibling:cooldown"}, ra},
+		{"breaker", setup{routes: twoRoutes, failure: &portico.Error{Class: portico.Unusable, Status: 401}, shareBreakers: true}, "breaker:primary",
+			[]string{"primary:unusable"}, []string{"primary:unavailable"}, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			cfg := Config{Timeout: timeout, Refresh: refresh}
 			var ins []*instance
 			for i := range 10 {
-				limited := []string(nil)
+				su := tc.su
+				su.cfg = Config{Timeout: timeout, Refresh: refresh}
 				if i == 0 { // the others' primaries would answer: only what they learn keeps them away
-					limited = []string{"primary"}
+					su.failing = []string{"primary"}
 				}
-				ins = append(ins, newInstance(t, srv, cfg, tc.routes, ra, limited...))
+				ins = append(ins, newInstance(t, srv, su))
 			}
 			ctx := context.Background()
 			req := &portico.Request{Model: "m"}
@@ -103,8 +123,8 @@ func TestCooldownsTenInstances(t *testing.T) {
 			}
 			start := time.Now()
 			resp, err := ins[0].st.Generate(ctx, req)
-			if err != nil || resp.Route != "secondary" || !slices.Equal(reasons(resp), append([]string{"primary:rate_limited"}, tc.skipped[1:]...)) {
-				t.Fatalf("instance 0: Generate = %v (hops %v), %v; want secondary's answer after primary's 429", resp, reasons(resp), err)
+			if err != nil || resp.Route != "secondary" || !slices.Equal(reasons(resp), tc.first) {
+				t.Fatalf("instance 0: Generate = %v (hops %v), %v; want secondary's answer, hops %v", resp, reasons(resp), err, tc.first)
 			}
 			until0 := ins[0].cool.Until(tc.key)
 			// Each other instance sends a request every millisecond until one
@@ -129,7 +149,7 @@ func TestCooldownsTenInstances(t *testing.T) {
 							return
 						}
 						if time.Since(start) > 3*time.Second {
-							t.Errorf("instance %d still calls %s 3 s after instance 0's 429", i, tc.routes[0].name)
+							t.Errorf("instance %d still calls primary 3 s after instance 0's failure", i)
 							return
 						}
 					}
@@ -161,8 +181,8 @@ func TestCooldownsTenInstances(t *testing.T) {
 			t.Logf("staleness over 9 instances with Refresh %v: mean %v, max %v (bound %v); %d calls to the cooling route meanwhile, one a millisecond per instance",
 				refresh, sum/9, worst, bound, leaked)
 			// The shared set holds the key until the cooldown ends, no longer.
-			if ttl, err := ins[0].s.c.PTTL(ctx, ins[0].cool.key).Result(); err != nil || ttl <= ra-time.Second || ttl > ra {
-				t.Errorf("PTTL of the cooldown set = %v, %v; want about %v (it expires with its cooldown)", ttl, err, ra)
+			if ttl, err := ins[0].s.c.PTTL(ctx, ins[0].cool.key).Result(); err != nil || ttl <= tc.lasts-time.Second || ttl > tc.lasts {
+				t.Errorf("PTTL of the cooldown set = %v, %v; want about %v (it expires with its cooldown)", ttl, err, tc.lasts)
 			}
 		})
 	}
@@ -289,9 +309,9 @@ func TestCooldownsOutage(t *testing.T) {
 			srv := redistest.Start(t)
 			h := &logs{}
 			cfg := Config{Timeout: DefaultTimeout, Probe: 20 * time.Millisecond, Refresh: 20 * time.Millisecond, Logger: slog.New(h)}
-			routes := routeSet{{"primary", ""}, {"secondary", ""}}
-			a := newInstance(t, srv, cfg, routes, 5*time.Second, "primary")
-			b := newInstance(t, srv, cfg, routes, 5*time.Second)
+			limited := &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: 5 * time.Second}
+			a := newInstance(t, srv, setup{cfg: cfg, routes: twoRoutes, failure: limited, failing: []string{"primary"}})
+			b := newInstance(t, srv, setup{cfg: cfg, routes: twoRoutes})
 			obs := &events{}
 			ctx := portico.ContextWithObserver(context.Background(), obs)
 			req := &portico.Request{Model: "m"}
