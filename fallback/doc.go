@@ -99,7 +99,9 @@
 // declare one Quota (two deployments behind one key) cool down together.
 // The store is a [Cooldowns]: [MemoryCooldowns], the group's own by
 // default, or one shared by the groups of a process or by the instances of
-// a service (over Redis, say). Package breaker, for its part, keeps an open
+// a service (package redisstore's, over Redis: a [SharedCooldowns], whose
+// requests decided while it is out of reach are each reported as a
+// [portico.EventSharedStore]). Package breaker, for its part, keeps an open
 // breaker from probing before the Retry-After.
 //
 // # What the caller learns

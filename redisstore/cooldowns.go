@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
 )
 
@@ -34,11 +35,14 @@ type Cooldowns struct {
 	once sync.Once
 }
 
-var _ fallback.SharedCooldowns = (*Cooldowns)(nil)
+var (
+	_ fallback.SharedCooldowns = (*Cooldowns)(nil)
+	_ breaker.Store            = (*Cooldowns)(nil)
+)
 
 // Cooldowns returns a new Cooldowns shared through s and starts its
-// goroutine, which reads the shared cooldowns at once and then every
-// [Config.Refresh]. Call Close when done with it.
+// goroutine, which reads the shared cooldowns every [Config.Refresh],
+// first one Refresh from now. Call Close when done with it.
 func (s *Store) Cooldowns() *Cooldowns {
 	local, _ := fallback.NewMemoryCooldowns(0)
 	c := &Cooldowns{s: s, key: s.key("cd", ""), local: local, pending: make(map[string]time.Time),
@@ -89,7 +93,6 @@ func (c *Cooldowns) run() {
 	defer close(c.done)
 	tick := time.NewTicker(c.s.refresh)
 	defer tick.Stop()
-	c.refresh()
 	for {
 		select {
 		case <-c.stop:

@@ -1,9 +1,11 @@
 // Package redisstore keeps Portico's shared state in Redis, so that limits,
-// retry budgets and execution keys hold across every instance of a
-// service: ten instances with a retry budget of 20 make 20 retries
-// between them, not 200, and a side effect runs once whichever instance
-// asks. It is a module of its own (it requires github.com/redis/go-redis/v9);
-// no core package imports it. Each type implements an interface of a core
+// retry budgets, cooldowns and execution keys hold across every instance
+// of a service: ten instances with a retry budget of 20 make 20 retries
+// between them, not 200, a route that answered one instance 429 with
+// Retry-After is left alone by all, and a side effect runs once whichever
+// instance asks. It is a module of its own (it requires
+// github.com/redis/go-redis/v9); no core package imports it. Each type
+// implements an interface of a core
 // package, set in that package's Config, whose nil value keeps the state in
 // the process (the default, with its in-memory code path unchanged):
 //
@@ -14,6 +16,8 @@
 //		Shared: ratelimit.Shared{Store: s.Buckets(), FailOpen: true, Instances: 10}})
 //	rt, err := retry.New(retry.Config{Budget: retry.Budget{Shared: retry.Shared{Store: s.Budgets()}}})
 //	run, err := effect.New(effect.Config{Store: s.Effects()})
+//	cool := s.Cooldowns() // defer cool.Close()
+//	st, err := stack.New(stack.Config{Routes: routes, Fallback: fallback.Config{Cooldowns: cool}})
 //
 // [Buckets] is a [ratelimit.Store]: a Limiter's request and token buckets
 // with reserve (N_in + N_max), settle and refund, and the provider's
@@ -21,7 +25,10 @@
 // instance tightening the key for all. [Budgets] is a [retry.BudgetStore]:
 // the per-client and per-destination retry budgets, both needed for a
 // retry. [Effects] is an [effect.Store]: execution records (pending,
-// completed, failed, unknown) with their expiry.
+// completed, failed, unknown) with their expiry. [Cooldowns] is a
+// [fallback.SharedCooldowns]: when each route (or each Quota) may be called
+// again after a Retry-After, and, as a [breaker.Store], when each shared
+// breaker's open interval ends.
 //
 // # Scripts and time
 //
@@ -54,6 +61,13 @@
 //   - put and update (KEYS: the record's hash): store a record unless one
 //     is there (returning it), and replace a record only when its owner and
 //     state are the expected ones (compare-and-swap).
+//   - set cooldowns (KEYS: the cooldown set; ARGV: the most members, then
+//     pairs of key and milliseconds left): raise each key's end to the
+//     server's now plus what is left (ZADD GT: never lowered), drop the
+//     ended ones and, beyond the bound, those that end first; the set
+//     expires with its last end (PEXPIREAT).
+//   - get cooldowns (KEYS: the cooldown set): each key whose end is ahead,
+//     with the milliseconds it has left.
 //
 // Levels are kept as float64 text with 17 significant digits, so a level
 // reads back exactly; a request bucket is a token bucket of cost 1. The
@@ -72,6 +86,7 @@
 //	portico:rb:{k=<destination>}:c:<client>   string  a client's retry budget
 //	portico:rb:{k=<destination>}:d            string  the destination's retry budget
 //	portico:fx:{k=<execution key>}            hash    an execution record
+//	portico:cd:{k=}                           zset    every cooldown: key -> end (ms, server clock)
 //
 // The Limiter key is Config.Key's string, or by default the client key and
 // the model ("<len>:<client>/<model>"). Nothing grows without bound: a
@@ -81,7 +96,37 @@
 // fills up and otherwise expires after [Config.BudgetTTL] (10 minutes)
 // without deposits or retries, coming back full (as an in-memory budget
 // evicted as idle does); an execution record expires at its Expires
-// (rounded down to the millisecond), which the Runner sets to its TTL.
+// (rounded down to the millisecond), which the Runner sets to its TTL; the
+// cooldown set holds at most fallback.DefaultCooldownKeys (1,024) keys, a
+// cooldown leaves it once ended, and the set expires at its last end. A
+// cooldown's key is a route's Quota or Name, or "breaker:" + the breaker's
+// Name.
+//
+// # Cooldowns: a local copy, its staleness, and the clocks
+//
+// A fallback group asks its Cooldowns about every candidate of every
+// request, so [Cooldowns.Until] never leaves the process: it reads a
+// [fallback.MemoryCooldowns], without a round trip, a lock or an
+// allocation. [Cooldowns.Set] raises that copy at once (this instance
+// skips the route from the next request) and wakes the Cooldowns'
+// goroutine, which writes every pending cooldown in one script; the same
+// goroutine reads the whole set every [Config.Refresh] (100 ms) into the
+// copy. Another instance therefore learns a cooldown at most Refresh plus
+// three operations after the Set (one under way, the write, its read),
+// each bounded by [Config.Timeout]: 250 ms with the defaults, on a healthy
+// loopback server about Refresh (TestCooldownsTenInstances measures it
+// over ten instances and asserts the bound). Until then it may still call
+// the cooling route, and on a 429 learns the cooldown itself.
+//
+// Only durations cross the wire: Set sends the time left by its clock, the
+// script adds it to the server's TIME, and a read returns the time left
+// by the server's clock, which the reader adds to its own at the reply's
+// arrival. The instances' clock offsets, to the server or to each other,
+// never enter; a cooldown learnt from Redis ends up to a round trip (and a
+// millisecond of rounding up) late, never early. Pub/sub would shorten the
+// staleness to a round trip but loses what is published during a
+// reconnection and tells an instance that starts nothing: the periodic
+// read also serves those.
 //
 // # Failure modes
 //
@@ -101,7 +146,12 @@
 //   - retry fails open (local budgets of 1/Instances of the bursts) or
 //     closed (no retry);
 //   - effect always fails closed (the effect does not run; a Transient
-//     error wrapping effect.ErrStore): at most once admits nothing else.
+//     error wrapping effect.ErrStore): at most once admits nothing else;
+//   - fallback fails open: each instance skips the routes of the cooldowns
+//     it set or last read (reason "fallback:fail_open", once per request);
+//     a Set made during the outage stays pending and is written once the
+//     server answers, so the others learn it if it has not ended by then.
+//     Shared breakers likewise fall back to each instance's own.
 //
 // A settle that fails is lost: a lost refund makes the key stricter until
 // it refills, a lost surcharge looser by that many tokens. The in-flight
@@ -122,4 +172,7 @@
 // the reservation was not used exactly, one to settle; a retry budget costs
 // one round trip per request (the deposit; none with Budget.NoRefill) and
 // one per retry. bench_test.go measures them beside the in-memory Limiter.
+// Cooldowns cost a request nothing on the wire (Until is a map lookup);
+// each instance makes one round trip per Refresh and one per batch of
+// Sets.
 package redisstore

@@ -64,8 +64,10 @@
 // without a call until its Retry-After, and its breaker does not probe it
 // earlier. Routes behind one key or account should say so with the same
 // Capabilities.Quota, and cool down together; Config.Fallback.Cooldowns
-// shares the cooldowns with other stacks (or, over Redis, other
-// processes). When no route takes calls, the error's RetryAfter
+// shares the cooldowns with other stacks (or, with package redisstore's
+// Cooldowns, every instance of the service), and Route.Breaker.Shared set
+// to the same store makes a breaker that trips on one instance open
+// everyone's. When no route takes calls, the error's RetryAfter
 // ([portico.RetryAfterOf]) says when the first will.
 //
 // # The user's own layers
