@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/redisstore/internal/redistest"
 )
@@ -96,6 +97,38 @@ func BenchmarkBuckets(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := m.Generate(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCooldowns measures a fallback group's first-route success over
+// the in-memory cooldowns and over a Cooldowns shared through Redis, in
+// the same run: the shared store's Until reads its local copy, so a
+// request makes no round trip for it.
+func BenchmarkCooldowns(b *testing.B) {
+	srv := redistest.Start(b)
+	cool := newStore(b, srv, Config{}).Cooldowns()
+	defer cool.Close()
+	ok := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return &portico.Response{Text: "ok"}, nil
+	})
+	routes := []portico.Route{{Name: "a", Model: ok}, {Name: "b", Model: ok}}
+	ctx, req := context.Background(), &portico.Request{Model: "m"}
+	for _, c := range []struct {
+		name string
+		cool fallback.Cooldowns
+	}{{"group/memory", nil}, {"group/redis", cool}} {
+		g, err := fallback.New(fallback.Config{Routes: routes, Cooldowns: c.cool})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := g.Generate(ctx, req); err != nil {
 					b.Fatal(err)
 				}
 			}
