@@ -95,6 +95,7 @@ type Breaker struct {
 	base time.Time // monotonic origin of the nanos clock
 
 	needStart, needEnd bool // which clock reads the closed path makes
+	entry              bool // needStart, or shared: the closed path has work before the call
 
 	shared    Store  // Config.Shared, or nil
 	sharedKey string // "breaker:" + Config.Name
@@ -126,6 +127,7 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	b.needStart = c.SlowCall > 0
 	b.needEnd = b.needStart || b.tring != nil
+	b.entry = b.needStart || b.shared != nil
 	return b, nil
 }
 
@@ -233,9 +235,15 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 	if State(word&3) != Closed {
 		return b.notClosed(ctx, req, g.next, word)
 	}
-	if b.shared != nil {
-		if left := b.openElsewhere(); left > 0 {
-			return nil, b.rejected(left, "breaker open elsewhere")
+	var start int64
+	if b.entry { // one branch while neither is configured
+		if b.shared != nil {
+			if left := b.openElsewhere(); left > 0 {
+				return nil, b.rejected(left, "breaker open elsewhere")
+			}
+		}
+		if b.needStart && req.OnChunk == nil {
+			start = b.nanos()
 		}
 	}
 	if req.OnChunk != nil { // streaming: the caller's OnChunk is guarded
@@ -243,10 +251,6 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 	}
 	// closedCall inlined by hand: a function with a defer is never inlined, and
 	// the extra call is a third of the closed path's cost.
-	var start int64
-	if b.needStart {
-		start = b.nanos()
-	}
 	done := false
 	defer func() {
 		if !done { // next panicked: count a failure, let the panic go on
