@@ -116,6 +116,12 @@ func TestCooldownsTenInstances(t *testing.T) {
 			}
 			ctx := context.Background()
 			req := &portico.Request{Model: "m"}
+			// Every instance has dialed and read the set once: a warm-up
+			// cooldown reaches them all.
+			ins[0].cool.Set("warm-up", time.Now().Add(2*time.Second)) // shorter than the cooldown: the set's TTL stays the cooldown's
+			for i, in := range ins {
+				waitFor(t, "instance "+strconv.Itoa(i)+" to read the warm-up cooldown", func() bool { return !in.cool.Until("warm-up").IsZero() })
+			}
 			for _, in := range ins[1:] { // the primary answers the others
 				if resp, err := in.st.Generate(ctx, req); err != nil || resp.Route != "primary" {
 					t.Fatalf("before the 429: Generate = %v, %v; want primary's answer", resp, err)
