@@ -31,6 +31,11 @@ type Route struct {
 	// x-ratelimit-* headers tighten them. The zero Limits means no per-model
 	// limiter.
 	Limits ratelimit.Limits
+	// LimitsShared keeps the route's buckets in a store shared by every
+	// instance of the service (package redisstore's Buckets), so the
+	// provider's limit holds across them; the zero value keeps them in this
+	// process. See [ratelimit.Shared].
+	LimitsShared ratelimit.Shared
 	// DefaultMaxTokens is N_max, in tokens, for requests without
 	// MaxOutputTokens, when Limits has a token bucket. Zero means 1024, or half
 	// the token bucket's capacity when that is smaller.
@@ -103,6 +108,10 @@ type Config struct {
 	// ClientMaxWait bounds a client's wait in Wait mode. Zero means
 	// ratelimit's default (30 s).
 	ClientMaxWait time.Duration
+	// ClientShared keeps the client buckets in a store shared by every
+	// instance of the service, so a tenant's limit holds across them; the
+	// zero value keeps them in this process. See [ratelimit.Shared].
+	ClientShared ratelimit.Shared
 	// DefaultMaxTokens is N_max for the client limiter, as in Route. Zero means
 	// 1024, or half the token bucket's capacity when that is smaller.
 	DefaultMaxTokens int
@@ -350,6 +359,7 @@ func New(cfg Config) (*Stack, error) {
 			Key:              ratelimit.ByClient,
 			Mode:             cfg.ClientMode,
 			MaxWait:          cfg.ClientMaxWait,
+			Shared:           cfg.ClientShared,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("stack: client limits: %w", err)
@@ -382,6 +392,7 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 			Limits:           rc.Limits,
 			DefaultMaxTokens: defaultMaxTokens(rc.DefaultMaxTokens, rc.Limits),
 			Key:              ratelimit.ByModel,
+			Shared:           rc.LimitsShared,
 		}
 		if b.concurrency != nil {
 			lc.Concurrency = b.concurrency
