@@ -17,7 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Series is one line: a value per second from second 0.
+// Series is one line: a value per Chart.Step from time 0.
 type Series struct {
 	Name   string
 	Values []float64
@@ -35,6 +35,9 @@ type Chart struct {
 	Panels []Panel
 	// YLabel names the panels' unit; the x axis is seconds.
 	YLabel string
+	// Step is the time each value covers, in seconds; zero means 1, and
+	// negative is an error.
+	Step float64
 	// XMax is the last second drawn; zero draws the longest series whole.
 	XMax float64
 	// YMax is the top of every panel's y axis; zero fits the largest value.
@@ -59,11 +62,17 @@ var palette = []color.Color{
 }
 
 // WritePNG draws c as a PNG of the given width, in inches, with each panel
-// panelHeight inches tall, at 96 dots per inch. It fails when c has no panel
-// or a panel more series than there are colours (four).
+// panelHeight inches tall, at 96 dots per inch. It fails when c has no panel,
+// a panel more series than there are colours (four), or a negative Step.
 func (c Chart) WritePNG(w io.Writer, width, panelHeight float64) error {
-	if len(c.Panels) == 0 {
+	switch {
+	case len(c.Panels) == 0:
 		return errors.New("chart: no panel")
+	case c.Step < 0:
+		return errors.New("chart: negative Step")
+	}
+	if c.Step == 0 {
+		c.Step = 1
 	}
 	ymax, xmax := c.YMax, 0.0
 	for _, p := range c.Panels {
@@ -71,7 +80,7 @@ func (c Chart) WritePNG(w io.Writer, width, panelHeight float64) error {
 			return errors.New("chart: more than four series in a panel")
 		}
 		for _, s := range p.Series {
-			xmax = max(xmax, float64(len(s.Values)))
+			xmax = max(xmax, float64(len(s.Values))*c.Step)
 			if c.YMax == 0 {
 				for _, v := range s.Values {
 					ymax = max(ymax, v)
@@ -146,12 +155,13 @@ func (c Chart) panel(p Panel, xmax, ymax float64, legend, last bool) (*plot.Plot
 	for i := len(p.Series) - 1; i >= 0; i-- {
 		s := p.Series[i]
 		xys := make(plotter.XYs, 0, len(s.Values))
-		for x, v := range s.Values {
-			if float64(x) >= xmax {
+		for j, v := range s.Values {
+			x := float64(j) * c.Step
+			if x >= xmax {
 				break
 			}
-			// Each second's count is drawn at its middle.
-			xys = append(xys, plotter.XY{X: float64(x) + 0.5, Y: v})
+			// Each value is drawn at the middle of its step.
+			xys = append(xys, plotter.XY{X: x + c.Step/2, Y: v})
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {

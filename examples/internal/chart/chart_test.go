@@ -32,7 +32,7 @@ func TestWritePNG(t *testing.T) {
 
 func TestWritePNGRefuses(t *testing.T) {
 	five := make([]Series, 5)
-	for _, c := range []Chart{{}, {Panels: []Panel{{Series: five}}}} {
+	for _, c := range []Chart{{}, {Panels: []Panel{{Series: five}}}, {Step: -1, Panels: []Panel{{}}}} {
 		if err := c.WritePNG(&bytes.Buffer{}, 5, 2); err == nil {
 			t.Errorf("WritePNG(%+v) = nil, want an error", c)
 		}
