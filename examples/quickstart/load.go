@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/modeltest/fakeopenai"
 )
 
 // results is what the load saw, collected by an Observer on the calls'
@@ -30,6 +31,21 @@ type results struct {
 	limiterWaited time.Duration
 	latencies     []time.Duration
 	routes        [numRoutes]routeStats
+	// overshoot is the latest a request returned relative to its deadline:
+	// negative when every request returned before it.
+	overshoot time.Duration
+	// answerAt is when each accepted answer reached its caller, for -plot.
+	answerAt []time.Time
+	// start is when the load began.
+	start time.Time
+	// A chaos run's: the prompts' canary, the error strings carrying it,
+	// the tool calls' side effects and what the stack let out.
+	canary     string
+	errorLeaks int
+	effects    *effects
+	watch      *watch
+	// faults counts the faults the fake servers injected, by kind.
+	faults map[fakeopenai.FaultKind]int
 }
 
 // routeStats is what one route did.
@@ -40,6 +56,12 @@ type routeStats struct {
 	failed   map[portico.Class]int // of them, failed, by class
 	attempts int                   // attempts that reached the adapter
 	sent     int                   // of them, sent (not Error.NotSent)
+	// lateStarts counts attempts started with their deadline passed; minLeft
+	// is the least time to the deadline an attempt started with.
+	lateStarts int
+	minLeft    time.Duration
+	// attemptAt is when each attempt started, for -plot.
+	attemptAt []time.Time
 	// The Observer's counts.
 	retries, fallbacks, breakerOpens int
 	// answers is how many requests the route answered, by Response.Route.
@@ -49,7 +71,8 @@ type routeStats struct {
 }
 
 func newResults() *results {
-	r := &results{failed: map[portico.Class]int{}, retries: map[portico.Class]int{}}
+	r := &results{failed: map[portico.Class]int{}, retries: map[portico.Class]int{}, faults: map[fakeopenai.FaultKind]int{},
+		overshoot: -requestDeadline}
 	for i := range r.routes {
 		r.routes[i].failed = map[portico.Class]int{}
 	}
@@ -93,20 +116,26 @@ func (r *results) Observe(_ context.Context, e portico.Event) {
 	}
 }
 
-func (r *results) done(d time.Duration, streamed bool, resp *portico.Response, err error) {
+// done records a request that took d of its deadline limit.
+func (r *results) done(d, limit time.Duration, streamed bool, resp *portico.Response, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++
 	r.latencies = append(r.latencies, d)
+	r.overshoot = max(r.overshoot, d-limit)
 	if err != nil {
 		var pe *portico.Error
 		if !errors.As(err, &pe) {
 			r.unclassified++
 		}
+		if r.canary != "" && strings.Contains(err.Error(), r.canary) {
+			r.errorLeaks++
+		}
 		r.failed[portico.ClassOf(err)]++
 		return
 	}
 	r.accepted++
+	r.answerAt = append(r.answerAt, time.Now())
 	if streamed {
 		r.streamed++
 	}
@@ -116,7 +145,14 @@ func (r *results) done(d time.Duration, streamed bool, resp *portico.Response, e
 }
 
 // load sends cfg.requests requests, cfg.concurrency at a time, round robin over
-// cfg.clients client keys; every other request streams.
+// cfg.clients client keys; every other request streams. In a chaos run
+// every prompt carries the canary, a quarter of the requests carry a
+// deadline of their own (Contract.Deadline, hurriedDeadline) that a stall
+// and a retry can use up, and a quarter (half of them streamed) offer a
+// tool the model calls: their side effects run
+// through res.effects, and the step is then replayed, as an agent that
+// resumes after a crash replays it, sending the request again and running
+// its tool calls again under the same operation.
 func load(ctx context.Context, m portico.Model, cfg runConfig, res *results) {
 	ctx = portico.ContextWithObserver(ctx, res)
 	work := make(chan int)
@@ -125,10 +161,14 @@ func load(ctx context.Context, m portico.Model, cfg runConfig, res *results) {
 		wg.Go(func() {
 			for i := range work {
 				stream := i%2 == 1
+				prompt := "Name a prime number above " + strconv.Itoa(i) + "."
+				if res.canary != "" {
+					prompt += " " + res.canary
+				}
 				req := &portico.Request{
 					Messages: []portico.Message{
 						portico.Text(portico.RoleSystem, "You answer in one short sentence."),
-						portico.Text(portico.RoleUser, "Name a prime number above "+strconv.Itoa(i)+"."),
+						portico.Text(portico.RoleUser, prompt),
 					},
 					MaxOutputTokens: 64,
 					Identity:        portico.Identity{ClientKey: "tenant-" + strconv.Itoa(i%cfg.clients)},
@@ -136,9 +176,24 @@ func load(ctx context.Context, m portico.Model, cfg runConfig, res *results) {
 				if stream {
 					req.OnChunk = func(portico.Chunk) error { return nil }
 				}
-				start := time.Now()
-				resp, err := m.Generate(ctx, req)
-				res.done(time.Since(start), stream, resp, err)
+				tool := res.effects != nil && i%8 < 2
+				if tool {
+					req.Tools = []portico.Tool{refundTool("order-" + strconv.Itoa(i))}
+					req.Identity.OperationID = "op-" + strconv.Itoa(i)
+				}
+				limit := requestDeadline
+				if res.effects != nil && i%8 >= 6 {
+					limit = hurriedDeadline
+					req.Contract = &portico.Contract{Deadline: limit}
+				}
+				for range 1 + btoi(tool) {
+					start := time.Now()
+					resp, err := m.Generate(ctx, req)
+					res.done(time.Since(start), limit, stream, resp, err)
+					if tool && err == nil {
+						res.effects.do(ctx, req, resp)
+					}
+				}
 			}
 		})
 	}
@@ -224,6 +279,17 @@ func classCounts(m map[portico.Class]int) string {
 		return "none"
 	}
 	return b.String()
+}
+
+// hurriedDeadline is the Contract.Deadline of a chaos run's hurried
+// requests: a stall ended by the 1 s attempt timeout leaves a retry 200 ms.
+const hurriedDeadline = 1200 * time.Millisecond
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // quantile returns the q-quantile of sorted durations (nearest rank).

@@ -21,6 +21,20 @@
 // endpoint instead, with the key of the provider's usual environment
 // variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or
 // GOOGLE_API_KEY); the -*-model flags name the models.
+//
+// -chaos runs the chaos drill instead: every fault kind the fakes know (429
+// with Retry-After, 5xx, overload, stalls before and after the first token,
+// cuts mid-stream, malformed bodies, error events in a 200 stream,
+// connection resets, truncated answers, context overflows) on 10%, 30% and
+// 50% of every route's calls in turn, a canary in every prompt, a quarter
+// of the requests tool steps whose side effects run through package effect
+// and which are replayed, and after each run the invariants: every request
+// accepted or classified, attempts within the retry budgets' bound, no side
+// effect run twice, no attempt started after its deadline and the overshoot
+// of calls past it, nothing left behind (goroutines, file descriptors,
+// heap), the canary in no span, log record or error string. It exits 1 when
+// a run broke one. -plot FILE writes goodput and attempts over time as a
+// PNG, a panel per run.
 package main
 
 import (
@@ -42,8 +56,19 @@ func main() {
 	flag.IntVar(&cfg.concurrency, "c", 64, "requests in flight at once")
 	flag.IntVar(&cfg.clients, "clients", 40, "client keys (tenants) the requests are spread over")
 	flag.Int64Var(&cfg.seed, "seed", 1, "seed of the fake servers' faults")
+	chaos := flag.Bool("chaos", false, "the chaos drill: every fault kind of the fakes on 10%, 30% and 50% of calls, and the invariants checked after each run")
+	plot := flag.String("plot", "", "write goodput and attempts over time to this PNG file (a panel per run)")
 	flag.Parse()
-	if _, err := run(context.Background(), os.Stdout, cfg); err != nil {
+	var err error
+	if *chaos {
+		_, err = runChaos(context.Background(), os.Stdout, cfg, chaosRates, *plot)
+	} else {
+		var res *results
+		if res, err = run(context.Background(), os.Stdout, cfg); err == nil && *plot != "" {
+			err = writePlot(*plot, []string{"quickstart"}, []*results{res})
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
@@ -54,6 +79,11 @@ type runConfig struct {
 	url, model                     [numRoutes]string
 	requests, concurrency, clients int
 	seed                           int64
+	// faultRate, when positive, is a chaos run's: every fake fails that
+	// share of its calls with the drill's menu (chaosFaults).
+	faultRate float64
+	// pipe serves the fakes over net.Pipe, in the caller's synctest bubble.
+	pipe bool
 }
 
 // run starts what the routes need, sends the load through the stack and
@@ -63,6 +93,11 @@ func run(ctx context.Context, out io.Writer, cfg runConfig) (*results, error) {
 		return nil, fmt.Errorf("-n, -c and -clients must be positive")
 	}
 	res := newResults()
+	if cfg.faultRate > 0 {
+		if err := res.startChaos(); err != nil {
+			return nil, err
+		}
+	}
 	var eps [numRoutes]*endpoint
 	defer func() {
 		for _, ep := range eps {
@@ -76,24 +111,33 @@ func run(ctx context.Context, out io.Writer, cfg runConfig) (*results, error) {
 		if model == "" {
 			model = p.model
 		}
-		ep, err := p.start(ctx, cfg.url[p.id], model, uint64(cfg.seed))
+		fo := fakeOptions{seed: uint64(cfg.seed), pipe: cfg.pipe}
+		if cfg.faultRate > 0 {
+			fo.faults = chaosFaults(cfg.faultRate, p.id)
+		}
+		ep, err := p.start(ctx, cfg.url[p.id], model, fo)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.title, err)
 		}
 		eps[p.id] = ep
 		fmt.Fprintln(out, ep.about)
 	}
-	st, err := newStack(eps, res)
+	st, err := newStack(eps, res, res.watch)
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	res.start = time.Now()
 	load(ctx, st, cfg, res)
-	elapsed := time.Since(start)
+	elapsed := time.Since(res.start)
 	// Closing a fake server waits for its handlers, so its counts are final.
 	for i, ep := range eps {
 		ep.close()
 		res.routes[i].server = ep.count()
+		if ep.faults != nil {
+			for k, n := range ep.faults() {
+				res.faults[k] += n
+			}
+		}
 	}
 	res.print(out, elapsed)
 	return res, nil

@@ -34,7 +34,26 @@ type provider struct {
 	id             int
 	name, title    string // flag prefix and route name; display name
 	model, example string // default model; an example base URL
-	start          func(ctx context.Context, url, model string, seed uint64) (*endpoint, error)
+	start          func(ctx context.Context, url, model string, fo fakeOptions) (*endpoint, error)
+}
+
+// fakeOptions say how to start a route's fake server.
+type fakeOptions struct {
+	seed uint64
+	// faults, when non-nil, replace the fake's own faults and script: the
+	// chaos drill's menu (chaosFaults).
+	faults []fakeopenai.Fault
+	// pipe serves over net.Pipe, inside the caller's synctest bubble, instead
+	// of loopback.
+	pipe bool
+}
+
+// start starts a fake server of cfg with Start, or StartPipe when fo.pipe.
+func start[C, S any](fo fakeOptions, cfg C, loopback, pipe func(C) (S, error)) (S, error) {
+	if fo.pipe {
+		return pipe(cfg)
+	}
+	return loopback(cfg)
 }
 
 var providers = [numRoutes]provider{
@@ -49,6 +68,22 @@ type endpoint struct {
 	about string     // one line saying what it is
 	close func()     // stops the fake; safe to call twice
 	count func() int // requests the fake saw for the model; -1 on a real endpoint
+	// faults counts the faults the fake injected, by kind; nil on a real
+	// endpoint.
+	faults func() map[fakeopenai.FaultKind]int
+}
+
+// faultCounts counts the faults of a fake's recorded requests.
+func faultCounts[R any](requests func() []R, kind func(R) fakeopenai.FaultKind) func() map[fakeopenai.FaultKind]int {
+	return func() map[fakeopenai.FaultKind]int {
+		m := map[fakeopenai.FaultKind]int{}
+		for _, r := range requests() {
+			if k := kind(r); k != fakeopenai.NoFault {
+				m[k]++
+			}
+		}
+		return m
+	}
 }
 
 func realEndpoint(m portico.Model, title, url, model string) *endpoint {
@@ -69,7 +104,7 @@ const (
 // longer than the stack's retries wait, so they move on to Anthropic at
 // once (the fallback across dialects shows in every run) and OpenAI's
 // breaker opens for a while.
-func startOpenAI(_ context.Context, url, model string, seed uint64) (*endpoint, error) {
+func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
 		if os.Getenv("OPENAI_API_KEY") == "" {
 			return nil, errors.New("-openai-url needs OPENAI_API_KEY")
@@ -77,21 +112,27 @@ func startOpenAI(_ context.Context, url, model string, seed uint64) (*endpoint, 
 		return realEndpoint(openai.New(openai.Config{Model: model}, openaisdk.WithBaseURL(url)), "OpenAI", url, model), nil
 	}
 	busy := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 150 * time.Millisecond}
-	srv, err := fakeopenai.Start(fakeopenai.Config{Seed: seed, Models: []fakeopenai.ModelConfig{{
-		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens,
+	mc := fakeopenai.ModelConfig{
+		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
 		Script: slices.Repeat([]fakeopenai.Fault{busy}, 12),
 		Faults: []fakeopenai.Fault{
 			{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.10},
 			{Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 0.05, RetryAfterMsHeader: 40 * time.Millisecond},
 			{Kind: fakeopenai.FaultStallBeforeHeaders, Fraction: 0.03},
 		},
-	}}})
+	}
+	about := "its first 12 requests 429 (retry in 150 ms), then 503 (10%), 429 with retry-after-ms (5%), stalls (3%)"
+	if fo.faults != nil {
+		mc.Script, mc.Faults, about = nil, fo.faults, chaosAbout(fo.faults)
+	}
+	srv, err := start(fo, fakeopenai.Config{Seed: fo.seed, Models: []fakeopenai.ModelConfig{mc}}, fakeopenai.Start, fakeopenai.StartPipe)
 	if err != nil {
 		return nil, err
 	}
 	m := openai.New(openai.Config{Model: model}, openaisdk.WithBaseURL(srv.BaseURL()), openaisdk.WithAPIKey("fake"), openaisdk.WithHTTPClient(srv.Client()))
 	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
-		about: fmt.Sprintf("fake OpenAI    on %s: %s answers its first 12 requests 429 (retry in 150 ms), then 503 (10%%), 429 with retry-after-ms (5%%), stalls (3%%)", srv.URL(), model)}, nil
+		faults: faultCounts(srv.Requests, func(r fakeopenai.Request) fakeopenai.FaultKind { return r.Fault }),
+		about:  fmt.Sprintf("fake OpenAI    on %s: %s answers %s", srv.URL(), model, about)}, nil
 }
 
 // startAnthropic reaches Anthropic, or starts a fake whose model answers 529
@@ -100,7 +141,7 @@ func startOpenAI(_ context.Context, url, model string, seed uint64) (*endpoint, 
 // route is unusable for now, the call moves on to Gemini and the route's
 // breaker opens at once (for its 200 ms OpenFor), so Gemini answers in every
 // run.
-func startAnthropic(_ context.Context, url, model string, seed uint64) (*endpoint, error) {
+func startAnthropic(_ context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
 		if os.Getenv("ANTHROPIC_API_KEY") == "" {
 			return nil, errors.New("-anthropic-url needs ANTHROPIC_API_KEY")
@@ -108,25 +149,31 @@ func startAnthropic(_ context.Context, url, model string, seed uint64) (*endpoin
 		return realEndpoint(anthropic.New(anthropic.Config{Model: model}, anthropicsdk.WithBaseURL(url)), "Anthropic", url, model), nil
 	}
 	noRetry := fakeanthropic.Fault{Kind: fakeanthropic.FaultStatus, Status: 529, ShouldRetry: "false"}
-	srv, err := fakeanthropic.Start(fakeanthropic.Config{Seed: seed, Models: []fakeanthropic.ModelConfig{{
-		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens,
+	mc := fakeanthropic.ModelConfig{
+		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
 		Script: []fakeanthropic.Fault{noRetry},
 		Faults: []fakeanthropic.Fault{
 			{Kind: fakeanthropic.FaultStatus, Status: 529, Fraction: 0.08},
 		},
-	}}})
+	}
+	about := "its first request 529 with x-should-retry: false, then 529 overloaded (8%)"
+	if fo.faults != nil {
+		mc.Script, mc.Faults, about = nil, fo.faults, chaosAbout(fo.faults)
+	}
+	srv, err := start(fo, fakeanthropic.Config{Seed: fo.seed, Models: []fakeanthropic.ModelConfig{mc}}, fakeanthropic.Start, fakeanthropic.StartPipe)
 	if err != nil {
 		return nil, err
 	}
 	m := anthropic.New(anthropic.Config{Model: model}, anthropicsdk.WithBaseURL(srv.BaseURL()), anthropicsdk.WithAPIKey("fake"), anthropicsdk.WithHTTPClient(srv.Client()))
 	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
-		about: fmt.Sprintf("fake Anthropic on %s: %s answers its first request 529 with x-should-retry: false, then 529 overloaded (8%%)", srv.URL(), model)}, nil
+		faults: faultCounts(srv.Requests, func(r fakeanthropic.Request) fakeopenai.FaultKind { return r.Fault }),
+		about:  fmt.Sprintf("fake Anthropic on %s: %s answers %s", srv.URL(), model, about)}, nil
 }
 
 // startGemini reaches the Gemini API, or starts a fake whose model answers
 // 429 RESOURCE_EXHAUSTED whose RetryInfo.retryDelay (in the body, not a
 // header) is 0.2 s, and 500 INTERNAL.
-func startGemini(ctx context.Context, url, model string, seed uint64) (*endpoint, error) {
+func startGemini(ctx context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
 		m, err := gemini.New(ctx, gemini.Config{Model: model}, genai.ClientConfig{HTTPOptions: genai.HTTPOptions{BaseURL: url}}) // the key: GEMINI_API_KEY or GOOGLE_API_KEY
 		if err != nil {
@@ -134,13 +181,18 @@ func startGemini(ctx context.Context, url, model string, seed uint64) (*endpoint
 		}
 		return realEndpoint(m, "Gemini", url, model), nil
 	}
-	srv, err := fakegemini.Start(fakegemini.Config{Seed: seed, Models: []fakegemini.ModelConfig{{
-		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens,
+	mc := fakegemini.ModelConfig{
+		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
 		Faults: []fakegemini.Fault{
 			{Kind: fakegemini.FaultStatus, Status: 429, Fraction: 0.05, RetryAfter: 200 * time.Millisecond},
 			{Kind: fakegemini.FaultStatus, Status: 500, Fraction: 0.03},
 		},
-	}}})
+	}
+	about := "429 RESOURCE_EXHAUSTED with retryDelay (5%), 500 (3%)"
+	if fo.faults != nil {
+		mc.Faults, about = fo.faults, chaosAbout(fo.faults)
+	}
+	srv, err := start(fo, fakegemini.Config{Seed: fo.seed, Models: []fakegemini.ModelConfig{mc}}, fakegemini.Start, fakegemini.StartPipe)
 	if err != nil {
 		return nil, err
 	}
@@ -150,5 +202,6 @@ func startGemini(ctx context.Context, url, model string, seed uint64) (*endpoint
 		return nil, err
 	}
 	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
-		about: fmt.Sprintf("fake Gemini    on %s: %s answers 429 RESOURCE_EXHAUSTED with retryDelay (5%%), 500 (3%%)", srv.URL(), model)}, nil
+		faults: faultCounts(srv.Requests, func(r fakegemini.Request) fakeopenai.FaultKind { return r.Fault }),
+		about:  fmt.Sprintf("fake Gemini    on %s: %s answers %s", srv.URL(), model, about)}, nil
 }

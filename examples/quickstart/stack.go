@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -11,6 +12,7 @@ import (
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/stack"
+	"github.com/portico-llm/portico/trace"
 )
 
 // newStack builds the preset stack over the three routes, in fallback
@@ -20,16 +22,25 @@ import (
 // not success) around the adapter. Two counting layers per route feed the
 // summary: one sees each call the group places on the route, the other
 // each attempt that reaches the adapter.
-func newStack(eps [numRoutes]*endpoint, res *results) (*stack.Stack, error) {
+//
+// With a watch (a chaos run), the stack is traced and its layers log at
+// debug level, to the watch's recorder and handler.
+func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, error) {
+	var logger *slog.Logger
+	var tracer *trace.Tracer
+	if w != nil {
+		logger, tracer = w.logger, w.tracer
+	}
 	var routes []stack.Route
 	for i, ep := range eps {
 		p := &providers[i]
 		rs := &res.routes[i]
 		routes = append(routes, stack.Route{
 			Route: portico.Route{Name: p.name, Model: ep.model,
-				Capabilities: portico.Capabilities{Provider: p.name, ContextWindow: 128_000}},
-			Breaker: breaker.Config{OpenFor: 200 * time.Millisecond},
+				Capabilities: portico.Capabilities{Provider: p.name, ContextWindow: 128_000, Tools: true}},
+			Breaker: breaker.Config{OpenFor: 200 * time.Millisecond, Logger: logger},
 			Retry: retry.Config{
+				Logger: logger,
 				Backoff: retry.Backoff{
 					BaseDelay: 20 * time.Millisecond, MaxDelay: 500 * time.Millisecond,
 					MaxRetryAfter: 500 * time.Millisecond, // a longer Retry-After moves on to the next route
@@ -51,12 +62,17 @@ func newStack(eps [numRoutes]*endpoint, res *results) (*stack.Stack, error) {
 		ClientMode:       ratelimit.Wait,
 		ClientMaxWait:    2 * time.Second,
 		DefaultMaxTokens: 256,
-		Deadline:         5 * time.Second, // end to end, split across the routes
+		Deadline:         requestDeadline,
 		// A rate-limited route whose Retry-After is longer than this is left
 		// at once for the next route, and cools down until then.
-		Fallback: fallback.Config{WaitInPlace: 50 * time.Millisecond},
+		Fallback: fallback.Config{WaitInPlace: 50 * time.Millisecond, Logger: logger},
+		Tracer:   tracer,
 	})
 }
+
+// requestDeadline is the stack's end-to-end deadline, split across the
+// routes.
+const requestDeadline = 5 * time.Second
 
 // countCalls counts the calls the fallback group places on the route and
 // how they end.
@@ -78,8 +94,22 @@ func (rs *routeStats) countCalls(next portico.Model) portico.Model {
 // countAttempts counts the attempts that reach the adapter, and those of
 // them that the adapter sent (every attempt but one that failed before its
 // request was written: Error.NotSent).
+//
+// It also notes when each attempt starts and how much of its deadline is
+// left then.
 func (rs *routeStats) countAttempts(next portico.Model) portico.Model {
 	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		now := time.Now()
+		dl, ok := ctx.Deadline()
+		rs.mu.Lock()
+		rs.attemptAt = append(rs.attemptAt, now)
+		if left := dl.Sub(now); ok && (len(rs.attemptAt) == 1 || left < rs.minLeft) {
+			rs.minLeft = left
+		}
+		if ok && !now.Before(dl) {
+			rs.lateStarts++
+		}
+		rs.mu.Unlock()
 		resp, err := next.Generate(ctx, req)
 		var pe *portico.Error
 		notSent := errors.As(err, &pe) && pe.NotSent
