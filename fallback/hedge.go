@@ -15,6 +15,7 @@ import (
 // each attempt the race canceled is a hop with Reason "hedge lost".
 func (r *request) race(ctx context.Context, h *hedge.Hedger, n int) (*portico.Response, error) {
 	p := &plan{r: r, ctx: ctx, n: n}
+	p.tries = p.buf[:0]
 	// Run's error is p.stop, or the last attempt's, whose hop is recorded.
 	resp, i, _ := h.Run(ctx, r.req, p)
 	switch {
@@ -34,6 +35,7 @@ type plan struct {
 	pos   int   // the next position to look at
 	tries []try // per attempt
 	stop  error // the error the race was stopped with, if any
+	buf   [2]try
 }
 
 // try is one attempt of the race: its route and the context of its share.

@@ -12,8 +12,9 @@ import (
 // The cost of the hedging layer around a model that answers at once: a
 // request it may not hedge (NoAmbiguousRetry), one it may while it learns the
 // latency (timed inline, for its first 50 calls only: see TestAllocs), and
-// one it races (a goroutine, a timer and a cancelable context per attempt),
-// next to the bare call:
+// one it races with no hedge sent (the attempt on the caller's goroutine
+// under a cancelable context, and a timer armed for the hedge), next to the
+// bare call:
 //
 //	go test -run '^$' -bench . -benchtime=200ms -count=5 ./hedge/
 
@@ -45,8 +46,10 @@ func BenchmarkRaced(b *testing.B) {
 	benchModel(b, hedge.MustNew(hedge.Config{Delay: time.Second}).Wrap(okModel()), req)
 }
 
-// A request the layer may not hedge, and one it times while it learns,
-// cost no allocation.
+// A request the layer may not hedge, one it times while it learns, and one
+// whose hedge would be due after its deadline cost no allocation; one it
+// races costs three while no hedge is sent: the attempt's cancelable
+// context (two) and the hedge's timer (one).
 func TestAllocs(t *testing.T) {
 	m := hedge.MustNew(hedge.Config{Delay: time.Second}).Wrap(okModel())
 	if n := testing.AllocsPerRun(1000, func() { m.Generate(context.Background(), noRepeat) }); n != 0 {
@@ -55,5 +58,13 @@ func TestAllocs(t *testing.T) {
 	learning := hedge.MustNew(hedge.Config{}).Wrap(okModel())
 	if n := testing.AllocsPerRun(40, func() { learning.Generate(context.Background(), req) }); n != 0 {
 		t.Errorf("learning: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() { m.Generate(context.Background(), req) }); n != 3 {
+		t.Errorf("raced, no hedge sent: %v allocations, want 3", n)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if n := testing.AllocsPerRun(1000, func() { m.Generate(short, req) }); n != 0 {
+		t.Errorf("hedge due after the deadline: %v allocations, want 0", n)
 	}
 }

@@ -54,11 +54,20 @@
 //
 // # Cost
 //
-// A request the Hedger may not hedge costs a branch. One it may costs, while
-// the sketch has fewer than 50 latencies and no Delay is set, two clock
-// reads; afterwards each raced request costs a goroutine, a timer and a
-// cancelable context per attempt, whether a hedge is sent or not: the price
-// of being able to cancel the attempt that loses, small next to an LLM call.
+// A request the Hedger may not hedge costs a branch. One it may costs two
+// clock reads and no allocation while no hedge could be sent: the sketch
+// holds fewer than 50 latencies and no Delay is set, or the delay ends after
+// the request's deadline. Otherwise the first attempt still runs on the
+// caller's goroutine, and no goroutine starts unless a hedge falls due. What
+// remains when none does is the floor of being able to cancel the attempt
+// that may lose: a cancelable context made before the call (two
+// allocations in package context; none can be made cancelable later), and
+// one timer armed with [time.AfterFunc] and stopped on return (one
+// allocation: a timer made in a testing/synctest bubble must not be used
+// outside it, so timers are not pooled). The rest of the race's state is
+// pooled for requests that do not stream. Once a hedge falls due, the
+// timer's goroutine runs the race, and each hedge costs a goroutine and a
+// cancelable context of its own.
 //
 // # Where it goes
 //

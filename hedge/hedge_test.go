@@ -378,3 +378,48 @@ func TestNested(t *testing.T) {
 		}
 	})
 }
+
+// A hedge due at the very instant the attempt answers: whichever of the
+// two the race sees first, the answer is the attempt's, at once, and a
+// hedge sent is canceled then. Many bubbles, to see both orders.
+func TestHedgeDueAsTheAttemptAnswers(t *testing.T) {
+	for range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			t0 = time.Now()
+			fake := modeltest.NewFake(slow("first", 100*ms), slow("hedge", time.Second))
+			e := &ended{next: fake}
+			resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms}).Wrap(e).Generate(context.Background(), req)
+			if err != nil || resp.Text != "first" || time.Since(t0) != 100*ms {
+				t.Fatalf("Generate = %v, %v after %v, want the first answer after 100ms", resp, err, time.Since(t0))
+			}
+			if len(e.ends) == 2 && e.ends[1] != (end{100 * ms, portico.Canceled}) {
+				t.Errorf("attempts ended %+v, want the hedge canceled at 100ms", e.ends)
+			}
+		})
+	}
+}
+
+// A panic in the attempt before the hedge is due goes on at once, and no
+// hedge follows.
+func TestPanicBeforeTheDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 = time.Now()
+		fake := modeltest.NewFake(slow("late", 50*ms))
+		m := portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+			if fake.Count() == 0 {
+				fake.Generate(ctx, r) // counted, then
+				panic("boom")
+			}
+			return fake.Generate(ctx, r)
+		})
+		defer func() {
+			p := recover()
+			time.Sleep(time.Second) // a hedge would be sent meanwhile
+			if p != "boom" || fake.Count() != 1 {
+				t.Errorf("recovered %v after %d calls, want boom after 1", p, fake.Count())
+			}
+		}()
+		hedge.MustNew(hedge.Config{Delay: 100 * ms}).Wrap(m).Generate(context.Background(), req)
+		t.Error("Generate returned, want its panic")
+	})
+}

@@ -17,7 +17,8 @@ type Attempt struct {
 	Request *portico.Request
 	// Context, when non-nil, is the context to call Model under, derived
 	// from the race's (a share of a deadline, say); nil means the race's.
-	// The race derives a cancelable context from it.
+	// The race derives a cancelable context from it when a hedge may run
+	// beside the attempt.
 	Context context.Context
 	// Destination names the attempt's destination in events.
 	Destination string
@@ -46,8 +47,9 @@ type Result struct {
 
 // Plan is what a race runs: the attempts it may start, and what their ends
 // mean. [Hedger.Wrap] runs one over a single Model; package fallback runs
-// one over its candidates. The race calls both methods from the goroutine
-// that called [Hedger.Run], one at a time.
+// one over its candidates. The race calls both methods one at a time, never
+// concurrently: from the goroutine that called [Hedger.Run] until a hedge
+// is due, then from the goroutine that runs the race from there on.
 type Plan interface {
 	// Next prepares attempt i (0 first). For a hedge, charge is non-nil:
 	// Next must call it with the attempt's destination before committing to
@@ -66,31 +68,59 @@ type Plan interface {
 // and the error its gate returns for a chunk of one.
 var errLost = errors.New("hedge: another attempt won")
 
-// race is one request's race.
+// race is one request's race. Until a hedge is due, its attempts run one
+// at a time on the caller's goroutine (run, runInline); the hedge's timer then
+// hands the race to a goroutine of its own (attempt.fire, coordinate),
+// which starts the hedges on goroutines of theirs and receives every end,
+// the caller's attempt's included, while the caller waits for the outcome.
 type race struct {
-	h       *Hedger
-	ctx     context.Context
-	req     *portico.Request
-	plan    Plan
+	h    *Hedger
+	ctx  context.Context
+	req  *portico.Request
+	plan Plan
+
+	mu     sync.Mutex    // guards the fields down to won
+	caller *attempt      // the caller's attempt whose hedge timer may take the race over
+	winner int           // the attempt whose chunk reached the caller first; -1 none yet, -2 none ever
+	live   []*attempt    // attempts running
+	won    chan struct{} // closed when a chunk reached the caller; nil unless raced and streaming
+
+	// Set before the race is handed over: the ends of the attempts, and
+	// the outcome, published when final closes.
 	results chan *attempt
-	mu      sync.Mutex    // guards winner and live
-	winner  int           // the attempt whose chunk reached the caller first; -1 none yet, -2 none ever
-	live    []*attempt    // attempts running
-	won     chan struct{} // closed when a chunk reached the caller; nil unless streaming
-	timer   *time.Timer
-	timerC  <-chan time.Time
-	// In the race's one allocation: the first attempt, room for the
-	// attempts running, and the Plan of a Wrap.
-	first   attempt
-	liveBuf [4]*attempt
-	one     single
-	// The race's goroutine's own: the next attempt's index, the attempts
-	// running, and a panic to raise again.
+	final   chan struct{}
+	resp    *portico.Response
+	idx     int
+	err     error
+
+	// The race's goroutine's own (the caller's until the race is handed
+	// over): the hedges' timer, the next attempt's index, the attempts
+	// running, when the newest started, and a panic to raise again.
+	timer         *time.Timer
+	timerC        <-chan time.Time
 	next, running int
-	started       time.Time // when the newest attempt started
+	started       time.Time
 	paniced       bool
 	panicVal      any
+	stale         bool // a hedge timer fired too late: its callback may still read the race
+
+	// In the race's one allocation, reused (racePool): the first attempt,
+	// its timer's callback, room for the attempts running, and the Plan of
+	// a Wrap.
+	first   attempt
+	fire0   func()
+	liveBuf [4]*attempt
+	one     single
 }
+
+// racePool keeps the state of races that nothing can reach any more: a
+// request that does not stream (a Model never sees the race's state) whose
+// race was never handed over and whose hedge timer never fired.
+var racePool = sync.Pool{New: func() any {
+	r := new(race)
+	r.fire0 = r.first.fire
+	return r
+}}
 
 // attempt is one running attempt and its result.
 type attempt struct {
@@ -100,7 +130,8 @@ type attempt struct {
 	a       Attempt
 	hedge   bool
 	start   time.Time
-	cancel  context.CancelCauseFunc
+	cancel  context.CancelCauseFunc // nil for an attempt no hedge may run beside
+	timer   *time.Timer             // an inline attempt's hedge timer, or nil
 	res     Result
 	panic   any // what Model.Generate panicked with
 	paniced bool
@@ -124,31 +155,184 @@ func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*por
 }
 
 func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
-	r := &race{h: h, ctx: ctx, req: req, winner: -1, results: make(chan *attempt, h.maxAttempts)}
+	r := racePool.Get().(*race)
+	r.h, r.ctx, r.req, r.winner = h, ctx, req, -1
 	r.live = r.liveBuf[:0]
-	if req.OnChunk != nil {
-		r.won = make(chan struct{})
-	}
 	return r
 }
 
-// result runs the race and raises again a panic of an attempt.
+// result runs the race, raises again a panic of an attempt, and puts the
+// race's state back in the pool when nothing can reach it.
 func (r *race) result() (*portico.Response, int, error) {
 	resp, i, err := r.run()
 	if r.paniced {
 		panic(r.panicVal)
 	}
+	if r.req.OnChunk == nil && r.final == nil && !r.stale {
+		fire0 := r.fire0
+		*r = race{fire0: fire0}
+		racePool.Put(r)
+	}
 	return resp, i, err
 }
 
+// run runs the attempts one after the other on the caller's goroutine until
+// one answers or the plan stops, or until a hedge timer hands the race over
+// (runInline): it then waits for the outcome.
 func (r *race) run() (*portico.Response, int, error) {
+	var last error
+	for {
+		a, ok, stop := r.plan.Next(r.next, nil)
+		if stop != nil || !ok {
+			if stop == nil {
+				stop = last
+			}
+			return nil, -1, stop
+		}
+		at := r.newAttempt(a, false)
+		if r.runInline(at) {
+			<-r.final
+			return r.resp, r.idx, r.err
+		}
+		res := at.res
+		if res.Err == nil || res.Delivered {
+			r.plan.Ended(at.i, res)
+			return res.Response, at.i, res.Err
+		}
+		last = res.Err
+		if stop := r.plan.Ended(at.i, res); stop != nil {
+			return nil, -1, stop
+		}
+	}
+}
+
+func (r *race) newAttempt(a Attempt, hedge bool) *attempt {
+	at := &r.first
+	if r.next > 0 {
+		at = new(attempt)
+	}
+	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: time.Now()}
+	r.next++
+	return at
+}
+
+// runInline runs at on the caller's goroutine. When a hedge may run beside it
+// (a delay is known and ends before the race's deadline), at runs under a
+// cancelable context with a timer armed for the hedge, and runInline reports
+// whether the timer took the race over (see attempt.fire), at's end then
+// passed on to the race's goroutine.
+func (r *race) runInline(at *attempt) (handed bool) {
+	ctx := at.a.Context
+	if ctx == nil {
+		ctx = r.ctx
+	}
+	r.started = at.start
+	d, ok := r.h.delay(at.a.Latency)
+	if ok && r.h.maxAttempts > 1 {
+		if dl, has := r.ctx.Deadline(); has && !at.start.Add(d).Before(dl) {
+			ok = false // the hedge would be due after the deadline
+		}
+	} else {
+		ok = false
+	}
+	if !ok {
+		at.call(ctx)
+		return false
+	}
+	ctx, at.cancel = context.WithCancelCause(ctx)
+	fire := r.fire0
+	if at != &r.first {
+		fire = at.fire
+	}
+	r.setCaller(at)
+	at.timer = time.AfterFunc(d, fire)
+	normal := false
+	defer func() {
+		if !normal { // Model.Generate panicked: the panic goes on once the race ended
+			r.ended(at, true)
+		}
+	}()
+	at.call(ctx)
+	normal = true
+	return r.ended(at, false)
+}
+
+// ended settles the end of the inline attempt at: it stops at's hedge timer
+// and reports whether the timer had taken the race over, in which case at
+// (paniced, if it did) goes to the race's goroutine; after a panic, ended
+// then waits for the race to end.
+func (r *race) ended(at *attempt, paniced bool) bool {
+	at.cancel(nil)
+	if at.timer.Stop() {
+		r.setCaller(nil)
+		return false
+	}
+	r.mu.Lock()
+	handed := r.caller != at
+	r.caller = nil
+	r.drop(at)
+	r.mu.Unlock()
+	if !handed { // the callback saw at ended, or a chunk of at delivered
+		r.stale = true
+		return false
+	}
+	at.paniced = paniced
+	r.results <- at
+	if paniced {
+		<-r.final
+	}
+	return true
+}
+
+// setCaller makes at (nil: none) the attempt on the caller's goroutine,
+// the only one running. The lock is needed only when a late callback may
+// read the two fields: before the race's first timer is armed, arming it
+// orders the writes before its callback.
+func (r *race) setCaller(at *attempt) {
+	if r.stale {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+	}
+	r.caller, r.live = at, r.live[:0]
+	if at != nil {
+		r.live = append(r.live, at)
+	}
+}
+
+// fire is an inline attempt's hedge timer: unless the attempt ended or a
+// chunk of it reached the caller, the timer's goroutine takes the race
+// over, sends the hedge and runs the race to its end (coordinate), while
+// the attempt goes on on the caller's goroutine.
+func (at *attempt) fire() {
+	r := at.r
+	r.mu.Lock()
+	if r.caller != at || r.winner != -1 {
+		r.mu.Unlock()
+		return
+	}
+	r.caller = nil
+	r.results = make(chan *attempt, r.h.maxAttempts)
+	r.final = make(chan struct{})
+	if r.req.OnChunk != nil {
+		r.won = make(chan struct{})
+	}
+	r.mu.Unlock()
+	r.running = 1
+	r.resp, r.idx, r.err = r.coordinate()
+	close(r.final)
+}
+
+// coordinate runs a race handed over by the caller's goroutine, whose
+// attempt runs: it sends the hedge that was due, then hedges and follows
+// failures as [Hedger.Run] says, until an answer or a stop.
+func (r *race) coordinate() (*portico.Response, int, error) {
 	defer func() {
 		if r.timer != nil {
 			r.timer.Stop()
 		}
 	}()
-	if ok, stop := r.start(false); !ok {
-		return nil, -1, stop
+	if _, stop := r.start(true); stop != nil {
+		return r.finish(nil, -1, stop)
 	}
 	won := r.won
 	var last error
@@ -195,8 +379,9 @@ func (r *race) run() (*portico.Response, int, error) {
 	}
 }
 
-// start prepares and starts the next attempt, a hedge or not, and arms the
-// timer for the hedge that may follow it.
+// start prepares and starts the next attempt of a handed-over race, a
+// hedge or not, on a goroutine of its own, and arms the timer for the
+// hedge that may follow it.
 func (r *race) start(hedge bool) (bool, error) {
 	var charge func(string) bool
 	if hedge {
@@ -251,6 +436,16 @@ func (r *race) winnerIs() int {
 	return r.winner
 }
 
+// drop removes at from the attempts running; r.mu is held.
+func (r *race) drop(at *attempt) {
+	for k, x := range r.live {
+		if x == at {
+			r.live = append(r.live[:k], r.live[k+1:]...)
+			return
+		}
+	}
+}
+
 // charge is the charge function a Plan gets for a hedge: it takes the
 // hedge's token from the Hedger's budget, or reports an empty budget.
 func (r *race) charge(dest string) bool {
@@ -269,18 +464,14 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 		parent = r.ctx
 	}
 	ctx, cancel := context.WithCancelCause(parent)
-	at := &r.first
-	if r.next > 0 {
-		at = new(attempt)
-	}
-	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: time.Now(), cancel: cancel}
+	at := r.newAttempt(a, hedge)
+	at.cancel = cancel
 	if hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
 			Delay: at.start.Sub(r.started), Reason: "sent"})
 	}
-	r.next++
-	r.running++
 	r.started = at.start
+	r.running++
 	r.mu.Lock()
 	r.live = append(r.live, at)
 	r.mu.Unlock()
@@ -293,12 +484,7 @@ func (at *attempt) run(ctx context.Context) {
 	defer func() {
 		at.cancel(nil)
 		r.mu.Lock()
-		for k, x := range r.live {
-			if x == at {
-				r.live = append(r.live[:k], r.live[k+1:]...)
-				break
-			}
-		}
+		r.drop(at)
 		r.mu.Unlock()
 		r.results <- at
 	}()
@@ -307,6 +493,11 @@ func (at *attempt) run(ctx context.Context) {
 			at.panic, at.paniced = p, true
 		}
 	}()
+	at.call(ctx)
+}
+
+// call calls the attempt's Model and records how it ended.
+func (at *attempt) call(ctx context.Context) {
 	req := at.a.Request
 	if req.OnChunk != nil {
 		req = at.Watch(req, at)
@@ -344,7 +535,9 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 				x.cancel(errLost)
 			}
 		}
-		close(r.won)
+		if r.won != nil {
+			close(r.won)
+		}
 	}
 	won := r.winner == at.i
 	r.mu.Unlock()
