@@ -210,30 +210,19 @@ func (k *Contract) Validate() error {
 }
 
 // Fits reports whether this route can serve req, whose input is estimated at
-// inputTokens tokens, under req's Contract (if any): nil, a [Permanent]
-// *Error when req is wrong on any route, or an [*Error] of class
-// [Incompatible] whose Reason names the first unmet need, in this order:
-//
-//   - a request that [Request.Validate] refuses (a malformed Contract, a
-//     negative MaxOutputTokens), or a negative inputTokens: its Permanent
-//     error ("negative token count" for the counts);
-//   - the modalities of the messages and of the contract: "modality";
-//   - ContextWindow below input (the larger of inputTokens and
-//     Contract.MaxInputTokens) + MaxOutputTokens: "context window";
-//     MaxOutput below MaxOutputTokens: "max output";
-//   - tools asked for, unsupported: "tools";
-//   - strict schema asked for, not SchemaStrict: "strict schema"; a Schema
-//     or SchemaID, less than SchemaJSON: "schema";
-//   - the model class outside Contract.ModelClasses: "model class";
-//   - [Capabilities.EstimateCost] above Contract.MaxCost: "cost";
-//   - a Request.Prefix to continue, and Continuation ContinueNone:
-//     "continuation".
-//
-// The Permanent checks come first, so they do not depend on the route: a
-// routing layer stops at once with such an error, calling nothing, where it
-// skips a route that is only Incompatible. Fits never allocates: its errors
-// are shared values that callers must not modify. It is the one filter
-// packages route and fallback share.
+// inputTokens tokens, under req's Contract (if any). It returns nil; the
+// [Permanent] *Error of a request wrong on any route ([Request.Validate]'s,
+// or "negative token count" for a negative inputTokens), checked first; or
+// an [Incompatible] [*Error] whose Reason names the first unmet need, in
+// this order: "modality" (of the messages and of the contract); "context
+// window" (ContextWindow below the larger of inputTokens and
+// Contract.MaxInputTokens, plus MaxOutputTokens); "max output" (MaxOutput
+// below MaxOutputTokens); "tools" (asked for, unsupported); "strict schema"
+// (asked for, not SchemaStrict) or "schema" (a Schema or SchemaID, less than
+// SchemaJSON); "model class" (outside Contract.ModelClasses); "cost"
+// ([Capabilities.EstimateCost] above Contract.MaxCost); "continuation" (a
+// Request.Prefix, and Continuation ContinueNone). Fits never allocates: its
+// errors are shared values that callers must not modify.
 func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	if err := req.Validate(); err != nil {
 		return err

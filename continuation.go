@@ -101,23 +101,22 @@ const (
 )
 
 // Seam joins a continuation to the text the caller already has, Delivered,
-// by these rules, in order, so that the caller sees one answer:
+// so that the caller sees one answer. With prefix what the request sent
+// (Delivered without its trailing white space), a continuation that, in
+// this order:
 //
-//   - a continuation that starts with the whole sent prefix (Delivered without
-//     its trailing white space), or ends within it, repeats it, as a model
-//     that started over and agrees with it does: the repetition is dropped;
-//   - one that starts with the first 16 bytes of the prefix but departs from
-//     it later started over and contradicts it: it is refused, an
-//     [InvalidResponse] error wrapping [ErrRestart];
-//   - one that starts with a tail of the prefix of 8 to 128 bytes, beginning
-//     at a word's start, repeats that tail: the longest such tail is dropped
-//     (a shorter repetition, a word said twice, may be meant, and is kept);
-//   - then the white space that Delivered ends with, which the request did not
-//     send, is dropped from the start of what remains, as far as it agrees.
+//   - starts with the whole prefix, or ends within it, has the repetition
+//     dropped;
+//   - starts with the prefix's first 16 bytes but departs from it later is
+//     refused: an [InvalidResponse] error wrapping [ErrRestart];
+//   - starts with a tail of the prefix of 8 to 128 bytes, beginning at a
+//     word's start, has the longest such tail dropped;
 //
-// A Seam holds the continuation's start back until the rules can decide,
-// and then passes every piece through unchanged. The zero Seam, whose
-// Delivered is empty, passes everything. A Seam is used by one goroutine.
+// then has Delivered's trailing white space dropped from its start, as far
+// as it agrees. A Seam holds the continuation's start back until these
+// rules decide, then passes every piece unchanged; the zero Seam passes
+// everything. A Seam is used by one goroutine. The rules' reasons are in
+// the package doc ("Streams").
 type Seam struct {
 	// Delivered is the text the caller already has; set it before the
 	// first call to Next.

@@ -15,6 +15,29 @@
 // tokens, and whether anything reached the caller: after that, no layer retries or
 // falls back transparently.
 //
+// # Streams
+//
+// Some layers hold chunks back from their caller (package validate buffering
+// an answer until it is accepted, a cascade buffering a step). A retry layer
+// outside them would take such a live stream for a stalled one, so it
+// installs a progress function ([ContextWithProgress]) for its TTFT and
+// inter-token timeouts and its rate floor (retry's Timeouts.MinRate), and
+// the layers that hold chunks call [Progress] for each.
+//
+// A fallback group asked to continue a broken stream (Request.ContinueOnBreak)
+// sends the text already delivered to a route that can continue it
+// ([Capabilities.Continuation]; package fallback's doc tells the whole way)
+// and joins the new text with a [Seam], whose rules read a continuation as
+// a model writes one. A model that starts over and agrees with the text
+// repeats it whole: the repetition is dropped. One that starts over,
+// repeating the text's first 16 bytes, and departs from it later
+// contradicts what the caller was shown, which no join can mend
+// ([ErrRestart]). A repeated tail of 8 bytes or more is an overlap and is
+// dropped; a shorter repetition, a word said twice, may be meant and is
+// kept. The delivered text's trailing white space is not sent (Anthropic
+// refuses it in a prefill), so the Seam matches it against the
+// continuation's start.
+//
 // # Errors
 //
 // Every failure is classified before anything acts on it. An [*Error]
@@ -53,6 +76,12 @@
 // needs in a [Contract]; [Capabilities.Fits] is the one filter that routers,
 // cascades and fallbacks share. An [Estimator] predicts input tokens before the
 // call; [DefaultEstimator] counts bytes.
+//
+// Fits checks first what makes a request wrong on any route
+// ([Request.Validate], a negative token count), so that its [Permanent]
+// answer does not depend on the route: a routing layer stops at once with
+// such an error, calling nothing, where it skips a route that is only
+// Incompatible.
 //
 // # The order of layers
 //

@@ -4,21 +4,16 @@ import "context"
 
 type progressKey struct{}
 
-// ContextWithProgress returns a copy of ctx that carries f: a signal that a
+// ContextWithProgress returns a copy of ctx that carries f, a signal that a
 // streamed answer is advancing even when no chunk reaches the layer that
-// installed f. A retry layer installs it for its TTFT and inter-token timeouts;
-// layers inside it that hold chunks back from their caller (package validate
-// buffering an answer until it is accepted, a cascade buffering a step) call
-// [Progress] for every chunk they hold, so that a live but buffered stream is
-// not mistaken for a stalled one. Progress is liveness only: it says nothing
-// reached the caller, so it never blocks a retry the way a delivered chunk does.
-//
-// f receives the chunk held back, so that a layer can measure the stream's
-// rate as well as its liveness (retry's Timeouts.MinRate).
-//
-// When ctx already carries a function, the new one calls f and then the outer
-// one, so nested layers each see the progress. f must be safe for concurrent use
-// and quick.
+// installed it: a layer that holds chunks back from its caller calls
+// [Progress] for each one, and f receives the chunk, for the stream's rate
+// as well as its liveness. Progress is liveness only: it says nothing
+// reached the caller, so it never blocks a retry as a delivered chunk does.
+// When ctx already carries a function, the new one calls f and then the
+// outer one, so nested layers each see the progress. f must be safe for
+// concurrent use and quick. The package doc ("Streams") says who installs
+// and who calls it.
 func ContextWithProgress(ctx context.Context, f func(Chunk)) context.Context {
 	if outer, ok := ctx.Value(progressKey{}).(func(Chunk)); ok {
 		inner := f

@@ -28,7 +28,9 @@ type ToolCall struct {
 	Arguments json.RawMessage
 }
 
-// Usage counts the tokens a call consumed, as the provider reported them.
+// Usage counts the tokens a call consumed, as the provider reported them,
+// except where its holder says it is an estimate ([Response.Usage] of a
+// continued stream).
 type Usage struct {
 	InputTokens       int // prompt tokens, including cached ones
 	OutputTokens      int // completion tokens, including reasoning tokens
@@ -92,7 +94,11 @@ type Response struct {
 	ToolCalls []ToolCall
 	// FinishReason says why the model stopped.
 	FinishReason FinishReason
-	// Usage is the provider's token count for the call.
+	// Usage is the provider's token count for the call. The answer of a
+	// fallback group that continued a broken stream (ContinueOnBreak) sums
+	// every attempt's usage, and counts for a broken attempt whose error
+	// reported none (a cut stream reports none) an estimate: its request's
+	// input by the group's Estimator, and the delivered bytes / 4 as output.
 	Usage Usage
 	// Model is the model that actually answered, as the provider named it.
 	Model string

@@ -15,60 +15,19 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// Run is a conformance suite for middleware, in the manner of
-// testing/slogtest.Run: it checks that the Models wrap builds keep the
-// [portico.Model] contract. Call it from a test of the middleware's package:
-//
-//	func TestConformance(t *testing.T) {
-//		modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
-//			return retry.MustNew(retry.Config{}).Wrap(base)
-//		})
-//	}
-//
-// Each subtest runs inside its own testing/synctest bubble (virtual time, so
-// backoffs and waits cost nothing real) and calls wrap, inside the bubble, once
-// per base Model it needs; each base is a Model the suite controls: a [Fake] that answers, fails, streams,
-// is slow or stalls, as the subtest needs. wrap must return base wrapped in the
-// middleware under test, configured so that a call can reach base. Anything wrap
-// starts (goroutines, timers) must end by the subtest's end: register its
-// shutdown with t.Cleanup. Run it with -race.
-//
-// The subtests:
-//
-//   - Answer: an answering base gives a Response with base's text and a nil error.
-//   - Error: a base failing with a permanent, transient, rate-limited or
-//     incompatible error gives a nil Response and a non-nil error.
-//   - Concurrent: 8 goroutines make 25 calls each against a base that echoes
-//     the request; every call returns a Response XOR an error, every Response
-//     answers its own request, and at least one call succeeds.
-//   - NoMutation: a request with messages, tool calls, tools, schema, Extra,
-//     identity and contract is deeply equal before and after calls that answer,
-//     fail and stream.
-//   - Cancel: with a base that takes an hour or stalls mid-stream, canceling the
-//     context after 10 ms, or its 10 ms deadline passing, makes Generate return
-//     with no further (virtual) time passing, with a nil Response and an error that
-//     [portico.ClassOf] reports as Canceled or Deadline; so does an already
-//     canceled context.
-//   - Stream: the chunks the caller receives are in order, never concurrent,
-//     none after Generate returns, and concatenate to the Response's Text; an
-//     error from the callback aborts the call with an error that wraps it.
-//
-// Every call of every subtest must return a non-nil Response XOR a non-nil
-// error. For a Model that wraps nothing (an adapter), use [RunModel].
-//
-// # What the requests carry
-//
-// Every subtest sends the same request (Concurrent changes only the last
-// user text): Model "suite-model"; a system message, a user message with
-// text and an image (a data: URL), an assistant tool call with its tool
-// result, and a last user message; one tool, "lookup"; MaxOutputTokens 64;
-// Extra sampling options; an Identity; NoAmbiguousRetry; and a Contract with
-// ModelClasses ["small"] and MaxInputTokens 1000. A router, fallback group
-// or stack filters its routes with [portico.Capabilities.Fits], so the
-// routes wrap builds must declare Modalities ModalityText|ModalityImage,
-// Tools, ModelClass "small", and a ContextWindow of at least 1064 tokens
-// and a MaxOutput of at least 64 (or leave those two 0, unknown); otherwise
-// every call fails Incompatible and Answer fails.
+// Run checks that the Models wrap builds keep the [portico.Model] contract,
+// as testing/slogtest.Run checks a slog.Handler; call it from a test of the
+// middleware's package, with -race. Each subtest (Answer, Error, Concurrent,
+// NoMutation, Cancel, Stream: "Conformance" in the package doc) runs in its
+// own testing/synctest bubble and calls wrap there once per base Model it
+// needs, a [Fake] that answers, fails, streams, is slow or stalls. wrap must
+// return base wrapped in the middleware under test, configured so that a
+// call can reach base; what wrap starts (goroutines, timers) must end by the
+// subtest's end (register its shutdown with t.Cleanup). Every call must
+// return a non-nil Response XOR a non-nil error. The requests carry images,
+// a tool, a Contract and a model class ("What the requests carry"): routes
+// that a router or stack in wrap filters must fit them. For a Model that
+// wraps nothing (an adapter), use [RunModel].
 func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model) {
 	t.Helper()
 	bubble := func(name string, f func(t *testing.T)) {

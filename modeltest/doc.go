@@ -63,16 +63,55 @@
 // # Conformance
 //
 // [Run] checks a middleware against the [portico.Model] contract, as
-// testing/slogtest checks a slog.Handler: safe for concurrent use, honours
-// cancellation promptly, never modifies the request, streams chunks that add up
-// to the answer, returns a Response XOR an error. The suite supplies the base
-// Model (a Fake that answers, fails, is slow or stalls) and the caller wraps it:
+// testing/slogtest checks a slog.Handler. The suite supplies the base Model
+// (a Fake that answers, fails, is slow or stalls) and the caller wraps it:
 //
 //	func TestConformance(t *testing.T) {
 //		modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
 //			return retry.MustNew(retry.Config{}).Wrap(base)
 //		})
 //	}
+//
+// Each subtest runs in its own testing/synctest bubble, on virtual time, so
+// backoffs and waits cost nothing real:
+//
+//   - Answer: an answering base gives a Response with base's text and a nil
+//     error.
+//   - Error: a base failing with a permanent, transient, rate-limited or
+//     incompatible error gives a nil Response and a non-nil error.
+//   - Concurrent: 8 goroutines make 25 calls each against a base that echoes
+//     the request; every call returns a Response XOR an error, every
+//     Response answers its own request, and at least one call succeeds.
+//   - NoMutation: a request with messages, tool calls, tools, schema, Extra,
+//     identity and contract is deeply equal before and after calls that
+//     answer, fail and stream.
+//   - Cancel: with a base that takes an hour or stalls mid-stream, canceling
+//     the context after 10 ms, or its 10 ms deadline passing, makes Generate
+//     return with no further (virtual) time passing, with a nil Response and
+//     an error that [portico.ClassOf] reports as Canceled or Deadline; so
+//     does an already canceled context.
+//   - Stream: the chunks the caller receives are in order, never concurrent,
+//     none after Generate returns, and concatenate to the Response's Text;
+//     an error from the callback aborts the call with an error that wraps it.
+//
+// # What the requests carry
+//
+// Every subtest of [Run] sends the same request (Concurrent changes only the
+// last user text):
+//
+//   - Model "suite-model", MaxOutputTokens 64, Extra sampling options, an
+//     Identity, and NoAmbiguousRetry;
+//   - a system message; a user message with text and an image (a data: URL);
+//     an assistant tool call with its tool result; a last user message;
+//   - one tool, "lookup";
+//   - a Contract with ModelClasses ["small"] and MaxInputTokens 1000.
+//
+// A router, fallback group or stack filters its routes with
+// [portico.Capabilities.Fits], so the routes wrap builds must declare
+// Modalities ModalityText|ModalityImage, Tools, ModelClass "small", a
+// ContextWindow of at least 1064 tokens and a MaxOutput of at least 64 (or
+// leave those two 0, unknown); otherwise every call fails Incompatible and
+// Answer fails.
 //
 // [RunModel] checks a standalone Model, such as a provider adapter over a test
 // server, with what can be checked without controlling its speed.

@@ -71,17 +71,16 @@ type CascadeConfig struct {
 	Estimator portico.Estimator
 }
 
-// Cascade is FrugalGPT's LLM cascade (Chen, Zaharia and Zou, "FrugalGPT:
-// How to Use Large Language Models While Reducing Cost and Improving
-// Performance", 2023): it calls its steps in cost order and stops at the
-// first answer y whose acceptance score g(x, y) >= tau_j.
+// Cascade is FrugalGPT's LLM cascade (Chen, Zaharia and Zou, 2023): it
+// calls its steps in cost order and stops at the first answer y whose
+// acceptance score g(x, y) >= tau_j.
 //
 // A step that does not fit the request ([portico.Capabilities.Fits]) or is
 // unavailable (breaker open) is skipped unasked. A step that fails with a
 // route error (transient, rate limited, incompatible, invalid, ambiguous,
-// rejected, unusable, or neither answer nor error) moves on; a Permanent
-// error (Fits' before any step, or a step's) and the caller's cancellation
-// or deadline end the cascade at once. The answer is
+// rejected, unusable, or neither answer nor error) moves on; a Permanent or
+// Canceled error (Fits' before any step, or a step's) and the caller's
+// deadline end the cascade at once. The answer is
 // stamped with [portico.Route.Stamp]: Route is the step that answered, Hops
 // the steps left, and Cost adds every step's price (rejected answers and
 // billed failures included). A stream is buffered and the accepted answer

@@ -35,7 +35,9 @@
 //
 // # Call in cost order: Cascade
 //
-// [Cascade] is FrugalGPT's cascade: steps in cost order, each with an
+// [Cascade] is FrugalGPT's cascade (Chen, Zaharia and Zou, "FrugalGPT: How
+// to Use Large Language Models While Reducing Cost and Improving
+// Performance", 2023): steps in cost order, each with an
 // acceptance scorer g(x, y) ([Acceptor]) and threshold tau_j; it stops at the
 // first accepted answer, and otherwise returns the last answer or a classified
 // error ([NoneAccepted]). With u_j the chance that step j's answer is accepted

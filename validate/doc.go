@@ -119,6 +119,12 @@
 // tokens, but a rejection then comes after the caller has seen the text, and
 // outer layers can no longer retry transparently.
 //
+// A continuation of a broken stream (a request with a Prefix, sent by a
+// fallback group) is judged whole: the Prefix joined to the answer's text by
+// a [portico.Seam], whose refusal (a restart that contradicts the Prefix) is
+// returned as it is. The Response keeps the continuation's text, which is
+// what the caller had not yet received; Config.TrimSpace trims only its end.
+//
 // # Where it goes
 //
 // Inside each route, below retry and breaker and above the provider, so a

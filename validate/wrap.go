@@ -19,12 +19,11 @@ import (
 // billed); an accepted one is returned, its text trimmed under
 // Config.TrimSpace. Each verdict is reported as a portico.EventValidation
 // ("accepted" or "rejected"). A streamed answer is buffered until accepted
-// unless Config.PassThroughChunks is set (see Streaming in the package
-// documentation); an error from the caller's OnChunk is returned as a
-// Canceled *portico.Error wrapping it. A continuation (a request with a
-// Prefix) is judged whole, the Prefix joined to the answer's text by a
-// portico.Seam, whose refusal is returned as it is; the Response keeps the
-// continuation's text, TrimSpace trimming only its end.
+// unless Config.PassThroughChunks is set; an error from the caller's OnChunk
+// is returned as a Canceled *portico.Error wrapping it. A continuation (a
+// request with a Prefix) is judged whole, joined to the Prefix by a
+// portico.Seam whose refusal is returned as it is (see Streaming in the
+// package documentation).
 func (v *Validator) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("validate: Wrap of a nil Model")

@@ -63,7 +63,21 @@
 // they arrive, tool-use events as empty progress chunks, and the assembled
 // Response is returned at the end; the concatenated chunk texts equal
 // Response.Text. Thinking blocks and server-tool blocks are read and left
-// out of the answer.
+// out of the answer. A request that is not streamed but whose max_tokens the
+// SDK would refuse to send unstreamed (its expected time exceeds ten
+// minutes: above about 21,333 tokens) is streamed without calling OnChunk.
+//
+// # Answers
+//
+// Response.Text is the text blocks' text and Response.ToolCalls the tool_use
+// blocks, in the order of the content. Text and tool inputs are passed on
+// byte for byte as the provider sent them, invalid UTF-8 included, so that
+// streamed chunks add up to Response.Text when a character is split across
+// deltas. Stop reasons map to finish reasons: end_turn and stop_sequence to
+// stop, max_tokens and model_context_window_exceeded to length, tool_use to
+// tool_calls, refusal to content_filter; pause_turn (a server tool paused a
+// long turn, to be sent back to continue) and any other value pass through
+// unchanged (see [portico.FinishReason]).
 //
 // # Usage and cache tokens
 //

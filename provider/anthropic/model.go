@@ -88,40 +88,17 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 // Generate sends req as one Messages API call, streamed when req.OnChunk is
 // set, and returns the answer: text, tool calls, finish reason, usage (cache
 // reads and writes included), the model that answered and the provider's
-// rate-limit headers.
+// rate-limit headers. Streamed text deltas reach OnChunk as they arrive (an
+// empty Chunk for each event that only advances a tool call) and add up to
+// Response.Text; the package doc says how content and stop reasons map
+// ("Answers") and when an unstreamed request is streamed ("Streaming").
 //
-// Streaming delivers each text delta to req.OnChunk as it arrives, and an
-// empty-text Chunk for each event that only advances a tool call; the
-// concatenated texts equal Response.Text. Tool calls are the tool_use
-// blocks, in the order of the content. A request that is not streamed but
-// whose max_tokens the SDK would refuse to send unstreamed (its expected
-// time exceeds ten minutes: above about 21,333 tokens) is streamed without
-// calling OnChunk.
-//
-// Text and tool inputs are passed on byte for byte as the provider sent
-// them, invalid UTF-8 included, so that streamed chunks add up to
-// Response.Text when a character is split across deltas.
-//
-// Stop reasons map to finish reasons: end_turn and stop_sequence to stop,
-// max_tokens and model_context_window_exceeded to length, tool_use to
-// tool_calls, refusal to content_filter; pause_turn (a server tool paused a
-// long turn, to be sent back to continue) and any other value pass through
-// unchanged (see [portico.FinishReason]).
-//
-// Every error is a [*portico.Error]; doc.go has the full table. In short:
-// 529 overloaded_error and 5xx Transient; 429 RateLimited with retry-after;
-// a spend limit, 401, 402, 403 and 404 Unusable; 413, a prompt too long
-// (Reason "context window") and a max_tokens above the model's Incompatible;
-// other 400s Permanent; an error event inside a 200 stream as its type says;
-// transport failures Transient before the request was written and
-// Ambiguous after; a body that is not a message InvalidResponse wrapping
-// [ErrMalformed], one past [Config.MaxResponseBytes] wrapping [ErrTooLarge];
-// the caller's cancel and deadline Canceled and Deadline; an OnChunk error
-// as it is when a *portico.Error, else Canceled wrapping it; a request that
-// cannot be encoded Permanent, without any HTTP request.
-//
-// HTTP errors and error events wrap a [*ProviderError], which wraps the
-// SDK's *anthropic.Error.
+// Every error is a [*portico.Error], classified by the table in the package
+// doc ("Error classes"); HTTP errors and error events wrap a
+// [*ProviderError], which wraps the SDK's *anthropic.Error. An OnChunk error
+// is returned as is when it is a *portico.Error, else as Canceled wrapping
+// it. A request that cannot be encoded is Permanent, without any HTTP
+// request. Safe for concurrent use.
 func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	model, err := adapt.ModelName(req, m.cfg.Model)
 	if err != nil {

@@ -59,7 +59,7 @@
 // promptTokenCount plus toolUsePromptTokenCount as input, candidates plus
 // thoughtsTokenCount as output, cachedContentTokenCount as cached. Streamed,
 // each text part reaches OnChunk as it arrives, and each function call an
-// empty Chunk.
+// empty Chunk. Text passes through byte for byte as the SDK decoded it.
 //
 // Finish reasons:
 //

@@ -100,43 +100,17 @@ func New(ctx context.Context, cfg Config, cc genai.ClientConfig) (*Model, error)
 // Generate sends req as one generateContent call, or streamGenerateContent
 // when req.OnChunk is set, and returns the first candidate's answer: text
 // (thought parts left out), function calls, finish reason, usage and the
-// model version that answered.
+// model version that answered. Streamed text parts reach OnChunk as they
+// arrive (an empty Chunk for each function call) and add up to
+// Response.Text; the package doc says how parts, usage and finish reasons
+// map ("Answers").
 //
-// Streaming delivers each text part to req.OnChunk as it arrives, and an
-// empty-text Chunk for each function call; the concatenated texts equal
-// Response.Text. Text passes through byte for byte as the SDK decoded it.
-// Finish reasons map as doc.go's table says; a function call Gemini
-// flagged as malformed is an error.
-//
-// Every error is a [*portico.Error] (doc.go has the full table):
-//
-//   - 429 RESOURCE_EXHAUSTED: RateLimited, RetryAfter from the RetryInfo
-//     detail's retryDelay; a daily quota: Unusable;
-//   - 500 INTERNAL, 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED, other 5xx:
-//     Transient;
-//   - 400 INVALID_ARGUMENT for an input above the context window:
-//     Incompatible; other 400: Permanent;
-//   - 401, 403, 404, an invalid API key, FAILED_PRECONDITION: Unusable;
-//   - a blocked prompt (promptFeedback.blockReason): Incompatible, Code the
-//     block reason;
-//   - MALFORMED_FUNCTION_CALL, UNEXPECTED_TOOL_CALL, TOO_MANY_TOOL_CALLS:
-//     InvalidResponse, Code the finish reason, Usage what was billed;
-//   - an error event inside a 200 stream: the class of the status it
-//     stands for;
-//   - transport failure before the request was written: Transient; after:
-//     Ambiguous;
-//   - a body that is not a GenerateContentResponse, no candidates, no finish
-//     reason: InvalidResponse wrapping [ErrMalformed];
-//   - a body past [Config.MaxResponseBytes]: InvalidResponse wrapping
-//     [ErrTooLarge] (an error body: its status's class);
-//   - the caller's cancel or deadline: Canceled or Deadline; a layer's own
-//     timeout (cause matching portico.ErrLayerTimeout): Ambiguous once
-//     written, else Transient;
-//   - an OnChunk error: returned as is when it is a *portico.Error, else a
-//     Canceled error wrapping it;
-//   - a request that cannot be encoded: Permanent, without any HTTP request.
-//
-// HTTP and stream errors wrap a [*ProviderError].
+// Every error is a [*portico.Error], classified by the tables in the package
+// doc ("Answers" for finish reasons and blocked prompts, "Error classes");
+// HTTP and stream errors wrap a [*ProviderError]. An OnChunk error is
+// returned as is when it is a *portico.Error, else as Canceled wrapping it.
+// A request that cannot be encoded is Permanent, without any HTTP request.
+// Safe for concurrent use.
 func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *portico.Response, err error) {
 	model, err := adapt.ModelName(req, m.cfg.Model)
 	if err != nil {
