@@ -6,6 +6,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -97,9 +98,9 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, portico.ErrNilRequest
 	}
 	if k := req.Contract; k != nil && k.Deadline > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, k.Deadline)
-		defer cancel()
+		var c *lazyctx.Context
+		ctx, c = lazyctx.WithTimeout(ctx, k.Deadline, nil)
+		defer c.Cancel()
 	}
 	r := request{g: g, req: req, est: -1}
 	if req.ContinueOnBreak && req.OnChunk != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // race runs the request's candidates, n of them, as a [hedge.Hedger.Run]
@@ -40,10 +41,10 @@ type plan struct {
 
 // try is one attempt of the race: its route and the context of its share.
 type try struct {
-	rt      *portico.Route
-	idx     int
-	cctx    context.Context
-	release context.CancelFunc
+	rt    *portico.Route
+	idx   int
+	cctx  context.Context
+	share *lazyctx.Context // to Cancel when the attempt ended; nil when none
 }
 
 // Next prepares the next candidate that passes the filter, recording the
@@ -64,7 +65,7 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 			r.skipped(p.ctx, rt, idx, reason)
 			continue
 		}
-		cctx, release, ok := r.share(p.ctx, p.pos)
+		cctx, share, ok := r.share(p.ctx, p.pos)
 		if !ok {
 			if charge != nil {
 				return hedge.Attempt{}, false, nil // no time for a hedge: the running attempt goes on
@@ -74,11 +75,11 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 			return hedge.Attempt{}, false, p.stop
 		}
 		if charge != nil && !charge(rt.Name) {
-			release()
+			share.Cancel()
 			return hedge.Attempt{}, false, nil
 		}
 		p.pos++
-		p.tries = append(p.tries, try{rt: rt, idx: idx, cctx: cctx, release: release})
+		p.tries = append(p.tries, try{rt: rt, idx: idx, cctx: cctx, share: share})
 		if r.g.stats != nil {
 			r.g.stats.Start(idx)
 		}
@@ -92,7 +93,7 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 // and a failure is judged as the sequential walk judges it.
 func (p *plan) Ended(i int, res hedge.Result) error {
 	r, t := p.r, &p.tries[i]
-	defer t.release()
+	defer t.share.Cancel()
 	if r.g.stats != nil {
 		r.learn(p.ctx, t.idx, res.Err, res.CallerFailed, res.Elapsed, res.TTFT)
 	}

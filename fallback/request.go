@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -28,8 +29,9 @@ type request struct {
 	primary   *portico.Route
 	delivered bool // a chunk reached the caller
 	hasDL     bool
-	deadline  time.Time
 	reserve   time.Duration    // kept back before the deadline, when hasDL
+	left      time.Duration    // time left at entry, when hasDL; the first share's while fresh
+	fresh     bool             // no share or hop since left was read
 	order     []rank.Candidate // with a Policy; nil means Routes order
 	cont      *continuation    // with Request.ContinueOnBreak on a stream; else nil
 }
@@ -38,11 +40,12 @@ type request struct {
 // error of a search that stopped or ran out of routes.
 func (r *request) run(ctx context.Context) (*portico.Response, error) {
 	g := r.g
-	r.deadline, r.hasDL = ctx.Deadline()
+	r.left, r.hasDL = lazyctx.Left(ctx)
 	if r.hasDL {
+		r.fresh = true // one clock read for the entry and the first share
 		r.reserve = g.cfg.Reserve
 		if g.scaled { // fixed at entry: the point kept back is deadline - reserve
-			r.reserve = scaledReserve(time.Until(r.deadline), g.cfg.Reserve)
+			r.reserve = scaledReserve(r.left, g.cfg.Reserve)
 		}
 	}
 	if g.shared != nil && g.shared.Degraded() {
@@ -229,34 +232,40 @@ func (r *request) followed(pos int) bool {
 }
 
 // share returns the context candidate rt at position pos is called under,
-// bounded by its share of the deadline, with its release, or false when its
-// allowance is below MinAttempt. When another candidate follows, the
-// context also caps a wait in place at Config.WaitInPlace.
-func (r *request) share(ctx context.Context, pos int) (context.Context, context.CancelFunc, bool) {
+// bounded by its share of the deadline, with the share's Context to Cancel
+// once the call ended (nil when the candidate has the request's deadline),
+// or false when its allowance is below MinAttempt. When another candidate
+// follows, the context also caps a wait in place at Config.WaitInPlace.
+func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx.Context, bool) {
 	if !r.hasDL {
-		return ctx, func() {}, true
+		return ctx, nil, true
 	}
-	remaining := time.Until(r.deadline)
+	remaining := r.left
+	if !r.fresh || len(r.hops) > 0 {
+		remaining, _ = lazyctx.Left(ctx)
+	}
+	r.fresh = false
 	g := r.g
 	last := !r.followed(pos)
 	d, fits := allowance(remaining, r.reserve, g.cfg.MinAttempt, g.cfg.Share, last)
 	if !fits {
 		return nil, nil, false
 	}
-	cctx, cancel := ctx, context.CancelFunc(func() {})
+	cctx, c := ctx, (*lazyctx.Context)(nil)
 	if d < remaining {
 		// The cause tells the route (its breaker, its adapter) that the group
 		// ended the call for its own share, not the caller: the adapter reports
 		// Ambiguous or Transient, which counts against the route's breaker, where
-		// the caller's Deadline would not.
-		cctx, cancel = context.WithTimeoutCause(ctx, d, ErrShareTimeout)
+		// the caller's Deadline would not. The share's deadline, now + d, costs
+		// no timer unless the route waits on it.
+		cctx, c = lazyctx.WithEarlier(ctx, remaining-d, ErrShareTimeout)
 	} // else no reserve, last candidate: the caller's deadline is its own
 	if !last && g.cfg.WaitInPlace >= 0 {
 		// Another candidate follows: a Retry-After longer than this is not
 		// waited for in place, the route fails at once and the group moves on.
 		cctx = portico.ContextWithMaxWait(cctx, g.cfg.WaitInPlace)
 	}
-	return cctx, cancel, true
+	return cctx, c, true
 }
 
 // try calls candidate rt (Config.Routes index idx) at position pos within its
@@ -264,12 +273,12 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, context.
 // the group must stop (return err as is) rather than move on; when it moves
 // on, the hop is recorded.
 func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
-	cctx, release, ok := r.share(ctx, pos)
+	cctx, c, ok := r.share(ctx, pos)
 	if !ok {
 		r.hop(ctx, rt, reasonDeadline, nil)
 		return nil, true, r.outOfTime(ctx)
 	}
-	defer release()
+	defer c.Cancel()
 	return r.attempt(ctx, cctx, rt, idx)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/throttle"
@@ -521,8 +522,10 @@ func deadline(d time.Duration) portico.Middleware {
 			if limit == 0 {
 				return next.Generate(ctx, req)
 			}
-			ctx, cancel := context.WithTimeout(ctx, limit)
-			defer cancel()
+			// No timer unless something below waits on it, and no context
+			// at all when ctx's own deadline is the earlier.
+			ctx, c := lazyctx.WithTimeout(ctx, limit, nil)
+			defer c.Cancel()
 			return next.Generate(ctx, req)
 		})
 	}

@@ -1,0 +1,75 @@
+package stack
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/trace"
+)
+
+// preset is the stack the allocation pins and benchmarks measure: two
+// routes answering at once (breaker, retry, validate each), client limits
+// far from binding, a no-op tracer, and the given Deadline.
+func preset(t testing.TB, deadline time.Duration) *Stack {
+	t.Helper()
+	ok := &portico.Response{Text: "ok", FinishReason: portico.FinishStop, Usage: portico.Usage{InputTokens: 5, OutputTokens: 5}}
+	m := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return ok, nil })
+	tr, err := trace.New(trace.Config{TracerProvider: noop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Routes: []Route{route("a", m), route("b", m)}, Deadline: deadline, Tracer: tr,
+		ClientLimits: ratelimit.Limits{Requests: 1e9, Tokens: 1e12, Period: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestAllocs pins the preset's allocations per request on the happy path.
+// A deadline, the stack's or the caller's, costs two: a context that arms
+// no timer unless something waits on it, with room for the primary's share
+// of the deadline (fallback.Config.Share), so the two deadlines a request
+// has share it; and the primary's cap on a wait in place
+// (fallback.Config.WaitInPlace), which the group sets with a deadline. A
+// caller's deadline earlier than the stack's derives nothing; without any
+// deadline nothing is allocated.
+func TestAllocs(t *testing.T) {
+	req := hello.Clone()
+	req.Identity.ClientKey = "alice"
+	short, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	long, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	contract := req.Clone()
+	contract.Contract = &portico.Contract{Deadline: 10 * time.Second}
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration
+		ctx      context.Context
+		req      *portico.Request
+		want     float64
+	}{
+		{"default deadline", 0, context.Background(), req, 2},
+		{"caller's deadline earlier", 0, short, req, 2},
+		{"caller's deadline later", 0, long, req, 2},
+		{"caller's deadline only", -1, short, req, 2},
+		{"Contract.Deadline", -1, context.Background(), contract, 2},
+		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 2},
+		{"no deadline", -1, context.Background(), req, 0},
+	} {
+		s := preset(t, tc.deadline)
+		if _, err := s.Generate(tc.ctx, tc.req); err != nil {
+			t.Fatal(err)
+		}
+		if got := testing.AllocsPerRun(1000, func() { s.Generate(tc.ctx, tc.req) }); got != tc.want {
+			t.Errorf("%s: allocs per request = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
