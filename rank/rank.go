@@ -48,6 +48,13 @@ type Candidate struct {
 type Policy func(c Candidate) float64
 
 // Score returns p(c), with NaN taken as +Inf.
+//
+// It is never inlined: inlined, it copies c to pass it on, in 16-byte
+// moves that a Candidate just written by [Table.Fill] stalls (store
+// forwarding fails), which cost Router.Pick over three routes more than
+// the three Weighted scores themselves.
+//
+//go:noinline
 func (p Policy) Score(c Candidate) float64 {
 	s := p(c)
 	if s != s {
