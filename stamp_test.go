@@ -121,3 +121,36 @@ func TestStreamWatch(t *testing.T) {
 		t.Errorf("after a panicking OnChunk: Delivered %v CallerFailed %v, want true true", p.Delivered(), p.CallerFailed())
 	}
 }
+
+// firstGate counts the chunks it judges and ungates its watch at the first.
+type firstGate struct {
+	StreamWatch
+	judged int
+}
+
+func (g *firstGate) GateChunk(Chunk, bool) (bool, error) {
+	g.judged++
+	g.Ungate()
+	return true, nil
+}
+
+// TestStreamWatchUngate: a gate that ungates at the first chunk judges that
+// one alone; every chunk still reaches the caller, and the watch still
+// reports what it saw.
+func TestStreamWatchUngate(t *testing.T) {
+	var got []string
+	g := &firstGate{}
+	r := g.Watch(&Request{OnChunk: func(c Chunk) error {
+		got = append(got, c.Text)
+		return nil
+	}}, g)
+	for _, s := range []string{"a", "b", "c"} {
+		if err := r.OnChunk(Chunk{Text: s}); err != nil {
+			t.Fatalf("OnChunk(%q) = %v", s, err)
+		}
+	}
+	if g.judged != 1 || !slices.Equal(got, []string{"a", "b", "c"}) || !g.Delivered() || g.CallerFailed() {
+		t.Errorf("gate judged %d chunks, caller got %v, Delivered %v, CallerFailed %v; want 1, [a b c], true, false",
+			g.judged, got, g.Delivered(), g.CallerFailed())
+	}
+}

@@ -25,6 +25,7 @@ type StreamWatch struct {
 const (
 	watchDelivered uint32 = 1 << iota // a chunk was handed to the caller's OnChunk
 	watchFailed                       // the caller's OnChunk returned an error or panicked
+	watchUngated                      // the gate asked not to be called again (Ungate)
 )
 
 // ChunkGate decides, for a [StreamWatch], what becomes of each chunk before
@@ -55,8 +56,9 @@ func (w *StreamWatch) Watch(req *Request, gate ChunkGate) *Request {
 }
 
 func (w *StreamWatch) onChunk(c Chunk) error {
-	if w.gate != nil {
-		pass, err := w.gate.GateChunk(c, w.flags.Load()&watchDelivered != 0)
+	f := w.flags.Load()
+	if w.gate != nil && f&watchUngated == 0 {
+		pass, err := w.gate.GateChunk(c, f&watchDelivered != 0)
 		if err != nil || !pass {
 			return err
 		}
@@ -87,6 +89,11 @@ func (w *StreamWatch) Deliver(c Chunk) error {
 	}
 	return err
 }
+
+// Ungate stops the watch from calling its gate for the chunks after the
+// one being judged. A gate that needs only the first chunk (to time it)
+// calls it from GateChunk, so the rest of the stream costs it nothing.
+func (w *StreamWatch) Ungate() { w.flags.Or(watchUngated) }
 
 // Delivered reports whether a chunk was handed to the caller's OnChunk (after
 // which no layer may retry or fall back: the caller may have shown it).

@@ -371,10 +371,14 @@ type watch struct {
 	chunks, bytes int           // delivered in this attempt
 }
 
-// GateChunk passes every chunk on, noting when the first one did.
+// GateChunk notes when the first chunk passed (timed) and then ungates the
+// watch, unless it keeps the text of a request that may continue (c).
 func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 	if w.timed && !delivered {
 		w.ttft = max(time.Since(w.start), 1)
+		if w.c == nil {
+			w.Ungate()
+		}
 	}
 	if w.c != nil {
 		return w.keep(c)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -200,7 +201,7 @@ func guardedCall(ctx context.Context, rt *portico.Route, req *portico.Request, d
 // [portico.StreamWatch] times the first chunk (one allocation for the timer
 // and its copy of the request, one for the watch's OnChunk).
 func call(ctx context.Context, rt *portico.Route, req *portico.Request) (*portico.Response, DoneInfo) {
-	start := time.Now()
+	start := mono.Now()
 	var tm *chunkTimer
 	if req.OnChunk != nil {
 		tm = &chunkTimer{start: start}
@@ -213,7 +214,7 @@ func call(ctx context.Context, rt *portico.Route, req *portico.Request) (*portic
 		req = rt.RequestFor(req)
 	}
 	resp, err := rt.Model.Generate(ctx, req)
-	d := DoneInfo{Err: err, Latency: time.Since(start)}
+	d := DoneInfo{Err: err, Latency: mono.Now() - start}
 	if tm != nil {
 		d.TTFT = tm.ttft
 	}
@@ -230,14 +231,15 @@ func call(ctx context.Context, rt *portico.Route, req *portico.Request) (*portic
 // chunkTimer watches a streaming call and times its first chunk.
 type chunkTimer struct {
 	portico.StreamWatch
-	start time.Time
+	start time.Duration // mono.Now
 	ttft  time.Duration
 }
 
-// GateChunk passes every chunk on, noting when the first one did.
+// GateChunk passes the first chunk on, noting when, and ungates the watch.
 func (t *chunkTimer) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	if !delivered {
-		t.ttft = max(time.Since(t.start), 1)
+		t.ttft = max(mono.Now()-t.start, 1)
+		t.Ungate()
 	}
 	return true, nil
 }

@@ -48,13 +48,14 @@ type attemptState struct {
 }
 
 // GateChunk passes every chunk on, and adds the first-chunk event to the
-// attempt's span when the first one passes.
+// attempt's span when the first one passes; then it ungates the watch.
 func (a *attemptState) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	if !delivered {
 		now := time.Now()
 		a.ttft = now.Sub(a.start)
 		a.span.AddEvent(EventNameFirstChunk, trace.WithTimestamp(now),
 			trace.WithAttributes(KeyTTFTProvider.Float64(a.ttft.Seconds())))
+		a.Ungate()
 	}
 	return true, nil
 }

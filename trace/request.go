@@ -166,10 +166,12 @@ func (t *Tracer) startAttrs(span trace.Span, buf []attribute.KeyValue, req *port
 	return buf
 }
 
-// GateChunk passes every chunk on, noting when the first one passes.
+// GateChunk passes every chunk on, noting when the first one passes; then
+// it ungates the watch.
 func (c *call) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	if !delivered {
 		c.onFirstChunk(time.Now())
+		c.Ungate()
 	}
 	return true, nil
 }

@@ -1,0 +1,35 @@
+package mono
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestNow: readings measure what time.Since measures, outside a bubble and
+// inside one (exactly, on the bubble's clock), and Of converts a time to the
+// same clock.
+func TestNow(t *testing.T) {
+	t0, r0 := time.Now(), Now()
+	r1, el := Now(), time.Since(t0)
+	if d := r1 - r0; d < 0 || d > el {
+		t.Errorf("Now advanced %v between two reads that time.Since put %v apart", d, el)
+	}
+	if d := Of(t0) - r0; d > 0 || d < -el {
+		t.Errorf("Of(time.Now()) - Now() read just after = %v, want in [-%v, 0]", d, el)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start, at := Now(), time.Now()
+		time.Sleep(1500 * time.Millisecond)
+		if d := Now() - start; d != 1500*time.Millisecond {
+			t.Errorf("in a bubble, Now advanced %v over a 1.5s sleep, want exactly 1.5s", d)
+		}
+		if d := Of(at) - start; d != 0 {
+			t.Errorf("in a bubble, Of(time.Now()) - Now() = %v, want 0", d)
+		}
+	})
+}
