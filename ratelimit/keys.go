@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 )
 
 // key identifies the buckets a call draws from: (client, model) by default,
@@ -32,7 +33,8 @@ type shard struct {
 	m       map[key]*entry
 	misses  int // lookups that missed read since it was published
 	sweepAt int // sweep idle entries when len(m) reaches this
-	_       [32]byte
+	peak    int // the most entries m held since it was made
+	_       [24]byte
 }
 
 // entry is the state of one key: its buckets, its in-flight count and its
@@ -207,6 +209,10 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 		}
 		e = newEntry(k, l.limits.Load(), now)
 		s.m[k] = e
+		s.peak = max(s.peak, len(s.m))
+		if !l.armed.Load() {
+			l.arm()
+		}
 	}
 	if s.misses >= len(s.m) {
 		r := newSnapshot(len(s.m))
@@ -235,6 +241,98 @@ func (l *Limiter) sweep(s *shard, now time.Duration) {
 	}
 	s.sweepAt = 2 * len(s.m)
 	s.misses = len(s.m) // force a republish: read holds dead entries
+}
+
+// The janitor: idle keys are evicted when a shard doubles (see slowLookup),
+// which bounds the table while keys keep arriving, and by a sweep of every
+// shard that a timer runs once a janitor period while the table holds keys,
+// which empties it once they all have gone idle: a million keys that called
+// once leave nothing behind. The timer is armed by the first insert into an
+// empty table and re-armed by its sweep while keys remain; it holds the
+// Limiter by a weak pointer, so a Limiter dropped by its user is collected
+// with its timer pending. No call on a live key does any of this work.
+//
+// minJanitorPeriod is the least janitor period: a sweep locks every entry,
+// which a million keys make about 0.1 s of work, so it runs at most once a
+// minute whatever the limits.
+const minJanitorPeriod = time.Minute
+
+// janitorPeriod is how often the janitor sweeps: the time an empty bucket of
+// the limits in force takes to refill (after which a key that used it is
+// idle), and at least minJanitorPeriod. A key left idle is evicted within
+// two periods of its last call, provider views and programs permitting.
+func (l *Limiter) janitorPeriod() time.Duration {
+	lim := l.limits.Load()
+	refill := 0.0 // seconds
+	if lim.Tokens > 0 {
+		refill = max(refill, float64(lim.TokenBurst)/lim.tokenRate())
+	}
+	if lim.Requests > 0 {
+		refill = max(refill, float64(lim.RequestBurst)/lim.requestRate())
+	}
+	// At most a day: a later sweep is merely late, and the Duration
+	// cannot overflow.
+	return max(minJanitorPeriod, time.Duration(min(refill, 86400)*float64(time.Second)))
+}
+
+// arm starts the janitor's timer unless it is armed.
+func (l *Limiter) arm() {
+	if !l.armed.CompareAndSwap(false, true) {
+		return
+	}
+	self := weak.Make(l)
+	time.AfterFunc(l.janitorPeriod(), func() {
+		if l := self.Value(); l != nil {
+			l.janitor()
+		}
+	})
+}
+
+// janitor sweeps every shard's idle entries, shrinks the shards that
+// emptied, and re-arms the timer while keys remain. It disarms before it
+// counts the keys left: an insert either is counted, or finds the timer
+// disarmed and arms it.
+func (l *Limiter) janitor() {
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		if len(s.m) > 0 {
+			l.sweep(s, l.now())
+			l.shrink(s)
+		}
+		s.mu.Unlock()
+	}
+	l.armed.Store(false)
+	if l.Keys() > 0 {
+		l.arm()
+	}
+}
+
+// shrink gives back the memory of s's evicted entries: a Go map keeps the
+// room of its largest size, so one that fell below a quarter of its peak is
+// copied into one of its size, and the snapshot, which still points to the
+// evicted entries, is republished at once. The caller holds s.mu.
+func (l *Limiter) shrink(s *shard) {
+	n := len(s.m)
+	if n == 0 {
+		s.m, s.peak = nil, 0
+		s.read.Store(nil)
+		s.misses = 0
+		return
+	}
+	if 4*n < s.peak {
+		m := make(map[key]*entry, n)
+		for k, e := range s.m {
+			m[k] = e
+		}
+		s.m, s.peak = m, n
+	}
+	r := newSnapshot(n)
+	for _, e := range s.m {
+		r.put(maphash.Comparable(l.seed, e.k), e)
+	}
+	s.read.Store(r)
+	s.misses = 0
 }
 
 // Keys returns the number of keys whose state the Limiter holds now, idle

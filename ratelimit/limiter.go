@@ -22,7 +22,8 @@ type Limiter struct {
 	limits atomic.Pointer[Limits]
 	seed   maphash.Seed
 	seq    atomic.Uint64
-	shared *shared // nil: the buckets are in this process
+	shared *shared     // nil: the buckets are in this process
+	armed  atomic.Bool // the janitor's timer is pending or running (see arm)
 	shards [numShards]shard
 }
 

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +86,15 @@ func (l *Limiter) levelOf(req *portico.Request, t time.Time) float64 {
 	defer e.mu.Unlock()
 	level, _ := e.tok.at(now)
 	return level
+}
+
+// entryOf returns req's entry in the table, or nil, without adding it.
+func (l *Limiter) entryOf(req *portico.Request) *entry {
+	k := l.keyOf(req)
+	s := &l.shards[maphash.Comparable(l.seed, k)&(numShards-1)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[k]
 }
 
 func (l *Limiter) inflightOf(req *portico.Request) int {
