@@ -114,8 +114,12 @@
 // per-client Limiter outermost and a per-model one inside each route.
 // Looking up an existing key allocates nothing. Idle keys (buckets full,
 // nothing in flight or queued) are evicted when their shard of the table
-// doubles: their state equals a fresh key's, so memory stays bounded by the
-// keys active within about one refill period.
+// doubles, and by a sweep that a timer runs once a period (the limits'
+// refill time, at least a minute) while the table holds keys: their state
+// equals a fresh key's, so memory stays bounded by the keys active within
+// about one refill period, and a million clients that called once leave
+// nothing behind within two periods of going idle. A call on a live key
+// does none of this work.
 //
 // # Provider feedback
 //

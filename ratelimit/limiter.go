@@ -15,7 +15,7 @@ import (
 // their sources). Build it with [New]; its method value [Limiter.Wrap] is the
 // [portico.Middleware]. A Limiter is safe for concurrent use, and its memory
 // is bounded by the keys active within about one refill period (idle keys are
-// evicted).
+// evicted, by a timer too when no call comes).
 type Limiter struct {
 	cfg    Config
 	epoch  time.Time // New's time; see now
