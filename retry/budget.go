@@ -132,19 +132,45 @@ func (bs *budgets) newBucket(k budgetKey) *bucket {
 }
 
 // get returns the bucket of (dest, client), creating it full if needed. For an
-// existing key it does not allocate. The bucket last found in the map (hot) is
+// existing key it does not allocate (see find). The bucket last found in the map (hot) is
 // checked first: two atomic loads and two string compares; then a
 // direct-mapped cache indexed by a hash of the client key; then the map.
 // Neither cache ever keeps an evicted bucket: sweep clears them, and cacheSet
 // re-checks after setting them.
 func (bs *budgets) get(dest, client string) *bucket {
+	if b := bs.find(dest, client); b != nil {
+		return b
+	}
+	return bs.insert(budgetKey{dest, client})
+}
+
+// forDeposit returns the bucket a request of (dest, client) deposits in:
+// the one the budgets hold; else a new one while they have room for it
+// (maxKeys); else nil. A key without a bucket has a full one, which a
+// deposit would leave full, so past maxKeys a request whose client has no
+// bucket changes nothing and makes none: only a retry does, sweeping as
+// get does. A million clients that do not retry then cost the budgets a
+// lookup each, no allocation and no sweep.
+func (bs *budgets) forDeposit(dest, client string) *bucket {
+	if b := bs.find(dest, client); b != nil {
+		return b
+	}
+	if bs.n.Load() >= bs.maxKeys {
+		return nil
+	}
+	return bs.insert(budgetKey{dest, client})
+}
+
+// find returns the bucket of (dest, client), or nil when the budgets hold
+// none; it never allocates.
+func (bs *budgets) find(dest, client string) *bucket {
 	if h := bs.hot.Load(); h != nil && h.key.is(dest, client) && h.used.Load() {
 		return h
 	}
 	return bs.lookup(dest, client)
 }
 
-// lookup is get's slower path: the hashed cache, then the map, marking the
+// lookup is find's slower path: the hashed cache, then the map, marking the
 // bucket used.
 func (bs *budgets) lookup(dest, client string) *bucket {
 	slot := &bs.cache[uint8(maphash.String(bs.seed, client))]
@@ -159,7 +185,7 @@ func (bs *budgets) lookup(dest, client string) *bucket {
 		bs.cacheSet(b)
 		return b
 	}
-	return bs.insert(budgetKey{dest, client})
+	return nil
 }
 
 // cacheSet makes b the hot bucket and puts it in its cache slot, unless it was
@@ -231,9 +257,13 @@ func (bs *budgets) sweep(keep budgetKey) {
 // aggregate returns the destination bucket in dests of client bucket c, whose
 // destination is dest: the one c keeps (see keptAggregate), or one looked up
 // (and created) and kept in c. The overflow bucket serves many destinations
-// and keeps none. As cacheSet does, it checks dead after keeping the bucket,
+// and keeps none; a nil c (a client without a bucket, see forDeposit) keeps
+// none either. As cacheSet does, it checks dead after keeping the bucket,
 // so that c never keeps one that an eviction missed.
 func (bs *budgets) aggregate(dests *budgets, c *bucket, dest string) *bucket {
+	if c == nil {
+		return dests.get(dest, "")
+	}
 	if d := c.keptAggregate(); d != nil {
 		return d
 	}

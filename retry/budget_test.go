@@ -238,3 +238,46 @@ func TestBudgetKeyIs(t *testing.T) {
 		}
 	}
 }
+
+// TestDepositPastMaxKeys: a request deposits in its client's bucket, made
+// while the budgets have room; past MaxKeys a client without a bucket
+// deposits nothing and gets none (its bucket would stay full), so a million
+// clients that never retry cost no allocation; a retry makes the bucket and
+// draws on it, full as a new one.
+func TestDepositPastMaxKeys(t *testing.T) {
+	r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Budget: Budget{MaxKeys: 64, Burst: 2}})
+	ok := r.Wrap(okModel())
+	req := userReq.Clone()
+	for i := range 1000 {
+		req.Identity.ClientKey = "client-" + strconv.Itoa(i)
+		if _, err := ok.Generate(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.budget.n.Load(); n != 64 {
+		t.Errorf("client buckets after 1000 clients that never retried = %d, want 64 (MaxKeys, no more)", n)
+	}
+	if got := testing.AllocsPerRun(100, func() {
+		req.Identity.ClientKey = "client-999" // past MaxKeys: no bucket
+		ok.Generate(context.Background(), req)
+	}); got != 0 {
+		t.Errorf("allocs per request of a client past MaxKeys = %v, want 0", got)
+	}
+	flaky := &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) {
+		if n == 0 {
+			return nil, transient()
+		}
+		return okResp, nil
+	}}
+	req.Identity.ClientKey = "late"
+	if _, err := r.Wrap(flaky).Generate(context.Background(), req); err != nil || flaky.calls() != 2 {
+		t.Fatalf("a retried request past MaxKeys = %v after %d calls, want its answer after 2", err, flaky.calls())
+	}
+	// The retry drew on a bucket made full at 2: its own, or the overflow
+	// bucket that new keys share until a sweep (every 4 keys past 64)
+	// makes room.
+	own, shared := r.budget.level("m", "late"), float64(r.budget.overflow.level.Load())/unit
+	if min(own, shared) != 1 || max(own, shared) != 2 {
+		t.Errorf("levels of the retried client's bucket %v and of the overflow bucket %v; want one of them 1 (2, one retry taken), the other 2", own, shared)
+	}
+}

@@ -31,10 +31,15 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		if r.shared != nil {
 			r.sharedDeposit(ctx, dest, req.Identity.ClientKey)
 		} else {
-			c := r.budget.get(dest, req.Identity.ClientKey)
-			c.deposit(r.budget.depositAmt, r.budget.capacity)
+			c := r.budget.forDeposit(dest, req.Identity.ClientKey) // nil: full, no room to keep it
+			if c != nil {
+				c.deposit(r.budget.depositAmt, r.budget.capacity)
+			}
 			if r.dests != nil {
-				d := c.keptAggregate()
+				var d *bucket
+				if c != nil {
+					d = c.keptAggregate()
+				}
 				if d == nil {
 					d = r.budget.aggregate(r.dests, c, dest)
 				}

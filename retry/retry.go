@@ -125,10 +125,12 @@ type Budget struct {
 	// a destination's retries grow with its number of clients.
 	ClientOnly bool
 	// MaxKeys bounds the buckets kept, of clients and of destinations each.
-	// When a new key would exceed it, buckets that are full (indistinguishable
-	// from new ones) or unused since the last sweep are evicted; if none can
-	// be, the new key shares one overflow bucket. Zero means
-	// [DefaultBudgetKeys] (10,000); negative is an error.
+	// Past it, a request whose key has no bucket makes none (the bucket
+	// would be full, as a new one); when its retry would exceed it, buckets
+	// that are full (indistinguishable from new ones) or unused since the
+	// last sweep are evicted; if none can be, the new key shares one
+	// overflow bucket. Zero means [DefaultBudgetKeys] (10,000); negative is
+	// an error.
 	MaxKeys int
 	// Shared keeps both budgets in a store shared by several processes (see
 	// [Shared]); the zero value keeps them in this process.
