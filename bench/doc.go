@@ -1,18 +1,28 @@
-// Package bench compares Portico's layers with reference libraries on the happy
-// path, in ns/op and allocs/op, in one run:
+// Package bench compares Portico's pipelines and layers with reference
+// libraries on the happy path, in ns/op and allocs/op, in one run. It is a
+// module of its own, so that the library's go.mod does not carry the
+// comparison libraries (failsafe-go, sony/gobreaker/v2, the OpenTelemetry
+// SDK), and its benchmarks run only when asked for (go test -bench).
 //
-//	go -C bench test -run XXX -bench . -benchtime=200ms ./...
+// BenchmarkTable is the table of README.md: the bare call, six no-op
+// layers, the hand-built chain, the preset (stack.New) without a
+// deadline, with its own, with the caller's and with a recording
+// OpenTelemetry SDK tracer, failsafe-go's four- and five-policy pipelines
+// with the same settings, the preset and failsafe-go under b.RunParallel,
+// and single layers beside their references (gobreaker, x/time/rate,
+// santhosh-tekuri/jsonschema). table.sh runs it with -count and prints
+// benchstat's summary and the ratios (cmd/ratios):
 //
-// It is a module of its own so that the library's go.mod does not carry the
-// comparison libraries (sony/gobreaker/v2). BenchmarkBreakerClosed measures a
-// closed breaker around a Model that answers at once; BenchmarkFallbackFirstRoute
-// a fallback group whose first route answers. Each has the bare call as its
-// baseline; the overhead of a layer is its ns/op minus the bare call's.
+//	bench/table.sh
 //
-// On a loaded machine wall-clock ns/op swing with the load between
-// sub-benchmarks; BenchmarkPairedCPU (Linux) runs the same happy paths in
-// alternating blocks on one locked thread and reports each in thread CPU time,
-// which stays comparable:
+// BenchmarkTenants measures admission through a per-client limiter among a
+// thousand, a hundred thousand and a million live client keys;
+// BenchmarkStream each layer that watches a stream; BenchmarkBreakerClosed
+// and BenchmarkFallbackFirstRoute single layers. On a loaded machine
+// wall-clock ns/op swing with the load between sub-benchmarks: the table
+// and BenchmarkStream also report the locked thread's CPU time per call
+// (cpu-ns/op), and BenchmarkPairedCPU (Linux) runs the happy paths in
+// alternating blocks on one locked thread:
 //
 //	go -C bench test -run XXX -bench PairedCPU -benchtime=300ms ./...
 package bench

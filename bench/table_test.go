@@ -50,9 +50,18 @@ var tableReq = &portico.Request{
 	Identity:        portico.Identity{ClientKey: "alice"},
 }
 
-// answer is the model of every pipeline: it answers at once.
-var answer = portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+// answer is the model of every pipeline: it answers at once, with one
+// Response for every call.
+var answer portico.Model = portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
 	return &tableResp, nil
+})
+
+// fresh answers at once with a Response of its own, as a provider adapter
+// does: the parallel runs use it, since the layers stamp the answer they
+// return (Route, Cost), and goroutines sharing one would race on it.
+var fresh portico.Model = portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+	resp := tableResp
+	return &resp, nil
 })
 
 var tableResp = portico.Response{Text: "Paris.", FinishReason: portico.FinishStop, Usage: portico.Usage{InputTokens: 12, OutputTokens: 3}}
@@ -81,9 +90,14 @@ func handBuilt(tb testing.TB) portico.Model {
 // preset is stack.New over two routes with client limits, validation (each
 // route's default) and tracer tr, with the given Deadline.
 func preset(tb testing.TB, deadline time.Duration, tr *trace.Tracer) portico.Model {
+	return presetOver(tb, answer, deadline, tr)
+}
+
+// presetOver is preset with model m behind both routes.
+func presetOver(tb testing.TB, m portico.Model, deadline time.Duration, tr *trace.Tracer) portico.Model {
 	routes := []stack.Route{
-		{Route: portico.Route{Name: "primary", Model: answer}},
-		{Route: portico.Route{Name: "secondary", Model: answer}},
+		{Route: portico.Route{Name: "primary", Model: m}},
+		{Route: portico.Route{Name: "secondary", Model: m}},
 	}
 	s, err := stack.New(stack.Config{Routes: routes, ClientLimits: clientLimits(), Deadline: deadline, Tracer: tr})
 	if err != nil {
@@ -124,12 +138,12 @@ func failsafeRoute() []failsafe.Policy[*portico.Response] {
 // policy first: a timeout (with withTimeout), a rate limiter that never
 // binds, a fallback to the secondary route, then the primary's breaker and
 // retry. The fallback calls the secondary through its own breaker and
-// retry.
-func failsafePipeline(withTimeout bool) func(ctx context.Context) (*portico.Response, error) {
+// retry. Both routes call m.
+func failsafePipeline(m portico.Model, withTimeout bool) func(ctx context.Context) (*portico.Response, error) {
 	secondary := failsafe.With(failsafeRoute()...)
 	fb := fsfallback.NewWithFunc(func(exec failsafe.Execution[*portico.Response]) (*portico.Response, error) {
 		return secondary.WithContext(exec.Context()).Get(func() (*portico.Response, error) {
-			return answer.Generate(exec.Context(), tableReq)
+			return m.Generate(exec.Context(), tableReq)
 		})
 	})
 	rl := fslimiter.NewBursty[*portico.Response](1<<30, time.Second)
@@ -141,7 +155,7 @@ func failsafePipeline(withTimeout bool) func(ctx context.Context) (*portico.Resp
 	policies = append(policies, failsafeRoute()...)
 	ex := failsafe.With(policies...)
 	call := func(exec failsafe.Execution[*portico.Response]) (*portico.Response, error) {
-		return answer.Generate(exec.Context(), tableReq)
+		return m.Generate(exec.Context(), tableReq)
 	}
 	return func(ctx context.Context) (*portico.Response, error) {
 		return ex.WithContext(ctx).GetWithExecution(call)
@@ -162,7 +176,7 @@ func BenchmarkTable(b *testing.B) {
 		})
 	}
 	chain := portico.Chain(answer, pass, pass, pass, pass, pass, pass)
-	fs4, fs5 := failsafePipeline(false), failsafePipeline(true)
+	fs4, fs5 := failsafePipeline(answer, false), failsafePipeline(answer, true)
 	callerCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	models := []struct {
@@ -191,18 +205,28 @@ func BenchmarkTable(b *testing.B) {
 			})
 		})
 	}
-	for _, name := range []string{"preset/deadline", "failsafe/5policies"} {
-		b.Run(name+"/parallel", func(b *testing.B) {
-			var call func() (*portico.Response, error)
-			for _, m := range models {
-				if m.name == name {
-					call = m.call
-				}
+	// In parallel, over a model that answers each call with a Response of
+	// its own; serial/fresh is the preset over it on one goroutine, the
+	// reference of the parallel preset.
+	presetFresh := generate(presetOver(b, fresh, 0, noopTracer(b)), ctx)
+	fs5Fresh := failsafePipeline(fresh, true)
+	for _, p := range []struct {
+		name string
+		call func() (*portico.Response, error)
+	}{
+		{"preset/deadline/fresh", presetFresh},
+		{"preset/deadline/parallel", presetFresh},
+		{"failsafe/5policies/parallel", func() (*portico.Response, error) { return fs5Fresh(ctx) }},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			if !strings.HasSuffix(p.name, "/parallel") {
+				serial(b, func() { p.call() })
+				return
 			}
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := call(); err != nil {
+					if _, err := p.call(); err != nil {
 						b.Fatal(err)
 					}
 				}

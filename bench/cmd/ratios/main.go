@@ -23,7 +23,7 @@ var refs = map[string][]string{
 	"breaker":                     {"gobreaker"},
 	"ratelimit":                   {"rate/Allow"},
 	"validate/Check":              {"jsonschema/decode+validate"},
-	"preset/deadline/parallel":    {"preset/deadline", "failsafe/5policies/parallel"},
+	"preset/deadline/parallel":    {"preset/deadline/fresh", "failsafe/5policies/parallel"},
 	"failsafe/5policies/parallel": {"failsafe/5policies"},
 }
 
