@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // model is a Model wrapped by a Retrier.
@@ -246,8 +247,10 @@ func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portic
 		resp, err := next.Generate(ctx, req)
 		return resp, false, err
 	}
-	actx, cancel := context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
-	defer cancel()
+	// No timer unless the attempt waits on it; materialized under the
+	// group's share, it arms one timer for both.
+	actx, c := lazyctx.WithTimeout(ctx, r.attemptTimeout, ErrAttemptTimeout)
+	defer c.Cancel()
 	resp, err := next.Generate(actx, req)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
 		err = timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
