@@ -3,12 +3,15 @@ package bench
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/cputime"
 	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/stack"
 )
 
 // liveLimits never refuse a benchmark's calls and keep every key that
@@ -20,46 +23,68 @@ func liveLimits() ratelimit.Limits {
 	return ratelimit.Limits{Requests: 1_000_000, Tokens: 10_000_000_000_000, Period: 10_000_000 * time.Second}
 }
 
-// BenchmarkTenants measures admission through a per-client limiter (the
-// preset's client layer) when the calls come from n distinct clients, each
-// in turn in a shuffled order, after every client has called once. As in a
-// service, each call's request and client key are new (the key built for
-// the call, as a decoder would), so what a million keys cost is the
-// limiter's own memory: finding one key among n. The goal is a flat cost:
-// within 1.5x from a thousand keys to a million.
+// BenchmarkTenants measures admission when the calls come from n distinct
+// clients, each in turn in a shuffled order, after every client has called
+// twice (the second pass finds each key in its shard's snapshot): through
+// a per-client limiter alone (the preset's client layer), and through the
+// preset. As in a service, each call's request and client key are new (the
+// key built for the call, as a decoder would), so what a million keys cost
+// is the layers' own memory: finding one key among n. The goal is a flat
+// cost, within 1.5x from a thousand keys to a million.
 func BenchmarkTenants(b *testing.B) {
-	for _, n := range []int{1_000, 100_000, 1_000_000} {
-		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
-			l, err := ratelimit.New(ratelimit.Config{Limits: liveLimits(), Key: ratelimit.ByClient})
-			if err != nil {
-				b.Fatal(err)
-			}
-			m := l.Wrap(answer)
-			ctx := context.Background()
-			order := rand.New(rand.NewPCG(1, 2)).Perm(n)
-			req := &portico.Request{Messages: tableReq.Messages, MaxOutputTokens: 100}
-			buf := []byte("tenant-")
-			call := func(i int) {
-				buf = strconv.AppendInt(buf[:len("tenant-")], int64(order[i]), 10)
-				req.Identity.ClientKey = string(buf)
-				if _, err := m.Generate(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for i := range 2 * n { // the second pass finds every key in the snapshots
-				call(i % n)
-			}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				call(i)
-				if i++; i == n {
-					i = 0
-				}
-			}
-			if k := l.Keys(); k != n {
-				b.Fatalf("limiter holds %d keys, want the %d clients", k, n)
-			}
-		})
+	for _, through := range []string{"limiter", "preset"} {
+		for _, n := range []int{1_000, 100_000, 1_000_000} {
+			b.Run(through+"/keys="+strconv.Itoa(n), func(b *testing.B) { benchTenants(b, through, n) })
+		}
+	}
+}
+
+func benchTenants(b *testing.B, through string, n int) {
+	var m portico.Model
+	var l *ratelimit.Limiter
+	if through == "limiter" {
+		var err error
+		if l, err = ratelimit.New(ratelimit.Config{Limits: liveLimits(), Key: ratelimit.ByClient}); err != nil {
+			b.Fatal(err)
+		}
+		m = l.Wrap(answer)
+	} else {
+		s, err := stack.New(stack.Config{Routes: []stack.Route{
+			{Route: portico.Route{Name: "primary", Model: answer}},
+			{Route: portico.Route{Name: "secondary", Model: answer}},
+		}, ClientLimits: liveLimits(), Tracer: noopTracer(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, l = s, s.ClientLimiter()
+	}
+	ctx := context.Background()
+	order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	req := &portico.Request{Messages: tableReq.Messages, MaxOutputTokens: 100}
+	buf := []byte("tenant-")
+	call := func(i int) {
+		buf = strconv.AppendInt(buf[:len("tenant-")], int64(order[i]), 10)
+		req.Identity.ClientKey = string(buf)
+		if _, err := m.Generate(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 2 * n {
+		call(i % n)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	i := 0
+	t0 := cputime.Thread()
+	for b.Loop() {
+		call(i)
+		if i++; i == n {
+			i = 0
+		}
+	}
+	b.ReportMetric(float64(cputime.Thread()-t0)/float64(b.N), "cpu-ns/op")
+	if k := l.Keys(); k != n {
+		b.Fatalf("the client limiter holds %d keys, want the %d clients", k, n)
 	}
 }
