@@ -56,11 +56,12 @@ func (w *StreamWatch) Watch(req *Request, gate ChunkGate) *Request {
 }
 
 func (w *StreamWatch) onChunk(c Chunk) error {
-	f := w.flags.Load()
-	if w.gate != nil && f&watchUngated == 0 {
-		pass, err := w.gate.GateChunk(c, f&watchDelivered != 0)
-		if err != nil || !pass {
-			return err
+	if w.gate != nil {
+		if f := w.flags.Load(); f&watchUngated == 0 {
+			pass, err := w.gate.GateChunk(c, f&watchDelivered != 0)
+			if err != nil || !pass {
+				return err
+			}
 		}
 	}
 	return w.Deliver(c)
