@@ -30,6 +30,11 @@ type Group struct {
 	live   *atomic.Int64   // cooldowns cool holds when a MemoryCooldowns, else never 0
 	shared SharedCooldowns // cool, when it is one; else nil
 	keys   []string
+	// waitCap carries Config.WaitInPlace (portico.ContextWithMaxWait over
+	// Background), made once: a candidate's share context takes its values
+	// (see share), so the cap costs no allocation per request. Nil when
+	// WaitInPlace is negative.
+	waitCap context.Context
 }
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
@@ -44,6 +49,9 @@ func New(cfg Config) (*Group, error) {
 	g := &Group{cfg: c, scaled: cfg.Reserve == 0, cool: c.Cooldowns, keys: make([]string, len(c.Routes))}
 	if g.cool == nil {
 		g.cool, _ = NewMemoryCooldowns(0)
+	}
+	if c.WaitInPlace >= 0 {
+		g.waitCap = portico.ContextWithMaxWait(context.Background(), c.WaitInPlace)
 	}
 	g.live = unknownLive
 	g.shared, _ = g.cool.(SharedCooldowns)

@@ -251,20 +251,25 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	if !fits {
 		return nil, nil, false
 	}
-	cctx, c := ctx, (*lazyctx.Context)(nil)
-	if d < remaining {
-		// The cause tells the route (its breaker, its adapter) that the group
-		// ended the call for its own share, not the caller: the adapter reports
-		// Ambiguous or Transient, which counts against the route's breaker, where
-		// the caller's Deadline would not. The share's deadline, now + d, costs
-		// no timer unless the route waits on it.
-		cctx, c = lazyctx.WithEarlier(ctx, remaining-d, ErrShareTimeout)
-	} // else no reserve, last candidate: the caller's deadline is its own
-	if !last && g.cfg.WaitInPlace >= 0 {
-		// Another candidate follows: a Retry-After longer than this is not
-		// waited for in place, the route fails at once and the group moves on.
-		cctx = portico.ContextWithMaxWait(cctx, g.cfg.WaitInPlace)
+	// Another candidate follows: a Retry-After longer than WaitInPlace is
+	// not waited for in place, the route fails at once and the group moves
+	// on (g.waitCap, nil when WaitInPlace is negative).
+	var values context.Context
+	if !last {
+		values = g.waitCap
 	}
+	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
+		if values != nil {
+			return portico.ContextWithMaxWait(ctx, g.cfg.WaitInPlace), nil, true
+		}
+		return ctx, nil, true
+	}
+	// The cause tells the route (its breaker, its adapter) that the group
+	// ended the call for its own share, not the caller: the adapter reports
+	// Ambiguous or Transient, which counts against the route's breaker, where
+	// the caller's Deadline would not. The share's deadline, now + d, costs
+	// no timer unless the route waits on it, and carries the wait's cap.
+	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, ErrShareTimeout, values)
 	return cctx, c, true
 }
 

@@ -33,11 +33,11 @@ func preset(t testing.TB, deadline time.Duration) *Stack {
 }
 
 // TestAllocs pins the preset's allocations per request on the happy path.
-// A deadline, the stack's or the caller's, costs two: a context that arms
+// A deadline, the stack's or the caller's, costs one: a context that arms
 // no timer unless something waits on it, with room for the primary's share
 // of the deadline (fallback.Config.Share), so the two deadlines a request
-// has share it; and the primary's cap on a wait in place
-// (fallback.Config.WaitInPlace), which the group sets with a deadline. A
+// has share it, and the share carries the primary's cap on a wait in place
+// (fallback.Config.WaitInPlace) without an allocation of its own. A
 // caller's deadline earlier than the stack's derives nothing; without any
 // deadline nothing is allocated.
 func TestAllocs(t *testing.T) {
@@ -56,12 +56,12 @@ func TestAllocs(t *testing.T) {
 		req      *portico.Request
 		want     float64
 	}{
-		{"default deadline", 0, context.Background(), req, 2},
-		{"caller's deadline earlier", 0, short, req, 2},
-		{"caller's deadline later", 0, long, req, 2},
-		{"caller's deadline only", -1, short, req, 2},
-		{"Contract.Deadline", -1, context.Background(), contract, 2},
-		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 2},
+		{"default deadline", 0, context.Background(), req, 1},
+		{"caller's deadline earlier", 0, short, req, 1},
+		{"caller's deadline later", 0, long, req, 1},
+		{"caller's deadline only", -1, short, req, 1},
+		{"Contract.Deadline", -1, context.Background(), contract, 1},
+		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 1},
 		{"no deadline", -1, context.Background(), req, 0},
 	} {
 		s := preset(t, tc.deadline)

@@ -55,9 +55,10 @@ const (
 type Context struct {
 	parent context.Context
 	cause  error
-	at     time.Duration // the deadline, on the package's clock (see now)
-	flags  atomic.Uint32 // the state and the adopted and spareUsed bits
-	spare  *Context      // the room for one child made in the same allocation; nil in a spare
+	values context.Context // values that shadow parent's (see WithEarlier); nil for none
+	at     time.Duration   // the deadline, on the package's clock (see now)
+	flags  atomic.Uint32   // the state and the adopted and spareUsed bits
+	spare  *Context        // the room for one child made in the same allocation; nil in a spare
 	slow   atomic.Pointer[slow]
 }
 
@@ -72,7 +73,7 @@ type slow struct {
 
 // pair is what a new Context takes: it and the room for the first Context
 // derived from it (a fallback candidate's share under a request's deadline),
-// so that a request that sets two deadlines allocates once, 128 bytes.
+// so that a request that sets two deadlines allocates once, 160 bytes.
 type pair struct{ c, spare Context }
 
 // derived is the standard context a Context delegates to once materialized.
@@ -132,8 +133,11 @@ func WithDeadline(parent context.Context, at time.Time, cause error) (context.Co
 
 // WithEarlier is WithTimeout with a deadline by before parent's own, which
 // parent must have; by <= 0 derives nothing. It reads no clock when parent
-// is a Context.
-func WithEarlier(parent context.Context, by time.Duration, cause error) (context.Context, *Context) {
+// is a Context. A non-nil values is a context of values alone, made once
+// over context.Background() (such as portico.ContextWithMaxWait's): its
+// values shadow parent's, as if it wrapped the new Context, at no
+// allocation per call.
+func WithEarlier(parent context.Context, by time.Duration, cause error, values context.Context) (context.Context, *Context) {
 	if by <= 0 {
 		return parent, nil
 	}
@@ -145,7 +149,11 @@ func WithEarlier(parent context.Context, by time.Duration, cause error) (context
 	} else {
 		panic("lazyctx: WithEarlier of a context without a deadline")
 	}
-	return bound(parent, at, cause)
+	ctx, c := bound(parent, at, cause)
+	if c != nil {
+		c.values = values
+	}
+	return ctx, c
 }
 
 // Left returns the time left before ctx's deadline and whether it has one,
@@ -253,11 +261,17 @@ func (c *Context) Err() error {
 // materializes the Context.
 func (c *Context) Done() <-chan struct{} { return c.materialize().Done() }
 
-// Value returns the parent's value for key. Once the Context has ended by
+// Value returns the value for key of the values given to WithEarlier, else
+// the parent's. Once the Context has ended by
 // its own deadline or Cancel, the lookup of a *int key (the context
 // package's, which context.Cause makes) materializes it, so that Cause
 // returns its cause.
 func (c *Context) Value(key any) any {
+	if c.values != nil {
+		if v := c.values.Value(key); v != nil {
+			return v
+		}
+	}
 	if r := c.derivedCtx(); r != nil {
 		return r.Value(key)
 	}
@@ -339,9 +353,10 @@ func (c *Context) materialize() context.Context {
 // a deadline no later than c's, so that c's Cancel cancels it, and reports
 // whether it did: only while c is live and not materialized, when kid may
 // derive from c's parent instead of materializing c (c's deadline, later
-// than kid's, cannot end kid first). The caller holds ksp.mu.
+// than kid's, cannot end kid first), and when c has no values of its own.
+// The caller holds ksp.mu.
 func (c *Context) adopt(kid *Context, ksp *slow) bool {
-	if kid.at > c.at {
+	if kid.at > c.at || c.values != nil { // kid would not see c's values
 		return false
 	}
 	sp := c.slowPart()

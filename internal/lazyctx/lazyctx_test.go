@@ -262,12 +262,12 @@ func TestDeadline(t *testing.T) {
 	std, cancel := context.WithDeadline(context.Background(), at)
 	defer cancel()
 	for _, parent := range []context.Context{ctx, std} {
-		inner, ic := WithEarlier(parent, 20*time.Second, errShare)
+		inner, ic := WithEarlier(parent, 20*time.Second, errShare, nil)
 		if d, _ := inner.Deadline(); !d.Equal(at.Add(-20*time.Second)) || ic == nil {
 			t.Errorf("WithEarlier(%v, 20s) has deadline %v, want %v", parent, d, at.Add(-20*time.Second))
 		}
 		ic.Cancel()
-		if same, ic := WithEarlier(parent, 0, errShare); same != parent || ic != nil {
+		if same, ic := WithEarlier(parent, 0, errShare, nil); same != parent || ic != nil {
 			t.Errorf("WithEarlier(parent, 0) = %v, %v; want parent, nil", same, ic)
 		}
 	}
@@ -391,9 +391,43 @@ func BenchmarkWithDeadline(b *testing.B) {
 		for b.Loop() {
 			ctx, c := WithTimeout(parent, time.Hour, nil)
 			left, _ := Left(ctx)
-			_, c2 := WithEarlier(ctx, left/2, errShare)
+			_, c2 := WithEarlier(ctx, left/2, errShare, nil)
 			c2.Cancel()
 			c.Cancel()
+		}
+	})
+}
+
+type otherKey struct{}
+
+// TestValues: the values given to WithEarlier shadow the parent's, before
+// and after the Context materializes, and a Context derived from it (not
+// adopted past it, which would skip them) sees them too.
+func TestValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		values := context.WithValue(context.Background(), key{}, "shadow")
+		parent, outer := WithDeadline(context.WithValue(context.WithValue(context.Background(), key{}, "parent"), otherKey{}, "other"),
+			time.Now().Add(time.Hour), nil)
+		defer outer.Cancel()
+		ctx, c := WithEarlier(parent, 30*time.Minute, errShare, values)
+		defer c.Cancel()
+		kid, kc := WithTimeout(ctx, time.Minute, nil)
+		defer kc.Cancel()
+		look := func(when string) {
+			for _, x := range []context.Context{ctx, kid} {
+				if v, o := x.Value(key{}), x.Value(otherKey{}); v != "shadow" || o != "other" {
+					t.Errorf("%s: Value(key) = %v, Value(otherKey) = %v; want shadow, other", when, v, o)
+				}
+			}
+		}
+		look("live")
+		kid.Done() // materializes kid, which must derive from ctx, not past it
+		if kids := ctx.(*Context).slow.Load(); kids != nil && kids.kids != nil {
+			t.Error("a Context with values adopted a kid")
+		}
+		look("materialized")
+		if d, _ := ctx.Deadline(); !d.Equal(time.Now().Add(30 * time.Minute)) {
+			t.Errorf("deadline = %v, want 30 minutes from now", d)
 		}
 	})
 }
