@@ -45,7 +45,7 @@ func NewKey(operationID, tool string, args json.RawMessage) (Key, error) {
 	}
 	canon, err := jcs.Transform(args)
 	if err != nil {
-		return "", &portico.Error{Class: portico.Permanent, Reason: "tool arguments not canonicalizable", Err: errors.Join(ErrArguments, err)}
+		return "", &portico.Error{Class: portico.Permanent, Reason: "tool arguments not canonicalizable", Err: portico.Join(ErrArguments, err)}
 	}
 	sum := sha256.Sum256(canon)
 	b := make([]byte, 0, 24+len(operationID)+len(tool)+2*len(sum))

@@ -59,6 +59,11 @@ func TestKeyErrors(t *testing.T) {
 			t.Errorf("NewKey(args %q) = %v, want ErrArguments", bad, err)
 		}
 	}
+	// One line: the canonicalizer's cause follows after "; ".
+	_, err := NewKey("op", "t", json.RawMessage(`{`))
+	if want := "portico: permanent: tool arguments not canonicalizable: effect: tool arguments are not valid JSON; Unexpected EOF reached"; err == nil || err.Error() != want {
+		t.Errorf("NewKey(args {) = %q, want %q", err, want)
+	}
 	k1, _ := KeyOf("op", portico.ToolCall{ID: "x", Name: "t", Arguments: json.RawMessage(`{"q":1}`)})
 	k2 := mustKey(t, "op", "t", `{"q":1}`)
 	if k1 != k2 {

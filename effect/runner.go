@@ -390,7 +390,7 @@ func (r *Runner) storeFailed(ctx context.Context, err error) error {
 }
 
 func storeError(err error) error {
-	return &portico.Error{Class: portico.Transient, Reason: "effect store", Err: errors.Join(ErrStore, err)}
+	return &portico.Error{Class: portico.Transient, Reason: "effect store", Err: portico.Join(ErrStore, err)}
 }
 
 func unknownError(reason string, cause error) error {
@@ -399,7 +399,7 @@ func unknownError(reason string, cause error) error {
 	}
 	err := ErrUnknown
 	if cause != nil {
-		err = errors.Join(ErrUnknown, cause)
+		err = portico.Join(ErrUnknown, cause)
 	}
 	return &portico.Error{Class: portico.Ambiguous, Reason: reason, Err: err}
 }

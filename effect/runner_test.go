@@ -71,14 +71,15 @@ func TestAmbiguousFailureIsUnknownAndNotRerun(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		fn   func(ctx context.Context) ([]byte, error)
+		msg  string // on one line
 	}{
 		{"ambiguous error", func(context.Context) ([]byte, error) {
 			return nil, &portico.Error{Class: portico.Ambiguous, Reason: "timeout after send"}
-		}},
+		}, "portico: ambiguous: timeout after send: effect: outcome unknown, reconcile before running again; portico: ambiguous: timeout after send"},
 		{"deadline during fn", func(ctx context.Context) ([]byte, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
-		}},
+		}, "portico: ambiguous: deadline: effect: outcome unknown, reconcile before running again; context deadline exceeded"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -89,6 +90,9 @@ func TestAmbiguousFailureIsUnknownAndNotRerun(t *testing.T) {
 				_, err := r.Do(ctx, key, tt.fn)
 				if !errors.Is(err, ErrUnknown) || portico.ClassOf(err) != portico.Ambiguous {
 					t.Fatalf("Do = %v, want ambiguous ErrUnknown", err)
+				}
+				if err.Error() != tt.msg {
+					t.Errorf("Do = %q, want %q", err, tt.msg)
 				}
 				rec, _, _ := r.Status(context.Background(), key)
 				if rec.State != Unknown {
@@ -275,6 +279,9 @@ func TestExpiry(t *testing.T) {
 		_, err := r.Do(octx, mustKey(t, "op", "k3", `{}`), fn)
 		if !errors.Is(err, ErrFull) || !errors.Is(err, ErrStore) || portico.ClassOf(err) != portico.Transient {
 			t.Fatalf("Do on a full store = %v, want transient ErrStore wrapping ErrFull", err)
+		}
+		if want := "portico: transient: effect store: " + ErrStore.Error() + "; " + ErrFull.Error(); err.Error() != want {
+			t.Errorf("Do on a full store = %q, want %q", err, want)
 		}
 		if len(seen) != 1 || seen[0].Kind != portico.EventSharedStore || seen[0].Reason != "effect:fail_closed" {
 			t.Errorf("events of a Do the store refused = %+v, want one effect:fail_closed", seen)

@@ -281,7 +281,7 @@ func (s *shared) degraded(ctx context.Context, next portico.Model, req *portico.
 		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "ratelimit:fail_closed"})
 		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shared store unavailable, call refused", logModel(req.Model), slog.String("err", cause.Error()))
 		return nil, &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "shared store unavailable", NotSent: true,
-			Err: errors.Join(ErrStoreUnavailable, cause)}
+			Err: portico.Join(ErrStoreUnavailable, cause)}
 	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "ratelimit:fail_open"})
 	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shared store unavailable, local share decides", logModel(req.Model), slog.String("err", cause.Error()))

@@ -97,7 +97,7 @@ func TestFinalErrorMessage(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			// What an adapter reports when a layer's timeout ends its context.
 			base := hangThen(func(ctx context.Context) error {
-				return &portico.Error{Class: portico.Ambiguous, Model: "gpt", Reason: "attempt timeout after the request was sent",
+				return &portico.Error{Class: portico.Ambiguous, Model: "gpt", Reason: "timeout after the request was sent",
 					Err: portico.Join(ctx.Err(), context.Cause(ctx))}
 			})
 			req := userReq.Clone()

@@ -86,7 +86,7 @@ func (c *cache) compile(raw []byte) *compiled {
 		return &compiled{err: &portico.Error{
 			Class:  portico.Permanent,
 			Reason: "invalid JSON Schema",
-			Err:    errors.Join(ErrSchema, err),
+			Err:    portico.Join(ErrSchema, err),
 		}}
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))

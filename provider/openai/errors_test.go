@@ -167,6 +167,21 @@ func TestConnectionRefusedTransient(t *testing.T) {
 	}
 }
 
+// A base URL that does not parse is the route's configuration: every
+// request fails before the transport, on this route only. The adapter
+// checks the body itself (Extra included, "request not encodable"), so what
+// the SDK refuses to build is the client, as provider/anthropic says with
+// Unusable. Permanent stops a fallback group at this route for every request,
+// and no breaker ever counts it: one mistyped URL takes down every route.
+func TestUnbuildableClientUnusable(t *testing.T) {
+	t.Skip("bug: an SDK client that cannot build any request (a base URL that does not parse) is Permanent, so no fallback; see the report")
+	m := openai.New(openai.Config{}, option.WithBaseURL("http://[::1/v1/"), option.WithAPIKey("k"))
+	_, err := m.Generate(context.Background(), userReq("m", "hello"))
+	if pe := asError(t, err); pe.Class != portico.Unusable || pe.Status != 0 || !pe.NotSent {
+		t.Errorf("Generate error = %v status %d NotSent %v, want unusable 0 NotSent (%v)", pe.Class, pe.Status, pe.NotSent, err)
+	}
+}
+
 // Timeouts and resets after the request was written are Ambiguous: the
 // server may have run it.
 func TestAfterWrittenAmbiguous(t *testing.T) {

@@ -55,9 +55,9 @@ func (x *Exchange) Stopped(ctx context.Context, e *portico.Error, r *Rules) bool
 		e.NotSent = !wrote // a rate limiter gives it all back
 		switch {
 		case layer && wrote:
-			e.Class, e.Reason = portico.Ambiguous, "attempt timeout after the request was sent"
+			e.Class, e.Reason = portico.Ambiguous, "timeout after the request was sent"
 		case layer:
-			e.Class, e.Reason = portico.Transient, "attempt timeout before the request was sent"
+			e.Class, e.Reason = portico.Transient, "timeout before the request was sent"
 		case errors.Is(ctxErr, context.Canceled):
 			e.Class = portico.Canceled // Err says "context canceled"
 		default:

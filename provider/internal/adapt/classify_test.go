@@ -35,6 +35,7 @@ func exchange(reached, wrote bool, status int, readErr error) *Exchange {
 // exchange saw, and says whether the request may have been acted on.
 func TestStoppedContext(t *testing.T) {
 	layerCause := portico.Join(portico.ErrLayerTimeout, errors.New("attempt timeout"))
+	shareCause := portico.NewLayerTimeout("fallback: share timeout")
 	for _, c := range []struct {
 		name    string
 		cancel  func() context.Context
@@ -46,8 +47,11 @@ func TestStoppedContext(t *testing.T) {
 		{"canceled before writing", canceled(nil), false, portico.Canceled, "", true},
 		{"canceled after writing", canceled(nil), true, portico.Canceled, "", false},
 		{"deadline after writing", expired, true, portico.Deadline, "", false},
-		{"layer timeout before writing", canceled(layerCause), false, portico.Transient, "attempt timeout before the request was sent", true},
-		{"layer timeout after writing", canceled(layerCause), true, portico.Ambiguous, "attempt timeout after the request was sent", false},
+		{"layer timeout before writing", canceled(layerCause), false, portico.Transient, "timeout before the request was sent", true},
+		{"layer timeout after writing", canceled(layerCause), true, portico.Ambiguous, "timeout after the request was sent", false},
+		// Not every layer timeout is an attempt's: a fallback group's share
+		// (the reason is all a stopped group's error keeps of it).
+		{"share timeout after writing", canceled(shareCause), true, portico.Ambiguous, "timeout after the request was sent", false},
 	} {
 		ctx := c.cancel()
 		x := exchange(true, c.wrote, 200, errTooLarge) // the context still comes first
