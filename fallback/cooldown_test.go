@@ -247,7 +247,6 @@ func TestDegradedCooldownsReported(t *testing.T) {
 // are relative to when they were learnt; the error's should be relative to
 // its return.
 func TestExhaustedRetryAfterIsFromNow(t *testing.T) {
-	t.Skip("bug: the exhausted error's RetryAfter is the least hint as received, not what is left of it; see the report")
 	synctest.Test(t, func(t *testing.T) {
 		a := modeltest.NewFake(modeltest.Fail(modeltest.RateLimitError(time.Second)))
 		b := modeltest.NewFake(modeltest.Outcome{Latency: 2 * time.Second, Err: modeltest.RateLimitError(5 * time.Second)})

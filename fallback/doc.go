@@ -125,9 +125,10 @@
 // for it, and Incompatible otherwise. So a possibly billed call is never
 // hidden; a route fault says retry later with backoff; Deadline says more
 // time could have helped; RateLimited and Rejected say come back later,
-// with as RetryAfter the least of the hops' hints and of the times until a
-// route skipped as cooling or unavailable takes calls again (its cooldown,
-// its [portico.Health].RetryAfter); Unusable says no route can serve now,
+// with as RetryAfter what is left, when the group returns, of the least of
+// the hops' hints and of the times until a route skipped as cooling or
+// unavailable takes calls again (its cooldown, its
+// [portico.Health].RetryAfter), 0 once that time has passed; Unusable says no route can serve now,
 // nor will by itself; Incompatible is returned only when nothing could
 // serve the request as it is. If the
 // caller's context is done when the group gives up, the class is the

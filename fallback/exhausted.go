@@ -138,8 +138,9 @@ func hopClass(h portico.Hop) portico.Class {
 }
 
 // exhausted builds the error of a group that left every route; wait is the
-// least time until a route skipped unavailable or cooling takes calls
-// again, 0 if none. Pure.
+// least time from now until a route left or skipped takes calls again (its
+// Retry-After or wait, less the time since the group learnt it), 0 if none.
+// Pure.
 func exhausted(hops []portico.Hop, wait time.Duration) error {
 	class := portico.Incompatible
 	retryAfter := wait
@@ -147,9 +148,6 @@ func exhausted(hops []portico.Hop, wait time.Duration) error {
 		c := hopClass(h)
 		if int(c) < len(classRank) && classRank[c] > classRank[class] {
 			class = c
-		}
-		if ra := portico.RetryAfterOf(h.Err); ra > 0 && (retryAfter == 0 || ra < retryAfter) {
-			retryAfter = ra
 		}
 	}
 	if class != portico.RateLimited && class != portico.Rejected {

@@ -365,7 +365,7 @@ func TestExhaustedClassRule(t *testing.T) {
 	}{
 		{[]portico.Hop{h("a", "context window", portico.OK, 0)}, 0, portico.Incompatible, 0},
 		{[]portico.Hop{h("a", "context window", portico.OK, 0), h("b", reasonUnavailable, portico.OK, 0)}, 0, portico.Rejected, 0},
-		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.Rejected, time.Second), h("c", reasonUnavailable, portico.OK, 0)}, 0, portico.RateLimited, time.Second},
+		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.Rejected, time.Second), h("c", reasonUnavailable, portico.OK, 0)}, time.Second, portico.RateLimited, time.Second},
 		{[]portico.Hop{h("a", "", portico.RateLimited, 3*time.Second), h("b", "", portico.InvalidResponse, 0)}, 0, portico.InvalidResponse, 0},
 		{[]portico.Hop{h("a", "", portico.InvalidResponse, 0), h("b", "", portico.Deadline, 0)}, 0, portico.Deadline, 0},
 		{[]portico.Hop{h("a", "", portico.Deadline, 0), h("b", "", portico.Transient, 0)}, 0, portico.Transient, 0},
@@ -377,7 +377,7 @@ func TestExhaustedClassRule(t *testing.T) {
 		{[]portico.Hop{h("a", "", portico.Unusable, 0), h("b", reasonUnavailable, portico.OK, 0)}, 4 * time.Second, portico.Rejected, 4 * time.Second},
 		// Skipped routes: the least wait until one takes calls again.
 		{[]portico.Hop{h("a", reasonCooldown, portico.OK, 0), h("b", reasonUnavailable, portico.OK, 0)}, 2 * time.Second, portico.RateLimited, 2 * time.Second},
-		{[]portico.Hop{h("a", reasonCooldown, portico.OK, 0), h("b", "", portico.RateLimited, time.Second)}, 2 * time.Second, portico.RateLimited, time.Second},
+		{[]portico.Hop{h("a", reasonCooldown, portico.OK, 0), h("b", "", portico.RateLimited, time.Second)}, time.Second, portico.RateLimited, time.Second},
 		{[]portico.Hop{h("a", reasonCooldown, portico.OK, 0), h("b", "", portico.Transient, 0)}, 2 * time.Second, portico.Transient, 0},
 	}
 	for i, tc := range cases {

@@ -24,8 +24,8 @@ type request struct {
 	spent     float64 // estimated cost of failed calls that were likely billed
 	billed    float64 // realised cost of failed calls whose error carried Usage
 	hops      []portico.Hop
-	wrong     error         // Fits' Permanent error, once skip found one
-	wait      time.Duration // least positive time until a route skipped as unavailable or cooling takes calls
+	wrong     error     // Fits' Permanent error, once skip found one
+	until     time.Time // earliest a left or skipped route said it takes calls again; zero if none did
 	primary   *portico.Route
 	delivered bool // a chunk reached the caller
 	hasDL     bool
@@ -106,7 +106,27 @@ func (r *request) exhausted(ctx context.Context) (*portico.Response, error) {
 		}
 		return nil, portico.FromContext(ctx)
 	}
-	return nil, exhausted(r.hops, r.wait)
+	return nil, exhausted(r.hops, r.retryAfter())
+}
+
+// retryAfter is what is left now of the earliest time a route said it takes
+// calls again (a hop's Retry-After, a skipped route's wait), counted from when
+// each was learnt; 0 when none did or that time has passed.
+func (r *request) retryAfter() time.Duration {
+	if r.until.IsZero() {
+		return 0
+	}
+	return max(time.Until(r.until), 0)
+}
+
+// takesCallsIn records that a route takes calls again in d from now.
+func (r *request) takesCallsIn(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if t := time.Now().Add(d); r.until.IsZero() || t.Before(r.until) {
+		r.until = t
+	}
 }
 
 // rank builds the candidates that pass the filter now, with what the group
@@ -188,16 +208,14 @@ func (r *request) cooling(idx int) time.Duration {
 
 // skipped records that rt, route idx, was skipped for reason and, when it
 // is unavailable or cooling down, when it takes calls again: the least such
-// time is the RetryAfter of a request that runs out of routes.
+// time counts toward the RetryAfter of a request that runs out of routes.
 func (r *request) skipped(ctx context.Context, rt *portico.Route, idx int, reason string) {
 	if reason == reasonCooldown || reason == reasonUnavailable {
 		w := r.cooling(idx)
 		if !rt.Available() {
 			w = max(w, rt.RetryAfter())
 		}
-		if w > 0 && (r.wait == 0 || w < r.wait) {
-			r.wait = w
-		}
+		r.takesCallsIn(w)
 	}
 	r.hop(ctx, rt, reason, nil)
 }
@@ -487,8 +505,11 @@ func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 // hop records that the request left rt for reason, with err (nil when skipped).
 func (r *request) hop(ctx context.Context, rt *portico.Route, reason string, err error) {
 	h := portico.Hop{Route: rt.Name, Reason: reason, Err: err}
-	if err != nil && r.cont != nil {
-		h.Chunks, h.Bytes = r.cont.chunks, r.cont.bytes
+	if err != nil {
+		r.takesCallsIn(portico.RetryAfterOf(err))
+		if r.cont != nil {
+			h.Chunks, h.Bytes = r.cont.chunks, r.cont.bytes
+		}
 	}
 	r.hops = append(r.hops, h)
 	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: reason})
