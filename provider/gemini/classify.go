@@ -181,8 +181,8 @@ var rules = adapt.Rules{
 	StatusClass: func(status int, _ http.Header) (portico.Class, string) {
 		return classifyStatus(status, "", "", "", nil)
 	},
-	NotBuilt:       portico.Permanent,
-	NotBuiltReason: "request not built",
+	NotBuilt:       portico.Unusable,
+	NotBuiltReason: "request not sent: client refused it",
 }
 
 // classify turns whatever the SDK returned into a *portico.Error: the

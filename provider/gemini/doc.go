@@ -120,6 +120,8 @@
 //	403 PERMISSION_DENIED, 404 NOT_FOUND
 //	an error event inside a 200 stream       the class of the status it stands for;
 //	                                         without one, Transient
+//	the client refused to send it (a base    Unusable: the route's configuration;
+//	URL that does not parse)                 the body was checked before
 //	connection failed before the request     Transient
 //	was written
 //	timeout or reset after it was written    Ambiguous (it may have run and been billed)

@@ -437,3 +437,16 @@ func TestNewErrorWithoutKey(t *testing.T) {
 		t.Error("New without an API key = nil error, want one")
 	}
 }
+
+// A base URL that does not parse is the route's configuration: every request
+// fails before the transport, on this route only, so the error is Unusable
+// and NotSent: a fallback group moves on, the route's breaker opens, and a
+// limiter refunds the whole reservation. The body was checked before.
+func TestUnbuildableClientUnusable(t *testing.T) {
+	m := newModel(t, gemini.Config{}, genai.ClientConfig{APIKey: "k", HTTPOptions: genai.HTTPOptions{BaseURL: "http://[::1/"}})
+	_, err := m.Generate(context.Background(), userReq("m", "hello"))
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.Class != portico.Unusable || pe.Status != 0 || !pe.NotSent {
+		t.Errorf("Generate with an unparseable base URL = %v, want unusable, status 0, NotSent", err)
+	}
+}

@@ -142,8 +142,8 @@ var rules = adapt.Rules{
 	StatusClass: func(status int, h http.Header) (portico.Class, string) {
 		return classifyStatus(status, errorFields{}, h.Get("x-should-retry"))
 	},
-	NotBuilt:       portico.Permanent,
-	NotBuiltReason: "request not built",
+	NotBuilt:       portico.Unusable,
+	NotBuiltReason: "request not sent: client refused it",
 }
 
 // classify turns whatever the SDK returned into a *portico.Error: the

@@ -55,6 +55,8 @@
 //	error inside an HTTP 200 answer (a stream's  what its message, code or type say, else
 //	error event or "error:" line, an error      the status its numeric code states, else
 //	object as the whole body)                   Transient
+//	the client refused to send it (a base       Unusable: the route's configuration;
+//	URL that does not parse, a middleware)      the body was checked before
 //	connection failed before the request        Transient
 //	was written
 //	timeout or reset after it was written       Ambiguous (it may have run and been billed)

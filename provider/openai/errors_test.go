@@ -171,10 +171,9 @@ func TestConnectionRefusedTransient(t *testing.T) {
 // request fails before the transport, on this route only. The adapter
 // checks the body itself (Extra included, "request not encodable"), so what
 // the SDK refuses to build is the client, as provider/anthropic says with
-// Unusable. Permanent stops a fallback group at this route for every request,
-// and no breaker ever counts it: one mistyped URL takes down every route.
+// Unusable: a fallback group moves on and the route's breaker opens (a
+// Permanent error would stop the group at this route for every request).
 func TestUnbuildableClientUnusable(t *testing.T) {
-	t.Skip("bug: an SDK client that cannot build any request (a base URL that does not parse) is Permanent, so no fallback; see the report")
 	m := openai.New(openai.Config{}, option.WithBaseURL("http://[::1/v1/"), option.WithAPIKey("k"))
 	_, err := m.Generate(context.Background(), userReq("m", "hello"))
 	if pe := asError(t, err); pe.Class != portico.Unusable || pe.Status != 0 || !pe.NotSent {
