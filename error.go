@@ -385,6 +385,15 @@ func (e *layerTimeout) Error() string { return e.msg }
 
 func (e *layerTimeout) Is(target error) bool { return target == ErrLayerTimeout }
 
+// ErrDeadlineCut marks a layer timeout that only divides the caller's own
+// deadline, and too short a part of it to say anything of the route's health
+// (a fallback group's share of a short deadline, see fallback.Config.FaultAfter).
+// The attempt is reported as any layer timeout's ([Ambiguous] once sent,
+// [Transient] before), but a breaker does not count it: one tenant's short
+// deadlines cannot open a healthy route's breaker for every tenant. A layer
+// gives it wrapped in, or matched by, its own timeout's cause.
+var ErrDeadlineCut = errors.New("portico: deadline cut")
+
 // The errors layers return for a broken [Model] contract, shared values that
 // must not be modified: [ErrNilRequest] (class Permanent) when Generate is given
 // a nil *Request, [ErrNilResponse] (class InvalidResponse) when a Model returns

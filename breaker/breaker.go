@@ -317,7 +317,8 @@ var errPanic = &portico.Error{Class: portico.Transient, Reason: "panic"}
 
 // outcome classifies err for counting: counted reports whether it counts at
 // all, failed whether as a failure. Only route faults count as failures; other
-// errors (permanent, incompatible, canceled, deadline, rejected) are ignored,
+// errors (permanent, incompatible, canceled, deadline, rejected, a cut of a
+// short share of the caller's deadline: portico.ErrDeadlineCut) are ignored,
 // neither success nor failure, so one bad client cannot make a healthy route
 // look down.
 func outcome(err error) (class portico.Class, counted, failed bool) {
@@ -325,7 +326,7 @@ func outcome(err error) (class portico.Class, counted, failed bool) {
 		return portico.OK, true, false
 	}
 	class = portico.ClassOf(err)
-	if class.RouteFault() {
+	if class.RouteFault() && (class != portico.Ambiguous && class != portico.Transient || !errors.Is(err, portico.ErrDeadlineCut)) {
 		return class, true, true
 	}
 	return class, false, false

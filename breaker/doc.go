@@ -33,7 +33,8 @@
 // Only failures that say something about the route count, those whose class
 // has [portico.Class.RouteFault]: Transient, RateLimited, Ambiguous,
 // InvalidResponse and Unusable. Permanent client errors (a malformed
-// request), Incompatible requests, the caller's own cancellation, deadlines and
+// request), Incompatible requests, the caller's own cancellation, deadlines
+// (and a layer's cut of a short share of them, [portico.ErrDeadlineCut]) and
 // local rejections are ignored: neither success nor failure, so that one bad
 // client cannot make a healthy model look down (a breaker per route and error
 // class, as resilience4j's ignoreExceptions). A panic in the wrapped Model counts as a failure and continues up the

@@ -91,10 +91,34 @@ func TestIgnoredClassesNeverCount(t *testing.T) {
 		if s := b.State(); s != Closed {
 			t.Fatalf("after 50 context.Canceled State() = %v, want closed", s)
 		}
+		// A layer's cut of a short share of the caller's deadline: Ambiguous
+		// or Transient, and ignored.
+		for _, c := range []portico.Class{portico.Ambiguous, portico.Transient} {
+			f.set(&portico.Error{Class: c, Err: portico.Join(context.DeadlineExceeded, portico.ErrDeadlineCut)})
+			for range 50 {
+				call(t, m)
+			}
+			if s := b.State(); s != Closed {
+				t.Fatalf("after 50 %v deadline cuts State() = %v, want closed", c, s)
+			}
+		}
 		if got := b.ring.tally(); got.calls != 0 {
 			t.Errorf("window holds %d calls, want 0: ignored errors are neither success nor failure", got.calls)
 		}
 	})
+}
+
+// A deadline cut marks only a timeout: an error of another route-fault class
+// that happens to wrap it still counts.
+func TestDeadlineCutOnlyForTimeouts(t *testing.T) {
+	b := MustNew(Config{Trip: ConsecutiveFailures(3)})
+	m := b.Wrap(&scripted{err: &portico.Error{Class: portico.InvalidResponse, Err: portico.ErrDeadlineCut}})
+	for range 3 {
+		call(t, m)
+	}
+	if s := b.State(); s != Open {
+		t.Errorf("after 3 InvalidResponse errors wrapping ErrDeadlineCut State() = %v, want open", s)
+	}
 }
 
 func TestRouteFaultClassesCount(t *testing.T) {

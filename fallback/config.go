@@ -54,6 +54,11 @@ const (
 	DefaultShare      = 0.5625
 	DefaultReserve    = 300 * time.Millisecond
 	DefaultMinAttempt = 100 * time.Millisecond
+	// DefaultFaultAfter is the least allowance whose cut counts against a
+	// route (Config.FaultAfter): well above a healthy provider's time to
+	// first token, well below the 67.5 s a 2-minute deadline's first share
+	// gives a hung primary.
+	DefaultFaultAfter = 10 * time.Second
 	// DefaultContinuations bounds the breaks a request's stream is
 	// continued past: a route that breaks twice in one answer is seldom
 	// cured by a third try, and each continuation bills the prefix again.
@@ -127,6 +132,16 @@ type Config struct {
 	// time with the attempt's allowances). Zero means DefaultMinAttempt
 	// (100 ms); negative means none.
 	MinAttempt time.Duration
+
+	// FaultAfter is the least allowance whose end counts against the route:
+	// a candidate cut at the end of its share, or of the last candidate's
+	// time before the reserve, after running at least FaultAfter is hung or
+	// too slow for any caller, and the cut is a fault its breaker counts
+	// ([ErrShareTimeout]); one cut sooner is only the caller's short
+	// deadline, and also matches [portico.ErrDeadlineCut], which breakers
+	// ignore. Zero means [DefaultFaultAfter] (10 s); negative means every
+	// cut counts.
+	FaultAfter time.Duration
 
 	// Continuations is the most breaks one request's stream is continued
 	// past, for requests that set ContinueOnBreak (see Continuation in the
@@ -204,6 +219,12 @@ func (c Config) normalize() (Config, error) {
 		c.MinAttempt = DefaultMinAttempt
 	case c.MinAttempt < 0:
 		c.MinAttempt = 0
+	}
+	switch {
+	case c.FaultAfter == 0:
+		c.FaultAfter = DefaultFaultAfter
+	case c.FaultAfter < 0:
+		c.FaultAfter = 0
 	}
 	switch {
 	case c.Continuations == 0:

@@ -60,7 +60,11 @@
 // timeout, not the caller's deadline, and reports it as Ambiguous (sent) or
 // Transient (not sent), so its breaker counts it. A hung primary thus trips
 // its breaker after a few requests and is then skipped at once, instead of
-// taking 9/16 of every request's deadline. The group moves on after a share
+// taking 9/16 of every request's deadline. A cut after less than
+// Config.FaultAfter (10 s) is only the caller's short deadline: its cause also
+// matches [portico.ErrDeadlineCut], which breakers ignore, so a tenant whose
+// deadlines are shorter than a healthy route's latency cannot open the
+// route's breaker for every tenant. The group moves on after a share
 // timeout whatever the route's class, even Ambiguous on a request that sets
 // NoAmbiguousRetry (the split exists to reach the fallback after a stalled
 // primary), but stops when the caller's own deadline ends.

@@ -18,48 +18,92 @@ import (
 // After ConsecutiveFailures (5) the breaker opens and the group skips the
 // primary at once. With a plain share timeout the route saw the caller's
 // Deadline, which breakers ignore: the dead primary was called on all 25
-// requests and each paid 225 ms of its 400 ms.
+// requests and each paid 11.25 s of its 20 s. The share is past
+// Config.FaultAfter (10 s); with FaultAfter negative a share of 400 ms
+// counts as well.
 func TestHungPrimaryTripsBreaker(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		deadline   time.Duration
+		faultAfter time.Duration
+	}{{"default", 20 * time.Second, 0}, {"every cut counts", 400 * time.Millisecond, -1}} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				brk := breaker.MustNew(breaker.Config{Name: "primary", Trip: breaker.ConsecutiveFailures(5)})
+				hung := modeltest.NewFake(modeltest.Outcome{Stall: true})
+				healthy := modeltest.NewFake()
+				g := MustNew(Config{FaultAfter: c.faultAfter, Routes: []portico.Route{
+					{Name: "primary", Model: brk.Wrap(hung), Health: brk},
+					{Name: "secondary", Model: healthy},
+				}})
+				const requests = 25
+				noRepeat := simple.Clone()
+				noRepeat.NoAmbiguousRetry = true // the share timeout moves on all the same
+				for i := range requests {
+					ctx, cancel := context.WithTimeout(context.Background(), c.deadline)
+					start := time.Now()
+					resp, err := g.Generate(ctx, noRepeat)
+					el := time.Since(start)
+					cancel()
+					if err != nil || resp.Route != "secondary" {
+						t.Fatalf("request %d: Generate = %v, %v; want the secondary's answer", i, resp, err)
+					}
+					// 9/16 of the deadline while the primary is called, nothing once it is skipped.
+					want, reason := c.deadline*9/16, "timeout"
+					if i >= 5 {
+						want, reason = 0, reasonUnavailable
+					}
+					if el != want || len(resp.Hops) != 1 || resp.Hops[0].Reason != reason {
+						t.Fatalf("request %d: elapsed %v, hops %v; want %v, one %q hop", i, el, resp.Hops, want, reason)
+					}
+					if i < 5 && (!errors.Is(resp.Hops[0].Err, ErrShareTimeout) || errors.Is(resp.Hops[0].Err, portico.ErrDeadlineCut) || portico.ClassOf(resp.Hops[0].Err) != portico.Ambiguous) {
+						t.Fatalf("request %d: hop error %v; want an Ambiguous error caused by ErrShareTimeout, not a deadline cut", i, resp.Hops[0].Err)
+					}
+				}
+				if n := hung.Count(); n != 5 {
+					t.Errorf("primary calls = %d, want 5 (then skipped while its breaker is open)", n)
+				}
+				if n := healthy.Count(); n != requests {
+					t.Errorf("secondary calls = %d, want %d", n, requests)
+				}
+				if s := brk.State(); s != breaker.Open {
+					t.Errorf("breaker state = %v, want open", s)
+				}
+			})
+		})
+	}
+}
+
+// TestShortShareNotAFault: a healthy primary that answers in 400 ms, and
+// callers whose 400 ms deadlines give it a 225 ms share, shorter than
+// FaultAfter: each cut moves the request on (Ambiguous, ErrShareTimeout) but
+// also matches portico.ErrDeadlineCut, so the primary's breaker counts none
+// of them and stays closed for a patient caller, who gets its answer.
+func TestShortShareNotAFault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		brk := breaker.MustNew(breaker.Config{Name: "primary", Trip: breaker.ConsecutiveFailures(5)})
-		hung := modeltest.NewFake(modeltest.Outcome{Stall: true})
-		healthy := modeltest.NewFake()
+		slow := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "slow", FinishReason: portico.FinishStop}, Latency: 400 * time.Millisecond})
 		g := MustNew(Config{Routes: []portico.Route{
-			{Name: "primary", Model: brk.Wrap(hung), Health: brk},
-			{Name: "secondary", Model: healthy},
+			{Name: "primary", Model: brk.Wrap(slow), Health: brk},
+			{Name: "secondary", Model: modeltest.NewFake()},
 		}})
-		const requests = 25
-		noRepeat := simple.Clone()
-		noRepeat.NoAmbiguousRetry = true // the share timeout moves on all the same
-		for i := range requests {
+		for i := range 10 {
 			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-			start := time.Now()
-			resp, err := g.Generate(ctx, noRepeat)
-			el := time.Since(start)
+			resp, err := g.Generate(ctx, simple)
 			cancel()
-			if err != nil || resp.Route != "secondary" {
-				t.Fatalf("request %d: Generate = %v, %v; want the secondary's answer", i, resp, err)
+			if err != nil || resp.Route != "secondary" || len(resp.Hops) != 1 {
+				t.Fatalf("request %d: Generate = %+v, %v; want the secondary's answer after one hop", i, resp, err)
 			}
-			// 9/16 of 400 ms while the primary is called, nothing once it is skipped.
-			want, reason := 225*time.Millisecond, "timeout"
-			if i >= 5 {
-				want, reason = 0, reasonUnavailable
-			}
-			if el != want || len(resp.Hops) != 1 || resp.Hops[0].Reason != reason {
-				t.Fatalf("request %d: elapsed %v, hops %v; want %v, one %q hop", i, el, resp.Hops, want, reason)
-			}
-			if i < 5 && (!errors.Is(resp.Hops[0].Err, ErrShareTimeout) || portico.ClassOf(resp.Hops[0].Err) != portico.Ambiguous) {
-				t.Fatalf("request %d: hop error %v; want an Ambiguous error caused by ErrShareTimeout", i, resp.Hops[0].Err)
+			if h := resp.Hops[0].Err; !errors.Is(h, ErrShareTimeout) || !errors.Is(h, portico.ErrDeadlineCut) || portico.ClassOf(h) != portico.Ambiguous {
+				t.Fatalf("request %d: hop error %v; want Ambiguous, ErrShareTimeout and ErrDeadlineCut", i, h)
 			}
 		}
-		if n := hung.Count(); n != 5 {
-			t.Errorf("primary calls = %d, want 5 (then skipped while its breaker is open)", n)
+		if st := brk.State(); st != breaker.Closed {
+			t.Errorf("primary breaker after 10 short shares = %v, want closed", st)
 		}
-		if n := healthy.Count(); n != requests {
-			t.Errorf("secondary calls = %d, want %d", n, requests)
-		}
-		if s := brk.State(); s != breaker.Open {
-			t.Errorf("breaker state = %v, want open", s)
+		resp, err := g.Generate(context.Background(), simple)
+		if err != nil || resp.Route != "primary" || resp.Text != "slow" {
+			t.Errorf("patient request = %+v, %v; want the primary's answer", resp, err)
 		}
 	})
 }

@@ -285,9 +285,15 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	// The cause tells the route (its breaker, its adapter) that the group
 	// ended the call for its own share, not the caller: the adapter reports
 	// Ambiguous or Transient, which counts against the route's breaker, where
-	// the caller's Deadline would not. The share's deadline, now + d, costs
-	// no timer unless the route waits on it, and carries the wait's cap.
-	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, ErrShareTimeout, values)
+	// the caller's Deadline would not, unless the allowance was shorter than
+	// FaultAfter (errShortShare, which breakers ignore). The share's
+	// deadline, now + d, costs no timer unless the route waits on it, and
+	// carries the wait's cap.
+	cause := ErrShareTimeout
+	if d < g.cfg.FaultAfter {
+		cause = errShortShare
+	}
+	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, cause, values)
 	return cctx, c, true
 }
 
@@ -310,8 +316,23 @@ func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (res
 // (see Config.Share). It matches [portico.ErrLayerTimeout], so the route
 // reports the call as the layer's own timeout ([portico.Ambiguous] once
 // sent, [portico.Transient] before), a fault its breaker counts, rather than
-// the caller's [portico.Deadline], which it ignores.
+// the caller's [portico.Deadline], which it ignores; after an allowance
+// shorter than Config.FaultAfter the cause also matches
+// [portico.ErrDeadlineCut], and breakers ignore it.
 var ErrShareTimeout error = portico.NewLayerTimeout("fallback: share timeout")
+
+// errShortShare is the cause of a share timeout after an allowance shorter
+// than Config.FaultAfter: it matches ErrShareTimeout (and so
+// portico.ErrLayerTimeout) and portico.ErrDeadlineCut.
+var errShortShare error = shortShare{}
+
+type shortShare struct{}
+
+func (shortShare) Error() string { return ErrShareTimeout.Error() }
+
+func (shortShare) Is(target error) bool {
+	return target == ErrShareTimeout || target == portico.ErrLayerTimeout || target == portico.ErrDeadlineCut
+}
 
 // attempt calls rt under cctx, a context derived from the request's ctx with
 // rt's allowance, and judges the outcome.

@@ -12,16 +12,16 @@ import (
 
 // TestHungPrimaryTripsBreaker: through the whole preset stack (breaker,
 // retry, validate per route), a primary that stalls runs out the group's
-// share of each 400 ms deadline, its breaker counts those timeouts, opens
-// after 5, and the primary is skipped for the rest of the 25 requests, all
-// answered by the secondary.
+// share of each 20 s deadline (11.25 s, past the group's FaultAfter), its
+// breaker counts those timeouts, opens after 5, and the primary is skipped
+// for the rest of the 25 requests, all answered by the secondary.
 func TestHungPrimaryTripsBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hung := modeltest.NewFake(modeltest.Outcome{Stall: true})
 		healthy := modeltest.NewFake(modeltest.Answer("fine"))
 		ra := route("a", hung)
 		ra.Breaker = breaker.Config{Trip: breaker.ConsecutiveFailures(5)}
-		s, err := New(Config{Routes: []Route{ra, route("b", healthy)}, Deadline: 400 * time.Millisecond})
+		s, err := New(Config{Routes: []Route{ra, route("b", healthy)}, Deadline: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

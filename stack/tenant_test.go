@@ -65,7 +65,7 @@ func TestRequestModelDoesNotOpenBreakers(t *testing.T) {
 // either. (With one route the stack calls it without a group, and the same
 // requests end with Deadline, which the breaker ignores.)
 func TestShortCallerDeadlineKeepsBreakerClosed(t *testing.T) {
-	t.Skip("bug: the group's reserve cut under a caller's short deadline counts against the route's breaker; see the report")
+
 	synctest.Test(t, func(t *testing.T) {
 		slow := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "fine", FinishReason: portico.FinishStop}, Latency: 400 * time.Millisecond})
 		small := route("small", modeltest.NewFake(modeltest.Answer("unused")))
