@@ -59,6 +59,10 @@
 // once, not retried; the group moves on to the next route and the route's
 // breaker opens at once, so later requests skip it until a probe succeeds.
 // Set Config.Fallback.StopOnUnusable to return such errors instead.
+// The exception is a 404 on a route without a ModelName for a request that
+// names its model (Request.Model): the route cannot serve that model (another
+// provider's name, a typo), which is not a fault of the route, so the error
+// becomes Incompatible, the group moves on and the breaker does not count it.
 //
 // A route that answers 429 with a Retry-After longer than
 // Config.Fallback.WaitInPlace (500 ms) while another route could serve the

@@ -415,6 +415,9 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 			return portico.Route{}, nil, err
 		}
 		mws = append(mws, b.breaker.Wrap)
+		if rc.ModelName == "" {
+			mws = append(mws, notServed)
+		}
 	}
 	if !rc.SkipRetry {
 		rcfg := rc.Retry

@@ -21,7 +21,6 @@ import (
 // Route.Breaker.Shared to every instance. A model the request chose is
 // the request's fault on that route, not the route's.
 func TestRequestModelDoesNotOpenBreakers(t *testing.T) {
-	t.Skip("bug: a Request.Model the route does not serve opens its breaker (404 is Unusable); see the report")
 	synctest.Test(t, func(t *testing.T) {
 		// What provider/anthropic makes of a model it does not have: 404
 		// not_found_error, Unusable.
@@ -65,7 +64,6 @@ func TestRequestModelDoesNotOpenBreakers(t *testing.T) {
 // either. (With one route the stack calls it without a group, and the same
 // requests end with Deadline, which the breaker ignores.)
 func TestShortCallerDeadlineKeepsBreakerClosed(t *testing.T) {
-
 	synctest.Test(t, func(t *testing.T) {
 		slow := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "fine", FinishReason: portico.FinishStop}, Latency: 400 * time.Millisecond})
 		small := route("small", modeltest.NewFake(modeltest.Answer("unused")))
