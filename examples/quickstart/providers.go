@@ -100,10 +100,10 @@ const (
 
 // startOpenAI reaches OpenAI, or starts a fake whose model answers 503s,
 // 429s with retry-after-ms and stalls that only an attempt timeout ends. It
-// starts rate-limited: its first 12 requests get a 429 asking for 2 s,
-// longer than the stack's retries wait, so they move on to Anthropic at
-// once (the fallback across dialects shows in every run) and OpenAI's
-// breaker opens for a while.
+// starts rate-limited: its first 12 requests get a 429 asking for 150 ms,
+// longer than the group waits in place (Fallback.WaitInPlace, 50 ms here), so
+// they move on to Anthropic at once (the fallback across dialects shows in
+// every run) and OpenAI cools down for the Retry-After.
 func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
 		if os.Getenv("OPENAI_API_KEY") == "" {
