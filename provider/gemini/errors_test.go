@@ -450,3 +450,31 @@ func TestUnbuildableClientUnusable(t *testing.T) {
 		t.Errorf("Generate with an unparseable base URL = %v, want unusable, status 0, NotSent", err)
 	}
 }
+
+// What the SDK would refuse to build because of the request (a model name
+// genai's tModel rejects, an Extra value JSON cannot encode) is Permanent and
+// sends nothing, told before the SDK: only the client's own configuration is
+// left for the Unusable of a request the SDK does not build.
+func TestRequestNotEncodablePermanent(t *testing.T) {
+	m := newModel(t, gemini.Config{}, genai.ClientConfig{APIKey: "k", HTTPOptions: genai.HTTPOptions{BaseURL: "http://127.0.0.1:1"}})
+	for name, r := range map[string]*portico.Request{
+		"model with ..": userReq("models/../../x", "hello"),
+		"model with ?":  userReq("m?alt=x", "hello"),
+		"chan in Extra": func() *portico.Request {
+			r := userReq("m", "hello")
+			r.Extra = map[string]any{"foo": make(chan int)}
+			return r
+		}(),
+		"chan nested": func() *portico.Request {
+			r := userReq("m", "hello")
+			r.Extra = map[string]any{"thinkingConfig": map[string]any{"x": make(chan int)}}
+			return r
+		}(),
+	} {
+		_, err := m.Generate(context.Background(), r)
+		var pe *portico.Error
+		if !errors.As(err, &pe) || pe.Class != portico.Permanent || pe.Reason != "request not encodable" {
+			t.Errorf("%s: Generate = %v, want Permanent, request not encodable", name, err)
+		}
+	}
+}

@@ -121,6 +121,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *porti
 		return nil, m.classify(ctx, ctx.Err(), x, model)
 	}
 	contents, cfg, err := m.params(req)
+	if err == nil && (strings.ContainsAny(model, "?&") || strings.Contains(model, "..")) {
+		err = errors.New("gemini: model name with '?', '&' or '..'") // genai's tModel refuses them
+	}
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}

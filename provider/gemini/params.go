@@ -87,6 +87,12 @@ func (m *Model) params(req *portico.Request) ([]*genai.Content, *genai.GenerateC
 		gc[k] = v
 	}
 	if extra != nil {
+		// The SDK marshals ExtraBody only when it builds the request; a value
+		// JSON cannot encode is this request's fault, told here, so that what
+		// the SDK still refuses to build is the client's (Unusable).
+		if _, err := json.Marshal(extra); err != nil {
+			return nil, nil, fmt.Errorf("gemini: Extra not encodable: %w", err)
+		}
 		cfg.HTTPOptions = &genai.HTTPOptions{ExtraBody: extra}
 	}
 	return contents, cfg, nil
