@@ -63,6 +63,9 @@
 // names its model (Request.Model): the route cannot serve that model (another
 // provider's name, a typo), which is not a fault of the route, so the error
 // becomes Incompatible, the group moves on and the breaker does not count it.
+// The same holds for answers validate refuses because of the request (a
+// content filter, a cut at the request's MaxOutputTokens: see package
+// validate, Rejections): only an answer that is wrong counts against a route.
 //
 // A route that answers 429 with a Retry-After longer than
 // Config.Fallback.WaitInPlace (500 ms) while another route could serve the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,18 +39,50 @@ func (p *pipeline) add(v Violation) {
 // Its Usage is a copy of resp.Usage (nil without a Response): the answer was
 // billed although it is refused, and routing layers add its cost to the
 // Response.Cost of the answer they return.
-func (p *pipeline) reject(resp *portico.Response) error {
+func (p *pipeline) reject(req *portico.Request, resp *portico.Response) error {
+	class, reason := p.class(req, resp)
 	r := &rejected{e: portico.Error{
-		Class:  portico.InvalidResponse,
-		Reason: "validation rejected",
+		Class:  class,
+		Reason: reason,
 		Err:    &Rejection{Violations: p.out, Omitted: p.omitted, Response: resp},
 	}}
 	if resp != nil {
 		r.e.Model = resp.Model
 		r.usage = resp.Usage
 		r.e.Usage = &r.usage
+		if class != portico.InvalidResponse {
+			r.e.Status = http.StatusOK // answered and billed: a limiter refunds nothing it does not know of
+		}
 	}
 	return &r.e
+}
+
+// class is the class and reason of a rejection with violations p.out: whose
+// doing the refused answer is. A provider's content filter is the request's
+// on that route (Incompatible: another provider's policy may answer it, no
+// retry, no breaker count); a truncation at the request's own
+// MaxOutputTokens is the request's on every route (Permanent: the caller
+// must ask for more), one at a lower limit of the route's (the output
+// stopped short of MaxOutputTokens, or the request set none) is the route's
+// limit (Incompatible); anything else is the answer's (InvalidResponse, a
+// route fault).
+func (p *pipeline) class(req *portico.Request, resp *portico.Response) (portico.Class, string) {
+	truncated := false
+	for i := range p.out {
+		switch p.out[i].Rule {
+		case RuleContentFilter:
+			return portico.Incompatible, "validation rejected: content filtered"
+		case RuleTruncated:
+			truncated = true
+		}
+	}
+	if !truncated {
+		return portico.InvalidResponse, "validation rejected"
+	}
+	if n := req.MaxOutputTokens; n > 0 && (resp.Usage.OutputTokens == 0 || resp.Usage.OutputTokens >= n) {
+		return portico.Permanent, "validation rejected: cut at the request's MaxOutputTokens"
+	}
+	return portico.Incompatible, "validation rejected: cut at the route's output limit"
 }
 
 // rejected holds a rejection's error and the copy of the billed usage it

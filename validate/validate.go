@@ -221,8 +221,10 @@ func (v *Validator) prepare(req *portico.Request) (*compiled, error) {
 }
 
 // Check runs the acceptance pipeline on resp, the answer to req, and returns
-// nil when it is accepted. On rejection it returns an InvalidResponse
-// *portico.Error wrapping a [*Rejection] that lists every violation, with
+// nil when it is accepted. On rejection it returns a *portico.Error of class
+// InvalidResponse (Incompatible for a content filter or a cut at the route's
+// output limit, Permanent for a cut at the request's MaxOutputTokens; those
+// two with Status 200) wrapping a [*Rejection] that lists every violation, with
 // Usage a copy of resp.Usage (the refused answer was billed; nil when resp
 // is nil, which is rejected as [RuleNilResponse]); when a
 // schema of req does not compile, a Permanent *portico.Error wrapping
@@ -241,5 +243,5 @@ func (v *Validator) Check(req *portico.Request, resp *portico.Response) error {
 	if len(p.out) == 0 {
 		return nil
 	}
-	return p.reject(resp)
+	return p.reject(req, resp)
 }

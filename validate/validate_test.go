@@ -17,8 +17,8 @@ func rejection(t *testing.T, err error) *Rejection {
 	if err == nil {
 		t.Fatal("err = nil, want a rejection")
 	}
-	if c := portico.ClassOf(err); c != portico.InvalidResponse {
-		t.Fatalf("ClassOf(err) = %v, want invalid_response (err: %v)", c, err)
+	if c := portico.ClassOf(err); c != portico.InvalidResponse && c != portico.Incompatible && c != portico.Permanent {
+		t.Fatalf("ClassOf(err) = %v, want a rejection's class (err: %v)", c, err)
 	}
 	var r *Rejection
 	if !errors.As(err, &r) {
@@ -108,6 +108,42 @@ func TestEnvelopeAndFinish(t *testing.T) {
 				t.Fatalf("violations = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRejectionClass: whose doing a refused answer is decides its class. A
+// content filter is the request's on that route (Incompatible), a cut at the
+// request's own MaxOutputTokens the request's everywhere (Permanent), a cut
+// short of it or without one the route's limit (Incompatible); only what is
+// wrong with the answer itself is InvalidResponse, a route fault. The ones
+// that are not InvalidResponse carry Status 200 and the billed usage.
+func TestRejectionClass(t *testing.T) {
+	v := MustNew(Config{Length: LengthReject})
+	used := func(n int) portico.Usage { return portico.Usage{InputTokens: 5, OutputTokens: n} }
+	for _, c := range []struct {
+		name   string
+		max    int
+		resp   *portico.Response
+		class  portico.Class
+		reason string
+	}{
+		{"bad answer", 0, answer(" "), portico.InvalidResponse, "validation rejected"},
+		{"content filter", 0, &portico.Response{Text: "x", FinishReason: portico.FinishContentFilter, Usage: used(1)}, portico.Incompatible, "validation rejected: content filtered"},
+		{"content filter, empty", 0, &portico.Response{FinishReason: portico.FinishContentFilter}, portico.Incompatible, "validation rejected: content filtered"},
+		{"cut at the request's limit", 3, &portico.Response{Text: "x", FinishReason: portico.FinishLength, Usage: used(3)}, portico.Permanent, "validation rejected: cut at the request's MaxOutputTokens"},
+		{"cut, usage unknown", 3, &portico.Response{Text: "x", FinishReason: portico.FinishLength}, portico.Permanent, "validation rejected: cut at the request's MaxOutputTokens"},
+		{"cut short of the request's limit", 300, &portico.Response{Text: "x", FinishReason: portico.FinishLength, Usage: used(128)}, portico.Incompatible, "validation rejected: cut at the route's output limit"},
+		{"cut without a limit", 0, &portico.Response{Text: "x", FinishReason: portico.FinishLength, Usage: used(128)}, portico.Incompatible, "validation rejected: cut at the route's output limit"},
+	} {
+		err := v.Check(&portico.Request{MaxOutputTokens: c.max}, c.resp)
+		var pe *portico.Error
+		if !errors.As(err, &pe) || pe.Class != c.class || pe.Reason != c.reason {
+			t.Errorf("%s: Check = %v, want %v %q", c.name, err, c.class, c.reason)
+			continue
+		}
+		if wantStatus := map[bool]int{true: 0, false: 200}[c.class == portico.InvalidResponse]; pe.Status != wantStatus || pe.Usage == nil || *pe.Usage != c.resp.Usage {
+			t.Errorf("%s: Status %d, Usage %v; want %d and the answer's usage", c.name, pe.Status, pe.Usage, wantStatus)
+		}
 	}
 }
 

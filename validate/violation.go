@@ -121,7 +121,7 @@ func (v Violation) String() string {
 
 // Rejection is the typed error of a rejected answer: every violation the
 // pipeline found, in stage order. Rejections reach callers wrapped in a
-// *portico.Error of class InvalidResponse; get one with errors.As.
+// *portico.Error (see Check for its class); get one with errors.As.
 type Rejection struct {
 	// Violations lists every violation found, up to [MaxViolations].
 	Violations []Violation

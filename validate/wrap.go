@@ -14,7 +14,7 @@ import (
 // The wrapped Model compiles the request's schemas first ([Validator.Prepare]:
 // a Permanent error wrapping [ErrSchema], or [portico.ErrNilRequest], before
 // next is called), returns next's error unchanged, and runs [Validator.Check]
-// on next's answer: a rejected answer is an InvalidResponse *portico.Error
+// on next's answer: a rejected answer is a *portico.Error (class as Check says)
 // wrapping a [*Rejection], whose Usage is a copy of the answer's (it was
 // billed); an accepted one is returned, its text trimmed under
 // Config.TrimSpace. Each verdict is reported as a portico.EventValidation
@@ -67,12 +67,13 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	p := pipeline{v: v}
 	p.run(req, judged, sch)
 	if len(p.out) > 0 {
-		ev := portico.Event{Kind: portico.EventValidation, Class: portico.InvalidResponse, Reason: "rejected"}
+		err := p.reject(req, resp)
+		ev := portico.Event{Kind: portico.EventValidation, Class: portico.ClassOf(err), Reason: "rejected"}
 		if resp != nil {
 			ev.Route = resp.Route
 		}
 		portico.Observe(ctx, ev)
-		return nil, p.reject(resp)
+		return nil, err
 	}
 	if v.cfg.TrimSpace {
 		if req.Prefix != "" { // the start went to the caller with the prefix
