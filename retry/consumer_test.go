@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,7 +22,6 @@ import (
 // timeout"). The gap is the provider's only while the caller is not
 // holding the stream.
 func TestSlowConsumerIsNotAChunkGap(t *testing.T) {
-	t.Skip("bug: the time a caller's OnChunk takes counts as the provider's chunk gap (ErrChunkGapTimeout, a route fault); see the report")
 	synctest.Test(t, func(t *testing.T) {
 		m := streamer(plan{chunks: []string{"a ", "b ", "c"}})
 		r, err := New(Config{Timeouts: Timeouts{ChunkGap: 100 * time.Millisecond}})
@@ -35,6 +35,30 @@ func TestSlowConsumerIsNotAChunkGap(t *testing.T) {
 		resp, err := r.Wrap(m).Generate(context.Background(), req)
 		if err != nil || resp.Text != "a b c" {
 			t.Fatalf("Generate with a slow OnChunk over a gapless stream = %+v, %v; want the answer", resp, err)
+		}
+	})
+}
+
+// TestSlowConsumerIsNotASlowStream: the same for the rate floor. A provider
+// that streams one-token chunks back to back, and a caller whose OnChunk
+// takes a second a chunk: one token a second reaches the caller, under a
+// floor of 5 tokens/s over 5 s, but the provider is not slow, so the answer
+// arrives whole, in the 12 s the caller took.
+func TestSlowConsumerIsNotASlowStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := streamer(plan{chunks: repeat("a", 12)})
+		r, err := New(Config{Timeouts: Timeouts{MinRate: 5, RateWindow: 5 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &portico.Request{
+			Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")},
+			OnChunk:  func(portico.Chunk) error { time.Sleep(time.Second); return nil },
+		}
+		start := time.Now()
+		resp, err := r.Wrap(m).Generate(context.Background(), req)
+		if err != nil || resp.Text != strings.Repeat("a", 12) || time.Since(start) != 12*time.Second {
+			t.Fatalf("Generate with a slow OnChunk over a fast stream = %+v, %v after %v; want the answer after 12s", resp, err, time.Since(start))
 		}
 	})
 }

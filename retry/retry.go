@@ -178,7 +178,9 @@ type Timeouts struct {
 	// the caller, so the attempt is retried as its class allows.
 	FirstChunk time.Duration
 	// ChunkGap is the longest gap between two chunks of a streamed attempt
-	// ([ErrChunkGapTimeout]). When a chunk already reached the caller the
+	// ([ErrChunkGapTimeout]), measured from when the caller's OnChunk
+	// returned (a slow consumer's time is not the provider's; nor does it
+	// count against MinRate). When a chunk already reached the caller the
 	// attempt is never retried.
 	ChunkGap time.Duration
 	// MinRate is the slowest a streamed attempt may go once its first chunk

@@ -88,6 +88,11 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 // arrives after the watchdog gave up is refused with the timeout's sentinel
 // and never reaches the caller; otherwise it passes, the first one reported
 // as an EventFirstChunk.
+//
+// With a watchdog or a rate floor the gate delivers the chunk itself, so
+// that both pause while the caller's OnChunk holds it: the time a slow
+// consumer takes (a slow client connection) is not the provider's gap, nor
+// its rate.
 func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 	if err := s.tick(c); err != nil {
 		return false, err
@@ -95,8 +100,32 @@ func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 	if !delivered {
 		portico.Observe(s.outer, portico.Event{Kind: portico.EventFirstChunk, Delay: time.Since(s.start)})
 	}
-	return true, nil
+	if s.timer == nil && s.rate == nil {
+		return true, nil
+	}
+	var from int64
+	if s.timer != nil {
+		s.last.Store(holding)
+	}
+	if f := s.rate; f != nil {
+		from = time.Now().UnixNano()
+		f.holdFrom.Store(from)
+	}
+	err := s.Deliver(c)
+	now := time.Now().UnixNano()
+	if s.timer != nil {
+		s.last.Store(now)
+	}
+	if f := s.rate; f != nil {
+		f.held.Add(now - from)
+		f.holdFrom.Store(0)
+	}
+	return false, err
 }
+
+// holding is stream.last while the caller's OnChunk holds a chunk: the
+// watchdog waits for it to return before it measures a gap.
+const holding = math.MinInt64
 
 // progress is the function installed with [portico.ContextWithProgress]: an
 // inner layer holds a chunk back. The watchdog counts it as a chunk; nothing
@@ -163,7 +192,12 @@ func (s *stream) fire() {
 			if s.r.gap == 0 {
 				return
 			}
-			since := time.Since(time.Unix(0, s.last.Load()))
+			last := s.last.Load()
+			if last == holding {
+				s.timer.Reset(s.r.gap)
+				return
+			}
+			since := time.Since(time.Unix(0, last))
 			if since < s.r.gap {
 				s.timer.Reset(s.r.gap - since)
 				return
@@ -191,20 +225,35 @@ type rateFloor struct {
 	step    time.Duration
 	need    int64 // tokens a window must bring: MinRate * RateWindow, rounded up
 	pending atomic.Int64
-	timer   *time.Timer
-	ring    [rateSteps]int64 // tokens per step; the timer's goroutine only
-	steps   int              // steps closed
-	sum     int64            // of ring
+	// holdFrom is when the caller's OnChunk took the chunk it holds (Unix
+	// ns), 0 when it holds none; held adds up the time it held chunks
+	// since the last step closed.
+	holdFrom, held atomic.Int64
+	timer          *time.Timer
+	ring           [rateSteps]int64 // tokens per step; the timer's goroutine only
+	steps          int              // steps closed
+	sum            int64            // of ring
 }
 
 // measure closes a step: at the end of each step from the first chunk on it
 // moves the step's tokens into the ring and, once a whole window has passed,
-// ends the attempt when the window brought fewer than the floor's tokens.
+// ends the attempt when the window brought fewer than the floor's tokens. A
+// step is longer by the time the caller's OnChunk held chunks in it.
 func (s *stream) measure() {
 	if s.state.Load() != streaming {
 		return
 	}
 	f := s.rate
+	// The time the caller's OnChunk held the stream is the caller's, not the
+	// provider's: the step waits while it holds, and lasts that much longer.
+	if f.holdFrom.Load() != 0 {
+		f.timer.Reset(f.step)
+		return
+	}
+	if h := f.held.Swap(0); h > 0 {
+		f.timer.Reset(time.Duration(h))
+		return
+	}
 	n := f.pending.Swap(0)
 	i := f.steps % rateSteps
 	f.sum += n - f.ring[i]
