@@ -127,6 +127,8 @@ func ident(s string) string {
 //     (the API is not offered where the caller is, or needs billing), 401
 //     UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND: Unusable, a
 //     fault of the route (its key, project or model), not of the request;
+//   - 413 (a request body past the front end's limit): Incompatible,
+//     reason "request too large", as in the other adapters;
 //   - 408, 409 ABORTED, 500 INTERNAL, 503 UNAVAILABLE, 504
 //     DEADLINE_EXCEEDED and every other 5xx: Transient (504 as the openai
 //     adapter has it: the server gave up, it did not answer);
@@ -145,6 +147,8 @@ func classifyStatus(code int, rpc, reason, message string, quotaIDs []string) (p
 		return portico.RateLimited, "rate limited"
 	case code == http.StatusBadRequest && tooLong(message):
 		return portico.Incompatible, "context window"
+	case code == http.StatusRequestEntityTooLarge:
+		return portico.Incompatible, "request too large" // as the other adapters: a route with larger limits may take it
 	case reason == "API_KEY_INVALID", rpc == "FAILED_PRECONDITION",
 		code == http.StatusUnauthorized, code == http.StatusForbidden, code == http.StatusNotFound:
 		return portico.Unusable, "route unusable"

@@ -113,6 +113,7 @@
 //	count (N) exceeds the maximum number of
 //	tokens allowed (M)." (Vertex AI: "...
 //	but model only supports up to M")
+//	413                                      Incompatible, Reason "request too large"
 //	other 400, other 4xx                     Permanent
 //	400 reason API_KEY_INVALID, 400          Unusable: a fault of the route (its key,
 //	FAILED_PRECONDITION (not offered where   project, region or model), not of the
