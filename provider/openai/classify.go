@@ -91,6 +91,9 @@ var failureClasses = [...]struct {
 	auth:      {portico.Unusable, "credentials refused"},
 	noModel:   {portico.Unusable, "model not found"},
 	invalid:   {portico.Permanent, "invalid parameter"},
+	// Another provider's policy may answer: Incompatible, as a prompt
+	// Gemini blocks and an answer validate refuses for a content filter.
+	filtered: {portico.Incompatible, "content filtered"},
 }
 
 func statusClass(status int, k failure) (portico.Class, string) {

@@ -103,6 +103,7 @@ const (
 	auth              // the credentials are refused
 	noModel           // the model or deployment does not exist here
 	invalid           // a parameter of the request is wrong
+	filtered          // the provider's content policy refused the prompt
 )
 
 // overflowPhrases are the context-overflow wordings, lower-cased, with the
@@ -196,6 +197,7 @@ var codeFailures = map[string]failure{
 	"validation":                    invalid, // TGI error_type
 	"invalid_request_message_error": invalid, // Mistral 422
 	"invalid_parameter":             invalid,
+	"content_filter":                filtered, // Azure OpenAI 400: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."
 }
 
 // recognise says what an error object means, from its message first (so

@@ -66,7 +66,7 @@ var dialects = []dialect{
 	{"azure", "deployment not found", status(404, `{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."}}`), portico.Unusable, "", 0},
 	{"azure", "token rate limit", status(429, `{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-02-01 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds."}}`, "retry-after", "6"), portico.RateLimited, "", 6 * time.Second},
 	{"azure", "gateway 401", status(401, `{"statusCode":401,"message":"Unauthorized. Access token is missing, invalid, audience is incorrect (https://cognitiveservices.azure.com), or have expired."}`), portico.Unusable, "", 0},
-	{"azure", "content filter", status(400, `{"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":"prompt","code":"content_filter","status":400}}`), portico.Permanent, "", 0},
+	{"azure", "content filter", status(400, `{"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":"prompt","code":"content_filter","status":400}}`), portico.Incompatible, "", 0},
 
 	// vLLM: vllm/entrypoints/openai/protocol.py (ErrorResponse; ErrorInfo
 	// since 0.9) and engine/serving.py create_error_response,

@@ -47,6 +47,8 @@
 //	401, 403 (credentials), 404 (model or       Unusable: this route cannot serve now,
 //	deployment), 402 or insufficient_quota      another may
 //	413                                         Incompatible, Reason "request too large"
+//	400 code content_filter (Azure's prompt     Incompatible, Reason "content filtered":
+//	filter)                                     another provider's policy may answer
 //	408, 409, 424, 498, 5xx                     Transient
 //	other 400, 422 (an invalid parameter)       Permanent
 //	x-should-retry: true / false                overrides: true makes a class that is not
