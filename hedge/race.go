@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // Attempt is one attempt of a race, as a [Plan] prepares it.
@@ -130,7 +131,7 @@ type attempt struct {
 	a       Attempt
 	hedge   bool
 	start   time.Time
-	cancel  context.CancelCauseFunc // nil for an attempt no hedge may run beside
+	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside
 	timer   *time.Timer             // an inline attempt's hedge timer, or nil
 	res     Result
 	panic   any // what Model.Generate panicked with
@@ -239,7 +240,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		at.call(ctx)
 		return false
 	}
-	ctx, at.cancel = context.WithCancelCause(ctx)
+	at.cancel = lazyctx.WithCancel(ctx)
 	fire := r.fire0
 	if at != &r.first {
 		fire = at.fire
@@ -252,7 +253,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 			r.ended(at, true)
 		}
 	}()
-	at.call(ctx)
+	at.call(at.cancel)
 	normal = true
 	return r.ended(at, false)
 }
@@ -262,7 +263,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 // (paniced, if it did) goes to the race's goroutine; after a panic, ended
 // then waits for the race to end.
 func (r *race) ended(at *attempt, paniced bool) bool {
-	at.cancel(nil)
+	at.cancel.Cancel(nil)
 	if at.timer.Stop() {
 		r.setCaller(nil)
 		return false
@@ -415,7 +416,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	}
 	for _, at := range r.live {
 		if at.i != i {
-			at.cancel(errLost)
+			at.cancel.Cancel(errLost)
 		}
 	}
 	r.mu.Unlock()
@@ -463,9 +464,8 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 	if parent == nil {
 		parent = r.ctx
 	}
-	ctx, cancel := context.WithCancelCause(parent)
 	at := r.newAttempt(a, hedge)
-	at.cancel = cancel
+	at.cancel = lazyctx.WithCancel(parent)
 	if hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
 			Delay: at.start.Sub(r.started), Reason: "sent"})
@@ -475,14 +475,14 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 	r.mu.Lock()
 	r.live = append(r.live, at)
 	r.mu.Unlock()
-	go at.run(ctx)
+	go at.run()
 	return at
 }
 
-func (at *attempt) run(ctx context.Context) {
+func (at *attempt) run() {
 	r := at.r
 	defer func() {
-		at.cancel(nil)
+		at.cancel.Cancel(nil)
 		r.mu.Lock()
 		r.drop(at)
 		r.mu.Unlock()
@@ -493,7 +493,7 @@ func (at *attempt) run(ctx context.Context) {
 			at.panic, at.paniced = p, true
 		}
 	}()
-	at.call(ctx)
+	at.call(at.cancel)
 }
 
 // call calls the attempt's Model and records how it ended.
@@ -532,7 +532,7 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 		r.winner = at.i
 		for _, x := range r.live {
 			if x != at {
-				x.cancel(errLost)
+				x.cancel.Cancel(errLost)
 			}
 		}
 		if r.won != nil {
