@@ -8,6 +8,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/lazyctx"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // Attempt is one attempt of a race, as a [Plan] prepares it.
@@ -100,7 +101,7 @@ type race struct {
 	timer         *time.Timer
 	timerC        <-chan time.Time
 	next, running int
-	started       time.Time
+	started       time.Duration // on the mono clock
 	paniced       bool
 	panicVal      any
 	stale         bool // a hedge timer fired too late: its callback may still read the race
@@ -130,9 +131,9 @@ type attempt struct {
 	i       int
 	a       Attempt
 	hedge   bool
-	start   time.Time
+	start   time.Duration       // on the mono clock
 	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside
-	timer   *time.Timer             // an inline attempt's hedge timer, or nil
+	timer   *time.Timer         // an inline attempt's hedge timer, or nil
 	res     Result
 	panic   any // what Model.Generate panicked with
 	paniced bool
@@ -212,7 +213,7 @@ func (r *race) newAttempt(a Attempt, hedge bool) *attempt {
 	if r.next > 0 {
 		at = new(attempt)
 	}
-	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: time.Now()}
+	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: mono.Now()}
 	r.next++
 	return at
 }
@@ -230,7 +231,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 	r.started = at.start
 	d, ok := r.h.delay(at.a.Latency)
 	if ok && r.h.maxAttempts > 1 {
-		if dl, has := r.ctx.Deadline(); has && !at.start.Add(d).Before(dl) {
+		if dl, has := lazyctx.At(r.ctx); has && at.start+d >= dl {
 			ok = false // the hedge would be due after the deadline
 		}
 	} else {
@@ -241,11 +242,11 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		return false
 	}
 	at.cancel = lazyctx.WithCancel(ctx)
+	r.setCaller(at)
 	fire := r.fire0
 	if at != &r.first {
 		fire = at.fire
 	}
-	r.setCaller(at)
 	at.timer = time.AfterFunc(d, fire)
 	normal := false
 	defer func() {
@@ -468,7 +469,7 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 	at.cancel = lazyctx.WithCancel(parent)
 	if hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
-			Delay: at.start.Sub(r.started), Reason: "sent"})
+			Delay: at.start - r.started, Reason: "sent"})
 	}
 	r.started = at.start
 	r.running++
@@ -507,7 +508,7 @@ func (at *attempt) call(ctx context.Context) {
 		err = portico.ErrNilResponse
 	}
 	at.res.Response, at.res.Err = resp, err
-	at.res.Elapsed = time.Since(at.start)
+	at.res.Elapsed = mono.Now() - at.start
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
 	lost := err != nil && errors.Is(context.Cause(ctx), errLost)
 	// The sketch learns from the attempts that did not start as hedges: the
@@ -544,7 +545,7 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	if !won {
 		return false, errLost
 	}
-	at.res.TTFT = time.Since(at.start)
+	at.res.TTFT = mono.Now() - at.start
 	if !at.hedge && at.a.Latency != nil {
 		at.a.Latency.Add(at.res.TTFT)
 	}

@@ -170,6 +170,19 @@ func Left(ctx context.Context) (time.Duration, bool) {
 	return time.Until(d), true
 }
 
+// At returns ctx's deadline as a reading of [mono.Now] and whether it has
+// one, with no clock read when ctx is a Context.
+func At(ctx context.Context) (time.Duration, bool) {
+	if c, ok := ctx.(*Context); ok {
+		return c.at, true
+	}
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return mono.Of(d), true
+}
+
 // bound is the constructor of the With functions, with the deadline at on
 // the package's clock.
 func bound(parent context.Context, at time.Duration, cause error) (context.Context, *Context) {
