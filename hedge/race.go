@@ -107,17 +107,22 @@ type race struct {
 	stale         bool // a hedge timer fired too late: its callback may still read the race
 
 	// In the race's one allocation, reused (racePool): the first attempt,
-	// its timer's callback, room for the attempts running, and the Plan of
-	// a Wrap.
+	// its timer's callback and, made outside any testing/synctest bubble,
+	// its timer, room for the attempts running, and the Plan of a Wrap.
 	first   attempt
 	fire0   func()
+	timer0  *time.Timer // stopped before it fired, or nil
 	liveBuf [4]*attempt
 	one     single
 }
 
 // racePool keeps the state of races that nothing can reach any more: a
 // request that does not stream (a Model never sees the race's state) whose
-// race was never handed over and whose hedge timer never fired.
+// race was never handed over and whose hedge timer never fired. A pooled
+// race keeps its first attempt's timer, stopped, when that timer was made
+// outside any bubble: goroutines outside bubbles may then reuse it, and
+// those in one never touch it (a timer belongs to the bubble it was made in,
+// and one made outside does not follow a bubble's clock).
 var racePool = sync.Pool{New: func() any {
 	r := new(race)
 	r.fire0 = r.first.fire
@@ -132,6 +137,7 @@ type attempt struct {
 	a       Attempt
 	hedge   bool
 	start   time.Duration       // on the mono clock
+	bubbled bool                // start was read in a testing/synctest bubble
 	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside
 	timer   *time.Timer         // an inline attempt's hedge timer, or nil
 	res     Result
@@ -171,8 +177,8 @@ func (r *race) result() (*portico.Response, int, error) {
 		panic(r.panicVal)
 	}
 	if r.req.OnChunk == nil && r.final == nil && !r.stale {
-		fire0 := r.fire0
-		*r = race{fire0: fire0}
+		fire0, timer0 := r.fire0, r.timer0
+		*r = race{fire0: fire0, timer0: timer0}
 		racePool.Put(r)
 	}
 	return resp, i, err
@@ -213,7 +219,8 @@ func (r *race) newAttempt(a Attempt, hedge bool) *attempt {
 	if r.next > 0 {
 		at = new(attempt)
 	}
-	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: mono.Now()}
+	now := time.Now()
+	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: mono.Of(now), bubbled: inBubble(now)}
 	r.next++
 	return at
 }
@@ -243,11 +250,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 	}
 	at.cancel = lazyctx.WithCancel(ctx)
 	r.setCaller(at)
-	fire := r.fire0
-	if at != &r.first {
-		fire = at.fire
-	}
-	at.timer = time.AfterFunc(d, fire)
+	r.arm(at, d)
 	normal := false
 	defer func() {
 		if !normal { // Model.Generate panicked: the panic goes on once the race ended
@@ -257,6 +260,24 @@ func (r *race) runInline(at *attempt) (handed bool) {
 	at.call(at.cancel)
 	normal = true
 	return r.ended(at, false)
+}
+
+// arm arms the hedge timer of the inline attempt at, due after d: the
+// pooled race's own timer for its first attempt outside a bubble, else a
+// new one.
+func (r *race) arm(at *attempt, d time.Duration) {
+	switch {
+	case at != &r.first:
+		at.timer = time.AfterFunc(d, at.fire)
+	case at.bubbled:
+		at.timer = time.AfterFunc(d, r.fire0)
+	case r.timer0 == nil:
+		r.timer0 = time.AfterFunc(d, r.fire0)
+		at.timer = r.timer0
+	default:
+		r.timer0.Reset(d)
+		at.timer = r.timer0
+	}
 }
 
 // ended settles the end of the inline attempt at: it stops at's hedge timer
@@ -551,3 +572,8 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	}
 	return true, nil
 }
+
+// inBubble reports whether now, read with time.Now, was read inside a
+// testing/synctest bubble: the runtime gives a reading there no monotonic
+// clock reading (the bubble's clock is not the process's).
+func inBubble(now time.Time) bool { return now == now.Round(0) }
