@@ -13,8 +13,8 @@ import (
 // request it may not hedge (NoAmbiguousRetry), one it may while it learns the
 // latency (timed inline, for its first 50 calls only: see TestAllocs), and
 // one it races with no hedge sent (the attempt on the caller's goroutine
-// under a cancelable context, and a timer armed for the hedge), next to the
-// bare call:
+// under a cancelable context, and a timer armed for the hedge), the same
+// when the model looks at ctx.Done(), next to the bare call:
 //
 //	go test -run '^$' -bench . -benchtime=200ms -count=5 ./hedge/
 
@@ -44,6 +44,20 @@ func BenchmarkNotHedged(b *testing.B) {
 
 func BenchmarkRaced(b *testing.B) {
 	benchModel(b, hedge.MustNew(hedge.Config{Delay: time.Second}).Wrap(okModel()), req)
+}
+
+// A raced request whose model looks at ctx.Done(), as any client that
+// sends over the network does: the attempt's context is then derived.
+func BenchmarkRacedDone(b *testing.B) {
+	looks := portico.ModelFunc(func(ctx context.Context, _ *portico.Request) (*portico.Response, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		default:
+			return okResp, nil
+		}
+	})
+	benchModel(b, hedge.MustNew(hedge.Config{Delay: time.Second}).Wrap(looks), req)
 }
 
 // A request the layer may not hedge, one it times while it learns, and one
