@@ -13,7 +13,8 @@
 // to. A Context derived from another that never materialized is
 // materialized from that one's parent, with the earlier deadline, and is
 // canceled with it: a request through several layers that each set a
-// deadline arms one timer, not one per layer.
+// deadline arms one timer, not one per layer. A [Cancelable] is the same
+// for a context canceled with a cause, context.WithCancelCause's.
 package lazyctx
 
 import (
