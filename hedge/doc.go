@@ -60,12 +60,14 @@
 // the request's deadline. Otherwise the first attempt still runs on the
 // caller's goroutine, and no goroutine starts unless a hedge falls due. What
 // remains when none does is the floor of being able to cancel the attempt
-// that may lose: a cancelable context made before the call (two
-// allocations in package context; none can be made cancelable later), and
-// one timer armed with [time.AfterFunc] and stopped on return (one
-// allocation: a timer made in a testing/synctest bubble must not be used
-// outside it, so timers are not pooled). The rest of the race's state is
-// pooled for requests that do not stream. Once a hedge falls due, the
+// that may lose, and of knowing when a hedge is due: a cancelable context
+// made before the call (no context can be made cancelable later), one
+// allocation that derives the standard context only if something waits on
+// it, and never reused, since the model may keep it; a timer armed for the
+// hedge and stopped on return, and the clock reads that time the attempt.
+// The race's state is pooled for requests that do not stream, and with it
+// the timer, when it was made outside any testing/synctest bubble (a timer
+// belongs to the bubble it was made in). Once a hedge falls due, the
 // timer's goroutine runs the race, and each hedge costs a goroutine and a
 // cancelable context of its own.
 //

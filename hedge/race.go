@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // Attempt is one attempt of a race, as a [Plan] prepares it.
@@ -99,23 +101,28 @@ type race struct {
 	timer         *time.Timer
 	timerC        <-chan time.Time
 	next, running int
-	started       time.Time
+	started       time.Duration // on the mono clock
 	paniced       bool
 	panicVal      any
 	stale         bool // a hedge timer fired too late: its callback may still read the race
 
 	// In the race's one allocation, reused (racePool): the first attempt,
-	// its timer's callback, room for the attempts running, and the Plan of
-	// a Wrap.
+	// its timer's callback and, made outside any testing/synctest bubble,
+	// its timer, room for the attempts running, and the Plan of a Wrap.
 	first   attempt
 	fire0   func()
+	timer0  *time.Timer // stopped before it fired, or nil
 	liveBuf [4]*attempt
 	one     single
 }
 
 // racePool keeps the state of races that nothing can reach any more: a
 // request that does not stream (a Model never sees the race's state) whose
-// race was never handed over and whose hedge timer never fired.
+// race was never handed over and whose hedge timer never fired. A pooled
+// race keeps its first attempt's timer, stopped, when that timer was made
+// outside any bubble: goroutines outside bubbles may then reuse it, and
+// those in one never touch it (a timer belongs to the bubble it was made in,
+// and one made outside does not follow a bubble's clock).
 var racePool = sync.Pool{New: func() any {
 	r := new(race)
 	r.fire0 = r.first.fire
@@ -129,9 +136,10 @@ type attempt struct {
 	i       int
 	a       Attempt
 	hedge   bool
-	start   time.Time
-	cancel  context.CancelCauseFunc // nil for an attempt no hedge may run beside
-	timer   *time.Timer             // an inline attempt's hedge timer, or nil
+	start   time.Duration       // on the mono clock
+	bubbled bool                // start was read in a testing/synctest bubble
+	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside
+	timer   *time.Timer         // an inline attempt's hedge timer, or nil
 	res     Result
 	panic   any // what Model.Generate panicked with
 	paniced bool
@@ -169,8 +177,8 @@ func (r *race) result() (*portico.Response, int, error) {
 		panic(r.panicVal)
 	}
 	if r.req.OnChunk == nil && r.final == nil && !r.stale {
-		fire0 := r.fire0
-		*r = race{fire0: fire0}
+		fire0, timer0 := r.fire0, r.timer0
+		*r = race{fire0: fire0, timer0: timer0}
 		racePool.Put(r)
 	}
 	return resp, i, err
@@ -211,7 +219,8 @@ func (r *race) newAttempt(a Attempt, hedge bool) *attempt {
 	if r.next > 0 {
 		at = new(attempt)
 	}
-	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: time.Now()}
+	now := time.Now()
+	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: mono.Of(now), bubbled: inBubble(now)}
 	r.next++
 	return at
 }
@@ -229,7 +238,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 	r.started = at.start
 	d, ok := r.h.delay(at.a.Latency)
 	if ok && r.h.maxAttempts > 1 {
-		if dl, has := r.ctx.Deadline(); has && !at.start.Add(d).Before(dl) {
+		if dl, has := lazyctx.At(r.ctx); has && at.start+d >= dl {
 			ok = false // the hedge would be due after the deadline
 		}
 	} else {
@@ -239,22 +248,36 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		at.call(ctx)
 		return false
 	}
-	ctx, at.cancel = context.WithCancelCause(ctx)
-	fire := r.fire0
-	if at != &r.first {
-		fire = at.fire
-	}
+	at.cancel = lazyctx.WithCancel(ctx)
 	r.setCaller(at)
-	at.timer = time.AfterFunc(d, fire)
+	r.arm(at, d)
 	normal := false
 	defer func() {
 		if !normal { // Model.Generate panicked: the panic goes on once the race ended
 			r.ended(at, true)
 		}
 	}()
-	at.call(ctx)
+	at.call(at.cancel)
 	normal = true
 	return r.ended(at, false)
+}
+
+// arm arms the hedge timer of the inline attempt at, due after d: the
+// pooled race's own timer for its first attempt outside a bubble, else a
+// new one.
+func (r *race) arm(at *attempt, d time.Duration) {
+	switch {
+	case at != &r.first:
+		at.timer = time.AfterFunc(d, at.fire)
+	case at.bubbled:
+		at.timer = time.AfterFunc(d, r.fire0)
+	case r.timer0 == nil:
+		r.timer0 = time.AfterFunc(d, r.fire0)
+		at.timer = r.timer0
+	default:
+		r.timer0.Reset(d)
+		at.timer = r.timer0
+	}
 }
 
 // ended settles the end of the inline attempt at: it stops at's hedge timer
@@ -262,7 +285,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 // (paniced, if it did) goes to the race's goroutine; after a panic, ended
 // then waits for the race to end.
 func (r *race) ended(at *attempt, paniced bool) bool {
-	at.cancel(nil)
+	at.cancel.Cancel(nil)
 	if at.timer.Stop() {
 		r.setCaller(nil)
 		return false
@@ -415,7 +438,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	}
 	for _, at := range r.live {
 		if at.i != i {
-			at.cancel(errLost)
+			at.cancel.Cancel(errLost)
 		}
 	}
 	r.mu.Unlock()
@@ -463,26 +486,25 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 	if parent == nil {
 		parent = r.ctx
 	}
-	ctx, cancel := context.WithCancelCause(parent)
 	at := r.newAttempt(a, hedge)
-	at.cancel = cancel
+	at.cancel = lazyctx.WithCancel(parent)
 	if hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
-			Delay: at.start.Sub(r.started), Reason: "sent"})
+			Delay: at.start - r.started, Reason: "sent"})
 	}
 	r.started = at.start
 	r.running++
 	r.mu.Lock()
 	r.live = append(r.live, at)
 	r.mu.Unlock()
-	go at.run(ctx)
+	go at.run()
 	return at
 }
 
-func (at *attempt) run(ctx context.Context) {
+func (at *attempt) run() {
 	r := at.r
 	defer func() {
-		at.cancel(nil)
+		at.cancel.Cancel(nil)
 		r.mu.Lock()
 		r.drop(at)
 		r.mu.Unlock()
@@ -493,7 +515,7 @@ func (at *attempt) run(ctx context.Context) {
 			at.panic, at.paniced = p, true
 		}
 	}()
-	at.call(ctx)
+	at.call(at.cancel)
 }
 
 // call calls the attempt's Model and records how it ended.
@@ -507,7 +529,7 @@ func (at *attempt) call(ctx context.Context) {
 		err = portico.ErrNilResponse
 	}
 	at.res.Response, at.res.Err = resp, err
-	at.res.Elapsed = time.Since(at.start)
+	at.res.Elapsed = mono.Now() - at.start
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
 	lost := err != nil && errors.Is(context.Cause(ctx), errLost)
 	// The sketch learns from the attempts that did not start as hedges: the
@@ -532,7 +554,7 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 		r.winner = at.i
 		for _, x := range r.live {
 			if x != at {
-				x.cancel(errLost)
+				x.cancel.Cancel(errLost)
 			}
 		}
 		if r.won != nil {
@@ -544,9 +566,14 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	if !won {
 		return false, errLost
 	}
-	at.res.TTFT = time.Since(at.start)
+	at.res.TTFT = mono.Now() - at.start
 	if !at.hedge && at.a.Latency != nil {
 		at.a.Latency.Add(at.res.TTFT)
 	}
 	return true, nil
 }
+
+// inBubble reports whether now, read with time.Now, was read inside a
+// testing/synctest bubble: the runtime gives a reading there no monotonic
+// clock reading (the bubble's clock is not the process's).
+func inBubble(now time.Time) bool { return now == now.Round(0) }

@@ -13,7 +13,8 @@
 // to. A Context derived from another that never materialized is
 // materialized from that one's parent, with the earlier deadline, and is
 // canceled with it: a request through several layers that each set a
-// deadline arms one timer, not one per layer.
+// deadline arms one timer, not one per layer. A [Cancelable] is the same
+// for a context canceled with a cause, context.WithCancelCause's.
 package lazyctx
 
 import (
@@ -168,6 +169,19 @@ func Left(ctx context.Context) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Until(d), true
+}
+
+// At returns ctx's deadline as a reading of [mono.Now] and whether it has
+// one, with no clock read when ctx is a Context.
+func At(ctx context.Context) (time.Duration, bool) {
+	if c, ok := ctx.(*Context); ok {
+		return c.at, true
+	}
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return mono.Of(d), true
 }
 
 // bound is the constructor of the With functions, with the deadline at on

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/portico-llm/portico/internal/mono"
 	"go.uber.org/goleak"
 )
 
@@ -430,4 +431,23 @@ func TestValues(t *testing.T) {
 			t.Errorf("deadline = %v, want 30 minutes from now", d)
 		}
 	})
+}
+
+// TestAt: At gives a Context's deadline as kept, a standard context's on
+// the same clock, and none for a context without one.
+func TestAt(t *testing.T) {
+	d := time.Now().Add(time.Hour)
+	std, cancel := context.WithDeadline(context.Background(), d)
+	defer cancel()
+	if at, ok := At(std); !ok || at != mono.Of(d) {
+		t.Errorf("At(standard) = %v, %v, want %v, true", at, ok, mono.Of(d))
+	}
+	lazy, c := WithTimeout(context.Background(), time.Minute, nil)
+	defer c.Cancel()
+	if at, ok := At(lazy); !ok || at != c.at {
+		t.Errorf("At(Context) = %v, %v, want %v, true", at, ok, c.at)
+	}
+	if _, ok := At(context.Background()); ok {
+		t.Error("At(Background) reports a deadline")
+	}
 }
