@@ -20,7 +20,8 @@ var ErrExhausted = errors.New("fallback: every route failed")
 type Exhausted struct {
 	// Hops are the routes left, in order, with why; Err is nil for a route
 	// skipped without being called. When Stopped, the last hop is the route
-	// whose error ended the search, with its class as Reason.
+	// whose error ended the search, with its class as Reason, or "delivered"
+	// when what forbade falling back is a chunk that reached the caller.
 	Hops []portico.Hop
 	// Stopped is true when routes remained but the last hop's error forbade
 	// falling back (Permanent, Canceled, Ambiguous with
@@ -34,7 +35,8 @@ type Exhausted struct {
 // route was called (each was filtered out, unavailable or out of time), the
 // unmet need of each: "fallback: no route can serve the request: a (schema),
 // b (context window)"; when Stopped "fallback: stopped at b after: a
-// (transient)" (the error around it says b's class).
+// (transient)" (the error around it says b's class), "fallback: stopped at b
+// (a chunk had reached the caller) after: ..." when that is why.
 func (e *Exhausted) Error() string {
 	var b strings.Builder
 	hops := e.Hops
@@ -46,6 +48,9 @@ func (e *Exhausted) Error() string {
 		hops = hops[:len(hops)-1]
 		b.WriteString("fallback: stopped at ")
 		b.WriteString(last.Route)
+		if last.Reason == reasonDelivered {
+			b.WriteString(" (a chunk had reached the caller)")
+		}
 		if len(hops) > 0 {
 			b.WriteString(" after")
 		}
@@ -104,6 +109,7 @@ const (
 	reasonDeadline    = "deadline" // too little time left to start it
 	reasonNotRanked   = "not ranked"
 	reasonHedgeLost   = "hedge lost" // canceled: another attempt of the race answered first
+	reasonDelivered   = "delivered"  // the last hop of a group stopped because a chunk had reached the caller
 )
 
 // classRank orders the classes for the exhausted error: the higher, the more
@@ -169,6 +175,12 @@ func exhausted(hops []portico.Hop, wait time.Duration) error {
 // errors.As still finds err's Status, Code and RetryAfter, and errors.Is still
 // reaches err and every earlier route's error.
 func stopped(hops []portico.Hop, r *portico.Route, err error) error {
+	return stoppedFor(hops, r, err, "")
+}
+
+// stoppedFor is stopped with reason as the last hop's Reason (its error's
+// class when empty).
+func stoppedFor(hops []portico.Hop, r *portico.Route, err error, reason string) error {
 	if len(hops) == 0 {
 		return err
 	}
@@ -181,6 +193,9 @@ func stopped(hops []portico.Hop, r *portico.Route, err error) error {
 	out.NotSent = out.NotSent && noneCalled(hops)
 	all := make([]portico.Hop, len(hops), len(hops)+1)
 	copy(all, hops)
-	out.Err = &Exhausted{Hops: append(all, portico.Hop{Route: r.Name, Reason: class.String(), Err: err}), Stopped: true}
+	if reason == "" {
+		reason = class.String()
+	}
+	out.Err = &Exhausted{Hops: append(all, portico.Hop{Route: r.Name, Reason: reason, Err: err}), Stopped: true}
 	return out
 }

@@ -318,6 +318,21 @@ func TestNoFallbackAfterFirstChunk(t *testing.T) {
 	if req.Model != "" || req.OnChunk == nil {
 		t.Errorf("caller's request was modified")
 	}
+
+	// A fallback that breaks after its first chunk: the group stops there
+	// and says why it did not go on.
+	got = nil
+	a3, b3 := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b", err: perr(portico.Transient), chunks: []string{"par"}}
+	c3 := &fake{name: "c"}
+	g = MustNew(Config{Routes: []portico.Route{route(a3, portico.Capabilities{}), route(b3, portico.Capabilities{}), route(c3, portico.Capabilities{})}})
+	_, err = g.Generate(context.Background(), req)
+	var ex *Exhausted
+	if !errors.As(err, &ex) || !ex.Stopped || c3.n() != 0 || portico.ClassOf(err) != portico.Transient {
+		t.Fatalf("Generate = %v, c calls %d; want b's Transient, stopped, c not called", err, c3.n())
+	}
+	if got, want := ex.Error(), "fallback: stopped at b (a chunk had reached the caller) after: a (transient)"; got != want {
+		t.Errorf("Exhausted.Error() = %q, want %q", got, want)
+	}
 }
 
 func TestAllFailListsEveryHop(t *testing.T) {

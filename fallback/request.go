@@ -440,6 +440,9 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, e
 			r.hop(ctx, rt, portico.ClassOf(err).String(), err)
 			return nil, true, r.outOfTime(ctx)
 		}
+		if r.delivered && ctx.Err() == nil {
+			return nil, true, stoppedFor(r.hops, rt, err, reasonDelivered)
+		}
 		return nil, true, stopped(r.hops, rt, err)
 	}
 	class := portico.ClassOf(err)
