@@ -136,7 +136,8 @@ func (s *Store) Available() bool { return s.downUntil.Load() == 0 }
 // returned wrapping [ErrUnavailable] and starts or extends the outage,
 // unless ctx itself ended: that is the caller's, returned as ctx.Err().
 func (s *Store) do(ctx context.Context, op func(context.Context) error) error {
-	if until := s.downUntil.Load(); until != 0 {
+	until := s.downUntil.Load()
+	if until != 0 {
 		if time.Now().UnixNano() < until || !s.probing.CompareAndSwap(false, true) {
 			return errFailFast
 		}
@@ -146,7 +147,7 @@ func (s *Store) do(ctx context.Context, op func(context.Context) error) error {
 	err := op(octx)
 	cancel()
 	if err == nil || errors.Is(err, redis.Nil) {
-		if s.downUntil.Load() != 0 {
+		if until != 0 { // only a probe ends an outage, not an operation begun before it
 			s.up()
 		}
 		return err
