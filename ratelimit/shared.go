@@ -57,6 +57,13 @@ type Shared struct {
 	// FailOpen each gets 1/N of the limits while the store fails. It must
 	// be positive with FailOpen, and 0 without.
 	Instances int
+	// Name keeps this limiter's buckets apart from those of other limiters
+	// on the same Store: a key's buckets in the store are named by Name and
+	// the key, so two limiters share a bucket only when both agree (the
+	// same limiter in every instance). Empty is a name like any other;
+	// package stack names its client limiter "client" and each route's
+	// limiter "route " and the route's name.
+	Name string
 }
 
 // ErrStoreUnavailable is wrapped by the error of a call refused because the
@@ -107,6 +114,7 @@ func scale(l Limits, n int) Limits {
 type shared struct {
 	l      *Limiter
 	store  Store
+	prefix string // of every key in the store: Shared.Name, length-prefixed
 	limits atomic.Pointer[Limits]
 	slots  *Limiter
 	local  *Limiter
@@ -115,6 +123,9 @@ type shared struct {
 // newShared builds l's shared state from the normalized c.
 func newShared(l *Limiter, c Config) *shared {
 	s := &shared{l: l, store: c.Shared.Store}
+	if n := c.Shared.Name; n != "" {
+		s.prefix = strconv.Itoa(len(n)) + ":" + n + "|"
+	}
 	lim := c.Limits
 	s.limits.Store(&lim)
 	base := c
@@ -187,10 +198,10 @@ func (s *shared) setLimit(n Limits) error {
 // key and the model, length-prefixed so that no two pairs share a key.
 func (s *shared) key(req *portico.Request) string {
 	if s.l.cfg.Key != nil {
-		return s.l.cfg.Key(req)
+		return s.prefix + s.l.cfg.Key(req)
 	}
 	c := req.Identity.ClientKey
-	return strconv.Itoa(len(c)) + ":" + c + "/" + req.Model
+	return s.prefix + strconv.Itoa(len(c)) + ":" + c + "/" + req.Model
 }
 
 // sharedModel is the Model a shared Limiter wraps around next: buckets in

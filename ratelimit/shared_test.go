@@ -236,3 +236,33 @@ func TestSharedInFlight(t *testing.T) {
 		time.Sleep(time.Second)
 	})
 }
+
+// TestSharedNameKeepsLimitersApart: two limiters on one store with the same
+// key function keep their own buckets when their Shared.Name differs, and
+// share them when it is the same (one limiter in two instances). Two
+// requests per minute: a and b each admit two; a and a second a admit two
+// between them.
+func TestSharedNameKeepsLimitersApart(t *testing.T) {
+	admitted := func(names ...string) int {
+		f := newFakeStore()
+		n := 0
+		for _, name := range names {
+			l := mustNew(t, Config{Limits: Limits{Requests: 2, Period: time.Minute}, Key: ByModel, Shared: Shared{Store: f, Name: name}})
+			m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+				return &portico.Response{Text: "ok"}, nil
+			}))
+			for range 2 {
+				if _, err := m.Generate(context.Background(), &portico.Request{Model: "m"}); err == nil {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if n := admitted("route a", "route b"); n != 4 {
+		t.Errorf("limiters named a and b admitted %d of 4, want 4: each has its own bucket", n)
+	}
+	if n := admitted("route a", "route a"); n != 2 {
+		t.Errorf("two limiters named a admitted %d of 4, want 2: they share one bucket", n)
+	}
+}

@@ -354,13 +354,17 @@ func New(cfg Config) (*Stack, error) {
 	// cannot end before it.
 	mws = append(mws, deadline(d))
 	if cfg.ClientLimits != (ratelimit.Limits{}) {
+		cs := cfg.ClientShared
+		if cs.Store != nil && cs.Name == "" {
+			cs.Name = "client" // apart from the routes' buckets on the same store
+		}
 		l, err := ratelimit.New(ratelimit.Config{
 			Limits:           cfg.ClientLimits,
 			DefaultMaxTokens: defaultMaxTokens(cfg.DefaultMaxTokens, cfg.ClientLimits),
 			Key:              ratelimit.ByClient,
 			Mode:             cfg.ClientMode,
 			MaxWait:          cfg.ClientMaxWait,
-			Shared:           cfg.ClientShared,
+			Shared:           cs,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("stack: client limits: %w", err)
@@ -394,6 +398,9 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 			DefaultMaxTokens: defaultMaxTokens(rc.DefaultMaxTokens, rc.Limits),
 			Key:              ratelimit.ByModel,
 			Shared:           rc.LimitsShared,
+		}
+		if lc.Shared.Store != nil && lc.Shared.Name == "" {
+			lc.Shared.Name = "route " + rc.Name // each route's buckets its own, as in the process
 		}
 		if b.concurrency != nil {
 			lc.Concurrency = b.concurrency
