@@ -190,6 +190,12 @@ func (b *Breaker) openElsewhere() time.Duration {
 	return max(0, time.Until(u))
 }
 
+// MaxRetryAfterHold bounds how long a Retry-After holds a breaker open past
+// the failure that carried it: a hint of hours (a misconfigured proxy, a
+// daily quota's reset) keeps the route out for 5 minutes, then a probe
+// asks again. OpenFor itself is not bounded by it.
+const MaxRetryAfterHold = 5 * time.Minute
+
 // announce raises b.announced to until (nanoseconds since base).
 func (b *Breaker) announce(until int64) {
 	for {
@@ -347,7 +353,7 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 		now = b.nanos()
 	}
 	if ra > 0 { // the open state, if it comes, lasts at least as long
-		b.announce(now + int64(ra))
+		b.announce(now + int64(min(ra, MaxRetryAfterHold)))
 	}
 	gen := word >> 2
 	slow := b.needStart && now-start >= int64(b.cfg.SlowCall)

@@ -21,8 +21,8 @@
 //   - [Open]: every call fails at once with a [portico.Rejected] *portico.Error
 //     wrapping [ErrOpen], whose RetryAfter is the time until the first probe.
 //     After Config.OpenFor, or at the end of the latest Retry-After a counted
-//     failure carried if that is later, the next call moves the breaker to
-//     half-open.
+//     failure carried if that is later (held for [MaxRetryAfterHold] at
+//     most), the next call moves the breaker to half-open.
 //   - [HalfOpen]: at most Config.Probes calls run at once, counting any probe of
 //     an earlier half-open period still running; the rest are rejected like in
 //     the open state. Probes successful probes close the breaker with an empty

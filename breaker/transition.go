@@ -147,7 +147,7 @@ func (b *Breaker) probeOutcome(ctx context.Context, gen uint64, start int64, err
 	class, counted, failed := outcome(err)
 	now := b.nanos()
 	if ra := portico.RetryAfterOf(err); failed && ra > 0 {
-		b.announce(now + int64(ra))
+		b.announce(now + int64(min(ra, MaxRetryAfterHold)))
 	}
 	slow := b.cfg.SlowCall > 0 && now-start >= int64(b.cfg.SlowCall)
 	b.mu.Lock()

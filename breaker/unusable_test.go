@@ -137,3 +137,21 @@ func TestOpenLastsUntilEarlierOrProbeRetryAfter(t *testing.T) {
 		}
 	})
 }
+
+// A Retry-After holds the breaker open past OpenFor, but for
+// MaxRetryAfterHold at most: a hint of a day opens it for 5 minutes.
+func TestRetryAfterHoldIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := MustNew(Config{Trip: ConsecutiveFailures(1), OnStateChange: rec.hook})
+		m := b.Wrap(&scripted{err: &portico.Error{Class: portico.RateLimited, RetryAfter: 24 * time.Hour}})
+		call(t, m)
+		if len(rec.trs) != 1 || rec.trs[0].OpenFor != MaxRetryAfterHold {
+			t.Fatalf("transitions %+v, want one opening for %v", rec.trs, MaxRetryAfterHold)
+		}
+		time.Sleep(MaxRetryAfterHold)
+		if !b.Available() {
+			t.Errorf("after %v: not available, want a probe admitted", MaxRetryAfterHold)
+		}
+	})
+}

@@ -54,6 +54,10 @@ const (
 	DefaultShare      = 0.5625
 	DefaultReserve    = 300 * time.Millisecond
 	DefaultMinAttempt = 100 * time.Millisecond
+	// DefaultMaxCooldown bounds a route's cooldown from one Retry-After
+	// (Config.MaxCooldown), as breaker.MaxRetryAfterHold bounds how long
+	// one holds a breaker open.
+	DefaultMaxCooldown = 5 * time.Minute
 	// DefaultFaultAfter is the least allowance whose cut counts against a
 	// route (Config.FaultAfter): well above a healthy provider's time to
 	// first token, well below the 67.5 s a 2-minute deadline's first share
@@ -133,6 +137,13 @@ type Config struct {
 	// (100 ms); negative means none.
 	MinAttempt time.Duration
 
+	// MaxCooldown bounds the cooldown one Retry-After gives a route: a hint
+	// of hours (a misconfigured proxy, a daily quota's reset) keeps the route
+	// out for MaxCooldown, then a call asks again, and with a shared
+	// Cooldowns one instance's answer cannot switch a route off for the
+	// whole fleet for a day. Zero means [DefaultMaxCooldown] (5 min);
+	// negative is an error.
+	MaxCooldown time.Duration
 	// FaultAfter is the least allowance whose end counts against the route:
 	// a candidate cut at the end of its share, or of the last candidate's
 	// time before the reserve, after running at least FaultAfter is hung or
@@ -219,6 +230,12 @@ func (c Config) normalize() (Config, error) {
 		c.MinAttempt = DefaultMinAttempt
 	case c.MinAttempt < 0:
 		c.MinAttempt = 0
+	}
+	switch {
+	case c.MaxCooldown == 0:
+		c.MaxCooldown = DefaultMaxCooldown
+	case c.MaxCooldown < 0:
+		return c, errors.New("fallback: negative Config.MaxCooldown (" + c.MaxCooldown.String() + ")")
 	}
 	switch {
 	case c.FaultAfter == 0:

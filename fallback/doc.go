@@ -98,7 +98,8 @@
 // The route then cools down: a failure that carries a Retry-After the
 // route announced (a route fault with RetryAfter set and not NotSent, so
 // not a local limiter's refusal) is recorded in Config.Cooldowns, and the
-// route is skipped without a call (hop reason "cooldown") until it ends.
+// route is skipped without a call (hop reason "cooldown") until it ends,
+// Config.MaxCooldown (5 min) at most after the failure.
 // The key is the route's Capabilities.Quota, or its Name: routes that
 // declare one Quota (two deployments behind one key) cool down together.
 // The store is a [Cooldowns]: [MemoryCooldowns], the group's own by

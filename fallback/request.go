@@ -491,7 +491,7 @@ func (r *request) cool(idx int, err error) {
 	if !errors.As(err, &pe) || pe.RetryAfter <= 0 || pe.NotSent || !pe.Class.RouteFault() {
 		return
 	}
-	r.g.cool.Set(r.g.keys[idx], time.Now().Add(pe.RetryAfter))
+	r.g.cool.Set(r.g.keys[idx], time.Now().Add(min(pe.RetryAfter, r.g.cfg.MaxCooldown)))
 }
 
 // overflow reports whether err says the input was too long for the route's
