@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // Defaults of [Config].
@@ -72,8 +74,8 @@ type Store struct {
 	refresh   time.Duration
 	log       *slog.Logger
 
-	downUntil atomic.Int64 // unix ns until which operations fail at once; 0: up
-	downSince atomic.Int64 // unix ns of the first failure of the outage
+	downUntil atomic.Int64 // mono.Now (ns) until which operations fail at once; 0: up
+	downSince atomic.Int64 // mono.Now (ns) of the first failure of the outage
 	probing   atomic.Bool  // one operation tries the server
 }
 
@@ -138,7 +140,7 @@ func (s *Store) Available() bool { return s.downUntil.Load() == 0 }
 func (s *Store) do(ctx context.Context, op func(context.Context) error) error {
 	until := s.downUntil.Load()
 	if until != 0 {
-		if time.Now().UnixNano() < until || !s.probing.CompareAndSwap(false, true) {
+		if int64(mono.Now()) < until || !s.probing.CompareAndSwap(false, true) {
 			return errFailFast
 		}
 		defer s.probing.Store(false)
@@ -170,7 +172,7 @@ func (e *unavailable) Unwrap() []error { return []error{ErrUnavailable, e.cause}
 
 // down starts an outage, or extends it after a failed probe.
 func (s *Store) down(err error) {
-	now := time.Now().UnixNano()
+	now := int64(mono.Now()) // a wall-clock step moves no outage
 	if s.downSince.CompareAndSwap(0, now) {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: redis unavailable, layers decide without it",
 			slog.String("err", err.Error()), slog.Duration("probe", s.probe))
@@ -184,7 +186,7 @@ func (s *Store) up() {
 	s.downUntil.Store(0)
 	if since != 0 {
 		s.log.LogAttrs(context.Background(), slog.LevelInfo, "redisstore: redis available again",
-			slog.Duration("outage", time.Duration(time.Now().UnixNano()-since)))
+			slog.Duration("outage", mono.Now()-time.Duration(since)))
 	}
 }
 

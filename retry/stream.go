@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // The states of a streamed attempt.
@@ -34,7 +35,7 @@ type stream struct {
 	start               time.Time       // when the layer received the call
 	cancel              context.CancelCauseFunc
 	state               atomic.Int32
-	last                atomic.Int64 // time of the last chunk, Unix ns
+	last                atomic.Int64 // mono.Now of the last chunk, ns
 	timer               *time.Timer  // nil without FirstChunkTimeout and ChunkGapTimeout
 	rate                *rateFloor   // nil without Timeouts.MinRate
 }
@@ -108,11 +109,11 @@ func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 		s.last.Store(holding)
 	}
 	if f := s.rate; f != nil {
-		from = time.Now().UnixNano()
+		from = int64(mono.Now())
 		f.holdFrom.Store(from)
 	}
 	err := s.Deliver(c)
-	now := time.Now().UnixNano()
+	now := int64(mono.Now())
 	if s.timer != nil {
 		s.last.Store(now)
 	}
@@ -159,7 +160,7 @@ func (s *stream) tick(c portico.Chunk) error {
 		}
 	}
 	if s.timer != nil {
-		s.last.Store(time.Now().UnixNano())
+		s.last.Store(int64(mono.Now()))
 		if first {
 			if s.r.gap > 0 {
 				s.timer.Reset(s.r.gap)
@@ -197,7 +198,7 @@ func (s *stream) fire() {
 				s.timer.Reset(s.r.gap)
 				return
 			}
-			since := time.Since(time.Unix(0, last))
+			since := mono.Now() - time.Duration(last)
 			if since < s.r.gap {
 				s.timer.Reset(s.r.gap - since)
 				return
@@ -225,8 +226,8 @@ type rateFloor struct {
 	step    time.Duration
 	need    int64 // tokens a window must bring: MinRate * RateWindow, rounded up
 	pending atomic.Int64
-	// holdFrom is when the caller's OnChunk took the chunk it holds (Unix
-	// ns), 0 when it holds none; held adds up the time it held chunks
+	// holdFrom is when the caller's OnChunk took the chunk it holds
+	// (mono.Now, ns), 0 when it holds none; held adds up the time it held chunks
 	// since the last step closed.
 	holdFrom, held atomic.Int64
 	timer          *time.Timer
