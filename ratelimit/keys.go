@@ -208,6 +208,9 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 			l.sweep(s, now)
 		}
 		e = newEntry(k, l.limits.Load(), now)
+		if l.startEmpty {
+			e.tok.level, e.req.level = 0, 0
+		}
 		s.m[k] = e
 		s.peak = max(s.peak, len(s.m))
 		if !l.armed.Load() {
@@ -230,6 +233,23 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 // completion that skipped the lock still counts in flight until then, so an
 // entry is never dropped with a refund pending (the completion's atomic add
 // frees its slot and credits its refund at once). The caller holds s.mu.
+// drain empties every bucket of l as of now: the local share of a shared
+// Limiter, when the store fails, starts with nothing (see shared.degraded).
+func (l *Limiter) drain() {
+	now := l.now()
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		for _, e := range s.m {
+			e.lock()
+			e.tok.level, e.tok.last = 0, now
+			e.req.level, e.req.last = 0, now
+			e.mu.Unlock()
+		}
+		s.mu.Unlock()
+	}
+}
+
 func (l *Limiter) sweep(s *shard, now time.Duration) {
 	for ek, e := range s.m {
 		e.lock()

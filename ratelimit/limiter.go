@@ -24,7 +24,10 @@ type Limiter struct {
 	seq    atomic.Uint64
 	shared *shared     // nil: the buckets are in this process
 	armed  atomic.Bool // the janitor's timer is pending or running (see arm)
-	shards [numShards]shard
+	// startEmpty makes new keys' buckets start empty: the local share of a
+	// shared Limiter, used only while the store fails (see shared).
+	startEmpty bool
+	shards     [numShards]shard
 }
 
 // New returns a Limiter for cfg, or an error starting with "ratelimit:" when

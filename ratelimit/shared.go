@@ -45,7 +45,12 @@ type Store interface {
 // says how: with FailOpen, on local buckets of 1/Instances of each limit
 // and burst (rounded down, at least 1), so that N instances together stay
 // within the shared limit; otherwise (fail closed) the call is refused
-// with a [portico.Rejected] error wrapping [ErrStoreUnavailable].
+// with a [portico.Rejected] error wrapping [ErrStoreUnavailable]. The local
+// buckets start empty as each outage begins (what the store held is
+// unknown: a tenant may have just spent its burst), so an outage of dt
+// adds at most r·dt to what the store admitted; when the store is back,
+// its buckets, which refilled meanwhile, are not charged for what the
+// local shares admitted.
 type Shared struct {
 	// Store keeps the buckets; nil keeps them in the process (the default:
 	// the in-memory path, unchanged).
@@ -118,6 +123,10 @@ type shared struct {
 	limits atomic.Pointer[Limits]
 	slots  *Limiter
 	local  *Limiter
+	// out is set by the first call decided without the store and cleared
+	// by the next call the store decides: the local share is drained as
+	// each outage begins.
+	out atomic.Bool
 }
 
 // newShared builds l's shared state from the normalized c.
@@ -141,6 +150,7 @@ func newShared(l *Limiter, c Config) *shared {
 		lc.MaxInFlight, lc.Queue, lc.Concurrency = 0, Queue{}, nil
 		if lc.Requests > 0 || lc.Tokens > 0 {
 			s.local = derived(lc)
+			s.local.startEmpty = true
 		}
 	}
 	return s
@@ -237,6 +247,9 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 			return s.degraded(ctx, m.next, req, &t, err)
 		}
 		if wait == 0 {
+			if s.out.Load() {
+				s.out.Store(false)
+			}
 			break
 		}
 		deadline, hasDeadline := ctx.Deadline()
@@ -298,6 +311,13 @@ func (s *shared) degraded(ctx context.Context, next portico.Model, req *portico.
 	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shared store unavailable, local share decides", logModel(req.Model), slog.String("err", cause.Error()))
 	if s.local == nil { // no buckets, only the in-flight cap
 		return next.Generate(ctx, req)
+	}
+	if !s.out.Load() && s.out.CompareAndSwap(false, true) {
+		// What the shared buckets held is unknown (a tenant may have just
+		// spent its burst): the local share starts empty and refills at
+		// 1/Instances of the rates, so the instances together add no more
+		// than r·dt to what the store admitted.
+		s.local.drain()
 	}
 	if lim := s.local.limits.Load(); lim.Tokens > 0 && t.reserve > lim.TokenBurst {
 		// The shared bucket could hold the call, this instance's share
