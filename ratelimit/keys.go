@@ -208,8 +208,10 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 			l.sweep(s, now)
 		}
 		e = newEntry(k, l.limits.Load(), now)
-		if l.startEmpty {
-			e.tok.level, e.req.level = 0, 0
+		if l.startEmpty { // what it would hold had it been drained with the others
+			since := (now - time.Duration(l.drained.Load())).Seconds()
+			e.tok.level = min(e.tok.burst, e.tok.rate*since)
+			e.req.level = min(e.req.burst, e.req.rate*since)
 		}
 		s.m[k] = e
 		s.peak = max(s.peak, len(s.m))
@@ -237,6 +239,7 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 // Limiter, when the store fails, starts with nothing (see shared.degraded).
 func (l *Limiter) drain() {
 	now := l.now()
+	l.drained.Store(int64(now))
 	for i := range l.shards {
 		s := &l.shards[i]
 		s.mu.Lock()

@@ -123,6 +123,7 @@ type shared struct {
 	limits atomic.Pointer[Limits]
 	slots  *Limiter
 	local  *Limiter
+	lines  lines // Wait mode's waiters, in line per key
 	// out is set by the first call decided without the store and cleared
 	// by the next call the store decides: the local share is drained as
 	// each outage begins.
@@ -237,35 +238,8 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 		}
 	}
 	key := s.key(req)
-	start := time.Now()
-	for first := true; ; first = false {
-		wait, which, err := s.store.Take(ctx, key, lim, t.reserve)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, notSent(portico.FromContext(ctx))
-			}
-			return s.degraded(ctx, m.next, req, &t, err)
-		}
-		if wait == 0 {
-			if s.out.Load() {
-				s.out.Store(false)
-			}
-			break
-		}
-		deadline, hasDeadline := ctx.Deadline()
-		if l.cfg.Mode == Reject || time.Since(start)+wait > l.cfg.MaxWait || (hasDeadline && wait > time.Until(deadline)) {
-			return nil, l.limited(ctx, req, which, wait)
-		}
-		if first {
-			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, notSent(portico.FromContext(ctx))
-		}
+	if resp, err, admitted := m.admit(ctx, req, key, lim, &t); !admitted {
+		return resp, err
 	}
 	done := false
 	defer func() {
@@ -280,6 +254,72 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 	}
 	s.settle(ctx, key, lim, &t, resp, err, false)
 	return resp, err
+}
+
+// admit takes req's place in the store's buckets for key, waiting in
+// Wait mode. It returns admitted true once the store charged the call;
+// otherwise the call's outcome: refused, decided without the store
+// (degraded: the call may have run on the local share), or ended by ctx.
+// A waiter waits in its key's line behind the process's earlier waiters,
+// and asks the store again only at the head (see lines).
+func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key string, lim *Limits, t *ticket) (*portico.Response, error, bool) {
+	s, l := m.s, m.s.l
+	start := time.Now()
+	var ln *line
+	defer func() {
+		if ln != nil {
+			ln.done()
+			s.lines.leave(key, ln)
+		}
+	}()
+	for first := true; ; first = false {
+		wait, which, err := s.store.Take(ctx, key, lim, t.reserve)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, notSent(portico.FromContext(ctx)), false
+			}
+			resp, err := s.degraded(ctx, m.next, req, t, err)
+			return resp, err, false
+		}
+		if wait == 0 {
+			if s.out.Load() {
+				s.out.Store(false)
+			}
+			return nil, nil, true
+		}
+		left := l.cfg.MaxWait - time.Since(start)
+		if deadline, ok := ctx.Deadline(); ok {
+			left = min(left, time.Until(deadline))
+		}
+		if l.cfg.Mode == Reject || wait > left {
+			return nil, l.limited(ctx, req, which, wait), false
+		}
+		if first {
+			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
+		}
+		if ln == nil {
+			held := s.lines.join(key)
+			waited, err := held.wait(ctx, left)
+			if err != nil {
+				s.lines.leave(key, held)
+				if err == errLineTimeout {
+					return nil, l.limited(ctx, req, which, wait), false
+				}
+				return nil, notSent(portico.FromContext(ctx)), false
+			}
+			ln = held
+			if waited { // the waiter ahead was admitted: the wait is stale
+				continue
+			}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, notSent(portico.FromContext(ctx)), false
+		}
+	}
 }
 
 // settle gives the store what the call admitted with t did not use, and
