@@ -155,9 +155,10 @@
 //
 // A settle that fails is lost: a lost refund makes the key stricter until
 // it refills, a lost surcharge looser by that many tokens. The in-flight
-// cap and queue of a Limiter stay per process. Waiting calls are not
-// served in arrival order across instances (each waits for the wait the
-// store computed, then asks again), and [ratelimit.Limiter.SetLimit]
+// cap and queue of a Limiter stay per process. Waiting calls are served
+// in arrival order within an instance (its waiters of one key wait in
+// line, and only the first asks the store again, when the wait it was
+// given ends), not across instances, whose heads of line race, and [ratelimit.Limiter.SetLimit]
 // changes the limits this instance gives the scripts without clearing the
 // provider views held in Redis, which expire with their hold.
 //
