@@ -253,13 +253,13 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	}
 	// Another candidate follows: a Retry-After longer than WaitInPlace is
 	// not waited for in place, the route fails at once and the group moves
-	// on (g.waitCap, nil when WaitInPlace is negative).
-	var values context.Context
+	// on (g.capped's Values, nil when WaitInPlace is negative).
+	k := lastShare
 	if !last {
-		values = g.waitCap
+		k = g.capped
 	}
 	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		if values != nil {
+		if k.Values != nil {
 			return portico.ContextWithMaxWait(ctx, g.cfg.WaitInPlace), nil, true
 		}
 		return ctx, nil, true
@@ -269,7 +269,7 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	// Ambiguous or Transient, which counts against the route's breaker, where
 	// the caller's Deadline would not. The share's deadline, now + d, costs
 	// no timer unless the route waits on it, and carries the wait's cap.
-	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, ErrShareTimeout, values)
+	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, k)
 	return cctx, c, true
 }
 

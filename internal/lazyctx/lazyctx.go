@@ -44,7 +44,7 @@ const (
 )
 
 // Context is a context.Context whose deadline is earlier than its parent's,
-// and whose cause is cause once that deadline passes (nil means
+// and whose cause is its Kind's once that deadline passes (nil means
 // context.DeadlineExceeded), like context.WithDeadlineCause's. It is safe for
 // concurrent use. Cancel ends it; a nil *Context's Cancel does nothing.
 //
@@ -54,12 +54,38 @@ const (
 // the standard one reports the deadline because its timer fired first.
 type Context struct {
 	parent context.Context
-	cause  error
-	values context.Context // values that shadow parent's (see WithEarlier); nil for none
-	at     time.Duration   // the deadline, on the package's clock (see now)
-	flags  atomic.Uint32   // the state and the adopted and spareUsed bits
-	spare  *Context        // the room for one child made in the same allocation; nil in a spare
+	kind   *Kind         // its cause and values; nil for none
+	at     time.Duration // the deadline, on the package's clock (see now)
+	flags  atomic.Uint32 // the state and the adopted and spareUsed bits
+	spare  *Context      // the room for one child made in the same allocation; nil in a spare
 	slow   atomic.Pointer[slow]
+}
+
+// Kind is what the Contexts made in one place share, made once (a package
+// variable, a field of a long-lived value) so that it costs no allocation
+// per Context: the cause of their end once the deadline passed (nil means
+// context.DeadlineExceeded), and a context of values alone made over
+// context.Background() (such as portico.ContextWithMaxWait's), whose values
+// shadow the parent's as if it wrapped the Context (nil for none).
+type Kind struct {
+	Cause  error
+	Values context.Context
+}
+
+// cause is c's cause once its deadline passed.
+func (c *Context) cause() error {
+	if c.kind == nil {
+		return nil
+	}
+	return c.kind.Cause
+}
+
+// values is c's context of values, or nil.
+func (c *Context) values() context.Context {
+	if c.kind == nil {
+		return nil
+	}
+	return c.kind.Values
 }
 
 // slow is what a Context needs only once something waits on it or on a
@@ -73,7 +99,7 @@ type slow struct {
 
 // pair is what a new Context takes: it and the room for the first Context
 // derived from it (a fallback candidate's share under a request's deadline),
-// so that a request that sets two deadlines allocates once, 160 bytes.
+// so that a request that sets two deadlines allocates once, 128 bytes.
 type pair struct{ c, spare Context }
 
 // derived is the standard context a Context delegates to once materialized.
@@ -117,27 +143,23 @@ func (c *Context) derivedCtx() context.Context {
 	return nil
 }
 
-// WithTimeout returns parent bounded by a deadline d from now, with cause
-// (nil means context.DeadlineExceeded) as context.Cause once it has passed,
-// and the *Context to Cancel when the work is done. When parent's own
-// deadline is not later it derives nothing: it returns parent and a nil
-// *Context.
-func WithTimeout(parent context.Context, d time.Duration, cause error) (context.Context, *Context) {
-	return bound(parent, now()+d, cause)
+// WithTimeout returns parent bounded by a deadline d from now, with k's
+// cause and values (nil: none), and the *Context to Cancel when the work is
+// done. When parent's own deadline is not later it derives nothing: it
+// returns parent and a nil *Context.
+func WithTimeout(parent context.Context, d time.Duration, k *Kind) (context.Context, *Context) {
+	return bound(parent, now()+d, k)
 }
 
 // WithDeadline is WithTimeout with the deadline at.
-func WithDeadline(parent context.Context, at time.Time, cause error) (context.Context, *Context) {
-	return bound(parent, mono.Of(at), cause)
+func WithDeadline(parent context.Context, at time.Time, k *Kind) (context.Context, *Context) {
+	return bound(parent, mono.Of(at), k)
 }
 
 // WithEarlier is WithTimeout with a deadline by before parent's own, which
 // parent must have; by <= 0 derives nothing. It reads no clock when parent
-// is a Context. A non-nil values is a context of values alone, made once
-// over context.Background() (such as portico.ContextWithMaxWait's): its
-// values shadow parent's, as if it wrapped the new Context, at no
-// allocation per call.
-func WithEarlier(parent context.Context, by time.Duration, cause error, values context.Context) (context.Context, *Context) {
+// is a Context.
+func WithEarlier(parent context.Context, by time.Duration, k *Kind) (context.Context, *Context) {
 	if by <= 0 {
 		return parent, nil
 	}
@@ -149,11 +171,7 @@ func WithEarlier(parent context.Context, by time.Duration, cause error, values c
 	} else {
 		panic("lazyctx: WithEarlier of a context without a deadline")
 	}
-	ctx, c := bound(parent, at, cause)
-	if c != nil {
-		c.values = values
-	}
-	return ctx, c
+	return bound(parent, at, k)
 }
 
 // Left returns the time left before ctx's deadline and whether it has one,
@@ -172,7 +190,7 @@ func Left(ctx context.Context) (time.Duration, bool) {
 
 // bound is the constructor of the With functions, with the deadline at on
 // the package's clock.
-func bound(parent context.Context, at time.Duration, cause error) (context.Context, *Context) {
+func bound(parent context.Context, at time.Duration, k *Kind) (context.Context, *Context) {
 	if p, ok := parent.(*Context); ok {
 		if at >= p.at {
 			return parent, nil
@@ -182,10 +200,10 @@ func bound(parent context.Context, at time.Duration, cause error) (context.Conte
 	}
 	if p, ok := parent.(*Context); ok && p.spare != nil && p.takeSpare() {
 		c := p.spare // never reused: a goroutine may hold it after Cancel
-		c.parent, c.at, c.cause = parent, at, cause
+		c.parent, c.at, c.kind = parent, at, k
 		return c, c
 	}
-	pr := &pair{c: Context{parent: parent, at: at, cause: cause}}
+	pr := &pair{c: Context{parent: parent, at: at, kind: k}}
 	pr.c.spare = &pr.spare
 	return &pr.c, &pr.c
 }
@@ -261,14 +279,14 @@ func (c *Context) Err() error {
 // materializes the Context.
 func (c *Context) Done() <-chan struct{} { return c.materialize().Done() }
 
-// Value returns the value for key of the values given to WithEarlier, else
+// Value returns the value for key of its Kind's Values, else
 // the parent's. Once the Context has ended by
 // its own deadline or Cancel, the lookup of a *int key (the context
 // package's, which context.Cause makes) materializes it, so that Cause
 // returns its cause.
 func (c *Context) Value(key any) any {
-	if c.values != nil {
-		if v := c.values.Value(key); v != nil {
+	if vs := c.values(); vs != nil {
+		if v := vs.Value(key); v != nil {
 			return v
 		}
 	}
@@ -338,9 +356,9 @@ func (c *Context) materialize() context.Context {
 		if p, ok := base.(*Context); ok && p.adopt(c, sp) {
 			base = p.parent
 		}
-		r.ctx, r.cancel = context.WithDeadlineCause(base, at, c.cause)
+		r.ctx, r.cancel = context.WithDeadlineCause(base, at, c.cause())
 	case c.state() == expired:
-		r.ctx, r.cancel = context.WithDeadlineCause(context.WithoutCancel(c.parent), at, c.cause)
+		r.ctx, r.cancel = context.WithDeadlineCause(context.WithoutCancel(c.parent), at, c.cause())
 	default: // canceled
 		r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(c.parent))
 		r.cancel()
@@ -356,7 +374,7 @@ func (c *Context) materialize() context.Context {
 // than kid's, cannot end kid first), and when c has no values of its own.
 // The caller holds ksp.mu.
 func (c *Context) adopt(kid *Context, ksp *slow) bool {
-	if kid.at > c.at || c.values != nil { // kid would not see c's values
+	if kid.at > c.at || c.values() != nil { // kid would not see c's values
 		return false
 	}
 	sp := c.slowPart()
