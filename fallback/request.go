@@ -40,7 +40,8 @@ type request struct {
 // error of a search that stopped or ran out of routes.
 func (r *request) run(ctx context.Context) (*portico.Response, error) {
 	g := r.g
-	r.left, r.hasDL = lazyctx.Left(ctx)
+	r.left, r.hasDL = lazyctx.Left(ctx) // the stack's reading, when it lends one
+	lazyctx.Stale(ctx)                  // routes read the clock themselves
 	if r.hasDL {
 		r.fresh = true // one clock read for the entry and the first share
 		r.reserve = g.cfg.Reserve

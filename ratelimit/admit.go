@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // admit takes a slot of the in-flight cap (queueing for one if configured)
 // and then the call's share of both buckets, waiting in Wait mode. On success
 // t.e holds the key's entry, with the slot and the reservation counted.
 func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) error {
-	now := l.now()
+	now := l.nowFor(ctx)
 	k := l.keyOf(req)
 	e := l.acquire(k, now) // locked and settled
 	needProg := l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != ""
@@ -40,6 +41,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		e.settle()
 		l.dispatch(e, now)
 		e.mu.Unlock()
+		lazyctx.Stale(ctx) // the layers after this one read the clock
 		select {
 		case <-w.ready:
 		case <-ctx.Done():
@@ -111,6 +113,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		if first {
 			l.observeWait(ctx, req, t, h, wait, which, now)
 		}
+		lazyctx.Stale(ctx) // the layers after this one read the clock
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:

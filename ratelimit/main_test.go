@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 	"go.uber.org/goleak"
 )
 
@@ -81,7 +82,7 @@ func (r *recorder) kinds() []portico.EventKind {
 
 // level returns the token bucket level of req's key at now.
 func (l *Limiter) levelOf(req *portico.Request, t time.Time) float64 {
-	now := t.Sub(l.epoch) // the Limiter's clock
+	now := mono.Of(t) - l.epoch // the Limiter's clock
 	e := l.acquire(l.keyOf(req), now)
 	defer e.mu.Unlock()
 	level, _ := e.tok.at(now)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // Store keeps the request and token buckets of a [Limiter]'s keys outside
@@ -216,6 +217,7 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 		}
 	}
 	key := s.key(req)
+	lazyctx.Stale(ctx) // the store's round trip takes time
 	start := time.Now()
 	for first := true; ; first = false {
 		wait, which, err := s.store.Take(ctx, key, lim, t.reserve)

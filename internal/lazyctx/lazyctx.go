@@ -13,7 +13,9 @@
 // to. A Context derived from another that never materialized is
 // materialized from that one's parent, with the earlier deadline, and is
 // canceled with it: a request through several layers that each set a
-// deadline arms one timer, not one per layer.
+// deadline arms one timer, not one per layer. [Entry] makes the Context of
+// a request entering a chain of layers and lends the one reading of the
+// clock it made to the layers next in line ([Now], [Stale]).
 package lazyctx
 
 import (
@@ -56,7 +58,10 @@ type Context struct {
 	parent context.Context
 	kind   *Kind         // its cause and values; nil for none
 	at     time.Duration // the deadline, on the package's clock (see now)
+	read   time.Duration // Entry's reading of the clock, lent while fresh (see Now)
 	flags  atomic.Uint32 // the state and the adopted and spareUsed bits
+	fresh  bool          // read is still now: no layer called Stale (see Entry)
+	mirror bool          // parent's deadline is at: c ends with parent, as parent (see Entry)
 	spare  *Context      // the room for one child made in the same allocation; nil in a spare
 	slow   atomic.Pointer[slow]
 }
@@ -174,12 +179,63 @@ func WithEarlier(parent context.Context, by time.Duration, k *Kind) (context.Con
 	return bound(parent, at, k)
 }
 
+// Entry bounds a request entering a chain of layers: by d from now (d <= 0
+// means no bound of its own) and by parent's deadline, whichever is earlier.
+// With neither it returns parent and a nil *Context, reading no clock.
+// Otherwise it returns a Context even when parent's deadline is the earlier:
+// that one ends with parent, with parent's error and cause, and serves to
+// lend the layers next in line the one reading of the clock Entry made (see
+// [Now]) and the room for one child.
+func Entry(parent context.Context, d time.Duration) (context.Context, *Context) {
+	var pat time.Duration
+	has := true
+	if p, ok := parent.(*Context); ok {
+		pat = p.at
+	} else if dl, ok := parent.Deadline(); ok {
+		pat = mono.Of(dl)
+	} else {
+		has = false
+	}
+	if !has && d <= 0 {
+		return parent, nil
+	}
+	t := now()
+	pr := &pair{c: Context{parent: parent, at: t + d, read: t, fresh: true}}
+	if has && (d <= 0 || pat <= t+d) {
+		pr.c.at, pr.c.mirror = pat, true
+	}
+	pr.c.spare = &pr.spare
+	return &pr.c, &pr.c
+}
+
+// Now returns a reading of the package's clock for a layer of the call
+// under ctx: Entry's, when ctx is a Context Entry made and no layer has
+// called [Stale] on it since; else a new one. Only the layers that Entry's
+// caller calls directly, which know that nothing before them waited, may
+// use it; [Stale] ends the loan.
+func Now(ctx context.Context) time.Duration {
+	if c, ok := ctx.(*Context); ok && c.fresh {
+		return c.read
+	}
+	return now()
+}
+
+// Stale ends the loan of Entry's reading (see [Now]): a layer calls it
+// before it waits, or calls code that may wait, with ctx, and before ctx
+// can reach another goroutine. It does nothing for any other context.
+func Stale(ctx context.Context) {
+	if c, ok := ctx.(*Context); ok && c.fresh {
+		c.fresh = false
+	}
+}
+
 // Left returns the time left before ctx's deadline and whether it has one,
 // as time.Until(ctx.Deadline()) does, with no more than one read of the
-// monotonic clock when ctx is a Context.
+// monotonic clock when ctx is a Context, and none while it lends Entry's
+// reading (see [Now]).
 func Left(ctx context.Context) (time.Duration, bool) {
 	if c, ok := ctx.(*Context); ok {
-		return c.at - now(), true
+		return c.at - Now(c), true
 	}
 	d, ok := ctx.Deadline()
 	if !ok {
@@ -236,6 +292,9 @@ type reading struct {
 // synctest bubble it is the bubble's time, without a monotonic reading, as
 // the bubble's time.Now.
 func (c *Context) Deadline() (time.Time, bool) {
+	if c.mirror {
+		return c.parent.Deadline()
+	}
 	b := base.Load()
 	if b == nil {
 		b = &reading{}
@@ -252,6 +311,9 @@ func (c *Context) Deadline() (time.Time, bool) {
 // its deadline has passed, context.Canceled once canceled, the parent's
 // error once the parent ended, whichever came first as far as it was seen.
 func (c *Context) Err() error {
+	if c.mirror {
+		return c.parent.Err()
+	}
 	switch c.state() {
 	case live:
 		// The parent's deadline is not earlier than c's: when it has passed,
@@ -276,8 +338,13 @@ func (c *Context) Err() error {
 }
 
 // Done returns a channel closed when the Context ends. Its first call
-// materializes the Context.
-func (c *Context) Done() <-chan struct{} { return c.materialize().Done() }
+// materializes the Context, unless it ends with its parent (see Entry).
+func (c *Context) Done() <-chan struct{} {
+	if c.mirror {
+		return c.parent.Done()
+	}
+	return c.materialize().Done()
+}
 
 // Value returns the value for key of its Kind's Values, else
 // the parent's. Once the Context has ended by
@@ -289,6 +356,9 @@ func (c *Context) Value(key any) any {
 		if v := vs.Value(key); v != nil {
 			return v
 		}
+	}
+	if c.mirror {
+		return c.parent.Value(key)
 	}
 	if r := c.derivedCtx(); r != nil {
 		return r.Value(key)
