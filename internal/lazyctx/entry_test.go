@@ -54,6 +54,22 @@ func TestEntryLends(t *testing.T) {
 	})
 }
 
+// TestEntryChildEndsLoan: a child that takes the room Entry's reading
+// was kept in ends the loan.
+func TestEntryChildEndsLoan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, c := Entry(context.Background(), time.Minute)
+		defer c.Cancel()
+		read := Now(ctx)
+		time.Sleep(time.Second)
+		_, kc := WithTimeout(ctx, time.Second, nil)
+		defer kc.Cancel()
+		if got := Now(ctx); got != read+time.Second {
+			t.Errorf("Now after a child took the room = %v, want a new reading %v", got, read+time.Second)
+		}
+	})
+}
+
 // TestEntryOwnDeadline: Entry bounds by d when the parent's deadline is
 // later, as WithTimeout does, and the earlier of the two applies.
 func TestEntryOwnDeadline(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/portico-llm/portico/internal/mono"
 )
@@ -58,11 +59,10 @@ type Context struct {
 	parent context.Context
 	kind   *Kind         // its cause and values; nil for none
 	at     time.Duration // the deadline, on the package's clock (see now)
-	read   time.Duration // Entry's reading of the clock, lent while fresh (see Now)
 	flags  atomic.Uint32 // the state and the adopted and spareUsed bits
-	fresh  bool          // read is still now: no layer called Stale (see Entry)
+	fresh  bool          // Entry's reading is lent (see Now); the spare is free and holds it
 	mirror bool          // parent's deadline is at: c ends with parent, as parent (see Entry)
-	spare  *Context      // the room for one child made in the same allocation; nil in a spare
+	paired bool          // c is a pair's first: room for one child follows it (see room)
 	slow   atomic.Pointer[slow]
 }
 
@@ -104,8 +104,14 @@ type slow struct {
 
 // pair is what a new Context takes: it and the room for the first Context
 // derived from it (a fallback candidate's share under a request's deadline),
-// so that a request that sets two deadlines allocates once, 128 bytes.
+// so that a request that sets two deadlines allocates once, 96 bytes. Until
+// the room is taken, its at holds Entry's reading of the clock (see Now).
 type pair struct{ c, spare Context }
+
+// room returns the room for a child that follows c in its pair: c must be
+// paired. The pair is one allocation and c its first field, so c's address
+// is the pair's.
+func (c *Context) room() *Context { return &(*pair)(unsafe.Pointer(c)).spare }
 
 // derived is the standard context a Context delegates to once materialized.
 type derived struct {
@@ -200,11 +206,10 @@ func Entry(parent context.Context, d time.Duration) (context.Context, *Context) 
 		return parent, nil
 	}
 	t := now()
-	pr := &pair{c: Context{parent: parent, at: t + d, read: t, fresh: true}}
+	pr := &pair{c: Context{parent: parent, at: t + d, fresh: true, paired: true}, spare: Context{at: t}}
 	if has && (d <= 0 || pat <= t+d) {
 		pr.c.at, pr.c.mirror = pat, true
 	}
-	pr.c.spare = &pr.spare
 	return &pr.c, &pr.c
 }
 
@@ -215,7 +220,7 @@ func Entry(parent context.Context, d time.Duration) (context.Context, *Context) 
 // use it; [Stale] ends the loan.
 func Now(ctx context.Context) time.Duration {
 	if c, ok := ctx.(*Context); ok && c.fresh {
-		return c.read
+		return c.room().at
 	}
 	return now()
 }
@@ -254,13 +259,15 @@ func bound(parent context.Context, at time.Duration, k *Kind) (context.Context, 
 	} else if d, ok := parent.Deadline(); ok && at >= mono.Of(d) {
 		return parent, nil
 	}
-	if p, ok := parent.(*Context); ok && p.spare != nil && p.takeSpare() {
-		c := p.spare // never reused: a goroutine may hold it after Cancel
+	if p, ok := parent.(*Context); ok && p.paired && p.takeSpare() {
+		if p.fresh {
+			p.fresh = false // the room held the reading: the loan ends
+		}
+		c := p.room() // never reused: a goroutine may hold it after Cancel
 		c.parent, c.at, c.kind = parent, at, k
 		return c, c
 	}
-	pr := &pair{c: Context{parent: parent, at: at, kind: k}}
-	pr.c.spare = &pr.spare
+	pr := &pair{c: Context{parent: parent, at: at, kind: k, paired: true}}
 	return &pr.c, &pr.c
 }
 
