@@ -284,6 +284,9 @@ func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (res
 		r.hop(ctx, rt, reasonDeadline, nil)
 		return nil, true, r.outOfTime(ctx)
 	}
+	if c == nil { // no deadline, or the request's own: nothing to cancel
+		return r.attempt(ctx, cctx, rt, idx)
+	}
 	defer c.Cancel()
 	return r.attempt(ctx, cctx, rt, idx)
 }
