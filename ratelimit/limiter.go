@@ -22,7 +22,8 @@ type Limiter struct {
 	cfg    Config
 	epoch  time.Duration // New's time, on mono's clock; see now
 	limits atomic.Pointer[Limits]
-	seed   maphash.Seed
+	seed   maphash.Seed // key hashes (see hash), seed2 for a key's second part
+	seed2  maphash.Seed
 	seq    atomic.Uint64
 	shared *shared     // nil: the buckets are in this process
 	armed  atomic.Bool // the janitor's timer is pending or running (see arm)
@@ -39,7 +40,7 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: c, epoch: mono.Now(), seed: maphash.MakeSeed()}
+	l := &Limiter{cfg: c, epoch: mono.Now(), seed: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
 	lim := c.Limits
 	l.limits.Store(&lim)
 	if c.Shared.Store != nil {
