@@ -13,7 +13,14 @@ import (
 // and then the call's share of both buckets, waiting in Wait mode. On success
 // t.e holds the key's entry, with the slot and the reservation counted.
 func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) error {
-	now := l.nowFor(ctx)
+	// At the reading the stack's deadline layer lends, when ctx carries one
+	// (lazyctx.Now); inline, so that the clock read is the only call.
+	now, lent := lazyctx.Lent(ctx)
+	if lent {
+		now -= l.epoch
+	} else {
+		now = l.now()
+	}
 	k := l.keyOf(req)
 	e := l.acquire(k, now) // locked and settled
 	needProg := l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != ""

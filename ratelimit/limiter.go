@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/internal/mono"
 )
 
@@ -96,10 +95,6 @@ func (m *limited) Generate(ctx context.Context, req *portico.Request) (*portico.
 // time, is compared with time.Until instead. Under testing/synctest it reads
 // the bubble's virtual clock.
 func (l *Limiter) now() time.Duration { return mono.Now() - l.epoch }
-
-// nowFor is now for a call under ctx at admission: the reading the stack's
-// deadline layer lends (lazyctx.Now), when ctx carries one.
-func (l *Limiter) nowFor(ctx context.Context) time.Duration { return lazyctx.Now(ctx) - l.epoch }
 
 // ticket is what admission hands to completion.
 type ticket struct {

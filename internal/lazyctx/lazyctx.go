@@ -219,10 +219,20 @@ func Entry(parent context.Context, d time.Duration) (context.Context, *Context) 
 // caller calls directly, which know that nothing before them waited, may
 // use it; [Stale] ends the loan.
 func Now(ctx context.Context) time.Duration {
-	if c, ok := ctx.(*Context); ok && c.fresh {
-		return c.room().at
+	if t, ok := Lent(ctx); ok {
+		return t
 	}
 	return now()
+}
+
+// Lent returns Entry's reading and true while ctx lends it (see [Now]),
+// else false: Now without the clock read, small enough to inline where a
+// layer has a clock of its own.
+func Lent(ctx context.Context) (time.Duration, bool) {
+	if c, ok := ctx.(*Context); ok && c.fresh {
+		return c.room().at, true
+	}
+	return 0, false
 }
 
 // Stale ends the loan of Entry's reading (see [Now]): a layer calls it
