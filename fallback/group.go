@@ -30,12 +30,22 @@ type Group struct {
 	live   *atomic.Int64   // cooldowns cool holds when a MemoryCooldowns, else never 0
 	shared SharedCooldowns // cool, when it is one; else nil
 	keys   []string
-	// waitCap carries Config.WaitInPlace (portico.ContextWithMaxWait over
-	// Background), made once: a candidate's share context takes its values
-	// (see share), so the cap costs no allocation per request. Nil when
+	// capped is the Kind of a share that another candidate follows: its
+	// cause, and Config.WaitInPlace (portico.ContextWithMaxWait over
+	// Background) as its values, made once so that the cap costs no
+	// allocation per request (see share). Its Values are nil when
 	// WaitInPlace is negative.
-	waitCap context.Context
+	capped *lazyctx.Kind
+	// short are the Kinds of a share shorter than Config.FaultAfter, whose
+	// cause is errShortShare: [0] the last candidate's, [1] capped's.
+	short [2]*lazyctx.Kind
 }
+
+// lastShare is the Kind of the last candidate's share: its cause alone.
+var lastShare = &lazyctx.Kind{Cause: ErrShareTimeout}
+
+// lastShortShare is lastShare for a share shorter than Config.FaultAfter.
+var lastShortShare = &lazyctx.Kind{Cause: errShortShare}
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
 // starts with "fallback:", when Routes is empty, a route has no Name or a nil
@@ -50,9 +60,11 @@ func New(cfg Config) (*Group, error) {
 	if g.cool == nil {
 		g.cool, _ = NewMemoryCooldowns(0)
 	}
+	g.capped = &lazyctx.Kind{Cause: ErrShareTimeout}
 	if c.WaitInPlace >= 0 {
-		g.waitCap = portico.ContextWithMaxWait(context.Background(), c.WaitInPlace)
+		g.capped.Values = portico.ContextWithMaxWait(context.Background(), c.WaitInPlace)
 	}
+	g.short = [2]*lazyctx.Kind{lastShortShare, {Cause: errShortShare, Values: g.capped.Values}}
 	g.live = unknownLive
 	g.shared, _ = g.cool.(SharedCooldowns)
 	if m, ok := g.cool.(*MemoryCooldowns); ok {

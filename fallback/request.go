@@ -40,7 +40,8 @@ type request struct {
 // error of a search that stopped or ran out of routes.
 func (r *request) run(ctx context.Context) (*portico.Response, error) {
 	g := r.g
-	r.left, r.hasDL = lazyctx.Left(ctx)
+	r.left, r.hasDL = lazyctx.Left(ctx) // the stack's reading, when it lends one
+	lazyctx.Stale(ctx)                  // routes read the clock themselves
 	if r.hasDL {
 		r.fresh = true // one clock read for the entry and the first share
 		r.reserve = g.cfg.Reserve
@@ -271,13 +272,13 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	}
 	// Another candidate follows: a Retry-After longer than WaitInPlace is
 	// not waited for in place, the route fails at once and the group moves
-	// on (g.waitCap, nil when WaitInPlace is negative).
-	var values context.Context
+	// on (g.capped's Values, nil when WaitInPlace is negative).
+	k := lastShare
 	if !last {
-		values = g.waitCap
+		k = g.capped
 	}
 	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		if values != nil {
+		if k.Values != nil {
 			return portico.ContextWithMaxWait(ctx, g.cfg.WaitInPlace), nil, true
 		}
 		return ctx, nil, true
@@ -289,11 +290,13 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	// FaultAfter (errShortShare, which breakers ignore). The share's
 	// deadline, now + d, costs no timer unless the route waits on it, and
 	// carries the wait's cap.
-	cause := ErrShareTimeout
 	if d < g.cfg.FaultAfter {
-		cause = errShortShare
+		k = g.short[0]
+		if !last {
+			k = g.short[1]
+		}
 	}
-	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, cause, values)
+	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, k)
 	return cctx, c, true
 }
 
@@ -306,6 +309,9 @@ func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (res
 	if !ok {
 		r.hop(ctx, rt, reasonDeadline, nil)
 		return nil, true, r.outOfTime(ctx)
+	}
+	if c == nil { // no deadline, or the request's own: nothing to cancel
+		return r.attempt(ctx, cctx, rt, idx)
 	}
 	defer c.Cancel()
 	return r.attempt(ctx, cctx, rt, idx)

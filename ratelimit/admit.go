@@ -6,13 +6,21 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // admit takes a slot of the in-flight cap (queueing for one if configured)
 // and then the call's share of both buckets, waiting in Wait mode. On success
 // t.e holds the key's entry, with the slot and the reservation counted.
 func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) error {
-	now := l.now()
+	// At the reading the stack's deadline layer lends, when ctx carries one
+	// (lazyctx.Now); inline, so that the clock read is the only call.
+	now, lent := lazyctx.Lent(ctx)
+	if lent {
+		now -= l.epoch
+	} else {
+		now = l.now()
+	}
 	k := l.keyOf(req)
 	e := l.acquire(k, now) // locked and settled
 	needProg := l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != ""
@@ -40,6 +48,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		e.settle()
 		l.dispatch(e, now)
 		e.mu.Unlock()
+		lazyctx.Stale(ctx) // the layers after this one read the clock
 		select {
 		case <-w.ready:
 		case <-ctx.Done():
@@ -111,6 +120,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		if first {
 			l.observeWait(ctx, req, t, h, wait, which, now)
 		}
+		lazyctx.Stale(ctx) // the layers after this one read the clock
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:

@@ -165,9 +165,23 @@ func (e *entry) idle(now, ttl time.Duration) bool {
 	return len(e.programs) == 0
 }
 
+// hash is k's 64-bit hash, which picks its shard and its snapshot slot:
+// one maphash.String of each non-empty part, the second under a seed of
+// its own so that (x, y) and (y, x) differ. For a key of one part (a Key
+// function's, ByClient's) that is one string hash, where
+// maphash.Comparable of the struct hashed both fields through the type's
+// hash function at twice the cost.
+func (l *Limiter) hash(k key) uint64 {
+	h := maphash.String(l.seed, k.a)
+	if k.b != "" {
+		h ^= maphash.String(l.seed2, k.b)
+	}
+	return h
+}
+
 // acquire returns k's entry locked and settled, creating it if needed.
 func (l *Limiter) acquire(k key, now time.Duration) *entry {
-	h := maphash.Comparable(l.seed, k)
+	h := l.hash(k)
 	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
 		if e := r.get(h); e != nil && e.k == k {
@@ -222,7 +236,7 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 	if s.misses >= len(s.m) {
 		r := newSnapshot(len(s.m))
 		for _, e := range s.m {
-			r.put(maphash.Comparable(l.seed, e.k), e)
+			r.put(l.hash(e.k), e)
 		}
 		s.read.Store(r)
 		s.misses = 0
@@ -352,7 +366,7 @@ func (l *Limiter) shrink(s *shard) {
 	}
 	r := newSnapshot(n)
 	for _, e := range s.m {
-		r.put(maphash.Comparable(l.seed, e.k), e)
+		r.put(l.hash(e.k), e)
 	}
 	s.read.Store(r)
 	s.misses = 0

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"hash/maphash"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -204,7 +203,7 @@ func TestEvictPendingRefund(t *testing.T) {
 		}))
 		r := req("a", 50)
 		k := l.keyOf(r)
-		s := &l.shards[maphash.Comparable(l.seed, k)&(numShards-1)]
+		s := &l.shards[l.hash(k)&(numShards-1)]
 		sweep := func() {
 			s.mu.Lock()
 			l.sweep(s, l.now())
@@ -253,7 +252,7 @@ func TestEvictPendingRefund(t *testing.T) {
 			t.Errorf("dropped entry's level = %v, want 100 (its refund capped at b, as a fresh key's)", level)
 		}
 		// The snapshot still holds the dead entry: a lookup must not revive it.
-		if got := s.read.Load().get(maphash.Comparable(l.seed, k)); got != e {
+		if got := s.read.Load().get(l.hash(k)); got != e {
 			t.Fatalf("stale snapshot entry = %p, want the dead %p (the test needs the stale path)", got, e)
 		}
 		e2 := l.acquire(k, l.now())
@@ -283,7 +282,7 @@ func TestHashCollision(t *testing.T) {
 	ea.mu.Unlock()
 	eb := l.acquire(b, now)
 	eb.mu.Unlock()
-	h := maphash.Comparable(l.seed, b)
+	h := l.hash(b)
 	r := newSnapshot(1)
 	r.put(h, ea)
 	l.shards[h&(numShards-1)].read.Store(r)

@@ -2,12 +2,12 @@ package ratelimit
 
 import (
 	"context"
-	"hash/maphash"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 	"go.uber.org/goleak"
 )
 
@@ -81,7 +81,7 @@ func (r *recorder) kinds() []portico.EventKind {
 
 // level returns the token bucket level of req's key at now.
 func (l *Limiter) levelOf(req *portico.Request, t time.Time) float64 {
-	now := t.Sub(l.epoch) // the Limiter's clock
+	now := mono.Of(t) - l.epoch // the Limiter's clock
 	e := l.acquire(l.keyOf(req), now)
 	defer e.mu.Unlock()
 	level, _ := e.tok.at(now)
@@ -91,7 +91,7 @@ func (l *Limiter) levelOf(req *portico.Request, t time.Time) float64 {
 // entryOf returns req's entry in the table, or nil, without adding it.
 func (l *Limiter) entryOf(req *portico.Request) *entry {
 	k := l.keyOf(req)
-	s := &l.shards[maphash.Comparable(l.seed, k)&(numShards-1)]
+	s := &l.shards[l.hash(k)&(numShards-1)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[k]

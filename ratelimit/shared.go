@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // Store keeps the request and token buckets of a [Limiter]'s keys outside
@@ -238,6 +239,7 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 		}
 	}
 	key := s.key(req)
+	lazyctx.Stale(ctx) // the store's round trip takes time
 	if resp, err, admitted := m.admit(ctx, req, key, lim, &t); !admitted {
 		return resp, err
 	}

@@ -238,6 +238,9 @@ func (r *Retrier) announce(ctx context.Context, info Info) {
 		slog.Duration("delay", info.Delay), slog.String("reason", reason))
 }
 
+// attemptKind is the Kind of an attempt's own deadline: its cause.
+var attemptKind = &lazyctx.Kind{Cause: ErrAttemptTimeout}
+
 // attempt makes one attempt and reports whether any chunk reached the caller.
 func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portico.Model, start time.Time) (*portico.Response, bool, error) {
 	if req.OnChunk != nil {
@@ -249,7 +252,7 @@ func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portic
 	}
 	// No timer unless the attempt waits on it; materialized under the
 	// group's share, it arms one timer for both.
-	actx, c := lazyctx.WithTimeout(ctx, r.attemptTimeout, ErrAttemptTimeout)
+	actx, c := lazyctx.WithTimeout(ctx, r.attemptTimeout, attemptKind)
 	defer c.Cancel()
 	resp, err := next.Generate(actx, req)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {

@@ -34,12 +34,14 @@ func preset(t testing.TB, deadline time.Duration) *Stack {
 
 // TestAllocs pins the preset's allocations per request on the happy path.
 // A deadline, the stack's or the caller's, costs one: a context that arms
-// no timer unless something waits on it, with room for the primary's share
-// of the deadline (fallback.Config.Share), so the two deadlines a request
-// has share it, and the share carries the primary's cap on a wait in place
-// (fallback.Config.WaitInPlace) without an allocation of its own. A
-// caller's deadline earlier than the stack's derives nothing; without any
-// deadline nothing is allocated.
+// no timer unless something waits on it and lends the deadline layer's
+// reading of the clock to the client limiter and the group, with room for
+// the primary's share of the deadline (fallback.Config.Share), so the two
+// deadlines a request has share it, and the share carries the primary's
+// cap on a wait in place (fallback.Config.WaitInPlace) without an
+// allocation of its own. A caller's deadline earlier than the stack's gets
+// such a context too, which ends with the caller's; without any deadline
+// nothing is allocated.
 func TestAllocs(t *testing.T) {
 	req := hello.Clone()
 	req.Identity.ClientKey = "alice"

@@ -315,6 +315,7 @@ func New(cfg Config) (*Stack, error) {
 			r.Model = groupHedge.Wrap(r.Model)
 		}
 		inner = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			lazyctx.Stale(ctx) // the route's own layers read the clock
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
 			switch {
 			case err != nil:
@@ -529,12 +530,14 @@ func deadline(d time.Duration) portico.Middleware {
 			if k := req.Contract; k != nil && k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
 				limit = k.Deadline
 			}
-			if limit == 0 {
+			// No timer unless something below waits on it. The one read
+			// of the clock is lent to the client limiter and the group
+			// (lazyctx.Now), and the room for a child to the group's share,
+			// so a context of the caller's own deadline is made too.
+			ctx, c := lazyctx.Entry(ctx, limit)
+			if c == nil {
 				return next.Generate(ctx, req)
 			}
-			// No timer unless something below waits on it, and no context
-			// at all when ctx's own deadline is the earlier.
-			ctx, c := lazyctx.WithTimeout(ctx, limit, nil)
 			defer c.Cancel()
 			return next.Generate(ctx, req)
 		})

@@ -14,7 +14,10 @@
 // materialized from that one's parent, with the earlier deadline, and is
 // canceled with it: a request through several layers that each set a
 // deadline arms one timer, not one per layer. A [Cancelable] is the same
-// for a context canceled with a cause, context.WithCancelCause's.
+// for a context canceled with a cause, context.WithCancelCause's. [Entry]
+// makes the Context of a request entering a chain of layers and lends the
+// one reading of the clock it made to the layers next in line ([Now],
+// [Stale]).
 package lazyctx
 
 import (
@@ -22,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/portico-llm/portico/internal/mono"
 )
@@ -45,7 +49,7 @@ const (
 )
 
 // Context is a context.Context whose deadline is earlier than its parent's,
-// and whose cause is cause once that deadline passes (nil means
+// and whose cause is its Kind's once that deadline passes (nil means
 // context.DeadlineExceeded), like context.WithDeadlineCause's. It is safe for
 // concurrent use. Cancel ends it; a nil *Context's Cancel does nothing.
 //
@@ -55,12 +59,40 @@ const (
 // the standard one reports the deadline because its timer fired first.
 type Context struct {
 	parent context.Context
-	cause  error
-	values context.Context // values that shadow parent's (see WithEarlier); nil for none
-	at     time.Duration   // the deadline, on the package's clock (see now)
-	flags  atomic.Uint32   // the state and the adopted and spareUsed bits
-	spare  *Context        // the room for one child made in the same allocation; nil in a spare
+	kind   *Kind         // its cause and values; nil for none
+	at     time.Duration // the deadline, on the package's clock (see now)
+	flags  atomic.Uint32 // the state and the adopted and spareUsed bits
+	fresh  bool          // Entry's reading is lent (see Now); the spare is free and holds it
+	mirror bool          // parent's deadline is at: c ends with parent, as parent (see Entry)
+	paired bool          // c is a pair's first: room for one child follows it (see room)
 	slow   atomic.Pointer[slow]
+}
+
+// Kind is what the Contexts made in one place share, made once (a package
+// variable, a field of a long-lived value) so that it costs no allocation
+// per Context: the cause of their end once the deadline passed (nil means
+// context.DeadlineExceeded), and a context of values alone made over
+// context.Background() (such as portico.ContextWithMaxWait's), whose values
+// shadow the parent's as if it wrapped the Context (nil for none).
+type Kind struct {
+	Cause  error
+	Values context.Context
+}
+
+// cause is c's cause once its deadline passed.
+func (c *Context) cause() error {
+	if c.kind == nil {
+		return nil
+	}
+	return c.kind.Cause
+}
+
+// values is c's context of values, or nil.
+func (c *Context) values() context.Context {
+	if c.kind == nil {
+		return nil
+	}
+	return c.kind.Values
 }
 
 // slow is what a Context needs only once something waits on it or on a
@@ -74,8 +106,14 @@ type slow struct {
 
 // pair is what a new Context takes: it and the room for the first Context
 // derived from it (a fallback candidate's share under a request's deadline),
-// so that a request that sets two deadlines allocates once, 160 bytes.
+// so that a request that sets two deadlines allocates once, 96 bytes. Until
+// the room is taken, its at holds Entry's reading of the clock (see Now).
 type pair struct{ c, spare Context }
+
+// room returns the room for a child that follows c in its pair: c must be
+// paired. The pair is one allocation and c its first field, so c's address
+// is the pair's.
+func (c *Context) room() *Context { return &(*pair)(unsafe.Pointer(c)).spare }
 
 // derived is the standard context a Context delegates to once materialized.
 type derived struct {
@@ -118,27 +156,23 @@ func (c *Context) derivedCtx() context.Context {
 	return nil
 }
 
-// WithTimeout returns parent bounded by a deadline d from now, with cause
-// (nil means context.DeadlineExceeded) as context.Cause once it has passed,
-// and the *Context to Cancel when the work is done. When parent's own
-// deadline is not later it derives nothing: it returns parent and a nil
-// *Context.
-func WithTimeout(parent context.Context, d time.Duration, cause error) (context.Context, *Context) {
-	return bound(parent, now()+d, cause)
+// WithTimeout returns parent bounded by a deadline d from now, with k's
+// cause and values (nil: none), and the *Context to Cancel when the work is
+// done. When parent's own deadline is not later it derives nothing: it
+// returns parent and a nil *Context.
+func WithTimeout(parent context.Context, d time.Duration, k *Kind) (context.Context, *Context) {
+	return bound(parent, now()+d, k)
 }
 
 // WithDeadline is WithTimeout with the deadline at.
-func WithDeadline(parent context.Context, at time.Time, cause error) (context.Context, *Context) {
-	return bound(parent, mono.Of(at), cause)
+func WithDeadline(parent context.Context, at time.Time, k *Kind) (context.Context, *Context) {
+	return bound(parent, mono.Of(at), k)
 }
 
 // WithEarlier is WithTimeout with a deadline by before parent's own, which
 // parent must have; by <= 0 derives nothing. It reads no clock when parent
-// is a Context. A non-nil values is a context of values alone, made once
-// over context.Background() (such as portico.ContextWithMaxWait's): its
-// values shadow parent's, as if it wrapped the new Context, at no
-// allocation per call.
-func WithEarlier(parent context.Context, by time.Duration, cause error, values context.Context) (context.Context, *Context) {
+// is a Context.
+func WithEarlier(parent context.Context, by time.Duration, k *Kind) (context.Context, *Context) {
 	if by <= 0 {
 		return parent, nil
 	}
@@ -150,19 +184,75 @@ func WithEarlier(parent context.Context, by time.Duration, cause error, values c
 	} else {
 		panic("lazyctx: WithEarlier of a context without a deadline")
 	}
-	ctx, c := bound(parent, at, cause)
-	if c != nil {
-		c.values = values
+	return bound(parent, at, k)
+}
+
+// Entry bounds a request entering a chain of layers: by d from now (d <= 0
+// means no bound of its own) and by parent's deadline, whichever is earlier.
+// With neither it returns parent and a nil *Context, reading no clock.
+// Otherwise it returns a Context even when parent's deadline is the earlier:
+// that one ends with parent, with parent's error and cause, and serves to
+// lend the layers next in line the one reading of the clock Entry made (see
+// [Now]) and the room for one child.
+func Entry(parent context.Context, d time.Duration) (context.Context, *Context) {
+	var pat time.Duration
+	has := true
+	if p, ok := parent.(*Context); ok {
+		pat = p.at
+	} else if dl, ok := parent.Deadline(); ok {
+		pat = mono.Of(dl)
+	} else {
+		has = false
 	}
-	return ctx, c
+	if !has && d <= 0 {
+		return parent, nil
+	}
+	t := now()
+	pr := &pair{c: Context{parent: parent, at: t + d, fresh: true, paired: true}, spare: Context{at: t}}
+	if has && (d <= 0 || pat <= t+d) {
+		pr.c.at, pr.c.mirror = pat, true
+	}
+	return &pr.c, &pr.c
+}
+
+// Now returns a reading of the package's clock for a layer of the call
+// under ctx: Entry's, when ctx is a Context Entry made and no layer has
+// called [Stale] on it since; else a new one. Only the layers that Entry's
+// caller calls directly, which know that nothing before them waited, may
+// use it; [Stale] ends the loan.
+func Now(ctx context.Context) time.Duration {
+	if t, ok := Lent(ctx); ok {
+		return t
+	}
+	return now()
+}
+
+// Lent returns Entry's reading and true while ctx lends it (see [Now]),
+// else false: Now without the clock read, small enough to inline where a
+// layer has a clock of its own.
+func Lent(ctx context.Context) (time.Duration, bool) {
+	if c, ok := ctx.(*Context); ok && c.fresh {
+		return c.room().at, true
+	}
+	return 0, false
+}
+
+// Stale ends the loan of Entry's reading (see [Now]): a layer calls it
+// before it waits, or calls code that may wait, with ctx, and before ctx
+// can reach another goroutine. It does nothing for any other context.
+func Stale(ctx context.Context) {
+	if c, ok := ctx.(*Context); ok && c.fresh {
+		c.fresh = false
+	}
 }
 
 // Left returns the time left before ctx's deadline and whether it has one,
 // as time.Until(ctx.Deadline()) does, with no more than one read of the
-// monotonic clock when ctx is a Context.
+// monotonic clock when ctx is a Context, and none while it lends Entry's
+// reading (see [Now]).
 func Left(ctx context.Context) (time.Duration, bool) {
 	if c, ok := ctx.(*Context); ok {
-		return c.at - now(), true
+		return c.at - Now(c), true
 	}
 	d, ok := ctx.Deadline()
 	if !ok {
@@ -186,7 +276,7 @@ func At(ctx context.Context) (time.Duration, bool) {
 
 // bound is the constructor of the With functions, with the deadline at on
 // the package's clock.
-func bound(parent context.Context, at time.Duration, cause error) (context.Context, *Context) {
+func bound(parent context.Context, at time.Duration, k *Kind) (context.Context, *Context) {
 	if p, ok := parent.(*Context); ok {
 		if at >= p.at {
 			return parent, nil
@@ -194,13 +284,15 @@ func bound(parent context.Context, at time.Duration, cause error) (context.Conte
 	} else if d, ok := parent.Deadline(); ok && at >= mono.Of(d) {
 		return parent, nil
 	}
-	if p, ok := parent.(*Context); ok && p.spare != nil && p.takeSpare() {
-		c := p.spare // never reused: a goroutine may hold it after Cancel
-		c.parent, c.at, c.cause = parent, at, cause
+	if p, ok := parent.(*Context); ok && p.paired && p.takeSpare() {
+		if p.fresh {
+			p.fresh = false // the room held the reading: the loan ends
+		}
+		c := p.room() // never reused: a goroutine may hold it after Cancel
+		c.parent, c.at, c.kind = parent, at, k
 		return c, c
 	}
-	pr := &pair{c: Context{parent: parent, at: at, cause: cause}}
-	pr.c.spare = &pr.spare
+	pr := &pair{c: Context{parent: parent, at: at, kind: k, paired: true}}
 	return &pr.c, &pr.c
 }
 
@@ -232,6 +324,9 @@ type reading struct {
 // synctest bubble it is the bubble's time, without a monotonic reading, as
 // the bubble's time.Now.
 func (c *Context) Deadline() (time.Time, bool) {
+	if c.mirror {
+		return c.parent.Deadline()
+	}
 	b := base.Load()
 	if b == nil {
 		b = &reading{}
@@ -248,6 +343,9 @@ func (c *Context) Deadline() (time.Time, bool) {
 // its deadline has passed, context.Canceled once canceled, the parent's
 // error once the parent ended, whichever came first as far as it was seen.
 func (c *Context) Err() error {
+	if c.mirror {
+		return c.parent.Err()
+	}
 	switch c.state() {
 	case live:
 		// The parent's deadline is not earlier than c's: when it has passed,
@@ -272,19 +370,27 @@ func (c *Context) Err() error {
 }
 
 // Done returns a channel closed when the Context ends. Its first call
-// materializes the Context.
-func (c *Context) Done() <-chan struct{} { return c.materialize().Done() }
+// materializes the Context, unless it ends with its parent (see Entry).
+func (c *Context) Done() <-chan struct{} {
+	if c.mirror {
+		return c.parent.Done()
+	}
+	return c.materialize().Done()
+}
 
-// Value returns the value for key of the values given to WithEarlier, else
+// Value returns the value for key of its Kind's Values, else
 // the parent's. Once the Context has ended by
 // its own deadline or Cancel, the lookup of a *int key (the context
 // package's, which context.Cause makes) materializes it, so that Cause
 // returns its cause.
 func (c *Context) Value(key any) any {
-	if c.values != nil {
-		if v := c.values.Value(key); v != nil {
+	if vs := c.values(); vs != nil {
+		if v := vs.Value(key); v != nil {
 			return v
 		}
+	}
+	if c.mirror {
+		return c.parent.Value(key)
 	}
 	if r := c.derivedCtx(); r != nil {
 		return r.Value(key)
@@ -352,9 +458,9 @@ func (c *Context) materialize() context.Context {
 		if p, ok := base.(*Context); ok && p.adopt(c, sp) {
 			base = p.parent
 		}
-		r.ctx, r.cancel = context.WithDeadlineCause(base, at, c.cause)
+		r.ctx, r.cancel = context.WithDeadlineCause(base, at, c.cause())
 	case c.state() == expired:
-		r.ctx, r.cancel = context.WithDeadlineCause(context.WithoutCancel(c.parent), at, c.cause)
+		r.ctx, r.cancel = context.WithDeadlineCause(context.WithoutCancel(c.parent), at, c.cause())
 	default: // canceled
 		r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(c.parent))
 		r.cancel()
@@ -370,7 +476,7 @@ func (c *Context) materialize() context.Context {
 // than kid's, cannot end kid first), and when c has no values of its own.
 // The caller holds ksp.mu.
 func (c *Context) adopt(kid *Context, ksp *slow) bool {
-	if kid.at > c.at || c.values != nil { // kid would not see c's values
+	if kid.at > c.at || c.values() != nil { // kid would not see c's values
 		return false
 	}
 	sp := c.slowPart()

@@ -17,6 +17,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var errShare = errors.New("share timeout")
 
+// shareKind gives the Contexts of the tests errShare as their cause.
+var shareKind = &Kind{Cause: errShare}
+
 type key struct{}
 
 // mk derives a context bounded by at with cause, and its cancel.
@@ -27,7 +30,7 @@ func std(parent context.Context, at time.Time, cause error) (context.Context, fu
 }
 
 func lazy(parent context.Context, at time.Time, cause error) (context.Context, func()) {
-	ctx, c := WithDeadline(parent, at, cause)
+	ctx, c := WithDeadline(parent, at, &Kind{Cause: cause})
 	return ctx, c.Cancel
 }
 
@@ -232,13 +235,13 @@ func TestNoDeriveWhenParentEarlier(t *testing.T) {
 	defer cancel()
 	pd, _ := parent.Deadline()
 	for _, at := range []time.Time{pd, pd.Add(time.Second)} {
-		ctx, c := WithDeadline(parent, at, errShare)
+		ctx, c := WithDeadline(parent, at, shareKind)
 		if ctx != parent || c != nil {
 			t.Errorf("WithDeadline(parent, parent's deadline + %v) = %v, %v; want parent, nil", at.Sub(pd), ctx, c)
 		}
 		c.Cancel()
 	}
-	ctx, c := WithDeadline(parent, pd.Add(-time.Second), errShare)
+	ctx, c := WithDeadline(parent, pd.Add(-time.Second), shareKind)
 	defer c.Cancel()
 	if d, _ := ctx.Deadline(); ctx == parent || c == nil || !d.Equal(pd.Add(-time.Second)) {
 		t.Errorf("WithDeadline one second before the parent's = %v (deadline %v), want a Context", ctx, d)
@@ -263,12 +266,12 @@ func TestDeadline(t *testing.T) {
 	std, cancel := context.WithDeadline(context.Background(), at)
 	defer cancel()
 	for _, parent := range []context.Context{ctx, std} {
-		inner, ic := WithEarlier(parent, 20*time.Second, errShare, nil)
+		inner, ic := WithEarlier(parent, 20*time.Second, shareKind)
 		if d, _ := inner.Deadline(); !d.Equal(at.Add(-20*time.Second)) || ic == nil {
 			t.Errorf("WithEarlier(%v, 20s) has deadline %v, want %v", parent, d, at.Add(-20*time.Second))
 		}
 		ic.Cancel()
-		if same, ic := WithEarlier(parent, 0, errShare, nil); same != parent || ic != nil {
+		if same, ic := WithEarlier(parent, 0, shareKind); same != parent || ic != nil {
 			t.Errorf("WithEarlier(parent, 0) = %v, %v; want parent, nil", same, ic)
 		}
 	}
@@ -282,7 +285,7 @@ func TestDeadline(t *testing.T) {
 func TestLazy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, outer := WithDeadline(context.Background(), time.Now().Add(2*time.Second), nil)
-		_, inner := WithDeadline(outer, time.Now().Add(time.Second), errShare)
+		_, inner := WithDeadline(outer, time.Now().Add(time.Second), shareKind)
 		if inner.Err() != nil || inner.Value(key{}) != nil || outer.slow.Load() != nil || inner.slow.Load() != nil {
 			t.Fatal("Err or Value materialized a live Context")
 		}
@@ -303,7 +306,7 @@ func TestLazy(t *testing.T) {
 // context. A deadline nobody observed before Cancel reads as canceled.
 func TestCancelAfterUnobservedDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx, c := WithDeadline(context.Background(), time.Now().Add(time.Second), errShare)
+		ctx, c := WithDeadline(context.Background(), time.Now().Add(time.Second), shareKind)
 		time.Sleep(2 * time.Second)
 		c.Cancel()
 		if err, cause := ctx.Err(), context.Cause(ctx); err != context.Canceled || cause != context.Canceled {
@@ -311,7 +314,7 @@ func TestCancelAfterUnobservedDeadline(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		ctx, c := WithDeadline(context.Background(), time.Now().Add(time.Second), errShare)
+		ctx, c := WithDeadline(context.Background(), time.Now().Add(time.Second), shareKind)
 		time.Sleep(2 * time.Second)
 		ctx.Err() // observed
 		c.Cancel()
@@ -326,7 +329,7 @@ func TestCancelAfterUnobservedDeadline(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	for range 200 {
 		_, outer := WithDeadline(context.Background(), time.Now().Add(time.Hour), nil)
-		ctx, c := WithDeadline(outer, time.Now().Add(time.Millisecond), errShare)
+		ctx, c := WithDeadline(outer, time.Now().Add(time.Millisecond), shareKind)
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
 		for i := range errs {
@@ -361,7 +364,7 @@ func TestAllocs(t *testing.T) {
 	parent := context.Background()
 	at := time.Now().Add(time.Hour)
 	if a := testing.AllocsPerRun(1000, func() {
-		ctx, c := WithDeadline(parent, at, errShare)
+		ctx, c := WithDeadline(parent, at, shareKind)
 		ctx.Deadline()
 		ctx.Err()
 		ctx.Value(key{})
@@ -392,7 +395,7 @@ func BenchmarkWithDeadline(b *testing.B) {
 		for b.Loop() {
 			ctx, c := WithTimeout(parent, time.Hour, nil)
 			left, _ := Left(ctx)
-			_, c2 := WithEarlier(ctx, left/2, errShare, nil)
+			_, c2 := WithEarlier(ctx, left/2, shareKind)
 			c2.Cancel()
 			c.Cancel()
 		}
@@ -410,7 +413,7 @@ func TestValues(t *testing.T) {
 		parent, outer := WithDeadline(context.WithValue(context.WithValue(context.Background(), key{}, "parent"), otherKey{}, "other"),
 			time.Now().Add(time.Hour), nil)
 		defer outer.Cancel()
-		ctx, c := WithEarlier(parent, 30*time.Minute, errShare, values)
+		ctx, c := WithEarlier(parent, 30*time.Minute, &Kind{Cause: errShare, Values: values})
 		defer c.Cancel()
 		kid, kc := WithTimeout(ctx, time.Minute, nil)
 		defer kc.Cancel()
