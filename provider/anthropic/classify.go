@@ -83,8 +83,9 @@ var ErrTooLarge = errors.New("anthropic: response larger than MaxResponseBytes")
 //   - "max_tokens: N > M, which is the maximum allowed number of output
 //     tokens": Incompatible;
 //   - 401, 402, 403, 404 or their types (authentication_error,
-//     billing_error, permission_error, not_found_error): Unusable, a fault of
-//     the route's key, account or model name;
+//     billing_error, permission_error, not_found_error), or a 400 "This
+//     organization has been disabled.": Unusable, a fault of the route's
+//     key, account or model name;
 //   - 408, 409 and every 5xx (api_error, timeout_error): Transient;
 //   - an error event in a stream of any other type: Transient (the server
 //     failed after accepting the request), invalid_request_error Permanent;
@@ -124,6 +125,8 @@ func baseClass(status int, typ, code, lower string) (portico.Class, string) {
 		return portico.Incompatible, "max tokens above the model's limit"
 	case status == http.StatusUnauthorized, typ == "authentication_error":
 		return portico.Unusable, "credentials refused"
+	case strings.Contains(lower, "organization has been disabled"): // a 400 invalid_request_error
+		return portico.Unusable, "account disabled"
 	case status == http.StatusPaymentRequired, typ == "billing_error":
 		return portico.Unusable, "billing refused"
 	case status == http.StatusForbidden, typ == "permission_error":

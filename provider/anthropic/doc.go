@@ -110,7 +110,8 @@
 //	429 rate_limit_error                        RateLimited, RetryAfter from retry-after
 //	429 enforced_spend_limit_reached,           Unusable: waiting does not help
 //	400 "credit balance is too low"
-//	401, 402, 403, 404                          Unusable: this route's key, account or model
+//	401, 402, 403, 404, 400 "This               Unusable: this route's key, account or model
+//	organization has been disabled."
 //	413 request_too_large                       Incompatible
 //	400 "prompt is too long: N tokens > M"      Incompatible, Reason "context window"
 //	400 "max_tokens: N > M, which is the        Incompatible

@@ -99,6 +99,7 @@ var failureClasses = [...]struct {
 func statusClass(status int, k failure) (portico.Class, string) {
 	switch {
 	case k == overflow, k == quota:
+	case k == filtered && status < 500: // OpenRouter's moderation 403, Azure's 400
 	case status == http.StatusPaymentRequired:
 		k = quota
 	case status == http.StatusRequestEntityTooLarge:

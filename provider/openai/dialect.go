@@ -143,6 +143,7 @@ var phraseFailures = [...]struct {
 	{"not a valid model", noModel},                     // OpenRouter: "x is not a valid model ID"
 	{"model not found", noModel},                       // LM Studio, generic
 	{"no models loaded", noModel},                      // LM Studio
+	{"requires moderation", filtered},                  // OpenRouter 403: "<model> requires moderation on <provider>. Your input was flagged for ..."
 	{"rate limit", rateLimit},                          // Groq "Rate limit reached for model", Mistral "Requests rate limit exceeded", OpenAI
 	{"too many requests", rateLimit},                   // generic 429 text
 	{"overloaded", overload},                           // OpenAI "The engine is currently overloaded", TGI "Model is overloaded", DeepSeek

@@ -48,7 +48,8 @@
 //	deployment), 402 or insufficient_quota      another may
 //	413                                         Incompatible, Reason "request too large"
 //	400 code content_filter (Azure's prompt     Incompatible, Reason "content filtered":
-//	filter)                                     another provider's policy may answer
+//	filter), 403 "requires moderation"          another provider's policy may answer
+//	(OpenRouter's moderation)
 //	408, 409, 424, 498, 5xx                     Transient
 //	other 400, 422 (an invalid parameter)       Permanent
 //	x-should-retry: true / false                overrides: true makes a class that is not
