@@ -57,7 +57,8 @@
 //	                                            retryable one Unusable
 //	error inside an HTTP 200 answer (a stream's  what its message, code or type say, else
 //	error event or "error:" line, an error      the status its numeric code states, else
-//	object as the whole body)                   Transient
+//	object as the whole body, a choice whose    Transient
+//	finish_reason is "error", as OpenRouter's)
 //	the client refused to send it (a base       Unusable: the route's configuration;
 //	URL that does not parse, a middleware)      the body was checked before
 //	connection failed before the request        Transient

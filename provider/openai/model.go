@@ -146,6 +146,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, malformed(x, model, why)
 	}
 	ch := comp.Choices[0]
+	if ch.FinishReason == "error" {
+		return nil, m.choiceError(ch.RawJSON(), x, model)
+	}
 	resp := &portico.Response{
 		ID:           comp.ID,
 		Text:         ch.Message.Content,
@@ -168,6 +171,16 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		}
 	}
 	return resp, nil
+}
+
+// choiceError is the error of a choice whose finish_reason is "error"
+// (OpenRouter's, when the provider behind it failed mid-answer): what the
+// choice's error object says, else Transient, as an error event inside a 200
+// answer (raw is the choice's JSON).
+func (m *Model) choiceError(raw string, x *adapt.Exchange, model string) error {
+	f := parseErrorBody([]byte(raw))
+	f.Found = true
+	return m.inBand(f, x, model)
 }
 
 // finishReason maps OpenAI's finish_reason onto portico's: the four known
@@ -257,6 +270,9 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 			if ch.Index != 0 {
 				continue
 			}
+			if ch.FinishReason == "error" { // OpenRouter: the provider failed mid-answer, its error on the choice
+				return nil, m.choiceError(ch.RawJSON(), x, model)
+			}
 			if ch.FinishReason != "" {
 				finish = ch.FinishReason
 			}
@@ -267,23 +283,36 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 				}
 			}
 			for _, tc := range ch.Delta.ToolCalls {
-				if tc.Index < 0 || tc.Index >= 128 {
+				idx := int(tc.Index)
+				if !tc.JSON.Index.Valid() {
+					// No index (Gemini's OpenAI-compatible endpoint): a delta
+					// with an id of its own starts the next call, one without
+					// continues the current one.
+					idx = len(calls) - 1
+					if idx < 0 || tc.ID != "" && tc.ID != calls[idx].ID {
+						idx = len(calls)
+					}
+				}
+				if idx < 0 || idx >= 128 {
 					return nil, malformed(x, model, "tool call index out of range")
 				}
-				for int(tc.Index) >= len(calls) {
+				for idx >= len(calls) {
 					calls = append(calls, portico.ToolCall{})
 					args = append(args, nil)
 					seen = append(seen, false)
 				}
-				seen[tc.Index] = true
-				call := &calls[tc.Index]
+				seen[idx] = true
+				call := &calls[idx]
 				if tc.ID != "" {
 					call.ID = tc.ID
 				}
-				if tc.Function.Name != "" {
-					call.Name += tc.Function.Name
+				// A name comes whole in the first delta (OpenAI), split across
+				// deltas, or whole again in each (MiniMax through NVIDIA NIM):
+				// a part equal to the name so far is a repeat.
+				if n := tc.Function.Name; n != "" && n != call.Name {
+					call.Name += n
 				}
-				args[tc.Index] = append(args[tc.Index], tc.Function.Arguments...)
+				args[idx] = append(args[idx], tc.Function.Arguments...)
 				if err := req.OnChunk(portico.Chunk{}); err != nil {
 					return nil, adapt.ChunkError(err, model)
 				}
