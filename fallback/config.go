@@ -213,36 +213,14 @@ func (c Config) normalize() (Config, error) {
 	if !(c.Share > 0 && c.Share <= 1) {
 		return c, fmt.Errorf("fallback: Config.Share %v is outside (0, 1]", c.Share)
 	}
-	switch {
-	case c.Reserve == 0:
-		c.Reserve = DefaultReserve
-	case c.Reserve < 0:
-		c.Reserve = 0
-	}
-	switch {
-	case c.WaitInPlace == 0:
-		c.WaitInPlace = DefaultWaitInPlace
-	case c.WaitInPlace < 0:
-		c.WaitInPlace = -1
-	}
-	switch {
-	case c.MinAttempt == 0:
-		c.MinAttempt = DefaultMinAttempt
-	case c.MinAttempt < 0:
-		c.MinAttempt = 0
-	}
-	switch {
-	case c.MaxCooldown == 0:
-		c.MaxCooldown = DefaultMaxCooldown
-	case c.MaxCooldown < 0:
+	c.Reserve = orDefault(c.Reserve, DefaultReserve, 0)
+	c.WaitInPlace = orDefault(c.WaitInPlace, DefaultWaitInPlace, -1)
+	c.MinAttempt = orDefault(c.MinAttempt, DefaultMinAttempt, 0)
+	c.FaultAfter = orDefault(c.FaultAfter, DefaultFaultAfter, 0)
+	if c.MaxCooldown < 0 {
 		return c, errors.New("fallback: negative Config.MaxCooldown (" + c.MaxCooldown.String() + ")")
 	}
-	switch {
-	case c.FaultAfter == 0:
-		c.FaultAfter = DefaultFaultAfter
-	case c.FaultAfter < 0:
-		c.FaultAfter = 0
-	}
+	c.MaxCooldown = orDefault(c.MaxCooldown, DefaultMaxCooldown, 0)
 	switch {
 	case c.Continuations == 0:
 		c.Continuations = DefaultContinuations
@@ -261,4 +239,16 @@ func (c Config) normalize() (Config, error) {
 func (c Config) Validate() error {
 	_, err := c.normalize()
 	return err
+}
+
+// orDefault is a Config duration normalized: def when d is zero, none when
+// it is negative, d otherwise.
+func orDefault(d, def, none time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return none
+	}
+	return d
 }
