@@ -283,10 +283,10 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 			resp, err := s.degraded(ctx, m.next, req, t, err)
 			return resp, err, false
 		}
+		if s.out.Load() { // the store decided: an outage after this one is a new one
+			s.out.Store(false)
+		}
 		if wait == 0 {
-			if s.out.Load() {
-				s.out.Store(false)
-			}
 			return nil, nil, true
 		}
 		left := l.cfg.MaxWait - time.Since(start)
