@@ -33,3 +33,22 @@ func TestRetryAfterCooldownIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestExhaustedRetryAfterIsBounded: both routes answer 429 with a
+// Retry-After of 24 h. Each is cooled for MaxCooldown (5 min) and takes
+// calls again then, so the exhausted group's RetryAfter, which says when
+// the first route will, should be 5 min at most, not the day the hint said.
+func TestExhaustedRetryAfterIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &fake{name: "a", err: limited(24 * time.Hour)}, &fake{name: "b", err: limited(24 * time.Hour)}
+		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		_, err := g.Generate(context.Background(), simple)
+		if ra := portico.RetryAfterOf(err); portico.ClassOf(err) != portico.RateLimited || ra > DefaultMaxCooldown {
+			t.Errorf("Generate, both routes 429 with Retry-After 24h = %v, RetryAfter %v; want RateLimited, RetryAfter at most %v", err, ra, DefaultMaxCooldown)
+		}
+		_, err = g.Generate(context.Background(), simple) // both skipped, cooling down
+		if ra := portico.RetryAfterOf(err); ra > DefaultMaxCooldown {
+			t.Errorf("Generate, both routes cooling = %v, RetryAfter %v; want at most %v", err, ra, DefaultMaxCooldown)
+		}
+	})
+}

@@ -500,6 +500,20 @@ func (r *request) cool(idx int, err error) {
 	r.g.cool.Set(r.g.keys[idx], time.Now().Add(min(pe.RetryAfter, r.g.cfg.MaxCooldown)))
 }
 
+// callsIn is when the route that failed with err takes calls again, by
+// err's Retry-After: bounded by MaxCooldown when it cools the route (see
+// cool), for then the route is called again after MaxCooldown.
+func (r *request) callsIn(err error) time.Duration {
+	var pe *portico.Error
+	if !errors.As(err, &pe) {
+		return 0
+	}
+	if pe.RetryAfter > 0 && !pe.NotSent && pe.Class.RouteFault() {
+		return min(pe.RetryAfter, r.g.cfg.MaxCooldown)
+	}
+	return pe.RetryAfter
+}
+
 // overflow reports whether err says the input was too long for the route's
 // context window: Code "context_length_exceeded" (OpenAI's) or Reason
 // "context window" (the Reason of [portico.Capabilities.Fits]).
@@ -536,7 +550,7 @@ func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 func (r *request) hop(ctx context.Context, rt *portico.Route, reason string, err error) {
 	h := portico.Hop{Route: rt.Name, Reason: reason, Err: err}
 	if err != nil {
-		r.takesCallsIn(portico.RetryAfterOf(err))
+		r.takesCallsIn(r.callsIn(err))
 		if r.cont != nil {
 			h.Chunks, h.Bytes = r.cont.chunks, r.cont.bytes
 		}

@@ -280,13 +280,18 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 			if ctx.Err() != nil {
 				return nil, notSent(portico.FromContext(ctx)), false
 			}
+			if ln != nil { // the line is the store's: give it back before the model runs
+				ln.done()
+				s.lines.leave(key, ln)
+				ln = nil
+			}
 			resp, err := s.degraded(ctx, m.next, req, t, err)
 			return resp, err, false
 		}
+		if s.out.Load() { // the store decided: an outage after this one is a new one
+			s.out.Store(false)
+		}
 		if wait == 0 {
-			if s.out.Load() {
-				s.out.Store(false)
-			}
 			return nil, nil, true
 		}
 		left := l.cfg.MaxWait - time.Since(start)

@@ -8,14 +8,16 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// notServed is the middleware, just inside the breaker of a route without a
-// ModelName, that makes a 404 for a model the request named a fault of the
-// pair, not of the route: the Unusable error becomes Incompatible ("model not
-// served by this route"), which the group moves on from and the breaker does
-// not count. A route that sends whatever model the caller names cannot tell
-// a model it does not serve (another provider's name, a typo) from a missing
-// deployment; taking it out of rotation for every tenant because one request
-// named a model it lacks would be worse than one 404 per such request.
+// notServed is the middleware, inside every judging layer of a route
+// without a ModelName (its throttle, retry and breaker; only ModelMiddleware
+// is inside it), that makes a 404 for a model the request named a fault of
+// the pair, not of the route: the Unusable error becomes Incompatible ("model
+// not served by this route"), which the group moves on from, the breaker
+// does not count and a throttle counts as accepted. A route that sends
+// whatever model the caller names cannot tell a model it does not serve
+// (another provider's name, a typo) from a missing deployment; taking it out
+// of rotation for every tenant because one request named a model it lacks
+// would be worse than one 404 per such request.
 func notServed(next portico.Model) portico.Model {
 	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		resp, err := next.Generate(ctx, req)

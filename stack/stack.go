@@ -423,9 +423,6 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 			return portico.Route{}, nil, err
 		}
 		mws = append(mws, b.breaker.Wrap)
-		if rc.ModelName == "" {
-			mws = append(mws, notServed)
-		}
 	}
 	if !rc.SkipRetry {
 		rcfg := rc.Retry
@@ -469,6 +466,11 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 			return portico.Route{}, nil, err
 		}
 		mws = append(mws, b.throttle.Wrap)
+	}
+	if rc.ModelName == "" {
+		// Innermost but for ModelMiddleware: every layer that judges the
+		// route (throttle, retry, breaker) sees the 404 as the request's.
+		mws = append(mws, notServed)
 	}
 	mws = append(mws, rc.ModelMiddleware...)
 	r := rc.Route

@@ -39,9 +39,10 @@
 // ([portico.Class.RouteFault]: Transient 5xx and connection failures,
 // RateLimited 429, Ambiguous timeouts, InvalidResponse, Unusable) counts as
 // a request not accepted, and so does every call the Throttle rejects. The
-// caller's own cancellation or deadline, and a rejection by another local
-// layer (a breaker, a limiter), are not counted at all: the destination
-// gave no verdict.
+// caller's own cancellation or deadline (and a layer's cut of a short share
+// of it, [portico.ErrDeadlineCut], as breakers ignore it), and a rejection by
+// another local layer (a breaker, a limiter), are not counted at all: the
+// destination gave no verdict.
 //
 // A rejected call fails with a [portico.Rejected] error wrapping
 // [ErrThrottled] and a [*Error] with the counts, which package fallback

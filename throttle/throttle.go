@@ -222,6 +222,8 @@ func verdict(err error) (counted, accepted bool) {
 		return true, true
 	}
 	switch c := portico.ClassOf(err); {
+	case (c == portico.Ambiguous || c == portico.Transient) && errors.Is(err, portico.ErrDeadlineCut):
+		return false, false // a cut of a short share of the caller's deadline, as breakers ignore it
 	case c.RouteFault():
 		return true, false
 	case c == portico.Permanent || c == portico.Incompatible:

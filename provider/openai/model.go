@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -178,7 +179,15 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 // choice's error object says, else Transient, as an error event inside a 200
 // answer (raw is the choice's JSON).
 func (m *Model) choiceError(raw string, x *adapt.Exchange, model string) error {
-	f := parseErrorBody([]byte(raw))
+	// Only the choice's error field: its other keys are the answer's (a
+	// non-streamed choice's "message"), never the provider's error.
+	var f errorFields
+	var choice struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal([]byte(raw), &choice) == nil && len(choice.Error) > 0 && string(choice.Error) != "null" {
+		f = parseErrorBody(append(append([]byte(`{"error":`), choice.Error...), '}'))
+	}
 	f.Found = true
 	return m.inBand(f, x, model)
 }
