@@ -143,11 +143,13 @@ func TestRankedGroupConcurrent(t *testing.T) {
 }
 
 // TestTimeoutsLearnt: a candidate that runs out of its own share of the time
-// is marked as failed; one cut short by the caller's own deadline is not.
+// is marked as failed (every cut counts here, FaultAfter -1: the shares of
+// 8 s are shorter than its default; TestShortShareNotAFaultForPolicy has
+// the default); one cut short by the caller's own deadline is not.
 func TestTimeoutsLearnt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := &fake{name: "a", block: true}, &fake{name: "b", block: true}
-		g := MustNew(Config{Policy: rank.ByHealth, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+		g := MustNew(Config{Policy: rank.ByHealth, FaultAfter: -1, Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 		defer cancel()
 		g.Generate(ctx, simple) // a: its 4.5 s share runs out; b: 3.2 s, then the caller's ctx has 300 ms left

@@ -19,7 +19,6 @@ import (
 // its SinceFailure to 0, and rank.ByHealth then sends every tenant's
 // requests to the secondary first.
 func TestShortShareNotAFaultForPolicy(t *testing.T) {
-	t.Skip("bug: a cut of a short share (ErrDeadlineCut) counts as a route fault in the Policy's statistics")
 	synctest.Test(t, func(t *testing.T) {
 		slow := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "slow", FinishReason: portico.FinishStop}, Latency: 400 * time.Millisecond})
 		g := MustNew(Config{Policy: rank.ByHealth, Routes: []portico.Route{

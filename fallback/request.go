@@ -398,6 +398,8 @@ func (r *request) learn(ctx context.Context, idx int, err error, callerFailed bo
 	switch {
 	case callerFailed:
 		err = context.Canceled // the caller's own OnChunk: nothing about the route
+	case errors.Is(err, portico.ErrDeadlineCut):
+		err = context.DeadlineExceeded // a short share of the caller's deadline: nothing about the route
 	case portico.ClassOf(err) == portico.Deadline && ctx.Err() == nil:
 		err = errOwnDeadline // the route ran out of its own share
 	}

@@ -63,8 +63,9 @@ func (p *pipeline) reject(req *portico.Request, resp *portico.Response) error {
 // retry, no breaker count); a truncation at the request's own
 // MaxOutputTokens is the request's on every route (Permanent: the caller
 // must ask for more), one at a lower limit of the route's (the output
-// stopped short of MaxOutputTokens, or the request set none) is the route's
-// limit (Incompatible); anything else is the answer's (InvalidResponse, a
+// stopped short of MaxOutputTokens, or the request set none) or whose output
+// was not reported is taken for the route's limit (Incompatible: no route
+// is stopped on a guess); anything else is the answer's (InvalidResponse, a
 // route fault).
 func (p *pipeline) class(req *portico.Request, resp *portico.Response) (portico.Class, string) {
 	truncated := false
@@ -79,7 +80,7 @@ func (p *pipeline) class(req *portico.Request, resp *portico.Response) (portico.
 	if !truncated {
 		return portico.InvalidResponse, "validation rejected"
 	}
-	if n := req.MaxOutputTokens; n > 0 && (resp.Usage.OutputTokens == 0 || resp.Usage.OutputTokens >= n) {
+	if n := req.MaxOutputTokens; n > 0 && resp.Usage.OutputTokens >= n {
 		return portico.Permanent, "validation rejected: cut at the request's MaxOutputTokens"
 	}
 	return portico.Incompatible, "validation rejected: cut at the route's output limit"

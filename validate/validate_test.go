@@ -131,7 +131,7 @@ func TestRejectionClass(t *testing.T) {
 		{"content filter", 0, &portico.Response{Text: "x", FinishReason: portico.FinishContentFilter, Usage: used(1)}, portico.Incompatible, "validation rejected: content filtered"},
 		{"content filter, empty", 0, &portico.Response{FinishReason: portico.FinishContentFilter}, portico.Incompatible, "validation rejected: content filtered"},
 		{"cut at the request's limit", 3, &portico.Response{Text: "x", FinishReason: portico.FinishLength, Usage: used(3)}, portico.Permanent, "validation rejected: cut at the request's MaxOutputTokens"},
-		{"cut, usage unknown", 3, &portico.Response{Text: "x", FinishReason: portico.FinishLength}, portico.Permanent, "validation rejected: cut at the request's MaxOutputTokens"},
+		{"cut, usage unknown", 3, &portico.Response{Text: "x", FinishReason: portico.FinishLength}, portico.Incompatible, "validation rejected: cut at the route's output limit"},
 		{"cut short of the request's limit", 300, &portico.Response{Text: "x", FinishReason: portico.FinishLength, Usage: used(128)}, portico.Incompatible, "validation rejected: cut at the route's output limit"},
 		{"cut without a limit", 0, &portico.Response{Text: "x", FinishReason: portico.FinishLength, Usage: used(128)}, portico.Incompatible, "validation rejected: cut at the route's output limit"},
 	} {
