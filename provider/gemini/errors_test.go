@@ -478,3 +478,15 @@ func TestRequestNotEncodablePermanent(t *testing.T) {
 		}
 	}
 }
+
+// A model name genai refuses in the route's own Config.Model is the route's
+// configuration: Unusable, NotSent, so a group moves on (the same name in a
+// request is Permanent, TestRequestNotEncodablePermanent).
+func TestConfigModelNotValidUnusable(t *testing.T) {
+	m := newModel(t, gemini.Config{Model: "models/../x"}, genai.ClientConfig{APIKey: "k", HTTPOptions: genai.HTTPOptions{BaseURL: "http://127.0.0.1:1"}})
+	_, err := m.Generate(context.Background(), &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "x")}})
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.Class != portico.Unusable || !pe.NotSent {
+		t.Errorf("Generate with Config.Model %q = %v, want Unusable, NotSent", "models/../x", err)
+	}
+}

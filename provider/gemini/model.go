@@ -120,10 +120,15 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *porti
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), x, model)
 	}
-	contents, cfg, err := m.params(req)
-	if err == nil && (strings.ContainsAny(model, "?&") || strings.Contains(model, "..")) {
-		err = errors.New("gemini: model name with '?', '&' or '..'") // genai's tModel refuses them
+	if strings.ContainsAny(model, "?&") || strings.Contains(model, "..") { // genai's tModel refuses them
+		e := &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", NotSent: true,
+			Err: errors.New("gemini: model name with '?', '&' or '..'")}
+		if req.Model == "" { // Config.Model: the route's own, not the request's
+			e.Class, e.Reason = portico.Unusable, "model name not valid"
+		}
+		return nil, e
 	}
+	contents, cfg, err := m.params(req)
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}
