@@ -171,7 +171,10 @@ type Backoff struct {
 // sent), retried unless NoAmbiguousRetry forbids it. Zero fields mean no
 // such timeout; negative ones are an error.
 type Timeouts struct {
-	// Attempt bounds each attempt's whole duration ([ErrAttemptTimeout]).
+	// Attempt bounds each attempt's whole duration ([ErrAttemptTimeout]),
+	// the time a streamed attempt's caller spends in OnChunk included (use
+	// FirstChunk, ChunkGap and MinRate, which leave it out, to judge a
+	// stream served to slow consumers).
 	Attempt time.Duration
 	// FirstChunk is the TTFT timeout of a streamed attempt
 	// ([ErrFirstChunkTimeout]): no chunk arrived within it. Nothing reached
