@@ -131,7 +131,9 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 //     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
 //   - when no step answered at all: the class of the last step's error (or
 //     Rejected/Incompatible when every step was skipped, wrapping [ErrNoRoute]),
-//     wrapping [ErrExhausted] and every step's error.
+//     wrapping [ErrExhausted] and every step's error; when that class is
+//     RateLimited or Rejected, its RetryAfter is the least of the steps'
+//     Retry-After hints and their Health's RetryAfter.
 func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, errNilRequest
@@ -198,6 +200,7 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			if u := portico.UsageOf(err); u != nil {
 				billed += rt.Capabilities.Cost(*u) // a failed call that was billed
 			}
+			wait = earliest(wait, portico.RetryAfterOf(err)) // a step's Retry-After
 			lastErr = err
 			hops = append(hops, portico.Hop{Route: rt.Name, Reason: class.String(), Err: err})
 			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: class, Reason: class.String()})
@@ -238,7 +241,13 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			errs = append(errs, h.Err)
 		}
 	}
-	return nil, &portico.Error{Class: portico.ClassOf(lastErr), Err: portico.Join(errs...)} // ErrExhausted says it
+	class := portico.ClassOf(lastErr)
+	if class != portico.RateLimited && class != portico.Rejected {
+		wait = 0 // a Retry-After hint only where later may work
+	}
+	// ErrExhausted says it; RetryAfter is the least time until a step said
+	// it takes calls again (its Retry-After, or its Health's).
+	return nil, &portico.Error{Class: class, RetryAfter: wait, Err: portico.Join(errs...)}
 }
 
 func notAccepted(name string) portico.Hop {

@@ -78,6 +78,9 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		}
 		resp, err := next.Generate(ctx, req)
 		span.End()
+		if c != nil && err == nil && resp != nil {
+			c.noteAnswer(t, model)
+		}
 		return resp, err
 	}
 	a := &attemptState{span: span, start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
@@ -122,6 +125,9 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		r = a.Watch(req, a)
 	}
 	resp, err := next.Generate(ctx, r)
+	if c != nil && err == nil && resp != nil {
+		c.noteAnswer(t, model)
+	}
 	var end time.Time
 	if logging {
 		end = time.Now()

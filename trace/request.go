@@ -62,6 +62,8 @@ type call struct {
 	attemptStart   time.Time // start of the latest attempt
 	attemptTracer  *Tracer   // the latest attempt's layer: the answering route's, when one answers
 	attemptModel   string    // the latest attempt's model
+	answerTracer   *Tracer   // the layer of the latest attempt that answered (nil if none did)
+	answerModel    string    // that attempt's model
 	rlWait         time.Duration
 	retries        int
 	retryReason    portico.Class
@@ -229,6 +231,15 @@ func (c *call) noteAttempt(start time.Time, t *Tracer, model string) {
 	c.mu.Unlock()
 }
 
+// noteAnswer is called by the attempt layer t when an attempt of model
+// returned an answer: that attempt, not the latest one started (a hedge that
+// lost, a cascade's later step that failed), names the request's answer.
+func (c *call) noteAnswer(t *Tracer, model string) {
+	c.mu.Lock()
+	c.answerTracer, c.answerModel = t, model
+	c.mu.Unlock()
+}
+
 // summary is what finish reads from a call under its lock.
 type summary struct {
 	ttft                           time.Duration
@@ -248,6 +259,9 @@ func (c *call) summary(resp *portico.Response) summary {
 		retryReason: c.retryReason, budgetOut: c.budgetOut, breakerState: c.breakerState,
 		validation: c.validation, fallbackSource: c.fallbackSource, fallbackReason: c.fallbackReason}
 	at, model := c.attemptTracer, c.attemptModel
+	if c.answerTracer != nil {
+		at, model = c.answerTracer, c.answerModel
+	}
 	c.mu.Unlock()
 	s.labels = c.t.labels(c.req)
 	if resp != nil && at != nil { // the answering route's names replace the request layer's
