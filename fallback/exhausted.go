@@ -161,10 +161,24 @@ func exhausted(hops []portico.Hop, wait time.Duration) error {
 	}
 	return &portico.Error{ // no Reason: the Exhausted says what happened, once
 		Class:      class,
+		Status:     statusOf(hops, class),
 		RetryAfter: retryAfter,
 		NotSent:    noneCalled(hops),
 		Err:        &Exhausted{Hops: hops},
 	}
+}
+
+// statusOf is the HTTP status of the first hop whose error is of class, 0
+// if none has one: a limiter outside the group then refunds what was sent
+// as for that route's own error (ratelimit.Refund).
+func statusOf(hops []portico.Hop, class portico.Class) int {
+	for _, h := range hops {
+		var pe *portico.Error
+		if h.Err != nil && errors.As(h.Err, &pe) && pe.Class == class && pe.Status != 0 {
+			return pe.Status
+		}
+	}
+	return 0
 }
 
 // stopped is the error of a group that stops at route r's error err, which

@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -45,5 +46,21 @@ func TestRealLimiterPassesOn(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestExhaustedKeepsTheStatus: a group whose routes answered 503 returns a
+// Transient error with Status 503, so a limiter outside it refunds only the
+// output it reserved (the input was sent), as for one route's 503.
+func TestExhaustedKeepsTheStatus(t *testing.T) {
+	down := &portico.Error{Class: portico.Transient, Status: 503}
+	g := MustNew(Config{Routes: []portico.Route{route(&fake{name: "a", err: down}, portico.Capabilities{}), route(&fake{name: "b", err: down}, portico.Capabilities{})}})
+	_, err := g.Generate(context.Background(), simple)
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.Class != portico.Transient || pe.Status != 503 {
+		t.Fatalf("Generate = %v, want Transient with Status 503", err)
+	}
+	if got := ratelimit.Refund(err, 100, 50); got != 50 {
+		t.Errorf("Refund(exhausted after two 503s, in 100, out 50) = %d, want 50 (the output only)", got)
 	}
 }
