@@ -28,7 +28,7 @@ func requestSpan(t *testing.T, rec *tracetest.SpanRecorder) (string, map[attribu
 	root := ended[len(ended)-1]
 	m := map[attribute.Key]string{}
 	for _, a := range root.Attributes() {
-		m[a.Key] = a.Value.Emit()
+		m[a.Key] = a.Value.String()
 	}
 	return root.Name(), m
 }
