@@ -119,6 +119,14 @@ func (p *plan) Ended(i int, res hedge.Result) error {
 	case res.Lost:
 		if res.Err != nil {
 			r.charge(t.rt, portico.ClassOf(res.Err), res.Err)
+		} else if resp := res.Response; resp != nil {
+			// It answered too, as the winner did, and was billed for it.
+			cost := resp.Cost
+			if cost == 0 {
+				cost = t.rt.Capabilities.Cost(resp.Usage)
+			}
+			r.billed += cost
+			r.spent += cost
 		}
 		r.hops = append(r.hops, portico.Hop{Route: t.rt.Name, Reason: reasonHedgeLost, Err: res.Err})
 		return nil

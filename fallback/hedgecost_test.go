@@ -8,6 +8,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/modeltest"
 )
 
 // A hedge respects Contract.MaxCost as a move-on does. Each route's call
@@ -38,4 +39,27 @@ func TestHedgeRespectsMaxCost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An attempt that answered too, just after the winner (both 10 output
+// tokens at 1, ending at the same instant), was billed as the winner was:
+// the answer's Cost counts both, as it counts a failed call's reported
+// usage.
+func TestHedgeLoserThatAnsweredIsCharged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		caps := portico.Capabilities{OutputPrice: 1}
+		answer := func(name string, d time.Duration) portico.Route {
+			r := named(name, modeltest.NewFake(modeltest.Outcome{Latency: d,
+				Response: &portico.Response{Text: name, FinishReason: portico.FinishStop, Usage: portico.Usage{OutputTokens: 10}}}))
+			r.Capabilities = caps
+			return r
+		}
+		// b, hedged after 100 ms, answers at 200 ms as a does.
+		g := MustNew(Config{Routes: []portico.Route{answer("a", 200*ms), answer("b", 100*ms)},
+			Hedge: hedge.MustNew(hedge.Config{Delay: 100 * ms})})
+		resp, err := g.Generate(context.Background(), idem)
+		if err != nil || resp.Cost != 20 || hops(resp.Hops) == "" {
+			t.Errorf("Generate = %+v, %v; want Cost 20 (both answers billed) and the loser's hop", resp, err)
+		}
+	})
 }
