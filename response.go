@@ -112,8 +112,9 @@ type Response struct {
 	Hops []Hop
 	// Cost is the realised cost of producing this answer in the price unit of
 	// [Capabilities] (e.g. US dollars), summed by routing layers over the calls
-	// they made for it whose usage they know: the answering call, and failed
+	// they made for it whose usage they know: the answering call, failed
 	// calls whose [Error.Usage] reports what was billed (a failed call without
-	// it is not counted); 0 when no layer priced it.
+	// it is not counted), and a hedge that answered too but lost the race; 0
+	// when no layer priced it.
 	Cost float64
 }

@@ -20,7 +20,7 @@ type Algorithm interface {
 // window is what a Limit aggregated over one window of samples.
 type window struct {
 	n        int           // samples
-	rtt      time.Duration // their mean latency
+	rtt      time.Duration // the mean latency of those that were not drops; 0 if none
 	inflight int           // the most calls in flight at a sample's admission
 	dropped  bool          // a sample was a drop
 }
@@ -101,6 +101,9 @@ func log10Root(x float64) float64 { return max(1, math.Floor(math.Log10(max(x, 1
 
 func (v Vegas) update(st *state, limit float64, w window) float64 {
 	if w.rtt <= 0 {
+		if w.dropped { // every sample a drop: no latency, but a drop
+			return limit - log10Root(limit)
+		}
 		return limit
 	}
 	probe := v.ProbeMultiplier

@@ -48,8 +48,8 @@
 // (Config.Window, 10 samples) and the algorithm runs once per window. A
 // sample is the call's latency from its admission by the Limiter to its
 // end; a 429, a 5xx, an ambiguous timeout or the caller's deadline is a
-// drop, the caller's cancellation and client errors are ignored (see
-// [Limit.Done]). A streamed call's latency is its whole stream, and calls
+// drop, whose latency is left out of the window's mean, and the caller's
+// cancellation and client errors are ignored (see [Limit.Done]). A streamed call's latency is its whole stream, and calls
 // of very different sizes make it noisy, which Gradient2's averages and
 // tolerance absorb best; AIMD needs no latency at all.
 //

@@ -129,7 +129,12 @@ func (l *Limit) Limit() int { return int(l.limit.Load()) }
 //     latency sample;
 //   - [portico.RateLimited], [portico.Transient], [portico.Ambiguous] and
 //     [portico.Deadline]: a drop, the destination refusing, failing or too
-//     slow for the caller;
+//     slow for the caller. A drop counts towards its window and marks it,
+//     but its latency is left out of the window's mean (as Netflix's
+//     addDroppedSample): a 503 that came back at once says nothing of the
+//     destination's latency, and would otherwise teach Vegas a no-load
+//     latency, or Gradient2 a baseline, that the healthy destination
+//     exceeds once it is back;
 //   - any other class (the caller's cancellation, a client error, a local
 //     rejection, an unusable route): ignored, since it says nothing about
 //     the destination's capacity.
@@ -137,10 +142,11 @@ func (l *Limit) Limit() int { return int(l.limit.Load()) }
 // Every Config.Window samples, the call that completes the window updates
 // the limit. Done allocates nothing and takes no lock but then.
 func (l *Limit) Done(latency time.Duration, inflight int, class portico.Class) {
+	drop := false
 	switch class {
 	case portico.OK, portico.InvalidResponse:
 	case portico.RateLimited, portico.Transient, portico.Ambiguous, portico.Deadline:
-		l.drops.Add(1)
+		drop = true
 	default:
 		return
 	}
@@ -152,7 +158,15 @@ func (l *Limit) Done(latency time.Duration, inflight int, class portico.Class) {
 			}
 		}
 	}
-	us := uint64(max(latency, 0) / time.Microsecond)
+	// A drop counts towards its window and marks it, but its latency (a
+	// 503 that came back at once, a timeout's) is not the destination's:
+	// as Netflix's addDroppedSample, it is left out of the window's mean.
+	var us uint64
+	if drop {
+		l.drops.Add(1)
+	} else {
+		us = uint64(max(latency, 0) / time.Microsecond)
+	}
 	if n := l.acc.Add(1 | us<<16); n&(1<<16-1) == l.window {
 		l.update()
 	}
@@ -161,11 +175,17 @@ func (l *Limit) Done(latency time.Duration, inflight int, class portico.Class) {
 // update takes the window under way and moves the limit.
 func (l *Limit) update() {
 	acc := l.acc.Swap(0)
-	w := window{n: int(acc & (1<<16 - 1)), dropped: l.drops.Swap(0) > 0, inflight: int(l.inflight.Swap(0))}
+	drops := int(l.drops.Swap(0))
+	w := window{n: int(acc & (1<<16 - 1)), dropped: drops > 0, inflight: int(l.inflight.Swap(0))}
 	if w.n == 0 {
 		return
 	}
-	w.rtt = time.Duration(acc>>16) * time.Microsecond / time.Duration(w.n)
+	// The mean latency of the samples that were not drops; 0 when all were
+	// (drops and samples are counted apart, so a drop racing the swap may
+	// be counted in the next window: ok is then off by one).
+	if ok := w.n - drops; ok > 0 {
+		w.rtt = time.Duration(acc>>16) * time.Microsecond / time.Duration(ok)
+	}
 	l.mu.Lock()
 	est := l.alg.update(&l.st, l.est, w)
 	if math.IsNaN(est) {

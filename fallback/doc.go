@@ -159,7 +159,10 @@
 // with Reason "hedge lost". A failure is judged as above: one that moves
 // on waits for the attempts still running, or starts the next candidate
 // when none is; one that stops ends the race. A hedge that finds no time,
-// or no token in the budget, is not sent, and the running attempt goes on.
+// or no token in the budget, or whose estimate, with those of the attempts
+// running and what failed ones were likely billed, exceeds Contract.MaxCost
+// (an [portico.EventHedge] with Reason "max cost"), is not sent, and the
+// running attempt goes on.
 //
 // # Continuation
 //

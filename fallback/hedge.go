@@ -35,8 +35,11 @@ type plan struct {
 	n     int   // candidates in the request's order
 	pos   int   // the next position to look at
 	tries []try // per attempt
-	stop  error // the error the race was stopped with, if any
-	buf   [2]try
+	// running is the estimated cost of the attempts running, counted
+	// against Contract.MaxCost before a hedge (set only with a MaxCost).
+	running float64
+	stop    error // the error the race was stopped with, if any
+	buf     [2]try
 }
 
 // try is one attempt of the race: its route and the context of its share.
@@ -45,6 +48,7 @@ type try struct {
 	idx   int
 	cctx  context.Context
 	share *lazyctx.Context // to Cancel when the attempt ended; nil when none
+	est   float64          // its estimated cost, in plan.running while it runs
 }
 
 // Next prepares the next candidate that passes the filter, recording the
@@ -74,12 +78,25 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 			p.stop = r.outOfTime(p.ctx)
 			return hedge.Attempt{}, false, p.stop
 		}
+		var est float64
+		if k := r.req.Contract; k != nil && k.MaxCost > 0 {
+			est = r.estimate(rt)
+			// The attempts running are likely billed whichever wins: a
+			// hedge that, with them, may cost more than the contract
+			// allows is not made, as the walk would not move on.
+			if charge != nil && r.spent+p.running+est > k.MaxCost {
+				share.Cancel()
+				portico.Observe(p.ctx, portico.Event{Kind: portico.EventHedge, Route: rt.Name, Reason: "max cost"})
+				return hedge.Attempt{}, false, nil
+			}
+		}
 		if charge != nil && !charge(rt.Name) {
 			share.Cancel()
 			return hedge.Attempt{}, false, nil
 		}
 		p.pos++
-		p.tries = append(p.tries, try{rt: rt, idx: idx, cctx: cctx, share: share})
+		p.running += est
+		p.tries = append(p.tries, try{rt: rt, idx: idx, cctx: cctx, share: share, est: est})
 		if r.g.stats != nil {
 			r.g.stats.Start(idx)
 		}
@@ -94,6 +111,7 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 func (p *plan) Ended(i int, res hedge.Result) error {
 	r, t := p.r, &p.tries[i]
 	defer t.share.Cancel()
+	p.running -= t.est
 	if r.g.stats != nil {
 		r.learn(p.ctx, t.idx, res.Err, res.CallerFailed, res.Elapsed, res.TTFT)
 	}
@@ -101,6 +119,14 @@ func (p *plan) Ended(i int, res hedge.Result) error {
 	case res.Lost:
 		if res.Err != nil {
 			r.charge(t.rt, portico.ClassOf(res.Err), res.Err)
+		} else if resp := res.Response; resp != nil {
+			// It answered too, as the winner did, and was billed for it.
+			cost := resp.Cost
+			if cost == 0 {
+				cost = t.rt.Capabilities.Cost(resp.Usage)
+			}
+			r.billed += cost
+			r.spent += cost
 		}
 		r.hops = append(r.hops, portico.Hop{Route: t.rt.Name, Reason: reasonHedgeLost, Err: res.Err})
 		return nil

@@ -94,11 +94,14 @@ var failureClasses = [...]struct {
 	// Another provider's policy may answer: Incompatible, as a prompt
 	// Gemini blocks and an answer validate refuses for a content filter.
 	filtered: {portico.Incompatible, "content filtered"},
+	// Bigger than the whole tokens-per-minute limit, which no wait cures
+	// (OpenAI says so with a 429): the request's, as a 413.
+	tooLarge: {portico.Incompatible, "request too large"},
 }
 
 func statusClass(status int, k failure) (portico.Class, string) {
 	switch {
-	case k == overflow, k == quota:
+	case k == overflow, k == quota, k == tooLarge:
 	case k == filtered && status < 500: // OpenRouter's moderation 403, Azure's 400
 	case status == http.StatusPaymentRequired:
 		k = quota

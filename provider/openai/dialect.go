@@ -104,6 +104,7 @@ const (
 	noModel           // the model or deployment does not exist here
 	invalid           // a parameter of the request is wrong
 	filtered          // the provider's content policy refused the prompt
+	tooLarge          // the request exceeds a per-minute limit it can never fit
 )
 
 // overflowPhrases are the context-overflow wordings, lower-cased, with the
@@ -134,6 +135,7 @@ var phraseFailures = [...]struct {
 	phrase string
 	f      failure
 }{
+	{"request too large", tooLarge},                    // OpenAI 429, Groq 413: "Request too large for gpt-4o ... on tokens per min (TPM): Limit 30000, Requested 61337."
 	{"insufficient_quota", quota},                      // OpenAI 429 code
 	{"exceeded your current quota", quota},             // OpenAI 429 message
 	{"insufficient balance", quota},                    // DeepSeek 402 (api-docs.deepseek.com/quick_start/error_codes)

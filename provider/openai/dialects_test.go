@@ -54,6 +54,10 @@ var dialects = []dialect{
 	// apierror; x-should-retry is what OpenAI's SDKs obey.
 	{"openai", "context overflow", status(400, `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`), portico.Incompatible, "context window", 0},
 	{"openai", "insufficient quota", status(429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`, "x-should-retry", "false"), portico.Unusable, "", 0},
+	// A request bigger than the organisation's whole tokens-per-minute limit:
+	// a 429 that no wait cures (openai-python issues; the same wording as
+	// Groq's 413 below), the request's, not the route's load.
+	{"openai", "request too large for the TPM", status(429, `{"error":{"message":"Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 61337. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`), portico.Incompatible, "request too large", 0},
 	{"openai", "rate limit", status(429, `{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`, "retry-after-ms", "2000"), portico.RateLimited, "", 2 * time.Second},
 	{"openai", "invalid api key", status(401, `{"error":{"message":"Incorrect API key provided: sk-x. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`), portico.Unusable, "", 0},
 	{"openai", "overloaded", status(503, `{"error":{"message":"The engine is currently overloaded, please try again later.","type":"server_error","param":null,"code":null}}`), portico.Transient, "", 0},

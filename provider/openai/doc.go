@@ -46,7 +46,8 @@
 //	429 that says the server is overloaded      Transient
 //	401, 403 (credentials), 404 (model or       Unusable: this route cannot serve now,
 //	deployment), 402 or insufficient_quota      another may
-//	413                                         Incompatible, Reason "request too large"
+//	413, or a 429 "Request too large" (bigger   Incompatible, Reason "request too large"
+//	than the whole tokens-per-minute limit)
 //	400 code content_filter (Azure's prompt     Incompatible, Reason "content filtered":
 //	filter), 403 "requires moderation"          another provider's policy may answer
 //	(OpenRouter's moderation)
