@@ -29,6 +29,13 @@ type Budget interface {
 	Take(destination, clientKey string) bool
 }
 
+// Refunder is a [Budget] that can give a token back: a hedge refused before
+// anything was sent (a limiter's Rejected or NotSent error) returns the
+// token it took. package retry's Retrier implements it.
+type Refunder interface {
+	Refund(destination, clientKey string)
+}
+
 // Config configures a [Hedger]. The zero Config hedges once, after the 95th
 // percentile of the destination's latency, once 50 latencies are known.
 type Config struct {

@@ -480,6 +480,20 @@ func (r *race) charge(dest string) bool {
 	return false
 }
 
+// refund gives a hedge's token back to the Hedger's budget when err says
+// nothing was sent (NotSent, or Rejected: shed by a limiter, refused by a
+// breaker) and the budget is a [Refunder].
+func (r *race) refund(dest string, err error) {
+	rf, ok := r.h.budget.(Refunder)
+	if !ok {
+		return
+	}
+	var pe *portico.Error
+	if errors.As(err, &pe) && (pe.NotSent || pe.Class == portico.Rejected) {
+		rf.Refund(dest, r.req.Identity.ClientKey)
+	}
+}
+
 // launch starts attempt r.next on a goroutine of its own.
 func (r *race) launch(a Attempt, hedge bool) *attempt {
 	parent := a.Context
@@ -529,6 +543,9 @@ func (at *attempt) call(ctx context.Context) {
 		err = portico.ErrNilResponse
 	}
 	at.res.Response, at.res.Err = resp, err
+	if at.hedge && err != nil {
+		at.r.refund(at.a.Destination, err)
+	}
 	at.res.Elapsed = mono.Now() - at.start
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
 	lost := err != nil && errors.Is(context.Cause(ctx), errLost)

@@ -22,7 +22,6 @@ import (
 // be retried. A hedge that ends Rejected or NotSent should give its token
 // back (or be charged only once it is admitted).
 func TestShedHedgeKeepsTheBudget(t *testing.T) {
-	t.Skip("bug: a hedge shed by the route's limiter (or refused by its breaker) keeps the retry token it took")
 	synctest.Test(t, func(t *testing.T) {
 		r := retry.MustNew(retry.Config{Destination: "a"})
 		lim, err := ratelimit.New(ratelimit.Config{Concurrency: adaptive.MustNew(adaptive.Config{Initial: 1, Max: 1}), Key: ratelimit.ByModel})

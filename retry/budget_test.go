@@ -281,3 +281,19 @@ func TestDepositPastMaxKeys(t *testing.T) {
 		t.Errorf("levels of the retried client's bucket %v and of the overflow bucket %v; want one of them 1 (2, one retry taken), the other 2", own, shared)
 	}
 }
+
+// Refund gives back a token Take took, up to the buckets' capacity.
+func TestRefundGivesTheTokenBack(t *testing.T) {
+	r := MustNew(Config{Destination: "a"})
+	if !r.Take("a", "c") {
+		t.Fatal("Take on a full budget = false")
+	}
+	if got := r.BudgetLevel("a", "c"); got != DefaultBudgetBurst-1 {
+		t.Fatalf("level after Take = %v, want %d", got, DefaultBudgetBurst-1)
+	}
+	r.Refund("a", "c")
+	r.Refund("a", "c") // past capacity: kept at the burst
+	if got := r.BudgetLevel("a", "c"); got != DefaultBudgetBurst {
+		t.Errorf("level after two Refunds = %v, want %d (the burst)", got, DefaultBudgetBurst)
+	}
+}

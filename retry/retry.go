@@ -508,6 +508,23 @@ func (r *Retrier) Take(destination, clientKey string) bool {
 	return spend(r.dests, p.client, p.dest) == ""
 }
 
+// Refund gives back one token that [Retrier.Take] took, for a hedge that
+// was refused before anything was sent (shed by a limiter, refused by a
+// breaker): a refused retry takes none either. The buckets never pass their
+// capacity. With a [BudgetStore] (Budget.Shared) it does nothing: the store
+// has no refund, so the token stays spent, which only makes the budget
+// stricter. Safe for concurrent use.
+func (r *Retrier) Refund(destination, clientKey string) {
+	if r.budget == nil || r.shared != nil {
+		return
+	}
+	p := r.pairOf(destination, clientKey)
+	p.client.deposit(unit, r.budget.capacity)
+	if p.dest != nil && r.dests != nil {
+		p.dest.deposit(unit, r.dests.capacity)
+	}
+}
+
 // BudgetLevel returns the retry tokens left for (destination, client key), where
 // destination is Config.Destination or the request's Model: how many retries
 // the budgets would allow now, the lower of the client's and the

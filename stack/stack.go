@@ -254,6 +254,14 @@ func (b budgets) Take(dest, clientKey string) bool {
 	return true
 }
 
+// Refund gives back the token Take took for a hedge to route dest that was
+// refused before anything was sent (hedge.Refunder).
+func (b budgets) Refund(dest, clientKey string) {
+	if r := b[dest]; r != nil && r.retrier != nil {
+		r.retrier.Refund(r.retryDest, clientKey)
+	}
+}
+
 // New builds the stack cfg describes. It fails, with an error starting
 // "stack:", when there is no route, a route has no Model or no Name, two
 // routes share a Name, a route's Capabilities are invalid
