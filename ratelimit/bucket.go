@@ -18,47 +18,8 @@ import (
 // Times are the Limiter's clock (see Limiter.now): a time.Duration since an
 // origin, monotonic, so that the hot path does integer arithmetic instead of
 // time.Time's. A bucket is not safe for concurrent use; the key's entry
-// guards it.
-//
-// # The bound, with refunds
-//
-// Let the events on the bucket be processed in time order t_1 <= t_2 <= ...
-// (a time earlier than the last event is treated as the last event). Each is
-// an admission of cost k (allowed only when level > k - r*1ns, see fits, and
-// k <= b), a refund
-// of ρ >= 0, a surcharge s >= 0 (usage beyond the reservation, charged after
-// the fact) or a provider adjustment (the level lowered to what the provider
-// says remains). Write U_m for the level just before event m, after refill:
-//
-//	U_m = min(b, L_{m-1} + r*(t_m - t_{m-1}))  <=  L_{m-1} + r*(t_m - t_{m-1})
-//
-// and L_m for the level just after it: L_m = U_m - k (admission),
-// L_m = min(b, U_m + ρ) (refund; the credit actually applied, ρ' = L_m - U_m,
-// is at most ρ), L_m = min(U_m, max(U_m - s, -F)) (surcharge, down to a
-// floor -F at most; the debit applied, s' = U_m - L_m, is in [0, s]) or
-// L_m <= U_m (adjustment). So every event moves the level by U_m - L_m,
-// which is k, -ρ', s', or >= 0. Summing over
-// the events i..j of any interval [t_s, t_e] and telescoping:
-//
-//	Σ (U_m - L_m) = U_i - L_j + Σ_{m=i+1..j} (U_m - L_{m-1})
-//	              <= b - L_j + r*(t_j - t_i).
-//
-// Take j to be the last admission in the interval: then L_j > -r*1ns
-// (admission requires level > k - r*1ns), and every surcharge and adjustment
-// term is >= 0, so
-//
-//	Σ admitted k - Σ refunded ρ  <=  Σ k - Σ ρ'  <=  b + r*(t_j - t_i + 1ns)  <=  b + r*(dt + 1ns),
-//
-// and events after j in the interval are refunds or surcharges, which only
-// lower the net admitted cost. A refund never lifts the level above b, which is
-// why the bound holds on net withdrawals: the cap at b forgets any refund that
-// would carry a future burst beyond b. Room left for waiters in line (take's
-// ahead) only makes admission stricter, and a SetLimit that changes b leaves
-// the bound holding with the largest b in force during the interval. The
-// property test and the fuzz test check the bound over every interval of
-// random runs. (The nanosecond is the clock's resolution: a call admitted at t
-// is one that would be admitted at t + 1ns; with r = 10^4 tokens per second
-// it is 10^-5 tokens.)
+// guards it. It admits at most b + r·dt net of refunds over any interval dt
+// (the proof is in the package documentation, The bound with refunds).
 type bucket struct {
 	level float64       // tokens available at last; may be < 0 after a surcharge
 	last  time.Duration // the time level was computed at

@@ -67,32 +67,11 @@ var ErrTooLarge = errors.New("anthropic: response larger than MaxResponseBytes")
 
 // classifyError maps an Anthropic error (its HTTP status, or 200 for an error
 // event inside a stream, its type, details.error_code and message) and the
-// x-should-retry header to a Class and a short reason. The statuses and
-// types are those of https://docs.claude.com/en/api/errors; the rule, in
-// order:
-//
-//   - a spend limit (error_code enforced_spend_limit_reached or
-//     contract_spend_limit_reached on a 429, "credit balance is too low" or
-//     "API usage limits" on a 400): Unusable, waiting does not help;
-//   - 529 or type overloaded_error: Transient;
-//   - 429 or rate_limit_error: RateLimited;
-//   - 413 or request_too_large: Incompatible (a route that takes larger
-//     requests may serve it);
-//   - "prompt is too long: N tokens > M maximum", or "input length and
-//     max_tokens exceed context limit": Incompatible, reason "context window";
-//   - "max_tokens: N > M, which is the maximum allowed number of output
-//     tokens": Incompatible;
-//   - 401, 402, 403, 404 or their types (authentication_error,
-//     billing_error, permission_error, not_found_error), or a 400 "This
-//     organization has been disabled.": Unusable, a fault of the route's
-//     key, account or model name;
-//   - 408, 409 and every 5xx (api_error, timeout_error): Transient;
-//   - an error event in a stream of any other type: Transient (the server
-//     failed after accepting the request), invalid_request_error Permanent;
-//   - every other status: Permanent;
-//   - then x-should-retry: "true" makes Permanent or Unusable Transient,
-//     "false" makes Transient or RateLimited Unusable (the provider says this
-//     route will not serve it).
+// x-should-retry header to a Class and a short reason, by the table of the
+// package documentation (Error classes), whose rows it tries in order: spend
+// limits, overload, rate limits, sizes and windows, the route's own faults,
+// server errors, the rest; x-should-retry overrides last. The statuses and
+// types are those of https://docs.claude.com/en/api/errors.
 func classifyError(status int, typ, code, msg, shouldRetry string) (portico.Class, string) {
 	c, reason := baseClass(status, typ, code, strings.ToLower(msg))
 	switch shouldRetry {

@@ -103,20 +103,25 @@
 //
 // Errors are classified before anyone acts on them. Every error is a
 // [*portico.Error]; statuses and types are those of
-// https://docs.claude.com/en/api/errors:
+// https://docs.claude.com/en/api/errors; a spend limit is told first, then
+// the rows below in order, x-should-retry last:
 //
 //	529 overloaded_error, 500 api_error,        Transient, RetryAfter from retry-after
 //	504 timeout_error, 408, 409, other 5xx
 //	429 rate_limit_error                        RateLimited, RetryAfter from retry-after
-//	429 enforced_spend_limit_reached,           Unusable: waiting does not help
-//	400 "credit balance is too low"
+//	429 enforced_spend_limit_reached or         Unusable: waiting does not help
+//	contract_spend_limit_reached, 400 "credit
+//	balance is too low" or "API usage limits"
 //	401, 402, 403, 404, 400 "This               Unusable: this route's key, account or model
 //	organization has been disabled."
 //	413 request_too_large                       Incompatible
-//	400 "prompt is too long: N tokens > M"      Incompatible, Reason "context window"
+//	400 "prompt is too long: N tokens > M",     Incompatible, Reason "context window"
+//	"input length and max_tokens exceed
+//	context limit"
 //	400 "max_tokens: N > M, which is the        Incompatible
 //	maximum allowed number of output tokens"
-//	other 400 invalid_request_error, 4xx        Permanent
+//	other 400 invalid_request_error, 4xx        Permanent (an error event of another
+//	                                            type inside a stream: Transient)
 //	x-should-retry: true / false                Permanent or Unusable made Transient;
 //	                                            Transient or RateLimited made Unusable
 //	error event inside an HTTP 200 stream,      as its type says (overloaded_error
