@@ -244,11 +244,6 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 	return e
 }
 
-// sweep drops s's idle entries and marks them dead, so that a caller that
-// found one in the snapshot looks again. Each entry is settled first: a
-// completion that skipped the lock still counts in flight until then, so an
-// entry is never dropped with a refund pending (the completion's atomic add
-// frees its slot and credits its refund at once). The caller holds s.mu.
 // drain empties every bucket of l as of now: the local share of a shared
 // Limiter, when the store fails, starts with nothing (see shared.degraded).
 func (l *Limiter) drain() {
@@ -267,6 +262,11 @@ func (l *Limiter) drain() {
 	}
 }
 
+// sweep drops s's idle entries and marks them dead, so that a caller that
+// found one in the snapshot looks again. Each entry is settled first: a
+// completion that skipped the lock still counts in flight until then, so an
+// entry is never dropped with a refund pending (the completion's atomic add
+// frees its slot and credits its refund at once). The caller holds s.mu.
 func (l *Limiter) sweep(s *shard, now time.Duration) {
 	for ek, e := range s.m {
 		e.lock()

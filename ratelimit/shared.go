@@ -267,24 +267,22 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key string, lim *Limits, t *ticket) (*portico.Response, error, bool) {
 	s, l := m.s, m.s.l
 	start := time.Now()
-	var ln *line
-	defer func() {
+	var ln *line // the key's line, once this waiter holds its turn
+	release := func() {
 		if ln != nil {
 			ln.done()
 			s.lines.leave(key, ln)
+			ln = nil
 		}
-	}()
+	}
+	defer release()
 	for first := true; ; first = false {
 		wait, which, err := s.store.Take(ctx, key, lim, t.reserve)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, notSent(portico.FromContext(ctx)), false
 			}
-			if ln != nil { // the line is the store's: give it back before the model runs
-				ln.done()
-				s.lines.leave(key, ln)
-				ln = nil
-			}
+			release() // the line is for asking the store: give it back before the model runs
 			resp, err := s.degraded(ctx, m.next, req, t, err)
 			return resp, err, false
 		}
