@@ -95,19 +95,17 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 // consumer takes (a slow client connection) is not the provider's gap, nor
 // its rate.
 func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
-	if err := s.tick(c); err != nil {
+	held := s.timer != nil || s.rate != nil // the gate delivers c itself
+	if err := s.tick(c, held); err != nil {
 		return false, err
 	}
 	if !delivered {
 		portico.Observe(s.outer, portico.Event{Kind: portico.EventFirstChunk, Delay: time.Since(s.start)})
 	}
-	if s.timer == nil && s.rate == nil {
+	if !held {
 		return true, nil
 	}
-	var from int64
-	if s.timer != nil {
-		s.last.Store(holding)
-	}
+	var from int64 // tick marked last holding
 	if f := s.rate; f != nil {
 		from = int64(mono.Now())
 		f.holdFrom.Store(from)
@@ -131,14 +129,16 @@ const holding = math.MinInt64
 // progress is the function installed with [portico.ContextWithProgress]: an
 // inner layer holds a chunk back. The watchdog counts it as a chunk; nothing
 // is marked delivered.
-func (s *stream) progress(c portico.Chunk) { s.tick(c) }
+func (s *stream) progress(c portico.Chunk) { s.tick(c, false) }
 
 // tick records that the stream advanced: the first tick moves the attempt from
 // waiting to streaming and re-arms the watchdog for the gap timeout; every tick
-// stamps the time the watchdog measures the gap from. It returns the timeout's
+// stamps the time the watchdog measures the gap from, or, with hold, marks
+// the stream held by the caller's OnChunk until the gate stamps it on its
+// return (one clock read a chunk either way). It returns the timeout's
 // sentinel when the watchdog already gave up, and an error after the attempt
 // returned.
-func (s *stream) tick(c portico.Chunk) error {
+func (s *stream) tick(c portico.Chunk, hold bool) error {
 	first := s.state.Load() == waiting && s.state.CompareAndSwap(waiting, streaming)
 	if !first {
 		switch s.state.Load() {
@@ -160,7 +160,11 @@ func (s *stream) tick(c portico.Chunk) error {
 		}
 	}
 	if s.timer != nil {
-		s.last.Store(int64(mono.Now()))
+		if hold {
+			s.last.Store(holding) // stamped when the caller's OnChunk returns
+		} else {
+			s.last.Store(int64(mono.Now()))
+		}
 		if first {
 			if s.r.gap > 0 {
 				s.timer.Reset(s.r.gap)
