@@ -271,6 +271,26 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	return nil
 }
 
+// Covers reports whether c fits every request that o fits, at the same
+// input size and under a contract without MaxCost (the one check that reads
+// prices): c takes every modality o takes, has no lower context window and
+// output limit (0 is none), tools and continuations where o has them, a
+// schema mode no lower, and o's model class. A caller that saw [Fits] pass
+// on o may then skip it on c.
+func (c *Capabilities) Covers(o *Capabilities) bool {
+	mods := func(m Modality) Modality {
+		if m == 0 {
+			return ModalityText
+		}
+		return m
+	}
+	atLeast := func(limit, other int) bool { return limit == 0 || (other > 0 && limit >= other) }
+	return mods(c.Modalities).Has(mods(o.Modalities)) &&
+		atLeast(c.ContextWindow, o.ContextWindow) && atLeast(c.MaxOutput, o.MaxOutput) &&
+		(c.Tools || !o.Tools) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
+		(c.Continuation != ContinueNone || o.Continuation == ContinueNone)
+}
+
 // EstimateCost returns the most req may cost on this route before it is sent, in
 // the price unit of InputPrice: the input (the larger of inputTokens and the
 // contract's MaxInputTokens) at InputPrice plus MaxOutputTokens at OutputPrice.

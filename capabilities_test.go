@@ -248,3 +248,82 @@ func TestRequestValidate(t *testing.T) {
 		t.Errorf("Validate allocs = %v, want 0", n)
 	}
 }
+
+// TestCovers: each need Fits checks, met by c and unmet by o or the other
+// way round, decides Covers; what Fits never reads (names, prices) does not.
+func TestCovers(t *testing.T) {
+	base := Capabilities{ContextWindow: 8192, MaxOutput: 1024, Modalities: ModalityText, Schema: SchemaJSON, ModelClass: "small"}
+	with := func(f func(*Capabilities)) Capabilities { c := base; f(&c); return c }
+	tests := []struct {
+		name string
+		c, o Capabilities
+		want bool
+	}{
+		{"equal", base, base, true},
+		{"names and prices differ", with(func(c *Capabilities) { c.Provider, c.Region, c.Quota, c.InputPrice = "b", "eu", "q", 1 }), base, true},
+		{"zero modalities are text", with(func(c *Capabilities) { c.Modalities = 0 }), base, true},
+		{"image and text cover text", with(func(c *Capabilities) { c.Modalities = ModalityText | ModalityImage }), base, true},
+		{"text does not cover image", base, with(func(c *Capabilities) { c.Modalities = ModalityImage }), false},
+		{"larger window", with(func(c *Capabilities) { c.ContextWindow = 16384 }), base, true},
+		{"no window covers a window", with(func(c *Capabilities) { c.ContextWindow = 0 }), base, true},
+		{"smaller window", with(func(c *Capabilities) { c.ContextWindow = 8191 }), base, false},
+		{"a window does not cover none", base, with(func(c *Capabilities) { c.ContextWindow = 0 }), false},
+		{"no output limit covers one", with(func(c *Capabilities) { c.MaxOutput = 0 }), base, true},
+		{"smaller output limit", with(func(c *Capabilities) { c.MaxOutput = 1023 }), base, false},
+		{"an output limit does not cover none", base, with(func(c *Capabilities) { c.MaxOutput = 0 }), false},
+		{"tools cover none", with(func(c *Capabilities) { c.Tools = true }), base, true},
+		{"no tools", base, with(func(c *Capabilities) { c.Tools = true }), false},
+		{"strict covers json", with(func(c *Capabilities) { c.Schema = SchemaStrict }), base, true},
+		{"json does not cover strict", base, with(func(c *Capabilities) { c.Schema = SchemaStrict }), false},
+		{"another class", with(func(c *Capabilities) { c.ModelClass = "frontier" }), base, false},
+		{"continuation covers none", with(func(c *Capabilities) { c.Continuation = ContinuePrefill }), base, true},
+		{"no continuation", base, with(func(c *Capabilities) { c.Continuation = ContinuePrefill }), false},
+	}
+	for _, tt := range tests {
+		if got := tt.c.Covers(&tt.o); got != tt.want {
+			t.Errorf("%s: Covers = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// FuzzCovers: when c covers o, every request without MaxCost that o fits,
+// c fits too, at the same input size.
+func FuzzCovers(f *testing.F) {
+	f.Add(uint64(0), uint64(0), uint64(0), 100)
+	f.Add(uint64(0x1234_5678_9abc), uint64(0xfedc_ba98_7654), uint64(0x0f0f_0f0f), 9000)
+	f.Fuzz(func(t *testing.T, a, b, r uint64, in int) {
+		caps := func(x uint64) Capabilities {
+			return Capabilities{
+				ContextWindow: []int{0, 4096, 8192, 16384}[x&3],
+				MaxOutput:     []int{0, 512, 1024, 4096}[x>>2&3],
+				Modalities:    Modality(x >> 4 & 3),
+				Tools:         x>>6&1 == 1,
+				Schema:        SchemaMode(x >> 7 & 3),
+				ModelClass:    []string{"", "small"}[x>>9&1],
+				Continuation:  Continuation(x >> 10 & 1),
+			}
+		}
+		c, o := caps(a), caps(b)
+		k := &Contract{
+			Modalities:     Modality(r & 3),
+			MaxInputTokens: []int{0, 2000, 9000, 20000}[r>>2&3],
+			ToolsRequired:  r>>4&1 == 1,
+			StrictSchema:   r>>5&1 == 1,
+			SchemaID:       []string{"", "s"}[r>>6&1],
+			ModelClasses:   [][]string{nil, {"small"}, {""}}[(r>>7&3)%3],
+		}
+		req := &Request{Messages: []Message{Text(RoleUser, "hi")}, Contract: k,
+			MaxOutputTokens: []int{0, 100, 1000, 5000}[r>>9&3], Prefix: []string{"", "The"}[r>>11&1]}
+		if r>>12&1 == 1 {
+			req.Tools = []Tool{{Name: "f"}}
+		}
+		if r>>13&1 == 1 {
+			req.Schema = &Schema{Name: "s", Strict: r>>14&1 == 1}
+		}
+		if c.Covers(&o) && o.Fits(req, in) == nil {
+			if err := c.Fits(req, in); err != nil {
+				t.Fatalf("%+v covers %+v, which fits %+v at %d, but Fits = %v", c, o, req, in, err)
+			}
+		}
+	})
+}

@@ -592,6 +592,47 @@ func TestFilterReasons(t *testing.T) {
 	}
 }
 
+// TestFilterAfterAFit: a route that Fits passed on, and failed, is followed
+// by one whose Capabilities do not cover its own (portico.Capabilities.Covers)
+// only through Fits: each need that route lacks skips it, untried; a route
+// that covers them is tried.
+func TestFilterAfterAFit(t *testing.T) {
+	img := portico.Message{Role: portico.RoleUser, Content: []portico.Part{{Kind: portico.PartImage, ImageURL: "https://x/y.png"}}}
+	full := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, ContextWindow: 128000, MaxOutput: 16000, Tools: true, Schema: portico.SchemaStrict, ModelClass: "frontier"}
+	with := func(f func(*portico.Capabilities)) portico.Capabilities { c := full; f(&c); return c }
+	for _, tc := range []struct {
+		reason string // "" for a route that covers the first
+		caps   portico.Capabilities
+		req    portico.Request
+	}{
+		{"modality", with(func(c *portico.Capabilities) { c.Modalities = portico.ModalityText }), portico.Request{Messages: []portico.Message{img}}},
+		{"context window", with(func(c *portico.Capabilities) { c.ContextWindow = 1000 }), portico.Request{Messages: simple.Messages, MaxOutputTokens: 995}},
+		{"max output", with(func(c *portico.Capabilities) { c.MaxOutput = 4096 }), portico.Request{Messages: simple.Messages, MaxOutputTokens: 8000}},
+		{"tools", with(func(c *portico.Capabilities) { c.Tools = false }), portico.Request{Messages: simple.Messages, Tools: []portico.Tool{{Name: "f"}}}},
+		{"strict schema", with(func(c *portico.Capabilities) { c.Schema = portico.SchemaJSON }), portico.Request{Messages: simple.Messages, Schema: &portico.Schema{Name: "s", Strict: true}}},
+		{"model class", with(func(c *portico.Capabilities) { c.ModelClass = "small" }), portico.Request{Messages: simple.Messages, Contract: &portico.Contract{ModelClasses: []string{"frontier"}}}},
+		{"", with(func(c *portico.Capabilities) { c.ContextWindow, c.Provider = 0, "other" }), portico.Request{Messages: []portico.Message{img}, MaxOutputTokens: 8000, Tools: []portico.Tool{{Name: "f"}}}},
+	} {
+		a, b := &fake{name: "a", err: perr(portico.Transient)}, &fake{name: "b"}
+		g := MustNew(Config{Routes: []portico.Route{route(a, full), route(b, tc.caps)}})
+		resp, err := g.Generate(context.Background(), &tc.req)
+		if tc.reason == "" {
+			if err != nil || resp.Route != "b" || a.n() != 1 {
+				t.Errorf("covering route: Generate = %v, %v, a calls %d; want b's answer after a's failure", resp, err, a.n())
+			}
+			continue
+		}
+		var ex *Exhausted
+		if !errors.As(err, &ex) || b.n() != 0 {
+			t.Errorf("%s: Generate = %v, %v, b calls %d; want exhausted, b untried", tc.reason, resp, err, b.n())
+			continue
+		}
+		if got, want := hopsOf(t, ex.Hops), []string{"a:transient:transient", "b:" + tc.reason + ":nil"}; !eq(got, want) {
+			t.Errorf("%s: Hops = %v, want %v", tc.reason, got, want)
+		}
+	}
+}
+
 // TestNestedGroupsKeepInnerHops: a Group as a route of another keeps the hops
 // it reports, after the outer group's own (as package route's layers do).
 func TestNestedGroupsKeepInnerHops(t *testing.T) {

@@ -39,6 +39,10 @@ type Group struct {
 	// short are the Kinds of a share shorter than Config.FaultAfter, whose
 	// cause is errShortShare: [0] the last candidate's, [1] capped's.
 	short [2]*lazyctx.Kind
+	// covers[i] has bit j set when route j's Capabilities cover route i's
+	// (portico.Capabilities.Covers): a request that fit route i fits route j
+	// without Fits (see request.skip). Nil with more than 64 routes.
+	covers []uint64
 }
 
 // lastShare is the Kind of the last candidate's share: its cause alone.
@@ -74,6 +78,16 @@ func New(cfg Config) (*Group, error) {
 		g.keys[i] = r.Name
 		if q := r.Capabilities.Quota; q != "" {
 			g.keys[i] = q
+		}
+	}
+	if len(c.Routes) <= 64 {
+		g.covers = make([]uint64, len(c.Routes))
+		for i := range c.Routes {
+			for j := range c.Routes {
+				if c.Routes[j].Capabilities.Covers(&c.Routes[i].Capabilities) {
+					g.covers[i] |= 1 << j
+				}
+			}
 		}
 	}
 	if c.Policy != nil {

@@ -33,6 +33,8 @@ type request struct {
 	left      time.Duration    // time left at entry, when hasDL; the first share's while fresh
 	fresh     bool             // no share or hop since left was read
 	order     []rank.Candidate // with a Policy; nil means Routes order
+	fit       int              // 1 + a route Fits passed on, 0 if none; see skip
+	fitIn     int              // the input size Fits passed on it with
 	cont      *continuation    // with Request.ContinueOnBreak on a stream; else nil
 }
 
@@ -169,16 +171,21 @@ func (r *request) skip(rt *portico.Route, idx int) string {
 	if rt.Capabilities.ContextWindow > 0 || (r.req.Contract != nil && r.req.Contract.MaxCost > 0) {
 		in = r.input() // only the window and cost checks use it
 	}
-	if err := rt.Capabilities.Fits(r.req, in); err != nil {
-		var pe *portico.Error
-		switch {
-		case !errors.As(err, &pe):
-			return "incompatible"
-		case pe.Class == portico.Permanent:
-			r.wrong = err
-			return reasonWrong
+	if !r.covered(idx, in) {
+		if err := rt.Capabilities.Fits(r.req, in); err != nil {
+			var pe *portico.Error
+			switch {
+			case !errors.As(err, &pe):
+				return "incompatible"
+			case pe.Class == portico.Permanent:
+				r.wrong = err
+				return reasonWrong
+			}
+			return pe.Reason
 		}
-		return pe.Reason
+		if k := r.req.Contract; k == nil || k.MaxCost == 0 {
+			r.fit, r.fitIn = idx+1, in // what idx's Capabilities cover fits too
+		}
 	}
 	if r.g.live.Load() != 0 { // else a MemoryCooldowns holding none: one load
 		if r.cooling(idx) > 0 {
@@ -195,6 +202,12 @@ func (r *request) skip(rt *portico.Route, idx int) string {
 		return reasonIndependent
 	}
 	return ""
+}
+
+// covered reports whether Fits passed, at input size in and under a
+// contract without MaxCost, on a route whose Capabilities route idx's cover.
+func (r *request) covered(idx, in int) bool {
+	return r.fit > 0 && in == r.fitIn && r.g.covers != nil && r.g.covers[r.fit-1]>>idx&1 != 0
 }
 
 // cooling returns how long route idx's cooldown lasts, 0 when it has none.
