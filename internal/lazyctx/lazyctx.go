@@ -384,21 +384,29 @@ func (c *Context) Done() <-chan struct{} {
 // package's, which context.Cause makes) materializes it, so that Cause
 // returns its cause.
 func (c *Context) Value(key any) any {
-	if vs := c.values(); vs != nil {
-		if v := vs.Value(key); v != nil {
-			return v
+	for {
+		if vs := c.values(); vs != nil {
+			if v := vs.Value(key); v != nil {
+				return v
+			}
 		}
+		if !c.mirror {
+			if r := c.derivedCtx(); r != nil {
+				return r.Value(key)
+			}
+			if _, ok := key.(*int); ok && c.Err() != nil && c.state() != live {
+				return c.materialize().Value(key)
+			}
+		}
+		// A parent that is a Context is asked in the loop, not through
+		// the interface: a lookup that misses walks each level of a
+		// request's chain of Contexts.
+		p, ok := c.parent.(*Context)
+		if !ok {
+			return c.parent.Value(key)
+		}
+		c = p
 	}
-	if c.mirror {
-		return c.parent.Value(key)
-	}
-	if r := c.derivedCtx(); r != nil {
-		return r.Value(key)
-	}
-	if _, ok := key.(*int); ok && c.Err() != nil && c.state() != live {
-		return c.materialize().Value(key)
-	}
-	return c.parent.Value(key)
 }
 
 // String describes the Context as the context package's contexts do.
