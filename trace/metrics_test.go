@@ -2,12 +2,16 @@ package trace
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/fallback"
 	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
@@ -208,4 +212,50 @@ func TestMetricsWithoutTracing(t *testing.T) {
 			t.Errorf("fallbacks = %v, want 1", p.value)
 		}
 	})
+}
+
+// TestInertTracer: a Tracer over no-op providers and no logger adds no
+// request layer (the model sees the caller's own context), while a Tracer
+// with a meter provider above it still counts the attempts its attempt
+// layer sees.
+func TestInertTracer(t *testing.T) {
+	inert := mustNew(t, Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, 1)
+	var seen context.Context
+	m := inert.Wrap(portico.ModelFunc(func(c context.Context, _ *portico.Request) (*portico.Response, error) {
+		seen = c
+		return &portico.Response{Text: "ok"}, nil
+	}))
+	if _, err := m.Generate(ctx, benchReq); err != nil || seen != ctx {
+		t.Errorf("inert Wrap: err %v, model saw %v; want the caller's context", err, seen)
+	}
+	logged := mustNew(t, Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if logged.Wrap(m).Generate(ctx, benchReq); seen == ctx {
+		t.Error("a Tracer with a logger added no request layer")
+	}
+
+	s := newSDK(t)
+	outer := mustNew(t, Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: s.mp})
+	fail := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return nil, &portico.Error{Class: portico.Transient}
+	})
+	ok := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return &portico.Response{Text: "ok"}, nil
+	})
+	g := fallback.MustNew(fallback.Config{Routes: []portico.Route{
+		{Name: "a", Model: inert.ForRoute(Route{Name: "a"}).WrapAttempt(fail)},
+		{Name: "b", Model: inert.ForRoute(Route{Name: "b"}).WrapAttempt(ok)},
+	}})
+	if _, err := outer.Wrap(inert.Wrap(g)).Generate(context.Background(), benchReq); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := s.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if p := onePoint(t, rm, MetricAttempts, map[string]string{"portico.outcome": "accepted"}); p.sum != 2 {
+		t.Errorf("attempts the outer Tracer counted = %v, want 2", p.sum)
+	}
 }

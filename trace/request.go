@@ -27,9 +27,14 @@ import (
 // allocates nothing. It returns next's response and error unchanged and
 // panics if next is nil; a nil request goes to next untraced; a panic below,
 // or in Config.CaptureContent, ends the span as an error before it goes on.
+// A Tracer over no-op trace and meter providers and no logger, which would
+// record nothing, returns next itself.
 func (t *Tracer) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("trace: Wrap of a nil Model")
+	}
+	if t.inert {
+		return next
 	}
 	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		return t.generate(ctx, req, next)

@@ -37,7 +37,7 @@ type Route struct {
 func (t *Tracer) ForRoute(r Route) *Tracer {
 	n := &Tracer{
 		cfg: t.cfg, op: t.op, tracer: t.tracer, inst: t.inst, log: t.log, prop: t.prop,
-		startOpts: t.startOpts, noop: t.noop, global: t.global,
+		startOpts: t.startOpts, noop: t.noop, inert: t.inert, global: t.global,
 		route: t.route, model: t.model,
 	}
 	if r.Name != "" {

@@ -14,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -93,6 +94,7 @@ type Tracer struct {
 	prop      propagation.TextMapPropagator
 	startOpts []trace.SpanStartOption
 	noop      bool // the provider is noop.TracerProvider: skip Start altogether
+	inert     bool // noop, a no-op meter provider and no logger: Wrap adds no layer
 
 	// route and model, set by ForRoute: the route's name and its model when
 	// the request names none.
@@ -147,6 +149,8 @@ func New(cfg Config) (*Tracer, error) {
 		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 	}
 	_, t.noop = tp.(noop.TracerProvider)
+	_, noopMeter := mp.(metricnoop.MeterProvider)
+	t.inert = t.noop && noopMeter && cfg.Logger == nil
 	if isGlobalPlaceholder(tp) {
 		t.global = tp
 	}
