@@ -26,10 +26,14 @@ import (
 // with the request layer and writes one log record per attempt. It returns
 // next's response and error unchanged and panics if next is nil; a nil
 // request goes to next untraced; a panic below ends the span as an error
-// before it goes on.
+// before it goes on. A Tracer that records nothing returns next itself, as
+// [Tracer.Wrap] does: its attempts are then noted with no request layer.
 func (t *Tracer) WrapAttempt(next portico.Model) portico.Model {
 	if next == nil {
 		panic("trace: WrapAttempt of a nil Model")
+	}
+	if t.inert {
+		return next
 	}
 	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		return t.attempt(ctx, req, next)

@@ -137,7 +137,9 @@
 //
 // Attributes are built only when the span records, and metrics only when the
 // instruments are enabled. With the no-op tracer provider the layers do not
-// even start a span: a call costs a few nanoseconds and no allocation. The
+// even start a span: a call costs a few nanoseconds and no allocation; with
+// the no-op meter provider too and no Logger, the Tracer would record
+// nothing, and Wrap and WrapAttempt return the Model they wrap. The
 // same holds for the zero Config before any SDK is installed (otel's global
 // placeholder provider): after one probing Start finds that it creates no
 // span, the layers skip Start for as long as otel.GetTracerProvider() still

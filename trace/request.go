@@ -27,8 +27,8 @@ import (
 // allocates nothing. It returns next's response and error unchanged and
 // panics if next is nil; a nil request goes to next untraced; a panic below,
 // or in Config.CaptureContent, ends the span as an error before it goes on.
-// A Tracer over no-op trace and meter providers and no logger, which would
-// record nothing, returns next itself.
+// A Tracer over no-op trace and meter providers and no logger records
+// nothing: it returns next itself, as if there were no Tracer.
 func (t *Tracer) Wrap(next portico.Model) portico.Model {
 	if next == nil {
 		panic("trace: Wrap of a nil Model")
