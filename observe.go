@@ -2,6 +2,7 @@ package portico
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -101,9 +102,17 @@ type Observer interface {
 
 type observerKey struct{}
 
+// observed records that a context carrying an Observer was ever made, so
+// that a process that installs none pays one load per event, not a lookup
+// through every context of the request.
+var observed atomic.Bool
+
 // ContextWithObserver returns a copy of ctx whose calls report their events to o.
 // An outer layer (package trace) installs it once per request.
 func ContextWithObserver(ctx context.Context, o Observer) context.Context {
+	if !observed.Load() {
+		observed.Store(true)
+	}
 	return context.WithValue(ctx, observerKey{}, o)
 }
 
@@ -111,6 +120,9 @@ func ContextWithObserver(ctx context.Context, o Observer) context.Context {
 // installs its own Observer (package trace) uses it to forward events to the one
 // already there.
 func ObserverFromContext(ctx context.Context) Observer {
+	if !observed.Load() {
+		return nil
+	}
 	o, _ := ctx.Value(observerKey{}).(Observer)
 	return o
 }
@@ -118,8 +130,12 @@ func ObserverFromContext(ctx context.Context) Observer {
 // Observe reports e to the Observer in ctx, if any; without one it does nothing.
 // Layers call it mostly off the happy path (a wait, a retry, a fallback); package
 // validate, which reports every verdict, also calls it for accepted answers. Its
-// cost without an Observer is one context lookup.
+// cost without an Observer is one context lookup, and one atomic load in a
+// process that never installed one.
 func Observe(ctx context.Context, e Event) {
+	if !observed.Load() {
+		return
+	}
 	if o, ok := ctx.Value(observerKey{}).(Observer); ok {
 		o.Observe(ctx, e)
 	}
