@@ -30,8 +30,8 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		t.prog.lastSeen = now
 	}
 	t.e = e
-	if lmax := l.maxInFlight(e); lmax > 0 && (e.inflight >= lmax || len(e.queue) > 0) {
-		if len(e.queue) >= l.cfg.Queue.Size {
+	if lmax := l.maxInFlight(e); lmax > 0 && (e.inflight >= lmax || e.queued() > 0) {
+		if e.queued() >= l.cfg.Queue.Size {
 			l.unprogram(t, now)
 			e.mu.Unlock()
 			return l.shed(ctx, req)
@@ -40,7 +40,8 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			testHookQueue()
 		}
 		w := &waiter{ready: make(chan struct{}), seq: l.seq.Add(1), enq: now, prog: t.prog}
-		e.queue = append(e.queue, w)
+		x := e.w()
+		x.queue = append(x.queue, w)
 		// Publish the queue before looking for completions recorded without
 		// the lock: a completion either is seen by this settle or sees
 		// waitQueue and dispatches itself (see complete).
@@ -105,7 +106,8 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		replan := e.replanChan()
 		if first {
 			h = &hold{tokens: float64(t.reserve)}
-			e.holds = append(e.holds, h)
+			x := e.w()
+			x.holds = append(x.holds, h)
 			// Publish the hold before looking for refunds recorded without
 			// the lock: a completion either is settled here, and then every
 			// waiter plans again (this one at once), or sees waitHold and
@@ -202,10 +204,11 @@ func (e *entry) giveBack(h *hold) {
 // (see replan) when their waits must be computed again. Only waiting calls
 // (Wait mode, a bucket without room) reach it. The caller holds e.mu.
 func (e *entry) replanChan() chan struct{} {
-	if e.wake == nil {
-		e.wake = make(chan struct{})
+	x := e.w()
+	if x.wake == nil {
+		x.wake = make(chan struct{})
 	}
-	return e.wake
+	return x.wake
 }
 
 // replan wakes every waiter of the key, each to lock e and compute its
@@ -214,7 +217,7 @@ func (e *entry) replanChan() chan struct{} {
 // line takes what a refund freed and a later arrival never overtakes it. The
 // next waiter to sleep makes a new channel. The caller holds e.mu.
 func (e *entry) replan() {
-	if e.wake != nil {
+	if e.waits != nil && e.wake != nil {
 		close(e.wake)
 		e.wake = nil
 	}
@@ -224,6 +227,9 @@ func (e *entry) replan() {
 // (all of them when h is nil: a new arrival goes to the back).
 func (e *entry) ahead(h *hold) (float64, int) {
 	tok, n := 0.0, 0
+	if e.waits == nil {
+		return tok, n
+	}
 	for _, x := range e.holds {
 		if x == h {
 			break
@@ -261,7 +267,7 @@ func (e *entry) unhold(h *hold) {
 func (e *entry) take(now time.Duration, cost int, h *hold) (ok bool, wait time.Duration, which string, tooLarge bool) {
 	var aheadTok float64
 	var aheadReq int
-	if len(e.holds) > 0 {
+	if e.held() > 0 {
 		aheadTok, aheadReq = e.ahead(h)
 	}
 	n := float64(cost)
@@ -306,14 +312,14 @@ func (l *Limiter) releaseLocked(e *entry, now time.Duration) {
 // dispatch hands free slots to the best waiters, one by one, and clears
 // waitQueue when the queue is empty. The caller holds e.mu and has settled e.
 func (l *Limiter) dispatch(e *entry, now time.Duration) {
-	for len(e.queue) > 0 {
+	for e.queued() > 0 {
 		if lmax := l.maxInFlight(e); lmax > 0 && e.inflight >= lmax {
 			break
 		}
 		e.handoff(&l.cfg, now)
 		e.inflight++
 	}
-	if len(e.queue) == 0 && e.waiting.Load()&waitQueue != 0 {
+	if e.queued() == 0 && e.waiting.Load()&waitQueue != 0 {
 		e.waiting.And(^waitQueue)
 	}
 }

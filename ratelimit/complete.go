@@ -51,7 +51,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 		e.done.Add(1 + uint64(d)<<doneShift)
 		if w := e.waiting.Load(); w != 0 && (w&waitQueue != 0 || d > 0) {
 			e.lock() // settles this completion
-			if d > 0 && len(e.holds) > 0 {
+			if d > 0 && e.held() > 0 {
 				e.replan()
 			}
 			l.dispatch(e, l.now())
@@ -63,7 +63,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	if d != 0 && e.lim.Tokens > 0 {
 		if d > 0 {
 			e.tok.refund(float64(d))
-			if len(e.holds) > 0 {
+			if e.held() > 0 {
 				e.replan()
 			}
 		} else {
@@ -71,7 +71,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 		}
 	}
 	var now time.Duration
-	if rl != nil || t.prog != nil || len(e.queue) > 0 {
+	if rl != nil || t.prog != nil || e.queued() > 0 {
 		now = l.now()
 	}
 	if rl != nil {

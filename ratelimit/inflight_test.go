@@ -251,7 +251,7 @@ func TestObserverPanicReleases(t *testing.T) {
 			t.Errorf("in flight after an Observer panic = %d, want 0", n)
 		}
 		e := l.acquire(l.keyOf(r), l.now())
-		holds := len(e.holds)
+		holds := e.held()
 		e.mu.Unlock()
 		if holds != 0 {
 			t.Errorf("waiters in line after an Observer panic = %d, want 0", holds)
@@ -396,9 +396,9 @@ func TestInFlightStress(t *testing.T) {
 				t.Errorf("admitted %d, shed %d, canceled %d: want some admitted", admitted.Load(), shed.Load(), canceled.Load())
 			}
 			e := l.acquire(l.keyOf(req("a", 1)), l.now())
-			inflight, queue, holds, queued := e.inflight, len(e.queue), len(e.holds), e.waiting.Load() != 0
+			inflight, queue, holds, queued := e.inflight, e.queued(), e.held(), e.waiting.Load() != 0
 			active := 0
-			for _, p := range e.programs {
+			for _, p := range e.w().programs {
 				active += p.active
 			}
 			level, _ := e.tok.at(l.now())

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 	"weak"
 )
 
@@ -22,11 +23,10 @@ const (
 // shard is one slice of the key table. Lookups of existing keys read an
 // immutable snapshot without locking (read); m, under mu, is the authoritative
 // table, republished as a new snapshot when lookups miss often enough, as
-// sync.Map does with its read and dirty maps. The snapshot is keyed by the
+// sync.Map does with its read and dirty maps. The snapshot is probed by the
 // key's 64-bit hash, which picks the shard too, so a lookup hashes the two
 // strings once (a map keyed by key would hash them again) and then compares
-// the entry's key; of two keys with the same hash (odds 2^-64 per pair) the
-// snapshot holds one, and the other is found under mu.
+// the keys of the entries whose tag matches.
 type shard struct {
 	read    atomic.Pointer[snapshot]
 	mu      sync.Mutex
@@ -40,10 +40,15 @@ type shard struct {
 // entry is the state of one key: its buckets, its in-flight count and its
 // queue. mu guards every field; dead marks an entry evicted from the table,
 // which a caller that raced with the eviction must look up again.
+//
+// An entry is 256 bytes, two aligned pairs of cache lines (the adjacent-line
+// prefetcher fetches a pair together), laid out so that an admission on a
+// key not in cache reads the two pairs at once: the first holds the lock,
+// the completion counter, the slot count, the limits and the token bucket;
+// the second the key's bytes, which the lookup compares before it locks,
+// and the request bucket. What only waiting calls use is behind waits.
+// TestEntryLayout pins the offsets.
 type entry struct {
-	// The fields a call touches, the lock and the completion counter first,
-	// on one cache line, so that calls on one key from several cores move
-	// one line between them rather than two.
 	mu sync.Mutex
 	// done records the completions that skipped the lock (see complete): it
 	// adds 1 + refund<<doneShift per completion, modulo 2^64; settled is the
@@ -53,10 +58,22 @@ type entry struct {
 	inflight int           // slots taken, less the completions settled
 	waiting  atomic.Uint32 // waitQueue | waitHold bits, for completions that skip the lock
 	dead     bool
-	lim      *Limits       // the limits in force, replaced by SetLimit
-	k        key           // immutable
-	tok      bucket        // tokens; valid when lim.Tokens > 0
-	req      bucket        // requests; valid when lim.Requests > 0
+	kn, ka   uint8   // len(k.a)+len(k.b) and len(k.a) when kb holds them, else kn = 255
+	lim      *Limits // the limits in force, replaced by SetLimit
+	tok      bucket  // tokens; valid when lim.Tokens > 0
+	k        key     // immutable; its strings point into kb when it fits
+	kb       [inlineKey]byte
+	req      bucket // requests; valid when lim.Requests > 0
+	*waits          // nil until a call waits or a program is remembered
+}
+
+// inlineKey is the longest key (both parts) an entry holds in itself, so
+// that comparing it reads no other memory: a UUID and a model name fit.
+const inlineKey = 72
+
+// waits is the part of an entry that only waiting calls and programs use.
+// The caller holds the entry's mu.
+type waits struct {
 	holds    []*hold       // calls waiting for the buckets, in line (Wait mode)
 	wake     chan struct{} // closed to make the waiters plan again; see replanChan
 	queue    []*waiter
@@ -65,9 +82,62 @@ type entry struct {
 }
 
 func newEntry(k key, lim *Limits, now time.Duration) *entry {
-	e := &entry{k: k, lim: lim}
+	e := &entry{lim: lim}
+	e.setKey(k)
 	e.setLimits(lim, now)
 	return e
+}
+
+// setKey makes k e's key, its bytes copied into kb when they fit.
+func (e *entry) setKey(k key) {
+	n := len(k.a) + len(k.b)
+	if n > inlineKey {
+		e.k, e.kn = k, 255
+		return
+	}
+	e.kn, e.ka = uint8(n), uint8(len(k.a))
+	copy(e.kb[copy(e.kb[:], k.a):], k.b)
+	if len(k.a) > 0 {
+		e.k.a = unsafe.String(&e.kb[0], len(k.a))
+	}
+	if len(k.b) > 0 {
+		e.k.b = unsafe.String(&e.kb[len(k.a)], len(k.b))
+	}
+}
+
+// is reports whether k is e's key. For a key kb holds it reads kb and not
+// e.k, whose strings point there: the loads of both pairs of lines then
+// start at once.
+func (e *entry) is(k key) bool {
+	a, n := len(k.a), len(k.a)+len(k.b)
+	if n > inlineKey {
+		return e.k == k
+	}
+	return int(e.kn) == n && int(e.ka) == a && string(e.kb[:a]) == k.a && string(e.kb[a:n]) == k.b
+}
+
+// w returns e's waits, made on first use. The caller holds e.mu.
+func (e *entry) w() *waits {
+	if e.waits == nil {
+		e.waits = &waits{}
+	}
+	return e.waits
+}
+
+// queued and held return len(queue) and len(holds), 0 without waits. The
+// caller holds e.mu.
+func (e *entry) queued() int {
+	if e.waits == nil {
+		return 0
+	}
+	return len(e.queue)
+}
+
+func (e *entry) held() int {
+	if e.waits == nil {
+		return 0
+	}
+	return len(e.holds)
 }
 
 // The bits of entry.waiting: calls queued for a slot (len(queue) > 0), and
@@ -152,7 +222,7 @@ func (e *entry) setLimits(lim *Limits, now time.Duration) {
 // bucket full, no provider view pending and no program remembered. Its state
 // then equals a fresh entry's, so dropping it changes no decision.
 func (e *entry) idle(now, ttl time.Duration) bool {
-	if e.inflight > 0 || len(e.queue) > 0 || len(e.holds) > 0 {
+	if e.inflight > 0 || e.queued() > 0 || e.held() > 0 {
 		return false
 	}
 	if e.lim.Tokens > 0 && !e.tok.full(now) {
@@ -162,7 +232,7 @@ func (e *entry) idle(now, ttl time.Duration) bool {
 		return false
 	}
 	e.sweepPrograms(now, ttl)
-	return len(e.programs) == 0
+	return e.waits == nil || len(e.programs) == 0
 }
 
 // hash is k's 64-bit hash, which picks its shard and its snapshot slot:
@@ -184,7 +254,7 @@ func (l *Limiter) acquire(k key, now time.Duration) *entry {
 	h := l.hash(k)
 	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
-		if e := r.get(h); e != nil && e.k == k {
+		if e := r.get(h, k); e != nil {
 			e.mu.Lock() // e.lock(), inlined by hand
 			e.settle()
 			if !e.dead {
@@ -227,7 +297,7 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 			e.tok.level = min(e.tok.burst, e.tok.rate*since)
 			e.req.level = min(e.req.burst, e.req.rate*since)
 		}
-		s.m[k] = e
+		s.m[e.k] = e // e.k, whose bytes are in e: the caller's string is not kept
 		s.peak = max(s.peak, len(s.m))
 		if !l.armed.Load() {
 			l.arm()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/portico-llm/portico"
 )
@@ -252,7 +254,7 @@ func TestEvictPendingRefund(t *testing.T) {
 			t.Errorf("dropped entry's level = %v, want 100 (its refund capped at b, as a fresh key's)", level)
 		}
 		// The snapshot still holds the dead entry: a lookup must not revive it.
-		if got := s.read.Load().get(l.hash(k)); got != e {
+		if got := s.read.Load().get(l.hash(k), k); got != e {
 			t.Fatalf("stale snapshot entry = %p, want the dead %p (the test needs the stale path)", got, e)
 		}
 		e2 := l.acquire(k, l.now())
@@ -285,6 +287,9 @@ func TestHashCollision(t *testing.T) {
 	h := l.hash(b)
 	r := newSnapshot(1)
 	r.put(h, ea)
+	if e := r.get(h, b); e != nil {
+		t.Fatalf("get(b) of a snapshot holding a's entry under b's hash = entry of %v, want nil", e.k)
+	}
 	l.shards[h&(numShards-1)].read.Store(r)
 	e := l.acquire(b, now)
 	e.mu.Unlock()
@@ -293,42 +298,79 @@ func TestHashCollision(t *testing.T) {
 	}
 }
 
-// TestSnapshot: every entry put is found under its hash, at every size; a
-// hash never put is not found; of two entries put under one hash the first
-// is kept. The hashes share their low shardBits, as the hashes of one
-// shard's keys do.
+// TestSnapshot: every entry put is found by its key, at every size, also
+// when many hashes share their tag and when two keys share a hash; a key
+// never put is not found. The hashes share their low shardBits, as the
+// hashes of one shard's keys do.
 func TestSnapshot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
+	lim := &Limits{MaxInFlight: 1}
 	for _, n := range []int{0, 1, 3, 4, 5, 100, 1000} {
-		tb := newSnapshot(n)
-		hs := map[uint64]*entry{}
-		for len(hs) < n {
-			h := rng.Uint64()<<shardBits | 5
-			hs[h] = &entry{}
-		}
-		for h, e := range hs {
-			tb.put(h, e)
-		}
-		for h, e := range hs {
-			if got := tb.get(h); got != e {
-				t.Fatalf("n=%d: get(%#x) = %p, want %p", n, h, got, e)
+		for _, tags := range []uint64{1 << 7, 2} { // distinct tags, or two
+			tb := newSnapshot(n)
+			hs := map[key]uint64{}
+			es := map[key]*entry{}
+			for i := range n {
+				k := key{a: "k" + strconv.Itoa(i)}
+				h := rng.Uint64()%tags<<57 | rng.Uint64()>>7<<shardBits | 5
+				if i%10 == 1 { // the hash of the key before
+					h = hs[key{a: "k" + strconv.Itoa(i-1)}]
+				}
+				hs[k], es[k] = h, newEntry(k, lim, 0)
+				tb.put(h, es[k])
 			}
-		}
-		for range 100 {
-			h := rng.Uint64()<<shardBits | 5
-			if _, ok := hs[h]; !ok && tb.get(h) != nil {
-				t.Fatalf("n=%d: get(%#x) of a hash never put = %p, want nil", n, h, tb.get(h))
+			for k, h := range hs {
+				if got := tb.get(h, k); got != es[k] {
+					t.Fatalf("n=%d tags=%d: get(%#x, %q) = %p, want %p", n, tags, h, k.a, got, es[k])
+				}
+				if got := tb.get(h, key{a: k.a, b: "x"}); got != nil {
+					t.Fatalf("n=%d tags=%d: get(%#x) of a key never put = %p, want nil", n, tags, h, got)
+				}
 			}
-		}
-		if len(tb.slots) < 2*n {
-			t.Errorf("n=%d: %d slots, want >= %d (load <= 1/2)", n, len(tb.slots), 2*n)
+			if len(tb.slots) < 2*n || len(tb.tags) != len(tb.slots) {
+				t.Errorf("n=%d: %d slots and %d tags, want >= %d slots (load <= 1/2), a tag each", n, len(tb.slots), len(tb.tags), 2*n)
+			}
 		}
 	}
-	tb := newSnapshot(2)
-	first, second := &entry{}, &entry{}
-	tb.put(42, first)
-	tb.put(42, second)
-	if got := tb.get(42); got != first {
-		t.Errorf("get after two puts under one hash = %p, want the first %p", got, first)
+}
+
+// TestEntryLayout: an entry fills two aligned pairs of cache lines, the
+// first with what every locked operation reads (the lock, the completion
+// counter, the slot count, the limits, the token bucket), the second with
+// the key's bytes and the request bucket, which the lookup and the
+// admission read; keys up to inlineKey bytes are compared in place.
+func TestEntryLayout(t *testing.T) {
+	var e entry
+	if s := unsafe.Sizeof(e); s != 256 {
+		t.Errorf("Sizeof(entry) = %d, want 256 (two pairs of 64-byte lines, the 256-byte size class)", s)
+	}
+	for _, f := range []struct {
+		name     string
+		off, end uintptr
+		pair     uintptr
+	}{
+		{"mu", unsafe.Offsetof(e.mu), unsafe.Offsetof(e.mu) + unsafe.Sizeof(e.mu), 0},
+		{"done", unsafe.Offsetof(e.done), unsafe.Offsetof(e.done) + 8, 0},
+		{"inflight", unsafe.Offsetof(e.inflight), unsafe.Offsetof(e.inflight) + 8, 0},
+		{"waiting", unsafe.Offsetof(e.waiting), unsafe.Offsetof(e.waiting) + 4, 0},
+		{"kn", unsafe.Offsetof(e.kn), unsafe.Offsetof(e.ka) + 1, 0},
+		{"lim", unsafe.Offsetof(e.lim), unsafe.Offsetof(e.lim) + 8, 0},
+		{"tok", unsafe.Offsetof(e.tok), unsafe.Offsetof(e.tok) + unsafe.Sizeof(e.tok), 0},
+		{"kb", unsafe.Offsetof(e.kb), unsafe.Offsetof(e.kb) + inlineKey, 1},
+		{"req", unsafe.Offsetof(e.req), unsafe.Offsetof(e.req) + unsafe.Sizeof(e.req), 1},
+	} {
+		if f.off/128 != f.pair || (f.end-1)/128 != f.pair {
+			t.Errorf("entry.%s at [%d, %d), want it within bytes [%d, %d)", f.name, f.off, f.end, 128*f.pair, 128*f.pair+128)
+		}
+	}
+	for _, k := range []key{{}, {a: "tenant-1"}, {a: "c", b: "gpt-4o-mini"}, {a: strings.Repeat("x", inlineKey)}, {a: strings.Repeat("x", 40), b: strings.Repeat("y", 40)}} {
+		e := newEntry(k, &Limits{MaxInFlight: 1}, 0)
+		inline := len(k.a)+len(k.b) <= inlineKey
+		if e.k != k || !e.is(k) || e.is(key{a: k.a + "z", b: k.b}) || e.is(key{a: k.b, b: k.a}) && k.a != k.b {
+			t.Errorf("entry of %q: k %q, is(k) %v; want k, true, and no other key", k, e.k, e.is(k))
+		}
+		if p := unsafe.StringData(e.k.a); inline && k.a != "" && p != &e.kb[0] {
+			t.Errorf("entry of %q: key bytes at %p, want in place at %p", k, p, &e.kb[0])
+		}
 	}
 }

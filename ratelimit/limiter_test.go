@@ -444,7 +444,7 @@ func TestRetryAfterExact(t *testing.T) {
 		}
 		cost := 1 + rng.IntN(lim.TokenBurst)
 		if rng.IntN(4) == 0 && (lim.Requests == 0 || lim.RequestBurst >= 2) {
-			e.holds = []*hold{{tokens: float64(rng.IntN(lim.TokenBurst - cost + 1))}}
+			e.w().holds = []*hold{{tokens: float64(rng.IntN(lim.TokenBurst - cost + 1))}}
 		}
 		now := start + time.Duration(rng.Int64N(int64(100*time.Millisecond)))
 		ok, wait, _, _ := e.take(now, cost, nil)

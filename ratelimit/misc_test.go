@@ -88,7 +88,7 @@ func TestProgramsForgotten(t *testing.T) {
 			}
 		}
 		e := l.acquire(l.keyOf(r), l.now())
-		n := len(e.programs)
+		n := len(e.w().programs)
 		e.mu.Unlock()
 		if n > 2*100+minSweep {
 			t.Errorf("programs remembered after 1000 sessions over 10 minutes = %d, want <= %d", n, 2*100+minSweep)
@@ -154,7 +154,7 @@ func TestSetLimitRace(t *testing.T) {
 	setter.Wait()
 	for g := range 3 {
 		e := l.acquire(l.keyOf(req("k"+strconv.Itoa(g), 0)), l.now())
-		inflight, queue, holds := e.inflight, len(e.queue), len(e.holds)
+		inflight, queue, holds := e.inflight, e.queued(), e.held()
 		e.mu.Unlock()
 		if inflight != 0 || queue != 0 || holds != 0 {
 			t.Errorf("key k%d after all calls: in flight %d, queued %d, holds %d; want 0", g, inflight, queue, holds)

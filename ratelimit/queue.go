@@ -27,23 +27,27 @@ type program struct {
 // program returns the program of session id, creating it at now. Called
 // only when the Order needs programs; the caller holds e.mu.
 func (e *entry) program(id string, now time.Duration, seq uint64, ttl time.Duration) *program {
-	if p := e.programs[id]; p != nil {
+	x := e.w()
+	if p := x.programs[id]; p != nil {
 		return p
 	}
-	if e.programs == nil {
-		e.programs = make(map[string]*program)
+	if x.programs == nil {
+		x.programs = make(map[string]*program)
 	}
-	if len(e.programs) >= max(e.progAt, minSweep) {
+	if len(x.programs) >= max(x.progAt, minSweep) {
 		e.sweepPrograms(now, ttl)
-		e.progAt = 2 * len(e.programs)
+		x.progAt = 2 * len(x.programs)
 	}
 	p := &program{arrival: now, seq: seq, lastSeen: now}
-	e.programs[id] = p
+	x.programs[id] = p
 	return p
 }
 
 // sweepPrograms forgets programs with nothing active and unseen for ttl.
 func (e *entry) sweepPrograms(now, ttl time.Duration) {
+	if e.waits == nil {
+		return
+	}
 	for id, p := range e.programs {
 		if p.active == 0 && now-p.lastSeen >= ttl {
 			delete(e.programs, id)
@@ -110,7 +114,7 @@ func (q *Queue) plasLevel(w *waiter, now time.Duration) int {
 // any, and reports whether it did; otherwise the caller frees the slot. The
 // caller holds e.mu. The queue is short (Queue.Size), so a scan is fine.
 func (e *entry) handoff(c *Config, now time.Duration) bool {
-	if len(e.queue) == 0 {
+	if e.queued() == 0 {
 		return false
 	}
 	best := 0
