@@ -30,16 +30,45 @@ func liveLimits() ratelimit.Limits {
 // preset. As in a service, each call's request and client key are new (the
 // key built for the call, as a decoder would), so what a million keys cost
 // is the layers' own memory: finding one key among n. The goal is a flat
-// cost, within 1.5x from a thousand keys to a million.
+// cost, within 1.5x from a thousand keys to a million. heap-MiB is what
+// the n live keys hold (the heap after a GC, less the heap before the
+// layer was built).
+//
+// latency/MiB=m is the floor that goal meets: one load whose address
+// depends on the load before, at random 64-byte lines of m MiB, the cost
+// of a cache miss (and of its TLB miss) when the state read is m MiB. A
+// million keys hold about 340 MiB, so an admission at a random one reads
+// at least one line from DRAM, whose latency latency/MiB=256 gives.
 func BenchmarkTenants(b *testing.B) {
 	for _, through := range []string{"limiter", "preset"} {
 		for _, n := range []int{1_000, 100_000, 1_000_000} {
 			b.Run(through+"/keys="+strconv.Itoa(n), func(b *testing.B) { benchTenants(b, through, n) })
 		}
 	}
+	for _, mib := range []int{1, 16, 256} {
+		b.Run("latency/MiB="+strconv.Itoa(mib), func(b *testing.B) { benchLatency(b, mib) })
+	}
+}
+
+// benchLatency chases pointers through a random cycle over the 64-byte
+// lines of mib MiB: each op is one dependent load.
+func benchLatency(b *testing.B, mib int) {
+	const line = 8 // uint64s in a cache line
+	n := mib << 20 / (8 * line)
+	next := make([]uint64, n*line)
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	for i, p := range perm {
+		next[p*line] = uint64(perm[(i+1)%n] * line)
+	}
+	p := uint64(0)
+	for b.Loop() {
+		p = next[p]
+	}
+	runtime.KeepAlive(p)
 }
 
 func benchTenants(b *testing.B, through string, n int) {
+	base := liveHeap()
 	var m portico.Model
 	var l *ratelimit.Limiter
 	if through == "limiter" {
@@ -84,7 +113,18 @@ func benchTenants(b *testing.B, through string, n int) {
 		}
 	}
 	b.ReportMetric(float64(cputime.Thread()-t0)/float64(b.N), "cpu-ns/op")
+	b.StopTimer()
+	b.ReportMetric(float64(liveHeap()-base)/(1<<20), "heap-MiB")
+	runtime.KeepAlive(m)
 	if k := l.Keys(); k != n {
 		b.Fatalf("the client limiter holds %d keys, want the %d clients", k, n)
 	}
+}
+
+// liveHeap returns the heap in use after a GC, in bytes.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

@@ -114,3 +114,41 @@ func TestJanitorLetsLimiterGo(t *testing.T) {
 		t.Error("a dropped Limiter with its janitor armed was not collected")
 	}
 }
+
+// TestJanitorGivesHeapBack: a million keys that called once and went idle
+// leave at most 16 MiB of the Limiter's heap behind two janitor periods
+// later, whatever the peak (the bound; the test logs both).
+func TestJanitorGivesHeapBack(t *testing.T) {
+	n := 1_000_000
+	if testing.Short() || raceEnabled {
+		n = 20_000
+	}
+	synctest.Test(t, func(t *testing.T) {
+		heap := func() uint64 {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			return ms.HeapAlloc
+		}
+		base := heap()
+		l := mustNew(t, Config{Limits: Limits{Requests: 60, Period: time.Minute}, Key: ByClient})
+		m := l.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+			return &portico.Response{}, nil
+		}))
+		r := req("", 1)
+		for i := range n {
+			r.Identity.ClientKey = "tenant-" + strconv.Itoa(i)
+			if _, err := m.Generate(t.Context(), r); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		peak := int64(heap()) - int64(base)
+		time.Sleep(2 * time.Minute)
+		retained := int64(heap()) - int64(base)
+		t.Logf("%d keys: peak %.1f MiB, retained %.2f MiB after two janitor periods", n, float64(peak)/(1<<20), float64(retained)/(1<<20))
+		if k := l.Keys(); k != 0 || retained > 16<<20 {
+			t.Errorf("two periods after %d keys went idle: %d keys, %d bytes retained; want 0 keys, <= 16 MiB", n, k, retained)
+		}
+		runtime.KeepAlive(l)
+	})
+}
