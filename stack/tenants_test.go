@@ -17,8 +17,9 @@ import (
 // with their retry budgets) leave nothing in the client limiter once idle
 // for two of its janitor periods (a minute each), with no call arriving.
 // The retry budgets hold at most their MaxKeys (10,000) whatever the
-// number of clients. It logs the heap after GC: before, at the peak, and
-// once idle (bench/README.md has the figures).
+// number of clients, and the heap they retain is at most 16 MiB. It logs
+// the heap after GC: before, at the peak, and once idle (bench/README.md
+// has the figures).
 func TestTenants(t *testing.T) {
 	n := 1_000_000
 	if testing.Short() || raceEnabled {
@@ -57,6 +58,9 @@ func TestTenants(t *testing.T) {
 		retained := heap()
 		mib := func(b uint64) float64 { return float64(int64(b)-int64(before)) / (1 << 20) }
 		t.Logf("%d clients: %d keys at the peak, heap %+.1f MiB at the peak, %+.1f MiB once idle", n, keys, mib(peak), mib(retained))
+		if r := mib(retained); r > 16 {
+			t.Errorf("%d clients idle for two janitor periods retain %.1f MiB of heap, want <= 16 MiB whatever the peak", n, r)
+		}
 		runtime.KeepAlive(s)
 	})
 }
