@@ -148,6 +148,15 @@ type Request struct {
 	// prefix again as input and may show a seam of style; see package
 	// fallback. Off by default. It applies to streamed requests only.
 	ContinueOnBreak bool
+	// Hedge marks a hedge: the copy of a request that a hedging layer
+	// (package hedge, a fallback group's Config.Hedge) sends while an
+	// earlier attempt of it still runs. A hedge is not a new request: it
+	// was charged a token of its destination's retry budget when sent, so
+	// a retry layer deposits nothing for it, and hedges and retries
+	// together keep the budget's bound (see retry.Budget). Callers leave
+	// it false; set on a new request, it only makes the retry budget
+	// stricter.
+	Hedge bool
 	// Prefix, when non-empty, is the start of the answer that the caller
 	// already has: the request asks for the rest. Routing layers express it
 	// in the messages they send ([Route.RequestFor]), the answer's Text is

@@ -47,11 +47,25 @@
 // As in Netflix's WindowedLimit, samples are averaged over windows
 // (Config.Window, 10 samples) and the algorithm runs once per window. A
 // sample is the call's latency from its admission by the Limiter to its
-// end; a 429, a 5xx, an ambiguous timeout or the caller's deadline is a
-// drop, whose latency is left out of the window's mean, and the caller's
-// cancellation and client errors are ignored (see [Limit.Done]). A streamed call's latency is its whole stream, and calls
-// of very different sizes make it noisy, which Gradient2's averages and
-// tolerance absorb best; AIMD needs no latency at all.
+// end; a 429, a 5xx or a layer's timeout is a drop, whose latency is left
+// out of the window's mean, and the caller's cancellation and client
+// errors are ignored (see [Limit.Done]). A streamed call's latency is its
+// whole stream, and calls of very different sizes make it noisy, which
+// Gradient2's averages and tolerance absorb best; AIMD needs no latency at
+// all.
+//
+// # Whose deadline
+//
+// The limit is shared by every caller of the destination, so a drop must
+// be the destination's doing, by the rule its breaker follows. The
+// caller's own deadline ([portico.Deadline]) is ignored, as Netflix's gRPC
+// client limiter ignores DEADLINE_EXCEEDED: a tenant whose deadlines are
+// shorter than the destination's latency would otherwise bring the limit
+// to its minimum for all. So is a layer's cut of a short share of it,
+// which matches [portico.ErrDeadlineCut] (a fallback group's share below
+// its FaultAfter). A hung destination still lowers the limit through the
+// timeouts that are its fault: retry's Timeouts, a group's share past
+// FaultAfter.
 //
 // The package's tests reproduce, on modeltest.CapacityServer, each
 // algorithm following a capacity step from 200 to 50 calls per second and

@@ -127,17 +127,20 @@ func (l *Limit) Limit() int { return int(l.limit.Load()) }
 //
 //   - [portico.OK] and [portico.InvalidResponse] (an answer came back): a
 //     latency sample;
-//   - [portico.RateLimited], [portico.Transient], [portico.Ambiguous] and
-//     [portico.Deadline]: a drop, the destination refusing, failing or too
-//     slow for the caller. A drop counts towards its window and marks it,
+//   - [portico.RateLimited], [portico.Transient] and [portico.Ambiguous]: a
+//     drop, the destination refusing, failing, or too slow for a layer's
+//     timeout. A drop counts towards its window and marks it,
 //     but its latency is left out of the window's mean (as Netflix's
 //     addDroppedSample): a 503 that came back at once says nothing of the
 //     destination's latency, and would otherwise teach Vegas a no-load
 //     latency, or Gradient2 a baseline, that the healthy destination
 //     exceeds once it is back;
-//   - any other class (the caller's cancellation, a client error, a local
-//     rejection, an unusable route): ignored, since it says nothing about
-//     the destination's capacity.
+//   - any other class (the caller's cancellation or [portico.Deadline], a
+//     client error, a local rejection, an unusable route): ignored, since
+//     it says nothing about the destination's capacity. A caller's
+//     deadline shorter than the destination's latency is the caller's
+//     choice; package ratelimit reports a layer's cut of a short share of
+//     it ([portico.ErrDeadlineCut]) as Deadline too.
 //
 // Every Config.Window samples, the call that completes the window updates
 // the limit. Done allocates nothing and takes no lock but then.
@@ -145,7 +148,7 @@ func (l *Limit) Done(latency time.Duration, inflight int, class portico.Class) {
 	drop := false
 	switch class {
 	case portico.OK, portico.InvalidResponse:
-	case portico.RateLimited, portico.Transient, portico.Ambiguous, portico.Deadline:
+	case portico.RateLimited, portico.Transient, portico.Ambiguous:
 		drop = true
 	default:
 		return

@@ -2,6 +2,8 @@ package adaptive_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/portico-llm/portico/adaptive"
 	"github.com/portico-llm/portico/modeltest"
 	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/retry"
 )
 
 // One tenant's short deadlines must not lower the route's limit for every
@@ -22,7 +25,6 @@ import (
 // never refused or slowed down. A deadline the caller chose, ended before
 // the route's usual latency, says nothing of the route's capacity.
 func TestShortDeadlinesDoNotLowerTheLimit(t *testing.T) {
-	t.Skip("bug: one tenant's short deadlines (caller's Deadline, or a group's ErrDeadlineCut) are drops that lower the shared adaptive limit to its minimum")
 	cut := &portico.Error{Class: portico.Ambiguous, Err: portico.Join(portico.ErrLayerTimeout, portico.ErrDeadlineCut)}
 	for name, alg := range map[string]adaptive.Algorithm{"AIMD": adaptive.AIMD{}, "Vegas": adaptive.Vegas{}} {
 		t.Run(name, func(t *testing.T) {
@@ -35,16 +37,47 @@ func TestShortDeadlinesDoNotLowerTheLimit(t *testing.T) {
 					m.Generate(ctx, req)
 					cancel()
 				}
-				if got := lim.Limit(); got < adaptive.DefaultInitial {
-					t.Errorf("Limit() after 100 calls with a 100 ms deadline to a 400 ms route = %d, want at least %d", got, adaptive.DefaultInitial)
+				if got := lim.Limit(); got != adaptive.DefaultInitial {
+					t.Errorf("Limit() after 100 calls with a 100 ms deadline to a 400 ms route = %d, want %d (no sample)", got, adaptive.DefaultInitial)
 				}
 				lim = adaptive.MustNew(adaptive.Config{Algorithm: alg})
 				shortShare := limiter(t, ratelimit.Config{Concurrency: lim}).Wrap(modeltest.NewFake(modeltest.Outcome{Err: cut, Latency: 100 * time.Millisecond}))
 				for range 100 {
 					shortShare.Generate(context.Background(), req)
 				}
-				if got := lim.Limit(); got < adaptive.DefaultInitial {
-					t.Errorf("Limit() after 100 cuts of a short share = %d, want at least %d", got, adaptive.DefaultInitial)
+				if got := lim.Limit(); got != adaptive.DefaultInitial {
+					t.Errorf("Limit() after 100 cuts of a short share = %d, want %d (no sample)", got, adaptive.DefaultInitial)
+				}
+			})
+		})
+	}
+}
+
+// A hung destination still lowers the limit: it answers nothing, and a
+// layer's own timeout that is the route's fault ends each call (retry's
+// Timeouts.Attempt here; a fallback group's share past its FaultAfter is
+// the same Ambiguous layer timeout, without ErrDeadlineCut). Those are
+// drops: 100 calls that each hang for the 1 s attempt timeout bring AIMD
+// from 20 to 5 and Vegas to 10, ten windows of drops.
+func TestHungDestinationLowersTheLimit(t *testing.T) {
+	for _, c := range []struct {
+		alg  adaptive.Algorithm
+		want int
+	}{{adaptive.AIMD{}, 5}, {adaptive.Vegas{}, 10}} {
+		alg, want := c.alg, c.want
+		t.Run(fmt.Sprintf("%T", alg), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lim := adaptive.MustNew(adaptive.Config{Algorithm: alg})
+				hung := modeltest.NewFake(modeltest.Outcome{Stall: true})
+				r := retry.MustNew(retry.Config{MaxAttempts: 1, Timeouts: retry.Timeouts{Attempt: time.Second}})
+				m := limiter(t, ratelimit.Config{Concurrency: lim}).Wrap(r.Wrap(hung))
+				for range 100 {
+					if _, err := m.Generate(context.Background(), req); !errors.Is(err, retry.ErrAttemptTimeout) {
+						t.Fatalf("Generate = %v, want the attempt timeout", err)
+					}
+				}
+				if got := lim.Limit(); got != want {
+					t.Errorf("Limit() after 100 calls to a hung destination = %d, want %d", got, want)
 				}
 			})
 		})

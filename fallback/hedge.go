@@ -100,7 +100,11 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 		if r.g.stats != nil {
 			r.g.stats.Start(idx)
 		}
-		return hedge.Attempt{Model: rt.Model, Request: rt.RequestFor(r.req), Context: cctx,
+		req := rt.RequestFor(r.req)
+		if charge != nil {
+			req = hedge.AsHedge(req) // charged to rt's budget: its retry layer deposits nothing
+		}
+		return hedge.Attempt{Model: rt.Model, Request: req, Context: cctx,
 			Destination: rt.Name, Latency: &r.g.latency[idx]}, true, nil
 	}
 	return hedge.Attempt{}, false, nil

@@ -32,8 +32,10 @@
 //   - A hedge is charged one token of the destination's retry budget
 //     (Config.Budget, package retry's Retrier: [Budget]); an empty budget
 //     skips the hedge and leaves the running attempt alone, reported as a
-//     [portico.EventHedge] with Reason "budget". At most Config.MaxAttempts
-//     attempts run at once.
+//     [portico.EventHedge] with Reason "budget". A hedge is sent marked
+//     ([AsHedge], portico.Request.Hedge), and the retry layer it reaches
+//     deposits nothing for it, so hedges and retries keep the budget's
+//     bound. At most Config.MaxAttempts attempts run at once.
 //   - The first answer wins; the others are canceled with a cause their
 //     breakers and limiters see as a cancellation (not the route's fault), and
 //     waited for, so nothing of the request runs after it returns. A

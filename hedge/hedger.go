@@ -230,13 +230,28 @@ type single struct {
 	dest string
 }
 
-// Next prepares a hedge while fewer than MaxAttempts were made; after a
-// failure it has nothing to add (retrying is the retry layer's).
+// Next prepares a hedge while fewer than MaxAttempts were made, sending
+// it as [AsHedge] marks it; after a failure it has nothing to add
+// (retrying is the retry layer's).
 func (p *single) Next(i int, charge func(string) bool) (Attempt, bool, error) {
-	if i > 0 && (charge == nil || i >= p.m.h.maxAttempts || !charge(p.dest)) {
-		return Attempt{}, false, nil
+	req := p.req
+	if i > 0 {
+		if charge == nil || i >= p.m.h.maxAttempts || !charge(p.dest) {
+			return Attempt{}, false, nil
+		}
+		req = AsHedge(req)
 	}
-	return Attempt{Model: p.m.next, Request: p.req, Destination: p.dest, Latency: &p.m.latency}, true, nil
+	return Attempt{Model: p.m.next, Request: req, Destination: p.dest, Latency: &p.m.latency}, true, nil
+}
+
+// AsHedge returns a copy of req marked as a hedge ([portico.Request.Hedge]):
+// the Request of an Attempt that a [Plan]'s Next prepares with a charge
+// func, so that the retry layer it reaches deposits nothing in the budget
+// the hedge was charged to. One allocation; req is not modified.
+func AsHedge(req *portico.Request) *portico.Request {
+	c := req.Clone()
+	c.Hedge = true
+	return c
 }
 
 // Ended stops the race at an error another attempt to the same destination

@@ -9,6 +9,18 @@ import (
 	"github.com/portico-llm/portico"
 )
 
+// outcome is the class a Concurrency is told for a call that ended with
+// err: its class, except that a layer's cut of a short share of the
+// caller's deadline (portico.ErrDeadlineCut, Ambiguous or Transient, which
+// breakers and throttles ignore) is the caller's deadline, Deadline.
+func outcome(err error) portico.Class {
+	c := portico.ClassOf(err)
+	if (c == portico.Ambiguous || c == portico.Transient) && errors.Is(err, portico.ErrDeadlineCut) {
+		return portico.Deadline
+	}
+	return c
+}
+
 // complete ends a call admitted with t: it settles the token reservation,
 // adopts the provider's view of its limits, records the program's service
 // and frees the slot (or hands it to the best waiter).
@@ -24,7 +36,7 @@ import (
 // first.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
 	if c := l.cfg.Concurrency; c != nil && !panicked {
-		c.Done(l.now()-t.granted, t.inflight, portico.ClassOf(err))
+		c.Done(l.now()-t.granted, t.inflight, outcome(err))
 	}
 	// settlement's code, inline: a call here would cost the hot path.
 	var rl *portico.RateLimit

@@ -277,7 +277,9 @@ type Concurrency interface {
 	// Limit returns the most calls of a key allowed in flight now, at least 1.
 	Limit() int
 	// Done reports an admitted call that ended, with class the class of its
-	// error (portico.OK for an answer) after latency, from its admission
+	// error (portico.OK for an answer; portico.Deadline for a layer's cut
+	// of a short share of the caller's deadline, one that matches
+	// portico.ErrDeadlineCut) after latency, from its admission
 	// (the slot and the buckets granted) to its end; inflight is the
 	// number of the key's calls in flight when it was admitted, itself
 	// included. A call that panicked is not reported.

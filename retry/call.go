@@ -25,9 +25,10 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, portico.ErrNilRequest
 	}
 	r := m.r
-	if r.budget != nil {
+	if r.budget != nil && !req.Hedge {
 		// Deposit in both buckets: an atomic load each when they are full.
 		// The buckets are not kept: a retry looks them up again (see run).
+		// A hedge is no new request: its token was taken when it was sent.
 		dest := r.destOf(req)
 		if r.shared != nil {
 			r.sharedDeposit(ctx, dest, req.Identity.ClientKey)

@@ -70,7 +70,10 @@
 // Cascading Failures"), and Finagle's RetryBudget, kept per destination
 // service. Over any run, whatever fails and however many clients, a client's
 // attempts are at most requests*(1+Ratio) + Burst and a destination's at most
-// requests*(1+DestinationRatio) + DestinationBurst. The destination's burst
+// requests*(1+DestinationRatio) + DestinationBurst. A hedge (package hedge)
+// takes its token with [Retrier.Take] when it is sent, and its call, marked
+// [portico.Request.Hedge], deposits nothing, as it is no new request: hedges
+// count in the same bound. The destination's burst
 // defaults to 100, Finagle's reserve (10 retries per second over its 10 s
 // window): ten clients' bursts, small beside the traffic of a destination
 // with many clients. Under overload a 10% budget turns a metastable outage

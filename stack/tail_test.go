@@ -29,8 +29,8 @@ func slowThenFast() *modeltest.Fake {
 // Route.Hedge hedges to the route itself, outside its limiter and breaker:
 // the hedge answers, the slow attempt is canceled without counting against
 // the breaker, and the hedge is charged to the route's retry budget (10
-// tokens full, one taken, and the hedge's own call deposits 0.1 as every
-// call through the retry layer does).
+// tokens full, one taken; the first call deposits 0.1 into a full bucket,
+// and the hedge's own call, no new request, deposits nothing).
 func TestRouteHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := route("a", slowThenFast())
@@ -44,8 +44,8 @@ func TestRouteHedge(t *testing.T) {
 		if err != nil || resp.Text != "fast" || resp.Route != "a" {
 			t.Fatalf("Generate = %v, %v, want the hedge's answer from a", resp, err)
 		}
-		if got := s.Retrier("a").BudgetLevel("a", "c"); got != 9.1 {
-			t.Errorf("retry budget after a hedge = %v, want 9.1", got)
+		if got := s.Retrier("a").BudgetLevel("a", "c"); got != 9 {
+			t.Errorf("retry budget after a hedge = %v, want 9", got)
 		}
 		if s.Hedger("a") == nil || s.Hedger("b") != nil {
 			t.Error("Hedger(a) = nil or Hedger(b) != nil")
@@ -71,8 +71,8 @@ func TestGroupHedge(t *testing.T) {
 		if err != nil || resp.Route != "b" || time.Since(start) != 1100*ms {
 			t.Fatalf("Generate = %v, %v after %v, want b's answer after 1.1s", resp, err, time.Since(start))
 		}
-		if la, lb := s.Retrier("a").BudgetLevel("a", "c"), s.Retrier("b").BudgetLevel("b", "c"); la != 10 || lb != 9.1 {
-			t.Errorf("budget levels a %v, b %v, want 10 and 9.1 (the hedge charged to b)", la, lb)
+		if la, lb := s.Retrier("a").BudgetLevel("a", "c"), s.Retrier("b").BudgetLevel("b", "c"); la != 10 || lb != 9 {
+			t.Errorf("budget levels a %v, b %v, want 10 and 9 (the hedge charged to b)", la, lb)
 		}
 		// With one route, Config.Hedge hedges to it.
 		one, err := New(Config{Routes: []Route{route("a", slowThenFast())}, Hedge: &hedge.Config{Delay: 100 * ms}})
