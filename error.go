@@ -394,6 +394,14 @@ func (e *layerTimeout) Is(target error) bool { return target == ErrLayerTimeout 
 // gives it wrapped in, or matched by, its own timeout's cause.
 var ErrDeadlineCut = errors.New("portico: deadline cut")
 
+// IsDeadlineCut reports whether err, of class c (its [ClassOf]), is a cut of
+// the caller's own deadline, [ErrDeadlineCut]'s: Ambiguous or Transient, and
+// matching it. Breakers, throttles and adaptive limits do not count it as
+// the route's fault.
+func IsDeadlineCut(c Class, err error) bool {
+	return (c == Ambiguous || c == Transient) && errors.Is(err, ErrDeadlineCut)
+}
+
 // The errors layers return for a broken [Model] contract, shared values that
 // must not be modified: [ErrNilRequest] (class Permanent) when Generate is given
 // a nil *Request, [ErrNilResponse] (class InvalidResponse) when a Model returns

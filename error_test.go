@@ -227,3 +227,25 @@ func TestNewLayerTimeout(t *testing.T) {
 			a.Error(), errors.Is(a, ErrLayerTimeout), errors.Is(a, a), errors.Is(a, b))
 	}
 }
+
+// TestIsDeadlineCut: only an Ambiguous or Transient error that matches
+// ErrDeadlineCut is a cut of the caller's deadline.
+func TestIsDeadlineCut(t *testing.T) {
+	cut := fmt.Errorf("share: %w", ErrDeadlineCut)
+	for _, tc := range []struct {
+		c    Class
+		err  error
+		want bool
+	}{
+		{Ambiguous, cut, true},
+		{Transient, &Error{Class: Transient, Err: cut}, true},
+		{Deadline, cut, false},
+		{RateLimited, cut, false},
+		{Ambiguous, NewLayerTimeout("attempt timeout"), false},
+		{Transient, nil, false},
+	} {
+		if got := IsDeadlineCut(tc.c, tc.err); got != tc.want {
+			t.Errorf("IsDeadlineCut(%v, %v) = %v, want %v", tc.c, tc.err, got, tc.want)
+		}
+	}
+}

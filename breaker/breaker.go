@@ -332,7 +332,7 @@ func outcome(err error) (class portico.Class, counted, failed bool) {
 		return portico.OK, true, false
 	}
 	class = portico.ClassOf(err)
-	if class.RouteFault() && (class != portico.Ambiguous && class != portico.Transient || !errors.Is(err, portico.ErrDeadlineCut)) {
+	if class.RouteFault() && !portico.IsDeadlineCut(class, err) {
 		return class, true, true
 	}
 	return class, false, false

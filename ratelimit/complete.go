@@ -15,7 +15,7 @@ import (
 // breakers and throttles ignore) is the caller's deadline, Deadline.
 func outcome(err error) portico.Class {
 	c := portico.ClassOf(err)
-	if (c == portico.Ambiguous || c == portico.Transient) && errors.Is(err, portico.ErrDeadlineCut) {
+	if portico.IsDeadlineCut(c, err) {
 		return portico.Deadline
 	}
 	return c

@@ -222,7 +222,7 @@ func verdict(err error) (counted, accepted bool) {
 		return true, true
 	}
 	switch c := portico.ClassOf(err); {
-	case (c == portico.Ambiguous || c == portico.Transient) && errors.Is(err, portico.ErrDeadlineCut):
+	case portico.IsDeadlineCut(c, err):
 		return false, false // a cut of a short share of the caller's deadline, as breakers ignore it
 	case c.RouteFault():
 		return true, false
