@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // Acceptor is a cascade step's acceptance scorer g(x, y) (FrugalGPT): how
@@ -69,7 +70,27 @@ type CascadeConfig struct {
 	// Estimator predicts input tokens for the shared Fits filter; nil means
 	// portico.DefaultEstimator.
 	Estimator portico.Estimator
+	// Share is the fraction of the time left before the caller's deadline
+	// that a step may use when a later step could follow it, in (0, 1], so
+	// that a hung cheap step leaves time for the next; a share under
+	// DefaultStepMinAttempt is not applied. Zero means DefaultStepShare; 1
+	// gives each step the whole deadline. Applies only when the context has
+	// a deadline. See [ErrStepTimeout].
+	Share float64
 }
+
+// The defaults of a cascade's steps' shares, the fallback group's own.
+const (
+	DefaultStepShare      = 0.5625
+	DefaultStepMinAttempt = 100 * time.Millisecond
+	DefaultStepFaultAfter = 10 * time.Second
+)
+
+// stepShare and shortStepShare are the Kinds of a step's share context.
+var (
+	stepShare      = &lazyctx.Kind{Cause: ErrStepTimeout}
+	shortStepShare = &lazyctx.Kind{Cause: errShortStep}
+)
 
 // Cascade is FrugalGPT's LLM cascade (Chen, Zaharia and Zou, 2023): it
 // calls its steps in cost order and stops at the first answer y whose
@@ -91,14 +112,19 @@ type Cascade struct {
 	exhausted  NoneAccepted
 	streamLast bool
 	est        portico.Estimator
+	share      float64
 }
 
 // NewCascade returns a Cascade for cfg, or an error starting "route:" when
 // there are no steps, a step has no Model or invalid Capabilities
-// ([portico.Capabilities.Validate]), or steps are not in cost order.
+// ([portico.Capabilities.Validate]), steps are not in cost order, or Share
+// is outside [0, 1].
 func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 	if len(cfg.Steps) == 0 {
 		return nil, errors.New("route: NewCascade needs at least one step")
+	}
+	if !(cfg.Share >= 0 && cfg.Share <= 1) {
+		return nil, errors.New("route: NewCascade CascadeConfig.Share " + strconv.FormatFloat(cfg.Share, 'g', -1, 64) + " is outside (0, 1]")
 	}
 	prev := 0.0
 	for i, s := range cfg.Steps {
@@ -114,9 +140,12 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 		}
 		prev = p
 	}
-	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast, est: cfg.Estimator}
+	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast, est: cfg.Estimator, share: cfg.Share}
 	if c.est == nil {
 		c.est = portico.DefaultEstimator
+	}
+	if c.share == 0 {
+		c.share = DefaultStepShare
 	}
 	return c, nil
 }
@@ -186,7 +215,9 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		if hold != nil {
 			hold.chunks = hold.chunks[:0]
 		}
-		resp, err := rt.Model.Generate(ctx, rt.RequestFor(sreq))
+		sctx, cut := c.stepContext(ctx, j, req, n)
+		resp, err := rt.Model.Generate(sctx, rt.RequestFor(sreq))
+		cut.Cancel()
 		if err == nil && resp == nil {
 			err = errNilResponse(rt.Name) // a broken Model: a route fault, try the next step
 		}
@@ -248,6 +279,36 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 	// ErrExhausted says it; RetryAfter is the least time until a step said
 	// it takes calls again (its Retry-After, or its Health's).
 	return nil, &portico.Error{Class: class, RetryAfter: wait, Err: portico.Join(errs...)}
+}
+
+// stepContext returns the context step j is called under: ctx, or ctx
+// bounded by the step's share of the time left when ctx has a deadline and
+// a later step could follow (it fits and is available), with the share's
+// Context to Cancel once the step ended (nil when there is none).
+func (c *Cascade) stepContext(ctx context.Context, j int, req *portico.Request, n int) (context.Context, *lazyctx.Context) {
+	if c.share >= 1 || j == len(c.steps)-1 {
+		return ctx, nil
+	}
+	left, ok := lazyctx.Left(ctx)
+	if !ok {
+		return ctx, nil
+	}
+	d := time.Duration(float64(left) * c.share)
+	if d >= left || d < DefaultStepMinAttempt {
+		return ctx, nil
+	}
+	followed := false
+	for k := j + 1; k < len(c.steps) && !followed; k++ {
+		_, followed, _ = check(&c.steps[k].Route, req, n)
+	}
+	if !followed {
+		return ctx, nil
+	}
+	k := stepShare
+	if d < DefaultStepFaultAfter {
+		k = shortStepShare
+	}
+	return lazyctx.WithTimeout(ctx, d, k)
 }
 
 func notAccepted(name string) portico.Hop {

@@ -60,6 +60,13 @@
 // fire on a slow but advancing step. CascadeConfig.StreamLast lets the last
 // step stream live; if it then fails, its error is returned as is.
 //
+// Under a deadline a step that a later one could follow (it fits and is
+// available) gets CascadeConfig.Share of the time left, 0.5625 by default
+// as in package fallback, so that a hung cheap step leaves the strong one
+// time to answer: its cut is Ambiguous with cause [ErrStepTimeout], and one
+// after less than [DefaultStepFaultAfter] is a cut of the caller's deadline
+// ([portico.ErrDeadlineCut]), which breakers ignore.
+//
 // # Spread over replicas: Balancer
 //
 // [Balancer] places calls on replicas of one model with an interchangeable

@@ -23,7 +23,26 @@ var (
 	// ErrExhausted: every step of a cascade was tried and none produced an
 	// accepted answer (or any answer, under [NoneAcceptedLast]).
 	ErrExhausted = errors.New("route: cascade exhausted")
+	// ErrStepTimeout is the cause (context.Cause) of a cascade step's context
+	// when its share of the caller's deadline ran out (CascadeConfig.Share).
+	// It matches [portico.ErrLayerTimeout], so the step's error is Ambiguous
+	// (or Transient before sending) and the cascade moves on; one cut after
+	// less than [DefaultStepFaultAfter] matches [portico.ErrDeadlineCut] too,
+	// which breakers ignore.
+	ErrStepTimeout error = portico.NewLayerTimeout("route: cascade step timeout")
 )
+
+// errShortStep is ErrStepTimeout after a share shorter than
+// DefaultStepFaultAfter: it also matches portico.ErrDeadlineCut.
+var errShortStep error = shortStep{}
+
+type shortStep struct{}
+
+func (shortStep) Error() string { return ErrStepTimeout.Error() }
+
+func (shortStep) Is(target error) bool {
+	return target == ErrStepTimeout || target == portico.ErrLayerTimeout || target == portico.ErrDeadlineCut
+}
 
 // errNilRequest is returned by every Model and picker of the package for a nil
 // *Request: the root's shared portico.ErrNilRequest (Permanent).
