@@ -104,6 +104,7 @@ func (r *request) end(w *watch, req *portico.Request, resp *portico.Response, er
 		next.MaxOutputTokens = max(1, n-w.bytes/4)
 	}
 	r.req = next
+	r.fit = 0 // Fits passed on the request before the break, not on this one
 	return resp, err
 }
 

@@ -177,3 +177,33 @@ func TestStreamAllocs(t *testing.T) {
 		t.Errorf("allocs per streamed first-route success = %v, want 2", n)
 	}
 }
+
+// TestContinueSkipsCoveringRouteWithoutContinuation: a break on a primary
+// that declares no Continuation turns the request into a continuation (its
+// Prefix is set), which only a route with a Continuation fits. A second
+// route just like the primary covers it (portico.Capabilities.Covers), but
+// the request Fits passed on is not the one it now is: the second route
+// must be skipped ("continuation"), untried, and the third continue.
+func TestContinueSkipsCoveringRouteWithoutContinuation(t *testing.T) {
+	a := &script{steps: []step{{chunks: []string{"one", " two"}, err: errCut}}}
+	b := &script{steps: []step{{chunks: []string{" three"}}}}
+	c := &script{steps: []step{{chunks: []string{" three"}}}}
+	g := MustNew(Config{Routes: []portico.Route{
+		contRoute("a", a, portico.ContinueNone), contRoute("b", b, portico.ContinueNone), contRoute("c", c, portico.ContinuePrefill),
+	}})
+	req, got := contReq()
+	resp, err := g.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, h := range resp.Hops {
+		reasons = append(reasons, h.Route+":"+h.Reason)
+	}
+	if resp.Route != "c" || strings.Join(reasons, " ") != "a:ambiguous b:continuation" || len(b.reqs) != 0 {
+		t.Errorf("answered by %q, Hops %v, b called %d times; want c's continuation, b skipped untried", resp.Route, reasons, len(b.reqs))
+	}
+	if want := "one two three"; resp.Text != want || strings.Join(*got, "") != want {
+		t.Errorf("Text %q, chunks %q; want %q", resp.Text, *got, want)
+	}
+}
