@@ -177,8 +177,9 @@ const (
 // fields: Kind; Fraction (drawn faults only); Status (FaultStatus, default
 // 500; below 400 only with a Body); Code, Type and Message of the error
 // object (empty: the status's usual ones, e.g. 429 "rate_limit_exceeded",
-// 404 "model_not_found", 401 "invalid_api_key"); RetryAfter (seconds, or an
-// HTTP-date with RetryAfterDate), RetryAfterMsHeader and ShouldRetry headers;
+// 404 "model_not_found", 401 "invalid_api_key"); RetryAfter (a Duration,
+// sent in whole seconds or, with RetryAfterDate, as an HTTP-date),
+// RetryAfterMsHeader and ShouldRetry headers;
 // Header, set last so it can send any value, malformed ones included; Body,
 // sent verbatim instead of the error object or error event; Event, the
 // error event's name; AfterChunks, the chunks sent before a mid-stream
