@@ -179,14 +179,11 @@ func TestShortDeadlineWithAFallback(t *testing.T) {
 
 // TestImpatientTenantKeepsConcurrencyLimit: a healthy route (300 ms an
 // answer) with an adaptive in-flight cap (AIMD from 20), and one tenant
-// whose callers allow 200 ms, one call at a time. Each call ends with the
-// caller's deadline, which adaptive.Limit.Done counts as a drop, so the
-// limit falls to 5 with never more than one call in flight, and a burst of
-// 20 calls from a patient tenant then gets 15 of them shed (Rejected). The
-// caller's deadline says nothing of the destination's capacity (breakers
-// and throttles ignore it): the cap should stay at 20 and serve the burst.
+// whose callers allow 200 ms, one call at a time. The caller's deadline
+// says nothing of the destination's capacity, as for breakers and
+// throttles: the cap stays at 20, and a burst of 20 calls from a patient
+// tenant after them is served, none shed.
 func TestImpatientTenantKeepsConcurrencyLimit(t *testing.T) {
-	t.Skip("bug: one tenant's short deadlines shrink a route's adaptive cap for every tenant")
 	synctest.Test(t, func(t *testing.T) {
 		slow := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "fine", FinishReason: portico.FinishStop}, Latency: 300 * time.Millisecond})
 		a := route("a", slow)
