@@ -131,10 +131,12 @@ type Config struct {
 	// instead of leaving a fallback no time. Positive is a fixed reserve;
 	// negative means none.
 	Reserve time.Duration
-	// MinAttempt is the least time worth starting a candidate with: a candidate
-	// whose allowance is shorter is not started (compare the remaining
-	// time with the attempt's allowances). Zero means DefaultMinAttempt
-	// (100 ms); negative means none.
+	// MinAttempt is the least time worth starting a fallback with: a
+	// candidate after a call, or a hedge, whose allowance is shorter is not
+	// started (compare the remaining time with the attempt's allowances);
+	// the first call, when its allowance is shorter, takes all the time the
+	// caller's deadline leaves. Zero means DefaultMinAttempt (100 ms);
+	// negative means none.
 	MinAttempt time.Duration
 
 	// MaxCooldown bounds the cooldown one Retry-After gives a route: a hint

@@ -51,9 +51,12 @@
 // reserve. The default reserve scales with the deadline: the smaller of 300 ms
 // and 1/16 of the time left when the request enters the group, so a 500 ms
 // deadline keeps 31.25 ms back, and its fallback still gets ~190 ms after a
-// stalled primary's 281 ms rather than nothing. A candidate is not started when its allowance is below
-// Config.MinAttempt: the request then ends with a Deadline error rather than an
-// attempt that cannot finish.
+// stalled primary's 281 ms rather than nothing. A fallback (a candidate
+// after a call, or a hedge) is not started when its allowance is below
+// Config.MinAttempt: the request then ends with a Deadline error rather than
+// an attempt that cannot finish. The first call always is, with all the
+// time the caller's deadline leaves when its allowance is shorter, as it
+// would be with no route to fall back on.
 //
 // A candidate's own share ends its context with cause [ErrShareTimeout],
 // which matches [portico.ErrLayerTimeout]: the route sees the group's

@@ -33,6 +33,7 @@ type request struct {
 	left      time.Duration    // time left at entry, when hasDL; the first share's while fresh
 	fresh     bool             // no share or hop since left was read
 	order     []rank.Candidate // with a Policy; nil means Routes order
+	called    bool             // a candidate was called: the next share may be refused (see share)
 	fit       int              // 1 + a route Fits passed on, 0 if none; see skip
 	fitIn     int              // the input size Fits passed on it with
 	cont      *continuation    // with Request.ContinueOnBreak on a stream; else nil
@@ -280,9 +281,16 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	g := r.g
 	last := !r.followed(pos)
 	d, fits := allowance(remaining, r.reserve, g.cfg.MinAttempt, g.cfg.Share, last)
+	if !fits && !r.called && remaining > 0 {
+		// MinAttempt says whether a fallback is worth starting, not whether
+		// to call at all: the first call takes what the caller's deadline
+		// leaves, as it would with no route to fall back on.
+		d, fits = remaining, true
+	}
 	if !fits {
 		return nil, nil, false
 	}
+	r.called = true
 	// Another candidate follows: a Retry-After longer than WaitInPlace is
 	// not waited for in place, the route fails at once and the group moves
 	// on (g.capped's Values, nil when WaitInPlace is negative).

@@ -138,18 +138,34 @@ func TestLoneCandidateGetsAllButReserve(t *testing.T) {
 	})
 }
 
-func TestNotStartedWithoutTime(t *testing.T) {
+// TestFirstCallTakesWhatIsLeft: with less than MinAttempt usable (100 ms
+// less its reserve of 100/16 ms), the first route is called all the same,
+// under the caller's own deadline, as it would be with no fallback; the
+// fallback after its failure is not started (MinAttempt), and the request
+// is out of time without calling it. With the deadline passed, nothing is
+// called.
+func TestFirstCallTakesWhatIsLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := &fake{name: "a"}
-		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{})}})
+		a, b := &fake{name: "a"}, &fake{name: "b"}
+		g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, err := g.Generate(ctx, simple)
-		if portico.ClassOf(err) != portico.Deadline || !errors.Is(err, ErrExhausted) {
-			t.Fatalf("err = %v, want an exhausted Deadline error", err)
+		resp, err := g.Generate(ctx, simple)
+		if err != nil || resp.Route != "a" || a.left != 100*time.Millisecond {
+			t.Fatalf("Generate = %v, %v, a's allowance %v; want a's answer under the caller's 100 ms", resp, err, a.left)
 		}
-		if a.n() != 0 {
-			t.Errorf("a calls = %d, want 0: 100 - 100/16 = 93.75 ms usable < MinAttempt 100 ms", a.n())
+		a.err = perr(portico.Transient)
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel2()
+		_, err = g.Generate(ctx2, simple)
+		if portico.ClassOf(err) != portico.Deadline || !errors.Is(err, ErrExhausted) || b.n() != 0 {
+			t.Errorf("after a's failure: err = %v, b calls %d; want an exhausted Deadline error, b not started", err, b.n())
+		}
+		ctx3, cancel3 := context.WithTimeout(context.Background(), 0)
+		defer cancel3()
+		calls := a.n()
+		if _, err := g.Generate(ctx3, simple); portico.ClassOf(err) != portico.Deadline || a.n() != calls {
+			t.Errorf("deadline passed: err = %v, a called %d more times; want Deadline, no call", err, a.n()-calls)
 		}
 	})
 }
