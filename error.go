@@ -394,6 +394,15 @@ func (e *layerTimeout) Is(target error) bool { return target == ErrLayerTimeout 
 // gives it wrapped in, or matched by, its own timeout's cause.
 var ErrDeadlineCut = errors.New("portico: deadline cut")
 
+// ErrAnswerRefused marks an answer that an acceptance check refused
+// (package validate's Rejection matches it). Its class says whether a retry
+// or another route may fix it, but what one request asks of an answer (its
+// schema, its checks) says nothing of the route's health: breakers do not
+// count it, and throttles count it as the call the destination accepted it
+// was, so that one tenant's unsatisfiable schema cannot open a route's
+// breaker for every tenant.
+var ErrAnswerRefused = errors.New("portico: answer refused")
+
 // IsDeadlineCut reports whether err, of class c (its [ClassOf]), is a cut of
 // the caller's own deadline, [ErrDeadlineCut]'s: Ambiguous or Transient, and
 // matching it. Breakers, throttles and adaptive limits do not count it as

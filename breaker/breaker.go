@@ -324,7 +324,8 @@ var errPanic = &portico.Error{Class: portico.Transient, Reason: "panic"}
 // outcome classifies err for counting: counted reports whether it counts at
 // all, failed whether as a failure. Only route faults count as failures; other
 // errors (permanent, incompatible, canceled, deadline, rejected, a cut of a
-// short share of the caller's deadline: portico.ErrDeadlineCut) are ignored,
+// short share of the caller's deadline: portico.ErrDeadlineCut, an answer
+// an acceptance check refused: portico.ErrAnswerRefused) are ignored,
 // neither success nor failure, so one bad client cannot make a healthy route
 // look down.
 func outcome(err error) (class portico.Class, counted, failed bool) {
@@ -332,7 +333,7 @@ func outcome(err error) (class portico.Class, counted, failed bool) {
 		return portico.OK, true, false
 	}
 	class = portico.ClassOf(err)
-	if class.RouteFault() && !portico.IsDeadlineCut(class, err) {
+	if class.RouteFault() && !portico.IsDeadlineCut(class, err) && !errors.Is(err, portico.ErrAnswerRefused) {
 		return class, true, true
 	}
 	return class, false, false

@@ -34,8 +34,9 @@
 // has [portico.Class.RouteFault]: Transient, RateLimited, Ambiguous,
 // InvalidResponse and Unusable. Permanent client errors (a malformed
 // request), Incompatible requests, the caller's own cancellation, deadlines
-// (and a layer's cut of a short share of them, [portico.ErrDeadlineCut]) and
-// local rejections are ignored: neither success nor failure, so that one bad
+// (and a layer's cut of a short share of them, [portico.ErrDeadlineCut]),
+// answers an acceptance check refused ([portico.ErrAnswerRefused]: one
+// request's schema or checks) and local rejections are ignored: neither success nor failure, so that one bad
 // client cannot make a healthy model look down (a breaker per route and error
 // class, as resilience4j's ignoreExceptions). A panic in the wrapped Model counts as a failure and continues up the
 // stack. A streamed call that the caller's own Request.OnChunk ended, by

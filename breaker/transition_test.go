@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,23 @@ func TestDeadlineCutOnlyForTimeouts(t *testing.T) {
 	}
 	if s := b.State(); s != Open {
 		t.Errorf("after 3 InvalidResponse errors wrapping ErrDeadlineCut State() = %v, want open", s)
+	}
+}
+
+// An answer an acceptance check refused (portico.ErrAnswerRefused, which
+// validate's Rejection matches) is InvalidResponse, and ignored: what one
+// request asked of its answer says nothing of the route's health.
+func TestRefusedAnswersIgnored(t *testing.T) {
+	b := MustNew(Config{Trip: ConsecutiveFailures(3)})
+	m := b.Wrap(&scripted{err: &portico.Error{Class: portico.InvalidResponse, Err: fmt.Errorf("schema: %w", portico.ErrAnswerRefused)}})
+	for range 10 {
+		call(t, m)
+	}
+	if s := b.State(); s != Closed {
+		t.Errorf("after 10 refused answers State() = %v, want closed", s)
+	}
+	if got := b.ring.tally(); got.calls != 0 {
+		t.Errorf("window holds %d calls, want 0: a refused answer is neither success nor failure", got.calls)
 	}
 }
 

@@ -104,7 +104,6 @@ func TestShortCallerDeadlineKeepsBreakerClosed(t *testing.T) {
 // or a cut at its MaxOutputTokens is (package validate, Rejections: "one
 // tenant's requests cannot open a route's breaker for every tenant").
 func TestSchemaViolationsOfOneTenantKeepBreakersClosed(t *testing.T) {
-	t.Skip("bug: one tenant's unsatisfiable schema opens every route's breaker for all tenants")
 	synctest.Test(t, func(t *testing.T) {
 		word := func(name string) portico.Model {
 			return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {

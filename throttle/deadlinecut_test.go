@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -18,5 +19,18 @@ func TestVerdictDeadlineCut(t *testing.T) {
 		if counted, _ := verdict(err); counted {
 			t.Errorf("verdict(%v cut of a short share) counted, want ignored as the caller's deadline", class)
 		}
+	}
+}
+
+// TestVerdictRefusedAnswer: an answer an acceptance check refused
+// (portico.ErrAnswerRefused) was an answer: the destination accepted the
+// call, and the throttle counts it so.
+func TestVerdictRefusedAnswer(t *testing.T) {
+	err := &portico.Error{Class: portico.InvalidResponse, Err: fmt.Errorf("schema: %w", portico.ErrAnswerRefused)}
+	if counted, accepted := verdict(err); !counted || !accepted {
+		t.Errorf("verdict(refused answer) = %v, %v; want counted and accepted", counted, accepted)
+	}
+	if counted, accepted := verdict(&portico.Error{Class: portico.InvalidResponse}); !counted || accepted {
+		t.Errorf("verdict(malformed answer) = %v, %v; want counted, not accepted", counted, accepted)
 	}
 }

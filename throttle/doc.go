@@ -35,7 +35,8 @@
 //
 // An answer, and a client error: a [portico.Permanent] or
 // [portico.Incompatible] failure means the destination took the request and
-// found it wrong, which says nothing about its load. A route fault
+// found it wrong, which says nothing about its load (and so is an answer an
+// acceptance check refused, [portico.ErrAnswerRefused]). A route fault
 // ([portico.Class.RouteFault]: Transient 5xx and connection failures,
 // RateLimited 429, Ambiguous timeouts, InvalidResponse, Unusable) counts as
 // a request not accepted, and so does every call the Throttle rejects. The

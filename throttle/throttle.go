@@ -222,6 +222,8 @@ func verdict(err error) (counted, accepted bool) {
 		return true, true
 	}
 	switch c := portico.ClassOf(err); {
+	case errors.Is(err, portico.ErrAnswerRefused):
+		return true, true // answered: the destination accepted the call, whatever the answer's checks said
 	case portico.IsDeadlineCut(c, err):
 		return false, false // a cut of a short share of the caller's deadline, as breakers ignore it
 	case c.RouteFault():

@@ -37,14 +37,16 @@
 // # Rejections
 //
 // A rejected answer becomes a *portico.Error whose class says whose doing it
-// is, so that retry, breaker and fallback layers act on it as on any error of
-// that class: InvalidResponse (a route fault, retried and counted) for an
-// answer that is wrong; Incompatible (not retried, not counted, a fallback
+// is, so that retry and fallback layers act on it as on any error of that
+// class: InvalidResponse (retried, and a fallback moves on) for an answer
+// that is wrong; Incompatible (not retried, not counted, a fallback
 // moves on) for a provider's content filter and for a cut at the route's own
 // output limit (short of the request's MaxOutputTokens, or with none set);
 // Permanent (the caller must ask for more) for a cut at the request's own
-// MaxOutputTokens, which every route would make. So one tenant's requests
-// cannot open a route's breaker for every tenant. Metrics can count it; it
+// MaxOutputTokens, which every route would make. Every rejection matches
+// [portico.ErrAnswerRefused], which breakers do not count (what one request
+// asks of an answer says nothing of the route's health), so one tenant's
+// requests cannot open a route's breaker for every tenant. Metrics can count it; it
 // wraps a [*Rejection] that lists every
 // [Violation] with the JSON pointer (RFC 6901) of the offending value and the
 // rule it broke: a schema keyword ("required", "minimum"), a Rule* constant,

@@ -144,6 +144,9 @@ func TestRejectionClass(t *testing.T) {
 		if wantStatus := map[bool]int{true: 0, false: 200}[c.class == portico.InvalidResponse]; pe.Status != wantStatus || pe.Usage == nil || *pe.Usage != c.resp.Usage {
 			t.Errorf("%s: Status %d, Usage %v; want %d and the answer's usage", c.name, pe.Status, pe.Usage, wantStatus)
 		}
+		if !errors.Is(err, portico.ErrAnswerRefused) {
+			t.Errorf("%s: Check = %v, which does not match portico.ErrAnswerRefused (breakers would count it)", c.name, err)
+		}
 	}
 }
 

@@ -133,6 +133,10 @@ type Rejection struct {
 	Response *portico.Response
 }
 
+// Is reports whether target is [portico.ErrAnswerRefused], which every
+// Rejection matches.
+func (r *Rejection) Is(target error) bool { return target == portico.ErrAnswerRefused }
+
 // Error lists the violations' stages and rules, content-free:
 // "validate: rejected: 2 violations: schema/minimum, semantic/currency". The
 // count includes Omitted; at most the first 8 violations are named, then

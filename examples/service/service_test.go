@@ -314,7 +314,6 @@ var patternSchema = &portico.Schema{Name: "code", JSON: json.RawMessage(`{"type"
 // interleaved. The poison tenant's requests fail (invalid_response), and
 // its failures open both breakers: 177 of the 200 others are refused.
 func TestPoisonTenant(t *testing.T) {
-	t.Skip("bug: one tenant's unsatisfiable schema opens every breaker (stack.TestSchemaViolationsOfOneTenantKeepBreakersClosed)")
 	synctest.Test(t, func(t *testing.T) {
 		s := newSvc(t, oaiModel(), antModel(), func(c *stack.Config) {
 			c.ClientLimits = ratelimit.Limits{Requests: 600, MaxInFlight: 20}
