@@ -141,6 +141,46 @@ func TestConcurrencyClasses(t *testing.T) {
 	}
 }
 
+// A streamed call's latency, as a Concurrency is told, leaves out the time
+// the caller's OnChunk held the stream: 100 ms of the destination before
+// each of three chunks, 300 ms of a slow reader after each, 1.2 s in all,
+// is 300 ms. The chunks and the reader's error reach the caller as sent.
+func TestConcurrencyLeavesOutTheReader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &movingCap{}
+		c.limit.Store(10)
+		l := mustNew(t, Config{Concurrency: c})
+		stream := portico.ModelFunc(func(_ context.Context, r *portico.Request) (*portico.Response, error) {
+			for _, w := range []string{"a", "b", "c"} {
+				time.Sleep(100 * time.Millisecond)
+				if err := r.OnChunk(portico.Chunk{Text: w}); err != nil {
+					return nil, err
+				}
+			}
+			return &portico.Response{Text: "abc"}, nil
+		})
+		var got []string
+		r := req("a", 1)
+		r.OnChunk = func(ch portico.Chunk) error {
+			got = append(got, ch.Text)
+			time.Sleep(300 * time.Millisecond)
+			return nil
+		}
+		start := time.Now()
+		if _, err := l.Wrap(stream).Generate(context.Background(), r); err != nil || !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Fatalf("Generate = %v, chunks %v; want the answer, a b c", err, got)
+		}
+		if el := time.Since(start); len(c.done) != 1 || c.done[0].latency != 300*time.Millisecond || el != 1200*time.Millisecond {
+			t.Errorf("Done = %+v after %v; want one call of 300 ms latency after 1.2 s", c.done, el)
+		}
+		stop := errors.New("caller stops")
+		r.OnChunk = func(portico.Chunk) error { return stop }
+		if _, err := l.Wrap(stream).Generate(context.Background(), r); !errors.Is(err, stop) {
+			t.Errorf("Generate with a failing OnChunk = %v, want its error", err)
+		}
+	})
+}
+
 func TestConcurrencyConfig(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Error("New(Config{}) = nil error, want no limit")

@@ -280,7 +280,9 @@ type Concurrency interface {
 	// error (portico.OK for an answer; portico.Deadline for a layer's cut
 	// of a short share of the caller's deadline, one that matches
 	// portico.ErrDeadlineCut) after latency, from its admission
-	// (the slot and the buckets granted) to its end; inflight is the
+	// (the slot and the buckets granted) to its end, less the time the
+	// caller's OnChunk held a streamed call (a slow reader's, not the
+	// destination's); inflight is the
 	// number of the key's calls in flight when it was admitted, itself
 	// included. A call that panicked is not reported.
 	Done(latency time.Duration, inflight int, class portico.Class)

@@ -110,10 +110,30 @@ type ticket struct {
 	prog    *program      // for FCFSProgram and PLAS
 	start   time.Duration // slot grant (Limiter.now), when prog != nil
 	fast    bool          // the completion may skip the lock (see complete)
-	// With Config.Concurrency: admission (Limiter.now) and the key's calls
-	// in flight then, this one included.
+	// With Config.Concurrency: admission (Limiter.now), the key's calls in
+	// flight then, this one included, and the time the caller's OnChunk
+	// held the stream (see reader).
 	granted  time.Duration
 	inflight int
+	read     time.Duration
+}
+
+// reader times the caller's OnChunk on a streamed call for a Concurrency:
+// the time a slow reader holds the stream is not the destination's latency
+// (as retry's ChunkGap leaves it out), so one tenant's slow client cannot
+// shrink an adaptive limit that every tenant shares.
+type reader struct {
+	portico.StreamWatch
+	l    *Limiter
+	held time.Duration
+}
+
+// GateChunk delivers c itself, timing the caller's OnChunk.
+func (r *reader) GateChunk(c portico.Chunk, _ bool) (bool, error) {
+	t0 := r.l.now()
+	err := r.Deliver(c)
+	r.held += r.l.now() - t0
+	return false, err
 }
 
 func (l *Limiter) keyOf(req *portico.Request) key {
@@ -142,10 +162,19 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 			l.complete(&t, nil, nil, true)
 		}
 	}()
-	resp, err := next.Generate(ctx, req)
+	call := req
+	var rd *reader
+	if l.cfg.Concurrency != nil && req.OnChunk != nil {
+		rd = &reader{l: l}
+		call = rd.Watch(req, rd)
+	}
+	resp, err := next.Generate(ctx, call)
 	done = true
 	if resp == nil && err == nil { // next broke the Model contract
 		err = portico.ErrNilResponse
+	}
+	if rd != nil {
+		t.read = rd.held
 	}
 	l.complete(&t, resp, err, false)
 	return resp, err

@@ -227,7 +227,6 @@ func TestImpatientTenantKeepsConcurrencyLimit(t *testing.T) {
 // reader's time is not the destination's (retry's ChunkGap and MinRate
 // leave it out): the limit should not fall, and the burst be served.
 func TestSlowReaderKeepsConcurrencyLimit(t *testing.T) {
-	t.Skip("bug: one tenant's slow OnChunk shrinks a route's adaptive cap for every tenant")
 	synctest.Test(t, func(t *testing.T) {
 		f := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "one two three four five six seven eight", FinishReason: portico.FinishStop}, Latency: 100 * time.Millisecond})
 		a := route("a", f)
