@@ -47,8 +47,12 @@ func TestNothingSentRefundsAll(t *testing.T) {
 			m.Generate(t.Context(), req("a", 1)) // trips it, outside the Limiter
 			return m
 		}, all},
-		{"fallback with no time for any route", 50 * ms, 0, func(*testing.T) portico.Model {
-			return fallback.MustNew(fallback.Config{Routes: []portico.Route{{Name: "r", Model: okModel(100, 100)}}})
+		{"fallback with no time left for any route", 50 * ms, 0, func(*testing.T) portico.Model {
+			g := fallback.MustNew(fallback.Config{Routes: []portico.Route{{Name: "r", Model: okModel(100, 100)}}})
+			return portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+				time.Sleep(60 * ms) // a layer between the two took the time left
+				return g.Generate(ctx, r)
+			})
 		}, all},
 		{"inner Limiter's wait canceled", 0, time.Second, func(t *testing.T) portico.Model {
 			inner := mustNew(t, Config{Limits: Limits{Requests: 1, Period: time.Hour}, Mode: Wait, MaxWait: 2 * time.Hour})
