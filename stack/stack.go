@@ -32,6 +32,12 @@ type Route struct {
 	// x-ratelimit-* headers tighten them. The zero Limits means no per-model
 	// limiter.
 	Limits ratelimit.Limits
+	// Queue lets calls beyond the route's in-flight cap (Limits.MaxInFlight,
+	// or Concurrency's limit) wait for a slot, as ratelimit.Config.Queue
+	// says: up to Queue.Size of them, until a slot frees or their context
+	// ends. The zero Queue sheds them at once (Rejected), so a burst above
+	// the cap fails fast and the group moves on.
+	Queue ratelimit.Queue
 	// LimitsShared keeps the route's buckets in a store shared by every
 	// instance of the service (package redisstore's Buckets), so the
 	// provider's limit holds across them; the zero value keeps them in this
@@ -401,11 +407,12 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 			return portico.Route{}, nil, err
 		}
 	}
-	if rc.Limits != (ratelimit.Limits{}) || b.concurrency != nil {
+	if rc.Limits != (ratelimit.Limits{}) || b.concurrency != nil || rc.Queue != (ratelimit.Queue{}) {
 		lc := ratelimit.Config{
 			Limits:           rc.Limits,
 			DefaultMaxTokens: defaultMaxTokens(rc.DefaultMaxTokens, rc.Limits),
 			Key:              ratelimit.ByModel,
+			Queue:            rc.Queue,
 			Shared:           rc.LimitsShared,
 		}
 		if lc.Shared.Store != nil && lc.Shared.Name == "" {

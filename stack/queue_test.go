@@ -1,0 +1,64 @@
+package stack
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/ratelimit"
+)
+
+// TestRouteQueue: five calls at once on a route capped at two in flight
+// (100 ms an answer). Without a queue three are shed at once; with
+// Route.Queue they wait for a slot and all are answered, in three waves
+// (100, 200 and 300 ms). A Queue without an in-flight cap is refused at
+// construction, as ratelimit refuses it.
+func TestRouteQueue(t *testing.T) {
+	for _, size := range []int{0, 10} {
+		synctest.Test(t, func(t *testing.T) {
+			f := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "fine", FinishReason: portico.FinishStop}, Latency: 100 * time.Millisecond})
+			a := route("a", f)
+			a.Limits = ratelimit.Limits{MaxInFlight: 2}
+			a.Queue = ratelimit.Queue{Size: size}
+			s, err := New(Config{Routes: []Route{a}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			var shed atomic.Int32
+			var last atomic.Int64
+			start := time.Now()
+			for range 5 {
+				wg.Go(func() {
+					if _, err := s.Generate(context.Background(), hello); err != nil {
+						if portico.ClassOf(err) != portico.Rejected {
+							t.Errorf("call = %v, want an answer or Rejected", err)
+						}
+						shed.Add(1)
+						return
+					}
+					last.Store(int64(time.Since(start)))
+				})
+			}
+			wg.Wait()
+			wantShed, wantLast := int32(3), 100*time.Millisecond
+			if size > 0 {
+				wantShed, wantLast = 0, 300*time.Millisecond
+			}
+			if shed.Load() != wantShed || time.Duration(last.Load()) != wantLast {
+				t.Errorf("queue %d: %d shed, last answer at %v; want %d, %v", size, shed.Load(), time.Duration(last.Load()), wantShed, wantLast)
+			}
+		})
+	}
+	a := route("a", modeltest.NewFake(modeltest.Answer("x")))
+	a.Queue = ratelimit.Queue{Size: 10}
+	if _, err := New(Config{Routes: []Route{a}}); err == nil || !strings.HasPrefix(err.Error(), "stack:") {
+		t.Errorf("New with a Queue and no in-flight cap = %v, want a stack: error", err)
+	}
+}
