@@ -77,6 +77,7 @@ type Hedger struct {
 	maxAttempts int
 	budget      Budget
 	dest        string
+	sched       scheduler // sends the hedges of races in its slots
 }
 
 // New returns a Hedger configured by cfg, or an error starting with

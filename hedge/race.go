@@ -106,6 +106,13 @@ type race struct {
 	panicVal      any
 	stale         bool // a hedge timer fired too late: its callback may still read the race
 
+	// A race held in a slot of the Hedger's scheduler: the slot, the mode
+	// of its clock, the first attempt's start, and the due time it armed.
+	sl     *slot
+	mode   int32
+	start0 time.Duration
+	due    int64
+
 	// In the race's one allocation, reused (racePool): the first attempt,
 	// its timer's callback and, made outside any testing/synctest bubble,
 	// its timer, room for the attempts running, and the Plan of a Wrap.
@@ -138,6 +145,7 @@ type attempt struct {
 	hedge   bool
 	start   time.Duration       // on the mono clock
 	bubbled bool                // start was read in a testing/synctest bubble
+	coarse  bool                // start is the scheduler's reading (see attempt.now)
 	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside
 	timer   *time.Timer         // an inline attempt's hedge timer, or nil
 	res     Result
@@ -162,26 +170,87 @@ func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*por
 	return r.result()
 }
 
+// newRace returns the state of a race: that of a slot of the Hedger's
+// scheduler, or when none is free (or the scheduler is another world's),
+// one from the pool, whose first attempt takes a timer.
 func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
-	r := racePool.Get().(*race)
+	start, mode := h.sched.reading()
+	var sl *slot
+	if mode != stopped {
+		sl = h.sched.claim()
+	}
+	var r *race
+	if sl != nil {
+		if r = sl.r.Load(); r == nil {
+			r = new(race)
+			sl.r.Store(r)
+		}
+		r.sl, r.mode, r.start0 = sl, mode, start
+	} else {
+		r = racePool.Get().(*race)
+	}
 	r.h, r.ctx, r.req, r.winner = h, ctx, req, -1
 	r.live = r.liveBuf[:0]
 	return r
 }
 
 // result runs the race, raises again a panic of an attempt, and puts the
-// race's state back in the pool when nothing can reach it.
+// race's state back in its slot or the pool when nothing can reach it.
 func (r *race) result() (*portico.Response, int, error) {
+	if sl := r.sl; sl != nil {
+		ok := false
+		defer func() { sl.release(r, ok) }()
+		resp, i, err := r.run()
+		if r.paniced {
+			panic(r.panicVal)
+		}
+		ok = true
+		return resp, i, err
+	}
 	resp, i, err := r.run()
 	if r.paniced {
 		panic(r.panicVal)
 	}
-	if r.req.OnChunk == nil && r.final == nil && !r.stale {
+	if r.reusable() {
 		fire0, timer0 := r.fire0, r.timer0
 		*r = race{fire0: fire0, timer0: timer0}
 		racePool.Put(r)
 	}
 	return resp, i, err
+}
+
+// reusable reports whether nothing can reach the race's state any more: a
+// request that does not stream (a Model never sees the race's state) whose
+// race was never handed over and whose hedge was never fired.
+func (r *race) reusable() bool { return r.req.OnChunk == nil && r.final == nil && !r.stale }
+
+// clear readies a reusable race for its next request in its slot, and
+// lets go of what its last one referenced. It writes only the fields a
+// race that was never handed over and did not stream sets: a whole new
+// race is hundreds of bytes of pointers, each one a write barrier while
+// the garbage collector marks.
+func (r *race) clear() {
+	r.h, r.ctx, r.req, r.plan = nil, nil, nil, nil
+	r.caller, r.live, r.liveBuf[0] = nil, nil, nil
+	r.next, r.running, r.started, r.stale = 0, 0, 0, false
+	r.sl, r.due = nil, 0
+	r.one = single{}
+	at := &r.first
+	at.r, at.a, at.cancel, at.timer = nil, Attempt{}, nil, nil
+	at.res = Result{}
+}
+
+// release frees sl, held by r, after r ended (normally: ok), leaving r
+// there for the next race when it is reusable, else a new state.
+func (sl *slot) release(r *race, ok bool) {
+	s, mode := &r.h.sched, r.mode
+	defer s.poke(mode)
+	if ok && r.reusable() {
+		r.clear()
+	} else {
+		sl.r.Store(nil)
+	}
+	sl.word.Store(slotFree)
 }
 
 // run runs the attempts one after the other on the caller's goroutine until
@@ -197,7 +266,7 @@ func (r *race) run() (*portico.Response, int, error) {
 			}
 			return nil, -1, stop
 		}
-		at := r.newAttempt(a, false)
+		at := r.inlineAttempt(a)
 		if r.runInline(at) {
 			<-r.final
 			return r.resp, r.idx, r.err
@@ -225,6 +294,36 @@ func (r *race) newAttempt(a Attempt, hedge bool) *attempt {
 	return at
 }
 
+// inlineAttempt is newAttempt for an attempt on the caller's goroutine: in
+// a slot, it starts at the race's reading of the clock (the first) or the
+// scheduler's (see scheduler.clock).
+func (r *race) inlineAttempt(a Attempt) *attempt {
+	if r.sl == nil {
+		return r.newAttempt(a, false)
+	}
+	at := &r.first
+	start := r.start0
+	if r.next > 0 {
+		at = new(attempt)
+		start = r.h.sched.clock(r.mode)
+	}
+	if at == &r.first { // clear, or new (see race.clear)
+		at.r, at.i, at.a, at.start, at.coarse = r, 0, a, start, r.mode == coarse
+	} else {
+		*at = attempt{r: r, i: r.next, a: a, start: start, coarse: r.mode == coarse}
+	}
+	r.next++
+	return at
+}
+
+// now reads the clock for at: the scheduler's, when at started from it.
+func (at *attempt) now() time.Duration {
+	if at.coarse {
+		return time.Duration(at.r.h.sched.now.Load())
+	}
+	return mono.Now()
+}
+
 // runInline runs at on the caller's goroutine. When a hedge may run beside it
 // (a delay is known and ends before the race's deadline), at runs under a
 // cancelable context with a timer armed for the hedge, and runInline reports
@@ -250,7 +349,16 @@ func (r *race) runInline(at *attempt) (handed bool) {
 	}
 	at.cancel = lazyctx.WithCancel(ctx)
 	r.setCaller(at)
-	r.arm(at, d)
+	if at == &r.first && r.sl != nil {
+		// Armed once, for the first attempt, whose address the scheduler's
+		// fire finds (see attempt.fire); later ones take a timer.
+		s := &r.h.sched
+		r.due = s.due(r.mode, at.start, d)
+		r.sl.word.Store(r.due)
+		s.start(r.mode, at.start, d)
+	} else {
+		r.arm(at, d)
+	}
 	normal := false
 	defer func() {
 		if !normal { // Model.Generate panicked: the panic goes on once the race ended
@@ -286,7 +394,7 @@ func (r *race) arm(at *attempt, d time.Duration) {
 // then waits for the race to end.
 func (r *race) ended(at *attempt, paniced bool) bool {
 	at.cancel.Cancel(nil)
-	if at.timer.Stop() {
+	if r.disarm(at) {
 		r.setCaller(nil)
 		return false
 	}
@@ -305,6 +413,18 @@ func (r *race) ended(at *attempt, paniced bool) bool {
 		<-r.final
 	}
 	return true
+}
+
+// disarm stops the hedge of the inline attempt at, and reports whether it
+// did before the hedge fired: its slot's word taken back from the due time
+// it armed, or its timer stopped.
+func (r *race) disarm(at *attempt) bool {
+	if at.timer == nil {
+		ok := r.sl.word.CompareAndSwap(r.due, slotHeld)
+		r.h.sched.poke(r.mode)
+		return ok
+	}
+	return at.timer.Stop()
 }
 
 // setCaller makes at (nil: none) the attempt on the caller's goroutine,
@@ -546,7 +666,7 @@ func (at *attempt) call(ctx context.Context) {
 	if at.hedge && err != nil {
 		at.r.refund(at.a.Destination, err)
 	}
-	at.res.Elapsed = mono.Now() - at.start
+	at.res.Elapsed = at.now() - at.start
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
 	lost := err != nil && errors.Is(context.Cause(ctx), errLost)
 	// The sketch learns from the attempts that did not start as hedges: the
@@ -583,7 +703,7 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	if !won {
 		return false, errLost
 	}
-	at.res.TTFT = mono.Now() - at.start
+	at.res.TTFT = at.now() - at.start
 	if !at.hedge && at.a.Latency != nil {
 		at.a.Latency.Add(at.res.TTFT)
 	}
