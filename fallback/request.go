@@ -66,11 +66,7 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 	// A request that continues broken streams is not hedged: a race
 	// delivers one route's chunks and cannot yet continue them.
 	if h := g.cfg.Hedge; h != nil && r.cont == nil && h.Applies(r.req) {
-		// The race's plan keeps the request: a copy on the heap leaves r on
-		// the stack for the walk below, so that it allocates nothing.
-		hr := new(request)
-		*hr = *r
-		return hr.race(ctx, h, n)
+		return r.hedge(ctx, h, n)
 	}
 	for pos := range n {
 		rt, idx := r.candidate(pos)

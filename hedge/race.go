@@ -22,12 +22,18 @@ type Attempt struct {
 	// The race derives a cancelable context from it when a hedge may run
 	// beside the attempt.
 	Context context.Context
+	// Cancel, when non-nil, ends Context, which the Plan made for this
+	// attempt alone and ends anyway once it ended: the race then cancels the
+	// attempt with it (when another attempt won) instead of deriving a
+	// cancelable context, one allocation, of its own.
+	Cancel interface{ Cancel() }
 	// Destination names the attempt's destination in events.
 	Destination string
-	// Latency, when non-nil, is the destination's sketch: an attempt started
-	// first or after a failure (not a hedge) adds its latency (time to the
-	// first chunk when streaming) to it, and the delay before the hedge that
-	// follows it is its Config.Percentile.
+	// Latency, when non-nil, is the destination's sketch: when the Hedger
+	// waits a Config.Percentile, an attempt started first or after a failure
+	// (not a hedge) adds its latency (time to the first chunk when
+	// streaming) to it, and the delay before the hedge that follows it is
+	// that percentile of it.
 	Latency *Latency
 }
 
@@ -146,7 +152,9 @@ type attempt struct {
 	start   time.Duration       // on the mono clock
 	bubbled bool                // start was read in a testing/synctest bubble
 	coarse  bool                // start is the scheduler's reading (see attempt.now)
-	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside
+	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside, or one the Plan ends
+	ctx     context.Context     // a launched attempt's
+	lost    bool                // stopped because another won; guarded by r.mu
 	timer   *time.Timer         // an inline attempt's hedge timer, or nil
 	res     Result
 	panic   any // what Model.Generate panicked with
@@ -236,7 +244,7 @@ func (r *race) clear() {
 	r.sl, r.due = nil, 0
 	r.one = single{}
 	at := &r.first
-	at.r, at.a, at.cancel, at.timer = nil, Attempt{}, nil, nil
+	at.r, at.a, at.cancel, at.timer, at.lost = nil, Attempt{}, nil, nil, false
 	at.res = Result{}
 }
 
@@ -347,7 +355,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		at.call(ctx)
 		return false
 	}
-	at.cancel = lazyctx.WithCancel(ctx)
+	ctx = at.cancelable(ctx)
 	r.setCaller(at)
 	if at == &r.first && r.sl != nil {
 		// Armed once, for the first attempt, whose address the scheduler's
@@ -365,7 +373,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 			r.ended(at, true)
 		}
 	}()
-	at.call(at.cancel)
+	at.call(ctx)
 	normal = true
 	return r.ended(at, false)
 }
@@ -393,7 +401,7 @@ func (r *race) arm(at *attempt, d time.Duration) {
 // (paniced, if it did) goes to the race's goroutine; after a panic, ended
 // then waits for the race to end.
 func (r *race) ended(at *attempt, paniced bool) bool {
-	at.cancel.Cancel(nil)
+	at.stop(nil)
 	if r.disarm(at) {
 		r.setCaller(nil)
 		return false
@@ -558,7 +566,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	}
 	for _, at := range r.live {
 		if at.i != i {
-			at.cancel.Cancel(errLost)
+			at.stop(errLost)
 		}
 	}
 	r.mu.Unlock()
@@ -621,7 +629,7 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 		parent = r.ctx
 	}
 	at := r.newAttempt(a, hedge)
-	at.cancel = lazyctx.WithCancel(parent)
+	at.ctx = at.cancelable(parent)
 	if hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
 			Delay: at.start - r.started, Reason: "sent"})
@@ -638,7 +646,7 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 func (at *attempt) run() {
 	r := at.r
 	defer func() {
-		at.cancel.Cancel(nil)
+		at.stop(nil)
 		r.mu.Lock()
 		r.drop(at)
 		r.mu.Unlock()
@@ -649,7 +657,41 @@ func (at *attempt) run() {
 			at.panic, at.paniced = p, true
 		}
 	}()
-	at.call(at.cancel)
+	at.call(at.ctx)
+}
+
+// cancelable returns the context to call at under, which the race can
+// cancel (see attempt.stop): the Plan's, when it ends it (Attempt.Cancel),
+// else one derived from parent.
+func (at *attempt) cancelable(parent context.Context) context.Context {
+	if at.a.Cancel != nil && at.a.Context != nil {
+		return at.a.Context
+	}
+	at.cancel = lazyctx.WithCancel(parent)
+	return at.cancel
+}
+
+// stop cancels at's context: with cause errLost when another attempt won.
+// The race holds r.mu, or at has ended (cause nil).
+func (at *attempt) stop(cause error) {
+	if cause != nil {
+		at.lost = true
+	}
+	if c := at.a.Cancel; c != nil && at.cancel == nil {
+		c.Cancel()
+		return
+	}
+	at.cancel.Cancel(cause)
+}
+
+// wasLost reports whether at, which failed under ctx, was canceled because
+// another attempt won, of its race or of one around it.
+func (at *attempt) wasLost(ctx context.Context) bool {
+	r := at.r
+	r.mu.Lock()
+	lost := at.lost
+	r.mu.Unlock()
+	return lost || errors.Is(context.Cause(ctx), errLost)
 }
 
 // call calls the attempt's Model and records how it ended.
@@ -668,14 +710,20 @@ func (at *attempt) call(ctx context.Context) {
 	}
 	at.res.Elapsed = at.now() - at.start
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
-	lost := err != nil && errors.Is(context.Cause(ctx), errLost)
+	lost := err != nil && at.wasLost(ctx)
 	// The sketch learns from the attempts that did not start as hedges: the
 	// time to an answer (to the first chunk when streaming, see GateChunk),
 	// or for one canceled because another won, the time until then, a lower
 	// bound that keeps the share of slow calls right.
-	if !at.hedge && at.a.Latency != nil && (lost && at.res.TTFT == 0 || err == nil && req.OnChunk == nil) {
+	if at.learns() && (lost && at.res.TTFT == 0 || err == nil && req.OnChunk == nil) {
 		at.a.Latency.Add(at.res.Elapsed)
 	}
+}
+
+// learns reports whether at's latency goes to its destination's sketch:
+// at is not a hedge, and the Hedger waits a percentile of it.
+func (at *attempt) learns() bool {
+	return !at.hedge && at.a.Latency != nil && at.r.h.percentile > 0
 }
 
 // GateChunk lets a chunk of at through to the caller only when at is, or
@@ -691,7 +739,7 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 		r.winner = at.i
 		for _, x := range r.live {
 			if x != at {
-				x.cancel.Cancel(errLost)
+				x.stop(errLost)
 			}
 		}
 		if r.won != nil {
@@ -704,7 +752,7 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 		return false, errLost
 	}
 	at.res.TTFT = at.now() - at.start
-	if !at.hedge && at.a.Latency != nil {
+	if at.learns() {
 		at.a.Latency.Add(at.res.TTFT)
 	}
 	return true, nil
