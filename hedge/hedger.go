@@ -187,8 +187,10 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return m.learn(ctx, req)
 	}
 	r := h.newRace(ctx, req)
-	r.one = single{m: m, req: req, dest: h.destOf(req)}
-	r.plan = &r.one
+	r.one.set(m, req, h.destOf(req))
+	if r.plan != &r.one { // a reused race's plan is its own already
+		r.plan = &r.one
+	}
 	resp, _, err := r.result()
 	return resp, err
 }
@@ -229,6 +231,18 @@ type single struct {
 	m    *model
 	req  *portico.Request
 	dest string
+}
+
+// set readies p for req to m's destination dest, writing only what
+// changed since p's last request (see race.clear).
+func (p *single) set(m *model, req *portico.Request, dest string) {
+	if p.m != m {
+		p.m = m
+	}
+	if p.dest != dest {
+		p.dest = dest
+	}
+	p.req = req
 }
 
 // Next prepares a hedge while fewer than MaxAttempts were made, sending

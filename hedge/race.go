@@ -187,18 +187,20 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 	if mode != stopped {
 		sl = h.sched.claim()
 	}
-	var r *race
-	if sl != nil {
-		if r = sl.r.Load(); r == nil {
-			r = new(race)
-			sl.r.Store(r)
-		}
-		r.sl, r.mode, r.start0 = sl, mode, start
-	} else {
-		r = racePool.Get().(*race)
+	if sl == nil {
+		r := racePool.Get().(*race)
+		r.h, r.ctx, r.req, r.winner = h, ctx, req, -1
+		r.live = r.liveBuf[:0]
+		return r
 	}
-	r.h, r.ctx, r.req, r.winner = h, ctx, req, -1
-	r.live = r.liveBuf[:0]
+	r := sl.r.Load()
+	if r == nil {
+		r = &race{h: h, sl: sl}
+		r.first.r = r
+		r.live = r.liveBuf[:0]
+		sl.r.Store(r)
+	}
+	r.ctx, r.req, r.winner, r.mode, r.start0 = ctx, req, -1, mode, start
 	return r
 }
 
@@ -233,19 +235,18 @@ func (r *race) result() (*portico.Response, int, error) {
 func (r *race) reusable() bool { return r.req.OnChunk == nil && r.final == nil && !r.stale }
 
 // clear readies a reusable race for its next request in its slot, and
-// lets go of what its last one referenced. It writes only the fields a
-// race that was never handed over and did not stream sets: a whole new
-// race is hundreds of bytes of pointers, each one a write barrier while
-// the garbage collector marks.
+// lets go of what its last request referenced. It writes only the fields
+// a race that was never handed over and did not stream sets, and keeps
+// those that stay the same (its Hedger, its slot): a whole new race is
+// hundreds of bytes of pointers, each a write barrier while the garbage
+// collector marks.
 func (r *race) clear() {
-	r.h, r.ctx, r.req, r.plan = nil, nil, nil, nil
-	r.caller, r.live, r.liveBuf[0] = nil, nil, nil
-	r.next, r.running, r.started, r.stale = 0, 0, 0, false
-	r.sl, r.due = nil, 0
-	r.one = single{}
+	r.ctx, r.req, r.one.req = nil, nil, nil
+	r.next, r.running, r.started, r.stale, r.due = 0, 0, 0, false, 0
 	at := &r.first
-	at.r, at.a, at.cancel, at.timer, at.lost = nil, Attempt{}, nil, nil, false
-	at.res = Result{}
+	at.a.Request, at.a.Context, at.a.Cancel = nil, nil, nil
+	at.res.Response, at.res.Err, at.cancel = nil, nil, nil
+	at.res.Delivered, at.res.CallerFailed, at.lost = false, false, false
 }
 
 // release frees sl, held by r, after r ended (normally: ok), leaving r
@@ -316,7 +317,7 @@ func (r *race) inlineAttempt(a Attempt) *attempt {
 		start = r.h.sched.clock(r.mode)
 	}
 	if at == &r.first { // clear, or new (see race.clear)
-		at.r, at.i, at.a, at.start, at.coarse = r, 0, a, start, r.mode == coarse
+		at.i, at.a, at.start, at.coarse = 0, a, start, r.mode == coarse
 	} else {
 		*at = attempt{r: r, i: r.next, a: a, start: start, coarse: r.mode == coarse}
 	}
