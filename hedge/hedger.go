@@ -70,7 +70,10 @@ type Config struct {
 // requests. Build one with [New]; its method value Wrap is the
 // [portico.Middleware] for one destination, and package fallback uses
 // [Hedger.Run] to hedge to the next route of a group. A Hedger is safe for
-// concurrent use.
+// concurrent use; while races need it, it runs one goroutine, which sends
+// hedges up to a tick (a sixteenth of the delay) late. Use one Hedger
+// either inside one testing/synctest bubble or outside any, not both at
+// once (see the package doc).
 type Hedger struct {
 	fixed       time.Duration
 	percentile  float64

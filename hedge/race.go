@@ -77,8 +77,9 @@ type Plan interface {
 var errLost = errors.New("hedge: another attempt won")
 
 // race is one request's race. Until a hedge is due, its attempts run one
-// at a time on the caller's goroutine (run, runInline); the hedge's timer then
-// hands the race to a goroutine of its own (attempt.fire, coordinate),
+// at a time on the caller's goroutine (run, runInline); the scheduler (or
+// the hedge's timer) then hands the race to a goroutine of its own
+// (attempt.fire, coordinate),
 // which starts the hedges on goroutines of theirs and receives every end,
 // the caller's attempt's included, while the caller waits for the outcome.
 type race struct {
@@ -451,9 +452,9 @@ func (r *race) setCaller(at *attempt) {
 	}
 }
 
-// fire is an inline attempt's hedge timer: unless the attempt ended or a
-// chunk of it reached the caller, the timer's goroutine takes the race
-// over, sends the hedge and runs the race to its end (coordinate), while
+// fire is an inline attempt's hedge falling due (its timer's callback, or
+// a goroutine of the scheduler's): unless the attempt ended or a chunk of
+// it reached the caller, that goroutine takes the race over, sends the hedge and runs the race to its end (coordinate), while
 // the attempt goes on on the caller's goroutine.
 func (at *attempt) fire() {
 	r := at.r
