@@ -29,8 +29,8 @@ func (r *request) race(ctx context.Context, h *hedge.Hedger, n int, p *plan) (*p
 	return r.exhausted(ctx)
 }
 
-// hedged is a raced request's state: a copy of its walk's, and its plan.
-// It is pooled: nothing of the race can reach it once Run returned.
+// hedged is a raced request's state: its walk's and its plan. It is
+// pooled: nothing of the race can reach it once Run returned.
 type hedged struct {
 	r request
 	p plan
@@ -38,12 +38,13 @@ type hedged struct {
 
 var hedgedPool = sync.Pool{New: func() any { return new(hedged) }}
 
-// hedge runs r's candidates as a race (see race) on pooled state, which
-// leaves r on the stack for the walk.
-func (r *request) hedge(ctx context.Context, h *hedge.Hedger, n int) (*portico.Response, error) {
+// race runs a request the group's Hedger may hedge on pooled state (see
+// request.race): its plan escapes to the Hedger, and the walk's state with
+// it.
+func (g *Group) race(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	hs := hedgedPool.Get().(*hedged)
-	hs.r = *r
-	resp, err := hs.r.race(ctx, h, n, &hs.p)
+	hs.r.g, hs.r.req, hs.r.est, hs.r.plan, hs.p.r = g, req, -1, &hs.p, &hs.r
+	resp, err := hs.r.run(ctx)
 	*hs = hedged{}
 	hedgedPool.Put(hs)
 	return resp, err
