@@ -210,7 +210,7 @@ func (s *scheduler) run(mode int32, wake chan struct{}) {
 				s.wake.Store(nil)
 			}
 			s.state.Store(stopped)
-			if _, busy := s.scan(now); !busy || !s.state.CompareAndSwap(stopped, mode) {
+			if next, busy = s.scan(now); !busy || !s.state.CompareAndSwap(stopped, mode) {
 				return
 			}
 			if mode == exact {
