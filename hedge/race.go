@@ -254,13 +254,13 @@ func (r *race) clear() {
 // there for the next race when it is reusable, else a new state.
 func (sl *slot) release(r *race, ok bool) {
 	s, mode := &r.h.sched, r.mode
-	defer s.poke(mode)
 	if ok && r.reusable() {
 		r.clear()
 	} else {
 		sl.r.Store(nil)
 	}
 	sl.word.Store(slotFree)
+	s.poke(mode)
 }
 
 // run runs the attempts one after the other on the caller's goroutine until
@@ -439,23 +439,21 @@ func (r *race) disarm(at *attempt) bool {
 
 // setCaller makes at (nil: none) the attempt on the caller's goroutine,
 // the only one running. The lock is needed only when a late callback may
-// read the two fields: before the race's first timer is armed, arming it
-// orders the writes before its callback.
+// read the field: before the race's first timer is armed, arming it
+// orders the write before its callback.
 func (r *race) setCaller(at *attempt) {
 	if r.stale {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 	}
-	r.caller, r.live = at, r.live[:0]
-	if at != nil {
-		r.live = append(r.live, at)
-	}
+	r.caller = at // the attempts running are at alone: fire lists it in live
 }
 
 // fire is an inline attempt's hedge falling due (its timer's callback, or
 // a goroutine of the scheduler's): unless the attempt ended or a chunk of
-// it reached the caller, that goroutine takes the race over, sends the hedge and runs the race to its end (coordinate), while
-// the attempt goes on on the caller's goroutine.
+// it reached the caller, that goroutine takes the race over, sends the
+// hedge and runs the race to its end (coordinate), while the attempt goes
+// on on the caller's goroutine.
 func (at *attempt) fire() {
 	r := at.r
 	r.mu.Lock()
@@ -464,6 +462,7 @@ func (at *attempt) fire() {
 		return
 	}
 	r.caller = nil
+	r.live = append(r.liveBuf[:0], at)
 	r.results = make(chan *attempt, r.h.maxAttempts)
 	r.final = make(chan struct{})
 	if r.req.OnChunk != nil {
