@@ -16,7 +16,7 @@ import (
 // sequential walk would. The first answer wins, stamped as any answer;
 // each attempt the race canceled is a hop with Reason "hedge lost".
 func (r *request) race(ctx context.Context, h *hedge.Hedger, n int, p *plan) (*portico.Response, error) {
-	*p = plan{r: r, ctx: ctx, n: n}
+	p.r, p.ctx, p.n = r, ctx, n // p is zero (see Group.race)
 	p.tries = p.buf[:0]
 	// Run's error is p.stop, or the last attempt's, whose hop is recorded.
 	resp, i, _ := h.Run(ctx, r.req, p)
