@@ -89,7 +89,7 @@ type race struct {
 	plan Plan
 
 	mu     sync.Mutex    // guards the fields down to won
-	caller *attempt      // the caller's attempt whose hedge timer may take the race over
+	caller *attempt      // the caller's attempt whose hedge may take the race over
 	winner int           // the attempt whose chunk reached the caller first; -1 none yet, -2 none ever
 	live   []*attempt    // attempts running
 	won    chan struct{} // closed when a chunk reached the caller; nil unless raced and streaming
@@ -111,7 +111,7 @@ type race struct {
 	started       time.Duration // on the mono clock
 	paniced       bool
 	panicVal      any
-	stale         bool // a hedge timer fired too late: its callback may still read the race
+	stale         bool // a hedge fired too late: its goroutine may still read the race
 
 	// A race held in a slot of the Hedger's scheduler: the slot, the mode
 	// of its clock, the first attempt's start, and the due time it armed.
@@ -264,7 +264,7 @@ func (sl *slot) release(r *race, ok bool) {
 }
 
 // run runs the attempts one after the other on the caller's goroutine until
-// one answers or the plan stops, or until a hedge timer hands the race over
+// one answers or the plan stops, or until a hedge hands the race over
 // (runInline): it then waits for the outcome.
 func (r *race) run() (*portico.Response, int, error) {
 	var last error
@@ -336,9 +336,9 @@ func (at *attempt) now() time.Duration {
 
 // runInline runs at on the caller's goroutine. When a hedge may run beside it
 // (a delay is known and ends before the race's deadline), at runs under a
-// cancelable context with a timer armed for the hedge, and runInline reports
-// whether the timer took the race over (see attempt.fire), at's end then
-// passed on to the race's goroutine.
+// cancelable context with its hedge armed (in the race's slot, or on a
+// timer), and runInline reports whether the hedge took the race over (see
+// attempt.fire), at's end then passed on to the race's goroutine.
 func (r *race) runInline(at *attempt) (handed bool) {
 	ctx := at.a.Context
 	if ctx == nil {
@@ -398,8 +398,8 @@ func (r *race) arm(at *attempt, d time.Duration) {
 	}
 }
 
-// ended settles the end of the inline attempt at: it stops at's hedge timer
-// and reports whether the timer had taken the race over, in which case at
+// ended settles the end of the inline attempt at: it disarms at's hedge
+// and reports whether its hedge had taken the race over, in which case at
 // (paniced, if it did) goes to the race's goroutine; after a panic, ended
 // then waits for the race to end.
 func (r *race) ended(at *attempt, paniced bool) bool {
