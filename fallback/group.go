@@ -136,8 +136,14 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		ctx, c = lazyctx.WithTimeout(ctx, k.Deadline, nil)
 		defer c.Cancel()
 	}
+	// A request that continues broken streams is not hedged: a race
+	// delivers one route's chunks and cannot yet continue them.
+	cont := req.ContinueOnBreak && req.OnChunk != nil
+	if h := g.cfg.Hedge; h != nil && !cont && h.Applies(req) {
+		return g.race(ctx, req)
+	}
 	r := request{g: g, req: req, est: -1}
-	if req.ContinueOnBreak && req.OnChunk != nil {
+	if cont {
 		r.cont = new(continuation)
 	}
 	return r.run(ctx)

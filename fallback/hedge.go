@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"sync"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
@@ -14,8 +15,8 @@ import (
 // route's latency), and after a failure that moves on, the next as the
 // sequential walk would. The first answer wins, stamped as any answer;
 // each attempt the race canceled is a hop with Reason "hedge lost".
-func (r *request) race(ctx context.Context, h *hedge.Hedger, n int) (*portico.Response, error) {
-	p := &plan{r: r, ctx: ctx, n: n}
+func (r *request) race(ctx context.Context, h *hedge.Hedger, n int, p *plan) (*portico.Response, error) {
+	p.r, p.ctx, p.n = r, ctx, n // p is zero (see Group.race)
 	p.tries = p.buf[:0]
 	// Run's error is p.stop, or the last attempt's, whose hop is recorded.
 	resp, i, _ := h.Run(ctx, r.req, p)
@@ -26,6 +27,27 @@ func (r *request) race(ctx context.Context, h *hedge.Hedger, n int) (*portico.Re
 		return nil, p.stop
 	}
 	return r.exhausted(ctx)
+}
+
+// hedged is a raced request's state: its walk's and its plan. It is
+// pooled: nothing of the race can reach it once Run returned.
+type hedged struct {
+	r request
+	p plan
+}
+
+var hedgedPool = sync.Pool{New: func() any { return new(hedged) }}
+
+// race runs a request the group's Hedger may hedge on pooled state (see
+// request.race): its plan escapes to the Hedger, and the walk's state with
+// it.
+func (g *Group) race(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	hs := hedgedPool.Get().(*hedged)
+	hs.r.g, hs.r.req, hs.r.est, hs.r.plan, hs.p.r = g, req, -1, &hs.p, &hs.r
+	resp, err := hs.r.run(ctx)
+	*hs = hedged{}
+	hedgedPool.Put(hs)
+	return resp, err
 }
 
 // plan is a request's [hedge.Plan] over the group's candidates.
@@ -104,8 +126,12 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 		if charge != nil {
 			req = hedge.AsHedge(req) // charged to rt's budget: its retry layer deposits nothing
 		}
-		return hedge.Attempt{Model: rt.Model, Request: req, Context: cctx,
-			Destination: rt.Name, Latency: &r.g.latency[idx]}, true, nil
+		a := hedge.Attempt{Model: rt.Model, Request: req, Context: cctx,
+			Destination: rt.Name, Latency: &r.g.latency[idx]}
+		if share != nil { // the share is the attempt's alone, and ends with it (Ended)
+			a.Cancel = share
+		}
+		return a, true, nil
 	}
 	return hedge.Attempt{}, false, nil
 }

@@ -153,3 +153,29 @@ func TestHedgeNotAppliedAllocs(t *testing.T) {
 		t.Errorf("allocs per first-route success = %v, want 0", n)
 	}
 }
+
+// A raced request whose primary answers before the delay: without a
+// deadline it costs one allocation, the primary's cancelable context (the
+// walk none); under a Contract.Deadline one, as the walk: that deadline's
+// context, whose room holds the primary's share, which the race cancels
+// when a hedge wins.
+func TestHedgeRacedAllocs(t *testing.T) {
+	ok := &portico.Response{Text: "ok"}
+	m := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) { return ok, nil })
+	g := MustNew(Config{Routes: []portico.Route{{Name: "a", Model: m}, {Name: "b", Model: m}}, Hedge: hedge.MustNew(hedge.Config{Delay: time.Second})})
+	plain := &portico.Request{Messages: simple.Messages}
+	timed := &portico.Request{Messages: simple.Messages, Contract: &portico.Contract{Deadline: time.Minute}}
+	for _, c := range []struct {
+		name string
+		req  *portico.Request
+		want float64
+	}{{"no deadline", plain, 1}, {"Contract.Deadline", timed, 1}} {
+		if n := testing.AllocsPerRun(1000, func() { g.Generate(context.Background(), c.req) }); n != c.want {
+			t.Errorf("%s: allocs per raced request = %v, want %v", c.name, n, c.want)
+		}
+	}
+	once := &portico.Request{Messages: simple.Messages, Contract: timed.Contract, NoAmbiguousRetry: true}
+	if n := testing.AllocsPerRun(1000, func() { g.Generate(context.Background(), once) }); n != 1 {
+		t.Errorf("Contract.Deadline, not hedged: allocs per request = %v, want 1", n)
+	}
+}

@@ -37,6 +37,7 @@ type request struct {
 	fit       int              // 1 + a route Fits passed on, 0 if none; see skip
 	fitIn     int              // the input size Fits passed on it with
 	cont      *continuation    // with Request.ContinueOnBreak on a stream; else nil
+	plan      *plan            // a raced request's (see Group.race); else nil
 }
 
 // run tries the candidates in order and returns the first answer, or the
@@ -63,14 +64,8 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		}
 		n = len(r.order)
 	}
-	// A request that continues broken streams is not hedged: a race
-	// delivers one route's chunks and cannot yet continue them.
-	if h := g.cfg.Hedge; h != nil && r.cont == nil && h.Applies(r.req) {
-		// The race's plan keeps the request: a copy on the heap leaves r on
-		// the stack for the walk below, so that it allocates nothing.
-		hr := new(request)
-		*hr = *r
-		return hr.race(ctx, h, n)
+	if p := r.plan; p != nil { // see Group.race; p.r is r, which the walk keeps on the stack
+		return p.r.race(ctx, g.cfg.Hedge, n, p)
 	}
 	for pos := range n {
 		rt, idx := r.candidate(pos)

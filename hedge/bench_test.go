@@ -2,6 +2,7 @@ package hedge_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 // request it may not hedge (NoAmbiguousRetry), one it may while it learns the
 // latency (timed inline, for its first 50 calls only: see TestAllocs), and
 // one it races with no hedge sent (the attempt on the caller's goroutine
-// under a cancelable context, and a timer armed for the hedge), the same
-// when the model looks at ctx.Done(), next to the bare call:
+// under a cancelable context, in a slot of the Hedger's scheduler), the
+// same when the model looks at ctx.Done(), next to the bare call:
 //
 //	go test -run '^$' -bench . -benchtime=200ms -count=5 ./hedge/
 
@@ -63,7 +64,8 @@ func BenchmarkRacedDone(b *testing.B) {
 // A request the layer may not hedge, one it times while it learns, and one
 // whose hedge would be due after its deadline cost no allocation; one it
 // races costs one while no hedge is sent: the attempt's cancelable
-// context, which nothing waits on (the hedge's timer is the pooled race's).
+// context, 32 bytes, which nothing waits on (the race's state is its
+// slot's, and the scheduler needs no timer per race).
 func TestAllocs(t *testing.T) {
 	m := hedge.MustNew(hedge.Config{Delay: time.Second}).Wrap(okModel())
 	if n := testing.AllocsPerRun(1000, func() { m.Generate(context.Background(), noRepeat) }); n != 0 {
@@ -75,6 +77,15 @@ func TestAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() { m.Generate(context.Background(), req) }); n != 1 {
 		t.Errorf("raced, no hedge sent: %v allocations, want 1", n)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10000 {
+		m.Generate(context.Background(), req)
+	}
+	runtime.ReadMemStats(&after)
+	if n := (after.TotalAlloc - before.TotalAlloc) / 10000; n != 32 {
+		t.Errorf("raced, no hedge sent: %d bytes allocated, want 32", n)
 	}
 	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -60,17 +60,42 @@
 // clock reads and no allocation while no hedge could be sent: the sketch
 // holds fewer than 50 latencies and no Delay is set, or the delay ends after
 // the request's deadline. Otherwise the first attempt still runs on the
-// caller's goroutine, and no goroutine starts unless a hedge falls due. What
-// remains when none does is the floor of being able to cancel the attempt
-// that may lose, and of knowing when a hedge is due: a cancelable context
-// made before the call (no context can be made cancelable later), one
-// allocation that derives the standard context only if something waits on
-// it, and never reused, since the model may keep it; a timer armed for the
-// hedge and stopped on return, and the clock reads that time the attempt.
-// The race's state is pooled for requests that do not stream, and with it
-// the timer, when it was made outside any testing/synctest bubble (a timer
-// belongs to the bubble it was made in). Once a hedge falls due, the
-// timer's goroutine runs the race, and each hedge costs a goroutine and a
+// caller's goroutine, and no goroutine starts unless a hedge falls due.
+//
+// Knowing when a hedge is due costs no timer and no clock read: each
+// Hedger has a scheduler, one goroutine started by the first race that
+// needs it, which stops after a few idle ticks. A tick is a sixteenth of
+// the delay, within 100 µs and 5 ms (the shortest asked for since the last
+// tick). The scheduler wakes every tick and at each due time, publishes
+// its reading of the clock, and sends the hedges due. A race takes one of
+// its 64 slots (a compare-and-swap), starts from its last reading, arms the
+// slot with its due time, and disarms it when its attempt ends: exactly
+// one of that and the scheduler's firing wins. So a hedge goes up to one
+// tick late, while the scheduler's goroutine runs on time; an attempt's
+// latency, for the sketch and Result.Elapsed, is known to a tick (unbiased:
+// both ends are read the same way), below the sketch's 9%. A race that
+// finds no free slot takes a timer and reads the clock, as all races once
+// did.
+//
+// In a testing/synctest bubble the scheduler is the bubble's and exact:
+// races read the bubble's clock, hedges go at their due time, and it stops
+// as soon as no race holds a slot, so that the bubble can end. A race
+// outside a bubble that finds a bubble's scheduler running takes a timer.
+// One inside a bubble cannot tell, without reading the clock, that a
+// scheduler outside is running: a Hedger must not be used inside a bubble
+// and outside it (or in two bubbles) at the same time; make one per
+// bubble, as tests that build their stack in the bubble do.
+//
+// What remains is the floor of being able to cancel the attempt that may
+// lose: a cancelable context made before the call (no context can be made
+// cancelable later), never reused, since the model may keep it. When the
+// Plan made the attempt's context for it alone and ends it anyway, as
+// package fallback's share of a deadline, the race cancels that one
+// (Attempt.Cancel) and allocates nothing; otherwise it makes one of 32
+// bytes, which derives the standard context only if something waits on
+// it. The race's state lives in its slot (or a pool), reused for requests
+// that do not stream (a Model never sees it). Once a hedge falls due, a
+// goroutine runs the race, and each hedge costs a goroutine and a
 // cancelable context of its own.
 //
 // # Where it goes

@@ -70,13 +70,17 @@ type Config struct {
 // requests. Build one with [New]; its method value Wrap is the
 // [portico.Middleware] for one destination, and package fallback uses
 // [Hedger.Run] to hedge to the next route of a group. A Hedger is safe for
-// concurrent use.
+// concurrent use; while races need it, it runs one goroutine, which sends
+// hedges up to a tick (a sixteenth of the delay) late. Use one Hedger
+// either inside one testing/synctest bubble or outside any, not both at
+// once (see the package doc).
 type Hedger struct {
 	fixed       time.Duration
 	percentile  float64
 	maxAttempts int
 	budget      Budget
 	dest        string
+	sched       scheduler // sends the hedges of races in its slots
 }
 
 // New returns a Hedger configured by cfg, or an error starting with
@@ -186,8 +190,10 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return m.learn(ctx, req)
 	}
 	r := h.newRace(ctx, req)
-	r.one = single{m: m, req: req, dest: h.destOf(req)}
-	r.plan = &r.one
+	r.one.set(m, req, h.destOf(req))
+	if r.plan != &r.one { // a reused race's plan is its own already
+		r.plan = &r.one
+	}
 	resp, _, err := r.result()
 	return resp, err
 }
@@ -228,6 +234,18 @@ type single struct {
 	m    *model
 	req  *portico.Request
 	dest string
+}
+
+// set readies p for req to m's destination dest, writing only what
+// changed since p's last request (see race.clear).
+func (p *single) set(m *model, req *portico.Request, dest string) {
+	if p.m != m {
+		p.m = m
+	}
+	if p.dest != dest {
+		p.dest = dest
+	}
+	p.req = req
 }
 
 // Next prepares a hedge while fewer than MaxAttempts were made, sending

@@ -22,12 +22,18 @@ type Attempt struct {
 	// The race derives a cancelable context from it when a hedge may run
 	// beside the attempt.
 	Context context.Context
+	// Cancel, when non-nil, ends Context, which the Plan made for this
+	// attempt alone and ends anyway once it ended: the race then cancels the
+	// attempt with it (when another attempt won) instead of deriving a
+	// cancelable context, one allocation, of its own.
+	Cancel interface{ Cancel() }
 	// Destination names the attempt's destination in events.
 	Destination string
-	// Latency, when non-nil, is the destination's sketch: an attempt started
-	// first or after a failure (not a hedge) adds its latency (time to the
-	// first chunk when streaming) to it, and the delay before the hedge that
-	// follows it is its Config.Percentile.
+	// Latency, when non-nil, is the destination's sketch: when the Hedger
+	// waits a Config.Percentile, an attempt started first or after a failure
+	// (not a hedge) adds its latency (time to the first chunk when
+	// streaming) to it, and the delay before the hedge that follows it is
+	// that percentile of it.
 	Latency *Latency
 }
 
@@ -71,8 +77,9 @@ type Plan interface {
 var errLost = errors.New("hedge: another attempt won")
 
 // race is one request's race. Until a hedge is due, its attempts run one
-// at a time on the caller's goroutine (run, runInline); the hedge's timer then
-// hands the race to a goroutine of its own (attempt.fire, coordinate),
+// at a time on the caller's goroutine (run, runInline); the scheduler (or
+// the hedge's timer) then hands the race to a goroutine of its own
+// (attempt.fire, coordinate),
 // which starts the hedges on goroutines of theirs and receives every end,
 // the caller's attempt's included, while the caller waits for the outcome.
 type race struct {
@@ -82,7 +89,7 @@ type race struct {
 	plan Plan
 
 	mu     sync.Mutex    // guards the fields down to won
-	caller *attempt      // the caller's attempt whose hedge timer may take the race over
+	caller *attempt      // the caller's attempt whose hedge may take the race over
 	winner int           // the attempt whose chunk reached the caller first; -1 none yet, -2 none ever
 	live   []*attempt    // attempts running
 	won    chan struct{} // closed when a chunk reached the caller; nil unless raced and streaming
@@ -104,7 +111,14 @@ type race struct {
 	started       time.Duration // on the mono clock
 	paniced       bool
 	panicVal      any
-	stale         bool // a hedge timer fired too late: its callback may still read the race
+	stale         bool // a hedge fired too late: its goroutine may still read the race
+
+	// A race held in a slot of the Hedger's scheduler: the slot, the mode
+	// of its clock, the first attempt's start, and the due time it armed.
+	sl     *slot
+	mode   int32
+	start0 time.Duration
+	due    int64
 
 	// In the race's one allocation, reused (racePool): the first attempt,
 	// its timer's callback and, made outside any testing/synctest bubble,
@@ -138,7 +152,10 @@ type attempt struct {
 	hedge   bool
 	start   time.Duration       // on the mono clock
 	bubbled bool                // start was read in a testing/synctest bubble
-	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside
+	coarse  bool                // start is the scheduler's reading (see attempt.now)
+	cancel  *lazyctx.Cancelable // nil for an attempt no hedge may run beside, or one the Plan ends
+	ctx     context.Context     // a launched attempt's
+	lost    bool                // stopped because another won; guarded by r.mu
 	timer   *time.Timer         // an inline attempt's hedge timer, or nil
 	res     Result
 	panic   any // what Model.Generate panicked with
@@ -162,21 +179,50 @@ func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*por
 	return r.result()
 }
 
+// newRace returns the state of a race: that of a slot of the Hedger's
+// scheduler, or when none is free (or the scheduler is another world's),
+// one from the pool, whose first attempt takes a timer.
 func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
-	r := racePool.Get().(*race)
-	r.h, r.ctx, r.req, r.winner = h, ctx, req, -1
-	r.live = r.liveBuf[:0]
+	start, mode := h.sched.reading()
+	var sl *slot
+	if mode != stopped {
+		sl = h.sched.claim()
+	}
+	if sl == nil {
+		r := racePool.Get().(*race)
+		r.h, r.ctx, r.req, r.winner = h, ctx, req, -1
+		r.live = r.liveBuf[:0]
+		return r
+	}
+	r := sl.r.Load()
+	if r == nil {
+		r = &race{h: h, sl: sl}
+		r.first.r = r
+		r.live = r.liveBuf[:0]
+		sl.r.Store(r)
+	}
+	r.ctx, r.req, r.winner, r.mode, r.start0 = ctx, req, -1, mode, start
 	return r
 }
 
 // result runs the race, raises again a panic of an attempt, and puts the
-// race's state back in the pool when nothing can reach it.
+// race's state back in its slot or the pool when nothing can reach it.
 func (r *race) result() (*portico.Response, int, error) {
+	if sl := r.sl; sl != nil {
+		ok := false
+		defer func() { sl.release(r, ok) }()
+		resp, i, err := r.run()
+		if r.paniced {
+			panic(r.panicVal)
+		}
+		ok = true
+		return resp, i, err
+	}
 	resp, i, err := r.run()
 	if r.paniced {
 		panic(r.panicVal)
 	}
-	if r.req.OnChunk == nil && r.final == nil && !r.stale {
+	if r.reusable() {
 		fire0, timer0 := r.fire0, r.timer0
 		*r = race{fire0: fire0, timer0: timer0}
 		racePool.Put(r)
@@ -184,8 +230,41 @@ func (r *race) result() (*portico.Response, int, error) {
 	return resp, i, err
 }
 
+// reusable reports whether nothing can reach the race's state any more: a
+// request that does not stream (a Model never sees the race's state) whose
+// race was never handed over and whose hedge was never fired.
+func (r *race) reusable() bool { return r.req.OnChunk == nil && r.final == nil && !r.stale }
+
+// clear readies a reusable race for its next request in its slot, and
+// lets go of what its last request referenced. It writes only the fields
+// a race that was never handed over and did not stream sets, and keeps
+// those that stay the same (its Hedger, its slot): a whole new race is
+// hundreds of bytes of pointers, each a write barrier while the garbage
+// collector marks.
+func (r *race) clear() {
+	r.ctx, r.req, r.one.req = nil, nil, nil
+	r.next, r.running, r.started, r.stale, r.due = 0, 0, 0, false, 0
+	at := &r.first
+	at.a.Request, at.a.Context, at.a.Cancel = nil, nil, nil
+	at.res.Response, at.res.Err, at.cancel = nil, nil, nil
+	at.res.Delivered, at.res.CallerFailed, at.lost = false, false, false
+}
+
+// release frees sl, held by r, after r ended (normally: ok), leaving r
+// there for the next race when it is reusable, else a new state.
+func (sl *slot) release(r *race, ok bool) {
+	s, mode := &r.h.sched, r.mode
+	if ok && r.reusable() {
+		r.clear()
+	} else {
+		sl.r.Store(nil)
+	}
+	sl.word.Store(slotFree)
+	s.poke(mode)
+}
+
 // run runs the attempts one after the other on the caller's goroutine until
-// one answers or the plan stops, or until a hedge timer hands the race over
+// one answers or the plan stops, or until a hedge hands the race over
 // (runInline): it then waits for the outcome.
 func (r *race) run() (*portico.Response, int, error) {
 	var last error
@@ -197,7 +276,7 @@ func (r *race) run() (*portico.Response, int, error) {
 			}
 			return nil, -1, stop
 		}
-		at := r.newAttempt(a, false)
+		at := r.inlineAttempt(a)
 		if r.runInline(at) {
 			<-r.final
 			return r.resp, r.idx, r.err
@@ -225,11 +304,41 @@ func (r *race) newAttempt(a Attempt, hedge bool) *attempt {
 	return at
 }
 
+// inlineAttempt is newAttempt for an attempt on the caller's goroutine: in
+// a slot, it starts at the race's reading of the clock (the first) or the
+// scheduler's (see scheduler.clock).
+func (r *race) inlineAttempt(a Attempt) *attempt {
+	if r.sl == nil {
+		return r.newAttempt(a, false)
+	}
+	at := &r.first
+	start := r.start0
+	if r.next > 0 {
+		at = new(attempt)
+		start = r.h.sched.clock(r.mode)
+	}
+	if at == &r.first { // clear, or new (see race.clear)
+		at.i, at.a, at.start, at.coarse = 0, a, start, r.mode == coarse
+	} else {
+		*at = attempt{r: r, i: r.next, a: a, start: start, coarse: r.mode == coarse}
+	}
+	r.next++
+	return at
+}
+
+// now reads the clock for at: the scheduler's, when at started from it.
+func (at *attempt) now() time.Duration {
+	if at.coarse {
+		return time.Duration(at.r.h.sched.now.Load())
+	}
+	return mono.Now()
+}
+
 // runInline runs at on the caller's goroutine. When a hedge may run beside it
 // (a delay is known and ends before the race's deadline), at runs under a
-// cancelable context with a timer armed for the hedge, and runInline reports
-// whether the timer took the race over (see attempt.fire), at's end then
-// passed on to the race's goroutine.
+// cancelable context with its hedge armed (in the race's slot, or on a
+// timer), and runInline reports whether the hedge took the race over (see
+// attempt.fire), at's end then passed on to the race's goroutine.
 func (r *race) runInline(at *attempt) (handed bool) {
 	ctx := at.a.Context
 	if ctx == nil {
@@ -248,16 +357,25 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		at.call(ctx)
 		return false
 	}
-	at.cancel = lazyctx.WithCancel(ctx)
+	ctx = at.cancelable(ctx)
 	r.setCaller(at)
-	r.arm(at, d)
+	if at == &r.first && r.sl != nil {
+		// Armed once, for the first attempt, whose address the scheduler's
+		// fire finds (see attempt.fire); later ones take a timer.
+		s := &r.h.sched
+		r.due = s.due(r.mode, at.start, d)
+		r.sl.word.Store(r.due)
+		s.start(r.mode, at.start, d)
+	} else {
+		r.arm(at, d)
+	}
 	normal := false
 	defer func() {
 		if !normal { // Model.Generate panicked: the panic goes on once the race ended
 			r.ended(at, true)
 		}
 	}()
-	at.call(at.cancel)
+	at.call(ctx)
 	normal = true
 	return r.ended(at, false)
 }
@@ -280,13 +398,13 @@ func (r *race) arm(at *attempt, d time.Duration) {
 	}
 }
 
-// ended settles the end of the inline attempt at: it stops at's hedge timer
-// and reports whether the timer had taken the race over, in which case at
+// ended settles the end of the inline attempt at: it disarms at's hedge
+// and reports whether its hedge had taken the race over, in which case at
 // (paniced, if it did) goes to the race's goroutine; after a panic, ended
 // then waits for the race to end.
 func (r *race) ended(at *attempt, paniced bool) bool {
-	at.cancel.Cancel(nil)
-	if at.timer.Stop() {
+	at.stop(nil)
+	if r.disarm(at) {
 		r.setCaller(nil)
 		return false
 	}
@@ -307,25 +425,35 @@ func (r *race) ended(at *attempt, paniced bool) bool {
 	return true
 }
 
+// disarm stops the hedge of the inline attempt at, and reports whether it
+// did before the hedge fired: its slot's word taken back from the due time
+// it armed, or its timer stopped.
+func (r *race) disarm(at *attempt) bool {
+	if at.timer == nil {
+		ok := r.sl.word.CompareAndSwap(r.due, slotHeld)
+		r.h.sched.poke(r.mode)
+		return ok
+	}
+	return at.timer.Stop()
+}
+
 // setCaller makes at (nil: none) the attempt on the caller's goroutine,
 // the only one running. The lock is needed only when a late callback may
-// read the two fields: before the race's first timer is armed, arming it
-// orders the writes before its callback.
+// read the field: before the race's first timer is armed, arming it
+// orders the write before its callback.
 func (r *race) setCaller(at *attempt) {
 	if r.stale {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 	}
-	r.caller, r.live = at, r.live[:0]
-	if at != nil {
-		r.live = append(r.live, at)
-	}
+	r.caller = at // the attempts running are at alone: fire lists it in live
 }
 
-// fire is an inline attempt's hedge timer: unless the attempt ended or a
-// chunk of it reached the caller, the timer's goroutine takes the race
-// over, sends the hedge and runs the race to its end (coordinate), while
-// the attempt goes on on the caller's goroutine.
+// fire is an inline attempt's hedge falling due (its timer's callback, or
+// a goroutine of the scheduler's): unless the attempt ended or a chunk of
+// it reached the caller, that goroutine takes the race over, sends the
+// hedge and runs the race to its end (coordinate), while the attempt goes
+// on on the caller's goroutine.
 func (at *attempt) fire() {
 	r := at.r
 	r.mu.Lock()
@@ -334,6 +462,7 @@ func (at *attempt) fire() {
 		return
 	}
 	r.caller = nil
+	r.live = append(r.liveBuf[:0], at)
 	r.results = make(chan *attempt, r.h.maxAttempts)
 	r.final = make(chan struct{})
 	if r.req.OnChunk != nil {
@@ -438,7 +567,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	}
 	for _, at := range r.live {
 		if at.i != i {
-			at.cancel.Cancel(errLost)
+			at.stop(errLost)
 		}
 	}
 	r.mu.Unlock()
@@ -501,7 +630,7 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 		parent = r.ctx
 	}
 	at := r.newAttempt(a, hedge)
-	at.cancel = lazyctx.WithCancel(parent)
+	at.ctx = at.cancelable(parent)
 	if hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
 			Delay: at.start - r.started, Reason: "sent"})
@@ -518,7 +647,7 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 func (at *attempt) run() {
 	r := at.r
 	defer func() {
-		at.cancel.Cancel(nil)
+		at.stop(nil)
 		r.mu.Lock()
 		r.drop(at)
 		r.mu.Unlock()
@@ -529,7 +658,41 @@ func (at *attempt) run() {
 			at.panic, at.paniced = p, true
 		}
 	}()
-	at.call(at.cancel)
+	at.call(at.ctx)
+}
+
+// cancelable returns the context to call at under, which the race can
+// cancel (see attempt.stop): the Plan's, when it ends it (Attempt.Cancel),
+// else one derived from parent.
+func (at *attempt) cancelable(parent context.Context) context.Context {
+	if at.a.Cancel != nil && at.a.Context != nil {
+		return at.a.Context
+	}
+	at.cancel = lazyctx.WithCancel(parent)
+	return at.cancel
+}
+
+// stop cancels at's context: with cause errLost when another attempt won.
+// The race holds r.mu, or at has ended (cause nil).
+func (at *attempt) stop(cause error) {
+	if cause != nil {
+		at.lost = true
+	}
+	if c := at.a.Cancel; c != nil && at.cancel == nil {
+		c.Cancel()
+		return
+	}
+	at.cancel.Cancel(cause)
+}
+
+// wasLost reports whether at, which failed under ctx, was canceled because
+// another attempt won, of its race or of one around it.
+func (at *attempt) wasLost(ctx context.Context) bool {
+	r := at.r
+	r.mu.Lock()
+	lost := at.lost
+	r.mu.Unlock()
+	return lost || errors.Is(context.Cause(ctx), errLost)
 }
 
 // call calls the attempt's Model and records how it ended.
@@ -546,16 +709,22 @@ func (at *attempt) call(ctx context.Context) {
 	if at.hedge && err != nil {
 		at.r.refund(at.a.Destination, err)
 	}
-	at.res.Elapsed = mono.Now() - at.start
+	at.res.Elapsed = at.now() - at.start
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
-	lost := err != nil && errors.Is(context.Cause(ctx), errLost)
+	lost := err != nil && at.wasLost(ctx)
 	// The sketch learns from the attempts that did not start as hedges: the
 	// time to an answer (to the first chunk when streaming, see GateChunk),
 	// or for one canceled because another won, the time until then, a lower
 	// bound that keeps the share of slow calls right.
-	if !at.hedge && at.a.Latency != nil && (lost && at.res.TTFT == 0 || err == nil && req.OnChunk == nil) {
+	if at.learns() && (lost && at.res.TTFT == 0 || err == nil && req.OnChunk == nil) {
 		at.a.Latency.Add(at.res.Elapsed)
 	}
+}
+
+// learns reports whether at's latency goes to its destination's sketch:
+// at is not a hedge, and the Hedger waits a percentile of it.
+func (at *attempt) learns() bool {
+	return !at.hedge && at.a.Latency != nil && at.r.h.percentile > 0
 }
 
 // GateChunk lets a chunk of at through to the caller only when at is, or
@@ -571,7 +740,7 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 		r.winner = at.i
 		for _, x := range r.live {
 			if x != at {
-				x.cancel.Cancel(errLost)
+				x.stop(errLost)
 			}
 		}
 		if r.won != nil {
@@ -583,8 +752,8 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	if !won {
 		return false, errLost
 	}
-	at.res.TTFT = mono.Now() - at.start
-	if !at.hedge && at.a.Latency != nil {
+	at.res.TTFT = at.now() - at.start
+	if at.learns() {
 		at.a.Latency.Add(at.res.TTFT)
 	}
 	return true, nil

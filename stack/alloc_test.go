@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/trace"
 )
@@ -18,13 +19,20 @@ import (
 // far from binding, a no-op tracer, and the given Deadline.
 func preset(t testing.TB, deadline time.Duration) *Stack {
 	t.Helper()
+	return presetWith(t, deadline, nil)
+}
+
+// presetWith is preset with the group's hedging configured by hc (nil:
+// none).
+func presetWith(t testing.TB, deadline time.Duration, hc *hedge.Config) *Stack {
+	t.Helper()
 	ok := &portico.Response{Text: "ok", FinishReason: portico.FinishStop, Usage: portico.Usage{InputTokens: 5, OutputTokens: 5}}
 	m := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return ok, nil })
 	tr, err := trace.New(trace.Config{TracerProvider: noop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Routes: []Route{route("a", m), route("b", m)}, Deadline: deadline, Tracer: tr,
+	s, err := New(Config{Routes: []Route{route("a", m), route("b", m)}, Deadline: deadline, Tracer: tr, Hedge: hc,
 		ClientLimits: ratelimit.Limits{Requests: 1e9, Tokens: 1e12, Period: time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -57,14 +65,15 @@ func TestAllocs(t *testing.T) {
 		ctx      context.Context
 		req      *portico.Request
 		want     float64
+		hedged   float64 // with the group's hedging, no hedge sent
 	}{
-		{"default deadline", 0, context.Background(), req, 1},
-		{"caller's deadline earlier", 0, short, req, 1},
-		{"caller's deadline later", 0, long, req, 1},
-		{"caller's deadline only", -1, short, req, 1},
-		{"Contract.Deadline", -1, context.Background(), contract, 1},
-		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 1},
-		{"no deadline", -1, context.Background(), req, 0},
+		{"default deadline", 0, context.Background(), req, 1, 1},
+		{"caller's deadline earlier", 0, short, req, 1, 1},
+		{"caller's deadline later", 0, long, req, 1, 1},
+		{"caller's deadline only", -1, short, req, 1, 1},
+		{"Contract.Deadline", -1, context.Background(), contract, 1, 1},
+		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 1, 1},
+		{"no deadline", -1, context.Background(), req, 0, 1},
 	} {
 		s := preset(t, tc.deadline)
 		if _, err := s.Generate(tc.ctx, tc.req); err != nil {
@@ -72,6 +81,18 @@ func TestAllocs(t *testing.T) {
 		}
 		if got := testing.AllocsPerRun(1000, func() { s.Generate(tc.ctx, tc.req) }); got != tc.want {
 			t.Errorf("%s: allocs per request = %v, want %v", tc.name, got, tc.want)
+		}
+		// The group's hedging, with no hedge sent, adds none under a
+		// deadline: its race's state is the Hedger's and the group's,
+		// reused, and the primary's share of the deadline is what a winning
+		// hedge would cancel. Without one, the primary has no share: the
+		// race makes the cancelable context, one allocation.
+		s = presetWith(t, tc.deadline, &hedge.Config{Delay: time.Second})
+		if _, err := s.Generate(tc.ctx, tc.req); err != nil {
+			t.Fatal(err)
+		}
+		if got := testing.AllocsPerRun(1000, func() { s.Generate(tc.ctx, tc.req) }); got != tc.hedged {
+			t.Errorf("%s, hedged: allocs per request = %v, want %v", tc.name, got, tc.hedged)
 		}
 	}
 }

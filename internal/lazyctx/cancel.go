@@ -17,8 +17,9 @@ const (
 // context.WithCancelCause's cancel function does, made by [WithCancel]. It
 // derives that standard context only when something waits on Done (or
 // looks up the cause once it ended), so one that nothing waits on costs its
-// one allocation and no registration with its parent. It is safe for
-// concurrent use, and never reused: a goroutine may hold it after Cancel.
+// one allocation of 32 bytes and no registration with its parent. It is
+// safe for concurrent use, and never reused: a goroutine may hold it after
+// Cancel.
 //
 // It differs from the standard one in one respect, which no caller inside
 // the call can see: Cancel after the parent ended while nothing was derived
@@ -27,8 +28,14 @@ const (
 type Cancelable struct {
 	parent context.Context
 	flags  atomic.Uint32
-	mu     sync.Mutex // serialises deriving and a Cancel with a cause
-	cause  error      // Cancel's cause; guarded by mu
+	slow   atomic.Pointer[cancelSlow] // made by a Cancel with a cause, or deriving
+}
+
+// cancelSlow is what a Cancelable needs only once it derives the standard
+// context or keeps a cause.
+type cancelSlow struct {
+	mu    sync.Mutex // serialises deriving and a Cancel with a cause
+	cause error      // Cancel's cause; guarded by mu
 	// Set under mu before the cancelDerived bit, read after it.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -36,6 +43,15 @@ type Cancelable struct {
 
 // WithCancel returns a Cancelable child of parent.
 func WithCancel(parent context.Context) *Cancelable { return &Cancelable{parent: parent} }
+
+// slowPart returns c's slow part, making it if needed.
+func (c *Cancelable) slowPart() *cancelSlow {
+	if sp := c.slow.Load(); sp != nil {
+		return sp
+	}
+	c.slow.CompareAndSwap(nil, new(cancelSlow))
+	return c.slow.Load()
+}
 
 // Cancel ends c with cause (nil means context.Canceled) unless it has ended
 // already, and frees what a derived context holds. Safe to call more than
@@ -47,52 +63,57 @@ func (c *Cancelable) Cancel(cause error) {
 	if cause == nil && c.flags.CompareAndSwap(0, cancelDone) {
 		return // the happy path: nothing derived, no cause to keep
 	}
-	c.mu.Lock()
+	if c.flags.Load()&cancelDone != 0 {
+		return
+	}
+	sp := c.slowPart()
+	sp.mu.Lock()
 	f := c.flags.Load()
 	switch {
 	case f&cancelDone != 0:
-		c.mu.Unlock()
+		sp.mu.Unlock()
 		return
 	case f == 0:
 		// Only the happy path's CAS can change f meanwhile, and then it
 		// ended c first, without a cause.
-		c.cause = cause
+		sp.cause = cause
 		if !c.flags.CompareAndSwap(0, cancelDone) {
-			c.cause = nil
+			sp.cause = nil
 		}
-		c.mu.Unlock()
+		sp.mu.Unlock()
 		return
 	}
-	c.cause = cause
+	sp.cause = cause
 	c.flags.Store(cancelDerived | cancelDone) // f is cancelDerived: nothing else writes it now
-	c.mu.Unlock()
-	c.cancel(cause)
+	sp.mu.Unlock()
+	sp.cancel(cause)
 }
 
 // derived returns the standard context c delegates to, deriving it the
 // first time: from parent while c is live, or one already ended as c has.
 func (c *Cancelable) derived() context.Context {
 	if c.flags.Load()&cancelDerived != 0 {
-		return c.ctx
+		return c.slow.Load().ctx
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	sp := c.slowPart()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	f := c.flags.Load()
 	if f&cancelDerived != 0 {
-		return c.ctx
+		return sp.ctx
 	}
 	if f == 0 {
-		c.ctx, c.cancel = context.WithCancelCause(c.parent)
+		sp.ctx, sp.cancel = context.WithCancelCause(c.parent)
 		if c.flags.CompareAndSwap(0, cancelDerived) {
-			return c.ctx
+			return sp.ctx
 		}
 		// Canceled by the happy path meanwhile, without a cause.
 	} else {
-		c.ctx, c.cancel = context.WithCancelCause(context.WithoutCancel(c.parent))
+		sp.ctx, sp.cancel = context.WithCancelCause(context.WithoutCancel(c.parent))
 	}
-	c.cancel(c.cause)
+	sp.cancel(sp.cause)
 	c.flags.Store(cancelDerived | cancelDone)
-	return c.ctx
+	return sp.ctx
 }
 
 // Deadline returns parent's deadline.
@@ -109,7 +130,7 @@ func (c *Cancelable) Err() error {
 	f := c.flags.Load()
 	switch {
 	case f&cancelDerived != 0:
-		return c.ctx.Err()
+		return c.slow.Load().ctx.Err()
 	case f&cancelDone != 0:
 		return context.Canceled
 	}
@@ -122,7 +143,7 @@ func (c *Cancelable) Err() error {
 func (c *Cancelable) Value(key any) any {
 	f := c.flags.Load()
 	if f&cancelDerived != 0 {
-		return c.ctx.Value(key)
+		return c.slow.Load().ctx.Value(key)
 	}
 	if _, ok := key.(*int); ok && f&cancelDone != 0 {
 		return c.derived().Value(key)
