@@ -42,7 +42,11 @@
 //     canceled attempt's limiter frees its slot at once and settles its
 //     tokens as for any canceled call: kept once the call was admitted (it
 //     may have generated output) unless the adapter says the request was
-//     not written yet (portico.Error.NotSent), nothing charged before.
+//     not written yet (portico.Error.NotSent), nothing charged before. So
+//     a route that hangs on every call, whose attempts always lose to a
+//     hedge, never opens its breaker through them: give its retry layer an
+//     attempt or first-chunk timeout (retry.Config.Timeouts) longer than
+//     the hedge delay and shorter than a hung call, or an adaptive cap.
 //   - Streaming: attempts race to their first chunk; the first to deliver
 //     one wins and the others are canceled at that moment. The caller sees
 //     the winner's chunks and no other's, and once a chunk reached it
