@@ -44,9 +44,10 @@
 //     may have generated output) unless the adapter says the request was
 //     not written yet (portico.Error.NotSent), nothing charged before. So
 //     a route that hangs on every call, whose attempts always lose to a
-//     hedge, never opens its breaker through them: give its retry layer an
-//     attempt or first-chunk timeout (retry.Config.Timeouts) longer than
-//     the hedge delay and shorter than a hung call, or an adaptive cap.
+//     hedge, does not open its breaker through them, and each request pays
+//     the delay: a breaker learns only from attempts that end on their own
+//     (a first-chunk timeout, retry.Config.Timeouts, shorter than the delay
+//     ends them before a hedge is due, and counts).
 //   - Streaming: attempts race to their first chunk; the first to deliver
 //     one wins and the others are canceled at that moment. The caller sees
 //     the winner's chunks and no other's, and once a chunk reached it
