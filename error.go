@@ -206,11 +206,15 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// RoundDuration rounds d for a message: to the millisecond, or to the
-// microsecond when d is shorter than a millisecond, so that "1.5s" and
-// "250ms" read as such rather than "1.500213s".
+// RoundDuration rounds d for a message: to the millisecond, to the
+// microsecond when d is shorter than a millisecond, and not at all when it
+// is shorter than a microsecond, so that "1.5s" and "250ms" read as such
+// rather than "1.500213s", and a wait of 300ns does not read "0s".
 func RoundDuration(d time.Duration) time.Duration {
-	if d > -time.Millisecond && d < time.Millisecond {
+	switch {
+	case d > -time.Microsecond && d < time.Microsecond:
+		return d
+	case d > -time.Millisecond && d < time.Millisecond:
 		return d.Round(time.Microsecond)
 	}
 	return d.Round(time.Millisecond)

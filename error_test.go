@@ -186,6 +186,8 @@ func TestRoundDuration(t *testing.T) {
 		{1500213 * time.Microsecond, 1500 * time.Millisecond},
 		{250*time.Millisecond + 499*time.Microsecond, 250 * time.Millisecond},
 		{1499 * time.Nanosecond, time.Microsecond},
+		{300 * time.Nanosecond, 300 * time.Nanosecond},
+		{-999 * time.Nanosecond, -999 * time.Nanosecond},
 		{999999 * time.Nanosecond, time.Millisecond},
 		{0, 0},
 		{-1500213 * time.Microsecond, -1500 * time.Millisecond},
