@@ -236,6 +236,15 @@ func TestStreamErrorEvents(t *testing.T) {
 			if strings.Contains(err.Error(), "SECRET") && !include {
 				t.Errorf("%s: error %q carries the provider's text without IncludeProviderMessage", tc.name, err)
 			}
+			// After message_start the input was billed: the error carries
+			// the usage counted so far (10 + 3 written + 5 read, 1 out).
+			want := (*portico.Usage)(nil)
+			if tc.events[0] == evStart {
+				want = &portico.Usage{InputTokens: 18, CachedInputTokens: 5, OutputTokens: 1}
+			}
+			if got := portico.UsageOf(err); (got == nil) != (want == nil) || got != nil && *got != *want {
+				t.Errorf("%s: UsageOf(err) = %+v, want %+v", tc.name, got, want)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -34,8 +35,10 @@ const (
 // _stop per block (text_delta, input_json_delta), message_delta (stop_reason,
 // cumulative usage), message_stop. Ping events are skipped by the SDK; event
 // types it does not know are left out, as the API asks of clients. onChunk
-// may be nil (a non-streamed request the SDK sends only streamed).
-func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, params sdk.MessageNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (*portico.Response, error) {
+// may be nil (a non-streamed request the SDK sends only streamed). A
+// failure after message_start carries the usage counted so far (the input
+// was billed), so that limiters and the group's cost see it.
+func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, params sdk.MessageNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (_ *portico.Response, err error) {
 	s := m.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	var (
@@ -50,6 +53,13 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 		cr, out   int64 // cache reads, output tokens
 		resp      = &portico.Response{Model: model}
 	)
+	defer func() {
+		var pe *portico.Error
+		if err != nil && started && in >= 0 && cw >= 0 && cr >= 0 && out >= 0 && errors.As(err, &pe) && pe.Usage == nil {
+			u := usage(in, cw, cr, out)
+			pe.Usage = &u
+		}
+	}()
 	deliver := func(c portico.Chunk) error {
 		if onChunk == nil {
 			return nil
