@@ -208,6 +208,11 @@ func TestAfterWrittenAmbiguous(t *testing.T) {
 				if tc.stream && tc.status == 200 && chunks != 2 {
 					t.Errorf("chunks delivered = %d, want 2", chunks)
 				}
+				// Two chunks in, the running usage was billed: 4 prompt
+				// tokens ("hello" and 3 per content), 2 output.
+				if u := portico.UsageOf(err); tc.stream && tc.status == 200 && (u == nil || u.InputTokens != 4 || u.OutputTokens != 2) {
+					t.Errorf("UsageOf(err) = %+v, want 4 in, 2 out", u)
+				}
 				if n := s.Count("m"); n != 1 {
 					t.Errorf("server saw %d requests, want 1 (the SDK retries timeouts when asked to)", n)
 				}

@@ -242,8 +242,10 @@ func (g *gen) noCandidate(pf *genai.GenerateContentResponsePromptFeedback, um *g
 	return e
 }
 
-// stream runs a streamed call and assembles the Response.
-func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*portico.Response, error) {
+// stream runs a streamed call and assembles the Response. A failure after
+// a chunk reported usage carries the last running total (what was billed
+// so far), so that limiters and the group's cost see it.
+func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (_ *portico.Response, err error) {
 	var (
 		text   strings.Builder
 		resp   = &portico.Response{Model: g.model}
@@ -253,6 +255,13 @@ func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.
 		got    bool // a candidate arrived
 		sdkErr error
 	)
+	defer func() {
+		var pe *portico.Error
+		if err != nil && um != nil && errors.As(err, &pe) && pe.Usage == nil {
+			u := usage(um)
+			pe.Usage = &u
+		}
+	}()
 	for r, err := range g.m.client.Models.GenerateContentStream(withExchange(ctx, g.x), g.model, contents, cfg) {
 		if err != nil {
 			sdkErr = err
