@@ -121,18 +121,19 @@ type ticket struct {
 // reader times the caller's OnChunk on a streamed call for a Concurrency:
 // the time a slow reader holds the stream is not the destination's latency
 // (as retry's ChunkGap leaves it out), so one tenant's slow client cannot
-// shrink an adaptive limit that every tenant shares.
+// shrink an adaptive limit that every tenant shares. held is atomic: a
+// Model may return while its stream's goroutine still delivers a chunk.
 type reader struct {
 	portico.StreamWatch
 	l    *Limiter
-	held time.Duration
+	held atomic.Int64 // time.Duration
 }
 
 // GateChunk delivers c itself, timing the caller's OnChunk.
 func (r *reader) GateChunk(c portico.Chunk, _ bool) (bool, error) {
 	t0 := r.l.now()
 	err := r.Deliver(c)
-	r.held += r.l.now() - t0
+	r.held.Add(int64(r.l.now() - t0))
 	return false, err
 }
 
@@ -174,7 +175,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 		err = portico.ErrNilResponse
 	}
 	if rd != nil {
-		t.read = rd.held
+		t.read = time.Duration(rd.held.Load())
 	}
 	l.complete(&t, resp, err, false)
 	return resp, err
