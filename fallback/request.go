@@ -546,8 +546,8 @@ func overflow(err error) bool {
 // charge accounts for the failed call to rt the group is leaving: the cost of
 // the usage its error says was billed goes to the answer's Cost (r.billed)
 // and to the contract's budget (r.spent); without such usage, an
-// InvalidResponse or Ambiguous failure, likely billed, counts at its
-// estimate against the budget only.
+// InvalidResponse or Ambiguous failure, likely billed unless NotSent, counts
+// at its estimate against the budget only.
 func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 	if r.broke() {
 		r.chargeBreak(rt)
@@ -559,8 +559,9 @@ func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 		r.spent += cost
 		return
 	}
-	if class == portico.InvalidResponse || class == portico.Ambiguous {
-		r.spent += r.estimate(rt)
+	var pe *portico.Error
+	if (class == portico.InvalidResponse || class == portico.Ambiguous) && !(errors.As(err, &pe) && pe.NotSent) {
+		r.spent += r.estimate(rt) // a call a layer ended before sending it (NotSent) was not billed
 	}
 }
 
