@@ -50,21 +50,34 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		l.dispatch(e, now)
 		e.mu.Unlock()
 		lazyctx.Stale(ctx) // the layers after this one read the clock
+		// A routing layer with another route for the request caps a wait
+		// in place (portico.MaxWaitFromContext): past the cap the call is
+		// shed, and the layer moves on.
+		var capped <-chan time.Time
+		if d, ok := portico.MaxWaitFromContext(ctx); ok {
+			tm := time.NewTimer(d)
+			defer tm.Stop()
+			capped = tm.C
+		}
 		select {
 		case <-w.ready:
 		case <-ctx.Done():
+			l.leaveQueue(e, w, t, now)
+			return notSent(portico.FromContext(ctx))
+		case <-capped:
 			e.lock()
-			if w.granted {
-				l.releaseLocked(e, l.now())
-			} else {
+			granted := w.granted // handed a slot as the cap passed: take it
+			if !granted {
 				e.remove(w)
 				if len(e.queue) == 0 {
 					e.waiting.And(^waitQueue)
 				}
+				l.unprogram(t, now)
 			}
-			l.unprogram(t, now)
 			e.mu.Unlock()
-			return notSent(portico.FromContext(ctx))
+			if !granted {
+				return l.shed(ctx, req)
+			}
 		}
 		e.lock()
 		now = l.now()
@@ -91,7 +104,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			waitUntil = now + l.cfg.MaxWait
 		}
 		deadline, hasDeadline := ctx.Deadline()
-		if tooLarge || l.cfg.Mode == Reject || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) {
+		if tooLarge || l.cfg.Mode == Reject || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) || pastCap(ctx, wait) {
 			capacity := e.lim.TokenBurst
 			e.giveBack(h)
 			l.releaseLocked(e, now)
@@ -160,6 +173,29 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 	}()
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
 	ok = true
+}
+
+// leaveQueue takes the waiter w of the ticket t out of e's queue, or frees
+// the slot it was handed meanwhile.
+func (l *Limiter) leaveQueue(e *entry, w *waiter, t *ticket, now time.Duration) {
+	e.lock()
+	if w.granted {
+		l.releaseLocked(e, l.now())
+	} else {
+		e.remove(w)
+		if len(e.queue) == 0 {
+			e.waiting.And(^waitQueue)
+		}
+	}
+	l.unprogram(t, now)
+	e.mu.Unlock()
+}
+
+// pastCap reports whether a wait for the buckets is longer than the wait in
+// place a routing layer caps it at (portico.MaxWaitFromContext).
+func pastCap(ctx context.Context, wait time.Duration) bool {
+	d, ok := portico.MaxWaitFromContext(ctx)
+	return ok && wait > d
 }
 
 // testHookQueue, when set by a test, runs as a call decides to queue, with

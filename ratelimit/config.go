@@ -183,7 +183,9 @@ type Queue struct {
 	// positive Size without MaxInFlight or Config.Concurrency. A queued call
 	// waits until a slot is handed to it or its context ends. A call takes
 	// its slot before the buckets, so in Wait mode it holds the slot while
-	// it waits for them (at most MaxWait).
+	// it waits for them (at most MaxWait). Under a cap on a wait in place
+	// (portico.MaxWaitFromContext: a routing layer has another route) a
+	// call still queued when the cap passes is shed.
 	Size int
 	// Order is the queue's discipline. The zero value is [FCFSCall].
 	Order Order
@@ -226,7 +228,8 @@ type Config struct {
 
 	// MaxWait bounds the wait in [Wait] mode: a call whose computed wait
 	// exceeds it is refused at once. 0 means 30 seconds. The context's deadline
-	// bounds the wait too.
+	// bounds the wait too, and so does the cap a routing layer with another
+	// route puts on a wait in place (portico.MaxWaitFromContext).
 	MaxWait time.Duration
 
 	// Queue configures the calls that wait for an in-flight slot; the zero

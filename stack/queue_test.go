@@ -71,7 +71,6 @@ func TestRouteQueue(t *testing.T) {
 // reads no MaxWait: it waits for a's whole share of the deadline (5.625 s)
 // before b answers it.
 func TestRouteQueueWaitsInPlaceAtMostWaitInPlace(t *testing.T) {
-	t.Skip("bug: a queued call on a busy route waits its whole share, not WaitInPlace, while the next route is idle")
 	synctest.Test(t, func(t *testing.T) {
 		slow := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "slow", FinishReason: portico.FinishStop}, Latency: 10 * time.Second})
 		a := route("a", slow)
