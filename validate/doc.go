@@ -43,10 +43,12 @@
 // moves on) for a provider's content filter and for a cut at the route's own
 // output limit (short of the request's MaxOutputTokens, or with none set);
 // Permanent (the caller must ask for more) for a cut at the request's own
-// MaxOutputTokens, which every route would make. Every rejection matches
-// [portico.ErrAnswerRefused], which breakers do not count (what one request
-// asks of an answer says nothing of the route's health), so one tenant's
-// requests cannot open a route's breaker for every tenant. Metrics can count it; it
+// MaxOutputTokens, which every route would make. A rejection of what was
+// asked of the answer (the schema, the checks, the tools' arguments)
+// matches [portico.ErrAnswerRefused], which breakers do not count (what one
+// request asks says nothing of the route's health), so one tenant's
+// requests cannot open a route's breaker for every tenant; one of the
+// envelope or the finish (no answer, blank text) is the route's, and counts. Metrics can count it; it
 // wraps a [*Rejection] that lists every
 // [Violation] with the JSON pointer (RFC 6901) of the offending value and the
 // rule it broke: a schema keyword ("required", "minimum"), a Rule* constant,

@@ -133,9 +133,22 @@ type Rejection struct {
 	Response *portico.Response
 }
 
-// Is reports whether target is [portico.ErrAnswerRefused], which every
-// Rejection matches.
-func (r *Rejection) Is(target error) bool { return target == portico.ErrAnswerRefused }
+// Is reports whether target is [portico.ErrAnswerRefused], which a
+// Rejection matches when it judged what was asked of the answer (the
+// schema, the checks, the tools' arguments): one with a violation of the
+// envelope or the finish (no answer, no text, a missing finish reason)
+// says the route is failing whoever asks, and does not match it.
+func (r *Rejection) Is(target error) bool {
+	if target != portico.ErrAnswerRefused {
+		return false
+	}
+	for i := range r.Violations {
+		if s := r.Violations[i].Stage; s == StageEnvelope || s == StageFinish {
+			return false
+		}
+	}
+	return true
+}
 
 // Error lists the violations' stages and rules, content-free:
 // "validate: rejected: 2 violations: schema/minimum, semantic/currency". The
