@@ -398,8 +398,10 @@ func (e *layerTimeout) Is(target error) bool { return target == ErrLayerTimeout 
 // gives it wrapped in, or matched by, its own timeout's cause.
 var ErrDeadlineCut = errors.New("portico: deadline cut")
 
-// ErrAnswerRefused marks an answer that an acceptance check refused
-// (package validate's Rejection matches it). Its class says whether a retry
+// ErrAnswerRefused marks an answer that an acceptance check refused for what
+// the request asked of it (package validate's Rejection of a schema, a
+// check, a tool's arguments matches it; a blank answer does not). Its class
+// says whether a retry
 // or another route may fix it, but what one request asks of an answer (its
 // schema, its checks) says nothing of the route's health: breakers do not
 // count it, and throttles count it as the call the destination accepted it
