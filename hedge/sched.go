@@ -257,7 +257,15 @@ func (s *scheduler) scan(now time.Duration) (next int64, busy bool) {
 			// the holder may release the slot and replace r. Only the
 			// first attempt of a slot's race is armed there.
 			if r := sl.r.Load(); sl.word.CompareAndSwap(w, slotHeld) {
-				go r.first.fire()
+				if r == nil {
+					// The slot changed hands between the loads and its new
+					// race was armed for the same time: that one is due,
+					// and armed only once its race was stored.
+					r = sl.r.Load()
+				}
+				if r != nil {
+					go r.first.fire()
+				}
 			}
 		case next == 0 || w < next:
 			next = w
