@@ -195,9 +195,10 @@
 // (Anthropic's ITPM and OTPM, [portico.RateLimit].InputTokens and
 // OutputTokens) hold the input-plus-output token bucket at the share of its
 // burst that the quota has left, so an exhausted output quota stops the key
-// until its reset. [Limiter.SetLimit] changes the configured limits of every key
-// live, and clears every provider view adopted so far: the operator's word
-// wins.
+// until its reset. [Limiter.SetLimit] changes the configured limits of the
+// keys on the default limits live ([Limiter.SetTierLimit] those of a tier's
+// keys), and clears their provider views adopted so far: the operator's
+// word wins.
 //
 // # Shared buckets
 //
