@@ -22,7 +22,21 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		now = l.now()
 	}
 	k := l.keyOf(req)
-	e := l.acquire(k, now) // locked and settled
+	e := l.acquire(k, req, now) // locked and settled
+	// Priced before the key's limits were known: check them now, before
+	// the call takes a slot or a place in line.
+	if t.reserve > 0 || t.unpriced != nil {
+		if e.lim.Tokens == 0 {
+			t.reserve = 0 // nothing to charge, nothing to refund
+		} else if err := t.unpriced; err != nil || t.reserve > e.lim.TokenBurst {
+			capacity := e.lim.TokenBurst
+			e.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			return overCapacity(req.Model, t.in, t.max, capacity)
+		}
+	}
 	needProg := l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != ""
 	if needProg {
 		t.prog = e.program(req.Identity.SessionID, now, l.seq.Add(1), l.cfg.Queue.ProgramTTL)

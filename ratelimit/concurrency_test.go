@@ -84,7 +84,7 @@ func TestConcurrencyWithQueue(t *testing.T) {
 		c := &movingCap{}
 		c.limit.Store(5)
 		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Concurrency: c, Queue: Queue{Size: 4}})
-		e := l.acquire(key{a: "a", b: "m"}, 0)
+		e := l.acquire(key{a: "a", b: "m"}, nil, 0)
 		got := l.maxInFlight(e)
 		e.mu.Unlock()
 		if got != 1 {

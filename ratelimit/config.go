@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -222,6 +225,18 @@ type Config struct {
 	// that should follow a provider's headers keys [ByModel].
 	Key func(*portico.Request) string
 
+	// Tier maps a request to its key's tier (a tenant's plan: "free",
+	// "pro"), and Tiers gives each tier its limits: a key's limits are
+	// Tiers[Tier(req)] when that tier exists, else Limits. Tier is called
+	// when the key's entry is made (its first call, or the first after it
+	// was evicted as idle), not on every call, so a key moved to another
+	// tier takes the new tier's limits when its entry is made again. Each
+	// tier's Limits are validated as Limits are; at most 255 tiers. Tier
+	// and Tiers go together: one without the other is an error.
+	// [Limiter.SetTierLimit] changes a tier's limits live.
+	Tier  func(*portico.Request) string
+	Tiers map[string]Limits
+
 	// Mode is what happens when the buckets cannot admit a call now. The zero
 	// value is [Reject].
 	Mode Mode
@@ -268,6 +283,10 @@ type Config struct {
 	// Logger receives debug records of refusals and provider feedback. nil
 	// discards.
 	Logger *slog.Logger
+
+	// derived marks the Config of a Limiter a shared one builds (see
+	// newShared): its Limits and tiers may limit nothing.
+	derived bool
 }
 
 // Concurrency is a cap on calls in flight that moves: package adaptive's
@@ -311,7 +330,7 @@ const (
 // norm validates c and fills its defaults.
 func (c Config) norm() (Config, error) {
 	var err error
-	if c.Limits, err = c.Limits.norm(c.Concurrency != nil); err != nil {
+	if c.Limits, err = c.Limits.norm(c.Concurrency != nil || c.derived); err != nil {
 		return c, err
 	}
 	switch {
@@ -339,6 +358,9 @@ func (c Config) norm() (Config, error) {
 		return c, errors.New("ratelimit: negative Config.Queue.ProgramTTL")
 	case c.MaxProviderHold < 0:
 		return c, errors.New("ratelimit: negative Config.MaxProviderHold")
+	}
+	if err := c.normTiers(); err != nil {
+		return c, err
 	}
 	if err := c.Shared.check(&c); err != nil {
 		return c, err
@@ -369,4 +391,51 @@ func (c Config) norm() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
+}
+
+// maxTiers is the most tiers a Limiter takes: an entry keeps its tier's
+// index in one byte, 0 for the default limits.
+const maxTiers = 255
+
+// normTiers validates c.Tier and c.Tiers and normalizes a copy of Tiers,
+// in the order of their names so that the first error is always the same.
+func (c *Config) normTiers() error {
+	switch {
+	case c.Tier == nil && len(c.Tiers) > 0:
+		return errors.New("ratelimit: Config.Tiers without Config.Tier")
+	case c.Tier != nil && len(c.Tiers) == 0:
+		return errors.New("ratelimit: Config.Tier without Config.Tiers")
+	case len(c.Tiers) > maxTiers:
+		return fmt.Errorf("ratelimit: Config.Tiers has %d tiers, more than %d", len(c.Tiers), maxTiers)
+	}
+	if len(c.Tiers) == 0 {
+		return nil
+	}
+	tiers := make(map[string]Limits, len(c.Tiers))
+	for _, name := range slices.Sorted(maps.Keys(c.Tiers)) {
+		n, err := c.checkLimits(c.Tiers[name])
+		if err != nil {
+			return fmt.Errorf("ratelimit: Config.Tiers[%q]: %s", name, strings.TrimPrefix(err.Error(), "ratelimit: "))
+		}
+		tiers[name] = n
+	}
+	c.Tiers = tiers
+	return nil
+}
+
+// checkLimits validates lim as the limits of some keys of a Limiter of c
+// and returns it normalized: what [Limiter.SetLimit] and
+// [Limiter.SetTierLimit] take, and each of Config.Tiers.
+func (c *Config) checkLimits(lim Limits) (Limits, error) {
+	n, err := lim.norm(c.Concurrency != nil || c.derived)
+	if err != nil {
+		return n, err
+	}
+	if err := defaultTooLarge(c.DefaultMaxTokens, &n); err != nil {
+		return n, err
+	}
+	if c.Queue.Size > 0 && n.MaxInFlight == 0 && c.Concurrency == nil && !c.derived {
+		return n, errors.New("ratelimit: Limits.MaxInFlight 0 with a Config.Queue.Size and no Config.Concurrency")
+	}
+	return n, nil
 }

@@ -161,6 +161,25 @@
 // nothing behind within two periods of going idle. A call on a live key
 // does none of this work.
 //
+// # Tiers
+//
+// A multi-tenant service sells plans: [Config.Tier] names a request's tier
+// and [Config.Tiers] gives each tier its Limits (free tenants 10 requests a
+// minute, pro 600, enterprise a token budget), through one Limiter; a
+// request whose tier is not in Tiers has [Config.Limits]. The tier is read
+// when the key's entry is made, its first call or the first after it was
+// evicted as idle, and kept in the entry, so a call on a live key pays
+// nothing for it, and a tenant moved to another plan takes the new limits
+// when its entry is made again (within two janitor periods of going idle).
+// [Limiter.SetTierLimit] changes one tier's keys live, [Limiter.SetLimit]
+// the default's only. A call is priced before its key is known, against
+// the largest TokenBurst of any tier, and checked against its own key's
+// capacity before it takes a slot; a call that cannot be priced (no
+// MaxOutputTokens and no DefaultMaxTokens) is refused only on a key with a
+// token bucket. With a [Store] the tier is read on every call, since the
+// store keeps no entry, and the in-flight cap and the local share follow
+// the tier too.
+//
 // # Provider feedback
 //
 // When a response or an error carries the provider's view of its limits
@@ -176,9 +195,10 @@
 // (Anthropic's ITPM and OTPM, [portico.RateLimit].InputTokens and
 // OutputTokens) hold the input-plus-output token bucket at the share of its
 // burst that the quota has left, so an exhausted output quota stops the key
-// until its reset. [Limiter.SetLimit] changes the configured limits of every key
-// live, and clears every provider view adopted so far: the operator's word
-// wins.
+// until its reset. [Limiter.SetLimit] changes the configured limits of the
+// keys on the default limits live ([Limiter.SetTierLimit] those of a tier's
+// keys), and clears their provider views adopted so far: the operator's
+// word wins.
 //
 // # Shared buckets
 //

@@ -56,3 +56,38 @@ func Example() {
 	// bob: <nil>
 	// big: true incompatible 100 5000 1000
 }
+
+// Plans per tenant through one Limiter: free tenants get 3 requests a
+// minute, pro tenants 100, tenants without a plan the default 10.
+func ExampleConfig_tiers() {
+	plan := map[string]string{"alice": "free", "bob": "pro"}
+	lim, err := ratelimit.New(ratelimit.Config{
+		Limits: ratelimit.Limits{Requests: 10},
+		Key:    ratelimit.ByClient,
+		Tier:   func(r *portico.Request) string { return plan[r.Identity.ClientKey] },
+		Tiers: map[string]ratelimit.Limits{
+			"free": {Requests: 3},
+			"pro":  {Requests: 100},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	model := lim.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return &portico.Response{Text: "ok"}, nil
+	}))
+	for _, tenant := range []string{"alice", "bob", "carol"} {
+		req := &portico.Request{Model: "m", Identity: portico.Identity{ClientKey: tenant}}
+		n := 0
+		for ; n < 1000; n++ {
+			if _, err = model.Generate(context.Background(), req); err != nil {
+				break
+			}
+		}
+		fmt.Println(tenant, n, portico.RetryAfterOf(err).Round(1e8))
+	}
+	// Output:
+	// alice 3 20s
+	// bob 100 600ms
+	// carol 10 6s
+}

@@ -250,7 +250,7 @@ func TestObserverPanicReleases(t *testing.T) {
 		if n := l.inflightOf(r); n != 0 {
 			t.Errorf("in flight after an Observer panic = %d, want 0", n)
 		}
-		e := l.acquire(l.keyOf(r), l.now())
+		e := l.acquire(l.keyOf(r), r, l.now())
 		holds := e.held()
 		e.mu.Unlock()
 		if holds != 0 {
@@ -395,7 +395,7 @@ func TestInFlightStress(t *testing.T) {
 			if admitted.Load() == 0 {
 				t.Errorf("admitted %d, shed %d, canceled %d: want some admitted", admitted.Load(), shed.Load(), canceled.Load())
 			}
-			e := l.acquire(l.keyOf(req("a", 1)), l.now())
+			e := l.acquire(l.keyOf(req("a", 1)), nil, l.now())
 			inflight, queue, holds, queued := e.inflight, e.queued(), e.held(), e.waiting.Load() != 0
 			active := 0
 			for _, p := range e.w().programs {

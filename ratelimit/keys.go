@@ -7,6 +7,8 @@ import (
 	"time"
 	"unsafe"
 	"weak"
+
+	"github.com/portico-llm/portico"
 )
 
 // key identifies the buckets a call draws from: (client, model) by default,
@@ -59,7 +61,8 @@ type entry struct {
 	waiting  atomic.Uint32 // waitQueue | waitHold bits, for completions that skip the lock
 	dead     bool
 	kn, ka   uint8   // len(k.a)+len(k.b) and len(k.a) when kb holds them, else kn = 255
-	lim      *Limits // the limits in force, replaced by SetLimit
+	tier     uint8   // immutable: the index of lim's tier (see Limiter.tiers), 0 for the default
+	lim      *Limits // the limits in force, replaced by SetLimit and SetTierLimit
 	tok      bucket  // tokens; valid when lim.Tokens > 0
 	k        key     // immutable; its strings point into kb when it fits
 	kb       [inlineKey]byte
@@ -250,7 +253,8 @@ func (l *Limiter) hash(k key) uint64 {
 }
 
 // acquire returns k's entry locked and settled, creating it if needed.
-func (l *Limiter) acquire(k key, now time.Duration) *entry {
+// Its limits, when it is created, are those of req's tier.
+func (l *Limiter) acquire(k key, req *portico.Request, now time.Duration) *entry {
 	h := l.hash(k)
 	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
@@ -263,8 +267,9 @@ func (l *Limiter) acquire(k key, now time.Duration) *entry {
 			e.mu.Unlock()
 		}
 	}
+	tier := l.tierOf(req) // outside s.mu: Config.Tier is the caller's code
 	for {
-		e := l.slowLookup(s, k, now)
+		e := l.slowLookup(s, k, tier, now)
 		e.lock()
 		if !e.dead {
 			return e
@@ -279,7 +284,11 @@ func (l *Limiter) acquire(k key, now time.Duration) *entry {
 // shard). It republishes the snapshot after a sweep, or once the misses
 // reach the size of the table, so the copying costs O(1) per insert
 // amortized.
-func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
+//
+// A new entry takes the limits of tier, read under s.mu, so that a
+// SetLimit or SetTierLimit either finds it in s or made it with the new
+// limits.
+func (l *Limiter) slowLookup(s *shard, k key, tier uint8, now time.Duration) *entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.misses++
@@ -291,7 +300,8 @@ func (l *Limiter) slowLookup(s *shard, k key, now time.Duration) *entry {
 		if len(s.m) >= max(s.sweepAt, minSweep) {
 			l.sweep(s, now)
 		}
-		e = newEntry(k, l.limits.Load(), now)
+		e = newEntry(k, l.limitsOf(tier), now)
+		e.tier = tier
 		if l.startEmpty { // what it would hold had it been drained with the others
 			since := (now - time.Duration(l.drained.Load())).Seconds()
 			e.tok.level = min(e.tok.burst, e.tok.rate*since)
@@ -365,17 +375,20 @@ func (l *Limiter) sweep(s *shard, now time.Duration) {
 const minJanitorPeriod = time.Minute
 
 // janitorPeriod is how often the janitor sweeps: the time an empty bucket of
-// the limits in force takes to refill (after which a key that used it is
-// idle), and at least minJanitorPeriod. A key left idle is evicted within
-// two periods of its last call, provider views and programs permitting.
+// the limits in force (the slowest of every tier's) takes to refill (after
+// which a key that used it is idle), and at least minJanitorPeriod. A key
+// left idle is evicted within two periods of its last call, provider views
+// and programs permitting.
 func (l *Limiter) janitorPeriod() time.Duration {
-	lim := l.limits.Load()
 	refill := 0.0 // seconds
-	if lim.Tokens > 0 {
-		refill = max(refill, float64(lim.TokenBurst)/lim.tokenRate())
-	}
-	if lim.Requests > 0 {
-		refill = max(refill, float64(lim.RequestBurst)/lim.requestRate())
+	for ix := range len(l.tiers) + 1 {
+		lim := l.limitsOf(uint8(ix))
+		if lim.Tokens > 0 {
+			refill = max(refill, float64(lim.TokenBurst)/lim.tokenRate())
+		}
+		if lim.Requests > 0 {
+			refill = max(refill, float64(lim.RequestBurst)/lim.requestRate())
+		}
 	}
 	// At most a day: a later sweep is merely late, and the Duration
 	// cannot overflow.

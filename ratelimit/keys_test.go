@@ -257,7 +257,7 @@ func TestEvictPendingRefund(t *testing.T) {
 		if got := s.read.Load().get(l.hash(k), k); got != e {
 			t.Fatalf("stale snapshot entry = %p, want the dead %p (the test needs the stale path)", got, e)
 		}
-		e2 := l.acquire(k, l.now())
+		e2 := l.acquire(k, nil, l.now())
 		level, _ := e2.tok.at(l.now())
 		fresh := e2 != e && !e2.dead && e2.inflight == 0 && level == 100
 		e2.mu.Unlock()
@@ -280,9 +280,9 @@ func TestHashCollision(t *testing.T) {
 	l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}})
 	now := l.now()
 	a, b := key{a: "a"}, key{a: "b"}
-	ea := l.acquire(a, now)
+	ea := l.acquire(a, nil, now)
 	ea.mu.Unlock()
-	eb := l.acquire(b, now)
+	eb := l.acquire(b, nil, now)
 	eb.mu.Unlock()
 	h := l.hash(b)
 	r := newSnapshot(1)
@@ -291,7 +291,7 @@ func TestHashCollision(t *testing.T) {
 		t.Fatalf("get(b) of a snapshot holding a's entry under b's hash = entry of %v, want nil", e.k)
 	}
 	l.shards[h&(numShards-1)].read.Store(r)
-	e := l.acquire(b, now)
+	e := l.acquire(b, nil, now)
 	e.mu.Unlock()
 	if e != eb || e.k != b {
 		t.Errorf("acquire(b) with a's entry in b's snapshot slot = entry of %v, want b's", e.k)
@@ -336,9 +336,9 @@ func TestSnapshot(t *testing.T) {
 
 // TestEntryLayout: an entry fills two aligned pairs of cache lines, the
 // first with what every locked operation reads (the lock, the completion
-// counter, the slot count, the limits, the token bucket), the second with
-// the key's bytes and the request bucket, which the lookup and the
-// admission read; keys up to inlineKey bytes are compared in place.
+// counter, the slot count, the tier, the limits, the token bucket), the
+// second with the key's bytes and the request bucket, which the lookup and
+// the admission read; keys up to inlineKey bytes are compared in place.
 func TestEntryLayout(t *testing.T) {
 	var e entry
 	if s := unsafe.Sizeof(e); s != 256 {
@@ -354,6 +354,7 @@ func TestEntryLayout(t *testing.T) {
 		{"inflight", unsafe.Offsetof(e.inflight), unsafe.Offsetof(e.inflight) + 8, 0},
 		{"waiting", unsafe.Offsetof(e.waiting), unsafe.Offsetof(e.waiting) + 4, 0},
 		{"kn", unsafe.Offsetof(e.kn), unsafe.Offsetof(e.ka) + 1, 0},
+		{"tier", unsafe.Offsetof(e.tier), unsafe.Offsetof(e.tier) + 1, 0},
 		{"lim", unsafe.Offsetof(e.lim), unsafe.Offsetof(e.lim) + 8, 0},
 		{"tok", unsafe.Offsetof(e.tok), unsafe.Offsetof(e.tok) + unsafe.Sizeof(e.tok), 0},
 		{"kb", unsafe.Offsetof(e.kb), unsafe.Offsetof(e.kb) + inlineKey, 1},

@@ -3,6 +3,10 @@ package ratelimit
 import (
 	"context"
 	"hash/maphash"
+	"maps"
+	"math"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,13 +23,22 @@ import (
 // evicted, by a timer too when no call comes).
 type Limiter struct {
 	cfg    Config
-	epoch  time.Duration // New's time, on mono's clock; see now
-	limits atomic.Pointer[Limits]
-	seed   maphash.Seed // key hashes (see hash), seed2 for a key's second part
-	seed2  maphash.Seed
-	seq    atomic.Uint64
-	shared *shared     // nil: the buckets are in this process
-	armed  atomic.Bool // the janitor's timer is pending or running (see arm)
+	epoch  time.Duration          // New's time, on mono's clock; see now
+	limits atomic.Pointer[Limits] // the default limits (Config.Limits)
+	// tiers are Config.Tiers' limits, in the order of their names; an
+	// entry's tier is its index in tiers plus 1 (0: the default), and
+	// tierIx maps a name to that. Both are fixed at New.
+	tiers  []tierLimits
+	tierIx map[string]uint8
+	// pricing is what a call is priced against before its key is known:
+	// see price. setMu serializes the changes of limits, which recompute it.
+	pricing atomic.Pointer[pricing]
+	setMu   sync.Mutex
+	seed    maphash.Seed // key hashes (see hash), seed2 for a key's second part
+	seed2   maphash.Seed
+	seq     atomic.Uint64
+	shared  *shared     // nil: the buckets are in this process
+	armed   atomic.Bool // the janitor's timer is pending or running (see arm)
 	// startEmpty makes a new key's buckets start with what they would hold
 	// had they been emptied at drained (l.now, ns) with the others: the
 	// local share of a shared Limiter, drained as each store outage begins
@@ -36,10 +49,11 @@ type Limiter struct {
 }
 
 // New returns a Limiter for cfg, or an error starting with "ratelimit:" when
-// cfg is invalid, naming the field: negative values (MaxProviderHold
-// included), no limit at all, a burst without its limit, a DefaultMaxTokens
-// that leaves TokenBurst no room for input, a Queue.Size without MaxInFlight,
-// an unknown Mode or Queue.Order.
+// cfg is invalid, naming the field (and the tier, for one of Config.Tiers):
+// negative values (MaxProviderHold included), no limit at all, a burst
+// without its limit, a DefaultMaxTokens that leaves TokenBurst no room for
+// input, a Queue.Size without MaxInFlight, an unknown Mode or Queue.Order,
+// Tier without Tiers or the reverse.
 func New(cfg Config) (*Limiter, error) {
 	c, err := cfg.norm()
 	if err != nil {
@@ -48,6 +62,17 @@ func New(cfg Config) (*Limiter, error) {
 	l := &Limiter{cfg: c, epoch: mono.Now(), seed: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
 	lim := c.Limits
 	l.limits.Store(&lim)
+	if len(c.Tiers) > 0 {
+		names := slices.Sorted(maps.Keys(c.Tiers))
+		l.tiers, l.tierIx = make([]tierLimits, len(names)), make(map[string]uint8, len(names))
+		for i, name := range names {
+			t := c.Tiers[name]
+			l.tiers[i].name = name
+			l.tiers[i].lim.Store(&t)
+			l.tierIx[name] = uint8(i + 1)
+		}
+	}
+	l.reprice()
 	if c.Shared.Store != nil {
 		l.shared = newShared(l, c)
 	}
@@ -110,6 +135,9 @@ type ticket struct {
 	prog    *program      // for FCFSProgram and PLAS
 	start   time.Duration // slot grant (Limiter.now), when prog != nil
 	fast    bool          // the completion may skip the lock (see complete)
+	// unpriced is why the call could not be priced, when not every key's
+	// limits have a token bucket: admit refuses it on a key with one.
+	unpriced error
 	// With Config.Concurrency: admission (Limiter.now), the key's calls in
 	// flight then, this one included, and the time the caller's OnChunk
 	// held the stream (see reader).
@@ -149,9 +177,14 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 		return nil, portico.ErrNilRequest
 	}
 	t := ticket{}
-	if lim := l.limits.Load(); lim.Tokens > 0 {
-		if err := l.price(req, lim, &t); err != nil {
-			return nil, err
+	if p := l.pricing.Load(); p.burst > 0 {
+		if err := l.price(req, p.burst, &t); err != nil {
+			if p.strict {
+				return nil, err
+			}
+			if t.reserve == 0 { // unpriced: refused if the key has a token bucket
+				t.unpriced = err
+			}
 		}
 	}
 	if err := l.admit(ctx, req, &t); err != nil {
@@ -181,8 +214,11 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	return resp, err
 }
 
-// price computes N_in and N_max and checks the reserve against capacity.
-func (l *Limiter) price(req *portico.Request, lim *Limits, t *ticket) error {
+// price computes N_in and N_max and checks the reserve against capacity,
+// burst. Over it, t holds N_in, N_max and their sum (saturated) as well as
+// the error, for admit to check against the key's own capacity when a tier
+// is larger.
+func (l *Limiter) price(req *portico.Request, burst int, t *ticket) error {
 	nMax := req.MaxOutputTokens
 	switch {
 	case nMax < 0:
@@ -196,9 +232,61 @@ func (l *Limiter) price(req *portico.Request, lim *Limits, t *ticket) error {
 	if nIn < 0 {
 		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative input token estimate", NotSent: true, Err: ErrBadRequest}
 	}
-	if nIn > lim.TokenBurst || nMax > lim.TokenBurst-nIn {
-		return overCapacity(req.Model, nIn, nMax, lim.TokenBurst)
+	if nIn > burst || nMax > burst-nIn {
+		t.in, t.max, t.reserve = nIn, nMax, math.MaxInt
+		if nMax <= math.MaxInt-nIn {
+			t.reserve = nIn + nMax
+		}
+		return overCapacity(req.Model, nIn, nMax, burst)
 	}
 	t.in, t.max, t.reserve = nIn, nMax, nIn+nMax
 	return nil
+}
+
+// tierLimits are one tier's limits, replaced by SetTierLimit.
+type tierLimits struct {
+	name string
+	lim  atomic.Pointer[Limits]
+}
+
+// pricing is what generate prices a call against before it knows the
+// call's key, and so its tier: burst is the largest TokenBurst of the
+// limits in force (0: none has a token bucket, and calls are not priced),
+// and strict says every one has a token bucket, so that a call price
+// refuses would be refused on any key. Otherwise admit checks the price
+// against the key's own limits (see ticket.unpriced). Without tiers it is
+// the default limits' TokenBurst, strict.
+type pricing struct {
+	burst  int
+	strict bool
+}
+
+// limitsOf returns the limits in force for tier ix (0: the default).
+func (l *Limiter) limitsOf(ix uint8) *Limits {
+	if ix == 0 {
+		return l.limits.Load()
+	}
+	return l.tiers[ix-1].lim.Load()
+}
+
+// tierOf returns the index of req's tier, 0 for the default limits.
+func (l *Limiter) tierOf(req *portico.Request) uint8 {
+	if l.cfg.Tier == nil {
+		return 0
+	}
+	return l.tierIx[l.cfg.Tier(req)]
+}
+
+// reprice recomputes l.pricing from the limits in force. The caller holds
+// setMu, or is New.
+func (l *Limiter) reprice() {
+	p := pricing{strict: true}
+	for ix := range len(l.tiers) + 1 {
+		if lim := l.limitsOf(uint8(ix)); lim.Tokens > 0 {
+			p.burst = max(p.burst, lim.TokenBurst)
+		} else {
+			p.strict = false
+		}
+	}
+	l.pricing.Store(&p)
 }

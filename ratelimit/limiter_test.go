@@ -137,7 +137,7 @@ func TestBucketsInSeries(t *testing.T) {
 		if !errors.Is(err, ErrLimited) {
 			t.Fatalf("token-limited call = %v, want ErrLimited", err)
 		}
-		e := l.acquire(l.keyOf(r), l.now())
+		e := l.acquire(l.keyOf(r), r, l.now())
 		got, _ := e.req.at(l.now())
 		e.mu.Unlock()
 		if got != 1 {

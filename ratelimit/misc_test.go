@@ -87,7 +87,7 @@ func TestProgramsForgotten(t *testing.T) {
 				time.Sleep(time.Minute)
 			}
 		}
-		e := l.acquire(l.keyOf(r), l.now())
+		e := l.acquire(l.keyOf(r), r, l.now())
 		n := len(e.w().programs)
 		e.mu.Unlock()
 		if n > 2*100+minSweep {
@@ -153,7 +153,7 @@ func TestSetLimitRace(t *testing.T) {
 	close(stop)
 	setter.Wait()
 	for g := range 3 {
-		e := l.acquire(l.keyOf(req("k"+strconv.Itoa(g), 0)), l.now())
+		e := l.acquire(l.keyOf(req("k"+strconv.Itoa(g), 0)), nil, l.now())
 		inflight, queue, holds := e.inflight, e.queued(), e.held()
 		e.mu.Unlock()
 		if inflight != 0 || queue != 0 || holds != 0 {

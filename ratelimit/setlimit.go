@@ -1,13 +1,16 @@
 package ratelimit
 
 import (
-	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
-// SetLimit changes the limits of every key, existing and future, at once,
-// for limits that providers announce at run time. Each bucket keeps the
+// SetLimit changes the default limits (Config.Limits) of every key on
+// them, existing and future, at once, for limits that providers announce
+// at run time; the keys of Config.Tiers keep theirs (see
+// [Limiter.SetTierLimit]). Each bucket keeps the
 // tokens it holds, capped at its new capacity, and refills from there at the
 // new rate; a raised MaxInFlight hands the new slots to queued calls, and
 // calls waiting for the buckets compute their waits again at once (one the
@@ -18,26 +21,57 @@ import (
 // returns an error starting with "ratelimit:", and changes nothing, when lim
 // is invalid (see [New]) or leaves Config.DefaultMaxTokens no room. It is
 // safe for concurrent use.
-func (l *Limiter) SetLimit(lim Limits) error {
-	n, err := lim.norm(l.cfg.Concurrency != nil)
+func (l *Limiter) SetLimit(lim Limits) error { return l.set(0, lim) }
+
+// SetTierLimit changes the limits of tier (one of Config.Tiers) for every
+// key of that tier, existing and future, as [Limiter.SetLimit] does for
+// the default limits: buckets keep their tokens capped at the new
+// capacity, waiters plan again, provider views are cleared. A key is of
+// the tier Config.Tier gave it when its entry was made. It returns an
+// error starting with "ratelimit:", and changes nothing, for a tier not in
+// Config.Tiers or an invalid lim. It is safe for concurrent use.
+func (l *Limiter) SetTierLimit(tier string, lim Limits) error {
+	ix, ok := l.tierIx[tier]
+	if !ok {
+		return fmt.Errorf("ratelimit: SetTierLimit of tier %q, not in Config.Tiers", tier)
+	}
+	if err := l.set(ix, lim); err != nil {
+		return fmt.Errorf("ratelimit: tier %q: %s", tier, strings.TrimPrefix(err.Error(), "ratelimit: "))
+	}
+	return nil
+}
+
+// set installs lim as the limits of tier ix (0: the default) and of every
+// entry of that tier.
+func (l *Limiter) set(ix uint8, lim Limits) error {
+	n, err := l.cfg.checkLimits(lim)
 	if err != nil {
 		return err
 	}
-	if err := defaultTooLarge(l.cfg.DefaultMaxTokens, &n); err != nil {
-		return err
-	}
-	if l.cfg.Queue.Size > 0 && n.MaxInFlight == 0 && l.cfg.Concurrency == nil {
-		return errors.New("ratelimit: Limits.MaxInFlight 0 with a Config.Queue.Size and no Config.Concurrency")
-	}
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
 	if l.shared != nil {
-		return l.shared.setLimit(n)
+		if err := l.shared.setLimit(ix, n); err != nil {
+			return err
+		}
 	}
-	l.limits.Store(&n)
+	if ix == 0 {
+		l.limits.Store(&n)
+	} else {
+		l.tiers[ix-1].lim.Store(&n)
+	}
+	l.reprice()
+	if l.shared != nil { // the buckets are in the store, the entries in slots and local
+		return nil
+	}
 	now := l.now()
 	for i := range l.shards {
 		s := &l.shards[i]
 		s.mu.Lock()
 		for _, e := range s.m {
+			if e.tier != ix {
+				continue
+			}
 			e.lock()
 			e.setLimits(&n, now)
 			e.replan()

@@ -3,8 +3,12 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -89,12 +93,28 @@ func (s *Shared) check(c *Config) error {
 	case !s.FailOpen && s.Instances != 0:
 		return errors.New("ratelimit: Config.Shared.Instances without FailOpen")
 	}
-	if s.FailOpen {
-		share := scale(c.Limits, s.Instances)
-		if c.Tokens > 0 && c.DefaultMaxTokens >= share.TokenBurst {
-			return errors.New("ratelimit: Config.Shared.Instances " + strconv.Itoa(s.Instances) + " leaves a TokenBurst share of " +
-				strconv.Itoa(share.TokenBurst) + ", no room for Config.DefaultMaxTokens " + strconv.Itoa(c.DefaultMaxTokens))
+	if err := s.shareFits(c, &c.Limits); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Tiers)) {
+		lim := c.Tiers[name]
+		if err := s.shareFits(c, &lim); err != nil {
+			return fmt.Errorf("ratelimit: Config.Tiers[%q]: %s", name, strings.TrimPrefix(err.Error(), "ratelimit: "))
 		}
+	}
+	return nil
+}
+
+// shareFits returns an error when failing open would give lim a
+// TokenBurst share with no room for Config.DefaultMaxTokens.
+func (s *Shared) shareFits(c *Config, lim *Limits) error {
+	if !s.FailOpen {
+		return nil
+	}
+	share := scale(*lim, s.Instances)
+	if lim.Tokens > 0 && c.DefaultMaxTokens >= share.TokenBurst {
+		return errors.New("ratelimit: Config.Shared.Instances " + strconv.Itoa(s.Instances) + " leaves a TokenBurst share of " +
+			strconv.Itoa(share.TokenBurst) + ", no room for Config.DefaultMaxTokens " + strconv.Itoa(c.DefaultMaxTokens))
 	}
 	return nil
 }
@@ -113,15 +133,16 @@ func scale(l Limits, n int) Limits {
 	return l
 }
 
-// shared is the state of a Limiter whose buckets are in a Store: the full
-// limits given to the store, a Limiter holding only the in-flight cap and
-// queue (nil without MaxInFlight or Concurrency), and one holding the local share of the
-// buckets for failing open (nil when failing closed).
+// shared is the state of a Limiter whose buckets are in a Store: a Limiter
+// holding only the in-flight cap and queue (nil without MaxInFlight or
+// Concurrency in any tier), and one holding the local share of the buckets
+// for failing open (nil when failing closed). The full limits given to the
+// store are l's own (Limiter.limitsOf), and both Limiters have l's tiers,
+// by the same indexes.
 type shared struct {
 	l      *Limiter
 	store  Store
 	prefix string // of every key in the store: Shared.Name, length-prefixed
-	limits atomic.Pointer[Limits]
 	slots  *Limiter
 	local  *Limiter
 	lines  lines // Wait mode's waiters, in line per key
@@ -137,25 +158,57 @@ func newShared(l *Limiter, c Config) *shared {
 	if n := c.Shared.Name; n != "" {
 		s.prefix = strconv.Itoa(len(n)) + ":" + n + "|"
 	}
-	lim := c.Limits
-	s.limits.Store(&lim)
 	base := c
-	base.Shared = Shared{}
-	if c.MaxInFlight > 0 || c.Concurrency != nil {
+	base.Shared, base.derived = Shared{}, true
+	if anyLimits(c, func(l Limits) bool { return l.MaxInFlight > 0 }) || c.Concurrency != nil {
 		sc := base
-		sc.Limits = Limits{MaxInFlight: c.MaxInFlight}
+		sc.Limits, sc.Tiers = slotsOf(c.Limits), mapTiers(c.Tiers, slotsOf)
 		s.slots = derived(sc)
 	}
-	if c.Shared.FailOpen {
+	if c.Shared.FailOpen && anyLimits(c, func(l Limits) bool { return l.Requests > 0 || l.Tokens > 0 }) {
 		lc := base
-		lc.Limits = scale(c.Limits, c.Shared.Instances)
-		lc.MaxInFlight, lc.Queue, lc.Concurrency = 0, Queue{}, nil
-		if lc.Requests > 0 || lc.Tokens > 0 {
-			s.local = derived(lc)
-			s.local.startEmpty = true
-		}
+		n := c.Shared.Instances
+		lc.Limits, lc.Tiers = shareOf(c.Limits, n), mapTiers(c.Tiers, func(l Limits) Limits { return shareOf(l, n) })
+		lc.Queue, lc.Concurrency = Queue{}, nil
+		s.local = derived(lc)
+		s.local.startEmpty = true
 	}
 	return s
+}
+
+// slotsOf is the part of l a shared Limiter's slots keep: the in-flight
+// cap. shareOf is the part its local share keeps: 1/n of the buckets.
+func slotsOf(l Limits) Limits { return Limits{MaxInFlight: l.MaxInFlight} }
+
+func shareOf(l Limits, n int) Limits {
+	l = scale(l, n)
+	l.MaxInFlight = 0
+	return l
+}
+
+// anyLimits reports whether f holds for c's Limits or one of its Tiers.
+func anyLimits(c Config, f func(Limits) bool) bool {
+	if f(c.Limits) {
+		return true
+	}
+	for _, t := range c.Tiers {
+		if f(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// mapTiers returns tiers with f applied to each, nil for none.
+func mapTiers(tiers map[string]Limits, f func(Limits) Limits) map[string]Limits {
+	if len(tiers) == 0 {
+		return nil
+	}
+	m := make(map[string]Limits, len(tiers))
+	for name, t := range tiers {
+		m[name] = f(t)
+	}
+	return m
 }
 
 // derived is New for a Config derived from one already validated.
@@ -177,32 +230,38 @@ func (s *shared) wrap(next portico.Model) portico.Model {
 	return m
 }
 
-// setLimit is SetLimit for a shared Limiter, with n validated: the
-// store's calls use n from now on, the in-flight cap and the local share
-// follow. The provider views kept in the store are not cleared: each
-// expires with its hold.
-func (s *shared) setLimit(n Limits) error {
-	c := s.l.cfg
-	c.Limits = n
-	if err := c.Shared.check(&c); err != nil {
+// setLimit is set for a shared Limiter, with n validated as tier ix's new
+// limits and l.setMu held: the in-flight cap and the local share follow,
+// and the store's calls use n once set stores it in l. The provider views
+// kept in the store are not cleared: each expires with its hold.
+func (s *shared) setLimit(ix uint8, n Limits) error {
+	c := &s.l.cfg
+	if err := c.Shared.shareFits(c, &n); err != nil {
 		return err
 	}
-	if (s.slots == nil) != (n.MaxInFlight == 0 && c.Concurrency == nil) {
+	capped, buckets := c.Concurrency != nil || n.MaxInFlight > 0, n.Requests > 0 || n.Tokens > 0
+	for i := range len(s.l.tiers) + 1 {
+		if lim := s.l.limitsOf(uint8(i)); uint8(i) != ix {
+			capped = capped || lim.MaxInFlight > 0
+			buckets = buckets || lim.Requests > 0 || lim.Tokens > 0
+		}
+	}
+	if (s.slots == nil) == capped {
 		return errors.New("ratelimit: SetLimit cannot add or remove MaxInFlight on a Limiter with a Config.Shared.Store")
 	}
+	if c.Shared.FailOpen && (s.local == nil) == buckets {
+		return errors.New("ratelimit: SetLimit cannot add or remove every bucket on a Limiter with a Config.Shared.FailOpen")
+	}
 	if s.local != nil {
-		share := scale(n, s.l.cfg.Shared.Instances)
-		share.MaxInFlight = 0
-		if err := s.local.SetLimit(share); err != nil {
+		if err := s.local.set(ix, shareOf(n, c.Shared.Instances)); err != nil {
 			return err
 		}
 	}
 	if s.slots != nil {
-		if err := s.slots.SetLimit(Limits{MaxInFlight: n.MaxInFlight}); err != nil {
+		if err := s.slots.set(ix, slotsOf(n)); err != nil {
 			return err
 		}
 	}
-	s.limits.Store(&n)
 	return nil
 }
 
@@ -228,19 +287,20 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 		return nil, portico.ErrNilRequest
 	}
 	s, l := m.s, m.s.l
-	lim := s.limits.Load()
+	tier := l.tierOf(req) // on every call: the store keeps no entry
+	lim := l.limitsOf(tier)
 	if lim.Requests == 0 && lim.Tokens == 0 { // only the in-flight cap, outside
 		return m.next.Generate(ctx, req)
 	}
 	var t ticket
 	if lim.Tokens > 0 {
-		if err := l.price(req, lim, &t); err != nil {
+		if err := l.price(req, lim.TokenBurst, &t); err != nil {
 			return nil, err
 		}
 	}
 	key := s.key(req)
 	lazyctx.Stale(ctx) // the store's round trip takes time
-	if resp, err, admitted := m.admit(ctx, req, key, lim, &t); !admitted {
+	if resp, err, admitted := m.admit(ctx, req, key, tier, lim, &t); !admitted {
 		return resp, err
 	}
 	done := false
@@ -264,7 +324,7 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 // (degraded: the call may have run on the local share), or ended by ctx.
 // A waiter waits in its key's line behind the process's earlier waiters,
 // and asks the store again only at the head (see lines).
-func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key string, lim *Limits, t *ticket) (*portico.Response, error, bool) {
+func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key string, tier uint8, lim *Limits, t *ticket) (*portico.Response, error, bool) {
 	s, l := m.s, m.s.l
 	start := time.Now()
 	var ln *line // the key's line, once this waiter holds its turn
@@ -283,7 +343,7 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 				return nil, notSent(portico.FromContext(ctx)), false
 			}
 			release() // the line is for asking the store: give it back before the model runs
-			resp, err := s.degraded(ctx, m.next, req, t, err)
+			resp, err := s.degraded(ctx, m.next, req, tier, t, err)
 			return resp, err, false
 		}
 		if s.out.Load() { // the store decided: an outage after this one is a new one
@@ -344,7 +404,7 @@ func (s *shared) settle(ctx context.Context, key string, lim *Limits, t *ticket,
 
 // degraded decides a call the store could not: on the local share when
 // failing open, else refused.
-func (s *shared) degraded(ctx context.Context, next portico.Model, req *portico.Request, t *ticket, cause error) (*portico.Response, error) {
+func (s *shared) degraded(ctx context.Context, next portico.Model, req *portico.Request, tier uint8, t *ticket, cause error) (*portico.Response, error) {
 	l := s.l
 	if !l.cfg.Shared.FailOpen {
 		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "ratelimit:fail_closed"})
@@ -364,7 +424,7 @@ func (s *shared) degraded(ctx context.Context, next portico.Model, req *portico.
 		// than r·dt to what the store admitted.
 		s.local.drain()
 	}
-	if lim := s.local.limits.Load(); lim.Tokens > 0 && t.reserve > lim.TokenBurst {
+	if lim := s.local.limitsOf(tier); lim.Tokens > 0 && t.reserve > lim.TokenBurst {
 		// The shared bucket could hold the call, this instance's share
 		// cannot: refused for now, not Incompatible.
 		return nil, l.limited(ctx, req, "tokens", 0)

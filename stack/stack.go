@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -106,6 +108,13 @@ type Config struct {
 	// ClientLimits are the per-client limits (keyed by Identity.ClientKey, across
 	// models). The zero Limits means no per-client limiter.
 	ClientLimits ratelimit.Limits
+	// ClientTier and ClientTiers give clients of a tier (a tenant's plan)
+	// their own limits, ClientTiers[ClientTier(req)], ClientLimits staying
+	// the default: ratelimit.Config.Tier and Tiers of the client limiter,
+	// whose rules apply (the tier is read when a client's entry is made).
+	// Tiers need ClientLimits: without them New fails.
+	ClientTier  func(*portico.Request) string
+	ClientTiers map[string]ratelimit.Limits
 	// ClientMode says whether a client over its limit waits (ratelimit.Wait, up
 	// to ClientMaxWait and the deadline) or is refused at once
 	// (ratelimit.Reject, the zero value). The wait counts against Deadline,
@@ -120,7 +129,8 @@ type Config struct {
 	// zero value keeps them in this process. See [ratelimit.Shared].
 	ClientShared ratelimit.Shared
 	// DefaultMaxTokens is N_max for the client limiter, as in Route. Zero means
-	// 1024, or half the token bucket's capacity when that is smaller.
+	// 1024, or half the smallest token bucket's capacity (of ClientLimits and
+	// ClientTiers) when that is smaller.
 	DefaultMaxTokens int
 	// Deadline is the end-to-end time allowed per request, measured when the
 	// request enters the stack (after tracing, before the client limiter, so
@@ -368,15 +378,17 @@ func New(cfg Config) (*Stack, error) {
 	// against the deadline, and the limiter refuses at once a wait that
 	// cannot end before it.
 	mws = append(mws, deadline(d))
-	if cfg.ClientLimits != (ratelimit.Limits{}) {
+	if cfg.ClientLimits != (ratelimit.Limits{}) || cfg.ClientTier != nil || len(cfg.ClientTiers) > 0 {
 		cs := cfg.ClientShared
 		if cs.Store != nil && cs.Name == "" {
 			cs.Name = "client" // apart from the routes' buckets on the same store
 		}
 		l, err := ratelimit.New(ratelimit.Config{
 			Limits:           cfg.ClientLimits,
-			DefaultMaxTokens: defaultMaxTokens(cfg.DefaultMaxTokens, cfg.ClientLimits),
+			DefaultMaxTokens: defaultMaxTokens(cfg.DefaultMaxTokens, cfg.ClientLimits, slices.Collect(maps.Values(cfg.ClientTiers))...),
 			Key:              ratelimit.ByClient,
+			Tier:             cfg.ClientTier,
+			Tiers:            cfg.ClientTiers,
 			Mode:             cfg.ClientMode,
 			MaxWait:          cfg.ClientMaxWait,
 			Shared:           cs,
@@ -516,21 +528,25 @@ func routeTrace(rc *Route) trace.Route {
 	return t
 }
 
-// defaultMaxTokens is v, or when v is zero 1024 capped at half the token
-// bucket's capacity (TokenBurst, else Tokens), so that a small token limit
-// leaves room for the input and does not make the default itself an error.
-func defaultMaxTokens(v int, l ratelimit.Limits) int {
+// defaultMaxTokens is v, or when v is zero 1024 capped at half the
+// smallest token bucket's capacity (TokenBurst, else Tokens) of l and
+// tiers, so that a small token limit leaves room for the input and does
+// not make the default itself an error.
+func defaultMaxTokens(v int, l ratelimit.Limits, tiers ...ratelimit.Limits) int {
 	if v != 0 {
 		return v
 	}
-	c := l.TokenBurst
-	if c == 0 {
-		c = l.Tokens
+	d := 1024
+	for _, l := range append(tiers, l) {
+		c := l.TokenBurst
+		if c == 0 {
+			c = l.Tokens
+		}
+		if c > 0 && c/2 < d {
+			d = max(c/2, 1)
+		}
 	}
-	if c > 0 && c/2 < 1024 {
-		return max(c/2, 1)
-	}
-	return 1024
+	return d
 }
 
 // deadline returns the end-to-end deadline layer: it refuses a request that
