@@ -68,14 +68,16 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 		// in place (portico.MaxWaitFromContext): past the cap the call is
 		// shed, and the layer moves on.
 		var capped <-chan time.Time
+		var tm *time.Timer
 		if d, ok := portico.MaxWaitFromContext(ctx); ok {
-			tm := time.NewTimer(d)
-			defer tm.Stop()
+			tm = time.NewTimer(d)
 			capped = tm.C
 		}
 		select {
 		case <-w.ready:
+			stopTimer(tm)
 		case <-ctx.Done():
+			stopTimer(tm)
 			l.leaveQueue(e, w, t, now)
 			return notSent(portico.FromContext(ctx))
 		case <-capped:
@@ -203,6 +205,13 @@ func (l *Limiter) leaveQueue(e *entry, w *waiter, t *ticket, now time.Duration) 
 	}
 	l.unprogram(t, now)
 	e.mu.Unlock()
+}
+
+// stopTimer stops t, if any.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
 }
 
 // pastCap reports whether a wait for the buckets is longer than the wait in
