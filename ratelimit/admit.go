@@ -45,58 +45,10 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 	}
 	t.e = e
 	if lmax := l.maxInFlight(e); lmax > 0 && (e.inflight >= lmax || e.queued() > 0) {
-		if e.queued() >= l.cfg.Queue.Size {
-			l.unprogram(t, now)
-			e.mu.Unlock()
-			return l.shed(ctx, req)
+		var err error
+		if now, err = l.queueFor(ctx, req, e, t, now); err != nil {
+			return err
 		}
-		if testHookQueue != nil {
-			testHookQueue()
-		}
-		w := &waiter{ready: make(chan struct{}), seq: l.seq.Add(1), enq: now, prog: t.prog}
-		x := e.w()
-		x.queue = append(x.queue, w)
-		// Publish the queue before looking for completions recorded without
-		// the lock: a completion either is seen by this settle or sees
-		// waitQueue and dispatches itself (see complete).
-		e.waiting.Or(waitQueue)
-		e.settle()
-		l.dispatch(e, now)
-		e.mu.Unlock()
-		lazyctx.Stale(ctx) // the layers after this one read the clock
-		// A routing layer with another route for the request caps a wait
-		// in place (portico.MaxWaitFromContext): past the cap the call is
-		// shed, and the layer moves on.
-		var capped <-chan time.Time
-		var tm *time.Timer
-		if d, ok := portico.MaxWaitFromContext(ctx); ok {
-			tm = time.NewTimer(d)
-			capped = tm.C
-		}
-		select {
-		case <-w.ready:
-			stopTimer(tm)
-		case <-ctx.Done():
-			stopTimer(tm)
-			l.leaveQueue(e, w, t, now)
-			return notSent(portico.FromContext(ctx))
-		case <-capped:
-			e.lock()
-			granted := w.granted // handed a slot as the cap passed: take it
-			if !granted {
-				e.remove(w)
-				if len(e.queue) == 0 {
-					e.waiting.And(^waitQueue)
-				}
-				l.unprogram(t, now)
-			}
-			e.mu.Unlock()
-			if !granted {
-				return l.shed(ctx, req)
-			}
-		}
-		e.lock()
-		now = l.now()
 	} else {
 		e.inflight++
 	}
@@ -189,6 +141,64 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 	}()
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
 	ok = true
+}
+
+// queueFor waits in e's queue for a slot, for the call of t: e is locked on
+// entry and, on success, locked again, the slot taken, with the time now.
+// It is admit's slow path, apart so that the happy path carries none of it.
+func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, t *ticket, now time.Duration) (time.Duration, error) {
+	if e.queued() >= l.cfg.Queue.Size {
+		l.unprogram(t, now)
+		e.mu.Unlock()
+		return 0, l.shed(ctx, req)
+	}
+	if testHookQueue != nil {
+		testHookQueue()
+	}
+	w := &waiter{ready: make(chan struct{}), seq: l.seq.Add(1), enq: now, prog: t.prog}
+	x := e.w()
+	x.queue = append(x.queue, w)
+	// Publish the queue before looking for completions recorded without
+	// the lock: a completion either is seen by this settle or sees
+	// waitQueue and dispatches itself (see complete).
+	e.waiting.Or(waitQueue)
+	e.settle()
+	l.dispatch(e, now)
+	e.mu.Unlock()
+	lazyctx.Stale(ctx) // the layers after this one read the clock
+	// A routing layer with another route for the request caps a wait
+	// in place (portico.MaxWaitFromContext): past the cap the call is
+	// shed, and the layer moves on.
+	var capped <-chan time.Time
+	var tm *time.Timer
+	if d, ok := portico.MaxWaitFromContext(ctx); ok {
+		tm = time.NewTimer(d)
+		capped = tm.C
+	}
+	select {
+	case <-w.ready:
+		stopTimer(tm)
+	case <-ctx.Done():
+		stopTimer(tm)
+		l.leaveQueue(e, w, t, now)
+		return 0, notSent(portico.FromContext(ctx))
+	case <-capped:
+		e.lock()
+		granted := w.granted // handed a slot as the cap passed: take it
+		if !granted {
+			e.remove(w)
+			if len(e.queue) == 0 {
+				e.waiting.And(^waitQueue)
+			}
+			l.unprogram(t, now)
+		}
+		e.mu.Unlock()
+		if !granted {
+			return 0, l.shed(ctx, req)
+		}
+	}
+	e.lock()
+	return l.now(), nil
 }
 
 // leaveQueue takes the waiter w of the ticket t out of e's queue, or frees
