@@ -54,6 +54,16 @@
 // Gradient2's averages and tolerance absorb best; AIMD needs no latency at
 // all.
 //
+// # Drops
+//
+// A call that ends RateLimited, Transient or Ambiguous (the destination
+// refusing, failing, or too slow for a layer's timeout) is a drop: it
+// counts towards its window and marks it, but its latency is left out of
+// the window's mean, as Netflix's addDroppedSample does. A 503 that came
+// back at once says nothing of the destination's latency, and would
+// otherwise teach Vegas a no-load latency, or Gradient2 a baseline, that
+// the healthy destination exceeds once it is back.
+//
 // # Whose deadline
 //
 // The limit is shared by every caller of the destination, so a drop must

@@ -123,24 +123,18 @@ func (l *Limit) Limit() int { return int(l.limit.Load()) }
 
 // Done reports a call that ended after latency (from its admission), with
 // inflight calls in flight, itself included, when it was admitted, and
-// outcome class. The class says what the sample is:
+// outcome class, which says what the sample is:
 //
-//   - [portico.OK] and [portico.InvalidResponse] (an answer came back): a
-//     latency sample;
-//   - [portico.RateLimited], [portico.Transient] and [portico.Ambiguous]: a
-//     drop, the destination refusing, failing, or too slow for a layer's
-//     timeout. A drop counts towards its window and marks it,
-//     but its latency is left out of the window's mean (as Netflix's
-//     addDroppedSample): a 503 that came back at once says nothing of the
-//     destination's latency, and would otherwise teach Vegas a no-load
-//     latency, or Gradient2 a baseline, that the healthy destination
-//     exceeds once it is back;
+//   - [portico.OK], [portico.InvalidResponse]: an answer, a latency sample;
+//   - [portico.RateLimited], [portico.Transient], [portico.Ambiguous]: a
+//     drop, which marks its window but whose latency is left out of the
+//     window's mean (as Netflix's addDroppedSample; see Drops in the
+//     package documentation);
 //   - any other class (the caller's cancellation or [portico.Deadline], a
 //     client error, a local rejection, an unusable route): ignored, since
-//     it says nothing about the destination's capacity. A caller's
-//     deadline shorter than the destination's latency is the caller's
-//     choice; package ratelimit reports a layer's cut of a short share of
-//     it ([portico.ErrDeadlineCut]) as Deadline too.
+//     it says nothing of the destination's capacity (package ratelimit
+//     reports a cut of the caller's deadline, [portico.ErrDeadlineCut], as
+//     Deadline).
 //
 // Every Config.Window samples, the call that completes the window updates
 // the limit. Done allocates nothing and takes no lock but then.
