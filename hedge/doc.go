@@ -76,7 +76,9 @@
 // its 64 slots (a compare-and-swap), starts from its last reading, arms the
 // slot with its due time, and disarms it when its attempt ends: exactly
 // one of that and the scheduler's firing wins. So a hedge goes up to one
-// tick late, while the scheduler's goroutine runs on time; an attempt's
+// tick late, while the scheduler's goroutine runs on time (up to 5 ms when
+// it arms while the scheduler sleeps on the longer tick of a slower
+// route's delay: the shorter tick takes effect at its next wake); an attempt's
 // latency, for the sketch and Result.Elapsed, is known to a tick (unbiased:
 // both ends are read the same way), below the sketch's 9%. A race that
 // finds no free slot takes a timer and reads the clock, as all races once
