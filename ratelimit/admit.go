@@ -23,9 +23,10 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 	}
 	k := l.keyOf(req)
 	e := l.acquire(k, req, now) // locked and settled
-	// Priced before the key's limits were known: check them now, before
-	// the call takes a slot or a place in line.
-	if t.reserve > 0 || t.unpriced != nil {
+	// Priced before the key's limits were known (with tiers): check them
+	// now, before the call takes a slot or a place in line. Without tiers
+	// the call was priced against them.
+	if l.tiers != nil && (t.reserve > 0 || t.unpriced != nil) {
 		if e.lim.Tokens == 0 {
 			t.reserve = 0 // nothing to charge, nothing to refund
 		} else if err := t.unpriced; err != nil || t.reserve > e.lim.TokenBurst {
