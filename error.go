@@ -409,6 +409,19 @@ var ErrDeadlineCut = errors.New("portico: deadline cut")
 // breaker for every tenant.
 var ErrAnswerRefused = errors.New("portico: answer refused")
 
+// DeadlineCut returns timeout (a layer's own timeout cause, such as one
+// [NewLayerTimeout] made) marked as a cut of the caller's deadline: it has
+// timeout's message, matches what timeout matches, and matches
+// [ErrDeadlineCut] too. A layer gives it as the cause of a timeout that only
+// divided a short deadline of the caller's.
+func DeadlineCut(timeout error) error { return deadlineCut{timeout} }
+
+type deadlineCut struct{ timeout error }
+
+func (e deadlineCut) Error() string        { return e.timeout.Error() }
+func (e deadlineCut) Is(target error) bool { return target == ErrDeadlineCut }
+func (e deadlineCut) Unwrap() error        { return e.timeout }
+
 // IsDeadlineCut reports whether err, of class c (its [ClassOf]), is a cut of
 // the caller's own deadline, [ErrDeadlineCut]'s: Ambiguous or Transient, and
 // matching it. Breakers, throttles and adaptive limits do not count it as

@@ -251,3 +251,26 @@ func TestIsDeadlineCut(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineCut: a layer timeout marked as a cut keeps its message and
+// what it matches, and matches ErrDeadlineCut; the timeout alone does not.
+func TestDeadlineCut(t *testing.T) {
+	timeout := NewLayerTimeout("group: share timeout")
+	cut := DeadlineCut(timeout)
+	if cut.Error() != "group: share timeout" || !errors.Is(cut, timeout) || !errors.Is(cut, ErrLayerTimeout) || !errors.Is(cut, ErrDeadlineCut) {
+		t.Errorf("DeadlineCut(%v) = %q, matching timeout %v, ErrLayerTimeout %v, ErrDeadlineCut %v; want the message and all three",
+			timeout, cut, errors.Is(cut, timeout), errors.Is(cut, ErrLayerTimeout), errors.Is(cut, ErrDeadlineCut))
+	}
+	if errors.Is(timeout, ErrDeadlineCut) {
+		t.Error("the timeout alone matches ErrDeadlineCut")
+	}
+	if e := FromContext(canceledBy(cut)); ClassOf(e) != Ambiguous || !IsDeadlineCut(ClassOf(e), e) {
+		t.Errorf("FromContext of a context ended by the cut = %v, want Ambiguous and a deadline cut", e)
+	}
+}
+
+func canceledBy(cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	return ctx
+}

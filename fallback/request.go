@@ -344,17 +344,9 @@ func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (res
 var ErrShareTimeout error = portico.NewLayerTimeout("fallback: share timeout")
 
 // errShortShare is the cause of a share timeout after an allowance shorter
-// than Config.FaultAfter: it matches ErrShareTimeout (and so
-// portico.ErrLayerTimeout) and portico.ErrDeadlineCut.
-var errShortShare error = shortShare{}
-
-type shortShare struct{}
-
-func (shortShare) Error() string { return ErrShareTimeout.Error() }
-
-func (shortShare) Is(target error) bool {
-	return target == ErrShareTimeout || target == portico.ErrLayerTimeout || target == portico.ErrDeadlineCut
-}
+// than Config.FaultAfter: ErrShareTimeout marked as a cut of the caller's
+// deadline.
+var errShortShare = portico.DeadlineCut(ErrShareTimeout)
 
 // attempt calls rt under cctx, a context derived from the request's ctx with
 // rt's allowance, and judges the outcome.

@@ -33,16 +33,8 @@ var (
 )
 
 // errShortStep is ErrStepTimeout after a share shorter than
-// DefaultStepFaultAfter: it also matches portico.ErrDeadlineCut.
-var errShortStep error = shortStep{}
-
-type shortStep struct{}
-
-func (shortStep) Error() string { return ErrStepTimeout.Error() }
-
-func (shortStep) Is(target error) bool {
-	return target == ErrStepTimeout || target == portico.ErrLayerTimeout || target == portico.ErrDeadlineCut
-}
+// DefaultStepFaultAfter, marked as a cut of the caller's deadline.
+var errShortStep = portico.DeadlineCut(ErrStepTimeout)
 
 // errNilRequest is returned by every Model and picker of the package for a nil
 // *Request: the root's shared portico.ErrNilRequest (Permanent).
