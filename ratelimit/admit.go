@@ -188,9 +188,6 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 		granted := w.granted // handed a slot as the cap passed: take it
 		if !granted {
 			e.remove(w)
-			if len(e.queue) == 0 {
-				e.waiting.And(^waitQueue)
-			}
 			l.unprogram(t, now)
 		}
 		e.mu.Unlock()
@@ -210,9 +207,6 @@ func (l *Limiter) leaveQueue(e *entry, w *waiter, t *ticket, now time.Duration) 
 		l.releaseLocked(e, l.now())
 	} else {
 		e.remove(w)
-		if len(e.queue) == 0 {
-			e.waiting.And(^waitQueue)
-		}
 	}
 	l.unprogram(t, now)
 	e.mu.Unlock()
