@@ -185,15 +185,13 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 		return 0, notSent(portico.FromContext(ctx))
 	case <-capped:
 		e.lock()
-		granted := w.granted // handed a slot as the cap passed: take it
-		if !granted {
-			e.remove(w)
-			l.unprogram(t, now)
+		if w.granted { // handed a slot as the cap passed: take it
+			return l.now(), nil
 		}
+		e.remove(w)
+		l.unprogram(t, now)
 		e.mu.Unlock()
-		if !granted {
-			return 0, l.shed(ctx, req)
-		}
+		return 0, l.shed(ctx, req)
 	}
 	e.lock()
 	return l.now(), nil
