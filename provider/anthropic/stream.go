@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -54,10 +53,8 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 		resp      = &portico.Response{Model: model}
 	)
 	defer func() {
-		var pe *portico.Error
-		if err != nil && started && in >= 0 && cw >= 0 && cr >= 0 && out >= 0 && errors.As(err, &pe) && pe.Usage == nil {
-			u := usage(in, cw, cr, out)
-			pe.Usage = &u
+		if err != nil && started && in >= 0 && cw >= 0 && cr >= 0 && out >= 0 {
+			adapt.Billed(err, usage(in, cw, cr, out))
 		}
 	}()
 	deliver := func(c portico.Chunk) error {

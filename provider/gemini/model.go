@@ -256,10 +256,8 @@ func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.
 		sdkErr error
 	)
 	defer func() {
-		var pe *portico.Error
-		if err != nil && um != nil && errors.As(err, &pe) && pe.Usage == nil {
-			u := usage(um)
-			pe.Usage = &u
+		if err != nil && um != nil {
+			adapt.Billed(err, usage(um))
 		}
 	}()
 	for r, err := range g.m.client.Models.GenerateContentStream(withExchange(ctx, g.x), g.model, contents, cfg) {

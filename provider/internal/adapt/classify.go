@@ -172,3 +172,15 @@ func ErrorText(name string, inStream bool, status int, message string, fields ..
 	}
 	return b.String()
 }
+
+// Billed gives err, when it is a *portico.Error without Usage, the usage u
+// a stream reported before it failed (what the provider bills for it), so
+// that a limiter refunds and a group prices only what was not used. It
+// returns err.
+func Billed(err error, u portico.Usage) error {
+	var pe *portico.Error
+	if errors.As(err, &pe) && pe.Usage == nil {
+		pe.Usage = &u
+	}
+	return err
+}

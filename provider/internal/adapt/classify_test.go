@@ -3,6 +3,7 @@ package adapt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -182,5 +183,24 @@ func TestErrorText(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("ErrorText = %q, want %q", c.got, c.want)
 		}
+	}
+}
+
+// TestBilled: a *portico.Error without usage gets the stream's; one with
+// usage of its own, and an error of another type, are left as they are.
+func TestBilled(t *testing.T) {
+	u := portico.Usage{InputTokens: 18, CachedInputTokens: 5, OutputTokens: 1}
+	bare := &portico.Error{Class: portico.Transient}
+	if err := Billed(fmt.Errorf("stream: %w", bare), u); portico.UsageOf(err) == nil || *portico.UsageOf(err) != u {
+		t.Errorf("Billed on an error without usage: UsageOf = %+v, want %+v", portico.UsageOf(err), u)
+	}
+	own := portico.Usage{InputTokens: 3}
+	had := &portico.Error{Class: portico.Transient, Usage: &own}
+	if Billed(had, u); *had.Usage != own {
+		t.Errorf("Billed replaced the error's own usage: %+v, want %+v", *had.Usage, own)
+	}
+	plain := errors.New("not classified")
+	if err := Billed(plain, u); err != plain || portico.UsageOf(err) != nil {
+		t.Errorf("Billed(plain) = %v with usage %+v, want it unchanged", err, portico.UsageOf(err))
 	}
 }
