@@ -77,7 +77,7 @@ type try struct {
 // routes it skips as the sequential walk does. A hedge is charged first and
 // not made (nothing consumed) when the budget is empty or its allowance
 // below MinAttempt; any other attempt without time stops the race.
-func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error) {
+func (p *plan) Next(i int, charge func(string) bool, a *hedge.Attempt) (bool, error) {
 	r := p.r
 	for ; p.pos < p.n; p.pos++ {
 		rt, idx := r.candidate(p.pos)
@@ -86,7 +86,7 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 		}
 		if reason := r.skip(rt, idx); reason == reasonWrong {
 			p.stop = r.wrong // wrong on any route: nothing more is called
-			return hedge.Attempt{}, false, p.stop
+			return false, p.stop
 		} else if reason != "" {
 			r.skipped(p.ctx, rt, idx, reason)
 			continue
@@ -94,11 +94,11 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 		cctx, share, ok := r.share(p.ctx, p.pos)
 		if !ok {
 			if charge != nil {
-				return hedge.Attempt{}, false, nil // no time for a hedge: the running attempt goes on
+				return false, nil // no time for a hedge: the running attempt goes on
 			}
 			r.hop(p.ctx, rt, reasonDeadline, nil)
 			p.stop = r.outOfTime(p.ctx)
-			return hedge.Attempt{}, false, p.stop
+			return false, p.stop
 		}
 		var est float64
 		if k := r.req.Contract; k != nil && k.MaxCost > 0 {
@@ -109,12 +109,12 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 			if charge != nil && r.spent+p.running+est > k.MaxCost {
 				share.Cancel()
 				portico.Observe(p.ctx, portico.Event{Kind: portico.EventHedge, Route: rt.Name, Reason: "max cost"})
-				return hedge.Attempt{}, false, nil
+				return false, nil
 			}
 		}
 		if charge != nil && !charge(rt.Name) {
 			share.Cancel()
-			return hedge.Attempt{}, false, nil
+			return false, nil
 		}
 		p.pos++
 		p.running += est
@@ -126,19 +126,19 @@ func (p *plan) Next(i int, charge func(string) bool) (hedge.Attempt, bool, error
 		if charge != nil {
 			req = hedge.AsHedge(req) // charged to rt's budget: its retry layer deposits nothing
 		}
-		a := hedge.Attempt{Model: rt.Model, Request: req, Context: cctx,
+		*a = hedge.Attempt{Model: rt.Model, Request: req, Context: cctx,
 			Destination: rt.Name, Latency: &r.g.latency[idx]}
 		if share != nil { // the share is the attempt's alone, and ends with it (Ended)
 			a.Cancel = share
 		}
-		return a, true, nil
+		return true, nil
 	}
-	return hedge.Attempt{}, false, nil
+	return false, nil
 }
 
 // Ended settles attempt i: the statistics learn from it, a loser is a hop,
 // and a failure is judged as the sequential walk judges it.
-func (p *plan) Ended(i int, res hedge.Result) error {
+func (p *plan) Ended(i int, res *hedge.Result) error {
 	r, t := p.r, &p.tries[i]
 	defer t.share.Cancel()
 	p.running -= t.est

@@ -251,15 +251,16 @@ func (p *single) set(m *model, req *portico.Request, dest string) {
 // Next prepares a hedge while fewer than MaxAttempts were made, sending
 // it as [AsHedge] marks it; after a failure it has nothing to add
 // (retrying is the retry layer's).
-func (p *single) Next(i int, charge func(string) bool) (Attempt, bool, error) {
+func (p *single) Next(i int, charge func(string) bool, a *Attempt) (bool, error) {
 	req := p.req
 	if i > 0 {
 		if charge == nil || i >= p.m.h.maxAttempts || !charge(p.dest) {
-			return Attempt{}, false, nil
+			return false, nil
 		}
 		req = AsHedge(req)
 	}
-	return Attempt{Model: p.m.next, Request: req, Destination: p.dest, Latency: &p.m.latency}, true, nil
+	*a = Attempt{Model: p.m.next, Request: req, Destination: p.dest, Latency: &p.m.latency}
+	return true, nil
 }
 
 // AsHedge returns a copy of req marked as a hedge ([portico.Request.Hedge]):
@@ -274,7 +275,7 @@ func AsHedge(req *portico.Request) *portico.Request {
 
 // Ended stops the race at an error another attempt to the same destination
 // would repeat.
-func (p *single) Ended(_ int, res Result) error {
+func (p *single) Ended(_ int, res *Result) error {
 	if res.Err == nil || res.Lost {
 		return nil
 	}

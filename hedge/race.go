@@ -59,17 +59,19 @@ type Result struct {
 // concurrently: from the goroutine that called [Hedger.Run] until a hedge
 // is due, then from the goroutine that runs the race from there on.
 type Plan interface {
-	// Next prepares attempt i (0 first). For a hedge, charge is non-nil:
-	// Next must call it with the attempt's destination before committing to
-	// the attempt and, when it reports false (the budget is empty), return
-	// ok false having changed nothing. For the first attempt and one that
-	// follows a failure, charge is nil. ok false also means no attempt is
-	// left; a non-nil stop ends the race with that error.
-	Next(i int, charge func(destination string) bool) (a Attempt, ok bool, stop error)
-	// Ended reports the end of attempt i. A non-nil stop ends the race with
-	// that error, the other attempts canceled; it is ignored for an attempt
-	// that Lost and for the winner (Err nil, or Delivered).
-	Ended(i int, res Result) (stop error)
+	// Next prepares attempt i (0 first) in *a, setting every field of it
+	// (a may hold an earlier race's attempt). For a hedge, charge is
+	// non-nil: Next must call it with the attempt's destination before
+	// committing to the attempt and, when it reports false (the budget is
+	// empty), return ok false having changed nothing. For the first attempt
+	// and one that follows a failure, charge is nil. ok false also means no
+	// attempt is left; a non-nil stop ends the race with that error.
+	Next(i int, charge func(destination string) bool, a *Attempt) (ok bool, stop error)
+	// Ended reports the end of attempt i, as *res says (valid during the
+	// call only). A non-nil stop ends the race with that error, the other
+	// attempts canceled; it is ignored for an attempt that Lost and for the
+	// winner (Err nil, or Delivered).
+	Ended(i int, res *Result) (stop error)
 }
 
 // errLost is the cause with which the race cancels the attempts that lost,
@@ -269,19 +271,19 @@ func (sl *slot) release(r *race, ok bool) {
 func (r *race) run() (*portico.Response, int, error) {
 	var last error
 	for {
-		a, ok, stop := r.plan.Next(r.next, nil)
+		at, ok, stop := r.prepare(nil)
 		if stop != nil || !ok {
 			if stop == nil {
 				stop = last
 			}
 			return nil, -1, stop
 		}
-		at := r.inlineAttempt(a)
+		r.inlineAttempt(at)
 		if r.runInline(at) {
 			<-r.final
 			return r.resp, r.idx, r.err
 		}
-		res := at.res
+		res := &at.res
 		if res.Err == nil || res.Delivered {
 			r.plan.Ended(at.i, res)
 			return res.Response, at.i, res.Err
@@ -293,37 +295,39 @@ func (r *race) run() (*portico.Response, int, error) {
 	}
 }
 
-func (r *race) newAttempt(a Attempt, hedge bool) *attempt {
+// prepare asks the plan for attempt r.next (charged, when charge is
+// non-nil), in the race's first attempt for attempt 0, else in a new one.
+func (r *race) prepare(charge func(string) bool) (*attempt, bool, error) {
 	at := &r.first
 	if r.next > 0 {
 		at = new(attempt)
 	}
-	now := time.Now()
-	*at = attempt{r: r, i: r.next, a: a, hedge: hedge, start: mono.Of(now), bubbled: inBubble(now)}
-	r.next++
-	return at
+	ok, stop := r.plan.Next(r.next, charge, &at.a)
+	return at, ok, stop
 }
 
-// inlineAttempt is newAttempt for an attempt on the caller's goroutine: in
-// a slot, it starts at the race's reading of the clock (the first) or the
+// begin starts at, which prepare made, as attempt r.next (a hedge or not)
+// at a reading of the clock.
+func (r *race) begin(at *attempt, hedge bool) {
+	now := time.Now()
+	*at = attempt{r: r, i: r.next, a: at.a, hedge: hedge, start: mono.Of(now), bubbled: inBubble(now)}
+	r.next++
+}
+
+// inlineAttempt is begin for an attempt on the caller's goroutine: in a
+// slot, it starts at the race's reading of the clock (the first) or the
 // scheduler's (see scheduler.clock).
-func (r *race) inlineAttempt(a Attempt) *attempt {
+func (r *race) inlineAttempt(at *attempt) {
 	if r.sl == nil {
-		return r.newAttempt(a, false)
-	}
-	at := &r.first
-	start := r.start0
-	if r.next > 0 {
-		at = new(attempt)
-		start = r.h.sched.clock(r.mode)
+		r.begin(at, false)
+		return
 	}
 	if at == &r.first { // clear, or new (see race.clear)
-		at.i, at.a, at.start, at.coarse = 0, a, start, r.mode == coarse
+		at.i, at.start, at.coarse = 0, r.start0, r.mode == coarse
 	} else {
-		*at = attempt{r: r, i: r.next, a: a, start: start, coarse: r.mode == coarse}
+		*at = attempt{r: r, i: r.next, a: at.a, start: r.h.sched.clock(r.mode), coarse: r.mode == coarse}
 	}
 	r.next++
-	return at
 }
 
 // now reads the clock for at: the scheduler's, when at started from it.
@@ -501,7 +505,7 @@ func (r *race) coordinate() (*portico.Response, int, error) {
 			}
 		case at := <-r.results:
 			r.running--
-			res := at.res
+			res := &at.res
 			if at.paniced {
 				r.paniced, r.panicVal = true, at.panic
 				return r.finish(nil, -1, nil)
@@ -539,11 +543,11 @@ func (r *race) start(hedge bool) (bool, error) {
 	if hedge {
 		charge = r.charge
 	}
-	a, ok, stop := r.plan.Next(r.next, charge)
+	at, ok, stop := r.prepare(charge)
 	if stop != nil || !ok {
 		return false, stop
 	}
-	at := r.launch(a, hedge)
+	r.launch(at, hedge)
 	if d, ok := r.h.delay(at.a.Latency); ok {
 		if r.timer == nil {
 			r.timer = time.NewTimer(d)
@@ -574,7 +578,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	for ; r.running > 0; r.running-- {
 		at := <-r.results
 		at.res.Lost = true
-		r.plan.Ended(at.i, at.res)
+		r.plan.Ended(at.i, &at.res)
 		if at.paniced && !r.paniced {
 			r.paniced, r.panicVal = true, at.panic
 		}
@@ -623,13 +627,15 @@ func (r *race) refund(dest string, err error) {
 	}
 }
 
-// launch starts attempt r.next on a goroutine of its own.
-func (r *race) launch(a Attempt, hedge bool) *attempt {
-	parent := a.Context
+// launch starts at, which prepare made, as attempt r.next on a goroutine
+// of its own.
+func (r *race) launch(at *attempt, hedge bool) {
+	parent := at.a.Context
 	if parent == nil {
 		parent = r.ctx
 	}
-	at := r.newAttempt(a, hedge)
+	r.begin(at, hedge)
+	a := &at.a
 	at.ctx = at.cancelable(parent)
 	if hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
@@ -641,7 +647,6 @@ func (r *race) launch(a Attempt, hedge bool) *attempt {
 	r.live = append(r.live, at)
 	r.mu.Unlock()
 	go at.run()
-	return at
 }
 
 func (at *attempt) run() {
