@@ -3,6 +3,7 @@ package adaptive_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/adaptive"
@@ -12,7 +13,8 @@ import (
 // The cost of an adaptive limit: a ratelimit.Limiter with a fixed in-flight
 // cap, and the same Limiter driven by each algorithm, around a model that
 // answers at once (the difference is the limit's Limit, the clock read at
-// completion and Done), and Done alone.
+// completion, which AIMD without a Timeout does not need, and Done), and
+// Done alone.
 //
 //	go test -run '^$' -bench . -benchtime=200ms -count=5 ./adaptive/
 
@@ -36,7 +38,10 @@ func BenchmarkAdaptive(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		alg  adaptive.Algorithm
-	}{{"AIMD", adaptive.AIMD{}}, {"Vegas", adaptive.Vegas{}}, {"Gradient2", adaptive.Gradient2{}}} {
+	}{
+		{"AIMD", adaptive.AIMD{}}, {"AIMD with a Timeout", adaptive.AIMD{Timeout: time.Second}},
+		{"Vegas", adaptive.Vegas{}}, {"Gradient2", adaptive.Gradient2{}},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			benchLimiter(b, ratelimit.Config{Concurrency: adaptive.MustNew(adaptive.Config{Algorithm: c.alg})})
 		})

@@ -51,8 +51,9 @@
 // out of the window's mean, and the caller's cancellation and client
 // errors are ignored (see [Limit.Done]). A streamed call's latency is its
 // whole stream, and calls of very different sizes make it noisy, which
-// Gradient2's averages and tolerance absorb best; AIMD needs no latency at
-// all.
+// Gradient2's averages and tolerance absorb best; AIMD without a Timeout
+// needs no latency at all ([Limit.Untimed]), and its Limiter reads no clock
+// when a call ends.
 //
 // # Drops
 //

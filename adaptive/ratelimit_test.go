@@ -14,6 +14,9 @@ import (
 	"github.com/portico-llm/portico/ratelimit"
 )
 
+// A Limit is a ratelimit.Concurrency, and says whether it is Untimed.
+var _ ratelimit.Untimed = (*adaptive.Limit)(nil)
+
 var req = &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
 
 func limiter(t testing.TB, cfg ratelimit.Config) *ratelimit.Limiter {

@@ -36,7 +36,11 @@ func outcome(err error) portico.Class {
 // first.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
 	if c := l.cfg.Concurrency; c != nil && !panicked {
-		c.Done(l.now()-t.granted-t.read, t.inflight, outcome(err))
+		var latency time.Duration
+		if l.timed {
+			latency = l.now() - t.granted - t.read
+		}
+		c.Done(latency, t.inflight, outcome(err))
 	}
 	// settlement's code, inline: a call here would cost the hot path.
 	var rl *portico.RateLimit

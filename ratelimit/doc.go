@@ -222,8 +222,9 @@
 // (package adaptive's AIMD, Vegas and Gradient2 limits): the Limiter caps
 // the calls at the tighter of it and MaxInFlight, and reports each admitted
 // call's latency and outcome to it (a cut of a short share of the caller's
-// deadline, [portico.ErrDeadlineCut], as the caller's deadline); a raised
-// limit goes to queued calls at the next completion.
+// deadline, [portico.ErrDeadlineCut], as the caller's deadline; no latency,
+// and no clock read, for an [Untimed] one); a raised limit goes to queued
+// calls at the next completion.
 // With a positive Queue.Size (see [Queue]) calls wait for a slot instead, in a bounded queue
 // served in the [Order] chosen: [FCFSCall] (vLLM), [FCFSProgram] (Continuum)
 // or [PLAS], least attained service per program in discrete levels with a

@@ -23,6 +23,7 @@ import (
 // evicted, by a timer too when no call comes).
 type Limiter struct {
 	cfg    Config
+	timed  bool                   // Config.Concurrency needs each call's latency (see Untimed)
 	epoch  time.Duration          // New's time, on mono's clock; see now
 	limits atomic.Pointer[Limits] // the default limits (Config.Limits)
 	// tiers are Config.Tiers' limits, in the order of their names; an
@@ -60,6 +61,10 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{cfg: c, epoch: mono.Now(), seed: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
+	if c.Concurrency != nil {
+		u, ok := c.Concurrency.(Untimed)
+		l.timed = !ok || !u.Untimed()
+	}
 	lim := c.Limits
 	l.limits.Store(&lim)
 	if len(c.Tiers) > 0 {
@@ -198,7 +203,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	}()
 	call := req
 	var rd *reader
-	if l.cfg.Concurrency != nil && req.OnChunk != nil {
+	if l.timed && req.OnChunk != nil {
 		rd = &reader{l: l}
 		call = rd.Watch(req, rd)
 	}
