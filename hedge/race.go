@@ -637,15 +637,30 @@ func (r *race) launch(at *attempt, hedge bool) {
 	r.begin(at, hedge)
 	a := &at.a
 	at.ctx = at.cancelable(parent)
+	r.running++
+	r.mu.Lock()
+	late := r.winner != -1 // a chunk reached the caller while the Plan prepared at
+	if late {
+		at.lost = true
+	} else {
+		r.live = append(r.live, at)
+	}
+	r.mu.Unlock()
+	if late {
+		// Not sent: at ends at once, lost, and its budget token goes back.
+		at.stop(nil)
+		at.res.Err = &portico.Error{Class: portico.Canceled, NotSent: true, Reason: "not sent", Err: errLost}
+		if hedge {
+			r.refund(a.Destination, at.res.Err)
+		}
+		r.results <- at
+		return
+	}
 	if hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: a.Destination, Attempt: at.i,
 			Delay: at.start - r.started, Reason: "sent"})
 	}
 	r.started = at.start
-	r.running++
-	r.mu.Lock()
-	r.live = append(r.live, at)
-	r.mu.Unlock()
 	go at.run()
 }
 
