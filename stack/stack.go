@@ -325,6 +325,12 @@ func New(cfg Config) (*Stack, error) {
 			return nil, fmt.Errorf("stack: %w", err)
 		}
 	}
+	if len(routes) == 1 && groupHedge != nil {
+		// One route: Config.Hedge hedges to it, whether the route is called
+		// directly or through a group (that has no next route to hedge to).
+		routes[0].Model = groupHedge.Wrap(routes[0].Model)
+		groupHedge = nil
+	}
 	var inner portico.Model
 	// One route is called directly, unless it continues broken streams:
 	// the group does that, on the same route.
@@ -335,9 +341,6 @@ func New(cfg Config) (*Stack, error) {
 			return nil, fmt.Errorf("stack: %w", err)
 		}
 		r := routes[0]
-		if groupHedge != nil {
-			r.Model = groupHedge.Wrap(r.Model)
-		}
 		inner = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			lazyctx.Stale(ctx) // the route's own layers read the clock
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
