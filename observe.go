@@ -39,7 +39,9 @@ const (
 	EventValidation
 	// EventHedge: a hedging layer sent hedge Attempt to Route, Delay after
 	// the attempt before it (Reason "sent"), or did not because the retry
-	// budget was empty (Reason "budget") (package hedge).
+	// budget was empty (Reason "budget", package hedge) or the hedge could
+	// cost more than Contract.MaxCost allows (Reason "max cost", package
+	// fallback).
 	EventHedge
 	// EventContinue: a fallback group sent Route the delivered text of a
 	// stream that broke, to continue it; Attempt is the continuation's number

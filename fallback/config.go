@@ -113,7 +113,8 @@ type Config struct {
 	// Hedger's delay to the next candidate that passes the filter, as
 	// [hedge.Hedger.Run] races attempts: the first answer wins and the others
 	// are canceled (see the package documentation, Hedging). Each route's
-	// latency is learnt by the group. Nil means no hedging: candidates are
+	// latency is learnt by the group; a streamed request that sets
+	// ContinueOnBreak is not hedged. Nil means no hedging: candidates are
 	// tried one after the other.
 	Hedge *hedge.Hedger
 

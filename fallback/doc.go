@@ -165,7 +165,10 @@
 // or no token in the budget, or whose estimate, with those of the attempts
 // running and what failed ones were likely billed, exceeds Contract.MaxCost
 // (an [portico.EventHedge] with Reason "max cost"), is not sent, and the
-// running attempt goes on.
+// running attempt goes on. A streamed request that sets
+// [portico.Request.ContinueOnBreak] is not raced: a race delivers one
+// route's chunks and cannot continue them, so its candidates are tried one
+// after the other.
 //
 // # Continuation
 //

@@ -80,7 +80,7 @@
 // [portico.Event] into a span event on the span current where it happened
 // (rate-limit wait and rejection, retry scheduled, budget exhausted, fallback
 // taken, breaker state change, validation rejected, hedge sent or refused
-// by the budget), folds it into the request span's attributes
+// by the budget or Contract.MaxCost), folds it into the request span's attributes
 // (portico.route, portico.fallback.source and
 // .reason, portico.retry.reason, .delay and .count, portico.breaker.state,
 // portico.ratelimit.wait, portico.retry.budget_exhausted,
