@@ -41,7 +41,7 @@ const (
 	// the attempt before it (Reason "sent"), or did not because the retry
 	// budget was empty (Reason "budget", package hedge) or the hedge could
 	// cost more than Contract.MaxCost allows (Reason "max cost", package
-	// fallback).
+	// fallback, or package hedge with a Config.Cost).
 	EventHedge
 	// EventContinue: a fallback group sent Route the delivered text of a
 	// stream that broke, to continue it; Attempt is the continuation's number

@@ -35,7 +35,10 @@
 //     [portico.EventHedge] with Reason "budget". A hedge is sent marked
 //     ([AsHedge], portico.Request.Hedge), and the retry layer it reaches
 //     deposits nothing for it, so hedges and retries keep the budget's
-//     bound. At most Config.MaxAttempts attempts run at once.
+//     bound. At most Config.MaxAttempts attempts run at once, and a hedge
+//     is never hedged again. With a Config.Cost, a hedge that would make
+//     the attempts sent cost more than the request's Contract.MaxCost is
+//     not sent either (Reason "max cost"): every attempt may be billed.
 //   - The first answer wins; the others are canceled with a cause their
 //     breakers and limiters see as a cancellation (not the route's fault), and
 //     waited for, so nothing of the request runs after it returns. A

@@ -423,3 +423,54 @@ func TestPanicBeforeTheDelay(t *testing.T) {
 		t.Error("Generate returned, want its panic")
 	})
 }
+
+// With a Config.Cost of 0.1 an attempt, a request whose Contract allows
+// 0.25 gets one hedge of the two MaxAttempts 3 would send (three attempts
+// may cost 0.3), and one that allows 0.15 none; each refusal is an event,
+// and the budget is not charged for it.
+func TestMaxCost(t *testing.T) {
+	for _, c := range []struct {
+		maxCost float64
+		calls   int
+		text    string
+		took    time.Duration
+	}{{0.25, 2, "b", 1100 * ms}, {0.15, 1, "a", 10 * time.Second}} {
+		synctest.Test(t, func(t *testing.T) {
+			t0 = time.Now()
+			fake := modeltest.NewFake(slow("a", 10*time.Second), slow("b", time.Second), slow("c", 10*ms))
+			b := &budget{left: 5}
+			h := hedge.MustNew(hedge.Config{Delay: 100 * ms, MaxAttempts: 3, Budget: b,
+				Cost: func(*portico.Request) float64 { return 0.1 }})
+			r := req.Clone()
+			r.Contract = &portico.Contract{MaxCost: c.maxCost}
+			obs := &events{}
+			resp, err := h.Wrap(fake).Generate(portico.ContextWithObserver(context.Background(), obs), r)
+			if err != nil || resp.Text != c.text || time.Since(t0) != c.took || fake.Count() != c.calls {
+				t.Fatalf("MaxCost %v: Generate = %v, %v after %v with %d calls, want %s after %v, %d calls",
+					c.maxCost, resp, err, time.Since(t0), fake.Count(), c.text, c.took, c.calls)
+			}
+			refused := portico.Event{Kind: portico.EventHedge, Route: "m", Reason: "max cost"}
+			if last := obs.ev[len(obs.ev)-1]; last != refused || len(obs.ev) != c.calls || len(b.taken) != c.calls-1 {
+				t.Errorf("MaxCost %v: events %+v, tokens %v; want %d sent, then one refused for its cost, %d tokens",
+					c.maxCost, obs.ev, b.taken, c.calls-1, c.calls-1)
+			}
+		})
+	}
+}
+
+// A request that is itself a hedge (portico.Request.Hedge) is not hedged
+// again: the extra load MaxAttempts bounds would multiply.
+func TestHedgeNotHedged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 = time.Now()
+		fake := modeltest.NewFake(slow("a", time.Second), slow("b", 10*ms))
+		h := hedge.MustNew(hedge.Config{Delay: 100 * ms})
+		if h.Applies(hedge.AsHedge(req)) || !h.Applies(req) {
+			t.Errorf("Applies(hedge) = %v, Applies(request) = %v; want false, true", h.Applies(hedge.AsHedge(req)), h.Applies(req))
+		}
+		resp, err := h.Wrap(fake).Generate(context.Background(), hedge.AsHedge(req))
+		if err != nil || resp.Text != "a" || time.Since(t0) != time.Second || fake.Count() != 1 {
+			t.Errorf("Generate(hedge) = %v, %v after %v with %d calls, want a after 1s, one call", resp, err, time.Since(t0), fake.Count())
+		}
+	})
+}

@@ -62,6 +62,13 @@ type Config struct {
 	// Destination names the destination in the budget and in events. Empty
 	// means the request's Model.
 	Destination string
+	// Cost, when non-nil, estimates what one attempt of a request may be
+	// billed, in the unit of its Contract.MaxCost (package stack sets the
+	// route's Capabilities.EstimateCost). Since every attempt may be billed,
+	// a hedge that would make the attempts sent cost more than a positive
+	// MaxCost is not sent (a [portico.EventHedge] with Reason "max cost"),
+	// as a fallback group does. Nil means hedges are not bounded by cost.
+	Cost func(*portico.Request) float64
 }
 
 // Hedger sends a second attempt of a request that has not answered after a
@@ -80,6 +87,7 @@ type Hedger struct {
 	maxAttempts int
 	budget      Budget
 	dest        string
+	cost        func(*portico.Request) float64
 	sched       scheduler // sends the hedges of races in its slots
 }
 
@@ -96,7 +104,7 @@ func New(cfg Config) (*Hedger, error) {
 		return nil, errors.New("hedge: Config.Percentile outside [0, 1)")
 	}
 	h := &Hedger{fixed: cfg.Delay, percentile: cfg.Percentile, maxAttempts: cfg.MaxAttempts,
-		budget: cfg.Budget, dest: cfg.Destination}
+		budget: cfg.Budget, dest: cfg.Destination, cost: cfg.Cost}
 	if h.percentile == 0 && h.fixed == 0 {
 		h.percentile = DefaultPercentile
 	}
@@ -115,10 +123,12 @@ func MustNew(cfg Config) *Hedger {
 	return h
 }
 
-// Applies reports whether h may hedge req: it allows more than one attempt
-// and req may be sent twice (see [MayRepeat]).
+// Applies reports whether h may hedge req: it allows more than one attempt,
+// req may be sent twice (see [MayRepeat]) and is not itself a hedge
+// ([portico.Request.Hedge]: hedging it again would multiply the extra load
+// that MaxAttempts bounds).
 func (h *Hedger) Applies(req *portico.Request) bool {
-	return h.maxAttempts > 1 && MayRepeat(req)
+	return h.maxAttempts > 1 && MayRepeat(req) && !req.Hedge
 }
 
 // MayRepeat reports whether req may be sent to a model twice at once: true
@@ -190,7 +200,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return m.learn(ctx, req)
 	}
 	r := h.newRace(ctx, req)
-	r.one.set(m, req, h.destOf(req))
+	r.one.set(m, ctx, req, h.destOf(req))
 	if r.plan != &r.one { // a reused race's plan is its own already
 		r.plan = &r.one
 	}
@@ -232,35 +242,49 @@ func (t *timing) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 // single is the Plan of a Wrap: every attempt goes to next.
 type single struct {
 	m    *model
+	ctx  context.Context
 	req  *portico.Request
 	dest string
 }
 
-// set readies p for req to m's destination dest, writing only what
-// changed since p's last request (see race.clear).
-func (p *single) set(m *model, req *portico.Request, dest string) {
+// set readies p for req, made under ctx, to m's destination dest, writing
+// only what changed since p's last request (see race.clear).
+func (p *single) set(m *model, ctx context.Context, req *portico.Request, dest string) {
 	if p.m != m {
 		p.m = m
 	}
 	if p.dest != dest {
 		p.dest = dest
 	}
-	p.req = req
+	p.ctx, p.req = ctx, req
 }
 
-// Next prepares a hedge while fewer than MaxAttempts were made, sending
-// it as [AsHedge] marks it; after a failure it has nothing to add
+// Next prepares a hedge while fewer than MaxAttempts were made and, with a
+// Config.Cost, the attempts sent would stay within the request's MaxCost,
+// sending it as [AsHedge] marks it; after a failure it has nothing to add
 // (retrying is the retry layer's).
 func (p *single) Next(i int, charge func(string) bool, a *Attempt) (bool, error) {
 	req := p.req
 	if i > 0 {
-		if charge == nil || i >= p.m.h.maxAttempts || !charge(p.dest) {
+		h := p.m.h
+		if charge == nil || i >= h.maxAttempts || h.overCost(p.ctx, req, i+1, p.dest) || !charge(p.dest) {
 			return false, nil
 		}
 		req = AsHedge(req)
 	}
 	*a = Attempt{Model: p.m.next, Request: req, Destination: p.dest, Latency: &p.m.latency}
 	return true, nil
+}
+
+// overCost reports, with an event, whether n attempts of req to dest, each
+// at Config.Cost, may cost more than req's Contract.MaxCost.
+func (h *Hedger) overCost(ctx context.Context, req *portico.Request, n int, dest string) bool {
+	k := req.Contract
+	if h.cost == nil || k == nil || k.MaxCost <= 0 || float64(n)*h.cost(req) <= k.MaxCost {
+		return false
+	}
+	portico.Observe(ctx, portico.Event{Kind: portico.EventHedge, Route: dest, Reason: "max cost"})
+	return true
 }
 
 // AsHedge returns a copy of req marked as a hedge ([portico.Request.Hedge]):

@@ -244,7 +244,7 @@ func (r *race) reusable() bool { return r.req.OnChunk == nil && r.final == nil &
 // hundreds of bytes of pointers, each a write barrier while the garbage
 // collector marks.
 func (r *race) clear() {
-	r.ctx, r.req, r.one.req = nil, nil, nil
+	r.ctx, r.req, r.one.ctx, r.one.req = nil, nil, nil, nil
 	r.next, r.running, r.started, r.stale, r.due = 0, 0, 0, false, 0
 	at := &r.first
 	at.a.Request, at.a.Context, at.a.Cancel = nil, nil, nil

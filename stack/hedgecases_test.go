@@ -69,9 +69,6 @@ func TestHedgeKeepsMaxCost(t *testing.T) {
 			if err != nil || resp.Text != "a" {
 				t.Fatalf("%s: Generate = %v, %v, want a's answer", name, resp, err)
 			}
-			if name == "Route.Hedge" {
-				t.Skip("bug: a same-route Hedger ignores Contract.MaxCost: the hedge doubles what the request may be billed")
-			}
 			if n := slowA.Count() + fastB.Count(); n != 1 {
 				t.Errorf("%s: %d calls (a %d, b %d), want 1: a hedge may cost 0.2 in all, above MaxCost 0.15", name, n, slowA.Count(), fastB.Count())
 			}

@@ -63,8 +63,10 @@ type Route struct {
 	// Hedge, when non-nil, hedges the route's calls to the route itself
 	// (package hedge), outside its limiter and breaker so that each hedge
 	// is admitted and counted like any call; an empty Destination means
-	// Route.Name, and a nil Budget the route's retry budget. Nil means no
-	// hedging to the route; see Config.Hedge for hedging to the next route.
+	// Route.Name, a nil Budget the route's retry budget, and a nil Cost
+	// the route's Capabilities.EstimateCost (with Fallback.Estimator). Nil
+	// means no hedging to the route; see Config.Hedge for hedging to the
+	// next route.
 	Hedge *hedge.Config
 	// Concurrency, when non-nil, makes the per-model limiter's in-flight
 	// cap adaptive (package adaptive), beside any Limits.MaxInFlight; with
@@ -301,7 +303,7 @@ func New(cfg Config) (*Stack, error) {
 		if err := rc.Capabilities.Validate(); err != nil {
 			return nil, fmt.Errorf("stack: route %q: %w", rc.Name, err)
 		}
-		r, b, err := buildRoute(rc, cfg.Tracer)
+		r, b, err := buildRoute(rc, cfg.Tracer, estimator(cfg.Fallback.Estimator))
 		if err != nil {
 			return nil, fmt.Errorf("stack: route %q: %w", rc.Name, err)
 		}
@@ -317,8 +319,13 @@ func New(cfg Config) (*Stack, error) {
 		if hc.Budget == nil {
 			hc.Budget = budgets(s.routes)
 		}
-		if len(routes) == 1 && hc.Destination == "" {
-			hc.Destination = routes[0].Name
+		if len(routes) == 1 {
+			if hc.Destination == "" {
+				hc.Destination = routes[0].Name
+			}
+			if hc.Cost == nil {
+				hc.Cost = costOf(routes[0].Capabilities, estimator(cfg.Fallback.Estimator))
+			}
 		}
 		var err error
 		if groupHedge, err = hedge.New(hc); err != nil {
@@ -406,9 +413,25 @@ func New(cfg Config) (*Stack, error) {
 	return s, nil
 }
 
+// estimator is the group's Estimator, e, or its default.
+func estimator(e portico.Estimator) portico.Estimator {
+	if e == nil {
+		return portico.DefaultEstimator
+	}
+	return e
+}
+
+// costOf is a same-route Hedger's Config.Cost for a route of Capabilities
+// caps: its estimate of a request's cost, as the group's (fallback's
+// Capabilities.Fits), with est's input tokens.
+func costOf(caps portico.Capabilities, est portico.Estimator) func(*portico.Request) float64 {
+	return func(req *portico.Request) float64 { return caps.EstimateCost(req, est.EstimateInputTokens(req)) }
+}
+
 // buildRoute wraps rc.Model in the route's layers and returns the route as the
-// stack's fallback group sees it, with its breaker as Health, and what it built.
-func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
+// stack's fallback group sees it, with its breaker as Health, and what it built;
+// est is the group's Estimator.
+func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator) (portico.Route, *built, error) {
 	b := &built{}
 	mws := append([]portico.Middleware(nil), rc.Middleware...)
 	var hedgeAt int // where the same-route Hedger goes, once the retrier is built
@@ -473,6 +496,9 @@ func buildRoute(rc *Route, tr *trace.Tracer) (portico.Route, *built, error) {
 		}
 		if hc.Budget == nil && b.retrier != nil {
 			hc.Budget = budgets{hc.Destination: b}
+		}
+		if hc.Cost == nil {
+			hc.Cost = costOf(rc.Capabilities, est)
 		}
 		var err error
 		if b.hedger, err = hedge.New(hc); err != nil {
