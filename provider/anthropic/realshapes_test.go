@@ -2,6 +2,8 @@ package anthropic_test
 
 import (
 	"context"
+	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -25,5 +27,25 @@ func TestOrganizationDisabled(t *testing.T) {
 	e := asError(t, err)
 	if e.Class != portico.Unusable || e.Reason != "account disabled" {
 		t.Errorf("Generate error = %v (class %v, reason %q), want Unusable \"account disabled\"", err, e.Class, e.Reason)
+	}
+}
+
+// A proxy's blank data keep-alives ("data: ", netease-lcap/wave-agent#1326)
+// and a ping with empty data, between a message's events, are nothing:
+// the message streams as it would without them.
+func TestBlankDataKeepAlives(t *testing.T) {
+	m := raw(t, anthropic.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		frames := []string{"data: \n\n", sseEvent(evStart), "event: ping\ndata: \n\n", sseEvent(textStart), "data:\r\n\r\n",
+			sseEvent(textDelta(0, "a")), "data: \n\n", sseEvent(textDelta(0, "b")), sseEvent(blockStop(0)),
+			sseEvent(msgDelta("end_turn", 2)), sseEvent(evStop)}
+		for _, f := range frames {
+			_, _ = w.Write([]byte(f))
+			w.(http.Flusher).Flush()
+		}
+	})
+	resp, got, err := stream(t, m, context.Background())
+	if err != nil || resp.Text != "ab" || !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Generate = %v, %v, chunks %q; want \"ab\" in chunks a, b", resp, err, got)
 	}
 }

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -103,5 +104,25 @@ func TestFinishReasonErrorOnChoice(t *testing.T) {
 	}
 	if e := asError(t, err); e.Class != portico.Transient {
 		t.Errorf("Generate (not streamed) error = %v, want Transient", err)
+	}
+}
+
+// Proxies send blank data lines as keep-alives (netease-lcap/wave-agent#1326,
+// Growth-Circle/cadis#2329: "data: " every few seconds), and a ping event
+// may come with empty data. The event-stream format dispatches nothing for
+// an empty data buffer; the SDK's decoder dispatched "\n", which failed the
+// stream as malformed after its first chunk.
+func TestBlankDataKeepAlives(t *testing.T) {
+	m := raw(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, f := range []string{"data: \n\n", "data: " + delta(`{"content":"a"}`) + "\n\n", "data:\r\n\r\n",
+			"event: ping\ndata: \n\n", "data: " + delta(`{"content":"b"}`) + "\n\n", "data: " + finish("stop") + "\n\n", "data: [DONE]\n\n"} {
+			_, _ = w.Write([]byte(f))
+			w.(http.Flusher).Flush()
+		}
+	})
+	resp, got, err := stream(t, m, context.Background())
+	if err != nil || resp.Text != "ab" || !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Generate = %v, %v, chunks %q; want \"ab\" in chunks a, b", resp, err, got)
 	}
 }

@@ -70,9 +70,10 @@ func (x *Exchange) Begin(r *http.Request) *http.Request {
 // body, then returns what the SDK gets in its place: a Content-Length above
 // Limit is refused at once (nil and TooLarge, the body closed); an error
 // body (status >= 400) is read here and replayed; a JSON body of unknown
-// length is read here in blocks and replayed; an event stream, or a body of
-// known length, is read as the SDK reads it, through the bound. A body that
-// cannot be read here fails as it failed.
+// length is read here in blocks and replayed; an event stream (less its
+// blank data lines: see blankData), or a body of known length, is read as
+// the SDK reads it, through the bound. A body that cannot be read here
+// fails as it failed.
 func (x *Exchange) Watch(res *http.Response, err error) (*http.Response, error) {
 	if res == nil {
 		return res, err
@@ -100,6 +101,7 @@ func (x *Exchange) Watch(res *http.Response, err error) (*http.Response, error) 
 		res.Body = io.NopCloser(bytes.NewReader(b))
 	case strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream"):
 		body.sse = true
+		res.Body = newBlankData(body)
 	case res.ContentLength < 0 && x.Limit > 0:
 		bufs, rerr := readBlocks(body)
 		res.Body.Close()

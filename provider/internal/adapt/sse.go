@@ -1,6 +1,9 @@
 package adapt
 
-import "bytes"
+import (
+	"bytes"
+	"io"
+)
 
 // SSEErrorLine keeps the first "error:" line of an event stream, the field
 // llama.cpp's server sends a failure in (tools/server/server.cpp,
@@ -61,4 +64,134 @@ func (s *SSEErrorLine) Get() []byte {
 		return nil
 	}
 	return bytes.TrimPrefix(s.line, []byte(" "))
+}
+
+// blankData passes an event stream on without its data lines that hold
+// nothing but blanks ("data:", "data: ", "data"): proxies send them as
+// keep-alives, and the SDKs' decoders dispatch them as an event whose data
+// is a line feed, which fails to decode as JSON, where the event-stream
+// format (WHATWG HTML, "Interpreting an event stream") dispatches nothing
+// for an empty data buffer. A JSON event loses nothing: its data lines are
+// joined by line feeds, which are white space. It holds back at most
+// maxHeld bytes of a line that may be such a line, and reads its source in
+// blocks of blankBlock bytes.
+type blankData struct {
+	src      io.ReadCloser
+	buf      []byte // read from src and not yet filtered: buf[r:w]
+	r, w     int
+	st       uint8 // where the current line is (see the st constants)
+	held     [maxHeld]byte
+	nheld    int   // bytes of the line held back in held
+	flush    int   // held[flush:nheld] is owed to the reader, when flushing
+	flushing bool  // held bytes are owed before anything else
+	err      error // src's, once buf is drained
+}
+
+const (
+	maxHeld    = 32
+	blankBlock = 4 << 10
+)
+
+// The states of blankData: at a line's start; matching "data" (st > 0:
+// that many bytes matched); after "data:" and blanks; after them and a
+// carriage return; passing the rest of a line.
+const (
+	stStart uint8 = 0 // 1 to 4: "data"[:st] matched
+	stBlank uint8 = 5
+	stCR    uint8 = 6
+	stPass  uint8 = 7
+)
+
+func newBlankData(src io.ReadCloser) *blankData { return &blankData{src: src} }
+
+func (b *blankData) Close() error { return b.src.Close() }
+
+// Read fills p with the stream's next bytes, filtered.
+func (b *blankData) Read(p []byte) (int, error) {
+	n := 0
+	for n == 0 && len(p) > 0 {
+		if b.r == b.w {
+			if b.err != nil {
+				if b.nheld > 0 && !b.flushing { // a last line without its end: as it was
+					b.flushing, b.flush = true, 0
+				}
+				if !b.flushing {
+					return 0, b.err
+				}
+			} else {
+				if b.buf == nil {
+					b.buf = make([]byte, blankBlock)
+				}
+				m, err := b.src.Read(b.buf)
+				b.r, b.w, b.err = 0, m, err
+			}
+		}
+		n = b.filter(p)
+	}
+	return n, nil
+}
+
+// filter moves what it can of buf[r:w] (and of the held bytes owed) to p
+// and returns how many bytes it wrote.
+func (b *blankData) filter(p []byte) int {
+	n := 0
+	for n < len(p) {
+		if b.flushing {
+			k := copy(p[n:], b.held[b.flush:b.nheld])
+			n, b.flush = n+k, b.flush+k
+			if b.flush < b.nheld {
+				return n
+			}
+			b.flushing, b.nheld, b.flush = false, 0, 0
+			continue
+		}
+		if b.r == b.w {
+			return n
+		}
+		c := b.buf[b.r]
+		switch {
+		case b.st == stPass:
+			// The rest of the line at once.
+			end := b.w
+			if i := bytes.IndexByte(b.buf[b.r:b.w], '\n'); i >= 0 {
+				end = b.r + i + 1
+				b.st = stStart
+			}
+			k := copy(p[n:], b.buf[b.r:end])
+			n, b.r = n+k, b.r+k
+			if b.r < end {
+				b.st = stPass // p is full before the line's end
+			}
+			continue
+		case b.st < 4 && c == "data"[b.st]:
+			b.hold(c)
+			b.st++
+			continue
+		case b.st == 4 && c == ':', b.st == stBlank && (c == ' ' || c == '\t') && b.nheld < maxHeld:
+			b.hold(c)
+			b.st = stBlank
+			continue
+		case (b.st == 4 || b.st == stBlank) && c == '\r' && b.nheld < maxHeld:
+			b.hold(c)
+			b.st = stCR
+			continue
+		case (b.st == 4 || b.st == stBlank || b.st == stCR) && c == '\n':
+			b.r++ // a blank data line: dropped with its end
+			b.nheld, b.st = 0, stStart
+			continue
+		}
+		// Not a blank data line: what was held goes first, and c is read
+		// again as the rest of the line.
+		b.st = stPass
+		if b.nheld > 0 {
+			b.flushing, b.flush = true, 0
+		}
+	}
+	return n
+}
+
+func (b *blankData) hold(c byte) {
+	b.held[b.nheld] = c
+	b.nheld++
+	b.r++
 }

@@ -1,0 +1,126 @@
+package adapt
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// dropBlankData is blankData's reference: the input split into lines, less
+// those that are "data", or "data:" and blanks, with their line end; a last
+// line without an end is kept as it is.
+func dropBlankData(in string) string {
+	var out strings.Builder
+	for len(in) > 0 {
+		line, rest, found := strings.Cut(in, "\n")
+		in = rest
+		if !found {
+			out.WriteString(line)
+			break
+		}
+		body := strings.TrimSuffix(line, "\r")
+		if blank := body == "data" || strings.HasPrefix(body, "data:") && strings.Trim(body[5:], " \t") == ""; blank && len(line) <= maxHeld {
+			continue
+		}
+		out.WriteString(line + "\n")
+	}
+	return out.String()
+}
+
+// readAll reads in through blankData, the source yielding chunk bytes at a
+// time (0: at once), and p of size bufSize.
+func readAll(t *testing.T, in string, chunk, bufSize int) string {
+	t.Helper()
+	var src io.Reader = strings.NewReader(in)
+	if chunk > 0 {
+		src = &chunked{in: []byte(in), n: chunk}
+	}
+	b := newBlankData(io.NopCloser(src))
+	var out bytes.Buffer
+	p := make([]byte, bufSize)
+	for range 10 * (len(in) + 2) {
+		n, err := b.Read(p)
+		out.Write(p[:n])
+		if err == io.EOF {
+			return out.String()
+		}
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+	}
+	t.Fatalf("no EOF after %d reads", 10*(len(in)+2))
+	return ""
+}
+
+type chunked struct {
+	in []byte
+	n  int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.in) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), c.n)], c.in)
+	c.in = c.in[k:]
+	return k, nil
+}
+
+// Blank data lines, the keep-alives of some proxies (netease-lcap/wave-agent#1326,
+// Growth-Circle/cadis#2329) and the empty data of a ping event, are dropped,
+// whatever the reads' sizes; every other byte passes as it came.
+func TestBlankData(t *testing.T) {
+	const ev = "data: {\"a\":1}\n\n"
+	for _, c := range []struct{ in, want string }{
+		{ev, ev},
+		{ev + "data: \n\n" + ev, ev + "\n" + ev},
+		{ev + "data:\n\ndata\n\n" + ev, ev + "\n\n" + ev},
+		{"event: ping\ndata: \n\n" + ev, "event: ping\n\n" + ev},
+		{"data: \r\n\r\n" + ev, "\r\n" + ev},
+		{"data:  \t \n" + ev, ev},
+		{"data: {\"a\":\ndata: \ndata: 1}\n\n", "data: {\"a\":\ndata: 1}\n\n"},
+		{"data \n\n", "data \n\n"}, // the field "data ", which decoders ignore
+		{"datum: 1\n\n", "datum: 1\n\n"},
+		{"dat", "dat"},
+		{"data:", "data:"}, // a last line without its end stays
+		{"data: x\rdata:\n", "data: x\rdata:\n"},
+		{"data:" + strings.Repeat(" ", 40) + "\n", "data:" + strings.Repeat(" ", 40) + "\n"}, // past maxHeld: passed
+		{": keep-alive\n\n" + ev, ": keep-alive\n\n" + ev},
+		{"", ""},
+	} {
+		if ref := dropBlankData(c.in); ref != c.want {
+			t.Fatalf("reference(%q) = %q, want %q", c.in, ref, c.want)
+		}
+		for _, chunk := range []int{0, 1, 2, 3, 5} {
+			for _, size := range []int{1, 2, 7, 4096} {
+				if got := readAll(t, c.in, chunk, size); got != c.want {
+					t.Errorf("blankData(%q), chunks of %d, reads of %d = %q, want %q", c.in, chunk, size, got, c.want)
+				}
+			}
+		}
+	}
+}
+
+// A source's error reaches the reader once what was read before it did.
+func TestBlankDataError(t *testing.T) {
+	b := newBlankData(io.NopCloser(iotest.TimeoutReader(strings.NewReader("data: 1\n\ndata: 2\n\n"))))
+	got, err := io.ReadAll(b)
+	if string(got) != "data: 1\n\ndata: 2\n\n" || err != iotest.ErrTimeout {
+		t.Errorf("ReadAll = %q, %v; want the first read's bytes, then %v", got, err, iotest.ErrTimeout)
+	}
+}
+
+// FuzzBlankData: any stream, read in any sizes, comes out as the reference
+// says.
+func FuzzBlankData(f *testing.F) {
+	for _, s := range []string{"data: \n\ndata: {}\n\n", "event: ping\ndata:\r\n\r\n", "data\n", "dat", "data:" + strings.Repeat(" ", 31) + "\n"} {
+		f.Add(s, uint8(1), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, in string, chunk, size uint8) {
+		if got, want := readAll(t, in, int(chunk%16), int(size%64)+1), dropBlankData(in); got != want {
+			t.Errorf("blankData(%q), chunks of %d, reads of %d = %q, want %q", in, chunk%16, size%64+1, got, want)
+		}
+	})
+}
