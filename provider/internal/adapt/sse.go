@@ -68,13 +68,14 @@ func (s *SSEErrorLine) Get() []byte {
 
 // blankData passes an event stream on without its data lines that hold
 // nothing but blanks ("data:", "data: ", "data"): proxies send them as
-// keep-alives, and the SDKs' decoders dispatch them as an event whose data
-// is a line feed, which fails to decode as JSON, where the event-stream
-// format (WHATWG HTML, "Interpreting an event stream") dispatches nothing
-// for an empty data buffer. A JSON event loses nothing: its data lines are
-// joined by line feeds, which are white space. It holds back at most
-// maxHeld bytes of a line that may be such a line, and reads its source in
-// blocks of blankBlock bytes.
+// keep-alives. The event-stream format (WHATWG HTML, "Interpreting an
+// event stream") dispatches such a line alone as an event with empty
+// data, which openai-go's decoder passes on as a line feed and genai's as
+// nothing, and JSON decoding fails on either; no API gives an event
+// without data a meaning, so blankData drops those events. A JSON event
+// loses nothing: its data lines are joined by line feeds, which are white
+// space. It holds back at most maxHeld bytes of a line that may be such a
+// line, and reads its source in blocks of blankBlock bytes.
 type blankData struct {
 	src      io.ReadCloser
 	buf      []byte // read from src and not yet filtered: buf[r:w]

@@ -124,3 +124,41 @@ func FuzzBlankData(f *testing.F) {
 		}
 	})
 }
+
+// Each read gives the lines the network delivered at once, without waiting
+// for the next write: an event ending a write (behind a blank data line,
+// and before the start of a line that may be one) reaches the SDK's
+// decoder as it came. Close ends a read waiting for the network.
+func TestBlankDataDoesNotWait(t *testing.T) {
+	pr, pw := io.Pipe()
+	b := newBlankData(pr)
+	p := make([]byte, 4096)
+	for _, c := range []struct{ write, want string }{
+		{"data: {\"a\":1}\n\n", "data: {\"a\":1}\n\n"},
+		{"data: \n\ndata: {\"a\":2}\n\ndata", "\ndata: {\"a\":2}\n\n"},
+		{": {\"a\":3}\n\n", "data: {\"a\":3}\n\n"},
+		{"data:\r\n\r\n", "\r\n"},
+	} {
+		go func() { _, _ = pw.Write([]byte(c.write)) }()
+		var got []byte
+		for len(got) < len(c.want) {
+			n, err := b.Read(p)
+			if err != nil {
+				t.Fatalf("after writing %q: Read = %q, %v", c.write, p[:n], err)
+			}
+			got = append(got, p[:n]...)
+		}
+		if string(got) != c.want {
+			t.Errorf("after writing %q: read %q, want %q", c.write, got, c.want)
+		}
+	}
+	done := make(chan error)
+	go func() {
+		_, err := b.Read(p)
+		done <- err
+	}()
+	b.Close()
+	if err := <-done; err != io.ErrClosedPipe {
+		t.Errorf("Read across Close = %v, want %v", err, io.ErrClosedPipe)
+	}
+}
