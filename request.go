@@ -153,9 +153,9 @@ type Request struct {
 	// earlier attempt of it still runs. A hedge is not a new request: it
 	// was charged a token of its destination's retry budget when sent, so
 	// a retry layer deposits nothing for it, and hedges and retries
-	// together keep the budget's bound (see retry.Budget). Callers leave
-	// it false; set on a new request, it only makes the retry budget
-	// stricter.
+	// together keep the budget's bound (see retry.Budget), and no hedging
+	// layer hedges it again. Callers leave it false; set on a new request,
+	// it makes the retry budget stricter and turns hedging off.
 	Hedge bool
 	// Prefix, when non-empty, is the start of the answer that the caller
 	// already has: the request asks for the rest. Routing layers express it
