@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -74,4 +75,42 @@ func TestHedgeKeepsMaxCost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A streamed request that continues broken streams, on one route that
+// continues them, with Config.Hedge: the hedge, sent at 100 ms, wins with
+// its first chunk at 110 ms and breaks after two; the group continues it
+// on the route, as a prefill of what was delivered, the continuation
+// marked no hedge (it is a new request), and the caller gets each chunk
+// once.
+func TestConfigHedgeContinuedStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cut := &portico.Error{Class: portico.Ambiguous, Reason: "connection reset"}
+		fake := modeltest.NewFake(
+			modeltest.Outcome{Response: modeltest.Answer("slow").Response, TTFT: 10 * time.Second},
+			modeltest.Outcome{Chunks: []string{"one", " two"}, Err: cut, TTFT: 10 * time.Millisecond},
+			modeltest.Outcome{Response: modeltest.Answer(" three").Response, Chunks: []string{" three"}})
+		s, err := stack.New(stack.Config{
+			Routes: []stack.Route{{Route: portico.Route{Name: "a", Model: fake,
+				Capabilities: portico.Capabilities{Continuation: portico.ContinuePrefill}}, SkipRetry: true}},
+			Hedge: &hedge.Config{Delay: 100 * time.Millisecond},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		r := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hello")}, MaxOutputTokens: 16,
+			ContinueOnBreak: true, OnChunk: func(c portico.Chunk) error { got = append(got, c.Text); return nil }}
+		resp, err := s.Generate(context.Background(), r)
+		if err != nil || resp.Text != "one two three" || strings.Join(got, "|") != "one| two| three" {
+			t.Fatalf("Generate = %v, %v, chunks %q; want \"one two three\" in chunks one, two, three", resp, err, got)
+		}
+		reqs := fake.Requests()
+		if len(reqs) != 3 || !reqs[1].Hedge || reqs[2].Hedge || reqs[2].Prefix != "one two" {
+			t.Errorf("%d calls; want 3: the first, a hedge, and a continuation of \"one two\" not marked a hedge", len(reqs))
+			for i, q := range reqs {
+				t.Logf("call %d: Hedge %v, Prefix %q", i, q.Hedge, q.Prefix)
+			}
+		}
+	})
 }
