@@ -3,6 +3,7 @@ package adapt
 import (
 	"bytes"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -161,4 +162,39 @@ func TestBlankDataDoesNotWait(t *testing.T) {
 	if err := <-done; err != io.ErrClosedPipe {
 		t.Errorf("Read across Close = %v, want %v", err, io.ErrClosedPipe)
 	}
+}
+
+// FuzzWatchEventStream: an event stream read through Watch is bounded on
+// the bytes the network sent, blank data lines included: past Limit the
+// reader gets the first Limit bytes less their blank data lines, then
+// TooLarge, also recorded as ReadErr; the "error:" line is found in what
+// was sent, a blank data line before it or not.
+func FuzzWatchEventStream(f *testing.F) {
+	f.Add("data: \n\ndata: {}\n\nerror: x\n\n", uint16(12), uint8(3))
+	f.Add("event: ping\ndata:\r\n\r\ndata: [DONE]\n\n", uint16(200), uint8(0))
+	f.Fuzz(func(t *testing.T, in string, limit uint16, chunk uint8) {
+		x := &Exchange{Limit: int64(limit%256) + 1, TooLarge: errTooLarge, ErrorLines: true}
+		var src io.Reader = strings.NewReader(in)
+		if chunk%8 > 0 {
+			src = &chunked{in: []byte(in), n: int(chunk % 8)}
+		}
+		res, err := x.Watch(&http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+			Body: io.NopCloser(src), ContentLength: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(res.Body)
+		sent, wantErr := in, error(nil)
+		if int64(len(in)) > x.Limit {
+			sent, wantErr = in[:x.Limit], errTooLarge
+		}
+		if string(got) != dropBlankData(sent) || err != wantErr || x.ReadErr != wantErr {
+			t.Errorf("Watch(%q), Limit %d: read %q, %v (ReadErr %v); want %q, %v", in, x.Limit, got, err, x.ReadErr, dropBlankData(sent), wantErr)
+		}
+		var want SSEErrorLine
+		want.feed([]byte(sent))
+		if g, w := x.ErrorLine.Get(), want.Get(); !bytes.Equal(g, w) {
+			t.Errorf("Watch(%q), Limit %d: ErrorLine %q, want %q", in, x.Limit, g, w)
+		}
+	})
 }
