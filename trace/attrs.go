@@ -67,7 +67,7 @@ const (
 	KeyTTFTRouting            = attribute.Key("portico.ttft.routing")        // seconds
 	KeyTTFTProvider           = attribute.Key("portico.ttft.provider")       // seconds; on attempt spans, the attempt's own TTFT
 	KeyHedgeDelay             = attribute.Key("portico.hedge.delay")         // seconds after the attempt before it
-	KeyHedgeReason            = attribute.Key("portico.hedge.reason")        // "sent" or "budget"
+	KeyHedgeReason            = attribute.Key("portico.hedge.reason")        // "sent", "budget" or "max cost"
 )
 
 // Span event names.
