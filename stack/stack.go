@@ -144,11 +144,12 @@ type Config struct {
 	// Fallback configures the group used with several routes; its Routes field
 	// is ignored (the stack fills it).
 	Fallback fallback.Config
-	// Hedge, when non-nil and Fallback.Hedge is nil, hedges a request that
-	// has not answered after its delay to the next route of the group
-	// (fallback.Config.Hedge), each hedge charged to the retry budget of the
-	// route it goes to when Budget is nil; with one route, to that route.
-	// Nil means no hedging between routes.
+	// Hedge, when non-nil, hedges a request that has not answered after its
+	// delay to the next route of the group (fallback.Config.Hedge, unless
+	// Fallback.Hedge is set), each hedge charged to the retry budget of the
+	// route it goes to when Budget is nil; with one route, to that route
+	// (with the route's Cost, as Route.Hedge), Fallback.Hedge or not. Nil
+	// means no hedging between routes.
 	Hedge *hedge.Config
 	// Tracer, when non-nil, traces the stack: its Wrap outermost and, for
 	// each route, the WrapAttempt of Tracer.ForRoute(the route's Trace)
