@@ -188,7 +188,7 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 	start, mode := h.sched.reading()
 	var sl *slot
 	if mode != stopped {
-		sl = h.sched.claim()
+		sl = h.sched.slots.Claim()
 	}
 	if sl == nil {
 		r := racePool.Get().(*race)
@@ -196,12 +196,12 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 		r.live = r.liveBuf[:0]
 		return r
 	}
-	r := sl.r.Load()
+	r := sl.V.Load()
 	if r == nil {
 		r = &race{h: h, sl: sl}
 		r.first.r = r
 		r.live = r.liveBuf[:0]
-		sl.r.Store(r)
+		sl.V.Store(r)
 	}
 	r.ctx, r.req, r.winner, r.mode, r.start0 = ctx, req, -1, mode, start
 	return r
@@ -212,7 +212,7 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 func (r *race) result() (*portico.Response, int, error) {
 	if sl := r.sl; sl != nil {
 		ok := false
-		defer func() { sl.release(r, ok) }()
+		defer func() { r.release(ok) }()
 		resp, i, err := r.run()
 		if r.paniced {
 			panic(r.panicVal)
@@ -252,16 +252,16 @@ func (r *race) clear() {
 	at.res.Delivered, at.res.CallerFailed, at.lost = false, false, false
 }
 
-// release frees sl, held by r, after r ended (normally: ok), leaving r
-// there for the next race when it is reusable, else a new state.
-func (sl *slot) release(r *race, ok bool) {
-	s, mode := &r.h.sched, r.mode
+// release frees r's slot after r ended (normally: ok), leaving r there
+// for the next race when it is reusable, else a new state.
+func (r *race) release(ok bool) {
+	s, mode, sl := &r.h.sched, r.mode, r.sl
 	if ok && r.reusable() {
 		r.clear()
 	} else {
-		sl.r.Store(nil)
+		sl.V.Store(nil)
 	}
-	sl.word.Store(slotFree)
+	sl.Release()
 	s.poke(mode)
 }
 
@@ -368,7 +368,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		// fire finds (see attempt.fire); later ones take a timer.
 		s := &r.h.sched
 		r.due = s.due(r.mode, at.start, d)
-		r.sl.word.Store(r.due)
+		r.sl.Word.Store(r.due)
 		s.start(r.mode, at.start, d)
 	} else {
 		r.arm(at, d)
@@ -434,7 +434,7 @@ func (r *race) ended(at *attempt, paniced bool) bool {
 // it armed, or its timer stopped.
 func (r *race) disarm(at *attempt) bool {
 	if at.timer == nil {
-		ok := r.sl.word.CompareAndSwap(r.due, slotHeld)
+		ok := r.sl.Word.CompareAndSwap(r.due, slotHeld)
 		r.h.sched.poke(r.mode)
 		return ok
 	}
