@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
@@ -16,8 +17,7 @@ import (
 // sequential walk would. The first answer wins, stamped as any answer;
 // each attempt the race canceled is a hop with Reason "hedge lost".
 func (r *request) race(ctx context.Context, h *hedge.Hedger, n int, p *plan) (*portico.Response, error) {
-	p.r, p.ctx, p.n = r, ctx, n // p is zero (see Group.race)
-	p.tries = p.buf[:0]
+	p.ctx, p.n = ctx, n // p is r's, as hedged.init left it
 	// Run's error is p.stop, or the last attempt's, whose hop is recorded.
 	resp, i, _ := h.Run(ctx, r.req, p)
 	switch {
@@ -29,8 +29,9 @@ func (r *request) race(ctx context.Context, h *hedge.Hedger, n int, p *plan) (*p
 	return r.exhausted(ctx)
 }
 
-// hedged is a raced request's state: its walk's and its plan. It is
-// pooled: nothing of the race can reach it once Run returned.
+// hedged is a raced request's state: its walk's and its plan. Nothing of
+// the race can reach it once Run returned, so it is reused: in a slot of
+// its Group (see Group.race), else from hedgedPool.
 type hedged struct {
 	r request
 	p plan
@@ -38,16 +39,92 @@ type hedged struct {
 
 var hedgedPool = sync.Pool{New: func() any { return new(hedged) }}
 
-// race runs a request the group's Hedger may hedge on pooled state (see
-// request.race): its plan escapes to the Hedger, and the walk's state with
-// it.
+// init readies a zero hs for g's requests.
+func (hs *hedged) init(g *Group) {
+	hs.r.g, hs.r.est, hs.r.plan, hs.p.r = g, -1, &hs.p, &hs.r
+	hs.p.tries = hs.p.buf[:0]
+}
+
+// race runs a request the group's Hedger may hedge (see request.race) on
+// reused state: its plan escapes to the Hedger, and the walk's state with
+// it. A slot's state stays init'ed between requests, and clear writes back
+// only what a request set: a whole new state is hundreds of bytes of
+// pointers, each a write barrier while the garbage collector marks.
 func (g *Group) race(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	hs := hedgedPool.Get().(*hedged)
-	hs.r.g, hs.r.req, hs.r.est, hs.r.plan, hs.p.r = g, req, -1, &hs.p, &hs.r
+	sl := g.hedged.Claim()
+	if sl == nil {
+		hs := hedgedPool.Get().(*hedged)
+		hs.init(g)
+		hs.r.req = req
+		resp, err := hs.r.run(ctx)
+		*hs = hedged{}
+		hedgedPool.Put(hs)
+		return resp, err
+	}
+	hs := sl.V.Load()
+	if hs == nil {
+		hs = new(hedged)
+		hs.init(g)
+		sl.V.Store(hs)
+	}
+	ok := false
+	defer func() {
+		if !ok { // a Model panicked: its state is left as it was
+			sl.V.Store(nil)
+		}
+		sl.Release()
+	}()
+	hs.r.req = req
 	resp, err := hs.r.run(ctx)
-	*hs = hedged{}
-	hedgedPool.Put(hs)
+	hs.clear()
+	ok = true
 	return resp, err
+}
+
+// clear makes hs, which a request used, as init left it, writing only the
+// fields that request set. A field added to request or plan is cleared
+// here (TestHedgedClear checks it).
+func (hs *hedged) clear() {
+	r, p := &hs.r, &hs.p
+	r.req = nil
+	r.est, r.learned, r.spent, r.billed = -1, 0, 0, 0
+	if r.hops != nil {
+		r.hops = nil
+	}
+	if r.wrong != nil {
+		r.wrong = nil
+	}
+	if r.until != (time.Time{}) {
+		r.until = time.Time{}
+	}
+	if r.primary != nil {
+		r.primary = nil
+	}
+	r.delivered, r.hasDL, r.reserve, r.left, r.fresh = false, false, 0, 0, false
+	if r.order != nil {
+		r.order = nil
+	}
+	r.called, r.fit, r.fitIn = false, 0, 0
+	if r.cont != nil {
+		r.cont = nil
+	}
+	if p.ctx != nil {
+		p.ctx = nil
+	}
+	p.n, p.pos, p.running = 0, 0, 0
+	if len(p.tries) > len(p.buf) {
+		p.tries = p.buf[:0] // it grew out of buf
+	} else {
+		p.tries = p.tries[:0]
+	}
+	if p.stop != nil {
+		p.stop = nil
+	}
+	for i := range p.buf {
+		if t := &p.buf[i]; t.rt != nil {
+			*t = try{}
+		}
+	}
 }
 
 // plan is a request's [hedge.Plan] over the group's candidates.

@@ -1,0 +1,88 @@
+package fallback
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/rank"
+)
+
+// TestHedgedClear: whatever a raced request went through (an answer, hops,
+// hedges that won or lost, more attempts than the plan's buffer holds, a
+// failure that moved on, a cooldown, a request wrong on any route, every
+// route failing, a Policy's order, a MaxCost, a deadline), the state it
+// leaves in its Group's slot is, field by field, the state of a new slot,
+// and the slot is free: the next request starts from nothing of it.
+func TestHedgedClear(t *testing.T) {
+	fail := func(err *portico.Error) *modeltest.Fake {
+		return modeltest.NewFake(modeltest.Outcome{Err: err, Latency: ms})
+	}
+	caps := portico.Capabilities{OutputPrice: 1, ContextWindow: 1000}
+	costly := &portico.Request{Messages: idem.Messages, MaxOutputTokens: 10, Contract: &portico.Contract{MaxCost: 1000, Deadline: time.Minute}}
+	wrong := &portico.Request{Messages: idem.Messages, MaxOutputTokens: -1}
+	for _, c := range []struct {
+		name   string
+		routes func() []portico.Route
+		policy rank.Policy
+		max    int
+		req    *portico.Request
+		ok     bool
+	}{
+		{"answer", func() []portico.Route { return []portico.Route{named("a", after("a", ms)), named("b", after("b", ms))} }, nil, 0, idem, true},
+		{"hedge wins", func() []portico.Route {
+			return []portico.Route{named("a", after("a", 10*time.Second)), named("b", after("b", ms))}
+		}, nil, 0, idem, true},
+		{"hedges beyond the buffer", func() []portico.Route {
+			return []portico.Route{named("a", after("a", 10*time.Second)), named("b", after("b", 10*time.Second)), named("c", after("c", 150*ms))}
+		}, nil, 3, idem, true},
+		{"failure moves on, cooling", func() []portico.Route {
+			return []portico.Route{named("a", fail(modeltest.RateLimitError(time.Second))), named("b", after("b", ms))}
+		}, nil, 0, idem, true},
+		{"every route fails", func() []portico.Route {
+			return []portico.Route{named("a", fail(modeltest.StatusError(503))), named("b", fail(modeltest.StatusError(503)))}
+		}, nil, 0, idem, false},
+		{"wrong on any route", func() []portico.Route { return []portico.Route{named("a", after("a", ms)), named("b", after("b", ms))} }, nil, 0, wrong, false},
+		{"policy, cost and deadline", func() []portico.Route {
+			a, b := named("a", fail(modeltest.StatusError(500))), named("b", after("b", ms))
+			a.Capabilities, b.Capabilities = caps, caps
+			return []portico.Route{a, b}
+		}, rank.ByCost, 0, costly, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := MustNew(Config{Routes: c.routes(), Policy: c.policy,
+					Hedge: hedge.MustNew(hedge.Config{Delay: 100 * ms, MaxAttempts: c.max})})
+				resp, err := g.Generate(context.Background(), c.req)
+				if (err == nil) != c.ok {
+					t.Fatalf("Generate = %+v, %v; want an answer: %v", resp, err, c.ok)
+				}
+				used := 0
+				for i := range g.hedged {
+					sl := &g.hedged[i]
+					if w := sl.Word.Load(); w != 0 {
+						t.Errorf("slot %d: word %d after the request, want 0 (free)", i, w)
+					}
+					hs := sl.V.Load()
+					if hs == nil {
+						continue
+					}
+					used++
+					fresh := new(hedged)
+					fresh.init(g)
+					if !reflect.DeepEqual(hs, fresh) {
+						t.Errorf("slot %d after the request:\n%+v\n%+v\nwant a new slot's:\n%+v\n%+v", i, hs.r, hs.p, fresh.r, fresh.p)
+					}
+				}
+				if used != 1 {
+					t.Errorf("%d slots hold a state, want 1", used)
+				}
+			})
+		})
+	}
+}
