@@ -81,8 +81,9 @@ func (g *Group) race(ctx context.Context, req *portico.Request) (*portico.Respon
 	return resp, err
 }
 
-// clear makes hs, which a request used, as init left it, writing only the
-// fields that request set. A field added to request or plan is cleared
+// clear makes hs, which a request used, as init left it (but for the
+// routes of its tries, one of the group's), writing only the fields that
+// request set. A field added to request or plan is cleared
 // here (TestHedgedClear checks it).
 func (hs *hedged) clear() {
 	r, p := &hs.r, &hs.p
@@ -120,10 +121,15 @@ func (hs *hedged) clear() {
 	if p.stop != nil {
 		p.stop = nil
 	}
-	for i := range p.buf {
-		if t := &p.buf[i]; t.rt != nil {
-			*t = try{}
+	for i := range p.buf { // each keeps its route, one of the group's (see addTry)
+		t := &p.buf[i]
+		if t.cctx != nil {
+			t.cctx = nil
 		}
+		if t.share != nil {
+			t.share = nil
+		}
+		t.idx, t.est = 0, 0
 	}
 }
 
@@ -195,7 +201,7 @@ func (p *plan) Next(i int, charge func(string) bool, a *hedge.Attempt) (bool, er
 		}
 		p.pos++
 		p.running += est
-		p.tries = append(p.tries, try{rt: rt, idx: idx, cctx: cctx, share: share, est: est})
+		p.addTry(rt, idx, cctx, share, est)
 		if r.g.stats != nil {
 			r.g.stats.Start(idx)
 		}
@@ -203,14 +209,48 @@ func (p *plan) Next(i int, charge func(string) bool, a *hedge.Attempt) (bool, er
 		if charge != nil {
 			req = hedge.AsHedge(req) // charged to rt's budget: its retry layer deposits nothing
 		}
-		*a = hedge.Attempt{Model: rt.Model, Request: req, Context: cctx,
-			Destination: rt.Name, Latency: &r.g.latency[idx]}
-		if share != nil { // the share is the attempt's alone, and ends with it (Ended)
-			a.Cancel = share
-		}
+		setAttempt(a, rt, req, cctx, share, &r.g.latency[idx])
 		return true, nil
 	}
 	return false, nil
+}
+
+// addTry appends attempt len(p.tries)'s try, writing the pointers of one
+// in buf only where they change (see setAttempt): clear keeps its route.
+func (p *plan) addTry(rt *portico.Route, idx int, cctx context.Context, share *lazyctx.Context, est float64) {
+	n := len(p.tries)
+	if n == cap(p.tries) {
+		p.tries = append(p.tries, try{rt: rt, idx: idx, cctx: cctx, share: share, est: est})
+		return
+	}
+	p.tries = p.tries[:n+1]
+	t := &p.tries[n]
+	if t.rt != rt {
+		t.rt = rt
+	}
+	t.idx, t.cctx, t.est = idx, cctx, est
+	if t.share != share {
+		t.share = share
+	}
+}
+
+// setAttempt sets every field of *a for an attempt to rt, whose sketch is
+// lat, with req under cctx and share (nil: none). It writes a pointer only
+// where it changes (each is a write barrier while the garbage collector
+// marks): a race in a slot keeps its first attempt's Model, Destination
+// and Latency, which only this plan sets to rt's sketch, and so to rt's
+// Model and Name.
+func setAttempt(a *hedge.Attempt, rt *portico.Route, req *portico.Request, cctx context.Context, share *lazyctx.Context, lat *hedge.Latency) {
+	if a.Latency != lat {
+		a.Model, a.Destination, a.Latency = rt.Model, rt.Name, lat
+	}
+	a.Request, a.Context = req, cctx
+	switch {
+	case share != nil: // the share is the attempt's alone, and ends with it (Ended)
+		a.Cancel = share
+	case a.Cancel != nil:
+		a.Cancel = nil
+	}
 }
 
 // Ended settles attempt i: the statistics learn from it, a loser is a hop,

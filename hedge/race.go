@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/lazyctx"
@@ -91,7 +92,7 @@ type race struct {
 	plan Plan
 
 	mu     sync.Mutex    // guards the fields down to won
-	caller *attempt      // the caller's attempt whose hedge may take the race over
+	caller int           // 1 + the index of the caller's attempt whose hedge may take the race over; 0 none
 	winner int           // the attempt whose chunk reached the caller first; -1 none yet, -2 none ever
 	live   []*attempt    // attempts running
 	won    chan struct{} // closed when a chunk reached the caller; nil unless raced and streaming
@@ -177,8 +178,16 @@ type attempt struct {
 // others ended. It returns (nil, -1, nil) when the plan had no attempt 0.
 func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*portico.Response, int, error) {
 	r := h.newRace(ctx, req)
-	r.plan = plan
+	if !samePlan(r.plan, plan) { // a race in a slot keeps its last plan
+		r.plan = plan
+	}
 	return r.result()
+}
+
+// samePlan reports whether a and b are one interface value, word for
+// word: == may panic (a Plan of a type == cannot compare).
+func samePlan(a, b Plan) bool {
+	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
 // newRace returns the state of a race: that of a slot of the Hedger's
@@ -239,16 +248,37 @@ func (r *race) reusable() bool { return r.req.OnChunk == nil && r.final == nil &
 
 // clear readies a reusable race for its next request in its slot, and
 // lets go of what its last request referenced. It writes only the fields
-// a race that was never handed over and did not stream sets, and keeps
-// those that stay the same (its Hedger, its slot): a whole new race is
-// hundreds of bytes of pointers, each a write barrier while the garbage
-// collector marks.
+// a race that was never handed over and did not stream sets, and of
+// those only the pointers that are not nil, and keeps those that stay the
+// same (its Hedger, its slot, its plan): a whole new race is hundreds of
+// bytes of pointers, each a write barrier while the garbage collector
+// marks.
 func (r *race) clear() {
-	r.ctx, r.req, r.one.ctx, r.one.req = nil, nil, nil, nil
+	r.ctx, r.req = nil, nil
+	if r.one.ctx != nil {
+		r.one.ctx = nil
+	}
+	if r.one.req != nil {
+		r.one.req = nil
+	}
 	r.next, r.running, r.started, r.stale, r.due = 0, 0, 0, false, 0
 	at := &r.first
-	at.a.Request, at.a.Context, at.a.Cancel = nil, nil, nil
-	at.res.Response, at.res.Err, at.cancel = nil, nil, nil
+	at.a.Request = nil
+	if at.a.Context != nil {
+		at.a.Context = nil
+	}
+	if at.a.Cancel != nil {
+		at.a.Cancel = nil
+	}
+	if at.res.Response != nil {
+		at.res.Response = nil
+	}
+	if at.res.Err != nil {
+		at.res.Err = nil
+	}
+	if at.cancel != nil {
+		at.cancel = nil
+	}
 	at.res.Delivered, at.res.CallerFailed, at.lost = false, false, false
 }
 
@@ -362,7 +392,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		return false
 	}
 	ctx = at.cancelable(ctx)
-	r.setCaller(at)
+	r.setCaller(at.i + 1)
 	if at == &r.first && r.sl != nil {
 		// Armed once, for the first attempt, whose address the scheduler's
 		// fire finds (see attempt.fire); later ones take a timer.
@@ -409,12 +439,12 @@ func (r *race) arm(at *attempt, d time.Duration) {
 func (r *race) ended(at *attempt, paniced bool) bool {
 	at.stop(nil)
 	if r.disarm(at) {
-		r.setCaller(nil)
+		r.setCaller(0)
 		return false
 	}
 	r.mu.Lock()
-	handed := r.caller != at
-	r.caller = nil
+	handed := r.caller != at.i+1
+	r.caller = 0
 	r.drop(at)
 	r.mu.Unlock()
 	if !handed { // the callback saw at ended, or a chunk of at delivered
@@ -441,16 +471,17 @@ func (r *race) disarm(at *attempt) bool {
 	return at.timer.Stop()
 }
 
-// setCaller makes at (nil: none) the attempt on the caller's goroutine,
-// the only one running. The lock is needed only when a late callback may
-// read the field: before the race's first timer is armed, arming it
-// orders the write before its callback.
-func (r *race) setCaller(at *attempt) {
+// setCaller makes attempt i-1 (0: none) the attempt on the caller's
+// goroutine, the only one running. The lock is needed only when a late
+// callback may read the field: before the race's first timer is armed,
+// arming it orders the write before its callback. An index, not a
+// pointer: no write barrier.
+func (r *race) setCaller(i int) {
 	if r.stale {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 	}
-	r.caller = at // the attempts running are at alone: fire lists it in live
+	r.caller = i // the attempts running are that one alone: fire lists it in live
 }
 
 // fire is an inline attempt's hedge falling due (its timer's callback, or
@@ -461,11 +492,11 @@ func (r *race) setCaller(at *attempt) {
 func (at *attempt) fire() {
 	r := at.r
 	r.mu.Lock()
-	if r.caller != at || r.winner != -1 {
+	if r.caller != at.i+1 || r.winner != -1 {
 		r.mu.Unlock()
 		return
 	}
-	r.caller = nil
+	r.caller = 0
 	r.live = append(r.liveBuf[:0], at)
 	r.results = make(chan *attempt, r.h.maxAttempts)
 	r.final = make(chan struct{})
@@ -725,7 +756,12 @@ func (at *attempt) call(ctx context.Context) {
 	if err == nil && resp == nil {
 		err = portico.ErrNilResponse
 	}
-	at.res.Response, at.res.Err = resp, err
+	if resp != nil { // res is zero until then (begin, race.clear)
+		at.res.Response = resp
+	}
+	if err != nil {
+		at.res.Err = err
+	}
 	if at.hedge && err != nil {
 		at.r.refund(at.a.Destination, err)
 	}
