@@ -113,15 +113,16 @@ func (hs *hedged) clear() {
 		p.ctx = nil
 	}
 	p.n, p.pos, p.running = 0, 0, 0
-	if len(p.tries) > len(p.buf) {
-		p.tries = p.buf[:0] // it grew out of buf
-	} else {
-		p.tries = p.tries[:0]
-	}
 	if p.stop != nil {
 		p.stop = nil
 	}
-	for i := range p.buf { // each keeps its route, one of the group's (see addTry)
+	used := p.tries
+	if len(used) > len(p.buf) {
+		used, p.tries = p.buf[:], p.buf[:0] // it grew out of buf
+	} else {
+		p.tries = p.tries[:0]
+	}
+	for i := range used { // each keeps its route, one of the group's (see addTry)
 		t := &p.buf[i]
 		if t.cctx != nil {
 			t.cctx = nil
@@ -257,11 +258,15 @@ func setAttempt(a *hedge.Attempt, rt *portico.Route, req *portico.Request, cctx 
 // and a failure is judged as the sequential walk judges it.
 func (p *plan) Ended(i int, res *hedge.Result) error {
 	r, t := p.r, &p.tries[i]
-	defer t.share.Cancel()
 	p.running -= t.est
 	if r.g.stats != nil {
 		r.learn(p.ctx, t.idx, res.Err, res.CallerFailed, res.Elapsed, res.TTFT)
 	}
+	if res.Err == nil && !res.Lost { // the answer: no defer on the hot path
+		t.share.Cancel()
+		return nil
+	}
+	defer t.share.Cancel() // after judge, which reads whether the share ran out
 	switch {
 	case res.Lost:
 		if res.Err != nil {
@@ -276,8 +281,6 @@ func (p *plan) Ended(i int, res *hedge.Result) error {
 			r.spent += cost
 		}
 		r.hops = append(r.hops, portico.Hop{Route: t.rt.Name, Reason: reasonHedgeLost, Err: res.Err})
-		return nil
-	case res.Err == nil:
 		return nil
 	}
 	r.delivered = res.Delivered

@@ -187,7 +187,8 @@ func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*por
 // samePlan reports whether a and b are one interface value, word for
 // word: == may panic (a Plan of a type == cannot compare).
 func samePlan(a, b Plan) bool {
-	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
+	x, y := (*[2]unsafe.Pointer)(unsafe.Pointer(&a)), (*[2]unsafe.Pointer)(unsafe.Pointer(&b))
+	return x[0] == y[0] && x[1] == y[1] // not x == y: a call of memequal
 }
 
 // newRace returns the state of a race: that of a slot of the Hedger's
@@ -477,11 +478,13 @@ func (r *race) disarm(at *attempt) bool {
 // arming it orders the write before its callback. An index, not a
 // pointer: no write barrier.
 func (r *race) setCaller(i int) {
-	if r.stale {
-		r.mu.Lock()
-		defer r.mu.Unlock()
+	if !r.stale {
+		r.caller = i // the attempts running are that one alone: fire lists it in live
+		return
 	}
-	r.caller = i // the attempts running are that one alone: fire lists it in live
+	r.mu.Lock()
+	r.caller = i
+	r.mu.Unlock()
 }
 
 // fire is an inline attempt's hedge falling due (its timer's callback, or
