@@ -93,3 +93,35 @@ func TestHedgedClear(t *testing.T) {
 		})
 	}
 }
+
+// TestHedgedPanic: a raced route's panic goes on to the caller, its slot's
+// state is dropped rather than reused half cleared, the slot is free, and
+// the next request is served from a new state.
+func TestHedgedPanic(t *testing.T) {
+	calls := 0
+	boom := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		if calls++; calls == 1 {
+			panic("boom")
+		}
+		return modeltest.Answer("a").Response, nil
+	})
+	g := MustNew(Config{Routes: []portico.Route{named("a", boom), named("b", after("b", ms))},
+		Hedge: hedge.MustNew(hedge.Config{Delay: time.Hour})})
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("recovered %v, want boom", p)
+			}
+		}()
+		g.Generate(context.Background(), idem)
+		t.Error("Generate returned, want its panic")
+	}()
+	for i := range g.hedged {
+		if sl := &g.hedged[i]; sl.Word.Load() != 0 || sl.V.Load() != nil {
+			t.Errorf("slot %d after the panic: word %d, state %p; want free and empty", i, sl.Word.Load(), sl.V.Load())
+		}
+	}
+	if resp, err := g.Generate(context.Background(), idem); err != nil || resp.Route != "a" {
+		t.Errorf("Generate after the panic = %+v, %v; want a's answer", resp, err)
+	}
+}
