@@ -17,7 +17,7 @@ import (
 // sequential walk would. The first answer wins, stamped as any answer;
 // each attempt the race canceled is a hop with Reason "hedge lost".
 func (r *request) race(ctx context.Context, h *hedge.Hedger, n int, p *plan) (*portico.Response, error) {
-	p.ctx, p.n = ctx, n // p is r's, as hedged.init left it
+	p.n = n // p is r's, as hedged.init left it
 	// Run's error is p.stop, or the last attempt's, whose hop is recorded.
 	resp, i, _ := h.Run(ctx, r.req, p)
 	switch {
@@ -109,9 +109,6 @@ func (hs *hedged) clear() {
 	if r.cont != nil {
 		r.cont = nil
 	}
-	if p.ctx != nil {
-		p.ctx = nil
-	}
 	p.n, p.pos, p.running = 0, 0, 0
 	if p.stop != nil {
 		p.stop = nil
@@ -123,21 +120,13 @@ func (hs *hedged) clear() {
 		p.tries = p.tries[:0]
 	}
 	for i := range used { // each keeps its route, one of the group's (see addTry)
-		t := &p.buf[i]
-		if t.cctx != nil {
-			t.cctx = nil
-		}
-		if t.share != nil {
-			t.share = nil
-		}
-		t.idx, t.est = 0, 0
+		p.buf[i].idx, p.buf[i].est = 0, 0
 	}
 }
 
 // plan is a request's [hedge.Plan] over the group's candidates.
 type plan struct {
 	r     *request
-	ctx   context.Context
 	n     int   // candidates in the request's order
 	pos   int   // the next position to look at
 	tries []try // per attempt
@@ -148,20 +137,19 @@ type plan struct {
 	buf     [2]try
 }
 
-// try is one attempt of the race: its route and the context of its share.
+// try is one attempt of the race: its route (the context of its share,
+// and the share to Cancel once it ended, are its Attempt's).
 type try struct {
-	rt    *portico.Route
-	idx   int
-	cctx  context.Context
-	share *lazyctx.Context // to Cancel when the attempt ended; nil when none
-	est   float64          // its estimated cost, in plan.running while it runs
+	rt  *portico.Route
+	idx int
+	est float64 // its estimated cost, in plan.running while it runs
 }
 
 // Next prepares the next candidate that passes the filter, recording the
 // routes it skips as the sequential walk does. A hedge is charged first and
 // not made (nothing consumed) when the budget is empty or its allowance
 // below MinAttempt; any other attempt without time stops the race.
-func (p *plan) Next(i int, charge func(string) bool, a *hedge.Attempt) (bool, error) {
+func (p *plan) Next(ctx context.Context, i int, charge func(string) bool, a *hedge.Attempt) (bool, error) {
 	r := p.r
 	for ; p.pos < p.n; p.pos++ {
 		rt, idx := r.candidate(p.pos)
@@ -172,16 +160,16 @@ func (p *plan) Next(i int, charge func(string) bool, a *hedge.Attempt) (bool, er
 			p.stop = r.wrong // wrong on any route: nothing more is called
 			return false, p.stop
 		} else if reason != "" {
-			r.skipped(p.ctx, rt, idx, reason)
+			r.skipped(ctx, rt, idx, reason)
 			continue
 		}
-		cctx, share, ok := r.share(p.ctx, p.pos)
+		cctx, share, ok := r.share(ctx, p.pos)
 		if !ok {
 			if charge != nil {
 				return false, nil // no time for a hedge: the running attempt goes on
 			}
-			r.hop(p.ctx, rt, reasonDeadline, nil)
-			p.stop = r.outOfTime(p.ctx)
+			r.hop(ctx, rt, reasonDeadline, nil)
+			p.stop = r.outOfTime(ctx)
 			return false, p.stop
 		}
 		var est float64
@@ -192,7 +180,7 @@ func (p *plan) Next(i int, charge func(string) bool, a *hedge.Attempt) (bool, er
 			// allows is not made, as the walk would not move on.
 			if charge != nil && r.spent+p.running+est > k.MaxCost {
 				share.Cancel()
-				portico.Observe(p.ctx, portico.Event{Kind: portico.EventHedge, Route: rt.Name, Reason: "max cost"})
+				portico.Observe(ctx, portico.Event{Kind: portico.EventHedge, Route: rt.Name, Reason: "max cost"})
 				return false, nil
 			}
 		}
@@ -202,7 +190,7 @@ func (p *plan) Next(i int, charge func(string) bool, a *hedge.Attempt) (bool, er
 		}
 		p.pos++
 		p.running += est
-		p.addTry(rt, idx, cctx, share, est)
+		p.addTry(rt, idx, est)
 		if r.g.stats != nil {
 			r.g.stats.Start(idx)
 		}
@@ -216,12 +204,12 @@ func (p *plan) Next(i int, charge func(string) bool, a *hedge.Attempt) (bool, er
 	return false, nil
 }
 
-// addTry appends attempt len(p.tries)'s try, writing the pointers of one
-// in buf only where they change (see setAttempt): clear keeps its route.
-func (p *plan) addTry(rt *portico.Route, idx int, cctx context.Context, share *lazyctx.Context, est float64) {
+// addTry appends attempt len(p.tries)'s try, writing the route of one in
+// buf only when it changes (see setAttempt): clear keeps it.
+func (p *plan) addTry(rt *portico.Route, idx int, est float64) {
 	n := len(p.tries)
 	if n == cap(p.tries) {
-		p.tries = append(p.tries, try{rt: rt, idx: idx, cctx: cctx, share: share, est: est})
+		p.tries = append(p.tries, try{rt: rt, idx: idx, est: est})
 		return
 	}
 	p.tries = p.tries[:n+1]
@@ -229,10 +217,7 @@ func (p *plan) addTry(rt *portico.Route, idx int, cctx context.Context, share *l
 	if t.rt != rt {
 		t.rt = rt
 	}
-	t.idx, t.cctx, t.est = idx, cctx, est
-	if t.share != share {
-		t.share = share
-	}
+	t.idx, t.est = idx, est
 }
 
 // setAttempt sets every field of *a for an attempt to rt, whose sketch is
@@ -256,17 +241,22 @@ func setAttempt(a *hedge.Attempt, rt *portico.Route, req *portico.Request, cctx 
 
 // Ended settles attempt i: the statistics learn from it, a loser is a hop,
 // and a failure is judged as the sequential walk judges it.
-func (p *plan) Ended(i int, res *hedge.Result) error {
+func (p *plan) Ended(ctx context.Context, i int, a *hedge.Attempt, res *hedge.Result) error {
 	r, t := p.r, &p.tries[i]
 	p.running -= t.est
 	if r.g.stats != nil {
-		r.learn(p.ctx, t.idx, res.Err, res.CallerFailed, res.Elapsed, res.TTFT)
+		r.learn(ctx, t.idx, res.Err, res.CallerFailed, res.Elapsed, res.TTFT)
 	}
+	share := a.Cancel                // the attempt's share (see setAttempt), or nil
 	if res.Err == nil && !res.Lost { // the answer: no defer on the hot path
-		t.share.Cancel()
+		if share != nil {
+			share.Cancel()
+		}
 		return nil
 	}
-	defer t.share.Cancel() // after judge, which reads whether the share ran out
+	if share != nil {
+		defer share.Cancel() // after judge, which reads whether the share ran out
+	}
 	switch {
 	case res.Lost:
 		if res.Err != nil {
@@ -284,7 +274,7 @@ func (p *plan) Ended(i int, res *hedge.Result) error {
 		return nil
 	}
 	r.delivered = res.Delivered
-	if _, stop, err := r.judge(p.ctx, t.cctx, t.rt, t.idx, res.Err); stop {
+	if _, stop, err := r.judge(ctx, a.Context, t.rt, t.idx, res.Err); stop {
 		p.stop = err
 		return err
 	}

@@ -263,7 +263,7 @@ func (p *single) set(m *model, ctx context.Context, req *portico.Request, dest s
 // Config.Cost, the attempts sent would stay within the request's MaxCost,
 // sending it as [AsHedge] marks it; after a failure it has nothing to add
 // (retrying is the retry layer's).
-func (p *single) Next(i int, charge func(string) bool, a *Attempt) (bool, error) {
+func (p *single) Next(_ context.Context, i int, charge func(string) bool, a *Attempt) (bool, error) {
 	req := p.req
 	if i > 0 {
 		h := p.m.h
@@ -299,7 +299,7 @@ func AsHedge(req *portico.Request) *portico.Request {
 
 // Ended stops the race at an error another attempt to the same destination
 // would repeat.
-func (p *single) Ended(_ int, res *Result) error {
+func (p *single) Ended(_ context.Context, _ int, _ *Attempt, res *Result) error {
 	if res.Err == nil || res.Lost {
 		return nil
 	}

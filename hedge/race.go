@@ -58,7 +58,9 @@ type Result struct {
 // mean. [Hedger.Wrap] runs one over a single Model; package fallback runs
 // one over its candidates. The race calls both methods one at a time, never
 // concurrently: from the goroutine that called [Hedger.Run] until a hedge
-// is due, then from the goroutine that runs the race from there on.
+// is due, then from the goroutine that runs the race from there on; ctx
+// is the context the race was run under, and a the attempt as Next
+// prepared it, so that a Plan need keep neither.
 type Plan interface {
 	// Next prepares attempt i (0 first) in *a, setting every field of it
 	// (a may hold an earlier race's attempt). For a hedge, charge is
@@ -67,12 +69,12 @@ type Plan interface {
 	// empty), return ok false having changed nothing. For the first attempt
 	// and one that follows a failure, charge is nil. ok false also means no
 	// attempt is left; a non-nil stop ends the race with that error.
-	Next(i int, charge func(destination string) bool, a *Attempt) (ok bool, stop error)
-	// Ended reports the end of attempt i, as *res says (valid during the
-	// call only). A non-nil stop ends the race with that error, the other
+	Next(ctx context.Context, i int, charge func(destination string) bool, a *Attempt) (ok bool, stop error)
+	// Ended reports the end of attempt i, prepared in *a, as *res says
+	// (both valid during the call only). A non-nil stop ends the race with that error, the other
 	// attempts canceled; it is ignored for an attempt that Lost and for the
 	// winner (Err nil, or Delivered).
-	Ended(i int, res *Result) (stop error)
+	Ended(ctx context.Context, i int, a *Attempt, res *Result) (stop error)
 }
 
 // errLost is the cause with which the race cancels the attempts that lost,
@@ -316,11 +318,11 @@ func (r *race) run() (*portico.Response, int, error) {
 		}
 		res := &at.res
 		if res.Err == nil || res.Delivered {
-			r.plan.Ended(at.i, res)
+			r.plan.Ended(r.ctx, at.i, &at.a, res)
 			return res.Response, at.i, res.Err
 		}
 		last = res.Err
-		if stop := r.plan.Ended(at.i, res); stop != nil {
+		if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
 			return nil, -1, stop
 		}
 	}
@@ -333,7 +335,7 @@ func (r *race) prepare(charge func(string) bool) (*attempt, bool, error) {
 	if r.next > 0 {
 		at = new(attempt)
 	}
-	ok, stop := r.plan.Next(r.next, charge, &at.a)
+	ok, stop := r.plan.Next(r.ctx, r.next, charge, &at.a)
 	return at, ok, stop
 }
 
@@ -546,15 +548,15 @@ func (r *race) coordinate() (*portico.Response, int, error) {
 			}
 			if w := r.winnerIs(); w >= 0 && w != at.i {
 				res.Lost = true
-				r.plan.Ended(at.i, res)
+				r.plan.Ended(r.ctx, at.i, &at.a, res)
 				continue // the winner is still running
 			}
 			if res.Err == nil || res.Delivered {
-				r.plan.Ended(at.i, res)
+				r.plan.Ended(r.ctx, at.i, &at.a, res)
 				return r.finish(res.Response, at.i, res.Err)
 			}
 			last = res.Err
-			if stop := r.plan.Ended(at.i, res); stop != nil {
+			if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
 				return r.finish(nil, -1, stop)
 			}
 			if r.running == 0 {
@@ -612,7 +614,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	for ; r.running > 0; r.running-- {
 		at := <-r.results
 		at.res.Lost = true
-		r.plan.Ended(at.i, &at.res)
+		r.plan.Ended(r.ctx, at.i, &at.a, &at.res)
 		if at.paniced && !r.paniced {
 			r.paniced, r.panicVal = true, at.panic
 		}
