@@ -82,8 +82,8 @@ func (g *Group) race(ctx context.Context, req *portico.Request) (*portico.Respon
 }
 
 // clear makes hs, which a request used, as init left it (but for the
-// routes of its tries, one of the group's), writing only the fields that
-// request set. A field added to request or plan is cleared
+// routes of its tries and, without a Policy, its primary: the group's
+// own), writing only the fields that request set. A field added to request or plan is cleared
 // here (TestHedgedClear checks it).
 func (hs *hedged) clear() {
 	r, p := &hs.r, &hs.p
@@ -98,8 +98,8 @@ func (hs *hedged) clear() {
 	if r.until != (time.Time{}) {
 		r.until = time.Time{}
 	}
-	if r.primary != nil {
-		r.primary = nil
+	if r.primary != nil && r.g.cfg.Policy != nil {
+		r.primary = nil // rank's skip reads it before Next sets it; in Routes order it is Routes[0]
 	}
 	r.delivered, r.hasDL, r.reserve, r.left, r.fresh = false, false, 0, 0, false
 	if r.order != nil {
@@ -154,7 +154,9 @@ func (p *plan) Next(ctx context.Context, i int, charge func(string) bool, a *hed
 	for ; p.pos < p.n; p.pos++ {
 		rt, idx := r.candidate(p.pos)
 		if p.pos == 0 {
-			r.primary = rt
+			if r.primary != rt { // see hedged.clear
+				r.primary = rt
+			}
 		}
 		if reason := r.skip(rt, idx); reason == reasonWrong {
 			p.stop = r.wrong // wrong on any route: nothing more is called
