@@ -480,10 +480,16 @@ func (r *race) disarm(at *attempt) bool {
 // arming it orders the write before its callback. An index, not a
 // pointer: no write barrier.
 func (r *race) setCaller(i int) {
-	if !r.stale {
-		r.caller = i // the attempts running are that one alone: fire lists it in live
+	if r.stale {
+		r.setCallerLocked(i)
 		return
 	}
+	r.caller = i // the attempts running are that one alone: fire lists it in live
+}
+
+// setCallerLocked is setCaller under r.mu, out of line so that setCaller
+// is inlined.
+func (r *race) setCallerLocked(i int) {
 	r.mu.Lock()
 	r.caller = i
 	r.mu.Unlock()
