@@ -258,9 +258,6 @@ func (r *race) reusable() bool { return r.req.OnChunk == nil && r.final == nil &
 // marks.
 func (r *race) clear() {
 	r.ctx, r.req = nil, nil
-	if r.one.ctx != nil {
-		r.one.ctx = nil
-	}
 	if r.one.req != nil {
 		r.one.req = nil
 	}
