@@ -7,6 +7,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/internal/lazyctx"
+	"github.com/portico-llm/portico/internal/slots"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -43,6 +44,8 @@ type Group struct {
 	// (portico.Capabilities.Covers): a request that fit route i fits route j
 	// without Fits (see request.skip). Nil with more than 64 routes.
 	covers []uint64
+	// hedged holds the state of raced requests, reused (see Group.race).
+	hedged slots.Table[hedged]
 }
 
 // lastShare is the Kind of the last candidate's share: its cause alone.

@@ -200,7 +200,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return m.learn(ctx, req)
 	}
 	r := h.newRace(ctx, req)
-	r.one.set(m, ctx, req, h.destOf(req))
+	r.one.set(m, req, h.destOf(req))
 	if r.plan != &r.one { // a reused race's plan is its own already
 		r.plan = &r.one
 	}
@@ -242,32 +242,31 @@ func (t *timing) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 // single is the Plan of a Wrap: every attempt goes to next.
 type single struct {
 	m    *model
-	ctx  context.Context
 	req  *portico.Request
 	dest string
 }
 
-// set readies p for req, made under ctx, to m's destination dest, writing
-// only what changed since p's last request (see race.clear).
-func (p *single) set(m *model, ctx context.Context, req *portico.Request, dest string) {
+// set readies p for req to m's destination dest, writing only what
+// changed since p's last request (see race.clear).
+func (p *single) set(m *model, req *portico.Request, dest string) {
 	if p.m != m {
 		p.m = m
 	}
 	if p.dest != dest {
 		p.dest = dest
 	}
-	p.ctx, p.req = ctx, req
+	p.req = req
 }
 
 // Next prepares a hedge while fewer than MaxAttempts were made and, with a
 // Config.Cost, the attempts sent would stay within the request's MaxCost,
 // sending it as [AsHedge] marks it; after a failure it has nothing to add
 // (retrying is the retry layer's).
-func (p *single) Next(i int, charge func(string) bool, a *Attempt) (bool, error) {
+func (p *single) Next(ctx context.Context, i int, charge func(string) bool, a *Attempt) (bool, error) {
 	req := p.req
 	if i > 0 {
 		h := p.m.h
-		if charge == nil || i >= h.maxAttempts || h.overCost(p.ctx, req, i+1, p.dest) || !charge(p.dest) {
+		if charge == nil || i >= h.maxAttempts || h.overCost(ctx, req, i+1, p.dest) || !charge(p.dest) {
 			return false, nil
 		}
 		req = AsHedge(req)
@@ -299,7 +298,7 @@ func AsHedge(req *portico.Request) *portico.Request {
 
 // Ended stops the race at an error another attempt to the same destination
 // would repeat.
-func (p *single) Ended(_ int, res *Result) error {
+func (p *single) Ended(_ context.Context, _ int, _ *Attempt, res *Result) error {
 	if res.Err == nil || res.Lost {
 		return nil
 	}

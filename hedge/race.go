@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/lazyctx"
@@ -57,7 +58,9 @@ type Result struct {
 // mean. [Hedger.Wrap] runs one over a single Model; package fallback runs
 // one over its candidates. The race calls both methods one at a time, never
 // concurrently: from the goroutine that called [Hedger.Run] until a hedge
-// is due, then from the goroutine that runs the race from there on.
+// is due, then from the goroutine that runs the race from there on; ctx
+// is the context the race was run under, and a the attempt as Next
+// prepared it, so that a Plan need keep neither.
 type Plan interface {
 	// Next prepares attempt i (0 first) in *a, setting every field of it
 	// (a may hold an earlier race's attempt). For a hedge, charge is
@@ -66,12 +69,12 @@ type Plan interface {
 	// empty), return ok false having changed nothing. For the first attempt
 	// and one that follows a failure, charge is nil. ok false also means no
 	// attempt is left; a non-nil stop ends the race with that error.
-	Next(i int, charge func(destination string) bool, a *Attempt) (ok bool, stop error)
-	// Ended reports the end of attempt i, as *res says (valid during the
-	// call only). A non-nil stop ends the race with that error, the other
+	Next(ctx context.Context, i int, charge func(destination string) bool, a *Attempt) (ok bool, stop error)
+	// Ended reports the end of attempt i, prepared in *a, as *res says
+	// (both valid during the call only). A non-nil stop ends the race with that error, the other
 	// attempts canceled; it is ignored for an attempt that Lost and for the
 	// winner (Err nil, or Delivered).
-	Ended(i int, res *Result) (stop error)
+	Ended(ctx context.Context, i int, a *Attempt, res *Result) (stop error)
 }
 
 // errLost is the cause with which the race cancels the attempts that lost,
@@ -91,7 +94,7 @@ type race struct {
 	plan Plan
 
 	mu     sync.Mutex    // guards the fields down to won
-	caller *attempt      // the caller's attempt whose hedge may take the race over
+	caller int           // 1 + the index of the caller's attempt whose hedge may take the race over; 0 none
 	winner int           // the attempt whose chunk reached the caller first; -1 none yet, -2 none ever
 	live   []*attempt    // attempts running
 	won    chan struct{} // closed when a chunk reached the caller; nil unless raced and streaming
@@ -177,8 +180,17 @@ type attempt struct {
 // others ended. It returns (nil, -1, nil) when the plan had no attempt 0.
 func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*portico.Response, int, error) {
 	r := h.newRace(ctx, req)
-	r.plan = plan
+	if !samePlan(r.plan, plan) { // a race in a slot keeps its last plan
+		r.plan = plan
+	}
 	return r.result()
+}
+
+// samePlan reports whether a and b are one interface value, word for
+// word: == may panic (a Plan of a type == cannot compare).
+func samePlan(a, b Plan) bool {
+	x, y := (*[2]unsafe.Pointer)(unsafe.Pointer(&a)), (*[2]unsafe.Pointer)(unsafe.Pointer(&b))
+	return x[0] == y[0] && x[1] == y[1] // not x == y: a call of memequal
 }
 
 // newRace returns the state of a race: that of a slot of the Hedger's
@@ -188,7 +200,7 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 	start, mode := h.sched.reading()
 	var sl *slot
 	if mode != stopped {
-		sl = h.sched.claim()
+		sl = h.sched.slots.Claim()
 	}
 	if sl == nil {
 		r := racePool.Get().(*race)
@@ -196,12 +208,12 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 		r.live = r.liveBuf[:0]
 		return r
 	}
-	r := sl.r.Load()
+	r := sl.V.Load()
 	if r == nil {
 		r = &race{h: h, sl: sl}
 		r.first.r = r
 		r.live = r.liveBuf[:0]
-		sl.r.Store(r)
+		sl.V.Store(r)
 	}
 	r.ctx, r.req, r.winner, r.mode, r.start0 = ctx, req, -1, mode, start
 	return r
@@ -212,7 +224,7 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 func (r *race) result() (*portico.Response, int, error) {
 	if sl := r.sl; sl != nil {
 		ok := false
-		defer func() { sl.release(r, ok) }()
+		defer func() { r.release(ok) }()
 		resp, i, err := r.run()
 		if r.paniced {
 			panic(r.panicVal)
@@ -239,29 +251,47 @@ func (r *race) reusable() bool { return r.req.OnChunk == nil && r.final == nil &
 
 // clear readies a reusable race for its next request in its slot, and
 // lets go of what its last request referenced. It writes only the fields
-// a race that was never handed over and did not stream sets, and keeps
-// those that stay the same (its Hedger, its slot): a whole new race is
-// hundreds of bytes of pointers, each a write barrier while the garbage
-// collector marks.
+// a race that was never handed over and did not stream sets, and of
+// those only the pointers that are not nil, and keeps those that stay the
+// same (its Hedger, its slot, its plan): a whole new race is hundreds of
+// bytes of pointers, each a write barrier while the garbage collector
+// marks.
 func (r *race) clear() {
-	r.ctx, r.req, r.one.ctx, r.one.req = nil, nil, nil, nil
+	r.ctx, r.req = nil, nil
+	if r.one.req != nil {
+		r.one.req = nil
+	}
 	r.next, r.running, r.started, r.stale, r.due = 0, 0, 0, false, 0
 	at := &r.first
-	at.a.Request, at.a.Context, at.a.Cancel = nil, nil, nil
-	at.res.Response, at.res.Err, at.cancel = nil, nil, nil
+	at.a.Request = nil
+	if at.a.Context != nil {
+		at.a.Context = nil
+	}
+	if at.a.Cancel != nil {
+		at.a.Cancel = nil
+	}
+	if at.res.Response != nil {
+		at.res.Response = nil
+	}
+	if at.res.Err != nil {
+		at.res.Err = nil
+	}
+	if at.cancel != nil {
+		at.cancel = nil
+	}
 	at.res.Delivered, at.res.CallerFailed, at.lost = false, false, false
 }
 
-// release frees sl, held by r, after r ended (normally: ok), leaving r
-// there for the next race when it is reusable, else a new state.
-func (sl *slot) release(r *race, ok bool) {
-	s, mode := &r.h.sched, r.mode
+// release frees r's slot after r ended (normally: ok), leaving r there
+// for the next race when it is reusable, else a new state.
+func (r *race) release(ok bool) {
+	s, mode, sl := &r.h.sched, r.mode, r.sl
 	if ok && r.reusable() {
 		r.clear()
 	} else {
-		sl.r.Store(nil)
+		sl.V.Store(nil)
 	}
-	sl.word.Store(slotFree)
+	sl.Release()
 	s.poke(mode)
 }
 
@@ -285,11 +315,11 @@ func (r *race) run() (*portico.Response, int, error) {
 		}
 		res := &at.res
 		if res.Err == nil || res.Delivered {
-			r.plan.Ended(at.i, res)
+			r.plan.Ended(r.ctx, at.i, &at.a, res)
 			return res.Response, at.i, res.Err
 		}
 		last = res.Err
-		if stop := r.plan.Ended(at.i, res); stop != nil {
+		if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
 			return nil, -1, stop
 		}
 	}
@@ -302,7 +332,7 @@ func (r *race) prepare(charge func(string) bool) (*attempt, bool, error) {
 	if r.next > 0 {
 		at = new(attempt)
 	}
-	ok, stop := r.plan.Next(r.next, charge, &at.a)
+	ok, stop := r.plan.Next(r.ctx, r.next, charge, &at.a)
 	return at, ok, stop
 }
 
@@ -362,13 +392,13 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		return false
 	}
 	ctx = at.cancelable(ctx)
-	r.setCaller(at)
+	r.setCaller(at.i + 1)
 	if at == &r.first && r.sl != nil {
 		// Armed once, for the first attempt, whose address the scheduler's
 		// fire finds (see attempt.fire); later ones take a timer.
 		s := &r.h.sched
 		r.due = s.due(r.mode, at.start, d)
-		r.sl.word.Store(r.due)
+		r.sl.Word.Store(r.due)
 		s.start(r.mode, at.start, d)
 	} else {
 		r.arm(at, d)
@@ -409,12 +439,12 @@ func (r *race) arm(at *attempt, d time.Duration) {
 func (r *race) ended(at *attempt, paniced bool) bool {
 	at.stop(nil)
 	if r.disarm(at) {
-		r.setCaller(nil)
+		r.setCaller(0)
 		return false
 	}
 	r.mu.Lock()
-	handed := r.caller != at
-	r.caller = nil
+	handed := r.caller != at.i+1
+	r.caller = 0
 	r.drop(at)
 	r.mu.Unlock()
 	if !handed { // the callback saw at ended, or a chunk of at delivered
@@ -434,23 +464,32 @@ func (r *race) ended(at *attempt, paniced bool) bool {
 // it armed, or its timer stopped.
 func (r *race) disarm(at *attempt) bool {
 	if at.timer == nil {
-		ok := r.sl.word.CompareAndSwap(r.due, slotHeld)
+		ok := r.sl.Word.CompareAndSwap(r.due, slotHeld)
 		r.h.sched.poke(r.mode)
 		return ok
 	}
 	return at.timer.Stop()
 }
 
-// setCaller makes at (nil: none) the attempt on the caller's goroutine,
-// the only one running. The lock is needed only when a late callback may
-// read the field: before the race's first timer is armed, arming it
-// orders the write before its callback.
-func (r *race) setCaller(at *attempt) {
+// setCaller makes attempt i-1 (0: none) the attempt on the caller's
+// goroutine, the only one running. The lock is needed only when a late
+// callback may read the field: before the race's first timer is armed,
+// arming it orders the write before its callback. An index, not a
+// pointer: no write barrier.
+func (r *race) setCaller(i int) {
 	if r.stale {
-		r.mu.Lock()
-		defer r.mu.Unlock()
+		r.setCallerLocked(i)
+		return
 	}
-	r.caller = at // the attempts running are at alone: fire lists it in live
+	r.caller = i // the attempts running are that one alone: fire lists it in live
+}
+
+// setCallerLocked is setCaller under r.mu, out of line so that setCaller
+// is inlined.
+func (r *race) setCallerLocked(i int) {
+	r.mu.Lock()
+	r.caller = i
+	r.mu.Unlock()
 }
 
 // fire is an inline attempt's hedge falling due (its timer's callback, or
@@ -461,11 +500,11 @@ func (r *race) setCaller(at *attempt) {
 func (at *attempt) fire() {
 	r := at.r
 	r.mu.Lock()
-	if r.caller != at || r.winner != -1 {
+	if r.caller != at.i+1 || r.winner != -1 {
 		r.mu.Unlock()
 		return
 	}
-	r.caller = nil
+	r.caller = 0
 	r.live = append(r.liveBuf[:0], at)
 	r.results = make(chan *attempt, r.h.maxAttempts)
 	r.final = make(chan struct{})
@@ -512,15 +551,15 @@ func (r *race) coordinate() (*portico.Response, int, error) {
 			}
 			if w := r.winnerIs(); w >= 0 && w != at.i {
 				res.Lost = true
-				r.plan.Ended(at.i, res)
+				r.plan.Ended(r.ctx, at.i, &at.a, res)
 				continue // the winner is still running
 			}
 			if res.Err == nil || res.Delivered {
-				r.plan.Ended(at.i, res)
+				r.plan.Ended(r.ctx, at.i, &at.a, res)
 				return r.finish(res.Response, at.i, res.Err)
 			}
 			last = res.Err
-			if stop := r.plan.Ended(at.i, res); stop != nil {
+			if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
 				return r.finish(nil, -1, stop)
 			}
 			if r.running == 0 {
@@ -578,7 +617,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	for ; r.running > 0; r.running-- {
 		at := <-r.results
 		at.res.Lost = true
-		r.plan.Ended(at.i, &at.res)
+		r.plan.Ended(r.ctx, at.i, &at.a, &at.res)
 		if at.paniced && !r.paniced {
 			r.paniced, r.panicVal = true, at.panic
 		}
@@ -725,7 +764,12 @@ func (at *attempt) call(ctx context.Context) {
 	if err == nil && resp == nil {
 		err = portico.ErrNilResponse
 	}
-	at.res.Response, at.res.Err = resp, err
+	if resp != nil { // res is zero until then (begin, race.clear)
+		at.res.Response = resp
+	}
+	if err != nil {
+		at.res.Err = err
+	}
 	if at.hedge && err != nil {
 		at.r.refund(at.a.Destination, err)
 	}

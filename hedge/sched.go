@@ -3,9 +3,9 @@ package hedge
 import (
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/portico-llm/portico/internal/mono"
+	"github.com/portico-llm/portico/internal/slots"
 )
 
 // The scheduler's tick: a sixteenth of the delay it waits on, within
@@ -14,8 +14,6 @@ const (
 	minTick   = 100 * time.Microsecond
 	maxTick   = 5 * time.Millisecond
 	idleTicks = 4
-	numSlots  = 64 // races a scheduler follows at once; more take a timer each
-	probes    = 4  // slots a race tries before it takes a timer
 )
 
 // The states of a scheduler.
@@ -29,8 +27,8 @@ const (
 // any other word is an armed race's due time, on the mono clock (an
 // attempt's start and a positive delay are never both zero).
 const (
-	slotFree int64 = 0
-	slotHeld int64 = 1
+	slotFree = slots.Free
+	slotHeld = slots.Held
 )
 
 // scheduler sends the hedges of a Hedger's races, so that a race that
@@ -53,19 +51,15 @@ type scheduler struct {
 	tick  atomic.Int64                  // how long the goroutine sleeps at most, from now
 	want  atomic.Int64                  // the shortest tick asked for since the last wake; 0 none
 	wake  atomic.Pointer[chan struct{}] // an exact one's, while it runs
-	slots [numSlots]slot
+	slots slots.Table[race]
 }
 
-// slot is where one race at a time lives in a scheduler. Its word is
-// slotFree, slotHeld or an armed race's due time; r is the state of its
-// races, reused while reusable (see race.reusable), replaced by the holder
-// only while it holds the slot, and read by the scheduler after it saw the
-// word armed.
-type slot struct {
-	word atomic.Int64
-	r    atomic.Pointer[race]
-	_    [48]byte // one cache line each
-}
+// slot is where one race at a time lives in a scheduler (slots.N races;
+// more take a timer each). Its Word is slotFree, slotHeld or an armed
+// race's due time; V is the state of its races, reused while reusable (see
+// race.reusable), replaced by the holder only while it holds the slot, and
+// read by the scheduler after it saw the word armed.
+type slot = slots.Slot[race]
 
 // coarseInBubble makes races in a bubble start a coarse scheduler, as
 // outside one: for tests of the coarse clock on the bubble's.
@@ -124,21 +118,6 @@ func (s *scheduler) due(mode int32, start, d time.Duration) int64 {
 		at = slotHeld + 1
 	}
 	return at
-}
-
-// claim returns a free slot, held, or nil when the probed ones are taken.
-// The probe starts at a place given by the caller's stack, so that the
-// races of one goroutine reuse one slot.
-func (s *scheduler) claim() *slot {
-	var here byte
-	i := uint(uintptr(unsafe.Pointer(&here))>>11) * 0x9E3779B1 >> 7
-	for k := range uint(probes) {
-		sl := &s.slots[(i+k)%numSlots]
-		if sl.word.Load() == slotFree && sl.word.CompareAndSwap(slotFree, slotHeld) {
-			return sl
-		}
-	}
-	return nil
 }
 
 // start makes sure a goroutine of mode runs after sl was armed: it starts
@@ -247,7 +226,7 @@ func (s *scheduler) run(mode int32, wake chan struct{}) {
 func (s *scheduler) scan(now time.Duration) (next int64, busy bool) {
 	for i := range s.slots {
 		sl := &s.slots[i]
-		w := sl.word.Load()
+		w := sl.Word.Load()
 		switch {
 		case w == slotFree:
 			continue
@@ -256,12 +235,12 @@ func (s *scheduler) scan(now time.Duration) (next int64, busy bool) {
 			// r is loaded before the CAS: once the word is back to held,
 			// the holder may release the slot and replace r. Only the
 			// first attempt of a slot's race is armed there.
-			if r := sl.r.Load(); sl.word.CompareAndSwap(w, slotHeld) {
+			if r := sl.V.Load(); sl.Word.CompareAndSwap(w, slotHeld) {
 				if r == nil {
 					// The slot changed hands between the loads and its new
 					// race was armed for the same time: that one is due,
 					// and armed only once its race was stored.
-					r = sl.r.Load()
+					r = sl.V.Load()
 				}
 				if r != nil {
 					go r.first.fire()
