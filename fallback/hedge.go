@@ -260,6 +260,8 @@ func (p *plan) Ended(ctx context.Context, i int, a *hedge.Attempt, res *hedge.Re
 		defer share.Cancel() // after judge, which reads whether the share ran out
 	}
 	switch {
+	case res.Unsent: // never called: no hop, nothing billed
+		return nil
 	case res.Lost:
 		if res.Err != nil {
 			r.charge(t.rt, portico.ClassOf(res.Err), res.Err)

@@ -48,7 +48,10 @@ type Result struct {
 	// the caller's OnChunk failed during it.
 	Delivered, CallerFailed bool
 	// Lost: the race canceled the attempt because another one won.
-	Lost bool
+	// Unsent: it did so before the attempt's Model was called (a chunk of
+	// another reached the caller while the Plan prepared it); Err is then
+	// Canceled and NotSent.
+	Lost, Unsent bool
 	// Elapsed is the attempt's duration; TTFT the time to its first chunk
 	// that reached the caller, 0 if none did.
 	Elapsed, TTFT time.Duration
@@ -689,6 +692,7 @@ func (r *race) launch(at *attempt, hedge bool) {
 		// Not sent: at ends at once, lost, and its budget token goes back.
 		at.stop(nil)
 		at.res.Err = &portico.Error{Class: portico.Canceled, NotSent: true, Reason: "not sent", Err: errLost}
+		at.res.Unsent = true
 		if hedge {
 			r.refund(a.Destination, at.res.Err)
 		}
