@@ -33,10 +33,6 @@ func hops(hs []portico.Hop) string {
 	return strings.Join(s, ", ")
 }
 
-type takeNone struct{}
-
-func (takeNone) Take(string, string) bool { return false }
-
 func TestHedgeAcrossRoutes(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -69,7 +65,7 @@ func TestHedgeAcrossRoutes(t *testing.T) {
 		}, &portico.Request{Model: "m", NoAmbiguousRetry: true}, nil, "a", "", 10 * time.Second, 0},
 		{"an empty budget leaves the primary alone", func() []portico.Route {
 			return []portico.Route{named("a", after("a", 10*time.Second)), named("b", after("b", ms))}
-		}, idem, takeNone{}, "a", "", 10 * time.Second, 0},
+		}, idem, &modeltest.Budget{}, "a", "", 10 * time.Second, 0},
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			obs := &events{}

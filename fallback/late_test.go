@@ -3,7 +3,6 @@ package fallback
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,21 +12,6 @@ import (
 	"github.com/portico-llm/portico/modeltest"
 )
 
-// slowBudget is a budget whose Take costs a round trip, as a shared
-// store's does, and which counts the tokens taken and given back.
-type slowBudget struct {
-	rtt             time.Duration
-	taken, refunded atomic.Int32
-}
-
-func (b *slowBudget) Take(string, string) bool {
-	time.Sleep(b.rtt)
-	b.taken.Add(1)
-	return true
-}
-
-func (b *slowBudget) Refund(string, string) { b.refunded.Add(1) }
-
 // a's first chunk reaches the caller at 105 ms, while the hedge to b due
 // at 100 ms waits 10 ms for its budget token: the hedge is not sent, its
 // token is given back, and b, never called, is no hop of the answer (as
@@ -36,7 +20,7 @@ func TestLateHedgeNoHop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := modeltest.NewFake(modeltest.Outcome{Response: modeltest.Answer("one two three").Response, TTFT: 105 * ms, ChunkGap: time.Second})
 		b := after("b", ms)
-		bud := &slowBudget{rtt: 10 * ms}
+		bud := &modeltest.Budget{Tokens: -1, RTT: 10 * ms}
 		g := MustNew(Config{Routes: []portico.Route{named("a", a), named("b", b)},
 			Hedge: hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: bud})})
 		obs := &events{}
@@ -47,9 +31,9 @@ func TestLateHedgeNoHop(t *testing.T) {
 		if err != nil || resp.Route != "a" || strings.Join(got, "") != "one two three" {
 			t.Fatalf("Generate = %v, %v, chunks %q, want a's answer", resp, err, got)
 		}
-		if b.Count() != 0 || len(obs.ev) != 0 || bud.taken.Load() != 1 || bud.refunded.Load() != 1 {
+		if b.Count() != 0 || len(obs.ev) != 0 || len(bud.Taken()) != 1 || bud.Refunded() != 1 {
 			t.Errorf("b called %d times, events %+v, tokens %d taken %d refunded; want b not called, no event, 1 token taken and refunded",
-				b.Count(), obs.ev, bud.taken.Load(), bud.refunded.Load())
+				b.Count(), obs.ev, len(bud.Taken()), bud.Refunded())
 		}
 		if len(resp.Hops) != 0 {
 			t.Errorf("Hops = %q, want none: b was never called", hops(resp.Hops))

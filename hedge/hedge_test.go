@@ -56,23 +56,6 @@ func (o *events) Observe(_ context.Context, e portico.Event) {
 	o.mu.Unlock()
 }
 
-type budget struct {
-	mu    sync.Mutex
-	left  int
-	taken []string
-}
-
-func (b *budget) Take(dest, client string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.left == 0 {
-		return false
-	}
-	b.left--
-	b.taken = append(b.taken, dest+"/"+client)
-	return true
-}
-
 func TestNewErrors(t *testing.T) {
 	for _, c := range []struct {
 		cfg  hedge.Config
@@ -119,7 +102,7 @@ func TestHedgeWins(t *testing.T) {
 		fake := modeltest.NewFake(slow("first", 10*time.Second), slow("hedge", time.Second))
 		e := &ended{next: fake}
 		obs := &events{}
-		b := &budget{left: 5}
+		b := &modeltest.Budget{Tokens: 5}
 		m := hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: b}).Wrap(e)
 		r := req.Clone()
 		r.Identity.ClientKey = "alice"
@@ -134,8 +117,8 @@ func TestHedgeWins(t *testing.T) {
 		if len(e.ends) != 2 || e.ends[0] != want[0] || e.ends[1] != want[1] {
 			t.Errorf("attempts ended %+v, want %+v (the first canceled when the hedge answered)", e.ends, want)
 		}
-		if len(b.taken) != 1 || b.taken[0] != "m/alice" {
-			t.Errorf("budget charged %v, want one token of m/alice", b.taken)
+		if tk := b.Taken(); len(tk) != 1 || tk[0] != "m/alice" {
+			t.Errorf("budget charged %v, want one token of m/alice", tk)
 		}
 		if len(obs.ev) != 1 || obs.ev[0] != (portico.Event{Kind: portico.EventHedge, Route: "m", Attempt: 1, Delay: 100 * ms, Reason: "sent"}) {
 			t.Errorf("events %+v, want one hedge sent after 100ms", obs.ev)
@@ -165,7 +148,7 @@ func TestBudgetSkips(t *testing.T) {
 		t0 = time.Now()
 		fake := modeltest.NewFake(slow("first", 10*time.Second))
 		obs := &events{}
-		m := hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: &budget{}}).Wrap(fake)
+		m := hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: &modeltest.Budget{}}).Wrap(fake)
 		resp, err := m.Generate(portico.ContextWithObserver(context.Background(), obs), req)
 		if err != nil || resp.Text != "first" || time.Since(t0) != 10*time.Second || fake.Count() != 1 {
 			t.Fatalf("Generate = %v, %v after %v with %d calls, want the first answer after 10s, one call", resp, err, time.Since(t0), fake.Count())
@@ -438,7 +421,7 @@ func TestMaxCost(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			t0 = time.Now()
 			fake := modeltest.NewFake(slow("a", 10*time.Second), slow("b", time.Second), slow("c", 10*ms))
-			b := &budget{left: 5}
+			b := &modeltest.Budget{Tokens: 5}
 			h := hedge.MustNew(hedge.Config{Delay: 100 * ms, MaxAttempts: 3, Budget: b,
 				Cost: func(*portico.Request) float64 { return 0.1 }})
 			r := req.Clone()
@@ -450,9 +433,9 @@ func TestMaxCost(t *testing.T) {
 					c.maxCost, resp, err, time.Since(t0), fake.Count(), c.text, c.took, c.calls)
 			}
 			refused := portico.Event{Kind: portico.EventHedge, Route: "m", Reason: "max cost"}
-			if last := obs.ev[len(obs.ev)-1]; last != refused || len(obs.ev) != c.calls || len(b.taken) != c.calls-1 {
+			if last := obs.ev[len(obs.ev)-1]; last != refused || len(obs.ev) != c.calls || len(b.Taken()) != c.calls-1 {
 				t.Errorf("MaxCost %v: events %+v, tokens %v; want %d sent, then one refused for its cost, %d tokens",
-					c.maxCost, obs.ev, b.taken, c.calls-1, c.calls-1)
+					c.maxCost, obs.ev, b.Taken(), c.calls-1, c.calls-1)
 			}
 		})
 	}
