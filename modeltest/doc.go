@@ -1,7 +1,7 @@
 // Package modeltest provides fakes for testing code built on [portico.Model]:
 // a scripted model, a fault-injecting middleware, a capacity-limited FIFO server
-// for overload experiments, and a conformance suite any Model or middleware can
-// be checked with. It is to Portico what net/http/httptest and testing/slogtest
+// for overload experiments, a retry budget for tests of hedging ([Budget]),
+// and a conformance suite any Model or middleware can be checked with. It is to Portico what net/http/httptest and testing/slogtest
 // are to net/http and log/slog. The HTTP test servers of providers' APIs live in
 // sub-packages: modeltest/fakeopenai (OpenAI-compatible),
 // modeltest/fakeanthropic (Anthropic's Messages API) and modeltest/fakegemini
