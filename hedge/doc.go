@@ -112,8 +112,10 @@
 //
 // Above everything that spends capacity: a same-route Hedger wraps the
 // route outside its limiter and breaker (package stack, Route.Hedge), so
-// each hedge is admitted, counted and refunded like any call, and the
-// route's retry layer retries inside each attempt. A group's hedging
+// each hedge is admitted, counted and refunded like any call, except that
+// package ratelimit neither queues a hedge nor lets it wait for tokens
+// (a hedge takes spare capacity only, never a first attempt's place), and
+// the route's retry layer retries inside each attempt. A group's hedging
 // (Config.Fallback.Hedge in package stack) sits in the group, above the
 // routes.
 package hedge

@@ -73,7 +73,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) er
 			waitUntil = now + l.cfg.MaxWait
 		}
 		deadline, hasDeadline := ctx.Deadline()
-		if tooLarge || l.cfg.Mode == Reject || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) || pastCap(ctx, wait) {
+		if tooLarge || l.cfg.Mode == Reject || req.Hedge || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) || pastCap(ctx, wait) {
 			capacity := e.lim.TokenBurst
 			e.giveBack(h)
 			l.releaseLocked(e, now)
@@ -148,7 +148,7 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 // entry and, on success, locked again, the slot taken, with the time now.
 // It is admit's slow path, apart so that the happy path carries none of it.
 func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, t *ticket, now time.Duration) (time.Duration, error) {
-	if e.queued() >= l.cfg.Queue.Size {
+	if e.queued() >= l.cfg.Queue.Size || req.Hedge { // a hedge takes spare capacity only
 		l.unprogram(t, now)
 		e.mu.Unlock()
 		return 0, l.shed(ctx, req)

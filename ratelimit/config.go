@@ -23,7 +23,8 @@ const (
 	Reject Mode = iota
 	// Wait makes the call wait for its turn when the wait fits both the
 	// context's remaining deadline and [Config.MaxWait]; otherwise it is
-	// refused as in Reject, at once.
+	// refused as in Reject, at once. A hedge (portico.Request.Hedge) is
+	// refused at once too: it takes spare capacity only.
 	Wait
 )
 
@@ -188,7 +189,10 @@ type Queue struct {
 	// its slot before the buckets, so in Wait mode it holds the slot while
 	// it waits for them (at most MaxWait). Under a cap on a wait in place
 	// (portico.MaxWaitFromContext: a routing layer has another route) a
-	// call still queued when the cap passes is shed.
+	// call still queued when the cap passes is shed. A hedge
+	// (portico.Request.Hedge) is never queued: at the cap it is shed at
+	// once, so that hedges take spare capacity only, never a first
+	// attempt's place.
 	Size int
 	// Order is the queue's discipline. The zero value is [FCFSCall].
 	Order Order

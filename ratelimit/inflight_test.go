@@ -456,3 +456,38 @@ func TestCompletionWhileQueueing(t *testing.T) {
 		}
 	})
 }
+
+// A hedge takes spare capacity only: at the cap it is shed at once where
+// a first attempt queues, and where a first attempt waits for tokens it
+// is refused at once, with the wait as its RetryAfter.
+func TestHedgeTakesSpareCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: 4}})
+		m := l.Wrap(slowModel(time.Second, 1))
+		var wg sync.WaitGroup
+		wg.Go(func() { m.Generate(t.Context(), req("a", 1)) })
+		synctest.Wait()
+		hedge := req("a", 1)
+		hedge.Hedge = true
+		start := time.Now()
+		if _, err := m.Generate(t.Context(), hedge); !errors.Is(err, ErrOverloaded) || time.Since(start) != 0 {
+			t.Errorf("hedge at the cap = %v after %v, want ErrOverloaded at once", err, time.Since(start))
+		}
+		if _, err := m.Generate(t.Context(), req("a", 1)); err != nil || time.Since(start) != 2*time.Second {
+			t.Errorf("first attempt at the cap = %v after %v, want queued, answered after 2s", err, time.Since(start))
+		}
+		wg.Wait()
+
+		w := mustNew(t, Config{Limits: Limits{Requests: 1, Period: time.Second}, Mode: Wait})
+		fast := w.Wrap(slowModel(0, 1))
+		fast.Generate(t.Context(), req("a", 1))
+		start = time.Now()
+		_, err := fast.Generate(t.Context(), hedge)
+		if ra := portico.RetryAfterOf(err); !errors.Is(err, ErrLimited) || ra != time.Second || time.Since(start) != 0 {
+			t.Errorf("hedge short of a request token = %v (RetryAfter %v) after %v, want ErrLimited, 1s, at once", err, ra, time.Since(start))
+		}
+		if _, err := fast.Generate(t.Context(), req("a", 1)); err != nil || time.Since(start) != time.Second {
+			t.Errorf("first attempt short of a token = %v after %v, want answered after a 1s wait", err, time.Since(start))
+		}
+	})
+}

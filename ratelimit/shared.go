@@ -356,7 +356,7 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 		if deadline, ok := ctx.Deadline(); ok {
 			left = min(left, time.Until(deadline))
 		}
-		if l.cfg.Mode == Reject || wait > left {
+		if l.cfg.Mode == Reject || req.Hedge || wait > left { // a hedge takes spare capacity only
 			return nil, l.limited(ctx, req, which, wait), false
 		}
 		if first {

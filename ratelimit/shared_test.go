@@ -146,9 +146,18 @@ func TestSharedBuckets(t *testing.T) {
 		if len(obs.events) != 1 || obs.events[0].Kind != portico.EventRateLimitWait || obs.events[0].Delay != 10*time.Second {
 			t.Errorf("events = %+v, want one 10s wait", obs.events)
 		}
+		// A hedge does not wait: refused with the store's wait, as in
+		// Reject mode (40s for 400 tokens at 10/s).
+		hedge := req("c", 300)
+		hedge.Hedge = true
+		start = time.Now()
+		_, err := b.Wrap(okModel(1, 1)).Generate(ctx, hedge)
+		if ra := portico.RetryAfterOf(err); !errors.Is(err, ErrLimited) || ra != 40*time.Second || time.Since(start) != 0 {
+			t.Errorf("hedge with the store empty = %v (RetryAfter %v) after %v, want ErrLimited, 40s, at once", err, ra, time.Since(start))
+		}
 		// Reject mode: refused with the store's wait.
 		cfg.Mode = Reject
-		_, err := mustNew(t, cfg).Wrap(okModel(1, 1)).Generate(ctx, req("c", 300))
+		_, err = mustNew(t, cfg).Wrap(okModel(1, 1)).Generate(ctx, req("c", 300))
 		if ra := portico.RetryAfterOf(err); !errors.Is(err, ErrLimited) || ra != 40*time.Second {
 			t.Errorf("call with the store empty = %v (RetryAfter %v), want ErrLimited after 40s", err, ra)
 		}

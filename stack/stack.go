@@ -37,8 +37,9 @@ type Route struct {
 	// Queue lets calls beyond the route's in-flight cap (Limits.MaxInFlight,
 	// or Concurrency's limit) wait for a slot, as ratelimit.Config.Queue
 	// says: up to Queue.Size of them, until a slot frees or their context
-	// ends. The zero Queue sheds them at once (Rejected), so a burst above
-	// the cap fails fast and the group moves on.
+	// ends; a hedge is never queued. The zero Queue sheds them at once
+	// (Rejected), so a burst above the cap fails fast and the group moves
+	// on.
 	Queue ratelimit.Queue
 	// LimitsShared keeps the route's buckets in a store shared by every
 	// instance of the service (package redisstore's Buckets), so the
