@@ -159,8 +159,8 @@
 // starts; at most the Hedger's MaxAttempts run at once. The first answer
 // wins (for a streamed request, the first chunk to reach the caller, which
 // sees that route's chunks only) and the others are canceled, each a hop
-// with Reason "hedge lost" (a hedge the winner's first chunk overtook
-// before it was sent is none). A failure is judged as above: one that moves
+// with Reason "hedge lost" (a hedge the winner's answer or first chunk
+// overtook before it was sent is none). A failure is judged as above: one that moves
 // on waits for the attempts still running, or starts the next candidate
 // when none is; one that stops ends the race. A hedge that finds no time,
 // or no token in the budget, or whose estimate, with those of the attempts

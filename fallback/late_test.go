@@ -40,3 +40,23 @@ func TestLateHedgeNoHop(t *testing.T) {
 		}
 	})
 }
+
+// The same without streaming: a answers at 105 ms, before the hedge to b
+// whose token took 10 ms could be sent: b is not called and no hop.
+func TestLateHedgeNoHopUnstreamed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := after("a", 105*ms), after("b", ms)
+		bud := &modeltest.Budget{Tokens: -1, RTT: 10 * ms}
+		g := MustNew(Config{Routes: []portico.Route{named("a", a), named("b", b)},
+			Hedge: hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: bud})})
+		obs := &events{}
+		resp, err := g.Generate(portico.ContextWithObserver(context.Background(), obs), idem)
+		if err != nil || resp.Route != "a" || resp.Text != "a" {
+			t.Fatalf("Generate = %v, %v, want a's answer", resp, err)
+		}
+		if b.Count() != 0 || len(obs.ev) != 0 || len(bud.Taken()) != 1 || bud.Refunded() != 1 || len(resp.Hops) != 0 {
+			t.Errorf("b called %d times, events %+v, tokens %d taken %d refunded, hops %q; want b not called, no event, 1 token taken and refunded, no hop",
+				b.Count(), obs.ev, len(bud.Taken()), bud.Refunded(), hops(resp.Hops))
+		}
+	})
+}

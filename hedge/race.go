@@ -48,9 +48,9 @@ type Result struct {
 	// the caller's OnChunk failed during it.
 	Delivered, CallerFailed bool
 	// Lost: the race canceled the attempt because another one won.
-	// Unsent: it did so before the attempt's Model was called (a chunk of
-	// another reached the caller while the Plan prepared it); Err is then
-	// Canceled and NotSent.
+	// Unsent: it did so before the attempt's Model was called (another
+	// answered, or its chunk reached the caller, while the Plan prepared
+	// it); Err is then Canceled and NotSent.
 	Lost, Unsent bool
 	// Elapsed is the attempt's duration; TTFT the time to its first chunk
 	// that reached the caller, 0 if none did.
@@ -449,6 +449,9 @@ func (r *race) ended(at *attempt, paniced bool) bool {
 	handed := r.caller != at.i+1
 	r.caller = 0
 	r.drop(at)
+	if handed && !paniced {
+		r.answered(at)
+	}
 	r.mu.Unlock()
 	if !handed { // the callback saw at ended, or a chunk of at delivered
 		r.stale = true
@@ -634,6 +637,16 @@ func (r *race) winnerIs() int {
 	return r.winner
 }
 
+// answered makes at, which ended on the race's goroutine or was handed
+// to it, the winner when it answered first: a hedge the Plan prepares
+// meanwhile is then not sent (see launch), as after a winning chunk. r.mu
+// is held.
+func (r *race) answered(at *attempt) {
+	if at.res.Err == nil && r.winner == -1 {
+		r.winner = at.i
+	}
+}
+
 // drop removes at from the attempts running; r.mu is held.
 func (r *race) drop(at *attempt) {
 	for k, x := range r.live {
@@ -681,7 +694,7 @@ func (r *race) launch(at *attempt, hedge bool) {
 	at.ctx = at.cancelable(parent)
 	r.running++
 	r.mu.Lock()
-	late := r.winner != -1 // a chunk reached the caller while the Plan prepared at
+	late := r.winner != -1 // another won (an answer, a chunk) while the Plan prepared at
 	if late {
 		at.lost = true
 	} else {
@@ -713,6 +726,9 @@ func (at *attempt) run() {
 		at.stop(nil)
 		r.mu.Lock()
 		r.drop(at)
+		if !at.paniced {
+			r.answered(at)
+		}
 		r.mu.Unlock()
 		r.results <- at
 	}()
