@@ -77,9 +77,10 @@
 // tick). The scheduler wakes every tick and at each due time, publishes
 // its reading of the clock, and sends the hedges due. A race takes one of
 // its 64 slots (a compare-and-swap), starts from its last reading, arms the
-// slot with its due time, and disarms it when its attempt ends: exactly
-// one of that and the scheduler's firing wins. So a hedge goes up to one
-// tick late, while the scheduler's goroutine runs on time (up to 5 ms when
+// slot with its due time (plus the slot's count of holders, in ns modulo
+// 1,024, so that no two holders arm it alike), and disarms it when its
+// attempt ends: exactly one of that and the scheduler's firing wins. So a
+// hedge goes up to one tick (and a microsecond) late, while the scheduler's goroutine runs on time (up to 5 ms when
 // it arms while the scheduler sleeps on the longer tick of a slower
 // route's delay: the shorter tick takes effect at its next wake); an attempt's
 // latency, for the sketch and Result.Elapsed, is known to a tick (unbiased:

@@ -203,7 +203,9 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 	start, mode := h.sched.reading()
 	var sl *slot
 	if mode != stopped {
-		sl = h.sched.slots.Claim()
+		if sl = h.sched.slots.Claim(); sl != nil {
+			sl.Holders++ // tells this race's arming from the slot's next (see scheduler.due)
+		}
 	}
 	if sl == nil {
 		r := racePool.Get().(*race)
@@ -400,7 +402,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 		// Armed once, for the first attempt, whose address the scheduler's
 		// fire finds (see attempt.fire); later ones take a timer.
 		s := &r.h.sched
-		r.due = s.due(r.mode, at.start, d)
+		r.due = s.due(r.mode, at.start, d, r.sl.Holders)
 		r.sl.Word.Store(r.due)
 		s.start(r.mode, at.start, d)
 	} else {

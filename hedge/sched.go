@@ -14,6 +14,9 @@ const (
 	minTick   = 100 * time.Microsecond
 	maxTick   = 5 * time.Millisecond
 	idleTicks = 4
+	// holderMask bounds the holder count a coarse due time adds (see
+	// scheduler.due).
+	holderMask = 1<<10 - 1
 )
 
 // The states of a scheduler.
@@ -99,10 +102,12 @@ func (s *scheduler) clock(mode int32) time.Duration {
 }
 
 // due returns the time at which a race of mode started at start must be
-// hedged after d: at start + d in exact mode; in coarse mode a tick later,
-// start being the scheduler's last reading, which the race's true start
-// follows by less than a tick. It asks for a shorter tick when d needs one.
-func (s *scheduler) due(mode int32, start, d time.Duration) int64 {
+// hedged after d, as its slot's word: at start + d in exact mode; in
+// coarse mode a tick later, start being the scheduler's last reading,
+// which the race's true start follows by less than a tick, plus holder
+// (the slot's Holders) modulo holderMask+1, in ns. It asks for a shorter
+// tick when d needs one.
+func (s *scheduler) due(mode int32, start, d time.Duration, holder uint32) int64 {
 	if t := int64(tickFor(d)); t < s.tick.Load() {
 		for w := s.want.Load(); w == 0 || t < w; w = s.want.Load() {
 			if s.want.CompareAndSwap(w, t) {
@@ -112,7 +117,12 @@ func (s *scheduler) due(mode int32, start, d time.Duration) int64 {
 	}
 	at := int64(start + d)
 	if mode == coarse {
-		at += s.tick.Load()
+		// Races of one tick share its reading, and so their due times: the
+		// holder count added tells one holder's word from the next one's
+		// for the same hedge, so that a scan that read the first's cannot
+		// swap the second's (see scan). The hedge goes up to a microsecond
+		// later.
+		at += s.tick.Load() + int64(holder&holderMask)
 	}
 	if at == slotFree || at == slotHeld { // a bubble's clock may read anything
 		at = slotHeld + 1
@@ -233,8 +243,10 @@ func (s *scheduler) scan(now time.Duration) (next int64, busy bool) {
 		case w == slotHeld:
 		case w <= int64(now):
 			// r is loaded before the CAS: once the word is back to held,
-			// the holder may release the slot and replace r. Only the
-			// first attempt of a slot's race is armed there.
+			// the holder may release the slot and replace r. A coarse word
+			// names its holder (see due), so the CAS fails if the slot
+			// changed hands since the word was read. Only the first
+			// attempt of a slot's race is armed there.
 			if r := sl.V.Load(); sl.Word.CompareAndSwap(w, slotHeld) {
 				if r == nil {
 					// The slot changed hands between the loads and its new

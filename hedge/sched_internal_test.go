@@ -3,6 +3,7 @@ package hedge
 import (
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // TestReadingWorlds: a race reads the clock its scheduler's world allows.
@@ -30,4 +31,26 @@ func TestReadingWorlds(t *testing.T) {
 			t.Errorf("in a bubble: mode %d, want exact (%d)", mode, exact)
 		}
 	})
+}
+
+// TestDueNamesItsHolder: in coarse mode, two holders of a slot in turn
+// that arm the same hedge get different words, so a scan that read the
+// first's cannot swap the second's (it would fire the first's race, which
+// ended, and the second would go unhedged): a tick after start + d, plus
+// the holder count in ns, modulo 1,024. In exact mode the word is the due
+// time itself.
+func TestDueNamesItsHolder(t *testing.T) {
+	var s scheduler
+	s.tick.Store(int64(maxTick))
+	const start, d = 7 * time.Second, 100 * time.Millisecond
+	due := int64(start + d + maxTick)
+	if w1, w2 := s.due(coarse, start, d, 1), s.due(coarse, start, d, 2); w1 != due+1 || w2 != due+2 {
+		t.Errorf("coarse words of holders 1 and 2 = %d, %d; want %d, %d", w1, w2, due+1, due+2)
+	}
+	if w := s.due(coarse, start, d, holderMask+3); w != due+2 {
+		t.Errorf("coarse word of holder %d = %d, want %d", holderMask+3, w, due+2)
+	}
+	if w := s.due(exact, start, d, 1); w != int64(start+d) {
+		t.Errorf("exact word = %d, want %d", w, int64(start+d))
+	}
 }

@@ -26,11 +26,13 @@ const (
 
 // Slot is one place of a [Table]. Word is [Free], [Held] or a value its
 // holder stored; V is the state its holders reuse, replaced only by the
-// holder. It takes a cache line.
+// holder; Holders is for the holders to count themselves (written by the
+// holder alone, ordered by the claim). It takes a cache line.
 type Slot[T any] struct {
-	Word atomic.Int64
-	V    atomic.Pointer[T]
-	_    [48]byte
+	Word    atomic.Int64
+	V       atomic.Pointer[T]
+	Holders uint32
+	_       [44]byte
 }
 
 // Table is N slots. Its zero value is ready: every slot free, with no
