@@ -218,24 +218,9 @@ func (tn *tenants) call(i int) (o outcome) {
 		o.Err = portico.ClassOf(err).String() + ": " + err.Error()
 	}
 	if resp != nil {
-		o.Text, o.Route, o.Hops, o.Cost = resp.Text, resp.Route, lostInOrder(resp.Hops), resp.Cost
+		o.Text, o.Route, o.Hops, o.Cost = resp.Text, resp.Route, hops(resp.Hops), resp.Cost
 	}
 	return o
-}
-
-// lostInOrder is hops(hs) with the hedges lost in route order: the
-// attempts a winner canceled at once end in any order.
-func lostInOrder(hs []portico.Hop) string {
-	hs = slices.Clone(hs)
-	for i := 0; i < len(hs); {
-		j := i
-		for j < len(hs) && hs[j].Reason == reasonHedgeLost {
-			j++
-		}
-		slices.SortFunc(hs[i:j], func(x, y portico.Hop) int { return strings.Compare(x.Route, y.Route) })
-		i = max(j, i+1)
-	}
-	return hops(hs)
 }
 
 // unraced is hops without a hedge lost to a winner other than route.

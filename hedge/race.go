@@ -3,6 +3,7 @@ package hedge
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -622,8 +623,16 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 		}
 	}
 	r.mu.Unlock()
+	// The attempts canceled together end in any order: the plan hears of
+	// them in the order they started, so that what it records of them (a
+	// group's hops) does not change from run to run.
+	var buf [4]*attempt
+	lost := buf[:0]
 	for ; r.running > 0; r.running-- {
-		at := <-r.results
+		lost = append(lost, <-r.results)
+	}
+	slices.SortFunc(lost, func(a, b *attempt) int { return a.i - b.i })
+	for _, at := range lost {
 		at.res.Lost = true
 		r.plan.Ended(r.ctx, at.i, &at.a, &at.res)
 		if at.paniced && !r.paniced {
