@@ -10,7 +10,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/ratelimit"
-	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/redisstore/redistest"
 )
 
 // benchLimits never refuse: every reservation goes through.

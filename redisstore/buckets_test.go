@@ -7,7 +7,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/ratelimit"
-	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/redisstore/redistest"
 )
 
 // within reports whether got is in [want-slack, want]: a wait computed by

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/redisstore/redistest"
 	"github.com/portico-llm/portico/retry"
 )
 

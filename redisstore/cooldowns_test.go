@@ -12,7 +12,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/fallback"
-	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/redisstore/redistest"
 	"github.com/portico-llm/portico/stack"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/redisstore/redistest"
 	"github.com/portico-llm/portico/retry"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/effect"
 	"github.com/portico-llm/portico/ratelimit"
-	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/redisstore/redistest"
 	"github.com/portico-llm/portico/retry"
 )
 

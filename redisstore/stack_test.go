@@ -7,7 +7,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/ratelimit"
-	"github.com/portico-llm/portico/redisstore/internal/redistest"
+	"github.com/portico-llm/portico/redisstore/redistest"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/stack"
 )
