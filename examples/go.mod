@@ -19,6 +19,11 @@ require (
 )
 
 require (
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+)
+
+require (
 	cloud.google.com/go v0.116.0 // indirect
 	cloud.google.com/go/auth v0.9.3 // indirect
 	cloud.google.com/go/compute/metadata v0.5.0 // indirect
@@ -44,6 +49,7 @@ require (
 	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
+	github.com/portico-llm/portico/redisstore v0.0.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
@@ -71,3 +77,5 @@ replace (
 	github.com/portico-llm/portico/provider/gemini => ../provider/gemini
 	github.com/portico-llm/portico/provider/openai => ../provider/openai
 )
+
+replace github.com/portico-llm/portico/redisstore => ../redisstore
