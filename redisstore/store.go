@@ -58,7 +58,9 @@ type Config struct {
 	// documentation). Zero means [DefaultRefresh] (100 ms).
 	Refresh time.Duration
 	// Logger receives a warning when the server becomes unavailable and a
-	// record when it is back. Nil discards.
+	// record when it is back. Nil discards. go-redis writes its own
+	// connection pool's messages ("failed to dial") to standard error
+	// through its package logger: redis.SetLogger routes or silences them.
 	Logger *slog.Logger
 }
 
