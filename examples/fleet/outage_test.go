@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
 )
 
@@ -82,16 +81,7 @@ func TestFleetOpenAIOutage(t *testing.T) {
 	}
 	tick.Stop()
 	wg.Wait()
-	tally := map[string]int{}
-	var slowest time.Duration
-	for _, o := range out {
-		if o.err != nil {
-			tally["class:"+portico.ClassOf(o.err).String()]++
-		} else {
-			tally["route:"+o.route]++
-		}
-		slowest = max(slowest, o.took)
-	}
+	tally, slowest := tally(out)
 	t.Logf("%d requests: %v; openai saw %d, anthropic %d; slowest %v", len(out), tally, f.oai.Count(gpt), f.ant.Count(claude), slowest)
 	oai, calls := f.oai.Count(gpt), int(f.calls.Load())
 	// Every scripted fault was served once: the 429, eight 503s, three stalls.
