@@ -67,7 +67,9 @@ type Config struct {
 	// route's Capabilities.EstimateCost). Since every attempt may be billed,
 	// a hedge that would make the attempts sent cost more than a positive
 	// MaxCost is not sent (a [portico.EventHedge] with Reason "max cost"),
-	// as a fallback group does. Nil means hedges are not bounded by cost.
+	// as a fallback group does. It is called on the goroutine that sends
+	// the hedge, so it must be safe for concurrent use. Nil means hedges
+	// are not bounded by cost.
 	Cost func(*portico.Request) float64
 }
 
