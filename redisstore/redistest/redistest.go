@@ -4,6 +4,10 @@
 // A machine without redis-server skips the tests that need one, loudly;
 // with PORTICO_REQUIRE_REDIS=1 in the environment (as .ci/run sets it) the
 // same test fails instead, so a CI run cannot pass without them.
+//
+// A [Proxy] in front of a server injects the faults of the network
+// between: a reply lost after the server ran the command, late replies,
+// connections cut under way.
 package redistest
 
 import (
