@@ -71,7 +71,9 @@ type Tool struct {
 type Schema struct {
 	// Name identifies the schema (OpenAI's json_schema.name; Contract.SchemaID).
 	Name string
-	// JSON is the JSON Schema document (draft 2020-12 unless it says otherwise).
+	// JSON is the JSON Schema document, of the draft its "$schema" names;
+	// without one, draft 2020-12 (package validate says how it reads
+	// schemas written for earlier drafts).
 	JSON json.RawMessage
 	// Strict asks the provider for its strict structured-output mode, where the
 	// provider constrains decoding to the schema (OpenAI's strict: true).

@@ -16,8 +16,8 @@
 //     default when the request has a Schema or tools ([LengthPolicy]);
 //  3. structured output ([StageSchema]): the text is exactly one JSON value,
 //     within the [Limits] (bytes, depth and numbers), and
-//     valid against req.Schema.JSON (JSON Schema draft 2020-12 unless the
-//     schema says otherwise);
+//     valid against req.Schema.JSON (in the draft it is written in: see
+//     Schemas);
 //  4. typed Go checks ([StageTyped], [Config.Checks]): required fields,
 //     enums, invariants, over the shared decoded value or a Go type
 //     ([Typed]);
@@ -75,6 +75,23 @@
 // the validator read files or fetch URLs. A schema that does not compile
 // fails the request with a Permanent error wrapping [ErrSchema] before any
 // model is called ([Validator.Prepare]).
+//
+// The rule is that validation refuses no answer valid for the schema the
+// request sent, whichever draft providers accept it is written in: 04, 06,
+// 07, 2019-09 or 2020-12, each with its own semantics. A schema's
+// "$schema" names its draft. Without one it is read as 2020-12 (the
+// library's default, and what MCP and current provider documentation
+// assume); a schema that is not a valid 2020-12 schema, because it was
+// written for an earlier draft ("items" as an array, a boolean
+// "exclusiveMinimum"), is read as the newest earlier draft it is valid
+// under rather than refused. "format" is an annotation in every draft
+// (drafts 04 to 07 leave its assertion to the implementation; 2019-09 and
+// 2020-12 make it one), asserted only where a 2019-09 or 2020-12
+// metaschema's $vocabulary requires it or [Config.AssertFormat] asks.
+// TestJSONSchemaSuite runs every required case of the official
+// JSON-Schema-Test-Suite for the five drafts through [Validator.Check]
+// (testdata/jsonschema-suite, whose README lists the cases left out: those
+// that fetch a remote document).
 //
 // # OpenAI strict mode
 //

@@ -17,9 +17,9 @@ import (
 
 // ErrSchema is wrapped by the error a request with a schema that does not
 // compile gets: the request's Schema.JSON or one of its tools' Parameters is
-// not a valid JSON Schema (draft 2020-12 unless it says otherwise). It is the
-// request's fault: the *portico.Error carrying it is Permanent, and the model
-// is not called.
+// not a valid JSON Schema under any draft it may be read as (see Schemas in
+// the package documentation). It is the request's fault: the *portico.Error
+// carrying it is Permanent, and the model is not called.
 var ErrSchema = errors.New("validate: invalid JSON Schema")
 
 // schemaURL is the location compiled schemas are registered under. Each schema
@@ -93,20 +93,104 @@ func (c *cache) compile(raw []byte) *compiled {
 	if err != nil {
 		return fail(err)
 	}
+	drafts := readAs[:1]
+	if m, ok := doc.(map[string]any); ok && m["$schema"] == nil {
+		drafts = readAs // no $schema: the first draft it is valid under
+	}
+	var first error
+	for _, d := range drafts {
+		s, err := c.compileAs(doc, d)
+		if err == nil {
+			return &compiled{schema: s}
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return fail(first)
+}
+
+// readAs are the drafts a schema without "$schema" is read as, in order:
+// draft 2020-12, then, for one that is not a valid 2020-12 schema (written
+// for an earlier draft: "items" as an array, a boolean
+// "exclusiveMinimum"), the newest earlier draft it is valid under.
+var readAs = []*jsonschema.Draft{
+	jsonschema.Draft2020, jsonschema.Draft2019, jsonschema.Draft7, jsonschema.Draft6, jsonschema.Draft4,
+}
+
+// compileAs compiles doc, reading it as draft d unless its "$schema" says
+// otherwise. Unless the cache asserts formats, "format" is then an
+// annotation in every draft: drafts 4 to 7 leave its assertion to the
+// implementation, 2019-09 and 2020-12 assert it only under a metaschema
+// whose $vocabulary requires it, which the library honours.
+func (c *cache) compileAs(doc any, d *jsonschema.Draft) (*jsonschema.Schema, error) {
 	comp := jsonschema.NewCompiler()
-	comp.DefaultDraft(jsonschema.Draft2020)
+	comp.DefaultDraft(d)
 	comp.UseLoader(noLoader{})
 	if c.format {
 		comp.AssertFormat()
 	}
 	if err := comp.AddResource(schemaURL, doc); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	s, err := comp.Compile(schemaURL)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	return &compiled{schema: s}
+	if !c.format {
+		annotateFormats(s, map[*jsonschema.Schema]bool{})
+	}
+	return s, nil
+}
+
+// annotateFormats removes the format assertions the library makes in
+// schemas of drafts 4 to 7 (it asserts format there always), in s and
+// every schema it reaches.
+func annotateFormats(s *jsonschema.Schema, seen map[*jsonschema.Schema]bool) {
+	if s == nil || seen[s] {
+		return
+	}
+	seen[s] = true
+	if s.DraftVersion < 2019 {
+		s.Format = nil
+	}
+	walk := func(ss ...*jsonschema.Schema) {
+		for _, x := range ss {
+			annotateFormats(x, seen)
+		}
+	}
+	walkAny := func(v any) {
+		switch x := v.(type) {
+		case *jsonschema.Schema:
+			annotateFormats(x, seen)
+		case []*jsonschema.Schema:
+			walk(x...)
+		}
+	}
+	walk(s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else, s.PropertyNames,
+		s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema)
+	if s.DynamicRef != nil {
+		walk(s.DynamicRef.Ref)
+	}
+	walk(s.AllOf...)
+	walk(s.AnyOf...)
+	walk(s.OneOf...)
+	walk(s.PrefixItems...)
+	for _, x := range s.Properties {
+		walk(x)
+	}
+	for _, x := range s.PatternProperties {
+		walk(x)
+	}
+	for _, x := range s.DependentSchemas {
+		walk(x)
+	}
+	for _, x := range s.Dependencies {
+		walkAny(x)
+	}
+	walkAny(s.AdditionalProperties)
+	walkAny(s.Items)
+	walkAny(s.AdditionalItems)
 }
 
 // noLoader refuses every external reference: a schema from a request must not

@@ -95,8 +95,9 @@ type Config struct {
 	// decodes the text only under a Schema or for checks.
 	JSON bool
 	// AssertFormat makes the schema keyword "format" an assertion (date-time,
-	// email, ...). False (the default) follows draft 2020-12, where format is
-	// an annotation only.
+	// email, ...) in every draft. False (the default) keeps it an
+	// annotation, asserted only where a 2019-09 or 2020-12 metaschema's
+	// $vocabulary requires it (see Schemas in the package documentation).
 	AssertFormat bool
 	// Checks are the typed Go checks of stage 4 (required fields, enums,
 	// invariants), run in order; see [Check] and [Typed].
