@@ -51,6 +51,11 @@
 //
 // # When a route fails
 //
+// One route or several, a request is filtered by the routes'
+// Capabilities ([portico.Capabilities.Fits]) before any is called: tools
+// on a route without them, or a prompt longer than its window, are
+// refused without a call (Incompatible, wrapping a [fallback.Exhausted]
+// that names the unmet need), with one route as with two.
 // With several routes, what fails is sorted by whose fault it is. A request
 // wrong on any route ([portico.Request.Validate]: a malformed Contract, a
 // negative MaxOutputTokens; or a schema validate cannot compile) fails at

@@ -102,9 +102,11 @@ type Route struct {
 // "no such layer" or the layer's defaults, as each field says.
 type Config struct {
 	// Routes are the destinations, in order of preference. With one route the
-	// stack calls it directly (setting Response.Route, and Response.Cost to
+	// stack calls it directly, after the group's filter (a request its
+	// Capabilities do not fit is refused with the error the group returns,
+	// and not sent), setting Response.Route, and Response.Cost to
 	// the route's Capabilities.Cost of the usage when no layer priced it, as
-	// the group does); with more, or one whose Capabilities.Continuation is
+	// the group does; with more, or one whose Capabilities.Continuation is
 	// set (it continues its own broken streams), a fallback.Group moves
 	// between them.
 	Routes []Route
@@ -350,7 +352,11 @@ func New(cfg Config) (*Stack, error) {
 			return nil, fmt.Errorf("stack: %w", err)
 		}
 		r := routes[0]
+		est := estimator(cfg.Fallback.Estimator)
 		inner = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			if err := fits(&r, req, est); err != nil {
+				return nil, err
+			}
 			lazyctx.Stale(ctx) // the route's own layers read the clock
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
 			switch {
@@ -413,6 +419,29 @@ func New(cfg Config) (*Stack, error) {
 	}
 	s.model = portico.Chain(inner, mws...)
 	return s, nil
+}
+
+// fits is the group's filter for a stack of one route r: the error the
+// group would return for a request r's Capabilities cannot serve
+// ([portico.Capabilities.Fits] with est's input estimate, made only when
+// the window or a MaxCost needs it), or nil. One rule for one route and
+// many: Incompatible, NotSent, wrapping a [fallback.Exhausted] whose one
+// hop names the unmet need.
+func fits(r *portico.Route, req *portico.Request, est portico.Estimator) error {
+	in := 0
+	if r.Capabilities.ContextWindow > 0 || (req.Contract != nil && req.Contract.MaxCost > 0) {
+		in = est.EstimateInputTokens(req)
+	}
+	err := r.Capabilities.Fits(req, in)
+	if err == nil {
+		return nil
+	}
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.Class == portico.Permanent {
+		return err // wrong on any route: the deadline layer found it first
+	}
+	return &portico.Error{Class: portico.Incompatible, NotSent: true,
+		Err: &fallback.Exhausted{Hops: []portico.Hop{{Route: r.Name, Reason: pe.Reason}}}}
 }
 
 // estimator is the group's Estimator, e, or its default.
