@@ -86,7 +86,8 @@ func TestGroupHedge(t *testing.T) {
 }
 
 // Route.Throttle: a route that fails every call is throttled after its first
-// failures, and the group moves on to the next route at once.
+// failures (throttle.DefaultMinRequests, 10), and the group moves on to the
+// next route at once.
 func TestRouteThrottle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bad := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
@@ -98,16 +99,16 @@ func TestRouteThrottle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 10 {
+		for range 20 {
 			if resp, err := s.Generate(context.Background(), hello); err != nil || resp.Route != "b" {
 				t.Fatalf("Generate = %v, %v, want b's answer", resp, err)
 			}
 		}
-		if bad.Count() != 1 {
-			t.Errorf("the failing route got %d calls, want 1 (the rest throttled)", bad.Count())
+		if bad.Count() != 10 {
+			t.Errorf("the failing route got %d calls, want 10 (the rest throttled)", bad.Count())
 		}
-		if p, r, acc := s.Throttle("a").Probability(); r != 10 || acc != 0 || p != 10.0/11 {
-			t.Errorf("Throttle(a).Probability = %v, %d, %d, want 10/11, 10, 0", p, r, acc)
+		if p, r, acc := s.Throttle("a").Probability(); r != 10 || acc != 0 || p != throttle.DefaultMaxRejection {
+			t.Errorf("Throttle(a).Probability = %v, %d, %d, want 0.9 (the cap), 10, 0", p, r, acc)
 		}
 	})
 }

@@ -20,10 +20,18 @@ const (
 	// DefaultWindow is the span over which requests and accepts are counted:
 	// the SRE book's two minutes.
 	DefaultWindow = 2 * time.Minute
+	// DefaultMaxRejection is the highest rejection probability, 0.9:
+	// failsafe-go's adaptive throttler's default maximum rejection rate, so
+	// that a tenth of the calls keep probing a destination that refuses all.
+	DefaultMaxRejection = 0.9
+	// DefaultMinRequests is how many requests the window must count before
+	// anything is rejected, 10: fewer say too little about the destination.
+	DefaultMinRequests = 10
 )
 
 // Config configures a [Throttle]. The zero Config is usable: K = 2 over a
-// two-minute window.
+// two-minute window, rejecting at most 9 calls in 10, and none before the
+// window counts 10 requests.
 type Config struct {
 	// K is the multiplier of accepts in the rejection probability
 	// max(0, (requests - K*accepts) / (requests + 1)): the client starts to
@@ -35,6 +43,17 @@ type Config struct {
 	// in 32 buckets of Window/32. Zero means [DefaultWindow] (2 minutes);
 	// below 32 ns is an error.
 	Window time.Duration
+	// MaxRejection caps the rejection probability, in (0, 1], so that some
+	// calls keep reaching a destination that refuses every request and learn
+	// when it heals; under a cap the Throttle's own rejections are not
+	// counted as requests (see the package documentation). Zero means
+	// [DefaultMaxRejection] (0.9); 1 is the SRE book's rule: no cap,
+	// rejections counted; below 0, above 1 or NaN is an error.
+	MaxRejection float64
+	// MinRequests is how many requests the window must count before any
+	// call is rejected. Zero means [DefaultMinRequests] (10); negative means
+	// none, the SRE book's rule.
+	MinRequests int
 	// Rand returns uniform random numbers in [0, 1) for the rejection draw.
 	// It must be safe for concurrent use. Nil means math/rand/v2's Float64;
 	// tests pass a seeded source.
@@ -44,13 +63,16 @@ type Config struct {
 // Throttle is Google SRE's client-side adaptive throttling for one
 // destination: it counts, over a sliding window, the requests the caller
 // made and the ones the destination accepted, and rejects a new request
-// locally with probability max(0, (requests - K*accepts) / (requests + 1)).
-// Build one per destination with [New] (package stack builds one per
+// locally with probability max(0, (requests - K*accepts) / (requests + 1)),
+// capped at Config.MaxRejection, once the window counts Config.MinRequests
+// requests. Build one per destination with [New] (package stack builds one per
 // route); its method value Wrap is the [portico.Middleware], and the Models
 // it wraps share its window. A Throttle is safe for concurrent use.
 type Throttle struct {
 	k     float64
-	width int64 // bucket width, ns
+	max   float64 // highest rejection probability, (0, 1]
+	min   uint64  // requests the window counts before rejecting
+	width int64   // bucket width, ns
 	rand  func() float64
 	epoch time.Time
 	w     window
@@ -58,7 +80,8 @@ type Throttle struct {
 
 // New returns a Throttle configured by cfg, with zero fields taking their
 // defaults. It returns an error, starting with "throttle:" and naming the
-// field, for a K below 1 (or not finite), or a Window below 32 ns.
+// field, for a K below 1 (or not finite), a Window below 32 ns, or a
+// MaxRejection outside [0, 1].
 func New(cfg Config) (*Throttle, error) {
 	k := cfg.K
 	if k == 0 {
@@ -74,7 +97,21 @@ func New(cfg Config) (*Throttle, error) {
 	if win < numBuckets {
 		return nil, errors.New("throttle: Config.Window below 32ns")
 	}
-	t := &Throttle{k: k, width: int64(win / numBuckets), rand: cfg.Rand, epoch: time.Now()}
+	maxRej := cfg.MaxRejection
+	if maxRej == 0 {
+		maxRej = DefaultMaxRejection
+	}
+	if !(maxRej > 0 && maxRej <= 1) {
+		return nil, errors.New("throttle: Config.MaxRejection must be in [0, 1]")
+	}
+	var minReq uint64
+	switch {
+	case cfg.MinRequests == 0:
+		minReq = DefaultMinRequests
+	case cfg.MinRequests > 0:
+		minReq = uint64(cfg.MinRequests)
+	}
+	t := &Throttle{k: k, max: maxRej, min: minReq, width: int64(win / numBuckets), rand: cfg.Rand, epoch: time.Now()}
 	if t.rand == nil {
 		t.rand = rand.Float64
 	}
@@ -125,7 +162,8 @@ func (e *Error) Is(target error) bool { return target == ErrThrottled }
 // next and counts the outcome: an answer, a [portico.Permanent] or
 // [portico.Incompatible] error as accepted; a route fault
 // ([portico.Class.RouteFault]) as not accepted, as a rejection of its own
-// is; the caller's [portico.Canceled] or [portico.Deadline] and other
+// is under the book's rule (MaxRejection 1; under a cap a rejection is not
+// counted); the caller's [portico.Canceled] or [portico.Deadline] and other
 // layers' [portico.Rejected] not at all (see the package documentation).
 // next's result is returned as it is, except that neither Response nor
 // error becomes [portico.ErrNilResponse], a route fault. A nil request
@@ -168,8 +206,9 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 func (t *Throttle) now() int64 { return int64(time.Since(t.epoch)) }
 
 // admit draws the rejection of a call to a dirty window: nil to let it go,
-// or the error that rejects it, counted as a request not accepted. When the
-// window holds accepts only again it becomes clean.
+// or the error that rejects it, counted as a request not accepted under the
+// book's rule (no cap) and not counted under a cap. When the window holds
+// accepts only again it becomes clean.
 func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *window) error {
 	seq := w.fails.Load()
 	now := t.now()
@@ -179,12 +218,15 @@ func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *window) e
 		w.clean(seq)
 		return nil
 	}
-	p := probability(requests, accepts, t.k)
+	p := t.probability(requests, accepts)
 	if p == 0 || t.rand() >= p {
 		return nil
 	}
-	w.add(t.width, now, 1, 0)
-	w.fails.Add(1)
+	if t.max == 1 { // the book's rule: a rejection is a request not accepted; under a cap, not counted
+
+		w.add(t.width, now, 1, 0)
+		w.fails.Add(1)
+	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.Rejected, Reason: "throttle"})
 	return &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "throttled",
 		Err: &Error{Requests: int(requests), Accepts: int(accepts), Probability: p}}
@@ -239,5 +281,15 @@ func verdict(err error) (counted, accepted bool) {
 // tests; safe for concurrent use.
 func (t *Throttle) Probability() (p float64, requests, accepts int) {
 	r, a := t.w.totals(t.width, t.now())
-	return probability(r, a, t.k), int(r), int(a)
+	return t.probability(r, a), int(r), int(a)
+}
+
+// probability is the rejection probability for requests and accepts in the
+// window: the SRE book's, 0 below the minimum of requests, capped at the
+// maximum.
+func (t *Throttle) probability(requests, accepts uint64) float64 {
+	if requests < t.min {
+		return 0
+	}
+	return min(t.max, probability(requests, accepts, t.k))
 }

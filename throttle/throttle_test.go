@@ -3,6 +3,7 @@ package throttle_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,9 @@ func TestNewErrors(t *testing.T) {
 		{throttle.Config{K: -1}, "K"},
 		{throttle.Config{Window: -time.Second}, "Window"},
 		{throttle.Config{Window: 31}, "Window"},
+		{throttle.Config{MaxRejection: -0.1}, "MaxRejection"},
+		{throttle.Config{MaxRejection: 1.5}, "MaxRejection"},
+		{throttle.Config{MaxRejection: math.NaN()}, "MaxRejection"},
 	} {
 		_, err := throttle.New(c.cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), "throttle: ") || !strings.Contains(err.Error(), "Config."+c.name) {
@@ -48,9 +52,16 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
-// A destination that fails every call: with every draw at u, a call is
-// rejected once n/(n+1) > u, n the requests counted. At u = 0.6 two calls
-// reach the destination; at u = 0.99, 100.
+// book is the SRE book's rule whole: no cap, no minimum of requests, local
+// rejections counted as requests.
+func book(rnd func() float64) throttle.Config {
+	return throttle.Config{MaxRejection: 1, MinRequests: -1, Rand: rnd}
+}
+
+// A destination that fails every call, under the book's rule: with every
+// draw at u, a call is rejected once n/(n+1) > u, n the requests counted,
+// rejections included. At u = 0.6 two calls reach the destination; at
+// u = 0.99, 100.
 func TestRejectsAtTheProbability(t *testing.T) {
 	for _, c := range []struct {
 		u    float64
@@ -58,7 +69,7 @@ func TestRejectsAtTheProbability(t *testing.T) {
 	}{{0.6, 2}, {0.99, 100}, {0, 1}} {
 		synctest.Test(t, func(t *testing.T) {
 			fake := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
-			th := throttle.MustNew(throttle.Config{Rand: fixed(c.u)})
+			th := throttle.MustNew(book(fixed(c.u)))
 			m := th.Wrap(fake)
 			throttled := call(t, m, 300)
 			if fake.Count() != c.sent || throttled != 300-c.sent {
@@ -67,6 +78,52 @@ func TestRejectsAtTheProbability(t *testing.T) {
 			p, r, a := th.Probability()
 			if r != 300 || a != 0 || p != 300.0/301 {
 				t.Errorf("u = %v: Probability = %v, %d, %d, want %v, 300, 0", c.u, p, r, a, 300.0/301)
+			}
+		})
+	}
+}
+
+// cycle returns a Rand that draws 0, 0.1, ..., 0.9 in turn.
+func cycle() func() float64 {
+	i := 0
+	return func() float64 {
+		u := float64(i%10) / 10
+		i++
+		return u
+	}
+}
+
+// Under the cap a destination that fails every call keeps getting one call
+// in 10 whatever the window holds, and the rejections are not counted: the
+// window holds the destination's verdicts only. The first 10 calls all go
+// (DefaultMinRequests); of the 290 others, those drawing 0.9 (not below the
+// 0.9 cap) go: 29.
+func TestMaxRejection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
+		th := throttle.MustNew(throttle.Config{Rand: cycle()})
+		throttled := call(t, th.Wrap(fake), 300)
+		if fake.Count() != 39 || throttled != 261 {
+			t.Errorf("destination got %d calls, %d throttled, want 39 and 261", fake.Count(), throttled)
+		}
+		if p, r, a := th.Probability(); p != 0.9 || r != 39 || a != 0 {
+			t.Errorf("Probability = %v, %d, %d, want 0.9, 39, 0 (the cap; rejections not counted)", p, r, a)
+		}
+	})
+}
+
+// Nothing is rejected before the window counts Config.MinRequests requests:
+// with every draw at 0, 5 failures reach the destination and the sixth call
+// is rejected; with no minimum, the second is.
+func TestMinRequests(t *testing.T) {
+	for _, c := range []struct {
+		min, sent int
+	}{{5, 5}, {-1, 1}} {
+		synctest.Test(t, func(t *testing.T) {
+			fake := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
+			th := throttle.MustNew(throttle.Config{MinRequests: c.min, Rand: fixed(0)})
+			if n := call(t, th.Wrap(fake), 20); fake.Count() != c.sent || n != 20-c.sent {
+				t.Errorf("MinRequests %d: destination got %d calls, %d throttled, want %d and %d", c.min, fake.Count(), n, c.sent, 20-c.sent)
 			}
 		})
 	}
@@ -132,7 +189,9 @@ func TestWindowForgets(t *testing.T) {
 			}
 			return modeltest.Answer("ok")
 		})
-		th := throttle.MustNew(throttle.Config{Window: 32 * time.Second, Rand: fixed(0)})
+		cfg := book(fixed(0))
+		cfg.Window = 32 * time.Second
+		th := throttle.MustNew(cfg)
 		m := th.Wrap(fake)
 		call(t, m, 1)
 		if n := call(t, m, 5); n != 5 {
@@ -183,13 +242,13 @@ func TestBatchedAccepts(t *testing.T) {
 // destination.
 func TestSharedWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		th := throttle.MustNew(throttle.Config{Rand: fixed(0)})
+		th := throttle.MustNew(book(fixed(0)))
 		call(t, th.Wrap(modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))), 1)
 		other := modeltest.NewFake()
 		if n := call(t, th.Wrap(other), 1); n != 1 || other.Count() != 0 {
 			t.Errorf("a second Model of the same Throttle: %d throttled, %d calls, want 1 and 0", n, other.Count())
 		}
-		if _, err := throttle.MustNew(throttle.Config{Rand: fixed(0)}).Wrap(other).Generate(context.Background(), req); err != nil {
+		if _, err := throttle.MustNew(book(fixed(0))).Wrap(other).Generate(context.Background(), req); err != nil {
 			t.Errorf("another Throttle's Model = %v, want an answer (its own window)", err)
 		}
 	})
