@@ -68,6 +68,9 @@
 // names its model (Request.Model): the route cannot serve that model (another
 // provider's name, a typo), which is not a fault of the route, so the error
 // becomes Incompatible, the group moves on and the breaker does not count it.
+// The route remembers such a model for 5 minutes (256 models at most) and
+// refuses it meanwhile without a call (NotSent), so 20 requests naming it
+// cost the route one round trip, not 20.
 // The same holds for answers validate refuses because of the request (a
 // content filter, a cut at the request's MaxOutputTokens: see package
 // validate, Rejections): only an answer that is wrong counts against a route.

@@ -465,6 +465,13 @@ func costOf(caps portico.Capabilities, est portico.Estimator) func(*portico.Requ
 func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator) (portico.Route, *built, error) {
 	b := &built{}
 	mws := append([]portico.Middleware(nil), rc.Middleware...)
+	var ns *notServed
+	if rc.ModelName == "" {
+		// Before anything is spent on the call: a model the route
+		// answered 404 for is refused without one (see notServed).
+		ns = new(notServed)
+		mws = append(mws, ns.skip)
+	}
 	var hedgeAt int // where the same-route Hedger goes, once the retrier is built
 	if rc.Hedge != nil {
 		hedgeAt = len(mws)
@@ -554,10 +561,10 @@ func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator) (portico.Rou
 		}
 		mws = append(mws, b.throttle.Wrap)
 	}
-	if rc.ModelName == "" {
+	if ns != nil {
 		// Innermost but for ModelMiddleware: every layer that judges the
 		// route (throttle, retry, breaker) sees the 404 as the request's.
-		mws = append(mws, notServed)
+		mws = append(mws, ns.learn)
 	}
 	mws = append(mws, rc.ModelMiddleware...)
 	r := rc.Route

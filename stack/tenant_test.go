@@ -2,6 +2,9 @@ package stack
 
 import (
 	"context"
+	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,4 +275,77 @@ func TestSlowReaderKeepsConcurrencyLimit(t *testing.T) {
 			t.Errorf("other tenants' burst of 20 after them: %d failed, want none", n)
 		}
 	})
+}
+
+// TestNotServedModelCalledOnce: 20 requests name a model the primary (no
+// ModelName) does not serve. Its 404 is the request's (Incompatible, the
+// breaker stays closed), and the route remembers it: it sees one call, not
+// 20, each later request going to the fallback without a round trip, until
+// notServedFor has passed. Another model is still sent to it.
+func TestNotServedModelCalledOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := modeltest.NewFakeFunc(func(n int, req *portico.Request) modeltest.Outcome {
+			if req.Model == "gpt-x" {
+				return modeltest.Fail(modeltest.StatusError(404))
+			}
+			return modeltest.Answer("primary")
+		})
+		fallback := modeltest.NewFake(modeltest.Answer("fallback"))
+		s, err := New(Config{Routes: []Route{route("a", primary), route("b", fallback)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := hello.Clone()
+		req.Model = "gpt-x"
+		for i := range 20 {
+			resp, err := s.Generate(context.Background(), req)
+			if err != nil || resp.Route != "b" || len(resp.Hops) != 1 || portico.ClassOf(resp.Hops[0].Err) != portico.Incompatible {
+				t.Fatalf("request %d = %+v, %v; want b's answer after a's Incompatible", i, resp, err)
+			}
+		}
+		if got := primary.Count(); got != 1 {
+			t.Errorf("primary saw %d calls for 20 requests naming a model it lacks, want 1", got)
+		}
+		if st := s.Breaker("a").State(); st != breaker.Closed {
+			t.Errorf("breaker a = %v, want closed", st)
+		}
+		other := hello.Clone()
+		other.Model = "gpt-y"
+		if resp, err := s.Generate(context.Background(), other); err != nil || resp.Route != "a" || primary.Count() != 2 {
+			t.Errorf("another model = %+v, %v (%d calls); want a's answer, its second call", resp, err, primary.Count())
+		}
+		time.Sleep(notServedFor)
+		s.Generate(context.Background(), req)
+		if got := primary.Count(); got != 3 {
+			t.Errorf("after notServedFor the primary saw %d calls, want 3 (asked again)", got)
+		}
+	})
+}
+
+// A route remembers at most notServedModels models, of names up to
+// notServedName bytes, and makes room by dropping the one that expires first.
+func TestNotServedBounded(t *testing.T) {
+	var m notServed
+	now := time.Unix(1000, 0)
+	err := &portico.Error{Class: portico.Incompatible, Status: 404}
+	for i := range notServedModels + 10 {
+		m.remember(strconv.Itoa(i), err, now.Add(time.Duration(i)*time.Second))
+	}
+	if got := len(m.known); got != notServedModels || int(m.n.Load()) != got {
+		t.Errorf("remembered %d models (n %d), want %d", got, m.n.Load(), notServedModels)
+	}
+	if m.refused("9", now) != nil || m.refused("10", now) == nil {
+		t.Errorf("the first ten, which expire first, should be gone and the eleventh kept")
+	}
+	m.remember(strings.Repeat("x", notServedName+1), err, now)
+	if _, ok := m.known[strings.Repeat("x", notServedName+1)]; ok {
+		t.Errorf("a model name longer than notServedName was remembered")
+	}
+	if e := m.refused("10", now.Add(10*time.Second+notServedFor)); e != nil {
+		t.Errorf("refused after notServedFor = %v, want nil", e)
+	}
+	var pe *portico.Error
+	if e := m.refused("11", now); !errors.As(e, &pe) || !pe.NotSent || pe.Class != portico.Incompatible {
+		t.Errorf("refused = %v, want the remembered Incompatible, NotSent", e)
+	}
 }
