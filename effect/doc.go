@@ -12,14 +12,29 @@
 // the action is made idempotent with a key, as payment APIs do (Stripe's
 // idempotency keys; AWS Builders' Library, "Making retries safe with
 // idempotent APIs"). The application gives each user-level operation an id
-// (portico.Identity.OperationID); each tool call the model asks for gets the
-// execution key
+// (portico.Identity.OperationID).
+//
+// # The key names the step
+//
+// After a fallback or a replay, another model writes other arguments for
+// the same step (another wording, other optional fields). So the key of a
+// step is what the application identifies, not what the model wrote:
+//
+//	execution_key = operation_id + step (+ tool name, ...)   [StepKey]
+//
+// and the arguments are recorded beside the claim as a fingerprint, the
+// SHA-256 of their RFC 8785 canonical JSON ([Fingerprint]; the JSON
+// Canonicalization Scheme, github.com/gowebpki/jcs, so {"b":1,"a":2} and
+// {"a":2, "b":1.0} are the same arguments). [Runner.DoArgs] and [OnceArgs]
+// run the step at most once: a caller whose arguments differ from those of
+// the run that completed it gets that run's result, never a second run,
+// with a Permanent error wrapping [ErrArgumentsDiffer] that says so (not a
+// silent success). [NewKey] and [KeyOf] build argument-keyed keys,
 //
 //	execution_key = operation_id + tool_name + sha256(canonical JSON of the arguments)
 //
-// built by [NewKey] or [KeyOf]. Canonical JSON is RFC 8785's JSON
-// Canonicalization Scheme (github.com/gowebpki/jcs), so {"b":1,"a":2} and
-// {"a":2, "b":1.0} are the same call.
+// for effects whose identity is their arguments: other arguments are
+// another effect, run again. The empty key is refused ([ErrKey]).
 //
 // # States
 //
@@ -27,8 +42,8 @@
 // (with its result), [Failed] (the effect did not happen: retryable classes
 // may run again, others are returned as recorded), or [Unknown]. A run
 // refused locally before anything was sent (a portico Rejected error: an
-// open breaker, a limiter) leaves no record: the key is released, the error
-// returned with its RetryAfter, and the next call runs the effect.
+// open breaker, a limiter) releases the key: the error is returned with its
+// RetryAfter, and the next call runs the effect.
 //
 // The class of the effect's error ([portico.ClassOf]) is its testimony about
 // what happened: Rejected proves nothing was sent (the key is released);
@@ -67,4 +82,44 @@
 // the same interface: package redisstore keeps the records in Redis, each
 // expiring with its record. A store that fails runs nothing (a Transient
 // error wrapping [ErrStore]) and reports a [portico.EventSharedStore].
+//
+// # A claim whose reply was lost
+//
+// Each attempt claims a key with a claim token it generates (the record's
+// Owner). A claim resent with the same token, by the client's retries or by
+// the Runner, is recognised by the store as the caller's own (see
+// [Store.PutIfAbsent]). A claim the store did not answer may have landed:
+// Do releases it if the store answers now, else remembers its token, and
+// the next Do of the key in the same Runner claims with it and runs the
+// effect. So a caller told that nothing ran ([ErrStore], Transient) can run
+// it, instead of finding its own claim "pending elsewhere" for the lease
+// and then Unknown.
+//
+// # Store loss
+//
+// A store that lost its records (Redis killed and restarted without
+// persistence, FLUSHALL, a replica promoted before it had the last writes)
+// must not be taken for one that never saw the key. What this package
+// promises, on any Store:
+//
+//   - A caller that saw the key Pending in another run and then finds it
+//     absent within that run's lease records it Unknown ([ReasonLost]) and
+//     returns [ErrUnknown]; it does not run the effect.
+//   - The owner of the lost run, which knows its outcome, writes it back
+//     over an absent key or an Unknown record of ReasonLost, so later
+//     callers get its result.
+//   - If another caller claimed the key after the loss (one that never saw
+//     it pending, so cannot tell), the effect may run twice: the first
+//     owner then gets its result with an error wrapping ErrUnknown, so two
+//     runs are never both reported as successes.
+//
+// A Store that can detect its own loss says so by answering a claim of an
+// absent key that may have been lost with an Unknown record of ReasonLost
+// (package redisstore does, with a store epoch: see its documentation).
+// Exactly once needs a store that loses no acknowledged write: for Redis,
+// appendonly yes with appendfsync always, and a failover only to a replica
+// that acknowledged every write (WAIT). Without it, the promise is at most
+// once for every key whose loss is seen as above, and Unknown where the
+// loss is detected but its keys cannot be told apart; a completed record
+// lost when nobody was waiting on it is gone, and its step runs again.
 package effect

@@ -52,3 +52,25 @@ func ExampleRunner_Resolve() {
 	// true ambiguous
 	// "queued" <nil>
 }
+
+func ExampleStepKey() {
+	r, _ := effect.New(effect.Config{})
+	ctx := context.Background()
+	tickets := 0
+	open := func(context.Context) (string, error) {
+		tickets++
+		return "TCK-1", nil
+	}
+	// Step 3 of operation support-7 opens a ticket; the step is replayed
+	// after a fallback, and the other model words the ticket otherwise.
+	key, _ := effect.StepKey("support-7", "step-3", "open_ticket")
+	for _, args := range []string{`{"title":"Printer down"}`, `{"title":"The printer is down","priority":"P1"}`} {
+		id, err := effect.OnceArgs(ctx, r, key, json.RawMessage(args), open)
+		fmt.Println(id, errors.Is(err, effect.ErrArgumentsDiffer))
+	}
+	fmt.Println("tickets:", tickets)
+	// Output:
+	// TCK-1 false
+	// TCK-1 true
+	// tickets: 1
+}

@@ -73,6 +73,10 @@ func (s *MemoryStore) PutIfAbsent(_ context.Context, key Key, rec Record) (Recor
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.live(key, now); ok {
+		if r.State == Pending && rec.State == Pending && r.Owner == rec.Owner {
+			s.m[key] = rec // the caller's own claim, resent
+			return rec, true, nil
+		}
 		return r, false, nil
 	}
 	if len(s.m) >= s.max || !now.Before(s.nextSweep) {

@@ -28,10 +28,18 @@ const (
 	// released, see [Runner.Do].)
 	Failed
 	// Unknown: the outcome is ambiguous (a timeout after the effect may have
-	// started, a cancellation mid-run, a panic). The effect is not run again
-	// until the application reconciles the key with [Runner.Resolve].
+	// started, a cancellation mid-run, a panic, a record the store lost:
+	// Reason [ReasonLost]). The effect is not run again until the
+	// application reconciles the key with [Runner.Resolve].
 	Unknown
 )
+
+// ReasonLost is the Reason of an Unknown record written because the store
+// lost the key's record, or may have: a caller found absent a key it had
+// seen pending within its lease, or a Store found that it lost records (see
+// Store loss in the package documentation). The owner of the lost run,
+// which knows its outcome, replaces such a record with it.
+const ReasonLost = "store lost the record"
 
 // String returns "pending", "completed", "failed" or "unknown".
 func (s State) String() string {
@@ -56,12 +64,15 @@ type Record struct {
 	State State
 	// Result is the effect's result when Completed (JSON text, for [Once]).
 	Result []byte
+	// Args is the [Fingerprint] of the arguments of the run that claimed the
+	// key ([Runner.DoArgs]), empty for a run without ([Runner.Do]).
+	Args string
 	// Class is the error class of a Failed or Unknown outcome.
 	Class portico.Class
 	// Reason is a short, content-free reason for a Failed or Unknown outcome.
 	Reason string
 	// Owner is a random token of the run that created or last moved the
-	// record; [Store.Update] compares it.
+	// record (the claim token); [Store.Update] compares it.
 	Owner string
 	// Lease is, for a Pending record, when its owner is presumed lost.
 	Lease time.Time
@@ -81,7 +92,10 @@ type Store interface {
 	// (or it expired).
 	Get(ctx context.Context, key Key) (Record, bool, error)
 	// PutIfAbsent stores rec under key when key has no record, returning rec
-	// and true; otherwise it returns the existing record and false.
+	// and true; otherwise it returns the existing record and false. A claim
+	// resent after its reply was lost is its own: when the stored record is
+	// Pending with rec's Owner (the caller's claim token), PutIfAbsent
+	// replaces it with rec and returns rec and true.
 	PutIfAbsent(ctx context.Context, key Key, rec Record) (Record, bool, error)
 	// Update replaces key's record with next only when the stored record has
 	// the same Owner and State as prev (compare-and-swap), reporting whether

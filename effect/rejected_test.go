@@ -13,8 +13,8 @@ import (
 )
 
 // TestRejectedReleasesKey: an effect refused locally (its breaker open:
-// nothing was sent) leaves the key as if never claimed. Do returns the
-// breaker's error as is, RetryAfter included; the key is absent; the next Do,
+// nothing was sent) releases the key. Do returns the
+// breaker's error as is, RetryAfter included; the next Do,
 // once the breaker lets calls through, runs the effect. The key used to be
 // marked Failed (Rejected is not retryable) and locked for the TTL (24 h):
 // the effect could never run, Resolve refused the key, and the RetryAfter
@@ -48,8 +48,12 @@ func TestRejectedReleasesKey(t *testing.T) {
 		if ra := portico.RetryAfterOf(err); ra != 10*time.Second {
 			t.Errorf("RetryAfter = %v, want 10s (the breaker's)", ra)
 		}
-		if rec, ok, err := r.Status(ctx, key); ok || err != nil {
-			t.Errorf("Status after a rejection = %+v, %v, %v; want absent", rec, ok, err)
+		// Released: Failed with class Rejected, which the next Do runs, kept
+		// for the Lease so that a caller that saw the key pending does not
+		// find it absent (which reads as a record the store lost).
+		if rec, ok, err := r.Status(ctx, key); !ok || err != nil || rec.State != Failed || rec.Class != portico.Rejected ||
+			!rec.Expires.Equal(time.Now().Add(DefaultLease)) {
+			t.Errorf("Status after a rejection = %+v, %v, %v; want released: failed, rejected, for the lease", rec, ok, err)
 		}
 		if api.Count() != 1 {
 			t.Fatalf("API calls = %d, want 1 (the rejected run sent nothing)", api.Count())

@@ -30,7 +30,14 @@ var (
 	// ErrNotResolvable: Resolve was called on a key that is absent, or
 	// neither Unknown nor Pending past its lease. Class Permanent.
 	ErrNotResolvable = errors.New("effect: key is not unknown")
+	// ErrArgumentsDiffer: [Runner.DoArgs] found the step already run (or
+	// failed) with other arguments; the effect was not run again, and the
+	// step's recorded result comes with the error. Class Permanent.
+	ErrArgumentsDiffer = errors.New("effect: step ran with other arguments")
 )
+
+// maxUnsure bounds the claims a Runner remembers whose reply was lost.
+const maxUnsure = 1024
 
 // Defaults of [Config].
 const (
@@ -77,11 +84,16 @@ type Runner struct {
 
 	mu      sync.Mutex
 	flights map[Key]*flight
+	// unsure holds the claim token of each key whose claim may have landed
+	// although the store's reply was lost: the next Do of the key claims it
+	// with the same token, which the store recognises as its own.
+	unsure map[Key]string
 }
 
 // flight is one run in this process that other callers of the key wait for.
 type flight struct {
 	done   chan struct{}
+	args   string // the leader's arguments' fingerprint
 	result []byte
 	err    error
 	again  bool // the leader gave up for its own reasons: waiters try themselves
@@ -110,7 +122,7 @@ func New(cfg Config) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}}, nil
+	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}, unsure: map[Key]string{}}, nil
 }
 
 // Do runs fn at most once for key and returns its result: the stored result
@@ -118,16 +130,43 @@ func New(cfg Config) (*Runner, error) {
 // (waited for in this process, polled every Config.Poll in another);
 // otherwise Do claims key, runs fn(ctx) and records the outcome by the class
 // of fn's error (see States in the package documentation). The returned
-// bytes are the caller's own copy.
+// bytes are the caller's own copy. Do records no arguments: for a [StepKey],
+// use [Runner.DoArgs].
 //
 // Errors: fn's own error, unchanged, for a run that failed or was Rejected;
 // an Ambiguous *portico.Error wrapping [ErrUnknown] for an Unknown key, to
-// reconcile with [Runner.Resolve]; one of the recorded class wrapping
-// [ErrFailed] for a key that failed earlier; a Transient one wrapping
-// [ErrStore] when the store fails; [portico.FromContext]'s error when ctx
-// ends while waiting or before key is claimed (fn not run). A panic in fn
-// leaves key Unknown and goes on. Do panics if fn is nil.
+// reconcile with [Runner.Resolve] (also, with fn's result, when this run's
+// record was lost and another caller claimed the key: see Store loss in the
+// package documentation); one of the recorded class wrapping [ErrFailed]
+// for a key that failed earlier; a Transient one wrapping [ErrStore] when
+// the store fails (fn not run); a Permanent one wrapping [ErrKey] for the
+// empty key; [portico.FromContext]'s error when ctx ends while waiting or
+// before key is claimed (fn not run). A panic in fn leaves key Unknown and
+// goes on. Do panics if fn is nil.
 func (r *Runner) Do(ctx context.Context, key Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	return r.do(ctx, key, "", fn)
+}
+
+// DoArgs is [Runner.Do] for a step whose key does not hold the arguments
+// ([StepKey]): args, the arguments of this attempt at the step, are
+// recorded as their [Fingerprint] with the claim. A caller whose arguments
+// differ from those of the run that completed the step gets that run's
+// result, not a second run, with a Permanent *portico.Error wrapping
+// [ErrArgumentsDiffer] (a key that failed earlier gives its error wrapping
+// both [ErrFailed] and ErrArgumentsDiffer). Invalid JSON in args is a
+// Permanent error wrapping [ErrArguments], before anything is claimed.
+func (r *Runner) DoArgs(ctx context.Context, key Key, args json.RawMessage, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	fp, err := Fingerprint(args)
+	if err != nil {
+		return nil, err
+	}
+	return r.do(ctx, key, fp, fn)
+}
+
+func (r *Runner) do(ctx context.Context, key Key, fp string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	if key == "" {
+		return nil, emptyKey()
+	}
 	if fn == nil {
 		// Fail before the key is claimed: a nil fn claimed as Pending would
 		// panic and leave the key Unknown for good.
@@ -142,18 +181,36 @@ func (r *Runner) Do(ctx context.Context, key Key, fn func(context.Context) ([]by
 				if f.again {
 					continue
 				}
+				if f.err == nil && differ(fp, f.args) {
+					return bytes.Clone(f.result), argsDiffer(nil)
+				}
 				return bytes.Clone(f.result), f.err
 			case <-ctx.Done():
 				return nil, portico.FromContext(ctx)
 			}
 		}
-		f := &flight{done: make(chan struct{})}
+		f := &flight{done: make(chan struct{}), args: fp}
 		r.flights[key] = f
 		r.mu.Unlock()
 
-		res, err := r.lead(ctx, key, fn, f)
+		res, err := r.lead(ctx, key, fp, fn, f)
 		return bytes.Clone(res), err
 	}
+}
+
+// differ reports whether a caller's arguments' fingerprint fp differs from
+// the recorded one: both known and unequal.
+func differ(fp, recorded string) bool { return fp != "" && recorded != "" && fp != recorded }
+
+func argsDiffer(failed *portico.Error) error {
+	if failed != nil {
+		return &portico.Error{Class: failed.Class, Reason: failed.Reason, Err: portico.Join(ErrFailed, ErrArgumentsDiffer)}
+	}
+	return &portico.Error{Class: portico.Permanent, Reason: "step ran with other arguments", Err: ErrArgumentsDiffer}
+}
+
+func emptyKey() error {
+	return &portico.Error{Class: portico.Permanent, Reason: "empty execution key", Err: ErrKey}
 }
 
 // finish publishes f's outcome to its waiters and retires it.
@@ -166,7 +223,7 @@ func (r *Runner) finish(key Key, f *flight) {
 
 // lead settles key as the process's one caller of it, and publishes the
 // outcome to f's waiters (also when fn panics).
-func (r *Runner) lead(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), f *flight) (res []byte, err error) {
+func (r *Runner) lead(ctx context.Context, key Key, fp string, fn func(context.Context) ([]byte, error), f *flight) (res []byte, err error) {
 	returned := false
 	defer func() {
 		if !returned { // fn panicked: run recorded Unknown; the panic goes on.
@@ -175,17 +232,23 @@ func (r *Runner) lead(ctx context.Context, key Key, fn func(context.Context) ([]
 		f.result, f.err = res, err
 		r.finish(key, f)
 	}()
-	res, err = r.settle(ctx, key, fn, f)
+	res, err = r.settle(ctx, key, fp, fn, f)
 	returned = true
 	return res, err
 }
 
-func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), f *flight) ([]byte, error) {
+func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context.Context) ([]byte, error), f *flight) ([]byte, error) {
+	// The claim token of this attempt: the one of a claim of this Runner
+	// whose reply was lost, so that the store recognises that claim as ours,
+	// or a new one.
+	owner := r.takeUnsure(key)
+	seen := false // the key was seen pending in another run, within its lease
 	for {
 		if ctx.Err() != nil {
 			// Never claim a key for a caller that has already gone: fn would
 			// start under a done context and its failure would read as
 			// Unknown although nothing ran. Waiters try themselves.
+			r.keepUnsure(key, owner)
 			f.again = true
 			return nil, portico.FromContext(ctx)
 		}
@@ -193,26 +256,41 @@ func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) (
 		// A pending record outlives its lease by the TTL, so that a lost
 		// owner's key reads as Unknown for that long rather than vanishing
 		// (and running again) when the lease ends.
-		mine := Record{State: Pending, Owner: rand.Text(), Lease: now.Add(r.lease), Expires: now.Add(r.lease + r.ttl)}
+		mine := Record{State: Pending, Args: fp, Owner: owner, Lease: now.Add(r.lease), Expires: now.Add(r.lease + r.ttl)}
 		cur, stored, serr := r.store.PutIfAbsent(ctx, key, mine)
 		if serr != nil {
-			return nil, r.storeFailed(ctx, serr)
+			return nil, r.claimFailed(ctx, key, mine, serr)
+		}
+		if stored && seen {
+			// The key was pending in another run a moment ago and is absent
+			// now, within that run's lease: the store lost its record (a
+			// restart, a flush, a failover). That run may be under way:
+			// running the effect again could do it twice.
+			r.record(ctx, key, mine, Record{State: Unknown, Class: portico.Ambiguous, Reason: ReasonLost})
+			return nil, unknownError(ReasonLost, nil)
 		}
 		if stored {
 			return r.run(ctx, key, mine, fn)
 		}
 		switch cur.State {
 		case Completed:
+			if differ(fp, cur.Args) {
+				return cur.Result, argsDiffer(nil)
+			}
 			return cur.Result, nil
 		case Unknown:
 			return nil, unknownError(cur.Reason, nil)
 		case Failed:
 			if !rerunnable(cur.Class) {
-				return nil, &portico.Error{Class: cur.Class, Reason: cur.Reason, Err: ErrFailed}
+				failed := &portico.Error{Class: cur.Class, Reason: cur.Reason, Err: ErrFailed}
+				if differ(fp, cur.Args) {
+					return nil, argsDiffer(failed)
+				}
+				return nil, failed
 			}
 			ok, serr := r.store.Update(ctx, key, cur, mine)
 			if serr != nil {
-				return nil, r.storeFailed(ctx, serr)
+				return nil, r.claimFailed(ctx, key, mine, serr)
 			}
 			if ok {
 				return r.run(ctx, key, mine, fn)
@@ -222,6 +300,7 @@ func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) (
 			if !now.Before(cur.Lease) {
 				return nil, unknownError("pending past its lease", nil)
 			}
+			seen = true
 			t := time.NewTimer(r.poll)
 			select {
 			case <-t.C:
@@ -231,6 +310,43 @@ func (r *Runner) settle(ctx context.Context, key Key, fn func(context.Context) (
 				return nil, portico.FromContext(ctx)
 			}
 		}
+	}
+}
+
+// claimFailed returns the error of a claim the store did not answer: it may
+// have landed, its reply lost. Nothing ran, so the claim is released if the
+// store answers now; if not, its token is kept, and the next Do of key in
+// this Runner claims with it: the store recognises the claim as its own
+// and the effect runs, instead of the key waiting out its lease as another
+// run's and reading Unknown.
+func (r *Runner) claimFailed(ctx context.Context, key Key, mine Record, err error) error {
+	next := Record{State: Failed, Class: portico.Rejected, Reason: "claim not confirmed", Expires: time.Now().Add(r.lease)}
+	if _, uerr := r.store.Update(context.WithoutCancel(ctx), key, mine, next); uerr != nil {
+		r.keepUnsure(key, mine.Owner)
+	}
+	return r.storeFailed(ctx, err)
+}
+
+// takeUnsure returns the token of key's claim whose reply was lost, and
+// forgets it, or a new token.
+func (r *Runner) takeUnsure(key Key) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.unsure[key]; ok {
+		delete(r.unsure, key)
+		return t
+	}
+	return rand.Text()
+}
+
+// keepUnsure remembers token as key's claim whose reply was lost. Beyond
+// maxUnsure keys it forgets it: the claim then waits out its lease, which
+// is safe.
+func (r *Runner) keepUnsure(key Key, token string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.unsure[key]; ok || len(r.unsure) < maxUnsure {
+		r.unsure[key] = token
 	}
 }
 
@@ -245,7 +361,11 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 	res, err = fn(ctx)
 	panicked = false
 	if err == nil {
-		r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)})
+		if r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)}) {
+			// The store lost this run's record and another caller claimed
+			// the key since: the effect may run twice. Say so.
+			return res, unknownError("store lost the record; the effect may have run again", nil)
+		}
 		return res, nil
 	}
 	class := portico.ClassOf(err)
@@ -256,9 +376,9 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 		return nil, unknownError(reason, err)
 	case portico.Rejected:
 		// Refused locally before anything was sent (a breaker open, a
-		// limiter, a shed): proof that nothing happened. Release the key as
-		// if never claimed, so the next Do runs the effect, and return the
-		// error as is, RetryAfter and all.
+		// limiter, a shed): proof that nothing happened. Release the key,
+		// so the next Do runs the effect, and return the error as is,
+		// RetryAfter and all.
 		r.release(ctx, key, mine, reason)
 		return nil, err
 	}
@@ -266,13 +386,13 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 	return nil, err
 }
 
-// release gives key, claimed by mine, back as if it had never been claimed:
-// the record is replaced by one that expires at once, which every Store
-// treats as absent (the Store interface has no delete). Its state, Failed
-// with class Rejected, lets the effect run again (see rerunnable) should a
-// store with a lagging clock still show it.
+// release gives key, claimed by mine, back: the record becomes Failed with
+// class Rejected, which lets the next caller run the effect (see
+// rerunnable), and expires after the Lease. It is kept that long, not
+// dropped, so that a caller that saw the key pending does not find it
+// absent, which would read as a record the store lost.
 func (r *Runner) release(ctx context.Context, key Key, mine Record, reason string) {
-	next := Record{State: Failed, Class: portico.Rejected, Reason: reason, Owner: mine.Owner, Expires: time.Now()}
+	next := Record{State: Failed, Class: portico.Rejected, Reason: reason, Args: mine.Args, Owner: mine.Owner, Expires: time.Now().Add(r.lease)}
 	ok, err := r.store.Update(context.WithoutCancel(ctx), key, mine, next)
 	if err != nil || !ok {
 		// The key stays Pending until its lease ends, then reads as Unknown.
@@ -286,23 +406,62 @@ func (r *Runner) release(ctx context.Context, key Key, mine Record, reason strin
 // anything was sent).
 func rerunnable(c portico.Class) bool { return c.Retryable() || c == portico.Rejected }
 
-// record moves key from mine to next. It uses a context that outlives the
-// caller's: an outcome must be recorded even when the caller has gone.
-func (r *Runner) record(ctx context.Context, key Key, mine, next Record) {
+// record moves key from mine to next, and reports whether the store lost
+// mine and another run has claimed the key since. It uses a context that
+// outlives the caller's: an outcome must be recorded even when the caller
+// has gone.
+func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken bool) {
 	next.Owner = mine.Owner
+	next.Args = mine.Args
 	next.Expires = time.Now().Add(r.ttl)
-	ok, err := r.store.Update(context.WithoutCancel(ctx), key, mine, next)
+	ctx = context.WithoutCancel(ctx)
+	ok, err := r.store.Update(ctx, key, mine, next)
+	if err == nil && !ok {
+		ok, taken, err = r.restore(ctx, key, next)
+	}
 	if err != nil || !ok {
 		// The key stays Pending until its lease ends, then reads as Unknown:
 		// safe, but the application has to reconcile it.
 		r.log.Warn("effect: outcome not recorded", "key", string(key), "state", next.State.String(), "err", err, "moved", !ok)
 	}
+	return taken
+}
+
+// restore records next, the outcome of the run that owns it, when the
+// compare-and-swap from its Pending record failed: the update was applied
+// already (a resend whose first reply was lost), or the store lost the
+// record. The owner knows the outcome, so it writes it back over an absent
+// key or an Unknown record of [ReasonLost]. It reports taken when another
+// run holds the key.
+func (r *Runner) restore(ctx context.Context, key Key, next Record) (ok, taken bool, err error) {
+	cur, found, err := r.store.Get(ctx, key)
+	if err != nil {
+		return false, false, err
+	}
+	if !found {
+		var stored bool
+		cur, stored, err = r.store.PutIfAbsent(ctx, key, next)
+		if err != nil || stored {
+			return stored, false, err
+		}
+	}
+	switch {
+	case cur.Owner == next.Owner && cur.State == next.State:
+		return true, false, nil
+	case cur.State == Unknown && cur.Reason == ReasonLost:
+		ok, err = r.store.Update(ctx, key, cur, next)
+		return ok, false, err
+	}
+	return false, cur.Owner != next.Owner, nil
 }
 
 // Status returns key's record and true, or false when the key is absent (or
 // expired). It returns a Transient *portico.Error wrapping [ErrStore] when the
-// store fails.
+// store fails, and a Permanent one wrapping [ErrKey] for the empty key.
 func (r *Runner) Status(ctx context.Context, key Key) (Record, bool, error) {
+	if key == "" {
+		return Record{}, false, emptyKey()
+	}
 	rec, ok, err := r.store.Get(ctx, key)
 	if err != nil {
 		return Record{}, false, storeError(err)
@@ -323,9 +482,13 @@ type Outcome struct {
 
 // Resolve records the reconciled outcome of key, which must be Unknown or
 // Pending past its lease. It returns a Permanent *portico.Error wrapping
-// [ErrNotResolvable] otherwise, or when the record changed meanwhile, and a
-// Transient one wrapping [ErrStore] when the store fails.
+// [ErrNotResolvable] otherwise, or when the record changed meanwhile, one
+// wrapping [ErrKey] for the empty key, and a Transient one wrapping
+// [ErrStore] when the store fails.
 func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
+	if key == "" {
+		return emptyKey()
+	}
 	cur, ok, err := r.store.Get(ctx, key)
 	if err != nil {
 		return storeError(err)
@@ -355,11 +518,27 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 // one that does not decode into T gives a Permanent error; every other error
 // is [Runner.Do]'s. Once panics if fn is nil.
 func Once[T any](ctx context.Context, r *Runner, key Key, fn func(context.Context) (T, error)) (T, error) {
+	return once(ctx, r, key, "", fn)
+}
+
+// OnceArgs is [Runner.DoArgs] for a typed result, as [Once] is for Do: a
+// caller whose arguments differ from those of the step's completed run gets
+// that run's result, decoded, with the error wrapping [ErrArgumentsDiffer].
+func OnceArgs[T any](ctx context.Context, r *Runner, key Key, args json.RawMessage, fn func(context.Context) (T, error)) (T, error) {
+	fp, err := Fingerprint(args)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return once(ctx, r, key, fp, fn)
+}
+
+func once[T any](ctx context.Context, r *Runner, key Key, fp string, fn func(context.Context) (T, error)) (T, error) {
 	if fn == nil {
 		panic("effect: Once of a nil func")
 	}
 	var zero T
-	res, err := r.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
+	res, err := r.do(ctx, key, fp, func(ctx context.Context) ([]byte, error) {
 		v, err := fn(ctx)
 		if err != nil {
 			return nil, err
@@ -370,14 +549,14 @@ func Once[T any](ctx context.Context, r *Runner, key Key, fn func(context.Contex
 		}
 		return b, nil
 	})
-	if err != nil {
+	if err != nil && res == nil {
 		return zero, err
 	}
 	var out T
-	if err := json.Unmarshal(res, &out); err != nil {
-		return zero, &portico.Error{Class: portico.Permanent, Reason: "effect result does not decode", Err: err}
+	if derr := json.Unmarshal(res, &out); derr != nil {
+		return zero, &portico.Error{Class: portico.Permanent, Reason: "effect result does not decode", Err: derr}
 	}
-	return out, nil
+	return out, err
 }
 
 // storeFailed returns the error of a Do the store could not decide, which
