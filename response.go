@@ -24,7 +24,10 @@ type ToolCall struct {
 	// Name is the tool's name, as declared in Request.Tools (validate checks it).
 	Name string
 	// Arguments is the JSON text of the arguments, exactly as the model produced
-	// it: it may be invalid JSON, which package validate reports.
+	// it: it may be invalid JSON, which package validate reports, or another
+	// shape of the arguments object (a string holding it, nothing for no
+	// arguments), which package validate accepts and hands on as the
+	// object's text.
 	Arguments json.RawMessage
 }
 

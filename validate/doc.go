@@ -22,7 +22,8 @@
 //     enums, invariants, over the shared decoded value or a Go type
 //     ([Typed]);
 //  5. tool calls ([StageTools]): every call names a tool of req.Tools, and
-//     its arguments are JSON valid against the tool's Parameters schema;
+//     its arguments, in any shape providers send them in (see Tool
+//     calls), are valid against the tool's Parameters schema;
 //  6. workload semantic checks ([StageSemantic], [Config.Semantic]), such as
 //     an invoice's rules: total not negative, currency supported, line totals
 //     summing to the total within an explicit tolerance (the package's tests
@@ -57,11 +58,26 @@
 // only stages and rules. The rejected Response rides along in
 // Rejection.Response for human review.
 //
-// There is no silent repair. The one normalization is opt-in
-// ([Config.TrimSpace]): trimming white space around the text. A missing
+// There is no silent repair. The one normalization of the text is opt-in
+// ([Config.TrimSpace]): trimming white space around it. A missing
 // field is never guessed, a code fence around JSON is not stripped, tool
 // arguments are never rewritten: guessing a financial field or rewriting
 // arguments would change what the model said.
+//
+// # Tool calls
+//
+// Providers send the arguments of one call in several shapes, and each is
+// accepted when the object it holds is valid against the tool's
+// Parameters: the object's JSON text, white space around it allowed; a
+// JSON string whose content is that text (arguments encoded twice, as some
+// OpenAI-compatible servers send them); and, for a call without
+// arguments, an empty or blank text or null (OpenAI-compatible servers
+// send "" for a tool without parameters), read as {}. Any other value is
+// judged as it is by the schema. Wrap hands on the object's text in place
+// of the other shapes (a new ToolCalls slice), so that a tool executor
+// reads one shape: the encoding changes, never the content.
+// FuzzArguments checks that any object accepted in one shape is accepted,
+// as the same object, in the others.
 //
 // # Schemas
 //

@@ -21,6 +21,7 @@ type pipeline struct {
 	omitted int
 	stage   Stage
 	call    int
+	norms   []norm // arguments to hand on as the object's text
 }
 
 func (p *pipeline) add(v Violation) {
@@ -241,8 +242,14 @@ func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {
 	if tool == nil {
 		p.add(Violation{Call: p.call, Rule: RuleToolName})
 	}
-	value, ok := p.decode(string(tc.Arguments))
-	if !ok || tool == nil || len(tool.Parameters) == 0 {
+	value, text, ok := p.arguments(tc.Arguments)
+	if !ok {
+		return
+	}
+	if text != nil {
+		p.norms = append(p.norms, norm{call: p.call, text: text})
+	}
+	if tool == nil || len(tool.Parameters) == 0 {
 		return
 	}
 	p.validate(p.v.cache.get(tool.Parameters), value)
@@ -250,9 +257,7 @@ func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {
 
 func isBlank(s string) bool {
 	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case ' ', '\t', '\n', '\r':
-		default:
+		if !isSpace(s[i]) {
 			return false
 		}
 	}

@@ -17,7 +17,9 @@ import (
 // on next's answer: a rejected answer is a *portico.Error (class as Check says)
 // wrapping a [*Rejection], whose Usage is a copy of the answer's (it was
 // billed); an accepted one is returned, its text trimmed under
-// Config.TrimSpace. Each verdict is reported as a portico.EventValidation
+// Config.TrimSpace, its tool calls' arguments as their object's text when
+// they came in another shape (see Tool calls in the package
+// documentation). Each verdict is reported as a portico.EventValidation
 // ("accepted" or "rejected"). A streamed answer is buffered until accepted
 // unless Config.PassThroughChunks is set; an error from the caller's OnChunk
 // is returned as a Canceled *portico.Error wrapping it. A continuation (a
@@ -74,6 +76,9 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		}
 		portico.Observe(ctx, ev)
 		return nil, err
+	}
+	if len(p.norms) > 0 {
+		resp.ToolCalls = p.normalized(resp)
 	}
 	if v.cfg.TrimSpace {
 		if req.Prefix != "" { // the start went to the caller with the prefix
