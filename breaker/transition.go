@@ -2,10 +2,10 @@ package breaker
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // trip moves closed generation gen to Open, unless another call did first.
@@ -24,10 +24,7 @@ func (b *Breaker) trip(ctx context.Context, gen uint64, now int64, reason string
 // Config.OpenFor or until the end of the latest Retry-After announced,
 // whichever is later. b.mu is held.
 func (b *Breaker) openLocked(gen uint64, now int64, from State, reason string, class portico.Class) Transition {
-	until := now + int64(b.cfg.OpenFor)
-	if until < now { // an OpenFor near the largest Duration: open for good
-		until = math.MaxInt64
-	}
+	until := int64(mono.Add(time.Duration(now), b.cfg.OpenFor)) // an OpenFor near the largest Duration: open for good
 	until = max(until, b.announced.Load())
 	d := time.Duration(until - now)
 	b.openUntil.Store(until)

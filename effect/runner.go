@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // Sentinels of the errors a [Runner] returns, wrapped in a *portico.Error so
@@ -256,7 +257,7 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 		// A pending record outlives its lease by the TTL, so that a lost
 		// owner's key reads as Unknown for that long rather than vanishing
 		// (and running again) when the lease ends.
-		mine := Record{State: Pending, Args: fp, Owner: owner, Lease: now.Add(r.lease), Expires: now.Add(r.lease + r.ttl)}
+		mine := Record{State: Pending, Args: fp, Owner: owner, Lease: now.Add(r.lease), Expires: now.Add(mono.Add(r.lease, r.ttl))}
 		cur, stored, serr := r.store.PutIfAbsent(ctx, key, mine)
 		if serr != nil {
 			return nil, r.claimFailed(ctx, key, mine, serr)

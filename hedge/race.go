@@ -387,7 +387,7 @@ func (r *race) runInline(at *attempt) (handed bool) {
 	r.started = at.start
 	d, ok := r.h.delay(at.a.Latency)
 	if ok && r.h.maxAttempts > 1 {
-		if dl, has := lazyctx.At(r.ctx); has && at.start+d >= dl {
+		if dl, has := lazyctx.At(r.ctx); has && mono.Add(at.start, d) >= dl {
 			ok = false // the hedge would be due after the deadline
 		}
 	} else {

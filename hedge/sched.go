@@ -115,14 +115,14 @@ func (s *scheduler) due(mode int32, start, d time.Duration, holder uint32) int64
 			}
 		}
 	}
-	at := int64(start + d)
+	at := int64(mono.Add(start, d)) // a Delay of any length, saturated rather than wrapped
 	if mode == coarse {
 		// Races of one tick share its reading, and so their due times: the
 		// holder count added tells one holder's word from the next one's
 		// for the same hedge, so that a scan that read the first's cannot
 		// swap the second's (see scan). The hedge goes up to a microsecond
 		// later.
-		at += s.tick.Load() + int64(holder&holderMask)
+		at = int64(mono.Add(time.Duration(at), time.Duration(s.tick.Load()+int64(holder&holderMask))))
 	}
 	if at == slotFree || at == slotHeld { // a bubble's clock may read anything
 		at = slotHeld + 1

@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"math"
 	"time"
+
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // bucket is a token bucket: capacity burst, refill rate tokens per second,
@@ -177,10 +179,7 @@ func (b *bucket) adopt(now time.Duration, remaining, limit int, reset, hold time
 	if pr >= b.rate {
 		return
 	}
-	until := now + min(reset, hold)
-	if until < now { // saturate
-		until = math.MaxInt64
-	}
+	until := mono.Add(now, min(reset, hold))
 	if b.provUntil == 0 || pr < b.provRate || until > b.provUntil {
 		b.provRate = pr
 		b.provUntil = until

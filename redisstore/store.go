@@ -179,7 +179,7 @@ func (s *Store) down(err error) {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: redis unavailable, layers decide without it",
 			slog.String("err", err.Error()), slog.Duration("probe", s.probe))
 	}
-	s.downUntil.Store(now + int64(s.probe))
+	s.downUntil.Store(int64(mono.Add(time.Duration(now), s.probe)))
 }
 
 // up ends an outage.

@@ -161,7 +161,7 @@ func (c *Context) derivedCtx() context.Context {
 // done. When parent's own deadline is not later it derives nothing: it
 // returns parent and a nil *Context.
 func WithTimeout(parent context.Context, d time.Duration, k *Kind) (context.Context, *Context) {
-	return bound(parent, now()+d, k)
+	return bound(parent, mono.Add(now(), d), k)
 }
 
 // WithDeadline is WithTimeout with the deadline at.
@@ -178,9 +178,9 @@ func WithEarlier(parent context.Context, by time.Duration, k *Kind) (context.Con
 	}
 	var at time.Duration
 	if p, ok := parent.(*Context); ok {
-		at = p.at - by
+		at = mono.Sub(p.at, by)
 	} else if d, ok := parent.Deadline(); ok {
-		at = mono.Of(d) - by
+		at = mono.Sub(mono.Of(d), by)
 	} else {
 		panic("lazyctx: WithEarlier of a context without a deadline")
 	}
@@ -208,8 +208,9 @@ func Entry(parent context.Context, d time.Duration) (context.Context, *Context) 
 		return parent, nil
 	}
 	t := now()
-	pr := &pair{c: Context{parent: parent, at: t + d, fresh: true, paired: true}, spare: Context{at: t}}
-	if has && (d <= 0 || pat <= t+d) {
+	at := mono.Add(t, d)
+	pr := &pair{c: Context{parent: parent, at: at, fresh: true, paired: true}, spare: Context{at: t}}
+	if has && (d <= 0 || pat <= at) {
 		pr.c.at, pr.c.mirror = pat, true
 	}
 	return &pr.c, &pr.c
@@ -252,7 +253,7 @@ func Stale(ctx context.Context) {
 // reading (see [Now]).
 func Left(ctx context.Context) (time.Duration, bool) {
 	if c, ok := ctx.(*Context); ok {
-		return c.at - Now(c), true
+		return mono.Sub(c.at, Now(c)), true
 	}
 	d, ok := ctx.Deadline()
 	if !ok {
@@ -336,7 +337,7 @@ func (c *Context) Deadline() (time.Time, bool) {
 		b = &reading{t: t, off: mono.Of(t)}
 		base.Store(b)
 	}
-	return b.t.Add(c.at - b.off), true
+	return b.t.Add(mono.Sub(c.at, b.off)), true
 }
 
 // Err returns nil while the Context is live; context.DeadlineExceeded once

@@ -5,7 +5,10 @@
 // the monotonic clock.
 package mono
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // epoch is the origin of Now.
 var epoch = time.Now()
@@ -21,3 +24,32 @@ func Now() time.Duration { return time.Since(epoch) }
 // Of returns t as a reading of Now: t.Sub of the origin, on the monotonic
 // clock when t has a monotonic reading.
 func Of(t time.Time) time.Duration { return t.Sub(epoch) }
+
+// Add returns t + d, saturated at the largest or smallest Duration instead
+// of wrapping around: a reading plus any duration, however long (a
+// deadline of math.MaxInt64 say), stays a reading in the right direction,
+// and so does a sum of two durations. Every layer that adds a configured or
+// requested duration to a reading of a clock kept as a Duration or an
+// int64 uses it; time.Time.Add saturates on its own.
+func Add(t, d time.Duration) time.Duration {
+	s := t + d
+	switch {
+	case d > 0 && s < t:
+		return math.MaxInt64
+	case d < 0 && s > t:
+		return math.MinInt64
+	}
+	return s
+}
+
+// Sub returns a - b, saturated as [Add] is.
+func Sub(a, b time.Duration) time.Duration {
+	s := a - b
+	switch {
+	case b < 0 && s < a:
+		return math.MaxInt64
+	case b > 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}
