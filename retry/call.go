@@ -158,16 +158,19 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				}
 				delay = r.backoffDelay(i, prev, u)
 				prev = delay
-			} else if delay > r.maxRetryAfter {
-				return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry: retry-after too long after "+attempts(i), earlier)
-			} else if most, ok := portico.MaxWaitFromContext(ctx); ok && delay > most {
-				// An outer layer has another route: better to move on now.
-				return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry: retry-after longer than the wait worth taking in place after "+attempts(i), earlier)
 			}
-			if !r.fits(ctx, delay) {
-				if hinted {
-					return nil, surface(lastErr, portico.RateLimited, ErrRetryAfterTooLong, "retry: retry-after beyond the deadline after "+attempts(i), earlier)
+			// A route cooling down past the retry's time (an outer routing
+			// layer's cooldown, perhaps another instance's Retry-After)
+			// announced that wait: the retry honours it as its own hint.
+			cooling := portico.CooldownFromContext(ctx)
+			if cooling > delay {
+				delay, hinted = cooling, true
+			}
+			if hinted {
+				if why := r.hintTooLong(ctx, delay, cooling == delay); why != "" {
+					return nil, tooLong(lastErr, why, i, cooling, earlier)
 				}
+			} else if !r.fits(ctx, delay) {
 				return nil, noTimeLeft(lastErr, delay, earlier)
 			}
 			dest := r.destOf(req)
@@ -192,13 +195,23 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 			}
 			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
 				Destination: dest, ClientKey: req.Identity.ClientKey})
-			if delay > 0 {
+			for delay > 0 {
 				t := time.NewTimer(delay)
 				select {
 				case <-ctx.Done():
 					t.Stop()
 					return nil, canceledDuring(portico.FromContext(ctx), lastErr, earlier)
 				case <-t.C:
+				}
+				// The route may have started cooling down during the wait:
+				// the same rules, for what is left of it.
+				if delay = portico.CooldownFromContext(ctx); delay > 0 {
+					if why := r.hintTooLong(ctx, delay, true); why != "" {
+						if r.budget != nil {
+							r.Refund(dest, req.Identity.ClientKey) // the retry is not made
+						}
+						return nil, tooLong(lastErr, why, i, delay, earlier)
+					}
 				}
 			}
 			actx = portico.ContextWithAttempt(ctx, portico.Attempt{Index: i, ID: attemptID()})
@@ -221,6 +234,40 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 		}
 		lastErr = err
 	}
+}
+
+// hintTooLong returns why the call may not wait delay, a Retry-After
+// (cooling: the route's cooldown) in place before its next attempt, or ""
+// when it may: the hint is longer than Backoff.MaxRetryAfter, than the wait
+// an outer layer allows ([portico.MaxWaitFromContext]: it has another
+// route), or than the deadline leaves room for.
+func (r *Retrier) hintTooLong(ctx context.Context, delay time.Duration, cooling bool) string {
+	what := "retry-after"
+	if cooling {
+		what = "route cooling down"
+	}
+	if delay > r.maxRetryAfter {
+		return what + " too long"
+	}
+	if most, ok := portico.MaxWaitFromContext(ctx); ok && delay > most {
+		// An outer layer has another route: better to move on now.
+		return what + " longer than the wait worth taking in place"
+	}
+	if !r.fits(ctx, delay) {
+		return what + " beyond the deadline"
+	}
+	return ""
+}
+
+// tooLong is the RateLimited error of a call that ends rather than wait
+// for a hint (see hintTooLong) after attempt i; cooling, when positive, is
+// the route's cooldown that set the hint, its RetryAfter.
+func tooLong(last error, why string, i int, cooling time.Duration, earlier []error) error {
+	e := surface(last, portico.RateLimited, ErrRetryAfterTooLong, "retry: "+why+" after "+attempts(i), earlier)
+	if cooling > 0 {
+		e.RetryAfter = cooling
+	}
+	return e
 }
 
 // announce reports a retry to the hook, the Observer and the log.

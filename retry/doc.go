@@ -51,7 +51,13 @@
 // the context allows ([portico.ContextWithMaxWait]): a fallback group that
 // has another route for the request says how long a wait in place is worth
 // (500 ms by default), since a retry layer inside a route cannot know the
-// alternatives.
+// alternatives. A route that an outer layer keeps cooling down
+// ([portico.ContextWithCooldown]: a fallback group's Cooldowns, which
+// another instance's 429 may have set) is not called during its cooldown:
+// before each retry, and again after its wait, a cooldown that ends later
+// than the retry would go counts as the route's Retry-After, under the same
+// rules, so the retry waits for its end or the call ends at once and the
+// group moves on.
 //
 // # Retry budgets
 //

@@ -280,10 +280,11 @@ var (
 	// RetryAfter is the wait that did not fit, if any; NotSent when no
 	// attempt was made (or none was sent).
 	ErrNoTimeLeft = errors.New("retry: no time left for an attempt")
-	// ErrRetryAfterTooLong: the provider's Retry-After exceeds MaxRetryAfter,
+	// ErrRetryAfterTooLong: the provider's Retry-After, or the cooldown of
+	// the route ([portico.ContextWithCooldown]), exceeds MaxRetryAfter,
 	// what the deadline leaves, or the wait the context allows
 	// ([portico.ContextWithMaxWait]: a fallback group with another route).
-	// Class [portico.RateLimited] with the hint.
+	// Class [portico.RateLimited] with the hint as RetryAfter.
 	ErrRetryAfterTooLong = errors.New("retry: retry-after beyond the deadline")
 	// ErrAttemptTimeout: an attempt ran past Timeouts.Attempt. It (and the
 	// two below) also matches [portico.ErrLayerTimeout] with errors.Is, so that

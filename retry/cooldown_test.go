@@ -1,0 +1,89 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/retry"
+)
+
+// TestRetryReadsTheRouteCooldown: a route that fails with a 503 while an
+// outer layer keeps it cooling down (portico.ContextWithCooldown: another
+// request's, or another instance's, 429) is not called again within the
+// cooldown. A retry due before the cooldown ends takes the cooldown as the
+// route's Retry-After: with a cap on a wait in place shorter than it (a
+// group with another route), the call ends at once, RateLimited with the
+// cooldown as RetryAfter, after one call; without one it waits for the
+// cooldown's end and retries then. A cooldown that starts during the
+// backoff is read again after it: the retry is not made, and its budget
+// token is given back. Without the rule the route was called again after
+// the backoff (200 ms), inside its cooldown.
+func TestRetryReadsTheRouteCooldown(t *testing.T) {
+	hello := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hello")}, Identity: portico.Identity{ClientKey: "c"}}
+	for _, c := range []struct {
+		name      string
+		coolFrom  time.Duration // when the cooldown is set, from the call's start
+		coolUntil time.Duration // when it ends
+		maxWait   time.Duration // the outer layer's cap; 0: none
+		calls     int
+		at        time.Duration // when the call ended
+		err       bool
+	}{
+		{"cooling past the backoff, another route", 0, time.Second, 500 * time.Millisecond, 1, 0, true},
+		{"cooling past the backoff, no other route", 0, time.Second, 0, 2, time.Second, false},
+		{"cooling starts during the backoff", 100 * time.Millisecond, time.Second, 500 * time.Millisecond, 1, 200 * time.Millisecond, true},
+		{"cooling ends before the backoff", 0, 100 * time.Millisecond, 500 * time.Millisecond, 2, 200 * time.Millisecond, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)), modeltest.Answer("ok"))
+				r := retry.MustNew(retry.Config{Destination: "a", Backoff: retry.Backoff{Schedule: retry.Exponential, BaseDelay: 200 * time.Millisecond}})
+				start := time.Now()
+				var until atomic.Int64 // ns after start; 0: none
+				if c.coolFrom == 0 {
+					until.Store(int64(c.coolUntil))
+				} else {
+					time.AfterFunc(c.coolFrom, func() { until.Store(int64(c.coolUntil)) })
+				}
+				ctx := portico.ContextWithCooldown(context.Background(), func() time.Time {
+					if u := until.Load(); u != 0 {
+						return start.Add(time.Duration(u))
+					}
+					return time.Time{}
+				})
+				if c.maxWait > 0 {
+					ctx = portico.ContextWithMaxWait(ctx, c.maxWait)
+				}
+				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				level := r.BudgetLevel("a", "c")
+				resp, err := r.Wrap(f).Generate(ctx, hello)
+				if got := time.Since(start); f.Count() != c.calls || got != c.at || (err != nil) != c.err {
+					t.Fatalf("Generate = %v, %v after %v, %d calls; want error %v after %v, %d calls", resp, err, got, f.Count(), c.err, c.at, c.calls)
+				}
+				for i, call := range f.Calls()[1:] {
+					if at := call.Time.Sub(start); at < c.coolUntil {
+						t.Errorf("call %d at %v, within the cooldown (until %v)", i+1, at, c.coolUntil)
+					}
+				}
+				if !c.err {
+					return
+				}
+				var pe *portico.Error
+				if !errors.As(err, &pe) || pe.Class != portico.RateLimited || !errors.Is(err, retry.ErrRetryAfterTooLong) || pe.RetryAfter != c.coolUntil-c.at {
+					t.Errorf("err = %#v; want RateLimited, ErrRetryAfterTooLong, RetryAfter %v", err, c.coolUntil-c.at)
+				}
+				// The retry not made took no token: the new request's deposit alone.
+				if got := r.BudgetLevel("a", "c"); got < level {
+					t.Errorf("budget level %v after the call, %v before; want no token taken", got, level)
+				}
+			})
+		})
+	}
+}
