@@ -22,9 +22,10 @@
 //     error: a malformed Contract, a negative token count) stops at once
 //     with that error, and no route is called;
 //   - ranks: in configured order by default, examined lazily so a first-route
-//     success without a deadline costs one filter check and no allocation
-//     (under a deadline, the group also looks for a next candidate to size
-//     the share, and bounds the call with a context); or by a
+//     success without a deadline costs one filter check and one allocation,
+//     the context that carries the route's cooldown (under a deadline, the
+//     group also looks for a next candidate to size the share, and bounds
+//     the call with a context that carries it); or by a
 //     [rank.Policy], the vocabulary package route shares: [rank.ByHealth]
 //     (routes that failed in the last minute last), [rank.ByLatency]
 //     (smoothed latency of successes, as RFC 6298's SRTT), [rank.ByCost]

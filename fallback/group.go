@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
@@ -31,15 +32,8 @@ type Group struct {
 	live   *atomic.Int64   // cooldowns cool holds when a MemoryCooldowns, else never 0
 	shared SharedCooldowns // cool, when it is one; else nil
 	keys   []string
-	// capped is the Kind of a share that another candidate follows: its
-	// cause, and Config.WaitInPlace (portico.ContextWithMaxWait over
-	// Background) as its values, made once so that the cap costs no
-	// allocation per request (see share). Its Values are nil when
-	// WaitInPlace is negative.
-	capped *lazyctx.Kind
-	// short are the Kinds of a share shorter than Config.FaultAfter, whose
-	// cause is errShortShare: [0] the last candidate's, [1] capped's.
-	short [2]*lazyctx.Kind
+	// kinds[i] are the Kinds of route i's shares (see share).
+	kinds []kinds
 	// covers[i] has bit j set when route j's Capabilities cover route i's
 	// (portico.Capabilities.Covers): a request that fit route i fits route j
 	// without Fits (see request.skip). Nil with more than 64 routes.
@@ -48,11 +42,45 @@ type Group struct {
 	hedged slots.Table[hedged]
 }
 
-// lastShare is the Kind of the last candidate's share: its cause alone.
-var lastShare = &lazyctx.Kind{Cause: ErrShareTimeout}
+// kinds are the Kinds of one route's shares, made once so that a share
+// costs no allocation per request: their causes, and as values the route's
+// cooldown ([portico.ContextWithCooldown] over the group's Cooldowns and the
+// route's key, so that its retry layer does not call it while it cools
+// down) and, for a share that another candidate follows,
+// Config.WaitInPlace ([portico.ContextWithMaxWait]) unless it is negative.
+type kinds struct {
+	last, capped *lazyctx.Kind    // cause ErrShareTimeout: the last candidate's, one another follows
+	short        [2]*lazyctx.Kind // cause errShortShare, for an allowance below FaultAfter: [0] last, [1] capped
+}
 
-// lastShortShare is lastShare for a share shorter than Config.FaultAfter.
-var lastShortShare = &lazyctx.Kind{Cause: errShortShare}
+// newKinds returns the Kinds of a route whose cooldown is until, with
+// wait as the cap on a wait in place (negative: none).
+func newKinds(until func() time.Time, wait time.Duration) kinds {
+	last := portico.ContextWithCooldown(context.Background(), until)
+	capped := last
+	if wait >= 0 {
+		capped = portico.ContextWithMaxWait(last, wait)
+	}
+	return kinds{
+		last:   &lazyctx.Kind{Cause: ErrShareTimeout, Values: last},
+		capped: &lazyctx.Kind{Cause: ErrShareTimeout, Values: capped},
+		short:  [2]*lazyctx.Kind{{Cause: errShortShare, Values: last}, {Cause: errShortShare, Values: capped}},
+	}
+}
+
+// valued is a candidate's context when the group derives no deadline for
+// it: ctx with a Kind's values, which shadow ctx's. One allocation.
+type valued struct {
+	context.Context
+	values context.Context
+}
+
+func (c *valued) Value(key any) any {
+	if v := c.values.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
+}
 
 // New returns a Group over cfg.Routes. It returns an error, whose message
 // starts with "fallback:", when Routes is empty, a route has no Name or a nil
@@ -67,11 +95,6 @@ func New(cfg Config) (*Group, error) {
 	if g.cool == nil {
 		g.cool, _ = NewMemoryCooldowns(0)
 	}
-	g.capped = &lazyctx.Kind{Cause: ErrShareTimeout}
-	if c.WaitInPlace >= 0 {
-		g.capped.Values = portico.ContextWithMaxWait(context.Background(), c.WaitInPlace)
-	}
-	g.short = [2]*lazyctx.Kind{lastShortShare, {Cause: errShortShare, Values: g.capped.Values}}
 	g.live = unknownLive
 	g.shared, _ = g.cool.(SharedCooldowns)
 	if m, ok := g.cool.(*MemoryCooldowns); ok {
@@ -82,6 +105,8 @@ func New(cfg Config) (*Group, error) {
 		if q := r.Capabilities.Quota; q != "" {
 			g.keys[i] = q
 		}
+		key := g.keys[i]
+		g.kinds = append(g.kinds, newKinds(func() time.Time { return g.cool.Until(key) }, c.WaitInPlace))
 	}
 	if len(c.Routes) <= 64 {
 		g.covers = make([]uint64, len(c.Routes))

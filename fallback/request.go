@@ -262,11 +262,15 @@ func (r *request) followed(pos int) bool {
 // share returns the context candidate rt at position pos is called under,
 // bounded by its share of the deadline, with the share's Context to Cancel
 // once the call ended (nil when the candidate has the request's deadline),
-// or false when its allowance is below MinAttempt. When another candidate
-// follows, the context also caps a wait in place at Config.WaitInPlace.
+// or false when its allowance is below MinAttempt. The context carries the
+// route's cooldown (portico.ContextWithCooldown), which its retry layer
+// reads before each retry, and when another candidate follows it also caps
+// a wait in place at Config.WaitInPlace.
 func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx.Context, bool) {
-	if !r.hasDL {
-		return ctx, nil, true
+	_, idx := r.candidate(pos)
+	kd := &r.g.kinds[idx]
+	if !r.hasDL { // no share and no cap: the route's cooldown alone
+		return &valued{ctx, kd.last.Values}, nil, true
 	}
 	remaining := r.left
 	if !r.fresh || len(r.hops) > 0 {
@@ -288,16 +292,14 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	r.called = true
 	// Another candidate follows: a Retry-After longer than WaitInPlace is
 	// not waited for in place, the route fails at once and the group moves
-	// on (g.capped's Values, nil when WaitInPlace is negative).
-	k := lastShare
+	// on (the capped Kind's Values). Either way the route's retry layer
+	// reads its cooldown before each retry.
+	k := kd.last
 	if !last {
-		k = g.capped
+		k = kd.capped
 	}
 	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		if k.Values != nil {
-			return portico.ContextWithMaxWait(ctx, g.cfg.WaitInPlace), nil, true
-		}
-		return ctx, nil, true
+		return &valued{ctx, k.Values}, nil, true
 	}
 	// The cause tells the route (its breaker, its adapter) that the group
 	// ended the call for its own share, not the caller: the adapter reports
@@ -307,9 +309,9 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	// deadline, now + d, costs no timer unless the route waits on it, and
 	// carries the wait's cap.
 	if d < g.cfg.FaultAfter {
-		k = g.short[0]
+		k = kd.short[0]
 		if !last {
-			k = g.short[1]
+			k = kd.short[1]
 		}
 	}
 	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, k)
