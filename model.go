@@ -1,6 +1,9 @@
 package portico
 
-import "context"
+import (
+	"context"
+	"reflect"
+)
 
 // Model is anything that answers a [Request]: a provider adapter, a fake from
 // package modeltest, or another Model wrapped by [Middleware]. Its contract,
@@ -36,13 +39,30 @@ func (f ModelFunc) Generate(ctx context.Context, req *Request) (*Response, error
 // once, when the stack is built, not per request.
 type Middleware func(Model) Model
 
+// IsNil reports whether m cannot answer anything: it is nil, or an
+// interface holding a nil pointer, func, map, channel or slice (a typed nil
+// such as a nil *openai.Model, or a nil [ModelFunc]), whose Generate would
+// panic at the first call. Every constructor and Wrap that takes a Model
+// refuses one with it, when the stack is built rather than at the first
+// request.
+func IsNil(m Model) bool {
+	if m == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(m); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
+}
+
 // Chain wraps m in the given middleware and returns the outermost Model. The first
 // middleware is the outermost: Chain(m, a, b, c) returns a(b(c(m))), so a request
 // passes through a, then b, then c, then reaches m, the order in which the layers
-// are written. Nil middlewares are skipped. Chain panics if m is nil, since a stack
-// without a base cannot answer anything.
+// are written. Nil middlewares are skipped. Chain panics if m is nil ([IsNil]),
+// since a stack without a base cannot answer anything.
 func Chain(m Model, mws ...Middleware) Model {
-	if m == nil {
+	if IsNil(m) {
 		panic("portico: Chain of a nil Model")
 	}
 	for i := len(mws) - 1; i >= 0; i-- {

@@ -208,7 +208,7 @@ func (b *Breaker) announce(until int64) {
 
 // Wrap returns next guarded by b; the method value b.Wrap is a
 // [portico.Middleware]. One Breaker guards one route: Models wrapped by the
-// same Breaker share its state. Wrap panics if next is nil.
+// same Breaker share its state. Wrap panics if next is nil, a typed nil included ([portico.IsNil]).
 //
 // Besides next's own results, the returned Model's Generate returns a
 // [portico.Rejected] *portico.Error wrapping [ErrOpen] when the breaker
@@ -220,7 +220,7 @@ func (b *Breaker) announce(until int64) {
 // is not counted at all, like a cancellation; a streamed call costs two
 // allocations (see Cost in the package documentation).
 func (b *Breaker) Wrap(next portico.Model) portico.Model {
-	if next == nil {
+	if portico.IsNil(next) {
 		panic("breaker: Wrap of a nil Model")
 	}
 	return &guarded{b: b, next: next}

@@ -196,7 +196,7 @@ func (c Config) normalize() (Config, error) {
 		switch {
 		case r.Name == "":
 			return c, errors.New("fallback: route " + strconv.Itoa(i) + " has no Name")
-		case r.Model == nil:
+		case portico.IsNil(r.Model):
 			return c, errors.New("fallback: route " + r.Name + " has a nil Model")
 		case seen[r.Name]:
 			return c, errors.New("fallback: route name " + r.Name + " is not unique")

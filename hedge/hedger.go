@@ -160,7 +160,7 @@ func (h *Hedger) destOf(req *portico.Request) string {
 }
 
 // Wrap returns next wrapped in the hedging policy for one destination; the
-// method value h.Wrap is a [portico.Middleware]. Wrap panics if next is nil.
+// method value h.Wrap is a [portico.Middleware]. Wrap panics if next is nil, a typed nil included ([portico.IsNil]).
 //
 // The returned Model passes a request it may not hedge ([Hedger.Applies])
 // to next as it is, and any other through [Hedger.Run]: a hedge to next
@@ -175,7 +175,7 @@ func (h *Hedger) destOf(req *portico.Request) string {
 // Each wrapped Model keeps its own latency sketch: wrap each destination on
 // its own, as package stack does.
 func (h *Hedger) Wrap(next portico.Model) portico.Model {
-	if next == nil {
+	if portico.IsNil(next) {
 		panic("hedge: Wrap of a nil Model")
 	}
 	return &model{h: h, next: next}

@@ -87,7 +87,7 @@ func New(cfg Config) (*Limiter, error) {
 // Wrap is the [portico.Middleware]: the returned Model admits each call
 // through next's key's buckets and in-flight cap, calls next, and refunds the
 // unused part of the token reservation when the call ends ([Refund]). It
-// never modifies the Request. Wrap panics if next is nil. Besides next's own
+// never modifies the Request. Wrap panics if next is nil, a typed nil included ([portico.IsNil]). Besides next's own
 // errors it returns:
 //
 //   - Incompatible wrapping a [*CapacityError] ([ErrOverCapacity]) when
@@ -103,7 +103,7 @@ func New(cfg Config) (*Limiter, error) {
 //   - [portico.ErrNilResponse] when next returns neither a Response nor an
 //     error (nothing is given back).
 func (l *Limiter) Wrap(next portico.Model) portico.Model {
-	if next == nil {
+	if portico.IsNil(next) {
 		panic("ratelimit: Wrap of a nil Model")
 	}
 	if l.shared != nil {

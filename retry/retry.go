@@ -467,7 +467,7 @@ func orDefault[T int | float64 | time.Duration](v, def T) T {
 }
 
 // Wrap returns next wrapped in the retry policy; the method value r.Wrap is a
-// [portico.Middleware]. Wrap panics if next is nil.
+// [portico.Middleware]. Wrap panics if next is nil, a typed nil included ([portico.IsNil]).
 //
 // The returned Model retries what the package documentation says is
 // retried. It returns next's answer; a non-retryable error, or one after a
@@ -483,7 +483,7 @@ func orDefault[T int | float64 | time.Duration](v, def T) T {
 // through [portico.AttemptFromContext]. With MaxAttempts 1 every error is
 // returned as it is.
 func (r *Retrier) Wrap(next portico.Model) portico.Model {
-	if next == nil {
+	if portico.IsNil(next) {
 		panic("retry: Wrap of a nil Model")
 	}
 	return &model{r: r, next: next}

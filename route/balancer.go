@@ -143,7 +143,7 @@ func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 	}
 	b.replicas = make([]*Replica, len(cfg.Replicas))
 	for i := range cfg.Replicas {
-		if cfg.Replicas[i].Model == nil {
+		if portico.IsNil(cfg.Replicas[i].Model) {
 			return nil, errors.New("route: NewBalancer replica " + cfg.Replicas[i].Name + " has a nil Model")
 		}
 		r := &Replica{Route: cfg.Replicas[i], Index: i}

@@ -128,7 +128,7 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 	}
 	prev := 0.0
 	for i, s := range cfg.Steps {
-		if s.Route.Model == nil {
+		if portico.IsNil(s.Route.Model) {
 			return nil, errors.New("route: NewCascade step " + strconv.Itoa(i) + " has a nil Model")
 		}
 		if err := checkCapabilities("NewCascade", s.Route); err != nil {

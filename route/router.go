@@ -60,7 +60,7 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		return nil, errors.New("route: NewRouter needs at least one route")
 	}
 	for i := range cfg.Routes {
-		if cfg.Routes[i].Model == nil {
+		if portico.IsNil(cfg.Routes[i].Model) {
 			return nil, errors.New("route: NewRouter route " + cfg.Routes[i].Name + " has a nil Model")
 		}
 	}

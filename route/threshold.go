@@ -48,7 +48,7 @@ type Threshold struct {
 // when a route has a nil Model or invalid Capabilities
 // ([portico.Capabilities.Validate]), or the threshold is NaN.
 func NewThreshold(cfg ThresholdConfig) (*Threshold, error) {
-	if cfg.Strong.Model == nil || cfg.Weak.Model == nil {
+	if portico.IsNil(cfg.Strong.Model) || portico.IsNil(cfg.Weak.Model) {
 		return nil, errors.New("route: NewThreshold needs Strong and Weak routes with Models")
 	}
 	if err := checkCapabilities("NewThreshold", cfg.Weak, cfg.Strong); err != nil {

@@ -3,12 +3,19 @@ package stack
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/throttle"
+	"github.com/portico-llm/portico/trace"
+	"github.com/portico-llm/portico/validate"
 )
 
 // Any duration means what it says: a Deadline of math.MaxInt64 (about 292
@@ -49,5 +56,41 @@ func TestHugeDeadline(t *testing.T) {
 			}
 		}
 		cancel()
+	}
+}
+
+// A typed nil Model (a nil *modeltest.Fake here; a nil *openai.Model in a
+// service) is refused when the stack is built, as a nil one is, not at the
+// first request with a nil-pointer panic; and so by every layer's Wrap.
+func TestTypedNilModel(t *testing.T) {
+	var typed portico.Model = (*modeltest.Fake)(nil)
+	for _, routes := range [][]Route{
+		{route("a", typed)},
+		{route("a", modeltest.NewFake()), route("b", typed)},
+	} {
+		if s, err := New(Config{Routes: routes}); err == nil || !strings.HasPrefix(err.Error(), "stack: ") {
+			t.Errorf("New with a typed nil Model among %d routes = %v, %v, want an error starting with \"stack: \"", len(routes), s, err)
+		}
+	}
+	lim, _ := ratelimit.New(ratelimit.Config{Limits: ratelimit.Limits{Requests: 1, Period: time.Second}})
+	tr, _ := trace.New(trace.Config{})
+	for name, wrap := range map[string]portico.Middleware{
+		"trace.Wrap":        tr.Wrap,
+		"trace.WrapAttempt": tr.WrapAttempt,
+		"ratelimit":         lim.Wrap,
+		"retry":             retry.MustNew(retry.Config{}).Wrap,
+		"hedge":             hedge.MustNew(hedge.Config{}).Wrap,
+		"breaker":           breaker.MustNew(breaker.Config{}).Wrap,
+		"throttle":          throttle.MustNew(throttle.Config{}).Wrap,
+		"validate":          validate.MustNew(validate.Config{}).Wrap,
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s of a typed nil Model did not panic", name)
+				}
+			}()
+			wrap(typed)
+		}()
 	}
 }

@@ -285,8 +285,9 @@ func (b budgets) Refund(dest, clientKey string) {
 }
 
 // New builds the stack cfg describes. It fails, with an error starting
-// "stack:", when there is no route, a route has no Model or no Name, two
-// routes share a Name, a route's Capabilities are invalid
+// "stack:", when there is no route, a route has no Model (nil or a typed
+// nil, [portico.IsNil]) or no Name, two routes share a Name, a route's
+// Capabilities are invalid
 // ([portico.Capabilities.Validate]), or a layer's own constructor (or, with
 // one route, [fallback.Config.Validate]) rejects its Config (that error is
 // wrapped).
@@ -298,7 +299,7 @@ func New(cfg Config) (*Stack, error) {
 	routes := make([]portico.Route, 0, len(cfg.Routes))
 	for i := range cfg.Routes {
 		rc := &cfg.Routes[i]
-		if rc.Model == nil || rc.Name == "" {
+		if portico.IsNil(rc.Model) || rc.Name == "" {
 			return nil, fmt.Errorf("stack: route %d needs a Name and a Model", i)
 		}
 		if _, dup := s.routes[rc.Name]; dup {

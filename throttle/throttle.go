@@ -152,7 +152,7 @@ func (e *Error) Error() string {
 func (e *Error) Is(target error) bool { return target == ErrThrottled }
 
 // Wrap returns next wrapped in the throttle; the method value t.Wrap is a
-// [portico.Middleware]. Wrap panics if next is nil.
+// [portico.Middleware]. Wrap panics if next is nil, a typed nil included ([portico.IsNil]).
 //
 // The returned Model rejects a call, without calling next, with the
 // probability the window gives: a [portico.Rejected] error (Model the
@@ -169,7 +169,7 @@ func (e *Error) Is(target error) bool { return target == ErrThrottled }
 // error becomes [portico.ErrNilResponse], a route fault. A nil request
 // fails at once with [portico.ErrNilRequest].
 func (t *Throttle) Wrap(next portico.Model) portico.Model {
-	if next == nil {
+	if portico.IsNil(next) {
 		panic("throttle: Wrap of a nil Model")
 	}
 	return &model{t: t, next: next}

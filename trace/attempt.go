@@ -29,7 +29,7 @@ import (
 // before it goes on. A Tracer that records nothing returns next itself, as
 // [Tracer.Wrap] does: its attempts are then noted with no request layer.
 func (t *Tracer) WrapAttempt(next portico.Model) portico.Model {
-	if next == nil {
+	if portico.IsNil(next) {
 		panic("trace: WrapAttempt of a nil Model")
 	}
 	if t.inert {

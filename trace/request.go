@@ -30,7 +30,7 @@ import (
 // A Tracer over no-op trace and meter providers and no logger records
 // nothing: it returns next itself, as if there were no Tracer.
 func (t *Tracer) Wrap(next portico.Model) portico.Model {
-	if next == nil {
+	if portico.IsNil(next) {
 		panic("trace: Wrap of a nil Model")
 	}
 	if t.inert {

@@ -9,7 +9,7 @@ import (
 )
 
 // Wrap returns next wrapped in the acceptance pipeline; the method value
-// v.Wrap is a portico.Middleware. Wrap panics if next is nil.
+// v.Wrap is a portico.Middleware. Wrap panics if next is nil, a typed nil included (portico.IsNil).
 //
 // The wrapped Model compiles the request's schemas first ([Validator.Prepare]:
 // a Permanent error wrapping [ErrSchema], or [portico.ErrNilRequest], before
@@ -27,7 +27,7 @@ import (
 // portico.Seam whose refusal is returned as it is (see Streaming in the
 // package documentation).
 func (v *Validator) Wrap(next portico.Model) portico.Model {
-	if next == nil {
+	if portico.IsNil(next) {
 		panic("validate: Wrap of a nil Model")
 	}
 	return &model{v: v, next: next}
