@@ -2,9 +2,11 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,19 +20,55 @@ import (
 // set effect.Config.Store to it. A record is a hash that expires at the
 // record's Expires (PEXPIREAT, rounded down to the millisecond, by the
 // server's clock), so an expired record is absent and nothing outlives
-// its TTL. An Effects is
-// safe for concurrent use.
-type Effects struct{ s *Store }
+// its TTL.
+//
+// A claim resent with its claim token (go-redis's retries after a lost
+// reply, or the Runner's next Do) is recognised as the caller's own. Every
+// operation also checks the store's epoch (see Effect records and store
+// loss in the package documentation), so that records the server lost are
+// reported Unknown rather than taken for keys that never ran. An Effects
+// remembers the epochs it has seen: use one per process (or per Store). An
+// Effects is safe for concurrent use.
+type Effects struct {
+	s    *Store
+	mode epochMode
+
+	mu    sync.Mutex
+	known map[string]string // epoch key -> the epoch id last seen there
+}
+
+// epochMode is where an Effects keeps the store's epoch.
+type epochMode uint8
+
+const (
+	epochGlobal epochMode = iota // one key: one server (or one failover group)
+	epochSlot                    // one key per hash slot: a Redis Cluster
+	epochNone                    // a Ring or an unknown client: no epoch
+)
 
 // Effects returns the [effect.Store] of s.
-func (s *Store) Effects() *Effects { return &Effects{s: s} }
+func (s *Store) Effects() *Effects {
+	mode := epochNone
+	switch s.c.(type) {
+	case *redis.Client:
+		mode = epochGlobal
+	case *redis.ClusterClient:
+		mode = epochSlot
+	}
+	return &Effects{s: s, mode: mode, known: map[string]string{}}
+}
 
 var _ effect.Store = (*Effects)(nil)
+
+// putScript spells effect.Pending as '1' and effect.Unknown as ARGV: this
+// fails to compile if Pending is another number.
+var _ = [1]struct{}{}[effect.Pending-1]
 
 // record is a Record as stored in the hash's field d.
 type record struct {
 	State   effect.State  `json:"s"`
 	Result  []byte        `json:"r,omitempty"`
+	Args    string        `json:"a,omitempty"`
 	Class   portico.Class `json:"c,omitempty"`
 	Reason  string        `json:"why,omitempty"`
 	Owner   string        `json:"o"`
@@ -39,7 +77,7 @@ type record struct {
 }
 
 func encode(r effect.Record) (string, error) {
-	b, err := json.Marshal(record{State: r.State, Result: r.Result, Class: r.Class, Reason: r.Reason, Owner: r.Owner,
+	b, err := json.Marshal(record{State: r.State, Result: r.Result, Args: r.Args, Class: r.Class, Reason: r.Reason, Owner: r.Owner,
 		Lease: unixNano(r.Lease), Expires: unixNano(r.Expires)})
 	return string(b), err
 }
@@ -56,7 +94,7 @@ func decode(s string) (effect.Record, error) {
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
 		return effect.Record{}, errors.New("redisstore: malformed effect record: " + err.Error())
 	}
-	rec := effect.Record{State: r.State, Result: r.Result, Class: r.Class, Reason: r.Reason, Owner: r.Owner, Expires: time.Unix(0, r.Expires)}
+	rec := effect.Record{State: r.State, Result: r.Result, Args: r.Args, Class: r.Class, Reason: r.Reason, Owner: r.Owner, Expires: time.Unix(0, r.Expires)}
 	if r.Lease != 0 {
 		rec.Lease = time.Unix(0, r.Lease)
 	}
@@ -73,43 +111,108 @@ func expiresAt(t time.Time) int64 {
 	return max(t.UnixMilli(), 1)
 }
 
-// Get implements [effect.Store].
-func (e *Effects) Get(ctx context.Context, key effect.Key) (effect.Record, bool, error) {
-	var v string
+// epochKey returns the key of the epoch that covers the record at rkey,
+// and the epoch id this Effects last saw there ("" for none), or "" and ""
+// when it keeps none.
+func (e *Effects) epochKey(rkey string) (key, known string) {
+	switch e.mode {
+	case epochGlobal:
+		key = e.s.prefix + "fx:epoch"
+	case epochSlot:
+		key = e.s.prefix + "fx:epoch:{" + tagOfSlot(slotOf(rkey)) + "}"
+	default:
+		return "", ""
+	}
+	e.mu.Lock()
+	known = e.known[key]
+	e.mu.Unlock()
+	return key, known
+}
+
+// saw records id as the epoch at key.
+func (e *Effects) saw(key, id string) {
+	if key == "" || id == "" {
+		return
+	}
+	e.mu.Lock()
+	e.known[key] = id
+	e.mu.Unlock()
+}
+
+// run runs script on the record at rkey and the epoch that covers it: its
+// arguments start with the epoch's (the id this Effects knows, a new id in
+// case the script creates the epoch, the quarantine in milliseconds) and
+// go on with args. The script replies {epoch id, its result...}; run
+// remembers the id and returns the rest.
+func (e *Effects) run(ctx context.Context, script *redis.Script, rkey string, quarantine time.Duration, args ...any) ([]any, error) {
+	ekey, known := e.epochKey(rkey)
+	mode := "1"
+	if ekey == "" {
+		ekey, mode = rkey, "0" // a Ring: the script keeps no epoch
+	}
+	argv := append([]any{mode, known, rand.Text(), quarantine.Milliseconds()}, args...)
+	var reply []any
 	err := e.s.do(ctx, func(ctx context.Context) error {
 		var err error
-		v, err = e.s.c.HGet(ctx, e.s.key("fx", string(key)), "d").Result()
+		reply, err = script.Run(ctx, e.s.c, []string{rkey, ekey}, argv...).Slice()
 		return err
 	})
-	if errors.Is(err, redis.Nil) {
-		return effect.Record{}, false, nil
+	if err != nil {
+		return nil, err
 	}
+	if len(reply) == 0 {
+		return nil, errors.New("redisstore: malformed effect script reply")
+	}
+	if id, ok := reply[0].(string); ok && mode == "1" {
+		e.saw(ekey, id)
+	}
+	return reply[1:], nil
+}
+
+// Get implements [effect.Store]. It reads the record and checks the epoch;
+// an absent key stays absent even while a loss is being quarantined (only
+// a claim records it Unknown).
+func (e *Effects) Get(ctx context.Context, key effect.Key) (effect.Record, bool, error) {
+	rest, err := e.run(ctx, getScript, e.s.key("fx", string(key)), effect.DefaultLease)
 	if err != nil {
 		return effect.Record{}, false, err
 	}
+	if len(rest) == 0 {
+		return effect.Record{}, false, nil
+	}
+	v, _ := rest[0].(string)
 	r, err := decode(v)
 	return r, err == nil, err
 }
 
-// PutIfAbsent implements [effect.Store] with [putScript].
+// PutIfAbsent implements [effect.Store] with [putScript]: a Pending record
+// with rec's Owner is the caller's own claim, resent; an absent key while
+// the store's epoch quarantines a loss is recorded Unknown
+// ([effect.ReasonLost]) and returned as such, not stored as rec.
 func (e *Effects) PutIfAbsent(ctx context.Context, key effect.Key, rec effect.Record) (effect.Record, bool, error) {
 	d, err := encode(rec)
 	if err != nil {
 		return effect.Record{}, false, err
 	}
-	var v string
-	err = e.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		v, err = putScript.Run(ctx, e.s.c, []string{e.s.key("fx", string(key))},
-			strconv.Itoa(int(rec.State)), rec.Owner, d, expiresAt(rec.Expires)).Text()
-		return err
-	})
-	if errors.Is(err, redis.Nil) {
-		return rec, true, nil
-	}
+	lost := effect.Record{State: effect.Unknown, Class: portico.Ambiguous, Reason: effect.ReasonLost, Args: rec.Args,
+		Owner: rand.Text(), Expires: rec.Expires}
+	ld, err := encode(lost)
 	if err != nil {
 		return effect.Record{}, false, err
 	}
+	q := effect.DefaultLease
+	if rec.State == effect.Pending && !rec.Lease.IsZero() {
+		q = time.Until(rec.Lease)
+	}
+	rest, err := e.run(ctx, putScript, e.s.key("fx", string(key)), q,
+		strconv.Itoa(int(rec.State)), rec.Owner, d, expiresAt(rec.Expires), strconv.Itoa(int(lost.State)), lost.Owner, ld)
+	if err != nil {
+		return effect.Record{}, false, err
+	}
+	if len(rest) == 0 {
+		return rec, true, nil
+	}
+	v, _ := rest[0].(string)
 	cur, err := decode(v)
 	return cur, false, err
 }
@@ -120,35 +223,89 @@ func (e *Effects) Update(ctx context.Context, key effect.Key, prev, next effect.
 	if err != nil {
 		return false, err
 	}
-	var n int64
-	err = e.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		n, err = updateScript.Run(ctx, e.s.c, []string{e.s.key("fx", string(key))},
-			strconv.Itoa(int(prev.State)), prev.Owner, strconv.Itoa(int(next.State)), next.Owner, d, expiresAt(next.Expires)).Int64()
-		return err
-	})
-	return n == 1, err
+	rest, err := e.run(ctx, updateScript, e.s.key("fx", string(key)), effect.DefaultLease,
+		strconv.Itoa(int(prev.State)), prev.Owner, strconv.Itoa(int(next.State)), next.Owner, d, expiresAt(next.Expires))
+	if err != nil {
+		return false, err
+	}
+	return len(rest) == 1 && rest[0] == int64(1), nil
 }
 
-// putScript: KEYS[1] the record's hash; ARGV the state, the owner, the
-// encoded record, its expiry in unix milliseconds. Returns the stored
-// encoded record when there is one, else stores this one and returns nil.
-var putScript = redis.NewScript(`
+// epochLua is the prologue of every effect script. KEYS[2] is the epoch
+// hash (id, rid: the run_id of the server that last checked it, born and
+// lost: unix milliseconds, lost 0 for none); ARGV[1] "1" to keep an epoch
+// ("0": a Ring, none), ARGV[2] the epoch id the caller saw last ("" for
+// none), ARGV[3] a new id, ARGV[4] the caller's quarantine in
+// milliseconds. epoch() returns the epoch id and whether an absent key is
+// quarantined, that is, may have been lost: the store lost records (the
+// epoch vanished while the caller knew one, or it is not the one the
+// caller knew, or the server is another: restarted or promoted) less than
+// a quarantine ago.
+const epochLua = `
+local function epoch()
+  if ARGV[1] ~= '1' then return '', false end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local rid = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''
+  local e = redis.call('HMGET', KEYS[2], 'id', 'rid', 'born', 'lost')
+  local id, lost = e[1], tonumber(e[4] or '0')
+  if not id then
+    id, lost = ARGV[3], 0
+    if ARGV[2] ~= '' then lost = now end
+    redis.call('HSET', KEYS[2], 'id', id, 'rid', rid, 'born', now, 'lost', lost)
+  elseif e[2] ~= rid then
+    lost = now
+    redis.call('HSET', KEYS[2], 'rid', rid, 'lost', lost)
+  elseif ARGV[2] ~= '' and ARGV[2] ~= id and lost == 0 then
+    lost = tonumber(e[3])
+    redis.call('HSET', KEYS[2], 'lost', lost)
+  end
+  return id, lost > 0 and now < lost + tonumber(ARGV[4])
+end
+`
+
+// getScript: KEYS and ARGV[1..4] as for epoch(). Returns {epoch id,
+// encoded record} or {epoch id}.
+var getScript = redis.NewScript(epochLua + `
+local id = epoch()
 local cur = redis.call('HGET', KEYS[1], 'd')
-if cur then return cur end
-redis.call('HSET', KEYS[1], 's', ARGV[1], 'o', ARGV[2], 'd', ARGV[3])
-redis.call('PEXPIREAT', KEYS[1], ARGV[4])
-return false
+if cur then return {id, cur} end
+return {id}
 `)
 
-// updateScript: KEYS[1] the record's hash; ARGV the previous state and
-// owner, the next state, owner, encoded record and expiry in unix
-// milliseconds. Replaces the record only when its state and owner are the
-// previous ones (compare-and-swap): returns 1 when it did, else 0.
-var updateScript = redis.NewScript(`
+// putScript: KEYS and ARGV[1..4] as for epoch(); ARGV[5..] the state, the
+// owner, the encoded record, its expiry in unix milliseconds, then the
+// Unknown state, owner and encoded record of a lost key. Returns {epoch
+// id, the stored encoded record} when there is one (unless it is this
+// owner's Pending claim, then replaced by this one), the lost record when
+// the key may have been lost (which it stores), else {epoch id} after
+// storing this record.
+var putScript = redis.NewScript(epochLua + `
+local id, quarantined = epoch()
+local cur = redis.call('HGET', KEYS[1], 'd')
+if cur then
+  local v = redis.call('HMGET', KEYS[1], 's', 'o')
+  if not (ARGV[5] == '1' and v[1] == '1' and v[2] == ARGV[6]) then return {id, cur} end
+elseif quarantined then
+  redis.call('HSET', KEYS[1], 's', ARGV[9], 'o', ARGV[10], 'd', ARGV[11])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[8])
+  return {id, ARGV[11]}
+end
+redis.call('HSET', KEYS[1], 's', ARGV[5], 'o', ARGV[6], 'd', ARGV[7])
+redis.call('PEXPIREAT', KEYS[1], ARGV[8])
+return {id}
+`)
+
+// updateScript: KEYS and ARGV[1..4] as for epoch(); ARGV[5..] the
+// previous state and owner, the next state, owner, encoded record and
+// expiry in unix milliseconds. Replaces the record only when its state and
+// owner are the previous ones (compare-and-swap): returns {epoch id, 1}
+// when it did, else {epoch id, 0}.
+var updateScript = redis.NewScript(epochLua + `
+local id = epoch()
 local v = redis.call('HMGET', KEYS[1], 's', 'o')
-if v[1] ~= ARGV[1] or v[2] ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 's', ARGV[3], 'o', ARGV[4], 'd', ARGV[5])
-redis.call('PEXPIREAT', KEYS[1], ARGV[6])
-return 1
+if v[1] ~= ARGV[5] or v[2] ~= ARGV[6] then return {id, 0} end
+redis.call('HSET', KEYS[1], 's', ARGV[7], 'o', ARGV[8], 'd', ARGV[9])
+redis.call('PEXPIREAT', KEYS[1], ARGV[10])
+return {id, 1}
 `)

@@ -77,6 +77,16 @@ func TestEffectStore(t *testing.T) {
 	if ok || err != nil || got.Owner != "a" || got.State != effect.Pending || !got.Lease.Equal(lease) || !got.Expires.Equal(exp) {
 		t.Fatalf("second PutIfAbsent = (%+v, %v, %v), want the first record, not stored", got, ok, err)
 	}
+	// A claim resent with its token is its own: replaced, reported stored.
+	resent := pending
+	resent.Lease = lease.Add(time.Second)
+	if got, ok, err := e.PutIfAbsent(ctx, "k", resent); !ok || err != nil || !got.Lease.Equal(resent.Lease) {
+		t.Fatalf("PutIfAbsent of the same token's claim = (%+v, %v, %v), want stored", got, ok, err)
+	}
+	if got, _, _ := e.Get(ctx, "k"); !got.Lease.Equal(resent.Lease) {
+		t.Fatalf("Get after the resent claim = %+v, want its lease", got)
+	}
+	pending = resent
 	// The key expires at Expires, rounded down to the millisecond.
 	at, err := s.c.PExpireTime(ctx, s.key("fx", "k")).Result()
 	if err != nil {

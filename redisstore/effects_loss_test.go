@@ -1,0 +1,345 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/effect"
+	"github.com/portico-llm/portico/redisstore/redistest"
+)
+
+// movable is the address every instance's client dials, moved by a
+// failover from the old primary to the promoted replica.
+type movable struct{ addr atomic.Pointer[string] }
+
+func (m *movable) set(addr string) { m.addr.Store(&addr) }
+
+// instance returns a Runner on a Store and client of its own, dialing m:
+// one process of a service.
+func (m *movable) instance(t *testing.T) *effect.Runner {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond,
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, *m.addr.Load())
+		}})
+	t.Cleanup(func() { c.Close() })
+	s, err := New(Config{Client: c, Timeout: testTimeout, Probe: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := effect.New(effect.Config{Store: s.Effects(), Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// kill9 kills srv with SIGKILL (no persistence: its data is gone) and
+// starts it again, empty, on the same port.
+func kill9(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	c := redistest.NewClient(srv.Addr)
+	info, err := c.Info(context.Background(), "server").Result()
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(info, "process_id:")
+	if i < 0 {
+		t.Fatal("no process_id in INFO server")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(info[i+len("process_id:"):], "\n", 2)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop() // reaps the killed process
+	srv.Restart()
+}
+
+// decide calls Do until the answer is not "the store failed, nothing ran",
+// as a caller retrying a Transient error does.
+func decide(ctx context.Context, r *effect.Runner, key effect.Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	for {
+		res, err := r.Do(ctx, key, fn)
+		if !errors.Is(err, effect.ErrStore) || ctx.Err() != nil {
+			return res, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestEffectOnceThroughStoreLoss: 50 instances call one key while one of
+// them runs the effect, and the server loses its records: SIGKILL and
+// restart (no persistence), FLUSHALL, or a failover to a replica that had
+// the epoch and older records but not the pending claim. The effect runs
+// once and every caller is told its result or Unknown, never a second run
+// told ok; a key completed before a loss that lost it reads Unknown for a
+// caller in a process started after the loss, instead of running again;
+// the owner's outcome is written back, so a later caller gets it.
+// Without the store's epoch and the runner's rules, the pollers found the
+// key absent, ran the effect again, and all 50 were told ok.
+func TestEffectOnceThroughStoreLoss(t *testing.T) {
+	for _, fault := range []string{"kill", "flush", "failover"} {
+		t.Run(fault, func(t *testing.T) {
+			primary := redistest.Start(t)
+			var m movable
+			m.set(primary.Addr)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			// A key completed before the loss.
+			before, _ := effect.StepKey("op-0", "charge")
+			var runsBefore atomic.Int32
+			chargeBefore := func(context.Context) ([]byte, error) { runsBefore.Add(1); return []byte("charged-0"), nil }
+			if _, err := decide(ctx, m.instance(t), before, chargeBefore); err != nil {
+				t.Fatal(err)
+			}
+			var replica *redistest.Server
+			if fault == "failover" {
+				// The replica has everything but the last writes.
+				replica = redistest.Start(t)
+				src, dst := redistest.NewClient(primary.Addr), redistest.NewClient(replica.Addr)
+				defer src.Close()
+				defer dst.Close()
+				keys, err := src.Keys(ctx, "*").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range keys {
+					d, err := src.Dump(ctx, k).Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					ttl, _ := src.PTTL(ctx, k).Result()
+					if err := dst.RestoreReplace(ctx, k, max(ttl, 0), d).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+
+			key, _ := effect.StepKey("op-1", "charge")
+			const callers = 50
+			runners := make([]*effect.Runner, callers)
+			for i := range runners {
+				runners[i] = m.instance(t)
+			}
+			var runs, decided atomic.Int32
+			started, release := make(chan struct{}), make(chan struct{})
+			charge := func(context.Context) ([]byte, error) {
+				if runs.Add(1) == 1 {
+					close(started)
+					<-release
+				}
+				return []byte("charged"), nil
+			}
+			results := make([]string, callers)
+			errs := make([]error, callers)
+			unknown := make(chan struct{}, callers)
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Go(func() {
+					res, err := decide(ctx, runners[i], key, charge)
+					results[i], errs[i] = string(res), err
+					decided.Add(1)
+					if errors.Is(err, effect.ErrUnknown) {
+						unknown <- struct{}{}
+					}
+				})
+			}
+			<-started
+			time.Sleep(100 * time.Millisecond) // the others poll the pending key
+
+			switch fault {
+			case "kill":
+				kill9(t, primary)
+			case "flush":
+				c := redistest.NewClient(primary.Addr)
+				if err := c.FlushAll(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+			case "failover":
+				m.set(replica.Addr)
+				kill9(t, primary) // the old primary is gone; its clients reconnect to the replica
+			}
+
+			// Wait for a caller told Unknown, or, without the rules, for every
+			// caller but the owner to be done.
+			for wait := time.Now().Add(5 * time.Second); len(unknown) == 0 && decided.Load() < callers-1 && time.Now().Before(wait); {
+				time.Sleep(time.Millisecond)
+			}
+			// A process that starts after the loss asks for the key completed
+			// before it.
+			res, err := decide(ctx, m.instance(t), before, chargeBefore)
+			switch fault {
+			case "failover": // the replica had it
+				if err != nil || string(res) != "charged-0" {
+					t.Errorf("the key completed before the failover = %q, %v; want its result", res, err)
+				}
+			default: // lost
+				if !errors.Is(err, effect.ErrUnknown) || portico.ClassOf(err) != portico.Ambiguous {
+					t.Errorf("the key completed before the loss = %q, %v; want an ambiguous ErrUnknown (it may have run)", res, err)
+				}
+			}
+			if n := runsBefore.Load(); n != 1 {
+				t.Errorf("the key completed before the loss ran %d times, want 1", n)
+			}
+
+			close(release)
+			wg.Wait()
+			ok, unk := 0, 0
+			for i := range callers {
+				switch {
+				case errs[i] == nil && results[i] == "charged":
+					ok++
+				case errors.Is(errs[i], effect.ErrUnknown):
+					unk++
+				default:
+					t.Errorf("caller %d = %q, %v; want the result or Unknown", i, results[i], errs[i])
+				}
+			}
+			t.Logf("%s: effect runs %d; callers told ok %d, unknown %d", fault, runs.Load(), ok, unk)
+			if n := runs.Load(); n != 1 {
+				t.Errorf("the effect ran %d times, want 1", n)
+			}
+			if ok < 1 {
+				t.Errorf("callers told ok = %d, want at least the owner", ok)
+			}
+			// The owner wrote its outcome back over the lost record.
+			if res, err := decide(ctx, m.instance(t), key, charge); err != nil || string(res) != "charged" || runs.Load() != 1 {
+				t.Errorf("a later caller = %q, %v after %d runs; want the owner's result", res, err, runs.Load())
+			}
+		})
+	}
+}
+
+// proxied returns a Runner whose Store's client reaches srv through p,
+// with go-redis's retries (3, its default) or none (-1), and the records
+// of its warnings.
+func proxied(t *testing.T, p *redistest.Proxy, retries int) (*effect.Runner, *logs) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: p.Addr, ContextTimeoutEnabled: true, MaxRetries: retries,
+		DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	s, err := New(Config{Client: c, Timeout: 200 * time.Millisecond, Probe: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &logs{}
+	r, err := effect.New(effect.Config{Store: s.Effects(), Poll: 10 * time.Millisecond, Logger: slog.New(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, h
+}
+
+// TestEffectClaimReplyLost: the server runs a claim and its reply is lost
+// (or comes after the client gave up). With go-redis's retries the claim
+// is resent: the store recognises the caller's own claim and the effect
+// runs once, at once. Without them, Do says nothing ran (a Transient
+// ErrStore) and the caller's retry runs it at once. The claim used to be
+// taken for another run's: the resend or the retry waited out the
+// 5-minute lease, then reported Unknown for an effect that never ran.
+func TestEffectClaimReplyLost(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		retries int
+		fault   func(p *redistest.Proxy)
+		after   func(p *redistest.Proxy)
+	}{
+		{"lost reply, resent", 3, func(p *redistest.Proxy) { p.DropReply("EVAL") }, nil},
+		{"lost reply, no resend", -1, func(p *redistest.Proxy) { p.DropReply("EVAL") }, nil},
+		{"late reply", -1, func(p *redistest.Proxy) { p.Delay(400 * time.Millisecond) }, func(p *redistest.Proxy) { p.Delay(0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			p := srv.Proxy(t)
+			r, _ := proxied(t, p, tc.retries)
+			other, _ := proxied(t, p, -1)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			key, _ := effect.StepKey("op-1", "charge")
+			var runs atomic.Int32
+			charge := func(context.Context) ([]byte, error) { runs.Add(1); return []byte("charged"), nil }
+			// The scripts are loaded first: a NOSCRIPT error is no lost reply.
+			warm, _ := effect.StepKey("op-0", "warm")
+			if _, err := r.Do(ctx, warm, charge); err != nil || runs.Swap(0) != 1 {
+				t.Fatal(err)
+			}
+			tc.fault(p)
+			res, err := r.Do(ctx, key, charge)
+			if tc.after != nil {
+				tc.after(p)
+			}
+			if tc.retries > 0 {
+				if err != nil || string(res) != "charged" || runs.Load() != 1 {
+					t.Fatalf("Do with the claim's reply lost and resent = %q, %v after %d runs; want the effect run once", res, err, runs.Load())
+				}
+			} else {
+				if !errors.Is(err, effect.ErrStore) || portico.ClassOf(err) != portico.Transient || runs.Load() != 0 {
+					t.Fatalf("Do with the claim's reply lost = %q, %v after %d runs; want a transient ErrStore, nothing run", res, err, runs.Load())
+				}
+				// Another process finds the claim pending and does not run it.
+				octx, ocancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				_, oerr := other.Do(octx, key, charge)
+				ocancel()
+				if runs.Load() != 0 || oerr == nil {
+					t.Fatalf("another process's Do = %v after %d runs; want it waiting, nothing run", oerr, runs.Load())
+				}
+				start := time.Now()
+				res, err = decide(ctx, r, key, charge)
+				if err != nil || string(res) != "charged" || runs.Load() != 1 {
+					t.Fatalf("the retry = %q, %v after %d runs and %v; want the effect run once", res, err, runs.Load(), time.Since(start))
+				}
+			}
+			if tc.name != "late reply" && p.Dropped() != 1 {
+				t.Errorf("replies dropped = %d, want 1", p.Dropped())
+			}
+			if res, err := other.Do(ctx, key, charge); err != nil || string(res) != "charged" || runs.Load() != 1 {
+				t.Errorf("a later caller = %q, %v after %d runs; want the stored result", res, err, runs.Load())
+			}
+		})
+	}
+}
+
+// TestEffectOutcomeReplyLost: the reply to the update that records the
+// outcome is lost and go-redis resends it; the resent compare-and-swap
+// finds the record moved already, and the runner, reading it back, sees
+// its own outcome: recorded, with no warning.
+func TestEffectOutcomeReplyLost(t *testing.T) {
+	srv := redistest.Start(t)
+	p := srv.Proxy(t)
+	r, h := proxied(t, p, 3)
+	ctx := context.Background()
+	key, _ := effect.StepKey("op-1", "charge")
+	res, err := r.Do(ctx, key, func(context.Context) ([]byte, error) {
+		p.DropReply("EVAL") // the next script is the update
+		return []byte("charged"), nil
+	})
+	if err != nil || string(res) != "charged" || p.Dropped() != 1 {
+		t.Fatalf("Do = %q, %v with %d replies dropped; want the result, one reply dropped", res, err, p.Dropped())
+	}
+	if rec, ok, err := r.Status(ctx, key); !ok || err != nil || rec.State != effect.Completed || string(rec.Result) != "charged" {
+		t.Errorf("Status = %+v, %v, %v; want completed", rec, ok, err)
+	}
+	if h.has("WARN") {
+		t.Errorf("logs = %q, want no warning", h.out)
+	}
+}
