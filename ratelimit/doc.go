@@ -207,10 +207,37 @@
 // every instance's calls draw on one pair of buckets per key, reserved,
 // settled and tightened by provider headers as above, with the store's
 // clock. The in-flight cap and the queue stay per process. When the store
-// fails, the call is decided on local buckets of 1/Instances of the limits
+// fails, the call is decided on this instance's local share of the buckets
 // ([Shared.FailOpen]) or refused ([ErrStoreUnavailable]), and a
 // [portico.EventSharedStore] event says so. A Limiter without a Store takes
 // none of this path: Wrap chooses once.
+//
+// Failing open follows one rule, the retry budget's too (package retry,
+// Shared): each instance keeps, per key, a share of each bucket of
+// 1/Instances of its limit and burst (rounded down, at least 1), charged
+// for every call the store admits for this instance (never below zero),
+// given its refunds, and lowered to 1/Instances of what the store had left
+// when the store refuses a call (a refusal with wait w for a call needing
+// k says the bucket held k - r·w). When the store fails, the share alone
+// decides, from the first call of the outage, on what this instance had
+// not used of its 1/N; it is neither emptied nor refilled as an outage
+// begins or ends. So a tenant under its limit is served through an
+// outage, one over it gets about r·dt between the instances, and a store
+// that flaps hands out no burst at each failure.
+//
+// The bound across N instances: over any interval dt, the net admitted
+// cost is at most b + r·dt + A. The allowance A is r·d, d the time within
+// dt during which the store failed (the store's bucket refills meanwhile
+// and is not charged for what the shares admitted), plus what the shares
+// held beyond the store's bucket as the outage began: about 0 when the
+// instances share a tenant's load or saw the store refuse it, at most
+// b·(N-1)/N when one instance spent the whole burst and the others, which
+// saw no refusal, call only once the store has failed; never more than b.
+// TestFailOpenFleet checks it over every interval with 3 instances at 60
+// requests a minute and a 10 s outage (a tenant at twice the limit, at
+// half of it, one instance taking it all, a store failing 200 ms of every
+// second), and that the instances admit at least 80% of what the shared
+// limit would have admitted of the same calls.
 //
 // # In-flight cap, shedding and queues
 //

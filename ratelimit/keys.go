@@ -302,11 +302,6 @@ func (l *Limiter) slowLookup(s *shard, k key, tier uint8, now time.Duration) *en
 		}
 		e = newEntry(k, l.limitsOf(tier), now)
 		e.tier = tier
-		if l.startEmpty { // what it would hold had it been drained with the others
-			since := (now - time.Duration(l.drained.Load())).Seconds()
-			e.tok.level = min(e.tok.burst, e.tok.rate*since)
-			e.req.level = min(e.req.burst, e.req.rate*since)
-		}
 		s.m[e.k] = e // e.k, whose bytes are in e: the caller's string is not kept
 		s.peak = max(s.peak, len(s.m))
 		if !l.armed.Load() {
@@ -322,24 +317,6 @@ func (l *Limiter) slowLookup(s *shard, k key, tier uint8, now time.Duration) *en
 		s.misses = 0
 	}
 	return e
-}
-
-// drain empties every bucket of l as of now: the local share of a shared
-// Limiter, when the store fails, starts with nothing (see shared.degraded).
-func (l *Limiter) drain() {
-	now := l.now()
-	l.drained.Store(int64(now))
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.Lock()
-		for _, e := range s.m {
-			e.lock()
-			e.tok.level, e.tok.last = 0, now
-			e.req.level, e.req.last = 0, now
-			e.mu.Unlock()
-		}
-		s.mu.Unlock()
-	}
 }
 
 // sweep drops s's idle entries and marks them dead, so that a caller that

@@ -40,13 +40,7 @@ type Limiter struct {
 	seq     atomic.Uint64
 	shared  *shared     // nil: the buckets are in this process
 	armed   atomic.Bool // the janitor's timer is pending or running (see arm)
-	// startEmpty makes a new key's buckets start with what they would hold
-	// had they been emptied at drained (l.now, ns) with the others: the
-	// local share of a shared Limiter, drained as each store outage begins
-	// (see shared). So a key evicted full is made again full.
-	startEmpty bool
-	drained    atomic.Int64
-	shards     [numShards]shard
+	shards  [numShards]shard
 }
 
 // New returns a Limiter for cfg, or an error starting with "ratelimit:" when

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/failopen"
 	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
@@ -47,15 +47,18 @@ type Store interface {
 //
 // When the store fails (an error, or no answer within its own timeout)
 // the call is decided without it, and a [portico.EventSharedStore] event
-// says how: with FailOpen, on local buckets of 1/Instances of each limit
-// and burst (rounded down, at least 1), so that N instances together stay
-// within the shared limit; otherwise (fail closed) the call is refused
-// with a [portico.Rejected] error wrapping [ErrStoreUnavailable]. The local
-// buckets start empty as each outage begins (what the store held is
-// unknown: a tenant may have just spent its burst), so an outage of dt
-// adds at most r·dt to what the store admitted; when the store is back,
-// its buckets, which refilled meanwhile, are not charged for what the
-// local shares admitted.
+// says how: with FailOpen, on this instance's local share of the buckets,
+// 1/Instances of each limit and burst (rounded down, at least 1); otherwise
+// (fail closed) the call is refused with a [portico.Rejected] error
+// wrapping [ErrStoreUnavailable]. The share is kept while the store
+// answers too, charged for the calls the store admits for this instance
+// and lowered when it refuses them, so from the first call of an outage it
+// admits what this instance had not used of its 1/N: the N instances
+// together stay within b + r·dt plus an allowance of what the shares held
+// beyond the store at the outage's start (at most the burst b) and r·d for
+// the outage's time d within dt, since the store's buckets, which refilled
+// meanwhile, are not charged for what the shares admitted (see the package
+// documentation, Shared buckets).
 type Shared struct {
 	// Store keeps the buckets; nil keeps them in the process (the default:
 	// the in-memory path, unchanged).
@@ -122,12 +125,7 @@ func (s *Shared) shareFits(c *Config, lim *Limits) error {
 // scale returns one instance's share of l among n: each limit and burst
 // divided by n, rounded down, at least 1; the in-flight cap unchanged.
 func scale(l Limits, n int) Limits {
-	div := func(v int) int {
-		if v == 0 {
-			return 0
-		}
-		return max(v/n, 1)
-	}
+	div := func(v int) int { return int(failopen.Share(int64(v), n)) }
 	l.Requests, l.RequestBurst = div(l.Requests), div(l.RequestBurst)
 	l.Tokens, l.TokenBurst = div(l.Tokens), div(l.TokenBurst)
 	return l
@@ -146,10 +144,6 @@ type shared struct {
 	slots  *Limiter
 	local  *Limiter
 	lines  lines // Wait mode's waiters, in line per key
-	// out is set by the first call decided without the store and cleared
-	// by the next call the store decides: the local share is drained as
-	// each outage begins.
-	out atomic.Bool
 }
 
 // newShared builds l's shared state from the normalized c.
@@ -171,7 +165,6 @@ func newShared(l *Limiter, c Config) *shared {
 		lc.Limits, lc.Tiers = shareOf(c.Limits, n), mapTiers(c.Tiers, func(l Limits) Limits { return shareOf(l, n) })
 		lc.Queue, lc.Concurrency = Queue{}, nil
 		s.local = derived(lc)
-		s.local.startEmpty = true
 	}
 	return s
 }
@@ -306,7 +299,7 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 	done := false
 	defer func() {
 		if !done { // next panicked: refund nothing, re-panic
-			s.settle(ctx, key, lim, &t, nil, nil, true)
+			s.settle(ctx, req, key, lim, &t, nil, nil, true)
 		}
 	}()
 	resp, err := m.next.Generate(ctx, req)
@@ -314,7 +307,7 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 	if resp == nil && err == nil {
 		err = portico.ErrNilResponse
 	}
-	s.settle(ctx, key, lim, &t, resp, err, false)
+	s.settle(ctx, req, key, lim, &t, resp, err, false)
 	return resp, err
 }
 
@@ -346,11 +339,14 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 			resp, err := s.degraded(ctx, m.next, req, tier, t, err)
 			return resp, err, false
 		}
-		if s.out.Load() { // the store decided: an outage after this one is a new one
-			s.out.Store(false)
-		}
 		if wait == 0 {
+			if s.local != nil {
+				s.local.mirrorTake(req, t.reserve)
+			}
 			return nil, nil, true
+		}
+		if s.local != nil {
+			s.local.mirrorRefused(req, lim, which, wait, t.reserve, l.cfg.Shared.Instances)
 		}
 		left := l.cfg.MaxWait - time.Since(start)
 		if deadline, ok := ctx.Deadline(); ok {
@@ -391,8 +387,11 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 // the provider's view of its limits, when there is either. A failed settle
 // is logged: the refund is lost (the key is stricter until it refills), or
 // the surcharge (the key is looser by it).
-func (s *shared) settle(ctx context.Context, key string, lim *Limits, t *ticket, resp *portico.Response, err error, panicked bool) {
+func (s *shared) settle(ctx context.Context, req *portico.Request, key string, lim *Limits, t *ticket, resp *portico.Response, err error, panicked bool) {
 	rl, d := settlement(t, resp, err, panicked)
+	if s.local != nil {
+		s.local.mirrorSettle(req, d)
+	}
 	if d == 0 && rl == nil {
 		return
 	}
@@ -416,13 +415,6 @@ func (s *shared) degraded(ctx context.Context, next portico.Model, req *portico.
 	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shared store unavailable, local share decides", logModel(req.Model), slog.String("err", cause.Error()))
 	if s.local == nil { // no buckets, only the in-flight cap
 		return next.Generate(ctx, req)
-	}
-	if !s.out.Load() && s.out.CompareAndSwap(false, true) {
-		// What the shared buckets held is unknown (a tenant may have just
-		// spent its burst): the local share starts empty and refills at
-		// 1/Instances of the rates, so the instances together add no more
-		// than r·dt to what the store admitted.
-		s.local.drain()
 	}
 	if lim := s.local.limitsOf(tier); lim.Tokens > 0 && t.reserve > lim.TokenBurst {
 		// The shared bucket could hold the call, this instance's share

@@ -1,0 +1,55 @@
+// Package failopen is the one rule by which a layer whose buckets live in a
+// store shared by N instances decides while the store fails, when it fails
+// open: package ratelimit's request and token buckets (ratelimit.Shared)
+// and package retry's budgets (retry.Shared) both follow it, and
+// ratelimit's documentation (Shared buckets) states it for users.
+//
+// Each instance keeps, per key, a local share of each bucket: capacity
+// and refill 1/N of the shared bucket's ([Share]). The share is kept
+// whether or not the store answers, and follows what the store decides
+// for this instance:
+//
+//   - what the store admits (a call's tokens, a retry's token) is charged
+//     to the share too, never below zero ([Charge]): an instance that used
+//     more than its share while the store decided is not in debt when it
+//     fails; refunds and deposits are credited, never beyond capacity;
+//   - a refusal lowers the share to 1/N of what the store had left
+//     ([Refused]): the instances that saw the shared bucket empty hold
+//     nothing of it;
+//   - while the store fails, the share alone decides, from the first call
+//     of the outage, on what this instance had not used of its share, and
+//     refills at 1/N of the rate. It is never emptied or filled as an
+//     outage begins or ends, so a store that flaps hands out nothing.
+//
+// The bound: over any interval dt the N instances together admit at most
+// b + r·dt + A, where the allowance A is r·d, d the time within dt during
+// which the store failed (its bucket refills meanwhile and is not charged
+// for what the shares admitted), plus what the shares held beyond the
+// store's bucket as the outage began: about 0 when the instances share
+// the load or saw the store refuse, at most b·(N-1)/N when one instance
+// spent the whole burst and the others, having seen no refusal, call
+// only once the store has failed, and never more than b.
+package failopen
+
+// Share returns one instance's share of v among n instances: v/n rounded
+// down, at least 1; 0 (no bucket) stays 0.
+func Share(v int64, n int) int64 {
+	if v == 0 {
+		return 0
+	}
+	return max(v/int64(n), 1)
+}
+
+// Charge returns level after a charge of cost >= 0 that the store admitted:
+// lowered by cost, but not below zero; a level already below zero (a
+// surcharge) stays.
+func Charge[T int64 | float64](level, cost T) T {
+	return min(level, max(level-cost, 0))
+}
+
+// Refused returns level after the store refused a call, left being what
+// the shared bucket held (0 when unknown beyond "not enough"): at most
+// 1/n of left.
+func Refused[T int64 | float64](level, left T, n int) T {
+	return min(level, max(left, 0)/T(n))
+}
