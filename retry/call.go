@@ -33,20 +33,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		if r.shared != nil {
 			r.sharedDeposit(ctx, dest, req.Identity.ClientKey)
 		} else {
-			c := r.budget.forDeposit(dest, req.Identity.ClientKey) // nil: full, no room to keep it
-			if c != nil {
-				c.deposit(r.budget.depositAmt, r.budget.capacity)
-			}
-			if r.dests != nil {
-				var d *bucket
-				if c != nil {
-					d = c.keptAggregate()
-				}
-				if d == nil {
-					d = r.budget.aggregate(r.dests, c, dest)
-				}
-				d.deposit(r.dests.depositAmt, r.dests.capacity)
-			}
+			r.deposit(dest, req.Identity.ClientKey)
 		}
 	}
 	if req.OnChunk != nil || r.attemptTimeout > 0 {
@@ -76,6 +63,25 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 type budgetPair struct{ client, dest *bucket }
 
 // pair returns req's budget buckets, creating them full if needed; the
+// deposit credits a new request of (dest, client) to the budgets in the
+// process: an atomic load each when they are full.
+func (r *Retrier) deposit(dest, client string) {
+	c := r.budget.forDeposit(dest, client) // nil: full, no room to keep it
+	if c != nil {
+		c.deposit(r.budget.depositAmt, r.budget.capacity)
+	}
+	if r.dests != nil {
+		var d *bucket
+		if c != nil {
+			d = c.keptAggregate()
+		}
+		if d == nil {
+			d = r.budget.aggregate(r.dests, c, dest)
+		}
+		d.deposit(r.dests.depositAmt, r.dests.capacity)
+	}
+}
+
 // budgets must be on. It does not allocate for existing keys.
 func (r *Retrier) pair(req *portico.Request) budgetPair {
 	return r.pairOf(r.destOf(req), req.Identity.ClientKey)

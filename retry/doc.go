@@ -96,9 +96,19 @@
 // ten tenants with client budgets only (Budget.ClientOnly) do, unless
 // Budget.Shared names a [BudgetStore] that they share (package redisstore
 // keeps both buckets in Redis): then the ten admit 20 between them. When the
-// store fails, a retry spends from local budgets of 1/Instances of the
-// bursts ([Shared.FailOpen]) or is not made, and a
-// [portico.EventSharedStore] event says so.
+// store fails, a retry spends from this instance's local share of the
+// budgets ([Shared.FailOpen]) or is not made, and a
+// [portico.EventSharedStore] event says so. The share follows package
+// ratelimit's fail-open rule (its documentation, Shared buckets, states it
+// and its bound): bursts of 1/Instances (rounded down, at least 1), ratios
+// unchanged, credited with this instance's deposits and charged for the
+// tokens the store gives it (never below zero) while the store answers,
+// emptied when the store finds a bucket empty, and deciding alone, as it
+// stands, from the first retry of an outage. The instances together spend
+// at most the shared bound plus what their shares held beyond the store's
+// bucket as the outage began, at most DestinationBurst (Burst for a
+// client) and about 0 when they share the load
+// (TestSharedFailOpenShareFollowsTheStore).
 //
 // # Deadlines
 //

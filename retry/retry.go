@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/failopen"
 )
 
 // Schedule chooses how the wait before each retry is drawn.
@@ -435,7 +436,7 @@ func New(cfg Config) (*Retrier, error) {
 				lim.DestinationDeposit, lim.DestinationCapacity = depositOf(destRatio, int64(destBurst)*unit), int64(destBurst)*unit
 			}
 			if n := b.Shared.Instances; n > 0 { // the local share, for failing open
-				burst, destBurst = max(burst/n, 1), max(destBurst/n, 1)
+				burst, destBurst = int(failopen.Share(int64(burst), n)), int(failopen.Share(int64(destBurst), n))
 			}
 		}
 		r.budget = newBudgets(ratio, burst, keys)
@@ -443,7 +444,7 @@ func New(cfg Config) (*Retrier, error) {
 			r.dests = newBudgets(destRatio, destBurst, keys)
 		}
 		if b.Shared.Store != nil {
-			r.shared = &sharedBudgets{store: b.Shared.Store, lim: lim, failOpen: b.Shared.FailOpen}
+			r.shared = &sharedBudgets{store: b.Shared.Store, lim: lim, failOpen: b.Shared.FailOpen, instances: b.Shared.Instances}
 		}
 	}
 	return r, nil

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/failopen"
 )
 
 // BudgetStore keeps the retry budgets of a [Retrier] outside the process,
@@ -44,12 +45,15 @@ type BudgetLimits struct {
 //
 // When the store fails (an error, or no answer within its own timeout) a
 // [portico.EventSharedStore] event says how the retry was decided: with
-// FailOpen, on local budgets whose bursts are 1/Instances of the
-// configured ones (rounded down, at least 1) and whose ratios are
-// unchanged, so that N instances together stay within the shared burst;
-// otherwise (fail closed) the retry is not made ([ErrBudgetExhausted],
-// Reason "shared"), and a failed deposit is lost, which only makes the
-// budget stricter.
+// FailOpen, on this instance's local share of the budgets, whose bursts
+// are 1/Instances of the configured ones (rounded down, at least 1) and
+// whose ratios are unchanged, kept while the store answers too (credited
+// with this instance's deposits, charged for the tokens the store gives
+// it, emptied when it refuses one), so that it holds what this instance
+// had not used of its share from the first retry of the outage (see the
+// package documentation); otherwise (fail closed) the retry is not made
+// ([ErrBudgetExhausted], Reason "shared"), and a failed deposit is lost,
+// which only makes the budget stricter.
 type Shared struct {
 	// Store keeps the budgets; nil keeps them in the process (the default).
 	Store BudgetStore
@@ -75,41 +79,58 @@ func (s *Shared) check() error {
 }
 
 // sharedBudgets is a Retrier's shared state: the store and the limits it
-// applies. The Retrier's own budgets hold the local share.
+// applies. The Retrier's own budgets hold the local share, which, failing
+// open, follows the store's decisions by internal/failopen's rule.
 type sharedBudgets struct {
-	store    BudgetStore
-	lim      BudgetLimits
-	failOpen bool
+	store     BudgetStore
+	lim       BudgetLimits
+	failOpen  bool
+	instances int
 }
 
-// sharedDeposit credits a new request to the store, or, when it fails, to
-// the local share (fail open) or nowhere (fail closed).
+// sharedDeposit credits a new request to the store, and, failing open, to
+// the local share whether the store answered or not (fail closed: a
+// deposit the store missed is lost).
 func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 	s := r.shared
 	if s.lim.Deposit == 0 && s.lim.DestinationDeposit == 0 {
 		return // Budget.NoRefill: nothing to credit
 	}
 	err := s.store.Deposit(ctx, dest, client, &s.lim)
+	if s.failOpen {
+		r.deposit(dest, client)
+	}
 	if err == nil || ctx.Err() != nil {
 		return
 	}
 	r.degraded(ctx, dest, "deposit", err)
-	if s.failOpen {
-		c := r.budget.get(dest, client)
-		c.deposit(r.budget.depositAmt, r.budget.capacity)
-		if r.dests != nil {
-			r.budget.aggregate(r.dests, c, dest).deposit(r.dests.depositAmt, r.dests.capacity)
-		}
-	}
 }
 
 // sharedSpend takes a retry's tokens from the store, or, when it fails,
 // from the local share (fail open) or refuses with "shared" (fail closed).
-// It returns the budget that refused, or "".
+// Failing open, the share follows the store's answer: the tokens it gave
+// are taken from the share too, never below zero, and a bucket it found
+// empty empties the share's. It returns the budget that refused, or "".
 func (r *Retrier) sharedSpend(ctx context.Context, dest, client string) string {
 	s := r.shared
 	which, err := s.store.Spend(ctx, dest, client, &s.lim)
 	if err == nil {
+		if s.failOpen {
+			p := r.pairOf(dest, client)
+			switch which {
+			case "":
+				p.client.mirrorSpend()
+				if p.dest != nil {
+					p.dest.mirrorSpend()
+				}
+			case "client":
+				p.client.mirrorRefused(s.instances)
+			case "destination":
+				if p.dest != nil {
+					p.dest.mirrorRefused(s.instances)
+				}
+			}
+		}
 		return which
 	}
 	r.degraded(ctx, dest, "spend", err)
@@ -129,4 +150,26 @@ func (r *Retrier) degraded(ctx context.Context, dest, op string, err error) {
 	portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: dest, Class: portico.Transient, Reason: reason})
 	r.log.LogAttrs(ctx, slog.LevelDebug, "retry: shared budget unavailable", slog.String("destination", dest),
 		slog.String("op", op), slog.String("err", err.Error()))
+}
+
+// mirrorSpend takes from a local share the token the store gave: one, but
+// not below zero (see internal/failopen).
+func (b *bucket) mirrorSpend() {
+	for {
+		v := b.level.Load()
+		if b.level.CompareAndSwap(v, failopen.Charge(v, unit)) {
+			return
+		}
+	}
+}
+
+// mirrorRefused lowers a local share whose bucket in the store had less
+// than one token (how much less is not known: 0) to 1/n of it.
+func (b *bucket) mirrorRefused(n int) {
+	for {
+		v := b.level.Load()
+		if b.level.CompareAndSwap(v, failopen.Refused(v, 0, n)) {
+			return
+		}
+	}
 }
