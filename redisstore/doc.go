@@ -146,11 +146,13 @@
 // [portico.EventSharedStore] event (a span event and a metric in package
 // trace) and chooses, by its Config:
 //
-//   - ratelimit fails open (Shared.FailOpen: local buckets of 1/Instances
-//     of each limit, so N instances stay within the shared limit) or closed
-//     (refused, [portico.Rejected], wrapping ratelimit.ErrStoreUnavailable);
-//   - retry fails open (local budgets of 1/Instances of the bursts) or
-//     closed (no retry);
+//   - ratelimit fails open (Shared.FailOpen: each instance's local share,
+//     1/Instances of each limit, kept while Redis answers, admits what the
+//     instance had not used of it; ratelimit's documentation, Shared
+//     buckets, states the rule and its bound) or closed (refused,
+//     [portico.Rejected], wrapping ratelimit.ErrStoreUnavailable);
+//   - retry fails open (its local share of the budgets, by the same rule)
+//     or closed (no retry);
 //   - effect always fails closed (the effect does not run; a Transient
 //     error wrapping effect.ErrStore): at most once admits nothing else
 //     (a claim that may have landed is released, or claimed again by the

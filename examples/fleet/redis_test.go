@@ -93,8 +93,8 @@ func TestFleetRedisOutage(t *testing.T) {
 		if slowest > 250*time.Millisecond {
 			t.Errorf("%s: a request took %v, want under 250 ms: nothing waits on Redis past its timeout", p, slowest)
 		}
-		// Only the client limiter's local shares, which start empty as
-		// the outage begins, may refuse (fail open); healthy, nothing.
+		// Only the client limiter's local shares, a third of each
+		// tenant's limit, may refuse (fail open); healthy, nothing.
 		if refused := len(out[p]) - m["route:openai"] - m["route:anthropic"]; refused != m["class:rate_limited"] ||
 			(p == "healthy" || p == "healed") && refused != 0 {
 			t.Errorf("%s: %v; want answers, and RateLimited only while Redis fails", p, m)
@@ -116,9 +116,10 @@ func TestFleetRedisOutage(t *testing.T) {
 }
 
 // TestFleetFailOpenShare: with Redis stopped, one tenant allowed 600
-// requests a minute bursts through the three instances; their local
-// shares (200 a minute each, empty as the outage begins) admit at most
-// what the shared limit would have, 10/s over the outage, together.
+// requests a minute, which had not called before, bursts through the three
+// instances; their local shares (200 a minute each, full: the tenant had
+// used none of them) admit from the first call what the shared limit
+// would have, all 100 calls (its burst is 600).
 func TestFleetFailOpenShare(t *testing.T) {
 	f := newFleet(t, setup{client: 600, store: redisstore.Config{Probe: time.Minute}})
 	if _, err := f.st[0].Generate(t.Context(), request("warm", false)); err != nil {
@@ -141,11 +142,8 @@ func TestFleetFailOpenShare(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	m, slowest := tally(out)
-	if bound := int(10 * elapsed.Seconds()); m["route:openai"] > bound || m["route:openai"]+m["class:rate_limited"] != len(out) {
-		t.Errorf("%v in %v (slowest %v); want at most %d answers, the rest RateLimited", m, elapsed, slowest, bound)
-	}
-	if m["route:openai"] == 0 {
-		t.Errorf("%v in %v: want the local shares to admit some", m, elapsed)
+	if m["route:openai"] != len(out) {
+		t.Errorf("%v in %v (slowest %v); want %d answers", m, elapsed, slowest, len(out))
 	}
 	f.noSecrets(t, out)
 }
