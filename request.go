@@ -76,7 +76,10 @@ type Schema struct {
 	// schemas written for earlier drafts).
 	JSON json.RawMessage
 	// Strict asks the provider for its strict structured-output mode, where the
-	// provider constrains decoding to the schema (OpenAI's strict: true).
+	// provider constrains decoding to the schema (OpenAI's strict: true). Only
+	// routes declaring SchemaStrict fit it; an adapter refuses a schema
+	// outside its provider's strict subset before sending, as Incompatible
+	// (package provider/openai: validate.StrictCompatible).
 	Strict bool
 }
 

@@ -112,7 +112,13 @@
 // # OpenAI strict mode
 //
 // [StrictCompatible] tells whether a schema fits OpenAI's strict
-// structured-output subset, and why not, with pointers into the schema. The
+// structured-output subset, and why not, with pointers into the schema.
+// Package provider/openai runs it on every request whose Schema is Strict
+// and refuses one outside the subset before sending, with a [*StrictError]
+// that lists every problem: Incompatible, not Permanent, since the subset
+// is OpenAI's and a route whose strict mode is another provider's (a
+// Claude route declared SchemaStrict) may serve the same schema, so a
+// fallback moves on and no breaker counts it. The
 // subset, as OpenAI's Structured Outputs guide documents it ("Supported
 // schemas"):
 //

@@ -3,6 +3,7 @@ package validate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,64 @@ type Problem struct {
 	// Detail is a short explanation: the keyword, property or limit concerned.
 	Detail string
 }
+
+// ErrNotStrict is matched (errors.Is) by a [*StrictError]: a schema sent in
+// a provider's strict structured-output mode is outside its subset.
+var ErrNotStrict = errors.New("validate: schema outside the strict subset")
+
+// StrictError says why a schema does not fit a provider's strict
+// structured-output subset: every [Problem] [StrictCompatible] found. An
+// adapter that sends schemas in OpenAI's strict mode refuses such a request
+// with it before sending (see package provider/openai); it matches
+// [ErrNotStrict].
+type StrictError struct {
+	// Problems are every problem found, in StrictCompatible's order.
+	Problems []Problem
+}
+
+// maxStrictShown bounds the problems a StrictError's message names; the
+// Problems field holds them all.
+const maxStrictShown = MaxViolations
+
+// Error names the problems' rules and pointers, up to 100, then counts
+// the rest: "validate: schema outside the strict subset: 2 problems:
+// additional_properties at /properties/a, keyword at /properties/b/minLength".
+// The root's pointer is written "/".
+func (e *StrictError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrNotStrict.Error())
+	b.WriteString(": ")
+	b.WriteString(strconv.Itoa(len(e.Problems)))
+	if len(e.Problems) == 1 {
+		b.WriteString(" problem")
+	} else {
+		b.WriteString(" problems")
+	}
+	for i, p := range e.Problems {
+		if i == maxStrictShown {
+			b.WriteString(", ")
+			b.WriteString(strconv.Itoa(len(e.Problems) - i))
+			b.WriteString(" more")
+			break
+		}
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Rule)
+		b.WriteString(" at ")
+		if p.Pointer == "" {
+			b.WriteByte('/')
+		} else {
+			b.WriteString(p.Pointer)
+		}
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrNotStrict.
+func (e *StrictError) Is(target error) bool { return target == ErrNotStrict }
 
 // The rules [StrictCompatible] reports.
 const (

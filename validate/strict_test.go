@@ -2,6 +2,7 @@ package validate
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,4 +127,23 @@ func keysOf(props string) string {
 		keys = append(keys, strconv.Quote(k))
 	}
 	return strings.Join(keys, ",")
+}
+
+// A StrictError matches ErrNotStrict and names every problem's rule and
+// pointer, up to 100, counting the rest.
+func TestStrictError(t *testing.T) {
+	e := &StrictError{Problems: StrictCompatible([]byte(`{"type": "object", "properties": {"a": {"type": "string", "minLength": 1}}}`))}
+	const want = "validate: schema outside the strict subset: 3 problems: " +
+		"additional_properties at /, required at /properties/a, keyword at /properties/a/minLength"
+	if e.Error() != want || !errors.Is(e, ErrNotStrict) {
+		t.Errorf("Error() = %q, Is(ErrNotStrict) = %v; want %q, true", e.Error(), errors.Is(e, ErrNotStrict), want)
+	}
+	many := &StrictError{Problems: make([]Problem, 250)}
+	for i := range many.Problems {
+		many.Problems[i] = Problem{Pointer: "/p" + strconv.Itoa(i), Rule: StrictRequired}
+	}
+	msg := many.Error()
+	if !strings.Contains(msg, "250 problems: required at /p0,") || !strings.Contains(msg, "required at /p99, 150 more") || strings.Contains(msg, "/p100") {
+		t.Errorf("Error() of 250 problems = %q, want the first 100 named, then 150 more", msg)
+	}
 }

@@ -71,6 +71,9 @@
 //	answer past Config.MaxResponseBytes         InvalidResponse wrapping ErrTooLarge
 //	(an error body that long: its status's class, wrapping ErrTooLarge)
 //	caller's ctx canceled / deadline            Canceled / Deadline
+//	a Schema.Strict schema outside OpenAI's     Incompatible, Reason "strict schema",
+//	strict subset (validate.StrictCompatible)   wrapping a validate.StrictError that
+//	                                            lists every problem; nothing sent
 //	a layer's own timeout (ctx ended with       Ambiguous once written, else Transient
 //	a cause matching portico.ErrLayerTimeout)
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/provider/internal/adapt"
+	"github.com/portico-llm/portico/validate"
 )
 
 // Config configures a [Model]. The zero Config is usable: requests must then
@@ -122,6 +123,12 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	params, opts, err := m.params(req, model)
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
+	}
+	if s := req.Schema; s != nil && s.Strict {
+		// OpenAI's subset, not every provider's: another route may serve it.
+		if ps := validate.StrictCompatible(s.JSON); ps != nil {
+			return nil, &portico.Error{Class: portico.Incompatible, Model: model, Reason: "strict schema", NotSent: true, Err: &validate.StrictError{Problems: ps}}
+		}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge, ErrorLines: true}
 	opts = append(opts, option.WithMiddleware(middleware(x)), option.WithMaxRetries(0))
