@@ -422,6 +422,31 @@ func (e deadlineCut) Error() string        { return e.timeout.Error() }
 func (e deadlineCut) Is(target error) bool { return target == ErrDeadlineCut }
 func (e deadlineCut) Unwrap() error        { return e.timeout }
 
+// ErrUnanswered marks a cut of the caller's deadline (it matches
+// [ErrDeadlineCut] too) that ended a call with nothing back, no answer and
+// no chunk, at the end of the share of the deadline a routing layer gave it
+// while another route stood ready to follow (package fallback's share
+// shorter than Config.FaultAfter). One such cut is only the caller's short
+// deadline; a run of them with no answer between is a route that answers
+// no one, hung or far too slow for every caller. A breaker counts it in its
+// run of consecutive failures but never in its failure rate, so any answer
+// ends the run: a healthy route that answers other callers is not opened by
+// one caller's short deadlines. Throttles and adaptive limits ignore it as
+// they ignore every deadline cut.
+var ErrUnanswered = errors.New("portico: unanswered")
+
+// Unanswered returns timeout (a layer's own timeout cause) marked as an
+// unanswered cut, [ErrUnanswered], and so as a [DeadlineCut] too: a layer
+// gives it as the cause of a share that ran out while another route stood
+// ready.
+func Unanswered(timeout error) error { return unanswered{deadlineCut{timeout}} }
+
+type unanswered struct{ cut deadlineCut }
+
+func (e unanswered) Error() string        { return e.cut.Error() }
+func (e unanswered) Is(target error) bool { return target == ErrUnanswered }
+func (e unanswered) Unwrap() error        { return e.cut }
+
 // IsDeadlineCut reports whether err, of class c (its [ClassOf]), is a cut of
 // the caller's own deadline, [ErrDeadlineCut]'s: Ambiguous or Transient, and
 // matching it. Breakers, throttles and adaptive limits do not count it as

@@ -322,27 +322,37 @@ func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next por
 var errPanic = &portico.Error{Class: portico.Transient, Reason: "panic"}
 
 // outcome classifies err for counting: counted reports whether it counts at
-// all, failed whether as a failure. Only route faults count as failures; other
-// errors (permanent, incompatible, canceled, deadline, rejected, a cut of a
-// short share of the caller's deadline: portico.ErrDeadlineCut, an answer
-// an acceptance check refused: portico.ErrAnswerRefused) are ignored,
-// neither success nor failure, so one bad client cannot make a healthy route
-// look down.
-func outcome(err error) (class portico.Class, counted, failed bool) {
+// all, failed whether as a failure, and runOnly whether as a failure of the
+// run of consecutive failures alone (an unanswered cut:
+// portico.ErrUnanswered, not in the window). Only route faults count as
+// failures; other errors (permanent, incompatible, canceled, deadline,
+// rejected, any other cut of a short share of the caller's deadline:
+// portico.ErrDeadlineCut, an answer an acceptance check refused:
+// portico.ErrAnswerRefused) are ignored, neither success nor failure, so
+// one bad client cannot make a healthy route look down.
+func outcome(err error) (class portico.Class, counted, failed, runOnly bool) {
 	if err == nil {
-		return portico.OK, true, false
+		return portico.OK, true, false, false
 	}
 	class = portico.ClassOf(err)
-	if class.RouteFault() && !portico.IsDeadlineCut(class, err) && !errors.Is(err, portico.ErrAnswerRefused) {
-		return class, true, true
+	switch {
+	case !class.RouteFault() || errors.Is(err, portico.ErrAnswerRefused):
+	case !portico.IsDeadlineCut(class, err):
+		return class, true, true, false
+	case errors.Is(err, portico.ErrUnanswered):
+		return class, true, true, true
 	}
-	return class, false, false
+	return class, false, false, false
 }
 
 // closedOutcome records a call that started in closed state word.
 func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, err error) {
-	class, counted, failed := outcome(err)
+	class, counted, failed, runOnly := outcome(err)
 	if !counted {
+		return
+	}
+	if runOnly {
+		b.unanswered(ctx, word, class)
 		return
 	}
 	var now int64
@@ -405,6 +415,38 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 		return
 	}
 	if !b.needEnd && ra <= 0 {
+		now = b.nanos()
+	}
+	b.trip(ctx, gen, now, reason, class)
+}
+
+// unanswered records an unanswered cut (portico.ErrUnanswered) of class
+// class in the closed period of state word: it lengthens the run of
+// consecutive failures, which Config.Trip reads, but enters neither the
+// window's calls nor its failures, so a route's failure rate says only
+// what it answered, and any answer ends the run.
+func (b *Breaker) unanswered(ctx context.Context, word uint64, class portico.Class) {
+	if b.word.Load() != word {
+		return // its closed period is over, as in closedOutcome
+	}
+	gen := word >> 2
+	counts := Counts{Class: class, ConsecutiveFailures: b.incConsec(gen)}
+	var now int64
+	if b.tring != nil {
+		now = b.nanos()
+	}
+	var t tally
+	if b.tring != nil {
+		t = b.tring.tally(gen, now)
+	} else {
+		t = b.ring.tally()
+	}
+	counts.Calls, counts.Failures, counts.Slow = t.calls, t.failed, t.slow
+	reason := b.cfg.Trip(counts)
+	if reason == "" {
+		return
+	}
+	if b.tring == nil {
 		now = b.nanos()
 	}
 	b.trip(ctx, gen, now, reason, class)

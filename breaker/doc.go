@@ -47,6 +47,16 @@
 // breaker tripped while it ran) is not counted at all: what it says is about
 // the route before the trip, not about the closed period now under way.
 //
+// One cut of a short share is counted halfway: an unanswered cut
+// ([portico.ErrUnanswered]: a fallback group ended the call at the end of
+// its share, with nothing back, while another route stood ready) enters
+// the run of consecutive failures (Counts.ConsecutiveFailures), not the
+// window, and fails a probe. Alone it is one caller's short deadline; five
+// in a row, with no answer between ([DefaultTrip]), are a route that
+// answers no one, and any answer ends the run, so a healthy route that
+// answers other callers is never opened by one caller's deadlines and its
+// failure rate says only what it answered.
+//
 // # Unusable and Retry-After
 //
 // An Unusable failure (a revoked key, a deleted deployment, a spent quota)

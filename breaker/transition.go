@@ -141,7 +141,7 @@ func (b *Breaker) probe(ctx context.Context, req *portico.Request, next portico.
 }
 
 func (b *Breaker) probeOutcome(ctx context.Context, gen uint64, start int64, err error) {
-	class, counted, failed := outcome(err)
+	class, counted, failed, _ := outcome(err) // an unanswered probe failed
 	now := b.nanos()
 	if ra := portico.RetryAfterOf(err); failed && ra > 0 {
 		b.announce(now + int64(min(ra, MaxRetryAfterHold)))
