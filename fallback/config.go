@@ -147,14 +147,18 @@ type Config struct {
 	// whole fleet for a day. Zero means [DefaultMaxCooldown] (5 min);
 	// negative is an error.
 	MaxCooldown time.Duration
-	// FaultAfter is the least allowance whose end counts against the route:
+	// FaultAfter is the least allowance whose end is a failure of the route:
 	// a candidate cut at the end of its share, or of the last candidate's
 	// time before the reserve, after running at least FaultAfter is hung or
 	// too slow for any caller, and the cut is a fault its breaker counts
-	// ([ErrShareTimeout]); one cut sooner is only the caller's short
-	// deadline, and also matches [portico.ErrDeadlineCut], which breakers
-	// ignore. Zero means [DefaultFaultAfter] (10 s); negative means every
-	// cut counts.
+	// ([ErrShareTimeout]). A cut sooner matches [portico.ErrDeadlineCut]:
+	// the last candidate's is only the caller's short deadline, which
+	// breakers ignore; one while another candidate followed is an
+	// unanswered cut ([portico.ErrUnanswered]), which a breaker counts in
+	// its run of consecutive failures only, so that a route that answers
+	// none of five calls in a row opens whatever the deadline, and one that
+	// answers other callers does not. Zero means [DefaultFaultAfter]
+	// (10 s); negative means every cut is a failure.
 	FaultAfter time.Duration
 
 	// Continuations is the most breaks one request's stream is continued

@@ -65,10 +65,18 @@
 // Transient (not sent), so its breaker counts it. A hung primary thus trips
 // its breaker after a few requests and is then skipped at once, instead of
 // taking 9/16 of every request's deadline. A cut after less than
-// Config.FaultAfter (10 s) is only the caller's short deadline: its cause also
-// matches [portico.ErrDeadlineCut], which breakers ignore, so a tenant whose
-// deadlines are shorter than a healthy route's latency cannot open the
-// route's breaker for every tenant. The group moves on after a share
+// Config.FaultAfter (10 s) may be only the caller's short deadline: its
+// cause also matches [portico.ErrDeadlineCut]. The last candidate's is all
+// the caller gave it, and breakers ignore it. One while another candidate
+// followed is an unanswered cut ([portico.ErrUnanswered]): alone it says
+// nothing, but a route that answers none of five calls in a row is hung
+// or far too slow for every caller, so a breaker counts such cuts in its
+// run of consecutive failures (never in its failure rate), and any answer
+// ends the run. A hung primary thus opens its breaker after five requests
+// whatever the deadline (1 s, 10 s or 2 min: the stack's
+// TestPresetCutsAHungPrimary), while a tenant whose deadlines are shorter
+// than a healthy route's latency cannot open it for the tenants it
+// answers. The group moves on after a share
 // timeout whatever the route's class, even Ambiguous on a request that sets
 // NoAmbiguousRetry (the split exists to reach the fallback after a stalled
 // primary), but stops when the caller's own deadline ends.

@@ -50,7 +50,7 @@ type Group struct {
 // Config.WaitInPlace ([portico.ContextWithMaxWait]) unless it is negative.
 type kinds struct {
 	last, capped *lazyctx.Kind    // cause ErrShareTimeout: the last candidate's, one another follows
-	short        [2]*lazyctx.Kind // cause errShortShare, for an allowance below FaultAfter: [0] last, [1] capped
+	short        [2]*lazyctx.Kind // for an allowance below FaultAfter: [0] last (errShortShare), [1] capped (errUnanswered)
 }
 
 // newKinds returns the Kinds of a route whose cooldown is until, with
@@ -64,7 +64,7 @@ func newKinds(until func() time.Time, wait time.Duration) kinds {
 	return kinds{
 		last:   &lazyctx.Kind{Cause: ErrShareTimeout, Values: last},
 		capped: &lazyctx.Kind{Cause: ErrShareTimeout, Values: capped},
-		short:  [2]*lazyctx.Kind{{Cause: errShortShare, Values: last}, {Cause: errShortShare, Values: capped}},
+		short:  [2]*lazyctx.Kind{{Cause: errShortShare, Values: last}, {Cause: errUnanswered, Values: capped}},
 	}
 }
 

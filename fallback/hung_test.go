@@ -18,15 +18,25 @@ import (
 // After ConsecutiveFailures (5) the breaker opens and the group skips the
 // primary at once. With a plain share timeout the route saw the caller's
 // Deadline, which breakers ignore: the dead primary was called on all 25
-// requests and each paid 11.25 s of its 20 s. The share is past
-// Config.FaultAfter (10 s); with FaultAfter negative a share of 400 ms
-// counts as well.
+// requests and each paid 11.25 s of its 20 s. The share of 20 s is past
+// Config.FaultAfter (10 s), a failure; with FaultAfter negative a share of
+// 400 ms is one as well. Shares of 1 s and 10 s deadlines (562.5 ms,
+// 5.625 s) are shorter: each cut is an unanswered one
+// (portico.ErrUnanswered), which the breaker counts in its run of
+// consecutive failures, so five in a row open it too. Before that rule
+// such cuts were ignored and the hung primary was called on every request.
 func TestHungPrimaryTripsBreaker(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		deadline   time.Duration
 		faultAfter time.Duration
-	}{{"default", 20 * time.Second, 0}, {"every cut counts", 400 * time.Millisecond, -1}} {
+		cut        bool // a share shorter than FaultAfter: an unanswered cut
+	}{
+		{"default", 20 * time.Second, 0, false},
+		{"every cut counts", 400 * time.Millisecond, -1, false},
+		{"1 s", time.Second, 0, true},
+		{"10 s", 10 * time.Second, 0, true},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				brk := breaker.MustNew(breaker.Config{Name: "primary", Trip: breaker.ConsecutiveFailures(5)})
@@ -56,8 +66,8 @@ func TestHungPrimaryTripsBreaker(t *testing.T) {
 					if el != want || len(resp.Hops) != 1 || resp.Hops[0].Reason != reason {
 						t.Fatalf("request %d: elapsed %v, hops %v; want %v, one %q hop", i, el, resp.Hops, want, reason)
 					}
-					if i < 5 && (!errors.Is(resp.Hops[0].Err, ErrShareTimeout) || errors.Is(resp.Hops[0].Err, portico.ErrDeadlineCut) || portico.ClassOf(resp.Hops[0].Err) != portico.Ambiguous) {
-						t.Fatalf("request %d: hop error %v; want an Ambiguous error caused by ErrShareTimeout, not a deadline cut", i, resp.Hops[0].Err)
+					if h := resp.Hops[0].Err; i < 5 && (!errors.Is(h, ErrShareTimeout) || errors.Is(h, portico.ErrDeadlineCut) != c.cut || errors.Is(h, portico.ErrUnanswered) != c.cut || portico.ClassOf(h) != portico.Ambiguous) {
+						t.Fatalf("request %d: hop error %v; want an Ambiguous error caused by ErrShareTimeout, an unanswered cut %v", i, h, c.cut)
 					}
 				}
 				if n := hung.Count(); n != 5 {
@@ -76,9 +86,13 @@ func TestHungPrimaryTripsBreaker(t *testing.T) {
 
 // TestShortShareNotAFault: a healthy primary that answers in 400 ms, and
 // callers whose 400 ms deadlines give it a 225 ms share, shorter than
-// FaultAfter: each cut moves the request on (Ambiguous, ErrShareTimeout) but
-// also matches portico.ErrDeadlineCut, so the primary's breaker counts none
-// of them and stays closed for a patient caller, who gets its answer.
+// FaultAfter, among patient callers it answers (one in four). Each cut
+// moves the request on (Ambiguous, ErrShareTimeout) and is an unanswered
+// cut (portico.ErrUnanswered, portico.ErrDeadlineCut): the breaker counts
+// it in its run of consecutive failures only, which each answer ends, so
+// through 40 requests it counts no failure, stays closed, and a patient
+// caller gets its answer. (A route that answers none of five in a row is
+// taken for hung: TestHungPrimaryTripsBreaker.)
 func TestShortShareNotAFault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		brk := breaker.MustNew(breaker.Config{Name: "primary", Trip: breaker.ConsecutiveFailures(5)})
@@ -87,19 +101,25 @@ func TestShortShareNotAFault(t *testing.T) {
 			{Name: "primary", Model: brk.Wrap(slow), Health: brk},
 			{Name: "secondary", Model: modeltest.NewFake()},
 		}})
-		for i := range 10 {
+		for i := range 40 {
+			if i%4 == 3 {
+				if resp, err := g.Generate(context.Background(), simple); err != nil || resp.Route != "primary" {
+					t.Fatalf("patient request %d = %+v, %v; want the primary's answer", i, resp, err)
+				}
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 			resp, err := g.Generate(ctx, simple)
 			cancel()
 			if err != nil || resp.Route != "secondary" || len(resp.Hops) != 1 {
 				t.Fatalf("request %d: Generate = %+v, %v; want the secondary's answer after one hop", i, resp, err)
 			}
-			if h := resp.Hops[0].Err; !errors.Is(h, ErrShareTimeout) || !errors.Is(h, portico.ErrDeadlineCut) || portico.ClassOf(h) != portico.Ambiguous {
-				t.Fatalf("request %d: hop error %v; want Ambiguous, ErrShareTimeout and ErrDeadlineCut", i, h)
+			if h := resp.Hops[0].Err; !errors.Is(h, ErrShareTimeout) || !errors.Is(h, portico.ErrDeadlineCut) || !errors.Is(h, portico.ErrUnanswered) || portico.ClassOf(h) != portico.Ambiguous {
+				t.Fatalf("request %d: hop error %v; want Ambiguous, ErrShareTimeout, ErrDeadlineCut and ErrUnanswered", i, h)
 			}
 		}
 		if st := brk.State(); st != breaker.Closed {
-			t.Errorf("primary breaker after 10 short shares = %v, want closed", st)
+			t.Errorf("primary breaker after 30 short shares among 10 answers = %v, want closed", st)
 		}
 		resp, err := g.Generate(context.Background(), simple)
 		if err != nil || resp.Route != "primary" || resp.Text != "slow" {

@@ -342,13 +342,21 @@ func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (res
 // sent, [portico.Transient] before), a fault its breaker counts, rather than
 // the caller's [portico.Deadline], which it ignores; after an allowance
 // shorter than Config.FaultAfter the cause also matches
-// [portico.ErrDeadlineCut], and breakers ignore it.
+// [portico.ErrDeadlineCut], which breakers ignore, and, when another
+// candidate followed, [portico.ErrUnanswered], which they count in their
+// run of consecutive failures only.
 var ErrShareTimeout error = portico.NewLayerTimeout("fallback: share timeout")
 
-// errShortShare is the cause of a share timeout after an allowance shorter
-// than Config.FaultAfter: ErrShareTimeout marked as a cut of the caller's
-// deadline.
+// errShortShare is the cause of the last candidate's share timeout after an
+// allowance shorter than Config.FaultAfter: ErrShareTimeout marked as a cut
+// of the caller's deadline, all the caller gave it.
 var errShortShare = portico.DeadlineCut(ErrShareTimeout)
+
+// errUnanswered is the cause of a share timeout after an allowance shorter
+// than Config.FaultAfter while another candidate follows: ErrShareTimeout
+// marked as an unanswered cut, which a breaker counts in its run of
+// consecutive failures, not in its failure rate.
+var errUnanswered = portico.Unanswered(ErrShareTimeout)
 
 // attempt calls rt under cctx, a context derived from the request's ctx with
 // rt's allowance, and judges the outcome.
