@@ -75,6 +75,20 @@
 // content filter, a cut at the request's MaxOutputTokens: see package
 // validate, Rejections): only an answer that is wrong counts against a route.
 //
+// A route that hangs, answering nothing, is cut at the end of its share
+// of the deadline (fallback.Config.Share: 9/16 while another route could
+// follow), and the group moves on. Its breaker opens after five such
+// requests in a row with no answer between, whatever the deadline: past
+// fallback.Config.FaultAfter (10 s) each cut is a failure, and a shorter
+// one, which may be no more than the caller's short deadline, counts in the
+// breaker's run of consecutive failures only ([portico.ErrUnanswered]), so
+// a healthy route that answers other callers is never opened by one
+// caller's deadlines. Over a hung primary and a healthy secondary, with the
+// defaults, the first five requests wait the primary's share (562.5 ms of
+// a 1 s deadline, 5.625 s of 10 s, 67.5 s of 2 min) and every later one is
+// answered by the secondary at once. The last route's cut, all the time the
+// caller gave, is the caller's deadline and counts for nothing.
+//
 // A route that answers 429 with a Retry-After longer than
 // Config.Fallback.WaitInPlace (500 ms) while another route could serve the
 // request is left at once rather than waited for; it is then skipped

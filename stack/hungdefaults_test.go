@@ -1,0 +1,76 @@
+package stack
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/modeltest"
+)
+
+// TestPresetCutsAHungPrimary: the preset with its defaults (no breaker,
+// retry or fallback setting) over a primary that never answers and a
+// healthy secondary, 20 requests one after the other, at deadlines of
+// 1 s, 10 s and 2 min, plain and streamed. Each of the first five waits
+// out the primary's share (9/16 of the deadline: 562.5 ms, 5.625 s,
+// 67.5 s) and is answered by the secondary; the fifth cut opens the
+// primary's breaker (five in a row: at 1 s and 10 s unanswered cuts,
+// portico.ErrUnanswered, in the run of consecutive failures; at 2 min
+// failures, the share being past fallback.DefaultFaultAfter), and the 15
+// others skip it. Before unanswered cuts counted, the 1 s and 10 s
+// deadlines left the breaker closed and the hung primary was called on all
+// 20 requests, each waiting its share.
+func TestPresetCutsAHungPrimary(t *testing.T) {
+	for _, c := range []struct {
+		deadline, share time.Duration
+	}{{time.Second, 562500 * time.Microsecond}, {10 * time.Second, 5625 * time.Millisecond}, {2 * time.Minute, 67500 * time.Millisecond}} {
+		for _, stream := range []bool{false, true} {
+			name := c.deadline.String()
+			if stream {
+				name += " streamed"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					hung := modeltest.NewFake(modeltest.Outcome{Stall: true})
+					healthy := modeltest.NewFake(modeltest.Answer("fine"))
+					s, err := New(Config{Routes: []Route{route("a", hung), route("b", healthy)}, Deadline: c.deadline})
+					if err != nil {
+						t.Fatal(err)
+					}
+					req := hello
+					if stream {
+						req = hello.Clone()
+						req.OnChunk = func(portico.Chunk) error { return nil }
+					}
+					var took []time.Duration
+					answered, opened := 0, -1
+					var openedAt time.Duration
+					start := time.Now()
+					for i := range 20 {
+						t0 := time.Now()
+						resp, err := s.Generate(context.Background(), req)
+						took = append(took, time.Since(t0))
+						if err == nil && resp.Route == "b" {
+							answered++
+						}
+						if opened < 0 && s.Breaker("a").State() == breaker.Open {
+							opened, openedAt = i+1, time.Since(start)
+						}
+					}
+					sorted := slices.Sorted(slices.Values(took))
+					p50, most := sorted[len(sorted)/2], sorted[len(sorted)-1]
+					t.Logf("deadline %v: %d of 20 answered, latency p50 %v max %v, hung primary called %d times, breaker open after request %d (%v)",
+						c.deadline, answered, p50, most, hung.Count(), opened, openedAt)
+					if answered != 20 || p50 != 0 || most != c.share || hung.Count() != 5 || opened != 5 || openedAt != 5*c.share {
+						t.Errorf("%d answered, p50 %v, max %v, %d calls to the hung primary, open after request %d at %v; want 20, 0s, %v, 5, 5 at %v",
+							answered, p50, most, hung.Count(), opened, openedAt, c.share, 5*c.share)
+					}
+				})
+			})
+		}
+	}
+}
