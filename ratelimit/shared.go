@@ -140,7 +140,7 @@ func scale(l Limits, n int) Limits {
 type shared struct {
 	l      *Limiter
 	store  Store
-	prefix string // of every key in the store: Shared.Name, length-prefixed
+	prefix string // of every key in the store: Shared.Name, length-prefixed, even empty
 	slots  *Limiter
 	local  *Limiter
 	lines  lines // Wait mode's waiters, in line per key
@@ -148,10 +148,8 @@ type shared struct {
 
 // newShared builds l's shared state from the normalized c.
 func newShared(l *Limiter, c Config) *shared {
-	s := &shared{l: l, store: c.Shared.Store}
-	if n := c.Shared.Name; n != "" {
-		s.prefix = strconv.Itoa(len(n)) + ":" + n + "|"
-	}
+	n := c.Shared.Name
+	s := &shared{l: l, store: c.Shared.Store, prefix: strconv.Itoa(len(n)) + ":" + n + "|"}
 	base := c
 	base.Shared, base.derived = Shared{}, true
 	if anyLimits(c, func(l Limits) bool { return l.MaxInFlight > 0 }) || c.Concurrency != nil {
@@ -258,11 +256,13 @@ func (s *shared) setLimit(ix uint8, n Limits) error {
 	return nil
 }
 
-// key returns req's key in the store: Config.Key's string, or the client
-// key and the model, length-prefixed so that no two pairs share a key.
+// key returns req's key in the store, after the length-prefixed
+// Shared.Name: "=" and Config.Key's string, or the client key and the
+// model, length-prefixed (a digit first). No two (Name, key) tuples share
+// a key; the Store encodes it for its own syntax and bounds its length.
 func (s *shared) key(req *portico.Request) string {
 	if s.l.cfg.Key != nil {
-		return s.prefix + s.l.cfg.Key(req)
+		return s.prefix + "=" + s.l.cfg.Key(req)
 	}
 	c := req.Identity.ClientKey
 	return s.prefix + strconv.Itoa(len(c)) + ":" + c + "/" + req.Model

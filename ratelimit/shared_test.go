@@ -276,3 +276,39 @@ func TestSharedNameKeepsLimitersApart(t *testing.T) {
 		t.Errorf("two limiters named a admitted %d of 4, want 2: they share one bucket", n)
 	}
 }
+
+// TestSharedKeysCannotCollide: the key a limiter gives its Store names
+// its Shared.Name and its key so that no two tuples meet: an unnamed
+// limiter whose key spells a named one's prefix and key ("1:a|m" against
+// Name "a" and key "m"), and a key function's key that spells the default
+// (client, model) key, keep their own buckets. Each admits its two.
+func TestSharedKeysCannotCollide(t *testing.T) {
+	ok := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return &portico.Response{Text: "ok"}, nil
+	})
+	constKey := func(k string) func(*portico.Request) string { return func(*portico.Request) string { return k } }
+	for _, tc := range []struct {
+		name string
+		a, b Config
+	}{
+		{"empty name", Config{Key: constKey("1:a|m")}, Config{Key: ByModel, Shared: Shared{Name: "a"}}},
+		{"key function", Config{Key: constKey("1:c/m")}, Config{}},
+	} {
+		f := newFakeStore()
+		n := 0
+		for _, cfg := range []Config{tc.a, tc.b} {
+			cfg.Limits = Limits{Requests: 2, Period: time.Minute}
+			cfg.Shared.Store = f
+			m := mustNew(t, cfg).Wrap(ok)
+			for range 2 {
+				req := &portico.Request{Model: "m", Identity: portico.Identity{ClientKey: "c"}}
+				if _, err := m.Generate(context.Background(), req); err == nil {
+					n++
+				}
+			}
+		}
+		if n != 4 {
+			t.Errorf("%s: two limiters admitted %d of 4, want 4: each has its own bucket", tc.name, n)
+		}
+	}
+}
