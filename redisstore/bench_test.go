@@ -53,9 +53,9 @@ func BenchmarkBuckets(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		keys := []string{s.key("rl", "k")}
-		take := append(bucketArgs(lim, 1), 1000)
-		settle := appendQuota(appendQuota(append(bucketArgs(lim, 11), 600, lim.Tokens, micros(time.Minute)), nil, true), nil, false)
+		key := s.key("rl", "k")
+		take := append(bucketArgs(lim, 2), 1000, s.opTTL)
+		settle := append(appendQuota(appendQuota(append(bucketArgs(lim, 12), 600, lim.Tokens, micros(time.Minute)), nil, true), nil, false), s.opTTL)
 		b.ReportAllocs()
 		n := 0
 		for b.Loop() {
@@ -68,8 +68,8 @@ func BenchmarkBuckets(b *testing.B) {
 			}
 			_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for range batch {
-					takeScript.EvalSha(ctx, p, keys, take...)
-					settleScript.EvalSha(ctx, p, keys, settle...)
+					takeScript.EvalSha(ctx, p, []string{key, s.opKey("k")}, take...)
+					settleScript.EvalSha(ctx, p, []string{key, s.opKey("k")}, settle...)
 				}
 				return nil
 			})

@@ -71,7 +71,11 @@ func TestBucketBoundTenInstances(t *testing.T) {
 		for _, shared := range []bool{true, false} {
 			name := "seed" + strconv.FormatUint(seed, 10) + "/" + map[bool]string{true: "shared", false: "local"}[shared]
 			t.Run(name, func(t *testing.T) {
-				adm, ref := run10(t, srv, shared, mode, seed, b, perSec, maxCost)
+				var store func(prefix string) ratelimit.Store
+				if shared {
+					store = func(prefix string) ratelimit.Store { return newStore(t, srv, Config{Prefix: prefix}).Buckets() }
+				}
+				adm, ref := run10(t, store, mode, seed, b, perSec, maxCost, 150*time.Millisecond)
 				ex := worst(adm, ref, float64(b), float64(perSec))
 				t.Logf("b=%d r=%d/s maxCost=%d mode=%v: %d admissions, %d refunds, worst excess %.3f tokens",
 					b, perSec, maxCost, mode, len(adm), len(ref), ex)
@@ -86,18 +90,21 @@ func TestBucketBoundTenInstances(t *testing.T) {
 	}
 }
 
-// run10 runs the ten instances and returns their admissions and refunds.
-func run10(t *testing.T, srv *redistest.Server, shared bool, mode ratelimit.Mode, seed uint64, b, perSec, maxCost int) (adm, ref []span) {
+// run10 runs the ten instances for d, each on its own store(prefix) (nil:
+// no store, the control), and returns their admissions and refunds.
+func run10(t *testing.T, store func(prefix string) ratelimit.Store, mode ratelimit.Mode, seed uint64, b, perSec, maxCost int,
+	d time.Duration) (adm, ref []span) {
 	var mu sync.Mutex
+	shared := store != nil
 	prefix := "bound" + strconv.FormatUint(seed, 10) + ":"
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(150 * time.Millisecond)
+	deadline := time.Now().Add(d)
 	hardStop := time.Now().Add(5 * time.Second) // the control's drain, on a very slow machine
 	for i := range 10 {
 		cfg := ratelimit.Config{Limits: ratelimit.Limits{Tokens: perSec * 60, TokenBurst: b}, Mode: mode,
 			MaxWait: 20 * time.Millisecond, Estimator: portico.EstimatorFunc(func(*portico.Request) int { return 1 })}
 		if shared {
-			cfg.Shared.Store = newStore(t, srv, Config{Prefix: prefix}).Buckets()
+			cfg.Shared.Store = store(prefix)
 		}
 		lim, err := ratelimit.New(cfg)
 		if err != nil {

@@ -40,10 +40,11 @@ func bucketArgs(lim *ratelimit.Limits, extra int) []any {
 	return a
 }
 
-// Take implements [ratelimit.Store] with [takeScript]: one round trip.
+// Take implements [ratelimit.Store] with [takeScript]: one round trip,
+// applied once however often the client resends it.
 func (b *Buckets) Take(ctx context.Context, key string, lim *ratelimit.Limits, cost int) (time.Duration, string, error) {
-	k := []string{b.s.key("rl", key)}
-	args := append(bucketArgs(lim, 1), cost)
+	k := []string{b.s.key("rl", key), b.s.opKey(key)}
+	args := append(bucketArgs(lim, 2), cost, b.s.opTTL)
 	var res []int64
 	err := b.s.do(ctx, func(ctx context.Context) error {
 		var err error
@@ -66,12 +67,14 @@ func (b *Buckets) Take(ctx context.Context, key string, lim *ratelimit.Limits, c
 	return time.Duration(res[0]) * time.Microsecond, which, nil
 }
 
-// Settle implements [ratelimit.Store] with [settleScript]: one round trip.
+// Settle implements [ratelimit.Store] with [settleScript]: one round trip,
+// applied once however often the client resends it.
 func (b *Buckets) Settle(ctx context.Context, key string, lim *ratelimit.Limits, tokens int, rl *portico.RateLimit, hold time.Duration) error {
-	k := []string{b.s.key("rl", key)}
-	args := append(bucketArgs(lim, 11), tokens, lim.Tokens, micros(hold))
+	k := []string{b.s.key("rl", key), b.s.opKey(key)}
+	args := append(bucketArgs(lim, 12), tokens, lim.Tokens, micros(hold))
 	args = appendQuota(args, rl, true)
 	args = appendQuota(args, rl, false)
+	args = append(args, b.s.opTTL)
 	return b.s.do(ctx, func(ctx context.Context) error {
 		return settleScript.Run(ctx, b.s.c, k, args...).Err()
 	})
@@ -159,12 +162,14 @@ local function save(bs)
 end
 `
 
-// takeScript: KEYS[1] the key's hash; ARGV token rate, token burst,
+// takeScript: KEYS[1] the key's hash, then the operation's record (see
+// onceLib, as for every script); ARGV token rate, token burst,
 // request rate, request burst (rate 0: no such bucket), cost in tokens.
 // Both buckets are checked before either is charged. Returns {0, 0} when
 // admitted, else {wait in microseconds, 1 for tokens or 2 for requests},
 // the wait covering both buckets when the token bucket refused.
-var takeScript = redis.NewScript(bucketLib + `
+var takeScript = redis.NewScript(bucketLib + onceLib + `
+return once(function()
 local tr, tb, rr, rb, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local bs = {}
 local tok, req
@@ -187,18 +192,21 @@ end
 if tok then tok.level = tok.level - cost * 1000000 end
 save(bs)
 return {0, 0}
+end)
 `)
 
 // settleScript: KEYS[1] the key's hash; ARGV the four limits as for
 // takeScript, then tokens back (> 0) or charged (< 0), the charge's floor
 // in tokens, the longest hold of a provider view in microseconds, and for
 // the tokens then the requests: known (1) or not (0), remaining, limit,
-// reset in microseconds. A refund never lifts a level above its burst; a
+// reset in microseconds (then the record's TTL, as for every script). A
+// refund never lifts a level above its burst; a
 // charge takes it no lower than -floor; a view lowers the level to what
 // remains and, until the reset (hold at most), slows the refill to
 // (limit - remaining) / reset when that is slower, as the in-memory
 // bucket's adopt.
-var settleScript = redis.NewScript(bucketLib + `
+var settleScript = redis.NewScript(bucketLib + onceLib + `
+return once(function()
 local tr, tb, rr, rb = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local d, floor, hold = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local function adopt(b, known, remaining, limit, reset)
@@ -229,4 +237,5 @@ if rr > 0 then
 end
 save(bs)
 return 1
+end)
 `)

@@ -21,31 +21,34 @@ func (s *Store) Budgets() *Budgets { return &Budgets{s: s} }
 var _ retry.BudgetStore = (*Budgets)(nil)
 
 // keys returns the keys of (dest, client)'s bucket and, when the budgets
-// have one, dest's.
+// have one, dest's, then the record of a new operation on them.
 func (b *Budgets) keys(dest, client string, lim *retry.BudgetLimits) []string {
-	tag := b.s.key("rb", dest)
+	k := b.s.key("rb", dest)
 	if lim.DestinationCapacity == 0 {
-		return []string{tag + ":c:" + client}
+		return []string{k + ":c:" + part(client), b.s.opKey(dest)}
 	}
-	return []string{tag + ":c:" + client, tag + ":d"}
+	return []string{k + ":c:" + part(client), k + ":d", b.s.opKey(dest)}
 }
 
-// Deposit implements [retry.BudgetStore] with [depositScript].
+// Deposit implements [retry.BudgetStore] with [depositScript], applied
+// once however often the client resends it.
 func (b *Budgets) Deposit(ctx context.Context, dest, client string, lim *retry.BudgetLimits) error {
 	k := b.keys(dest, client, lim)
 	return b.s.do(ctx, func(ctx context.Context) error {
 		return depositScript.Run(ctx, b.s.c, k, lim.Deposit, lim.Capacity, lim.DestinationDeposit, lim.DestinationCapacity,
-			b.s.budgetTTL.Milliseconds()).Err()
+			b.s.budgetTTL.Milliseconds(), b.s.opTTL).Err()
 	})
 }
 
-// Spend implements [retry.BudgetStore] with [spendScript].
+// Spend implements [retry.BudgetStore] with [spendScript], applied once
+// however often the client resends it.
 func (b *Budgets) Spend(ctx context.Context, dest, client string, lim *retry.BudgetLimits) (string, error) {
 	k := b.keys(dest, client, lim)
 	var res int64
 	err := b.s.do(ctx, func(ctx context.Context) error {
 		var err error
-		res, err = spendScript.Run(ctx, b.s.c, k, lim.Capacity, lim.DestinationCapacity, b.s.budgetTTL.Milliseconds()).Int64()
+		res, err = spendScript.Run(ctx, b.s.c, k, lim.Capacity, lim.DestinationCapacity, b.s.budgetTTL.Milliseconds(),
+			b.s.opTTL).Int64()
 		return err
 	})
 	switch {
@@ -77,10 +80,12 @@ end
 `
 
 // depositScript: KEYS the client's bucket and, optionally, the
-// destination's; ARGV the client's deposit and capacity, the
-// destination's deposit and capacity, the TTL in milliseconds. Each level
-// rises by its deposit, never beyond its capacity.
-var depositScript = redis.NewScript(budgetLib + `
+// destination's, then the operation's record (see onceLib); ARGV the
+// client's deposit and capacity, the destination's deposit and capacity,
+// the TTL in milliseconds, the record's. Each level rises by its deposit,
+// never beyond its capacity.
+var depositScript = redis.NewScript(budgetLib + onceLib + `
+return once(function()
 local ttl = tonumber(ARGV[5])
 for i, k in ipairs(KEYS) do
   local dep, cap = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
@@ -90,14 +95,16 @@ for i, k in ipairs(KEYS) do
   end
 end
 return 1
+end)
 `)
 
 // spendScript: KEYS the client's bucket and, optionally, the
-// destination's; ARGV the client's capacity, the destination's, the TTL
-// in milliseconds. Takes one retry from each bucket, or none: returns 0
+// destination's, then the operation's record; ARGV the client's
+// capacity, the destination's, the TTL in milliseconds, the record's. Takes one retry from each bucket, or none: returns 0
 // when taken, 1 when the destination had less than one, 2 when the client
 // had (the destination checked first).
-var spendScript = redis.NewScript(budgetLib + `
+var spendScript = redis.NewScript(budgetLib + onceLib + `
+return once(function()
 local ttl = tonumber(ARGV[3])
 local c = level(KEYS[1], tonumber(ARGV[1]))
 local d
@@ -109,4 +116,5 @@ if c < unit then return 2 end
 put(KEYS[1], c - unit, tonumber(ARGV[1]), ttl)
 if d then put(KEYS[2], d - unit, tonumber(ARGV[2]), ttl) end
 return 0
+end)
 `)

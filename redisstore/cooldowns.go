@@ -120,7 +120,7 @@ func (c *Cooldowns) flush() {
 	c.pending = make(map[string]time.Time, len(batch))
 	c.mu.Unlock()
 	now := time.Now()
-	args := make([]any, 1, 1+2*len(batch))
+	args := make([]any, 1, 2+2*len(batch))
 	args[0] = fallback.DefaultCooldownKeys
 	for k, u := range batch {
 		if d := u.Sub(now); d > 0 {
@@ -130,8 +130,10 @@ func (c *Cooldowns) flush() {
 	if len(args) == 1 {
 		return
 	}
+	keys := []string{c.key, c.s.opKey("")}
+	args = append(args, c.s.opTTL)
 	err := c.s.do(context.Background(), func(ctx context.Context) error {
-		return setCooldowns.Run(ctx, c.s.c, []string{c.key}, args...).Err()
+		return setCooldowns.Run(ctx, c.s.c, keys, args...).Err()
 	})
 	if err == nil {
 		return
@@ -189,11 +191,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local later = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)
 `
 
-// setCooldowns: KEYS[1] the set; ARGV the most members, then pairs of key
-// and milliseconds left (> 0). Each key's end is raised to now + left, now
-// rounded up to the millisecond, never lowered (ZADD GT). Returns the
-// number of members.
-var setCooldowns = redis.NewScript(cooldownLib + `
+// setCooldowns: KEYS[1] the set, then the operation's record (see
+// onceLib); ARGV the most members, then pairs of key and milliseconds left
+// (> 0), then the record's TTL. Each key's end is raised to now + left,
+// now rounded up to the millisecond, never lowered (ZADD GT); a resend
+// raises nothing again. Returns the number of members.
+var setCooldowns = redis.NewScript(cooldownLib + onceLib + `
+return once(function()
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
 for i = 2, #ARGV, 2 do
   redis.call('ZADD', KEYS[1], 'GT', string.format('%.0f', later + tonumber(ARGV[i + 1])), ARGV[i])
@@ -207,6 +211,7 @@ end
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', tonumber(last[2])))
 return n
+end)
 `)
 
 // getCooldowns: KEYS[1] the set. Returns, flat, each key whose cooldown has

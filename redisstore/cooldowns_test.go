@@ -208,7 +208,8 @@ func TestCooldownsScripts(t *testing.T) {
 	key := []string{s.key("cd", "")}
 	set := func(pairs ...any) {
 		t.Helper()
-		if err := setCooldowns.Run(ctx, s.c, key, append([]any{fallback.DefaultCooldownKeys}, pairs...)...).Err(); err != nil {
+		args := append(append([]any{fallback.DefaultCooldownKeys}, pairs...), s.opTTL)
+		if err := setCooldowns.Run(ctx, s.c, []string{key[0], s.opKey("")}, args...).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

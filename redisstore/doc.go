@@ -73,11 +73,44 @@
 //   - get cooldowns (KEYS: the cooldown set): each key whose end is ahead,
 //     with the milliseconds it has left.
 //
+// Take, settle, deposit, spend and set cooldowns also take, last, their
+// operation's record among KEYS and its TTL among ARGV (see the next
+// section).
+//
 // Levels are kept as float64 text with 17 significant digits, so a level
 // reads back exactly; a request bucket is a token bucket of cost 1. The
 // token bucket's bound, net admitted cost at most b + r*dt over any
 // interval, holds across instances (TestBucketBoundTenInstances checks it
 // over every interval of ten Limiters racing on one key).
+//
+// # Each command applies once
+//
+// A client resends a command whose reply it lost (go-redis does, up to
+// MaxRetries times, 3 by default, when a connection drops under way), and
+// the server may have run it already: a refund would be credited twice, a
+// call charged twice, a retry token taken twice. So every script of
+// [Buckets], [Budgets] and [Cooldowns] applies once per operation, however
+// often it is sent. Each operation (one Take, Settle, Deposit, Spend or
+// write of cooldowns) draws an id once, unique across instances (a random
+// base per [Store] and a counter), and sends it as its last key, a record
+// in the slot of the keys it updates (portico:op:{k=...}:<id>), with the
+// record's TTL as its last argument. The script looks for the record
+// first: found, it returns the reply the record holds and changes nothing;
+// absent, it applies the operation and writes the record, in the same
+// atomic run. A record lives [Config.Timeout] plus one second (a resend is
+// sent within the Timeout, and may wait behind a stalled server), so the
+// records held are the operations of that span: 1,050 short strings per
+// thousand operations per second with the defaults.
+//
+// TestLostReplyAppliesOnce drops the reply of each script after the server
+// ran it (redistest's Proxy) under go-redis's default retries: a take of 5
+// charges 5, a refund of 5 credits 5, a spend takes one token, a deposit
+// credits once (before this rule: 10, 10, two, twice). Under connections
+// cut every 50 ms and every 5 ms, ten instances keep the bound above
+// (TestBucketBoundKilledConnections). A reply that never comes is still a
+// failed operation: the layer applies its failure mode, and what the
+// script did stays done (a take charged for a call then refused, which
+// only makes the key stricter).
 //
 // # Keys and their TTLs
 //
@@ -93,20 +126,38 @@
 //	portico:fx:epoch                          hash    the effect records' epoch (one server)
 //	portico:fx:epoch:{e<n>}                   hash    the epoch of one hash slot's records (a Cluster)
 //	portico:cd:{k=}                           zset    every cooldown: key -> end (ms, server clock)
+//	portico:op:{k=<as the keys>}:<id>         string  an operation's record (see above)
 //
-// The Limiter key is Config.Key's string, or by default the client key and
-// the model ("<len>:<client>/<model>"). Nothing grows without bound: a
+// Every part in angle brackets comes from users (tenant ids, destinations,
+// route and model names, execution keys) and is encoded by one rule, so
+// that no two distinct tuples share a key and no tenant chooses its
+// Cluster slot: bytes outside [A-Za-z0-9] and "-._:/|@+=" become %XX ('%'
+// and both braces included, so a part never ends a tag), and a part whose
+// encoding would pass 96 bytes becomes '#' and the base64url SHA-256 of its
+// bytes (an encoded part never starts with '#'). Short ids stay readable;
+// a key is at most 202 bytes beyond the Prefix whatever the ids (a 1 MB
+// tenant id included: TestKeyLengthBounded), and 200 tenants named "a}0"
+// to "a}199" land in 200 slots (TestTenantsCannotChooseTheirSlot). Ids in
+// keys are not secret: use a credential's hash as a client key, never the
+// credential.
+//
+// The Limiter key is what package ratelimit gives: the limiter's
+// Shared.Name, length-prefixed, then "=" and Config.Key's string, or by
+// default the client key and the model ("<len>:<client>/<model>"), so
+// that no two (name, key) tuples meet. Nothing grows without bound: a
 // bucket hash expires when both of its buckets would be full again and no
-// provider view holds, plus a second, so an absent key is a full bucket and
-// an expired one changes no decision; a retry budget key is deleted when it
-// fills up and otherwise expires after [Config.BudgetTTL] (10 minutes)
-// without deposits or retries, coming back full (as an in-memory budget
-// evicted as idle does); an execution record expires at its Expires
-// (rounded down to the millisecond), which the Runner sets to its TTL; the
+// provider view holds, plus a second, so an absent key is a full bucket
+// and an expired one changes no decision; a retry budget key is deleted
+// when it fills up and otherwise expires after [Config.BudgetTTL] (10
+// minutes) without deposits or retries, coming back full (as an in-memory
+// budget evicted as idle does); an execution record expires at its
+// Expires (rounded down to the millisecond), which the Runner sets to its
+// TTL; an operation's record expires after Timeout plus a second; the
 // cooldown set holds at most fallback.DefaultCooldownKeys (1,024) keys, a
 // cooldown leaves it once ended, and the set expires at its last end. A
 // cooldown's key is a route's Quota or Name, or "breaker:" + the breaker's
-// Name.
+// Name: names the service configures, kept as they are (members of the
+// set, not keys).
 //
 // # Cooldowns: a local copy, its staleness, and the clocks
 //

@@ -187,7 +187,8 @@ func TestOutage(t *testing.T) {
 			if _, err := closed.Wrap(ok).Generate(ctx, req); err != nil {
 				t.Errorf("fail-closed call after the outage = %v, want admitted", err)
 			}
-			if n, err := s.c.Exists(context.Background(), s.key("rl", "c")).Result(); err != nil || n != 1 {
+			// The closed limiter's key: unnamed ("0:|"), a key function's ("=").
+			if n, err := s.c.Exists(context.Background(), s.key("rl", "0:|=c")).Result(); err != nil || n != 1 {
 				t.Errorf("the limiter's key in Redis after the outage: %d, %v; want it there", n, err)
 			}
 			if !h.has("INFO redisstore: redis available again") {

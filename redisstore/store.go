@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,11 @@ const (
 	DefaultRefresh   = 100 * time.Millisecond
 )
 
+// opSlack is how long an operation's record outlives the operation's
+// Timeout: a resend is sent before the Timeout ends, and runs once the
+// server reads it, later by a stall of the server (up to opSlack).
+const opSlack = time.Second
+
 // ErrUnavailable is wrapped by every error of an operation the server did
 // not answer in time or at all, and of the operations refused at once
 // while the Store waits to probe the server again (see [Config.Probe]).
@@ -33,7 +40,9 @@ type Config struct {
 	// Client talks to the server: a *redis.Client (one server, or Valkey),
 	// a *redis.ClusterClient or a *redis.Ring. It must have
 	// ContextTimeoutEnabled, so that Timeout, a context deadline, bounds
-	// each operation; New refuses one without.
+	// each operation; New refuses one without. Its retries (MaxRetries)
+	// are safe: a resent script applies once (see the package
+	// documentation).
 	Client redis.UniversalClient
 	// Prefix starts every key, to share a server with other data. Zero
 	// means [DefaultPrefix] ("portico:"); it must not contain '{' or '}',
@@ -75,6 +84,9 @@ type Store struct {
 	budgetTTL time.Duration
 	refresh   time.Duration
 	log       *slog.Logger
+	opBase    string        // random: the start of this Store's operation ids (see opKey)
+	opTTL     int64         // milliseconds an operation's record is kept: Timeout + opSlack
+	ops       atomic.Uint64 // operations begun: the rest of their ids
 
 	downUntil atomic.Int64 // mono.Now (ns) until which operations fail at once; 0: up
 	downSince atomic.Int64 // mono.Now (ns) of the first failure of the outage
@@ -114,7 +126,8 @@ func New(cfg Config) (*Store, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Store{c: cfg.Client, prefix: cfg.Prefix, timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL,
-		refresh: cfg.Refresh, log: cfg.Logger}, nil
+		refresh: cfg.Refresh, log: cfg.Logger, opBase: strconv.FormatUint(rand.Uint64(), 36) + ".",
+		opTTL: (cfg.Timeout + opSlack).Milliseconds()}, nil
 }
 
 // contextTimeouts reports whether c honours context deadlines; a client
@@ -190,12 +203,4 @@ func (s *Store) up() {
 		s.log.LogAttrs(context.Background(), slog.LevelInfo, "redisstore: redis available again",
 			slog.Duration("outage", mono.Now()-time.Duration(since)))
 	}
-}
-
-// key returns the prefix, the kind and the hash-tagged part: every key an
-// operation touches shares its tag, so one slot of a Cluster holds them
-// all. The tag's content starts with "k=" so that it is never empty (an
-// empty tag would hash the whole key).
-func (s *Store) key(kind, tagged string) string {
-	return s.prefix + kind + ":{k=" + tagged + "}"
 }

@@ -39,16 +39,19 @@ func TestNewConfig(t *testing.T) {
 	}
 }
 
-// TestKeysShareASlot: every key one script touches hashes to one Cluster
-// slot, whatever the destination, client or key holds (braces included).
+// TestKeysShareASlot: every key one script touches, the operation's
+// record included, hashes to one Cluster slot, whatever the destination,
+// client or key holds (braces included).
 func TestKeysShareASlot(t *testing.T) {
 	s := &Store{prefix: DefaultPrefix}
 	b := &Budgets{s: s}
 	for _, dest := range []string{"", "gpt-4o", "a}b", "{x}", "}"} {
 		for _, client := range []string{"", "c", "{y}"} {
-			keys := b.keys(dest, client, &limitsWithDest)
-			if slot(keys[0]) != slot(keys[1]) {
-				t.Errorf("keys %q and %q hash to slots %d and %d", keys[0], keys[1], slot(keys[0]), slot(keys[1]))
+			keys := b.keys(dest, client, &limitsWithDest) // the client's, the destination's, the operation's
+			for _, k := range keys[1:] {
+				if slot(keys[0]) != slot(k) {
+					t.Errorf("keys %q and %q hash to slots %d and %d", keys[0], k, slot(keys[0]), slot(k))
+				}
 			}
 		}
 	}
