@@ -88,6 +88,8 @@ type Schema struct {
 type Identity struct {
 	// ClientKey isolates callers from one another: rate limits and retry budgets
 	// are kept per client key, so one client in an error loop empties only its own.
+	// It is not a secret: a shared store may keep it readable in its keys, so
+	// derive it from a credential by a hash, never use the credential.
 	ClientKey string
 	// SessionID ties the calls of one agent program (one conversation, one task)
 	// together, for fair queueing and replica affinity (Autellix's and
