@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // Class says what an error means for the layers above it: whether trying again
@@ -322,6 +324,45 @@ func FromContext(ctx context.Context) error {
 		return &Error{Class: Deadline, Err: cause}
 	}
 	return &Error{Class: Canceled, Err: cause}
+}
+
+// Gone returns, once ctx is done, the error of a call that a layer ends
+// before spending or sending anything for it, and nil while ctx is not done.
+// Every layer that spends (a limiter's token or slot, a breaker's probe, a
+// retry budget, a route's call) asks it first, so that a request whose
+// caller has gone costs nothing. The error is of class [Canceled] when ctx
+// was canceled and [Deadline] when its deadline passed (a layer's own
+// timeout included: nothing was sent, so no breaker counts it), wraps
+// ctx.Err() and its cause (context.Cause), and has NotSent set.
+//
+// It costs ctx.Err(), or less: one read of the clock at most for a chain of
+// the contexts package stack's deadlines make, and none for the reading
+// the stack lends the layer it calls first.
+func Gone(ctx context.Context) error {
+	if !lazyctx.Ended(ctx) {
+		return nil
+	}
+	return gone(ctx)
+}
+
+// gone is Gone's error for ctx, which has ended.
+func gone(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil { // its deadline passed at the reading, before the timer fired
+		err = context.DeadlineExceeded
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil:
+		cause = err
+	case cause != err:
+		cause = Join(err, cause)
+	}
+	class := Canceled
+	if errors.Is(err, context.DeadlineExceeded) {
+		class = Deadline
+	}
+	return &Error{Class: class, NotSent: true, Err: cause}
 }
 
 // Join returns an error wrapping errs (nil ones dropped), like [errors.Join],

@@ -274,3 +274,43 @@ func canceledBy(cause error) context.Context {
 	cancel(cause)
 	return ctx
 }
+
+// TestGone: a done context gives the error of a call that sent nothing,
+// Canceled or Deadline as the context ended, never Ambiguous (a layer's own
+// timeout too: nothing was sent), wrapping the context's error and cause,
+// NotSent set; a live one gives nil.
+func TestGone(t *testing.T) {
+	if err := Gone(context.Background()); err != nil {
+		t.Errorf("Gone(live) = %v, want nil", err)
+	}
+	shutdown := errors.New("shutting down")
+	canceled, cancel := context.WithCancelCause(context.Background())
+	cancel(shutdown)
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancelExpired()
+	layer, cancelLayer := context.WithTimeoutCause(context.Background(), 0, NewLayerTimeout("share spent"))
+	defer cancelLayer()
+	<-layer.Done()
+	for _, c := range []struct {
+		name  string
+		ctx   context.Context
+		class Class
+		is    []error
+		msg   string
+	}{
+		{"canceled", canceled, Canceled, []error{context.Canceled, shutdown, ErrCanceled}, "portico: canceled: context canceled; shutting down"},
+		{"expired", expired, Deadline, []error{context.DeadlineExceeded, ErrDeadline}, "portico: deadline: context deadline exceeded"},
+		{"layer timeout", layer, Deadline, []error{context.DeadlineExceeded, ErrLayerTimeout}, "portico: deadline: context deadline exceeded; share spent"},
+	} {
+		err := Gone(c.ctx)
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Class != c.class || !pe.NotSent || err.Error() != c.msg {
+			t.Errorf("Gone(%s) = %v (%+v), want class %v, NotSent, %q", c.name, err, pe, c.class, c.msg)
+		}
+		for _, target := range c.is {
+			if !errors.Is(err, target) {
+				t.Errorf("Gone(%s) = %v, want it to match %v", c.name, err, target)
+			}
+		}
+	}
+}

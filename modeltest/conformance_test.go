@@ -20,6 +20,18 @@ func TestRunFaultsPassingThrough(t *testing.T) {
 	})
 }
 
+// A layer that checks portico.Gone first keeps RunGone's rule.
+func TestRunGoneChecking(t *testing.T) {
+	RunGone(t, func(t *testing.T, base portico.Model) portico.Model {
+		return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			if err := portico.Gone(ctx); err != nil {
+				return nil, err
+			}
+			return base.Generate(ctx, req)
+		})
+	})
+}
+
 func TestRunModelFake(t *testing.T) {
 	RunModel(t, func(t *testing.T) portico.Model { return NewFake(Answer("hello there")) })
 }
@@ -73,6 +85,10 @@ func TestBadMiddleware(t *testing.T) {
 	if name == "" {
 		t.Skip("run by TestRunCatches")
 	}
+	if name == "passes-gone-down" { // RunGone's rule, which pass-through middlewares need not keep
+		RunGone(t, func(t *testing.T, base portico.Model) portico.Model { return base })
+		return
+	}
 	Run(t, func(t *testing.T, base portico.Model) portico.Model { return badMiddlewares[name](base) })
 }
 
@@ -83,11 +99,12 @@ func TestRunCatches(t *testing.T) {
 		t.Skip("spawns child test processes")
 	}
 	for name, subtest := range map[string]string{
-		"mutates":        "NoMutation",
-		"ignores-cancel": "Cancel",
-		"both":           "Error",
-		"drops-chunks":   "Stream",
-		"crosstalk":      "Concurrent",
+		"mutates":          "NoMutation",
+		"ignores-cancel":   "Cancel",
+		"both":             "Error",
+		"drops-chunks":     "Stream",
+		"crosstalk":        "Concurrent",
+		"passes-gone-down": "Canceled",
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBadMiddleware$", "-test.v")

@@ -94,6 +94,10 @@
 //     none after Generate returns, and concatenate to the Response's Text;
 //     an error from the callback aborts the call with an error that wraps it.
 //
+// [RunGone] checks, beside it, the rule every layer that spends keeps for
+// a request whose caller has gone ([portico.Gone]): a context canceled or
+// past its deadline gets the context's error, NotSent, base never called.
+//
 // # What the requests carry
 //
 // Every subtest of [Run] sends the same request (Concurrent changes only the
