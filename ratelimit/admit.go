@@ -10,17 +10,10 @@ import (
 )
 
 // admit takes a slot of the in-flight cap (queueing for one if configured)
-// and then the call's share of both buckets, waiting in Wait mode. On success
-// t.e holds the key's entry, with the slot and the reservation counted.
-func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket) error {
-	// At the reading the stack's deadline layer lends, when ctx carries one
-	// (lazyctx.Now); inline, so that the clock read is the only call.
-	now, lent := lazyctx.Lent(ctx)
-	if lent {
-		now -= l.epoch
-	} else {
-		now = l.now()
-	}
+// and then the call's share of both buckets, waiting in Wait mode, at now
+// (Limiter.now). On success t.e holds the key's entry, with the slot and
+// the reservation counted.
+func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, now time.Duration) error {
 	k := l.keyOf(req)
 	e := l.acquire(k, req, now) // locked and settled
 	// Priced before the key's limits were known (with tiers): check them

@@ -131,7 +131,10 @@
 // [Config.MaxWait], and fails at once as in Reject mode otherwise. A waiting
 // call holds its place in line: later calls leave room for it, so a large call
 // is not starved by small ones, and the buckets are charged only at admission,
-// so the bound is unchanged. Waits select on ctx.Done() and a canceled wait
+// so the bound is unchanged. A call whose context is done already (canceled,
+// or past its deadline) takes nothing: it fails at once with
+// [portico.Gone]'s error, before a slot, a token or a place in line is
+// taken, and a [Store] is not asked. Waits select on ctx.Done() and a canceled wait
 // gives its place and its slot back: the calls waiting behind it compute
 // their waits again at once, so the next in line takes the place given
 // back (with one request per second, if the call due at 1 s is canceled,

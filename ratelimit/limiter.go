@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/internal/mono"
 )
 
@@ -92,6 +93,7 @@ func New(cfg Config) (*Limiter, error) {
 //     would admit the call, when a bucket refuses;
 //   - Rejected wrapping [ErrOverloaded] when the in-flight cap and the queue
 //     are full;
+//   - [portico.Gone]'s error, nothing taken, when ctx is done already;
 //   - [portico.FromContext]'s error when ctx ends while the call waits;
 //   - [portico.ErrNilRequest] for a nil *Request;
 //   - [portico.ErrNilResponse] when next returns neither a Response nor an
@@ -175,6 +177,17 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	if req == nil {
 		return nil, portico.ErrNilRequest
 	}
+	// At the reading the stack's deadline layer lends, when ctx carries one
+	// (lazyctx.Now); inline, so that the clock read is the only call.
+	now, lent := lazyctx.Lent(ctx)
+	if !lent {
+		now = mono.Now()
+	}
+	if lazyctx.EndedAt(ctx, now) { // the caller has gone: no slot, no token, no place in line
+		if err := portico.Gone(ctx); err != nil {
+			return nil, err
+		}
+	}
 	t := ticket{}
 	if p := l.pricing.Load(); p.burst > 0 {
 		if err := l.price(req, p.burst, &t); err != nil {
@@ -186,7 +199,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 			}
 		}
 	}
-	if err := l.admit(ctx, req, &t); err != nil {
+	if err := l.admit(ctx, req, &t, now-l.epoch); err != nil {
 		return nil, err
 	}
 	done := false

@@ -279,6 +279,9 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 	if req == nil {
 		return nil, portico.ErrNilRequest
 	}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: the store is not asked
+	}
 	s, l := m.s, m.s.l
 	tier := l.tierOf(req) // on every call: the store keeps no entry
 	lim := l.limitsOf(tier)
