@@ -24,6 +24,9 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if req == nil {
 		return nil, portico.ErrNilRequest
 	}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no deposit, no attempt
+	}
 	r := m.r
 	if r.budget != nil && !req.Hedge {
 		// Deposit in both buckets: an atomic load each when they are full.

@@ -477,9 +477,11 @@ func orDefault[T int | float64 | time.Duration](v, def T) T {
 // [ErrAttemptsExhausted], [ErrBudgetExhausted], [ErrNoTimeLeft] (class
 // Deadline) or [ErrRetryAfterTooLong] (RateLimited), and whose Usage sums what
 // the attempts billed (see Errors in the package documentation). A context
-// that ends during a wait ends the call with [portico.FromContext]'s error,
-// with the same cause and Usage. A nil request is [portico.ErrNilRequest]; an
-// attempt that returns neither answer nor error fails with
+// done already fails the call with [portico.Gone]'s error, next not called
+// and the budgets not touched; one that ends during a wait ends the call
+// with [portico.FromContext]'s error, with the same cause and Usage. A nil
+// request is [portico.ErrNilRequest]; an attempt that returns neither
+// answer nor error fails with
 // [portico.ErrNilResponse] (InvalidResponse). Inner layers see each attempt
 // through [portico.AttemptFromContext]. With MaxAttempts 1 every error is
 // returned as it is.
