@@ -213,7 +213,9 @@ func (b *Breaker) announce(until int64) {
 // Besides next's own results, the returned Model's Generate returns a
 // [portico.Rejected] *portico.Error wrapping [ErrOpen] when the breaker
 // refuses the call, [portico.ErrNilRequest] for a nil *Request (next not
-// called, nothing counted), and [portico.ErrNilResponse] (counted as a route
+// called, nothing counted), [portico.Gone]'s error for a context done
+// already (next not called, no probe slot taken, nothing counted), and
+// [portico.ErrNilResponse] (counted as a route
 // fault) when next returns neither a Response nor an error. A panic in next
 // counts as a failure and goes on, after the probe slot it held is released.
 // A streamed call that the caller's own OnChunk ended (a panic or an error)
@@ -235,6 +237,9 @@ type guarded struct {
 func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
+	}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no probe slot taken, nothing counted
 	}
 	b := g.b
 	word := b.word.Load()

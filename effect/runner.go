@@ -141,9 +141,10 @@ func New(cfg Config) (*Runner, error) {
 // package documentation); one of the recorded class wrapping [ErrFailed]
 // for a key that failed earlier; a Transient one wrapping [ErrStore] when
 // the store fails (fn not run); a Permanent one wrapping [ErrKey] for the
-// empty key; [portico.FromContext]'s error when ctx ends while waiting or
-// before key is claimed (fn not run). A panic in fn leaves key Unknown and
-// goes on. Do panics if fn is nil.
+// empty key; [portico.Gone]'s error when ctx is done before key is claimed
+// and [portico.FromContext]'s when it ends while waiting (fn not run either
+// way). A panic in fn leaves key Unknown and goes on. Do panics if fn is
+// nil.
 func (r *Runner) Do(ctx context.Context, key Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
 	return r.do(ctx, key, "", fn)
 }
@@ -245,13 +246,13 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 	owner := r.takeUnsure(key)
 	seen := false // the key was seen pending in another run, within its lease
 	for {
-		if ctx.Err() != nil {
+		if err := portico.Gone(ctx); err != nil {
 			// Never claim a key for a caller that has already gone: fn would
 			// start under a done context and its failure would read as
 			// Unknown although nothing ran. Waiters try themselves.
 			r.keepUnsure(key, owner)
 			f.again = true
-			return nil, portico.FromContext(ctx)
+			return nil, err
 		}
 		now := time.Now()
 		// A pending record outlives its lease by the TTL, so that a lost

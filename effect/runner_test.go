@@ -486,3 +486,19 @@ func TestHundredCallersAcrossRunnersRunOnce(t *testing.T) {
 type observerFunc func(portico.Event)
 
 func (f observerFunc) Observe(_ context.Context, e portico.Event) { f(e) }
+
+// TestLayerTimeoutBeforeClaimIsNotAmbiguous: a context a layer's own
+// timeout ended before the key was claimed ran nothing: Do says so with the
+// context's Deadline error, NotSent, not an Ambiguous one that reads as an
+// effect that may have run.
+func TestLayerTimeoutBeforeClaimIsNotAmbiguous(t *testing.T) {
+	r := newRunner(t, Config{})
+	key := mustKey(t, "op", "charge", `{"amount":1}`)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), -1, portico.NewLayerTimeout("share spent"))
+	defer cancel()
+	_, err := r.Do(ctx, key, func(context.Context) ([]byte, error) { t.Error("effect run"); return nil, nil })
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.Class != portico.Deadline || !pe.NotSent || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Do(layer timeout passed) = %v, want Deadline, NotSent, matching context.DeadlineExceeded", err)
+	}
+}

@@ -245,9 +245,10 @@ func TestContextOverflowSkipsSameWindow(t *testing.T) {
 	}
 }
 
+// A route's error that forbids falling back stops the group, and is
+// returned unchanged. (A context done before the group is entered calls no
+// route at all: TestGone.)
 func TestNoFallbackOn(t *testing.T) {
-	canceledCtx, cancel := context.WithCancel(context.Background())
-	cancel()
 	noRepeat := simple.Clone()
 	noRepeat.NoAmbiguousRetry = true
 	for name, tc := range map[string]struct {
@@ -257,7 +258,7 @@ func TestNoFallbackOn(t *testing.T) {
 	}{
 		"permanent":                  {context.Background(), simple, &portico.Error{Class: portico.Permanent, Status: 400}},
 		"unclassified":               {context.Background(), simple, errors.New("mystery")},
-		"canceled":                   {canceledCtx, simple, portico.FromContext(canceledCtx)},
+		"canceled":                   {context.Background(), simple, perr(portico.Canceled)},
 		"ambiguous-NoAmbiguousRetry": {context.Background(), noRepeat, perr(portico.Ambiguous)},
 	} {
 		t.Run(name, func(t *testing.T) {

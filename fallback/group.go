@@ -154,10 +154,14 @@ func (g *Group) Routes() []portico.Route {
 // [*Exhausted] and [ErrExhausted], of the most telling hop's class. A
 // request wrong on any route gets Fits' Permanent error, no route called;
 // a route that returns neither answer nor error fails with
-// [portico.ErrNilResponse]; a nil req is [portico.ErrNilRequest].
+// [portico.ErrNilResponse]; a nil req is [portico.ErrNilRequest]; a context
+// done already is [portico.Gone]'s error, no route called.
 func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
+	}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no route is called
 	}
 	if k := req.Contract; k != nil && k.Deadline > 0 {
 		var c *lazyctx.Context

@@ -171,7 +171,8 @@ func (h *Hedger) destOf(req *portico.Request) string {
 // the call when no other attempt runs, or at once when another could not
 // help ([portico.Permanent], [portico.Incompatible], [portico.Unusable],
 // the caller's [portico.Canceled] or [portico.Deadline]); the call's error
-// is then that attempt's. A nil request fails with [portico.ErrNilRequest].
+// is then that attempt's. A nil request fails with [portico.ErrNilRequest],
+// and a context done already with [portico.Gone]'s error, nothing sent.
 // Each wrapped Model keeps its own latency sketch: wrap each destination on
 // its own, as package stack does.
 func (h *Hedger) Wrap(next portico.Model) portico.Model {
@@ -193,6 +194,9 @@ type model struct {
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
+	}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no attempt, no hedge
 	}
 	h := m.h
 	if !h.Applies(req) {

@@ -181,8 +181,13 @@ type attempt struct {
 // the winning answer and its attempt's index, or the error a Plan stopped
 // the race with, or, when no attempt was left, the last attempt's error; a
 // panic of an attempt is raised again on the caller's goroutine once the
-// others ended. It returns (nil, -1, nil) when the plan had no attempt 0.
+// others ended. It returns (nil, -1, nil) when the plan had no attempt 0,
+// and (nil, -1, [portico.Gone]'s error) for a context done already, the
+// plan not asked for one.
 func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*portico.Response, int, error) {
+	if err := portico.Gone(ctx); err != nil {
+		return nil, -1, err // the caller has gone: no attempt, no hedge
+	}
 	r := h.newRace(ctx, req)
 	if !samePlan(r.plan, plan) { // a race in a slot keeps its last plan
 		r.plan = plan

@@ -11,6 +11,22 @@ import (
 // TestConformance runs modeltest's Model-contract suite over every Model of
 // the package, each built around the suite's base Model.
 func TestConformance(t *testing.T) {
+	for name, wrap := range suiteModels() {
+		t.Run(name, func(t *testing.T) { modeltest.Run(t, wrap) })
+	}
+}
+
+// TestGone: every Model of the package refuses a request whose caller has
+// gone with the context's error, NotSent, and picks or calls no route.
+func TestGone(t *testing.T) {
+	for name, wrap := range suiteModels() {
+		t.Run(name, func(t *testing.T) { modeltest.RunGone(t, wrap) })
+	}
+}
+
+// suiteModels returns, by name, a builder of each Model of the package
+// around the suite's base Model.
+func suiteModels() map[string]func(t *testing.T, base portico.Model) portico.Model {
 	must := func(t *testing.T, m portico.Model, err error) portico.Model {
 		t.Helper()
 		if err != nil {
@@ -61,7 +77,5 @@ func TestConformance(t *testing.T) {
 			return must(t, b, err)
 		}
 	}
-	for name, wrap := range cases {
-		t.Run(name, func(t *testing.T) { modeltest.Run(t, wrap) })
-	}
+	return cases
 }

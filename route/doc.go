@@ -11,8 +11,9 @@
 // route is available, the error's RetryAfter is the least time until one
 // takes calls again ([portico.Health].RetryAfter). A route's fault, Unusable
 // included, takes it out of rotation through its breaker, and a [Cascade]
-// moves on from it to its next step. Each is a [portico.Model], so it slots
-// wherever a Model goes.
+// moves on from it to its next step. A request whose context is done
+// already is refused with [portico.Gone]'s error before any route is picked
+// or called. Each is a [portico.Model], so it slots wherever a Model goes.
 //
 // # Choose before calling: Threshold and Router
 //

@@ -167,7 +167,8 @@ func (e *Error) Is(target error) bool { return target == ErrThrottled }
 // layers' [portico.Rejected] not at all (see the package documentation).
 // next's result is returned as it is, except that neither Response nor
 // error becomes [portico.ErrNilResponse], a route fault. A nil request
-// fails at once with [portico.ErrNilRequest].
+// fails at once with [portico.ErrNilRequest], and a context done already
+// with [portico.Gone]'s error, neither drawn nor counted.
 func (t *Throttle) Wrap(next portico.Model) portico.Model {
 	if portico.IsNil(next) {
 		panic("throttle: Wrap of a nil Model")
@@ -186,6 +187,9 @@ type model struct {
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
+	}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: neither drawn nor counted
 	}
 	t := m.t
 	w := &t.w
