@@ -207,6 +207,9 @@ func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
 // goes on up. A Balancer does not retry on another replica:
 // put a retry or fallback layer around it.
 func (b *Balancer) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no route is picked or called
+	}
 	pr, err := b.Pick(PickInfo{Request: req})
 	if err != nil {
 		return nil, err

@@ -167,6 +167,9 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 	if req == nil {
 		return nil, errNilRequest
 	}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no route is picked or called
+	}
 	n := c.est.EstimateInputTokens(req)
 	var hold *held // with OnChunk: the current step's chunks, held back until accepted
 	buffered := req

@@ -169,6 +169,9 @@ func (r *Router) Stats(i int) rank.Candidate {
 // route's Model is fed back as a failure and then goes on up. A Router does
 // not fall back: put a fallback layer around it, or use a [Cascade].
 func (r *Router) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no route is picked or called
+	}
 	pr, err := r.Pick(PickInfo{Request: req})
 	if err != nil {
 		return nil, err

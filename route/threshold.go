@@ -99,6 +99,9 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 	if req == nil {
 		return nil, errNilRequest
 	}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no route is picked or called
+	}
 	d := t.Decide(req)
 	first := 0
 	if d.Strong {
