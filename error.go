@@ -20,9 +20,11 @@ type Class uint8
 const (
 	// OK is the class of a nil error.
 	OK Class = iota
-	// Permanent: the request is wrong (400, a malformed parameter). The same
-	// request fails again on any route, so routing layers stop at once; it
-	// never counts against a route's health.
+	// Permanent: the request is wrong on every route: Portico's own
+	// validation refused it ([Request.Validate], a request no adapter can
+	// encode), or no provider accepts its shape. Routing layers stop at
+	// once; it never counts against a route's health. A provider's own
+	// refusal (a 400) is Incompatible: another provider may accept it.
 	Permanent
 	// Transient: the route failed this time (500, 502, 503, 504, connection refused
 	// before the request was sent). Trying again may succeed.
@@ -31,7 +33,9 @@ const (
 	// carries the hint when there is one.
 	RateLimited
 	// Incompatible: this route cannot serve this request (context too long, tools
-	// or modality unsupported). Never retry the same route; a capable one may work.
+	// or modality unsupported, a 400 or 422 of its provider, a provider's
+	// x-should-retry: false). Never retry the same route; a capable one may
+	// work. It never counts against the route's health.
 	Incompatible
 	// InvalidResponse: an answer came back but breaks the contract (truncated,
 	// schema violation, unknown tool, malformed envelope). HTTP 200 is not success.
@@ -48,7 +52,7 @@ const (
 	Rejected
 	// Unusable: this route cannot serve any request now, whatever the request
 	// (401 or 403: its credentials; 404: its model or deployment is missing; a
-	// provider that said not to retry). Never retried on the same route; another
+	// spent quota). Never retried on the same route; another
 	// route may serve the request, and the failure counts against this route's
 	// health. Permanent, by contrast, says no route can serve the request.
 	Unusable

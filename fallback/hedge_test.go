@@ -94,7 +94,7 @@ func TestHedgeStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := after("b", time.Second)
 		g := MustNew(Config{Routes: []portico.Route{
-			named("a", modeltest.NewFake(modeltest.Outcome{Err: modeltest.StatusError(400), Latency: 150 * ms})), named("b", b)},
+			named("a", modeltest.NewFake(modeltest.Outcome{Err: &portico.Error{Class: portico.Permanent, Status: 400, Err: modeltest.ErrInjected}, Latency: 150 * ms})), named("b", b)},
 			Hedge: hedge.MustNew(hedge.Config{Delay: 100 * ms})})
 		start := time.Now()
 		_, err := g.Generate(context.Background(), idem)

@@ -185,7 +185,7 @@ func TestFailures(t *testing.T) {
 		calls int
 	}{
 		{"transient waits for the hedge", modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 150 * ms}, "hedge", portico.OK, 400 * ms, 2},
-		{"permanent stops", modeltest.Outcome{Err: modeltest.StatusError(400), Latency: 150 * ms}, "", portico.Permanent, 150 * ms, 2},
+		{"permanent stops", modeltest.Outcome{Err: &portico.Error{Class: portico.Permanent, Status: 400, Err: modeltest.ErrInjected}, Latency: 150 * ms}, "", portico.Permanent, 150 * ms, 2},
 		{"before the delay", modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 50 * ms}, "", portico.Transient, 50 * ms, 1},
 	} {
 		synctest.Test(t, func(t *testing.T) {

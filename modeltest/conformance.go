@@ -45,7 +45,7 @@ func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model
 		}
 	})
 	bubble("Error", func(t *testing.T) {
-		for _, e := range []*portico.Error{StatusError(400), StatusError(503), RateLimitError(time.Second), ContextOverflowError()} {
+		for _, e := range []*portico.Error{permanentError(), StatusError(400), StatusError(503), RateLimitError(time.Second), ContextOverflowError()} {
 			m := wrap(t, NewFake(Fail(e)))
 			ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 			resp, err := m.Generate(ctx, suiteRequest(nil))
@@ -57,7 +57,7 @@ func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model
 	})
 	bubble("Concurrent", func(t *testing.T) { concurrent(t, wrap(t, echo()), true) })
 	bubble("NoMutation", func(t *testing.T) {
-		bases := []Outcome{Answer("fine"), Fail(StatusError(503)), Fail(StatusError(400)),
+		bases := []Outcome{Answer("fine"), Fail(StatusError(503)), Fail(permanentError()),
 			{Response: Answer("one two three").Response, TTFT: time.Millisecond, ChunkGap: time.Millisecond}}
 		for i, o := range bases {
 			for _, stream := range []bool{false, true} {
@@ -358,4 +358,10 @@ func streamAbort(t *testing.T, m portico.Model) {
 	if calls != 2 {
 		t.Errorf("callback called %d times, want 2 (none after it failed)", calls)
 	}
+}
+
+// permanentError is a request wrong on every route, as Portico's own
+// validation reports it: Permanent, status 400, wrapping ErrInjected.
+func permanentError() *portico.Error {
+	return &portico.Error{Class: portico.Permanent, Status: 400, Reason: "injected permanent", Err: ErrInjected}
 }

@@ -16,11 +16,12 @@ var ErrInjected = errors.New("modeltest: injected fault")
 // status code and no error body it recognises, classified by the rule of package
 // provider/openai: 429 is [portico.RateLimited]; 401, 402, 403 and 404 (this
 // route's credentials, quota, model or deployment) are [portico.Unusable]; 413 is
-// [portico.Incompatible]; 408, 409, 424 and every 5xx are [portico.Transient];
-// 400, 422 and any other status are [portico.Permanent]. Status is set; Err is
-// [ErrInjected]. Each call returns a new *Error that the caller may change.
+// [portico.Incompatible], as are 400, 422 and any other status (this
+// provider refuses the request, another may not); 408, 409, 424 and every
+// 5xx are [portico.Transient]. Status is set; Err is [ErrInjected]. Each
+// call returns a new *Error that the caller may change.
 func StatusError(status int) *portico.Error {
-	c := portico.Permanent
+	c := portico.Incompatible
 	switch {
 	case status == 429:
 		c = portico.RateLimited

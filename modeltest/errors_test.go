@@ -14,9 +14,9 @@ func TestStatusError(t *testing.T) {
 		status int
 		want   portico.Class
 	}{
-		{400, portico.Permanent}, {401, portico.Unusable}, {402, portico.Unusable}, {403, portico.Unusable},
+		{400, portico.Incompatible}, {401, portico.Unusable}, {402, portico.Unusable}, {403, portico.Unusable},
 		{404, portico.Unusable}, {408, portico.Transient}, {409, portico.Transient}, {413, portico.Incompatible},
-		{418, portico.Permanent}, {422, portico.Permanent}, {424, portico.Transient}, {429, portico.RateLimited},
+		{418, portico.Incompatible}, {422, portico.Incompatible}, {424, portico.Transient}, {429, portico.RateLimited},
 		{500, portico.Transient}, {502, portico.Transient}, {503, portico.Transient}, {504, portico.Transient},
 		{599, portico.Transient},
 	} {

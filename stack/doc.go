@@ -59,7 +59,10 @@
 // With several routes, what fails is sorted by whose fault it is. A request
 // wrong on any route ([portico.Request.Validate]: a malformed Contract, a
 // negative MaxOutputTokens; or a schema validate cannot compile) fails at
-// once, and no provider is called. A route that cannot serve now (a 401 or
+// once, and no provider is called. A request one provider refuses (its 400
+// or 422, its x-should-retry: false) is that route's only: the adapters
+// classify it Incompatible, so it is not retried there, the group moves on
+// to the next route that fits, and the breaker does not count it. A route that cannot serve now (a 401 or
 // 403 of its key, a 404 of its model, a spent quota: Unusable) is called
 // once, not retried; the group moves on to the next route and the route's
 // breaker opens at once, so later requests skip it until a probe succeeds.

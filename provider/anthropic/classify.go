@@ -76,16 +76,18 @@ func classifyError(status int, typ, code, msg, shouldRetry string) (portico.Clas
 	c, reason := baseClass(status, typ, code, strings.ToLower(msg))
 	switch shouldRetry {
 	case "true":
-		if c == portico.Permanent || c == portico.Unusable {
+		if reason == reasonRefused || c == portico.Unusable {
 			c, reason = portico.Transient, reason+" (x-should-retry: true)"
 		}
 	case "false":
-		if c.Retryable() {
-			c, reason = portico.Unusable, reason+" (x-should-retry: false)"
-		}
+		c, reason = adapt.NoRetry(c, reason)
 	}
 	return c, reason
 }
+
+// reasonRefused is the reason of a request refused for no reason the table
+// names: adapt.Refused, this request on this route.
+const reasonRefused = "request refused"
 
 func baseClass(status int, typ, code, lower string) (portico.Class, string) {
 	switch {
@@ -118,7 +120,7 @@ func baseClass(status int, typ, code, lower string) (portico.Class, string) {
 	case status == http.StatusOK && typ != "invalid_request_error":
 		return portico.Transient, "stream error"
 	}
-	return portico.Permanent, "request refused"
+	return adapt.Refused, reasonRefused
 }
 
 // streamErrorPrefix begins the SDK's error for an error event whose data it

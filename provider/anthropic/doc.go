@@ -53,7 +53,8 @@
 // tools and tool_choice stay the caller's. Anthropic's structured outputs are
 // always constrained, so Schema.Strict changes nothing, and the format has
 // no name, so Schema.Name is not sent; a schema the API does
-// not support is refused by it (400, Permanent). The schema is sent as
+// not support is refused by it (400, Incompatible: another provider's
+// schema subset may take it). The schema is sent as
 // written: the SDK's schema rewriting (transformSchema, for its beta types)
 // would move unsupported keywords into descriptions, a silent repair.
 //
@@ -120,10 +121,14 @@
 //	context limit"
 //	400 "max_tokens: N > M, which is the        Incompatible
 //	maximum allowed number of output tokens"
-//	other 400 invalid_request_error, 4xx        Permanent (an error event of another
-//	                                            type inside a stream: Transient)
-//	x-should-retry: true / false                Permanent or Unusable made Transient;
-//	                                            Transient or RateLimited made Unusable
+//	other 400 invalid_request_error, 4xx        Incompatible: this provider refuses it,
+//	(a system-only conversation, say)           another may not (an error event of
+//	                                            another type inside a stream: Transient)
+//	x-should-retry: true / false                such a refusal or Unusable made
+//	                                            Transient; Transient or RateLimited
+//	                                            made Incompatible (advice about the
+//	                                            request: not retried, moves on, no
+//	                                            breaker counts it)
 //	error event inside an HTTP 200 stream,      as its type says (overloaded_error
 //	or an error object as a 200 body            Transient, ...); after text reached
 //	                                            OnChunk no layer above retries it

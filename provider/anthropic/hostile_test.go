@@ -366,7 +366,7 @@ func TestMaxResponseBytes(t *testing.T) {
 	}{
 		{"huge answer", forever(200, "application/json", `{"id":"x","content":[{"type":"text","text":"`, "aaaaaaaa"), false, 200, portico.InvalidResponse},
 		{"huge error body", forever(529, "application/json", `{"type":"error","error":{"message":"`, "aaaaaaaa"), false, 529, portico.Transient},
-		{"huge error body streaming", forever(400, "application/json", `{"type":"error","error":{"message":"`, "aaaaaaaa"), true, 400, portico.Permanent},
+		{"huge error body streaming", forever(400, "application/json", `{"type":"error","error":{"message":"`, "aaaaaaaa"), true, 400, portico.Incompatible},
 		{"endless stream", forever(200, "text/event-stream", sseEvent(evStart)+sseEvent(textStart), sseEvent(textDelta(0, "ab"))), true, 200, portico.InvalidResponse},
 		{"one endless event", forever(200, "text/event-stream", sseEvent(evStart), "data: aaaaaaaa\n"), true, 200, portico.InvalidResponse},
 		{"one endless line", forever(200, "text/event-stream", "data: ", "aaaaaaaa"), true, 200, portico.InvalidResponse},
@@ -443,7 +443,7 @@ func TestErrorBodyNotAnthropic(t *testing.T) {
 		{"429 plain text", reply(429, "text/plain", "slow down", "retry-after", "7"), portico.RateLimited, 429, 7 * time.Second},
 		{"401 empty", reply(401, "application/json", ""), portico.Unusable, 401, 0},
 		{"413 from the CDN", reply(413, "text/html", "<html>413 Request Entity Too Large</html>"), portico.Incompatible, 413, 0},
-		{"400 other json", reply(400, "application/json", `{"message":"nope"}`), portico.Permanent, 400, 0},
+		{"400 other json", reply(400, "application/json", `{"message":"nope"}`), portico.Incompatible, 400, 0},
 	}
 	for _, tc := range cases {
 		m := raw(t, anthropic.Config{}, tc.h)

@@ -132,7 +132,8 @@ func ident(s string) string {
 //   - 408, 409 ABORTED, 500 INTERNAL, 503 UNAVAILABLE, 504
 //     DEADLINE_EXCEEDED and every other 5xx: Transient (504 as the openai
 //     adapter has it: the server gave up, it did not answer);
-//   - every other status: Permanent.
+//   - every other status: adapt.Refused (Incompatible), this request on
+//     this route, which another provider may serve.
 func classifyStatus(code int, rpc, reason, message string, quotaIDs []string) (portico.Class, string) {
 	if code == 0 {
 		code = rpcHTTP[rpc]
@@ -155,7 +156,7 @@ func classifyStatus(code int, rpc, reason, message string, quotaIDs []string) (p
 	case code == http.StatusRequestTimeout, code == http.StatusConflict, code >= 500:
 		return portico.Transient, "server error"
 	}
-	return portico.Permanent, "request refused"
+	return adapt.Refused, "request refused"
 }
 
 // rpcHTTP maps google.rpc.Code names to the HTTP status they stand for

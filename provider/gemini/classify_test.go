@@ -22,7 +22,7 @@ func TestClassifyStatus(t *testing.T) {
 		{400, "INVALID_ARGUMENT", "", "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).", nil, portico.Incompatible},
 		{400, "INVALID_ARGUMENT", "", "The input token count exceeds the maximum number of tokens allowed (1048576).", nil, portico.Incompatible},
 		{400, "INVALID_ARGUMENT", "", "Unable to submit request because the input token count is 1234 but model only supports up to 1000. Reduce the input token count and try again.", nil, portico.Incompatible},
-		{400, "INVALID_ARGUMENT", "", "Request contains an invalid argument.", nil, portico.Permanent},
+		{400, "INVALID_ARGUMENT", "", "Request contains an invalid argument.", nil, portico.Incompatible},
 		{400, "INVALID_ARGUMENT", "API_KEY_INVALID", "API key not valid. Please pass a valid API key.", nil, portico.Unusable},
 		{400, "FAILED_PRECONDITION", "", "User location is not supported for the API use.", nil, portico.Unusable},
 		{401, "UNAUTHENTICATED", "", "", nil, portico.Unusable},
@@ -35,9 +35,9 @@ func TestClassifyStatus(t *testing.T) {
 		{503, "UNAVAILABLE", "", "", nil, portico.Transient},
 		{504, "DEADLINE_EXCEEDED", "", "", nil, portico.Transient},
 		{0, "DEADLINE_EXCEEDED", "", "", nil, portico.Transient},
-		{422, "", "", "", nil, portico.Permanent},
-		{499, "CANCELLED", "", "", nil, portico.Permanent},
-		{0, "", "", "", nil, portico.Permanent},
+		{422, "", "", "", nil, portico.Incompatible},
+		{499, "CANCELLED", "", "", nil, portico.Incompatible},
+		{0, "", "", "", nil, portico.Incompatible},
 	}
 	for _, c := range cases {
 		if got, _ := classifyStatus(c.code, c.rpc, c.reason, c.msg, c.quota); got != c.want {

@@ -114,7 +114,8 @@
 //	tokens allowed (M)." (Vertex AI: "...
 //	but model only supports up to M")
 //	413                                      Incompatible, Reason "request too large"
-//	other 400, other 4xx                     Permanent
+//	other 400, other 4xx                     Incompatible: this provider refuses it,
+//	                                         another may not
 //	400 reason API_KEY_INVALID, 400          Unusable: a fault of the route (its key,
 //	FAILED_PRECONDITION (not offered where   project, region or model), not of the
 //	the caller is), 401 UNAUTHENTICATED,     request

@@ -178,8 +178,8 @@ func TestParallelToolCallsIDsAndSignatures(t *testing.T) {
 	broken.Tools = next.Tools
 	broken.Messages = append(broken.Messages, portico.Message{Role: portico.RoleAssistant, ToolCalls: []portico.ToolCall{{ID: "x", Name: "get_weather", Arguments: whole[0].Arguments}}},
 		portico.Message{Role: portico.RoleTool, ToolCallID: "x", Content: []portico.Part{{Kind: portico.PartText, Text: "ok"}}})
-	if _, err := m.Generate(context.Background(), broken); portico.ClassOf(err) != portico.Permanent {
-		t.Errorf("Generate(call without its signature) = %v, want the fake's 400, permanent", err)
+	if _, err := m.Generate(context.Background(), broken); portico.ClassOf(err) != portico.Incompatible {
+		t.Errorf("Generate(call without its signature) = %v, want the fake's 400, incompatible (Gemini's own rule)", err)
 	}
 }
 

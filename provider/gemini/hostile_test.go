@@ -222,7 +222,7 @@ func TestErrorBodyNotGoogle(t *testing.T) {
 		{"503 other json", plain(503, "application/json", `{"detail":"busy"}`), portico.Transient, 503},
 		{"429 plain text", plain(429, "text/plain", "slow down"), portico.RateLimited, 429},
 		{"401 empty", plain(401, "application/json", ""), portico.Unusable, 401},
-		{"400 error not an object", plain(400, "application/json", `{"error":"bad"}`), portico.Permanent, 400},
+		{"400 error not an object", plain(400, "application/json", `{"error":"bad"}`), portico.Incompatible, 400},
 		{"200 html", plain(200, "text/html", "<html>hi</html>"), portico.InvalidResponse, 200},
 		{"200 html streaming", plain(200, "text/html", "<html>hi</html>"), portico.InvalidResponse, 200},
 	}

@@ -61,8 +61,8 @@ var ErrTooLarge = errors.New("openai: response larger than MaxResponseBytes")
 // classifyStatus maps an HTTP error status and what its error object says
 // to a Class and a short reason, by the table in doc.go; then x-should-retry
 // overrides: "true" makes a class that is not retryable Transient, "false"
-// makes a retryable one Unusable (the provider says this route will not
-// serve it, as OpenAI's insufficient_quota).
+// makes a retryable one Incompatible (adapt.NoRetry: advice about this
+// request, which moves on without opening the route's breaker).
 func classifyStatus(status int, f errorFields, shouldRetry string) (portico.Class, string) {
 	c, reason := statusClass(status, recognise(f))
 	switch shouldRetry {
@@ -71,9 +71,7 @@ func classifyStatus(status int, f errorFields, shouldRetry string) (portico.Clas
 			c, reason = portico.Transient, reason+" (x-should-retry: true)"
 		}
 	case "false":
-		if c.Retryable() {
-			c, reason = portico.Unusable, reason+" (x-should-retry: false)"
-		}
+		c, reason = adapt.NoRetry(c, reason)
 	}
 	return c, reason
 }
@@ -83,14 +81,14 @@ var failureClasses = [...]struct {
 	class  portico.Class
 	reason string
 }{
-	unknown:   {portico.Permanent, "request refused"},
+	unknown:   {adapt.Refused, "request refused"}, // this provider's refusal: another may serve it
 	overflow:  {portico.Incompatible, "context window"},
 	quota:     {portico.Unusable, "quota exhausted"},
 	rateLimit: {portico.RateLimited, "rate limited"},
 	overload:  {portico.Transient, "overloaded"},
 	auth:      {portico.Unusable, "credentials refused"},
 	noModel:   {portico.Unusable, "model not found"},
-	invalid:   {portico.Permanent, "invalid parameter"},
+	invalid:   {adapt.Refused, "invalid parameter"},
 	// Another provider's policy may answer: Incompatible, as a prompt
 	// Gemini blocks and an answer validate refuses for a content filter.
 	filtered: {portico.Incompatible, "content filtered"},

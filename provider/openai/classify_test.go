@@ -14,18 +14,18 @@ func TestClassifyStatus(t *testing.T) {
 	}{
 		{429, "rate_limit_exceeded", "", portico.RateLimited},
 		{429, "", "true", portico.RateLimited},
-		{429, "", "false", portico.Unusable},
+		{429, "", "false", portico.Incompatible}, // advice about the request: no retry, no breaker
 		{429, "insufficient_quota", "", portico.Unusable},
 		{400, "context_length_exceeded", "", portico.Incompatible},
 		{400, "context_length_exceeded", "false", portico.Incompatible},
 		{400, "context_length_exceeded", "true", portico.Transient},
-		{400, "", "", portico.Permanent},
+		{400, "", "", portico.Incompatible}, // this provider refused it; another may not
 		{401, "invalid_api_key", "", portico.Unusable},
 		{402, "", "", portico.Unusable},
 		{403, "", "", portico.Unusable},
 		{404, "model_not_found", "", portico.Unusable},
 		{413, "", "", portico.Incompatible},
-		{422, "", "", portico.Permanent},
+		{422, "", "", portico.Incompatible},
 		{404, "", "true", portico.Unusable}, // Unusable is not Retryable, but x-should-retry: true makes it Transient below
 		{408, "", "", portico.Transient},
 		{409, "", "", portico.Transient},
@@ -36,7 +36,7 @@ func TestClassifyStatus(t *testing.T) {
 		{503, "", "", portico.Transient},
 		{504, "", "", portico.Transient},
 		{529, "", "", portico.Transient},
-		{503, "", "false", portico.Unusable},
+		{503, "", "false", portico.Incompatible},
 		{503, "", "maybe", portico.Transient},
 	}
 	for _, c := range cases {
@@ -62,7 +62,7 @@ func TestClassifyEvent(t *testing.T) {
 		{errorFields{Type: "invalid_request_error", Message: "This model's maximum context length is 8192 tokens"}, portico.Incompatible},
 		// A numeric code does not hide a message the adapter knows.
 		{errorFields{Type: "BadRequestError", Code: "400", Status: 400, Message: "This model's maximum context length is 4096 tokens."}, portico.Incompatible},
-		{errorFields{Type: "invalid_request_error", Message: "bad field"}, portico.Permanent},
+		{errorFields{Type: "invalid_request_error", Message: "bad field"}, portico.Incompatible},
 		{errorFields{Type: "rate_limit_error"}, portico.RateLimited},
 		{errorFields{Type: "tokens", Code: "rate_limit_exceeded"}, portico.RateLimited},
 		{errorFields{Code: "502", Status: 502, Message: "upstream"}, portico.Transient},

@@ -80,21 +80,21 @@ var dialects = []dialect{
 	{"vllm", "model not found", status(404, `{"error":{"message":"The model `+"`llama`"+` does not exist.","type":"NotFoundError","param":"model","code":404}}`), portico.Unusable, "", 0},
 	{"vllm", "overflow event with a numeric code", event(`{"error":{"message":"The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that ` + "`max_model_len`" + ` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}`), portico.Incompatible, "context window", 0},
 	{"vllm", "generation error event", event(`{"error":{"message":"Internal server error","type":"InternalServerError","param":null,"code":500}}`), portico.Transient, "", 0},
-	{"vllm", "invalid parameter", status(400, `{"error":{"message":"temperature must be non-negative, got -1.0.","type":"BadRequestError","param":null,"code":400}}`), portico.Permanent, "", 0},
+	{"vllm", "invalid parameter", status(400, `{"error":{"message":"temperature must be non-negative, got -1.0.","type":"BadRequestError","param":null,"code":400}}`), portico.Incompatible, "", 0},
 
 	// SGLang: python/sglang/srt/managers/tokenizer_manager.py (the wordings)
 	// and srt/entrypoints/openai/protocol.py ErrorResponse (the shape).
 	{"sglang", "input longer than the context", status(400, `{"object":"error","message":"The input (5000 tokens) is longer than the model's context length (4096 tokens).","type":"BadRequestError","param":null,"code":400}`), portico.Incompatible, "context window", 0},
 	{"sglang", "total past the context, streamed", event(`{"error":{"object":"error","message":"Requested token count exceeds the model's maximum context length of 4096 tokens. You requested a total of 5000 tokens: 4000 tokens from the input messages and 1000 tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.","type":"BadRequestError","param":null,"code":400}}`), portico.Incompatible, "context window", 0},
 	{"sglang", "error chunk without an error key", sseBody(okChunk + `data: {"object":"error","message":"The input (5000 tokens) is longer than the model's context length (4096 tokens).","type":"BadRequestError","param":null,"code":400}` + "\n\n"), portico.Incompatible, "context window", 0},
-	{"sglang", "invalid parameter", status(400, `{"object":"error","message":"Invalid request: top_p must be in (0, 1], got 2.0.","type":"BadRequestError","param":null,"code":400}`), portico.Permanent, "", 0},
+	{"sglang", "invalid parameter", status(400, `{"object":"error","message":"Invalid request: top_p must be in (0, 1], got 2.0.","type":"BadRequestError","param":null,"code":400}`), portico.Incompatible, "", 0},
 
 	// Hugging Face TGI: router/src/lib.rs ErrorResponse, router/src/infer/mod.rs
 	// InferError (statuses in router/src/server.rs), router/src/validation.rs.
 	{"tgi", "inputs plus max_new_tokens", status(422, "{\"error\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`\",\"error_type\":\"validation\"}"), portico.Incompatible, "context window", 0},
 	{"tgi", "model overloaded", status(429, `{"error":"Model is overloaded","error_type":"overloaded"}`), portico.Transient, "", 0},
 	{"tgi", "inputs too long, streamed", event("{\"error\":{\"message\":\"Input validation error: `inputs` must have less than 4096 tokens. Given: 5000\",\"http_status_code\":422}}"), portico.Incompatible, "context window", 0},
-	{"tgi", "invalid parameter", status(422, "{\"error\":\"Input validation error: `temperature` must be strictly positive\",\"error_type\":\"validation\"}"), portico.Permanent, "", 0},
+	{"tgi", "invalid parameter", status(422, "{\"error\":\"Input validation error: `temperature` must be strictly positive\",\"error_type\":\"validation\"}"), portico.Incompatible, "", 0},
 	{"tgi", "generation failed", status(424, `{"error":"Request failed during generation: Server error: CUDA out of memory","error_type":"generation"}`), portico.Transient, "", 0},
 
 	// Ollama: openai/openai.go NewError, llm/llama_server.go, server/routes.go,
@@ -121,6 +121,9 @@ var dialects = []dialect{
 	{"groq", "reduce the length", status(400, `{"error":{"message":"Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`), portico.Incompatible, "context window", 0},
 	{"groq", "tokens per minute", status(429, "{\"error\":{\"message\":\"Rate limit reached for model `llama-3.3-70b-versatile` in organization `org_x` service tier `on_demand` on tokens per minute (TPM): Limit 6000, Used 5000, Requested 2000. Please try again in 10s.\",\"type\":\"tokens\",\"code\":\"rate_limit_exceeded\"}}", "retry-after", "10"), portico.RateLimited, "", 10 * time.Second},
 	{"groq", "request too large for the tier", status(413, "{\"error\":{\"message\":\"Request too large for model `llama-3.1-8b-instant` in organization `org_x` service tier `on_demand` on tokens per minute (TPM): Limit 6000, Requested 38928, please reduce your message size and try again.\",\"type\":\"tokens\",\"code\":\"rate_limit_exceeded\"}}"), portico.Incompatible, "request too large", 0},
+	// console.groq.com/docs/tool-use: the model's call did not parse; the
+	// request is fine, another model (or route) may make the call.
+	{"groq", "tool_use_failed", status(400, `{"error":{"message":"Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details.","type":"invalid_request_error","code":"tool_use_failed","failed_generation":"<function=lookup{\"q\": }"}}`), portico.Incompatible, "", 0},
 	{"groq", "flex capacity", status(498, `{"error":{"message":"Flex tier capacity exceeded. Please try again later.","type":"service_unavailable","code":"capacity_exceeded"}}`), portico.Transient, "", 0},
 
 	// Together: docs.together.ai/docs/error-codes.
@@ -147,7 +150,7 @@ var dialects = []dialect{
 	{"deepseek", "context overflow", status(400, `{"error":{"message":"This model's maximum context length is 65536 tokens. However, you requested 70000 tokens (65000 in the messages, 5000 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`), portico.Incompatible, "context window", 0},
 	{"deepseek", "insufficient balance", status(402, `{"error":{"message":"Insufficient Balance","type":"unknown_error","param":null,"code":"invalid_request_error"}}`), portico.Unusable, "", 0},
 	{"deepseek", "server overloaded", status(503, `{"error":{"message":"Server overloaded, please try again later.","type":"server_error","param":null,"code":null}}`), portico.Transient, "", 0},
-	{"deepseek", "invalid parameters", status(422, `{"error":{"message":"Invalid parameters: top_p must be in (0, 1]","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`), portico.Permanent, "", 0},
+	{"deepseek", "invalid parameters", status(422, `{"error":{"message":"Invalid parameters: top_p must be in (0, 1]","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`), portico.Incompatible, "", 0},
 
 	// An "event: error" frame whose data is a bare message, as gateways
 	// that speak Anthropic-style events send it.
@@ -159,7 +162,7 @@ var dialects = []dialect{
 	{"mistral", "too large for model", status(400, `{"object":"error","message":"Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length","type":"invalid_request_error","param":null,"code":null}`), portico.Incompatible, "context window", 0},
 	{"mistral", "unauthorized", status(401, `{"message":"Unauthorized","request_id":"a1b2"}`), portico.Unusable, "", 0},
 	{"mistral", "rate limit", status(429, `{"message":"Requests rate limit exceeded"}`), portico.RateLimited, "", 0},
-	{"mistral", "extra inputs", status(422, `{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted","input":32000}]},"type":"invalid_request_message_error","param":null,"code":null}`), portico.Permanent, "", 0},
+	{"mistral", "extra inputs", status(422, `{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted","input":32000}]},"type":"invalid_request_message_error","param":null,"code":null}`), portico.Incompatible, "", 0},
 }
 
 // TestDialects sends every shape through the real SDK and checks its class,

@@ -52,10 +52,14 @@
 //	filter), 403 "requires moderation"          another provider's policy may answer
 //	(OpenRouter's moderation)
 //	408, 409, 424, 498, 5xx                     Transient
-//	other 400, 422 (an invalid parameter)       Permanent
+//	other 400, 422, 4xx (an invalid parameter,  Incompatible: this provider refuses it,
+//	Groq's tool_use_failed)                     another may not (never Permanent: see
+//	                                            below)
 //	x-should-retry: true / false                overrides: true makes a class that is not
 //	                                            retryable Transient, false makes a
-//	                                            retryable one Unusable
+//	                                            retryable one Incompatible (advice about
+//	                                            the request: not retried, moves on, no
+//	                                            breaker counts it)
 //	error inside an HTTP 200 answer (a stream's  what its message, code or type say, else
 //	error event or "error:" line, an error      the status its numeric code states, else
 //	object as the whole body, a choice whose    Transient
@@ -76,6 +80,15 @@
 //	                                            lists every problem; nothing sent
 //	a layer's own timeout (ctx ended with       Ambiguous once written, else Transient
 //	a cause matching portico.ErrLayerTimeout)
+//
+// A provider's refusal is never Permanent ("wrong on every route"): a
+// provider judges the body its own adapter wrote, in its own dialect, and
+// another accepts what it refuses (Groq's tool_use_failed is its model's
+// call, an Anthropic route refuses a system-only conversation OpenAI
+// serves), so the request moves on to the next route that fits, is not
+// retried on this one and no breaker counts it. Permanent is what Portico
+// proves before sending: portico.Request.Validate, a request no adapter can
+// encode ("request not encodable").
 //
 // A message is read before a code, so a numeric code ("code": 400, as vLLM
 // and llama.cpp send) never hides a context overflow the message states.

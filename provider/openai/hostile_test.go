@@ -233,7 +233,7 @@ func TestMaxResponseBytes(t *testing.T) {
 	}{
 		{"huge answer", forever(200, "application/json", `{"id":"x","choices":[{"message":{"content":"`, "aaaaaaaa"), false, 200, portico.InvalidResponse},
 		{"huge error body", forever(503, "application/json", `{"error":{"message":"`, "aaaaaaaa"), false, 503, portico.Transient},
-		{"huge error body streaming", forever(400, "application/json", `{"error":{"message":"`, "aaaaaaaa"), true, 400, portico.Permanent},
+		{"huge error body streaming", forever(400, "application/json", `{"error":{"message":"`, "aaaaaaaa"), true, 400, portico.Incompatible},
 		{"endless stream without [DONE]", forever(200, "text/event-stream", "", "data: "+delta(`{"content":"ab"}`)+"\n\n"), true, 200, portico.InvalidResponse},
 		{"one endless event", forever(200, "text/event-stream", "", "data: aaaaaaaa\n"), true, 200, portico.InvalidResponse},
 		{"one endless line", forever(200, "text/event-stream", "data: ", "aaaaaaaa"), true, 200, portico.InvalidResponse},

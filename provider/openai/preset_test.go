@@ -199,8 +199,7 @@ func TestPresetBreakerProbeWaitsForRetryAfter(t *testing.T) {
 }
 
 // A fault of the primary route, not of the request (its key revoked, its
-// deployment gone, its quota spent, a 503 it says not to retry): the
-// secondary answers, the primary was called once (not retried), and its
+// deployment gone, its quota spent): the secondary answers, the primary was called once (not retried), and its
 // breaker is open, so later requests go to the secondary without calling it.
 func TestPresetRouteFaultMovesOn(t *testing.T) {
 	for _, tc := range []struct {
@@ -211,7 +210,6 @@ func TestPresetRouteFaultMovesOn(t *testing.T) {
 		{"403", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 403}},
 		{"404 model not found", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 404}},
 		{"429 insufficient_quota", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, Code: "insufficient_quota", Type: "insufficient_quota"}},
-		{"503 x-should-retry: false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, Header: http.Header{"X-Should-Retry": {"false"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -234,6 +232,47 @@ func TestPresetRouteFaultMovesOn(t *testing.T) {
 				}
 				if sa.Count("a") != 1 || sb.Count("b") != 4 {
 					t.Errorf("calls a %d b %d, want 1 and 4", sa.Count("a"), sb.Count("b"))
+				}
+			})
+		})
+	}
+}
+
+// TestPresetRequestRefusedMovesOn: what one provider refuses of a request
+// another serves (Groq's tool_use_failed, any 400 or 422 its wording does
+// not explain otherwise), and an answer that says not to retry the request
+// (x-should-retry: false), are this request's on this route: the secondary
+// answers after one call to the primary, which is not retried, and the
+// primary's breaker stays closed however many requests it refuses (a 400
+// was Permanent and stopped the group; x-should-retry: false was Unusable
+// and one such answer opened the breaker for every tenant).
+func TestPresetRequestRefusedMovesOn(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault fakeopenai.Fault
+	}{
+		{"400 tool_use_failed", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 400, Type: "invalid_request_error", Code: "tool_use_failed",
+			Message: "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details."}},
+		{"400 invalid_request_error", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 400, Type: "invalid_request_error", Message: "Invalid value for 'tool_choice'."}},
+		{"422", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 422}},
+		{"503 x-should-retry: false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, Header: http.Header{"X-Should-Retry": {"false"}}}},
+		{"429 x-should-retry: false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, ShouldRetry: "false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := tc.fault
+				f.Fraction = 1
+				sa, a := provider(t, "p1", fakeopenai.ModelConfig{Name: "a", Faults: []fakeopenai.Fault{f}})
+				sb, b := provider(t, "p2", fakeopenai.ModelConfig{Name: "b"})
+				s := preset(t, stack.Config{}, a, b)
+				for i := range 10 {
+					resp, err := s.Generate(t.Context(), userReq("a", "hello"))
+					if err != nil || resp.Route != "b" || !same(hops(resp), "a:incompatible") {
+						t.Fatalf("request %d: Generate = %v, %v; want b's answer after a hop from a (incompatible)", i, resp, err)
+					}
+				}
+				if st := s.Breaker("a").State(); st != breaker.Closed || sa.Count("a") != 10 || sb.Count("b") != 10 {
+					t.Errorf("a's breaker %v, calls a %d b %d; want closed, 10 and 10 (one call to a per request)", st, sa.Count("a"), sb.Count("b"))
 				}
 			})
 		})

@@ -1,0 +1,31 @@
+package adapt
+
+import "github.com/portico-llm/portico"
+
+// Refused is the class of a request a provider refused (a 400, 422 or other
+// 4xx, an invalid_request_error event) for a reason the adapter's table does
+// not name otherwise: Incompatible, this request on this route. A provider
+// judges the body its own adapter made, in its own dialect: a system-only
+// conversation Anthropic refuses, OpenAI serves; Groq's tool_use_failed is
+// its model's, another model may call the tool. So a provider's refusal is
+// never Permanent ("wrong on every route"): the request moves on to the next
+// route that fits, is not retried on this one, and no breaker counts it.
+// Permanent is what Portico itself proves before sending
+// (portico.Request.Validate, a request no adapter can encode); no wording
+// the adapters read proves a request wrong on every provider, and one that
+// did would be named in its adapter's table.
+const Refused = portico.Incompatible
+
+// NoRetry applies a provider's x-should-retry: false to the class c and
+// reason of its failure: advice about this request, not a verdict on the
+// route. A class that would be retried (Transient, RateLimited) becomes
+// Incompatible, so the request is not retried on this route, moves on to
+// the next, and the route's breaker does not count it (one such answer
+// opened it for every tenant when it was Unusable); other classes keep
+// theirs. The reason gets " (x-should-retry: false)".
+func NoRetry(c portico.Class, reason string) (portico.Class, string) {
+	if c.Retryable() {
+		return portico.Incompatible, reason + " (x-should-retry: false)"
+	}
+	return c, reason
+}
