@@ -137,10 +137,10 @@ func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoin
 
 // startAnthropic reaches Anthropic, or starts a fake whose model answers 529
 // overloaded_error on a fraction of calls (retried). Its first request gets
-// a 529 with x-should-retry: false: the provider says do not retry, so the
-// route is unusable for now, the call moves on to Gemini and the route's
-// breaker opens at once (for its 200 ms OpenFor), so Gemini answers in every
-// run.
+// a 529 with x-should-retry: false: the provider says not to retry this
+// request, so the call moves on to Gemini, which answers in every run, and
+// the route's breaker does not count it (advice about one request, not the
+// route's health).
 func startAnthropic(_ context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
 		if os.Getenv("ANTHROPIC_API_KEY") == "" {
