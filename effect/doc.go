@@ -108,10 +108,15 @@
 //   - The owner of the lost run, which knows its outcome, writes it back
 //     over an absent key or an Unknown record of ReasonLost, so later
 //     callers get its result.
-//   - If another caller claimed the key after the loss (one that never saw
-//     it pending, so cannot tell), the effect may run twice: the first
-//     owner then gets its result with an error wrapping ErrUnknown, so two
-//     runs are never both reported as successes.
+//   - The owner sends its claim again every Config.Poll while the effect
+//     runs (a heartbeat; the store recognises its own claim): a store that
+//     lost the record gets it back, or records the key Unknown if it can
+//     tell it lost records, so from one Poll after the loss a caller that
+//     never saw the key finds it pending or Unknown, not absent.
+//   - If another caller claimed the key after the loss and before the
+//     beat, the effect may run twice: the first owner then gets its result
+//     with an error wrapping ErrUnknown, so two runs are never both
+//     reported as successes.
 //
 // A Store that can detect its own loss says so by answering a claim of an
 // absent key that may have been lost with an Unknown record of ReasonLost

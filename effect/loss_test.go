@@ -84,9 +84,13 @@ func TestStoreLossWhilePending(t *testing.T) {
 		done := make(chan error)
 		go func() { _, err := a.Do(context.Background(), key, charge); done <- err }()
 		synctest.Wait()
+		// The owner beats at 100, 200, 300 ms...; b polls at 50, 150, 250,
+		// 350 ms...: the loss at 320 ms is seen by b before the owner's beat
+		// sends the claim again (TestStoreLossHeartbeat is the other order).
+		time.Sleep(50 * time.Millisecond)
 		polled := make(chan error)
 		go func() { _, err := b.Do(context.Background(), key, charge); polled <- err }()
-		time.Sleep(250 * time.Millisecond) // b has seen the key pending
+		time.Sleep(270 * time.Millisecond)
 		store.lose()
 		err := <-polled
 		if !errors.Is(err, ErrUnknown) || portico.ClassOf(err) != portico.Ambiguous {
@@ -292,6 +296,34 @@ func TestArgumentsDiffer(t *testing.T) {
 		}
 		if _, err := OnceArgs(ctx, r, mustStep(t, "op", "step-3"), json.RawMessage(`{`), func(context.Context) (int, error) { return 0, nil }); !errors.Is(err, ErrArguments) {
 			t.Errorf("OnceArgs with invalid JSON = %v, want ErrArguments", err)
+		}
+	})
+}
+
+// TestStoreLossHeartbeat: the store loses the record of a run under way
+// and, a Poll later, a caller that never saw the key asks for it. The
+// owner has sent its claim again meanwhile, so the newcomer finds the key
+// pending and gets the owner's result: the effect runs once. Without the
+// heartbeat the newcomer found the key absent and ran it again.
+func TestStoreLossHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newLossyStore()
+		cfg := Config{Store: store, Poll: 100 * time.Millisecond}
+		a, c := newRunner(t, cfg), newRunner(t, cfg)
+		key := mustKey(t, "op", "charge", `{"amount":5}`)
+		var runs atomic.Int32
+		charge := func(context.Context) ([]byte, error) { runs.Add(1); time.Sleep(time.Second); return []byte(`1`), nil }
+		done := make(chan error)
+		go func() { _, err := a.Do(context.Background(), key, charge); done <- err }()
+		time.Sleep(300 * time.Millisecond)
+		store.lose()
+		time.Sleep(150 * time.Millisecond) // a beat
+		res, err := c.Do(context.Background(), key, charge)
+		if err != nil || string(res) != "1" || runs.Load() != 1 {
+			t.Fatalf("a newcomer's Do a beat after the loss = %s, %v after %d runs; want the owner's result, run once", res, err, runs.Load())
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("the owner's Do = %v", err)
 		}
 	})
 }

@@ -63,8 +63,11 @@ type Config struct {
 	// means DefaultLease (5 minutes).
 	Lease time.Duration
 	// Poll is how often a caller waiting on a key pending in another process
-	// (a shared store) looks again. Callers in the same process wait for the
-	// running call directly. Zero means DefaultPoll (100 ms).
+	// (a shared store) looks again, and how often the caller running an
+	// effect sends its claim again (see Store loss in the package
+	// documentation): one store operation per Poll per effect under way.
+	// Callers in the same process wait for the running call directly. Zero
+	// means DefaultPoll (100 ms).
 	Poll time.Duration
 	// Logger receives a warning when an outcome could not be recorded. Nil
 	// discards.
@@ -315,6 +318,35 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 	}
 }
 
+// heartbeat sends the claim mine again every Config.Poll while its run
+// lasts, until stop is called (which waits for a send under way). A store
+// recognises its owner's claim and leaves it as it is; one that lost the
+// record gets it back, or, if it can tell it lost records, records the key
+// Unknown: so a caller that arrives after a loss and never saw the key
+// pending finds it pending or Unknown, not absent, from one Poll after the
+// loss. Its errors are ignored: the next beat tries again.
+func (r *Runner) heartbeat(ctx context.Context, key Key, mine Record) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	ctx = context.WithoutCancel(ctx)
+	wg.Go(func() {
+		t := time.NewTicker(r.poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_, _, _ = r.store.PutIfAbsent(ctx, key, mine)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
 // claimFailed returns the error of a claim the store did not answer: it may
 // have landed, its reply lost. Nothing ran, so the claim is released if the
 // store answers now; if not, its token is kept, and the next Do of key in
@@ -354,14 +386,17 @@ func (r *Runner) keepUnsure(key Key, token string) {
 
 // run runs fn under the Pending record mine and records its outcome.
 func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.Context) ([]byte, error)) (res []byte, err error) {
+	stop := r.heartbeat(ctx, key, mine)
 	panicked := true
 	defer func() {
 		if panicked {
+			stop()
 			r.record(ctx, key, mine, Record{State: Unknown, Class: portico.Ambiguous, Reason: "panic"})
 		}
 	}()
 	res, err = fn(ctx)
 	panicked = false
+	stop()
 	if err == nil {
 		if r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)}) {
 			// The store lost this run's record and another caller claimed

@@ -251,8 +251,10 @@
 // What this gives: at most once through a loss for every key whose run
 // was under way, or that is claimed within the quarantine, provided some
 // instance that knew the epoch, or any instance after a change of server,
-// touches the slot before a process started after the loss claims the key
-// (the pollers of a pending key do so within effect.Config.Poll); a
+// touches the slot before a process started after the loss claims the key:
+// the owner of a run under way sends its claim again every
+// effect.Config.Poll, and so do the pollers of a pending key, so the
+// window is one Poll after the loss (TestEffectNewcomerAfterLoss). A
 // completed record lost and first asked for after the quarantine runs
 // again. Exactly once needs a server that loses no acknowledged write:
 // appendonly yes with appendfsync always, and a failover only to a replica

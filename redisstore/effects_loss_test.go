@@ -367,3 +367,90 @@ func TestEffectOutcomeReplyLost(t *testing.T) {
 		t.Errorf("logs = %q, want no warning", h.out)
 	}
 }
+
+// TestEffectNewcomerAfterLoss: one instance runs the effect and the server
+// loses its records; a Poll later a process started after the loss (it
+// knows no epoch) asks for the key. The owner's heartbeat has sent its
+// claim again, which found the epoch gone (or the server changed) and
+// recorded the key Unknown: the newcomer is told Unknown and the effect
+// runs once; the owner's outcome is then written back. Without the
+// heartbeat the newcomer created a new epoch, claimed the key and ran it
+// again, both told ok.
+func TestEffectNewcomerAfterLoss(t *testing.T) {
+	for _, fault := range []string{"kill", "flush", "failover"} {
+		t.Run(fault, func(t *testing.T) {
+			primary := redistest.Start(t)
+			var m movable
+			m.set(primary.Addr)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var replica *redistest.Server
+			if fault == "failover" {
+				replica = redistest.Start(t)
+			}
+			key, _ := effect.StepKey("op-1", "charge")
+			var runs atomic.Int32
+			started, release := make(chan struct{}), make(chan struct{})
+			charge := func(context.Context) ([]byte, error) {
+				if runs.Add(1) == 1 {
+					close(started)
+					<-release
+				}
+				return []byte("charged"), nil
+			}
+			owner := make(chan error)
+			go func() { _, err := decide(ctx, m.instance(t, nil), key, charge); owner <- err }()
+			<-started
+			if fault == "failover" {
+				// The replica had the epoch, not the claim.
+				src, dst := redistest.NewClient(primary.Addr), redistest.NewClient(replica.Addr)
+				d, err := src.Dump(ctx, "portico:fx:epoch").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := dst.Restore(ctx, "portico:fx:epoch", 0, d).Err(); err != nil {
+					t.Fatal(err)
+				}
+				src.Close()
+				dst.Close()
+			}
+			switch fault {
+			case "kill":
+				kill9(t, primary)
+			case "flush":
+				c := redistest.NewClient(primary.Addr)
+				if err := c.FlushAll(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+			case "failover":
+				m.set(replica.Addr)
+				kill9(t, primary)
+			}
+			// The owner beats every 10 ms: wait for a beat to reach the server
+			// (or 500 ms, without heartbeats).
+			raw := redistest.NewClient(*m.addr.Load())
+			for wait := time.Now().Add(500 * time.Millisecond); time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
+				if n, _ := raw.Exists(ctx, "portico:fx:{k="+string(key)+"}").Result(); n == 1 {
+					break
+				}
+			}
+			raw.Close()
+			res, err := decide(ctx, m.instance(t, nil), key, charge)
+			if !errors.Is(err, effect.ErrUnknown) {
+				t.Errorf("the newcomer's Do = %q, %v; want ErrUnknown", res, err)
+			}
+			close(release)
+			if err := <-owner; err != nil {
+				t.Errorf("the owner's Do = %v, want nil", err)
+			}
+			t.Logf("%s: effect runs %d; newcomer told %v", fault, runs.Load(), err)
+			if n := runs.Load(); n != 1 {
+				t.Errorf("the effect ran %d times, want 1", n)
+			}
+			if res, err := decide(ctx, m.instance(t, nil), key, charge); err != nil || string(res) != "charged" {
+				t.Errorf("a later caller = %q, %v; want the owner's result", res, err)
+			}
+		})
+	}
+}
