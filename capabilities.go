@@ -117,6 +117,10 @@ type Capabilities struct {
 	// broke off ([Request.Prefix]); the zero value, ContinueNone, takes no
 	// continuation, so a route opts in.
 	Continuation Continuation
+	// MaxRequestBytes is the largest request the route takes, in bytes of
+	// [Request.Size] (a provider's limit on the request body, less its
+	// JSON framing); zero means no limit of its own.
+	MaxRequestBytes int
 }
 
 // Cost returns the price of usage u on this route: uncached input at InputPrice,
@@ -142,6 +146,8 @@ func (c *Capabilities) Validate() error {
 		return bad("ContextWindow", "is negative ("+strconv.Itoa(c.ContextWindow)+")")
 	case c.MaxOutput < 0:
 		return bad("MaxOutput", "is negative ("+strconv.Itoa(c.MaxOutput)+")")
+	case c.MaxRequestBytes < 0:
+		return bad("MaxRequestBytes", "is negative ("+strconv.Itoa(c.MaxRequestBytes)+")")
 	case c.Modalities&^(ModalityText|ModalityImage) != 0:
 		return bad("Modalities", "has unknown bits ("+c.Modalities.String()+")")
 	case c.Schema > SchemaStrict:
@@ -217,7 +223,8 @@ func (k *Contract) Validate() error {
 // this order: "modality" (of the messages and of the contract); "context
 // window" (ContextWindow below the larger of inputTokens and
 // Contract.MaxInputTokens, plus MaxOutputTokens); "max output" (MaxOutput
-// below MaxOutputTokens); "tools" (asked for, unsupported); "strict schema"
+// below MaxOutputTokens); "request size" ([Request.Size] above
+// MaxRequestBytes); "tools" (asked for, unsupported); "strict schema"
 // (asked for, not SchemaStrict) or "schema" (a Schema or SchemaID, less than
 // SchemaJSON); "model class" (outside Contract.ModelClasses); "cost"
 // ([Capabilities.EstimateCost] above Contract.MaxCost); "continuation" (a
@@ -249,6 +256,9 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	if c.MaxOutput > 0 && req.MaxOutputTokens > c.MaxOutput {
 		return errMaxOutput
 	}
+	if c.MaxRequestBytes > 0 && req.Size() > c.MaxRequestBytes {
+		return errRequestSize
+	}
 	if (len(req.Tools) > 0 || k.ToolsRequired) && !c.Tools {
 		return errTools
 	}
@@ -273,8 +283,9 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 
 // Covers reports whether c fits every request that o fits, at the same
 // input size and under a contract without MaxCost (the one check that reads
-// prices): c takes every modality o takes, has no lower context window and
-// output limit (0 is none), tools and continuations where o has them, a
+// prices): c takes every modality o takes, has no lower context window,
+// output limit and request size limit (0 is none), tools and continuations
+// where o has them, a
 // schema mode no lower, and o's model class. A caller that saw [Fits] pass
 // on o may then skip it on c.
 func (c *Capabilities) Covers(o *Capabilities) bool {
@@ -287,6 +298,7 @@ func (c *Capabilities) Covers(o *Capabilities) bool {
 	atLeast := func(limit, other int) bool { return limit == 0 || (other > 0 && limit >= other) }
 	return mods(c.Modalities).Has(mods(o.Modalities)) &&
 		atLeast(c.ContextWindow, o.ContextWindow) && atLeast(c.MaxOutput, o.MaxOutput) &&
+		atLeast(c.MaxRequestBytes, o.MaxRequestBytes) &&
 		(c.Tools || !o.Tools) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
 		(c.Continuation != ContinueNone || o.Continuation == ContinueNone)
 }
@@ -319,7 +331,9 @@ var (
 	errModelClass   error = &Error{Class: Incompatible, Reason: "model class"}
 	errCost         error = &Error{Class: Incompatible, Reason: "cost"}
 	errContinuation error = &Error{Class: Incompatible, Reason: "continuation"}
+	errRequestSize  error = &Error{Class: Incompatible, Reason: "request size"}
 	errNegative     error = &Error{Class: Permanent, Reason: "negative token count"}
+	errNoMessages   error = &Error{Class: Permanent, Reason: "no messages"}
 
 	errContractDeadline   error = &Error{Class: Permanent, Reason: "negative Contract.Deadline"}
 	errContractMaxCost    error = &Error{Class: Permanent, Reason: "negative or NaN Contract.MaxCost"}

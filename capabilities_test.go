@@ -37,6 +37,9 @@ func TestFits(t *testing.T) {
 		// Wrong on any route: said before what this route lacks.
 		{"negative max output of an image on a text route", textOnly, Request{Messages: img, MaxOutputTokens: -1}, 10, "negative token count"},
 		{"max output", full, Request{Messages: user, MaxOutputTokens: 4097}, 10, "max output"},
+		// "user" + "hi": 6 bytes.
+		{"size at the limit", Capabilities{MaxRequestBytes: 6}, Request{Messages: user}, 10, ""},
+		{"size over the limit", Capabilities{MaxRequestBytes: 5}, Request{Messages: user}, 10, "request size"},
 		{"tools", textOnly, Request{Messages: user, Tools: []Tool{{Name: "f"}}}, 10, "tools"},
 		{"tools required", textOnly, Request{Messages: user, Contract: &Contract{ToolsRequired: true}}, 10, "tools"},
 		{"schema", textOnly, Request{Messages: user, Schema: &Schema{Name: "s", JSON: json.RawMessage(`{}`)}}, 10, "schema"},
@@ -179,6 +182,7 @@ func TestCapabilitiesValidate(t *testing.T) {
 	}{
 		{Capabilities{ContextWindow: -1}, "portico: Capabilities.ContextWindow is negative (-1)"},
 		{Capabilities{MaxOutput: -4096}, "portico: Capabilities.MaxOutput is negative (-4096)"},
+		{Capabilities{MaxRequestBytes: -1}, "portico: Capabilities.MaxRequestBytes is negative (-1)"},
 		{Capabilities{Modalities: 1 << 4}, "portico: Capabilities.Modalities has unknown bits (Modality(16))"},
 		{Capabilities{Schema: SchemaStrict + 1}, "portico: Capabilities.Schema is not a SchemaMode (SchemaMode(4))"},
 		{Capabilities{InputPrice: -1e-6}, "portico: Capabilities.InputPrice must be a finite price >= 0 (-1e-06)"},
@@ -227,6 +231,9 @@ func TestRequestValidate(t *testing.T) {
 		{Request{Messages: user, MaxOutputTokens: 0, Contract: &Contract{}}, ""},
 		{Request{Messages: user, MaxOutputTokens: -1}, "portico: permanent: negative token count"},
 		{Request{Messages: user, MaxOutputTokens: -1, Contract: &Contract{Deadline: -1}}, "portico: permanent: negative Contract.Deadline"},
+		{Request{}, "portico: permanent: no messages"},
+		{Request{Model: "m", Tools: []Tool{{Name: "f"}}, Prefix: "The"}, "portico: permanent: no messages"},
+		{Request{Messages: []Message{}, Contract: &Contract{Deadline: -1}}, "portico: permanent: no messages"},
 	} {
 		err := tc.req.Validate()
 		if tc.want == "" {
@@ -243,9 +250,33 @@ func TestRequestValidate(t *testing.T) {
 			t.Errorf("Fits = %v, want Validate's %v", ferr, err)
 		}
 	}
-	bad := &Request{MaxOutputTokens: -1}
+	bad := &Request{Messages: user, MaxOutputTokens: -1}
 	if n := testing.AllocsPerRun(100, func() { _ = bad.Validate() }); n != 0 {
 		t.Errorf("Validate allocs = %v, want 0", n)
+	}
+}
+
+// TestRequestSize: Size counts every string a provider receives but Extra,
+// and allocates nothing.
+func TestRequestSize(t *testing.T) {
+	req := &Request{
+		Model: "gpt", // 3
+		Messages: []Message{
+			Text(RoleSystem, "be brief"), // 6 + 8
+			{Role: RoleUser, Content: []Part{{Kind: PartText, Text: "look"}, {Kind: PartImage, ImageURL: "data:image/png;base64,AAAA"}}}, // 4 + 4 + 26
+			{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "get", Arguments: json.RawMessage(`{"a":1}`)}}},                 // 9 + 2 + 3 + 7
+			{Role: RoleTool, ToolCallID: "c1", Content: []Part{{Kind: PartText, Text: "42"}}},                                            // 4 + 2 + 2
+		},
+		Tools:  []Tool{{Name: "get", Description: "gets", Parameters: json.RawMessage(`{}`)}}, // 3 + 4 + 2
+		Schema: &Schema{Name: "s", JSON: json.RawMessage(`{"type":"object"}`)},                // 1 + 17
+		Prefix: "The",                                                                         // 3
+		Extra:  map[string]any{"seed": 1},
+	}
+	if got, want := req.Size(), 3+14+34+21+8+9+18+3; got != want {
+		t.Errorf("Size = %d, want %d", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = req.Size() }); n != 0 {
+		t.Errorf("Size allocs = %v, want 0", n)
 	}
 }
 
@@ -271,6 +302,10 @@ func TestCovers(t *testing.T) {
 		{"no output limit covers one", with(func(c *Capabilities) { c.MaxOutput = 0 }), base, true},
 		{"smaller output limit", with(func(c *Capabilities) { c.MaxOutput = 1023 }), base, false},
 		{"an output limit does not cover none", base, with(func(c *Capabilities) { c.MaxOutput = 0 }), false},
+		{"no size limit covers one", base, with(func(c *Capabilities) { c.MaxRequestBytes = 1000 }), true},
+		{"larger size limit", with(func(c *Capabilities) { c.MaxRequestBytes = 1001 }), with(func(c *Capabilities) { c.MaxRequestBytes = 1000 }), true},
+		{"smaller size limit", with(func(c *Capabilities) { c.MaxRequestBytes = 999 }), with(func(c *Capabilities) { c.MaxRequestBytes = 1000 }), false},
+		{"a size limit does not cover none", with(func(c *Capabilities) { c.MaxRequestBytes = 1000 }), base, false},
 		{"tools cover none", with(func(c *Capabilities) { c.Tools = true }), base, true},
 		{"no tools", base, with(func(c *Capabilities) { c.Tools = true }), false},
 		{"strict covers json", with(func(c *Capabilities) { c.Schema = SchemaStrict }), base, true},
@@ -301,6 +336,8 @@ func FuzzCovers(f *testing.F) {
 				Schema:        SchemaMode(x >> 7 & 3),
 				ModelClass:    []string{"", "small"}[x>>9&1],
 				Continuation:  Continuation(x >> 10 & 1),
+				// 0, or a limit below or above the sizes of the requests below (2 to 11 bytes)
+				MaxRequestBytes: []int{0, 5, 10, 100}[x>>11&3],
 			}
 		}
 		c, o := caps(a), caps(b)
@@ -312,7 +349,7 @@ func FuzzCovers(f *testing.F) {
 			SchemaID:       []string{"", "s"}[r>>6&1],
 			ModelClasses:   [][]string{nil, {"small"}, {""}}[(r>>7&3)%3],
 		}
-		req := &Request{Messages: []Message{Text(RoleUser, "hi")}, Contract: k,
+		req := &Request{Messages: []Message{Text(RoleUser, []string{"hi", "hello"}[r>>15&1])}, Contract: k,
 			MaxOutputTokens: []int{0, 100, 1000, 5000}[r>>9&3], Prefix: []string{"", "The"}[r>>11&1]}
 		if r>>12&1 == 1 {
 			req.Tools = []Tool{{Name: "f"}}

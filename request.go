@@ -194,12 +194,15 @@ func (r *Request) Clone() *Request {
 func (r *Request) Streaming() bool { return r.OnChunk != nil }
 
 // Validate reports what makes r wrong on any route, so that no route is
-// called: a Contract that [Contract.Validate] refuses (its error), or a
-// negative MaxOutputTokens ("negative token count"). Its errors are shared
-// [Permanent] *Errors that must not be modified; it does not allocate.
-// [Capabilities.Fits] calls it first, and package stack's deadline layer
-// for every request.
+// called: no Messages ("no messages"), a Contract that [Contract.Validate]
+// refuses (its error), or a negative MaxOutputTokens ("negative token
+// count"). Its errors are shared [Permanent] *Errors that must not be
+// modified; it does not allocate. [Capabilities.Fits] calls it first, and
+// package stack's deadline layer for every request.
 func (r *Request) Validate() error {
+	if len(r.Messages) == 0 {
+		return errNoMessages
+	}
 	if k := r.Contract; k != nil {
 		if err := k.Validate(); err != nil {
 			return err
@@ -209,4 +212,32 @@ func (r *Request) Validate() error {
 		return errNegative
 	}
 	return nil
+}
+
+// Size returns the bytes of what r carries to a provider: the text and
+// image URLs of its messages (a data: URL is the image's base64), their tool
+// calls and ids, the tools' names, descriptions and parameters, the
+// schema, the Prefix and the Model's name. The body a provider receives adds
+// its JSON framing; Extra is not counted. It is what a size cap compares
+// ([Capabilities].MaxRequestBytes, package stack's Config.MaxRequestBytes).
+// It does not allocate.
+func (r *Request) Size() int {
+	n := len(r.Model) + len(r.Prefix)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		n += len(m.Role) + len(m.ToolCallID)
+		for _, p := range m.Content {
+			n += len(p.Text) + len(p.ImageURL)
+		}
+		for _, tc := range m.ToolCalls {
+			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	for _, t := range r.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	if r.Schema != nil {
+		n += len(r.Schema.Name) + len(r.Schema.JSON)
+	}
+	return n
 }

@@ -60,7 +60,7 @@ func Example_exhausted() {
 		{Name: "a", Model: failing(portico.RateLimited)},
 		{Name: "b", Model: failing(portico.Transient)},
 	}})
-	_, err := g.Generate(context.Background(), &portico.Request{})
+	_, err := g.Generate(context.Background(), &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}})
 	var ex *fallback.Exhausted
 	fmt.Println(errors.Is(err, fallback.ErrExhausted), portico.ClassOf(err), errors.As(err, &ex), len(ex.Hops))
 	fmt.Println(ex)
@@ -78,7 +78,7 @@ func Example_stopped() {
 		{Name: "b", Model: failing(portico.Permanent)},
 		{Name: "c", Model: answer("c")},
 	}})
-	_, err := g.Generate(context.Background(), &portico.Request{})
+	_, err := g.Generate(context.Background(), &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}})
 	var ex *fallback.Exhausted
 	fmt.Println(portico.ClassOf(err), errors.Is(err, fallback.ErrExhausted), errors.As(err, &ex), ex.Stopped)
 	fmt.Println(ex)
@@ -102,7 +102,7 @@ func Example_cooldown() {
 		{Name: "openai", Model: answer("openai")},
 	}})
 	for range 2 {
-		resp, _ := g.Generate(context.Background(), &portico.Request{})
+		resp, _ := g.Generate(context.Background(), &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}})
 		fmt.Print("answered by ", resp.Route, ", left")
 		for _, h := range resp.Hops {
 			fmt.Print(" ", h.Route, " (", h.Reason, ")")

@@ -62,7 +62,7 @@ func TestHedgeAcrossRoutes(t *testing.T) {
 		}, idem, nil, "b", "a (transient)", 350 * ms, 0},
 		{"a request that may not be repeated is not hedged", func() []portico.Route {
 			return []portico.Route{named("a", after("a", 10*time.Second)), named("b", after("b", ms))}
-		}, &portico.Request{Model: "m", NoAmbiguousRetry: true}, nil, "a", "", 10 * time.Second, 0},
+		}, &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, NoAmbiguousRetry: true}, nil, "a", "", 10 * time.Second, 0},
 		{"an empty budget leaves the primary alone", func() []portico.Route {
 			return []portico.Route{named("a", after("a", 10*time.Second)), named("b", after("b", ms))}
 		}, idem, &modeltest.Budget{}, "a", "", 10 * time.Second, 0},

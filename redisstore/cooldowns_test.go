@@ -118,7 +118,7 @@ func TestCooldownsTenInstances(t *testing.T) {
 				ins = append(ins, newInstance(t, srv, su))
 			}
 			ctx := context.Background()
-			req := &portico.Request{Model: "m"}
+			req := &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
 			// Every instance has dialed and read the set once: a warm-up
 			// cooldown reaches them all.
 			ins[0].cool.Set("warm-up", time.Now().Add(2*time.Second)) // shorter than the cooldown: the set's TTL stays the cooldown's
@@ -324,7 +324,7 @@ func TestCooldownsOutage(t *testing.T) {
 			b := newInstance(t, srv, setup{cfg: cfg, routes: twoRoutes})
 			obs := &events{}
 			ctx := portico.ContextWithObserver(context.Background(), obs)
-			req := &portico.Request{Model: "m"}
+			req := &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
 			call := func(in *instance, route string, hops ...string) {
 				t.Helper()
 				start := time.Now()

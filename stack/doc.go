@@ -5,7 +5,9 @@
 //
 //	trace.Wrap                 (Config.Tracer)         one span per request
 //	user middleware            (Config.Middleware)     a cache, a logger
-//	end-to-end deadline        (Config.Deadline, Contract.Deadline)
+//	end-to-end deadline        (Config.Deadline,       Request.Validate, the size
+//	                            Contract.Deadline,     cap; the budget from here
+//	                            Config.MaxRequestBytes)
 //	ratelimit, per client      (Config.ClientLimits)   who gets in, how much
 //	fallback.Group             (more than one route)   which route, in order;
 //	                           (Config.Hedge)          hedges to the next route
@@ -57,12 +59,15 @@
 // refused without a call (Incompatible, wrapping a [fallback.Exhausted]
 // that names the unmet need), with one route as with two.
 // With several routes, what fails is sorted by whose fault it is. A request
-// wrong on any route ([portico.Request.Validate]: a malformed Contract, a
-// negative MaxOutputTokens; or a schema validate cannot compile) fails at
-// once, and no provider is called. A request one provider refuses (its 400
-// or 422, its x-should-retry: false) is that route's only: the adapters
-// classify it Incompatible, so it is not retried there, the group moves on
-// to the next route that fits, and the breaker does not count it. A route that cannot serve now (a 401 or
+// wrong on any route ([portico.Request.Validate]: no messages, a malformed
+// Contract, a negative MaxOutputTokens; a request above
+// Config.MaxRequestBytes, 64 MiB by default; or a schema validate cannot
+// compile) fails at once, and no provider is called; one above a route's
+// Capabilities.MaxRequestBytes is Incompatible there. A request one
+// provider refuses (its 400 or 422, its x-should-retry: false) is that
+// route's only: the adapters classify it Incompatible, so it is not retried
+// there, the group moves on to the next route that fits, and the breaker
+// does not count it. A route that cannot serve now (a 401 or
 // 403 of its key, a 404 of its model, a spent quota: Unusable) is called
 // once, not retried; the group moves on to the next route and the route's
 // breaker opens at once, so later requests skip it until a probe succeeds.

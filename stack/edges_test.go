@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -92,5 +93,66 @@ func TestTypedNilModel(t *testing.T) {
 			}()
 			wrap(typed)
 		}()
+	}
+}
+
+// A request with no messages is wrong on any route: it fails at once,
+// Permanent, and nothing is sent.
+func TestNoMessages(t *testing.T) {
+	f := modeltest.NewFake()
+	s, err := New(Config{Routes: []Route{route("a", f), route("b", f)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Generate(context.Background(), &portico.Request{Model: "m", MaxOutputTokens: 16})
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.Class != portico.Permanent || pe.Reason != "no messages" || f.Count() != 0 {
+		t.Errorf("Generate(no messages) = %v after %d calls, want Permanent \"no messages\" before any", err, f.Count())
+	}
+}
+
+// Requests have a size cap, as answers do (the adapters' MaxResponseBytes):
+// one above the stack's MaxRequestBytes (64 MiB by default) fails at once,
+// Permanent, nothing sent; one above a route's Capabilities.MaxRequestBytes
+// is Incompatible there, and the group answers from another route.
+func TestMaxRequestBytes(t *testing.T) {
+	big := func(n int) *portico.Request { // n bytes of Request.Size
+		return &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, strings.Repeat("x", n-len(portico.RoleUser)))}}
+	}
+	refused := func(err error, class portico.Class) bool {
+		var pe *portico.Error
+		return errors.As(err, &pe) && pe.Class == class && pe.Reason == "request size"
+	}
+	notSent := func(err error) bool {
+		var pe *portico.Error
+		return errors.As(err, &pe) && pe.NotSent
+	}
+
+	f := modeltest.NewFake(modeltest.Answer("ok"))
+	s, _ := New(Config{Routes: []Route{route("a", f)}})
+	if _, err := s.Generate(context.Background(), big(DefaultMaxRequestBytes+1)); !refused(err, portico.Permanent) || !notSent(err) || f.Count() != 0 {
+		t.Errorf("default cap, 64 MiB + 1 byte: Generate = %v after %d calls, want Permanent \"request size\", not sent", err, f.Count())
+	}
+	if resp, err := s.Generate(context.Background(), big(1000)); err != nil || resp.Text != "ok" {
+		t.Errorf("default cap, 1000 bytes: Generate = %v, %v, want the answer", resp, err)
+	}
+
+	small, other := modeltest.NewFake(modeltest.Answer("small")), modeltest.NewFake(modeltest.Answer("other"))
+	a := route("a", small)
+	a.Capabilities.MaxRequestBytes = 50
+	s, _ = New(Config{Routes: []Route{a, route("b", other)}, MaxRequestBytes: 100})
+	if _, err := s.Generate(context.Background(), big(101)); !refused(err, portico.Permanent) || small.Count()+other.Count() != 0 {
+		t.Errorf("stack cap 100, 101 bytes: Generate = %v, want Permanent \"request size\" before any route", err)
+	}
+	if resp, err := s.Generate(context.Background(), big(60)); err != nil || resp.Text != "other" || small.Count() != 0 {
+		t.Errorf("route a's cap 50, 60 bytes: Generate = %v, %v after %d calls to a, want b's answer, a not called", resp, err, small.Count())
+	}
+	if resp, err := s.Generate(context.Background(), big(50)); err != nil || resp.Text != "small" {
+		t.Errorf("route a's cap 50, 50 bytes: Generate = %v, %v, want a's answer", resp, err)
+	}
+
+	s, _ = New(Config{Routes: []Route{a}, MaxRequestBytes: -1})
+	if _, err := s.Generate(context.Background(), big(60)); portico.ClassOf(err) != portico.Incompatible || small.Count() != 1 {
+		t.Errorf("one route, cap 50, 60 bytes: Generate = %v after %d calls, want Incompatible (the group's), not sent", err, small.Count())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -144,6 +145,13 @@ type Config struct {
 	// call forever. Zero means DefaultDeadline; negative means none besides the
 	// contract's and the context's.
 	Deadline time.Duration
+	// MaxRequestBytes is the largest request the stack takes, in bytes of
+	// [portico.Request.Size]: a larger one fails at once, Permanent (Reason
+	// "request size"), before any limiter or route; a route whose
+	// Capabilities.MaxRequestBytes is smaller refuses it as Incompatible
+	// and the group tries another. Zero means DefaultMaxRequestBytes
+	// (64 MiB, the adapters' own limit on an answer); negative means none.
+	MaxRequestBytes int
 	// Fallback configures the group used with several routes; its Routes field
 	// is ignored (the stack fills it).
 	Fallback fallback.Config
@@ -165,6 +173,11 @@ type Config struct {
 	// Contract.Deadline).
 	Middleware []portico.Middleware
 }
+
+// DefaultMaxRequestBytes is the request size limit of a stack whose
+// Config.MaxRequestBytes is zero: 64 MiB, as the provider adapters'
+// DefaultMaxResponseBytes for an answer.
+const DefaultMaxRequestBytes = 64 << 20
 
 // DefaultDeadline is the end-to-end deadline of a stack whose Config.Deadline
 // is zero: generous for a long generation, yet finite.
@@ -195,9 +208,10 @@ type built struct {
 // (*portico.Error): Rejected for a shed call or open breakers, RateLimited
 // with RetryAfter, Deadline when the budget runs out, and so on.
 // A nil req is [portico.ErrNilRequest]; a request that
-// [portico.Request.Validate] refuses (a negative MaxOutputTokens, a Contract
-// with a negative Deadline or MaxCost) fails at once with its Permanent
-// error, whatever the number of routes, and no route is called.
+// [portico.Request.Validate] refuses (no messages, a negative
+// MaxOutputTokens, a Contract with a negative Deadline or MaxCost) or one
+// above Config.MaxRequestBytes fails at once with its Permanent error,
+// whatever the number of routes, and no route is called.
 func (s *Stack) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
@@ -396,7 +410,11 @@ func New(cfg Config) (*Stack, error) {
 	// Outside the client limiter: time spent waiting to be admitted counts
 	// against the deadline, and the limiter refuses at once a wait that
 	// cannot end before it.
-	mws = append(mws, deadline(d))
+	maxBytes := cfg.MaxRequestBytes
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxRequestBytes
+	}
+	mws = append(mws, deadline(d, maxBytes))
 	if cfg.ClientLimits != (ratelimit.Limits{}) || cfg.ClientTier != nil || len(cfg.ClientTiers) > 0 {
 		cs := cfg.ClientShared
 		if cs.Store != nil && cs.Name == "" {
@@ -618,14 +636,21 @@ func defaultMaxTokens(v int, l ratelimit.Limits, tiers ...ratelimit.Limits) int 
 }
 
 // deadline returns the end-to-end deadline layer: it refuses a request that
-// [portico.Request.Validate] refuses, then bounds ctx by d and by the
+// [portico.Request.Validate] refuses or one larger than maxBytes (> 0,
+// [portico.Request.Size]), then bounds ctx by d and by the
 // request's Contract.Deadline (the earliest applies, as does ctx's own). With
 // neither set it passes the call through untouched.
-func deadline(d time.Duration) portico.Middleware {
+func deadline(d time.Duration, maxBytes int) portico.Middleware {
 	return func(next portico.Model) portico.Model {
 		return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			if err := req.Validate(); err != nil {
 				return nil, err // wrong on any route: none is called
+			}
+			if maxBytes > 0 {
+				if n := req.Size(); n > maxBytes {
+					return nil, &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "request size", NotSent: true,
+						Err: errors.New(strconv.Itoa(n) + " bytes, above the stack's " + strconv.Itoa(maxBytes))}
+				}
 			}
 			limit := d
 			if k := req.Contract; k != nil && k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
