@@ -339,6 +339,7 @@ func TestEffectClaimReplyLost(t *testing.T) {
 			if res, err := decide(ctx, other, key, charge); err != nil || string(res) != "charged" || runs.Load() != 1 {
 				t.Errorf("a later caller = %q, %v after %d runs; want the stored result", res, err, runs.Load())
 			}
+			t.Logf("%s: effect runs %d, replies dropped %d", tc.name, runs.Load(), p.Dropped())
 		})
 	}
 }
@@ -431,7 +432,7 @@ func TestEffectNewcomerAfterLoss(t *testing.T) {
 			// (or 500 ms, without heartbeats).
 			raw := redistest.NewClient(*m.addr.Load())
 			for wait := time.Now().Add(500 * time.Millisecond); time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
-				if n, _ := raw.Exists(ctx, "portico:fx:{k="+string(key)+"}").Result(); n == 1 {
+				if n, _ := raw.Exists(ctx, "portico:fx:"+tag(string(key))).Result(); n == 1 {
 					break
 				}
 			}
@@ -452,5 +453,63 @@ func TestEffectNewcomerAfterLoss(t *testing.T) {
 				t.Errorf("a later caller = %q, %v; want the owner's result", res, err)
 			}
 		})
+	}
+}
+
+// TestEffectClusterFlush: on a Redis Cluster each hash slot's records have
+// their epoch in that slot; a FLUSHALL while one instance runs an effect
+// makes a newcomer, a beat later, get Unknown, and the effect runs once.
+func TestEffectClusterFlush(t *testing.T) {
+	srv := redistest.StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	instance := func() *effect.Runner {
+		s, err := New(Config{Client: srv.ClusterClient(t), Timeout: testTimeout, Probe: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := effect.New(effect.Config{Store: s.Effects(), Poll: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	key, _ := effect.StepKey("op-1", "charge")
+	var runs atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	charge := func(context.Context) ([]byte, error) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return []byte("charged"), nil
+	}
+	owner := make(chan error)
+	go func() { _, err := decide(ctx, instance(), key, charge); owner <- err }()
+	<-started
+	c := srv.ClusterClient(t)
+	if err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.FlushAll(ctx).Err() }); err != nil {
+		t.Fatal(err)
+	}
+	for wait := time.Now().Add(500 * time.Millisecond); time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
+		if n, _ := c.Exists(ctx, "portico:fx:"+tag(string(key))).Result(); n == 1 {
+			break
+		}
+	}
+	res, err := decide(ctx, instance(), key, charge)
+	if !errors.Is(err, effect.ErrUnknown) {
+		t.Errorf("the newcomer's Do = %q, %v; want ErrUnknown", res, err)
+	}
+	close(release)
+	if err := <-owner; err != nil {
+		t.Errorf("the owner's Do = %v, want nil", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the effect ran %d times, want 1", n)
+	}
+	// The epoch is in the record's slot.
+	ekeys, err := c.Keys(ctx, "portico:fx:epoch*").Result()
+	if err != nil || len(ekeys) != 1 || slotOf(ekeys[0]) != slotOf("portico:fx:"+tag(string(key))) {
+		t.Errorf("epoch keys = %q, %v; want one, in the record's slot", ekeys, err)
 	}
 }
