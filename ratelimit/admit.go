@@ -52,7 +52,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 	var h *hold // our place in line while we wait (Wait mode)
 	var waitUntil time.Duration
 	for {
-		ok, wait, which, tooLarge := e.take(now, t.reserve, h)
+		ok, wait, which, tooLarge := e.take(now, t.reserve, h, l.lead)
 		if ok {
 			e.unhold(h)
 			t.fast = e.inflight <= maxFastInflight
@@ -316,10 +316,12 @@ func (e *entry) unhold(h *hold) {
 // waiters ahead of h, or takes nothing and returns the wait after which it
 // would succeed if nothing else happened, and which bucket refused ("tokens"
 // or "requests"). Both buckets are checked before either is charged, so a
-// refusal changes neither. It returns tooLarge when cost exceeds the token
-// bucket's capacity, which SetLimit may have lowered since the call was
-// priced: the call can never be admitted. The caller holds e.mu.
-func (e *entry) take(now time.Duration, cost int, h *hold) (ok bool, wait time.Duration, which string, tooLarge bool) {
+// refusal changes neither. A lead in [0, 1) admits the call once each
+// bucket holds (1-lead) of its cost, charging the whole (a fail-open
+// share's, see Limiter.lead). It returns tooLarge when cost exceeds the
+// token bucket's capacity, which SetLimit may have lowered since the call
+// was priced: the call can never be admitted. The caller holds e.mu.
+func (e *entry) take(now time.Duration, cost int, h *hold, lead float64) (ok bool, wait time.Duration, which string, tooLarge bool) {
 	var aheadTok float64
 	var aheadReq int
 	if e.held() > 0 {
@@ -333,7 +335,7 @@ func (e *entry) take(now time.Duration, cost int, h *hold) (ok bool, wait time.D
 			return false, 0, "tokens", true
 		}
 		tl, tt = e.tok.at(now)
-		if need := n + aheadTok; !e.tok.fits(tl, need, tt) {
+		if need := n*(1-lead) + aheadTok; !e.tok.fits(tl, need, tt) {
 			wait := e.tok.waitFor(need-tl, tt)
 			if e.lim.Requests > 0 {
 				rl, rt := e.req.at(now)
@@ -346,7 +348,7 @@ func (e *entry) take(now time.Duration, cost int, h *hold) (ok bool, wait time.D
 	}
 	if e.lim.Requests > 0 {
 		rl, rt := e.req.at(now)
-		if need := float64(aheadReq + 1); !e.req.fits(rl, need, rt) {
+		if need := float64(aheadReq+1) - lead; !e.req.fits(rl, need, rt) {
 			return false, e.req.waitFor(need-rl, rt), "requests", false
 		}
 		e.req.set(rl-1, rt)

@@ -224,23 +224,31 @@
 // k says the bucket held k - r·w). When the store fails, the share alone
 // decides, from the first call of the outage, on what this instance had
 // not used of its 1/N; it is neither emptied nor refilled as an outage
-// begins or ends. So a tenant under its limit is served through an
+// begins or ends. A call is admitted once the share holds 1/N of its cost
+// (the rest is owed, paid back by the refill before its next call): N
+// shares cannot pool the fractions of a call each holds, and without this
+// lead 3 instances at 1 request a second admit 3 of the 5 the shared
+// bucket would over 5 s. So a tenant under its limit is served through an
 // outage, one over it gets about r·dt between the instances, and a store
 // that flaps hands out no burst at each failure.
 //
 // The bound across N instances: over any interval dt, the net admitted
 // cost is at most b + r·dt + A. The allowance A is r·d, d the time within
 // dt during which the store failed (the store's bucket refills meanwhile
-// and is not charged for what the shares admitted), plus what the shares
+// and is not charged for what the shares admitted); plus what the shares
 // held beyond the store's bucket as the outage began: about 0 when the
 // instances share a tenant's load or saw the store refuse it, at most
 // b·(N-1)/N when one instance spent the whole burst and the others, which
-// saw no refusal, call only once the store has failed; never more than b.
-// TestFailOpenFleet checks it over every interval with 3 instances at 60
-// requests a minute and a 10 s outage (a tenant at twice the limit, at
-// half of it, one instance taking it all, a store failing 200 ms of every
-// second), and that the instances admit at least 80% of what the shared
-// limit would have admitted of the same calls.
+// saw no refusal, call only once the store has failed, never more than b;
+// plus (N-1)·k for the lead, k the largest call's cost (1 request). A
+// store that loses its data (restarted empty) starts full: its own
+// bucket then admits b more. TestFailOpenFleet checks the bound over every
+// interval with 3 instances at 60 requests a minute and a 10 s outage (a
+// tenant at twice the limit, at half of it, one instance taking it all, a
+// store failing 200 ms of every second), and that the instances admit at
+// least 80% of what the shared limit would have admitted of the same
+// calls; redisstore's TestFailOpenShares does against a real Redis
+// stopped, paused, and killed and restarted.
 //
 // # In-flight cap, shedding and queues
 //

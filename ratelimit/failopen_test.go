@@ -218,13 +218,13 @@ func every(period, jitter time.Duration) func(int, time.Duration, *rand.Rand) ti
 // 60) through a store that fails for 10 s: from the first call of the
 // outage they admit at least 80% of what the shared limit alone would
 // have admitted of the same calls (over the flaps' minute when the store
-// flaps), and over every window at most b + r·dt
-// plus the package doc's allowance, r·d for the outage's time d within
-// the window and at most b·(N-1)/N for what the shares held beyond the
-// store as it began. Loads: twice the limit, half of it, one instance
-// taking all of it before the outage while the others, which saw no
-// refusal, call from its first instant (the allowance's worst case), and a store that fails 200 ms of
-// every second for a minute.
+// flaps), and over every window at most b + r·dt plus the package doc's
+// allowance: r·d for the outage's time d within the window, at most
+// b·(N-1)/N for what the shares held beyond the store as it began, and
+// N-1 requests for the shares' lead. Loads: twice the limit, half of it,
+// one instance taking all of it before the outage while the others, which
+// saw no refusal, call from its first instant (the allowance's worst
+// case), and a store that fails 200 ms of every second for a minute.
 func TestFailOpenFleet(t *testing.T) {
 	lim := Limits{Requests: 60}
 	const n, b, r = 3, 60.0, 1.0
@@ -258,8 +258,8 @@ func TestFailOpenFleet(t *testing.T) {
 						t.Errorf("seed %d: admitted %d in the outage, the shared limit %d: %.2f, want >= %.2f", seed, run.fleetIn, run.refIn, got, tc.ratio)
 					}
 					ex, overB := worstExcess(run.admitted, b, r, tc.outs)
-					if ex > b*(n-1)/n {
-						t.Errorf("seed %d: a window admitted %.2f beyond b + r·dt + r·d, want at most b·(N-1)/N = %.0f", seed, ex, b*(n-1)/n)
+					if allowance := b*(n-1)/n + (n - 1); ex > allowance {
+						t.Errorf("seed %d: a window admitted %.2f beyond b + r·dt + r·d, want at most b·(N-1)/N + (N-1)·1 = %.0f", seed, ex, allowance)
 					}
 					if testing.Verbose() {
 						t.Logf("seed %d: outage %d/%d admitted (%.0f%%), worst excess over b + r·dt %.2f, beyond b + r·dt + r·d %.2f", seed, run.fleetIn, run.refIn, 100*float64(run.fleetIn)/float64(run.refIn), overB, ex)

@@ -41,7 +41,11 @@ type Limiter struct {
 	seq     atomic.Uint64
 	shared  *shared     // nil: the buckets are in this process
 	armed   atomic.Bool // the janitor's timer is pending or running (see arm)
-	shards  [numShards]shard
+	// lead is (N-1)/N for the local share of a shared Limiter failing open
+	// among N instances, 0 otherwise: a call is admitted once the share
+	// holds 1/N of its cost (see internal/failopen.Lead).
+	lead   float64
+	shards [numShards]shard
 }
 
 // New returns a Limiter for cfg, or an error starting with "ratelimit:" when

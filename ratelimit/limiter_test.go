@@ -447,7 +447,7 @@ func TestRetryAfterExact(t *testing.T) {
 			e.w().holds = []*hold{{tokens: float64(rng.IntN(lim.TokenBurst - cost + 1))}}
 		}
 		now := start + time.Duration(rng.Int64N(int64(100*time.Millisecond)))
-		ok, wait, _, _ := e.take(now, cost, nil)
+		ok, wait, _, _ := e.take(now, cost, nil, 0)
 		if ok {
 			continue
 		}
@@ -462,7 +462,7 @@ func TestRetryAfterExact(t *testing.T) {
 			early++
 		}
 		// admitsAt agrees with take itself at now + wait.
-		if ok, _, _, _ := e.take(now+wait, cost, nil); !ok {
+		if ok, _, _, _ := e.take(now+wait, cost, nil, 0); !ok {
 			t.Fatalf("take(%d) at now + RetryAfter %v refused", cost, wait)
 		}
 	}

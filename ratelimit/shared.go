@@ -53,12 +53,13 @@ type Store interface {
 // wrapping [ErrStoreUnavailable]. The share is kept while the store
 // answers too, charged for the calls the store admits for this instance
 // and lowered when it refuses them, so from the first call of an outage it
-// admits what this instance had not used of its 1/N: the N instances
-// together stay within b + r·dt plus an allowance of what the shares held
-// beyond the store at the outage's start (at most the burst b) and r·d for
-// the outage's time d within dt, since the store's buckets, which refilled
-// meanwhile, are not charged for what the shares admitted (see the package
-// documentation, Shared buckets).
+// admits what this instance had not used of its 1/N (a call once the
+// share holds 1/N of its cost): the N instances together stay within
+// b + r·dt plus an allowance, stated in the package documentation (Shared
+// buckets): what the shares held beyond the store at the outage's start,
+// r·d for the outage's time d within dt (the store's buckets refill
+// meanwhile and are not charged for what the shares admitted), and N-1
+// calls' cost for that lead.
 type Shared struct {
 	// Store keeps the buckets; nil keeps them in the process (the default:
 	// the in-memory path, unchanged).
@@ -163,6 +164,7 @@ func newShared(l *Limiter, c Config) *shared {
 		lc.Limits, lc.Tiers = shareOf(c.Limits, n), mapTiers(c.Tiers, func(l Limits) Limits { return shareOf(l, n) })
 		lc.Queue, lc.Concurrency = Queue{}, nil
 		s.local = derived(lc)
+		s.local.lead = failopen.Lead(n)
 	}
 	return s
 }

@@ -63,7 +63,7 @@ func (f *fakeStore) Take(_ context.Context, key string, lim *Limits, cost int) (
 	if req != nil {
 		e.req = *req
 	}
-	ok, wait, which, _ := e.take(now, cost, nil)
+	ok, wait, which, _ := e.take(now, cost, nil, 0)
 	if !ok {
 		return wait, which, nil
 	}

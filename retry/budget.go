@@ -80,10 +80,14 @@ func (b *bucket) deposit(amt, capacity int64) {
 }
 
 // withdraw takes one token, or reports false when less than one is left.
-func (b *bucket) withdraw() bool {
+func (b *bucket) withdraw() bool { return b.withdrawAt(unit) }
+
+// withdrawAt takes one token when at least need (<= unit) is left, or
+// reports false; below one token, the level goes below zero.
+func (b *bucket) withdrawAt(need int64) bool {
 	for {
 		v := b.level.Load()
-		if v < unit {
+		if v < need {
 			return false
 		}
 		if b.level.CompareAndSwap(v, v-unit) {
@@ -299,22 +303,26 @@ func (b *bucket) keptAggregate() *bucket {
 // is taken only when the destination's is sure, and a refused retry consumes
 // nothing, not even for a moment. An empty destination refuses before the
 // lock, so an outage's refusals stay lock-free.
-func spend(dests *budgets, c, d *bucket) string {
+func spend(dests *budgets, c, d *bucket) string { return spendAt(dests, c, d, unit) }
+
+// spendAt is spend for buckets that need only need (<= unit) to give a
+// token: a fail-open share's (see Retrier.sharedSpend).
+func spendAt(dests *budgets, c, d *bucket, need int64) string {
 	if d == nil {
-		if c.withdraw() {
+		if c.withdrawAt(need) {
 			return ""
 		}
 		return "client"
 	}
-	if d.level.Load() < unit {
+	if d.level.Load() < need {
 		return "destination"
 	}
 	dests.take.Lock()
 	defer dests.take.Unlock()
-	if d.level.Load() < unit {
+	if d.level.Load() < need {
 		return "destination"
 	}
-	if !c.withdraw() {
+	if !c.withdrawAt(need) {
 		return "client"
 	}
 	d.level.Add(-unit)

@@ -104,11 +104,13 @@
 // unchanged, credited with this instance's deposits and charged for the
 // tokens the store gives it (never below zero) while the store answers,
 // emptied when the store finds a bucket empty, and deciding alone, as it
-// stands, from the first retry of an outage. The instances together spend
+// stands, from the first retry of an outage, a retry once the share holds
+// 1/Instances of a token (TestSharedFailOpenLead). The instances together spend
 // at most the shared bound plus what their shares held beyond the store's
 // bucket as the outage began, at most DestinationBurst (Burst for a
 // client) and about 0 when they share the load
-// (TestSharedFailOpenShareFollowsTheStore).
+// (TestSharedFailOpenShareFollowsTheStore), plus Instances-1 for the
+// lead.
 //
 // # Deadlines
 //

@@ -77,3 +77,20 @@ func TestSharedFailOpenShareFollowsTheStore(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedFailOpenLead: failing open among five instances, a share that
+// holds a fifth of a token gives a retry (internal/failopen.Lead: the
+// fractions the five shares hold apart are not lost) and then owes the
+// rest; one holding less gives none.
+func TestSharedFailOpenLead(t *testing.T) {
+	r := mustNew(t, Config{Budget: Budget{Burst: 20, ClientOnly: true, Shared: Shared{Store: &tokenStore{down: true}, FailOpen: true, Instances: 5}}})
+	p := r.pairOf("m", "c")
+	p.client.level.Store(unit/5 - 1)
+	if r.Take("m", "c") {
+		t.Fatal("Take on a share holding just under a fifth of a token = true, want false")
+	}
+	p.client.level.Store(unit / 5)
+	if !r.Take("m", "c") || p.client.level.Load() != unit/5-unit {
+		t.Errorf("Take on a share holding a fifth of a token: level after %d, want %d", p.client.level.Load(), unit/5-unit)
+	}
+}

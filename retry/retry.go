@@ -445,6 +445,9 @@ func New(cfg Config) (*Retrier, error) {
 		}
 		if b.Shared.Store != nil {
 			r.shared = &sharedBudgets{store: b.Shared.Store, lim: lim, failOpen: b.Shared.FailOpen, instances: b.Shared.Instances}
+			if n := b.Shared.Instances; n > 0 {
+				r.shared.need = unit - int64(failopen.Lead(n)*unit)
+			}
 		}
 	}
 	return r, nil

@@ -86,6 +86,7 @@ type sharedBudgets struct {
 	lim       BudgetLimits
 	failOpen  bool
 	instances int
+	need      int64 // what a share needs to give a token: 1/instances of one (failopen.Lead)
 }
 
 // sharedDeposit credits a new request to the store, and, failing open, to
@@ -138,7 +139,7 @@ func (r *Retrier) sharedSpend(ctx context.Context, dest, client string) string {
 		return "shared"
 	}
 	p := r.pairOf(dest, client)
-	return spend(r.dests, p.client, p.dest)
+	return spendAt(r.dests, p.client, p.dest, s.need)
 }
 
 // degraded reports a budget operation decided without the store.

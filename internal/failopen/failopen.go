@@ -19,7 +19,11 @@
 //   - while the store fails, the share alone decides, from the first call
 //     of the outage, on what this instance had not used of its share, and
 //     refills at 1/N of the rate. It is never emptied or filled as an
-//     outage begins or ends, so a store that flaps hands out nothing.
+//     outage begins or ends, so a store that flaps hands out nothing. A
+//     call is admitted once the share holds 1/N of its cost ([Lead]): N
+//     shares cannot pool the fractions of a call each holds, and without
+//     it an outage of a few seconds over 3 instances at 1 request a second
+//     admits 3 of the 5 the shared bucket would.
 //
 // The bound: over any interval dt the N instances together admit at most
 // b + r·dt + A, where the allowance A is r·d, d the time within dt during
@@ -28,7 +32,8 @@
 // store's bucket as the outage began: about 0 when the instances share
 // the load or saw the store refuse, at most b·(N-1)/N when one instance
 // spent the whole burst and the others, having seen no refusal, call
-// only once the store has failed, and never more than b.
+// only once the store has failed, and never more than b; plus (N-1)·k
+// for the lead, k the largest call's cost (1 for the request bucket).
 package failopen
 
 // Share returns one instance's share of v among n instances: v/n rounded
@@ -53,3 +58,11 @@ func Charge[T int64 | float64](level, cost T) T {
 func Refused[T int64 | float64](level, left T, n int) T {
 	return min(level, max(left, 0)/T(n))
 }
+
+// Lead returns how much of a call's cost a share may run ahead of what it
+// holds among n instances: (n-1)/n. A share admits a call once it holds
+// 1/n of the call's cost, charging the whole, so that the fractions of a
+// call that the n shares hold apart (none of which covers a call alone)
+// are not lost to every instance; each share then owes less than the
+// call's cost and pays it back by its refill before its next call.
+func Lead(n int) float64 { return float64(n-1) / float64(n) }
