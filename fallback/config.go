@@ -119,9 +119,12 @@ type Config struct {
 	Hedge *hedge.Hedger
 
 	// Share is the fraction of the remaining time a candidate may use when
-	// another candidate could follow it, in (0, 1]. Zero means DefaultShare
-	// (9/16: 4.5 s of 8 s). The last candidate gets all the remaining
-	// time but Reserve. Applies only when the context has a deadline.
+	// another candidate could follow it, in (0, 1]; for a stream, the time
+	// it may take to its first progress (a chunk, or [portico.Progress]),
+	// after which it runs on to the end of the time before the reserve.
+	// Zero means DefaultShare (9/16: 4.5 s of 8 s). The last candidate gets
+	// all the remaining time but Reserve. Applies only when the context has
+	// a deadline.
 	Share float64
 	// Reserve is the time kept back at the end of the deadline for the layers
 	// outside the group (gateway, validation): no candidate's allowance reaches

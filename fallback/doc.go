@@ -59,6 +59,15 @@
 // time the caller's deadline leaves when its allowance is shorter, as it
 // would be with no route to fall back on.
 //
+// A stream's share bounds its time to first progress, not the whole
+// answer: while another candidate follows, a streamed candidate that sends
+// a chunk, or reports progress ([portico.Progress]: a chunk a layer holds
+// back, an event that is not text, such as a reasoning model's), before
+// its share ends runs on to the end of the time before the reserve, since
+// once it has begun the group could only cut a live answer. One silent
+// for its whole share is cut then, as any candidate. (A raced request's
+// streams, under Config.Hedge, keep their share as a bound on the whole.)
+//
 // A candidate's own share ends its context with cause [ErrShareTimeout],
 // which matches [portico.ErrLayerTimeout]: the route sees the group's
 // timeout, not the caller's deadline, and reports it as Ambiguous (sent) or

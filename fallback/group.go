@@ -51,6 +51,9 @@ type Group struct {
 type kinds struct {
 	last, capped *lazyctx.Kind    // cause ErrShareTimeout: the last candidate's, one another follows
 	short        [2]*lazyctx.Kind // for an allowance below FaultAfter: [0] last (errShortShare), [1] capped (errUnanswered)
+	// lifted are a stream's (see share): the last's causes, [1] below
+	// FaultAfter, with capped's values.
+	lifted [2]*lazyctx.Kind
 }
 
 // newKinds returns the Kinds of a route whose cooldown is until, with
@@ -65,6 +68,7 @@ func newKinds(until func() time.Time, wait time.Duration) kinds {
 		last:   &lazyctx.Kind{Cause: ErrShareTimeout, Values: last},
 		capped: &lazyctx.Kind{Cause: ErrShareTimeout, Values: capped},
 		short:  [2]*lazyctx.Kind{{Cause: errShortShare, Values: last}, {Cause: errUnanswered, Values: capped}},
+		lifted: [2]*lazyctx.Kind{{Cause: ErrShareTimeout, Values: capped}, {Cause: errShortShare, Values: capped}},
 	}
 }
 

@@ -165,7 +165,7 @@ func (p *plan) Next(ctx context.Context, i int, charge func(string) bool, a *hed
 			r.skipped(ctx, rt, idx, reason)
 			continue
 		}
-		cctx, share, ok := r.share(ctx, p.pos)
+		cctx, share, _, ok := r.share(ctx, p.pos, false) // a raced stream's share bounds it whole
 		if !ok {
 			if charge != nil {
 				return false, nil // no time for a hedge: the running attempt goes on

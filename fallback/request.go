@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -266,11 +267,18 @@ func (r *request) followed(pos int) bool {
 // route's cooldown (portico.ContextWithCooldown), which its retry layer
 // reads before each retry, and when another candidate follows it also caps
 // a wait in place at Config.WaitInPlace.
-func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx.Context, bool) {
+//
+// With lift (a stream on the walk), a share that another candidate follows
+// bounds the time to the candidate's first progress, first, rather than
+// the whole call: the context runs on to the end of the time before the
+// reserve, as the last candidate's would, and the caller arms the bound
+// (watch.arm). A live stream is never cut by its share; a silent one is, at
+// the same time as without lift.
+func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.Context, c *lazyctx.Context, first time.Duration, ok bool) {
 	_, idx := r.candidate(pos)
 	kd := &r.g.kinds[idx]
 	if !r.hasDL { // no share and no cap: the route's cooldown alone
-		return &valued{ctx, kd.last.Values}, nil, true
+		return &valued{ctx, kd.last.Values}, nil, 0, true
 	}
 	remaining := r.left
 	if !r.fresh || len(r.hops) > 0 {
@@ -287,7 +295,7 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 		d, fits = remaining, true
 	}
 	if !fits {
-		return nil, nil, false
+		return nil, nil, 0, false
 	}
 	r.called = true
 	// Another candidate follows: a Retry-After longer than WaitInPlace is
@@ -295,11 +303,18 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	// on (the capped Kind's Values). Either way the route's retry layer
 	// reads its cooldown before each retry.
 	k := kd.last
-	if !last {
+	switch usable := remaining - r.reserve; {
+	case lift && !last && d < usable:
+		first, d = d, usable
+		k = kd.lifted[0]
+		if d < g.cfg.FaultAfter {
+			k = kd.lifted[1]
+		}
+	case !last:
 		k = kd.capped
 	}
 	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		return &valued{ctx, k.Values}, nil, true
+		return &valued{ctx, k.Values}, nil, first, true
 	}
 	// The cause tells the route (its breaker, its adapter) that the group
 	// ended the call for its own share, not the caller: the adapter reports
@@ -308,14 +323,14 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 	// FaultAfter (errShortShare, which breakers ignore). The share's
 	// deadline, now + d, costs no timer unless the route waits on it, and
 	// carries the wait's cap.
-	if d < g.cfg.FaultAfter {
+	if d < g.cfg.FaultAfter && first == 0 {
 		k = kd.short[0]
 		if !last {
 			k = kd.short[1]
 		}
 	}
-	cctx, c := lazyctx.WithEarlier(ctx, remaining-d, k)
-	return cctx, c, true
+	cctx, c = lazyctx.WithEarlier(ctx, remaining-d, k)
+	return cctx, c, first, true
 }
 
 // try calls candidate rt (Config.Routes index idx) at position pos within its
@@ -323,16 +338,16 @@ func (r *request) share(ctx context.Context, pos int) (context.Context, *lazyctx
 // the group must stop (return err as is) rather than move on; when it moves
 // on, the hop is recorded.
 func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
-	cctx, c, ok := r.share(ctx, pos)
+	cctx, c, first, ok := r.share(ctx, pos, r.req.OnChunk != nil)
 	if !ok {
 		r.hop(ctx, rt, reasonDeadline, nil)
 		return nil, true, r.outOfTime(ctx)
 	}
 	if c == nil { // no deadline, or the request's own: nothing to cancel
-		return r.attempt(ctx, cctx, rt, idx)
+		return r.attempt(ctx, cctx, rt, idx, first)
 	}
 	defer c.Cancel()
-	return r.attempt(ctx, cctx, rt, idx)
+	return r.attempt(ctx, cctx, rt, idx, first)
 }
 
 // ErrShareTimeout is the cause (context.Cause) of a candidate's context when
@@ -359,15 +374,24 @@ var errShortShare = portico.DeadlineCut(ErrShareTimeout)
 var errUnanswered = portico.Unanswered(ErrShareTimeout)
 
 // attempt calls rt under cctx, a context derived from the request's ctx with
-// rt's allowance, and judges the outcome.
-func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int) (*portico.Response, bool, error) {
+// rt's allowance, and judges the outcome; first, when positive, bounds a
+// stream's time to its first progress (see share).
+func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int, first time.Duration) (*portico.Response, bool, error) {
 	req := r.req
 	var w *watch // with OnChunk: what reached the caller
 	if req.OnChunk != nil {
 		w = new(watch)
-		var gate portico.ChunkGate // only a Policy's statistics need the first chunk's time
+		var gate portico.ChunkGate // only a Policy's statistics, or a first-progress bound, need the first chunk
 		if r.g.stats != nil {
 			gate, w.timed = w, true
+		}
+		if first > 0 {
+			cause := errUnanswered
+			if first >= r.g.cfg.FaultAfter {
+				cause = ErrShareTimeout
+			}
+			cctx, gate = w.arm(cctx, first, cause), w
+			defer w.disarm()
 		}
 		if r.cont != nil {
 			gate, req = w, r.begin(ctx, w, rt)
@@ -439,13 +463,26 @@ type watch struct {
 	c             *continuation
 	seam          *portico.Seam // when the attempt continues an answer
 	chunks, bytes int           // delivered in this attempt
+	// With a first-progress bound (see arm): its state, the attempt's
+	// context it cancels, its cause, and its timer; cut is nil without.
+	first atomic.Int32
+	cut   *lazyctx.Cancelable
+	cause error
+	timer *time.Timer
 }
 
-// GateChunk notes when the first chunk passed (timed) and then ungates the
-// watch, unless it keeps the text of a request that may continue (c).
+// GateChunk notes the first chunk: as progress for a first-progress bound
+// (armed), whose cut it holds back when the bound ran out first, and its
+// time (timed); then it ungates the watch, unless it keeps the text of a
+// request that may continue (c).
 func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
-	if w.timed && !delivered {
-		w.ttft = max(time.Since(w.start), 1)
+	if w.cut != nil && !w.progressed() {
+		return false, nil // cut before it came: the call is ending
+	}
+	if !delivered {
+		if w.timed {
+			w.ttft = max(time.Since(w.start), 1)
+		}
 		if w.c == nil {
 			w.Ungate()
 		}
@@ -454,6 +491,45 @@ func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 		return w.keep(c)
 	}
 	return true, nil
+}
+
+// The states of a watch's first-progress bound (watch.first).
+const (
+	awaiting   int32 = iota // armed: no chunk and no progress yet
+	progressed              // a chunk or progress came in time
+	cutShort                // the bound ran out first: the call was cut
+)
+
+// arm bounds the attempt's time to its first progress by d: it returns the
+// context to call the route under, which the bound's timer cancels with
+// cause unless a chunk (GateChunk) or a progress report
+// ([portico.Progress], from a layer that holds chunks back or an adapter's
+// event that is not text) came first. disarm releases it after the call.
+func (w *watch) arm(ctx context.Context, d time.Duration, cause error) context.Context {
+	w.cut, w.cause = lazyctx.WithCancel(ctx), cause
+	w.timer = time.AfterFunc(d, w.fire)
+	return portico.ContextWithProgress(w.cut, w.progress)
+}
+
+func (w *watch) disarm() {
+	w.timer.Stop()
+	w.cut.Cancel(nil)
+}
+
+// fire cuts the attempt unless it made progress.
+func (w *watch) fire() {
+	if w.first.CompareAndSwap(awaiting, cutShort) {
+		w.cut.Cancel(w.cause)
+	}
+}
+
+// progress is the function installed with portico.ContextWithProgress.
+func (w *watch) progress(portico.Chunk) { w.progressed() }
+
+// progressed reports whether the attempt made progress before its bound
+// ran out, marking it so now when the bound has not.
+func (w *watch) progressed() bool {
+	return w.first.CompareAndSwap(awaiting, progressed) || w.first.Load() == progressed
 }
 
 // judge decides what the failure err of rt, route idx, means for the

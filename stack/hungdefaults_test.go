@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -72,5 +73,70 @@ func TestPresetCutsAHungPrimary(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestPresetDoesNotCutALiveStream: the preset with its defaults over a
+// primary that streams slowly but lives, and a secondary. A stream is
+// bounded by the primary's share of the deadline until its first progress
+// only (a chunk, or a report of progress: an event that is not text, a
+// reasoning model's), then runs to the end of the caller's deadline: a
+// 100-chunk answer at a chunk a second under 2 min, a model that reports
+// progress every 10 s while it thinks for 80 s under 2 min, one whose
+// first chunk comes after 3 s and its last after 9 s under 10 s, are
+// answered whole by the primary, its breaker closed and the secondary
+// never called. Before, the share (67.5 s, 5.625 s) cut each of them: the
+// first two mid-answer, the thinking one before its text, which the
+// breaker counted as a failure.
+func TestPresetDoesNotCutALiveStream(t *testing.T) {
+	words := make([]string, 100)
+	for i := range words {
+		words[i] = "w "
+	}
+	thinking := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		for range 8 {
+			select {
+			case <-ctx.Done():
+				return nil, portico.FromContext(ctx)
+			case <-time.After(10 * time.Second):
+			}
+			portico.Progress(ctx, portico.Chunk{}) // what an adapter reports of an event that is not text
+		}
+		if err := req.OnChunk(portico.Chunk{Text: "thought"}); err != nil {
+			return nil, err
+		}
+		return &portico.Response{Text: "thought", FinishReason: portico.FinishStop}, nil
+	})
+	for _, c := range []struct {
+		name     string
+		primary  portico.Model
+		deadline time.Duration
+		text     string
+		took     time.Duration
+	}{
+		{"long answer", modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: strings.Repeat("w ", 100), FinishReason: portico.FinishStop}, Chunks: words, TTFT: time.Second, ChunkGap: time.Second}), 2 * time.Minute, strings.Repeat("w ", 100), 100 * time.Second},
+		{"thinking", thinking, 2 * time.Minute, "thought", 80 * time.Second},
+		{"slow first chunk", modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "a b c d", FinishReason: portico.FinishStop}, Chunks: []string{"a ", "b ", "c ", "d"}, TTFT: 3 * time.Second, ChunkGap: 2 * time.Second}), 10 * time.Second, "a b c d", 9 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				second := modeltest.NewFake(modeltest.Answer("fallback"))
+				s, err := New(Config{Routes: []Route{route("a", c.primary), route("b", second)}, Deadline: c.deadline})
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := hello.Clone()
+				var got strings.Builder
+				req.OnChunk = func(ch portico.Chunk) error { got.WriteString(ch.Text); return nil }
+				start := time.Now()
+				resp, err := s.Generate(context.Background(), req)
+				if err != nil || resp.Route != "a" || resp.Text != c.text || got.String() != c.text || time.Since(start) != c.took {
+					t.Fatalf("Generate = %+v, %v after %v, %q streamed; want a's whole answer after %v", resp, err, time.Since(start), got.String(), c.took)
+				}
+				if st := s.Breaker("a").State(); st != breaker.Closed || second.Count() != 0 {
+					t.Errorf("primary breaker %v, secondary calls %d; want closed, 0", st, second.Count())
+				}
+			})
+		})
 	}
 }
