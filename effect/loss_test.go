@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -326,4 +327,31 @@ func TestStoreLossHeartbeat(t *testing.T) {
 			t.Fatalf("the owner's Do = %v", err)
 		}
 	})
+}
+
+// TestUnsureClaimsBounded: a Do whose context has ended remembers no
+// claim token (nothing was sent), and the tokens kept are bounded.
+func TestUnsureClaimsBounded(t *testing.T) {
+	r := newRunner(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 10 {
+		r.Do(ctx, mustStep(t, "op", string(rune('a'+i))), mustNotRun(t))
+	}
+	store := newLossyStore()
+	lossy := newRunner(t, Config{Store: store})
+	for i := range maxUnsure + 10 {
+		store.lostPut.Store(1)
+		store.lostUpdate.Store(1)
+		lossy.Do(context.Background(), mustStep(t, "op", strconv.Itoa(i)), mustNotRun(t))
+	}
+	r.mu.Lock()
+	n := len(r.unsure)
+	r.mu.Unlock()
+	lossy.mu.Lock()
+	m := len(lossy.unsure)
+	lossy.mu.Unlock()
+	if n != 0 || m != maxUnsure {
+		t.Errorf("tokens kept = %d after canceled Dos, %d after %d lost claims; want 0 and %d", n, m, maxUnsure+10, maxUnsure)
+	}
 }

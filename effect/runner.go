@@ -246,14 +246,16 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 	// The claim token of this attempt: the one of a claim of this Runner
 	// whose reply was lost, so that the store recognises that claim as ours,
 	// or a new one.
-	owner := r.takeUnsure(key)
+	owner, unsure := r.takeUnsure(key)
 	seen := false // the key was seen pending in another run, within its lease
 	for {
 		if err := portico.Gone(ctx); err != nil {
 			// Never claim a key for a caller that has already gone: fn would
 			// start under a done context and its failure would read as
 			// Unknown although nothing ran. Waiters try themselves.
-			r.keepUnsure(key, owner)
+			if unsure {
+				r.keepUnsure(key, owner)
+			}
 			f.again = true
 			return nil, err
 		}
@@ -362,15 +364,15 @@ func (r *Runner) claimFailed(ctx context.Context, key Key, mine Record, err erro
 }
 
 // takeUnsure returns the token of key's claim whose reply was lost, and
-// forgets it, or a new token.
-func (r *Runner) takeUnsure(key Key) string {
+// forgets it, with true, or a new token and false.
+func (r *Runner) takeUnsure(key Key) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t, ok := r.unsure[key]; ok {
 		delete(r.unsure, key)
-		return t
+		return t, true
 	}
-	return rand.Text()
+	return rand.Text(), false
 }
 
 // keepUnsure remembers token as key's claim whose reply was lost. Beyond
