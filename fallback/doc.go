@@ -130,6 +130,14 @@
 // [portico.EventSharedStore]). Package breaker, for its part, keeps an open
 // breaker from probing before the Retry-After.
 //
+// When the only candidates left share the quota a route of this request
+// just cooled down, none can serve before its Retry-After, and the
+// WaitInPlace cap that made the route fail at once assumed another could:
+// the group then behaves as that route alone would have, under a deadline.
+// It waits until the cooldown ends and calls the next candidate of the
+// quota when the wait leaves it the reserve and MinAttempt; otherwise it
+// fails at once, with the hint as RetryAfter.
+//
 // # What the caller learns
 //
 // [portico.Response].Route names the route that answered and Response.Hops

@@ -105,7 +105,7 @@ func (hs *hedged) clear() {
 	if r.order != nil {
 		r.order = nil
 	}
-	r.called, r.fit, r.fitIn = false, 0, 0
+	r.called, r.fit, r.fitIn, r.cooled = false, 0, 0, 0
 	if r.cont != nil {
 		r.cont = nil
 	}

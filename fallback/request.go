@@ -37,6 +37,7 @@ type request struct {
 	called    bool             // a candidate was called: the next share may be refused (see share)
 	fit       int              // 1 + a route Fits passed on, 0 if none; see skip
 	fitIn     int              // the input size Fits passed on it with
+	cooled    int              // 1 + the route whose Retry-After the request cooled down last, 0 if none
 	cont      *continuation    // with Request.ContinueOnBreak on a stream; else nil
 	plan      *plan            // a raced request's (see Group.race); else nil
 }
@@ -73,7 +74,11 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		if pos == 0 {
 			r.primary = rt
 		}
-		if reason := r.skip(rt, idx); reason == reasonWrong {
+		reason := r.skip(rt, idx)
+		if reason == reasonCooldown && r.waitOut(ctx, pos, idx) {
+			reason = r.skip(rt, idx) // its quota's cooldown is over
+		}
+		if reason == reasonWrong {
 			return nil, r.wrong // wrong on any route: nothing is called
 		} else if reason != "" {
 			r.skipped(ctx, rt, idx, reason)
@@ -93,6 +98,36 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		}
 	}
 	return r.exhausted(ctx)
+}
+
+// waitOut waits, and reports whether it did, until the cooldown of route
+// idx, at position pos, ends, when that cooldown is the one a route of the
+// same key (Capabilities.Quota) announced during this request and no
+// candidate after pos could serve the request now: the routes left share
+// the exhausted quota, none can serve before its Retry-After, so the group
+// waits as one route would have waited in place, had WaitInPlace not told
+// it another candidate followed. It waits only under a deadline (without
+// one the route was not capped and waited itself) and only when the wait
+// leaves the candidate the reserve and MinAttempt; it returns false at once
+// otherwise, and when ctx ends during the wait.
+func (r *request) waitOut(ctx context.Context, pos, idx int) bool {
+	g := r.g
+	if !r.hasDL || r.cooled == 0 || g.keys[r.cooled-1] != g.keys[idx] || r.followed(pos) {
+		return false
+	}
+	w := r.cooling(idx)
+	left, _ := lazyctx.Left(ctx)
+	if w <= 0 || left-w-r.reserve < g.cfg.MinAttempt {
+		return false // the request fails with the hint, as one route's would
+	}
+	t := time.NewTimer(w)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // exhausted is the error of a request that left every candidate.
@@ -594,6 +629,7 @@ func (r *request) cool(idx int, err error) {
 		return
 	}
 	r.g.cool.Set(r.g.keys[idx], time.Now().Add(min(pe.RetryAfter, r.g.cfg.MaxCooldown)))
+	r.cooled = idx + 1
 }
 
 // callsIn is when the route that failed with err takes calls again, by

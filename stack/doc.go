@@ -106,7 +106,9 @@
 // request is left at once rather than waited for; it is then skipped
 // without a call until its Retry-After, and its breaker does not probe it
 // earlier. Routes behind one key or account should say so with the same
-// Capabilities.Quota, and cool down together; Config.Fallback.Cooldowns
+// Capabilities.Quota, and cool down together (when only routes of that
+// quota are left, the group waits for its Retry-After within the deadline,
+// as one route would, rather than fail at once); Config.Fallback.Cooldowns
 // shares the cooldowns with other stacks (or, with package redisstore's
 // Cooldowns, every instance of the service), and Route.Breaker.Shared set
 // to the same store makes a breaker that trips on one instance open

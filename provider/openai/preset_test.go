@@ -122,6 +122,33 @@ func TestPresetSharedQuotaCoolsDownTogether(t *testing.T) {
 	})
 }
 
+// Two deployments behind one key and no other route: the first's 429
+// (retry-after: 2) cools both down, and the second cannot serve before it
+// either. The group then does what one route would have done, wait 2 s in
+// place within the deadline, and the second deployment answers; it failed
+// at once with the hint, where a stack of one route waits and answers.
+func TestPresetSharedQuotaAloneWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sa, a := provider(t, "azure",
+			fakeopenai.ModelConfig{Name: "eastus", Latency: 20 * time.Millisecond, Script: []fakeopenai.Fault{limit429(2 * time.Second)}},
+			fakeopenai.ModelConfig{Name: "westus", Latency: 30 * time.Millisecond})
+		for i := range a {
+			a[i].Capabilities.Quota = "azure-key-1"
+		}
+		s := preset(t, stack.Config{Deadline: 10 * time.Second}, a)
+		t0 := time.Now()
+		resp, err := s.Generate(t.Context(), userReq("eastus", "hello"))
+		if err != nil || resp.Route != "westus" || !same(hops(resp), "eastus:rate_limited") {
+			t.Fatalf("Generate = %v, %v; want westus's answer after eastus's 429", resp, err)
+		}
+		// eastus's 429 came at 20 ms; its Retry-After ends at 2.02 s, and
+		// westus answers 30 ms later.
+		if got := time.Since(t0); got != 2050*time.Millisecond || sa.Count("eastus") != 1 || sa.Count("westus") != 1 {
+			t.Errorf("answered after %v, calls eastus %d westus %d; want 2.05s, 1 and 1", got, sa.Count("eastus"), sa.Count("westus"))
+		}
+	})
+}
+
 // With every route cooling down or open, nothing is called and the error
 // says when the first comes back: RetryAfterOf is the least of a's
 // cooldown (5 s from the start) and b's breaker, open at once on b's 401
