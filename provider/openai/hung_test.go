@@ -1,0 +1,68 @@
+package openai_test
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/modeltest/fakeopenai"
+	"github.com/portico-llm/portico/stack"
+)
+
+// TestPresetCutsAHungPrimary: the preset with its defaults over two
+// providers, through the OpenAI SDK: a primary whose server takes every
+// request and never writes a byte back (FaultStallBeforeHeaders), and a
+// healthy secondary answering in 30 ms. Twenty requests one after the
+// other, at deadlines of 1 s, 10 s and 2 min, plain and streamed: all are
+// answered by the secondary, the first five after the primary's share
+// (9/16 of the deadline), the others in 30 ms; the hung server sees five
+// calls, and the primary's breaker is open after the fifth request. Before
+// a short share's cut counted (portico.ErrUnanswered) the server saw all
+// 20 at 1 s and 10 s, each request waiting its share.
+func TestPresetCutsAHungPrimary(t *testing.T) {
+	for _, c := range []struct {
+		deadline, share time.Duration
+	}{{time.Second, 562500 * time.Microsecond}, {10 * time.Second, 5625 * time.Millisecond}, {2 * time.Minute, 67500 * time.Millisecond}} {
+		for _, stream := range []bool{false, true} {
+			name := c.deadline.String()
+			if stream {
+				name += " streamed"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					sa, a := provider(t, "p1", fakeopenai.ModelConfig{Name: "a", Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStallBeforeHeaders, Fraction: 1}}})
+					sb, b := provider(t, "p2", fakeopenai.ModelConfig{Name: "b", Latency: 30 * time.Millisecond})
+					s := preset(t, stack.Config{Deadline: c.deadline}, a, b)
+					var took []time.Duration
+					answered, opened := 0, -1
+					for i := range 20 {
+						req := userReq("", "hello")
+						if stream {
+							req.OnChunk = func(portico.Chunk) error { return nil }
+						}
+						t0 := time.Now()
+						resp, err := s.Generate(t.Context(), req)
+						took = append(took, time.Since(t0))
+						if err == nil && resp.Route == "b" {
+							answered++
+						}
+						if opened < 0 && s.Breaker("a").State() == breaker.Open {
+							opened = i + 1
+						}
+					}
+					sorted := slices.Sorted(slices.Values(took))
+					p50, most := sorted[len(sorted)/2], sorted[len(sorted)-1]
+					t.Logf("deadline %v: %d of 20 answered, latency p50 %v max %v, hung server saw %d calls, breaker open after request %d",
+						c.deadline, answered, p50, most, sa.Count("a"), opened)
+					if want := c.share + 30*time.Millisecond; answered != 20 || p50 != 30*time.Millisecond || most != want || sa.Count("a") != 5 || sb.Count("b") != 20 || opened != 5 {
+						t.Errorf("%d answered, p50 %v, max %v, hung server %d calls, secondary %d, open after request %d; want 20, 30ms, %v, 5, 20, 5",
+							answered, p50, most, sa.Count("a"), sb.Count("b"), opened, want)
+					}
+				})
+			})
+		}
+	}
+}
