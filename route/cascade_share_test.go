@@ -24,8 +24,8 @@ func (h *hung) Generate(ctx context.Context, _ *portico.Request) (*portico.Respo
 // TestCascadeShare: under a 20 s deadline a hung first step is cut at its
 // share (DefaultStepShare of the time left, 11.25 s), Ambiguous with cause
 // ErrStepTimeout, and the next step answers before the caller's deadline.
-// A share under DefaultStepFaultAfter is also a deadline cut, which breakers
-// ignore; with Share 1, or when no later step could follow (unavailable),
+// A share under DefaultStepFaultAfter is also an unanswered deadline cut,
+// which breakers count in their run of consecutive failures only; with Share 1, or when no later step could follow (unavailable),
 // the step has the caller's whole deadline, and the caller's deadline ends
 // the cascade.
 func TestCascadeShare(t *testing.T) {
@@ -36,7 +36,7 @@ func TestCascadeShare(t *testing.T) {
 		down     bool          // the second step is unavailable
 		cut      time.Duration // when the first step is cut
 		answered bool
-		short    bool // the cut matches portico.ErrDeadlineCut
+		short    bool // the cut matches portico.ErrDeadlineCut and ErrUnanswered
 	}{
 		{"default share", 20 * time.Second, 0, false, 11250 * time.Millisecond, true, false},
 		{"short deadline", 8 * time.Second, 0, false, 4500 * time.Millisecond, true, true},
@@ -76,8 +76,8 @@ func TestCascadeShare(t *testing.T) {
 				if h.Route != "cheap" || portico.ClassOf(h.Err) != portico.Ambiguous || !errors.Is(h.Err, ErrStepTimeout) {
 					t.Errorf("hop = %+v; want cheap, Ambiguous, ErrStepTimeout", h)
 				}
-				if got := errors.Is(h.Err, portico.ErrDeadlineCut); got != tc.short {
-					t.Errorf("hop matches ErrDeadlineCut = %v, want %v", got, tc.short)
+				if got, un := errors.Is(h.Err, portico.ErrDeadlineCut), errors.Is(h.Err, portico.ErrUnanswered); got != tc.short || un != tc.short {
+					t.Errorf("hop matches ErrDeadlineCut = %v, ErrUnanswered = %v; want %v", got, un, tc.short)
 				}
 			})
 		})

@@ -65,8 +65,11 @@
 // available) gets CascadeConfig.Share of the time left, 0.5625 by default
 // as in package fallback, so that a hung cheap step leaves the strong one
 // time to answer: its cut is Ambiguous with cause [ErrStepTimeout], and one
-// after less than [DefaultStepFaultAfter] is a cut of the caller's deadline
-// ([portico.ErrDeadlineCut]), which breakers ignore.
+// after less than [DefaultStepFaultAfter] is an unanswered cut of the
+// caller's deadline ([portico.ErrUnanswered]), which a breaker counts in its
+// run of consecutive failures only, as it counts a fallback group's: a step
+// that answers none of five calls in a row opens, one that answers others
+// does not.
 //
 // # Spread over replicas: Balancer
 //

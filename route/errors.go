@@ -27,14 +27,16 @@ var (
 	// when its share of the caller's deadline ran out (CascadeConfig.Share).
 	// It matches [portico.ErrLayerTimeout], so the step's error is Ambiguous
 	// (or Transient before sending) and the cascade moves on; one cut after
-	// less than [DefaultStepFaultAfter] matches [portico.ErrDeadlineCut] too,
-	// which breakers ignore.
+	// less than [DefaultStepFaultAfter] matches [portico.ErrDeadlineCut] and
+	// [portico.ErrUnanswered] too, which breakers count in their run of
+	// consecutive failures only, as a fallback group's short share.
 	ErrStepTimeout error = portico.NewLayerTimeout("route: cascade step timeout")
 )
 
 // errShortStep is ErrStepTimeout after a share shorter than
-// DefaultStepFaultAfter, marked as a cut of the caller's deadline.
-var errShortStep = portico.DeadlineCut(ErrStepTimeout)
+// DefaultStepFaultAfter, marked as an unanswered cut of the caller's
+// deadline: a later step stood ready.
+var errShortStep = portico.Unanswered(ErrStepTimeout)
 
 // errNilRequest is returned by every Model and picker of the package for a nil
 // *Request: the root's shared portico.ErrNilRequest (Permanent).

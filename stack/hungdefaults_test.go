@@ -16,19 +16,19 @@ import (
 // TestPresetCutsAHungPrimary: the preset with its defaults (no breaker,
 // retry or fallback setting) over a primary that never answers and a
 // healthy secondary, 20 requests one after the other, at deadlines of
-// 1 s, 10 s and 2 min, plain and streamed. Each of the first five waits
-// out the primary's share (9/16 of the deadline: 562.5 ms, 5.625 s,
-// 67.5 s) and is answered by the secondary; the fifth cut opens the
-// primary's breaker (five in a row: at 1 s and 10 s unanswered cuts,
-// portico.ErrUnanswered, in the run of consecutive failures; at 2 min
-// failures, the share being past fallback.DefaultFaultAfter), and the 15
-// others skip it. Before unanswered cuts counted, the 1 s and 10 s
+// 1 s, 10 s, 2 min and 10 min, plain and streamed. Each of the first five
+// waits out the primary's share (9/16 of the deadline: 562.5 ms, 5.625 s,
+// 67.5 s, 5 min 37.5 s) and is answered by the secondary; the fifth cut
+// opens the primary's breaker (five in a row: at 1 s and 10 s unanswered
+// cuts, portico.ErrUnanswered, in the run of consecutive failures; at 2 and
+// 10 min failures, the share being past fallback.DefaultFaultAfter), and
+// the 15 others skip it. Before unanswered cuts counted, the 1 s and 10 s
 // deadlines left the breaker closed and the hung primary was called on all
 // 20 requests, each waiting its share.
 func TestPresetCutsAHungPrimary(t *testing.T) {
 	for _, c := range []struct {
 		deadline, share time.Duration
-	}{{time.Second, 562500 * time.Microsecond}, {10 * time.Second, 5625 * time.Millisecond}, {2 * time.Minute, 67500 * time.Millisecond}} {
+	}{{time.Second, 562500 * time.Microsecond}, {10 * time.Second, 5625 * time.Millisecond}, {2 * time.Minute, 67500 * time.Millisecond}, {10 * time.Minute, 337500 * time.Millisecond}} {
 		for _, stream := range []bool{false, true} {
 			name := c.deadline.String()
 			if stream {

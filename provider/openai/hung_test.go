@@ -16,7 +16,7 @@ import (
 // providers, through the OpenAI SDK: a primary whose server takes every
 // request and never writes a byte back (FaultStallBeforeHeaders), and a
 // healthy secondary answering in 30 ms. Twenty requests one after the
-// other, at deadlines of 1 s, 10 s and 2 min, plain and streamed: all are
+// other, at deadlines of 1 s, 10 s, 2 min and 10 min, plain and streamed: all are
 // answered by the secondary, the first five after the primary's share
 // (9/16 of the deadline), the others in 30 ms; the hung server sees five
 // calls, and the primary's breaker is open after the fifth request. Before
@@ -25,7 +25,7 @@ import (
 func TestPresetCutsAHungPrimary(t *testing.T) {
 	for _, c := range []struct {
 		deadline, share time.Duration
-	}{{time.Second, 562500 * time.Microsecond}, {10 * time.Second, 5625 * time.Millisecond}, {2 * time.Minute, 67500 * time.Millisecond}} {
+	}{{time.Second, 562500 * time.Microsecond}, {10 * time.Second, 5625 * time.Millisecond}, {2 * time.Minute, 67500 * time.Millisecond}, {10 * time.Minute, 337500 * time.Millisecond}} {
 		for _, stream := range []bool{false, true} {
 			name := c.deadline.String()
 			if stream {
