@@ -47,9 +47,13 @@ type notServed struct {
 	known map[string]notServedEntry // by Request.Model
 }
 
+// notServedEntry is what a route keeps of a 404: when it expires, and the
+// content-free fields of the error, never its cause (a provider's message,
+// an SDK's request), which was one tenant's and is not handed to another.
 type notServedEntry struct {
-	until time.Time
-	err   portico.Error // the Incompatible error the route's 404 became
+	until        time.Time
+	status       int
+	code, reason string
 }
 
 // skip refuses, without calling next, a request for a model the route
@@ -79,9 +83,8 @@ func (m *notServed) refused(model string, now time.Time) error {
 	if !ok {
 		return nil
 	}
-	out := e.err
-	out.NotSent = true
-	return &out
+	return &portico.Error{Class: portico.Incompatible, Status: e.status, Code: e.code, Model: model,
+		Reason: e.reason, NotSent: true}
 }
 
 // learn turns a 404 for the model the request named into Incompatible,
@@ -107,8 +110,8 @@ func (m *notServed) learn(next portico.Model) portico.Model {
 	})
 }
 
-// remember keeps err for model until now + notServedFor, making room by
-// dropping the entry that expires first.
+// remember keeps err's status, code and reason for model until now +
+// notServedFor, making room by dropping the entry that expires first.
 func (m *notServed) remember(model string, err *portico.Error, now time.Time) {
 	if len(model) > notServedName {
 		return
@@ -127,6 +130,7 @@ func (m *notServed) remember(model string, err *portico.Error, now time.Time) {
 		}
 		delete(m.known, first)
 	}
-	m.known[model] = notServedEntry{until: now.Add(notServedFor), err: *err}
+	m.known[model] = notServedEntry{until: now.Add(notServedFor), status: err.Status, code: err.Code,
+		reason: err.Reason + ", remembered"}
 	m.n.Store(int32(len(m.known)))
 }

@@ -345,7 +345,18 @@ func TestNotServedBounded(t *testing.T) {
 		t.Errorf("refused after notServedFor = %v, want nil", e)
 	}
 	var pe *portico.Error
-	if e := m.refused("11", now); !errors.As(e, &pe) || !pe.NotSent || pe.Class != portico.Incompatible {
-		t.Errorf("refused = %v, want the remembered Incompatible, NotSent", e)
+	if e := m.refused("11", now); !errors.As(e, &pe) || !pe.NotSent || pe.Class != portico.Incompatible || pe.Status != 404 || pe.Model != "11" {
+		t.Errorf("refused = %v, want the remembered Incompatible 404 for model 11, NotSent", e)
+	}
+	// What one tenant's 404 carried (a provider's message may quote its
+	// prompt) is not handed to the next request: only its status, code and
+	// reason are kept.
+	secret := &portico.Error{Class: portico.Incompatible, Status: 404, Code: "model_not_found", Reason: "model not served by this route",
+		Err: errors.New("SECRET prompt text")}
+	m.remember("m", secret, now)
+	if e := m.refused("m", now); e == nil || errors.Unwrap(e) != nil || strings.Contains(e.Error(), "SECRET") {
+		t.Errorf("refused = %v, want no cause", e)
+	} else if want := "portico: incompatible status 404 code model_not_found model m: model not served by this route, remembered"; e.Error() != want {
+		t.Errorf("refused = %q, want %q", e.Error(), want)
 	}
 }
