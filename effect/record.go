@@ -23,9 +23,9 @@ const (
 	Completed
 	// Failed: the effect failed in a way that says it did not take effect
 	// (Record.Class). A retryable class (transient, rate limited) lets a later
-	// caller run it again; any other class is returned as is. (A Rejected
-	// run, refused before anything was sent, is not kept: the key is
-	// released, see [Runner.Do].)
+	// caller run it again, and so does class Rejected: a run refused before
+	// anything was sent, or a claim whose reply was lost, released, kept
+	// for the Lease (see [Runner.Do]); any other class is returned as is.
 	Failed
 	// Unknown: the outcome is ambiguous (a timeout after the effect may have
 	// started, a cancellation mid-run, a panic, a record the store lost:
