@@ -320,23 +320,24 @@ func (c *Capabilities) EstimateCost(req *Request, inputTokens int) float64 {
 var noContract Contract
 
 // The errors Fits returns, one per unmet need, allocated once: skipping a route
-// costs nothing. They are shared, so callers must not modify them.
+// costs nothing. They are shared, so callers must not modify them. Each is
+// NotSent: whoever returns one sent nothing.
 var (
-	errModality     error = &Error{Class: Incompatible, Reason: "modality"}
-	errWindow       error = &Error{Class: Incompatible, Reason: "context window"}
-	errMaxOutput    error = &Error{Class: Incompatible, Reason: "max output"}
-	errTools        error = &Error{Class: Incompatible, Reason: "tools"}
-	errStrictSchema error = &Error{Class: Incompatible, Reason: "strict schema"}
-	errSchema       error = &Error{Class: Incompatible, Reason: "schema"}
-	errModelClass   error = &Error{Class: Incompatible, Reason: "model class"}
-	errCost         error = &Error{Class: Incompatible, Reason: "cost"}
-	errContinuation error = &Error{Class: Incompatible, Reason: "continuation"}
-	errRequestSize  error = &Error{Class: Incompatible, Reason: "request size"}
-	errNegative     error = &Error{Class: Permanent, Reason: "negative token count"}
-	errNoMessages   error = &Error{Class: Permanent, Reason: "no messages"}
+	errModality     error = &Error{Class: Incompatible, Reason: "modality", NotSent: true}
+	errWindow       error = &Error{Class: Incompatible, Reason: "context window", NotSent: true}
+	errMaxOutput    error = &Error{Class: Incompatible, Reason: "max output", NotSent: true}
+	errTools        error = &Error{Class: Incompatible, Reason: "tools", NotSent: true}
+	errStrictSchema error = &Error{Class: Incompatible, Reason: "strict schema", NotSent: true}
+	errSchema       error = &Error{Class: Incompatible, Reason: "schema", NotSent: true}
+	errModelClass   error = &Error{Class: Incompatible, Reason: "model class", NotSent: true}
+	errCost         error = &Error{Class: Incompatible, Reason: "cost", NotSent: true}
+	errContinuation error = &Error{Class: Incompatible, Reason: "continuation", NotSent: true}
+	errRequestSize  error = &Error{Class: Incompatible, Reason: "request size", NotSent: true}
+	errNegative     error = &Error{Class: Permanent, Reason: "negative token count", NotSent: true}
+	errNoMessages   error = &Error{Class: Permanent, Reason: "no messages", NotSent: true}
 
-	errContractDeadline   error = &Error{Class: Permanent, Reason: "negative Contract.Deadline"}
-	errContractMaxCost    error = &Error{Class: Permanent, Reason: "negative or NaN Contract.MaxCost"}
-	errContractMaxInput   error = &Error{Class: Permanent, Reason: "negative Contract.MaxInputTokens"}
-	errContractModalities error = &Error{Class: Permanent, Reason: "unknown Contract.Modalities"}
+	errContractDeadline   error = &Error{Class: Permanent, Reason: "negative Contract.Deadline", NotSent: true}
+	errContractMaxCost    error = &Error{Class: Permanent, Reason: "negative or NaN Contract.MaxCost", NotSent: true}
+	errContractMaxInput   error = &Error{Class: Permanent, Reason: "negative Contract.MaxInputTokens", NotSent: true}
+	errContractModalities error = &Error{Class: Permanent, Reason: "unknown Contract.Modalities", NotSent: true}
 )

@@ -196,8 +196,8 @@ func (r *Request) Streaming() bool { return r.OnChunk != nil }
 // Validate reports what makes r wrong on any route, so that no route is
 // called: no Messages ("no messages"), a Contract that [Contract.Validate]
 // refuses (its error), or a negative MaxOutputTokens ("negative token
-// count"). Its errors are shared [Permanent] *Errors that must not be
-// modified; it does not allocate. [Capabilities.Fits] calls it first, and
+// count"). Its errors are shared [Permanent] *Errors, NotSent, that must
+// not be modified; it does not allocate. [Capabilities.Fits] calls it first, and
 // package stack's deadline layer for every request.
 func (r *Request) Validate() error {
 	if len(r.Messages) == 0 {

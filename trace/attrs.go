@@ -43,7 +43,7 @@ const (
 	KeyAttemptOutputTokens    = attribute.Key("portico.attempt.usage.output_tokens")
 	KeyAttemptCacheReadTokens = attribute.Key("portico.attempt.usage.cache_read.input_tokens")
 	KeyAttemptCost            = attribute.Key("portico.attempt.cost") // in the routes' price unit
-	KeyAttempts               = attribute.Key("portico.attempts")     // attempts made for a request
+	KeyAttempts               = attribute.Key("portico.attempts")     // attempts made for a request; 0 when refused before any
 	KeyOperationID            = attribute.Key("portico.operation.id")
 	KeyRoute                  = attribute.Key("portico.route")
 	KeyFallbackSource         = attribute.Key("portico.fallback.source")

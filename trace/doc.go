@@ -124,7 +124,10 @@
 // gen_ai.client.operation.duration, gen_ai.client.operation.time_to_first_chunk)
 // and the routing rates: requests by outcome and final route (so fallback,
 // deadline-exhaustion and ambiguous-outcome rates are ratios of counters),
-// fallbacks, attempts per completed request, validation rejections, cost per
+// fallbacks, attempts per completed request (counted by the attempt layer
+// when there is one; else one plus the retries, and 0 for a request whose
+// error says nothing was sent: portico.Error.NotSent, or Rejected), validation
+// rejections, cost per
 // accepted answer, latency per final route, retries, budget exhaustion,
 // breaker transitions, limiter waits and rejections; see the Metric*
 // constants. With a Logger, one record per request ([LogRequest]) and one per

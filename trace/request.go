@@ -245,6 +245,13 @@ func (c *call) noteAnswer(t *Tracer, model string) {
 	c.mu.Unlock()
 }
 
+// nothingSent reports whether err says that no request left the process:
+// its first [*portico.Error] is NotSent, or Rejected by a local layer.
+func nothingSent(err error) bool {
+	var pe *portico.Error
+	return errors.As(err, &pe) && (pe.NotSent || pe.Class == portico.Rejected)
+}
+
 // summary is what finish reads from a call under its lock.
 type summary struct {
 	ttft                           time.Duration
@@ -258,7 +265,7 @@ type summary struct {
 	relabel                        bool // labels differ from those the span started with
 }
 
-func (c *call) summary(resp *portico.Response) summary {
+func (c *call) summary(resp *portico.Response, err error) summary {
 	c.mu.Lock()
 	s := summary{ttft: c.ttft, rlWait: c.rlWait, retryDelay: c.retryDelay, retries: c.retries,
 		retryReason: c.retryReason, budgetOut: c.budgetOut, breakerState: c.breakerState,
@@ -284,7 +291,10 @@ func (c *call) summary(resp *portico.Response) summary {
 		s.labels = l
 	}
 	s.attempts = int(c.attemptCount.Load())
-	if s.attempts == 0 {
+	if s.attempts == 0 && !nothingSent(err) {
+		// No attempt layer counted (none below, or its Tracer records
+		// nothing): the first attempt and one per retry, unless the error
+		// says that no request left the process.
 		s.attempts = 1 + s.retries
 	}
 	if resp != nil && len(resp.Hops) > 0 {
@@ -299,7 +309,7 @@ func (c *call) finish(resp *portico.Response, err error) {
 	if c.metrics || c.logging {
 		end = time.Now()
 	}
-	s := c.summary(resp)
+	s := c.summary(resp, err)
 	class := portico.ClassOf(err)
 	if c.recording {
 		a := c.attrs[:0]
