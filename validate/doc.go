@@ -68,7 +68,8 @@
 //
 // Providers send the arguments of one call in several shapes, and each is
 // accepted when the object it holds is valid against the tool's
-// Parameters: the object's JSON text, white space around it allowed; a
+// Parameters: the object's JSON text, white space around it allowed (what
+// adapters write for a provider that sends the object itself); a
 // JSON string whose content is that text (arguments encoded twice, as some
 // OpenAI-compatible servers send them); and, for a call without
 // arguments, an empty or blank text or null (OpenAI-compatible servers

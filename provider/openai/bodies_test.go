@@ -33,7 +33,7 @@ func TestBodiesNotCompletions(t *testing.T) {
 		"usage a quoted number":     `{` + ok + `,"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"3"}}`,
 		"negative usage":            `{` + ok + `,"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-3}}`,
 		"tool call id a number":     `{` + ok + `,"choices":[{"index":0,"message":{"tool_calls":[{"id":1,"type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`,
-		"arguments an object":       `{` + ok + `,"choices":[{"index":0,"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":{}}}]},"finish_reason":"tool_calls"}]}`,
+		"arguments an array":        `{` + ok + `,"choices":[{"index":0,"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":[]}}]},"finish_reason":"tool_calls"}]}`,
 		"data after the completion": `{` + ok + `,"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}]} {"more":1}`,
 	}
 	const chunk = `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":`

@@ -13,12 +13,15 @@
 // A Request with OnChunk set is streamed (stream: true, with
 // stream_options.include_usage); the text deltas reach OnChunk as they
 // arrive and the assembled Response is returned at the end. Tools become
-// function tools; Request.Schema becomes response_format json_schema with its
-// strict flag; MaxOutputTokens becomes max_completion_tokens (max_tokens with
-// [Config.LegacyMaxTokens]); Request.Extra keys the SDK knows (temperature,
-// top_p, seed, stop, ...) become typed parameters and the rest are set on the
-// JSON body unchanged (model, messages, stream and stream_options are refused:
-// the adapter owns them).
+// function tools; a call's arguments, their text in a string as OpenAI
+// sends them or the object itself as llama.cpp's server and TGI may, become
+// the object's text in ToolCall.Arguments. Request.Schema becomes
+// response_format json_schema with its strict flag; MaxOutputTokens becomes
+// max_completion_tokens (max_tokens with [Config.LegacyMaxTokens]);
+// Request.Extra keys the SDK knows (temperature, top_p, seed, stop, ...)
+// become typed parameters and the rest are set on the JSON body unchanged
+// (model, messages, stream and stream_options are refused: the adapter owns
+// them).
 //
 // # One layer owns retries
 //

@@ -53,9 +53,20 @@ type strictToolCall struct {
 	ID       *string `json:"id"`
 	Type     *string `json:"type"`
 	Function *struct {
-		Name      *string `json:"name"`
-		Arguments *string `json:"arguments"`
+		Name      *string     `json:"name"`
+		Arguments *strictArgs `json:"arguments"`
 	} `json:"function"`
+}
+
+// strictArgs is a tool call's arguments: their text in a string (OpenAI's
+// shape) or the object itself (llama.cpp's, TGI's).
+type strictArgs struct{}
+
+func (*strictArgs) UnmarshalJSON(b []byte) error {
+	if b[0] == '"' || b[0] == '{' {
+		return nil
+	}
+	return errors.New("arguments neither a string nor an object")
 }
 
 type strictMessage struct {

@@ -171,7 +171,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if n := len(ch.Message.ToolCalls); n > 0 {
 		resp.ToolCalls = make([]portico.ToolCall, 0, n)
 		for _, tc := range ch.Message.ToolCalls {
-			call := portico.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: []byte(tc.Function.Arguments)}
+			call := portico.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: []byte(arguments(tc.Function.JSON.Arguments, tc.Function.Arguments))}
 			if tc.Type == "custom" {
 				call.Name, call.Arguments = tc.Custom.Name, []byte(tc.Custom.Input)
 			}
@@ -328,7 +328,7 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 				if n := tc.Function.Name; n != "" && n != call.Name {
 					call.Name += n
 				}
-				args[idx] = append(args[idx], tc.Function.Arguments...)
+				args[idx] = append(args[idx], arguments(tc.Function.JSON.Arguments, tc.Function.Arguments)...)
 				if err := req.OnChunk(portico.Chunk{}); err != nil {
 					return nil, adapt.ChunkError(err, model)
 				}

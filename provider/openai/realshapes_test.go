@@ -8,6 +8,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/provider/openai"
+	"github.com/portico-llm/portico/validate"
 )
 
 // Shapes real OpenAI-compatible servers send that the dialect table did not
@@ -124,5 +125,37 @@ func TestBlankDataKeepAlives(t *testing.T) {
 	resp, got, err := stream(t, m, context.Background())
 	if err != nil || resp.Text != "ab" || !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("Generate = %v, %v, chunks %q; want \"ab\" in chunks a, b", resp, err, got)
+	}
+}
+
+// llama.cpp's server sent a tool call's arguments as a JSON object rather
+// than its text in a string (ggml-org/llama.cpp#20198, then an option,
+// --tool-args-object, in #20202), and so does Hugging Face TGI
+// (huggingface/text-generation-inference#2136). The call is the same: its
+// Arguments are the object's text, streamed or not, and package validate
+// judges them as any.
+func TestToolArgumentsAsObject(t *testing.T) {
+	const completion = `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",` +
+		`"function":{"name":"get","arguments":{"city": "Paris"}}}]},"finish_reason":"tool_calls"}],` +
+		`"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	streamed := sse(
+		delta(`{"role":"assistant","tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"get","arguments":{"city": "Paris"}}}]}`),
+		finish("tool_calls"), `[DONE]`)
+	for _, tc := range []struct {
+		name   string
+		h      http.HandlerFunc
+		stream bool
+	}{{"completion", body(completion), false}, {"stream", streamed, true}} {
+		m := raw(t, openai.Config{}, tc.h)
+		req := userReq("m", "weather?")
+		req.Tools = []portico.Tool{{Name: "get", Parameters: []byte(`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`)}}
+		if tc.stream {
+			req.OnChunk = func(portico.Chunk) error { return nil }
+		}
+		resp, err := validate.MustNew(validate.Config{}).Wrap(m).Generate(context.Background(), req)
+		if err != nil || len(resp.ToolCalls) != 1 || string(resp.ToolCalls[0].Arguments) != `{"city": "Paris"}` {
+			t.Fatalf("%s: Generate = %+v, %v; want one call with arguments {\"city\": \"Paris\"}", tc.name, resp, err)
+		}
 	}
 }

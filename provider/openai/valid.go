@@ -73,8 +73,8 @@ func checkCompletion(c *oai.ChatCompletion) string {
 	}
 	for i := range msg.ToolCalls {
 		tc := &msg.ToolCalls[i]
-		if !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Function.JSON.Arguments, tc.Custom.JSON.Name, tc.Custom.JSON.Input) ||
-			!allTyped(tObject, tc.JSON.Function, tc.JSON.Custom) {
+		if !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Custom.JSON.Name, tc.Custom.JSON.Input) ||
+			!allTyped(tObject, tc.JSON.Function, tc.JSON.Custom) || !argsTyped(tc.Function.JSON.Arguments) {
 			return "mistyped tool call"
 		}
 	}
@@ -94,10 +94,27 @@ func checkChunk(c *oai.ChatCompletionChunk) string {
 		}
 		for j := range d.ToolCalls {
 			tc := &d.ToolCalls[j]
-			if !typed(tc.JSON.Index, tInt) || !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Function.JSON.Arguments) || !typed(tc.JSON.Function, tObject) {
+			if !typed(tc.JSON.Index, tInt) || !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name) || !typed(tc.JSON.Function, tObject) || !argsTyped(tc.Function.JSON.Arguments) {
 				return "mistyped tool call"
 			}
 		}
 	}
 	return ""
+}
+
+// argsTyped reports whether a tool call's arguments field is omitted, null,
+// a string (OpenAI's shape: the arguments' JSON text) or an object (the
+// arguments themselves, as llama.cpp's server sent them in 2026,
+// ggml-org/llama.cpp#20198, and Hugging Face TGI,
+// huggingface/text-generation-inference#2136).
+func argsTyped(f respjson.Field) bool { return typed(f, tString) || typed(f, tObject) }
+
+// arguments returns the text of a tool call's arguments field f, whose
+// string value the SDK decoded as s: the object's own text when the server
+// sent an object, else s.
+func arguments(f respjson.Field, s string) string {
+	if raw := f.Raw(); raw != "" && raw[0] == byte(tObject) {
+		return raw
+	}
+	return s
 }
