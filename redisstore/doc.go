@@ -235,7 +235,8 @@
 // writes) would make a key whose effect ran, or is running, look like a
 // key that never ran. Every effect script therefore checks the store's
 // epoch, a hash holding a random id, the run_id of the server (INFO
-// server) and the time a loss was detected, kept beside the records (one
+// server; none where a managed service refuses INFO in scripts) and the
+// time a loss was detected, kept beside the records (one
 // per hash slot on a Cluster, so that a script touches one slot; none on
 // a Ring, which keeps only package effect's own rules). Each [Effects]
 // remembers the epoch id it saw last. A loss is detected when the epoch is

@@ -236,7 +236,9 @@ func (e *Effects) Update(ctx context.Context, key effect.Key, prev, next effect.
 // lost: unix milliseconds, lost 0 for none); ARGV[1] "1" to keep an epoch
 // ("0": a Ring, none), ARGV[2] the epoch id the caller saw last ("" for
 // none), ARGV[3] a new id, ARGV[4] the caller's quarantine in
-// milliseconds. epoch() returns the epoch id and whether an absent key is
+// milliseconds. A server that refuses INFO in scripts (some managed
+// services) gives no run_id: its failovers are then seen by the epoch id
+// alone. epoch() returns the epoch id and whether an absent key is
 // quarantined, that is, may have been lost: the store lost records (the
 // epoch vanished while the caller knew one, or it is not the one the
 // caller knew, or the server is another: restarted or promoted) less than
@@ -246,7 +248,8 @@ local function epoch()
   if ARGV[1] ~= '1' then return '', false end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local rid = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''
+  local info, rid = redis.pcall('INFO', 'server'), ''
+  if type(info) == 'string' then rid = string.match(info, 'run_id:(%x+)') or '' end
   local e = redis.call('HMGET', KEYS[2], 'id', 'rid', 'born', 'lost')
   local id, lost = e[1], tonumber(e[4] or '0')
   if not id then

@@ -513,3 +513,33 @@ func TestEffectClusterFlush(t *testing.T) {
 		t.Errorf("epoch keys = %q, %v; want one, in the record's slot", ekeys, err)
 	}
 }
+
+// TestEffectWithoutInfo: a server that refuses INFO to the client (an
+// ACL, or a managed service) still runs effects: the epoch keeps no
+// run_id. The scripts used to fail, and every effect with them.
+func TestEffectWithoutInfo(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	admin := srv.Client(t)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "app", Password: "pw", ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	if err := c.Info(ctx, "server").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("INFO as app = %v, want NOPERM: the test would prove nothing", err)
+	}
+	s, err := New(Config{Client: c, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := effect.New(effect.Config{Store: s.Effects()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := effect.StepKey("op-1", "charge")
+	res, err := r.Do(ctx, key, func(context.Context) ([]byte, error) { return []byte("charged"), nil })
+	if err != nil || string(res) != "charged" {
+		t.Fatalf("Do = %q, %v; want the effect run", res, err)
+	}
+}
