@@ -130,14 +130,18 @@
 //
 // Every part in angle brackets comes from users (tenant ids, destinations,
 // route and model names, execution keys) and is encoded by one rule, so
-// that no two distinct tuples share a key and no tenant chooses its
-// Cluster slot: bytes outside [A-Za-z0-9] and "-._:/|@+=" become %XX ('%'
+// that no two distinct tuples share a key and no tenant ends a hash tag
+// early to put its keys in another tuple's slot: bytes outside [A-Za-z0-9] and "-._:/|@+=" become %XX ('%'
 // and both braces included, so a part never ends a tag), and a part whose
 // encoding would pass 96 bytes becomes '#' and the base64url SHA-256 of its
 // bytes (an encoded part never starts with '#'). Short ids stay readable;
 // a key is at most 202 bytes beyond the Prefix whatever the ids (a 1 MB
 // tenant id included: TestKeyLengthBounded), and 200 tenants named "a}0"
-// to "a}199" land in 200 slots (TestTenantsCannotChooseTheirSlot). Ids in
+// to "a}199" land in 200 slots (TestTenantsCannotChooseTheirSlot). A slot
+// is still the CRC16 of the encoded id, as Redis Cluster hashes any tag:
+// where tenants choose their own ids, one who searches for ids of one
+// slot (about 16,000 tries each) can still crowd it; give such tenants
+// ids of your own (a hash of theirs) if that matters. Ids in
 // keys are not secret: use a credential's hash as a client key, never the
 // credential.
 //
