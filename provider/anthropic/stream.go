@@ -75,6 +75,9 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 		if !eventWellFormed(&ev) {
 			return nil, malformed(x, model, "stream event of the wrong shape")
 		}
+		if !chunked(&ev) {
+			adapt.Alive(ctx) // message_start, a ping, a thinking delta: progress all the same
+		}
 		if ev.Type == "message_start" {
 			if started {
 				return nil, malformed(x, model, "second message_start")
@@ -204,4 +207,16 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 		resp.ToolCalls = calls
 	}
 	return resp, nil
+}
+
+// chunked reports whether ev reaches OnChunk: a text block's start with
+// text, a tool call's start, a text or input delta.
+func chunked(ev *sdk.MessageStreamEventUnion) bool {
+	switch ev.Type {
+	case "content_block_start":
+		return ev.ContentBlock.Type == "tool_use" || ev.ContentBlock.Type == "text" && ev.ContentBlock.Text != ""
+	case "content_block_delta":
+		return ev.Delta.Type == "text_delta" && ev.Delta.Text != "" || ev.Delta.Type == "input_json_delta"
+	}
+	return false
 }

@@ -271,6 +271,9 @@ func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.
 		if r == nil {
 			continue
 		}
+		if !chunked(r) {
+			adapt.Alive(ctx) // thoughts, usage alone: progress all the same
+		}
 		if r.ModelVersion != "" {
 			resp.Model = r.ModelVersion
 		}
@@ -329,6 +332,21 @@ func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.
 }
 
 // first returns the candidate of index 0, or nil.
+// chunked reports whether r reaches OnChunk: its first candidate has a
+// function call or a text part that is not a thought.
+func chunked(r *genai.GenerateContentResponse) bool {
+	cand := first(r.Candidates)
+	if cand == nil || cand.Content == nil {
+		return false
+	}
+	for _, p := range cand.Content.Parts {
+		if p != nil && (p.FunctionCall != nil || !p.Thought && p.Text != "") {
+			return true
+		}
+	}
+	return false
+}
+
 func first(cs []*genai.Candidate) *genai.Candidate {
 	for _, c := range cs {
 		if c != nil && c.Index == 0 {

@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"net/http"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -65,4 +66,45 @@ func TestPresetCutsAHungPrimary(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestPresetKeepsAThinkingStream: a reasoning model's stream that sends
+// its role delta at once, then nothing for 8 s while it thinks, then its
+// text, under the preset's defaults with a 10 s deadline and a second
+// provider: the role delta is progress (the adapter reports every event
+// that reaches no OnChunk, adapt.Alive), so the primary's share (5.625 s)
+// bounds nothing more and the primary answers whole at 8 s. Before, only
+// text counted: the share cut the thinking model at 5.625 s and the
+// secondary answered.
+func TestPresetKeepsAThinkingStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		think := func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			send := func(e string) {
+				_, _ = w.Write([]byte("data: " + e + "\n\n"))
+				w.(http.Flusher).Flush()
+			}
+			send(delta(`{"role":"assistant","content":""}`))
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(8 * time.Second):
+			}
+			send(delta(`{"content":"thought"}`))
+			send(finish("stop"))
+			send("[DONE]")
+		}
+		_, a := startPipe(t, fakeopenai.Config{Handler: http.HandlerFunc(think)})
+		sb, b := provider(t, "p2", fakeopenai.ModelConfig{Name: "b"})
+		ra := stack.Route{Route: portico.Route{Name: "a", Model: a, ModelName: "m", Capabilities: portico.Capabilities{Provider: "p1"}}}
+		s := preset(t, stack.Config{Deadline: 10 * time.Second}, []stack.Route{ra}, b)
+		req := userReq("", "hello")
+		var got string
+		req.OnChunk = func(c portico.Chunk) error { got += c.Text; return nil }
+		t0 := time.Now()
+		resp, err := s.Generate(t.Context(), req)
+		if err != nil || resp.Route != "a" || resp.Text != "thought" || got != "thought" || time.Since(t0) != 8*time.Second || sb.Count("b") != 0 {
+			t.Fatalf("Generate = %+v, %v after %v, %q streamed, %d calls to b; want a's whole answer after 8s, b not called", resp, err, time.Since(t0), got, sb.Count("b"))
+		}
+	})
 }

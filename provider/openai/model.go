@@ -221,6 +221,17 @@ func usage(u oai.CompletionUsage) portico.Usage {
 // (which the SDK turns into an error itself): {"object":"error",...} as
 // vLLM before 0.9 and SGLang send, or a bare {"message":...} with no id and
 // no choices, as an "event: error" frame may carry.
+// chunked reports whether c reaches OnChunk: choice 0 has a text or a tool
+// call delta.
+func chunked(c *oai.ChatCompletionChunk) bool {
+	for i := range c.Choices {
+		if ch := &c.Choices[i]; ch.Index == 0 && (ch.Delta.Content != "" || len(ch.Delta.ToolCalls) > 0) {
+			return true
+		}
+	}
+	return false
+}
+
 func errorChunk(c *oai.ChatCompletionChunk) bool {
 	if c.JSON.Object.Raw() == `"error"` {
 		return true
@@ -271,6 +282,9 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 		}
 		if why := checkChunk(&c); why != "" {
 			return nil, malformed(x, model, why)
+		}
+		if !chunked(&c) {
+			adapt.Alive(ctx) // a role or usage delta, a reasoning step: progress all the same
 		}
 		if c.Model != "" {
 			resp.Model = c.Model

@@ -32,4 +32,12 @@
 // request was never written, so that a rate limiter refunds the whole
 // reservation. The text of an SDK error that may quote a body is withheld
 // ([Withheld]).
+//
+// # Any event is progress
+//
+// A stream's event that reaches no OnChunk (a role or usage delta, a
+// block's boundary, a reasoning step) is reported with [Alive], as
+// [portico.Progress]: the layers that bound a stream's time to its first
+// sign of life count any event, not only text, so a model that thinks
+// before it writes is not taken for a hung one.
 package adapt
