@@ -141,3 +141,35 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// Reading the shape of a call's arguments allocates nothing: a call costs
+// the decode of its arguments and the library's validation, as an answer
+// does, in every shape but the ones handed on in a new slice.
+func TestArgumentAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	v := MustNew(Config{})
+	req := toolsReq()
+	resp := callResp("weather", ` {"city": "Paris"}`+"\n")
+	p := &pipeline{v: v}
+	value, _ := p.decode(string(resp.ToolCalls[0].Arguments))
+	sch := v.cache.get(req.Tools[0].Parameters).schema
+	if err := v.Check(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	check := testing.AllocsPerRun(50, func() {
+		if err := v.Check(req, resp); err != nil {
+			t.Fatal(err)
+		}
+	})
+	decode := testing.AllocsPerRun(50, func() { p.decode(string(resp.ToolCalls[0].Arguments)) })
+	validate := testing.AllocsPerRun(50, func() {
+		if err := sch.Validate(value); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if check != decode+validate {
+		t.Fatalf("allocs/op: Check of a call %v, want decode %v + validation %v", check, decode, validate)
+	}
+}

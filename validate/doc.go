@@ -105,10 +105,16 @@
 // (drafts 04 to 07 leave its assertion to the implementation; 2019-09 and
 // 2020-12 make it one), asserted only where a 2019-09 or 2020-12
 // metaschema's $vocabulary requires it or [Config.AssertFormat] asks.
+// Patterns are ECMA-262 regular expressions, run by Go's regexp (RE2):
+// the escapes RE2 lacks or reads otherwise (\uXXXX, \u{...}, \cX, \s
+// and \S) are rewritten to RE2's, and a pattern RE2 cannot run
+// (lookaround, backreferences) is not asserted rather than its schema
+// refused.
 // TestJSONSchemaSuite runs every required case of the official
 // JSON-Schema-Test-Suite for the five drafts through [Validator.Check]
 // (testdata/jsonschema-suite, whose README lists the cases left out: those
-// that fetch a remote document).
+// that fetch a remote document), and TestJSONSchemaSuiteECMARegex its
+// optional ECMA-262 pattern cases.
 //
 // # OpenAI strict mode
 //

@@ -127,6 +127,7 @@ func (c *cache) compileAs(doc any, d *jsonschema.Draft) (*jsonschema.Schema, err
 	comp := jsonschema.NewCompiler()
 	comp.DefaultDraft(d)
 	comp.UseLoader(noLoader{})
+	comp.UseRegexpEngine(ecmaRegexp)
 	if c.format {
 		comp.AssertFormat()
 	}

@@ -61,11 +61,11 @@ type suiteCount struct{ run, pass, skipped int }
 // runSuite runs every case of the draft's vendored files through v.Check,
 // the schema as the request's Schema and the data as the answer's text,
 // and reports each case whose verdict differs from the suite's.
-func runSuite(t *testing.T, v *Validator, draft string, skipped []string) suiteCount {
+func runSuite(t *testing.T, v *Validator, draft, glob string, skipped []string) suiteCount {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(suiteDir, draft, "*.json"))
+	files, err := filepath.Glob(filepath.Join(suiteDir, draft, glob))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no suite files for %s (%v)", draft, err)
+		t.Fatalf("no suite files %s for %s (%v)", glob, draft, err)
 	}
 	var n suiteCount
 	for _, file := range files {
@@ -113,9 +113,19 @@ func TestJSONSchemaSuite(t *testing.T) {
 	v := MustNew(Config{})
 	for _, draft := range suiteDrafts {
 		t.Run(draft, func(t *testing.T) {
-			n := runSuite(t, v, draft, suiteSkipped[draft])
+			n := runSuite(t, v, draft, "*.json", suiteSkipped[draft])
 			t.Logf("%s: %d cases run, %d pass, %d skipped (remote)", draft, n.run, n.pass, n.skipped)
 		})
+	}
+}
+
+// Patterns are ECMA-262 regular expressions: the suite's optional
+// ecmascript-regex tests hold.
+func TestJSONSchemaSuiteECMARegex(t *testing.T) {
+	v := MustNew(Config{})
+	for _, draft := range suiteDrafts {
+		n := runSuite(t, v, draft, "optional/ecmascript-regex.json", nil)
+		t.Logf("%s: %d cases run, %d pass", draft, n.run, n.pass)
 	}
 }
 
