@@ -65,7 +65,8 @@
 // back, an event that is not text, such as a reasoning model's), before
 // its share ends runs on to the end of the time before the reserve, since
 // once it has begun the group could only cut a live answer. One silent
-// for its whole share is cut then, as any candidate. (A raced request's
+// for its whole share is cut then, as any candidate. The bound costs such
+// an attempt a timer and a cancelable context. (A raced request's
 // streams, under Config.Hedge, keep their share as a bound on the whole.)
 //
 // A candidate's own share ends its context with cause [ErrShareTimeout],
