@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/portico-llm/portico/internal/errtext"
 	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
@@ -139,6 +140,10 @@ type Error struct {
 	// Reason is a short, content-free explanation ("breaker open", "overloaded",
 	// "retry budget exhausted").
 	Reason string
+	// RefusedBy names the layer of this process that refused the call
+	// ([ClientLimit], [RouteLimit], [CircuitBreaker], [Cooldown],
+	// [Throttle], [RetryBudget]); NotRefused, the zero value, when none did.
+	RefusedBy Refuser
 	// RetryAfter is how long to wait before the same call could succeed: the
 	// provider's Retry-After hint, or a limiter's exact wait; 0 when unknown.
 	RetryAfter time.Duration
@@ -161,16 +166,24 @@ type Error struct {
 	Err error
 }
 
-// Error formats the error as "portico: class[ status N][ code C][ model M][
-// retry-after D][: reason][: cause]", each part present only when its field
-// is set. The class is said once: a cause's own leading "portico: " is dropped,
-// and so is its class when it is e's. D is rounded to the millisecond (to the
-// microsecond below one).
+// Error formats the error as "portico: class[ by R][ status N][ code C][
+// model M][ retry-after D][: reason][: cause]", each part present only
+// when its field is set. D is rounded to the millisecond (to the
+// microsecond below one). Each thing is said once: the reason is left out
+// when the class and fields, or the cause, say it already; a cause's
+// leading "portico: " is dropped, and so is its class when it is e's, and
+// each part of the cause (its parts are separated by ": " and "; ") that
+// the message said already, a part that only names a package ("ratelimit:
+// ") going with the part it introduces.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("portico: ")
 	class := e.Class.String()
 	b.WriteString(class)
+	if e.RefusedBy != NotRefused {
+		b.WriteString(" by ")
+		b.WriteString(e.RefusedBy.String())
+	}
 	if e.Status != 0 {
 		b.WriteString(" status ")
 		b.WriteString(strconv.Itoa(e.Status))
@@ -187,29 +200,82 @@ func (e *Error) Error() string {
 		b.WriteString(" retry-after ")
 		b.WriteString(RoundDuration(e.RetryAfter).String())
 	}
-	if e.Reason != "" {
+	cause, fields := "", ""
+	if e.Err != nil {
+		cause = strings.TrimPrefix(e.Err.Error(), "portico: ")
+		// A cause of the same class would say it twice: keep what follows
+		// it, its fields (" model m") or its reason (": ...").
+		if rest, ok := strings.CutPrefix(cause, class); ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
+			switch {
+			case rest == "":
+				cause = ""
+			case rest[0] == ' ' && e.Reason == "": // its fields follow ours
+				fields, cause, _ = strings.Cut(rest, ": ")
+			default:
+				cause = strings.TrimLeft(rest, ": ")
+			}
+		}
+	}
+	if e.RefusedBy != NotRefused { // said already, by ours
+		fields = strings.TrimPrefix(fields, " by "+e.RefusedBy.String())
+	}
+	if fields != "" && !errtext.Said(b.String(), fields) {
+		b.WriteString(fields)
+	}
+	if e.Reason != "" && !errtext.Said(b.String(), e.Reason) && !errtext.Said(cause, e.Reason) {
 		b.WriteString(": ")
 		b.WriteString(e.Reason)
 	}
-	if e.Err != nil {
-		msg := strings.TrimPrefix(e.Err.Error(), "portico: ")
-		// A cause of the same class would say it twice: keep what follows it,
-		// its fields (" model m") or its reason (": ...").
-		if rest, ok := strings.CutPrefix(msg, class); ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
-			switch {
-			case rest == "":
-			case rest[0] == ' ' && e.Reason == "": // its fields follow ours
-				b.WriteString(rest)
-			default:
-				b.WriteString(": ")
-				b.WriteString(strings.TrimLeft(rest, ": "))
-			}
-			return b.String()
-		}
-		b.WriteString(": ")
-		b.WriteString(msg)
-	}
+	writeUnsaid(&b, cause)
 	return b.String()
+}
+
+// writeUnsaid writes to b the parts of cause that b does not say yet (see
+// [Error.Error]): the first after ": ", each other after the separator
+// that came before it in cause, or before the parts left out just before
+// it.
+func writeUnsaid(b *strings.Builder, cause string) {
+	printed := false
+	carry := "" // the separator of the parts left out since the last written
+	write := func(sep, s string) {
+		switch {
+		case !printed:
+			sep = ": "
+		case carry != "":
+			sep = carry
+		}
+		b.WriteString(sep)
+		b.WriteString(s)
+		printed, carry = true, ""
+	}
+	if cause == "" {
+		return
+	}
+	parts := errtext.Parts(cause)
+	for i := 0; i < len(parts); i++ {
+		sep, name, text := parts[i].Sep, "", parts[i].Text
+		if i+1 < len(parts) && parts[i+1].Sep == ": " && errtext.IsName(text) {
+			// A package's name goes with the part it introduces.
+			i++
+			name, text = text, parts[i].Text
+		}
+		if name != "" && (strings.TrimSpace(text) == "" || errtext.Said(name, text)) {
+			name, text = "", name // the name says it all
+		}
+		if strings.TrimSpace(text) == "" {
+			continue // nothing to say
+		}
+		if errtext.Said(b.String(), text) {
+			if carry == "" {
+				carry = sep
+			}
+			continue
+		}
+		if name != "" {
+			text = name + ": " + text
+		}
+		write(sep, text)
+	}
 }
 
 // RoundDuration rounds d for a message: to the millisecond, to the

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/portico-llm/portico/internal/errtext"
 )
 
 func TestClassOf(t *testing.T) {
@@ -313,4 +316,81 @@ func TestGone(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestErrorSaysEachThingOnce: a reason the class or the cause says is left
+// out, and so is each part of the cause the message said already; a
+// package's name goes with the part it introduces, and a part left out
+// leaves its separator to the next.
+func TestErrorSaysEachThingOnce(t *testing.T) {
+	for _, tt := range []struct {
+		err  *Error
+		want string
+	}{
+		{&Error{Class: RateLimited, Status: 429, Reason: "rate limited"}, "portico: rate_limited status 429"},
+		{&Error{Class: InvalidResponse, Status: 200, Model: "m", Reason: "malformed response", Err: Join(ErrMalformed, errors.New("openai: SDK error (text withheld)"))},
+			"portico: invalid_response status 200 model m: malformed response; openai: SDK error (text withheld)"},
+		{&Error{Class: Rejected, Model: "m", Reason: "overloaded", Err: errors.New("ratelimit: overloaded")}, "portico: rejected model m: ratelimit: overloaded"},
+		{&Error{Class: Rejected, RefusedBy: CircuitBreaker, Model: "a", Reason: "breaker half-open, probes busy", Err: errors.New("breaker: open")},
+			"portico: rejected by breaker model a: breaker half-open, probes busy"},
+		{&Error{Class: RateLimited, RefusedBy: ClientLimit, RetryAfter: 1500 * time.Millisecond, Reason: "rate limit: requests", Err: errors.New("ratelimit: rate limited")},
+			"portico: rate_limited by client_limit retry-after 1.5s: rate limit: requests"},
+		{&Error{Class: Ambiguous, Reason: "timeout after send", Err: Join(errors.New("effect: outcome unknown"), &Error{Class: Ambiguous, Reason: "timeout after send"})},
+			"portico: ambiguous: effect: outcome unknown; timeout after send"},
+		{&Error{Class: Rejected, RefusedBy: CircuitBreaker, Err: &Error{Class: Rejected, RefusedBy: CircuitBreaker, Model: "a", Reason: "open elsewhere"}},
+			"portico: rejected by breaker model a: open elsewhere"},
+		{&Error{Class: Transient, Model: "m", Err: &Error{Class: Transient, Model: "m", Reason: "overloaded"}}, "portico: transient model m: overloaded"},
+		{&Error{Class: Unusable, Err: errors.New("ratelimit")}, "portico: unusable: ratelimit"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestRefuser(t *testing.T) {
+	names := map[Refuser]string{NotRefused: "", ClientLimit: "client_limit", RouteLimit: "route_limit", CircuitBreaker: "breaker",
+		Cooldown: "cooldown", Throttle: "throttle", RetryBudget: "retry_budget", 200: "Refuser(200)"}
+	for r, want := range names {
+		if got := r.String(); got != want {
+			t.Errorf("Refuser(%d).String() = %q, want %q", r, got, want)
+		}
+	}
+	inner := &Error{Class: RateLimited, RefusedBy: RouteLimit}
+	for _, tt := range []struct {
+		err  error
+		want Refuser
+	}{
+		{nil, NotRefused},
+		{io.EOF, NotRefused},
+		{inner, RouteLimit},
+		{fmt.Errorf("calling: %w", inner), RouteLimit},
+		{&Error{Class: RateLimited, Err: inner}, NotRefused}, // the outer error says who ended the call
+	} {
+		if got := RefuserOf(tt.err); got != tt.want {
+			t.Errorf("RefuserOf(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+// FuzzErrorSaysEachThingOnce: whatever its class, refuser, reason and
+// cause, an error's message says no part twice (errtext.Repeated, which
+// modeltest.Repeated offers to every layer's tests).
+func FuzzErrorSaysEachThingOnce(f *testing.F) {
+	f.Add(uint8(RateLimited), uint8(ClientLimit), "rate limit: requests", "ratelimit: rate limited", "rate limited")
+	f.Add(uint8(InvalidResponse), uint8(0), "malformed response", "malformed response", "openai: SDK error")
+	f.Add(uint8(Rejected), uint8(CircuitBreaker), "breaker open", "breaker: open", "")
+	f.Fuzz(func(t *testing.T, class, by uint8, reason, cause, inner string) {
+		if strings.Contains(reason, ": ") || strings.Contains(reason, "; ") {
+			return // a reason is one part
+		}
+		err := error(errors.New(cause))
+		if inner != "" {
+			err = Join(err, &Error{Class: Class(class % 11), Reason: inner})
+		}
+		e := &Error{Class: Class(class % 11), RefusedBy: Refuser(by % 7), Reason: reason, Err: err}
+		if part := errtext.Repeated(e.Error()); part != "" {
+			t.Fatalf("%q says %q twice", e.Error(), part)
+		}
+	})
 }

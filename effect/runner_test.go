@@ -75,11 +75,11 @@ func TestAmbiguousFailureIsUnknownAndNotRerun(t *testing.T) {
 	}{
 		{"ambiguous error", func(context.Context) ([]byte, error) {
 			return nil, &portico.Error{Class: portico.Ambiguous, Reason: "timeout after send"}
-		}, "portico: ambiguous: timeout after send: effect: outcome unknown, reconcile before running again; portico: ambiguous: timeout after send"},
+		}, "portico: ambiguous: effect: outcome unknown, reconcile before running again; timeout after send"},
 		{"deadline during fn", func(ctx context.Context) ([]byte, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
-		}, "portico: ambiguous: deadline: effect: outcome unknown, reconcile before running again; context deadline exceeded"},
+		}, "portico: ambiguous: effect: outcome unknown, reconcile before running again; context deadline exceeded"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -280,7 +280,7 @@ func TestExpiry(t *testing.T) {
 		if !errors.Is(err, ErrFull) || !errors.Is(err, ErrStore) || portico.ClassOf(err) != portico.Transient {
 			t.Fatalf("Do on a full store = %v, want transient ErrStore wrapping ErrFull", err)
 		}
-		if want := "portico: transient: effect store: " + ErrStore.Error() + "; " + ErrFull.Error(); err.Error() != want {
+		if want := "portico: transient: " + ErrStore.Error() + "; " + ErrFull.Error(); err.Error() != want {
 			t.Errorf("Do on a full store = %q, want %q", err, want)
 		}
 		if len(seen) != 1 || seen[0].Kind != portico.EventSharedStore || seen[0].Reason != "effect:fail_closed" {

@@ -202,8 +202,8 @@ func TestSharedFailure(t *testing.T) {
 		if !errors.Is(err, ErrStoreUnavailable) || !errors.Is(err, errDown) || !errors.As(err, &pe) || pe.Class != portico.Rejected || !pe.NotSent {
 			t.Errorf("fail-closed call = %v, want Rejected, NotSent, wrapping ErrStoreUnavailable and the store's error", err)
 		}
-		// On one line: during an outage every call logs this.
-		if want := "portico: rejected model m: shared store unavailable: ratelimit: shared store unavailable; fake store down"; err == nil || err.Error() != want {
+		// On one line, saying each thing once: during an outage every call logs this.
+		if want := "portico: rejected model m: ratelimit: shared store unavailable; fake store down"; err == nil || err.Error() != want {
 			t.Errorf("fail-closed call = %q, want %q", err, want)
 		}
 		n := map[string]int{}

@@ -352,7 +352,7 @@ func TestInvalidSchemaFailsBeforeTheCall(t *testing.T) {
 	// One line, as every portico error reads in a log: the compiler's cause
 	// follows the sentinel after "; ", not on a line of its own.
 	_, err := m.Generate(context.Background(), schemaReq(`{"type": `))
-	if want := "portico: permanent: invalid JSON Schema: validate: invalid JSON Schema; unexpected EOF"; err == nil || err.Error() != want {
+	if want := "portico: permanent: validate: invalid JSON Schema; unexpected EOF"; err == nil || err.Error() != want {
 		t.Errorf("Generate(truncated schema) = %q, want %q", err, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/modeltest"
 )
 
 var testRules = Rules{
@@ -125,6 +126,9 @@ func TestFailed(t *testing.T) {
 		e := c.x.Failed(c.x.NewError("m", sdkErr), &testRules)
 		if e.Class != c.class || e.Reason != c.reason || e.NotSent != c.notSent || errors.Is(e.Err, sdkErr) != c.cause {
 			t.Errorf("%s: %+v, want %v %q NotSent %v, wraps the SDK's error %v", c.name, e, c.class, c.reason, c.notSent, c.cause)
+		}
+		if part := modeltest.Repeated(e); part != "" { // it said "malformed response: malformed response"
+			t.Errorf("%s: %q says %q twice", c.name, e, part)
 		}
 		if c.name == "cut off" && e.Err != io.ErrUnexpectedEOF {
 			t.Errorf("cut off: Err = %v, want the read error", e.Err)
