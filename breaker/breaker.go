@@ -43,7 +43,8 @@ func (s State) String() string {
 // with its probes busy, or closed while a breaker sharing its state is open
 // (Config.Shared). The error returned is a [*portico.Error] of class
 // [portico.Rejected] whose Err is ErrOpen and whose RetryAfter is the time until
-// the breaker admits a probe (0 in half-open): errors.Is(err, breaker.ErrOpen)
+// the breaker admits a probe (0 in half-open), RefusedBy
+// [portico.CircuitBreaker] and NotSent set: errors.Is(err, breaker.ErrOpen)
 // and errors.Is(err, portico.ErrRejected) both hold.
 var ErrOpen = errors.New("breaker: open")
 

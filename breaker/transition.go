@@ -72,7 +72,8 @@ func (b *Breaker) notifyHolding(ctx context.Context, tr Transition, held bool) {
 // rejected returns the error of a refused call: probe is the time until the
 // breaker admits a probe, 0 when unknown (half-open with its probes busy).
 func (b *Breaker) rejected(probe time.Duration, reason string) error {
-	return &portico.Error{Class: portico.Rejected, Model: b.cfg.Name, Reason: reason, RetryAfter: probe, Err: ErrOpen}
+	return &portico.Error{Class: portico.Rejected, RefusedBy: portico.CircuitBreaker, Model: b.cfg.Name, Reason: reason,
+		RetryAfter: probe, NotSent: true, Err: ErrOpen}
 }
 
 // notClosed handles a call that found the breaker open or half-open: reject,

@@ -161,11 +161,33 @@ func exhausted(hops []portico.Hop, wait time.Duration) error {
 	}
 	return &portico.Error{ // no Reason: the Exhausted says what happened, once
 		Class:      class,
+		RefusedBy:  refuserOf(hops, class),
 		Status:     statusOf(hops, class),
 		RetryAfter: retryAfter,
 		NotSent:    noneCalled(hops),
 		Err:        &Exhausted{Hops: hops},
 	}
+}
+
+// refuserOf is who refused the first hop of class (see portico.Refuser):
+// its error's RefusedBy, or for a skip, CircuitBreaker (unavailable: its
+// Health, a breaker in package stack) or Cooldown; NotRefused otherwise.
+func refuserOf(hops []portico.Hop, class portico.Class) portico.Refuser {
+	for _, h := range hops {
+		if hopClass(h) != class {
+			continue
+		}
+		switch {
+		case h.Err != nil:
+			return portico.RefuserOf(h.Err)
+		case h.Reason == reasonUnavailable:
+			return portico.CircuitBreaker
+		case h.Reason == reasonCooldown:
+			return portico.Cooldown
+		}
+		return portico.NotRefused
+	}
+	return portico.NotRefused
 }
 
 // statusOf is the HTTP status of the first hop whose error is of class, 0

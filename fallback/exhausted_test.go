@@ -35,7 +35,7 @@ func TestNoRouteCalledMessage(t *testing.T) {
 		{
 			[]portico.Route{route(&fake{name: "r"}, caps), unavailable},
 			portico.Rejected,
-			"portico: rejected: fallback: no route can serve the request: r (schema), s (unavailable)",
+			"portico: rejected by breaker: fallback: no route can serve the request: r (schema), s (unavailable)",
 			"fallback: no route can serve the request: r (schema), s (unavailable)",
 		},
 		{

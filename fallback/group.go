@@ -155,7 +155,9 @@ func (g *Group) Routes() []portico.Route {
 // a chunk reached the caller unless the request sets ContinueOnBreak, when
 // it continues the answer (the package documentation lists the rules).
 // When every candidate was left it returns a [*portico.Error] wrapping
-// [*Exhausted] and [ErrExhausted], of the most telling hop's class. A
+// [*Exhausted] and [ErrExhausted], of the most telling hop's class and
+// RefusedBy (a skip for a cooldown is [portico.Cooldown]'s, one for an
+// unavailable route [portico.CircuitBreaker]'s). A
 // request wrong on any route gets Fits' Permanent error, no route called;
 // a route that returns neither answer nor error fails with
 // [portico.ErrNilResponse]; a nil req is [portico.ErrNilRequest]; a context

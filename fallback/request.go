@@ -705,7 +705,7 @@ func (r *request) outOfTime(ctx context.Context) error {
 	var pe *portico.Error
 	if errors.As(err, &pe) && pe.Class != portico.Ambiguous {
 		pe.Class = portico.Deadline
-		pe.RetryAfter = 0
+		pe.RetryAfter, pe.RefusedBy = 0, portico.NotRefused
 	}
 	return err
 }

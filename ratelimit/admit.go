@@ -28,7 +28,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 			if err != nil {
 				return err
 			}
-			return overCapacity(req.Model, t.in, t.max, capacity)
+			return l.overCapacity(req.Model, t.in, t.max, capacity)
 		}
 	}
 	needProg := l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != ""
@@ -73,7 +73,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 			l.unprogram(t, now)
 			e.mu.Unlock()
 			if tooLarge {
-				return overCapacity(req.Model, t.in, t.max, capacity)
+				return l.overCapacity(req.Model, t.in, t.max, capacity)
 			}
 			return l.limited(ctx, req, which, wait)
 		}
@@ -415,11 +415,11 @@ func (l *Limiter) unprogram(t *ticket, now time.Duration) {
 func (l *Limiter) shed(ctx context.Context, req *portico.Request) error {
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.Rejected, Reason: "overloaded"})
 	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shed", logModel(req.Model))
-	return &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "overloaded", NotSent: true, Err: ErrOverloaded}
+	return &portico.Error{Class: portico.Rejected, RefusedBy: l.cfg.RefusedBy, Model: req.Model, Reason: "overloaded", NotSent: true, Err: ErrOverloaded}
 }
 
 func (l *Limiter) limited(ctx context.Context, req *portico.Request, which string, wait time.Duration) error {
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.RateLimited, Delay: wait, Reason: which})
 	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: limited", logModel(req.Model), logWait(wait), logWhich(which))
-	return &portico.Error{Class: portico.RateLimited, Model: req.Model, Reason: "rate limit: " + which, RetryAfter: wait, NotSent: true, Err: ErrLimited}
+	return &portico.Error{Class: portico.RateLimited, RefusedBy: l.cfg.RefusedBy, Model: req.Model, Reason: "rate limit: " + which, RetryAfter: wait, NotSent: true, Err: ErrLimited}
 }

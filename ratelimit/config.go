@@ -229,6 +229,14 @@ type Config struct {
 	// that should follow a provider's headers keys [ByModel].
 	Key func(*portico.Request) string
 
+	// RefusedBy is whose limit this Limiter keeps, what its refusals say
+	// as their [portico.Error].RefusedBy: [portico.ClientLimit], a
+	// tenant's (its plan: the caller is told to slow down), or
+	// [portico.RouteLimit], a provider account's (the service is
+	// saturated). Zero means ClientLimit, the default key's. Any other
+	// Refuser is an error.
+	RefusedBy portico.Refuser
+
 	// Tier maps a request to its key's tier (a tenant's plan: "free",
 	// "pro"), and Tiers gives each tier its limits: a key's limits are
 	// Tiers[Tier(req)] when that tier exists, else Limits. Tier is called
@@ -373,6 +381,8 @@ func (c Config) norm() (Config, error) {
 		return c, errors.New("ratelimit: negative Config.Queue.ProgramTTL")
 	case c.MaxProviderHold < 0:
 		return c, errors.New("ratelimit: negative Config.MaxProviderHold")
+	case c.RefusedBy != portico.NotRefused && c.RefusedBy != portico.ClientLimit && c.RefusedBy != portico.RouteLimit:
+		return c, fmt.Errorf("ratelimit: Config.RefusedBy %v is neither portico.ClientLimit nor portico.RouteLimit", c.RefusedBy)
 	}
 	if err := c.normTiers(); err != nil {
 		return c, err
@@ -382,6 +392,9 @@ func (c Config) norm() (Config, error) {
 	}
 	if c.Estimator == nil {
 		c.Estimator = portico.DefaultEstimator
+	}
+	if c.RefusedBy == portico.NotRefused {
+		c.RefusedBy = portico.ClientLimit
 	}
 	if c.MaxWait == 0 {
 		c.MaxWait = defaultMaxWait

@@ -67,8 +67,8 @@ func TestCapacityErrorText(t *testing.T) {
 	l := mustNew(t, Config{Limits: Limits{Tokens: 500}, Estimator: fixedEstimator(6)})
 	m := l.Wrap(okModel(1, 1))
 	for _, tt := range []struct{ model, want string }{
-		{"", "portico: incompatible: " + text},
-		{"m", "portico: incompatible model m: " + text},
+		{"", "portico: incompatible by client_limit: " + text},
+		{"m", "portico: incompatible by client_limit model m: " + text},
 	} {
 		r := req("a", 500)
 		r.Model = tt.model
@@ -92,7 +92,7 @@ func TestCapacityErrorText(t *testing.T) {
 		}
 		err := <-errc
 		var ce *CapacityError
-		if want := "portico: incompatible model m: " + text; err == nil || err.Error() != want {
+		if want := "portico: incompatible by client_limit model m: " + text; err == nil || err.Error() != want {
 			t.Errorf("waiting call after SetLimit lowered the capacity = %v, want %q", err, want)
 		}
 		if !errors.As(err, &ce) || *ce != (CapacityError{Input: 6, MaxOutput: 500, Capacity: 500}) || !errors.Is(err, ErrOverCapacity) {

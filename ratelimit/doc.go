@@ -154,7 +154,10 @@
 // The default key is the pair (Identity.ClientKey, Model): one client looping
 // on errors empties only its own buckets. [Config.Key] gives any other split;
 // [ByClient] and [ByModel] are the two halves. The recommended stack has a
-// per-client Limiter outermost and a per-model one inside each route.
+// per-client Limiter outermost and a per-model one inside each route; each
+// names itself in its refusals ([Config.RefusedBy], read with
+// [portico.RefuserOf]: [portico.ClientLimit] or [portico.RouteLimit]), so
+// that a service tells its caller "your plan" from "we are saturated".
 // Looking up an existing key allocates nothing. Idle keys (buckets full,
 // nothing in flight or queued) are evicted when their shard of the table
 // doubles, and by a sweep that a timer runs once a period (the limits'

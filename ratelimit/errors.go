@@ -9,7 +9,9 @@ import (
 
 // Sentinels, wrapped in the [*portico.Error] a [Limiter] returns, to branch on
 // with errors.Is. Every such error has NotSent set: the Limiter refused the
-// call before calling the Model it wraps.
+// call before calling the Model it wraps. Those of ErrOverloaded, ErrLimited
+// and ErrOverCapacity name the Limiter's Config.RefusedBy as their
+// RefusedBy ([portico.RefuserOf]): the tenant's limit or the route's.
 var (
 	// ErrOverloaded: the key's in-flight cap was reached and its queue (if any)
 	// was full; the call was shed at once. Class [portico.Rejected], Reason
@@ -58,9 +60,11 @@ func (e *CapacityError) Is(target error) bool { return target == ErrOverCapacity
 // overCapacity returns the error for a call of in + maxOut tokens refused by
 // a token bucket of the given capacity: Incompatible, since another route
 // with a larger bucket can serve the call (Permanent would say it fails
-// anywhere, and stop a fallback group), naming model, and wrapping the
-// *CapacityError, with no Reason, since the CapacityError's text says it all
-// ("portico: incompatible model m: ratelimit: call needs ...").
-func overCapacity(model string, in, maxOut, capacity int) error {
-	return &portico.Error{Class: portico.Incompatible, Model: model, NotSent: true, Err: &CapacityError{Input: in, MaxOutput: maxOut, Capacity: capacity}}
+// anywhere, and stop a fallback group), naming model and l's
+// Config.RefusedBy, and wrapping the *CapacityError, with no Reason, since
+// the CapacityError's text says it all ("portico: incompatible by
+// route_limit model m: ratelimit: call needs ...").
+func (l *Limiter) overCapacity(model string, in, maxOut, capacity int) error {
+	return &portico.Error{Class: portico.Incompatible, RefusedBy: l.cfg.RefusedBy, Model: model, NotSent: true,
+		Err: &CapacityError{Input: in, MaxOutput: maxOut, Capacity: capacity}}
 }

@@ -253,7 +253,7 @@ func (l *Limiter) price(req *portico.Request, burst int, t *ticket) error {
 		if nMax <= math.MaxInt-nIn {
 			t.reserve = nIn + nMax
 		}
-		return overCapacity(req.Model, nIn, nMax, burst)
+		return l.overCapacity(req.Model, nIn, nMax, burst)
 	}
 	t.in, t.max, t.reserve = nIn, nMax, nIn+nMax
 	return nil

@@ -199,7 +199,9 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 					if which == "shared" {
 						what = "shared budget unavailable"
 					}
-					return nil, surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), earlier)
+					e := surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), earlier)
+					e.RefusedBy = portico.RetryBudget
+					return nil, e
 				}
 			}
 			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,

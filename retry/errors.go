@@ -81,7 +81,8 @@ func attempts(n int) string {
 
 // surface returns the error that ends a call after the attempt error last: a
 // *portico.Error with last's class and fields (Status, Code, Model, RetryAfter,
-// RateLimit), or class cls when cls is not OK, no Reason, as Usage what
+// RateLimit, RefusedBy), or class cls, and no RefusedBy, when cls is not OK
+// and another class, no Reason, as Usage what
 // every attempt billed (see billed), NotSent only when no attempt was sent
 // (see noneSent), whose Err is a history: summary, then
 // last's message, wrapping sentinel, last and the earlier attempts' errors.
@@ -98,7 +99,8 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 	}
 	direct := last == error(pe) // last itself, not a wrapper, gave the fields
 	if cls != portico.OK && cls != w.Class {
-		w.Class, direct = cls, false
+		// Another class: last's refusal, if it was one, did not end the call.
+		w.Class, w.RefusedBy, direct = cls, portico.NotRefused, false
 	}
 	w.Reason = ""
 	w.Usage = billed(last, earlier)

@@ -23,7 +23,8 @@ func TestFinalErrorMessage(t *testing.T) {
 		base := &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) { return nil, errs[n] }}
 		synctest.Test(t, func(t *testing.T) {
 			_, err := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}}).Wrap(base).Generate(context.Background(), userReq)
-			const want = "portico: rate_limited status 429 retry-after 1ms: retry: 3 attempts failed: rate limited"
+			// The last attempt's reason, "rate limited", is its class's.
+			const want = "portico: rate_limited status 429 retry-after 1ms: retry: 3 attempts failed"
 			if err == nil || err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)
 			}
@@ -77,9 +78,9 @@ func TestFinalErrorMessage(t *testing.T) {
 				want   string
 			}{
 				{Budget{NoRefill: true, Burst: 1}, "",
-					"portico: transient status 503: retry: client budget exhausted after 1 attempt: overloaded"},
+					"portico: transient by retry_budget status 503: retry: client budget exhausted after 1 attempt: overloaded"},
 				{Budget{NoRefill: true, Burst: 5, DestinationBurst: 1}, "other",
-					"portico: transient status 503: retry: destination budget exhausted after 1 attempt: overloaded"},
+					"portico: transient by retry_budget status 503: retry: destination budget exhausted after 1 attempt: overloaded"},
 			} {
 				r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, MaxAttempts: 2, Budget: tt.budget})
 				m := r.Wrap(failing(fail))
@@ -87,7 +88,7 @@ func TestFinalErrorMessage(t *testing.T) {
 				second := userReq.Clone()
 				second.Identity.ClientKey = tt.second
 				_, err := m.Generate(context.Background(), second)
-				if err == nil || err.Error() != tt.want || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, fail) {
+				if err == nil || err.Error() != tt.want || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, fail) || portico.RefuserOf(err) != portico.RetryBudget {
 					t.Errorf("budget %+v: err = %q, want %q wrapping ErrBudgetExhausted and the attempt's error", tt.budget, err, tt.want)
 				}
 			}

@@ -270,7 +270,8 @@ type Info struct {
 var (
 	// ErrBudgetExhausted: a retry was due but the client's or the
 	// destination's budget had no token left; the message says which. The
-	// error keeps the failed attempt's class and fields.
+	// error keeps the failed attempt's class and fields, and is RefusedBy
+	// [portico.RetryBudget].
 	ErrBudgetExhausted = errors.New("retry: budget exhausted")
 	// ErrAttemptsExhausted: every one of MaxAttempts attempts failed. The error
 	// keeps the last attempt's class and fields, wraps every attempt's error, and

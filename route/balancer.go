@@ -229,7 +229,7 @@ func noReplica(rs []*Replica) error {
 	for _, r := range rs {
 		wait = earliest(wait, r.Route.RetryAfter())
 	}
-	return &portico.Error{Class: portico.Rejected, Reason: "no replica available", RetryAfter: wait, Err: ErrNoRoute}
+	return &portico.Error{Class: portico.Rejected, RefusedBy: portico.CircuitBreaker, Reason: "no replica available", RetryAfter: wait, Err: ErrNoRoute}
 }
 
 // leastUsed returns the available replica with the fewest calls in flight,

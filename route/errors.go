@@ -11,9 +11,10 @@ import (
 // return so that errors.Is finds them.
 var (
 	// ErrNoRoute: no candidate both fits the request ([portico.Capabilities.Fits])
-	// and is available. The error's Class is [portico.Rejected] when at least one
-	// fitting candidate was only unavailable (its breaker is open: later may
-	// work), [portico.Incompatible] when none fits at all.
+	// and is available. The error's Class is [portico.Rejected], RefusedBy
+	// [portico.CircuitBreaker], when at least one fitting candidate was only
+	// unavailable (its breaker is open: later may work),
+	// [portico.Incompatible] when none fits at all.
 	ErrNoRoute = errors.New("route: no route fits and is available")
 	// ErrNotAccepted: a cascade step answered but its acceptance score was below
 	// the step's threshold (FrugalGPT's g(x, y) < tau_j). It appears in
@@ -75,7 +76,8 @@ func skipHop(name string, fitErr error) portico.Hop {
 }
 
 // noRoute builds the error returned when no candidate fits and is available:
-// Rejected if any candidate was merely unavailable, with wait, the least time
+// Rejected, RefusedBy CircuitBreaker (a route's Health: its breaker), if any
+// candidate was merely unavailable, with wait, the least time
 // until one takes calls again, as RetryAfter; Incompatible otherwise. Its Err
 // joins ErrNoRoute and the Fits errors, so errors.Is finds each.
 func noRoute(hops []portico.Hop, wait time.Duration) error {
@@ -94,7 +96,11 @@ func noRoute(hops []portico.Hop, wait time.Duration) error {
 	if class != portico.Rejected {
 		wait = 0
 	}
-	return &portico.Error{Class: class, RetryAfter: wait, Err: portico.Join(errs...)}
+	var by portico.Refuser
+	if class == portico.Rejected {
+		by = portico.CircuitBreaker
+	}
+	return &portico.Error{Class: class, RefusedBy: by, RetryAfter: wait, Err: portico.Join(errs...)}
 }
 
 // earliest returns the lesser of two waits, 0 standing for none.

@@ -424,6 +424,7 @@ func New(cfg Config) (*Stack, error) {
 			Limits:           cfg.ClientLimits,
 			DefaultMaxTokens: defaultMaxTokens(cfg.DefaultMaxTokens, cfg.ClientLimits, slices.Collect(maps.Values(cfg.ClientTiers))...),
 			Key:              ratelimit.ByClient,
+			RefusedBy:        portico.ClientLimit,
 			Tier:             cfg.ClientTier,
 			Tiers:            cfg.ClientTiers,
 			Mode:             cfg.ClientMode,
@@ -507,6 +508,7 @@ func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator) (portico.Rou
 			Limits:           rc.Limits,
 			DefaultMaxTokens: defaultMaxTokens(rc.DefaultMaxTokens, rc.Limits),
 			Key:              ratelimit.ByModel,
+			RefusedBy:        portico.RouteLimit,
 			Queue:            rc.Queue,
 			Shared:           rc.LimitsShared,
 		}

@@ -156,7 +156,7 @@ func (e *Error) Is(target error) bool { return target == ErrThrottled }
 //
 // The returned Model rejects a call, without calling next, with the
 // probability the window gives: a [portico.Rejected] error (Model the
-// request's, Reason "throttled") wrapping a [*Error] and so
+// request's, RefusedBy [portico.Throttle], NotSent) wrapping a [*Error] and so
 // [ErrThrottled], reported to the context's Observer as a
 // [portico.EventRateLimitReject] with Reason "throttle". Otherwise it calls
 // next and counts the outcome: an answer, a [portico.Permanent] or
@@ -232,7 +232,7 @@ func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *window) e
 		w.fails.Add(1)
 	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.Rejected, Reason: "throttle"})
-	return &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "throttled",
+	return &portico.Error{Class: portico.Rejected, RefusedBy: portico.Throttle, Model: req.Model, NotSent: true,
 		Err: &Error{Requests: int(requests), Accepts: int(accepts), Probability: p}}
 }
 

@@ -152,7 +152,7 @@ func TestAcceptsHoldOff(t *testing.T) {
 		if *te != (throttle.Error{Requests: 201, Accepts: 100, Probability: 1.0 / 202}) {
 			t.Errorf("throttle.Error = %+v, want 201 requests, 100 accepts, probability 1/202", *te)
 		}
-		want := "portico: rejected model m: throttled: throttle: destination accepted 100 of 201 requests in the window, rejecting with probability 0.005"
+		want := "portico: rejected by throttle model m: throttle: destination accepted 100 of 201 requests in the window, rejecting with probability 0.005"
 		if err.Error() != want {
 			t.Errorf("message = %q, want %q", err.Error(), want)
 		}
