@@ -178,6 +178,16 @@ func TestRefusals(t *testing.T) {
 		_, err = bal.Generate(t.Context(), hello("a"))
 		add("balancer, no replica", err, portico.Rejected, portico.CircuitBreaker, route.ErrNoRoute)
 
+		spent := func() portico.Model {
+			return limiter(ratelimit.Config{Limits: hour, Key: ratelimit.ByModel, RefusedBy: portico.RouteLimit})
+		}
+		steps, err := route.NewCascade(route.CascadeConfig{Steps: []route.Step{{Route: rt("small", spent(), nil)}, {Route: rt("large", spent(), nil)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps.Generate(t.Context(), hello("a"))
+		add("cascade, every step's limit", second(steps, hello("a")), portico.RateLimited, portico.RouteLimit, route.ErrExhausted)
+
 		// effect
 		runner, err := effect.New(effect.Config{})
 		if err != nil {

@@ -158,8 +158,9 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 //     called);
 //   - with [NoneAcceptedError], when answers came but none was accepted: class
 //     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
-//   - when no step answered at all: the class of the last step's error (or
-//     Rejected/Incompatible when every step was skipped, wrapping [ErrNoRoute]),
+//   - when no step answered at all: the class and RefusedBy of the last
+//     step's error (or Rejected/Incompatible when every step was skipped,
+//     wrapping [ErrNoRoute]),
 //     wrapping [ErrExhausted] and every step's error; when that class is
 //     RateLimited or Rejected, its RetryAfter is the least of the steps'
 //     Retry-After hints and their Health's RetryAfter.
@@ -280,8 +281,9 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 		wait = 0 // a Retry-After hint only where later may work
 	}
 	// ErrExhausted says it; RetryAfter is the least time until a step said
-	// it takes calls again (its Retry-After, or its Health's).
-	return nil, &portico.Error{Class: class, RetryAfter: wait, Err: portico.Join(errs...)}
+	// it takes calls again (its Retry-After, or its Health's), and the last
+	// step's refuser who refused it.
+	return nil, &portico.Error{Class: class, RefusedBy: portico.RefuserOf(lastErr), RetryAfter: wait, Err: portico.Join(errs...)}
 }
 
 // stepContext returns the context step j is called under: ctx, or ctx
