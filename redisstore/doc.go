@@ -191,12 +191,28 @@
 //
 // # Failure modes
 //
-// Every operation runs under [Config.Timeout] (50 ms): a server stopped,
-// paused or slow never holds a call longer. A failed operation starts an
-// outage: for [Config.Probe] (1 s) every operation fails at once with
+// Every operation runs under [Config.Timeout] (50 ms), or the caller's
+// deadline when it comes first: a server stopped, paused or slow never
+// holds a call longer. A failed operation starts an outage: for
+// [Config.Probe] (1 s) every operation fails at once with
 // [ErrUnavailable], without touching the network; then one operation at a
-// time probes the server, and the first that succeeds ends the outage. The
-// Store logs a warning when an outage starts and a record when it ends;
+// time probes the server, and the first that succeeds ends the outage.
+//
+// A caller's context never starts an outage, as a caller's deadline never
+// counts against a route's breaker: an operation cut short (canceled or
+// timed out) by the caller's context, which ended, or whose deadline
+// bounded the operation rather than Timeout and has passed (the network
+// gives up at that instant, a hair before the context says so), returns
+// the context's error and leaves the Store as it was, for every other
+// caller. What starts an outage is the Store's own Timeout, a connection
+// refused or dropped (even when the caller's context ended meanwhile:
+// go-redis waits between dials) and an error reply. So a tenant whose deadlines are shorter than a round trip
+// fails alone (TestCallerDeadlineStartsNoOutage,
+// TestShortCallerDeadlinesKeepStoreAvailable), and a stalled server is
+// found out by the first caller whose deadline outlasts Timeout; a caller
+// with a shorter one waits at most its own deadline.
+//
+// The Store logs a warning when an outage starts and a record when it ends;
 // each layer reports each call it decides without the store as a
 // [portico.EventSharedStore] event (a span event and a metric in package
 // trace) and chooses, by its Config:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -30,8 +31,9 @@ const (
 const opSlack = time.Second
 
 // ErrUnavailable is wrapped by every error of an operation the server did
-// not answer in time or at all, and of the operations refused at once
-// while the Store waits to probe the server again (see [Config.Probe]).
+// not answer within the Store's own [Config.Timeout] or at all, and of the
+// operations refused at once while the Store waits to probe the server
+// again (see [Config.Probe]).
 var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
 // Config configures a [Store]. Client is required; every other zero field
@@ -149,9 +151,16 @@ func contextTimeouts(c redis.UniversalClient) bool {
 func (s *Store) Available() bool { return s.downUntil.Load() == 0 }
 
 // do runs op under the per-operation timeout, unless an outage is under
-// way and it is not this operation's turn to probe. An error of op is
-// returned wrapping [ErrUnavailable] and starts or extends the outage,
-// unless ctx itself ended: that is the caller's, returned as ctx.Err().
+// way and it is not this operation's turn to probe. The timeout is the
+// earlier of the Store's Timeout and ctx's deadline, and whichever bounded
+// op owns its timing out. An error of op is then:
+//   - the caller's when op was cut short (canceled or timed out) and ctx
+//     ended, or ctx's deadline bounded op and has passed (the network's
+//     timeout fires a hair before ctx.Err() is set): ctx.Err() is
+//     returned, and the Store's state is left as it was;
+//   - otherwise (the Store's own timeout, a refused or dropped
+//     connection, an error reply) wrapping [ErrUnavailable], starting or
+//     extending the outage.
 func (s *Store) do(ctx context.Context, op func(context.Context) error) error {
 	until := s.downUntil.Load()
 	if until != 0 {
@@ -160,20 +169,35 @@ func (s *Store) do(ctx context.Context, op func(context.Context) error) error {
 		}
 		defer s.probing.Store(false)
 	}
-	octx, cancel := context.WithTimeout(ctx, s.timeout)
+	deadline := time.Now().Add(s.timeout)
+	callerDeadline, callerBound := ctx.Deadline()
+	callerBound = callerBound && !callerDeadline.After(deadline)
+	octx, cancel := context.WithDeadline(ctx, deadline)
 	err := op(octx)
 	cancel()
-	if err == nil || errors.Is(err, redis.Nil) {
+	switch {
+	case err == nil || errors.Is(err, redis.Nil):
 		if until != 0 { // only a probe ends an outage, not an operation begun before it
 			s.up()
 		}
 		return err
-	}
-	if ctx.Err() != nil {
+	case cut(err) && ctx.Err() != nil:
+		return ctx.Err()
+	case cut(err) && callerBound && !time.Now().Before(callerDeadline):
+		<-ctx.Done() // closes at its deadline, which has passed
 		return ctx.Err()
 	}
 	s.down(err)
 	return &unavailable{err}
+}
+
+// cut reports whether err is an operation cut short: canceled, or timed
+// out (a network deadline or a context's). Any other error (a refused or
+// dropped connection, a reply) is the server's, whoever's context ended
+// meanwhile.
+func cut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // errFailFast is what operations return during an outage between probes.
