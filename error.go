@@ -49,7 +49,8 @@ const (
 	// Deadline: the time budget ran out, or what remains cannot fit another attempt.
 	Deadline
 	// Rejected: refused locally without calling the model (load shed, breaker open,
-	// limit reached in reject mode).
+	// limit reached in reject mode). A layer wrapping several calls never
+	// says Rejected once one of them was sent (see [Error.NotSent]).
 	Rejected
 	// Unusable: this route cannot serve any request now, whatever the request
 	// (401 or 403: its credentials; 404: its model or deployment is missing; a
@@ -159,8 +160,13 @@ type Error struct {
 	// limiter's wait that ended, no time for a first attempt, a fallback
 	// that called no route, a context done before the request was written),
 	// so no provider can count or bill it; rate limiters give its whole
-	// reservation back. False means it may have been sent. A layer that
-	// wraps the errors of several calls sets it only when none was sent.
+	// reservation back. False means it may have been sent; [NothingSent]
+	// is the rule every layer reads. A layer that wraps the errors of
+	// several calls sets it only when none was sent, and keeps each in its
+	// tree (errors.Is and errors.As reach them); when the call it stopped
+	// at sent nothing (a refusal) after one that was sent, its class and
+	// fields are the sent call's, which may have been billed, and the
+	// refusal says why it stopped (see [AfterSent]).
 	NotSent bool
 	// Err is the underlying cause; nil when there is none.
 	Err error

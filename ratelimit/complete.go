@@ -139,14 +139,16 @@ func settlement(t *ticket, resp *portico.Response, err error, panicked bool) (rl
 //
 //   - usage billed (input + output above 0): settled as a success, in +
 //     maxOut - used, whatever the class;
-//   - nothing sent ([portico.Error.NotSent], or [portico.Rejected], or
-//     Permanent, Incompatible, Unusable, Transient or RateLimited without an
-//     HTTP status): in + maxOut, all of it;
-//   - the same classes with an error status (400 or above): maxOut, since
-//     the input may count against the provider's limits;
+//   - nothing sent ([portico.NothingSent]: NotSent, or [portico.Rejected],
+//     or Permanent, Incompatible, Unusable, Transient or RateLimited
+//     without an HTTP status, none wrapping a call that was sent): in +
+//     maxOut, all of it;
+//   - those five classes with an error status (400 or above): maxOut,
+//     since the input may count against the provider's limits;
 //   - anything else (Ambiguous, InvalidResponse, Canceled or Deadline
-//     without NotSent, an error event inside a 200 stream, an error that is
-//     not a *portico.Error): 0, as output may have been generated.
+//     without NotSent, an error event inside a 200 stream, a refusal of a
+//     layer after one of its calls was sent, an error that is not a
+//     *portico.Error): 0, as output may have been generated.
 //
 // See the package documentation, Refunds, for why.
 func Refund(err error, in, maxOut int) int {
@@ -159,17 +161,12 @@ func Refund(err error, in, maxOut int) int {
 			return in + maxOut - used // as for a success
 		}
 	}
-	if pe.NotSent {
+	if portico.NothingSent(pe) {
 		return in + maxOut
 	}
 	switch pe.Class {
-	case portico.Rejected:
-		return in + maxOut
 	case portico.Permanent, portico.Incompatible, portico.Unusable, portico.Transient, portico.RateLimited:
-		switch {
-		case pe.Status == 0:
-			return in + maxOut
-		case pe.Status >= 400:
+		if pe.Status >= 400 {
 			return maxOut
 		}
 	}

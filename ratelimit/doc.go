@@ -63,20 +63,25 @@
 //     or has [portico.Error.NotSent] set, or is Permanent, Incompatible,
 //     Unusable, Transient or RateLimited without an HTTP status (refused
 //     before sending, by an adapter that does not set NotSent: a refused
-//     connection). Layers set NotSent when they end a call before calling
-//     the model: this Limiter on every refusal and when a wait for
+//     connection), and wraps no call that was sent
+//     ([portico.NothingSent]). Layers set NotSent when they end a call
+//     before calling the model: this Limiter on every refusal and when a wait for
 //     admission ends (Canceled or Deadline, so an outer Limiter over an
 //     inner one in Wait mode gets everything back), package retry when no
 //     time is left for the first attempt, package fallback when it called
 //     no route (all skipped, out of time or canceled before the first), the
 //     openai and gemini adapters when their context ended or their
-//     transport failed before the request was written.
+//     transport failed before the request was written. A layer wrapping
+//     several calls (retry, fallback, a hedge, a cascade) that stops at a
+//     refusal after a call that was sent says so, so this Limiter refunds
+//     only what it knows was not sent.
 //   - A 4xx or 5xx answer of those classes gets the output reserve back:
 //     nothing was generated, but the input may count.
 //   - Anything else gets nothing: Ambiguous (sent, outcome unknown),
 //     InvalidResponse, Canceled or Deadline without NotSent (the caller gave
-//     up, perhaps mid-generation), an error inside a 200 stream, an error
-//     that is not a [*portico.Error].
+//     up, perhaps mid-generation), an error inside a 200 stream, a
+//     refusal wrapping a call that was sent, an error that is not a
+//     [*portico.Error].
 //
 // # The bound with refunds
 //

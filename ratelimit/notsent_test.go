@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -76,6 +77,17 @@ func TestNothingSentRefundsAll(t *testing.T) {
 		{"401 on an unusable route", 0, 0, func(*testing.T) portico.Model {
 			return errModel(&portico.Error{Class: portico.Unusable, Status: 401})
 		}, output},
+		// A retry refused below the Retrier (a throttle) after an attempt
+		// that was sent: only what was not sent comes back.
+		{"retry: sent (ambiguous), then refused", 0, 0, func(*testing.T) portico.Model {
+			return retried(&portico.Error{Class: portico.Ambiguous}, throttled)
+		}, none},
+		{"retry: sent (503), then refused", 0, 0, func(*testing.T) portico.Model {
+			return retried(&portico.Error{Class: portico.Transient, Status: 503}, throttled)
+		}, output},
+		{"retry: refused at once", 0, 0, func(*testing.T) portico.Model {
+			return retried(throttled)
+		}, all},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,4 +145,17 @@ func TestRefundNotSent(t *testing.T) {
 			t.Errorf("Refund(%+v, 100, 400) = %d, want %d", tt.err, got, tt.want)
 		}
 	}
+}
+
+// throttled is a throttle's refusal of an attempt it never sent.
+var throttled = &portico.Error{Class: portico.Rejected, Reason: "throttled", NotSent: true}
+
+// retried is a retry layer (immediate retries) over a Model whose call n
+// fails with errs[n], the last repeating.
+func retried(errs ...error) portico.Model {
+	var n atomic.Int64
+	inner := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return nil, errs[min(int(n.Add(1))-1, len(errs)-1)]
+	})
+	return retry.MustNew(retry.Config{Backoff: retry.Backoff{Schedule: retry.Immediate}}).Wrap(inner)
 }

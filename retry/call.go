@@ -147,6 +147,9 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 		if i > 0 {
 			cls := portico.ClassOf(lastErr)
 			if !r.retryable(cls, req) {
+				if len(earlier) > 0 { // keep them: one may have been sent, or billed
+					return nil, surface(lastErr, portico.OK, nil, "retry: stopped after "+attempts(i), earlier)
+				}
 				return nil, lastErr
 			}
 			if err := portico.FromContext(ctx); err != nil {

@@ -167,7 +167,20 @@
 // billed usage ([portico.UsageOf]), the one attempt's own *Usage when only one
 // was billed, nil when none was; every attempt went to the same route at the
 // same prices, so fallback's Response.Cost and ratelimit's refunds see the
-// whole bill.
+// whole bill. An error the Retrier does not retry is returned as it is
+// after the first attempt; after later ones it is wrapped the same way,
+// with the summary "retry: stopped after 2 attempts" and no sentinel.
+//
+// The final error says [portico.Error.NotSent] only when no attempt was
+// sent ([portico.NothingSent]). When the last attempt sent nothing (a
+// throttle's, a limiter's or a breaker's refusal, a budget or deadline
+// check below) but an earlier one was sent, the class, Status and Code
+// are those of the last attempt sent, Ambiguous say, never Rejected: the
+// request may have been executed and billed, which is what the caller and
+// the limiters above must know. The refusal says why the call stopped: it
+// stays in the message and the error's tree (errors.Is(err,
+// portico.ErrRejected) still holds), and a limiter above refunds only
+// what it knows was not sent ([TestSentThenRefused]).
 //
 // # Observing
 //

@@ -32,16 +32,17 @@ func (c causes) Unwrap() []error { return c }
 // the call ("retry: 3 attempts failed") and the last attempt's error, each said
 // once: when the final error repeats the last attempt's class and fields
 // (tail), only the rest of the last error follows the summary. Unwrap returns
-// the Retrier's sentinel, the last attempt's error and the earlier attempts'
-// errors, so errors.Is and errors.As reach every one.
+// the Retrier's sentinel (when there is one), the last attempt's error and
+// the earlier attempts' errors, so errors.Is and errors.As reach every one.
 type history struct {
 	summary string
-	tail    bool    // the final error says errs[1]'s class and fields
-	errs    []error // sentinel, last, then the earlier attempts' errors, oldest first
+	tail    bool    // the final error says the last attempt's class and fields
+	errs    []error // sentinel if any, last, then the earlier attempts' errors, oldest first
+	last    int     // index of the last attempt's error in errs
 }
 
 func (h *history) Error() string {
-	last := h.errs[1]
+	last := h.errs[h.last]
 	if pe, ok := last.(*portico.Error); ok && h.tail {
 		return joinMsg(h.summary, rest(pe))
 	}
@@ -85,7 +86,11 @@ func attempts(n int) string {
 // and another class, no Reason, as Usage what
 // every attempt billed (see billed), NotSent only when no attempt was sent
 // (see noneSent), whose Err is a history: summary, then
-// last's message, wrapping sentinel, last and the earlier attempts' errors.
+// last's message, wrapping sentinel (nil: none), last and the earlier
+// attempts' errors. When last sent nothing ([portico.NothingSent]: a
+// throttle's or a limiter's refusal) but an earlier attempt was sent, the
+// class, Status and Code are the last sent attempt's: the request may have
+// been billed, and last says why the call stopped.
 // The message reads "portico: <class and fields>: <summary>: <last error>",
 // where the last error's class and fields are left out when they are the
 // final error's own.
@@ -98,6 +103,12 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 		w.Class = portico.ClassOf(last)
 	}
 	direct := last == error(pe) // last itself, not a wrapper, gave the fields
+	if sent := lastSent(last, earlier); sent != last && sent != nil {
+		w.Class, w.Status, w.Code, direct = portico.ClassOf(sent), 0, "", false
+		if errors.As(sent, &pe) {
+			w.Status, w.Code = pe.Status, pe.Code
+		}
+	}
 	if cls != portico.OK && cls != w.Class {
 		// Another class: last's refusal, if it was one, did not end the call.
 		w.Class, w.RefusedBy, direct = cls, portico.NotRefused, false
@@ -106,10 +117,27 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 	w.Usage = billed(last, earlier)
 	w.NotSent = noneSent(last, earlier)
 	errs := make([]error, 0, 2+len(earlier))
-	errs = append(errs, sentinel, last)
+	if sentinel != nil {
+		errs = append(errs, sentinel)
+	}
+	errs = append(errs, last)
 	errs = append(errs, earlier...)
-	w.Err = &history{summary: summary, tail: direct, errs: errs}
+	w.Err = &history{summary: summary, tail: direct, errs: errs, last: len(errs) - len(earlier) - 1}
 	return &w
+}
+
+// lastSent returns the error of the last attempt that may have been sent,
+// last or one of earlier, or nil when none was ([portico.NothingSent]).
+func lastSent(last error, earlier []error) error {
+	if !portico.NothingSent(last) {
+		return last
+	}
+	for i := len(earlier) - 1; i >= 0; i-- {
+		if !portico.NothingSent(earlier[i]) {
+			return earlier[i]
+		}
+	}
+	return nil
 }
 
 // noTimeLeft is the Deadline error for an attempt that does not fit; wait is the
@@ -168,13 +196,13 @@ func timeoutError(sentinel error, d time.Duration, inner error) error {
 }
 
 // canceledDuring returns the error for a caller's context that ended while a
-// retry was pending, keeping the last attempt's error as a cause and, as
+// retry was pending, keeping every attempt's error as a cause and, as
 // Usage, what every attempt billed (see billed).
 func canceledDuring(ctxErr, last error, earlier []error) error {
 	var pe *portico.Error
 	if errors.As(ctxErr, &pe) {
 		w := *pe
-		w.Err = causes{pe.Err, last}
+		w.Err = append(causes{pe.Err, last}, earlier...)
 		if u := billed(last, earlier); u != nil {
 			w.Usage = u
 		}
@@ -185,21 +213,10 @@ func canceledDuring(ctxErr, last error, earlier []error) error {
 }
 
 // noneSent reports whether every attempt's error, last and earlier, says
-// that its request was never sent: the first [*portico.Error] in its tree
-// has NotSent set. The final error says NotSent only then, since one sent
-// attempt may have been counted or billed.
-func noneSent(last error, earlier []error) bool {
-	var pe *portico.Error
-	if !errors.As(last, &pe) || !pe.NotSent {
-		return false
-	}
-	for _, e := range earlier {
-		if !errors.As(e, &pe) || !pe.NotSent {
-			return false
-		}
-	}
-	return true
-}
+// that its request was never sent ([portico.NothingSent]). The final error
+// says NotSent only then, since one sent attempt may have been counted or
+// billed.
+func noneSent(last error, earlier []error) bool { return lastSent(last, earlier) == nil }
 
 // billed returns the usage the provider billed over a call's failed attempts,
 // whose errors are last and earlier: the sum, field by field (input, output,

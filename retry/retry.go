@@ -475,9 +475,12 @@ func orDefault[T int | float64 | time.Duration](v, def T) T {
 // [portico.Middleware]. Wrap panics if next is nil, a typed nil included ([portico.IsNil]).
 //
 // The returned Model retries what the package documentation says is
-// retried. It returns next's answer; a non-retryable error, or one after a
-// chunk reached the caller, as it is; or a [*portico.Error] that keeps the
-// last attempt's class and fields, wraps every attempt's error and one of
+// retried. It returns next's answer; a non-retryable error of the first
+// attempt, or one after a chunk reached the caller, as it is; or a
+// [*portico.Error] that keeps the last attempt's class and fields (the
+// last sent attempt's class, Status and Code when the last sent nothing),
+// is NotSent only when no attempt was sent, wraps every attempt's error
+// and, unless it stopped at an error it does not retry, one of
 // [ErrAttemptsExhausted], [ErrBudgetExhausted], [ErrNoTimeLeft] (class
 // Deadline) or [ErrRetryAfterTooLong] (RateLimited), and whose Usage sums what
 // the attempts billed (see Errors in the package documentation). A context

@@ -126,7 +126,7 @@
 // deadline-exhaustion and ambiguous-outcome rates are ratios of counters),
 // fallbacks, attempts per completed request (counted by the attempt layer
 // when there is one; else one plus the retries, and 0 for a request whose
-// error says nothing was sent: portico.Error.NotSent, or Rejected), validation
+// error says nothing was sent: portico.NothingSent), validation
 // rejections, cost per
 // accepted answer, latency per final route, retries, budget exhaustion,
 // breaker transitions, limiter waits and rejections; see the Metric*

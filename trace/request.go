@@ -245,13 +245,6 @@ func (c *call) noteAnswer(t *Tracer, model string) {
 	c.mu.Unlock()
 }
 
-// nothingSent reports whether err says that no request left the process:
-// its first [*portico.Error] is NotSent, or Rejected by a local layer.
-func nothingSent(err error) bool {
-	var pe *portico.Error
-	return errors.As(err, &pe) && (pe.NotSent || pe.Class == portico.Rejected)
-}
-
 // summary is what finish reads from a call under its lock.
 type summary struct {
 	ttft                           time.Duration
@@ -291,7 +284,7 @@ func (c *call) summary(resp *portico.Response, err error) summary {
 		s.labels = l
 	}
 	s.attempts = int(c.attemptCount.Load())
-	if s.attempts == 0 && !nothingSent(err) {
+	if s.attempts == 0 && !portico.NothingSent(err) {
 		// No attempt layer counted (none below, or its Tracer records
 		// nothing): the first attempt and one per retry, unless the error
 		// says that no request left the process.
