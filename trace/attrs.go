@@ -54,6 +54,7 @@ const (
 	KeyRetryDelaySource       = attribute.Key("portico.retry.delay_source") // "backoff" or "retry_after"
 	KeyBudgetExhausted        = attribute.Key("portico.retry.budget_exhausted")
 	KeyBreakerState           = attribute.Key("portico.breaker.state")
+	KeyRefusedBy              = attribute.Key("portico.refused_by")       // a refused request's portico.Refuser ("client_limit")
 	KeyRateLimitWait          = attribute.Key("portico.ratelimit.wait")   // seconds
 	KeyRateLimitReason        = attribute.Key("portico.ratelimit.reason") // rejections
 	KeyRetryAfter             = attribute.Key("portico.retry_after")      // seconds

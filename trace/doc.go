@@ -15,7 +15,8 @@
 //     provider gave one), gen_ai.request.max_tokens, gen_ai.request.stream, token usage
 //     including gen_ai.usage.cache_read.input_tokens, finish reasons,
 //     gen_ai.response.time_to_first_chunk, error.type (the [portico.Class]),
-//     server.address and server.port) and Portico's own portico.* attributes.
+//     server.address and server.port) and Portico's own portico.* attributes
+//     (portico.refused_by, the [portico.Refuser] of a refused request).
 //     The answering route's provider, server and model (when the request
 //     names none) replace the request layer's own at the end, so a request
 //     a fallback answered names the fallback.

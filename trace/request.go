@@ -313,6 +313,9 @@ func (c *call) finish(resp *portico.Response, err error) {
 			}
 		}
 		a = appendResult(a, resp, class)
+		if by := portico.RefuserOf(err); by != portico.NotRefused {
+			a = append(a, KeyRefusedBy.String(by.String()))
+		}
 		if s.ttft > 0 {
 			a = append(a, KeyTimeToFirstChunk.Float64(s.ttft.Seconds()))
 		}

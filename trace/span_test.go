@@ -321,3 +321,19 @@ func TestUsageCountedOnce(t *testing.T) {
 		})
 	})
 }
+
+// TestRefusedSpan: a request a layer refused says who on its span
+// (portico.refused_by), so that "your plan" and "we are saturated" are
+// counted apart.
+func TestRefusedSpan(t *testing.T) {
+	s := newSDK(t)
+	tr := mustNew(t, Config{TracerProvider: s.tp, MeterProvider: s.mp})
+	refused := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return nil, &portico.Error{Class: portico.RateLimited, RefusedBy: portico.ClientLimit, NotSent: true}
+	})
+	tr.Wrap(refused).Generate(context.Background(), &portico.Request{Model: "m"})
+	sameAttrs(t, "refused request", s.rec.Ended()[0].Attributes(), map[string]string{
+		"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.request.stream": "false",
+		"error.type": "rate_limited", "portico.refused_by": "client_limit", "portico.attempts": "0",
+	})
+}
