@@ -193,10 +193,11 @@
 //
 // Every operation runs under [Config.Timeout] (50 ms), or the caller's
 // deadline when it comes first: a server stopped, paused or slow never
-// holds a call longer. A failed operation starts an outage: for
-// [Config.Probe] (1 s) every operation fails at once with
-// [ErrUnavailable], without touching the network; then one operation at a
-// time probes the server, and the first that succeeds ends the outage.
+// holds a call longer. An operation the server did not answer (see
+// below) starts an outage: for [Config.Probe] (1 s) every operation fails
+// at once with [ErrUnavailable], without touching the network; then one
+// operation at a time probes the server, and the first that succeeds ends
+// the outage.
 //
 // A caller's context never starts an outage, as a caller's deadline never
 // counts against a route's breaker: an operation cut short (canceled or
@@ -206,11 +207,33 @@
 // the context's error and leaves the Store as it was, for every other
 // caller. What starts an outage is the Store's own Timeout, a connection
 // refused or dropped (even when the caller's context ended meanwhile:
-// go-redis waits between dials) and an error reply. So a tenant whose deadlines are shorter than a round trip
-// fails alone (TestCallerDeadlineStartsNoOutage,
+// go-redis waits between dials) and a reply naming a state of the server
+// that passes (LOADING, READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN, BUSY,
+// OOM, ...: [ErrUnavailable] lists them; TestPassingStatesAreUnavailable).
+// So a tenant whose deadlines are shorter than a round trip fails alone
+// (TestCallerDeadlineStartsNoOutage,
 // TestShortCallerDeadlinesKeepStoreAvailable), and a stalled server is
 // found out by the first caller whose deadline outlasts Timeout; a caller
 // with a shorter one waits at most its own deadline.
+//
+// A reply that refuses the operation for good (NOPERM from an ACL,
+// WRONGTYPE from a key of another type under the Prefix, an ERR from a
+// script, NOAUTH, CROSSSLOT) is a configuration error or a bug, not an
+// outage: the server answered. The operation fails with [ErrRefused]; the
+// Store stays available and fails no other operation at once (a refusal
+// of one key, one tenant's, or of one script leaves every other operation
+// to the server, and a fixed configuration works from the next call), and
+// the Logger gets one error record per kind, the reply's first word,
+// however often it repeats (TestRefusalStartsNoOutage). A probe the server
+// refuses ends an outage (TestProbeRefusedEndsOutage). The layer decides
+// the refused call as one the store did not answer, by its failure mode
+// below: the store gave no decision, and failing open on the local share
+// keeps a misconfigured deployment serving within 1/Instances of each
+// limit per instance, where refusing every call would turn a wrong ACL
+// into an outage of the service and admitting every call would drop the
+// bound; fail-closed layers refuse it and an effect does not run
+// (TestRefusalFailureModes). Each such call costs a round trip, with no
+// fail-fast.
 //
 // The Store logs a warning when an outage starts and a record when it ends;
 // each layer reports each call it decides without the store as a

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,10 +32,23 @@ const (
 const opSlack = time.Second
 
 // ErrUnavailable is wrapped by every error of an operation the server did
-// not answer within the Store's own [Config.Timeout] or at all, and of the
-// operations refused at once while the Store waits to probe the server
-// again (see [Config.Probe]).
+// not answer within the Store's own [Config.Timeout] or at all, or
+// answered with a state that passes (LOADING, READONLY, MASTERDOWN,
+// CLUSTERDOWN, TRYAGAIN, BUSY, OOM, MISCONF, NOREPLICAS, max clients,
+// MOVED or ASK), and of the operations refused at once while the Store
+// waits to probe the server again (see [Config.Probe]).
 var ErrUnavailable = errors.New("redisstore: redis unavailable")
+
+// ErrRefused is wrapped by every error of an operation the server answered
+// with a refusal that no wait would change: a configuration error or a bug
+// (NOPERM from an ACL, WRONGTYPE from a key of another type under the
+// Prefix, an ERR from a script, NOAUTH, CROSSSLOT). Such an error starts
+// no outage: the Store stays available, the next operation asks the
+// server again, and the Logger gets one error record per kind (the
+// reply's first word). The layer decides that one call without the store,
+// by its failure mode, as for [ErrUnavailable] (see Failure modes in the
+// package documentation).
+var ErrRefused = errors.New("redisstore: redis refused the operation")
 
 // Config configures a [Store]. Client is required; every other zero field
 // is a default.
@@ -68,9 +82,10 @@ type Config struct {
 	// route for about this long (see Staleness in the package
 	// documentation). Zero means [DefaultRefresh] (100 ms).
 	Refresh time.Duration
-	// Logger receives a warning when the server becomes unavailable and a
-	// record when it is back. Nil discards. go-redis writes its own
-	// connection pool's messages ("failed to dial") to standard error
+	// Logger receives a warning when the server becomes unavailable, a
+	// record when it is back, and an error the first time the server
+	// refuses an operation with each kind of [ErrRefused]. Nil discards.
+	// go-redis writes its own connection pool's messages ("failed to dial") to standard error
 	// through its package logger: redis.SetLogger routes or silences them.
 	Logger *slog.Logger
 }
@@ -93,7 +108,14 @@ type Store struct {
 	downUntil atomic.Int64 // mono.Now (ns) until which operations fail at once; 0: up
 	downSince atomic.Int64 // mono.Now (ns) of the first failure of the outage
 	probing   atomic.Bool  // one operation tries the server
+
+	refusedMu    sync.Mutex
+	refusedKinds map[string]bool // the kinds of ErrRefused logged, at most maxRefusedKinds
 }
+
+// maxRefusedKinds bounds the kinds of refusal a Store logs: the first word
+// of a reply comes from the server.
+const maxRefusedKinds = 32
 
 // New returns a Store for cfg, or an error starting with "redisstore:"
 // naming the field: a nil Client, one without ContextTimeoutEnabled, a
@@ -154,13 +176,16 @@ func (s *Store) Available() bool { return s.downUntil.Load() == 0 }
 // way and it is not this operation's turn to probe. The timeout is the
 // earlier of the Store's Timeout and ctx's deadline, and whichever bounded
 // op owns its timing out. An error of op is then:
+//   - a refusal (see [ErrRefused]): returned wrapping ErrRefused, logged
+//     once per kind; the server answered, so a probe's refusal ends an
+//     outage and no refusal starts one;
 //   - the caller's when op was cut short (canceled or timed out) and ctx
 //     ended, or ctx's deadline bounded op and has passed (the network's
 //     timeout fires a hair before ctx.Err() is set): ctx.Err() is
 //     returned, and the Store's state is left as it was;
 //   - otherwise (the Store's own timeout, a refused or dropped
-//     connection, an error reply) wrapping [ErrUnavailable], starting or
-//     extending the outage.
+//     connection, a state of the server that passes) wrapping
+//     [ErrUnavailable], starting or extending the outage.
 func (s *Store) do(ctx context.Context, op func(context.Context) error) error {
 	until := s.downUntil.Load()
 	if until != 0 {
@@ -181,6 +206,12 @@ func (s *Store) do(ctx context.Context, op func(context.Context) error) error {
 			s.up()
 		}
 		return err
+	case refusal(err):
+		if until != 0 {
+			s.up()
+		}
+		s.refused(err)
+		return &refused{err}
 	case cut(err) && ctx.Err() != nil:
 		return ctx.Err()
 	case cut(err) && callerBound && !time.Now().Before(callerDeadline):
@@ -200,8 +231,52 @@ func cut(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
+// refusal reports whether err is a reply of the server (a Redis error)
+// that names no state that passes: a refusal that asking again would only
+// repeat.
+func refusal(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	passing := moved || ask || redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
+		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err) ||
+		redis.IsOOMError(err) || redis.IsNoReplicasError(err) ||
+		redis.HasErrorPrefix(err, "BUSY ") || redis.HasErrorPrefix(err, "MISCONF ") || redis.HasErrorPrefix(err, "NOSCRIPT ")
+	return !passing
+}
+
+// refused logs the first refusal of each kind (the reply's first word).
+func (s *Store) refused(err error) {
+	kind, _, _ := strings.Cut(err.Error(), " ")
+	s.refusedMu.Lock()
+	first := !s.refusedKinds[kind] && len(s.refusedKinds) < maxRefusedKinds
+	if first {
+		if s.refusedKinds == nil {
+			s.refusedKinds = map[string]bool{}
+		}
+		s.refusedKinds[kind] = true
+	}
+	s.refusedMu.Unlock()
+	if first {
+		s.log.LogAttrs(context.Background(), slog.LevelError,
+			"redisstore: redis refused an operation: a configuration error, not an outage (logged once per kind)",
+			slog.String("kind", kind), slog.String("err", err.Error()))
+	}
+}
+
 // errFailFast is what operations return during an outage between probes.
 var errFailFast = &unavailable{errors.New("redisstore: waiting to probe the server again")}
+
+// refused wraps the cause of a refused operation with ErrRefused.
+type refused struct{ cause error }
+
+func (e *refused) Error() string {
+	return "redisstore: redis refused the operation (a configuration error, not an outage): " + e.cause.Error()
+}
+func (e *refused) Unwrap() []error { return []error{ErrRefused, e.cause} }
 
 // unavailable wraps the cause of a failed operation with ErrUnavailable.
 type unavailable struct{ cause error }
