@@ -49,8 +49,9 @@ const (
 	// Deadline: the time budget ran out, or what remains cannot fit another attempt.
 	Deadline
 	// Rejected: refused locally without calling the model (load shed, breaker open,
-	// limit reached in reject mode). A layer wrapping several calls never
-	// says Rejected once one of them was sent (see [Error.NotSent]).
+	// limit reached in reject mode). From a layer wrapping several calls,
+	// the last of them was refused so, and NotSent false says an earlier
+	// one may have been sent ([NothingSent] reads both).
 	Rejected
 	// Unusable: this route cannot serve any request now, whatever the request
 	// (401 or 403: its credentials; 404: its model or deployment is missing; a
@@ -163,10 +164,11 @@ type Error struct {
 	// reservation back. False means it may have been sent; [NothingSent]
 	// is the rule every layer reads. A layer that wraps the errors of
 	// several calls sets it only when none was sent, and keeps each in its
-	// tree (errors.Is and errors.As reach them); when the call it stopped
-	// at sent nothing (a refusal) after one that was sent, its class and
-	// fields are the sent call's, which may have been billed, and the
-	// refusal says why it stopped (see [AfterSent]).
+	// tree (errors.Is and errors.As reach them). When the call it stopped
+	// at sent nothing (a refusal) after one that was sent, its class says
+	// what the caller most needs to know: package retry and [AfterSent]
+	// take the sent call's (it may have been billed), package fallback
+	// ranks the routes' classes; the refusal stays in its tree.
 	NotSent bool
 	// Err is the underlying cause; nil when there is none.
 	Err error

@@ -2,20 +2,14 @@ package portico
 
 import "errors"
 
-// NothingSent reports whether err says that its call sent nothing, so that
-// no provider can have counted or billed it: the one rule that a limiter's
+// NothingSent reports whether err says that its call sent nothing, so
+// that no provider can have counted or billed it: the rule a limiter's
 // refund, a hedge's budget token, trace's attempt count and every layer
 // wrapping several calls read. The first [*Error] in err's tree decides:
-//
-//   - NotSent set: nothing was sent;
-//   - class [Rejected] (refused locally), or Permanent, Incompatible,
-//     Unusable, Transient or RateLimited without an HTTP status (refused
-//     before sending by a layer that does not set NotSent: a refused
-//     connection): nothing was sent, unless an *Error in its tree says
-//     its call was sent, as a layer wrapping several calls keeps them
-//     (see [Error.NotSent]);
-//   - anything else may have been sent, and so may an error without an
-//     *Error. nil is false.
+// NotSent set, or class [Rejected] (refused locally) unless an *Error in
+// its tree says its call may have been sent, as a layer wrapping several
+// calls keeps them (see [Error.NotSent]). Anything else may have been
+// sent, and so may an error without an *Error; nil is false.
 func NothingSent(err error) bool {
 	if e, ok := err.(*Error); ok && e != nil {
 		return !e.sent()
@@ -30,17 +24,16 @@ func (e *Error) sent() bool {
 	case e.NotSent:
 		return false
 	case e.Class == Rejected:
-	case e.Status == 0 && (e.Class == Permanent || e.Class == Incompatible ||
-		e.Class == Unusable || e.Class == Transient || e.Class == RateLimited):
-	default:
-		return true
+		return SentIn(e.Err) // a refusal, unless it wraps a call that was sent
 	}
-	return sentIn(e.Err) // a refusal, unless it wraps a call that was sent
+	return true
 }
 
-// sentIn reports whether an *Error in err's tree says its call may have
-// been sent. Each *Error found speaks for its own tree.
-func sentIn(err error) bool {
+// SentIn reports whether an [*Error] in err's tree (err included) says its
+// call may have been sent (see [NothingSent]); each *Error found speaks for
+// its own tree. A layer wrapping several calls keeps each call's error in
+// its tree, so this tells whether any of them was sent.
+func SentIn(err error) bool {
 	for err != nil {
 		switch x := err.(type) {
 		case *Error:
@@ -49,7 +42,7 @@ func sentIn(err error) bool {
 			err = x.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, c := range x.Unwrap() {
-				if sentIn(c) {
+				if SentIn(c) {
 					return true
 				}
 			}
@@ -68,7 +61,7 @@ func sentIn(err error) bool {
 // billed: it is an *Error with sent's class and fields (err's RetryAfter
 // when err has one, as the latest), NotSent false, whose cause joins sent
 // and err, so that errors.Is and errors.As reach both and err says why the
-// layer stopped.
+// layer stopped (RefusedBy is err's).
 func AfterSent(err, sent error) error {
 	if sent == nil || !NothingSent(err) {
 		return err
@@ -78,7 +71,7 @@ func AfterSent(err, sent error) error {
 	if errors.As(sent, &pe) {
 		*w = *pe
 	}
-	w.Reason, w.NotSent = "", false
+	w.Reason, w.NotSent, w.RefusedBy = "", false, RefuserOf(err)
 	if d := RetryAfterOf(err); d > 0 {
 		w.RetryAfter = d
 	}

@@ -7,9 +7,8 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// NothingSent: NotSent decides; a refusal's class (Rejected, or a
-// provider's class without a status) says nothing was sent unless it wraps
-// a call that was; anything else may have been sent.
+// NothingSent: NotSent decides; Rejected says nothing was sent unless it
+// wraps a call that was; anything else may have been sent.
 func TestNothingSent(t *testing.T) {
 	sent := &portico.Error{Class: portico.Ambiguous}
 	unsent := &portico.Error{Class: portico.Transient, NotSent: true}
@@ -25,20 +24,38 @@ func TestNothingSent(t *testing.T) {
 		{"NotSent wins over a sent cause", &portico.Error{Class: portico.Canceled, NotSent: true, Err: sent}, true},
 		{"Rejected", &portico.Error{Class: portico.Rejected}, true},
 		{"Rejected with a status", &portico.Error{Class: portico.Rejected, Status: 503}, true},
-		{"transient without a status", &portico.Error{Class: portico.Transient, Err: errors.New("refused")}, true},
+		{"transient without a status or NotSent", &portico.Error{Class: portico.Transient}, false},
 		{"503", &portico.Error{Class: portico.Transient, Status: 503}, false},
 		{"ambiguous", sent, false},
 		{"canceled, not known to be unsent", &portico.Error{Class: portico.Canceled}, false},
-		{"invalid response", &portico.Error{Class: portico.InvalidResponse}, false},
 		{"wrapped", errors.Join(errors.New("ctx"), unsent), true},
 		{"Rejected over a sent call", &portico.Error{Class: portico.Rejected, Err: portico.Join(refused, sent)}, false},
-		{"rate limited over a sent call", &portico.Error{Class: portico.RateLimited, Err: portico.Join(refused, sent)}, false},
 		{"Rejected over unsent calls", &portico.Error{Class: portico.Rejected, Err: portico.Join(refused, unsent)}, true},
-		{"permanent over a refusal over a sent call", &portico.Error{Class: portico.Permanent,
+		{"Rejected over a refusal over a sent call", &portico.Error{Class: portico.Rejected,
 			Err: &portico.Error{Class: portico.Rejected, Err: sent}}, false},
 	} {
 		if got := portico.NothingSent(c.err); got != c.want {
 			t.Errorf("%s: NothingSent(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}
+
+// SentIn finds a call that may have been sent anywhere in a tree.
+func TestSentIn(t *testing.T) {
+	sent := &portico.Error{Class: portico.Ambiguous}
+	unsent := &portico.Error{Class: portico.Transient, NotSent: true}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"no *portico.Error", errors.New("x"), false},
+		{"unsent calls", portico.Join(unsent, &portico.Error{Class: portico.Rejected}), false},
+		{"one sent among them", portico.Join(unsent, errors.Join(errors.New("x"), sent)), true},
+	} {
+		if got := portico.SentIn(c.err); got != c.want {
+			t.Errorf("%s: SentIn(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
 	}
 }

@@ -84,6 +84,18 @@ func noneCalled(hops []portico.Hop) bool {
 	return true
 }
 
+// noneSent reports whether no hop's call may have been sent: each route was
+// skipped, or its error says nothing was sent ([portico.NothingSent]). A
+// group's error is NotSent only then.
+func noneSent(hops []portico.Hop) bool {
+	for _, h := range hops {
+		if h.Err != nil && !portico.NothingSent(h.Err) {
+			return false
+		}
+	}
+	return true
+}
+
 // Is reports whether target is ErrExhausted and the group ran out of routes
 // (not Stopped).
 func (e *Exhausted) Is(target error) bool { return target == ErrExhausted && !e.Stopped }
@@ -146,6 +158,7 @@ func hopClass(h portico.Hop) portico.Class {
 // exhausted builds the error of a group that left every route; wait is the
 // least time from now until a route left or skipped takes calls again (its
 // Retry-After or wait, less the time since the group learnt it), 0 if none.
+// NotSent only when no route's call may have been sent (see noneSent).
 // Pure.
 func exhausted(hops []portico.Hop, wait time.Duration) error {
 	class := portico.Incompatible
@@ -164,7 +177,7 @@ func exhausted(hops []portico.Hop, wait time.Duration) error {
 		RefusedBy:  refuserOf(hops, class),
 		Status:     statusOf(hops, class),
 		RetryAfter: retryAfter,
-		NotSent:    noneCalled(hops),
+		NotSent:    noneSent(hops),
 		Err:        &Exhausted{Hops: hops},
 	}
 }
@@ -226,7 +239,7 @@ func stoppedFor(hops []portico.Hop, r *portico.Route, err error, reason string) 
 	if errors.As(err, &pe) {
 		*out = *pe
 	}
-	out.NotSent = out.NotSent && noneCalled(hops)
+	out.NotSent = out.NotSent && noneSent(hops)
 	all := make([]portico.Hop, len(hops), len(hops)+1)
 	copy(all, hops)
 	if reason == "" {

@@ -17,6 +17,7 @@ import (
 // the route's own error said NotSent after an earlier route was called.
 func TestErrorNotSentWhenNoRouteCalled(t *testing.T) {
 	unsentPermanent := &portico.Error{Class: portico.Permanent, Reason: "cannot be priced", NotSent: true}
+	unsentTransient := &portico.Error{Class: portico.Transient, Reason: "connection refused", NotSent: true}
 	tests := []struct {
 		name  string
 		ctx   func() (context.Context, context.CancelFunc)
@@ -48,6 +49,15 @@ func TestErrorNotSentWhenNoRouteCalled(t *testing.T) {
 			a.Health = down{}
 			return []portico.Route{a, b}
 		}, true, portico.Permanent, 1},
+		{"every route called refused without sending", live, func() []portico.Route {
+			refused := &portico.Error{Class: portico.Rejected, Reason: "throttled", NotSent: true}
+			return []portico.Route{route(&fake{name: "a", err: refused}, portico.Capabilities{}), route(&fake{name: "b", err: unsentTransient}, portico.Capabilities{})}
+		}, true, portico.Transient, 2},
+		{"a refusal after a call", live, func() []portico.Route {
+			refused := &portico.Error{Class: portico.Rejected, Reason: "throttled", NotSent: true}
+			return []portico.Route{route(&fake{name: "a", err: &portico.Error{Class: portico.Incompatible, Status: 400}}, portico.Capabilities{}),
+				route(&fake{name: "b", err: refused}, portico.Capabilities{})}
+		}, false, portico.Rejected, 2},
 		{"stopped at an unsent error after a call", live, func() []portico.Route {
 			a, b := route(&fake{name: "a", err: perr(portico.Transient)}, portico.Capabilities{}), route(&fake{name: "b", err: unsentPermanent}, portico.Capabilities{})
 			return []portico.Route{a, b}

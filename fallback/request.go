@@ -136,7 +136,7 @@ func (r *request) exhausted(ctx context.Context) (*portico.Response, error) {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, r.outOfTime(ctx)
 		}
-		if noneCalled(r.hops) {
+		if noneSent(r.hops) {
 			return nil, unsent(portico.FromContext(ctx))
 		}
 		return nil, portico.FromContext(ctx)

@@ -139,16 +139,19 @@ func settlement(t *ticket, resp *portico.Response, err error, panicked bool) (rl
 //
 //   - usage billed (input + output above 0): settled as a success, in +
 //     maxOut - used, whatever the class;
-//   - nothing sent ([portico.NothingSent]: NotSent, or [portico.Rejected],
-//     or Permanent, Incompatible, Unusable, Transient or RateLimited
-//     without an HTTP status, none wrapping a call that was sent): in +
-//     maxOut, all of it;
+//   - nothing sent ([portico.NothingSent]: NotSent, or [portico.Rejected]
+//     wrapping no call that was sent; or Permanent, Incompatible,
+//     Unusable, Transient or RateLimited without an HTTP status, wrapping
+//     no call that may have been sent, [portico.SentIn]): in + maxOut, all
+//     of it;
+//   - a refusal of those classes (Rejected, or without a status) from a
+//     layer that wraps calls that may have been sent (a retry, a fallback
+//     group): the least this rule gives back for any of those calls;
 //   - those five classes with an error status (400 or above): maxOut,
 //     since the input may count against the provider's limits;
 //   - anything else (Ambiguous, InvalidResponse, Canceled or Deadline
-//     without NotSent, an error event inside a 200 stream, a refusal of a
-//     layer after one of its calls was sent, an error that is not a
-//     *portico.Error): 0, as output may have been generated.
+//     without NotSent, an error event inside a 200 stream, an error that
+//     is not a *portico.Error): 0, as output may have been generated.
 //
 // See the package documentation, Refunds, for why.
 func Refund(err error, in, maxOut int) int {
@@ -161,16 +164,55 @@ func Refund(err error, in, maxOut int) int {
 			return in + maxOut - used // as for a success
 		}
 	}
-	if portico.NothingSent(pe) {
+	return refund(pe, in, maxOut)
+}
+
+// refund is Refund's rule for e, without usage.
+func refund(e *portico.Error, in, maxOut int) int {
+	if portico.NothingSent(e) {
 		return in + maxOut
 	}
-	switch pe.Class {
-	case portico.Permanent, portico.Incompatible, portico.Unusable, portico.Transient, portico.RateLimited:
-		if pe.Status >= 400 {
+	switch e.Class {
+	case portico.Rejected, portico.Permanent, portico.Incompatible, portico.Unusable, portico.Transient, portico.RateLimited:
+		switch {
+		case e.Class != portico.Rejected && e.Status >= 400:
 			return maxOut
+		case e.Class == portico.Rejected || e.Status == 0:
+			if !portico.SentIn(e.Err) {
+				return in + maxOut // refused before sending, by a layer that does not set NotSent
+			}
+			// A layer's refusal after calls that may have been sent (they
+			// are in its tree): what the least of them gives back.
+			return leastBack(e.Err, in, maxOut)
 		}
 	}
 	return 0
+}
+
+// leastBack returns the least that refund gives back for the calls in err's
+// tree that may have been sent, in + maxOut when none was: each *Error found
+// speaks for its own tree.
+func leastBack(err error, in, maxOut int) int {
+	least := in + maxOut
+	for err != nil {
+		switch x := err.(type) {
+		case *portico.Error:
+			if !portico.NothingSent(x) {
+				least = min(least, refund(x, in, maxOut))
+			}
+			return least
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, c := range x.Unwrap() {
+				least = min(least, leastBack(c, in, maxOut))
+			}
+			return least
+		default:
+			return least
+		}
+	}
+	return least
 }
 
 // adopt takes in a provider's view of its limits, announced with a response

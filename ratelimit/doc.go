@@ -63,8 +63,8 @@
 //     or has [portico.Error.NotSent] set, or is Permanent, Incompatible,
 //     Unusable, Transient or RateLimited without an HTTP status (refused
 //     before sending, by an adapter that does not set NotSent: a refused
-//     connection), and wraps no call that was sent
-//     ([portico.NothingSent]). Layers set NotSent when they end a call
+//     connection), and wraps no call that was sent ([portico.NothingSent],
+//     [portico.SentIn]). Layers set NotSent when they end a call
 //     before calling the model: this Limiter on every refusal and when a wait for
 //     admission ends (Canceled or Deadline, so an outer Limiter over an
 //     inner one in Wait mode gets everything back), package retry when no
@@ -73,15 +73,18 @@
 //     openai and gemini adapters when their context ended or their
 //     transport failed before the request was written. A layer wrapping
 //     several calls (retry, fallback, a hedge, a cascade) that stops at a
-//     refusal after a call that was sent says so, so this Limiter refunds
-//     only what it knows was not sent.
+//     refusal after a call that was sent keeps that call's error in its
+//     tree and NotSent false, so this Limiter refunds only what it knows
+//     was not sent.
 //   - A 4xx or 5xx answer of those classes gets the output reserve back:
 //     nothing was generated, but the input may count.
 //   - Anything else gets nothing: Ambiguous (sent, outcome unknown),
 //     InvalidResponse, Canceled or Deadline without NotSent (the caller gave
-//     up, perhaps mid-generation), an error inside a 200 stream, a
-//     refusal wrapping a call that was sent, an error that is not a
-//     [*portico.Error].
+//     up, perhaps mid-generation), an error inside a 200 stream, an error
+//     that is not a [*portico.Error].
+//   - A refusal (Rejected, or one of those classes without a status) from
+//     a layer that wraps calls that may have been sent gets the least
+//     that any of those calls would get back.
 //
 // # The bound with refunds
 //

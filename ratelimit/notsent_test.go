@@ -88,6 +88,15 @@ func TestNothingSentRefundsAll(t *testing.T) {
 		{"retry: refused at once", 0, 0, func(*testing.T) portico.Model {
 			return retried(throttled)
 		}, all},
+		// A fallback group whose first route answered 400 (sent: the input
+		// may count) and whose second refused without sending: the group
+		// says Rejected, and only the output reserve comes back.
+		{"fallback: 400, then a refused route", 0, 0, func(*testing.T) portico.Model {
+			return grouped(errModel(&portico.Error{Class: portico.Incompatible, Status: 400}), errModel(throttled))
+		}, output},
+		{"fallback: every route refused", 0, 0, func(*testing.T) portico.Model {
+			return grouped(errModel(throttled), errModel(throttled))
+		}, all},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,4 +167,20 @@ func retried(errs ...error) portico.Model {
 		return nil, errs[min(int(n.Add(1))-1, len(errs)-1)]
 	})
 	return retry.MustNew(retry.Config{Backoff: retry.Backoff{Schedule: retry.Immediate}}).Wrap(inner)
+}
+
+// grouped is a fallback group over the routes "a", "b"... whose Models are
+// ms, called with a message added to the request (the group refuses one
+// without).
+func grouped(ms ...portico.Model) portico.Model {
+	routes := make([]portico.Route, len(ms))
+	for i, m := range ms {
+		routes[i] = portico.Route{Name: string(rune('a' + i)), Model: m}
+	}
+	g := fallback.MustNew(fallback.Config{Routes: routes})
+	return portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+		c := *r
+		c.Messages = []portico.Message{portico.Text(portico.RoleUser, "hi")}
+		return g.Generate(ctx, &c)
+	})
 }

@@ -90,7 +90,8 @@ func attempts(n int) string {
 // attempts' errors. When last sent nothing ([portico.NothingSent]: a
 // throttle's or a limiter's refusal) but an earlier attempt was sent, the
 // class, Status and Code are the last sent attempt's: the request may have
-// been billed, and last says why the call stopped.
+// been billed, and last says why the call stopped. Permanent and Canceled,
+// which end the request wherever it goes, stay last's.
 // The message reads "portico: <class and fields>: <summary>: <last error>",
 // where the last error's class and fields are left out when they are the
 // final error's own.
@@ -103,7 +104,7 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 		w.Class = portico.ClassOf(last)
 	}
 	direct := last == error(pe) // last itself, not a wrapper, gave the fields
-	if sent := lastSent(last, earlier); sent != last && sent != nil {
+	if sent := lastSent(last, earlier); sent != last && sent != nil && w.Class != portico.Permanent && w.Class != portico.Canceled {
 		w.Class, w.Status, w.Code, direct = portico.ClassOf(sent), 0, "", false
 		if errors.As(sent, &pe) {
 			w.Status, w.Code = pe.Status, pe.Code

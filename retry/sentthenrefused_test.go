@@ -24,6 +24,7 @@ func TestSentThenRefused(t *testing.T) {
 	ambiguous := &portico.Error{Class: portico.Ambiguous, Reason: "timeout after send"}
 	unsent := &portico.Error{Class: portico.Transient, Reason: "connection refused", NotSent: true}
 	s503 := transient()
+	permanent := &portico.Error{Class: portico.Permanent, Reason: "not encodable", NotSent: true}
 	// limited is a limiter's refusal whose wait is beyond Backoff.MaxRetryAfter.
 	limited := &portico.Error{Class: portico.RateLimited, RetryAfter: time.Hour, NotSent: true, Err: errThrottled}
 	tests := []struct {
@@ -46,6 +47,9 @@ func TestSentThenRefused(t *testing.T) {
 		{"unsent, then refused", []error{unsent, refused}, 2, portico.Rejected, 0, true, true, []error{unsent, refused}},
 		// The Retrier's own reason to stop (the limiter's wait is too long)
 		// keeps its class, and the sent attempt it wraps says it was sent.
+		// Permanent ends the request wherever it goes: it stays the class.
+		{"sent, then permanent unsent", []error{ambiguous, permanent}, 2, portico.Permanent, 0, false, false,
+			[]error{ambiguous, permanent}},
 		{"sent, then a wait too long", []error{ambiguous, limited}, 2, portico.RateLimited, 0, false, false,
 			[]error{ambiguous, limited, ErrRetryAfterTooLong}},
 	}
