@@ -121,6 +121,9 @@ type race struct {
 	paniced       bool
 	panicVal      any
 	stale         bool // a hedge fired too late: its goroutine may still read the race
+	// The error of the last attempt that failed, and of the last the race
+	// canceled, after it may have been sent (see note).
+	sent, lostSent error
 
 	// A race held in a slot of the Hedger's scheduler: the slot, the mode
 	// of its clock, the first attempt's start, and the due time it armed.
@@ -179,8 +182,12 @@ type attempt struct {
 // its chunks, and only its, reach req.OnChunk), and the others are canceled
 // with it and waited for, so that nothing runs after Run returns. It returns
 // the winning answer and its attempt's index, or the error a Plan stopped
-// the race with, or, when no attempt was left, the last attempt's error; a
-// panic of an attempt is raised again on the caller's goroutine once the
+// the race with, or, when no attempt was left, the last attempt's error.
+// That error says NotSent only when no attempt may have been sent: one
+// that sent nothing after an attempt that failed once sent is
+// [portico.AfterSent]'s, of that attempt's class; after one the race
+// canceled once sent it keeps its class, NotSent false, the canceled
+// attempt's error in its tree. A panic of an attempt is raised again on the caller's goroutine once the
 // others ended. It returns (nil, -1, nil) when the plan had no attempt 0,
 // and (nil, -1, [portico.Gone]'s error) for a context done already, the
 // plan not asked for one.
@@ -216,6 +223,7 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 	if sl == nil {
 		r := racePool.Get().(*race)
 		r.h, r.ctx, r.req, r.winner = h, ctx, req, -1
+		r.sent, r.lostSent = nil, nil
 		r.live = r.liveBuf[:0]
 		return r
 	}
@@ -227,6 +235,7 @@ func (h *Hedger) newRace(ctx context.Context, req *portico.Request) *race {
 		sl.V.Store(r)
 	}
 	r.ctx, r.req, r.winner, r.mode, r.start0 = ctx, req, -1, mode, start
+	r.sent, r.lostSent = nil, nil
 	return r
 }
 
@@ -241,12 +250,13 @@ func (r *race) result() (*portico.Response, int, error) {
 			panic(r.panicVal)
 		}
 		ok = true
-		return resp, i, err
+		return resp, i, r.afterSent(resp, err)
 	}
 	resp, i, err := r.run()
 	if r.paniced {
 		panic(r.panicVal)
 	}
+	err = r.afterSent(resp, err)
 	if r.reusable() {
 		fire0, timer0 := r.fire0, r.timer0
 		*r = race{fire0: fire0, timer0: timer0}
@@ -330,10 +340,49 @@ func (r *race) run() (*portico.Response, int, error) {
 			return res.Response, at.i, res.Err
 		}
 		last = res.Err
+		r.note(res)
 		if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
 			return nil, -1, stop
 		}
 	}
+}
+
+// note records res's error when its attempt failed (or was canceled, Lost)
+// after it may have been sent ([portico.NothingSent]).
+func (r *race) note(res *Result) {
+	switch {
+	case res.Err == nil || portico.NothingSent(res.Err):
+	case res.Lost:
+		r.lostSent = res.Err
+	default:
+		r.sent = res.Err
+	}
+}
+
+// afterSent returns err, the race's error (resp nil), as a layer wrapping
+// several calls must (see [portico.Error.NotSent]): when err says nothing
+// was sent but an attempt that failed may have been, the error of
+// [portico.AfterSent], of that attempt's class; when only an attempt the
+// race canceled may have been sent, err's class and fields, not NotSent,
+// with that attempt's error in its tree.
+func (r *race) afterSent(resp *portico.Response, err error) error {
+	if resp != nil || err == nil || !portico.NothingSent(err) {
+		return err
+	}
+	if r.sent != nil {
+		return portico.AfterSent(err, r.sent)
+	}
+	if r.lostSent == nil {
+		return err
+	}
+	w := &portico.Error{Class: portico.ClassOf(err)}
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		*w = *pe
+	}
+	w.NotSent, w.Err = false, portico.Join(err, r.lostSent)
+	w.Reason = ""
+	return w
 }
 
 // prepare asks the plan for attempt r.next (charged, when charge is
@@ -573,6 +622,7 @@ func (r *race) coordinate() (*portico.Response, int, error) {
 				return r.finish(res.Response, at.i, res.Err)
 			}
 			last = res.Err
+			r.note(res)
 			if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
 				return r.finish(nil, -1, stop)
 			}
@@ -639,6 +689,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	slices.SortFunc(lost, func(a, b *attempt) int { return a.i - b.i })
 	for _, at := range lost {
 		at.res.Lost = true
+		r.note(&at.res)
 		r.plan.Ended(r.ctx, at.i, &at.a, &at.res)
 		if at.paniced && !r.paniced {
 			r.paniced, r.panicVal = true, at.panic
