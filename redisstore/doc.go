@@ -212,9 +212,11 @@
 // OOM, ...: [ErrUnavailable] lists them; TestPassingStatesAreUnavailable).
 // So a tenant whose deadlines are shorter than a round trip fails alone
 // (TestCallerDeadlineStartsNoOutage,
-// TestShortCallerDeadlinesKeepStoreAvailable), and a stalled server is
-// found out by the first caller whose deadline outlasts Timeout; a caller
-// with a shorter one waits at most its own deadline.
+// TestShortCallerDeadlinesKeepStoreAvailable), and a stalled server, or
+// a stopped one (go-redis dials in the background, retrying the dial for
+// about 400 ms), is found out by the first caller whose deadline outlasts
+// Timeout, or once go-redis reports its refused dials; a caller with a
+// shorter deadline waits at most its own.
 //
 // A reply that refuses the operation for good (NOPERM from an ACL,
 // WRONGTYPE from a key of another type under the Prefix, an ERR from a
