@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/cut"
 	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
@@ -86,11 +87,14 @@ const (
 	DefaultStepFaultAfter = 10 * time.Second
 )
 
-// stepShare and shortStepShare are the Kinds of a step's share context.
-var (
-	stepShare      = &lazyctx.Kind{Cause: ErrStepTimeout}
-	shortStepShare = &lazyctx.Kind{Cause: errShortStep}
-)
+// stepShares are the Kinds of a step's share context, indexed by the cut
+// its end is (cut.Of): their causes are ErrStepTimeout's forms.
+var stepShares = func() (k [3]*lazyctx.Kind) {
+	for c, cause := range cut.Causes(ErrStepTimeout) {
+		k[c] = &lazyctx.Kind{Cause: cause}
+	}
+	return k
+}()
 
 // Cascade is FrugalGPT's LLM cascade (Chen, Zaharia and Zou, 2023): it
 // calls its steps in cost order and stops at the first answer y whose
@@ -309,11 +313,7 @@ func (c *Cascade) stepContext(ctx context.Context, j int, req *portico.Request, 
 	if !followed {
 		return ctx, nil
 	}
-	k := stepShare
-	if d < DefaultStepFaultAfter {
-		k = shortStepShare
-	}
-	return lazyctx.WithTimeout(ctx, d, k)
+	return lazyctx.WithTimeout(ctx, d, stepShares[cut.Of(d, DefaultStepFaultAfter, false)])
 }
 
 func notAccepted(name string) portico.Hop {

@@ -34,11 +34,6 @@ var (
 	ErrStepTimeout error = portico.NewLayerTimeout("route: cascade step timeout")
 )
 
-// errShortStep is ErrStepTimeout after a share shorter than
-// DefaultStepFaultAfter, marked as an unanswered cut of the caller's
-// deadline: a later step stood ready.
-var errShortStep = portico.Unanswered(ErrStepTimeout)
-
 // errNilRequest is returned by every Model and picker of the package for a nil
 // *Request: the root's shared portico.ErrNilRequest (Permanent).
 var errNilRequest = portico.ErrNilRequest
