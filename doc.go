@@ -22,9 +22,9 @@
 // outside them would take such a live stream for a stalled one, so it
 // installs a progress function ([ContextWithProgress]) for its TTFT and
 // inter-token timeouts and its rate floor (retry's Timeouts.MinRate), as a
-// fallback group does for a stream's share (which bounds its time to first
-// progress), and the layers that hold chunks call [Progress] for each. A
-// Model may call it too for an event of its stream that carries no text
+// fallback group does for a stream's share (which bounds the gaps between
+// its signs of progress), and the layers that hold chunks call [Progress]
+// for each. A Model may call it too for an event of its stream that carries no text
 // (a reasoning step): any sign of life counts, not only text.
 //
 // A fallback group asked to continue a broken stream (Request.ContinueOnBreak)

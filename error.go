@@ -542,10 +542,10 @@ func (e deadlineCut) Is(target error) bool { return target == ErrDeadlineCut }
 func (e deadlineCut) Unwrap() error        { return e.timeout }
 
 // ErrUnanswered marks a cut of the caller's deadline (it matches
-// [ErrDeadlineCut] too) that ended a call with nothing back, no answer and
-// no chunk, at the end of the share of the deadline a routing layer gave it
-// while another route stood ready to follow (package fallback's share
-// shorter than Config.FaultAfter). One such cut is only the caller's short
+// [ErrDeadlineCut] too) that ended a call with no answer at the end of the
+// share of the deadline a routing layer gave it while another route stood
+// ready to follow (package fallback's share shorter than
+// Config.FaultAfter), or once a stream fell silent that long. One such cut is only the caller's short
 // deadline; a run of them with no answer between is a route that answers
 // no one, hung or far too slow for every caller. A breaker counts it in its
 // run of consecutive failures but never in its failure rate, so any answer

@@ -119,9 +119,10 @@ type Config struct {
 	Hedge *hedge.Hedger
 
 	// Share is the fraction of the remaining time a candidate may use when
-	// another candidate could follow it, in (0, 1]; for a stream, the time
-	// it may take to its first progress (a chunk, or [portico.Progress]),
-	// after which it runs on to the end of the time before the reserve.
+	// another candidate could follow it, in (0, 1]; for a stream, the
+	// longest gap between its signs of progress (a chunk, or
+	// [portico.Progress]) from the call's start, the stream running on to
+	// the end of the time before the reserve while none is longer.
 	// Zero means DefaultShare (9/16: 4.5 s of 8 s). The last candidate gets
 	// all the remaining time but Reserve. Applies only when the context has
 	// a deadline.

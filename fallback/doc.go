@@ -59,15 +59,24 @@
 // time the caller's deadline leaves when its allowance is shorter, as it
 // would be with no route to fall back on.
 //
-// A stream's share bounds its time to first progress, not the whole
-// answer: while another candidate follows, a streamed candidate that sends
-// a chunk, or reports progress ([portico.Progress]: a chunk a layer holds
-// back, an event that is not text, such as a reasoning model's), before
-// its share ends runs on to the end of the time before the reserve, since
-// once it has begun the group could only cut a live answer. One silent
-// for its whole share is cut then, as any candidate. The bound costs such
-// an attempt a timer and a cancelable context. (A raced request's
-// streams, under Config.Hedge, keep their share as a bound on the whole.)
+// A stream's share bounds the gaps between its signs of progress, not the
+// whole answer: while another candidate follows, a streamed candidate runs
+// on to the end of the time before the reserve as long as no gap between
+// its signs of progress (a chunk, or a progress report, [portico.Progress]:
+// a chunk a layer holds back, an event that is not text, such as a
+// reasoning model's), counted from the call's start, lasts its share. The
+// time the caller's OnChunk holds a chunk (a slow client) is no gap. One
+// silent for its whole share is cut then, as any candidate, and so is one
+// that falls silent that long later: before a chunk reached the caller the
+// group moves on, after it the request fails, for the caller has text.
+// Either cut has the share's cause, so the route's breaker counts a stream
+// that falls silent as one that never began; a live stream, however long
+// it thinks or answers, runs to the end of the time before the reserve, a
+// cut of the caller's time as the last candidate's. No chunk reaches the
+// caller after a cut, and an answer the route gives past it is not the
+// request's. The bound costs such an attempt a timer and a cancelable
+// context. (A raced request's streams, under Config.Hedge, keep their
+// share as a bound on the whole.)
 //
 // A candidate's own share ends its context with cause [ErrShareTimeout],
 // which matches [portico.ErrLayerTimeout]: the route sees the group's

@@ -43,18 +43,14 @@ type Group struct {
 }
 
 // kinds are the Kinds of one route's shares, made once so that a share
-// costs no allocation per request: their causes, and as values the route's
-// cooldown ([portico.ContextWithCooldown] over the group's Cooldowns and the
-// route's key, so that its retry layer does not call it while it cools
-// down) and, for a share that another candidate follows,
-// Config.WaitInPlace ([portico.ContextWithMaxWait]) unless it is negative.
-type kinds struct {
-	last, capped *lazyctx.Kind    // cause ErrShareTimeout: the last candidate's, one another follows
-	short        [2]*lazyctx.Kind // for an allowance below FaultAfter: [0] last (errShortShare), [1] capped (errUnanswered)
-	// lifted are a stream's (see share): the last's causes, [1] below
-	// FaultAfter, with capped's values.
-	lifted [2]*lazyctx.Kind
-}
+// costs no allocation per request, indexed by the cut its end is
+// ([cut.Of]; the cause is shareCauses') and by whether another candidate
+// follows ([1]). Their values are the route's cooldown
+// ([portico.ContextWithCooldown] over the group's Cooldowns and the route's
+// key, so that its retry layer does not call it while it cools down) and,
+// when another candidate follows, Config.WaitInPlace
+// ([portico.ContextWithMaxWait]) unless it is negative.
+type kinds [3][2]*lazyctx.Kind
 
 // newKinds returns the Kinds of a route whose cooldown is until, with
 // wait as the cap on a wait in place (negative: none).
@@ -64,12 +60,11 @@ func newKinds(until func() time.Time, wait time.Duration) kinds {
 	if wait >= 0 {
 		capped = portico.ContextWithMaxWait(last, wait)
 	}
-	return kinds{
-		last:   &lazyctx.Kind{Cause: ErrShareTimeout, Values: last},
-		capped: &lazyctx.Kind{Cause: ErrShareTimeout, Values: capped},
-		short:  [2]*lazyctx.Kind{{Cause: errShortShare, Values: last}, {Cause: errUnanswered, Values: capped}},
-		lifted: [2]*lazyctx.Kind{{Cause: ErrShareTimeout, Values: capped}, {Cause: errShortShare, Values: capped}},
+	var k kinds
+	for c, cause := range shareCauses {
+		k[c] = [2]*lazyctx.Kind{{Cause: cause, Values: last}, {Cause: cause, Values: capped}}
 	}
+	return k
 }
 
 // valued is a candidate's context when the group derives no deadline for

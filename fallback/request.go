@@ -3,11 +3,14 @@ package fallback
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/cut"
 	"github.com/portico-llm/portico/internal/lazyctx"
+	"github.com/portico-llm/portico/internal/mono"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -301,19 +304,27 @@ func (r *request) followed(pos int) bool {
 // or false when its allowance is below MinAttempt. The context carries the
 // route's cooldown (portico.ContextWithCooldown), which its retry layer
 // reads before each retry, and when another candidate follows it also caps
-// a wait in place at Config.WaitInPlace.
+// a wait in place at Config.WaitInPlace: a Retry-After longer is not
+// waited for in place, the route fails at once and the group moves on.
 //
 // With lift (a stream on the walk), a share that another candidate follows
-// bounds the time to the candidate's first progress, first, rather than
-// the whole call: the context runs on to the end of the time before the
-// reserve, as the last candidate's would, and the caller arms the bound
-// (watch.arm). A live stream is never cut by its share; a silent one is, at
-// the same time as without lift.
-func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.Context, c *lazyctx.Context, first time.Duration, ok bool) {
+// bounds the gap between the candidate's signs of progress (gap, which
+// the caller arms: watch.arm) rather than the whole call: the context runs
+// on to the end of the time before the reserve, as the last candidate's
+// would. A live stream is never cut by its share; a silent one is, at the
+// same time as without lift, and so is one that falls silent as long.
+//
+// The context's end has the cause of the cut it is (cut.Of): the group's
+// timeout, not the caller's Deadline, so the adapter reports Ambiguous or
+// Transient, which the route's breaker counts when the allowance reached
+// FaultAfter, or, shorter, as an unanswered cut (another candidate
+// followed) or not at all (all the caller gave). The deadline costs no
+// timer unless the route waits on it.
+func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.Context, c *lazyctx.Context, gap time.Duration, ok bool) {
 	_, idx := r.candidate(pos)
 	kd := &r.g.kinds[idx]
 	if !r.hasDL { // no share and no cap: the route's cooldown alone
-		return &valued{ctx, kd.last.Values}, nil, 0, true
+		return &valued{ctx, kd[cut.Fault][0].Values}, nil, 0, true
 	}
 	remaining := r.left
 	if !r.fresh || len(r.hops) > 0 {
@@ -333,39 +344,19 @@ func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.C
 		return nil, nil, 0, false
 	}
 	r.called = true
-	// Another candidate follows: a Retry-After longer than WaitInPlace is
-	// not waited for in place, the route fails at once and the group moves
-	// on (the capped Kind's Values). Either way the route's retry layer
-	// reads its cooldown before each retry.
-	k := kd.last
-	switch usable := remaining - r.reserve; {
-	case lift && !last && d < usable:
-		first, d = d, usable
-		k = kd.lifted[0]
-		if d < g.cfg.FaultAfter {
-			k = kd.lifted[1]
-		}
-	case !last:
-		k = kd.capped
+	end, whole, capped := d, last, 1
+	if last {
+		capped = 0
 	}
-	if d >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		return &valued{ctx, k.Values}, nil, first, true
+	if usable := remaining - r.reserve; lift && !last && d < usable {
+		gap, end, whole = d, usable, true // the end is all the caller gave, as the last's
 	}
-	// The cause tells the route (its breaker, its adapter) that the group
-	// ended the call for its own share, not the caller: the adapter reports
-	// Ambiguous or Transient, which counts against the route's breaker, where
-	// the caller's Deadline would not, unless the allowance was shorter than
-	// FaultAfter (errShortShare, which breakers ignore). The share's
-	// deadline, now + d, costs no timer unless the route waits on it, and
-	// carries the wait's cap.
-	if d < g.cfg.FaultAfter && first == 0 {
-		k = kd.short[0]
-		if !last {
-			k = kd.short[1]
-		}
+	k := kd[cut.Of(end, g.cfg.FaultAfter, whole)][capped]
+	if end >= remaining { // no reserve, last candidate: the caller's deadline is its own
+		return &valued{ctx, k.Values}, nil, gap, true
 	}
-	cctx, c = lazyctx.WithEarlier(ctx, remaining-d, k)
-	return cctx, c, first, true
+	cctx, c = lazyctx.WithEarlier(ctx, remaining-end, k)
+	return cctx, c, gap, true
 }
 
 // try calls candidate rt (Config.Routes index idx) at position pos within its
@@ -373,21 +364,21 @@ func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.C
 // the group must stop (return err as is) rather than move on; when it moves
 // on, the hop is recorded.
 func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
-	cctx, c, first, ok := r.share(ctx, pos, r.req.OnChunk != nil)
+	cctx, c, gap, ok := r.share(ctx, pos, r.req.OnChunk != nil)
 	if !ok {
 		r.hop(ctx, rt, reasonDeadline, nil)
 		return nil, true, r.outOfTime(ctx)
 	}
 	if c == nil { // no deadline, or the request's own: nothing to cancel
-		return r.attempt(ctx, cctx, rt, idx, first)
+		return r.attempt(ctx, cctx, rt, idx, gap)
 	}
 	defer c.Cancel()
-	return r.attempt(ctx, cctx, rt, idx, first)
+	return r.attempt(ctx, cctx, rt, idx, gap)
 }
 
 // ErrShareTimeout is the cause (context.Cause) of a candidate's context when
-// the group ended it because the candidate's share of the deadline ran out
-// (see Config.Share). It matches [portico.ErrLayerTimeout], so the route
+// the group ended it because the candidate's share of the deadline ran out,
+// or a stream fell silent as long (see Config.Share). It matches [portico.ErrLayerTimeout], so the route
 // reports the call as the layer's own timeout ([portico.Ambiguous] once
 // sent, [portico.Transient] before), a fault its breaker counts, rather than
 // the caller's [portico.Deadline], which it ignores; after an allowance
@@ -397,35 +388,29 @@ func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (res
 // run of consecutive failures only.
 var ErrShareTimeout error = portico.NewLayerTimeout("fallback: share timeout")
 
-// errShortShare is the cause of the last candidate's share timeout after an
-// allowance shorter than Config.FaultAfter: ErrShareTimeout marked as a cut
-// of the caller's deadline, all the caller gave it.
-var errShortShare = portico.DeadlineCut(ErrShareTimeout)
-
-// errUnanswered is the cause of a share timeout after an allowance shorter
-// than Config.FaultAfter while another candidate follows: ErrShareTimeout
-// marked as an unanswered cut, which a breaker counts in its run of
-// consecutive failures, not in its failure rate.
-var errUnanswered = portico.Unanswered(ErrShareTimeout)
+// shareCauses are ErrShareTimeout in the form of each cut (cut.Causes),
+// the causes of the contexts the group ends: ErrShareTimeout itself after
+// an allowance of FaultAfter or more; shorter, for the last candidate, a
+// cut of the caller's deadline, all the caller gave it, which breakers
+// ignore; shorter while another candidate followed, an unanswered cut, which
+// a breaker counts in its run of consecutive failures, not in its failure
+// rate.
+var shareCauses = cut.Causes(ErrShareTimeout)
 
 // attempt calls rt under cctx, a context derived from the request's ctx with
-// rt's allowance, and judges the outcome; first, when positive, bounds a
-// stream's time to its first progress (see share).
-func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int, first time.Duration) (*portico.Response, bool, error) {
+// rt's allowance, and judges the outcome; gap, when positive, bounds a
+// stream's gaps between signs of progress (see share and watch.arm).
+func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int, gap time.Duration) (*portico.Response, bool, error) {
 	req := r.req
 	var w *watch // with OnChunk: what reached the caller
 	if req.OnChunk != nil {
 		w = new(watch)
-		var gate portico.ChunkGate // only a Policy's statistics, or a first-progress bound, need the first chunk
+		var gate portico.ChunkGate // only a Policy's statistics, or a gap bound, need the chunks
 		if r.g.stats != nil {
 			gate, w.timed = w, true
 		}
-		if first > 0 {
-			cause := errUnanswered
-			if first >= r.g.cfg.FaultAfter {
-				cause = ErrShareTimeout
-			}
-			cctx, gate = w.arm(cctx, first, cause), w
+		if gap > 0 {
+			cctx, gate = w.arm(cctx, gap, shareCauses[cut.Of(gap, r.g.cfg.FaultAfter, false)]), w
 			defer w.disarm()
 		}
 		if r.cont != nil {
@@ -448,6 +433,11 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int,
 		}
 	}
 	resp, err := rt.Model.Generate(cctx, req)
+	if w != nil && w.settle() && err == nil {
+		// Answered past the gap bound's cut, which refused the chunks
+		// after it: never a success whose chunks the caller did not get.
+		resp, err = nil, w.cutErr()
+	}
 	if w != nil && w.Delivered() {
 		r.delivered = true
 	}
@@ -488,8 +478,9 @@ func (r *request) learn(ctx context.Context, idx int, err error, callerFailed bo
 var errOwnDeadline error = &portico.Error{Class: portico.Transient, Reason: "own deadline"}
 
 // watch is a streamed attempt's [portico.StreamWatch]; as its gate it also
-// notes the time to the first chunk for a Policy's statistics (timed), and
-// keeps the text of a request that may continue a broken stream (c).
+// notes the time to the first chunk for a Policy's statistics (timed),
+// bounds the gaps between signs of progress (armed: cut is set), and keeps
+// the text of a request that may continue a broken stream (c).
 type watch struct {
 	portico.StreamWatch
 	start         time.Time
@@ -498,51 +489,68 @@ type watch struct {
 	c             *continuation
 	seam          *portico.Seam // when the attempt continues an answer
 	chunks, bytes int           // delivered in this attempt
-	// With a first-progress bound (see arm): its state, the attempt's
-	// context it cancels, its cause, and its timer; cut is nil without.
-	first atomic.Int32
+	// With a gap bound (see arm): the bound, the attempt's context it
+	// cancels and the cause, its timer, and last, the mono.Now of the last
+	// sign of progress (ns) or one of the states below; cut is nil without.
+	gap   time.Duration
 	cut   *lazyctx.Cancelable
 	cause error
 	timer *time.Timer
+	last  atomic.Int64
 }
 
-// GateChunk notes the first chunk: as progress for a first-progress bound
-// (armed), whose cut it holds back when the bound ran out first, and its
-// time (timed); then it ungates the watch, unless it keeps the text of a
-// request that may continue (c).
+// The states of a gap bound, in watch.last below any reading of the clock.
+const (
+	cutOff  int64 = math.MinInt64 + iota // the bound ran out: the call was cut
+	holding                              // the caller's OnChunk holds a chunk
+	settled                              // the call returned in time
+)
+
+// GateChunk passes a chunk, or refuses it once the gap bound cut the call
+// (no chunk reaches the caller after the cut). It notes the first chunk's
+// time (timed) and each chunk as progress for the gap bound (armed), which
+// it delivers itself, so that the caller's time in OnChunk (a slow client)
+// is not the route's gap; it ungates the watch after the first chunk when
+// it needs no more (neither armed nor keeping the text of a request that
+// may continue, c).
 func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
-	if w.cut != nil && !w.progressed() {
-		return false, nil // cut before it came: the call is ending
+	if w.cut != nil && !w.hold() {
+		return false, w.cutErr()
 	}
 	if !delivered {
 		if w.timed {
 			w.ttft = max(time.Since(w.start), 1)
 		}
-		if w.c == nil {
+		if w.c == nil && w.cut == nil {
 			w.Ungate()
 		}
 	}
+	pass, err := true, error(nil)
 	if w.c != nil {
-		return w.keep(c)
+		pass, err = w.keep(c)
 	}
-	return true, nil
+	if w.cut != nil {
+		if pass && err == nil {
+			err = w.Deliver(c)
+		}
+		w.tick(holding)
+		pass = false
+	}
+	return pass, err
 }
 
-// The states of a watch's first-progress bound (watch.first).
-const (
-	awaiting   int32 = iota // armed: no chunk and no progress yet
-	progressed              // a chunk or progress came in time
-	cutShort                // the bound ran out first: the call was cut
-)
-
-// arm bounds the attempt's time to its first progress by d: it returns the
-// context to call the route under, which the bound's timer cancels with
-// cause unless a chunk (GateChunk) or a progress report
-// ([portico.Progress], from a layer that holds chunks back or an adapter's
-// event that is not text) came first. disarm releases it after the call.
-func (w *watch) arm(ctx context.Context, d time.Duration, cause error) context.Context {
-	w.cut, w.cause = lazyctx.WithCancel(ctx), cause
-	w.timer = time.AfterFunc(d, w.fire)
+// arm bounds the attempt's gaps between signs of progress by gap: it
+// returns the context to call the route under, which the bound's timer
+// cancels with cause once gap passed, from the call or from the last chunk
+// (GateChunk) or progress report ([portico.Progress], from a layer that
+// holds chunks back or an adapter's event that is not text), with none.
+// Only a share that another candidate follows arms it: before a chunk
+// reached the caller the group then moves on, after it the stream has
+// fallen silent, a fault of the route. disarm releases it.
+func (w *watch) arm(ctx context.Context, gap time.Duration, cause error) context.Context {
+	w.gap, w.cause, w.cut = gap, cause, lazyctx.WithCancel(ctx)
+	w.last.Store(int64(mono.Now()))
+	w.timer = time.AfterFunc(gap, w.fire)
 	return portico.ContextWithProgress(w.cut, w.progress)
 }
 
@@ -551,21 +559,81 @@ func (w *watch) disarm() {
 	w.cut.Cancel(nil)
 }
 
-// fire cuts the attempt unless it made progress.
+// fire cuts the attempt unless it made progress within the gap, re-arming
+// the timer for what is left of it otherwise.
 func (w *watch) fire() {
-	if w.first.CompareAndSwap(awaiting, cutShort) {
-		w.cut.Cancel(w.cause)
+	for {
+		last := w.last.Load()
+		switch last {
+		case cutOff, settled:
+			return
+		case holding:
+			w.timer.Reset(w.gap)
+			return
+		}
+		if since := mono.Now() - time.Duration(last); since < w.gap {
+			w.timer.Reset(w.gap - since)
+			return
+		}
+		if w.last.CompareAndSwap(last, cutOff) {
+			w.cut.Cancel(w.cause)
+			return
+		}
 	}
 }
 
 // progress is the function installed with portico.ContextWithProgress.
-func (w *watch) progress(portico.Chunk) { w.progressed() }
+func (w *watch) progress(portico.Chunk) { w.tick(0) }
 
-// progressed reports whether the attempt made progress before its bound
-// ran out, marking it so now when the bound has not.
-func (w *watch) progressed() bool {
-	return w.first.CompareAndSwap(awaiting, progressed) || w.first.Load() == progressed
+// hold marks the caller's OnChunk as holding a chunk, and reports false,
+// marking nothing, once the bound cut the call.
+func (w *watch) hold() bool {
+	for {
+		last := w.last.Load()
+		if last == cutOff {
+			return false
+		}
+		if last == settled || w.last.CompareAndSwap(last, holding) {
+			return true
+		}
+	}
 }
+
+// tick stamps progress now, unless the bound cut the call or it settled;
+// with from (holding), only over that state.
+func (w *watch) tick(from int64) {
+	now := int64(mono.Now())
+	for {
+		last := w.last.Load()
+		if last == cutOff || last == settled || from != 0 && last != from {
+			return
+		}
+		if w.last.CompareAndSwap(last, now) {
+			return
+		}
+	}
+}
+
+// settle ends the bound when the call returned, and reports whether it
+// had cut the call first (false without a bound).
+func (w *watch) settle() bool {
+	if w.cut == nil {
+		return false
+	}
+	for {
+		last := w.last.Load()
+		if last == cutOff {
+			return true
+		}
+		if w.last.CompareAndSwap(last, settled) {
+			return false
+		}
+	}
+}
+
+// cutErr is the error of a call the gap bound cut: the group's timeout,
+// with its cause, as an adapter reports it.
+func (w *watch) cutErr() error { return portico.FromContext(w.cut) }
 
 // judge decides what the failure err of rt, route idx, means for the
 // request: stop with an error (true), or move on (false) after recording the

@@ -96,10 +96,12 @@
 // a 1 s deadline, 5.625 s of 10 s, 67.5 s of 2 min) and every later one is
 // answered by the secondary at once. The last route's cut, all the time the
 // caller gave, is the caller's deadline and counts for nothing. A stream's
-// share bounds only its time to first progress (a chunk, or any event the
-// adapter reports with [portico.Progress], such as a reasoning model's):
-// a live stream, however long it thinks within its share and however long
-// its answer, runs to the end of the deadline.
+// share bounds only the gaps between its signs of progress (a chunk, or
+// any event the adapter reports with [portico.Progress], such as a
+// reasoning model's): a live stream, however long it thinks and however
+// long its answer, runs to the end of the deadline, and one that falls
+// silent for its share is cut and counted as a hung route is, the group
+// moving on unless a chunk already reached the caller.
 //
 // A route that answers 429 with a Retry-After longer than
 // Config.Fallback.WaitInPlace (500 ms) while another route could serve the

@@ -77,15 +77,16 @@ func TestPresetCutsAHungPrimary(t *testing.T) {
 }
 
 // TestPresetDoesNotCutALiveStream: the preset with its defaults over a
-// primary that streams slowly but lives, and a secondary. A stream is
-// bounded by the primary's share of the deadline until its first progress
-// only (a chunk, or a report of progress: an event that is not text, a
-// reasoning model's), then runs to the end of the caller's deadline: a
-// 100-chunk answer at a chunk a second under 2 min, a model that reports
-// progress every 10 s while it thinks for 80 s under 2 min, one whose
-// first chunk comes after 3 s and its last after 9 s under 10 s, are
-// answered whole by the primary, its breaker closed and the secondary
-// never called. Before, the share (67.5 s, 5.625 s) cut each of them: the
+// primary that streams slowly but lives, and a secondary. The primary's
+// share of the deadline bounds only the gaps between a stream's signs of
+// progress (a chunk, or a report of progress: an event that is not text,
+// a reasoning model's), so a live stream runs to the end of the caller's
+// deadline: a 100-chunk answer at a chunk a second under 2 min, a model
+// that reports progress every 10 s while it thinks for 80 s under 2 min,
+// one that thinks for 8 s after its first chunk under 10 s, reporting
+// progress every 2 s, one whose first chunk comes after 3 s and its last
+// after 9 s under 10 s, are answered whole by the primary, its breaker
+// closed and the secondary never called. Before, the share (67.5 s, 5.625 s) cut each of them: the
 // first two mid-answer, the thinking one before its text, which the
 // breaker counted as a failure.
 func TestPresetDoesNotCutALiveStream(t *testing.T) {
@@ -107,6 +108,26 @@ func TestPresetDoesNotCutALiveStream(t *testing.T) {
 		}
 		return &portico.Response{Text: "thought", FinishReason: portico.FinishStop}, nil
 	})
+	// A chunk at 1 s, then progress every 2 s while it thinks, and its
+	// last chunk at 9.5 s: the share bounds each gap, not the thinking.
+	thinksAfter := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		for i, d := range []time.Duration{time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second, 500 * time.Millisecond} {
+			select {
+			case <-ctx.Done():
+				return nil, portico.FromContext(ctx)
+			case <-time.After(d):
+			}
+			switch i {
+			case 0:
+				req.OnChunk(portico.Chunk{Text: "a "})
+			case 5:
+				req.OnChunk(portico.Chunk{Text: "b"})
+			default:
+				portico.Progress(ctx, portico.Chunk{})
+			}
+		}
+		return &portico.Response{Text: "a b", FinishReason: portico.FinishStop}, nil
+	})
 	for _, c := range []struct {
 		name     string
 		primary  portico.Model
@@ -116,6 +137,7 @@ func TestPresetDoesNotCutALiveStream(t *testing.T) {
 	}{
 		{"long answer", modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: strings.Repeat("w ", 100), FinishReason: portico.FinishStop}, Chunks: words, TTFT: time.Second, ChunkGap: time.Second}), 2 * time.Minute, strings.Repeat("w ", 100), 100 * time.Second},
 		{"thinking", thinking, 2 * time.Minute, "thought", 80 * time.Second},
+		{"thinks after its first chunk", thinksAfter, 10 * time.Second, "a b", 9500 * time.Millisecond},
 		{"slow first chunk", modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "a b c d", FinishReason: portico.FinishStop}, Chunks: []string{"a ", "b ", "c ", "d"}, TTFT: 3 * time.Second, ChunkGap: 2 * time.Second}), 10 * time.Second, "a b c d", 9 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {

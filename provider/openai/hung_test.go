@@ -69,13 +69,15 @@ func TestPresetCutsAHungPrimary(t *testing.T) {
 }
 
 // TestPresetKeepsAThinkingStream: a reasoning model's stream that sends
-// its role delta at once, then nothing for 8 s while it thinks, then its
+// its role delta after 3 s, then nothing for 5 s while it thinks, then its
 // text, under the preset's defaults with a 10 s deadline and a second
 // provider: the role delta is progress (the adapter reports every event
-// that reaches no OnChunk, adapt.Alive), so the primary's share (5.625 s)
-// bounds nothing more and the primary answers whole at 8 s. Before, only
-// text counted: the share cut the thinking model at 5.625 s and the
-// secondary answered.
+// that reaches no OnChunk, adapt.Alive), and the primary's share
+// (5.625 s) bounds each gap between signs of progress, not the time to
+// the text, so the primary answers whole at 8 s. Before, only text
+// counted: the share cut the thinking model at 5.625 s and the secondary
+// answered. (Silent for longer than its share, after its role delta or
+// not, a stream is cut: stack's TestPresetCutsAStreamThatFallsSilent.)
 func TestPresetKeepsAThinkingStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		think := func(w http.ResponseWriter, r *http.Request) {
@@ -84,13 +86,17 @@ func TestPresetKeepsAThinkingStream(t *testing.T) {
 				_, _ = w.Write([]byte("data: " + e + "\n\n"))
 				w.(http.Flusher).Flush()
 			}
-			send(delta(`{"role":"assistant","content":""}`))
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(8 * time.Second):
+			for _, e := range []struct {
+				after time.Duration
+				delta string
+			}{{3 * time.Second, `{"role":"assistant","content":""}`}, {5 * time.Second, `{"content":"thought"}`}} {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(e.after):
+				}
+				send(delta(e.delta))
 			}
-			send(delta(`{"content":"thought"}`))
 			send(finish("stop"))
 			send("[DONE]")
 		}
