@@ -61,14 +61,19 @@ func SentIn(err error) bool {
 // billed: it is an *Error with sent's class and fields (err's RetryAfter
 // when err has one, as the latest), NotSent false, whose cause joins sent
 // and err, so that errors.Is and errors.As reach both and err says why the
-// layer stopped (RefusedBy is err's).
+// layer stopped (RefusedBy is err's). Permanent and Canceled, which end a
+// request wherever it goes, keep err's class and fields.
 func AfterSent(err, sent error) error {
 	if sent == nil || !NothingSent(err) {
 		return err
 	}
-	w := &Error{Class: ClassOf(sent)}
+	from := sent
+	if c := ClassOf(err); c == Permanent || c == Canceled {
+		from = err
+	}
+	w := &Error{Class: ClassOf(from)}
 	var pe *Error
-	if errors.As(sent, &pe) {
+	if errors.As(from, &pe) {
 		*w = *pe
 	}
 	w.Reason, w.NotSent, w.RefusedBy = "", false, RefuserOf(err)

@@ -74,6 +74,11 @@ func TestAfterSent(t *testing.T) {
 		t.Errorf("AfterSent(refused, 503) = %v: reaches sent %v, refused %v, NothingSent %v; want true, true, false",
 			err, errors.Is(err, sent), errors.Is(err, refused), portico.NothingSent(err))
 	}
+	stop := &portico.Error{Class: portico.Permanent, Reason: "not encodable", NotSent: true}
+	err = portico.AfterSent(stop, sent)
+	if !errors.As(err, &pe) || pe.Class != portico.Permanent || pe.NotSent || !errors.Is(err, sent) || !errors.Is(err, stop) {
+		t.Errorf("AfterSent(permanent, 503) = %v, want permanent, not NotSent, reaching both", err)
+	}
 	if got := portico.AfterSent(refused, nil); got != error(refused) {
 		t.Errorf("AfterSent(refused, nil) = %v, want refused itself", got)
 	}

@@ -157,15 +157,18 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 // Generate runs the cascade on req as described on [Cascade]. Errors:
 //   - the caller's cancellation or deadline, as the step returned it, or
 //     from [portico.FromContext] when ctx ends between steps (no further step
-//     is started); a step's Permanent error, as returned; a Permanent error
-//     when req is nil, or Fits' when req is wrong on any route (no step is
-//     called);
+//     is started); a step's Permanent error, as returned (through
+//     [portico.AfterSent] when an earlier step may have been sent); a
+//     Permanent error when req is nil, or Fits' when req is wrong on any
+//     route (no step is called);
 //   - with [NoneAcceptedError], when answers came but none was accepted: class
 //     InvalidResponse wrapping [ErrExhausted] and [ErrNotAccepted];
 //   - when no step answered at all: the class and RefusedBy of the last
-//     step's error (or Rejected/Incompatible when every step was skipped,
-//     wrapping [ErrNoRoute]),
-//     wrapping [ErrExhausted] and every step's error; when that class is
+//     step's error (the class and Status of the last step that may have
+//     been sent when the last sent nothing; NotSent only when none was
+//     sent), wrapping [ErrExhausted] and every step's error, or
+//     Rejected/Incompatible wrapping [ErrNoRoute] when every step was
+//     skipped; when that class is
 //     RateLimited or Rejected, its RetryAfter is the least of the steps'
 //     Retry-After hints and their Health's RetryAfter.
 func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
@@ -233,8 +236,9 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			class := portico.ClassOf(err)
 			if live || class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {
 				// Another step cannot fix it, or (live) tokens may already
-				// have reached the caller: nothing may be substituted.
-				return nil, err
+				// have reached the caller: nothing may be substituted. Not
+				// NotSent when an earlier step may have been sent.
+				return nil, portico.AfterSent(err, sentOf(hops))
 			}
 			if u := portico.UsageOf(err); u != nil {
 				billed += rt.Capabilities.Cost(*u) // a failed call that was billed
@@ -280,14 +284,37 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 			errs = append(errs, h.Err)
 		}
 	}
-	class := portico.ClassOf(lastErr)
+	// The last step's class, or, when it sent nothing after a step that
+	// may have been sent, that step's: the request may have been billed.
+	sent := sentOf(hops)
+	from := lastErr
+	if sent != nil && portico.NothingSent(lastErr) {
+		from = sent
+	}
+	class, status := portico.ClassOf(from), 0
+	var pe *portico.Error
+	if errors.As(from, &pe) {
+		status = pe.Status
+	}
 	if class != portico.RateLimited && class != portico.Rejected {
 		wait = 0 // a Retry-After hint only where later may work
 	}
 	// ErrExhausted says it; RetryAfter is the least time until a step said
 	// it takes calls again (its Retry-After, or its Health's), and the last
 	// step's refuser who refused it.
-	return nil, &portico.Error{Class: class, RefusedBy: portico.RefuserOf(lastErr), RetryAfter: wait, Err: portico.Join(errs...)}
+	return nil, &portico.Error{Class: class, Status: status, RefusedBy: portico.RefuserOf(lastErr), RetryAfter: wait,
+		NotSent: sent == nil, Err: portico.Join(errs...)}
+}
+
+// sentOf returns the error of the last step in hops that may have been
+// sent ([portico.NothingSent]), nil when none was.
+func sentOf(hops []portico.Hop) error {
+	for i := len(hops) - 1; i >= 0; i-- {
+		if e := hops[i].Err; e != nil && !portico.NothingSent(e) {
+			return e
+		}
+	}
+	return nil
 }
 
 // stepContext returns the context step j is called under: ctx, or ctx
