@@ -109,22 +109,34 @@
 //     over an absent key or an Unknown record of ReasonLost, so later
 //     callers get its result.
 //   - The owner sends its claim again every Config.Poll while the effect
-//     runs (a heartbeat; the store recognises its own claim): a store that
-//     lost the record gets it back, or records the key Unknown if it can
-//     tell it lost records, so from one Poll after the loss a caller that
-//     never saw the key finds it pending or Unknown, not absent.
-//   - If another caller claimed the key after the loss and before the
-//     beat, the effect may run twice: the first owner then gets its result
-//     with an error wrapping ErrUnknown, so two runs are never both
-//     reported as successes.
+//     runs (a heartbeat, Record.Renew; the store recognises its own claim):
+//     a store that lost the record gets it back.
+//   - A Store that can tell it lost records (package redisstore does, with
+//     a store epoch: see its documentation) refuses, for a quarantine
+//     after it detects the loss, every claim to start a run of a key it
+//     holds no record of: a Transient, NotSent error wrapping
+//     [ErrQuarantined], RetryAfter the quarantine's time left; nothing is
+//     run or stored, so the caller runs the step when it comes back. A
+//     caller that saw the key pending keeps waiting instead. Beats and
+//     outcomes written back are stored. The quarantine only has to outlast
+//     one beat of every owner still running, not a Lease: its length is
+//     the Store's (redisstore: Probe + 2 x (Poll + Timeout), 1.3 s with the
+//     defaults), and every Runner sharing a store must use the same Poll.
+//   - So from the quarantine's end, a key whose run is under way, by an
+//     owner that reached the store within the quarantine, is pending again
+//     and never runs twice. An owner cut off from the store for longer
+//     cannot write its claim back: another caller may run the key after
+//     the quarantine; the owner then gets its result with an error
+//     wrapping ErrUnknown when it can record it, so two runs are never
+//     both reported as successes (when it cannot, it logs the outcome as
+//     not recorded). The same holds if another caller claimed the key
+//     after a loss the store did not detect, before the owner's beat.
 //
-// A Store that can detect its own loss says so by answering a claim of an
-// absent key that may have been lost with an Unknown record of ReasonLost
-// (package redisstore does, with a store epoch: see its documentation).
 // Exactly once needs a store that loses no acknowledged write: for Redis,
 // appendonly yes with appendfsync always, and a failover only to a replica
-// that acknowledged every write (WAIT). Without it, the promise is at most
-// once for every key whose loss is seen as above, and Unknown where the
-// loss is detected but its keys cannot be told apart; a completed record
-// lost when nobody was waiting on it is gone, and its step runs again.
+// that acknowledged every write (WAIT). Without it, a record completed
+// before the loss, and lost, is absent after the quarantine: its step
+// runs again when it is next asked for. What a loss costs then: new steps
+// are refused for the quarantine, and completed steps whose records were
+// lost may run again.
 package effect

@@ -80,6 +80,15 @@ type Record struct {
 	// absent, and so is one whose Expires is the zero time. The Runner always
 	// sets it.
 	Expires time.Time
+	// Beat, on a Pending claim, is how often its owner sends the claim again
+	// while the effect runs (the Runner's Config.Poll); zero elsewhere. A
+	// Store that detects its own loss bounds its quarantine with it (see
+	// Store loss in the package documentation). Stores need not keep it.
+	Beat time.Duration
+	// Renew marks a Pending claim sent again by the owner of a run under
+	// way (its heartbeat), not a claim to start a run: a Store in
+	// quarantine after a loss stores it. Stores need not keep it.
+	Renew bool
 }
 
 // Store keeps execution records. Implementations must be safe for concurrent
@@ -95,7 +104,11 @@ type Store interface {
 	// and true; otherwise it returns the existing record and false. A claim
 	// resent after its reply was lost is its own: when the stored record is
 	// Pending with rec's Owner (the caller's claim token), PutIfAbsent
-	// replaces it with rec and returns rec and true.
+	// replaces it with rec and returns rec and true. A Store that detects
+	// that it lost records may refuse, for a quarantine, a Pending rec that
+	// is not Renew on an absent key: it stores nothing and returns an error
+	// wrapping [ErrQuarantined], a *portico.Error whose RetryAfter is the
+	// time left (see Store loss in the package documentation).
 	PutIfAbsent(ctx context.Context, key Key, rec Record) (Record, bool, error)
 	// Update replaces key's record with next only when the stored record has
 	// the same Owner and State as prev (compare-and-swap), reporting whether

@@ -28,6 +28,12 @@ var (
 	ErrFailed = errors.New("effect: failed earlier")
 	// ErrStore: the store failed; nothing was run. Class Transient.
 	ErrStore = errors.New("effect: store error")
+	// ErrQuarantined: the store lost records a moment ago and refuses to
+	// start runs of keys it holds no record of until every run under way
+	// has written its claim back (see Store loss in the package
+	// documentation); nothing was run or stored. Class Transient, NotSent,
+	// with the quarantine's time left as RetryAfter.
+	ErrQuarantined = errors.New("effect: store recovering from a loss of records")
 	// ErrNotResolvable: Resolve was called on a key that is absent, or
 	// neither Unknown nor Pending past its lease. Class Permanent.
 	ErrNotResolvable = errors.New("effect: key is not unknown")
@@ -65,7 +71,9 @@ type Config struct {
 	// Poll is how often a caller waiting on a key pending in another process
 	// (a shared store) looks again, and how often the caller running an
 	// effect sends its claim again (see Store loss in the package
-	// documentation): one store operation per Poll per effect under way.
+	// documentation): one store operation per Poll per effect under way. A
+	// store that detects a loss of its records bounds its quarantine with
+	// it, so every Runner sharing a store should use the same Poll.
 	// Callers in the same process wait for the running call directly. Zero
 	// means DefaultPoll (100 ms).
 	Poll time.Duration
@@ -143,7 +151,9 @@ func New(cfg Config) (*Runner, error) {
 // record was lost and another caller claimed the key: see Store loss in the
 // package documentation); one of the recorded class wrapping [ErrFailed]
 // for a key that failed earlier; a Transient one wrapping [ErrStore] when
-// the store fails (fn not run); a Permanent one wrapping [ErrKey] for the
+// the store fails (fn not run); a Transient, NotSent one wrapping
+// [ErrQuarantined], with a RetryAfter, when the store refuses the claim
+// after a loss of its records (fn not run, nothing stored); a Permanent one wrapping [ErrKey] for the
 // empty key; [portico.Gone]'s error when ctx is done before key is claimed
 // and [portico.FromContext]'s when it ends while waiting (fn not run either
 // way). A panic in fn leaves key Unknown and goes on. Do panics if fn is
@@ -263,8 +273,24 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 		// A pending record outlives its lease by the TTL, so that a lost
 		// owner's key reads as Unknown for that long rather than vanishing
 		// (and running again) when the lease ends.
-		mine := Record{State: Pending, Args: fp, Owner: owner, Lease: now.Add(r.lease), Expires: now.Add(mono.Add(r.lease, r.ttl))}
+		mine := Record{State: Pending, Args: fp, Owner: owner, Lease: now.Add(r.lease), Expires: now.Add(mono.Add(r.lease, r.ttl)), Beat: r.poll}
 		cur, stored, serr := r.store.PutIfAbsent(ctx, key, mine)
+		if serr != nil && errors.Is(serr, ErrQuarantined) {
+			// Nothing was stored. A caller that saw the key pending waits
+			// for its owner to write its claim back (or for the quarantine
+			// to end, and then records the key Unknown, below); any other
+			// is told when to come back.
+			if unsure {
+				r.keepUnsure(key, owner)
+			}
+			if !seen {
+				return nil, quarantined(serr)
+			}
+			if err := r.sleep(ctx, f); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if serr != nil {
 			return nil, r.claimFailed(ctx, key, mine, serr)
 		}
@@ -308,29 +334,50 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 				return nil, unknownError("pending past its lease", nil)
 			}
 			seen = true
-			t := time.NewTimer(r.poll)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				f.again = true
-				return nil, portico.FromContext(ctx)
+			if err := r.sleep(ctx, f); err != nil {
+				return nil, err
 			}
 		}
 	}
 }
 
-// heartbeat sends the claim mine again every Config.Poll while its run
-// lasts, until stop is called (which waits for a send under way). A store
-// recognises its owner's claim and leaves it as it is; one that lost the
-// record gets it back, or, if it can tell it lost records, records the key
-// Unknown: so a caller that arrives after a loss and never saw the key
-// pending finds it pending or Unknown, not absent, from one Poll after the
-// loss. Its errors are ignored: the next beat tries again.
+// sleep waits a Poll, or returns ctx's error when it ends first (f's
+// waiters then try themselves).
+func (r *Runner) sleep(ctx context.Context, f *flight) error {
+	t := time.NewTimer(r.poll)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		f.again = true
+		return portico.FromContext(ctx)
+	}
+}
+
+// quarantined returns the error of a claim the store refused while it
+// quarantines a loss: Transient, NotSent, with the store's RetryAfter (the
+// store's error says nothing more).
+func quarantined(err error) error {
+	var after time.Duration
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		after = pe.RetryAfter
+	}
+	return &portico.Error{Class: portico.Transient, Reason: "claim refused", RetryAfter: after, NotSent: true, Err: ErrQuarantined}
+}
+
+// heartbeat sends the claim mine again, marked Renew, every Config.Poll
+// while its run lasts, until stop is called (which waits for a send under
+// way). A store recognises its owner's claim and leaves it as it is; one
+// that lost the record gets it back, also during its quarantine: so a
+// caller that arrives after the quarantine finds the key pending, not
+// absent. Its errors are ignored: the next beat tries again.
 func (r *Runner) heartbeat(ctx context.Context, key Key, mine Record) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	ctx = context.WithoutCancel(ctx)
+	mine.Renew = true
 	wg.Go(func() {
 		t := time.NewTicker(r.poll)
 		defer t.Stop()
