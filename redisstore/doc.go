@@ -62,7 +62,7 @@
 //     ARGV: the epoch this instance saw last, then the record's): check
 //     the epoch (see Effect records and store loss); read a record; store
 //     a record unless one is there (returning it, unless it is the same
-//     claim token's Pending claim, resent: replaced), or an Unknown one
+//     claim token's Pending claim, resent: replaced), or refuse a claim
 //     when the key may have been lost; replace a record only when its
 //     owner and state are the expected ones (compare-and-swap).
 //   - set cooldowns (KEYS: the cooldown set; ARGV: the most members, then
@@ -287,30 +287,55 @@
 // remembers the epoch id it saw last. A loss is detected when the epoch is
 // absent while the caller knew one (restart, flush), when it is not the one
 // the caller knew, or when the server is not the one that last checked it
-// (a failover, or a restart from a file). For a quarantine after the
-// loss, the caller's Lease (effect.DefaultLease, 5 minutes, for a read), a
-// claim of an absent key is answered with an Unknown record
-// (effect.ReasonLost), stored, instead of being granted: the key may have
-// been lost, and its run may be under way elsewhere. The owner of a lost
-// run writes its outcome back over it.
+// (a failover, or a restart from a file).
+//
+// For a quarantine after the loss is detected, a claim to start a run of
+// an absent key is refused, nothing stored: the key may have been lost
+// and its run may be under way elsewhere. The error wraps
+// effect.ErrQuarantined (Transient, NotSent) with the quarantine's time
+// left as RetryAfter, and the caller runs the step when it comes back. A
+// Pending claim marked Renew (the beat of an owner under way) and an
+// outcome written back by its owner are stored as usual.
+//
+// The quarantine lasts Probe + 2 x (Poll + Timeout) by the claiming
+// Runner's Poll and this Store's Config (1.3 s with the defaults: 1 s +
+// 2 x (100 ms + 50 ms)), not a Lease, because it only has to outlast one
+// beat of every owner still running: the owner's Runner sends its claim
+// every Poll (a ticker; each send bounded by Timeout). Through a restart
+// the owner's own Store fails its operations, and after a failure makes
+// none for Probe; its last failure is at most a Timeout after the server
+// answers again (the loss is detected no earlier), its next beat after
+// Probe and at most a Poll, or two when another operation is probing at
+// that moment, and that beat lands within a Timeout. So by the
+// quarantine's end every owner whose Store reaches the server has written
+// its claim back, and a later claim finds it pending. This assumes every
+// process sharing the server uses the same Poll, Timeout and Probe. An
+// owner that cannot reach the server for the whole quarantine (cut off
+// from it while others reach it) cannot write its claim back, and its key
+// may run again after the quarantine: the owner is then told, when it
+// records its outcome, with an error wrapping effect.ErrUnknown (see
+// Store loss in package effect).
 //
 // What this gives: at most once through a loss for every key whose run
-// was under way, or that is claimed within the quarantine, provided some
-// instance that knew the epoch, or any instance after a change of server,
-// touches the slot before a process started after the loss claims the key:
-// the owner of a run under way sends its claim again every
-// effect.Config.Poll, and so do the pollers of a pending key, so the
-// window is one Poll after the loss (TestEffectNewcomerAfterLoss). A
-// completed record lost and first asked for after the quarantine runs
-// again. Exactly once needs a server that loses no acknowledged write:
-// appendonly yes with appendfsync always, and a failover only to a replica
-// that acknowledged every write (Redis replication is asynchronous: a
-// client must WAIT for it, which this package does not). A restart or a
-// failover is treated as a loss even then: it costs a quarantine of
-// Unknown claims, never a second run. TestEffectOnceThroughStoreLoss runs
-// 50 instances on one key through each of the three losses on a real
-// server: the effect runs once, and each caller gets its result or
-// Unknown.
+// was under way, provided some instance that knew the epoch, or any
+// instance after a change of server, touches the slot before a process
+// started after the loss claims the key: the owner of a run under way
+// sends its claim again every effect.Config.Poll, and so do the pollers of
+// a pending key, so the window is one Poll after the loss
+// (TestEffectNewcomerAfterLoss). The cost of a loss: new steps are refused
+// for the quarantine, then run once (TestEffectNewStepAfterLoss: 30 new
+// steps after FLUSHALL and after SIGKILL and restart, each refused, never
+// stored, run once after the quarantine, while the owner of a run under
+// way keeps its run exclusive); and a completed record that was lost runs
+// again when next asked for after the quarantine. Exactly once needs a
+// server that loses no acknowledged write: appendonly yes with
+// appendfsync always, and a failover only to a replica that acknowledged
+// every write (Redis replication is asynchronous: a client must WAIT for
+// it, which this package does not). A restart or a failover is treated as
+// a loss even then: it costs a quarantine of refused new claims, never a
+// second run. TestEffectOnceThroughStoreLoss runs 50 instances on one key
+// through each of the three losses on a real server: the effect runs
+// once, and each caller gets its result or Unknown.
 //
 // # Cost
 //

@@ -25,8 +25,9 @@ import (
 // A claim resent with its claim token (go-redis's retries after a lost
 // reply, or the Runner's next Do) is recognised as the caller's own. Every
 // operation also checks the store's epoch (see Effect records and store
-// loss in the package documentation), so that records the server lost are
-// reported Unknown rather than taken for keys that never ran. An Effects
+// loss in the package documentation), so that after the server lost
+// records, keys it holds no record of are not taken for keys that never
+// ran until every run under way has written its claim back. An Effects
 // remembers the epochs it has seen: use one per process (or per Store). An
 // Effects is safe for concurrent use.
 type Effects struct {
@@ -60,8 +61,8 @@ func (s *Store) Effects() *Effects {
 
 var _ effect.Store = (*Effects)(nil)
 
-// putScript spells effect.Pending as '1' and effect.Unknown as ARGV: this
-// fails to compile if Pending is another number.
+// putScript spells effect.Pending as '1': this fails to compile if
+// Pending is another number.
 var _ = [1]struct{}{}[effect.Pending-1]
 
 // record is a Record as stored in the hash's field d.
@@ -170,10 +171,9 @@ func (e *Effects) run(ctx context.Context, script *redis.Script, rkey string, qu
 }
 
 // Get implements [effect.Store]. It reads the record and checks the epoch;
-// an absent key stays absent even while a loss is being quarantined (only
-// a claim records it Unknown).
+// an absent key stays absent even while a loss is being quarantined.
 func (e *Effects) Get(ctx context.Context, key effect.Key) (effect.Record, bool, error) {
-	rest, err := e.run(ctx, getScript, e.s.key("fx", string(key)), effect.DefaultLease)
+	rest, err := e.run(ctx, getScript, e.s.key("fx", string(key)), 0)
 	if err != nil {
 		return effect.Record{}, false, err
 	}
@@ -185,32 +185,43 @@ func (e *Effects) Get(ctx context.Context, key effect.Key) (effect.Record, bool,
 	return r, err == nil, err
 }
 
+// quarantine returns how long after a detected loss a claim that is not a
+// beat is refused on an absent key: by then every owner still running has
+// sent its claim again (see Effect records and store loss in the package
+// documentation). beat is the claim's Beat, effect.DefaultPoll for zero.
+func (e *Effects) quarantine(beat time.Duration) time.Duration {
+	if beat <= 0 {
+		beat = effect.DefaultPoll
+	}
+	return e.s.probe + 2*(beat+e.s.timeout)
+}
+
 // PutIfAbsent implements [effect.Store] with [putScript]: a Pending record
-// with rec's Owner is the caller's own claim, resent; an absent key while
-// the store's epoch quarantines a loss is recorded Unknown
-// ([effect.ReasonLost]) and returned as such, not stored as rec.
+// with rec's Owner is the caller's own claim, resent. While the store's
+// epoch quarantines a loss, a Pending rec that is not Renew is refused on
+// an absent key, nothing stored: the error wraps [effect.ErrQuarantined]
+// and carries the quarantine's time left as RetryAfter.
 func (e *Effects) PutIfAbsent(ctx context.Context, key effect.Key, rec effect.Record) (effect.Record, bool, error) {
 	d, err := encode(rec)
 	if err != nil {
 		return effect.Record{}, false, err
 	}
-	lost := effect.Record{State: effect.Unknown, Class: portico.Ambiguous, Reason: effect.ReasonLost, Args: rec.Args,
-		Owner: rand.Text(), Expires: rec.Expires}
-	ld, err := encode(lost)
-	if err != nil {
-		return effect.Record{}, false, err
+	refusable := "0"
+	if rec.State == effect.Pending && !rec.Renew {
+		refusable = "1"
 	}
-	q := effect.DefaultLease
-	if rec.State == effect.Pending && !rec.Lease.IsZero() {
-		q = time.Until(rec.Lease)
-	}
-	rest, err := e.run(ctx, putScript, e.s.key("fx", string(key)), q,
-		strconv.Itoa(int(rec.State)), rec.Owner, d, expiresAt(rec.Expires), strconv.Itoa(int(lost.State)), lost.Owner, ld)
+	rest, err := e.run(ctx, putScript, e.s.key("fx", string(key)), e.quarantine(rec.Beat),
+		strconv.Itoa(int(rec.State)), rec.Owner, d, expiresAt(rec.Expires), refusable)
 	if err != nil {
 		return effect.Record{}, false, err
 	}
 	if len(rest) == 0 {
 		return rec, true, nil
+	}
+	if len(rest) == 2 {
+		left, _ := rest[1].(int64)
+		return effect.Record{}, false, &portico.Error{Class: portico.Transient, Reason: "redisstore: records lost, claims refused",
+			RetryAfter: time.Duration(max(left, 1)) * time.Millisecond, NotSent: true, Err: effect.ErrQuarantined}
 	}
 	v, _ := rest[0].(string)
 	cur, err := decode(v)
@@ -223,7 +234,7 @@ func (e *Effects) Update(ctx context.Context, key effect.Key, prev, next effect.
 	if err != nil {
 		return false, err
 	}
-	rest, err := e.run(ctx, updateScript, e.s.key("fx", string(key)), effect.DefaultLease,
+	rest, err := e.run(ctx, updateScript, e.s.key("fx", string(key)), 0,
 		strconv.Itoa(int(prev.State)), prev.Owner, strconv.Itoa(int(next.State)), next.Owner, d, expiresAt(next.Expires))
 	if err != nil {
 		return false, err
@@ -236,13 +247,13 @@ func (e *Effects) Update(ctx context.Context, key effect.Key, prev, next effect.
 // lost: unix milliseconds, lost 0 for none); ARGV[1] "1" to keep an epoch
 // ("0": a Ring, none), ARGV[2] the epoch id the caller saw last ("" for
 // none), ARGV[3] a new id, ARGV[4] the caller's quarantine in
-// milliseconds. A server that refuses INFO in scripts (some managed
-// services) gives no run_id: its failovers are then seen by the epoch id
-// alone. epoch() returns the epoch id and whether an absent key is
-// quarantined, that is, may have been lost: the store lost records (the
-// epoch vanished while the caller knew one, or it is not the one the
-// caller knew, or the server is another: restarted or promoted) less than
-// a quarantine ago.
+// milliseconds (0 for none). A server that refuses INFO in scripts (some
+// managed services) gives no run_id: its failovers are then seen by the
+// epoch id alone. epoch() returns the epoch id and, while absent keys are
+// quarantined, the milliseconds the quarantine has left (else false): the
+// store lost records (the epoch vanished while the caller knew one, or it
+// is not the one the caller knew, or the server is another: restarted or
+// promoted) less than a quarantine ago.
 const epochLua = `
 local function epoch()
   if ARGV[1] ~= '1' then return '', false end
@@ -263,7 +274,8 @@ local function epoch()
     lost = tonumber(e[3])
     redis.call('HSET', KEYS[2], 'lost', lost)
   end
-  return id, lost > 0 and now < lost + tonumber(ARGV[4])
+  if lost > 0 and now < lost + tonumber(ARGV[4]) then return id, lost + tonumber(ARGV[4]) - now end
+  return id, false
 end
 `
 
@@ -277,22 +289,20 @@ return {id}
 `)
 
 // putScript: KEYS and ARGV[1..4] as for epoch(); ARGV[5..] the state, the
-// owner, the encoded record, its expiry in unix milliseconds, then the
-// Unknown state, owner and encoded record of a lost key. Returns {epoch
-// id, the stored encoded record} when there is one (unless it is this
-// owner's Pending claim, then replaced by this one), the lost record when
-// the key may have been lost (which it stores), else {epoch id} after
-// storing this record.
+// owner, the encoded record, its expiry in unix milliseconds, and "1" when
+// the record is a claim to start a run (refused on an absent key during a
+// quarantine). Returns {epoch id, the stored encoded record} when there is
+// one (unless it is this owner's Pending claim, then replaced by this
+// one), {epoch id, ”, milliseconds left} when it refuses, else {epoch id}
+// after storing this record.
 var putScript = redis.NewScript(epochLua + `
-local id, quarantined = epoch()
+local id, left = epoch()
 local cur = redis.call('HGET', KEYS[1], 'd')
 if cur then
   local v = redis.call('HMGET', KEYS[1], 's', 'o')
   if not (ARGV[5] == '1' and v[1] == '1' and v[2] == ARGV[6]) then return {id, cur} end
-elseif quarantined then
-  redis.call('HSET', KEYS[1], 's', ARGV[9], 'o', ARGV[10], 'd', ARGV[11])
-  redis.call('PEXPIREAT', KEYS[1], ARGV[8])
-  return {id, ARGV[11]}
+elseif left and ARGV[9] == '1' then
+  return {id, '', left}
 end
 redis.call('HSET', KEYS[1], 's', ARGV[5], 'o', ARGV[6], 'd', ARGV[7])
 redis.call('PEXPIREAT', KEYS[1], ARGV[8])

@@ -54,7 +54,7 @@ func (m *movable) instance(t *testing.T, waiters *atomic.Int32) *effect.Runner {
 			return d.DialContext(ctx, network, *m.addr.Load())
 		}})
 	t.Cleanup(func() { c.Close() })
-	s, err := New(Config{Client: c, Timeout: testTimeout, Probe: 20 * time.Millisecond})
+	s, err := New(Config{Client: c, Timeout: lossTimeout, Probe: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,15 +94,34 @@ func kill9(t *testing.T, srv *redistest.Server) {
 	srv.Restart()
 }
 
-// decide calls Do until the answer is not "the store failed, nothing ran",
-// as a caller retrying a Transient error does.
+// lossTimeout is the Store Timeout of the loss tests' instances: with
+// their Probe (20 ms) and Poll (10 ms), a quarantine lasts
+// 20 + 2*(10 + 250) = 540 ms.
+const (
+	lossTimeout    = 250 * time.Millisecond
+	lossQuarantine = 540 * time.Millisecond
+)
+
+// decide calls Do until the answer is not "nothing ran" (the store failed,
+// or refused the claim during a quarantine), as a caller retrying a
+// Transient error after its RetryAfter does; refused counts the refusals.
 func decide(ctx context.Context, r *effect.Runner, key effect.Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	res, _, err := decideCounting(ctx, r, key, fn)
+	return res, err
+}
+
+func decideCounting(ctx context.Context, r *effect.Runner, key effect.Key, fn func(context.Context) ([]byte, error)) (res []byte, refused int, err error) {
 	for {
 		res, err := r.Do(ctx, key, fn)
-		if !errors.Is(err, effect.ErrStore) || ctx.Err() != nil {
-			return res, err
+		wait := 10 * time.Millisecond
+		if errors.Is(err, effect.ErrQuarantined) {
+			refused++
+			wait = portico.RetryAfterOf(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		if !errors.Is(err, effect.ErrStore) && !errors.Is(err, effect.ErrQuarantined) || ctx.Err() != nil {
+			return res, refused, err
+		}
+		time.Sleep(wait)
 	}
 }
 
@@ -111,9 +130,10 @@ func decide(ctx context.Context, r *effect.Runner, key effect.Key, fn func(conte
 // restart (no persistence), FLUSHALL, or a failover to a replica that had
 // the epoch and older records but not the pending claim. The effect runs
 // once and every caller is told its result or Unknown, never a second run
-// told ok; a key completed before a loss that lost it reads Unknown for a
-// caller in a process started after the loss, instead of running again;
-// the owner's outcome is written back, so a later caller gets it.
+// told ok; a key completed before a loss that lost it is refused to a
+// caller in a process started after the loss for the quarantine, then
+// runs again (the stated cost of a store that is not durable); the
+// owner's outcome is written back, so a later caller gets it.
 // Without the store's epoch and the runner's rules, the pollers found the
 // key absent, ran the effect again, and all 50 were told ok.
 func TestEffectOnceThroughStoreLoss(t *testing.T) {
@@ -173,16 +193,12 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 			}
 			results := make([]string, callers)
 			errs := make([]error, callers)
-			unknown := make(chan struct{}, callers)
 			var wg sync.WaitGroup
 			for i := range callers {
 				wg.Go(func() {
 					res, err := decide(ctx, runners[i], key, charge)
 					results[i], errs[i] = string(res), err
 					decided.Add(1)
-					if errors.Is(err, effect.ErrUnknown) {
-						unknown <- struct{}{}
-					}
 				})
 			}
 			<-started
@@ -207,26 +223,29 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 				kill9(t, primary) // the old primary is gone; its clients reconnect to the replica
 			}
 
-			// Wait for a caller told Unknown, or, without the rules, for every
-			// caller but the owner to be done.
-			for wait := time.Now().Add(5 * time.Second); len(unknown) == 0 && decided.Load() < callers-1 && time.Now().Before(wait); {
-				time.Sleep(time.Millisecond)
+			// Wait for the owner's beat to write its claim back (or, without
+			// it, for every caller but the owner to be done).
+			raw := redistest.NewClient(*m.addr.Load())
+			for wait := time.Now().Add(5 * time.Second); decided.Load() < callers-1 && time.Now().Before(wait); time.Sleep(time.Millisecond) {
+				if n, _ := raw.Exists(ctx, "portico:fx:"+tag(string(key))).Result(); n == 1 {
+					break
+				}
 			}
+			raw.Close()
 			// A process that starts after the loss asks for the key completed
-			// before it.
-			res, err := decide(ctx, m.instance(t, nil), before, chargeBefore)
-			switch fault {
-			case "failover": // the replica had it
-				if err != nil || string(res) != "charged-0" {
-					t.Errorf("the key completed before the failover = %q, %v; want its result", res, err)
-				}
-			default: // lost
-				if !errors.Is(err, effect.ErrUnknown) || portico.ClassOf(err) != portico.Ambiguous {
-					t.Errorf("the key completed before the loss = %q, %v; want an ambiguous ErrUnknown (it may have run)", res, err)
-				}
+			// before it: refused during the quarantine, then, where the
+			// record was lost, run again (the cost of a store that is not
+			// durable).
+			res, refused, err := decideCounting(ctx, m.instance(t, nil), before, chargeBefore)
+			if err != nil || string(res) != "charged-0" {
+				t.Errorf("the key completed before the loss = %q, %v; want its result", res, err)
 			}
-			if n := runsBefore.Load(); n != 1 {
-				t.Errorf("the key completed before the loss ran %d times, want 1", n)
+			wantRuns, wantRefused := int32(2), true
+			if fault == "failover" { // the replica had it
+				wantRuns, wantRefused = 1, false
+			}
+			if n := runsBefore.Load(); n != wantRuns || (refused > 0) != wantRefused {
+				t.Errorf("the key completed before the loss ran %d times after %d refusals, want %d runs, refused %v", n, refused, wantRuns, wantRefused)
 			}
 
 			close(release)
@@ -373,10 +392,10 @@ func TestEffectOutcomeReplyLost(t *testing.T) {
 // loses its records; a Poll later a process started after the loss (it
 // knows no epoch) asks for the key. The owner's heartbeat has sent its
 // claim again, which found the epoch gone (or the server changed) and
-// recorded the key Unknown: the newcomer is told Unknown and the effect
-// runs once; the owner's outcome is then written back. Without the
-// heartbeat the newcomer created a new epoch, claimed the key and ran it
-// again, both told ok.
+// wrote the claim back: the newcomer finds the key pending, waits past the
+// quarantine, gets the owner's result, and the effect runs once. Without
+// the heartbeat the newcomer created a new epoch, claimed the key and ran
+// it again, both told ok.
 func TestEffectNewcomerAfterLoss(t *testing.T) {
 	for _, fault := range []string{"kill", "flush", "failover"} {
 		t.Run(fault, func(t *testing.T) {
@@ -437,13 +456,26 @@ func TestEffectNewcomerAfterLoss(t *testing.T) {
 				}
 			}
 			raw.Close()
-			res, err := decide(ctx, m.instance(t, nil), key, charge)
-			if !errors.Is(err, effect.ErrUnknown) {
-				t.Errorf("the newcomer's Do = %q, %v; want ErrUnknown", res, err)
+			newcomer := m.instance(t, nil)
+			if rec, ok, err := newcomer.Status(ctx, key); err != nil || !ok || rec.State != effect.Pending {
+				t.Errorf("the key after the beat = %+v, %v, %v; want the owner's claim, pending", rec, ok, err)
 			}
+			answer := make(chan error)
+			go func() {
+				res, err := decide(ctx, newcomer, key, charge)
+				if err == nil && string(res) != "charged" {
+					err = errors.New("result " + string(res))
+				}
+				answer <- err
+			}()
+			time.Sleep(lossQuarantine) // the newcomer waits on the claim past the quarantine
 			close(release)
 			if err := <-owner; err != nil {
 				t.Errorf("the owner's Do = %v, want nil", err)
+			}
+			err := <-answer
+			if err != nil {
+				t.Errorf("the newcomer's Do = %v; want the owner's result", err)
 			}
 			t.Logf("%s: effect runs %d; newcomer told %v", fault, runs.Load(), err)
 			if n := runs.Load(); n != 1 {
@@ -458,13 +490,14 @@ func TestEffectNewcomerAfterLoss(t *testing.T) {
 
 // TestEffectClusterFlush: on a Redis Cluster each hash slot's records have
 // their epoch in that slot; a FLUSHALL while one instance runs an effect
-// makes a newcomer, a beat later, get Unknown, and the effect runs once.
+// makes a newcomer, a beat later, find the owner's claim written back and
+// get its result, and the effect runs once.
 func TestEffectClusterFlush(t *testing.T) {
 	srv := redistest.StartCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	instance := func() *effect.Runner {
-		s, err := New(Config{Client: srv.ClusterClient(t), Timeout: testTimeout, Probe: 20 * time.Millisecond})
+		s, err := New(Config{Client: srv.ClusterClient(t), Timeout: lossTimeout, Probe: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -496,13 +529,21 @@ func TestEffectClusterFlush(t *testing.T) {
 			break
 		}
 	}
-	res, err := decide(ctx, instance(), key, charge)
-	if !errors.Is(err, effect.ErrUnknown) {
-		t.Errorf("the newcomer's Do = %q, %v; want ErrUnknown", res, err)
-	}
+	answer := make(chan error)
+	go func() {
+		res, err := decide(ctx, instance(), key, charge)
+		if err == nil && string(res) != "charged" {
+			err = errors.New("result " + string(res))
+		}
+		answer <- err
+	}()
+	time.Sleep(lossQuarantine)
 	close(release)
 	if err := <-owner; err != nil {
 		t.Errorf("the owner's Do = %v, want nil", err)
+	}
+	if err := <-answer; err != nil {
+		t.Errorf("the newcomer's Do = %v; want the owner's result", err)
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the effect ran %d times, want 1", n)
