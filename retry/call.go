@@ -179,7 +179,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				delay, hinted = cooling, true
 			}
 			if hinted {
-				if why := r.hintTooLong(ctx, delay, cooling == delay); why != "" {
+				if why := r.hintTooLong(ctx, 0, delay, cooling == delay); why != "" {
 					return nil, tooLong(lastErr, why, i, cooling, earlier)
 				}
 			} else if !r.fits(ctx, delay) {
@@ -209,7 +209,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 			}
 			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
 				Destination: dest, ClientKey: req.Identity.ClientKey})
-			for delay > 0 {
+			for waited := time.Duration(0); delay > 0; {
 				t := time.NewTimer(delay)
 				select {
 				case <-ctx.Done():
@@ -217,10 +217,11 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 					return nil, canceledDuring(portico.FromContext(ctx), lastErr, earlier)
 				case <-t.C:
 				}
+				waited += delay
 				// The route may have started cooling down during the wait:
-				// the same rules, for what is left of it.
+				// the same rules, for what is left of it and the whole wait.
 				if delay = portico.CooldownFromContext(ctx); delay > 0 {
-					if why := r.hintTooLong(ctx, delay, true); why != "" {
+					if why := r.hintTooLong(ctx, waited, delay, true); why != "" {
 						if r.budget != nil {
 							r.Refund(dest, req.Identity.ClientKey) // the retry is not made
 						}
@@ -251,19 +252,20 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 }
 
 // hintTooLong returns why the call may not wait delay, a Retry-After
-// (cooling: the route's cooldown) in place before its next attempt, or ""
-// when it may: the hint is longer than Backoff.MaxRetryAfter, than the wait
-// an outer layer allows ([portico.MaxWaitFromContext]: it has another
-// route), or than the deadline leaves room for.
-func (r *Retrier) hintTooLong(ctx context.Context, delay time.Duration, cooling bool) string {
+// (cooling: the route's cooldown) in place before its next attempt, after
+// it waited waited already, or "" when it may: the whole wait is longer
+// than Backoff.MaxRetryAfter or than the wait an outer layer allows
+// ([portico.MaxWaitFromContext]: it has another route), or delay longer
+// than the deadline leaves room for.
+func (r *Retrier) hintTooLong(ctx context.Context, waited, delay time.Duration, cooling bool) string {
 	what := "retry-after"
 	if cooling {
 		what = "route cooling down"
 	}
-	if delay > r.maxRetryAfter {
+	if waited+delay > r.maxRetryAfter {
 		return what + " too long"
 	}
-	if most, ok := portico.MaxWaitFromContext(ctx); ok && delay > most {
+	if most, ok := portico.MaxWaitFromContext(ctx); ok && waited+delay > most {
 		// An outer layer has another route: better to move on now.
 		return what + " longer than the wait worth taking in place"
 	}

@@ -87,3 +87,28 @@ func TestRetryReadsTheRouteCooldown(t *testing.T) {
 		})
 	}
 }
+
+// TestCooldownWaitsAreCapped: a route whose cooldown another instance
+// keeps extending, always 400 ms ahead when the retry wakes, under an
+// outer layer's 500 ms cap on a wait in place and a 1 h deadline. The
+// retry waits 400 ms once; the next reading would make the whole wait
+// 800 ms, past the cap, so the call ends then, RateLimited with the
+// cooldown's 400 ms as RetryAfter, after one call. Before, each reading
+// was checked alone and the retry waited in place for the whole hour.
+func TestCooldownWaitsAreCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)), modeltest.Answer("ok"))
+		r := retry.MustNew(retry.Config{Destination: "a", Backoff: retry.Backoff{Schedule: retry.Exponential, BaseDelay: 200 * time.Millisecond}})
+		ctx := portico.ContextWithMaxWait(context.Background(), 500*time.Millisecond)
+		ctx = portico.ContextWithCooldown(ctx, func() time.Time { return time.Now().Add(400 * time.Millisecond) })
+		ctx, cancel := context.WithTimeout(ctx, time.Hour)
+		defer cancel()
+		start := time.Now()
+		resp, err := r.Wrap(f).Generate(ctx, &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hello")}})
+		var pe *portico.Error
+		if took := time.Since(start); f.Count() != 1 || took != 400*time.Millisecond || !errors.As(err, &pe) || pe.Class != portico.RateLimited ||
+			!errors.Is(err, retry.ErrRetryAfterTooLong) || pe.RetryAfter != 400*time.Millisecond {
+			t.Fatalf("Generate = %v, %v after %v, %d calls; want RateLimited, ErrRetryAfterTooLong, RetryAfter 400ms, after 400ms and 1 call", resp, err, took, f.Count())
+		}
+	})
+}
