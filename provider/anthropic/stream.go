@@ -75,8 +75,8 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 		if !eventWellFormed(&ev) {
 			return nil, malformed(x, model, "stream event of the wrong shape")
 		}
-		if !chunked(&ev) {
-			adapt.Alive(ctx) // message_start, a ping, a thinking delta: progress all the same
+		if !chunked(&ev) && ev.Type != "ping" {
+			adapt.Alive(ctx) // message_start, a thinking delta: progress all the same; a ping is a keep-alive
 		}
 		if ev.Type == "message_start" {
 			if started {

@@ -7,10 +7,13 @@ import (
 )
 
 // Alive reports an event of a stream that reaches no OnChunk (a role or
-// usage delta, a ping, a block's boundary, a reasoning step) as progress,
+// usage delta, a block's boundary, a reasoning step) as progress,
 // [portico.Progress] with an empty Chunk: the layers that bound a stream's
 // time to its first sign of life (a fallback group's share of a stream,
 // retry's first-chunk and chunk-gap timeouts) count any event, not only
 // text. An adapter calls it for each such event, and never for one it
-// passes to OnChunk, which those layers see already.
+// passes to OnChunk, which those layers see already, nor for a keep-alive
+// (Anthropic's ping event; comment lines and blank data lines, which the
+// adapters never see, see blankData): a server that sends only those is
+// as silent as a hung one.
 func Alive(ctx context.Context) { portico.Progress(ctx, portico.Chunk{}) }

@@ -39,5 +39,8 @@
 // block's boundary, a reasoning step) is reported with [Alive], as
 // [portico.Progress]: the layers that bound a stream's time to its first
 // sign of life count any event, not only text, so a model that thinks
-// before it writes is not taken for a hung one.
+// before it writes is not taken for a hung one. A keep-alive is no event:
+// the stream reader drops comment lines and blank data lines before an
+// SDK sees them, and Anthropic's ping is not reported, so a server that
+// only keeps its connection alive is cut as a hung one.
 package adapt

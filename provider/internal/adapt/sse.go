@@ -66,9 +66,14 @@ func (s *SSEErrorLine) Get() []byte {
 	return bytes.TrimPrefix(s.line, []byte(" "))
 }
 
-// blankData passes an event stream on without its data lines that hold
-// nothing but blanks ("data:", "data: ", "data"): proxies send them as
-// keep-alives. The event-stream format (WHATWG HTML, "Interpreting an
+// blankData passes an event stream on without its comment lines (a line
+// that starts with a colon, ": keep-alive", the keep-alive of OpenRouter
+// and of proxies) and its data lines that hold nothing but blanks
+// ("data:", "data: ", "data"): proxies send those as keep-alives too. The
+// format ignores a comment line, which genai's decoder takes for an
+// invalid chunk and fails the stream on; the SDKs' other decoders drop
+// it as blankData does. A keep-alive so never reaches an adapter, which
+// reports no progress for it. The event-stream format (WHATWG HTML, "Interpreting an
 // event stream") dispatches such a line alone as an event with empty
 // data, which openai-go's decoder passes on as a line feed and genai's as
 // nothing, and JSON decoding fails on either; no API gives an event
@@ -95,12 +100,15 @@ const (
 
 // The states of blankData: at a line's start; matching "data" (st > 0:
 // that many bytes matched); after "data:" and blanks; after them and a
-// carriage return; passing the rest of a line.
+// carriage return; passing the rest of a line; dropping a comment line;
+// after a comment line's carriage return, which a line feed may follow.
 const (
-	stStart uint8 = 0 // 1 to 4: "data"[:st] matched
-	stBlank uint8 = 5
-	stCR    uint8 = 6
-	stPass  uint8 = 7
+	stStart     uint8 = 0 // 1 to 4: "data"[:st] matched
+	stBlank     uint8 = 5
+	stCR        uint8 = 6
+	stPass      uint8 = 7
+	stComment   uint8 = 8
+	stCommentCR uint8 = 9
 )
 
 func newBlankData(src io.ReadCloser) *blankData { return &blankData{src: src} }
@@ -151,6 +159,29 @@ func (b *blankData) filter(p []byte) int {
 		}
 		c := b.buf[b.r]
 		switch {
+		case b.st == stStart && c == ':':
+			b.r++
+			b.st = stComment
+			continue
+		case b.st == stComment:
+			// The rest of the comment at once, dropped with its end.
+			i := bytes.IndexAny(b.buf[b.r:b.w], "\r\n")
+			if i < 0 {
+				b.r = b.w
+				continue
+			}
+			b.st = stStart
+			if b.buf[b.r+i] == '\r' {
+				b.st = stCommentCR
+			}
+			b.r += i + 1
+			continue
+		case b.st == stCommentCR:
+			if c == '\n' {
+				b.r++
+			}
+			b.st = stStart
+			continue
 		case b.st == stPass:
 			// The rest of the line at once.
 			end := b.w

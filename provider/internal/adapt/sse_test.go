@@ -11,10 +11,24 @@ import (
 
 // dropBlankData is blankData's reference: the input split into lines, less
 // those that are "data", or "data:" and blanks, with their line end; a last
-// line without an end is kept as it is.
+// line without an end is kept as it is. A line that starts with a colon is
+// dropped up to its end, a line feed, a carriage return, or both, or the
+// input's end.
 func dropBlankData(in string) string {
 	var out strings.Builder
 	for len(in) > 0 {
+		if in[0] == ':' {
+			i := strings.IndexAny(in, "\r\n")
+			if i < 0 {
+				break
+			}
+			cr := in[i] == '\r'
+			in = in[i+1:]
+			if cr {
+				in = strings.TrimPrefix(in, "\n")
+			}
+			continue
+		}
 		line, rest, found := strings.Cut(in, "\n")
 		in = rest
 		if !found {
@@ -88,7 +102,12 @@ func TestBlankData(t *testing.T) {
 		{"data:", "data:"}, // a last line without its end stays
 		{"data: x\rdata:\n", "data: x\rdata:\n"},
 		{"data:" + strings.Repeat(" ", 40) + "\n", "data:" + strings.Repeat(" ", 40) + "\n"}, // past maxHeld: passed
-		{": keep-alive\n\n" + ev, ": keep-alive\n\n" + ev},
+		{": keep-alive\n\n" + ev, "\n" + ev},
+		{": OPENROUTER PROCESSING\r\n\r\n" + ev, "\r\n" + ev},
+		{": a\r: b\rdata: {\"a\":1}\r\r", "data: {\"a\":1}\r\r"},
+		{"data: {\"a\":\n: inside\ndata: 1}\n\n", "data: {\"a\":\ndata: 1}\n\n"},
+		{": no end", ""},
+		{"x: 1\n:\n", "x: 1\n"},
 		{"", ""},
 	} {
 		if ref := dropBlankData(c.in); ref != c.want {
