@@ -60,6 +60,17 @@ type ModelConfig struct {
 	// streamed answer waits 1/TokensPerSecond between tokens, a non-streamed
 	// one (n-1)/TokensPerSecond for n tokens. Zero means instant.
 	TokensPerSecond float64
+	// ThinkEvery, when positive, makes a streamed answer think while it
+	// waits its TTFT, as a model with extended thinking does: after
+	// message_start, a thinking block (content_block_start of type
+	// "thinking", a thinking_delta at once and every ThinkEvery until TTFT
+	// has passed, a signature_delta, content_block_stop) before the answer's
+	// blocks. Zero means no thinking.
+	ThinkEvery time.Duration
+	// PingEvery, when positive (and ThinkEvery zero), makes a streamed
+	// answer send only ping events ("event: ping") while it waits its TTFT,
+	// before message_start. Zero means none.
+	PingEvery time.Duration
 	// OutputTokens is the length of a text answer, in tokens (one lorem word
 	// is one token), before max_tokens or a stop sequence cuts it. Zero means
 	// 8.

@@ -2,7 +2,10 @@ package fakeanthropic
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakecore"
 )
 
 type wireUsage struct {
@@ -84,20 +87,47 @@ type delta struct {
 // message_start, per block content_block_start, deltas and
 // content_block_stop (a ping after the first start), message_delta with the
 // stop reason and usage, message_stop.
+//
+// With ModelConfig.ThinkEvery, message_start comes at once and a thinking
+// block, index 0, fills the wait for the first token, as Anthropic streams
+// extended thinking: content_block_start of a "thinking" block,
+// thinking_delta events, a signature_delta, content_block_stop; the
+// answer's blocks follow from index 1. With PingEvery, ping events fill it.
 func (c *call) stream(a *answer) {
-	if !c.BeginStream() {
+	start := func() {
+		c.event("message_start", map[string]any{"type": "message_start", "message": wireMessage{
+			ID: a.id, Type: "message", Role: "assistant", Model: c.Model, Content: []wireBlock{}, Usage: c.usage(1)}})
+	}
+	think := func(i int) {
+		if i == 0 {
+			start()
+			c.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		}
+		c.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "thinking_delta", "thinking": "Step " + strconv.Itoa(i+1) + ". "}})
+	}
+	ping := func() { c.Event("ping", []byte(`{"type": "ping"}`)) }
+	thoughts, ok := c.BeginStream(fakecore.Waiting{Think: think, KeepAlive: ping})
+	if !ok {
 		return
 	}
-	u := c.usage(1)
-	c.event("message_start", map[string]any{"type": "message_start", "message": wireMessage{
-		ID: a.id, Type: "message", Role: "assistant", Model: c.Model, Content: []wireBlock{}, Usage: u}})
+	block := 0
+	if thoughts > 0 {
+		c.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "signature_delta", "signature": "RmFrZVNpZ25hdHVyZQ=="}})
+		c.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		block = 1
+	} else {
+		start()
+	}
+	first := block
 	var deltas []delta
 	add := func(block int, pieces []string, tool bool) {
 		for i, p := range pieces {
 			deltas = append(deltas, delta{block: block, piece: p, tool: tool, first: i == 0, last: i == len(pieces)-1})
 		}
 	}
-	block := 0
 	if len(a.content) > 0 {
 		add(block, a.content, false)
 		block++
@@ -114,8 +144,8 @@ func (c *call) stream(a *answer) {
 				cb = map[string]any{"type": "tool_use", "id": tc.id, "name": tc.name, "input": map[string]any{}}
 			}
 			c.event("content_block_start", map[string]any{"type": "content_block_start", "index": d.block, "content_block": cb})
-			if i == 0 {
-				c.Event("ping", []byte(`{"type": "ping"}`))
+			if i == 0 && first == 0 {
+				ping()
 			}
 		}
 		dv := map[string]any{"type": "text_delta", "text": d.piece}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/portico-llm/portico/modeltest/internal/fakecore"
 	"github.com/portico-llm/portico/modeltest/internal/fakegen"
 )
 
@@ -211,6 +212,7 @@ type (
 	wirePart struct {
 		Text             *string       `json:"text,omitempty"`
 		FunctionCall     *functionCall `json:"functionCall,omitempty"`
+		Thought          bool          `json:"thought,omitempty"`
 		ThoughtSignature string        `json:"thoughtSignature,omitempty"`
 	}
 	wireCandidate struct {
@@ -282,7 +284,11 @@ func (c *call) whole(a *answer) {
 // function call, each with the usage so far, then a last event with the
 // finish reason and the whole usage.
 func (c *call) streamAnswer(a *answer) {
-	if !c.BeginStream() {
+	think := func(i int) {
+		t := "**Step " + strconv.Itoa(i+1) + "**\n\nConsidering the request. "
+		c.Event("", c.response([]wireCandidate{{Content: &wireContent{Parts: []wirePart{{Text: &t, Thought: true}}, Role: "model"}}}, c.usage(0), a.id))
+	}
+	if _, ok := c.BeginStream(fakecore.Waiting{Think: think, KeepAlive: func() { c.Comment("keep-alive") }}); !ok {
 		return
 	}
 	n := len(a.text)
@@ -326,7 +332,7 @@ func (c *call) blocked() {
 	}{c.m.BlockReason}
 	b, _ := json.Marshal(resp)
 	if c.req.stream {
-		if c.BeginStream() {
+		if _, ok := c.BeginStream(fakecore.Waiting{}); ok {
 			c.Event("", b)
 		}
 		return

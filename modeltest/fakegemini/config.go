@@ -63,6 +63,16 @@ type ModelConfig struct {
 	// 1/TokensPerSecond between chunks, a whole answer (n-1)/TokensPerSecond
 	// for n tokens. Zero means instant.
 	TokensPerSecond float64
+	// ThinkEvery, when positive, makes a streamed answer think while it
+	// waits its TTFT, as a Gemini thinking model asked for its thoughts
+	// (thinkingConfig.includeThoughts) does: an event whose part is a
+	// thought ({"text": ..., "thought": true}) at once and every ThinkEvery
+	// until TTFT has passed. Zero means no thoughts.
+	ThinkEvery time.Duration
+	// KeepAliveEvery, when positive (and ThinkEvery zero), makes a streamed
+	// answer send only SSE comments (": keep-alive") while it waits its
+	// TTFT, as a proxy in front of the API may. Zero means none.
+	KeepAliveEvery time.Duration
 	// OutputTokens is the length of a text answer in tokens (one lorem word,
 	// one streamed chunk), before generationConfig.maxOutputTokens cuts it.
 	// Zero means 8.

@@ -33,7 +33,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.models[mc.Name] = mc
 		cc.Models = append(cc.Models, fakecore.Model{Name: mc.Name, Faults: mc.Faults, Script: mc.Script,
-			Pacing: fakecore.Pacing{Latency: mc.Latency, Jitter: mc.Jitter, TTFT: mc.TTFT, TokensPerSecond: mc.TokensPerSecond}})
+			Pacing: fakecore.Pacing{Latency: mc.Latency, Jitter: mc.Jitter, TTFT: mc.TTFT, TokensPerSecond: mc.TokensPerSecond,
+				ThinkEvery: mc.ThinkEvery, KeepAliveEvery: mc.KeepAliveEvery}})
 	}
 	core, err := fakecore.New(s.dialect(), cc)
 	if err != nil {

@@ -62,6 +62,20 @@ type ModelConfig struct {
 	// answer waits 1/TokensPerSecond between tokens, and a non-streamed one waits
 	// (n-1)/TokensPerSecond for n tokens. Zero means instant.
 	TokensPerSecond float64
+	// ThinkEvery, when positive, makes a streamed answer reason while it
+	// waits its TTFT, as an OpenAI-compatible reasoning server does: a
+	// chunk whose delta carries only ReasoningField at once and every
+	// ThinkEvery until TTFT has passed, before the role delta. Zero means
+	// no reasoning.
+	ThinkEvery time.Duration
+	// ReasoningField names the delta's reasoning field: "reasoning_content"
+	// (DeepSeek, vLLM, SGLang, llama.cpp) or "reasoning" (OpenRouter,
+	// Ollama, vLLM since 0.10). Empty means "reasoning_content".
+	ReasoningField string
+	// KeepAliveEvery, when positive (and ThinkEvery zero), makes a streamed
+	// answer send only SSE comments (": keep-alive", as OpenRouter's
+	// ": OPENROUTER PROCESSING") while it waits its TTFT. Zero means none.
+	KeepAliveEvery time.Duration
 	// OutputTokens is the length of a text answer, in tokens (one lorem word is
 	// one token), before the request's max_tokens cuts it. Zero means 8.
 	OutputTokens int

@@ -2,7 +2,10 @@ package fakeopenai
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakecore"
 )
 
 // created is the fixed "created" timestamp of every answer, for determinism.
@@ -88,7 +91,19 @@ func (c *call) whole(a *answer) {
 
 // stream writes a streamed answer as server-sent events.
 func (c *call) stream(a *answer) {
-	if !c.BeginStream() {
+	think := func(i int) {
+		field := c.m.cfg.ReasoningField
+		if field == "" {
+			field = "reasoning_content"
+		}
+		delta := map[string]any{field: "step " + strconv.Itoa(i+1) + ". "}
+		if i == 0 {
+			delta["role"] = "assistant"
+		}
+		c.event(map[string]any{"id": a.id, "object": "chat.completion.chunk", "created": created, "model": c.req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": nil}}, "system_fingerprint": "fp_fakeopenai"})
+	}
+	if _, ok := c.BeginStream(fakecore.Waiting{Think: think, KeepAlive: func() { c.Comment("keep-alive") }}); !ok {
 		return
 	}
 	includeUsage := c.req.StreamOptions != nil && c.req.StreamOptions.IncludeUsage

@@ -164,15 +164,58 @@ func (c *Call) Whole(body []byte, tokens int) {
 	_, _ = c.W.Write(body)
 }
 
-// BeginStream writes the headers of an event stream and waits TTFT; it
-// reports whether the call goes on.
-func (c *Call) BeginStream() bool {
+// Waiting is how a dialect writes what a stream sends while it waits its
+// TTFT (Pacing.ThinkEvery, Pacing.KeepAliveEvery), in its provider's
+// format. A nil function sends nothing.
+type Waiting struct {
+	// Think writes the i-th reasoning event (from 0).
+	Think func(i int)
+	// KeepAlive writes one keep-alive.
+	KeepAlive func()
+}
+
+// BeginStream writes the headers of an event stream and waits TTFT,
+// thinking or keeping alive meanwhile as the model's Pacing says with w;
+// it reports whether the call goes on and how many reasoning events it
+// sent.
+func (c *Call) BeginStream(w Waiting) (thoughts int, ok bool) {
 	h := c.W.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	c.W.WriteHeader(http.StatusOK)
 	c.Flush()
-	return c.Sleep(c.pacing.TTFT)
+	every, tick := c.pacing.ThinkEvery, func(i int) {
+		if w.Think != nil {
+			w.Think(i)
+			thoughts++
+		}
+	}
+	if every <= 0 {
+		every, tick = c.pacing.KeepAliveEvery, func(int) {
+			if w.KeepAlive != nil {
+				w.KeepAlive()
+			}
+		}
+	}
+	if every <= 0 {
+		return 0, c.Sleep(c.pacing.TTFT)
+	}
+	for i, t := 0, time.Duration(0); t < c.pacing.TTFT; i, t = i+1, t+every {
+		tick(i)
+		if !c.Sleep(min(every, c.pacing.TTFT-t)) {
+			return thoughts, false
+		}
+	}
+	return thoughts, true
+}
+
+// Comment writes an event stream's comment line (": text" and a blank
+// line), the keep-alive of servers and proxies that send one (WHATWG HTML,
+// "Interpreting an event stream": a line starting with a colon is
+// ignored).
+func (c *Call) Comment(text string) {
+	_, _ = c.W.Write([]byte(": " + text + "\n\n"))
+	c.Flush()
 }
 
 // Events sends n content events with send(i), 1/TokensPerSecond apart, and

@@ -54,7 +54,7 @@ var plain = fakecore.Dialect[plainReq]{
 			c.Whole([]byte(b.String()), req.N)
 			return
 		}
-		if !c.BeginStream() {
+		if _, ok := c.BeginStream(fakecore.Waiting{}); !ok {
 			return
 		}
 		if !c.Events(req.N, func(i int) { c.Event("", []byte("t"+strconv.Itoa(i))) }, func() []byte { return []byte("oops") }) {

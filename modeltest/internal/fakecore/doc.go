@@ -47,7 +47,7 @@
 //			c.Whole(encode(answer), answer.tokens) // TTFT, pace, FaultMalformed, FaultStallMidStream
 //			return
 //		}
-//		if !c.BeginStream() { // headers, then TTFT
+//		if _, ok := c.BeginStream(fakecore.Waiting{}); !ok { // headers, then TTFT
 //			return
 //		}
 //		if !c.Events(len(deltas), sendDelta, myErrorEvent) { // pace and mid-stream faults

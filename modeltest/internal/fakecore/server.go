@@ -45,6 +45,15 @@ type Pacing struct {
 	// 1/TokensPerSecond between tokens, a whole answer (n-1)/TokensPerSecond
 	// for n tokens. Zero means instant.
 	TokensPerSecond float64
+	// ThinkEvery, when positive, makes a stream reason while it waits its
+	// TTFT: a reasoning event (the dialect's [Waiting].Think) at once and
+	// every ThinkEvery until TTFT has passed. Zero means none.
+	ThinkEvery time.Duration
+	// KeepAliveEvery, when positive and ThinkEvery is zero, makes a stream
+	// send keep-alives while it waits its TTFT: one ([Waiting].KeepAlive)
+	// at once and every KeepAliveEvery until TTFT has passed. Zero means
+	// none.
+	KeepAliveEvery time.Duration
 }
 
 // Model is what the core keeps of one served model.
