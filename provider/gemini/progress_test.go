@@ -1,0 +1,90 @@
+package gemini_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/modeltest/fakegemini"
+	"github.com/portico-llm/portico/stack"
+)
+
+// presetOver serves models a and b over one in-memory fake and returns the
+// preset with its defaults and an 8 s deadline over them, a first: a's
+// share is 4.5 s (9/16).
+func presetOver(t *testing.T, a fakegemini.ModelConfig) (*fakegemini.Server, *stack.Stack) {
+	t.Helper()
+	s, m := startPipe(t, fakegemini.Config{Models: []fakegemini.ModelConfig{a, {Name: "b"}}})
+	cfg := stack.Config{Deadline: 8 * time.Second}
+	for _, name := range []string{"a", "b"} {
+		cfg.Routes = append(cfg.Routes, stack.Route{Route: portico.Route{Name: name, Model: m, ModelName: name, Capabilities: portico.Capabilities{Provider: "p"}}})
+	}
+	st, err := stack.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, st
+}
+
+// TestPresetThinkingIsProgress: the preset with its defaults and an 8 s
+// deadline over two routes, the primary's share 4.5 s. A primary that
+// thinks for 5 s before its text, streaming its thoughts as the Gemini API
+// documents them for thinkingConfig.includeThoughts (ai.google.dev
+// gemini-api/docs/thinking, "Thought summaries": a part with "thought":
+// true, read by genai as Part.Thought), a thought every 250 ms, is live:
+// the adapter reports each as progress, the primary answers at 5 s with
+// one HTTP request, the secondary is never called, and no thought reaches
+// OnChunk. A primary that sends only SSE comments (": keep-alive", what a
+// proxy in front of the API may send; the API itself sends none) for 5 s
+// is not: each of five requests is cut at its share and answered by the
+// secondary, the fifth cut opens the primary's breaker (the preset's rule
+// for a cut shorter than FaultAfter), and the sixth is answered at once
+// without a call to the primary.
+func TestPresetThinkingIsProgress(t *testing.T) {
+	t.Run("thinking", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s, st := presetOver(t, fakegemini.ModelConfig{Name: "a", TTFT: 5 * time.Second, ThinkEvery: 250 * time.Millisecond})
+			req := userReq("", "hello")
+			var streamed strings.Builder
+			req.OnChunk = func(c portico.Chunk) error { streamed.WriteString(c.Text); return nil }
+			t0 := time.Now()
+			resp, err := st.Generate(t.Context(), req)
+			took := time.Since(t0)
+			if err != nil || resp.Route != "a" || resp.Text == "" || streamed.String() != resp.Text || strings.Contains(resp.Text, "Step") ||
+				took != 5*time.Second || s.Count("a") != 1 || s.Count("b") != 0 {
+				t.Fatalf("Generate = %+v, %v after %v, streamed %q, requests a %d b %d; want a's text only, after 5s, 1 request to a, none to b",
+					resp, err, took, streamed.String(), s.Count("a"), s.Count("b"))
+			}
+		})
+	})
+	t.Run("keep-alive comments", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s, st := presetOver(t, fakegemini.ModelConfig{Name: "a", TTFT: 5 * time.Second, KeepAliveEvery: 250 * time.Millisecond})
+			var took []time.Duration
+			opened := -1
+			for i := range 6 {
+				req := userReq("", "hello")
+				req.OnChunk = func(portico.Chunk) error { return nil }
+				t0 := time.Now()
+				resp, err := st.Generate(t.Context(), req)
+				took = append(took, time.Since(t0))
+				if err != nil || resp.Route != "b" {
+					t.Fatalf("request %d: Generate = %+v, %v; want b's answer", i+1, resp, err)
+				}
+				if opened < 0 && st.Breaker("a").State() == breaker.Open {
+					opened = i + 1
+				}
+			}
+			cut := 4500 * time.Millisecond
+			want := []time.Duration{cut, cut, cut, cut, cut, 0}
+			t.Logf("latencies %v, primary saw %d requests, breaker open after request %d", took, s.Count("a"), opened)
+			if !slices.Equal(took, want) || s.Count("a") != 5 || s.Count("b") != 6 || opened != 5 {
+				t.Fatalf("latencies %v, requests a %d b %d, open after request %d; want %v, 5, 6, 5", took, s.Count("a"), s.Count("b"), opened, want)
+			}
+		})
+	})
+}
