@@ -186,24 +186,11 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				return nil, noTimeLeft(lastErr, delay, earlier)
 			}
 			dest := r.destOf(req)
-			if r.budget != nil {
-				var which string
-				if r.shared != nil {
-					which = r.sharedSpend(ctx, dest, req.Identity.ClientKey)
-				} else {
-					bk := r.pair(req) // found again: no allocation, and off the first attempt's path
-					which = spend(r.dests, bk.client, bk.dest)
-				}
-				if which != "" {
-					portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls, Reason: which})
-					r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", dest),
-						slog.String("budget", which), slog.Int("attempt", i), slog.String("class", cls.String()))
-					what := which + " budget exhausted"
-					if which == "shared" {
-						what = "shared budget unavailable"
-					}
-					e := surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), earlier)
-					e.RefusedBy = portico.RetryBudget
+			// A retry takes its token only when it is made: from the
+			// process's buckets now, given back if the wait ends it; from a
+			// store, which has no refund, once the wait is over.
+			if r.budget != nil && r.shared == nil {
+				if e := r.spendFor(ctx, req, dest, cls, i, lastErr, earlier); e != nil {
 					return nil, e
 				}
 			}
@@ -214,6 +201,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				select {
 				case <-ctx.Done():
 					t.Stop()
+					r.unspend(dest, req)
 					return nil, canceledDuring(portico.FromContext(ctx), lastErr, earlier)
 				case <-t.C:
 				}
@@ -222,11 +210,14 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 				// the same rules, for what is left of it and the whole wait.
 				if delay = portico.CooldownFromContext(ctx); delay > 0 {
 					if why := r.hintTooLong(ctx, waited, delay, true); why != "" {
-						if r.budget != nil {
-							r.Refund(dest, req.Identity.ClientKey) // the retry is not made
-						}
+						r.unspend(dest, req)
 						return nil, tooLong(lastErr, why, i, delay, earlier)
 					}
+				}
+			}
+			if r.budget != nil && r.shared != nil {
+				if e := r.spendFor(ctx, req, dest, cls, i, lastErr, earlier); e != nil {
+					return nil, e
 				}
 			}
 			actx = portico.ContextWithAttempt(ctx, portico.Attempt{Index: i, ID: attemptID()})
@@ -248,6 +239,40 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 			return nil, err
 		}
 		lastErr = err
+	}
+}
+
+// spendFor takes the token of retry i of req, to dest, after an attempt
+// error of class cls, lastErr, or returns the error of a call the budget
+// ends, ErrBudgetExhausted's.
+func (r *Retrier) spendFor(ctx context.Context, req *portico.Request, dest string, cls portico.Class, i int, lastErr error, earlier []error) *portico.Error {
+	var which string
+	if r.shared != nil {
+		which = r.sharedSpend(ctx, dest, req.Identity.ClientKey)
+	} else {
+		bk := r.pair(req) // found again: no allocation, and off the first attempt's path
+		which = spend(r.dests, bk.client, bk.dest)
+	}
+	if which == "" {
+		return nil
+	}
+	portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls, Reason: which})
+	r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", dest),
+		slog.String("budget", which), slog.Int("attempt", i), slog.String("class", cls.String()))
+	what := which + " budget exhausted"
+	if which == "shared" {
+		what = "shared budget unavailable"
+	}
+	e := surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), earlier)
+	e.RefusedBy = portico.RetryBudget
+	return e
+}
+
+// unspend gives back the token spendFor took from the process's buckets
+// for a retry its wait ended; a store's is not taken yet.
+func (r *Retrier) unspend(dest string, req *portico.Request) {
+	if r.budget != nil && r.shared == nil {
+		r.Refund(dest, req.Identity.ClientKey)
 	}
 }
 

@@ -57,7 +57,8 @@
 // before each retry, and again after its wait, a cooldown that ends later
 // than the retry would go counts as the route's Retry-After, under the same
 // rules, so the retry waits for its end or the call ends at once and the
-// group moves on.
+// group moves on. The caps bound the whole wait before a retry, however
+// many times the cooldown was extended during it.
 //
 // # Retry budgets
 //
@@ -67,7 +68,11 @@
 // (the same by default) in its destination's; a retry withdraws one from
 // each, and a retry that finds less than one in either is not made
 // ([ErrBudgetExhausted], and a [portico.EventBudgetExhausted] event whose
-// Reason names the budget). The client's budget isolates tenants: one in an
+// Reason names the budget). A retry takes its tokens only when it is made:
+// from the process's buckets before its wait, so that a spent budget
+// refuses at once, given back when the wait ends it (a cooldown, the
+// caller gone); from a shared store, which has no refund, once the wait
+// is over. The client's budget isolates tenants: one in an
 // error loop empties only its own. The destination's bounds the load on a
 // sick destination: in an outage every tenant fails at once, and client
 // budgets alone would let each make its full MaxAttempts, multiplying the
