@@ -183,10 +183,10 @@
 // are those of the last attempt sent, Ambiguous say, never Rejected: the
 // request may have been executed and billed, which is what the caller and
 // the limiters above must know (Permanent and Canceled, which end the
-// request wherever it goes, are kept). The refusal says why the call stopped: it
-// stays in the message and the error's tree (errors.Is(err,
-// portico.ErrRejected) still holds), and a limiter above refunds only
-// what it knows was not sent ([TestSentThenRefused]).
+// request wherever it goes, are kept). The refusal says why the call
+// stopped: its RefusedBy is the error's, it stays in the message and the
+// error's tree (errors.Is(err, portico.ErrRejected) still holds), and a
+// limiter above refunds only what it knows was not sent.
 //
 // # Observing
 //
