@@ -127,10 +127,11 @@
 //     and never runs twice. An owner cut off from the store for longer
 //     cannot write its claim back: another caller may run the key after
 //     the quarantine; the owner then gets its result with an error
-//     wrapping ErrUnknown when it can record it, so two runs are never
-//     both reported as successes (when it cannot, it logs the outcome as
-//     not recorded). The same holds if another caller claimed the key
-//     after a loss the store did not detect, before the owner's beat.
+//     wrapping ErrUnknown (it finds the key taken when it records its
+//     outcome, or, having missed a beat, cannot record it), so two runs
+//     are never both reported as successes. The same holds if another
+//     caller claimed the key after a loss the store did not detect,
+//     before the owner's beat.
 //
 // Exactly once needs a store that loses no acknowledged write: for Redis,
 // appendonly yes with appendfsync always, and a failover only to a replica

@@ -102,3 +102,86 @@ func TestQuarantineRefusesNewRuns(t *testing.T) {
 		}
 	})
 }
+
+// cutStore is a Store view of one process that a test can cut off from
+// the store: every operation then fails.
+type cutStore struct {
+	Store
+	cut atomic.Bool
+}
+
+var errCut = errors.New("connection refused")
+
+func (c *cutStore) Get(ctx context.Context, key Key) (Record, bool, error) {
+	if c.cut.Load() {
+		return Record{}, false, errCut
+	}
+	return c.Store.Get(ctx, key)
+}
+
+func (c *cutStore) PutIfAbsent(ctx context.Context, key Key, rec Record) (Record, bool, error) {
+	if c.cut.Load() {
+		return Record{}, false, errCut
+	}
+	return c.Store.PutIfAbsent(ctx, key, rec)
+}
+
+func (c *cutStore) Update(ctx context.Context, key Key, prev, next Record) (bool, error) {
+	if c.cut.Load() {
+		return false, errCut
+	}
+	return c.Store.Update(ctx, key, prev, next)
+}
+
+// TestOwnerCutOffThroughLoss: the owner of a run is cut off from the store
+// while the store loses its records, for longer than the quarantine, so
+// its beats cannot write its claim back and another caller runs the key
+// after the quarantine. The owner, which can neither keep its claim nor
+// record its outcome, returns its result with ErrUnknown: the two runs
+// are never both reported as successes. Before this rule the owner was
+// told ok, as was the second run.
+func TestOwnerCutOffThroughLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const poll, quarantine = 10 * time.Millisecond, 50 * time.Millisecond
+		shared := &quarantineStore{lossyStore: newLossyStore()}
+		view := &cutStore{Store: shared}
+		a, err := New(Config{Store: view, Poll: poll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(Config{Store: shared, Poll: poll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var runs atomic.Int32
+		release := make(chan struct{})
+		charge := func(context.Context) ([]byte, error) {
+			if runs.Add(1) == 1 {
+				<-release
+			}
+			return []byte("charged"), nil
+		}
+		type answer struct {
+			res []byte
+			err error
+		}
+		owner := make(chan answer)
+		go func() { res, err := a.Do(ctx, "k", charge); owner <- answer{res, err} }()
+		synctest.Wait()
+		view.cut.Store(true)
+		shared.loseFor(quarantine)
+		time.Sleep(quarantine)
+		if res, err := b.Do(ctx, "k", charge); err != nil || string(res) != "charged" {
+			t.Fatalf("the second run = %q, %v; want charged", res, err)
+		}
+		close(release)
+		got := <-owner
+		if string(got.res) != "charged" || !errors.Is(got.err, ErrUnknown) || portico.ClassOf(got.err) != portico.Ambiguous {
+			t.Errorf("the cut-off owner = %q, %v; want its result with an ambiguous ErrUnknown", got.res, got.err)
+		}
+		if n := runs.Load(); n != 2 {
+			t.Errorf("runs = %d, want 2 (the owner could not keep its claim)", n)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -148,8 +149,9 @@ func New(cfg Config) (*Runner, error) {
 // Errors: fn's own error, unchanged, for a run that failed or was Rejected;
 // an Ambiguous *portico.Error wrapping [ErrUnknown] for an Unknown key, to
 // reconcile with [Runner.Resolve] (also, with fn's result, when this run's
-// record was lost and another caller claimed the key: see Store loss in the
-// package documentation); one of the recorded class wrapping [ErrFailed]
+// record was lost and another caller claimed the key, or when a beat of
+// this run failed and its outcome could not be recorded: see Store loss in
+// the package documentation); one of the recorded class wrapping [ErrFailed]
 // for a key that failed earlier; a Transient one wrapping [ErrStore] when
 // the store fails (fn not run); a Transient, NotSent one wrapping
 // [ErrQuarantined], with a RetryAfter, when the store refuses the claim
@@ -372,10 +374,12 @@ func quarantined(err error) error {
 // way). A store recognises its owner's claim and leaves it as it is; one
 // that lost the record gets it back, also during its quarantine: so a
 // caller that arrives after the quarantine finds the key pending, not
-// absent. Its errors are ignored: the next beat tries again.
-func (r *Runner) heartbeat(ctx context.Context, key Key, mine Record) (stop func()) {
+// absent. A failed beat is tried again at the next; stop reports whether
+// any failed (the store may have lost the claim and not got it back).
+func (r *Runner) heartbeat(ctx context.Context, key Key, mine Record) (stop func() (missed bool)) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	var failed atomic.Bool
 	ctx = context.WithoutCancel(ctx)
 	mine.Renew = true
 	wg.Go(func() {
@@ -386,13 +390,16 @@ func (r *Runner) heartbeat(ctx context.Context, key Key, mine Record) (stop func
 			case <-done:
 				return
 			case <-t.C:
-				_, _, _ = r.store.PutIfAbsent(ctx, key, mine)
+				if _, _, err := r.store.PutIfAbsent(ctx, key, mine); err != nil {
+					failed.Store(true)
+				}
 			}
 		}
 	})
-	return func() {
+	return func() bool {
 		close(done)
 		wg.Wait()
+		return failed.Load()
 	}
 }
 
@@ -445,11 +452,15 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 	}()
 	res, err = fn(ctx)
 	panicked = false
-	stop()
+	missed := stop()
 	if err == nil {
-		if r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)}) {
+		taken, rerr := r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)})
+		if taken || rerr != nil && missed {
 			// The store lost this run's record and another caller claimed
-			// the key since: the effect may run twice. Say so.
+			// the key since, or this run could not reach the store to
+			// keep its claim nor to record its outcome (the store may have
+			// lost the claim, and another caller run the key after its
+			// quarantine): the effect may have run twice. Say so.
 			return res, unknownError("store lost the record; the effect may have run again", nil)
 		}
 		return res, nil
@@ -493,10 +504,10 @@ func (r *Runner) release(ctx context.Context, key Key, mine Record, reason strin
 func rerunnable(c portico.Class) bool { return c.Retryable() || c == portico.Rejected }
 
 // record moves key from mine to next, and reports whether the store lost
-// mine and another run has claimed the key since. It uses a context that
-// outlives the caller's: an outcome must be recorded even when the caller
-// has gone.
-func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken bool) {
+// mine and another run has claimed the key since, and the store's error
+// when it could not tell. It uses a context that outlives the caller's: an
+// outcome must be recorded even when the caller has gone.
+func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken bool, err error) {
 	next.Owner = mine.Owner
 	next.Args = mine.Args
 	next.Expires = time.Now().Add(r.ttl)
@@ -510,7 +521,7 @@ func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken 
 		// safe, but the application has to reconcile it.
 		r.log.Warn("effect: outcome not recorded", "key", string(key), "state", next.State.String(), "err", err, "moved", !ok)
 	}
-	return taken
+	return taken, err
 }
 
 // restore records next, the outcome of the run that owns it, when the

@@ -312,9 +312,9 @@
 // process sharing the server uses the same Poll, Timeout and Probe. An
 // owner that cannot reach the server for the whole quarantine (cut off
 // from it while others reach it) cannot write its claim back, and its key
-// may run again after the quarantine: the owner is then told, when it
-// records its outcome, with an error wrapping effect.ErrUnknown (see
-// Store loss in package effect).
+// may run again after the quarantine: the owner is then told, with its
+// result, an error wrapping effect.ErrUnknown (see Store loss in package
+// effect; TestOwnerCutOffThroughLoss).
 //
 // What this gives: at most once through a loss for every key whose run
 // was under way, provided some instance that knew the epoch, or any
