@@ -96,4 +96,24 @@ func TestAllocs(t *testing.T) {
 			t.Errorf("%s, hedged: allocs per request = %v, want %v", tc.name, got, tc.hedged)
 		}
 	}
+	// A streamed request pays for watching its chunks: each layer's
+	// StreamWatch, and the retry layer's watchdog, whose cancelable context
+	// materializes the deadlines above it (their timer); with a route to
+	// fall back on, the group's bound on the gaps between signs of progress
+	// (fallback.Config.Share) adds a timer and a cancelable context.
+	streamed := req.Clone()
+	streamed.OnChunk = func(portico.Chunk) error { return nil }
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration
+		want     float64
+	}{{"streamed, default deadline", 0, 30}, {"streamed, no deadline", -1, 9}} {
+		s := preset(t, tc.deadline)
+		if _, err := s.Generate(context.Background(), streamed); err != nil {
+			t.Fatal(err)
+		}
+		if got := testing.AllocsPerRun(1000, func() { s.Generate(context.Background(), streamed) }); got != tc.want {
+			t.Errorf("%s: allocs per request = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
