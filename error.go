@@ -541,17 +541,30 @@ func (e deadlineCut) Error() string        { return e.timeout.Error() }
 func (e deadlineCut) Is(target error) bool { return target == ErrDeadlineCut }
 func (e deadlineCut) Unwrap() error        { return e.timeout }
 
-// ErrUnanswered marks a cut of the caller's deadline (it matches
-// [ErrDeadlineCut] too) that ended a call with no answer at the end of the
-// share of the deadline a routing layer gave it while another route stood
-// ready to follow (package fallback's share shorter than
-// Config.FaultAfter), or once a stream fell silent that long. One such cut is only the caller's short
-// deadline; a run of them with no answer between is a route that answers
-// no one, hung or far too slow for every caller. A breaker counts it in its
-// run of consecutive failures but never in its failure rate, so any answer
-// ends the run: a healthy route that answers other callers is not opened by
-// one caller's short deadlines. Throttles and adaptive limits ignore it as
-// they ignore every deadline cut.
+// ErrUnanswered marks a failure that alone is one request's, but a run of
+// which, with no answer between, is a route that serves no one. Two kinds
+// match it:
+//
+//   - an unanswered cut ([Unanswered], which matches [ErrDeadlineCut] too):
+//     a cut of the caller's deadline that ended a call with no answer at
+//     the end of the share of the deadline a routing layer gave it while
+//     another route stood ready to follow (package fallback's share
+//     shorter than Config.FaultAfter), or once a stream fell silent that
+//     long. Alone it is only the caller's short deadline; a run is a route
+//     hung or far too slow for every caller.
+//   - a refusal not to be retried ([UnansweredRefusal]): a failure of a
+//     class that would be retried (a 5xx, a 429) that the provider advised
+//     not to retry (x-should-retry: false), which the adapter makes
+//     [Incompatible] (not retried, the request moves on). Alone it is
+//     advice about the request; a run is a route that refuses every
+//     request so (a gateway in front of a dead backend, a blocked account).
+//
+// [IsUnanswered] tells them. A breaker counts them in its run of
+// consecutive failures but never in its failure rate, so any answer ends
+// the run: a healthy route that answers other callers is not opened by one
+// caller's short deadlines or one request's refusals, and a route that
+// answers no one is. Throttles and adaptive limits ignore them, as they
+// ignore every deadline cut.
 var ErrUnanswered = errors.New("portico: unanswered")
 
 // Unanswered returns timeout (a layer's own timeout cause) marked as an
@@ -565,6 +578,34 @@ type unanswered struct{ cut deadlineCut }
 func (e unanswered) Error() string        { return e.cut.Error() }
 func (e unanswered) Is(target error) bool { return target == ErrUnanswered }
 func (e unanswered) Unwrap() error        { return e.cut }
+
+// UnansweredRefusal returns cause (a provider's error) marked as a refusal
+// not to be retried, [ErrUnanswered], but not as a cut of any deadline: it
+// has cause's message and matches what cause matches. An adapter gives it
+// as the Err of the [Incompatible] error it makes of a retryable failure
+// (a 5xx, a 429) that the provider advised not to retry. A nil cause gives
+// ErrUnanswered itself.
+func UnansweredRefusal(cause error) error {
+	if cause == nil {
+		return ErrUnanswered
+	}
+	return refusal{cause}
+}
+
+type refusal struct{ cause error }
+
+func (e refusal) Error() string        { return e.cause.Error() }
+func (e refusal) Is(target error) bool { return target == ErrUnanswered }
+func (e refusal) Unwrap() error        { return e.cause }
+
+// IsUnanswered reports whether err, of class c (its [ClassOf]), is an
+// unanswered failure, [ErrUnanswered]'s: an unanswered cut (Ambiguous or
+// Transient) or a refusal not to be retried (Incompatible), matching it.
+// Breakers count it in their run of consecutive failures only; throttles
+// and adaptive limits ignore it.
+func IsUnanswered(c Class, err error) bool {
+	return (c == Ambiguous || c == Transient || c == Incompatible) && errors.Is(err, ErrUnanswered)
+}
 
 // IsDeadlineCut reports whether err, of class c (its [ClassOf]), is a cut of
 // the caller's own deadline, [ErrDeadlineCut]'s: Ambiguous or Transient, and

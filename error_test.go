@@ -255,6 +255,51 @@ func TestIsDeadlineCut(t *testing.T) {
 	}
 }
 
+// TestIsUnanswered: an unanswered cut (Ambiguous or Transient) and a
+// refusal not to be retried (Incompatible) are unanswered failures; the
+// mark on another class (the caller's own deadline, a route fault), a cut
+// not marked unanswered, and an Incompatible failure not marked are not.
+func TestIsUnanswered(t *testing.T) {
+	cut := Unanswered(NewLayerTimeout("share timeout"))
+	refusal := UnansweredRefusal(errors.New("provider: 503"))
+	for _, tc := range []struct {
+		c    Class
+		err  error
+		want bool
+	}{
+		{Ambiguous, cut, true},
+		{Transient, &Error{Class: Transient, Err: cut}, true},
+		{Incompatible, &Error{Class: Incompatible, Status: 503, Err: refusal}, true},
+		{Incompatible, UnansweredRefusal(nil), true},
+		{Deadline, cut, false},
+		{Canceled, refusal, false},
+		{Unusable, refusal, false},
+		{Ambiguous, DeadlineCut(NewLayerTimeout("share timeout")), false},
+		{Incompatible, &Error{Class: Incompatible, Status: 400}, false},
+		{Incompatible, nil, false},
+	} {
+		if got := IsUnanswered(tc.c, tc.err); got != tc.want {
+			t.Errorf("IsUnanswered(%v, %v) = %v, want %v", tc.c, tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestUnansweredRefusal: a provider's error marked as a refusal not to be
+// retried keeps its message and what it matches, and matches ErrUnanswered
+// but not ErrDeadlineCut (it is no cut of any deadline).
+func TestUnansweredRefusal(t *testing.T) {
+	cause := &Error{Class: Transient, Status: 503, Reason: "overloaded"}
+	m := UnansweredRefusal(cause)
+	var pe *Error
+	if m.Error() != cause.Error() || !errors.Is(m, ErrUnanswered) || errors.Is(m, ErrDeadlineCut) || !errors.As(m, &pe) || pe != cause {
+		t.Errorf("UnansweredRefusal(%v) = %q, matching ErrUnanswered %v, ErrDeadlineCut %v, reaching its cause %v; want the message, true, false, true",
+			cause, m, errors.Is(m, ErrUnanswered), errors.Is(m, ErrDeadlineCut), errors.As(m, &pe))
+	}
+	if UnansweredRefusal(nil) != ErrUnanswered {
+		t.Errorf("UnansweredRefusal(nil) = %v, want ErrUnanswered", UnansweredRefusal(nil))
+	}
+}
+
 // TestDeadlineCut: a layer timeout marked as a cut keeps its message and
 // what it matches, and matches ErrDeadlineCut; the timeout alone does not.
 func TestDeadlineCut(t *testing.T) {

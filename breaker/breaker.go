@@ -329,24 +329,26 @@ var errPanic = &portico.Error{Class: portico.Transient, Reason: "panic"}
 
 // outcome classifies err for counting: counted reports whether it counts at
 // all, failed whether as a failure, and runOnly whether as a failure of the
-// run of consecutive failures alone (an unanswered cut:
-// portico.ErrUnanswered, not in the window). Only route faults count as
-// failures; other errors (permanent, incompatible, canceled, deadline,
-// rejected, any other cut of a short share of the caller's deadline:
-// portico.ErrDeadlineCut, an answer an acceptance check refused:
-// portico.ErrAnswerRefused) are ignored, neither success nor failure, so
-// one bad client cannot make a healthy route look down.
+// run of consecutive failures alone (an unanswered failure,
+// portico.IsUnanswered: a cut of a short share while another route stood
+// ready, or a refusal the provider advised not to retry; not in the
+// window). Only route faults count as failures; other errors (permanent,
+// incompatible, canceled, deadline, rejected, any other cut of a short
+// share of the caller's deadline: portico.ErrDeadlineCut, an answer an
+// acceptance check refused: portico.ErrAnswerRefused) are ignored, neither
+// success nor failure, so one bad client cannot make a healthy route look
+// down.
 func outcome(err error) (class portico.Class, counted, failed, runOnly bool) {
 	if err == nil {
 		return portico.OK, true, false, false
 	}
 	class = portico.ClassOf(err)
 	switch {
+	case portico.IsUnanswered(class, err):
+		return class, true, true, true
 	case !class.RouteFault() || errors.Is(err, portico.ErrAnswerRefused):
 	case !portico.IsDeadlineCut(class, err):
 		return class, true, true, false
-	case errors.Is(err, portico.ErrUnanswered):
-		return class, true, true, true
 	}
 	return class, false, false, false
 }
@@ -426,7 +428,7 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 	b.trip(ctx, gen, now, reason, class)
 }
 
-// unanswered records an unanswered cut (portico.ErrUnanswered) of class
+// unanswered records an unanswered failure (portico.IsUnanswered) of class
 // class in the closed period of state word: it lengthens the run of
 // consecutive failures, which Config.Trip reads, but enters neither the
 // window's calls nor its failures, so a route's failure rate says only

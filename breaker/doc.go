@@ -34,7 +34,8 @@
 // has [portico.Class.RouteFault]: Transient, RateLimited, Ambiguous,
 // InvalidResponse and Unusable. Permanent client errors (a malformed
 // request), Incompatible requests, the caller's own cancellation, deadlines
-// (and a layer's cut of a short share of them, [portico.ErrDeadlineCut]),
+// (and a layer's cut of a short share of them, [portico.ErrDeadlineCut];
+// for the unanswered ones of both, see below),
 // answers an acceptance check refused ([portico.ErrAnswerRefused]: one
 // request's schema or checks) and local rejections are ignored: neither success nor failure, so that one bad
 // client cannot make a healthy model look down (a breaker per route and error
@@ -47,15 +48,19 @@
 // breaker tripped while it ran) is not counted at all: what it says is about
 // the route before the trip, not about the closed period now under way.
 //
-// One cut of a short share is counted halfway: an unanswered cut
-// ([portico.ErrUnanswered]: a fallback group ended the call at the end of
-// its share, with nothing back, while another route stood ready) enters
-// the run of consecutive failures (Counts.ConsecutiveFailures), not the
-// window, and fails a probe. Alone it is one caller's short deadline; five
-// in a row, with no answer between ([DefaultTrip]), are a route that
-// answers no one, and any answer ends the run, so a healthy route that
-// answers other callers is never opened by one caller's deadlines and its
-// failure rate says only what it answered.
+// An unanswered failure ([portico.IsUnanswered]) is counted halfway: an
+// unanswered cut ([portico.ErrUnanswered]: a fallback group ended the call
+// at the end of its share, with nothing back, while another route stood
+// ready), or a refusal not to be retried (a 5xx or 429 the provider
+// advised not to retry, x-should-retry: false, which the adapter makes
+// Incompatible and marks) enters the run of consecutive failures
+// (Counts.ConsecutiveFailures), not the window, and fails a probe. Alone
+// it is one caller's short deadline, or advice about one request; five in
+// a row, with no answer between ([DefaultTrip]), are a route that answers
+// no one, and any answer ends the run, so a healthy route that answers
+// other callers is never opened by one caller's deadlines or one request's
+// refusals, and its failure rate says only what it answered. The breaker
+// reads only the mark, never a header.
 //
 // # Unusable and Retry-After
 //

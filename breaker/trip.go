@@ -19,8 +19,8 @@ type Counts struct {
 	// Slow is the calls that took at least Config.SlowCall, failed or not.
 	Slow int
 	// ConsecutiveFailures is the run of failures ending with the last call,
-	// across the window's edge, unanswered cuts ([portico.ErrUnanswered])
-	// included; a success (slow or not) ends it.
+	// across the window's edge, unanswered failures
+	// ([portico.IsUnanswered]) included; a success (slow or not) ends it.
 	ConsecutiveFailures int
 	// Class is the class of the call just counted: its failure's, or
 	// [portico.OK] for a slow success.

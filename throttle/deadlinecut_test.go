@@ -34,3 +34,23 @@ func TestVerdictRefusedAnswer(t *testing.T) {
 		t.Errorf("verdict(malformed answer) = %v, %v; want counted, not accepted", counted, accepted)
 	}
 }
+
+// TestVerdictUnanswered: the unanswered failures a breaker counts in its run
+// only (portico.IsUnanswered) are not counted by the throttle, as every
+// deadline cut: an unanswered cut, and a 503 the provider advised not to
+// retry (Incompatible, marked). A 400 for the request stays an accept.
+// Before, the refusal counted as an accept, as any Incompatible failure: a
+// route that refused every request so looked healthy to its throttle.
+func TestVerdictUnanswered(t *testing.T) {
+	for _, err := range []error{
+		&portico.Error{Class: portico.Ambiguous, Err: portico.Unanswered(portico.NewLayerTimeout("share"))},
+		&portico.Error{Class: portico.Incompatible, Status: 503, Err: portico.UnansweredRefusal(fmt.Errorf("provider: 503"))},
+	} {
+		if counted, accepted := verdict(err); counted || accepted {
+			t.Errorf("verdict(%v) = %v, %v; want not counted", err, counted, accepted)
+		}
+	}
+	if counted, accepted := verdict(&portico.Error{Class: portico.Incompatible, Status: 400}); !counted || !accepted {
+		t.Errorf("verdict(400) = %v, %v; want counted and accepted", counted, accepted)
+	}
+}

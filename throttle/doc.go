@@ -55,9 +55,12 @@
 // RateLimited 429, Ambiguous timeouts, InvalidResponse, Unusable) counts as
 // a request not accepted, and so does every call the Throttle rejects. The
 // caller's own cancellation or deadline (and a layer's cut of a short share
-// of it, [portico.ErrDeadlineCut], as breakers ignore it), and a rejection by
-// another local layer (a breaker, a limiter), are not counted at all: the
-// destination gave no verdict.
+// of it, [portico.ErrDeadlineCut], as breakers ignore it), an unanswered
+// failure ([portico.IsUnanswered]: such a cut while another route stood
+// ready, or a 5xx or 429 the provider advised not to retry, which is
+// Incompatible but no client error; a breaker counts a run of them), and a
+// rejection by another local layer (a breaker, a limiter), are not counted
+// at all: the destination gave no verdict on its load.
 //
 // A rejected call fails with a [portico.Rejected] error wrapping
 // [ErrThrottled] and a [*Error] with the counts, which package fallback

@@ -270,8 +270,11 @@ func verdict(err error) (counted, accepted bool) {
 	switch c := portico.ClassOf(err); {
 	case errors.Is(err, portico.ErrAnswerRefused):
 		return true, true // answered: the destination accepted the call, whatever the answer's checks said
-	case portico.IsDeadlineCut(c, err):
-		return false, false // a cut of a short share of the caller's deadline, as breakers ignore it
+	case portico.IsDeadlineCut(c, err), portico.IsUnanswered(c, err):
+		// A cut of a short share of the caller's deadline, or a refusal
+		// the provider advised not to retry: alone each is one request's,
+		// and a breaker counts a run of them; no verdict on the load.
+		return false, false
 	case c.RouteFault():
 		return true, false
 	case c == portico.Permanent || c == portico.Incompatible:
