@@ -67,7 +67,10 @@
 // provider refuses (its 400 or 422, its x-should-retry: false) is that
 // route's only: the adapters classify it Incompatible, so it is not retried
 // there, the group moves on to the next route that fits, and the breaker
-// does not count it. A route that cannot serve now (a 401 or
+// does not count it, but for a 5xx or 429 advised not to be retried, which
+// it counts in its run of consecutive failures only
+// ([portico.ErrUnanswered]): a route that answers nothing else opens after
+// five in a row. A route that cannot serve now (a 401 or
 // 403 of its key, a 404 of its model, a spent quota: Unusable) is called
 // once, not retried; the group moves on to the next route and the route's
 // breaker opens at once, so later requests skip it until a probe succeeds.

@@ -139,8 +139,9 @@ func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoin
 // overloaded_error on a fraction of calls (retried). Its first request gets
 // a 529 with x-should-retry: false: the provider says not to retry this
 // request, so the call moves on to Gemini, which answers in every run, and
-// the route's breaker does not count it (advice about one request, not the
-// route's health).
+// the route's breaker counts it only in its run of consecutive failures
+// (advice about one request: it opens nothing alone, and the next answer
+// ends the run).
 func startAnthropic(_ context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
 		if os.Getenv("ANTHROPIC_API_KEY") == "" {

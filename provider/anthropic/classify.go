@@ -70,9 +70,10 @@ var ErrTooLarge = errors.New("anthropic: response larger than MaxResponseBytes")
 // x-should-retry header to a Class and a short reason, by the table of the
 // package documentation (Error classes), whose rows it tries in order: spend
 // limits, overload, rate limits, sizes and windows, the route's own faults,
-// server errors, the rest; x-should-retry overrides last. The statuses and
-// types are those of https://docs.claude.com/en/api/errors.
-func classifyError(status int, typ, code, msg, shouldRetry string) (portico.Class, string) {
+// server errors, the rest; x-should-retry overrides last ("false" marks
+// cause, the error's cause, which it returns: adapt.NoRetry). The statuses
+// and types are those of https://docs.claude.com/en/api/errors.
+func classifyError(status int, typ, code, msg, shouldRetry string, cause error) (portico.Class, string, error) {
 	c, reason := baseClass(status, typ, code, strings.ToLower(msg))
 	switch shouldRetry {
 	case "true":
@@ -80,9 +81,9 @@ func classifyError(status int, typ, code, msg, shouldRetry string) (portico.Clas
 			c, reason = portico.Transient, reason+" (x-should-retry: true)"
 		}
 	case "false":
-		c, reason = adapt.NoRetry(c, reason)
+		return adapt.NoRetry(c, reason, cause)
 	}
-	return c, reason
+	return c, reason, cause
 }
 
 // reasonRefused is the reason of a request refused for no reason the table
@@ -134,8 +135,8 @@ const streamErrorPrefix = "received error while streaming: "
 // encodes.
 var rules = adapt.Rules{
 	Name: "anthropic",
-	StatusClass: func(status int, h http.Header) (portico.Class, string) {
-		return classifyError(status, "", "", "", adapt.Header(h, "X-Should-Retry"))
+	StatusClass: func(status int, h http.Header, cause error) (portico.Class, string, error) {
+		return classifyError(status, "", "", "", adapt.Header(h, "X-Should-Retry"), cause)
 	},
 	NotBuilt:       portico.Unusable,
 	NotBuiltReason: "request not sent: client refused it",
@@ -169,7 +170,6 @@ func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, mode
 			h = apiErr.Response.Header
 		}
 		e.Status = apiErr.StatusCode
-		e.Class, e.Reason = classifyError(pe.Status, pe.Type, pe.Code, apiErr.Message, adapt.Header(h, "X-Should-Retry"))
 		e.Code = pe.Code
 		if e.Code == "" {
 			e.Code = pe.Type
@@ -177,7 +177,7 @@ func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, mode
 		if m.cfg.IncludeProviderMessage {
 			pe.Message = apiErr.Message
 		}
-		e.Err = pe
+		e.Class, e.Reason, e.Err = classifyError(pe.Status, pe.Type, pe.Code, apiErr.Message, adapt.Header(h, "X-Should-Retry"), pe)
 		return e
 	}
 	// An error event whose data is not an error object: the server failed
@@ -218,6 +218,6 @@ func (m *Model) bodyError(raw string, x *adapt.Exchange, model string) error {
 	if e.Code == "" {
 		e.Code = pe.Type
 	}
-	e.Class, e.Reason = classifyError(x.Status, pe.Type, pe.Code, body.Error.Message, adapt.Header(x.Header, "X-Should-Retry"))
+	e.Class, e.Reason, e.Err = classifyError(x.Status, pe.Type, pe.Code, body.Error.Message, adapt.Header(x.Header, "X-Should-Retry"), pe)
 	return e
 }

@@ -59,7 +59,7 @@ func TestClassifyError(t *testing.T) {
 		{503, "", "", "", "maybe", portico.Transient, "server error"},
 	}
 	for _, c := range cases {
-		got, reason := classifyError(c.status, c.typ, c.code, c.msg, c.retry)
+		got, reason, _ := classifyError(c.status, c.typ, c.code, c.msg, c.retry, nil)
 		if got != c.want || reason != c.reason {
 			t.Errorf("classifyError(%d, %q, %q, %q, %q) = %v %q, want %v %q", c.status, c.typ, c.code, c.msg, c.retry, got, reason, c.want, c.reason)
 		}

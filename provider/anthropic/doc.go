@@ -127,8 +127,9 @@
 //	x-should-retry: true / false                such a refusal or Unusable made
 //	                                            Transient; Transient or RateLimited
 //	                                            made Incompatible (advice about the
-//	                                            request: not retried, moves on, no
-//	                                            breaker counts it)
+//	                                            request: not retried, moves on),
+//	                                            marked portico.ErrUnanswered: a breaker
+//	                                            counts only a run of them (5 in a row)
 //	error event inside an HTTP 200 stream,      as its type says (overloaded_error
 //	or an error object as a 200 body            Transient, ...); after text reached
 //	                                            OnChunk no layer above retries it

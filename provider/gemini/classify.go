@@ -183,8 +183,9 @@ func tooLong(message string) bool {
 // rules are what the shared classifier needs of Google's errors.
 var rules = adapt.Rules{
 	Name: "gemini",
-	StatusClass: func(status int, _ http.Header) (portico.Class, string) {
-		return classifyStatus(status, "", "", "", nil)
+	StatusClass: func(status int, _ http.Header, cause error) (portico.Class, string, error) {
+		c, reason := classifyStatus(status, "", "", "", nil)
+		return c, reason, cause
 	},
 	NotBuilt:       portico.Unusable,
 	NotBuiltReason: "request not sent: client refused it",

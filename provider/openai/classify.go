@@ -59,11 +59,12 @@ var ErrMalformed = portico.ErrMalformed
 var ErrTooLarge = errors.New("openai: response larger than MaxResponseBytes")
 
 // classifyStatus maps an HTTP error status and what its error object says
-// to a Class and a short reason, by the table in doc.go; then x-should-retry
-// overrides: "true" makes a class that is not retryable Transient, "false"
-// makes a retryable one Incompatible (adapt.NoRetry: advice about this
-// request, which moves on without opening the route's breaker).
-func classifyStatus(status int, f errorFields, shouldRetry string) (portico.Class, string) {
+// to a Class and a short reason, by the table in doc.go, and returns cause,
+// the error's cause; then x-should-retry overrides: "true" makes a class
+// that is not retryable Transient, "false" makes a retryable one
+// Incompatible with cause marked (adapt.NoRetry: advice about this
+// request, which moves on; a breaker counts only a run of them).
+func classifyStatus(status int, f errorFields, shouldRetry string, cause error) (portico.Class, string, error) {
 	c, reason := statusClass(status, recognise(f))
 	switch shouldRetry {
 	case "true":
@@ -71,9 +72,9 @@ func classifyStatus(status int, f errorFields, shouldRetry string) (portico.Clas
 			c, reason = portico.Transient, reason+" (x-should-retry: true)"
 		}
 	case "false":
-		c, reason = adapt.NoRetry(c, reason)
+		return adapt.NoRetry(c, reason, cause)
 	}
-	return c, reason
+	return c, reason, cause
 }
 
 // failureClasses are the Class and reason of what an error object says.
@@ -144,8 +145,8 @@ func classifyEvent(f errorFields) (portico.Class, string) {
 // rules are what the shared classifier needs of OpenAI's errors.
 var rules = adapt.Rules{
 	Name: "openai",
-	StatusClass: func(status int, h http.Header) (portico.Class, string) {
-		return classifyStatus(status, errorFields{}, h.Get("x-should-retry"))
+	StatusClass: func(status int, h http.Header, cause error) (portico.Class, string, error) {
+		return classifyStatus(status, errorFields{}, h.Get("x-should-retry"), cause)
 	},
 	NotBuilt:       portico.Unusable,
 	NotBuiltReason: "request not sent: client refused it",
@@ -170,13 +171,12 @@ func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, mode
 	if x.Status >= 400 {
 		f := parseErrorBody(x.ErrBody)
 		e.Code = f.Code
-		e.Class, e.Reason = classifyStatus(x.Status, f, x.Header.Get("x-should-retry"))
 		pe := m.providerError(x.Status, f, false)
 		var apiErr *oai.Error
 		if errors.As(err, &apiErr) {
 			pe.Cause = apiErr
 		}
-		e.Err = pe
+		e.Class, e.Reason, e.Err = classifyStatus(x.Status, f, x.Header.Get("x-should-retry"), pe)
 		return e
 	}
 	var se *ssestream.StreamError

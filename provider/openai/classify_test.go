@@ -44,7 +44,7 @@ func TestClassifyStatus(t *testing.T) {
 		if c.retry == "true" && !want.Retryable() {
 			want = portico.Transient
 		}
-		if got, _ := classifyStatus(c.status, errorFields{Code: c.code}, c.retry); got != want {
+		if got, _, _ := classifyStatus(c.status, errorFields{Code: c.code}, c.retry, nil); got != want {
 			t.Errorf("classifyStatus(%d, %q, %q) = %v, want %v", c.status, c.code, c.retry, got, want)
 		}
 	}

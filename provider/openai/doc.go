@@ -61,8 +61,9 @@
 //	x-should-retry: true / false                overrides: true makes a class that is not
 //	                                            retryable Transient, false makes a
 //	                                            retryable one Incompatible (advice about
-//	                                            the request: not retried, moves on, no
-//	                                            breaker counts it)
+//	                                            the request: not retried, moves on),
+//	                                            marked portico.ErrUnanswered: a breaker
+//	                                            counts only a run of them (5 in a row)
 //	error inside an HTTP 200 answer (a stream's  what its message, code or type say, else
 //	error event or "error:" line, an error      the status its numeric code states, else
 //	object as the whole body, a choice whose    Transient

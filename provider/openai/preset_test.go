@@ -267,12 +267,11 @@ func TestPresetRouteFaultMovesOn(t *testing.T) {
 
 // TestPresetRequestRefusedMovesOn: what one provider refuses of a request
 // another serves (Groq's tool_use_failed, any 400 or 422 its wording does
-// not explain otherwise), and an answer that says not to retry the request
-// (x-should-retry: false), are this request's on this route: the secondary
-// answers after one call to the primary, which is not retried, and the
-// primary's breaker stays closed however many requests it refuses (a 400
-// was Permanent and stopped the group; x-should-retry: false was Unusable
-// and one such answer opened the breaker for every tenant).
+// not explain otherwise, a 4xx that also says x-should-retry: false) is
+// this request's on this route: the secondary answers after one call to
+// the primary, which is not retried, and the primary's breaker stays closed
+// however many requests it refuses (a 400 was Permanent and stopped the
+// group).
 func TestPresetRequestRefusedMovesOn(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -282,8 +281,7 @@ func TestPresetRequestRefusedMovesOn(t *testing.T) {
 			Message: "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details."}},
 		{"400 invalid_request_error", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 400, Type: "invalid_request_error", Message: "Invalid value for 'tool_choice'."}},
 		{"422", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 422}},
-		{"503 x-should-retry: false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, Header: http.Header{"X-Should-Retry": {"false"}}}},
-		{"429 x-should-retry: false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, ShouldRetry: "false"}},
+		{"400 x-should-retry: false", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 400, ShouldRetry: "false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -304,6 +302,98 @@ func TestPresetRequestRefusedMovesOn(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPresetNoRetryRunOpens: a retryable status (503, 429) that says
+// x-should-retry: false is advice about the request: it is called once on
+// that route and moves on, and one such answer opens nothing; but a route
+// that answers every request so serves no one. Ten requests, each answered
+// so by the primary: the secondary answers all ten, the primary's breaker
+// opens after the fifth (the run of consecutive failures, as for an
+// unanswered cut) and the primary sees 5 calls. Before, such answers were
+// ignored by the breaker and the primary saw all 10, every request paying
+// its round trip for ever.
+func TestPresetNoRetryRunOpens(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault fakeopenai.Fault
+	}{
+		{"503", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, Header: http.Header{"X-Should-Retry": {"false"}}}},
+		{"429", fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, ShouldRetry: "false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := tc.fault
+				f.Fraction = 1
+				sa, a := provider(t, "p1", fakeopenai.ModelConfig{Name: "a", Faults: []fakeopenai.Fault{f}})
+				sb, b := provider(t, "p2", fakeopenai.ModelConfig{Name: "b"})
+				s := preset(t, stack.Config{}, a, b)
+				answered, opened := 0, -1
+				var got [][]string
+				for i := range 10 {
+					resp, err := s.Generate(t.Context(), userReq("a", "hello"))
+					if err != nil {
+						t.Fatalf("request %d: %v", i, err)
+					}
+					if resp.Route == "b" {
+						answered++
+					}
+					got = append(got, hops(resp))
+					if opened < 0 && s.Breaker("a").State() == breaker.Open {
+						opened = i + 1
+					}
+				}
+				t.Logf("%s x-should-retry: false on every request: %d of 10 answered by b, a saw %d calls, a's breaker open after request %d",
+					tc.name, answered, sa.Count("a"), opened)
+				for i, h := range got {
+					want := "a:incompatible"
+					if i >= 5 {
+						want = "a:unavailable"
+					}
+					if !same(h, want) {
+						t.Errorf("request %d: hops %v, want [%s]", i, h, want)
+					}
+				}
+				if answered != 10 || opened != 5 || sa.Count("a") != 5 || sb.Count("b") != 10 {
+					t.Errorf("%d answered by b, open after request %d, calls a %d b %d; want 10, 5, 5 and 10", answered, opened, sa.Count("a"), sb.Count("b"))
+				}
+			})
+		})
+	}
+}
+
+// TestPresetNoRetryAmongAnswersStaysClosed: a route that answers some
+// requests and advises not to retry others (4 answers of x-should-retry:
+// false, then an answer, four times over) serves: each answer ends the
+// run, so its breaker stays closed for all 20 requests, and each request
+// is answered, by the primary or after one call to it by the secondary.
+func TestPresetNoRetryAmongAnswersStaysClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refusal := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, ShouldRetry: "false"}
+		var script []fakeopenai.Fault
+		for range 4 {
+			script = append(script, refusal, refusal, refusal, refusal, fakeopenai.Fault{})
+		}
+		sa, a := provider(t, "p1", fakeopenai.ModelConfig{Name: "a", Script: script})
+		sb, b := provider(t, "p2", fakeopenai.ModelConfig{Name: "b"})
+		s := preset(t, stack.Config{}, a, b)
+		byA := 0
+		for i := range 20 {
+			resp, err := s.Generate(t.Context(), userReq("a", "hello"))
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			if resp.Route == "a" {
+				byA++
+			}
+			if st := s.Breaker("a").State(); st != breaker.Closed {
+				t.Fatalf("after request %d: a's breaker %v, want closed", i, st)
+			}
+		}
+		if byA != 4 || sa.Count("a") != 20 || sb.Count("b") != 16 {
+			t.Errorf("%d answered by a, calls a %d b %d; want 4, 20 and 16", byA, sa.Count("a"), sb.Count("b"))
+		}
+	})
 }
 
 // Fallback.StopOnUnusable keeps the old rule: the primary's 401 is the

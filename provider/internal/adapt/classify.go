@@ -16,10 +16,11 @@ type Rules struct {
 	// Name is the adapter's package name ("openai"); it begins the text of
 	// [Withheld] errors.
 	Name string
-	// StatusClass is the Class and reason of an HTTP error status whose
-	// body was not read (it went past the limit); h is the response's
-	// headers (x-should-retry).
-	StatusClass func(status int, h http.Header) (portico.Class, string)
+	// StatusClass is the Class, reason and cause of an HTTP error status
+	// whose body was not read (it went past the limit); h is the
+	// response's headers (x-should-retry), cause the error's cause so far,
+	// which it returns or marks ([NoRetry]).
+	StatusClass func(status int, h http.Header, cause error) (portico.Class, string, error)
 	// NotBuilt and NotBuiltReason classify a call whose request never
 	// reached the transport: the SDK refused to build or send it.
 	NotBuilt       portico.Class
@@ -40,7 +41,8 @@ func (x *Exchange) NewError(model string, err error) *portico.Error {
 //     Transient before the request was written, Ambiguous after; Err is
 //     ctx.Err() joined with its cause;
 //   - the body went past Limit: InvalidResponse wrapping TooLarge, or for an
-//     HTTP error the class of its status (r.StatusClass).
+//     HTTP error the class of its status (r.StatusClass, which may mark
+//     the cause).
 //
 // NotSent is set when the request was not written.
 func (x *Exchange) Stopped(ctx context.Context, e *portico.Error, r *Rules) bool {
@@ -68,7 +70,7 @@ func (x *Exchange) Stopped(ctx context.Context, e *portico.Error, r *Rules) bool
 	if x.TooLarge != nil && errors.Is(x.ReadErr, x.TooLarge) {
 		e.Class, e.Reason, e.Err = portico.InvalidResponse, "response too large", x.TooLarge
 		if x.Status >= 400 {
-			e.Class, e.Reason = r.StatusClass(x.Status, x.Header)
+			e.Class, e.Reason, e.Err = r.StatusClass(x.Status, x.Header, e.Err)
 			e.Reason += " (error body too large)"
 		}
 		return true

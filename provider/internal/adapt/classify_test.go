@@ -16,11 +16,12 @@ import (
 
 var testRules = Rules{
 	Name: "test",
-	StatusClass: func(status int, h http.Header) (portico.Class, string) {
+	StatusClass: func(status int, h http.Header, cause error) (portico.Class, string, error) {
+		c, reason := portico.Transient, "status "+http.StatusText(status)
 		if h.Get("X-Should-Retry") == "false" {
-			return portico.Unusable, "told not to"
+			return NoRetry(c, reason, cause)
 		}
-		return portico.Transient, "status " + http.StatusText(status)
+		return c, reason, cause
 	},
 	NotBuilt:       portico.Unusable,
 	NotBuiltReason: "not built",
@@ -96,8 +97,14 @@ func TestStoppedTooLarge(t *testing.T) {
 	x = exchange(true, true, 503, errTooLarge)
 	x.Header.Set("X-Should-Retry", "false")
 	e = x.NewError("m", nil)
-	if !x.Stopped(ctx, e, &testRules) || e.Class != portico.Unusable || e.Reason != "told not to (error body too large)" || e.Err != errTooLarge {
-		t.Errorf("503 too large: %+v, want the status's class, \"(error body too large)\"", e)
+	if !x.Stopped(ctx, e, &testRules) || e.Class != portico.Incompatible || e.Reason != "status Service Unavailable (x-should-retry: false) (error body too large)" ||
+		!errors.Is(e.Err, errTooLarge) || !portico.IsUnanswered(e.Class, e) {
+		t.Errorf("503 too large: %+v, want the status's class, marked as x-should-retry: false says, \"(error body too large)\"", e)
+	}
+	x = exchange(true, true, 503, errTooLarge)
+	e = x.NewError("m", nil)
+	if !x.Stopped(ctx, e, &testRules) || e.Class != portico.Transient || e.Reason != "status Service Unavailable (error body too large)" || e.Err != errTooLarge {
+		t.Errorf("503 too large: %+v, want the status's class, \"(error body too large)\", wrapping TooLarge", e)
 	}
 	for _, readErr := range []error{nil, io.ErrUnexpectedEOF} {
 		x = exchange(true, true, 200, readErr)

@@ -16,16 +16,21 @@ import "github.com/portico-llm/portico"
 // did would be named in its adapter's table.
 const Refused = portico.Incompatible
 
-// NoRetry applies a provider's x-should-retry: false to the class c and
-// reason of its failure: advice about this request, not a verdict on the
-// route. A class that would be retried (Transient, RateLimited) becomes
-// Incompatible, so the request is not retried on this route, moves on to
-// the next, and the route's breaker does not count it (one such answer
-// opened it for every tenant when it was Unusable); other classes keep
-// theirs. The reason gets " (x-should-retry: false)".
-func NoRetry(c portico.Class, reason string) (portico.Class, string) {
+// NoRetry applies a provider's x-should-retry: false to the class c,
+// reason and cause of its failure: advice about this request, which alone
+// is no verdict on the route. A class that would be retried (Transient,
+// RateLimited) becomes Incompatible, so the request is not retried on
+// this route and moves on to the next, and cause is marked
+// [portico.UnansweredRefusal]: a breaker counts it only in its run of
+// consecutive failures, so one such answer trips nothing (it opened the
+// breaker for every tenant when it was Unusable) and a route that answers
+// every request so opens after a run (DefaultTrip's 5 in a row) instead of
+// costing each request a round trip for ever. The reason gets
+// " (x-should-retry: false)". Other classes keep theirs, their reason and
+// cause: a 4xx is the request's, as without the header.
+func NoRetry(c portico.Class, reason string, cause error) (portico.Class, string, error) {
 	if c.Retryable() {
-		return portico.Incompatible, reason + " (x-should-retry: false)"
+		return portico.Incompatible, reason + " (x-should-retry: false)", portico.UnansweredRefusal(cause)
 	}
-	return c, reason
+	return c, reason, cause
 }
