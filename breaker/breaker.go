@@ -411,12 +411,7 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 	} else if c := b.consec.Load(); c&0xffffffff != 0 {
 		b.consec.CompareAndSwap(c, gen<<32)
 	}
-	var t tally
-	if b.tring != nil {
-		t = b.tring.tally(gen, now)
-	} else {
-		t = b.ring.tally()
-	}
+	t := b.window(gen, now)
 	counts.Calls, counts.Failures, counts.Slow = t.calls, t.failed, t.slow
 	reason := b.cfg.Trip(counts)
 	if reason == "" {
@@ -426,6 +421,15 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, e
 		now = b.nanos()
 	}
 	b.trip(ctx, gen, now, reason, class)
+}
+
+// window tallies the closed period gen's window: the time window's at now
+// when the breaker has one, the count window's otherwise.
+func (b *Breaker) window(gen uint64, now int64) tally {
+	if b.tring != nil {
+		return b.tring.tally(gen, now)
+	}
+	return b.ring.tally()
 }
 
 // unanswered records an unanswered failure (portico.IsUnanswered) of class
@@ -443,12 +447,7 @@ func (b *Breaker) unanswered(ctx context.Context, word uint64, class portico.Cla
 	if b.tring != nil {
 		now = b.nanos()
 	}
-	var t tally
-	if b.tring != nil {
-		t = b.tring.tally(gen, now)
-	} else {
-		t = b.ring.tally()
-	}
+	t := b.window(gen, now)
 	counts.Calls, counts.Failures, counts.Slow = t.calls, t.failed, t.slow
 	reason := b.cfg.Trip(counts)
 	if reason == "" {
