@@ -83,6 +83,25 @@
 // expiring with its record. A store that fails runs nothing (a Transient
 // error wrapping [ErrStore]) and reports a [portico.EventSharedStore].
 //
+// # Store outage
+//
+// A store that fails while an effect runs (Redis stopped, a network cut)
+// may still be failing when it completes. The owner, which knows the
+// outcome, returns it to its caller (with an error wrapping ErrUnknown if
+// a beat failed too: see Store loss) and keeps it, then writes it back
+// every Config.Poll until the store takes it; the key stays Pending
+// meanwhile, so other callers wait for it and then get the owner's
+// outcome, not Unknown at the end of the lease. The write-back is bounded:
+// one goroutine per Runner, started when an outcome is kept and ended
+// when none is left; one failed store operation per Poll while the store
+// fails, whatever the number of outcomes kept; at most 1024 outcomes; each
+// given up at its expiry (TTL after completion, the Lease for a released
+// key), when the store would have forgotten it. A key another run took
+// meanwhile (after a loss, or [Runner.Resolve]d past its lease) keeps that
+// run's record. [Runner.Close] ends the write-back sooner. An outcome
+// given up leaves its key Pending, then Unknown past its lease, to
+// reconcile as any Unknown key.
+//
 // # A claim whose reply was lost
 //
 // Each attempt claims a key with a claim token it generates (the record's

@@ -149,6 +149,7 @@ func TestOwnerCutOffThroughLoss(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer a.Close() // the store never takes the owner's outcome
 		b, err := New(Config{Store: shared, Poll: poll})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ var (
 // maxUnsure bounds the claims a Runner remembers whose reply was lost.
 const maxUnsure = 1024
 
+// maxUnwritten bounds the outcomes a Runner keeps to write back.
+const maxUnwritten = 1024
+
 // Defaults of [Config].
 const (
 	DefaultTTL   = 24 * time.Hour
@@ -78,8 +82,9 @@ type Config struct {
 	// Callers in the same process wait for the running call directly. Zero
 	// means DefaultPoll (100 ms).
 	Poll time.Duration
-	// Logger receives a warning when an outcome could not be recorded. Nil
-	// discards.
+	// Logger receives a warning when an outcome could not be recorded at
+	// once, and when one is given up (see Store outage in the package
+	// documentation). Nil discards.
 	Logger *slog.Logger
 }
 
@@ -88,6 +93,7 @@ type Config struct {
 // with the same key share one run, like singleflight; later callers get the
 // stored result of a completed run; an ambiguous outcome is recorded as
 // Unknown and never silently re-run. A Runner is safe for concurrent use.
+// [Runner.Close] ends the write-back of outcomes the store did not take.
 type Runner struct {
 	store Store
 	ttl   time.Duration
@@ -101,7 +107,19 @@ type Runner struct {
 	// although the store's reply was lost: the next Do of the key claims it
 	// with the same token, which the store recognises as its own.
 	unsure map[Key]string
+	// unwritten holds the outcomes the store did not take, which one
+	// goroutine (writing) writes back every Poll; Close ends it.
+	unwritten map[Key]unwritten
+	writing   bool
+	closed    bool
+	ctx       context.Context // canceled by Close
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
+
+// unwritten is an outcome next of the run that claimed its key with mine,
+// which the store did not take.
+type unwritten struct{ mine, next Record }
 
 // flight is one run in this process that other callers of the key wait for.
 type flight struct {
@@ -135,7 +153,9 @@ func New(cfg Config) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}, unsure: map[Key]string{}}, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}, unsure: map[Key]string{},
+		unwritten: map[Key]unwritten{}, ctx: ctx, cancel: cancel}, nil
 }
 
 // Do runs fn at most once for key and returns its result: the stored result
@@ -490,10 +510,12 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 // absent, which would read as a record the store lost.
 func (r *Runner) release(ctx context.Context, key Key, mine Record, reason string) {
 	next := Record{State: Failed, Class: portico.Rejected, Reason: reason, Args: mine.Args, Owner: mine.Owner, Expires: time.Now().Add(r.lease)}
-	ok, err := r.store.Update(context.WithoutCancel(ctx), key, mine, next)
-	if err != nil || !ok {
-		// The key stays Pending until its lease ends, then reads as Unknown.
-		r.log.Warn("effect: key not released", "key", string(key), "err", err, "moved", !ok)
+	ok, _, err := r.write(context.WithoutCancel(ctx), key, mine, next)
+	switch {
+	case err != nil:
+		r.keepUnwritten(key, mine, next, err)
+	case !ok:
+		r.log.Warn("effect: key not released", "key", string(key), "moved", true)
 	}
 }
 
@@ -506,22 +528,141 @@ func rerunnable(c portico.Class) bool { return c.Retryable() || c == portico.Rej
 // record moves key from mine to next, and reports whether the store lost
 // mine and another run has claimed the key since, and the store's error
 // when it could not tell. It uses a context that outlives the caller's: an
-// outcome must be recorded even when the caller has gone.
+// outcome must be recorded even when the caller has gone. An outcome the
+// store does not take (it fails) is written back later (keepUnwritten).
 func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken bool, err error) {
 	next.Owner = mine.Owner
 	next.Args = mine.Args
 	next.Expires = time.Now().Add(r.ttl)
-	ctx = context.WithoutCancel(ctx)
-	ok, err := r.store.Update(ctx, key, mine, next)
+	ok, taken, err := r.write(context.WithoutCancel(ctx), key, mine, next)
+	switch {
+	case err != nil:
+		r.keepUnwritten(key, mine, next, err)
+	case !ok:
+		// Another run holds the key, or someone resolved it: this outcome
+		// is not the key's any more.
+		r.log.Warn("effect: outcome not recorded", "key", string(key), "state", next.State.String(), "moved", true)
+	}
+	return taken, err
+}
+
+// write moves key from mine to next, or writes next back over a record
+// the store lost (restore).
+func (r *Runner) write(ctx context.Context, key Key, mine, next Record) (ok, taken bool, err error) {
+	ok, err = r.store.Update(ctx, key, mine, next)
 	if err == nil && !ok {
 		ok, taken, err = r.restore(ctx, key, next)
 	}
-	if err != nil || !ok {
-		// The key stays Pending until its lease ends, then reads as Unknown:
-		// safe, but the application has to reconcile it.
-		r.log.Warn("effect: outcome not recorded", "key", string(key), "state", next.State.String(), "err", err, "moved", !ok)
+	return ok, taken, err
+}
+
+// keepUnwritten keeps next, the outcome of key's run under mine that the
+// store failed to take with err, and starts the write-back if it is not
+// running. Beyond maxUnwritten keys, or after Close, the outcome is given
+// up: the key stays Pending until its lease ends, then reads as Unknown,
+// which is safe, but the application has to reconcile it.
+func (r *Runner) keepUnwritten(key Key, mine, next Record, err error) {
+	r.mu.Lock()
+	_, had := r.unwritten[key]
+	kept := !r.closed && (had || len(r.unwritten) < maxUnwritten)
+	if kept {
+		r.unwritten[key] = unwritten{mine: mine, next: next}
+		if !r.writing {
+			r.writing = true
+			r.wg.Go(r.writeBack)
+		}
 	}
-	return taken, err
+	r.mu.Unlock()
+	msg := "effect: outcome not recorded, writing it back"
+	if !kept {
+		msg = "effect: outcome not recorded"
+	}
+	r.log.Warn(msg, "key", string(key), "state", next.State.String(), "err", err)
+}
+
+// writeBack writes the unwritten outcomes every Config.Poll until none is
+// left or Close is called.
+func (r *Runner) writeBack() {
+	t := time.NewTicker(r.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			r.mu.Lock()
+			r.writing = false
+			r.mu.Unlock()
+			return
+		case <-t.C:
+		}
+		if !r.writeUnwritten() {
+			return
+		}
+	}
+}
+
+// writeUnwritten tries each unwritten outcome once, until the first store
+// error: the store is still failing, and one failed operation per Poll is
+// enough to find out when it answers again. An outcome is dropped
+// once written, when the key moved to another run, or at its expiry, when
+// the store would have forgotten it anyway. It reports whether outcomes
+// are left; if none, the write-back ends (writing is cleared under the
+// same lock that keepUnwritten checks).
+func (r *Runner) writeUnwritten() (left bool) {
+	r.mu.Lock()
+	todo := make(map[Key]unwritten, len(r.unwritten))
+	maps.Copy(todo, r.unwritten)
+	r.mu.Unlock()
+	failing := false
+	for key, u := range todo {
+		ok, expired := false, !time.Now().Before(u.next.Expires)
+		if !expired {
+			if failing {
+				continue
+			}
+			var err error
+			if ok, _, err = r.write(r.ctx, key, u.mine, u.next); err != nil {
+				failing = true
+				continue
+			}
+		}
+		r.mu.Lock()
+		if cur, still := r.unwritten[key]; still && cur.mine.Owner == u.mine.Owner {
+			delete(r.unwritten, key)
+		}
+		r.mu.Unlock()
+		switch {
+		case ok:
+			r.log.Info("effect: outcome written back", "key", string(key), "state", u.next.State.String())
+		case expired:
+			r.log.Warn("effect: outcome not recorded before its expiry", "key", string(key), "state", u.next.State.String())
+		default:
+			r.log.Warn("effect: outcome not recorded", "key", string(key), "state", u.next.State.String(), "moved", true)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.unwritten) == 0 || r.closed {
+		r.writing = false
+		return false
+	}
+	return true
+}
+
+// Close ends the write-back of the outcomes the store did not take (see
+// Store outage in the package documentation), waiting for a write under
+// way, and returns nil. The write-back runs only while such an outcome is
+// kept, and ends by itself when the store takes them or they expire, so
+// Close is needed only to end it sooner (when the application stops using
+// the Runner, or in tests). After Close the Runner still runs effects, but
+// an outcome the store does not take at once is given up: its key reads
+// Pending, then Unknown. Close is safe to call more than once.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	return nil
 }
 
 // restore records next, the outcome of the run that owns it, when the
