@@ -180,3 +180,31 @@ func TestCloseEndsWriteBack(t *testing.T) {
 		}
 	})
 }
+
+// noUpdates is a MemoryStore whose updates all fail: every outcome is
+// kept to write back.
+type noUpdates struct{ *MemoryStore }
+
+func (noUpdates) Update(context.Context, Key, Record, Record) (bool, error) { return false, errDown }
+
+// TestUnwrittenBounded: a Runner keeps at most maxUnwritten outcomes to
+// write back; beyond them an outcome is given up (its key reads Pending,
+// then Unknown), never kept without bound.
+func TestUnwrittenBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := NewMemoryStore(MemoryConfig{})
+		r := newRunner(t, Config{Store: noUpdates{s}})
+		defer r.Close()
+		for i := range maxUnwritten + 10 {
+			if _, err := r.Do(context.Background(), mustStep(t, "op", strconv.Itoa(i)), func(context.Context) ([]byte, error) { return []byte(`1`), nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.mu.Lock()
+		n := len(r.unwritten)
+		r.mu.Unlock()
+		if n != maxUnwritten {
+			t.Errorf("outcomes kept after %d unrecorded = %d, want %d", maxUnwritten+10, n, maxUnwritten)
+		}
+	})
+}
