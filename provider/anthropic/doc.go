@@ -136,6 +136,9 @@
 //	connection failed before the request        Transient
 //	was written
 //	timeout or reset after it was written       Ambiguous (it may have run and been billed)
+//	a stream that ends inside an event          Ambiguous, wrapping io.ErrUnexpectedEOF
+//	(cut mid-line, or an event without
+//	its blank line)
 //	no credentials anywhere                     Unusable (the API's 401, or the SDK's
 //	                                            refusal when a named profile fails to load)
 //	a 200 body that is not a message (JSON      InvalidResponse wrapping ErrMalformed

@@ -127,6 +127,9 @@
 //	connection failed before the request     Transient
 //	was written
 //	timeout or reset after it was written    Ambiguous (it may have run and been billed)
+//	a stream that ends inside an event       Ambiguous, wrapping io.ErrUnexpectedEOF
+//	(cut mid-line, or an event without
+//	its blank line)
 //	a body that is not a response, no        InvalidResponse wrapping ErrMalformed
 //	candidates, no finish reason
 //	answer past Config.MaxResponseBytes      InvalidResponse wrapping ErrTooLarge

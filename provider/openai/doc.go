@@ -73,6 +73,9 @@
 //	connection failed before the request        Transient
 //	was written
 //	timeout or reset after it was written       Ambiguous (it may have run and been billed)
+//	a stream that ends inside an event          Ambiguous, wrapping io.ErrUnexpectedEOF
+//	(cut mid-line, or an event without
+//	its blank line)
 //	a 200 body that is not a valid completion   InvalidResponse wrapping portico.ErrMalformed
 //	(JSON null, fields of the wrong type, no
 //	choices, no finish reason, streamed or not)

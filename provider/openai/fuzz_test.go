@@ -146,7 +146,9 @@ func FuzzAnswer(f *testing.F) {
 
 // sseEvents splits an event stream as the SDK's decoder does (lines, data
 // fields joined by newlines, an event per blank line, a last event without
-// its blank line dropped) and returns each event's data.
+// its blank line dropped) and returns each event's data, less the events
+// whose data is all blanks: the keep-alives the stream reader drops
+// (blank data lines, "data" alone; see package adapt).
 func sseEvents(body []byte) [][]byte {
 	var out [][]byte
 	var data []byte
@@ -155,7 +157,7 @@ func sseEvents(body []byte) [][]byte {
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 {
-			if len(data) > 0 {
+			if len(bytes.TrimSpace(data)) > 0 {
 				out = append(out, data)
 			}
 			data = nil
@@ -170,9 +172,35 @@ func sseEvents(body []byte) [][]byte {
 	return out
 }
 
+// brokeOff reports whether an event stream ends inside an event: its last
+// line, not a comment, has no end, or a data line with a non-blank byte
+// after "data:" follows its last blank line (lines end at CRLF, LF or CR).
+func brokeOff(body string) bool {
+	pending := false
+	for len(body) > 0 {
+		i := strings.IndexAny(body, "\r\n")
+		if i < 0 {
+			return pending || !strings.HasPrefix(body, ":")
+		}
+		line := body[:i]
+		if strings.HasPrefix(body[i:], "\r\n") {
+			i++
+		}
+		body = body[i+1:]
+		switch {
+		case line == "":
+			pending = false
+		case strings.HasPrefix(line, "data:") && strings.Trim(line[5:], " \t") != "":
+			pending = true
+		}
+	}
+	return pending
+}
+
 // FuzzStream feeds arbitrary event streams through the real SDK and the
-// adapter: never a panic, every failure a classified *portico.Error, and an
-// accepted answer has a finish reason (on choice 0, whose index the API
+// adapter: never a panic, every failure a classified *portico.Error (a
+// stream that ends inside an event broke off: Ambiguous), and an accepted
+// answer has a finish reason (on choice 0, whose index the API
 // requires and the adapter takes as 0 when absent), every event decodes with
 // the documented types, and its chunks add up to its text.
 func FuzzStream(f *testing.F) {
@@ -186,6 +214,8 @@ func FuzzStream(f *testing.F) {
 		"data: {\"error\":{\"message\":\"Overloaded\"}}\n\n", "error: {\"code\":500,\"message\":\"x\"}\n\n",
 		chunk(`[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]`) + `data: {"choices":[],"usage":{"prompt_tokens":"x"}}` + "\n\n",
 		"event: error\ndata: {\"object\":\"error\",\"message\":\"m\",\"code\":400}\n\n",
+		chunk(`[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]`) + `data: {"choices":[],"usage":{"prompt_tok`,
+		chunk(`[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]`) + "data\n\n: keep-alive\n\ndata: [DONE]\n\n",
 	} {
 		f.Add(b)
 	}
@@ -201,6 +231,9 @@ func FuzzStream(f *testing.F) {
 				t.Fatalf("Generate(%q) error %v (%T), want a classified *portico.Error", body, err, err)
 			}
 			return
+		}
+		if brokeOff(body) {
+			t.Fatalf("Generate(%q) = %+v: accepted a stream that ends inside an event", body, resp)
 		}
 		if resp.FinishReason == "" || text.String() != resp.Text {
 			t.Fatalf("Generate(%q) = %+v with chunks %q: want a finish reason and chunks adding up to the text", body, resp, text.String())
@@ -224,4 +257,22 @@ func FuzzStream(f *testing.F) {
 			t.Fatalf("Generate(%q) accepted a stream with no finish reason in index 0", body)
 		}
 	})
+}
+
+// TestStreamCutInsideAnEvent: a stream whose finish chunk came whole and
+// which broke off inside the next event (the usage chunk, cut mid-line; or
+// whole but without its blank line) lost what the server was sending: the
+// SDK's decoder drops such an event without an error, and the adapter
+// reports Ambiguous (a body cut off), never an answer.
+func TestStreamCutInsideAnEvent(t *testing.T) {
+	const finished = `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}` + "\n\n"
+	for _, body := range []string{finished + `data: {"choices":[],"usage":{"prompt_tok`, finished + `data: {"choices":[],"usage":{"prompt_tokens":1}}` + "\n"} {
+		req := userReq("m", "hi")
+		req.OnChunk = func(portico.Chunk) error { return nil }
+		resp, err := fuzzModel("text/event-stream", []byte(body)).Generate(context.Background(), req)
+		var pe *portico.Error
+		if !errors.As(err, &pe) || pe.Class != portico.Ambiguous || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("Generate(%q) = %+v, %v; want Ambiguous wrapping io.ErrUnexpectedEOF", body, resp, err)
+		}
+	}
 }

@@ -33,6 +33,12 @@
 // reservation. The text of an SDK error that may quote a body is withheld
 // ([Withheld]).
 //
+// An event stream that ends inside an event (its last event holding data
+// without the blank line that dispatches it, or its last line without an
+// end) broke off: the SDKs' decoders drop such an event without an error,
+// so the stream reader ends it with io.ErrUnexpectedEOF, recorded as
+// ReadErr, and the answer is Ambiguous, a body cut off, never a success.
+//
 // # Any event is progress
 //
 // A stream's event that reaches no OnChunk (a role or usage delta, a

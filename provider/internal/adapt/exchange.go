@@ -125,7 +125,8 @@ func (x *Exchange) Whole(raw string) bool {
 type watchedBody struct {
 	rc  io.ReadCloser
 	x   *Exchange
-	sse bool // an event stream: watch for "error:" lines, not JSON bounds
+	sse bool   // an event stream: watch for "error:" lines, not JSON bounds
+	end sseEnd // with sse: whether the stream ends inside an event
 }
 
 // Read reads at most one byte beyond the exchange's limit, and fails with
@@ -151,6 +152,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 		if x.ErrorLines {
 			x.ErrorLine.feed(p[:n])
 		}
+		b.end.feed(p[:n])
 	default:
 		at := x.read - int64(n)
 		if x.first < 0 {
@@ -161,6 +163,9 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 		if i := lastNonSpace(p[:n]); i >= 0 {
 			x.last = at + int64(i)
 		}
+	}
+	if err == io.EOF && b.sse && b.end.cut() {
+		err = io.ErrUnexpectedEOF // the stream broke off inside an event
 	}
 	if err != nil && err != io.EOF && x.ReadErr == nil {
 		x.ReadErr = err

@@ -227,3 +227,53 @@ func (b *blankData) hold(c byte) {
 	b.nheld++
 	b.r++
 }
+
+// sseEnd follows an event stream's lines, as the bytes came, to tell at
+// its end whether it broke off inside an event (cut): the event-stream
+// format (WHATWG HTML, "Interpreting an event stream") dispatches an event
+// at a blank line and discards, at the end of the stream, one that has
+// none, and the SDKs' decoders do so without an error. A stream whose last
+// event holding data never got its blank line, or whose last line has no
+// end, lost what the server was sending: the body broke off, as a
+// connection cut mid-body does. Comment lines and blank data lines, the
+// keep-alives blankData drops, hold no data. The zero value is at a
+// stream's start.
+type sseEnd struct {
+	line    int     // bytes of the current line so far
+	prefix  [5]byte // its first five
+	data    bool    // it is a data line with a non-blank byte after "data:"
+	comment bool    // it starts with a colon
+	cr      bool    // the last byte was a carriage return (a line feed may follow)
+	pending bool    // an event holding data awaits its blank line
+}
+
+func (s *sseEnd) feed(p []byte) {
+	for _, c := range p {
+		if c == '\n' && s.cr { // the second half of a CRLF
+			s.cr = false
+			continue
+		}
+		s.cr = c == '\r'
+		if c == '\n' || c == '\r' {
+			if s.line == 0 {
+				s.pending = false // a blank line dispatches the event
+			} else if s.data {
+				s.pending = true
+			}
+			s.line, s.data, s.comment = 0, false, false
+			continue
+		}
+		s.comment = s.comment || s.line == 0 && c == ':'
+		if s.line < len(s.prefix) {
+			s.prefix[s.line] = c
+		} else if c != ' ' && c != '\t' && string(s.prefix[:]) == "data:" {
+			s.data = true
+		}
+		s.line++
+	}
+}
+
+// cut reports whether the stream fed so far ends inside an event: one
+// holding data without its blank line, or a line without its end (a
+// comment's excepted).
+func (s *sseEnd) cut() bool { return s.pending || s.line > 0 && !s.comment }

@@ -187,7 +187,9 @@ func TestBlankDataDoesNotWait(t *testing.T) {
 // the bytes the network sent, blank data lines included: past Limit the
 // reader gets the first Limit bytes less their blank data lines, then
 // TooLarge, also recorded as ReadErr; the "error:" line is found in what
-// was sent, a blank data line before it or not.
+// was sent, a blank data line before it or not. Within Limit, a stream
+// that ends inside an event (cutRef) ends in io.ErrUnexpectedEOF, also
+// recorded as ReadErr.
 func FuzzWatchEventStream(f *testing.F) {
 	f.Add("data: \n\ndata: {}\n\nerror: x\n\n", uint16(12), uint8(3))
 	f.Add("event: ping\ndata:\r\n\r\ndata: [DONE]\n\n", uint16(200), uint8(0))
@@ -207,6 +209,9 @@ func FuzzWatchEventStream(f *testing.F) {
 		if int64(len(in)) > x.Limit {
 			sent, wantErr = in[:x.Limit], errTooLarge
 		}
+		if wantErr == nil && cutRef(in) {
+			wantErr = io.ErrUnexpectedEOF
+		}
 		if string(got) != dropBlankData(sent) || err != wantErr || x.ReadErr != wantErr {
 			t.Errorf("Watch(%q), Limit %d: read %q, %v (ReadErr %v); want %q, %v", in, x.Limit, got, err, x.ReadErr, dropBlankData(sent), wantErr)
 		}
@@ -216,4 +221,79 @@ func FuzzWatchEventStream(f *testing.F) {
 			t.Errorf("Watch(%q), Limit %d: ErrorLine %q, want %q", in, x.Limit, g, w)
 		}
 	})
+}
+
+// cutRef is sseEnd's reference: in split into lines (at CRLF, LF or CR),
+// in ends inside an event when its last line has no end and is not a
+// comment, or when a data line with a non-blank byte after "data:" comes
+// after the last blank line.
+func cutRef(in string) bool {
+	var lines []string
+	ended := true
+	for len(in) > 0 {
+		i := strings.IndexAny(in, "\r\n")
+		if i < 0 {
+			lines, ended = append(lines, in), false
+			break
+		}
+		lines = append(lines, in[:i])
+		if strings.HasPrefix(in[i:], "\r\n") {
+			i++
+		}
+		in = in[i+1:]
+	}
+	if !ended && !strings.HasPrefix(lines[len(lines)-1], ":") {
+		return true
+	}
+	pending := false
+	for _, l := range lines {
+		switch {
+		case l == "":
+			pending = false
+		case strings.HasPrefix(l, "data:") && strings.Trim(l[5:], " \t") != "":
+			pending = true
+		}
+	}
+	return pending
+}
+
+// TestWatchCutEventStream: an event stream that ends inside an event, its
+// last event holding data without its blank line or its last line without
+// its end, broke off: the reader gets its bytes, then io.ErrUnexpectedEOF,
+// also ReadErr (which the adapters classify Ambiguous, a body cut off).
+// One that ends at an event's end, or after keep-alives, ends in io.EOF.
+func TestWatchCutEventStream(t *testing.T) {
+	const ev = "data: {\"a\":1}\n\n"
+	for _, c := range []struct {
+		in  string
+		cut bool
+	}{
+		{ev, false}, {ev + "data: [DONE]\n\n", false}, {"data: {\"a\":1}\r\n\r\n", false}, {"data: 1\r\r", false},
+		{ev + ": keep-alive\n", false}, {ev + ": keep-alive", false}, {ev + "data:\n", false}, {ev + "event: ping\n", false}, {"", false},
+		{ev + "data: {\"choices\":[],\"usage\":{\"prompt_tok", true}, {ev + "data: {\"a\":2}\n", true}, {ev + "data: {\"a\":2}\r\n", true},
+		{ev + "data", true}, {ev + "event: message_st", true}, {"data: 1\r", true},
+	} {
+		if ref := cutRef(c.in); ref != c.cut {
+			t.Fatalf("cutRef(%q) = %v, want %v", c.in, ref, c.cut)
+		}
+		want := error(nil)
+		if c.cut {
+			want = io.ErrUnexpectedEOF
+		}
+		for _, chunk := range []int{0, 1, 3} {
+			x := &Exchange{}
+			var src io.Reader = strings.NewReader(c.in)
+			if chunk > 0 {
+				src = &chunked{in: []byte(c.in), n: chunk}
+			}
+			res, err := x.Watch(&http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(src), ContentLength: -1}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(res.Body)
+			if string(got) != dropBlankData(c.in) || err != want || x.ReadErr != want {
+				t.Errorf("Watch(%q), chunks of %d: read %q, %v (ReadErr %v); want %q, %v", c.in, chunk, got, err, x.ReadErr, dropBlankData(c.in), want)
+			}
+		}
+	}
 }
