@@ -41,6 +41,7 @@ type Server struct {
 	dir     string
 	port    int
 	cluster bool
+	args    []string // extra redis-server options, given at every start
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -54,6 +55,16 @@ func Start(tb testing.TB) *Server {
 	return start(tb, false)
 }
 
+// StartWith is [Start] with extra redis-server options, such as
+// "--appendonly", "yes", "--appendfsync", "always". They follow Start's
+// own options, so an option given again overrides Start's, and they are
+// given again at every [Server.Restart]: a server with an append-only
+// file reads it back from its directory, which Restart keeps.
+func StartWith(tb testing.TB, args ...string) *Server {
+	tb.Helper()
+	return start(tb, false, args...)
+}
+
 // StartCluster is [Start] for a one-node Redis Cluster that serves every
 // slot: a script whose keys hash to different slots fails with CROSSSLOT,
 // as on a cluster of many nodes.
@@ -62,7 +73,7 @@ func StartCluster(tb testing.TB) *Server {
 	return start(tb, true)
 }
 
-func start(tb testing.TB, cluster bool) *Server {
+func start(tb testing.TB, cluster bool, args ...string) *Server {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -79,7 +90,8 @@ func start(tb testing.TB, cluster bool) *Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), tb: tb, bin: bin, dir: tb.TempDir(), port: port, cluster: cluster}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), tb: tb, bin: bin, dir: tb.TempDir(), port: port, cluster: cluster,
+		args: args}
 	s.Restart()
 	tb.Cleanup(s.Stop)
 	if cluster {
@@ -88,8 +100,10 @@ func start(tb testing.TB, cluster bool) *Server {
 	return s
 }
 
-// Restart starts the server again after [Server.Stop], on the same port,
-// with an empty dataset, and returns once it accepts connections.
+// Restart starts the server again after [Server.Stop], on the same port
+// and in the same directory, and returns once it accepts connections. Its
+// dataset is empty unless [StartWith]'s options persist it (Start's keep
+// nothing on disk).
 func (s *Server) Restart() {
 	s.tb.Helper()
 	s.mu.Lock()
@@ -103,6 +117,7 @@ func (s *Server) Restart() {
 	if s.cluster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	}
+	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	out, err := cmd.StdoutPipe()
