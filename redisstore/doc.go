@@ -335,7 +335,10 @@
 // a loss even then: it costs a quarantine of refused new claims, never a
 // second run. TestEffectOnceThroughStoreLoss runs 50 instances on one key
 // through each of the three losses on a real server: the effect runs
-// once, and each caller gets its result or Unknown.
+// once, and each caller gets its result or Unknown; its "kill, aof" case
+// kills a server with appendonly yes and appendfsync always and restarts
+// it: the key completed before runs no more, the key under way runs
+// once, every caller gets its result and none is refused.
 //
 // # Cost
 //

@@ -69,8 +69,8 @@ func (m *movable) instance(t *testing.T, waiters *atomic.Int32) *effect.Runner {
 	return r
 }
 
-// kill9 kills srv with SIGKILL (no persistence: its data is gone) and
-// starts it again, empty, on the same port.
+// kill9 kills srv with SIGKILL and starts it again on the same port:
+// empty, unless srv persists its data (see redistest.StartWith).
 func kill9(t *testing.T, srv *redistest.Server) {
 	t.Helper()
 	c := redistest.NewClient(srv.Addr)
@@ -136,10 +136,25 @@ func decideCounting(ctx context.Context, r *effect.Runner, key effect.Key, fn fu
 // owner's outcome is written back, so a later caller gets it.
 // Without the store's epoch and the runner's rules, the pollers found the
 // key absent, ran the effect again, and all 50 were told ok.
+//
+// "kill, aof" is the durable store of the package documentation:
+// appendonly yes with appendfsync always, SIGKILL and restart. Nothing
+// acknowledged is lost: the key completed before the restart returns its
+// record without running again, the key under way runs once and every
+// caller is told its result, none refused as quarantined (the restart is
+// still seen as a change of server, which only new claims pay for).
+// (A SIGKILL loses nothing the server wrote to its file: appendfsync
+// always is for a crash of the machine, which no test here injects.)
 func TestEffectOnceThroughStoreLoss(t *testing.T) {
-	for _, fault := range []string{"kill", "flush", "failover"} {
+	for _, fault := range []string{"kill", "kill, aof", "flush", "failover"} {
 		t.Run(fault, func(t *testing.T) {
-			primary := redistest.Start(t)
+			durable := fault == "kill, aof"
+			var primary *redistest.Server
+			if durable {
+				primary = redistest.StartWith(t, "--appendonly", "yes", "--appendfsync", "always")
+			} else {
+				primary = redistest.Start(t)
+			}
 			var m movable
 			m.set(primary.Addr)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -193,11 +208,13 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 			}
 			results := make([]string, callers)
 			errs := make([]error, callers)
+			var refusals atomic.Int32 // callers' claims refused as quarantined
 			var wg sync.WaitGroup
 			for i := range callers {
 				wg.Go(func() {
-					res, err := decide(ctx, runners[i], key, charge)
+					res, refused, err := decideCounting(ctx, runners[i], key, charge)
 					results[i], errs[i] = string(res), err
+					refusals.Add(int32(refused))
 					decided.Add(1)
 				})
 			}
@@ -209,8 +226,9 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 
+			epochBefore := epochOf(t, *m.addr.Load())
 			switch fault {
-			case "kill":
+			case "kill", "kill, aof":
 				kill9(t, primary)
 			case "flush":
 				c := redistest.NewClient(primary.Addr)
@@ -241,7 +259,7 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 				t.Errorf("the key completed before the loss = %q, %v; want its result", res, err)
 			}
 			wantRuns, wantRefused := int32(2), true
-			if fault == "failover" { // the replica had it
+			if fault == "failover" || durable { // the replica had it; the AOF had it
 				wantRuns, wantRefused = 1, false
 			}
 			if n := runsBefore.Load(); n != wantRuns || (refused > 0) != wantRefused {
@@ -261,12 +279,23 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 					t.Errorf("caller %d = %q, %v; want the result or Unknown", i, results[i], errs[i])
 				}
 			}
-			t.Logf("%s: effect runs %d; callers told ok %d, unknown %d", fault, runs.Load(), ok, unk)
+			t.Logf("%s: runs of the key under way %d (callers told ok %d, unknown %d, claims refused %d); runs of the key completed before %d (refused %d)",
+				fault, runs.Load(), ok, unk, refusals.Load(), runsBefore.Load(), refused)
 			if n := runs.Load(); n != 1 {
 				t.Errorf("the effect ran %d times, want 1", n)
 			}
 			if ok < 1 {
 				t.Errorf("callers told ok = %d, want at least the owner", ok)
+			}
+			if durable {
+				if ok != callers || refusals.Load() != 0 {
+					t.Errorf("through a durable restart: callers told ok %d, claims refused %d; want all %d ok, none refused", ok, refusals.Load(), callers)
+				}
+				// The epoch survived (no records lost); the restart is seen
+				// as a change of server all the same.
+				if e := epochOf(t, primary.Addr); e.id != epochBefore.id || e.lost == 0 {
+					t.Errorf("epoch after the restart = %+v, before %+v; want the same id, marked lost", e, epochBefore)
+				}
 			}
 			// The owner wrote its outcome back over the lost record.
 			if res, err := decide(ctx, m.instance(t, nil), key, charge); err != nil || string(res) != "charged" || runs.Load() != 1 {
@@ -274,6 +303,29 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 			}
 		})
 	}
+}
+
+// epochInfo is the effect epoch on one server (see epochLua).
+type epochInfo struct {
+	id   string
+	lost int64 // unix milliseconds, 0 for never
+}
+
+// epochOf reads the effect epoch of the server at addr.
+func epochOf(t *testing.T, addr string) epochInfo {
+	t.Helper()
+	c := redistest.NewClient(addr)
+	defer c.Close()
+	v, err := c.HMGet(context.Background(), "portico:fx:epoch", "id", "lost").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e epochInfo
+	e.id, _ = v[0].(string)
+	if l, ok := v[1].(string); ok {
+		e.lost, _ = strconv.ParseInt(l, 10, 64)
+	}
+	return e
 }
 
 // proxied returns a Runner whose Store's client reaches srv through p,
