@@ -70,7 +70,7 @@ type ModelConfig struct {
 	ThinkEvery time.Duration
 	// ReasoningField names the delta's reasoning field: "reasoning_content"
 	// (DeepSeek, vLLM, SGLang, llama.cpp) or "reasoning" (OpenRouter,
-	// Ollama, vLLM since 0.10). Empty means "reasoning_content".
+	// Ollama). Empty means "reasoning_content".
 	ReasoningField string
 	// KeepAliveEvery, when positive (and ThinkEvery zero), makes a streamed
 	// answer send only SSE comments (": keep-alive", as OpenRouter's

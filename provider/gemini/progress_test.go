@@ -14,12 +14,12 @@ import (
 )
 
 // presetOver serves models a and b over one in-memory fake and returns the
-// preset with its defaults and an 8 s deadline over them, a first: a's
-// share is 4.5 s (9/16).
-func presetOver(t *testing.T, a fakegemini.ModelConfig) (*fakegemini.Server, *stack.Stack) {
+// preset with its defaults and the deadline over them, a first: a's share
+// is 9/16 of the deadline (4.5 s of 8 s, 67.5 s of 2 min).
+func presetOver(t *testing.T, deadline time.Duration, a fakegemini.ModelConfig) (*fakegemini.Server, *stack.Stack) {
 	t.Helper()
 	s, m := startPipe(t, fakegemini.Config{Models: []fakegemini.ModelConfig{a, {Name: "b"}}})
-	cfg := stack.Config{Deadline: 8 * time.Second}
+	cfg := stack.Config{Deadline: deadline}
 	for _, name := range []string{"a", "b"} {
 		cfg.Routes = append(cfg.Routes, stack.Route{Route: portico.Route{Name: name, Model: m, ModelName: name, Capabilities: portico.Capabilities{Provider: "p"}}})
 	}
@@ -32,7 +32,8 @@ func presetOver(t *testing.T, a fakegemini.ModelConfig) (*fakegemini.Server, *st
 
 // TestPresetThinkingIsProgress: the preset with its defaults and an 8 s
 // deadline over two routes, the primary's share 4.5 s. A primary that
-// thinks for 5 s before its text, streaming its thoughts as the Gemini API
+// thinks for 5 s before its text (80 s under a 2 min deadline, past its
+// 67.5 s share), streaming its thoughts as the Gemini API
 // documents them for thinkingConfig.includeThoughts (ai.google.dev
 // gemini-api/docs/thinking, "Thought summaries": a part with "thought":
 // true, read by genai as Part.Thought), a thought every 250 ms, is live:
@@ -45,25 +46,27 @@ func presetOver(t *testing.T, a fakegemini.ModelConfig) (*fakegemini.Server, *st
 // for a cut shorter than FaultAfter), and the sixth is answered at once
 // without a call to the primary.
 func TestPresetThinkingIsProgress(t *testing.T) {
-	t.Run("thinking", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			s, st := presetOver(t, fakegemini.ModelConfig{Name: "a", TTFT: 5 * time.Second, ThinkEvery: 250 * time.Millisecond})
-			req := userReq("", "hello")
-			var streamed strings.Builder
-			req.OnChunk = func(c portico.Chunk) error { streamed.WriteString(c.Text); return nil }
-			t0 := time.Now()
-			resp, err := st.Generate(t.Context(), req)
-			took := time.Since(t0)
-			if err != nil || resp.Route != "a" || resp.Text == "" || streamed.String() != resp.Text || strings.Contains(resp.Text, "Step") ||
-				took != 5*time.Second || s.Count("a") != 1 || s.Count("b") != 0 {
-				t.Fatalf("Generate = %+v, %v after %v, streamed %q, requests a %d b %d; want a's text only, after 5s, 1 request to a, none to b",
-					resp, err, took, streamed.String(), s.Count("a"), s.Count("b"))
-			}
+	for _, tc := range []struct{ deadline, think time.Duration }{{8 * time.Second, 5 * time.Second}, {2 * time.Minute, 80 * time.Second}} {
+		t.Run("thinking "+tc.think.String()+" of "+tc.deadline.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, st := presetOver(t, tc.deadline, fakegemini.ModelConfig{Name: "a", TTFT: tc.think, ThinkEvery: 250 * time.Millisecond})
+				req := userReq("", "hello")
+				var streamed strings.Builder
+				req.OnChunk = func(c portico.Chunk) error { streamed.WriteString(c.Text); return nil }
+				t0 := time.Now()
+				resp, err := st.Generate(t.Context(), req)
+				took := time.Since(t0)
+				if err != nil || resp.Route != "a" || resp.Text == "" || streamed.String() != resp.Text || strings.Contains(resp.Text, "Step") ||
+					took != tc.think || s.Count("a") != 1 || s.Count("b") != 0 {
+					t.Fatalf("Generate = %+v, %v after %v, streamed %q, requests a %d b %d; want a's text only, after %v, 1 request to a, none to b",
+						resp, err, took, streamed.String(), s.Count("a"), s.Count("b"), tc.think)
+				}
+			})
 		})
-	})
+	}
 	t.Run("keep-alive comments", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s, st := presetOver(t, fakegemini.ModelConfig{Name: "a", TTFT: 5 * time.Second, KeepAliveEvery: 250 * time.Millisecond})
+			s, st := presetOver(t, 8*time.Second, fakegemini.ModelConfig{Name: "a", TTFT: 5 * time.Second, KeepAliveEvery: 250 * time.Millisecond})
 			var took []time.Duration
 			opened := -1
 			for i := range 6 {

@@ -15,7 +15,8 @@ import (
 
 // TestPresetReasoningIsProgress: the preset with its defaults and an 8 s
 // deadline over two routes, the primary's share 4.5 s (9/16). A primary
-// that reasons for 5 s before its text, a chunk whose delta carries only
+// that reasons for 5 s before its text (80 s under a 2 min deadline, past
+// its 67.5 s share), a chunk whose delta carries only
 // reasoning every 250 ms (the OpenAI-compatible shape: "reasoning_content"
 // as DeepSeek's API documents for deepseek-reasoner, "reasoning" as
 // OpenRouter's and Ollama's), is live: the adapter reports each as
@@ -27,12 +28,15 @@ import (
 // shorter than FaultAfter: a run of five with no answer between), and the
 // sixth is answered at once without a call to the primary.
 func TestPresetReasoningIsProgress(t *testing.T) {
-	for _, field := range []string{"reasoning_content", "reasoning"} {
-		t.Run(field, func(t *testing.T) {
+	for _, tc := range []struct {
+		field           string
+		deadline, think time.Duration
+	}{{"reasoning_content", 8 * time.Second, 5 * time.Second}, {"reasoning", 8 * time.Second, 5 * time.Second}, {"reasoning_content", 2 * time.Minute, 80 * time.Second}} {
+		t.Run(tc.field+" "+tc.think.String()+" of "+tc.deadline.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s, rs := provider(t, "p", fakeopenai.ModelConfig{Name: "a", TTFT: 5 * time.Second, ThinkEvery: 250 * time.Millisecond, ReasoningField: field},
+				s, rs := provider(t, "p", fakeopenai.ModelConfig{Name: "a", TTFT: tc.think, ThinkEvery: 250 * time.Millisecond, ReasoningField: tc.field},
 					fakeopenai.ModelConfig{Name: "b"})
-				st := preset(t, stack.Config{Deadline: 8 * time.Second}, rs)
+				st := preset(t, stack.Config{Deadline: tc.deadline}, rs)
 				req := userReq("", "hello")
 				var streamed strings.Builder
 				req.OnChunk = func(c portico.Chunk) error { streamed.WriteString(c.Text); return nil }
@@ -40,9 +44,9 @@ func TestPresetReasoningIsProgress(t *testing.T) {
 				resp, err := st.Generate(t.Context(), req)
 				took := time.Since(t0)
 				if err != nil || resp.Route != "a" || resp.Text == "" || streamed.String() != resp.Text || strings.Contains(resp.Text, "step") ||
-					took != 5*time.Second || s.Count("a") != 1 || s.Count("b") != 0 {
-					t.Fatalf("Generate = %+v, %v after %v, streamed %q, requests a %d b %d; want a's text only, after 5s, 1 request to a, none to b",
-						resp, err, took, streamed.String(), s.Count("a"), s.Count("b"))
+					took != tc.think || s.Count("a") != 1 || s.Count("b") != 0 {
+					t.Fatalf("Generate = %+v, %v after %v, streamed %q, requests a %d b %d; want a's text only, after %v, 1 request to a, none to b",
+						resp, err, took, streamed.String(), s.Count("a"), s.Count("b"), tc.think)
 				}
 			})
 		})
