@@ -260,3 +260,39 @@ func TestExhaustedRetryAfterIsFromNow(t *testing.T) {
 		}
 	})
 }
+
+// A refusal after a sent call (portico.AfterSent: a retry refused by a
+// limiter or a budget after an attempt went out) carries the refusing
+// layer's wait, which is no announcement of the route's: the route is not
+// cooled down for it, while a Retry-After the sent call carried still
+// cools it.
+func TestLocalWaitAfterSentDoesNotCool(t *testing.T) {
+	refusal := &portico.Error{Class: portico.RateLimited, RetryAfter: 3 * time.Second, NotSent: true, RefusedBy: portico.RouteLimit}
+	for _, tc := range []struct {
+		name   string
+		sent   *portico.Error
+		cooled bool
+	}{
+		{"503 then refused", &portico.Error{Class: portico.Transient, Status: 503}, false},
+		{"429 with Retry-After then refused", limited(2 * time.Second), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, b := &fake{name: "a", err: portico.AfterSent(refusal, tc.sent)}, &fake{name: "b"}
+				g := MustNew(Config{Routes: []portico.Route{route(a, portico.Capabilities{}), route(b, portico.Capabilities{})}})
+				if resp, err := g.Generate(context.Background(), simple); err != nil || resp.Route != "b" {
+					t.Fatalf("Generate = %v, %v; want b's answer", resp, err)
+				}
+				a.set(nil)
+				time.Sleep(time.Second)
+				resp, err := g.Generate(context.Background(), simple)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := resp.Route == "b"; got != tc.cooled {
+					t.Errorf("at 1s: answered by %q, a calls %d; want a cooled down = %v", resp.Route, a.n(), tc.cooled)
+				}
+			})
+		})
+	}
+}

@@ -688,30 +688,58 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, e
 }
 
 // cool starts route idx's cooldown when err, its failure, carries a
-// Retry-After the route announced: a route fault with RetryAfter set, sent
-// (a local limiter's refusal, NotSent, waits on its own limiter instead).
-// Every route of the same Quota shares it.
+// Retry-After the route announced (see announced). Every route of the same
+// Quota shares it.
 func (r *request) cool(idx int, err error) {
-	var pe *portico.Error
-	if !errors.As(err, &pe) || pe.RetryAfter <= 0 || pe.NotSent || !pe.Class.RouteFault() {
+	d := announced(err)
+	if d <= 0 {
 		return
 	}
-	r.g.cool.Set(r.g.keys[idx], time.Now().Add(min(pe.RetryAfter, r.g.cfg.MaxCooldown)))
+	r.g.cool.Set(r.g.keys[idx], time.Now().Add(min(d, r.g.cfg.MaxCooldown)))
 	r.cooled = idx + 1
+}
+
+// announced returns the Retry-After the route announced in err: that of the
+// first *portico.Error in err's tree, depth first, when it is a route fault
+// that was sent with RetryAfter set; 0 otherwise. A local layer's refusal
+// (NotSent) waits on its own layer, not the route. A refusal after a sent
+// call ([portico.AfterSent]: RefusedBy set, not NotSent) carries the
+// refusing layer's wait, a limiter's or a budget's, which may be one
+// tenant's: what the route announced, if anything, is in the calls it
+// wraps, so they are read instead.
+func announced(err error) time.Duration {
+	for err != nil {
+		if pe, ok := err.(*portico.Error); ok && (pe.RefusedBy == portico.NotRefused || pe.NotSent) {
+			if pe.RetryAfter > 0 && !pe.NotSent && pe.Class.RouteFault() {
+				return pe.RetryAfter
+			}
+			return 0
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, c := range u.Unwrap() {
+				if d := announced(c); d > 0 {
+					return d
+				}
+			}
+			return 0
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // callsIn is when the route that failed with err takes calls again, by
 // err's Retry-After: bounded by MaxCooldown when it cools the route (see
 // cool), for then the route is called again after MaxCooldown.
 func (r *request) callsIn(err error) time.Duration {
-	var pe *portico.Error
-	if !errors.As(err, &pe) {
-		return 0
+	if d := announced(err); d > 0 {
+		return min(d, r.g.cfg.MaxCooldown)
 	}
-	if pe.RetryAfter > 0 && !pe.NotSent && pe.Class.RouteFault() {
-		return min(pe.RetryAfter, r.g.cfg.MaxCooldown)
-	}
-	return pe.RetryAfter
+	return portico.RetryAfterOf(err)
 }
 
 // overflow reports whether err says the input was too long for the route's
