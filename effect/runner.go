@@ -481,7 +481,10 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 			// keep its claim nor to record its outcome (the store may have
 			// lost the claim, and another caller run the key after its
 			// quarantine): the effect may have run twice. Say so.
-			return res, unknownError("store lost the record; the effect may have run again", nil)
+			if taken {
+				return res, unknownError("another run claimed the key after the store lost its record; the effect may have run again", nil)
+			}
+			return res, unknownError("the store could not keep this run's claim nor take its outcome; the effect may have run again", nil)
 		}
 		return res, nil
 	}
