@@ -198,6 +198,8 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 				runners[i] = m.instance(t, &waiters)
 			}
 			var runs, decided atomic.Int32
+			var owner atomic.Int32 // the caller whose run went first
+			owner.Store(-1)
 			started, release := make(chan struct{}), make(chan struct{})
 			charge := func(context.Context) ([]byte, error) {
 				if runs.Add(1) == 1 {
@@ -212,7 +214,10 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range callers {
 				wg.Go(func() {
-					res, refused, err := decideCounting(ctx, runners[i], key, charge)
+					res, refused, err := decideCounting(ctx, runners[i], key, func(ctx context.Context) ([]byte, error) {
+						owner.CompareAndSwap(-1, int32(i))
+						return charge(ctx)
+					})
 					results[i], errs[i] = string(res), err
 					refusals.Add(int32(refused))
 					decided.Add(1)
@@ -288,8 +293,18 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 				t.Errorf("callers told ok = %d, want at least the owner", ok)
 			}
 			if durable {
-				if ok != callers || refusals.Load() != 0 {
-					t.Errorf("through a durable restart: callers told ok %d, claims refused %d; want all %d ok, none refused", ok, refusals.Load(), callers)
+				// Every waiter reads the owner's record, which the AOF kept.
+				// The owner itself may be told Unknown: it missed a beat
+				// while the server was down, and its outcome may reach the
+				// store's probe window after the restart (it writes it back
+				// later), so it cannot know that its claim survived.
+				for i := range callers {
+					if i != int(owner.Load()) && errs[i] != nil {
+						t.Errorf("through a durable restart: caller %d, not the owner, = %v; want the owner's result", i, errs[i])
+					}
+				}
+				if refusals.Load() != 0 {
+					t.Errorf("through a durable restart: %d claims refused, want none", refusals.Load())
 				}
 				// The epoch survived (no records lost); the restart is seen
 				// as a change of server all the same.
