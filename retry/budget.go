@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 var posInf = math.Inf(1)
@@ -37,17 +36,12 @@ func depositOf(ratio float64, capacity int64) int64 {
 
 type budgetKey struct{ dest, client string }
 
-// is reports whether k is (dest, client). A string that is the very one the
-// key was made from (a Config.Destination, a model name from a constant, a
-// client key kept by the caller) compares by its pointer, inline; any other
-// by its bytes, with ==, which calls runtime.memequal. The hot path compares
-// two strings per call.
+// is reports whether k is (dest, client). String comparison checks the
+// lengths inline and then the bytes in runtime.memequal, which returns at
+// once when both strings share their bytes, as a Config.Destination or a
+// model name from a constant does.
 func (k *budgetKey) is(dest, client string) bool {
-	return sameString(k.dest, dest) && sameString(k.client, client)
-}
-
-func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+	return k.dest == dest && k.client == client
 }
 
 // bucket is one key's retry budget: level is the tokens left, in 1/unit. A
