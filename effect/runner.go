@@ -158,28 +158,21 @@ func New(cfg Config) (*Runner, error) {
 		unwritten: map[Key]unwritten{}, ctx: ctx, cancel: cancel}, nil
 }
 
-// Do runs fn at most once for key and returns its result: the stored result
-// of a Completed key, without running fn; the outcome of a run under way
-// (waited for in this process, polled every Config.Poll in another);
-// otherwise Do claims key, runs fn(ctx) and records the outcome by the class
-// of fn's error (see States in the package documentation). The returned
-// bytes are the caller's own copy. Do records no arguments: for a [StepKey],
-// use [Runner.DoArgs].
+// Do runs fn at most once for key and returns its result: a Completed
+// key's stored result without running fn, a run under way's outcome once it
+// ends, or else fn's, run under a claim and recorded by the class of fn's
+// error (States in the package documentation). The bytes are the caller's
+// copy. Do records no arguments: for a [StepKey], use [Runner.DoArgs].
 //
-// Errors: fn's own error, unchanged, for a run that failed or was Rejected;
-// an Ambiguous *portico.Error wrapping [ErrUnknown] for an Unknown key, to
-// reconcile with [Runner.Resolve] (also, with fn's result, when this run's
-// record was lost and another caller claimed the key, or when a beat of
-// this run failed and its outcome could not be recorded: see Store loss in
-// the package documentation); one of the recorded class wrapping [ErrFailed]
-// for a key that failed earlier; a Transient one wrapping [ErrStore] when
-// the store fails (fn not run); a Transient, NotSent one wrapping
-// [ErrQuarantined], with a RetryAfter, when the store refuses the claim
-// after a loss of its records (fn not run, nothing stored); a Permanent one wrapping [ErrKey] for the
-// empty key; [portico.Gone]'s error when ctx is done before key is claimed
-// and [portico.FromContext]'s when it ends while waiting (fn not run either
-// way). A panic in fn leaves key Unknown and goes on. Do panics if fn is
-// nil.
+// Errors: fn's own error for a run that failed or was Rejected; an
+// Ambiguous *portico.Error wrapping [ErrUnknown] for an Unknown key (with
+// fn's result when this run's record may have been lost: Store loss in the
+// package documentation); the recorded class wrapping [ErrFailed] for a key
+// that failed earlier; Transient wrapping [ErrStore] when the store fails,
+// or NotSent wrapping [ErrQuarantined] with a RetryAfter after a loss of
+// its records (fn not run); Permanent wrapping [ErrKey] for the empty key;
+// the context's error when ctx ends before fn runs. A panic in fn leaves
+// key Unknown and goes on; a nil fn panics.
 func (r *Runner) Do(ctx context.Context, key Key, fn func(context.Context) ([]byte, error)) ([]byte, error) {
 	return r.do(ctx, key, "", fn)
 }

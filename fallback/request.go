@@ -298,28 +298,15 @@ func (r *request) followed(pos int) bool {
 	return false
 }
 
-// share returns the context candidate rt at position pos is called under,
+// share returns the context the candidate at position pos is called under,
 // bounded by its share of the deadline, with the share's Context to Cancel
-// once the call ended (nil when the candidate has the request's deadline),
-// or false when its allowance is below MinAttempt. The context carries the
-// route's cooldown (portico.ContextWithCooldown), which its retry layer
-// reads before each retry, and when another candidate follows it also caps
-// a wait in place at Config.WaitInPlace: a Retry-After longer is not
-// waited for in place, the route fails at once and the group moves on.
-//
-// With lift (a stream on the walk), a share that another candidate follows
-// bounds the gap between the candidate's signs of progress (gap, which
-// the caller arms: watch.arm) rather than the whole call: the context runs
-// on to the end of the time before the reserve, as the last candidate's
-// would. A live stream is never cut by its share; a silent one is, at the
-// same time as without lift, and so is one that falls silent as long.
-//
-// The context's end has the cause of the cut it is (cut.Of): the group's
-// timeout, not the caller's Deadline, so the adapter reports Ambiguous or
-// Transient, which the route's breaker counts when the allowance reached
-// FaultAfter, or, shorter, as an unanswered cut (another candidate
-// followed) or not at all (all the caller gave). The deadline costs no
-// timer unless the route waits on it.
+// after the call (nil when the candidate has the request's deadline), or
+// false when its allowance is below MinAttempt. The context carries the
+// route's cooldown and, when another candidate follows, the wait-in-place
+// cap. With lift (a stream) and a candidate following, the share bounds the
+// gaps between signs of progress (gap, armed by watch.arm) instead of the
+// whole call. The context ends with the cut's cause (cut.Of); the package
+// documentation says how each counts. No timer unless the route waits.
 func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.Context, c *lazyctx.Context, gap time.Duration, ok bool) {
 	_, idx := r.candidate(pos)
 	kd := &r.g.kinds[idx]

@@ -174,23 +174,19 @@ type attempt struct {
 	paniced bool
 }
 
-// Run races plan's attempts for req: attempt 0 at once, and then, while
-// fewer than Config.MaxAttempts run and none answered, a hedge after each
-// delay (see [Hedger]); an attempt that fails while none other runs is
-// followed at once by the plan's next, if it has one. The first answer wins
-// (for a streamed request, the first attempt whose chunk reaches the caller:
-// its chunks, and only its, reach req.OnChunk), and the others are canceled
-// with it and waited for, so that nothing runs after Run returns. It returns
-// the winning answer and its attempt's index, or the error a Plan stopped
-// the race with, or, when no attempt was left, the last attempt's error.
-// That error says NotSent only when no attempt may have been sent: one
-// that sent nothing after an attempt that failed once sent is
-// [portico.AfterSent]'s, of that attempt's class; after one the race
-// canceled once sent it keeps its class, NotSent false, the canceled
-// attempt's error in its tree. A panic of an attempt is raised again on the caller's goroutine once the
-// others ended. It returns (nil, -1, nil) when the plan had no attempt 0,
-// and (nil, -1, [portico.Gone]'s error) for a context done already, the
-// plan not asked for one.
+// Run races plan's attempts for req: attempt 0 at once, then, while fewer
+// than Config.MaxAttempts run and none answered, a hedge after each delay;
+// an attempt that fails while none other runs is followed at once by the
+// plan's next. The first answer wins (for a stream, the first attempt whose
+// chunk reaches the caller: only its chunks reach req.OnChunk); the others
+// are canceled and waited for, so nothing runs after Run returns.
+//
+// It returns the winning answer and its index, or the error a Plan stopped
+// the race with, or else the last attempt's error, NotSent only when no
+// attempt may have been sent ([portico.AfterSent] otherwise). A panic of an
+// attempt is raised again on the caller's goroutine once the others ended.
+// It returns (nil, -1, nil) when the plan had no attempt 0, and (nil, -1,
+// [portico.Gone]'s error) for a context done already.
 func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*portico.Response, int, error) {
 	if err := portico.Gone(ctx); err != nil {
 		return nil, -1, err // the caller has gone: no attempt, no hedge

@@ -132,28 +132,20 @@ func settlement(t *ticket, resp *portico.Response, err error, panicked bool) (rl
 	return rl, d
 }
 
-// Refund returns the tokens a [Limiter] gives back to the token bucket for a
-// call that reserved in + maxOut tokens (N_in + N_max) and failed with err;
-// a negative result is a charge. In order, reading the first
-// [*portico.Error] in err's tree (and [portico.UsageOf] for the usage):
+// Refund returns the tokens a [Limiter] gives back for a call that reserved
+// in + maxOut tokens (N_in + N_max) and failed with err; a negative result
+// is a charge. By the first [*portico.Error] in err's tree, in order:
 //
-//   - usage billed (input + output above 0): settled as a success, in +
-//     maxOut - used, whatever the class;
-//   - nothing sent ([portico.NothingSent]: NotSent, or [portico.Rejected]
-//     wrapping no call that was sent; or Permanent, Incompatible,
-//     Unusable, Transient or RateLimited without an HTTP status, wrapping
-//     no call that may have been sent, [portico.SentIn]): in + maxOut, all
-//     of it;
-//   - a refusal of those classes (Rejected, or without a status) from a
-//     layer that wraps calls that may have been sent (a retry, a fallback
-//     group): the least this rule gives back for any of those calls;
-//   - those five classes with an error status (400 or above): maxOut,
-//     since the input may count against the provider's limits;
-//   - anything else (Ambiguous, InvalidResponse, Canceled or Deadline
-//     without NotSent, an error event inside a 200 stream, an error that
-//     is not a *portico.Error): 0, as output may have been generated.
+//   - usage billed ([portico.UsageOf]): in + maxOut - used;
+//   - nothing sent ([portico.NothingSent]): in + maxOut;
+//   - a refusal wrapping calls that may have been sent: the least this
+//     rule gives back for any of them;
+//   - Permanent, Incompatible, Unusable, Transient or RateLimited with a
+//     status of 400 or above: maxOut (the input may count);
+//   - anything else (Ambiguous, InvalidResponse, an error in a 200 stream,
+//     a foreign error): 0.
 //
-// See the package documentation, Refunds, for why.
+// The package documentation, Refunds, says why.
 func Refund(err error, in, maxOut int) int {
 	var pe *portico.Error
 	if !errors.As(err, &pe) {

@@ -45,21 +45,14 @@ type Store interface {
 // and the queue (Limits.MaxInFlight, Config.Concurrency, Config.Queue)
 // stay per process.
 //
-// When the store fails (an error, or no answer within its own timeout)
-// the call is decided without it, and a [portico.EventSharedStore] event
-// says how: with FailOpen, on this instance's local share of the buckets,
-// 1/Instances of each limit and burst (rounded down, at least 1); otherwise
-// (fail closed) the call is refused with a [portico.Rejected] error
-// wrapping [ErrStoreUnavailable]. The share is kept while the store
-// answers too, charged for the calls the store admits for this instance
-// and lowered when it refuses them, so from the first call of an outage it
-// admits what this instance had not used of its 1/N (a call once the
-// share holds 1/N of its cost): the N instances together stay within
-// b + r·dt plus an allowance, stated in the package documentation (Shared
-// buckets): what the shares held beyond the store at the outage's start,
-// r·d for the outage's time d within dt (the store's buckets refill
-// meanwhile and are not charged for what the shares admitted), and N-1
-// calls' cost for that lead.
+// When the store fails (an error, or no answer within its own timeout) the
+// call is decided without it, and a [portico.EventSharedStore] event says
+// how: with FailOpen, on this instance's share of the buckets (1/Instances
+// of each limit and burst, at least 1, kept in step with the store while
+// it answers, so it admits from an outage's first call); otherwise it is
+// refused, [portico.Rejected] wrapping [ErrStoreUnavailable]. The N
+// instances together stay within b + r·dt plus the allowance the package
+// documentation states (Shared buckets).
 type Shared struct {
 	// Store keeps the buckets; nil keeps them in the process (the default:
 	// the in-memory path, unchanged).
