@@ -200,14 +200,7 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 			var runs, decided atomic.Int32
 			var owner atomic.Int32 // the caller whose run went first
 			owner.Store(-1)
-			started, release := make(chan struct{}), make(chan struct{})
-			charge := func(context.Context) ([]byte, error) {
-				if runs.Add(1) == 1 {
-					close(started)
-					<-release
-				}
-				return []byte("charged"), nil
-			}
+			charge, started, release := held(&runs)
 			results := make([]string, callers)
 			errs := make([]error, callers)
 			var refusals atomic.Int32 // callers' claims refused as quarantined
@@ -477,14 +470,7 @@ func TestEffectNewcomerAfterLoss(t *testing.T) {
 			}
 			key, _ := effect.StepKey("op-1", "charge")
 			var runs atomic.Int32
-			started, release := make(chan struct{}), make(chan struct{})
-			charge := func(context.Context) ([]byte, error) {
-				if runs.Add(1) == 1 {
-					close(started)
-					<-release
-				}
-				return []byte("charged"), nil
-			}
+			charge, started, release := held(&runs)
 			owner := make(chan error)
 			go func() { _, err := decide(ctx, m.instance(t, nil), key, charge); owner <- err }()
 			<-started
@@ -576,14 +562,7 @@ func TestEffectClusterFlush(t *testing.T) {
 	}
 	key, _ := effect.StepKey("op-1", "charge")
 	var runs atomic.Int32
-	started, release := make(chan struct{}), make(chan struct{})
-	charge := func(context.Context) ([]byte, error) {
-		if runs.Add(1) == 1 {
-			close(started)
-			<-release
-		}
-		return []byte("charged"), nil
-	}
+	charge, started, release := held(&runs)
 	owner := make(chan error)
 	go func() { _, err := decide(ctx, instance(), key, charge); owner <- err }()
 	<-started
@@ -650,4 +629,18 @@ func TestEffectWithoutInfo(t *testing.T) {
 	if err != nil || string(res) != "charged" {
 		t.Fatalf("Do = %q, %v; want the effect run", res, err)
 	}
+}
+
+// held returns an effect that counts its runs in runs and holds its first
+// run, once started is closed, until release is closed.
+func held(runs *atomic.Int32) (charge func(context.Context) ([]byte, error), started, release chan struct{}) {
+	started, release = make(chan struct{}), make(chan struct{})
+	charge = func(context.Context) ([]byte, error) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return []byte("charged"), nil
+	}
+	return charge, started, release
 }
