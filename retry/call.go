@@ -180,7 +180,11 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 			}
 			if hinted {
 				if why := r.hintTooLong(ctx, 0, delay, cooling == delay); why != "" {
-					return nil, tooLong(lastErr, why, i, cooling, earlier)
+					var set time.Duration // the cooldown, when it set the hint
+					if cooling == delay {
+						set = cooling
+					}
+					return nil, tooLong(lastErr, why, i, set, earlier)
 				}
 			} else if !r.fits(ctx, delay) {
 				return nil, noTimeLeft(lastErr, delay, earlier)

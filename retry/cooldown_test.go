@@ -112,3 +112,21 @@ func TestCooldownWaitsAreCapped(t *testing.T) {
 		}
 	})
 }
+
+// A route's cooldown shorter than the Retry-After the route announced does
+// not shorten the hint the error carries: the call ends for the longer one.
+func TestShorterCooldownKeepsTheRetryAfter(t *testing.T) {
+	hello := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hello")}, Identity: portico.Identity{ClientKey: "c"}}
+	synctest.Test(t, func(t *testing.T) {
+		limited := &portico.Error{Class: portico.RateLimited, Status: 429, RetryAfter: 30 * time.Second}
+		f := modeltest.NewFake(modeltest.Fail(limited), modeltest.Answer("ok"))
+		r := retry.MustNew(retry.Config{Destination: "a"})
+		start := time.Now()
+		ctx := portico.ContextWithCooldown(context.Background(), func() time.Time { return start.Add(5 * time.Second) })
+		ctx = portico.ContextWithMaxWait(ctx, 500*time.Millisecond)
+		_, err := r.Wrap(f).Generate(ctx, hello)
+		if got := portico.RetryAfterOf(err); f.Count() != 1 || got != 30*time.Second {
+			t.Errorf("Generate: %d calls, RetryAfter %v (%v); want 1 call, the route's 30s", f.Count(), got, err)
+		}
+	})
+}
