@@ -355,3 +355,38 @@ func TestUnsureClaimsBounded(t *testing.T) {
 		t.Errorf("tokens kept = %d after canceled Dos, %d after %d lost claims; want 0 and %d", n, m, maxUnsure+10, maxUnsure)
 	}
 }
+
+// slowStore is a MemoryStore whose PutIfAbsent takes a second, so that
+// callers of one key in a process wait on one flight.
+type slowStore struct{ *MemoryStore }
+
+func (s slowStore) PutIfAbsent(ctx context.Context, key Key, r Record) (Record, bool, error) {
+	time.Sleep(time.Second)
+	return s.MemoryStore.PutIfAbsent(ctx, key, r)
+}
+
+// A flight's leader that finds the step done with other arguments than its
+// own tells only itself so: a waiter with the recorded arguments, or with
+// none (Do), gets the result.
+func TestArgumentsDifferLeaderOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, _ := NewMemoryStore(MemoryConfig{})
+		ctx := context.Background()
+		key := mustStep(t, "op", "step-1", "charge")
+		done := func(context.Context) ([]byte, error) { return []byte(`"ch_1"`), nil }
+		if _, err := newRunner(t, Config{Store: mem}).DoArgs(ctx, key, json.RawMessage(`{"a":1}`), done); err != nil {
+			t.Fatal(err)
+		}
+		r := newRunner(t, Config{Store: slowStore{mem}})
+		var wg sync.WaitGroup
+		var lead, same, plain error
+		wg.Go(func() { _, lead = r.DoArgs(ctx, key, json.RawMessage(`{"a":2}`), mustNotRun(t)) })
+		synctest.Wait()
+		wg.Go(func() { _, same = r.DoArgs(ctx, key, json.RawMessage(`{"a":1}`), mustNotRun(t)) })
+		wg.Go(func() { _, plain = r.Do(ctx, key, mustNotRun(t)) })
+		wg.Wait()
+		if !errors.Is(lead, ErrArgumentsDiffer) || same != nil || plain != nil {
+			t.Errorf("leader %v, waiter with the recorded arguments %v, Do %v; want ErrArgumentsDiffer, nil, nil", lead, same, plain)
+		}
+	})
+}

@@ -323,6 +323,7 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 		switch cur.State {
 		case Completed:
 			if differ(fp, cur.Args) {
+				f.again = true // this caller's arguments, not the waiters': they look themselves
 				return cur.Result, argsDiffer(nil)
 			}
 			return cur.Result, nil
@@ -332,6 +333,7 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 			if !rerunnable(cur.Class) {
 				failed := &portico.Error{Class: cur.Class, Reason: cur.Reason, Err: ErrFailed}
 				if differ(fp, cur.Args) {
+					f.again = true
 					return nil, argsDiffer(failed)
 				}
 				return nil, failed
