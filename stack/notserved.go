@@ -43,8 +43,9 @@ const (
 // sent. Safe for concurrent use; the zero value remembers nothing yet.
 type notServed struct {
 	n     atomic.Int32 // len(known), read without the lock
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	known map[string]notServedEntry // by Request.Model
+	last  time.Time                 // the latest entry's until: all expired past it
 }
 
 // notServedEntry is what a route keeps of a 404: when it expires, and the
@@ -72,14 +73,23 @@ func (m *notServed) skip(next portico.Model) portico.Model {
 // refused returns the error remembered for model, NotSent, or nil when
 // there is none at now.
 func (m *notServed) refused(model string, now time.Time) error {
-	m.mu.Lock()
+	m.mu.RLock()
 	e, ok := m.known[model]
-	if ok && !now.Before(e.until) {
-		delete(m.known, model)
+	stale, expired := !now.Before(m.last), ok && !now.Before(e.until)
+	m.mu.RUnlock()
+	if stale || expired {
+		// Forget what expired: every entry once the latest has, so that
+		// the route's requests skip the lock again (n is 0).
+		m.mu.Lock()
+		if !now.Before(m.last) {
+			clear(m.known)
+		} else if e, ok := m.known[model]; ok && !now.Before(e.until) {
+			delete(m.known, model)
+		}
 		m.n.Store(int32(len(m.known)))
-		ok = false
+		m.mu.Unlock()
+		return nil
 	}
-	m.mu.Unlock()
 	if !ok {
 		return nil
 	}
@@ -130,7 +140,11 @@ func (m *notServed) remember(model string, err *portico.Error, now time.Time) {
 		}
 		delete(m.known, first)
 	}
-	m.known[model] = notServedEntry{until: now.Add(notServedFor), status: err.Status, code: err.Code,
+	until := now.Add(notServedFor)
+	m.known[model] = notServedEntry{until: until, status: err.Status, code: err.Code,
 		reason: err.Reason + ", remembered"}
+	if until.After(m.last) {
+		m.last = until
+	}
 	m.n.Store(int32(len(m.known)))
 }
