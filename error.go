@@ -324,11 +324,7 @@ func ClassOf(err error) Class {
 	if err == nil {
 		return OK
 	}
-	if e, ok := err.(*Error); ok && e != nil { // the common case, without errors.As's allocation
-		return e.Class
-	}
-	var e *Error
-	if errors.As(err, &e) {
+	if e := first(err); e != nil {
 		return e.Class
 	}
 	switch {
@@ -343,14 +339,24 @@ func ClassOf(err error) Class {
 // RetryAfterOf returns the Retry-After hint of the first [*Error] in err's tree,
 // or 0 when there is none.
 func RetryAfterOf(err error) time.Duration {
-	if e, ok := err.(*Error); ok && e != nil {
-		return e.RetryAfter
-	}
-	var e *Error
-	if errors.As(err, &e) {
+	if e := first(err); e != nil {
 		return e.RetryAfter
 	}
 	return 0
+}
+
+// first returns the first [*Error] in err's tree (errors.As), or nil: the
+// lookup ClassOf, RetryAfterOf, RefuserOf and NothingSent share. The common
+// case, err itself an *Error, costs no errors.As and no allocation.
+func first(err error) *Error {
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
 }
 
 // UsageOf returns the Usage of the first [*Error] in err's tree, depth first,

@@ -1,7 +1,6 @@
 package portico
 
 import (
-	"errors"
 	"strconv"
 )
 
@@ -67,11 +66,7 @@ func (r Refuser) String() string {
 // refusal ended the call; errors.Is on a package's sentinel would also
 // find a refusal of an earlier attempt that did not.
 func RefuserOf(err error) Refuser {
-	if e, ok := err.(*Error); ok && e != nil {
-		return e.RefusedBy
-	}
-	var e *Error
-	if errors.As(err, &e) {
+	if e := first(err); e != nil {
 		return e.RefusedBy
 	}
 	return NotRefused

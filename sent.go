@@ -11,11 +11,8 @@ import "errors"
 // calls keeps them (see [Error.NotSent]). Anything else may have been
 // sent, and so may an error without an *Error; nil is false.
 func NothingSent(err error) bool {
-	if e, ok := err.(*Error); ok && e != nil {
-		return !e.sent()
-	}
-	var e *Error
-	return errors.As(err, &e) && !e.sent()
+	e := first(err)
+	return e != nil && !e.sent()
 }
 
 // sent reports whether e's call may have been sent (see NothingSent).
