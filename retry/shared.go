@@ -155,21 +155,19 @@ func (r *Retrier) degraded(ctx context.Context, dest, op string, err error) {
 
 // mirrorSpend takes from a local share the token the store gave: one, but
 // not below zero (see internal/failopen).
-func (b *bucket) mirrorSpend() {
-	for {
-		v := b.level.Load()
-		if b.level.CompareAndSwap(v, failopen.Charge(v, unit)) {
-			return
-		}
-	}
-}
+func (b *bucket) mirrorSpend() { b.update(func(v int64) int64 { return failopen.Charge(v, unit) }) }
 
 // mirrorRefused lowers a local share whose bucket in the store had less
 // than one token (how much less is not known: 0) to 1/n of it.
 func (b *bucket) mirrorRefused(n int) {
+	b.update(func(v int64) int64 { return failopen.Refused(v, 0, n) })
+}
+
+// update sets the level to f of it, atomically.
+func (b *bucket) update(f func(int64) int64) {
 	for {
 		v := b.level.Load()
-		if b.level.CompareAndSwap(v, failopen.Refused(v, 0, n)) {
+		if b.level.CompareAndSwap(v, f(v)) {
 			return
 		}
 	}
