@@ -441,22 +441,13 @@ func (b *Breaker) unanswered(ctx context.Context, word uint64, class portico.Cla
 	if b.word.Load() != word {
 		return // its closed period is over, as in closedOutcome
 	}
-	gen := word >> 2
+	gen, now := word>>2, b.nanos() // unanswered cuts are rare: one clock read
 	counts := Counts{Class: class, ConsecutiveFailures: b.incConsec(gen)}
-	var now int64
-	if b.tring != nil {
-		now = b.nanos()
-	}
 	t := b.window(gen, now)
 	counts.Calls, counts.Failures, counts.Slow = t.calls, t.failed, t.slow
-	reason := b.cfg.Trip(counts)
-	if reason == "" {
-		return
+	if reason := b.cfg.Trip(counts); reason != "" {
+		b.trip(ctx, gen, now, reason, class)
 	}
-	if b.tring == nil {
-		now = b.nanos()
-	}
-	b.trip(ctx, gen, now, reason, class)
 }
 
 // incConsec adds a failure to generation gen's run and returns its length.
