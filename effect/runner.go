@@ -425,7 +425,7 @@ func (r *Runner) heartbeat(ctx context.Context, key Key, mine Record) (stop func
 // and the effect runs, instead of the key waiting out its lease as another
 // run's and reading Unknown.
 func (r *Runner) claimFailed(ctx context.Context, key Key, mine Record, err error) error {
-	next := Record{State: Failed, Class: portico.Rejected, Reason: "claim not confirmed", Expires: time.Now().Add(r.lease)}
+	next := r.released(mine, "claim not confirmed")
 	if _, uerr := r.store.Update(context.WithoutCancel(ctx), key, mine, next); uerr != nil {
 		r.keepUnsure(key, mine.Owner)
 	}
@@ -501,13 +501,20 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 	return nil, err
 }
 
+// released is the record that releases claim mine for reason: Rejected,
+// so the key may run again, kept for a lease so that a release is not
+// taken for a loss.
+func (r *Runner) released(mine Record, reason string) Record {
+	return Record{State: Failed, Class: portico.Rejected, Reason: reason, Args: mine.Args, Owner: mine.Owner, Expires: time.Now().Add(r.lease)}
+}
+
 // release gives key, claimed by mine, back: the record becomes Failed with
 // class Rejected, which lets the next caller run the effect (see
 // rerunnable), and expires after the Lease. It is kept that long, not
 // dropped, so that a caller that saw the key pending does not find it
 // absent, which would read as a record the store lost.
 func (r *Runner) release(ctx context.Context, key Key, mine Record, reason string) {
-	next := Record{State: Failed, Class: portico.Rejected, Reason: reason, Args: mine.Args, Owner: mine.Owner, Expires: time.Now().Add(r.lease)}
+	next := r.released(mine, reason)
 	ok, _, err := r.write(context.WithoutCancel(ctx), key, mine, next)
 	switch {
 	case err != nil:
