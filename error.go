@@ -395,19 +395,29 @@ func FromContext(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	cause := context.Cause(ctx)
-	if cause != err {
-		cause = Join(err, cause)
-	}
+	class, cause := ended(ctx, err)
 	if errors.Is(cause, ErrLayerTimeout) {
 		// A layer's own timeout, not the caller's: the work had started and
 		// its outcome is unknown.
-		return &Error{Class: Ambiguous, Err: cause}
+		class = Ambiguous
+	}
+	return &Error{Class: class, Err: cause}
+}
+
+// ended returns Deadline or Canceled by err, the error ctx ended with, and
+// its cause: err, joined with context.Cause(ctx) when that differs.
+func ended(ctx context.Context, err error) (Class, error) {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil:
+		cause = err
+	case cause != err:
+		cause = Join(err, cause)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Class: Deadline, Err: cause}
+		return Deadline, cause
 	}
-	return &Error{Class: Canceled, Err: cause}
+	return Canceled, cause
 }
 
 // Gone returns, once ctx is done, the error of a call that a layer ends
@@ -435,17 +445,7 @@ func gone(ctx context.Context) error {
 	if err == nil { // its deadline passed at the reading, before the timer fired
 		err = context.DeadlineExceeded
 	}
-	cause := context.Cause(ctx)
-	switch {
-	case cause == nil:
-		cause = err
-	case cause != err:
-		cause = Join(err, cause)
-	}
-	class := Canceled
-	if errors.Is(err, context.DeadlineExceeded) {
-		class = Deadline
-	}
+	class, cause := ended(ctx, err)
 	return &Error{Class: class, NotSent: true, Err: cause}
 }
 
