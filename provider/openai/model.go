@@ -262,100 +262,132 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 	params.StreamOptions.IncludeUsage = oai.Bool(true)
 	s := m.client.Chat.Completions.NewStreaming(ctx, params, opts...)
 	defer s.Close()
-	var (
-		text   strings.Builder
-		calls  []portico.ToolCall
-		args   [][]byte
-		seen   []bool // seen[i]: a delta named index i
-		finish string
-		resp   = &portico.Response{Model: model}
-	)
+	st := streamState{m: m, req: req, x: x, model: model, resp: &portico.Response{Model: model}}
 	for s.Next() {
 		if ctx.Err() != nil {
 			break // no chunk reaches the caller after it canceled
 		}
 		c := s.Current()
-		if errorChunk(&c) {
-			if f := parseErrorBody([]byte(c.RawJSON())); f.Found {
-				return nil, m.inBand(f, x, model)
+		if err := st.chunk(ctx, &c); err != nil {
+			return nil, err
+		}
+	}
+	return st.end(ctx, s.Err())
+}
+
+// streamState is what a streamed completion has said so far; stream owns it.
+type streamState struct {
+	m      *Model
+	req    *portico.Request
+	x      *adapt.Exchange
+	model  string
+	resp   *portico.Response
+	text   strings.Builder
+	calls  []portico.ToolCall
+	args   [][]byte
+	seen   []bool // seen[i]: a delta named index i
+	finish string
+}
+
+// chunk takes in one chunk of the stream: an in-band error, the model, id
+// and usage, and the deltas of choice 0.
+func (st *streamState) chunk(ctx context.Context, c *oai.ChatCompletionChunk) error {
+	m, x, model, resp := st.m, st.x, st.model, st.resp
+	if errorChunk(c) {
+		if f := parseErrorBody([]byte(c.RawJSON())); f.Found {
+			return m.inBand(f, x, model)
+		}
+	}
+	if why := checkChunk(c); why != "" {
+		return malformed(x, model, why)
+	}
+	if !chunked(c) {
+		adapt.Alive(ctx) // a role or usage delta, a reasoning step: progress all the same
+	}
+	if c.Model != "" {
+		resp.Model = c.Model
+	}
+	if c.ID != "" {
+		resp.ID = c.ID
+	}
+	if c.JSON.Usage.Valid() {
+		resp.Usage = usage(c.Usage)
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.FinishReason == "error" { // OpenRouter: the provider failed mid-answer, its error on the choice
+			return m.choiceError(ch.RawJSON(), x, model)
+		}
+		if ch.FinishReason != "" {
+			st.finish = ch.FinishReason
+		}
+		if d := ch.Delta.Content; d != "" {
+			st.text.WriteString(d)
+			if err := st.req.OnChunk(portico.Chunk{Text: d}); err != nil {
+				return adapt.ChunkError(err, model)
 			}
 		}
-		if why := checkChunk(&c); why != "" {
-			return nil, malformed(x, model, why)
-		}
-		if !chunked(&c) {
-			adapt.Alive(ctx) // a role or usage delta, a reasoning step: progress all the same
-		}
-		if c.Model != "" {
-			resp.Model = c.Model
-		}
-		if c.ID != "" {
-			resp.ID = c.ID
-		}
-		if c.JSON.Usage.Valid() {
-			resp.Usage = usage(c.Usage)
-		}
-		for i := range c.Choices {
-			ch := &c.Choices[i]
-			if ch.Index != 0 {
-				continue
-			}
-			if ch.FinishReason == "error" { // OpenRouter: the provider failed mid-answer, its error on the choice
-				return nil, m.choiceError(ch.RawJSON(), x, model)
-			}
-			if ch.FinishReason != "" {
-				finish = ch.FinishReason
-			}
-			if d := ch.Delta.Content; d != "" {
-				text.WriteString(d)
-				if err := req.OnChunk(portico.Chunk{Text: d}); err != nil {
-					return nil, adapt.ChunkError(err, model)
-				}
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				idx := int(tc.Index)
-				if !tc.JSON.Index.Valid() {
-					// No index (Gemini's OpenAI-compatible endpoint): a delta
-					// with an id of its own starts the next call, one without
-					// continues the current one.
-					idx = len(calls) - 1
-					if idx < 0 || tc.ID != "" && tc.ID != calls[idx].ID {
-						idx = len(calls)
-					}
-				}
-				if idx < 0 || idx >= 128 {
-					return nil, malformed(x, model, "tool call index out of range")
-				}
-				for idx >= len(calls) {
-					calls = append(calls, portico.ToolCall{})
-					args = append(args, nil)
-					seen = append(seen, false)
-				}
-				seen[idx] = true
-				call := &calls[idx]
-				if tc.ID != "" {
-					call.ID = tc.ID
-				}
-				// A name comes whole in the first delta (OpenAI), split across
-				// deltas, or whole again in each (MiniMax through NVIDIA NIM):
-				// a part equal to the name so far is a repeat.
-				if n := tc.Function.Name; n != "" && n != call.Name {
-					call.Name += n
-				}
-				args[idx] = append(args[idx], arguments(tc.Function.JSON.Arguments, tc.Function.Arguments)...)
-				if err := req.OnChunk(portico.Chunk{}); err != nil {
-					return nil, adapt.ChunkError(err, model)
-				}
+		for j := range ch.Delta.ToolCalls {
+			if err := st.toolCall(&ch.Delta.ToolCalls[j]); err != nil {
+				return err
 			}
 		}
 	}
-	if err := s.Err(); err != nil {
-		return nil, m.classify(ctx, err, x, model)
+	return nil
+}
+
+// toolCall takes in one tool call delta.
+func (st *streamState) toolCall(tc *oai.ChatCompletionChunkChoiceDeltaToolCall) error {
+	idx := int(tc.Index)
+	if !tc.JSON.Index.Valid() {
+		// No index (Gemini's OpenAI-compatible endpoint): a delta
+		// with an id of its own starts the next call, one without
+		// continues the current one.
+		idx = len(st.calls) - 1
+		if idx < 0 || tc.ID != "" && tc.ID != st.calls[idx].ID {
+			idx = len(st.calls)
+		}
+	}
+	if idx < 0 || idx >= 128 {
+		return malformed(st.x, st.model, "tool call index out of range")
+	}
+	for idx >= len(st.calls) {
+		st.calls = append(st.calls, portico.ToolCall{})
+		st.args = append(st.args, nil)
+		st.seen = append(st.seen, false)
+	}
+	st.seen[idx] = true
+	call := &st.calls[idx]
+	if tc.ID != "" {
+		call.ID = tc.ID
+	}
+	// A name comes whole in the first delta (OpenAI), split across
+	// deltas, or whole again in each (MiniMax through NVIDIA NIM):
+	// a part equal to the name so far is a repeat.
+	if n := tc.Function.Name; n != "" && n != call.Name {
+		call.Name += n
+	}
+	st.args[idx] = append(st.args[idx], arguments(tc.Function.JSON.Arguments, tc.Function.Arguments)...)
+	if err := st.req.OnChunk(portico.Chunk{}); err != nil {
+		return adapt.ChunkError(err, st.model)
+	}
+	return nil
+}
+
+// end checks how the stream ended (streamErr is the stream's own error) and
+// assembles the Response.
+func (st *streamState) end(ctx context.Context, streamErr error) (*portico.Response, error) {
+	m, x, model, resp := st.m, st.x, st.model, st.resp
+	if streamErr != nil {
+		return nil, m.classify(ctx, streamErr, x, model)
 	}
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), x, model)
 	}
-	if line := x.ErrorLine.Get(); finish == "" && line != nil { // llama.cpp's "error:" line
+	if line := x.ErrorLine.Get(); st.finish == "" && line != nil { // llama.cpp's "error:" line
 		f := parseErrorBody(line)
 		f.Found = true
 		return nil, m.inBand(f, x, model)
@@ -363,20 +395,20 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params oai.Cha
 	if x.ReadErr != nil {
 		return nil, m.classify(ctx, x.ReadErr, x, model)
 	}
-	if finish == "" {
+	if st.finish == "" {
 		return nil, malformed(x, model, "stream ended without a finish reason")
 	}
-	resp.Text = text.String()
-	resp.FinishReason = finishReason(finish)
+	resp.Text = st.text.String()
+	resp.FinishReason = finishReason(st.finish)
 	resp.RateLimit = ParseRateLimit(x.Header)
-	if len(calls) > 0 {
+	if len(st.calls) > 0 {
 		// Indexes are dense (0, 1, ...) from OpenAI; a server that skips some
 		// gets its calls in index order without empty ones for the gaps.
-		out := calls[:0]
-		for i := range calls {
-			if seen[i] {
-				calls[i].Arguments = args[i]
-				out = append(out, calls[i])
+		out := st.calls[:0]
+		for i := range st.calls {
+			if st.seen[i] {
+				st.calls[i].Arguments = st.args[i]
+				out = append(out, st.calls[i])
 			}
 		}
 		resp.ToolCalls = out
