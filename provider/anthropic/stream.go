@@ -40,171 +40,209 @@ const (
 func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, params sdk.MessageNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (_ *portico.Response, err error) {
 	s := m.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
-	var (
-		text      strings.Builder
-		blocks    []block
-		calls     []portico.ToolCall
-		args      [][]byte
-		started   bool
-		delivered bool // text reached onChunk
-		stop      sdk.StopReason
-		in, cw    int64 // input tokens, cache writes
-		cr, out   int64 // cache reads, output tokens
-		resp      = &portico.Response{Model: model}
-	)
+	st := streamState{onChunk: onChunk, x: x, model: model, resp: &portico.Response{Model: model}}
 	defer func() {
-		if err != nil && started && in >= 0 && cw >= 0 && cr >= 0 && out >= 0 {
-			adapt.Billed(err, usage(in, cw, cr, out))
+		if err != nil && st.started && st.in >= 0 && st.cw >= 0 && st.cr >= 0 && st.out >= 0 {
+			adapt.Billed(err, usage(st.in, st.cw, st.cr, st.out))
 		}
 	}()
-	deliver := func(c portico.Chunk) error {
-		if onChunk == nil {
-			return nil
-		}
-		if err := onChunk(c); err != nil {
-			return adapt.ChunkError(err, model)
-		}
-		delivered = delivered || c.Text != ""
-		return nil
-	}
 	for s.Next() {
 		if ctx.Err() != nil {
 			break // no chunk reaches the caller after it canceled
 		}
 		ev := s.Current()
-		if !eventWellFormed(&ev) {
-			return nil, malformed(x, model, "stream event of the wrong shape")
-		}
-		if !chunked(&ev) && ev.Type != "ping" {
-			adapt.Alive(ctx) // message_start, a thinking delta: progress all the same; a ping is a keep-alive
-		}
-		if ev.Type == "message_start" {
-			if started {
-				return nil, malformed(x, model, "second message_start")
-			}
-			started = true
-			resp.ID = ev.Message.ID
-			if ev.Message.Model != "" {
-				resp.Model = string(ev.Message.Model)
-			}
-			u := &ev.Message.Usage
-			in, cw, cr, out = u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens
-			continue
-		}
-		switch ev.Type {
-		case "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
-			if !started {
-				return nil, malformed(x, model, "stream did not begin with message_start")
-			}
-		default:
-			continue // an event type this adapter does not know
-		}
-		if ev.Index < 0 || ev.Index >= maxBlocks {
-			return nil, malformed(x, model, "content block index out of range")
-		}
-		switch ev.Type {
-		case "content_block_start":
-			for int(ev.Index) >= len(blocks) {
-				blocks = append(blocks, block{})
-			}
-			b := &blocks[ev.Index]
-			if b.kind != 0 {
-				return nil, malformed(x, model, "content block started twice")
-			}
-			switch cb := &ev.ContentBlock; cb.Type {
-			case "text":
-				b.kind = kindText
-				if cb.Text != "" {
-					text.WriteString(cb.Text)
-					if err := deliver(portico.Chunk{Text: cb.Text}); err != nil {
-						return nil, err
-					}
-				}
-			case "tool_use":
-				b.kind, b.call = kindTool, len(calls)
-				calls = append(calls, portico.ToolCall{ID: cb.ID, Name: cb.Name})
-				args = append(args, nil)
-				if err := deliver(portico.Chunk{}); err != nil {
-					return nil, err
-				}
-			default:
-				b.kind = kindOther
-			}
-		case "content_block_delta":
-			if int(ev.Index) >= len(blocks) || blocks[ev.Index].kind == 0 {
-				return nil, malformed(x, model, "delta for a content block not started")
-			}
-			b := blocks[ev.Index]
-			switch d := &ev.Delta; d.Type {
-			case "text_delta":
-				if b.kind != kindText {
-					return nil, malformed(x, model, "text delta for a block that is not text")
-				}
-				if d.Text == "" {
-					continue
-				}
-				text.WriteString(d.Text)
-				if err := deliver(portico.Chunk{Text: d.Text}); err != nil {
-					return nil, err
-				}
-			case "input_json_delta":
-				if b.kind != kindTool {
-					return nil, malformed(x, model, "input delta for a block that is not a tool call")
-				}
-				args[b.call] = append(args[b.call], d.PartialJSON...)
-				if err := deliver(portico.Chunk{}); err != nil {
-					return nil, err
-				}
-			}
-		case "message_delta":
-			if r := ev.Delta.StopReason; r != "" {
-				stop = r
-			}
-			// Counts in message_delta are cumulative; input counts appear
-			// there only when the API revises them.
-			u := &ev.Usage
-			out = u.OutputTokens
-			if u.JSON.InputTokens.Valid() {
-				in = u.InputTokens
-			}
-			if u.JSON.CacheCreationInputTokens.Valid() {
-				cw = u.CacheCreationInputTokens
-			}
-			if u.JSON.CacheReadInputTokens.Valid() {
-				cr = u.CacheReadInputTokens
-			}
+		if err := st.event(ctx, &ev); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.Err(); err != nil {
-		return nil, m.classify(ctx, err, x, model, delivered)
+		return nil, m.classify(ctx, err, x, model, st.delivered)
 	}
 	if ctx.Err() != nil {
-		return nil, m.classify(ctx, ctx.Err(), x, model, delivered)
+		return nil, m.classify(ctx, ctx.Err(), x, model, st.delivered)
 	}
 	if x.ReadErr != nil {
-		return nil, m.classify(ctx, x.ReadErr, x, model, delivered)
+		return nil, m.classify(ctx, x.ReadErr, x, model, st.delivered)
 	}
-	if !started {
-		return nil, malformed(x, model, "stream without message_start")
+	return st.end()
+}
+
+// streamState is what a streamed message has said so far; stream owns it.
+type streamState struct {
+	onChunk   func(portico.Chunk) error
+	x         *adapt.Exchange
+	model     string
+	resp      *portico.Response
+	text      strings.Builder
+	blocks    []block
+	calls     []portico.ToolCall
+	args      [][]byte
+	started   bool
+	delivered bool // text reached onChunk
+	stop      sdk.StopReason
+	in, cw    int64 // input tokens, cache writes
+	cr, out   int64 // cache reads, output tokens
+}
+
+// deliver passes c to onChunk, if any.
+func (st *streamState) deliver(c portico.Chunk) error {
+	if st.onChunk == nil {
+		return nil
 	}
-	if stop == "" {
-		return nil, malformed(x, model, "stream ended without a stop reason")
+	if err := st.onChunk(c); err != nil {
+		return adapt.ChunkError(err, st.model)
 	}
-	if in < 0 || cw < 0 || cr < 0 || out < 0 {
-		return nil, malformed(x, model, "negative token count")
+	st.delivered = st.delivered || c.Text != ""
+	return nil
+}
+
+// event takes in one event of the stream.
+func (st *streamState) event(ctx context.Context, ev *sdk.MessageStreamEventUnion) error {
+	x, model := st.x, st.model
+	if !eventWellFormed(ev) {
+		return malformed(x, model, "stream event of the wrong shape")
 	}
-	resp.Text = text.String()
-	resp.FinishReason = finishReason(stop)
-	resp.Usage = usage(in, cw, cr, out)
-	resp.RateLimit = ParseRateLimit(x.Header, time.Now())
-	if len(calls) > 0 {
-		for i := range calls {
-			calls[i].Arguments = args[i]
-			if len(args[i]) == 0 {
-				calls[i].Arguments = []byte("{}")
+	if !chunked(ev) && ev.Type != "ping" {
+		adapt.Alive(ctx) // message_start, a thinking delta: progress all the same; a ping is a keep-alive
+	}
+	if ev.Type == "message_start" {
+		if st.started {
+			return malformed(x, model, "second message_start")
+		}
+		st.started = true
+		st.resp.ID = ev.Message.ID
+		if ev.Message.Model != "" {
+			st.resp.Model = string(ev.Message.Model)
+		}
+		u := &ev.Message.Usage
+		st.in, st.cw, st.cr, st.out = u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens
+		return nil
+	}
+	switch ev.Type {
+	case "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
+		if !st.started {
+			return malformed(x, model, "stream did not begin with message_start")
+		}
+	default:
+		return nil // an event type this adapter does not know
+	}
+	if ev.Index < 0 || ev.Index >= maxBlocks {
+		return malformed(x, model, "content block index out of range")
+	}
+	switch ev.Type {
+	case "content_block_start":
+		return st.blockStart(ev)
+	case "content_block_delta":
+		return st.blockDelta(ev)
+	case "message_delta":
+		st.messageDelta(ev)
+	}
+	return nil
+}
+
+// blockStart takes in a content_block_start event.
+func (st *streamState) blockStart(ev *sdk.MessageStreamEventUnion) error {
+	for int(ev.Index) >= len(st.blocks) {
+		st.blocks = append(st.blocks, block{})
+	}
+	b := &st.blocks[ev.Index]
+	if b.kind != 0 {
+		return malformed(st.x, st.model, "content block started twice")
+	}
+	switch cb := &ev.ContentBlock; cb.Type {
+	case "text":
+		b.kind = kindText
+		if cb.Text != "" {
+			st.text.WriteString(cb.Text)
+			if err := st.deliver(portico.Chunk{Text: cb.Text}); err != nil {
+				return err
 			}
 		}
-		resp.ToolCalls = calls
+	case "tool_use":
+		b.kind, b.call = kindTool, len(st.calls)
+		st.calls = append(st.calls, portico.ToolCall{ID: cb.ID, Name: cb.Name})
+		st.args = append(st.args, nil)
+		if err := st.deliver(portico.Chunk{}); err != nil {
+			return err
+		}
+	default:
+		b.kind = kindOther
+	}
+	return nil
+}
+
+// blockDelta takes in a content_block_delta event.
+func (st *streamState) blockDelta(ev *sdk.MessageStreamEventUnion) error {
+	x, model := st.x, st.model
+	if int(ev.Index) >= len(st.blocks) || st.blocks[ev.Index].kind == 0 {
+		return malformed(x, model, "delta for a content block not started")
+	}
+	b := st.blocks[ev.Index]
+	switch d := &ev.Delta; d.Type {
+	case "text_delta":
+		if b.kind != kindText {
+			return malformed(x, model, "text delta for a block that is not text")
+		}
+		if d.Text == "" {
+			return nil
+		}
+		st.text.WriteString(d.Text)
+		return st.deliver(portico.Chunk{Text: d.Text})
+	case "input_json_delta":
+		if b.kind != kindTool {
+			return malformed(x, model, "input delta for a block that is not a tool call")
+		}
+		st.args[b.call] = append(st.args[b.call], d.PartialJSON...)
+		return st.deliver(portico.Chunk{})
+	}
+	return nil
+}
+
+// messageDelta takes in a message_delta event: the stop reason and usage.
+func (st *streamState) messageDelta(ev *sdk.MessageStreamEventUnion) {
+	if r := ev.Delta.StopReason; r != "" {
+		st.stop = r
+	}
+	// Counts in message_delta are cumulative; input counts appear
+	// there only when the API revises them.
+	u := &ev.Usage
+	st.out = u.OutputTokens
+	if u.JSON.InputTokens.Valid() {
+		st.in = u.InputTokens
+	}
+	if u.JSON.CacheCreationInputTokens.Valid() {
+		st.cw = u.CacheCreationInputTokens
+	}
+	if u.JSON.CacheReadInputTokens.Valid() {
+		st.cr = u.CacheReadInputTokens
+	}
+}
+
+// end checks that the stream ended whole and assembles the Response.
+func (st *streamState) end() (*portico.Response, error) {
+	x, model := st.x, st.model
+	if !st.started {
+		return nil, malformed(x, model, "stream without message_start")
+	}
+	if st.stop == "" {
+		return nil, malformed(x, model, "stream ended without a stop reason")
+	}
+	if st.in < 0 || st.cw < 0 || st.cr < 0 || st.out < 0 {
+		return nil, malformed(x, model, "negative token count")
+	}
+	resp := st.resp
+	resp.Text = st.text.String()
+	resp.FinishReason = finishReason(st.stop)
+	resp.Usage = usage(st.in, st.cw, st.cr, st.out)
+	resp.RateLimit = ParseRateLimit(x.Header, time.Now())
+	if len(st.calls) > 0 {
+		for i := range st.calls {
+			st.calls[i].Arguments = st.args[i]
+			if len(st.args[i]) == 0 {
+				st.calls[i].Arguments = []byte("{}")
+			}
+		}
+		resp.ToolCalls = st.calls
 	}
 	return resp, nil
 }
