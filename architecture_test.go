@@ -51,3 +51,100 @@ func TestArchitectureCitesTestsThatExist(t *testing.T) {
 		}
 	}
 }
+
+// TestArchitectureNamesExist keeps ARCHITECTURE.md true about the code: every
+// `pkg.Name` (and `pkg.Name.Field`) it cites, where pkg is a package of the
+// repository, is declared in that package's non-test files, and every path
+// it cites (`internal/mono`, `provider/openai`) is a directory.
+func TestArchitectureNamesExist(t *testing.T) {
+	doc, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs := map[string][]byte{} // package name -> its non-test sources, joined
+	dirs := map[string]bool{}
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			dirs[filepath.ToSlash(path)] = true
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		pkg := filepath.Base(filepath.Dir(path))
+		if filepath.Dir(path) == "." {
+			pkg = "portico"
+		}
+		srcs[pkg] = append(srcs[pkg], src...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("`([a-z][a-z0-9]*)((?:\\.[A-Z][A-Za-z0-9]*)+)").FindAllSubmatch(doc, -1) {
+		src, ok := srcs[string(m[1])]
+		if !ok {
+			continue // a standard library or third-party package
+		}
+		for _, name := range strings.Split(string(m[2])[1:], ".") {
+			decl := regexp.MustCompile(`(?m)^(?:func (?:\([^)]*\) )?|type |var |const |\t+)` + name + `\b`)
+			if !decl.Match(src) {
+				t.Errorf("ARCHITECTURE.md cites %s%s: package %s declares no %s", m[1], m[2], m[1], name)
+			}
+		}
+	}
+	for _, m := range regexp.MustCompile("`((?:internal|provider|modeltest|redisstore|examples|bench)(?:/[a-z0-9]+)+)`").FindAllSubmatch(doc, -1) {
+		if !dirs[string(m[1])] {
+			t.Errorf("ARCHITECTURE.md cites %s, which is no directory", m[1])
+		}
+	}
+}
+
+// TestPackageDocListsEveryPackage keeps the root package doc's list of
+// packages whole: every importable package of the workspace's modules (not
+// internal, examples or benchmarks) is named in its "# Packages" section.
+func TestPackageDocListsEveryPackage(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src)
+	i := strings.Index(doc, "// # Packages")
+	if i < 0 {
+		t.Fatal(`doc.go has no "# Packages" section`)
+	}
+	list := doc[i:]
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || path == "." {
+			return err
+		}
+		switch d.Name() {
+		case "internal", "testdata", "examples", "bench", "docs", "cmd":
+			return filepath.SkipDir
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		gos, _ := filepath.Glob(filepath.Join(path, "*.go"))
+		if len(gos) == 0 {
+			return nil
+		}
+		if name := filepath.ToSlash(path); !regexp.MustCompile(`\b` + name + `\b`).MatchString(list) {
+			t.Errorf("package %s is missing from doc.go's list of packages", name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -106,19 +106,32 @@
 //
 // # Packages
 //
-//   - ratelimit: token buckets on requests and on LLM tokens, in-flight caps.
+//   - ratelimit: token buckets on requests and on LLM tokens, in-flight caps,
+//     provider-header feedback, tiers.
+//   - adaptive: in-flight limits that follow latency and loss (AIMD, Vegas,
+//     Gradient2).
+//   - throttle: client-side adaptive throttling (the SRE book's formula).
 //   - retry: class-aware attempts, full jitter, Retry-After, retry budgets,
 //     deadline-aware admission of attempts, TTFT and inter-token timeouts.
 //   - breaker: per-route circuit breakers.
+//   - hedge: hedged requests, delayed by a latency percentile, budgeted.
+//   - rank: the one candidate, score and per-route statistics table the
+//     routing packages share.
 //   - route: routers, cascades and replica balancers.
 //   - fallback: ordered groups of capable routes.
 //   - validate: the acceptance pipeline every answer passes.
 //   - effect: tool side effects at most once per execution key.
 //   - stack: the recommended stack in one constructor.
 //   - trace: OpenTelemetry spans, metrics and logs, content redacted by default.
-//   - modeltest: fakes, fault injection, a conformance suite, an OpenAI-compatible
-//     test server.
-//   - provider/openai: the openai-go adapter.
+//   - modeltest: fakes, fault injection, a conformance suite;
+//     modeltest/fakeopenai, modeltest/fakeanthropic and modeltest/fakegemini:
+//     in-process servers that speak each provider's wire format.
+//   - provider/openai, provider/anthropic, provider/gemini: the adapters over
+//     openai-go, anthropic-sdk-go and google.golang.org/genai, each a module
+//     of its own.
+//   - redisstore: the shared state of every layer over Redis (go-redis v9), a
+//     module of its own; redisstore/redistest starts a private redis-server
+//     for tests.
 //
 // The packages cite the public sources of their algorithms (the SRE book,
 // AWS's backoff study, gRPC's retry design, RouteLLM, FrugalGPT, Autellix,
