@@ -148,3 +148,33 @@ func TestPackageDocListsEveryPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestArchitectureListsTheCoreRequirements keeps the Modules section's list
+// of the core module's libraries whole: every direct requirement of go.mod
+// is named there by its module path.
+func TestArchitectureListsTheCoreRequirements(t *testing.T) {
+	doc, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := regexp.MustCompile(`(?m)^\t([a-z0-9.]+/[^ ]+) v[^ ]+$`).FindAllSubmatch(mod, -1)
+	if len(req) == 0 {
+		t.Fatal("go.mod lists no direct requirement; the pattern no longer matches its style")
+	}
+	for _, m := range req {
+		path := string(m[1])
+		name := path
+		if i := strings.Index(path, "go.opentelemetry.io/otel/"); i == 0 {
+			name = "`" + strings.TrimPrefix(path, "go.opentelemetry.io/otel/") + "`" // named as a module of otel
+		} else {
+			name = "`" + path + "`"
+		}
+		if !strings.Contains(string(doc), name) {
+			t.Errorf("go.mod requires %s, which ARCHITECTURE.md does not name", path)
+		}
+	}
+}
