@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico/internal/errtext"
-	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // Class says what an error means for the layers above it: whether trying again
@@ -186,47 +185,8 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("portico: ")
-	class := e.Class.String()
-	b.WriteString(class)
-	if e.RefusedBy != NotRefused {
-		b.WriteString(" by ")
-		b.WriteString(e.RefusedBy.String())
-	}
-	if e.Status != 0 {
-		b.WriteString(" status ")
-		b.WriteString(strconv.Itoa(e.Status))
-	}
-	if e.Code != "" {
-		b.WriteString(" code ")
-		b.WriteString(e.Code)
-	}
-	if e.Model != "" {
-		b.WriteString(" model ")
-		b.WriteString(e.Model)
-	}
-	if e.RetryAfter > 0 {
-		b.WriteString(" retry-after ")
-		b.WriteString(RoundDuration(e.RetryAfter).String())
-	}
-	cause, fields := "", ""
-	if e.Err != nil {
-		cause = strings.TrimPrefix(e.Err.Error(), "portico: ")
-		// A cause of the same class would say it twice: keep what follows
-		// it, its fields (" model m") or its reason (": ...").
-		if rest, ok := strings.CutPrefix(cause, class); ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
-			switch {
-			case rest == "":
-				cause = ""
-			case rest[0] == ' ' && e.Reason == "": // its fields follow ours
-				fields, cause, _ = strings.Cut(rest, ": ")
-			default:
-				cause = strings.TrimLeft(rest, ": ")
-			}
-		}
-	}
-	if e.RefusedBy != NotRefused { // said already, by ours
-		fields = strings.TrimPrefix(fields, " by "+e.RefusedBy.String())
-	}
+	e.writeFields(&b)
+	fields, cause := e.causeParts()
 	if fields != "" && !errtext.Said(b.String(), fields) {
 		b.WriteString(fields)
 	}
@@ -236,6 +196,56 @@ func (e *Error) Error() string {
 	}
 	writeUnsaid(&b, cause)
 	return b.String()
+}
+
+// writeFields writes the class and each field of e that is set.
+func (e *Error) writeFields(b *strings.Builder) {
+	b.WriteString(e.Class.String())
+	if e.RefusedBy != NotRefused {
+		writeField(b, " by ", e.RefusedBy.String())
+	}
+	if e.Status != 0 {
+		writeField(b, " status ", strconv.Itoa(e.Status))
+	}
+	if e.Code != "" {
+		writeField(b, " code ", e.Code)
+	}
+	if e.Model != "" {
+		writeField(b, " model ", e.Model)
+	}
+	if e.RetryAfter > 0 {
+		writeField(b, " retry-after ", RoundDuration(e.RetryAfter).String())
+	}
+}
+
+func writeField(b *strings.Builder, name, value string) {
+	b.WriteString(name)
+	b.WriteString(value)
+}
+
+// causeParts returns the message of e's cause without its "portico: ". A
+// cause of e's class would say it twice, so it keeps what follows the
+// class: its fields (" model m"), which go after e's own when e has no
+// reason (less a RefusedBy e says), and its reason (": ...").
+func (e *Error) causeParts() (fields, cause string) {
+	if e.Err == nil {
+		return "", ""
+	}
+	cause = strings.TrimPrefix(e.Err.Error(), "portico: ")
+	rest, ok := strings.CutPrefix(cause, e.Class.String())
+	switch {
+	case !ok:
+	case rest == "":
+		cause = ""
+	case rest[0] == ' ' && e.Reason == "":
+		fields, cause, _ = strings.Cut(rest, ": ")
+	case rest[0] == ' ' || rest[0] == ':':
+		cause = strings.TrimLeft(rest, ": ")
+	}
+	if e.RefusedBy != NotRefused {
+		fields = strings.TrimPrefix(fields, " by "+e.RefusedBy.String())
+	}
+	return fields, cause
 }
 
 // writeUnsaid writes to b the parts of cause that b does not say yet (see
@@ -428,22 +438,10 @@ func ended(ctx context.Context, err error) (Class, error) {
 // was canceled and [Deadline] when its deadline passed (a layer's own
 // timeout included: nothing was sent, so no breaker counts it), wraps
 // ctx.Err() and its cause (context.Cause), and has NotSent set.
-//
-// It costs ctx.Err(), or less: one read of the clock at most for a chain of
-// the contexts package stack's deadlines make, and none for the reading
-// the stack lends the layer it calls first.
 func Gone(ctx context.Context) error {
-	if !lazyctx.Ended(ctx) {
-		return nil
-	}
-	return gone(ctx)
-}
-
-// gone is Gone's error for ctx, which has ended.
-func gone(ctx context.Context) error {
 	err := ctx.Err()
-	if err == nil { // its deadline passed at the reading, before the timer fired
-		err = context.DeadlineExceeded
+	if err == nil {
+		return nil
 	}
 	class, cause := ended(ctx, err)
 	return &Error{Class: class, NotSent: true, Err: cause}
