@@ -8,7 +8,6 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/cut"
-	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // Acceptor is a cascade step's acceptance scorer g(x, y) (FrugalGPT): how
@@ -87,14 +86,9 @@ const (
 	DefaultStepFaultAfter = 10 * time.Second
 )
 
-// stepShares are the Kinds of a step's share context, indexed by the cut
-// its end is (cut.Of): their causes are ErrStepTimeout's forms.
-var stepShares = func() (k [3]*lazyctx.Kind) {
-	for c, cause := range cut.Causes(ErrStepTimeout) {
-		k[c] = &lazyctx.Kind{Cause: cause}
-	}
-	return k
-}()
+// stepCauses are the causes of a step's share context, indexed by the
+// cut its end is (cut.Of): ErrStepTimeout's forms.
+var stepCauses = cut.Causes(ErrStepTimeout)
 
 // Cascade is FrugalGPT's LLM cascade (Chen, Zaharia and Zou, 2023): it
 // calls its steps in cost order and stops at the first answer y whose
@@ -178,117 +172,152 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 	if err := portico.Gone(ctx); err != nil {
 		return nil, err // the caller has gone: no route is picked or called
 	}
-	n := c.est.EstimateInputTokens(req)
-	var hold *held // with OnChunk: the current step's chunks, held back until accepted
-	buffered := req
+	w := cascadeWalk{c: c, req: req, buffered: req, n: c.est.EstimateInputTokens(req)}
 	if req.OnChunk != nil {
-		hold = &held{ctx: ctx}
-		buffered = hold.Watch(req, hold)
+		w.hold = &held{ctx: ctx}
+		w.buffered = w.hold.Watch(req, w.hold)
 	}
-	var (
-		hops       []portico.Hop
-		billed     float64           // what the steps left cost: rejected answers, billed failures
-		last       *portico.Response // latest answer, rejected (stamped: its Cost is its price)
-		lastRoute  *portico.Route
-		lastHop    int // index in hops of last's "not accepted" hop
-		lastChunks []string
-		lastErr    error
-		called     bool
-		wait       time.Duration // least time until an unavailable step takes calls
-	)
 	for j := range c.steps {
-		s := &c.steps[j]
-		rt := &s.Route
-		final := j == len(c.steps)-1
-		if h, ok, stop := check(rt, req, n); stop != nil {
-			return nil, stop // wrong on any route
-		} else if !ok {
-			if h.Err == nil {
-				wait = earliest(wait, rt.RetryAfter())
-			}
-			hops = append(hops, h)
-			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
-			continue
+		if resp, done, err := w.step(ctx, j); done {
+			return resp, err
 		}
-		if called {
-			// The caller may have given up while the previous step ran or
-			// was scored: do not start (and pay for) another step.
-			if err := portico.FromContext(ctx); err != nil {
-				return nil, err
-			}
-		}
-		sreq := buffered
-		live := final && c.streamLast && c.exhausted == NoneAcceptedLast
-		if live {
-			sreq = req
-		}
-		called = true
-		if hold != nil {
-			hold.chunks = hold.chunks[:0]
-		}
-		sctx, cut := c.stepContext(ctx, j, req, n)
-		resp, err := rt.Model.Generate(sctx, rt.RequestFor(sreq))
-		cut.Cancel()
-		if err == nil && resp == nil {
-			err = errNilResponse(rt.Name) // a broken Model: a route fault, try the next step
-		}
-		if err != nil {
-			class := portico.ClassOf(err)
-			if live || class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {
-				// Another step cannot fix it, or (live) tokens may already
-				// have reached the caller: nothing may be substituted. Not
-				// NotSent when an earlier step may have been sent.
-				return nil, portico.AfterSent(err, sentOf(hops))
-			}
-			if u := portico.UsageOf(err); u != nil {
-				billed += rt.Capabilities.Cost(*u) // a failed call that was billed
-			}
-			wait = earliest(wait, portico.RetryAfterOf(err)) // a step's Retry-After
-			lastErr = err
-			hops = append(hops, portico.Hop{Route: rt.Name, Reason: class.String(), Err: err})
-			portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: class, Reason: class.String()})
-			continue
-		}
-		if s.Accept == nil || s.Accept(req, resp) >= s.Threshold ||
-			(final && c.exhausted == NoneAcceptedLast) {
-			return c.finish(req, rt.Stamp(resp, hops, billed), hold.held(), live)
-		}
-		last, lastRoute, lastHop = rt.Stamp(resp, nil, 0), rt, len(hops)
-		billed += last.Cost // a rejected answer is billed too
-		lastChunks = append(lastChunks[:0], hold.held()...)
-		hops = append(hops, notAccepted(rt.Name))
-		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: portico.InvalidResponse, Reason: reasonNotAccepted})
 	}
-	if last != nil && c.exhausted == NoneAcceptedLast {
+	return w.end()
+}
+
+// cascadeWalk is one request's way down a Cascade's steps.
+type cascadeWalk struct {
+	c          *Cascade
+	req        *portico.Request
+	buffered   *portico.Request // req, watched by hold when it streams
+	hold       *held            // with OnChunk: the current step's chunks, held back until accepted
+	n          int              // the estimated input tokens
+	hops       []portico.Hop
+	billed     float64           // what the steps left cost: rejected answers, billed failures
+	last       *portico.Response // latest answer, rejected (stamped: its Cost is its price)
+	lastRoute  *portico.Route
+	lastHop    int // index in hops of last's "not accepted" hop
+	lastChunks []string
+	lastErr    error
+	called     bool
+	wait       time.Duration // least time until a step takes calls again
+}
+
+// step runs step j: it skips it, or calls it and keeps its answer, and
+// reports whether the cascade ends here, with the answer or error.
+func (w *cascadeWalk) step(ctx context.Context, j int) (*portico.Response, bool, error) {
+	c := w.c
+	s := &c.steps[j]
+	rt := &s.Route
+	h, ok, stop := check(rt, w.req, w.n)
+	switch {
+	case stop != nil:
+		return nil, true, stop // wrong on any route
+	case !ok:
+		w.skipped(ctx, rt, h)
+		return nil, false, nil
+	}
+	if w.called {
+		// The caller may have given up while the previous step ran or
+		// was scored: do not start (and pay for) another step.
+		if err := portico.FromContext(ctx); err != nil {
+			return nil, true, err
+		}
+	}
+	final := j == len(c.steps)-1
+	live := final && c.streamLast && c.exhausted == NoneAcceptedLast
+	resp, err := w.call(ctx, j, live)
+	if err != nil {
+		err = w.failed(ctx, rt, err, live)
+		return nil, err != nil, err
+	}
+	if s.Accept == nil || s.Accept(w.req, resp) >= s.Threshold || (final && c.exhausted == NoneAcceptedLast) {
+		resp, err = c.finish(w.req, rt.Stamp(resp, w.hops, w.billed), w.hold.held(), live)
+		return resp, true, err
+	}
+	w.rejected(ctx, rt, resp)
+	return nil, false, nil
+}
+
+// skipped records step rt, skipped with hop h.
+func (w *cascadeWalk) skipped(ctx context.Context, rt *portico.Route, h portico.Hop) {
+	if h.Err == nil {
+		w.wait = earliest(w.wait, rt.RetryAfter())
+	}
+	w.hops = append(w.hops, h)
+	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
+}
+
+// call calls step j under its share of the deadline, streaming to the
+// caller when live, else into hold.
+func (w *cascadeWalk) call(ctx context.Context, j int, live bool) (*portico.Response, error) {
+	rt := &w.c.steps[j].Route
+	sreq := w.buffered
+	if live {
+		sreq = w.req
+	}
+	w.called = true
+	if w.hold != nil {
+		w.hold.chunks = w.hold.chunks[:0]
+	}
+	sctx, cancel := w.c.stepContext(ctx, j, w.req, w.n)
+	defer cancel()
+	resp, err := rt.Model.Generate(sctx, rt.RequestFor(sreq))
+	if err == nil && resp == nil {
+		err = errNilResponse(rt.Name) // a broken Model: a route fault, try the next step
+	}
+	return resp, err
+}
+
+// failed records rt's failure err and returns nil to move on, or the
+// error the cascade stops with when another step cannot fix it, or (live)
+// tokens may already have reached the caller, so that nothing may be
+// substituted: err, not NotSent when an earlier step may have been sent.
+func (w *cascadeWalk) failed(ctx context.Context, rt *portico.Route, err error, live bool) error {
+	class := portico.ClassOf(err)
+	if live || class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {
+		return portico.AfterSent(err, sentOf(w.hops))
+	}
+	if u := portico.UsageOf(err); u != nil {
+		w.billed += rt.Capabilities.Cost(*u) // a failed call that was billed
+	}
+	w.wait = earliest(w.wait, portico.RetryAfterOf(err)) // a step's Retry-After
+	w.lastErr = err
+	w.hops = append(w.hops, portico.Hop{Route: rt.Name, Reason: class.String(), Err: err})
+	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: class, Reason: class.String()})
+	return nil
+}
+
+// rejected records resp, rt's answer that its step did not accept: billed,
+// and kept as the latest answer.
+func (w *cascadeWalk) rejected(ctx context.Context, rt *portico.Route, resp *portico.Response) {
+	w.last, w.lastRoute, w.lastHop = rt.Stamp(resp, nil, 0), rt, len(w.hops)
+	w.billed += w.last.Cost
+	w.lastChunks = append(w.lastChunks[:0], w.hold.held()...)
+	w.hops = append(w.hops, notAccepted(rt.Name))
+	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: portico.InvalidResponse, Reason: reasonNotAccepted})
+}
+
+// end is the outcome of a cascade whose steps all failed, were skipped or
+// were not accepted (see Generate).
+func (w *cascadeWalk) end() (*portico.Response, error) {
+	switch {
+	case w.last != nil && w.c.exhausted == NoneAcceptedLast:
 		// The final step failed or was skipped: the latest (rejected) answer
 		// is the best there is; its own hop goes, the others stay in order.
-		hops = append(hops[:lastHop], hops[lastHop+1:]...)
-		last.Cost = billed // its own price is in billed already
-		return c.finish(req, lastRoute.Stamp(last, hops, 0), lastChunks, false)
-	}
-	if last != nil {
-		errs := []error{ErrExhausted}
-		for _, h := range hops {
-			if h.Err != nil {
-				errs = append(errs, h.Err) // the not-accepted hops wrap ErrNotAccepted
-			}
-		}
-		return nil, &portico.Error{Class: portico.InvalidResponse, Reason: "no answer accepted", Err: portico.Join(errs...)}
-	}
-	if !called {
-		return nil, noRoute(hops, wait)
-	}
-	errs := []error{ErrExhausted}
-	for _, h := range hops {
-		if h.Err != nil {
-			errs = append(errs, h.Err)
-		}
+		hops := append(w.hops[:w.lastHop], w.hops[w.lastHop+1:]...)
+		w.last.Cost = w.billed // its own price is in billed already
+		return w.c.finish(w.req, w.lastRoute.Stamp(w.last, hops, 0), w.lastChunks, false)
+	case w.last != nil: // the not-accepted hops wrap ErrNotAccepted
+		return nil, &portico.Error{Class: portico.InvalidResponse, Reason: "no answer accepted", Err: w.causes()}
+	case !w.called:
+		return nil, noRoute(w.hops, w.wait)
 	}
 	// The last step's class, or, when it sent nothing after a step that
 	// may have been sent, that step's: the request may have been billed.
-	sent := sentOf(hops)
-	from := lastErr
-	if sent != nil && portico.NothingSent(lastErr) {
+	sent := sentOf(w.hops)
+	from := w.lastErr
+	if sent != nil && portico.NothingSent(from) {
 		from = sent
 	}
 	class, status := portico.ClassOf(from), 0
@@ -296,14 +325,23 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 	if errors.As(from, &pe) {
 		status = pe.Status
 	}
+	wait := w.wait // a Retry-After hint only where later may work
 	if class != portico.RateLimited && class != portico.Rejected {
-		wait = 0 // a Retry-After hint only where later may work
+		wait = 0
 	}
-	// ErrExhausted says it; RetryAfter is the least time until a step said
-	// it takes calls again (its Retry-After, or its Health's), and the last
-	// step's refuser who refused it.
-	return nil, &portico.Error{Class: class, Status: status, RefusedBy: portico.RefuserOf(lastErr), RetryAfter: wait,
-		NotSent: sent == nil, Err: portico.Join(errs...)}
+	return nil, &portico.Error{Class: class, Status: status, RefusedBy: portico.RefuserOf(w.lastErr), RetryAfter: wait,
+		NotSent: sent == nil, Err: w.causes()}
+}
+
+// causes joins ErrExhausted and the error of each step left.
+func (w *cascadeWalk) causes() error {
+	errs := []error{ErrExhausted}
+	for _, h := range w.hops {
+		if h.Err != nil {
+			errs = append(errs, h.Err)
+		}
+	}
+	return portico.Join(errs...)
 }
 
 // sentOf returns the error of the last step in hops that may have been
@@ -317,30 +355,34 @@ func sentOf(hops []portico.Hop) error {
 	return nil
 }
 
-// stepContext returns the context step j is called under: ctx, or ctx
-// bounded by the step's share of the time left when ctx has a deadline and
-// a later step could follow (it fits and is available), with the share's
-// Context to Cancel once the step ended (nil when there is none).
-func (c *Cascade) stepContext(ctx context.Context, j int, req *portico.Request, n int) (context.Context, *lazyctx.Context) {
+// stepContext returns the context step j is called under, and the func to
+// call once the step ended: ctx, or, when ctx has a deadline and a later
+// step could follow (it fits and is available), ctx bounded by the step's
+// share of the time left, which ends with a form of ErrStepTimeout.
+func (c *Cascade) stepContext(ctx context.Context, j int, req *portico.Request, n int) (context.Context, context.CancelFunc) {
 	if c.share >= 1 || j == len(c.steps)-1 {
-		return ctx, nil
+		return ctx, func() {}
 	}
-	left, ok := lazyctx.Left(ctx)
+	dl, ok := ctx.Deadline()
 	if !ok {
-		return ctx, nil
+		return ctx, func() {}
 	}
+	left := time.Until(dl)
 	d := time.Duration(float64(left) * c.share)
-	if d >= left || d < DefaultStepMinAttempt {
-		return ctx, nil
+	if d >= left || d < DefaultStepMinAttempt || !c.followed(j, req, n) {
+		return ctx, func() {}
 	}
-	followed := false
-	for k := j + 1; k < len(c.steps) && !followed; k++ {
-		_, followed, _ = check(&c.steps[k].Route, req, n)
+	return context.WithTimeoutCause(ctx, d, stepCauses[cut.Of(d, DefaultStepFaultAfter, false)])
+}
+
+// followed reports whether a step after j could serve req now.
+func (c *Cascade) followed(j int, req *portico.Request, n int) bool {
+	for k := j + 1; k < len(c.steps); k++ {
+		if _, ok, _ := check(&c.steps[k].Route, req, n); ok {
+			return true
+		}
 	}
-	if !followed {
-		return ctx, nil
-	}
-	return lazyctx.WithTimeout(ctx, d, stepShares[cut.Of(d, DefaultStepFaultAfter, false)])
+	return false
 }
 
 func notAccepted(name string) portico.Hop {
