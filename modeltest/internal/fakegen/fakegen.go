@@ -7,8 +7,9 @@ package fakegen
 
 import (
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -47,9 +48,8 @@ func JSONText(schema json.RawMessage, r *rand.Rand) string {
 const maxGenerated = 64
 
 // generate returns a value valid against the JSON Schema s for the common
-// keywords: type, properties, required, items, enum, const, minimum,
-// minLength, minItems (both capped at 64), anyOf, oneOf, allOf, format (date-time, date, email,
-// uri). It does not resolve $ref.
+// keywords: type, properties, required, items, enum, const, minimum, minLength,
+// minItems (both capped at 64), anyOf, oneOf, allOf, format. It does not resolve $ref.
 func generate(s any, r *rand.Rand, depth int) any {
 	m, ok := s.(map[string]any)
 	if !ok || depth > 8 {
@@ -61,111 +61,110 @@ func generate(s any, r *rand.Rand, depth int) any {
 	if e, ok := m["enum"].([]any); ok && len(e) > 0 {
 		return e[0]
 	}
+	if sub, ok := combined(m); ok {
+		return generate(sub, r, depth+1)
+	}
+	return typed(m, r, depth)
+}
+
+// combined returns anyOf's or oneOf's first schema, or allOf's schemas
+// merged into one (properties merged, any other keyword from the last).
+func combined(m map[string]any) (any, bool) {
 	for _, k := range []string{"anyOf", "oneOf"} {
 		if alts, ok := m[k].([]any); ok && len(alts) > 0 {
-			return generate(alts[0], r, depth+1)
+			return alts[0], true
 		}
 	}
-	if all, ok := m["allOf"].([]any); ok && len(all) > 0 {
-		merged := map[string]any{}
-		for _, a := range all {
-			am, ok := a.(map[string]any)
-			if !ok {
-				continue
+	all, ok := m["allOf"].([]any)
+	if !ok || len(all) == 0 {
+		return nil, false
+	}
+	merged, props := map[string]any{}, map[string]any{}
+	for _, a := range all {
+		am, _ := a.(map[string]any)
+		for k, v := range am {
+			if vp, _ := v.(map[string]any); k == "properties" {
+				maps.Copy(props, vp)
+				v = props
 			}
-			for k, v := range am {
-				if k == "properties" { // merge the property sets
-					props, _ := merged[k].(map[string]any)
-					if props == nil {
-						props = map[string]any{}
-					}
-					if vp, ok := v.(map[string]any); ok {
-						for pk, pv := range vp {
-							props[pk] = pv
-						}
-					}
-					merged[k] = props
-					continue
-				}
-				merged[k] = v
-			}
-		}
-		return generate(merged, r, depth+1)
-	}
-	typ, _ := m["type"].(string)
-	if ts, ok := m["type"].([]any); ok {
-		for _, t := range ts {
-			if t, _ := t.(string); t != "null" {
-				typ = t
-				break
-			}
+			merged[k] = v
 		}
 	}
-	if typ == "" {
-		if _, ok := m["properties"]; ok {
-			typ = "object"
-		}
-	}
-	num := func(def float64) float64 {
-		if v, ok := m["minimum"].(float64); ok {
-			return v
-		}
-		if v, ok := m["exclusiveMinimum"].(float64); ok {
-			return v + 1
-		}
-		return def
-	}
-	switch typ {
+	return merged, true
+}
+
+// typed returns a value of the schema's type; a lorem word when it has none.
+func typed(m map[string]any, r *rand.Rand, depth int) any {
+	switch schemaType(m) {
 	case "object":
 		props, _ := m["properties"].(map[string]any)
-		keys := make([]string, 0, len(props))
-		for k := range props {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		out := make(map[string]any, len(keys))
-		for _, k := range keys {
+		out := make(map[string]any, len(props))
+		for _, k := range slices.Sorted(maps.Keys(props)) {
 			out[k] = generate(props[k], r, depth+1)
 		}
 		return out
 	case "array":
-		n := 1
-		if v, ok := m["minItems"].(float64); ok && v > float64(n) {
-			n = int(min(v, maxGenerated))
-		}
-		out := make([]any, n)
+		out := make([]any, atLeast(m, "minItems", 1))
 		for i := range out {
 			out[i] = generate(m["items"], r, depth+1)
 		}
 		return out
 	case "string":
-		switch m["format"] {
-		case "date-time":
-			return "2026-01-01T00:00:00Z"
-		case "date":
-			return "2026-01-01"
-		case "email":
-			return "lorem@example.com"
-		case "uri":
-			return "https://example.com/lorem"
+		if f, ok := formats[m["format"]]; ok {
+			return f
 		}
 		w := Lorem[r.IntN(len(Lorem))]
-		if v, ok := m["minLength"].(float64); ok {
-			if n := int(min(v, maxGenerated)); len(w) < n {
-				w += strings.Repeat("a", n-len(w))
-			}
-		}
-		return w
+		return w + strings.Repeat("a", atLeast(m, "minLength", len(w))-len(w))
 	case "integer":
-		return int64(num(1))
+		return int64(minimum(m, 1))
 	case "number":
-		return num(1.5)
+		return minimum(m, 1.5)
 	case "boolean":
 		return true
 	case "null":
 		return nil
 	}
 	return Lorem[r.IntN(len(Lorem))]
+}
+
+// formats holds an example of each string format generate knows.
+var formats = map[any]string{"date-time": "2026-01-01T00:00:00Z", "date": "2026-01-01",
+	"email": "lorem@example.com", "uri": "https://example.com/lorem"}
+
+// schemaType is the schema's type (the first non-null one of a list), or
+// object when it has none but has properties.
+func schemaType(m map[string]any) string {
+	typ, _ := m["type"].(string)
+	ts, _ := m["type"].([]any)
+	for _, t := range ts {
+		if t, _ := t.(string); t != "null" {
+			typ = t
+			break
+		}
+	}
+	if _, ok := m["properties"]; ok && typ == "" {
+		return "object"
+	}
+	return typ
+}
+
+// atLeast returns the schema's minimum k capped at maxGenerated, if over n.
+func atLeast(m map[string]any, k string, n int) int {
+	if v, ok := m[k].(float64); ok && v > float64(n) {
+		return int(min(v, maxGenerated))
+	}
+	return n
+}
+
+// minimum returns the schema's minimum, exclusiveMinimum+1, or else def.
+func minimum(m map[string]any, def float64) float64 {
+	if v, ok := m["minimum"].(float64); ok {
+		return v
+	}
+	if v, ok := m["exclusiveMinimum"].(float64); ok {
+		return v + 1
+	}
+	return def
 }
 
 // Rest returns the pieces of whole that follow prefix when prefix is the
