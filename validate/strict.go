@@ -2,8 +2,10 @@ package validate
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,33 +48,20 @@ const maxStrictShown = MaxViolations
 // The root's pointer is written "/".
 func (e *StrictError) Error() string {
 	var b strings.Builder
-	b.WriteString(ErrNotStrict.Error())
-	b.WriteString(": ")
-	b.WriteString(strconv.Itoa(len(e.Problems)))
-	if len(e.Problems) == 1 {
-		b.WriteString(" problem")
-	} else {
-		b.WriteString(" problems")
+	b.WriteString(ErrNotStrict.Error() + ": " + strconv.Itoa(len(e.Problems)) + " problem")
+	if len(e.Problems) != 1 {
+		b.WriteByte('s')
 	}
 	for i, p := range e.Problems {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
 		if i == maxStrictShown {
-			b.WriteString(", ")
-			b.WriteString(strconv.Itoa(len(e.Problems) - i))
-			b.WriteString(" more")
+			b.WriteString(", " + strconv.Itoa(len(e.Problems)-i) + " more")
 			break
 		}
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString(p.Rule)
-		b.WriteString(" at ")
-		if p.Pointer == "" {
-			b.WriteByte('/')
-		} else {
-			b.WriteString(p.Pointer)
-		}
+		b.WriteString(sep + p.Rule + " at " + cmp.Or(p.Pointer, "/"))
 	}
 	return b.String()
 }
@@ -186,8 +175,7 @@ func (w *strictWalker) add(ptr, rule, detail string) {
 }
 
 func isObjectSchema(m map[string]any) bool {
-	_, hasProps := m["properties"]
-	return hasProps || hasType(m, "object")
+	return hasKey(m, "properties") || hasType(m, "object")
 }
 
 // hasType reports whether m's "type" is name or a list holding it.
@@ -205,13 +193,10 @@ func hasType(m map[string]any, name string) bool {
 	return false
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+// hasKey reports whether m has the keyword k, whatever its value.
+func hasKey(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func join(ptr string, tok string) string {
@@ -231,104 +216,115 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 		}
 		return
 	}
-	_, typed := m["type"]
-	for _, kw := range [...]string{"anyOf", "$ref", "enum", "const"} {
-		if _, ok := m[kw]; ok {
-			typed = true
-		}
-	}
-	if !typed {
-		w.add(ptr, StrictType, `no "type"`)
-	}
-	if hasType(m, "array") {
-		if _, ok := m["items"]; !ok {
-			w.add(ptr, StrictItems, `"items" missing`)
-		}
-	}
+	w.typed(m, ptr)
 	if isObjectSchema(m) {
-		if _, ok := m["properties"]; !ok {
-			w.add(ptr, StrictProperties, `"properties" missing`)
-		}
 		depth++
-		if depth > strictMaxNesting && !w.nestingReported {
-			w.nestingReported = true
-			w.add(ptr, StrictNesting, strconv.Itoa(depth)+" levels, limit 10")
-		}
-		if ap, ok := m["additionalProperties"].(bool); !ok || ap {
-			w.add(ptr, StrictAdditionalProperties, `"additionalProperties": false missing`)
-		}
-		required := map[string]bool{}
-		if req, ok := m["required"].([]any); ok {
-			for _, r := range req {
-				if s, ok := r.(string); ok {
-					required[s] = true
-				}
-			}
-		}
-		props, _ := m["properties"].(map[string]any)
-		for _, name := range sortedKeys(props) {
-			w.props++
-			w.chars += utf8.RuneCountInString(name)
-			if !required[name] {
-				w.add(join(join(ptr, "properties"), name), StrictRequired, "property "+strconv.Quote(name)+" not in required")
-			}
-		}
+		w.object(m, ptr, depth)
 	}
-	for _, kw := range sortedKeys(m) {
-		at := join(ptr, kw)
+	for _, kw := range slices.Sorted(maps.Keys(m)) {
 		if !strictKeywords[kw] {
-			w.add(at, StrictKeyword, kw)
+			w.add(join(ptr, kw), StrictKeyword, kw)
 			continue
 		}
-		switch val := m[kw]; kw {
-		case "properties":
-			props, _ := val.(map[string]any)
-			for _, name := range sortedKeys(props) {
-				w.node(props[name], join(at, name), depth)
-			}
-		case "$defs", "definitions":
-			defs, _ := val.(map[string]any)
-			for _, name := range sortedKeys(defs) {
-				w.chars += utf8.RuneCountInString(name)
-				w.node(defs[name], join(at, name), 0)
-			}
-		case "items":
-			w.node(val, at, depth)
-		case "anyOf":
-			list, _ := val.([]any)
-			for i, sub := range list {
-				w.node(sub, join(at, strconv.Itoa(i)), depth)
-			}
-		case "additionalProperties":
-			if sub, ok := val.(map[string]any); ok {
-				w.node(sub, at, depth)
-			}
-		case "enum":
-			list, _ := val.([]any)
-			w.enums += len(list)
-			strs, total := 0, 0
-			for _, e := range list {
-				if s, ok := e.(string); ok {
-					strs++
-					total += utf8.RuneCountInString(s)
-				}
-			}
-			w.chars += total
-			if strs > strictBigEnum && total > strictMaxBigEnumChars {
-				w.add(at, StrictEnumLength, strconv.Itoa(strs)+" strings, "+strconv.Itoa(total)+" characters, limit 15000")
-			}
-		case "const":
-			if s, ok := val.(string); ok {
-				w.chars += utf8.RuneCountInString(s)
-			}
-		case "format":
-			if f, _ := val.(string); !strictFormats[f] {
-				w.add(at, StrictFormat, f)
-			}
-		case "$ref":
-			if r, _ := val.(string); !strings.HasPrefix(r, "#") {
-				w.add(at, StrictRef, "only references within the schema")
-			}
+		w.keyword(kw, m[kw], join(ptr, kw), depth)
+	}
+}
+
+// typed checks that m says what it is (type, anyOf, $ref, enum or const),
+// and that an array schema says what its items are.
+func (w *strictWalker) typed(m map[string]any, ptr string) {
+	if !slices.ContainsFunc([]string{"type", "anyOf", "$ref", "enum", "const"}, func(kw string) bool { return hasKey(m, kw) }) {
+		w.add(ptr, StrictType, `no "type"`)
+	}
+	if hasType(m, "array") && !hasKey(m, "items") {
+		w.add(ptr, StrictItems, `"items" missing`)
+	}
+}
+
+// object checks the object schema m at ptr, the depth'th object level: its
+// properties listed, closed, each one required, and nested at most 10 deep.
+func (w *strictWalker) object(m map[string]any, ptr string, depth int) {
+	if !hasKey(m, "properties") {
+		w.add(ptr, StrictProperties, `"properties" missing`)
+	}
+	if depth > strictMaxNesting && !w.nestingReported {
+		w.nestingReported = true
+		w.add(ptr, StrictNesting, strconv.Itoa(depth)+" levels, limit 10")
+	}
+	if ap, ok := m["additionalProperties"].(bool); !ok || ap {
+		w.add(ptr, StrictAdditionalProperties, `"additionalProperties": false missing`)
+	}
+	required := map[string]bool{}
+	req, _ := m["required"].([]any)
+	for _, r := range req {
+		if s, ok := r.(string); ok {
+			required[s] = true
 		}
+	}
+	props, _ := m["properties"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		w.props++
+		w.chars += utf8.RuneCountInString(name)
+		if !required[name] {
+			w.add(join(join(ptr, "properties"), name), StrictRequired, "property "+strconv.Quote(name)+" not in required")
+		}
+	}
+}
+
+// keyword checks the value val of the supported keyword kw at ptr at, and
+// walks the subschemas it holds (a $defs entry starts again at depth 0).
+func (w *strictWalker) keyword(kw string, val any, at string, depth int) {
+	switch kw {
+	case "properties", "$defs", "definitions":
+		m, _ := val.(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if kw != "properties" {
+				w.chars += utf8.RuneCountInString(name)
+				depth = 0
+			}
+			w.node(m[name], join(at, name), depth)
+		}
+	case "items":
+		w.node(val, at, depth)
+	case "anyOf":
+		list, _ := val.([]any)
+		for i, sub := range list {
+			w.node(sub, join(at, strconv.Itoa(i)), depth)
+		}
+	case "additionalProperties":
+		if sub, ok := val.(map[string]any); ok {
+			w.node(sub, at, depth)
+		}
+	case "enum":
+		list, _ := val.([]any)
+		w.enum(list, at)
+	case "const":
+		s, _ := val.(string)
+		w.chars += utf8.RuneCountInString(s)
+	case "format":
+		if f, _ := val.(string); !strictFormats[f] {
+			w.add(at, StrictFormat, f)
+		}
+	case "$ref":
+		if r, _ := val.(string); !strings.HasPrefix(r, "#") {
+			w.add(at, StrictRef, "only references within the schema")
+		}
+	}
+}
+
+// enum counts the enum list at at towards the document's totals, and checks
+// the limit on a big enum of strings.
+func (w *strictWalker) enum(list []any, at string) {
+	w.enums += len(list)
+	strs, total := 0, 0
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			strs++
+			total += utf8.RuneCountInString(s)
+		}
+	}
+	w.chars += total
+	if strs > strictBigEnum && total > strictMaxBigEnumChars {
+		w.add(at, StrictEnumLength, strconv.Itoa(strs)+" strings, "+strconv.Itoa(total)+" characters, limit 15000")
 	}
 }
