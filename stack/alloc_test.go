@@ -41,16 +41,10 @@ func presetWith(t testing.TB, deadline time.Duration, hc *hedge.Config) *Stack {
 }
 
 // TestAllocs pins the preset's allocations per request on the happy path.
-// A deadline, the stack's or the caller's, costs one: a context that arms
-// no timer unless something waits on it and lends the deadline layer's
-// reading of the clock to the client limiter and the group, with room for
-// the primary's share of the deadline (fallback.Config.Share), so the two
-// deadlines a request has share it, and the share carries the primary's
-// cap on a wait in place (fallback.Config.WaitInPlace) without an
-// allocation of its own. A caller's deadline earlier than the stack's gets
-// such a context too, which ends with the caller's; without any deadline
-// the primary's context carries its cooldown (one allocation: under a
-// deadline the share carries it).
+// The stack's own deadline is a standard context (context.WithDeadline: the
+// context, its timer), made only when it ends before the caller's; without
+// any deadline the primary's context carries its cooldown (one allocation:
+// under a deadline the share carries it).
 func TestAllocs(t *testing.T) {
 	req := hello.Clone()
 	req.Identity.ClientKey = "alice"
@@ -68,12 +62,12 @@ func TestAllocs(t *testing.T) {
 		want     float64
 		hedged   float64 // with the group's hedging, no hedge sent
 	}{
-		{"default deadline", 0, context.Background(), req, 1, 1},
+		{"default deadline", 0, context.Background(), req, 5, 5},
 		{"caller's deadline earlier", 0, short, req, 1, 1},
-		{"caller's deadline later", 0, long, req, 1, 1},
+		{"caller's deadline later", 0, long, req, 5, 5},
 		{"caller's deadline only", -1, short, req, 1, 1},
-		{"Contract.Deadline", -1, context.Background(), contract, 1, 1},
-		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 1, 1},
+		{"Contract.Deadline", -1, context.Background(), contract, 5, 5},
+		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 5, 5},
 		{"no deadline", -1, context.Background(), req, 1, 2},
 	} {
 		s := preset(t, tc.deadline)
@@ -107,7 +101,7 @@ func TestAllocs(t *testing.T) {
 		name     string
 		deadline time.Duration
 		want     float64
-	}{{"streamed, default deadline", 0, 30}, {"streamed, no deadline", -1, 9}} {
+	}{{"streamed, default deadline", 0, 36}, {"streamed, no deadline", -1, 9}} {
 		s := preset(t, tc.deadline)
 		if _, err := s.Generate(context.Background(), streamed); err != nil {
 			t.Fatal(err)

@@ -10,10 +10,9 @@ import (
 	"github.com/portico-llm/portico/ratelimit"
 )
 
-// TestShareAfterClientWait: the deadline layer lends its reading of the
-// clock to the client limiter and the group, but a client that waited to
-// be admitted has the primary's share timed from the end of the wait, as
-// a stack with the time left then gives it, not from before the wait.
+// TestShareAfterClientWait: a client that waited to be admitted has the
+// primary's share timed from the end of the wait, as a stack with the time
+// left then gives it, not from before the wait.
 func TestShareAfterClientWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		left := func(deadline time.Duration, calls int) time.Duration {

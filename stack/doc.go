@@ -27,8 +27,7 @@
 // Why this order: the deadline is set once, at entry (record an absolute
 // deadline at entry and propagate it, as the Google SRE book's chapter
 // "Addressing Cascading Failures" advises; it derives no context when the
-// caller's deadline is the earlier, and arms no timer until a layer below
-// waits on it), outside the client limiter, so a wait for admission
+// caller's deadline is the earlier), outside the client limiter, so a wait for admission
 // (ratelimit.Wait) is part of the budget and the limiter refuses at once a
 // wait that cannot end before it; the client limit comes before
 // any other work so a client in an error loop is refused cheaply; the

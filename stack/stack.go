@@ -14,7 +14,6 @@ import (
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/hedge"
-	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/throttle"
@@ -372,7 +371,6 @@ func New(cfg Config) (*Stack, error) {
 			if err := fits(&r, req, est); err != nil {
 				return nil, err
 			}
-			lazyctx.Stale(ctx) // the route's own layers read the clock
 			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
 			switch {
 			case err != nil:
@@ -658,15 +656,17 @@ func deadline(d time.Duration, maxBytes int) portico.Middleware {
 			if k := req.Contract; k != nil && k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
 				limit = k.Deadline
 			}
-			// No timer unless something below waits on it. The one read
-			// of the clock is lent to the client limiter and the group
-			// (lazyctx.Now), and the room for a child to the group's share,
-			// so a context of the caller's own deadline is made too.
-			ctx, c := lazyctx.Entry(ctx, limit)
-			if c == nil {
+			if limit <= 0 {
 				return next.Generate(ctx, req)
 			}
-			defer c.Cancel()
+			// One reading of the clock; no context is derived when the
+			// caller's deadline is the earlier.
+			at := time.Now().Add(limit)
+			if dl, ok := ctx.Deadline(); ok && !dl.After(at) {
+				return next.Generate(ctx, req)
+			}
+			ctx, cancel := context.WithDeadline(ctx, at)
+			defer cancel()
 			return next.Generate(ctx, req)
 		})
 	}
