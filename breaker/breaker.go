@@ -327,28 +327,22 @@ func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next por
 // errPanic stands for a panic in the wrapped Model when counting outcomes.
 var errPanic = &portico.Error{Class: portico.Transient, Reason: "panic"}
 
-// outcome classifies err for counting: counted reports whether it counts at
-// all, failed whether as a failure, and runOnly whether as a failure of the
-// run of consecutive failures alone (an unanswered failure,
-// portico.IsUnanswered: a cut of a short share while another route stood
-// ready, or a refusal the provider advised not to retry; not in the
-// window). Only route faults count as failures; other errors (permanent,
-// incompatible, canceled, deadline, rejected, any other cut of a short
-// share of the caller's deadline: portico.ErrDeadlineCut, an answer an
-// acceptance check refused: portico.ErrAnswerRefused) are ignored, neither
-// success nor failure, so one bad client cannot make a healthy route look
-// down.
+// outcome reads portico.FaultOf's breaker column for a call that ended
+// with err: counted reports whether it counts at all, failed whether as a
+// failure, and runOnly whether as a failure of the run of consecutive
+// failures alone (an unanswered failure, not in the window). Only the
+// route's faults count as failures; the caller's, the request's and local
+// refusals are neither success nor failure, so one bad client cannot make
+// a healthy route look down.
 func outcome(err error) (class portico.Class, counted, failed, runOnly bool) {
-	if err == nil {
-		return portico.OK, true, false, false
-	}
-	class = portico.ClassOf(err)
-	switch {
-	case portico.IsUnanswered(class, err):
-		return class, true, true, true
-	case !class.RouteFault() || errors.Is(err, portico.ErrAnswerRefused):
-	case !portico.IsDeadlineCut(class, err):
+	f, class := portico.FaultOf(err)
+	switch f {
+	case portico.FaultNone:
+		return class, true, false, false
+	case portico.FaultRoute:
 		return class, true, true, false
+	case portico.FaultUnanswered:
+		return class, true, true, true
 	}
 	return class, false, false, false
 }

@@ -261,24 +261,14 @@ func (t *Throttle) record(w *window, err error) {
 	w.fails.Add(1)
 }
 
-// verdict says whether a call that ended with err counts in the window, and
-// whether as accepted (see Wrap).
+// verdict reads portico.FaultOf's throttle column: whether a call that
+// ended with err counts in the window, and whether as accepted (see Wrap).
 func verdict(err error) (counted, accepted bool) {
-	if err == nil {
-		return true, true
-	}
-	switch c := portico.ClassOf(err); {
-	case errors.Is(err, portico.ErrAnswerRefused):
-		return true, true // answered: the destination accepted the call, whatever the answer's checks said
-	case portico.IsDeadlineCut(c, err), portico.IsUnanswered(c, err):
-		// A cut of a short share of the caller's deadline, or a refusal
-		// the provider advised not to retry: alone each is one request's,
-		// and a breaker counts a run of them; no verdict on the load.
-		return false, false
-	case c.RouteFault():
+	switch f, _ := portico.FaultOf(err); f {
+	case portico.FaultNone, portico.FaultRequest:
+		return true, true // answered, or refused for the request's fault
+	case portico.FaultRoute:
 		return true, false
-	case c == portico.Permanent || c == portico.Incompatible:
-		return true, true
 	}
 	return false, false
 }

@@ -1,0 +1,96 @@
+package portico
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Fault says whose fault the outcome of a call is: the verdict [FaultOf]
+// gives, which every layer that learns from outcomes reads.
+type Fault uint8
+
+// The verdicts, in the order [FaultOf] tries them after a nil error.
+const (
+	// FaultNone: the route answered (a nil error).
+	FaultNone Fault = iota
+	// FaultUnanswered: an unanswered failure ([IsUnanswered]): alone one
+	// request's, a run of them with no answer between the route's.
+	FaultUnanswered
+	// FaultCaller: the caller's: its cancellation, its deadline, a layer's
+	// cut of a short share of it ([IsDeadlineCut]), a context done before
+	// the call ([Gone]).
+	FaultCaller
+	// FaultRequest: the request's: [Permanent], [Incompatible], an
+	// unclassified error, an answer refused for what the request asked of
+	// it ([ErrAnswerRefused]).
+	FaultRequest
+	// FaultRoute: the route's: a class with [Class.RouteFault].
+	FaultRoute
+	// FaultLocal: nobody's that a layer counts: a refusal of a layer of
+	// this process ([Rejected]), which never reached the route.
+	FaultLocal
+)
+
+var faultNames = [...]string{
+	FaultNone:       "none",
+	FaultUnanswered: "unanswered",
+	FaultCaller:     "caller",
+	FaultRequest:    "request",
+	FaultRoute:      "route",
+	FaultLocal:      "local",
+}
+
+// String returns the fault's name: "none", "unanswered", "caller",
+// "request", "route" or "local".
+func (f Fault) String() string {
+	if int(f) < len(faultNames) {
+		return faultNames[f]
+	}
+	return "Fault(" + strconv.Itoa(int(f)) + ")"
+}
+
+// FaultOf returns whose fault a call that ended with err is, and err's
+// class ([ClassOf]). The rule is written here once; each layer reads the
+// verdict in a few lines, the columns below (— is not counted):
+//
+//	outcome                       Fault       breaker  throttle  adaptive  rank   hedge
+//	nil                           none        success  accept    sample    success
+//	ErrUnanswered (a cut)         unanswered  run      —         —         —      goes on
+//	ErrUnanswered (a refusal)     unanswered  run      —         —         —      stops
+//	Canceled, Deadline, cut       caller      —        —         —         —      stops
+//	ErrAnswerRefused              request     —        accept    sample    —      goes on
+//	Permanent, Incompatible, else request     —        accept    —         —      stops
+//	Transient, RateLimited, Amb.  route       failure  refuse    drop      fault  goes on
+//	InvalidResponse               route       failure  refuse    sample    fault  goes on
+//	Unusable                      route       failure  refuse    —         fault  stops
+//	Rejected, an *Error of OK     local       —        —         —         —      goes on
+//
+// The columns differ where the layers ask different questions: a breaker
+// and a ranker judge the route's health, and a run of unanswered failures
+// is a route that answers no one (the breaker's run of consecutive
+// failures, never its rate); a throttle counts the requests the
+// destination accepted, and it accepted one it refused for the request's
+// fault; an adaptive limit measures capacity, so an answer, even a broken
+// or refused one, is a latency sample and only a class that may be
+// overload (Transient, RateLimited, Ambiguous) a drop; a hedge stops when
+// another attempt to the same route would repeat the failure (not after
+// an answer, which another attempt may give right). The caller's own
+// OnChunk ending a streamed call is the caller's: a layer that watches the
+// stream reads it as Canceled.
+func FaultOf(err error) (Fault, Class) {
+	if err == nil {
+		return FaultNone, OK
+	}
+	c := ClassOf(err)
+	switch {
+	case IsUnanswered(c, err): // before cuts: an unanswered cut is a cut too
+		return FaultUnanswered, c
+	case IsDeadlineCut(c, err), c == Canceled, c == Deadline:
+		return FaultCaller, c
+	case c == Permanent, c == Incompatible, errors.Is(err, ErrAnswerRefused):
+		return FaultRequest, c
+	case c.RouteFault():
+		return FaultRoute, c
+	}
+	return FaultLocal, c
+}
