@@ -10,12 +10,12 @@ import (
 )
 
 // outcome is the class a Concurrency is told for a call that ended with
-// err: its class, except that a layer's cut of a short share of the
-// caller's deadline (portico.ErrDeadlineCut, Ambiguous or Transient, which
-// breakers and throttles ignore) is the caller's deadline, Deadline.
+// err: its class, except that one portico.FaultOf finds unanswered or the
+// caller's deadline (a layer's cut of a short share of it included) is
+// Deadline, which no Concurrency counts.
 func outcome(err error) portico.Class {
-	c := portico.ClassOf(err)
-	if portico.IsDeadlineCut(c, err) {
+	f, c := portico.FaultOf(err)
+	if f == portico.FaultUnanswered || f == portico.FaultCaller && c != portico.Canceled {
 		return portico.Deadline
 	}
 	return c
