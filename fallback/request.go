@@ -447,13 +447,13 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int,
 	return r.judge(ctx, cctx, rt, idx, err)
 }
 
-// learn tells the group's statistics how a call to route idx ended.
+// learn tells the group's statistics how a call to route idx ended; they
+// read portico.FaultOf, but only the group knows two things: the caller's
+// OnChunk failed, and a Deadline came while the caller's deadline held.
 func (r *request) learn(ctx context.Context, idx int, err error, callerFailed bool, took, ttft time.Duration) {
 	switch {
 	case callerFailed:
 		err = context.Canceled // the caller's own OnChunk: nothing about the route
-	case errors.Is(err, portico.ErrDeadlineCut):
-		err = context.DeadlineExceeded // a short share of the caller's deadline: nothing about the route
 	case portico.ClassOf(err) == portico.Deadline && ctx.Err() == nil:
 		err = errOwnDeadline // the route ran out of its own share
 	}

@@ -124,9 +124,16 @@ func TestTable(t *testing.T) {
 		if c := fill(0); c.Latency != 200*ms || c.TTFT != 60*ms || c.ErrorRate != 0 || c.Observed != 2 || c.InFlight != 0 {
 			t.Errorf("after two successes: %+v; want latency 200ms, TTFT 60ms, rate 0, observed 2, none in flight", c)
 		}
-		for _, class := range []portico.Class{portico.Canceled, portico.Deadline, portico.Incompatible} {
+		// Before portico.FaultOf, a Permanent or Rejected error lowered the
+		// error rate as a success, and a refused answer or a cut of the
+		// caller's deadline raised it as a fault.
+		for _, err := range []error{&portico.Error{Class: portico.Canceled}, &portico.Error{Class: portico.Deadline},
+			&portico.Error{Class: portico.Incompatible}, &portico.Error{Class: portico.Permanent},
+			&portico.Error{Class: portico.Rejected, RefusedBy: portico.CircuitBreaker},
+			&portico.Error{Class: portico.InvalidResponse, Err: portico.ErrAnswerRefused},
+			&portico.Error{Class: portico.Ambiguous, Err: portico.DeadlineCut(portico.ErrLayerTimeout)}} {
 			tb.Start(0)
-			tb.Done(0, &portico.Error{Class: class}, time.Second, 0)
+			tb.Done(0, err, time.Second, 0)
 		}
 		if c := fill(0); c.Latency != 200*ms || c.Observed != 2 || c.SinceFailure != -1 {
 			t.Errorf("after outcomes that say nothing: %+v; want it unchanged", c)

@@ -65,21 +65,22 @@ func (t *Table) Fill(c *Candidate) {
 func (t *Table) Start(i int) { t.routes[i].inFlight.Add(1) }
 
 // Done ends a call on route i that [Table.Start] counted, which took latency
-// (ttft to its first chunk, 0 when none) and ended with err. A success is a
-// latency sample and lowers the error rate; a route fault
-// ([portico.Class.RouteFault]) raises it and marks the failure's time; a
-// cancellation, deadline or incompatibility says nothing about the route and
-// moves only the in-flight count.
+// (ttft to its first chunk, 0 when none) and ended with err. By
+// [portico.FaultOf]: a success is a latency sample and lowers the error
+// rate; the route's fault raises it and marks the failure's time; any
+// other outcome (the caller's, the request's, a local refusal, an
+// unanswered failure) says nothing about the route and moves only the
+// in-flight count.
 func (t *Table) Done(i int, err error, latency, ttft time.Duration) {
 	st := &t.routes[i]
 	st.inFlight.Add(-1)
-	class := portico.ClassOf(err)
-	if class == portico.Canceled || class == portico.Deadline || class == portico.Incompatible {
+	f, _ := portico.FaultOf(err)
+	if f != portico.FaultNone && f != portico.FaultRoute {
 		return
 	}
 	first := st.observed.Add(1) == 1
 	fault := 0.0
-	if class.RouteFault() {
+	if f == portico.FaultRoute {
 		fault = 1
 		st.failedAt.Store(t.clock() + 1)
 	}
