@@ -186,6 +186,10 @@ func TestFailures(t *testing.T) {
 	}{
 		{"transient waits for the hedge", modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 150 * ms}, "hedge", portico.OK, 400 * ms, 2},
 		{"permanent stops", modeltest.Outcome{Err: &portico.Error{Class: portico.Permanent, Status: 400, Err: modeltest.ErrInjected}, Latency: 150 * ms}, "", portico.Permanent, 150 * ms, 2},
+		{"refused answer waits for the hedge", modeltest.Outcome{Err: &portico.Error{Class: portico.InvalidResponse, Err: portico.ErrAnswerRefused}, Latency: 150 * ms}, "hedge", portico.OK, 400 * ms, 2},
+		// Before portico.FaultOf, a cut of the caller's deadline waited for
+		// the hedge, which the same deadline cuts.
+		{"caller's deadline cut stops", modeltest.Outcome{Err: &portico.Error{Class: portico.Ambiguous, Err: portico.DeadlineCut(portico.ErrLayerTimeout)}, Latency: 150 * ms}, "", portico.Ambiguous, 150 * ms, 2},
 		{"before the delay", modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 50 * ms}, "", portico.Transient, 50 * ms, 1},
 	} {
 		synctest.Test(t, func(t *testing.T) {
