@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // model is a Model wrapped by a Retrier.
@@ -331,9 +330,6 @@ func (r *Retrier) announce(ctx context.Context, info Info) {
 		slog.Duration("delay", info.Delay), slog.String("reason", reason))
 }
 
-// attemptKind is the Kind of an attempt's own deadline: its cause.
-var attemptKind = &lazyctx.Kind{Cause: ErrAttemptTimeout}
-
 // attempt makes one attempt and reports whether any chunk reached the caller.
 func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portico.Model, start time.Time) (*portico.Response, bool, error) {
 	if req.OnChunk != nil {
@@ -343,10 +339,8 @@ func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portic
 		resp, err := next.Generate(ctx, req)
 		return resp, false, err
 	}
-	// No timer unless the attempt waits on it; materialized under the
-	// group's share, it arms one timer for both.
-	actx, c := lazyctx.WithTimeout(ctx, r.attemptTimeout, attemptKind)
-	defer c.Cancel()
+	actx, stop := context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
+	defer stop()
 	resp, err := next.Generate(actx, req)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
 		err = timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
