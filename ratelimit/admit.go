@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/internal/lazyctx"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // admit takes a slot of the in-flight cap (queueing for one if configured)
 // and then the call's share of both buckets, waiting in Wait mode, at now
-// (Limiter.now). On success t.e holds the key's entry, with the slot and
+// (mono.Now). On success t.e holds the key's entry, with the slot and
 // the reservation counted.
 func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, now time.Duration) error {
 	k := l.keyOf(req)
@@ -66,7 +66,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 			waitUntil = now + l.cfg.MaxWait
 		}
 		deadline, hasDeadline := ctx.Deadline()
-		if tooLarge || l.cfg.Mode == Reject || req.Hedge || wait > waitUntil-now || (hasDeadline && wait > time.Until(deadline)) || pastCap(ctx, wait) {
+		if tooLarge || l.cfg.Mode == Reject || req.Hedge || wait > waitUntil-now || (hasDeadline && wait > mono.Of(deadline)-now) || pastCap(ctx, wait) {
 			capacity := e.lim.TokenBurst
 			e.giveBack(h)
 			l.releaseLocked(e, now)
@@ -97,7 +97,6 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 		if first {
 			l.observeWait(ctx, req, t, h, wait, which, now)
 		}
-		lazyctx.Stale(ctx) // the layers after this one read the clock
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
@@ -107,13 +106,13 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 			timer.Stop()
 			e.lock()
 			e.giveBack(h)
-			l.releaseLocked(e, l.now())
+			l.releaseLocked(e, mono.Now())
 			l.unprogram(t, now)
 			e.mu.Unlock()
 			return notSent(portico.FromContext(ctx))
 		}
 		e.lock()
-		now = l.now()
+		now = mono.Now()
 	}
 }
 
@@ -128,7 +127,7 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 			e := t.e
 			e.lock()
 			e.giveBack(h)
-			l.releaseLocked(e, l.now())
+			l.releaseLocked(e, mono.Now())
 			l.unprogram(t, now)
 			e.mu.Unlock()
 		}
@@ -159,7 +158,6 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 	e.settle()
 	l.dispatch(e, now)
 	e.mu.Unlock()
-	lazyctx.Stale(ctx) // the layers after this one read the clock
 	// A routing layer with another route for the request caps a wait
 	// in place (portico.MaxWaitFromContext): past the cap the call is
 	// shed, and the layer moves on.
@@ -179,7 +177,7 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 	case <-capped:
 		e.lock()
 		if w.granted { // handed a slot as the cap passed: take it
-			return l.now(), nil
+			return mono.Now(), nil
 		}
 		e.remove(w)
 		l.unprogram(t, now)
@@ -187,7 +185,7 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 		return 0, l.shed(ctx, req)
 	}
 	e.lock()
-	return l.now(), nil
+	return mono.Now(), nil
 }
 
 // leaveQueue takes the waiter w of the ticket t out of e's queue, or frees
@@ -195,7 +193,7 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 func (l *Limiter) leaveQueue(e *entry, w *waiter, t *ticket, now time.Duration) {
 	e.lock()
 	if w.granted {
-		l.releaseLocked(e, l.now())
+		l.releaseLocked(e, mono.Now())
 	} else {
 		e.remove(w)
 	}

@@ -17,9 +17,8 @@ import (
 //
 // Every method takes the current time as an argument and reads no clock, as
 // rate.Limiter's AllowN(t, n) does, so that the logic is tested without one.
-// Times are the Limiter's clock (see Limiter.now): a time.Duration since an
-// origin, monotonic, so that the hot path does integer arithmetic instead of
-// time.Time's. A bucket is not safe for concurrent use; the key's entry
+// Times are readings of internal/mono's clock, monotonic, so that the hot
+// path does integer arithmetic instead of time.Time's. A bucket is not safe for concurrent use; the key's entry
 // guards it. It admits at most b + r·dt net of refunds over any interval dt
 // (the proof is in the package documentation, The bound with refunds).
 type bucket struct {
@@ -30,13 +29,17 @@ type bucket struct {
 
 	// A provider's tighter view (see adopt): until provUntil the bucket refills
 	// at provRate instead of rate, when provRate < rate. The view holds at t
-	// when provUntil > t; 0 means none.
+	// when provUntil > t; noView means none.
 	provRate  float64
 	provUntil time.Duration
 }
 
+// noView is bucket.provUntil without a provider view: earlier than any
+// reading of the clock (mono's readings are negative in a synctest bubble).
+const noView time.Duration = math.MinInt64
+
 func newBucket(rate, burst float64, now time.Duration) bucket {
-	return bucket{level: burst, last: now, rate: rate, burst: burst}
+	return bucket{level: burst, last: now, rate: rate, burst: burst, provUntil: noView}
 }
 
 // at returns the level at now, after refill, and the time it refers to (now,
@@ -73,7 +76,7 @@ func (b *bucket) atProv(now time.Duration) (float64, time.Duration) {
 func (b *bucket) set(level float64, last time.Duration) {
 	b.level, b.last = level, last
 	if b.provUntil <= last {
-		b.provUntil = 0
+		b.provUntil = noView
 	}
 }
 
@@ -180,7 +183,7 @@ func (b *bucket) adopt(now time.Duration, remaining, limit int, reset, hold time
 		return
 	}
 	until := mono.Add(now, min(reset, hold))
-	if b.provUntil == 0 || pr < b.provRate || until > b.provUntil {
+	if b.provUntil == noView || pr < b.provRate || until > b.provUntil {
 		b.provRate = pr
 		b.provUntil = until
 	}
@@ -195,7 +198,7 @@ func (b *bucket) setLimit(now time.Duration, rate, burst float64) {
 	b.advance(now)
 	b.rate, b.burst = rate, burst
 	b.level = min(b.level, burst)
-	b.provRate, b.provUntil = 0, 0
+	b.provRate, b.provUntil = 0, noView
 }
 
 // seconds converts s seconds to a Duration, rounding up to the nanosecond so

@@ -70,7 +70,7 @@ func TestBucketAdopt(t *testing.T) {
 	// reset in 8s: its refill is 100/s as well, so only the level drops.
 	b := newBucket(100, 1000, at(0))
 	b.adopt(at(0), 200, 1000, 8*time.Second, time.Minute)
-	if b.level != 200 || b.provUntil != 0 {
+	if b.level != 200 || b.provUntil != noView {
 		t.Fatalf("adopt(200, 1000, 8s): level %v provUntil %v, want 200 and none", b.level, b.provUntil)
 	}
 	// Provider: 0 remain of 1000, reset in 20s: 50/s, tighter than 100/s.
@@ -89,7 +89,7 @@ func TestBucketAdopt(t *testing.T) {
 	}
 	// A looser provider view changes nothing.
 	b.adopt(at(22000), 5000, 10000, time.Second, time.Minute)
-	if b.level != 0 || b.provUntil != 0 {
+	if b.level != 0 || b.provUntil != noView {
 		t.Fatalf("looser view: level %v provUntil %v, want 0 and none", b.level, b.provUntil)
 	}
 	// A provider with nothing used (remaining = limit, or more) gives no
@@ -98,7 +98,7 @@ func TestBucketAdopt(t *testing.T) {
 	b.take(at(0), 1000, 0)
 	b.adopt(at(0), 1000, 1000, 20*time.Second, time.Minute)
 	b.adopt(at(0), 1200, 1000, 20*time.Second, time.Minute)
-	if ok, wait := b.take(at(0), 500, 0); ok || wait != 5*time.Second || b.provUntil != 0 {
+	if ok, wait := b.take(at(0), 500, 0); ok || wait != 5*time.Second || b.provUntil != noView {
 		t.Fatalf("take(500) after a view of nothing used = (%v, %v), provUntil %v; want (false, 5s), none", ok, wait, b.provUntil)
 	}
 	// A hold shorter than the reset: 0 remain of 1000, reset in 20s (50/s),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // outcome is the class a Concurrency is told for a call that ended with
@@ -38,7 +39,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	if c := l.cfg.Concurrency; c != nil && !panicked {
 		var latency time.Duration
 		if l.timed {
-			latency = l.now() - t.granted - t.read
+			latency = mono.Now() - t.granted - t.read
 		}
 		c.Done(latency, t.inflight, outcome(err))
 	}
@@ -70,7 +71,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 			if d > 0 && e.held() > 0 {
 				e.replan()
 			}
-			l.dispatch(e, l.now())
+			l.dispatch(e, mono.Now())
 			e.mu.Unlock()
 		}
 		return
@@ -88,7 +89,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	}
 	var now time.Duration
 	if rl != nil || t.prog != nil || e.queued() > 0 {
-		now = l.now()
+		now = mono.Now()
 	}
 	if rl != nil {
 		e.adopt(now, rl, l.cfg.MaxProviderHold)

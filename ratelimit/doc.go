@@ -301,9 +301,8 @@
 //
 //   - The clock, read once per call, at admission: the monotonic clock
 //     alone (30 ns here), where time.Now, which rate.Allow calls, reads the
-//     wall clock too (57 ns); under the stack's deadline not at all, since
-//     the deadline layer lends its reading to the limiter it calls.
-//     Times are kept as Durations since New, so the buckets do integer
+//     wall clock too (57 ns). Times are kept as readings of that clock
+//     (internal/mono, as in every layer), so the buckets do integer
 //     arithmetic instead of time.Time's (about 25 ns).
 //   - One lock per admission for both buckets and the slot count: the
 //     request bucket was a rate.Limiter, whose own mutex and call cost 30 ns

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 func TestShed(t *testing.T) {
@@ -250,7 +251,7 @@ func TestObserverPanicReleases(t *testing.T) {
 		if n := l.inflightOf(r); n != 0 {
 			t.Errorf("in flight after an Observer panic = %d, want 0", n)
 		}
-		e := l.acquire(l.keyOf(r), r, l.now())
+		e := l.acquire(l.keyOf(r), r, mono.Now())
 		holds := e.held()
 		e.mu.Unlock()
 		if holds != 0 {
@@ -395,13 +396,13 @@ func TestInFlightStress(t *testing.T) {
 			if admitted.Load() == 0 {
 				t.Errorf("admitted %d, shed %d, canceled %d: want some admitted", admitted.Load(), shed.Load(), canceled.Load())
 			}
-			e := l.acquire(l.keyOf(req("a", 1)), nil, l.now())
+			e := l.acquire(l.keyOf(req("a", 1)), nil, mono.Now())
 			inflight, queue, holds, queued := e.inflight, e.queued(), e.held(), e.waiting.Load() != 0
 			active := 0
 			for _, p := range e.w().programs {
 				active += p.active
 			}
-			level, _ := e.tok.at(l.now())
+			level, _ := e.tok.at(mono.Now())
 			e.mu.Unlock()
 			if inflight != 0 || queue != 0 || holds != 0 || queued || active != 0 {
 				t.Errorf("after all calls: in flight %d, queued %d (flag %v), holds %d, program calls active %d; want all 0", inflight, queue, queued, holds, active)

@@ -9,6 +9,7 @@ import (
 	"weak"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // key identifies the buckets a call draws from: (client, model) by default,
@@ -394,7 +395,7 @@ func (l *Limiter) janitor() {
 		s := &l.shards[i]
 		s.mu.Lock()
 		if len(s.m) > 0 {
-			l.sweep(s, l.now())
+			l.sweep(s, mono.Now())
 			l.shrink(s)
 		}
 		s.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // TestEvictIdleKeys: a million distinct keys over time do not leave a million
@@ -208,7 +209,7 @@ func TestEvictPendingRefund(t *testing.T) {
 		s := &l.shards[l.hash(k)&(numShards-1)]
 		sweep := func() {
 			s.mu.Lock()
-			l.sweep(s, l.now())
+			l.sweep(s, mono.Now())
 			s.mu.Unlock()
 		}
 		if _, err := m.Generate(t.Context(), r); err != nil {
@@ -222,11 +223,11 @@ func TestEvictPendingRefund(t *testing.T) {
 		if e.dead || e.settled != e.done.Load() || e.inflight != 0 {
 			t.Fatalf("after a sweep: dead %v, settled %#x of %#x, in flight %d; want kept, all settled, 0", e.dead, e.settled, e.done.Load(), e.inflight)
 		}
-		if level, _ := e.tok.at(l.now()); level != 90 {
+		if level, _ := e.tok.at(mono.Now()); level != 90 {
 			t.Fatalf("level after the sweep settled the refund = %v, want 90 (100 - 50 + 40: once, not lost)", level)
 		}
 		sweep() // settles nothing twice
-		if level, _ := e.tok.at(l.now()); level != 90 {
+		if level, _ := e.tok.at(mono.Now()); level != 90 {
 			t.Fatalf("level after a second sweep = %v, want 90", level)
 		}
 		// A call in flight keeps its key even when the buckets are full.
@@ -250,15 +251,15 @@ func TestEvictPendingRefund(t *testing.T) {
 		if !e.dead || e.settled != e.done.Load() || e.inflight != 0 || l.Keys() != 0 {
 			t.Fatalf("sweep of an idle key: dead %v, settled %#x of %#x, in flight %d, keys %d; want dropped, settled, 0, 0", e.dead, e.settled, e.done.Load(), e.inflight, l.Keys())
 		}
-		if level, _ := e.tok.at(l.now()); level != 100 {
+		if level, _ := e.tok.at(mono.Now()); level != 100 {
 			t.Errorf("dropped entry's level = %v, want 100 (its refund capped at b, as a fresh key's)", level)
 		}
 		// The snapshot still holds the dead entry: a lookup must not revive it.
 		if got := s.read.Load().get(l.hash(k), k); got != e {
 			t.Fatalf("stale snapshot entry = %p, want the dead %p (the test needs the stale path)", got, e)
 		}
-		e2 := l.acquire(k, nil, l.now())
-		level, _ := e2.tok.at(l.now())
+		e2 := l.acquire(k, nil, mono.Now())
+		level, _ := e2.tok.at(mono.Now())
 		fresh := e2 != e && !e2.dead && e2.inflight == 0 && level == 100
 		e2.mu.Unlock()
 		if !fresh || l.Keys() != 1 {
@@ -278,7 +279,7 @@ func TestEvictPendingRefund(t *testing.T) {
 // key's own entry, under the shard's lock.
 func TestHashCollision(t *testing.T) {
 	l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}})
-	now := l.now()
+	now := mono.Now()
 	a, b := key{a: "a"}, key{a: "b"}
 	ea := l.acquire(a, nil, now)
 	ea.mu.Unlock()

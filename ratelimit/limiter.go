@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/internal/mono"
 )
 
@@ -25,7 +24,6 @@ import (
 type Limiter struct {
 	cfg    Config
 	timed  bool                   // Config.Concurrency needs each call's latency (see Untimed)
-	epoch  time.Duration          // New's time, on mono's clock; see now
 	limits atomic.Pointer[Limits] // the default limits (Config.Limits)
 	// tiers are Config.Tiers' limits, in the order of their names; an
 	// entry's tier is its index in tiers plus 1 (0: the default), and
@@ -59,7 +57,7 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: c, epoch: mono.Now(), seed: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
+	l := &Limiter{cfg: c, seed: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
 	if c.Concurrency != nil {
 		u, ok := c.Concurrency.(Untimed)
 		l.timed = !ok || !u.Untimed()
@@ -121,29 +119,18 @@ func (m *limited) Generate(ctx context.Context, req *portico.Request) (*portico.
 	return m.l.generate(ctx, m.next, req)
 }
 
-// now returns the Limiter's clock: the time since New, from one read of the
-// monotonic clock (package mono). Every time the Limiter keeps (bucket
-// updates, provider resets, queue and program times) is such a Duration,
-// compared and subtracted as an integer. time.Now reads the wall clock too,
-// at about twice the cost (57 ns against 30 ns per read on the reference
-// machine, where the clock read is most of a bare rate.Limiter.Allow). Wall
-// clock steps do not move it; a context deadline, which may be a wall-clock
-// time, is compared with time.Until instead. Under testing/synctest it reads
-// the bubble's virtual clock.
-func (l *Limiter) now() time.Duration { return mono.Now() - l.epoch }
-
 // ticket is what admission hands to completion.
 type ticket struct {
 	e       *entry
 	reserve int           // N_in + N_max taken from the token bucket
 	in, max int           // N_in, N_max
 	prog    *program      // for FCFSProgram and PLAS
-	start   time.Duration // slot grant (Limiter.now), when prog != nil
+	start   time.Duration // slot grant (mono.Now), when prog != nil
 	fast    bool          // the completion may skip the lock (see complete)
 	// unpriced is why the call could not be priced, when not every key's
 	// limits have a token bucket: admit refuses it on a key with one.
 	unpriced error
-	// With Config.Concurrency: admission (Limiter.now), the key's calls in
+	// With Config.Concurrency: admission (mono.Now), the key's calls in
 	// flight then, this one included, and the time the caller's OnChunk
 	// held the stream (see reader).
 	granted  time.Duration
@@ -164,9 +151,9 @@ type reader struct {
 
 // GateChunk delivers c itself, timing the caller's OnChunk.
 func (r *reader) GateChunk(c portico.Chunk, _ bool) (bool, error) {
-	t0 := r.l.now()
+	t0 := mono.Now()
 	err := r.Deliver(c)
-	r.held.Add(int64(r.l.now() - t0))
+	r.held.Add(int64(mono.Now() - t0))
 	return false, err
 }
 
@@ -181,16 +168,8 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	if req == nil {
 		return nil, portico.ErrNilRequest
 	}
-	// At the reading the stack's deadline layer lends, when ctx carries one
-	// (lazyctx.Now); inline, so that the clock read is the only call.
-	now, lent := lazyctx.Lent(ctx)
-	if !lent {
-		now = mono.Now()
-	}
-	if lazyctx.EndedAt(ctx, now) { // the caller has gone: no slot, no token, no place in line
-		if err := portico.Gone(ctx); err != nil {
-			return nil, err
-		}
+	if err := portico.Gone(ctx); err != nil {
+		return nil, err // the caller has gone: no slot, no token, no place in line
 	}
 	t := ticket{}
 	if p := l.pricing.Load(); p.burst > 0 {
@@ -203,7 +182,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 			}
 		}
 	}
-	if err := l.admit(ctx, req, &t, now-l.epoch); err != nil {
+	if err := l.admit(ctx, req, &t, mono.Now()); err != nil {
 		return nil, err
 	}
 	done := false

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 func req(client string, maxOut int) *portico.Request {
@@ -137,8 +138,8 @@ func TestBucketsInSeries(t *testing.T) {
 		if !errors.Is(err, ErrLimited) {
 			t.Fatalf("token-limited call = %v, want ErrLimited", err)
 		}
-		e := l.acquire(l.keyOf(r), r, l.now())
-		got, _ := e.req.at(l.now())
+		e := l.acquire(l.keyOf(r), r, mono.Now())
+		got, _ := e.req.at(mono.Now())
 		e.mu.Unlock()
 		if got != 1 {
 			t.Errorf("request tokens after a token-bucket refusal = %v, want 1", got)

@@ -81,7 +81,7 @@ func (r *recorder) kinds() []portico.EventKind {
 
 // level returns the token bucket level of req's key at now.
 func (l *Limiter) levelOf(req *portico.Request, t time.Time) float64 {
-	now := mono.Of(t) - l.epoch // the Limiter's clock
+	now := mono.Of(t)
 	e := l.acquire(l.keyOf(req), req, now)
 	defer e.mu.Unlock()
 	level, _ := e.tok.at(now)
@@ -98,7 +98,7 @@ func (l *Limiter) entryOf(req *portico.Request) *entry {
 }
 
 func (l *Limiter) inflightOf(req *portico.Request) int {
-	e := l.acquire(l.keyOf(req), req, l.now())
+	e := l.acquire(l.keyOf(req), req, mono.Now())
 	defer e.mu.Unlock()
 	return e.inflight
 }

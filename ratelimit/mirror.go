@@ -5,6 +5,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/failopen"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // The local share of a shared Limiter (shared.local) follows what the
@@ -68,7 +69,7 @@ func (l *Limiter) mirrorSettle(req *portico.Request, d int) {
 
 // mirror runs f on req's entry, locked and settled, at the Limiter's now.
 func (l *Limiter) mirror(req *portico.Request, f func(e *entry, now time.Duration)) {
-	now := l.now()
+	now := mono.Now()
 	e := l.acquire(l.keyOf(req), req, now)
 	f(e, now)
 	if e.held() > 0 { // a refund may let a waiter of the share in

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 func TestStrings(t *testing.T) {
@@ -87,7 +88,7 @@ func TestProgramsForgotten(t *testing.T) {
 				time.Sleep(time.Minute)
 			}
 		}
-		e := l.acquire(l.keyOf(r), r, l.now())
+		e := l.acquire(l.keyOf(r), r, mono.Now())
 		n := len(e.w().programs)
 		e.mu.Unlock()
 		if n > 2*100+minSweep {
@@ -153,7 +154,7 @@ func TestSetLimitRace(t *testing.T) {
 	close(stop)
 	setter.Wait()
 	for g := range 3 {
-		e := l.acquire(l.keyOf(req("k"+strconv.Itoa(g), 0)), nil, l.now())
+		e := l.acquire(l.keyOf(req("k"+strconv.Itoa(g), 0)), nil, mono.Now())
 		inflight, queue, holds := e.inflight, e.queued(), e.held()
 		e.mu.Unlock()
 		if inflight != 0 || queue != 0 || holds != 0 {

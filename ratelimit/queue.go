@@ -9,19 +9,19 @@ type waiter struct {
 	ready   chan struct{} // closed when a slot is handed over
 	granted bool          // a slot is ours (set under the entry's lock)
 	seq     uint64        // arrival order within the Limiter
-	enq     time.Duration // when it joined the queue (Limiter.now)
+	enq     time.Duration // when it joined the queue (mono.Now)
 	prog    *program      // nil for FCFSCall, or a call without a session
 }
 
 // program is what the queue remembers of one agent program (session) of one
 // key, for FCFSProgram and PLAS.
 type program struct {
-	arrival  time.Duration // its first call's arrival (Limiter.now)
+	arrival  time.Duration // its first call's arrival (mono.Now)
 	seq      uint64        // tie-break for equal arrivals
 	attained time.Duration // service of its finished calls (slot grant to completion)
 	waited   time.Duration // time its calls spent queued
 	active   int           // calls queued or in flight
-	lastSeen time.Duration // last arrival or completion (Limiter.now)
+	lastSeen time.Duration // last arrival or completion (mono.Now)
 }
 
 // program returns the program of session id, creating it at now. Called

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"github.com/portico-llm/portico/internal/mono"
 	"log/slog"
 	"strings"
 	"time"
@@ -64,7 +65,7 @@ func (l *Limiter) set(ix uint8, lim Limits) error {
 	if l.shared != nil { // the buckets are in the store, the entries in slots and local
 		return nil
 	}
-	now := l.now()
+	now := mono.Now()
 	for i := range l.shards {
 		s := &l.shards[i]
 		s.mu.Lock()

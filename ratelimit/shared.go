@@ -13,7 +13,6 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/failopen"
-	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // Store keeps the request and token buckets of a [Limiter]'s keys outside
@@ -290,7 +289,6 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 		}
 	}
 	key := s.key(req)
-	lazyctx.Stale(ctx) // the store's round trip takes time
 	if resp, err, admitted := m.admit(ctx, req, key, tier, lim, &t); !admitted {
 		return resp, err
 	}

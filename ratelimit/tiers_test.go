@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // plans is a Config.Tier over a tenant-to-plan table that a test may
@@ -39,9 +40,9 @@ func calls(t *testing.T, m portico.Model, r *portico.Request, n int) {
 
 // reqLevel returns the request bucket's level of req's key now.
 func (l *Limiter) reqLevel(r *portico.Request) float64 {
-	e := l.acquire(l.keyOf(r), r, l.now())
+	e := l.acquire(l.keyOf(r), r, mono.Now())
 	defer e.mu.Unlock()
-	level, _ := e.req.at(l.now())
+	level, _ := e.req.at(mono.Now())
 	return level
 }
 
@@ -202,7 +203,7 @@ func TestSetTierLimit(t *testing.T) {
 		calls(t, m, req("d", 0), 10)
 		pro := l.entryOf(req("p", 0))
 		pro.lock()
-		pro.req.provRate, pro.req.provUntil = 0.01, time.Hour // as a provider's view would
+		pro.req.provRate, pro.req.provUntil = 0.01, mono.Now()+time.Hour // as a provider's view would
 		pro.mu.Unlock()
 		start := time.Now()
 		admitted := make(chan time.Duration)
@@ -227,7 +228,7 @@ func TestSetTierLimit(t *testing.T) {
 			t.Errorf("pro level after SetTierLimit(burst 300) = %v, want %v", got, want)
 		}
 		pro.lock()
-		if pro.req.provUntil != 0 || pro.req.provRate != 0 {
+		if pro.req.provUntil != noView || pro.req.provRate != 0 {
 			t.Errorf("pro's provider view after SetTierLimit: rate %v until %v, want cleared", pro.req.provRate, pro.req.provUntil)
 		}
 		pro.mu.Unlock()
