@@ -2,7 +2,13 @@
 // libraries on the happy path, in ns/op and allocs/op, in one run. It is a
 // module of its own, so that the library's go.mod does not carry the
 // comparison libraries (failsafe-go, sony/gobreaker/v2, the OpenTelemetry
-// SDK), and its benchmarks run only when asked for (go test -bench).
+// SDK) nor the provider adapters' SDKs, and its benchmarks run only when
+// asked for (go test -bench).
+//
+// BenchmarkGoals measures the preset over each real SDK's adapter (an
+// in-memory fake of modeltest) against the bare SDK call, per streamed
+// chunk against the bare adapter, and against failsafe-go's pipeline, the
+// calls compared in turn in one run.
 //
 // BenchmarkTable is the table of README.md: the bare call, six no-op
 // layers, the hand-built chain, the preset (stack.New) without a

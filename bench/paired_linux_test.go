@@ -10,7 +10,6 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
-	"github.com/portico-llm/portico/internal/cputime"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -55,11 +54,11 @@ func BenchmarkPairedCPU(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for i, r := range runs {
-			t0 := cputime.Thread()
+			t0 := threadCPU()
 			for range block {
 				r.f()
 			}
-			cpu[i] += cputime.Thread() - t0
+			cpu[i] += threadCPU() - t0
 		}
 		n += block
 	}

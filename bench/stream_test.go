@@ -11,7 +11,6 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
-	"github.com/portico-llm/portico/internal/cputime"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/route"
 	"github.com/portico-llm/portico/trace"
@@ -87,11 +86,11 @@ func BenchmarkStream(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
-			t0 := cputime.Thread()
+			t0 := threadCPU()
 			for b.Loop() {
 				bc.m.Generate(ctx, bc.req)
 			}
-			b.ReportMetric(float64(cputime.Thread()-t0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(threadCPU()-t0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
-	"github.com/portico-llm/portico/internal/cputime"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/stack"
@@ -282,11 +281,11 @@ func serial(b *testing.B, f func()) {
 	defer runtime.UnlockOSThread()
 	f() // warm: the first call of a layer may build caches (validate's schema)
 	b.ReportAllocs()
-	t0 := cputime.Thread()
+	t0 := threadCPU()
 	for b.Loop() {
 		f()
 	}
-	b.ReportMetric(float64(cputime.Thread()-t0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(threadCPU()-t0)/float64(b.N), "cpu-ns/op")
 }
 
 // invoiceSchema has five properties; invoiceAnswer, about 300 bytes,

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/internal/cputime"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/stack"
 )
@@ -105,14 +104,14 @@ func benchTenants(b *testing.B, through string, n int) {
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
 	i := 0
-	t0 := cputime.Thread()
+	t0 := threadCPU()
 	for b.Loop() {
 		call(i)
 		if i++; i == n {
 			i = 0
 		}
 	}
-	b.ReportMetric(float64(cputime.Thread()-t0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(threadCPU()-t0)/float64(b.N), "cpu-ns/op")
 	b.StopTimer()
 	b.ReportMetric(float64(liveHeap()-base)/(1<<20), "heap-MiB")
 	runtime.KeepAlive(m)
