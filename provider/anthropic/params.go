@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,58 +20,79 @@ import (
 // types go into their fields; every other key is set on the JSON body as it
 // is.
 func (m *Model) params(req *portico.Request, model string) (sdk.MessageNewParams, error) {
-	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(req.MaxOutputTokens)}
-	if p.MaxTokens == 0 {
-		p.MaxTokens = int64(m.maxTokens)
+	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(cmp.Or(req.MaxOutputTokens, m.maxTokens))}
+	if err := messages(&p, req.Messages); err != nil {
+		return p, err
 	}
-	p.Messages = make([]sdk.MessageParam, 0, len(req.Messages))
-	for i := range req.Messages {
-		msg := &req.Messages[i]
-		switch msg.Role {
-		case portico.RoleSystem:
-			for _, part := range msg.Content {
-				if part.Kind != portico.PartText {
-					return p, fmt.Errorf("anthropic: message %d: %v part in a system message", i, part.Kind)
-				}
-				if part.Text != "" {
-					p.System = append(p.System, sdk.TextBlockParam{Text: part.Text})
-				}
-			}
-		case portico.RoleUser:
-			blocks, err := userBlocks(msg.Content)
-			if err != nil {
-				return p, fmt.Errorf("anthropic: message %d: %w", i, err)
-			}
-			p.Messages = append(p.Messages, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}})
-		case portico.RoleAssistant:
-			blocks, err := assistantBlocks(msg)
-			if err != nil {
-				return p, fmt.Errorf("anthropic: message %d: %w", i, err)
-			}
-			p.Messages = append(p.Messages, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}})
-		case portico.RoleTool:
-			block, err := toolResult(msg)
-			if err != nil {
-				return p, fmt.Errorf("anthropic: message %d: %w", i, err)
-			}
-			// The results of parallel tool calls go in one user turn, as the
-			// API asks; a turn of results begins with a result.
-			if n := len(p.Messages); n > 0 && i > 0 && req.Messages[i-1].Role == portico.RoleTool {
-				u := p.Messages[n-1].OfUser
-				u.Content = append(u.Content, block)
-				continue
-			}
-			p.Messages = append(p.Messages, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: []sdk.ContentBlockParamUnion{block}}})
-		default:
-			return p, fmt.Errorf("anthropic: message %d: unknown role %q", i, msg.Role)
+	if err := tools(&p, req.Tools); err != nil {
+		return p, err
+	}
+	if err := outputFormat(&p, req.Schema); err != nil {
+		return p, err
+	}
+	return p, extras(&p, req)
+}
+
+// messages encodes the conversation: system text into the system prompt,
+// the others into turns (a run of tool results into one user turn).
+func messages(p *sdk.MessageNewParams, msgs []portico.Message) error {
+	p.Messages = make([]sdk.MessageParam, 0, len(msgs))
+	for i := range msgs {
+		if err := message(p, &msgs[i], i > 0 && msgs[i-1].Role == portico.RoleTool); err != nil {
+			return fmt.Errorf("anthropic: message %d: %w", i, err)
 		}
 	}
-	for _, t := range req.Tools {
+	return nil
+}
+
+// message adds msg to p. A tool result joins the turn of the result before
+// it (afterResult): the API asks for parallel calls' results in one turn.
+func message(p *sdk.MessageNewParams, msg *portico.Message, afterResult bool) error {
+	var err error
+	turn := sdk.MessageParam{OfUser: &sdk.UserMessageParam{}}
+	switch msg.Role {
+	case portico.RoleSystem:
+		return system(p, msg.Content)
+	case portico.RoleUser:
+		turn.OfUser.Content, err = userBlocks(msg.Content)
+	case portico.RoleAssistant:
+		turn = sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{}}
+		turn.OfAssistant.Content, err = assistantBlocks(msg)
+	case portico.RoleTool:
+		block, rerr := toolResult(msg)
+		if n := len(p.Messages); rerr == nil && n > 0 && afterResult {
+			p.Messages[n-1].OfUser.Content = append(p.Messages[n-1].OfUser.Content, block)
+			return nil
+		}
+		turn.OfUser.Content, err = []sdk.ContentBlockParamUnion{block}, rerr
+	default:
+		return fmt.Errorf("unknown role %q", msg.Role)
+	}
+	p.Messages = append(p.Messages, turn)
+	return err
+}
+
+// system adds a system message's text to the system prompt.
+func system(p *sdk.MessageNewParams, parts []portico.Part) error {
+	for _, part := range parts {
+		if part.Kind != portico.PartText {
+			return fmt.Errorf("%v part in a system message", part.Kind)
+		}
+		if part.Text != "" {
+			p.System = append(p.System, sdk.TextBlockParam{Text: part.Text})
+		}
+	}
+	return nil
+}
+
+// tools encodes the client tools; a tool without parameters takes an object.
+func tools(p *sdk.MessageNewParams, ts []portico.Tool) error {
+	for _, t := range ts {
 		schema := t.Parameters
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		} else if !isJSONObject(schema) {
-			return p, fmt.Errorf("anthropic: tool %q: parameters are not a JSON object", t.Name)
+			return fmt.Errorf("anthropic: tool %q: parameters are not a JSON object", t.Name)
 		}
 		tp := &sdk.ToolParam{Name: t.Name, InputSchema: param.Override[sdk.ToolInputSchemaParam](schema)}
 		if t.Description != "" {
@@ -78,47 +100,58 @@ func (m *Model) params(req *portico.Request, model string) (sdk.MessageNewParams
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
-	if s := req.Schema; s != nil {
-		if !isJSONObject(s.JSON) {
-			return p, errors.New("anthropic: response schema is not a JSON object")
-		}
-		format := make([]byte, 0, len(s.JSON)+32)
-		format = append(format, `{"type":"json_schema","schema":`...)
-		format = append(format, s.JSON...)
-		format = append(format, '}')
-		p.OutputConfig.Format = param.Override[sdk.JSONOutputFormatParam](json.RawMessage(format))
+	return nil
+}
+
+// outputFormat encodes a response schema as output_config.format.
+func outputFormat(p *sdk.MessageNewParams, s *portico.Schema) error {
+	if s == nil {
+		return nil
 	}
-	var extras map[string]any
+	if !isJSONObject(s.JSON) {
+		return errors.New("anthropic: response schema is not a JSON object")
+	}
+	format := make([]byte, 0, len(s.JSON)+32)
+	format = append(format, `{"type":"json_schema","schema":`...)
+	format = append(format, s.JSON...)
+	format = append(format, '}')
+	p.OutputConfig.Format = param.Override[sdk.JSONOutputFormatParam](json.RawMessage(format))
+	return nil
+}
+
+// extras sets req's Extra keys: those setExtra types into their fields, the
+// others on the JSON body as they are. It refuses the keys the adapter sets.
+func extras(p *sdk.MessageNewParams, req *portico.Request) error {
 	if _, stop := req.Extra["stop"]; stop {
 		if _, seqs := req.Extra["stop_sequences"]; seqs {
-			return p, errors.New(`anthropic: Extra keys "stop" and "stop_sequences" both set`)
+			return errors.New(`anthropic: Extra keys "stop" and "stop_sequences" both set`)
 		}
 	}
+	var body map[string]any
 	for k, v := range req.Extra {
-		switch k {
-		case "model", "messages", "system", "stream", "max_tokens", "tools":
-			return p, fmt.Errorf("anthropic: Extra key %q is the adapter's to set", k)
-		case "output_config":
-			if req.Schema != nil {
-				return p, errors.New(`anthropic: Extra key "output_config" with a Schema: the adapter sets output_config.format`)
-			}
-		}
-		if setExtra(&p, k, v) {
+		switch {
+		case adapterKeys[k]:
+			return fmt.Errorf("anthropic: Extra key %q is the adapter's to set", k)
+		case k == "output_config" && req.Schema != nil:
+			return errors.New(`anthropic: Extra key "output_config" with a Schema: the adapter sets output_config.format`)
+		case setExtra(p, k, v):
 			continue
+		case !adapt.Encodable(v):
+			return fmt.Errorf("anthropic: Extra key %q: value is not JSON", k)
 		}
-		if !adapt.Encodable(v) {
-			return p, fmt.Errorf("anthropic: Extra key %q: value is not JSON", k)
+		if body == nil {
+			body = make(map[string]any, len(req.Extra))
 		}
-		if extras == nil {
-			extras = make(map[string]any, len(req.Extra))
-		}
-		extras[k] = v
+		body[k] = v
 	}
-	if extras != nil {
-		p.SetExtraFields(extras)
+	if body != nil {
+		p.SetExtraFields(body)
 	}
-	return p, nil
+	return nil
 }
+
+// adapterKeys are the body keys the adapter sets, refused in Extra.
+var adapterKeys = map[string]bool{"model": true, "messages": true, "system": true, "stream": true, "max_tokens": true, "tools": true}
 
 // isJSONObject reports whether raw is valid JSON whose value is an object.
 func isJSONObject(raw json.RawMessage) bool {
@@ -126,22 +159,28 @@ func isJSONObject(raw json.RawMessage) bool {
 	return strings.HasPrefix(s, "{") && json.Valid(raw)
 }
 
-// userBlocks encodes a user message's parts. Empty text parts are left out:
-// the API refuses empty text blocks.
+// userBlocks encodes a user message's text and image parts.
 func userBlocks(parts []portico.Part) ([]sdk.ContentBlockParamUnion, error) {
-	blocks := make([]sdk.ContentBlockParamUnion, 0, len(parts))
+	return appendParts(make([]sdk.ContentBlockParamUnion, 0, len(parts)), parts,
+		func(t *sdk.TextBlockParam) sdk.ContentBlockParamUnion { return sdk.ContentBlockParamUnion{OfText: t} },
+		func(i *sdk.ImageBlockParam) sdk.ContentBlockParamUnion { return sdk.ContentBlockParamUnion{OfImage: i} })
+}
+
+// appendParts appends text and image parts to blocks as text and image make
+// them. Empty text parts are left out: the API refuses empty text blocks.
+func appendParts[B any](blocks []B, parts []portico.Part, text func(*sdk.TextBlockParam) B, image func(*sdk.ImageBlockParam) B) ([]B, error) {
 	for _, part := range parts {
 		switch part.Kind {
 		case portico.PartText:
 			if part.Text != "" {
-				blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
+				blocks = append(blocks, text(&sdk.TextBlockParam{Text: part.Text}))
 			}
 		case portico.PartImage:
-			img, err := image(part.ImageURL)
+			img, err := imageBlock(part.ImageURL)
 			if err != nil {
 				return nil, err
 			}
-			blocks = append(blocks, sdk.ContentBlockParamUnion{OfImage: img})
+			blocks = append(blocks, image(img))
 		default:
 			return nil, fmt.Errorf("unknown part kind %v", part.Kind)
 		}
@@ -149,9 +188,9 @@ func userBlocks(parts []portico.Part) ([]sdk.ContentBlockParamUnion, error) {
 	return blocks, nil
 }
 
-// image encodes an image URL: a data: URL as a base64 source (its media type
+// imageBlock encodes an image URL: a data: URL as a base64 source (its media type
 // and data), any other URL as a URL source the API fetches.
-func image(url string) (*sdk.ImageBlockParam, error) {
+func imageBlock(url string) (*sdk.ImageBlockParam, error) {
 	rest, ok := strings.CutPrefix(url, "data:")
 	if !ok {
 		return &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfURL: &sdk.URLImageSourceParam{URL: url}}}, nil
@@ -197,23 +236,15 @@ func toolResult(msg *portico.Message) (sdk.ContentBlockParamUnion, error) {
 		return sdk.ContentBlockParamUnion{}, errors.New("tool message without a ToolCallID")
 	}
 	r := &sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
-	for _, part := range msg.Content {
-		switch part.Kind {
-		case portico.PartText:
-			if part.Text != "" {
-				r.Content = append(r.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
-			}
-		case portico.PartImage:
-			img, err := image(part.ImageURL)
-			if err != nil {
-				return sdk.ContentBlockParamUnion{}, err
-			}
-			r.Content = append(r.Content, sdk.ToolResultBlockParamContentUnion{OfImage: img})
-		default:
-			return sdk.ContentBlockParamUnion{}, fmt.Errorf("unknown part kind %v", part.Kind)
-		}
-	}
-	return sdk.ContentBlockParamUnion{OfToolResult: r}, nil
+	var err error
+	r.Content, err = appendParts(nil, msg.Content,
+		func(t *sdk.TextBlockParam) sdk.ToolResultBlockParamContentUnion {
+			return sdk.ToolResultBlockParamContentUnion{OfText: t}
+		},
+		func(i *sdk.ImageBlockParam) sdk.ToolResultBlockParamContentUnion {
+			return sdk.ToolResultBlockParamContentUnion{OfImage: i}
+		})
+	return sdk.ContentBlockParamUnion{OfToolResult: r}, err
 }
 
 // setExtra sets an Extra key the adapter types: stop_sequences (and "stop",
@@ -231,32 +262,22 @@ func setExtra(p *sdk.MessageNewParams, key string, v any) bool {
 		p.StopSequences = seqs
 		return true
 	case "metadata":
-		m, ok := v.(map[string]any)
-		if !ok || len(m) != 1 {
-			return false
-		}
+		m, _ := v.(map[string]any)
 		id, ok := m["user_id"].(string)
-		if !ok {
+		if !ok || len(m) != 1 {
 			return false
 		}
 		p.Metadata.UserID = sdk.String(id)
 		return true
-	case "cache_control":
-		m, ok := v.(map[string]any)
-		if !ok || m["type"] != "ephemeral" || len(m) > 2 {
+	case "cache_control": // {"type":"ephemeral"} and an optional string "ttl"
+		m, _ := v.(map[string]any)
+		ttl, hasTTL := m["ttl"]
+		s, isString := ttl.(string)
+		if m["type"] != "ephemeral" || hasTTL != isString || hasTTL != (len(m) == 2) || len(m) > 2 {
 			return false
 		}
-		cc := sdk.NewCacheControlEphemeralParam()
-		if ttl, has := m["ttl"]; has {
-			s, ok := ttl.(string)
-			if !ok {
-				return false
-			}
-			cc.TTL = sdk.CacheControlEphemeralTTL(s)
-		} else if len(m) == 2 {
-			return false
-		}
-		p.CacheControl = cc
+		p.CacheControl = sdk.NewCacheControlEphemeralParam()
+		p.CacheControl.TTL = sdk.CacheControlEphemeralTTL(s)
 		return true
 	}
 	return false
