@@ -133,36 +133,19 @@ type watchedBody struct {
 // TooLarge once the body has gone past it.
 func (b *watchedBody) Read(p []byte) (int, error) {
 	x := b.x
-	if x.Limit > 0 {
-		if x.read > x.Limit {
-			return 0, x.TooLarge
-		}
-		if left := x.Limit - x.read; int64(len(p)) > left {
-			p = p[:left+1]
-		}
+	if x.Limit > 0 && x.read > x.Limit {
+		return 0, x.TooLarge
+	}
+	if left := x.Limit - x.read; x.Limit > 0 && int64(len(p)) > left {
+		p = p[:left+1]
 	}
 	n, err := b.rc.Read(p)
 	x.read += int64(n)
 	if x.Limit > 0 && x.read > x.Limit {
 		n, err = n-1, x.TooLarge
 	}
-	switch {
-	case n <= 0:
-	case b.sse:
-		if x.ErrorLines {
-			x.ErrorLine.feed(p[:n])
-		}
-		b.end.feed(p[:n])
-	default:
-		at := x.read - int64(n)
-		if x.first < 0 {
-			if i := indexNonSpace(p[:n]); i >= 0 {
-				x.first = at + int64(i)
-			}
-		}
-		if i := lastNonSpace(p[:n]); i >= 0 {
-			x.last = at + int64(i)
-		}
+	if n > 0 {
+		b.watch(p[:n])
 	}
 	if err == io.EOF && b.sse && b.end.cut() {
 		err = io.ErrUnexpectedEOF // the stream broke off inside an event
@@ -175,26 +158,25 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 
 func (b *watchedBody) Close() error { return b.rc.Close() }
 
-// indexNonSpace returns the index of the first byte of p that is not JSON
-// white space, or -1.
-func indexNonSpace(p []byte) int {
-	for i, c := range p {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return i
+// watch feeds p, just read, to an event stream's watchers, or notes where a
+// JSON body's value starts and ends (its first and last byte not white space).
+func (b *watchedBody) watch(p []byte) {
+	x := b.x
+	if b.sse {
+		if x.ErrorLines {
+			x.ErrorLine.feed(p)
 		}
+		b.end.feed(p)
+		return
 	}
-	return -1
-}
-
-// lastNonSpace returns the index of the last byte of p that is not JSON
-// white space, or -1.
-func lastNonSpace(p []byte) int {
-	for i := len(p) - 1; i >= 0; i-- {
-		if c := p[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return i
-		}
+	const space = " \t\n\r"
+	at := x.read - int64(len(p))
+	if rest := bytes.TrimLeft(p, space); x.first < 0 && len(rest) > 0 {
+		x.first = at + int64(len(p)-len(rest))
 	}
-	return -1
+	if kept := bytes.TrimRight(p, space); len(kept) > 0 {
+		x.last = at + int64(len(kept)) - 1
+	}
 }
 
 // readBlocks reads r to its end in blocks that grow to 1 MiB, so that the

@@ -145,87 +145,99 @@ func (b *blankData) Read(p []byte) (int, error) {
 func (b *blankData) filter(p []byte) int {
 	n := 0
 	for n < len(p) {
-		if b.flushing {
-			k := copy(p[n:], b.held[b.flush:b.nheld])
-			n, b.flush = n+k, b.flush+k
-			if b.flush < b.nheld {
-				return n
-			}
-			b.flushing, b.nheld, b.flush = false, 0, 0
-			continue
-		}
-		if b.r == b.w {
-			return n
-		}
-		c := b.buf[b.r]
 		switch {
-		case b.st == stStart && c == ':':
-			b.r++
-			b.st = stComment
-			continue
-		case b.st == stComment:
-			// The rest of the comment at once, dropped with its end.
-			i := bytes.IndexAny(b.buf[b.r:b.w], "\r\n")
-			if i < 0 {
-				b.r = b.w
-				continue
-			}
-			b.st = stStart
-			if b.buf[b.r+i] == '\r' {
-				b.st = stCommentCR
-			}
-			b.r += i + 1
-			continue
-		case b.st == stCommentCR:
-			if c == '\n' {
-				b.r++
-			}
-			b.st = stStart
-			continue
+		case b.flushing:
+			n += b.flushHeld(p[n:])
+		case b.r == b.w:
+			return n
 		case b.st == stPass:
-			// The rest of the line at once.
-			end := b.w
-			if i := bytes.IndexByte(b.buf[b.r:b.w], '\n'); i >= 0 {
-				end = b.r + i + 1
-				b.st = stStart
-			}
-			k := copy(p[n:], b.buf[b.r:end])
-			n, b.r = n+k, b.r+k
-			if b.r < end {
-				b.st = stPass // p is full before the line's end
-			}
-			continue
-		case b.st < 4 && c == "data"[b.st]:
-			b.hold(c)
-			b.st++
-			continue
-		case b.st == 4 && c == ':', b.st == stBlank && (c == ' ' || c == '\t') && b.nheld < maxHeld:
-			b.hold(c)
-			b.st = stBlank
-			continue
-		case (b.st == 4 || b.st == stBlank) && c == '\r' && b.nheld < maxHeld:
-			b.hold(c)
-			b.st = stCR
-			continue
-		case (b.st == 4 || b.st == stBlank || b.st == stCR) && c == '\n':
-			b.r++ // a blank data line: dropped with its end
-			b.nheld, b.st = 0, stStart
-			continue
-		}
-		// Not a blank data line: what was held goes first, and c is read
-		// again as the rest of the line.
-		b.st = stPass
-		if b.nheld > 0 {
-			b.flushing, b.flush = true, 0
+			n += b.pass(p[n:])
+		case b.st == stComment, b.st == stCommentCR, b.st == stStart && b.buf[b.r] == ':':
+			b.comment()
+		default:
+			b.blank(b.buf[b.r])
 		}
 	}
 	return n
 }
 
-func (b *blankData) hold(c byte) {
+// flushHeld copies to p what it can of the held bytes owed, and returns how
+// many it copied.
+func (b *blankData) flushHeld(p []byte) int {
+	k := copy(p, b.held[b.flush:b.nheld])
+	if b.flush += k; b.flush == b.nheld {
+		b.flushing, b.nheld, b.flush = false, 0, 0
+	}
+	return k
+}
+
+// pass copies to p what it can of the rest of the line, and returns how many
+// bytes it copied.
+func (b *blankData) pass(p []byte) int {
+	end, st := b.w, stPass
+	if i := bytes.IndexByte(b.buf[b.r:b.w], '\n'); i >= 0 {
+		end, st = b.r+i+1, stStart
+	}
+	k := copy(p, b.buf[b.r:end])
+	if b.r += k; b.r == end {
+		b.st = st
+	}
+	return k
+}
+
+// comment drops a comment line: its colon, its text, and its end (a line
+// feed after its carriage return too).
+func (b *blankData) comment() {
+	switch b.st {
+	case stStart:
+		b.r++
+		b.st = stComment
+	case stComment:
+		i := bytes.IndexAny(b.buf[b.r:b.w], "\r\n")
+		if i < 0 {
+			b.r = b.w
+			return
+		}
+		b.st = stStart
+		if b.buf[b.r+i] == '\r' {
+			b.st = stCommentCR
+		}
+		b.r += i + 1
+	case stCommentCR:
+		if b.buf[b.r] == '\n' {
+			b.r++
+		}
+		b.st = stStart
+	}
+}
+
+// blank reads c on a line that may be a blank data line ("data:", blanks,
+// its end), holding its bytes (st is stStart to stCR): the line's end drops
+// them; a byte no such line has passes them on, then the line from c.
+func (b *blankData) blank(c byte) {
+	room := b.nheld < maxHeld
+	switch {
+	case b.st < stBlank && c == "data:"[b.st]:
+		b.hold(c, b.st+1) // "data:" moves to stBlank
+	case b.st == stBlank && (c == ' ' || c == '\t') && room:
+		b.hold(c, stBlank)
+	case b.st >= 4 && b.st < stCR && c == '\r' && room:
+		b.hold(c, stCR)
+	case b.st >= 4 && c == '\n':
+		b.r++
+		b.nheld, b.st = 0, stStart
+	default:
+		b.st = stPass
+		b.flushing, b.flush = b.nheld > 0, 0
+	}
+}
+
+// hold keeps c, read, among the held bytes, and moves to state st.
+func (b *blankData) hold(c byte, st uint8) {
 	b.held[b.nheld] = c
 	b.nheld++
 	b.r++
+	b.st = st
 }
 
 // sseEnd follows an event stream's lines, as the bytes came, to tell at
