@@ -41,26 +41,22 @@
 // for why, and for what the cap costs.
 //
 // A [Throttle] built from a [Config] is one destination's: one window in 32
-// buckets of 1/32 of it each (about 600 bytes), so a count leaves the window
+// buckets of 1/32 of it each (about 800 bytes), so a count leaves the window
 // at most one bucket width (3.75 s of two minutes) late. Its method value
 // Wrap is the [portico.Middleware]; package stack builds one per route.
 //
 // # What counts as an accept
 //
-// An answer, and a client error: a [portico.Permanent] or
-// [portico.Incompatible] failure means the destination took the request and
-// found it wrong, which says nothing about its load (and so is an answer an
-// acceptance check refused, [portico.ErrAnswerRefused]). A route fault
-// ([portico.Class.RouteFault]: Transient 5xx and connection failures,
-// RateLimited 429, Ambiguous timeouts, InvalidResponse, Unusable) counts as
-// a request not accepted, and so does every call the Throttle rejects. The
-// caller's own cancellation or deadline (and a layer's cut of a short share
-// of it, [portico.ErrDeadlineCut], as breakers ignore it), an unanswered
-// failure ([portico.IsUnanswered]: such a cut while another route stood
-// ready, or a 5xx or 429 the provider advised not to retry, which is
-// Incompatible but no client error; a breaker counts a run of them), and a
-// rejection by another local layer (a breaker, a limiter), are not counted
-// at all: the destination gave no verdict on its load.
+// By [portico.FaultOf] (its throttle column): an answer, and a failure
+// that is the request's ([portico.Permanent], [portico.Incompatible], an
+// answer an acceptance check refused), is an accept: the destination took
+// the request, which says nothing about its load. The route's fault
+// (Transient 5xx and connection failures, RateLimited 429, Ambiguous
+// timeouts, InvalidResponse, Unusable) is a request not accepted, and so
+// is every call the Throttle rejects. The caller's (its cancellation, its
+// deadline, a layer's cut of a short share of it), an unanswered failure
+// (a breaker counts a run of them) and another local layer's refusal are
+// not counted at all: the destination gave no verdict on its load.
 //
 // A rejected call fails with a [portico.Rejected] error wrapping
 // [ErrThrottled] and a [*Error] with the counts, which package fallback

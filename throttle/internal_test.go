@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/window"
 )
 
 func TestProbability(t *testing.T) {
@@ -55,43 +56,32 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
-// The window keeps 32 buckets of width: a count leaves it when its bucket's
-// lap is 32 laps old, and a bucket reused by a later lap starts empty.
-func TestWindowBuckets(t *testing.T) {
+// Pending accepts count as current until stamped, then age with their
+// bucket: they leave the window 32 laps after the stamp. (The window's
+// laps: window.TestTimeLaps.)
+func TestPendingAccepts(t *testing.T) {
 	const width = 10
-	var w window
-	w.add(width, 0, 3, 1)   // lap 1
-	w.add(width, 95, 2, 2)  // lap 10
-	w.add(width, 319, 1, 0) // lap 32
-	if r, a := w.totals(width, 319); r != 6 || a != 3 {
-		t.Errorf("totals at 319 = %d, %d, want 6, 3", r, a)
-	}
-	if r, a := w.totals(width, 320); r != 3 || a != 2 { // lap 33: lap 1 has left
-		t.Errorf("totals at 320 = %d, %d, want 3, 2", r, a)
-	}
-	w.add(width, 325, 5, 5) // lap 33 reuses lap 1's bucket
-	if r, a := w.totals(width, 325); r != 8 || a != 7 {
-		t.Errorf("totals at 325 = %d, %d, want 8, 7", r, a)
-	}
+	w := counts{win: window.NewTime(0, width, numBuckets)}
+	w.win.Add(0, 0, window.Counts{3, 1})
 	w.pending.Store(4) // unstamped accepts count as current
-	if r, a := w.totals(width, 10_000); r != 4 || a != 4 {
+	if r, a := w.totals(10_000); r != 4 || a != 4 {
 		t.Errorf("totals at 10000 = %d, %d, want 4, 4 (the pending accepts)", r, a)
 	}
-	w.stamp(width, 10_000)
+	w.stamp(10_000)
 	if p := w.pending.Load(); p != 0 {
 		t.Errorf("pending after stamp = %d, want 0", p)
 	}
-	if r, a := w.totals(width, 10_000+31*width); r != 4 || a != 4 {
+	if r, a := w.totals(10_000 + 31*width); r != 4 || a != 4 {
 		t.Errorf("totals 31 laps after the stamp = %d, %d, want 4, 4", r, a)
 	}
-	if r, a := w.totals(width, 10_000+32*width); r != 0 || a != 0 {
+	if r, a := w.totals(10_000 + 32*width); r != 0 || a != 0 {
 		t.Errorf("totals 32 laps after the stamp = %d, %d, want 0, 0", r, a)
 	}
 }
 
 // A failure counted after the clean check read fails keeps the window dirty.
 func TestCleanRace(t *testing.T) {
-	var w window
+	var w counts
 	w.fails.Add(1)
 	seq := w.fails.Load()
 	w.fails.Add(1) // a failure counted while the totals were read

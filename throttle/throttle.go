@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
+	"github.com/portico-llm/portico/internal/window"
 )
 
 // Defaults used for zero [Config] fields.
@@ -69,13 +71,11 @@ type Config struct {
 // route); its method value Wrap is the [portico.Middleware], and the Models
 // it wraps share its window. A Throttle is safe for concurrent use.
 type Throttle struct {
-	k     float64
-	max   float64 // highest rejection probability, (0, 1]
-	min   uint64  // requests the window counts before rejecting
-	width int64   // bucket width, ns
-	rand  func() float64
-	epoch time.Time
-	w     window
+	k    float64
+	max  float64 // highest rejection probability, (0, 1]
+	min  uint64  // requests the window counts before rejecting
+	rand func() float64
+	w    counts
 }
 
 // New returns a Throttle configured by cfg, with zero fields taking their
@@ -111,7 +111,8 @@ func New(cfg Config) (*Throttle, error) {
 	case cfg.MinRequests > 0:
 		minReq = uint64(cfg.MinRequests)
 	}
-	t := &Throttle{k: k, max: maxRej, min: minReq, width: int64(win / numBuckets), rand: cfg.Rand, epoch: time.Now()}
+	t := &Throttle{k: k, max: maxRej, min: minReq, rand: cfg.Rand}
+	t.w.win = window.NewTime(mono.Now(), win/numBuckets, numBuckets)
 	if t.rand == nil {
 		t.rand = rand.Float64
 	}
@@ -206,18 +207,15 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	return resp, err
 }
 
-// now is the Throttle's clock: ns since New, one read of the monotonic clock.
-func (t *Throttle) now() int64 { return int64(time.Since(t.epoch)) }
-
 // admit draws the rejection of a call to a dirty window: nil to let it go,
 // or the error that rejects it, counted as a request not accepted under the
 // book's rule (no cap) and not counted under a cap. When the window holds
 // accepts only again it becomes clean.
-func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *window) error {
+func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *counts) error {
 	seq := w.fails.Load()
-	now := t.now()
-	w.stamp(t.width, now)
-	requests, accepts := w.totals(t.width, now)
+	now := mono.Now()
+	w.stamp(now)
+	requests, accepts := w.totals(now)
 	if requests == accepts {
 		w.clean(seq)
 		return nil
@@ -227,9 +225,7 @@ func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *window) e
 		return nil
 	}
 	if t.max == 1 { // the book's rule: a rejection is a request not accepted; under a cap, not counted
-
-		w.add(t.width, now, 1, 0)
-		w.fails.Add(1)
+		w.refused(now)
 	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.Rejected, Reason: "throttle"})
 	return &portico.Error{Class: portico.Rejected, RefusedBy: portico.Throttle, Model: req.Model, NotSent: true,
@@ -237,28 +233,23 @@ func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *window) e
 }
 
 // record counts the outcome err of a call to w (see Wrap).
-func (t *Throttle) record(w *window, err error) {
-	counted, accepted := true, true
-	if err != nil {
-		counted, accepted = verdict(err)
-	}
-	if !counted {
-		return
-	}
-	if accepted && !w.isDirty() {
+func (t *Throttle) record(w *counts, err error) {
+	counted, accepted := verdict(err)
+	switch {
+	case !counted:
+	case accepted && !w.isDirty():
 		if w.pending.Add(1) >= batch {
-			w.stamp(t.width, t.now())
+			w.stamp(mono.Now())
 		}
-		return
+	case accepted:
+		now := mono.Now()
+		w.stamp(now)
+		w.win.Add(0, now, window.Counts{1, 1})
+	default:
+		now := mono.Now()
+		w.stamp(now)
+		w.refused(now)
 	}
-	now := t.now()
-	w.stamp(t.width, now)
-	if accepted {
-		w.add(t.width, now, 1, 1)
-		return
-	}
-	w.add(t.width, now, 1, 0)
-	w.fails.Add(1)
 }
 
 // verdict reads portico.FaultOf's throttle column: whether a call that
@@ -277,7 +268,7 @@ func verdict(err error) (counted, accepted bool) {
 // now, and the requests and accepts the window counts. For metrics and
 // tests; safe for concurrent use.
 func (t *Throttle) Probability() (p float64, requests, accepts int) {
-	r, a := t.w.totals(t.width, t.now())
+	r, a := t.w.totals(mono.Now())
 	return t.probability(r, a), int(r), int(a)
 }
 

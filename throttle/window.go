@@ -1,8 +1,10 @@
 package throttle
 
 import (
-	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/portico-llm/portico/internal/window"
 )
 
 // numBuckets is how many buckets a window is kept in: Config.Window/32 each
@@ -11,10 +13,11 @@ import (
 const numBuckets = 32
 
 // batch is the most accepts a clean window counts before stamping them (see
-// window.pending).
+// counts.pending).
 const batch = 64
 
-// window is a destination's sliding window of requests and accepts.
+// counts are a destination's requests and accepts over its sliding window
+// (a window.Time whose counters 0 and 1 are requests and accepts).
 //
 // While the window holds only accepts it is clean: nothing is throttled (the
 // probability is 0 whatever the counts), and an accepted call only adds one
@@ -23,75 +26,44 @@ const batch = 64
 // accept stamps the pending accepts, counts itself and makes the window
 // dirty: from then on every call reads the clock, stamps what it counts and
 // computes the probability, until the window holds accepts only again.
-type window struct {
+type counts struct {
 	pending atomic.Uint64 // accepts not yet stamped (clean state)
 	fails   atomic.Uint64 // requests counted without an accept, ever
 	cleanAt atomic.Uint64 // fails when the window was last found clean
-	mu      sync.Mutex    // serialises bucket resets
-	buckets [numBuckets]bucket
+	win     *window.Time
 }
 
 // isDirty reports whether the window may hold a request that was not
 // accepted: one was counted since the window was last found clean.
-func (w *window) isDirty() bool { return w.fails.Load() != w.cleanAt.Load() }
+func (c *counts) isDirty() bool { return c.fails.Load() != c.cleanAt.Load() }
 
 // clean marks the window clean as of seq, the value of fails read before its
 // totals were found to be accepts only. A request not accepted and counted
 // since then has moved fails past seq, and the window stays dirty.
-func (w *window) clean(seq uint64) { w.cleanAt.Store(seq) }
+func (c *counts) clean(seq uint64) { c.cleanAt.Store(seq) }
 
-// bucket counts the calls of one bucket width. lap is the bucket's time
-// index (now / width) plus one, 0 for a bucket never used; counts packs
-// requests in its high 32 bits and accepts in its low 32.
-type bucket struct {
-	lap    atomic.Int64
-	counts atomic.Uint64
-}
-
-func pack(requests, accepts uint64) uint64 { return requests<<32 | accepts }
-
-// add counts requests and accepts at now (ns on the Throttle's clock) in its
-// bucket, resetting the bucket first when it holds an older lap. A call that
-// read its clock before another call opened a newer lap of the same bucket
-// counts in the newer lap: one bucket width later than it happened.
-func (w *window) add(width, now int64, requests, accepts uint64) {
-	lap := now/width + 1
-	b := &w.buckets[lap%numBuckets]
-	if b.lap.Load() < lap {
-		w.mu.Lock()
-		if b.lap.Load() < lap {
-			b.counts.Store(0)
-			b.lap.Store(lap)
-		}
-		w.mu.Unlock()
-	}
-	b.counts.Add(pack(requests, accepts))
+// refused counts a request not accepted at now, and makes the window dirty.
+func (c *counts) refused(now time.Duration) {
+	c.win.Add(0, now, window.Counts{1})
+	c.fails.Add(1)
 }
 
 // stamp counts the pending accepts at now, as requests and accepts both.
-func (w *window) stamp(width, now int64) {
-	if w.pending.Load() == 0 {
+func (c *counts) stamp(now time.Duration) {
+	if c.pending.Load() == 0 {
 		return
 	}
-	if n := w.pending.Swap(0); n > 0 {
-		w.add(width, now, n, n)
+	if n := int(c.pending.Swap(0)); n > 0 {
+		c.win.Add(0, now, window.Counts{n, n})
 	}
 }
 
 // totals returns the requests and accepts counted in the window that ends at
-// now: the buckets of the last numBuckets laps, the current one included.
-func (w *window) totals(width, now int64) (requests, accepts uint64) {
-	lap := now/width + 1
-	for i := range w.buckets {
-		b := &w.buckets[i]
-		if l := b.lap.Load(); l > lap-numBuckets && l <= lap {
-			c := b.counts.Load()
-			requests += c >> 32
-			accepts += c & (1<<32 - 1)
-		}
-	}
-	p := w.pending.Load()
-	return requests + p, accepts + p
+// now, the pending accepts included.
+func (c *counts) totals(now time.Duration) (requests, accepts uint64) {
+	w := c.win.Sum(0, now)
+	p := c.pending.Load()
+	return uint64(w[0]) + p, uint64(w[1]) + p
 }
 
 // probability is the SRE book's client-side throttling probability for
