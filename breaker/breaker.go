@@ -3,12 +3,15 @@ package breaker
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
+	"github.com/portico-llm/portico/internal/window"
 )
 
 // State is a breaker's state.
@@ -84,27 +87,20 @@ type Transition struct {
 type Breaker struct {
 	// word is gen<<2 | state: one load gives both. gen counts transitions.
 	word atomic.Uint64
-	// openUntil is when the open state ends, in nanoseconds since base.
+	// openUntil is when the open state ends, a reading of mono.Now.
 	openUntil atomic.Int64
 	// announced is the latest end of a Retry-After a counted failure carried,
-	// in nanoseconds since base: the open state never ends before it.
+	// a reading of mono.Now: the open state never ends before it.
 	announced atomic.Int64
 	// probes is the number of half-open probes in flight (written under mu).
 	probes atomic.Int32
-
-	cfg  Config    // with defaults
-	base time.Time // monotonic origin of the nanos clock
-
-	needStart, needEnd bool // which clock reads the closed path makes
-	entry              bool // needStart, or shared: the closed path has work before the call
-
-	shared    Store  // Config.Shared, or nil
-	sharedKey string // "breaker:" + Config.Name
-
-	ring  *countRing // count-based window, or
-	tring *timeRing  // time-based window
 	// consec is gen<<32 | consecutive failures in closed generation gen.
 	consec atomic.Uint64
+
+	cfg       Config        // with defaults
+	sharedKey string        // "breaker:" + Config.Name
+	count     *window.Count // the count-based window, or
+	time      *window.Time  // the time-based one
 
 	mu        sync.Mutex // guards transitions and the field below
 	successes int        // successful probes in this half-open period
@@ -117,18 +113,13 @@ func New(cfg Config) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Breaker{cfg: c, base: time.Now()}
-	if c.Window.Duration > 0 {
-		b.tring = newTimeRing(int64(c.Window.Duration), timeBuckets)
+	b := &Breaker{cfg: c, sharedKey: "breaker:" + c.Name}
+	b.announced.Store(math.MinInt64)
+	if d := c.Window.Duration; d > 0 {
+		b.time = window.NewTime(mono.Now(), d/timeBuckets, timeBuckets)
 	} else {
-		b.ring = newCountRing(c.Window.Calls)
+		b.count = window.NewCount(c.Window.Calls)
 	}
-	if c.Shared != nil {
-		b.shared, b.sharedKey = c.Shared, "breaker:"+c.Name
-	}
-	b.needStart = c.SlowCall > 0
-	b.needEnd = b.needStart || b.tring != nil
-	b.entry = b.needStart || b.shared != nil
 	return b, nil
 }
 
@@ -140,9 +131,6 @@ func MustNew(cfg Config) *Breaker {
 	}
 	return b
 }
-
-// nanos reads the clock once: monotonic nanoseconds since the breaker was made.
-func (b *Breaker) nanos() int64 { return int64(time.Since(b.base)) }
 
 // State returns the current state. It is one atomic load. An Open breaker whose
 // interval has ended stays Open until the next call moves it to HalfOpen;
@@ -157,9 +145,9 @@ func (b *Breaker) State() State { return State(b.word.Load() & 3) }
 func (b *Breaker) Available() bool {
 	switch State(b.word.Load() & 3) {
 	case Closed:
-		return b.shared == nil || b.openElsewhere() == 0
+		return b.cfg.Shared == nil || b.openElsewhere() == 0
 	case Open:
-		return b.nanos() >= b.openUntil.Load()
+		return int64(mono.Now()) >= b.openUntil.Load()
 	}
 	return int(b.probes.Load()) < b.cfg.Probes
 }
@@ -171,9 +159,9 @@ func (b *Breaker) Available() bool {
 func (b *Breaker) RetryAfter() time.Duration {
 	switch State(b.word.Load() & 3) {
 	case Open:
-		return max(0, time.Duration(b.openUntil.Load()-b.nanos()))
+		return max(0, time.Duration(b.openUntil.Load())-mono.Now())
 	case Closed:
-		if b.shared != nil {
+		if b.cfg.Shared != nil {
 			return b.openElsewhere()
 		}
 	}
@@ -184,7 +172,7 @@ func (b *Breaker) RetryAfter() time.Duration {
 // the breaker's key in Config.Shared, 0 when none is ahead. It reads the
 // clock only when the store holds one.
 func (b *Breaker) openElsewhere() time.Duration {
-	u := b.shared.Until(b.sharedKey)
+	u := b.cfg.Shared.Until(b.sharedKey)
 	if u.IsZero() {
 		return 0
 	}
@@ -197,8 +185,14 @@ func (b *Breaker) openElsewhere() time.Duration {
 // asks again. OpenFor itself is not bounded by it.
 const MaxRetryAfterHold = 5 * time.Minute
 
-// announce raises b.announced to until (nanoseconds since base).
-func (b *Breaker) announce(until int64) {
+// announce raises b.announced to the end of err's Retry-After, if any,
+// counted from now and held MaxRetryAfterHold at most.
+func (b *Breaker) announce(now time.Duration, err error) {
+	ra := portico.RetryAfterOf(err)
+	if ra <= 0 {
+		return
+	}
+	until := int64(now + min(ra, MaxRetryAfterHold))
 	for {
 		cur := b.announced.Load()
 		if until <= cur || b.announced.CompareAndSwap(cur, until) {
@@ -242,64 +236,39 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 	if err := portico.Gone(ctx); err != nil {
 		return nil, err // the caller has gone: no probe slot taken, nothing counted
 	}
-	b := g.b
-	word := b.word.Load()
+	word := g.b.word.Load()
 	if State(word&3) != Closed {
-		return b.notClosed(ctx, req, g.next, word)
+		return g.b.notClosed(ctx, req, g.next, word)
 	}
-	var start int64
-	if b.entry { // one branch while neither is configured
-		if b.shared != nil {
-			if left := b.openElsewhere(); left > 0 {
-				return nil, b.rejected(left, "breaker open elsewhere")
-			}
-		}
-		if b.needStart && req.OnChunk == nil {
-			start = b.nanos()
-		}
-	}
-	if req.OnChunk != nil { // streaming: the caller's OnChunk is guarded
-		return b.closedCall(ctx, req, g.next, word)
-	}
-	// closedCall inlined by hand: a function with a defer is never inlined, and
-	// the extra call is a third of the closed path's cost.
-	done := false
-	defer func() {
-		if !done { // next panicked: count a failure, let the panic go on
-			b.closedOutcome(ctx, word, start, errPanic)
-		}
-	}()
-	resp, err := g.next.Generate(ctx, req)
-	done = true
-	if err == nil && resp == nil { // next broke the Model contract: a route fault
-		err = portico.ErrNilResponse
-	}
-	if err == nil && !b.needEnd {
-		if b.word.Load() == word { // else its closed period is over: say nothing
-			b.ring.success()
-			if c := b.consec.Load(); c&0xffffffff != 0 {
-				b.consec.CompareAndSwap(c, word>>2<<32)
-			}
-		}
-		return resp, nil
-	}
-	b.closedOutcome(ctx, word, start, err)
-	return resp, err
+	return g.b.closedCall(ctx, req, g.next, word)
 }
 
-// closedCall is a call in closed state word, as Generate makes it inline: no
-// lock, no allocation unless the request streams (see guardStream), no clock
-// read unless the window is time-based or slow calls are detected.
+// closedCall is a call in closed state word: no lock, no allocation unless
+// the request streams (see guardStream), no clock read unless the window
+// is time-based or slow calls are detected.
 func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next portico.Model, word uint64) (*portico.Response, error) {
-	var start int64
-	if b.needStart {
-		start = b.nanos()
+	if b.cfg.Shared != nil {
+		if left := b.openElsewhere(); left > 0 {
+			return nil, b.rejected(left, "breaker open elsewhere")
+		}
 	}
+	var start time.Duration
+	if b.cfg.SlowCall > 0 {
+		start = mono.Now()
+	}
+	return b.call(ctx, req, next, word, start)
+}
+
+// call makes next's call, started at start in state word (closed, or
+// half-open for a probe), and counts its outcome: a panic as errPanic
+// before it goes on, neither answer nor error as portico.ErrNilResponse,
+// and any outcome as the caller's when its OnChunk failed.
+func (b *Breaker) call(ctx context.Context, req *portico.Request, next portico.Model, word uint64, start time.Duration) (*portico.Response, error) {
 	req, s := guardStream(req)
 	done := false
 	defer func() {
-		if !done { // a panic: count a failure unless the caller's OnChunk raised it; let it go on
-			b.closedOutcome(ctx, word, start, s.counted(errPanic))
+		if !done { // a panic: count it unless the caller's OnChunk raised it; let it go on
+			b.ended(ctx, word, start, s.counted(errPanic))
 		}
 	}()
 	resp, err := next.Generate(ctx, req)
@@ -307,140 +276,100 @@ func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next por
 	if err == nil && resp == nil { // next broke the Model contract: a route fault
 		err = portico.ErrNilResponse
 	}
-	if s != nil {
-		b.closedOutcome(ctx, word, start, s.counted(err))
-		return resp, err
-	}
-	if err == nil && !b.needEnd { // the common case, without a call
-		if b.word.Load() == word {
-			b.ring.success()
-			if c := b.consec.Load(); c&0xffffffff != 0 {
-				b.consec.CompareAndSwap(c, word>>2<<32)
-			}
-		}
-		return resp, nil
-	}
-	b.closedOutcome(ctx, word, start, err)
+	b.ended(ctx, word, start, s.counted(err))
 	return resp, err
 }
 
 // errPanic stands for a panic in the wrapped Model when counting outcomes.
 var errPanic = &portico.Error{Class: portico.Transient, Reason: "panic"}
 
-// outcome reads portico.FaultOf's breaker column for a call that ended
-// with err: counted reports whether it counts at all, failed whether as a
-// failure, and runOnly whether as a failure of the run of consecutive
-// failures alone (an unanswered failure, not in the window). Only the
-// route's faults count as failures; the caller's, the request's and local
-// refusals are neither success nor failure, so one bad client cannot make
-// a healthy route look down.
-func outcome(err error) (class portico.Class, counted, failed, runOnly bool) {
-	f, class := portico.FaultOf(err)
-	switch f {
-	case portico.FaultNone:
-		return class, true, false, false
-	case portico.FaultRoute:
-		return class, true, true, false
-	case portico.FaultUnanswered:
-		return class, true, true, true
+// ended counts the outcome err of a call started at start in state word.
+func (b *Breaker) ended(ctx context.Context, word uint64, start time.Duration, err error) {
+	switch {
+	case State(word&3) == HalfOpen:
+		b.probeOutcome(ctx, word>>2, start, err)
+	case err == nil && b.time == nil && b.cfg.SlowCall == 0: // the common case: no clock, no verdict
+		if b.word.Load() == word { // else its closed period is over: say nothing
+			b.count.Add(false, false)
+			b.endRun(word >> 2)
+		}
+	default:
+		b.closedOutcome(ctx, word, start, err)
 	}
-	return class, false, false, false
 }
 
-// closedOutcome records a call that started in closed state word.
-func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start int64, err error) {
-	class, counted, failed, runOnly := outcome(err)
-	if !counted {
+// closedOutcome records a call that started in closed state word, by
+// portico.FaultOf (its breaker column): the route's fault is a failure,
+// an unanswered one a failure of the run of consecutive failures alone
+// (not in the window, so the failure rate says only what the route
+// answered); the caller's, the request's and local refusals are neither
+// success nor failure, so one bad client cannot make a healthy route look
+// down. A call whose closed period is over says nothing of the current one.
+func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start time.Duration, err error) {
+	f, class := portico.FaultOf(err)
+	if f != portico.FaultNone && f != portico.FaultRoute && f != portico.FaultUnanswered {
 		return
 	}
-	if runOnly {
-		b.unanswered(ctx, word, class)
-		return
+	now := mono.Now()
+	if f == portico.FaultRoute { // the open state, if it comes, lasts at least as long
+		b.announce(now, err)
 	}
-	var now int64
-	var ra time.Duration
-	if failed {
-		ra = portico.RetryAfterOf(err)
-	}
-	if b.needEnd || ra > 0 {
-		now = b.nanos()
-	}
-	if ra > 0 { // the open state, if it comes, lasts at least as long
-		b.announce(now + int64(min(ra, MaxRetryAfterHold)))
+	if b.word.Load() != word {
+		return // recording it could reset a bucket the current period is filling
 	}
 	gen := word >> 2
-	slow := b.needStart && now-start >= int64(b.cfg.SlowCall)
-	if b.word.Load() != word {
-		// The closed period this call started in is over: its outcome says
-		// nothing about the current one, and recording it could reset a
-		// bucket the current period is filling.
+	slow := b.cfg.SlowCall > 0 && now-start >= b.cfg.SlowCall
+	if f != portico.FaultUnanswered {
+		b.record(gen, now, f == portico.FaultRoute, slow)
+	}
+	c := Counts{Class: class}
+	switch {
+	case f != portico.FaultNone:
+		c.ConsecutiveFailures = b.incConsec(gen)
+	case !slow:
+		b.endRun(gen)
+		return
+	default:
+		b.endRun(gen)
+	}
+	b.judge(ctx, gen, now, c)
+}
+
+// record enters a counted call of closed generation gen in the window.
+func (b *Breaker) record(gen uint64, now time.Duration, failed, slow bool) {
+	if b.time == nil {
+		b.count.Add(failed, slow)
 		return
 	}
-	if !failed && !slow {
-		if b.tring != nil {
-			b.tring.record(gen, now, 0)
-		} else {
-			b.ring.success()
-		}
-		if c := b.consec.Load(); c&0xffffffff != 0 {
-			b.consec.CompareAndSwap(c, gen<<32)
-		}
-		return
-	}
-	var flags uint64
+	d := window.Counts{1}
 	if failed {
-		flags |= flagFailed
+		d[1] = 1
 	}
 	if slow {
-		flags |= flagSlow
+		d[2] = 1
 	}
-	if b.tring != nil {
-		b.tring.record(gen, now, flags)
+	b.time.Add(gen, now, d)
+}
+
+// judge asks Config.Trip about closed generation gen's window at now, c
+// holding the last call's class and run, and trips when it says so.
+func (b *Breaker) judge(ctx context.Context, gen uint64, now time.Duration, c Counts) {
+	var w window.Counts
+	if b.time != nil {
+		w = b.time.Sum(gen, now)
 	} else {
-		b.ring.record(flags)
+		w = b.count.Sum()
 	}
-	counts := Counts{Class: class}
-	if failed {
-		counts.ConsecutiveFailures = b.incConsec(gen)
-	} else if c := b.consec.Load(); c&0xffffffff != 0 {
+	c.Calls, c.Failures, c.Slow = w[0], w[1], w[2]
+	if reason := b.cfg.Trip(c); reason != "" {
+		b.trip(ctx, gen, now, reason, c.Class)
+	}
+}
+
+// endRun ends generation gen's run of consecutive failures.
+func (b *Breaker) endRun(gen uint64) {
+	if c := b.consec.Load(); c&0xffffffff != 0 {
 		b.consec.CompareAndSwap(c, gen<<32)
-	}
-	t := b.window(gen, now)
-	counts.Calls, counts.Failures, counts.Slow = t.calls, t.failed, t.slow
-	reason := b.cfg.Trip(counts)
-	if reason == "" {
-		return
-	}
-	if !b.needEnd && ra <= 0 {
-		now = b.nanos()
-	}
-	b.trip(ctx, gen, now, reason, class)
-}
-
-// window tallies the closed period gen's window: the time window's at now
-// when the breaker has one, the count window's otherwise.
-func (b *Breaker) window(gen uint64, now int64) tally {
-	if b.tring != nil {
-		return b.tring.tally(gen, now)
-	}
-	return b.ring.tally()
-}
-
-// unanswered records an unanswered failure (portico.IsUnanswered) of class
-// class in the closed period of state word: it lengthens the run of
-// consecutive failures, which Config.Trip reads, but enters neither the
-// window's calls nor its failures, so a route's failure rate says only
-// what it answered, and any answer ends the run.
-func (b *Breaker) unanswered(ctx context.Context, word uint64, class portico.Class) {
-	if b.word.Load() != word {
-		return // its closed period is over, as in closedOutcome
-	}
-	gen, now := word>>2, b.nanos() // unanswered cuts are rare: one clock read
-	counts := Counts{Class: class, ConsecutiveFailures: b.incConsec(gen)}
-	t := b.window(gen, now)
-	counts.Calls, counts.Failures, counts.Slow = t.calls, t.failed, t.slow
-	if reason := b.cfg.Trip(counts); reason != "" {
-		b.trip(ctx, gen, now, reason, class)
 	}
 }
 

@@ -97,40 +97,52 @@ const timeBuckets = 10
 
 // normalize returns c with its defaults filled in, or the error New returns.
 func (c Config) normalize() (Config, error) {
-	n := c
-	if c.Window.Calls == 0 {
-		n.Window.Calls = 100
-	}
-	if c.Trip == nil {
-		n.Trip = DefaultTrip
-	}
-	if c.OpenFor == 0 {
-		n.OpenFor = 30 * time.Second
-	}
-	if c.Probes == 0 {
-		n.Probes = 1
-	}
-	switch {
-	case n.Window.Calls < 0 || n.Window.Calls > math.MaxUint32:
-		return n, errors.New("breaker: Config.Window.Calls " + strconv.Itoa(n.Window.Calls) + " is outside [0, 2^32)")
-	case n.Window.Duration < 0:
-		return n, errors.New("breaker: Config.Window.Duration " + n.Window.Duration.String() + " is negative")
-	case n.Window.Duration > 0 && n.Window.Duration < timeBuckets:
-		return n, errors.New("breaker: Config.Window.Duration " + n.Window.Duration.String() + " is below 10ns, one per bucket")
-	case n.SlowCall < 0:
-		return n, errors.New("breaker: Config.SlowCall " + n.SlowCall.String() + " is negative")
-	case n.OpenFor < 0:
-		return n, errors.New("breaker: Config.OpenFor " + n.OpenFor.String() + " is negative")
-	case n.Probes < 0:
-		return n, errors.New("breaker: Config.Probes " + strconv.Itoa(n.Probes) + " is negative")
-	}
-	if n.Shared != nil && n.Name == "" {
-		return n, errors.New("breaker: Config.Shared without a Config.Name to share the state under")
+	n := c.withDefaults()
+	if err := n.check(); err != nil {
+		return n, err
 	}
 	if !n.trips() {
 		return n, errors.New("breaker: Config.Trip does not trip even on a full window of failed calls")
 	}
 	return n, nil
+}
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Window.Calls == 0 {
+		c.Window.Calls = 100
+	}
+	if c.Trip == nil {
+		c.Trip = DefaultTrip
+	}
+	if c.OpenFor == 0 {
+		c.OpenFor = 30 * time.Second
+	}
+	if c.Probes == 0 {
+		c.Probes = 1
+	}
+	return c
+}
+
+// check returns the error of the first field of c out of range.
+func (c *Config) check() error {
+	switch {
+	case c.Window.Calls < 0 || c.Window.Calls > math.MaxUint32:
+		return errors.New("breaker: Config.Window.Calls " + strconv.Itoa(c.Window.Calls) + " is outside [0, 2^32)")
+	case c.Window.Duration < 0:
+		return errors.New("breaker: Config.Window.Duration " + c.Window.Duration.String() + " is negative")
+	case c.Window.Duration > 0 && c.Window.Duration < timeBuckets:
+		return errors.New("breaker: Config.Window.Duration " + c.Window.Duration.String() + " is below 10ns, one per bucket")
+	case c.SlowCall < 0:
+		return errors.New("breaker: Config.SlowCall " + c.SlowCall.String() + " is negative")
+	case c.OpenFor < 0:
+		return errors.New("breaker: Config.OpenFor " + c.OpenFor.String() + " is negative")
+	case c.Probes < 0:
+		return errors.New("breaker: Config.Probes " + strconv.Itoa(c.Probes) + " is negative")
+	case c.Shared != nil && c.Name == "":
+		return errors.New("breaker: Config.Shared without a Config.Name to share the state under")
+	}
+	return nil
 }
 
 // trips reports whether c.Trip trips on the worst window, failed with one of

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/window"
 )
 
 // TestNilRequest: a nil *Request is refused with the shared
@@ -26,8 +27,8 @@ func TestNilRequest(t *testing.T) {
 			}
 		}
 		check(Closed)
-		if f.n() != 0 || b.ring.tally() != (tally{}) {
-			t.Fatalf("closed: model calls %d, tally %+v; want 0 and empty", f.n(), b.ring.tally())
+		if f.n() != 0 || b.count.Sum() != (window.Counts{}) {
+			t.Fatalf("closed: model calls %d, tally %+v; want 0 and empty", f.n(), b.count.Sum())
 		}
 		f.set(fail(portico.Transient))
 		call(t, m)

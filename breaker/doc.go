@@ -30,16 +30,15 @@
 //
 // # What counts
 //
-// Only failures that say something about the route count, those whose class
-// has [portico.Class.RouteFault]: Transient, RateLimited, Ambiguous,
-// InvalidResponse and Unusable. Permanent client errors (a malformed
-// request), Incompatible requests, the caller's own cancellation, deadlines
-// (and a layer's cut of a short share of them, [portico.ErrDeadlineCut];
-// for the unanswered ones of both, see below),
-// answers an acceptance check refused ([portico.ErrAnswerRefused]: one
-// request's schema or checks) and local rejections are ignored: neither success nor failure, so that one bad
-// client cannot make a healthy model look down (a breaker per route and error
-// class, as resilience4j's ignoreExceptions). A panic in the wrapped Model counts as a failure and continues up the
+// The breaker reads [portico.FaultOf] (its breaker column): only the
+// route's faults count as failures (Transient, RateLimited, Ambiguous,
+// InvalidResponse and Unusable). The caller's (its cancellation, its
+// deadline, a layer's cut of a short share of it), the request's
+// (Permanent, Incompatible, an answer an acceptance check refused) and
+// local rejections are ignored: neither success nor failure, so that one
+// bad client cannot make a healthy model look down (resilience4j's
+// ignoreExceptions); unanswered failures count halfway, see below. A
+// panic in the wrapped Model counts as a failure and continues up the
 // stack. A streamed call that the caller's own Request.OnChunk ended, by
 // panicking or by returning an error (whatever its class), is the caller's
 // fault and is ignored too, so a bug in one caller's callback cannot open the

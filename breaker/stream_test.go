@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/window"
 )
 
 // streamer is a streaming Model: it sends one chunk through req.OnChunk and
@@ -46,7 +47,7 @@ func TestCallerOnChunkPanicNotCounted(t *testing.T) {
 	if s := b.State(); s != Closed {
 		t.Fatalf("State() after 10 OnChunk panics = %v, want closed", s)
 	}
-	if got := b.ring.tally(); got != (tally{}) {
+	if got := b.count.Sum(); got != (window.Counts{}) {
 		t.Errorf("tally = %+v, want empty (neither failure nor success)", got)
 	}
 }
@@ -67,7 +68,7 @@ func TestCallerOnChunkErrorNotCounted(t *testing.T) {
 	if s := b.State(); s != Closed {
 		t.Fatalf("State() after 10 OnChunk errors = %v, want closed", s)
 	}
-	if got := b.ring.tally(); got != (tally{}) {
+	if got := b.count.Sum(); got != (window.Counts{}) {
 		t.Errorf("tally = %+v, want empty (neither failure nor success)", got)
 	}
 }
@@ -82,7 +83,7 @@ func TestStreamingRouteFaultsStillCount(t *testing.T) {
 	if _, err := b.Wrap(streamer(nil)).Generate(context.Background(), req); err != nil {
 		t.Fatalf("Generate = %v, want success", err)
 	}
-	if got := b.ring.tally(); got != (tally{calls: 1}) {
+	if got := b.count.Sum(); got != (window.Counts{1}) {
 		t.Errorf("tally after a streamed success = %+v, want 1 call", got)
 	}
 	m := b.Wrap(streamer(fail(portico.Transient)))

@@ -9,7 +9,7 @@ import (
 )
 
 // trip moves closed generation gen to Open, unless another call did first.
-func (b *Breaker) trip(ctx context.Context, gen uint64, now int64, reason string, class portico.Class) {
+func (b *Breaker) trip(ctx context.Context, gen uint64, now time.Duration, reason string, class portico.Class) {
 	b.mu.Lock()
 	if b.word.Load() != gen<<2|uint64(Closed) {
 		b.mu.Unlock()
@@ -23,10 +23,10 @@ func (b *Breaker) trip(ctx context.Context, gen uint64, now int64, reason string
 // openLocked moves from state `from` of generation gen to Open, for
 // Config.OpenFor or until the end of the latest Retry-After announced,
 // whichever is later. b.mu is held.
-func (b *Breaker) openLocked(gen uint64, now int64, from State, reason string, class portico.Class) Transition {
-	until := int64(mono.Add(time.Duration(now), b.cfg.OpenFor)) // an OpenFor near the largest Duration: open for good
+func (b *Breaker) openLocked(gen uint64, now time.Duration, from State, reason string, class portico.Class) Transition {
+	until := int64(mono.Add(now, b.cfg.OpenFor)) // an OpenFor near the largest Duration: open for good
 	until = max(until, b.announced.Load())
-	d := time.Duration(until - now)
+	d := time.Duration(until) - now
 	b.openUntil.Store(until)
 	b.word.Store((gen+1)<<2 | uint64(Open))
 	return Transition{Name: b.cfg.Name, From: from, To: Open, Reason: reason, Class: class, OpenFor: d, Generation: gen + 1}
@@ -35,8 +35,8 @@ func (b *Breaker) openLocked(gen uint64, now int64, from State, reason string, c
 // notify reports a transition to the hook, the context's Observer and the
 // logger. It is never called under b.mu.
 func (b *Breaker) notify(ctx context.Context, tr Transition) {
-	if b.shared != nil && tr.To == Open {
-		b.shared.Set(b.sharedKey, time.Now().Add(tr.OpenFor))
+	if b.cfg.Shared != nil && tr.To == Open {
+		b.cfg.Shared.Set(b.sharedKey, time.Now().Add(tr.OpenFor))
 	}
 	if h := b.cfg.OnStateChange; h != nil {
 		h(tr)
@@ -79,14 +79,14 @@ func (b *Breaker) rejected(probe time.Duration, reason string) error {
 // notClosed handles a call that found the breaker open or half-open: reject,
 // or move to half-open and admit the call as a probe.
 func (b *Breaker) notClosed(ctx context.Context, req *portico.Request, next portico.Model, word uint64) (*portico.Response, error) {
-	now := b.nanos()
+	now := mono.Now()
 	for {
 		switch State(word & 3) {
 		case Closed:
 			return b.closedCall(ctx, req, next, word)
 		case Open:
-			if until := b.openUntil.Load(); now < until {
-				return nil, b.rejected(time.Duration(until-now), "breaker open")
+			if until := time.Duration(b.openUntil.Load()); now < until {
+				return nil, b.rejected(until-now, "breaker open")
 			}
 		}
 		// Open and due, or half-open: decide under the lock.
@@ -96,91 +96,79 @@ func (b *Breaker) notClosed(ctx context.Context, req *portico.Request, next port
 			word = cur
 			continue
 		}
-		var tr Transition
-		moved := false
-		gen := word >> 2
-		if State(word&3) == Open {
-			gen++
-			b.successes = 0
-			b.word.Store(gen<<2 | uint64(HalfOpen))
-			tr = Transition{Name: b.cfg.Name, From: Open, To: HalfOpen, Reason: "open interval elapsed", Generation: gen}
-			moved = true
-		}
+		gen, tr := b.halfOpenLocked(word)
 		admitted := int(b.probes.Load()) < b.cfg.Probes
 		if admitted {
 			b.probes.Add(1)
 		}
 		b.mu.Unlock()
-		if moved {
+		if tr.To == HalfOpen {
 			b.notifyHolding(ctx, tr, admitted)
 		}
 		if !admitted {
 			return nil, b.rejected(0, "breaker half-open, probes busy")
 		}
-		return b.probe(ctx, req, next, gen, now)
+		return b.call(ctx, req, next, gen<<2|uint64(HalfOpen), now)
 	}
 }
 
-// probe makes one half-open call of generation gen and acts on its outcome.
-// A probe ended by the caller's own OnChunk (a panic or an error) only frees
-// its slot.
-func (b *Breaker) probe(ctx context.Context, req *portico.Request, next portico.Model, gen uint64, start int64) (*portico.Response, error) {
-	req, s := guardStream(req)
-	done := false
-	defer func() {
-		if !done { // a panic: a failed probe unless the caller's OnChunk raised it; release it, let it go on
-			b.probeOutcome(ctx, gen, start, s.counted(errPanic))
-		}
-	}()
-	resp, err := next.Generate(ctx, req)
-	done = true
-	if err == nil && resp == nil { // next broke the Model contract: a failed probe
-		err = portico.ErrNilResponse
+// halfOpenLocked moves state word, when Open, to HalfOpen, and returns the
+// half-open generation and the transition (zero when none). b.mu is held.
+func (b *Breaker) halfOpenLocked(word uint64) (uint64, Transition) {
+	gen := word >> 2
+	if State(word&3) != Open {
+		return gen, Transition{}
 	}
-	b.probeOutcome(ctx, gen, start, s.counted(err))
-	return resp, err
+	gen++
+	b.successes = 0
+	b.word.Store(gen<<2 | uint64(HalfOpen))
+	return gen, Transition{Name: b.cfg.Name, From: Open, To: HalfOpen, Reason: "open interval elapsed", Generation: gen}
 }
 
-func (b *Breaker) probeOutcome(ctx context.Context, gen uint64, start int64, err error) {
-	class, counted, failed, _ := outcome(err) // an unanswered probe failed
-	now := b.nanos()
-	if ra := portico.RetryAfterOf(err); failed && ra > 0 {
-		b.announce(now + int64(min(ra, MaxRetryAfterHold)))
+// probeOutcome acts on the outcome err of a probe of half-open generation
+// gen started at start, by portico.FaultOf as a closed call's but that an
+// unanswered probe failed. A probe ended by the caller's own OnChunk (a
+// panic or an error), or any outcome not counted, only frees its slot.
+func (b *Breaker) probeOutcome(ctx context.Context, gen uint64, start time.Duration, err error) {
+	f, class := portico.FaultOf(err)
+	failed := f == portico.FaultRoute || f == portico.FaultUnanswered
+	now := mono.Now()
+	if failed {
+		b.announce(now, err)
 	}
-	slow := b.cfg.SlowCall > 0 && now-start >= int64(b.cfg.SlowCall)
+	slow := b.cfg.SlowCall > 0 && now-start >= b.cfg.SlowCall
 	b.mu.Lock()
 	// The slot is released whatever happened meanwhile: probes counts every
 	// probe still running, even one of an earlier half-open period, so that no
 	// more than Probes ever run at once.
 	b.probes.Add(-1)
-	if b.word.Load() != gen<<2|uint64(HalfOpen) {
-		b.mu.Unlock() // the period this probe belonged to is over
-		return
-	}
 	var tr Transition
-	switch {
-	case !counted:
-		// Says nothing about the route: the slot is freed, nothing is learnt.
-		b.mu.Unlock()
-		return
-	case failed || slow:
-		reason := "probe failed"
-		if !failed {
-			reason = "probe slow"
-		}
-		tr = b.openLocked(gen, now, HalfOpen, reason, class)
-	default:
-		b.successes++
-		if b.successes < b.cfg.Probes {
-			b.mu.Unlock()
-			return
-		}
-		if b.ring != nil {
-			b.ring.reset()
-		}
-		b.word.Store((gen+1)<<2 | uint64(Closed))
-		tr = Transition{Name: b.cfg.Name, From: HalfOpen, To: Closed, Reason: "probes succeeded", Generation: gen + 1}
+	if b.word.Load() == gen<<2|uint64(HalfOpen) && (failed || f == portico.FaultNone) {
+		tr = b.probedLocked(gen, now, failed, slow, class)
 	}
 	b.mu.Unlock()
-	b.notify(ctx, tr)
+	if tr.Generation != 0 {
+		b.notify(ctx, tr)
+	}
+}
+
+// probedLocked acts on a counted probe of half-open generation gen: one
+// failed or slow reopens the breaker, Config.Probes successful ones close
+// it with an empty window. It returns the transition, zero when none. b.mu
+// is held.
+func (b *Breaker) probedLocked(gen uint64, now time.Duration, failed, slow bool, class portico.Class) Transition {
+	switch {
+	case failed:
+		return b.openLocked(gen, now, HalfOpen, "probe failed", class)
+	case slow:
+		return b.openLocked(gen, now, HalfOpen, "probe slow", class)
+	}
+	if b.successes++; b.successes < b.cfg.Probes {
+		return Transition{}
+	}
+	if b.count != nil {
+		b.count.Reset()
+	}
+	b.word.Store((gen+1)<<2 | uint64(Closed))
+	return Transition{Name: b.cfg.Name, From: HalfOpen, To: Closed, Reason: "probes succeeded", Generation: gen + 1}
 }
