@@ -93,7 +93,8 @@
 // meanwhile, so other callers wait for it and then get the owner's
 // outcome, not Unknown at the end of the lease. The write-back is bounded:
 // one goroutine per Runner, started when an outcome is kept and ended
-// when none is left; one failed store operation per Poll while the store
+// when none is left (the same one that watches for a loss: see Store
+// loss); one failed store operation per Poll while the store
 // fails, whatever the number of outcomes kept; at most 1024 outcomes; each
 // given up at its expiry (TTL after completion, the Lease for a released
 // key), when the store would have forgotten it. A key another run took
@@ -138,8 +139,9 @@
 //     run or stored, so the caller runs the step when it comes back. A
 //     caller that saw the key pending keeps waiting instead. Beats and
 //     outcomes written back are stored. The quarantine only has to outlast
-//     one beat of every owner still running, not a Lease: its length is
-//     the Store's (redisstore: Probe + 2 x (Poll + Timeout), 1.3 s with the
+//     one beat of every owner still running, and one write-back of the
+//     outcomes Runners keep (below), not a Lease: its length is the
+//     Store's (redisstore: Probe + 3 x (Poll + Timeout), 1.45 s with the
 //     defaults), and every Runner sharing a store must use the same Poll.
 //   - So from the quarantine's end, a key whose run is under way, by an
 //     owner that reached the store within the quarantine, is pending again
@@ -151,12 +153,28 @@
 //     are never both reported as successes. The same holds if another
 //     caller claimed the key after a loss the store did not detect,
 //     before the owner's beat.
+//   - A Runner over a Store that can tell it lost records ([LossWatcher]:
+//     redisstore's) keeps its latest outcomes that say the effect may
+//     have happened (Completed, Unknown): at most [Config.Keep] (1,024 by
+//     default) and [MaxKeptBytes] (4 MiB) in all, the oldest dropped
+//     first, each until its record expires. It asks the store every Poll
+//     whether it lost records (one store operation per Poll while any is
+//     kept) and, when it did, writes them back over absent keys, 16 at a
+//     time, newest first; a key another run holds now keeps that run's
+//     record. A claim refused in quarantine for a key whose outcome the
+//     Runner keeps is answered from it. So a step completed before the
+//     loss, by a Runner that reaches the store within the quarantine, is
+//     back by its end, and a caller in any instance gets its result, not
+//     a second run.
 //
-// Exactly once needs a store that loses no acknowledged write: for Redis,
-// appendonly yes with appendfsync always, and a failover only to a replica
-// that acknowledged every write (WAIT). Without it, a record completed
-// before the loss, and lost, is absent after the quarantine: its step
-// runs again when it is next asked for. What a loss costs then: new steps
-// are refused for the quarantine, and completed steps whose records were
-// lost may run again.
+// What a Runner cannot write back: an outcome whose Runner died with the
+// store (its process gone, or [Runner.Close]d), was cut off from the
+// store for the whole quarantine, or no longer keeps it (beyond Keep or
+// MaxKeptBytes). Such a record, lost, is absent after the quarantine: its
+// step runs again when it is next asked for. Exactly once for those needs
+// a store that loses no acknowledged write: for Redis, appendonly yes with
+// appendfsync always, and a failover only to a replica that acknowledged
+// every write (WAIT). What a loss costs without it: new steps are refused
+// for the quarantine, and completed steps whose Runner is gone, or has
+// dropped them, may run again.
 package effect

@@ -82,6 +82,14 @@ type Config struct {
 	// Callers in the same process wait for the running call directly. Zero
 	// means DefaultPoll (100 ms).
 	Poll time.Duration
+	// Keep is how many of its latest outcomes that say the effect may
+	// have happened (Completed, Unknown) a Runner keeps, each until its
+	// record expires, over a [LossWatcher] store, to write them back when
+	// the store loses them (see Store loss in the package documentation):
+	// memory at most Keep x (256 bytes + the key, result and fingerprint),
+	// and never more than MaxKeptBytes in all; the oldest go first. Zero
+	// means DefaultKeep (1,024); negative keeps none.
+	Keep int
 	// Logger receives a warning when an outcome could not be recorded at
 	// once, and when one is given up (see Store outage in the package
 	// documentation). Nil discards.
@@ -93,7 +101,8 @@ type Config struct {
 // with the same key share one run, like singleflight; later callers get the
 // stored result of a completed run; an ambiguous outcome is recorded as
 // Unknown and never silently re-run. A Runner is safe for concurrent use.
-// [Runner.Close] ends the write-back of outcomes the store did not take.
+// [Runner.Close] ends the write-back of outcomes the store did not take,
+// and, over a [LossWatcher], the watch for a loss of records.
 type Runner struct {
 	store Store
 	ttl   time.Duration
@@ -112,9 +121,17 @@ type Runner struct {
 	unwritten map[Key]unwritten
 	writing   bool
 	closed    bool
-	ctx       context.Context // canceled by Close
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	// watch is the store, when it can tell a loss of records: the
+	// write-back loop then asks it every Poll while outcomes are kept,
+	// and writes kept back when it lost some (rewrite).
+	watch   LossWatcher
+	kept    keptSet
+	losses  uint64 // the store's count of losses at its last answer
+	counted bool   // losses holds an answer
+	rewrite bool
+	ctx     context.Context // canceled by Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // unwritten is an outcome next of the run that claimed its key with mine,
@@ -153,9 +170,13 @@ func New(cfg Config) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Keep == 0 {
+		cfg.Keep = DefaultKeep
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	watch, _ := cfg.Store.(LossWatcher)
 	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}, unsure: map[Key]string{},
-		unwritten: map[Key]unwritten{}, ctx: ctx, cancel: cancel}, nil
+		unwritten: map[Key]unwritten{}, ctx: ctx, cancel: cancel, watch: watch, kept: newKeptSet(cfg.Keep)}, nil
 }
 
 // Do runs fn at most once for key and returns its result: a Completed
@@ -267,6 +288,8 @@ func (r *Runner) lead(ctx context.Context, key Key, fp string, fn func(context.C
 	return res, err
 }
 
+// settle claims key for this caller and runs fn, or answers from the
+// key's record, looking again while another run holds it.
 func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context.Context) ([]byte, error), f *flight) ([]byte, error) {
 	// The claim token of this attempt: the one of a claim of this Runner
 	// whose reply was lost, so that the store recognises that claim as ours,
@@ -278,9 +301,7 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 			// Never claim a key for a caller that has already gone: fn would
 			// start under a done context and its failure would read as
 			// Unknown although nothing ran. Waiters try themselves.
-			if unsure {
-				r.keepUnsure(key, owner)
-			}
+			r.keepUnsureIf(unsure, key, owner)
 			f.again = true
 			return nil, err
 		}
@@ -290,72 +311,100 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 		// (and running again) when the lease ends.
 		mine := Record{State: Pending, Args: fp, Owner: owner, Lease: now.Add(r.lease), Expires: now.Add(mono.Add(r.lease, r.ttl)), Beat: r.poll}
 		cur, stored, serr := r.store.PutIfAbsent(ctx, key, mine)
-		if serr != nil && errors.Is(serr, ErrQuarantined) {
+		switch {
+		case serr != nil && errors.Is(serr, ErrQuarantined):
 			// Nothing was stored. A caller that saw the key pending waits
 			// for its owner to write its claim back (or for the quarantine
 			// to end, and then records the key Unknown, below); any other
-			// is told when to come back.
-			if unsure {
-				r.keepUnsure(key, owner)
-			}
+			// is answered from this Runner's kept outcome, or told when to
+			// come back.
+			r.keepUnsureIf(unsure, key, owner)
+			r.lost()
 			if !seen {
-				return nil, quarantined(serr)
+				return r.refused(key, fp, f, serr)
 			}
 			if err := r.sleep(ctx, f); err != nil {
 				return nil, err
 			}
 			continue
-		}
-		if serr != nil {
+		case serr != nil:
 			return nil, r.claimFailed(ctx, key, mine, serr)
-		}
-		if stored && seen {
+		case stored && seen:
 			// The key was pending in another run a moment ago and is absent
 			// now, within that run's lease: the store lost its record (a
 			// restart, a flush, a failover). That run may be under way:
 			// running the effect again could do it twice.
 			r.record(ctx, key, mine, Record{State: Unknown, Class: portico.Ambiguous, Reason: ReasonLost})
 			return nil, unknownError(ReasonLost, nil)
-		}
-		if stored {
+		case stored:
 			return r.run(ctx, key, mine, fn)
 		}
-		switch cur.State {
-		case Completed:
-			if differ(fp, cur.Args) {
-				f.again = true // this caller's arguments, not the waiters': they look themselves
-				return cur.Result, argsDiffer(nil)
-			}
-			return cur.Result, nil
-		case Unknown:
-			return nil, unknownError(cur.Reason, nil)
-		case Failed:
-			if !rerunnable(cur.Class) {
-				failed := &portico.Error{Class: cur.Class, Reason: cur.Reason, Err: ErrFailed}
-				if differ(fp, cur.Args) {
-					f.again = true
-					return nil, argsDiffer(failed)
-				}
-				return nil, failed
-			}
-			ok, serr := r.store.Update(ctx, key, cur, mine)
-			if serr != nil {
-				return nil, r.claimFailed(ctx, key, mine, serr)
-			}
-			if ok {
-				return r.run(ctx, key, mine, fn)
-			}
-			// Someone moved the record first: look again.
-		default: // Pending elsewhere.
-			if !now.Before(cur.Lease) {
-				return nil, unknownError("pending past its lease", nil)
-			}
-			seen = true
-			if err := r.sleep(ctx, f); err != nil {
-				return nil, err
-			}
+		res, err, again := r.found(ctx, key, cur, mine, fn, f)
+		if !again {
+			return res, err
 		}
+		seen = seen || cur.State == Pending
 	}
+}
+
+// found settles key, claimed by another run as cur: it answers from cur,
+// runs fn in its place (a retryable failure), or asks the caller to look
+// again (again) after a Poll when cur is pending within its lease, or at
+// once when it moved meanwhile.
+func (r *Runner) found(ctx context.Context, key Key, cur, mine Record, fn func(context.Context) ([]byte, error), f *flight) (res []byte, err error, again bool) {
+	switch {
+	case cur.State == Pending:
+		if !time.Now().Before(cur.Lease) {
+			return nil, unknownError("pending past its lease", nil), false
+		}
+		if err := r.sleep(ctx, f); err != nil {
+			return nil, err, false
+		}
+		return nil, nil, true
+	case cur.State == Failed && rerunnable(cur.Class):
+		ok, serr := r.store.Update(ctx, key, cur, mine)
+		if serr != nil {
+			return nil, r.claimFailed(ctx, key, mine, serr), false
+		}
+		if ok {
+			res, err = r.run(ctx, key, mine, fn)
+			return res, err, false
+		}
+		return nil, nil, true // someone moved the record first: look again
+	}
+	res, err = r.answer(cur, mine.Args, f)
+	return res, err, false
+}
+
+// answer returns the outcome that rec, key's Completed, Unknown or Failed
+// record, gives a caller whose arguments' fingerprint is fp.
+func (r *Runner) answer(rec Record, fp string, f *flight) ([]byte, error) {
+	switch rec.State {
+	case Completed:
+		if differ(fp, rec.Args) {
+			f.again = true // this caller's arguments, not the waiters': they look themselves
+			return rec.Result, argsDiffer(nil)
+		}
+		return rec.Result, nil
+	case Unknown:
+		return nil, unknownError(rec.Reason, nil)
+	}
+	failed := &portico.Error{Class: rec.Class, Reason: rec.Reason, Err: ErrFailed}
+	if differ(fp, rec.Args) {
+		f.again = true
+		return nil, argsDiffer(failed)
+	}
+	return nil, failed
+}
+
+// refused answers a claim the store refused while it quarantines a loss:
+// from this Runner's kept outcome of key (the write-back restores it), or
+// with the store's refusal.
+func (r *Runner) refused(key Key, fp string, f *flight, serr error) ([]byte, error) {
+	if rec, ok := r.fromKept(key); ok {
+		return r.answer(rec, fp, f)
+	}
+	return nil, quarantined(serr)
 }
 
 // sleep waits a Poll, or returns ctx's error when it ends first (f's
@@ -442,6 +491,14 @@ func (r *Runner) takeUnsure(key Key) (string, bool) {
 		return t, true
 	}
 	return rand.Text(), false
+}
+
+// keepUnsureIf remembers token as key's claim whose reply was lost when
+// unsure: the claim this attempt made with it is still unconfirmed.
+func (r *Runner) keepUnsureIf(unsure bool, key Key, token string) {
+	if unsure {
+		r.keepUnsure(key, token)
+	}
 }
 
 // keepUnsure remembers token as key's claim whose reply was lost. Beyond
@@ -540,6 +597,9 @@ func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken 
 	next.Args = mine.Args
 	next.Expires = time.Now().Add(r.ttl)
 	ok, taken, err := r.write(context.WithoutCancel(ctx), key, mine, next)
+	if err != nil || ok {
+		r.keep(key, next)
+	}
 	switch {
 	case err != nil:
 		r.keepUnwritten(key, mine, next, err)
@@ -572,10 +632,7 @@ func (r *Runner) keepUnwritten(key Key, mine, next Record, err error) {
 	kept := !r.closed && (had || len(r.unwritten) < maxUnwritten)
 	if kept {
 		r.unwritten[key] = unwritten{mine: mine, next: next}
-		if !r.writing {
-			r.writing = true
-			r.wg.Go(r.writeBack)
-		}
+		r.startWriting()
 	}
 	r.mu.Unlock()
 	msg := "effect: outcome not recorded, writing it back"
@@ -585,8 +642,18 @@ func (r *Runner) keepUnwritten(key Key, mine, next Record, err error) {
 	r.log.Warn(msg, "key", string(key), "state", next.State.String(), "err", err)
 }
 
-// writeBack writes the unwritten outcomes every Config.Poll until none is
-// left or Close is called.
+// startWriting starts the write-back loop unless it runs, or the Runner
+// is closed. r.mu is held.
+func (r *Runner) startWriting() {
+	if !r.writing && !r.closed {
+		r.writing = true
+		r.wg.Go(r.writeBack)
+	}
+}
+
+// writeBack, every Config.Poll until nothing is left to write or watch or
+// Close is called, writes the unwritten outcomes, and the kept ones when
+// the store lost records.
 func (r *Runner) writeBack() {
 	t := time.NewTicker(r.poll)
 	defer t.Stop()
@@ -598,6 +665,9 @@ func (r *Runner) writeBack() {
 			r.mu.Unlock()
 			return
 		case <-t.C:
+		}
+		if r.watch != nil && r.watchLosses() {
+			r.writeKept()
 		}
 		if !r.writeUnwritten() {
 			return
@@ -646,7 +716,7 @@ func (r *Runner) writeUnwritten() (left bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.unwritten) == 0 || r.closed {
+	if len(r.unwritten) == 0 && r.kept.order.Len() == 0 || r.closed {
 		r.writing = false
 		return false
 	}
@@ -654,13 +724,15 @@ func (r *Runner) writeUnwritten() (left bool) {
 }
 
 // Close ends the write-back of the outcomes the store did not take (see
-// Store outage in the package documentation), waiting for a write under
-// way, and returns nil. The write-back runs only while such an outcome is
-// kept, and ends by itself when the store takes them or they expire, so
-// Close is needed only to end it sooner (when the application stops using
-// the Runner, or in tests). After Close the Runner still runs effects, but
-// an outcome the store does not take at once is given up: its key reads
-// Pending, then Unknown. Close is safe to call more than once.
+// Store outage in the package documentation) and the watch for a loss of
+// records (Store loss), waiting for a write under way, and returns nil.
+// The loop runs only while such an outcome is kept (over a [LossWatcher],
+// also while outcomes are kept for a loss: up to the TTL after the last
+// one), and ends by itself when none is left, so call Close when the
+// application stops using the Runner. After Close the Runner still runs
+// effects, but an outcome the store does not take at once is given up
+// (its key reads Pending, then Unknown), and none is written back after a
+// loss. Close is safe to call more than once.
 func (r *Runner) Close() error {
 	r.mu.Lock()
 	r.closed = true
@@ -677,16 +749,9 @@ func (r *Runner) Close() error {
 // key or an Unknown record of [ReasonLost]. It reports taken when another
 // run holds the key.
 func (r *Runner) restore(ctx context.Context, key Key, next Record) (ok, taken bool, err error) {
-	cur, found, err := r.store.Get(ctx, key)
-	if err != nil {
-		return false, false, err
-	}
-	if !found {
-		var stored bool
-		cur, stored, err = r.store.PutIfAbsent(ctx, key, next)
-		if err != nil || stored {
-			return stored, false, err
-		}
+	cur, stored, err := r.store.PutIfAbsent(ctx, key, next)
+	if err != nil || stored {
+		return stored, false, err
 	}
 	switch {
 	case cur.Owner == next.Owner && cur.State == next.State:
@@ -752,6 +817,7 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 	if !ok {
 		return &portico.Error{Class: portico.Permanent, Reason: "key changed while resolving", Err: ErrNotResolvable}
 	}
+	r.keep(key, next)
 	return nil
 }
 
