@@ -15,7 +15,7 @@
 //		DefaultMaxTokens: 1024, Key: ratelimit.ByModel,
 //		Shared: ratelimit.Shared{Store: s.Buckets(), FailOpen: true, Instances: 10}})
 //	rt, err := retry.New(retry.Config{Budget: retry.Budget{Shared: retry.Shared{Store: s.Budgets()}}})
-//	run, err := effect.New(effect.Config{Store: s.Effects()})
+//	run, err := effect.New(effect.Config{Store: s.Effects()}) // defer run.Close()
 //	cool := s.Cooldowns() // defer cool.Close()
 //	st, err := stack.New(stack.Config{Routes: routes, Fallback: fallback.Config{Cooldowns: cool}})
 //
@@ -297,18 +297,25 @@
 // Pending claim marked Renew (the beat of an owner under way) and an
 // outcome written back by its owner are stored as usual.
 //
-// The quarantine lasts Probe + 2 x (Poll + Timeout) by the claiming
-// Runner's Poll and this Store's Config (1.3 s with the defaults: 1 s +
-// 2 x (100 ms + 50 ms)), not a Lease, because it only has to outlast one
-// beat of every owner still running: the owner's Runner sends its claim
-// every Poll (a ticker; each send bounded by Timeout). Through a restart
+// The quarantine lasts Probe + 3 x (Poll + Timeout) by the claiming
+// Runner's Poll and this Store's Config (1.45 s with the defaults: 1 s +
+// 3 x (100 ms + 50 ms)), not a Lease, because it only has to outlast one
+// beat of every owner still running, and one write-back of the outcomes
+// every Runner keeps: the owner's Runner sends its claim every Poll (a
+// ticker; each send bounded by Timeout), and every Runner that keeps
+// outcomes checks the epoch every Poll ([Effects.Losses]) and writes them
+// back in the same Poll when it finds a loss. Through a restart
 // the owner's own Store fails its operations, and after a failure makes
 // none for Probe; its last failure is at most a Timeout after the server
 // answers again (the loss is detected no earlier), its next beat after
 // Probe and at most a Poll, or two when another operation is probing at
-// that moment, and that beat lands within a Timeout. So by the
-// quarantine's end every owner whose Store reaches the server has written
-// its claim back, and a later claim finds it pending. This assumes every
+// that moment, and that beat lands within a Timeout. So by Probe + 2 x
+// (Poll + Timeout) every owner whose Store reaches the server has written
+// its claim back, and a later claim finds it pending; a Runner's check of
+// the epoch lands as a beat does, and its write-back, 16 outcomes at a
+// time, within one more Timeout for 16 outcomes (the third Poll +
+// Timeout), ceil(n/16) Timeouts for n in the worst case (each write a
+// round trip, far below a Timeout on a healthy server). This assumes every
 // process sharing the server uses the same Poll, Timeout and Probe. An
 // owner that cannot reach the server for the whole quarantine (cut off
 // from it while others reach it) cannot write its claim back, and its key
@@ -326,19 +333,27 @@
 // for the quarantine, then run once (TestEffectNewStepAfterLoss: 30 new
 // steps after FLUSHALL and after SIGKILL and restart, each refused, never
 // stored, run once after the quarantine, while the owner of a run under
-// way keeps its run exclusive); and a completed record that was lost runs
-// again when next asked for after the quarantine. Exactly once needs a
-// server that loses no acknowledged write: appendonly yes with
-// appendfsync always, and a failover only to a replica that acknowledged
-// every write (Redis replication is asynchronous: a client must WAIT for
-// it, which this package does not). A restart or a failover is treated as
-// a loss even then: it costs a quarantine of refused new claims, never a
-// second run. TestEffectOnceThroughStoreLoss runs 50 instances on one key
-// through each of the three losses on a real server: the effect runs
-// once, and each caller gets its result or Unknown; its "kill, aof" case
-// kills a server with appendonly yes and appendfsync always and restarts
-// it: the key completed before runs no more, the key under way runs
-// once, every caller gets its result and none is refused.
+// way keeps its run exclusive). A completed record that was lost is
+// written back within the quarantine by the Runner that completed it, if
+// that Runner is alive, reaches the server and still keeps it (see Store
+// loss in package effect: the latest 1,024 outcomes by default); else it
+// runs again when next asked for after the quarantine. Exactly once
+// whatever happens to the instances needs a server that loses no
+// acknowledged write: appendonly yes with appendfsync always, and a
+// failover only to a replica that acknowledged every write (Redis
+// replication is asynchronous: a client must WAIT for it, which this
+// package does not). A restart or a failover is treated as a loss even
+// then: it costs a quarantine of refused new claims, never a second run.
+// TestEffectOnceThroughStoreLoss runs 50 instances on one key through
+// each of the three losses on a real server, and three steps completed
+// before the loss on instances of their own: the effect under way runs
+// once, and each caller gets its result or Unknown; each completed step
+// runs once, its outcome written back by its instance (also with replies
+// to that instance lost), but for the one whose instance died before the
+// loss, which runs again. Its "kill, aof" case kills a server with
+// appendonly yes and appendfsync always and restarts it: the keys
+// completed before run no more, the key under way runs once, every
+// caller gets its result and none is refused.
 //
 // # Cost
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,16 +28,22 @@ import (
 // operation also checks the store's epoch (see Effect records and store
 // loss in the package documentation), so that after the server lost
 // records, keys it holds no record of are not taken for keys that never
-// ran until every run under way has written its claim back. An Effects
-// remembers the epochs it has seen: use one per process (or per Store). An
-// Effects is safe for concurrent use.
+// ran until every run under way, and every outcome a Runner keeps, has
+// been written back. An Effects remembers the epochs it has seen and
+// counts the losses it saw ([Effects.Losses]): use one per process (or
+// per Store). An Effects is safe for concurrent use.
 type Effects struct {
 	s    *Store
 	mode epochMode
 
-	mu    sync.Mutex
-	known map[string]string // epoch key -> the epoch id last seen there
+	mu     sync.Mutex
+	known  map[string]epochSeen // epoch key -> the epoch last seen there
+	losses uint64
 }
+
+// epochSeen is an epoch as a script last replied it: its id, and when a
+// loss was last detected ("0" for never), as the server wrote it.
+type epochSeen struct{ id, lost string }
 
 // epochMode is where an Effects keeps the store's epoch.
 type epochMode uint8
@@ -56,10 +63,10 @@ func (s *Store) Effects() *Effects {
 	case *redis.ClusterClient:
 		mode = epochSlot
 	}
-	return &Effects{s: s, mode: mode, known: map[string]string{}}
+	return &Effects{s: s, mode: mode, known: map[string]epochSeen{}}
 }
 
-var _ effect.Store = (*Effects)(nil)
+var _ effect.LossWatcher = (*Effects)(nil)
 
 // putScript spells effect.Pending as '1': this fails to compile if
 // Pending is another number.
@@ -125,26 +132,58 @@ func (e *Effects) epochKey(rkey string) (key, known string) {
 		return "", ""
 	}
 	e.mu.Lock()
-	known = e.known[key]
+	known = e.known[key].id
 	e.mu.Unlock()
 	return key, known
 }
 
-// saw records id as the epoch at key.
-func (e *Effects) saw(key, id string) {
+// saw records reply, a script's "id:lost", as the epoch at key, and
+// counts a loss when it is not the one seen there last.
+func (e *Effects) saw(key, reply string) {
+	id, lost, _ := strings.Cut(reply, ":")
 	if key == "" || id == "" {
 		return
 	}
+	now := epochSeen{id: id, lost: lost}
 	e.mu.Lock()
-	e.known[key] = id
+	if was, ok := e.known[key]; ok && was != now {
+		e.losses++
+	}
+	e.known[key] = now
 	e.mu.Unlock()
+}
+
+// Losses implements [effect.LossWatcher]: it checks the epoch of every
+// slot this Effects has touched (one on a server, none on a Ring), as
+// every effect script does, and returns how many losses of records this
+// Effects has seen: a change of epoch id or of its time of loss.
+func (e *Effects) Losses(ctx context.Context) (uint64, error) {
+	var keys []string
+	switch e.mode {
+	case epochGlobal:
+		keys = []string{e.s.prefix + "fx:epoch"}
+	case epochSlot:
+		e.mu.Lock()
+		for k := range e.known {
+			keys = append(keys, k)
+		}
+		e.mu.Unlock()
+	}
+	for _, k := range keys {
+		if _, err := e.run(ctx, epochScript, k, 0); err != nil {
+			return 0, err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.losses, nil
 }
 
 // run runs script on the record at rkey and the epoch that covers it: its
 // arguments start with the epoch's (the id this Effects knows, a new id in
 // case the script creates the epoch, the quarantine in milliseconds) and
-// go on with args. The script replies {epoch id, its result...}; run
-// remembers the id and returns the rest.
+// go on with args. The script replies {epoch ("id:lost"), its
+// result...}; run remembers the epoch (saw) and returns the rest.
 func (e *Effects) run(ctx context.Context, script *redis.Script, rkey string, quarantine time.Duration, args ...any) ([]any, error) {
 	ekey, known := e.epochKey(rkey)
 	mode := "1"
@@ -187,13 +226,15 @@ func (e *Effects) Get(ctx context.Context, key effect.Key) (effect.Record, bool,
 
 // quarantine returns how long after a detected loss a claim that is not a
 // beat is refused on an absent key: by then every owner still running has
-// sent its claim again (see Effect records and store loss in the package
-// documentation). beat is the claim's Beat, effect.DefaultPoll for zero.
+// sent its claim again, and every Runner still reaching the server has
+// written back the outcomes it keeps (see Effect records and store loss in
+// the package documentation). beat is the claim's Beat, effect.DefaultPoll
+// for zero.
 func (e *Effects) quarantine(beat time.Duration) time.Duration {
 	if beat <= 0 {
 		beat = effect.DefaultPoll
 	}
-	return e.s.probe + 2*(beat+e.s.timeout)
+	return e.s.probe + 3*(beat+e.s.timeout)
 }
 
 // PutIfAbsent implements [effect.Store] with [putScript]: a Pending record
@@ -249,7 +290,8 @@ func (e *Effects) Update(ctx context.Context, key effect.Key, prev, next effect.
 // none), ARGV[3] a new id, ARGV[4] the caller's quarantine in
 // milliseconds (0 for none). A server that refuses INFO in scripts (some
 // managed services) gives no run_id: its failovers are then seen by the
-// epoch id alone. epoch() returns the epoch id and, while absent keys are
+// epoch id alone. epoch() returns "id:lost" (the epoch id and when a loss
+// was last detected, 0 for never: a change of either is a loss) and, while absent keys are
 // quarantined, the milliseconds the quarantine has left (else false): the
 // store lost records (the epoch vanished while the caller knew one, or it
 // is not the one the caller knew, or the server is another: restarted or
@@ -274,13 +316,21 @@ local function epoch()
     lost = tonumber(e[3])
     redis.call('HSET', KEYS[2], 'lost', lost)
   end
-  if lost > 0 and now < lost + tonumber(ARGV[4]) then return id, lost + tonumber(ARGV[4]) - now end
-  return id, false
+  local seen = id .. ':' .. lost
+  if lost > 0 and now < lost + tonumber(ARGV[4]) then return seen, lost + tonumber(ARGV[4]) - now end
+  return seen, false
 end
 `
 
-// getScript: KEYS and ARGV[1..4] as for epoch(). Returns {epoch id,
-// encoded record} or {epoch id}.
+// epochScript: KEYS and ARGV[1..4] as for epoch(), KEYS[1] the epoch
+// hash too. Checks the epoch; returns {"id:lost"}.
+var epochScript = redis.NewScript(epochLua + `
+local seen = epoch()
+return {seen}
+`)
+
+// getScript: KEYS and ARGV[1..4] as for epoch(). Returns {epoch,
+// encoded record} or {epoch}.
 var getScript = redis.NewScript(epochLua + `
 local id = epoch()
 local cur = redis.call('HGET', KEYS[1], 'd')
@@ -291,9 +341,9 @@ return {id}
 // putScript: KEYS and ARGV[1..4] as for epoch(); ARGV[5..] the state, the
 // owner, the encoded record, its expiry in unix milliseconds, and "1" when
 // the record is a claim to start a run (refused on an absent key during a
-// quarantine). Returns {epoch id, the stored encoded record} when there is
+// quarantine). Returns {epoch, the stored encoded record} when there is
 // one (unless it is this owner's Pending claim, then replaced by this
-// one), {epoch id, ”, milliseconds left} when it refuses, else {epoch id}
+// one), {epoch, ”, milliseconds left} when it refuses, else {epoch}
 // after storing this record.
 var putScript = redis.NewScript(epochLua + `
 local id, left = epoch()
@@ -312,8 +362,8 @@ return {id}
 // updateScript: KEYS and ARGV[1..4] as for epoch(); ARGV[5..] the
 // previous state and owner, the next state, owner, encoded record and
 // expiry in unix milliseconds. Replaces the record only when its state and
-// owner are the previous ones (compare-and-swap): returns {epoch id, 1}
-// when it did, else {epoch id, 0}.
+// owner are the previous ones (compare-and-swap): returns {epoch, 1}
+// when it did, else {epoch, 0}.
 var updateScript = redis.NewScript(epochLua + `
 local id = epoch()
 local v = redis.call('HMGET', KEYS[1], 's', 'o')

@@ -42,16 +42,26 @@ func (w *waiting) PutIfAbsent(ctx context.Context, key effect.Key, rec effect.Re
 	return cur, ok, err
 }
 
+func (w *waiting) Losses(ctx context.Context) (uint64, error) {
+	return w.Store.(effect.LossWatcher).Losses(ctx)
+}
+
 // instance returns a Runner on a Store and client of its own, dialing m:
 // one process of a service. A non-nil waiters counts the instance once it
 // finds a key pending in another.
 func (m *movable) instance(t *testing.T, waiters *atomic.Int32) *effect.Runner {
 	t.Helper()
+	return lossInstance(t, func() string { return *m.addr.Load() }, waiters)
+}
+
+// lossInstance is movable.instance dialing addr(), closed when t ends.
+func lossInstance(t *testing.T, addr func() string, waiters *atomic.Int32) *effect.Runner {
+	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: 200 * time.Millisecond,
 		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, network, *m.addr.Load())
+			return d.DialContext(ctx, network, addr())
 		}})
 	t.Cleanup(func() { c.Close() })
 	s, err := New(Config{Client: c, Timeout: lossTimeout, Probe: 20 * time.Millisecond})
@@ -66,6 +76,7 @@ func (m *movable) instance(t *testing.T, waiters *atomic.Int32) *effect.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.Close() })
 	return r
 }
 
@@ -96,10 +107,10 @@ func kill9(t *testing.T, srv *redistest.Server) {
 
 // lossTimeout is the Store Timeout of the loss tests' instances: with
 // their Probe (20 ms) and Poll (10 ms), a quarantine lasts
-// 20 + 2*(10 + 250) = 540 ms.
+// 20 + 3*(10 + 250) = 800 ms.
 const (
 	lossTimeout    = 250 * time.Millisecond
-	lossQuarantine = 540 * time.Millisecond
+	lossQuarantine = 800 * time.Millisecond
 )
 
 // decide calls Do until the answer is not "nothing ran" (the store failed,
@@ -130,12 +141,22 @@ func decideCounting(ctx context.Context, r *effect.Runner, key effect.Key, fn fu
 // restart (no persistence), FLUSHALL, or a failover to a replica that had
 // the epoch and older records but not the pending claim. The effect runs
 // once and every caller is told its result or Unknown, never a second run
-// told ok; a key completed before a loss that lost it is refused to a
-// caller in a process started after the loss for the quarantine, then
-// runs again (the stated cost of a store that is not durable); the
-// owner's outcome is written back, so a later caller gets it.
-// Without the store's epoch and the runner's rules, the pollers found the
-// key absent, ran the effect again, and all 50 were told ok.
+// told ok; the owner's outcome is written back, so a later caller gets
+// it. Without the store's epoch and the runner's rules, the pollers found
+// the key absent, ran the effect again, and all 50 were told ok.
+//
+// Three steps completed before the loss, each on an instance of its own
+// (the completers). A caller in a process started after the loss is
+// refused while the quarantine lasts, then gets the completer's outcome,
+// which the completer wrote back when it saw the store's epoch change:
+// each step ran once. The first completer reaches the server through a
+// proxy; in the "lost replies" cases the first three replies it is sent
+// after the loss are dropped (its checks of the epoch, its write-back),
+// and it still writes back within the quarantine. The third completer
+// dies before the loss (its Runner is closed): its step runs again after
+// the quarantine unless the server is durable (the residual case of the
+// package documentation). Before the completers kept their outcomes, every
+// step completed before a kill or a flush ran twice.
 //
 // "kill, aof" is the durable store of the package documentation:
 // appendonly yes with appendfsync always, SIGKILL and restart. Nothing
@@ -146,9 +167,10 @@ func decideCounting(ctx context.Context, r *effect.Runner, key effect.Key, fn fu
 // (A SIGKILL loses nothing the server wrote to its file: appendfsync
 // always is for a crash of the machine, which no test here injects.)
 func TestEffectOnceThroughStoreLoss(t *testing.T) {
-	for _, fault := range []string{"kill", "kill, aof", "flush", "failover"} {
+	for _, fault := range []string{"kill", "kill, aof", "flush", "failover", "kill, lost replies", "flush, lost replies"} {
 		t.Run(fault, func(t *testing.T) {
 			durable := fault == "kill, aof"
+			drops := strings.HasSuffix(fault, "lost replies")
 			var primary *redistest.Server
 			if durable {
 				primary = redistest.StartWith(t, "--appendonly", "yes", "--appendfsync", "always")
@@ -160,13 +182,29 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 
-			// A key completed before the loss.
-			before, _ := effect.StepKey("op-0", "charge")
-			var runsBefore atomic.Int32
-			chargeBefore := func(context.Context) ([]byte, error) { runsBefore.Add(1); return []byte("charged-0"), nil }
-			if _, err := decide(ctx, m.instance(t, nil), before, chargeBefore); err != nil {
-				t.Fatal(err)
+			// Three keys completed before the loss, each on its completer;
+			// the first one's through a proxy where replies are lost.
+			p := primary.Proxy(t)
+			first := m.instance(t, nil)
+			if drops {
+				first = lossInstance(t, func() string { return p.Addr }, nil)
 			}
+			var before [3]effect.Key
+			var runsBefore [3]atomic.Int32
+			chargeBefore := func(i int) func(context.Context) ([]byte, error) {
+				return func(context.Context) ([]byte, error) {
+					runsBefore[i].Add(1)
+					return []byte("charged-" + strconv.Itoa(i)), nil
+				}
+			}
+			completers := [3]*effect.Runner{first, m.instance(t, nil), m.instance(t, nil)}
+			for i := range before {
+				before[i], _ = effect.StepKey("op-0", "charge-"+strconv.Itoa(i))
+				if _, err := decide(ctx, completers[i], before[i], chargeBefore(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			completers[2].Close() // its process dies before the loss
 			var replica *redistest.Server
 			if fault == "failover" {
 				// The replica has everything but the last writes.
@@ -225,7 +263,7 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 			}
 
 			epochBefore := epochOf(t, *m.addr.Load())
-			switch fault {
+			switch strings.TrimSuffix(fault, ", lost replies") {
 			case "kill", "kill, aof":
 				kill9(t, primary)
 			case "flush":
@@ -238,6 +276,11 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 				m.set(replica.Addr)
 				kill9(t, primary) // the old primary is gone; its clients reconnect to the replica
 			}
+			if drops {
+				for range 3 {
+					p.DropReply("EVAL")
+				}
+			}
 
 			// Wait for the owner's beat to write its claim back (or, without
 			// it, for every caller but the owner to be done).
@@ -248,20 +291,33 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 				}
 			}
 			raw.Close()
-			// A process that starts after the loss asks for the key completed
-			// before it: refused during the quarantine, then, where the
-			// record was lost, run again (the cost of a store that is not
-			// durable).
-			res, refused, err := decideCounting(ctx, m.instance(t, nil), before, chargeBefore)
-			if err != nil || string(res) != "charged-0" {
-				t.Errorf("the key completed before the loss = %q, %v; want its result", res, err)
+			// A process that starts after the loss asks for the keys
+			// completed before it: refused during the quarantine, then
+			// given the outcome its completer wrote back; the dead
+			// completer's key, whose record was lost, runs again (the cost
+			// of a store that is not durable).
+			asker := m.instance(t, nil)
+			var refused [3]int
+			for i := range before {
+				var res []byte
+				var err error
+				res, refused[i], err = decideCounting(ctx, asker, before[i], chargeBefore(i))
+				if want := "charged-" + strconv.Itoa(i); err != nil || string(res) != want {
+					t.Errorf("the key completed before the loss on completer %d = %q, %v; want %q", i, res, err, want)
+				}
 			}
-			wantRuns, wantRefused := int32(2), true
-			if fault == "failover" || durable { // the replica had it; the AOF had it
-				wantRuns, wantRefused = 1, false
+			kept := !durable && fault != "failover" // the replica had the records; the AOF had them
+			for i := range before {
+				wantRuns := int32(1)
+				if i == 2 && kept {
+					wantRuns = 2
+				}
+				if n := runsBefore[i].Load(); n != wantRuns {
+					t.Errorf("the key completed before the loss on completer %d ran %d times after %d refusals, want %d", i, n, refused[i], wantRuns)
+				}
 			}
-			if n := runsBefore.Load(); n != wantRuns || (refused > 0) != wantRefused {
-				t.Errorf("the key completed before the loss ran %d times after %d refusals, want %d runs, refused %v", n, refused, wantRuns, wantRefused)
+			if drops && p.Dropped() != 3 {
+				t.Errorf("replies dropped to the first completer = %d, want 3", p.Dropped())
 			}
 
 			close(release)
@@ -277,8 +333,8 @@ func TestEffectOnceThroughStoreLoss(t *testing.T) {
 					t.Errorf("caller %d = %q, %v; want the result or Unknown", i, results[i], errs[i])
 				}
 			}
-			t.Logf("%s: runs of the key under way %d (callers told ok %d, unknown %d, claims refused %d); runs of the key completed before %d (refused %d)",
-				fault, runs.Load(), ok, unk, refusals.Load(), runsBefore.Load(), refused)
+			t.Logf("%s: runs of the key under way %d (callers told ok %d, unknown %d, claims refused %d); runs of the keys completed before on live completers %d, %d, on the dead one %d (asker refused %v, replies dropped %d)",
+				fault, runs.Load(), ok, unk, refusals.Load(), runsBefore[0].Load(), runsBefore[1].Load(), runsBefore[2].Load(), refused, p.Dropped())
 			if n := runs.Load(); n != 1 {
 				t.Errorf("the effect ran %d times, want 1", n)
 			}
@@ -353,6 +409,7 @@ func proxied(t *testing.T, p *redistest.Proxy, retries int) (*effect.Runner, *lo
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.Close() })
 	return r, h
 }
 
@@ -558,6 +615,7 @@ func TestEffectClusterFlush(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { r.Close() })
 		return r
 	}
 	key, _ := effect.StepKey("op-1", "charge")
@@ -624,6 +682,7 @@ func TestEffectWithoutInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.Close() })
 	key, _ := effect.StepKey("op-1", "charge")
 	res, err := r.Do(ctx, key, func(context.Context) ([]byte, error) { return []byte("charged"), nil })
 	if err != nil || string(res) != "charged" {

@@ -33,6 +33,7 @@ func TestEffectOnceHundredInstances(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { r.Close() })
 		wg.Go(func() {
 			start.Wait()
 			res, err := r.Do(context.Background(), key, func(context.Context) ([]byte, error) {

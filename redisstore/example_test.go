@@ -45,6 +45,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	defer run.Close() // ends its write-back of outcomes after a loss
 	fmt.Println(lim != nil, rt != nil, run != nil)
 	// Output: true true true
 }

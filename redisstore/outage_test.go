@@ -96,6 +96,7 @@ func TestOutage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { runner.Close() })
 			ok := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
 				return &portico.Response{Text: "ok"}, nil
 			})

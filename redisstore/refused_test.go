@@ -229,6 +229,7 @@ func TestRefusalFailureModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { runner.Close() })
 	ran := false
 	if _, err := runner.Do(ctx, "key", func(context.Context) ([]byte, error) { ran = true; return nil, nil }); ran ||
 		!errors.Is(err, effect.ErrStore) || !errors.Is(err, ErrRefused) {

@@ -44,6 +44,7 @@ func TestEffectOutcomeWrittenBack(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				t.Cleanup(func() { r.Close() })
 				return r, h
 			}
 			a, ah := instance()
