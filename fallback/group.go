@@ -7,7 +7,6 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
-	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/internal/slots"
 	"github.com/portico-llm/portico/rank"
 )
@@ -32,8 +31,8 @@ type Group struct {
 	live   *atomic.Int64   // cooldowns cool holds when a MemoryCooldowns, else never 0
 	shared SharedCooldowns // cool, when it is one; else nil
 	keys   []string
-	// kinds[i] are the Kinds of route i's shares (see share).
-	kinds []kinds
+	// values[i] are route i's share values (see shareValues).
+	values []shareValues
 	// covers[i] has bit j set when route j's Capabilities cover route i's
 	// (portico.Capabilities.Covers): a request that fit route i fits route j
 	// without Fits (see request.skip). Nil with more than 64 routes.
@@ -42,33 +41,26 @@ type Group struct {
 	hedged slots.Table[hedged]
 }
 
-// kinds are the Kinds of one route's shares, made once so that a share
-// costs no allocation per request, indexed by the cut its end is
-// ([cut.Of]; the cause is shareCauses') and by whether another candidate
-// follows ([1]). Their values are the route's cooldown
+// shareValues are the values of one route's shares, made once so that a
+// share costs no allocation for them: the route's cooldown
 // ([portico.ContextWithCooldown] over the group's Cooldowns and the route's
 // key, so that its retry layer does not call it while it cools down) and,
-// when another candidate follows, Config.WaitInPlace
+// when another candidate follows ([1]), Config.WaitInPlace
 // ([portico.ContextWithMaxWait]) unless it is negative.
-type kinds [3][2]*lazyctx.Kind
+type shareValues [2]context.Context
 
-// newKinds returns the Kinds of a route whose cooldown is until, with
-// wait as the cap on a wait in place (negative: none).
-func newKinds(until func() time.Time, wait time.Duration) kinds {
+// newShareValues returns the values of a route whose cooldown is until,
+// with wait as the cap on a wait in place (negative: none).
+func newShareValues(until func() time.Time, wait time.Duration) shareValues {
 	last := portico.ContextWithCooldown(context.Background(), until)
-	capped := last
-	if wait >= 0 {
-		capped = portico.ContextWithMaxWait(last, wait)
+	if wait < 0 {
+		return shareValues{last, last}
 	}
-	var k kinds
-	for c, cause := range shareCauses {
-		k[c] = [2]*lazyctx.Kind{{Cause: cause, Values: last}, {Cause: cause, Values: capped}}
-	}
-	return k
+	return shareValues{last, portico.ContextWithMaxWait(last, wait)}
 }
 
-// valued is a candidate's context when the group derives no deadline for
-// it: ctx with a Kind's values, which shadow ctx's. One allocation.
+// valued is a candidate's context: ctx with a share's values, which shadow
+// ctx's. One allocation.
 type valued struct {
 	context.Context
 	values context.Context
@@ -105,7 +97,7 @@ func New(cfg Config) (*Group, error) {
 			g.keys[i] = q
 		}
 		key := g.keys[i]
-		g.kinds = append(g.kinds, newKinds(func() time.Time { return g.cool.Until(key) }, c.WaitInPlace))
+		g.values = append(g.values, newShareValues(func() time.Time { return g.cool.Until(key) }, c.WaitInPlace))
 	}
 	if len(c.Routes) <= 64 {
 		g.covers = make([]uint64, len(c.Routes))
@@ -165,9 +157,11 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, err // the caller has gone: no route is called
 	}
 	if k := req.Contract; k != nil && k.Deadline > 0 {
-		var c *lazyctx.Context
-		ctx, c = lazyctx.WithTimeout(ctx, k.Deadline, nil)
-		defer c.Cancel()
+		if at := time.Now().Add(k.Deadline); earlier(ctx, at) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, at)
+			defer cancel()
+		}
 	}
 	// A request that continues broken streams is not hedged: a race
 	// delivers one route's chunks and cannot yet continue them.
@@ -180,6 +174,12 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		r.cont = new(continuation)
 	}
 	return r.run(ctx)
+}
+
+// earlier reports whether at is earlier than ctx's deadline, or ctx has none.
+func earlier(ctx context.Context, at time.Time) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || at.Before(dl)
 }
 
 // unknownLive stands for the cooldowns of a store that does not count

@@ -7,7 +7,6 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
-	"github.com/portico-llm/portico/internal/lazyctx"
 )
 
 // race runs the request's candidates, n of them, as a [hedge.Hedger.Run]
@@ -102,6 +101,9 @@ func (hs *hedged) clear() {
 		r.primary = nil // rank's skip reads it before Next sets it; in Routes order it is Routes[0]
 	}
 	r.delivered, r.hasDL, r.reserve, r.left, r.fresh = false, false, 0, 0, false
+	if !r.deadline.IsZero() {
+		r.deadline = time.Time{}
+	}
 	if r.order != nil {
 		r.order = nil
 	}
@@ -165,7 +167,8 @@ func (p *plan) Next(ctx context.Context, i int, charge func(string) bool, a *hed
 			r.skipped(ctx, rt, idx, reason)
 			continue
 		}
-		cctx, share, _, ok := r.share(ctx, p.pos, false) // a raced stream's share bounds it whole
+		cctx, end, _, ok := r.share(ctx, p.pos, false)
+		share := cancelFunc(end) // a raced stream's share bounds it whole
 		if !ok {
 			if charge != nil {
 				return false, nil // no time for a hedge: the running attempt goes on
@@ -200,7 +203,7 @@ func (p *plan) Next(ctx context.Context, i int, charge func(string) bool, a *hed
 		if charge != nil {
 			req = hedge.AsHedge(req) // charged to rt's budget: its retry layer deposits nothing
 		}
-		setAttempt(a, rt, req, cctx, share, &r.g.latency[idx])
+		setAttempt(a, rt, req, cctx, cancelFunc(share), &r.g.latency[idx])
 		return true, nil
 	}
 	return false, nil
@@ -228,7 +231,7 @@ func (p *plan) addTry(rt *portico.Route, idx int, est float64) {
 // marks): a race in a slot keeps its first attempt's Model, Destination
 // and Latency, which only this plan sets to rt's sketch, and so to rt's
 // Model and Name.
-func setAttempt(a *hedge.Attempt, rt *portico.Route, req *portico.Request, cctx context.Context, share *lazyctx.Context, lat *hedge.Latency) {
+func setAttempt(a *hedge.Attempt, rt *portico.Route, req *portico.Request, cctx context.Context, share cancelFunc, lat *hedge.Latency) {
 	if a.Latency != lat {
 		a.Model, a.Destination, a.Latency = rt.Model, rt.Name, lat
 	}
@@ -283,4 +286,14 @@ func (p *plan) Ended(ctx context.Context, i int, a *hedge.Attempt, res *hedge.Re
 		return err
 	}
 	return nil
+}
+
+// cancelFunc is a share's end as an Attempt's Cancel; nil: none.
+type cancelFunc context.CancelFunc
+
+// Cancel ends the share, if there is one.
+func (f cancelFunc) Cancel() {
+	if f != nil {
+		f()
+	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/cut"
-	"github.com/portico-llm/portico/internal/lazyctx"
 	"github.com/portico-llm/portico/internal/mono"
 	"github.com/portico-llm/portico/rank"
 )
@@ -33,6 +32,7 @@ type request struct {
 	primary   *portico.Route
 	delivered bool // a chunk reached the caller
 	hasDL     bool
+	deadline  time.Time        // ctx's, when hasDL
 	reserve   time.Duration    // kept back before the deadline, when hasDL
 	left      time.Duration    // time left at entry, when hasDL; the first share's while fresh
 	fresh     bool             // no share or hop since left was read
@@ -49,10 +49,9 @@ type request struct {
 // error of a search that stopped or ran out of routes.
 func (r *request) run(ctx context.Context) (*portico.Response, error) {
 	g := r.g
-	r.left, r.hasDL = lazyctx.Left(ctx) // the stack's reading, when it lends one
-	lazyctx.Stale(ctx)                  // routes read the clock themselves
+	r.deadline, r.hasDL = ctx.Deadline()
 	if r.hasDL {
-		r.fresh = true // one clock read for the entry and the first share
+		r.left, r.fresh = time.Until(r.deadline), true // one clock read for the entry and the first share
 		r.reserve = g.cfg.Reserve
 		if g.scaled { // fixed at entry: the point kept back is deadline - reserve
 			r.reserve = scaledReserve(r.left, g.cfg.Reserve)
@@ -119,8 +118,7 @@ func (r *request) waitOut(ctx context.Context, pos, idx int) bool {
 		return false
 	}
 	w := r.cooling(idx)
-	left, _ := lazyctx.Left(ctx)
-	if w <= 0 || left-w-r.reserve < g.cfg.MinAttempt {
+	if w <= 0 || time.Until(r.deadline)-w-r.reserve < g.cfg.MinAttempt {
 		return false // the request fails with the hint, as one route's would
 	}
 	t := time.NewTimer(w)
@@ -299,23 +297,23 @@ func (r *request) followed(pos int) bool {
 }
 
 // share returns the context the candidate at position pos is called under,
-// bounded by its share of the deadline, with the share's Context to Cancel
-// after the call (nil when the candidate has the request's deadline), or
+// bounded by its share of the deadline, with the func that releases the
+// share after the call (nil when the candidate has the request's deadline), or
 // false when its allowance is below MinAttempt. The context carries the
 // route's cooldown and, when another candidate follows, the wait-in-place
 // cap. With lift (a stream) and a candidate following, the share bounds the
 // gaps between signs of progress (gap, armed by watch.arm) instead of the
 // whole call. The context ends with the cut's cause (cut.Of); the package
 // documentation says how each counts. No timer unless the route waits.
-func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.Context, c *lazyctx.Context, gap time.Duration, ok bool) {
+func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.Context, end context.CancelFunc, gap time.Duration, ok bool) {
 	_, idx := r.candidate(pos)
-	kd := &r.g.kinds[idx]
+	vs := &r.g.values[idx]
 	if !r.hasDL { // no share and no cap: the route's cooldown alone
-		return &valued{ctx, kd[cut.Fault][0].Values}, nil, 0, true
+		return &valued{ctx, vs[0]}, nil, 0, true
 	}
 	remaining := r.left
 	if !r.fresh || len(r.hops) > 0 {
-		remaining, _ = lazyctx.Left(ctx)
+		remaining = time.Until(r.deadline)
 	}
 	r.fresh = false
 	g := r.g
@@ -331,19 +329,19 @@ func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.C
 		return nil, nil, 0, false
 	}
 	r.called = true
-	end, whole, capped := d, last, 1
+	until, whole, capped := d, last, 1
 	if last {
 		capped = 0
 	}
 	if usable := remaining - r.reserve; lift && !last && d < usable {
-		gap, end, whole = d, usable, true // the end is all the caller gave, as the last's
+		gap, until, whole = d, usable, true // the end is all the caller gave, as the last's
 	}
-	k := kd[cut.Of(end, g.cfg.FaultAfter, whole)][capped]
-	if end >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		return &valued{ctx, k.Values}, nil, gap, true
+	cctx = &valued{ctx, vs[capped]}
+	if until >= remaining { // no reserve, last candidate: the caller's deadline is its own
+		return cctx, nil, gap, true
 	}
-	cctx, c = lazyctx.WithEarlier(ctx, remaining-end, k)
-	return cctx, c, gap, true
+	cctx, end = context.WithTimeoutCause(cctx, until, shareCauses[cut.Of(until, g.cfg.FaultAfter, whole)])
+	return cctx, end, gap, true
 }
 
 // try calls candidate rt (Config.Routes index idx) at position pos within its
@@ -351,15 +349,14 @@ func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.C
 // the group must stop (return err as is) rather than move on; when it moves
 // on, the hop is recorded.
 func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
-	cctx, c, gap, ok := r.share(ctx, pos, r.req.OnChunk != nil)
+	cctx, end, gap, ok := r.share(ctx, pos, r.req.OnChunk != nil)
 	if !ok {
 		r.hop(ctx, rt, reasonDeadline, nil)
 		return nil, true, r.outOfTime(ctx)
 	}
-	if c == nil { // no deadline, or the request's own: nothing to cancel
-		return r.attempt(ctx, cctx, rt, idx, gap)
+	if end != nil {
+		defer end()
 	}
-	defer c.Cancel()
 	return r.attempt(ctx, cctx, rt, idx, gap)
 }
 
@@ -479,11 +476,12 @@ type watch struct {
 	// With a gap bound (see arm): the bound, the attempt's context it
 	// cancels and the cause, its timer, and last, the mono.Now of the last
 	// sign of progress (ns) or one of the states below; cut is nil without.
-	gap   time.Duration
-	cut   *lazyctx.Cancelable
-	cause error
-	timer *time.Timer
-	last  atomic.Int64
+	gap    time.Duration
+	cut    context.Context
+	cancel context.CancelCauseFunc
+	cause  error
+	timer  *time.Timer
+	last   atomic.Int64
 }
 
 // The states of a gap bound, in watch.last below any reading of the clock.
@@ -535,7 +533,8 @@ func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 // reached the caller the group then moves on, after it the stream has
 // fallen silent, a fault of the route. disarm releases it.
 func (w *watch) arm(ctx context.Context, gap time.Duration, cause error) context.Context {
-	w.gap, w.cause, w.cut = gap, cause, lazyctx.WithCancel(ctx)
+	w.gap, w.cause = gap, cause
+	w.cut, w.cancel = context.WithCancelCause(ctx)
 	w.last.Store(int64(mono.Now()))
 	w.timer = time.AfterFunc(gap, w.fire)
 	return portico.ContextWithProgress(w.cut, w.progress)
@@ -543,7 +542,7 @@ func (w *watch) arm(ctx context.Context, gap time.Duration, cause error) context
 
 func (w *watch) disarm() {
 	w.timer.Stop()
-	w.cut.Cancel(nil)
+	w.cancel(nil)
 }
 
 // fire cuts the attempt unless it made progress within the gap, re-arming
@@ -563,7 +562,7 @@ func (w *watch) fire() {
 			return
 		}
 		if w.last.CompareAndSwap(last, cutOff) {
-			w.cut.Cancel(w.cause)
+			w.cancel(w.cause)
 			return
 		}
 	}

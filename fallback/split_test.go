@@ -319,7 +319,7 @@ func TestObserveFallback(t *testing.T) {
 
 // TestFirstRouteSuccessAllocs: without a deadline, a first-route success
 // costs the candidate's context that carries the route's cooldown (under
-// one, the share's Kind carries it for nothing: see TestHedgeRacedAllocs).
+// one, see TestHedgeRacedAllocs).
 func TestFirstRouteSuccessAllocs(t *testing.T) {
 	ok := &portico.Response{Text: "ok"}
 	m := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) { return ok, nil })

@@ -42,9 +42,12 @@ func presetWith(t testing.TB, deadline time.Duration, hc *hedge.Config) *Stack {
 
 // TestAllocs pins the preset's allocations per request on the happy path.
 // The stack's own deadline is a standard context (context.WithDeadline: the
-// context, its timer), made only when it ends before the caller's; without
-// any deadline the primary's context carries its cooldown (one allocation:
-// under a deadline the share carries it).
+// context, its timer), made only when it ends before the caller's, and so
+// is the primary's share of the deadline (fallback.Config.Share: the
+// context that carries its values, and one with a deadline registered with
+// its parent's): 12 under the stack's deadline, 5 under the caller's
+// alone. Without any deadline the primary's context carries its cooldown
+// (one allocation).
 func TestAllocs(t *testing.T) {
 	req := hello.Clone()
 	req.Identity.ClientKey = "alice"
@@ -62,12 +65,12 @@ func TestAllocs(t *testing.T) {
 		want     float64
 		hedged   float64 // with the group's hedging, no hedge sent
 	}{
-		{"default deadline", 0, context.Background(), req, 5, 5},
-		{"caller's deadline earlier", 0, short, req, 1, 1},
-		{"caller's deadline later", 0, long, req, 5, 5},
-		{"caller's deadline only", -1, short, req, 1, 1},
-		{"Contract.Deadline", -1, context.Background(), contract, 5, 5},
-		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 5, 5},
+		{"default deadline", 0, context.Background(), req, 12, 12},
+		{"caller's deadline earlier", 0, short, req, 5, 5},
+		{"caller's deadline later", 0, long, req, 12, 12},
+		{"caller's deadline only", -1, short, req, 5, 5},
+		{"Contract.Deadline", -1, context.Background(), contract, 12, 12},
+		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 12, 12},
 		{"no deadline", -1, context.Background(), req, 1, 2},
 	} {
 		s := preset(t, tc.deadline)
@@ -101,7 +104,7 @@ func TestAllocs(t *testing.T) {
 		name     string
 		deadline time.Duration
 		want     float64
-	}{{"streamed, default deadline", 0, 36}, {"streamed, no deadline", -1, 9}} {
+	}{{"streamed, default deadline", 0, 32}, {"streamed, no deadline", -1, 9}} {
 		s := preset(t, tc.deadline)
 		if _, err := s.Generate(context.Background(), streamed); err != nil {
 			t.Fatal(err)
