@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -68,24 +69,13 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	if req == nil { // a caller's bug: let the inner layers classify it, untraced
 		return next.Generate(ctx, req)
 	}
-	model := req.Model
-	if model == "" {
-		model = t.model // the route's, from ForRoute
-	}
+	model := cmp.Or(req.Model, t.model) // else the route's, from ForRoute
 	ctx, span := t.start(ctx, model, true)
 	recording := span.IsRecording()
 	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
 	c := callFrom(ctx)
 	if !recording && !logging {
-		if c != nil { // the request layer counts attempts for its metrics
-			c.noteAttempt(time.Now(), t, model)
-		}
-		resp, err := next.Generate(ctx, req)
-		span.End()
-		if c != nil && err == nil && resp != nil {
-			c.noteAnswer(t, model)
-		}
-		return resp, err
+		return t.attemptCounted(ctx, req, next, span, c, model)
 	}
 	a := &attemptState{span: span, start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
 	if c != nil {
@@ -100,32 +90,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	}()
 	r := req
 	if recording {
-		buf := append(a.attrs[:0], KeyAttemptIndex.Int(a.attmpt.Index))
-		if a.attmpt.ID != "" {
-			buf = append(buf, KeyAttemptID.String(a.attmpt.ID))
-		}
-		if a.attmpt.Index > 0 {
-			buf = append(buf, KeyHTTPResendCount.Int(a.attmpt.Index))
-		}
-		if model != "" {
-			buf = append(buf, KeyAttemptModel.String(model))
-		}
-		if t.route != "" {
-			buf = append(buf, KeyRoute.String(t.route))
-		}
-		if t.cfg.Provider != "" {
-			buf = append(buf, KeyAttemptProvider.String(t.cfg.Provider))
-		}
-		if t.cfg.ServerAddress != "" {
-			buf = append(buf, KeyServerAddress.String(t.cfg.ServerAddress))
-			if t.cfg.ServerPort > 0 {
-				buf = append(buf, KeyServerPort.Int(t.cfg.ServerPort))
-			}
-		}
-		if id := req.Identity.OperationID; id != "" {
-			buf = append(buf, KeyOperationID.String(id))
-		}
-		span.SetAttributes(buf...)
+		span.SetAttributes(t.appendAttemptStart(a.attrs[:0], a.attmpt, model, req)...)
 		r = a.Watch(req, a)
 	}
 	resp, err := next.Generate(ctx, r)
@@ -138,22 +103,9 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	}
 	class := portico.ClassOf(err)
 	if recording {
-		buf := t.appendAttemptResult(a.attrs[:0], resp, err, class)
-		if a.ttft > 0 {
-			buf = append(buf, KeyTTFTProvider.Float64(a.ttft.Seconds()))
-		}
-		span.SetAttributes(buf...)
-		if err != nil {
-			span.SetStatus(codes.Error, errorDescription(err, class))
-		}
-		if end.IsZero() {
-			span.End()
-		} else {
-			span.End(trace.WithTimestamp(end))
-		}
-	} else {
-		span.End()
+		span.SetAttributes(t.appendAttemptResult(a.attrs[:0], resp, err, class, a.ttft)...)
 	}
+	endSpan(span, recording, err, class, end)
 	ended = true
 	if logging {
 		t.logAttempt(ctx, req, model, a.attmpt, resp, err, class, end.Sub(a.start))
@@ -161,11 +113,48 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	return resp, err
 }
 
+// attemptCounted runs an attempt that is neither recorded nor logged: the
+// request layer still counts it, and its answer, for its metrics.
+func (t *Tracer) attemptCounted(ctx context.Context, req *portico.Request, next portico.Model, span trace.Span, c *call, model string) (*portico.Response, error) {
+	if c != nil {
+		c.noteAttempt(time.Now(), t, model)
+	}
+	resp, err := next.Generate(ctx, req)
+	span.End()
+	if c != nil && err == nil && resp != nil {
+		c.noteAnswer(t, model)
+	}
+	return resp, err
+}
+
+// appendAttemptStart appends what an attempt starts with: its index, ID,
+// resend count, model, route, provider, server and operation.
+func (t *Tracer) appendAttemptStart(buf []attribute.KeyValue, at portico.Attempt, model string, req *portico.Request) []attribute.KeyValue {
+	buf = appendString(append(buf, KeyAttemptIndex.Int(at.Index)), KeyAttemptID, at.ID)
+	if at.Index > 0 {
+		buf = append(buf, KeyHTTPResendCount.Int(at.Index))
+	}
+	buf = appendString(buf, KeyAttemptModel, model)
+	buf = appendString(buf, KeyRoute, t.route)
+	buf = appendString(buf, KeyAttemptProvider, t.cfg.Provider)
+	buf = appendServer(buf, t.cfg.ServerAddress, t.cfg.ServerPort)
+	return appendString(buf, KeyOperationID, req.Identity.OperationID)
+}
+
+// appendString appends key with the value v, unless v is empty.
+func appendString(a []attribute.KeyValue, key attribute.Key, v string) []attribute.KeyValue {
+	if v != "" {
+		a = append(a, key.String(v))
+	}
+	return a
+}
+
 // appendAttemptResult appends what an attempt ended with: error.type and
-// http.response.status_code on failure, and the attempt's own usage and cost
+// http.response.status_code on failure, the attempt's own usage and cost
 // under portico.attempt.* (the answer's, or the billed Usage a failure
-// carries), never under gen_ai.usage.*, which the request span alone carries.
-func (t *Tracer) appendAttemptResult(a []attribute.KeyValue, resp *portico.Response, err error, class portico.Class) []attribute.KeyValue {
+// carries), never under gen_ai.usage.*, which the request span alone carries,
+// and its time to first chunk.
+func (t *Tracer) appendAttemptResult(a []attribute.KeyValue, resp *portico.Response, err error, class portico.Class, ttft time.Duration) []attribute.KeyValue {
 	var usage *portico.Usage
 	cost := 0.0
 	if class != portico.OK {
@@ -195,6 +184,9 @@ func (t *Tracer) appendAttemptResult(a []attribute.KeyValue, resp *portico.Respo
 	}
 	if cost > 0 {
 		a = append(a, KeyAttemptCost.Float64(cost))
+	}
+	if ttft > 0 {
+		a = append(a, KeyTTFTProvider.Float64(ttft.Seconds()))
 	}
 	return a
 }

@@ -78,26 +78,16 @@ func (c *call) forward(e portico.Event) {
 // eventAttrs returns the span event name and attributes for e; an empty name
 // means e makes no span event (an accepted validation, an unknown kind).
 func eventAttrs(e portico.Event) (string, []attribute.KeyValue) {
-	var a []attribute.KeyValue
-	if e.Route != "" {
-		a = append(a, KeyRoute.String(e.Route))
-	}
+	a := appendString(nil, KeyRoute, e.Route)
 	switch e.Kind {
-	case portico.EventRateLimitWait:
-		a = append(a, KeyRateLimitWait.Float64(e.Delay.Seconds()))
-		if e.Reason != "" { // which bucket made the call wait
-			a = append(a, KeyRateLimitReason.String(e.Reason))
-		}
-		return EventNameRateLimitWait, a
+	case portico.EventRateLimitWait: // the reason: which bucket made the call wait
+		return EventNameRateLimitWait, appendString(append(a, KeyRateLimitWait.Float64(e.Delay.Seconds())), KeyRateLimitReason, e.Reason)
 	case portico.EventRateLimitReject:
 		return EventNameRateLimitReject, append(a, KeyRateLimitReason.String(e.Reason), KeyRetryAfter.Float64(e.Delay.Seconds()))
 	case portico.EventRetry:
 		a = append(a, KeyAttemptIndex.Int(e.Attempt), KeyRetryReason.String(e.Class.String()),
 			KeyRetryDelay.Float64(e.Delay.Seconds()))
-		if e.Reason != "" { // where the delay came from: "backoff", "retry_after"
-			a = append(a, KeyRetryDelaySource.String(e.Reason))
-		}
-		return EventNameRetry, a
+		return EventNameRetry, appendString(a, KeyRetryDelaySource, e.Reason) // "backoff", "retry_after"
 	case portico.EventBudgetExhausted:
 		return EventNameBudgetExhausted, append(a, KeyRetryReason.String(e.Class.String()))
 	case portico.EventFirstChunk:

@@ -143,13 +143,7 @@ func startTime(span trace.Span) time.Time {
 // in buf (a call's or attempt's own array, so nothing more is allocated);
 // content adds the opted-in input messages.
 func (t *Tracer) startAttrs(span trace.Span, buf []attribute.KeyValue, req *portico.Request, content bool) []attribute.KeyValue {
-	buf = append(buf, KeyOperationName.String(t.op))
-	if t.cfg.Provider != "" {
-		buf = append(buf, KeyProviderName.String(t.cfg.Provider))
-	}
-	if req.Model != "" {
-		buf = append(buf, KeyRequestModel.String(req.Model))
-	}
+	buf = t.labels(req).append(append(buf, KeyOperationName.String(t.op)), true)
 	if req.MaxOutputTokens > 0 {
 		buf = append(buf, KeyRequestMaxTokens.Int(req.MaxOutputTokens))
 	}
@@ -157,15 +151,7 @@ func (t *Tracer) startAttrs(span trace.Span, buf []attribute.KeyValue, req *port
 	if len(req.Extra) > 0 {
 		buf = appendSampling(buf, req.Extra)
 	}
-	if t.cfg.ServerAddress != "" {
-		buf = append(buf, KeyServerAddress.String(t.cfg.ServerAddress))
-		if t.cfg.ServerPort > 0 {
-			buf = append(buf, KeyServerPort.Int(t.cfg.ServerPort))
-		}
-	}
-	if id := req.Identity.OperationID; id != "" {
-		buf = append(buf, KeyOperationID.String(id))
-	}
+	buf = appendString(buf, KeyOperationID, req.Identity.OperationID)
 	if content && t.cfg.CaptureContent != nil {
 		buf = append(buf, KeyInputMessages.String(inputMessages(req, t.cfg.CaptureContent)))
 	}
@@ -211,17 +197,20 @@ func (t *Tracer) labels(req *portico.Request) labels {
 // append appends the names as span attributes (those startAttrs set, which
 // they replace), the model only when withModel.
 func (l labels) append(a []attribute.KeyValue, withModel bool) []attribute.KeyValue {
-	if l.provider != "" {
-		a = append(a, KeyProviderName.String(l.provider))
+	a = appendString(a, KeyProviderName, l.provider)
+	if withModel {
+		a = appendString(a, KeyRequestModel, l.model)
 	}
-	if withModel && l.model != "" {
-		a = append(a, KeyRequestModel.String(l.model))
+	return appendServer(a, l.server, l.port)
+}
+
+// appendServer appends server.address, and server.port with it when known.
+func appendServer(a []attribute.KeyValue, addr string, port int) []attribute.KeyValue {
+	if addr != "" {
+		a = append(a, KeyServerAddress.String(addr))
 	}
-	if l.server != "" {
-		a = append(a, KeyServerAddress.String(l.server))
-		if l.port > 0 {
-			a = append(a, KeyServerPort.Int(l.port))
-		}
+	if addr != "" && port > 0 {
+		a = append(a, KeyServerPort.Int(port))
 	}
 	return a
 }
@@ -305,67 +294,83 @@ func (c *call) finish(resp *portico.Response, err error) {
 	s := c.summary(resp, err)
 	class := portico.ClassOf(err)
 	if c.recording {
-		a := c.attrs[:0]
-		if s.relabel {
-			a = s.labels.append(a, c.req.Model == "")
-			if c.req.Model == "" && s.labels.model != "" {
-				c.span.SetName(c.t.spanName(s.labels.model).name)
-			}
-		}
-		a = appendResult(a, resp, class)
-		if by := portico.RefuserOf(err); by != portico.NotRefused {
-			a = append(a, KeyRefusedBy.String(by.String()))
-		}
-		if s.ttft > 0 {
-			a = append(a, KeyTimeToFirstChunk.Float64(s.ttft.Seconds()))
-		}
-		if resp != nil && resp.Route != "" {
-			a = append(a, KeyRoute.String(resp.Route))
-		}
-		if cost := c.t.cost(resp); cost > 0 {
-			a = append(a, KeyCost.Float64(cost))
-		}
-		a = append(a, KeyAttempts.Int(s.attempts))
-		if s.retries > 0 {
-			a = append(a, KeyRetryCount.Int(s.retries), KeyRetryReason.String(s.retryReason.String()),
-				KeyRetryDelay.Float64(s.retryDelay.Seconds()))
-		}
-		if s.budgetOut {
-			a = append(a, KeyBudgetExhausted.Bool(true))
-		}
-		if s.rlWait > 0 {
-			a = append(a, KeyRateLimitWait.Float64(s.rlWait.Seconds()))
-		}
-		if s.breakerState != "" {
-			a = append(a, KeyBreakerState.String(s.breakerState))
-		}
-		if s.validation != "" {
-			a = append(a, KeyValidationResult.String(s.validation))
-		}
-		if s.fallbackSource != "" || s.fallbackReason != "" {
-			a = append(a, KeyFallbackSource.String(s.fallbackSource), KeyFallbackReason.String(s.fallbackReason))
-		}
-		c.span.SetAttributes(a...)
+		c.span.SetAttributes(s.append(c.resultAttrs(resp, err, class, &s))...)
 		if resp != nil && c.t.cfg.CaptureContent != nil {
 			c.span.SetAttributes(KeyOutputMessages.String(outputMessages(resp, c.t.cfg.CaptureContent)))
 		}
-		if err != nil {
-			c.span.SetStatus(codes.Error, errorDescription(err, class))
-		}
-		if end.IsZero() {
-			c.span.End()
-		} else {
-			c.span.End(trace.WithTimestamp(end))
-		}
-	} else {
-		c.span.End()
 	}
+	endSpan(c.span, c.recording, err, class, end)
 	c.finished = true // the span ended: a panic in a metric reader or log handler is not recorded twice
 	if c.metrics {
 		c.t.inst.recordRequest(c.parent, c.t, c.req, resp, class, end.Sub(c.start), s)
 	}
 	if c.logging {
 		c.t.logRequest(c.parent, c.req, resp, err, class, end.Sub(c.start), s)
+	}
+}
+
+// resultAttrs returns, in c.attrs, what the request ended with: its labels
+// when a layer below changed them (renaming the span), the answer or error,
+// who refused it, its time to first chunk, route and cost.
+func (c *call) resultAttrs(resp *portico.Response, err error, class portico.Class, s *summary) []attribute.KeyValue {
+	a := c.attrs[:0]
+	if s.relabel {
+		a = s.labels.append(a, c.req.Model == "")
+		if c.req.Model == "" && s.labels.model != "" {
+			c.span.SetName(c.t.spanName(s.labels.model).name)
+		}
+	}
+	a = appendResult(a, resp, class)
+	if by := portico.RefuserOf(err); by != portico.NotRefused {
+		a = append(a, KeyRefusedBy.String(by.String()))
+	}
+	if s.ttft > 0 {
+		a = append(a, KeyTimeToFirstChunk.Float64(s.ttft.Seconds()))
+	}
+	if resp != nil && resp.Route != "" {
+		a = append(a, KeyRoute.String(resp.Route))
+	}
+	if cost := c.t.cost(resp); cost > 0 {
+		a = append(a, KeyCost.Float64(cost))
+	}
+	return a
+}
+
+// append appends what the layers noted on the request: its attempts and
+// retries, budget, rate-limit wait, breaker state, validation and fallback.
+func (s *summary) append(a []attribute.KeyValue) []attribute.KeyValue {
+	a = append(a, KeyAttempts.Int(s.attempts))
+	if s.retries > 0 {
+		a = append(a, KeyRetryCount.Int(s.retries), KeyRetryReason.String(s.retryReason.String()),
+			KeyRetryDelay.Float64(s.retryDelay.Seconds()))
+	}
+	if s.budgetOut {
+		a = append(a, KeyBudgetExhausted.Bool(true))
+	}
+	if s.rlWait > 0 {
+		a = append(a, KeyRateLimitWait.Float64(s.rlWait.Seconds()))
+	}
+	a = appendString(appendString(a, KeyBreakerState, s.breakerState), KeyValidationResult, s.validation)
+	if s.fallbackSource != "" || s.fallbackReason != "" {
+		a = append(a, KeyFallbackSource.String(s.fallbackSource), KeyFallbackReason.String(s.fallbackReason))
+	}
+	return a
+}
+
+// endSpan ends span at end (now when zero), with an error status when err
+// is not nil; a span that records nothing just ends.
+func endSpan(span trace.Span, recording bool, err error, class portico.Class, end time.Time) {
+	switch {
+	case !recording:
+		span.End()
+		return
+	case err != nil:
+		span.SetStatus(codes.Error, errorDescription(err, class))
+	}
+	if end.IsZero() {
+		span.End()
+	} else {
+		span.End(trace.WithTimestamp(end))
 	}
 }
 
@@ -377,12 +382,7 @@ func appendResult(a []attribute.KeyValue, resp *portico.Response, class portico.
 	if resp == nil {
 		return a
 	}
-	if resp.Model != "" {
-		a = append(a, KeyResponseModel.String(resp.Model))
-	}
-	if resp.ID != "" {
-		a = append(a, KeyResponseID.String(resp.ID))
-	}
+	a = appendString(appendString(a, KeyResponseModel, resp.Model), KeyResponseID, resp.ID)
 	a = append(a, KeyInputTokens.Int(resp.Usage.InputTokens), KeyOutputTokens.Int(resp.Usage.OutputTokens))
 	if resp.Usage.CachedInputTokens > 0 {
 		a = append(a, KeyCacheReadTokens.Int(resp.Usage.CachedInputTokens))

@@ -139,34 +139,38 @@ func (s *TailSampler) OnEnd(span sdktrace.ReadOnlySpan) {
 		s.next.OnEnd(span)
 		return
 	}
-	id := sc.TraceID()
-	isErr := span.Status().Code == codes.Error
 	p := span.Parent()
-	root := !p.IsValid() || p.IsRemote()
-
 	s.mu.Lock()
+	keep, pt := s.end(span, sc.TraceID(), span.Status().Code == codes.Error, !p.IsValid() || p.IsRemote())
+	s.mu.Unlock()
+	switch {
+	case !keep:
+	case pt == nil:
+		s.next.OnEnd(span)
+	default:
+		for _, sp := range pt.spans {
+			s.next.OnEnd(sp)
+		}
+	}
+}
+
+// end buffers span of trace id (isErr: its status is an error; root: it is
+// the trace's local root) and reports whether to forward it, alone (pt nil)
+// or with its trace's buffered spans (pt). Called with s.mu held.
+func (s *TailSampler) end(span sdktrace.ReadOnlySpan, id trace.TraceID, isErr, root bool) (keep bool, pt *pendingTrace) {
 	if s.shutdown {
-		s.mu.Unlock()
-		return
+		return false, nil
 	}
 	if keep, ok := s.decided[id]; ok { // a late span of a decided trace
-		s.mu.Unlock()
-		if keep {
-			s.next.OnEnd(span)
-		}
-		return
+		return keep, nil
 	}
-	pt := s.pending[id]
+	pt = s.pending[id]
+	if pt == nil && root { // a trace of one span, or whose other spans were all dropped
+		keep = s.keep(isErr, span, id)
+		s.decide(id, keep)
+		return keep, nil
+	}
 	if pt == nil {
-		if root { // a trace of one span, or whose other spans were all dropped
-			keep := isErr || span.EndTime().Sub(span.StartTime()) > s.threshold || s.keepByID(id)
-			s.decide(id, keep)
-			s.mu.Unlock()
-			if keep {
-				s.next.OnEnd(span)
-			}
-			return
-		}
 		pt = &pendingTrace{id: id}
 		s.pending[id] = pt
 		s.pushNewest(pt)
@@ -176,18 +180,19 @@ func (s *TailSampler) OnEnd(span sdktrace.ReadOnlySpan) {
 	s.nSpans++
 	if !root {
 		s.evict()
-		s.mu.Unlock()
-		return
+		return false, nil
 	}
-	keep := pt.err || span.EndTime().Sub(span.StartTime()) > s.threshold || s.keepByID(id)
+	keep = s.keep(pt.err, span, id)
 	s.remove(pt)
 	s.decide(id, keep)
-	s.mu.Unlock()
-	if keep {
-		for _, sp := range pt.spans {
-			s.next.OnEnd(sp)
-		}
-	}
+	return keep, pt
+}
+
+// keep is the decision on a trace whose local root is root: kept when it
+// failed, when root took longer than the threshold, or when its ID falls in
+// the kept share.
+func (s *TailSampler) keep(failed bool, root sdktrace.ReadOnlySpan, id trace.TraceID) bool {
+	return failed || root.EndTime().Sub(root.StartTime()) > s.threshold || s.keepByID(id)
 }
 
 // decide records a decision, forgetting the oldest beyond maxTraces. Called
