@@ -331,20 +331,11 @@
 // [portico.CharEstimator]) and the arithmetic of two buckets.
 //
 // Among many keys the cost is memory latency: at a million keys in a
-// shuffled order an admission reads state that no cache holds. So a lookup
-// reads as few lines as it can, and starts those it needs at once: the
+// shuffled order an admission reads state that no cache holds. So the
 // snapshot's slot is the entry's pointer alone, 8 bytes, with a byte of the
 // hash per slot in an array beside it (a tag, as in Swiss tables), 18 MiB
-// at a million keys; the entry is 256 bytes in two aligned pairs of cache
-// lines, which the adjacent-line prefetcher fetches whole, the first with
-// the lock, the completion counter, the slot count and the token bucket,
-// the second with the key's bytes (up to 72, compared in place, where they
-// were a string of their own to dereference) and the request bucket, so the
-// compare starts the loads of both pairs at once; what
-// only waiting calls and programs use sits behind a pointer made on first
-// use. One load from DRAM remains, the entry's, and on the reference
-// machine it alone costs more than a whole admission among a thousand keys
-// (bench/ BenchmarkTenants, with latency/MiB=256 beside it).
+// at a million keys; what only waiting calls and programs use sits behind a
+// pointer made on first use (bench/ BenchmarkTenants).
 //
 // # Sources
 //

@@ -2,10 +2,10 @@ package ratelimit
 
 import (
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 	"weak"
 
 	"github.com/portico-llm/portico"
@@ -42,15 +42,8 @@ type shard struct {
 
 // entry is the state of one key: its buckets, its in-flight count and its
 // queue. mu guards every field; dead marks an entry evicted from the table,
-// which a caller that raced with the eviction must look up again.
-//
-// An entry is 256 bytes, two aligned pairs of cache lines (the adjacent-line
-// prefetcher fetches a pair together), laid out so that an admission on a
-// key not in cache reads the two pairs at once: the first holds the lock,
-// the completion counter, the slot count, the limits and the token bucket;
-// the second the key's bytes, which the lookup compares before it locks,
-// and the request bucket. What only waiting calls use is behind waits.
-// TestEntryLayout pins the offsets.
+// which a caller that raced with the eviction must look up again. What only
+// waiting calls use is behind waits.
 type entry struct {
 	mu sync.Mutex
 	// done records the completions that skipped the lock (see complete): it
@@ -61,19 +54,13 @@ type entry struct {
 	inflight int           // slots taken, less the completions settled
 	waiting  atomic.Uint32 // waitQueue | waitHold bits, for completions that skip the lock
 	dead     bool
-	kn, ka   uint8   // len(k.a)+len(k.b) and len(k.a) when kb holds them, else kn = 255
 	tier     uint8   // immutable: the index of lim's tier (see Limiter.tiers), 0 for the default
 	lim      *Limits // the limits in force, replaced by SetLimit and SetTierLimit
 	tok      bucket  // tokens; valid when lim.Tokens > 0
-	k        key     // immutable; its strings point into kb when it fits
-	kb       [inlineKey]byte
-	req      bucket // requests; valid when lim.Requests > 0
-	*waits          // nil until a call waits or a program is remembered
+	req      bucket  // requests; valid when lim.Requests > 0
+	k        key     // immutable; a copy of the caller's strings
+	*waits           // nil until a call waits or a program is remembered
 }
-
-// inlineKey is the longest key (both parts) an entry holds in itself, so
-// that comparing it reads no other memory: a UUID and a model name fit.
-const inlineKey = 72
 
 // waits is the part of an entry that only waiting calls and programs use.
 // The caller holds the entry's mu.
@@ -86,38 +73,9 @@ type waits struct {
 }
 
 func newEntry(k key, lim *Limits, now time.Duration) *entry {
-	e := &entry{lim: lim}
-	e.setKey(k)
+	e := &entry{lim: lim, k: key{strings.Clone(k.a), strings.Clone(k.b)}}
 	e.setLimits(lim, now)
 	return e
-}
-
-// setKey makes k e's key, its bytes copied into kb when they fit.
-func (e *entry) setKey(k key) {
-	n := len(k.a) + len(k.b)
-	if n > inlineKey {
-		e.k, e.kn = k, 255
-		return
-	}
-	e.kn, e.ka = uint8(n), uint8(len(k.a))
-	copy(e.kb[copy(e.kb[:], k.a):], k.b)
-	if len(k.a) > 0 {
-		e.k.a = unsafe.String(&e.kb[0], len(k.a))
-	}
-	if len(k.b) > 0 {
-		e.k.b = unsafe.String(&e.kb[len(k.a)], len(k.b))
-	}
-}
-
-// is reports whether k is e's key. For a key kb holds it reads kb and not
-// e.k, whose strings point there: the loads of both pairs of lines then
-// start at once.
-func (e *entry) is(k key) bool {
-	a, n := len(k.a), len(k.a)+len(k.b)
-	if n > inlineKey {
-		return e.k == k
-	}
-	return int(e.kn) == n && int(e.ka) == a && string(e.kb[:a]) == k.a && string(e.kb[a:n]) == k.b
 }
 
 // w returns e's waits, made on first use. The caller holds e.mu.
@@ -303,7 +261,7 @@ func (l *Limiter) slowLookup(s *shard, k key, tier uint8, now time.Duration) *en
 		}
 		e = newEntry(k, l.limitsOf(tier), now)
 		e.tier = tier
-		s.m[e.k] = e // e.k, whose bytes are in e: the caller's string is not kept
+		s.m[e.k] = e // e.k, a copy: the caller's strings are not kept
 		s.peak = max(s.peak, len(s.m))
 		if !l.armed.Load() {
 			l.arm()

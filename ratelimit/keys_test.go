@@ -4,13 +4,11 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
-	"unsafe"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/mono"
@@ -331,48 +329,6 @@ func TestSnapshot(t *testing.T) {
 			if len(tb.slots) < 2*n || len(tb.tags) != len(tb.slots) {
 				t.Errorf("n=%d: %d slots and %d tags, want >= %d slots (load <= 1/2), a tag each", n, len(tb.slots), len(tb.tags), 2*n)
 			}
-		}
-	}
-}
-
-// TestEntryLayout: an entry fills two aligned pairs of cache lines, the
-// first with what every locked operation reads (the lock, the completion
-// counter, the slot count, the tier, the limits, the token bucket), the
-// second with the key's bytes and the request bucket, which the lookup and
-// the admission read; keys up to inlineKey bytes are compared in place.
-func TestEntryLayout(t *testing.T) {
-	var e entry
-	if s := unsafe.Sizeof(e); s != 256 {
-		t.Errorf("Sizeof(entry) = %d, want 256 (two pairs of 64-byte lines, the 256-byte size class)", s)
-	}
-	for _, f := range []struct {
-		name     string
-		off, end uintptr
-		pair     uintptr
-	}{
-		{"mu", unsafe.Offsetof(e.mu), unsafe.Offsetof(e.mu) + unsafe.Sizeof(e.mu), 0},
-		{"done", unsafe.Offsetof(e.done), unsafe.Offsetof(e.done) + 8, 0},
-		{"inflight", unsafe.Offsetof(e.inflight), unsafe.Offsetof(e.inflight) + 8, 0},
-		{"waiting", unsafe.Offsetof(e.waiting), unsafe.Offsetof(e.waiting) + 4, 0},
-		{"kn", unsafe.Offsetof(e.kn), unsafe.Offsetof(e.ka) + 1, 0},
-		{"tier", unsafe.Offsetof(e.tier), unsafe.Offsetof(e.tier) + 1, 0},
-		{"lim", unsafe.Offsetof(e.lim), unsafe.Offsetof(e.lim) + 8, 0},
-		{"tok", unsafe.Offsetof(e.tok), unsafe.Offsetof(e.tok) + unsafe.Sizeof(e.tok), 0},
-		{"kb", unsafe.Offsetof(e.kb), unsafe.Offsetof(e.kb) + inlineKey, 1},
-		{"req", unsafe.Offsetof(e.req), unsafe.Offsetof(e.req) + unsafe.Sizeof(e.req), 1},
-	} {
-		if f.off/128 != f.pair || (f.end-1)/128 != f.pair {
-			t.Errorf("entry.%s at [%d, %d), want it within bytes [%d, %d)", f.name, f.off, f.end, 128*f.pair, 128*f.pair+128)
-		}
-	}
-	for _, k := range []key{{}, {a: "tenant-1"}, {a: "c", b: "gpt-4o-mini"}, {a: strings.Repeat("x", inlineKey)}, {a: strings.Repeat("x", 40), b: strings.Repeat("y", 40)}} {
-		e := newEntry(k, &Limits{MaxInFlight: 1}, 0)
-		inline := len(k.a)+len(k.b) <= inlineKey
-		if e.k != k || !e.is(k) || e.is(key{a: k.a + "z", b: k.b}) || e.is(key{a: k.b, b: k.a}) && k.a != k.b {
-			t.Errorf("entry of %q: k %q, is(k) %v; want k, true, and no other key", k, e.k, e.is(k))
-		}
-		if p := unsafe.StringData(e.k.a); inline && k.a != "" && p != &e.kb[0] {
-			t.Errorf("entry of %q: key bytes at %p, want in place at %p", k, p, &e.kb[0])
 		}
 	}
 }

@@ -49,7 +49,7 @@ func (t *snapshot) get(h uint64, k key) *entry {
 		case 0:
 			return nil
 		case g:
-			if e := t.slots[j]; e.is(k) {
+			if e := t.slots[j]; e.k == k {
 				return e
 			}
 		}
