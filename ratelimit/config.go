@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -211,11 +212,15 @@ type Config struct {
 	Limits
 
 	// DefaultMaxTokens is N_max, in tokens, for requests whose MaxOutputTokens
-	// is 0 (the route's default). 0 means such requests are refused with a
-	// [portico.Permanent] error wrapping [ErrBadRequest] when there is a token
-	// bucket: the limiter cannot price a call of unknown size. With a token
-	// bucket it must be below TokenBurst, which must also hold the input:
-	// at TokenBurst or above no call with the default could ever be admitted.
+	// is 0 (the route's default). Zero means [DefaultMaxTokens] (1024),
+	// capped at half the smallest token bucket in force (TokenBurst of
+	// Limits, of each tier and, failing open, of this instance's share) so
+	// that it leaves room for the input. [RequireMaxTokens] refuses such requests with a
+	// [portico.Permanent] error wrapping [ErrBadRequest] on a key with a
+	// token bucket: the limiter will not price a call of unknown size. A
+	// value set must be below every TokenBurst, which must also hold the
+	// input: at TokenBurst or above no call with the default could ever be
+	// admitted.
 	DefaultMaxTokens int
 
 	// Estimator predicts N_in. nil means [portico.DefaultEstimator].
@@ -341,6 +346,16 @@ func ByClient(r *portico.Request) string { return r.Identity.ClientKey }
 // every client (the per-route limiter that adopts the provider's headers).
 func ByModel(r *portico.Request) string { return r.Model }
 
+// The values of Config.DefaultMaxTokens that are not a number of tokens.
+const (
+	// DefaultMaxTokens is what a zero Config.DefaultMaxTokens means, capped
+	// at half the smallest token bucket.
+	DefaultMaxTokens = 1024
+	// RequireMaxTokens, as Config.DefaultMaxTokens, refuses requests
+	// without MaxOutputTokens on a key with a token bucket.
+	RequireMaxTokens = -1
+)
+
 const (
 	defaultMaxWait    = 30 * time.Second
 	defaultQuantum    = time.Second
@@ -356,33 +371,11 @@ func (c Config) norm() (Config, error) {
 	if c.Limits, err = c.Limits.norm(c.Concurrency != nil || c.derived); err != nil {
 		return c, err
 	}
-	switch {
-	case c.DefaultMaxTokens < 0:
-		return c, errors.New("ratelimit: negative Config.DefaultMaxTokens")
-	case defaultTooLarge(c.DefaultMaxTokens, &c.Limits) != nil:
-		return c, defaultTooLarge(c.DefaultMaxTokens, &c.Limits)
-	case c.MaxWait < 0:
-		return c, errors.New("ratelimit: negative Config.MaxWait")
-	case c.Queue.Size < 0:
-		return c, errors.New("ratelimit: negative Config.Queue.Size")
-	case c.Queue.Size > 0 && c.MaxInFlight == 0 && c.Concurrency == nil:
-		return c, errors.New("ratelimit: Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency")
-	case c.Mode > Wait:
-		return c, fmt.Errorf("ratelimit: unknown Config.Mode %v", c.Mode)
-	case c.Queue.Order > PLAS:
-		return c, fmt.Errorf("ratelimit: unknown Config.Queue.Order %v", c.Queue.Order)
-	case c.Queue.PLAS.Quantum < 0:
-		return c, errors.New("ratelimit: negative Config.Queue.PLAS.Quantum")
-	case c.Queue.PLAS.Levels < 0:
-		return c, errors.New("ratelimit: negative Config.Queue.PLAS.Levels")
-	case !(c.Queue.PLAS.Starvation >= 0):
-		return c, errors.New("ratelimit: negative or NaN Config.Queue.PLAS.Starvation")
-	case c.Queue.ProgramTTL < 0:
-		return c, errors.New("ratelimit: negative Config.Queue.ProgramTTL")
-	case c.MaxProviderHold < 0:
-		return c, errors.New("ratelimit: negative Config.MaxProviderHold")
-	case c.RefusedBy != portico.NotRefused && c.RefusedBy != portico.ClientLimit && c.RefusedBy != portico.RouteLimit:
-		return c, fmt.Errorf("ratelimit: Config.RefusedBy %v is neither portico.ClientLimit nor portico.RouteLimit", c.RefusedBy)
+	if err := c.check(); err != nil {
+		return c, err
+	}
+	if err := defaultTooLarge(c.DefaultMaxTokens, &c.Limits); err != nil {
+		return c, err
 	}
 	if err := c.normTiers(); err != nil {
 		return c, err
@@ -390,35 +383,55 @@ func (c Config) norm() (Config, error) {
 	if err := c.Shared.check(&c); err != nil {
 		return c, err
 	}
+	c.fill()
+	return c, nil
+}
+
+// check returns the first of c's fields outside Limits and Tiers that is
+// invalid, nil when none is.
+func (c *Config) check() error {
+	q := &c.Queue
+	for _, f := range []struct {
+		bad bool
+		msg string
+	}{
+		{c.DefaultMaxTokens < RequireMaxTokens, "negative Config.DefaultMaxTokens other than RequireMaxTokens"},
+		{c.MaxWait < 0, "negative Config.MaxWait"},
+		{q.Size < 0, "negative Config.Queue.Size"},
+		{q.Size > 0 && c.MaxInFlight == 0 && c.Concurrency == nil, "Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency"},
+		{c.Mode > Wait, "unknown Config.Mode " + c.Mode.String()},
+		{q.Order > PLAS, "unknown Config.Queue.Order " + q.Order.String()},
+		{q.PLAS.Quantum < 0, "negative Config.Queue.PLAS.Quantum"},
+		{q.PLAS.Levels < 0, "negative Config.Queue.PLAS.Levels"},
+		{!(q.PLAS.Starvation >= 0), "negative or NaN Config.Queue.PLAS.Starvation"},
+		{q.ProgramTTL < 0, "negative Config.Queue.ProgramTTL"},
+		{c.MaxProviderHold < 0, "negative Config.MaxProviderHold"},
+		{c.RefusedBy != portico.NotRefused && c.RefusedBy != portico.ClientLimit && c.RefusedBy != portico.RouteLimit,
+			"Config.RefusedBy " + c.RefusedBy.String() + " is neither portico.ClientLimit nor portico.RouteLimit"},
+	} {
+		if f.bad {
+			return errors.New("ratelimit: " + f.msg)
+		}
+	}
+	return nil
+}
+
+// fill sets c's zero fields to their defaults.
+func (c *Config) fill() {
 	if c.Estimator == nil {
 		c.Estimator = portico.DefaultEstimator
-	}
-	if c.RefusedBy == portico.NotRefused {
-		c.RefusedBy = portico.ClientLimit
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = defaultMaxWait
-	}
-	q := &c.Queue
-	if q.PLAS.Quantum == 0 {
-		q.PLAS.Quantum = defaultQuantum
-	}
-	if q.PLAS.Levels == 0 {
-		q.PLAS.Levels = defaultLevels
-	}
-	if q.PLAS.Starvation == 0 {
-		q.PLAS.Starvation = defaultStarvation
-	}
-	if q.ProgramTTL == 0 {
-		q.ProgramTTL = defaultProgramTTL
-	}
-	if c.MaxProviderHold == 0 {
-		c.MaxProviderHold = defaultHold
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return c, nil
+	c.RefusedBy = cmp.Or(c.RefusedBy, portico.ClientLimit)
+	c.MaxWait = cmp.Or(c.MaxWait, defaultMaxWait)
+	c.MaxProviderHold = cmp.Or(c.MaxProviderHold, defaultHold)
+	p := &c.Queue.PLAS
+	p.Quantum = cmp.Or(p.Quantum, defaultQuantum)
+	p.Levels = cmp.Or(p.Levels, defaultLevels)
+	p.Starvation = cmp.Or(p.Starvation, defaultStarvation)
+	c.Queue.ProgramTTL = cmp.Or(c.Queue.ProgramTTL, defaultProgramTTL)
 }
 
 // maxTiers is the most tiers a Limiter takes: an entry keeps its tier's

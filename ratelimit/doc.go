@@ -7,8 +7,7 @@
 // [Limiter.Wrap] is the [portico.Middleware]:
 //
 //	lim, err := ratelimit.New(ratelimit.Config{
-//		Limits:           ratelimit.Limits{Requests: 500, Tokens: 200_000, MaxInFlight: 32},
-//		DefaultMaxTokens: 1024,
+//		Limits: ratelimit.Limits{Requests: 500, Tokens: 200_000, MaxInFlight: 32},
 //	})
 //	model := portico.Chain(provider, lim.Wrap)
 //
@@ -23,7 +22,8 @@
 // have room; when either refuses, neither is charged. A call's cost in the
 // token bucket is N_in + N_max at admission: N_in from the [portico.Estimator]
 // ([Config.Estimator], by default [portico.DefaultEstimator]), N_max the
-// request's MaxOutputTokens or [Config.DefaultMaxTokens]. When the call ends
+// request's MaxOutputTokens or [Config.DefaultMaxTokens] (1024 by default,
+// at most half the token bucket). When the call ends
 // the bucket gets back (N_in + N_max) − (usage input + usage output) from the
 // response's usage, and is charged the excess when the usage was larger (down
 // to minus one period's quota at most, which the provider's window forgets
@@ -189,7 +189,7 @@
 // the default's only. A call is priced before its key is known, against
 // the largest TokenBurst of any tier, and checked against its own key's
 // capacity before it takes a slot; a call that cannot be priced (no
-// MaxOutputTokens and no DefaultMaxTokens) is refused only on a key with a
+// MaxOutputTokens under [RequireMaxTokens]) is refused only on a key with a
 // token bucket. With a [Store] the tier is read on every call, since the
 // store keeps no entry, and the in-flight cap and the local share follow
 // the tier too.

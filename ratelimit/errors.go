@@ -28,7 +28,7 @@ var (
 	// [*CapacityError].
 	ErrOverCapacity = errors.New("ratelimit: call exceeds bucket capacity")
 	// ErrBadRequest: the call cannot be priced (negative MaxOutputTokens, no
-	// MaxOutputTokens and no DefaultMaxTokens, a negative estimate). Class
+	// MaxOutputTokens under [RequireMaxTokens], a negative estimate). Class
 	// [portico.Permanent].
 	ErrBadRequest = errors.New("ratelimit: bad request")
 )

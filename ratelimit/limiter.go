@@ -173,7 +173,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	}
 	t := ticket{}
 	if p := l.pricing.Load(); p.burst > 0 {
-		if err := l.price(req, p.burst, &t); err != nil {
+		if err := l.price(req, p, &t); err != nil {
 			if p.strict {
 				return nil, err
 			}
@@ -213,14 +213,14 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 // burst. Over it, t holds N_in, N_max and their sum (saturated) as well as
 // the error, for admit to check against the key's own capacity when a tier
 // is larger.
-func (l *Limiter) price(req *portico.Request, burst int, t *ticket) error {
-	nMax := req.MaxOutputTokens
+func (l *Limiter) price(req *portico.Request, p *pricing, t *ticket) error {
+	nMax, burst := req.MaxOutputTokens, p.burst
 	switch {
 	case nMax < 0:
 		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative MaxOutputTokens", NotSent: true, Err: ErrBadRequest}
 	case nMax == 0:
-		if nMax = l.cfg.DefaultMaxTokens; nMax == 0 {
-			return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "no MaxOutputTokens and no DefaultMaxTokens: the call cannot be priced", NotSent: true, Err: ErrBadRequest}
+		if nMax = p.def; nMax == RequireMaxTokens {
+			return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "no MaxOutputTokens, and Config.DefaultMaxTokens requires one", NotSent: true, Err: ErrBadRequest}
 		}
 	}
 	nIn := l.cfg.Estimator.EstimateInputTokens(req)
@@ -250,10 +250,12 @@ type tierLimits struct {
 // and strict says every one has a token bucket, so that a call price
 // refuses would be refused on any key. Otherwise admit checks the price
 // against the key's own limits (see ticket.unpriced). Without tiers it is
-// the default limits' TokenBurst, strict.
+// the default limits' TokenBurst, strict. def is N_max for a request
+// without MaxOutputTokens (see Config.DefaultMaxTokens).
 type pricing struct {
 	burst  int
 	strict bool
+	def    int
 }
 
 // limitsOf returns the limits in force for tier ix (0: the default).
@@ -275,12 +277,24 @@ func (l *Limiter) tierOf(req *portico.Request) uint8 {
 // reprice recomputes l.pricing from the limits in force. The caller holds
 // setMu, or is New.
 func (l *Limiter) reprice() {
-	p := pricing{strict: true}
+	p := pricing{strict: true, def: l.cfg.DefaultMaxTokens}
+	if p.def == 0 {
+		p.def = DefaultMaxTokens
+	}
+	sh := l.cfg.Shared
 	for ix := range len(l.tiers) + 1 {
-		if lim := l.limitsOf(uint8(ix)); lim.Tokens > 0 {
-			p.burst = max(p.burst, lim.TokenBurst)
-		} else {
+		lim := l.limitsOf(uint8(ix))
+		if lim.Tokens == 0 {
 			p.strict = false
+			continue
+		}
+		p.burst = max(p.burst, lim.TokenBurst)
+		if l.cfg.DefaultMaxTokens == 0 {
+			b := lim.TokenBurst
+			if sh.FailOpen {
+				b = scale(*lim, sh.Instances).TokenBurst
+			}
+			p.def = min(p.def, max(b/2, 1))
 		}
 	}
 	l.pricing.Store(&p)

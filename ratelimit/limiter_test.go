@@ -291,7 +291,7 @@ func TestBadConfig(t *testing.T) {
 		// At the burst itself only an empty input fits: no real call does.
 		{Config{Limits: Limits{Tokens: 1000, TokenBurst: 100}, DefaultMaxTokens: 100},
 			"ratelimit: Config.DefaultMaxTokens 100 leaves no room for input in TokenBurst 100: no call with the default could ever be admitted"},
-		{Config{Limits: Limits{Tokens: 100}, DefaultMaxTokens: -1}, "ratelimit: negative Config.DefaultMaxTokens"},
+		{Config{Limits: Limits{Tokens: 100}, DefaultMaxTokens: -2}, "ratelimit: negative Config.DefaultMaxTokens other than RequireMaxTokens"},
 		{Config{Limits: Limits{Requests: 5}, Queue: Queue{Size: 3}}, "ratelimit: Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency"},
 		{Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: -1}}, "ratelimit: negative Config.Queue.Size"},
 		{Config{Limits: Limits{Requests: 5}, MaxWait: -1}, "ratelimit: negative Config.MaxWait"},
@@ -323,7 +323,7 @@ func TestBadConfig(t *testing.T) {
 }
 
 func TestBadRequest(t *testing.T) {
-	l := mustNew(t, Config{Limits: Limits{Tokens: 1000}})
+	l := mustNew(t, Config{Limits: Limits{Tokens: 1000}, DefaultMaxTokens: RequireMaxTokens})
 	neg := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(-3)})
 	huge := mustNew(t, Config{Limits: Limits{Tokens: 1000}, Estimator: fixedEstimator(math.MaxInt)})
 	tests := []struct {
@@ -588,5 +588,36 @@ func TestLimiterBound(t *testing.T) {
 				t.Logf("%d events; %d retries at RetryAfter, %d refused again", len(evs), retried.Load(), retriedRefused.Load())
 			})
 		})
+	}
+}
+
+// TestDefaultMaxTokens: a zero Config.DefaultMaxTokens reserves
+// DefaultMaxTokens (1024) for a request without MaxOutputTokens, capped at
+// half the smallest token bucket in force (a tier's, the fail-open share's),
+// and follows SetLimit; a value set is taken as it is.
+func TestDefaultMaxTokens(t *testing.T) {
+	tier := func(r *portico.Request) string { return r.Identity.ClientKey }
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		set  *Limits
+		want int
+	}{
+		{"large bucket", Config{Limits: Limits{Tokens: 1e6}}, nil, 1024},
+		{"small bucket", Config{Limits: Limits{Tokens: 1e6, TokenBurst: 1000}}, nil, 500},
+		{"small tier", Config{Limits: Limits{Tokens: 1e6}, Tier: tier, Tiers: map[string]Limits{"free": {Tokens: 600}}}, nil, 300},
+		{"fail-open share", Config{Limits: Limits{Tokens: 1e6, TokenBurst: 10_000}, Shared: Shared{Store: newFakeStore(), FailOpen: true, Instances: 10}}, nil, 500},
+		{"after SetLimit", Config{Limits: Limits{Tokens: 1e6}}, &Limits{Tokens: 1e6, TokenBurst: 400}, 200},
+		{"set", Config{Limits: Limits{Tokens: 1e6, TokenBurst: 1000}, DefaultMaxTokens: 900}, nil, 900},
+	} {
+		l := mustNew(t, tc.cfg)
+		if tc.set != nil {
+			if err := l.SetLimit(*tc.set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := l.pricing.Load().def; got != tc.want {
+			t.Errorf("%s: N_max without MaxOutputTokens = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -284,7 +284,9 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 	}
 	var t ticket
 	if lim.Tokens > 0 {
-		if err := l.price(req, lim.TokenBurst, &t); err != nil {
+		p := *l.pricing.Load()
+		p.burst = lim.TokenBurst
+		if err := l.price(req, &p, &t); err != nil {
 			return nil, err
 		}
 	}

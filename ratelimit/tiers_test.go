@@ -114,11 +114,12 @@ func TestTierTokenBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &plans{m: map[string]string{"e": "enterprise"}}
 		l := mustNew(t, Config{
-			Limits:    Limits{Requests: 100},
-			Key:       ByClient,
-			Estimator: fixedEstimator(100),
-			Tier:      p.tier,
-			Tiers:     map[string]Limits{"enterprise": {Tokens: 1000}},
+			Limits:           Limits{Requests: 100},
+			Key:              ByClient,
+			DefaultMaxTokens: RequireMaxTokens,
+			Estimator:        fixedEstimator(100),
+			Tier:             p.tier,
+			Tiers:            map[string]Limits{"enterprise": {Tokens: 1000}},
 		})
 		m := l.Wrap(okModel(100, 400))
 		if _, err := m.Generate(t.Context(), req("e", 400)); err != nil {
