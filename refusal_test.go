@@ -99,7 +99,7 @@ func TestRefusals(t *testing.T) {
 		release()
 		_, err = limiter(ratelimit.Config{Limits: ratelimit.Limits{Tokens: 100}}).Generate(t.Context(), &portico.Request{MaxOutputTokens: 500})
 		add("over capacity", err, portico.Incompatible, portico.ClientLimit, ratelimit.ErrOverCapacity)
-		_, err = limiter(ratelimit.Config{Limits: ratelimit.Limits{Tokens: 100}}).Generate(t.Context(), &portico.Request{})
+		_, err = limiter(ratelimit.Config{Limits: ratelimit.Limits{Tokens: 100}, DefaultMaxTokens: ratelimit.RequireMaxTokens}).Generate(t.Context(), &portico.Request{})
 		add("cannot be priced", err, portico.Permanent, portico.NotRefused, ratelimit.ErrBadRequest)
 		_, err = limiter(ratelimit.Config{Limits: hour, Shared: ratelimit.Shared{Store: downStore{}}}).Generate(t.Context(), hello("a"))
 		add("store unavailable", err, portico.Rejected, portico.NotRefused, ratelimit.ErrStoreUnavailable)
