@@ -1,6 +1,7 @@
 package portico
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"slices"
@@ -126,10 +127,7 @@ type Capabilities struct {
 // Cost returns the price of usage u on this route: uncached input at InputPrice,
 // cached input at CachedInputPrice (InputPrice if zero), output at OutputPrice.
 func (c *Capabilities) Cost(u Usage) float64 {
-	cachedPrice := c.CachedInputPrice
-	if cachedPrice == 0 {
-		cachedPrice = c.InputPrice
-	}
+	cachedPrice := cmp.Or(c.CachedInputPrice, c.InputPrice)
 	cached := min(u.CachedInputTokens, u.InputTokens)
 	return float64(u.InputTokens-cached)*c.InputPrice + float64(cached)*cachedPrice + float64(u.OutputTokens)*c.OutputPrice
 }
@@ -237,49 +235,63 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 	if inputTokens < 0 {
 		return errNegative
 	}
-	k := req.Contract
-	if k == nil {
-		k = &noContract
-	}
-	mods := c.Modalities
-	if mods == 0 {
-		mods = ModalityText
-	}
-	if !mods.Has(req.Modalities() | k.Modalities) {
+	k := cmp.Or(req.Contract, &noContract)
+	if !c.modalities().Has(req.Modalities() | k.Modalities) {
 		return errModality
 	}
-	in := max(inputTokens, k.MaxInputTokens)
-	// in + MaxOutputTokens > ContextWindow, without overflowing.
-	if c.ContextWindow > 0 && (in > c.ContextWindow || req.MaxOutputTokens > c.ContextWindow-in) {
-		return errWindow
+	if err := c.fitsSize(req, max(inputTokens, k.MaxInputTokens)); err != nil {
+		return err
 	}
-	if c.MaxOutput > 0 && req.MaxOutputTokens > c.MaxOutput {
+	return c.fitsNeeds(req, k, inputTokens)
+}
+
+// fitsSize checks req, of in input tokens, against the route's size limits.
+func (c *Capabilities) fitsSize(req *Request, in int) error {
+	switch {
+	case c.ContextWindow > 0 && (in > c.ContextWindow || req.MaxOutputTokens > c.ContextWindow-in):
+		return errWindow // in + MaxOutputTokens > ContextWindow, without overflowing
+	case c.MaxOutput > 0 && req.MaxOutputTokens > c.MaxOutput:
 		return errMaxOutput
-	}
-	if c.MaxRequestBytes > 0 && req.Size() > c.MaxRequestBytes {
+	case c.MaxRequestBytes > 0 && req.Size() > c.MaxRequestBytes:
 		return errRequestSize
 	}
-	if (len(req.Tools) > 0 || k.ToolsRequired) && !c.Tools {
+	return nil
+}
+
+// fitsNeeds checks what req and its contract k need of the route beyond size.
+func (c *Capabilities) fitsNeeds(req *Request, k *Contract, inputTokens int) error {
+	schema := schemaNeed(req, k)
+	switch {
+	case (len(req.Tools) > 0 || k.ToolsRequired) && !c.Tools:
 		return errTools
-	}
-	strict := k.StrictSchema || (req.Schema != nil && req.Schema.Strict)
-	if strict && c.Schema < SchemaStrict {
+	case c.Schema < schema && schema == SchemaStrict:
 		return errStrictSchema
-	}
-	if (req.Schema != nil || k.SchemaID != "") && c.Schema < SchemaJSON {
+	case c.Schema < schema:
 		return errSchema
-	}
-	if len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.ModelClass) {
+	case len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.ModelClass):
 		return errModelClass
-	}
-	if k.MaxCost > 0 && c.EstimateCost(req, inputTokens) > k.MaxCost {
+	case k.MaxCost > 0 && c.EstimateCost(req, inputTokens) > k.MaxCost:
 		return errCost
-	}
-	if req.Prefix != "" && c.Continuation == ContinueNone {
+	case req.Prefix != "" && c.Continuation == ContinueNone:
 		return errContinuation
 	}
 	return nil
 }
+
+// schemaNeed is the least schema mode req and its contract k need: strict
+// when either asks for it, a JSON Schema for a Schema or a SchemaID.
+func schemaNeed(req *Request, k *Contract) SchemaMode {
+	switch {
+	case k.StrictSchema || req.Schema != nil && req.Schema.Strict:
+		return SchemaStrict
+	case req.Schema != nil || k.SchemaID != "":
+		return SchemaJSON
+	}
+	return SchemaNone
+}
+
+// modalities returns the route's modalities, ModalityText when it names none.
+func (c *Capabilities) modalities() Modality { return cmp.Or(c.Modalities, ModalityText) }
 
 // Covers reports whether c fits every request that o fits, at the same
 // input size and under a contract without MaxCost (the one check that reads
@@ -289,14 +301,8 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 // schema mode no lower, and o's model class. A caller that saw [Fits] pass
 // on o may then skip it on c.
 func (c *Capabilities) Covers(o *Capabilities) bool {
-	mods := func(m Modality) Modality {
-		if m == 0 {
-			return ModalityText
-		}
-		return m
-	}
 	atLeast := func(limit, other int) bool { return limit == 0 || (other > 0 && limit >= other) }
-	return mods(c.Modalities).Has(mods(o.Modalities)) &&
+	return c.modalities().Has(o.modalities()) &&
 		atLeast(c.ContextWindow, o.ContextWindow) && atLeast(c.MaxOutput, o.MaxOutput) &&
 		atLeast(c.MaxRequestBytes, o.MaxRequestBytes) &&
 		(c.Tools || !o.Tools) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
