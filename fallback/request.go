@@ -48,50 +48,21 @@ type request struct {
 // run tries the candidates in order and returns the first answer, or the
 // error of a search that stopped or ran out of routes.
 func (r *request) run(ctx context.Context) (*portico.Response, error) {
-	g := r.g
-	r.deadline, r.hasDL = ctx.Deadline()
-	if r.hasDL {
-		r.left, r.fresh = time.Until(r.deadline), true // one clock read for the entry and the first share
-		r.reserve = g.cfg.Reserve
-		if g.scaled { // fixed at entry: the point kept back is deadline - reserve
-			r.reserve = scaledReserve(r.left, g.cfg.Reserve)
-		}
-	}
-	if g.shared != nil && g.shared.Degraded() {
-		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Class: portico.Transient, Reason: "fallback:fail_open"})
-	}
-	n := len(g.cfg.Routes)
-	if g.cfg.Policy != nil {
+	r.enter(ctx)
+	n := len(r.g.cfg.Routes)
+	if r.g.cfg.Policy != nil {
 		var err error
 		if r.order, err = r.rank(ctx); err != nil {
 			return nil, err
 		}
 		n = len(r.order)
 	}
-	if p := r.plan; p != nil { // see Group.race; p.r is r, which the walk keeps on the stack
-		return p.r.race(ctx, g.cfg.Hedge, n, p)
+	if p := r.plan; p != nil { // see Group.race
+		return p.r.race(ctx, r.g.cfg.Hedge, n, p)
 	}
 	for pos := range n {
-		rt, idx := r.candidate(pos)
-		if pos == 0 {
-			r.primary = rt
-		}
-		reason := r.skip(rt, idx)
-		if reason == reasonCooldown && r.waitOut(ctx, pos, idx) {
-			reason = r.skip(rt, idx) // its quota's cooldown is over
-		}
-		if reason == reasonWrong {
-			return nil, r.wrong // wrong on any route: nothing is called
-		} else if reason != "" {
-			r.skipped(ctx, rt, idx, reason)
-			continue
-		}
-		resp, stop, err := r.try(ctx, rt, idx, pos)
-		if err == nil {
-			return r.answer(rt, resp), nil
-		}
-		if stop {
-			return nil, err
+		if resp, done, err := r.visit(ctx, pos); done {
+			return resp, err
 		}
 	}
 	if r.cont != nil {
@@ -100,6 +71,49 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		}
 	}
 	return r.exhausted(ctx)
+}
+
+// enter reads the request's deadline, and the clock once for the entry
+// and the first share, fixes the reserve kept back before the deadline,
+// and reports a shared cooldown store that fails open.
+func (r *request) enter(ctx context.Context) {
+	g := r.g
+	r.deadline, r.hasDL = ctx.Deadline()
+	if r.hasDL {
+		r.left, r.fresh = time.Until(r.deadline), true
+		r.reserve = g.cfg.Reserve
+		if g.scaled { // fixed at entry: the point kept back is deadline - reserve
+			r.reserve = scaledReserve(r.left, g.cfg.Reserve)
+		}
+	}
+	if g.shared != nil && g.shared.Degraded() {
+		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Class: portico.Transient, Reason: "fallback:fail_open"})
+	}
+}
+
+// visit skips or tries the candidate at position pos, and reports whether
+// the search ends there, with the answer or the error.
+func (r *request) visit(ctx context.Context, pos int) (*portico.Response, bool, error) {
+	rt, idx := r.candidate(pos)
+	if pos == 0 {
+		r.primary = rt
+	}
+	reason := r.skip(rt, idx)
+	if reason == reasonCooldown && r.waitOut(ctx, pos, idx) {
+		reason = r.skip(rt, idx) // its quota's cooldown is over
+	}
+	switch reason {
+	case "":
+		resp, stop, err := r.try(ctx, rt, idx, pos)
+		if err == nil {
+			return r.answer(rt, resp), true, nil
+		}
+		return nil, stop, err
+	case reasonWrong:
+		return nil, true, r.wrong // wrong on any route: nothing is called
+	}
+	r.skipped(ctx, rt, idx, reason)
+	return nil, false, nil
 }
 
 // waitOut waits, and reports whether it did, until the cooldown of route
@@ -196,45 +210,64 @@ func (r *request) candidate(pos int) (*portico.Route, int) {
 }
 
 // skip returns why rt, route idx of Config.Routes, is not a candidate now,
-// or "". For a Permanent error from Fits (a malformed Contract, a negative
-// token count: the request is wrong on any route) it returns reasonWrong
-// and keeps the error in r.wrong, which the caller returns.
+// or "".
 func (r *request) skip(rt *portico.Route, idx int) string {
-	in := r.learned
-	if rt.Capabilities.ContextWindow > 0 || (r.req.Contract != nil && r.req.Contract.MaxCost > 0) {
-		in = r.input() // only the window and cost checks use it
+	if reason := r.misfit(rt, idx); reason != "" {
+		return reason
 	}
-	if !r.covered(idx, in) {
-		if err := rt.Capabilities.Fits(r.req, in); err != nil {
-			var pe *portico.Error
-			switch {
-			case !errors.As(err, &pe):
-				return "incompatible"
-			case pe.Class == portico.Permanent:
-				r.wrong = err
-				return reasonWrong
-			}
-			return pe.Reason
-		}
-		if k := r.req.Contract; k == nil || k.MaxCost == 0 {
-			r.fit, r.fitIn = idx+1, in // what idx's Capabilities cover fits too
-		}
-	}
-	if r.g.live.Load() != 0 { // else a MemoryCooldowns holding none: one load
-		if r.cooling(idx) > 0 {
-			return reasonCooldown
-		}
-	}
-	if !rt.Available() {
+	switch {
+	case r.g.live.Load() != 0 && r.cooling(idx) > 0: // else a MemoryCooldowns holding none: one load
+		return reasonCooldown
+	case !rt.Available():
 		return reasonUnavailable
-	}
-	if k := r.req.Contract; k != nil && k.MaxCost > 0 && r.spent > 0 && r.spent+r.estimate(rt) > k.MaxCost {
+	case r.maxCost() > 0 && r.spent > 0 && r.spent+r.estimate(rt) > r.maxCost():
 		return reasonBudget
-	}
-	if p := r.primary; p != nil && p != rt && !independent(r.g.cfg.Independence, &p.Capabilities, &rt.Capabilities) {
+	case r.primary != nil && r.primary != rt && !independent(r.g.cfg.Independence, &r.primary.Capabilities, &rt.Capabilities):
 		return reasonIndependent
 	}
 	return ""
+}
+
+// misfit returns why the request does not fit rt, route idx, by its
+// Capabilities.Fits, or "". For a Permanent error (a malformed Contract, a
+// negative token count: the request is wrong on any route) it returns
+// reasonWrong and keeps the error in r.wrong, which the caller returns.
+func (r *request) misfit(rt *portico.Route, idx int) string {
+	in := r.learned
+	if rt.Capabilities.ContextWindow > 0 || r.maxCost() > 0 {
+		in = r.input() // only the window and cost checks use it
+	}
+	if r.covered(idx, in) {
+		return ""
+	}
+	if err := rt.Capabilities.Fits(r.req, in); err != nil {
+		return r.refused(err)
+	}
+	if r.maxCost() == 0 {
+		r.fit, r.fitIn = idx+1, in // what idx's Capabilities cover fits too
+	}
+	return ""
+}
+
+// refused returns the reason of err, a refusal of Fits.
+func (r *request) refused(err error) string {
+	var pe *portico.Error
+	switch {
+	case !errors.As(err, &pe):
+		return "incompatible"
+	case pe.Class == portico.Permanent:
+		r.wrong = err
+		return reasonWrong
+	}
+	return pe.Reason
+}
+
+// maxCost is the request's Contract.MaxCost, 0 without one.
+func (r *request) maxCost() float64 {
+	if k := r.req.Contract; k != nil {
+		return k.MaxCost
+	}
+	return 0
 }
 
 // covered reports whether Fits passed, at input size in and under a
@@ -385,63 +418,96 @@ var shareCauses = cut.Causes(ErrShareTimeout)
 // rt's allowance, and judges the outcome; gap, when positive, bounds a
 // stream's gaps between signs of progress (see share and watch.arm).
 func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int, gap time.Duration) (*portico.Response, bool, error) {
-	req := r.req
 	var w *watch // with OnChunk: what reached the caller
-	if req.OnChunk != nil {
+	var req *portico.Request
+	if r.req.OnChunk == nil {
+		req = rt.RequestFor(r.req)
+	} else {
 		w = new(watch)
-		var gate portico.ChunkGate // only a Policy's statistics, or a gap bound, need the chunks
-		if r.g.stats != nil {
-			gate, w.timed = w, true
-		}
-		if gap > 0 {
-			cctx, gate = w.arm(cctx, gap, shareCauses[cut.Of(gap, r.g.cfg.FaultAfter, false)]), w
+		cctx, req = r.watched(ctx, cctx, w, rt, gap)
+		if w.cut != nil {
 			defer w.disarm()
 		}
-		if r.cont != nil {
-			gate, req = w, r.begin(ctx, w, rt)
-		}
-		req = w.Watch(req, gate)
-		if rt.ModelName != "" {
-			req.Model = rt.ModelName
-		}
-	} else {
-		req = rt.RequestFor(req)
 	}
-	stats := r.g.stats
 	var start time.Time
-	if stats != nil {
-		start = time.Now()
-		stats.Start(idx)
-		if w != nil {
-			w.start = start
-		}
+	if r.g.stats != nil {
+		start = r.timed(idx, w)
 	}
 	resp, err := rt.Model.Generate(cctx, req)
-	if w != nil && w.settle() && err == nil {
-		// Answered past the gap bound's cut, which refused the chunks
-		// after it: never a success whose chunks the caller did not get.
-		resp, err = nil, w.cutErr()
-	}
-	if w != nil && w.Delivered() {
-		r.delivered = true
-	}
-	if r.cont != nil {
-		resp, err = r.end(w, req, resp, err)
-	}
-	if err == nil && resp == nil { // breaks the Model contract: no answer to return
-		err = portico.ErrNilResponse // shared: the hop names the route
-	}
-	if stats != nil {
-		var ttft time.Duration
-		if w != nil {
-			ttft = w.ttft
-		}
-		r.learn(ctx, idx, err, w != nil && w.CallerFailed(), time.Since(start), ttft)
+	resp, err = r.outcome(w, req, resp, err)
+	if r.g.stats != nil {
+		r.learnCall(ctx, idx, err, w, time.Since(start))
 	}
 	if err == nil {
 		return resp, false, nil
 	}
 	return r.judge(ctx, cctx, rt, idx, err)
+}
+
+// watched returns the context and request of a streamed attempt to rt,
+// watched by w: its gate sees the chunks when a Policy's statistics time
+// the first (timed), a gap bound is armed (gap > 0), or a broken stream
+// may be continued (r.cont).
+func (r *request) watched(ctx, cctx context.Context, w *watch, rt *portico.Route, gap time.Duration) (context.Context, *portico.Request) {
+	req := r.req
+	var gate portico.ChunkGate
+	if r.g.stats != nil {
+		gate, w.timed = w, true
+	}
+	if gap > 0 {
+		cctx, gate = w.arm(cctx, gap, shareCauses[cut.Of(gap, r.g.cfg.FaultAfter, false)]), w
+	}
+	if r.cont != nil {
+		gate, req = w, r.begin(ctx, w, rt)
+	}
+	req = w.Watch(req, gate)
+	if rt.ModelName != "" {
+		req.Model = rt.ModelName
+	}
+	return cctx, req
+}
+
+// timed starts the statistics' clock for a call to route idx, watched by
+// w (nil: not streamed), and returns its start.
+func (r *request) timed(idx int, w *watch) time.Time {
+	start := time.Now()
+	r.g.stats.Start(idx)
+	if w != nil {
+		w.start = start
+	}
+	return start
+}
+
+// outcome returns what the group makes of a call's resp and err, with w
+// its watch (nil: not streamed): a call the gap bound cut is never a
+// success whose chunks the caller did not get; a broken stream may be
+// continued (see end); no answer and no error breaks the Model contract.
+func (r *request) outcome(w *watch, req *portico.Request, resp *portico.Response, err error) (*portico.Response, error) {
+	if w != nil {
+		if w.settle() && err == nil { // answered past the cut, which refused the chunks after it
+			resp, err = nil, w.cutErr()
+		}
+		if w.Delivered() {
+			r.delivered = true
+		}
+	}
+	if r.cont != nil {
+		resp, err = r.end(w, req, resp, err)
+	}
+	if err == nil && resp == nil {
+		err = portico.ErrNilResponse // shared: the hop names the route
+	}
+	return resp, err
+}
+
+// learnCall tells the statistics how a call to route idx, watched by w
+// (nil: not streamed), ended after took.
+func (r *request) learnCall(ctx context.Context, idx int, err error, w *watch, took time.Duration) {
+	if w == nil {
+		r.learn(ctx, idx, err, false, took, 0)
+		return
+	}
+	r.learn(ctx, idx, err, w.CallerFailed(), took, w.ttft)
 }
 
 // learn tells the group's statistics how a call to route idx ended; they
@@ -621,56 +687,77 @@ func (w *watch) settle() bool {
 // with its cause, as an adapter reports it.
 func (w *watch) cutErr() error { return portico.FromContext(w.cut) }
 
-// judge decides what the failure err of rt, route idx, means for the
-// request: stop with an error (true), or move on (false) after recording the
-// hop. Either way a Retry-After that err carries cools the route down.
+// judge decides what the failure err of rt, route idx, called under cctx,
+// means for the request: stop with an error (true), or move on (false)
+// after recording the hop. Either way a Retry-After that err carries cools
+// the route down.
 func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, err error) (*portico.Response, bool, error) {
 	r.cool(idx, err)
 	if (r.delivered && !r.continues()) || ctx.Err() != nil {
-		if ctx.Err() != nil && !r.delivered && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			r.hop(ctx, rt, portico.ClassOf(err).String(), err)
-			return nil, true, r.outOfTime(ctx)
-		}
-		if r.delivered && ctx.Err() == nil {
-			return nil, true, stoppedFor(r.hops, rt, err, reasonDelivered)
-		}
-		return nil, true, stopped(r.hops, rt, err)
+		return nil, true, r.stopAfter(ctx, rt, err)
 	}
-	class := portico.ClassOf(err)
-	reason := class.String()
-	if cctx.Err() != nil && errors.Is(context.Cause(cctx), ErrShareTimeout) {
-		// The candidate's own share ran out, the caller's deadline has not:
-		// move on whatever class the route reports (Ambiguous once sent, even
-		// with NoAmbiguousRetry: the split exists to reach the fallback after
-		// a stalled primary).
-		r.charge(rt, class, err)
-		r.hop(ctx, rt, "timeout", err)
-		return nil, false, err
-	}
-	switch class {
-	case portico.Transient, portico.RateLimited, portico.Rejected, portico.InvalidResponse:
-	case portico.Unusable: // this route cannot serve now; another may
-		if r.g.cfg.StopOnUnusable {
+	// When the candidate's own share ran out, the caller's deadline has
+	// not: move on whatever class the route reports (Ambiguous once sent,
+	// even with NoAmbiguousRetry: the split exists to reach the fallback
+	// after a stalled primary).
+	reason := "timeout"
+	if cctx.Err() == nil || !errors.Is(context.Cause(cctx), ErrShareTimeout) {
+		var stop bool
+		if reason, stop = r.leave(rt, err); stop {
 			return nil, true, stopped(r.hops, rt, err)
 		}
-	case portico.Incompatible:
-		if w := rt.Capabilities.ContextWindow; w > 0 && overflow(err) {
-			reason = "context window"
-			// The input needs more than this window: routes no larger are skipped.
-			r.learned = max(r.learned, w-r.req.MaxOutputTokens+1)
-		}
-	case portico.Ambiguous:
-		if r.req.NoAmbiguousRetry && !r.broke() {
-			return nil, true, stopped(r.hops, rt, err)
-		}
-	case portico.Deadline:
-		reason = "timeout" // its own share ran out; the caller's deadline has not
-	default: // Permanent, Canceled, and anything else
-		return nil, true, stopped(r.hops, rt, err)
 	}
-	r.charge(rt, class, err)
+	r.charge(rt, portico.ClassOf(err), err)
 	r.hop(ctx, rt, reason, err)
 	return nil, false, err
+}
+
+// stopAfter is the error of a search that stops when rt failed with err
+// after a chunk reached the caller (and the request does not continue the
+// answer) or once the caller's context ended: out of time when its
+// deadline passed before anything was delivered.
+func (r *request) stopAfter(ctx context.Context, rt *portico.Route, err error) error {
+	switch {
+	case ctx.Err() != nil && !r.delivered && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		r.hop(ctx, rt, portico.ClassOf(err).String(), err)
+		return r.outOfTime(ctx)
+	case r.delivered && ctx.Err() == nil:
+		return stoppedFor(r.hops, rt, err, reasonDelivered)
+	}
+	return stopped(r.hops, rt, err)
+}
+
+// leave returns the reason to leave rt after its failure err, by err's
+// class, or stop true when the group must not move on: Permanent, Canceled
+// and unknown classes; Unusable with Config.StopOnUnusable; Ambiguous on
+// a request that sets NoAmbiguousRetry, unless a broken stream continues.
+func (r *request) leave(rt *portico.Route, err error) (reason string, stop bool) {
+	class := portico.ClassOf(err)
+	switch class {
+	case portico.Transient, portico.RateLimited, portico.Rejected, portico.InvalidResponse:
+		return class.String(), false
+	case portico.Unusable: // this route cannot serve now; another may
+		return class.String(), r.g.cfg.StopOnUnusable
+	case portico.Incompatible:
+		return r.incompatible(rt, err), false
+	case portico.Ambiguous:
+		return class.String(), r.req.NoAmbiguousRetry && !r.broke()
+	case portico.Deadline:
+		return "timeout", false // its own share ran out; the caller's deadline has not
+	}
+	return class.String(), true
+}
+
+// incompatible returns the reason to leave rt after err, of class
+// Incompatible: "context window" when the input needs more than rt's
+// window, and routes no larger are skipped from then on.
+func (r *request) incompatible(rt *portico.Route, err error) string {
+	w := rt.Capabilities.ContextWindow
+	if w <= 0 || !overflow(err) {
+		return portico.Incompatible.String()
+	}
+	r.learned = max(r.learned, w-r.req.MaxOutputTokens+1)
+	return "context window"
 }
 
 // cool starts route idx's cooldown when err, its failure, carries a
