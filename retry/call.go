@@ -131,11 +131,19 @@ func (r *Retrier) fits(ctx context.Context, wait time.Duration) bool {
 	return left > 0 && left >= r.minAttempt
 }
 
+// call is run's state for one call: the errors of the attempts before the
+// last, and the previous backoff wait (DecorrelatedJitter's).
+type call struct {
+	r       *Retrier
+	req     *portico.Request
+	earlier []error
+	prev    time.Duration
+}
+
 // run drives the attempts. lastErr is the first attempt's error when
 // Generate already made it, nil when run must make the first attempt too.
 func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, lastErr error) (*portico.Response, error) {
-	var earlier []error
-	prev := r.base
+	c := &call{r: r, req: req, prev: r.base}
 	start := time.Now()
 	i := 0
 	if lastErr != nil {
@@ -144,92 +152,16 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 	for ; ; i++ {
 		actx := ctx
 		if i > 0 {
-			cls := portico.ClassOf(lastErr)
-			if !r.retryable(cls, req) {
-				if len(earlier) > 0 { // keep them: one may have been sent, or billed
-					return nil, surface(lastErr, portico.OK, nil, "retry: stopped after "+attempts(i), earlier)
-				}
-				return nil, lastErr
-			}
-			if err := portico.FromContext(ctx); err != nil {
-				return nil, canceledDuring(err, lastErr, earlier)
-			}
-			if i >= r.maxAttempts {
-				if r.maxAttempts == 1 {
-					return nil, lastErr // a layer that never retries is transparent
-				}
-				return nil, surface(lastErr, portico.OK, ErrAttemptsExhausted, "retry: "+attempts(i)+" failed", earlier)
-			}
-			delay, hinted := portico.RetryAfterOf(lastErr), true
-			if delay <= 0 {
-				hinted = false
-				u := 0.0
-				if r.kind == FullJitter || r.kind == DecorrelatedJitter {
-					u = r.rand()
-				}
-				delay = r.backoffDelay(i, prev, u)
-				prev = delay
-			}
-			// A route cooling down past the retry's time (an outer routing
-			// layer's cooldown, perhaps another instance's Retry-After)
-			// announced that wait: the retry honours it as its own hint.
-			cooling := portico.CooldownFromContext(ctx)
-			if cooling > delay {
-				delay, hinted = cooling, true
-			}
-			if hinted {
-				if why := r.hintTooLong(ctx, 0, delay, cooling == delay); why != "" {
-					var set time.Duration // the cooldown, when it set the hint
-					if cooling == delay {
-						set = cooling
-					}
-					return nil, tooLong(lastErr, why, i, set, earlier)
-				}
-			} else if !r.fits(ctx, delay) {
-				return nil, noTimeLeft(lastErr, delay, earlier)
-			}
-			dest := r.destOf(req)
-			// A retry takes its token only when it is made: from the
-			// process's buckets now, given back if the wait ends it; from a
-			// store, which has no refund, once the wait is over.
-			if r.budget != nil && r.shared == nil {
-				if e := r.spendFor(ctx, req, dest, cls, i, lastErr, earlier); e != nil {
-					return nil, e
-				}
-			}
-			r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
-				Destination: dest, ClientKey: req.Identity.ClientKey})
-			for waited := time.Duration(0); delay > 0; {
-				t := time.NewTimer(delay)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					r.unspend(dest, req)
-					return nil, canceledDuring(portico.FromContext(ctx), lastErr, earlier)
-				case <-t.C:
-				}
-				waited += delay
-				// The route may have started cooling down during the wait:
-				// the same rules, for what is left of it and the whole wait.
-				if delay = portico.CooldownFromContext(ctx); delay > 0 {
-					if why := r.hintTooLong(ctx, waited, delay, true); why != "" {
-						r.unspend(dest, req)
-						return nil, tooLong(lastErr, why, i, delay, earlier)
-					}
-				}
-			}
-			if r.budget != nil && r.shared != nil {
-				if e := r.spendFor(ctx, req, dest, cls, i, lastErr, earlier); e != nil {
-					return nil, e
-				}
+			if err := c.retry(ctx, i, lastErr); err != nil {
+				return nil, err
 			}
 			actx = portico.ContextWithAttempt(ctx, portico.Attempt{Index: i, ID: attemptID()})
 		}
 		if (i > 0 || r.minAttempt > 0) && !r.fits(ctx, 0) {
-			return nil, noTimeLeft(lastErr, 0, earlier)
+			return nil, noTimeLeft(lastErr, 0, c.earlier)
 		}
 		if i > 0 {
-			earlier = append(earlier, lastErr)
+			c.earlier = append(c.earlier, lastErr)
 		}
 		resp, delivered, err := r.attempt(actx, req, next, start)
 		if err == nil && resp == nil {
@@ -243,6 +175,133 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 		}
 		lastErr = err
 	}
+}
+
+// retry decides whether attempt i follows the failed lastErr, and waits
+// for it: nil when it may start, else the call's error.
+func (c *call) retry(ctx context.Context, i int, lastErr error) error {
+	r, req := c.r, c.req
+	cls := portico.ClassOf(lastErr)
+	if err := c.stop(ctx, i, cls, lastErr); err != nil {
+		return err
+	}
+	delay, hinted, cooling := c.delay(ctx, i, lastErr)
+	if err := c.fits(ctx, i, delay, hinted, cooling, lastErr); err != nil {
+		return err
+	}
+	dest := r.destOf(req)
+	// A retry takes its token only when it is made: from the process's
+	// buckets now, given back if the wait ends it; from a store, which has
+	// no refund, once the wait is over.
+	if r.budget != nil && r.shared == nil {
+		if e := r.spendFor(ctx, req, dest, cls, i, lastErr, c.earlier); e != nil {
+			return e
+		}
+	}
+	r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
+		Destination: dest, ClientKey: req.Identity.ClientKey})
+	if err := c.wait(ctx, i, delay, dest, lastErr); err != nil {
+		return err
+	}
+	if r.budget != nil && r.shared != nil {
+		if e := r.spendFor(ctx, req, dest, cls, i, lastErr, c.earlier); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// stop returns the call's error when no attempt i may follow lastErr, of
+// class cls: not retryable, the context done, or MaxAttempts made.
+func (c *call) stop(ctx context.Context, i int, cls portico.Class, lastErr error) error {
+	r := c.r
+	if !r.retryable(cls, c.req) {
+		if len(c.earlier) > 0 { // keep them: one may have been sent, or billed
+			return surface(lastErr, portico.OK, nil, "retry: stopped after "+attempts(i), c.earlier)
+		}
+		return lastErr
+	}
+	if err := portico.FromContext(ctx); err != nil {
+		return canceledDuring(err, lastErr, c.earlier)
+	}
+	if i < r.maxAttempts {
+		return nil
+	}
+	if r.maxAttempts == 1 {
+		return lastErr // a layer that never retries is transparent
+	}
+	return surface(lastErr, portico.OK, ErrAttemptsExhausted, "retry: "+attempts(i)+" failed", c.earlier)
+}
+
+// delay returns the wait before attempt i: lastErr's Retry-After (hinted),
+// else a draw from the schedule; and the route's cooldown, which replaces
+// it, as a hint, when it ends later (an outer routing layer's cooldown,
+// perhaps another instance's Retry-After).
+func (c *call) delay(ctx context.Context, i int, lastErr error) (delay time.Duration, hinted bool, cooling time.Duration) {
+	r := c.r
+	delay = portico.RetryAfterOf(lastErr)
+	hinted = delay > 0
+	if !hinted {
+		u := 0.0
+		if r.kind == FullJitter || r.kind == DecorrelatedJitter {
+			u = r.rand()
+		}
+		delay = r.backoffDelay(i, c.prev, u)
+		c.prev = delay
+	}
+	cooling = portico.CooldownFromContext(ctx)
+	if cooling > delay {
+		return cooling, true, cooling
+	}
+	return delay, hinted, cooling
+}
+
+// fits returns the call's error when it may not wait delay before attempt
+// i: a hint too long (see hintTooLong; cooling == delay when the route's
+// cooldown set it), or a backoff that leaves no time for the attempt.
+func (c *call) fits(ctx context.Context, i int, delay time.Duration, hinted bool, cooling time.Duration, lastErr error) error {
+	r := c.r
+	if !hinted {
+		if !r.fits(ctx, delay) {
+			return noTimeLeft(lastErr, delay, c.earlier)
+		}
+		return nil
+	}
+	why := r.hintTooLong(ctx, 0, delay, cooling == delay)
+	if why == "" {
+		return nil
+	}
+	var set time.Duration // the cooldown, when it set the hint
+	if cooling == delay {
+		set = cooling
+	}
+	return tooLong(lastErr, why, i, set, c.earlier)
+}
+
+// wait sleeps delay before attempt i to dest, and then for as long as the
+// route cools down (it may have started during the wait), under the same
+// rules for what is left of it and the whole wait. A wait that ends the
+// call gives back the token taken from the process's budgets.
+func (c *call) wait(ctx context.Context, i int, delay time.Duration, dest string, lastErr error) error {
+	r := c.r
+	for waited := time.Duration(0); delay > 0; {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			r.unspend(dest, c.req)
+			return canceledDuring(portico.FromContext(ctx), lastErr, c.earlier)
+		case <-t.C:
+		}
+		waited += delay
+		if delay = portico.CooldownFromContext(ctx); delay > 0 {
+			if why := r.hintTooLong(ctx, waited, delay, true); why != "" {
+				r.unspend(dest, c.req)
+				return tooLong(lastErr, why, i, delay, c.earlier)
+			}
+		}
+	}
+	return nil
 }
 
 // spendFor takes the token of retry i of req, to dest, after an attempt

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -335,65 +336,16 @@ type Retrier struct {
 // for a negative duration, count or ratio, an unknown Schedule, or MaxDelay
 // below BaseDelay.
 func New(cfg Config) (*Retrier, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	bo, to := cfg.Backoff, cfg.Timeouts
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"Backoff.BaseDelay", bo.BaseDelay}, {"Backoff.MaxDelay", bo.MaxDelay}, {"Backoff.MaxRetryAfter", bo.MaxRetryAfter},
-		{"MinAttemptTime", cfg.MinAttemptTime}, {"Timeouts.Attempt", to.Attempt},
-		{"Timeouts.FirstChunk", to.FirstChunk}, {"Timeouts.ChunkGap", to.ChunkGap}} {
-		if d.v < 0 {
-			return nil, errors.New("retry: negative Config." + d.name + " (" + d.v.String() + ")")
-		}
-	}
-	if r := to.MinRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-		return nil, errors.New("retry: Config.Timeouts.MinRate is not a finite rate >= 0 (" + strconv.FormatFloat(r, 'g', -1, 64) + ")")
-	}
-	switch {
-	case to.RateWindow < 0:
-		return nil, errors.New("retry: negative Config.Timeouts.RateWindow (" + to.RateWindow.String() + ")")
-	case to.RateWindow > 0 && to.MinRate == 0:
-		return nil, errors.New("retry: Config.Timeouts.RateWindow set without MinRate")
-	}
-	if cfg.MaxAttempts < 0 {
-		return nil, errors.New("retry: negative Config.MaxAttempts (" + strconv.Itoa(cfg.MaxAttempts) + ")")
-	}
-	if bo.Schedule > Immediate {
-		return nil, errors.New("retry: unknown Config.Backoff.Schedule " + bo.Schedule.String())
-	}
-	b := cfg.Budget
-	switch {
-	case b.Ratio < 0:
-		return nil, errors.New("retry: negative Config.Budget.Ratio")
-	case b.Burst < 0:
-		return nil, errors.New("retry: negative Config.Budget.Burst")
-	case b.MaxKeys < 0:
-		return nil, errors.New("retry: negative Config.Budget.MaxKeys")
-	case b.DestinationRatio < 0:
-		return nil, errors.New("retry: negative Config.Budget.DestinationRatio")
-	case b.DestinationBurst < 0:
-		return nil, errors.New("retry: negative Config.Budget.DestinationBurst")
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"Ratio", b.Ratio}, {"DestinationRatio", b.DestinationRatio}} {
-		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			return nil, errors.New("retry: Config.Budget." + f.name + " is not a finite number")
-		}
-	}
-	if b.Burst > maxBurst {
-		return nil, errors.New("retry: Config.Budget.Burst above " + strconv.Itoa(maxBurst))
-	}
-	if b.DestinationBurst > maxBurst {
-		return nil, errors.New("retry: Config.Budget.DestinationBurst above " + strconv.Itoa(maxBurst))
-	}
 	r := &Retrier{
-		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
+		maxAttempts:    cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts),
 		kind:           bo.Schedule,
-		base:           orDefault(bo.BaseDelay, DefaultBaseDelay),
-		max:            orDefault(bo.MaxDelay, DefaultMaxDelay),
-		maxRetryAfter:  orDefault(bo.MaxRetryAfter, DefaultMaxRetryAfter),
+		base:           cmp.Or(bo.BaseDelay, DefaultBaseDelay),
+		max:            cmp.Or(bo.MaxDelay, DefaultMaxDelay),
+		maxRetryAfter:  cmp.Or(bo.MaxRetryAfter, DefaultMaxRetryAfter),
 		rand:           bo.Rand,
 		minAttempt:     cfg.MinAttemptTime,
 		attemptTimeout: to.Attempt,
@@ -405,12 +357,12 @@ func New(cfg Config) (*Retrier, error) {
 		onRetry:        cfg.OnRetry,
 		log:            cfg.Logger,
 	}
-	if to.MinRate > 0 {
-		r.rateWindow = orDefault(to.RateWindow, DefaultRateWindow)
-		r.rateNeed = int64(math.Ceil(to.MinRate * r.rateWindow.Seconds()))
-	}
 	if r.max < r.base {
 		return nil, errors.New("retry: Config.Backoff.MaxDelay " + r.max.String() + " below BaseDelay " + r.base.String())
+	}
+	if to.MinRate > 0 {
+		r.rateWindow = cmp.Or(to.RateWindow, DefaultRateWindow)
+		r.rateNeed = int64(math.Ceil(to.MinRate * r.rateWindow.Seconds()))
 	}
 	if r.rand == nil {
 		r.rand = rand.Float64
@@ -419,39 +371,78 @@ func New(cfg Config) (*Retrier, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.ceil = ceilings(r.base, r.max, r.maxAttempts-1)
-	if !b.Off {
-		ratio := orDefault(b.Ratio, DefaultBudgetRatio)
-		destRatio := orDefault(b.DestinationRatio, ratio)
-		if b.NoRefill {
-			ratio, destRatio = 0, 0
-		}
-		burst, keys := orDefault(b.Burst, DefaultBudgetBurst), orDefault(b.MaxKeys, DefaultBudgetKeys)
-		destBurst := orDefault(b.DestinationBurst, max(DefaultDestinationBurst, burst))
-		if err := b.Shared.check(); err != nil {
-			return nil, err
-		}
-		var lim BudgetLimits
-		if b.Shared.Store != nil {
-			lim = BudgetLimits{Deposit: depositOf(ratio, int64(burst)*unit), Capacity: int64(burst) * unit}
-			if !b.ClientOnly {
-				lim.DestinationDeposit, lim.DestinationCapacity = depositOf(destRatio, int64(destBurst)*unit), int64(destBurst)*unit
-			}
-			if n := b.Shared.Instances; n > 0 { // the local share, for failing open
-				burst, destBurst = int(failopen.Share(int64(burst), n)), int(failopen.Share(int64(destBurst), n))
-			}
-		}
-		r.budget = newBudgets(ratio, burst, keys)
-		if !b.ClientOnly {
-			r.dests = newBudgets(destRatio, destBurst, keys)
-		}
-		if b.Shared.Store != nil {
-			r.shared = &sharedBudgets{store: b.Shared.Store, lim: lim, failOpen: b.Shared.FailOpen, instances: b.Shared.Instances}
-			if n := b.Shared.Instances; n > 0 {
-				r.shared.need = unit - int64(failopen.Lead(n)*unit)
-			}
-		}
+	if !cfg.Budget.Off {
+		r.setBudgets(cfg.Budget)
 	}
 	return r, nil
+}
+
+// check returns the first invalid field of c, nil when none is.
+func (c *Config) check() error {
+	bo, to := c.Backoff, c.Timeouts
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Backoff.BaseDelay", bo.BaseDelay}, {"Backoff.MaxDelay", bo.MaxDelay}, {"Backoff.MaxRetryAfter", bo.MaxRetryAfter},
+		{"MinAttemptTime", c.MinAttemptTime}, {"Timeouts.Attempt", to.Attempt},
+		{"Timeouts.FirstChunk", to.FirstChunk}, {"Timeouts.ChunkGap", to.ChunkGap}, {"Timeouts.RateWindow", to.RateWindow}} {
+		if d.v < 0 {
+			return errors.New("retry: negative Config." + d.name + " (" + d.v.String() + ")")
+		}
+	}
+	if r := to.MinRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return errors.New("retry: Config.Timeouts.MinRate is not a finite rate >= 0 (" + strconv.FormatFloat(r, 'g', -1, 64) + ")")
+	}
+	switch {
+	case to.RateWindow > 0 && to.MinRate == 0:
+		return errors.New("retry: Config.Timeouts.RateWindow set without MinRate")
+	case c.MaxAttempts < 0:
+		return errors.New("retry: negative Config.MaxAttempts (" + strconv.Itoa(c.MaxAttempts) + ")")
+	case bo.Schedule > Immediate:
+		return errors.New("retry: unknown Config.Backoff.Schedule " + bo.Schedule.String())
+	}
+	return c.Budget.check()
+}
+
+// check returns the first invalid field of b, nil when none is.
+func (b *Budget) check() error {
+	for _, f := range []struct {
+		name   string
+		v, max float64
+	}{{"Ratio", b.Ratio, posInf}, {"Burst", float64(b.Burst), maxBurst}, {"MaxKeys", float64(b.MaxKeys), posInf},
+		{"DestinationRatio", b.DestinationRatio, posInf}, {"DestinationBurst", float64(b.DestinationBurst), maxBurst}} {
+		switch {
+		case f.v < 0:
+			return errors.New("retry: negative Config.Budget." + f.name)
+		case math.IsNaN(f.v) || math.IsInf(f.v, 0):
+			return errors.New("retry: Config.Budget." + f.name + " is not a finite number")
+		case f.v > f.max:
+			return errors.New("retry: Config.Budget." + f.name + " above " + strconv.Itoa(maxBurst))
+		}
+	}
+	return b.Shared.check()
+}
+
+// setBudgets builds r's budgets from b, valid and on: in the process, or
+// in b.Shared's store with the process's share for failing open.
+func (r *Retrier) setBudgets(b Budget) {
+	ratio := cmp.Or(b.Ratio, DefaultBudgetRatio)
+	destRatio := cmp.Or(b.DestinationRatio, ratio)
+	if b.NoRefill {
+		ratio, destRatio = 0, 0
+	}
+	burst, keys := cmp.Or(b.Burst, DefaultBudgetBurst), cmp.Or(b.MaxKeys, DefaultBudgetKeys)
+	destBurst := cmp.Or(b.DestinationBurst, max(DefaultDestinationBurst, burst))
+	if sh := b.Shared; sh.Store != nil {
+		r.shared = newSharedBudgets(sh, ratio, destRatio, burst, destBurst, b.ClientOnly)
+		if n := sh.Instances; n > 0 { // the local share, for failing open
+			burst, destBurst = int(failopen.Share(int64(burst), n)), int(failopen.Share(int64(destBurst), n))
+		}
+	}
+	r.budget = newBudgets(ratio, burst, keys)
+	if !b.ClientOnly {
+		r.dests = newBudgets(destRatio, destBurst, keys)
+	}
 }
 
 // MustNew is like [New] but panics on a configuration error; for package-level
@@ -462,13 +453,6 @@ func MustNew(cfg Config) *Retrier {
 		panic(err)
 	}
 	return r
-}
-
-func orDefault[T int | float64 | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Wrap returns next wrapped in the retry policy; the method value r.Wrap is a

@@ -89,6 +89,20 @@ type sharedBudgets struct {
 	need      int64 // what a share needs to give a token: 1/instances of one (failopen.Lead)
 }
 
+// newSharedBudgets returns the shared state of a Retrier whose budgets are
+// in sh.Store, with the ratios and bursts of its Budget.
+func newSharedBudgets(sh Shared, ratio, destRatio float64, burst, destBurst int, clientOnly bool) *sharedBudgets {
+	s := &sharedBudgets{store: sh.Store, failOpen: sh.FailOpen, instances: sh.Instances,
+		lim: BudgetLimits{Deposit: depositOf(ratio, int64(burst)*unit), Capacity: int64(burst) * unit}}
+	if !clientOnly {
+		s.lim.DestinationDeposit, s.lim.DestinationCapacity = depositOf(destRatio, int64(destBurst)*unit), int64(destBurst)*unit
+	}
+	if n := sh.Instances; n > 0 {
+		s.need = unit - int64(failopen.Lead(n)*unit)
+	}
+	return s
+}
+
 // sharedDeposit credits a new request to the store, and, failing open, to
 // the local share whether the store answered or not (fail closed: a
 // deposit the store missed is lost).
