@@ -49,12 +49,12 @@ type Config struct {
 	Probes int
 
 	// Shared, when non-nil, shares the open state with every breaker of
-	// the same Name over the Store (other processes', through package
+	// the same Name over the store (other processes', through package
 	// redisstore's Cooldowns): opening publishes the interval's end under
 	// "breaker:" + Name, and while one published by another is ahead, this
 	// breaker, closed, rejects calls as if open and Available is false.
 	// Its window, trips and probes stay its own. Name must be set.
-	Shared Store
+	Shared portico.Cooldowns
 
 	// OnStateChange, when non-nil, is called after every state change,
 	// synchronously on the goroutine of the call that caused it and never under
@@ -65,17 +65,6 @@ type Config struct {
 	// Logger receives one record per state change (Warn when opening, Info for
 	// half-open and closed). Nil discards.
 	Logger *slog.Logger
-}
-
-// Store keeps, per key, the time until which a breaker shared under that
-// key is open: the methods of a fallback.Cooldowns, so any Cooldowns is a
-// Store. Set keeps the later of until and the time held; Until returns the
-// zero Time, or one not after now, when none holds. Both must be safe for
-// concurrent use and must not block; Until, asked on every closed call,
-// should not allocate.
-type Store interface {
-	Until(key string) time.Time
-	Set(key string, until time.Time)
 }
 
 // Window is the breaker's sliding window. The zero Window holds the last 100

@@ -183,7 +183,7 @@ type Config struct {
 	// "cooldown"), and every route of the same Capabilities.Quota too. Nil
 	// means a [MemoryCooldowns] of the group's own; share one (or a store
 	// shared between processes) to share cooldowns.
-	Cooldowns Cooldowns
+	Cooldowns portico.Cooldowns
 	// StopOnUnusable makes the group stop at a route's [portico.Unusable]
 	// failure (401 or 403, 404, a quota exhausted) and return it, as at a
 	// Permanent one, instead of moving on to the next route: for a service

@@ -6,37 +6,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/portico-llm/portico"
 )
 
-// Cooldowns keeps, per key, the time until which the routes drawing on it
-// are not called: a route that announced a Retry-After (a 429, a 503 with
-// the header) cools down until then, and with it every route that declares
-// the same [portico.Capabilities].Quota. The key is that Quota, or the
-// route's Name when it has none. A [Group] calls Set when a route's failure
-// carries a Retry-After, and Until for each candidate of each request.
-//
-// Implementations must be safe for concurrent use, and Until must not block
-// and should not allocate: a store shared by several processes (Redis, so
-// that every instance of a service sees a cooldown any of them learnt)
-// keeps a local copy that Until reads, and Set may write through in the
-// background. [MemoryCooldowns] is the in-process store.
-type Cooldowns interface {
-	// Until returns when key's cooldown ends. A time not after now, or the
-	// zero Time, means key has none.
-	Until(key string) time.Time
-	// Set extends key's cooldown to until; the later of until and the time
-	// already held is kept, and a time already past changes nothing.
-	Set(key string, until time.Time)
-}
-
-// SharedCooldowns is a [Cooldowns] shared with other processes that can
+// SharedCooldowns is a [portico.Cooldowns] shared with other processes that can
 // lose touch with them (package redisstore's, over Redis). Degraded reports
 // whether Until answers from the local copy alone now, the shared store out
 // of reach; it must be as cheap as Until. A [Group] reports each request it
 // decides while Degraded holds as a [portico.EventSharedStore] event, reason
 // "fallback:fail_open": its cooldowns are this process's only.
 type SharedCooldowns interface {
-	Cooldowns
+	portico.Cooldowns
 	Degraded() bool
 }
 
@@ -44,7 +25,7 @@ type SharedCooldowns interface {
 // maxKeys 0.
 const DefaultCooldownKeys = 1024
 
-// MemoryCooldowns is the in-process [Cooldowns]: a map from key to an atomic
+// MemoryCooldowns is the in-process [portico.Cooldowns]: a map from key to an atomic
 // end time, copied when a key is added, so that Until takes no lock and does
 // not allocate: a map lookup, and a clock read when the key has a
 // cooldown (a Group reads one atomic count first, and nothing more while no
@@ -86,7 +67,7 @@ func (c *MemoryCooldowns) cell(key string) *atomic.Int64 {
 	return nil
 }
 
-// Until implements [Cooldowns]: the zero Time when key has no cooldown
+// Until implements [portico.Cooldowns]: the zero Time when key has no cooldown
 // that has not ended.
 func (c *MemoryCooldowns) Until(key string) time.Time {
 	cl := c.cell(key)
@@ -106,12 +87,9 @@ func (c *MemoryCooldowns) Until(key string) time.Time {
 	return time.Unix(0, u)
 }
 
-// Set implements [Cooldowns].
+// Set implements [portico.Cooldowns].
 func (c *MemoryCooldowns) Set(key string, until time.Time) {
-	u := until.UnixNano()
-	if until.After(lastNano) { // UnixNano would overflow: the end of its range
-		u = math.MaxInt64
-	}
+	u := unixNano(until)
 	if u <= time.Now().UnixNano() {
 		return // already over: nothing to skip
 	}
@@ -123,17 +101,34 @@ func (c *MemoryCooldowns) Set(key string, until time.Time) {
 	if cl := c.cell(key); cl != nil && c.raise(cl, u) {
 		return
 	}
-	now := time.Now().UnixNano()
+	next := c.kept(time.Now().UnixNano())
+	cl := new(atomic.Int64)
+	cl.Store(u)
+	c.live.Add(1)
+	next[key] = cl
+	c.m.Store(&next)
+}
+
+// unixNano returns t in Unix nanoseconds, the end of that range for a t
+// past it.
+func unixNano(t time.Time) int64 {
+	if t.After(lastNano) {
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// kept returns a copy of the map without the cooldowns ended by now and,
+// when MaxKeys are still held, without the one that ends first, to make
+// room for one more. c.mu is held.
+func (c *MemoryCooldowns) kept(now int64) map[string]*atomic.Int64 {
 	next := make(map[string]*atomic.Int64)
 	var first *atomic.Int64 // the live cooldown that ends first
 	firstKey := ""
 	if old := c.m.Load(); old != nil {
 		for k, cl := range *old {
-			if v := cl.Load(); v <= now && cl.CompareAndSwap(v, dead) {
-				if v > 0 {
-					c.live.Add(-1)
-				}
-				continue // ended: dropped
+			if c.drop(cl, now) {
+				continue
 			}
 			next[k] = cl
 			if first == nil || cl.Load() < first.Load() {
@@ -147,11 +142,20 @@ func (c *MemoryCooldowns) Set(key string, until time.Time) {
 		}
 		delete(next, firstKey)
 	}
-	cl := new(atomic.Int64)
-	cl.Store(u)
-	c.live.Add(1)
-	next[key] = cl
-	c.m.Store(&next)
+	return next
+}
+
+// drop marks cl dead when its cooldown ended by now, and reports whether it
+// did.
+func (c *MemoryCooldowns) drop(cl *atomic.Int64, now int64) bool {
+	v := cl.Load()
+	if v > now || !cl.CompareAndSwap(v, dead) {
+		return false
+	}
+	if v > 0 {
+		c.live.Add(-1)
+	}
+	return true
 }
 
 // lastNano is the latest time UnixNano represents (in 2262).

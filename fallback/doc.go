@@ -133,7 +133,7 @@
 // Config.MaxCooldown (5 min) at most after the failure.
 // The key is the route's Capabilities.Quota, or its Name: routes that
 // declare one Quota (two deployments behind one key) cool down together.
-// The store is a [Cooldowns]: [MemoryCooldowns], the group's own by
+// The store is a [portico.Cooldowns]: [MemoryCooldowns], the group's own by
 // default, or one shared by the groups of a process or by the instances of
 // a service (package redisstore's, over Redis: a [SharedCooldowns], whose
 // requests decided while it is out of reach are each reported as a

@@ -27,7 +27,7 @@ type Group struct {
 	latency []hedge.Latency
 	// cool holds the cooldowns, keyed by keys[i] for route i: its
 	// Capabilities.Quota, else its Name.
-	cool   Cooldowns
+	cool   portico.Cooldowns
 	live   *atomic.Int64   // cooldowns cool holds when a MemoryCooldowns, else never 0
 	shared SharedCooldowns // cool, when it is one; else nil
 	keys   []string

@@ -119,7 +119,7 @@ func BenchmarkCooldowns(b *testing.B) {
 	ctx, req := context.Background(), &portico.Request{Model: "m"}
 	for _, c := range []struct {
 		name string
-		cool fallback.Cooldowns
+		cool portico.Cooldowns
 	}{{"group/memory", nil}, {"group/redis", cool}} {
 		g, err := fallback.New(fallback.Config{Routes: routes, Cooldowns: c.cool})
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
 )
 
@@ -35,10 +34,7 @@ type Cooldowns struct {
 	once sync.Once
 }
 
-var (
-	_ fallback.SharedCooldowns = (*Cooldowns)(nil)
-	_ breaker.Store            = (*Cooldowns)(nil)
-)
+var _ fallback.SharedCooldowns = (*Cooldowns)(nil) // a portico.Cooldowns too
 
 // Cooldowns returns a new Cooldowns shared through s and starts its
 // goroutine, which reads the shared cooldowns every [Config.Refresh],
@@ -51,11 +47,11 @@ func (s *Store) Cooldowns() *Cooldowns {
 	return c
 }
 
-// Until implements [fallback.Cooldowns] from the local copy: the zero Time
+// Until implements [portico.Cooldowns] from the local copy: the zero Time
 // when key has no cooldown that has not ended.
 func (c *Cooldowns) Until(key string) time.Time { return c.local.Until(key) }
 
-// Set implements [fallback.Cooldowns]: the local copy holds until at once,
+// Set implements [portico.Cooldowns]: the local copy holds until at once,
 // and the write to Redis follows in the background; a time already past
 // changes nothing.
 func (c *Cooldowns) Set(key string, until time.Time) {

@@ -27,7 +27,7 @@
 // retry. [Effects] is an [effect.Store]: execution records (pending,
 // completed, failed, unknown) with their expiry. [Cooldowns] is a
 // [fallback.SharedCooldowns]: when each route (or each Quota) may be called
-// again after a Retry-After, and, as a [breaker.Store], when each shared
+// again after a Retry-After, and, as a [portico.Cooldowns], when each shared
 // breaker's open interval ends.
 //
 // # Scripts and time
