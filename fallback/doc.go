@@ -192,7 +192,7 @@
 // one, or a percentile of that route's latency, which the group learns
 // per route), the next candidate that passes the filter as a hedge,
 // charged to the Hedger's budget and given its share of the deadline as it
-// starts; at most the Hedger's MaxAttempts run at once. The first answer
+// starts; at most the Hedger's MaxInFlight run at once. The first answer
 // wins (for a streamed request, the first chunk to reach the caller, which
 // sees that route's chunks only) and the others are canceled, each a hop
 // with Reason "hedge lost" (a hedge the winner's answer or first chunk

@@ -7,7 +7,6 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
-	"github.com/portico-llm/portico/internal/slots"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -37,8 +36,6 @@ type Group struct {
 	// (portico.Capabilities.Covers): a request that fit route i fits route j
 	// without Fits (see request.skip). Nil with more than 64 routes.
 	covers []uint64
-	// hedged holds the state of raced requests, reused (see Group.race).
-	hedged slots.Table[hedged]
 }
 
 // shareValues are the values of one route's shares, made once so that a

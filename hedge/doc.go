@@ -35,7 +35,7 @@
 //     [portico.EventHedge] with Reason "budget". A hedge is sent marked
 //     ([AsHedge], portico.Request.Hedge), and the retry layer it reaches
 //     deposits nothing for it, so hedges and retries keep the budget's
-//     bound. At most Config.MaxAttempts attempts run at once, and a hedge
+//     bound. At most Config.MaxInFlight attempts run at once, and a hedge
 //     is never hedged again. With a Config.Cost, a hedge that would make
 //     the attempts sent cost more than the request's Contract.MaxCost is
 //     not sent either (Reason "max cost"): every attempt may be billed.
@@ -64,50 +64,16 @@
 //
 // # Cost
 //
-// A request the Hedger may not hedge costs a branch. One it may costs two
-// clock reads and no allocation while no hedge could be sent: the sketch
-// holds fewer than 50 latencies and no Delay is set, or the delay ends after
-// the request's deadline. Otherwise the first attempt still runs on the
-// caller's goroutine, and no goroutine starts unless a hedge falls due.
-//
-// Knowing when a hedge is due costs no timer and no clock read: each
-// Hedger has a scheduler, one goroutine started by the first race that
-// needs it, which stops after a few idle ticks. A tick is a sixteenth of
-// the delay, within 100 µs and 5 ms (the shortest asked for since the last
-// tick). The scheduler wakes every tick and at each due time, publishes
-// its reading of the clock, and sends the hedges due. A race takes one of
-// its 64 slots (a compare-and-swap), starts from its last reading, arms the
-// slot with its due time (plus the slot's count of holders, in ns modulo
-// 1,024, so that no two holders arm it alike), and disarms it when its
-// attempt ends: exactly one of that and the scheduler's firing wins. So a
-// hedge goes up to one tick (and a microsecond) late, while the scheduler's goroutine runs on time (up to 5 ms when
-// it arms while the scheduler sleeps on the longer tick of a slower
-// route's delay: the shorter tick takes effect at its next wake); an attempt's
-// latency, for the sketch and Result.Elapsed, is known to a tick (unbiased:
-// both ends are read the same way), below the sketch's 9%. A race that
-// finds no free slot takes a timer and reads the clock, as all races once
-// did.
-//
-// In a testing/synctest bubble the scheduler is the bubble's and exact:
-// races read the bubble's clock, hedges go at their due time, and it stops
-// as soon as no race holds a slot, so that the bubble can end. A race
-// outside a bubble that finds a bubble's scheduler running takes a timer.
-// One inside a bubble cannot tell, without reading the clock, that a
-// scheduler outside is running: a Hedger must not be used inside a bubble
-// and outside it (or in two bubbles) at the same time; make one per
-// bubble, as tests that build their stack in the bubble do.
-//
-// What remains is the floor of being able to cancel the attempt that may
-// lose: a cancelable context made before the call (no context can be made
-// cancelable later), never reused, since the model may keep it. When the
-// Plan made the attempt's context for it alone and ends it anyway, as
-// package fallback's share of a deadline, the race cancels that one
-// (Attempt.Cancel) and allocates nothing; otherwise it makes one of 32
-// bytes, which derives the standard context only if something waits on
-// it. The race's state lives in its slot (or a pool), reused for requests
-// that do not stream (a Model never sees it). Once a hedge falls due, a
-// goroutine runs the race, and each hedge costs a goroutine and a
-// cancelable context of its own.
+// A request the Hedger may not hedge costs a branch. One it may costs a
+// clock read and no allocation while no hedge could be sent: the sketch
+// holds fewer than 50 latencies and no Delay is set, or the delay ends
+// after the request's deadline. Otherwise [Hedger.Run] races it as
+// failsafe-go's hedge policy does, with the standard library: each attempt
+// runs on a goroutine of its own under a context.WithCancelCause (the
+// cause of a loser's end is that another attempt won), and one timer per
+// race says when the next hedge is due; the caller's goroutine receives
+// the attempts' ends. About a dozen allocations for a race no hedge joins,
+// a few more per hedge.
 //
 // # Where it goes
 //

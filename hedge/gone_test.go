@@ -14,7 +14,7 @@ import (
 // error, NotSent: no attempt, no hedge.
 func TestGone(t *testing.T) {
 	modeltest.RunGone(t, func(t *testing.T, base portico.Model) portico.Model {
-		return hedge.MustNew(hedge.Config{Delay: 5 * ms, MaxAttempts: 3}).Wrap(base)
+		return hedge.MustNew(hedge.Config{Delay: 5 * ms, MaxInFlight: 3}).Wrap(base)
 	})
 }
 

@@ -62,7 +62,7 @@ func TestNewErrors(t *testing.T) {
 		name string
 	}{
 		{hedge.Config{Delay: -ms}, "Delay"},
-		{hedge.Config{MaxAttempts: -1}, "MaxAttempts"},
+		{hedge.Config{MaxInFlight: -1}, "MaxInFlight"},
 		{hedge.Config{Percentile: 1}, "Percentile"},
 		{hedge.Config{Percentile: -0.5}, "Percentile"},
 	} {
@@ -74,7 +74,7 @@ func TestNewErrors(t *testing.T) {
 }
 
 // A request that may not be sent twice (NoAmbiguousRetry), and any request
-// with MaxAttempts 1,
+// with MaxInFlight 1,
 // goes to next once, however slow.
 func TestNotHedged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestNotHedged(t *testing.T) {
 			req *portico.Request
 		}{
 			{hedge.Config{Delay: 100 * ms}, &portico.Request{Model: "m", NoAmbiguousRetry: true}},
-			{hedge.Config{Delay: 100 * ms, MaxAttempts: 1}, req},
+			{hedge.Config{Delay: 100 * ms, MaxInFlight: 1}, req},
 		} {
 			fake := modeltest.NewFake(slow("late", 10*time.Second))
 			if _, err := hedge.MustNew(c.cfg).Wrap(fake).Generate(context.Background(), c.req); err != nil || fake.Count() != 1 {
@@ -159,13 +159,13 @@ func TestBudgetSkips(t *testing.T) {
 	})
 }
 
-// MaxAttempts bounds the attempts in flight and in all: with 3, hedges go at
+// MaxInFlight bounds the attempts in flight and in all: with 3, hedges go at
 // 100 ms and 200 ms, and no more.
-func TestMaxAttempts(t *testing.T) {
+func TestMaxInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 = time.Now()
 		fake := modeltest.NewFake(slow("a", 10*time.Second), slow("b", 10*time.Second), slow("c", 950*ms))
-		resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms, MaxAttempts: 3}).Wrap(fake).Generate(context.Background(), req)
+		resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms, MaxInFlight: 3}).Wrap(fake).Generate(context.Background(), req)
 		if err != nil || resp.Text != "c" || time.Since(t0) != 1150*ms || fake.Count() != 3 {
 			t.Errorf("Generate = %v, %v after %v with %d calls, want c after 1.15s, 3 calls", resp, err, time.Since(t0), fake.Count())
 		}
@@ -319,7 +319,7 @@ func TestPercentileDelay(t *testing.T) {
 // be repeated, so each is raced).
 func TestConformance(t *testing.T) {
 	modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model {
-		return hedge.MustNew(hedge.Config{Delay: 5 * ms, MaxAttempts: 3}).Wrap(base)
+		return hedge.MustNew(hedge.Config{Delay: 5 * ms, MaxInFlight: 3}).Wrap(base)
 	})
 }
 
@@ -412,7 +412,7 @@ func TestPanicBeforeTheDelay(t *testing.T) {
 }
 
 // With a Config.Cost of 0.1 an attempt, a request whose Contract allows
-// 0.25 gets one hedge of the two MaxAttempts 3 would send (three attempts
+// 0.25 gets one hedge of the two MaxInFlight 3 would send (three attempts
 // may cost 0.3), and one that allows 0.15 none; each refusal is an event,
 // and the budget is not charged for it.
 func TestMaxCost(t *testing.T) {
@@ -426,7 +426,7 @@ func TestMaxCost(t *testing.T) {
 			t0 = time.Now()
 			fake := modeltest.NewFake(slow("a", 10*time.Second), slow("b", time.Second), slow("c", 10*ms))
 			b := &modeltest.Budget{Tokens: 5}
-			h := hedge.MustNew(hedge.Config{Delay: 100 * ms, MaxAttempts: 3, Budget: b,
+			h := hedge.MustNew(hedge.Config{Delay: 100 * ms, MaxInFlight: 3, Budget: b,
 				Cost: func(*portico.Request) float64 { return 0.1 }})
 			r := req.Clone()
 			r.Contract = &portico.Contract{MaxCost: c.maxCost}
@@ -446,7 +446,7 @@ func TestMaxCost(t *testing.T) {
 }
 
 // A request that is itself a hedge (portico.Request.Hedge) is not hedged
-// again: the extra load MaxAttempts bounds would multiply.
+// again: the extra load MaxInFlight bounds would multiply.
 func TestHedgeNotHedged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 = time.Now()
@@ -459,5 +459,33 @@ func TestHedgeNotHedged(t *testing.T) {
 		if err != nil || resp.Text != "a" || time.Since(t0) != time.Second || fake.Count() != 1 {
 			t.Errorf("Generate(hedge) = %v, %v after %v with %d calls, want a after 1s, one call", resp, err, time.Since(t0), fake.Count())
 		}
+	})
+}
+
+// TestManyRaces: races at once share nothing but their Hedger: each of 200
+// is hedged after its own delay, and gets its hedge's answer.
+func TestManyRaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 200
+		m := portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+			if !r.Hedge { // the first attempt waits to be canceled
+				<-ctx.Done()
+				return nil, portico.FromContext(ctx)
+			}
+			time.Sleep(10 * ms)
+			return &portico.Response{Text: "hedge"}, nil
+		})
+		h := hedge.MustNew(hedge.Config{Delay: 100 * ms}).Wrap(m)
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				resp, err := h.Generate(context.Background(), req)
+				if took := time.Since(t0); err != nil || resp.Text != "hedge" || took != 110*ms {
+					t.Errorf("Generate = %v, %v after %v, want the hedge's answer after 110ms", resp, err, took)
+				}
+			})
+		}
+		wg.Wait()
 	})
 }

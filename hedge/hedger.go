@@ -14,9 +14,9 @@ const (
 	// before hedging: 0.95, as in Dean and Barroso's "The Tail at Scale",
 	// which bounds the extra load to about 5% of requests.
 	DefaultPercentile = 0.95
-	// DefaultMaxAttempts is the most attempts of one request in flight: the
+	// DefaultMaxInFlight is the most attempts of one request in flight: the
 	// first and one hedge.
-	DefaultMaxAttempts = 2
+	DefaultMaxInFlight = 2
 )
 
 // Budget is the retry budget hedges are charged to: package retry's
@@ -49,15 +49,16 @@ type Config struct {
 	// request, to the answer otherwise. Zero means a fixed Delay when Delay
 	// is set, else [DefaultPercentile]; outside [0, 1) is an error.
 	Percentile float64
-	// MaxAttempts is the most attempts of one request in flight at once,
+	// MaxInFlight is the most attempts of one request in flight at once,
 	// the first included: a hedge is sent only while fewer run, and never
 	// more in all than this on one destination. Zero means
-	// [DefaultMaxAttempts] (2); 1 disables hedging; negative is an error.
-	MaxAttempts int
+	// [DefaultMaxInFlight] (2); 1 disables hedging; negative is an error.
+	// (Package retry's MaxAttempts counts attempts one after the other.)
+	MaxInFlight int
 	// Budget, when non-nil, is charged one token per hedge, and a hedge it
 	// refuses is not sent (the running attempts go on); usually the
 	// destination's retry.Retrier. Nil means hedges are bounded by
-	// MaxAttempts and the delay only.
+	// MaxInFlight and the delay only.
 	Budget Budget
 	// Destination names the destination in the budget and in events. Empty
 	// means the request's Model.
@@ -79,39 +80,35 @@ type Config struct {
 // requests. Build one with [New]; its method value Wrap is the
 // [portico.Middleware] for one destination, and package fallback uses
 // [Hedger.Run] to hedge to the next route of a group. A Hedger is safe for
-// concurrent use; while races need it, it runs one goroutine, which sends
-// hedges up to a tick (a sixteenth of the delay) late. Use one Hedger
-// either inside one testing/synctest bubble or outside any, not both at
-// once (see the package doc).
+// concurrent use.
 type Hedger struct {
 	fixed       time.Duration
 	percentile  float64
-	maxAttempts int
+	maxInFlight int
 	budget      Budget
 	dest        string
 	cost        func(*portico.Request) float64
-	sched       scheduler // sends the hedges of races in its slots
 }
 
 // New returns a Hedger configured by cfg, or an error starting with
-// "hedge:" and naming the field for a negative Delay or MaxAttempts, or a
+// "hedge:" and naming the field for a negative Delay or MaxInFlight, or a
 // Percentile outside [0, 1).
 func New(cfg Config) (*Hedger, error) {
 	switch {
 	case cfg.Delay < 0:
 		return nil, errors.New("hedge: negative Config.Delay")
-	case cfg.MaxAttempts < 0:
-		return nil, errors.New("hedge: negative Config.MaxAttempts")
+	case cfg.MaxInFlight < 0:
+		return nil, errors.New("hedge: negative Config.MaxInFlight")
 	case !(cfg.Percentile >= 0 && cfg.Percentile < 1):
 		return nil, errors.New("hedge: Config.Percentile outside [0, 1)")
 	}
-	h := &Hedger{fixed: cfg.Delay, percentile: cfg.Percentile, maxAttempts: cfg.MaxAttempts,
+	h := &Hedger{fixed: cfg.Delay, percentile: cfg.Percentile, maxInFlight: cfg.MaxInFlight,
 		budget: cfg.Budget, dest: cfg.Destination, cost: cfg.Cost}
 	if h.percentile == 0 && h.fixed == 0 {
 		h.percentile = DefaultPercentile
 	}
-	if h.maxAttempts == 0 {
-		h.maxAttempts = DefaultMaxAttempts
+	if h.maxInFlight == 0 {
+		h.maxInFlight = DefaultMaxInFlight
 	}
 	return h, nil
 }
@@ -128,9 +125,9 @@ func MustNew(cfg Config) *Hedger {
 // Applies reports whether h may hedge req: it allows more than one attempt,
 // req may be sent twice (see [MayRepeat]) and is not itself a hedge
 // ([portico.Request.Hedge]: hedging it again would multiply the extra load
-// that MaxAttempts bounds).
+// that MaxInFlight bounds).
 func (h *Hedger) Applies(req *portico.Request) bool {
-	return h.maxAttempts > 1 && MayRepeat(req) && !req.Hedge
+	return h.maxInFlight > 1 && MayRepeat(req) && !req.Hedge
 }
 
 // MayRepeat reports whether req may be sent to a model twice at once: true
@@ -164,8 +161,8 @@ func (h *Hedger) destOf(req *portico.Request) string {
 //
 // The returned Model passes a request it may not hedge ([Hedger.Applies])
 // to next as it is, and any other through [Hedger.Run]: a hedge to next
-// itself after the delay, while fewer than MaxAttempts run and at most
-// MaxAttempts in all, each charged to Config.Budget and reported as a
+// itself after the delay, while fewer than MaxInFlight run and at most
+// MaxInFlight in all, each charged to Config.Budget and reported as a
 // [portico.EventHedge]. The first answer wins; the others are canceled,
 // which their limiters and breakers see as a cancellation. A failure ends
 // the call when no other attempt runs, or at once when another could not
@@ -189,8 +186,9 @@ type model struct {
 }
 
 // Generate passes a request h may not hedge through at the cost of a
-// branch. While the percentile is not known and no Delay is set, it calls
-// next inline and times the answer for the sketch.
+// branch. While no hedge could be sent (the percentile is not known and no
+// Delay is set, or the delay ends after the deadline), it calls next
+// inline and times the answer for the sketch.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
@@ -202,22 +200,28 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if !h.Applies(req) {
 		return m.next.Generate(ctx, req)
 	}
-	if _, ok := h.delay(&m.latency); !ok {
-		return m.learn(ctx, req)
+	start := time.Now()
+	if d, ok := h.delay(&m.latency); !ok || !dueBefore(ctx, start, d) {
+		return m.learn(ctx, req, start)
 	}
-	r := h.newRace(ctx, req)
-	r.one.set(m, req, h.destOf(req))
-	if r.plan != &r.one { // a reused race's plan is its own already
-		r.plan = &r.one
-	}
-	resp, _, err := r.result()
+	resp, _, err := h.Run(ctx, req, &single{m: m, req: req, dest: h.destOf(req)})
 	return resp, err
 }
 
-// learn calls next inline and adds the latency of its answer (of its first
-// chunk when streaming) to the sketch.
-func (m *model) learn(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	start := time.Now()
+// dueBefore reports whether a hedge d after start falls due before ctx's
+// deadline, if it has one.
+func dueBefore(ctx context.Context, start time.Time, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || d < dl.Sub(start)
+}
+
+// learn calls next inline, as started at start, and adds the latency of its
+// answer (of its first chunk when streaming) to the sketch when h waits a
+// percentile of it.
+func (m *model) learn(ctx context.Context, req *portico.Request, start time.Time) (*portico.Response, error) {
+	if m.h.percentile == 0 {
+		return m.next.Generate(ctx, req)
+	}
 	if req.OnChunk == nil {
 		resp, err := m.next.Generate(ctx, req)
 		if err == nil && resp != nil {
@@ -252,19 +256,7 @@ type single struct {
 	dest string
 }
 
-// set readies p for req to m's destination dest, writing only what
-// changed since p's last request (see race.clear).
-func (p *single) set(m *model, req *portico.Request, dest string) {
-	if p.m != m {
-		p.m = m
-	}
-	if p.dest != dest {
-		p.dest = dest
-	}
-	p.req = req
-}
-
-// Next prepares a hedge while fewer than MaxAttempts were made and, with a
+// Next prepares a hedge while fewer than MaxInFlight were made and, with a
 // Config.Cost, the attempts sent would stay within the request's MaxCost,
 // sending it as [AsHedge] marks it; after a failure it has nothing to add
 // (retrying is the retry layer's).
@@ -272,7 +264,7 @@ func (p *single) Next(ctx context.Context, i int, charge func(string) bool, a *A
 	req := p.req
 	if i > 0 {
 		h := p.m.h
-		if charge == nil || i >= h.maxAttempts || h.overCost(ctx, req, i+1, p.dest) || !charge(p.dest) {
+		if charge == nil || i >= h.maxInFlight || h.overCost(ctx, req, i+1, p.dest) || !charge(p.dest) {
 			return false, nil
 		}
 		req = AsHedge(req)

@@ -65,13 +65,13 @@ func TestAllocs(t *testing.T) {
 		want     float64
 		hedged   float64 // with the group's hedging, no hedge sent
 	}{
-		{"default deadline", 0, context.Background(), req, 12, 12},
-		{"caller's deadline earlier", 0, short, req, 5, 5},
-		{"caller's deadline later", 0, long, req, 12, 12},
-		{"caller's deadline only", -1, short, req, 5, 5},
-		{"Contract.Deadline", -1, context.Background(), contract, 12, 12},
-		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 12, 12},
-		{"no deadline", -1, context.Background(), req, 1, 2},
+		{"default deadline", 0, context.Background(), req, 12, 29},
+		{"caller's deadline earlier", 0, short, req, 5, 22},
+		{"caller's deadline later", 0, long, req, 12, 29},
+		{"caller's deadline only", -1, short, req, 5, 22},
+		{"Contract.Deadline", -1, context.Background(), contract, 12, 29},
+		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 12, 29},
+		{"no deadline", -1, context.Background(), req, 1, 15},
 	} {
 		s := preset(t, tc.deadline)
 		if _, err := s.Generate(tc.ctx, tc.req); err != nil {
@@ -80,11 +80,10 @@ func TestAllocs(t *testing.T) {
 		if got := testing.AllocsPerRun(1000, func() { s.Generate(tc.ctx, tc.req) }); got != tc.want {
 			t.Errorf("%s: allocs per request = %v, want %v", tc.name, got, tc.want)
 		}
-		// The group's hedging, with no hedge sent, adds none under a
-		// deadline: its race's state is the Hedger's and the group's,
-		// reused, and the primary's share of the deadline is what a winning
-		// hedge would cancel. Without one, the primary has no share: the
-		// race makes the cancelable context, one allocation more.
+		// The group's hedging, with no hedge sent, adds the race (see
+		// fallback's TestHedgeRacedAllocs): its state, the attempt's
+		// goroutine, cancelable context and timer, and under a deadline
+		// the standard contexts that the cancelable one derives from.
 		s = presetWith(t, tc.deadline, &hedge.Config{Delay: time.Second})
 		if _, err := s.Generate(tc.ctx, tc.req); err != nil {
 			t.Fatal(err)

@@ -160,7 +160,7 @@ func TestTailConfigErrors(t *testing.T) {
 			t.Errorf("New with %+v = %v, want an error starting with stack:", r, err)
 		}
 	}
-	if _, err := New(Config{Routes: []Route{route("a", modeltest.NewFake())}, Hedge: &hedge.Config{MaxAttempts: -1}}); err == nil {
+	if _, err := New(Config{Routes: []Route{route("a", modeltest.NewFake())}, Hedge: &hedge.Config{MaxInFlight: -1}}); err == nil {
 		t.Error("New with a bad Config.Hedge = nil error")
 	}
 }
