@@ -60,11 +60,13 @@ func (f Fault) String() string {
 //	Canceled, Deadline, cut       caller      —        —         —         —      stops
 //	ErrAnswerRefused              request     —        accept    sample    —      goes on
 //	Permanent, Incompatible, else request     —        accept    —         —      stops
-//	Transient, RateLimited, Amb.  route       failure  refuse    drop      fault  goes on
-//	InvalidResponse               route       failure  refuse    sample    fault  goes on
-//	Unusable                      route       failure  refuse    —         fault  stops
+//	Transient, RateLimited, Amb.  route       failure  request   drop      fault  goes on
+//	InvalidResponse               route       failure  request   sample    fault  goes on
+//	Unusable                      route       failure  request   —         fault  stops
 //	Rejected, an *Error of OK     local       —        —         —         —      goes on
 //
+// (A breaker's run counts in its consecutive failures only; a throttle's
+// request is one counted without an accept.)
 // The columns differ where the layers ask different questions: a breaker
 // and a ranker judge the route's health, and a run of unanswered failures
 // is a route that answers no one (the breaker's run of consecutive
@@ -74,9 +76,11 @@ func (f Fault) String() string {
 // or refused one, is a latency sample and only a class that may be
 // overload (Transient, RateLimited, Ambiguous) a drop; a hedge stops when
 // another attempt to the same route would repeat the failure (not after
-// an answer, which another attempt may give right). The caller's own
-// OnChunk ending a streamed call is the caller's: a layer that watches the
-// stream reads it as Canceled.
+// an answer, which another attempt may give right). Two outcomes only a
+// layer knows: the caller's own OnChunk ending a streamed call is the
+// caller's (a layer that watches the stream reads it as Canceled), and a
+// fallback group's ranker counts a Deadline that came while the caller's
+// deadline held as the route's (its share ran out).
 func FaultOf(err error) (Fault, Class) {
 	if err == nil {
 		return FaultNone, OK

@@ -70,3 +70,24 @@ func TestFaultString(t *testing.T) {
 		}
 	}
 }
+
+func ExampleFaultOf() {
+	for _, err := range []error{
+		nil,
+		&Error{Class: RateLimited, Status: 429},
+		&Error{Class: Incompatible, Status: 400},
+		&Error{Class: Ambiguous, Err: Unanswered(NewLayerTimeout("share"))},
+		context.Canceled,
+		&Error{Class: Rejected, RefusedBy: CircuitBreaker},
+	} {
+		f, c := FaultOf(err)
+		fmt.Println(f, c)
+	}
+	// Output:
+	// none ok
+	// route rate_limited
+	// request incompatible
+	// unanswered ambiguous
+	// caller canceled
+	// local rejected
+}
