@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // DefaultAlpha is the moving averages' gain when a layer sets none: each new
@@ -19,7 +20,6 @@ const DefaultAlpha = 0.125
 // bytes per route.
 type Table struct {
 	alpha  float64
-	base   time.Time // SinceFailure's clock: monotonic nanoseconds since base
 	routes []stats
 }
 
@@ -27,7 +27,7 @@ type stats struct {
 	latency, ttft, errRate atomicFloat
 	inFlight               atomic.Int64
 	observed, ttftSeen     atomic.Int64
-	failedAt               atomic.Int64 // clock of the last failure, plus 1; 0: never
+	failedAt               atomic.Int64 // mono.Now of the last failure, plus 1; 0: never
 }
 
 // NewTable returns a Table for n routes whose moving averages give each new
@@ -40,7 +40,7 @@ func NewTable(n int, alpha float64) (*Table, error) {
 	if alpha == 0 {
 		alpha = DefaultAlpha
 	}
-	return &Table{alpha: alpha, base: time.Now(), routes: make([]stats, n)}, nil
+	return &Table{alpha: alpha, routes: make([]stats, n)}, nil
 }
 
 // Fill sets the measured fields of c from route c.Index's figures, and
@@ -54,7 +54,7 @@ func (t *Table) Fill(c *Candidate) {
 	c.Observed = int(st.observed.Load())
 	c.SinceFailure = -1
 	if at := st.failedAt.Load(); at != 0 {
-		c.SinceFailure = time.Duration(max(t.clock()-(at-1), 0))
+		c.SinceFailure = max(mono.Now()-time.Duration(at-1), 0)
 	}
 	if c.Weight == 0 {
 		c.Weight = 1
@@ -82,7 +82,7 @@ func (t *Table) Done(i int, err error, latency, ttft time.Duration) {
 	fault := 0.0
 	if f == portico.FaultRoute {
 		fault = 1
-		st.failedAt.Store(t.clock() + 1)
+		st.failedAt.Store(int64(mono.Now()) + 1)
 	}
 	st.errRate.ewma(fault, t.alpha, first)
 	if err == nil {
@@ -92,9 +92,6 @@ func (t *Table) Done(i int, err error, latency, ttft time.Duration) {
 		st.ttft.ewma(float64(ttft), t.alpha, st.ttftSeen.Add(1) == 1)
 	}
 }
-
-// clock reads the table's monotonic clock, in nanoseconds since NewTable.
-func (t *Table) clock() int64 { return int64(time.Since(t.base)) }
 
 // atomicFloat is a float64 updated with compare-and-swap.
 type atomicFloat struct{ v atomic.Uint64 }

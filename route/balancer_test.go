@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // replicas returns n fake replicas named r0..r(n-1), each with a switchable
@@ -532,10 +533,10 @@ func TestPrefixAwareKeepsOwnPrefix(t *testing.T) {
 	x := &p.state[0].index
 	// Two new blocks evict two others: e and f would cost 4*2 each; a and
 	// b, the call's own prefix, are passed over.
-	if got := x.evictionCost(2, P[:2], t0.Add(3*time.Second).UnixNano()); got != 16 {
+	if got := x.evictionCost(2, P[:2], int64(mono.Of(t0.Add(3*time.Second)))); got != 16 {
 		t.Errorf("evictionCost(2, keep the prefix a b) = %v, want 16 (e and f: 4 bytes * 2 uses each)", got)
 	}
-	if got := x.evictionCost(2, nil, t0.Add(3*time.Second).UnixNano()); got != 8 {
+	if got := x.evictionCost(2, nil, int64(mono.Of(t0.Add(3*time.Second)))); got != 8 {
 		t.Errorf("evictionCost(2, keep nothing) = %v, want 8 (a and b: 4 bytes * 1 use each)", got)
 	}
 	if _, err := b.Pick(PickInfo{Request: userReq("aaaabbbbgggghhhh"), Now: t0.Add(3 * time.Second)}); err != nil {
@@ -550,5 +551,19 @@ func TestPrefixAwareKeepsOwnPrefix(t *testing.T) {
 	want := []uint64{P[0].hash, P[1].hash, P[2].hash, P[3].hash}
 	if fmt.Sprint(order) != fmt.Sprint(want) || fmt.Sprint(uses) != "[2 2 1 1]" {
 		t.Errorf("index after the call = %v uses %v, want the prompt's 4 blocks in order %v with uses [2 2 1 1]", order, uses, want)
+	}
+}
+
+// TestFloorDiv: the prefix picker's epochs and load buckets are as wide on
+// either side of 0, where a reading of mono.Now falls inside a synctest
+// bubble: a truncating division would make the bucket around 0 twice as
+// wide.
+func TestFloorDiv(t *testing.T) {
+	for _, c := range []struct{ a, b, want int64 }{
+		{9, 10, 0}, {10, 10, 1}, {0, 10, 0}, {-1, 10, -1}, {-10, 10, -1}, {-11, 10, -2},
+	} {
+		if got := floorDiv(c.a, c.b); got != c.want {
+			t.Errorf("floorDiv(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
 	}
 }

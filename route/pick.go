@@ -15,9 +15,9 @@ type PickInfo struct {
 	// InputTokens is the estimated N_in of Request, in tokens; 0 lets the caller
 	// of the picker fill it from its Estimator.
 	InputTokens int
-	// Now is the time of the pick; the zero Time means time.Now(), read only by
-	// pickers that need a clock (the prefix-aware one). Simulations pass virtual
-	// time here.
+	// Now is the time of the pick; the zero Time means now, on the monotonic
+	// clock, read only by pickers that need a clock (the prefix-aware one).
+	// Simulations pass virtual time here.
 	Now time.Time
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // PrefixAware is the [Strategy] of Preble's E2 rule (Srivatsa et al.,
@@ -137,14 +139,13 @@ func (st *replicaState) less(o *replicaState) bool {
 }
 
 func (p *prefixPicker) Pick(info PickInfo) (PickResult, error) {
-	now := info.Now
-	if now.IsZero() {
-		now = time.Now()
+	t := mono.Now()
+	if !info.Now.IsZero() {
+		t = mono.Of(info.Now)
 	}
-	t := now.UnixNano()
 	bp := p.pool.Get().(*[]block)
 	bs := hashPrompt(info.Request, p.cfg.BlockBytes, (*bp)[:0])
-	i := p.place(bs, t)
+	i := p.place(bs, int64(t))
 	if cap(bs) <= maxPooledBlocks { // a huge prompt's buffer is left to the GC
 		*bp = bs[:0]
 		p.pool.Put(bp)
@@ -155,18 +156,42 @@ func (p *prefixPicker) Pick(info PickInfo) (PickResult, error) {
 	return PickResult{Index: i}, nil
 }
 
-// place runs E2 for the prompt blocks bs at time t (unix ns) and records the
-// blocks on the chosen replica; -1 when no replica is available.
+// place runs E2 for the prompt blocks bs at time t (a mono.Now reading, in
+// ns) and records the blocks on the chosen replica; -1 when no replica is
+// available.
 func (p *prefixPicker) place(bs []block, t int64) int {
-	bpt := p.cfg.BytesPerToken
 	total := 0
 	if len(bs) > 0 {
 		total = bs[len(bs)-1].end
 	}
-	cutoff := t - int64(p.cfg.Window)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	best, least := -1, -1
+	best, least := p.survey(bs, t)
+	if best < 0 {
+		return -1
+	}
+	chosen := best
+	if hb := p.hitBytes(bs, best); hb > total-hb {
+		// Exploit, unless the replica is overloaded against the least loaded.
+		if float64(p.state[best].inFlight+1) > p.cfg.RebalanceFactor*float64(p.state[least].inFlight+1) {
+			chosen = least
+		}
+	} else if g := p.explore(bs, total, t); g >= 0 {
+		chosen = g
+	}
+	st := &p.state[chosen]
+	st.load.add(t, p.width, float64(total-p.hitBytes(bs, chosen))/p.cfg.BytesPerToken)
+	st.record(bs, t, floorDiv(t, int64(p.cfg.Window)), p.cfg.MaxBlocks)
+	return chosen
+}
+
+// survey fills each available replica's per-pick scratch for the prompt
+// blocks bs at t (hit is -1 for one unavailable), and returns the replica
+// with the longest cached prefix, the least loaded first among equals, and
+// the least loaded; -1 for both when none is available. p.mu is held.
+func (p *prefixPicker) survey(bs []block, t int64) (best, least int) {
+	cutoff := t - int64(p.cfg.Window)
+	best, least = -1, -1
 	for g, r := range p.replicas {
 		st := &p.state[g]
 		st.hit = -1
@@ -186,44 +211,37 @@ func (p *prefixPicker) place(bs []block, t int64) int {
 			least = g
 		}
 	}
-	if best < 0 {
-		return -1
-	}
-	hitBytes := func(g int) int {
-		if h := p.state[g].hit; h > 0 {
-			return bs[h-1].end
+	return best, least
+}
+
+// explore returns the available replica of least cost C_g = Q_g + E_g +
+// R_g for the prompt blocks bs, total bytes long, at t, or -1 when none
+// costs less than infinity. p.mu is held.
+func (p *prefixPicker) explore(bs []block, total int, t int64) int {
+	bpt := p.cfg.BytesPerToken
+	chosen, bestC := -1, math.Inf(1)
+	for g := range p.replicas {
+		st := &p.state[g]
+		if st.hit < 0 {
+			continue
 		}
-		return 0
-	}
-	chosen := best
-	if hb := hitBytes(best); hb > total-hb {
-		// Exploit, unless the replica is overloaded against the least loaded.
-		if float64(p.state[best].inFlight+1) > p.cfg.RebalanceFactor*float64(p.state[least].inFlight+1) {
-			chosen = least
+		c := st.q + float64(total-p.hitBytes(bs, g))/bpt
+		if over := st.index.len() + (len(bs) - st.hit) - p.cfg.MaxBlocks; over > 0 && st.nReq > 0 {
+			c += st.index.evictionCost(over, bs[:st.hit], t) / bpt / float64(st.nReq)
 		}
-	} else {
-		// Explore: least C_g = Q_g + E_g + R_g.
-		bestC := math.Inf(1)
-		for g := range p.replicas {
-			st := &p.state[g]
-			if st.hit < 0 {
-				continue
-			}
-			miss := float64(total-hitBytes(g)) / bpt
-			c := st.q + miss
-			if over := st.index.len() + (len(bs) - st.hit) - p.cfg.MaxBlocks; over > 0 && st.nReq > 0 {
-				c += st.index.evictionCost(over, bs[:st.hit], t) / bpt / float64(st.nReq)
-			}
-			if c < bestC {
-				chosen, bestC = g, c
-			}
+		if c < bestC {
+			chosen, bestC = g, c
 		}
 	}
-	st := &p.state[chosen]
-	missBytes := total - hitBytes(chosen)
-	st.load.add(t, p.width, float64(missBytes)/bpt)
-	st.record(bs, t, t/int64(p.cfg.Window), p.cfg.MaxBlocks)
 	return chosen
+}
+
+// hitBytes is the length in bytes of the prefix of bs replica g caches.
+func (p *prefixPicker) hitBytes(bs []block, g int) int {
+	if h := p.state[g].hit; h > 0 {
+		return bs[h-1].end
+	}
+	return 0
 }
 
 // record enters the prompt blocks bs, sent at t, in the replica's index. The

@@ -71,12 +71,12 @@ type blockIndex struct {
 }
 
 // bnode is one indexed block. Its uses are counted per epoch of width H
-// (epoch = unix ns / H): uses in the node's epoch and prevUses in the one
+// (epoch = floor(t / H), t a mono.Now reading in ns): uses in the node's epoch and prevUses in the one
 // before, so that a block's weight in E_g is the calls that sent it within
 // about the last H (a sliding-window counter), not since it was first sent.
 type bnode struct {
 	hash       uint64
-	seen       int64 // unix nanoseconds of the last send
+	seen       int64 // the mono.Now reading (ns) of the last send
 	epoch      int64 // the epoch of uses
 	bytes      int32 // the block's size
 	uses       int32 // calls that sent it in epoch
@@ -182,7 +182,7 @@ func (x *blockIndex) touch(hash uint64, bytes int, now, epoch int64) {
 // of keep (the call's own cached prefix, which the call refreshes before it
 // inserts anything) are not evicted, so they are passed over.
 func (x *blockIndex) evictionCost(k int, keep []block, now int64) float64 {
-	epoch := now / x.window
+	epoch := floorDiv(now, x.window)
 	left := 1 - float64(now-epoch*x.window)/float64(x.window) // of epoch-1, still in the window
 	recent := func(n *bnode) float64 {
 		switch n.epoch {
@@ -252,7 +252,7 @@ type loadRing struct {
 const loadSlots = 16
 
 func (l *loadRing) add(now, width int64, work float64) {
-	id := now / width
+	id := floorDiv(now, width)
 	s := &l.slot[((id%loadSlots)+loadSlots)%loadSlots]
 	if s.id != id {
 		s.id, s.work, s.n = id, 0, 0
@@ -263,7 +263,7 @@ func (l *loadRing) add(now, width int64, work float64) {
 
 // sum returns the work and calls placed in the last loadSlots buckets.
 func (l *loadRing) sum(now, width int64) (float64, int) {
-	id := now / width
+	id := floorDiv(now, width)
 	w, n := 0.0, 0
 	for i := range l.slot {
 		s := &l.slot[i]
@@ -273,4 +273,15 @@ func (l *loadRing) sum(now, width int64) (float64, int) {
 		}
 	}
 	return w, n
+}
+
+// floorDiv is a / b rounded down, for b > 0: readings of mono.Now may be
+// negative (inside a synctest bubble), and an epoch or a bucket is as wide
+// on either side of 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
 }
