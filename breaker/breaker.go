@@ -323,14 +323,13 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start time.Dur
 		b.record(gen, now, f == portico.FaultRoute, slow)
 	}
 	c := Counts{Class: class}
-	switch {
-	case f != portico.FaultNone:
+	if f == portico.FaultNone {
+		b.endRun(gen)
+		if !slow {
+			return // a fast success never trips
+		}
+	} else {
 		c.ConsecutiveFailures = b.incConsec(gen)
-	case !slow:
-		b.endRun(gen)
-		return
-	default:
-		b.endRun(gen)
 	}
 	b.judge(ctx, gen, now, c)
 }

@@ -100,30 +100,26 @@
 // [Breaker.RetryAfter] implement [portico.Health]: set a [portico.Route]'s
 // Health to the Breaker and package fallback (and the routers of package
 // route) skip the route while it is open, without waiting, and say when it
-// will take calls again when no route does. Every state change is passed to Config.OnStateChange, which
-// runs on the goroutine of the call that caused it and never under the lock, so
-// it may read the state (unlike sony/gobreaker's OnStateChange, which runs under
+// will take calls again when no route does. Every state change is passed
+// to Config.OnStateChange, which runs on the goroutine of the call that
+// caused it and never under the lock, so it may read the state (unlike sony/gobreaker's OnStateChange, which runs under
 // its mutex); it is also reported as a [portico.EventBreakerState] to the
 // context's [portico.Observer], and logged.
 //
 // # Cost
 //
 // The closed state is lock-free and, unless the request streams,
-// allocation-free (a streamed call costs two allocations: the request's copy
-// that guards the caller's OnChunk, and its callback): an atomic load of the
-// state word (state and generation together) before the call and one after it
-// (to drop the outcome of a closed period that ended meanwhile), an atomic add
-// of the window's cursor and a load of the consecutive-failure run; a failed
-// or slow call also stores its slot and asks Config.Trip. A count-based window
-// without slow-call detection reads no clock on that path; a time-based window
-// or slow-call detection reads it once after the call (and once before it, for
-// slow calls). Counts are taken by scanning the window, which only failures and
-// slow calls do. Count-based slots are tagged with their call's sequence number
-// and time buckets with the closed period's generation, so a closed period
-// starts with an empty window without clearing any slot, and concurrent
-// writers cannot make counters drift. Locks are taken only on
-// transitions, in the half-open state, and, in a time-based window, once per
-// bucket width to reset the bucket that starts.
+// allocation-free (a streamed call costs two allocations: the request's
+// copy that guards the caller's OnChunk, and its callback). A call loads
+// the state word (state and generation) before and after it, to drop the
+// outcome of a closed period that ended meanwhile, and adds itself to the
+// window; a failed or slow call also sums the window and asks Config.Trip.
+// A count-based window without slow-call detection reads no clock; else
+// the clock is read once after the call (and before it, for slow calls).
+// The windows (count-based slots tagged with their call's sequence, time
+// buckets with the closed period's generation) start each closed period
+// empty without clearing anything. Locks are taken only on transitions, in
+// the half-open state, and, in a time-based window, once per bucket width.
 //
 // # Where it goes
 //

@@ -101,12 +101,13 @@
 // # Cost
 //
 // While the window holds accepts only, nothing can be rejected, so a call
-// costs two atomic loads before it and one atomic add after it: accepts are counted in batches of 64, each
-// stamped with the time when the batch fills, so a clean window reads the
-// clock once per 64 calls and counts an accept at most 63 calls late. Once
-// a request was not accepted, every call reads the clock, counts itself in
-// its bucket and computes the probability (32 atomic loads), until the
-// window holds accepts only again.
+// costs two atomic loads before it and one atomic add after it: accepts
+// are counted in batches of 64, each stamped with the time when the batch
+// fills, so a clean window reads the clock once per 64 calls and counts an
+// accept at most 63 calls late. Once a request was not accepted, every
+// call reads the clock, counts itself in its bucket and computes the
+// probability (a scan of the 32 buckets), until the window holds accepts
+// only again.
 //
 // # Where it goes
 //
