@@ -1,7 +1,9 @@
 package validate
 
 import (
+	"bytes"
 	"slices"
+	"strings"
 
 	"github.com/portico-llm/portico"
 )
@@ -26,14 +28,7 @@ var noArguments = []byte("{}")
 // place, so that a tool executor reads one shape. The content is never
 // changed.
 func (p *pipeline) arguments(raw []byte) (value any, norm []byte, ok bool) {
-	i, j := 0, len(raw)
-	for i < j && isSpace(raw[i]) {
-		i++
-	}
-	for j > i && isSpace(raw[j-1]) {
-		j--
-	}
-	if none(raw[i:j]) {
+	if none(bytes.Trim(raw, jsonSpace)) {
 		return map[string]any{}, noArguments, true
 	}
 	value, ok = p.decode(string(raw))
@@ -46,17 +41,10 @@ func (p *pipeline) arguments(raw []byte) (value any, norm []byte, ok bool) {
 	}
 	// Encoded twice: the string's content is the arguments, in the
 	// shapes above but this one.
-	i, j = 0, len(s)
-	for i < j && isSpace(s[i]) {
-		i++
-	}
-	for j > i && isSpace(s[j-1]) {
-		j--
-	}
-	switch {
-	case none([]byte(s[i:j])):
+	switch t := strings.Trim(s, jsonSpace); {
+	case none([]byte(t)):
 		return map[string]any{}, noArguments, true
-	case s[i] != '{':
+	case t[0] != '{':
 		return value, nil, true // a string, for the schema to judge
 	}
 	if value, ok = p.decode(s); !ok {
@@ -68,7 +56,8 @@ func (p *pipeline) arguments(raw []byte) (value any, norm []byte, ok bool) {
 // none reports whether the trimmed text t says there are no arguments.
 func none(t []byte) bool { return len(t) == 0 || string(t) == "null" }
 
-func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+// jsonSpace is the white space JSON allows around a value.
+const jsonSpace = " \t\n\r"
 
 // normalized returns a copy of resp's tool calls with the arguments p read
 // in another shape replaced by the object's text; resp's slice is not

@@ -77,64 +77,69 @@ func jsonKind(v string) string {
 // just after the offending value). It walks text's tokens, on the error path
 // only.
 func pointerAt(text string, off int64) string {
-	type frame struct {
-		obj       bool
-		expectKey bool
-		key       string
-		idx       int
-	}
-	var stack []frame
-	path := func() string {
-		toks := make([]string, len(stack))
-		for i, f := range stack {
-			if f.obj {
-				toks[i] = f.key
-			} else {
-				toks[i] = strconv.Itoa(f.idx)
-			}
-		}
-		return Pointer(toks...)
-	}
-	endValue := func() {
-		if n := len(stack); n > 0 && stack[n-1].obj {
-			stack[n-1].expectKey = true
-		}
-	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
+	var p jsonPath
 	for {
 		t, err := dec.Token()
 		if err != nil {
 			return ""
 		}
-		n := len(stack)
-		if n > 0 && stack[n-1].obj && stack[n-1].expectKey {
-			if k, ok := t.(string); ok {
-				stack[n-1].key, stack[n-1].expectKey = k, false
-				continue
-			}
-		}
-		if d, ok := t.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:n-1]
-			if dec.InputOffset() >= off {
-				return path()
-			}
-			endValue()
+		if !p.next(t) {
 			continue
 		}
-		if n > 0 && !stack[n-1].obj {
-			stack[n-1].idx++
+		if dec.InputOffset() >= off {
+			return p.pointer()
 		}
-		switch t {
-		case json.Delim('{'):
-			stack = append(stack, frame{obj: true, expectKey: true})
-		case json.Delim('['):
-			stack = append(stack, frame{idx: -1})
-		default:
-			if dec.InputOffset() >= off {
-				return path()
-			}
-			endValue()
+		if n := len(p); n > 0 && p[n-1].obj {
+			p[n-1].expectKey = true // after a member's value, the next key
 		}
 	}
+}
+
+// jsonPath is where a walk of JSON tokens is: one frame per object or array
+// it is in, with the current member's key or element's index.
+type jsonPath []struct {
+	obj, expectKey bool
+	key            string
+	idx            int
+}
+
+// next moves p over the token t and reports whether t ends a value (a
+// scalar, or an object's or array's end).
+func (p *jsonPath) next(t json.Token) bool {
+	s := *p
+	n := len(s)
+	if k, ok := t.(string); ok && n > 0 && s[n-1].obj && s[n-1].expectKey {
+		s[n-1].key, s[n-1].expectKey = k, false
+		return false
+	}
+	if t == json.Delim('}') || t == json.Delim(']') {
+		*p = s[:n-1]
+		return true
+	}
+	if n > 0 && !s[n-1].obj {
+		s[n-1].idx++
+	}
+	switch t {
+	case json.Delim('{'):
+		*p = append(s, jsonPath{{obj: true, expectKey: true}}...)
+	case json.Delim('['):
+		*p = append(s, jsonPath{{idx: -1}}...)
+	default:
+		return true
+	}
+	return false
+}
+
+// pointer returns p as a JSON pointer.
+func (p jsonPath) pointer() string {
+	toks := make([]string, len(p))
+	for i, f := range p {
+		toks[i] = f.key
+		if !f.obj {
+			toks[i] = strconv.Itoa(f.idx)
+		}
+	}
+	return Pointer(toks...)
 }

@@ -64,26 +64,25 @@ func skipString(s string, i int) int {
 // magnitude of its exponent (saturated at 1<<30).
 func scanNumber(s string, i int) (end, exp int) {
 	j := i
-	for j < len(s) {
-		c := s[j]
-		if c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' {
-			j++
-			continue
-		}
-		if c == 'e' || c == 'E' {
-			j++
-			if j < len(s) && (s[j] == '+' || s[j] == '-') {
-				j++
-			}
-			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-				if exp < 1<<30 {
-					exp = exp*10 + int(s[j]-'0')
-				}
-				j++
-			}
-			return j, exp
-		}
-		break
+	for j < len(s) && ('0' <= s[j] && s[j] <= '9' || s[j] == '-' || s[j] == '+' || s[j] == '.') {
+		j++
 	}
-	return j, 0
+	if j == len(s) || s[j] != 'e' && s[j] != 'E' {
+		return j, 0
+	}
+	return scanExponent(s, j+1)
+}
+
+// scanExponent returns the end of the signed exponent starting at i and its
+// magnitude (saturated at 1<<30).
+func scanExponent(s string, i int) (end, exp int) {
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+		if exp < 1<<30 {
+			exp = exp*10 + int(s[i]-'0')
+		}
+	}
+	return i, exp
 }

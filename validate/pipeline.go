@@ -97,8 +97,6 @@ type rejected struct {
 // run runs the stages; sch is req.Schema compiled (nil without a Schema).
 func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compiled) {
 	cfg := &p.v.cfg
-
-	// 1. Envelope.
 	p.stage = StageEnvelope
 	if resp == nil {
 		p.add(Violation{Rule: RuleNilResponse})
@@ -108,16 +106,60 @@ func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compil
 	if cfg.TrimSpace {
 		text = trimSpace(text)
 	}
-	if len(resp.ToolCalls) == 0 {
-		if !cfg.AllowEmptyText && isBlank(text) {
-			p.add(Violation{Rule: RuleEmptyText})
-		}
-		if resp.FinishReason == portico.FinishToolCalls {
-			p.add(Violation{Rule: RuleToolCallsAbsent})
+	p.envelope(resp, text)
+	p.finish(req, resp)
+
+	// Structured output: decode once, validate against the schema.
+	p.stage = StageSchema
+	var value any
+	decoded := false
+	if req.Schema != nil || p.v.decode {
+		value, decoded = p.decode(text)
+		if decoded && sch != nil {
+			p.validate(sch, value)
 		}
 	}
 
-	// 2. Finish reason.
+	// Typed checks. The Answer escapes into user funcs, so it is only
+	// built when there are checks to run.
+	var ans *Answer
+	if decoded && len(cfg.Checks)+len(cfg.Semantic) > 0 {
+		ans = &Answer{Request: req, Response: resp, Text: text, Value: value}
+		p.stage = StageTyped
+		p.runChecks(cfg.Checks, ans)
+	}
+
+	p.stage = StageTools
+	for i := range resp.ToolCalls {
+		p.call = i
+		p.toolCall(req, &resp.ToolCalls[i])
+	}
+	p.call = 0
+
+	if ans != nil {
+		p.stage = StageSemantic
+		p.runChecks(cfg.Semantic, ans)
+	}
+}
+
+// envelope checks that an answer without tool calls has text (unless
+// AllowEmptyText) and does not claim to end in tool calls.
+func (p *pipeline) envelope(resp *portico.Response, text string) {
+	if len(resp.ToolCalls) > 0 {
+		return
+	}
+	if !p.v.cfg.AllowEmptyText && strings.Trim(text, jsonSpace) == "" {
+		p.add(Violation{Rule: RuleEmptyText})
+	}
+	if resp.FinishReason == portico.FinishToolCalls {
+		p.add(Violation{Rule: RuleToolCallsAbsent})
+	}
+}
+
+// finish checks the finish reason: present if RequireFinish, no content
+// filter, and no truncation where Length refuses one.
+func (p *pipeline) finish(req *portico.Request, resp *portico.Response) {
+	cfg := &p.v.cfg
 	p.stage = StageFinish
 	switch resp.FinishReason {
 	case "":
@@ -131,40 +173,6 @@ func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compil
 		if cfg.Length == LengthReject || cfg.Length == LengthRejectStructured && structured {
 			p.add(Violation{Rule: RuleTruncated})
 		}
-	}
-
-	// 3. Structured output: decode once, validate against the schema.
-	p.stage = StageSchema
-	var value any
-	decoded := false
-	if req.Schema != nil || p.v.decode {
-		value, decoded = p.decode(text)
-		if decoded && sch != nil {
-			p.validate(sch, value)
-		}
-	}
-
-	// 4. Typed checks. The Answer escapes into user funcs, so it is only
-	// built when there are checks to run.
-	var ans *Answer
-	if decoded && len(cfg.Checks)+len(cfg.Semantic) > 0 {
-		ans = &Answer{Request: req, Response: resp, Text: text, Value: value}
-		p.stage = StageTyped
-		p.runChecks(cfg.Checks, ans)
-	}
-
-	// 5. Tool calls.
-	p.stage = StageTools
-	for i := range resp.ToolCalls {
-		p.call = i
-		p.toolCall(req, &resp.ToolCalls[i])
-	}
-	p.call = 0
-
-	// 6. Semantic checks.
-	if ans != nil {
-		p.stage = StageSemantic
-		p.runChecks(cfg.Semantic, ans)
 	}
 }
 
@@ -253,15 +261,6 @@ func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {
 		return
 	}
 	p.validate(p.v.cache.get(tool.Parameters), value)
-}
-
-func isBlank(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isSpace(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // trimSpace trims the white space JSON allows around a value (space, tab,

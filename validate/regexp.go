@@ -6,6 +6,7 @@ import (
 	"regexp/syntax"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -73,42 +74,46 @@ func ecmaEscapes(s string) string {
 	var b strings.Builder
 	class := -1 // the index of the current class's "[", or -1 outside one
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '[' && class < 0:
-			class = i
-		case c == ']' && class >= 0 && i > class+1 && !(i == class+2 && s[class+1] == '^'):
-			class = -1
-		}
+		class = ecmaClass(s, i, class)
 		if s[i] != '\\' || i+1 == len(s) {
 			b.WriteByte(s[i])
 			continue
 		}
-		switch {
-		case s[i+1] == 's' && class >= 0:
-			b.WriteString(ecmaSpace)
-			i++
-			continue
-		case s[i+1] == 's':
-			b.WriteString("[" + ecmaSpace + "]")
-			i++
-			continue
-		case s[i+1] == 'S' && class < 0:
-			b.WriteString("[^" + ecmaSpace + "]")
-			i++
-			continue
-		}
-		r, n := ecmaEscape(s[i:])
-		if n == 0 { // not one of ours: keep the escape and its character
-			b.WriteString(s[i : i+2])
-			i++
-			continue
-		}
-		b.WriteString(`\x{`)
-		b.WriteString(strconv.FormatInt(int64(r), 16))
-		b.WriteByte('}')
+		out, n := ecmaRewrite(s[i:], class >= 0)
+		b.WriteString(out)
 		i += n - 1
 	}
 	return b.String()
+}
+
+// ecmaClass returns the index of the "[" that opens the character class
+// s[i] is in, or -1 outside one, given the same, class, for s[i-1].
+func ecmaClass(s string, i, class int) int {
+	switch c := s[i]; {
+	case c == '[' && class < 0:
+		return i
+	case c == ']' && class >= 0 && i > class+1 && !(i == class+2 && s[class+1] == '^'):
+		return -1
+	}
+	return class
+}
+
+// ecmaRewrite returns RE2's text for the escape at the start of s (inClass:
+// inside a character class) and the escape's length; an escape that is not
+// one of ours is kept with its character.
+func ecmaRewrite(s string, inClass bool) (string, int) {
+	switch {
+	case s[1] == 's' && inClass:
+		return ecmaSpace, 2
+	case s[1] == 's':
+		return "[" + ecmaSpace + "]", 2
+	case s[1] == 'S' && !inClass:
+		return "[^" + ecmaSpace + "]", 2
+	}
+	if r, n := ecmaEscape(s); n > 0 {
+		return `\x{` + strconv.FormatInt(int64(r), 16) + "}", n
+	}
+	return s[:2], 2
 }
 
 // ecmaEscape reads the escape at the start of s (which starts with a
@@ -116,33 +121,32 @@ func ecmaEscapes(s string) string {
 // them), \u{X...} or \cX, returning the code point and the escape's
 // length, or 0, 0.
 func ecmaEscape(s string) (rune, int) {
-	switch s[1] {
-	case 'c':
-		if len(s) > 2 && ('a' <= s[2] && s[2] <= 'z' || 'A' <= s[2] && s[2] <= 'Z') {
-			return rune(s[2] % 32), 3
+	switch {
+	case s[1] == 'c' && len(s) > 2 && ('a' <= s[2]|0x20 && s[2]|0x20 <= 'z'):
+		return rune(s[2] % 32), 3 // a letter's control character
+	case s[1] == 'u' && len(s) > 2 && s[2] == '{':
+		end := strings.IndexByte(s, '}')
+		if r, err := strconv.ParseUint(s[3:max(end, 3)], 16, 32); end > 3 && err == nil && r <= 0x10FFFF {
+			return rune(r), end + 1
 		}
-	case 'u':
-		if len(s) > 2 && s[2] == '{' {
-			end := strings.IndexByte(s, '}')
-			if end > 3 {
-				if r, err := strconv.ParseUint(s[3:end], 16, 32); err == nil && r <= 0x10FFFF {
-					return rune(r), end + 1
-				}
-			}
-			return 0, 0
-		}
-		hi, ok := hex4(s[2:])
-		if !ok {
-			return 0, 0
-		}
-		if 0xD800 <= hi && hi < 0xDC00 && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
-			if lo, ok := hex4(s[8:]); ok && 0xDC00 <= lo && lo < 0xE000 {
-				return 0x10000 + (hi-0xD800)<<10 + (lo - 0xDC00), 12
-			}
-		}
-		return hi, 6
+	case s[1] == 'u':
+		return ecmaUTF16(s)
 	}
 	return 0, 0
+}
+
+// ecmaUTF16 reads \uXXXX at the start of s, joined with a \uXXXX after it
+// when they are a surrogate pair.
+func ecmaUTF16(s string) (rune, int) {
+	hi, ok := hex4(s[2:])
+	if !ok {
+		return 0, 0
+	}
+	lo, ok := hex4(s[min(8, len(s)):]) // ok: s holds 12 bytes or more
+	if ok && s[6:8] == `\u` && 0xD800 <= hi && hi < 0xDC00 && 0xDC00 <= lo && lo < 0xE000 {
+		return utf16.DecodeRune(hi, lo), 12
+	}
+	return hi, 6
 }
 
 // hex4 reads four hexadecimal digits at the start of s.

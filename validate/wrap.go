@@ -54,17 +54,9 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err != nil {
 		return nil, err
 	}
-	judged := resp
-	if req.Prefix != "" && resp != nil {
-		// A continuation: the whole answer is judged, the prefix the
-		// caller has joined to the rest as the routing layer joins them.
-		rest, err := portico.Seam{Delivered: req.Prefix}.Rest(resp.Text)
-		if err != nil {
-			return nil, err
-		}
-		whole := *resp
-		whole.Text = req.Prefix + rest
-		judged = &whole
+	judged, err := whole(req, resp)
+	if err != nil {
+		return nil, err
 	}
 	p := pipeline{v: v}
 	p.run(req, judged, sch)
@@ -77,15 +69,36 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		portico.Observe(ctx, ev)
 		return nil, err
 	}
+	return m.accept(ctx, req, resp, &p, buffered)
+}
+
+// whole returns the answer to judge: resp, or for a continuation the whole
+// answer, the prefix the caller has joined to the rest as the routing layer
+// joins them.
+func whole(req *portico.Request, resp *portico.Response) (*portico.Response, error) {
+	if req.Prefix == "" || resp == nil {
+		return resp, nil
+	}
+	rest, err := portico.Seam{Delivered: req.Prefix}.Rest(resp.Text)
+	if err != nil {
+		return nil, err
+	}
+	w := *resp
+	w.Text = req.Prefix + rest
+	return &w, nil
+}
+
+// accept hands an accepted answer on: its tool calls' arguments in one
+// shape, its text trimmed with TrimSpace, and the text as one chunk when
+// the call's chunks were held back (buffered).
+func (m *model) accept(ctx context.Context, req *portico.Request, resp *portico.Response, p *pipeline, buffered bool) (*portico.Response, error) {
 	if len(p.norms) > 0 {
 		resp.ToolCalls = p.normalized(resp)
 	}
-	if v.cfg.TrimSpace {
-		if req.Prefix != "" { // the start went to the caller with the prefix
-			resp.Text = strings.TrimRightFunc(resp.Text, unicode.IsSpace)
-		} else {
-			resp.Text = trimSpace(resp.Text)
-		}
+	if m.v.cfg.TrimSpace && req.Prefix != "" { // the start went to the caller with the prefix
+		resp.Text = strings.TrimRightFunc(resp.Text, unicode.IsSpace)
+	} else if m.v.cfg.TrimSpace {
+		resp.Text = trimSpace(resp.Text)
 	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventValidation, Route: resp.Route, Reason: "accepted"})
 	if buffered && resp.Text != "" {
