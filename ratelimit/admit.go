@@ -14,25 +14,11 @@ import (
 // (mono.Now). On success t.e holds the key's entry, with the slot and
 // the reservation counted.
 func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, now time.Duration) error {
-	k := l.keyOf(req)
-	e := l.acquire(k, req, now) // locked and settled
-	// Priced before the key's limits were known (with tiers): check them
-	// now, before the call takes a slot or a place in line. Without tiers
-	// the call was priced against them.
-	if l.tiers != nil && (t.reserve > 0 || t.unpriced != nil) {
-		if e.lim.Tokens == 0 {
-			t.reserve = 0 // nothing to charge, nothing to refund
-		} else if err := t.unpriced; err != nil || t.reserve > e.lim.TokenBurst {
-			capacity := e.lim.TokenBurst
-			e.mu.Unlock()
-			if err != nil {
-				return err
-			}
-			return l.overCapacity(req.Model, t.in, t.max, capacity)
-		}
+	e := l.acquire(l.keyOf(req), req, now) // locked and settled
+	if err := l.checkTier(e, req, t); err != nil {
+		return err
 	}
-	needProg := l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != ""
-	if needProg {
+	if l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != "" {
 		t.prog = e.program(req.Identity.SessionID, now, l.seq.Add(1), l.cfg.Queue.ProgramTTL)
 		t.prog.active++
 		t.prog.lastSeen = now
@@ -49,6 +35,34 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 	if t.prog != nil {
 		t.start = now
 	}
+	return l.takeBuckets(ctx, req, e, t, now)
+}
+
+// checkTier checks a call priced before its key's limits were known (with
+// tiers) against them, before it takes a slot or a place in line; on an
+// error it unlocks e. Without tiers the call was priced against them.
+func (l *Limiter) checkTier(e *entry, req *portico.Request, t *ticket) error {
+	switch {
+	case l.tiers == nil || t.reserve == 0 && t.unpriced == nil:
+		return nil
+	case e.lim.Tokens == 0:
+		t.reserve = 0 // nothing to charge, nothing to refund
+		return nil
+	case t.unpriced == nil && t.reserve <= e.lim.TokenBurst:
+		return nil
+	}
+	capacity := e.lim.TokenBurst
+	e.mu.Unlock()
+	if t.unpriced != nil {
+		return t.unpriced
+	}
+	return l.overCapacity(req.Model, t.in, t.max, capacity)
+}
+
+// takeBuckets takes the call's share of e's buckets, which is locked and
+// holds its slot, waiting in line for them in Wait mode; e is unlocked on
+// return, and on an error the slot is freed.
+func (l *Limiter) takeBuckets(ctx context.Context, req *portico.Request, e *entry, t *ticket, now time.Duration) error {
 	var h *hold // our place in line while we wait (Wait mode)
 	var waitUntil time.Duration
 	for {
@@ -65,55 +79,89 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 		if h == nil {
 			waitUntil = now + l.cfg.MaxWait
 		}
-		deadline, hasDeadline := ctx.Deadline()
-		if tooLarge || l.cfg.Mode == Reject || req.Hedge || wait > waitUntil-now || (hasDeadline && wait > mono.Of(deadline)-now) || pastCap(ctx, wait) {
-			capacity := e.lim.TokenBurst
-			e.giveBack(h)
-			l.releaseLocked(e, now)
-			l.unprogram(t, now)
-			e.mu.Unlock()
-			if tooLarge {
-				return l.overCapacity(req.Model, t.in, t.max, capacity)
-			}
-			return l.limited(ctx, req, which, wait)
+		if tooLarge || !l.mayWait(ctx, req, wait, waitUntil-now, now) {
+			return l.refuse(ctx, req, e, t, h, now, which, wait, tooLarge)
 		}
-		first := h == nil
-		replan := e.replanChan()
-		if first {
-			h = &hold{tokens: float64(t.reserve)}
-			x := e.w()
-			x.holds = append(x.holds, h)
-			// Publish the hold before looking for refunds recorded without
-			// the lock: a completion either is settled here, and then every
-			// waiter plans again (this one at once), or sees waitHold and
-			// wakes them itself (see complete).
-			e.waiting.Or(waitHold)
-			if e.pending() {
-				e.settle()
-				e.replan()
-			}
+		var err error
+		if h, err = l.sleep(ctx, req, e, t, h, now, which, wait); err != nil {
+			return err
 		}
-		e.mu.Unlock()
-		if first {
-			l.observeWait(ctx, req, t, h, wait, which, now)
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-replan: // a refund, a place ahead given back, or new limits
-			timer.Stop()
-		case <-ctx.Done():
-			timer.Stop()
-			e.lock()
-			e.giveBack(h)
-			l.releaseLocked(e, mono.Now())
-			l.unprogram(t, now)
-			e.mu.Unlock()
-			return notSent(portico.FromContext(ctx))
-		}
-		e.lock()
 		now = mono.Now()
 	}
+}
+
+// mayWait reports whether a call may wait wait for the buckets at now:
+// Wait mode, not a hedge, and the wait within left (of MaxWait), the
+// context's deadline and the cap on a wait in place.
+func (l *Limiter) mayWait(ctx context.Context, req *portico.Request, wait, left, now time.Duration) bool {
+	if l.cfg.Mode == Reject || req.Hedge || wait > left || pastCap(ctx, wait) {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || wait <= mono.Of(dl)-now
+}
+
+// refuse ends a call the buckets do not admit: it gives back its place in
+// line h and its slot, unlocks e and returns the refusal.
+func (l *Limiter) refuse(ctx context.Context, req *portico.Request, e *entry, t *ticket, h *hold, now time.Duration, which string, wait time.Duration, tooLarge bool) error {
+	capacity := e.lim.TokenBurst
+	e.giveBack(h)
+	l.releaseLocked(e, now)
+	l.unprogram(t, now)
+	e.mu.Unlock()
+	if tooLarge {
+		return l.overCapacity(req.Model, t.in, t.max, capacity)
+	}
+	return l.limited(ctx, req, which, wait)
+}
+
+// sleep waits up to wait for the buckets in line h (a new place at the
+// back when nil), or until the key's waiters must plan again; e is locked
+// on entry and, unless ctx ends (the slot and place then given back), on
+// return.
+func (l *Limiter) sleep(ctx context.Context, req *portico.Request, e *entry, t *ticket, h *hold, now time.Duration, which string, wait time.Duration) (*hold, error) {
+	first := h == nil
+	replan := e.replanChan()
+	if first {
+		h = e.addHold(t.reserve)
+	}
+	e.mu.Unlock()
+	if first {
+		l.observeWait(ctx, req, t, h, wait, which, now)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-replan: // a refund, a place ahead given back, or new limits
+	case <-ctx.Done():
+		e.lock()
+		e.giveBack(h)
+		l.releaseLocked(e, mono.Now())
+		l.unprogram(t, now)
+		e.mu.Unlock()
+		return h, notSent(portico.FromContext(ctx))
+	}
+	e.lock()
+	return h, nil
+}
+
+// addHold makes a place in line at the back for a call of tokens. The caller
+// holds e.mu.
+func (e *entry) addHold(tokens int) *hold {
+	h := &hold{tokens: float64(tokens)}
+	x := e.w()
+	x.holds = append(x.holds, h)
+	// Publish the hold before looking for refunds recorded without the
+	// lock: a completion either is settled here, and then every waiter
+	// plans again (this one at once), or sees waitHold and wakes them
+	// itself (see complete).
+	e.waiting.Or(waitHold)
+	if e.pending() {
+		e.settle()
+		e.replan()
+	}
+	return h
 }
 
 // observeWait reports a call's wait to ctx's Observer. The call holds a slot

@@ -43,75 +43,74 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 		}
 		c.Done(latency, t.inflight, outcome(err))
 	}
-	// settlement's code, inline: a call here would cost the hot path.
-	var rl *portico.RateLimit
-	if resp != nil {
-		rl = resp.RateLimit
-	} else if err != nil {
-		var pe *portico.Error
-		if errors.As(err, &pe) {
-			rl = pe.RateLimit
-		}
-	}
-	d := 0 // tokens back to the bucket; < 0: charged
-	if t.reserve > 0 && !panicked {
-		if resp != nil {
-			if used := resp.Usage.InputTokens + resp.Usage.OutputTokens; used > 0 {
-				d = t.reserve - used
-			}
-		} else {
-			d = Refund(err, t.in, t.max) // the billed usage, if err carries it
-		}
-	}
-	e := t.e
+	rl, d := settlement(t, resp, err, panicked)
 	if t.fast && rl == nil && t.prog == nil && !panicked && d >= 0 && d < maxFastRefund {
-		e.done.Add(1 + uint64(d)<<doneShift)
-		if w := e.waiting.Load(); w != 0 && (w&waitQueue != 0 || d > 0) {
-			e.lock() // settles this completion
-			if d > 0 && e.held() > 0 {
-				e.replan()
-			}
-			l.dispatch(e, mono.Now())
-			e.mu.Unlock()
-		}
+		l.completeFast(t.e, d)
 		return
 	}
+	l.completeLocked(t, rl, d)
+	if rl != nil {
+		l.logView(rl)
+	}
+}
+
+// completeFast is the completion that skips the lock, refunding d >= 0
+// tokens, unless calls wait for its slot or its refund.
+func (l *Limiter) completeFast(e *entry, d int) {
+	e.done.Add(1 + uint64(d)<<doneShift)
+	if w := e.waiting.Load(); w == 0 || w&waitQueue == 0 && d == 0 {
+		return
+	}
+	e.lock() // settles this completion
+	if d > 0 && e.held() > 0 {
+		e.replan()
+	}
+	l.dispatch(e, mono.Now())
+	e.mu.Unlock()
+}
+
+// completeLocked is the completion under the lock: d tokens back (< 0:
+// charged), the provider's view rl adopted (nil: none), the program's
+// service recorded, the slot freed.
+func (l *Limiter) completeLocked(t *ticket, rl *portico.RateLimit, d int) {
+	e := t.e
 	e.lock()
-	if d != 0 && e.lim.Tokens > 0 {
-		if d > 0 {
-			e.tok.refund(float64(d))
-			if e.held() > 0 {
-				e.replan()
-			}
-		} else {
-			e.tok.charge(float64(-d), float64(e.lim.Tokens)) // down to one period's quota
+	defer e.mu.Unlock()
+	switch {
+	case d == 0 || e.lim.Tokens == 0:
+	case d > 0:
+		e.tok.refund(float64(d))
+		if e.held() > 0 {
+			e.replan()
 		}
+	default:
+		e.tok.charge(float64(-d), float64(e.lim.Tokens)) // down to one period's quota
 	}
-	var now time.Duration
-	if rl != nil || t.prog != nil || e.queued() > 0 {
-		now = mono.Now()
-	}
+	now := mono.Now()
 	if rl != nil {
 		e.adopt(now, rl, l.cfg.MaxProviderHold)
 	}
-	if t.prog != nil {
-		t.prog.attained += now - t.start
-		t.prog.active--
-		t.prog.lastSeen = now
+	if p := t.prog; p != nil {
+		p.attained += now - t.start
+		p.active--
+		p.lastSeen = now
 	}
 	l.releaseLocked(e, now)
-	e.mu.Unlock()
-	if rl != nil && l.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
-		l.cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "ratelimit: provider view",
-			slog.Bool("tokens_known", rl.Tokens.Known), slog.Int("tokens_remaining", rl.Tokens.Remaining),
-			slog.Bool("requests_known", rl.Requests.Known), slog.Int("requests_remaining", rl.Requests.Remaining))
+}
+
+// logView logs a provider's view of its limits at debug level.
+func (l *Limiter) logView(rl *portico.RateLimit) {
+	if !l.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
 	}
+	l.cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "ratelimit: provider view",
+		slog.Bool("tokens_known", rl.Tokens.Known), slog.Int("tokens_remaining", rl.Tokens.Remaining),
+		slog.Bool("requests_known", rl.Requests.Known), slog.Int("requests_remaining", rl.Requests.Remaining))
 }
 
 // settlement returns what ends the call admitted with t: the provider's
 // view of its limits (nil: none) and the tokens back to the bucket, d (< 0:
-// charged), from the usage or, without it, [Refund]. The shared path's;
-// complete has the same code inline.
+// charged), from the usage or, without it, [Refund].
 func settlement(t *ticket, resp *portico.Response, err error, panicked bool) (rl *portico.RateLimit, d int) {
 	if resp != nil {
 		rl = resp.RateLimit
