@@ -196,23 +196,8 @@ type Config struct {
 }
 
 func (c Config) normalize() (Config, error) {
-	if len(c.Routes) == 0 {
-		return c, errors.New("fallback: Config.Routes is empty")
-	}
-	seen := make(map[string]bool, len(c.Routes))
-	for i, r := range c.Routes {
-		switch {
-		case r.Name == "":
-			return c, errors.New("fallback: route " + strconv.Itoa(i) + " has no Name")
-		case portico.IsNil(r.Model):
-			return c, errors.New("fallback: route " + r.Name + " has a nil Model")
-		case seen[r.Name]:
-			return c, errors.New("fallback: route name " + r.Name + " is not unique")
-		}
-		if err := r.Capabilities.Validate(); err != nil {
-			return c, fmt.Errorf("fallback: route %s: %w", r.Name, err)
-		}
-		seen[r.Name] = true
+	if err := checkRoutes(c.Routes); err != nil {
+		return c, err
 	}
 	c.Routes = slices.Clone(c.Routes)
 	if c.Estimator == nil {
@@ -242,6 +227,31 @@ func (c Config) normalize() (Config, error) {
 		return c, errors.New("fallback: unknown Config.Independence " + c.Independence.String())
 	}
 	return c, nil
+}
+
+// checkRoutes returns the error of a Config whose Routes are empty, or one
+// of them has no Name, a nil Model, a Name another has, or invalid
+// Capabilities.
+func checkRoutes(routes []portico.Route) error {
+	if len(routes) == 0 {
+		return errors.New("fallback: Config.Routes is empty")
+	}
+	seen := make(map[string]bool, len(routes))
+	for i, r := range routes {
+		switch {
+		case r.Name == "":
+			return errors.New("fallback: route " + strconv.Itoa(i) + " has no Name")
+		case portico.IsNil(r.Model):
+			return errors.New("fallback: route " + r.Name + " has a nil Model")
+		case seen[r.Name]:
+			return errors.New("fallback: route name " + r.Name + " is not unique")
+		}
+		if err := r.Capabilities.Validate(); err != nil {
+			return fmt.Errorf("fallback: route %s: %w", r.Name, err)
+		}
+		seen[r.Name] = true
+	}
+	return nil
 }
 
 // Validate returns the error [New] would return for c, or nil: a caller that

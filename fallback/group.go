@@ -96,16 +96,7 @@ func New(cfg Config) (*Group, error) {
 		key := g.keys[i]
 		g.values = append(g.values, newShareValues(func() time.Time { return g.cool.Until(key) }, c.WaitInPlace))
 	}
-	if len(c.Routes) <= 64 {
-		g.covers = make([]uint64, len(c.Routes))
-		for i := range c.Routes {
-			for j := range c.Routes {
-				if c.Routes[j].Capabilities.Covers(&c.Routes[i].Capabilities) {
-					g.covers[i] |= 1 << j
-				}
-			}
-		}
-	}
+	g.covers = covers(c.Routes)
 	if c.Policy != nil {
 		g.stats, _ = rank.NewTable(len(c.Routes), 0)
 	}
@@ -113,6 +104,23 @@ func New(cfg Config) (*Group, error) {
 		g.latency = make([]hedge.Latency, len(c.Routes))
 	}
 	return g, nil
+}
+
+// covers returns, for each route i, the set of routes whose Capabilities
+// cover i's, as bits (see Group.covers); nil with more than 64 routes.
+func covers(routes []portico.Route) []uint64 {
+	if len(routes) > 64 {
+		return nil
+	}
+	cv := make([]uint64, len(routes))
+	for i := range routes {
+		for j := range routes {
+			if routes[j].Capabilities.Covers(&routes[i].Capabilities) {
+				cv[i] |= 1 << j
+			}
+		}
+	}
+	return cv
 }
 
 // MustNew is like [New] but panics on a configuration error.

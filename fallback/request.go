@@ -337,7 +337,7 @@ func (r *request) followed(pos int) bool {
 // cap. With lift (a stream) and a candidate following, the share bounds the
 // gaps between signs of progress (gap, armed by watch.arm) instead of the
 // whole call. The context ends with the cut's cause (cut.Of); the package
-// documentation says how each counts. No timer unless the route waits.
+// documentation says how each counts.
 func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.Context, end context.CancelFunc, gap time.Duration, ok bool) {
 	_, idx := r.candidate(pos)
 	vs := &r.g.values[idx]
