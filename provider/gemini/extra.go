@@ -18,58 +18,72 @@ import (
 // caller passes on as raw JSON, and an error for a candidate count other
 // than 1 (the adapter reads one candidate; more would be billed and lost).
 func setExtra(cfg *genai.GenerateContentConfig, key string, v any) (bool, error) {
-	switch key {
-	case "temperature", "topP", "top_p", "topK", "top_k", "presencePenalty", "presence_penalty", "frequencyPenalty", "frequency_penalty":
+	if field := floatField(cfg, key); field != nil {
 		f, ok := adapt.Float(v)
 		if !ok || f > math.MaxFloat32 || f < -math.MaxFloat32 {
 			return false, nil
 		}
-		p := genai.Ptr(float32(f))
-		switch key {
-		case "temperature":
-			cfg.Temperature = p
-		case "topP", "top_p":
-			cfg.TopP = p
-		case "topK", "top_k":
-			cfg.TopK = p
-		case "presencePenalty", "presence_penalty":
-			cfg.PresencePenalty = p
-		default:
-			cfg.FrequencyPenalty = p
-		}
+		*field = genai.Ptr(float32(f))
 		return true, nil
+	}
+	switch key {
 	case "seed":
 		f, ok := adapt.Float(v)
-		if !ok || f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
+		if !ok || !whole32(f) {
 			return false, nil
 		}
 		cfg.Seed = genai.Ptr(int32(f))
-		return true, nil
 	case "candidateCount", "candidate_count", "n":
 		if f, ok := adapt.Float(v); !ok || f != 1 {
 			return false, fmt.Errorf("gemini: Extra %q: only a candidate count of 1 is supported", key)
 		}
 		cfg.CandidateCount = 1
-		return true, nil
 	case "stopSequences", "stop_sequences", "stop":
 		seqs, ok := adapt.Strings(v)
 		if !ok {
 			return false, nil
 		}
 		cfg.StopSequences = seqs
-		return true, nil
 	case "thinkingConfig", "thinking_config":
-		switch tc := v.(type) {
-		case genai.ThinkingConfig:
-			cfg.ThinkingConfig = &tc
-		case *genai.ThinkingConfig:
-			cfg.ThinkingConfig = tc
-		default:
-			return false, nil // a map goes into generationConfig as it is
-		}
-		return true, nil
+		return setThinking(cfg, v), nil
+	default:
+		return false, nil
 	}
-	return false, nil
+	return true, nil
+}
+
+// whole32 reports whether f is a whole number in int32's range.
+func whole32(f float64) bool { return f == math.Trunc(f) && f <= math.MaxInt32 && f >= math.MinInt32 }
+
+// floatField returns the config field of a float sampling option, or nil.
+func floatField(cfg *genai.GenerateContentConfig, key string) **float32 {
+	switch key {
+	case "temperature":
+		return &cfg.Temperature
+	case "topP", "top_p":
+		return &cfg.TopP
+	case "topK", "top_k":
+		return &cfg.TopK
+	case "presencePenalty", "presence_penalty":
+		return &cfg.PresencePenalty
+	case "frequencyPenalty", "frequency_penalty":
+		return &cfg.FrequencyPenalty
+	}
+	return nil
+}
+
+// setThinking sets a genai.ThinkingConfig value or pointer; a map goes into
+// generationConfig as it is.
+func setThinking(cfg *genai.GenerateContentConfig, v any) bool {
+	switch tc := v.(type) {
+	case genai.ThinkingConfig:
+		cfg.ThinkingConfig = &tc
+	case *genai.ThinkingConfig:
+		cfg.ThinkingConfig = tc
+	default:
+		return false
+	}
+	return true
 }
 
 // callIDPrefix marks the tool call IDs the adapter makes for function calls

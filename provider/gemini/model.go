@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -246,20 +247,13 @@ func (g *gen) noCandidate(pf *genai.GenerateContentResponsePromptFeedback, um *g
 // a chunk reported usage carries the last running total (what was billed
 // so far), so that limiters and the group's cost see it.
 func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (_ *portico.Response, err error) {
-	var (
-		text   strings.Builder
-		resp   = &portico.Response{Model: g.model}
-		fr     genai.FinishReason
-		pf     *genai.GenerateContentResponsePromptFeedback
-		um     *genai.GenerateContentResponseUsageMetadata
-		got    bool // a candidate arrived
-		sdkErr error
-	)
+	st := streamState{g: g, resp: &portico.Response{Model: g.model}}
 	defer func() {
-		if err != nil && um != nil {
-			adapt.Billed(err, usage(um))
+		if err != nil && st.um != nil {
+			adapt.Billed(err, usage(st.um))
 		}
 	}()
+	var sdkErr error
 	for r, err := range g.m.client.Models.GenerateContentStream(withExchange(ctx, g.x), g.model, contents, cfg) {
 		if err != nil {
 			sdkErr = err
@@ -268,67 +262,75 @@ func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.
 		if ctx.Err() != nil {
 			break // no chunk reaches the caller after it canceled
 		}
-		if r == nil {
-			continue
-		}
-		if !chunked(r) {
-			adapt.Alive(ctx) // thoughts, usage alone: progress all the same
-		}
-		if r.ModelVersion != "" {
-			resp.Model = r.ModelVersion
-		}
-		if r.ResponseID != "" {
-			resp.ID = r.ResponseID
-		}
-		if r.UsageMetadata != nil {
-			um = r.UsageMetadata // a running total: the last one counts
-		}
-		if r.PromptFeedback != nil {
-			pf = r.PromptFeedback
-		}
-		cand := first(r.Candidates)
-		if cand == nil {
-			continue
-		}
-		got = true
-		if cand.FinishReason != "" {
-			fr = cand.FinishReason
-		}
-		if cand.Content == nil {
-			continue
-		}
-		for _, p := range cand.Content.Parts {
-			switch {
-			case p == nil:
-			case p.FunctionCall != nil:
-				resp.ToolCalls = append(resp.ToolCalls, toolCall(len(resp.ToolCalls), p))
-				if err := g.chunk(portico.Chunk{}); err != nil {
-					return nil, err
-				}
-			case !p.Thought && p.Text != "":
-				text.WriteString(p.Text)
-				if err := g.chunk(portico.Chunk{Text: p.Text}); err != nil {
-					return nil, err
-				}
-			}
+		if err := st.next(ctx, r); err != nil {
+			return nil, err
 		}
 	}
-	x := g.x
-	if sdkErr != nil {
-		return nil, g.m.classify(ctx, sdkErr, x, g.model)
+	if err := cmp.Or(sdkErr, ctx.Err(), g.x.ReadErr); err != nil {
+		return nil, g.m.classify(ctx, err, g.x, g.model)
 	}
-	if ctx.Err() != nil {
-		return nil, g.m.classify(ctx, ctx.Err(), x, g.model)
+	st.resp.Usage = usage(st.um)
+	if !st.got {
+		return nil, g.noCandidate(st.pf, st.um)
 	}
-	if x.ReadErr != nil {
-		return nil, g.m.classify(ctx, x.ReadErr, x, g.model)
+	st.resp.Text = st.text.String()
+	return g.finish(st.resp, st.fr)
+}
+
+// streamState is what a streamed answer has said so far; stream owns it.
+type streamState struct {
+	g    *gen
+	resp *portico.Response
+	text strings.Builder
+	fr   genai.FinishReason
+	pf   *genai.GenerateContentResponsePromptFeedback
+	um   *genai.GenerateContentResponseUsageMetadata // a running total: the last one counts
+	got  bool                                        // a candidate arrived
+}
+
+// next takes in one response of the stream, passing its first candidate's
+// text and function calls on.
+func (st *streamState) next(ctx context.Context, r *genai.GenerateContentResponse) error {
+	if r == nil {
+		return nil
 	}
-	resp.Usage = usage(um)
-	if !got {
-		return nil, g.noCandidate(pf, um)
+	if !chunked(r) {
+		adapt.Alive(ctx) // thoughts, usage alone: progress all the same
 	}
-	resp.Text = text.String()
-	return g.finish(resp, fr)
+	st.resp.Model = cmp.Or(r.ModelVersion, st.resp.Model)
+	st.resp.ID = cmp.Or(r.ResponseID, st.resp.ID)
+	st.um = cmp.Or(r.UsageMetadata, st.um)
+	st.pf = cmp.Or(r.PromptFeedback, st.pf)
+	cand := first(r.Candidates)
+	if cand == nil {
+		return nil
+	}
+	st.got = true
+	st.fr = cmp.Or(cand.FinishReason, st.fr)
+	if cand.Content == nil {
+		return nil
+	}
+	for _, p := range cand.Content.Parts {
+		if err := st.part(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// part takes in one part of a candidate: a function call, or text that is
+// not a thought.
+func (st *streamState) part(p *genai.Part) error {
+	switch {
+	case p == nil:
+	case p.FunctionCall != nil:
+		st.resp.ToolCalls = append(st.resp.ToolCalls, toolCall(len(st.resp.ToolCalls), p))
+		return st.g.chunk(portico.Chunk{})
+	case !p.Thought && p.Text != "":
+		st.text.WriteString(p.Text)
+		return st.g.chunk(portico.Chunk{Text: p.Text})
+	}
+	return nil
 }
 
 // first returns the candidate of index 0, or nil.

@@ -28,19 +28,8 @@ func (m *Model) params(req *portico.Request) ([]*genai.Content, *genai.GenerateC
 		return nil, nil, err
 	}
 	cfg.SystemInstruction = system
-	if len(req.Tools) > 0 {
-		decls := make([]*genai.FunctionDeclaration, 0, len(req.Tools))
-		for _, t := range req.Tools {
-			fd := &genai.FunctionDeclaration{Name: t.Name, Description: t.Description}
-			if len(t.Parameters) > 0 {
-				if !json.Valid(t.Parameters) {
-					return nil, nil, fmt.Errorf("gemini: tool %q: parameters are not valid JSON", t.Name)
-				}
-				fd.ParametersJsonSchema = t.Parameters
-			}
-			decls = append(decls, fd)
-		}
-		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
+	if cfg.Tools, err = tools(req.Tools); err != nil {
+		return nil, nil, err
 	}
 	if s := req.Schema; s != nil {
 		if !json.Valid(s.JSON) {
@@ -52,22 +41,44 @@ func (m *Model) params(req *portico.Request) ([]*genai.Content, *genai.GenerateC
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = s.JSON
 	}
-	if n := req.MaxOutputTokens; n > 0 {
-		if n > math.MaxInt32 {
-			return nil, nil, errors.New("gemini: MaxOutputTokens above 2^31-1")
-		}
+	if n := req.MaxOutputTokens; n > math.MaxInt32 {
+		return nil, nil, errors.New("gemini: MaxOutputTokens above 2^31-1")
+	} else if n > 0 {
 		cfg.MaxOutputTokens = int32(n)
 	}
+	return contents, cfg, extras(cfg, req.Extra)
+}
+
+// tools declares the request's tools as functions, or nil without tools.
+func tools(ts []portico.Tool) ([]*genai.Tool, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	decls := make([]*genai.FunctionDeclaration, 0, len(ts))
+	for _, t := range ts {
+		fd := &genai.FunctionDeclaration{Name: t.Name, Description: t.Description}
+		if len(t.Parameters) > 0 {
+			if !json.Valid(t.Parameters) {
+				return nil, fmt.Errorf("gemini: tool %q: parameters are not valid JSON", t.Name)
+			}
+			fd.ParametersJsonSchema = t.Parameters
+		}
+		decls = append(decls, fd)
+	}
+	return []*genai.Tool{{FunctionDeclarations: decls}}, nil
+}
+
+// extras sets the Extra keys setExtra knows in cfg, and the others in the
+// body: a top-level request field as it is, any other in generationConfig.
+func extras(cfg *genai.GenerateContentConfig, keys map[string]any) error {
 	var extra map[string]any
-	for k, v := range req.Extra {
-		switch k {
-		case "model", "contents", "systemInstruction", "system_instruction", "tools", "generationConfig", "generation_config",
-			"responseSchema", "responseJsonSchema", "responseMimeType", "maxOutputTokens":
-			return nil, nil, fmt.Errorf("gemini: Extra key %q is the adapter's to set", k)
+	for k, v := range keys {
+		if adapterKeys[k] {
+			return fmt.Errorf("gemini: Extra key %q is the adapter's to set", k)
 		}
 		ok, err := setExtra(cfg, k, v)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if ok {
 			continue
@@ -75,28 +86,33 @@ func (m *Model) params(req *portico.Request) ([]*genai.Content, *genai.GenerateC
 		if extra == nil {
 			extra = map[string]any{}
 		}
-		if topLevel[k] {
-			extra[k] = v
-			continue
-		}
 		gc, _ := extra["generationConfig"].(map[string]any)
-		if gc == nil {
-			gc = map[string]any{}
-			extra["generationConfig"] = gc
+		switch {
+		case topLevel[k]:
+			extra[k] = v
+		case gc == nil:
+			extra["generationConfig"] = map[string]any{k: v}
+		default:
+			gc[k] = v
 		}
-		gc[k] = v
 	}
-	if extra != nil {
-		// The SDK marshals ExtraBody only when it builds the request; a value
-		// JSON cannot encode is this request's fault, told here, so that what
-		// the SDK still refuses to build is the client's (Unusable).
-		if _, err := json.Marshal(extra); err != nil {
-			return nil, nil, fmt.Errorf("gemini: Extra not encodable: %w", err)
-		}
-		cfg.HTTPOptions = &genai.HTTPOptions{ExtraBody: extra}
+	if extra == nil {
+		return nil
 	}
-	return contents, cfg, nil
+	// The SDK marshals ExtraBody only when it builds the request; a value
+	// JSON cannot encode is this request's fault, told here, so that what
+	// the SDK still refuses to build is the client's (Unusable).
+	if _, err := json.Marshal(extra); err != nil {
+		return fmt.Errorf("gemini: Extra not encodable: %w", err)
+	}
+	cfg.HTTPOptions = &genai.HTTPOptions{ExtraBody: extra}
+	return nil
 }
+
+// adapterKeys are the body keys the adapter sets, refused in Extra.
+var adapterKeys = map[string]bool{"model": true, "contents": true, "systemInstruction": true, "system_instruction": true,
+	"tools": true, "generationConfig": true, "generation_config": true, "responseSchema": true, "responseJsonSchema": true,
+	"responseMimeType": true, "maxOutputTokens": true}
 
 var no = false
 
@@ -115,65 +131,87 @@ func messages(msgs []portico.Message) ([]*genai.Content, *genai.Content, error) 
 	contents := make([]*genai.Content, 0, len(msgs))
 	for i := range msgs {
 		msg := &msgs[i]
+		var c *genai.Content
+		var err error
 		switch msg.Role {
 		case portico.RoleSystem:
-			if system == nil {
-				system = &genai.Content{}
-			}
-			for _, p := range msg.Content {
-				if p.Kind != portico.PartText {
-					return nil, nil, fmt.Errorf("gemini: message %d: %v part in a system message", i, p.Kind)
-				}
-				system.Parts = append(system.Parts, &genai.Part{Text: p.Text})
-			}
+			system, err = systemParts(system, msg.Content)
 		case portico.RoleUser:
-			c := &genai.Content{Role: genai.RoleUser, Parts: make([]*genai.Part, 0, len(msg.Content))}
-			for _, p := range msg.Content {
-				part, err := userPart(p)
-				if err != nil {
-					return nil, nil, fmt.Errorf("gemini: message %d: %w", i, err)
-				}
-				c.Parts = append(c.Parts, part)
+			c = &genai.Content{Role: genai.RoleUser, Parts: make([]*genai.Part, len(msg.Content))}
+			for j := 0; j < len(msg.Content) && err == nil; j++ {
+				c.Parts[j], err = userPart(msg.Content[j])
 			}
-			contents = append(contents, c)
 		case portico.RoleAssistant:
-			c := &genai.Content{Role: genai.RoleModel, Parts: make([]*genai.Part, 0, len(msg.Content)+len(msg.ToolCalls))}
-			for _, p := range msg.Content {
-				if p.Kind != portico.PartText {
-					return nil, nil, fmt.Errorf("gemini: message %d: %v part in an assistant message", i, p.Kind)
-				}
-				c.Parts = append(c.Parts, &genai.Part{Text: p.Text})
-			}
-			for _, tc := range msg.ToolCalls {
-				args, err := callArgs(tc.Arguments)
-				if err != nil {
-					return nil, nil, fmt.Errorf("gemini: message %d: tool call %q: %w", i, tc.Name, err)
-				}
-				id, sig := decodeCallID(tc.ID)
-				c.Parts = append(c.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: tc.Name, Args: args}, ThoughtSignature: sig})
-			}
-			contents = append(contents, c)
+			c, err = modelContent(msg)
 		case portico.RoleTool:
-			name := callName(msgs[:i], msg.ToolCallID)
-			if name == "" {
-				return nil, nil, fmt.Errorf("gemini: message %d: tool result for %q answers no earlier tool call", i, msg.ToolCallID)
-			}
-			text, err := adapt.TextOnly(msg.Content)
-			if err != nil {
-				return nil, nil, fmt.Errorf("gemini: message %d: %w", i, err)
-			}
-			id, _ := decodeCallID(msg.ToolCallID)
-			part := &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: toolOutput(text)}}
-			if n := len(contents); n > 0 && i > 0 && msgs[i-1].Role == portico.RoleTool {
+			var part *genai.Part
+			part, err = functionResponse(msgs[:i], msg)
+			if n := len(contents); err == nil && n > 0 && i > 0 && msgs[i-1].Role == portico.RoleTool {
 				contents[n-1].Parts = append(contents[n-1].Parts, part)
 				continue
 			}
-			contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{part}})
+			c = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{part}}
 		default:
-			return nil, nil, fmt.Errorf("gemini: message %d: unknown role %q", i, msg.Role)
+			err = fmt.Errorf("unknown role %q", msg.Role)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("gemini: message %d: %w", i, err)
+		}
+		if c != nil {
+			contents = append(contents, c)
 		}
 	}
 	return contents, system, nil
+}
+
+// systemParts adds a system message's text parts to the system instruction.
+func systemParts(system *genai.Content, parts []portico.Part) (*genai.Content, error) {
+	if system == nil {
+		system = &genai.Content{}
+	}
+	for _, p := range parts {
+		if p.Kind != portico.PartText {
+			return nil, fmt.Errorf("%v part in a system message", p.Kind)
+		}
+		system.Parts = append(system.Parts, &genai.Part{Text: p.Text})
+	}
+	return system, nil
+}
+
+// modelContent encodes an assistant message: its text, then its function
+// calls with the IDs and thought signatures they came with.
+func modelContent(msg *portico.Message) (*genai.Content, error) {
+	c := &genai.Content{Role: genai.RoleModel, Parts: make([]*genai.Part, 0, len(msg.Content)+len(msg.ToolCalls))}
+	for _, p := range msg.Content {
+		if p.Kind != portico.PartText {
+			return nil, fmt.Errorf("%v part in an assistant message", p.Kind)
+		}
+		c.Parts = append(c.Parts, &genai.Part{Text: p.Text})
+	}
+	for _, tc := range msg.ToolCalls {
+		args, err := callArgs(tc.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("tool call %q: %w", tc.Name, err)
+		}
+		id, sig := decodeCallID(tc.ID)
+		c.Parts = append(c.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: tc.Name, Args: args}, ThoughtSignature: sig})
+	}
+	return c, nil
+}
+
+// functionResponse encodes a tool message as the response to the call of
+// earlier it answers.
+func functionResponse(earlier []portico.Message, msg *portico.Message) (*genai.Part, error) {
+	name := callName(earlier, msg.ToolCallID)
+	if name == "" {
+		return nil, fmt.Errorf("tool result for %q answers no earlier tool call", msg.ToolCallID)
+	}
+	text, err := adapt.TextOnly(msg.Content)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := decodeCallID(msg.ToolCallID)
+	return &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: toolOutput(text)}}, nil
 }
 
 // callName returns the name of the latest tool call in earlier whose ID is id.

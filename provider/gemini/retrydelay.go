@@ -16,37 +16,36 @@ import (
 // Delays above 24 hours are clamped to 24 hours. It is pure and does not
 // allocate.
 func ParseRetryDelay(s string) (d time.Duration, ok bool) {
+	const maxSecs = int64(adapt.MaxHint / time.Second)
 	num, found := strings.CutSuffix(s, "s")
-	if !found || num == "" {
-		return 0, false
-	}
 	whole, frac, dot := strings.Cut(num, ".")
-	if whole == "" || dot && (frac == "" || len(frac) > 9) {
+	if !found || whole == "" || dot && (frac == "" || len(frac) > 9) {
 		return 0, false
 	}
-	var secs int64
-	for i := 0; i < len(whole); i++ {
-		c := whole[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if secs <= int64(adapt.MaxHint/time.Second) { // stop growing once past the clamp
-			secs = secs*10 + int64(c-'0')
-		}
+	secs, wholeOK := digits(whole, maxSecs)
+	nanos, fracOK := digits(frac, 1e9)
+	if !wholeOK || !fracOK {
+		return 0, false
 	}
-	var nanos int64
-	for i := 0; i < 9; i++ {
+	for range 9 - len(frac) {
 		nanos *= 10
-		if i < len(frac) {
-			c := frac[i]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			nanos += int64(c - '0')
-		}
 	}
-	if secs >= int64(adapt.MaxHint/time.Second) {
+	if secs >= maxSecs {
 		return adapt.MaxHint, true
 	}
 	return time.Duration(secs)*time.Second + time.Duration(nanos), true
+}
+
+// digits reads s, decimal digits only, as a number that stops growing once
+// past limit.
+func digits(s string, limit int64) (n int64, ok bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		if n <= limit {
+			n = n*10 + int64(s[i]-'0')
+		}
+	}
+	return n, true
 }
