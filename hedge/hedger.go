@@ -19,23 +19,6 @@ const (
 	DefaultMaxInFlight = 2
 )
 
-// Budget is the retry budget hedges are charged to: package retry's
-// Retrier implements it, so that hedges and retries to a destination share
-// one bound. It must be safe for concurrent use.
-type Budget interface {
-	// Take takes one retry token for a hedge to destination on behalf of
-	// clientKey, as a retry would, or reports false, taking nothing, when
-	// the budget has none.
-	Take(destination, clientKey string) bool
-}
-
-// Refunder is a [Budget] that can give a token back: a hedge refused before
-// anything was sent (a limiter's Rejected or NotSent error) returns the
-// token it took. package retry's Retrier implements it.
-type Refunder interface {
-	Refund(destination, clientKey string)
-}
-
 // Config configures a [Hedger]. The zero Config hedges once, after the 95th
 // percentile of the destination's latency, once 50 latencies are known.
 type Config struct {
@@ -247,65 +230,4 @@ func (t *timing) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 		t.latency.Add(time.Since(t.start))
 	}
 	return true, nil
-}
-
-// single is the Plan of a Wrap: every attempt goes to next.
-type single struct {
-	m    *model
-	req  *portico.Request
-	dest string
-}
-
-// Next prepares a hedge while fewer than MaxInFlight were made and, with a
-// Config.Cost, the attempts sent would stay within the request's MaxCost,
-// sending it as [AsHedge] marks it; after a failure it has nothing to add
-// (retrying is the retry layer's).
-func (p *single) Next(ctx context.Context, i int, charge func(string) bool, a *Attempt) (bool, error) {
-	req := p.req
-	if i > 0 {
-		h := p.m.h
-		if charge == nil || i >= h.maxInFlight || h.overCost(ctx, req, i+1, p.dest) || !charge(p.dest) {
-			return false, nil
-		}
-		req = AsHedge(req)
-	}
-	*a = Attempt{Model: p.m.next, Request: req, Destination: p.dest, Latency: &p.m.latency}
-	return true, nil
-}
-
-// overCost reports, with an event, whether n attempts of req to dest, each
-// at Config.Cost, may cost more than req's Contract.MaxCost.
-func (h *Hedger) overCost(ctx context.Context, req *portico.Request, n int, dest string) bool {
-	k := req.Contract
-	if h.cost == nil || k == nil || k.MaxCost <= 0 || float64(n)*h.cost(req) <= k.MaxCost {
-		return false
-	}
-	portico.Observe(ctx, portico.Event{Kind: portico.EventHedge, Route: dest, Reason: "max cost"})
-	return true
-}
-
-// AsHedge returns a copy of req marked as a hedge ([portico.Request.Hedge]):
-// the Request of an Attempt that a [Plan]'s Next prepares with a charge
-// func, so that the retry layer it reaches deposits nothing in the budget
-// the hedge was charged to. One allocation; req is not modified.
-func AsHedge(req *portico.Request) *portico.Request {
-	c := req.Clone()
-	c.Hedge = true
-	return c
-}
-
-// Ended stops the race at an error another attempt to the same destination
-// would repeat, by portico.FaultOf: the caller's, the request's unless an
-// answer came back (another may pass), the route's for every request
-// (Unusable), a refusal not to be retried (Incompatible).
-func (p *single) Ended(_ context.Context, _ int, _ *Attempt, res *Result) error {
-	if res.Err == nil || res.Lost {
-		return nil
-	}
-	switch f, c := portico.FaultOf(res.Err); {
-	case f == portico.FaultCaller, f == portico.FaultRequest && c != portico.InvalidResponse,
-		c == portico.Unusable, c == portico.Incompatible:
-		return res.Err
-	}
-	return nil
 }

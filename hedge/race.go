@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -10,95 +11,38 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// Attempt is one attempt of a race, as a [Plan] prepares it.
-type Attempt struct {
-	// Model answers the attempt; Request is what it is sent (its OnChunk,
-	// when streaming, is wrapped by the race).
-	Model   portico.Model
-	Request *portico.Request
-	// Context, when non-nil, is the context to call Model under, derived
-	// from the race's (a share of a deadline, say); nil means the race's.
-	// The race calls Model under a cancelable context derived from it.
-	Context context.Context
-	// Destination names the attempt's destination in events.
-	Destination string
-	// Latency, when non-nil, is the destination's sketch: when the Hedger
-	// waits a Config.Percentile, an attempt started first or after a failure
-	// (not a hedge) adds its latency (time to the first chunk when
-	// streaming) to it, and the delay before the hedge that follows it is
-	// that percentile of it.
-	Latency *Latency
-}
-
-// Result is how an attempt ended, as the race reports it to its [Plan].
-type Result struct {
-	// Response and Err are what the attempt's Model returned (a Response
-	// without error becomes [portico.ErrNilResponse]'s failure).
-	Response *portico.Response
-	Err      error
-	// Delivered: a chunk of the attempt reached the caller; CallerFailed:
-	// the caller's OnChunk failed during it.
-	Delivered, CallerFailed bool
-	// Lost: the race canceled the attempt because another one won.
-	// Unsent: it did so before the attempt's Model was called (another
-	// answered, or its chunk reached the caller, while the Plan prepared
-	// it); Err is then Canceled and NotSent.
-	Lost, Unsent bool
-	// Elapsed is the attempt's duration; TTFT the time to its first chunk
-	// that reached the caller, 0 if none did.
-	Elapsed, TTFT time.Duration
-}
-
-// Plan is what a race runs: the attempts it may start, and what their ends
-// mean. [Hedger.Wrap] runs one over a single Model; package fallback runs
-// one over its candidates. The race calls both methods on the goroutine
-// that called [Hedger.Run], one at a time; ctx is the context the race
-// was run under, and a the attempt as Next prepared it, so that a Plan
-// need keep neither.
-type Plan interface {
-	// Next prepares attempt i (0 first) in *a, which is zero. For a hedge,
-	// charge is non-nil: Next must call it with the attempt's destination
-	// before committing to the attempt and, when it reports false (the
-	// budget is empty), return ok false having changed nothing. For the
-	// first attempt and one that follows a failure, charge is nil. ok false
-	// also means no attempt is left; a non-nil stop ends the race with that
-	// error.
-	Next(ctx context.Context, i int, charge func(destination string) bool, a *Attempt) (ok bool, stop error)
-	// Ended reports the end of attempt i, prepared in *a, as *res says
-	// (both valid during the call only). A non-nil stop ends the race with
-	// that error, the other attempts canceled; it is ignored for an attempt
-	// that Lost and for the winner (Err nil, or Delivered).
-	Ended(ctx context.Context, i int, a *Attempt, res *Result) (stop error)
-}
-
 // errLost is the cause with which the race cancels the attempts that lost,
 // and the error its gate returns for a chunk of one.
 var errLost = errors.New("hedge: another attempt won")
 
-// race is one request's race. Run's goroutine starts every attempt on a
-// goroutine of its own and receives their ends, with one timer for the
-// hedge due next; the attempts' goroutines touch only the fields r.mu
-// guards.
+// race is one request's race: its first attempt on the caller's goroutine
+// (see first), every other on one of its own, whose ends the race's
+// goroutine receives, with a timer for the hedge due next. The attempts'
+// goroutines touch only the fields r.mu guards.
 type race struct {
 	h    *Hedger
 	ctx  context.Context
 	req  *portico.Request
 	plan Plan
 
-	results        chan *attempt // the ends of the attempts
-	timer          *time.Timer   // the next hedge's; nil until one is armed
-	due            <-chan time.Time
-	next, running  int       // the next attempt's index; the attempts not yet received
-	started        time.Time // when the newest attempt started
-	last           error     // the last attempt's error
-	sent, lostSent error     // see note
-	panicked       bool
-	panicVal       any
+	results        chan *attempt    // the ends of the attempts on goroutines
+	due            <-chan time.Time // when the next hedge is due; nil none
+	next, running  int              // the next attempt's index; the attempts not yet settled
+	started        time.Time        // when the newest attempt started
+	last           error            // the last attempt's error
+	sent, lostSent error            // see note
+	panicked       any              // what an attempt panicked with, to raise again
+	// The outcome, set by finish (done): published by closing final when
+	// the first attempt's hedge took the race over.
+	done  bool
+	resp  *portico.Response
+	idx   int
+	err   error
+	final chan struct{}
 
-	mu     sync.Mutex    // guards winner, live and the attempts' lost
-	winner int           // the attempt that won; -1 none yet, -2 none ever
-	live   []*attempt    // attempts running
-	won    chan struct{} // closed when a chunk reached the caller; nil unless streaming
+	mu     sync.Mutex // guards winner and live
+	winner int        // the attempt that won (answered, or its chunk reached the caller); -1 none yet, -2 none ever
+	live   []*attempt // attempts running
 }
 
 // attempt is one running attempt and its result.
@@ -111,10 +55,8 @@ type attempt struct {
 	start    time.Time
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
-	lost     bool // stopped because another won; guarded by r.mu
 	res      Result
-	panicked bool
-	panicVal any // what Model.Generate panicked with
+	panicked any // what Model.Generate panicked with
 }
 
 // Run races plan's attempts for req: attempt 0 at once, then, while fewer
@@ -134,111 +76,133 @@ func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*por
 	if err := portico.Gone(ctx); err != nil {
 		return nil, -1, err // the caller has gone: no attempt, no hedge
 	}
-	r := &race{h: h, ctx: ctx, req: req, plan: plan, winner: -1, results: make(chan *attempt, h.maxInFlight)}
-	if req.OnChunk != nil {
-		r.won = make(chan struct{})
-	}
-	var resp *portico.Response
-	i, err := -1, error(nil)
-	if ok, stop := r.start(false); ok {
-		resp, i, err = r.loop()
+	r := &race{h: h, ctx: ctx, req: req, plan: plan, winner: -1, next: 1}
+	at := &attempt{r: r}
+	if ok, stop := plan.Next(ctx, 0, nil, &at.a); ok && stop == nil {
+		r.first(at)
 	} else {
-		err = stop
+		r.idx, r.err = -1, stop
 	}
-	if r.panicked {
-		panic(r.panicVal)
+	if r.panicked != nil {
+		panic(r.panicked)
 	}
-	return resp, i, r.afterSent(resp, err)
+	return r.resp, r.idx, r.afterSent(r.resp, r.err)
+}
+
+// first runs attempt 0, at, on the caller's goroutine. When a hedge may
+// follow it, time.AfterFunc arms the hedge: if it falls due before at
+// ended, the timer's goroutine takes the race over (coordinate), and the
+// caller hands it at's end and waits for the outcome.
+func (r *race) first(at *attempt) {
+	r.begin(at) // never late: no attempt ran before
+	var t *time.Timer
+	if d, ok := r.delay(at); ok {
+		r.results, r.final = make(chan *attempt, r.h.maxInFlight), make(chan struct{})
+		t = time.AfterFunc(d, r.coordinate)
+	}
+	at.run()
+	if t != nil && !t.Stop() {
+		r.results <- at
+		<-r.final
+		return
+	}
+	if r.ended(at); !r.done {
+		r.loop()
+	}
+}
+
+// coordinate is the first attempt's hedge falling due: it sends the hedge,
+// unless an attempt won already, and runs the race to its end.
+func (r *race) coordinate() {
+	defer close(r.final)
+	if r.winnerIs() == -1 {
+		r.start(true)
+	}
+	if !r.done {
+		r.loop()
+	}
 }
 
 // loop receives the attempts' ends and sends the hedges due until an
 // answer or a stop.
-func (r *race) loop() (*portico.Response, int, error) {
-	defer func() {
-		if r.timer != nil {
-			r.timer.Stop()
-		}
-	}()
-	won := r.won
+func (r *race) loop() {
 	for {
 		select {
-		case <-won:
-			won, r.due = nil, nil // a chunk reached the caller: no more hedges
 		case <-r.due:
 			r.due = nil
-			if r.running < r.h.maxInFlight && r.winnerIs() == -1 {
-				if _, stop := r.start(true); stop != nil {
-					return r.finish(nil, -1, stop)
-				}
+			if r.running < r.h.maxInFlight && r.winnerIs() == -1 { // none answered, no chunk delivered
+				r.start(true)
 			}
 		case at := <-r.results:
-			if resp, i, err, done := r.ended(at); done {
-				return resp, i, err
-			}
+			r.ended(at)
+		}
+		if r.done {
+			return
 		}
 	}
 }
 
-// ended settles the end of at, and reports whether the race is over.
-func (r *race) ended(at *attempt) (*portico.Response, int, error, bool) {
+// ended settles the end of at: the race is done after an answer, a
+// panic, a stop, or a failure with no attempt left.
+func (r *race) ended(at *attempt) {
 	r.running--
 	res := &at.res
-	if at.panicked {
-		r.panicked, r.panicVal = true, at.panicVal
-		resp, i, err := r.finish(nil, -1, nil)
-		return resp, i, err, true
-	}
-	if w := r.winnerIs(); w >= 0 && w != at.i {
+	switch w := r.winnerIs(); {
+	case at.panicked != nil:
+		r.panicked = at.panicked
+		r.finish(nil, -1, nil)
+	case w >= 0 && w != at.i: // the winner is still running
 		res.Lost = true
 		r.plan.Ended(r.ctx, at.i, &at.a, res)
-		return nil, -1, nil, false // the winner is still running
-	}
-	if res.Err == nil || res.Delivered {
+	case res.Err == nil || res.Delivered:
 		r.plan.Ended(r.ctx, at.i, &at.a, res)
-		resp, i, err := r.finish(res.Response, at.i, res.Err)
-		return resp, i, err, true
-	}
-	r.last = res.Err
-	r.note(res)
-	if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
-		resp, i, err := r.finish(nil, -1, stop)
-		return resp, i, err, true
-	}
-	if r.running > 0 {
-		return nil, -1, nil, false
-	}
-	if ok, stop := r.start(false); !ok {
-		if stop == nil {
-			stop = r.last
+		r.finish(res.Response, at.i, res.Err)
+	default:
+		r.last = res.Err
+		r.note(res)
+		if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
+			r.finish(nil, -1, stop)
+		} else if r.running == 0 {
+			r.start(false)
 		}
-		return nil, -1, stop, true
 	}
-	return nil, -1, nil, false
 }
 
 // start prepares the next attempt, a hedge or not, starts it on a
 // goroutine of its own, and arms the timer for the hedge that may follow
-// it. It reports false when the plan had no attempt, and the error it
-// stopped the race with.
-func (r *race) start(hedge bool) (bool, error) {
+// it. When the Plan stops the race, or has no attempt to follow a
+// failure, the race is done with that error or the last attempt's; when
+// it has no hedge, the running attempts go on.
+func (r *race) start(hedge bool) {
 	var charge func(string) bool
 	if hedge {
 		charge = r.charge
 	}
 	at := &attempt{r: r, i: r.next, hedge: hedge}
 	if ok, stop := r.plan.Next(r.ctx, r.next, charge, &at.a); stop != nil || !ok {
-		return false, stop
+		if stop != nil || !hedge {
+			r.finish(nil, -1, cmp.Or(stop, r.last))
+		}
+		return
 	}
 	r.next++
-	r.launch(at)
-	r.arm(at)
-	return true, nil
+	if r.results == nil {
+		r.results = make(chan *attempt, r.h.maxInFlight)
+	}
+	if r.begin(at) {
+		go func() { at.run(); r.results <- at }()
+	} else {
+		r.results <- at // room for every attempt in flight
+	}
+	if d, ok := r.delay(at); ok {
+		r.due = time.After(d) // collected unstopped once the race is done
+	}
 }
 
-// launch starts at under a cancelable context, unless another attempt won
-// (an answer, a chunk) while the Plan prepared it: then at ends at once,
-// lost and not sent, and its hedge's token goes back.
-func (r *race) launch(at *attempt) {
+// begin starts at under a cancelable context and reports true, unless
+// another attempt won (an answer, a chunk) while the Plan prepared it:
+// then at ends at once, lost and not sent, and its hedge's token goes back.
+func (r *race) begin(at *attempt) bool {
 	parent := at.a.Context
 	if parent == nil {
 		parent = r.ctx
@@ -248,9 +212,7 @@ func (r *race) launch(at *attempt) {
 	r.running++
 	r.mu.Lock()
 	late := r.winner != -1
-	if late {
-		at.lost = true
-	} else {
+	if !late {
 		r.live = append(r.live, at)
 	}
 	r.mu.Unlock()
@@ -261,35 +223,27 @@ func (r *race) launch(at *attempt) {
 		if at.hedge {
 			r.refund(at.a.Destination, at.res.Err)
 		}
-		r.results <- at // room for every attempt in flight
-		return
+		return false
 	}
 	if at.hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: at.a.Destination, Attempt: at.i,
 			Delay: at.start.Sub(r.started), Reason: "sent"})
 	}
 	r.started = at.start
-	go at.run()
+	return true
 }
 
-// arm arms the timer of the hedge after at, unless no hedge may follow it:
-// the delay is not known, or ends after the race's deadline.
-func (r *race) arm(at *attempt) {
+// delay returns the wait before the hedge after at, and false when no
+// hedge may follow it: the delay is not known, or ends after the race's
+// deadline.
+func (r *race) delay(at *attempt) (time.Duration, bool) {
 	d, ok := r.h.delay(at.a.Latency)
-	if !ok || !dueBefore(r.ctx, at.start, d) {
-		return
-	}
-	if r.timer == nil {
-		r.timer = time.NewTimer(d)
-	} else {
-		r.timer.Reset(d)
-	}
-	r.due = r.timer.C
+	return d, ok && r.h.maxInFlight > 1 && dueBefore(r.ctx, at.start, d)
 }
 
 // finish cancels the attempts still running, waits for them (reporting each
-// to the plan as lost), and returns its arguments.
-func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Response, int, error) {
+// to the plan as lost), and sets the race's outcome.
+func (r *race) finish(resp *portico.Response, i int, err error) {
 	r.mu.Lock()
 	if r.winner == -1 {
 		r.winner = i
@@ -299,7 +253,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 	}
 	for _, at := range r.live {
 		if at.i != i {
-			at.stop()
+			at.cancel(errLost)
 		}
 	}
 	r.mu.Unlock()
@@ -315,11 +269,9 @@ func (r *race) finish(resp *portico.Response, i int, err error) (*portico.Respon
 		at.res.Lost = true
 		r.note(&at.res)
 		r.plan.Ended(r.ctx, at.i, &at.a, &at.res)
-		if at.panicked && !r.panicked {
-			r.panicked, r.panicVal = true, at.panicVal
-		}
+		r.panicked = cmp.Or(r.panicked, at.panicked)
 	}
-	return resp, i, err
+	r.done, r.resp, r.idx, r.err = true, resp, i, err
 }
 
 func (r *race) winnerIs() int {
@@ -366,66 +318,22 @@ func (r *race) afterSent(resp *portico.Response, err error) error {
 	return w
 }
 
-// charge is the charge function a Plan gets for a hedge: it takes the
-// hedge's token from the Hedger's budget, or reports an empty budget.
-func (r *race) charge(dest string) bool {
-	b := r.h.budget
-	if b == nil || b.Take(dest, r.req.Identity.ClientKey) {
-		return true
-	}
-	portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: dest, Reason: "budget"})
-	return false
-}
-
-// refund gives a hedge's token back to the Hedger's budget when err says
-// nothing was sent (NotSent, or Rejected: shed by a limiter, refused by a
-// breaker) and the budget is a [Refunder].
-func (r *race) refund(dest string, err error) {
-	rf, ok := r.h.budget.(Refunder)
-	if !ok {
-		return
-	}
-	var pe *portico.Error
-	if errors.As(err, &pe) && (pe.NotSent || pe.Class == portico.Rejected) {
-		rf.Refund(dest, r.req.Identity.ClientKey)
-	}
-}
-
-// run calls at's Model on at's goroutine and hands its end to the race:
+// run calls at's Model, recovering a panic for the race to raise again:
 // at then wins if it answered first (a hedge the Plan prepares meanwhile
-// is not sent, see launch).
+// is not sent, see begin).
 func (at *attempt) run() {
 	r := at.r
 	defer func() {
-		if p := recover(); p != nil {
-			at.panicked, at.panicVal = true, p
-		}
+		at.panicked = recover()
 		at.cancel(nil)
 		r.mu.Lock()
 		r.live = slices.DeleteFunc(r.live, func(x *attempt) bool { return x == at })
-		if !at.panicked && at.res.Err == nil && r.winner == -1 {
+		if at.panicked == nil && at.res.Err == nil && r.winner == -1 {
 			r.winner = at.i
 		}
 		r.mu.Unlock()
-		r.results <- at
 	}()
 	at.call()
-}
-
-// stop cancels at because another attempt won; r.mu is held.
-func (at *attempt) stop() {
-	at.lost = true
-	at.cancel(errLost)
-}
-
-// wasLost reports whether at, which failed, was canceled because another
-// attempt won, of its race or of one around it.
-func (at *attempt) wasLost() bool {
-	r := at.r
-	r.mu.Lock()
-	lost := at.lost
-	r.mu.Unlock()
-	return lost || errors.Is(context.Cause(at.ctx), errLost)
 }
 
 // call calls the attempt's Model and records how it ended.
@@ -444,11 +352,12 @@ func (at *attempt) call() {
 	}
 	at.res.Elapsed = time.Since(at.start)
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
-	// The sketch learns from the attempts that did not start as hedges: the
-	// time to an answer (to the first chunk when streaming, see GateChunk),
-	// or for one canceled because another won, the time until then, a lower
-	// bound that keeps the share of slow calls right.
-	if err == nil && req.OnChunk == nil || err != nil && at.res.TTFT == 0 && at.wasLost() {
+	// The sketch learns the time to an answer (to the first chunk when
+	// streaming, see GateChunk), or for an attempt that lost, of this race
+	// or one around it, the time until then: a lower bound that keeps the
+	// share of slow calls right.
+	lost := err != nil && errors.Is(context.Cause(at.ctx), errLost)
+	if err == nil && req.OnChunk == nil || lost && at.res.TTFT == 0 {
 		at.learn(at.res.Elapsed)
 	}
 }
@@ -474,11 +383,8 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 		r.winner = at.i
 		for _, x := range r.live {
 			if x != at {
-				x.stop()
+				x.cancel(errLost)
 			}
-		}
-		if r.won != nil {
-			close(r.won)
 		}
 	}
 	won := r.winner == at.i

@@ -65,13 +65,13 @@ func TestAllocs(t *testing.T) {
 		want     float64
 		hedged   float64 // with the group's hedging, no hedge sent
 	}{
-		{"default deadline", 0, context.Background(), req, 12, 29},
-		{"caller's deadline earlier", 0, short, req, 5, 22},
-		{"caller's deadline later", 0, long, req, 12, 29},
-		{"caller's deadline only", -1, short, req, 5, 22},
-		{"Contract.Deadline", -1, context.Background(), contract, 12, 29},
-		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 12, 29},
-		{"no deadline", -1, context.Background(), req, 1, 15},
+		{"default deadline", 0, context.Background(), req, 12, 28},
+		{"caller's deadline earlier", 0, short, req, 5, 21},
+		{"caller's deadline later", 0, long, req, 12, 28},
+		{"caller's deadline only", -1, short, req, 5, 21},
+		{"Contract.Deadline", -1, context.Background(), contract, 12, 28},
+		{"Contract.Deadline and the stack's", 0, context.Background(), contract, 12, 28},
+		{"no deadline", -1, context.Background(), req, 1, 14},
 	} {
 		s := preset(t, tc.deadline)
 		if _, err := s.Generate(tc.ctx, tc.req); err != nil {
@@ -81,9 +81,9 @@ func TestAllocs(t *testing.T) {
 			t.Errorf("%s: allocs per request = %v, want %v", tc.name, got, tc.want)
 		}
 		// The group's hedging, with no hedge sent, adds the race (see
-		// fallback's TestHedgeRacedAllocs): its state, the attempt's
-		// goroutine, cancelable context and timer, and under a deadline
-		// the standard contexts that the cancelable one derives from.
+		// fallback's TestHedgeRacedAllocs): its state, the primary's
+		// cancelable context and its hedge's timer, and under a deadline
+		// the primary's share.
 		s = presetWith(t, tc.deadline, &hedge.Config{Delay: time.Second})
 		if _, err := s.Generate(tc.ctx, tc.req); err != nil {
 			t.Fatal(err)
