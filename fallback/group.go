@@ -2,7 +2,6 @@ package fallback
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -27,7 +26,6 @@ type Group struct {
 	// cool holds the cooldowns, keyed by keys[i] for route i: its
 	// Capabilities.Quota, else its Name.
 	cool   portico.Cooldowns
-	live   *atomic.Int64   // cooldowns cool holds when a MemoryCooldowns, else never 0
 	shared SharedCooldowns // cool, when it is one; else nil
 	keys   []string
 	// values[i] are route i's share values (see shareValues).
@@ -83,11 +81,7 @@ func New(cfg Config) (*Group, error) {
 	if g.cool == nil {
 		g.cool, _ = NewMemoryCooldowns(0)
 	}
-	g.live = unknownLive
 	g.shared, _ = g.cool.(SharedCooldowns)
-	if m, ok := g.cool.(*MemoryCooldowns); ok {
-		g.live = &m.live // none held: a candidate's check is one load
-	}
 	for i, r := range c.Routes {
 		g.keys[i] = r.Name
 		if q := r.Capabilities.Quota; q != "" {
@@ -186,7 +180,3 @@ func earlier(ctx context.Context, at time.Time) bool {
 	dl, ok := ctx.Deadline()
 	return !ok || at.Before(dl)
 }
-
-// unknownLive stands for the cooldowns of a store that does not count
-// them: never 0, so every candidate asks the store.
-var unknownLive = func() *atomic.Int64 { n := new(atomic.Int64); n.Store(1); return n }()

@@ -16,8 +16,8 @@ func TestMemoryCooldowns(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		if !c.Until("a").IsZero() || c.live.Load() != 0 {
-			t.Errorf("empty: Until(a) = %v, live %d; want zero, 0", c.Until("a"), c.live.Load())
+		if !c.Until("a").IsZero() || c.Len() != 0 {
+			t.Errorf("empty: Until(a) = %v, Len %d; want zero, 0", c.Until("a"), c.Len())
 		}
 		c.Set("a", now.Add(5*time.Second))
 		c.Set("a", now.Add(2*time.Second)) // earlier: the later end is kept
@@ -36,27 +36,23 @@ func TestMemoryCooldowns(t *testing.T) {
 		if c.Len() != 3 || !c.Until("b").IsZero() || !c.Until("a").Equal(now.Add(7*time.Second)) || !c.Until("e").Equal(now.Add(3*time.Second)) {
 			t.Errorf("after 4 keys into 3: Len %d, a %v, b %v, e %v; want 3 held, b (ending first) evicted", c.Len(), c.Until("a"), c.Until("b"), c.Until("e"))
 		}
-		if c.live.Load() != 3 {
-			t.Errorf("live = %d, want 3 (a, c, e)", c.live.Load())
-		}
 		time.Sleep(7 * time.Second)
-		if !c.Until("a").IsZero() || c.Until("c").IsZero() || c.live.Load() != 2 {
-			t.Errorf("at 7s: a %v, c %v, live %d; want a ended and cleared, c held, 2 live (c, and e: ended, not read yet)", c.Until("a"), c.Until("c"), c.live.Load())
+		if !c.Until("a").IsZero() || c.Until("c").IsZero() || c.Len() != 3 {
+			t.Errorf("at 7s: a %v, c %v, Len %d; want a ended, c held, 3 held (a and e ended, not dropped yet)", c.Until("a"), c.Until("c"), c.Len())
 		}
 		c.Set("d", time.Now().Add(time.Second)) // an addition drops what ended (a, e)
 		if c.Len() != 2 {
 			t.Errorf("Len after adding d = %d, want 2 (c, d)", c.Len())
 		}
 		c.Set("a", time.Now().Add(time.Second)) // an ended key comes back
-		if c.Until("a").IsZero() || c.live.Load() != 3 {
-			t.Errorf("Until(a) after a new Set = %v, live %d; want a cooldown, 3 live (a, c, d)", c.Until("a"), c.live.Load())
+		if c.Until("a").IsZero() || c.Len() != 3 {
+			t.Errorf("Until(a) after a new Set = %v, Len %d; want a cooldown, 3 held (a, c, d)", c.Until("a"), c.Len())
 		}
 		time.Sleep(9 * time.Second)
 		for _, k := range []string{"a", "c", "d"} {
-			c.Until(k)
-		}
-		if c.live.Load() != 0 {
-			t.Errorf("after every cooldown ended and was read: live %d, want 0", c.live.Load())
+			if !c.Until(k).IsZero() {
+				t.Errorf("after every cooldown ended: Until(%s) = %v, want zero", k, c.Until(k))
+			}
 		}
 	})
 	if _, err := NewMemoryCooldowns(-1); err == nil || err.Error() != "fallback: NewMemoryCooldowns: negative maxKeys" {
@@ -92,8 +88,8 @@ func TestMemoryCooldownsConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if c.live.Load() != 50 {
-		t.Errorf("live = %d, want 50", c.live.Load())
+	if c.Len() != 50 {
+		t.Errorf("Len = %d, want 50", c.Len())
 	}
 	for i := range 50 {
 		key := "k" + strconv.Itoa(i)

@@ -216,7 +216,7 @@ func (r *request) skip(rt *portico.Route, idx int) string {
 		return reason
 	}
 	switch {
-	case r.g.live.Load() != 0 && r.cooling(idx) > 0: // else a MemoryCooldowns holding none: one load
+	case r.cooling(idx) > 0:
 		return reasonCooldown
 	case !rt.Available():
 		return reasonUnavailable
