@@ -189,10 +189,10 @@ func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.
 type cascadeWalk struct {
 	c          *Cascade
 	req        *portico.Request
-	buffered   *portico.Request // req, watched by hold when it streams
-	hold       *held            // with OnChunk: the current step's chunks, held back until accepted
-	n          int              // the estimated input tokens
-	hops       []portico.Hop
+	buffered   *portico.Request  // req, watched by hold when it streams
+	hold       *held             // with OnChunk: the current step's chunks, held back until accepted
+	n          int               // the estimated input tokens
+	skips                        // every step left, and the least time until one takes calls again
 	billed     float64           // what the steps left cost: rejected answers, billed failures
 	last       *portico.Response // latest answer, rejected (stamped: its Cost is its price)
 	lastRoute  *portico.Route
@@ -200,7 +200,6 @@ type cascadeWalk struct {
 	lastChunks []string
 	lastErr    error
 	called     bool
-	wait       time.Duration // least time until a step takes calls again
 }
 
 // step runs step j: it skips it, or calls it and keeps its answer, and
@@ -241,10 +240,7 @@ func (w *cascadeWalk) step(ctx context.Context, j int) (*portico.Response, bool,
 
 // skipped records step rt, skipped with hop h.
 func (w *cascadeWalk) skipped(ctx context.Context, rt *portico.Route, h portico.Hop) {
-	if h.Err == nil {
-		w.wait = earliest(w.wait, rt.RetryAfter())
-	}
-	w.hops = append(w.hops, h)
+	w.add(rt, h)
 	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
 }
 

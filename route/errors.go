@@ -98,6 +98,21 @@ func noRoute(hops []portico.Hop, wait time.Duration) error {
 	return &portico.Error{Class: class, RefusedBy: by, RetryAfter: wait, Err: portico.Join(errs...)}
 }
 
+// skips are the hops of routes skipped unasked, with the least time until
+// one skipped as unavailable takes calls again (its Health's RetryAfter).
+type skips struct {
+	hops []portico.Hop
+	wait time.Duration
+}
+
+// add records rt, skipped with hop h (see check).
+func (s *skips) add(rt *portico.Route, h portico.Hop) {
+	if h.Err == nil { // unavailable, not unfit
+		s.wait = earliest(s.wait, rt.RetryAfter())
+	}
+	s.hops = append(s.hops, h)
+}
+
 // earliest returns the lesser of two waits, 0 standing for none.
 func earliest(a, b time.Duration) time.Duration {
 	if a <= 0 || (b > 0 && b < a) {

@@ -55,24 +55,10 @@ type Router struct {
 // ([portico.Capabilities.Validate]), Weights has the wrong length or a
 // non-positive entry, or Alpha is outside [0, 1].
 func NewRouter(cfg RouterConfig) (*Router, error) {
-	n := len(cfg.Routes)
-	if n == 0 {
-		return nil, errors.New("route: NewRouter needs at least one route")
-	}
-	for i := range cfg.Routes {
-		if portico.IsNil(cfg.Routes[i].Model) {
-			return nil, errors.New("route: NewRouter route " + cfg.Routes[i].Name + " has a nil Model")
-		}
-	}
-	if err := checkCapabilities("NewRouter", cfg.Routes...); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	if cfg.Weights != nil && len(cfg.Weights) != n {
-		return nil, errors.New("route: NewRouter Weights must have one entry per route")
-	}
-	if !(cfg.Alpha >= 0 && cfg.Alpha <= 1) {
-		return nil, errors.New("route: NewRouter Alpha outside [0, 1]")
-	}
+	n := len(cfg.Routes)
 	stats, _ := rank.NewTable(n, cfg.Alpha) // Alpha checked above
 	r := &Router{
 		routes:  append([]portico.Route(nil), cfg.Routes...),
@@ -85,9 +71,6 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 	for i := range r.weights {
 		r.weights[i] = 1
 		if cfg.Weights != nil {
-			if !(cfg.Weights[i] > 0) {
-				return nil, errors.New("route: NewRouter weights must be > 0")
-			}
 			r.weights[i] = cfg.Weights[i]
 		}
 		r.done[i] = func(d DoneInfo) { r.stats.Done(i, d.Err, d.Latency, d.TTFT) }
@@ -99,6 +82,33 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		r.est = portico.DefaultEstimator
 	}
 	return r, nil
+}
+
+// check returns NewRouter's error for cfg, or nil.
+func (cfg *RouterConfig) check() error {
+	if len(cfg.Routes) == 0 {
+		return errors.New("route: NewRouter needs at least one route")
+	}
+	for i := range cfg.Routes {
+		if portico.IsNil(cfg.Routes[i].Model) {
+			return errors.New("route: NewRouter route " + cfg.Routes[i].Name + " has a nil Model")
+		}
+	}
+	if err := checkCapabilities("NewRouter", cfg.Routes...); err != nil {
+		return err
+	}
+	if cfg.Weights != nil && len(cfg.Weights) != len(cfg.Routes) {
+		return errors.New("route: NewRouter Weights must have one entry per route")
+	}
+	if !(cfg.Alpha >= 0 && cfg.Alpha <= 1) {
+		return errors.New("route: NewRouter Alpha outside [0, 1]")
+	}
+	for _, w := range cfg.Weights {
+		if !(w > 0) {
+			return errors.New("route: NewRouter weights must be > 0")
+		}
+	}
+	return nil
 }
 
 // Pick chooses the route for info.Request: the fitting, available route with
@@ -136,16 +146,12 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 		}
 	}
 	if best < 0 {
-		hops := make([]portico.Hop, 0, len(r.routes))
-		var wait time.Duration
+		var sk skips
 		for i := range r.routes {
 			h, _, _ := check(&r.routes[i], req, n)
-			if h.Err == nil {
-				wait = earliest(wait, r.routes[i].RetryAfter())
-			}
-			hops = append(hops, h)
+			sk.add(&r.routes[i], h)
 		}
-		return PickResult{Index: -1}, noRoute(hops, wait)
+		return PickResult{Index: -1}, noRoute(sk.hops, sk.wait)
 	}
 	r.stats.Start(best)
 	return PickResult{Index: best, Done: r.done[best]}, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"time"
 
 	"github.com/portico-llm/portico"
 )
@@ -108,8 +107,7 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 		first = 1
 	}
 	n := t.est.EstimateInputTokens(req)
-	var hops []portico.Hop
-	var wait time.Duration
+	var sk skips
 	for k := range 2 {
 		r := &t.routes[first^k]
 		h, ok, stop := check(r, req, n)
@@ -124,13 +122,10 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 			if resp == nil {
 				return nil, errNilResponse(r.Name)
 			}
-			return r.Stamp(resp, hops, 0), nil
+			return r.Stamp(resp, sk.hops, 0), nil
 		}
-		if h.Err == nil {
-			wait = earliest(wait, r.RetryAfter())
-		}
+		sk.add(r, h)
 		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: r.Name, Class: hopClass(h), Reason: h.Reason})
-		hops = append(hops, h)
 	}
-	return nil, noRoute(hops, wait)
+	return nil, noRoute(sk.hops, sk.wait)
 }
