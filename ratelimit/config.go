@@ -380,7 +380,7 @@ func (c Config) norm() (Config, error) {
 	if err := c.normTiers(); err != nil {
 		return c, err
 	}
-	if err := c.Shared.check(&c); err != nil {
+	if err := checkShared(&c); err != nil {
 		return c, err
 	}
 	c.fill()

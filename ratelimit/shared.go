@@ -39,62 +39,36 @@ type Store interface {
 	Settle(ctx context.Context, key string, lim *Limits, tokens int, rl *portico.RateLimit, hold time.Duration) error
 }
 
-// Shared puts a [Limiter]'s buckets in a [Store] shared by several
-// processes. The zero value keeps them in the process. The in-flight cap
-// and the queue (Limits.MaxInFlight, Config.Concurrency, Config.Queue)
-// stay per process.
+// Shared is the [portico.Shared] a [Limiter] takes (Config.Shared): its
+// request and token buckets in a [Store]. The in-flight cap and the queue
+// (Limits.MaxInFlight, Config.Concurrency, Config.Queue) stay per
+// process, and Name keeps the limiter's buckets apart from other limiters'
+// on the same Store.
 //
-// When the store fails (an error, or no answer within its own timeout) the
-// call is decided without it, and a [portico.EventSharedStore] event says
-// how: with FailOpen, on this instance's share of the buckets (1/Instances
-// of each limit and burst, at least 1, kept in step with the store while
-// it answers, so it admits from an outage's first call); otherwise it is
-// refused, [portico.Rejected] wrapping [ErrStoreUnavailable]. The N
-// instances together stay within b + r·dt plus the allowance the package
-// documentation states (Shared buckets).
-type Shared struct {
-	// Store keeps the buckets; nil keeps them in the process (the default:
-	// the in-memory path, unchanged).
-	Store Store
-	// FailOpen admits calls on local buckets while the store fails, instead
-	// of refusing them. It needs Instances.
-	FailOpen bool
-	// Instances is N, the number of processes sharing the store; with
-	// FailOpen each gets 1/N of the limits while the store fails. It must
-	// be positive with FailOpen, and 0 without.
-	Instances int
-	// Name keeps this limiter's buckets apart from those of other limiters
-	// on the same Store: a key's buckets in the store are named by Name and
-	// the key, so two limiters share a bucket only when both agree (the
-	// same limiter in every instance). Empty is a name like any other;
-	// package stack names its client limiter "client" and each route's
-	// limiter "route " and the route's name.
-	Name string
-}
+// When the store fails the call is decided with FailOpen on this
+// instance's share of the buckets, else refused, [portico.Rejected]
+// wrapping [ErrStoreUnavailable]. The N instances together stay within
+// b + r·dt plus the allowance the package documentation states (Shared
+// buckets).
+type Shared = portico.Shared[Store]
 
 // ErrStoreUnavailable is wrapped by the error of a call refused because the
 // shared [Store] failed and [Shared.FailOpen] is off: nothing was sent.
 // Class [portico.Rejected]; the store's error is wrapped too.
 var ErrStoreUnavailable = errors.New("ratelimit: shared store unavailable")
 
-// check validates s within c; c's other fields are normalized.
-func (s *Shared) check(c *Config) error {
-	switch {
-	case s.Instances < 0:
-		return errors.New("ratelimit: negative Config.Shared.Instances")
-	case s.Store == nil && (s.FailOpen || s.Instances != 0):
-		return errors.New("ratelimit: Config.Shared.FailOpen or Instances without a Store")
-	case s.FailOpen && s.Instances == 0:
-		return errors.New("ratelimit: Config.Shared.FailOpen without Instances")
-	case !s.FailOpen && s.Instances != 0:
-		return errors.New("ratelimit: Config.Shared.Instances without FailOpen")
+// checkShared validates c.Shared; c's other fields are normalized.
+func checkShared(c *Config) error {
+	s := &c.Shared
+	if err := failopen.Check("Config.Shared", s.Store != nil, s.FailOpen, s.Instances); err != nil {
+		return fmt.Errorf("ratelimit: %w", err)
 	}
-	if err := s.shareFits(c, &c.Limits); err != nil {
+	if err := shareFits(c, &c.Limits); err != nil {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Tiers)) {
 		lim := c.Tiers[name]
-		if err := s.shareFits(c, &lim); err != nil {
+		if err := shareFits(c, &lim); err != nil {
 			return fmt.Errorf("ratelimit: Config.Tiers[%q]: %s", name, strings.TrimPrefix(err.Error(), "ratelimit: "))
 		}
 	}
@@ -103,7 +77,8 @@ func (s *Shared) check(c *Config) error {
 
 // shareFits returns an error when failing open would give lim a
 // TokenBurst share with no room for Config.DefaultMaxTokens.
-func (s *Shared) shareFits(c *Config, lim *Limits) error {
+func shareFits(c *Config, lim *Limits) error {
+	s := &c.Shared
 	if !s.FailOpen {
 		return nil
 	}
@@ -142,7 +117,7 @@ type shared struct {
 // newShared builds l's shared state from the normalized c.
 func newShared(l *Limiter, c Config) *shared {
 	n := c.Shared.Name
-	s := &shared{l: l, store: c.Shared.Store, prefix: strconv.Itoa(len(n)) + ":" + n + "|"}
+	s := &shared{l: l, store: c.Shared.Store, prefix: failopen.Prefix(n)}
 	base := c
 	base.Shared, base.derived = Shared{}, true
 	if anyLimits(c, func(l Limits) bool { return l.MaxInFlight > 0 }) || c.Concurrency != nil {
@@ -221,7 +196,7 @@ func (s *shared) wrap(next portico.Model) portico.Model {
 // kept in the store are not cleared: each expires with its hold.
 func (s *shared) setLimit(ix uint8, n Limits) error {
 	c := &s.l.cfg
-	if err := c.Shared.shareFits(c, &n); err != nil {
+	if err := shareFits(c, &n); err != nil {
 		return err
 	}
 	capped, buckets := c.Concurrency != nil || n.MaxInFlight > 0, n.Requests > 0 || n.Tokens > 0

@@ -102,7 +102,7 @@
 // Budget.Shared names a [BudgetStore] that they share (package redisstore
 // keeps both buckets in Redis): then the ten admit 20 between them. When the
 // store fails, a retry spends from this instance's local share of the
-// budgets ([Shared.FailOpen]) or is not made, and a
+// budgets ([portico.Shared].FailOpen) or is not made, and a
 // [portico.EventSharedStore] event says so. The share follows package
 // ratelimit's fail-open rule (its documentation, Shared buckets, states it
 // and its bound): bursts of 1/Instances (rounded down, at least 1), ratios

@@ -420,7 +420,7 @@ func (b *Budget) check() error {
 			return errors.New("retry: Config.Budget." + f.name + " above " + strconv.Itoa(maxBurst))
 		}
 	}
-	return b.Shared.check()
+	return checkShared(&b.Shared)
 }
 
 // setBudgets builds r's budgets from b, valid and on: in the process, or

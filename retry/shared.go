@@ -40,40 +40,24 @@ type BudgetLimits struct {
 	DestinationDeposit, DestinationCapacity int64
 }
 
-// Shared puts a [Retrier]'s budgets in a [BudgetStore] shared by several
-// processes. The zero value keeps them in the process.
+// Shared is the [portico.Shared] a [Retrier] takes (Budget.Shared): both
+// of its budgets in a [BudgetStore], under Name (the store sees each
+// destination after Name, so two Retriers share budgets only when their
+// Names agree).
 //
-// When the store fails (an error, or no answer within its own timeout) a
-// [portico.EventSharedStore] event says how the retry was decided: with
-// FailOpen, on this instance's local share of the budgets, whose bursts
-// are 1/Instances of the configured ones (rounded down, at least 1) and
-// whose ratios are unchanged, kept while the store answers too (credited
-// with this instance's deposits, charged for the tokens the store gives
-// it, emptied when it refuses one), so that it holds what this instance
-// had not used of its share from the first retry of the outage (see the
-// package documentation); otherwise (fail closed) the retry is not made
-// ([ErrBudgetExhausted], Reason "shared"), and a failed deposit is lost,
-// which only makes the budget stricter.
-type Shared struct {
-	// Store keeps the budgets; nil keeps them in the process (the default).
-	Store BudgetStore
-	// FailOpen decides on local budgets while the store fails, instead of
-	// refusing every retry. It needs Instances.
-	FailOpen bool
-	// Instances is N, the number of processes sharing the store; with
-	// FailOpen each gets 1/N of the bursts while the store fails. It must
-	// be positive with FailOpen, and 0 without.
-	Instances int
-}
+// When the store fails, with FailOpen the retry is decided on this
+// instance's local share of the budgets, whose bursts are 1/Instances of
+// the configured ones (rounded down, at least 1) and whose ratios are
+// unchanged, kept while the store answers too (credited with this
+// instance's deposits, charged for the tokens the store gives it, emptied
+// when it refuses one; see the package documentation); otherwise (fail
+// closed) the retry is not made ([ErrBudgetExhausted], Reason "shared"),
+// and a failed deposit is lost, which only makes the budget stricter.
+type Shared = portico.Shared[BudgetStore]
 
-func (s *Shared) check() error {
-	switch {
-	case s.Instances < 0:
-		return errors.New("retry: negative Config.Budget.Shared.Instances")
-	case s.Store == nil && (s.FailOpen || s.Instances != 0):
-		return errors.New("retry: Config.Budget.Shared.FailOpen or Instances without a Store")
-	case s.FailOpen != (s.Instances > 0):
-		return errors.New("retry: Config.Budget.Shared.FailOpen needs Instances, and Instances needs FailOpen")
+func checkShared(s *Shared) error {
+	if err := failopen.Check("Config.Budget.Shared", s.Store != nil, s.FailOpen, s.Instances); err != nil {
+		return errors.New("retry: " + err.Error())
 	}
 	return nil
 }
@@ -83,6 +67,7 @@ func (s *Shared) check() error {
 // open, follows the store's decisions by internal/failopen's rule.
 type sharedBudgets struct {
 	store     BudgetStore
+	prefix    string // of every destination in the store: Shared.Name, length-prefixed, even empty
 	lim       BudgetLimits
 	failOpen  bool
 	instances int
@@ -92,7 +77,7 @@ type sharedBudgets struct {
 // newSharedBudgets returns the shared state of a Retrier whose budgets are
 // in sh.Store, with the ratios and bursts of its Budget.
 func newSharedBudgets(sh Shared, ratio, destRatio float64, burst, destBurst int, clientOnly bool) *sharedBudgets {
-	s := &sharedBudgets{store: sh.Store, failOpen: sh.FailOpen, instances: sh.Instances,
+	s := &sharedBudgets{store: sh.Store, prefix: failopen.Prefix(sh.Name), failOpen: sh.FailOpen, instances: sh.Instances,
 		lim: BudgetLimits{Deposit: depositOf(ratio, int64(burst)*unit), Capacity: int64(burst) * unit}}
 	if !clientOnly {
 		s.lim.DestinationDeposit, s.lim.DestinationCapacity = depositOf(destRatio, int64(destBurst)*unit), int64(destBurst)*unit
@@ -111,7 +96,7 @@ func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 	if s.lim.Deposit == 0 && s.lim.DestinationDeposit == 0 {
 		return // Budget.NoRefill: nothing to credit
 	}
-	err := s.store.Deposit(ctx, dest, client, &s.lim)
+	err := s.store.Deposit(ctx, s.prefix+dest, client, &s.lim)
 	if s.failOpen {
 		r.deposit(dest, client)
 	}
@@ -128,7 +113,7 @@ func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 // empty empties the share's. It returns the budget that refused, or "".
 func (r *Retrier) sharedSpend(ctx context.Context, dest, client string) string {
 	s := r.shared
-	which, err := s.store.Spend(ctx, dest, client, &s.lim)
+	which, err := s.store.Spend(ctx, s.prefix+dest, client, &s.lim)
 	if err == nil {
 		if s.failOpen {
 			p := r.pairOf(dest, client)

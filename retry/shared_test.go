@@ -18,6 +18,7 @@ type fakeBudgets struct {
 	lim      BudgetLimits
 	refuse   string
 	down     bool
+	dests    []string // the destinations named, in order
 }
 
 func (f *fakeBudgets) Deposit(_ context.Context, dest, client string, lim *BudgetLimits) error {
@@ -28,6 +29,7 @@ func (f *fakeBudgets) Deposit(_ context.Context, dest, client string, lim *Budge
 	}
 	f.deposits++
 	f.lim = *lim
+	f.dests = append(f.dests, dest)
 	return nil
 }
 
@@ -39,6 +41,7 @@ func (f *fakeBudgets) Spend(_ context.Context, dest, client string, lim *BudgetL
 	}
 	f.spends++
 	f.lim = *lim
+	f.dests = append(f.dests, dest)
 	return f.refuse, nil
 }
 
@@ -52,8 +55,8 @@ func TestSharedConfig(t *testing.T) {
 		{Shared{Store: f, FailOpen: true, Instances: 3}, ""},
 		{Shared{Store: f, Instances: -1}, "negative Config.Budget.Shared.Instances"},
 		{Shared{FailOpen: true, Instances: 1}, "without a Store"},
-		{Shared{Store: f, FailOpen: true}, "FailOpen needs Instances"},
-		{Shared{Store: f, Instances: 2}, "Instances needs FailOpen"},
+		{Shared{Store: f, FailOpen: true}, "FailOpen without Instances"},
+		{Shared{Store: f, Instances: 2}, "Instances without FailOpen"},
 	} {
 		_, err := New(Config{Budget: Budget{Shared: tc.s}})
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), "retry: ") || !strings.Contains(err.Error(), tc.want)) {
@@ -113,5 +116,23 @@ func (o *budgetObserver) Observe(_ context.Context, e portico.Event) {
 			o.n = map[string]int{}
 		}
 		o.n[e.Reason]++
+	}
+}
+
+// TestSharedNames: the store sees each destination after the Retrier's
+// Shared.Name, length-prefixed even when empty, so Retriers of two names
+// never share a budget, even one whose destination spells the other's
+// name.
+func TestSharedNames(t *testing.T) {
+	f := &fakeBudgets{}
+	for _, name := range []string{"", "a", "6:client|"} {
+		r := mustNew(t, Config{Budget: Budget{Shared: Shared{Store: f, Name: name}}})
+		r.Take("m", "c")
+	}
+	r := mustNew(t, Config{Budget: Budget{Shared: Shared{Store: f}}, Destination: "6:client|m"})
+	r.Wrap(okModel()).Generate(context.Background(), userReq)
+	want := []string{"0:|m", "1:a|m", "9:6:client||m", "0:|6:client|m"}
+	if strings.Join(f.dests, " ") != strings.Join(want, " ") {
+		t.Errorf("destinations in the store = %q, want %q", f.dests, want)
 	}
 }

@@ -1,7 +1,8 @@
 // Package failopen is the one rule by which a layer whose buckets live in a
 // store shared by N instances decides while the store fails, when it fails
-// open: package ratelimit's request and token buckets (ratelimit.Shared)
-// and package retry's budgets (retry.Shared) both follow it, and
+// open: package ratelimit's request and token buckets and package retry's
+// budgets (portico.Shared, in ratelimit.Config and retry.Budget) both
+// follow it, and
 // ratelimit's documentation (Shared buckets) states it for users.
 //
 // Each instance keeps, per key, a local share of each bucket: capacity
@@ -35,6 +36,33 @@
 // only once the store has failed, and never more than b; plus (N-1)·k
 // for the lead, k the largest call's cost (1 for the request bucket).
 package failopen
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Check returns an error naming the field (Config.Shared, say) when a
+// portico.Shared with or without a store (hasStore) is invalid: a negative
+// Instances, FailOpen or Instances without a store, one without the other.
+func Check(field string, hasStore, failOpen bool, instances int) error {
+	switch {
+	case instances < 0:
+		return errors.New("negative " + field + ".Instances (" + strconv.Itoa(instances) + ")")
+	case !hasStore && (failOpen || instances != 0):
+		return errors.New(field + ".FailOpen or Instances without a Store")
+	case failOpen && instances == 0:
+		return errors.New(field + ".FailOpen without Instances")
+	case !failOpen && instances != 0:
+		return errors.New(field + ".Instances without FailOpen")
+	}
+	return nil
+}
+
+// Prefix returns the prefix of the keys a layer named name gives its
+// store: name, length-prefixed, even empty, so that no two (name, key)
+// pairs make one key.
+func Prefix(name string) string { return strconv.Itoa(len(name)) + ":" + name + "|" }
 
 // Share returns one instance's share of v among n instances: v/n rounded
 // down, at least 1; 0 (no bucket) stays 0.
