@@ -155,13 +155,8 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err := portico.Gone(ctx); err != nil {
 		return nil, err // the caller has gone: no route is called
 	}
-	if k := req.Contract; k != nil && k.Deadline > 0 {
-		if at := time.Now().Add(k.Deadline); earlier(ctx, at) {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, at)
-			defer cancel()
-		}
-	}
+	ctx, cancel := withContract(ctx, req.Contract)
+	defer cancel()
 	// A request that continues broken streams is not hedged: a race
 	// delivers one route's chunks and cannot yet continue them.
 	cont := req.ContinueOnBreak && req.OnChunk != nil
@@ -175,8 +170,15 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	return r.run(ctx)
 }
 
-// earlier reports whether at is earlier than ctx's deadline, or ctx has none.
-func earlier(ctx context.Context, at time.Time) bool {
-	dl, ok := ctx.Deadline()
-	return !ok || at.Before(dl)
+// withContract returns ctx bounded by k's Deadline when that ends before
+// ctx's own deadline, and the func to call once the request is done.
+func withContract(ctx context.Context, k *portico.Contract) (context.Context, context.CancelFunc) {
+	if k == nil || k.Deadline <= 0 {
+		return ctx, func() {}
+	}
+	at := time.Now().Add(k.Deadline)
+	if dl, ok := ctx.Deadline(); ok && !at.Before(dl) {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, at)
 }

@@ -344,20 +344,9 @@ func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.C
 	if !r.hasDL { // no share and no cap: the route's cooldown alone
 		return &valued{ctx, vs[0]}, nil, 0, true
 	}
-	remaining := r.left
-	if !r.fresh || len(r.hops) > 0 {
-		remaining = time.Until(r.deadline)
-	}
-	r.fresh = false
-	g := r.g
+	remaining := r.remaining()
 	last := !r.followed(pos)
-	d, fits := allowance(remaining, r.reserve, g.cfg.MinAttempt, g.cfg.Share, last)
-	if !fits && !r.called && remaining > 0 {
-		// MinAttempt says whether a fallback is worth starting, not whether
-		// to call at all: the first call takes what the caller's deadline
-		// leaves, as it would with no route to fall back on.
-		d, fits = remaining, true
-	}
+	d, fits := r.allow(remaining, last)
 	if !fits {
 		return nil, nil, 0, false
 	}
@@ -373,8 +362,33 @@ func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.C
 	if until >= remaining { // no reserve, last candidate: the caller's deadline is its own
 		return cctx, nil, gap, true
 	}
-	cctx, end = context.WithTimeoutCause(cctx, until, shareCauses[cut.Of(until, g.cfg.FaultAfter, whole)])
+	cctx, end = context.WithTimeoutCause(cctx, until, shareCauses[cut.Of(until, r.g.cfg.FaultAfter, whole)])
 	return cctx, end, gap, true
+}
+
+// remaining is the time left before the deadline: the entry's reading of
+// the clock for the first share, before any hop; a new one after.
+func (r *request) remaining() time.Duration {
+	fresh := r.fresh && len(r.hops) == 0
+	r.fresh = false
+	if fresh {
+		return r.left
+	}
+	return time.Until(r.deadline)
+}
+
+// allow returns the allowance of a candidate, last or not, when remaining
+// is left, and whether it may be called. MinAttempt says whether a
+// fallback is worth starting, not whether to call at all: the first call
+// takes what the caller's deadline leaves, as it would with no route to
+// fall back on.
+func (r *request) allow(remaining time.Duration, last bool) (time.Duration, bool) {
+	cfg := &r.g.cfg
+	d, fits := allowance(remaining, r.reserve, cfg.MinAttempt, cfg.Share, last)
+	if !fits && !r.called && remaining > 0 {
+		return remaining, true
+	}
+	return d, fits
 }
 
 // try calls candidate rt (Config.Routes index idx) at position pos within its
