@@ -60,15 +60,19 @@ func (c *Cooldowns) Set(key string, until time.Time) {
 	}
 	c.local.Set(key, until)
 	c.mu.Lock()
-	if cur, ok := c.pending[key]; ok || len(c.pending) < fallback.DefaultCooldownKeys {
-		if until.After(cur) {
-			c.pending[key] = until
-		}
-	}
+	c.hold(key, until)
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
 	default:
+	}
+}
+
+// hold keeps until as key's pending write, the later of two, for at most
+// fallback.DefaultCooldownKeys keys. c.mu is held.
+func (c *Cooldowns) hold(key string, until time.Time) {
+	if cur, ok := c.pending[key]; (ok || len(c.pending) < fallback.DefaultCooldownKeys) && until.After(cur) {
+		c.pending[key] = until
 	}
 }
 
@@ -136,8 +140,8 @@ func (c *Cooldowns) flush() {
 	}
 	c.mu.Lock()
 	for k, u := range batch {
-		if cur, ok := c.pending[k]; (ok || len(c.pending) < fallback.DefaultCooldownKeys) && u.After(cur) && u.After(now) {
-			c.pending[k] = u
+		if u.After(now) {
+			c.hold(k, u)
 		}
 	}
 	c.mu.Unlock()
