@@ -14,7 +14,7 @@ import (
 // (mono.Now). On success t.e holds the key's entry, with the slot and
 // the reservation counted.
 func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, now time.Duration) error {
-	e := l.acquire(l.keyOf(req), req, now) // locked and settled
+	e := l.acquire(l.keyOf(req), req, now) // locked
 	if err := l.checkTier(e, req, t); err != nil {
 		return err
 	}
@@ -69,7 +69,6 @@ func (l *Limiter) takeBuckets(ctx context.Context, req *portico.Request, e *entr
 		ok, wait, which, tooLarge := e.take(now, t.reserve, h, l.lead)
 		if ok {
 			e.unhold(h)
-			t.fast = e.inflight <= maxFastInflight
 			if l.cfg.Concurrency != nil {
 				t.granted, t.inflight = now, e.inflight
 			}
@@ -135,14 +134,14 @@ func (l *Limiter) sleep(ctx context.Context, req *portico.Request, e *entry, t *
 	case <-timer.C:
 	case <-replan: // a refund, a place ahead given back, or new limits
 	case <-ctx.Done():
-		e.lock()
+		e.mu.Lock()
 		e.giveBack(h)
 		l.releaseLocked(e, mono.Now())
 		l.unprogram(t, now)
 		e.mu.Unlock()
 		return h, notSent(portico.FromContext(ctx))
 	}
-	e.lock()
+	e.mu.Lock()
 	return h, nil
 }
 
@@ -152,15 +151,6 @@ func (e *entry) addHold(tokens int) *hold {
 	h := &hold{tokens: float64(tokens)}
 	x := e.w()
 	x.holds = append(x.holds, h)
-	// Publish the hold before looking for refunds recorded without the
-	// lock: a completion either is settled here, and then every waiter
-	// plans again (this one at once), or sees waitHold and wakes them
-	// itself (see complete).
-	e.waiting.Or(waitHold)
-	if e.pending() {
-		e.settle()
-		e.replan()
-	}
 	return h
 }
 
@@ -173,7 +163,7 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 	defer func() {
 		if !ok {
 			e := t.e
-			e.lock()
+			e.mu.Lock()
 			e.giveBack(h)
 			l.releaseLocked(e, mono.Now())
 			l.unprogram(t, now)
@@ -199,11 +189,6 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 	w := &waiter{ready: make(chan struct{}), seq: l.seq.Add(1), enq: now, prog: t.prog}
 	x := e.w()
 	x.queue = append(x.queue, w)
-	// Publish the queue before looking for completions recorded without
-	// the lock: a completion either is seen by this settle or sees
-	// waitQueue and dispatches itself (see complete).
-	e.waiting.Or(waitQueue)
-	e.settle()
 	l.dispatch(e, now)
 	e.mu.Unlock()
 	// A routing layer with another route for the request caps a wait
@@ -223,7 +208,7 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 		l.leaveQueue(e, w, t, now)
 		return 0, notSent(portico.FromContext(ctx))
 	case <-capped:
-		e.lock()
+		e.mu.Lock()
 		if w.granted { // handed a slot as the cap passed: take it
 			return mono.Now(), nil
 		}
@@ -232,14 +217,14 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 		e.mu.Unlock()
 		return 0, l.shed(ctx, req)
 	}
-	e.lock()
+	e.mu.Lock()
 	return mono.Now(), nil
 }
 
 // leaveQueue takes the waiter w of the ticket t out of e's queue, or frees
 // the slot it was handed meanwhile.
 func (l *Limiter) leaveQueue(e *entry, w *waiter, t *ticket, now time.Duration) {
-	e.lock()
+	e.mu.Lock()
 	if w.granted {
 		l.releaseLocked(e, mono.Now())
 	} else {
@@ -350,9 +335,6 @@ func (e *entry) unhold(h *hold) {
 			copy(e.holds[i:], e.holds[i+1:])
 			e.holds[len(e.holds)-1] = nil
 			e.holds = e.holds[:len(e.holds)-1]
-			if len(e.holds) == 0 {
-				e.waiting.And(^waitHold)
-			}
 			return
 		}
 	}
@@ -412,8 +394,8 @@ func (l *Limiter) releaseLocked(e *entry, now time.Duration) {
 	l.dispatch(e, now)
 }
 
-// dispatch hands free slots to the best waiters, one by one, and clears
-// waitQueue when the queue is empty. The caller holds e.mu and has settled e.
+// dispatch hands free slots to the best waiters, one by one. The caller
+// holds e.mu.
 func (l *Limiter) dispatch(e *entry, now time.Duration) {
 	for e.queued() > 0 {
 		if lmax := l.maxInFlight(e); lmax > 0 && e.inflight >= lmax {
@@ -421,9 +403,6 @@ func (l *Limiter) dispatch(e *entry, now time.Duration) {
 		}
 		e.handoff(&l.cfg, now)
 		e.inflight++
-	}
-	if e.queued() == 0 && e.waiting.Load()&waitQueue != 0 {
-		e.waiting.And(^waitQueue)
 	}
 }
 

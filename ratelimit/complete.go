@@ -22,19 +22,11 @@ func outcome(err error) portico.Class {
 	return c
 }
 
-// complete ends a call admitted with t: it settles the token reservation,
-// adopts the provider's view of its limits, records the program's service
-// and frees the slot (or hands it to the best waiter).
-//
-// The common completion (no provider view, no program, a refund of fewer
-// than 2^20 tokens or none, a fast ticket) takes no lock: it adds itself to
-// the entry's done counter with one atomic add, and the next locked
-// operation on the key applies it first (see settle), which gives every
-// admission the same level and slot count as applying it here would. It
-// locks only when calls are queued, to hand its slot over, or when it
-// refunds tokens while calls wait for the buckets, to wake them (see
-// replan): what a refund frees goes at once to the waiters, first in line
-// first.
+// complete ends a call admitted with t: it settles the token reservation
+// (d tokens back, < 0 charged), adopts the provider's view of its limits,
+// records the program's service and frees the slot (or hands it to the
+// best waiter); what a refund frees goes at once to the waiters, first in
+// line first.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
 	if c := l.cfg.Concurrency; c != nil && !panicked {
 		var latency time.Duration
@@ -44,38 +36,8 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 		c.Done(latency, t.inflight, outcome(err))
 	}
 	rl, d := settlement(t, resp, err, panicked)
-	if t.fast && rl == nil && t.prog == nil && !panicked && d >= 0 && d < maxFastRefund {
-		l.completeFast(t.e, d)
-		return
-	}
-	l.completeLocked(t, rl, d)
-	if rl != nil {
-		l.logView(rl)
-	}
-}
-
-// completeFast is the completion that skips the lock, refunding d >= 0
-// tokens, unless calls wait for its slot or its refund.
-func (l *Limiter) completeFast(e *entry, d int) {
-	e.done.Add(1 + uint64(d)<<doneShift)
-	if w := e.waiting.Load(); w == 0 || w&waitQueue == 0 && d == 0 {
-		return
-	}
-	e.lock() // settles this completion
-	if d > 0 && e.held() > 0 {
-		e.replan()
-	}
-	l.dispatch(e, mono.Now())
-	e.mu.Unlock()
-}
-
-// completeLocked is the completion under the lock: d tokens back (< 0:
-// charged), the provider's view rl adopted (nil: none), the program's
-// service recorded, the slot freed.
-func (l *Limiter) completeLocked(t *ticket, rl *portico.RateLimit, d int) {
 	e := t.e
-	e.lock()
-	defer e.mu.Unlock()
+	e.mu.Lock()
 	switch {
 	case d == 0 || e.lim.Tokens == 0:
 	case d > 0:
@@ -96,6 +58,10 @@ func (l *Limiter) completeLocked(t *ticket, rl *portico.RateLimit, d int) {
 		p.lastSeen = now
 	}
 	l.releaseLocked(e, now)
+	e.mu.Unlock()
+	if rl != nil {
+		l.logView(rl)
+	}
 }
 
 // logView logs a provider's view of its limits at debug level.

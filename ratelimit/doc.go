@@ -286,56 +286,17 @@
 // # Performance
 //
 // The happy path (an existing key, both buckets with room, the refund at
-// completion) allocates nothing (a test pins it) and costs about what a bare
-// rate.Limiter.Allow costs. On the reference machine (2 shared vCPUs,
-// kvm-clock) BenchmarkPairedCPU, which alternates blocks of both on one
-// thread and counts that thread's CPU time, gives about 97 ns per call
-// against 95 for rate.Allow when the machine is quiet (median per-block
-// ratio 1.00 to 1.03 over runs) and a ratio of 1.20 when other work loads
-// it; before the changes below it was 192 ns, a ratio of 2.0 quiet and 2.1
-// loaded. The wall-clock minima over six runs are 96 ns serial and 56 ns
-// with a key per goroutine (rate.Allow: 92 and 50; before: 243 and 205);
-// with two goroutines on one key, where every call passes one lock, both
-// this and rate.Allow on one Limiter swing between 100 and 250 ns with the
-// load (before: 190 at best). The CPU time went to, and was won back by:
-//
-//   - The clock, read once per call, at admission: the monotonic clock
-//     alone (30 ns here), where time.Now, which rate.Allow calls, reads the
-//     wall clock too (57 ns). Times are kept as readings of that clock
-//     (internal/mono, as in every layer), so the buckets do integer
-//     arithmetic instead of time.Time's (about 25 ns).
-//   - One lock per admission for both buckets and the slot count: the
-//     request bucket was a rate.Limiter, whose own mutex and call cost 30 ns
-//     per admission measured against the same code with the request bucket
-//     inline (184 to 152 ns). So the request bucket is the token bucket's
-//     code with cost 1, and a differential test pins that it admits exactly
-//     what rate.Limiter.AllowN admits, to the bit, for random sequences of
-//     (time, n); golang.org/x/time/rate stays the reference in the
-//     benchmarks.
-//   - The key hashed once: the lock-free snapshot of the key table is an
-//     open-addressing table on the key's 64-bit hash, which also picks the
-//     shard; a map keyed by the key hashed it twice more (about 25 ns).
-//   - No lock at completion: the common completion adds its slot and refund
-//     to a counter with one atomic add, and the next locked operation on the
-//     key applies them before reading anything, which leaves every admission
-//     the same level and slot count as applying them at once (refunds
-//     commute with each other and with refill; see settle in keys.go). Only
-//     a completion with a provider view, a program, a surcharge, calls
-//     queued behind it, or a refund while calls wait for the buckets takes
-//     the lock; the common completion learns whether any call waits from
-//     one atomic load, as before. The estimator runs only when there is
-//     a token bucket.
-//
-// What remains is the clock read (about 30 ns), two atomic operations of the
-// lock and one at completion, hashing the key, the estimator (about 8 ns for
-// [portico.CharEstimator]) and the arithmetic of two buckets.
-//
-// Among many keys the cost is memory latency: at a million keys in a
-// shuffled order an admission reads state that no cache holds. So the
-// snapshot's slot is the entry's pointer alone, 8 bytes, with a byte of the
-// hash per slot in an array beside it (a tag, as in Swiss tables), 18 MiB
-// at a million keys; what only waiting calls and programs use sits behind a
-// pointer made on first use (bench/ BenchmarkTenants).
+// completion) allocates nothing (a test pins it): one read of the
+// monotonic clock (internal/mono, as in every layer: times are kept as its
+// readings, so the buckets do integer arithmetic), one lock of the key for
+// both buckets and the slot count at admission and one at completion, the
+// key looked up without a lock in a snapshot of the key table, and the
+// estimator, run only when there is a token bucket. The request bucket is
+// the token bucket's code with cost 1, not a rate.Limiter with a mutex of
+// its own; a differential test pins that it admits exactly what
+// rate.Limiter.AllowN admits, to the bit, for random sequences of (time,
+// n). BenchmarkAdmit and BenchmarkPairedCPU measure it beside
+// rate.Limiter.Allow, bench/ BenchmarkTenants among a million keys.
 //
 // # Sources
 //

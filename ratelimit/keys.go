@@ -45,14 +45,8 @@ type shard struct {
 // which a caller that raced with the eviction must look up again. What only
 // waiting calls use is behind waits.
 type entry struct {
-	mu sync.Mutex
-	// done records the completions that skipped the lock (see complete): it
-	// adds 1 + refund<<doneShift per completion, modulo 2^64; settled is the
-	// part of it already applied, under mu (see settle).
-	done     atomic.Uint64
-	settled  uint64
-	inflight int           // slots taken, less the completions settled
-	waiting  atomic.Uint32 // waitQueue | waitHold bits, for completions that skip the lock
+	mu       sync.Mutex
+	inflight int // slots taken
 	dead     bool
 	tier     uint8   // immutable: the index of lim's tier (see Limiter.tiers), 0 for the default
 	lim      *Limits // the limits in force, replaced by SetLimit and SetTierLimit
@@ -100,60 +94,6 @@ func (e *entry) held() int {
 		return 0
 	}
 	return len(e.holds)
-}
-
-// The bits of entry.waiting: calls queued for a slot (len(queue) > 0), and
-// calls waiting for the buckets (len(holds) > 0). A completion that skips
-// the lock reads them in one atomic load: it locks to hand its slot over
-// when calls are queued, or to give its refund to the waiters when calls
-// hold places in line (see Limiter.complete).
-const (
-	waitQueue uint32 = 1 << iota
-	waitHold
-)
-
-// Completions that skip the lock (see Limiter.complete) add 1 +
-// refund<<doneShift to entry.done. A ticket is fast only when the key had at
-// most maxFastInflight calls in flight at its admission, and only refunds
-// below maxFastRefund skip the lock, so between two settles the count stays
-// below 2^doneShift and the refunds below 2^(64-doneShift): the difference
-// done - settled decodes exactly, modulo 2^64.
-const (
-	doneShift       = 20
-	maxFastInflight = 1 << 19
-	maxFastRefund   = 1 << 20
-)
-
-// lock locks e and settles it.
-func (e *entry) lock() {
-	e.mu.Lock()
-	e.settle()
-}
-
-// pending reports whether completions recorded without the lock wait to be
-// settled. The caller holds e.mu.
-func (e *entry) pending() bool { return e.done.Load() != e.settled }
-
-// settle applies the completions recorded in done since the last settle:
-// their slots are freed and their refunds credited. A refund credited here
-// rather than at its completion leaves the same level for the next
-// admission, since refunds commute with one another and with refill:
-// min(b, min(b, L+ρ1)+ρ2) = min(b, L+ρ1+ρ2) and min(b, min(b, L+ρ)+r·dt) =
-// min(b, L+ρ+r·dt); every operation that reads a bucket or the slot count
-// settles first, under the same lock. The caller holds e.mu.
-func (e *entry) settle() {
-	if d := e.done.Load() - e.settled; d != 0 {
-		e.apply(d)
-	}
-}
-
-// apply is settle's work, out of line so that settle inlines.
-func (e *entry) apply(d uint64) {
-	e.settled += d
-	e.inflight -= int(d & (1<<doneShift - 1))
-	if r := d >> doneShift; r > 0 && e.lim.Tokens > 0 {
-		e.tok.refund(float64(r))
-	}
 }
 
 // setLimits installs lim at now, keeping what each bucket holds (capped at
@@ -211,15 +151,14 @@ func (l *Limiter) hash(k key) uint64 {
 	return h
 }
 
-// acquire returns k's entry locked and settled, creating it if needed.
+// acquire returns k's entry locked, creating it if needed.
 // Its limits, when it is created, are those of req's tier.
 func (l *Limiter) acquire(k key, req *portico.Request, now time.Duration) *entry {
 	h := l.hash(k)
 	s := &l.shards[h&(numShards-1)]
 	if r := s.read.Load(); r != nil {
 		if e := r.get(h, k); e != nil {
-			e.mu.Lock() // e.lock(), inlined by hand
-			e.settle()
+			e.mu.Lock()
 			if !e.dead {
 				return e
 			}
@@ -229,7 +168,7 @@ func (l *Limiter) acquire(k key, req *portico.Request, now time.Duration) *entry
 	tier := l.tierOf(req) // outside s.mu: Config.Tier is the caller's code
 	for {
 		e := l.slowLookup(s, k, tier, now)
-		e.lock()
+		e.mu.Lock()
 		if !e.dead {
 			return e
 		}
@@ -279,13 +218,10 @@ func (l *Limiter) slowLookup(s *shard, k key, tier uint8, now time.Duration) *en
 }
 
 // sweep drops s's idle entries and marks them dead, so that a caller that
-// found one in the snapshot looks again. Each entry is settled first: a
-// completion that skipped the lock still counts in flight until then, so an
-// entry is never dropped with a refund pending (the completion's atomic add
-// frees its slot and credits its refund at once). The caller holds s.mu.
+// found one in the snapshot looks again. The caller holds s.mu.
 func (l *Limiter) sweep(s *shard, now time.Duration) {
 	for ek, e := range s.m {
-		e.lock()
+		e.mu.Lock()
 		if e.idle(now, l.cfg.Queue.ProgramTTL) {
 			e.dead = true
 			delete(s.m, ek)

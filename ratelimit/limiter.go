@@ -126,7 +126,6 @@ type ticket struct {
 	in, max int           // N_in, N_max
 	prog    *program      // for FCFSProgram and PLAS
 	start   time.Duration // slot grant (mono.Now), when prog != nil
-	fast    bool          // the completion may skip the lock (see complete)
 	// unpriced is why the call could not be priced, when not every key's
 	// limits have a token bucket: admit refuses it on a key with one.
 	unpriced error

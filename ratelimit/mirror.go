@@ -67,7 +67,7 @@ func (l *Limiter) mirrorSettle(req *portico.Request, d int) {
 	})
 }
 
-// mirror runs f on req's entry, locked and settled, at the Limiter's now.
+// mirror runs f on req's entry, locked, at the Limiter's now.
 func (l *Limiter) mirror(req *portico.Request, f func(e *entry, now time.Duration)) {
 	now := mono.Now()
 	e := l.acquire(l.keyOf(req), req, now)

@@ -139,16 +139,13 @@ func (e *entry) removeAt(i int) {
 	e.queue = e.queue[:len(e.queue)-1]
 }
 
-// remove takes w, which gave up waiting, out of the queue, and clears the
-// waitQueue bit when the queue is left empty. The caller holds e.mu.
+// remove takes w, which gave up waiting, out of the queue. The caller
+// holds e.mu.
 func (e *entry) remove(w *waiter) {
 	for i, x := range e.queue {
 		if x == w {
 			e.removeAt(i)
-			break
+			return
 		}
-	}
-	if len(e.queue) == 0 {
-		e.waiting.And(^waitQueue)
 	}
 }

@@ -73,7 +73,7 @@ func (l *Limiter) set(ix uint8, lim Limits) error {
 			if e.tier != ix {
 				continue
 			}
-			e.lock()
+			e.mu.Lock()
 			e.setLimits(&n, now)
 			e.replan()
 			l.dispatch(e, now)

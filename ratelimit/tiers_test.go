@@ -203,7 +203,7 @@ func TestSetTierLimit(t *testing.T) {
 		calls(t, m, req("p", 0), 100)
 		calls(t, m, req("d", 0), 10)
 		pro := l.entryOf(req("p", 0))
-		pro.lock()
+		pro.mu.Lock()
 		pro.req.provRate, pro.req.provUntil = 0.01, mono.Now()+time.Hour // as a provider's view would
 		pro.mu.Unlock()
 		start := time.Now()
@@ -228,7 +228,7 @@ func TestSetTierLimit(t *testing.T) {
 		if got, want := l.reqLevel(req("p", 0)), min(300, 500+10*now.Seconds()); got != want {
 			t.Errorf("pro level after SetTierLimit(burst 300) = %v, want %v", got, want)
 		}
-		pro.lock()
+		pro.mu.Lock()
 		if pro.req.provUntil != noView || pro.req.provRate != 0 {
 			t.Errorf("pro's provider view after SetTierLimit: rate %v until %v, want cleared", pro.req.provRate, pro.req.provUntil)
 		}
