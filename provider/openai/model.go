@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -139,6 +140,11 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err != nil {
 		return nil, m.classify(ctx, err, x, model)
 	}
+	return m.answer(comp, x, model)
+}
+
+// answer checks a non-streamed completion and reads the Response from it.
+func (m *Model) answer(comp *oai.ChatCompletion, x *adapt.Exchange, model string) (*portico.Response, error) {
 	if comp == nil { // the body was JSON null
 		return nil, malformed(x, model, "no completion")
 	}
@@ -157,28 +163,32 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if ch.FinishReason == "error" {
 		return nil, m.choiceError(ch.RawJSON(), x, model)
 	}
-	resp := &portico.Response{
+	return &portico.Response{
 		ID:           comp.ID,
 		Text:         ch.Message.Content,
 		FinishReason: finishReason(ch.FinishReason),
-		Model:        comp.Model,
+		Model:        cmp.Or(comp.Model, model),
 		Usage:        usage(comp.Usage),
 		RateLimit:    ParseRateLimit(x.Header),
+		ToolCalls:    toolCalls(ch.Message.ToolCalls),
+	}, nil
+}
+
+// toolCalls reads a completion's tool calls, nil for none: a function's
+// arguments, or a custom tool's input as its arguments.
+func toolCalls(tcs []oai.ChatCompletionMessageToolCallUnion) []portico.ToolCall {
+	if len(tcs) == 0 {
+		return nil
 	}
-	if resp.Model == "" {
-		resp.Model = model
-	}
-	if n := len(ch.Message.ToolCalls); n > 0 {
-		resp.ToolCalls = make([]portico.ToolCall, 0, n)
-		for _, tc := range ch.Message.ToolCalls {
-			call := portico.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: []byte(arguments(tc.Function.JSON.Arguments, tc.Function.Arguments))}
-			if tc.Type == "custom" {
-				call.Name, call.Arguments = tc.Custom.Name, []byte(tc.Custom.Input)
-			}
-			resp.ToolCalls = append(resp.ToolCalls, call)
+	calls := make([]portico.ToolCall, 0, len(tcs))
+	for _, tc := range tcs {
+		call := portico.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: []byte(arguments(tc.Function.JSON.Arguments, tc.Function.Arguments))}
+		if tc.Type == "custom" {
+			call.Name, call.Arguments = tc.Custom.Name, []byte(tc.Custom.Input)
 		}
+		calls = append(calls, call)
 	}
-	return resp, nil
+	return calls
 }
 
 // choiceError is the error of a choice whose finish_reason is "error"
@@ -304,36 +314,38 @@ func (st *streamState) chunk(ctx context.Context, c *oai.ChatCompletionChunk) er
 	if !chunked(c) {
 		adapt.Alive(ctx) // a role or usage delta, a reasoning step: progress all the same
 	}
-	if c.Model != "" {
-		resp.Model = c.Model
-	}
-	if c.ID != "" {
-		resp.ID = c.ID
-	}
+	resp.Model = cmp.Or(c.Model, resp.Model)
+	resp.ID = cmp.Or(c.ID, resp.ID)
 	if c.JSON.Usage.Valid() {
 		resp.Usage = usage(c.Usage)
 	}
 	for i := range c.Choices {
-		ch := &c.Choices[i]
-		if ch.Index != 0 {
+		if c.Choices[i].Index != 0 {
 			continue
 		}
-		if ch.FinishReason == "error" { // OpenRouter: the provider failed mid-answer, its error on the choice
-			return m.choiceError(ch.RawJSON(), x, model)
+		if err := st.choice(&c.Choices[i]); err != nil {
+			return err
 		}
-		if ch.FinishReason != "" {
-			st.finish = ch.FinishReason
+	}
+	return nil
+}
+
+// choice takes in the deltas of choice 0: its finish reason, text (passed
+// on to OnChunk) and tool calls.
+func (st *streamState) choice(ch *oai.ChatCompletionChunkChoice) error {
+	if ch.FinishReason == "error" { // OpenRouter: the provider failed mid-answer, its error on the choice
+		return st.m.choiceError(ch.RawJSON(), st.x, st.model)
+	}
+	st.finish = cmp.Or(ch.FinishReason, st.finish)
+	if d := ch.Delta.Content; d != "" {
+		st.text.WriteString(d)
+		if err := st.req.OnChunk(portico.Chunk{Text: d}); err != nil {
+			return adapt.ChunkError(err, st.model)
 		}
-		if d := ch.Delta.Content; d != "" {
-			st.text.WriteString(d)
-			if err := st.req.OnChunk(portico.Chunk{Text: d}); err != nil {
-				return adapt.ChunkError(err, model)
-			}
-		}
-		for j := range ch.Delta.ToolCalls {
-			if err := st.toolCall(&ch.Delta.ToolCalls[j]); err != nil {
-				return err
-			}
+	}
+	for j := range ch.Delta.ToolCalls {
+		if err := st.toolCall(&ch.Delta.ToolCalls[j]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/provider/internal/adapt"
@@ -28,64 +30,81 @@ func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNe
 		}
 		p.Messages = append(p.Messages, msg)
 	}
-	for _, t := range req.Tools {
+	if err := tools(&p, req.Tools); err != nil {
+		return p, nil, err
+	}
+	if s := req.Schema; s != nil {
+		if !json.Valid(s.JSON) {
+			return p, nil, errors.New("openai: response schema is not valid JSON")
+		}
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+				Name:   cmp.Or(s.Name, "response"),
+				Strict: oai.Bool(s.Strict),
+				Schema: s.JSON,
+			},
+		}
+	}
+	if n := req.MaxOutputTokens; n > 0 && m.cfg.LegacyMaxTokens {
+		p.MaxTokens = oai.Int(int64(n))
+	} else if n > 0 {
+		p.MaxCompletionTokens = oai.Int(int64(n))
+	}
+	opts, err := extras(&p, req.Extra)
+	if err != nil {
+		return p, nil, err
+	}
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == portico.RoleAssistant {
+		opts = append(opts, m.prefill(len(p.Messages)-1)...)
+	}
+	return p, opts, nil
+}
+
+// tools declares the request's tools as functions.
+func tools(p *oai.ChatCompletionNewParams, ts []portico.Tool) error {
+	for _, t := range ts {
 		fd := shared.FunctionDefinitionParam{Name: t.Name}
 		if t.Description != "" {
 			fd.Description = oai.String(t.Description)
 		}
 		if len(t.Parameters) > 0 {
 			if err := json.Unmarshal(t.Parameters, &fd.Parameters); err != nil {
-				return p, nil, fmt.Errorf("openai: tool %q: parameters are not a JSON object: %w", t.Name, err)
+				return fmt.Errorf("openai: tool %q: parameters are not a JSON object: %w", t.Name, err)
 			}
 		}
 		p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(fd))
 	}
-	if s := req.Schema; s != nil {
-		if !json.Valid(s.JSON) {
-			return p, nil, errors.New("openai: response schema is not valid JSON")
-		}
-		name := s.Name
-		if name == "" {
-			name = "response"
-		}
-		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-				Name:   name,
-				Strict: oai.Bool(s.Strict),
-				Schema: s.JSON,
-			},
-		}
-	}
-	if n := req.MaxOutputTokens; n > 0 {
-		if m.cfg.LegacyMaxTokens {
-			p.MaxTokens = oai.Int(int64(n))
-		} else {
-			p.MaxCompletionTokens = oai.Int(int64(n))
-		}
-	}
+	return nil
+}
+
+// extras sets the Extra keys setExtra knows on p and returns the options
+// that set the others on the JSON body as they are.
+func extras(p *oai.ChatCompletionNewParams, keys map[string]any) ([]option.RequestOption, error) {
 	var opts []option.RequestOption
-	for k, v := range req.Extra {
-		switch k {
-		case "model", "messages", "stream", "stream_options":
-			return p, nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
-		}
-		if setExtra(&p, k, v) {
-			continue
-		}
-		if !adapt.Encodable(v) { // the SDK would send it as it is, not JSON
-			return p, nil, fmt.Errorf("openai: Extra key %q: value is not JSON", k)
-		}
-		opts = append(opts, option.WithJSONSet(jsonKey(k), v))
-	}
-	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == portico.RoleAssistant {
-		switch m.cfg.Prefill {
-		case PrefillContinueFinalMessage:
-			opts = append(opts, option.WithJSONSet("continue_final_message", true), option.WithJSONSet("add_generation_prompt", false))
-		case PrefillPrefixFlag:
-			opts = append(opts, option.WithJSONSet("messages."+strconv.Itoa(len(p.Messages)-1)+".prefix", true))
+	for k, v := range keys {
+		switch {
+		case k == "model", k == "messages", k == "stream", k == "stream_options":
+			return nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
+		case setExtra(p, k, v):
+		case !adapt.Encodable(v): // the SDK would send it as it is, not JSON
+			return nil, fmt.Errorf("openai: Extra key %q: value is not JSON", k)
+		default:
+			opts = append(opts, option.WithJSONSet(jsonKey(k), v))
 		}
 	}
-	return p, opts, nil
+	return opts, nil
+}
+
+// prefill returns the options that ask the server to continue the last
+// message, of index last, in the Config's prefill dialect.
+func (m *Model) prefill(last int) []option.RequestOption {
+	switch m.cfg.Prefill {
+	case PrefillContinueFinalMessage:
+		return []option.RequestOption{option.WithJSONSet("continue_final_message", true), option.WithJSONSet("add_generation_prompt", false)}
+	case PrefillPrefixFlag:
+		return []option.RequestOption{option.WithJSONSet("messages."+strconv.Itoa(last)+".prefix", true)}
+	}
+	return nil
 }
 
 // message encodes one portico message.
@@ -145,103 +164,80 @@ func message(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) 
 // does not know or values of an unexpected type, which the caller passes on
 // as raw JSON.
 func setExtra(p *oai.ChatCompletionNewParams, key string, v any) bool {
-	switch key {
-	case "temperature", "top_p", "frequency_penalty", "presence_penalty":
-		f, ok := adapt.Float(v)
-		if !ok {
-			return false
-		}
-		switch key {
-		case "temperature":
-			p.Temperature = oai.Float(f)
-		case "top_p":
-			p.TopP = oai.Float(f)
-		case "frequency_penalty":
-			p.FrequencyPenalty = oai.Float(f)
-		default:
-			p.PresencePenalty = oai.Float(f)
-		}
-		return true
-	case "seed", "n", "top_logprobs":
-		f, ok := adapt.Float(v)
-		if !ok || f != float64(int64(f)) {
-			return false
-		}
-		switch key {
-		case "seed":
-			p.Seed = oai.Int(int64(f))
-		case "n":
-			p.N = oai.Int(int64(f))
-		default:
-			p.TopLogprobs = oai.Int(int64(f))
-		}
-		return true
-	case "user", "reasoning_effort", "service_tier", "prompt_cache_key", "safety_identifier":
-		s, ok := v.(string)
-		if !ok {
-			return false
-		}
-		switch key {
-		case "user":
-			p.User = oai.String(s)
-		case "reasoning_effort":
-			p.ReasoningEffort = shared.ReasoningEffort(s)
-		case "service_tier":
-			p.ServiceTier = oai.ChatCompletionNewParamsServiceTier(s)
-		case "prompt_cache_key":
-			p.PromptCacheKey = oai.String(s)
-		default:
-			p.SafetyIdentifier = oai.String(s)
-		}
-		return true
-	case "parallel_tool_calls", "logprobs", "store":
+	field, known := extraFields[key]
+	if !known {
+		return false
+	}
+	f, isNum := adapt.Float(v)
+	s, isString := v.(string)
+	switch ptr := field(p).(type) {
+	case *param.Opt[float64]:
+		return set(ptr, oai.Float(f), isNum)
+	case *param.Opt[int64]:
+		return set(ptr, oai.Int(int64(f)), isNum && f == float64(int64(f)))
+	case *param.Opt[string]:
+		return set(ptr, oai.String(s), isString)
+	case *shared.ReasoningEffort:
+		return set(ptr, shared.ReasoningEffort(s), isString)
+	case *oai.ChatCompletionNewParamsServiceTier:
+		return set(ptr, oai.ChatCompletionNewParamsServiceTier(s), isString)
+	case *param.Opt[bool]:
 		b, ok := v.(bool)
-		if !ok {
-			return false
-		}
-		switch key {
-		case "parallel_tool_calls":
-			p.ParallelToolCalls = oai.Bool(b)
-		case "logprobs":
-			p.Logprobs = oai.Bool(b)
-		default:
-			p.Store = oai.Bool(b)
-		}
-		return true
-	case "stop":
-		switch s := v.(type) {
-		case string:
-			p.Stop.OfString = oai.String(s)
-		case []string:
-			p.Stop.OfStringArray = s
-		default:
-			return false
-		}
-		return true
+		return set(ptr, oai.Bool(b), ok)
+	case *oai.ChatCompletionNewParamsStopUnion:
+		ss, isList := v.([]string)
+		return set(ptr, oai.ChatCompletionNewParamsStopUnion{OfString: oai.String(s)}, isString) ||
+			set(ptr, oai.ChatCompletionNewParamsStopUnion{OfStringArray: ss}, isList)
 	}
 	return false
+}
+
+// set sets *field to x when ok, and reports ok.
+func set[T any](field *T, x T, ok bool) bool {
+	if ok {
+		*field = x
+	}
+	return ok
+}
+
+// extraFields maps each Extra key the SDK has a field for to the field.
+var extraFields = map[string]func(p *oai.ChatCompletionNewParams) any{
+	"temperature":         func(p *oai.ChatCompletionNewParams) any { return &p.Temperature },
+	"top_p":               func(p *oai.ChatCompletionNewParams) any { return &p.TopP },
+	"frequency_penalty":   func(p *oai.ChatCompletionNewParams) any { return &p.FrequencyPenalty },
+	"presence_penalty":    func(p *oai.ChatCompletionNewParams) any { return &p.PresencePenalty },
+	"seed":                func(p *oai.ChatCompletionNewParams) any { return &p.Seed },
+	"n":                   func(p *oai.ChatCompletionNewParams) any { return &p.N },
+	"top_logprobs":        func(p *oai.ChatCompletionNewParams) any { return &p.TopLogprobs },
+	"user":                func(p *oai.ChatCompletionNewParams) any { return &p.User },
+	"reasoning_effort":    func(p *oai.ChatCompletionNewParams) any { return &p.ReasoningEffort },
+	"service_tier":        func(p *oai.ChatCompletionNewParams) any { return &p.ServiceTier },
+	"prompt_cache_key":    func(p *oai.ChatCompletionNewParams) any { return &p.PromptCacheKey },
+	"safety_identifier":   func(p *oai.ChatCompletionNewParams) any { return &p.SafetyIdentifier },
+	"parallel_tool_calls": func(p *oai.ChatCompletionNewParams) any { return &p.ParallelToolCalls },
+	"logprobs":            func(p *oai.ChatCompletionNewParams) any { return &p.Logprobs },
+	"store":               func(p *oai.ChatCompletionNewParams) any { return &p.Store },
+	"stop":                func(p *oai.ChatCompletionNewParams) any { return &p.Stop },
 }
 
 // jsonKey escapes a top-level body key for option.WithJSONSet, whose keys are
 // sjson paths: every character other than a letter, digit, '_' or '-' is
 // escaped with a backslash, so "a.b" sets the key "a.b", not "b" inside "a".
 func jsonKey(k string) string {
-	plain := true
-	for _, c := range k {
-		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if !strings.ContainsFunc(k, special) {
 		return k
 	}
 	var b strings.Builder
 	for _, c := range k {
-		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80) {
+		if special(c) && c < 0x80 {
 			b.WriteByte('\\')
 		}
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// special reports whether c is other than a letter, digit, '_' or '-'.
+func special(c rune) bool {
+	return !(c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9')
 }

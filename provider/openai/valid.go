@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"slices"
 	"strconv"
 
 	oai "github.com/openai/openai-go/v3"
@@ -71,14 +72,17 @@ func checkCompletion(c *oai.ChatCompletion) string {
 	case ch.FinishReason == "":
 		return "no finish reason"
 	}
-	for i := range msg.ToolCalls {
-		tc := &msg.ToolCalls[i]
-		if !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Custom.JSON.Name, tc.Custom.JSON.Input) ||
-			!allTyped(tObject, tc.JSON.Function, tc.JSON.Custom) || !argsTyped(tc.Function.JSON.Arguments) {
-			return "mistyped tool call"
-		}
+	if slices.ContainsFunc(msg.ToolCalls, mistypedCall) {
+		return "mistyped tool call"
 	}
 	return ""
+}
+
+// mistypedCall reports whether a completion's tool call has a field of the
+// wrong type.
+func mistypedCall(tc oai.ChatCompletionMessageToolCallUnion) bool {
+	return !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name, tc.Custom.JSON.Name, tc.Custom.JSON.Input) ||
+		!allTyped(tObject, tc.JSON.Function, tc.JSON.Custom) || !argsTyped(tc.Function.JSON.Arguments)
 }
 
 // checkChunk returns why a stream chunk is not one, or "".
