@@ -199,6 +199,25 @@ func (s *shared) setLimit(ix uint8, n Limits) error {
 	if err := shareFits(c, &n); err != nil {
 		return err
 	}
+	if err := s.keepsShape(ix, n); err != nil {
+		return err
+	}
+	if s.local != nil {
+		if err := s.local.set(ix, shareOf(n, c.Shared.Instances)); err != nil {
+			return err
+		}
+	}
+	if s.slots != nil {
+		return s.slots.set(ix, slotsOf(n))
+	}
+	return nil
+}
+
+// keepsShape returns an error when n, as tier ix's limits, would add or
+// remove the in-flight cap or, failing open, every bucket: the Limiters
+// newShared built (slots, local) would no longer match.
+func (s *shared) keepsShape(ix uint8, n Limits) error {
+	c := &s.l.cfg
 	capped, buckets := c.Concurrency != nil || n.MaxInFlight > 0, n.Requests > 0 || n.Tokens > 0
 	for i := range len(s.l.tiers) + 1 {
 		if lim := s.l.limitsOf(uint8(i)); uint8(i) != ix {
@@ -211,16 +230,6 @@ func (s *shared) setLimit(ix uint8, n Limits) error {
 	}
 	if c.Shared.FailOpen && (s.local == nil) == buckets {
 		return errors.New("ratelimit: SetLimit cannot add or remove every bucket on a Limiter with a Config.Shared.FailOpen")
-	}
-	if s.local != nil {
-		if err := s.local.set(ix, shareOf(n, c.Shared.Instances)); err != nil {
-			return err
-		}
-	}
-	if s.slots != nil {
-		if err := s.slots.set(ix, slotsOf(n)); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -303,28 +312,18 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 	}
 	defer release()
 	for first := true; ; first = false {
-		wait, which, err := s.store.Take(ctx, key, lim, t.reserve)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, notSent(portico.FromContext(ctx)), false
-			}
+		wait, which, err := s.take(ctx, req, key, lim, t.reserve)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, notSent(portico.FromContext(ctx)), false
+		case err != nil:
 			release() // the line is for asking the store: give it back before the model runs
 			resp, err := s.degraded(ctx, m.next, req, tier, t, err)
 			return resp, err, false
-		}
-		if wait == 0 {
-			if s.local != nil {
-				s.local.mirrorTake(req, t.reserve)
-			}
+		case wait == 0:
 			return nil, nil, true
 		}
-		if s.local != nil {
-			s.local.mirrorRefused(req, lim, which, wait, t.reserve, l.cfg.Shared.Instances)
-		}
-		left := l.cfg.MaxWait - time.Since(start)
-		if deadline, ok := ctx.Deadline(); ok {
-			left = min(left, time.Until(deadline))
-		}
+		left := l.left(ctx, start)
 		if l.cfg.Mode == Reject || req.Hedge || wait > left { // a hedge takes spare capacity only
 			return nil, l.limited(ctx, req, which, wait), false
 		}
@@ -332,27 +331,71 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
 		}
 		if ln == nil {
-			held := s.lines.join(key)
-			waited, err := held.wait(ctx, left)
+			held, waited, err := s.joinLine(ctx, req, key, left, which, wait)
 			if err != nil {
-				s.lines.leave(key, held)
-				if err == errLineTimeout {
-					return nil, l.limited(ctx, req, which, wait), false
-				}
-				return nil, notSent(portico.FromContext(ctx)), false
+				return nil, err, false
 			}
-			ln = held
-			if waited { // the waiter ahead was admitted: the wait is stale
+			if ln = held; waited { // the waiter ahead was admitted: the wait is stale
 				continue
 			}
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, notSent(portico.FromContext(ctx)), false
+		if err := pause(ctx, wait); err != nil {
+			return nil, err, false
 		}
+	}
+}
+
+// left is what MaxWait, counted from start, and ctx's deadline leave for
+// a wait.
+func (l *Limiter) left(ctx context.Context, start time.Time) time.Duration {
+	left := l.cfg.MaxWait - time.Since(start)
+	if deadline, ok := ctx.Deadline(); ok {
+		left = min(left, time.Until(deadline))
+	}
+	return left
+}
+
+// take asks the store to admit a call of cost tokens on key, and keeps
+// the local share in step with its answer (see mirror.go).
+func (s *shared) take(ctx context.Context, req *portico.Request, key string, lim *Limits, cost int) (time.Duration, string, error) {
+	wait, which, err := s.store.Take(ctx, key, lim, cost)
+	switch {
+	case err != nil || s.local == nil:
+	case wait == 0:
+		s.local.mirrorTake(req, cost)
+	default:
+		s.local.mirrorRefused(req, lim, which, wait, cost, s.l.cfg.Shared.Instances)
+	}
+	return wait, which, err
+}
+
+// joinLine takes the turn of key's line, waiting up to left behind the
+// process's earlier waiters; waited says another held it. A call that
+// cannot wait its turn is refused as the store refused it (which, wait),
+// or ended by ctx.
+func (s *shared) joinLine(ctx context.Context, req *portico.Request, key string, left time.Duration, which string, wait time.Duration) (*line, bool, error) {
+	ln := s.lines.join(key)
+	waited, err := ln.wait(ctx, left)
+	switch {
+	case err == nil:
+		return ln, waited, nil
+	case err == errLineTimeout:
+		s.lines.leave(key, ln)
+		return nil, true, s.l.limited(ctx, req, which, wait)
+	}
+	s.lines.leave(key, ln)
+	return nil, true, notSent(portico.FromContext(ctx))
+}
+
+// pause waits d, or fails with the error of a call ctx ended.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return notSent(portico.FromContext(ctx))
 	}
 }
 
