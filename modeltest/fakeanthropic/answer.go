@@ -218,29 +218,11 @@ func (c *call) text(r *rand.Rand) []string {
 	msgs := c.req.Messages
 	last := len(msgs) - 1
 	if last < 0 || msgs[last].Role != "assistant" {
-		return lorem(r, n, false)
+		return fakegen.Words(r, n, false)
 	}
-	prefix := textOf(msgs[last].Content)
 	br := c.rngOf(last)
 	br.Uint64() // the answer's id, drawn first by answer
-	if rest, ok := fakegen.Rest(lorem(br, n, false), prefix); ok {
-		return rest
-	}
-	return lorem(r, max(0, n-len(strings.Fields(prefix))), true)
-}
-
-// lorem returns n words from r, each after a space but the first unless
-// spaced.
-func lorem(r *rand.Rand, n int, spaced bool) []string {
-	out := make([]string, n)
-	for i := range out {
-		w := fakegen.Lorem[r.IntN(len(fakegen.Lorem))]
-		if i > 0 || spaced {
-			w = " " + w
-		}
-		out[i] = w
-	}
-	return out
+	return fakegen.Continue(fakegen.Words(br, n, false), textOf(msgs[last].Content), r, n)
 }
 
 // textOf joins the text of content: a string, or its text blocks.

@@ -89,63 +89,65 @@ type call struct {
 
 func (c *call) run() {
 	c.W.Header().Set("request-id", "req_fake"+strconv.Itoa(c.Server().Count(c.Model)))
-	switch {
-	case c.R.Header.Get("x-api-key") == "" && c.R.Header.Get("Authorization") == "":
-		writeError(c.W, http.StatusUnauthorized, "authentication_error", "", "x-api-key header is required")
-		return
-	case c.R.Header.Get("anthropic-version") == "":
-		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "anthropic-version: header is required")
-		return
-	case c.req.MaxTokens == nil:
-		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "max_tokens: Field required")
-		return
-	case len(c.req.Messages) == 0:
-		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "messages: at least one message is required")
-		return
-	case *c.req.MaxTokens < 1:
-		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "", "max_tokens: Input should be greater than or equal to 1")
+	if status, typ, msg := c.refusal(); msg != "" {
+		writeError(c.W, status, typ, "", msg)
 		return
 	}
 	c.inputTokens = c.countInput()
-	if limit := c.m.cfg.MaxOutputTokens; limit > 0 && *c.req.MaxTokens > limit {
-		writeError(c.W, http.StatusBadRequest, "invalid_request_error", "",
-			"max_tokens: "+strconv.Itoa(*c.req.MaxTokens)+" > "+strconv.Itoa(limit)+", which is the maximum allowed number of output tokens for "+c.Model)
-		return
-	}
 	a := c.answer()
-	if c.m.cfg.RateLimit != nil && !c.rateLimit(a) {
+	if c.m.cfg.RateLimit != nil && !c.rateLimit(a) || c.ServeFault(c.statusBody) {
 		return
 	}
-	if c.ServeFault(c.statusBody) {
-		return
-	}
-	switch c.Fault.Kind {
-	case FaultContextLength:
+	switch {
+	case c.Fault.Kind == FaultContextLength:
 		c.contextLength()
-		return
-	case FaultStreamError:
-		if !c.Stream {
-			typ := c.streamErrorType()
-			c.Reply(statusOf(typ), errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
-			return
-		}
-		if c.Fault.Event == "" {
-			c.Fault.Event = "error"
-		}
-		if c.Fault.Body == "" {
-			typ := c.streamErrorType()
-			c.Fault.Body = string(errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
-		}
-	}
-	if cw := c.m.cfg.ContextWindow; cw > 0 && c.inputTokens > cw {
+	case c.Fault.Kind == FaultStreamError && !c.streamError():
+	case c.m.cfg.ContextWindow > 0 && c.inputTokens > c.m.cfg.ContextWindow:
 		c.contextLength()
-		return
-	}
-	if c.Stream {
+	case c.Stream:
 		c.stream(a)
-	} else {
+	default:
 		c.whole(a)
 	}
+}
+
+// refusal returns the error the API answers a request it refuses before
+// reading it with, or "" for msg.
+func (c *call) refusal() (status int, typ, msg string) {
+	const bad, invalid = http.StatusBadRequest, "invalid_request_error"
+	switch limit := c.m.cfg.MaxOutputTokens; {
+	case c.R.Header.Get("x-api-key") == "" && c.R.Header.Get("Authorization") == "":
+		return http.StatusUnauthorized, "authentication_error", "x-api-key header is required"
+	case c.R.Header.Get("anthropic-version") == "":
+		return bad, invalid, "anthropic-version: header is required"
+	case c.req.MaxTokens == nil:
+		return bad, invalid, "max_tokens: Field required"
+	case len(c.req.Messages) == 0:
+		return bad, invalid, "messages: at least one message is required"
+	case *c.req.MaxTokens < 1:
+		return bad, invalid, "max_tokens: Input should be greater than or equal to 1"
+	case limit > 0 && *c.req.MaxTokens > limit:
+		return bad, invalid, "max_tokens: " + strconv.Itoa(*c.req.MaxTokens) + " > " + strconv.Itoa(limit) + ", which is the maximum allowed number of output tokens for " + c.Model
+	}
+	return 0, "", ""
+}
+
+// streamError readies a FaultStreamError: a non-streamed call gets the
+// error's status at once (streamError reports false); a stream gets the
+// event and body the fault leaves empty.
+func (c *call) streamError() bool {
+	typ := c.streamErrorType()
+	if !c.Stream {
+		c.Reply(statusOf(typ), errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
+		return false
+	}
+	if c.Fault.Event == "" {
+		c.Fault.Event = "error"
+	}
+	if c.Fault.Body == "" {
+		c.Fault.Body = string(errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
+	}
+	return true
 }
 
 // message returns the fault's message, or def.

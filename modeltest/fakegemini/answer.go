@@ -125,57 +125,58 @@ func (c *call) answer() *answer {
 		limit = max(1, c.Fault.AfterChunks)
 	}
 	if first, names, params := c.calling(); first >= 0 {
-		n := min(max(1, c.m.ParallelToolCalls), maxParallel)
-		for k := range n {
-			i := (first + k) % len(names)
-			args := fakegen.JSONText(params[i], r)
-			if !strings.HasPrefix(args, "{") {
-				args = "{}" // a function without parameters: args is still an object
-			}
-			tokens := len(fakegen.Pieces(args))
-			if limit > 0 && a.tokens+tokens > limit {
-				a.finish = "MAX_TOKENS"
-				break
-			}
-			fc := functionCall{Name: names[i], Args: json.RawMessage(args)}
-			if c.m.CallIDs {
-				fc.ID = "fc-" + strconv.FormatUint(r.Uint64(), 36)
-			}
-			a.calls = append(a.calls, fc)
-			a.tokens += tokens
-		}
-		if c.m.ThoughtSignatures && len(a.calls) > 0 {
-			a.sig = base64.StdEncoding.EncodeToString([]byte("sig-" + a.id))
-		}
+		c.functionCalls(a, r, limit, first, names, params)
 		return a
 	}
-	gc := &c.req.GenerationConfig
-	switch {
-	case gc.ResponseMIMEType == "application/json" && len(gc.ResponseJSONSchema) > 0:
-		a.text = fakegen.Pieces(fakegen.JSONText(gc.ResponseJSONSchema, r))
-	case gc.ResponseMIMEType == "application/json" && len(gc.ResponseSchema) > 0:
-		a.text = fakegen.Pieces(fakegen.JSONText(lowerTypes(gc.ResponseSchema), r))
-	case gc.ResponseMIMEType == "application/json":
-		a.text = fakegen.Pieces(`{"answer":"` + fakegen.Lorem[r.IntN(len(fakegen.Lorem))] + `"}`)
-	default:
-		n := c.m.OutputTokens
-		if n <= 0 {
-			n = 8
-		}
-		a.text = make([]string, n)
-		for i := range a.text {
-			w := fakegen.Lorem[r.IntN(len(fakegen.Lorem))]
-			if i > 0 {
-				w = " " + w
-			}
-			a.text[i] = w
-		}
-	}
+	a.text = c.text(r)
 	a.tokens = len(a.text)
 	if limit > 0 && a.tokens > limit {
 		a.text, a.tokens, a.finish = a.text[:limit], limit, "MAX_TOKENS"
 	}
 	return a
+}
+
+// functionCalls adds to a the calls of ParallelToolCalls functions from the
+// first'th of names, whole ones only up to limit tokens (then MAX_TOKENS).
+func (c *call) functionCalls(a *answer, r *rand.Rand, limit, first int, names []string, params []json.RawMessage) {
+	for k := range min(max(1, c.m.ParallelToolCalls), maxParallel) {
+		i := (first + k) % len(names)
+		args := fakegen.JSONText(params[i], r)
+		if !strings.HasPrefix(args, "{") {
+			args = "{}" // a function without parameters: args is still an object
+		}
+		tokens := len(fakegen.Pieces(args))
+		if limit > 0 && a.tokens+tokens > limit {
+			a.finish = "MAX_TOKENS"
+			break
+		}
+		fc := functionCall{Name: names[i], Args: json.RawMessage(args)}
+		if c.m.CallIDs {
+			fc.ID = "fc-" + strconv.FormatUint(r.Uint64(), 36)
+		}
+		a.calls = append(a.calls, fc)
+		a.tokens += tokens
+	}
+	if c.m.ThoughtSignatures && len(a.calls) > 0 {
+		a.sig = base64.StdEncoding.EncodeToString([]byte("sig-" + a.id))
+	}
+}
+
+// text returns the pieces of a text answer: JSON for a JSON response type,
+// valid against its schema, else OutputTokens lorem words (8 by default).
+func (c *call) text(r *rand.Rand) []string {
+	gc := &c.req.GenerationConfig
+	switch {
+	case gc.ResponseMIMEType == "application/json" && len(gc.ResponseJSONSchema) > 0:
+		return fakegen.Pieces(fakegen.JSONText(gc.ResponseJSONSchema, r))
+	case gc.ResponseMIMEType == "application/json" && len(gc.ResponseSchema) > 0:
+		return fakegen.Pieces(fakegen.JSONText(lowerTypes(gc.ResponseSchema), r))
+	case gc.ResponseMIMEType == "application/json":
+		return fakegen.Pieces(`{"answer":"` + fakegen.Word(r) + `"}`)
+	case c.m.OutputTokens > 0:
+		return fakegen.Words(r, c.m.OutputTokens, false)
+	}
+	return fakegen.Words(r, 8, false)
 }
 
 // lowerTypes rewrites responseSchema's OpenAPI type names ("OBJECT",

@@ -1,6 +1,7 @@
 package fakegemini
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -143,61 +144,59 @@ type call struct {
 }
 
 func (c *call) run() {
-	if key := c.s.cfg.APIKey; key != "" && c.R.Header.Get("x-goog-api-key") != key && c.R.URL.Query().Get("key") != key {
-		c.reply(http.StatusBadRequest, "", "API key not valid. Please pass a valid API key.", "API_KEY_INVALID")
-		return
-	}
-	if c.req.stream && !c.req.sse {
-		c.reply(http.StatusBadRequest, "", "fakegemini serves streamGenerateContent with alt=sse only.", "")
-		return
-	}
-	if msg := c.validate(); msg != "" {
-		c.reply(http.StatusBadRequest, "", msg, "")
+	if msg, reason := c.refusal(); msg != "" {
+		c.reply(http.StatusBadRequest, "", msg, reason)
 		return
 	}
 	c.inputTokens = c.countInput()
-	f := c.Fault
-	switch f.Kind {
-	case FaultStatus:
-		status := f.Status
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
+	switch {
+	case c.serveFault():
+	case c.m.ContextWindow > 0 && c.inputTokens > c.m.ContextWindow:
+		c.contextLength()
+	case c.m.BlockReason != "":
+		c.blocked()
+	case c.req.stream:
+		c.streamAnswer(c.answer())
+	default:
+		c.whole(c.answer())
+	}
+}
+
+// refusal returns the message and reason of the 400 the API answers a
+// request it refuses with, or "".
+func (c *call) refusal() (msg, reason string) {
+	if key := c.s.cfg.APIKey; key != "" && c.R.Header.Get("x-goog-api-key") != key && c.R.URL.Query().Get("key") != key {
+		return "API key not valid. Please pass a valid API key.", "API_KEY_INVALID"
+	}
+	if c.req.stream && !c.req.sse {
+		return "fakegemini serves streamGenerateContent with alt=sse only.", ""
+	}
+	return c.validate(), ""
+}
+
+// serveFault serves the faults that end the call before an answer, and
+// reports whether it served one.
+func (c *call) serveFault() bool {
+	switch f := c.Fault; {
+	case f.Kind == FaultStatus:
+		status := cmp.Or(f.Status, http.StatusInternalServerError)
 		body := []byte(f.Body)
 		if f.Body == "" {
 			body = c.errorBody(status, f.Code)
 		}
 		c.Fault.RetryAfter = 0 // in the body, not a header
 		c.Reply(status, body)
-		return
-	case FaultDisconnect:
-		if !c.req.stream {
-			panic(http.ErrAbortHandler) // before the headers
-		}
-	case FaultContextLength:
+	case f.Kind == FaultDisconnect && !c.req.stream:
+		panic(http.ErrAbortHandler) // before the headers
+	case f.Kind == FaultContextLength:
 		c.contextLength()
-		return
-	case FaultStreamError:
-		if !c.req.stream {
-			rpc := c.streamStatus()
-			c.reply(rpcCode(rpc), rpc, "", "")
-			return
-		}
+	case f.Kind == FaultStreamError && !c.req.stream:
+		rpc := c.streamStatus()
+		c.reply(rpcCode(rpc), rpc, "", "")
+	default:
+		return false
 	}
-	if cw := c.m.ContextWindow; cw > 0 && c.inputTokens > cw {
-		c.contextLength()
-		return
-	}
-	if c.m.BlockReason != "" {
-		c.blocked()
-		return
-	}
-	a := c.answer()
-	if c.req.stream {
-		c.streamAnswer(a)
-	} else {
-		c.whole(a)
-	}
+	return true
 }
 
 // validate checks what the Gemini API refuses with 400 INVALID_ARGUMENT and

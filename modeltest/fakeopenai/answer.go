@@ -134,38 +134,10 @@ func (c *call) answer() *answer {
 		limit = max(1, c.f.AfterChunks)
 	}
 	if ti, named := c.wantsTools(); ti >= 0 {
-		n := 1
-		if p := c.m.cfg.ParallelToolCalls; p > 1 && !named && (c.req.ParallelToolCalls == nil || *c.req.ParallelToolCalls) {
-			n = min(p, maxParallel)
-		}
-		a.finish = "tool_calls"
-		for k := range n {
-			t := c.req.Tools[(ti+k)%len(c.req.Tools)].Function
-			args := pieces(jsonText(t.Parameters, r))
-			if limit > 0 && a.tokens+len(args) > limit { // cut here: the rest is never generated
-				args = args[:limit-a.tokens]
-				a.finish = "length"
-				if len(args) == 0 {
-					break
-				}
-			}
-			a.toolCalls = append(a.toolCalls, toolCall{id: "call_" + strconv.FormatUint(r.Uint64(), 36), name: t.Name, args: args})
-			a.tokens += len(args)
-			if a.finish == "length" {
-				break
-			}
-		}
+		c.toolCalls(a, r, limit, ti, named)
 		return a
 	}
-	if rf := c.req.ResponseFormat; rf != nil && rf.Type == "json_schema" {
-		a.content = pieces(jsonText(rf.JSONSchema.Schema, r))
-	} else if rf != nil && rf.Type == "json_object" {
-		a.content = pieces(`{"answer":"` + lorem[r.IntN(len(lorem))] + `"}`)
-	} else if prefix, base := c.continued(); base >= 0 {
-		a.content = c.continuation(prefix, base, r)
-	} else {
-		a.content = c.words(r, c.outputTokens(), false)
-	}
+	a.content = c.text(r)
 	a.tokens = len(a.content)
 	if limit > 0 && a.tokens > limit {
 		a.content, a.tokens, a.finish = a.content[:limit], limit, "length"
@@ -173,9 +145,50 @@ func (c *call) answer() *answer {
 	return a
 }
 
+// toolCalls adds to a the calls of the tools from the ti'th (one when the
+// request named it, else ParallelToolCalls unless it turned them off), cut
+// at limit tokens (then "length").
+func (c *call) toolCalls(a *answer, r *rand.Rand, limit, ti int, named bool) {
+	n := 1
+	if p := c.m.cfg.ParallelToolCalls; p > 1 && !named && (c.req.ParallelToolCalls == nil || *c.req.ParallelToolCalls) {
+		n = min(p, maxParallel)
+	}
+	a.finish = "tool_calls"
+	for k := range n {
+		t := c.req.Tools[(ti+k)%len(c.req.Tools)].Function
+		args := pieces(jsonText(t.Parameters, r))
+		if limit > 0 && a.tokens+len(args) > limit { // cut here: the rest is never generated
+			args = args[:limit-a.tokens]
+			a.finish = "length"
+			if len(args) == 0 {
+				break
+			}
+		}
+		a.toolCalls = append(a.toolCalls, toolCall{id: "call_" + strconv.FormatUint(r.Uint64(), 36), name: t.Name, args: args})
+		a.tokens += len(args)
+		if a.finish == "length" {
+			break
+		}
+	}
+}
+
+// text returns the pieces of a text answer: JSON for a JSON response
+// format, a continuation (see continued), else OutputTokens lorem words.
+func (c *call) text(r *rand.Rand) []string {
+	rf := c.req.ResponseFormat
+	switch prefix, base := c.continued(); {
+	case rf != nil && rf.Type == "json_schema":
+		return pieces(jsonText(rf.JSONSchema.Schema, r))
+	case rf != nil && rf.Type == "json_object":
+		return pieces(`{"answer":"` + fakegen.Word(r) + `"}`)
+	case base >= 0:
+		return c.continuation(prefix, base, r)
+	}
+	return fakegen.Words(r, c.outputTokens(), false)
+}
+
 // The answer generator is shared with the other fake servers.
 var (
-	lorem    = fakegen.Lorem
 	pieces   = fakegen.Pieces
 	jsonText = fakegen.JSONText
 )
@@ -187,20 +200,6 @@ func (c *call) outputTokens() int {
 		return n
 	}
 	return 8
-}
-
-// words returns n lorem words from r, each after a space but the first
-// unless spaced.
-func (c *call) words(r *rand.Rand, n int, spaced bool) []string {
-	out := make([]string, n)
-	for i := range out {
-		w := lorem[r.IntN(len(lorem))]
-		if i > 0 || spaced {
-			w = " " + w
-		}
-		out[i] = w
-	}
-	return out
 }
 
 // continued reports the assistant text the request asks the model to
@@ -225,8 +224,5 @@ func (c *call) continued() (string, int) {
 func (c *call) continuation(prefix string, base int, r *rand.Rand) []string {
 	br := c.rngOf(base)
 	br.Uint64() // the answer's id, drawn first by answer
-	if rest, ok := fakegen.Rest(c.words(br, c.outputTokens(), false), prefix); ok {
-		return rest
-	}
-	return c.words(r, max(0, c.outputTokens()-len(strings.Fields(prefix))), true)
+	return fakegen.Continue(fakegen.Words(br, c.outputTokens(), false), prefix, r, c.outputTokens())
 }

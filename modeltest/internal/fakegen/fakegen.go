@@ -33,6 +33,31 @@ func Pieces(s string) []string {
 	return out
 }
 
+// Word returns a lorem word drawn from r.
+func Word(r *rand.Rand) string { return Lorem[r.IntN(len(Lorem))] }
+
+// Words returns n lorem words drawn from r, each after a space but the
+// first unless spaced.
+func Words(r *rand.Rand, n int, spaced bool) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = Word(r)
+		if i > 0 || spaced {
+			out[i] = " " + out[i]
+		}
+	}
+	return out
+}
+
+// Continue returns the pieces that continue prefix: the rest of whole when
+// prefix is its start (see Rest), else new words from r up to n in all.
+func Continue(whole []string, prefix string, r *rand.Rand, n int) []string {
+	if rest, ok := Rest(whole, prefix); ok {
+		return rest
+	}
+	return Words(r, max(0, n-len(strings.Fields(prefix))), true)
+}
+
 // JSONText returns the JSON text of a value valid against simple schemas.
 func JSONText(schema json.RawMessage, r *rand.Rand) string {
 	var sc any
@@ -113,7 +138,7 @@ func typed(m map[string]any, r *rand.Rand, depth int) any {
 		if f, ok := formats[m["format"]]; ok {
 			return f
 		}
-		w := Lorem[r.IntN(len(Lorem))]
+		w := Word(r)
 		return w + strings.Repeat("a", atLeast(m, "minLength", len(w))-len(w))
 	case "integer":
 		return int64(minimum(m, 1))
@@ -124,7 +149,7 @@ func typed(m map[string]any, r *rand.Rand, depth int) any {
 	case "null":
 		return nil
 	}
-	return Lorem[r.IntN(len(Lorem))]
+	return Word(r)
 }
 
 // formats holds an example of each string format generate knows.
