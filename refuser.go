@@ -19,11 +19,11 @@ const (
 	// NotRefused: no layer of this process refused the call.
 	NotRefused Refuser = iota
 	// ClientLimit: the tenant's limiter (package ratelimit keyed by client,
-	// the preset's ClientLimits): its requests, tokens, in-flight cap or
+	// the preset's Config.Client): its requests, tokens, in-flight cap or
 	// queue, or a call larger than its token bucket.
 	ClientLimit
 	// RouteLimit: a route's limiter, the provider account's (the preset's
-	// Route.Limits): its requests, tokens, in-flight cap (the adaptive
+	// Route.Limiter): its requests, tokens, in-flight cap (the adaptive
 	// concurrency cap included) or queue.
 	RouteLimit
 	// CircuitBreaker: the route's breaker is open, here or in another

@@ -24,7 +24,7 @@
 //
 // The enforcement is the Limiter's (one in-flight count, its queue orders,
 // its errors); this package only decides the number, so it is not a layer
-// of its own. In package stack, Route.Concurrency does the above.
+// of its own. In package stack, Route.Limiter.Concurrency does the above.
 //
 // # The algorithms
 //

@@ -98,7 +98,7 @@ func presetOver(tb testing.TB, m portico.Model, deadline time.Duration, tr *trac
 		{Route: portico.Route{Name: "primary", Model: m}},
 		{Route: portico.Route{Name: "secondary", Model: m}},
 	}
-	s, err := stack.New(stack.Config{Routes: routes, ClientLimits: clientLimits(), Deadline: deadline, Tracer: tr})
+	s, err := stack.New(stack.Config{Routes: routes, Client: &ratelimit.Config{Limits: clientLimits()}, Deadline: deadline, Tracer: tr})
 	if err != nil {
 		tb.Fatal(err)
 	}

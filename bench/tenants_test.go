@@ -80,7 +80,7 @@ func benchTenants(b *testing.B, through string, n int) {
 		s, err := stack.New(stack.Config{Routes: []stack.Route{
 			{Route: portico.Route{Name: "primary", Model: answer}},
 			{Route: portico.Route{Name: "secondary", Model: answer}},
-		}, ClientLimits: liveLimits(), Tracer: noopTracer(b)})
+		}, Client: &ratelimit.Config{Limits: liveLimits()}, Tracer: noopTracer(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

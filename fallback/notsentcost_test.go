@@ -11,7 +11,7 @@ import (
 )
 
 // TestNotSentShareTimeoutCostsNothing: the primary's local limiter holds
-// the call in its queue (stack Route.Queue) until the primary's share of
+// the call in its queue (stack Route.Limiter.Queue) until the primary's share of
 // the deadline ends, and returns what ratelimit returns then: the layer
 // timeout's Ambiguous error with NotSent, nothing sent, nothing billed. A
 // contract's MaxCost allows one call at its estimate, not two: the

@@ -85,6 +85,6 @@
 // package ratelimit neither queues a hedge nor lets it wait for tokens
 // (a hedge takes spare capacity only, never a first attempt's place), and
 // the route's retry layer retries inside each attempt. A group's hedging
-// (Config.Fallback.Hedge in package stack) sits in the group, above the
+// (Config.Hedge in package stack) sits in the group, above the
 // routes.
 package hedge

@@ -15,7 +15,7 @@ import (
 
 // A hedge refused before anything was sent costs no retry token, as a
 // refused retry takes none. With the route's limiter at its in-flight cap
-// (an adaptive limit of 1, as stack's Route.Concurrency and Route.Hedge
+// (an adaptive limit of 1, as stack's Route.Limiter and Route.Hedge
 // build it), every hedge is shed at once with ErrOverloaded, yet Take
 // already spent its token: 20 requests that never sent a hedge drain the
 // client's retry budget from 10 to 0.9, and the tenant's next 503 cannot

@@ -13,8 +13,8 @@ import (
 )
 
 // TestStackSharesLimits: the preset's client limiter and route limiter
-// switch to the shared buckets with one field each (Config.ClientShared,
-// Route.LimitsShared), and its retry budget with retry.Budget.Shared. Two
+// switch to the shared buckets with one field each (Config.Client.Shared,
+// Route.Limiter.Shared), and its retry budget with retry.Budget.Shared. Two
 // instances of a service, each with its own client and Store over one
 // Redis: a tenant allowed 3 requests a minute gets 3 across both, not 6;
 // a route allowed 4 takes 4 across both tenants and instances, not 8.
@@ -32,12 +32,12 @@ func TestStackSharesLimits(t *testing.T) {
 						calls++ // one goroutine: the calls below are sequential
 						return &portico.Response{Text: "ok"}, nil
 					})},
-					Limits: ratelimit.Limits{Requests: 4},
+					Limiter: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 4}},
 				}
-				cfg := stack.Config{Routes: []stack.Route{route}, ClientLimits: ratelimit.Limits{Requests: 3}}
+				cfg := stack.Config{Routes: []stack.Route{route}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 3}}}
 				if shared {
-					cfg.ClientShared.Store = st.Buckets()
-					cfg.Routes[0].LimitsShared.Store = st.Buckets()
+					cfg.Client.Shared.Store = st.Buckets()
+					cfg.Routes[0].Limiter.Shared.Store = st.Buckets()
 					cfg.Routes[0].Retry.Budget.Shared = retry.Shared{Store: st.Budgets()}
 				}
 				s, err := stack.New(cfg)

@@ -33,7 +33,7 @@ func presetWith(t testing.TB, deadline time.Duration, hc *hedge.Config) *Stack {
 		t.Fatal(err)
 	}
 	s, err := New(Config{Routes: []Route{route("a", m), route("b", m)}, Deadline: deadline, Tracer: tr, Hedge: hc,
-		ClientLimits: ratelimit.Limits{Requests: 1e9, Tokens: 1e12, Period: time.Second}})
+		Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 1e9, Tokens: 1e12, Period: time.Second}}})
 	if err != nil {
 		t.Fatal(err)
 	}

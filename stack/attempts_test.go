@@ -50,7 +50,7 @@ func TestAttemptsZeroWhenRefused(t *testing.T) {
 	r := route("r", f)
 	r.Breaker = breaker.Config{OpenFor: time.Hour}
 	s, err := New(Config{Routes: []Route{r}, Tracer: tr, MaxRequestBytes: 100,
-		ClientLimits: ratelimit.Limits{Requests: 3, Period: time.Hour}})
+		Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 3, Period: time.Hour}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestShareAfterClientWait(t *testing.T) {
 				return &portico.Response{Text: "ok", FinishReason: portico.FinishStop}, nil
 			})
 			s, err := New(Config{Routes: []Route{route("a", m), route("b", m)}, Deadline: deadline,
-				ClientLimits: ratelimit.Limits{Requests: 1, Period: 10 * time.Second}, ClientMode: ratelimit.Wait})
+				Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 1, Period: 10 * time.Second}, Mode: ratelimit.Wait}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/portico-llm/portico/adaptive"
 	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/ratelimit"
 )
 
 // Through the preset, the adaptive cap of a route judges its calls as its
@@ -29,8 +30,9 @@ func TestPresetConcurrencyJudgesCutsAsBreakers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				a := route("a", modeltest.NewFake(c.primary))
-				a.SkipBreaker = true // the adaptive cap alone
-				a.Concurrency = &adaptive.Config{Algorithm: adaptive.AIMD{}}
+				a.Skip |= SkipBreaker // the adaptive cap alone
+				lim := adaptiveLimit(t, adaptive.Config{Algorithm: adaptive.AIMD{}})
+				a.Limiter = &ratelimit.Config{Concurrency: lim}
 				s, err := New(Config{Routes: []Route{a, route("b", modeltest.NewFake(modeltest.Answer("b")))}, Deadline: c.deadline})
 				if err != nil {
 					t.Fatal(err)
@@ -38,8 +40,8 @@ func TestPresetConcurrencyJudgesCutsAsBreakers(t *testing.T) {
 				for range 30 {
 					s.Generate(context.Background(), hello)
 				}
-				if got := s.Concurrency("a").Limit(); got != c.want {
-					t.Errorf("Concurrency(a).Limit() after 30 requests = %d, want %d", got, c.want)
+				if got := lim.Limit(); got != c.want {
+					t.Errorf("a's Concurrency Limit() after 30 requests = %d, want %d", got, c.want)
 				}
 			})
 		})

@@ -1,28 +1,38 @@
 // Package stack builds Portico's recommended stack in one call, so that users
-// need not learn the order of the layers. Every layer it uses stays usable
-// alone; a stack is nothing but [portico.Chain] calls in this order,
-// outermost first:
+// need not learn the order of the layers. It composes: each layer takes its
+// own package's Config (a [ratelimit.Config] for the client limiter and for
+// a route's, a [breaker.Config], a [retry.Config]...), and the stack fills
+// only the fields that place the layer (a limiter's Key, a breaker's Name)
+// when they are zero. Every layer it uses stays usable alone; a stack is
+// nothing but [portico.Chain] calls in this order, outermost first:
 //
 //	trace.Wrap                 (Config.Tracer)         one span per request
 //	user middleware            (Config.Middleware)     a cache, a logger
 //	end-to-end deadline        (Config.Deadline,       Request.Validate, the size
 //	                            Contract.Deadline,     cap; the budget from here
 //	                            Config.MaxRequestBytes)
-//	ratelimit, per client      (Config.ClientLimits)   who gets in, how much
+//	ratelimit, per client      (Config.Client)         who gets in, how much
 //	fallback.Group             (more than one route)   which route, in order;
 //	                           (Config.Hedge)          hedges to the next route
 //	  per route:
 //	  user middleware          (Route.Middleware)      a per-route cache or logger
+//	  models not served        (no Route.ModelName)    a remembered 404, no call
 //	  hedge                    (Route.Hedge)           hedges to the route itself
-//	  ratelimit, per model     (Route.Limits,          provider feedback lands here;
-//	                            Route.Concurrency)     an adaptive in-flight cap
+//	  ratelimit, per model     (Route.Limiter)         provider feedback lands here;
+//	                                                   Concurrency: an adaptive cap
 //	  breaker                  (Route.Breaker)         one outcome per call
 //	  retry                    (Route.Retry)           the one layer that retries
 //	  trace.WrapAttempt        (Route.Trace)           one span per attempt
 //	  validate                 (Route.Validate)        HTTP 200 is not success
 //	  throttle                 (Route.Throttle)        client-side throttling
+//	  a 404 for the model      (no Route.ModelName)    the request's, remembered
 //	  user middleware          (Route.ModelMiddleware) around the provider alone
 //	  Route.Model              usually a provider adapter, SDK retries off
+//
+// A route's part of that order is [Recipe]; a route whose Order is set
+// arranges its [Layers] otherwise (a throttle outside retry, say) without
+// a field for each placement. Route.Skip leaves out its breaker, retry or
+// validate layer.
 //
 // Why this order: the deadline is set once, at entry (record an absolute
 // deadline at entry and propagate it, as the Google SRE book's chapter
@@ -38,8 +48,9 @@
 // then moves away from; the per-model limiter is per route because a
 // provider's limits are per model and account.
 //
-// Hedging, an adaptive in-flight cap and client-side throttling are off
-// unless their fields are set: a hedge bills a second call (hedging suits
+// Hedging, an adaptive in-flight cap (Route.Limiter.Concurrency, package
+// adaptive's Limit) and client-side throttling are off unless their fields
+// are set: a hedge bills a second call (hedging suits
 // latency-critical work that may be paid twice), an adaptive cap and a
 // throttle refuse calls a fixed configuration would have sent. Where they
 // sit: a hedge is above everything that spends capacity, so each hedge is
@@ -136,7 +147,7 @@
 //
 // A [Stack] gives access to the layers it built: [Stack.ClientLimiter] and
 // [Stack.Limiter] (Keys, SetLimit on the live limiters), [Stack.Breaker],
-// [Stack.Retrier]. With Config.Tracer, each route's attempt layer is the
+// [Stack.Retrier], [Stack.Hedger], [Stack.Throttle]. With Config.Tracer, each route's attempt layer is the
 // Tracer's [trace.Tracer.ForRoute] for Route.Trace, so attempt spans carry
 // their route (portico.route) and provider, and a request answered by the
 // fallback carries the fallback's gen_ai.provider.name, server.address and

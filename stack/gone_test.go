@@ -19,11 +19,11 @@ func TestGone(t *testing.T) {
 	caps := portico.Capabilities{Modalities: portico.ModalityText | portico.ModalityImage, Tools: true, Schema: portico.SchemaStrict, ModelClass: "small"}
 	for name, c := range map[string]struct {
 		routes int
-		client ratelimit.Limits
+		client *ratelimit.Config
 	}{
-		"one route":                  {1, ratelimit.Limits{}},
-		"two routes":                 {2, ratelimit.Limits{}},
-		"two routes, client limited": {2, ratelimit.Limits{Requests: 10}},
+		"one route":                  {1, nil},
+		"two routes":                 {2, nil},
+		"two routes, client limited": {2, &ratelimit.Config{Limits: ratelimit.Limits{Requests: 10}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			modeltest.RunGone(t, func(t *testing.T, base portico.Model) portico.Model {
@@ -31,10 +31,10 @@ func TestGone(t *testing.T) {
 				for _, n := range []string{"a", "b"}[:c.routes] {
 					r := route(n, base)
 					r.Capabilities = caps
-					r.Limits = ratelimit.Limits{Requests: 10}
+					r.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Requests: 10}}
 					routes = append(routes, r)
 				}
-				s, err := New(Config{Routes: routes, ClientLimits: c.client, Deadline: time.Minute})
+				s, err := New(Config{Routes: routes, Client: c.client, Deadline: time.Minute})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -50,7 +50,7 @@ func TestGone(t *testing.T) {
 func TestGoneSpendsNoClientRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := modeltest.NewFake(modeltest.Answer("hi"))
-		s, err := New(Config{Routes: []Route{route("a", f)}, ClientLimits: ratelimit.Limits{Requests: 1, Period: time.Hour}})
+		s, err := New(Config{Routes: []Route{route("a", f)}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 1, Period: time.Hour}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 // hedges (Route.Middleware sees each route call once).
 func counted(name string, f *modeltest.Fake, news *atomic.Int64) Route {
 	r := route(name, f)
-	r.SkipBreaker = true
+	r.Skip |= SkipBreaker
 	r.Middleware = []portico.Middleware{func(next portico.Model) portico.Model {
 		return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 			if !req.Hedge {

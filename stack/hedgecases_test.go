@@ -92,7 +92,7 @@ func TestConfigHedgeContinuedStream(t *testing.T) {
 			modeltest.Outcome{Response: modeltest.Answer(" three").Response, Chunks: []string{" three"}})
 		s, err := stack.New(stack.Config{
 			Routes: []stack.Route{{Route: portico.Route{Name: "a", Model: fake,
-				Capabilities: portico.Capabilities{Continuation: portico.ContinuePrefill}}, SkipRetry: true}},
+				Capabilities: portico.Capabilities{Continuation: portico.ContinuePrefill}}, Skip: stack.SkipRetry}},
 			Hedge: &hedge.Config{Delay: 100 * time.Millisecond},
 		})
 		if err != nil {

@@ -96,10 +96,10 @@ func TestMiddlewarePositions(t *testing.T) {
 func TestAccess(t *testing.T) {
 	f := modeltest.NewFake(modeltest.Answer("ok"))
 	a := route("a", f)
-	a.Limits = ratelimit.Limits{Requests: 10, Period: time.Second}
+	a.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Requests: 10, Period: time.Second}}
 	b := route("b", f)
-	b.SkipBreaker, b.SkipRetry = true, true
-	s, err := New(Config{Routes: []Route{a, b}, ClientLimits: ratelimit.Limits{Requests: 1, Period: time.Hour}})
+	b.Skip = SkipBreaker | SkipRetry
+	s, err := New(Config{Routes: []Route{a, b}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 1, Period: time.Hour}}})
 	if err != nil {
 		t.Fatal(err)
 	}

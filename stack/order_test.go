@@ -26,10 +26,9 @@ func TestDeadlineCoversClientWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := modeltest.NewFake(modeltest.Outcome{Response: modeltest.Answer("ok").Response, Latency: 100 * time.Millisecond})
 		s, err := New(Config{
-			Routes:       []Route{route("r", f)},
-			Deadline:     time.Second,
-			ClientLimits: ratelimit.Limits{Requests: 1, Period: time.Second},
-			ClientMode:   ratelimit.Wait,
+			Routes:   []Route{route("r", f)},
+			Deadline: time.Second,
+			Client:   &ratelimit.Config{Limits: ratelimit.Limits{Requests: 1, Period: time.Second}, Mode: ratelimit.Wait},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 // TestRouteQueue: five calls at once on a route capped at two in flight
 // (100 ms an answer). Without a queue three are shed at once; with
-// Route.Queue they wait for a slot and all are answered, in three waves
+// Route.Limiter.Queue they wait for a slot and all are answered, in three waves
 // (100, 200 and 300 ms). A Queue without an in-flight cap is refused at
 // construction, as ratelimit refuses it.
 func TestRouteQueue(t *testing.T) {
@@ -24,8 +24,7 @@ func TestRouteQueue(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			f := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "fine", FinishReason: portico.FinishStop}, Latency: 100 * time.Millisecond})
 			a := route("a", f)
-			a.Limits = ratelimit.Limits{MaxInFlight: 2}
-			a.Queue = ratelimit.Queue{Size: size}
+			a.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{MaxInFlight: 2}, Queue: ratelimit.Queue{Size: size}}
 			s, err := New(Config{Routes: []Route{a}})
 			if err != nil {
 				t.Fatal(err)
@@ -57,7 +56,7 @@ func TestRouteQueue(t *testing.T) {
 		})
 	}
 	a := route("a", modeltest.NewFake(modeltest.Answer("x")))
-	a.Queue = ratelimit.Queue{Size: 10}
+	a.Limiter = &ratelimit.Config{Queue: ratelimit.Queue{Size: 10}}
 	if _, err := New(Config{Routes: []Route{a}}); err == nil || !strings.HasPrefix(err.Error(), "stack:") {
 		t.Errorf("New with a Queue and no in-flight cap = %v, want a stack: error", err)
 	}
@@ -74,8 +73,7 @@ func TestRouteQueueWaitsInPlaceAtMostWaitInPlace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "slow", FinishReason: portico.FinishStop}, Latency: 10 * time.Second})
 		a := route("a", slow)
-		a.Limits = ratelimit.Limits{MaxInFlight: 1}
-		a.Queue = ratelimit.Queue{Size: 10}
+		a.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{MaxInFlight: 1}, Queue: ratelimit.Queue{Size: 10}}
 		s, err := New(Config{Routes: []Route{a, route("b", modeltest.NewFake(modeltest.Answer("fine")))}})
 		if err != nil {
 			t.Fatal(err)

@@ -31,10 +31,10 @@ func TestPresetSaysWhoRefused(t *testing.T) {
 				var routes []Route
 				for _, n := range []string{"a", "b"}[:c.routes] {
 					r := route(n, modeltest.NewFake(modeltest.Answer("hi")))
-					r.Limits = hour(2) // each provider account: two an hour
+					r.Limiter = &ratelimit.Config{Limits: hour(2)} // each provider account: two an hour
 					routes = append(routes, r)
 				}
-				s, err := New(Config{Routes: routes, ClientLimits: hour(1)})
+				s, err := New(Config{Routes: routes, Client: &ratelimit.Config{Limits: hour(1)}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -32,7 +32,7 @@ func (s *countStore) Settle(context.Context, string, *ratelimit.Limits, int, *po
 	return nil
 }
 
-// TestSharedRouteLimitsKeepTheirOwnBuckets: with LimitsShared, each
+// TestSharedRouteLimitsKeepTheirOwnBuckets: with Route.Limiter.Shared, each
 // route's per-model limiter must keep its own buckets in the store, as it
 // does in the process. The stack keys route limiters by Request.Model
 // (ratelimit.ByModel) and the client limiter by ClientKey, all in one
@@ -45,9 +45,9 @@ func TestSharedRouteLimitsKeepTheirOwnBuckets(t *testing.T) {
 		store := &countStore{taken: map[string]int{}}
 		mk := func(name string) Route {
 			r := route(name, modeltest.NewFake(modeltest.Answer("ok")))
-			r.Limits = ratelimit.Limits{Requests: 2}
+			r.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Requests: 2}}
 			if shared {
-				r.LimitsShared = ratelimit.Shared{Store: store}
+				r.Limiter.Shared = ratelimit.Shared{Store: store}
 			}
 			return r
 		}
@@ -71,10 +71,10 @@ func TestSharedRouteLimitsKeepTheirOwnBuckets(t *testing.T) {
 	store := &countStore{taken: map[string]int{}}
 	r := route("a", modeltest.NewFake(modeltest.Answer("ok")))
 	r.ModelName = "m"
-	r.Limits = ratelimit.Limits{Requests: 2}
-	r.LimitsShared = ratelimit.Shared{Store: store}
-	s, err := New(Config{Routes: []Route{r}, ClientLimits: ratelimit.Limits{Requests: 2},
-		ClientShared: ratelimit.Shared{Store: store}})
+	r.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Requests: 2}}
+	r.Limiter.Shared = ratelimit.Shared{Store: store}
+	s, err := New(Config{Routes: []Route{r}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 2},
+		Shared: ratelimit.Shared{Store: store}}})
 	if err != nil {
 		t.Fatal(err)
 	}

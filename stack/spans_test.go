@@ -43,7 +43,7 @@ func twoRoutes(t *testing.T, fb func(*Route)) (*Stack, *tracetest.SpanRecorder, 
 		t.Fatal(err)
 	}
 	primary := Route{Route: portico.Route{Name: "primary", Model: modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503))),
-		Capabilities: portico.Capabilities{Provider: "openai"}, ModelName: "gpt-4o"}, SkipRetry: true}
+		Capabilities: portico.Capabilities{Provider: "openai"}, ModelName: "gpt-4o"}, Skip: SkipRetry}
 	fallback := Route{Route: portico.Route{Name: "fallback", Model: modeltest.NewFake(modeltest.Answer("hi")),
 		Capabilities: portico.Capabilities{Provider: "anthropic"}, ModelName: "claude-sonnet-4"},
 		Trace: trace.Route{ServerAddress: "api.anthropic.com", ServerPort: 443}}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/adaptive"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest"
 	"github.com/portico-llm/portico/ratelimit"
@@ -26,6 +27,16 @@ var hello = &portico.Request{Messages: []portico.Message{portico.Text(portico.Ro
 
 func route(name string, m portico.Model) Route {
 	return Route{Route: portico.Route{Name: name, Model: m}}
+}
+
+// adaptiveLimit is adaptive.New(c), for a route limiter's Concurrency.
+func adaptiveLimit(t testing.TB, c adaptive.Config) *adaptive.Limit {
+	t.Helper()
+	l, err := adaptive.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func TestSingleRoute(t *testing.T) {
@@ -81,7 +92,7 @@ func TestDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := modeltest.NewFake(modeltest.Outcome{Stall: true})
 		r := route("slow", f)
-		r.SkipRetry = true
+		r.Skip |= SkipRetry
 		s, err := New(Config{Routes: []Route{r}, Deadline: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +118,7 @@ func TestDeadline(t *testing.T) {
 func TestClientLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := modeltest.NewFake(modeltest.Answer("ok"))
-		s, err := New(Config{Routes: []Route{route("r", f)}, ClientLimits: ratelimit.Limits{Requests: 2, Period: time.Minute}})
+		s, err := New(Config{Routes: []Route{route("r", f)}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 2, Period: time.Minute}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +187,7 @@ func TestDefaultDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := modeltest.NewFake(modeltest.Outcome{Stall: true})
 		r := route("slow", f)
-		r.SkipRetry = true
+		r.Skip |= SkipRetry
 		s, err := New(Config{Routes: []Route{r}})
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +214,7 @@ func TestDefaultDeadline(t *testing.T) {
 // A small token limit does not make the default N_max an error.
 func TestSmallTokenLimit(t *testing.T) {
 	f := modeltest.NewFake(modeltest.Answer("ok"))
-	s, err := New(Config{Routes: []Route{route("r", f)}, ClientLimits: ratelimit.Limits{Tokens: 500}})
+	s, err := New(Config{Routes: []Route{route("r", f)}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Tokens: 500}}})
 	if err != nil {
 		t.Fatalf("New with Tokens 500 = %v, want no error", err)
 	}
@@ -228,7 +239,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no name", Config{Routes: []Route{{Route: portico.Route{Model: f}}}}},
 		{"duplicate", Config{Routes: []Route{route("x", f), route("x", f)}}},
 		{"bad retry", Config{Routes: []Route{{Route: portico.Route{Name: "x", Model: f}, Retry: retry.Config{MaxAttempts: -1}}}}},
-		{"bad limits", Config{Routes: []Route{route("x", f)}, ClientLimits: ratelimit.Limits{Requests: -1}}},
+		{"bad limits", Config{Routes: []Route{route("x", f)}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: -1}}}},
 	}
 	for _, tt := range tests {
 		if s, err := New(tt.cfg); err == nil || s != nil {
@@ -261,7 +272,7 @@ func TestOutageRetriesBoundedPerDestination(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		down := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
 		r := route("down", down)
-		r.SkipBreaker = true
+		r.Skip |= SkipBreaker
 		s, err := New(Config{Routes: []Route{r}})
 		if err != nil {
 			t.Fatal(err)

@@ -35,7 +35,7 @@ func TestRouteHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := route("a", slowThenFast())
 		r.Hedge = &hedge.Config{Delay: 100 * ms}
-		r.Limits = ratelimit.Limits{MaxInFlight: 2}
+		r.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{MaxInFlight: 2}}
 		s, err := New(Config{Routes: []Route{r}})
 		if err != nil {
 			t.Fatal(err)
@@ -93,8 +93,8 @@ func TestRouteThrottle(t *testing.T) {
 		bad := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
 		a := route("a", bad)
 		a.Throttle = &throttle.Config{Rand: func() float64 { return 0 }}
-		a.SkipRetry = true
-		a.SkipBreaker = true // the throttle alone
+		a.Skip |= SkipRetry
+		a.Skip |= SkipBreaker // the throttle alone
 		s, err := New(Config{Routes: []Route{a, route("b", modeltest.NewFake())}})
 		if err != nil {
 			t.Fatal(err)
@@ -113,20 +113,21 @@ func TestRouteThrottle(t *testing.T) {
 	})
 }
 
-// Route.Concurrency: with zero Limits the per-model limiter caps the calls in
+// An adaptive cap (Route.Limiter.Concurrency): with zero Limits the per-model limiter caps the calls in
 // flight at the adaptive limit; the call beyond it is shed and the group
 // moves on.
 func TestRouteConcurrency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slowA := modeltest.NewFake(modeltest.Outcome{Response: modeltest.Answer("a").Response, Latency: time.Second})
 		a := route("a", slowA)
-		a.Concurrency = &adaptive.Config{Algorithm: adaptive.AIMD{}, Initial: 2}
+		lim := adaptiveLimit(t, adaptive.Config{Algorithm: adaptive.AIMD{}, Initial: 2})
+		a.Limiter = &ratelimit.Config{Concurrency: lim}
 		s, err := New(Config{Routes: []Route{a, route("b", modeltest.NewFake(modeltest.Answer("b")))}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.Concurrency("a").Limit(); got != 2 {
-			t.Fatalf("Concurrency(a).Limit() = %d, want 2", got)
+		if got := lim.Limit(); got != 2 {
+			t.Fatalf("a's Concurrency Limit() = %d, want 2", got)
 		}
 		var mu sync.Mutex
 		by := map[string]int{}
@@ -153,7 +154,7 @@ func TestRouteConcurrency(t *testing.T) {
 func TestTailConfigErrors(t *testing.T) {
 	for _, r := range []Route{
 		{Route: portico.Route{Name: "a", Model: modeltest.NewFake()}, Hedge: &hedge.Config{Delay: -1}},
-		{Route: portico.Route{Name: "a", Model: modeltest.NewFake()}, Concurrency: &adaptive.Config{Min: -1}},
+		{Route: portico.Route{Name: "a", Model: modeltest.NewFake()}, Limiter: &ratelimit.Config{Limits: ratelimit.Limits{Requests: -1}}},
 		{Route: portico.Route{Name: "a", Model: modeltest.NewFake()}, Throttle: &throttle.Config{K: 0.5}},
 	} {
 		if _, err := New(Config{Routes: []Route{r}}); err == nil || !strings.HasPrefix(err.Error(), "stack: route \"a\": ") {
@@ -176,7 +177,7 @@ func TestTailConformance(t *testing.T) {
 			r := route(name, base)
 			r.Capabilities = caps
 			r.Hedge = &hedge.Config{Delay: 5 * ms}
-			r.Concurrency = &adaptive.Config{Initial: 200}
+			r.Limiter = &ratelimit.Config{Concurrency: adaptiveLimit(t, adaptive.Config{Initial: 200})}
 			r.Throttle = &throttle.Config{}
 			routes = append(routes, r)
 		}

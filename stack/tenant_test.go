@@ -15,6 +15,7 @@ import (
 	"github.com/portico-llm/portico/adaptive"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/ratelimit"
 )
 
 // TestRequestModelDoesNotOpenBreakers: routes of several providers, none
@@ -185,7 +186,8 @@ func TestImpatientTenantKeepsConcurrencyLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "fine", FinishReason: portico.FinishStop}, Latency: 300 * time.Millisecond})
 		a := route("a", slow)
-		a.Concurrency = &adaptive.Config{Algorithm: adaptive.AIMD{}, Initial: 20}
+		lim := adaptiveLimit(t, adaptive.Config{Algorithm: adaptive.AIMD{}, Initial: 20})
+		a.Limiter = &ratelimit.Config{Concurrency: lim}
 		s, err := New(Config{Routes: []Route{a}})
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +201,7 @@ func TestImpatientTenantKeepsConcurrencyLimit(t *testing.T) {
 			}
 			cancel()
 		}
-		if got := s.Concurrency("a").Limit(); got != 20 {
+		if got := lim.Limit(); got != 20 {
 			t.Errorf("limit after one tenant's deadlines = %d, want 20", got)
 		}
 		var wg sync.WaitGroup
@@ -233,7 +235,8 @@ func TestSlowReaderKeepsConcurrencyLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "one two three four five six seven eight", FinishReason: portico.FinishStop}, Latency: 100 * time.Millisecond})
 		a := route("a", f)
-		a.Concurrency = &adaptive.Config{Initial: 20}
+		lim := adaptiveLimit(t, adaptive.Config{Initial: 20})
+		a.Limiter = &ratelimit.Config{Concurrency: lim}
 		s, err := New(Config{Routes: []Route{a}})
 		if err != nil {
 			t.Fatal(err)
@@ -264,11 +267,11 @@ func TestSlowReaderKeepsConcurrencyLimit(t *testing.T) {
 		for range 5 {
 			burst("normal", false)
 		}
-		before := s.Concurrency("a").Limit()
+		before := lim.Limit()
 		for range 5 {
 			burst("slow-reader", true)
 		}
-		if after := s.Concurrency("a").Limit(); after < before {
+		if after := lim.Limit(); after < before {
 			t.Errorf("limit %d before one tenant's slow reads, %d after; want no lower", before, after)
 		}
 		if n := burst("normal", false); n != 0 {

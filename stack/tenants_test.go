@@ -35,7 +35,7 @@ func TestTenants(t *testing.T) {
 		ok := &portico.Response{Text: "ok", FinishReason: portico.FinishStop, Usage: portico.Usage{InputTokens: 5, OutputTokens: 5}}
 		m := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return ok, nil })
 		s, err := New(Config{Routes: []Route{route("a", m), route("b", m)},
-			ClientLimits: ratelimit.Limits{Requests: 60, Tokens: 100_000, Period: time.Minute}})
+			Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 60, Tokens: 100_000, Period: time.Minute}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 // (RetryAfter 6 s) while a pro client passes 600 and a client with no
 // plan the default 100. The default MaxOutputTokens fits the smallest
 // tier's token bucket (half its 200), so New accepts a free tier whose
-// bucket the stack's 1024 would not fit; tiers without ClientLimits are
+// bucket the stack's 1024 would not fit; tiers without default Limits are
 // an error.
 func TestClientTiers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -25,10 +25,9 @@ func TestClientTiers(t *testing.T) {
 		plan := map[string]string{"f": "free", "p": "pro"}
 		tier := func(r *portico.Request) string { return plan[r.Identity.ClientKey] }
 		s, err := New(Config{
-			Routes:       []Route{route("a", m)},
-			ClientLimits: ratelimit.Limits{Requests: 100},
-			ClientTier:   tier,
-			ClientTiers:  map[string]ratelimit.Limits{"free": {Requests: 10, Tokens: 200}, "pro": {Requests: 600}},
+			Routes: []Route{route("a", m)},
+			Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 100}, Tier: tier,
+				Tiers: map[string]ratelimit.Limits{"free": {Requests: 10, Tokens: 200}, "pro": {Requests: 600}}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -51,9 +50,9 @@ func TestClientTiers(t *testing.T) {
 				t.Errorf("%s's call %d = %v (RetryAfter %v), want ErrLimited after %v", tc.client, tc.n+1, err, portico.RetryAfterOf(err), tc.retry)
 			}
 		}
-		_, err = New(Config{Routes: []Route{route("a", m)}, ClientTier: tier, ClientTiers: map[string]ratelimit.Limits{"free": {Requests: 10}}})
-		if want := "stack: client limits: ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight, or Config.Concurrency"; err == nil || err.Error() != want {
-			t.Errorf("New with ClientTiers and no ClientLimits = %v, want %q", err, want)
+		_, err = New(Config{Routes: []Route{route("a", m)}, Client: &ratelimit.Config{Tier: tier, Tiers: map[string]ratelimit.Limits{"free": {Requests: 10}}}})
+		if want := "stack: Config.Client: ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight, or Config.Concurrency"; err == nil || err.Error() != want {
+			t.Errorf("New with Tiers and no Limits = %v, want %q", err, want)
 		}
 	})
 }

@@ -51,7 +51,7 @@ func TestRealStackSpanTree(t *testing.T) {
 			Retry:   retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{Schedule: retry.Exponential, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}}}
 		rb := stack.Route{Route: portico.Route{Name: "b", Model: b, ModelName: "gpt-4o-mini"}}
 		s, err := stack.New(stack.Config{Routes: []stack.Route{ra, rb}, Tracer: tr,
-			ClientLimits: ratelimit.Limits{Requests: 10, RequestBurst: 1, Period: time.Second}, ClientMode: ratelimit.Wait})
+			Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 10, RequestBurst: 1, Period: time.Second}, Mode: ratelimit.Wait}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -129,9 +129,8 @@ func newFleet(t *testing.T, set setup) *fleet {
 		shared := ratelimit.Shared{Store: s.Buckets(), FailOpen: true, Instances: fleetN}
 		route := func(name, provider string, m portico.Model) stack.Route {
 			return stack.Route{
-				Route:        portico.Route{Name: name, Model: m, Capabilities: portico.Capabilities{Provider: provider, ContextWindow: 128_000, MaxOutput: 4096}},
-				LimitsShared: shared,
-				Breaker:      breaker.Config{OpenFor: 300 * time.Millisecond, Shared: cool, Logger: log},
+				Route:   portico.Route{Name: name, Model: m, Capabilities: portico.Capabilities{Provider: provider, ContextWindow: 128_000, MaxOutput: 4096}},
+				Breaker: breaker.Config{OpenFor: 300 * time.Millisecond, Shared: cool, Logger: log},
 				Retry: retry.Config{
 					Budget:   retry.Budget{Burst: 2, DestinationBurst: 6, Shared: retry.Shared{Store: s.Budgets(), FailOpen: true, Instances: fleetN}},
 					Timeouts: retry.Timeouts{FirstChunk: 300 * time.Millisecond, ChunkGap: 100 * time.Millisecond},
@@ -149,11 +148,8 @@ func newFleet(t *testing.T, set setup) *fleet {
 			})
 		}}
 		if set.openai > 0 {
-			ro.Limits = ratelimit.Limits{Requests: set.openai}
-		} else {
-			ro.LimitsShared = ratelimit.Shared{}
+			ro.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Requests: set.openai}, Shared: shared}
 		}
-		ra.LimitsShared = ratelimit.Shared{}
 		cfg2 := stack.Config{
 			Routes:   []stack.Route{ro, ra},
 			Deadline: 2 * time.Second,
@@ -161,8 +157,7 @@ func newFleet(t *testing.T, set setup) *fleet {
 			Fallback: fallback.Config{Cooldowns: cool, WaitInPlace: 20 * time.Millisecond},
 		}
 		if set.client > 0 {
-			cfg2.ClientLimits = ratelimit.Limits{Requests: set.client}
-			cfg2.ClientShared = shared
+			cfg2.Client = &ratelimit.Config{Limits: ratelimit.Limits{Requests: set.client}, Shared: shared}
 		}
 		if f.st[i], err = stack.New(cfg2); err != nil {
 			t.Fatal(err)

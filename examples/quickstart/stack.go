@@ -54,15 +54,17 @@ func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, e
 	}
 	return stack.New(stack.Config{
 		Routes: routes,
-		ClientLimits: ratelimit.Limits{
-			Requests:    600, // per client per minute
-			Tokens:      200_000,
-			MaxInFlight: 32, // beyond it, shed at once
+		Client: &ratelimit.Config{
+			Limits: ratelimit.Limits{
+				Requests:    600, // per client per minute
+				Tokens:      200_000,
+				MaxInFlight: 32, // beyond it, shed at once
+			},
+			Mode:             ratelimit.Wait,
+			MaxWait:          2 * time.Second,
+			DefaultMaxTokens: 256,
 		},
-		ClientMode:       ratelimit.Wait,
-		ClientMaxWait:    2 * time.Second,
-		DefaultMaxTokens: 256,
-		Deadline:         requestDeadline,
+		Deadline: requestDeadline,
 		// A rate-limited route whose Retry-After is longer than this is left
 		// at once for the next route, and cools down until then.
 		Fallback: fallback.Config{WaitInPlace: 50 * time.Millisecond, Logger: logger},

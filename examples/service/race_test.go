@@ -46,9 +46,9 @@ func TestCancelMidRace(t *testing.T) {
 				}
 				for _, name := range []string{"openai", "anthropic"} {
 					p, n, acc := s.st.Throttle(name).Probability()
-					if st := s.st.Breaker(name).State().String(); st != "closed" || p != 0 || n != 0 || acc != 0 || s.st.Concurrency(name).Limit() != 20 {
+					if st := s.st.Breaker(name).State().String(); st != "closed" || p != 0 || n != 0 || acc != 0 || s.concurrency(name).Limit() != 20 {
 						t.Errorf("%s: breaker %s, throttle p=%v over %d requests, %d accepts, limit %d; want closed, nothing counted, 20",
-							name, st, p, n, acc, s.st.Concurrency(name).Limit())
+							name, st, p, n, acc, s.concurrency(name).Limit())
 					}
 				}
 				for i := range 15 {

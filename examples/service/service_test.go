@@ -49,7 +49,28 @@ type svc struct {
 	oai   *fakeopenai.Server
 	ant   *fakeanthropic.Server
 	st    *stack.Stack
+	cfg   stack.Config // what st was built from
 	spans *tracetest.InMemoryExporter
+}
+
+// concurrency is the adaptive in-flight limit of the named route.
+func (s *svc) concurrency(name string) *adaptive.Limit {
+	for _, r := range s.cfg.Routes {
+		if r.Name == name {
+			return r.Limiter.Concurrency.(*adaptive.Limit)
+		}
+	}
+	return nil
+}
+
+// aimd is a route limiter whose only cap is an AIMD adaptive limit,
+// starting at initial, up to most.
+func aimd(t *testing.T, initial, most int) *ratelimit.Config {
+	l, err := adaptive.New(adaptive.Config{Algorithm: adaptive.AIMD{}, Initial: initial, Max: most})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ratelimit.Config{Concurrency: l}
 }
 
 // oaiModel and antModel are the fakes' models with faults: 10 ms to the
@@ -94,17 +115,17 @@ func newSvc(t *testing.T, om fakeopenai.ModelConfig, am fakeanthropic.ModelConfi
 		c := caps
 		c.Provider = provider
 		return stack.Route{
-			Route:       portico.Route{Name: name, Model: m, Capabilities: c},
-			Concurrency: &adaptive.Config{Algorithm: adaptive.AIMD{}, Initial: 20, Max: 50},
-			Throttle:    &throttle.Config{Rand: func() float64 { return 0.5 }},
+			Route:    portico.Route{Name: name, Model: m, Capabilities: c},
+			Limiter:  aimd(t, 20, 50),
+			Throttle: &throttle.Config{Rand: func() float64 { return 0.5 }},
 		}
 	}
 	cfg := stack.Config{
-		Routes:       []stack.Route{route("openai", "openai", oa), route("anthropic", "anthropic", an)},
-		ClientLimits: ratelimit.Limits{Requests: 60, Tokens: 200_000, MaxInFlight: 4},
-		Deadline:     10 * time.Second,
-		Hedge:        &hedge.Config{Delay: 300 * time.Millisecond},
-		Tracer:       tr,
+		Routes:   []stack.Route{route("openai", "openai", oa), route("anthropic", "anthropic", an)},
+		Client:   &ratelimit.Config{Limits: ratelimit.Limits{Requests: 60, Tokens: 200_000, MaxInFlight: 4}},
+		Deadline: 10 * time.Second,
+		Hedge:    &hedge.Config{Delay: 300 * time.Millisecond},
+		Tracer:   tr,
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -112,6 +133,7 @@ func newSvc(t *testing.T, om fakeopenai.ModelConfig, am fakeanthropic.ModelConfi
 	if s.st, err = stack.New(cfg); err != nil {
 		t.Fatal(err)
 	}
+	s.cfg = cfg
 	return s
 }
 
@@ -316,7 +338,7 @@ var patternSchema = &portico.Schema{Name: "code", JSON: json.RawMessage(`{"type"
 func TestPoisonTenant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSvc(t, oaiModel(), antModel(), func(c *stack.Config) {
-			c.ClientLimits = ratelimit.Limits{Requests: 600, MaxInFlight: 20}
+			c.Client = &ratelimit.Config{Limits: ratelimit.Limits{Requests: 600, MaxInFlight: 20}}
 		})
 		out := s.fire(t.Context(), 300, 20, 5*time.Second, func(i int) *portico.Request {
 			if i%3 == 0 {
@@ -383,7 +405,7 @@ func TestImpatientCallers(t *testing.T) {
 				cancel()
 				for _, name := range []string{"openai", "anthropic"} {
 					p, n, acc := s.st.Throttle(name).Probability()
-					t.Logf("%s: breaker %v, throttle p=%v (%d requests, %d accepts), concurrency limit %d", name, s.st.Breaker(name).State(), p, n, acc, s.st.Concurrency(name).Limit())
+					t.Logf("%s: breaker %v, throttle p=%v (%d requests, %d accepts), concurrency limit %d", name, s.st.Breaker(name).State(), p, n, acc, s.concurrency(name).Limit())
 				}
 				out = s.fire(t.Context(), 100, 20, 5*time.Second, func(i int) *portico.Request {
 					r, _ := req(i, stream, i%2 == 0)
@@ -468,7 +490,7 @@ func TestFloodingTenant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSvc(t, oaiModel(), antModel(), func(c *stack.Config) {
 			for i := range c.Routes {
-				c.Routes[i].Concurrency = &adaptive.Config{Algorithm: adaptive.AIMD{}, Initial: 100, Max: 200}
+				c.Routes[i].Limiter = aimd(t, 100, 200)
 			}
 		})
 		out := s.fire(t.Context(), 800, 40, 5*time.Second, func(i int) *portico.Request {
@@ -609,7 +631,7 @@ func TestContinueAcrossProviders(t *testing.T) {
 				s := newSvc(t, oaiModel(fault), antModel(), func(c *stack.Config) {
 					c.Routes[1].Capabilities.Continuation = portico.ContinuePrefill
 					c.Hedge, c.Routes[0].Throttle = nil, nil // every call breaks: no race, no throttling, no breaker
-					c.Routes[0].SkipBreaker = true
+					c.Routes[0].Skip |= stack.SkipBreaker
 					c.Routes[0].Retry.Timeouts.ChunkGap = 200 * time.Millisecond
 				})
 				chunks := make([]*[]string, 40)

@@ -17,7 +17,7 @@ func twoRoutes(primary, secondary portico.Model) (*stack.Stack, error) {
 			{Route: portico.Route{Name: "openai", Model: primary, Capabilities: portico.Capabilities{Provider: "openai", ContextWindow: 128_000}}},
 			{Route: portico.Route{Name: "anthropic", Model: secondary, Capabilities: portico.Capabilities{Provider: "anthropic", ContextWindow: 200_000}}},
 		},
-		ClientLimits: ratelimit.Limits{Requests: 600, Tokens: 200_000}, // per client per minute
-		Deadline:     30 * time.Second,                                 // end to end, split across the routes
+		Client:   &ratelimit.Config{Limits: ratelimit.Limits{Requests: 600, Tokens: 200_000}}, // per client per minute
+		Deadline: 30 * time.Second,                                                            // end to end, split across the routes
 	})
 }

@@ -1,0 +1,118 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/fallback"
+)
+
+// direct is the stack's model for its one route r, called without a
+// group: after the group's filter (fits), stamped as the group stamps.
+func direct(r portico.Route, est portico.Estimator) portico.Model {
+	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+		if err := fits(&r, req, est); err != nil {
+			return nil, err
+		}
+		resp, err := r.Model.Generate(ctx, r.RequestFor(req))
+		switch {
+		case err != nil:
+			return nil, err
+		case resp == nil:
+			return nil, portico.ErrNilResponse
+		}
+		// As the fallback group does with several routes, so that one
+		// route and two stamp the same answer the same.
+		return r.Stamp(resp, nil, 0), nil
+	})
+}
+
+// fits is the group's filter for a stack of one route r: the error the
+// group would return for a request r's Capabilities cannot serve
+// ([portico.Capabilities.Fits] with est's input estimate, made only when
+// the window or a MaxCost needs it), or nil. One rule for one route and
+// many: Incompatible, NotSent, wrapping a [fallback.Exhausted] whose one
+// hop names the unmet need.
+func fits(r *portico.Route, req *portico.Request, est portico.Estimator) error {
+	in := 0
+	if r.Capabilities.ContextWindow > 0 || (req.Contract != nil && req.Contract.MaxCost > 0) {
+		in = est.EstimateInputTokens(req)
+	}
+	err := r.Capabilities.Fits(req, in)
+	if err == nil {
+		return nil
+	}
+	var pe *portico.Error
+	if !errors.As(err, &pe) || pe.Class == portico.Permanent {
+		return err // wrong on any route: the deadline layer found it first
+	}
+	return &portico.Error{Class: portico.Incompatible, NotSent: true,
+		Err: &fallback.Exhausted{Hops: []portico.Hop{{Route: r.Name, Reason: pe.Reason}}}}
+}
+
+// estimator is the group's Estimator, e, or its default.
+func estimator(e portico.Estimator) portico.Estimator {
+	if e == nil {
+		return portico.DefaultEstimator
+	}
+	return e
+}
+
+// costOf is a same-route Hedger's Config.Cost for a route of Capabilities
+// caps: its estimate of a request's cost, as the group's (fallback's
+// Capabilities.Fits), with est's input tokens.
+func costOf(caps portico.Capabilities, est portico.Estimator) func(*portico.Request) float64 {
+	return func(req *portico.Request) float64 { return caps.EstimateCost(req, est.EstimateInputTokens(req)) }
+}
+
+// deadline returns the end-to-end deadline layer of Config.Deadline d and
+// Config.MaxRequestBytes maxBytes (zero: their defaults; negative: none).
+// It refuses a request that [portico.Request.Validate] refuses or one
+// larger than maxBytes ([portico.Request.Size]), then bounds ctx by d and
+// by the request's Contract.Deadline (the earliest applies, as does ctx's
+// own). With neither set it passes the call through untouched.
+func deadline(d time.Duration, maxBytes int) portico.Middleware {
+	d = orDefault(d, DefaultDeadline)
+	maxBytes = orDefault(maxBytes, DefaultMaxRequestBytes)
+	return func(next portico.Model) portico.Model {
+		return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			if err := req.Validate(); err != nil {
+				return nil, err // wrong on any route: none is called
+			}
+			if maxBytes > 0 && req.Size() > maxBytes {
+				return nil, &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "request size", NotSent: true,
+					Err: errors.New(strconv.Itoa(req.Size()) + " bytes, above the stack's " + strconv.Itoa(maxBytes))}
+			}
+			limit := d
+			if k := req.Contract; k != nil && k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
+				limit = k.Deadline
+			}
+			if limit <= 0 {
+				return next.Generate(ctx, req)
+			}
+			// One reading of the clock; no context is derived when the
+			// caller's deadline is the earlier.
+			at := time.Now().Add(limit)
+			if dl, ok := ctx.Deadline(); ok && !dl.After(at) {
+				return next.Generate(ctx, req)
+			}
+			ctx, cancel := context.WithDeadline(ctx, at)
+			defer cancel()
+			return next.Generate(ctx, req)
+		})
+	}
+}
+
+// orDefault is v, or def when v is zero, or zero (none) when v is negative.
+func orDefault[T ~int | ~int64](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
