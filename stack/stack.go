@@ -281,7 +281,6 @@ func placeLimiter(c ratelimit.Config, key func(*portico.Request) string, by port
 	if c.Shared.Store != nil && c.Shared.Name == "" {
 		c.Shared.Name = name
 	}
-	c.DefaultMaxTokens = defaultMaxTokens(c.DefaultMaxTokens, c.Limits, c.Tiers)
 	return c
 }
 
@@ -304,32 +303,4 @@ func (b budgets) Refund(dest, clientKey string) {
 	if r := b[dest]; r != nil && r.retrier != nil {
 		r.retrier.Refund(r.retryDest, clientKey)
 	}
-}
-
-// defaultMaxTokens is v, or when v is zero 1024 capped at half the
-// smallest token bucket's capacity (TokenBurst, else Tokens) of l and
-// tiers, so that a small token limit leaves room for the input and does
-// not make the default itself an error.
-func defaultMaxTokens(v int, l ratelimit.Limits, tiers map[string]ratelimit.Limits) int {
-	if v != 0 {
-		return v
-	}
-	d := 1024
-	for _, l := range tiers {
-		d = min(d, halfBucket(l))
-	}
-	return min(d, halfBucket(l))
-}
-
-// halfBucket is half the capacity of l's token bucket (TokenBurst, else
-// Tokens), at least 1, or 1024 when l has none.
-func halfBucket(l ratelimit.Limits) int {
-	c := l.TokenBurst
-	if c == 0 {
-		c = l.Tokens
-	}
-	if c <= 0 {
-		return 1024
-	}
-	return max(c/2, 1)
 }
