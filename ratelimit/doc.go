@@ -290,8 +290,8 @@
 // monotonic clock (internal/mono, as in every layer: times are kept as its
 // readings, so the buckets do integer arithmetic), one lock of the key for
 // both buckets and the slot count at admission and one at completion, the
-// key looked up without a lock in a snapshot of the key table, and the
-// estimator, run only when there is a token bucket. The request bucket is
+// key looked up in one of 64 shards of the key table (a map under a
+// mutex), and the estimator, run only when there is a token bucket. The request bucket is
 // the token bucket's code with cost 1, not a rate.Limiter with a mutex of
 // its own; a differential test pins that it admits exactly what
 // rate.Limiter.AllowN admits, to the bit, for random sequences of (time,

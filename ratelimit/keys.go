@@ -2,9 +2,9 @@ package ratelimit
 
 import (
 	"hash/maphash"
+	"maps"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"weak"
 
@@ -23,31 +23,21 @@ const (
 	minSweep  = 64 // entries per shard before the first sweep
 )
 
-// shard is one slice of the key table. Lookups of existing keys read an
-// immutable snapshot without locking (read); m, under mu, is the authoritative
-// table, republished as a new snapshot when lookups miss often enough, as
-// sync.Map does with its read and dirty maps. The snapshot is probed by the
-// key's 64-bit hash, which picks the shard too, so a lookup hashes the two
-// strings once (a map keyed by key would hash them again) and then compares
-// the keys of the entries whose tag matches.
+// shard is one slice of the key table, picked by the key's hash: a map
+// under a mutex, so that calls on keys of other shards take other locks.
 type shard struct {
-	read    atomic.Pointer[snapshot]
 	mu      sync.Mutex
 	m       map[key]*entry
-	misses  int // lookups that missed read since it was published
 	sweepAt int // sweep idle entries when len(m) reaches this
 	peak    int // the most entries m held since it was made
-	_       [24]byte
 }
 
 // entry is the state of one key: its buckets, its in-flight count and its
-// queue. mu guards every field; dead marks an entry evicted from the table,
-// which a caller that raced with the eviction must look up again. What only
-// waiting calls use is behind waits.
+// queue. mu guards every field. What only waiting calls use is behind
+// waits.
 type entry struct {
 	mu       sync.Mutex
-	inflight int // slots taken
-	dead     bool
+	inflight int     // slots taken
 	tier     uint8   // immutable: the index of lim's tier (see Limiter.tiers), 0 for the default
 	lim      *Limits // the limits in force, replaced by SetLimit and SetTierLimit
 	tok      bucket  // tokens; valid when lim.Tokens > 0
@@ -137,99 +127,64 @@ func (e *entry) idle(now, ttl time.Duration) bool {
 	return e.waits == nil || len(e.programs) == 0
 }
 
-// hash is k's 64-bit hash, which picks its shard and its snapshot slot:
-// one maphash.String of each non-empty part, the second under a seed of
-// its own so that (x, y) and (y, x) differ. For a key of one part (a Key
-// function's, ByClient's) that is one string hash, where
-// maphash.Comparable of the struct hashed both fields through the type's
-// hash function at twice the cost.
-func (l *Limiter) hash(k key) uint64 {
-	h := maphash.String(l.seed, k.a)
-	if k.b != "" {
-		h ^= maphash.String(l.seed2, k.b)
-	}
-	return h
-}
-
-// acquire returns k's entry locked, creating it if needed.
-// Its limits, when it is created, are those of req's tier.
+// acquire returns k's entry locked, creating it with the limits of req's
+// tier if needed. It locks the entry under the shard's lock, which a sweep
+// holds too, so a sweep never drops an entry between lookup and lock.
 func (l *Limiter) acquire(k key, req *portico.Request, now time.Duration) *entry {
-	h := l.hash(k)
-	s := &l.shards[h&(numShards-1)]
-	if r := s.read.Load(); r != nil {
-		if e := r.get(h, k); e != nil {
-			e.mu.Lock()
-			if !e.dead {
-				return e
-			}
-			e.mu.Unlock()
-		}
-	}
-	tier := l.tierOf(req) // outside s.mu: Config.Tier is the caller's code
-	for {
-		e := l.slowLookup(s, k, tier, now)
-		e.mu.Lock()
-		if !e.dead {
-			return e
-		}
-		e.mu.Unlock()
-	}
-}
-
-// slowLookup finds or adds k's entry under s.mu. Before adding, it sweeps
-// s's idle entries when s has doubled since the last sweep, so the table
-// holds at most about twice the keys that are not idle (plus minSweep per
-// shard). It republishes the snapshot after a sweep, or once the misses
-// reach the size of the table, so the copying costs O(1) per insert
-// amortized.
-//
-// A new entry takes the limits of tier, read under s.mu, so that a
-// SetLimit or SetTierLimit either finds it in s or made it with the new
-// limits.
-func (l *Limiter) slowLookup(s *shard, k key, tier uint8, now time.Duration) *entry {
+	s := l.shardOf(k)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.misses++
 	e := s.m[k]
 	if e == nil {
-		if s.m == nil {
-			s.m = make(map[key]*entry)
-		}
-		if len(s.m) >= max(s.sweepAt, minSweep) {
-			l.sweep(s, now)
-		}
-		e = newEntry(k, l.limitsOf(tier), now)
-		e.tier = tier
-		s.m[e.k] = e // e.k, a copy: the caller's strings are not kept
-		s.peak = max(s.peak, len(s.m))
-		if !l.armed.Load() {
-			l.arm()
+		s.mu.Unlock()
+		tier := l.tierOf(req) // outside s.mu: Config.Tier is the caller's code
+		s.mu.Lock()
+		if e = s.m[k]; e == nil {
+			e = l.insert(s, k, tier, now)
 		}
 	}
-	if s.misses >= len(s.m) {
-		r := newSnapshot(len(s.m))
-		for _, e := range s.m {
-			r.put(l.hash(e.k), e)
-		}
-		s.read.Store(r)
-		s.misses = 0
+	e.mu.Lock()
+	s.mu.Unlock()
+	return e
+}
+
+// shardOf returns k's shard.
+func (l *Limiter) shardOf(k key) *shard {
+	h := maphash.String(l.seed, k.a) ^ maphash.String(l.seed, k.b)
+	return &l.shards[h&(numShards-1)]
+}
+
+// insert adds k's entry to s, with the limits of tier (read under s.mu, so
+// that a SetLimit or SetTierLimit either finds it in s or made it with the
+// new limits). Before adding, it sweeps s's idle entries when s has
+// doubled since the last sweep, so the table holds at most about twice the
+// keys that are not idle (plus minSweep per shard). The caller holds s.mu.
+func (l *Limiter) insert(s *shard, k key, tier uint8, now time.Duration) *entry {
+	if s.m == nil {
+		s.m = make(map[key]*entry)
+	}
+	if len(s.m) >= max(s.sweepAt, minSweep) {
+		l.sweep(s, now)
+	}
+	e := newEntry(k, l.limitsOf(tier), now)
+	e.tier = tier
+	s.m[e.k] = e // e.k, a copy: the caller's strings are not kept
+	s.peak = max(s.peak, len(s.m))
+	if !l.armed.Load() {
+		l.arm()
 	}
 	return e
 }
 
-// sweep drops s's idle entries and marks them dead, so that a caller that
-// found one in the snapshot looks again. The caller holds s.mu.
+// sweep drops s's idle entries. The caller holds s.mu.
 func (l *Limiter) sweep(s *shard, now time.Duration) {
 	for ek, e := range s.m {
 		e.mu.Lock()
 		if e.idle(now, l.cfg.Queue.ProgramTTL) {
-			e.dead = true
 			delete(s.m, ek)
 		}
 		e.mu.Unlock()
 	}
 	s.sweepAt = 2 * len(s.m)
-	s.misses = len(s.m) // force a republish: read holds dead entries
 }
 
 // The janitor: idle keys are evicted when a shard doubles (see slowLookup),
@@ -302,29 +257,16 @@ func (l *Limiter) janitor() {
 
 // shrink gives back the memory of s's evicted entries: a Go map keeps the
 // room of its largest size, so one that fell below a quarter of its peak is
-// copied into one of its size, and the snapshot, which still points to the
-// evicted entries, is republished at once. The caller holds s.mu.
+// copied into one of its size. The caller holds s.mu.
 func (l *Limiter) shrink(s *shard) {
-	n := len(s.m)
-	if n == 0 {
+	switch n := len(s.m); {
+	case n == 0:
 		s.m, s.peak = nil, 0
-		s.read.Store(nil)
-		s.misses = 0
-		return
-	}
-	if 4*n < s.peak {
+	case 4*n < s.peak:
 		m := make(map[key]*entry, n)
-		for k, e := range s.m {
-			m[k] = e
-		}
+		maps.Copy(m, s.m)
 		s.m, s.peak = m, n
 	}
-	r := newSnapshot(n)
-	for _, e := range s.m {
-		r.put(l.hash(e.k), e)
-	}
-	s.read.Store(r)
-	s.misses = 0
 }
 
 // Keys returns the number of keys whose state the Limiter holds now, idle

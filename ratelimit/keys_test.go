@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -186,9 +185,8 @@ func TestEvictionRace(t *testing.T) {
 
 // TestEvictRefundedKey: a sweep keeps a key whose refund left it below
 // full; a key with a call in flight is kept even with full buckets; once
-// idle it is dropped and marked dead, and a lookup through the stale
-// snapshot gets a fresh entry, not the dead one. Tokens: 10/s, b = 100;
-// each call reserves 50 and uses 10.
+// idle it is dropped, and a lookup gets a fresh entry. Tokens: 10/s,
+// b = 100; each call reserves 50 and uses 10.
 func TestEvictRefundedKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, Config{Limits: Limits{Tokens: 600, TokenBurst: 100}, Estimator: fixedEstimator(0)})
@@ -202,7 +200,7 @@ func TestEvictRefundedKey(t *testing.T) {
 		}))
 		r := req("a", 50)
 		k := l.keyOf(r)
-		s := &l.shards[l.hash(k)&(numShards-1)]
+		s := l.shardOf(k)
 		sweep := func() {
 			s.mu.Lock()
 			l.sweep(s, mono.Now())
@@ -213,8 +211,8 @@ func TestEvictRefundedKey(t *testing.T) {
 		}
 		e := s.m[k]
 		sweep()
-		if e.dead || e.inflight != 0 {
-			t.Fatalf("after a sweep: dead %v, in flight %d; want kept, 0", e.dead, e.inflight)
+		if s.m[k] != e || e.inflight != 0 {
+			t.Fatalf("after a sweep: kept %v, in flight %d; want kept, 0", s.m[k] == e, e.inflight)
 		}
 		if level, _ := e.tok.at(mono.Now()); level != 90 {
 			t.Fatalf("level after the refund = %v, want 90 (100 - 50 + 40)", level)
@@ -229,27 +227,23 @@ func TestEvictRefundedKey(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(10 * time.Second) // 40 + 100 tokens of refill: full
 		sweep()
-		if e.dead || l.Keys() != 1 {
-			t.Fatalf("sweep with a call in flight and a full bucket: dead %v, keys %d; want kept", e.dead, l.Keys())
+		if s.m[k] != e || l.Keys() != 1 {
+			t.Fatalf("sweep with a call in flight and a full bucket: kept %v, keys %d; want kept", s.m[k] == e, l.Keys())
 		}
 		close(release)
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 		sweep() // the refund went into a full bucket: the key is idle
-		if !e.dead || e.inflight != 0 || l.Keys() != 0 {
-			t.Fatalf("sweep of an idle key: dead %v, in flight %d, keys %d; want dropped, 0, 0", e.dead, e.inflight, l.Keys())
+		if s.m[k] != nil || e.inflight != 0 || l.Keys() != 0 {
+			t.Fatalf("sweep of an idle key: kept %v, in flight %d, keys %d; want dropped, 0, 0", s.m[k] != nil, e.inflight, l.Keys())
 		}
 		if level, _ := e.tok.at(mono.Now()); level != 100 {
 			t.Errorf("dropped entry's level = %v, want 100 (its refund capped at b, as a fresh key's)", level)
 		}
-		// The snapshot still holds the dead entry: a lookup must not revive it.
-		if got := s.read.Load().get(l.hash(k), k); got != e {
-			t.Fatalf("stale snapshot entry = %p, want the dead %p (the test needs the stale path)", got, e)
-		}
 		e2 := l.acquire(k, nil, mono.Now())
 		level, _ := e2.tok.at(mono.Now())
-		fresh := e2 != e && !e2.dead && e2.inflight == 0 && level == 100
+		fresh := e2 != e && e2.inflight == 0 && level == 100
 		e2.mu.Unlock()
 		if !fresh || l.Keys() != 1 {
 			t.Errorf("lookup after eviction: new entry %v, level %v, keys %d; want a fresh entry at 100, 1 key", e2 != e, level, l.Keys())
@@ -263,63 +257,3 @@ func TestEvictRefundedKey(t *testing.T) {
 	})
 }
 
-// TestHashCollision: when the snapshot's slot for a key's hash holds another
-// key's entry (two keys with one 64-bit hash), the lookup still finds the
-// key's own entry, under the shard's lock.
-func TestHashCollision(t *testing.T) {
-	l := mustNew(t, Config{Limits: Limits{MaxInFlight: 1}})
-	now := mono.Now()
-	a, b := key{a: "a"}, key{a: "b"}
-	ea := l.acquire(a, nil, now)
-	ea.mu.Unlock()
-	eb := l.acquire(b, nil, now)
-	eb.mu.Unlock()
-	h := l.hash(b)
-	r := newSnapshot(1)
-	r.put(h, ea)
-	if e := r.get(h, b); e != nil {
-		t.Fatalf("get(b) of a snapshot holding a's entry under b's hash = entry of %v, want nil", e.k)
-	}
-	l.shards[h&(numShards-1)].read.Store(r)
-	e := l.acquire(b, nil, now)
-	e.mu.Unlock()
-	if e != eb || e.k != b {
-		t.Errorf("acquire(b) with a's entry in b's snapshot slot = entry of %v, want b's", e.k)
-	}
-}
-
-// TestSnapshot: every entry put is found by its key, at every size, also
-// when many hashes share their tag and when two keys share a hash; a key
-// never put is not found. The hashes share their low shardBits, as the
-// hashes of one shard's keys do.
-func TestSnapshot(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	lim := &Limits{MaxInFlight: 1}
-	for _, n := range []int{0, 1, 3, 4, 5, 100, 1000} {
-		for _, tags := range []uint64{1 << 7, 2} { // distinct tags, or two
-			tb := newSnapshot(n)
-			hs := map[key]uint64{}
-			es := map[key]*entry{}
-			for i := range n {
-				k := key{a: "k" + strconv.Itoa(i)}
-				h := rng.Uint64()%tags<<57 | rng.Uint64()>>7<<shardBits | 5
-				if i%10 == 1 { // the hash of the key before
-					h = hs[key{a: "k" + strconv.Itoa(i-1)}]
-				}
-				hs[k], es[k] = h, newEntry(k, lim, 0)
-				tb.put(h, es[k])
-			}
-			for k, h := range hs {
-				if got := tb.get(h, k); got != es[k] {
-					t.Fatalf("n=%d tags=%d: get(%#x, %q) = %p, want %p", n, tags, h, k.a, got, es[k])
-				}
-				if got := tb.get(h, key{a: k.a, b: "x"}); got != nil {
-					t.Fatalf("n=%d tags=%d: get(%#x) of a key never put = %p, want nil", n, tags, h, got)
-				}
-			}
-			if len(tb.slots) < 2*n || len(tb.tags) != len(tb.slots) {
-				t.Errorf("n=%d: %d slots and %d tags, want >= %d slots (load <= 1/2), a tag each", n, len(tb.slots), len(tb.tags), 2*n)
-			}
-		}
-	}
-}

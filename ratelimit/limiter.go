@@ -34,8 +34,7 @@ type Limiter struct {
 	// see price. setMu serializes the changes of limits, which recompute it.
 	pricing atomic.Pointer[pricing]
 	setMu   sync.Mutex
-	seed    maphash.Seed // key hashes (see hash), seed2 for a key's second part
-	seed2   maphash.Seed
+	seed    maphash.Seed // picks a key's shard
 	seq     atomic.Uint64
 	shared  *shared     // nil: the buckets are in this process
 	armed   atomic.Bool // the janitor's timer is pending or running (see arm)
@@ -57,7 +56,7 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: c, seed: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
+	l := &Limiter{cfg: c, seed: maphash.MakeSeed()}
 	if c.Concurrency != nil {
 		u, ok := c.Concurrency.(Untimed)
 		l.timed = !ok || !u.Untimed()

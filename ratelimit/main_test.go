@@ -91,7 +91,7 @@ func (l *Limiter) levelOf(req *portico.Request, t time.Time) float64 {
 // entryOf returns req's entry in the table, or nil, without adding it.
 func (l *Limiter) entryOf(req *portico.Request) *entry {
 	k := l.keyOf(req)
-	s := &l.shards[l.hash(k)&(numShards-1)]
+	s := l.shardOf(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[k]
