@@ -253,47 +253,67 @@ func (e *Error) causeParts() (fields, cause string) {
 // that came before it in cause, or before the parts left out just before
 // it.
 func writeUnsaid(b *strings.Builder, cause string) {
-	printed := false
-	carry := "" // the separator of the parts left out since the last written
-	write := func(sep, s string) {
-		switch {
-		case !printed:
-			sep = ": "
-		case carry != "":
-			sep = carry
-		}
-		b.WriteString(sep)
-		b.WriteString(s)
-		printed, carry = true, ""
-	}
 	if cause == "" {
 		return
 	}
+	w := unsaid{b: b}
 	parts := errtext.Parts(cause)
 	for i := 0; i < len(parts); i++ {
-		sep, name, text := parts[i].Sep, "", parts[i].Text
-		if i+1 < len(parts) && parts[i+1].Sep == ": " && errtext.IsName(text) {
-			// A package's name goes with the part it introduces.
-			i++
-			name, text = text, parts[i].Text
-		}
-		if name != "" && (strings.TrimSpace(text) == "" || errtext.Said(name, text)) {
-			name, text = "", name // the name says it all
-		}
-		if strings.TrimSpace(text) == "" {
-			continue // nothing to say
-		}
-		if errtext.Said(b.String(), text) {
-			if carry == "" {
-				carry = sep
-			}
-			continue
-		}
-		if name != "" {
-			text = name + ": " + text
-		}
-		write(sep, text)
+		sep := parts[i].Sep
+		var name, text string
+		i, name, text = namedPart(parts, i)
+		w.add(sep, name, text)
 	}
+}
+
+// namedPart returns the text of parts[i] and, when parts[i] is a
+// package's name introducing the next part, that name and the next part
+// (i moved to it); a name that says all its part says comes back as the
+// text alone.
+func namedPart(parts []errtext.Part, i int) (next int, name, text string) {
+	text = parts[i].Text
+	if i+1 == len(parts) || parts[i+1].Sep != ": " || !errtext.IsName(text) {
+		return i, "", text
+	}
+	name, text = text, parts[i+1].Text
+	if strings.TrimSpace(text) == "" || errtext.Said(name, text) {
+		return i + 1, "", name
+	}
+	return i + 1, name, text
+}
+
+// unsaid is writeUnsaid's writer: whether it wrote a part yet, and the
+// separator of the parts left out since the last one written.
+type unsaid struct {
+	b       *strings.Builder
+	printed bool
+	carry   string
+}
+
+// add writes "name: text" (or text) after sep unless it says nothing new.
+func (w *unsaid) add(sep, name, text string) {
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	if errtext.Said(w.b.String(), text) {
+		if w.carry == "" {
+			w.carry = sep
+		}
+		return
+	}
+	switch {
+	case !w.printed:
+		sep = ": "
+	case w.carry != "":
+		sep = w.carry
+	}
+	w.b.WriteString(sep)
+	if name != "" {
+		w.b.WriteString(name)
+		w.b.WriteString(": ")
+	}
+	w.b.WriteString(text)
+	w.printed, w.carry = true, ""
 }
 
 // RoundDuration rounds d for a message: to the millisecond, to the
@@ -452,21 +472,14 @@ func Gone(ctx context.Context) error {
 // well inside other messages and logs. It returns nil when every err is nil, and
 // the error itself when only one is not.
 func Join(errs ...error) error {
-	n := 0
+	n, last := 0, error(nil)
 	for _, e := range errs {
 		if e != nil {
-			n++
+			n, last = n+1, e
 		}
 	}
-	switch n {
-	case 0:
-		return nil
-	case 1:
-		for _, e := range errs {
-			if e != nil {
-				return e
-			}
-		}
+	if n < 2 {
+		return last
 	}
 	j := &joined{errs: make([]error, 0, n)}
 	for _, e := range errs {
