@@ -3,11 +3,13 @@ package stack_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/modeltest"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/stack"
+	"github.com/portico-llm/portico/throttle"
 )
 
 // A primary that is down and a fallback from another provider: the primary's
@@ -44,4 +46,39 @@ func Example() {
 	// Output:
 	// Paris. from secondary
 	// left primary because transient
+}
+
+// A route whose Order moves its throttle outside retry: the throttle then
+// counts each call once, not each attempt. The other layers keep Recipe's
+// order.
+func ExampleRecipe() {
+	down := modeltest.Fail(modeltest.StatusError(503))
+	model := modeltest.NewFake(down, modeltest.Answer("Paris."))
+	s, err := stack.New(stack.Config{Routes: []stack.Route{{
+		Route:    portico.Route{Name: "primary", Model: model},
+		Retry:    retry.Config{Backoff: retry.Backoff{BaseDelay: time.Millisecond}},
+		Throttle: &throttle.Config{},
+		Order: func(l stack.Layers) []portico.Middleware {
+			return []portico.Middleware{l.Unserved, l.Hedge, l.Limiter, l.Breaker,
+				l.Throttle, // Recipe puts it inside Validate
+				l.Retry, l.Attempt, l.Validate, l.NotServed}
+		},
+	}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp, err := s.Generate(context.Background(), &portico.Request{
+		Messages: []portico.Message{portico.Text(portico.RoleUser, "Capital of France?")},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, requests, accepts := s.Throttle("primary").Probability()
+	fmt.Println(resp.Text, "after", model.Count(), "attempts")
+	fmt.Println("throttle counted", requests, "request,", accepts, "accepted")
+	// Output:
+	// Paris. after 2 attempts
+	// throttle counted 1 request, 1 accepted
 }
