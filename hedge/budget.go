@@ -1,10 +1,6 @@
 package hedge
 
-import (
-	"errors"
-
-	"github.com/portico-llm/portico"
-)
+import "github.com/portico-llm/portico"
 
 // Budget is the retry budget hedges are charged to: package retry's
 // Retrier implements it, so that hedges and retries to a destination share
@@ -17,8 +13,8 @@ type Budget interface {
 }
 
 // Refunder is a [Budget] that can give a token back: a hedge refused before
-// anything was sent (a limiter's Rejected or NotSent error) returns the
-// token it took. package retry's Retrier implements it.
+// anything was sent ([portico.NothingSent]: a limiter's Rejected, a NotSent
+// error) returns the token it took. package retry's Retrier implements it.
 type Refunder interface {
 	Refund(destination, clientKey string)
 }
@@ -35,15 +31,10 @@ func (r *race) charge(dest string) bool {
 }
 
 // refund gives a hedge's token back to the Hedger's budget when err says
-// nothing was sent (NotSent, or Rejected: shed by a limiter, refused by a
-// breaker) and the budget is a [Refunder].
+// nothing was sent ([portico.NothingSent]: shed by a limiter, refused by a
+// breaker, not after a call that was) and the budget is a [Refunder].
 func (r *race) refund(dest string, err error) {
-	rf, ok := r.h.budget.(Refunder)
-	if !ok {
-		return
-	}
-	var pe *portico.Error
-	if errors.As(err, &pe) && (pe.NotSent || pe.Class == portico.Rejected) {
+	if rf, ok := r.h.budget.(Refunder); ok && portico.NothingSent(err) {
 		rf.Refund(dest, r.req.Identity.ClientKey)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/modeltest"
 )
 
 // A race whose sent attempt failed, or was canceled, before a hedge refused
@@ -62,6 +63,40 @@ func TestRaceAfterSentIsNotNotSent(t *testing.T) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// A hedge refused before anything was sent gives its budget token back; one
+// whose refusal wraps a call that may have been sent (a retry layer's
+// throttle after a sent attempt) keeps it, since it may have been billed:
+// portico.NothingSent is the one rule for both.
+func TestHedgeTokenRefundedOnlyWhenNothingSent(t *testing.T) {
+	sent := &portico.Error{Class: portico.Ambiguous, Reason: "timeout after send"}
+	for _, c := range []struct {
+		name     string
+		err      error
+		refunded int
+	}{
+		{"refused, nothing sent", &portico.Error{Class: portico.Rejected, Reason: "throttled"}, 1},
+		{"refused after a sent call", &portico.Error{Class: portico.Rejected, Reason: "throttled", Err: sent}, 0},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			b := &modeltest.Budget{Tokens: -1}
+			m := portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+				if r.Hedge {
+					return nil, c.err
+				}
+				time.Sleep(time.Second)
+				return &portico.Response{Text: "first"}, nil
+			})
+			resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: b}).Wrap(m).Generate(context.Background(), req)
+			if err != nil || resp.Text != "first" {
+				t.Fatalf("%s: Generate = %v, %v, want the first attempt's answer", c.name, resp, err)
+			}
+			if tk, rf := len(b.Taken()), b.Refunded(); tk != 1 || rf != c.refunded {
+				t.Errorf("%s: budget: %d taken, %d refunded; want 1 and %d", c.name, tk, rf, c.refunded)
+			}
 		})
 	}
 }
