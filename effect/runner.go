@@ -227,18 +227,10 @@ func (r *Runner) do(ctx context.Context, key Key, fp string, fn func(context.Con
 		r.mu.Lock()
 		if f, ok := r.flights[key]; ok {
 			r.mu.Unlock()
-			select {
-			case <-f.done:
-				if f.again {
-					continue
-				}
-				if f.err == nil && differ(fp, f.args) {
-					return bytes.Clone(f.result), argsDiffer(nil)
-				}
-				return bytes.Clone(f.result), f.err
-			case <-ctx.Done():
-				return nil, portico.FromContext(ctx)
+			if res, err, again := f.wait(ctx, fp); !again {
+				return res, err
 			}
+			continue
 		}
 		f := &flight{done: make(chan struct{}), args: fp}
 		r.flights[key] = f
@@ -246,6 +238,24 @@ func (r *Runner) do(ctx context.Context, key Key, fp string, fn func(context.Con
 
 		res, err := r.lead(ctx, key, fp, fn, f)
 		return bytes.Clone(res), err
+	}
+}
+
+// wait returns f's outcome, for a caller whose arguments' fingerprint is
+// fp, once f is done, or ctx's error if it ends first; again when the
+// caller must try itself.
+func (f *flight) wait(ctx context.Context, fp string) (res []byte, err error, again bool) {
+	select {
+	case <-f.done:
+		if f.again {
+			return nil, nil, true
+		}
+		if f.err == nil && differ(fp, f.args) {
+			return bytes.Clone(f.result), argsDiffer(nil), false
+		}
+		return bytes.Clone(f.result), f.err, false
+	case <-ctx.Done():
+		return nil, portico.FromContext(ctx), false
 	}
 }
 
@@ -312,19 +322,10 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 		mine := Record{State: Pending, Args: fp, Owner: owner, Lease: now.Add(r.lease), Expires: now.Add(mono.Add(r.lease, r.ttl)), Beat: r.poll}
 		cur, stored, serr := r.store.PutIfAbsent(ctx, key, mine)
 		switch {
-		case serr != nil && errors.Is(serr, ErrQuarantined):
-			// Nothing was stored. A caller that saw the key pending waits
-			// for its owner to write its claim back (or for the quarantine
-			// to end, and then records the key Unknown, below); any other
-			// is answered from this Runner's kept outcome, or told when to
-			// come back.
+		case errors.Is(serr, ErrQuarantined):
 			r.keepUnsureIf(unsure, key, owner)
-			r.lost()
-			if !seen {
-				return r.refused(key, fp, f, serr)
-			}
-			if err := r.sleep(ctx, f); err != nil {
-				return nil, err
+			if res, err, again := r.quarantined(ctx, key, fp, f, serr, seen); !again {
+				return res, err
 			}
 			continue
 		case serr != nil:
@@ -345,6 +346,23 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 		}
 		seen = seen || cur.State == Pending
 	}
+}
+
+// quarantined handles a claim the store refused while it quarantines a
+// loss; nothing was stored. A caller that saw the key pending (seen) waits
+// a Poll and looks again (again), for its owner to write its claim back or
+// for the quarantine to end; any other is answered from this Runner's kept
+// outcome, or told when to come back.
+func (r *Runner) quarantined(ctx context.Context, key Key, fp string, f *flight, serr error, seen bool) (res []byte, err error, again bool) {
+	r.lost()
+	if !seen {
+		res, err = r.refused(key, fp, f, serr)
+		return res, err, false
+	}
+	if err := r.sleep(ctx, f); err != nil {
+		return nil, err, false
+	}
+	return nil, nil, true
 }
 
 // found settles key, claimed by another run as cur: it answers from cur,
@@ -501,6 +519,22 @@ func (r *Runner) keepUnsureIf(unsure bool, key Key, token string) {
 	}
 }
 
+// completed records res as key's result, and returns an Unknown error when
+// the effect may have run twice: the store lost this run's record and
+// another caller claimed the key since, or this run could not reach the
+// store to keep its claim (missed) nor to record its outcome (the store may
+// have lost the claim, and another caller run the key after its quarantine).
+func (r *Runner) completed(ctx context.Context, key Key, mine Record, res []byte, missed bool) error {
+	taken, rerr := r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)})
+	switch {
+	case taken:
+		return unknownError("another run claimed the key after the store lost its record; the effect may have run again", nil)
+	case rerr != nil && missed:
+		return unknownError("the store could not keep this run's claim nor take its outcome; the effect may have run again", nil)
+	}
+	return nil
+}
+
 // keepUnsure remembers token as key's claim whose reply was lost. Beyond
 // maxUnsure keys it forgets it: the claim then waits out its lease, which
 // is safe.
@@ -526,19 +560,7 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 	panicked = false
 	missed := stop()
 	if err == nil {
-		taken, rerr := r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)})
-		if taken || rerr != nil && missed {
-			// The store lost this run's record and another caller claimed
-			// the key since, or this run could not reach the store to
-			// keep its claim nor to record its outcome (the store may have
-			// lost the claim, and another caller run the key after its
-			// quarantine): the effect may have run twice. Say so.
-			if taken {
-				return res, unknownError("another run claimed the key after the store lost its record; the effect may have run again", nil)
-			}
-			return res, unknownError("the store could not keep this run's claim nor take its outcome; the effect may have run again", nil)
-		}
-		return res, nil
+		return res, r.completed(ctx, key, mine, res, missed)
 	}
 	class := portico.ClassOf(err)
 	reason := reasonOf(err, class)
@@ -684,8 +706,7 @@ func (r *Runner) writeBack() {
 // same lock that keepUnwritten checks).
 func (r *Runner) writeUnwritten() (left bool) {
 	r.mu.Lock()
-	todo := make(map[Key]unwritten, len(r.unwritten))
-	maps.Copy(todo, r.unwritten)
+	todo := maps.Clone(r.unwritten)
 	r.mu.Unlock()
 	failing := false
 	for key, u := range todo {
@@ -700,20 +721,14 @@ func (r *Runner) writeUnwritten() (left bool) {
 				continue
 			}
 		}
-		r.mu.Lock()
-		if cur, still := r.unwritten[key]; still && cur.mine.Owner == u.mine.Owner {
-			delete(r.unwritten, key)
-		}
-		r.mu.Unlock()
-		switch {
-		case ok:
-			r.log.Info("effect: outcome written back", "key", string(key), "state", u.next.State.String())
-		case expired:
-			r.log.Warn("effect: outcome not recorded before its expiry", "key", string(key), "state", u.next.State.String())
-		default:
-			r.log.Warn("effect: outcome not recorded", "key", string(key), "state", u.next.State.String(), "moved", true)
-		}
+		r.dropUnwritten(key, u, ok, expired)
 	}
+	return r.stillWriting()
+}
+
+// stillWriting reports whether outcomes are left to write back (unwritten,
+// or kept for a loss) and r is open; if not, it clears writing.
+func (r *Runner) stillWriting() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.unwritten) == 0 && r.kept.order.Len() == 0 || r.closed {
@@ -721,6 +736,24 @@ func (r *Runner) writeUnwritten() (left bool) {
 		return false
 	}
 	return true
+}
+
+// dropUnwritten forgets u, key's unwritten outcome, unless a newer run's
+// replaced it, and logs whether it was written (ok), expired or moved.
+func (r *Runner) dropUnwritten(key Key, u unwritten, ok, expired bool) {
+	r.mu.Lock()
+	if cur, still := r.unwritten[key]; still && cur.mine.Owner == u.mine.Owner {
+		delete(r.unwritten, key)
+	}
+	r.mu.Unlock()
+	switch {
+	case ok:
+		r.log.Info("effect: outcome written back", "key", string(key), "state", u.next.State.String())
+	case expired:
+		r.log.Warn("effect: outcome not recorded before its expiry", "key", string(key), "state", u.next.State.String())
+	default:
+		r.log.Warn("effect: outcome not recorded", "key", string(key), "state", u.next.State.String(), "moved", true)
+	}
 }
 
 // Close ends the write-back of the outcomes the store did not take (see
@@ -801,15 +834,10 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 	if err != nil {
 		return storeError(err)
 	}
-	if !ok || !(cur.State == Unknown || cur.State == Pending && !time.Now().Before(cur.Lease)) {
+	if !ok || !resolvable(cur, time.Now()) {
 		return &portico.Error{Class: portico.Permanent, Reason: "key not unknown", Err: ErrNotResolvable}
 	}
-	next := Record{State: Failed, Class: portico.Transient, Reason: "reconciled: not executed"}
-	if o.Happened {
-		next = Record{State: Completed, Result: bytes.Clone(o.Result)}
-	}
-	next.Owner = rand.Text()
-	next.Expires = time.Now().Add(r.ttl)
+	next := o.record(time.Now().Add(r.ttl))
 	ok, err = r.store.Update(ctx, key, cur, next)
 	if err != nil {
 		return storeError(err)
@@ -819,6 +847,22 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 	}
 	r.keep(key, next)
 	return nil
+}
+
+// resolvable reports whether rec is Unknown, or Pending past its lease at now.
+func resolvable(rec Record, now time.Time) bool {
+	return rec.State == Unknown || rec.State == Pending && !now.Before(rec.Lease)
+}
+
+// record returns the record of o under a new owner, expiring at expires.
+func (o Outcome) record(expires time.Time) Record {
+	next := Record{State: Failed, Class: portico.Transient, Reason: "reconciled: not executed"}
+	if o.Happened {
+		next = Record{State: Completed, Result: bytes.Clone(o.Result)}
+	}
+	next.Owner = rand.Text()
+	next.Expires = expires
+	return next
 }
 
 // Once is [Runner.Do] for a typed result: fn's result is stored as JSON and
