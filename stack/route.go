@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/portico-llm/portico"
@@ -145,134 +146,83 @@ func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator) (portico.Rou
 	return r, b, nil
 }
 
-// build builds rc's policy layers into b and l, the retrier before the
+// build builds rc's policy layers into b and l, each from its Config with
+// the fields that place it filled when zero; the retrier before the
 // Hedger, which charges its budget.
 func (b *built) build(rc *Route, est portico.Estimator, l *Layers) error {
+	var lc ratelimit.Config
+	if rc.Limiter != nil {
+		lc = placeLimiter(*rc.Limiter, ratelimit.ByModel, portico.RouteLimit, "route "+rc.Name)
+	}
+	bc, tc := rc.Breaker, rc.Retry
+	bc.Name = cmp.Or(bc.Name, rc.Name)
+	tc.Destination = cmp.Or(tc.Destination, rc.Name) // budgets and retry events per route, not per model name
+	b.retryDest = tc.Destination
+	var v *validate.Validator
 	var err error
-	if l.Limiter, err = b.limiterLayer(rc); err != nil {
+	if l.Limiter, err = layer(rc.Limiter == nil, lc, ratelimit.New, &b.limiter); err != nil {
 		return err
 	}
-	if l.Breaker, err = b.breakerLayer(rc); err != nil {
+	if l.Breaker, err = layer(rc.Skip&SkipBreaker != 0, bc, breaker.New, &b.breaker); err != nil {
 		return err
 	}
-	if l.Retry, err = b.retryLayer(rc); err != nil {
+	if l.Retry, err = layer(rc.Skip&SkipRetry != 0, tc, retry.New, &b.retrier); err != nil {
 		return err
 	}
-	if l.Hedge, err = b.hedgeLayer(rc, est); err != nil {
+	if l.Hedge, err = layer(rc.Hedge == nil, b.hedgeConfig(rc, est), hedge.New, &b.hedger); err != nil {
 		return err
 	}
-	if l.Validate, err = validateLayer(rc); err != nil {
+	if l.Validate, err = layer(rc.Skip&SkipValidate != 0, rc.Validate, validate.New, &v); err != nil {
 		return err
 	}
-	l.Throttle, err = b.throttleLayer(rc)
+	l.Throttle, err = layer(rc.Throttle == nil, deref(rc.Throttle), throttle.New, &b.throttle)
 	return err
 }
 
-// limiterLayer builds the route's per-model limiter (Route.Limiter).
-func (b *built) limiterLayer(rc *Route) (portico.Middleware, error) {
-	if rc.Limiter == nil {
+// layer builds a layer from c with newLayer into *kept and returns its
+// Wrap, or nil when skip.
+func layer[C any, L interface {
+	Wrap(portico.Model) portico.Model
+}](skip bool, c C, newLayer func(C) (L, error), kept *L) (portico.Middleware, error) {
+	if skip {
 		return nil, nil
-	}
-	c := placeLimiter(*rc.Limiter, ratelimit.ByModel, portico.RouteLimit, "route "+rc.Name)
-	var err error
-	if b.limiter, err = ratelimit.New(c); err != nil {
-		return nil, err
-	}
-	return b.limiter.Wrap, nil
-}
-
-// breakerLayer builds the route's breaker (Route.Breaker).
-func (b *built) breakerLayer(rc *Route) (portico.Middleware, error) {
-	if rc.Skip&SkipBreaker != 0 {
-		return nil, nil
-	}
-	c := rc.Breaker
-	if c.Name == "" {
-		c.Name = rc.Name
 	}
 	var err error
-	if b.breaker, err = breaker.New(c); err != nil {
+	if *kept, err = newLayer(c); err != nil {
 		return nil, err
 	}
-	return b.breaker.Wrap, nil
+	return (*kept).Wrap, nil
 }
 
-// retryLayer builds the route's retry layer (Route.Retry).
-func (b *built) retryLayer(rc *Route) (portico.Middleware, error) {
-	if rc.Skip&SkipRetry != 0 {
-		return nil, nil
-	}
-	c := rc.Retry
-	if c.Destination == "" {
-		c.Destination = rc.Name // budgets and retry events per route, not per model name
-	}
-	var err error
-	if b.retrier, err = retry.New(c); err != nil {
-		return nil, err
-	}
-	b.retryDest = c.Destination
-	return b.retrier.Wrap, nil
-}
-
-// hedgeLayer builds the route's same-route Hedger (Route.Hedge), charged
-// to the route's retry budget.
-func (b *built) hedgeLayer(rc *Route, est portico.Estimator) (portico.Middleware, error) {
-	if rc.Hedge == nil {
-		return nil, nil
-	}
-	c := *rc.Hedge
-	if c.Destination == "" {
-		c.Destination = rc.Name
-	}
+// hedgeConfig is rc.Hedge (zero when nil) for the route's same-route
+// Hedger: to the route, charged to its retry budget, at its cost.
+func (b *built) hedgeConfig(rc *Route, est portico.Estimator) hedge.Config {
+	c := deref(rc.Hedge)
+	c.Destination = cmp.Or(c.Destination, rc.Name)
 	if c.Budget == nil && b.retrier != nil {
 		c.Budget = budgets{c.Destination: b}
 	}
 	if c.Cost == nil {
 		c.Cost = costOf(rc.Capabilities, est)
 	}
-	var err error
-	if b.hedger, err = hedge.New(c); err != nil {
-		return nil, err
-	}
-	return b.hedger.Wrap, nil
+	return c
 }
 
-// validateLayer builds the route's acceptance pipeline (Route.Validate).
-func validateLayer(rc *Route) (portico.Middleware, error) {
-	if rc.Skip&SkipValidate != 0 {
-		return nil, nil
+// deref is *p, or the zero T when p is nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
-	v, err := validate.New(rc.Validate)
-	if err != nil {
-		return nil, err
-	}
-	return v.Wrap, nil
-}
-
-// throttleLayer builds the route's client-side throttle (Route.Throttle).
-func (b *built) throttleLayer(rc *Route) (portico.Middleware, error) {
-	if rc.Throttle == nil {
-		return nil, nil
-	}
-	var err error
-	if b.throttle, err = throttle.New(*rc.Throttle); err != nil {
-		return nil, err
-	}
-	return b.throttle.Wrap, nil
+	return *p
 }
 
 // routeTrace is rc.Trace with its empty fields set from the route.
 func routeTrace(rc *Route) trace.Route {
 	t := rc.Trace
-	if t.Name == "" {
-		t.Name = rc.Name
-	}
-	if t.Provider == "" {
-		t.Provider = rc.Capabilities.Provider
-	}
-	if t.Model == "" {
-		t.Model = rc.ModelName
-	}
+	t.Name = cmp.Or(t.Name, rc.Name)
+	t.Provider = cmp.Or(t.Provider, rc.Capabilities.Provider)
+	t.Model = cmp.Or(t.Model, rc.ModelName)
 	if t.Pricing == nil {
 		caps := rc.Capabilities
 		t.Pricing = &caps

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -258,9 +259,7 @@ func (s *Stack) groupHedger(hc *hedge.Config, routes []portico.Route, est portic
 		c.Budget = budgets(s.routes)
 	}
 	if len(routes) == 1 {
-		if c.Destination == "" {
-			c.Destination = routes[0].Name
-		}
+		c.Destination = cmp.Or(c.Destination, routes[0].Name)
 		if c.Cost == nil {
 			c.Cost = costOf(routes[0].Capabilities, est)
 		}
