@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strings"
@@ -165,27 +166,30 @@ func (m *Model) answer(msg *sdk.Message, x *adapt.Exchange, model string) (*port
 	resp := &portico.Response{
 		ID:           msg.ID,
 		FinishReason: finishReason(msg.StopReason),
-		Model:        string(msg.Model),
+		Model:        cmp.Or(string(msg.Model), model),
 		Usage:        usage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens),
 		RateLimit:    ParseRateLimit(x.Header, time.Now()),
 	}
-	if resp.Model == "" {
-		resp.Model = model
-	}
+	content(resp, msg.Content)
+	return resp, nil
+}
+
+// content sets resp's text, its text blocks joined, and its tool calls.
+func content(resp *portico.Response, blocks []sdk.ContentBlockUnion) {
 	var text strings.Builder
 	texts := 0
-	for i := range msg.Content {
-		b := &msg.Content[i]
+	for i := range blocks {
+		b := &blocks[i]
 		switch b.Type {
 		case "text":
 			if texts++; texts == 1 {
 				resp.Text = b.Text // the common answer: one text block, no copy
-			} else {
-				if texts == 2 {
-					text.WriteString(resp.Text)
-				}
-				text.WriteString(b.Text)
+				continue
 			}
+			if texts == 2 {
+				text.WriteString(resp.Text)
+			}
+			text.WriteString(b.Text)
 		case "tool_use":
 			args := b.Input
 			if len(args) == 0 {
@@ -197,7 +201,6 @@ func (m *Model) answer(msg *sdk.Message, x *adapt.Exchange, model string) (*port
 	if texts > 1 {
 		resp.Text = text.String()
 	}
-	return resp, nil
 }
 
 // malformed is the InvalidResponse error for an answer that is not a message.

@@ -93,29 +93,9 @@ func eventWellFormed(ev *sdk.MessageStreamEventUnion) bool {
 		return isObject(ev.JSON.Message) && absentOr(m.JSON.ID, isString) && absentOr(m.JSON.Model, isString) &&
 			usageNumbers(&u.InputTokens, &u.CacheCreationInputTokens, &u.CacheReadInputTokens, &u.OutputTokens)
 	case "content_block_start":
-		cb := &ev.ContentBlock.JSON
-		if !isNumber(ev.JSON.Index) || !isString(cb.Type) {
-			return false
-		}
-		switch ev.ContentBlock.Type {
-		case "text":
-			return absentOr(cb.Text, isString)
-		case "tool_use":
-			return isString(cb.ID) && isString(cb.Name)
-		}
-		return true
+		return blockStartWellFormed(ev)
 	case "content_block_delta":
-		d := &ev.Delta.JSON
-		if !isNumber(ev.JSON.Index) || !isString(d.Type) {
-			return false
-		}
-		switch ev.Delta.Type {
-		case "text_delta":
-			return isString(d.Text)
-		case "input_json_delta":
-			return isString(d.PartialJSON)
-		}
-		return true
+		return deltaWellFormed(ev)
 	case "content_block_stop":
 		return isNumber(ev.JSON.Index)
 	case "message_delta":
@@ -124,4 +104,30 @@ func eventWellFormed(ev *sdk.MessageStreamEventUnion) bool {
 			usageNumbers(&u.InputTokens, &u.CacheCreationInputTokens, &u.CacheReadInputTokens, &u.OutputTokens)
 	}
 	return true
+}
+
+// blockStartWellFormed reports whether a content_block_start has a numeric
+// index and a string type, and a text or tool_use block its fields.
+func blockStartWellFormed(ev *sdk.MessageStreamEventUnion) bool {
+	cb := &ev.ContentBlock.JSON
+	switch ev.ContentBlock.Type {
+	case "text":
+		return isNumber(ev.JSON.Index) && isString(cb.Type) && absentOr(cb.Text, isString)
+	case "tool_use":
+		return isNumber(ev.JSON.Index) && isString(cb.Type) && isString(cb.ID) && isString(cb.Name)
+	}
+	return isNumber(ev.JSON.Index) && isString(cb.Type)
+}
+
+// deltaWellFormed reports whether a content_block_delta has a numeric index
+// and a string type, and a text or JSON delta its string.
+func deltaWellFormed(ev *sdk.MessageStreamEventUnion) bool {
+	d := &ev.Delta.JSON
+	switch ev.Delta.Type {
+	case "text_delta":
+		return isNumber(ev.JSON.Index) && isString(d.Type) && isString(d.Text)
+	case "input_json_delta":
+		return isNumber(ev.JSON.Index) && isString(d.Type) && isString(d.PartialJSON)
+	}
+	return isNumber(ev.JSON.Index) && isString(d.Type)
 }
