@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -36,14 +35,6 @@ func depositOf(ratio float64, capacity int64) int64 {
 
 type budgetKey struct{ dest, client string }
 
-// is reports whether k is (dest, client). String comparison checks the
-// lengths inline and then the bytes in runtime.memequal, which returns at
-// once when both strings share their bytes, as a Config.Destination or a
-// model name from a constant does.
-func (k *budgetKey) is(dest, client string) bool {
-	return k.dest == dest && k.client == client
-}
-
 // bucket is one key's retry budget: level is the tokens left, in 1/unit. A
 // (destination, client) bucket keeps its destination's bucket in agg once
 // looked up; a destination's bucket has none. 64 bytes, one size class.
@@ -51,7 +42,6 @@ type bucket struct {
 	level atomic.Int64
 	used  atomic.Bool // touched since the last sweep
 	dead  atomic.Bool // evicted from the map
-	slot  uint8       // its index in budgets.cache
 	key   budgetKey
 	agg   atomic.Pointer[bucket]
 }
@@ -92,19 +82,14 @@ func (b *bucket) withdrawAt(need int64) bool {
 
 // budgets holds buckets keyed by (destination, client key): a Retrier has
 // one for its clients and one, keyed by (destination, ""), for its
-// destinations. Lookups are lock-free: the bucket last found in the map, then a
-// direct-mapped cache of 256 recently used buckets indexed by a hash of the
-// client key, then a sync.Map. Inserting keys past maxKeys
-// sweeps the map under mu, once per maxKeys/16 such keys.
+// destinations. Lookups are lock-free, in a sync.Map. Inserting keys past
+// maxKeys sweeps the map under mu, once per maxKeys/16 such keys.
 type budgets struct {
 	depositAmt int64 // per new request, in 1/unit
 	capacity   int64 // in 1/unit
 	maxKeys    int64
 	m          sync.Map // budgetKey -> *bucket
 	n          atomic.Int64
-	hot        atomic.Pointer[bucket]
-	seed       maphash.Seed
-	cache      [256]atomic.Pointer[bucket]
 	overCap    atomic.Int64 // new keys over maxKeys since the last sweep
 	mu         sync.Mutex   // serialises sweeps
 	overflow   *bucket
@@ -115,7 +100,6 @@ func newBudgets(ratio float64, burst, maxKeys int) *budgets {
 	bs := &budgets{
 		capacity: int64(burst) * unit,
 		maxKeys:  int64(maxKeys),
-		seed:     maphash.MakeSeed(),
 	}
 	bs.depositAmt = depositOf(ratio, bs.capacity)
 	bs.overflow = bs.newBucket(budgetKey{})
@@ -123,18 +107,14 @@ func newBudgets(ratio float64, burst, maxKeys int) *budgets {
 }
 
 func (bs *budgets) newBucket(k budgetKey) *bucket {
-	b := &bucket{key: k, slot: uint8(maphash.String(bs.seed, k.client))}
+	b := &bucket{key: k}
 	b.level.Store(bs.capacity)
 	b.used.Store(true)
 	return b
 }
 
-// get returns the bucket of (dest, client), creating it full if needed. For an
-// existing key it does not allocate (see find). The bucket last found in the map (hot) is
-// checked first: two atomic loads and two string compares; then a
-// direct-mapped cache indexed by a hash of the client key; then the map.
-// Neither cache ever keeps an evicted bucket: sweep clears them, and cacheSet
-// re-checks after setting them.
+// get returns the bucket of (dest, client), creating it full if needed.
+// For an existing key it does not allocate.
 func (bs *budgets) get(dest, client string) *bucket {
 	if b := bs.find(dest, client); b != nil {
 		return b
@@ -160,43 +140,17 @@ func (bs *budgets) forDeposit(dest, client string) *bucket {
 }
 
 // find returns the bucket of (dest, client), or nil when the budgets hold
-// none; it never allocates.
+// none, marking it used; it never allocates.
 func (bs *budgets) find(dest, client string) *bucket {
-	if h := bs.hot.Load(); h != nil && h.key.is(dest, client) && h.used.Load() {
-		return h
+	v, ok := bs.m.Load(budgetKey{dest, client})
+	if !ok {
+		return nil
 	}
-	return bs.lookup(dest, client)
-}
-
-// lookup is find's slower path: the hashed cache, then the map, marking the
-// bucket used.
-func (bs *budgets) lookup(dest, client string) *bucket {
-	slot := &bs.cache[uint8(maphash.String(bs.seed, client))]
-	if h := slot.Load(); h != nil && h.key.is(dest, client) && h.used.Load() {
-		return h
+	b := v.(*bucket)
+	if !b.used.Load() {
+		b.used.Store(true)
 	}
-	if v, ok := bs.m.Load(budgetKey{dest, client}); ok {
-		b := v.(*bucket)
-		if !b.used.Load() {
-			b.used.Store(true)
-		}
-		bs.cacheSet(b)
-		return b
-	}
-	return nil
-}
-
-// cacheSet makes b the hot bucket and puts it in its cache slot, unless it was
-// evicted. Eviction marks a bucket dead before clearing it from both, so
-// whichever runs last sees the other.
-func (bs *budgets) cacheSet(b *bucket) {
-	slot := &bs.cache[b.slot]
-	slot.Store(b)
-	bs.hot.Store(b)
-	if b.dead.Load() {
-		slot.CompareAndSwap(b, nil)
-		bs.hot.CompareAndSwap(b, nil)
-	}
+	return b
 }
 
 func (bs *budgets) insert(k budgetKey) *bucket {
@@ -205,7 +159,6 @@ func (bs *budgets) insert(k budgetKey) *bucket {
 		return v.(*bucket)
 	}
 	if bs.n.Add(1) <= bs.maxKeys {
-		bs.cacheSet(nb)
 		return nb
 	}
 	// Sweep at most once per maxKeys/16 keys over the cap, so a flood of new
@@ -215,7 +168,6 @@ func (bs *budgets) insert(k budgetKey) *bucket {
 		bs.sweep(k)
 	}
 	if bs.n.Load() <= bs.maxKeys {
-		bs.cacheSet(nb)
 		return nb
 	}
 	// Nothing could be evicted: the new key shares the overflow bucket.
@@ -241,8 +193,6 @@ func (bs *budgets) sweep(keep budgetKey) {
 			if _, ok := bs.m.LoadAndDelete(k); ok {
 				b.dead.Store(true)
 				b.used.Store(false) // after dead: see aggregate
-				bs.cache[b.slot].CompareAndSwap(b, nil)
-				bs.hot.CompareAndSwap(b, nil)
 				bs.n.Add(-1)
 			}
 			return true
@@ -256,8 +206,8 @@ func (bs *budgets) sweep(keep budgetKey) {
 // destination is dest: the one c keeps (see keptAggregate), or one looked up
 // (and created) and kept in c. The overflow bucket serves many destinations
 // and keeps none; a nil c (a client without a bucket, see forDeposit) keeps
-// none either. As cacheSet does, it checks dead after keeping the bucket,
-// so that c never keeps one that an eviction missed.
+// none either. It checks dead after keeping the bucket, so that c never
+// keeps one that an eviction missed.
 func (bs *budgets) aggregate(dests *budgets, c *bucket, dest string) *bucket {
 	if c == nil {
 		return dests.get(dest, "")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -214,28 +213,6 @@ func TestNewRejectsBudgetOverflow(t *testing.T) {
 	r := mustNew(t, Config{Budget: Budget{Burst: maxBurst}})
 	if got := r.BudgetLevel("m", "c"); got != maxBurst {
 		t.Errorf("BudgetLevel with Burst maxBurst = %v, want %v", got, float64(maxBurst))
-	}
-}
-
-// budgetKey.is compares by pointer when it can and by bytes otherwise: a
-// key built from other strings of the same bytes is the same key.
-func TestBudgetKeyIs(t *testing.T) {
-	k := budgetKey{"model", "client-1"}
-	built := strings.Repeat("client-", 1) + strconv.Itoa(1) // same bytes, another pointer
-	for _, tt := range []struct {
-		dest, client string
-		want         bool
-	}{
-		{k.dest, k.client, true},
-		{"mod" + "el"[:2], built, true},
-		{"model", "client-2", false},
-		{"modem", "client-1", false},
-		{"model", "client-10", false},
-		{"", "", false},
-	} {
-		if got := k.is(tt.dest, tt.client); got != tt.want {
-			t.Errorf("%v.is(%q, %q) = %v, want %v", k, tt.dest, tt.client, got, tt.want)
-		}
 	}
 }
 

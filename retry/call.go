@@ -15,10 +15,7 @@ type model struct {
 	next portico.Model
 }
 
-// Generate makes the first attempt inline: on success it costs two budget
-// deposits (an atomic load each when the buckets are full) and, only with
-// MinAttemptTime set, a deadline check; no context, timer or closure. Anything
-// else goes to run.
+// Generate deposits the request in the budgets and runs the attempts.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 	if req == nil {
 		return nil, portico.ErrNilRequest
@@ -38,25 +35,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 			r.deposit(dest, req.Identity.ClientKey)
 		}
 	}
-	if req.OnChunk != nil || r.attemptTimeout > 0 {
-		return r.run(ctx, req, m.next, nil)
-	}
-	if r.minAttempt > 0 {
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < r.minAttempt {
-			return nil, noTimeLeft(nil, 0, nil)
-		}
-	}
-	resp, err := m.next.Generate(ctx, req)
-	if err == nil {
-		if resp != nil {
-			return resp, nil
-		}
-		err = portico.ErrNilResponse // a broken Model: neither answer nor error
-	}
-	if r.maxAttempts == 1 {
-		return resp, err
-	}
-	return r.run(ctx, req, m.next, err)
+	return r.run(ctx, req, m.next)
 }
 
 // budgetPair is a call's two budget buckets: its (destination, client)'s,
@@ -140,16 +119,15 @@ type call struct {
 	prev    time.Duration
 }
 
-// run drives the attempts. lastErr is the first attempt's error when
-// Generate already made it, nil when run must make the first attempt too.
-func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model, lastErr error) (*portico.Response, error) {
+// run drives the attempts.
+func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model) (*portico.Response, error) {
 	c := &call{r: r, req: req, prev: r.base}
-	start := time.Now()
-	i := 0
-	if lastErr != nil {
-		i = 1
+	var start time.Time // for a stream's first-chunk event
+	if req.OnChunk != nil {
+		start = time.Now()
 	}
-	for ; ; i++ {
+	var lastErr error
+	for i := 0; ; i++ {
 		actx := ctx
 		if i > 0 {
 			if err := c.retry(ctx, i, lastErr); err != nil {
@@ -215,6 +193,9 @@ func (c *call) retry(ctx context.Context, i int, lastErr error) error {
 // class cls: not retryable, the context done, or MaxAttempts made.
 func (c *call) stop(ctx context.Context, i int, cls portico.Class, lastErr error) error {
 	r := c.r
+	if r.maxAttempts == 1 {
+		return lastErr // a layer that never retries is transparent
+	}
 	if !r.retryable(cls, c.req) {
 		if len(c.earlier) > 0 { // keep them: one may have been sent, or billed
 			return surface(lastErr, portico.OK, nil, "retry: stopped after "+attempts(i), c.earlier)
@@ -226,9 +207,6 @@ func (c *call) stop(ctx context.Context, i int, cls portico.Class, lastErr error
 	}
 	if i < r.maxAttempts {
 		return nil
-	}
-	if r.maxAttempts == 1 {
-		return lastErr // a layer that never retries is transparent
 	}
 	return surface(lastErr, portico.OK, ErrAttemptsExhausted, "retry: "+attempts(i)+" failed", c.earlier)
 }

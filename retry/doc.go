@@ -197,8 +197,7 @@
 //
 // # Cost
 //
-// A first-try success costs a budget lookup (the bucket last found, then a
-// 256-slot cache indexed by a hash of the client key, then a sync.Map), a
+// A first-try success costs a budget lookup (a sync.Map), a
 // pointer from the client's bucket to its destination's, and, for each
 // bucket below capacity, one atomic compare-and-swap: no allocation, no
 // lock, no timer, no new context. A full bucket is only read, so busy keys
