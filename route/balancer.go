@@ -122,20 +122,12 @@ type Balancer struct {
 // [PrefixAware] have, is validated before its NewPicker is called, and its
 // error returned.
 func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
-	if len(cfg.Replicas) == 0 {
-		return nil, errors.New("route: NewBalancer needs at least one replica")
-	}
-	if err := checkCapabilities("NewBalancer", cfg.Replicas...); err != nil {
-		return nil, err
-	}
 	s := cfg.Strategy
 	if s == nil {
 		s = RoundRobin{}
 	}
-	if v, ok := s.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return nil, err
-		}
+	if err := cfg.check(s); err != nil {
+		return nil, err
 	}
 	b := &Balancer{est: cfg.Estimator}
 	if b.est == nil {
@@ -143,9 +135,6 @@ func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 	}
 	b.replicas = make([]*Replica, len(cfg.Replicas))
 	for i := range cfg.Replicas {
-		if portico.IsNil(cfg.Replicas[i].Model) {
-			return nil, errors.New("route: NewBalancer replica " + cfg.Replicas[i].Name + " has a nil Model")
-		}
 		r := &Replica{Route: cfg.Replicas[i], Index: i}
 		r.done = func(d DoneInfo) {
 			r.count.Add(^uint64(0)) // one fewer in flight
@@ -159,6 +148,27 @@ func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 	b.fb, _ = b.picker.(feedbacker)
 	_, b.blind = b.picker.(tokenBlind)
 	return b, nil
+}
+
+// check returns NewBalancer's error for cfg with strategy s, or nil.
+func (cfg *BalancerConfig) check(s Strategy) error {
+	if len(cfg.Replicas) == 0 {
+		return errors.New("route: NewBalancer needs at least one replica")
+	}
+	if err := checkCapabilities("NewBalancer", cfg.Replicas...); err != nil {
+		return err
+	}
+	if v, ok := s.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	for i := range cfg.Replicas {
+		if portico.IsNil(cfg.Replicas[i].Model) {
+			return errors.New("route: NewBalancer replica " + cfg.Replicas[i].Name + " has a nil Model")
+		}
+	}
+	return nil
 }
 
 // Replicas returns the balancer's replicas, in configuration order. The slice

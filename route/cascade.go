@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -124,28 +125,34 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 	if !(cfg.Share >= 0 && cfg.Share <= 1) {
 		return nil, errors.New("route: NewCascade CascadeConfig.Share " + strconv.FormatFloat(cfg.Share, 'g', -1, 64) + " is outside (0, 1]")
 	}
-	prev := 0.0
-	for i, s := range cfg.Steps {
-		if portico.IsNil(s.Route.Model) {
-			return nil, errors.New("route: NewCascade step " + strconv.Itoa(i) + " has a nil Model")
-		}
-		if err := checkCapabilities("NewCascade", s.Route); err != nil {
-			return nil, err
-		}
-		p := s.Route.Capabilities.InputPrice + s.Route.Capabilities.OutputPrice
-		if p < prev {
-			return nil, errors.New("route: NewCascade steps must be in cost order, cheapest first")
-		}
-		prev = p
+	if err := checkSteps(cfg.Steps); err != nil {
+		return nil, err
 	}
-	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast, est: cfg.Estimator, share: cfg.Share}
+	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast, est: cfg.Estimator, share: cmp.Or(cfg.Share, DefaultStepShare)}
 	if c.est == nil {
 		c.est = portico.DefaultEstimator
 	}
-	if c.share == 0 {
-		c.share = DefaultStepShare
-	}
 	return c, nil
+}
+
+// checkSteps returns NewCascade's error for a step without a Model or with
+// invalid Capabilities, or for steps out of cost order.
+func checkSteps(steps []Step) error {
+	prev := 0.0
+	for i, s := range steps {
+		if portico.IsNil(s.Route.Model) {
+			return errors.New("route: NewCascade step " + strconv.Itoa(i) + " has a nil Model")
+		}
+		if err := checkCapabilities("NewCascade", s.Route); err != nil {
+			return err
+		}
+		p := s.Route.Capabilities.InputPrice + s.Route.Capabilities.OutputPrice
+		if p < prev {
+			return errors.New("route: NewCascade steps must be in cost order, cheapest first")
+		}
+		prev = p
+	}
+	return nil
 }
 
 // Generate runs the cascade on req as described on [Cascade]. Errors:
@@ -223,19 +230,24 @@ func (w *cascadeWalk) step(ctx context.Context, j int) (*portico.Response, bool,
 			return nil, true, err
 		}
 	}
-	final := j == len(c.steps)-1
-	live := final && c.streamLast && c.exhausted == NoneAcceptedLast
+	takeLast := j == len(c.steps)-1 && c.exhausted == NoneAcceptedLast // the final step's answer is taken
+	live := takeLast && c.streamLast
 	resp, err := w.call(ctx, j, live)
 	if err != nil {
 		err = w.failed(ctx, rt, err, live)
 		return nil, err != nil, err
 	}
-	if s.Accept == nil || s.Accept(w.req, resp) >= s.Threshold || (final && c.exhausted == NoneAcceptedLast) {
+	if s.accepts(w.req, resp) || takeLast {
 		resp, err = c.finish(w.req, rt.Stamp(resp, w.hops, w.billed), w.hold.held(), live)
 		return resp, true, err
 	}
 	w.rejected(ctx, rt, resp)
 	return nil, false, nil
+}
+
+// accepts reports whether s takes resp, its answer to req.
+func (s *Step) accepts(req *portico.Request, resp *portico.Response) bool {
+	return s.Accept == nil || s.Accept(req, resp) >= s.Threshold
 }
 
 // skipped records step rt, skipped with hop h.
@@ -309,6 +321,11 @@ func (w *cascadeWalk) end() (*portico.Response, error) {
 	case !w.called:
 		return nil, noRoute(w.hops, w.wait)
 	}
+	return nil, w.noAnswer()
+}
+
+// noAnswer is the error of a cascade whose called steps all failed.
+func (w *cascadeWalk) noAnswer() error {
 	// The last step's class, or, when it sent nothing after a step that
 	// may have been sent, that step's: the request may have been billed.
 	sent := sentOf(w.hops)
@@ -325,7 +342,7 @@ func (w *cascadeWalk) end() (*portico.Response, error) {
 	if class != portico.RateLimited && class != portico.Rejected {
 		wait = 0
 	}
-	return nil, &portico.Error{Class: class, Status: status, RefusedBy: portico.RefuserOf(w.lastErr), RetryAfter: wait,
+	return &portico.Error{Class: class, Status: status, RefusedBy: portico.RefuserOf(w.lastErr), RetryAfter: wait,
 		NotSent: sent == nil, Err: w.causes()}
 }
 

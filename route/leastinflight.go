@@ -43,16 +43,37 @@ func splitmix64(x uint64) uint64 {
 }
 
 func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
-	n := uint64(len(p.replicas))
-	if n == 0 {
+	k := -1
+	switch {
+	case len(p.replicas) > 1:
+		k = p.pickOfTwo()
+	case len(p.replicas) == 1 && p.replicas[0].Available():
+		k = 0
+	}
+	if k < 0 {
 		return PickResult{Index: -1}, noReplica(p.replicas)
 	}
-	if n == 1 {
-		if p.replicas[0].Available() {
-			return PickResult{Index: 0}, nil
-		}
-		return PickResult{Index: -1}, noReplica(p.replicas)
+	return PickResult{Index: k}, nil
+}
+
+// pickOfTwo draws two distinct replicas and returns the available one with
+// fewer calls in flight (the first drawn on a tie), else the least used
+// replica, -1 when none is available.
+func (p *p2cPicker) pickOfTwo() int {
+	i, j := p.draw(uint64(len(p.replicas)))
+	a, b := p.replicas[i], p.replicas[j]
+	okA, okB := a.Available(), b.Available()
+	switch {
+	case okB && (!okA || b.inFlight() < a.inFlight()):
+		return j
+	case okA:
+		return i
 	}
+	return leastUsed(p.replicas)
+}
+
+// draw returns two distinct indexes below n, n >= 2, uniform.
+func (p *p2cPicker) draw(n uint64) (int, int) {
 	var x uint64
 	if p.seed != 0 {
 		x = splitmix64(p.seed ^ p.ctr.Add(1))
@@ -66,23 +87,7 @@ func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 	if j >= i {
 		j++ // distinct from i, uniform over the others
 	}
-	a, b := p.replicas[i], p.replicas[j]
-	okA, okB := a.Available(), b.Available()
-	switch {
-	case okA && okB:
-		if b.inFlight() < a.inFlight() {
-			return PickResult{Index: int(j)}, nil
-		}
-		return PickResult{Index: int(i)}, nil
-	case okA:
-		return PickResult{Index: int(i)}, nil
-	case okB:
-		return PickResult{Index: int(j)}, nil
-	}
-	if k := leastUsed(p.replicas); k >= 0 {
-		return PickResult{Index: k}, nil
-	}
-	return PickResult{Index: -1}, noReplica(p.replicas)
+	return int(i), int(j)
 }
 
 func (*p2cPicker) tokenBlind() {}

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sync"
@@ -80,24 +81,12 @@ func (s PrefixAware) NewPicker(replicas []*Replica) Picker {
 	}
 	p := &prefixPicker{replicas: replicas, cfg: s}
 	c := &p.cfg
-	if c.BlockBytes == 0 {
-		c.BlockBytes = 256
-	}
-	if c.BytesPerToken == 0 {
-		c.BytesPerToken = 4
-	}
-	if c.Window == 0 {
-		c.Window = 3 * time.Minute
-	}
-	if c.MaxBlocks == 0 {
-		c.MaxBlocks = 16384
-	}
-	if c.RebalanceFactor == 0 {
-		c.RebalanceFactor = 2
-	}
-	if c.DecodeWeight == 0 {
-		c.DecodeWeight = 1
-	}
+	c.BlockBytes = cmp.Or(c.BlockBytes, 256)
+	c.BytesPerToken = cmp.Or(c.BytesPerToken, 4)
+	c.Window = cmp.Or(c.Window, 3*time.Minute)
+	c.MaxBlocks = cmp.Or(c.MaxBlocks, 16384)
+	c.RebalanceFactor = cmp.Or(c.RebalanceFactor, 2)
+	c.DecodeWeight = cmp.Or(c.DecodeWeight, 1)
 	p.width = max(int64(c.Window)/loadSlots, 1)
 	p.state = make([]replicaState, len(replicas))
 	for i := range p.state {

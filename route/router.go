@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -103,10 +104,8 @@ func (cfg *RouterConfig) check() error {
 	if !(cfg.Alpha >= 0 && cfg.Alpha <= 1) {
 		return errors.New("route: NewRouter Alpha outside [0, 1]")
 	}
-	for _, w := range cfg.Weights {
-		if !(w > 0) {
-			return errors.New("route: NewRouter weights must be > 0")
-		}
+	if slices.ContainsFunc(cfg.Weights, func(w float64) bool { return !(w > 0) }) {
+		return errors.New("route: NewRouter weights must be > 0")
 	}
 	return nil
 }
@@ -146,15 +145,20 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 		}
 	}
 	if best < 0 {
-		var sk skips
-		for i := range r.routes {
-			h, _, _ := check(&r.routes[i], req, n)
-			sk.add(&r.routes[i], h)
-		}
-		return PickResult{Index: -1}, noRoute(sk.hops, sk.wait)
+		return PickResult{Index: -1}, r.noRoute(req, n)
 	}
 	r.stats.Start(best)
 	return PickResult{Index: best, Done: r.done[best]}, nil
+}
+
+// noRoute is Pick's error when no route fits req, n tokens, and is available.
+func (r *Router) noRoute(req *portico.Request, n int) error {
+	var sk skips
+	for i := range r.routes {
+		h, _, _ := check(&r.routes[i], req, n)
+		sk.add(&r.routes[i], h)
+	}
+	return noRoute(sk.hops, sk.wait)
 }
 
 // Stats returns route i's figures as a [rank.Candidate] would see them,

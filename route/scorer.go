@@ -42,29 +42,7 @@ var heuristicKeywords = [...]string{
 func HeuristicScore(req *portico.Request) float64 {
 	tokens := portico.DefaultEstimator.EstimateInputTokens(req)
 	z := -3 + 0.35*math.Log2(1+float64(tokens)/64)
-	code, questions, keywords := false, 0, 0
-	var found [len(heuristicKeywords)]bool // each keyword counts once per request
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		if m.Role != portico.RoleUser && m.Role != portico.RoleSystem {
-			continue
-		}
-		for _, p := range m.Content {
-			if p.Kind != portico.PartText {
-				continue
-			}
-			if !code && strings.Contains(p.Text, "```") {
-				code = true
-			}
-			if m.Role != portico.RoleUser {
-				continue
-			}
-			questions = min(questions+strings.Count(p.Text, "?"), 4)
-			if keywords < 3 {
-				keywords += countKeywords(p.Text, &found, 3-keywords)
-			}
-		}
-	}
+	code, questions, keywords := textFeatures(req)
 	if code {
 		z += 1
 	}
@@ -77,6 +55,33 @@ func HeuristicScore(req *portico.Request) float64 {
 	z += 0.25*float64(questions) + 0.6*float64(keywords)
 	z += 0.1 * float64(min(max(len(req.Messages)-1, 0), 10))
 	return 1 / (1 + math.Exp(-z))
+}
+
+// textFeatures reports whether user or system text holds a code fence, and
+// counts the question marks (up to 4) and distinct keywords (up to 3) in
+// the user's text.
+func textFeatures(req *portico.Request) (code bool, questions, keywords int) {
+	var found [len(heuristicKeywords)]bool // each keyword counts once per request
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if m.Role != portico.RoleUser && m.Role != portico.RoleSystem {
+			continue
+		}
+		for _, p := range m.Content {
+			if p.Kind != portico.PartText {
+				continue
+			}
+			code = code || strings.Contains(p.Text, "```")
+			if m.Role != portico.RoleUser {
+				continue
+			}
+			questions = min(questions+strings.Count(p.Text, "?"), 4)
+			if keywords < 3 {
+				keywords += countKeywords(p.Text, &found, 3-keywords)
+			}
+		}
+	}
+	return code, questions, keywords
 }
 
 // keywordFirst maps a lower-case byte to the bit set of heuristicKeywords that
