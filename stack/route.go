@@ -76,8 +76,9 @@ type Route struct {
 	// validated, retried and counted by the breaker like the provider's own.
 	ModelMiddleware []portico.Middleware
 	// Order arranges the route's layers, outermost first, from what New
-	// built; nil means [Recipe], the documented order. Start from Recipe's
-	// body to move a layer; a nil middleware is left out.
+	// built, and is called once, by New; nil means [Recipe], the
+	// documented order. Start from Recipe's body to move a layer; a nil
+	// middleware is left out.
 	Order func(Layers) []portico.Middleware
 }
 
