@@ -52,8 +52,7 @@
 // errors are ignored (see [Limit.Done]). A streamed call's latency is its
 // whole stream, and calls of very different sizes make it noisy, which
 // Gradient2's averages and tolerance absorb best; AIMD without a Timeout
-// needs no latency at all ([Limit.Untimed]), and its Limiter reads no clock
-// when a call ends.
+// needs no latency at all.
 //
 // # Drops
 //

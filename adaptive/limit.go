@@ -117,19 +117,6 @@ func MustNew(cfg Config) *Limit {
 	return l
 }
 
-// Untimed reports whether l's Algorithm ignores latency: an [AIMD]
-// without a Timeout. A ratelimit.Limiter then reads no clock when a call
-// ends (see ratelimit.Untimed).
-func (l *Limit) Untimed() bool {
-	switch a := l.alg.(type) {
-	case AIMD:
-		return a.Timeout == 0
-	case *AIMD:
-		return a.Timeout == 0
-	}
-	return false
-}
-
 // Limit returns the limit now: the most calls that should be in flight, at
 // least Config.Min. One atomic load.
 func (l *Limit) Limit() int { return int(l.limit.Load()) }

@@ -130,18 +130,3 @@ func TestDoneAllocs(t *testing.T) {
 		t.Errorf("Done: %v allocations, want 0", n)
 	}
 }
-
-// Only AIMD without a Timeout ignores latency, as its update does.
-func TestUntimed(t *testing.T) {
-	for _, c := range []struct {
-		alg  adaptive.Algorithm
-		want bool
-	}{
-		{nil, false}, {adaptive.AIMD{}, true}, {&adaptive.AIMD{Backoff: 0.5}, true},
-		{adaptive.AIMD{Timeout: time.Second}, false}, {adaptive.Vegas{}, false}, {adaptive.Gradient2{}, false},
-	} {
-		if got := adaptive.MustNew(adaptive.Config{Algorithm: c.alg}).Untimed(); got != c.want {
-			t.Errorf("Untimed() with %#v = %v, want %v", c.alg, got, c.want)
-		}
-	}
-}

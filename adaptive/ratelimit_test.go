@@ -14,8 +14,8 @@ import (
 	"github.com/portico-llm/portico/ratelimit"
 )
 
-// A Limit is a ratelimit.Concurrency, and says whether it is Untimed.
-var _ ratelimit.Untimed = (*adaptive.Limit)(nil)
+// A Limit is a ratelimit.Concurrency.
+var _ ratelimit.Concurrency = (*adaptive.Limit)(nil)
 
 var req = &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
 

@@ -29,11 +29,7 @@ func outcome(err error) portico.Class {
 // line first.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
 	if c := l.cfg.Concurrency; c != nil && !panicked {
-		var latency time.Duration
-		if l.timed {
-			latency = mono.Now() - t.granted - t.read
-		}
-		c.Done(latency, t.inflight, outcome(err))
+		c.Done(mono.Now()-t.granted-t.read, t.inflight, outcome(err))
 	}
 	rl, d := settlement(t, resp, err, panicked)
 	e := t.e

@@ -194,36 +194,22 @@ func TestConcurrencyConfig(t *testing.T) {
 	}
 }
 
-// untimedCap is a movingCap that says it ignores latency.
-type untimedCap struct{ movingCap }
-
-func (*untimedCap) Untimed() bool { return true }
-
-// A Concurrency that is Untimed is told a latency of 0, with the rest of
-// what Done says as for any other: a call of 250 ms that 2 calls share is
-// reported as 250 ms to a timed cap and as 0 to an untimed one, both with
-// 1 call in flight and its class.
-func TestConcurrencyUntimed(t *testing.T) {
+// A Concurrency is told a call's latency, the calls in flight at its
+// admission and its class: a call of 250 ms alone is reported as 250 ms,
+// 1 call in flight, OK.
+func TestConcurrencyLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
 			time.Sleep(250 * time.Millisecond)
 			return &portico.Response{Text: "ok"}, nil
 		})
-		timed, untimed := &movingCap{}, &untimedCap{}
-		timed.limit.Store(10)
-		untimed.limit.Store(10)
-		for _, c := range []struct {
-			name string
-			c    Concurrency
-			done *[]doneCall
-			want time.Duration
-		}{{"timed", timed, &timed.done, 250 * time.Millisecond}, {"untimed", untimed, &untimed.done, 0}} {
-			if _, err := mustNew(t, Config{Concurrency: c.c}).Wrap(slow).Generate(context.Background(), req("a", 1)); err != nil {
-				t.Fatal(err)
-			}
-			if want := []doneCall{{c.want, 1, portico.OK}}; !slices.Equal(*c.done, want) {
-				t.Errorf("%s: Done = %+v, want %+v", c.name, *c.done, want)
-			}
+		c := &movingCap{}
+		c.limit.Store(10)
+		if _, err := mustNew(t, Config{Concurrency: c}).Wrap(slow).Generate(context.Background(), req("a", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if want := []doneCall{{250 * time.Millisecond, 1, portico.OK}}; !slices.Equal(c.done, want) {
+			t.Errorf("Done = %+v, want %+v", c.done, want)
 		}
 	})
 }

@@ -327,17 +327,6 @@ type Concurrency interface {
 	Done(latency time.Duration, inflight int, class portico.Class)
 }
 
-// Untimed is a [Concurrency] that may move its limit by the calls'
-// outcomes alone, as package adaptive's AIMD without a Timeout does. When
-// Untimed reports true (asked once, by [New]), the Limiter tells Done a
-// latency of 0 and reads no clock when a call ends: one clock read less
-// per call.
-type Untimed interface {
-	Concurrency
-	// Untimed reports whether Done ignores its latency argument.
-	Untimed() bool
-}
-
 // ByClient keys on Identity.ClientKey alone: one set of buckets per client,
 // across models (the outer, per-client limiter of the recommended stack).
 func ByClient(r *portico.Request) string { return r.Identity.ClientKey }

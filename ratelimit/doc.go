@@ -37,7 +37,7 @@
 // within 1 ns, so dt counts one more nanosecond; at 10^4 tokens per second
 // that is 10^-5 tokens.) The proof is in bucket.go, and property tests check
 // it over every interval of random runs, of the bucket alone (and fuzzed) and
-// of the whole Limiter with concurrent callers and lock-free refunds, beside a
+// of the whole Limiter with concurrent callers and refunds, beside a
 // fixed window of the same nominal limit that admits twice the limit across a
 // boundary. A call whose N_in + N_max exceeds b could never enter: it is
 // refused at once with a [portico.Incompatible] error naming both numbers
@@ -271,8 +271,8 @@
 // (package adaptive's AIMD, Vegas and Gradient2 limits): the Limiter caps
 // the calls at the tighter of it and MaxInFlight, and reports each admitted
 // call's latency and outcome to it (a cut of a short share of the caller's
-// deadline, [portico.ErrDeadlineCut], as the caller's deadline; no latency,
-// and no clock read, for an [Untimed] one); a raised limit goes to queued
+// deadline, [portico.ErrDeadlineCut], as the caller's deadline); a raised
+// limit goes to queued
 // calls at the next completion.
 // With a positive Queue.Size (see [Queue]) calls wait for a slot instead, in a bounded queue
 // served in the [Order] chosen: [FCFSCall] (vLLM), [FCFSProgram] (Continuum)

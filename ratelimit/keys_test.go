@@ -256,4 +256,3 @@ func TestEvictRefundedKey(t *testing.T) {
 		}
 	})
 }
-

@@ -23,7 +23,6 @@ import (
 // evicted, by a timer too when no call comes).
 type Limiter struct {
 	cfg    Config
-	timed  bool                   // Config.Concurrency needs each call's latency (see Untimed)
 	limits atomic.Pointer[Limits] // the default limits (Config.Limits)
 	// tiers are Config.Tiers' limits, in the order of their names; an
 	// entry's tier is its index in tiers plus 1 (0: the default), and
@@ -57,10 +56,6 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{cfg: c, seed: maphash.MakeSeed()}
-	if c.Concurrency != nil {
-		u, ok := c.Concurrency.(Untimed)
-		l.timed = !ok || !u.Untimed()
-	}
 	lim := c.Limits
 	l.limits.Store(&lim)
 	if len(c.Tiers) > 0 {
@@ -191,7 +186,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	}()
 	call := req
 	var rd *reader
-	if l.timed && req.OnChunk != nil {
+	if l.cfg.Concurrency != nil && req.OnChunk != nil {
 		rd = &reader{l: l}
 		call = rd.Watch(req, rd)
 	}
