@@ -1,6 +1,7 @@
 package fallback
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -203,9 +204,7 @@ func (c Config) normalize() (Config, error) {
 	if c.Estimator == nil {
 		c.Estimator = portico.DefaultEstimator
 	}
-	if c.Share == 0 {
-		c.Share = DefaultShare
-	}
+	c.Share = cmp.Or(c.Share, DefaultShare)
 	if !(c.Share > 0 && c.Share <= 1) {
 		return c, fmt.Errorf("fallback: Config.Share %v is outside (0, 1]", c.Share)
 	}
@@ -217,12 +216,10 @@ func (c Config) normalize() (Config, error) {
 		return c, errors.New("fallback: negative Config.MaxCooldown (" + c.MaxCooldown.String() + ")")
 	}
 	c.MaxCooldown = orDefault(c.MaxCooldown, DefaultMaxCooldown, 0)
-	switch {
-	case c.Continuations == 0:
-		c.Continuations = DefaultContinuations
-	case c.Continuations < 0:
+	if c.Continuations < 0 {
 		return c, errors.New("fallback: negative Config.Continuations (" + strconv.Itoa(c.Continuations) + ")")
 	}
+	c.Continuations = cmp.Or(c.Continuations, DefaultContinuations)
 	if c.Independence > OtherRegion {
 		return c, errors.New("fallback: unknown Config.Independence " + c.Independence.String())
 	}

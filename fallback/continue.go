@@ -79,19 +79,33 @@ func (r *request) end(w *watch, req *portico.Request, resp *portico.Response, er
 	c.chunks, c.bytes = w.chunks, w.bytes
 	c.failed = c.failed || w.CallerFailed()
 	if err == nil && resp != nil && w.seam != nil {
-		out, serr := w.seam.End()
-		if serr == nil && out != "" {
-			w.note(out)
-			c.chunks, c.bytes = w.chunks, w.bytes
-			serr = w.Deliver(portico.Chunk{Text: out})
-		}
-		if serr != nil {
+		if serr := r.flushSeam(w); serr != nil {
 			return nil, refused(serr, resp)
 		}
 	}
-	if err == nil || w.chunks == 0 {
-		return resp, err
+	if err != nil && w.chunks > 0 {
+		r.broken(w, req, err)
 	}
+	return resp, err
+}
+
+// flushSeam delivers what w's Seam still holds once the continuation
+// answered, or returns the Seam's refusal.
+func (r *request) flushSeam(w *watch) error {
+	out, err := w.seam.End()
+	if err != nil || out == "" {
+		return err
+	}
+	w.note(out)
+	r.cont.chunks, r.cont.bytes = w.chunks, w.bytes
+	return w.Deliver(portico.Chunk{Text: out})
+}
+
+// broken records a break, the attempt w that delivered chunks and failed
+// with err: its usage, and the request that continues from the text the
+// caller has.
+func (r *request) broken(w *watch, req *portico.Request, err error) {
+	c := r.cont
 	c.breaks++
 	if u := portico.UsageOf(err); u != nil {
 		c.usage = *u
@@ -105,7 +119,6 @@ func (r *request) end(w *watch, req *portico.Request, resp *portico.Response, er
 	}
 	r.req = next
 	r.fit = 0 // Fits passed on the request before the break, not on this one
-	return resp, err
 }
 
 // refused is the error of a continuation whose answer the Seam refused: its

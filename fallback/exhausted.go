@@ -39,6 +39,23 @@ type Exhausted struct {
 // (a chunk had reached the caller) after: ..." when that is why.
 func (e *Exhausted) Error() string {
 	var b strings.Builder
+	hops := e.head(&b)
+	for i, h := range hops {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(h.Route)
+		b.WriteString(" (")
+		b.WriteString(h.Reason)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// head writes the beginning of e's message and returns the hops it lists.
+func (e *Exhausted) head(b *strings.Builder) []portico.Hop {
 	hops := e.Hops
 	switch {
 	case !e.Stopped && noneCalled(hops):
@@ -57,18 +74,7 @@ func (e *Exhausted) Error() string {
 	default:
 		b.WriteString(ErrExhausted.Error())
 	}
-	for i, h := range hops {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString(h.Route)
-		b.WriteString(" (")
-		b.WriteString(h.Reason)
-		b.WriteString(")")
-	}
-	return b.String()
+	return hops
 }
 
 // noRoute begins the message of a group that called no route.

@@ -127,12 +127,8 @@ func (r *request) visit(ctx context.Context, pos int) (*portico.Response, bool, 
 // leaves the candidate the reserve and MinAttempt; it returns false at once
 // otherwise, and when ctx ends during the wait.
 func (r *request) waitOut(ctx context.Context, pos, idx int) bool {
-	g := r.g
-	if !r.hasDL || r.cooled == 0 || g.keys[r.cooled-1] != g.keys[idx] || r.followed(pos) {
-		return false
-	}
-	w := r.cooling(idx)
-	if w <= 0 || time.Until(r.deadline)-w-r.reserve < g.cfg.MinAttempt {
+	w := r.quotaWait(pos, idx)
+	if w <= 0 {
 		return false // the request fails with the hint, as one route's would
 	}
 	t := time.NewTimer(w)
@@ -143,6 +139,19 @@ func (r *request) waitOut(ctx context.Context, pos, idx int) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// quotaWait is the wait waitOut waits, 0 when it does not.
+func (r *request) quotaWait(pos, idx int) time.Duration {
+	g := r.g
+	if !r.hasDL || r.cooled == 0 || g.keys[r.cooled-1] != g.keys[idx] || r.followed(pos) {
+		return 0
+	}
+	w := r.cooling(idx)
+	if time.Until(r.deadline)-w-r.reserve < g.cfg.MinAttempt {
+		return 0
+	}
+	return w
 }
 
 // exhausted is the error of a request that left every candidate.
@@ -220,12 +229,18 @@ func (r *request) skip(rt *portico.Route, idx int) string {
 		return reasonCooldown
 	case !rt.Available():
 		return reasonUnavailable
-	case r.maxCost() > 0 && r.spent > 0 && r.spent+r.estimate(rt) > r.maxCost():
+	case r.overBudget(rt):
 		return reasonBudget
 	case r.primary != nil && r.primary != rt && !independent(r.g.cfg.Independence, &r.primary.Capabilities, &rt.Capabilities):
 		return reasonIndependent
 	}
 	return ""
+}
+
+// overBudget reports whether a call to rt, at its estimate, would take the
+// spending past the Contract's MaxCost once something was spent.
+func (r *request) overBudget(rt *portico.Route) bool {
+	return r.maxCost() > 0 && r.spent > 0 && r.spent+r.estimate(rt) > r.maxCost()
 }
 
 // misfit returns why the request does not fit rt, route idx, by its
@@ -583,12 +598,7 @@ func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 		return false, w.cutErr()
 	}
 	if !delivered {
-		if w.timed {
-			w.ttft = max(time.Since(w.start), 1)
-		}
-		if w.c == nil && w.cut == nil {
-			w.Ungate()
-		}
+		w.first()
 	}
 	pass, err := true, error(nil)
 	if w.c != nil {
@@ -602,6 +612,17 @@ func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 		pass = false
 	}
 	return pass, err
+}
+
+// first notes the first chunk's time (timed), and ungates the watch when
+// it needs no more chunks.
+func (w *watch) first() {
+	if w.timed {
+		w.ttft = max(time.Since(w.start), 1)
+	}
+	if w.c == nil && w.cut == nil {
+		w.Ungate()
+	}
 }
 
 // arm bounds the attempt's gaps between signs of progress by gap: it
@@ -795,28 +816,28 @@ func (r *request) cool(idx int, err error) {
 // tenant's: what the route announced, if anything, is in the calls it
 // wraps, so they are read instead.
 func announced(err error) time.Duration {
-	for err != nil {
-		if pe, ok := err.(*portico.Error); ok && (pe.RefusedBy == portico.NotRefused || pe.NotSent) {
-			if pe.RetryAfter > 0 && !pe.NotSent && pe.Class.RouteFault() {
-				return pe.RetryAfter
+	if pe, ok := err.(*portico.Error); ok && (pe.RefusedBy == portico.NotRefused || pe.NotSent) {
+		return sentWait(pe)
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return announced(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, c := range u.Unwrap() {
+			if d := announced(c); d > 0 {
+				return d
 			}
-			return 0
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, c := range u.Unwrap() {
-				if d := announced(c); d > 0 {
-					return d
-				}
-			}
-			return 0
-		default:
-			return 0
 		}
 	}
 	return 0
+}
+
+// sentWait is pe's Retry-After when pe is a route fault that was sent, else 0.
+func sentWait(pe *portico.Error) time.Duration {
+	if pe.NotSent || !pe.Class.RouteFault() {
+		return 0
+	}
+	return max(pe.RetryAfter, 0)
 }
 
 // callsIn is when the route that failed with err takes calls again, by
