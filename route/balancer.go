@@ -217,19 +217,7 @@ func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
 // goes on up. A Balancer does not retry on another replica:
 // put a retry or fallback layer around it.
 func (b *Balancer) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: no route is picked or called
-	}
-	pr, err := b.Pick(PickInfo{Request: req})
-	if err != nil {
-		return nil, err
-	}
-	r := b.replicas[pr.Index]
-	resp, d := guardedCall(ctx, &r.Route, req, pr.Done)
-	if d.Err != nil {
-		return nil, d.Err
-	}
-	return r.Route.Stamp(resp, nil, 0), nil
+	return pickAndCall(ctx, req, b.Pick, func(i int) *portico.Route { return &b.replicas[i].Route })
 }
 
 // noReplica is the error of a picker that finds none of rs available: its

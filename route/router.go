@@ -179,14 +179,20 @@ func (r *Router) Stats(i int) rank.Candidate {
 // route's Model is fed back as a failure and then goes on up. A Router does
 // not fall back: put a fallback layer around it, or use a [Cascade].
 func (r *Router) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	return pickAndCall(ctx, req, r.Pick, func(i int) *portico.Route { return &r.routes[i] })
+}
+
+// pickAndCall picks with pick unless the caller has gone, calls the
+// picked route, at(pr.Index), with guardedCall and stamps its answer.
+func pickAndCall(ctx context.Context, req *portico.Request, pick func(PickInfo) (PickResult, error), at func(int) *portico.Route) (*portico.Response, error) {
 	if err := portico.Gone(ctx); err != nil {
 		return nil, err // the caller has gone: no route is picked or called
 	}
-	pr, err := r.Pick(PickInfo{Request: req})
+	pr, err := pick(PickInfo{Request: req})
 	if err != nil {
 		return nil, err
 	}
-	rt := &r.routes[pr.Index]
+	rt := at(pr.Index)
 	resp, d := guardedCall(ctx, rt, req, pr.Done)
 	if d.Err != nil {
 		return nil, d.Err
