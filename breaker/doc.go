@@ -83,9 +83,9 @@
 //
 // Each process keeps its own breaker, yet an instance that sees a route
 // fail can spare the others the failures it took to trip: with
-// Config.Shared (a [portico.Cooldowns]; package redisstore's Cooldowns shares one over
-// Redis), opening publishes the open interval's end under "breaker:" +
-// Name, and every breaker of that Name, while closed, rejects calls as if
+// Config.Shared (a [portico.Cooldowns]; package redisstore's Cooldowns
+// shares one over Redis), opening publishes the open interval's end under
+// "breaker:" + Name, and every breaker of that Name, while closed, rejects calls as if
 // open until then (reason "breaker open elsewhere"), is not Available and
 // says when it will be. Only the open state is shared: each breaker keeps
 // its window, trips on its own calls and probes its own way, and when the
