@@ -301,16 +301,13 @@ func (r *Runner) lead(ctx context.Context, key Key, fp string, fn func(context.C
 // settle claims key for this caller and runs fn, or answers from the
 // key's record, looking again while another run holds it.
 func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context.Context) ([]byte, error), f *flight) ([]byte, error) {
-	// The claim token of this attempt: the one of a claim of this Runner
-	// whose reply was lost, so that the store recognises that claim as ours,
-	// or a new one.
+	// owner: the token of this Runner's claim whose reply was lost, or new.
 	owner, unsure := r.takeUnsure(key)
 	seen := false // the key was seen pending in another run, within its lease
 	for {
 		if err := portico.Gone(ctx); err != nil {
-			// Never claim a key for a caller that has already gone: fn would
-			// start under a done context and its failure would read as
-			// Unknown although nothing ran. Waiters try themselves.
+			// Never claim for a caller that has gone: fn's failure would
+			// read as Unknown although nothing ran.
 			r.keepUnsureIf(unsure, key, owner)
 			f.again = true
 			return nil, err
@@ -331,10 +328,8 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 		case serr != nil:
 			return nil, r.claimFailed(ctx, key, mine, serr)
 		case stored && seen:
-			// The key was pending in another run a moment ago and is absent
-			// now, within that run's lease: the store lost its record (a
-			// restart, a flush, a failover). That run may be under way:
-			// running the effect again could do it twice.
+			// Pending elsewhere a moment ago, absent now within its lease:
+			// the store lost it, and that run may be under way.
 			r.record(ctx, key, mine, Record{State: Unknown, Class: portico.Ambiguous, Reason: ReasonLost})
 			return nil, unknownError(ReasonLost, nil)
 		case stored:
@@ -348,11 +343,9 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 	}
 }
 
-// quarantined handles a claim the store refused while it quarantines a
-// loss; nothing was stored. A caller that saw the key pending (seen) waits
-// a Poll and looks again (again), for its owner to write its claim back or
-// for the quarantine to end; any other is answered from this Runner's kept
-// outcome, or told when to come back.
+// quarantined answers a claim refused during a loss's quarantine: a caller
+// that saw the key pending waits a Poll and looks again; any other gets
+// this Runner's kept outcome, or the refusal.
 func (r *Runner) quarantined(ctx context.Context, key Key, fp string, f *flight, serr error, seen bool) (res []byte, err error, again bool) {
 	r.lost()
 	if !seen {
@@ -451,13 +444,9 @@ func quarantined(err error) error {
 	return &portico.Error{Class: portico.Transient, Reason: "claim refused", RetryAfter: after, NotSent: true, Err: ErrQuarantined}
 }
 
-// heartbeat sends the claim mine again, marked Renew, every Config.Poll
-// while its run lasts, until stop is called (which waits for a send under
-// way). A store recognises its owner's claim and leaves it as it is; one
-// that lost the record gets it back, also during its quarantine: so a
-// caller that arrives after the quarantine finds the key pending, not
-// absent. A failed beat is tried again at the next; stop reports whether
-// any failed (the store may have lost the claim and not got it back).
+// heartbeat resends the claim mine, marked Renew, every Poll until stop
+// (which waits for a send under way), so that a store that lost the record
+// gets it back, even in quarantine. stop reports whether a beat failed.
 func (r *Runner) heartbeat(ctx context.Context, key Key, mine Record) (stop func() (missed bool)) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -485,12 +474,9 @@ func (r *Runner) heartbeat(ctx context.Context, key Key, mine Record) (stop func
 	}
 }
 
-// claimFailed returns the error of a claim the store did not answer: it may
-// have landed, its reply lost. Nothing ran, so the claim is released if the
-// store answers now; if not, its token is kept, and the next Do of key in
-// this Runner claims with it: the store recognises the claim as its own
-// and the effect runs, instead of the key waiting out its lease as another
-// run's and reading Unknown.
+// claimFailed returns the error of a claim the store did not answer (it
+// may have landed): nothing ran, so the claim is released, or, while the
+// store fails, its token is kept for the key's next Do to claim with.
 func (r *Runner) claimFailed(ctx context.Context, key Key, mine Record, err error) error {
 	next := r.released(mine, "claim not confirmed")
 	if _, uerr := r.store.Update(context.WithoutCancel(ctx), key, mine, next); uerr != nil {
@@ -519,11 +505,9 @@ func (r *Runner) keepUnsureIf(unsure bool, key Key, token string) {
 	}
 }
 
-// completed records res as key's result, and returns an Unknown error when
-// the effect may have run twice: the store lost this run's record and
-// another caller claimed the key since, or this run could not reach the
-// store to keep its claim (missed) nor to record its outcome (the store may
-// have lost the claim, and another caller run the key after its quarantine).
+// completed records res, and returns an Unknown error when the effect may
+// have run twice: another run claimed the key after a loss, or neither the
+// heartbeat (missed) nor the record reached the store.
 func (r *Runner) completed(ctx context.Context, key Key, mine Record, res []byte, missed bool) error {
 	taken, rerr := r.record(ctx, key, mine, Record{State: Completed, Result: bytes.Clone(res)})
 	switch {
@@ -535,9 +519,8 @@ func (r *Runner) completed(ctx context.Context, key Key, mine Record, res []byte
 	return nil
 }
 
-// keepUnsure remembers token as key's claim whose reply was lost. Beyond
-// maxUnsure keys it forgets it: the claim then waits out its lease, which
-// is safe.
+// keepUnsure remembers token as key's claim whose reply was lost, up to
+// maxUnsure keys (beyond, the claim waits out its lease: safe).
 func (r *Runner) keepUnsure(key Key, token string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -569,10 +552,7 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 		r.record(ctx, key, mine, Record{State: Unknown, Class: class, Reason: reason})
 		return nil, unknownError(reason, err)
 	case portico.Rejected:
-		// Refused locally before anything was sent (a breaker open, a
-		// limiter, a shed): proof that nothing happened. Release the key,
-		// so the next Do runs the effect, and return the error as is,
-		// RetryAfter and all.
+		// Refused before anything was sent: the next Do runs the effect.
 		r.release(ctx, key, mine, reason)
 		return nil, err
 	}
@@ -587,11 +567,8 @@ func (r *Runner) released(mine Record, reason string) Record {
 	return Record{State: Failed, Class: portico.Rejected, Reason: reason, Args: mine.Args, Owner: mine.Owner, Expires: time.Now().Add(r.lease)}
 }
 
-// release gives key, claimed by mine, back: the record becomes Failed with
-// class Rejected, which lets the next caller run the effect (see
-// rerunnable), and expires after the Lease. It is kept that long, not
-// dropped, so that a caller that saw the key pending does not find it
-// absent, which would read as a record the store lost.
+// release gives key, claimed by mine, back (see released): not dropped, so
+// that a caller that saw it pending does not read it as lost.
 func (r *Runner) release(ctx context.Context, key Key, mine Record, reason string) {
 	next := r.released(mine, reason)
 	ok, _, err := r.write(context.WithoutCancel(ctx), key, mine, next)
@@ -603,17 +580,13 @@ func (r *Runner) release(ctx context.Context, key Key, mine Record, reason strin
 	}
 }
 
-// rerunnable reports whether a key Failed with class c may run again: a
-// retryable class (Transient, RateLimited: fn says the effect did not
-// happen and trying again may succeed) or Rejected (refused before
-// anything was sent).
+// rerunnable reports whether a key Failed with class c may run again:
+// retryable, or Rejected before anything was sent.
 func rerunnable(c portico.Class) bool { return c.Retryable() || c == portico.Rejected }
 
-// record moves key from mine to next, and reports whether the store lost
-// mine and another run has claimed the key since, and the store's error
-// when it could not tell. It uses a context that outlives the caller's: an
-// outcome must be recorded even when the caller has gone. An outcome the
-// store does not take (it fails) is written back later (keepUnwritten).
+// record moves key from mine to next under a context that outlives the
+// caller's; taken reports that another run claimed the key after the store
+// lost mine. An outcome the store fails to take is written back later.
 func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken bool, err error) {
 	next.Owner = mine.Owner
 	next.Args = mine.Args
@@ -626,8 +599,7 @@ func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken 
 	case err != nil:
 		r.keepUnwritten(key, mine, next, err)
 	case !ok:
-		// Another run holds the key, or someone resolved it: this outcome
-		// is not the key's any more.
+		// Another run holds the key, or someone resolved it.
 		r.log.Warn("effect: outcome not recorded", "key", string(key), "state", next.State.String(), "moved", true)
 	}
 	return taken, err
@@ -643,11 +615,9 @@ func (r *Runner) write(ctx context.Context, key Key, mine, next Record) (ok, tak
 	return ok, taken, err
 }
 
-// keepUnwritten keeps next, the outcome of key's run under mine that the
-// store failed to take with err, and starts the write-back if it is not
-// running. Beyond maxUnwritten keys, or after Close, the outcome is given
-// up: the key stays Pending until its lease ends, then reads as Unknown,
-// which is safe, but the application has to reconcile it.
+// keepUnwritten keeps next, key's outcome the store failed to take, for
+// the write-back; beyond maxUnwritten keys or after Close it is given up
+// (the key reads Unknown after its lease, for the application to reconcile).
 func (r *Runner) keepUnwritten(key Key, mine, next Record, err error) {
 	r.mu.Lock()
 	_, had := r.unwritten[key]
@@ -697,13 +667,9 @@ func (r *Runner) writeBack() {
 	}
 }
 
-// writeUnwritten tries each unwritten outcome once, until the first store
-// error: the store is still failing, and one failed operation per Poll is
-// enough to find out when it answers again. An outcome is dropped
-// once written, when the key moved to another run, or at its expiry, when
-// the store would have forgotten it anyway. It reports whether outcomes
-// are left; if none, the write-back ends (writing is cleared under the
-// same lock that keepUnwritten checks).
+// writeUnwritten tries each unwritten outcome once, stopping at the first
+// store error (one failure a Poll tells when the store is back), and drops
+// it once written, moved or expired. It reports whether any are left.
 func (r *Runner) writeUnwritten() (left bool) {
 	r.mu.Lock()
 	todo := maps.Clone(r.unwritten)
@@ -775,12 +741,9 @@ func (r *Runner) Close() error {
 	return nil
 }
 
-// restore records next, the outcome of the run that owns it, when the
-// compare-and-swap from its Pending record failed: the update was applied
-// already (a resend whose first reply was lost), or the store lost the
-// record. The owner knows the outcome, so it writes it back over an absent
-// key or an Unknown record of [ReasonLost]. It reports taken when another
-// run holds the key.
+// restore writes next back when the compare-and-swap from its Pending
+// record failed: over an absent key or a [ReasonLost] record, or finds it
+// applied already (a lost reply). taken reports another run holds the key.
 func (r *Runner) restore(ctx context.Context, key Key, next Record) (ok, taken bool, err error) {
 	cur, stored, err := r.store.PutIfAbsent(ctx, key, next)
 	if err != nil || stored {
