@@ -13,6 +13,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/failopen"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // Store keeps the request and token buckets of a [Limiter]'s keys outside
@@ -301,7 +302,7 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 // and asks the store again only at the head (see lines).
 func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key string, tier uint8, lim *Limits, t *ticket) (*portico.Response, error, bool) {
 	s, l := m.s, m.s.l
-	start := time.Now()
+	start := mono.Now()
 	var ln *line // the key's line, once this waiter holds its turn
 	release := func() {
 		if ln != nil {
@@ -347,10 +348,11 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 
 // left is what MaxWait, counted from start, and ctx's deadline leave for
 // a wait.
-func (l *Limiter) left(ctx context.Context, start time.Time) time.Duration {
-	left := l.cfg.MaxWait - time.Since(start)
+func (l *Limiter) left(ctx context.Context, start time.Duration) time.Duration {
+	now := mono.Now()
+	left := l.cfg.MaxWait - (now - start)
 	if deadline, ok := ctx.Deadline(); ok {
-		left = min(left, time.Until(deadline))
+		left = min(left, mono.Of(deadline)-now)
 	}
 	return left
 }
