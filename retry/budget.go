@@ -35,15 +35,12 @@ func depositOf(ratio float64, capacity int64) int64 {
 
 type budgetKey struct{ dest, client string }
 
-// bucket is one key's retry budget: level is the tokens left, in 1/unit. A
-// (destination, client) bucket keeps its destination's bucket in agg once
-// looked up; a destination's bucket has none. 64 bytes, one size class.
+// bucket is one key's retry budget: level is the tokens left, in 1/unit.
 type bucket struct {
 	level atomic.Int64
 	used  atomic.Bool // touched since the last sweep
 	dead  atomic.Bool // evicted from the map
 	key   budgetKey
-	agg   atomic.Pointer[bucket]
 }
 
 // deposit adds amt up to capacity. A full bucket is only read, so a busy key
@@ -192,7 +189,7 @@ func (bs *budgets) sweep(keep budgetKey) {
 		if b.level.Load() >= bs.capacity || !b.used.Load() {
 			if _, ok := bs.m.LoadAndDelete(k); ok {
 				b.dead.Store(true)
-				b.used.Store(false) // after dead: see aggregate
+				b.used.Store(false)
 				bs.n.Add(-1)
 			}
 			return true
@@ -200,43 +197,6 @@ func (bs *budgets) sweep(keep budgetKey) {
 		b.used.Store(false)
 		return true
 	})
-}
-
-// aggregate returns the destination bucket in dests of client bucket c, whose
-// destination is dest: the one c keeps (see keptAggregate), or one looked up
-// (and created) and kept in c. The overflow bucket serves many destinations
-// and keeps none; a nil c (a client without a bucket, see forDeposit) keeps
-// none either. It checks dead after keeping the bucket, so that c never
-// keeps one that an eviction missed.
-func (bs *budgets) aggregate(dests *budgets, c *bucket, dest string) *bucket {
-	if c == nil {
-		return dests.get(dest, "")
-	}
-	if d := c.keptAggregate(); d != nil {
-		return d
-	}
-	for {
-		d := dests.get(dest, "")
-		if c == bs.overflow {
-			return d
-		}
-		c.agg.Store(d)
-		if !d.dead.Load() {
-			return d
-		}
-		c.agg.CompareAndSwap(d, nil)
-	}
-}
-
-// keptAggregate returns the destination bucket client bucket b keeps, when
-// it is still live: used since the last sweep, which an eviction clears (see
-// sweep). Nil otherwise. Two atomic loads: the per-call cost of the
-// destination budget.
-func (b *bucket) keptAggregate() *bucket {
-	if d := b.agg.Load(); d != nil && d.used.Load() {
-		return d
-	}
-	return nil
 }
 
 // spend takes one token from client bucket c and one from destination bucket

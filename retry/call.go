@@ -43,26 +43,18 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 // ClientOnly.
 type budgetPair struct{ client, dest *bucket }
 
-// pair returns req's budget buckets, creating them full if needed; the
 // deposit credits a new request of (dest, client) to the budgets in the
 // process: an atomic load each when they are full.
 func (r *Retrier) deposit(dest, client string) {
-	c := r.budget.forDeposit(dest, client) // nil: full, no room to keep it
-	if c != nil {
+	if c := r.budget.forDeposit(dest, client); c != nil { // nil: full, no room to keep it
 		c.deposit(r.budget.depositAmt, r.budget.capacity)
 	}
 	if r.dests != nil {
-		var d *bucket
-		if c != nil {
-			d = c.keptAggregate()
-		}
-		if d == nil {
-			d = r.budget.aggregate(r.dests, c, dest)
-		}
-		d.deposit(r.dests.depositAmt, r.dests.capacity)
+		r.dests.get(dest, "").deposit(r.dests.depositAmt, r.dests.capacity)
 	}
 }
 
+// pair returns req's budget buckets, creating them full if needed; the
 // budgets must be on. It does not allocate for existing keys.
 func (r *Retrier) pair(req *portico.Request) budgetPair {
 	return r.pairOf(r.destOf(req), req.Identity.ClientKey)
@@ -72,9 +64,7 @@ func (r *Retrier) pair(req *portico.Request) budgetPair {
 func (r *Retrier) pairOf(dest, client string) budgetPair {
 	p := budgetPair{client: r.budget.get(dest, client)}
 	if r.dests != nil {
-		if p.dest = p.client.keptAggregate(); p.dest == nil {
-			p.dest = r.budget.aggregate(r.dests, p.client, dest)
-		}
+		p.dest = r.dests.get(dest, "")
 	}
 	return p
 }

@@ -197,10 +197,10 @@
 //
 // # Cost
 //
-// A first-try success costs a budget lookup (a sync.Map), a
-// pointer from the client's bucket to its destination's, and, for each
-// bucket below capacity, one atomic compare-and-swap: no allocation, no
-// lock, no timer, no new context. A full bucket is only read, so busy keys
+// A first-try success costs two budget lookups (a sync.Map each, the
+// client's and the destination's) and, for each bucket below capacity, one
+// atomic compare-and-swap: no allocation, no lock, no timer, no new
+// context. A full bucket is only read, so busy keys
 // with an unused budget share no written cache line. Budgets are bounded by
 // Budget.MaxKeys, client and destination buckets each: full buckets and keys
 // idle since the previous sweep are evicted.
