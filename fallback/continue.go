@@ -143,9 +143,8 @@ func (r *request) continues() bool {
 }
 
 // chargeBreak accounts for a broken attempt on rt that the request leaves:
-// its usage goes to the answer's Usage and, at rt's prices, to its Cost and
-// the contract's budget; the route may continue the answer itself when
-// no other can (see again).
+// its usage goes to the answer's Usage, Cost and budget; rt is kept to
+// continue the answer itself when no other can (see again).
 func (r *request) chargeBreak(rt *portico.Route) {
 	c := r.cont
 	cost := rt.Capabilities.Cost(c.usage)
@@ -160,27 +159,15 @@ func (r *request) chargeBreak(rt *portico.Route) {
 	}
 }
 
-// again continues on the route that broke last, once per break, when the
-// candidates after it could not: the same route or the next fitting one
-// carries the answer on. pos is the position it is tried at (the last: no
-// candidate follows it). done reports whether the request ended here, with
-// resp or err.
+// again tries the route that broke last, once per break, at position pos
+// (the last), when the candidates after it could not carry the answer on;
+// done reports whether the request ended here.
 func (r *request) again(ctx context.Context, pos int) (resp *portico.Response, done bool, err error) {
 	for c := r.cont; c.last != nil && ctx.Err() == nil; {
 		rt, idx := c.last, c.lastIx
-		c.last = nil
-		if reason := r.skip(rt, idx); reason == reasonWrong {
-			return nil, true, r.wrong
-		} else if reason != "" {
-			r.skipped(ctx, rt, idx, reason)
-			return nil, false, nil
-		}
-		resp, stop, err := r.try(ctx, rt, idx, pos)
-		if err == nil {
-			return r.answer(rt, resp), true, nil
-		}
-		if stop {
-			return nil, true, err
+		c.last = nil // a skip ends the loop; a break sets it again
+		if resp, done, err := r.tryOrSkip(ctx, rt, idx, pos, r.skip(rt, idx)); done {
+			return resp, true, err
 		}
 	}
 	return nil, false, nil

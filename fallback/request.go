@@ -102,6 +102,12 @@ func (r *request) visit(ctx context.Context, pos int) (*portico.Response, bool, 
 	if reason == reasonCooldown && r.waitOut(ctx, pos, idx) {
 		reason = r.skip(rt, idx) // its quota's cooldown is over
 	}
+	return r.tryOrSkip(ctx, rt, idx, pos, reason)
+}
+
+// tryOrSkip tries rt, route idx at position pos, when reason (see skip) is
+// "", else records the skip; it reports whether the search ends there.
+func (r *request) tryOrSkip(ctx context.Context, rt *portico.Route, idx, pos int, reason string) (*portico.Response, bool, error) {
 	switch reason {
 	case "":
 		resp, stop, err := r.try(ctx, rt, idx, pos)
@@ -344,15 +350,12 @@ func (r *request) followed(pos int) bool {
 	return false
 }
 
-// share returns the context the candidate at position pos is called under,
-// bounded by its share of the deadline, with the func that releases the
-// share after the call (nil when the candidate has the request's deadline), or
-// false when its allowance is below MinAttempt. The context carries the
-// route's cooldown and, when another candidate follows, the wait-in-place
-// cap. With lift (a stream) and a candidate following, the share bounds the
-// gaps between signs of progress (gap, armed by watch.arm) instead of the
-// whole call. The context ends with the cut's cause (cut.Of); the package
-// documentation says how each counts.
+// share returns the context the candidate at position pos is called under:
+// bounded by its share of the deadline (end releases it; nil when the
+// caller's deadline is its own), carrying its cooldown and, when another
+// candidate follows, the wait-in-place cap; false when its allowance is
+// below MinAttempt. With lift (a stream) and a follower, the share bounds
+// the gaps between signs of progress (gap) instead of the whole call.
 func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.Context, end context.CancelFunc, gap time.Duration, ok bool) {
 	_, idx := r.candidate(pos)
 	vs := &r.g.values[idx]
@@ -392,11 +395,9 @@ func (r *request) remaining() time.Duration {
 	return time.Until(r.deadline)
 }
 
-// allow returns the allowance of a candidate, last or not, when remaining
-// is left, and whether it may be called. MinAttempt says whether a
-// fallback is worth starting, not whether to call at all: the first call
-// takes what the caller's deadline leaves, as it would with no route to
-// fall back on.
+// allow returns a candidate's allowance when remaining is left, and whether
+// it may be called: the first call takes what the deadline leaves even
+// below MinAttempt, as it would with no route to fall back on.
 func (r *request) allow(remaining time.Duration, last bool) (time.Duration, bool) {
 	cfg := &r.g.cfg
 	d, fits := allowance(remaining, r.reserve, cfg.MinAttempt, cfg.Share, last)
@@ -406,10 +407,8 @@ func (r *request) allow(remaining time.Duration, last bool) (time.Duration, bool
 	return d, fits
 }
 
-// try calls candidate rt (Config.Routes index idx) at position pos within its
-// share of the deadline. It returns the response, or the error and whether
-// the group must stop (return err as is) rather than move on; when it moves
-// on, the hop is recorded.
+// try calls candidate rt, route idx at position pos, within its share, and
+// returns the answer, or the error and whether the group stops there.
 func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
 	cctx, end, gap, ok := r.share(ctx, pos, r.req.OnChunk != nil)
 	if !ok {
@@ -435,17 +434,11 @@ func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (res
 var ErrShareTimeout error = portico.NewLayerTimeout("fallback: share timeout")
 
 // shareCauses are ErrShareTimeout in the form of each cut (cut.Causes),
-// the causes of the contexts the group ends: ErrShareTimeout itself after
-// an allowance of FaultAfter or more; shorter, for the last candidate, a
-// cut of the caller's deadline, all the caller gave it, which breakers
-// ignore; shorter while another candidate followed, an unanswered cut, which
-// a breaker counts in its run of consecutive failures, not in its failure
-// rate.
+// indexed by cut.Of; ErrShareTimeout's doc says how breakers count each.
 var shareCauses = cut.Causes(ErrShareTimeout)
 
-// attempt calls rt under cctx, a context derived from the request's ctx with
-// rt's allowance, and judges the outcome; gap, when positive, bounds a
-// stream's gaps between signs of progress (see share and watch.arm).
+// attempt calls rt under cctx, its share of ctx, and judges the outcome;
+// gap > 0 bounds a stream's gaps between signs of progress (see share).
 func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int, gap time.Duration) (*portico.Response, bool, error) {
 	var w *watch // with OnChunk: what reached the caller
 	var req *portico.Request
@@ -474,9 +467,8 @@ func (r *request) attempt(ctx, cctx context.Context, rt *portico.Route, idx int,
 }
 
 // watched returns the context and request of a streamed attempt to rt,
-// watched by w: its gate sees the chunks when a Policy's statistics time
-// the first (timed), a gap bound is armed (gap > 0), or a broken stream
-// may be continued (r.cont).
+// watched by w, which gates the chunks when it times the first, bounds
+// gaps, or keeps the text of a stream that may continue.
 func (r *request) watched(ctx, cctx context.Context, w *watch, rt *portico.Route, gap time.Duration) (context.Context, *portico.Request) {
 	req := r.req
 	var gate portico.ChunkGate
@@ -509,8 +501,7 @@ func (r *request) timed(idx int, w *watch) time.Time {
 
 // outcome returns what the group makes of a call's resp and err, with w
 // its watch (nil: not streamed): a call the gap bound cut is never a
-// success whose chunks the caller did not get; a broken stream may be
-// continued (see end); no answer and no error breaks the Model contract.
+// success; a broken stream may continue (see end).
 func (r *request) outcome(w *watch, req *portico.Request, resp *portico.Response, err error) (*portico.Response, error) {
 	if w != nil {
 		if w.settle() && err == nil { // answered past the cut, which refused the chunks after it
@@ -722,19 +713,15 @@ func (w *watch) settle() bool {
 // with its cause, as an adapter reports it.
 func (w *watch) cutErr() error { return portico.FromContext(w.cut) }
 
-// judge decides what the failure err of rt, route idx, called under cctx,
-// means for the request: stop with an error (true), or move on (false)
-// after recording the hop. Either way a Retry-After that err carries cools
-// the route down.
+// judge decides whether the request stops (true) or moves on after rt,
+// route idx, failed with err under cctx; err's Retry-After cools rt down.
 func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, err error) (*portico.Response, bool, error) {
 	r.cool(idx, err)
 	if (r.delivered && !r.continues()) || ctx.Err() != nil {
 		return nil, true, r.stopAfter(ctx, rt, err)
 	}
-	// When the candidate's own share ran out, the caller's deadline has
-	// not: move on whatever class the route reports (Ambiguous once sent,
-	// even with NoAmbiguousRetry: the split exists to reach the fallback
-	// after a stalled primary).
+	// The candidate's own share ran out, not the caller's deadline: move
+	// on whatever the class (Ambiguous too, even with NoAmbiguousRetry).
 	reason := "timeout"
 	if cctx.Err() == nil || !errors.Is(context.Cause(cctx), ErrShareTimeout) {
 		var stop bool
@@ -747,10 +734,8 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, e
 	return nil, false, err
 }
 
-// stopAfter is the error of a search that stops when rt failed with err
-// after a chunk reached the caller (and the request does not continue the
-// answer) or once the caller's context ended: out of time when its
-// deadline passed before anything was delivered.
+// stopAfter is the error of a search stopped after rt failed with err, a
+// chunk having reached the caller or the caller's context having ended.
 func (r *request) stopAfter(ctx context.Context, rt *portico.Route, err error) error {
 	switch {
 	case ctx.Err() != nil && !r.delivered && errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -762,10 +747,8 @@ func (r *request) stopAfter(ctx context.Context, rt *portico.Route, err error) e
 	return stopped(r.hops, rt, err)
 }
 
-// leave returns the reason to leave rt after its failure err, by err's
-// class, or stop true when the group must not move on: Permanent, Canceled
-// and unknown classes; Unusable with Config.StopOnUnusable; Ambiguous on
-// a request that sets NoAmbiguousRetry, unless a broken stream continues.
+// leave returns the reason to leave rt after its failure err, by class,
+// and stop when the group must not move on.
 func (r *request) leave(rt *portico.Route, err error) (reason string, stop bool) {
 	class := portico.ClassOf(err)
 	switch class {
@@ -783,9 +766,8 @@ func (r *request) leave(rt *portico.Route, err error) (reason string, stop bool)
 	return class.String(), true
 }
 
-// incompatible returns the reason to leave rt after err, of class
-// Incompatible: "context window" when the input needs more than rt's
-// window, and routes no larger are skipped from then on.
+// incompatible returns the reason to leave rt after err, an Incompatible
+// one; after a context overflow, routes no larger are skipped from then on.
 func (r *request) incompatible(rt *portico.Route, err error) string {
 	w := rt.Capabilities.ContextWindow
 	if w <= 0 || !overflow(err) {
