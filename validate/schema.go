@@ -270,16 +270,7 @@ func (p *pipeline) schemaViolation(e *jsonschema.ValidationError) Violation {
 	return v
 }
 
-func childPointer(parent []string, name string) string {
-	var b strings.Builder
-	for _, t := range parent {
-		b.WriteByte('/')
-		escapeToken(&b, t)
-	}
-	b.WriteByte('/')
-	escapeToken(&b, name)
-	return b.String()
-}
+func childPointer(parent []string, name string) string { return under(Pointer(parent...), name) }
 
 // schemaPointer returns the fragment of the absolute schema location url
 // joined with the keyword path: "/properties/total/minimum".
@@ -288,11 +279,5 @@ func schemaPointer(url string, kw []string) string {
 	if i := strings.IndexByte(url, '#'); i >= 0 {
 		frag = url[i+1:]
 	}
-	var b strings.Builder
-	b.WriteString(frag)
-	for _, t := range kw {
-		b.WriteByte('/')
-		escapeToken(&b, t)
-	}
-	return b.String()
+	return under(frag, kw...)
 }

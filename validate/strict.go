@@ -199,14 +199,6 @@ func hasKey(m map[string]any, k string) bool {
 	return ok
 }
 
-func join(ptr string, tok string) string {
-	var b strings.Builder
-	b.WriteString(ptr)
-	b.WriteByte('/')
-	escapeToken(&b, tok)
-	return b.String()
-}
-
 // node checks the schema s at ptr, nested in depth objects.
 func (w *strictWalker) node(s any, ptr string, depth int) {
 	m, ok := s.(map[string]any)
@@ -223,10 +215,10 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 	}
 	for _, kw := range slices.Sorted(maps.Keys(m)) {
 		if !strictKeywords[kw] {
-			w.add(join(ptr, kw), StrictKeyword, kw)
+			w.add(under(ptr, kw), StrictKeyword, kw)
 			continue
 		}
-		w.keyword(kw, m[kw], join(ptr, kw), depth)
+		w.keyword(kw, m[kw], under(ptr, kw), depth)
 	}
 }
 
@@ -266,7 +258,7 @@ func (w *strictWalker) object(m map[string]any, ptr string, depth int) {
 		w.props++
 		w.chars += utf8.RuneCountInString(name)
 		if !required[name] {
-			w.add(join(join(ptr, "properties"), name), StrictRequired, "property "+strconv.Quote(name)+" not in required")
+			w.add(under(ptr, "properties", name), StrictRequired, "property "+strconv.Quote(name)+" not in required")
 		}
 	}
 }
@@ -282,14 +274,14 @@ func (w *strictWalker) keyword(kw string, val any, at string, depth int) {
 				w.chars += utf8.RuneCountInString(name)
 				depth = 0
 			}
-			w.node(m[name], join(at, name), depth)
+			w.node(m[name], under(at, name), depth)
 		}
 	case "items":
 		w.node(val, at, depth)
 	case "anyOf":
 		list, _ := val.([]any)
 		for i, sub := range list {
-			w.node(sub, join(at, strconv.Itoa(i)), depth)
+			w.node(sub, under(at, strconv.Itoa(i)), depth)
 		}
 	case "additionalProperties":
 		if sub, ok := val.(map[string]any); ok {

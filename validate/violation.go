@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
@@ -102,21 +103,11 @@ type Violation struct {
 // at /total"), with " in call N" after the rule for StageTools and "(root)"
 // for the empty pointer.
 func (v Violation) String() string {
-	var b strings.Builder
-	b.WriteString(v.Stage.String())
-	b.WriteByte(' ')
-	b.WriteString(v.Rule)
+	s := v.Stage.String() + " " + v.Rule
 	if v.Stage == StageTools {
-		b.WriteString(" in call ")
-		b.WriteString(strconv.Itoa(v.Call))
+		s += " in call " + strconv.Itoa(v.Call)
 	}
-	b.WriteString(" at ")
-	if v.Pointer == "" {
-		b.WriteString("(root)")
-	} else {
-		b.WriteString(v.Pointer)
-	}
-	return b.String()
+	return s + " at " + cmp.Or(v.Pointer, "(root)")
 }
 
 // Rejection is the typed error of a rejected answer: every violation the
@@ -156,28 +147,22 @@ func (r *Rejection) Is(target error) bool {
 // ", ...".
 func (r *Rejection) Error() string {
 	var b strings.Builder
-	b.WriteString("validate: rejected: ")
 	n := len(r.Violations) + r.Omitted
-	b.WriteString(strconv.Itoa(n))
-	if n == 1 {
-		b.WriteString(" violation")
-	} else {
-		b.WriteString(" violations")
+	b.WriteString("validate: rejected: " + strconv.Itoa(n) + " violation")
+	if n != 1 {
+		b.WriteByte('s')
 	}
 	const shown = 8
 	for i, v := range r.Violations {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
 		if i == shown {
 			b.WriteString(", ...")
 			break
 		}
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString(v.Stage.String())
-		b.WriteByte('/')
-		b.WriteString(v.Rule)
+		b.WriteString(sep + v.Stage.String() + "/" + v.Rule)
 	}
 	return b.String()
 }
@@ -195,28 +180,18 @@ func (r *Rejection) Has(rule, pointer string) bool {
 // Pointer returns the RFC 6901 JSON pointer of the given path of object keys
 // and array indices (as decimal strings): Pointer("lines", "0", "a/b") is
 // "/lines/0/a~1b". Pointer() is "", the whole document.
-func Pointer(tokens ...string) string {
+func Pointer(tokens ...string) string { return under("", tokens...) }
+
+// under returns the JSON pointer of tokens under the pointer ptr.
+func under(ptr string, tokens ...string) string {
 	var b strings.Builder
+	b.WriteString(ptr)
 	for _, t := range tokens {
 		b.WriteByte('/')
-		escapeToken(&b, t)
+		b.WriteString(tokenEscaper.Replace(t))
 	}
 	return b.String()
 }
 
-func escapeToken(b *strings.Builder, t string) {
-	if !strings.ContainsAny(t, "~/") {
-		b.WriteString(t)
-		return
-	}
-	for i := 0; i < len(t); i++ {
-		switch t[i] {
-		case '~':
-			b.WriteString("~0")
-		case '/':
-			b.WriteString("~1")
-		default:
-			b.WriteByte(t[i])
-		}
-	}
-}
+// tokenEscaper escapes a reference token: "~" as "~0", "/" as "~1".
+var tokenEscaper = strings.NewReplacer("~", "~0", "/", "~1")
