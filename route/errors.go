@@ -76,26 +76,22 @@ func skipHop(name string, fitErr error) portico.Hop {
 // until one takes calls again, as RetryAfter; Incompatible otherwise. Its Err
 // joins ErrNoRoute and the Fits errors, so errors.Is finds each.
 func noRoute(hops []portico.Hop, wait time.Duration) error {
-	class := portico.Incompatible
+	unavailable := false
 	errs := make([]error, 0, len(hops)+1)
 	errs = append(errs, ErrNoRoute)
 	for _, h := range hops {
 		if h.Err == nil {
-			class = portico.Rejected
-			continue
+			unavailable = true
+		} else {
+			errs = append(errs, h.Err)
 		}
-		errs = append(errs, h.Err)
 	}
 	// No Reason: the class and ErrNoRoute say it, and each route's error
 	// says why it was not a candidate.
-	if class != portico.Rejected {
-		wait = 0
+	if !unavailable {
+		return &portico.Error{Class: portico.Incompatible, Err: portico.Join(errs...)}
 	}
-	var by portico.Refuser
-	if class == portico.Rejected {
-		by = portico.CircuitBreaker
-	}
-	return &portico.Error{Class: class, RefusedBy: by, RetryAfter: wait, Err: portico.Join(errs...)}
+	return &portico.Error{Class: portico.Rejected, RefusedBy: portico.CircuitBreaker, RetryAfter: wait, Err: portico.Join(errs...)}
 }
 
 // skips are the hops of routes skipped unasked, with the least time until

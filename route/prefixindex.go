@@ -184,33 +184,36 @@ func (x *blockIndex) touch(hash uint64, bytes int, now, epoch int64) {
 func (x *blockIndex) evictionCost(k int, keep []block, now int64) float64 {
 	epoch := floorDiv(now, x.window)
 	left := 1 - float64(now-epoch*x.window)/float64(x.window) // of epoch-1, still in the window
-	recent := func(n *bnode) float64 {
-		switch n.epoch {
-		case epoch:
-			return float64(n.uses) + left*float64(n.prevUses)
-		case epoch - 1:
-			return left * float64(n.uses)
-		}
-		return 0
-	}
-	for _, b := range keep {
-		if i, ok := x.m[b.hash]; ok {
-			x.nodes[i].keep = true
-		}
-	}
+	x.mark(keep, true)
 	s := 0.0
 	for i := x.tail; i >= 0 && k > 0; i = x.nodes[i].prev {
 		if n := &x.nodes[i]; !n.keep {
-			s += float64(n.bytes) * recent(n)
+			s += float64(n.bytes) * n.recent(epoch, left)
 			k--
 		}
 	}
-	for _, b := range keep {
+	x.mark(keep, false)
+	return s
+}
+
+// mark sets the keep flag of the indexed blocks of bs.
+func (x *blockIndex) mark(bs []block, keep bool) {
+	for _, b := range bs {
 		if i, ok := x.m[b.hash]; ok {
-			x.nodes[i].keep = false
+			x.nodes[i].keep = keep
 		}
 	}
-	return s
+}
+
+// recent is n's calls within the window at epoch, left of epoch-1 in it.
+func (n *bnode) recent(epoch int64, left float64) float64 {
+	switch n.epoch {
+	case epoch:
+		return float64(n.uses) + left*float64(n.prevUses)
+	case epoch - 1:
+		return left * float64(n.uses)
+	}
+	return 0
 }
 
 // toFront moves the block with this hash, if indexed, to the most recently

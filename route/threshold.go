@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -60,9 +61,7 @@ func NewThreshold(cfg ThresholdConfig) (*Threshold, error) {
 	if t.scorer == nil {
 		t.scorer = HeuristicScore
 	}
-	if t.threshold == 0 {
-		t.threshold = 0.5
-	}
+	t.threshold = cmp.Or(t.threshold, 0.5)
 	if t.est == nil {
 		t.est = portico.DefaultEstimator
 	}
@@ -115,17 +114,23 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 			return nil, stop // wrong on any route
 		}
 		if ok {
-			resp, err := r.Model.Generate(ctx, r.RequestFor(req))
-			if err != nil {
-				return nil, err
-			}
-			if resp == nil {
-				return nil, errNilResponse(r.Name)
-			}
-			return r.Stamp(resp, sk.hops, 0), nil
+			return callRoute(ctx, r, req, sk.hops)
 		}
 		sk.add(r, h)
 		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: r.Name, Class: hopClass(h), Reason: h.Reason})
 	}
 	return nil, noRoute(sk.hops, sk.wait)
+}
+
+// callRoute calls r with req and stamps its answer, after the routes
+// skipped in hops.
+func callRoute(ctx context.Context, r *portico.Route, req *portico.Request, hops []portico.Hop) (*portico.Response, error) {
+	resp, err := r.Model.Generate(ctx, r.RequestFor(req))
+	if err == nil && resp == nil {
+		err = errNilResponse(r.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.Stamp(resp, hops, 0), nil
 }
