@@ -27,7 +27,8 @@ const (
 	// FaultRoute: the route's: a class with [Class.RouteFault].
 	FaultRoute
 	// FaultLocal: nobody's that a layer counts: a refusal of a layer of
-	// this process ([Rejected]), which never reached the route.
+	// this process ([Rejected]), which never reached the route, or an
+	// *Error of class OK.
 	FaultLocal
 )
 
