@@ -1,6 +1,7 @@
 package fallback
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -83,11 +84,8 @@ func New(cfg Config) (*Group, error) {
 	}
 	g.shared, _ = g.cool.(SharedCooldowns)
 	for i, r := range c.Routes {
-		g.keys[i] = r.Name
-		if q := r.Capabilities.Quota; q != "" {
-			g.keys[i] = q
-		}
-		key := g.keys[i]
+		key := cmp.Or(r.Capabilities.Quota, r.Name)
+		g.keys[i] = key
 		g.values = append(g.values, newShareValues(func() time.Time { return g.cool.Until(key) }, c.WaitInPlace))
 	}
 	g.covers = covers(c.Routes)

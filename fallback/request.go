@@ -49,13 +49,9 @@ type request struct {
 // error of a search that stopped or ran out of routes.
 func (r *request) run(ctx context.Context) (*portico.Response, error) {
 	r.enter(ctx)
-	n := len(r.g.cfg.Routes)
-	if r.g.cfg.Policy != nil {
-		var err error
-		if r.order, err = r.rank(ctx); err != nil {
-			return nil, err
-		}
-		n = len(r.order)
+	n, err := r.candidates(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if p := r.plan; p != nil { // see Group.race
 		return p.r.race(ctx, r.g.cfg.Hedge, n, p)
@@ -71,6 +67,17 @@ func (r *request) run(ctx context.Context) (*portico.Response, error) {
 		}
 	}
 	return r.exhausted(ctx)
+}
+
+// candidates returns how many candidates the request has: Config.Routes,
+// or with a Policy those rank orders (the error: see rank).
+func (r *request) candidates(ctx context.Context) (int, error) {
+	if r.g.cfg.Policy == nil {
+		return len(r.g.cfg.Routes), nil
+	}
+	var err error
+	r.order, err = r.rank(ctx)
+	return len(r.order), err
 }
 
 // enter reads the request's deadline, and the clock once for the entry
