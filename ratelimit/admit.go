@@ -407,22 +407,13 @@ func (l *Limiter) dispatch(e *entry, now time.Duration) {
 }
 
 // maxInFlight is the cap on e's calls in flight now: the tighter of
-// Limits.MaxInFlight and Config.Concurrency's limit, 0 for none. Small
-// enough to inline, so that a Limiter without a Concurrency pays a branch.
-// The caller holds e.mu.
+// Limits.MaxInFlight and Config.Concurrency's limit (at least 1), 0 for
+// none. The caller holds e.mu.
 func (l *Limiter) maxInFlight(e *entry) int {
+	n := e.lim.MaxInFlight
 	if l.cfg.Concurrency == nil {
-		return e.lim.MaxInFlight
+		return n
 	}
-	return l.adaptiveCap(e.lim.MaxInFlight)
-}
-
-// adaptiveCap is maxInFlight's work with a Concurrency: the tighter of n
-// (MaxInFlight, 0 for none) and its limit, at least 1. Kept out of line so
-// that maxInFlight inlines.
-//
-//go:noinline
-func (l *Limiter) adaptiveCap(n int) int {
 	if a := max(l.cfg.Concurrency.Limit(), 1); n == 0 || a < n {
 		return a
 	}
