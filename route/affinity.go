@@ -82,37 +82,46 @@ type session struct {
 func (p *affinityPicker) Pick(info PickInfo) (PickResult, error) {
 	id := info.Request.Identity.SessionID
 	if info.InputTokens <= p.short || id == "" {
-		if i := leastUsed(p.replicas); i >= 0 {
-			return PickResult{Index: i}, nil
-		}
-		return PickResult{Index: -1}, noReplica(p.replicas)
+		return picked(p.replicas, leastUsed(p.replicas))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.sessions[id]; ok {
-		s := e.Value.(*session)
-		p.lru.MoveToFront(e)
-		if p.replicas[s.replica].Available() {
-			return PickResult{Index: s.replica}, nil
-		}
+	return picked(p.replicas, p.sessionReplica(id))
+}
+
+// sessionReplica returns session id's replica, moving the session to the
+// least used one at its first long call or when its own is unavailable;
+// -1 when none is available. p.mu is held.
+func (p *affinityPicker) sessionReplica(id string) int {
+	e, ok := p.sessions[id]
+	if !ok {
 		i := leastUsed(p.replicas)
-		if i < 0 {
-			return PickResult{Index: -1}, noReplica(p.replicas)
+		if i >= 0 {
+			p.remember(id, i)
 		}
-		s.replica = i
-		return PickResult{Index: i}, nil
+		return i
+	}
+	p.lru.MoveToFront(e)
+	s := e.Value.(*session)
+	if p.replicas[s.replica].Available() {
+		return s.replica
 	}
 	i := leastUsed(p.replicas)
-	if i < 0 {
-		return PickResult{Index: -1}, noReplica(p.replicas)
+	if i >= 0 {
+		s.replica = i
 	}
+	return i
+}
+
+// remember places session id on replica i, forgetting the least recently
+// used session beyond max. p.mu is held.
+func (p *affinityPicker) remember(id string, i int) {
 	if len(p.sessions) >= p.max {
 		old := p.lru.Back()
 		p.lru.Remove(old)
 		delete(p.sessions, old.Value.(*session).id)
 	}
 	p.sessions[id] = p.lru.PushFront(&session{id: id, replica: i})
-	return PickResult{Index: i}, nil
 }
 
 // len returns how many sessions the picker remembers; for tests.

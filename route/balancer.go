@@ -220,6 +220,15 @@ func (b *Balancer) Generate(ctx context.Context, req *portico.Request) (*portico
 	return pickAndCall(ctx, req, b.Pick, func(i int) *portico.Route { return &b.replicas[i].Route })
 }
 
+// picked is a picker's result for replica i of rs, or noReplica's error
+// when i < 0.
+func picked(rs []*Replica, i int) (PickResult, error) {
+	if i < 0 {
+		return PickResult{Index: -1}, noReplica(rs)
+	}
+	return PickResult{Index: i}, nil
+}
+
 // noReplica is the error of a picker that finds none of rs available: its
 // RetryAfter is the least time until one takes calls again, 0 if unknown.
 func noReplica(rs []*Replica) error {

@@ -50,10 +50,7 @@ func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 	case len(p.replicas) == 1 && p.replicas[0].Available():
 		k = 0
 	}
-	if k < 0 {
-		return PickResult{Index: -1}, noReplica(p.replicas)
-	}
-	return PickResult{Index: k}, nil
+	return picked(p.replicas, k)
 }
 
 // pickOfTwo draws two distinct replicas and returns the available one with

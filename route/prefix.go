@@ -139,10 +139,7 @@ func (p *prefixPicker) Pick(info PickInfo) (PickResult, error) {
 		*bp = bs[:0]
 		p.pool.Put(bp)
 	}
-	if i < 0 {
-		return PickResult{Index: -1}, noReplica(p.replicas)
-	}
-	return PickResult{Index: i}, nil
+	return picked(p.replicas, i)
 }
 
 // place runs E2 for the prompt blocks bs at time t (a mono.Now reading, in

@@ -126,12 +126,23 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 		return PickResult{Index: -1}, errNilRequest
 	}
 	n := estimate(r.est, &info)
+	best, err := r.best(req, n)
+	if err != nil {
+		return PickResult{Index: -1}, err
+	}
+	r.stats.Start(best)
+	return PickResult{Index: best, Done: r.done[best]}, nil
+}
+
+// best returns the fitting, available route of least score for req, n
+// tokens, or the error of a request wrong on any route or of none found.
+func (r *Router) best(req *portico.Request, n int) (int, error) {
 	best, bestScore := -1, math.Inf(1)
 	for i := range r.routes {
 		rt := &r.routes[i]
 		if err := rt.Capabilities.Fits(req, n); err != nil {
 			if portico.ClassOf(err) == portico.Permanent {
-				return PickResult{Index: -1}, err // wrong on any route
+				return -1, err // wrong on any route
 			}
 			continue
 		}
@@ -145,10 +156,9 @@ func (r *Router) Pick(info PickInfo) (PickResult, error) {
 		}
 	}
 	if best < 0 {
-		return PickResult{Index: -1}, r.noRoute(req, n)
+		return -1, r.noRoute(req, n)
 	}
-	r.stats.Start(best)
-	return PickResult{Index: best, Done: r.done[best]}, nil
+	return best, nil
 }
 
 // noRoute is Pick's error when no route fits req, n tokens, and is available.
