@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +49,8 @@ func ParseRateLimit(h http.Header, now time.Time) *portico.RateLimit {
 	var qs [len(quotaHeaders)]portico.Quota
 	known := false
 	for i := range quotaHeaders {
-		qs[i] = parseQuota(h, &quotaHeaders[i], now)
+		names := &quotaHeaders[i]
+		qs[i] = adapt.Quota(h, names.remaining, names.limit, names.reset, func(v string) (time.Duration, bool) { return ParseReset(v, now) })
 		known = known || qs[i].Known
 	}
 	if !known {
@@ -70,33 +70,4 @@ var quotaHeaders = [...]quotaNames{
 	{"Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Reset"},
 	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Reset"},
 	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Reset"},
-}
-
-func parseQuota(h http.Header, names *quotaNames, now time.Time) portico.Quota {
-	var q portico.Quota
-	rem, ok := count(adapt.Header(h, names.remaining))
-	if !ok {
-		return q
-	}
-	q.Known, q.Remaining = true, rem
-	if lim, ok := count(adapt.Header(h, names.limit)); ok {
-		q.Limit = lim
-	}
-	if v := adapt.Header(h, names.reset); v != "" {
-		if d, ok := ParseReset(v, now); ok {
-			q.Reset = d
-		}
-	}
-	return q
-}
-
-// count parses a non-negative integer; an absent header ("") is not one,
-// without the allocation of strconv's error.
-func count(v string) (int, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v)
-	return n, err == nil && n >= 0
 }

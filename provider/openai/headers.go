@@ -2,7 +2,6 @@ package openai
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,27 +61,12 @@ func ParseReset(v string) (d time.Duration, ok bool) {
 // non-negative integer; its limit and reset are filled when valid. It returns
 // nil when no quota is known.
 func ParseRateLimit(h http.Header) *portico.RateLimit {
-	var rl portico.RateLimit
-	rl.Requests = parseQuota(h, "requests")
-	rl.Tokens = parseQuota(h, "tokens")
+	rl := portico.RateLimit{
+		Requests: adapt.Quota(h, "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Limit-Requests", "X-Ratelimit-Reset-Requests", ParseReset),
+		Tokens:   adapt.Quota(h, "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Reset-Tokens", ParseReset),
+	}
 	if !rl.Requests.Known && !rl.Tokens.Known {
 		return nil
 	}
 	return &rl
-}
-
-func parseQuota(h http.Header, kind string) portico.Quota {
-	var q portico.Quota
-	rem, err := strconv.Atoi(strings.TrimSpace(h.Get("x-ratelimit-remaining-" + kind)))
-	if err != nil || rem < 0 {
-		return q
-	}
-	q.Known, q.Remaining = true, rem
-	if lim, err := strconv.Atoi(strings.TrimSpace(h.Get("x-ratelimit-limit-" + kind))); err == nil && lim >= 0 {
-		q.Limit = lim
-	}
-	if d, ok := ParseReset(h.Get("x-ratelimit-reset-" + kind)); ok {
-		q.Reset = d
-	}
-	return q
 }

@@ -155,22 +155,18 @@ func ChunkError(err error, model string) error {
 // ": message" when message is not empty.
 func ErrorText(name string, inStream bool, status int, message string, fields ...string) string {
 	var b strings.Builder
-	b.WriteString(name)
-	b.WriteString(": ")
+	b.WriteString(name + ": ")
 	if inStream {
 		b.WriteString("stream ")
 	}
-	b.WriteString("error status ")
-	b.WriteString(strconv.Itoa(status))
+	b.WriteString("error status " + strconv.Itoa(status))
 	for i := 0; i+1 < len(fields); i += 2 {
 		if fields[i+1] != "" {
-			b.WriteString(fields[i])
-			b.WriteString(fields[i+1])
+			b.WriteString(fields[i] + fields[i+1])
 		}
 	}
 	if message != "" {
-		b.WriteString(": ")
-		b.WriteString(message)
+		b.WriteString(": " + message)
 	}
 	return b.String()
 }

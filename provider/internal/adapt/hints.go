@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/portico-llm/portico"
 )
 
 // MaxHint bounds every parsed wait: longer hints are clamped to it, so that
@@ -80,4 +82,34 @@ func Header(h http.Header, k string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// Quota reads one quota from a provider's rate-limit headers, named in
+// canonical form: Known when the remaining header is a non-negative
+// integer, with the limit and the reset (read by parseReset) when valid.
+func Quota(h http.Header, remaining, limit, reset string, parseReset func(string) (time.Duration, bool)) portico.Quota {
+	var q portico.Quota
+	rem, ok := count(Header(h, remaining))
+	if !ok {
+		return q
+	}
+	q.Known, q.Remaining = true, rem
+	if lim, ok := count(Header(h, limit)); ok {
+		q.Limit = lim
+	}
+	if v := Header(h, reset); v != "" {
+		q.Reset, _ = parseReset(v)
+	}
+	return q
+}
+
+// count parses a non-negative integer; an absent header ("") is not one,
+// without the allocation of strconv's error.
+func count(v string) (int, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 0
 }
