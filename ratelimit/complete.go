@@ -28,8 +28,9 @@ func outcome(err error) portico.Class {
 // best waiter); what a refund frees goes at once to the waiters, first in
 // line first.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
+	now := mono.Now()
 	if c := l.cfg.Concurrency; c != nil && !panicked {
-		c.Done(mono.Now()-t.granted-t.read, t.inflight, outcome(err))
+		c.Done(now-t.granted-t.read, t.inflight, outcome(err))
 	}
 	rl, d := settlement(t, resp, err, panicked)
 	e := t.e
@@ -44,7 +45,6 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	default:
 		e.tok.charge(float64(-d), float64(e.lim.Tokens)) // down to one period's quota
 	}
-	now := mono.Now()
 	if rl != nil {
 		e.adopt(now, rl, l.cfg.MaxProviderHold)
 	}
