@@ -37,9 +37,6 @@ const (
 // up to 2^24-1 (16,777,215) calls in flight at once on one replica.
 func (r *Replica) InFlight() int { return int(r.count.Load() & inFlightMask) }
 
-// inFlight is InFlight as an int64, for comparisons in pickers.
-func (r *Replica) inFlight() int64 { return int64(r.count.Load() & inFlightMask) }
-
 // Picks returns how many calls have been placed on the replica in total,
 // modulo 2^40 (over a trillion).
 func (r *Replica) Picks() uint64 { return r.count.Load() >> inFlightBits }

@@ -70,11 +70,9 @@ func skipHop(name string, fitErr error) portico.Hop {
 	return portico.Hop{Route: name, Reason: reason, Err: fitErr}
 }
 
-// noRoute builds the error returned when no candidate fits and is available:
-// Rejected, RefusedBy CircuitBreaker (a route's Health: its breaker), if any
-// candidate was merely unavailable, with wait, the least time
-// until one takes calls again, as RetryAfter; Incompatible otherwise. Its Err
-// joins ErrNoRoute and the Fits errors, so errors.Is finds each.
+// noRoute is the error when no candidate fits and is available: Rejected
+// by CircuitBreaker with RetryAfter wait if one was merely unavailable,
+// else Incompatible; its Err joins ErrNoRoute and the Fits errors.
 func noRoute(hops []portico.Hop, wait time.Duration) error {
 	unavailable := false
 	errs := make([]error, 0, len(hops)+1)
@@ -134,11 +132,9 @@ func hopClass(h portico.Hop) portico.Class {
 	return portico.ClassOf(h.Err)
 }
 
-// check applies the shared filter in package fallback's order: Fits first,
-// then availability. It reports whether r is a candidate and, when it is not,
-// the hop saying why (Err nil for an unavailable route). A Permanent error
-// from Fits (the request is wrong on any route) is returned as stop: the
-// caller returns it at once.
+// check applies the shared filter, Fits then availability, as package
+// fallback does: ok, or the hop saying why not (Err nil: unavailable), or
+// stop, Fits' Permanent error (the request is wrong on any route).
 func check(r *portico.Route, req *portico.Request, nIn int) (h portico.Hop, ok bool, stop error) {
 	if err := r.Capabilities.Fits(req, nIn); err != nil {
 		if portico.ClassOf(err) == portico.Permanent {

@@ -61,7 +61,7 @@ func (p *p2cPicker) pickOfTwo() int {
 	a, b := p.replicas[i], p.replicas[j]
 	okA, okB := a.Available(), b.Available()
 	switch {
-	case okB && (!okA || b.inFlight() < a.inFlight()):
+	case okB && (!okA || b.InFlight() < a.InFlight()):
 		return j
 	case okA:
 		return i

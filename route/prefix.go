@@ -119,7 +119,7 @@ type replicaState struct {
 	hit      int     // leading blocks cached
 	q        float64 // recent load, tokens
 	nReq     int     // calls in the window
-	inFlight int64
+	inFlight int
 }
 
 // less orders replicas by load: calls in flight, then recent load Q.
@@ -189,7 +189,7 @@ func (p *prefixPicker) survey(bs []block, t int64) (best, least int) {
 		work, n := st.load.sum(t, p.width)
 		st.q = work + p.cfg.DecodeWeight*st.outAvg*float64(n)
 		st.nReq = n
-		st.inFlight = r.inFlight()
+		st.inFlight = r.InFlight()
 		if best < 0 || st.hit > p.state[best].hit || (st.hit == p.state[best].hit && st.less(&p.state[best])) {
 			best = g
 		}
@@ -230,16 +230,11 @@ func (p *prefixPicker) hitBytes(bs []block, g int) int {
 	return 0
 }
 
-// record enters the prompt blocks bs, sent at t, in the replica's index. The
-// blocks already cached (the first st.hit) are refreshed first, so that
-// inserting the new ones evicts other prompts' blocks, never the call's own
-// prefix (which would lose its use counts); then the new blocks go in, last
-// block first; then the cached prefix moves back to the front. The index ends
-// ordered block 0 most recent, so along any chain an earlier block is never
-// evicted before a later one (see blockIndex.longest). A prompt of more blocks
-// than the index holds is entered last block first, keeping its first
-// maxBlocks blocks; when nothing will be evicted, one pass, last block first,
-// does.
+// record enters the prompt blocks bs, sent at t, in the replica's index,
+// last block first, leaving block 0 most recent so that along a chain an
+// earlier block is never evicted before a later one (see longest). The
+// cached prefix (the first st.hit) is refreshed first and moved back to
+// the front last, so that the new blocks evict other prompts', not its own.
 func (st *replicaState) record(bs []block, t, epoch int64, maxBlocks int) {
 	size := func(k int) int {
 		if k == 0 {

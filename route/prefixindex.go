@@ -17,13 +17,11 @@ type block struct {
 // only, so a per-process seed is enough and defeats crafted collisions.
 var hashSeed = maphash.MakeSeed()
 
-// hashPrompt appends to dst the chain of block hashes of req's prompt, blockBytes
-// bytes per block, and returns it. Each message starts by mixing its role into
-// the chain; each text part (and each tool call's name and arguments, and each
-// image URL) is cut into blocks of blockBytes, the last one possibly shorter.
-// Block i's hash covers the whole prompt up to its end, so two prompts share
-// block i's hash exactly when they share that prefix (up to 64-bit collisions).
-// The prompt is read once, whatever the number of replicas.
+// hashPrompt appends to dst the chain of block hashes of req's prompt, each
+// message's role mixed in first and each text cut into blocks of
+// blockBytes, and returns it: block i's hash covers the prompt up to its
+// end, so two prompts share it exactly when they share that prefix (up to
+// 64-bit collisions).
 func hashPrompt(req *portico.Request, blockBytes int, dst []block) []block {
 	var h uint64
 	end := 0
@@ -174,13 +172,10 @@ func (x *blockIndex) touch(hash uint64, bytes int, now, epoch int64) {
 	x.pushFront(i)
 }
 
-// evictionCost returns the sum, over the k least recently used blocks that a
-// call adding k new blocks at now would evict from a full index, of bytes
-// times the calls that sent the block within the last H (uses in the current
-// epoch plus the previous epoch's uses scaled by the part of it still inside
-// the window): Preble's E_g before dividing by the window's calls. The blocks
-// of keep (the call's own cached prefix, which the call refreshes before it
-// inserts anything) are not evicted, so they are passed over.
+// evictionCost is Preble's E_g before dividing by the window's calls: the
+// sum, over the k least recently used blocks a full index would evict at
+// now (passing over keep, the call's own cached prefix, which it
+// refreshes first), of bytes times the calls that sent it within H.
 func (x *blockIndex) evictionCost(k int, keep []block, now int64) float64 {
 	epoch := floorDiv(now, x.window)
 	left := 1 - float64(now-epoch*x.window)/float64(x.window) // of epoch-1, still in the window
