@@ -1,6 +1,7 @@
 package fallback
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 	"time"
@@ -226,16 +227,11 @@ func statusOf(hops []portico.Hop, class portico.Class) int {
 // forbids falling back, after leaving the routes of hops. With no hops it is
 // err itself. Otherwise it is a copy of err's first [*portico.Error] (or a new
 // one of err's class) whose Err is a Stopped [*Exhausted] listing the hops and
-// then r, so that the caller learns why each earlier route was left while
-// errors.As still finds err's Status, Code and RetryAfter, and errors.Is still
-// reaches err and every earlier route's error.
-func stopped(hops []portico.Hop, r *portico.Route, err error) error {
-	return stoppedFor(hops, r, err, "")
-}
-
-// stoppedFor is stopped with reason as the last hop's Reason (its error's
-// class when empty).
-func stoppedFor(hops []portico.Hop, r *portico.Route, err error, reason string) error {
+// then r, with reason (err's class when empty), so that the caller learns why
+// each earlier route was left while errors.As still finds err's Status, Code
+// and RetryAfter, and errors.Is still reaches err and every earlier route's
+// error.
+func stopped(hops []portico.Hop, r *portico.Route, err error, reason string) error {
 	if len(hops) == 0 {
 		return err
 	}
@@ -248,9 +244,6 @@ func stoppedFor(hops []portico.Hop, r *portico.Route, err error, reason string) 
 	out.NotSent = out.NotSent && noneSent(hops)
 	all := make([]portico.Hop, len(hops), len(hops)+1)
 	copy(all, hops)
-	if reason == "" {
-		reason = class.String()
-	}
-	out.Err = &Exhausted{Hops: append(all, portico.Hop{Route: r.Name, Reason: reason, Err: err}), Stopped: true}
+	out.Err = &Exhausted{Hops: append(all, portico.Hop{Route: r.Name, Reason: cmp.Or(reason, class.String()), Err: err}), Stopped: true}
 	return out
 }

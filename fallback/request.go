@@ -733,7 +733,7 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, e
 	if cctx.Err() == nil || !errors.Is(context.Cause(cctx), ErrShareTimeout) {
 		var stop bool
 		if reason, stop = r.leave(rt, err); stop {
-			return nil, true, stopped(r.hops, rt, err)
+			return nil, true, stopped(r.hops, rt, err, "")
 		}
 	}
 	r.charge(rt, portico.ClassOf(err), err)
@@ -749,9 +749,9 @@ func (r *request) stopAfter(ctx context.Context, rt *portico.Route, err error) e
 		r.hop(ctx, rt, portico.ClassOf(err).String(), err)
 		return r.outOfTime(ctx)
 	case r.delivered && ctx.Err() == nil:
-		return stoppedFor(r.hops, rt, err, reasonDelivered)
+		return stopped(r.hops, rt, err, reasonDelivered)
 	}
-	return stopped(r.hops, rt, err)
+	return stopped(r.hops, rt, err, "")
 }
 
 // leave returns the reason to leave rt after its failure err, by class,
