@@ -393,22 +393,17 @@ func first(err error) *Error {
 // that carries one (an outer layer's error may wrap the one that does), or nil:
 // what the provider billed for a failed call. It does not allocate.
 func UsageOf(err error) *Usage {
-	for err != nil {
-		if e, ok := err.(*Error); ok && e.Usage != nil {
-			return e.Usage
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				if got := UsageOf(e); got != nil {
-					return got
-				}
+	if e, ok := err.(*Error); ok && e.Usage != nil {
+		return e.Usage
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return UsageOf(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if got := UsageOf(e); got != nil {
+				return got
 			}
-			return nil
-		default:
-			return nil
 		}
 	}
 	return nil
