@@ -70,10 +70,9 @@ func (w *watch) note(text string) {
 	w.c.text.WriteString(text)
 }
 
-// end completes an attempt of a request that may continue. A continuation
-// that answered delivers what its Seam still holds (or fails as the Seam
-// refuses it); an attempt that delivered chunks and failed is a break: the
-// request now continues from the text the caller has.
+// end completes an attempt of a request that may continue: a continuation
+// that answered flushes its Seam; one that delivered chunks and failed is a
+// break.
 func (r *request) end(w *watch, req *portico.Request, resp *portico.Response, err error) (*portico.Response, error) {
 	c := r.cont
 	c.chunks, c.bytes = w.chunks, w.bytes
@@ -134,9 +133,7 @@ func refused(err error, resp *portico.Response) error {
 func (r *request) broke() bool { return r.cont != nil && r.cont.chunks > 0 }
 
 // continues reports whether the request may go on after its last attempt
-// although chunks reached the caller: it continues broken streams, the
-// caller's OnChunk never failed, no tool call's chunk was delivered, and
-// the breaks are within Config.Continuations.
+// although chunks reached the caller.
 func (r *request) continues() bool {
 	c := r.cont
 	return c != nil && !c.failed && !c.tools && c.breaks <= r.g.cfg.Continuations
@@ -173,10 +170,8 @@ func (r *request) again(ctx context.Context, pos int) (resp *portico.Response, d
 	return nil, false, nil
 }
 
-// answer stamps rt's answer. A continuation's answer becomes the whole: the
-// text the caller had before it joined to what the Seam keeps of its text,
-// and the usage of the broken attempts added, after its Cost was computed
-// at rt's prices.
+// answer stamps rt's answer; a continuation's becomes the whole: the text
+// the caller had joined to its own, the broken attempts' usage added.
 func (r *request) answer(rt *portico.Route, resp *portico.Response) *portico.Response {
 	resp = rt.Stamp(resp, r.hops, r.billed)
 	if r.cont == nil || r.req.Prefix == "" {

@@ -163,10 +163,8 @@ func hopClass(h portico.Hop) portico.Class {
 }
 
 // exhausted builds the error of a group that left every route; wait is the
-// least time from now until a route left or skipped takes calls again (its
-// Retry-After or wait, less the time since the group learnt it), 0 if none.
-// NotSent only when no route's call may have been sent (see noneSent).
-// Pure.
+// least time from now until a route left or skipped takes calls again, 0 if
+// none. Pure.
 func exhausted(hops []portico.Hop, wait time.Duration) error {
 	class := portico.Incompatible
 	retryAfter := wait
@@ -223,14 +221,11 @@ func statusOf(hops []portico.Hop, class portico.Class) int {
 	return 0
 }
 
-// stopped is the error of a group that stops at route r's error err, which
-// forbids falling back, after leaving the routes of hops. With no hops it is
-// err itself. Otherwise it is a copy of err's first [*portico.Error] (or a new
-// one of err's class) whose Err is a Stopped [*Exhausted] listing the hops and
-// then r, with reason (err's class when empty), so that the caller learns why
-// each earlier route was left while errors.As still finds err's Status, Code
-// and RetryAfter, and errors.Is still reaches err and every earlier route's
-// error.
+// stopped is the error of a group that stops at route r's error err after
+// leaving the routes of hops: err itself without hops, else a copy of err's
+// first [*portico.Error] whose Err is a Stopped [*Exhausted] listing the hops
+// and then r, with reason (err's class when empty), so that errors.As and
+// errors.Is still find err and every earlier route's error.
 func stopped(hops []portico.Hop, r *portico.Route, err error, reason string) error {
 	if len(hops) == 0 {
 		return err

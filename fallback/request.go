@@ -129,16 +129,10 @@ func (r *request) tryOrSkip(ctx context.Context, rt *portico.Route, idx, pos int
 	return nil, false, nil
 }
 
-// waitOut waits, and reports whether it did, until the cooldown of route
-// idx, at position pos, ends, when that cooldown is the one a route of the
-// same key (Capabilities.Quota) announced during this request and no
-// candidate after pos could serve the request now: the routes left share
-// the exhausted quota, none can serve before its Retry-After, so the group
-// waits as one route would have waited in place, had WaitInPlace not told
-// it another candidate followed. It waits only under a deadline (without
-// one the route was not capped and waited itself) and only when the wait
-// leaves the candidate the reserve and MinAttempt; it returns false at once
-// otherwise, and when ctx ends during the wait.
+// waitOut waits out route idx's cooldown, at position pos, and reports
+// whether it did, when the routes left share the quota a route of this
+// request just cooled down (see quotaWait): the group then waits as that
+// route alone would have waited in place. False when ctx ends first.
 func (r *request) waitOut(ctx context.Context, pos, idx int) bool {
 	w := r.quotaWait(pos, idx)
 	if w <= 0 {
@@ -154,7 +148,9 @@ func (r *request) waitOut(ctx context.Context, pos, idx int) bool {
 	}
 }
 
-// quotaWait is the wait waitOut waits, 0 when it does not.
+// quotaWait is the wait waitOut waits: under a deadline, when this request
+// cooled route idx's key down and no candidate after pos could serve now,
+// if the wait leaves the reserve and MinAttempt; else 0.
 func (r *request) quotaWait(pos, idx int) time.Duration {
 	g := r.g
 	if !r.hasDL || r.cooled == 0 || g.keys[r.cooled-1] != g.keys[idx] || r.followed(pos) {
@@ -256,10 +252,8 @@ func (r *request) overBudget(rt *portico.Route) bool {
 	return r.maxCost() > 0 && r.spent > 0 && r.spent+r.estimate(rt) > r.maxCost()
 }
 
-// misfit returns why the request does not fit rt, route idx, by its
-// Capabilities.Fits, or "". For a Permanent error (a malformed Contract, a
-// negative token count: the request is wrong on any route) it returns
-// reasonWrong and keeps the error in r.wrong, which the caller returns.
+// misfit returns why the request does not fit rt, route idx, or "";
+// reasonWrong, the error kept in r.wrong, when it is wrong on any route.
 func (r *request) misfit(rt *portico.Route, idx int) string {
 	in := r.learned
 	if rt.Capabilities.ContextWindow > 0 || r.maxCost() > 0 {
@@ -623,14 +617,10 @@ func (w *watch) first() {
 	}
 }
 
-// arm bounds the attempt's gaps between signs of progress by gap: it
-// returns the context to call the route under, which the bound's timer
-// cancels with cause once gap passed, from the call or from the last chunk
-// (GateChunk) or progress report ([portico.Progress], from a layer that
-// holds chunks back or an adapter's event that is not text), with none.
-// Only a share that another candidate follows arms it: before a chunk
-// reached the caller the group then moves on, after it the stream has
-// fallen silent, a fault of the route. disarm releases it.
+// arm bounds the attempt's gaps between signs of progress (a chunk, a
+// [portico.Progress] report) by gap: it returns the context to call the
+// route under, which the timer cancels with cause once gap passed without
+// progress. disarm releases it.
 func (w *watch) arm(ctx context.Context, gap time.Duration, cause error) context.Context {
 	w.gap, w.cause = gap, cause
 	w.cut, w.cancel = context.WithCancelCause(ctx)
@@ -797,13 +787,9 @@ func (r *request) cool(idx int, err error) {
 }
 
 // announced returns the Retry-After the route announced in err: that of the
-// first *portico.Error in err's tree, depth first, when it is a route fault
-// that was sent with RetryAfter set; 0 otherwise. A local layer's refusal
-// (NotSent) waits on its own layer, not the route. A refusal after a sent
-// call ([portico.AfterSent]: RefusedBy set, not NotSent) carries the
-// refusing layer's wait, a limiter's or a budget's, which may be one
-// tenant's: what the route announced, if anything, is in the calls it
-// wraps, so they are read instead.
+// first *portico.Error in err's tree, depth first, that is a sent route
+// fault; 0 otherwise. A refusal after a sent call ([portico.AfterSent])
+// carries its layer's wait, maybe one tenant's: the calls it wraps are read.
 func announced(err error) time.Duration {
 	if pe, ok := err.(*portico.Error); ok && (pe.RefusedBy == portico.NotRefused || pe.NotSent) {
 		return sentWait(pe)
@@ -850,11 +836,9 @@ func overflow(err error) bool {
 	return pe.Code == "context_length_exceeded" || pe.Reason == "context window"
 }
 
-// charge accounts for the failed call to rt the group is leaving: the cost of
-// the usage its error says was billed goes to the answer's Cost (r.billed)
-// and to the contract's budget (r.spent); without such usage, an
-// InvalidResponse or Ambiguous failure, likely billed unless NotSent, counts
-// at its estimate against the budget only.
+// charge accounts for the failed call to rt the group is leaving: billed
+// usage to the answer's Cost and the budget; without it, a likely billed
+// failure at its estimate to the budget only.
 func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 	if r.broke() {
 		r.chargeBreak(rt)

@@ -190,7 +190,7 @@ func (p *prefixPicker) survey(bs []block, t int64) (best, least int) {
 		st.q = work + p.cfg.DecodeWeight*st.outAvg*float64(n)
 		st.nReq = n
 		st.inFlight = r.InFlight()
-		if best < 0 || st.hit > p.state[best].hit || (st.hit == p.state[best].hit && st.less(&p.state[best])) {
+		if best < 0 || st.longer(&p.state[best]) {
 			best = g
 		}
 		if least < 0 || st.less(&p.state[least]) {
@@ -198,6 +198,12 @@ func (p *prefixPicker) survey(bs []block, t int64) (best, least int) {
 		}
 	}
 	return best, least
+}
+
+// longer reports whether st caches a longer prefix than o, or as long and
+// is less loaded.
+func (st *replicaState) longer(o *replicaState) bool {
+	return st.hit > o.hit || st.hit == o.hit && st.less(o)
 }
 
 // explore returns the available replica of least cost C_g = Q_g + E_g +
