@@ -240,10 +240,16 @@ func (r *request) skip(rt *portico.Route, idx int) string {
 		return reasonUnavailable
 	case r.overBudget(rt):
 		return reasonBudget
-	case r.primary != nil && r.primary != rt && !independent(r.g.cfg.Independence, &r.primary.Capabilities, &rt.Capabilities):
+	case r.withPrimary(rt):
 		return reasonIndependent
 	}
 	return ""
+}
+
+// withPrimary reports whether rt may fail with the primary, by
+// Config.Independence.
+func (r *request) withPrimary(rt *portico.Route) bool {
+	return r.primary != nil && r.primary != rt && !independent(r.g.cfg.Independence, &r.primary.Capabilities, &rt.Capabilities)
 }
 
 // overBudget reports whether a call to rt, at its estimate, would take the
@@ -597,13 +603,19 @@ func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 		pass, err = w.keep(c)
 	}
 	if w.cut != nil {
-		if pass && err == nil {
-			err = w.Deliver(c)
-		}
-		w.tick(holding)
-		pass = false
+		return false, w.deliver(c, pass, err)
 	}
 	return pass, err
+}
+
+// deliver delivers c itself when it passes, then notes progress, so that
+// the caller's time in OnChunk is not the route's gap.
+func (w *watch) deliver(c portico.Chunk, pass bool, err error) error {
+	if pass && err == nil {
+		err = w.Deliver(c)
+	}
+	w.tick(holding)
+	return err
 }
 
 // first notes the first chunk's time (timed), and ungates the watch when
@@ -850,8 +862,7 @@ func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 		r.spent += cost
 		return
 	}
-	var pe *portico.Error
-	if (class == portico.InvalidResponse || class == portico.Ambiguous) && !(errors.As(err, &pe) && pe.NotSent) {
+	if (class == portico.InvalidResponse || class == portico.Ambiguous) && !portico.NothingSent(err) {
 		r.spent += r.estimate(rt) // a call a layer ended before sending it (NotSent) was not billed
 	}
 }
