@@ -102,7 +102,7 @@ func TestRefusals(t *testing.T) {
 		_, err = limiter(ratelimit.Config{Limits: ratelimit.Limits{Tokens: 100}, DefaultMaxTokens: ratelimit.RequireMaxTokens}).Generate(t.Context(), &portico.Request{})
 		add("cannot be priced", err, portico.Permanent, portico.NotRefused, ratelimit.ErrBadRequest)
 		_, err = limiter(ratelimit.Config{Limits: hour, Shared: ratelimit.Shared{Store: downStore{}}}).Generate(t.Context(), hello("a"))
-		add("store unavailable", err, portico.Rejected, portico.NotRefused, ratelimit.ErrStoreUnavailable)
+		add("store unavailable", err, portico.Rejected, portico.ClientLimit, ratelimit.ErrStoreUnavailable)
 
 		// breaker
 		failing := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))

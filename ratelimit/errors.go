@@ -9,9 +9,10 @@ import (
 
 // Sentinels, wrapped in the [*portico.Error] a [Limiter] returns, to branch on
 // with errors.Is. Every such error has NotSent set: the Limiter refused the
-// call before calling the Model it wraps. Those of ErrOverloaded, ErrLimited
-// and ErrOverCapacity name the Limiter's Config.RefusedBy as their
-// RefusedBy ([portico.RefuserOf]): the tenant's limit or the route's.
+// call before calling the Model it wraps. Those of ErrOverloaded, ErrLimited,
+// ErrOverCapacity and [ErrStoreUnavailable] name the Limiter's
+// Config.RefusedBy as their RefusedBy ([portico.RefuserOf]): the tenant's
+// limit or the route's.
 var (
 	// ErrOverloaded: the key's in-flight cap was reached and its queue (if any)
 	// was full; the call was shed at once. Class [portico.Rejected], Reason

@@ -55,7 +55,8 @@ type Shared = portico.Shared[Store]
 
 // ErrStoreUnavailable is wrapped by the error of a call refused because the
 // shared [Store] failed and [Shared.FailOpen] is off: nothing was sent.
-// Class [portico.Rejected]; the store's error is wrapped too.
+// Class [portico.Rejected], RefusedBy the Limiter's Config.RefusedBy as
+// every refusal of that Limiter; the store's error is wrapped too.
 var ErrStoreUnavailable = errors.New("ratelimit: shared store unavailable")
 
 // checkShared validates c.Shared; c's other fields are normalized.
@@ -426,7 +427,7 @@ func (s *shared) degraded(ctx context.Context, next portico.Model, req *portico.
 	if !l.cfg.Shared.FailOpen {
 		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "ratelimit:fail_closed"})
 		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: shared store unavailable, call refused", logModel(req.Model), slog.String("err", cause.Error()))
-		return nil, &portico.Error{Class: portico.Rejected, Model: req.Model, Reason: "shared store unavailable", NotSent: true,
+		return nil, &portico.Error{Class: portico.Rejected, RefusedBy: l.cfg.RefusedBy, Model: req.Model, Reason: "shared store unavailable", NotSent: true,
 			Err: portico.Join(ErrStoreUnavailable, cause)}
 	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "ratelimit:fail_open"})

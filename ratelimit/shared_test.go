@@ -174,8 +174,8 @@ func TestSharedBuckets(t *testing.T) {
 
 // TestSharedFailure: while the store fails, a fail-open Limiter admits on
 // its 1/N share (a call larger than the share is rate limited, not
-// incompatible), a fail-closed one refuses, both say so; when the store
-// is back it decides again.
+// incompatible), a fail-closed one refuses naming its RefusedBy, both say
+// so; when the store is back it decides again.
 func TestSharedFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeStore()
@@ -203,8 +203,17 @@ func TestSharedFailure(t *testing.T) {
 			t.Errorf("fail-closed call = %v, want Rejected, NotSent, wrapping ErrStoreUnavailable and the store's error", err)
 		}
 		// On one line, saying each thing once: during an outage every call logs this.
-		if want := "portico: rejected model m: ratelimit: shared store unavailable; fake store down"; err == nil || err.Error() != want {
+		if want := "portico: rejected by client_limit model m: ratelimit: shared store unavailable; fake store down"; err == nil || err.Error() != want {
 			t.Errorf("fail-closed call = %q, want %q", err, want)
+		}
+		// Like every refusal of its Limiter, it names the Limiter's refuser.
+		if by := portico.RefuserOf(err); by != portico.ClientLimit {
+			t.Errorf("RefuserOf(fail-closed call of a client limiter) = %v, want client_limit", by)
+		}
+		route := mustNew(t, Config{Limits: lim, Estimator: fixedEstimator(10), RefusedBy: portico.RouteLimit, Shared: Shared{Store: f}})
+		_, err = route.Wrap(okModel(1, 1)).Generate(t.Context(), req("c", 10))
+		if by := portico.RefuserOf(err); !errors.Is(err, ErrStoreUnavailable) || by != portico.RouteLimit {
+			t.Errorf("fail-closed call of a route limiter = %v, refused by %v, want ErrStoreUnavailable by route_limit", err, by)
 		}
 		n := map[string]int{}
 		for _, e := range obs.events {
