@@ -89,9 +89,8 @@ func (p *affinityPicker) Pick(info PickInfo) (PickResult, error) {
 	return picked(p.replicas, p.sessionReplica(id))
 }
 
-// sessionReplica returns session id's replica, moving the session to the
-// least used one at its first long call or when its own is unavailable;
-// -1 when none is available. p.mu is held.
+// sessionReplica returns session id's replica, placed on the least used
+// one at its first long call or when its own is unavailable. p.mu is held.
 func (p *affinityPicker) sessionReplica(id string) int {
 	e, ok := p.sessions[id]
 	if !ok {
@@ -122,11 +121,4 @@ func (p *affinityPicker) remember(id string, i int) {
 		delete(p.sessions, old.Value.(*session).id)
 	}
 	p.sessions[id] = p.lru.PushFront(&session{id: id, replica: i})
-}
-
-// len returns how many sessions the picker remembers; for tests.
-func (p *affinityPicker) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.sessions)
 }

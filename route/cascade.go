@@ -277,10 +277,9 @@ func (w *cascadeWalk) call(ctx context.Context, j int, live bool) (*portico.Resp
 	return resp, err
 }
 
-// failed records rt's failure err and returns nil to move on, or the
-// error the cascade stops with when another step cannot fix it, or (live)
-// tokens may already have reached the caller, so that nothing may be
-// substituted: err, not NotSent when an earlier step may have been sent.
+// failed records rt's failure err and returns nil to move on, or the error
+// the cascade stops with: another step cannot fix it, or (live) tokens may
+// have reached the caller.
 func (w *cascadeWalk) failed(ctx context.Context, rt *portico.Route, err error, live bool) error {
 	class := portico.ClassOf(err)
 	if live || class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {
@@ -368,10 +367,8 @@ func sentOf(hops []portico.Hop) error {
 	return nil
 }
 
-// stepContext returns the context step j is called under, and the func to
-// call once the step ended: ctx, or, when ctx has a deadline and a later
-// step could follow (it fits and is available), ctx bounded by the step's
-// share of the time left, which ends with a form of ErrStepTimeout.
+// stepContext returns the context step j is called under: ctx, bounded by
+// the step's share of the time left when a later step could follow.
 func (c *Cascade) stepContext(ctx context.Context, j int, req *portico.Request, n int) (context.Context, context.CancelFunc) {
 	if c.share >= 1 || j == len(c.steps)-1 {
 		return ctx, func() {}

@@ -62,3 +62,10 @@ func (r *Replica) setInFlight(n int) {
 	c := r.count.Load()
 	r.count.Store(c&^inFlightMask | uint64(n))
 }
+
+// len returns how many sessions the picker remembers.
+func (p *affinityPicker) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sessions)
+}

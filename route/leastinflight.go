@@ -53,9 +53,8 @@ func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
 	return picked(p.replicas, k)
 }
 
-// pickOfTwo draws two distinct replicas and returns the available one with
-// fewer calls in flight (the first drawn on a tie), else the least used
-// replica, -1 when none is available.
+// pickOfTwo returns the available one of two drawn replicas with fewer
+// calls in flight, else the least used replica (-1: none available).
 func (p *p2cPicker) pickOfTwo() int {
 	i, j := p.draw(uint64(len(p.replicas)))
 	a, b := p.replicas[i], p.replicas[j]

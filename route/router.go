@@ -192,8 +192,7 @@ func (r *Router) Generate(ctx context.Context, req *portico.Request) (*portico.R
 	return pickAndCall(ctx, req, r.Pick, func(i int) *portico.Route { return &r.routes[i] })
 }
 
-// pickAndCall picks with pick unless the caller has gone, calls the
-// picked route, at(pr.Index), with guardedCall and stamps its answer.
+// pickAndCall picks a route, at(index), calls it and stamps its answer.
 func pickAndCall(ctx context.Context, req *portico.Request, pick func(PickInfo) (PickResult, error), at func(int) *portico.Route) (*portico.Response, error) {
 	if err := portico.Gone(ctx); err != nil {
 		return nil, err // the caller has gone: no route is picked or called

@@ -57,9 +57,8 @@ func HeuristicScore(req *portico.Request) float64 {
 	return 1 / (1 + math.Exp(-z))
 }
 
-// textFeatures reports whether user or system text holds a code fence, and
-// counts the question marks (up to 4) and distinct keywords (up to 3) in
-// the user's text.
+// textFeatures reports a code fence in user or system text, and counts the
+// user text's question marks (up to 4) and distinct keywords (up to 3).
 func textFeatures(req *portico.Request) (code bool, questions, keywords int) {
 	var found [len(heuristicKeywords)]bool // each keyword counts once per request
 	for i := range req.Messages {
