@@ -79,14 +79,10 @@
 //   - [RoundRobin]: cyclic order;
 //   - [LeastInFlight]: the less busy of two random replicas (power of two
 //     choices);
-//   - [Affinity]: Autellix's rule: calls of at most 2,048 tokens go to the
-//     least-used replica, longer ones to their program's replica
-//     (Identity.SessionID), chosen at its first long call;
-//   - [PrefixAware]: Preble's E2: a client-side index of the prompt blocks sent
-//     to each replica within a window H; exploit the replica holding the longest
-//     prefix when it covers more than half the prompt, otherwise explore the
-//     replica of least recent load + evictions + own prefill; rebalance when
-//     the chosen replica's load exceeds the least loaded's by a factor.
+//   - [Affinity]: Autellix's rule: short calls to the least-used replica,
+//     long ones to their program's (Identity.SessionID);
+//   - [PrefixAware]: Preble's E2 over a client-side index of the prompt
+//     blocks sent to each replica (see Prefix-aware placement below).
 //
 // Round robin and least-in-flight ignore caches; the package's simulation
 // test (agent programs with growing prompts, a shared system prompt, and a
@@ -160,13 +156,10 @@
 // # Concurrency and cost
 //
 // Every type is safe for concurrent use. Round-robin and least-in-flight picks
-// take no lock, no division and do not allocate: a pick is one atomic add on
-// the chosen replica's packed pick and in-flight counter (plus, for round
-// robin, one on the shared cycle counter; unseeded least-in-flight draws from
-// the runtime's per-thread generator instead), and Done is one more.
-// Prefix-aware picks hash the prompt once (not once per replica), take one
-// mutex for the index lookups and update, and do not allocate. [Router.Pick]
-// does not allocate when a route is found; Router.Generate and
-// Balancer.Generate add no allocation to the Model's own unless the request
-// streams. The package's benchmarks (bench_test.go) measure each.
+// take no lock and do not allocate: a pick is one atomic add on the chosen
+// replica's packed counter, and Done is one more. Prefix-aware picks hash the
+// prompt once, take one mutex and do not allocate. [Router.Pick] does not
+// allocate when a route is found; Router.Generate and Balancer.Generate add
+// no allocation to the Model's own unless the request streams
+// (bench_test.go measures each).
 package route
