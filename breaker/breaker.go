@@ -132,10 +132,20 @@ func MustNew(cfg Config) *Breaker {
 	return b
 }
 
-// State returns the current state. It is one atomic load. An Open breaker whose
+// State returns the current state: Open also while this breaker, closed,
+// rejects calls because one sharing its state is open (Config.Shared), as
+// it then behaves. It never blocks: one atomic load, and when shared and
+// closed one Until of the store (a local read). An Open breaker whose
 // interval has ended stays Open until the next call moves it to HalfOpen;
 // [Breaker.Available] tells whether that call would be let through.
-func (b *Breaker) State() State { return State(b.word.Load() & 3) }
+// Config.OnStateChange reports this breaker's own transitions only.
+func (b *Breaker) State() State {
+	s := State(b.word.Load() & 3)
+	if s == Closed && b.cfg.Shared != nil && b.openElsewhere() > 0 {
+		return Open
+	}
+	return s
+}
 
 // Available implements [portico.Health]: it reports whether a call made now
 // would be attempted rather than rejected at once. Closed: true, unless a

@@ -52,7 +52,8 @@ type Config struct {
 	// the same Name over the store (other processes', through package
 	// redisstore's Cooldowns): opening publishes the interval's end under
 	// "breaker:" + Name, and while one published by another is ahead, this
-	// breaker, closed, rejects calls as if open and Available is false.
+	// breaker, closed, rejects calls as if open, State is Open and
+	// Available is false.
 	// Its window, trips and probes stay its own. Name must be set.
 	Shared portico.Cooldowns
 

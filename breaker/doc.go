@@ -86,8 +86,8 @@
 // Config.Shared (a [portico.Cooldowns]; package redisstore's Cooldowns
 // shares one over Redis), opening publishes the open interval's end under
 // "breaker:" + Name, and every breaker of that Name, while closed, rejects calls as if
-// open until then (reason "breaker open elsewhere"), is not Available and
-// says when it will be. Only the open state is shared: each breaker keeps
+// open until then (reason "breaker open elsewhere"), reports State Open,
+// is not Available and says when it will be. Only the open state is shared: each breaker keeps
 // its window, trips on its own calls and probes its own way, and when the
 // interval ends the others take calls closed while the one that tripped
 // probes; a failed probe publishes the next interval. A breaker trips on
@@ -96,7 +96,8 @@
 //
 // # Reading the state
 //
-// [Breaker.State] is one atomic load, and [Breaker.Available] and
+// [Breaker.State] never blocks (one atomic load, and a local read of the
+// shared store when shared and closed), and [Breaker.Available] and
 // [Breaker.RetryAfter] implement [portico.Health]: set a [portico.Route]'s
 // Health to the Breaker and package fallback (and the routers of package
 // route) skip the route while it is open, without waiting, and say when it

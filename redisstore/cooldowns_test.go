@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/redisstore/redistest"
 	"github.com/portico-llm/portico/stack"
@@ -86,7 +87,8 @@ func reasons(resp *portico.Response) []string {
 // shared breakers, a breaker one instance trips on a 401 makes the others
 // skip the route as unavailable, for the breaker's 30 s (or, when the
 // breaker learns it open between the group's look and the call, have the
-// breaker refuse the call: Rejected, the route not called either).
+// breaker refuse the call: Rejected, the route not called either), and
+// their breakers report Open.
 func TestCooldownsTenInstances(t *testing.T) {
 	const refresh, timeout, ra = 20 * time.Millisecond, 100 * time.Millisecond, 5 * time.Second
 	bound := refresh + 3*timeout
@@ -182,6 +184,10 @@ func TestCooldownsTenInstances(t *testing.T) {
 				if resp, err := in.st.Generate(ctx, req); err != nil || resp.Route != "secondary" || in.calls["primary"].Load() != before {
 					t.Errorf("instance %d after learning: Generate = %v, %v, primary calls %d -> %d; want secondary, primary not called",
 						i, resp, err, before, in.calls["primary"].Load())
+				}
+				// A shared breaker's State on this instance says the route is out.
+				if st := in.st.Breaker("primary").State(); tc.su.shareBreakers && st != breaker.Open {
+					t.Errorf("instance %d after learning: Breaker(primary).State() = %v, want open", i, st)
 				}
 				if n := in.calls["sibling"]; n != nil && n.Load() != 0 {
 					t.Errorf("instance %d: sibling called %d times, want never (primary answered, then both cooled)", i, n.Load())
