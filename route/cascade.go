@@ -173,11 +173,8 @@ func checkSteps(steps []Step) error {
 //     RateLimited or Rejected, its RetryAfter is the least of the steps'
 //     Retry-After hints and their Health's RetryAfter.
 func (c *Cascade) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, errNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: no route is picked or called
+	if err := refuse(ctx, req); err != nil {
+		return nil, err
 	}
 	w := cascadeWalk{c: c, req: req, buffered: req, n: c.est.EstimateInputTokens(req)}
 	if req.OnChunk != nil {

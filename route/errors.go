@@ -1,6 +1,7 @@
 package route
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -37,6 +38,15 @@ var (
 // errNilRequest is returned by every Model and picker of the package for a nil
 // *Request: the root's shared portico.ErrNilRequest (Permanent).
 var errNilRequest = portico.ErrNilRequest
+
+// refuse is the error of a call no route is picked or called for: a nil
+// req, or a caller that has gone ([portico.Gone]); nil otherwise.
+func refuse(ctx context.Context, req *portico.Request) error {
+	if req == nil {
+		return errNilRequest
+	}
+	return portico.Gone(ctx)
+}
 
 // errNilResponse stands for a route whose Model broke its contract by
 // returning neither a Response nor an error: an InvalidResponse naming the

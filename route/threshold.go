@@ -94,11 +94,8 @@ func (t *Threshold) Decide(req *portico.Request) ThresholdPick {
 // ErrNoRoute); a Permanent one when req is nil or wrong on any route (Fits'
 // Permanent error, at once).
 func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, errNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: no route is picked or called
+	if err := refuse(ctx, req); err != nil {
+		return nil, err
 	}
 	d := t.Decide(req)
 	first := 0
