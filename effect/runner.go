@@ -2,6 +2,7 @@ package effect
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -166,13 +167,8 @@ func New(cfg Config) (*Runner, error) {
 		s, _ := NewMemoryStore(MemoryConfig{})
 		cfg.Store = s
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Keep == 0 {
-		cfg.Keep = DefaultKeep
-	}
+	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Keep = cmp.Or(cfg.Keep, DefaultKeep)
 	ctx, cancel := context.WithCancel(context.Background())
 	watch, _ := cfg.Store.(LossWatcher)
 	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}, unsure: map[Key]string{},
@@ -352,10 +348,7 @@ func (r *Runner) quarantined(ctx context.Context, key Key, fp string, f *flight,
 		res, err = r.refused(key, fp, f, serr)
 		return res, err, false
 	}
-	if err := r.sleep(ctx, f); err != nil {
-		return nil, err, false
-	}
-	return nil, nil, true
+	return r.later(ctx, f)
 }
 
 // found settles key, claimed by another run as cur: it answers from cur,
@@ -368,10 +361,7 @@ func (r *Runner) found(ctx context.Context, key Key, cur, mine Record, fn func(c
 		if !time.Now().Before(cur.Lease) {
 			return nil, unknownError("pending past its lease", nil), false
 		}
-		if err := r.sleep(ctx, f); err != nil {
-			return nil, err, false
-		}
-		return nil, nil, true
+		return r.later(ctx, f)
 	case cur.State == Failed && rerunnable(cur.Class):
 		ok, serr := r.store.Update(ctx, key, cur, mine)
 		if serr != nil {
@@ -418,17 +408,17 @@ func (r *Runner) refused(key Key, fp string, f *flight, serr error) ([]byte, err
 	return nil, quarantined(serr)
 }
 
-// sleep waits a Poll, or returns ctx's error when it ends first (f's
-// waiters then try themselves).
-func (r *Runner) sleep(ctx context.Context, f *flight) error {
+// later waits a Poll and asks to look again, or returns ctx's error when
+// it ends first (f's waiters then try themselves).
+func (r *Runner) later(ctx context.Context, f *flight) (res []byte, err error, again bool) {
 	t := time.NewTimer(r.poll)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+		return nil, nil, true
 	case <-ctx.Done():
 		f.again = true
-		return portico.FromContext(ctx)
+		return nil, portico.FromContext(ctx), false
 	}
 }
 
