@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -160,10 +161,8 @@ func (cfg *BalancerConfig) check(s Strategy) error {
 			return err
 		}
 	}
-	for i := range cfg.Replicas {
-		if portico.IsNil(cfg.Replicas[i].Model) {
-			return errors.New("route: NewBalancer replica " + cfg.Replicas[i].Name + " has a nil Model")
-		}
+	if i := slices.IndexFunc(cfg.Replicas, nilModel); i >= 0 {
+		return errors.New("route: NewBalancer replica " + cfg.Replicas[i].Name + " has a nil Model")
 	}
 	return nil
 }

@@ -16,3 +16,6 @@ func checkCapabilities(ctor string, routes ...portico.Route) error {
 	}
 	return nil
 }
+
+// nilModel reports whether r has no Model.
+func nilModel(r portico.Route) bool { return portico.IsNil(r.Model) }

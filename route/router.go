@@ -90,10 +90,8 @@ func (cfg *RouterConfig) check() error {
 	if len(cfg.Routes) == 0 {
 		return errors.New("route: NewRouter needs at least one route")
 	}
-	for i := range cfg.Routes {
-		if portico.IsNil(cfg.Routes[i].Model) {
-			return errors.New("route: NewRouter route " + cfg.Routes[i].Name + " has a nil Model")
-		}
+	if i := slices.IndexFunc(cfg.Routes, nilModel); i >= 0 {
+		return errors.New("route: NewRouter route " + cfg.Routes[i].Name + " has a nil Model")
 	}
 	if err := checkCapabilities("NewRouter", cfg.Routes...); err != nil {
 		return err
