@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -61,10 +62,7 @@ func (a AIMD) validate() error {
 }
 
 func (a AIMD) update(_ *state, limit float64, w window) float64 {
-	backoff := a.Backoff
-	if backoff == 0 {
-		backoff = 0.9
-	}
+	backoff := cmp.Or(a.Backoff, 0.9)
 	switch {
 	case w.dropped || (a.Timeout > 0 && w.rtt > a.Timeout):
 		return math.Floor(limit * backoff)
@@ -106,10 +104,7 @@ func (v Vegas) update(st *state, limit float64, w window) float64 {
 		}
 		return limit
 	}
-	probe := v.ProbeMultiplier
-	if probe == 0 {
-		probe = 30
-	}
+	probe := cmp.Or(v.ProbeMultiplier, 30)
 	st.probeCount++
 	if st.probeJitter*float64(probe)*limit <= float64(st.probeCount) {
 		st.probeJitter = 0.5 + 0.5*jitter(st)
@@ -197,19 +192,7 @@ func (g Gradient2) update(st *state, limit float64, w window) float64 {
 	if w.rtt <= 0 {
 		return limit
 	}
-	tol, smooth, queue, long := g.Tolerance, g.Smoothing, float64(g.QueueSize), g.LongWindow
-	if tol == 0 {
-		tol = 1.5
-	}
-	if smooth == 0 {
-		smooth = 0.2
-	}
-	if queue == 0 {
-		queue = 4
-	}
-	if long == 0 {
-		long = 600
-	}
+	tol, smooth, queue, long := cmp.Or(g.Tolerance, 1.5), cmp.Or(g.Smoothing, 0.2), float64(cmp.Or(g.QueueSize, 4)), cmp.Or(g.LongWindow, 600)
 	short := float64(w.rtt)
 	// The baseline: the plain mean of the first 10 windows, then an
 	// exponential average with factor 2/(long+1) (Netflix's ExpAvgMeasurement).

@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"sync"
@@ -86,24 +87,12 @@ func New(cfg Config) (*Limit, error) {
 	if cfg.Window > maxWindow {
 		return nil, errf("Config.Window above 1000")
 	}
-	l := &Limit{alg: cfg.Algorithm, min: DefaultMin, max: DefaultMax, window: DefaultWindow}
-	if cfg.Min > 0 {
-		l.min = float64(cfg.Min)
-	}
-	if cfg.Max > 0 {
-		l.max = float64(cfg.Max)
-	}
+	l := &Limit{alg: cfg.Algorithm, min: float64(cmp.Or(cfg.Min, DefaultMin)),
+		max: float64(cmp.Or(cfg.Max, DefaultMax)), window: uint64(cmp.Or(cfg.Window, DefaultWindow))}
 	if l.min > l.max {
 		return nil, errf("Config.Min above Config.Max")
 	}
-	if cfg.Window > 0 {
-		l.window = uint64(cfg.Window)
-	}
-	init := float64(DefaultInitial)
-	if cfg.Initial > 0 {
-		init = float64(cfg.Initial)
-	}
-	l.est = min(l.max, max(l.min, init))
+	l.est = min(l.max, max(l.min, float64(cmp.Or(cfg.Initial, DefaultInitial))))
 	l.limit.Store(int64(l.est))
 	return l, nil
 }

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"math"
@@ -99,18 +100,11 @@ func (c Config) normalize() (Config, error) {
 
 // withDefaults returns c with its zero fields set to their defaults.
 func (c Config) withDefaults() Config {
-	if c.Window.Calls == 0 {
-		c.Window.Calls = 100
-	}
+	c.Window.Calls = cmp.Or(c.Window.Calls, 100)
 	if c.Trip == nil {
 		c.Trip = DefaultTrip
 	}
-	if c.OpenFor == 0 {
-		c.OpenFor = 30 * time.Second
-	}
-	if c.Probes == 0 {
-		c.Probes = 1
-	}
+	c.OpenFor, c.Probes = cmp.Or(c.OpenFor, 30*time.Second), cmp.Or(c.Probes, 1)
 	return c
 }
 

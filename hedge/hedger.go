@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -85,13 +86,10 @@ func New(cfg Config) (*Hedger, error) {
 	case !(cfg.Percentile >= 0 && cfg.Percentile < 1):
 		return nil, errors.New("hedge: Config.Percentile outside [0, 1)")
 	}
-	h := &Hedger{fixed: cfg.Delay, percentile: cfg.Percentile, maxInFlight: cfg.MaxInFlight,
+	h := &Hedger{fixed: cfg.Delay, percentile: cfg.Percentile, maxInFlight: cmp.Or(cfg.MaxInFlight, DefaultMaxInFlight),
 		budget: cfg.Budget, dest: cfg.Destination, cost: cfg.Cost}
 	if h.percentile == 0 && h.fixed == 0 {
 		h.percentile = DefaultPercentile
-	}
-	if h.maxInFlight == 0 {
-		h.maxInFlight = DefaultMaxInFlight
 	}
 	return h, nil
 }

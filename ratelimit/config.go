@@ -132,15 +132,8 @@ func (l Limits) norm(adaptive bool) (Limits, error) {
 	if l.TokenBurst > 0 && l.Tokens == 0 {
 		return l, errors.New("ratelimit: Limits.TokenBurst without Tokens")
 	}
-	if l.Period == 0 {
-		l.Period = time.Minute
-	}
-	if l.RequestBurst == 0 {
-		l.RequestBurst = l.Requests
-	}
-	if l.TokenBurst == 0 {
-		l.TokenBurst = l.Tokens
-	}
+	l.Period = cmp.Or(l.Period, time.Minute)
+	l.RequestBurst, l.TokenBurst = cmp.Or(l.RequestBurst, l.Requests), cmp.Or(l.TokenBurst, l.Tokens)
 	return l, nil
 }
 

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"hash/maphash"
 	"maps"
@@ -270,10 +271,7 @@ func (l *Limiter) tierOf(req *portico.Request) uint8 {
 // reprice recomputes l.pricing from the limits in force. The caller holds
 // setMu, or is New.
 func (l *Limiter) reprice() {
-	p := pricing{strict: true, def: l.cfg.DefaultMaxTokens}
-	if p.def == 0 {
-		p.def = DefaultMaxTokens
-	}
+	p := pricing{strict: true, def: cmp.Or(l.cfg.DefaultMaxTokens, DefaultMaxTokens)}
 	sh := l.cfg.Shared
 	for ix := range len(l.tiers) + 1 {
 		lim := l.limitsOf(uint8(ix))

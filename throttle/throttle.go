@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -83,34 +84,19 @@ type Throttle struct {
 // field, for a K below 1 (or not finite), a Window below 32 ns, or a
 // MaxRejection outside [0, 1].
 func New(cfg Config) (*Throttle, error) {
-	k := cfg.K
-	if k == 0 {
-		k = DefaultK
-	}
+	k := cmp.Or(cfg.K, DefaultK)
 	if math.IsNaN(k) || math.IsInf(k, 0) || k < 1 {
 		return nil, errors.New("throttle: Config.K must be a finite number of at least 1")
 	}
-	win := cfg.Window
-	if win == 0 {
-		win = DefaultWindow
-	}
+	win := cmp.Or(cfg.Window, DefaultWindow)
 	if win < numBuckets {
 		return nil, errors.New("throttle: Config.Window below 32ns")
 	}
-	maxRej := cfg.MaxRejection
-	if maxRej == 0 {
-		maxRej = DefaultMaxRejection
-	}
+	maxRej := cmp.Or(cfg.MaxRejection, DefaultMaxRejection)
 	if !(maxRej > 0 && maxRej <= 1) {
 		return nil, errors.New("throttle: Config.MaxRejection must be in [0, 1]")
 	}
-	var minReq uint64
-	switch {
-	case cfg.MinRequests == 0:
-		minReq = DefaultMinRequests
-	case cfg.MinRequests > 0:
-		minReq = uint64(cfg.MinRequests)
-	}
+	minReq := uint64(max(0, cmp.Or(cfg.MinRequests, DefaultMinRequests)))
 	t := &Throttle{k: k, max: maxRej, min: minReq, rand: cfg.Rand}
 	t.w.win = window.NewTime(mono.Now(), win/numBuckets, numBuckets)
 	if t.rand == nil {

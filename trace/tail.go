@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -95,17 +96,8 @@ func NewTailSampler(cfg TailConfig) (*TailSampler, error) {
 	case cfg.MaxTraces < 0 || cfg.MaxSpans < 0:
 		return nil, errors.New("trace: TailConfig.MaxTraces or MaxSpans is negative")
 	}
-	s := &TailSampler{next: cfg.Next, threshold: cfg.Threshold, maxTraces: cfg.MaxTraces, maxSpans: cfg.MaxSpans,
-		bound: ratioBound(cfg.Ratio)}
-	if s.threshold == 0 {
-		s.threshold = 2 * time.Second
-	}
-	if s.maxTraces == 0 {
-		s.maxTraces = 4096
-	}
-	if s.maxSpans == 0 {
-		s.maxSpans = 65536
-	}
+	s := &TailSampler{next: cfg.Next, threshold: cmp.Or(cfg.Threshold, 2*time.Second),
+		maxTraces: cmp.Or(cfg.MaxTraces, 4096), maxSpans: cmp.Or(cfg.MaxSpans, 65536), bound: ratioBound(cfg.Ratio)}
 	s.pending = make(map[trace.TraceID]*pendingTrace)
 	s.decided = make(map[trace.TraceID]bool)
 	s.order = make([]trace.TraceID, 0, s.maxTraces)

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"context"
 
 	"errors"
@@ -154,9 +155,7 @@ func New(cfg Config) (*Tracer, error) {
 	if isGlobalPlaceholder(tp) {
 		t.global = tp
 	}
-	if t.op == "" {
-		t.op = "chat"
-	}
+	t.op = cmp.Or(t.op, "chat")
 	if t.prop == nil {
 		t.prop = propagation.TraceContext{}
 	}
