@@ -212,20 +212,8 @@ func (w *cascadeWalk) step(ctx context.Context, j int) (*portico.Response, bool,
 	c := w.c
 	s := &c.steps[j]
 	rt := &s.Route
-	h, ok, stop := check(rt, w.req, w.n)
-	switch {
-	case stop != nil:
-		return nil, true, stop // wrong on any route
-	case !ok:
-		w.skipped(ctx, rt, h)
-		return nil, false, nil
-	}
-	if w.called {
-		// The caller may have given up while the previous step ran or
-		// was scored: do not start (and pay for) another step.
-		if err := portico.FromContext(ctx); err != nil {
-			return nil, true, err
-		}
+	if call, stop := w.ready(ctx, rt); stop != nil || !call {
+		return nil, stop != nil, stop
 	}
 	takeLast := j == len(c.steps)-1 && c.exhausted == NoneAcceptedLast // the final step's answer is taken
 	live := takeLast && c.streamLast
@@ -240,6 +228,23 @@ func (w *cascadeWalk) step(ctx context.Context, j int) (*portico.Response, bool,
 	}
 	w.rejected(ctx, rt, resp)
 	return nil, false, nil
+}
+
+// ready reports whether step rt is to be called, having recorded it
+// skipped if not, or the error the cascade stops with: the request is
+// wrong on any route, or the caller gave up while an earlier step ran.
+func (w *cascadeWalk) ready(ctx context.Context, rt *portico.Route) (call bool, stop error) {
+	h, ok, stop := check(rt, w.req, w.n)
+	switch {
+	case stop != nil:
+		return false, stop
+	case !ok:
+		w.skipped(ctx, rt, h)
+		return false, nil
+	case w.called: // do not start (and pay for) another step
+		return true, portico.FromContext(ctx)
+	}
+	return true, nil
 }
 
 // accepts reports whether s takes resp, its answer to req.
