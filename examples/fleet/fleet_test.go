@@ -79,6 +79,7 @@ type fleet struct {
 	stores [fleetN]*redisstore.Store
 	st     [fleetN]*stack.Stack
 	logs   *logs
+	sent   commands // every Redis command of every instance
 	// calls counts the calls the groups placed on OpenAI, before its
 	// limiter, breaker and retries (Route.Middleware).
 	calls atomic.Int64
@@ -90,6 +91,9 @@ type setup struct {
 	script         []fakeopenai.Fault // OpenAI's faults, in order
 	onOpenAI       func()             // called at each OpenAI request's arrival
 	store          redisstore.Config  // Client, Refresh and Logger are set
+	streams        retry.Timeouts     // retry's stream timeouts; zero: relaxed (see newFleet)
+	hedge          time.Duration      // the hedge's Delay; zero: relaxed, a second
+	deadline       time.Duration      // the stack's Deadline; zero: relaxed, 10 s
 }
 
 func newFleet(t *testing.T, set setup) *fleet {
@@ -113,7 +117,9 @@ func newFleet(t *testing.T, set setup) *fleet {
 	log := slog.New(f.logs)
 	for i := range fleetN {
 		cfg := set.store
-		cfg.Client = f.redis.Client(t)
+		c := f.redis.Client(t)
+		c.AddHook(&f.sent)
+		cfg.Client = c
 		cfg.Refresh = refresh
 		cfg.Logger = log
 		if cfg.Probe == 0 {
@@ -127,13 +133,29 @@ func newFleet(t *testing.T, set setup) *fleet {
 		cool := s.Cooldowns()
 		t.Cleanup(func() { cool.Close() })
 		shared := ratelimit.Shared{Store: s.Buckets(), FailOpen: true, Instances: fleetN}
+		// A stream stopped past these is a stall to the retry layer, a
+		// call slower than the hedge's Delay gets a second attempt, one
+		// past the Deadline fails: a test about stalls sets them tight;
+		// the others leave a starved CPU (2 cores, -race, every module's
+		// tests at once) room, where healthy loopback calls were seen to
+		// stop for 100 ms and to take over 2 s.
+		streams, hedgeDelay, deadline := set.streams, set.hedge, set.deadline
+		if streams == (retry.Timeouts{}) {
+			streams = retry.Timeouts{FirstChunk: time.Second, ChunkGap: time.Second}
+		}
+		if hedgeDelay == 0 {
+			hedgeDelay = time.Second
+		}
+		if deadline == 0 {
+			deadline = 10 * time.Second
+		}
 		route := func(name, provider string, m portico.Model) stack.Route {
 			return stack.Route{
 				Route:   portico.Route{Name: name, Model: m, Capabilities: portico.Capabilities{Provider: provider, ContextWindow: 128_000, MaxOutput: 4096}},
 				Breaker: breaker.Config{OpenFor: 300 * time.Millisecond, Shared: cool, Logger: log},
 				Retry: retry.Config{
 					Budget:   retry.Budget{Burst: 2, DestinationBurst: 6, Shared: retry.Shared{Store: s.Budgets(), FailOpen: true, Instances: fleetN}},
-					Timeouts: retry.Timeouts{FirstChunk: 300 * time.Millisecond, ChunkGap: 100 * time.Millisecond},
+					Timeouts: streams,
 					Logger:   log,
 				},
 			}
@@ -152,8 +174,8 @@ func newFleet(t *testing.T, set setup) *fleet {
 		}
 		cfg2 := stack.Config{
 			Routes:   []stack.Route{ro, ra},
-			Deadline: 2 * time.Second,
-			Hedge:    &hedge.Config{Delay: 250 * time.Millisecond},
+			Deadline: deadline,
+			Hedge:    &hedge.Config{Delay: hedgeDelay},
 			Fallback: fallback.Config{Cooldowns: cool, WaitInPlace: 20 * time.Millisecond},
 		}
 		if set.client > 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
+	"github.com/portico-llm/portico/retry"
 )
 
 // arrivals records when each OpenAI request arrived.
@@ -54,7 +55,8 @@ func TestFleetOpenAIOutage(t *testing.T) {
 		script = append(script, fakeopenai.Fault{Kind: fakeopenai.FaultStallMidStream, AfterChunks: 2})
 	}
 	var arr arrivals
-	f := newFleet(t, setup{script: script, onOpenAI: arr.add, store: longTimeout})
+	f := newFleet(t, setup{script: script, onOpenAI: arr.add, store: longTimeout,
+		streams: retry.Timeouts{FirstChunk: 300 * time.Millisecond, ChunkGap: 100 * time.Millisecond}, hedge: 250 * time.Millisecond, deadline: 2 * time.Second})
 	var (
 		mu  sync.Mutex
 		out []outcome
