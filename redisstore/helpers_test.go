@@ -3,10 +3,13 @@ package redisstore
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/redisstore/redistest"
@@ -14,10 +17,13 @@ import (
 )
 
 // newStore returns a Store over srv with cfg's other fields, on a client of
-// its own: an instance of a service. A zero Timeout is testTimeout.
+// its own (cfg's, when set): an instance of a service. A zero Timeout is
+// testTimeout.
 func newStore(t testing.TB, srv *redistest.Server, cfg Config) *Store {
 	t.Helper()
-	cfg.Client = srv.Client(t)
+	if cfg.Client == nil {
+		cfg.Client = srv.Client(t)
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = testTimeout
 	}
@@ -105,4 +111,52 @@ var failing = portico.ModelFunc(func(context.Context, *portico.Request) (*portic
 
 func retryLimits(capacity, destCapacity int64) retry.BudgetLimits {
 	return retry.BudgetLimits{Capacity: capacity, DestinationCapacity: destCapacity}
+}
+
+// scripts records when a client ran which script: a go-redis hook.
+type scripts struct {
+	mu  sync.Mutex
+	ran []scriptRun
+}
+
+// scriptRun is one EVALSHA or EVAL of a script, as its client saw it.
+type scriptRun struct {
+	sha        string
+	start, end time.Time
+	err        error
+}
+
+func (h *scripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *scripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		start := time.Now()
+		err := next(ctx, cmd)
+		if a := cmd.Args(); len(a) > 1 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") {
+			sha, _ := a[1].(string)
+			if cmd.Name() == "eval" {
+				sha = redis.NewScript(sha).Hash()
+			}
+			h.mu.Lock()
+			h.ran = append(h.ran, scriptRun{sha: sha, start: start, end: time.Now(), err: err})
+			h.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// runs returns the runs of s recorded so far, in the order they began.
+func (h *scripts) runs(s *redis.Script) []scriptRun {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var r []scriptRun
+	for _, x := range h.ran {
+		if x.sha == s.Hash() {
+			r = append(r, x)
+		}
+	}
+	slices.SortFunc(r, func(a, b scriptRun) int { return a.start.Compare(b.start) })
+	return r
 }
