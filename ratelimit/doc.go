@@ -247,10 +247,12 @@
 // cost is at most b + r·dt + A. The allowance A is r·d, d the time within
 // dt during which the store failed (the store's bucket refills meanwhile
 // and is not charged for what the shares admitted); plus what the shares
-// held beyond the store's bucket as the outage began: about 0 when the
-// instances share a tenant's load or saw the store refuse it, at most
-// b·(N-1)/N when one instance spent the whole burst and the others, which
-// saw no refusal, call only once the store has failed, never more than b;
+// held as the outage began, which the store still holds too: about 0 when
+// the tenant had emptied the store's bucket (the instances saw it refuse),
+// about the bucket's level when the instances share a tenant's load under
+// its limit (each share mirrors its 1/N of it), b·(N-1)/N when one
+// instance spent the whole burst and the others, which saw no refusal,
+// call only once the store has failed, never more than b;
 // plus (N-1)·k for the lead, k the largest call's cost (1 request). A
 // store that loses its data (restarted empty) starts full: its own
 // bucket then admits b more. TestFailOpenFleet checks the bound over every

@@ -111,11 +111,14 @@
 // emptied when the store finds a bucket empty, and deciding alone, as it
 // stands, from the first retry of an outage, a retry once the share holds
 // 1/Instances of a token (TestSharedFailOpenLead). The instances together spend
-// at most the shared bound plus what their shares held beyond the store's
-// bucket as the outage began, at most DestinationBurst (Burst for a
-// client) and about 0 when they share the load
-// (TestSharedFailOpenShareFollowsTheStore), plus Instances-1 for the
-// lead.
+// at most the shared bound plus what their shares held as the outage
+// began, which the store still holds too and gives again once back: about
+// 0 when its bucket was empty (TestSharedFailOpenShareFollowsTheStore),
+// about the bucket's level when they share the load and it refused none
+// of them (TestSharedFailOpenExcess: 18 of 30), at most DestinationBurst
+// (Burst for a client); plus Instances-1 for the lead. So an outage that
+// begins before failures have spent the burst can spend what is left of
+// it twice.
 //
 // # Deadlines
 //

@@ -94,3 +94,70 @@ func TestSharedFailOpenLead(t *testing.T) {
 		t.Errorf("Take on a share holding a fifth of a token: level after %d, want %d", p.client.level.Load(), unit/5-unit)
 	}
 }
+
+// TestSharedFailOpenExcess: what the shares hold as an outage begins is
+// what the instances spend beyond the shared budget, since the store,
+// which did not see those retries, gives its own tokens again once back.
+// Three instances share 30 retries; each spends 4 through the store. With
+// the load shared and no refusal yet, each share mirrors its third of the
+// 18 the store has left: the outage spends those 18 and the store then
+// 18 more, 48 retries where the shared budget allows 30. Had they spent
+// the store's 30 before it failed, the shares would hold nothing and the
+// outage would spend none.
+func TestSharedFailOpenExcess(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		before                int // retries each instance spends through the store first
+		outage, after, beyond int // retries in the outage, through the store after it, beyond the 30
+	}{
+		{"load shared, none refused", 4, 18, 18, 18},
+		{"load shared, burst spent", 10, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &tokenStore{left: 30}
+			var attempts, stopAt int
+			fail := transient()
+			instance := func() portico.Model {
+				return mustNew(t, Config{MaxAttempts: 200, Backoff: Backoff{Schedule: Immediate},
+					Budget: Budget{Burst: 30, NoRefill: true, ClientOnly: true, Shared: Shared{Store: s, FailOpen: true, Instances: 3}}}).Wrap(
+					portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+						if attempts++; attempts == stopAt {
+							return &portico.Response{Text: "ok"}, nil
+						}
+						return nil, fail
+					}))
+			}
+			// retries returns the retries of a call that fails until its
+			// attempt max+1, or until the budget refuses a retry.
+			retries := func(m portico.Model, max int) int {
+				attempts, stopAt = 0, max+1
+				m.Generate(context.Background(), userReq)
+				if attempts == stopAt {
+					return max
+				}
+				return attempts - 1
+			}
+			rs := []portico.Model{instance(), instance(), instance()}
+			total := 0
+			for _, r := range rs {
+				total += retries(r, tc.before)
+			}
+			s.mu.Lock()
+			s.down = true
+			s.mu.Unlock()
+			outage := 0
+			for _, r := range rs {
+				outage += retries(r, 100)
+			}
+			s.mu.Lock()
+			s.down = false
+			s.mu.Unlock()
+			after := retries(rs[0], 100)
+			total += outage + after
+			if outage != tc.outage || after != tc.after || total-30 != tc.beyond {
+				t.Errorf("retries in the outage %d, through the store after it %d, beyond the shared 30: %d; want %d, %d, %d",
+					outage, after, total-30, tc.outage, tc.after, tc.beyond)
+			}
+		})
+	}
+}

@@ -29,12 +29,15 @@
 // The bound: over any interval dt the N instances together admit at most
 // b + r·dt + A, where the allowance A is r·d, d the time within dt during
 // which the store failed (its bucket refills meanwhile and is not charged
-// for what the shares admitted), plus what the shares held beyond the
-// store's bucket as the outage began: about 0 when the instances share
-// the load or saw the store refuse, at most b·(N-1)/N when one instance
-// spent the whole burst and the others, having seen no refusal, call
-// only once the store has failed, and never more than b; plus (N-1)·k
-// for the lead, k the largest call's cost (1 for the request bucket).
+// for what the shares admitted), plus what the shares held as the outage
+// began, which the store still holds too: about 0 when the store's bucket
+// was empty (spent, or refused to them); about the store's own level when
+// the instances shared the load and it had refused none of them, since
+// each share mirrors its 1/N of the bucket (retry's
+// TestSharedFailOpenExcess: 18 of 30); b·(N-1)/N when one instance spent
+// the whole burst and the others, having seen no refusal, call only once
+// the store has failed; never more than b. Plus (N-1)·k for the lead, k
+// the largest call's cost (1 for the request bucket).
 package failopen
 
 import (
