@@ -175,36 +175,43 @@ func (s *Seam) decide(final bool) (string, error) {
 // decided (more of n could not change it), and the refusal of a restart.
 func seamCut(delivered, n string, final bool) (int, bool, error) {
 	sent := sentPrefix(delivered)
-	ws := delivered[len(sent):]
-	cut := 0
+	cut, ok, err := repeatCut(sent, n, final)
+	if !ok || err != nil {
+		return 0, ok, err
+	}
+	i, ok := spaceCut(delivered[len(sent):], n[cut:], final)
+	if !ok {
+		return 0, false, nil
+	}
+	return cut + i, true, nil
+}
+
+// repeatCut is seamCut's first step: how many bytes at n's start repeat
+// sent, whether that is decided, and the refusal of a restart.
+func repeatCut(sent, n string, final bool) (int, bool, error) {
 	switch {
 	case sent == "":
+		return 0, true, nil
 	case strings.HasPrefix(n, sent): // started over and agrees: drop the repetition
-		cut = len(sent)
+		return len(sent), true, nil
 	case strings.HasPrefix(sent, n): // may still be a repetition; at the end, it was one
-		if !final {
-			return 0, false, nil
-		}
-		cut = len(n)
+		return len(n), final, nil
 	case len(sent) > seamProbe && strings.HasPrefix(n, sent[:seamProbe]):
 		return 0, true, &Error{Class: InvalidResponse, Reason: "continuation starts over", Err: ErrRestart}
-	default:
-		k, open := overlap(sent, n)
-		if open && !final {
-			return 0, false, nil
-		}
-		cut = k
 	}
-	// The white space the caller has and the request did not send.
-	rest := n[cut:]
+	k, open := overlap(sent, n)
+	return k, final || !open, nil
+}
+
+// spaceCut is seamCut's second step: how many bytes at rest's start repeat
+// ws, the white space the caller has and the request did not send, and
+// whether that is decided (rest may still run on into ws).
+func spaceCut(ws, rest string, final bool) (int, bool) {
 	i := 0
 	for i < len(ws) && i < len(rest) && ws[i] == rest[i] {
 		i++
 	}
-	if i == len(rest) && i < len(ws) && !final {
-		return 0, false, nil // rest may still run on into ws
-	}
-	return cut + i, true, nil
+	return i, final || i < len(rest) || i == len(ws)
 }
 
 // overlap returns the longest k, from seamMinOverlap to seamMaxOverlap and
