@@ -1,5 +1,7 @@
 package portico
 
+import "cmp"
+
 // Estimator predicts N_in, the input tokens of a request, before it is sent, so
 // that rate limiters can reserve N_in + N_max and routers can check context
 // windows. Implementations must be safe for concurrent use and fast:
@@ -47,18 +49,7 @@ type CharEstimator struct {
 // EstimateInputTokens returns the estimate described on [CharEstimator]. It does
 // not allocate.
 func (e CharEstimator) EstimateInputTokens(req *Request) int {
-	bpt := e.BytesPerToken
-	if bpt <= 0 {
-		bpt = 4
-	}
-	overhead := e.MessageOverhead
-	if overhead <= 0 {
-		overhead = 4
-	}
-	img := e.ImageTokens
-	if img <= 0 {
-		img = 765
-	}
+	bpt, overhead, img := cmp.Or(max(e.BytesPerToken, 0), 4), cmp.Or(max(e.MessageOverhead, 0), 4), cmp.Or(max(e.ImageTokens, 0), 765)
 	bytes, tokens := 0, 0
 	for i := range req.Messages {
 		m := &req.Messages[i]

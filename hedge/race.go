@@ -203,11 +203,7 @@ func (r *race) start(hedge bool) {
 // another attempt won (an answer, a chunk) while the Plan prepared it:
 // then at ends at once, lost and not sent, and its hedge's token goes back.
 func (r *race) begin(at *attempt) bool {
-	parent := at.a.Context
-	if parent == nil {
-		parent = r.ctx
-	}
-	at.ctx, at.cancel = context.WithCancelCause(parent)
+	at.ctx, at.cancel = context.WithCancelCause(cmp.Or(at.a.Context, r.ctx))
 	at.start = time.Now()
 	r.running++
 	r.mu.Lock()

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -52,10 +53,7 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 	actx, s.cancel = context.WithCancelCause(actx)
 	defer s.cancel(nil)
 	if r.ttft > 0 || r.gap > 0 {
-		d := r.ttft
-		if d == 0 {
-			d = math.MaxInt64 // armed by the first chunk
-		}
+		d := cmp.Or(r.ttft, math.MaxInt64) // MaxInt64: armed by the first chunk
 		s.timer = time.AfterFunc(d, s.fire)
 		defer s.timer.Stop()
 	}

@@ -133,14 +133,7 @@ func New(cfg Config) (*Tracer, error) {
 	if cfg.ServerPort < 0 || cfg.ServerPort > 65535 {
 		return nil, fmt.Errorf("trace: Config.ServerPort %d is outside [0, 65535]", cfg.ServerPort)
 	}
-	tp := cfg.TracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	mp := cfg.MeterProvider
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
+	tp, mp := cmp.Or(cfg.TracerProvider, otel.GetTracerProvider()), cmp.Or(cfg.MeterProvider, otel.GetMeterProvider())
 	t := &Tracer{
 		cfg:       cfg,
 		op:        cfg.Operation,
