@@ -142,7 +142,8 @@
 //     one beat of every owner still running, and one write-back of the
 //     outcomes Runners keep (below), not a Lease: its length is the
 //     Store's (redisstore: Probe + 3 x (Poll + Timeout), 1.45 s with the
-//     defaults), and every Runner sharing a store must use the same Poll.
+//     defaults, longer while a member's write-back is awaited: below),
+//     and every Runner sharing a store must use the same Poll.
 //   - So from the quarantine's end, a key whose run is under way, by an
 //     owner that reached the store within the quarantine, is pending again
 //     and never runs twice. An owner cut off from the store for longer
@@ -162,14 +163,19 @@
 //     kept) and, when it did, writes them back over absent keys, 16 at a
 //     time, newest first; a key another run holds now keeps that run's
 //     record. A claim refused in quarantine for a key whose outcome the
-//     Runner keeps is answered from it. So a step completed before the
-//     loss, by a Runner that reaches the store within the quarantine, is
-//     back by its end, and a caller in any instance gets its result, not
-//     a second run.
+//     Runner keeps is answered from it.
+//   - While it keeps outcomes, a Runner is a member of the store, for
+//     [Config.Hold] (10 s) from its last ask ([Member]); after a loss
+//     the quarantine lasts until every member has written back or its
+//     Hold has run out. So a step completed before the loss, by a Runner
+//     that reaches the store within its Hold, is back before another
+//     caller could run it, and a caller in any instance gets its result,
+//     not a second run. A Runner that writes back and finds its key run
+//     again by another logs it.
 //
 // What a Runner cannot write back: an outcome whose Runner died with the
 // store (its process gone, or [Runner.Close]d), was cut off from the
-// store for the whole quarantine, or no longer keeps it (beyond Keep or
+// store beyond its Hold, or no longer keeps it (beyond Keep or
 // MaxKeptBytes). Such a record, lost, is absent after the quarantine: its
 // step runs again when it is next asked for. Exactly once for those needs
 // a store that loses no acknowledged write: for Redis, appendonly yes with

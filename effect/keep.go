@@ -17,8 +17,23 @@ type LossWatcher interface {
 	// Losses asks the store whether it lost records and returns how many
 	// losses this value has seen since it was made, or the store's error
 	// when it cannot tell. A Runner calls it every Config.Poll while it
-	// keeps outcomes.
-	Losses(ctx context.Context) (uint64, error)
+	// keeps outcomes, with w, which renews its membership: after a loss,
+	// the store refuses claims of keys it holds no record of until every
+	// member has written back or its Hold has run out; Hold zero: the
+	// Runner leaves (it keeps nothing more).
+	Losses(ctx context.Context, w Member) (uint64, error)
+}
+
+// Member is what a [Runner] tells a [LossWatcher] each time it asks.
+type Member struct {
+	// ID is the Runner's random id.
+	ID string
+	// Written is the count of losses (Losses' answer) after which the
+	// Runner last wrote back every outcome it keeps.
+	Written uint64
+	// Hold is how long from this call the store waits for this Runner to
+	// write back after a loss: [Config.Hold], zero to leave.
+	Hold time.Duration
 }
 
 // Bounds of the outcomes a Runner keeps to write back after a loss.
@@ -147,7 +162,11 @@ func (r *Runner) watchLosses() bool {
 	if idle {
 		return false
 	}
-	n, err := r.watch.Losses(r.ctx)
+	r.mu.Lock()
+	m := Member{ID: r.id, Written: r.written, Hold: r.hold}
+	r.member = true
+	r.mu.Unlock()
+	n, err := r.watch.Losses(r.ctx, m)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err == nil && (!r.counted || n != r.losses) {
@@ -160,11 +179,13 @@ func (r *Runner) watchLosses() bool {
 // ([Runner.restore]), newest first, writers at a time; it stops at the
 // first store error (the write-back is tried again at the next Poll). An
 // outcome whose key another run holds now, or that someone resolved, is
-// forgotten: it is not the key's any more.
+// forgotten: it is not the key's any more (another run that took it is
+// reported: a double run). Done, the Runner's next Member says so.
 func (r *Runner) writeKept() {
 	r.mu.Lock()
 	todo := r.kept.live(time.Now())
 	r.rewrite = false
+	upto := r.losses
 	r.mu.Unlock()
 	var failed atomic.Bool
 	var wg sync.WaitGroup
@@ -177,10 +198,13 @@ func (r *Runner) writeKept() {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ok, _, err := r.restore(r.ctx, k.key, k.rec)
+			ok, taken, err := r.restore(r.ctx, k.key, k.rec)
 			if err != nil {
 				failed.Store(true)
 				return
+			}
+			if taken {
+				r.log.Warn("effect: a kept outcome's key was run again after a store loss", "key", string(k.key), "state", k.rec.State.String())
 			}
 			if !ok {
 				r.forget(k)
@@ -190,6 +214,30 @@ func (r *Runner) writeKept() {
 	wg.Wait()
 	if failed.Load() {
 		r.lost()
+		return
+	}
+	r.mu.Lock()
+	r.written = max(r.written, upto)
+	r.mu.Unlock()
+}
+
+// leave tells the store this Runner keeps no outcomes any more, so that
+// after a loss no claim waits for its write-back.
+func (r *Runner) leave() {
+	r.mu.Lock()
+	m := Member{ID: r.id, Written: r.written}
+	r.mu.Unlock()
+	_, _ = r.watch.Losses(context.WithoutCancel(r.ctx), m) // failed: its Hold runs out
+}
+
+// leaveIfMember makes the Runner leave the store's members if it joined.
+func (r *Runner) leaveIfMember() {
+	r.mu.Lock()
+	joined := r.member
+	r.member = false
+	r.mu.Unlock()
+	if joined {
+		r.leave()
 	}
 }
 

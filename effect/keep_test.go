@@ -19,14 +19,18 @@ type watchedStore struct {
 	*quarantineStore
 	losses atomic.Uint64
 	asked  atomic.Int32 // calls of Losses
+	left   atomic.Int32 // calls of Losses with Hold zero: the Runner left
 }
 
 func newWatchedStore() *watchedStore {
 	return &watchedStore{quarantineStore: &quarantineStore{lossyStore: newLossyStore()}}
 }
 
-func (w *watchedStore) Losses(context.Context) (uint64, error) {
+func (w *watchedStore) Losses(_ context.Context, m Member) (uint64, error) {
 	w.asked.Add(1)
+	if m.Hold == 0 {
+		w.left.Add(1)
+	}
 	return w.losses.Load(), nil
 }
 
@@ -160,9 +164,9 @@ func TestKeptOutcomesBounded(t *testing.T) {
 	})
 }
 
-// TestWatchEndsAtExpiry: the store is asked for its losses once per Poll
-// while outcomes are kept, and no more once they expired: the loop ends
-// by itself.
+// TestWatchEndsAtExpiry: the store is asked for its losses at once and
+// once per Poll while outcomes are kept, then once to leave (Hold zero),
+// and no more once they expired: the loop ends by itself.
 func TestWatchEndsAtExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newWatchedStore()
@@ -170,8 +174,8 @@ func TestWatchEndsAtExpiry(t *testing.T) {
 		r.Do(context.Background(), "k", func(context.Context) ([]byte, error) { return []byte("x"), nil })
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
-		if n := store.asked.Load(); n != 9 {
-			t.Errorf("the store was asked for its losses %d times, want 9 (one per Poll over the TTL)", n)
+		if n, left := store.asked.Load(), store.left.Load(); n != 11 || left != 1 {
+			t.Errorf("the store was asked for its losses %d times, %d to leave; want 11 (at once, 9 Polls over the TTL, 1 to leave), 1", n, left)
 		}
 		r.mu.Lock()
 		writing := r.writing

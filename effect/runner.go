@@ -23,8 +23,9 @@ var (
 	// ErrUnknown: the key's outcome is unknown (an ambiguous timeout, a
 	// cancellation or panic mid-run, or a pending key whose owner's lease
 	// ran out). The effect may have happened; the runner will not run it
-	// again until the application reconciles the key with [Runner.Resolve].
-	// Class Ambiguous.
+	// again until the application reconciles the key with [Runner.Resolve]
+	// (a key found Completed by then reconciles as Happened: its owner's
+	// outcome reached the store after all). Class Ambiguous.
 	ErrUnknown = errors.New("effect: outcome unknown, reconcile before running again")
 	// ErrFailed: the key's effect failed earlier with a non-retryable class,
 	// which the error carries; it is not run again.
@@ -57,6 +58,7 @@ const (
 	DefaultTTL   = 24 * time.Hour
 	DefaultLease = 5 * time.Minute
 	DefaultPoll  = 100 * time.Millisecond
+	DefaultHold  = 10 * time.Second
 )
 
 // Config configures a [Runner].
@@ -91,6 +93,15 @@ type Config struct {
 	// and never more than MaxKeptBytes in all; the oldest go first. Zero
 	// means DefaultKeep (1,024); negative keeps none.
 	Keep int
+	// Hold is, over a [LossWatcher] store, how long after this Runner last
+	// asked the store, every Poll while it keeps outcomes, a loss of
+	// records waits for its write-back: claims of keys the store holds no
+	// record of are refused until every such Runner has written back or
+	// its Hold has run out (see Store loss in the package documentation).
+	// So a step of a Runner whose link is slow or cut for less than Hold
+	// is written back before any other Runner runs it; one cut off longer
+	// may run twice. Zero means DefaultHold (10 s).
+	Hold time.Duration
 	// Logger receives a warning when an outcome could not be recorded at
 	// once, and when one is given up (see Store outage in the package
 	// documentation). Nil discards.
@@ -109,6 +120,8 @@ type Runner struct {
 	ttl   time.Duration
 	lease time.Duration
 	poll  time.Duration
+	hold  time.Duration
+	id    string // the Runner's Member.ID
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -129,6 +142,8 @@ type Runner struct {
 	kept    keptSet
 	losses  uint64 // the store's count of losses at its last answer
 	counted bool   // losses holds an answer
+	written uint64 // losses when every kept outcome was last written back
+	member  bool   // the store counts this Runner a member (it asked)
 	rewrite bool
 	ctx     context.Context // canceled by Close
 	cancel  context.CancelFunc
@@ -155,7 +170,7 @@ func New(cfg Config) (*Runner, error) {
 		name string
 		p    *time.Duration
 		def  time.Duration
-	}{{"TTL", &cfg.TTL, DefaultTTL}, {"Lease", &cfg.Lease, DefaultLease}, {"Poll", &cfg.Poll, DefaultPoll}} {
+	}{{"TTL", &cfg.TTL, DefaultTTL}, {"Lease", &cfg.Lease, DefaultLease}, {"Poll", &cfg.Poll, DefaultPoll}, {"Hold", &cfg.Hold, DefaultHold}} {
 		if *d.p < 0 {
 			return nil, errors.New("effect: Config." + d.name + " is negative")
 		}
@@ -171,7 +186,7 @@ func New(cfg Config) (*Runner, error) {
 	cfg.Keep = cmp.Or(cfg.Keep, DefaultKeep)
 	ctx, cancel := context.WithCancel(context.Background())
 	watch, _ := cfg.Store.(LossWatcher)
-	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, log: log, flights: map[Key]*flight{}, unsure: map[Key]string{},
+	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, hold: cfg.Hold, id: rand.Text(), log: log, flights: map[Key]*flight{}, unsure: map[Key]string{},
 		unwritten: map[Key]unwritten{}, ctx: ctx, cancel: cancel, watch: watch, kept: newKeptSet(cfg.Keep)}, nil
 }
 
@@ -504,7 +519,7 @@ func (r *Runner) completed(ctx context.Context, key Key, mine Record, res []byte
 	case taken:
 		return unknownError("another run claimed the key after the store lost its record; the effect may have run again", nil)
 	case rerr != nil && missed:
-		return unknownError("the store could not keep this run's claim nor take its outcome; the effect may have run again", nil)
+		return unknownError("the store confirmed neither this run's claim nor its outcome, written back later; another run may have run it", nil)
 	}
 	return nil
 }
@@ -639,14 +654,19 @@ func (r *Runner) startWriting() {
 func (r *Runner) writeBack() {
 	t := time.NewTicker(r.poll)
 	defer t.Stop()
-	for {
-		select {
-		case <-r.ctx.Done():
-			r.mu.Lock()
-			r.writing = false
-			r.mu.Unlock()
-			return
-		case <-t.C:
+	if r.watch != nil {
+		defer r.leaveIfMember()
+	}
+	for first := r.watch != nil; ; first = false {
+		if !first { // a member from its first kept outcome: ask at once
+			select {
+			case <-r.ctx.Done():
+				r.mu.Lock()
+				r.writing = false
+				r.mu.Unlock()
+				return
+			case <-t.C:
+			}
 		}
 		if r.watch != nil && r.watchLosses() {
 			r.writeKept()
@@ -775,8 +795,10 @@ type Outcome struct {
 }
 
 // Resolve records the reconciled outcome of key, which must be Unknown or
-// Pending past its lease. It returns a Permanent *portico.Error wrapping
-// [ErrNotResolvable] otherwise, or when the record changed meanwhile, one
+// Pending past its lease; for a key Completed meanwhile (an owner told
+// ErrUnknown whose outcome reached the store after all), Happened returns
+// nil and keeps the stored result. It returns a Permanent *portico.Error
+// wrapping [ErrNotResolvable] otherwise, or when the record changed meanwhile, one
 // wrapping [ErrKey] for the empty key, and a Transient one wrapping
 // [ErrStore] when the store fails.
 func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
@@ -786,6 +808,9 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 	cur, ok, err := r.store.Get(ctx, key)
 	if err != nil {
 		return storeError(err)
+	}
+	if ok && cur.State == Completed && o.Happened {
+		return nil // its owner's outcome reached the store after all
 	}
 	if !ok || !resolvable(cur, time.Now()) {
 		return &portico.Error{Class: portico.Permanent, Reason: "key not unknown", Err: ErrNotResolvable}

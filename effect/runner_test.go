@@ -120,6 +120,15 @@ func TestAmbiguousFailureIsUnknownAndNotRerun(t *testing.T) {
 				if err := r.Resolve(context.Background(), key, Outcome{}); !errors.Is(err, ErrNotResolvable) {
 					t.Fatalf("Resolve of a completed key = %v, want ErrNotResolvable", err)
 				}
+				// An owner told ErrUnknown whose outcome reached the store
+				// after all follows the error's advice: Resolve accepts
+				// Happened and keeps the stored result.
+				if err := r.Resolve(context.Background(), key, Outcome{Happened: true, Result: []byte(`"other"`)}); err != nil {
+					t.Fatalf("Resolve(Happened) of a completed key = %v, want nil", err)
+				}
+				if res, err := r.Do(context.Background(), key, again); err != nil || string(res) != `"sent"` || runs != 0 {
+					t.Fatalf("Do after Resolve of a completed key = %s, %v (runs %d), want the stored result", res, err, runs)
+				}
 			})
 		})
 	}

@@ -323,6 +323,28 @@
 // result, an error wrapping effect.ErrUnknown (see Store loss in package
 // effect; TestOwnerCutOffThroughLoss).
 //
+// The quarantine also waits for the Runners that keep outcomes: each is a
+// member of the epoch, a field of its hash with a deadline (its last
+// [Effects.Losses] + its effect.Config.Hold, 10 s by default) and the
+// epoch it last wrote back for. Losses renews it every Poll and, in the
+// same script, reads the members back (no extra round trip; the other
+// scripts read them at most once a Poll). After a loss, every Effects
+// whose poll sees the new epoch publishes the members it saw before it;
+// a member whose hash was kept (a failover) is in it already. Claims of
+// absent keys are then refused until every such member has written back
+// for the new epoch or its deadline passed, with RetryAfter a Poll once
+// only members are awaited. So an owner that is alive but slow (its
+// replies late, each operation timing out and its Store waiting a Probe
+// after each) writes back before anyone runs its steps, for up to its
+// Hold (TestEffectSlowOwnerThroughLoss: replies 80 ms late for 2 s after a
+// FLUSHALL or a SIGKILL, 20 of 20 steps run once; before, with the fixed
+// quarantine alone, 20 of 20 ran twice). A Runner leaves when it keeps no
+// outcome or is closed. What it cannot cover: an owner that died, or is
+// cut off beyond its Hold (its steps run again after it, and the owner,
+// writing back, logs each step it finds run again:
+// TestEffectSlowOwnerThroughLoss with a Hold of 1 s), and a loss seen
+// first by no member that knew the others.
+//
 // What this gives: at most once through a loss for every key whose run
 // was under way, provided some instance that knew the epoch, or any
 // instance after a change of server, touches the slot before a process

@@ -39,6 +39,12 @@ type Effects struct {
 	mu     sync.Mutex
 	known  map[string]epochSeen // epoch key -> the epoch last seen there
 	losses uint64
+	// members: epoch key -> the members and their deadlines (id, unix ms,
+	// ...) at the last Losses there; publish: the epoch keys where a loss
+	// was seen since, whose next Losses publishes them to the new epoch.
+	members map[string][]any
+	viewed  map[string]time.Time // epoch key -> when members was read
+	publish map[string]bool
 }
 
 // epochSeen is an epoch as a script last replied it: its id, and when a
@@ -63,7 +69,7 @@ func (s *Store) Effects() *Effects {
 	case *redis.ClusterClient:
 		mode = epochSlot
 	}
-	return &Effects{s: s, mode: mode, known: map[string]epochSeen{}}
+	return &Effects{s: s, mode: mode, known: map[string]epochSeen{}, members: map[string][]any{}, viewed: map[string]time.Time{}, publish: map[string]bool{}}
 }
 
 var _ effect.LossWatcher = (*Effects)(nil)
@@ -148,6 +154,7 @@ func (e *Effects) saw(key, reply string) {
 	e.mu.Lock()
 	if was, ok := e.known[key]; ok && was != now {
 		e.losses++
+		e.publish[key] = true
 	}
 	e.known[key] = now
 	e.mu.Unlock()
@@ -155,9 +162,11 @@ func (e *Effects) saw(key, reply string) {
 
 // Losses implements [effect.LossWatcher]: it checks the epoch of every
 // slot this Effects has touched (one on a server, none on a Ring), as
-// every effect script does, and returns how many losses of records this
-// Effects has seen: a change of epoch id or of its time of loss.
-func (e *Effects) Losses(ctx context.Context) (uint64, error) {
+// every effect script does, renews m's membership there, and returns how
+// many losses of records this Effects has seen: a change of epoch id or of
+// its time of loss. One round trip per slot; see Effect records and store
+// loss in the package documentation for the members' hold.
+func (e *Effects) Losses(ctx context.Context, m effect.Member) (uint64, error) {
 	var keys []string
 	switch e.mode {
 	case epochGlobal:
@@ -170,7 +179,7 @@ func (e *Effects) Losses(ctx context.Context) (uint64, error) {
 		e.mu.Unlock()
 	}
 	for _, k := range keys {
-		if _, err := e.run(ctx, epochScript, k, 0); err != nil {
+		if err := e.member(ctx, k, m); err != nil {
 			return 0, err
 		}
 	}
@@ -179,18 +188,67 @@ func (e *Effects) Losses(ctx context.Context) (uint64, error) {
 	return e.losses, nil
 }
 
+// member runs [memberScript] on the epoch at key for m, with the members
+// this Effects saw there last (published to a new epoch after a loss), and
+// keeps the members it replies.
+func (e *Effects) member(ctx context.Context, key string, m effect.Member) error {
+	e.mu.Lock()
+	known := e.known[key]
+	done, publish := "0", "0"
+	if m.Written >= e.losses {
+		done = "1"
+	}
+	if e.publish[key] {
+		publish = "1"
+	}
+	seen := ""
+	if known.id != "" {
+		seen = known.id + ":" + known.lost
+	}
+	args := append([]any{m.ID, seen, done, m.Hold.Milliseconds(), publish}, e.members[key]...)
+	e.mu.Unlock()
+	rest, err := e.run(ctx, memberScript, key, 0, 0, args...)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	delete(e.publish, key)
+	e.mu.Unlock()
+	e.view(key, rest)
+	return nil
+}
+
+// view keeps members, the members at key as a script replied them.
+func (e *Effects) view(key string, members []any) {
+	e.mu.Lock()
+	e.members[key], e.viewed[key] = members, time.Now()
+	e.mu.Unlock()
+}
+
+// stale reports whether the members at key were read over a Poll ago.
+func (e *Effects) stale(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return time.Since(e.viewed[key]) > effect.DefaultPoll
+}
+
 // run runs script on the record at rkey and the epoch that covers it: its
 // arguments start with the epoch's (the id this Effects knows, a new id in
 // case the script creates the epoch, the quarantine in milliseconds) and
 // go on with args. The script replies {epoch ("id:lost"), its
 // result...}; run remembers the epoch (saw) and returns the rest.
-func (e *Effects) run(ctx context.Context, script *redis.Script, rkey string, quarantine time.Duration, args ...any) ([]any, error) {
+func (e *Effects) run(ctx context.Context, script *redis.Script, rkey string, quarantine, beat time.Duration, args ...any) ([]any, error) {
 	ekey, known := e.epochKey(rkey)
 	mode := "1"
 	if ekey == "" {
 		ekey, mode = rkey, "0" // a Ring: the script keeps no epoch
 	}
-	argv := append([]any{mode, known, rand.Text(), quarantine.Milliseconds()}, args...)
+	ask := "0" // the members, read at most once a Poll on any script
+	if mode == "1" && script != memberScript && e.stale(ekey) {
+		ask = "1"
+	}
+	q := strconv.FormatInt(quarantine.Milliseconds(), 10) + "/" + strconv.FormatInt(beat.Milliseconds(), 10) + "/" + ask
+	argv := append([]any{mode, known, rand.Text(), q}, args...)
 	var reply []any
 	err := e.s.do(ctx, func(ctx context.Context) error {
 		var err error
@@ -203,6 +261,10 @@ func (e *Effects) run(ctx context.Context, script *redis.Script, rkey string, qu
 	if len(reply) == 0 {
 		return nil, errors.New("redisstore: malformed effect script reply")
 	}
+	if members, ok := reply[0].([]any); ok && len(members) > 0 && mode == "1" {
+		reply[0] = members[0]
+		e.view(ekey, members[1:])
+	}
 	if id, ok := reply[0].(string); ok && mode == "1" {
 		e.saw(ekey, id)
 	}
@@ -212,7 +274,7 @@ func (e *Effects) run(ctx context.Context, script *redis.Script, rkey string, qu
 // Get implements [effect.Store]. It reads the record and checks the epoch;
 // an absent key stays absent even while a loss is being quarantined.
 func (e *Effects) Get(ctx context.Context, key effect.Key) (effect.Record, bool, error) {
-	rest, err := e.run(ctx, getScript, e.s.key("fx", string(key)), 0)
+	rest, err := e.run(ctx, getScript, e.s.key("fx", string(key)), 0, 0)
 	if err != nil {
 		return effect.Record{}, false, err
 	}
@@ -251,7 +313,11 @@ func (e *Effects) PutIfAbsent(ctx context.Context, key effect.Key, rec effect.Re
 	if rec.State == effect.Pending && !rec.Renew {
 		refusable = "1"
 	}
-	rest, err := e.run(ctx, putScript, e.s.key("fx", string(key)), e.quarantine(rec.Beat),
+	beat := rec.Beat
+	if beat <= 0 {
+		beat = effect.DefaultPoll
+	}
+	rest, err := e.run(ctx, putScript, e.s.key("fx", string(key)), e.quarantine(beat), beat,
 		strconv.Itoa(int(rec.State)), rec.Owner, d, expiresAt(rec.Expires), refusable)
 	if err != nil {
 		return effect.Record{}, false, err
@@ -275,7 +341,7 @@ func (e *Effects) Update(ctx context.Context, key effect.Key, prev, next effect.
 	if err != nil {
 		return false, err
 	}
-	rest, err := e.run(ctx, updateScript, e.s.key("fx", string(key)), 0,
+	rest, err := e.run(ctx, updateScript, e.s.key("fx", string(key)), 0, 0,
 		strconv.Itoa(int(prev.State)), prev.Owner, strconv.Itoa(int(next.State)), next.Owner, d, expiresAt(next.Expires))
 	if err != nil {
 		return false, err
@@ -287,23 +353,42 @@ func (e *Effects) Update(ctx context.Context, key effect.Key, prev, next effect.
 // hash (id, rid: the run_id of the server that last checked it, born and
 // lost: unix milliseconds, lost 0 for none); ARGV[1] "1" to keep an epoch
 // ("0": a Ring, none), ARGV[2] the epoch id the caller saw last ("" for
-// none), ARGV[3] a new id, ARGV[4] the caller's quarantine in
-// milliseconds (0 for none). A server that refuses INFO in scripts (some
+// none), ARGV[3] a new id, ARGV[4] "q/beat/ask": the caller's quarantine
+// and Poll in milliseconds (0 for none), and "1" to have the members
+// (memberScript) replied with the epoch, as {"id:lost", id, deadline, ...}. A server that refuses INFO in scripts (some
 // managed services) gives no run_id: its failovers are then seen by the
 // epoch id alone. epoch() returns "id:lost" (the epoch id and when a loss
 // was last detected, 0 for never: a change of either is a loss) and, while absent keys are
 // quarantined, the milliseconds the quarantine has left (else false): the
 // store lost records (the epoch vanished while the caller knew one, or it
 // is not the one the caller knew, or the server is another: restarted or
-// promoted) less than a quarantine ago.
+// promoted) less than a quarantine ago, or, after a loss, the field hold
+// (memberScript's) is ahead: then the lesser of its time left and a Poll.
 const epochLua = `
+local function members(now, seen, prune)
+  local all, out, last = redis.call('HGETALL', KEYS[2]), {seen}, 0
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'm:' then
+      local bar = string.find(all[i + 1], '|', 1, true)
+      local dl = tonumber(string.sub(all[i + 1], 1, bar - 1))
+      if dl <= now then
+        if prune then redis.call('HDEL', KEYS[2], all[i]) end
+      else
+        if string.sub(all[i + 1], bar + 1) ~= seen then last = math.max(last, dl) end
+        out[#out + 1] = string.sub(all[i], 3)
+        out[#out + 1] = string.sub(all[i + 1], 1, bar - 1)
+      end
+    end
+  end
+  return out, last
+end
 local function epoch()
   if ARGV[1] ~= '1' then return '', false end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local info, rid = redis.pcall('INFO', 'server'), ''
   if type(info) == 'string' then rid = string.match(info, 'run_id:(%x+)') or '' end
-  local e = redis.call('HMGET', KEYS[2], 'id', 'rid', 'born', 'lost')
+  local e = redis.call('HMGET', KEYS[2], 'id', 'rid', 'born', 'lost', 'hold')
   local id, lost = e[1], tonumber(e[4] or '0')
   if not id then
     id, lost = ARGV[3], 0
@@ -317,16 +402,45 @@ local function epoch()
     redis.call('HSET', KEYS[2], 'lost', lost)
   end
   local seen = id .. ':' .. lost
-  if lost > 0 and now < lost + tonumber(ARGV[4]) then return seen, lost + tonumber(ARGV[4]) - now end
-  return seen, false
+  local q, beat, ask = string.match(ARGV[4], '^(%d+)/(%d+)/(%d)$')
+  if ask == '1' then seen = members(now, seen, false) end
+  local left = lost + tonumber(q) - now
+  if left <= 0 and tonumber(e[5] or '0') > now then left = math.min(tonumber(e[5]) - now, tonumber(beat)) end
+  if lost > 0 and left > 0 then return seen, left, now end
+  return seen, false, now
 end
 `
 
-// epochScript: KEYS and ARGV[1..4] as for epoch(), KEYS[1] the epoch
-// hash too. Checks the epoch; returns {"id:lost"}.
-var epochScript = redis.NewScript(epochLua + `
-local seen = epoch()
-return {seen}
+// memberScript: KEYS and ARGV[1..4] as for epoch(), KEYS[1] the epoch
+// hash too; ARGV[5..] a Runner's id, the epoch ("id:lost") its Effects
+// knew, "1" when the Runner has written back every loss its Effects
+// counted, its hold in milliseconds (0: it leaves), "1" to publish, then
+// the members the Effects saw last (id, deadline in unix ms, ...).
+// Members are fields m:<id> of the epoch hash, "deadline|epoch": the epoch
+// the member has written back for ("" for none). A member that has not
+// written back for the current epoch holds absent keys (epoch()'s 'hold')
+// until its deadline. The members seen last are published, as not written
+// back, when this call finds the epoch changed or publish is "1": so a
+// loss that wiped the hash waits for them. A member not written back
+// keeps its deadline: waiting for it ends at its Hold. Returns {epoch,
+// id, deadline, ...} of the live members.
+var memberScript = redis.NewScript(epochLua + `
+local seen, _, now = epoch()
+if ARGV[1] ~= '1' then return {seen} end
+if ARGV[9] == '1' or (ARGV[6] ~= '' and ARGV[6] ~= seen) then
+  for i = 10, #ARGV, 2 do redis.call('HSETNX', KEYS[2], 'm:' .. ARGV[i], ARGV[i + 1] .. '|') end
+end
+local me, hold = 'm:' .. ARGV[5], tonumber(ARGV[8])
+if hold == 0 then
+  redis.call('HDEL', KEYS[2], me)
+elseif ARGV[7] == '1' and ARGV[6] == seen then
+  redis.call('HSET', KEYS[2], me, (now + hold) .. '|' .. seen)
+else
+  redis.call('HSETNX', KEYS[2], me, (now + hold) .. '|')
+end
+local out, last = members(now, seen, true)
+redis.call('HSET', KEYS[2], 'hold', last)
+return out
 `)
 
 // getScript: KEYS and ARGV[1..4] as for epoch(). Returns {epoch,

@@ -42,8 +42,8 @@ func (w *waiting) PutIfAbsent(ctx context.Context, key effect.Key, rec effect.Re
 	return cur, ok, err
 }
 
-func (w *waiting) Losses(ctx context.Context) (uint64, error) {
-	return w.Store.(effect.LossWatcher).Losses(ctx)
+func (w *waiting) Losses(ctx context.Context, m effect.Member) (uint64, error) {
+	return w.Store.(effect.LossWatcher).Losses(ctx, m)
 }
 
 // instance returns a Runner on a Store and client of its own, dialing m:
