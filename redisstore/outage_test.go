@@ -32,12 +32,16 @@ var outages = []outage{
 		return func() { srv.Unpause(t) }
 	}},
 	{"slow", func(t *testing.T, srv *redistest.Server) func() {
+		// Asleep for longer than a starved CPU (2 cores, -race, every
+		// module's tests at once) was seen to take over the outage's
+		// calls: with a second, the server woke before the last of them.
 		done := make(chan struct{})
-		go func() { srv.Sleep(t, time.Second); close(done) }()
-		// Wait until the server is asleep: a PING no longer answers.
+		go func() { srv.Sleep(t, 3*time.Second); close(done) }()
+		// Wait until the server is asleep: a PING no longer answers, for
+		// longer than a starved goroutine was seen to wait for a reply.
 		c := srv.Client(t)
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			err := c.Ping(ctx).Err()
 			cancel()
 			if err != nil {
