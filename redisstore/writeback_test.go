@@ -22,8 +22,10 @@ import (
 // result at once, the effect run once, because the owner wrote its
 // outcome back when the server answered again. Without that, the other
 // instance waited out the lease (5 minutes by default) and then got
-// Unknown; with a 1 s lease it got Unknown at once. Run with -v for the
-// figures.
+// Unknown; with a 1 s lease it got Unknown at once. The owner told Unknown
+// then resolves the key as the error says: Resolve accepts Happened on
+// the key found Completed (it refused it as "not unknown"). Run with -v
+// for the figures.
 func TestEffectOutcomeWrittenBack(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -114,6 +116,16 @@ func TestEffectOutcomeWrittenBack(t *testing.T) {
 			if err != nil || string(res) != `"T"` || runs.Load() != 1 {
 				t.Fatalf("the other instance's Do 300 ms after the resume = %s, %v after %v, runs %d; want the owner's result, run once",
 					res, err, took.Round(time.Millisecond), runs.Load())
+			}
+			// The owner told Unknown follows the error's advice: Resolve, as
+			// happened, is accepted on the key now Completed, and keeps it.
+			if owner.err != nil {
+				if err := a.Resolve(ctx, key, effect.Outcome{Happened: true, Result: []byte(`"T"`)}); err != nil {
+					t.Errorf("the owner's Resolve(Happened) after ErrUnknown = %v, want nil", err)
+				}
+				if rec, ok, _ := b.Status(ctx, key); !ok || rec.State != effect.Completed || string(rec.Result) != `"T"` {
+					t.Errorf("after the owner's Resolve the key is %v %s, want completed \"T\"", rec.State, rec.Result)
+				}
 			}
 			if !ah.has("WARN effect: outcome not recorded, writing it back") || !ah.has("INFO effect: outcome written back") {
 				t.Errorf("the owner's logs = %q; want the outcome kept, then written back", ah.out)
