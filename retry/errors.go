@@ -80,36 +80,16 @@ func attempts(n int) string {
 	return strconv.Itoa(n) + " attempts"
 }
 
-// surface returns the error that ends a call after the attempt error last: a
-// *portico.Error with last's class and fields (Status, Code, Model, RetryAfter,
-// RateLimit, RefusedBy), or class cls, and no RefusedBy, when cls is not OK
-// and another class, no Reason, as Usage what
-// every attempt billed (see billed), NotSent only when no attempt was sent
-// (see noneSent), whose Err is a history: summary, then
-// last's message, wrapping sentinel (nil: none), last and the earlier
-// attempts' errors. When last sent nothing ([portico.NothingSent]: a
-// throttle's or a limiter's refusal) but an earlier attempt was sent, the
-// class, Status and Code are the last sent attempt's: the request may have
-// been billed, and last says why the call stopped. Permanent and Canceled,
-// which end the request wherever it goes, stay last's.
-// The message reads "portico: <class and fields>: <summary>: <last error>",
-// where the last error's class and fields are left out when they are the
-// final error's own.
+// surface returns the error that ends a call after the attempt error last:
+// the fields of [finalFields], with class cls and no RefusedBy when cls is
+// neither OK nor theirs, no Reason, as Usage what every attempt billed (see
+// billed), NotSent only when no attempt was sent (see noneSent), and as Err
+// a history: summary, then last's message, wrapping sentinel (nil: none),
+// last and the earlier attempts' errors. The message reads
+// "portico: <class and fields>: <summary>: <last error>", where the last
+// error's class and fields are left out when they are the final error's own.
 func surface(last error, cls portico.Class, sentinel error, summary string, earlier []error) *portico.Error {
-	var w portico.Error
-	var pe *portico.Error
-	if errors.As(last, &pe) {
-		w = *pe
-	} else {
-		w.Class = portico.ClassOf(last)
-	}
-	direct := last == error(pe) // last itself, not a wrapper, gave the fields
-	if sent := lastSent(last, earlier); sent != last && sent != nil && w.Class != portico.Permanent && w.Class != portico.Canceled {
-		w.Class, w.Status, w.Code, direct = portico.ClassOf(sent), 0, "", false
-		if errors.As(sent, &pe) {
-			w.Status, w.Code = pe.Status, pe.Code
-		}
-	}
+	w, direct := finalFields(last, earlier)
 	if cls != portico.OK && cls != w.Class {
 		// Another class: last's refusal, if it was one, did not end the call.
 		w.Class, w.RefusedBy, direct = cls, portico.NotRefused, false
@@ -121,10 +101,33 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 	if sentinel != nil {
 		errs = append(errs, sentinel)
 	}
-	errs = append(errs, last)
-	errs = append(errs, earlier...)
+	errs = append(append(errs, last), earlier...)
 	w.Err = &history{summary: summary, tail: direct, errs: errs, last: len(errs) - len(earlier) - 1}
 	return &w
+}
+
+// finalFields returns the class and fields of last's *portico.Error (its
+// class alone when it has none), and whether last itself, not a wrapper,
+// gave them. When last sent nothing ([portico.NothingSent]: a throttle's or
+// a limiter's refusal) but an earlier attempt was sent, the class, Status
+// and Code are the last sent attempt's: the request may have been billed,
+// and last says why the call stopped. Permanent and Canceled, which end the
+// request wherever it goes, stay last's.
+func finalFields(last error, earlier []error) (w portico.Error, direct bool) {
+	var pe *portico.Error
+	if errors.As(last, &pe) {
+		w = *pe
+	} else {
+		w.Class = portico.ClassOf(last)
+	}
+	direct = last == error(pe) // last itself, not a wrapper, gave the fields
+	if sent := lastSent(last, earlier); sent != last && sent != nil && w.Class != portico.Permanent && w.Class != portico.Canceled {
+		w.Class, w.Status, w.Code, direct = portico.ClassOf(sent), 0, "", false
+		if errors.As(sent, &pe) {
+			w.Status, w.Code = pe.Status, pe.Code
+		}
+	}
+	return w, direct
 }
 
 // lastSent returns the error of the last attempt that may have been sent,
