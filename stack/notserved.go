@@ -78,16 +78,7 @@ func (m *notServed) refused(model string, now time.Time) error {
 	stale, expired := !now.Before(m.last), ok && !now.Before(e.until)
 	m.mu.RUnlock()
 	if stale || expired {
-		// Forget what expired: every entry once the latest has, so that
-		// the route's requests skip the lock again (n is 0).
-		m.mu.Lock()
-		if !now.Before(m.last) {
-			clear(m.known)
-		} else if e, ok := m.known[model]; ok && !now.Before(e.until) {
-			delete(m.known, model)
-		}
-		m.n.Store(int32(len(m.known)))
-		m.mu.Unlock()
+		m.forget(model, now)
 		return nil
 	}
 	if !ok {
@@ -95,6 +86,19 @@ func (m *notServed) refused(model string, now time.Time) error {
 	}
 	return &portico.Error{Class: portico.Incompatible, Status: e.status, Code: e.code, Model: model,
 		Reason: e.reason, NotSent: true}
+}
+
+// forget drops what expired at now: every entry once the latest has, so
+// that the route's requests skip the lock again (n is 0), else model's.
+func (m *notServed) forget(model string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !now.Before(m.last) {
+		clear(m.known)
+	} else if e, ok := m.known[model]; ok && !now.Before(e.until) {
+		delete(m.known, model)
+	}
+	m.n.Store(int32(len(m.known)))
 }
 
 // learn turns a 404 for the model the request named into Incompatible,
@@ -132,13 +136,7 @@ func (m *notServed) remember(model string, err *portico.Error, now time.Time) {
 		m.known = make(map[string]notServedEntry)
 	}
 	if _, ok := m.known[model]; !ok && len(m.known) >= notServedModels {
-		first := ""
-		for k, e := range m.known {
-			if first == "" || e.until.Before(m.known[first].until) {
-				first = k
-			}
-		}
-		delete(m.known, first)
+		delete(m.known, m.expiresFirst())
 	}
 	until := now.Add(notServedFor)
 	m.known[model] = notServedEntry{until: until, status: err.Status, code: err.Code,
@@ -147,4 +145,15 @@ func (m *notServed) remember(model string, err *portico.Error, now time.Time) {
 		m.last = until
 	}
 	m.n.Store(int32(len(m.known)))
+}
+
+// expiresFirst returns the model whose entry expires first. m.mu is held.
+func (m *notServed) expiresFirst() string {
+	first := ""
+	for k, e := range m.known {
+		if first == "" || e.until.Before(m.known[first].until) {
+			first = k
+		}
+	}
+	return first
 }
