@@ -209,40 +209,30 @@ var printer = message.NewPrinter(language.English)
 // location rather than every branch's failures.
 func (p *pipeline) collect(e *jsonschema.ValidationError) {
 	switch k := e.ErrorKind.(type) {
-	case *kind.Group, *kind.Schema, *kind.AllOf, *kind.Reference:
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				p.collect(c)
-			}
-			return
-		}
 	case *kind.Required:
-		for _, name := range k.Missing {
-			v := p.schemaViolation(e)
-			v.Pointer = childPointer(e.InstanceLocation, name)
-			v.Detail = "missing property"
-			p.add(v)
-		}
-		return
+		p.perProperty(e, k.Missing, "missing property")
 	case *kind.AdditionalProperties:
-		for _, name := range k.Properties {
-			v := p.schemaViolation(e)
-			v.Pointer = childPointer(e.InstanceLocation, name)
-			v.Detail = "property not allowed"
-			p.add(v)
-		}
-		return
+		p.perProperty(e, k.Properties, "property not allowed")
 	case *kind.AnyOf, *kind.OneOf, *kind.Not:
 		p.add(p.schemaViolation(e))
-		return
-	}
-	if len(e.Causes) > 0 {
+	default:
+		if len(e.Causes) == 0 {
+			p.add(p.schemaViolation(e))
+		}
 		for _, c := range e.Causes {
 			p.collect(c)
 		}
-		return
 	}
-	p.add(p.schemaViolation(e))
+}
+
+// perProperty adds a violation of e with detail for each property of names.
+func (p *pipeline) perProperty(e *jsonschema.ValidationError, names []string, detail string) {
+	for _, name := range names {
+		v := p.schemaViolation(e)
+		v.Pointer = childPointer(e.InstanceLocation, name)
+		v.Detail = detail
+		p.add(v)
+	}
 }
 
 func (p *pipeline) schemaViolation(e *jsonschema.ValidationError) Violation {

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/portico-llm/portico"
@@ -160,14 +161,12 @@ func New(cfg Config) (*Validator, error) {
 	if cfg.Length > LengthAccept {
 		return nil, errors.New("validate: Config.Length is not a LengthPolicy")
 	}
-	for i, c := range cfg.Checks {
-		if c == nil {
-			return nil, errors.New("validate: Config.Checks[" + strconv.Itoa(i) + "] is nil")
-		}
-	}
-	for i, c := range cfg.Semantic {
-		if c == nil {
-			return nil, errors.New("validate: Config.Semantic[" + strconv.Itoa(i) + "] is nil")
+	for _, l := range []struct {
+		name   string
+		checks []Check
+	}{{"Checks", cfg.Checks}, {"Semantic", cfg.Semantic}} {
+		if i := slices.IndexFunc(l.checks, func(c Check) bool { return c == nil }); i >= 0 {
+			return nil, errors.New("validate: Config." + l.name + "[" + strconv.Itoa(i) + "] is nil")
 		}
 	}
 	cfg.Checks = append([]Check(nil), cfg.Checks...)
