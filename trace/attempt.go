@@ -94,9 +94,7 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 		r = a.Watch(req, a)
 	}
 	resp, err := next.Generate(ctx, r)
-	if c != nil && err == nil && resp != nil {
-		c.noteAnswer(t, model)
-	}
+	c.noteAnswer(t, model, resp, err)
 	var end time.Time
 	if logging {
 		end = time.Now()
@@ -121,9 +119,7 @@ func (t *Tracer) attemptCounted(ctx context.Context, req *portico.Request, next 
 	}
 	resp, err := next.Generate(ctx, req)
 	span.End()
-	if c != nil && err == nil && resp != nil {
-		c.noteAnswer(t, model)
-	}
+	c.noteAnswer(t, model, resp, err)
 	return resp, err
 }
 

@@ -226,9 +226,14 @@ func (c *call) noteAttempt(start time.Time, t *Tracer, model string) {
 }
 
 // noteAnswer is called by the attempt layer t when an attempt of model
-// returned an answer: that attempt, not the latest one started (a hedge that
-// lost, a cascade's later step that failed), names the request's answer.
-func (c *call) noteAnswer(t *Tracer, model string) {
+// returned resp and err: an answer (resp, no error) of that attempt, not the
+// latest one started (a hedge that lost, a cascade's later step that
+// failed), names the request's answer. A nil c (no request layer) or no
+// answer notes nothing.
+func (c *call) noteAnswer(t *Tracer, model string, resp *portico.Response, err error) {
+	if c == nil || err != nil || resp == nil {
+		return
+	}
 	c.mu.Lock()
 	c.answerTracer, c.answerModel = t, model
 	c.mu.Unlock()
