@@ -108,17 +108,7 @@ func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compil
 	}
 	p.envelope(resp, text)
 	p.finish(req, resp)
-
-	// Structured output: decode once, validate against the schema.
-	p.stage = StageSchema
-	var value any
-	decoded := false
-	if req.Schema != nil || p.v.decode {
-		value, decoded = p.decode(text)
-		if decoded && sch != nil {
-			p.validate(sch, value)
-		}
-	}
+	value, decoded := p.structured(req, text, sch)
 
 	// Typed checks. The Answer escapes into user funcs, so it is only
 	// built when there are checks to run.
@@ -128,18 +118,35 @@ func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compil
 		p.stage = StageTyped
 		p.runChecks(cfg.Checks, ans)
 	}
+	p.tools(req, resp)
+	if ans != nil {
+		p.stage = StageSemantic
+		p.runChecks(cfg.Semantic, ans)
+	}
+}
 
+// structured is the schema stage: text decoded once, when the request has a
+// Schema or a check needs the value, and validated against sch.
+func (p *pipeline) structured(req *portico.Request, text string, sch *compiled) (value any, decoded bool) {
+	p.stage = StageSchema
+	if req.Schema == nil && !p.v.decode {
+		return nil, false
+	}
+	value, decoded = p.decode(text)
+	if decoded && sch != nil {
+		p.validate(sch, value)
+	}
+	return value, decoded
+}
+
+// tools is the tool stage: each of resp's tool calls checked.
+func (p *pipeline) tools(req *portico.Request, resp *portico.Response) {
 	p.stage = StageTools
 	for i := range resp.ToolCalls {
 		p.call = i
 		p.toolCall(req, &resp.ToolCalls[i])
 	}
 	p.call = 0
-
-	if ans != nil {
-		p.stage = StageSemantic
-		p.runChecks(cfg.Semantic, ans)
-	}
 }
 
 // envelope checks that an answer without tool calls has text (unless
