@@ -135,7 +135,7 @@
 //     a store epoch: see its documentation) refuses, for a quarantine
 //     after it detects the loss, every claim to start a run of a key it
 //     holds no record of: a Transient, NotSent error wrapping
-//     [ErrQuarantined], RetryAfter the quarantine's time left; nothing is
+//     [ErrQuarantined], RetryAfter when to look again; nothing is
 //     run or stored, so the caller runs the step when it comes back. A
 //     caller that saw the key pending keeps waiting instead. Beats and
 //     outcomes written back are stored. The quarantine only has to outlast

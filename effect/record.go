@@ -107,8 +107,8 @@ type Store interface {
 	// replaces it with rec and returns rec and true. A Store that detects
 	// that it lost records may refuse, for a quarantine, a Pending rec that
 	// is not Renew on an absent key: it stores nothing and returns an error
-	// wrapping [ErrQuarantined], a *portico.Error whose RetryAfter is the
-	// time left (see Store loss in the package documentation).
+	// wrapping [ErrQuarantined], a *portico.Error whose RetryAfter is when
+	// to look again (see Store loss in the package documentation).
 	PutIfAbsent(ctx context.Context, key Key, rec Record) (Record, bool, error)
 	// Update replaces key's record with next only when the stored record has
 	// the same Owner and State as prev (compare-and-swap), reporting whether

@@ -36,7 +36,8 @@ var (
 	// start runs of keys it holds no record of until every run under way
 	// has written its claim back (see Store loss in the package
 	// documentation); nothing was run or stored. Class Transient, NotSent,
-	// with the quarantine's time left as RetryAfter.
+	// with RetryAfter when to look again: the quarantine's time left, or
+	// a Poll while only a member's write-back is awaited (see [Member]).
 	ErrQuarantined = errors.New("effect: store recovering from a loss of records")
 	// ErrNotResolvable: Resolve was called on a key that is absent, or
 	// neither Unknown nor Pending past its lease. Class Permanent.

@@ -303,7 +303,9 @@ func (e *Effects) quarantine(beat time.Duration) time.Duration {
 // with rec's Owner is the caller's own claim, resent. While the store's
 // epoch quarantines a loss, a Pending rec that is not Renew is refused on
 // an absent key, nothing stored: the error wraps [effect.ErrQuarantined]
-// and carries the quarantine's time left as RetryAfter.
+// and carries as RetryAfter the quarantine's time left, or, once only
+// members' write-backs are awaited, the lesser of that and the claim's
+// Beat: each member's next poll may end it.
 func (e *Effects) PutIfAbsent(ctx context.Context, key effect.Key, rec effect.Record) (effect.Record, bool, error) {
 	d, err := encode(rec)
 	if err != nil {
