@@ -3,8 +3,10 @@ package effect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -20,6 +22,9 @@ type watchedStore struct {
 	losses atomic.Uint64
 	asked  atomic.Int32 // calls of Losses
 	left   atomic.Int32 // calls of Losses with Hold zero: the Runner left
+
+	mu      sync.Mutex
+	members []Member // every Member asked with
 }
 
 func newWatchedStore() *watchedStore {
@@ -31,6 +36,9 @@ func (w *watchedStore) Losses(_ context.Context, m Member) (uint64, error) {
 	if m.Hold == 0 {
 		w.left.Add(1)
 	}
+	w.mu.Lock()
+	w.members = append(w.members, m)
+	w.mu.Unlock()
 	return w.losses.Load(), nil
 }
 
@@ -182,6 +190,41 @@ func TestWatchEndsAtExpiry(t *testing.T) {
 		r.mu.Unlock()
 		if writing {
 			t.Errorf("writing after the outcome expired; want the loop ended")
+		}
+	})
+}
+
+// TestMemberWrittenAfterWriteBack: a Runner asks the store at once when
+// it keeps an outcome, then every Poll, with its Hold; its Member says it
+// has written back a loss (Written 1) only once the write-back succeeded:
+// not after one whose store operation failed (its reply lost); it leaves
+// (Hold zero) when closed.
+func TestMemberWrittenAfterWriteBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const poll = 10 * time.Millisecond
+		store := newWatchedStore()
+		r := newRunner(t, Config{Store: store, Poll: poll, Hold: 2 * time.Second})
+		r.Do(context.Background(), "k", func(context.Context) ([]byte, error) { return []byte("x"), nil })
+		time.Sleep(poll / 2)
+		store.loseFor(time.Second)
+		store.lostPut.Store(1) // the first write-back applies, its reply lost
+		time.Sleep(3 * poll)
+		synctest.Wait()
+		r.Close()
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		var written []uint64
+		for _, m := range store.members[:len(store.members)-1] {
+			written = append(written, m.Written)
+			if m.ID != r.id || m.Hold != 2*time.Second {
+				t.Errorf("Member = %+v, want the Runner's ID and Hold 2s", m)
+			}
+		}
+		if got := fmt.Sprint(written); got != "[0 0 0 1]" {
+			t.Errorf("Written at once and each Poll = %s, want [0 0 0 1] (written back at the second try)", got)
+		}
+		if last := store.members[len(store.members)-1]; last.Hold != 0 || last.Written != 1 {
+			t.Errorf("Member on Close = %+v, want Hold 0 (leaving), Written 1", last)
 		}
 	})
 }
