@@ -69,18 +69,27 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 	st := s.state.Swap(finished)
 	delivered := s.Delivered()
 	if ctx.Err() == nil {
-		switch {
-		case st == abandoned:
-			resp, err = nil, timeoutError(ErrFirstChunkTimeout, r.ttft, err)
-		case st == stalled:
-			resp, err = nil, timeoutError(ErrChunkGapTimeout, r.gap, err)
-		case st == slow:
-			resp, err = nil, timeoutError(ErrSlowStream, r.rateWindow, err)
-		case err != nil && errors.Is(context.Cause(actx), ErrAttemptTimeout):
+		if d, sentinel := r.stopped(st); sentinel != nil {
+			resp, err = nil, timeoutError(sentinel, d, err)
+		} else if err != nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
 			err = timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
 		}
 	}
 	return resp, delivered, err
+}
+
+// stopped returns the timeout that ended an attempt in state st and its
+// sentinel, or a nil sentinel for a state no timeout sets.
+func (r *Retrier) stopped(st int32) (time.Duration, error) {
+	switch st {
+	case abandoned:
+		return r.ttft, ErrFirstChunkTimeout
+	case stalled:
+		return r.gap, ErrChunkGapTimeout
+	case slow:
+		return r.rateWindow, ErrSlowStream
+	}
+	return 0, nil
 }
 
 // GateChunk runs before each chunk goes on to the caller. A chunk that
@@ -139,16 +148,9 @@ func (s *stream) progress(c portico.Chunk) { s.tick(c, false) }
 func (s *stream) tick(c portico.Chunk, hold bool) error {
 	first := s.state.Load() == waiting && s.state.CompareAndSwap(waiting, streaming)
 	if !first {
-		switch s.state.Load() {
-		case streaming:
-		case abandoned:
-			return ErrFirstChunkTimeout
-		case stalled:
-			return ErrChunkGapTimeout
-		case slow:
-			return ErrSlowStream
-		default:
-			return errChunkAfterReturn
+		if st := s.state.Load(); st != streaming {
+			_, err := s.r.stopped(st)
+			return cmp.Or(err, errChunkAfterReturn)
 		}
 	}
 	if f := s.rate; f != nil {
