@@ -385,5 +385,9 @@
 // one per retry. bench_test.go measures them beside the in-memory Limiter.
 // Cooldowns cost a request nothing on the wire (Until is a map lookup);
 // each instance makes one round trip per Refresh and one per batch of
-// Sets.
+// Sets. An effect costs one round trip to claim and one to record; a
+// Runner that keeps outcomes makes one round trip per Poll per slot it
+// touched (its membership and the epoch, read back in the same script),
+// one to leave, and its other scripts read the members at most once a
+// Poll, in the same round trip.
 package redisstore
