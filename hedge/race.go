@@ -111,11 +111,15 @@ func (r *race) first(at *attempt) {
 	}
 }
 
-// coordinate is the first attempt's hedge falling due: it sends the hedge,
-// unless an attempt won already, and runs the race to its end.
+// coordinate is the first attempt's hedge falling due: it sends the hedge
+// while attempt 0 still runs and none won (not after attempt 0 ended, whose
+// end first hands over), and runs the race to its end.
 func (r *race) coordinate() {
 	defer close(r.final)
-	if r.winnerIs() == -1 {
+	r.mu.Lock()
+	due := r.winner == -1 && len(r.live) > 0
+	r.mu.Unlock()
+	if due {
 		r.start(true)
 	}
 	if !r.done {
@@ -157,6 +161,12 @@ func (r *race) ended(at *attempt) {
 	case res.Err == nil || res.Delivered:
 		r.plan.Ended(r.ctx, at.i, &at.a, res)
 		r.finish(res.Response, at.i, res.Err)
+	case res.Unsent: // a hedge not sent, as no attempt ran any more (begin)
+		res.Lost = true
+		r.plan.Ended(r.ctx, at.i, &at.a, res)
+		if r.running == 0 {
+			r.start(false)
+		}
 	default:
 		r.last = res.Err
 		r.note(res)
@@ -200,14 +210,16 @@ func (r *race) start(hedge bool) {
 }
 
 // begin starts at under a cancelable context and reports true, unless
-// another attempt won (an answer, a chunk) while the Plan prepared it:
-// then at ends at once, lost and not sent, and its hedge's token goes back.
+// another attempt won (an answer, a chunk) while the Plan prepared it, or
+// at is a hedge and every attempt it would hedge ended meanwhile (their
+// ends decide what follows): then at ends at once, lost and not sent, and
+// its hedge's token goes back.
 func (r *race) begin(at *attempt) bool {
 	at.ctx, at.cancel = context.WithCancelCause(cmp.Or(at.a.Context, r.ctx))
 	at.start = time.Now()
 	r.running++
 	r.mu.Lock()
-	late := r.winner != -1
+	late := r.winner != -1 || at.hedge && len(r.live) == 0 // won, or every attempt ended meanwhile
 	if !late {
 		r.live = append(r.live, at)
 	}
