@@ -48,7 +48,7 @@
 // [Incompatible], [InvalidResponse], [Ambiguous], [Canceled], [Deadline],
 // [Rejected], [Unusable] — and the layers decide by class alone: retry retries only what can
 // succeed later, a breaker counts only what says something about the route
-// ([Class.RouteFault]), a fallback moves on only from what another route can fix.
+// (the breaker column of [FaultOf]), a fallback moves on only from what another route can fix.
 // [ClassOf] classifies any error; unknown errors are Permanent.
 //
 // Three classes say that a request was not served where it went, and whose

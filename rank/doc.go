@@ -14,7 +14,7 @@
 // the same in both: the Table measures latency and TTFT as exponentially
 // weighted moving averages (the smoothed round-trip time of RFC 6298, whose
 // gain 1/8 is [DefaultAlpha]), the share of calls that failed by the route's
-// fault ([portico.Class.RouteFault]), how long ago the last such failure
+// fault (the rank column of [portico.FaultOf]), how long ago the last such failure
 // was, and the calls in flight.
 //
 // The package sits below both layers and imports only the root package, so

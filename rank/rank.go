@@ -26,9 +26,10 @@ type Candidate struct {
 	// TTFT is the moving average of the time to the first streamed chunk; 0
 	// before the first streamed call that delivered one.
 	TTFT time.Duration
-	// ErrorRate is the moving average, in [0, 1], of outcomes that are the
-	// route's fault ([portico.Class.RouteFault]): 1 per such failure, 0 per
-	// success. Cancellations, deadlines and incompatibilities do not move it.
+	// ErrorRate is the moving average, in [0, 1], of the outcomes the rank
+	// column of [portico.FaultOf] counts: 1 per failure by the route's
+	// fault (FaultRoute), 0 per success. Any other outcome (the caller's,
+	// the request's, a local refusal, an unanswered one) does not move it.
 	ErrorRate float64
 	// SinceFailure is how long ago the route last failed by its own fault;
 	// negative when it has not.

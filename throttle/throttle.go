@@ -147,8 +147,8 @@ func (e *Error) Is(target error) bool { return target == ErrThrottled }
 // [ErrThrottled], reported to the context's Observer as a
 // [portico.EventRateLimitReject] with Reason "throttle". Otherwise it calls
 // next and counts the outcome: an answer, a [portico.Permanent] or
-// [portico.Incompatible] error as accepted; a route fault
-// ([portico.Class.RouteFault]) as not accepted, as a rejection of its own
+// [portico.Incompatible] error as accepted; a route fault (the throttle
+// column of [portico.FaultOf]) as not accepted, as a rejection of its own
 // is under the book's rule (MaxRejection 1; under a cap a rejection is not
 // counted); the caller's [portico.Canceled] or [portico.Deadline] and other
 // layers' [portico.Rejected] not at all (see the package documentation).
