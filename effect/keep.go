@@ -232,6 +232,9 @@ func (r *Runner) leave() {
 
 // leaveIfMember makes the Runner leave the store's members if it joined.
 func (r *Runner) leaveIfMember() {
+	if r.watch == nil {
+		return
+	}
 	r.mu.Lock()
 	joined := r.member
 	r.member = false

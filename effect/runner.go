@@ -655,13 +655,11 @@ func (r *Runner) startWriting() {
 func (r *Runner) writeBack() {
 	t := time.NewTicker(r.poll)
 	defer t.Stop()
-	if r.watch != nil {
-		defer r.leaveIfMember()
-	}
 	for first := r.watch != nil; ; first = false {
 		if !first { // a member from its first kept outcome: ask at once
 			select {
 			case <-r.ctx.Done():
+				r.leaveIfMember()
 				r.mu.Lock()
 				r.writing = false
 				r.mu.Unlock()
@@ -704,15 +702,32 @@ func (r *Runner) writeUnwritten() (left bool) {
 }
 
 // stillWriting reports whether outcomes are left to write back (unwritten,
-// or kept for a loss) and r is open; if not, it clears writing.
+// or kept for a loss) and r is open; if not, the Runner leaves the
+// store's members, then (unless an outcome was kept meanwhile) it clears
+// writing: no other loop starts before it has left.
 func (r *Runner) stillWriting() bool {
+	if !r.idle() {
+		return true
+	}
+	r.leaveIfMember()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.unwritten) == 0 && r.kept.order.Len() == 0 || r.closed {
+	if r.idleLocked() {
 		r.writing = false
 		return false
 	}
 	return true
+}
+
+// idle reports whether nothing is left to write back, or r is closed.
+func (r *Runner) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.idleLocked()
+}
+
+func (r *Runner) idleLocked() bool {
+	return len(r.unwritten) == 0 && r.kept.order.Len() == 0 || r.closed
 }
 
 // dropUnwritten forgets u, key's unwritten outcome, unless a newer run's
