@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -263,19 +264,9 @@ func (c *call) summary(resp *portico.Response, err error) summary {
 	}
 	c.mu.Unlock()
 	s.labels = c.t.labels(c.req)
-	if resp != nil && at != nil { // the answering route's names replace the request layer's
-		l := s.labels
-		if at.cfg.Provider != "" {
-			l.provider = at.cfg.Provider
-		}
-		if at.cfg.ServerAddress != "" {
-			l.server, l.port = at.cfg.ServerAddress, at.cfg.ServerPort
-		}
-		if l.model == "" {
-			l.model = model
-		}
-		s.relabel = l != s.labels
-		s.labels = l
+	if resp != nil && at != nil {
+		l := s.labels.answeredBy(at, model)
+		s.relabel, s.labels = l != s.labels, l
 	}
 	s.attempts = int(c.attemptCount.Load())
 	if s.attempts == 0 && !portico.NothingSent(err) {
@@ -289,6 +280,17 @@ func (c *call) summary(resp *portico.Response, err error) summary {
 		s.fallbackSource, s.fallbackReason = h.Route, h.Reason
 	}
 	return s
+}
+
+// answeredBy returns l with the names of at, the attempt layer whose attempt
+// of model answered, in place of the request layer's.
+func (l labels) answeredBy(at *Tracer, model string) labels {
+	l.provider = cmp.Or(at.cfg.Provider, l.provider)
+	if at.cfg.ServerAddress != "" {
+		l.server, l.port = at.cfg.ServerAddress, at.cfg.ServerPort
+	}
+	l.model = cmp.Or(l.model, model)
+	return l
 }
 
 func (c *call) finish(resp *portico.Response, err error) {
