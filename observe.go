@@ -55,7 +55,8 @@ const (
 	// scaled to 1/N, retry's local budgets, fallback's cooldowns of this
 	// process) or "<layer>:fail_closed" (the call or retry refused), the
 	// layer one of "ratelimit", "retry", "effect", "fallback"; Class is
-	// Transient.
+	// Transient. Reason "effect:ran_twice" (Class Ambiguous): a Runner
+	// writing back after the store lost records found the step run again.
 	EventSharedStore
 )
 

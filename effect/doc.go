@@ -171,7 +171,8 @@
 //     that reaches the store within its Hold, is back before another
 //     caller could run it, and a caller in any instance gets its result,
 //     not a second run. A Runner that writes back and finds its key run
-//     again by another logs it.
+//     again by another logs it and tells the observer of the call that
+//     ran it ([portico.EventSharedStore], reason "effect:ran_twice").
 //
 // What a Runner cannot write back: an outcome whose Runner died with the
 // store (its process gone, or [Runner.Close]d), was cut off from the

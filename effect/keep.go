@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/portico-llm/portico"
 )
 
 // LossWatcher is a [Store] that can tell that it lost records (package
@@ -59,6 +61,7 @@ type kept struct {
 	key  Key
 	rec  Record
 	size int
+	obs  portico.Observer // of the run that recorded it, nil for none
 }
 
 // keptSet is a Runner's kept outcomes, oldest first; the Runner's mu
@@ -76,12 +79,12 @@ func newKeptSet(max int) keptSet {
 
 // put keeps rec as key's outcome if it says the effect may have happened,
 // else forgets key's; the oldest go beyond max outcomes or MaxKeptBytes.
-func (s *keptSet) put(key Key, rec Record) {
+func (s *keptSet) put(key Key, rec Record, obs portico.Observer) {
 	s.drop(key)
 	if rec.State != Completed && rec.State != Unknown {
 		return
 	}
-	k := &kept{key: key, rec: rec, size: keptOverhead + len(key) + len(rec.Result) + len(rec.Args) + len(rec.Reason) + len(rec.Owner)}
+	k := &kept{key: key, rec: rec, obs: obs, size: keptOverhead + len(key) + len(rec.Result) + len(rec.Args) + len(rec.Reason) + len(rec.Owner)}
 	if s.max <= 0 || k.size > MaxKeptBytes {
 		return
 	}
@@ -132,12 +135,13 @@ func (s *keptSet) live(now time.Time) []kept {
 // keep keeps next, key's outcome recorded by this Runner (or forgets
 // key's, for an outcome that says the effect did not happen), when the
 // store can tell a loss, and starts the write-back loop.
-func (r *Runner) keep(key Key, next Record) {
+func (r *Runner) keep(ctx context.Context, key Key, next Record) {
 	if r.watch == nil {
 		return
 	}
+	obs := portico.ObserverFromContext(ctx)
 	r.mu.Lock()
-	r.kept.put(key, next)
+	r.kept.put(key, next, obs)
 	r.startWriting()
 	r.mu.Unlock()
 }
@@ -204,7 +208,7 @@ func (r *Runner) writeKept() {
 				return
 			}
 			if taken {
-				r.log.Warn("effect: a kept outcome's key was run again after a store loss", "key", string(k.key), "state", k.rec.State.String())
+				r.ranTwice(k)
 			}
 			if !ok {
 				r.forget(k)
@@ -219,6 +223,16 @@ func (r *Runner) writeKept() {
 	r.mu.Lock()
 	r.written = max(r.written, upto)
 	r.mu.Unlock()
+}
+
+// ranTwice reports that k's key, written back after a loss, was found run
+// again by another run: a warning, and an [portico.EventSharedStore] of
+// reason "effect:ran_twice" to the observer of the run that recorded k.
+func (r *Runner) ranTwice(k kept) {
+	r.log.Warn("effect: a kept outcome's key was run again after a store loss", "key", string(k.key), "state", k.rec.State.String())
+	if k.obs != nil {
+		k.obs.Observe(r.ctx, portico.Event{Kind: portico.EventSharedStore, Class: portico.Ambiguous, Reason: "effect:ran_twice"})
+	}
 }
 
 // leave tells the store this Runner keeps no outcomes any more, so that

@@ -599,7 +599,7 @@ func (r *Runner) record(ctx context.Context, key Key, mine, next Record) (taken 
 	next.Expires = time.Now().Add(r.ttl)
 	ok, taken, err := r.write(context.WithoutCancel(ctx), key, mine, next)
 	if err != nil || ok {
-		r.keep(key, next)
+		r.keep(ctx, key, next)
 	}
 	switch {
 	case err != nil:
@@ -839,7 +839,7 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 	if !ok {
 		return &portico.Error{Class: portico.Permanent, Reason: "key changed while resolving", Err: ErrNotResolvable}
 	}
-	r.keep(key, next)
+	r.keep(ctx, key, next)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/effect"
 	"github.com/portico-llm/portico/redisstore/redistest"
 )
@@ -45,7 +46,8 @@ func holdInstance(t *testing.T, addr string, hold time.Duration) (*effect.Runner
 // rule the quarantine was fixed: 20 of 20 ran twice. With a Hold (1 s)
 // shorter than A's slow spell, the steps run again once it has run out
 // (the residual: an owner cut off beyond its Hold), and A, writing back,
-// reports each double run.
+// reports each double run: a warning and an event to the observer of the
+// call that ran it.
 func TestEffectSlowOwnerThroughLoss(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -71,9 +73,10 @@ func TestEffectSlowOwnerThroughLoss(t *testing.T) {
 			step := func(i int) func(context.Context) ([]byte, error) {
 				return func(context.Context) ([]byte, error) { runs[i].Add(1); return []byte("done " + strconv.Itoa(i)), nil }
 			}
+			obs := &events{} // A's calls' observer
 			for i := range keys {
 				keys[i], _ = effect.StepKey("op-"+strconv.Itoa(i), "charge")
-				if _, err := a.Do(ctx, keys[i], step(i)); err != nil {
+				if _, err := a.Do(portico.ContextWithObserver(ctx, obs), keys[i], step(i)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -115,8 +118,9 @@ func TestEffectSlowOwnerThroughLoss(t *testing.T) {
 			// A's write-back, after its slow spell, finds the steps run again.
 			time.Sleep(tc.slow + 500*time.Millisecond)
 			reported := alog.count("WARN effect: a kept outcome's key was run again after a store loss")
-			if reported != twice {
-				t.Errorf("A reported %d double runs, want %d", reported, twice)
+			observed := obs.count(portico.EventSharedStore, "effect:ran_twice")
+			if reported != twice || observed != twice {
+				t.Errorf("A reported %d double runs in its log, %d to its calls' observer; want %d", reported, observed, twice)
 			}
 			t.Logf("%s: %d of %d completed steps ran twice, %d reported", tc.name, twice, steps, reported)
 		})
