@@ -342,8 +342,9 @@
 // outcome or is closed. What it cannot cover: an owner that died, or is
 // cut off beyond its Hold (its steps run again after it, and the owner,
 // writing back, logs each step it finds run again:
-// TestEffectSlowOwnerThroughLoss with a Hold of 1 s), and a loss seen
-// first by no member that knew the others.
+// TestEffectSlowOwnerThroughLoss with a Hold of 1 s), and a loss after
+// which no member but the slow one polls within the fixed quarantine
+// (nobody publishes it).
 //
 // What this gives: at most once through a loss for every key whose run
 // was under way, provided some instance that knew the epoch, or any
