@@ -31,7 +31,7 @@
 //
 // A route's part of that order is [Recipe]; a route whose Order is set
 // arranges its [Layers] otherwise (a throttle outside retry, say) without
-// a field for each placement. Route.Skip leaves out its breaker, retry or
+// a field for each placement, each non-nil layer once (New checks it). Route.Skip leaves out its breaker, retry or
 // validate layer.
 //
 // Why this order: the deadline is set once, at entry (record an absolute

@@ -49,8 +49,8 @@ func Example() {
 }
 
 // A route whose Order moves its throttle outside retry: the throttle then
-// counts each call once, not each attempt. The other layers keep Recipe's
-// order.
+// counts each call once, not each attempt. The other layers, the route's
+// own middleware included, keep Recipe's order.
 func ExampleRecipe() {
 	down := modeltest.Fail(modeltest.StatusError(503))
 	model := modeltest.NewFake(down, modeltest.Answer("Paris."))
@@ -59,9 +59,10 @@ func ExampleRecipe() {
 		Retry:    retry.Config{Backoff: retry.Backoff{BaseDelay: time.Millisecond}},
 		Throttle: &throttle.Config{},
 		Order: func(l stack.Layers) []portico.Middleware {
-			return []portico.Middleware{l.Unserved, l.Hedge, l.Limiter, l.Breaker,
-				l.Throttle, // Recipe puts it inside Validate
-				l.Retry, l.Attempt, l.Validate, l.NotServed}
+			breaker, throttle := l.Breaker, l.Throttle // Recipe puts the throttle inside Validate
+			l.Breaker = func(m portico.Model) portico.Model { return portico.Chain(m, breaker, throttle) }
+			l.Throttle = nil // a nil layer is left out
+			return stack.Recipe(l)
 		},
 	}}})
 	if err != nil {

@@ -1,6 +1,11 @@
 package stack
 
-import "github.com/portico-llm/portico"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/portico-llm/portico"
+)
 
 // Layers are the middlewares New built for one route, for its Order to
 // arrange: each is nil when the route leaves its layer out.
@@ -45,4 +50,51 @@ func Recipe(l Layers) []portico.Middleware {
 		l.NotServed,
 	)
 	return append(mws, l.ModelMiddleware...)
+}
+
+// tally returns l with each non-nil layer wrapped to count how often
+// Chain applies it (the Model it returns is the layer's own, so a call
+// costs nothing more), and the check that a Route.Order's result was
+// chained with each exactly once: an error naming the first layer left
+// out or repeated.
+func tally(l Layers) (Layers, func() error) {
+	type count struct {
+		name string
+		n    int
+	}
+	var counts []*count
+	wrap := func(name string, mw *portico.Middleware) {
+		if *mw == nil {
+			return
+		}
+		c, inner := &count{name: name}, *mw
+		counts = append(counts, c)
+		*mw = func(m portico.Model) portico.Model { c.n++; return inner(m) }
+	}
+	l.Middleware, l.ModelMiddleware = slices.Clone(l.Middleware), slices.Clone(l.ModelMiddleware)
+	for i := range l.Middleware {
+		wrap(fmt.Sprintf("Middleware[%d]", i), &l.Middleware[i])
+	}
+	for _, f := range []struct {
+		name string
+		mw   *portico.Middleware
+	}{{"Unserved", &l.Unserved}, {"Hedge", &l.Hedge}, {"Limiter", &l.Limiter}, {"Breaker", &l.Breaker},
+		{"Retry", &l.Retry}, {"Attempt", &l.Attempt}, {"Validate", &l.Validate}, {"Throttle", &l.Throttle},
+		{"NotServed", &l.NotServed}} {
+		wrap(f.name, f.mw)
+	}
+	for i := range l.ModelMiddleware {
+		wrap(fmt.Sprintf("ModelMiddleware[%d]", i), &l.ModelMiddleware[i])
+	}
+	return l, func() error {
+		for _, c := range counts {
+			switch {
+			case c.n == 0:
+				return fmt.Errorf("layer %s left out by Order", c.name)
+			case c.n > 1:
+				return fmt.Errorf("layer %s listed %d times by Order", c.name, c.n)
+			}
+		}
+		return nil
+	}
 }

@@ -54,6 +54,60 @@ func TestRecipeReordered(t *testing.T) {
 	}
 }
 
+// TestOrderChecked: New fails when a route's Order leaves out or repeats
+// a layer New built, the route's own middleware included; an Order that
+// moves a layer keeps them all, and the route's middleware runs.
+func TestOrderChecked(t *testing.T) {
+	withoutMiddleware := func(l Layers) []portico.Middleware { // ExampleRecipe's Order before
+		return []portico.Middleware{l.Unserved, l.Hedge, l.Limiter, l.Breaker, l.Throttle,
+			l.Retry, l.Attempt, l.Validate, l.NotServed}
+	}
+	moved := func(l Layers) []portico.Middleware { // ExampleRecipe's Order
+		breaker, throttle := l.Breaker, l.Throttle
+		l.Breaker = func(m portico.Model) portico.Model { return portico.Chain(m, breaker, throttle) }
+		l.Throttle = nil
+		return Recipe(l)
+	}
+	twice := func(l Layers) []portico.Middleware { return append(Recipe(l), l.Retry) }
+	for _, c := range []struct {
+		name  string
+		order func(Layers) []portico.Middleware
+		err   string
+	}{
+		{"middleware left out", withoutMiddleware, `stack: route "a": layer Middleware[0] left out by Order`},
+		{"retry twice", twice, `stack: route "a": layer Retry listed 2 times by Order`},
+		{"throttle moved", moved, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ran := 0
+				r := route("a", modeltest.NewFake(modeltest.Answer("fine")))
+				r.Throttle = &throttle.Config{}
+				r.Middleware = []portico.Middleware{func(next portico.Model) portico.Model {
+					return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+						ran++
+						return next.Generate(ctx, req)
+					})
+				}}
+				r.Order = c.order
+				s, err := New(Config{Routes: []Route{r}})
+				if c.err != "" {
+					if err == nil || err.Error() != c.err {
+						t.Fatalf("New = %v, want %q", err, c.err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp, err := s.Generate(context.Background(), hello); err != nil || resp.Text != "fine" || ran != 1 {
+					t.Errorf("Generate = %+v, %v, the route's middleware ran %d times; want fine and 1", resp, err, ran)
+				}
+			})
+		})
+	}
+}
+
 // TestRecipeOrder: Recipe lists a route's layers in the documented
 // order, outermost first, the route's own Middleware before them and its
 // ModelMiddleware after.

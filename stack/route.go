@@ -77,8 +77,9 @@ type Route struct {
 	ModelMiddleware []portico.Middleware
 	// Order arranges the route's layers, outermost first, from what New
 	// built, and is called once, by New; nil means [Recipe], the
-	// documented order. Start from Recipe's body to move a layer; a nil
-	// middleware is left out.
+	// documented order. Start from Recipe's result to move a layer; a nil
+	// middleware is left out. New fails when the result leaves out or
+	// repeats a non-nil layer of Layers.
 	Order func(Layers) []portico.Middleware
 }
 
@@ -134,12 +135,16 @@ func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator) (portico.Rou
 	if tr != nil {
 		l.Attempt = tr.ForRoute(routeTrace(rc)).WrapAttempt
 	}
-	order := rc.Order
-	if order == nil {
-		order = Recipe
-	}
 	r := rc.Route
-	r.Model = portico.Chain(rc.Model, order(l)...)
+	if rc.Order == nil {
+		r.Model = portico.Chain(rc.Model, Recipe(l)...)
+	} else {
+		l, check := tally(l)
+		r.Model = portico.Chain(rc.Model, rc.Order(l)...)
+		if err := check(); err != nil {
+			return portico.Route{}, nil, err
+		}
+	}
 	r.Health = nil
 	if b.breaker != nil {
 		r.Health = b.breaker

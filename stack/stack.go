@@ -147,8 +147,8 @@ func (s *Stack) route(name string) *built {
 // New builds the stack cfg describes. It fails, with an error starting
 // "stack:", when there is no route, a route has no Model (nil or a typed
 // nil, [portico.IsNil]) or no Name, two routes share a Name, a route's
-// Capabilities are invalid ([portico.Capabilities.Validate]),
-// Config.Fallback.Hedge is set, or a layer's own constructor (or, with one
+// Capabilities are invalid ([portico.Capabilities.Validate]), a route's
+// Order leaves out or repeats a layer, Config.Fallback.Hedge is set, or a layer's own constructor (or, with one
 // route, [fallback.Config.Validate]) rejects its Config (that error is
 // wrapped).
 func New(cfg Config) (*Stack, error) {
