@@ -136,7 +136,7 @@ func New(cfg Config) (*Tracer, error) {
 	tp, mp := cmp.Or(cfg.TracerProvider, otel.GetTracerProvider()), cmp.Or(cfg.MeterProvider, otel.GetMeterProvider())
 	t := &Tracer{
 		cfg:       cfg,
-		op:        cfg.Operation,
+		op:        cmp.Or(cfg.Operation, "chat"),
 		tracer:    tp.Tracer(ScopeName),
 		log:       cfg.Logger,
 		prop:      cfg.Propagator,
@@ -148,7 +148,6 @@ func New(cfg Config) (*Tracer, error) {
 	if isGlobalPlaceholder(tp) {
 		t.global = tp
 	}
-	t.op = cmp.Or(t.op, "chat")
 	if t.prop == nil {
 		t.prop = propagation.TraceContext{}
 	}

@@ -3,6 +3,8 @@ package validate
 import (
 	"bytes"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,15 +179,9 @@ func annotateFormats(s *jsonschema.Schema, seen map[*jsonschema.Schema]bool) {
 	walk(s.AnyOf...)
 	walk(s.OneOf...)
 	walk(s.PrefixItems...)
-	for _, x := range s.Properties {
-		walk(x)
-	}
-	for _, x := range s.PatternProperties {
-		walk(x)
-	}
-	for _, x := range s.DependentSchemas {
-		walk(x)
-	}
+	walk(slices.Collect(maps.Values(s.Properties))...)
+	walk(slices.Collect(maps.Values(s.PatternProperties))...)
+	walk(slices.Collect(maps.Values(s.DependentSchemas))...)
 	for _, x := range s.Dependencies {
 		walkAny(x)
 	}
