@@ -104,16 +104,7 @@ func (v Vegas) update(st *state, limit float64, w window) float64 {
 		}
 		return limit
 	}
-	probe := cmp.Or(v.ProbeMultiplier, 30)
-	st.probeCount++
-	if st.probeJitter*float64(probe)*limit <= float64(st.probeCount) {
-		st.probeJitter = 0.5 + 0.5*jitter(st)
-		st.probeCount = 0
-		st.noLoad = w.rtt
-		return limit
-	}
-	if st.noLoad == 0 || w.rtt < st.noLoad {
-		st.noLoad = w.rtt
+	if st.newNoLoad(w.rtt, limit, cmp.Or(v.ProbeMultiplier, 30)) {
 		return limit
 	}
 	t := log10Root(limit)
@@ -133,6 +124,24 @@ func (v Vegas) update(st *state, limit float64, w window) float64 {
 		return limit - t
 	}
 	return limit
+}
+
+// newNoLoad is Vegas's baseline: it takes rtt, of a window at limit, as the
+// no-load latency on a probe (every probe*limit windows, jittered) or when
+// rtt is lower, and reports whether it did; the limit then stays.
+func (st *state) newNoLoad(rtt time.Duration, limit float64, probe int) bool {
+	st.probeCount++
+	if st.probeJitter*float64(probe)*limit <= float64(st.probeCount) {
+		st.probeJitter = 0.5 + 0.5*jitter(st)
+		st.probeCount = 0
+		st.noLoad = rtt
+		return true
+	}
+	if st.noLoad == 0 || rtt < st.noLoad {
+		st.noLoad = rtt
+		return true
+	}
+	return false
 }
 
 // jitter returns the next number in [0, 1) of a small xorshift sequence kept
