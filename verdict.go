@@ -59,7 +59,8 @@ func (f Fault) String() string {
 //	ErrUnanswered (a cut)         unanswered  run      —         —         —      goes on
 //	ErrUnanswered (a refusal)     unanswered  run      —         —         —      stops
 //	Canceled, Deadline, cut       caller      —        —         —         —      stops
-//	ErrAnswerRefused              request     —        accept    sample    —      goes on
+//	ErrAnswerRefused, Invalid*    request     —        accept    sample    —      goes on
+//	ErrAnswerRefused, other class request     —        accept    its class —      stops
 //	Permanent, Incompatible, else request     —        accept    —         —      stops
 //	Transient, RateLimited, Amb.  route       failure  request   drop      fault  goes on
 //	InvalidResponse               route       failure  request   sample    fault  goes on
@@ -67,7 +68,9 @@ func (f Fault) String() string {
 //	Rejected, an *Error of OK     local       —        —         —         —      goes on
 //
 // (A breaker's run counts in its consecutive failures only; a throttle's
-// request is one counted without an accept.)
+// request is one counted without an accept; Invalid* is class
+// InvalidResponse; "its class" is the adaptive column of the row of the
+// refused answer's class.)
 // The columns differ where the layers ask different questions: a breaker
 // and a ranker judge the route's health, and a run of unanswered failures
 // is a route that answers no one (the breaker's run of consecutive

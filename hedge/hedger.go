@@ -148,7 +148,9 @@ func (h *Hedger) destOf(req *portico.Request) string {
 // which their limiters and breakers see as a cancellation. A failure ends
 // the call when no other attempt runs, or at once when another could not
 // help ([portico.Permanent], [portico.Incompatible], [portico.Unusable],
-// the caller's [portico.Canceled] or [portico.Deadline]); the call's error
+// the caller's [portico.Canceled] or [portico.Deadline] or a cut of its
+// deadline, [portico.IsDeadlineCut]; the hedge column of
+// [portico.FaultOf]); the call's error
 // is then that attempt's. A nil request fails with [portico.ErrNilRequest],
 // and a context done already with [portico.Gone]'s error, nothing sent.
 // Each wrapped Model keeps its own latency sketch: wrap each destination on
