@@ -135,9 +135,10 @@ func MustNew(cfg Config) *Breaker {
 // State returns the current state: Open also while this breaker, closed,
 // rejects calls because one sharing its state is open (Config.Shared), as
 // it then behaves. It never blocks: one atomic load, and when shared and
-// closed one Until of the store (a local read). An Open breaker whose
-// interval has ended stays Open until the next call moves it to HalfOpen;
-// [Breaker.Available] tells whether that call would be let through.
+// closed one Until of the store (a local read). When this breaker's own
+// Open interval has ended it stays Open until the next call moves it to
+// HalfOpen; [Breaker.Available] tells whether that call would be let
+// through. An Open read from a shared breaker ends in Closed, no HalfOpen.
 // Config.OnStateChange reports this breaker's own transitions only.
 func (b *Breaker) State() State {
 	s := State(b.word.Load() & 3)

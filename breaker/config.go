@@ -32,9 +32,9 @@ type Config struct {
 	// SlowCall, when positive, makes a call that takes at least this long a
 	// slow call, whether it succeeded or not (resilience4j's
 	// slowCallDurationThreshold): counted in Counts.Slow, and a slow probe
-	// reopens the breaker. Zero disables slow-call detection, and the closed
-	// state then reads no clock unless the window is time-based. Negative is
-	// an error.
+	// reopens the breaker. Zero disables slow-call detection, and a success
+	// in the closed state then reads no clock unless the window is
+	// time-based. Negative is an error.
 	SlowCall time.Duration
 	// OpenFor is how long the breaker stays open after tripping before it
 	// admits probes, at least: never less than until the end of the latest

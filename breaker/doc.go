@@ -115,8 +115,9 @@
 // the state word (state and generation) before and after it, to drop the
 // outcome of a closed period that ended meanwhile, and adds itself to the
 // window; a failed or slow call also sums the window and asks Config.Trip.
-// A count-based window without slow-call detection reads no clock; else
-// the clock is read once after the call (and before it, for slow calls).
+// On a count-based window without slow-call detection a success reads no
+// clock; a failure, or any call else, reads it once after the call (and
+// before it, for slow calls).
 // The windows (count-based slots tagged with their call's sequence, time
 // buckets with the closed period's generation) start each closed period
 // empty without clearing anything. Locks are taken only on transitions, in
