@@ -156,3 +156,8 @@ func (c *Config) worst() Counts {
 	}
 	return w
 }
+
+// Store is the store of Config.Shared, under its old name.
+//
+// Deprecated: use [portico.Cooldowns], the same interface.
+type Store = portico.Cooldowns

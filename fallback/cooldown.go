@@ -21,6 +21,11 @@ type SharedCooldowns interface {
 	Degraded() bool
 }
 
+// Cooldowns is the store of Config.Cooldowns, under its old name.
+//
+// Deprecated: use [portico.Cooldowns], the same interface.
+type Cooldowns = portico.Cooldowns
+
 // DefaultCooldownKeys is the bound of a [MemoryCooldowns] made with
 // maxKeys 0.
 const DefaultCooldownKeys = 1024
