@@ -118,18 +118,9 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 	}
 	var lastErr error
 	for i := 0; ; i++ {
-		actx := ctx
-		if i > 0 {
-			if err := c.retry(ctx, i, lastErr); err != nil {
-				return nil, err
-			}
-			actx = portico.ContextWithAttempt(ctx, portico.Attempt{Index: i, ID: attemptID()})
-		}
-		if (i > 0 || r.minAttempt > 0) && !r.fits(ctx, 0) {
-			return nil, noTimeLeft(lastErr, 0, c.earlier)
-		}
-		if i > 0 {
-			c.earlier = append(c.earlier, lastErr)
+		actx, err := c.begin(ctx, i, lastErr)
+		if err != nil {
+			return nil, err
 		}
 		resp, delivered, err := r.attempt(actx, req, next, start)
 		if err == nil && resp == nil {
@@ -143,6 +134,27 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 		}
 		lastErr = err
 	}
+}
+
+// begin returns the context of attempt i, which follows the failed lastErr
+// when i > 0, or the call's error when the attempt may not start.
+func (c *call) begin(ctx context.Context, i int, lastErr error) (context.Context, error) {
+	r := c.r
+	if i == 0 {
+		if r.minAttempt > 0 && !r.fits(ctx, 0) {
+			return nil, noTimeLeft(nil, 0, c.earlier)
+		}
+		return ctx, nil
+	}
+	if err := c.retry(ctx, i, lastErr); err != nil {
+		return nil, err
+	}
+	actx := portico.ContextWithAttempt(ctx, portico.Attempt{Index: i, ID: attemptID()})
+	if !r.fits(ctx, 0) {
+		return nil, noTimeLeft(lastErr, 0, c.earlier)
+	}
+	c.earlier = append(c.earlier, lastErr)
+	return actx, nil
 }
 
 // retry decides whether attempt i follows the failed lastErr, and waits
