@@ -203,3 +203,25 @@ func TestHedgedPanic(t *testing.T) {
 		t.Errorf("Generate after the panic = %+v, %v; want a's answer", resp, err)
 	}
 }
+
+// The primary fails (503) at the very instant the hedge to the second
+// route falls due: whichever of the two the race sees first, the second
+// route is called, as a hedge or as the next route, and answers. A hedge
+// budget that waits for its token widens the tie. Many bubbles, to see
+// both orders.
+func TestHedgeDueAsThePrimaryFails(t *testing.T) {
+	for _, rtt := range []time.Duration{0, 10 * ms} {
+		for range 100 {
+			synctest.Test(t, func(t *testing.T) {
+				a := modeltest.NewFake(modeltest.Outcome{Err: modeltest.StatusError(503), Latency: 100 * ms})
+				b := after("b", ms)
+				g := MustNew(Config{Routes: []portico.Route{named("a", a), named("b", b)},
+					Hedge: hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: &modeltest.Budget{Tokens: -1, RTT: rtt}})})
+				resp, err := g.Generate(context.Background(), idem)
+				if err != nil || resp.Text != "b" || b.Count() != 1 {
+					t.Fatalf("rtt %v: Generate = %v, %v, b called %d times; want b's answer, b called once", rtt, resp, err, b.Count())
+				}
+			})
+		}
+	}
+}

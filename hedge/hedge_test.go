@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -383,6 +384,43 @@ func TestHedgeDueAsTheAttemptAnswers(t *testing.T) {
 				t.Errorf("attempts ended %+v, want the hedge canceled at 100ms", e.ends)
 			}
 		})
+	}
+}
+
+// A hedge due at the very instant the attempt fails with an error that
+// stops the race: when the race sees the failure first, no hedge is sent
+// nor charged (before, the timer, fired as the attempt ended, sent one
+// every time); when it sees the hedge first, the hedge is sent, and its
+// token kept. Many bubbles, to see both orders.
+func TestNoHedgeSentAfterAStoppingFailure(t *testing.T) {
+	unsent := 0 // permanent errors with no hedge sent
+	for range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			var sent atomic.Int32
+			m := portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+				if r.Hedge {
+					sent.Add(1)
+					return &portico.Response{Text: "hedge"}, nil
+				}
+				time.Sleep(100 * ms)
+				return nil, &portico.Error{Class: portico.Permanent, Status: 400}
+			})
+			b := &modeltest.Budget{Tokens: -1}
+			resp, err := hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: b}).Wrap(m).Generate(context.Background(), req)
+			won := err == nil && resp.Text == "hedge"
+			if !won && (resp != nil || portico.ClassOf(err) != portico.Permanent) {
+				t.Fatalf("Generate = %v, %v; want the attempt's permanent error or the hedge's answer", resp, err)
+			}
+			if n, kept := sent.Load(), len(b.Taken())-b.Refunded(); int(n) != kept {
+				t.Errorf("%d hedges sent, %d tokens kept; want one kept per hedge sent", n, kept)
+			}
+			if !won && sent.Load() == 0 {
+				unsent++
+			}
+		})
+	}
+	if unsent == 0 {
+		t.Errorf("in 200 races a hedge was sent after every permanent error; want none sent when the failure came first")
 	}
 }
 

@@ -61,27 +61,3 @@ func TestNoHedgeSentAfterAnswerDuringTake(t *testing.T) {
 		}
 	})
 }
-
-// The first attempt fails with an error that stops the race at 105 ms,
-// while the hedge due at 100 ms waits 10 ms for its budget token: the
-// hedge would follow an attempt that ended, so it is not sent, its token
-// is given back, and the call fails with the attempt's error.
-func TestNoHedgeSentAfterStopDuringTake(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		fake := modeltest.NewFake(modeltest.Outcome{Err: &portico.Error{Class: portico.Permanent, Status: 400}, Latency: 105 * ms}, slow("hedge", ms))
-		obs := &events{}
-		b := &modeltest.Budget{Tokens: -1, RTT: 10 * ms}
-		m := hedge.MustNew(hedge.Config{Delay: 100 * ms, Budget: b}).Wrap(fake)
-		start := time.Now()
-		resp, err := m.Generate(portico.ContextWithObserver(context.Background(), obs), req)
-		if resp != nil || portico.ClassOf(err) != portico.Permanent || time.Since(start) != 110*ms {
-			t.Fatalf("Generate = %v, %v after %v, want the attempt's permanent error after 110ms (the token's wait)", resp, err, time.Since(start))
-		}
-		if fake.Count() != 1 || len(obs.ev) != 0 {
-			t.Errorf("%d calls, events %+v; want 1 call and no hedge sent", fake.Count(), obs.ev)
-		}
-		if tk, rf := len(b.Taken()), b.Refunded(); tk != 1 || rf != 1 {
-			t.Errorf("budget: %d taken, %d refunded; want 1 and 1", tk, rf)
-		}
-	})
-}

@@ -161,12 +161,6 @@ func (r *race) ended(at *attempt) {
 	case res.Err == nil || res.Delivered:
 		r.plan.Ended(r.ctx, at.i, &at.a, res)
 		r.finish(res.Response, at.i, res.Err)
-	case res.Unsent: // a hedge not sent, as no attempt ran any more (begin)
-		res.Lost = true
-		r.plan.Ended(r.ctx, at.i, &at.a, res)
-		if r.running == 0 {
-			r.start(false)
-		}
 	default:
 		r.last = res.Err
 		r.note(res)
@@ -210,16 +204,14 @@ func (r *race) start(hedge bool) {
 }
 
 // begin starts at under a cancelable context and reports true, unless
-// another attempt won (an answer, a chunk) while the Plan prepared it, or
-// at is a hedge and every attempt it would hedge ended meanwhile (their
-// ends decide what follows): then at ends at once, lost and not sent, and
-// its hedge's token goes back.
+// another attempt won (an answer, a chunk) while the Plan prepared it:
+// then at ends at once, lost and not sent, and its hedge's token goes back.
 func (r *race) begin(at *attempt) bool {
 	at.ctx, at.cancel = context.WithCancelCause(cmp.Or(at.a.Context, r.ctx))
 	at.start = time.Now()
 	r.running++
 	r.mu.Lock()
-	late := r.winner != -1 || at.hedge && len(r.live) == 0 // won, or every attempt ended meanwhile
+	late := r.winner != -1
 	if !late {
 		r.live = append(r.live, at)
 	}
