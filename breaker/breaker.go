@@ -282,11 +282,8 @@ func (b *Breaker) call(ctx context.Context, req *portico.Request, next portico.M
 			b.ended(ctx, word, start, s.counted(errPanic))
 		}
 	}()
-	resp, err := next.Generate(ctx, req)
+	resp, err := portico.Answer(next.Generate(ctx, req))
 	done = true
-	if err == nil && resp == nil { // next broke the Model contract: a route fault
-		err = portico.ErrNilResponse
-	}
 	b.ended(ctx, word, start, s.counted(err))
 	return resp, err
 }

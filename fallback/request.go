@@ -521,10 +521,7 @@ func (r *request) outcome(w *watch, req *portico.Request, resp *portico.Response
 	if r.cont != nil {
 		resp, err = r.end(w, req, resp, err)
 	}
-	if err == nil && resp == nil {
-		err = portico.ErrNilResponse // shared: the hop names the route
-	}
-	return resp, err
+	return portico.Answer(resp, err) // shared error: the hop names the route
 }
 
 // learnCall tells the statistics how a call to route idx, watched by w

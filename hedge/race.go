@@ -342,10 +342,7 @@ func (at *attempt) call() {
 	if req.OnChunk != nil {
 		req = at.Watch(req, at)
 	}
-	resp, err := at.a.Model.Generate(at.ctx, req)
-	if err == nil && resp == nil {
-		err = portico.ErrNilResponse
-	}
+	resp, err := portico.Answer(at.a.Model.Generate(at.ctx, req))
 	at.res.Response, at.res.Err = resp, err
 	if at.hedge && err != nil {
 		at.r.refund(at.a.Destination, err)

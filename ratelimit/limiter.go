@@ -191,11 +191,8 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 		rd = &reader{l: l}
 		call = rd.Watch(req, rd)
 	}
-	resp, err := next.Generate(ctx, call)
+	resp, err := portico.Answer(next.Generate(ctx, call))
 	done = true
-	if resp == nil && err == nil { // next broke the Model contract
-		err = portico.ErrNilResponse
-	}
 	if rd != nil {
 		t.read = time.Duration(rd.held.Load())
 	}

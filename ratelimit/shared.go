@@ -286,11 +286,8 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 			s.settle(ctx, req, key, lim, &t, nil, nil, true)
 		}
 	}()
-	resp, err := m.next.Generate(ctx, req)
+	resp, err := portico.Answer(m.next.Generate(ctx, req))
 	done = true
-	if resp == nil && err == nil {
-		err = portico.ErrNilResponse
-	}
 	s.settle(ctx, req, key, lim, &t, resp, err, false)
 	return resp, err
 }

@@ -123,9 +123,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 			return nil, err
 		}
 		resp, delivered, err := r.attempt(actx, req, next, start)
-		if err == nil && resp == nil {
-			err = portico.ErrNilResponse // a broken Model: neither answer nor error
-		}
+		resp, err = portico.Answer(resp, err)
 		if err == nil {
 			return resp, nil
 		}

@@ -17,12 +17,9 @@ func direct(r portico.Route, est portico.Estimator) portico.Model {
 		if err := fits(&r, req, est); err != nil {
 			return nil, err
 		}
-		resp, err := r.Model.Generate(ctx, r.RequestFor(req))
-		switch {
-		case err != nil:
+		resp, err := portico.Answer(r.Model.Generate(ctx, r.RequestFor(req)))
+		if err != nil {
 			return nil, err
-		case resp == nil:
-			return nil, portico.ErrNilResponse
 		}
 		// As the fallback group does with several routes, so that one
 		// route and two stamp the same answer the same.

@@ -185,10 +185,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 			return nil, err
 		}
 	}
-	resp, err := m.next.Generate(ctx, req)
-	if err == nil && resp == nil {
-		err = portico.ErrNilResponse // a broken Model: neither answer nor error
-	}
+	resp, err := portico.Answer(m.next.Generate(ctx, req))
 	t.record(w, err)
 	return resp, err
 }
