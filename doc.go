@@ -51,6 +51,22 @@
 // (the breaker column of [FaultOf]), a fallback moves on only from what another route can fix.
 // [ClassOf] classifies any error; unknown errors are Permanent.
 //
+// Whose fault an outcome is, [FaultOf] says once, and each layer reads its
+// verdict. The columns of its table differ where the layers ask different
+// questions: a breaker and a ranker judge the route's health, and a run of
+// unanswered failures is a route that answers no one (the breaker's run of
+// consecutive failures, never its rate); a throttle counts the requests the
+// destination accepted, and it accepted one it refused for the request's
+// fault; an adaptive limit measures capacity, so an answer, even a broken or
+// refused one, is a latency sample and only a class that may be overload
+// (Transient, RateLimited, Ambiguous) a drop; a hedge stops when another
+// attempt to the same route would repeat the failure (not after an answer,
+// which another attempt may give right). Two outcomes only a layer knows: the
+// caller's own OnChunk ending a streamed call is the caller's (a layer that
+// watches the stream reads it as Canceled), and a fallback group's ranker
+// counts a Deadline that came while the caller's deadline held as the route's
+// (its share ran out).
+//
 // Three classes say that a request was not served where it went, and whose
 // fault that is:
 //

@@ -571,12 +571,8 @@ func (e deadlineCut) Unwrap() error        { return e.timeout }
 //     advice about the request; a run is a route that refuses every
 //     request so (a gateway in front of a dead backend, a blocked account).
 //
-// [IsUnanswered] tells them. A breaker counts them in its run of
-// consecutive failures but never in its failure rate, so any answer ends
-// the run: a healthy route that answers other callers is not opened by one
-// caller's short deadlines or one request's refusals, and a route that
-// answers no one is. Throttles and adaptive limits ignore them, as they
-// ignore every deadline cut.
+// [IsUnanswered] tells them; [FaultOf] says how each layer reads them (a
+// breaker's run of consecutive failures only, so any answer ends the run).
 var ErrUnanswered = errors.New("portico: unanswered")
 
 // Unanswered returns timeout (a layer's own timeout cause) marked as an
