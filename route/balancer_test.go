@@ -181,7 +181,7 @@ func TestAffinity(t *testing.T) {
 func TestPrefixAware(t *testing.T) {
 	rs, hs := replicas(3)
 	b := mustBalancer(t, rs, PrefixAware{BlockBytes: 4, BytesPerToken: 1, Window: time.Minute, RebalanceFactor: 2})
-	t0 := time.Unix(1_800_000_000, 0)
+	t0 := windowStart(time.Minute)
 	at := func(text string, d time.Duration) PickInfo { return PickInfo{Request: userReq(text), Now: t0.Add(d)} }
 	place := func(info PickInfo) PickResult {
 		t.Helper()
@@ -446,7 +446,7 @@ func TestPrefixAwareSettings(t *testing.T) {
 // + R_g with a pick that the term alone decides: without it the tie would go
 // to r0 (the lowest index), or the other term would win.
 func TestPrefixAwareCostTerms(t *testing.T) {
-	t0 := time.Unix(1_800_000_000, 0)
+	t0 := windowStart(time.Minute)
 	newB := func(max int) *Balancer {
 		rs, _ := replicas(2)
 		return mustBalancer(t, rs, PrefixAware{BlockBytes: 4, BytesPerToken: 1, Window: time.Minute, MaxBlocks: max, RebalanceFactor: 100})
@@ -520,7 +520,7 @@ func TestPrefixAwareKeepsOwnPrefix(t *testing.T) {
 	rs, _ := replicas(1)
 	b := mustBalancer(t, rs, PrefixAware{BlockBytes: 4, BytesPerToken: 1, Window: time.Minute, MaxBlocks: 4})
 	p := b.picker.(*prefixPicker)
-	t0 := time.Unix(1_800_000_000, 0)
+	t0 := windowStart(time.Minute)
 	for k, s := range []string{"aaaabbbb", "eeeeffff", "eeeeffff"} {
 		pr, err := b.Pick(PickInfo{Request: userReq(s), Now: t0.Add(time.Duration(k) * time.Second)})
 		if err != nil {
@@ -566,4 +566,17 @@ func TestFloorDiv(t *testing.T) {
 			t.Errorf("floorDiv(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
+}
+
+// windowStart is a fixed time at which a reading of the picker's clock
+// (internal/mono, whose origin is the process's start) begins a window of
+// w: with a fixed wall time instead, a test's calls a few seconds apart
+// straddled a window's boundary in one process start of twenty.
+func windowStart(w time.Duration) time.Time {
+	t := time.Unix(1_800_000_000, 0)
+	r := mono.Of(t) % w
+	if r < 0 {
+		r += w
+	}
+	return t.Add(-r)
 }

@@ -65,7 +65,7 @@ func FuzzPrefixIndex(f *testing.F) {
 		rs, hs := replicas(3)
 		b := mustBalancer(t, rs, PrefixAware{BlockBytes: 4, BytesPerToken: 1, Window: time.Minute, MaxBlocks: maxBlocks, RebalanceFactor: 1.5})
 		p := b.picker.(*prefixPicker)
-		t0 := time.Unix(1_800_000_000, 0)
+		t0 := windowStart(time.Minute)
 		var prompt []byte
 		var held []PickResult
 		for k, op := range ops {

@@ -175,7 +175,7 @@ func simulate(t *testing.T, name string, s Strategy) simResult {
 	}
 	var log []placed
 	var in, cached, hotIn, hotCached float64
-	epoch := time.Unix(1_800_000_000, 0)
+	epoch := windowStart(simWindow)
 	for q.Len() > 0 {
 		e := heap.Pop(q).(*simEvent)
 		if e.kind == 1 {
