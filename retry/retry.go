@@ -456,26 +456,23 @@ func MustNew(cfg Config) *Retrier {
 }
 
 // Wrap returns next wrapped in the retry policy; the method value r.Wrap is a
-// [portico.Middleware]. Wrap panics if next is nil, a typed nil included ([portico.IsNil]).
+// [portico.Middleware]. Wrap panics if next is nil, a typed nil included
+// ([portico.IsNil]). Safe for concurrent use.
 //
 // The returned Model retries what the package documentation says is
 // retried. It returns next's answer; a non-retryable error of the first
 // attempt, or one after a chunk reached the caller, as it is; or a
-// [*portico.Error] that keeps the last attempt's class and fields (the
-// last sent attempt's class, Status and Code when the last sent nothing),
-// is NotSent only when no attempt was sent, wraps every attempt's error
-// and, unless it stopped at an error it does not retry, one of
-// [ErrAttemptsExhausted], [ErrBudgetExhausted], [ErrNoTimeLeft] (class
-// Deadline) or [ErrRetryAfterTooLong] (RateLimited), and whose Usage sums what
-// the attempts billed (see Errors in the package documentation). A context
-// done already fails the call with [portico.Gone]'s error, next not called
-// and the budgets not touched; one that ends during a wait ends the call
-// with [portico.FromContext]'s error, with the same cause and Usage. A nil
-// request is [portico.ErrNilRequest]; an attempt that returns neither
-// answer nor error fails with
-// [portico.ErrNilResponse] (InvalidResponse). Inner layers see each attempt
-// through [portico.AttemptFromContext]. With MaxAttempts 1 every error is
-// returned as it is.
+// [*portico.Error] that keeps the last attempt's class and fields, wraps
+// every attempt's error and, unless it stopped at an error it does not
+// retry, one of [ErrAttemptsExhausted], [ErrBudgetExhausted],
+// [ErrNoTimeLeft] or [ErrRetryAfterTooLong], its Usage summing what the
+// attempts billed (Errors in the package documentation tells each field).
+// A context done already fails with [portico.Gone]'s error, next not
+// called; one that ends during a wait, with [portico.FromContext]'s. A nil
+// request is [portico.ErrNilRequest]; an attempt with neither answer nor
+// error is [portico.ErrNilResponse]. With MaxAttempts 1 every error is
+// returned as it is. Inner layers see each attempt through
+// [portico.AttemptFromContext].
 func (r *Retrier) Wrap(next portico.Model) portico.Model {
 	if portico.IsNil(next) {
 		panic("retry: Wrap of a nil Model")
