@@ -58,7 +58,7 @@ func picture(ps []policy, results []*result) chart.Chart {
 	c := chart.Chart{
 		YLabel:    "per second",
 		YMax:      350,
-		XMax:      150,
+		XMax:      seconds,
 		ShadeFrom: outageStart / 10, ShadeTo: outageEnd / 10, ShadeName: "outage",
 		Line: capacity, LineName: "capacity",
 	}

@@ -34,8 +34,10 @@ type results struct {
 	// overshoot is the latest a request returned relative to its deadline:
 	// negative when every request returned before it.
 	overshoot time.Duration
-	// answerAt is when each accepted answer reached its caller, for -plot.
+	// answerAt is when each accepted answer reached its caller, and failAt
+	// when each failed request returned, by class, for -plot.
 	answerAt []time.Time
+	failAt   map[portico.Class][]time.Time
 	// start is when the load began.
 	start time.Time
 	// A chaos run's: the prompts' canary, the error strings carrying it,
@@ -64,15 +66,17 @@ type routeStats struct {
 	attemptAt []time.Time
 	// The Observer's counts.
 	retries, fallbacks, breakerOpens int
-	// answers is how many requests the route answered, by Response.Route.
-	answers int
+	// answers is how many requests the route answered, by Response.Route,
+	// and answerAt when, for -plot.
+	answers  int
+	answerAt []time.Time
 	// server is how many requests its fake server saw; -1 on a real endpoint.
 	server int
 }
 
 func newResults() *results {
 	r := &results{failed: map[portico.Class]int{}, retries: map[portico.Class]int{}, faults: map[fakeopenai.FaultKind]int{},
-		overshoot: -requestDeadline}
+		failAt: map[portico.Class][]time.Time{}, overshoot: -requestDeadline}
 	for i := range r.routes {
 		r.routes[i].failed = map[portico.Class]int{}
 	}
@@ -132,6 +136,7 @@ func (r *results) done(d, limit time.Duration, streamed bool, resp *portico.Resp
 			r.errorLeaks++
 		}
 		r.failed[portico.ClassOf(err)]++
+		r.failAt[portico.ClassOf(err)] = append(r.failAt[portico.ClassOf(err)], time.Now())
 		return
 	}
 	r.accepted++
@@ -141,6 +146,7 @@ func (r *results) done(d, limit time.Duration, streamed bool, resp *portico.Resp
 	}
 	if rs := r.route(resp.Route); rs != nil {
 		rs.answers++
+		rs.answerAt = append(rs.answerAt, time.Now())
 	}
 }
 

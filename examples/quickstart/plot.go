@@ -1,29 +1,37 @@
 package main
 
 import (
+	"cmp"
+	"fmt"
 	"os"
+	"slices"
 	"time"
 
+	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/examples/internal/chart"
 )
 
 // plotStep is the width of -plot's bins.
 const plotStep = 100 * time.Millisecond
 
-// writePlot writes runs' goodput (answers reaching their callers) and
-// attempts (reaching the adapters, all routes) per second over time to file
-// as a PNG, a panel per run, titled by titles.
+// writePlot writes each run as two panels of rates per second over time to
+// file as a PNG, titled by titles: goodput (answers reaching their callers)
+// and the answers of each route; then attempts (reaching the adapters, all
+// routes) and the failed requests by class.
 func writePlot(file string, titles []string, runs []*results) error {
 	c := chart.Chart{YLabel: "per second", Step: plotStep.Seconds()}
+	top := topClasses(runs)
 	for i, r := range runs {
+		answers := []chart.Series{{Name: "goodput (answers/s)", Values: rates(r.answerAt, r.start)}}
 		var attempts []time.Time
 		for j := range r.routes {
 			attempts = append(attempts, r.routes[j].attemptAt...)
+			answers = append(answers, chart.Series{Name: "answered by " + providers[j].name, Values: rates(r.routes[j].answerAt, r.start)})
 		}
-		c.Panels = append(c.Panels, chart.Panel{Title: titles[i], Series: []chart.Series{
-			{Name: "goodput (answers/s)", Values: rates(r.answerAt, r.start)},
-			{Name: "attempts/s", Values: rates(attempts, r.start)},
-		}})
+		c.Panels = append(c.Panels,
+			chart.Panel{Title: titles[i] + ": answers, by route", Series: answers},
+			chart.Panel{Title: titles[i] + ": attempts and failed requests, by class",
+				Series: append([]chart.Series{{Name: "attempts/s", Values: rates(attempts, r.start)}}, failures(r, top)...)})
 	}
 	f, err := os.Create(file)
 	if err != nil {
@@ -34,6 +42,40 @@ func writePlot(file string, titles []string, runs []*results) error {
 		return err
 	}
 	return f.Close()
+}
+
+// topClasses is the two classes of failure most frequent over runs, which
+// writePlot draws apart (a panel keeps to the chart's four colours, and a
+// class keeps its colour from run to run).
+func topClasses(runs []*results) []portico.Class {
+	n := map[portico.Class]int{}
+	for _, r := range runs {
+		for c, at := range r.failAt {
+			n[c] += len(at)
+		}
+	}
+	classes := make([]portico.Class, 0, len(n))
+	for c := range n {
+		classes = append(classes, c)
+	}
+	slices.SortFunc(classes, func(a, b portico.Class) int { return cmp.Or(cmp.Compare(n[b], n[a]), cmp.Compare(a, b)) })
+	return classes[:min(2, len(classes))]
+}
+
+// failures is r's failed requests per second: a series per class of top,
+// then one for every other class.
+func failures(r *results, top []portico.Class) []chart.Series {
+	var out []chart.Series
+	var rest []time.Time
+	for c, at := range r.failAt {
+		if !slices.Contains(top, c) {
+			rest = append(rest, at...)
+		}
+	}
+	for _, c := range top {
+		out = append(out, chart.Series{Name: fmt.Sprintf("failed %v/s", c), Values: rates(r.failAt[c], r.start)})
+	}
+	return append(out, chart.Series{Name: "failed, other classes/s", Values: rates(rest, r.start)})
 }
 
 // rates bins times by plotStep from start and returns each bin's count per

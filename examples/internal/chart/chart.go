@@ -9,6 +9,7 @@ import (
 	"errors"
 	"image/color"
 	"io"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -23,7 +24,8 @@ type Series struct {
 	Values []float64
 }
 
-// Panel is one run's plot.
+// Panel is one run's plot, or one of its plots. The first panel with a given
+// list of series names carries their legend.
 type Panel struct {
 	Title  string
 	Series []Series
@@ -93,8 +95,11 @@ func (c Chart) WritePNG(w io.Writer, width, panelHeight float64) error {
 	}
 	ymax = max(ymax, c.Line*1.1, 1)
 	plots := make([][]*plot.Plot, len(c.Panels))
+	legends := map[string]bool{}
 	for i, p := range c.Panels {
-		pl, err := c.panel(p, xmax, ymax, i == 0, i == len(c.Panels)-1)
+		names := seriesNames(p)
+		pl, err := c.panel(p, xmax, ymax, !legends[names], i == len(c.Panels)-1)
+		legends[names] = true
 		if err != nil {
 			return err
 		}
@@ -114,7 +119,17 @@ func (c Chart) WritePNG(w io.Writer, width, panelHeight float64) error {
 	return err
 }
 
-// panel builds one panel; the first carries the legend, the last the x
+// seriesNames is p's series' names, one per line.
+func seriesNames(p Panel) string {
+	var b strings.Builder
+	for _, s := range p.Series {
+		b.WriteString(s.Name)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// panel builds one panel; the first with its series' names carries the legend, the last the x
 // axis's label. The series are drawn last first, so that the first is on top.
 func (c Chart) panel(p Panel, xmax, ymax float64, legend, last bool) (*plot.Plot, error) {
 	pl := plot.New()
