@@ -106,6 +106,10 @@ type Capabilities struct {
 	Tools bool
 	// Schema is the structured-output support.
 	Schema SchemaMode
+	// Reasoning is true when the model reasons and its adapter maps
+	// Request.Reasoning; routing layers send the setting only to such
+	// routes, and only they fit a request whose setting is Required.
+	Reasoning bool
 	// ModelClass is the model class used by Contract.ModelClasses ("frontier",
 	// "small", "reasoning", ...).
 	ModelClass string
@@ -224,7 +228,8 @@ func (k *Contract) Validate() error {
 // below MaxOutputTokens); "request size" ([Request.Size] above
 // MaxRequestBytes); "tools" (asked for, unsupported); "strict schema"
 // (asked for, not SchemaStrict) or "schema" (a Schema or SchemaID, less than
-// SchemaJSON); "model class" (outside Contract.ModelClasses); "cost"
+// SchemaJSON); "reasoning" (Reasoning.Required, and no
+// Capabilities.Reasoning); "model class" (outside Contract.ModelClasses); "cost"
 // ([Capabilities.EstimateCost] above Contract.MaxCost); "continuation" (a
 // Request.Prefix, and Continuation ContinueNone). Fits never allocates: its
 // errors are shared values that callers must not modify.
@@ -268,6 +273,8 @@ func (c *Capabilities) fitsNeeds(req *Request, k *Contract, inputTokens int) err
 		return errStrictSchema
 	case c.Schema < schema:
 		return errSchema
+	case req.Reasoning != nil && req.Reasoning.Required && !c.Reasoning:
+		return errReasoning
 	case len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.ModelClass):
 		return errModelClass
 	case k.MaxCost > 0 && c.EstimateCost(req, inputTokens) > k.MaxCost:
@@ -296,8 +303,8 @@ func (c *Capabilities) modalities() Modality { return cmp.Or(c.Modalities, Modal
 // Covers reports whether c fits every request that o fits, at the same
 // input size and under a contract without MaxCost (the one check that reads
 // prices): c takes every modality o takes, has no lower context window,
-// output limit and request size limit (0 is none), tools and continuations
-// where o has them, a
+// output limit and request size limit (0 is none), tools, reasoning and
+// continuations where o has them, a
 // schema mode no lower, and o's model class. A caller that saw [Fits] pass
 // on o may then skip it on c.
 func (c *Capabilities) Covers(o *Capabilities) bool {
@@ -305,7 +312,7 @@ func (c *Capabilities) Covers(o *Capabilities) bool {
 	return c.modalities().Has(o.modalities()) &&
 		atLeast(c.ContextWindow, o.ContextWindow) && atLeast(c.MaxOutput, o.MaxOutput) &&
 		atLeast(c.MaxRequestBytes, o.MaxRequestBytes) &&
-		(c.Tools || !o.Tools) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
+		(c.Tools || !o.Tools) && (c.Reasoning || !o.Reasoning) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
 		(c.Continuation != ContinueNone || o.Continuation == ContinueNone)
 }
 

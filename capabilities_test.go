@@ -313,6 +313,8 @@ func TestCovers(t *testing.T) {
 		{"another class", with(func(c *Capabilities) { c.ModelClass = "frontier" }), base, false},
 		{"continuation covers none", with(func(c *Capabilities) { c.Continuation = ContinuePrefill }), base, true},
 		{"no continuation", base, with(func(c *Capabilities) { c.Continuation = ContinuePrefill }), false},
+		{"reasoning covers none", with(func(c *Capabilities) { c.Reasoning = true }), base, true},
+		{"no reasoning", base, with(func(c *Capabilities) { c.Reasoning = true }), false},
 	}
 	for _, tt := range tests {
 		if got := tt.c.Covers(&tt.o); got != tt.want {
@@ -338,6 +340,7 @@ func FuzzCovers(f *testing.F) {
 				Continuation:  Continuation(x >> 10 & 1),
 				// 0, or a limit below or above the sizes of the requests below (2 to 11 bytes)
 				MaxRequestBytes: []int{0, 5, 10, 100}[x>>11&3],
+				Reasoning:       x>>13&1 == 1,
 			}
 		}
 		c, o := caps(a), caps(b)
@@ -356,6 +359,9 @@ func FuzzCovers(f *testing.F) {
 		}
 		if r>>13&1 == 1 {
 			req.Schema = &Schema{Name: "s", Strict: r>>14&1 == 1}
+		}
+		if r>>16&1 == 1 {
+			req.Reasoning = &Reasoning{Required: r>>17&1 == 1}
 		}
 		if c.Covers(&o) && o.Fits(req, in) == nil {
 			if err := c.Fits(req, in); err != nil {

@@ -51,6 +51,10 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID ties a RoleTool message to the ToolCall.ID it answers.
 	ToolCallID string
+	// Thoughts are the reasoning blocks of an earlier answer (RoleAssistant
+	// only), passed back as [Response].Thoughts gave them; each adapter
+	// sends only its own dialect's (see [Thought]).
+	Thoughts []Thought
 }
 
 // Text returns a Message of one text part.
@@ -105,6 +109,10 @@ type Chunk struct {
 	// Text is the next fragment of the answer's text; it may be empty for chunks
 	// that only carry progress of tool calls.
 	Text string
+	// Reasoning is the next fragment of the model's reasoning (or its
+	// summary), delivered only when the request's Reasoning.Stream asks for
+	// it; Text is then empty.
+	Reasoning string
 }
 
 // Request is one call to a language model.
@@ -128,6 +136,10 @@ type Request struct {
 	// Config.DefaultMaxTokens, and refuses the call (Permanent) when it has none
 	// (see package ratelimit). Negative is a malformed request (Permanent).
 	MaxOutputTokens int
+	// Reasoning, when non-nil, is the reasoning setting: effort or token
+	// budget, whether a route must reason, whether the caller sees the
+	// reasoning stream (see [Reasoning]).
+	Reasoning *Reasoning
 	// Extra carries provider-specific sampling options (temperature, top_p, seed,
 	// ...) through unchanged; adapters pass on the keys they know.
 	Extra map[string]any
@@ -195,8 +207,9 @@ func (r *Request) Streaming() bool { return r.OnChunk != nil }
 
 // Validate reports what makes r wrong on any route, so that no route is
 // called: no Messages ("no messages"), a Contract that [Contract.Validate]
-// refuses (its error), or a negative MaxOutputTokens ("negative token
-// count"). Its errors are shared [Permanent] *Errors, NotSent, that must
+// refuses (its error), a negative MaxOutputTokens ("negative token
+// count"), or a Reasoning setting with an unknown Effort, a negative
+// Budget, or a budget not below MaxOutputTokens. Its errors are shared [Permanent] *Errors, NotSent, that must
 // not be modified; it does not allocate. [Capabilities.Fits] calls it first, and
 // package stack's deadline layer for every request.
 func (r *Request) Validate() error {
@@ -211,12 +224,15 @@ func (r *Request) Validate() error {
 	if r.MaxOutputTokens < 0 {
 		return errNegative
 	}
+	if r.Reasoning != nil {
+		return r.Reasoning.validate(r.MaxOutputTokens)
+	}
 	return nil
 }
 
 // Size returns the bytes of what r carries to a provider: the text and
 // image URLs of its messages (a data: URL is the image's base64), their tool
-// calls and ids, the tools' names, descriptions and parameters, the
+// calls and ids, their Thoughts' text and signatures, the tools' names, descriptions and parameters, the
 // schema, the Prefix and the Model's name. The body a provider receives adds
 // its JSON framing; Extra is not counted. It is what a size cap compares
 // ([Capabilities].MaxRequestBytes, package stack's Config.MaxRequestBytes).
@@ -231,6 +247,9 @@ func (r *Request) Size() int {
 		}
 		for _, tc := range m.ToolCalls {
 			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+		for _, t := range m.Thoughts {
+			n += len(t.Text) + len(t.Signature)
 		}
 	}
 	for _, t := range r.Tools {

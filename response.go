@@ -37,6 +37,7 @@ type ToolCall struct {
 type Usage struct {
 	InputTokens       int // prompt tokens, including cached ones
 	OutputTokens      int // completion tokens, including reasoning tokens
+	ReasoningTokens   int // the part of OutputTokens the model spent reasoning; 0 when the provider does not say
 	CachedInputTokens int // the part of InputTokens served from the provider's prompt cache
 }
 
@@ -95,6 +96,10 @@ type Response struct {
 	Text string
 	// ToolCalls the model asks for; FinishReason is then FinishToolCalls.
 	ToolCalls []ToolCall
+	// Thoughts are the model's reasoning blocks, in order: readable text
+	// where the provider gives it ([Response.ReasoningText]) and the opaque
+	// data it needs back in the next turn ([Response.Message]).
+	Thoughts []Thought
 	// FinishReason says why the model stopped.
 	FinishReason FinishReason
 	// Usage is the provider's token count for the call. The answer of a

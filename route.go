@@ -25,12 +25,18 @@ type Route struct {
 }
 
 // RequestFor returns the request to send to r: req itself when r.ModelName is
-// empty or already req.Model and req has no Prefix, otherwise a clone with
-// Model set to r.ModelName and, when req continues an answer
-// ([Request.Prefix]), Messages ending with the prefix in the form
-// r.Capabilities.Continuation says (the instruction's for ContinueNone). The
-// caller's req is never modified.
+// empty or already req.Model, req has no Prefix, and r reasons or req has
+// no Reasoning setting; otherwise a clone with Model set to r.ModelName,
+// without the Reasoning setting when r.Capabilities.Reasoning is false,
+// and, when req continues an answer ([Request.Prefix]), Messages ending
+// with the prefix in the form r.Capabilities.Continuation says (the
+// instruction's for ContinueNone). The caller's req is never modified.
 func (r *Route) RequestFor(req *Request) *Request {
+	if req.Reasoning != nil && !r.Capabilities.Reasoning {
+		c := req.Clone()
+		c.Reasoning = nil
+		req = c // a clone of a clone below: rare, and clear
+	}
 	if req.Prefix != "" {
 		c := continuationFor(req, r.Capabilities.Continuation)
 		if r.ModelName != "" {

@@ -205,7 +205,8 @@ type Config struct {
 	Limits
 
 	// DefaultMaxTokens is N_max, in tokens, for requests whose MaxOutputTokens
-	// is 0 (the route's default). Zero means [DefaultMaxTokens] (1024),
+	// is 0 (the route's default), plus the reasoning budget such a request
+	// asks for ([portico.Request.OutputBound]). Zero means [DefaultMaxTokens] (1024),
 	// capped at half the smallest token bucket in force (TokenBurst of
 	// Limits, of each tier and, failing open, of this instance's share) so
 	// that it leaves room for the input. [RequireMaxTokens] refuses such requests with a

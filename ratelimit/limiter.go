@@ -213,6 +213,8 @@ func (l *Limiter) price(req *portico.Request, p *pricing, t *ticket) error {
 		if nMax = p.def; nMax == RequireMaxTokens {
 			return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "no MaxOutputTokens, and Config.DefaultMaxTokens requires one", NotSent: true, Err: ErrBadRequest}
 		}
+		nMax = req.OutputBound(nMax) // the default plus a reasoning budget
+
 	}
 	nIn := l.cfg.Estimator.EstimateInputTokens(req)
 	if nIn < 0 {

@@ -621,3 +621,26 @@ func TestDefaultMaxTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestReasoningBudgetInNMax: a request without MaxOutputTokens that asks
+// for a reasoning budget reserves the default N_max plus the budget (the
+// thinking is output, billed and counted by the provider's output limit);
+// one with MaxOutputTokens reserves that, which includes the reasoning.
+func TestReasoningBudgetInNMax(t *testing.T) {
+	l := mustNew(t, Config{Limits: Limits{Tokens: 1e6}})
+	msgs := []portico.Message{portico.Text(portico.RoleUser, "hi")}
+	for _, tc := range []struct {
+		req  portico.Request
+		want int
+	}{
+		{portico.Request{Messages: msgs}, 1024},
+		{portico.Request{Messages: msgs, Reasoning: &portico.Reasoning{Budget: 4000}}, 5024},
+		{portico.Request{Messages: msgs, Reasoning: &portico.Reasoning{Effort: portico.EffortHigh}}, 5120},
+		{portico.Request{Messages: msgs, MaxOutputTokens: 8000, Reasoning: &portico.Reasoning{Budget: 4000}}, 8000},
+	} {
+		var tk ticket
+		if err := l.price(&tc.req, l.pricing.Load(), &tk); err != nil || tk.max != tc.want {
+			t.Errorf("price(%+v) = N_max %d, %v; want %d", tc.req.Reasoning, tk.max, err, tc.want)
+		}
+	}
+}

@@ -154,7 +154,7 @@ func (s *stream) tick(c portico.Chunk, hold bool) error {
 		}
 	}
 	if f := s.rate; f != nil {
-		f.pending.Add(max(1, int64(len(c.Text))/4))
+		f.pending.Add(max(1, int64(len(c.Text)+len(c.Reasoning))/4)) // reasoning is output too
 		if first {
 			f.timer.Reset(f.step)
 		}
