@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -110,6 +111,13 @@ type Config struct {
 	// success costs one filter check (under a deadline, also the checks that
 	// find whether another candidate follows, which sizes its share).
 	Policy rank.Policy
+	// Weights are static preferences per route, same length as Routes,
+	// each > 0 and finite; nil means 1 for every route. The built-in
+	// policies divide their score by the route's weight; with Policy nil,
+	// Weights make it [rank.Split]: a weighted random split, so weights
+	// 7:3 put 70% and 30% of the requests first on each route, and a
+	// fallback or a hedge goes to the next route in the same proportions.
+	Weights []float64
 	// Hedge, when non-nil, hedges a request that has not answered after the
 	// Hedger's delay to the next candidate that passes the filter, as
 	// [hedge.Hedger.Run] races attempts: the first answer wins and the others
@@ -201,6 +209,12 @@ func (c Config) normalize() (Config, error) {
 		return c, err
 	}
 	c.Routes = slices.Clone(c.Routes)
+	if err := checkWeights(c.Weights, len(c.Routes)); err != nil {
+		return c, err
+	}
+	if c.Policy == nil && c.Weights != nil {
+		c.Policy = rank.Split
+	}
 	if c.Estimator == nil {
 		c.Estimator = portico.DefaultEstimator
 	}
@@ -224,6 +238,23 @@ func (c Config) normalize() (Config, error) {
 		return c, errors.New("fallback: unknown Config.Independence " + c.Independence.String())
 	}
 	return c, nil
+}
+
+// checkWeights returns the error of Weights w for n routes: not one per
+// route, or one not > 0 and finite.
+func checkWeights(w []float64, n int) error {
+	if w == nil {
+		return nil
+	}
+	if len(w) != n {
+		return fmt.Errorf("fallback: Config.Weights has %d entries for %d routes", len(w), n)
+	}
+	for i, x := range w {
+		if !(x > 0) || math.IsInf(x, 1) {
+			return fmt.Errorf("fallback: Config.Weights[%d] = %v, want > 0 and finite", i, x)
+		}
+	}
+	return nil
 }
 
 // checkRoutes returns the error of a Config whose Routes are empty, or one

@@ -212,6 +212,9 @@ func (r *request) rank(ctx context.Context) ([]rank.Candidate, error) {
 			continue
 		}
 		cd := rank.Candidate{Index: i, Route: rt, EstimatedCost: r.estimate(rt)}
+		if w := r.g.cfg.Weights; w != nil {
+			cd.Weight = w[i]
+		}
 		r.g.stats.Fill(&cd)
 		cands = append(cands, cd)
 	}

@@ -41,6 +41,11 @@ type Candidate struct {
 	// Weight is the route's static preference, > 0 (1 unless the layer has
 	// weights); the built-in policies divide their score by it.
 	Weight float64
+	// Draw is a uniform random number in (0, 1], drawn by [Table.Fill]
+	// once per candidate of each request, for a policy that splits
+	// traffic at random ([Split]) and stays a pure function of the
+	// Candidate.
+	Draw float64
 }
 
 // Policy scores a candidate: the lower the score, the earlier the candidate
@@ -79,6 +84,17 @@ func Order(cands []Candidate, p Policy) []Candidate {
 	})
 	return cands
 }
+
+// Split is the Policy of a weighted random split (a canary, a cost split
+// between equivalent routes): it scores -ln(Draw)/Weight, an exponential
+// variable of rate Weight, so the lowest score is candidate i's with
+// probability Weight_i over the sum of the candidates' Weights (7:3 sends
+// 70% and 30%), and the order of the rest is a weighted draw without
+// replacement among them (Efraimidis and Spirakis, "Weighted random
+// sampling with a reservoir", 2006): a fallback tries, and a hedge goes
+// to, the next candidate in the same proportions. It reads nothing the
+// layer measured.
+func Split(c Candidate) float64 { return -math.Log(c.Draw) / c.Weight }
 
 // ByCost scores by estimated price, divided by weight: the cheapest route
 // first.

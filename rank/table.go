@@ -3,6 +3,7 @@ package rank
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +44,8 @@ func NewTable(n int, alpha float64) (*Table, error) {
 	return &Table{alpha: alpha, routes: make([]stats, n)}, nil
 }
 
-// Fill sets the measured fields of c from route c.Index's figures, and
-// Weight to 1 when it is zero.
+// Fill sets the measured fields of c from route c.Index's figures, draws
+// its Draw, and sets Weight to 1 when it is zero.
 func (t *Table) Fill(c *Candidate) {
 	st := &t.routes[c.Index]
 	c.Latency = time.Duration(st.latency.load())
@@ -59,6 +60,7 @@ func (t *Table) Fill(c *Candidate) {
 	if c.Weight == 0 {
 		c.Weight = 1
 	}
+	c.Draw = 1 - rand.Float64() // (0, 1]: -ln(Draw) is finite
 }
 
 // Start counts one more call in flight on route i; [Table.Done] ends it.

@@ -18,10 +18,13 @@ type RouterConfig struct {
 	// each with a non-nil Model.
 	Routes []portico.Route
 	// Policy ranks the fitting, available routes: the lowest score wins,
-	// the earliest route on a tie. Nil means [rank.ByCost].
+	// the earliest route on a tie. Nil means [rank.ByCost], or
+	// [rank.Split] when Weights are set: weights 7:3 send 70% and 30% of
+	// the calls, whatever the prices.
 	Policy rank.Policy
 	// Weights are static preferences per route, same length as Routes, each > 0;
-	// nil means 1 for every route.
+	// nil means 1 for every route. The built-in policies divide their
+	// score by the route's weight; [rank.Split] draws with it.
 	Weights []float64
 	// Alpha is the moving averages' gain in (0, 1] for latency, TTFT and
 	// error rate: new = Alpha*sample + (1-Alpha)*old. Zero means
@@ -78,6 +81,9 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 	}
 	if r.policy == nil {
 		r.policy = rank.ByCost
+		if cfg.Weights != nil {
+			r.policy = rank.Split
+		}
 	}
 	if r.est == nil {
 		r.est = portico.DefaultEstimator
