@@ -137,6 +137,9 @@
 //   - fallback: ordered groups of capable routes.
 //   - validate: the acceptance pipeline every answer passes.
 //   - effect: tool side effects at most once per execution key.
+//   - spend: spend budgets per tenant and calendar window, reserved at
+//     admission, settled with the answer's cost.
+//   - respcache: an exact-match response cache, per tenant by default.
 //   - stack: the recommended stack in one constructor.
 //   - trace: OpenTelemetry spans, metrics and logs, content redacted by default.
 //   - modeltest: fakes, fault injection, a conformance suite;

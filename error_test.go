@@ -395,7 +395,7 @@ func TestErrorSaysEachThingOnce(t *testing.T) {
 
 func TestRefuser(t *testing.T) {
 	names := map[Refuser]string{NotRefused: "", ClientLimit: "client_limit", RouteLimit: "route_limit", CircuitBreaker: "breaker",
-		Cooldown: "cooldown", Throttle: "throttle", RetryBudget: "retry_budget", 200: "Refuser(200)"}
+		Cooldown: "cooldown", Throttle: "throttle", RetryBudget: "retry_budget", SpendBudget: "spend_budget", 200: "Refuser(200)"}
 	for r, want := range names {
 		if got := r.String(); got != want {
 			t.Errorf("Refuser(%d).String() = %q, want %q", r, got, want)

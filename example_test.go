@@ -59,7 +59,7 @@ func ExampleClassOf() {
 // the service's or a provider's saturation is not (503).
 func httpStatus(err error) int {
 	switch portico.RefuserOf(err) {
-	case portico.ClientLimit:
+	case portico.ClientLimit, portico.SpendBudget:
 		return 429 // your plan: slow down
 	case portico.RouteLimit, portico.CircuitBreaker, portico.Cooldown, portico.Throttle, portico.RetryBudget:
 		return 503 // we are saturated: try later

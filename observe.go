@@ -54,10 +54,14 @@ const (
 	// is "<layer>:fail_open" (decided on local state: ratelimit's buckets
 	// scaled to 1/N, retry's local budgets, fallback's cooldowns of this
 	// process) or "<layer>:fail_closed" (the call or retry refused), the
-	// layer one of "ratelimit", "retry", "effect", "fallback"; Class is
+	// layer one of "ratelimit", "retry", "effect", "fallback", "spend"; Class is
 	// Transient. Reason "effect:ran_twice" (Class Ambiguous): a Runner
 	// writing back after the store lost records found the step run again.
 	EventSharedStore
+	// EventCache: a response cache looked the request up (package
+	// respcache); Reason is "hit" (answered from the cache, no call made)
+	// or "miss" (called below, the answer cached if it may be).
+	EventCache
 )
 
 var eventNames = [...]string{
@@ -72,6 +76,7 @@ var eventNames = [...]string{
 	EventHedge:           "hedge",
 	EventContinue:        "continue",
 	EventSharedStore:     "shared_store",
+	EventCache:           "cache",
 }
 
 // String returns the event's snake_case name ("rate_limit_wait").

@@ -38,6 +38,9 @@ const (
 	// RetryBudget: a retry was due and the retry budget had no token for it
 	// (package retry); the error keeps the failed attempt's class.
 	RetryBudget
+	// SpendBudget: the tenant's spend budget for a window is spent
+	// (package spend); the error says which window and when it renews.
+	SpendBudget
 )
 
 var refuserNames = [...]string{
@@ -48,6 +51,7 @@ var refuserNames = [...]string{
 	Cooldown:       "cooldown",
 	Throttle:       "throttle",
 	RetryBudget:    "retry_budget",
+	SpendBudget:    "spend_budget",
 }
 
 // String returns the Refuser's snake_case name ("client_limit"), used in
