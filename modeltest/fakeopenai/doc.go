@@ -1,5 +1,6 @@
 // Package fakeopenai is an OpenAI-compatible chat-completions server for tests
-// and examples: it answers POST /v1/chat/completions as JSON or as a stream of
+// and examples: it answers POST /v1/chat/completions (and OpenAI's Responses
+// API, POST /v1/responses) as JSON or as a stream of
 // server-sent events, from several models each with its own latency, time to
 // first token and generation speed, and it injects faults on a chosen fraction
 // of requests, deterministically from a seed.
@@ -36,6 +37,30 @@
 // answer with finish_reason "length". Usage counts words plus 3 per message
 // as prompt tokens. With stream_options.include_usage a final chunk with
 // empty choices carries the usage, then "data: [DONE]".
+//
+// # The Responses API
+//
+// POST /v1/responses is served by the same models, answers and faults, in
+// the Responses API's format (openai-go v3.99.0's responses package, and
+// the API reference at platform.openai.com/docs/api-reference/responses):
+// input items (messages, function_call, function_call_output, reasoning)
+// are read as the chat messages they stand for, and the answer is a
+// response object, or streamed as response.created, response.in_progress,
+// each output item's added, delta and done events, then
+// response.completed (response.incomplete when max_output_tokens cuts
+// it), without [DONE]; FaultStreamError sends response.failed, or the
+// error event when Fault.Event is "error". A request that asks for
+// reasoning ("reasoning" with an effort other than "none"), or a model
+// with ThinkEvery, reasons first: a reasoning item whose summary (when
+// reasoning.summary is set) is "step 1. step 2. ...", one step per
+// ThinkEvery of its TTFT, two reasoning tokens each, and whose
+// encrypted_content (with include ["reasoning.encrypted_content"]) the
+// server checks when a later request sends the item back: another
+// server's is a 400 invalid_encrypted_content, and an item sent back
+// without it is a 400 unless a stored response made it. Responses are
+// stored unless the request says "store": false (the first 10000), for
+// previous_response_id; an unknown one is a 400
+// previous_response_not_found.
 //
 // # Faults
 //

@@ -12,36 +12,46 @@ import (
 
 // chatRequest is the part of a chat-completions request the server reads.
 type chatRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-		Prefix  bool            `json:"prefix"`
-	} `json:"messages"`
-	ContinueFinalMessage bool `json:"continue_final_message"`
-	Stream               bool `json:"stream"`
+	Model                string        `json:"model"`
+	Messages             []chatMessage `json:"messages"`
+	ContinueFinalMessage bool          `json:"continue_final_message"`
+	Stream               bool          `json:"stream"`
 	StreamOptions        *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           *int `json:"max_tokens"`
-	MaxCompletionTokens *int `json:"max_completion_tokens"`
-	Tools               []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name       string          `json:"name"`
-			Parameters json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-	ToolChoice        json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
-	ResponseFormat    *struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-			Strict bool            `json:"strict"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Tools               []chatTool      `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	ResponseFormat      *responseFormat `json:"response_format"`
+
+	// responses is the Responses API request this one was read from, or
+	// nil for a chat completion (see responses.go).
+	responses *responsesRequest
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Prefix  bool            `json:"prefix"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict bool            `json:"strict"`
+	} `json:"json_schema"`
 }
 
 // dialect is OpenAI's part of the server: routes, request decoding, error
@@ -52,7 +62,7 @@ func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
 		Route: func(w http.ResponseWriter, r *http.Request) bool {
 			path := strings.TrimPrefix(r.URL.Path, "/v1")
 			switch {
-			case path != "/chat/completions":
+			case path != "/chat/completions" && path != "/responses":
 				writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path)
 				return false
 			case r.Method != http.MethodPost:
@@ -62,7 +72,10 @@ func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
 			}
 			return true
 		},
-		Decode: func(_ *http.Request, body []byte) (string, bool, *chatRequest, error) {
+		Decode: func(r *http.Request, body []byte) (string, bool, *chatRequest, error) {
+			if strings.TrimPrefix(r.URL.Path, "/v1") == "/responses" {
+				return decodeResponses(body)
+			}
 			req := new(chatRequest)
 			err := json.Unmarshal(body, req)
 			return req.Model, req.Stream, req, err
@@ -74,7 +87,10 @@ func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
 			writeError(c.W, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", "The model does not exist or you do not have access to it.")
 		},
 		Serve: func(fc *fakecore.Call, req *chatRequest) {
-			c := &call{Call: fc, m: s.models[fc.Model], req: req, f: fc.Fault}
+			c := &call{Call: fc, srv: s, m: s.models[fc.Model], req: req, f: fc.Fault}
+			if req.responses != nil && !s.translate(c) {
+				return
+			}
 			c.run()
 		},
 	}
@@ -83,6 +99,7 @@ func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
 // call is one request being answered.
 type call struct {
 	*fakecore.Call
+	srv *Server
 	m   *model
 	req *chatRequest
 	f   Fault
@@ -124,9 +141,12 @@ func (c *call) run() {
 		return
 	}
 	a := c.answer()
-	if c.req.Stream {
+	switch {
+	case c.req.responses != nil:
+		c.responses(a)
+	case c.req.Stream:
 		c.stream(a)
-	} else {
+	default:
 		c.whole(a)
 	}
 }

@@ -13,6 +13,7 @@ import (
 type Server struct {
 	core   *fakecore.Server
 	models map[string]*model
+	stored store // the Responses API's stored responses (responses.go)
 }
 
 // Request is what the server recorded of one request to /v1/chat/completions:
@@ -113,7 +114,7 @@ func (s *Server) Requests() []Request { return s.core.Requests() }
 func (s *Server) Count(modelName string) int { return s.core.Count(modelName) }
 
 // Handler returns the server's http.Handler, serving POST /v1/chat/completions
-// (and the same path without /v1). Everything else is a 404 in OpenAI's format.
+// and POST /v1/responses (and the same paths without /v1). Everything else is a 404 in OpenAI's format.
 func (s *Server) Handler() http.Handler { return s.core.Handler() }
 
 // quotaState is what one request saw of the model's rate-limit windows.

@@ -201,6 +201,29 @@ var codeFailures = map[string]failure{
 	"invalid_request_message_error": invalid, // Mistral 422
 	"invalid_parameter":             invalid,
 	"content_filter":                filtered, // Azure OpenAI 400: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."
+	// The Responses API's codes of a failed response (openai-go
+	// responses.ResponseErrorCode): its policies refuse the prompt, a
+	// search timed out, the request does not fit the account or an image.
+	"invalid_prompt":                 filtered,
+	"bio_policy":                     filtered,
+	"misalignment_policy_violation":  filtered,
+	"image_content_policy_violation": filtered,
+	"vector_store_timeout":           overload,
+	"data_residency_mismatch":        invalid,
+	"invalid_image":                  invalid,
+	"invalid_image_format":           invalid,
+	"invalid_base64_image":           invalid,
+	"invalid_image_url":              invalid,
+	"image_too_large":                invalid,
+	"image_too_small":                invalid,
+	"image_parse_error":              invalid,
+	"invalid_image_mode":             invalid,
+	"image_file_too_large":           invalid,
+	"unsupported_image_media_type":   invalid,
+	"empty_image_file":               invalid,
+	"failed_to_download_image":       invalid,
+	"image_file_not_found":           invalid,
+	"invalid_encrypted_content":      invalid, // a reasoning item's encrypted content another account or organization made
 }
 
 // recognise says what an error object means, from its message first (so

@@ -23,6 +23,34 @@
 // (model, messages, stream and stream_options are refused: the adapter owns
 // them).
 //
+// # The Responses API
+//
+// [NewResponses] makes a [Responses] model of OpenAI's Responses API
+// (client.Responses, POST /v1/responses) over the same SDK options. Its
+// messages become input items (a system message a system input message,
+// an assistant's tool calls function_call items, a tool message a
+// function_call_output naming the call's id), tools function tools with
+// strict false, Request.Schema text.format json_schema with its strict
+// flag, MaxOutputTokens max_output_tokens. A streamed response is read by
+// its event types: response.output_text.delta reaches OnChunk, a function
+// call's output_item.added and its response.function_call_arguments.delta
+// reach it as empty chunks, and every other event (response.created, a
+// reasoning summary delta, an item's boundary) is progress only, so an
+// error event or response.failed after response.created is an error like
+// any before the first chunk: a fallback group moves on. Its errors are
+// classified by the table below: an error event and a failed response's
+// error object by their code (the Responses API's own codes are in
+// dialect.go) and message. A response cut by max_output_tokens (status
+// incomplete) finishes with portico.FinishLength.
+//
+// # Keeping state
+//
+// By default nothing is kept at OpenAI: a Responses model sends "store":
+// false with "include": ["reasoning.encrypted_content"], and every request
+// carries the whole conversation. [ResponsesConfig.Store] keeps each
+// response at OpenAI, so that a request may name the previous one in
+// Request.Extra["previous_response_id"] and send only the new messages.
+//
 // # One layer owns retries
 //
 // The SDK retries twice by default. [New] turns that off

@@ -1,0 +1,203 @@
+package openai
+
+import (
+	"cmp"
+	"context"
+
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
+	"github.com/portico-llm/portico/validate"
+)
+
+// ResponsesConfig configures a [Responses] model. The zero value is
+// usable: requests must then name their model, and no state is kept at
+// OpenAI.
+type ResponsesConfig struct {
+	// Model is the model asked for when a Request leaves Model empty
+	// ("gpt-5-mini"). Empty means requests must name one; a request that
+	// does not fails with a Permanent error.
+	Model string
+	// Store keeps each response at OpenAI ("store": true), so that a
+	// later request may name it in previous_response_id (Request.Extra)
+	// rather than send the conversation again; see "Keeping state" in
+	// the package doc. False (the default) sends "store": false and asks
+	// for the encrypted reasoning items ("include":
+	// ["reasoning.encrypted_content"]) that the next request carries back,
+	// so that nothing is kept at OpenAI and any route of the account can
+	// take the next turn.
+	Store bool
+	// IncludeProviderMessage is [Config.IncludeProviderMessage].
+	IncludeProviderMessage bool
+	// MaxResponseBytes is [Config.MaxResponseBytes]: zero means
+	// [DefaultMaxResponseBytes], negative no limit.
+	MaxResponseBytes int64
+}
+
+// Responses is a [portico.Model] over OpenAI's Responses API (POST
+// /v1/responses, the SDK's client.Responses). It is safe for concurrent
+// use; like [Model], it makes exactly one HTTP request per Generate and
+// classifies every error by the table in the package doc.
+type Responses struct {
+	cfg  ResponsesConfig
+	chat *Model // the client, the body limit and the one classifier
+}
+
+// NewResponses returns a Responses model calling the API through an SDK
+// client built from opts, as [New] does (option.WithMaxRetries(0) is
+// appended after opts).
+func NewResponses(cfg ResponsesConfig, opts ...option.RequestOption) *Responses {
+	chat := New(Config{Model: cfg.Model, IncludeProviderMessage: cfg.IncludeProviderMessage, MaxResponseBytes: cfg.MaxResponseBytes}, opts...)
+	return &Responses{cfg: cfg, chat: chat}
+}
+
+// Generate sends req as one response of the Responses API, streamed when
+// req.OnChunk is set, and returns the answer: text, function calls,
+// finish reason, usage, the response's id and model, and the provider's
+// rate-limit headers. Streamed text deltas reach OnChunk as they arrive,
+// and an empty Chunk for each function call and each of its argument
+// deltas; every other event (response.created, a reasoning summary delta,
+// an item's boundary) counts as progress only.
+//
+// Every error is a [*portico.Error], classified as [Model.Generate]'s
+// are; an error event or a response.failed event inside the stream is
+// classified by its code and message, and, like any error before a chunk
+// reached the caller, leaves the request free to move on to another
+// route. A request that cannot be encoded is Permanent, without any HTTP
+// request. Safe for concurrent use.
+func (r *Responses) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	m := r.chat
+	model, err := adapt.ModelName(req, r.cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, m.classify(ctx, ctx.Err(), &adapt.Exchange{}, model)
+	}
+	params, opts, err := r.params(req, model)
+	if err != nil {
+		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
+	}
+	if s := req.Schema; s != nil && s.Strict {
+		if ps := validate.StrictCompatible(s.JSON); ps != nil {
+			return nil, &portico.Error{Class: portico.Incompatible, Model: model, Reason: "strict schema", NotSent: true, Err: &validate.StrictError{Problems: ps}}
+		}
+	}
+	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
+	opts = append(opts, option.WithMiddleware(middleware(x)), option.WithMaxRetries(0))
+	if req.Streaming() {
+		return r.stream(ctx, req, params, opts, x, model)
+	}
+	resp, err := m.client.Responses.New(ctx, params, opts...)
+	if err != nil {
+		return nil, m.classify(ctx, err, x, model)
+	}
+	if resp == nil { // the body was JSON null
+		return nil, malformed(x, model, "no response")
+	}
+	if !x.Whole(resp.RawJSON()) {
+		return nil, malformed(x, model, "data after the response")
+	}
+	return r.answer(resp, x, model)
+}
+
+// answer reads the Response from a finished response object: its status
+// and error, output items and usage.
+func (r *Responses) answer(resp *responses.Response, x *adapt.Exchange, model string) (*portico.Response, error) {
+	if why := checkResponse(resp); why != "" {
+		return nil, malformed(x, model, why)
+	}
+	switch resp.Status {
+	case responses.ResponseStatusFailed:
+		return nil, r.failed(resp, x, model)
+	case responses.ResponseStatusCompleted, responses.ResponseStatusIncomplete:
+	default: // queued, in_progress (a background response), cancelled
+		return nil, malformed(x, model, "response not finished")
+	}
+	out := &portico.Response{
+		ID:        resp.ID,
+		Model:     cmp.Or(string(resp.Model), model),
+		Usage:     responsesUsage(&resp.Usage),
+		RateLimit: ParseRateLimit(x.Header),
+	}
+	var text []byte
+	for i := range resp.Output {
+		it := &resp.Output[i]
+		switch it.Type {
+		case "message":
+			for _, c := range it.Content {
+				if c.Type == "output_text" {
+					text = append(text, c.Text...)
+				}
+			}
+		case "function_call":
+			out.ToolCalls = append(out.ToolCalls, portico.ToolCall{ID: it.CallID, Name: it.Name, Arguments: []byte(it.Arguments.OfString)})
+		}
+	}
+	out.Text = string(text)
+	out.FinishReason = responsesFinish(resp, len(out.ToolCalls) > 0)
+	return out, nil
+}
+
+// failed is the error of a response whose status is "failed": what its
+// error object says, as an error event inside a 200 answer.
+func (r *Responses) failed(resp *responses.Response, x *adapt.Exchange, model string) error {
+	e := &resp.Error
+	return r.chat.inBand(errorFields{Code: string(e.Code), Message: e.Message, Type: e.Type, Param: e.Param, Found: true}, x, model)
+}
+
+// responsesFinish maps a finished response onto a FinishReason: an
+// incomplete one by its reason (max_output_tokens is FinishLength,
+// content_filter FinishContentFilter, another passes through), a
+// completed one with function calls FinishToolCalls, else FinishStop.
+func responsesFinish(resp *responses.Response, calls bool) portico.FinishReason {
+	switch {
+	case resp.Status == responses.ResponseStatusIncomplete:
+		switch why := resp.IncompleteDetails.Reason; why {
+		case "max_output_tokens", "":
+			return portico.FinishLength
+		case "content_filter":
+			return portico.FinishContentFilter
+		default:
+			return portico.FinishReason(why)
+		}
+	case calls:
+		return portico.FinishToolCalls
+	}
+	return portico.FinishStop
+}
+
+// responsesUsage reads a response's usage: input tokens (cached ones
+// included, and counted apart), output tokens (reasoning ones included).
+func responsesUsage(u *responses.ResponseUsage) portico.Usage {
+	return portico.Usage{
+		InputTokens:       int(u.InputTokens),
+		OutputTokens:      int(u.OutputTokens),
+		CachedInputTokens: int(u.InputTokensDetails.CachedTokens),
+	}
+}
+
+// checkResponse returns why a finished response object is not one, or "".
+func checkResponse(resp *responses.Response) string {
+	u := &resp.Usage
+	switch {
+	case !allTyped(tString, resp.JSON.ID, resp.JSON.Model, resp.JSON.Status) || !typed(resp.JSON.Output, tArray) || !typed(resp.JSON.Usage, tObject):
+		return "mistyped response"
+	case !allTyped(tInt, u.JSON.InputTokens, u.JSON.OutputTokens, u.InputTokensDetails.JSON.CachedTokens, u.OutputTokensDetails.JSON.ReasoningTokens) ||
+		u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokensDetails.CachedTokens < 0:
+		return "mistyped usage"
+	case resp.ID == "" || resp.Status == "":
+		return "no id or status"
+	}
+	for i := range resp.Output {
+		it := &resp.Output[i]
+		if !allTyped(tString, it.JSON.Type, it.JSON.ID, it.JSON.CallID, it.JSON.Name) || !typed(it.JSON.Content, tArray) {
+			return "mistyped output item"
+		}
+		if it.Type == "function_call" && !typed(it.JSON.Arguments, tString) {
+			return "mistyped function call"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,128 @@
+package openai
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
+)
+
+// params encodes req for the Responses API: its messages as input items
+// (a system message a system input message, a user message with its text
+// and images, an assistant message its text then a function_call item per
+// tool call, a tool message a function_call_output item), its tools as
+// function tools (strict: false: Portico's tool schemas are not held to
+// OpenAI's strict subset), its Schema as text.format json_schema, its
+// MaxOutputTokens as max_output_tokens, and store as the Config says.
+// Request.Extra keys are set on the JSON body as they are; model, input
+// and stream are refused: the adapter sets them.
+func (r *Responses) params(req *portico.Request, model string) (responses.ResponseNewParams, []option.RequestOption, error) {
+	p := responses.ResponseNewParams{Model: shared.ResponsesModel(model)}
+	items := make(responses.ResponseInputParam, 0, len(req.Messages))
+	for i := range req.Messages {
+		var err error
+		if items, err = inputItems(items, &req.Messages[i]); err != nil {
+			return p, nil, fmt.Errorf("openai: message %d: %w", i, err)
+		}
+	}
+	p.Input.OfInputItemList = items
+	for _, t := range req.Tools {
+		fn := responses.FunctionToolParam{Name: t.Name, Strict: param.NewOpt(false)}
+		if t.Description != "" {
+			fn.Description = param.NewOpt(t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			if err := json.Unmarshal(t.Parameters, &fn.Parameters); err != nil {
+				return p, nil, fmt.Errorf("openai: tool %q: parameters are not a JSON object: %w", t.Name, err)
+			}
+		}
+		p.Tools = append(p.Tools, responses.ToolUnionParam{OfFunction: &fn})
+	}
+	if s := req.Schema; s != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(s.JSON, &schema); err != nil {
+			return p, nil, errors.New("openai: response schema is not a JSON object")
+		}
+		p.Text.Format.OfJSONSchema = &responses.ResponseFormatTextJSONSchemaConfigParam{
+			Name:   cmp.Or(s.Name, "response"),
+			Schema: schema,
+			Strict: param.NewOpt(s.Strict),
+		}
+	}
+	if n := req.MaxOutputTokens; n > 0 {
+		p.MaxOutputTokens = param.NewOpt(int64(n))
+	}
+	p.Store = param.NewOpt(r.cfg.Store)
+	if !r.cfg.Store {
+		p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
+	}
+	var opts []option.RequestOption
+	for k, v := range req.Extra {
+		switch {
+		case k == "model", k == "input", k == "stream":
+			return p, nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
+		case !adapt.Encodable(v):
+			return p, nil, fmt.Errorf("openai: Extra key %q: value is not JSON", k)
+		}
+		opts = append(opts, option.WithJSONSet(jsonKey(k), v))
+	}
+	return p, opts, nil
+}
+
+// inputItems appends the input items of one message to items.
+func inputItems(items responses.ResponseInputParam, msg *portico.Message) (responses.ResponseInputParam, error) {
+	switch msg.Role {
+	case portico.RoleSystem:
+		text, err := adapt.TextOnly(msg.Content)
+		if err != nil {
+			return items, err
+		}
+		return append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleSystem)), nil
+	case portico.RoleUser:
+		if text, err := adapt.TextOnly(msg.Content); err == nil {
+			return append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)), nil
+		}
+		parts := make(responses.ResponseInputMessageContentListParam, 0, len(msg.Content))
+		for _, part := range msg.Content {
+			switch part.Kind {
+			case portico.PartText:
+				parts = append(parts, responses.ResponseInputContentParamOfInputText(part.Text))
+			case portico.PartImage:
+				img := responses.ResponseInputContentParamOfInputImage(responses.ResponseInputImageDetailAuto)
+				img.OfInputImage.ImageURL = param.NewOpt(part.ImageURL)
+				parts = append(parts, img)
+			default:
+				return items, fmt.Errorf("unknown part kind %v", part.Kind)
+			}
+		}
+		return append(items, responses.ResponseInputItemParamOfMessage(parts, responses.EasyInputMessageRoleUser)), nil
+	case portico.RoleAssistant:
+		text, err := adapt.TextOnly(msg.Content)
+		if err != nil {
+			return items, err
+		}
+		if text != "" || len(msg.ToolCalls) == 0 {
+			items = append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleAssistant))
+		}
+		for _, tc := range msg.ToolCalls {
+			items = append(items, responses.ResponseInputItemParamOfFunctionCall(string(tc.Arguments), tc.ID, tc.Name))
+		}
+		return items, nil
+	case portico.RoleTool:
+		text, err := adapt.TextOnly(msg.Content)
+		if err != nil {
+			return items, err
+		}
+		out := responses.ResponseInputItemParamOfFunctionCallOutput(text)
+		out.OfFunctionCallOutput.CallID = param.NewOpt(msg.ToolCallID)
+		return append(items, out), nil
+	}
+	return items, fmt.Errorf("unknown role %q", msg.Role)
+}

@@ -1,0 +1,108 @@
+package openai
+
+import (
+	"cmp"
+	"context"
+	"strings"
+
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
+)
+
+// stream runs a streamed response and assembles the Response from its
+// events (the API reference's "Streaming events"; openai-go's
+// responses.ResponseStreamEventUnion). The stream ends with
+// response.completed or response.incomplete, whose response object is the
+// answer's; response.failed and error end it with an error.
+func (r *Responses) stream(ctx context.Context, req *portico.Request, params responses.ResponseNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (*portico.Response, error) {
+	s := r.chat.client.Responses.NewStreaming(ctx, params, opts...)
+	defer s.Close()
+	st := respStream{r: r, req: req, x: x, model: model}
+	for s.Next() {
+		if ctx.Err() != nil {
+			break // no chunk reaches the caller after it canceled
+		}
+		ev := s.Current()
+		if done, err := st.event(ctx, &ev); err != nil || done {
+			if err != nil {
+				return nil, err
+			}
+			return st.end()
+		}
+	}
+	m := r.chat
+	switch err := s.Err(); {
+	case err != nil:
+		return nil, m.classify(ctx, err, x, model)
+	case ctx.Err() != nil:
+		return nil, m.classify(ctx, ctx.Err(), x, model)
+	case x.ReadErr != nil:
+		return nil, m.classify(ctx, x.ReadErr, x, model)
+	}
+	return nil, malformed(x, model, "stream ended without response.completed")
+}
+
+// respStream is what a streamed response has said so far; stream owns it.
+type respStream struct {
+	r     *Responses
+	req   *portico.Request
+	x     *adapt.Exchange
+	model string
+	id    string
+	text  strings.Builder
+	final *responses.Response // the response of response.completed or .incomplete
+}
+
+// event takes in one event; done is true after the terminal event.
+func (st *respStream) event(ctx context.Context, ev *responses.ResponseStreamEventUnion) (done bool, err error) {
+	switch ev.Type {
+	case "response.output_text.delta":
+		if !typed(ev.JSON.Delta, tString) {
+			return false, malformed(st.x, st.model, "mistyped event")
+		}
+		st.text.WriteString(ev.Delta)
+		return false, st.chunk(portico.Chunk{Text: ev.Delta})
+	case "response.function_call_arguments.delta":
+		return false, st.chunk(portico.Chunk{})
+	case "response.output_item.added":
+		if ev.Item.Type == "function_call" {
+			return false, st.chunk(portico.Chunk{})
+		}
+	case "response.completed", "response.incomplete":
+		st.final = &ev.Response
+		return true, nil
+	case "response.failed":
+		if why := checkResponse(&ev.Response); why != "" {
+			return false, malformed(st.x, st.model, why)
+		}
+		return false, st.r.failed(&ev.Response, st.x, st.model)
+	case "error":
+		f := errorFields{Code: ev.Code, Message: ev.Message, Param: ev.Param, Found: true}
+		return false, st.r.chat.inBand(f, st.x, st.model)
+	case "response.created", "response.in_progress", "response.queued":
+		st.id = cmp.Or(ev.Response.ID, st.id)
+	}
+	adapt.Alive(ctx) // a lifecycle event, an item's boundary, a reasoning step: progress all the same
+	return false, nil
+}
+
+// chunk passes c to OnChunk.
+func (st *respStream) chunk(c portico.Chunk) error {
+	if err := st.req.OnChunk(c); err != nil {
+		return adapt.ChunkError(err, st.model)
+	}
+	return nil
+}
+
+// end assembles the Response from the terminal event's response object,
+// with the text the deltas delivered.
+func (st *respStream) end() (*portico.Response, error) {
+	resp, err := st.r.answer(st.final, st.x, st.model)
+	if err != nil {
+		return nil, err
+	}
+	resp.Text = st.text.String()
+	return resp, nil
+}
