@@ -50,8 +50,9 @@ func New(cfg Config) (*Budgets, error) {
 
 // Estimate returns the cost Wrap reserves for req, in the Routes' price
 // unit: the most [portico.Capabilities.EstimateCost] among the Routes
-// that fit req (all of them when none does), N_max being DefaultMaxTokens
-// when req has no MaxOutputTokens. It does not allocate.
+// that fit req (all of them when none does), N_max being
+// [portico.Request.OutputBound] of DefaultMaxTokens when req has no
+// MaxOutputTokens. It does not allocate.
 func (b *Budgets) Estimate(req *portico.Request) float64 {
 	in := b.est.EstimateInputTokens(req)
 	return b.estimate(req, in, false)
@@ -60,9 +61,9 @@ func (b *Budgets) Estimate(req *portico.Request) float64 {
 // estimate is Estimate with the input estimate in; with fitOnly it
 // returns -1 when no route fits.
 func (b *Budgets) estimate(req *portico.Request, in int, fitOnly bool) float64 {
-	out := 0
+	out := 0 // the tokens N_max adds to what EstimateCost prices
 	if req.MaxOutputTokens == 0 {
-		out = b.nmax
+		out = req.OutputBound(b.nmax)
 	}
 	best, all := -1.0, 0.0
 	for i := range b.cfg.Routes {

@@ -69,6 +69,7 @@ const (
 	KeyTTFTProvider           = attribute.Key("portico.ttft.provider")       // seconds; on attempt spans, the attempt's own TTFT
 	KeyHedgeDelay             = attribute.Key("portico.hedge.delay")         // seconds after the attempt before it
 	KeyHedgeReason            = attribute.Key("portico.hedge.reason")        // "sent", "budget" or "max cost"
+	KeyCacheResult            = attribute.Key("portico.cache.result")        // "hit" or "miss" (package respcache)
 )
 
 // Span event names.
@@ -85,4 +86,5 @@ const (
 	EventNameHedge            = "portico.hedge"
 	EventNameContinue         = "portico.continue" // a broken stream sent to a route to continue
 	EventNameSharedStore      = "portico.shared_store.degraded"
+	EventNameCache            = "portico.cache" // a response cache lookup, hit or miss
 )

@@ -106,6 +106,8 @@ func eventAttrs(e portico.Event) (string, []attribute.KeyValue) {
 		return EventNameContinue, append(a, KeyAttemptIndex.Int(e.Attempt), KeyContinueForm.String(e.Reason))
 	case portico.EventSharedStore:
 		return EventNameSharedStore, append(a, KeySharedStore.String(e.Reason))
+	case portico.EventCache:
+		return EventNameCache, append(a, KeyCacheResult.String(e.Reason))
 	case portico.EventValidation:
 		if e.Reason == "rejected" || e.Class == portico.InvalidResponse {
 			return EventNameValidationReject, append(a, KeyValidationResult.String("rejected"), KeyErrorType.String(portico.InvalidResponse.String()))

@@ -31,6 +31,7 @@ const (
 	MetricRateLimitWait     = "portico.ratelimit.wait"                      // histogram s, one point per wait
 	MetricRateLimitRejects  = "portico.ratelimit.rejections"                // counter {rejection}, by portico.ratelimit.reason
 	MetricSharedStore       = "portico.shared_store.degraded"               // counter {decision} made without the shared store, by portico.shared_store
+	MetricCacheLookups      = "portico.cache.lookups"                       // counter {lookup} of a response cache, by portico.cache.result
 )
 
 // Bucket boundaries the GenAI conventions recommend.
@@ -59,11 +60,12 @@ type instruments struct {
 	rlWait        metric.Float64Histogram
 	rlRejects     metric.Int64Counter
 	shared        metric.Int64Counter
+	cache         metric.Int64Counter
 }
 
 func newInstruments(m metric.Meter) (*instruments, error) {
 	var i instruments
-	var errs [17]error
+	var errs [18]error
 	i.tokens, errs[0] = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
 		metric.WithDescription("Number of input and output tokens used."), metric.WithExplicitBucketBoundaries(tokenBuckets...))
 	i.duration, errs[1] = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
@@ -98,6 +100,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 		metric.WithDescription("Calls refused by rate limiters or in-flight caps."))
 	i.shared, errs[16] = m.Int64Counter(MetricSharedStore, metric.WithUnit("{decision}"),
 		metric.WithDescription("Decisions a layer made without its shared store (fail open or closed)."))
+	i.cache, errs[17] = m.Int64Counter(MetricCacheLookups, metric.WithUnit("{lookup}"),
+		metric.WithDescription("Response cache lookups, by result (hit: answered without a call)."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -191,5 +195,7 @@ func (i *instruments) recordEvent(ctx context.Context, e portico.Event) {
 		}
 	case portico.EventSharedStore:
 		i.shared.Add(ctx, 1, metric.WithAttributes(KeySharedStore.String(e.Reason)))
+	case portico.EventCache:
+		i.cache.Add(ctx, 1, metric.WithAttributes(KeyCacheResult.String(e.Reason)))
 	}
 }

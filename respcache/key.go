@@ -1,0 +1,104 @@
+package respcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/effect"
+)
+
+// canonical is what a cache key covers: the scope and every field of a
+// request that changes its answer. Limits on the way (Contract.Deadline,
+// MaxCost, MaxInputTokens), the Identity beyond the scope, OnChunk and
+// the flags that only steer layers are left out; the Contract's model
+// classes are in, since they choose which model answers. Messages are
+// encoded whole, so a field Message gains is in the key.
+type canonical struct {
+	Scope           string             `json:"scope"`
+	Model           string             `json:"model"`
+	Messages        []portico.Message  `json:"messages"`
+	Tools           []portico.Tool     `json:"tools,omitempty"`
+	Schema          *portico.Schema    `json:"schema,omitempty"`
+	MaxOutputTokens int                `json:"max_output_tokens,omitempty"`
+	Reasoning       *portico.Reasoning `json:"reasoning,omitempty"`
+	Extra           json.RawMessage    `json:"extra,omitempty"`
+	Prefix          string             `json:"prefix,omitempty"`
+	ModelClasses    []string           `json:"model_classes,omitempty"`
+}
+
+// errUncacheable is the cause of a request that has no key: its Extra is
+// not JSON (a NaN, a channel).
+var errUncacheable = errors.New("respcache: request is not canonical JSON")
+
+// key returns the cache key of req in scope: the SHA-256, in hex, of its
+// canonical encoding, which holds neither prompt text nor the scope. The
+// encoding is the JSON of the fields that answer (canonical); each part
+// that is JSON text of the caller's or the model's (tool parameters, the
+// schema, tool-call arguments, Extra) is replaced by its RFC 8785
+// fingerprint ([effect.Fingerprint]), so that parts equal as JSON values,
+// whatever their key order, white space or number spelling, encode alike,
+// and the prompt's text is hashed once, not canonicalized.
+func key(scope string, req *portico.Request) (string, error) {
+	c := canonical{Scope: scope, Model: req.Model, Messages: req.Messages, Tools: req.Tools, Schema: req.Schema,
+		MaxOutputTokens: req.MaxOutputTokens, Reasoning: req.Reasoning, Prefix: req.Prefix}
+	if req.Contract != nil {
+		c.ModelClasses = req.Contract.ModelClasses
+	}
+	cloned := false
+	for i, m := range c.Messages {
+		if len(m.ToolCalls) == 0 {
+			continue
+		}
+		if !cloned {
+			c.Messages, cloned = slices.Clone(c.Messages), true
+		}
+		calls := slices.Clone(m.ToolCalls)
+		for j := range calls {
+			calls[j].Arguments = fingerprint(calls[j].Arguments)
+		}
+		c.Messages[i].ToolCalls = calls
+	}
+	if len(c.Tools) > 0 {
+		c.Tools = slices.Clone(c.Tools)
+		for i := range c.Tools {
+			c.Tools[i].Parameters = fingerprint(c.Tools[i].Parameters)
+		}
+	}
+	if c.Schema != nil {
+		s := *c.Schema
+		s.JSON = fingerprint(s.JSON)
+		c.Schema = &s
+	}
+	if len(req.Extra) > 0 {
+		extra, err := json.Marshal(req.Extra)
+		if err != nil {
+			return "", &portico.Error{Class: portico.Permanent, Reason: "request not canonical JSON", Err: errUncacheable}
+		}
+		c.Extra = fingerprint(extra)
+	}
+	doc, err := json.Marshal(&c)
+	if err != nil {
+		return "", &portico.Error{Class: portico.Permanent, Reason: "request not canonical JSON", Err: errUncacheable}
+	}
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// fingerprint returns the JSON string of raw's [effect.Fingerprint], or,
+// when raw is not JSON (a model may write such arguments), of raw itself
+// after a "!" that no fingerprint has. Empty stays empty.
+func fingerprint(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	s, err := effect.Fingerprint(raw)
+	if err != nil {
+		s = "!" + string(raw)
+	}
+	out, _ := json.Marshal(s)
+	return out
+}
