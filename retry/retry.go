@@ -191,7 +191,7 @@ type Timeouts struct {
 	// MinRate is the slowest a streamed attempt may go once its first chunk
 	// came, in tokens per second over each RateWindow ([ErrSlowStream]): a
 	// trickle is ended like a stall. Tokens are estimated from the text, a
-	// chunk counting len(Text)/4 tokens and at least 1 (OpenAI streams about
+	// chunk counting (len(Text)+len(Reasoning))/4 tokens and at least 1 (OpenAI streams about
 	// one token a chunk, others several). Zero means no floor; negative or
 	// not finite is an error.
 	MinRate float64

@@ -18,7 +18,8 @@ type answer struct {
 	toolCalls    []toolCall
 	stop         string // stop_reason
 	stopSequence string // the stop sequence met, for stop "stop_sequence"
-	tokens       int    // output tokens
+	tokens       int    // output tokens, thinking included
+	thinking     string // the thinking text when thinking is enabled (and no ThinkEvery)
 }
 
 type toolCall struct {
@@ -28,9 +29,12 @@ type toolCall struct {
 
 // block is one content block of a request message.
 type block struct {
-	Type    string          `json:"type"`
-	Text    string          `json:"text"`
-	Content json.RawMessage `json:"content"` // tool_result: a string or blocks
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Content   json.RawMessage `json:"content"` // tool_result: a string or blocks
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"` // redacted_thinking
 }
 
 // words counts the words of content: a string, or blocks whose text and
@@ -68,12 +72,17 @@ func (c *call) countInput() int {
 
 // lastIsToolResult reports whether the last message carries tool results.
 func (c *call) lastIsToolResult() bool {
-	last := c.req.Messages[len(c.req.Messages)-1]
-	if last.Role != "user" {
+	return hasToolResult(c.req.Messages[len(c.req.Messages)-1].Role, c.req.Messages[len(c.req.Messages)-1].Content)
+}
+
+// hasToolResult reports whether a message of role with content carries
+// tool results.
+func hasToolResult(role string, content json.RawMessage) bool {
+	if role != "user" {
 		return false
 	}
 	var blocks []block
-	if json.Unmarshal(last.Content, &blocks) != nil {
+	if json.Unmarshal(content, &blocks) != nil {
 		return false
 	}
 	for _, b := range blocks {
@@ -84,10 +93,21 @@ func (c *call) lastIsToolResult() bool {
 	return false
 }
 
+// toolRounds counts the user turns that carry tool results.
+func (c *call) toolRounds() int {
+	n := 0
+	for _, m := range c.req.Messages {
+		if hasToolResult(m.Role, m.Content) {
+			n++
+		}
+	}
+	return n
+}
+
 // wantsTools reports which tool the model calls first, or -1 for none, and
 // whether tool_choice named it.
 func (c *call) wantsTools() (int, bool) {
-	if len(c.req.Tools) == 0 || c.lastIsToolResult() {
+	if len(c.req.Tools) == 0 || c.lastIsToolResult() && c.toolRounds() >= max(1, c.m.cfg.ToolRounds) {
 		return -1, false
 	}
 	tc := c.req.ToolChoice
@@ -133,6 +153,16 @@ const maxParallel = 128
 // answer generates the answer to c.req, cut by max_tokens, a stop sequence
 // and FaultTruncate.
 func (c *call) answer() *answer {
+	a := c.answerText()
+	if c.thinkingEnabled() && c.m.cfg.ThinkEvery <= 0 {
+		a.thinking = c.thoughts()
+		a.tokens += len(strings.Fields(a.thinking))
+	}
+	return a
+}
+
+// answerText generates the text or tool calls of the answer.
+func (c *call) answerText() *answer {
 	r := c.rng()
 	a := &answer{id: "msg_" + strconv.FormatUint(r.Uint64(), 36), stop: "end_turn"}
 	limit := *c.req.MaxTokens

@@ -67,6 +67,10 @@ type ModelConfig struct {
 	// has passed, a signature_delta, content_block_stop) before the answer's
 	// blocks. Zero means no thinking.
 	ThinkEvery time.Duration
+	// RedactThinking sends the answer's thinking as a redacted_thinking
+	// block (its data opaque) instead of a thinking block, as the API does
+	// when its safety systems flag the reasoning. False sends thinking.
+	RedactThinking bool
 	// PingEvery, when positive (and ThinkEvery zero), makes a streamed
 	// answer send only ping events ("event: ping") while it waits its TTFT,
 	// before message_start. Zero means none.
@@ -95,6 +99,10 @@ type ModelConfig struct {
 	// is not tool results. Without it the model calls a tool only when
 	// tool_choice is "any" or names a tool.
 	ToolCalls bool
+	// ToolRounds is how many rounds of tool results the model takes
+	// before it answers in text: after fewer, it calls tools again. Zero
+	// means 1: the model answers the first tool results.
+	ToolRounds int
 	// ParallelToolCalls is how many tool_use blocks the model answers at
 	// once when it calls tools: the chosen tool, then the declared tools
 	// after it in turn, each with its own id and input. A request whose

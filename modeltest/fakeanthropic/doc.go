@@ -40,6 +40,14 @@
 // into input_tokens, cache_read_input_tokens and cache_creation_input_tokens
 // as ModelConfig says, as the API splits them.
 //
+// With thinking {"type":"enabled","budget_tokens":N} the answer starts with
+// a thinking block whose signature the fake makes from the model and the
+// text (a redacted_thinking block with ModelConfig.RedactThinking), counted
+// in output_tokens; and as the API it refuses a budget below 1024 or not
+// below max_tokens, a thinking block it did not sign, and tool results
+// whose assistant turn does not start with a thinking block while thinking
+// is on. ModelConfig.ToolRounds makes a tool-use loop of several turns.
+//
 // A stream is framed as the API frames it
 // (https://docs.claude.com/en/docs/build-with-claude/streaming): "event:
 // message_start" (id, model, input usage), per content block

@@ -35,7 +35,8 @@ type messagesRequest struct {
 			Schema json.RawMessage `json:"schema"`
 		} `json:"format"`
 	} `json:"output_config"`
-	StopSequences []string `json:"stop_sequences"`
+	StopSequences []string        `json:"stop_sequences"`
+	Thinking      *thinkingConfig `json:"thinking"`
 }
 
 // dialect is Anthropic's part of the server: routes, request decoding, error
@@ -128,6 +129,9 @@ func (c *call) refusal() (status int, typ, msg string) {
 		return bad, invalid, "max_tokens: Input should be greater than or equal to 1"
 	case limit > 0 && *c.req.MaxTokens > limit:
 		return bad, invalid, "max_tokens: " + strconv.Itoa(*c.req.MaxTokens) + " > " + strconv.Itoa(limit) + ", which is the maximum allowed number of output tokens for " + c.Model
+	}
+	if msg := c.thinkingRefusal(); msg != "" {
+		return bad, invalid, msg
 	}
 	return 0, "", ""
 }

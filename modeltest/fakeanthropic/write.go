@@ -16,11 +16,14 @@ type wireUsage struct {
 }
 
 type wireBlock struct {
-	Type  string          `json:"type"`
-	Text  *string         `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
+	Type      string          `json:"type"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
+	Text      *string         `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
 }
 
 type wireMessage struct {
@@ -62,6 +65,14 @@ func (a *answer) stopSeq() *string {
 func (c *call) whole(a *answer) {
 	msg := wireMessage{ID: a.id, Type: "message", Role: "assistant", Model: c.Model, Content: []wireBlock{},
 		StopReason: &a.stop, StopSequence: a.stopSeq(), Usage: c.usage(a.tokens)}
+	if a.thinking != "" {
+		b := c.thinkingBlock(a.thinking)
+		if b["type"] == "thinking" {
+			msg.Content = append(msg.Content, wireBlock{Type: "thinking", Thinking: &a.thinking, Signature: b["signature"].(string)})
+		} else {
+			msg.Content = append(msg.Content, wireBlock{Type: "redacted_thinking", Data: b["data"].(string)})
+		}
+	}
 	if a.content != nil {
 		text := strings.Join(a.content, "")
 		msg.Content = append(msg.Content, wireBlock{Type: "text", Text: &text})
@@ -98,14 +109,17 @@ func (c *call) stream(a *answer) {
 		c.event("message_start", map[string]any{"type": "message_start", "message": wireMessage{
 			ID: a.id, Type: "message", Role: "assistant", Model: c.Model, Content: []wireBlock{}, Usage: c.usage(1)}})
 	}
+	var thought strings.Builder
 	think := func(i int) {
 		if i == 0 {
 			start()
 			c.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
 		}
+		step := "Step " + strconv.Itoa(i+1) + ". "
+		thought.WriteString(step)
 		c.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "thinking_delta", "thinking": "Step " + strconv.Itoa(i+1) + ". "}})
+			"delta": map[string]any{"type": "thinking_delta", "thinking": step}})
 	}
 	ping := func() { c.Event("ping", []byte(`{"type": "ping"}`)) }
 	thoughts, ok := c.BeginStream(fakecore.Waiting{Think: think, KeepAlive: ping})
@@ -113,12 +127,17 @@ func (c *call) stream(a *answer) {
 		return
 	}
 	block := 0
-	if thoughts > 0 {
+	switch {
+	case thoughts > 0:
 		c.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "signature_delta", "signature": "RmFrZVNpZ25hdHVyZQ=="}})
+			"delta": map[string]any{"type": "signature_delta", "signature": signature(c.Model, thought.String())}})
 		c.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 		block = 1
-	} else {
+	case a.thinking != "":
+		start()
+		c.streamThinking(a.thinking)
+		block = 1
+	default:
 		start()
 	}
 	first := block
@@ -164,6 +183,24 @@ func (c *call) stream(a *answer) {
 		"delta": map[string]any{"stop_reason": a.stop, "stop_sequence": a.stopSeq()},
 		"usage": map[string]any{"output_tokens": a.tokens}})
 	c.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// streamThinking streams block 0, the thinking text's: a thinking block's
+// start, one thinking_delta, a signature_delta and its stop; or a
+// redacted_thinking block whole in its start, then its stop.
+func (c *call) streamThinking(text string) {
+	b := c.thinkingBlock(text)
+	if b["type"] == "redacted_thinking" {
+		c.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": b})
+	} else {
+		c.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		c.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "thinking_delta", "thinking": text}})
+		c.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
+	}
+	c.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 }
 
 // event writes one named event whose data is v as JSON.

@@ -63,10 +63,26 @@
 // A Request with OnChunk set is streamed: text_delta events reach OnChunk as
 // they arrive, tool-use events as empty progress chunks, and the assembled
 // Response is returned at the end; the concatenated chunk texts equal
-// Response.Text. Thinking blocks and server-tool blocks are read and left
-// out of the answer. A request that is not streamed but whose max_tokens the
+// Response.Text. Thinking deltas reach OnChunk as Chunk.Reasoning when
+// Request.Reasoning.Stream asks for them, and are reported as progress
+// ([portico.Progress]) otherwise; server-tool blocks are read and left out
+// of the answer. A request that is not streamed but whose max_tokens the
 // SDK would refuse to send unstreamed (its expected time exceeds ten
 // minutes: above about 21,333 tokens) is streamed without calling OnChunk.
+//
+// # Reasoning
+//
+// Request.Reasoning turns extended thinking on: thinking {"type":
+// "enabled", "budget_tokens": Reasoning.Tokens(), at least 1024}, with
+// max_tokens grown by the budget when MaxOutputTokens is 0. Thinking and
+// redacted_thinking blocks become Response.Thoughts of [Dialect]
+// "anthropic" (the thinking text, the signature; the redacted data as
+// Signature) and are sent back, first in their assistant turn, from
+// Message.Thoughts; other dialects' thoughts are left out. A request that
+// answers tool calls of an assistant turn without a thinking block of this
+// dialect (another provider's answer, after a fallback) is sent without
+// thinking, as the API's error for it advises. Anthropic reports no
+// reasoning token count apart: Usage.ReasoningTokens stays 0.
 //
 // # Answers
 //

@@ -115,10 +115,10 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
 	opts := []option.RequestOption{option.WithMiddleware(middleware(x)), option.WithMaxRetries(0)}
 	if req.Streaming() {
-		return m.stream(ctx, req.OnChunk, params, opts, x, model)
+		return m.stream(ctx, req, params, opts, x, model)
 	}
 	if params.MaxTokens > unstreamedSafe && sdkWouldRefuse(params, m.client.Options) {
-		return m.stream(ctx, nil, params, opts, x, model) // the SDK sends it only streamed
+		return m.stream(ctx, req, params, opts, x, model) // the SDK sends it only streamed; OnChunk is nil
 	}
 	msg, err := m.client.Messages.New(ctx, params, opts...)
 	if err != nil {
@@ -174,12 +174,17 @@ func (m *Model) answer(msg *sdk.Message, x *adapt.Exchange, model string) (*port
 	return resp, nil
 }
 
-// content sets resp's text, its text blocks joined, and its tool calls.
+// content sets resp's text, its text blocks joined, its tool calls and its
+// thoughts.
 func content(resp *portico.Response, blocks []sdk.ContentBlockUnion) {
 	var text strings.Builder
 	texts := 0
 	for i := range blocks {
 		b := &blocks[i]
+		if t, ok := thought(string(b.Type), b.Thinking, b.Signature, b.Data); ok {
+			resp.Thoughts = append(resp.Thoughts, t)
+			continue
+		}
 		switch b.Type {
 		case "text":
 			if texts++; texts == 1 {

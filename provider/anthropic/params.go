@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,12 +15,16 @@ import (
 // params encodes req for the SDK: system messages become the top-level
 // system prompt, the others user and assistant turns (a run of tool results
 // one user turn), tools client tools, Request.Schema the JSON output format
-// (output_config.format), MaxOutputTokens max_tokens. Extra keys the adapter
+// (output_config.format), MaxOutputTokens max_tokens (the default grown by
+// a reasoning budget), Reasoning thinking. Extra keys the adapter
 // types go into their fields; every other key is set on the JSON body as it
 // is.
 func (m *Model) params(req *portico.Request, model string) (sdk.MessageNewParams, error) {
-	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(cmp.Or(req.MaxOutputTokens, m.maxTokens))}
+	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(req.OutputBound(m.maxTokens))}
 	if err := messages(&p, req.Messages); err != nil {
+		return p, err
+	}
+	if err := thinking(&p, req); err != nil {
 		return p, err
 	}
 	if err := tools(&p, req.Tools); err != nil {
@@ -205,10 +208,12 @@ func imageBlock(url string) (*sdk.ImageBlockParam, error) {
 	}}}, nil
 }
 
-// assistantBlocks encodes an earlier answer: its text, then its tool calls
-// as tool_use blocks whose input is the call's arguments as sent.
+// assistantBlocks encodes an earlier answer: its thinking blocks, its text,
+// then its tool calls as tool_use blocks whose input is the call's
+// arguments as sent.
 func assistantBlocks(msg *portico.Message) ([]sdk.ContentBlockParamUnion, error) {
-	blocks := make([]sdk.ContentBlockParamUnion, 0, len(msg.Content)+len(msg.ToolCalls))
+	blocks := make([]sdk.ContentBlockParamUnion, 0, len(msg.Thoughts)+len(msg.Content)+len(msg.ToolCalls))
+	blocks = thoughtBlocks(blocks, msg)
 	for _, part := range msg.Content {
 		if part.Kind != portico.PartText {
 			return nil, fmt.Errorf("%v part in an assistant message", part.Kind)

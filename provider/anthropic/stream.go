@@ -18,29 +18,33 @@ const maxBlocks = 1024
 
 // block is what the stream said of one content block.
 type block struct {
-	kind uint8 // 0: not started, kindText, kindTool, kindOther
-	call int   // index into the calls, for kindTool
+	kind uint8 // 0: not started, kindText, kindTool, kindThought, kindOther
+	call int   // index into the calls, for kindTool; the thoughts, for kindThought
 }
 
 const (
 	kindText = 1 + iota
 	kindTool
-	kindOther // thinking, server tools, ...: read and left out
+	kindThought // thinking and redacted_thinking
+	kindOther   // server tools, ...: read and left out
 )
 
 // stream runs a streamed message and assembles the Response, from the
 // events of https://docs.claude.com/en/docs/build-with-claude/streaming:
 // message_start (id, model, input usage), content_block_start, _delta and
-// _stop per block (text_delta, input_json_delta), message_delta (stop_reason,
+// _stop per block (text_delta, input_json_delta; thinking_delta and
+// signature_delta of a thinking block, a redacted_thinking block whole in
+// its start), message_delta (stop_reason,
 // cumulative usage), message_stop. Ping events are skipped by the SDK; event
 // types it does not know are left out, as the API asks of clients. onChunk
 // may be nil (a non-streamed request the SDK sends only streamed). A
 // failure after message_start carries the usage counted so far (the input
 // was billed), so that limiters and the group's cost see it.
-func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, params sdk.MessageNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (_ *portico.Response, err error) {
+func (m *Model) stream(ctx context.Context, req *portico.Request, params sdk.MessageNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (_ *portico.Response, err error) {
 	s := m.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
-	st := streamState{onChunk: onChunk, x: x, model: model, resp: &portico.Response{Model: model}}
+	st := streamState{ctx: ctx, onChunk: req.OnChunk, x: x, model: model, resp: &portico.Response{Model: model}}
+	st.reason = req.Reasoning != nil && req.Reasoning.Stream
 	defer func() {
 		if err != nil && st.started && st.in >= 0 && st.cw >= 0 && st.cr >= 0 && st.out >= 0 {
 			adapt.Billed(err, usage(st.in, st.cw, st.cr, st.out))
@@ -69,7 +73,9 @@ func (m *Model) stream(ctx context.Context, onChunk func(portico.Chunk) error, p
 
 // streamState is what a streamed message has said so far; stream owns it.
 type streamState struct {
+	ctx       context.Context
 	onChunk   func(portico.Chunk) error
+	reason    bool // the caller asked for the reasoning stream
 	x         *adapt.Exchange
 	model     string
 	resp      *portico.Response
@@ -92,7 +98,17 @@ func (st *streamState) deliver(c portico.Chunk) error {
 	if err := st.onChunk(c); err != nil {
 		return adapt.ChunkError(err, st.model)
 	}
-	st.delivered = st.delivered || c.Text != ""
+	st.delivered = st.delivered || c.Text != "" || c.Reasoning != ""
+	return nil
+}
+
+// think passes a thinking delta to onChunk when the caller asked for the
+// reasoning stream, and reports it as progress otherwise.
+func (st *streamState) think(text string) error {
+	if st.reason && st.onChunk != nil {
+		return st.deliver(portico.Chunk{Reasoning: text})
+	}
+	portico.Progress(st.ctx, portico.Chunk{Reasoning: text})
 	return nil
 }
 
@@ -103,7 +119,7 @@ func (st *streamState) event(ctx context.Context, ev *sdk.MessageStreamEventUnio
 		return malformed(x, model, "stream event of the wrong shape")
 	}
 	if !chunked(ev) && ev.Type != "ping" {
-		adapt.Alive(ctx) // message_start, a thinking delta: progress all the same; a ping is a keep-alive
+		adapt.Alive(ctx) // message_start, a block's end: progress all the same; a ping is a keep-alive
 	}
 	if ev.Type == "message_start" {
 		if st.started {
@@ -158,6 +174,13 @@ func (st *streamState) blockStart(ev *sdk.MessageStreamEventUnion) error {
 				return err
 			}
 		}
+	case "thinking", "redacted_thinking":
+		t, _ := thought(string(cb.Type), cb.Thinking, cb.Signature, cb.Data)
+		b.kind, b.call = kindThought, len(st.resp.Thoughts)
+		st.resp.Thoughts = append(st.resp.Thoughts, t)
+		if t.Text != "" {
+			return st.think(t.Text)
+		}
 	case "tool_use":
 		b.kind, b.call = kindTool, len(st.calls)
 		st.calls = append(st.calls, portico.ToolCall{ID: cb.ID, Name: cb.Name})
@@ -194,6 +217,20 @@ func (st *streamState) blockDelta(ev *sdk.MessageStreamEventUnion) error {
 		}
 		st.args[b.call] = append(st.args[b.call], d.PartialJSON...)
 		return st.deliver(portico.Chunk{})
+	case "thinking_delta", "signature_delta":
+		if b.kind != kindThought || st.resp.Thoughts[b.call].Kind != "thinking" {
+			return malformed(x, model, d.Type+" for a block that is not thinking")
+		}
+		t := &st.resp.Thoughts[b.call]
+		if d.Type == "signature_delta" {
+			t.Signature += d.Signature
+			return nil
+		}
+		if d.Thinking == "" {
+			return nil
+		}
+		t.Text += d.Thinking
+		return st.think(d.Thinking)
 	}
 	return nil
 }
@@ -247,14 +284,16 @@ func (st *streamState) end() (*portico.Response, error) {
 	return resp, nil
 }
 
-// chunked reports whether ev reaches OnChunk: a text block's start with
-// text, a tool call's start, a text or input delta.
+// chunked reports whether ev reaches OnChunk, or is reported as progress
+// with its reasoning: a text or thinking block's start with text, a tool
+// call's start, a text, input or thinking delta.
 func chunked(ev *sdk.MessageStreamEventUnion) bool {
-	switch ev.Type {
+	switch cb := &ev.ContentBlock; ev.Type {
 	case "content_block_start":
-		return ev.ContentBlock.Type == "tool_use" || ev.ContentBlock.Type == "text" && ev.ContentBlock.Text != ""
+		return cb.Type == "tool_use" || cb.Type == "text" && cb.Text != "" || cb.Type == "thinking" && cb.Thinking != ""
 	case "content_block_delta":
-		return ev.Delta.Type == "text_delta" && ev.Delta.Text != "" || ev.Delta.Type == "input_json_delta"
+		return ev.Delta.Type == "text_delta" && ev.Delta.Text != "" || ev.Delta.Type == "input_json_delta" ||
+			ev.Delta.Type == "thinking_delta" && ev.Delta.Thinking != ""
 	}
 	return false
 }
