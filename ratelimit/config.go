@@ -291,6 +291,12 @@ type Config struct {
 	// [Shared]); the zero value keeps them in this process.
 	Shared Shared
 
+	// Sharing says how a Limiter with a Shared.Store draws on it: one
+	// round trip per call, or leases spent locally (see [Sharing]). The
+	// zero value is [Auto]: leased where the limits are large, strict
+	// where they are small. Set with no Shared.Store, it is an error.
+	Sharing Sharing
+
 	// Logger receives debug records of refusals and provider feedback. nil
 	// discards.
 	Logger *slog.Logger
@@ -364,6 +370,9 @@ func (c Config) norm() (Config, error) {
 		return c, err
 	}
 	if err := checkShared(&c); err != nil {
+		return c, err
+	}
+	if err := checkSharing(&c); err != nil {
 		return c, err
 	}
 	c.fill()

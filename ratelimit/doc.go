@@ -263,6 +263,57 @@
 // calls; redisstore's TestFailOpenShares does against a real Redis
 // stopped, paused, and killed and restarted.
 //
+// # Leases
+//
+// A shared Limiter asks its store on every call ([Strict]): one round
+// trip to admit, exact across instances. [Config.Sharing] [Leased]
+// (needing a [LeaseStore], as package redisstore's Buckets) takes instead
+// a lease of a slice of the key's buckets, and admits calls locally while
+// it lasts, as Google's Doorman hands its clients capacity leases that
+// they spend without asking again (github.com/youtube/doorman,
+// doc/design.md). A lease holds at most a hundredth of each burst (or one
+// call's cost, when more) and admits calls for a twelfth of the limits'
+// Period (5 s for a minute); the next call after it ran short or ended
+// gives back what is left and takes the next lease in the same round
+// trip, asking twice what the calls took of the last one (so a hot key's
+// leases double up to the hundredth, an idle key's shrink to its calls),
+// one lease under way per key and instance. An idle key's first call
+// costs the one round trip of strict mode: the lease is its admission.
+// A hot key costs a round trip per lease: at most 0.1 per call when a
+// lease holds ten calls. A refused lease is remembered until its wait
+// passes, for calls as costly, so a key over its limit does not ask the
+// store on every call. Refunds go to the lease, never beyond what it was
+// granted (the rest is owed back with the next lease); a provider's view
+// caps what the lease holds at once and reaches the store with the next
+// lease. A key no call used for a minute is dropped with what its lease
+// held, which the store's refill restores.
+//
+// The bound with leases: over any interval dt, the net cost the N
+// instances admit is at most b + r·dt + L, L being what their leases
+// held as the interval began, at most N·max(b/100, k), k the largest
+// call's cost: ten instances, a tenth of the burst. Every call admitted
+// under a lease was taken from the store's bucket when the lease was
+// granted, a lease given back is a refund, and the store's bucket keeps
+// b + r·dt on its net withdrawals (The bound with refunds, above); what
+// the instances admit in the interval is what they held as it began plus
+// what they took in it, less what they gave back or still hold. A lease
+// the store granted but whose reply was lost (a timeout, a pause, a lost
+// reply) is held by no one: the bound is only stricter. When the store
+// fails, an instance admits from the lease it holds until its end, then
+// as Shared buckets says (failing open on its share, within the
+// allowance A stated there, or refusing), so that the bound under faults
+// is b + r·dt + L + A. redisstore's TestLeaseBoundTenInstances checks
+// it against a real Redis.
+//
+// [Auto], the zero Sharing, is Leased where a lease holds at least ten
+// calls of every bucket: a RequestBurst of at least 1,000 requests and a
+// TokenBurst of at least 1,000 times Config.DefaultMaxTokens (1,024,000
+// tokens by default), and Strict where the limit is small (a lease of a
+// 5-per-minute bucket would be most of it, and the bound's L with it). A
+// provider account's limits (5,000 requests and 2,000,000 tokens a
+// minute) are leased; a tenant's plan (600 requests, 200,000 tokens) is
+// strict.
+//
 // # In-flight cap, shedding and queues
 //
 // [Limits.MaxInFlight] caps the calls of a key in flight (L_max). Beyond it a

@@ -113,13 +113,15 @@ type shared struct {
 	prefix string // of every key in the store: Shared.Name, length-prefixed, even empty
 	slots  *Limiter
 	local  *Limiter
-	lines  lines // Wait mode's waiters, in line per key
+	lines  lines   // Wait mode's waiters, in line per key
+	lease  *leases // the leased mode (lease.go); nil: every call strict
 }
 
 // newShared builds l's shared state from the normalized c.
 func newShared(l *Limiter, c Config) *shared {
 	n := c.Shared.Name
 	s := &shared{l: l, store: c.Shared.Store, prefix: failopen.Prefix(n)}
+	s.lease = newLeases(s, &c)
 	base := c
 	base.Shared, base.derived = Shared{}, true
 	if anyLimits(c, func(l Limits) bool { return l.MaxInFlight > 0 }) || c.Concurrency != nil {
@@ -358,7 +360,7 @@ func (l *Limiter) left(ctx context.Context, start time.Duration) time.Duration {
 // take asks the store to admit a call of cost tokens on key, and keeps
 // the local share in step with its answer (see mirror.go).
 func (s *shared) take(ctx context.Context, req *portico.Request, key string, lim *Limits, cost int) (time.Duration, string, error) {
-	wait, which, err := s.store.Take(ctx, key, lim, cost)
+	wait, which, err := s.storeTake(ctx, key, lim, cost)
 	switch {
 	case err != nil || s.local == nil:
 	case wait == 0:
@@ -407,6 +409,9 @@ func (s *shared) settle(ctx context.Context, req *portico.Request, key string, l
 	rl, d := settlement(t, resp, err, panicked)
 	if s.local != nil {
 		s.local.mirrorSettle(req, d)
+	}
+	if s.leaseSettle(key, lim, d, rl) {
+		return
 	}
 	if d == 0 && rl == nil {
 		return

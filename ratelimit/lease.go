@@ -1,0 +1,354 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
+)
+
+// Sharing says how a [Limiter] with a Config.Shared.Store draws on the
+// store's buckets: one round trip per call ([Strict]), or leases of a
+// slice of the buckets spent locally ([Leased]). The package
+// documentation (Leases) states the bound each keeps. The zero value is
+// [Auto].
+type Sharing uint8
+
+// The sharing modes.
+const (
+	// Auto is Leased for the limits whose every bucket's lease holds at
+	// least ten calls (see [Leased]): a RequestBurst of 1,000 requests or
+	// more, a TokenBurst of at least 1,000 times Config.DefaultMaxTokens
+	// (1,024,000 tokens with the default), and Strict for the others (a
+	// lease of a 5-per-minute bucket would be most of it). Each tier is
+	// judged by its own limits, on each call. A Store that does not
+	// implement [LeaseStore] is always Strict.
+	Auto Sharing = iota
+	// Strict asks the store on every call: one round trip to admit, the
+	// settle after it; the instances together keep b + r·dt exactly.
+	Strict
+	// Leased takes a lease of the store's buckets (at most a hundredth of
+	// each burst, valid for a twelfth of the limits' Period: 5 s a minute)
+	// and admits locally while it lasts; the instances together keep
+	// b + r·dt plus what their leases hold. It needs a [LeaseStore].
+	Leased
+)
+
+// String returns "auto", "strict" or "leased".
+func (s Sharing) String() string {
+	switch s {
+	case Auto:
+		return "auto"
+	case Strict:
+		return "strict"
+	case Leased:
+		return "leased"
+	}
+	return "Sharing(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Grant is an amount of a key's two buckets: requests and tokens.
+type Grant struct {
+	Requests, Tokens int
+}
+
+// LeaseStore is a [Store] that also leases: it hands an instance a slice
+// of a key's buckets, which the instance spends locally, and takes back
+// what the instance did not spend. Implementations must make Lease
+// atomic, as Take.
+type LeaseStore interface {
+	Store
+	// Lease gives back to key's buckets what an earlier lease did not
+	// use (back: requests >= 0 go back, tokens > 0 go back, tokens < 0
+	// are charged, each as Settle does: never above a burst, never below
+	// minus one period's quota), then takes a new lease: need (one
+	// request and a call's cost in tokens, a limit of 0 being no bucket)
+	// at least, want at most, of each bucket as much as it holds between
+	// the two, both buckets or neither. It returns what it took; when
+	// need does not fit, it takes nothing (back is given all the same)
+	// and returns the wait after which the same need would fit and the
+	// bucket that refused, as Take does.
+	Lease(ctx context.Context, key string, lim *Limits, back, need, want Grant) (got Grant, wait time.Duration, which string, err error)
+}
+
+const (
+	// leaseShare: a lease takes at most 1/leaseShare of each burst (or
+	// one call's cost, when that is more).
+	leaseShare = 100
+	// leaseCalls: Auto leases when a lease holds this many calls.
+	leaseCalls = 10
+	// leaseTerms: a lease is valid for Period/leaseTerms.
+	leaseTerms = 12
+)
+
+// checkSharing validates c.Sharing against c.Shared.
+func checkSharing(c *Config) error {
+	switch {
+	case c.derived: // a shared Limiter's own slots or share: no store
+		return nil
+	case c.Sharing > Leased:
+		return errors.New("ratelimit: unknown Config.Sharing " + c.Sharing.String())
+	case c.Sharing != Auto && c.Shared.Store == nil:
+		return errors.New("ratelimit: Config.Sharing " + c.Sharing.String() + " without Config.Shared.Store")
+	case c.Sharing == Leased:
+		if _, ok := c.Shared.Store.(LeaseStore); !ok {
+			return errors.New("ratelimit: Config.Sharing leased with a Config.Shared.Store that does not implement LeaseStore")
+		}
+	}
+	return nil
+}
+
+// leases is the leased mode of a shared Limiter: per key, this instance's
+// lease of the store's buckets. nil when every call is strict.
+type leases struct {
+	s     *shared
+	store LeaseStore
+	mode  Sharing // Auto or Leased
+
+	mu    sync.Mutex
+	m     map[string]*lease
+	sweep int // the size of m at which stale leases are dropped
+}
+
+// lease is one key's lease on this instance. held is what is left of it
+// to admit calls from, at most size (what the store granted); refunds
+// beyond size are owed back with the next lease. A lease admits calls
+// until its end, then the next call gives back held and owed and takes a
+// new one, in one round trip.
+type lease struct {
+	mu     sync.Mutex
+	held   Grant // tokens may be negative: a surcharge owed
+	size   Grant
+	taken  Grant         // what calls took of it: its use, which sizes the next
+	owed   int           // tokens to give back beyond held
+	end    time.Duration // mono: the lease admits no call from then; 0 none
+	last   time.Duration // mono: the last call, for sweeping
+	renew  chan struct{} // closed when the lease under way is granted or refused
+	view   *portico.RateLimit
+	refuse time.Duration // mono: until then a call needing at least refuseCost is refused
+	// refuseCost is the tokens (0: any call, the request bucket refused)
+	// of the refusal, which says which bucket it was.
+	refuseCost  int
+	refuseWhich string
+}
+
+// newLeases returns the leased mode of s, nil when no call can be leased.
+func newLeases(s *shared, c *Config) *leases {
+	ls, ok := c.Shared.Store.(LeaseStore)
+	if !ok || c.Sharing == Strict {
+		return nil
+	}
+	return &leases{s: s, store: ls, mode: c.Sharing, m: map[string]*lease{}, sweep: 1024}
+}
+
+// on reports whether calls under lim are leased.
+func (ls *leases) on(lim *Limits) bool {
+	if ls.mode == Leased {
+		return true
+	}
+	if lim.Requests == 0 && lim.Tokens == 0 {
+		return false
+	}
+	def := ls.s.l.pricing.Load().def
+	return (lim.Requests == 0 || lim.RequestBurst/leaseShare >= leaseCalls) &&
+		(lim.Tokens == 0 || lim.TokenBurst/leaseShare >= leaseCalls*max(def, 1))
+}
+
+// storeTake is the store's Take for s, or the lease's when lim is leased.
+func (s *shared) storeTake(ctx context.Context, key string, lim *Limits, cost int) (time.Duration, string, error) {
+	if s.lease != nil && s.lease.on(lim) {
+		return s.lease.take(ctx, key, lim, cost)
+	}
+	return s.store.Take(ctx, key, lim, cost)
+}
+
+// leaseSettle settles on key's lease a call that ended with d tokens back
+// (< 0: charged) and the provider's view rl, and reports whether it did:
+// false for a strict call.
+func (s *shared) leaseSettle(key string, lim *Limits, d int, rl *portico.RateLimit) bool {
+	if s.lease == nil || !s.lease.on(lim) {
+		return false
+	}
+	s.lease.settle(key, d, rl)
+	return true
+}
+
+// get returns key's lease, made when new.
+func (ls *leases) get(key string, now time.Duration) *lease {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	e := ls.m[key]
+	if e == nil {
+		if len(ls.m) >= ls.sweep {
+			ls.drop(now)
+		}
+		e = &lease{}
+		ls.m[key] = e
+	}
+	return e
+}
+
+// drop removes the leases no call used for a minute and none renews,
+// with ls.mu held: what they held is not given back (the store's bucket
+// refills it), and sets the next sweep at twice what is left.
+func (ls *leases) drop(now time.Duration) {
+	for k, e := range ls.m {
+		e.mu.Lock()
+		stale := e.renew == nil && now-e.last > time.Minute
+		e.mu.Unlock()
+		if stale {
+			delete(ls.m, k)
+		}
+	}
+	ls.sweep = max(2*len(ls.m), 1024)
+}
+
+// need returns what a call of cost tokens needs of lim's buckets.
+func need(lim *Limits, cost int) Grant {
+	var g Grant
+	if lim.Requests > 0 {
+		g.Requests = 1
+	}
+	if lim.Tokens > 0 {
+		g.Tokens = cost
+	}
+	return g
+}
+
+// fits reports whether g holds n.
+func (g Grant) fits(n Grant) bool { return g.Requests >= n.Requests && g.Tokens >= n.Tokens }
+
+// take admits a call of cost tokens on key's lease, taking a new lease
+// when the one held cannot admit it (its end passed, too little left).
+// Its results are the store's Take's: a wait is a refusal, remembered
+// until it passes for calls needing as much, so that a tenant over its
+// limit does not ask the store on every call.
+func (ls *leases) take(ctx context.Context, key string, lim *Limits, cost int) (time.Duration, string, error) {
+	n := need(lim, cost)
+	now := mono.Now()
+	e := ls.get(key, now)
+	e.mu.Lock()
+	for e.renew != nil { // one lease under way per key: wait for it
+		ch := e.renew
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, "", ctx.Err()
+		}
+		now = mono.Now()
+		e.mu.Lock()
+	}
+	e.last = now
+	if now < e.end && e.held.fits(n) {
+		e.held.Requests -= n.Requests
+		e.held.Tokens -= n.Tokens
+		e.taken.Requests += n.Requests
+		e.taken.Tokens += n.Tokens
+		e.mu.Unlock()
+		return 0, "", nil
+	}
+	if now < e.refuse && n.Tokens >= e.refuseCost {
+		w, which := e.refuse-now, e.refuseWhich
+		e.mu.Unlock()
+		return w, which, nil
+	}
+	back, want, view := e.handBack(lim, n, now)
+	ch := make(chan struct{})
+	e.renew = ch
+	e.mu.Unlock()
+
+	if view != nil { // the provider's view reaches the store with the lease
+		if err := ls.store.Settle(ctx, key, lim, 0, view, ls.s.l.cfg.MaxProviderHold); err != nil {
+			ls.s.l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "ratelimit: shared store settle failed", slog.Bool("provider_view", true), slog.String("err", err.Error()))
+		}
+	}
+	got, wait, which, err := ls.store.Lease(ctx, key, lim, back, n, want)
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.renew = nil
+	close(ch)
+	switch {
+	case err != nil: // back is lost or given: either way this instance holds none of it
+		return 0, "", err
+	case wait > 0:
+		e.refuse, e.refuseCost, e.refuseWhich = mono.Add(now, wait), n.Tokens, which
+		if which == "requests" {
+			e.refuseCost = 0
+		}
+		return wait, which, nil
+	}
+	e.size, e.taken = got, n
+	e.held.Requests += got.Requests - n.Requests
+	e.held.Tokens += got.Tokens - n.Tokens
+	e.end = mono.Add(now, lim.Period/leaseTerms)
+	e.refuse = 0
+	return 0, "", nil
+}
+
+// handBack ends e's lease, with e.mu held, and returns what the store
+// gets back, how much of each bucket the next lease of a call needing n
+// asks for, and the provider's view to adopt first (nil: none). The ask
+// is twice what the calls took of the ended lease, refunds aside (so that a hot key's leases
+// double up to the cap, a hundredth of each burst, and an idle key's
+// shrink to its calls), at least n; a lease that ended more than a term
+// ago says nothing of the key's use now.
+func (e *lease) handBack(lim *Limits, n Grant, now time.Duration) (back, want Grant, view *portico.RateLimit) {
+	used := e.taken
+	if e.end == 0 || now-e.end > lim.Period/leaseTerms {
+		used = Grant{}
+	}
+	back = Grant{Requests: e.held.Requests, Tokens: e.held.Tokens + e.owed}
+	want = Grant{Requests: leaseAsk(2*used.Requests, n.Requests, lim.RequestBurst), Tokens: leaseAsk(2*used.Tokens, n.Tokens, lim.TokenBurst)}
+	if n.Requests == 0 {
+		want.Requests = 0
+	}
+	if n.Tokens == 0 && lim.Tokens == 0 {
+		want.Tokens = 0
+	}
+	e.held, e.size, e.taken, e.owed, e.end = Grant{}, Grant{}, Grant{}, 0, 0
+	view, e.view = e.view, nil
+	return back, want, view
+}
+
+// leaseAsk is ask bounded by a hundredth of burst and at least need.
+func leaseAsk(ask, need, burst int) int {
+	return max(min(ask, max(burst/leaseShare, 1)), need)
+}
+
+// settle gives key's lease what a call it admitted did not use (d > 0),
+// up to what the lease was granted, the rest owed back to the store with
+// the next lease; charges it d < 0; and keeps the provider's view rl for
+// the store, sent with the next lease, and for the lease itself, which
+// then holds no more than the provider says remains.
+func (ls *leases) settle(key string, d int, rl *portico.RateLimit) {
+	if d == 0 && rl == nil {
+		return
+	}
+	e := ls.get(key, mono.Now())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case d > 0:
+		add := min(d, max(e.size.Tokens-e.held.Tokens, 0))
+		e.held.Tokens += add
+		e.owed += d - add
+	case d < 0:
+		e.held.Tokens += d
+	}
+	if rl != nil {
+		e.view = rl
+		if rl.Tokens.Known {
+			e.held.Tokens = min(e.held.Tokens, max(rl.Tokens.Remaining, 0))
+		}
+		if rl.Requests.Known {
+			e.held.Requests = min(e.held.Requests, max(rl.Requests.Remaining, 0))
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portico-llm/portico/ratelimit"
+)
+
+var _ ratelimit.LeaseStore = (*Buckets)(nil)
+
+// Lease implements [ratelimit.LeaseStore] with [leaseScript]: one round
+// trip, on the key's hash that Take and Settle use (a fleet may mix
+// strict and leased instances), applied once however often the client
+// resends it.
+func (b *Buckets) Lease(ctx context.Context, key string, lim *ratelimit.Limits, back, need, want ratelimit.Grant) (ratelimit.Grant, time.Duration, string, error) {
+	k := []string{b.s.key("rl", key), b.s.opKey(key)}
+	args := append(bucketArgs(lim, 8), back.Requests, back.Tokens, need.Requests, need.Tokens, want.Requests, want.Tokens,
+		lim.Tokens, b.s.opTTL)
+	var res []int64
+	err := b.s.do(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = leaseScript.Run(ctx, b.s.c, k, args...).Int64Slice()
+		return err
+	})
+	if err != nil {
+		return ratelimit.Grant{}, 0, "", err
+	}
+	if len(res) != 4 {
+		return ratelimit.Grant{}, 0, "", errors.New("redisstore: lease: malformed reply")
+	}
+	if res[0] != 0 {
+		which := "tokens"
+		if res[1] == 2 {
+			which = "requests"
+		}
+		return ratelimit.Grant{}, time.Duration(res[0]) * time.Microsecond, which, nil
+	}
+	return ratelimit.Grant{Requests: int(res[2]), Tokens: int(res[3])}, 0, "", nil
+}
+
+// leaseScript: KEYS as takeScript's; ARGV the four limits as for
+// takeScript, then requests and tokens back (tokens < 0: charged, down to
+// -floor), requests and tokens needed, requests and tokens wanted, the
+// charge's floor in tokens (then the record's TTL). It gives back first,
+// as settleScript does (never above a burst), then checks the need as
+// takeScript checks a call's cost, both buckets before either is
+// charged, and takes of each bucket what it holds between need and want.
+// Returns {0, 0, requests, tokens} taken, else {wait in microseconds,
+// 1 for tokens or 2 for requests, 0, 0}.
+var leaseScript = redis.NewScript(bucketLib + onceLib + `
+return once(function()
+local tr, tb, rr, rb = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local br, bt, nr, nt = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local wr, wt, floor = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local bs = {}
+local tok, req
+if tr > 0 then tok = load('t', tr, tb); table.insert(bs, tok) end
+if rr > 0 then req = load('r', rr, rb); table.insert(bs, req) end
+local gave = false
+if tok and bt > 0 then
+  tok.level = math.min(tok.burst, tok.level + bt * 1000000); gave = true
+elseif tok and bt < 0 then
+  tok.level = math.min(tok.level, math.max(tok.level + bt * 1000000, -floor * 1000000)); gave = true
+end
+if req and br > 0 then req.level = math.min(req.burst, req.level + br * 1000000); gave = true end
+local eps = 0.001 -- a billionth of a token: float noise of the refill
+local function refuse(w, which)
+  if gave then save(bs) end
+  return {math.min(math.max(w, 1), 9007199254740992), which, 0, 0}
+end
+if tok then
+  local short = nt * 1000000 - tok.level
+  if short > eps then
+    local w = wait(tok, short)
+    if req and req.level < nr * 1000000 - eps then w = math.max(w, wait(req, nr * 1000000 - req.level)) end
+    return refuse(w, 1)
+  end
+end
+if req then
+  local short = nr * 1000000 - req.level
+  if short > eps then return refuse(wait(req, short), 2) end
+end
+local gr, gt = 0, 0
+if req then
+  gr = math.max(nr, math.min(wr, math.floor((req.level + eps) / 1000000)))
+  req.level = req.level - gr * 1000000
+end
+if tok then
+  gt = math.max(nt, math.min(wt, math.floor((tok.level + eps) / 1000000)))
+  tok.level = tok.level - gt * 1000000
+end
+save(bs)
+return {0, 0, gr, gt}
+end)
+`)
