@@ -130,6 +130,24 @@
 // everyone's. When no route takes calls, the error's RetryAfter
 // ([portico.RetryAfterOf]) says when the first will.
 //
+// # Routers, splits and model groups
+//
+// Config.Kind says how the routes are chosen (nil: the fallback group in
+// order): [Weighted] splits requests at random in its weights'
+// proportions (7:3 sends 70% and 30%, and a fallback or a hedge goes on
+// to the rest in the same proportions); [Threshold] is RouteLLM's
+// router over a weak and a strong route; [Cascade] is FrugalGPT's
+// cascade with each step's acceptance scorer; [Balance] spreads calls
+// over replicas (round robin, least in flight, session affinity,
+// prefix-aware E2), each package route's own, built over the routes with
+// their layers. Behind a router's pick stands the group's fallback: the
+// picked route first, the others in their order. Config.Groups are
+// model groups: Request.Model names a group ("fast", "smart"), or an
+// alias of one (Config.Aliases), and the request goes to that group's
+// routes with its Model cleared; a route may serve in several groups
+// and is one route in all (one breaker, one limiter), and the groups
+// share one Cooldowns.
+//
 // # The user's own layers
 //
 // The three Middleware fields put the user's layers where each kind

@@ -69,6 +69,21 @@ type Config struct {
 	// each route, the WrapAttempt of Tracer.ForRoute(the route's Trace)
 	// inside the route's retry layer.
 	Tracer *trace.Tracer
+	// Kind is how the group of every route chooses among them (a weighted
+	// split, a threshold router, a cascade, a balancer: see [Kind]); nil
+	// means the fallback group in the routes' order. With Groups, each
+	// Group has its own Kind and this one must be nil.
+	Kind Kind
+	// Groups, when non-empty, are model groups: a request whose Model
+	// names a group (or an alias of one) is sent to its routes only,
+	// with its Model cleared; any other request goes to the first group,
+	// its Model unchanged. Every route belongs to one group at least.
+	// Nil means one group of every route (Kind).
+	Groups []Group
+	// Aliases maps a Request.Model to the name of a group, or to another
+	// model name that the request is then sent to the default group
+	// with. Nil means none.
+	Aliases map[string]string
 	// Middleware wraps the whole stack, first outermost, inside the
 	// request span and outside the end-to-end deadline: its work shows in
 	// the request's trace, and it may answer without spending any of the
@@ -158,7 +173,7 @@ func New(cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	inner, err := s.group(cfg, routes, est)
+	inner, err := s.groups(cfg, routes, est)
 	if err != nil {
 		return nil, err
 	}
