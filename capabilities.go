@@ -116,8 +116,14 @@ type Capabilities struct {
 	// InputPrice and OutputPrice are prices per token, in the application's
 	// currency unit (say US dollars: 2.5e-6 for $2.50 per million tokens).
 	InputPrice, OutputPrice float64
-	// CachedInputPrice is the price per cached input token; 0 means InputPrice.
+	// CachedInputPrice is the price per cached input token (a cache read);
+	// 0 means InputPrice.
 	CachedInputPrice float64
+	// CacheWritePrice is the price per input token written to the prompt
+	// cache at the provider's short TTL (Anthropic's 5 minutes: 1.25 x
+	// InputPrice), and CacheWrite1hPrice for one hour (Anthropic: 2 x
+	// InputPrice); 0 means InputPrice, and CacheWritePrice for the hour.
+	CacheWritePrice, CacheWrite1hPrice float64
 	// Continuation says whether and how the route continues an answer that
 	// broke off ([Request.Prefix]); the zero value, ContinueNone, takes no
 	// continuation, so a route opts in.
@@ -128,12 +134,19 @@ type Capabilities struct {
 	MaxRequestBytes int
 }
 
-// Cost returns the price of usage u on this route: uncached input at InputPrice,
-// cached input at CachedInputPrice (InputPrice if zero), output at OutputPrice.
+// Cost returns the price of usage u on this route: plain input at
+// InputPrice, cache reads at CachedInputPrice, cache writes at
+// CacheWritePrice or CacheWrite1hPrice (each 0 falling back as its doc
+// says), output (reasoning included) at OutputPrice. Usage's parts are
+// clamped to its InputTokens, reads first; negative counts are zero.
 func (c *Capabilities) Cost(u Usage) float64 {
-	cachedPrice := cmp.Or(c.CachedInputPrice, c.InputPrice)
-	cached := min(u.CachedInputTokens, u.InputTokens)
-	return float64(u.InputTokens-cached)*c.InputPrice + float64(cached)*cachedPrice + float64(u.OutputTokens)*c.OutputPrice
+	plain, read, write5m, write1h := u.inputParts()
+	readPrice := cmp.Or(c.CachedInputPrice, c.InputPrice)
+	writePrice := cmp.Or(c.CacheWritePrice, c.InputPrice)
+	write1hPrice := cmp.Or(c.CacheWrite1hPrice, writePrice)
+	return float64(plain)*c.InputPrice + float64(read)*readPrice +
+		float64(write5m)*writePrice + float64(write1h)*write1hPrice +
+		float64(max(u.OutputTokens, 0))*c.OutputPrice
 }
 
 // Validate reports a field of c that can only be a mistake: a negative
@@ -160,7 +173,8 @@ func (c *Capabilities) Validate() error {
 	for _, p := range []struct {
 		field string
 		v     float64
-	}{{"InputPrice", c.InputPrice}, {"OutputPrice", c.OutputPrice}, {"CachedInputPrice", c.CachedInputPrice}} {
+	}{{"InputPrice", c.InputPrice}, {"OutputPrice", c.OutputPrice}, {"CachedInputPrice", c.CachedInputPrice},
+		{"CacheWritePrice", c.CacheWritePrice}, {"CacheWrite1hPrice", c.CacheWrite1hPrice}} {
 		if !(p.v >= 0) || math.IsInf(p.v, 1) {
 			return bad(p.field, "must be a finite price >= 0 ("+strconv.FormatFloat(p.v, 'g', -1, 64)+")")
 		}

@@ -188,6 +188,8 @@ func TestCapabilitiesValidate(t *testing.T) {
 		{Capabilities{InputPrice: -1e-6}, "portico: Capabilities.InputPrice must be a finite price >= 0 (-1e-06)"},
 		{Capabilities{OutputPrice: math.NaN()}, "portico: Capabilities.OutputPrice must be a finite price >= 0 (NaN)"},
 		{Capabilities{CachedInputPrice: math.Inf(1)}, "portico: Capabilities.CachedInputPrice must be a finite price >= 0 (+Inf)"},
+		{Capabilities{CacheWritePrice: -1}, "portico: Capabilities.CacheWritePrice must be a finite price >= 0 (-1)"},
+		{Capabilities{CacheWrite1hPrice: math.NaN()}, "portico: Capabilities.CacheWrite1hPrice must be a finite price >= 0 (NaN)"},
 	}
 	for _, tt := range bad {
 		if err := tt.caps.Validate(); err == nil || err.Error() != tt.want {

@@ -35,10 +35,20 @@ type ToolCall struct {
 // except where its holder says it is an estimate ([Response.Usage] of a
 // continued stream).
 type Usage struct {
-	InputTokens       int // prompt tokens, including cached ones
+	InputTokens       int // prompt tokens, including cache reads and cache writes
 	OutputTokens      int // completion tokens, including reasoning tokens
 	ReasoningTokens   int // the part of OutputTokens the model spent reasoning; 0 when the provider does not say
-	CachedInputTokens int // the part of InputTokens served from the provider's prompt cache
+	CachedInputTokens int // cache reads: the part of InputTokens served from the provider's prompt cache
+	// CacheWriteTokens is the part of InputTokens written to the provider's
+	// prompt cache (Anthropic's cache_creation_input_tokens), at every TTL;
+	// CacheWrite1hTokens the part of it written for one hour, priced apart
+	// ([Capabilities].CacheWrite1hPrice).
+	CacheWriteTokens, CacheWrite1hTokens int
+	// LimitExemptTokens is the part of InputTokens that the provider's
+	// token rate limits do not count, as its adapter documents (Anthropic's
+	// input-tokens-per-minute limit leaves out cache reads); see
+	// [Usage.Limited].
+	LimitExemptTokens int
 }
 
 // Quota is one provider-announced limit: how much of it remains and when it resets.

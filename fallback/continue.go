@@ -147,7 +147,7 @@ func (r *request) chargeBreak(rt *portico.Route) {
 	cost := rt.Capabilities.Cost(c.usage)
 	r.billed += cost
 	r.spent += cost
-	c.billed = addUsage(c.billed, c.usage)
+	c.billed = c.billed.Add(c.usage)
 	c.last = rt
 	for i := range r.g.cfg.Routes {
 		if &r.g.cfg.Routes[i] == rt {
@@ -180,14 +180,6 @@ func (r *request) answer(rt *portico.Route, resp *portico.Response) *portico.Res
 	seam := portico.Seam{Delivered: r.req.Prefix}
 	rest, _ := seam.Rest(resp.Text) // the stream passed the same rules
 	resp.Text = r.req.Prefix + rest
-	resp.Usage = addUsage(resp.Usage, r.cont.billed)
+	resp.Usage = resp.Usage.Add(r.cont.billed)
 	return resp
-}
-
-func addUsage(a, b portico.Usage) portico.Usage {
-	return portico.Usage{
-		InputTokens:       a.InputTokens + b.InputTokens,
-		OutputTokens:      a.OutputTokens + b.OutputTokens,
-		CachedInputTokens: a.CachedInputTokens + b.CachedInputTokens,
-	}
 }

@@ -84,7 +84,7 @@ func settlement(t *ticket, resp *portico.Response, err error, panicked bool) (rl
 	}
 	if t.reserve > 0 && !panicked {
 		if resp != nil {
-			if used := resp.Usage.InputTokens + resp.Usage.OutputTokens; used > 0 {
+			if used := resp.Usage.Limited(); used > 0 {
 				d = t.reserve - used
 			}
 		} else {
@@ -98,7 +98,8 @@ func settlement(t *ticket, resp *portico.Response, err error, panicked bool) (rl
 // in + maxOut tokens (N_in + N_max) and failed with err; a negative result
 // is a charge. By the first [*portico.Error] in err's tree, in order:
 //
-//   - usage billed ([portico.UsageOf]): in + maxOut - used;
+//   - usage billed ([portico.UsageOf]): in + maxOut - used, where used is
+//     what the provider's limit counts ([portico.Usage.Limited]);
 //   - nothing sent ([portico.NothingSent]): in + maxOut;
 //   - a refusal wrapping calls that may have been sent: the least this
 //     rule gives back for any of them;
@@ -114,7 +115,7 @@ func Refund(err error, in, maxOut int) int {
 		return 0 // unclassified: nothing is known to be safe
 	}
 	if u := portico.UsageOf(err); u != nil {
-		if used := u.InputTokens + u.OutputTokens; used > 0 {
+		if used := u.Limited(); used > 0 {
 			return in + maxOut - used // as for a success
 		}
 	}

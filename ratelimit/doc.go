@@ -24,8 +24,10 @@
 // ([Config.Estimator], by default [portico.DefaultEstimator]), N_max the
 // request's MaxOutputTokens or [Config.DefaultMaxTokens] (1024 by default,
 // at most half the token bucket). When the call ends
-// the bucket gets back (N_in + N_max) − (usage input + usage output) from the
-// response's usage, and is charged the excess when the usage was larger (down
+// the bucket gets back (N_in + N_max) − the tokens of the response's usage
+// that the provider's limit counts ([portico.Usage.Limited]: input plus
+// output, less what the adapter says its provider exempts, such as
+// Anthropic's cache reads), and is charged the excess when they were more (down
 // to minus one period's quota at most, which the provider's window forgets
 // anyway, so absurd reported usage cannot stall a key for centuries). A
 // failed call is settled as Refunds below says.

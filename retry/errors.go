@@ -243,9 +243,7 @@ func billed(last error, earlier []error) *portico.Usage {
 			if n == 0 {
 				one = u
 			}
-			sum.InputTokens += u.InputTokens
-			sum.OutputTokens += u.OutputTokens
-			sum.CachedInputTokens += u.CachedInputTokens
+			sum = sum.Add(*u)
 			n++
 		}
 	}

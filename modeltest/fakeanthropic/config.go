@@ -92,8 +92,12 @@ type ModelConfig struct {
 	// input reported as cache_read_input_tokens and
 	// cache_creation_input_tokens (together clamped to the input); the rest
 	// is input_tokens, as the API counts them. Zero means none.
-	CacheReadInputTokens  int
-	CacheWriteInputTokens int
+	// CacheWrite1hInputTokens is the part of the writes reported as
+	// cache_creation.ephemeral_1h_input_tokens (clamped to them), the rest
+	// as ephemeral_5m_input_tokens.
+	CacheReadInputTokens    int
+	CacheWriteInputTokens   int
+	CacheWrite1hInputTokens int
 	// ToolCalls makes the model call a tool (the one tool_choice names, else
 	// the first) whenever the request declares tools and the last message
 	// is not tool results. Without it the model calls a tool only when

@@ -80,7 +80,7 @@ func events(t *testing.T, b []byte) []event {
 func TestWholeMessage(t *testing.T) {
 	s := start(t, fakeanthropic.Config{Seed: 1, Models: []fakeanthropic.ModelConfig{{Name: "m", OutputTokens: 3, CacheReadInputTokens: 2, CacheWriteInputTokens: 1}}})
 	status, h, b := post(t, s, msgReq("m", ""))
-	want := `{"id":"msg_3gd62g1jpak5w","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"culpa do laborum"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":2,"cache_creation_input_tokens":1,"cache_read_input_tokens":2,"output_tokens":3}}`
+	want := `{"id":"msg_3gd62g1jpak5w","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"culpa do laborum"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":2,"cache_creation_input_tokens":1,"cache_read_input_tokens":2,"cache_creation":{"ephemeral_5m_input_tokens":1,"ephemeral_1h_input_tokens":0},"output_tokens":3}}`
 	if status != 200 || string(b) != want || h.Get("Content-Type") != "application/json" || h.Get("request-id") == "" {
 		t.Errorf("POST = %d %s %v, want 200 %s", status, b, h, want)
 	}
@@ -106,7 +106,7 @@ func TestStreamFraming(t *testing.T) {
 	if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") || strings.Join(names, " ") != want {
 		t.Fatalf("stream = %d %q, want 200 %q", status, strings.Join(names, " "), want)
 	}
-	if evs[0].data != `{"message":{"id":"msg_3gd62g1jpak5w","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}},"type":"message_start"}` {
+	if evs[0].data != `{"message":{"id":"msg_3gd62g1jpak5w","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":1}},"type":"message_start"}` {
 		t.Errorf("message_start = %s", evs[0].data)
 	}
 	if evs[3].data != `{"delta":{"text":"culpa","type":"text_delta"},"index":0,"type":"content_block_delta"}` || evs[4].data != `{"delta":{"text":" do","type":"text_delta"},"index":0,"type":"content_block_delta"}` {

@@ -8,11 +8,21 @@ import (
 	"github.com/portico-llm/portico/modeltest/internal/fakecore"
 )
 
+// wireUsage is the Messages API's usage object, cache_creation's breakdown
+// by TTL included (https://docs.claude.com/en/api/messages, "usage";
+// https://docs.claude.com/en/docs/build-with-claude/prompt-caching, "1-hour
+// cache duration": ephemeral_5m_input_tokens and ephemeral_1h_input_tokens).
 type wireUsage struct {
-	InputTokens              int `json:"input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
+	InputTokens              int               `json:"input_tokens"`
+	CacheCreationInputTokens int               `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int               `json:"cache_read_input_tokens"`
+	CacheCreation            wireCacheCreation `json:"cache_creation"`
+	OutputTokens             int               `json:"output_tokens"`
+}
+
+type wireCacheCreation struct {
+	Ephemeral5m int `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h int `json:"ephemeral_1h_input_tokens"`
 }
 
 type wireBlock struct {
@@ -42,7 +52,9 @@ type wireMessage struct {
 func (c *call) usage(output int) wireUsage {
 	read := max(0, min(c.m.cfg.CacheReadInputTokens, c.inputTokens))
 	write := max(0, min(c.m.cfg.CacheWriteInputTokens, c.inputTokens-read))
-	return wireUsage{InputTokens: c.inputTokens - read - write, CacheCreationInputTokens: write, CacheReadInputTokens: read, OutputTokens: output}
+	hour := max(0, min(c.m.cfg.CacheWrite1hInputTokens, write))
+	return wireUsage{InputTokens: c.inputTokens - read - write, CacheCreationInputTokens: write, CacheReadInputTokens: read,
+		CacheCreation: wireCacheCreation{Ephemeral5m: write - hour, Ephemeral1h: hour}, OutputTokens: output}
 }
 
 // input is a tool call's input as a JSON object: its pieces joined, or {}

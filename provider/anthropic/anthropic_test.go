@@ -47,8 +47,9 @@ func TestGenerateText(t *testing.T) {
 	if got := len(strings.Fields(resp.Text)); got != 5 {
 		t.Errorf("words in Text %q = %d, want 5", resp.Text, got)
 	}
-	// 2 words + 3 for the message: 5 input tokens, 2 of them cache reads.
-	want := portico.Usage{InputTokens: 5, OutputTokens: 5, CachedInputTokens: 2}
+	// 2 words + 3 for the message: 5 input tokens, 2 of them cache reads
+	// (exempt from the ITPM limit), 1 a cache write.
+	want := portico.Usage{InputTokens: 5, OutputTokens: 5, CachedInputTokens: 2, CacheWriteTokens: 1, LimitExemptTokens: 2}
 	if resp.Usage != want || resp.FinishReason != portico.FinishStop || resp.Model != "m" || !strings.HasPrefix(resp.ID, "msg_") {
 		t.Errorf("Generate = usage %+v finish %q model %q id %q, want %+v stop m msg_...", resp.Usage, resp.FinishReason, resp.Model, resp.ID, want)
 	}
@@ -66,7 +67,7 @@ func TestGenerateStream(t *testing.T) {
 	if len(chunks) != 6 || strings.Join(chunks, "") != resp.Text {
 		t.Errorf("chunks %q joined != Text %q (want 6 chunks)", chunks, resp.Text)
 	}
-	want := portico.Usage{InputTokens: 5, OutputTokens: 6, CachedInputTokens: 4}
+	want := portico.Usage{InputTokens: 5, OutputTokens: 6, CachedInputTokens: 4, LimitExemptTokens: 4}
 	if resp.Usage != want || resp.FinishReason != portico.FinishStop || !strings.HasPrefix(resp.ID, "msg_") {
 		t.Errorf("usage %+v finish %q id %q, want %+v stop msg_...", resp.Usage, resp.FinishReason, resp.ID, want)
 	}

@@ -102,11 +102,23 @@
 // breakpoint ("Total input tokens in a request is the summation of
 // input_tokens, cache_creation_input_tokens, and cache_read_input_tokens",
 // the SDK's Message.Usage). So Usage.InputTokens is the sum of the three, the
-// whole prompt as portico counts it, and Usage.CachedInputTokens is
-// cache_read_input_tokens, the part served from the cache; tokens written to
-// the cache are input like any other. In a stream, message_start gives the
-// input counts and message_delta the cumulative output (and revised input
+// whole prompt as portico counts it; Usage.CachedInputTokens is
+// cache_read_input_tokens, the part served from the cache;
+// Usage.CacheWriteTokens is cache_creation_input_tokens, and
+// Usage.CacheWrite1hTokens its cache_creation.ephemeral_1h_input_tokens,
+// priced apart (a 5-minute write costs 1.25 times the input price, a
+// 1-hour write 2 times, a read 0.1 times:
+// https://docs.claude.com/en/docs/build-with-claude/prompt-caching,
+// "Pricing"). In a stream, message_start gives the input counts and the
+// writes by TTL, message_delta the cumulative output (and revised input
 // counts when it has them).
+//
+// The input-tokens-per-minute limit counts no cache reads ("for most
+// Claude models, only uncached input tokens count towards your ITPM rate
+// limits", https://docs.claude.com/en/api/rate-limits), so
+// Usage.LimitExemptTokens is cache_read_input_tokens and a limiter above
+// settles a call on the rest ([portico.Usage.Limited]); on the Claude 3
+// models, whose limit the page marks as counting cache reads, it is 0.
 //
 // # One layer owns retries
 //

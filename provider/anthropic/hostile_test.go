@@ -106,22 +106,22 @@ func TestStreamShapes(t *testing.T) {
 		usage  portico.Usage
 	}{
 		{"text", []string{evStart, textStart, ping, textDelta(0, "Hel"), textDelta(0, "lo"), blockStop(0), msgDelta("end_turn", 7), evStop},
-			"Hello", 2, portico.FinishStop, portico.Usage{InputTokens: 18, OutputTokens: 7, CachedInputTokens: 5}},
+			"Hello", 2, portico.FinishStop, portico.Usage{InputTokens: 18, OutputTokens: 7, CachedInputTokens: 5, CacheWriteTokens: 3, LimitExemptTokens: 5}},
 		{"thinking then text", append(append([]string{evStart}, thinking...), blockStart(1, `{"type":"text","text":""}`), textDelta(1, "ok"), blockStop(1), msgDelta("end_turn", 9), evStop),
-			"ok", 1, portico.FinishStop, portico.Usage{InputTokens: 18, OutputTokens: 9, CachedInputTokens: 5}},
+			"ok", 1, portico.FinishStop, portico.Usage{InputTokens: 18, OutputTokens: 9, CachedInputTokens: 5, CacheWriteTokens: 3, LimitExemptTokens: 5}},
 		{"unknown events left out", []string{evStart, "future_event\n{\"type\":\"future_event\"}", textStart, textDelta(0, "a"), blockDelta(0, `{"type":"citations_delta","citation":{}}`), msgDelta("stop_sequence", 2)},
-			"a", 1, portico.FinishStop, portico.Usage{InputTokens: 18, OutputTokens: 2, CachedInputTokens: 5}},
+			"a", 1, portico.FinishStop, portico.Usage{InputTokens: 18, OutputTokens: 2, CachedInputTokens: 5, CacheWriteTokens: 3, LimitExemptTokens: 5}},
 		{"refusal", []string{evStart, textStart, textDelta(0, "I "), msgDelta("refusal", 2), evStop},
-			"I ", 1, portico.FinishContentFilter, portico.Usage{InputTokens: 18, OutputTokens: 2, CachedInputTokens: 5}},
+			"I ", 1, portico.FinishContentFilter, portico.Usage{InputTokens: 18, OutputTokens: 2, CachedInputTokens: 5, CacheWriteTokens: 3, LimitExemptTokens: 5}},
 		{"pause_turn", []string{evStart, msgDelta("pause_turn", 1), evStop},
-			"", 0, "pause_turn", portico.Usage{InputTokens: 18, OutputTokens: 1, CachedInputTokens: 5}},
+			"", 0, "pause_turn", portico.Usage{InputTokens: 18, OutputTokens: 1, CachedInputTokens: 5, CacheWriteTokens: 3, LimitExemptTokens: 5}},
 		{"context window exceeded", []string{evStart, textStart, textDelta(0, "x"), msgDelta("model_context_window_exceeded", 1), evStop},
-			"x", 1, portico.FinishLength, portico.Usage{InputTokens: 18, OutputTokens: 1, CachedInputTokens: 5}},
+			"x", 1, portico.FinishLength, portico.Usage{InputTokens: 18, OutputTokens: 1, CachedInputTokens: 5, CacheWriteTokens: 3, LimitExemptTokens: 5}},
 		{"input revised in message_delta", []string{evStart, textStart, textDelta(0, "x"),
 			"message_delta\n" + `{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"input_tokens":20,"cache_read_input_tokens":0,"output_tokens":4}}`},
-			"x", 1, portico.FinishLength, portico.Usage{InputTokens: 23, OutputTokens: 4}},
+			"x", 1, portico.FinishLength, portico.Usage{InputTokens: 23, OutputTokens: 4, CacheWriteTokens: 3}},
 		{"text in the block's start", []string{evStart, blockStart(0, `{"type":"text","text":"pre"}`), textDelta(0, "fix"), msgDelta("end_turn", 2)},
-			"prefix", 2, portico.FinishStop, portico.Usage{InputTokens: 18, OutputTokens: 2, CachedInputTokens: 5}},
+			"prefix", 2, portico.FinishStop, portico.Usage{InputTokens: 18, OutputTokens: 2, CachedInputTokens: 5, CacheWriteTokens: 3, LimitExemptTokens: 5}},
 	}
 	for _, tc := range cases {
 		m := raw(t, anthropic.Config{}, sse(tc.events...))
@@ -240,7 +240,7 @@ func TestStreamErrorEvents(t *testing.T) {
 			// the usage counted so far (10 + 3 written + 5 read, 1 out).
 			want := (*portico.Usage)(nil)
 			if tc.events[0] == evStart {
-				want = &portico.Usage{InputTokens: 18, CachedInputTokens: 5, OutputTokens: 1}
+				want = &portico.Usage{InputTokens: 18, CachedInputTokens: 5, CacheWriteTokens: 3, LimitExemptTokens: 5, OutputTokens: 1}
 			}
 			if got := portico.UsageOf(err); (got == nil) != (want == nil) || got != nil && *got != *want {
 				t.Errorf("%s: UsageOf(err) = %+v, want %+v", tc.name, got, want)
@@ -261,7 +261,7 @@ func TestWholeShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if resp.Text != "ab" || len(resp.ToolCalls) != 2 || string(resp.ToolCalls[0].Arguments) != `{"a":[1,2]}` || string(resp.ToolCalls[1].Arguments) != `{}` ||
-		resp.ToolCalls[1].ID != "toolu_2" || resp.FinishReason != portico.FinishToolCalls || resp.Model != "claude-x" || resp.Usage != (portico.Usage{InputTokens: 14, OutputTokens: 2}) {
+		resp.ToolCalls[1].ID != "toolu_2" || resp.FinishReason != portico.FinishToolCalls || resp.Model != "claude-x" || resp.Usage != (portico.Usage{InputTokens: 14, OutputTokens: 2, CacheWriteTokens: 10}) {
 		t.Errorf("Generate = %+v, want text ab, calls f {\"a\":[1,2]} and g {}, tool_calls, usage 14+2", resp)
 	}
 }

@@ -160,14 +160,14 @@ func (m *Model) answer(msg *sdk.Message, x *adapt.Exchange, model string) (*port
 		return nil, malformed(x, model, "not a message")
 	}
 	u := &msg.Usage
-	if u.InputTokens < 0 || u.CacheCreationInputTokens < 0 || u.CacheReadInputTokens < 0 || u.OutputTokens < 0 {
+	if u.InputTokens < 0 || u.CacheCreationInputTokens < 0 || u.CacheCreation.Ephemeral1hInputTokens < 0 || u.CacheReadInputTokens < 0 || u.OutputTokens < 0 {
 		return nil, malformed(x, model, "negative token count")
 	}
 	resp := &portico.Response{
 		ID:           msg.ID,
 		FinishReason: finishReason(msg.StopReason),
 		Model:        cmp.Or(string(msg.Model), model),
-		Usage:        usage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens),
+		Usage:        usage(model, u.InputTokens, u.CacheCreationInputTokens, u.CacheCreation.Ephemeral1hInputTokens, u.CacheReadInputTokens, u.OutputTokens),
 		RateLimit:    ParseRateLimit(x.Header, time.Now()),
 	}
 	content(resp, msg.Content)
@@ -239,12 +239,28 @@ func finishReason(s sdk.StopReason) portico.FinishReason {
 
 // usage maps Anthropic's usage onto portico's. Anthropic's input_tokens
 // counts only the input after the last cache breakpoint: the whole input is
-// input_tokens + cache_creation_input_tokens + cache_read_input_tokens, and
-// the part served from the cache is cache_read_input_tokens.
-func usage(input, cacheWrite, cacheRead, output int64) portico.Usage {
-	return portico.Usage{
-		InputTokens:       int(input + cacheWrite + cacheRead),
-		OutputTokens:      int(output),
-		CachedInputTokens: int(cacheRead),
+// input_tokens + cache_creation_input_tokens + cache_read_input_tokens; the
+// cache writes are cache_creation_input_tokens, of which
+// cache_creation.ephemeral_1h_input_tokens for one hour; the cache reads,
+// cache_read_input_tokens, are exempt from the input-tokens-per-minute
+// limit on the models [itpmCountsCacheReads] does not name.
+func usage(model string, input, cacheWrite, cacheWrite1h, cacheRead, output int64) portico.Usage {
+	u := portico.Usage{
+		InputTokens:        int(input + cacheWrite + cacheRead),
+		OutputTokens:       int(output),
+		CachedInputTokens:  int(cacheRead),
+		CacheWriteTokens:   int(cacheWrite),
+		CacheWrite1hTokens: int(min(cacheWrite1h, cacheWrite)),
 	}
+	if !itpmCountsCacheReads(model) {
+		u.LimitExemptTokens = int(cacheRead)
+	}
+	return u
 }
+
+// itpmCountsCacheReads reports whether Anthropic's input-tokens-per-minute
+// limit counts cache reads on model: on the Claude 3 models (the ones the
+// rate-limit page marks with a dagger, and their older siblings, counted
+// to be safe); "for most Claude models, only uncached input tokens count
+// towards your ITPM rate limits" (https://docs.claude.com/en/api/rate-limits).
+func itpmCountsCacheReads(model string) bool { return strings.HasPrefix(model, "claude-3") }

@@ -47,7 +47,7 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params sdk.Mes
 	st.reason = req.Reasoning != nil && req.Reasoning.Stream
 	defer func() {
 		if err != nil && st.started && st.in >= 0 && st.cw >= 0 && st.cr >= 0 && st.out >= 0 {
-			adapt.Billed(err, usage(st.in, st.cw, st.cr, st.out))
+			adapt.Billed(err, usage(st.model, st.in, st.cw, st.cw1h, st.cr, st.out))
 		}
 	}()
 	for s.Next() {
@@ -88,6 +88,7 @@ type streamState struct {
 	stop      sdk.StopReason
 	in, cw    int64 // input tokens, cache writes
 	cr, out   int64 // cache reads, output tokens
+	cw1h      int64 // cache writes for one hour (message_start's cache_creation)
 }
 
 // deliver passes c to onChunk, if any.
@@ -132,6 +133,7 @@ func (st *streamState) event(ctx context.Context, ev *sdk.MessageStreamEventUnio
 		}
 		u := &ev.Message.Usage
 		st.in, st.cw, st.cr, st.out = u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens
+		st.cw1h = u.CacheCreation.Ephemeral1hInputTokens
 		return nil
 	}
 	switch ev.Type {
@@ -264,13 +266,13 @@ func (st *streamState) end() (*portico.Response, error) {
 	if st.stop == "" {
 		return nil, malformed(x, model, "stream ended without a stop reason")
 	}
-	if st.in < 0 || st.cw < 0 || st.cr < 0 || st.out < 0 {
+	if st.in < 0 || st.cw < 0 || st.cw1h < 0 || st.cr < 0 || st.out < 0 {
 		return nil, malformed(x, model, "negative token count")
 	}
 	resp := st.resp
 	resp.Text = st.text.String()
 	resp.FinishReason = finishReason(st.stop)
-	resp.Usage = usage(st.in, st.cw, st.cr, st.out)
+	resp.Usage = usage(st.model, st.in, st.cw, st.cw1h, st.cr, st.out)
 	resp.RateLimit = ParseRateLimit(x.Header, time.Now())
 	if len(st.calls) > 0 {
 		for i := range st.calls {
