@@ -1,7 +1,6 @@
 package fakegemini
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
@@ -19,9 +18,10 @@ type answer struct {
 	id     string
 	text   []string       // text pieces; nil when the answer is function calls
 	calls  []functionCall // whole calls: Gemini sends each in one chunk
-	sig    string         // the thought signature of the first call, or ""
+	sig    string         // the thought signature of the first call, or of the text; or ""
 	finish string
-	tokens int
+	tokens int    // candidates tokens
+	think  string // the thought summary, with includeThoughts (and no ThinkEvery)
 }
 
 // countInput counts prompt tokens: words of text parts plus 3 per content,
@@ -65,6 +65,17 @@ func (c *call) rng() *rand.Rand {
 	return rand.New(rand.NewPCG(sum, sum>>1|1))
 }
 
+// responseRounds counts the contents that carry function responses.
+func (c *call) responseRounds() int {
+	n := 0
+	for _, ct := range c.req.Contents {
+		if len(ct.Parts) > 0 && ct.Parts[0].FunctionResponse != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // maxParallel bounds ModelConfig.ParallelToolCalls.
 const maxParallel = 128
 
@@ -87,7 +98,7 @@ func (c *call) calling() (int, []string, []json.RawMessage) {
 		return -1, nil, nil
 	}
 	if n := len(c.req.Contents); n > 0 {
-		if ps := c.req.Contents[n-1].Parts; len(ps) > 0 && ps[0].FunctionResponse != nil {
+		if ps := c.req.Contents[n-1].Parts; len(ps) > 0 && ps[0].FunctionResponse != nil && c.responseRounds() >= max(1, c.m.ToolRounds) {
 			return -1, nil, nil
 		}
 	}
@@ -124,6 +135,9 @@ func (c *call) answer() *answer {
 	if c.Fault.Kind == FaultTruncate {
 		limit = max(1, c.Fault.AfterChunks)
 	}
+	if c.includeThoughts() && c.m.ThinkEvery <= 0 {
+		a.think = c.thoughtSummary()
+	}
 	if first, names, params := c.calling(); first >= 0 {
 		c.functionCalls(a, r, limit, first, names, params)
 		return a
@@ -132,6 +146,9 @@ func (c *call) answer() *answer {
 	a.tokens = len(a.text)
 	if limit > 0 && a.tokens > limit {
 		a.text, a.tokens, a.finish = a.text[:limit], limit, "MAX_TOKENS"
+	}
+	if c.m.ThoughtSignatures {
+		a.sig = textSignature(c.req.model, a.id)
 	}
 	return a
 }
@@ -158,7 +175,7 @@ func (c *call) functionCalls(a *answer, r *rand.Rand, limit, first int, names []
 		a.tokens += tokens
 	}
 	if c.m.ThoughtSignatures && len(a.calls) > 0 {
-		a.sig = base64.StdEncoding.EncodeToString([]byte("sig-" + a.id))
+		a.sig = callSignature(c.req.model, &a.calls[0])
 	}
 }
 
@@ -246,23 +263,32 @@ type (
 // usage reports out output tokens, thoughts included in the total.
 func (c *call) usage(out int) *wireUsage {
 	u := &wireUsage{PromptTokenCount: c.inputTokens, CandidatesTokenCount: out, ThoughtsTokenCount: c.m.ThoughtsTokens}
+	if c.includeThoughts() {
+		u.ThoughtsTokenCount = c.thoughtTokens(c.thoughtSummary())
+	}
 	u.CachedContentTokenCount = max(0, min(c.m.CachedInputTokens, c.inputTokens))
 	u.TotalTokenCount = u.PromptTokenCount + u.CandidatesTokenCount + u.ThoughtsTokenCount
 	return u
 }
 
-// parts returns the answer's parts: all text as one part, or one part per
-// function call.
+// parts returns the answer's parts: its thought summary, if any, then all
+// text as one part, or one part per function call; the signature on the
+// text or the first call.
 func (a *answer) parts() []wirePart {
+	var ps []wirePart
+	if a.think != "" {
+		ps = append(ps, wirePart{Text: &a.think, Thought: true})
+	}
 	if a.calls == nil {
 		t := strings.Join(a.text, "")
-		return []wirePart{{Text: &t}}
+		return append(ps, wirePart{Text: &t, ThoughtSignature: a.sig})
 	}
-	ps := make([]wirePart, len(a.calls))
 	for i := range a.calls {
-		ps[i] = wirePart{FunctionCall: &a.calls[i]}
+		ps = append(ps, wirePart{FunctionCall: &a.calls[i]})
+		if i == 0 {
+			ps[len(ps)-1].ThoughtSignature = a.sig
+		}
 	}
-	ps[0].ThoughtSignature = a.sig
 	return ps
 }
 
@@ -292,6 +318,9 @@ func (c *call) streamAnswer(a *answer) {
 	if _, ok := c.BeginStream(fakecore.Waiting{Think: think, KeepAlive: func() { c.Comment("keep-alive") }}); !ok {
 		return
 	}
+	if a.think != "" {
+		c.Event("", c.response([]wireCandidate{{Content: &wireContent{Parts: []wirePart{{Text: &a.think, Thought: true}}, Role: "model"}}}, c.usage(0), a.id))
+	}
 	n := len(a.text)
 	if a.calls != nil {
 		n = len(a.calls)
@@ -314,8 +343,12 @@ func (c *call) streamAnswer(a *answer) {
 	if !c.Events(n, send, c.streamErrorData) {
 		return
 	}
-	empty := ""
-	c.Event("", c.response([]wireCandidate{{Content: &wireContent{Parts: []wirePart{{Text: &empty}}, Role: "model"}, FinishReason: a.finish}}, c.usage(a.tokens), a.id))
+	empty, last := "", wirePart{}
+	last.Text = &empty
+	if a.calls == nil {
+		last.ThoughtSignature = a.sig // Gemini 3 signs a text answer's last part
+	}
+	c.Event("", c.response([]wireCandidate{{Content: &wireContent{Parts: []wirePart{last}, Role: "model"}, FinishReason: a.finish}}, c.usage(a.tokens), a.id))
 }
 
 // streamErrorData is FaultStreamError's event: Google's error object.

@@ -95,6 +95,10 @@ type ModelConfig struct {
 	// is not function responses. Without it the model calls one only when the
 	// functionCallingConfig mode is ANY. Mode NONE never calls.
 	ToolCalls bool
+	// ToolRounds is how many rounds of function responses the model takes
+	// before it answers in text: after fewer, it calls functions again.
+	// Zero means 1: the model answers the first responses.
+	ToolRounds int
 	// ParallelToolCalls is how many function calls the model makes at once:
 	// the chosen function, then the declared ones after it in turn. Streamed,
 	// each call is one chunk, as Gemini sends them. Zero or 1 means one; at
@@ -105,8 +109,10 @@ type ModelConfig struct {
 	// older models send them.
 	CallIDs bool
 	// ThoughtSignatures adds a thoughtSignature to the first function call
-	// part, as Gemini 3 models do; the request must then send it back with
-	// that call, or get a 400 INVALID_ARGUMENT.
+	// part, or to the last part of a text answer, as Gemini 3 models do;
+	// the request must then send a call's back with that call, or get a
+	// 400 INVALID_ARGUMENT (as for a signature the fake did not make for
+	// that call).
 	ThoughtSignatures bool
 	// FinishReason, when non-empty, is the finish reason of every complete
 	// answer ("SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL", ...)

@@ -45,11 +45,16 @@
 // another finish reason (ModelConfig.FinishReason: SAFETY, RECITATION,
 // MALFORMED_FUNCTION_CALL, ...) or block every prompt
 // (ModelConfig.BlockReason: promptFeedback.blockReason, no candidates).
+// With generationConfig.thinkingConfig.includeThoughts the answer starts
+// with a thought part ({"text", "thought": true}) counted in
+// thoughtsTokenCount; ModelConfig.ToolRounds makes a tool-use loop of
+// several turns.
 //
 // It refuses, with the Gemini API's own 400 INVALID_ARGUMENT wording, what
 // the real one refuses and an adapter might send: no contents, inlineData
 // that is not base64, a functionResponse without a name, a function call
-// sent back without the thought signature it came with. With
+// sent back without the thought signature it came with, or with one the
+// fake did not make for that call. With
 // Config.APIKey set, any other key gets 400 with ErrorInfo reason
 // API_KEY_INVALID; an unknown model gets 404 NOT_FOUND.
 //

@@ -40,6 +40,7 @@ type genRequest struct {
 		ResponseMIMEType   string          `json:"responseMimeType"`
 		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
 		ResponseSchema     json.RawMessage `json:"responseSchema"`
+		ThinkingConfig     *thinkingConfig `json:"thinkingConfig"`
 	} `json:"generationConfig"`
 }
 
@@ -58,6 +59,7 @@ type part struct {
 		MIMEType string `json:"mimeType"`
 		FileURI  string `json:"fileUri"`
 	} `json:"fileData,omitempty"`
+	Thought          bool          `json:"thought,omitempty"`
 	FunctionCall     *functionCall `json:"functionCall,omitempty"`
 	FunctionResponse *struct {
 		ID       string          `json:"id"`
@@ -218,6 +220,8 @@ func (c *call) validate() string {
 				return "* GenerateContentRequest." + at + ".function_response.name: Name cannot be empty."
 			case p.FunctionCall != nil && sig && j == firstCall(ct.Parts) && p.ThoughtSignature == "":
 				return "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly. Additional data, function call `" + p.FunctionCall.Name + "` , position " + strconv.Itoa(i+1) + "."
+			case p.FunctionCall != nil && p.ThoughtSignature != "" && p.ThoughtSignature != callSignature(c.req.model, p.FunctionCall):
+				return "Corrupted thought signature."
 			}
 		}
 	}

@@ -52,14 +52,30 @@
 //
 // The first candidate is read: its text parts (thought parts left out) are
 // Response.Text and its functionCall parts Response.ToolCalls. A call's
-// ToolCall.ID is Gemini's id when it sent one; otherwise, or when the call
-// carries a thought signature (Gemini 3 models refuse a conversation that
-// drops it), it is "gemini-call:<i>:<signature>:<id>", which the adapter
-// takes apart when the call and its result are sent back. Usage counts
-// promptTokenCount plus toolUsePromptTokenCount as input, candidates plus
-// thoughtsTokenCount as output, cachedContentTokenCount as cached. Streamed,
-// each text part reaches OnChunk as it arrives, and each function call an
-// empty Chunk. Text passes through byte for byte as the SDK decoded it.
+// ToolCall.ID is Gemini's id when it sent one, otherwise
+// "gemini-call:<i>::", which the adapter takes apart when the call and its
+// result are sent back. Usage counts promptTokenCount plus
+// toolUsePromptTokenCount as input, candidates plus thoughtsTokenCount as
+// output (thoughtsTokenCount as Usage.ReasoningTokens),
+// cachedContentTokenCount as cached. Streamed, each text part reaches
+// OnChunk as it arrives, and each function call an empty Chunk. Text
+// passes through byte for byte as the SDK decoded it.
+//
+// # Reasoning
+//
+// Request.Reasoning sets thinkingConfig: includeThoughts, and
+// thinkingBudget [portico.Reasoning.Tokens] when positive (else the
+// model's dynamic budget). Thought parts become Response.Thoughts of
+// [Dialect] "gemini", kind "thought" (their summary text, a run of them
+// one Thought), and so do thought signatures: kind "functionCall", ID the
+// call's ToolCall.ID, for a signed function call (Gemini 3 refuses a
+// conversation that drops it), kind "text" for a signed text part. Sent
+// back from Message.Thoughts, a signature goes on its call or on the
+// message's last text part, and a signed thought part before the text;
+// unsigned summaries and other dialects' thoughts are left out. A
+// ToolCall.ID that carries a signature (as this adapter made them before)
+// is still read. Streamed, thought parts reach OnChunk as Chunk.Reasoning
+// only when Reasoning.Stream asks, and are progress otherwise.
 //
 // Finish reasons:
 //

@@ -87,25 +87,26 @@ func setThinking(cfg *genai.GenerateContentConfig, v any) bool {
 }
 
 // callIDPrefix marks the tool call IDs the adapter makes for function calls
-// that Gemini sent without an id or with a thought signature: a Portico
-// ToolCall has only an ID to carry through the application and back.
+// that Gemini sent without an id.
 const callIDPrefix = "gemini-call:"
 
 // encodeCallID returns the ToolCall.ID of the i-th function call of an
-// answer: Gemini's own id when it sent one and no thought signature,
-// otherwise "gemini-call:<i>:<signature, base64url>:<id>", which
-// [decodeCallID] reverses when the call and its result are sent back.
-// Gemini 3 models refuse a conversation whose function calls lost their
-// thought signatures (https://ai.google.dev/gemini-api/docs/thought-signatures).
-func encodeCallID(i int, id string, sig []byte) string {
-	if id != "" && len(sig) == 0 && !strings.HasPrefix(id, callIDPrefix) {
+// answer: Gemini's own id when it sent one, otherwise
+// "gemini-call:<i>::<id>", which [decodeCallID] reverses when the call and
+// its result are sent back. A call's thought signature travels in the
+// answer's Thoughts, not in its ID, so that no other provider is sent it
+// (https://ai.google.dev/gemini-api/docs/thought-signatures: Gemini 3
+// refuses a conversation whose function calls lost their signatures).
+func encodeCallID(i int, id string) string {
+	if id != "" && !strings.HasPrefix(id, callIDPrefix) {
 		return id
 	}
-	return callIDPrefix + strconv.Itoa(i) + ":" + base64.RawURLEncoding.EncodeToString(sig) + ":" + id
+	return callIDPrefix + strconv.Itoa(i) + "::" + id
 }
 
 // decodeCallID splits a ToolCall.ID into the id and thought signature to send
-// to Gemini: an ID the adapter did not make is sent as it is.
+// to Gemini (a signature in the ID, as this adapter made them before
+// Thoughts, is still read): an ID the adapter did not make is sent as it is.
 func decodeCallID(s string) (id string, sig []byte) {
 	rest, ok := strings.CutPrefix(s, callIDPrefix)
 	if !ok {

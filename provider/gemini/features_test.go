@@ -121,10 +121,12 @@ func TestToolRoundTrip(t *testing.T) {
 }
 
 // Several parallel calls, streamed or whole, with Gemini's ids and a
-// Gemini 3 thought signature that must come back with its call.
+// Gemini 3 thought signature that must come back with its call: it is a
+// Thought of the answer tied to the first call's ID, never in an ID.
 func TestParallelToolCallsIDsAndSignatures(t *testing.T) {
 	cfg := fakegemini.Config{Models: []fakegemini.ModelConfig{{Name: "m", ToolCalls: true, ParallelToolCalls: 3, CallIDs: true, ThoughtSignatures: true}}}
 	var whole []portico.ToolCall
+	var wholeMsg portico.Message
 	for _, stream := range []bool{false, true} {
 		_, m := start(t, cfg, gemini.Config{})
 		req := userReq("m", "weather and time in Rome?")
@@ -142,13 +144,15 @@ func TestParallelToolCallsIDsAndSignatures(t *testing.T) {
 			t.Fatalf("stream %v: %d tool calls, finish %q, %d chunks; want 3, tool_calls, 3 chunks when streamed", stream, len(resp.ToolCalls), resp.FinishReason, chunks)
 		}
 		for i, tc := range resp.ToolCalls {
-			signed := strings.HasPrefix(tc.ID, "gemini-call:0:") && !strings.HasSuffix(tc.ID, ":") && len(tc.ID) > len("gemini-call:0::")
-			if tc.Name != names[i] || !json.Valid(tc.Arguments) || (i == 0) != signed || (i > 0 && !strings.HasPrefix(tc.ID, "fc-")) {
-				t.Errorf("stream %v: ToolCalls[%d] = %q %q %s, want %s, the first carrying its signature, the others Gemini's id", stream, i, tc.ID, tc.Name, tc.Arguments, names[i])
+			if tc.Name != names[i] || !json.Valid(tc.Arguments) || !strings.HasPrefix(tc.ID, "fc-") {
+				t.Errorf("stream %v: ToolCalls[%d] = %q %q %s, want %s with Gemini's id", stream, i, tc.ID, tc.Name, tc.Arguments, names[i])
 			}
 		}
+		if th := resp.Thoughts; len(th) != 1 || th[0].Dialect != gemini.Dialect || th[0].Kind != "functionCall" || th[0].ID != resp.ToolCalls[0].ID || th[0].Signature == "" {
+			t.Errorf("stream %v: Thoughts = %+v, want the first call's signature", stream, th)
+		}
 		if !stream {
-			whole = resp.ToolCalls
+			whole, wholeMsg = resp.ToolCalls, resp.Message()
 			continue
 		}
 		for i := range whole {
@@ -162,7 +166,7 @@ func TestParallelToolCallsIDsAndSignatures(t *testing.T) {
 	s, m := start(t, cfg, gemini.Config{})
 	next := userReq("m", "weather and time in Rome?")
 	next.Tools = []portico.Tool{weatherTool, timeTool}
-	next.Messages = append(next.Messages, portico.Message{Role: portico.RoleAssistant, ToolCalls: whole})
+	next.Messages = append(next.Messages, wholeMsg)
 	for _, tc := range whole {
 		next.Messages = append(next.Messages, portico.Message{Role: portico.RoleTool, ToolCallID: tc.ID, Content: []portico.Part{{Kind: portico.PartText, Text: "ok"}}})
 	}

@@ -68,7 +68,7 @@ func TestGenerateText(t *testing.T) {
 		t.Errorf("words in Text %q = %d, want 5", resp.Text, got)
 	}
 	// 2 words + 3 for the content; 5 candidate tokens + 7 thought tokens.
-	want := portico.Usage{InputTokens: 5, OutputTokens: 12, CachedInputTokens: 2}
+	want := portico.Usage{InputTokens: 5, OutputTokens: 12, ReasoningTokens: 7, CachedInputTokens: 2}
 	if resp.Usage != want || resp.FinishReason != portico.FinishStop || resp.Model != "m" || resp.ID == "" {
 		t.Errorf("Generate = usage %+v finish %q model %q id %q, want %+v stop m and an id", resp.Usage, resp.FinishReason, resp.Model, resp.ID, want)
 	}

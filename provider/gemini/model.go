@@ -194,19 +194,24 @@ func (g *gen) whole(r *genai.GenerateContentResponse) (*portico.Response, error)
 		return nil, g.noCandidate(r.PromptFeedback, r.UsageMetadata)
 	}
 	var text strings.Builder
+	var th thoughtsOf
 	if cand.Content != nil {
 		for _, p := range cand.Content.Parts {
 			if p == nil {
 				continue
 			}
+			id := ""
 			if p.FunctionCall != nil {
 				resp.ToolCalls = append(resp.ToolCalls, toolCall(len(resp.ToolCalls), p))
+				id = resp.ToolCalls[len(resp.ToolCalls)-1].ID
 			} else if !p.Thought {
 				text.WriteString(p.Text)
 			}
+			th.part(p, id)
 		}
 	}
 	resp.Text = text.String()
+	resp.Thoughts = th.list
 	return g.finish(resp, cand.FinishReason)
 }
 
@@ -274,6 +279,7 @@ func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.
 		return nil, g.noCandidate(st.pf, st.um)
 	}
 	st.resp.Text = st.text.String()
+	st.resp.Thoughts = st.th.list
 	return g.finish(st.resp, st.fr)
 }
 
@@ -286,6 +292,7 @@ type streamState struct {
 	pf   *genai.GenerateContentResponsePromptFeedback
 	um   *genai.GenerateContentResponseUsageMetadata // a running total: the last one counts
 	got  bool                                        // a candidate arrived
+	th   thoughtsOf
 }
 
 // next takes in one response of the stream, passing its first candidate's
@@ -295,7 +302,7 @@ func (st *streamState) next(ctx context.Context, r *genai.GenerateContentRespons
 		return nil
 	}
 	if !chunked(r) {
-		adapt.Alive(ctx) // thoughts, usage alone: progress all the same
+		adapt.Alive(ctx) // usage alone: progress all the same
 	}
 	st.resp.Model = cmp.Or(r.ModelVersion, st.resp.Model)
 	st.resp.ID = cmp.Or(r.ResponseID, st.resp.ID)
@@ -311,22 +318,31 @@ func (st *streamState) next(ctx context.Context, r *genai.GenerateContentRespons
 		return nil
 	}
 	for _, p := range cand.Content.Parts {
-		if err := st.part(p); err != nil {
+		if err := st.part(ctx, p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// part takes in one part of a candidate: a function call, or text that is
-// not a thought.
-func (st *streamState) part(p *genai.Part) error {
-	switch {
-	case p == nil:
-	case p.FunctionCall != nil:
+// part takes in one part of a candidate: a function call, text, or a
+// thought (to OnChunk only when the caller asked for the reasoning).
+func (st *streamState) part(ctx context.Context, p *genai.Part) error {
+	if p == nil {
+		return nil
+	}
+	id := ""
+	if p.FunctionCall != nil {
 		st.resp.ToolCalls = append(st.resp.ToolCalls, toolCall(len(st.resp.ToolCalls), p))
+		id = st.resp.ToolCalls[len(st.resp.ToolCalls)-1].ID
+	}
+	st.th.part(p, id)
+	switch {
+	case p.FunctionCall != nil:
 		return st.g.chunk(portico.Chunk{})
-	case !p.Thought && p.Text != "":
+	case p.Thought:
+		return st.g.reasoning(ctx, p.Text)
+	case p.Text != "":
 		st.text.WriteString(p.Text)
 		return st.g.chunk(portico.Chunk{Text: p.Text})
 	}
@@ -334,15 +350,16 @@ func (st *streamState) part(p *genai.Part) error {
 }
 
 // first returns the candidate of index 0, or nil.
-// chunked reports whether r reaches OnChunk: its first candidate has a
-// function call or a text part that is not a thought.
+// chunked reports whether r reaches OnChunk, or progress with its
+// reasoning: its first candidate has a function call, a text part, or a
+// thought with text.
 func chunked(r *genai.GenerateContentResponse) bool {
 	cand := first(r.Candidates)
 	if cand == nil || cand.Content == nil {
 		return false
 	}
 	for _, p := range cand.Content.Parts {
-		if p != nil && (p.FunctionCall != nil || !p.Thought && p.Text != "") {
+		if p != nil && (p.FunctionCall != nil || p.Text != "") {
 			return true
 		}
 	}
@@ -365,7 +382,7 @@ func toolCall(i int, p *genai.Part) portico.ToolCall {
 	if len(fc.Args) > 0 {
 		args, _ = json.Marshal(fc.Args) // decoded from JSON: encodes again
 	}
-	return portico.ToolCall{ID: encodeCallID(i, fc.ID, p.ThoughtSignature), Name: fc.Name, Arguments: args}
+	return portico.ToolCall{ID: encodeCallID(i, fc.ID), Name: fc.Name, Arguments: args}
 }
 
 // finishReason maps Gemini's finish reason onto portico's: STOP is stop;
@@ -397,6 +414,7 @@ func usage(u *genai.GenerateContentResponseUsageMetadata) portico.Usage {
 	return portico.Usage{
 		InputTokens:       int(u.PromptTokenCount) + int(u.ToolUsePromptTokenCount),
 		OutputTokens:      int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount),
+		ReasoningTokens:   int(u.ThoughtsTokenCount),
 		CachedInputTokens: int(u.CachedContentTokenCount),
 	}
 }

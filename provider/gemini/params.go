@@ -46,7 +46,10 @@ func (m *Model) params(req *portico.Request) ([]*genai.Content, *genai.GenerateC
 	} else if n > 0 {
 		cfg.MaxOutputTokens = int32(n)
 	}
-	return contents, cfg, extras(cfg, req.Extra)
+	if err := extras(cfg, req.Extra); err != nil {
+		return nil, nil, err
+	}
+	return contents, cfg, thinking(cfg, req)
 }
 
 // tools declares the request's tools as functions, or nil without tools.
@@ -178,15 +181,23 @@ func systemParts(system *genai.Content, parts []portico.Part) (*genai.Content, e
 	return system, nil
 }
 
-// modelContent encodes an assistant message: its text, then its function
-// calls with the IDs and thought signatures they came with.
+// modelContent encodes an assistant message: its signed thoughts, its
+// text (the last text part with its signature), then its function calls
+// with the IDs and thought signatures they came with (from its Thoughts,
+// or from a ToolCall.ID that carries one, as this adapter made them
+// before Thoughts).
 func modelContent(msg *portico.Message) (*genai.Content, error) {
-	c := &genai.Content{Role: genai.RoleModel, Parts: make([]*genai.Part, 0, len(msg.Content)+len(msg.ToolCalls))}
+	thoughts, textSig, callSigs := thoughtParts(msg)
+	c := &genai.Content{Role: genai.RoleModel, Parts: make([]*genai.Part, 0, len(thoughts)+len(msg.Content)+len(msg.ToolCalls))}
+	c.Parts = append(c.Parts, thoughts...)
 	for _, p := range msg.Content {
 		if p.Kind != portico.PartText {
 			return nil, fmt.Errorf("%v part in an assistant message", p.Kind)
 		}
 		c.Parts = append(c.Parts, &genai.Part{Text: p.Text})
+	}
+	if n := len(c.Parts); textSig != nil && n > len(thoughts) {
+		c.Parts[n-1].ThoughtSignature = textSig
 	}
 	for _, tc := range msg.ToolCalls {
 		args, err := callArgs(tc.Arguments)
@@ -194,6 +205,9 @@ func modelContent(msg *portico.Message) (*genai.Content, error) {
 			return nil, fmt.Errorf("tool call %q: %w", tc.Name, err)
 		}
 		id, sig := decodeCallID(tc.ID)
+		if s, ok := callSigs[tc.ID]; ok {
+			sig = s
+		}
 		c.Parts = append(c.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: tc.Name, Args: args}, ThoughtSignature: sig})
 	}
 	return c, nil
