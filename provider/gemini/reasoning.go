@@ -63,7 +63,7 @@ func unsig(s string) []byte {
 // the last one sent), a signed function call or text part a Thought of its
 // own.
 type thoughtsOf struct {
-	list  []portico.Thought
+	list []portico.Thought
 	open bool // the last Thought is a thought run that may go on
 }
 
