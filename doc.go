@@ -151,6 +151,8 @@
 //   - redisstore: the shared state of every layer over Redis (go-redis v9), a
 //     module of its own; redisstore/redistest starts a private redis-server
 //     for tests.
+//   - bridge/langchaingo: a stack as a langchaingo llms.Model and a
+//     langchaingo model as a Model, a module of its own.
 //
 // The packages cite the public sources of their algorithms (the SRE book,
 // AWS's backoff study, gRPC's retry design, RouteLLM, FrugalGPT, Autellix,
