@@ -29,6 +29,9 @@
 // [fallback.SharedCooldowns]: when each route (or each Quota) may be called
 // again after a Retry-After, and, as a [portico.Cooldowns], when each shared
 // breaker's open interval ends.
+// [SpendStore] is a [spend.Store]: each tenant's spend in each budget
+// window, reserved in all of them by one script. [RespCache] is a
+// [respcache.Store]: cached answers under their hashed keys.
 //
 // # Scripts and time
 //
@@ -126,6 +129,8 @@
 //	portico:fx:epoch                          hash    the effect records' epoch (one server)
 //	portico:fx:epoch:{e<n>}                   hash    the epoch of one hash slot's records (a Cluster)
 //	portico:cd:{k=}                           zset    every cooldown: key -> end (ms, server clock)
+//	portico:sp:{k=<len>:<name><key>}:<w><n>  string  a spend budget's window (w: mi, ho, da, mo; n its number)
+//	portico:rc:{k=<sha-256 of the request>}   string  a cached answer (JSON)
 //	portico:op:{k=<as the keys>}:<id>         string  an operation's record (see above)
 //
 // Every part in angle brackets comes from users (tenant ids, destinations,
@@ -161,7 +166,8 @@
 // cooldown leaves it once ended, and the set expires at its last end. A
 // cooldown's key is a route's Quota or Name, or "breaker:" + the breaker's
 // Name: names the service configures, kept as they are (members of the
-// set, not keys).
+// set, not keys). A spend window's key expires a minute
+// after its window ends, a cached answer at its TTL.
 //
 // # Cooldowns: a local copy, its staleness, and the clocks
 //
