@@ -41,6 +41,8 @@ type Part struct {
 	Kind     PartKind
 	Text     string // when Kind is PartText
 	ImageURL string // when Kind is PartImage: an https: URL or a data: URL
+	// Cache marks a prompt-cache breakpoint after this part; see [CacheTTL].
+	Cache CacheTTL
 }
 
 // Message is one turn of a conversation.
@@ -55,6 +57,9 @@ type Message struct {
 	// only), passed back as [Response].Thoughts gave them; each adapter
 	// sends only its own dialect's (see [Thought]).
 	Thoughts []Thought
+	// Cache marks a prompt-cache breakpoint at the end of this message;
+	// see [CacheTTL].
+	Cache CacheTTL
 }
 
 // Text returns a Message of one text part.

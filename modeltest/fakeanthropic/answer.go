@@ -35,6 +35,12 @@ type block struct {
 	Thinking  string          `json:"thinking"`
 	Signature string          `json:"signature"`
 	Data      string          `json:"data"` // redacted_thinking
+	// The rest is read for the prompt cache only (see cache.go).
+	CacheControl *cacheControl   `json:"cache_control"`
+	Source       json.RawMessage `json:"source"` // image, document
+	ID, Name     string          // tool_use
+	Input        json.RawMessage `json:"input"`       // tool_use
+	ToolUseID    string          `json:"tool_use_id"` // tool_result
 }
 
 // words counts the words of content: a string, or blocks whose text and

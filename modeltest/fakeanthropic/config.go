@@ -98,6 +98,15 @@ type ModelConfig struct {
 	CacheReadInputTokens    int
 	CacheWriteInputTokens   int
 	CacheWrite1hInputTokens int
+	// PromptCache makes the model cache prompts as the API does, from the
+	// request's cache_control breakpoints (tools, system, then messages;
+	// TTL "5m" by default or "1h"; a hit refreshes the entry), and report
+	// its reads and writes in place of the three fields above; the
+	// anthropic-ratelimit-input-tokens headers then leave out the reads, as
+	// the API's ITPM limit does. MinCacheTokens is the shortest prefix
+	// cached, zero meaning [DefaultMinCacheTokens].
+	PromptCache    bool
+	MinCacheTokens int
 	// ToolCalls makes the model call a tool (the one tool_choice names, else
 	// the first) whenever the request declares tools and the last message
 	// is not tool results. Without it the model calls a tool only when

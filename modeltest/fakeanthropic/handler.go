@@ -86,6 +86,9 @@ type call struct {
 	req *messagesRequest
 
 	inputTokens int
+	cacheRead   int // of inputTokens, read from the prompt cache (PromptCache)
+	cacheWrite  int // written to it
+	cacheHour   int // of cacheWrite, for one hour
 }
 
 func (c *call) run() {
@@ -95,6 +98,9 @@ func (c *call) run() {
 		return
 	}
 	c.inputTokens = c.countInput()
+	if c.m.cfg.PromptCache {
+		c.cacheRead, c.cacheWrite, c.cacheHour = c.promptCache(c.Server().Since())
+	}
 	a := c.answer()
 	if c.m.cfg.RateLimit != nil && !c.rateLimit(a) || c.ServeFault(c.statusBody) {
 		return
@@ -274,7 +280,7 @@ func (c *call) contextLength() {
 // the request, answers 429; it reports whether the answer goes on.
 func (c *call) rateLimit(a *answer) bool {
 	rl := c.m.cfg.RateLimit
-	q := c.m.quota(c.Server().Since(), c.inputTokens, a.tokens)
+	q := c.m.quota(c.Server().Since(), c.inputTokens-c.cacheRead, a.tokens) // cache reads do not count
 	// The window's end, on the second: Anthropic's resets are RFC 3339
 	// times of whole seconds.
 	end := time.Now().Add(q.reset)

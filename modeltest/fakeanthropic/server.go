@@ -25,6 +25,8 @@ type model struct {
 	reqs int   // requests counted in it
 	in   int   // input tokens counted in it
 	out  int   // output tokens counted in it
+
+	cache map[uint64]time.Duration // prompt cache: prefix hash -> end of life, on the server's clock
 }
 
 // New returns a Server that is not listening: serve its [Server.Handler]

@@ -53,6 +53,9 @@ func (c *call) usage(output int) wireUsage {
 	read := max(0, min(c.m.cfg.CacheReadInputTokens, c.inputTokens))
 	write := max(0, min(c.m.cfg.CacheWriteInputTokens, c.inputTokens-read))
 	hour := max(0, min(c.m.cfg.CacheWrite1hInputTokens, write))
+	if c.m.cfg.PromptCache {
+		read, write, hour = c.cacheRead, c.cacheWrite, c.cacheHour
+	}
 	return wireUsage{InputTokens: c.inputTokens - read - write, CacheCreationInputTokens: write, CacheReadInputTokens: read,
 		CacheCreation: wireCacheCreation{Ephemeral5m: write - hour, Ephemeral1h: hour}, OutputTokens: output}
 }

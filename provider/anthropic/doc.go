@@ -96,6 +96,17 @@
 // long turn, to be sent back to continue) and any other value pass through
 // unchanged (see [portico.FinishReason]).
 //
+// # Prompt caching
+//
+// A cache breakpoint ([portico.CacheTTL]) on a part becomes cache_control
+// {"type":"ephemeral"} on its block ({"ttl":"1h", ...} for Cache1h), and
+// one on a message the same on the message's last block (the last of the
+// system prompt for a system message; a tool result's block). The API
+// takes at most 4 breakpoints and every one-hour breakpoint before the
+// five-minute ones: a request otherwise is refused before sending, as
+// Incompatible, since another provider may take it
+// (https://docs.claude.com/en/docs/build-with-claude/prompt-caching).
+//
 // # Usage and cache tokens
 //
 // Anthropic's input_tokens counts only the input after the last cache

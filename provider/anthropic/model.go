@@ -108,6 +108,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), &adapt.Exchange{}, model, false)
 	}
+	if err := breakpoints(req); err != nil {
+		return nil, err
+	}
 	params, err := m.params(req, model)
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}

@@ -55,7 +55,7 @@ func message(p *sdk.MessageNewParams, msg *portico.Message, afterResult bool) er
 	turn := sdk.MessageParam{OfUser: &sdk.UserMessageParam{}}
 	switch msg.Role {
 	case portico.RoleSystem:
-		return system(p, msg.Content)
+		return system(p, msg.Content, msg.Cache)
 	case portico.RoleUser:
 		turn.OfUser.Content, err = userBlocks(msg.Content)
 	case portico.RoleAssistant:
@@ -65,25 +65,35 @@ func message(p *sdk.MessageNewParams, msg *portico.Message, afterResult bool) er
 		block, rerr := toolResult(msg)
 		if n := len(p.Messages); rerr == nil && n > 0 && afterResult {
 			p.Messages[n-1].OfUser.Content = append(p.Messages[n-1].OfUser.Content, block)
+			markLast(p.Messages[n-1].OfUser.Content, msg.Cache)
 			return nil
 		}
 		turn.OfUser.Content, err = []sdk.ContentBlockParamUnion{block}, rerr
 	default:
 		return fmt.Errorf("unknown role %q", msg.Role)
 	}
+	if turn.OfAssistant != nil {
+		markLast(turn.OfAssistant.Content, msg.Cache)
+	} else {
+		markLast(turn.OfUser.Content, msg.Cache)
+	}
 	p.Messages = append(p.Messages, turn)
 	return err
 }
 
-// system adds a system message's text to the system prompt.
-func system(p *sdk.MessageNewParams, parts []portico.Part) error {
+// system adds a system message's text to the system prompt, its
+// breakpoint (cache) on the last block.
+func system(p *sdk.MessageNewParams, parts []portico.Part, cache portico.CacheTTL) error {
 	for _, part := range parts {
 		if part.Kind != portico.PartText {
 			return fmt.Errorf("%v part in a system message", part.Kind)
 		}
 		if part.Text != "" {
-			p.System = append(p.System, sdk.TextBlockParam{Text: part.Text})
+			p.System = append(p.System, sdk.TextBlockParam{Text: part.Text, CacheControl: cacheControl(part.Cache)})
 		}
+	}
+	if n := len(p.System); n > 0 && cache != portico.NoCache {
+		p.System[n-1].CacheControl = cacheControl(cache)
 	}
 	return nil
 }
@@ -176,13 +186,14 @@ func appendParts[B any](blocks []B, parts []portico.Part, text func(*sdk.TextBlo
 		switch part.Kind {
 		case portico.PartText:
 			if part.Text != "" {
-				blocks = append(blocks, text(&sdk.TextBlockParam{Text: part.Text}))
+				blocks = append(blocks, text(&sdk.TextBlockParam{Text: part.Text, CacheControl: cacheControl(part.Cache)}))
 			}
 		case portico.PartImage:
 			img, err := imageBlock(part.ImageURL)
 			if err != nil {
 				return nil, err
 			}
+			img.CacheControl = cacheControl(part.Cache)
 			blocks = append(blocks, image(img))
 		default:
 			return nil, fmt.Errorf("unknown part kind %v", part.Kind)
