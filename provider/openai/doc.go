@@ -43,13 +43,25 @@
 // dialect.go) and message. A response cut by max_output_tokens (status
 // incomplete) finishes with portico.FinishLength.
 //
+// Request.Reasoning becomes reasoning.effort (its Level) with
+// reasoning.summary "auto". Each reasoning item of the answer is a
+// portico.Thought of [ResponsesDialect]: its summary as Text, its
+// encrypted content as Signature. An assistant message's Thoughts of that
+// dialect are sent back as reasoning items before the message's text and
+// function calls, as the model made them; another provider's Thoughts
+// are left out.
+//
 // # Keeping state
 //
 // By default nothing is kept at OpenAI: a Responses model sends "store":
-// false with "include": ["reasoning.encrypted_content"], and every request
-// carries the whole conversation. [ResponsesConfig.Store] keeps each
-// response at OpenAI, so that a request may name the previous one in
-// Request.Extra["previous_response_id"] and send only the new messages.
+// false, every request carries the whole conversation, and a request that
+// reasons asks for "include": ["reasoning.encrypted_content"], so that its
+// reasoning items come back encrypted and go back in the next turn's
+// input (a reasoning item without its encrypted content is then left out:
+// OpenAI could not find it). [ResponsesConfig.Store] keeps each response
+// at OpenAI, so that a request may name the previous one in
+// Request.Extra["previous_response_id"] and send only the new messages,
+// and reasoning items go back by their id.
 //
 // # One layer owns retries
 //

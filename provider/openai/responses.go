@@ -3,6 +3,7 @@ package openai
 import (
 	"cmp"
 	"context"
+	"strings"
 
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -22,11 +23,11 @@ type ResponsesConfig struct {
 	// Store keeps each response at OpenAI ("store": true), so that a
 	// later request may name it in previous_response_id (Request.Extra)
 	// rather than send the conversation again; see "Keeping state" in
-	// the package doc. False (the default) sends "store": false and asks
-	// for the encrypted reasoning items ("include":
-	// ["reasoning.encrypted_content"]) that the next request carries back,
-	// so that nothing is kept at OpenAI and any route of the account can
-	// take the next turn.
+	// the package doc. False (the default) sends "store": false and, when
+	// the request reasons (Request.Reasoning, or Thoughts of
+	// [ResponsesDialect] in its messages), asks for the encrypted
+	// reasoning items ("include": ["reasoning.encrypted_content"]) that
+	// the next request carries back, so that nothing is kept at OpenAI.
 	Store bool
 	// IncludeProviderMessage is [Config.IncludeProviderMessage].
 	IncludeProviderMessage bool
@@ -54,11 +55,14 @@ func NewResponses(cfg ResponsesConfig, opts ...option.RequestOption) *Responses 
 
 // Generate sends req as one response of the Responses API, streamed when
 // req.OnChunk is set, and returns the answer: text, function calls,
-// finish reason, usage, the response's id and model, and the provider's
-// rate-limit headers. Streamed text deltas reach OnChunk as they arrive,
-// and an empty Chunk for each function call and each of its argument
-// deltas; every other event (response.created, a reasoning summary delta,
-// an item's boundary) counts as progress only.
+// reasoning items as Thoughts of [ResponsesDialect], finish reason, usage
+// (cached input and reasoning tokens included), the response's id and
+// model, and the provider's rate-limit headers. Streamed text deltas
+// reach OnChunk as they arrive, and an empty Chunk for each function call
+// and each of its argument deltas; reasoning summary deltas reach it as
+// Chunk.Reasoning when req.Reasoning.Stream asks, and are progress only
+// otherwise, as every other event is (response.created, an item's
+// boundary).
 //
 // Every error is a [*portico.Error], classified as [Model.Generate]'s
 // are; an error event or a response.failed event inside the stream is
@@ -133,11 +137,30 @@ func (r *Responses) answer(resp *responses.Response, x *adapt.Exchange, model st
 			}
 		case "function_call":
 			out.ToolCalls = append(out.ToolCalls, portico.ToolCall{ID: it.CallID, Name: it.Name, Arguments: []byte(it.Arguments.OfString)})
+		case "reasoning":
+			out.Thoughts = append(out.Thoughts, thought(it))
 		}
 	}
 	out.Text = string(text)
 	out.FinishReason = responsesFinish(resp, len(out.ToolCalls) > 0)
 	return out, nil
+}
+
+// thought is the Thought of a reasoning item: its summary's parts (else
+// its reasoning text's) joined by blank lines, and its encrypted content.
+func thought(it *responses.ResponseOutputItemUnion) portico.Thought {
+	var parts []string
+	for _, s := range it.Summary {
+		parts = append(parts, s.Text)
+	}
+	if len(parts) == 0 {
+		for _, c := range it.Content {
+			if c.Type == "reasoning_text" {
+				parts = append(parts, c.Text)
+			}
+		}
+	}
+	return portico.Thought{Dialect: ResponsesDialect, Kind: "reasoning", ID: it.ID, Text: strings.Join(parts, "\n\n"), Signature: it.EncryptedContent}
 }
 
 // failed is the error of a response whose status is "failed": what its
@@ -174,6 +197,7 @@ func responsesUsage(u *responses.ResponseUsage) portico.Usage {
 	return portico.Usage{
 		InputTokens:       int(u.InputTokens),
 		OutputTokens:      int(u.OutputTokens),
+		ReasoningTokens:   int(u.OutputTokensDetails.ReasoningTokens),
 		CachedInputTokens: int(u.InputTokensDetails.CachedTokens),
 	}
 }
@@ -185,14 +209,14 @@ func checkResponse(resp *responses.Response) string {
 	case !allTyped(tString, resp.JSON.ID, resp.JSON.Model, resp.JSON.Status) || !typed(resp.JSON.Output, tArray) || !typed(resp.JSON.Usage, tObject):
 		return "mistyped response"
 	case !allTyped(tInt, u.JSON.InputTokens, u.JSON.OutputTokens, u.InputTokensDetails.JSON.CachedTokens, u.OutputTokensDetails.JSON.ReasoningTokens) ||
-		u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokensDetails.CachedTokens < 0:
+		u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokensDetails.CachedTokens < 0 || u.OutputTokensDetails.ReasoningTokens < 0:
 		return "mistyped usage"
 	case resp.ID == "" || resp.Status == "":
 		return "no id or status"
 	}
 	for i := range resp.Output {
 		it := &resp.Output[i]
-		if !allTyped(tString, it.JSON.Type, it.JSON.ID, it.JSON.CallID, it.JSON.Name) || !typed(it.JSON.Content, tArray) {
+		if !allTyped(tString, it.JSON.Type, it.JSON.ID, it.JSON.CallID, it.JSON.Name, it.JSON.EncryptedContent) || !allTyped(tArray, it.JSON.Content, it.JSON.Summary) {
 			return "mistyped output item"
 		}
 		if it.Type == "function_call" && !typed(it.JSON.Arguments, tString) {

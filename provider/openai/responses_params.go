@@ -28,7 +28,7 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 	items := make(responses.ResponseInputParam, 0, len(req.Messages))
 	for i := range req.Messages {
 		var err error
-		if items, err = inputItems(items, &req.Messages[i]); err != nil {
+		if items, err = inputItems(items, &req.Messages[i], r.cfg.Store); err != nil {
 			return p, nil, fmt.Errorf("openai: message %d: %w", i, err)
 		}
 	}
@@ -60,7 +60,11 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 		p.MaxOutputTokens = param.NewOpt(int64(n))
 	}
 	p.Store = param.NewOpt(r.cfg.Store)
-	if !r.cfg.Store {
+	if rs := req.Reasoning; rs != nil {
+		p.Reasoning.Effort = shared.ReasoningEffort(rs.Level())
+		p.Reasoning.Summary = shared.ReasoningSummaryAuto
+	}
+	if !r.cfg.Store && (req.Reasoning != nil || ownThoughts(req.Messages)) {
 		p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 	}
 	var opts []option.RequestOption
@@ -76,8 +80,9 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 	return p, opts, nil
 }
 
-// inputItems appends the input items of one message to items.
-func inputItems(items responses.ResponseInputParam, msg *portico.Message) (responses.ResponseInputParam, error) {
+// inputItems appends the input items of one message to items; stored
+// says whether OpenAI keeps the responses (ResponsesConfig.Store).
+func inputItems(items responses.ResponseInputParam, msg *portico.Message, stored bool) (responses.ResponseInputParam, error) {
 	switch msg.Role {
 	case portico.RoleSystem:
 		text, err := adapt.TextOnly(msg.Content)
@@ -108,6 +113,7 @@ func inputItems(items responses.ResponseInputParam, msg *portico.Message) (respo
 		if err != nil {
 			return items, err
 		}
+		items = reasoningItems(items, msg.Thoughts, stored)
 		if text != "" || len(msg.ToolCalls) == 0 {
 			items = append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleAssistant))
 		}
@@ -125,4 +131,45 @@ func inputItems(items responses.ResponseInputParam, msg *portico.Message) (respo
 		return append(items, out), nil
 	}
 	return items, fmt.Errorf("unknown role %q", msg.Role)
+}
+
+// ResponsesDialect is the [portico.Thought].Dialect of the reasoning items a
+// [Responses] model returns and alone sends back: Kind "reasoning", ID the
+// item's id, Text its summary (its parts joined by blank lines), Signature
+// its encrypted content.
+const ResponsesDialect = "openai-responses"
+
+// reasoningItems appends the reasoning items of an assistant message's
+// Thoughts of ResponsesDialect, in order, before the message's own items,
+// as the model made them: each with its encrypted content, or by its id
+// alone when OpenAI stored it; one with neither is left out, as are the
+// Thoughts of other dialects (another provider's blocks).
+func reasoningItems(items responses.ResponseInputParam, thoughts []portico.Thought, stored bool) responses.ResponseInputParam {
+	for _, t := range thoughts {
+		if t.Dialect != ResponsesDialect || t.Kind != "reasoning" || t.Signature == "" && (!stored || t.ID == "") {
+			continue
+		}
+		it := responses.ResponseReasoningItemParam{ID: t.ID, Summary: []responses.ResponseReasoningItemSummaryParam{}}
+		if t.Text != "" {
+			it.Summary = append(it.Summary, responses.ResponseReasoningItemSummaryParam{Text: t.Text})
+		}
+		if t.Signature != "" {
+			it.EncryptedContent = param.NewOpt(t.Signature)
+		}
+		items = append(items, responses.ResponseInputItemUnionParam{OfReasoning: &it})
+	}
+	return items
+}
+
+// ownThoughts reports whether an assistant message of msgs carries a
+// Thought of ResponsesDialect.
+func ownThoughts(msgs []portico.Message) bool {
+	for i := range msgs {
+		for _, t := range msgs[i].Thoughts {
+			if t.Dialect == ResponsesDialect {
+				return true
+			}
+		}
+	}
+	return false
 }

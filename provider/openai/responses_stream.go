@@ -19,7 +19,7 @@ import (
 func (r *Responses) stream(ctx context.Context, req *portico.Request, params responses.ResponseNewParams, opts []option.RequestOption, x *adapt.Exchange, model string) (*portico.Response, error) {
 	s := r.chat.client.Responses.NewStreaming(ctx, params, opts...)
 	defer s.Close()
-	st := respStream{r: r, req: req, x: x, model: model}
+	st := respStream{r: r, req: req, x: x, model: model, reason: req.Reasoning != nil && req.Reasoning.Stream}
 	for s.Next() {
 		if ctx.Err() != nil {
 			break // no chunk reaches the caller after it canceled
@@ -46,13 +46,14 @@ func (r *Responses) stream(ctx context.Context, req *portico.Request, params res
 
 // respStream is what a streamed response has said so far; stream owns it.
 type respStream struct {
-	r     *Responses
-	req   *portico.Request
-	x     *adapt.Exchange
-	model string
-	id    string
-	text  strings.Builder
-	final *responses.Response // the response of response.completed or .incomplete
+	r      *Responses
+	req    *portico.Request
+	x      *adapt.Exchange
+	model  string
+	reason bool // the caller asked for the reasoning stream (Reasoning.Stream)
+	id     string
+	text   strings.Builder
+	final  *responses.Response // the response of response.completed or .incomplete
 }
 
 // event takes in one event; done is true after the terminal event.
@@ -66,6 +67,15 @@ func (st *respStream) event(ctx context.Context, ev *responses.ResponseStreamEve
 		return false, st.chunk(portico.Chunk{Text: ev.Delta})
 	case "response.function_call_arguments.delta":
 		return false, st.chunk(portico.Chunk{})
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		if !typed(ev.JSON.Delta, tString) {
+			return false, malformed(st.x, st.model, "mistyped event")
+		}
+		if st.reason {
+			return false, st.chunk(portico.Chunk{Reasoning: ev.Delta})
+		}
+		portico.Progress(ctx, portico.Chunk{Reasoning: ev.Delta})
+		return false, nil
 	case "response.output_item.added":
 		if ev.Item.Type == "function_call" {
 			return false, st.chunk(portico.Chunk{})
@@ -77,7 +87,11 @@ func (st *respStream) event(ctx context.Context, ev *responses.ResponseStreamEve
 		if why := checkResponse(&ev.Response); why != "" {
 			return false, malformed(st.x, st.model, why)
 		}
-		return false, st.r.failed(&ev.Response, st.x, st.model)
+		err := st.r.failed(&ev.Response, st.x, st.model)
+		if ev.Response.JSON.Usage.Valid() {
+			adapt.Billed(err, responsesUsage(&ev.Response.Usage)) // what it spent before it failed
+		}
+		return false, err
 	case "error":
 		f := errorFields{Code: ev.Code, Message: ev.Message, Param: ev.Param, Found: true}
 		return false, st.r.chat.inBand(f, st.x, st.model)
