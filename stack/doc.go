@@ -7,11 +7,13 @@
 // nothing but [portico.Chain] calls in this order, outermost first:
 //
 //	trace.Wrap                 (Config.Tracer)         one span per request
-//	user middleware            (Config.Middleware)     a cache, a logger
+//	response cache             (Config.Cache)          a hit spends nothing below
+//	user middleware            (Config.Middleware)     a logger, a rewrite
 //	end-to-end deadline        (Config.Deadline,       Request.Validate, the size
 //	                            Contract.Deadline,     cap; the budget from here
 //	                            Config.MaxRequestBytes)
 //	ratelimit, per client      (Config.Client)         who gets in, how much
+//	spend budgets              (Config.Spend)          the tenant's money per window
 //	fallback.Group             (more than one route)   which route, in order;
 //	                           (Config.Hedge)          hedges to the next route
 //	  per route:
@@ -41,6 +43,11 @@
 // (ratelimit.Wait) is part of the budget and the limiter refuses at once a
 // wait that cannot end before it; the client limit comes before
 // any other work so a client in an error loop is refused cheaply; the
+// response cache comes before all of them, so a hit takes no token, budget
+// or time; spend budgets come after the client limit, so a call the limit
+// refuses reserves nothing, and outside the routes, so they settle the
+// whole cost of a request (Response.Cost: its answer, billed failures, a
+// losing hedge); the
 // deadline is outside fallback, so the fallback splits one budget between
 // its candidates; the breaker sits outside retry so it sees one outcome per
 // call, not one per attempt; validate sits inside retry (and inside the

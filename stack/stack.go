@@ -12,7 +12,9 @@ import (
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/respcache"
 	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/spend"
 	"github.com/portico-llm/portico/throttle"
 	"github.com/portico-llm/portico/trace"
 )
@@ -90,6 +92,17 @@ type Config struct {
 	// deadline or limits (a cache), or set what the layers below read (a
 	// Contract.Deadline).
 	Middleware []portico.Middleware
+	// Cache, when non-nil, is a response cache (package respcache), the
+	// first layer inside the request span: a hit spends no deadline,
+	// limit, budget or route call, and only answers the layers below
+	// accepted are cached. Nil means none.
+	Cache *respcache.Config
+	// Spend, when non-nil, keeps spend budgets (package spend) below the
+	// client limiter and above the routes. Its empty Routes are filled
+	// with the routes' Capabilities, a nil Estimator with the group's, and
+	// with a Shared.Store an empty Shared.Name with "spend". Nil means
+	// none.
+	Spend *spend.Config
 }
 
 // DefaultMaxRequestBytes is the request size limit of a stack whose
@@ -108,6 +121,8 @@ type Stack struct {
 	model  portico.Model
 	client *ratelimit.Limiter
 	routes map[string]*built
+	cache  *respcache.Cache
+	spend  *spend.Budgets
 }
 
 // Generate sends req through the stack; see the package documentation for the
@@ -183,9 +198,15 @@ func New(cfg Config) (*Stack, error) {
 			return nil, fmt.Errorf("stack: Config.Client: %w", err)
 		}
 	}
+	if err := s.buildTenant(cfg, est); err != nil {
+		return nil, err
+	}
 	var mws []portico.Middleware
 	if cfg.Tracer != nil {
 		mws = append(mws, cfg.Tracer.Wrap)
+	}
+	if s.cache != nil {
+		mws = append(mws, s.cache.Wrap) // first: a hit spends nothing
 	}
 	mws = append(mws, cfg.Middleware...)
 	// Outside the client limiter: time spent waiting to be admitted counts
@@ -194,6 +215,9 @@ func New(cfg Config) (*Stack, error) {
 	mws = append(mws, deadline(cfg.Deadline, cfg.MaxRequestBytes))
 	if s.client != nil {
 		mws = append(mws, s.client.Wrap)
+	}
+	if s.spend != nil {
+		mws = append(mws, s.spend.Wrap)
 	}
 	s.model = portico.Chain(inner, mws...)
 	return s, nil
