@@ -304,8 +304,11 @@
 // fails, an instance admits from the lease it holds until its end, then
 // as Shared buckets says (failing open on its share, within the
 // allowance A stated there, or refusing), so that the bound under faults
-// is b + r·dt + L + A. redisstore's TestLeaseBoundTenInstances checks
-// it against a real Redis.
+// is b + r·dt + L + A (plus b when the store lost its data, as above).
+// redisstore's TestLeaseBoundTenInstances checks it over ten instances
+// against a real Redis, and TestLeaseFaults with the store stopped,
+// paused, killed and restarted empty, slow, and losing replies, failing
+// open and closed.
 //
 // [Auto], the zero Sharing, is Leased where a lease holds at least ten
 // calls of every bucket: a RequestBurst of at least 1,000 requests and a

@@ -71,8 +71,10 @@ type LeaseStore interface {
 	// at least, want at most, of each bucket as much as it holds between
 	// the two, both buckets or neither. It returns what it took; when
 	// need does not fit, it takes nothing (back is given all the same)
-	// and returns the wait after which the same need would fit and the
-	// bucket that refused, as Take does.
+	// and returns the bucket that refused, as Take does, and the wait
+	// after which want would fit: the instance asks again when a whole
+	// lease can be had, not for every call (at most a lease's refill
+	// later than need alone).
 	Lease(ctx context.Context, key string, lim *Limits, back, need, want Grant) (got Grant, wait time.Duration, which string, err error)
 }
 
@@ -121,18 +123,23 @@ type leases struct {
 // until its end, then the next call gives back held and owed and takes a
 // new one, in one round trip.
 type lease struct {
-	mu     sync.Mutex
-	held   Grant // tokens may be negative: a surcharge owed
-	size   Grant
-	taken  Grant         // what calls took of it: its use, which sizes the next
-	owed   int           // tokens to give back beyond held
-	end    time.Duration // mono: the lease admits no call from then; 0 none
-	last   time.Duration // mono: the last call, for sweeping
-	renew  chan struct{} // closed when the lease under way is granted or refused
-	view   *portico.RateLimit
-	refuse time.Duration // mono: until then a call needing at least refuseCost is refused
-	// refuseCost is the tokens (0: any call, the request bucket refused)
-	// of the refusal, which says which bucket it was.
+	mu   sync.Mutex
+	held Grant // tokens may be negative: a surcharge owed
+	size Grant
+	// asked is what calls needed since the last lease began, admitted or
+	// refused: the key's demand on this instance, which sizes the next.
+	asked Grant
+	since time.Duration // mono: when the last lease was asked for
+	owed  int           // tokens to give back beyond held
+	end   time.Duration // mono: the lease admits no call from then
+	live  bool          // a lease is held (until end)
+	last  time.Duration // mono: the last call, for sweeping
+	renew chan struct{} // closed when the lease under way is granted or refused
+	view  *portico.RateLimit
+	// Until refuse (mono), a call needing at least refuseCost tokens (0:
+	// any call, the request bucket refused) is refused, by refuseWhich
+	// ("": none).
+	refuse      time.Duration
 	refuseCost  int
 	refuseWhich string
 }
@@ -227,7 +234,9 @@ func (g Grant) fits(n Grant) bool { return g.Requests >= n.Requests && g.Tokens 
 // when the one held cannot admit it (its end passed, too little left).
 // Its results are the store's Take's: a wait is a refusal, remembered
 // until it passes for calls needing as much, so that a tenant over its
-// limit does not ask the store on every call.
+// limit does not ask the store on every call; it lasts until the store
+// would hold the lease asked for, which may be later than this call
+// alone would fit (by a hundredth of the burst's refill at most).
 func (ls *leases) take(ctx context.Context, key string, lim *Limits, cost int) (time.Duration, string, error) {
 	n := need(lim, cost)
 	now := mono.Now()
@@ -245,15 +254,15 @@ func (ls *leases) take(ctx context.Context, key string, lim *Limits, cost int) (
 		e.mu.Lock()
 	}
 	e.last = now
-	if now < e.end && e.held.fits(n) {
+	if e.live && now < e.end && e.held.fits(n) {
 		e.held.Requests -= n.Requests
 		e.held.Tokens -= n.Tokens
-		e.taken.Requests += n.Requests
-		e.taken.Tokens += n.Tokens
+		e.ask(n)
 		e.mu.Unlock()
 		return 0, "", nil
 	}
-	if now < e.refuse && n.Tokens >= e.refuseCost {
+	if e.refuseWhich != "" && now < e.refuse && n.Tokens >= e.refuseCost {
+		e.ask(n)
 		w, which := e.refuse-now, e.refuseWhich
 		e.mu.Unlock()
 		return w, which, nil
@@ -278,32 +287,42 @@ func (ls *leases) take(ctx context.Context, key string, lim *Limits, cost int) (
 	case err != nil: // back is lost or given: either way this instance holds none of it
 		return 0, "", err
 	case wait > 0:
+		e.ask(n)
 		e.refuse, e.refuseCost, e.refuseWhich = mono.Add(now, wait), n.Tokens, which
 		if which == "requests" {
 			e.refuseCost = 0
 		}
 		return wait, which, nil
 	}
-	e.size, e.taken = got, n
+	e.size = got
+	e.ask(n)
 	e.held.Requests += got.Requests - n.Requests
 	e.held.Tokens += got.Tokens - n.Tokens
-	e.end = mono.Add(now, lim.Period/leaseTerms)
-	e.refuse = 0
+	e.end, e.live = mono.Add(now, lim.Period/leaseTerms), true
+	e.refuseWhich = ""
 	return 0, "", nil
+}
+
+// ask counts a call needing n in the key's demand, with e.mu held.
+func (e *lease) ask(n Grant) {
+	e.asked.Requests += n.Requests
+	e.asked.Tokens += n.Tokens
 }
 
 // handBack ends e's lease, with e.mu held, and returns what the store
 // gets back, how much of each bucket the next lease of a call needing n
 // asks for, and the provider's view to adopt first (nil: none). The ask
-// is twice what the calls took of the ended lease, refunds aside (so that a hot key's leases
-// double up to the cap, a hundredth of each burst, and an idle key's
-// shrink to its calls), at least n; a lease that ended more than a term
-// ago says nothing of the key's use now.
+// is twice what calls needed since the last lease was asked for,
+// admitted or refused, refunds aside (so that a hot key's leases double
+// up to the cap, a hundredth of each burst, and an idle key's shrink to
+// its calls), at least n; a demand older than two terms says nothing of
+// the key's use now.
 func (e *lease) handBack(lim *Limits, n Grant, now time.Duration) (back, want Grant, view *portico.RateLimit) {
-	used := e.taken
-	if e.end == 0 || now-e.end > lim.Period/leaseTerms {
+	used := e.asked
+	if now-e.since > 2*(lim.Period/leaseTerms) {
 		used = Grant{}
 	}
+	e.asked, e.since = Grant{}, now
 	back = Grant{Requests: e.held.Requests, Tokens: e.held.Tokens + e.owed}
 	want = Grant{Requests: leaseAsk(2*used.Requests, n.Requests, lim.RequestBurst), Tokens: leaseAsk(2*used.Tokens, n.Tokens, lim.TokenBurst)}
 	if n.Requests == 0 {
@@ -312,7 +331,7 @@ func (e *lease) handBack(lim *Limits, n Grant, now time.Duration) (back, want Gr
 	if n.Tokens == 0 && lim.Tokens == 0 {
 		want.Tokens = 0
 	}
-	e.held, e.size, e.taken, e.owed, e.end = Grant{}, Grant{}, Grant{}, 0, 0
+	e.held, e.size, e.owed, e.live = Grant{}, Grant{}, 0, false
 	view, e.view = e.view, nil
 	return back, want, view
 }

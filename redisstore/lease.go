@@ -49,8 +49,9 @@ func (b *Buckets) Lease(ctx context.Context, key string, lim *ratelimit.Limits, 
 // as settleScript does (never above a burst), then checks the need as
 // takeScript checks a call's cost, both buckets before either is
 // charged, and takes of each bucket what it holds between need and want.
-// Returns {0, 0, requests, tokens} taken, else {wait in microseconds,
-// 1 for tokens or 2 for requests, 0, 0}.
+// Returns {0, 0, requests, tokens} taken, else {wait in microseconds
+// until both buckets hold want, 1 for tokens or 2 for requests (the
+// bucket short of need), 0, 0}.
 var leaseScript = redis.NewScript(bucketLib + onceLib + `
 return once(function()
 local tr, tb, rr, rb = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -68,22 +69,16 @@ elseif tok and bt < 0 then
 end
 if req and br > 0 then req.level = math.min(req.burst, req.level + br * 1000000); gave = true end
 local eps = 0.001 -- a billionth of a token: float noise of the refill
-local function refuse(w, which)
+-- refuse returns the wait until both buckets hold what is wanted.
+local function refuse(which)
   if gave then save(bs) end
-  return {math.min(math.max(w, 1), 9007199254740992), which, 0, 0}
+  local w = 1
+  if tok and wt * 1000000 - tok.level > eps then w = math.max(w, wait(tok, wt * 1000000 - tok.level)) end
+  if req and wr * 1000000 - req.level > eps then w = math.max(w, wait(req, wr * 1000000 - req.level)) end
+  return {math.min(math.ceil(w), 9007199254740992), which, 0, 0}
 end
-if tok then
-  local short = nt * 1000000 - tok.level
-  if short > eps then
-    local w = wait(tok, short)
-    if req and req.level < nr * 1000000 - eps then w = math.max(w, wait(req, nr * 1000000 - req.level)) end
-    return refuse(w, 1)
-  end
-end
-if req then
-  local short = nr * 1000000 - req.level
-  if short > eps then return refuse(wait(req, short), 2) end
-end
+if tok and nt * 1000000 - tok.level > eps then return refuse(1) end
+if req and nr * 1000000 - req.level > eps then return refuse(2) end
 local gr, gt = 0, 0
 if req then
   gr = math.max(nr, math.min(wr, math.floor((req.level + eps) / 1000000)))
