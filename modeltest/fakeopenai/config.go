@@ -72,6 +72,13 @@ type ModelConfig struct {
 	// (DeepSeek, vLLM, SGLang, llama.cpp) or "reasoning" (OpenRouter,
 	// Ollama). Empty means "reasoning_content".
 	ReasoningField string
+	// ReasoningTokens is reported as usage.completion_tokens_details.
+	// reasoning_tokens, and counted in completion_tokens, as OpenAI's
+	// reasoning models report the tokens they thought in
+	// (https://platform.openai.com/docs/guides/reasoning). A non-streamed
+	// answer then also carries its reasoning text in ReasoningField, as an
+	// OpenAI-compatible reasoning server's message does. Zero means none.
+	ReasoningTokens int
 	// KeepAliveEvery, when positive (and ThinkEvery zero), makes a streamed
 	// answer send only SSE comments (": keep-alive", as OpenRouter's
 	// ": OPENROUTER PROCESSING") while it waits its TTFT. Zero means none.

@@ -62,7 +62,9 @@ type wireCompletion struct {
 }
 
 func (c *call) usage(a *answer) *wireUsage {
-	u := &wireUsage{PromptTokens: c.inputTokens, CompletionTokens: a.tokens, TotalTokens: c.inputTokens + a.tokens}
+	r := max(0, c.m.cfg.ReasoningTokens)
+	u := &wireUsage{PromptTokens: c.inputTokens, CompletionTokens: a.tokens + r, TotalTokens: c.inputTokens + a.tokens + r}
+	u.CompletionTokensDetails.ReasoningTokens = r
 	u.PromptTokensDetails.CachedTokens = max(0, min(c.m.cfg.CachedInputTokens, c.inputTokens))
 	return u
 }
@@ -86,17 +88,19 @@ func (c *call) whole(a *answer) {
 		Usage:             c.usage(a),
 		SystemFingerprint: "fp_fakeopenai",
 	})
+	if c.m.cfg.ReasoningTokens > 0 { // the message gains its reasoning field
+		var v map[string]any
+		_ = json.Unmarshal(body, &v)
+		v["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)[c.reasoningField()] = "step 1. "
+		body, _ = json.Marshal(v)
+	}
 	c.Whole(body, a.tokens)
 }
 
 // stream writes a streamed answer as server-sent events.
 func (c *call) stream(a *answer) {
 	think := func(i int) {
-		field := c.m.cfg.ReasoningField
-		if field == "" {
-			field = "reasoning_content"
-		}
-		delta := map[string]any{field: "step " + strconv.Itoa(i+1) + ". "}
+		delta := map[string]any{c.reasoningField(): "step " + strconv.Itoa(i+1) + ". "}
 		if i == 0 {
 			delta["role"] = "assistant"
 		}
@@ -136,6 +140,15 @@ func (c *call) stream(a *answer) {
 			Choices: []wireChoice{}, Usage: c.usage(a), SystemFingerprint: "fp_fakeopenai"})
 	}
 	c.Event("", []byte("[DONE]"))
+}
+
+// reasoningField is the field of a message or delta that carries its
+// reasoning text (ModelConfig.ReasoningField).
+func (c *call) reasoningField() string {
+	if f := c.m.cfg.ReasoningField; f != "" {
+		return f
+	}
+	return "reasoning_content"
 }
 
 // streamErrorData is the data of FaultStreamError's error event: OpenAI's

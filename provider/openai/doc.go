@@ -63,6 +63,19 @@
 // Request.Extra["previous_response_id"] and send only the new messages,
 // and reasoning items go back by their id.
 //
+// # Reasoning
+//
+// [Model] sends Request.Reasoning as reasoning_effort
+// ([portico.Reasoning.Level]: the effort, or the least one whose budget
+// covers Budget), and reads usage.completion_tokens_details.reasoning_tokens
+// as Usage.ReasoningTokens. The reasoning text OpenAI-compatible servers
+// add to a message or delta (reasoning_content: DeepSeek, vLLM, SGLang;
+// reasoning: OpenRouter, Groq) becomes a Thought of [ChatDialect]; streamed,
+// it reaches OnChunk as Chunk.Reasoning only when Reasoning.Stream asks,
+// and is progress otherwise. Chat Completions takes no reasoning back: such
+// Thoughts are never sent. [Responses] round-trips OpenAI's encrypted
+// reasoning items.
+//
 // # One layer owns retries
 //
 // The SDK retries twice by default. [New] turns that off

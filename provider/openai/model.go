@@ -163,7 +163,7 @@ func (m *Model) answer(comp *oai.ChatCompletion, x *adapt.Exchange, model string
 	if ch.FinishReason == "error" {
 		return nil, m.choiceError(ch.RawJSON(), x, model)
 	}
-	return &portico.Response{
+	resp := &portico.Response{
 		ID:           comp.ID,
 		Text:         ch.Message.Content,
 		FinishReason: finishReason(ch.FinishReason),
@@ -171,7 +171,11 @@ func (m *Model) answer(comp *oai.ChatCompletion, x *adapt.Exchange, model string
 		Usage:        usage(comp.Usage),
 		RateLimit:    ParseRateLimit(x.Header),
 		ToolCalls:    toolCalls(ch.Message.ToolCalls),
-	}, nil
+	}
+	if text, key := reasoningText(ch.Message.JSON.ExtraFields); text != "" {
+		resp.Thoughts = []portico.Thought{{Dialect: ChatDialect, Kind: key, Text: text}}
+	}
+	return resp, nil
 }
 
 // toolCalls reads a completion's tool calls, nil for none: a function's
@@ -223,6 +227,7 @@ func usage(u oai.CompletionUsage) portico.Usage {
 	return portico.Usage{
 		InputTokens:       int(u.PromptTokens),
 		OutputTokens:      int(u.CompletionTokens),
+		ReasoningTokens:   int(u.CompletionTokensDetails.ReasoningTokens),
 		CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
 	}
 }
@@ -231,12 +236,17 @@ func usage(u oai.CompletionUsage) portico.Usage {
 // (which the SDK turns into an error itself): {"object":"error",...} as
 // vLLM before 0.9 and SGLang send, or a bare {"message":...} with no id and
 // no choices, as an "event: error" frame may carry.
-// chunked reports whether c reaches OnChunk: choice 0 has a text or a tool
-// call delta.
+// chunked reports whether c reaches OnChunk, or progress with its
+// reasoning: choice 0 has a text, reasoning or tool call delta.
 func chunked(c *oai.ChatCompletionChunk) bool {
 	for i := range c.Choices {
 		if ch := &c.Choices[i]; ch.Index == 0 && (ch.Delta.Content != "" || len(ch.Delta.ToolCalls) > 0) {
 			return true
+		}
+		if ch := &c.Choices[i]; ch.Index == 0 {
+			if text, _ := reasoningText(ch.Delta.JSON.ExtraFields); text != "" {
+				return true
+			}
 		}
 	}
 	return false
@@ -312,7 +322,7 @@ func (st *streamState) chunk(ctx context.Context, c *oai.ChatCompletionChunk) er
 		return malformed(x, model, why)
 	}
 	if !chunked(c) {
-		adapt.Alive(ctx) // a role or usage delta, a reasoning step: progress all the same
+		adapt.Alive(ctx) // a role or usage delta: progress all the same
 	}
 	resp.Model = cmp.Or(c.Model, resp.Model)
 	resp.ID = cmp.Or(c.ID, resp.ID)
@@ -323,20 +333,25 @@ func (st *streamState) chunk(ctx context.Context, c *oai.ChatCompletionChunk) er
 		if c.Choices[i].Index != 0 {
 			continue
 		}
-		if err := st.choice(&c.Choices[i]); err != nil {
+		if err := st.choice(ctx, &c.Choices[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// choice takes in the deltas of choice 0: its finish reason, text (passed
-// on to OnChunk) and tool calls.
-func (st *streamState) choice(ch *oai.ChatCompletionChunkChoice) error {
+// choice takes in the deltas of choice 0: its finish reason, reasoning,
+// text (passed on to OnChunk) and tool calls.
+func (st *streamState) choice(ctx context.Context, ch *oai.ChatCompletionChunkChoice) error {
 	if ch.FinishReason == "error" { // OpenRouter: the provider failed mid-answer, its error on the choice
 		return st.m.choiceError(ch.RawJSON(), st.x, st.model)
 	}
 	st.finish = cmp.Or(ch.FinishReason, st.finish)
+	if text, key := reasoningText(ch.Delta.JSON.ExtraFields); text != "" {
+		if err := st.think(ctx, text, key); err != nil {
+			return err
+		}
+	}
 	if d := ch.Delta.Content; d != "" {
 		st.text.WriteString(d)
 		if err := st.req.OnChunk(portico.Chunk{Text: d}); err != nil {

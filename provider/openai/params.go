@@ -54,6 +54,9 @@ func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNe
 	if err != nil {
 		return p, nil, err
 	}
+	if err := reasoningEffort(&p, req); err != nil {
+		return p, nil, err
+	}
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == portico.RoleAssistant {
 		opts = append(opts, m.prefill(len(p.Messages)-1)...)
 	}
