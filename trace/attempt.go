@@ -177,6 +177,9 @@ func (t *Tracer) appendAttemptResult(a []attribute.KeyValue, resp *portico.Respo
 		if usage.CachedInputTokens > 0 {
 			a = append(a, KeyAttemptCacheReadTokens.Int(usage.CachedInputTokens))
 		}
+		if usage.ReasoningTokens > 0 {
+			a = append(a, KeyAttemptReasoningTokens.Int(usage.ReasoningTokens))
+		}
 	}
 	if cost > 0 {
 		a = append(a, KeyAttemptCost.Float64(cost))

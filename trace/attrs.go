@@ -20,6 +20,7 @@ const (
 	KeyInputTokens        = attribute.Key("gen_ai.usage.input_tokens")
 	KeyOutputTokens       = attribute.Key("gen_ai.usage.output_tokens")
 	KeyCacheReadTokens    = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	KeyReasoningTokens    = attribute.Key("gen_ai.usage.reasoning.output_tokens") // Usage.ReasoningTokens, part of output_tokens; when non-zero
 	KeyFinishReasons      = attribute.Key("gen_ai.response.finish_reasons")
 	KeyTimeToFirstChunk   = attribute.Key("gen_ai.response.time_to_first_chunk") // seconds
 	KeyInputMessages      = attribute.Key("gen_ai.input.messages")               // opt-in only
@@ -42,6 +43,7 @@ const (
 	KeyAttemptInputTokens     = attribute.Key("portico.attempt.usage.input_tokens")
 	KeyAttemptOutputTokens    = attribute.Key("portico.attempt.usage.output_tokens")
 	KeyAttemptCacheReadTokens = attribute.Key("portico.attempt.usage.cache_read.input_tokens")
+	KeyAttemptReasoningTokens = attribute.Key("portico.attempt.usage.reasoning.output_tokens")
 	KeyAttemptCost            = attribute.Key("portico.attempt.cost") // in the routes' price unit
 	KeyAttempts               = attribute.Key("portico.attempts")     // attempts made for a request; 0 when refused before any
 	KeyOperationID            = attribute.Key("portico.operation.id")

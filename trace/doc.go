@@ -13,7 +13,8 @@
 //     (gen_ai.operation.name, gen_ai.provider.name, request and response
 //     model, gen_ai.response.id (from [portico.Response].ID, when the
 //     provider gave one), gen_ai.request.max_tokens, gen_ai.request.stream, token usage
-//     including gen_ai.usage.cache_read.input_tokens, finish reasons,
+//     including gen_ai.usage.cache_read.input_tokens and
+//     gen_ai.usage.reasoning.output_tokens, finish reasons,
 //     gen_ai.response.time_to_first_chunk, error.type (the [portico.Class]),
 //     server.address and server.port) and Portico's own portico.* attributes
 //     (portico.refused_by, the [portico.Refuser] of a refused request).

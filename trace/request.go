@@ -394,6 +394,9 @@ func appendResult(a []attribute.KeyValue, resp *portico.Response, class portico.
 	if resp.Usage.CachedInputTokens > 0 {
 		a = append(a, KeyCacheReadTokens.Int(resp.Usage.CachedInputTokens))
 	}
+	if resp.Usage.ReasoningTokens > 0 {
+		a = append(a, KeyReasoningTokens.Int(resp.Usage.ReasoningTokens))
+	}
 	if resp.FinishReason != "" {
 		a = append(a, KeyFinishReasons.StringSlice([]string{string(resp.FinishReason)}))
 	}
