@@ -61,6 +61,17 @@
 // OnChunk as it arrives, and each function call an empty Chunk. Text
 // passes through byte for byte as the SDK decoded it.
 //
+// # Prompt caching
+//
+// Gemini 2.5 and later models cache prompts implicitly
+// (https://ai.google.dev/gemini-api/docs/caching, "Implicit caching"), so
+// cache breakpoints ([portico.CacheTTL]) are left out of the request: a
+// request that marks them is served as one that does not. Cache hits are
+// cachedContentTokenCount, billed at the context-caching price
+// ([portico.Capabilities].CachedInputPrice); explicit caches
+// (cachedContent) are not made. No documented exemption takes cached
+// tokens out of Gemini's token limits, so LimitExemptTokens stays 0.
+//
 // # Reasoning
 //
 // Request.Reasoning sets thinkingConfig: includeThoughts, and

@@ -23,6 +23,21 @@
 // (model, messages, stream and stream_options are refused: the adapter owns
 // them).
 //
+// # Prompt caching and usage
+//
+// OpenAI caches every prompt of 1,024 tokens or more by itself
+// (https://platform.openai.com/docs/guides/prompt-caching); a request that
+// marks a cache breakpoint ([portico.CacheTTL]) opts its session in to
+// prompt_cache_key, set to Identity.CacheKey (a digest of SessionID), so
+// that the session's calls reach the same cache; a prompt_cache_key in
+// Extra wins. Usage.CachedInputTokens is
+// prompt_tokens_details.cached_tokens (a part of prompt_tokens, billed at
+// the cached input price), Usage.ReasoningTokens
+// completion_tokens_details.reasoning_tokens (a part of completion_tokens,
+// billed as output). OpenAI's token limits count cached tokens as any
+// other (caching lowers the price, not the tokens per minute), so
+// LimitExemptTokens stays 0.
+//
 // # The Responses API
 //
 // [NewResponses] makes a [Responses] model of OpenAI's Responses API

@@ -50,6 +50,9 @@ func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNe
 	} else if n > 0 {
 		p.MaxCompletionTokens = oai.Int(int64(n))
 	}
+	if key := req.Identity.CacheKey(); key != "" && req.CacheBreakpoints() > 0 {
+		p.PromptCacheKey = oai.String(key) // see the package doc, "Prompt caching"
+	}
 	opts, err := extras(&p, req.Extra)
 	if err != nil {
 		return p, nil, err
