@@ -153,6 +153,8 @@
 //     for tests.
 //   - bridge/langchaingo: a stack as a langchaingo llms.Model and a
 //     langchaingo model as a Model, a module of its own.
+//   - bridge/eino: a stack as an eino ToolCallingChatModel and an eino chat
+//     model as a Model, a module of its own.
 //
 // The packages cite the public sources of their algorithms (the SRE book,
 // AWS's backoff study, gRPC's retry design, RouteLLM, FrugalGPT, Autellix,
