@@ -73,10 +73,21 @@
 // reasons asks for "include": ["reasoning.encrypted_content"], so that its
 // reasoning items come back encrypted and go back in the next turn's
 // input (a reasoning item without its encrypted content is then left out:
-// OpenAI could not find it). [ResponsesConfig.Store] keeps each response
-// at OpenAI, so that a request may name the previous one in
-// Request.Extra["previous_response_id"] and send only the new messages,
-// and reasoning items go back by their id.
+// OpenAI could not find it).
+//
+// With [ResponsesConfig.Store] each response is kept at OpenAI and the
+// answer's last Thought, of Kind "response", names it. The route that
+// holds it uses it: a request whose conversation carries such a Thought
+// of the route's own dialect is sent with previous_response_id and only
+// the messages after that answer (and reasoning items go back by their
+// id). The state lives in one OpenAI organization, as encrypted reasoning
+// does, so a Thought's Dialect carries [ResponsesConfig].Account: a route
+// of another account, or another provider, leaves the Thoughts out and is
+// sent the whole conversation, which every route's caller keeps
+// (Response.Message), so a fallback group can still move on when the
+// route that holds the state fails. A caller that sends only new messages
+// with its own Request.Extra["previous_response_id"] must send them to
+// that route itself.
 //
 // # Reasoning
 //

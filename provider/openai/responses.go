@@ -20,15 +20,24 @@ type ResponsesConfig struct {
 	// ("gpt-5-mini"). Empty means requests must name one; a request that
 	// does not fails with a Permanent error.
 	Model string
-	// Store keeps each response at OpenAI ("store": true), so that a
-	// later request may name it in previous_response_id (Request.Extra)
-	// rather than send the conversation again; see "Keeping state" in
-	// the package doc. False (the default) sends "store": false and, when
-	// the request reasons (Request.Reasoning, or Thoughts of
-	// [ResponsesDialect] in its messages), asks for the encrypted
+	// Store keeps each response at OpenAI ("store": true) and names it in
+	// a Thought of Kind "response" on the answer, so that the next turn
+	// sends previous_response_id and only the messages after that answer
+	// instead of the whole conversation; see "Keeping state" in the
+	// package doc. False (the default) sends "store": false and, when
+	// the request reasons (Request.Reasoning, or Thoughts of its
+	// [Responses.Dialect] in its messages), asks for the encrypted
 	// reasoning items ("include": ["reasoning.encrypted_content"]) that
 	// the next request carries back, so that nothing is kept at OpenAI.
 	Store bool
+	// Account names the OpenAI organization (or project) whose key the
+	// route uses, by a name of the user's choosing, never the key: the
+	// encrypted content of reasoning items and stored responses are valid
+	// only there, so the route's Thoughts carry it in their Dialect
+	// ("openai-responses:NAME", see [Responses.Dialect]) and a route of
+	// another account leaves them out. Empty means "openai-responses":
+	// every route with an empty Account is taken to share one.
+	Account string
 	// IncludeProviderMessage is [Config.IncludeProviderMessage].
 	IncludeProviderMessage bool
 	// MaxResponseBytes is [Config.MaxResponseBytes]: zero means
@@ -41,8 +50,9 @@ type ResponsesConfig struct {
 // use; like [Model], it makes exactly one HTTP request per Generate and
 // classifies every error by the table in the package doc.
 type Responses struct {
-	cfg  ResponsesConfig
-	chat *Model // the client, the body limit and the one classifier
+	cfg     ResponsesConfig
+	dialect string
+	chat    *Model // the client, the body limit and the one classifier
 }
 
 // NewResponses returns a Responses model calling the API through an SDK
@@ -50,12 +60,23 @@ type Responses struct {
 // appended after opts).
 func NewResponses(cfg ResponsesConfig, opts ...option.RequestOption) *Responses {
 	chat := New(Config{Model: cfg.Model, IncludeProviderMessage: cfg.IncludeProviderMessage, MaxResponseBytes: cfg.MaxResponseBytes}, opts...)
-	return &Responses{cfg: cfg, chat: chat}
+	d := ResponsesDialect
+	if cfg.Account != "" {
+		d += ":" + cfg.Account
+	}
+	return &Responses{cfg: cfg, dialect: d, chat: chat}
 }
+
+// Dialect returns the [portico.Thought].Dialect of the Thoughts r returns
+// and alone sends back: [ResponsesDialect], followed by ":" and
+// [ResponsesConfig].Account when it is set.
+func (r *Responses) Dialect() string { return r.dialect }
 
 // Generate sends req as one response of the Responses API, streamed when
 // req.OnChunk is set, and returns the answer: text, function calls,
-// reasoning items as Thoughts of [ResponsesDialect], finish reason, usage
+// reasoning items as Thoughts of its [Responses.Dialect] (and, with
+// ResponsesConfig.Store, a last Thought of Kind "response" naming the
+// stored response), finish reason, usage
 // (cached input and reasoning tokens included), the response's id and
 // model, and the provider's rate-limit headers. Streamed text deltas
 // reach OnChunk as they arrive, and an empty Chunk for each function call
@@ -138,8 +159,11 @@ func (r *Responses) answer(resp *responses.Response, x *adapt.Exchange, model st
 		case "function_call":
 			out.ToolCalls = append(out.ToolCalls, portico.ToolCall{ID: it.CallID, Name: it.Name, Arguments: []byte(it.Arguments.OfString)})
 		case "reasoning":
-			out.Thoughts = append(out.Thoughts, thought(it))
+			out.Thoughts = append(out.Thoughts, thought(it, r.dialect))
 		}
+	}
+	if r.cfg.Store {
+		out.Thoughts = append(out.Thoughts, portico.Thought{Dialect: r.dialect, Kind: storedKind, ID: resp.ID})
 	}
 	out.Text = string(text)
 	out.FinishReason = responsesFinish(resp, len(out.ToolCalls) > 0)
@@ -148,7 +172,7 @@ func (r *Responses) answer(resp *responses.Response, x *adapt.Exchange, model st
 
 // thought is the Thought of a reasoning item: its summary's parts (else
 // its reasoning text's) joined by blank lines, and its encrypted content.
-func thought(it *responses.ResponseOutputItemUnion) portico.Thought {
+func thought(it *responses.ResponseOutputItemUnion, dialect string) portico.Thought {
 	var parts []string
 	for _, s := range it.Summary {
 		parts = append(parts, s.Text)
@@ -160,7 +184,7 @@ func thought(it *responses.ResponseOutputItemUnion) portico.Thought {
 			}
 		}
 	}
-	return portico.Thought{Dialect: ResponsesDialect, Kind: "reasoning", ID: it.ID, Text: strings.Join(parts, "\n\n"), Signature: it.EncryptedContent}
+	return portico.Thought{Dialect: dialect, Kind: "reasoning", ID: it.ID, Text: strings.Join(parts, "\n\n"), Signature: it.EncryptedContent}
 }
 
 // failed is the error of a response whose status is "failed": what its

@@ -25,10 +25,16 @@ import (
 // and stream are refused: the adapter sets them.
 func (r *Responses) params(req *portico.Request, model string) (responses.ResponseNewParams, []option.RequestOption, error) {
 	p := responses.ResponseNewParams{Model: shared.ResponsesModel(model)}
-	items := make(responses.ResponseInputParam, 0, len(req.Messages))
-	for i := range req.Messages {
+	from := 0
+	if r.cfg.Store {
+		if id, k := r.stored(req.Messages); k >= 0 {
+			p.PreviousResponseID, from = param.NewOpt(id), k+1
+		}
+	}
+	items := make(responses.ResponseInputParam, 0, len(req.Messages)-from)
+	for i := from; i < len(req.Messages); i++ {
 		var err error
-		if items, err = inputItems(items, &req.Messages[i], r.cfg.Store); err != nil {
+		if items, err = r.inputItems(items, &req.Messages[i]); err != nil {
 			return p, nil, fmt.Errorf("openai: message %d: %w", i, err)
 		}
 	}
@@ -64,7 +70,7 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 		p.Reasoning.Effort = shared.ReasoningEffort(rs.Level())
 		p.Reasoning.Summary = shared.ReasoningSummaryAuto
 	}
-	if !r.cfg.Store && (req.Reasoning != nil || ownThoughts(req.Messages)) {
+	if !r.cfg.Store && (req.Reasoning != nil || r.ownThoughts(req.Messages)) {
 		p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 	}
 	var opts []option.RequestOption
@@ -80,9 +86,8 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 	return p, opts, nil
 }
 
-// inputItems appends the input items of one message to items; stored
-// says whether OpenAI keeps the responses (ResponsesConfig.Store).
-func inputItems(items responses.ResponseInputParam, msg *portico.Message, stored bool) (responses.ResponseInputParam, error) {
+// inputItems appends the input items of one message to items.
+func (r *Responses) inputItems(items responses.ResponseInputParam, msg *portico.Message) (responses.ResponseInputParam, error) {
 	switch msg.Role {
 	case portico.RoleSystem:
 		text, err := adapt.TextOnly(msg.Content)
@@ -113,7 +118,7 @@ func inputItems(items responses.ResponseInputParam, msg *portico.Message, stored
 		if err != nil {
 			return items, err
 		}
-		items = reasoningItems(items, msg.Thoughts, stored)
+		items = r.reasoningItems(items, msg.Thoughts)
 		if text != "" || len(msg.ToolCalls) == 0 {
 			items = append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleAssistant))
 		}
@@ -133,20 +138,41 @@ func inputItems(items responses.ResponseInputParam, msg *portico.Message, stored
 	return items, fmt.Errorf("unknown role %q", msg.Role)
 }
 
-// ResponsesDialect is the [portico.Thought].Dialect of the reasoning items a
-// [Responses] model returns and alone sends back: Kind "reasoning", ID the
-// item's id, Text its summary (its parts joined by blank lines), Signature
-// its encrypted content.
+// ResponsesDialect is the [portico.Thought].Dialect of the Thoughts a
+// [Responses] model returns and alone sends back, when its
+// ResponsesConfig.Account is empty. A reasoning item is a Thought of Kind
+// "reasoning": ID the item's id, Text its summary (its parts joined by
+// blank lines), Signature its encrypted content. With
+// ResponsesConfig.Store, the answer's last Thought, of Kind "response",
+// names the stored response by its ID.
 const ResponsesDialect = "openai-responses"
 
+// storedKind is the Thought.Kind of a stored response's id.
+const storedKind = "response"
+
+// stored returns the id of the stored response that the conversation
+// msgs continues, named by the last Thought of Kind "response" of r's
+// dialect, and the index of the assistant message that carries it; -1
+// for none.
+func (r *Responses) stored(msgs []portico.Message) (string, int) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, t := range msgs[i].Thoughts {
+			if t.Dialect == r.dialect && t.Kind == storedKind && t.ID != "" && msgs[i].Role == portico.RoleAssistant {
+				return t.ID, i
+			}
+		}
+	}
+	return "", -1
+}
+
 // reasoningItems appends the reasoning items of an assistant message's
-// Thoughts of ResponsesDialect, in order, before the message's own items,
-// as the model made them: each with its encrypted content, or by its id
+// Thoughts of r's dialect, in order, before the message's own items, as
+// the model made them: each with its encrypted content, or by its id
 // alone when OpenAI stored it; one with neither is left out, as are the
-// Thoughts of other dialects (another provider's blocks).
-func reasoningItems(items responses.ResponseInputParam, thoughts []portico.Thought, stored bool) responses.ResponseInputParam {
+// Thoughts of other dialects (another provider's or account's blocks).
+func (r *Responses) reasoningItems(items responses.ResponseInputParam, thoughts []portico.Thought) responses.ResponseInputParam {
 	for _, t := range thoughts {
-		if t.Dialect != ResponsesDialect || t.Kind != "reasoning" || t.Signature == "" && (!stored || t.ID == "") {
+		if t.Dialect != r.dialect || t.Kind != "reasoning" || t.Signature == "" && (!r.cfg.Store || t.ID == "") {
 			continue
 		}
 		it := responses.ResponseReasoningItemParam{ID: t.ID, Summary: []responses.ResponseReasoningItemSummaryParam{}}
@@ -162,11 +188,11 @@ func reasoningItems(items responses.ResponseInputParam, thoughts []portico.Thoug
 }
 
 // ownThoughts reports whether an assistant message of msgs carries a
-// Thought of ResponsesDialect.
-func ownThoughts(msgs []portico.Message) bool {
+// Thought of r's dialect.
+func (r *Responses) ownThoughts(msgs []portico.Message) bool {
 	for i := range msgs {
 		for _, t := range msgs[i].Thoughts {
-			if t.Dialect == ResponsesDialect {
+			if t.Dialect == r.dialect {
 				return true
 			}
 		}

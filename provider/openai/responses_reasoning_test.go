@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -161,8 +162,8 @@ func TestResponsesFallsBackAfterCreated(t *testing.T) {
 // always fails with fault, route b answers.
 func fallsBack(t *testing.T, fault fakeopenai.Fault, route string) {
 	fault.Fraction = 1
-	sa, a := startResponsesPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", OutputTokens: 4, Faults: []fakeopenai.Fault{fault}}}})
-	sb, b := startResponsesPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", OutputTokens: 4}}})
+	sa, a := startResponsesPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", OutputTokens: 4, Faults: []fakeopenai.Fault{fault}}}}, openai.ResponsesConfig{})
+	sb, b := startResponsesPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", OutputTokens: 4}}}, openai.ResponsesConfig{})
 	st, err := stack.New(stack.Config{Routes: []stack.Route{
 		{Route: portico.Route{Name: "a", Model: a, ModelName: "m", Capabilities: portico.Capabilities{Provider: "p1"}}},
 		{Route: portico.Route{Name: "b", Model: b, ModelName: "m", Capabilities: portico.Capabilities{Provider: "p2"}}},
@@ -183,12 +184,108 @@ func fallsBack(t *testing.T, fault fakeopenai.Fault, route string) {
 
 // startResponsesPipe serves cfg in memory, for a synctest bubble, and
 // returns a Responses model pointed at it.
-func startResponsesPipe(t *testing.T, cfg fakeopenai.Config) (*fakeopenai.Server, *openai.Responses) {
+func startResponsesPipe(t *testing.T, cfg fakeopenai.Config, rc openai.ResponsesConfig) (*fakeopenai.Server, *openai.Responses) {
 	t.Helper()
 	s, err := fakeopenai.StartPipe(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	return s, openai.NewResponses(openai.ResponsesConfig{}, option.WithBaseURL(s.BaseURL()), option.WithAPIKey("k"), option.WithHTTPClient(s.Client()))
+	return s, openai.NewResponses(rc, option.WithBaseURL(s.BaseURL()), option.WithAPIKey("k"), option.WithHTTPClient(s.Client()))
+}
+
+// bodyOf decodes the last request body s received.
+func bodyOf(t *testing.T, s *fakeopenai.Server) (raw []byte, body struct {
+	PreviousResponseID string           `json:"previous_response_id"`
+	Store              bool             `json:"store"`
+	Input              []map[string]any `json:"input"`
+}) {
+	t.Helper()
+	reqs := s.Requests()
+	raw = reqs[len(reqs)-1].Body
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	return raw, body
+}
+
+// types lists the type of each input item ("message" for a message
+// without one).
+func types(items []map[string]any) []string {
+	var out []string
+	for _, it := range items {
+		typ, _ := it["type"].(string)
+		if typ == "" {
+			typ = "message"
+		}
+		out = append(out, typ)
+	}
+	return out
+}
+
+// With Store, the route that holds the state uses it: the answer names
+// the stored response in a Thought of the route's account, and the next
+// turn sends previous_response_id with only the messages after that
+// answer. When the route fails, the group's next route, of another
+// account, holds none of it: it leaves the Thoughts out (reasoning and
+// stored response alike) and is sent the whole conversation, so the
+// loop goes on. Three turns through stack.New in virtual time.
+func TestResponsesStoredState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fail := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 500, Fraction: 1}
+		sa, a := startResponsesPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", ToolCalls: true, Script: []fakeopenai.Fault{{}, {}}, Faults: []fakeopenai.Fault{fail}}}},
+			openai.ResponsesConfig{Store: true, Account: "a"})
+		sb, b := startResponsesPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", ToolCalls: true}}}, openai.ResponsesConfig{Account: "b"})
+		if a.Dialect() != "openai-responses:a" || b.Dialect() != "openai-responses:b" {
+			t.Fatalf("dialects %q %q, want openai-responses:a and :b", a.Dialect(), b.Dialect())
+		}
+		st, err := stack.New(stack.Config{Routes: []stack.Route{
+			{Route: portico.Route{Name: "a", Model: a, ModelName: "m", Capabilities: portico.Capabilities{Provider: "openai-a", Tools: true, Reasoning: true}}},
+			{Route: portico.Route{Name: "b", Model: b, ModelName: "m", Capabilities: portico.Capabilities{Provider: "openai-b", Tools: true, Reasoning: true}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := []portico.Message{portico.Text(portico.RoleUser, "weather in Paris?")}
+		tools := []portico.Tool{{Name: "weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)}}
+		var ids []string
+		for turn := 1; turn <= 3; turn++ {
+			resp, err := st.Generate(t.Context(), &portico.Request{Model: "m", Messages: msgs, Tools: tools, Reasoning: &portico.Reasoning{Effort: portico.EffortLow}})
+			if err != nil {
+				t.Fatalf("turn %d: %v", turn, err)
+			}
+			switch turn {
+			case 1, 2:
+				raw, body := bodyOf(t, sa)
+				last := resp.Thoughts[len(resp.Thoughts)-1]
+				if resp.Route != "a" || last.Kind != "response" || last.ID != resp.ID || last.Dialect != "openai-responses:a" || !body.Store {
+					t.Fatalf("turn %d: route %s, Thoughts %+v, store %v; want a's answer naming its stored response %s", turn, resp.Route, resp.Thoughts, body.Store, resp.ID)
+				}
+				wantPrev, wantTypes := "", []string{"message"}
+				if turn == 2 {
+					wantPrev, wantTypes = ids[0], []string{"function_call_output", "message"}
+				}
+				if body.PreviousResponseID != wantPrev || !slices.Equal(types(body.Input), wantTypes) {
+					t.Errorf("turn %d: body previous_response_id %q input %v, want %q %v: %s", turn, body.PreviousResponseID, types(body.Input), wantPrev, wantTypes, raw)
+				}
+			case 3:
+				raw, body := bodyOf(t, sb)
+				want := []string{"message", "function_call", "function_call_output", "message", "function_call", "function_call_output"}
+				if resp.Route != "b" || body.PreviousResponseID != "" || body.Store || !slices.Equal(types(body.Input), want) {
+					t.Errorf("turn 3: route %s, body previous_response_id %q store %v input %v, want b sent the whole conversation %v without a's Thoughts: %s", resp.Route, body.PreviousResponseID, body.Store, types(body.Input), want, raw)
+				}
+				if resp.Text == "" || len(resp.Thoughts) != 1 || resp.Thoughts[0].Dialect != "openai-responses:b" {
+					t.Errorf("turn 3: %q, Thoughts %+v, want b's text and its one reasoning Thought", resp.Text, resp.Thoughts)
+				}
+			}
+			ids = append(ids, resp.ID)
+			msgs = append(msgs, resp.Message())
+			if len(resp.ToolCalls) > 0 {
+				msgs = append(msgs, portico.Message{Role: portico.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Content: []portico.Part{{Text: "sunny"}}})
+				if turn == 1 {
+					msgs = append(msgs, portico.Text(portico.RoleUser, "and in Rome?"))
+				}
+			}
+		}
+	})
 }
