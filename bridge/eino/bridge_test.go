@@ -79,7 +79,7 @@ func TestReactAgentThroughThePreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := agent.Generate(pe.WithIdentity(ctx, portico.Identity{ClientKey: "tenant-3"}), []*schema.Message{schema.UserMessage("Weather in Rome?")})
+	out, err := agent.Generate(portico.WithIdentity(ctx, portico.Identity{ClientKey: "tenant-3"}), []*schema.Message{schema.UserMessage("Weather in Rome?")})
 	if err != nil {
 		t.Fatal(err)
 	}

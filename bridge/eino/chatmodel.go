@@ -25,15 +25,6 @@ var _ model.ToolCallingChatModel = (*ChatModel)(nil)
 // NewChatModel returns m as an eino ToolCallingChatModel.
 func NewChatModel(m portico.Model) *ChatModel { return &ChatModel{m: m} }
 
-type identityKey struct{}
-
-// WithIdentity returns a context whose calls through a [ChatModel] are made
-// on behalf of id (Request.Identity: the tenant's limits, budgets and
-// affinity).
-func WithIdentity(ctx context.Context, id portico.Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
 // WithTools returns a ChatModel offering tools to the model on every call.
 // A tool whose parameters cannot be written as JSON Schema is a Permanent
 // *portico.Error.
@@ -109,7 +100,7 @@ var errReaderClosed = errors.New("eino: stream reader closed")
 func (c *ChatModel) request(ctx context.Context, input []*schema.Message, opts []model.Option) (*portico.Request, error) {
 	o := model.GetCommonOptions(nil, opts...)
 	req := &portico.Request{Tools: c.tools, Extra: extra(o)}
-	req.Identity, _ = ctx.Value(identityKey{}).(portico.Identity)
+	req.Identity = portico.IdentityFrom(ctx)
 	if o.MaxTokens != nil {
 		req.MaxOutputTokens = *o.MaxTokens
 	}

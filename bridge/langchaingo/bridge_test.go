@@ -110,7 +110,7 @@ func TestLLMMapsTheCall(t *testing.T) {
 			Usage:     portico.Usage{InputTokens: 12, OutputTokens: 7}}}
 	})
 	llm := lc.NewLLM(preset(t, fake, fake))
-	ctx := lc.WithIdentity(context.Background(), portico.Identity{ClientKey: "tenant-9"})
+	ctx := portico.WithIdentity(context.Background(), portico.Identity{ClientKey: "tenant-9"})
 	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, "Be brief."),
 		llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Rome?"),

@@ -8,7 +8,7 @@
 // MaxTokens, StreamingFunc and StreamingReasoningFunc map to the
 // [portico.Request]; temperature, top_p, seed, stop words and penalties go
 // to Request.Extra under the OpenAI names the adapters read. The tenant a
-// call is made for comes from the context ([WithIdentity]). An error is the
+// call is made for comes from the context ([portico.WithIdentity]). An error is the
 // stack's *portico.Error, classified as Portico classifies it.
 //
 // [Model] is a langchaingo llms.Model (a client of any provider langchaingo
@@ -19,7 +19,7 @@
 // for an error nobody classified ([portico.ClassOf]).
 //
 // What does not cross: langchaingo has no request identity, contract or
-// hedging flag (set them with [WithIdentity] or a layer); a langchaingo
+// hedging flag (set the identity with [portico.WithIdentity], the rest with a layer); a langchaingo
 // model reports no rate-limit headers, so a Portico limiter over [Model]
 // learns nothing from them. Reasoning text crosses both ways
 // (ContentChoice.ReasoningContent and [portico.Response.Reasoning]); the

@@ -23,15 +23,6 @@ var _ llms.Model = (*LLM)(nil)
 // NewLLM returns m as a langchaingo llms.Model.
 func NewLLM(m portico.Model) *LLM { return &LLM{Model: m} }
 
-type identityKey struct{}
-
-// WithIdentity returns a context whose calls through an [LLM] are made on
-// behalf of id (Request.Identity: the tenant's limits, budgets and
-// affinity).
-func WithIdentity(ctx context.Context, id portico.Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
 // Call answers prompt as a user's message; it returns the answer's text.
 func (l *LLM) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
 	return llms.GenerateFromSinglePrompt(ctx, l, prompt, options...)
@@ -50,7 +41,7 @@ func (l *LLM) GenerateContent(ctx context.Context, messages []llms.MessageConten
 	if err != nil {
 		return nil, err
 	}
-	req.Identity, _ = ctx.Value(identityKey{}).(portico.Identity)
+	req.Identity = portico.IdentityFrom(ctx)
 	if o.StreamingFunc != nil || o.StreamingReasoningFunc != nil {
 		req.OnChunk = streamTo(ctx, &o)
 		if o.StreamingReasoningFunc != nil {
