@@ -84,7 +84,7 @@ func TestResponsesEvents(t *testing.T) {
 		t.Errorf("streamed output %s != whole output %s", fo, out)
 	}
 	usage, _ := json.Marshal(b["usage"])
-	if want := `{"input_tokens":5,"input_tokens_details":{"cached_tokens":1},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":9}`; string(usage) != want {
+	if want := `{"input_tokens":5,"input_tokens_details":{"cache_write_tokens":0,"cached_tokens":1},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":9}`; string(usage) != want {
 		t.Errorf("usage = %s, want %s", usage, want)
 	}
 	var items []struct {

@@ -215,14 +215,17 @@ func responsesFinish(resp *responses.Response, calls bool) portico.FinishReason 
 	return portico.FinishStop
 }
 
-// responsesUsage reads a response's usage: input tokens (cached ones
-// included, and counted apart), output tokens (reasoning ones included).
+// responsesUsage reads a response's usage: input tokens (cache reads and
+// writes included, and counted apart: input_tokens_details.cached_tokens
+// and cache_write_tokens), output tokens (reasoning ones included, and
+// counted apart: output_tokens_details.reasoning_tokens).
 func responsesUsage(u *responses.ResponseUsage) portico.Usage {
 	return portico.Usage{
 		InputTokens:       int(u.InputTokens),
 		OutputTokens:      int(u.OutputTokens),
 		ReasoningTokens:   int(u.OutputTokensDetails.ReasoningTokens),
 		CachedInputTokens: int(u.InputTokensDetails.CachedTokens),
+		CacheWriteTokens:  int(u.InputTokensDetails.CacheWriteTokens),
 	}
 }
 
@@ -232,8 +235,8 @@ func checkResponse(resp *responses.Response) string {
 	switch {
 	case !allTyped(tString, resp.JSON.ID, resp.JSON.Model, resp.JSON.Status) || !typed(resp.JSON.Output, tArray) || !typed(resp.JSON.Usage, tObject):
 		return "mistyped response"
-	case !allTyped(tInt, u.JSON.InputTokens, u.JSON.OutputTokens, u.InputTokensDetails.JSON.CachedTokens, u.OutputTokensDetails.JSON.ReasoningTokens) ||
-		u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokensDetails.CachedTokens < 0 || u.OutputTokensDetails.ReasoningTokens < 0:
+	case !allTyped(tInt, u.JSON.InputTokens, u.JSON.OutputTokens, u.InputTokensDetails.JSON.CachedTokens, u.InputTokensDetails.JSON.CacheWriteTokens, u.OutputTokensDetails.JSON.ReasoningTokens) ||
+		u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokensDetails.CachedTokens < 0 || u.InputTokensDetails.CacheWriteTokens < 0 || u.OutputTokensDetails.ReasoningTokens < 0:
 		return "mistyped usage"
 	case resp.ID == "" || resp.Status == "":
 		return "no id or status"

@@ -20,7 +20,8 @@ import (
 // tool call, a tool message a function_call_output item), its tools as
 // function tools (strict: false: Portico's tool schemas are not held to
 // OpenAI's strict subset), its Schema as text.format json_schema, its
-// MaxOutputTokens as max_output_tokens, and store as the Config says.
+// MaxOutputTokens as max_output_tokens, a session's cache breakpoints as
+// prompt_cache_key, and store as the Config says.
 // Request.Extra keys are set on the JSON body as they are; model, input
 // and stream are refused: the adapter sets them.
 func (r *Responses) params(req *portico.Request, model string) (responses.ResponseNewParams, []option.RequestOption, error) {
@@ -64,6 +65,9 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 	}
 	if n := req.MaxOutputTokens; n > 0 {
 		p.MaxOutputTokens = param.NewOpt(int64(n))
+	}
+	if key := req.Identity.CacheKey(); key != "" && req.CacheBreakpoints() > 0 {
+		p.PromptCacheKey = param.NewOpt(key) // as Model does: see the package doc, "Prompt caching"
 	}
 	p.Store = param.NewOpt(r.cfg.Store)
 	if rs := req.Reasoning; rs != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/portico-llm/portico/modeltest"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
 	"github.com/portico-llm/portico/provider/openai"
+	"github.com/portico-llm/portico/stack"
 )
 
 // startResponses serves cfg over loopback and returns a Responses model
@@ -193,4 +195,39 @@ func okHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":1,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":2}}`))
 	})
+}
+
+// Usage is the API's usage object read whole: cached tokens and cache
+// writes of input_tokens_details, reasoning tokens of
+// output_tokens_details (openai-go v3.99.0 responses.ResponseUsage), and
+// Response.Cost through the preset prices them; a session's cache
+// breakpoint sends prompt_cache_key, as the chat route does.
+func TestResponsesUsage(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"o4-mini","output":[{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Done.","annotations":[]}]}],"usage":{"input_tokens":100000,"input_tokens_details":{"cached_tokens":80000,"cache_write_tokens":5000},"output_tokens":10000,"output_tokens_details":{"reasoning_tokens":9000},"total_tokens":110000}}`))
+	})
+	s, m := startResponses(t, fakeopenai.Config{Handler: h}, openai.ResponsesConfig{})
+	st, err := stack.New(stack.Config{Routes: []stack.Route{{Route: portico.Route{Name: "r", Model: m, ModelName: "o4-mini",
+		Capabilities: portico.Capabilities{InputPrice: 1.1e-6, CachedInputPrice: 0.275e-6, OutputPrice: 4.4e-6}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := portico.Text(portico.RoleSystem, "rules")
+	marked.Cache = portico.Cache5m
+	resp, err := st.Generate(context.Background(), &portico.Request{Messages: []portico.Message{marked, portico.Text(portico.RoleUser, "hi")},
+		Identity: portico.Identity{SessionID: "s1"}, MaxOutputTokens: 16_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := portico.Usage{InputTokens: 100_000, OutputTokens: 10_000, ReasoningTokens: 9_000, CachedInputTokens: 80_000, CacheWriteTokens: 5_000}
+	// 15,000 x $1.10 + 5,000 cache writes at the input price (no
+	// CacheWritePrice) + 80,000 x $0.275 + 10,000 x $4.40 (o4-mini's
+	// prices, https://openai.com/api/pricing).
+	if resp.Usage != want || math.Round(resp.Cost*1e8) != math.Round(0.088*1e8) {
+		t.Errorf("Usage %+v Cost %.10f, want %+v and $0.088", resp.Usage, resp.Cost, want)
+	}
+	if got := lastBody(t, s)["prompt_cache_key"]; got != (portico.Identity{SessionID: "s1"}).CacheKey() {
+		t.Errorf("prompt_cache_key = %v, want the session's CacheKey", got)
+	}
 }
