@@ -14,36 +14,52 @@ type Modality uint8
 
 // The modalities. ModalityText|ModalityImage is a route that reads both.
 const (
-	ModalityText Modality = 1 << iota
-	ModalityImage
+	ModalityText     Modality = 1 << iota
+	ModalityImage             // image parts
+	ModalityDocument          // document parts: PDF, plain text (see [Media])
+	ModalityAudio             // audio input parts
+
+	allModalities = ModalityText | ModalityImage | ModalityDocument | ModalityAudio
 )
 
 // Has reports whether m includes every modality of want.
 func (m Modality) Has(want Modality) bool { return m&want == want }
 
-// String returns "text", "image", "text+image" or "none".
+// String returns the names of m's modalities joined by "+" ("text",
+// "text+image", "text+document+audio"), or "none".
 func (m Modality) String() string {
-	switch m {
-	case 0:
+	if m == 0 {
 		return "none"
-	case ModalityText:
-		return "text"
-	case ModalityImage:
-		return "image"
-	case ModalityText | ModalityImage:
-		return "text+image"
 	}
-	return "Modality(" + strconv.Itoa(int(m)) + ")"
+	if m&^allModalities != 0 {
+		return "Modality(" + strconv.Itoa(int(m)) + ")"
+	}
+	s := ""
+	for i, name := range [...]string{"text", "image", "document", "audio"} {
+		if m&(1<<i) != 0 {
+			if s != "" {
+				s += "+"
+			}
+			s += name
+		}
+	}
+	return s
 }
 
 // Modalities returns the modalities r's messages use: ModalityText, plus
-// ModalityImage when any part is an image.
+// ModalityImage, ModalityDocument or ModalityAudio for each kind of part
+// present.
 func (r *Request) Modalities() Modality {
 	m := ModalityText
 	for i := range r.Messages {
 		for _, p := range r.Messages[i].Content {
-			if p.Kind == PartImage {
+			switch p.Kind {
+			case PartImage:
 				m |= ModalityImage
+			case PartDocument:
+				m |= ModalityDocument
+			case PartAudio:
+				m |= ModalityAudio
 			}
 		}
 	}
@@ -163,7 +179,7 @@ func (c *Capabilities) Validate() error {
 		return bad("MaxOutput", "is negative ("+strconv.Itoa(c.MaxOutput)+")")
 	case c.MaxRequestBytes < 0:
 		return bad("MaxRequestBytes", "is negative ("+strconv.Itoa(c.MaxRequestBytes)+")")
-	case c.Modalities&^(ModalityText|ModalityImage) != 0:
+	case c.Modalities&^allModalities != 0:
 		return bad("Modalities", "has unknown bits ("+c.Modalities.String()+")")
 	case c.Schema > SchemaStrict:
 		return bad("Schema", "is not a SchemaMode ("+c.Schema.String()+")")
@@ -225,7 +241,7 @@ func (k *Contract) Validate() error {
 		return errContractMaxCost
 	case k.MaxInputTokens < 0:
 		return errContractMaxInput
-	case k.Modalities&^(ModalityText|ModalityImage) != 0:
+	case k.Modalities&^allModalities != 0:
 		return errContractModalities
 	}
 	return nil

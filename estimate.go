@@ -23,7 +23,9 @@ var DefaultEstimator Estimator = CharEstimator{}
 
 // CharEstimator estimates tokens from byte counts, without a tokenizer.
 //
-// The estimate is ceil(bytes / BytesPerToken) over every text part, tool call
+// The estimate is ceil(bytes / BytesPerToken) over every text part (and
+// plain-text document data; other documents, audio and what a URL or file
+// id names are not counted), tool call
 // name and arguments, tool name, description and parameter schema and response schema,
 // plus MessageOverhead tokens per message and ImageTokens per image.
 //
@@ -55,9 +57,12 @@ func (e CharEstimator) EstimateInputTokens(req *Request) int {
 		m := &req.Messages[i]
 		tokens += overhead
 		for _, p := range m.Content {
-			if p.Kind == PartImage {
+			switch {
+			case p.Kind == PartImage:
 				tokens += img
-			} else {
+			case p.Kind == PartDocument && p.Media != nil && p.Media.Type == "text/plain":
+				bytes += len(p.Media.Data)
+			default:
 				bytes += len(p.Text)
 			}
 		}

@@ -21,26 +21,34 @@ type PartKind uint8
 
 // The kinds of message content.
 const (
-	PartText  PartKind = iota // Part.Text holds text
-	PartImage                 // Part.ImageURL holds an https: or data: URL of an image
+	PartText     PartKind = iota // Part.Text holds text
+	PartImage                    // Part.ImageURL holds an https: or data: URL of an image
+	PartDocument                 // Part.Media holds a document: PDF or plain text (see [Media])
+	PartAudio                    // Part.Media holds audio input (see [Media])
 )
 
-// String returns "text" or "image".
+// String returns "text", "image", "document" or "audio".
 func (k PartKind) String() string {
 	switch k {
 	case PartText:
 		return "text"
 	case PartImage:
 		return "image"
+	case PartDocument:
+		return "document"
+	case PartAudio:
+		return "audio"
 	}
 	return "PartKind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Part is one piece of a message's content: text or an image.
+// Part is one piece of a message's content: text, an image, a document or
+// audio.
 type Part struct {
 	Kind     PartKind
 	Text     string // when Kind is PartText
 	ImageURL string // when Kind is PartImage: an https: URL or a data: URL
+	Media    *Media // when Kind is PartDocument or PartAudio
 	// Cache marks a prompt-cache breakpoint after this part; see [CacheTTL].
 	Cache CacheTTL
 }
@@ -214,7 +222,8 @@ func (r *Request) Streaming() bool { return r.OnChunk != nil }
 // called: no Messages ("no messages"), a Contract that [Contract.Validate]
 // refuses (its error), a negative MaxOutputTokens ("negative token
 // count"), or a Reasoning setting with an unknown Effort, a negative
-// Budget, or a budget not below MaxOutputTokens. Its errors are shared [Permanent] *Errors, NotSent, that must
+// Budget, or a budget not below MaxOutputTokens, or a document or audio
+// part whose [Media] is malformed ("malformed media part"). Its errors are shared [Permanent] *Errors, NotSent, that must
 // not be modified; it does not allocate. [Capabilities.Fits] calls it first, and
 // package stack's deadline layer for every request.
 func (r *Request) Validate() error {
@@ -230,13 +239,16 @@ func (r *Request) Validate() error {
 		return errNegative
 	}
 	if r.Reasoning != nil {
-		return r.Reasoning.validate(r.MaxOutputTokens)
+		if err := r.Reasoning.validate(r.MaxOutputTokens); err != nil {
+			return err
+		}
 	}
-	return nil
+	return validateMedia(r.Messages)
 }
 
 // Size returns the bytes of what r carries to a provider: the text and
-// image URLs of its messages (a data: URL is the image's base64), their tool
+// image URLs of its messages (a data: URL is the image's base64), their
+// media (data, URL, file id and name: see [Media]), their tool
 // calls and ids, their Thoughts' text and signatures, the tools' names, descriptions and parameters, the
 // schema, the Prefix and the Model's name. The body a provider receives adds
 // its JSON framing; Extra is not counted. It is what a size cap compares
@@ -248,7 +260,7 @@ func (r *Request) Size() int {
 		m := &r.Messages[i]
 		n += len(m.Role) + len(m.ToolCallID)
 		for _, p := range m.Content {
-			n += len(p.Text) + len(p.ImageURL)
+			n += len(p.Text) + len(p.ImageURL) + p.Media.size()
 		}
 		for _, tc := range m.ToolCalls {
 			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
