@@ -18,7 +18,7 @@ import (
 // Run checks that the Models wrap builds keep the [portico.Model] contract,
 // as testing/slogtest.Run checks a slog.Handler; call it from a test of the
 // middleware's package, with -race. Each subtest (Answer, Error, Concurrent,
-// NoMutation, Cancel, Stream: "Conformance" in the package doc) runs in its
+// NoMutation, Cancel, Stream, Reasoning: "Conformance" in the package doc) runs in its
 // own testing/synctest bubble and calls wrap there once per base Model it
 // needs, a [Fake] that answers, fails, streams, is slow or stalls. wrap must
 // return base wrapped in the middleware under test, configured so that a
@@ -95,6 +95,7 @@ func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model
 		streamCall(t, wrap(t, NewFake(o)), text)
 		streamAbort(t, wrap(t, NewFake(o)))
 	})
+	bubble("Reasoning", func(t *testing.T) { runReasoning(t, wrap) })
 }
 
 // RunModel is the conformance suite for a standalone Model, such as a provider
@@ -103,8 +104,12 @@ func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model
 // it runs in real time and checks what it can: Answer (a Response XOR an error;
 // streaming chunks concatenate to the Text), Concurrent (8 goroutines making 5
 // calls each, every call a Response XOR an error), NoMutation (as in Run) and
-// Cancel (an already canceled context gives a Canceled or Deadline error). A call
-// that has not returned after 10 s fails the test as a hang.
+// Cancel (an already canceled context gives a Canceled or Deadline error), and
+// Reasoning (a request with a Reasoning setting answers with sane Usage, its
+// Thoughts tagged with a Dialect; passed back with a Thought of a foreign
+// dialect, which the Model must leave out, it answers again; streamed with
+// Reasoning.Stream, the chunks' Reasoning concatenates to its Thoughts'
+// text). A call that has not returned after 10 s fails the test as a hang.
 func RunModel(t *testing.T, newModel func(t *testing.T) portico.Model) {
 	t.Helper()
 	t.Run("Answer", func(t *testing.T) {
@@ -135,6 +140,7 @@ func RunModel(t *testing.T, newModel func(t *testing.T) portico.Model) {
 			t.Errorf("Generate(canceled ctx) = %v (class %v), want class canceled or deadline", err, portico.ClassOf(err))
 		}
 	})
+	t.Run("Reasoning", func(t *testing.T) { runModelReasoning(t, newModel) })
 }
 
 // guard runs call, failing the test if it takes more than 10 s of real time.

@@ -93,6 +93,10 @@
 //   - Stream: the chunks the caller receives are in order, never concurrent,
 //     none after Generate returns, and concatenate to the Response's Text;
 //     an error from the callback aborts the call with an error that wraps it.
+//   - Reasoning: an answer's Thoughts and Usage.ReasoningTokens come through
+//     unchanged; Thoughts passed back in the next request's messages reach
+//     the base unchanged; reasoning chunks (Chunk.Reasoning) reach the
+//     caller exactly when the base sent them, before the text.
 //
 // [RunGone] checks, beside it, the rule every layer that spends keeps for
 // a request whose caller has gone ([portico.Gone]): a context canceled or
