@@ -27,12 +27,20 @@ func outcome(err error) portico.Class {
 // records the program's service and frees the slot (or hands it to the
 // best waiter); what a refund frees goes at once to the waiters, first in
 // line first.
+//
+// It reads the clock only when something needs it (a Concurrency, the
+// provider's view, a program, a waiter): an admission at once reads it
+// once, at admission, as x/time/rate's Allow does.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
-	now := mono.Now()
+	var now time.Duration // mono.Now, read at the first need
 	if c := l.cfg.Concurrency; c != nil && !panicked {
+		now = mono.Now()
 		c.Done(now-t.granted-t.read, t.inflight, outcome(err))
 	}
 	rl, d := settlement(t, resp, err, panicked)
+	if now == 0 && (rl != nil || t.prog != nil) {
+		now = mono.Now()
+	}
 	e := t.e
 	e.mu.Lock()
 	switch {
@@ -52,6 +60,9 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 		p.attained += now - t.start
 		p.active--
 		p.lastSeen = now
+	}
+	if now == 0 && e.queued() > 0 { // dispatch hands the slot on at now
+		now = mono.Now()
 	}
 	l.releaseLocked(e, now)
 	e.mu.Unlock()
