@@ -390,7 +390,8 @@ func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.C
 	if until >= remaining { // no reserve, last candidate: the caller's deadline is its own
 		return cctx, nil, gap, true
 	}
-	cctx, end = context.WithTimeoutCause(cctx, until, shareCauses[cut.Of(until, r.g.cfg.FaultAfter, whole)])
+	// Its end from remaining's reading of the clock: no second reading.
+	cctx, end = context.WithDeadlineCause(cctx, r.deadline.Add(until-remaining), shareCauses[cut.Of(until, r.g.cfg.FaultAfter, whole)])
 	return cctx, end, gap, true
 }
 
