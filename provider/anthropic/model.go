@@ -116,7 +116,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
-	opts := []option.RequestOption{option.WithMiddleware(middleware(x)), option.WithMaxRetries(0)}
+	opts := []option.RequestOption{option.WithMiddleware(middleware(x)), noRetries}
 	if req.Streaming() {
 		return m.stream(ctx, req, params, opts, x, model)
 	}
@@ -267,3 +267,7 @@ func usage(model string, input, cacheWrite, cacheWrite1h, cacheRead, output int6
 // to be safe); "for most Claude models, only uncached input tokens count
 // towards your ITPM rate limits" (https://docs.claude.com/en/api/rate-limits).
 func itpmCountsCacheReads(model string) bool { return strings.HasPrefix(model, "claude-3") }
+
+// noRetries is option.WithMaxRetries(0), made once: each call's options
+// end with it (see New), and making it there cost an allocation a call.
+var noRetries = option.WithMaxRetries(0)

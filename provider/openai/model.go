@@ -132,7 +132,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge, ErrorLines: true}
-	opts = append(opts, option.WithMiddleware(middleware(x)), option.WithMaxRetries(0))
+	opts = append(opts, option.WithMiddleware(middleware(x)), noRetries)
 	if req.Streaming() {
 		return m.stream(ctx, req, params, opts, x, model)
 	}
@@ -442,3 +442,7 @@ func (st *streamState) end(ctx context.Context, streamErr error) (*portico.Respo
 	}
 	return resp, nil
 }
+
+// noRetries is option.WithMaxRetries(0), made once: each call's options
+// end with it (see New), and making it there cost an allocation a call.
+var noRetries = option.WithMaxRetries(0)
