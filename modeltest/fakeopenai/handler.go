@@ -29,6 +29,9 @@ type chatRequest struct {
 	// responses is the Responses API request this one was read from, or
 	// nil for a chat completion (see responses.go).
 	responses *responsesRequest
+	// embeddings is the embeddings request this one was read from, or nil
+	// (see embeddings.go).
+	embeddings *embeddingsRequest
 }
 
 type chatMessage struct {
@@ -62,7 +65,10 @@ func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
 		Route: func(w http.ResponseWriter, r *http.Request) bool {
 			path := strings.TrimPrefix(r.URL.Path, "/v1")
 			switch {
-			case path != "/chat/completions" && path != "/responses":
+			case path == "/files" && r.Method == http.MethodPost:
+				serveFile(w, r)
+				return false
+			case path != "/chat/completions" && path != "/responses" && path != "/embeddings":
 				writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path)
 				return false
 			case r.Method != http.MethodPost:
@@ -73,8 +79,11 @@ func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
 			return true
 		},
 		Decode: func(r *http.Request, body []byte) (string, bool, *chatRequest, error) {
-			if strings.TrimPrefix(r.URL.Path, "/v1") == "/responses" {
+			switch strings.TrimPrefix(r.URL.Path, "/v1") {
+			case "/responses":
 				return decodeResponses(body)
+			case "/embeddings":
+				return decodeEmbeddings(body)
 			}
 			req := new(chatRequest)
 			err := json.Unmarshal(body, req)
@@ -88,6 +97,10 @@ func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
 		},
 		Serve: func(fc *fakecore.Call, req *chatRequest) {
 			c := &call{Call: fc, srv: s, m: s.models[fc.Model], req: req, f: fc.Fault}
+			if req.embeddings != nil {
+				c.embed()
+				return
+			}
 			if req.responses != nil && !s.translate(c) {
 				return
 			}

@@ -113,8 +113,10 @@ func (s *Server) Requests() []Request { return s.core.Requests() }
 // including requests for unknown models.
 func (s *Server) Count(modelName string) int { return s.core.Count(modelName) }
 
-// Handler returns the server's http.Handler, serving POST /v1/chat/completions
-// and POST /v1/responses (and the same paths without /v1). Everything else is a 404 in OpenAI's format.
+// Handler returns the server's http.Handler, serving POST /v1/chat/completions,
+// /v1/responses and /v1/embeddings (and the same paths without /v1), and
+// POST /v1/files, which answers an upload's file object and keeps nothing.
+// Everything else is a 404 in OpenAI's format.
 func (s *Server) Handler() http.Handler { return s.core.Handler() }
 
 // quotaState is what one request saw of the model's rate-limit windows.

@@ -1,0 +1,285 @@
+package adapt
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/portico-llm/portico"
+)
+
+// Dialect is what a [Guard] needs of a provider's HTTP API: how it states
+// errors, usage and the output bound in its bodies.
+type Dialect struct {
+	// Rules classifies what fails without the provider's own error.
+	Rules *Rules
+	// Classify returns the error of an HTTP error answer, from its status,
+	// headers and body (at most ErrBodyLimit bytes of it).
+	Classify func(status int, h http.Header, body []byte) *portico.Error
+	// RateLimit reads the provider's rate-limit headers; nil reads none.
+	RateLimit func(h http.Header) *portico.RateLimit
+	// Usage reads the usage of a whole JSON answer, or of a stream's event
+	// data; ok is false when it holds none.
+	Usage func(body []byte) (u portico.Usage, ok bool)
+	// MaxTokens reads N_max from a request's JSON body (0: none stated).
+	MaxTokens func(body []byte) int
+}
+
+// Next sends a request on: the SDK's own transport, after the guard.
+type Next func(*http.Request) (*http.Response, error)
+
+// Guard puts Portico's layers around each HTTP request of a provider's SDK:
+// the SDK's middleware (or transport) calls Do, and Do sends the request
+// through the chain of layers, whose innermost Model makes the HTTP
+// exchange. A Guard is safe for concurrent use.
+type Guard struct {
+	d        Dialect
+	m        portico.Model
+	gap      time.Duration
+	maxBytes int64
+}
+
+// NewGuard returns a Guard of dialect d whose layers are mws, outermost
+// first; gap bounds the silence between a stream's reads after its first
+// event (0: none), maxBytes a whole answer's body.
+func NewGuard(d Dialect, mws []portico.Middleware, gap time.Duration, maxBytes int64) *Guard {
+	g := &Guard{d: d, gap: gap, maxBytes: maxBytes}
+	g.m = portico.Chain(exchangeModel{g}, mws...)
+	return g
+}
+
+type callKey struct{}
+
+// call is one request of the SDK, carried to the innermost Model by the
+// context: the request, its body, how to send it, and the last answer.
+type call struct {
+	r    *http.Request
+	body []byte
+	next Next
+
+	mu   sync.Mutex
+	last *http.Response // the last HTTP answer, its body read (or a stream's, unread)
+}
+
+func (c *call) keep(res *http.Response) {
+	c.mu.Lock()
+	c.last = res
+	c.mu.Unlock()
+}
+
+// Do sends r through the layers. It returns the last HTTP answer the
+// provider gave (an error status when the layers gave up on one, so that
+// the SDK reports it in its own types, marked x-should-retry: false), or
+// the layers' *portico.Error when none came (a limiter's refusal, an open
+// breaker, a transport failure).
+func (g *Guard) Do(r *http.Request, next Next) (*http.Response, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	c := &call{r: r, body: body, next: next}
+	req := g.request(r, body)
+	_, err = g.m.Generate(context.WithValue(r.Context(), callKey{}, c), req)
+	c.mu.Lock()
+	last := c.last
+	c.mu.Unlock()
+	if err != nil && (last == nil || last.StatusCode < 400) {
+		return nil, err
+	}
+	if last.StatusCode >= 400 {
+		// The layers retried as they saw fit: the SDK must not retry again.
+		last.Header.Set("X-Should-Retry", "false")
+	}
+	return last, nil
+}
+
+// readBody reads r's body whole (the SDKs buffer theirs, to retry).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	defer r.Body.Close()
+	return io.ReadAll(r.Body)
+}
+
+// request is the Portico request the layers see: the model, N_max and
+// whether it streams from a JSON body, the tenant from the context, and
+// the body itself as one text part, which the estimators count. A body
+// that is not JSON (a file upload) is counted as no text.
+func (g *Guard) request(r *http.Request, body []byte) *portico.Request {
+	req := &portico.Request{Identity: portico.IdentityFrom(r.Context())}
+	var head struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || json.Unmarshal(body, &head) != nil {
+		req.Messages = []portico.Message{portico.Text(portico.RoleUser, "")}
+		return req
+	}
+	req.Model = head.Model
+	if g.d.MaxTokens != nil {
+		req.MaxOutputTokens = g.d.MaxTokens(body)
+	}
+	req.Messages = []portico.Message{portico.Text(portico.RoleUser, string(body))}
+	if head.Stream || strings.Contains(r.URL.Path, "stream") {
+		req.OnChunk = func(portico.Chunk) error { return nil }
+	}
+	return req
+}
+
+// exchangeModel is the innermost Model: one HTTP exchange per Generate.
+type exchangeModel struct{ g *Guard }
+
+// Generate sends the call's request with ctx's deadline and cancellation
+// while it runs: a whole answer is read here, a stream up to its first
+// event, so that the layers' attempt and first-chunk timeouts bound them.
+// A stream's rest is read by the SDK after Generate returned, under the
+// caller's context and the guard's gap.
+func (m exchangeModel) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	c, ok := ctx.Value(callKey{}).(*call)
+	if !ok {
+		return nil, &portico.Error{Class: portico.Permanent, NotSent: true, Reason: "guard: no HTTP request in the context"}
+	}
+	hctx, cancel := context.WithCancelCause(c.r.Context())
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	x := &Exchange{Limit: m.g.maxBytes, TooLarge: errGuardTooLarge}
+	hr := c.r.Clone(hctx)
+	hr.Body = io.NopCloser(bytes.NewReader(c.body))
+	hr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
+	res, err := x.Watch(c.next(x.Begin(hr)))
+	if err == nil && res.StatusCode < 400 && req.OnChunk != nil && isStream(res) {
+		err = firstEvent(res)
+		if err == nil {
+			Alive(ctx)
+			stop()
+			res.Body = m.g.watchGap(res.Body, cancel)
+			c.keep(res)
+			return &portico.Response{Model: req.Model, FinishReason: portico.FinishStop, RateLimit: m.rateLimit(x)}, nil
+		}
+	}
+	defer stop()
+	defer cancel(nil)
+	if err != nil {
+		e := x.NewError(req.Model, err)
+		if !x.Stopped(ctx, e, m.g.d.Rules) {
+			x.Failed(e, m.g.d.Rules)
+		}
+		return nil, e
+	}
+	b, rerr := io.ReadAll(res.Body)
+	res.Body.Close()
+	if rerr != nil {
+		e := x.NewError(req.Model, rerr)
+		if !x.Stopped(ctx, e, m.g.d.Rules) {
+			x.Failed(e, m.g.d.Rules)
+		}
+		return nil, e
+	}
+	res.Body = io.NopCloser(bytes.NewReader(b))
+	c.keep(res)
+	if res.StatusCode >= 400 {
+		e := m.g.d.Classify(res.StatusCode, res.Header, x.ErrBody)
+		e.Model = req.Model
+		return nil, e
+	}
+	resp := &portico.Response{Model: req.Model, FinishReason: portico.FinishStop, RateLimit: m.rateLimit(x)}
+	if m.g.d.Usage != nil {
+		resp.Usage, _ = m.g.d.Usage(b)
+	}
+	return resp, nil
+}
+
+func (m exchangeModel) rateLimit(x *Exchange) *portico.RateLimit {
+	if m.g.d.RateLimit == nil || x.Header == nil {
+		return nil
+	}
+	return m.g.d.RateLimit(x.Header)
+}
+
+// errGuardTooLarge is a whole answer's error past the guard's byte bound.
+var errGuardTooLarge = errors.New("guard: response larger than the guard's MaxResponseBytes")
+
+func isStream(res *http.Response) bool {
+	return strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream")
+}
+
+// firstEvent reads res's body up to the end of its first event (a blank
+// line), at most 1 MiB of it, and puts what it read back in front of the
+// rest.
+func firstEvent(res *http.Response) error {
+	br := bufio.NewReaderSize(res.Body, 4096)
+	var head bytes.Buffer
+	for head.Len() < 1<<20 {
+		line, err := br.ReadSlice('\n')
+		head.Write(line)
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return err
+		}
+		if len(bytes.TrimSpace(line)) == 0 && bytes.Contains(head.Bytes(), []byte("data:")) {
+			break
+		}
+	}
+	res.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(&head, br), res.Body}
+	return nil
+}
+
+// watchGap returns body, ended by cancel when no read returns data for
+// the guard's gap.
+func (g *Guard) watchGap(body io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
+	if g.gap <= 0 {
+		return closing{body, func() { cancel(nil) }}
+	}
+	t := time.AfterFunc(g.gap, func() { cancel(portico.NewLayerTimeout("guard: chunk gap")) })
+	return &gapBody{rc: body, t: t, gap: g.gap, cancel: cancel}
+}
+
+// closing is a body whose Close also calls done.
+type closing struct {
+	io.ReadCloser
+	done func()
+}
+
+func (c closing) Close() error {
+	err := c.ReadCloser.Close()
+	c.done()
+	return err
+}
+
+// gapBody resets its timer on every read that returns data.
+type gapBody struct {
+	rc     io.ReadCloser
+	t      *time.Timer
+	gap    time.Duration
+	cancel context.CancelCauseFunc
+}
+
+func (b *gapBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.t.Reset(b.gap)
+	}
+	if err != nil {
+		b.t.Stop()
+	}
+	return n, err
+}
+
+func (b *gapBody) Close() error {
+	b.t.Stop()
+	err := b.rc.Close()
+	b.cancel(nil)
+	return err
+}

@@ -1,0 +1,140 @@
+package openai_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/modeltest/fakeopenai"
+	"github.com/portico-llm/portico/provider/openai"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/retry"
+)
+
+// guarded is an openai-go client as a service already has it, plus one
+// option: Protect with a client limiter, a breaker and a retrier. The fake
+// server runs model with faults.
+func guarded(t *testing.T, limits ratelimit.Limits, models ...fakeopenai.ModelConfig) (oai.Client, *fakeopenai.Server) {
+	t.Helper()
+	srv, err := fakeopenai.Start(fakeopenai.Config{Models: models})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	lim, err := ratelimit.New(ratelimit.Config{Limits: limits, Key: ratelimit.ByClient, DefaultMaxTokens: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	brk, err := breaker.New(breaker.Config{Name: "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := retry.New(retry.Config{Backoff: retry.Backoff{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+		Timeouts: retry.Timeouts{FirstChunk: 300 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := oai.NewClient(option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("fake"), option.WithHTTPClient(srv.Client()),
+		openai.Protect(openai.Guard{Layers: []portico.Middleware{lim.Wrap, brk.Wrap, rt.Wrap}}))
+	return client, srv
+}
+
+const gpt = "gpt-4o-mini"
+
+var plenty = ratelimit.Limits{Requests: 1000, Tokens: 1_000_000}
+
+// TestProtectRetriesOnce: a 503 then an answer: the retry layer sends the
+// second attempt, and the SDK, whose retries Protect turned off, none of
+// its own: two requests reach the server, not up to six.
+func TestProtectRetriesOnce(t *testing.T) {
+	client, srv := guarded(t, plenty, fakeopenai.ModelConfig{Name: gpt,
+		Script: []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 503}}})
+	resp, err := client.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: gpt,
+		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Choices[0].Message.Content == "" || srv.Count(gpt) != 2 {
+		t.Fatalf("content %q, %d requests at the server; want an answer after 2", resp.Choices[0].Message.Content, srv.Count(gpt))
+	}
+}
+
+// TestProtectGivesUpAsTheSDKWould: a 400 is not retried by anyone: one
+// request, and the caller gets openai-go's own *openai.Error.
+func TestProtectGivesUpAsTheSDKWould(t *testing.T) {
+	client, srv := guarded(t, plenty, fakeopenai.ModelConfig{Name: gpt, Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultContextLength, Fraction: 1}}})
+	_, err := client.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: gpt,
+		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")}})
+	var apiErr *oai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || srv.Count(gpt) != 1 {
+		t.Fatalf("err %v, %d requests; want the SDK's 400 after one request", err, srv.Count(gpt))
+	}
+}
+
+// TestProtectRefusesWithPortico: a tenant past its limit is refused by the
+// limiter before anything is sent; the SDK returns Portico's error as the
+// cause, and does not retry it.
+func TestProtectRefusesWithPortico(t *testing.T) {
+	client, srv := guarded(t, ratelimit.Limits{Requests: 1, Tokens: 1_000_000}, fakeopenai.ModelConfig{Name: gpt})
+	ctx := portico.WithIdentity(context.Background(), portico.Identity{ClientKey: "tenant-1"})
+	params := oai.ChatCompletionNewParams{Model: gpt, Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")}}
+	if _, err := client.Chat.Completions.New(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	_, err := client.Chat.Completions.New(ctx, params)
+	if portico.RefuserOf(err) != portico.ClientLimit || srv.Count(gpt) != 1 {
+		t.Fatalf("err %v (refuser %v), %d requests; want a client_limit refusal and one request", err, portico.RefuserOf(err), srv.Count(gpt))
+	}
+	other := portico.WithIdentity(context.Background(), portico.Identity{ClientKey: "tenant-2"})
+	if _, err := client.Chat.Completions.New(other, params); err != nil {
+		t.Fatalf("another tenant: %v", err)
+	}
+}
+
+// TestProtectEveryEndpoint: the Responses API, embeddings and a file
+// upload go through the same option unchanged.
+func TestProtectEveryEndpoint(t *testing.T) {
+	client, srv := guarded(t, plenty, fakeopenai.ModelConfig{Name: gpt},
+		fakeopenai.ModelConfig{Name: "text-embedding-3-small", Script: []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 500}}})
+	ctx := context.Background()
+	r, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: gpt, Input: responses.ResponseNewParamsInputUnion{OfString: oai.String("hi")}})
+	if err != nil || r.OutputText() == "" {
+		t.Fatalf("responses: %v", err)
+	}
+	emb, err := client.Embeddings.New(ctx, oai.EmbeddingNewParams{Model: "text-embedding-3-small", Dimensions: oai.Int(16),
+		Input: oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"a", "b"}}})
+	if err != nil || len(emb.Data) != 2 || len(emb.Data[0].Embedding) != 16 || srv.Count("text-embedding-3-small") != 2 {
+		t.Fatalf("embeddings: %v (%d requests)", err, srv.Count("text-embedding-3-small"))
+	}
+	f, err := client.Files.New(ctx, oai.FileNewParams{File: strings.NewReader("{}\n"), Purpose: oai.FilePurposeBatch})
+	if err != nil || !strings.HasPrefix(f.ID, "file-") || f.Bytes != 3 {
+		t.Fatalf("files: %+v, %v", f, err)
+	}
+}
+
+// TestProtectStream: a stream that stalls before its first event is cut by
+// the first-chunk timeout and retried; the second streams whole.
+func TestProtectStream(t *testing.T) {
+	client, srv := guarded(t, plenty, fakeopenai.ModelConfig{Name: gpt, OutputTokens: 12, TokensPerSecond: 1000,
+		Script: []fakeopenai.Fault{{Kind: fakeopenai.FaultStallBeforeHeaders}}})
+	stream := client.Chat.Completions.NewStreaming(context.Background(), oai.ChatCompletionNewParams{Model: gpt,
+		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")}})
+	var text strings.Builder
+	for stream.Next() {
+		if len(stream.Current().Choices) > 0 {
+			text.WriteString(stream.Current().Choices[0].Delta.Content)
+		}
+	}
+	if err := stream.Err(); err != nil || text.Len() == 0 || srv.Count(gpt) != 2 {
+		t.Fatalf("err %v, text %q, %d requests; want the text after 2", err, text.String(), srv.Count(gpt))
+	}
+}
