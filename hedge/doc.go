@@ -56,7 +56,11 @@
 //     the winner's chunks and no other's, and once a chunk reached it
 //     nothing is hedged any more: a failure of the winner is the request's.
 //     A layer inside that holds chunks back (package validate with a schema)
-//     makes the race one to the whole answer.
+//     makes the race one to the whole answer. The delay judges any progress:
+//     once an attempt's stream shows one (a chunk, or a [portico.Progress]
+//     report, such as reasoning the caller did not ask to see or a chunk
+//     held back), no further hedge is sent, and the sketch learns the time
+//     to that first sign (TestHedgeDelayJudgesProgress).
 //
 // [Hedger.Wrap] hedges to the same destination. Package fallback, with
 // fallback.Config.Hedge, hedges to the next fitting route of a group,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -40,6 +41,8 @@ type race struct {
 	err   error
 	final chan struct{}
 
+	alive atomic.Bool // an attempt of a stream showed progress (a chunk, or a portico.Progress report)
+
 	mu     sync.Mutex // guards winner and live
 	winner int        // the attempt that won (answered, or its chunk reached the caller); -1 none yet, -2 none ever
 	live   []*attempt // attempts running
@@ -56,7 +59,8 @@ type attempt struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	res      Result
-	panicked any // what Model.Generate panicked with
+	panicked any         // what Model.Generate panicked with
+	sign     atomic.Bool // the stream's first sign of progress came
 }
 
 // Run races plan's attempts for req: attempt 0 at once, then, while fewer
@@ -98,6 +102,7 @@ func (r *race) first(at *attempt) {
 	var t *time.Timer
 	if d, ok := r.delay(at); ok {
 		r.results, r.final = make(chan *attempt, r.h.maxInFlight), make(chan struct{})
+		at.watchProgress()
 		t = time.AfterFunc(d, r.coordinate)
 	}
 	at.run()
@@ -117,7 +122,7 @@ func (r *race) first(at *attempt) {
 func (r *race) coordinate() {
 	defer close(r.final)
 	r.mu.Lock()
-	due := r.winner == -1 && len(r.live) > 0
+	due := r.winner == -1 && len(r.live) > 0 && !r.alive.Load()
 	r.mu.Unlock()
 	if due {
 		r.start(true)
@@ -134,7 +139,7 @@ func (r *race) loop() {
 		select {
 		case <-r.due:
 			r.due = nil
-			if r.running < r.h.maxInFlight && r.winnerIs() == -1 { // none answered, no chunk delivered
+			if r.running < r.h.maxInFlight && r.winnerIs() == -1 && !r.alive.Load() { // none answered, no sign of progress
 				r.start(true)
 			}
 		case at := <-r.results:
@@ -194,6 +199,7 @@ func (r *race) start(hedge bool) {
 		r.results = make(chan *attempt, r.h.maxInFlight)
 	}
 	if r.begin(at) {
+		at.watchProgress()
 		go func() { at.run(); r.results <- at }()
 	} else {
 		r.results <- at // room for every attempt in flight
@@ -201,6 +207,26 @@ func (r *race) start(hedge bool) {
 	if d, ok := r.delay(at); ok {
 		r.due = time.After(d) // collected unstopped once the race is done
 	}
+}
+
+// watchProgress makes a streamed attempt's progress count for the hedge
+// delay as a chunk does: an attempt that streams reasoning, or whose chunks
+// an inner layer holds back, is not slow to start, so no hedge follows it,
+// and its destination's sketch learns the time to that first sign.
+func (at *attempt) watchProgress() {
+	if at.a.Request.OnChunk != nil {
+		at.ctx = portico.ContextWithProgress(at.ctx, func(portico.Chunk) { at.firstSign() })
+	}
+}
+
+// firstSign records a sign of progress of at's stream, and on the first
+// one marks the race alive and teaches the sketch the time to it.
+func (at *attempt) firstSign() {
+	if at.sign.Load() || !at.sign.CompareAndSwap(false, true) {
+		return
+	}
+	at.r.alive.Store(true)
+	at.learn(time.Since(at.start))
 }
 
 // begin starts at under a cancelable context and reports true, unless
@@ -354,7 +380,7 @@ func (at *attempt) call() {
 	// or one around it, the time until then: a lower bound that keeps the
 	// share of slow calls right.
 	lost := err != nil && errors.Is(context.Cause(at.ctx), errLost)
-	if err == nil && req.OnChunk == nil || lost && at.res.TTFT == 0 {
+	if err == nil && req.OnChunk == nil || lost && !at.sign.Load() {
 		at.learn(at.res.Elapsed)
 	}
 }
@@ -390,6 +416,6 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 		return false, errLost
 	}
 	at.res.TTFT = time.Since(at.start)
-	at.learn(at.res.TTFT)
+	at.firstSign()
 	return true, nil
 }
