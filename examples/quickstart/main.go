@@ -35,6 +35,12 @@
 // heap), the canary in no span, log record or error string. It exits 1 when
 // a run broke one. -plot FILE writes goodput and attempts over time as a
 // PNG, a panel per run.
+//
+// -route shows the preset's routing kinds on the same endpoints instead:
+// a weighted split 7:3 between OpenAI and Anthropic (its first choices
+// within the binomial bound, the other route behind each), and a cascade
+// from Gemini to OpenAI whose cost per request meets seed 000's
+// E[C] = c1 + (1-u1) c2.
 package main
 
 import (
@@ -58,11 +64,19 @@ func main() {
 	flag.Int64Var(&cfg.seed, "seed", 1, "seed of the fake servers' faults")
 	chaos := flag.Bool("chaos", false, "the chaos drill: every fault kind of the fakes on 10%, 30% and 50% of calls, and the invariants checked after each run")
 	plot := flag.String("plot", "", "write goodput and attempts over time to this PNG file (a panel per run)")
+	routing := flag.Bool("route", false, "the routing kinds instead: a weighted split 7:3 and a cascade, -n requests each")
 	flag.Parse()
 	var err error
-	if *chaos {
+	switch {
+	case *routing:
+		var eps [numRoutes]*endpoint
+		if eps, err = startEndpoints(context.Background(), os.Stdout, cfg); err == nil {
+			_, err = runRoute(context.Background(), os.Stdout, eps, cfg.requests, cfg.concurrency)
+		}
+		closeEndpoints(eps)
+	case *chaos:
 		_, err = runChaos(context.Background(), os.Stdout, cfg, chaosRates, *plot)
-	} else {
+	default:
 		var res *results
 		if res, err = run(context.Background(), os.Stdout, cfg); err == nil && *plot != "" {
 			err = writePlot(*plot, []string{"quickstart"}, []*results{res})
@@ -98,29 +112,10 @@ func run(ctx context.Context, out io.Writer, cfg runConfig) (*results, error) {
 			return nil, err
 		}
 	}
-	var eps [numRoutes]*endpoint
-	defer func() {
-		for _, ep := range eps {
-			if ep != nil {
-				ep.close()
-			}
-		}
-	}()
-	for _, p := range providers {
-		model := cfg.model[p.id]
-		if model == "" {
-			model = p.model
-		}
-		fo := fakeOptions{seed: uint64(cfg.seed), pipe: cfg.pipe}
-		if cfg.faultRate > 0 {
-			fo.faults = chaosFaults(cfg.faultRate, p.id)
-		}
-		ep, err := p.start(ctx, cfg.url[p.id], model, fo)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.title, err)
-		}
-		eps[p.id] = ep
-		fmt.Fprintln(out, ep.about)
+	eps, err := startEndpoints(ctx, out, cfg)
+	defer closeEndpoints(eps)
+	if err != nil {
+		return nil, err
 	}
 	st, err := newStack(eps, res, res.watch)
 	if err != nil {
@@ -141,4 +136,36 @@ func run(ctx context.Context, out io.Writer, cfg runConfig) (*results, error) {
 	}
 	res.print(out, elapsed)
 	return res, nil
+}
+
+// startEndpoints starts each route's endpoint as cfg says (a fake, or a
+// real one at its -*-url) and prints what it is. On an error, the ones
+// started are in eps, for closeEndpoints.
+func startEndpoints(ctx context.Context, out io.Writer, cfg runConfig) (eps [numRoutes]*endpoint, err error) {
+	for _, p := range providers {
+		model := cfg.model[p.id]
+		if model == "" {
+			model = p.model
+		}
+		fo := fakeOptions{seed: uint64(cfg.seed), pipe: cfg.pipe}
+		if cfg.faultRate > 0 {
+			fo.faults = chaosFaults(cfg.faultRate, p.id)
+		}
+		ep, err := p.start(ctx, cfg.url[p.id], model, fo)
+		if err != nil {
+			return eps, fmt.Errorf("%s: %w", p.title, err)
+		}
+		eps[p.id] = ep
+		fmt.Fprintln(out, ep.about)
+	}
+	return eps, nil
+}
+
+// closeEndpoints stops the fakes among eps.
+func closeEndpoints(eps [numRoutes]*endpoint) {
+	for _, ep := range eps {
+		if ep != nil {
+			ep.close()
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/binom"
 	"github.com/portico-llm/portico/retry"
 )
 
@@ -86,5 +87,39 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	cfg.url[routeAnthropic] = "http://127.0.0.1:1/"
 	if _, err := run(context.Background(), &bytes.Buffer{}, cfg); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Errorf("run with -anthropic-url and no key = %v, want an error naming ANTHROPIC_API_KEY", err)
+	}
+}
+
+// TestRoute runs -route on a small load over loopback: the split's first
+// draws, among the requests that found both routes available, are 7:3
+// within the binomial bound; every request of both runs is answered or
+// fails classified; and the cascade's cost is c1 per accepted cheap
+// answer plus c2 per escalation (c1 more when the cheap step answered
+// before it), seed 000's prices.
+func TestRoute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs about a second of real HTTP load")
+	}
+	const n = 200
+	var out bytes.Buffer
+	eps, err := startEndpoints(context.Background(), &out, runConfig{seed: 7})
+	defer closeEndpoints(eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runRoute(context.Background(), &out, eps, n, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	placed := res.first["openai"] + res.first["anthropic"]
+	if !binom.Within(res.first["openai"], placed, 0.7) || res.by["openai"]+res.by["anthropic"]+res.failed != n {
+		t.Errorf("split: drawn first %v of %d, answered %v, failed %d; want openai %.0f ± %.1f, and %d in all",
+			res.first, placed, res.by, res.failed, 0.7*float64(placed), binom.Bound(placed, 0.7), n)
+	}
+	lo := cheapCost*float64(res.accepted) + strongCost*float64(res.escalated)
+	if res.accepted+res.escalated+res.cascadeFails != n || res.cost < lo-1e-9 || res.cost > lo+cheapCost*float64(res.escalated)+1e-9 {
+		t.Errorf("cascade: accepted %d, escalated %d, failed %d, cost %v; want %d in all and cost in [%v, %v]",
+			res.accepted, res.escalated, res.cascadeFails, res.cost, n, lo, lo+cheapCost*float64(res.escalated))
 	}
 }

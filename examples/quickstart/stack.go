@@ -33,24 +33,11 @@ func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, e
 	}
 	var routes []stack.Route
 	for i, ep := range eps {
-		p := &providers[i]
 		rs := &res.routes[i]
-		routes = append(routes, stack.Route{
-			Route: portico.Route{Name: p.name, Model: ep.model,
-				Capabilities: portico.Capabilities{Provider: p.name, ContextWindow: 128_000, Tools: true}},
-			Breaker: breaker.Config{OpenFor: 200 * time.Millisecond, Logger: logger},
-			Retry: retry.Config{
-				Logger: logger,
-				Backoff: retry.Backoff{
-					BaseDelay: 20 * time.Millisecond, MaxDelay: 500 * time.Millisecond,
-					MaxRetryAfter: 500 * time.Millisecond, // a longer Retry-After moves on to the next route
-				},
-				Timeouts:       retry.Timeouts{Attempt: time.Second, FirstChunk: 750 * time.Millisecond}, // ends the stalls
-				MinAttemptTime: 50 * time.Millisecond,
-			},
-			Middleware:      []portico.Middleware{rs.countCalls},
-			ModelMiddleware: []portico.Middleware{rs.countAttempts},
-		})
+		r := routeOf(i, ep, logger)
+		r.Middleware = []portico.Middleware{rs.countCalls}
+		r.ModelMiddleware = []portico.Middleware{rs.countAttempts}
+		routes = append(routes, r)
 	}
 	return stack.New(stack.Config{
 		Routes: routes,
@@ -70,6 +57,27 @@ func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, e
 		Fallback: fallback.Config{WaitInPlace: 50 * time.Millisecond, Logger: logger},
 		Tracer:   tracer,
 	})
+}
+
+// routeOf is route i of the quickstart over ep: its breaker, retry
+// (with attempt timeouts that end the fakes' stalls) and validate, each
+// layer logging to logger (nil: none).
+func routeOf(i int, ep *endpoint, logger *slog.Logger) stack.Route {
+	p := &providers[i]
+	return stack.Route{
+		Route: portico.Route{Name: p.name, Model: ep.model,
+			Capabilities: portico.Capabilities{Provider: p.name, ContextWindow: 128_000, Tools: true}},
+		Breaker: breaker.Config{OpenFor: 200 * time.Millisecond, Logger: logger},
+		Retry: retry.Config{
+			Logger: logger,
+			Backoff: retry.Backoff{
+				BaseDelay: 20 * time.Millisecond, MaxDelay: 500 * time.Millisecond,
+				MaxRetryAfter: 500 * time.Millisecond, // a longer Retry-After moves on to the next route
+			},
+			Timeouts:       retry.Timeouts{Attempt: time.Second, FirstChunk: 750 * time.Millisecond}, // ends the stalls
+			MinAttemptTime: 50 * time.Millisecond,
+		},
+	}
 }
 
 // requestDeadline is the stack's end-to-end deadline, split across the
