@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	anth "github.com/anthropics/anthropic-sdk-go/v2"
 	anthoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -19,6 +20,7 @@ import (
 	"github.com/portico-llm/portico/provider/anthropic"
 	"github.com/portico-llm/portico/provider/gemini"
 	"github.com/portico-llm/portico/provider/openai"
+	"github.com/portico-llm/portico/stack"
 )
 
 // The fakes' models: the default answers with 8 tokens; short and long
@@ -170,7 +172,10 @@ func streamers(tb testing.TB) []provider {
 //	  - failsafe: the preset with its deadline over a model answering at
 //	    once, against failsafe-go's four-policy pipeline (the table's
 //	    failsafe/4policies); time-x is the preset's time over failsafe-go's
-//	    (goal <= 0.5).
+//	    (goal <= 0.5). Beside them, in the same rounds, the floor: the
+//	    preset without a deadline (nodeadline-x) and one standard deadline
+//	    context around the bare model (withdeadline-ns/op); floor-x is the
+//	    two together over failsafe-go.
 func BenchmarkGoals(b *testing.B) {
 	ctx := context.Background()
 	provs := providers(b)
@@ -268,19 +273,38 @@ func BenchmarkGoals(b *testing.B) {
 		reportChunks(b, longTokens-shortTokens, f)
 	})
 	b.Run("failsafe", func(b *testing.B) {
-		s := preset(b, 0, noopTracer(b))
+		s, nodl := preset(b, 0, noopTracer(b)), preset(b, -1, noopTracer(b))
 		fs4 := failsafePipeline(answer, false)
 		f := interleave(b, 1000, 10000,
 			side{"failsafe", func() { fs4(ctx) }},
-			side{"preset", func() { s.Generate(ctx, tableReq) }})
-		fs, pre := f[0], f[1]
+			side{"preset", func() { s.Generate(ctx, tableReq) }},
+			side{"nodeadline", func() { nodl.Generate(ctx, tableReq) }},
+			side{"withdeadline", func() { withDeadline(ctx) }})
+		fs, pre, nd, wd := f[0], f[1], f[2], f[3]
 		b.ReportMetric(pre.wall, "ns/op")
 		b.ReportMetric(fs.wall, "failsafe-ns/op")
 		b.ReportMetric(roundRatio(pre, fs), "time-x")
 		b.ReportMetric(pre.cpu/fs.cpu, "cpu-x")
 		b.ReportMetric(pre.allocs, "allocs/op")
 		b.ReportMetric(fs.allocs, "failsafe-allocs/op")
+		// The floor: the preset without a deadline, and one standard
+		// deadline context (context.WithDeadline and its cancel, a runtime
+		// timer armed and stopped) around the bare model; floor-x is the
+		// two together over failsafe-go, the least a preset with one
+		// standard deadline context per request could take.
+		b.ReportMetric(roundRatio(nd, fs), "nodeadline-x")
+		b.ReportMetric(wd.wall, "withdeadline-ns/op")
+		b.ReportMetric(roundRatio(wd, fs), "withdeadline-x")
+		b.ReportMetric((nd.wall+wd.wall)/fs.wall, "floor-x")
 	})
+}
+
+// withDeadline calls the bare model under one standard deadline context,
+// the preset's default deadline: the floor of what a deadline costs.
+func withDeadline(ctx context.Context) {
+	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(stack.DefaultDeadline))
+	answer.Generate(ctx, tableReq)
+	cancel()
 }
 
 // reportChunks reports the preset's cost per chunk from the figures of a
