@@ -55,13 +55,8 @@ func words(raw json.RawMessage) int {
 		return 0
 	}
 	n := 0
-	for _, b := range blocks {
-		switch b.Type {
-		case "text":
-			n += len(strings.Fields(b.Text))
-		case "tool_result":
-			n += words(b.Content)
-		}
+	for i := range blocks {
+		n += blocks[i].tokens()
 	}
 	return n
 }

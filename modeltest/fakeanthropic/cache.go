@@ -77,12 +77,7 @@ func (c *call) breakpoints() []breakpointAt {
 		for i := range blocks {
 			b := &blocks[i]
 			hashBlock(h, b)
-			switch b.Type {
-			case "text":
-				tokens += len(strings.Fields(b.Text))
-			case "tool_result":
-				tokens += words(b.Content)
-			}
+			tokens += b.tokens()
 			at(b.CacheControl)
 		}
 	}

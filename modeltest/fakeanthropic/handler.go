@@ -139,6 +139,9 @@ func (c *call) refusal() (status int, typ, msg string) {
 	if msg := c.thinkingRefusal(); msg != "" {
 		return bad, invalid, msg
 	}
+	if msg := c.documentRefusal(); msg != "" {
+		return bad, invalid, msg
+	}
 	return 0, "", ""
 }
 

@@ -96,6 +96,16 @@
 // long turn, to be sent back to continue) and any other value pass through
 // unchanged (see [portico.FinishReason]).
 //
+// # Documents
+//
+// A document part ([portico.Media]) becomes a document block: a PDF by
+// base64 data, URL or Files API file id (the request then carries
+// anthropic-beta: files-api-2025-04-14), a plain-text document by its
+// text or file id; Media.Name is the title
+// (https://docs.claude.com/en/docs/build-with-claude/pdf-support). Audio,
+// other document types and plain text by URL are refused before sending,
+// as Incompatible: declare ModalityDocument, not ModalityAudio.
+//
 // # Prompt caching
 //
 // A cache breakpoint ([portico.CacheTTL]) on a part becomes cache_control

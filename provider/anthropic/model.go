@@ -111,12 +111,19 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err := breakpoints(req); err != nil {
 		return nil, err
 	}
+	files, err := media(req)
+	if err != nil {
+		return nil, err
+	}
 	params, err := m.params(req, model)
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
 	opts := []option.RequestOption{option.WithMiddleware(middleware(x)), noRetries}
+	if files {
+		opts = append(opts, option.WithHeaderAdd("anthropic-beta", filesBeta))
+	}
 	if req.Streaming() {
 		return m.stream(ctx, req, params, opts, x, model)
 	}

@@ -172,16 +172,20 @@ func isJSONObject(raw json.RawMessage) bool {
 	return strings.HasPrefix(s, "{") && json.Valid(raw)
 }
 
-// userBlocks encodes a user message's text and image parts.
+// userBlocks encodes a user message's text, image and document parts.
 func userBlocks(parts []portico.Part) ([]sdk.ContentBlockParamUnion, error) {
 	return appendParts(make([]sdk.ContentBlockParamUnion, 0, len(parts)), parts,
 		func(t *sdk.TextBlockParam) sdk.ContentBlockParamUnion { return sdk.ContentBlockParamUnion{OfText: t} },
-		func(i *sdk.ImageBlockParam) sdk.ContentBlockParamUnion { return sdk.ContentBlockParamUnion{OfImage: i} })
+		func(i *sdk.ImageBlockParam) sdk.ContentBlockParamUnion { return sdk.ContentBlockParamUnion{OfImage: i} },
+		func(d *sdk.DocumentBlockParam) sdk.ContentBlockParamUnion {
+			return sdk.ContentBlockParamUnion{OfDocument: d}
+		})
 }
 
-// appendParts appends text and image parts to blocks as text and image make
-// them. Empty text parts are left out: the API refuses empty text blocks.
-func appendParts[B any](blocks []B, parts []portico.Part, text func(*sdk.TextBlockParam) B, image func(*sdk.ImageBlockParam) B) ([]B, error) {
+// appendParts appends text, image and document parts to blocks as text,
+// image and document make them. Empty text parts are left out: the API
+// refuses empty text blocks.
+func appendParts[B any](blocks []B, parts []portico.Part, text func(*sdk.TextBlockParam) B, image func(*sdk.ImageBlockParam) B, document func(*sdk.DocumentBlockParam) B) ([]B, error) {
 	for _, part := range parts {
 		switch part.Kind {
 		case portico.PartText:
@@ -195,6 +199,13 @@ func appendParts[B any](blocks []B, parts []portico.Part, text func(*sdk.TextBlo
 			}
 			img.CacheControl = cacheControl(part.Cache)
 			blocks = append(blocks, image(img))
+		case portico.PartDocument:
+			if part.Media == nil {
+				return nil, errors.New("document part without Media")
+			}
+			d := documentBlock(part.Media)
+			d.CacheControl = cacheControl(part.Cache)
+			blocks = append(blocks, document(d))
 		default:
 			return nil, fmt.Errorf("unknown part kind %v", part.Kind)
 		}
@@ -246,7 +257,7 @@ func assistantBlocks(msg *portico.Message) ([]sdk.ContentBlockParamUnion, error)
 }
 
 // toolResult encodes a tool message as a tool_result block answering its
-// ToolCallID, with its text and image parts.
+// ToolCallID, with its text, image and document parts.
 func toolResult(msg *portico.Message) (sdk.ContentBlockParamUnion, error) {
 	if msg.ToolCallID == "" {
 		return sdk.ContentBlockParamUnion{}, errors.New("tool message without a ToolCallID")
@@ -259,6 +270,9 @@ func toolResult(msg *portico.Message) (sdk.ContentBlockParamUnion, error) {
 		},
 		func(i *sdk.ImageBlockParam) sdk.ToolResultBlockParamContentUnion {
 			return sdk.ToolResultBlockParamContentUnion{OfImage: i}
+		},
+		func(d *sdk.DocumentBlockParam) sdk.ToolResultBlockParamContentUnion {
+			return sdk.ToolResultBlockParamContentUnion{OfDocument: d}
 		})
 	return sdk.ContentBlockParamUnion{OfToolResult: r}, err
 }
