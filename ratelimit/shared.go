@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/admit"
 	"github.com/portico-llm/portico/internal/failopen"
 	"github.com/portico-llm/portico/internal/mono"
 )
@@ -36,7 +37,13 @@ type Store interface {
 	// token bucket, never beyond its capacity; tokens < 0 are charged, down
 	// to minus one period's quota (lim.Tokens) at most; a non-nil rl is
 	// adopted as package documentation's Provider feedback says, for hold
-	// at most, and tightens the key for every process.
+	// at most, and tightens the key for every process. Settles commute
+	// (each is a sum into the level, capped, and the tightest view wins),
+	// so a Store may apply one later, after Settle returned (redisstore
+	// sends them from a bounded queue: see its Store.Close), and need not
+	// report its failure; the bound of package documentation's Shared
+	// buckets then holds on what the store applied, and a settle lost
+	// loses a refund (stricter) or a surcharge (looser by it).
 	Settle(ctx context.Context, key string, lim *Limits, tokens int, rl *portico.RateLimit, hold time.Duration) error
 }
 
@@ -357,10 +364,22 @@ func (l *Limiter) left(ctx context.Context, start time.Duration) time.Duration {
 	return left
 }
 
-// take asks the store to admit a call of cost tokens on key, and keeps
-// the local share in step with its answer (see mirror.go).
+// take asks the store to admit a call of cost tokens on key, unless the
+// request's admission plan (package stack; internal/admit) took it
+// already, and keeps the local share in step with the answer (see
+// mirror.go).
 func (s *shared) take(ctx context.Context, req *portico.Request, key string, lim *Limits, cost int) (time.Duration, string, error) {
-	wait, which, err := s.storeTake(ctx, key, lim, cost)
+	var wait time.Duration
+	var which string
+	var err error
+	if b := admit.From(ctx).Take(s, key); b != nil && b.Cost == cost {
+		wait, which = b.Wait, b.Which
+	} else {
+		if b != nil { // priced otherwise since the plan (unreachable): give it back
+			s.Unclaimed(ctx, b)
+		}
+		wait, which, err = s.storeTake(ctx, key, lim, cost)
+	}
 	switch {
 	case err != nil || s.local == nil:
 	case wait == 0:
@@ -369,6 +388,65 @@ func (s *shared) take(ctx context.Context, req *portico.Request, key string, lim
 		s.local.mirrorRefused(req, lim, which, wait, cost, s.l.cfg.Shared.Instances)
 	}
 	return wait, which, err
+}
+
+// PlanAdmission adds req's take on l's shared buckets to p, the
+// request's admission asked ahead in one call to the store (package stack
+// builds p; its type is internal). It reports false, adding nothing, when
+// l has no shared Store, p's buckets are full, req is a hedge, its
+// buckets are only the in-flight cap, or it cannot be priced (the call
+// then fails as it would have).
+func (l *Limiter) PlanAdmission(req *portico.Request, p *admit.Plan) bool {
+	s := l.shared
+	if s == nil || p.NBuckets == len(p.Buckets) || req.Hedge {
+		return false
+	}
+	tier := l.tierOf(req)
+	lim := l.limitsOf(tier)
+	if lim.Requests == 0 && lim.Tokens == 0 || s.lease != nil && s.lease.on(lim) { // a leased key asks no store per call
+		return false
+	}
+	var t ticket
+	if lim.Tokens > 0 {
+		pr := *l.pricing.Load()
+		pr.burst = lim.TokenBurst
+		if l.price(req, &pr, &t) != nil {
+			return false
+		}
+	}
+	b := &p.Buckets[p.NBuckets]
+	*b = admit.Bucket{Owner: s, Key: s.key(req), Tier: tier, Cost: t.reserve}
+	per := lim.Period
+	if lim.Tokens > 0 {
+		b.TokenRate, b.TokenBurst = admit.Rate(lim.Tokens, per), lim.TokenBurst
+	}
+	if lim.Requests > 0 {
+		b.RequestRate, b.RequestBurst = admit.Rate(lim.Requests, per), lim.RequestBurst
+	}
+	p.NBuckets++
+	return true
+}
+
+// Admission returns the store that runs PlanAdmission's plans for l, nil
+// without a shared Store that joins one (see redisstore).
+func (l *Limiter) Admission() admit.Store {
+	if l.shared == nil {
+		return nil
+	}
+	return admit.AdmissionOf(l.shared.store)
+}
+
+// Unclaimed gives back the tokens of a take a request's plan charged on
+// s's store that s never claimed (its route was not called). The request
+// the take counted stays counted: the key is stricter by one request.
+func (s *shared) Unclaimed(ctx context.Context, b *admit.Bucket) {
+	if b.Cost == 0 {
+		return
+	}
+	if err := s.store.Settle(context.WithoutCancel(ctx), b.Key, s.l.limitsOf(b.Tier), b.Cost, nil, 0); err != nil {
+		s.l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "ratelimit: shared store settle failed",
+			slog.Int("tokens", b.Cost), slog.Bool("provider_view", false), slog.String("err", err.Error()))
+	}
 }
 
 // joinLine takes the turn of key's line, waiting up to left behind the

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/admit"
 	"github.com/portico-llm/portico/internal/failopen"
 )
 
@@ -96,7 +97,10 @@ func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 	if s.lim.Deposit == 0 && s.lim.DestinationDeposit == 0 {
 		return // Budget.NoRefill: nothing to credit
 	}
-	err := s.store.Deposit(ctx, s.prefix+dest, client, &s.lim)
+	var err error
+	if !admit.From(ctx).Deposited(s, s.prefix+dest, client) { // else made by the request's plan
+		err = s.store.Deposit(ctx, s.prefix+dest, client, &s.lim)
+	}
 	if s.failOpen {
 		r.deposit(dest, client)
 	}
@@ -105,6 +109,35 @@ func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 	}
 	r.degraded(ctx, dest, "deposit", err)
 }
+
+// PlanAdmission adds req's deposit in r's shared budgets to p, the
+// request's admission asked ahead in one call to the store (package stack
+// builds p; its type is internal). It reports false, adding nothing,
+// when r has no shared budgets or nothing to deposit, p has a deposit,
+// or req is a hedge.
+func (r *Retrier) PlanAdmission(req *portico.Request, p *admit.Plan) bool {
+	s := r.shared
+	if s == nil || r.budget == nil || p.HasDeposit || req.Hedge || s.lim.Deposit == 0 && s.lim.DestinationDeposit == 0 {
+		return false
+	}
+	p.Deposit = admit.Deposit{Owner: s, Dest: s.prefix + r.destOf(req), Client: req.Identity.ClientKey,
+		Deposit: s.lim.Deposit, Capacity: s.lim.Capacity,
+		DestinationDeposit: s.lim.DestinationDeposit, DestinationCapacity: s.lim.DestinationCapacity}
+	p.HasDeposit = true
+	return true
+}
+
+// Admission returns the store that runs PlanAdmission's plans for r, nil
+// without shared budgets in a store that joins one (see redisstore).
+func (r *Retrier) Admission() admit.Store {
+	if r.shared == nil {
+		return nil
+	}
+	return admit.AdmissionOf(r.shared.store)
+}
+
+// Unclaimed is never called for a deposit (admit.Owner).
+func (s *sharedBudgets) Unclaimed(context.Context, *admit.Bucket) {}
 
 // sharedSpend takes a retry's tokens from the store, or, when it fails,
 // from the local share (fail open) or refuses with "shared" (fail closed).

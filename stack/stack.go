@@ -213,6 +213,11 @@ func New(cfg Config) (*Stack, error) {
 	// against the deadline, and the limiter refuses at once a wait that
 	// cannot end before it.
 	mws = append(mws, deadline(cfg.Deadline, cfg.MaxRequestBytes))
+	// Inside the deadline, outside the client limiter: the layers' store
+	// calls before the send, asked in one (admission.go).
+	if a := newAdmission(s.client, routes[0], s.routes[cfg.Routes[0].Name]); a != nil {
+		mws = append(mws, a)
+	}
 	if s.client != nil {
 		mws = append(mws, s.client.Wrap)
 	}

@@ -1,0 +1,98 @@
+package stack
+
+import (
+	"context"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/admit"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/retry"
+)
+
+// admission asks ahead, in one call to the shared store, what a request
+// would ask it layer by layer before it is sent: the client limiter's
+// take, the first route's limiter's take and the first route's retry
+// deposit (internal/admit). It sits inside the deadline, outside the
+// client limiter; each layer then finds its step done in the context and
+// skips its own round trip. A later route of a fallback group, a hedge,
+// a wait for admission ask the store themselves; a take the plan charged
+// whose route the request never reached is given back after the call.
+type admission struct {
+	store  admit.Store
+	client *ratelimit.Limiter // nil: not in the plan
+	route  *ratelimit.Limiter
+	retry  *retry.Retrier
+	first  portico.Route // the route whose layers are planned
+	next   portico.Model
+}
+
+// newAdmission returns the admission of a stack whose client limiter is
+// client (nil: none) and whose first route is first, built as b, or nil
+// when fewer than two of those steps join one store: one step alone costs
+// its layer one round trip either way.
+func newAdmission(client *ratelimit.Limiter, first portico.Route, b *built) func(portico.Model) portico.Model {
+	a := admission{first: first}
+	joined := 0
+	join := func(s admit.Store) bool {
+		switch {
+		case s == nil:
+			return false
+		case a.store == nil:
+			a.store = s
+		case a.store != s:
+			return false
+		}
+		joined++
+		return true
+	}
+	if client != nil && join(client.Admission()) {
+		a.client = client
+	}
+	if b.limiter != nil && join(b.limiter.Admission()) {
+		a.route = b.limiter
+	}
+	if b.retrier != nil && join(b.retrier.Admission()) {
+		a.retry = b.retrier
+	}
+	if joined < 2 {
+		return nil
+	}
+	return func(next portico.Model) portico.Model {
+		m := a
+		m.next = next
+		return &m
+	}
+}
+
+// Generate plans req's admission, has the store run it in one call, and
+// sends req on with the plan in its context.
+func (a *admission) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if req == nil || ctx.Err() != nil {
+		return a.next.Generate(ctx, req) // the layers below decide, as without a plan
+	}
+	p := new(admit.Plan)
+	n := 0
+	if a.client != nil && a.client.PlanAdmission(req, p) {
+		n++
+	}
+	if a.route != nil || a.retry != nil {
+		rreq := req
+		if a.first.ModelName != "" && a.first.ModelName != req.Model || req.Prefix != "" {
+			rreq = a.first.RequestFor(req) // as the route's layers will see it
+		}
+		if a.route != nil && a.route.PlanAdmission(rreq, p) {
+			n++
+		}
+		if a.retry != nil && a.retry.PlanAdmission(rreq, p) {
+			n++
+		}
+	}
+	if n < 2 || a.store.Admit(ctx, p) != nil {
+		// One step, or the store could not decide: each layer asks its
+		// own (during an outage, failing at once as this did).
+		return a.next.Generate(ctx, req)
+	}
+	resp, err := a.next.Generate(admit.With(ctx, p), req)
+	p.Unclaimed(ctx)
+	return resp, err
+}
