@@ -54,8 +54,8 @@ func BenchmarkBuckets(b *testing.B) {
 			}
 		}
 		key := s.key("rl", "k")
-		take := append(bucketArgs(lim, 2), 1000, s.opTTL)
-		settle := append(appendQuota(appendQuota(append(bucketArgs(lim, 12), 600, lim.Tokens, micros(time.Minute)), nil, true), nil, false), s.opTTL)
+		take := string(packNums(nil, append(bucketNums(nil, lim), 1000)...))
+		settle := string(packNums(nil, appendQuota(appendQuota(append(bucketNums(nil, lim), 600, float64(lim.Tokens), float64(micros(time.Minute))), nil, true), nil, false)...))
 		b.ReportAllocs()
 		n := 0
 		for b.Loop() {
@@ -68,8 +68,8 @@ func BenchmarkBuckets(b *testing.B) {
 			}
 			_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for range batch {
-					takeScript.EvalSha(ctx, p, []string{key, s.opKey("k")}, take...)
-					settleScript.EvalSha(ctx, p, []string{key, s.opKey("k")}, settle...)
+					takeScript.EvalSha(ctx, p, []string{key, s.opKey("k")}, take, s.opTTL)
+					settleScript.EvalSha(ctx, p, []string{key, s.opKey("k")}, settle, s.opTTL)
 				}
 				return nil
 			})

@@ -3,11 +3,13 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/admit"
 	"github.com/portico-llm/portico/ratelimit"
 )
 
@@ -22,33 +24,45 @@ func (s *Store) Buckets() *Buckets { return &Buckets{s: s} }
 
 var _ ratelimit.Store = (*Buckets)(nil)
 
-// bucketArgs returns the limits' arguments shared by both scripts: the
-// rates in tokens (requests) per second, 0 for no bucket, and the bursts.
-func bucketArgs(lim *ratelimit.Limits, extra int) []any {
-	a := make([]any, 4, 4+extra)
-	per := lim.Period.Seconds()
+// bucketNums appends the limits' numbers shared by the bucket scripts to
+// a: the rates in tokens (requests) per second, 0 for no bucket, and the
+// bursts.
+func bucketNums(a []float64, lim *ratelimit.Limits) []float64 {
+	var tr, tb, rr, rb float64
 	if lim.Tokens > 0 {
-		a[0], a[1] = float64(lim.Tokens)/per, lim.TokenBurst
-	} else {
-		a[0], a[1] = 0, 0
+		tr, tb = admit.Rate(lim.Tokens, lim.Period), float64(lim.TokenBurst)
 	}
 	if lim.Requests > 0 {
-		a[2], a[3] = float64(lim.Requests)/per, lim.RequestBurst
-	} else {
-		a[2], a[3] = 0, 0
+		rr, rb = admit.Rate(lim.Requests, lim.Period), float64(lim.RequestBurst)
 	}
-	return a
+	return append(a, tr, tb, rr, rb)
+}
+
+// packNums appends nums to buf as one script argument: each number in its
+// shortest exact decimal form, separated by spaces. One argument instead
+// of one per number: the client boxes and writes one value, the script
+// reads them with one pattern.
+func packNums(buf []byte, nums ...float64) []byte {
+	for _, v := range nums {
+		if len(buf) > 0 {
+			buf = append(buf, ' ')
+		}
+		buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
+	}
+	return buf
 }
 
 // Take implements [ratelimit.Store] with [takeScript]: one round trip,
 // applied once however often the client resends it.
 func (b *Buckets) Take(ctx context.Context, key string, lim *ratelimit.Limits, cost int) (time.Duration, string, error) {
+	var nb [5]float64
+	var buf [96]byte
+	arg := string(packNums(buf[:0], append(bucketNums(nb[:0], lim), float64(cost))...))
 	k := []string{b.s.key("rl", key), b.s.opKey(key)}
-	args := append(bucketArgs(lim, 2), cost, b.s.opTTL)
 	var res []int64
 	err := b.s.do(ctx, func(ctx context.Context) error {
 		var err error
-		res, err = takeScript.Run(ctx, b.s.c, k, args...).Int64Slice()
+		res, err = takeScript.Run(ctx, b.s.c, k, arg, b.s.opTTL).Int64Slice()
 		return err
 	})
 	if err != nil {
@@ -57,43 +71,56 @@ func (b *Buckets) Take(ctx context.Context, key string, lim *ratelimit.Limits, c
 	if len(res) != 2 {
 		return 0, "", errors.New("redisstore: take: malformed reply")
 	}
-	if res[0] == 0 {
-		return 0, "", nil
-	}
-	which := "tokens"
-	if res[1] == 2 {
-		which = "requests"
-	}
-	return time.Duration(res[0]) * time.Microsecond, which, nil
+	wait, which := takeResult(res[0], res[1])
+	return wait, which, nil
 }
 
-// Settle implements [ratelimit.Store] with [settleScript]: one round trip,
-// applied once however often the client resends it.
-func (b *Buckets) Settle(ctx context.Context, key string, lim *ratelimit.Limits, tokens int, rl *portico.RateLimit, hold time.Duration) error {
-	k := []string{b.s.key("rl", key), b.s.opKey(key)}
-	args := append(bucketArgs(lim, 12), tokens, lim.Tokens, micros(hold))
-	args = appendQuota(args, rl, true)
-	args = appendQuota(args, rl, false)
-	args = append(args, b.s.opTTL)
-	return b.s.do(ctx, func(ctx context.Context) error {
-		return settleScript.Run(ctx, b.s.c, k, args...).Err()
-	})
+// takeResult is a take's reply: the wait in microseconds (0: admitted)
+// and the bucket that refused, 1 (tokens) or 2 (requests).
+func takeResult(wait, which int64) (time.Duration, string) {
+	switch {
+	case wait == 0:
+		return 0, ""
+	case which == 2:
+		return time.Duration(wait) * time.Microsecond, "requests"
+	}
+	return time.Duration(wait) * time.Microsecond, "tokens"
 }
+
+// Settle implements [ratelimit.Store] with [settleScript]. It returns at
+// once: the settle waits in the Store's queue and is sent after the call
+// (see Settles and their delay in the package documentation), applied
+// once however often the client resends it. When the queue is full or
+// the Store closed it is sent now, and its error returned.
+func (b *Buckets) Settle(ctx context.Context, key string, lim *ratelimit.Limits, tokens int, rl *portico.RateLimit, hold time.Duration) error {
+	op := pendingSettle{key: key}
+	n := bucketNums(op.nums[:0], lim)
+	n = append(n, float64(tokens), float64(lim.Tokens), float64(micros(hold)))
+	n = appendQuota(n, rl, true)
+	appendQuota(n, rl, false)
+	return b.s.settle(ctx, &op)
+}
+
+// Admission implements internal/admit's Joiner: a request's takes and
+// deposit on one server are asked in one script ([Store.Admit]); on a
+// Cluster or a Ring, where they live in several slots, each layer asks
+// its own.
+func (b *Buckets) Admission() admit.Store { return b.s.admission() }
 
 // appendQuota appends one quota of rl (the tokens' or the requests'):
 // known (0 or 1), remaining, limit, reset in microseconds.
-func appendQuota(args []any, rl *portico.RateLimit, tokens bool) []any {
+func appendQuota(a []float64, rl *portico.RateLimit, tokens bool) []float64 {
 	if rl == nil {
-		return append(args, 0, 0, 0, 0)
+		return append(a, 0, 0, 0, 0)
 	}
 	q := rl.Requests
 	if tokens {
 		q = rl.Tokens
 	}
 	if !q.Known {
-		return append(args, 0, 0, 0, 0)
+		return append(a, 0, 0, 0, 0)
 	}
-	return append(args, 1, q.Remaining, q.Limit, micros(q.Reset))
+	return append(a, 1, float64(q.Remaining), float64(q.Limit), float64(micros(q.Reset)))
 }
 
 // micros converts d to whole microseconds, rounding down, saturating at
@@ -110,31 +137,46 @@ func micros(d time.Duration) int64 {
 // in-memory bucket's: min(burst, level + rate*dt), at the lower of the
 // configured and the provider's rate while the view holds. The key
 // expires when both buckets would be full and no view holds, so an absent
-// key is a full bucket and an expired one changes no decision.
+// key is a full bucket and an expired one changes no decision. One HMGET
+// reads both buckets and one HSET writes them; numbers are given to Redis
+// as Lua numbers, which it writes with 17 significant digits (a level
+// reads back exactly). nums reads a packed argument (packNums).
 const bucketLib = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local function load(p, rate, burst)
-  local b = {p = p, rate = rate, burst = burst * 1000000}
-  local v = redis.call('HMGET', KEYS[1], p .. 'l', p .. 't', p .. 'p', p .. 'u')
-  if not v[1] then
+local function nums(s)
+  local a = {}
+  for v in string.gmatch(s, '%S+') do a[#a + 1] = tonumber(v) end
+  return a
+end
+local function refill(b, v1, v2, v3, v4)
+  if not v1 then
     b.level, b.pr, b.pu = b.burst, 0, 0
     return b
   end
-  local level, last = math.min(tonumber(v[1]), b.burst), tonumber(v[2])
-  b.pr, b.pu = tonumber(v[3]) or 0, tonumber(v[4]) or 0
+  local level, last = math.min(tonumber(v1), b.burst), tonumber(v2)
+  b.pr, b.pu = tonumber(v3) or 0, tonumber(v4) or 0
   if now > last then
     if b.pu > last then
-      local pr = math.min(b.pr, rate)
+      local pr = math.min(b.pr, b.rate)
       local stop = math.min(now, b.pu)
       level = math.min(b.burst, level + pr * (stop - last))
       last = stop
     end
-    level = math.min(b.burst, level + rate * (now - last))
+    level = math.min(b.burst, level + b.rate * (now - last))
   end
   if b.pu <= now then b.pr, b.pu = 0, 0 end
   b.level = level
   return b
+end
+-- open reads k's buckets, refilled to now: the token bucket (nil when its
+-- rate tr is 0) and the request bucket (nil when rr is 0).
+local function open(k, tr, tb, rr, rb)
+  local v = redis.call('HMGET', k, 'tl', 'tt', 'tp', 'tu', 'rl', 'rt', 'rp', 'ru')
+  local tok, req
+  if tr > 0 then tok = refill({rate = tr, burst = tb * 1000000}, v[1], v[2], v[3], v[4]) end
+  if rr > 0 then req = refill({rate = rr, burst = rb * 1000000}, v[5], v[6], v[7], v[8]) end
+  return tok, req
 end
 -- wait returns the microseconds after which b holds need more, rounded up.
 local function wait(b, need)
@@ -151,65 +193,47 @@ local function full(b)
   if b.pu > now then d = d + (b.pu - now) end
   return d
 end
-local function save(bs)
-  local ttl = 0
-  for _, b in ipairs(bs) do
-    redis.call('HSET', KEYS[1], b.p .. 'l', string.format('%.17g', b.level), b.p .. 't', string.format('%.0f', now),
-      b.p .. 'p', string.format('%.17g', b.pr), b.p .. 'u', string.format('%.0f', b.pu))
-    ttl = math.max(ttl, full(b))
+local function save(k, tok, req)
+  local ttl
+  if tok and req then
+    redis.call('HSET', k, 'tl', tok.level, 'tt', now, 'tp', tok.pr, 'tu', tok.pu,
+      'rl', req.level, 'rt', now, 'rp', req.pr, 'ru', req.pu)
+    ttl = math.max(full(tok), full(req))
+  elseif tok then
+    redis.call('HSET', k, 'tl', tok.level, 'tt', now, 'tp', tok.pr, 'tu', tok.pu)
+    ttl = full(tok)
+  else
+    redis.call('HSET', k, 'rl', req.level, 'rt', now, 'rp', req.pr, 'ru', req.pu)
+    ttl = full(req)
   end
-  redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
+  redis.call('PEXPIRE', k, math.ceil(ttl / 1000) + 1000)
 end
-`
-
-// takeScript: KEYS[1] the key's hash, then the operation's record (see
-// onceLib, as for every script); ARGV token rate, token burst,
-// request rate, request burst (rate 0: no such bucket), cost in tokens.
-// Both buckets are checked before either is charged. Returns {0, 0} when
-// admitted, else {wait in microseconds, 1 for tokens or 2 for requests},
-// the wait covering both buckets when the token bucket refused.
-var takeScript = redis.NewScript(bucketLib + onceLib + `
-return once(function()
-local tr, tb, rr, rb, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local bs = {}
-local tok, req
-if tr > 0 then tok = load('t', tr, tb); table.insert(bs, tok) end
-if rr > 0 then req = load('r', rr, rb); table.insert(bs, req) end
-local eps = 0.001 -- a billionth of a token: float noise of the refill
-if tok then
-  local need = cost * 1000000 - tok.level
-  if need > eps then
-    local w = wait(tok, need)
-    if req and req.level < 1000000 - eps then w = math.max(w, wait(req, 1000000 - req.level)) end
-    return {math.min(math.max(w, 1), 9007199254740992), 1}
+-- take charges cost tokens and one request to k's buckets, or nothing:
+-- both are checked before either is charged. It returns 0, 0 when
+-- admitted, else the wait in microseconds and 1 (tokens) or 2
+-- (requests), the wait covering both buckets when the token bucket
+-- refused.
+local function take(k, tr, tb, rr, rb, cost)
+  local tok, req = open(k, tr, tb, rr, rb)
+  local eps = 0.001 -- a billionth of a token: float noise of the refill
+  if tok then
+    local need = cost * 1000000 - tok.level
+    if need > eps then
+      local w = wait(tok, need)
+      if req and req.level < 1000000 - eps then w = math.max(w, wait(req, 1000000 - req.level)) end
+      return math.min(math.max(w, 1), 9007199254740992), 1
+    end
   end
+  if req then
+    local need = 1000000 - req.level
+    if need > eps then return math.min(math.max(wait(req, need), 1), 9007199254740992), 2 end
+    req.level = req.level - 1000000
+  end
+  if tok then tok.level = tok.level - cost * 1000000 end
+  save(k, tok, req)
+  return 0, 0
 end
-if req then
-  local need = 1000000 - req.level
-  if need > eps then return {math.min(math.max(wait(req, need), 1), 9007199254740992), 2} end
-  req.level = req.level - 1000000
-end
-if tok then tok.level = tok.level - cost * 1000000 end
-save(bs)
-return {0, 0}
-end)
-`)
-
-// settleScript: KEYS[1] the key's hash; ARGV the four limits as for
-// takeScript, then tokens back (> 0) or charged (< 0), the charge's floor
-// in tokens, the longest hold of a provider view in microseconds, and for
-// the tokens then the requests: known (1) or not (0), remaining, limit,
-// reset in microseconds (then the record's TTL, as for every script). A
-// refund never lifts a level above its burst; a
-// charge takes it no lower than -floor; a view lowers the level to what
-// remains and, until the reset (hold at most), slows the refill to
-// (limit - remaining) / reset when that is slower, as the in-memory
-// bucket's adopt.
-var settleScript = redis.NewScript(bucketLib + onceLib + `
-return once(function()
-local tr, tb, rr, rb = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local d, floor, hold = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local function adopt(b, known, remaining, limit, reset)
+local function adopt(b, known, remaining, limit, reset, hold)
   if known ~= 1 then return end
   local r = math.max(remaining, 0) * 1000000
   if r < b.level then b.level = r end
@@ -219,23 +243,51 @@ local function adopt(b, known, remaining, limit, reset)
   local untl = now + math.min(reset, hold)
   if b.pu == 0 or pr < b.pr or untl > b.pu then b.pr, b.pu = pr, untl end
 end
-local bs = {}
-if tr > 0 then
-  local tok = load('t', tr, tb)
-  if d > 0 then
-    tok.level = math.min(tok.burst, tok.level + d * 1000000)
-  elseif d < 0 then
-    tok.level = math.min(tok.level, math.max(tok.level + d * 1000000, -floor * 1000000))
+-- settle applies to k the settle of a[i..i+14]: the four limits as for
+-- take, tokens back (> 0) or charged (< 0), the charge's floor in tokens,
+-- the longest hold of a provider view in microseconds, and for the tokens
+-- then the requests: known (1) or not (0), remaining, limit, reset in
+-- microseconds. A refund never lifts a level above its burst; a charge
+-- takes it no lower than -floor; a view lowers the level to what remains
+-- and, until the reset (hold at most), slows the refill to
+-- (limit - remaining) / reset when that is slower, as the in-memory
+-- bucket's adopt.
+local function settle(k, a, i)
+  local d, floor, hold = a[i + 4], a[i + 5], a[i + 6]
+  local tok, req = open(k, a[i], a[i + 1], a[i + 2], a[i + 3])
+  if tok then
+    if d > 0 then
+      tok.level = math.min(tok.burst, tok.level + d * 1000000)
+    elseif d < 0 then
+      tok.level = math.min(tok.level, math.max(tok.level + d * 1000000, -floor * 1000000))
+    end
+    adopt(tok, a[i + 7], a[i + 8], a[i + 9], a[i + 10], hold)
   end
-  adopt(tok, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
-  table.insert(bs, tok)
+  if req then adopt(req, a[i + 11], a[i + 12], a[i + 13], a[i + 14], hold) end
+  if tok or req then save(k, tok, req) end
 end
-if rr > 0 then
-  local req = load('r', rr, rb)
-  adopt(req, tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15]))
-  table.insert(bs, req)
-end
-save(bs)
+`
+
+// takeScript: KEYS[1] the key's hash, then the operation's record (see
+// onceLib, as for every script); ARGV[1] packed: token rate, token burst,
+// request rate, request burst (rate 0: no such bucket), cost in tokens.
+// Returns take's {wait, which}.
+var takeScript = redis.NewScript(bucketLib + onceLib + `
+return once(function()
+local a = nums(ARGV[1])
+local w, which = take(KEYS[1], a[1], a[2], a[3], a[4], a[5])
+return {w, which}
+end)
+`)
+
+// settleScript: KEYS the keys' hashes, then the operation's record;
+// ARGV[1] packed: fifteen numbers for each key, settle's. The settles
+// apply in order, each as settle says; a batch of a Store's queue is one
+// operation, applied once.
+var settleScript = redis.NewScript(bucketLib + onceLib + `
+return once(function()
+local a = nums(ARGV[1])
+for j, k in ipairs(KEYS) do settle(k, a, (j - 1) * 15 + 1) end
 return 1
 end)
 `)

@@ -60,6 +60,7 @@ func TestTakeSettle(t *testing.T) {
 	if err := b.Settle(ctx, "k", lim, 80, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	b.s.flush() // settles are sent after the call
 	if got := hget(t, s, "k", "tl"); got != 100e6 {
 		t.Errorf("token level after refunding 80 over 40 = %v µ, want 100e6 (the burst)", got)
 	}
@@ -85,6 +86,7 @@ func TestTakeSettle(t *testing.T) {
 	if err := b.Settle(ctx, "k", lim, -1_000_000, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	b.s.flush() // settles are sent after the call
 	if got := hget(t, s, "k", "tl"); got != -6000e6 {
 		t.Errorf("token level after an absurd charge = %v µ, want -6000e6", got)
 	}
@@ -121,6 +123,7 @@ func TestProviderViewShared(t *testing.T) {
 	if err := a.Settle(ctx, "k", lim, 0, rl, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	a.s.flush() // settles are sent after the call
 	w, which, err := b.Take(ctx, "k", lim, 50)
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +138,7 @@ func TestProviderViewShared(t *testing.T) {
 	if err := a.Settle(ctx, "k2", lim, 0, rl, time.Second); err != nil {
 		t.Fatal(err)
 	}
+	a.s.flush() // settles are sent after the call
 	w, _, err = b.Take(ctx, "k2", lim, 50)
 	if err != nil {
 		t.Fatal(err)

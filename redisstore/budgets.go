@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/portico-llm/portico/internal/admit"
 	"github.com/portico-llm/portico/retry"
 )
 
@@ -39,6 +40,9 @@ func (b *Budgets) Deposit(ctx context.Context, dest, client string, lim *retry.B
 			b.s.budgetTTL.Milliseconds(), b.s.opTTL).Err()
 	})
 }
+
+// Admission implements internal/admit's Joiner, as [Buckets.Admission].
+func (b *Budgets) Admission() admit.Store { return b.s.admission() }
 
 // Spend implements [retry.BudgetStore] with [spendScript], applied once
 // however often the client resends it.
@@ -77,6 +81,13 @@ end
 local function put(k, v, cap, ttl)
   if v >= cap then redis.call('DEL', k) else redis.call('SET', k, string.format('%.0f', v), 'PX', ttl) end
 end
+-- credit raises k's level by dep, never beyond cap (dep 0: nothing).
+local function credit(k, dep, cap, ttl)
+  if dep > 0 then
+    local v = level(k, cap)
+    if v < cap then put(k, v + dep, cap, ttl) end
+  end
+end
 `
 
 // depositScript: KEYS the client's bucket and, optionally, the
@@ -87,13 +98,7 @@ end
 var depositScript = redis.NewScript(budgetLib + onceLib + `
 return once(function()
 local ttl = tonumber(ARGV[5])
-for i, k in ipairs(KEYS) do
-  local dep, cap = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
-  if dep > 0 then
-    local v = level(k, cap)
-    if v < cap then put(k, v + dep, cap, ttl) end
-  end
-end
+for i, k in ipairs(KEYS) do credit(k, tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i]), ttl) end
 return 1
 end)
 `)

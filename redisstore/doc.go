@@ -41,20 +41,28 @@
 // instances with skewed clocks share one bucket correctly. Contracts, the
 // arguments in order:
 //
-//   - take (KEYS: the bucket hash; ARGV: token rate per second, token
-//     burst, request rate, request burst, cost): refill both buckets to
-//     now, at the provider's slower rate while its view holds; if the
-//     token bucket holds cost and the request bucket one request, take
-//     both and return {0, 0}; else take nothing and return {wait in
-//     microseconds, 1 (tokens) or 2 (requests)}, the least wait after
-//     which the same take succeeds.
-//   - settle (KEYS: the bucket hash; ARGV: the four limits, tokens back
-//     (> 0) or charged (< 0), the charge's floor, the longest hold, then
-//     for tokens and for requests: known, remaining, limit, reset): a
-//     refund never lifts a level above its burst; a charge goes no lower
-//     than minus one period's quota; a provider view lowers the level to
-//     what remains and slows the refill to (limit - remaining) / reset
-//     until the reset (the hold at most), as ratelimit's own buckets do.
+//   - take (KEYS: the bucket hash; ARGV: one argument packing token rate
+//     per second, token burst, request rate, request burst, cost): refill
+//     both buckets to now, at the provider's slower rate while its view
+//     holds; if the token bucket holds cost and the request bucket one
+//     request, take both and return {0, 0}; else take nothing and return
+//     {wait in microseconds, 1 (tokens) or 2 (requests)}, the least wait
+//     after which the same take succeeds.
+//   - settle (KEYS: one bucket hash per settle; ARGV: one argument packing,
+//     for each, the four limits, tokens back (> 0) or charged (< 0), the
+//     charge's floor, the longest hold, then for tokens and for requests:
+//     known, remaining, limit, reset): the settles in order; a refund
+//     never lifts a level above its burst; a charge goes no lower than
+//     minus one period's quota; a provider view lowers the level to what
+//     remains and slows the refill to (limit - remaining) / reset until
+//     the reset (the hold at most), as ratelimit's own buckets do.
+//   - admit (KEYS: the takes' hashes, then the client's and the
+//     destination's retry budget; ARGV: one argument packing the number of
+//     takes, each take's five numbers, then 0 or 1 and the deposit's
+//     four numbers and TTL): a request's admission (see One round trip
+//     per request): each take in order, stopping at the first that
+//     refuses ({i, wait, which}: the i-th refused, the earlier stay
+//     charged), then the deposit ({0, 0, 0}).
 //   - deposit (KEYS: client bucket, destination bucket; ARGV: each one's
 //     deposit and capacity in billionths of a retry, the TTL): raise each
 //     level by its deposit, capped at its capacity.
@@ -80,11 +88,65 @@
 // operation's record among KEYS and its TTL among ARGV (see the next
 // section).
 //
-// Levels are kept as float64 text with 17 significant digits, so a level
-// reads back exactly; a request bucket is a token bucket of cost 1. The
+// Levels are kept as float64 text with 17 significant digits (Lua numbers
+// handed to Redis as they are, which writes them so), so a level reads
+// back exactly; a request bucket is a token bucket of cost 1. The two
+// buckets of a key are read with one HMGET and written with one HSET. The
 // token bucket's bound, net admitted cost at most b + r*dt over any
 // interval, holds across instances (TestBucketBoundTenInstances checks it
 // over every interval of ten Limiters racing on one key).
+//
+// # One round trip per request
+//
+// Before a request is sent, the preset (package stack) would ask the store
+// three times, one layer after the other: the client limiter's take, the
+// first route's limiter's take, the route's retry deposit. When those
+// layers' stores are one Store on one server, the stack asks them in one
+// script instead ([Store.Admit], the admit script above; the plan's shape
+// is the internal package admit's, the one place that knows it), and each
+// layer finds its step done in the request's context and skips its call:
+// one round trip where there were three, and the same decisions, in the
+// same order, as each layer makes alone (a refusal of the client's bucket
+// charges neither; one of the route's leaves the client's charged, as the
+// layer above would have been). A later route of a fallback group, a
+// hedge, a call that waits for admission (ratelimit.Wait) ask their own
+// take when they come to it; a take the plan charged for a route the
+// request never reached (the group skipped it) is refunded after the call,
+// its request still counted (stricter by one). On a Cluster or a Ring a
+// request's keys live in several slots, which one script cannot touch:
+// each layer then asks its own, as before (TestPresetOneRoundTrip).
+//
+// # Settles and their delay
+//
+// A settle (a refund of what a call did not use, a surcharge beyond it, a
+// provider's view) is never sent on the caller's path: [Buckets.Settle]
+// queues it and returns, and one goroutine per Store, started when the
+// queue fills and ended when it empties, sends the queue in scripts of up
+// to 64 settles (one per script on a Cluster or a Ring), each bounded by
+// [Config.Timeout]. The queue holds at most 1,024 settles; beyond, and
+// after [Store.Close], a settle is sent by its caller, as before. So a
+// settle is applied within ceil(q/64) + 1 operations of being queued, q
+// the settles ahead of it (one Timeout each at most, a round trip each on
+// a healthy server), or lost with its script when the store fails it.
+// [Store.Close] sends what is queued and returns when the queue is empty.
+//
+// Why the bound survives: settles commute (a refund is a sum capped at
+// the burst, a surcharge a sum floored at minus a period's quota, a view
+// a minimum), and package ratelimit's proof (The bound with refunds) takes
+// every event on the bucket at the time the server applies it, whatever
+// the call it belongs to. A settle that arrives late is a refund or a
+// surcharge at a later time: the proof holds as it is, over the events the
+// server applied, b + r*dt across instances. A settle that never arrives
+// (its instance crashed with it queued, or the store failed its script)
+// is a refund lost, which only makes the key stricter, or a surcharge
+// lost, which makes the key looser by that surcharge: the allowance is
+// the surcharges an instance had queued when it crashed, at most 1,024
+// settles' each, and each at most a period's quota (the floor), in
+// practice the few queued in the last round trip. Against the calls
+// themselves (each call's net use counted when it was admitted), a delayed
+// refund is credited in a later interval than its call: the excess there
+// is at most the refunds in flight at the interval's start, a settle's
+// delay's worth of calls.
 //
 // # Each command applies once
 //
@@ -265,8 +327,9 @@
 //     server answers, so the others learn it if it has not ended by then.
 //     Shared breakers likewise fall back to each instance's own.
 //
-// A settle that fails is lost: a lost refund makes the key stricter until
-// it refills, a lost surcharge looser by that many tokens. The in-flight
+// A settle that fails is lost (logged, with the number of settles lost):
+// a lost refund makes the key stricter until it refills, a lost surcharge
+// looser by that many tokens. The in-flight
 // cap and queue of a Limiter stay per process. Waiting calls are served
 // in arrival order within an instance (its waiters of one key wait in
 // line, and only the first asks the store again, when the wait it was
@@ -386,10 +449,14 @@
 //
 // # Cost
 //
-// A call through a shared Limiter costs one round trip to admit and, when
-// the reservation was not used exactly, one to settle; a retry budget costs
-// one round trip per request (the deposit; none with Budget.NoRefill) and
-// one per retry. bench_test.go measures them beside the in-memory Limiter.
+// A request through the preset with every store shared costs one round
+// trip before it is sent (see One round trip per request) and none after
+// its answer on the caller's path: its settles leave in batches, sent by
+// the Store's goroutine. A shared Limiter alone costs one round trip to
+// admit; a retry budget alone one per request (the deposit; none with
+// Budget.NoRefill) and one per retry. bench_test.go measures them beside
+// the in-memory Limiter; bench/ (BenchmarkRedis) beside PING and
+// redis_rate.
 // Cooldowns cost a request nothing on the wire (Until is a map lookup);
 // each instance makes one round trip per Refresh and one per batch of
 // Sets. An effect costs one round trip to claim and one to record; a

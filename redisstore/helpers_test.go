@@ -31,6 +31,7 @@ func newStore(t testing.TB, srv *redistest.Server, cfg Config) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() }) // before the client's own cleanup closes it
 	return s
 }
 

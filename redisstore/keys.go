@@ -78,7 +78,7 @@ func tag(tagged string) string { return "{k=" + part(tagged) + "}" }
 // key returns the key of kind (two letters) for tagged: the prefix, the
 // kind and the tag. A kind that needs a second part appends ":" and a
 // letter and part() of it (see Budgets.keys).
-func (s *Store) key(kind, tagged string) string { return s.prefix + kind + ":" + tag(tagged) }
+func (s *Store) key(kind, tagged string) string { return s.prefix + kind + ":{k=" + part(tagged) + "}" }
 
 // opKey returns the key of the record of a new operation on the keys of
 // tagged: in their slot, named by an id unique across instances (a random
@@ -86,7 +86,8 @@ func (s *Store) key(kind, tagged string) string { return s.prefix + kind + ":" +
 // applies once however often the client sends it (see once in the
 // scripts).
 func (s *Store) opKey(tagged string) string {
-	return s.prefix + "op:" + tag(tagged) + ":" + s.opBase + strconv.FormatUint(s.ops.Add(1), 36)
+	var id [16]byte
+	return s.prefix + "op:{k=" + part(tagged) + "}:" + s.opBase + string(strconv.AppendUint(id[:0], s.ops.Add(1), 36))
 }
 
 // onceLib runs a script's body once per operation: KEYS' last is the

@@ -68,6 +68,7 @@ func TestLostReplyAppliesOnce(t *testing.T) {
 	if err := b.Settle(ctx, "r", slowLimits, 5, nil, time.Minute); err != nil {
 		t.Fatalf("Settle(+5) with its reply lost = %v", err)
 	}
+	s.flush()
 	if got := tokenLevel(t, direct, "r"); got != 55 {
 		t.Errorf("level after a refund of 5 to 50 whose reply was lost = %v, want 55 (credited once)", got)
 	}

@@ -111,6 +111,17 @@ type Store struct {
 
 	refusedMu    sync.Mutex
 	refusedKinds map[string]bool // the kinds of ErrRefused logged, at most maxRefusedKinds
+
+	multi bool // a Cluster or a Ring: a script's keys must share a slot
+
+	flushMu sync.Mutex
+	pending []pendingSettle // settles queued, at most maxPending
+	sending bool            // a goroutine sends pending
+	closed  bool            // Close was called: settles are sent by their callers
+	senders sync.WaitGroup
+	// settled, when set (tests), is told of each settle applied: its key,
+	// tokens, when it was queued and when the server's reply came.
+	settled func(key string, tokens float64, queued, applied time.Time)
 }
 
 // maxRefusedKinds bounds the kinds of refusal a Store logs: the first word
@@ -151,7 +162,17 @@ func New(cfg Config) (*Store, error) {
 	}
 	return &Store{c: cfg.Client, prefix: cfg.Prefix, timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL,
 		refresh: cfg.Refresh, log: cfg.Logger, opBase: strconv.FormatUint(rand.Uint64(), 36) + ".",
-		opTTL: (cfg.Timeout + opSlack).Milliseconds()}, nil
+		opTTL: (cfg.Timeout + opSlack).Milliseconds(), multi: multiNode(cfg.Client)}, nil
+}
+
+// multiNode reports whether c spreads keys over several servers by slot
+// (a Cluster or a Ring).
+func multiNode(c redis.UniversalClient) bool {
+	switch c.(type) {
+	case *redis.ClusterClient, *redis.Ring:
+		return true
+	}
+	return false
 }
 
 // contextTimeouts reports whether c honours context deadlines; a client

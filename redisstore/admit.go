@@ -1,0 +1,115 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portico-llm/portico/internal/admit"
+)
+
+// admission returns s as the Store of a request's admission plan, or nil
+// on a Cluster or a Ring: one script touches keys of one slot there, and a
+// request's keys (its client's, its route's, its destination's) are in
+// several.
+func (s *Store) admission() admit.Store {
+	if s.multi {
+		return nil
+	}
+	return s
+}
+
+// Admit runs a request's admission plan (see internal/admit; package stack
+// builds it) in one script, [admitScript]: one round trip for what the
+// layers would ask in one each. It is applied once however often the
+// client resends it. An error leaves every step not done; each layer then
+// asks its own operation, which fails at once during an outage.
+func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
+	keys := make([]string, 0, 5)
+	var buf [192]byte
+	a := strconv.AppendInt(buf[:0], int64(p.NBuckets), 10)
+	tagged := ""
+	for i := range p.NBuckets {
+		b := &p.Buckets[i]
+		keys = append(keys, s.key("rl", b.Key))
+		a = packNums(a, b.TokenRate, float64(b.TokenBurst), b.RequestRate, float64(b.RequestBurst), float64(b.Cost))
+		if i == 0 {
+			tagged = b.Key
+		}
+	}
+	if d := &p.Deposit; p.HasDeposit {
+		k := s.key("rb", d.Dest)
+		keys = append(keys, k+":c:"+part(d.Client))
+		dk := ""
+		if d.DestinationCapacity > 0 {
+			dk = k + ":d"
+		}
+		a = packNums(a, 1, float64(d.Deposit), float64(d.Capacity), float64(d.DestinationDeposit),
+			float64(d.DestinationCapacity), float64(s.budgetTTL.Milliseconds()))
+		if dk != "" {
+			keys = append(keys, dk)
+		}
+		if tagged == "" {
+			tagged = d.Dest
+		}
+	} else {
+		a = packNums(a, 0)
+	}
+	keys = append(keys, s.opKey(tagged))
+	arg := string(a)
+	var res []int64
+	err := s.do(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = admitScript.Run(ctx, s.c, keys, arg, s.opTTL).Int64Slice()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(res) != 3 || res[0] < 0 || res[0] > int64(p.NBuckets) {
+		return errors.New("redisstore: admit: malformed reply")
+	}
+	stop := int(res[0]) // 0: every take admitted; else the 1-based take that refused
+	for i := range p.NBuckets {
+		b := &p.Buckets[i]
+		switch {
+		case stop == 0 || i+1 < stop:
+			b.Done = true
+		case i+1 == stop:
+			b.Done = true
+			b.Wait, b.Which = takeResult(res[1], res[2])
+		}
+	}
+	p.Deposit.Done = p.HasDeposit && stop == 0
+	return nil
+}
+
+// admitScript: KEYS the takes' hashes, then the client's and (when the
+// destination has one) the destination's retry budget, then the
+// operation's record; ARGV[1] packed: the number of takes, take's five
+// numbers for each, then 0 (no deposit) or 1 and the client's deposit and
+// capacity, the destination's, and the budgets' TTL in milliseconds.
+// The takes run in order and the first that refuses stops the script
+// (the earlier stay charged; the deposit is not made). Returns {0, 0, 0}
+// when every take admitted, else {i, wait, which}: the 1-based take that
+// refused and take's reply.
+var admitScript = redis.NewScript(bucketLib + budgetLib + onceLib + `
+return once(function()
+local a = nums(ARGV[1])
+local n = a[1]
+for i = 1, n do
+  local j = 2 + (i - 1) * 5
+  local w, which = take(KEYS[i], a[j], a[j + 1], a[j + 2], a[j + 3], a[j + 4])
+  if w ~= 0 then return {i, w, which} end
+end
+local j = 2 + n * 5
+if a[j] == 1 then
+  local ttl = a[j + 5]
+  credit(KEYS[n + 1], a[j + 1], a[j + 2], ttl)
+  if KEYS[n + 2] then credit(KEYS[n + 2], a[j + 3], a[j + 4], ttl) end
+end
+return {0, 0, 0}
+end)
+`)

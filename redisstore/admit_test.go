@@ -1,0 +1,85 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/redisstore/redistest"
+	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/stack"
+)
+
+// presetStack is the preset with every store shared on s: a client
+// limiter and a route limiter (requests and tokens), the route's retry
+// budgets; model answers each call.
+func presetStack(t testing.TB, s *Store, client, route ratelimit.Limits, model portico.Model) *stack.Stack {
+	t.Helper()
+	st, err := stack.New(stack.Config{
+		Client: &ratelimit.Config{Limits: client, Shared: ratelimit.Shared{Store: s.Buckets()}},
+		Routes: []stack.Route{{
+			Route:   portico.Route{Name: "r", Model: model},
+			Limiter: &ratelimit.Config{Limits: route, Shared: ratelimit.Shared{Store: s.Buckets()}},
+			Retry:   retry.Config{Budget: retry.Budget{Shared: retry.Shared{Store: s.Budgets()}}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestPresetOneRoundTrip: a request through the preset, every store on
+// one Redis, makes one round trip before it is sent (the client's take,
+// the route's and the retry deposit in one script), none after the
+// answer on the caller's path; its two settles follow, and apply. Before
+// the plan: three before the send, two after.
+func TestPresetOneRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	for _, sc := range []*redis.Script{admitScript, settleScript} { // no NOSCRIPT round trip below
+		if err := sc.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := &scripts{}
+	c.AddHook(ran)
+	s := newStore(t, srv, Config{Client: c})
+	direct := newStore(t, srv, Config{})
+	var before int
+	model := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		ran.mu.Lock()
+		before = len(ran.ran)
+		ran.mu.Unlock()
+		return &portico.Response{Text: "ok", Usage: portico.Usage{InputTokens: 10, OutputTokens: 90}}, nil
+	})
+	lim := ratelimit.Limits{Requests: 600, Tokens: 10_000, Period: 1000 * time.Hour} // a refill of 0.003 tokens a second
+	st := presetStack(t, s, lim, lim, model)
+	req := &portico.Request{Model: "m", MaxOutputTokens: 1000, Identity: portico.Identity{ClientKey: "tenant"},
+		Messages: []portico.Message{portico.Text(portico.RoleUser, "q")}}
+	if _, err := st.Generate(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	ran.mu.Lock()
+	after := len(ran.ran)
+	ran.mu.Unlock()
+	if before != 1 || ran.runs(admitScript) == nil {
+		t.Fatalf("%d scripts before the send, want 1 (admitScript)", before)
+	}
+	s.flush()
+	settles := len(ran.runs(settleScript))
+	if after > 1+settles || settles == 0 || len(ran.ran) != 1+settles {
+		t.Errorf("scripts: %d when Generate returned, %d in all, %d settles; want 1 and the settles after", after, len(ran.ran), settles)
+	}
+	// What was reserved less what was used (100) is back in both buckets.
+	for _, key := range []string{"6:client|=tenant", "7:route r|=m"} {
+		if got := tokenLevel(t, direct, key); got != 9900 {
+			t.Errorf("%s token level = %v, want 9900 (10,000 less the 100 used)", key, got)
+		}
+	}
+}

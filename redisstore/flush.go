@@ -1,0 +1,133 @@
+package redisstore
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Settles are sent after the call, from a bounded queue (see Settles and
+// their delay in the package documentation).
+const (
+	// maxPending is the most settles a Store holds unsent; beyond it a
+	// settle is sent by its caller, at once.
+	maxPending = 1024
+	// settleBatch is the most settles one script applies.
+	settleBatch = 64
+)
+
+// pendingSettle is one settle in the queue: the Limiter's key and the
+// fifteen numbers of settleScript.
+type pendingSettle struct {
+	key  string
+	nums [15]float64
+	at   time.Time // queued; read only by the test hook
+}
+
+// settle queues op, starting the sender when none runs, or sends it now
+// when the queue is full or the Store closed.
+func (s *Store) settle(ctx context.Context, op *pendingSettle) error {
+	s.flushMu.Lock()
+	if s.closed || len(s.pending) >= maxPending {
+		s.flushMu.Unlock()
+		return s.sendSettles(ctx, []pendingSettle{*op})
+	}
+	if s.settled != nil {
+		op.at = time.Now()
+	}
+	s.pending = append(s.pending, *op)
+	start := !s.sending
+	if start {
+		s.sending = true
+		s.senders.Add(1)
+	}
+	s.flushMu.Unlock()
+	if start {
+		go s.sendPending()
+	}
+	return nil
+}
+
+// sendPending sends the queue, settleBatch settles per script (one on a
+// Cluster or a Ring, where a script's keys share a slot), until it is
+// empty, then ends: no goroutine outlives the work.
+func (s *Store) sendPending() {
+	defer s.senders.Done()
+	batch := make([]pendingSettle, 0, settleBatch)
+	most := settleBatch
+	if s.multi {
+		most = 1
+	}
+	for {
+		s.flushMu.Lock()
+		n := min(len(s.pending), most)
+		if n == 0 {
+			s.sending = false
+			s.flushMu.Unlock()
+			return
+		}
+		batch = append(batch[:0], s.pending[:n]...)
+		s.pending = s.pending[:copy(s.pending, s.pending[n:])]
+		s.flushMu.Unlock()
+		if err := s.sendSettles(context.Background(), batch); err != nil {
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: settles lost (refunds: stricter; surcharges: looser)",
+				slog.Int("settles", n), slog.String("err", err.Error()))
+		}
+	}
+}
+
+// sendSettles applies ops in one settleScript.
+func (s *Store) sendSettles(ctx context.Context, ops []pendingSettle) error {
+	keys := make([]string, len(ops), len(ops)+1)
+	var sb strings.Builder
+	sb.Grow(len(ops) * 64)
+	var buf [32]byte
+	for i := range ops {
+		keys[i] = s.key("rl", ops[i].key)
+		for j, v := range ops[i].nums {
+			if i > 0 || j > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.Write(packNums(buf[:0], v))
+		}
+	}
+	keys = append(keys, s.opKey(ops[0].key))
+	arg := sb.String()
+	err := s.do(ctx, func(ctx context.Context) error {
+		return settleScript.Run(ctx, s.c, keys, arg, s.opTTL).Err()
+	})
+	if s.settled != nil && err == nil {
+		now := time.Now()
+		for i := range ops {
+			s.settled(ops[i].key, ops[i].nums[4], ops[i].at, now)
+		}
+	}
+	return err
+}
+
+// Close sends the settles queued and makes every later one synchronous
+// (sent by its caller). It returns once the queue is empty, sent or lost:
+// at most ceil(maxPending/settleBatch) operations, each bounded by
+// Config.Timeout. It never closes the Client; the other methods keep
+// working. Close is safe to call more than once and concurrently.
+func (s *Store) Close() error {
+	s.flushMu.Lock()
+	s.closed = true
+	s.flushMu.Unlock()
+	s.senders.Wait()
+	return nil
+}
+
+// flush waits until the queue is empty and no settle is under way (tests).
+func (s *Store) flush() {
+	for {
+		s.flushMu.Lock()
+		idle := !s.sending && len(s.pending) == 0
+		s.flushMu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
