@@ -111,5 +111,5 @@ if a[j] == 1 then
   if KEYS[n + 2] then credit(KEYS[n + 2], a[j + 3], a[j + 4], ttl) end
 end
 return {0, 0, 0}
-end)
+end, 't0,0,0')
 `)

@@ -277,7 +277,7 @@ return once(function()
 local a = nums(ARGV[1])
 local w, which = take(KEYS[1], a[1], a[2], a[3], a[4], a[5])
 return {w, which}
-end)
+end, 't0,0')
 `)
 
 // settleScript: KEYS the keys' hashes, then the operation's record;
@@ -289,5 +289,5 @@ return once(function()
 local a = nums(ARGV[1])
 for j, k in ipairs(KEYS) do settle(k, a, (j - 1) * 15 + 1) end
 return 1
-end)
+end, '1')
 `)

@@ -28,13 +28,18 @@ type pendingSettle struct {
 // settle queues op, starting the sender when none runs, or sends it now
 // when the queue is full or the Store closed.
 func (s *Store) settle(ctx context.Context, op *pendingSettle) error {
+	if s.settled != nil {
+		op.at = time.Now()
+	}
 	s.flushMu.Lock()
 	if s.closed || len(s.pending) >= maxPending {
 		s.flushMu.Unlock()
-		return s.sendSettles(ctx, []pendingSettle{*op})
-	}
-	if s.settled != nil {
-		op.at = time.Now()
+		ops := []pendingSettle{*op}
+		err := s.sendSettles(ctx, ops)
+		if err == nil {
+			s.applied(ops)
+		}
+		return err
 	}
 	s.pending = append(s.pending, *op)
 	start := !s.sending
@@ -55,6 +60,7 @@ func (s *Store) settle(ctx context.Context, op *pendingSettle) error {
 func (s *Store) sendPending() {
 	defer s.senders.Done()
 	batch := make([]pendingSettle, 0, settleBatch)
+	var sent []pendingSettle
 	most := settleBatch
 	if s.multi {
 		most = 1
@@ -70,9 +76,12 @@ func (s *Store) sendPending() {
 		batch = append(batch[:0], s.pending[:n]...)
 		s.pending = s.pending[:copy(s.pending, s.pending[n:])]
 		s.flushMu.Unlock()
-		if err := s.sendSettles(context.Background(), batch); err != nil {
+		sent = append(sent[:0], batch...)
+		if err := s.sendSettles(context.Background(), merge(sent)); err != nil {
 			s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: settles lost (refunds: stricter; surcharges: looser)",
 				slog.Int("settles", n), slog.String("err", err.Error()))
+		} else {
+			s.applied(batch)
 		}
 	}
 }
@@ -97,13 +106,43 @@ func (s *Store) sendSettles(ctx context.Context, ops []pendingSettle) error {
 	err := s.do(ctx, func(ctx context.Context) error {
 		return settleScript.Run(ctx, s.c, keys, arg, s.opTTL).Err()
 	})
-	if s.settled != nil && err == nil {
+	return err
+}
+
+// applied tells the test hook of ops, just applied.
+func (s *Store) applied(ops []pendingSettle) {
+	if s.settled != nil {
 		now := time.Now()
 		for i := range ops {
 			s.settled(ops[i].key, ops[i].nums[4], ops[i].at, now)
 		}
 	}
-	return err
+}
+
+// merge folds into one the settles of ops on one key that carry no
+// provider view, have the same limits and move the level the same way
+// (all refunds, or all surcharges), and returns the settles left, in
+// order. One script applies a batch at one instant of the server's clock,
+// and two refunds capped at the burst (two surcharges floored at minus a
+// period's quota) leave the level where their sum does: the key ends
+// where the settles one by one would have left it, at the cost of one.
+func merge(ops []pendingSettle) []pendingSettle {
+	out := ops[:0]
+next:
+	for _, op := range ops {
+		if op.nums[7] == 0 && op.nums[11] == 0 { // no view
+			for i := range out {
+				o := &out[i]
+				if o.key == op.key && o.nums[7] == 0 && o.nums[11] == 0 && [4]float64(o.nums[:4]) == [4]float64(op.nums[:4]) && o.nums[5] == op.nums[5] &&
+					(o.nums[4] > 0) == (op.nums[4] > 0) {
+					o.nums[4] += op.nums[4]
+					continue next
+				}
+			}
+		}
+		out = append(out, op)
+	}
+	return out
 }
 
 // Close sends the settles queued and makes every later one synchronous
