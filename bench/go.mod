@@ -7,7 +7,9 @@ require github.com/portico-llm/portico v0.0.0
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/openai/openai-go/v3 v3.99.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sony/gobreaker/v2 v2.4.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -29,6 +31,7 @@ require (
 	github.com/google/s2a-go v0.1.8 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.4 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
@@ -37,6 +40,7 @@ require (
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	go.opencensus.io v0.24.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
@@ -54,6 +58,7 @@ require (
 	github.com/portico-llm/portico/provider/anthropic v0.0.0
 	github.com/portico-llm/portico/provider/gemini v0.0.0
 	github.com/portico-llm/portico/provider/openai v0.0.0
+	github.com/portico-llm/portico/redisstore v0.0.0
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
@@ -70,3 +75,5 @@ replace github.com/portico-llm/portico/provider/openai => ../provider/openai
 replace github.com/portico-llm/portico/provider/anthropic => ../provider/anthropic
 
 replace github.com/portico-llm/portico/provider/gemini => ../provider/gemini
+
+replace github.com/portico-llm/portico/redisstore => ../redisstore
