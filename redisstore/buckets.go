@@ -38,6 +38,14 @@ func bucketNums(a []float64, lim *ratelimit.Limits) []float64 {
 	return append(a, tr, tb, rr, rb)
 }
 
+// bucketArgs returns bucketNums as script arguments, with room for extra
+// more (the lease script's).
+func bucketArgs(lim *ratelimit.Limits, extra int) []any {
+	var n [4]float64
+	bucketNums(n[:0], lim)
+	return append(make([]any, 0, 4+extra), n[0], n[1], n[2], n[3])
+}
+
 // packNums appends nums to buf as one script argument: each number in its
 // shortest exact decimal form, separated by spaces. One argument instead
 // of one per number: the client boxes and writes one value, the script
@@ -194,6 +202,7 @@ local function full(b)
   return d
 end
 local function save(k, tok, req)
+  if not tok and not req then return end
   local ttl
   if tok and req then
     redis.call('HSET', k, 'tl', tok.level, 'tt', now, 'tp', tok.pr, 'tu', tok.pu,

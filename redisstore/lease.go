@@ -57,10 +57,7 @@ return once(function()
 local tr, tb, rr, rb = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local br, bt, nr, nt = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local wr, wt, floor = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local bs = {}
-local tok, req
-if tr > 0 then tok = load('t', tr, tb); table.insert(bs, tok) end
-if rr > 0 then req = load('r', rr, rb); table.insert(bs, req) end
+local tok, req = open(KEYS[1], tr, tb, rr, rb)
 local gave = false
 if tok and bt > 0 then
   tok.level = math.min(tok.burst, tok.level + bt * 1000000); gave = true
@@ -71,7 +68,7 @@ if req and br > 0 then req.level = math.min(req.burst, req.level + br * 1000000)
 local eps = 0.001 -- a billionth of a token: float noise of the refill
 -- refuse returns the wait until both buckets hold what is wanted.
 local function refuse(which)
-  if gave then save(bs) end
+  if gave then save(KEYS[1], tok, req) end
   local w = 1
   if tok and wt * 1000000 - tok.level > eps then w = math.max(w, wait(tok, wt * 1000000 - tok.level)) end
   if req and wr * 1000000 - req.level > eps then w = math.max(w, wait(req, wr * 1000000 - req.level)) end
@@ -88,7 +85,7 @@ if tok then
   gt = math.max(nt, math.min(wt, math.floor((tok.level + eps) / 1000000)))
   tok.level = tok.level - gt * 1000000
 end
-save(bs)
+save(KEYS[1], tok, req)
 return {0, 0, gr, gt}
 end)
 `)
