@@ -45,7 +45,8 @@
 // the API reference at platform.openai.com/docs/api-reference/responses):
 // input items (messages, function_call, function_call_output, reasoning)
 // are read as the chat messages they stand for, and the answer is a
-// response object, or streamed as response.created, response.in_progress,
+// response object, or streamed (once the model starts: after its TTFT, or
+// with its first reasoning step) as response.created, response.in_progress,
 // each output item's added, delta and done events, then
 // response.completed (response.incomplete when max_output_tokens cuts
 // it), without [DONE]; FaultStreamError sends response.failed, or the

@@ -62,3 +62,44 @@ func Example() {
 	// rate_limited 429 rate_limit_exceeded 250ms true
 	// requests to busy: 1
 }
+
+// ExampleNewResponses runs a tool-use loop with reasoning over the
+// Responses API, statelessly: each answer's reasoning comes back as a
+// Thought with its encrypted content, and Response.Message carries it into
+// the next turn's request.
+func ExampleNewResponses() {
+	srv, err := fakeopenai.Start(fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "o4-mini", ToolCalls: true, OutputTokens: 3}}})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	m := openai.NewResponses(openai.ResponsesConfig{Model: "o4-mini"},
+		option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("not-needed"),
+		option.WithHTTPClient(srv.Client()))
+
+	req := &portico.Request{
+		Messages:  []portico.Message{portico.Text(portico.RoleUser, "Weather in Paris?")},
+		Tools:     []portico.Tool{{Name: "weather", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`)}},
+		Reasoning: &portico.Reasoning{Effort: portico.EffortLow},
+	}
+	for {
+		resp, err := m.Generate(context.Background(), req)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: thought %q (%d encrypted bytes), %d reasoning tokens\n",
+			resp.FinishReason, resp.ReasoningText(), len(resp.Thoughts[0].Signature), resp.Usage.ReasoningTokens)
+		if len(resp.ToolCalls) == 0 {
+			fmt.Printf("answer: %q\n", resp.Text)
+			break
+		}
+		next := req.Clone()
+		next.Messages = append(append([]portico.Message(nil), req.Messages...), resp.Message(),
+			portico.Message{Role: portico.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Content: []portico.Part{{Text: "sunny"}}})
+		req = next
+	}
+	// Output:
+	// tool_calls: thought "step 1. " (19 encrypted bytes), 2 reasoning tokens
+	// stop: thought "step 1. " (19 encrypted bytes), 2 reasoning tokens
+	// answer: "amet excepteur ad"
+}

@@ -3,15 +3,18 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/openai/openai-go/v3/option"
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
 	"github.com/portico-llm/portico/provider/openai"
+	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/stack"
 )
 
@@ -286,6 +289,73 @@ func TestResponsesStoredState(t *testing.T) {
 					msgs = append(msgs, portico.Text(portico.RoleUser, "and in Rome?"))
 				}
 			}
+		}
+	})
+}
+
+// The figure over the Responses API: a stream that sends a
+// response.reasoning_summary_text.delta every 250 ms for 5 s, then text,
+// through stack.New with a 2 s first-chunk and a 1 s chunk-gap timeout
+// (response.created comes at once: the gap is what the deltas keep
+// open), answers after 5 s with
+// exactly one HTTP request, the 20 steps on its Thought and, asked for the
+// reasoning stream, in Chunk.Reasoning before the text.
+func TestResponsesReasoningStreamOneRequest(t *testing.T) {
+	for _, show := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			s, m := startResponsesPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", TTFT: 5 * time.Second, ThinkEvery: 250 * time.Millisecond}}}, openai.ResponsesConfig{})
+			st, err := stack.New(stack.Config{Routes: []stack.Route{{
+				Route: portico.Route{Name: "r", Model: m, ModelName: "m", Capabilities: portico.Capabilities{Reasoning: true}},
+				Retry: retry.Config{Timeouts: retry.Timeouts{FirstChunk: 2 * time.Second, ChunkGap: time.Second}},
+			}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text, reasoning strings.Builder
+			req := &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hello")}, Reasoning: &portico.Reasoning{Effort: portico.EffortLow, Stream: show}}
+			req.OnChunk = func(c portico.Chunk) error {
+				if c.Reasoning != "" && text.Len() > 0 {
+					t.Errorf("reasoning chunk %q after text", c.Reasoning)
+				}
+				text.WriteString(c.Text)
+				reasoning.WriteString(c.Reasoning)
+				return nil
+			}
+			t0 := time.Now()
+			resp, err := st.Generate(t.Context(), req)
+			took := time.Since(t0)
+			if err != nil || took != 5*time.Second || s.Count("m") != 1 || text.String() != resp.Text || resp.Text == "" {
+				t.Fatalf("Generate = %+v, %v after %v, %d requests; want the answer after 5s, 1 request", resp, err, took, s.Count("m"))
+			}
+			steps := resp.Thoughts[0].Text
+			if !strings.HasPrefix(steps, "step 1. step 2. ") || !strings.HasSuffix(steps, "step 20. ") {
+				t.Errorf("Thought text %q, want 20 steps", steps)
+			}
+			if want := map[bool]string{false: "", true: steps}[show]; reasoning.String() != want {
+				t.Errorf("Reasoning.Stream %v: reasoning chunks %q, want %q", show, reasoning.String(), want)
+			}
+			t.Logf("Reasoning.Stream %v: answered after %v with %d request(s)", show, took, s.Count("m"))
+		})
+	}
+}
+
+// A Responses stream that sends only keep-alive comments for 5 s is as
+// silent as a hung one: the 2 s first-chunk timeout cuts each of 3
+// attempts.
+func TestResponsesKeepAlivesTimeOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, m := startResponsesPipe(t, fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", TTFT: 5 * time.Second, KeepAliveEvery: 250 * time.Millisecond}}}, openai.ResponsesConfig{})
+		st, err := stack.New(stack.Config{Routes: []stack.Route{{
+			Route: portico.Route{Name: "r", Model: m, ModelName: "m"},
+			Retry: retry.Config{Timeouts: retry.Timeouts{FirstChunk: 2 * time.Second}},
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var chunks []string
+		resp, err := st.Generate(t.Context(), streamed(userReq("m", "hello"), &chunks))
+		if !errors.Is(err, retry.ErrFirstChunkTimeout) || s.Count("m") != 3 || resp != nil {
+			t.Errorf("Generate = %v, %v after %d requests; want ErrFirstChunkTimeout after 3", resp, err, s.Count("m"))
 		}
 	})
 }
