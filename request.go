@@ -180,6 +180,10 @@ type Request struct {
 	// prefix again as input and may show a seam of style; see package
 	// fallback. Off by default. It applies to streamed requests only.
 	ContinueOnBreak bool
+	// Overrides, when non-nil, are this request's own retry settings on the
+	// route that serves it, within the bounds the route allows; see
+	// [Overrides]. Nil keeps every route's own.
+	Overrides *Overrides
 	// Hedge marks a hedge: the copy of a request that a hedging layer
 	// (package hedge, a fallback group's Config.Hedge) sends while an
 	// earlier attempt of it still runs. A hedge is not a new request: it

@@ -35,6 +35,9 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 			r.deposit(dest, req.Identity.ClientKey)
 		}
 	}
+	if o := req.Overrides; o != nil {
+		r = r.overridden(o)
+	}
 	return r.run(ctx, req, m.next)
 }
 

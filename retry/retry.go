@@ -225,6 +225,11 @@ type Config struct {
 	// reports with [portico.Progress] (validate buffering a structured
 	// answer) counts as a chunk for them. The zero value sets none.
 	Timeouts Timeouts
+	// Bounds are the ranges within which a request's
+	// [portico.Overrides] may set Timeouts.FirstChunk, Timeouts.Attempt
+	// and MaxAttempts for its call; the zero value lets a request change
+	// none of them.
+	Bounds Bounds
 	// NoAmbiguousRetry returns [portico.Ambiguous] errors at once, as
 	// [portico.Request.NoAmbiguousRetry] does for one request: for a route
 	// where an attempt billed twice costs more than a failed call. By default
@@ -329,6 +334,7 @@ type Retrier struct {
 	budget         *budgets       // per (destination, client); nil when Budget.Off
 	dests          *budgets       // per destination; nil when Budget.Off or ClientOnly
 	shared         *sharedBudgets // nil: the budgets are budget and dests alone
+	bounds         Bounds         // of a request's Overrides
 }
 
 // New returns a Retrier configured by cfg, with zero fields taking their
@@ -371,6 +377,7 @@ func New(cfg Config) (*Retrier, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.ceil = ceilings(r.base, r.max, r.maxAttempts-1)
+	r.bounds = cfg.Bounds
 	if !cfg.Budget.Off {
 		r.setBudgets(cfg.Budget)
 	}
@@ -398,6 +405,8 @@ func (c *Config) check() error {
 		return errors.New("retry: Config.Timeouts.RateWindow set without MinRate")
 	case c.MaxAttempts < 0:
 		return errors.New("retry: negative Config.MaxAttempts (" + strconv.Itoa(c.MaxAttempts) + ")")
+	case c.Bounds.check() != nil:
+		return c.Bounds.check()
 	case bo.Schedule > Immediate:
 		return errors.New("retry: unknown Config.Backoff.Schedule " + bo.Schedule.String())
 	}
