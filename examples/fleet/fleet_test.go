@@ -1,10 +1,10 @@
-// Package fleet_test runs what a service of three instances would with
+// Package main_test runs what a service of three instances would with
 // Portico: the preset stack over the OpenAI and Anthropic adapters against
 // their fake servers on loopback, every instance with its own Redis client
 // over one real redis-server (package redisstore), sharing the client and
 // route limits, the retry budgets, the cooldowns and the breakers' open
 // state, and breaks the providers and Redis in turn.
-package fleet_test
+package main_test
 
 import (
 	"context"

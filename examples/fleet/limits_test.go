@@ -1,4 +1,4 @@
-package fleet_test
+package main_test
 
 import (
 	"testing"
