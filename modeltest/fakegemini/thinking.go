@@ -54,3 +54,12 @@ func textSignature(model, id string) string {
 func (c *call) thoughtTokens(summary string) int {
 	return max(c.m.ThoughtsTokens, len(strings.Fields(summary)))
 }
+
+// skipsValidator reports whether sig is one of the dummy signatures Gemini
+// documents for function calls it did not make
+// (https://ai.google.dev/gemini-api/docs/thought-signatures, "FAQs"), in
+// the base64 the request carries.
+func skipsValidator(sig string) bool {
+	b, err := base64.StdEncoding.DecodeString(sig)
+	return err == nil && (string(b) == "skip_thought_signature_validator" || string(b) == "context_engineering_is_the_way_to_go")
+}

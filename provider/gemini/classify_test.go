@@ -115,9 +115,10 @@ func TestCallIDRoundTrip(t *testing.T) {
 		enc string
 	}{
 		{0, "fc-1", nil, "fc-1"},
-		{0, "", nil, "gemini-call:0::"},
-		{2, "", nil, "gemini-call:2::"},
+		{0, "", nil, "gemini_call_0"},
+		{2, "", nil, "gemini_call_2"},
 		{1, "gemini-call:x", nil, "gemini-call:1::gemini-call:x"},
+		{1, "gemini_call_7", nil, "gemini-call:1::gemini_call_7"},
 	} {
 		got := encodeCallID(tc.i, tc.id)
 		id, sig := decodeCallID(got)
@@ -126,10 +127,13 @@ func TestCallIDRoundTrip(t *testing.T) {
 		}
 	}
 	// An ID of an earlier version, with the signature in it, still decodes.
+	if id, sig := decodeCallID("gemini-call:0::"); id != "" || sig != nil {
+		t.Errorf("decodeCallID(an ID of an earlier version) = %q %x, want none", id, sig)
+	}
 	if id, sig := decodeCallID("gemini-call:0:_wBz:fc:with:colons"); id != "fc:with:colons" || string(sig) != "\xff\x00s" {
 		t.Errorf("decodeCallID(an ID with a signature) = %q %x, want fc:with:colons ff0073", id, sig)
 	}
-	for _, s := range []string{"call_abc", "gemini-call:", "gemini-call:0", "gemini-call:0:!!:x"} {
+	for _, s := range []string{"call_abc", "gemini-call:", "gemini-call:0", "gemini-call:0:!!:x", "gemini_call_", "gemini_call_x"} {
 		id, sig := decodeCallID(s)
 		if want := s; s == "gemini-call:0:!!:x" {
 			if id != "x" || sig != nil {

@@ -53,7 +53,8 @@
 // The first candidate is read: its text parts (thought parts left out) are
 // Response.Text and its functionCall parts Response.ToolCalls. A call's
 // ToolCall.ID is Gemini's id when it sent one, otherwise
-// "gemini-call:<i>::", which the adapter takes apart when the call and its
+// "gemini_call_<i>" (an ID every provider takes, for a fallback), which the
+// adapter takes back to no id when the call and its
 // result are sent back. Usage counts promptTokenCount plus
 // toolUsePromptTokenCount as input, candidates plus thoughtsTokenCount as
 // output (thoughtsTokenCount as Usage.ReasoningTokens),

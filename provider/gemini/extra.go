@@ -86,28 +86,41 @@ func setThinking(cfg *genai.GenerateContentConfig, v any) bool {
 	return true
 }
 
-// callIDPrefix marks the tool call IDs the adapter makes for function calls
-// that Gemini sent without an id.
-const callIDPrefix = "gemini-call:"
+// callIDPrefix marks the tool call IDs the adapter made, before Thoughts,
+// for calls without an id or with a thought signature; newIDPrefix marks
+// those it makes now for calls without an id: letters, digits and
+// underscores only, which every provider takes as a tool call id
+// (Anthropic's tool_use id is ^[a-zA-Z0-9_-]+$), for a fallback.
+const (
+	callIDPrefix = "gemini-call:"
+	newIDPrefix  = "gemini_call_"
+)
 
 // encodeCallID returns the ToolCall.ID of the i-th function call of an
-// answer: Gemini's own id when it sent one, otherwise
-// "gemini-call:<i>::<id>", which [decodeCallID] reverses when the call and
-// its result are sent back. A call's thought signature travels in the
-// answer's Thoughts, not in its ID, so that no other provider is sent it
-// (https://ai.google.dev/gemini-api/docs/thought-signatures: Gemini 3
-// refuses a conversation whose function calls lost their signatures).
+// answer: Gemini's own id when it sent one, otherwise "gemini_call_<i>",
+// which [decodeCallID] takes back to no id. A call's thought signature
+// travels in the answer's Thoughts, not in its ID, so that no other
+// provider is sent it (https://ai.google.dev/gemini-api/docs/thought-signatures:
+// Gemini 3 refuses a conversation whose function calls lost their
+// signatures). An id of Gemini's that looks like the adapter's is kept in
+// the earlier form, "gemini-call:<i>::<id>".
 func encodeCallID(i int, id string) string {
-	if id != "" && !strings.HasPrefix(id, callIDPrefix) {
-		return id
+	switch {
+	case id == "":
+		return newIDPrefix + strconv.Itoa(i)
+	case strings.HasPrefix(id, callIDPrefix) || strings.HasPrefix(id, newIDPrefix):
+		return callIDPrefix + strconv.Itoa(i) + "::" + id
 	}
-	return callIDPrefix + strconv.Itoa(i) + "::" + id
+	return id
 }
 
 // decodeCallID splits a ToolCall.ID into the id and thought signature to send
 // to Gemini (a signature in the ID, as this adapter made them before
 // Thoughts, is still read): an ID the adapter did not make is sent as it is.
 func decodeCallID(s string) (id string, sig []byte) {
+	if n, ok := strings.CutPrefix(s, newIDPrefix); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		return "", nil
+	}
 	rest, ok := strings.CutPrefix(s, callIDPrefix)
 	if !ok {
 		return s, nil

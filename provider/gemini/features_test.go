@@ -54,8 +54,8 @@ func TestToolCalls(t *testing.T) {
 			City string `json:"city"`
 			Days int    `json:"days"`
 		}
-		if err := json.Unmarshal(tc.Arguments, &args); err != nil || tc.Name != "get_weather" || tc.ID != "gemini-call:0::" || args.City == "" || args.Days != 1 {
-			t.Errorf("stream %v: tool call = %q %q %s (%v), want get_weather, id gemini-call:0::, a city and days 1", stream, tc.ID, tc.Name, tc.Arguments, err)
+		if err := json.Unmarshal(tc.Arguments, &args); err != nil || tc.Name != "get_weather" || tc.ID != "gemini_call_0" || args.City == "" || args.Days != 1 {
+			t.Errorf("stream %v: tool call = %q %q %s (%v), want get_weather, id gemini_call_0, a city and days 1", stream, tc.ID, tc.Name, tc.Arguments, err)
 		}
 		if stream && (chunks != 1 || text.Len() != 0 || resp.Text != "") {
 			t.Errorf("stream %v: %d progress chunks with text %q, Text %q; want 1 empty chunk and no text", stream, chunks, text.String(), resp.Text)
@@ -76,10 +76,10 @@ func TestToolRoundTrip(t *testing.T) {
 	req.Tools = []portico.Tool{weatherTool, timeTool}
 	req.Messages = append(req.Messages,
 		portico.Message{Role: portico.RoleAssistant, ToolCalls: []portico.ToolCall{
-			{ID: "gemini-call:0::", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome","days":1}`)},
+			{ID: "gemini_call_0", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome","days":1}`)},
 			{ID: "call_b", Name: "get_time", Arguments: json.RawMessage(`{"tz":"CET"}`)},
 		}},
-		portico.Message{Role: portico.RoleTool, ToolCallID: "gemini-call:0::", Content: []portico.Part{{Kind: portico.PartText, Text: "sunny"}}},
+		portico.Message{Role: portico.RoleTool, ToolCallID: "gemini_call_0", Content: []portico.Part{{Kind: portico.PartText, Text: "sunny"}}},
 		portico.Message{Role: portico.RoleTool, ToolCallID: "call_b", Content: []portico.Part{{Kind: portico.PartText, Text: `{"time":"12:00"}`}}},
 	)
 	resp, err := m.Generate(context.Background(), req)
@@ -178,12 +178,30 @@ func TestParallelToolCallsIDsAndSignatures(t *testing.T) {
 	if p0["thoughtSignature"] == nil || p0["functionCall"].(map[string]any)["id"] == nil {
 		t.Errorf("first call sent back = %v, want its thoughtSignature and Gemini's id", p0)
 	}
+	// A Gemini answer whose first call lost its signature (the Thought
+	// names another call) is refused, as Gemini 3 refuses it.
 	broken := userReq("m", "weather and time in Rome?")
 	broken.Tools = next.Tools
-	broken.Messages = append(broken.Messages, portico.Message{Role: portico.RoleAssistant, ToolCalls: []portico.ToolCall{{ID: "x", Name: "get_weather", Arguments: whole[0].Arguments}}},
+	broken.Messages = append(broken.Messages, portico.Message{Role: portico.RoleAssistant, ToolCalls: []portico.ToolCall{{ID: "x", Name: "get_weather", Arguments: whole[0].Arguments}},
+		Thoughts: wholeMsg.Thoughts},
 		portico.Message{Role: portico.RoleTool, ToolCallID: "x", Content: []portico.Part{{Kind: portico.PartText, Text: "ok"}}})
 	if _, err := m.Generate(context.Background(), broken); portico.ClassOf(err) != portico.Incompatible {
 		t.Errorf("Generate(call without its signature) = %v, want the fake's 400, incompatible (Gemini's own rule)", err)
+	}
+	// Another provider's answer (no Thought of Gemini's) goes with the
+	// dummy signature Gemini documents for calls it did not make.
+	other := userReq("m", "weather and time in Rome?")
+	other.Tools = next.Tools
+	other.Messages = append(other.Messages, portico.Message{Role: portico.RoleAssistant, ToolCalls: []portico.ToolCall{{ID: "toolu_1", Name: "get_weather", Arguments: whole[0].Arguments}},
+		Thoughts: []portico.Thought{{Dialect: "anthropic", Kind: "thinking", Text: "hmm", Signature: "c2lnYQ=="}}},
+		portico.Message{Role: portico.RoleTool, ToolCallID: "toolu_1", Content: []portico.Part{{Kind: portico.PartText, Text: "ok"}}})
+	if resp, err := m.Generate(context.Background(), other); err != nil || resp.Text == "" {
+		t.Errorf("Generate(another provider's call) = %v, %v; want an answer", resp, err)
+	}
+	reqs := s.Requests()
+	sent := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(sent, `"thoughtSignature":"c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I="`) || strings.Contains(sent, "c2lnYQ==") {
+		t.Errorf("another provider's call sent as %s, want the skip signature and not its own thinking", sent)
 	}
 }
 

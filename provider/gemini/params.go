@@ -205,7 +205,7 @@ func modelContent(msg *portico.Message) (*genai.Content, error) {
 			return nil, fmt.Errorf("tool call %q: %w", tc.Name, err)
 		}
 		id, sig := decodeCallID(tc.ID)
-		if s, ok := callSigs[tc.ID]; ok {
+		if s, ok := callSigs[tc.ID]; ok && sig == nil {
 			sig = s
 		}
 		c.Parts = append(c.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: tc.Name, Args: args}, ThoughtSignature: sig})

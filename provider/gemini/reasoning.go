@@ -89,6 +89,13 @@ func (t *thoughtsOf) part(p *genai.Part, id string) {
 	t.open = false
 }
 
+// skipSignature is the thought signature Gemini documents for a function
+// call it did not make, such as one of another model's answers
+// (https://ai.google.dev/gemini-api/docs/thought-signatures, "FAQs": a
+// dummy signature that skips the validator Gemini 3 runs on the first call
+// of each model turn).
+var skipSignature = []byte("skip_thought_signature_validator")
+
 // thoughtParts returns the parts of msg's thoughts of this dialect that
 // go before its text (signed thought parts), the
 // signature of its text, and the signatures of its calls by ToolCall.ID.
@@ -110,6 +117,12 @@ func thoughtParts(msg *portico.Message) (parts []*genai.Part, text []byte, calls
 			}
 			calls[t.ID] = unsig(t.Signature)
 		}
+	}
+	if calls == nil && parts == nil && text == nil && len(msg.ToolCalls) > 0 {
+		// No thought of Gemini's: another provider's answer (after a
+		// fallback), or a model that signs nothing. Its first call gets
+		// the skip signature, which Gemini 3 asks for there.
+		calls = map[string][]byte{msg.ToolCalls[0].ID: skipSignature}
 	}
 	return parts, text, calls
 }
