@@ -33,7 +33,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 		e.inflight++
 	}
 	if t.prog != nil {
-		t.start = now
+		t.start, t.path = now, t.prog.attained
 	}
 	return l.takeBuckets(ctx, req, e, t, now)
 }

@@ -56,8 +56,12 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	if rl != nil {
 		e.adopt(now, rl, l.cfg.MaxProviderHold)
 	}
-	if p := t.prog; p != nil {
+	if p := t.prog; p != nil && l.cfg.Queue.Order == ATLAS {
+		p.attained = max(p.attained, t.path+now-t.start) // the longest path
+	} else if p != nil {
 		p.attained += now - t.start
+	}
+	if p := t.prog; p != nil {
 		p.active--
 		p.lastSeen = now
 	}

@@ -60,9 +60,19 @@ const (
 	// level, with a starvation guard. A call without a SessionID has attained
 	// nothing and goes first.
 	PLAS
+	// ATLAS is PLAS over a program's critical path (Autellix's adaptive
+	// thread-level attained service), for programs whose calls run in
+	// parallel: a call's path is the program's longest path when its slot
+	// was granted (the calls that had ended by then are its parents) plus
+	// its own service time, and the program keeps its longest path, which
+	// its next calls inherit. A program of calls one after the other has
+	// the same priority as under PLAS; one that fans out four calls of 10
+	// ms has attained 10 ms, not 40. Levels, starvation guard and
+	// PLASConfig are PLAS's.
+	ATLAS
 )
 
-// String returns "fcfs_call", "fcfs_program" or "plas".
+// String returns "fcfs_call", "fcfs_program", "plas" or "atlas".
 func (o Order) String() string {
 	switch o {
 	case FCFSCall:
@@ -71,6 +81,8 @@ func (o Order) String() string {
 		return "fcfs_program"
 	case PLAS:
 		return "plas"
+	case ATLAS:
+		return "atlas"
 	}
 	return "Order(" + strconv.Itoa(int(o)) + ")"
 }
@@ -190,10 +202,10 @@ type Queue struct {
 	Size int
 	// Order is the queue's discipline. The zero value is [FCFSCall].
 	Order Order
-	// PLAS tunes [PLAS]; ignored for other orders.
+	// PLAS tunes [PLAS] and [ATLAS]; ignored for other orders.
 	PLAS PLASConfig
 	// ProgramTTL is how long a program's history (arrival, attained service)
-	// is kept after its last call ended, for FCFSProgram and PLAS. 0 means ten
+	// is kept after its last call ended, for FCFSProgram, PLAS and ATLAS. 0 means ten
 	// minutes; negative is an error.
 	ProgramTTL time.Duration
 }
@@ -392,7 +404,7 @@ func (c *Config) check() error {
 		{q.Size < 0, "negative Config.Queue.Size"},
 		{q.Size > 0 && c.MaxInFlight == 0 && c.Concurrency == nil, "Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency"},
 		{c.Mode > Wait, "unknown Config.Mode " + c.Mode.String()},
-		{q.Order > PLAS, "unknown Config.Queue.Order " + q.Order.String()},
+		{q.Order > ATLAS, "unknown Config.Queue.Order " + q.Order.String()},
 		{q.PLAS.Quantum < 0, "negative Config.Queue.PLAS.Quantum"},
 		{q.PLAS.Levels < 0, "negative Config.Queue.PLAS.Levels"},
 		{!(q.PLAS.Starvation >= 0), "negative or NaN Config.Queue.PLAS.Starvation"},

@@ -119,8 +119,9 @@ type ticket struct {
 	e       *entry
 	reserve int           // N_in + N_max taken from the token bucket
 	in, max int           // N_in, N_max
-	prog    *program      // for FCFSProgram and PLAS
+	prog    *program      // for FCFSProgram, PLAS and ATLAS
 	start   time.Duration // slot grant (mono.Now), when prog != nil
+	path    time.Duration // ATLAS: the program's critical path at the grant
 	// unpriced is why the call could not be priced, when not every key's
 	// limits have a token bucket: admit refuses it on a key with one.
 	unpriced error

@@ -18,7 +18,7 @@ type waiter struct {
 type program struct {
 	arrival  time.Duration // its first call's arrival (mono.Now)
 	seq      uint64        // tie-break for equal arrivals
-	attained time.Duration // service of its finished calls (slot grant to completion)
+	attained time.Duration // service of its finished calls (slot grant to completion); ATLAS: its longest path
 	waited   time.Duration // time its calls spent queued
 	active   int           // calls queued or in flight
 	lastSeen time.Duration // last arrival or completion (mono.Now)
@@ -80,7 +80,7 @@ func (q *Queue) better(x, y *waiter, now time.Duration) bool {
 		if sx != sy {
 			return sx < sy
 		}
-	case PLAS:
+	case PLAS, ATLAS:
 		lx, ly := q.plasLevel(x, now), q.plasLevel(y, now)
 		if lx != ly {
 			return lx < ly

@@ -158,6 +158,20 @@ func TestSeed002Orders(t *testing.T) {
 	if !(s[FCFSProgram].all < s[PLAS].all) {
 		t.Errorf("7 calls each: FCFS/program %.1f, want below PLAS %.1f (seed: 67.4 < 100.6)", s[FCFSProgram].all, s[PLAS].all)
 	}
+	// ATLAS beside PLAS: the seed's programs are chains of calls, so a
+	// program's critical path is its attained service and ATLAS serves
+	// them exactly as PLAS does (TestATLASCriticalPath shows where they
+	// part: calls in parallel). Runs differ a little (the order of calls
+	// ending at one instant), so within 1%: PLAS's own runs differ by
+	// about 0.1%.
+	at := simulate(t, unequal, steps, ATLAS, math.Inf(1))
+	t.Logf("unequal  %-12v all %6.1f  short %5.1f  long %6.1f", ATLAS, at.all, at.short, at.long)
+	for _, d := range [][2]float64{{at.all, u[PLAS].all}, {at.short, u[PLAS].short}, {at.long, u[PLAS].long}} {
+		if math.Abs(d[0]-d[1]) > 0.01*d[1] {
+			t.Errorf("unequal lengths: ATLAS %+v, want PLAS's %+v within 1%% (chains of calls)", at, u[PLAS])
+			break
+		}
+	}
 	// The seed's PLAS has no starvation guard, hence Starvation +Inf above.
 	// With a guard (β = 3) long programs wait less and the seven-call penalty
 	// shrinks, while short programs still finish well before FCFS per call.
