@@ -124,6 +124,11 @@ func (g *Guard) request(r *http.Request, body []byte) *portico.Request {
 		return req
 	}
 	req.Model = head.Model
+	if req.Model == "" { // Google's APIs name it in the path: .../models/{model}:generateContent
+		if _, after, ok := strings.Cut(r.URL.Path, "/models/"); ok {
+			req.Model, _, _ = strings.Cut(after, ":")
+		}
+	}
 	if g.d.MaxTokens != nil {
 		req.MaxOutputTokens = g.d.MaxTokens(body)
 	}

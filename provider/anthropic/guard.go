@@ -1,0 +1,133 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
+)
+
+// Guard configures [Protect]: the layers put around each HTTP request of
+// an anthropic-sdk-go client.
+type Guard struct {
+	// Layers wrap every request, outermost first, as portico.Chain takes
+	// them: a client or account limiter, a breaker, a retrier (its budgets,
+	// backoff and Retry-After), a tracer. Each sees the request as a
+	// Request whose Model, N_max (max_tokens) and Identity
+	// ([portico.WithIdentity] on the call's context) come from it, and
+	// whose one text part is the JSON body, which estimators count; a body
+	// that is not JSON (a file upload) counts as no text. Nil layers are
+	// skipped.
+	Layers []portico.Middleware
+	// ChunkGap ends a stream whose reads return nothing for this long after
+	// its first event (the layers bound the time to it); zero means no
+	// bound.
+	ChunkGap time.Duration
+	// MaxResponseBytes bounds a whole answer's body, read before the SDK
+	// sees it; zero means 64 MiB.
+	MaxResponseBytes int64
+}
+
+// Protect returns an anthropic-sdk-go option that puts g's layers around
+// every HTTP request the client makes, whatever the endpoint (messages,
+// token counting, batches, files, models), and turns the SDK's own retries
+// off: one layer owns retries. Errors are classified as the adapter
+// classifies them (its doc's table); usage counts cache reads and writes
+// as the adapter does. A failure the provider stated reaches the caller as
+// the SDK's own error (an *anthropic.Error), marked x-should-retry: false;
+// a refusal of a layer (a limiter, an open breaker) or a transport failure
+// as the layer's *portico.Error.
+//
+// A stream is timed by the layers up to its first event (retry's
+// first-chunk timeout bounds it); its rest is read by the SDK under
+// ChunkGap, and no layer retries it or learns its usage. Fallback to
+// another provider is not possible at this level, since the SDK decodes
+// one API's answer; route across providers with the adapter and package
+// stack.
+func Protect(g Guard) option.RequestOption {
+	guard := adapt.NewGuard(adapt.Dialect{
+		Rules:     &rules,
+		Classify:  guardError,
+		RateLimit: func(h http.Header) *portico.RateLimit { return ParseRateLimit(h, time.Now()) },
+		Usage:     guardUsage,
+		MaxTokens: guardMaxTokens,
+	}, g.Layers, g.ChunkGap, adapt.MaxBytes(g.MaxResponseBytes, 64<<20))
+	return adapt.Options(option.WithMaxRetries(0), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return guard.Do(r, next)
+	}))
+}
+
+// guardError classifies an HTTP error answer, {"type": "error", "error":
+// {"type", "message", "details": {"error_code"}}}, as the adapter does.
+func guardError(status int, h http.Header, body []byte) *portico.Error {
+	var b struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+			Details struct {
+				ErrorCode string `json:"error_code"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &b) // a body that is not an error object classifies by its status
+	f := &b.Error
+	now := time.Now()
+	e := &portico.Error{Status: status, Code: f.Details.ErrorCode, RateLimit: ParseRateLimit(h, now)}
+	if e.Code == "" {
+		e.Code = f.Type
+	}
+	if d, ok := ParseRetryAfter(h, now); ok {
+		e.RetryAfter = d
+	}
+	pe := &ProviderError{Status: status, Type: f.Type, Code: f.Details.ErrorCode}
+	e.Class, e.Reason, e.Err = classifyError(status, f.Type, f.Details.ErrorCode, f.Message, adapt.Header(h, "X-Should-Retry"), pe)
+	return e
+}
+
+// guardUsage reads the usage of a message (or of a token count: its
+// input_tokens) as the adapter maps it.
+func guardUsage(body []byte) (portico.Usage, bool) {
+	var b struct {
+		Model string `json:"model"`
+		Usage *struct {
+			Input         int64 `json:"input_tokens"`
+			Output        int64 `json:"output_tokens"`
+			CacheWrite    int64 `json:"cache_creation_input_tokens"`
+			CacheRead     int64 `json:"cache_read_input_tokens"`
+			CacheCreation struct {
+				OneHour int64 `json:"ephemeral_1h_input_tokens"`
+			} `json:"cache_creation"`
+		} `json:"usage"`
+		InputTokens *int64 `json:"input_tokens"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return portico.Usage{}, false
+	}
+	switch {
+	case b.Usage != nil:
+		u := b.Usage
+		return usage(b.Model, u.Input, u.CacheWrite, u.CacheCreation.OneHour, u.CacheRead, u.Output), true
+	case b.InputTokens != nil:
+		return portico.Usage{InputTokens: int(*b.InputTokens)}, true
+	}
+	return portico.Usage{}, false
+}
+
+// guardMaxTokens reads N_max from a request body.
+func guardMaxTokens(body []byte) int {
+	if !bytes.Contains(body, []byte(`"max_tokens"`)) {
+		return 0
+	}
+	var b struct {
+		MaxTokens int `json:"max_tokens"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return 0
+	}
+	return b.MaxTokens
+}
