@@ -306,9 +306,11 @@
 // allowance A stated there, or refusing), so that the bound under faults
 // is b + r·dt + L + A (plus b when the store lost its data, as above).
 // redisstore's TestLeaseBoundTenInstances checks it over ten instances
-// against a real Redis, and TestLeaseFaults with the store stopped,
-// paused, killed and restarted empty, slow, and losing replies, failing
-// open and closed.
+// against a real Redis; TestLeaseOvershootIsTheLeases that it is
+// reached (ten leases of 10 grown, the store's bucket then spent by a
+// strict instance, then the leases: about 90 beyond b + r·dt, L = 100);
+// TestLeaseFaults with the store stopped, paused, killed and restarted
+// empty, slow, and losing replies, failing open and closed.
 //
 // [Auto], the zero Sharing, is Leased where a lease holds at least ten
 // calls of every bucket: a RequestBurst of at least 1,000 requests and a

@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,5 +172,83 @@ func TestLeaseBoundTenInstances(t *testing.T) {
 	}
 	if len(adm) == 0 {
 		t.Fatal("nothing admitted")
+	}
+}
+
+// TestLeaseOvershootIsTheLeases: the bound's L is reached, not only
+// respected. Ten leased instances of a tenant allowed a burst of 1,000
+// (a lease holds 10) grow their leases to the cap with 16 calls each
+// (leases of 1, 2, 4, 8, then 10 with 9 left); the store's bucket
+// refills; a strict instance spends all it holds; then each leased one
+// spends the 9 its lease holds, without asking the store. Over that
+// interval the tenant is admitted b + r·dt plus about the 90 the leases
+// held, within L = 10 leases of 10.
+func TestLeaseOvershootIsTheLeases(t *testing.T) {
+	srv := redistest.Start(t)
+	const n, b, r = 10, 1000.0, 200.0 // instances; burst; requests per second
+	lim := ratelimit.Limits{Requests: int(r * 60), RequestBurst: int(b)}
+	ls, h := leased(t, srv, n, lim, 1)
+	var (
+		mu sync.Mutex
+		at []time.Duration
+	)
+	start := time.Now()
+	ok := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		mu.Lock()
+		at = append(at, time.Since(start))
+		mu.Unlock()
+		return &portico.Response{}, nil
+	})
+	req := &portico.Request{Model: "m", Identity: portico.Identity{ClientKey: "t"}}
+	var ms []portico.Model
+	for _, l := range ls {
+		m := l.Wrap(ok)
+		ms = append(ms, m)
+		for range 16 {
+			if _, err := m.Generate(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	strict, err := ratelimit.New(ratelimit.Config{Limits: lim, Key: ratelimit.ByClient, Sharing: ratelimit.Strict,
+		Shared: ratelimit.Shared{Store: newStore(t, srv, Config{}).Buckets()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the bucket full again (250 at 200 a second)
+	mu.Lock()
+	at = at[:0] // the interval starts with the drain
+	mu.Unlock()
+	sm := strict.Wrap(ok)
+	drained := 0
+	for ; ; drained++ {
+		if _, err := sm.Generate(context.Background(), req); err != nil {
+			break
+		}
+	}
+	trips := h.n.Load()
+	for i, m := range ms {
+		for range 9 {
+			if _, err := m.Generate(context.Background(), req); err != nil {
+				t.Fatalf("instance %d: %v", i, err)
+			}
+		}
+	}
+	if got := h.n.Load() - trips; got != 0 {
+		t.Errorf("the leased instances made %d round trips spending their leases, want 0", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(at)
+	worst := math.Inf(-1)
+	for i := range at {
+		for j := i; j < len(at); j++ {
+			worst = max(worst, float64(j-i+1)-(b+r*(at[j]-at[i]).Seconds()))
+		}
+	}
+	t.Logf("%d instances: %d drained by a strict instance, then 90 spent from the leases: worst excess over b + r·dt %.1f requests, L %d",
+		n, drained, worst, n*10)
+	if worst < 60 || worst > n*10 {
+		t.Errorf("worst excess %.1f over b + r·dt, want most of the 90 the leases held, within L = %d", worst, n*10)
 	}
 }
