@@ -48,7 +48,14 @@ type results struct {
 	watch      *watch
 	// faults counts the faults the fake servers injected, by kind.
 	faults map[fakeopenai.FaultKind]int
+	// usage and cost sum the accepted answers' Usage and Cost.
+	usage portico.Usage
+	cost  float64
 }
+
+// systemPrompt is every request's system prompt, marked as a cache
+// breakpoint.
+const systemPrompt = "You answer in one short sentence."
 
 // routeStats is what one route did.
 type routeStats struct {
@@ -140,6 +147,7 @@ func (r *results) done(d, limit time.Duration, streamed bool, resp *portico.Resp
 		return
 	}
 	r.accepted++
+	r.usage, r.cost = r.usage.Add(resp.Usage), r.cost+resp.Cost
 	r.answerAt = append(r.answerAt, time.Now())
 	if streamed {
 		r.streamed++
@@ -171,13 +179,13 @@ func load(ctx context.Context, m portico.Model, cfg runConfig, res *results) {
 				if res.canary != "" {
 					prompt += " " + res.canary
 				}
+				system := portico.Text(portico.RoleSystem, systemPrompt)
+				system.Cache = portico.Cache5m // every request shares it: cache it
+				tenant := "tenant-" + strconv.Itoa(i%cfg.clients)
 				req := &portico.Request{
-					Messages: []portico.Message{
-						portico.Text(portico.RoleSystem, "You answer in one short sentence."),
-						portico.Text(portico.RoleUser, prompt),
-					},
+					Messages:        []portico.Message{system, portico.Text(portico.RoleUser, prompt)},
 					MaxOutputTokens: 64,
-					Identity:        portico.Identity{ClientKey: "tenant-" + strconv.Itoa(i%cfg.clients)},
+					Identity:        portico.Identity{ClientKey: tenant, SessionID: tenant},
 				}
 				if stream {
 					req.OnChunk = func(portico.Chunk) error { return nil }
@@ -234,6 +242,10 @@ func (r *results) print(w io.Writer, elapsed time.Duration) {
 	fmt.Fprintf(w, "latency             p50 %v  p99 %v  max %v\n",
 		quantile(r.latencies, 0.50), quantile(r.latencies, 0.99), r.latencies[len(r.latencies)-1].Round(time.Millisecond))
 	fmt.Fprintf(w, "fallbacks           %s\n", r.fallbacks())
+	u := &r.usage
+	fmt.Fprintf(w, "tokens              input %d (cache reads %d, cache writes %d), output %d (reasoning %d)\n",
+		u.InputTokens, u.CachedInputTokens, u.CacheWriteTokens, u.OutputTokens, u.ReasoningTokens)
+	fmt.Fprintf(w, "cost                $%.6f (Response.Cost summed, at the routes' prices)\n", r.cost)
 	fmt.Fprintf(w, "%-10s %8s %9s %11s %8s %15s  %s\n", "route", "answered", "attempts", "server saw", "retries", "breaker opened", "failed calls")
 	for i := range r.routes {
 		rs := &r.routes[i]

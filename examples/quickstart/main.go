@@ -14,8 +14,12 @@
 //	  per route: breaker -> retry -> validate -> adapter
 //
 // and prints a summary (requests, accepted, attempts, retries by class,
-// fallbacks, budget exhaustions, latency) and one line per route: answered,
-// failed by class, attempts (and what its server saw), breaker openings.
+// fallbacks, budget exhaustions, latency, the answers' tokens with their
+// cache reads and writes, and their cost at the price pages' prices) and
+// one line per route: answered, failed by class, attempts (and what its
+// server saw), breaker openings. Every request marks its system prompt as
+// a cache breakpoint (portico.Cache5m): the Anthropic fake caches it from
+// its cache_control, the OpenAI and Gemini fakes report it cached.
 //
 // -openai-url, -anthropic-url and -gemini-url point a route at a real
 // endpoint instead, with the key of the provider's usual environment

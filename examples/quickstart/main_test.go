@@ -70,7 +70,13 @@ func TestQuickstart(t *testing.T) {
 	if o := &res.routes[routeOpenAI]; o.failed[portico.RateLimited] < 12 || o.fallbacks < 12 {
 		t.Errorf("openai: %d rate-limited calls, %d fallbacks; want at least the 12 scripted", o.failed[portico.RateLimited], o.fallbacks)
 	}
-	for _, line := range []string{"requests ", "accepted ", "attempts/request ", "retries by class ", "budget exhaustions ", "fallbacks ", "latency ", "\nopenai ", "\nanthropic ", "\ngemini "} {
+	// Every request marks its system prompt as a cache breakpoint: the
+	// Anthropic fake writes it once and reads it after, the others report
+	// it cached; the answers are priced at their routes' prices.
+	if u := res.usage; u.CachedInputTokens == 0 || u.CacheWriteTokens == 0 || res.cost <= 0 {
+		t.Errorf("usage %+v, cost %g; want cache reads, cache writes and a cost", u, res.cost)
+	}
+	for _, line := range []string{"requests ", "accepted ", "attempts/request ", "retries by class ", "budget exhaustions ", "fallbacks ", "latency ", "tokens ", "cost ", "\nopenai ", "\nanthropic ", "\ngemini "} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("summary lacks %q:\n%s", line, out.String())
 		}

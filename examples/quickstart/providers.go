@@ -90,6 +90,11 @@ func realEndpoint(m portico.Model, title, url, model string) *endpoint {
 	return &endpoint{model: m, about: fmt.Sprintf("%-9s %s at %s", title, model, url), close: func() {}, count: func() int { return -1 }}
 }
 
+// systemTokens is the system prompt's length as the fakes count tokens
+// (its words), which the OpenAI and Gemini fakes report as cached on every
+// call; the Anthropic fake caches it from its breakpoint.
+const systemTokens = 6
+
 // pace is the fakes' speed: about 60 ms per answer of 16 tokens.
 const (
 	latency      = 10 * time.Millisecond
@@ -114,7 +119,8 @@ func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoin
 	busy := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 150 * time.Millisecond}
 	mc := fakeopenai.ModelConfig{
 		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
-		Script: slices.Repeat([]fakeopenai.Fault{busy}, 12),
+		CachedInputTokens: systemTokens, // as if its cache held the system prompt
+		Script:            slices.Repeat([]fakeopenai.Fault{busy}, 12),
 		Faults: []fakeopenai.Fault{
 			{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.10},
 			{Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 0.05, RetryAfterMsHeader: 40 * time.Millisecond},
@@ -152,6 +158,7 @@ func startAnthropic(_ context.Context, url, model string, fo fakeOptions) (*endp
 	noRetry := fakeanthropic.Fault{Kind: fakeanthropic.FaultStatus, Status: 529, ShouldRetry: "false"}
 	mc := fakeanthropic.ModelConfig{
 		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
+		PromptCache: true, MinCacheTokens: 1, // caches the marked system prompt, however short
 		Script: []fakeanthropic.Fault{noRetry},
 		Faults: []fakeanthropic.Fault{
 			{Kind: fakeanthropic.FaultStatus, Status: 529, Fraction: 0.08},
@@ -184,6 +191,7 @@ func startGemini(ctx context.Context, url, model string, fo fakeOptions) (*endpo
 	}
 	mc := fakegemini.ModelConfig{
 		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
+		CachedInputTokens: systemTokens, // implicit caching of the system prompt
 		Faults: []fakegemini.Fault{
 			{Kind: fakegemini.FaultStatus, Status: 429, Fraction: 0.05, RetryAfter: 200 * time.Millisecond},
 			{Kind: fakegemini.FaultStatus, Status: 500, Fraction: 0.03},

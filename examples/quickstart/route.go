@@ -59,7 +59,9 @@ func runRoute(ctx context.Context, out io.Writer, eps [numRoutes]*endpoint, n, c
 	res := &routeResults{n: n, first: map[string]int{}, by: map[string]int{}}
 	r := func(id int, unitCost float64) stack.Route {
 		rc := routeOf(id, eps[id], nil)
-		rc.Capabilities.OutputPrice = unitCost / outputTokens
+		c := &rc.Capabilities // seed 000's units, not the price pages'
+		c.InputPrice, c.CachedInputPrice, c.CacheWritePrice, c.CacheWrite1hPrice = 0, 0, 0, 0
+		c.OutputPrice = unitCost / outputTokens
 		return rc
 	}
 	// As the main job's group: a longer Retry-After moves on at once.

@@ -64,9 +64,10 @@ func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, e
 // layer logging to logger (nil: none).
 func routeOf(i int, ep *endpoint, logger *slog.Logger) stack.Route {
 	p := &providers[i]
+	caps := prices[i]
+	caps.Provider, caps.ContextWindow, caps.Tools = p.name, 128_000, true
 	return stack.Route{
-		Route: portico.Route{Name: p.name, Model: ep.model,
-			Capabilities: portico.Capabilities{Provider: p.name, ContextWindow: 128_000, Tools: true}},
+		Route:   portico.Route{Name: p.name, Model: ep.model, Capabilities: caps},
 		Breaker: breaker.Config{OpenFor: 200 * time.Millisecond, Logger: logger},
 		Retry: retry.Config{
 			Logger: logger,

@@ -98,10 +98,12 @@ func hashBlock(h hash.Hash64, b *block) {
 	}
 }
 
-// promptCache reads and writes the model's cache for this request at the
-// server's time now, and returns the tokens read and written (and of the
-// writes, those for one hour).
-func (c *call) promptCache(now time.Duration) (read, write, write1h int) {
+// promptCache reads and, when commit is set, writes the model's cache for
+// this request at the server's time now, and returns the tokens read and
+// written (and of the writes, those for one hour). A request that is not
+// answered (a fault, a refusal) reads without committing: it neither
+// writes nor refreshes.
+func (c *call) promptCache(now time.Duration, commit bool) (read, write, write1h int) {
 	bps := c.breakpoints()
 	least := c.m.cfg.MinCacheTokens
 	if least == 0 {
@@ -110,7 +112,7 @@ func (c *call) promptCache(now time.Duration) (read, write, write1h int) {
 	m := c.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cache == nil {
+	if m.cache == nil && commit {
 		m.cache = make(map[uint64]time.Duration)
 	}
 	hit := -1
@@ -118,7 +120,9 @@ func (c *call) promptCache(now time.Duration) (read, write, write1h int) {
 		if until, ok := m.cache[bps[i].hash]; ok && until > now {
 			hit = i
 			read = bps[i].tokens
-			m.cache[bps[i].hash] = max(until, now+bps[i].ttl) // a hit refreshes the entry
+			if commit {
+				m.cache[bps[i].hash] = max(until, now+bps[i].ttl) // a hit refreshes the entry
+			}
 			break
 		}
 	}
@@ -133,7 +137,9 @@ func (c *call) promptCache(now time.Duration) (read, write, write1h int) {
 			write1h += seg
 		}
 		done = bp.tokens
-		m.cache[bp.hash] = now + bp.ttl
+		if commit {
+			m.cache[bp.hash] = now + bp.ttl
+		}
 	}
 	return read, write, write1h
 }

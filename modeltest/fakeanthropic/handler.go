@@ -98,8 +98,8 @@ func (c *call) run() {
 		return
 	}
 	c.inputTokens = c.countInput()
-	if c.m.cfg.PromptCache {
-		c.cacheRead, c.cacheWrite, c.cacheHour = c.promptCache(c.Server().Since())
+	if c.m.cfg.PromptCache { // what the rate limit sees; committed once answered
+		c.cacheRead, c.cacheWrite, c.cacheHour = c.promptCache(c.Server().Since(), false)
 	}
 	a := c.answer()
 	if c.m.cfg.RateLimit != nil && !c.rateLimit(a) || c.ServeFault(c.statusBody) {
@@ -112,8 +112,10 @@ func (c *call) run() {
 	case c.m.cfg.ContextWindow > 0 && c.inputTokens > c.m.cfg.ContextWindow:
 		c.contextLength()
 	case c.Stream:
+		c.commitCache()
 		c.stream(a)
 	default:
+		c.commitCache()
 		c.whole(a)
 	}
 }
@@ -355,4 +357,12 @@ func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(errorBody(typ, code, msg))
+}
+
+// commitCache reads and writes the prompt cache for a request about to be
+// answered.
+func (c *call) commitCache() {
+	if c.m.cfg.PromptCache {
+		c.cacheRead, c.cacheWrite, c.cacheHour = c.promptCache(c.Server().Since(), true)
+	}
 }
