@@ -146,7 +146,12 @@
 // themselves (each call's net use counted when it was admitted), a delayed
 // refund is credited in a later interval than its call: the excess there
 // is at most the refunds in flight at the interval's start, a settle's
-// delay's worth of calls.
+// delay's worth of calls. TestSettlesLateOrNever runs ten instances on a
+// real server through each fault of this package's tests (a stop, a kill,
+// a pause, replies later than Timeout, lost replies) with one instance
+// crashing with its queue unsent: over every interval the events the
+// server applied stay within b + r*dt (plus b after the kill, whose
+// server restarted full), and it reports the refunds and surcharges lost.
 //
 // # Each command applies once
 //

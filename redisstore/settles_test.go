@@ -1,0 +1,166 @@
+package redisstore
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/redisstore/redistest"
+)
+
+// TestSettlesLateOrNever: ten Limiters, each on its own Store and client
+// over one Redis (through a Proxy), call as fast as they can for 900 ms
+// with random costs, each call using less than it reserved (a refund) or
+// more (a surcharge), its settle queued and sent after the call. From 150
+// ms the store fails: stopped (SIGSTOP) 150 ms, killed (SIGKILL) and
+// restarted empty after 150 ms, paused (CLIENT PAUSE) 150 ms, its replies
+// 60 ms late (beyond the 50 ms Timeout) for 150 ms, or replies lost every
+// 5 ms for 300 ms (to clients that resend, as go-redis does by default);
+// the Limiters fail closed; one instance "crashes" at 300 ms with its
+// queue unsent. Each settle is counted when the server's reply came (the
+// Store's hook), a settle lost not at all: over every interval the
+// events the server applied (admissions, surcharges wholly inside,
+// refunds that may lie inside) stay within b + r*dt, plus b after the
+// kill (the server restarted full). What the crashed instance and the
+// failed scripts lost is reported: refunds (stricter) and surcharges (the
+// allowance against the calls' own use).
+func TestSettlesLateOrNever(t *testing.T) {
+	const b, perSec, maxCost = 200, 1000, 30
+	for _, tc := range []struct {
+		name  string
+		fault func(t *testing.T, srv *redistest.Server, p *redistest.Proxy)
+		lost  float64 // the allowance of a store that lost its data
+	}{
+		{"stop", func(t *testing.T, srv *redistest.Server, _ *redistest.Proxy) {
+			pid := serverPID(t, srv)
+			signal(t, pid, syscall.SIGSTOP)
+			time.Sleep(150 * time.Millisecond)
+			signal(t, pid, syscall.SIGCONT)
+		}, 0},
+		{"kill", func(t *testing.T, srv *redistest.Server, _ *redistest.Proxy) {
+			signal(t, serverPID(t, srv), syscall.SIGKILL)
+			srv.Stop()
+			time.Sleep(150 * time.Millisecond)
+			srv.Restart()
+		}, b},
+		{"pause", func(t *testing.T, srv *redistest.Server, _ *redistest.Proxy) {
+			srv.Pause(t, 150*time.Millisecond)
+			time.Sleep(150 * time.Millisecond)
+		}, 0},
+		{"latency", func(_ *testing.T, _ *redistest.Server, p *redistest.Proxy) {
+			p.Delay(60 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond)
+			p.Reset()
+		}, 0},
+		{"lost replies", func(_ *testing.T, _ *redistest.Server, p *redistest.Proxy) {
+			for range 60 {
+				p.DropReply("EVAL")
+				time.Sleep(5 * time.Millisecond)
+			}
+			p.Reset()
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			p := srv.Proxy(t)
+			var mu sync.Mutex
+			var adm, ref []span
+			var made, appliedSur, appliedRef, madeSur, madeRef float64
+			hook := func(_ string, tokens float64, queued, applied time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				if tokens > 0 {
+					ref = append(ref, span{queued, applied, tokens})
+					appliedRef += tokens
+				} else {
+					adm = append(adm, span{queued, applied, -tokens}) // a surcharge adds, counted wholly inside
+					appliedSur -= tokens
+				}
+			}
+			type instance struct {
+				s *Store
+				m portico.Model
+			}
+			var ins [10]instance
+			for i := range ins {
+				c := redis.NewClient(&redis.Options{Addr: p.Addr, ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
+				t.Cleanup(func() { c.Close() })
+				s := newStore(t, srv, Config{Client: c, Timeout: DefaultTimeout, Probe: 20 * time.Millisecond})
+				s.settled = hook
+				l, err := ratelimit.New(ratelimit.Config{Limits: ratelimit.Limits{Tokens: perSec * 60, TokenBurst: b},
+					Estimator: portico.EstimatorFunc(func(*portico.Request) int { return 1 }), Shared: ratelimit.Shared{Store: s.Buckets()}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(uint64(i), 7))
+				var rmu sync.Mutex
+				ins[i] = instance{s, l.Wrap(portico.ModelFunc(func(_ context.Context, req *portico.Request) (*portico.Response, error) {
+					reserve := 1 + req.MaxOutputTokens
+					rmu.Lock()
+					used := 1 + rng.IntN(reserve+reserve/4) // a fifth of the calls use more than they reserved
+					rmu.Unlock()
+					mu.Lock()
+					if used < reserve {
+						madeRef += float64(reserve - used)
+					} else {
+						madeSur += float64(used - reserve)
+					}
+					mu.Unlock()
+					return &portico.Response{Usage: portico.Usage{InputTokens: 1, OutputTokens: used - 1}}, nil
+				}))}
+			}
+			start := time.Now()
+			deadline := start.Add(900 * time.Millisecond)
+			crash := start.Add(300 * time.Millisecond)
+			var wg sync.WaitGroup
+			for i := range ins {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(i), 13))
+					for time.Now().Before(deadline) {
+						if i == 0 && time.Now().After(crash) {
+							// A crash: the queued settles are never sent (the
+							// client is closed under them).
+							ins[0].s.c.Close()
+							return
+						}
+						req := &portico.Request{Model: "m", MaxOutputTokens: 1 + rng.IntN(maxCost)}
+						from := time.Now()
+						var called time.Time
+						_, err := ins[i].m.Generate(context.Background(), req)
+						called = time.Now() // the admission lies between from and the model's call, before this
+						if err == nil {
+							mu.Lock()
+							adm = append(adm, span{from, called, float64(1 + req.MaxOutputTokens)})
+							made++
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			time.Sleep(150 * time.Millisecond)
+			tc.fault(t, srv, p)
+			wg.Wait()
+			for i := range ins {
+				ins[i].s.Close()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ex := worst(adm, ref, b, perSec)
+			t.Logf("%s: %v calls; refunds %.0f made, %.0f applied; surcharges %.0f made, %.0f applied (lost: the allowance); worst excess over b + r*dt %.3f tokens (allowed %v)",
+				tc.name, made, madeRef, appliedRef, madeSur, appliedSur, ex, tc.lost)
+			if ex > tc.lost+1e-3 {
+				t.Errorf("%s: the server's events exceed b + r*dt by %.3f tokens, allowed %v", tc.name, ex, tc.lost)
+			}
+			if made == 0 {
+				t.Fatal("no call admitted: the test measured nothing")
+			}
+		})
+	}
+}
