@@ -62,6 +62,15 @@
 // OnChunk as it arrives, and each function call an empty Chunk. Text
 // passes through byte for byte as the SDK decoded it.
 //
+// # Documents and audio
+//
+// Document and audio parts ([portico.Media]) become inlineData (their
+// data, with the media type) or fileData (fileUri: the file id, else the
+// URL), as for images: PDF, plain text and audio are read both ways
+// (https://ai.google.dev/gemini-api/docs/document-processing,
+// https://ai.google.dev/gemini-api/docs/audio). A route declares
+// ModalityDocument and ModalityAudio when its model reads them.
+//
 // # Prompt caching
 //
 // Gemini 2.5 and later models cache prompts implicitly

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -283,8 +284,24 @@ func userPart(p portico.Part) (*genai.Part, error) {
 			return nil, errors.New("image URL is neither a data: URL nor an absolute URI")
 		}
 		return &genai.Part{FileData: &genai.FileData{FileURI: p.ImageURL, MIMEType: mime.TypeByExtension(path.Ext(u.Path))}}, nil
+	case portico.PartDocument, portico.PartAudio:
+		return mediaPart(p.Media)
 	}
 	return nil, fmt.Errorf("unknown part kind %v", p.Kind)
+}
+
+// mediaPart encodes a document or audio part: its data inline (inlineData,
+// base64 on the wire), a URL or a file id as fileData's fileUri
+// (https://ai.google.dev/gemini-api/docs/document-processing and
+// .../audio: PDF, plain text and audio by inline data or a Files API URI).
+func mediaPart(m *portico.Media) (*genai.Part, error) {
+	switch {
+	case m == nil:
+		return nil, errors.New("document or audio part without Media")
+	case len(m.Data) > 0:
+		return &genai.Part{InlineData: &genai.Blob{MIMEType: m.Type, Data: m.Data}}, nil
+	}
+	return &genai.Part{FileData: &genai.FileData{FileURI: cmp.Or(m.FileID, m.URL), MIMEType: m.Type}}, nil
 }
 
 // parseDataURL decodes an RFC 2397 data: URL with a media type, base64 or
