@@ -59,23 +59,23 @@ func TestAllocs(t *testing.T) {
 		want want
 	}{
 		{"sdk", func(_ testing.TB, p provider) func() error { return func() error { return p.sdk(ctx) } },
-			want{335, 362, 414}},
+			want{335, 371, 414}},
 		{"adapter", over(ctx, adapter, whole),
-			want{351, 379, 426}},
+			want{351, 388, 426}},
 		{"adapter, caller's deadline", over(caller, adapter, whole),
-			want{351, 371, 430}},
+			want{351, 380, 430}},
 		{"preset", over(ctx, presetDefault, whole),
-			want{366, 386, 445}},
+			want{366, 395, 445}},
 		{"preset, caller's deadline", over(caller, presetDefault, whole),
-			want{359, 379, 438}},
+			want{359, 388, 438}},
 		{"preset, no deadline", over(ctx, presetNoDeadline, whole),
-			want{352, 380, 427}},
+			want{352, 389, 427}},
 		{"preset, group hedging", over(ctx, presetHedged, whole),
-			want{382, 402, 461}},
+			want{382, 411, 461}},
 		{"adapter, streamed", over(ctx, adapter, streamed),
-			want{1026, 868, 1391}},
+			want{1026, 877, 1391}},
 		{"preset, streamed", over(ctx, presetDefault, streamed),
-			want{1061, 903, 1431}},
+			want{1061, 912, 1431}},
 	} {
 		for _, p := range provs {
 			f := c.call(t, p)
