@@ -325,3 +325,31 @@ func TestMinRateConfig(t *testing.T) {
 		}
 	}
 }
+
+// Reasoning is output: the rate floor counts a reasoning delta's bytes /4
+// as tokens, as it counts text. A model that reasons 40 bytes every 800
+// ms (12.5 tokens/s) for 16 s, then answers, is above a floor of 5
+// tokens/s: one call. Counted as one token a delta (1.25 tokens/s) it
+// would be cut at 5.8 s and retried.
+func TestMinRateCountsReasoning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		base := portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+			calls++
+			for range 20 {
+				if err := sleepCtx(ctx, 800*time.Millisecond); err != nil {
+					return nil, err
+				}
+				portico.Progress(ctx, portico.Chunk{Reasoning: strings.Repeat("think ", 6) + "done"})
+			}
+			return &portico.Response{Text: "ok"}, nil
+		})
+		req, _ := collect(false)
+		start := time.Now()
+		r := mustNew(t, Config{Backoff: Backoff{Schedule: Immediate}, Timeouts: Timeouts{MinRate: 5}})
+		resp, err := r.Wrap(base).Generate(context.Background(), req)
+		if err != nil || resp.Text != "ok" || calls != 1 || time.Since(start) != 16*time.Second {
+			t.Errorf("Generate = %v, %v after %d calls and %v; want ok from one call at 16s", resp, err, calls, time.Since(start))
+		}
+	})
+}
