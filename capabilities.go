@@ -122,6 +122,10 @@ type Capabilities struct {
 	Tools bool
 	// Schema is the structured-output support.
 	Schema SchemaMode
+	// Embedding, when not empty, is the embedding space the route's model
+	// produces ("text-embedding-3-small/1536"): the route serves only
+	// embedding requests of that Space ([Embedding]).
+	Embedding string
 	// Reasoning is true when the model reasons and its adapter maps
 	// Request.Reasoning; routing layers send the setting only to such
 	// routes, and only they fit a request whose setting is Required.
@@ -297,6 +301,10 @@ func (c *Capabilities) fitsSize(req *Request, in int) error {
 func (c *Capabilities) fitsNeeds(req *Request, k *Contract, inputTokens int) error {
 	schema := schemaNeed(req, k)
 	switch {
+	case req.Embedding != nil && req.Embedding.Space != c.Embedding:
+		return errEmbeddingSpace
+	case req.Embedding == nil && c.Embedding != "":
+		return errEmbeddingRoute
 	case (len(req.Tools) > 0 || k.ToolsRequired) && !c.Tools:
 		return errTools
 	case c.Schema < schema && schema == SchemaStrict:

@@ -96,12 +96,16 @@ func (r *Reasoning) validate(maxOut int) error {
 }
 
 // OutputBound returns N_max, the most output tokens r's answer may have,
-// reasoning included: MaxOutputTokens when set, otherwise def (a route's or
+// reasoning included (0 for an embedding request, which has no output):
+// MaxOutputTokens when set, otherwise def (a route's or
 // a limiter's default; zero or less is returned as is) plus the reasoning budget r asks for
 // ([Reasoning.Tokens]), so that thinking does not eat the answer's room.
 // Adapters send it as their provider's output limit, and rate limiters
 // reserve it.
 func (r *Request) OutputBound(def int) int {
+	if r.Embedding != nil {
+		return 0 // an embedding has no output
+	}
 	if r.MaxOutputTokens > 0 {
 		return r.MaxOutputTokens
 	}

@@ -149,6 +149,9 @@ type Request struct {
 	// Config.DefaultMaxTokens, and refuses the call (Permanent) when it has none
 	// (see package ratelimit). Negative is a malformed request (Permanent).
 	MaxOutputTokens int
+	// Embedding, when non-nil, makes this an embedding request: each message
+	// is one input, and the answer is Response.Embeddings (see [Embedding]).
+	Embedding *Embedding
 	// Reasoning, when non-nil, is the reasoning setting: effort or token
 	// budget, whether a route must reason, whether the caller sees the
 	// reasoning stream (see [Reasoning]).
@@ -244,6 +247,11 @@ func (r *Request) Validate() error {
 	}
 	if r.Reasoning != nil {
 		if err := r.Reasoning.validate(r.MaxOutputTokens); err != nil {
+			return err
+		}
+	}
+	if r.Embedding != nil {
+		if err := r.validateEmbedding(); err != nil {
 			return err
 		}
 	}

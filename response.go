@@ -110,6 +110,9 @@ type Response struct {
 	// where the provider gives it ([Response.ReasoningText]) and the opaque
 	// data it needs back in the next turn ([Response.Message]).
 	Thoughts []Thought
+	// Embeddings are the vectors of an embedding request
+	// ([Request].Embedding), one per input in order; nil for any other.
+	Embeddings [][]float32
 	// FinishReason says why the model stopped.
 	FinishReason FinishReason
 	// Usage is the provider's token count for the call. The answer of a

@@ -210,6 +210,7 @@ func (l *Limiter) price(req *portico.Request, p *pricing, t *ticket) error {
 	switch {
 	case nMax < 0:
 		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative MaxOutputTokens", NotSent: true, Err: ErrBadRequest}
+	case nMax == 0 && req.Embedding != nil: // no output to reserve
 	case nMax == 0:
 		if nMax = p.def; nMax == RequireMaxTokens {
 			return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "no MaxOutputTokens, and Config.DefaultMaxTokens requires one", NotSent: true, Err: ErrBadRequest}

@@ -102,6 +102,10 @@ func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compil
 		p.add(Violation{Rule: RuleNilResponse})
 		return
 	}
+	if req.Embedding != nil {
+		p.embeddings(req, resp)
+		return
+	}
 	text := resp.Text
 	if cfg.TrimSpace {
 		text = trimSpace(text)
@@ -147,6 +151,22 @@ func (p *pipeline) tools(req *portico.Request, resp *portico.Response) {
 		p.toolCall(req, &resp.ToolCalls[i])
 	}
 	p.call = 0
+}
+
+// embeddings checks the answer of an embedding request: one vector per
+// input, none empty, each of the Dimensions asked for (when asked), and
+// all of one length (one space).
+func (p *pipeline) embeddings(req *portico.Request, resp *portico.Response) {
+	if len(resp.Embeddings) != len(req.Messages) {
+		p.add(Violation{Rule: RuleEmbeddings})
+		return
+	}
+	for _, v := range resp.Embeddings {
+		if len(v) == 0 || len(v) != len(resp.Embeddings[0]) || req.Embedding.Dimensions > 0 && len(v) != req.Embedding.Dimensions {
+			p.add(Violation{Rule: RuleEmbeddings})
+			return
+		}
+	}
 }
 
 // envelope checks that an answer without tool calls has text (unless

@@ -57,6 +57,7 @@ func (s Stage) String() string {
 const (
 	RuleNilResponse     = "nil_response"      // the inner Model returned neither a response nor an error
 	RuleEmptyText       = "empty_text"        // no text (or only white space) and no tool call
+	RuleEmbeddings      = "embeddings"        // an embedding request's answer lacks a vector per input, or their lengths differ from one another or from Dimensions
 	RuleToolCallsAbsent = "tool_calls_absent" // finish reason tool_calls without any tool call
 	RuleFinishMissing   = "finish_missing"    // no finish reason, with Config.RequireFinish
 	RuleContentFilter   = "content_filter"    // the provider withheld content

@@ -105,6 +105,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err != nil {
 		return nil, err
 	}
+	if err := adapt.NoEmbeddings(req, model); err != nil {
+		return nil, err
+	}
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), &adapt.Exchange{}, model, false)
 	}

@@ -117,6 +117,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *porti
 	if err != nil {
 		return nil, err
 	}
+	if err := adapt.NoEmbeddings(req, model); err != nil {
+		return nil, err
+	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), x, model)

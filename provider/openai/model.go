@@ -121,6 +121,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), &adapt.Exchange{}, model)
 	}
+	if req.Embedding != nil {
+		return m.embed(ctx, req, model)
+	}
 	params, opts, err := m.params(req, model)
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}

@@ -138,3 +138,13 @@ func Encodable(v any) bool {
 	_, err := json.Marshal(v)
 	return err == nil
 }
+
+// NoEmbeddings is the error of an adapter whose provider has no embedding
+// API, or which does not map it, for an embedding request (Incompatible:
+// a route of the request's space may serve it), and nil for any other.
+func NoEmbeddings(req *portico.Request, model string) error {
+	if req.Embedding == nil {
+		return nil
+	}
+	return &portico.Error{Class: portico.Incompatible, Model: model, Reason: "no embeddings on this adapter", NotSent: true}
+}
