@@ -38,6 +38,14 @@
 // other (caching lowers the price, not the tokens per minute), so
 // LimitExemptTokens stays 0.
 //
+// # Documents and audio
+//
+// In chat completions a document part ([portico.Media]) becomes a file
+// part (a PDF's data as a data: URL in file_data, or a file_id), a
+// plain-text document its text, and audio data an input_audio part (WAV or
+// MP3). A document by URL, or audio by URL, file id or another format, is
+// refused before sending, as Incompatible: another route may read it.
+//
 // # The Responses API
 //
 // [NewResponses] makes a [Responses] model of OpenAI's Responses API

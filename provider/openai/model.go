@@ -124,6 +124,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if req.Embedding != nil {
 		return m.embed(ctx, req, model)
 	}
+	if err := media(req); err != nil {
+		return nil, err
+	}
 	params, opts, err := m.params(req, model)
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}

@@ -133,6 +133,12 @@ func message(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) 
 				parts = append(parts, oai.TextContentPart(part.Text))
 			case portico.PartImage:
 				parts = append(parts, oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: part.ImageURL}))
+			case portico.PartDocument, portico.PartAudio:
+				mp, err := mediaPart(&part)
+				if err != nil {
+					return oai.ChatCompletionMessageParamUnion{}, err
+				}
+				parts = append(parts, mp)
 			default:
 				return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown part kind %v", part.Kind)
 			}
