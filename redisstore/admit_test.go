@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -81,5 +82,47 @@ func TestPresetOneRoundTrip(t *testing.T) {
 		if got := tokenLevel(t, direct, key); got != 9900 {
 			t.Errorf("%s token level = %v, want 9900 (10,000 less the 100 used)", key, got)
 		}
+	}
+}
+
+// TestPresetUnclaimedRefunded: the plan charges the first route's bucket,
+// but the group skips that route (the request does not fit its context
+// window) and the second answers: the first route's tokens come back
+// after the call, only its request stays counted; the second route asks
+// its own take.
+func TestPresetUnclaimedRefunded(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv, Config{})
+	direct := newStore(t, srv, Config{})
+	ok := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return &portico.Response{Text: "ok", Usage: portico.Usage{InputTokens: 10, OutputTokens: 90}}, nil
+	})
+	lim := ratelimit.Limits{Requests: 600, Tokens: 10_000, Period: 1000 * time.Hour}
+	route := func(name string, window int) stack.Route {
+		return stack.Route{Route: portico.Route{Name: name, Model: ok, Capabilities: portico.Capabilities{ContextWindow: window}},
+			Limiter: &ratelimit.Config{Limits: lim, Shared: ratelimit.Shared{Store: s.Buckets()}, Sharing: ratelimit.Strict},
+			Retry:   retry.Config{Budget: retry.Budget{Shared: retry.Shared{Store: s.Budgets()}}}}
+	}
+	st, err := stack.New(stack.Config{
+		Client: &ratelimit.Config{Limits: lim, Shared: ratelimit.Shared{Store: s.Buckets()}, Sharing: ratelimit.Strict},
+		Routes: []stack.Route{route("a", 100), route("b", 0)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &portico.Request{Model: "m", MaxOutputTokens: 1000, Identity: portico.Identity{ClientKey: "tenant"},
+		Messages: []portico.Message{portico.Text(portico.RoleUser, "q")}}
+	resp, err := st.Generate(context.Background(), req)
+	if err != nil || resp.Route != "b" {
+		t.Fatalf("Generate = %v, %v; want route b's answer", resp, err)
+	}
+	s.flush()
+	for key, want := range map[string]float64{"6:client|=tenant": 9900, "7:route a|=m": 10_000, "7:route b|=m": 9900} {
+		if got := tokenLevel(t, direct, key); got != want {
+			t.Errorf("%s token level = %v, want %v", key, got, want)
+		}
+	}
+	if got := math.Round(hget(t, direct, "7:route a|=m", "rl") / 1e3); got != 599e3 { // to a thousandth of a request
+		t.Errorf("route a's request level = %v µ, want 599e6 (the planned request stays counted)", got)
 	}
 }

@@ -112,7 +112,7 @@
 // hedge, a call that waits for admission (ratelimit.Wait) ask their own
 // take when they come to it; a take the plan charged for a route the
 // request never reached (the group skipped it) is refunded after the call,
-// its request still counted (stricter by one). On a Cluster or a Ring a
+// its request still counted (stricter by one; TestPresetUnclaimedRefunded). On a Cluster or a Ring a
 // request's keys live in several slots, which one script cannot touch:
 // each layer then asks its own, as before (TestPresetOneRoundTrip).
 //
