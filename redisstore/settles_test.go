@@ -116,6 +116,25 @@ func TestSettlesLateOrNever(t *testing.T) {
 					return &portico.Response{Usage: portico.Usage{InputTokens: 1, OutputTokens: used - 1}}, nil
 				}))}
 			}
+			// Warm: each client dialed and the scripts loaded, so that a
+			// slow first dial (-race, a loaded machine) is no outage.
+			for i := range ins {
+				for try := 0; ; try++ {
+					_, err := ins[i].m.Generate(context.Background(), &portico.Request{Model: "m", MaxOutputTokens: 1})
+					if err == nil {
+						break
+					}
+					if try == 100 {
+						t.Fatalf("instance %d never admitted a call: %v", i, err)
+					}
+					time.Sleep(30 * time.Millisecond) // beyond the Probe
+				}
+				ins[i].s.flush()
+			}
+			mu.Lock()
+			adm, ref, madeRef, madeSur, appliedRef, appliedSur = nil, nil, 0, 0, 0, 0
+			mu.Unlock()
+			time.Sleep(time.Second * b / perSec) // the bucket full again
 			start := time.Now()
 			deadline := start.Add(900 * time.Millisecond)
 			crash := start.Add(300 * time.Millisecond)
