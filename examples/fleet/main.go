@@ -321,7 +321,8 @@ func (f *fleet) report(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%-9s %6d %8d %10d %13d %15d %7d\n", "all", total.sent, total.openai+total.anthropic, total.openai, total.anthropic, total.clientLimited, total.failed)
 
-	fmt.Fprintf(w, "\nRedis round trips per request (client limit strict, route limits leased):\n")
+	fmt.Fprintf(w, "\nRedis round trips per request (client limit strict, route limits leased; a script counts for the limit\n"+
+		"its first key names, so the preset's admission, one script for the client, the first route and the retry budget, the client's):\n")
 	fmt.Fprintf(w, "%-12s %8s %11s %12s %14s %14s %12s\n", "phase", "requests", "round trips", "per request", "client limit", "route limits", "other")
 	for p, name := range phaseNames {
 		r, n := f.rt[p], float64(max(f.reqs[p], 1))
