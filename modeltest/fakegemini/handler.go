@@ -18,7 +18,8 @@ import (
 type genRequest struct {
 	model  string // from the path, without "models/"
 	stream bool
-	sse    bool // alt=sse
+	sse    bool          // alt=sse
+	embed  *embedRequest // a batchEmbedContents request (embed.go), or nil
 
 	Contents          []content `json:"contents"`
 	SystemInstruction *content  `json:"systemInstruction"`
@@ -91,7 +92,7 @@ func parsePath(p string) (model, method string, ok bool) {
 	if !ok || model == "" || strings.Contains(model, "/") {
 		return "", "", false
 	}
-	return model, method, method == "generateContent" || method == "streamGenerateContent"
+	return model, method, method == "generateContent" || method == "streamGenerateContent" || method == "batchEmbedContents"
 }
 
 // dialect is the Gemini API's part of the server: routes, request decoding,
@@ -117,6 +118,10 @@ func (s *Server) dialect() fakecore.Dialect[*genRequest] {
 			if !ok {
 				return "", false, req, errNoRoute
 			}
+			if method == "batchEmbedContents" {
+				req.embed = new(embedRequest)
+				return model, false, req, json.Unmarshal(body, req.embed)
+			}
 			if err := json.Unmarshal(body, req); err != nil {
 				return model, req.stream, req, err
 			}
@@ -130,6 +135,10 @@ func (s *Server) dialect() fakecore.Dialect[*genRequest] {
 		},
 		Serve: func(fc *fakecore.Call, req *genRequest) {
 			c := &call{Call: fc, s: s, m: s.models[fc.Model], req: req}
+			if req.embed != nil {
+				c.embed()
+				return
+			}
 			c.run()
 		},
 	}

@@ -117,12 +117,12 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *porti
 	if err != nil {
 		return nil, err
 	}
-	if err := adapt.NoEmbeddings(req, model); err != nil {
-		return nil, err
-	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
 	if ctx.Err() != nil {
 		return nil, m.classify(ctx, ctx.Err(), x, model)
+	}
+	if req.Embedding != nil {
+		return m.embed(ctx, req, model, x)
 	}
 	if strings.ContainsAny(model, "?&") || strings.Contains(model, "..") { // genai's tModel refuses them
 		e := &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", NotSent: true,
