@@ -37,7 +37,8 @@ type Config struct {
 func ByClient(r *portico.Request) string { return r.Identity.ClientKey }
 
 // Entry is a cached answer: the fields of a Response that say what the
-// model answered. Usage and Cost are not kept: a hit costs nothing.
+// model answered. Usage, Cost and the routing fields are not kept: a hit
+// costs nothing and no route answered it.
 type Entry struct {
 	ID           string               `json:"id,omitempty"`
 	Text         string               `json:"text,omitempty"`
@@ -45,13 +46,12 @@ type Entry struct {
 	Thoughts     []portico.Thought    `json:"thoughts,omitempty"`
 	FinishReason portico.FinishReason `json:"finish_reason,omitempty"`
 	Model        string               `json:"model,omitempty"`
-	Route        string               `json:"route,omitempty"`
 }
 
 // Size returns the bytes of e's text, tool calls and thoughts: what a
 // [Memory] bounds.
 func (e *Entry) Size() int {
-	n := len(e.ID) + len(e.Text) + len(e.Model) + len(e.Route) + len(e.FinishReason)
+	n := len(e.ID) + len(e.Text) + len(e.Model) + len(e.FinishReason)
 	for _, c := range e.ToolCalls {
 		n += len(c.ID) + len(c.Name) + len(c.Arguments)
 	}
@@ -117,8 +117,9 @@ func (c *Cache) Stats() Stats { return Stats{Hits: c.hits.Load(), Misses: c.miss
 // through uncached).
 func (c *Cache) Key(req *portico.Request) (string, error) { return key(c.scope(req), req) }
 
-// Wrap is the Middleware. A hit returns the cached answer (Usage and Cost
-// zero: nothing was called) and, for a streamed request, delivers its text
+// Wrap is the Middleware. A hit returns the cached answer (Usage, Cost,
+// Route and Hops zero: nothing was called; Model names the model that
+// answered first) and, for a streamed request, delivers its text
 // to OnChunk in chunks of at most 64 bytes cut at UTF-8 boundaries,
 // returning OnChunk's error unchanged if it fails; reasoning is not
 // streamed from the cache. A miss calls next and caches its answer when
@@ -137,7 +138,7 @@ func (c *Cache) Wrap(next portico.Model) portico.Model {
 		}
 		if e, _ := c.store.Get(ctx, k); e != nil {
 			c.hits.Add(1)
-			portico.Observe(ctx, portico.Event{Kind: portico.EventCache, Route: e.Route, Reason: "hit"})
+			portico.Observe(ctx, portico.Event{Kind: portico.EventCache, Reason: "hit"})
 			return serve(ctx, req, e)
 		}
 		c.misses.Add(1)
@@ -145,7 +146,7 @@ func (c *Cache) Wrap(next portico.Model) portico.Model {
 		resp, err := next.Generate(ctx, req)
 		if err == nil && resp != nil && (resp.FinishReason == portico.FinishStop || resp.FinishReason == portico.FinishToolCalls) {
 			e := &Entry{ID: resp.ID, Text: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls), Thoughts: slices.Clone(resp.Thoughts),
-				FinishReason: resp.FinishReason, Model: resp.Model, Route: resp.Route}
+				FinishReason: resp.FinishReason, Model: resp.Model}
 			_ = c.store.Set(context.WithoutCancel(ctx), k, e, c.ttl)
 		}
 		return resp, err
@@ -176,5 +177,5 @@ func serve(ctx context.Context, req *portico.Request, e *Entry) (*portico.Respon
 		}
 	}
 	return &portico.Response{ID: e.ID, Text: e.Text, ToolCalls: slices.Clone(e.ToolCalls), Thoughts: slices.Clone(e.Thoughts),
-		FinishReason: e.FinishReason, Model: e.Model, Route: e.Route}, nil
+		FinishReason: e.FinishReason, Model: e.Model}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
+	"github.com/portico-llm/portico/respcache"
 )
 
 // results is what the load saw, collected by an Observer on the calls'
@@ -51,6 +52,11 @@ type results struct {
 	// usage and cost sum the accepted answers' Usage and Cost.
 	usage portico.Usage
 	cost  float64
+	// cached counts the answers the response cache gave (no route), cache
+	// its lookups, and spent what each tenant spent today, by tenant.
+	cached int
+	cache  respcache.Stats
+	spent  []float64
 }
 
 // systemPrompt is every request's system prompt, marked as a cache
@@ -152,6 +158,9 @@ func (r *results) done(d, limit time.Duration, streamed bool, resp *portico.Resp
 	if streamed {
 		r.streamed++
 	}
+	if resp.Route == "" {
+		r.cached++
+	}
 	if rs := r.route(resp.Route); rs != nil {
 		rs.answers++
 		rs.answerAt = append(rs.answerAt, time.Now())
@@ -175,7 +184,13 @@ func load(ctx context.Context, m portico.Model, cfg runConfig, res *results) {
 		wg.Go(func() {
 			for i := range work {
 				stream := i%2 == 1
-				prompt := "Name a prime number above " + strconv.Itoa(i) + "."
+				// Every fourth request asks again what its tenant asked
+				// in the first two rounds: the response cache may answer.
+				q := i
+				for q%4 == 3 && q >= 2*cfg.clients {
+					q -= 2 * cfg.clients
+				}
+				prompt := "Name a prime number above " + strconv.Itoa(q) + "."
 				if res.canary != "" {
 					prompt += " " + res.canary
 				}
@@ -246,6 +261,18 @@ func (r *results) print(w io.Writer, elapsed time.Duration) {
 	fmt.Fprintf(w, "tokens              input %d (cache reads %d, cache writes %d), output %d (reasoning %d)\n",
 		u.InputTokens, u.CachedInputTokens, u.CacheWriteTokens, u.OutputTokens, u.ReasoningTokens)
 	fmt.Fprintf(w, "cost                $%.6f (Response.Cost summed, at the routes' prices)\n", r.cost)
+	if lookups := r.cache.Hits + r.cache.Misses; lookups > 0 {
+		fmt.Fprintf(w, "cache               %d hits of %d lookups (%d answers from it)\n", r.cache.Hits, lookups, r.cached)
+	}
+	if len(r.spent) > 0 {
+		s := slices.Sorted(slices.Values(r.spent))
+		total := 0.0
+		for _, v := range s {
+			total += v
+		}
+		fmt.Fprintf(w, "spend per tenant    min $%.6f  median $%.6f  max $%.6f  (%d tenants, $%.6f in all, of $%.2f a day each)\n",
+			s[0], s[len(s)/2], s[len(s)-1], len(s), total, dailyBudget)
+	}
 	fmt.Fprintf(w, "%-10s %8s %9s %11s %8s %15s  %s\n", "route", "answered", "attempts", "server saw", "retries", "breaker opened", "failed calls")
 	for i := range r.routes {
 		rs := &r.routes[i]

@@ -10,7 +10,8 @@
 // retryDelay in the body, and 500s. It sends a few hundred concurrent
 // requests from many client keys through
 //
-//	deadline -> per-client rate limit -> fallback [openai, anthropic, gemini]
+//	response cache -> deadline -> per-client rate limit -> spend budgets
+//	  -> fallback [openai, anthropic, gemini]
 //	  per route: breaker -> retry -> validate -> adapter
 //
 // and prints a summary (requests, accepted, attempts, retries by class,
@@ -20,6 +21,9 @@
 // server saw), breaker openings. Every request marks its system prompt as
 // a cache breakpoint (portico.Cache5m): the Anthropic fake caches it from
 // its cache_control, the OpenAI and Gemini fakes report it cached.
+// Every fourth request asks again what its tenant asked before, so the
+// response cache has something to answer; the summary then prints the
+// cache's hits and what each tenant spent against its daily budget.
 //
 // -openai-url, -anthropic-url and -gemini-url point a route at a real
 // endpoint instead, with the key of the provider's usual environment
@@ -53,7 +57,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
+
+	"github.com/portico-llm/portico"
 )
 
 func main() {
@@ -128,6 +135,16 @@ func run(ctx context.Context, out io.Writer, cfg runConfig) (*results, error) {
 	res.start = time.Now()
 	load(ctx, st, cfg, res)
 	elapsed := time.Since(res.start)
+	if c := st.Cache(); c != nil {
+		res.cache = c.Stats()
+	}
+	for i := range cfg.clients {
+		bs, err := st.Spend().Balances(ctx, &portico.Request{Identity: portico.Identity{ClientKey: "tenant-" + strconv.Itoa(i)}})
+		if err != nil {
+			return nil, err
+		}
+		res.spent = append(res.spent, bs[0].Spent)
+	}
 	// Closing a fake server waits for its handlers, so its counts are final.
 	for i, ep := range eps {
 		ep.close()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,8 +63,11 @@ func TestQuickstart(t *testing.T) {
 			t.Errorf("%s: %d attempts, want <= calls %d + retries %d", name, rs.attempts, rs.calls, rs.retries)
 		}
 	}
-	if answers != res.accepted {
-		t.Errorf("answers by route add up to %d, want the %d accepted", answers, res.accepted)
+	if answers+res.cached != res.accepted || res.cached != int(res.cache.Hits) {
+		t.Errorf("answers by route add up to %d, and %d from the cache (%d hits), want the %d accepted", answers, res.cached, res.cache.Hits, res.accepted)
+	}
+	if len(res.spent) != cfg.clients || slices.Min(res.spent) <= 0 {
+		t.Errorf("spend per tenant = %v, want %d tenants who each spent something", res.spent, cfg.clients)
 	}
 	// OpenAI's first 12 requests are refused for longer than the stack
 	// waits: each moves on to Anthropic.
@@ -76,7 +80,7 @@ func TestQuickstart(t *testing.T) {
 	if u := res.usage; u.CachedInputTokens == 0 || u.CacheWriteTokens == 0 || res.cost <= 0 {
 		t.Errorf("usage %+v, cost %g; want cache reads, cache writes and a cost", u, res.cost)
 	}
-	for _, line := range []string{"requests ", "accepted ", "attempts/request ", "retries by class ", "budget exhaustions ", "fallbacks ", "latency ", "tokens ", "cost ", "\nopenai ", "\nanthropic ", "\ngemini "} {
+	for _, line := range []string{"requests ", "accepted ", "attempts/request ", "retries by class ", "budget exhaustions ", "fallbacks ", "latency ", "tokens ", "cost ", "cache ", "spend per tenant ", "\nopenai ", "\nanthropic ", "\ngemini "} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("summary lacks %q:\n%s", line, out.String())
 		}

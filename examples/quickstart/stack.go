@@ -10,7 +10,9 @@ import (
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/respcache"
 	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/spend"
 	"github.com/portico-llm/portico/stack"
 	"github.com/portico-llm/portico/trace"
 )
@@ -30,6 +32,10 @@ func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, e
 	var tracer *trace.Tracer
 	if w != nil {
 		logger, tracer = w.logger, w.tracer
+	}
+	var cache *respcache.Config
+	if w == nil {
+		cache = &respcache.Config{}
 	}
 	var routes []stack.Route
 	for i, ep := range eps {
@@ -56,6 +62,12 @@ func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, e
 		// at once for the next route, and cools down until then.
 		Fallback: fallback.Config{WaitInPlace: 50 * time.Millisecond, Logger: logger},
 		Tracer:   tracer,
+		// Each tenant may spend dailyBudget a day, priced by the routes'
+		// Capabilities; a question a tenant asked before is answered from
+		// the cache, which spends nothing. The chaos drill runs without
+		// the cache: it replays tool steps to check their side effects.
+		Spend: &spend.Config{Limits: []spend.Limit{{Window: spend.Day, Amount: dailyBudget}}},
+		Cache: cache,
 	})
 }
 
@@ -80,6 +92,9 @@ func routeOf(i int, ep *endpoint, logger *slog.Logger) stack.Route {
 		},
 	}
 }
+
+// dailyBudget is each tenant's spend budget per day, in US dollars.
+const dailyBudget = 1.0
 
 // requestDeadline is the stack's end-to-end deadline, split across the
 // routes.
