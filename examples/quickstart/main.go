@@ -20,7 +20,8 @@
 // one line per route: answered, failed by class, attempts (and what its
 // server saw), breaker openings. Every request marks its system prompt as
 // a cache breakpoint (portico.Cache5m): the Anthropic fake caches it from
-// its cache_control, the OpenAI and Gemini fakes report it cached.
+// its cache_control, the OpenAI and Gemini fakes report it cached (and
+// reasoning tokens, billed as output).
 // Every fourth request asks again what its tenant asked before, so the
 // response cache has something to answer; the summary then prints the
 // cache's hits and what each tenant spent against its daily budget.

@@ -77,8 +77,8 @@ func TestQuickstart(t *testing.T) {
 	// Every request marks its system prompt as a cache breakpoint: the
 	// Anthropic fake writes it once and reads it after, the others report
 	// it cached; the answers are priced at their routes' prices.
-	if u := res.usage; u.CachedInputTokens == 0 || u.CacheWriteTokens == 0 || res.cost <= 0 {
-		t.Errorf("usage %+v, cost %g; want cache reads, cache writes and a cost", u, res.cost)
+	if u := res.usage; u.CachedInputTokens == 0 || u.CacheWriteTokens == 0 || u.ReasoningTokens == 0 || res.cost <= 0 {
+		t.Errorf("usage %+v, cost %g; want cache reads, cache writes, reasoning and a cost", u, res.cost)
 	}
 	for _, line := range []string{"requests ", "accepted ", "attempts/request ", "retries by class ", "budget exhaustions ", "fallbacks ", "latency ", "tokens ", "cost ", "cache ", "spend per tenant ", "\nopenai ", "\nanthropic ", "\ngemini "} {
 		if !strings.Contains(out.String(), line) {

@@ -95,6 +95,11 @@ func realEndpoint(m portico.Model, title, url, model string) *endpoint {
 // call; the Anthropic fake caches it from its breakpoint.
 const systemTokens = 6
 
+// reasoningTokens is what the OpenAI and Gemini fakes report their models
+// thought per answer (completion_tokens_details.reasoning_tokens,
+// thoughtsTokenCount), billed as output, as reasoning models do.
+const reasoningTokens = 24
+
 // pace is the fakes' speed: about 60 ms per answer of 16 tokens.
 const (
 	latency      = 10 * time.Millisecond
@@ -120,6 +125,7 @@ func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoin
 	mc := fakeopenai.ModelConfig{
 		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
 		CachedInputTokens: systemTokens, // as if its cache held the system prompt
+		ReasoningTokens:   reasoningTokens,
 		Script:            slices.Repeat([]fakeopenai.Fault{busy}, 12),
 		Faults: []fakeopenai.Fault{
 			{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 0.10},
@@ -192,6 +198,7 @@ func startGemini(ctx context.Context, url, model string, fo fakeOptions) (*endpo
 	mc := fakegemini.ModelConfig{
 		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
 		CachedInputTokens: systemTokens, // implicit caching of the system prompt
+		ThoughtsTokens:    reasoningTokens,
 		Faults: []fakegemini.Fault{
 			{Kind: fakegemini.FaultStatus, Status: 429, Fraction: 0.05, RetryAfter: 200 * time.Millisecond},
 			{Kind: fakegemini.FaultStatus, Status: 500, Fraction: 0.03},

@@ -61,7 +61,7 @@ func runRoute(ctx context.Context, out io.Writer, eps [numRoutes]*endpoint, n, c
 		rc := routeOf(id, eps[id], nil)
 		c := &rc.Capabilities // seed 000's units, not the price pages'
 		c.InputPrice, c.CachedInputPrice, c.CacheWritePrice, c.CacheWrite1hPrice = 0, 0, 0, 0
-		c.OutputPrice = unitCost / outputTokens
+		c.OutputPrice = unitCost / (outputTokens + reasoningTokens) // the cascade's fakes think too
 		return rc
 	}
 	// As the main job's group: a longer Retry-After moves on at once.
