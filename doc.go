@@ -140,6 +140,8 @@
 //   - spend: spend budgets per tenant and calendar window, reserved at
 //     admission, settled with the answer's cost.
 //   - respcache: an exact-match response cache, per tenant by default.
+//   - guard: input guardrails before a request is sent, each with its
+//     fail-open or fail-closed policy for its checker's failures.
 //   - stack: the recommended stack in one constructor.
 //   - trace: OpenTelemetry spans, metrics and logs, content redacted by default.
 //   - modeltest: fakes, fault injection, a conformance suite;

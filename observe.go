@@ -62,6 +62,11 @@ const (
 	// respcache); Reason is "hit" (answered from the cache, no call made)
 	// or "miss" (called below, the answer cached if it may be).
 	EventCache
+	// EventGuard: an input guardrail ran (package guard); Route is the
+	// guardrail's name, Reason "pass", "refused", or "fail_open:<kind>" /
+	// "fail_closed:<kind>" when its check failed (kind "error", "panic",
+	// "timeout").
+	EventGuard
 )
 
 var eventNames = [...]string{
@@ -77,6 +82,7 @@ var eventNames = [...]string{
 	EventContinue:        "continue",
 	EventSharedStore:     "shared_store",
 	EventCache:           "cache",
+	EventGuard:           "guard",
 }
 
 // String returns the event's snake_case name ("rate_limit_wait").

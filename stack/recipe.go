@@ -33,7 +33,8 @@ type Layers struct {
 }
 
 // Outside the routes, New chains the stack's own layers in this order,
-// outermost first: Config.Tracer's Wrap, Config.Cache (first, so a hit
+// outermost first: Config.Tracer's Wrap, Config.Guard (a refused request
+// spends nothing, nor is answered from the cache), Config.Cache (so a hit
 // spends nothing), Config.Middleware, the deadline, Config.Client,
 // Config.Spend (after the client limit, before any route), then the group
 // over the routes, each in Recipe's order.

@@ -10,6 +10,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
+	"github.com/portico-llm/portico/guard"
 	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/respcache"
@@ -103,6 +104,12 @@ type Config struct {
 	// with a Shared.Store an empty Shared.Name with "spend". Nil means
 	// none.
 	Spend *spend.Config
+	// Guard, when non-nil, runs input guardrails (package guard) before
+	// anything is spent on a request: inside the request span, before the
+	// cache, the deadline, every limiter, budget and route. A refused
+	// request is the request's fault (Permanent), counted against no
+	// route. Nil means none.
+	Guard *guard.Config
 }
 
 // DefaultMaxRequestBytes is the request size limit of a stack whose
@@ -123,6 +130,7 @@ type Stack struct {
 	routes map[string]*built
 	cache  *respcache.Cache
 	spend  *spend.Budgets
+	guard  *guard.Guards
 }
 
 // Generate sends req through the stack; see the package documentation for the
@@ -201,9 +209,17 @@ func New(cfg Config) (*Stack, error) {
 	if err := s.buildTenant(cfg, est); err != nil {
 		return nil, err
 	}
+	if cfg.Guard != nil {
+		if s.guard, err = guard.New(*cfg.Guard); err != nil {
+			return nil, fmt.Errorf("stack: Config.Guard: %w", err)
+		}
+	}
 	var mws []portico.Middleware
 	if cfg.Tracer != nil {
 		mws = append(mws, cfg.Tracer.Wrap)
+	}
+	if s.guard != nil {
+		mws = append(mws, s.guard.Wrap) // a refused request spends nothing
 	}
 	if s.cache != nil {
 		mws = append(mws, s.cache.Wrap) // first: a hit spends nothing

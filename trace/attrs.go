@@ -72,6 +72,8 @@ const (
 	KeyHedgeDelay             = attribute.Key("portico.hedge.delay")         // seconds after the attempt before it
 	KeyHedgeReason            = attribute.Key("portico.hedge.reason")        // "sent", "budget" or "max cost"
 	KeyCacheResult            = attribute.Key("portico.cache.result")        // "hit" or "miss" (package respcache)
+	KeyGuardrail              = attribute.Key("portico.guard.name")          // an input guardrail's name (package guard)
+	KeyGuardResult            = attribute.Key("portico.guard.result")        // "pass", "refused", "fail_open:<kind>", "fail_closed:<kind>"
 )
 
 // Span event names.
@@ -89,4 +91,5 @@ const (
 	EventNameContinue         = "portico.continue" // a broken stream sent to a route to continue
 	EventNameSharedStore      = "portico.shared_store.degraded"
 	EventNameCache            = "portico.cache" // a response cache lookup, hit or miss
+	EventNameGuard            = "portico.guard" // an input guardrail's verdict
 )

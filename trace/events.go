@@ -108,6 +108,8 @@ func eventAttrs(e portico.Event) (string, []attribute.KeyValue) {
 		return EventNameSharedStore, append(a, KeySharedStore.String(e.Reason))
 	case portico.EventCache:
 		return EventNameCache, append(a, KeyCacheResult.String(e.Reason))
+	case portico.EventGuard:
+		return EventNameGuard, append(a[:0], KeyGuardrail.String(e.Route), KeyGuardResult.String(e.Reason))
 	case portico.EventValidation:
 		if e.Reason == "rejected" || e.Class == portico.InvalidResponse {
 			return EventNameValidationReject, append(a, KeyValidationResult.String("rejected"), KeyErrorType.String(portico.InvalidResponse.String()))
