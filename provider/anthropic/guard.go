@@ -31,7 +31,19 @@ type Guard struct {
 	// MaxResponseBytes bounds a whole answer's body, read before the SDK
 	// sees it; zero means 64 MiB.
 	MaxResponseBytes int64
+	// Replicas are other deployments of the same API to fall back to, in
+	// order, when the client's own endpoint fails (see [Replica]); BaseURL
+	// is then the client's base URL, which each replica's replaces.
+	BaseURL  string
+	Replicas []Replica
+	// Client sends the replicas' requests (the SDK sends only to its own
+	// base URL's origin); nil means http.DefaultClient.
+	Client *http.Client
 }
+
+// Replica is another deployment of the same API behind a [Guard]: its
+// base URL, the headers it needs (its key), its own layers.
+type Replica = adapt.Replica
 
 // Protect returns an anthropic-sdk-go option that puts g's layers around
 // every HTTP request the client makes, whatever the endpoint (messages,
@@ -50,14 +62,18 @@ type Guard struct {
 // one API's answer; route across providers with the adapter and package
 // stack.
 func Protect(g Guard) option.RequestOption {
-	guard := adapt.NewGuard(adapt.Dialect{
+	guard, err := adapt.NewGuard(adapt.Dialect{
 		Rules:     &rules,
 		Classify:  guardError,
 		RateLimit: func(h http.Header) *portico.RateLimit { return ParseRateLimit(h, time.Now()) },
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
-	}, g.Layers, g.ChunkGap, adapt.MaxBytes(g.MaxResponseBytes, 64<<20))
+	}, adapt.GuardConfig{Layers: g.Layers, Gap: g.ChunkGap,
+		MaxBytes: adapt.MaxBytes(g.MaxResponseBytes, 64<<20), BaseURL: g.BaseURL, Replicas: g.Replicas, Client: g.Client})
 	return adapt.Options(option.WithMaxRetries(0), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		if err != nil {
+			return nil, err // a Guard that could not be built fails every request
+		}
 		return guard.Do(r, next)
 	}))
 }

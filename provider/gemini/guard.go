@@ -31,7 +31,19 @@ type Guard struct {
 	// MaxResponseBytes bounds a whole answer's body, read before the SDK
 	// sees it; zero means 64 MiB.
 	MaxResponseBytes int64
+	// Replicas are other deployments of the same API to fall back to, in
+	// order, when the client's own endpoint fails (see [Replica]); BaseURL
+	// is then the client's base URL, which each replica's replaces.
+	BaseURL  string
+	Replicas []Replica
+	// Client sends the replicas' requests (the SDK sends only to its own
+	// base URL's origin); nil means http.DefaultClient.
+	Client *http.Client
 }
+
+// Replica is another deployment of the same API behind a [Guard]: its
+// base URL, the headers it needs (its key), its own layers.
+type Replica = adapt.Replica
 
 // Protect returns a copy of base (nil: http.DefaultClient) whose transport
 // puts g's layers around every request a genai client makes with it
@@ -53,18 +65,24 @@ func Protect(g Guard, base *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultClient
 	}
-	guard := adapt.NewGuard(adapt.Dialect{
+	guard, err := adapt.NewGuard(adapt.Dialect{
 		Rules:     &rules,
 		Classify:  guardError,
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
-	}, g.Layers, g.ChunkGap, adapt.MaxBytes(g.MaxResponseBytes, 64<<20))
+	}, adapt.GuardConfig{Layers: g.Layers, Gap: g.ChunkGap,
+		MaxBytes: adapt.MaxBytes(g.MaxResponseBytes, 64<<20), BaseURL: g.BaseURL, Replicas: g.Replicas, Client: g.Client})
 	next := base.Transport
 	if next == nil {
 		next = http.DefaultTransport
 	}
 	c := *base
-	c.Transport = roundTripper(func(r *http.Request) (*http.Response, error) { return guard.Do(r, next.RoundTrip) })
+	c.Transport = roundTripper(func(r *http.Request) (*http.Response, error) {
+		if err != nil {
+			return nil, err // a Guard that could not be built fails every request
+		}
+		return guard.Do(r, next.RoundTrip)
+	})
 	return &c
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,5 +138,59 @@ func TestProtectStream(t *testing.T) {
 	}
 	if err := stream.Err(); err != nil || text.Len() == 0 || srv.Count(gpt) != 2 {
 		t.Fatalf("err %v, text %q, %d requests; want the text after 2", err, text.String(), srv.Count(gpt))
+	}
+}
+
+// authSeen records the Authorization header of each request by host.
+type authSeen struct {
+	mu   sync.Mutex
+	seen map[string][]string
+}
+
+func (a *authSeen) RoundTrip(r *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	a.seen[r.URL.Host] = append(a.seen[r.URL.Host], r.Header.Get("Authorization"))
+	a.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestProtectReplicas: the client's own endpoint answers 503 to every
+// call; the guard falls back to a replica of the same API with its own
+// key, and the SDK's caller gets the replica's answer.
+func TestProtectReplicas(t *testing.T) {
+	primary, err := fakeopenai.Start(fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: gpt,
+		Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 1}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(primary.Close)
+	replica, err := fakeopenai.Start(fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: gpt}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(replica.Close)
+	rt, err := retry.New(retry.Config{MaxAttempts: 2, Backoff: retry.Backoff{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &authSeen{seen: map[string][]string{}}
+	client := oai.NewClient(option.WithBaseURL(primary.BaseURL()), option.WithAPIKey("key-1"), option.WithHTTPClient(&http.Client{Transport: seen}),
+		openai.Protect(openai.Guard{Layers: []portico.Middleware{rt.Wrap}, BaseURL: primary.BaseURL(), Client: &http.Client{Transport: seen},
+			Replicas: []openai.Replica{{Name: "replica", BaseURL: replica.BaseURL(), Header: http.Header{"Authorization": {"Bearer key-2"}}}}}))
+	resp, err := client.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: gpt,
+		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")}})
+	if err != nil {
+		t.Fatalf("%v; requests: primary %d, replica %d; seen %v", err, primary.Count(gpt), replica.Count(gpt), seen.seen)
+	}
+	if resp.Choices[0].Message.Content == "" || primary.Count(gpt) == 0 || replica.Count(gpt) != 1 {
+		t.Fatalf("requests: primary %d, replica %d", primary.Count(gpt), replica.Count(gpt))
+	}
+	rURL, _ := url.Parse(replica.BaseURL())
+	pURL, _ := url.Parse(primary.BaseURL())
+	if got := seen.seen[rURL.Host]; len(got) != 1 || got[0] != "Bearer key-2" {
+		t.Errorf("replica saw Authorization %q, want its own key", got)
+	}
+	if got := seen.seen[pURL.Host]; len(got) == 0 || got[0] != "Bearer key-1" {
+		t.Errorf("primary saw Authorization %q", got)
 	}
 }

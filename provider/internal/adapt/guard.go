@@ -3,16 +3,19 @@ package adapt
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/fallback"
 )
 
 // Dialect is what a [Guard] needs of a provider's HTTP API: how it states
@@ -46,13 +49,93 @@ type Guard struct {
 	maxBytes int64
 }
 
-// NewGuard returns a Guard of dialect d whose layers are mws, outermost
-// first; gap bounds the silence between a stream's reads after its first
-// event (0: none), maxBytes a whole answer's body.
-func NewGuard(d Dialect, mws []portico.Middleware, gap time.Duration, maxBytes int64) *Guard {
-	g := &Guard{d: d, gap: gap, maxBytes: maxBytes}
-	g.m = portico.Chain(exchangeModel{g}, mws...)
-	return g
+// GuardConfig is what an adapter's Protect passes on to [NewGuard].
+type GuardConfig struct {
+	Layers   []portico.Middleware // outermost first
+	Gap      time.Duration        // a stream's most silence after its first event; 0: none
+	MaxBytes int64                // a whole answer's most bytes
+	// BaseURL is the client's own base URL, which Replicas replace in each
+	// request's URL; needed only with Replicas.
+	BaseURL  string
+	Replicas []Replica
+	// Client sends the replicas' requests (the SDKs send only to their
+	// own base URL's origin); nil means http.DefaultClient.
+	Client *http.Client
+}
+
+// Replica is another deployment of the same API (an Azure OpenAI
+// deployment, an OpenAI-compatible replica, the same API under another
+// key), which a guard with replicas falls back to, in order, when the
+// client's own endpoint fails as package fallback moves on (a 429 past its
+// wait, a 5xx, a spent key). Each is a route of that group, with its own
+// cooldown and its own Layers (a breaker per deployment, say), sent with
+// GuardConfig.Client rather than the SDK's transport. Header's
+// values replace the request's (the replica's key: "Authorization" or
+// Azure's "api-key"); they never reach logs, spans or errors.
+type Replica struct {
+	// Name names the replica's route in errors, logs and spans; it must be
+	// unique and not "primary", the client's own endpoint.
+	Name string
+	// BaseURL replaces the client's base URL in each request's URL.
+	BaseURL string
+	// Header's values replace the request's headers of the same names.
+	Header http.Header
+	// Layers wrap the replica's calls alone, outermost first.
+	Layers []portico.Middleware
+}
+
+// NewGuard returns a Guard of dialect d. With replicas, the layers wrap a
+// fallback group of the client's own endpoint ("primary") and the
+// replicas; it fails when BaseURL is empty or a replica has no Name or
+// BaseURL, or two share a Name.
+func NewGuard(d Dialect, c GuardConfig) (*Guard, error) {
+	g := &Guard{d: d, gap: c.Gap, maxBytes: c.MaxBytes}
+	var base portico.Model = exchangeModel{g: g}
+	if len(c.Replicas) > 0 {
+		group, err := g.replicas(c)
+		if err != nil {
+			return nil, err
+		}
+		base = group
+	}
+	g.m = portico.Chain(base, c.Layers...)
+	return g, nil
+}
+
+// replicas returns the fallback group over the client's endpoint and c's
+// replicas.
+func (g *Guard) replicas(c GuardConfig) (portico.Model, error) {
+	if c.BaseURL == "" {
+		return nil, errors.New("guard: Replicas need the client's BaseURL")
+	}
+	routes := []portico.Route{{Name: "primary", Model: exchangeModel{g: g}}}
+	for _, r := range c.Replicas {
+		if r.Name == "" || r.BaseURL == "" {
+			return nil, errors.New("guard: a Replica needs a Name and a BaseURL")
+		}
+		routes = append(routes, portico.Route{Name: r.Name, Model: portico.Chain(exchangeModel{g: g, to: rewrite(c.BaseURL, r), client: cmp.Or(c.Client, http.DefaultClient)}, r.Layers...)})
+	}
+	return fallback.New(fallback.Config{Routes: routes})
+}
+
+// rewrite returns the function that points a request at replica r: its
+// URL's prefix base replaced by r.BaseURL, r.Header's values set.
+func rewrite(base string, r Replica) func(*http.Request) error {
+	return func(hr *http.Request) error {
+		rest, ok := strings.CutPrefix(hr.URL.String(), base)
+		if !ok {
+			return &portico.Error{Class: portico.Permanent, NotSent: true, Reason: "guard: request URL outside the client's BaseURL"}
+		}
+		u, err := url.Parse(r.BaseURL + rest)
+		if err != nil {
+			return &portico.Error{Class: portico.Permanent, NotSent: true, Reason: "guard: replica URL", Err: err}
+		}
+		hr.URL, hr.Host = u, u.Host
+		for k, v := range r.Header {
+			hr.Header[http.CanonicalHeaderKey(k)] = v
+		}
+		return nil
+	}
 }
 
 type callKey struct{}
@@ -139,8 +222,13 @@ func (g *Guard) request(r *http.Request, body []byte) *portico.Request {
 	return req
 }
 
-// exchangeModel is the innermost Model: one HTTP exchange per Generate.
-type exchangeModel struct{ g *Guard }
+// exchangeModel is the innermost Model: one HTTP exchange per Generate,
+// to the request's own endpoint or, with to, a replica's.
+type exchangeModel struct {
+	g      *Guard
+	to     func(*http.Request) error
+	client *http.Client // with to: sends the request
+}
 
 // Generate sends the call's request with ctx's deadline and cancellation
 // while it runs: a whole answer is read here, a stream up to its first
@@ -156,9 +244,20 @@ func (m exchangeModel) Generate(ctx context.Context, req *portico.Request) (*por
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	x := &Exchange{Limit: m.g.maxBytes, TooLarge: errGuardTooLarge}
 	hr := c.r.Clone(hctx)
+	if m.to != nil {
+		if err := m.to(hr); err != nil {
+			stop()
+			cancel(nil)
+			return nil, err
+		}
+	}
 	hr.Body = io.NopCloser(bytes.NewReader(c.body))
 	hr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
-	res, err := x.Watch(c.next(x.Begin(hr)))
+	send := c.next
+	if m.client != nil {
+		send = m.client.Do
+	}
+	res, err := x.Watch(send(x.Begin(hr)))
 	if err == nil && res.StatusCode < 400 && req.OnChunk != nil && isStream(res) {
 		err = firstEvent(res)
 		if err == nil {
