@@ -49,7 +49,8 @@
 // a weighted split 7:3 between OpenAI and Anthropic (its first choices
 // within the binomial bound, the other route behind each), and a cascade
 // from Gemini to OpenAI whose cost per request meets seed 000's
-// E[C] = c1 + (1-u1) c2.
+// E[C] = c1 + (1-u1) c2; then a key pool (stack.Pool) of three keys
+// through a 429 storm on one of them.
 package main
 
 import (
@@ -76,7 +77,7 @@ func main() {
 	flag.Int64Var(&cfg.seed, "seed", 1, "seed of the fake servers' faults")
 	chaos := flag.Bool("chaos", false, "the chaos drill: every fault kind of the fakes on 10%, 30% and 50% of calls, and the invariants checked after each run")
 	plot := flag.String("plot", "", "write goodput and attempts over time to this PNG file (a panel per run)")
-	routing := flag.Bool("route", false, "the routing kinds instead: a weighted split 7:3 and a cascade, -n requests each")
+	routing := flag.Bool("route", false, "the routing kinds instead: a weighted split 7:3, a cascade and a key pool through a 429 storm, -n requests each")
 	flag.Parse()
 	var err error
 	switch {

@@ -105,7 +105,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 // within the binomial bound; every request of both runs is answered or
 // fails classified; and the cascade's cost is c1 per accepted cheap
 // answer plus c2 per escalation (c1 more when the cheap step answered
-// before it), seed 000's prices.
+// before it), seed 000's prices; and a key pool moves a 429 storm on one
+// key to the others.
 func TestRoute(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about a second of real HTTP load")
@@ -131,5 +132,17 @@ func TestRoute(t *testing.T) {
 	if res.accepted+res.escalated+res.cascadeFails != n || res.cost < lo-1e-9 || res.cost > lo+cheapCost*float64(res.escalated)+1e-9 {
 		t.Errorf("cascade: accepted %d, escalated %d, failed %d, cost %v; want %d in all and cost in [%v, %v]",
 			res.accepted, res.escalated, res.cascadeFails, res.cost, n, lo, lo+cheapCost*float64(res.escalated))
+	}
+	// The key pool: every request answered in every phase; in the storm
+	// key-2 answers none, and each call it got (those in flight when the
+	// storm began) moved on to another key; before and after, it serves.
+	for p, ph := range res.pool {
+		if ph.failed != 0 || ph.answers[0]+ph.answers[1]+ph.answers[2] != n/3 {
+			t.Errorf("pool phase %d: %d failed, answers %v; want all %d answered", p, ph.failed, ph.answers, n/3)
+		}
+		if storm := p == 1; storm && (ph.answers[1] != 0 || ph.moved != ph.calls[1] || ph.calls[1] == 0) ||
+			!storm && (ph.answers[1] == 0 || ph.moved != 0) {
+			t.Errorf("pool phase %d: calls %v, answers %v, moved on %d; want key-2 out only in the storm (phase 1), each of its calls moved on", p, ph.calls, ph.answers, ph.moved)
+		}
 	}
 }

@@ -26,6 +26,7 @@ type routeResults struct {
 	escalated    int            // by its strong step
 	cascadeFails int
 	cost         float64 // the cascade's, summed over its answers
+	pool         [3]poolPhase
 }
 
 // The cascade's prices, seed 000's: a cheap step's answer costs c1 = 1
@@ -40,7 +41,8 @@ const (
 
 // runRoute is the -route run: over the same endpoints as the main job,
 // the preset's routing kinds (stack.Config.Kind), each route with its
-// breaker, retry and validate; c requests in flight at once.
+// breaker, retry and validate; c requests in flight at once; then a key
+// pool over fakes of its own (runPool).
 //
 // A weighted split, Weighted{7, 3} over OpenAI and Anthropic: the first
 // route of each request is drawn 7:3 (a canary, a cost split), and the
@@ -123,6 +125,10 @@ func runRoute(ctx context.Context, out io.Writer, eps [numRoutes]*endpoint, n, c
 		res.cost += resp.Cost
 	})
 	res.print(out)
+	if res.pool, err = runPool(ctx, n, c); err != nil {
+		return nil, err
+	}
+	printPool(out, res.pool, n)
 	return res, nil
 }
 
