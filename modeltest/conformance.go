@@ -123,6 +123,11 @@ func RunModel(t *testing.T, newModel func(t *testing.T) portico.Model) {
 		if exclusive(t, resp, err) && err == nil && got.String() != resp.Text {
 			t.Errorf("streamed chunks = %q, want the Response.Text %q", got.String(), resp.Text)
 		}
+		if err == nil {
+			if bad := usageBroken(resp.Usage); bad != "" {
+				t.Errorf("Usage %+v: %s", resp.Usage, bad)
+			}
+		}
 	})
 	t.Run("Concurrent", func(t *testing.T) { concurrent(t, newModel(t), false) })
 	t.Run("NoMutation", func(t *testing.T) {
@@ -370,4 +375,24 @@ func streamAbort(t *testing.T, m portico.Model) {
 // validation reports it: Permanent, status 400, wrapping ErrInjected.
 func permanentError() *portico.Error {
 	return &portico.Error{Class: portico.Permanent, Status: 400, Reason: "injected permanent", Err: ErrInjected}
+}
+
+// usageBroken returns what breaks Usage's rules in u, or "": no count
+// negative; reasoning within the output; cache reads and writes within the
+// input, 1-hour writes within the writes; limit-exempt tokens within the
+// input.
+func usageBroken(u portico.Usage) string {
+	switch {
+	case min(u.InputTokens, u.OutputTokens, u.ReasoningTokens, u.CachedInputTokens, u.CacheWriteTokens, u.CacheWrite1hTokens, u.LimitExemptTokens) < 0:
+		return "a negative count"
+	case u.ReasoningTokens > u.OutputTokens:
+		return "ReasoningTokens above OutputTokens"
+	case u.CachedInputTokens+u.CacheWriteTokens > u.InputTokens:
+		return "cache reads and writes above InputTokens"
+	case u.CacheWrite1hTokens > u.CacheWriteTokens:
+		return "CacheWrite1hTokens above CacheWriteTokens"
+	case u.LimitExemptTokens > u.InputTokens:
+		return "LimitExemptTokens above InputTokens"
+	}
+	return ""
 }

@@ -119,6 +119,10 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, err
 	}
 	params, err := m.params(req, model)
+	if pe, ok := err.(*portico.Error); ok { // classified where it was found
+		pe.Model = model
+		return nil, pe
+	}
 	if err != nil {
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}

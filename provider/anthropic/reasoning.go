@@ -34,7 +34,9 @@ func thinking(p *sdk.MessageNewParams, req *portico.Request) error {
 	}
 	budget := int64(max(r.Tokens(), minBudget))
 	if budget >= p.MaxTokens {
-		return errors.New("anthropic: reasoning budget of at least 1024 tokens not below max_tokens")
+		// Another route may think on less, or not at all: this route's, not the request's.
+		return &portico.Error{Class: portico.Incompatible, Reason: "reasoning budget", NotSent: true,
+			Err: errors.New("anthropic: reasoning budget of at least 1024 tokens not below max_tokens")}
 	}
 	p.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
 	return nil

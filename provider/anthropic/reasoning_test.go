@@ -243,3 +243,17 @@ func TestThinkingAfterAnotherProvider(t *testing.T) {
 		}
 	})
 }
+
+// TestReasoningBudgetAboveMaxTokensIsIncompatible: a budget this route
+// cannot fit under the request's MaxOutputTokens (Anthropic's least is
+// 1,024) is the route's limit, not the request's fault: Incompatible,
+// nothing sent, so a fallback group moves on to a route that can.
+func TestReasoningBudgetAboveMaxTokensIsIncompatible(t *testing.T) {
+	srv, m := start(t, fakeanthropic.Config{}, anthropic.Config{Model: "claude-sonnet-4-5"})
+	req := userReq("", "think")
+	req.MaxOutputTokens, req.Reasoning = 600, &portico.Reasoning{Effort: portico.EffortLow}
+	_, err := m.Generate(t.Context(), req)
+	if portico.ClassOf(err) != portico.Incompatible || !portico.NothingSent(err) || srv.Count("claude-sonnet-4-5") != 0 {
+		t.Fatalf("err %v (class %v), %d requests; want incompatible, nothing sent", err, portico.ClassOf(err), srv.Count("claude-sonnet-4-5"))
+	}
+}
