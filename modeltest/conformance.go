@@ -102,7 +102,9 @@ func Run(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model
 // adapter over a test server: newModel returns the Model under test, ready to
 // answer any short text request. Unlike [Run] it cannot make the Model slow, so
 // it runs in real time and checks what it can: Answer (a Response XOR an error;
-// streaming chunks concatenate to the Text), Concurrent (8 goroutines making 5
+// streaming chunks concatenate to the Text; Usage keeps its rules: no negative
+// count, reasoning within the output, cache reads and writes within the
+// input), Concurrent (8 goroutines making 5
 // calls each, every call a Response XOR an error), NoMutation (as in Run) and
 // Cancel (an already canceled context gives a Canceled or Deadline error), and
 // Reasoning (a request with a Reasoning setting answers with sane Usage, its
