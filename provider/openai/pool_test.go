@@ -17,6 +17,7 @@ import (
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
+	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/stack"
 )
 
@@ -26,8 +27,9 @@ import (
 
 // poolKey serves key label over its own fake, through a handler that
 // answers with storm's fake while *on is set and with a healthy one
-// otherwise, and returns the fake that counts its requests and the key.
-func poolKey(t *testing.T, label, secret string, on *atomic.Bool, storm fakeopenai.ModelConfig) (*fakeopenai.Server, stack.Key) {
+// otherwise, and returns the fake that counts its requests and the key;
+// *throttled counts its 429s when non-nil.
+func poolKey(t *testing.T, label, secret string, on *atomic.Bool, storm fakeopenai.ModelConfig, throttled ...*atomic.Int64) (*fakeopenai.Server, stack.Key) {
 	t.Helper()
 	healthy, err := fakeopenai.New(fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: "m", OutputTokens: 4}}})
 	if err != nil {
@@ -44,6 +46,9 @@ func poolKey(t *testing.T, label, secret string, on *atomic.Bool, storm fakeopen
 			return
 		}
 		if on != nil && on.Load() {
+			if len(throttled) > 0 {
+				w = &statusCounter{ResponseWriter: w, n429: throttled[0]}
+			}
 			stormy.Handler().ServeHTTP(w, r)
 			return
 		}
@@ -51,6 +56,25 @@ func poolKey(t *testing.T, label, secret string, on *atomic.Bool, storm fakeopen
 	})
 	s, m := startPipe(t, fakeopenai.Config{Handler: h}, option.WithAPIKey(secret))
 	return s, stack.Key{Label: label, Model: m}
+}
+
+// statusCounter counts the 429s written through it.
+type statusCounter struct {
+	http.ResponseWriter
+	n429 *atomic.Int64
+}
+
+func (s *statusCounter) WriteHeader(code int) {
+	if code == http.StatusTooManyRequests {
+		s.n429.Add(1)
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusCounter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 var poolRoute = stack.Route{Route: portico.Route{ModelName: "m", Capabilities: portico.Capabilities{Provider: "openai"}}}
@@ -196,4 +220,50 @@ func TestPoolUnusableKey(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPoolLearnsKeyLimits: each key's limiter learns its own key's
+// limits from its x-ratelimit headers. Key a's server allows 5 requests
+// a minute and answers a 6th with 429, key b's 1,000; each key's limiter
+// is configured at 1,000. Over 60 requests in 6 s (virtual time), a's
+// server sees 5 requests and no 429 (its limiter holds it once the
+// headers say none remain, and the pool moves on to b); without
+// limiters it sees a 6th, answered 429. Every request is answered.
+func TestPoolLearnsKeyLimits(t *testing.T) {
+	for _, limited := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			var on atomic.Bool
+			on.Store(true)
+			var throttled atomic.Int64
+			fa, a := poolKey(t, "a", "sk-a-secret", &on, fakeopenai.ModelConfig{OutputTokens: 4, RateLimit: &fakeopenai.RateLimit{Requests: 5, Enforce: true}}, &throttled)
+			fb, b := poolKey(t, "b", "sk-b-secret", &on, fakeopenai.ModelConfig{OutputTokens: 4, RateLimit: &fakeopenai.RateLimit{Requests: 1000, Enforce: true}})
+			r := poolRoute
+			if limited {
+				r.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Requests: 1000}}
+			}
+			routes, g, err := stack.Pool("gpt", r, a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := stack.New(stack.Config{Routes: routes, Groups: []stack.Group{g}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 60 {
+				if _, err := s.Generate(t.Context(), userReq("", "hello")); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			refused := int(throttled.Load())
+			t.Logf("limiters %v: key a's server saw %d requests (%d answered 429), b's %d", limited, fa.Count("m"), refused, fb.Count("m"))
+			want, wantRefused := 5, 0
+			if !limited {
+				want, wantRefused = 6, 1
+			}
+			if fa.Count("m") != want || refused != wantRefused || fa.Count("m")-refused+fb.Count("m") != 60 {
+				t.Errorf("limiters %v: a saw %d (%d 429), b %d; want %d (%d 429) and 60 answered", limited, fa.Count("m"), refused, fb.Count("m"), want, wantRefused)
+			}
+		})
+	}
 }
