@@ -13,6 +13,8 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
@@ -20,6 +22,7 @@ import (
 	"github.com/portico-llm/portico/provider/openai"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/trace"
 )
 
 // guarded is an openai-go client as a service already has it, plus one
@@ -192,5 +195,46 @@ func TestProtectReplicas(t *testing.T) {
 	}
 	if got := seen.seen[pURL.Host]; len(got) == 0 || got[0] != "Bearer key-1" {
 		t.Errorf("primary saw Authorization %q", got)
+	}
+}
+
+// TestProtectSpans: with the tracer's two layers in Guard.Layers, a call
+// the retrier sends twice (a 503, then an answer) makes one request span
+// and two attempt spans, and no span carries the prompt.
+func TestProtectSpans(t *testing.T) {
+	srv, err := fakeopenai.Start(fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: gpt,
+		Script: []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 503}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	tr, err := trace.New(trace.Config{TracerProvider: tp, Provider: "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := retry.New(retry.Config{Backoff: retry.Backoff{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := oai.NewClient(option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("fake"), option.WithHTTPClient(srv.Client()),
+		openai.Protect(openai.Guard{Layers: []portico.Middleware{tr.Wrap, rt.Wrap, tr.WrapAttempt}}))
+	const secret = "the secret prompt"
+	if _, err := client.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: gpt,
+		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage(secret)}}); err != nil {
+		t.Fatal(err)
+	}
+	got := spans.GetSpans()
+	if len(got) != 3 {
+		t.Fatalf("%d spans, want a request span and two attempt spans", len(got))
+	}
+	for _, s := range got {
+		for _, a := range s.Attributes {
+			if strings.Contains(a.Value.Emit(), secret) {
+				t.Errorf("span %q attribute %s carries the prompt", s.Name, a.Key)
+			}
+		}
 	}
 }
