@@ -155,6 +155,13 @@
 // and is one route in all (one breaker, one limiter), and the groups
 // share one Cooldowns.
 //
+// A key pool ([Pool]) is one model behind several API keys or
+// deployments: a [Weighted] group of one route per [Key], named
+// pool/label, each with its own breaker (a 401/402/403 opens it; a 429
+// does not), cooldown to its Retry-After, limiter learning the key's
+// x-ratelimit headers and retry budget, so that a key out of quota or
+// revoked is skipped and the others serve.
+//
 // # The user's own layers
 //
 // The three Middleware fields put the user's layers where each kind
