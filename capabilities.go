@@ -343,7 +343,7 @@ func (c *Capabilities) modalities() Modality { return cmp.Or(c.Modalities, Modal
 // prices): c takes every modality o takes, has no lower context window,
 // output limit and request size limit (0 is none), tools, reasoning and
 // continuations where o has them, a
-// schema mode no lower, and o's model class. A caller that saw [Fits] pass
+// schema mode no lower, o's model class and o's embedding space. A caller that saw [Fits] pass
 // on o may then skip it on c.
 func (c *Capabilities) Covers(o *Capabilities) bool {
 	atLeast := func(limit, other int) bool { return limit == 0 || (other > 0 && limit >= other) }
@@ -351,6 +351,7 @@ func (c *Capabilities) Covers(o *Capabilities) bool {
 		atLeast(c.ContextWindow, o.ContextWindow) && atLeast(c.MaxOutput, o.MaxOutput) &&
 		atLeast(c.MaxRequestBytes, o.MaxRequestBytes) &&
 		(c.Tools || !o.Tools) && (c.Reasoning || !o.Reasoning) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
+		c.Embedding == o.Embedding && // a space serves only its own requests
 		(c.Continuation != ContinueNone || o.Continuation == ContinueNone)
 }
 

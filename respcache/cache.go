@@ -126,7 +126,9 @@ func (c *Cache) Key(req *portico.Request) (string, error) { return key(c.scope(r
 // next returned no error and the answer ended naturally (FinishStop or
 // FinishToolCalls): every layer below has accepted it (in package stack,
 // each route's validate), and no error, truncated or filtered answer is
-// ever cached. Each lookup is an [portico.EventCache] ("hit" or "miss").
+// ever cached. An embedding request ([portico.Embedding]) is passed on,
+// neither looked up nor cached. Each lookup is an [portico.EventCache]
+// ("hit" or "miss").
 func (c *Cache) Wrap(next portico.Model) portico.Model {
 	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		if err := portico.Gone(ctx); err != nil {

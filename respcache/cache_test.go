@@ -230,3 +230,31 @@ func TestMemoryBounds(t *testing.T) {
 func TestConformance(t *testing.T) {
 	modeltest.Run(t, func(t *testing.T, base portico.Model) portico.Model { return mustNew(t, Config{}).Wrap(base) })
 }
+
+// TestEmbeddingsNotCached: an embedding request is passed on every time,
+// its vectors whole, never looked up (an Entry keeps no vectors), and a
+// chat request of the same text is not answered from it.
+func TestEmbeddingsNotCached(t *testing.T) {
+	f := modeltest.NewFakeFunc(func(_ int, r *portico.Request) modeltest.Outcome {
+		if r.Embedding != nil {
+			return modeltest.Outcome{Response: &portico.Response{Embeddings: [][]float32{{1, 2}}, FinishReason: portico.FinishStop}}
+		}
+		return modeltest.Answer("chat")
+	})
+	c := mustNew(t, Config{})
+	m := c.Wrap(f)
+	emb := req("a", "hello")
+	emb.Embedding = &portico.Embedding{Space: "s/2"}
+	for i := range 2 {
+		resp, err := m.Generate(context.Background(), emb)
+		if err != nil || len(resp.Embeddings) != 1 {
+			t.Fatalf("embedding call %d = %+v, %v", i, resp, err)
+		}
+	}
+	if resp, err := m.Generate(context.Background(), req("a", "hello")); err != nil || resp.Text != "chat" {
+		t.Fatalf("chat after an embedding = %+v, %v", resp, err)
+	}
+	if f.Count() != 3 || c.Stats() != (Stats{Misses: 1}) {
+		t.Fatalf("calls below %d, stats %+v; want 3 calls and one lookup (the chat's)", f.Count(), c.Stats())
+	}
+}

@@ -34,6 +34,10 @@ type canonical struct {
 // not JSON (a NaN, a channel).
 var errUncacheable = errors.New("respcache: request is not canonical JSON")
 
+// errEmbedding is the cause of an embedding request, which has no key: an
+// Entry keeps no vectors, so the cache passes it on.
+var errEmbedding = errors.New("respcache: an embedding request is not cached")
+
 // key returns the cache key of req in scope: the SHA-256, in hex, of its
 // canonical encoding, which holds neither prompt text nor the scope. The
 // encoding is the JSON of the fields that answer (canonical); each part
@@ -43,6 +47,9 @@ var errUncacheable = errors.New("respcache: request is not canonical JSON")
 // whatever their key order, white space or number spelling, encode alike,
 // and the prompt's text is hashed once, not canonicalized.
 func key(scope string, req *portico.Request) (string, error) {
+	if req.Embedding != nil {
+		return "", errEmbedding
+	}
 	c := canonical{Scope: scope, Model: req.Model, Messages: req.Messages, Tools: req.Tools, Schema: req.Schema,
 		MaxOutputTokens: req.MaxOutputTokens, Reasoning: req.Reasoning, Prefix: req.Prefix}
 	if req.Contract != nil {

@@ -109,12 +109,16 @@ func (s *service) fail(w http.ResponseWriter, sse *events, err error) {
 	json.NewEncoder(w).Encode(f)
 }
 
-// statusOf is the HTTP status of a failed call: 429 when the tenant's own
-// limit refused it ("your plan"), 503 when Portico or the providers are
-// saturated, 504 when time ran out, 400 when no route accepts the request,
-// 499 when the caller left, 502 otherwise.
+// statusOf is the HTTP status of a failed call: 400 when no route accepts
+// the request (the tenant's limit included: a call larger than its bucket
+// waits for nothing), 429 when the tenant's own limit refused it for now
+// ("your plan"), 503 when Portico or the providers are saturated, 504 when
+// time ran out, 499 when the caller left, 502 otherwise.
 func statusOf(err error) int {
-	if portico.RefuserOf(err) == portico.ClientLimit {
+	switch class := portico.ClassOf(err); {
+	case class == portico.Permanent || class == portico.Incompatible:
+		return http.StatusBadRequest
+	case portico.RefuserOf(err) == portico.ClientLimit:
 		return http.StatusTooManyRequests
 	}
 	switch portico.ClassOf(err) {
@@ -122,8 +126,6 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case portico.Deadline:
 		return http.StatusGatewayTimeout
-	case portico.Permanent, portico.Incompatible:
-		return http.StatusBadRequest
 	case portico.Canceled:
 		return 499 // nginx's "client closed request": nobody reads it
 	}

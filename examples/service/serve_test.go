@@ -121,6 +121,11 @@ func TestServeTenantLimit(t *testing.T) {
 	if resp := post(t, url, "modest", prompt, false); resp.StatusCode != 200 {
 		t.Fatalf("another tenant: status %d", resp.StatusCode)
 	}
+	// A call larger than the tenant's token bucket can never be admitted:
+	// 400, not a 429 a client would retry forever.
+	if resp := post(t, url, "modest", `{"prompt": "x", "max_tokens": 99999999}`, false); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a call larger than the bucket: status %d, want 400", resp.StatusCode)
+	}
 }
 
 // TestServeSharedLimit: two instances over one Redis share a tenant's

@@ -94,3 +94,45 @@ func TestEmbeddingRequestShape(t *testing.T) {
 		t.Fatalf("%d requests sent", srv.Count(small))
 	}
 }
+
+// TestEmbeddingSpacesNeverMix: with every route of one context window (so
+// that a group may skip Fits on a route covering one that fit), a failing
+// route of the request's space is not followed by a route of another space,
+// under the plain preset and a weighted split; a chat request is never sent
+// to an embedding route.
+func TestEmbeddingSpacesNeverMix(t *testing.T) {
+	const space = small + "/8"
+	window := func(r stack.Route) stack.Route { r.Capabilities.ContextWindow = 128_000; return r }
+	for _, kind := range []stack.Kind{nil, stack.Weighted{1, 1}} {
+		down, downSrv := embedRoute(t, "a", space, fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 1})
+		other, otherSrv := embedRoute(t, "b", "text-embedding-3-large/8")
+		st, err := stack.New(stack.Config{Routes: []stack.Route{window(down), window(other)}, Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			resp, err := st.Generate(context.Background(), embedRequest(space, "x"))
+			if err == nil {
+				t.Fatalf("kind %T: answered by %q, of another space", kind, resp.Route)
+			}
+		}
+		if otherSrv.Count(small) != 0 || downSrv.Count(small) == 0 {
+			t.Fatalf("kind %T: requests to the other space %d, to the failing route %d", kind, otherSrv.Count(small), downSrv.Count(small))
+		}
+	}
+	chat, err := fakeopenai.Start(fakeopenai.Config{Models: []fakeopenai.ModelConfig{{Name: small, Faults: []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 503, Fraction: 1}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(chat.Close)
+	chatRoute := stack.Route{Route: portico.Route{Name: "chat", Capabilities: portico.Capabilities{Provider: "openai", ContextWindow: 128_000},
+		Model: openai.New(openai.Config{Model: small}, option.WithBaseURL(chat.BaseURL()), option.WithAPIKey("fake"), option.WithHTTPClient(chat.Client()))}}
+	emb, embSrv := embedRoute(t, "emb", space)
+	st, err := stack.New(stack.Config{Routes: []stack.Route{chatRoute, window(emb)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Generate(context.Background(), &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, MaxOutputTokens: 10}); err == nil || embSrv.Count(small) != 0 {
+		t.Fatalf("a chat request: err %v, %d requests to the embedding route", err, embSrv.Count(small))
+	}
+}

@@ -238,3 +238,25 @@ func TestProtectSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestProtectSDKRetriesNotOnTop: an option after Protect that turns the
+// SDK's retries back on does not multiply the layers' decision: a
+// limiter's refusal (an error with no response, which the SDK retries) is
+// answered on the SDK's retry with a 400 saying why, at once, and the
+// server saw only the admitted call.
+func TestProtectSDKRetriesNotOnTop(t *testing.T) {
+	client, srv := guarded(t, ratelimit.Limits{Requests: 1, Tokens: 1_000_000}, fakeopenai.ModelConfig{Name: gpt})
+	params := oai.ChatCompletionNewParams{Model: gpt, Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")}}
+	if _, err := client.Chat.Completions.New(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := client.Chat.Completions.New(context.Background(), params, option.WithMaxRetries(2))
+	var apiErr *oai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.RawJSON()+apiErr.Message, "leave the SDK's retries off") || srv.Count(gpt) != 1 {
+		t.Fatalf("err %v, %d requests; want the guard's 400 and one request", err, srv.Count(gpt))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}

@@ -163,6 +163,9 @@ func (c *call) keep(res *http.Response) {
 // the layers' *portico.Error when none came (a limiter's refusal, an open
 // breaker, a transport failure).
 func (g *Guard) Do(r *http.Request, next Next) (*http.Response, error) {
+	if n := r.Header.Get("X-Stainless-Retry-Count"); n != "" && n != "0" {
+		return sdkRetried(r), nil
+	}
 	body, err := readBody(r)
 	if err != nil {
 		return nil, err
@@ -386,4 +389,16 @@ func (b *gapBody) Close() error {
 	err := b.rc.Close()
 	b.cancel(nil)
 	return err
+}
+
+// sdkRetried is the answer to a retry the SDK makes over the guard (its
+// retries turned back on by an option after Protect): a 400 marked
+// x-should-retry: false, which ends the SDK's loop at once, saying so in
+// each API's error shape ({"error": {"type", "message"}}), where another
+// error would be retried again and multiply what the layers decided.
+func sdkRetried(r *http.Request) *http.Response {
+	body := `{"type":"error","error":{"type":"portico_sdk_retry","message":"portico: the SDK retried a call its guard had ended; leave the SDK's retries off (no WithMaxRetries after Protect)"}}`
+	return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"application/json"}, "X-Should-Retry": {"false"}},
+		Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}
 }
