@@ -142,6 +142,8 @@
 //   - respcache: an exact-match response cache, per tenant by default.
 //   - guard: input guardrails before a request is sent, each with its
 //     fail-open or fail-closed policy for its checker's failures.
+//   - inflight: a per-tenant cap on calls in flight across instances, on
+//     leases with a TTL.
 //   - stack: the recommended stack in one constructor.
 //   - trace: OpenTelemetry spans, metrics and logs, content redacted by default.
 //   - modeltest: fakes, fault injection, a conformance suite;

@@ -198,6 +198,7 @@
 //	portico:cd:{k=}                           zset    every cooldown: key -> end (ms, server clock)
 //	portico:sp:{k=<len>:<name><key>}:<w><n>  string  a spend budget's window (w: mi, ho, da, mo; n its number)
 //	portico:rc:{k=<sha-256 of the request>}   string  a cached answer (JSON)
+//	portico:if:{k=<len>:<name><key>}          zset    a tenant's in-flight leases: id -> expiry (ms, server clock)
 //	portico:op:{k=<as the keys>}:<id>         string  an operation's record (see above)
 //
 // Every part in angle brackets comes from users (tenant ids, destinations,
@@ -234,7 +235,8 @@
 // cooldown's key is a route's Quota or Name, or "breaker:" + the breaker's
 // Name: names the service configures, kept as they are (members of the
 // set, not keys). A spend window's key expires a minute
-// after its window ends, a cached answer at its TTL.
+// after its window ends, a cached answer at its TTL, a lease set with its
+// last lease (a lease at its expiry, on the server's clock).
 //
 // # Cooldowns: a local copy, its staleness, and the clocks
 //

@@ -36,8 +36,8 @@ type Layers struct {
 // outermost first: Config.Tracer's Wrap, Config.Guard (a refused request
 // spends nothing, nor is answered from the cache), Config.Cache (so a hit
 // spends nothing), Config.Middleware, the deadline, Config.Client,
-// Config.Spend (after the client limit, before any route), then the group
-// over the routes, each in Recipe's order.
+// Config.InFlight and Config.Spend (after the client limit, before any
+// route), then the group over the routes, each in Recipe's order.
 
 // Recipe returns l in the documented order of a route's layers, outermost
 // first (see the package documentation for why): the order of a route

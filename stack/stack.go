@@ -12,6 +12,7 @@ import (
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/guard"
 	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/inflight"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/respcache"
 	"github.com/portico-llm/portico/retry"
@@ -110,6 +111,11 @@ type Config struct {
 	// request is the request's fault (Permanent), counted against no
 	// route. Nil means none.
 	Guard *guard.Config
+	// InFlight, when non-nil, caps each tenant's calls in flight across
+	// every instance sharing its store (package inflight), below the
+	// client limiter and above the spend budgets; with a Shared.Store an
+	// empty Shared.Name means "inflight". Nil means none.
+	InFlight *inflight.Config
 }
 
 // DefaultMaxRequestBytes is the request size limit of a stack whose
@@ -125,12 +131,13 @@ const DefaultDeadline = 2 * time.Minute
 // gives access to the layers it built (limiters, breakers, retriers), whose
 // methods are safe to call at any time.
 type Stack struct {
-	model  portico.Model
-	client *ratelimit.Limiter
-	routes map[string]*built
-	cache  *respcache.Cache
-	spend  *spend.Budgets
-	guard  *guard.Guards
+	model    portico.Model
+	client   *ratelimit.Limiter
+	routes   map[string]*built
+	cache    *respcache.Cache
+	spend    *spend.Budgets
+	guard    *guard.Guards
+	inflight *inflight.Caps
 }
 
 // Generate sends req through the stack; see the package documentation for the
@@ -214,6 +221,15 @@ func New(cfg Config) (*Stack, error) {
 			return nil, fmt.Errorf("stack: Config.Guard: %w", err)
 		}
 	}
+	if cfg.InFlight != nil {
+		c := *cfg.InFlight
+		if c.Shared.Store != nil && c.Shared.Name == "" {
+			c.Shared.Name = "inflight"
+		}
+		if s.inflight, err = inflight.New(c); err != nil {
+			return nil, fmt.Errorf("stack: Config.InFlight: %w", err)
+		}
+	}
 	var mws []portico.Middleware
 	if cfg.Tracer != nil {
 		mws = append(mws, cfg.Tracer.Wrap)
@@ -236,6 +252,9 @@ func New(cfg Config) (*Stack, error) {
 	}
 	if s.client != nil {
 		mws = append(mws, s.client.Wrap)
+	}
+	if s.inflight != nil {
+		mws = append(mws, s.inflight.Wrap)
 	}
 	if s.spend != nil {
 		mws = append(mws, s.spend.Wrap)
