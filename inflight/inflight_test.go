@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -181,4 +182,61 @@ func TestNewRefusesMistakes(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want %q", c.cfg, err, c.want)
 		}
 	}
+}
+
+// noRenew is a Memory whose renewals fail while down is set.
+type noRenew struct {
+	Memory
+	down atomic.Bool
+}
+
+func (n *noRenew) Renew(ctx context.Context, l *Lease) (bool, error) {
+	if n.down.Load() {
+		return false, errDown
+	}
+	return n.Memory.Renew(ctx, l)
+}
+
+// A call whose renewals all fail for a whole TTL loses its lease: another
+// instance takes the slot TTL after the last renewal, and once the store
+// answers again the call counts one lost lease and reports it.
+func TestLeaseLostWhenRenewalsFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &noRenew{}
+		cfg := Config{Max: 1, TTL: 3 * time.Second, Shared: portico.Shared[Store]{Store: st}}
+		a, b := mustNew(t, cfg), mustNew(t, cfg)
+		var ev events
+		ctx := portico.ContextWithObserver(context.Background(), &ev)
+		done := make(chan struct{})
+		go func() { a.Wrap(sleeper(10*time.Second)).Generate(ctx, of("t")); close(done) }()
+		time.Sleep(2500 * time.Millisecond) // renewed at 1 s and 2 s: expires at 5 s
+		st.down.Store(true)
+		start := time.Now()
+		for {
+			if _, err := b.Wrap(sleeper(0)).Generate(context.Background(), of("t")); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if got := time.Since(start); got != 2500*time.Millisecond {
+			t.Errorf("slot taken by b %v after renewals failed, want 2.5s (TTL after the last renewal)", got)
+		}
+		st.down.Store(false)
+		<-done
+		if a.Lost() != 1 || len(ev.e) != 1 || ev.e[0].Reason != "inflight:lease_lost" {
+			t.Errorf("Lost = %d, events %+v; want 1, one inflight:lease_lost", a.Lost(), ev.e)
+		}
+	})
+}
+
+// events records the events of calls.
+type events struct {
+	mu sync.Mutex
+	e  []portico.Event
+}
+
+func (o *events) Observe(_ context.Context, e portico.Event) {
+	o.mu.Lock()
+	o.e = append(o.e, e)
+	o.mu.Unlock()
 }
