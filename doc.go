@@ -145,6 +145,8 @@
 //   - inflight: a per-tenant cap on calls in flight across instances, on
 //     leases with a TTL.
 //   - stack: the recommended stack in one constructor.
+//   - protect: the configuration of the guard each adapter's Protect puts
+//     around the requests of a provider SDK a service already uses.
 //   - trace: OpenTelemetry spans, metrics and logs, content redacted by default.
 //   - modeltest: fakes, fault injection, a conformance suite;
 //     modeltest/fakeopenai, modeltest/fakeanthropic and modeltest/fakegemini:

@@ -2,10 +2,9 @@ package fakegemini
 
 import (
 	"encoding/json"
-	"fmt"
-	"hash/fnv"
-	"math"
 	"net/http"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakegen"
 )
 
 // embedRequest is the part of a batchEmbedContents request the server
@@ -38,30 +37,10 @@ func (c *call) embed() {
 		for _, p := range r.Content.Parts {
 			text += p.Text
 		}
-		out[i].Values = vector(text, r.OutputDimensionality)
+		out[i].Values = fakegen.Vector(text, r.OutputDimensionality)
 	}
 	body, _ := json.Marshal(map[string]any{"embeddings": out})
 	c.W.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	c.W.WriteHeader(http.StatusOK)
 	c.W.Write(body)
-}
-
-// vector is text's unit vector of dims float32s (8 when dims <= 0), from
-// an FNV-1a hash.
-func vector(text string, dims int) []float32 {
-	if dims <= 0 {
-		dims = 8
-	}
-	v := make([]float32, dims)
-	var norm float64
-	for i := range v {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%d:%s", i, text)
-		v[i] = float32(int64(h.Sum64()>>11)-(1<<52)) / (1 << 52)
-		norm += float64(v[i]) * float64(v[i])
-	}
-	for i := range v {
-		v[i] /= float32(math.Sqrt(norm))
-	}
-	return v
 }

@@ -5,16 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
-	"hash/fnv"
 	"io"
-	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/portico-llm/portico/modeltest/internal/fakegen"
 )
 
 // embeddingsRequest is the part of a POST /v1/embeddings request the server
@@ -82,7 +81,7 @@ func (c *call) embed() {
 	data := make([]item, len(texts))
 	for i, t := range texts {
 		tokens += max(1, (len(t)+3)/4)
-		v := vector(t, dims)
+		v := fakegen.Vector(t, dims)
 		data[i] = item{Object: "embedding", Index: i, Embedding: v}
 		if e.EncodingFormat == "base64" {
 			var b bytes.Buffer
@@ -93,22 +92,6 @@ func (c *call) embed() {
 	body, _ := json.Marshal(map[string]any{"object": "list", "data": data, "model": e.Model,
 		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
 	c.Reply(http.StatusOK, body)
-}
-
-// vector is text's unit vector of dims float32s, from an FNV-1a hash.
-func vector(text string, dims int) []float32 {
-	v := make([]float32, dims)
-	var norm float64
-	for i := range v {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%d:%s", i, text)
-		v[i] = float32(int64(h.Sum64()>>11)-(1<<52)) / (1 << 52)
-		norm += float64(v[i]) * float64(v[i])
-	}
-	for i := range v {
-		v[i] /= float32(math.Sqrt(norm))
-	}
-	return v
 }
 
 // fileSeq numbers the uploaded files.

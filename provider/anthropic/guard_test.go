@@ -14,6 +14,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest/fakeanthropic"
+	"github.com/portico-llm/portico/protect"
 	"github.com/portico-llm/portico/provider/anthropic"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
@@ -44,7 +45,7 @@ func guarded(t *testing.T, limits ratelimit.Limits, mc fakeanthropic.ModelConfig
 		t.Fatal(err)
 	}
 	client := sdk.NewClient(option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("fake"), option.WithHTTPClient(srv.Client()),
-		anthropic.Protect(anthropic.Guard{Layers: []portico.Middleware{lim.Wrap, brk.Wrap, rt.Wrap}}))
+		anthropic.Protect(protect.Config{Layers: []portico.Middleware{lim.Wrap, brk.Wrap, rt.Wrap}}))
 	return client, srv
 }
 

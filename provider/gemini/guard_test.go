@@ -12,6 +12,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest/fakegemini"
+	"github.com/portico-llm/portico/protect"
 	"github.com/portico-llm/portico/provider/gemini"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
@@ -39,7 +40,7 @@ func guarded(t *testing.T, limits ratelimit.Limits, mc fakegemini.ModelConfig) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := gemini.Protect(gemini.Guard{Layers: []portico.Middleware{lim.Wrap, brk.Wrap, rt.Wrap}}, srv.Client())
+	hc := gemini.Protect(protect.Config{Layers: []portico.Middleware{lim.Wrap, brk.Wrap, rt.Wrap}}, srv.Client())
 	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{APIKey: "fake", Backend: genai.BackendGeminiAPI,
 		HTTPClient: hc, HTTPOptions: genai.HTTPOptions{BaseURL: srv.URL()}})
 	if err != nil {

@@ -9,66 +9,27 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/protect"
 	"github.com/portico-llm/portico/provider/internal/adapt"
 )
 
-// Guard configures [Protect]: the layers put around each HTTP request of
-// an openai-go client.
-type Guard struct {
-	// Layers wrap every request, outermost first, as portico.Chain takes
-	// them: a client or account limiter, a breaker, a retrier (its budgets,
-	// backoff and Retry-After), a tracer. Each sees the request as a
-	// Request whose Model, N_max (max_tokens, max_completion_tokens or
-	// max_output_tokens) and Identity ([portico.WithIdentity] on the
-	// call's context) come from it, and whose one text part is the JSON
-	// body, which estimators count; a body that is not JSON (a file upload)
-	// counts as no text. Nil layers are skipped.
-	Layers []portico.Middleware
-	// ChunkGap ends a stream whose reads return nothing for this long after
-	// its first event (the layers bound the time to it); zero means no
-	// bound.
-	ChunkGap time.Duration
-	// MaxResponseBytes bounds a whole answer's body, read before the SDK
-	// sees it; zero means 64 MiB.
-	MaxResponseBytes int64
-	// Replicas are other deployments of the same API to fall back to, in
-	// order, when the client's own endpoint fails (see [Replica]); BaseURL
-	// is then the client's base URL, which each replica's replaces.
-	BaseURL  string
-	Replicas []Replica
-	// Client sends the replicas' requests (the SDK sends only to its own
-	// base URL's origin); nil means http.DefaultClient.
-	Client *http.Client
-}
-
-// Replica is another deployment of the same API behind a [Guard]: its
-// base URL, the headers it needs (its key), its own layers.
-type Replica = adapt.Replica
-
-// Protect returns an openai-go option that puts g's layers around every
-// HTTP request the client makes, whatever the endpoint (chat completions,
-// Responses, embeddings, files, batches, images), and turns the SDK's own
-// retries off: one layer owns retries. Errors are classified as the
-// adapter classifies them (its doc's table). A failure the provider stated
-// reaches the caller as the SDK's own error (an *openai.Error), marked
-// x-should-retry: false; a refusal of a layer (a limiter, an open breaker)
-// or a transport failure as the layer's *portico.Error.
-//
-// A stream is timed by the layers up to its first event (retry's
-// first-chunk timeout bounds it); its rest is read by the SDK under
-// ChunkGap, and no layer retries it or learns its usage. Fallback to
-// another provider is not possible at this level, since the SDK decodes
-// one API's answer; route across providers with the adapter and package
-// stack.
-func Protect(g Guard) option.RequestOption {
+// Protect returns an openai-go option that puts g's layers (package protect)
+// around every HTTP request the client makes, whatever the endpoint (chat
+// completions, Responses, embeddings, files, batches, images), and turns the
+// SDK's own retries off: one layer owns retries. Errors are classified as
+// the adapter classifies them (its doc's table). A failure the provider
+// stated reaches the caller as the SDK's own error (an *openai.Error),
+// marked x-should-retry: false; a refusal of a layer (a limiter, an open
+// breaker) or a transport failure as the layer's *portico.Error.
+// Package protect says how streams, replicas and fallback behave.
+func Protect(g protect.Config) option.RequestOption {
 	guard, err := adapt.NewGuard(adapt.Dialect{
 		Rules:     &rules,
 		Classify:  guardError,
 		RateLimit: ParseRateLimit,
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
-	}, adapt.GuardConfig{Layers: g.Layers, Gap: g.ChunkGap,
-		MaxBytes: adapt.MaxBytes(g.MaxResponseBytes, 64<<20), BaseURL: g.BaseURL, Replicas: g.Replicas, Client: g.Client})
+	}, g)
 	return adapt.Options(option.WithMaxRetries(0), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		if err != nil {
 			return nil, err // a Guard that could not be built fails every request

@@ -19,6 +19,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
+	"github.com/portico-llm/portico/protect"
 	"github.com/portico-llm/portico/provider/openai"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/retry"
@@ -49,7 +50,7 @@ func guarded(t *testing.T, limits ratelimit.Limits, models ...fakeopenai.ModelCo
 		t.Fatal(err)
 	}
 	client := oai.NewClient(option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("fake"), option.WithHTTPClient(srv.Client()),
-		openai.Protect(openai.Guard{Layers: []portico.Middleware{lim.Wrap, brk.Wrap, rt.Wrap}}))
+		openai.Protect(protect.Config{Layers: []portico.Middleware{lim.Wrap, brk.Wrap, rt.Wrap}}))
 	return client, srv
 }
 
@@ -178,8 +179,8 @@ func TestProtectReplicas(t *testing.T) {
 	}
 	seen := &authSeen{seen: map[string][]string{}}
 	client := oai.NewClient(option.WithBaseURL(primary.BaseURL()), option.WithAPIKey("key-1"), option.WithHTTPClient(&http.Client{Transport: seen}),
-		openai.Protect(openai.Guard{Layers: []portico.Middleware{rt.Wrap}, BaseURL: primary.BaseURL(), Client: &http.Client{Transport: seen},
-			Replicas: []openai.Replica{{Name: "replica", BaseURL: replica.BaseURL(), Header: http.Header{"Authorization": {"Bearer key-2"}}}}}))
+		openai.Protect(protect.Config{Layers: []portico.Middleware{rt.Wrap}, BaseURL: primary.BaseURL(), Client: &http.Client{Transport: seen},
+			Replicas: []protect.Replica{{Name: "replica", BaseURL: replica.BaseURL(), Header: http.Header{"Authorization": {"Bearer key-2"}}}}}))
 	resp, err := client.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: gpt,
 		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")}})
 	if err != nil {
@@ -220,7 +221,7 @@ func TestProtectSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := oai.NewClient(option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("fake"), option.WithHTTPClient(srv.Client()),
-		openai.Protect(openai.Guard{Layers: []portico.Middleware{tr.Wrap, rt.Wrap, tr.WrapAttempt}}))
+		openai.Protect(protect.Config{Layers: []portico.Middleware{tr.Wrap, rt.Wrap, tr.WrapAttempt}}))
 	const secret = "the secret prompt"
 	if _, err := client.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: gpt,
 		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage(secret)}}); err != nil {

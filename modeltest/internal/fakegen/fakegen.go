@@ -7,7 +7,10 @@ package fakegen
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -213,4 +216,24 @@ func Rest(whole []string, prefix string) ([]string, bool) {
 		done += len(p)
 	}
 	return nil, done == len(prefix)
+}
+
+// Vector is text's unit vector of dims float32s (8 when dims <= 0), from
+// FNV-1a hashes: the fakes' embeddings, the same for the same text.
+func Vector(text string, dims int) []float32 {
+	if dims <= 0 {
+		dims = 8
+	}
+	v := make([]float32, dims)
+	var norm float64
+	for i := range v {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d:%s", i, text)
+		v[i] = float32(int64(h.Sum64()>>11)-(1<<52)) / (1 << 52)
+		norm += float64(v[i]) * float64(v[i])
+	}
+	for i := range v {
+		v[i] /= float32(math.Sqrt(norm))
+	}
+	return v
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/fallback"
+	"github.com/portico-llm/portico/protect"
 )
 
 // Dialect is what a [Guard] needs of a provider's HTTP API: how it states
@@ -49,47 +50,11 @@ type Guard struct {
 	maxBytes int64
 }
 
-// GuardConfig is what an adapter's Protect passes on to [NewGuard].
-type GuardConfig struct {
-	Layers   []portico.Middleware // outermost first
-	Gap      time.Duration        // a stream's most silence after its first event; 0: none
-	MaxBytes int64                // a whole answer's most bytes
-	// BaseURL is the client's own base URL, which Replicas replace in each
-	// request's URL; needed only with Replicas.
-	BaseURL  string
-	Replicas []Replica
-	// Client sends the replicas' requests (the SDKs send only to their
-	// own base URL's origin); nil means http.DefaultClient.
-	Client *http.Client
-}
-
-// Replica is another deployment of the same API (an Azure OpenAI
-// deployment, an OpenAI-compatible replica, the same API under another
-// key), which a guard with replicas falls back to, in order, when the
-// client's own endpoint fails as package fallback moves on (a 429 past its
-// wait, a 5xx, a spent key). Each is a route of that group, with its own
-// cooldown and its own Layers (a breaker per deployment, say), sent with
-// GuardConfig.Client rather than the SDK's transport. Header's
-// values replace the request's (the replica's key: "Authorization" or
-// Azure's "api-key"); they never reach logs, spans or errors.
-type Replica struct {
-	// Name names the replica's route in errors, logs and spans; it must be
-	// unique and not "primary", the client's own endpoint.
-	Name string
-	// BaseURL replaces the client's base URL in each request's URL.
-	BaseURL string
-	// Header's values replace the request's headers of the same names.
-	Header http.Header
-	// Layers wrap the replica's calls alone, outermost first.
-	Layers []portico.Middleware
-}
-
-// NewGuard returns a Guard of dialect d. With replicas, the layers wrap a
-// fallback group of the client's own endpoint ("primary") and the
-// replicas; it fails when BaseURL is empty or a replica has no Name or
-// BaseURL, or two share a Name.
-func NewGuard(d Dialect, c GuardConfig) (*Guard, error) {
-	g := &Guard{d: d, gap: c.Gap, maxBytes: c.MaxBytes}
+// NewGuard returns a Guard of dialect d configured by c (package protect
+// says what each field does). It fails when c has replicas without a
+// BaseURL, a replica has no Name or BaseURL, or two share a Name.
+func NewGuard(d Dialect, c protect.Config) (*Guard, error) {
+	g := &Guard{d: d, gap: c.ChunkGap, maxBytes: MaxBytes(c.MaxResponseBytes, 64<<20)}
 	var base portico.Model = exchangeModel{g: g}
 	if len(c.Replicas) > 0 {
 		group, err := g.replicas(c)
@@ -104,7 +69,7 @@ func NewGuard(d Dialect, c GuardConfig) (*Guard, error) {
 
 // replicas returns the fallback group over the client's endpoint and c's
 // replicas.
-func (g *Guard) replicas(c GuardConfig) (portico.Model, error) {
+func (g *Guard) replicas(c protect.Config) (portico.Model, error) {
 	if c.BaseURL == "" {
 		return nil, errors.New("guard: Replicas need the client's BaseURL")
 	}
@@ -120,7 +85,7 @@ func (g *Guard) replicas(c GuardConfig) (portico.Model, error) {
 
 // rewrite returns the function that points a request at replica r: its
 // URL's prefix base replaced by r.BaseURL, r.Header's values set.
-func rewrite(base string, r Replica) func(*http.Request) error {
+func rewrite(base string, r protect.Replica) func(*http.Request) error {
 	return func(hr *http.Request) error {
 		rest, ok := strings.CutPrefix(hr.URL.String(), base)
 		if !ok {
