@@ -62,21 +62,8 @@ const defaultMaxTokens = 1024
 
 // check returns the first field of c that can only be a mistake.
 func (c *Config) check() error {
-	switch {
-	case len(c.Routes) == 0:
-		return errors.New("spend: no Config.Routes: a request's cost could not be estimated")
-	case c.Tier == nil && len(c.Tiers) > 0:
-		return errors.New("spend: Config.Tiers without Config.Tier")
-	case c.Tier != nil && len(c.Tiers) == 0:
-		return errors.New("spend: Config.Tier without Config.Tiers")
-	case c.Tier == nil && len(c.Limits) == 0:
-		return errors.New("spend: no Config.Limits")
-	case c.DefaultMaxTokens < 0:
-		return errors.New("spend: negative Config.DefaultMaxTokens")
-	case c.Shared.FailOpen && c.Shared.Instances <= 0:
-		return errors.New("spend: Config.Shared.FailOpen needs Shared.Instances > 0")
-	case !c.Shared.FailOpen && c.Shared.Instances != 0:
-		return errors.New("spend: Config.Shared.Instances without FailOpen")
+	if err := c.checkShape(); err != nil {
+		return err
 	}
 	if err := checkLimits("Limits", c.Limits); err != nil {
 		return err
@@ -90,6 +77,35 @@ func (c *Config) check() error {
 		if err := c.Routes[i].Validate(); err != nil {
 			return fmt.Errorf("spend: Config.Routes[%d]: %w", i, err)
 		}
+	}
+	return nil
+}
+
+// checkShape returns the first of c's top-level fields that contradicts
+// another: routes, tiers, limits, the default and the shared store.
+func (c *Config) checkShape() error {
+	switch {
+	case len(c.Routes) == 0:
+		return errors.New("spend: no Config.Routes: a request's cost could not be estimated")
+	case c.Tier == nil && len(c.Tiers) > 0:
+		return errors.New("spend: Config.Tiers without Config.Tier")
+	case c.Tier != nil && len(c.Tiers) == 0:
+		return errors.New("spend: Config.Tier without Config.Tiers")
+	case c.Tier == nil && len(c.Limits) == 0:
+		return errors.New("spend: no Config.Limits")
+	case c.DefaultMaxTokens < 0:
+		return errors.New("spend: negative Config.DefaultMaxTokens")
+	}
+	return c.checkShared()
+}
+
+// checkShared reports a Config.Shared whose FailOpen and Instances disagree.
+func (c *Config) checkShared() error {
+	switch {
+	case c.Shared.FailOpen && c.Shared.Instances <= 0:
+		return errors.New("spend: Config.Shared.FailOpen needs Shared.Instances > 0")
+	case !c.Shared.FailOpen && c.Shared.Instances != 0:
+		return errors.New("spend: Config.Shared.Instances without FailOpen")
 	}
 	return nil
 }
