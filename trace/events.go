@@ -92,6 +92,15 @@ func eventAttrs(e portico.Event) (string, []attribute.KeyValue) {
 		return EventNameBudgetExhausted, append(a, KeyRetryReason.String(e.Class.String()))
 	case portico.EventFirstChunk:
 		return EventNameLayerFirstChunk, append(a, KeyLayerTTFT.Float64(e.Delay.Seconds()))
+	}
+	return routeEventAttrs(e, a)
+}
+
+// routeEventAttrs is eventAttrs for the events about a route's choice and
+// state (fallback, breaker, hedge, continue, shared store, cache, guard,
+// validation); a holds the route attribute already.
+func routeEventAttrs(e portico.Event, a []attribute.KeyValue) (string, []attribute.KeyValue) {
+	switch e.Kind {
 	case portico.EventFallback:
 		return EventNameFallback, append(a[:0], KeyFallbackSource.String(e.Route), KeyFallbackReason.String(e.Reason),
 			KeyErrorType.String(e.Class.String()))
