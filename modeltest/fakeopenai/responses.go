@@ -138,14 +138,27 @@ func (st *store) put(id string, msgs []chatMessage, items []string) {
 // and reports false.
 func (s *Server) translate(c *call) bool {
 	rr, req := c.req.responses, c.req
-	bad := func(code, param, msg string) bool {
-		writeError(c.W, http.StatusBadRequest, "invalid_request_error", code, param, msg)
+	if e := s.translateMessages(rr, req); e != nil {
+		writeError(c.W, http.StatusBadRequest, "invalid_request_error", e.code, e.param, e.msg)
 		return false
 	}
+	translateTools(rr, req)
+	translateFormat(rr, req)
+	return true
+}
+
+// badInput is the 400 translate answers: OpenAI's error code, the
+// offending parameter and the message.
+type badInput struct{ code, param, msg string }
+
+// translateMessages appends to req.Messages the stored conversation of
+// rr's previous_response_id, its instructions and its input items, or
+// reports why the request is bad.
+func (s *Server) translateMessages(rr *responsesRequest, req *chatRequest) *badInput {
 	if id := rr.PreviousResponseID; id != nil {
 		msgs, ok := s.stored.conversation(*id)
 		if !ok {
-			return bad("previous_response_not_found", "previous_response_id", "Previous response with id '"+*id+"' not found.")
+			return &badInput{"previous_response_not_found", "previous_response_id", "Previous response with id '" + *id + "' not found."}
 		}
 		req.Messages = append(req.Messages, msgs...)
 	}
@@ -158,32 +171,53 @@ func (s *Server) translate(c *call) bool {
 	case json.Unmarshal(rr.Input, &text) == nil:
 		items = []inputItem{{Type: "message", Role: "user", Content: jsonString(text)}}
 	case json.Unmarshal(rr.Input, &items) != nil:
-		return bad("", "input", "Invalid type for 'input': expected a string or an array of input items.")
+		return &badInput{"", "input", "Invalid type for 'input': expected a string or an array of input items."}
 	}
 	for i, it := range items {
-		param := "input[" + strconv.Itoa(i) + "]"
-		switch it.Type {
-		case "", "message":
-			role := it.Role
-			if role == "developer" {
-				role = "system"
-			}
-			req.Messages = append(req.Messages, chatMessage{Role: role, Content: jsonString(itemText(it.Content))})
-		case "function_call":
-			req.Messages = append(req.Messages, chatMessage{Role: "assistant", Content: jsonString(it.Name + " " + it.Arguments)})
-		case "function_call_output":
-			req.Messages = append(req.Messages, chatMessage{Role: "tool", Content: jsonString(itemText(it.Output))})
-		case "reasoning":
-			switch {
-			case it.EncryptedContent != nil && !s.verify(it.ID, *it.EncryptedContent):
-				return bad("invalid_encrypted_content", param+".encrypted_content", "The encrypted content for item "+it.ID+" could not be verified.")
-			case it.EncryptedContent == nil && !s.stored.hasItem(it.ID):
-				return bad("", param, "Item with id '"+it.ID+"' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.")
-			}
-		default:
-			return bad("invalid_value", param+".type", "Invalid value: '"+it.Type+"'. Supported values are: 'message', 'function_call', 'function_call_output' and 'reasoning'.")
+		if e := s.translateItem(req, it, "input["+strconv.Itoa(i)+"]"); e != nil {
+			return e
 		}
 	}
+	return nil
+}
+
+// translateItem appends input item it (at param) to req.Messages as a
+// chat message; a reasoning item adds none but must verify.
+func (s *Server) translateItem(req *chatRequest, it inputItem, param string) *badInput {
+	switch it.Type {
+	case "", "message":
+		role := it.Role
+		if role == "developer" {
+			role = "system"
+		}
+		req.Messages = append(req.Messages, chatMessage{Role: role, Content: jsonString(itemText(it.Content))})
+	case "function_call":
+		req.Messages = append(req.Messages, chatMessage{Role: "assistant", Content: jsonString(it.Name + " " + it.Arguments)})
+	case "function_call_output":
+		req.Messages = append(req.Messages, chatMessage{Role: "tool", Content: jsonString(itemText(it.Output))})
+	case "reasoning":
+		return s.verifyReasoning(it, param)
+	default:
+		return &badInput{"invalid_value", param + ".type", "Invalid value: '" + it.Type + "'. Supported values are: 'message', 'function_call', 'function_call_output' and 'reasoning'."}
+	}
+	return nil
+}
+
+// verifyReasoning reports a reasoning item whose encrypted content this
+// server did not issue, or whose id without one it did not store.
+func (s *Server) verifyReasoning(it inputItem, param string) *badInput {
+	switch {
+	case it.EncryptedContent != nil && !s.verify(it.ID, *it.EncryptedContent):
+		return &badInput{"invalid_encrypted_content", param + ".encrypted_content", "The encrypted content for item " + it.ID + " could not be verified."}
+	case it.EncryptedContent == nil && !s.stored.hasItem(it.ID):
+		return &badInput{"", param, "Item with id '" + it.ID + "' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input."}
+	}
+	return nil
+}
+
+// translateTools copies rr's function tools, tool choice and
+// parallel_tool_calls into req's chat form.
+func translateTools(rr *responsesRequest, req *chatRequest) {
 	for _, t := range rr.Tools {
 		if t.Type == "function" {
 			var ct chatTool
@@ -197,13 +231,17 @@ func (s *Server) translate(c *call) bool {
 		req.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
 	}
 	req.ParallelToolCalls = rr.ParallelToolCalls
+}
+
+// translateFormat copies rr's non-text output format and
+// max_output_tokens into req's chat form.
+func translateFormat(rr *responsesRequest, req *chatRequest) {
 	if rr.Text != nil && rr.Text.Format != nil && rr.Text.Format.Type != "text" {
 		f := rr.Text.Format
 		req.ResponseFormat = &responseFormat{Type: f.Type}
 		req.ResponseFormat.JSONSchema.Name, req.ResponseFormat.JSONSchema.Schema, req.ResponseFormat.JSONSchema.Strict = f.Name, f.Schema, f.Strict
 	}
 	req.MaxCompletionTokens = rr.MaxOutputTokens
-	return true
 }
 
 // itemText is the text of an input message's content or a function call's
