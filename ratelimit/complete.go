@@ -43,6 +43,26 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	}
 	e := t.e
 	e.mu.Lock()
+	e.settleTokens(d)
+	if rl != nil {
+		e.adopt(now, rl, l.cfg.MaxProviderHold)
+	}
+	if t.prog != nil {
+		l.attain(t, now)
+	}
+	if now == 0 && e.queued() > 0 { // dispatch hands the slot on at now
+		now = mono.Now()
+	}
+	l.releaseLocked(e, now)
+	e.mu.Unlock()
+	if rl != nil {
+		l.logView(rl)
+	}
+}
+
+// settleTokens gives d tokens back to e's bucket (d < 0: charges -d, down
+// to one period's quota) and replans the holds a refund may fit; e.mu held.
+func (e *entry) settleTokens(d int) {
 	switch {
 	case d == 0 || e.lim.Tokens == 0:
 	case d > 0:
@@ -53,26 +73,20 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	default:
 		e.tok.charge(float64(-d), float64(e.lim.Tokens)) // down to one period's quota
 	}
-	if rl != nil {
-		e.adopt(now, rl, l.cfg.MaxProviderHold)
-	}
-	if p := t.prog; p != nil && l.cfg.Queue.Order == ATLAS {
+}
+
+// attain records the service of t's call, ended at now, to its program
+// (t.prog, not nil): the longest path under ATLAS, the sum otherwise; the
+// entry's mu held.
+func (l *Limiter) attain(t *ticket, now time.Duration) {
+	p := t.prog
+	if l.cfg.Queue.Order == ATLAS {
 		p.attained = max(p.attained, t.path+now-t.start) // the longest path
-	} else if p != nil {
+	} else {
 		p.attained += now - t.start
 	}
-	if p := t.prog; p != nil {
-		p.active--
-		p.lastSeen = now
-	}
-	if now == 0 && e.queued() > 0 { // dispatch hands the slot on at now
-		now = mono.Now()
-	}
-	l.releaseLocked(e, now)
-	e.mu.Unlock()
-	if rl != nil {
-		l.logView(rl)
-	}
+	p.active--
+	p.lastSeen = now
 }
 
 // logView logs a provider's view of its limits at debug level.
