@@ -26,6 +26,32 @@ import (
 // and stream are refused: the adapter sets them.
 func (r *Responses) params(req *portico.Request, model string) (responses.ResponseNewParams, []option.RequestOption, error) {
 	p := responses.ResponseNewParams{Model: shared.ResponsesModel(model)}
+	if err := r.paramsInput(&p, req); err != nil {
+		return p, nil, err
+	}
+	if err := paramsTools(&p, req.Tools); err != nil {
+		return p, nil, err
+	}
+	if err := paramsSchema(&p, req.Schema); err != nil {
+		return p, nil, err
+	}
+	if n := req.MaxOutputTokens; n > 0 {
+		p.MaxOutputTokens = param.NewOpt(int64(n))
+	}
+	if key := req.Identity.CacheKey(); key != "" && req.CacheBreakpoints() > 0 {
+		p.PromptCacheKey = param.NewOpt(key) // as Model does: see the package doc, "Prompt caching"
+	}
+	r.paramsReasoning(&p, req)
+	opts, err := responsesExtra(req.Extra)
+	if err != nil {
+		return p, nil, err
+	}
+	return p, opts, nil
+}
+
+// paramsInput sets p's input items from req's messages, after the newest
+// stored response (as p's previous_response_id) when Config.Store is on.
+func (r *Responses) paramsInput(p *responses.ResponseNewParams, req *portico.Request) error {
 	from := 0
 	if r.cfg.Store {
 		if id, k := r.stored(req.Messages); k >= 0 {
@@ -36,39 +62,52 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 	for i := from; i < len(req.Messages); i++ {
 		var err error
 		if items, err = r.inputItems(items, &req.Messages[i]); err != nil {
-			return p, nil, fmt.Errorf("openai: message %d: %w", i, err)
+			return fmt.Errorf("openai: message %d: %w", i, err)
 		}
 	}
 	p.Input.OfInputItemList = items
-	for _, t := range req.Tools {
+	return nil
+}
+
+// paramsTools sets p's tools from tools as non-strict function tools.
+func paramsTools(p *responses.ResponseNewParams, tools []portico.Tool) error {
+	for _, t := range tools {
 		fn := responses.FunctionToolParam{Name: t.Name, Strict: param.NewOpt(false)}
 		if t.Description != "" {
 			fn.Description = param.NewOpt(t.Description)
 		}
 		if len(t.Parameters) > 0 {
 			if err := json.Unmarshal(t.Parameters, &fn.Parameters); err != nil {
-				return p, nil, fmt.Errorf("openai: tool %q: parameters are not a JSON object: %w", t.Name, err)
+				return fmt.Errorf("openai: tool %q: parameters are not a JSON object: %w", t.Name, err)
 			}
 		}
 		p.Tools = append(p.Tools, responses.ToolUnionParam{OfFunction: &fn})
 	}
-	if s := req.Schema; s != nil {
-		var schema map[string]any
-		if err := json.Unmarshal(s.JSON, &schema); err != nil {
-			return p, nil, errors.New("openai: response schema is not a JSON object")
-		}
-		p.Text.Format.OfJSONSchema = &responses.ResponseFormatTextJSONSchemaConfigParam{
-			Name:   cmp.Or(s.Name, "response"),
-			Schema: schema,
-			Strict: param.NewOpt(s.Strict),
-		}
+	return nil
+}
+
+// paramsSchema sets p's text.format to s as json_schema; a nil s sets
+// nothing.
+func paramsSchema(p *responses.ResponseNewParams, s *portico.Schema) error {
+	if s == nil {
+		return nil
 	}
-	if n := req.MaxOutputTokens; n > 0 {
-		p.MaxOutputTokens = param.NewOpt(int64(n))
+	var schema map[string]any
+	if err := json.Unmarshal(s.JSON, &schema); err != nil {
+		return errors.New("openai: response schema is not a JSON object")
 	}
-	if key := req.Identity.CacheKey(); key != "" && req.CacheBreakpoints() > 0 {
-		p.PromptCacheKey = param.NewOpt(key) // as Model does: see the package doc, "Prompt caching"
+	p.Text.Format.OfJSONSchema = &responses.ResponseFormatTextJSONSchemaConfigParam{
+		Name:   cmp.Or(s.Name, "response"),
+		Schema: schema,
+		Strict: param.NewOpt(s.Strict),
 	}
+	return nil
+}
+
+// paramsReasoning sets p's store, reasoning effort and summary, and asks
+// for encrypted reasoning content when nothing is stored and reasoning is
+// asked for or sent back.
+func (r *Responses) paramsReasoning(p *responses.ResponseNewParams, req *portico.Request) {
 	p.Store = param.NewOpt(r.cfg.Store)
 	if rs := req.Reasoning; rs != nil {
 		p.Reasoning.Effort = shared.ReasoningEffort(rs.Level())
@@ -77,17 +116,22 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 	if !r.cfg.Store && (req.Reasoning != nil || r.ownThoughts(req.Messages)) {
 		p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 	}
+}
+
+// responsesExtra sets each of extra's keys on the JSON body; model, input
+// and stream are refused, as are values that are not JSON.
+func responsesExtra(extra map[string]any) ([]option.RequestOption, error) {
 	var opts []option.RequestOption
-	for k, v := range req.Extra {
+	for k, v := range extra {
 		switch {
 		case k == "model", k == "input", k == "stream":
-			return p, nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
+			return nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
 		case !adapt.Encodable(v):
-			return p, nil, fmt.Errorf("openai: Extra key %q: value is not JSON", k)
+			return nil, fmt.Errorf("openai: Extra key %q: value is not JSON", k)
 		}
 		opts = append(opts, option.WithJSONSet(jsonKey(k), v))
 	}
-	return p, opts, nil
+	return opts, nil
 }
 
 // inputItems appends the input items of one message to items.
