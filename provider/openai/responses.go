@@ -231,24 +231,36 @@ func responsesUsage(u *responses.ResponseUsage) portico.Usage {
 
 // checkResponse returns why a finished response object is not one, or "".
 func checkResponse(resp *responses.Response) string {
-	u := &resp.Usage
 	switch {
 	case !allTyped(tString, resp.JSON.ID, resp.JSON.Model, resp.JSON.Status) || !typed(resp.JSON.Output, tArray) || !typed(resp.JSON.Usage, tObject):
 		return "mistyped response"
-	case !allTyped(tInt, u.JSON.InputTokens, u.JSON.OutputTokens, u.InputTokensDetails.JSON.CachedTokens, u.InputTokensDetails.JSON.CacheWriteTokens, u.OutputTokensDetails.JSON.ReasoningTokens) ||
-		u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokensDetails.CachedTokens < 0 || u.InputTokensDetails.CacheWriteTokens < 0 || u.OutputTokensDetails.ReasoningTokens < 0:
+	case !usageWellFormed(&resp.Usage):
 		return "mistyped usage"
 	case resp.ID == "" || resp.Status == "":
 		return "no id or status"
 	}
 	for i := range resp.Output {
-		it := &resp.Output[i]
-		if !allTyped(tString, it.JSON.Type, it.JSON.ID, it.JSON.CallID, it.JSON.Name, it.JSON.EncryptedContent) || !allTyped(tArray, it.JSON.Content, it.JSON.Summary) {
-			return "mistyped output item"
+		if why := checkOutputItem(&resp.Output[i]); why != "" {
+			return why
 		}
-		if it.Type == "function_call" && !typed(it.JSON.Arguments, tString) {
-			return "mistyped function call"
-		}
+	}
+	return ""
+}
+
+// usageWellFormed reports whether u's token counts are all integers and
+// none is negative.
+func usageWellFormed(u *responses.ResponseUsage) bool {
+	return allTyped(tInt, u.JSON.InputTokens, u.JSON.OutputTokens, u.InputTokensDetails.JSON.CachedTokens, u.InputTokensDetails.JSON.CacheWriteTokens, u.OutputTokensDetails.JSON.ReasoningTokens) &&
+		min(u.InputTokens, u.OutputTokens, u.InputTokensDetails.CachedTokens, u.InputTokensDetails.CacheWriteTokens, u.OutputTokensDetails.ReasoningTokens) >= 0
+}
+
+// checkOutputItem returns why an output item is mistyped, or "".
+func checkOutputItem(it *responses.ResponseOutputItemUnion) string {
+	if !allTyped(tString, it.JSON.Type, it.JSON.ID, it.JSON.CallID, it.JSON.Name, it.JSON.EncryptedContent) || !allTyped(tArray, it.JSON.Content, it.JSON.Summary) {
+		return "mistyped output item"
+	}
+	if it.Type == "function_call" && !typed(it.JSON.Arguments, tString) {
+		return "mistyped function call"
 	}
 	return ""
 }
