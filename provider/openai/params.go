@@ -123,45 +123,9 @@ func message(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) 
 		}
 		return oai.SystemMessage(text), nil
 	case portico.RoleUser:
-		if text, err := adapt.TextOnly(msg.Content); err == nil {
-			return oai.UserMessage(text), nil
-		}
-		parts := make([]oai.ChatCompletionContentPartUnionParam, 0, len(msg.Content))
-		for _, part := range msg.Content {
-			switch part.Kind {
-			case portico.PartText:
-				parts = append(parts, oai.TextContentPart(part.Text))
-			case portico.PartImage:
-				parts = append(parts, oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: part.ImageURL}))
-			case portico.PartDocument, portico.PartAudio:
-				mp, err := mediaPart(&part)
-				if err != nil {
-					return oai.ChatCompletionMessageParamUnion{}, err
-				}
-				parts = append(parts, mp)
-			default:
-				return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown part kind %v", part.Kind)
-			}
-		}
-		return oai.UserMessage(parts), nil
+		return userMessage(msg)
 	case portico.RoleAssistant:
-		text, err := adapt.TextOnly(msg.Content)
-		if err != nil {
-			return oai.ChatCompletionMessageParamUnion{}, err
-		}
-		var a oai.ChatCompletionAssistantMessageParam
-		if text != "" || len(msg.ToolCalls) == 0 {
-			a.Content.OfString = oai.String(text)
-		}
-		for _, tc := range msg.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       tc.ID,
-					Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Arguments)},
-				},
-			})
-		}
-		return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+		return assistantMessage(msg)
 	case portico.RoleTool:
 		text, err := adapt.TextOnly(msg.Content)
 		if err != nil {
@@ -170,6 +134,54 @@ func message(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) 
 		return oai.ToolMessage(text, msg.ToolCallID), nil
 	}
 	return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+}
+
+// userMessage encodes a user message: its text alone as a string, else
+// its text, image, document and audio parts.
+func userMessage(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) {
+	if text, err := adapt.TextOnly(msg.Content); err == nil {
+		return oai.UserMessage(text), nil
+	}
+	parts := make([]oai.ChatCompletionContentPartUnionParam, 0, len(msg.Content))
+	for _, part := range msg.Content {
+		switch part.Kind {
+		case portico.PartText:
+			parts = append(parts, oai.TextContentPart(part.Text))
+		case portico.PartImage:
+			parts = append(parts, oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: part.ImageURL}))
+		case portico.PartDocument, portico.PartAudio:
+			mp, err := mediaPart(&part)
+			if err != nil {
+				return oai.ChatCompletionMessageParamUnion{}, err
+			}
+			parts = append(parts, mp)
+		default:
+			return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown part kind %v", part.Kind)
+		}
+	}
+	return oai.UserMessage(parts), nil
+}
+
+// assistantMessage encodes an assistant message: its text (left out when
+// empty and it calls tools) and its tool calls.
+func assistantMessage(msg *portico.Message) (oai.ChatCompletionMessageParamUnion, error) {
+	text, err := adapt.TextOnly(msg.Content)
+	if err != nil {
+		return oai.ChatCompletionMessageParamUnion{}, err
+	}
+	var a oai.ChatCompletionAssistantMessageParam
+	if text != "" || len(msg.ToolCalls) == 0 {
+		a.Content.OfString = oai.String(text)
+	}
+	for _, tc := range msg.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
+				ID:       tc.ID,
+				Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Arguments)},
+			},
+		})
+	}
+	return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 }
 
 // setExtra sets a known sampling option on p; it reports false for keys it
