@@ -297,8 +297,27 @@ func (c *Capabilities) fitsSize(req *Request, in int) error {
 	return nil
 }
 
-// fitsNeeds checks what req and its contract k need of the route beyond size.
+// fitsNeeds checks what req and its contract k need of the route beyond size:
+// first the features (fitsFeatures), then the model class, the cost and
+// the continuation.
 func (c *Capabilities) fitsNeeds(req *Request, k *Contract, inputTokens int) error {
+	if err := c.fitsFeatures(req, k); err != nil {
+		return err
+	}
+	switch {
+	case len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.ModelClass):
+		return errModelClass
+	case k.MaxCost > 0 && c.EstimateCost(req, inputTokens) > k.MaxCost:
+		return errCost
+	case req.Prefix != "" && c.Continuation == ContinueNone:
+		return errContinuation
+	}
+	return nil
+}
+
+// fitsFeatures checks the features req and its contract k use against the
+// route's: the embedding space, tools, the schema mode and reasoning.
+func (c *Capabilities) fitsFeatures(req *Request, k *Contract) error {
 	schema := schemaNeed(req, k)
 	switch {
 	case req.Embedding != nil && req.Embedding.Space != c.Embedding:
@@ -313,12 +332,6 @@ func (c *Capabilities) fitsNeeds(req *Request, k *Contract, inputTokens int) err
 		return errSchema
 	case req.Reasoning != nil && req.Reasoning.Required && !c.Reasoning:
 		return errReasoning
-	case len(k.ModelClasses) > 0 && !slices.Contains(k.ModelClasses, c.ModelClass):
-		return errModelClass
-	case k.MaxCost > 0 && c.EstimateCost(req, inputTokens) > k.MaxCost:
-		return errCost
-	case req.Prefix != "" && c.Continuation == ContinueNone:
-		return errContinuation
 	}
 	return nil
 }
