@@ -64,14 +64,33 @@ func validRedacted(model, data string) bool {
 // not start with a thinking block (the API's message, as quoted in
 // BerriAI/litellm#9020).
 func (c *call) thinkingRefusal() string {
-	if c.thinkingEnabled() {
-		switch b := c.req.Thinking.BudgetTokens; {
-		case b < 1024:
-			return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
-		case b >= *c.req.MaxTokens:
-			return "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size"
-		}
+	if why := c.budgetRefusal(); why != "" {
+		return why
 	}
+	if why := c.signatureRefusal(); why != "" {
+		return why
+	}
+	return c.toolTurnRefusal()
+}
+
+// budgetRefusal refuses, with thinking enabled, a budget below 1024 or
+// not below max_tokens.
+func (c *call) budgetRefusal() string {
+	if !c.thinkingEnabled() {
+		return ""
+	}
+	switch b := c.req.Thinking.BudgetTokens; {
+	case b < 1024:
+		return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+	case b >= *c.req.MaxTokens:
+		return "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size"
+	}
+	return ""
+}
+
+// signatureRefusal refuses an assistant's thinking block whose signature,
+// or redacted_thinking block whose data, this model did not make.
+func (c *call) signatureRefusal() string {
 	for i, m := range c.req.Messages {
 		var blocks []block
 		if m.Role != "assistant" || json.Unmarshal(m.Content, &blocks) != nil {
@@ -87,6 +106,12 @@ func (c *call) thinkingRefusal() string {
 			}
 		}
 	}
+	return ""
+}
+
+// toolTurnRefusal refuses, with thinking enabled, tool results answering
+// an assistant message that does not start with a thinking block.
+func (c *call) toolTurnRefusal() string {
 	if !c.thinkingEnabled() || !c.lastIsToolResult() || len(c.req.Messages) < 2 {
 		return ""
 	}
