@@ -56,25 +56,34 @@ func (c *call) documentRefusal() string {
 				continue
 			}
 			at := "messages." + strconv.Itoa(i) + ".content." + strconv.Itoa(j) + ".document.source"
-			var s source
-			if json.Unmarshal(blocks[j].Source, &s) != nil {
-				return at + ": Field required"
-			}
-			switch {
-			case s.Type == "base64" && s.MediaType == "application/pdf":
-				if _, err := base64.StdEncoding.DecodeString(s.Data); err != nil || s.Data == "" {
-					return at + ".base64.data: invalid base64 data"
-				}
-			case s.Type == "text" && s.MediaType == "text/plain":
-			case s.Type == "url" && strings.HasPrefix(s.URL, "https://"):
-			case s.Type == "file" && s.FileID != "":
-				if !strings.Contains(c.R.Header.Get("anthropic-beta"), "files-api-2025-04-14") {
-					return at + ".file: the Files API requires the anthropic-beta header files-api-2025-04-14"
-				}
-			default:
-				return at + ": Input tag '" + s.Type + "' found using 'type' does not match any of the expected tags: 'base64', 'content', 'text', 'url', 'file'"
+			if why := c.sourceRefusal(blocks[j].Source, at); why != "" {
+				return why
 			}
 		}
+	}
+	return ""
+}
+
+// sourceRefusal returns the API's message for a document source (raw, at
+// the path at) it refuses, or "".
+func (c *call) sourceRefusal(raw json.RawMessage, at string) string {
+	var s source
+	if json.Unmarshal(raw, &s) != nil {
+		return at + ": Field required"
+	}
+	switch {
+	case s.Type == "base64" && s.MediaType == "application/pdf":
+		if _, err := base64.StdEncoding.DecodeString(s.Data); err != nil || s.Data == "" {
+			return at + ".base64.data: invalid base64 data"
+		}
+	case s.Type == "text" && s.MediaType == "text/plain":
+	case s.Type == "url" && strings.HasPrefix(s.URL, "https://"):
+	case s.Type == "file" && s.FileID != "":
+		if !strings.Contains(c.R.Header.Get("anthropic-beta"), "files-api-2025-04-14") {
+			return at + ".file: the Files API requires the anthropic-beta header files-api-2025-04-14"
+		}
+	default:
+		return at + ": Input tag '" + s.Type + "' found using 'type' does not match any of the expected tags: 'base64', 'content', 'text', 'url', 'file'"
 	}
 	return ""
 }
