@@ -61,6 +61,15 @@ func (b *reasoningBase) last() portico.Request {
 func runReasoning(t *testing.T, wrap func(t *testing.T, base portico.Model) portico.Model) {
 	base := &reasoningBase{}
 	m := wrap(t, base)
+	resp := reasoningAnswer(t, m)
+	reasoningPassBack(t, m, base, resp)
+	reasoningStreamed(t, m, base)
+}
+
+// reasoningAnswer asks m for an answer with reasoning and checks its
+// Thoughts and reasoning tokens came through unchanged.
+func reasoningAnswer(t *testing.T, m portico.Model) *portico.Response {
+	t.Helper()
 	req := suiteRequest(nil)
 	req.Reasoning = &portico.Reasoning{Stream: true}
 	resp, err := m.Generate(t.Context(), req)
@@ -70,6 +79,13 @@ func runReasoning(t *testing.T, wrap func(t *testing.T, base portico.Model) port
 	if !slices.Equal(resp.Thoughts, []portico.Thought{suiteThought}) || resp.Usage.ReasoningTokens != suiteUsage.ReasoningTokens {
 		t.Errorf("Generate() = Thoughts %+v, reasoning tokens %d; want %+v, %d", resp.Thoughts, resp.Usage.ReasoningTokens, suiteThought, suiteUsage.ReasoningTokens)
 	}
+	return resp
+}
+
+// reasoningPassBack passes resp back in the next turn and checks its
+// Thoughts reach base unchanged.
+func reasoningPassBack(t *testing.T, m portico.Model, base *reasoningBase, resp *portico.Response) {
+	t.Helper()
 	next := suiteRequest(nil)
 	next.Messages = append(slices.Clone(next.Messages), resp.Message(), portico.Text(portico.RoleUser, "go on"))
 	if _, err := m.Generate(t.Context(), next); err != nil {
@@ -78,6 +94,12 @@ func runReasoning(t *testing.T, wrap func(t *testing.T, base portico.Model) port
 	if got := base.last().Messages; len(got) < 2 || !slices.Equal(got[len(got)-2].Thoughts, []portico.Thought{suiteThought}) {
 		t.Errorf("base received the next turn's messages %+v, want the answer's Thoughts unchanged", got)
 	}
+}
+
+// reasoningStreamed streams an answer with reasoning and checks the
+// reasoning chunks arrive exactly when base sent them, before the text.
+func reasoningStreamed(t *testing.T, m portico.Model, base *reasoningBase) {
+	t.Helper()
 	var text, reasoning strings.Builder
 	afterText := false
 	streamed := suiteRequest(func(c portico.Chunk) error {
@@ -87,7 +109,7 @@ func runReasoning(t *testing.T, wrap func(t *testing.T, base portico.Model) port
 		return nil
 	})
 	streamed.Reasoning = &portico.Reasoning{Stream: true}
-	resp, err = m.Generate(t.Context(), streamed)
+	resp, err := m.Generate(t.Context(), streamed)
 	if !exclusive(t, resp, err) || err != nil {
 		t.Fatalf("Generate(streamed) = %v, want an answer", err)
 	}
@@ -113,6 +135,22 @@ func runModelReasoning(t *testing.T, newModel func(t *testing.T) portico.Model) 
 	if !exclusive(t, resp, err) || err != nil {
 		t.Fatalf("Generate(with Reasoning) = %v, want an answer", err)
 	}
+	checkReasoningAnswer(t, resp)
+	msg := resp.Message()
+	msg.Thoughts = append(slices.Clone(msg.Thoughts), foreignThought)
+	next := &portico.Request{Model: "suite-model", Reasoning: req.Reasoning,
+		Messages: append(slices.Clone(req.Messages), msg, portico.Text(portico.RoleUser, "go on"))}
+	resp, err = guard(t, func() (*portico.Response, error) { return m.Generate(t.Context(), next) })
+	if !exclusive(t, resp, err) || err != nil {
+		t.Fatalf("Generate(the answer and its Thoughts passed back, a foreign one among them) = %v, want an answer", err)
+	}
+	modelReasoningStreamed(t, m, next)
+}
+
+// checkReasoningAnswer checks resp's usage counts are consistent and each
+// of its Thoughts names its Dialect.
+func checkReasoningAnswer(t *testing.T, resp *portico.Response) {
+	t.Helper()
 	if u := resp.Usage; u.InputTokens < 0 || u.OutputTokens < 0 || u.ReasoningTokens < 0 || u.CachedInputTokens < 0 ||
 		u.ReasoningTokens > u.OutputTokens || u.CachedInputTokens > u.InputTokens {
 		t.Errorf("Usage = %+v, want counts >= 0, reasoning within output, cached within input", u)
@@ -122,14 +160,12 @@ func runModelReasoning(t *testing.T, newModel func(t *testing.T) portico.Model) 
 			t.Errorf("Thought %+v has no Dialect", th)
 		}
 	}
-	msg := resp.Message()
-	msg.Thoughts = append(slices.Clone(msg.Thoughts), foreignThought)
-	next := &portico.Request{Model: "suite-model", Reasoning: req.Reasoning,
-		Messages: append(slices.Clone(req.Messages), msg, portico.Text(portico.RoleUser, "go on"))}
-	resp, err = guard(t, func() (*portico.Response, error) { return m.Generate(t.Context(), next) })
-	if !exclusive(t, resp, err) || err != nil {
-		t.Fatalf("Generate(the answer and its Thoughts passed back, a foreign one among them) = %v, want an answer", err)
-	}
+}
+
+// modelReasoningStreamed streams next with Reasoning.Stream and checks the
+// streamed text and reasoning are the Response's text and Thoughts' text.
+func modelReasoningStreamed(t *testing.T, m portico.Model, next *portico.Request) {
+	t.Helper()
 	var text, reasoning strings.Builder
 	streamed := *next
 	streamed.Reasoning = &portico.Reasoning{Effort: portico.EffortLow, Stream: true}
@@ -138,7 +174,7 @@ func runModelReasoning(t *testing.T, newModel func(t *testing.T) portico.Model) 
 		reasoning.WriteString(c.Reasoning)
 		return nil
 	}
-	resp, err = guard(t, func() (*portico.Response, error) { return m.Generate(t.Context(), &streamed) })
+	resp, err := guard(t, func() (*portico.Response, error) { return m.Generate(t.Context(), &streamed) })
 	if !exclusive(t, resp, err) || err != nil {
 		t.Fatalf("Generate(streamed with Reasoning.Stream) = %v, want an answer", err)
 	}
