@@ -445,7 +445,7 @@ func TestEffectClaimReplyLost(t *testing.T) {
 			charge := func(context.Context) ([]byte, error) { runs.Add(1); return []byte("charged"), nil }
 			// The scripts are loaded first: a NOSCRIPT error is no lost reply.
 			warm, _ := effect.StepKey("op-0", "warm")
-			if _, err := r.Do(ctx, warm, charge); err != nil || runs.Swap(0) != 1 {
+			if _, err := decide(ctx, r, warm, charge); err != nil || runs.Swap(0) != 1 {
 				t.Fatal(err)
 			}
 			tc.fault(p)

@@ -55,7 +55,7 @@ func TestEffectOutcomeWrittenBack(t *testing.T) {
 			// The scripts are loaded first: a NOSCRIPT error is no outage.
 			warm, _ := effect.StepKey("op-0", "warm")
 			for _, r := range []*effect.Runner{a, b} {
-				if _, err := r.Do(ctx, warm, func(context.Context) ([]byte, error) { return []byte(`1`), nil }); err != nil {
+				if _, err := decide(ctx, r, warm, func(context.Context) ([]byte, error) { return []byte(`1`), nil }); err != nil {
 					t.Fatal(err)
 				}
 			}
