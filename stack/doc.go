@@ -162,6 +162,13 @@
 // x-ratelimit headers and retry budget, so that a key out of quota or
 // revoked is skipped and the others serve.
 //
+// Config.Probe starts a prober ([Probe]; [Stack.Close] stops it): every
+// Interval it sends its tiny request through the layers of each route
+// that saw no call in the last Interval or whose breaker is not closed,
+// so a revoked key opens its breaker before an outage needs the route, a
+// healed route's breaker closes without a user's request, and a 429's
+// Retry-After cools the route down in the group's Cooldowns.
+//
 // # The user's own layers
 //
 // The three Middleware fields put the user's layers where each kind

@@ -116,6 +116,10 @@ type Config struct {
 	// client limiter and above the spend budgets; with a Shared.Store an
 	// empty Shared.Name means "inflight". Nil means none.
 	InFlight *inflight.Config
+	// Probe, when non-nil, starts a prober (see [Probe]) that probes idle
+	// routes and routes whose breaker is open; stop it with Stack.Close.
+	// Nil means none.
+	Probe *Probe
 }
 
 // DefaultMaxRequestBytes is the request size limit of a stack whose
@@ -138,6 +142,7 @@ type Stack struct {
 	spend    *spend.Budgets
 	guard    *guard.Guards
 	inflight *inflight.Caps
+	prober   *prober
 }
 
 // Generate sends req through the stack; see the package documentation for the
@@ -193,7 +198,8 @@ func (s *Stack) route(name string) *built {
 // "stack:", when there is no route, a route has no Model (nil or a typed
 // nil, [portico.IsNil]) or no Name, two routes share a Name, a route's
 // Capabilities are invalid ([portico.Capabilities.Validate]), a route's
-// Order leaves out or repeats a layer, Config.Fallback.Hedge is set, or a layer's own constructor (or, with one
+// Order leaves out or repeats a layer, Config.Fallback.Hedge is set,
+// Config.Probe has no Request or a negative field, or a layer's own constructor (or, with one
 // route, [fallback.Config.Validate]) rejects its Config (that error is
 // wrapped).
 func New(cfg Config) (*Stack, error) {
@@ -202,6 +208,15 @@ func New(cfg Config) (*Stack, error) {
 	routes, err := s.buildRoutes(cfg.Routes, cfg.Tracer, est)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Probe != nil {
+		if err := cfg.Probe.check(); err != nil {
+			return nil, err
+		}
+		if cfg.Fallback.Cooldowns == nil { // one store, the group's and the prober's
+			cfg.Fallback.Cooldowns, _ = fallback.NewMemoryCooldowns(0)
+		}
+		s.prober = s.watch(*cfg.Probe, routes, cfg.Fallback.Cooldowns)
 	}
 	inner, err := s.groups(cfg, routes, est)
 	if err != nil {
@@ -260,6 +275,9 @@ func New(cfg Config) (*Stack, error) {
 		mws = append(mws, s.spend.Wrap)
 	}
 	s.model = portico.Chain(inner, mws...)
+	if s.prober != nil {
+		s.prober.start()
+	}
 	return s, nil
 }
 
