@@ -36,9 +36,7 @@ func (s *Store) settle(ctx context.Context, op *pendingSettle) error {
 		s.flushMu.Unlock()
 		ops := []pendingSettle{*op}
 		err := s.sendSettles(ctx, ops)
-		if err == nil {
-			s.applied(ops)
-		}
+		s.applied(ops, err)
 		return err
 	}
 	s.pending = append(s.pending, *op)
@@ -77,12 +75,12 @@ func (s *Store) sendPending() {
 		s.pending = s.pending[:copy(s.pending, s.pending[n:])]
 		s.flushMu.Unlock()
 		sent = append(sent[:0], batch...)
-		if err := s.sendSettles(context.Background(), merge(sent)); err != nil {
+		err := s.sendSettles(context.Background(), merge(sent))
+		if err != nil {
 			s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: settles lost (refunds: stricter; surcharges: looser)",
 				slog.Int("settles", n), slog.String("err", err.Error()))
-		} else {
-			s.applied(batch)
 		}
+		s.applied(batch, err)
 	}
 }
 
@@ -109,10 +107,15 @@ func (s *Store) sendSettles(ctx context.Context, ops []pendingSettle) error {
 	return err
 }
 
-// applied tells the test hook of ops, just applied.
-func (s *Store) applied(ops []pendingSettle) {
+// applied tells the test hook of ops, just applied, or, after err, of
+// unknown outcome (a zero applied time): a script whose reply was late or
+// lost may have run all the same.
+func (s *Store) applied(ops []pendingSettle, err error) {
 	if s.settled != nil {
 		now := time.Now()
+		if err != nil {
+			now = time.Time{}
+		}
 		for i := range ops {
 			s.settled(ops[i].key, ops[i].nums[4], ops[i].at, now)
 		}

@@ -119,8 +119,9 @@ type Store struct {
 	sending bool            // a goroutine sends pending
 	closed  bool            // Close was called: settles are sent by their callers
 	senders sync.WaitGroup
-	// settled, when set (tests), is told of each settle applied: its key,
-	// tokens, when it was queued and when the server's reply came.
+	// settled, when set (tests), is told of each settle sent: its key,
+	// tokens, when it was queued and when the server's reply came (zero
+	// when none came: the outcome is unknown).
 	settled func(key string, tokens float64, queued, applied time.Time)
 }
 
