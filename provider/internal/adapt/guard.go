@@ -211,21 +211,13 @@ func (m exchangeModel) Generate(ctx context.Context, req *portico.Request) (*por
 	hctx, cancel := context.WithCancelCause(c.r.Context())
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	x := &Exchange{Limit: m.g.maxBytes, TooLarge: errGuardTooLarge}
-	hr := c.r.Clone(hctx)
-	if m.to != nil {
-		if err := m.to(hr); err != nil {
-			stop()
-			cancel(nil)
-			return nil, err
-		}
+	hr, err := m.request(hctx, c)
+	if err != nil {
+		stop()
+		cancel(nil)
+		return nil, err
 	}
-	hr.Body = io.NopCloser(bytes.NewReader(c.body))
-	hr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
-	send := c.next
-	if m.client != nil {
-		send = m.client.Do
-	}
-	res, err := x.Watch(send(x.Begin(hr)))
+	res, err := x.Watch(m.sender(c)(x.Begin(hr)))
 	if err == nil && res.StatusCode < 400 && req.OnChunk != nil && isStream(res) {
 		err = firstEvent(res)
 		if err == nil {
@@ -239,29 +231,61 @@ func (m exchangeModel) Generate(ctx context.Context, req *portico.Request) (*por
 	defer stop()
 	defer cancel(nil)
 	if err != nil {
-		e := x.NewError(req.Model, err)
-		if !x.Stopped(ctx, e, m.g.d.Rules) {
-			x.Failed(e, m.g.d.Rules)
-		}
-		return nil, e
+		return nil, m.failed(ctx, x, req.Model, err)
 	}
+	return m.whole(ctx, c, x, req.Model, res)
+}
+
+// request is the call's HTTP request under hctx, with its body replayable
+// and m.to applied.
+func (m exchangeModel) request(hctx context.Context, c *call) (*http.Request, error) {
+	hr := c.r.Clone(hctx)
+	if m.to != nil {
+		if err := m.to(hr); err != nil {
+			return nil, err
+		}
+	}
+	hr.Body = io.NopCloser(bytes.NewReader(c.body))
+	hr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
+	return hr, nil
+}
+
+// sender sends a request: with m.client when there is one, else on down
+// the call's transport.
+func (m exchangeModel) sender(c *call) Next {
+	if m.client != nil {
+		return m.client.Do
+	}
+	return c.next
+}
+
+// failed is the classified error of an exchange that failed with err,
+// counted against the Rules unless ctx stopped it.
+func (m exchangeModel) failed(ctx context.Context, x *Exchange, model string, err error) *portico.Error {
+	e := x.NewError(model, err)
+	if !x.Stopped(ctx, e, m.g.d.Rules) {
+		x.Failed(e, m.g.d.Rules)
+	}
+	return e
+}
+
+// whole reads a whole answer's body, keeps res for the SDK with the body
+// put back, and returns the answer (its usage as the dialect reads it) or
+// the dialect's classification of an error status.
+func (m exchangeModel) whole(ctx context.Context, c *call, x *Exchange, model string, res *http.Response) (*portico.Response, error) {
 	b, rerr := io.ReadAll(res.Body)
 	res.Body.Close()
 	if rerr != nil {
-		e := x.NewError(req.Model, rerr)
-		if !x.Stopped(ctx, e, m.g.d.Rules) {
-			x.Failed(e, m.g.d.Rules)
-		}
-		return nil, e
+		return nil, m.failed(ctx, x, model, rerr)
 	}
 	res.Body = io.NopCloser(bytes.NewReader(b))
 	c.keep(res)
 	if res.StatusCode >= 400 {
 		e := m.g.d.Classify(res.StatusCode, res.Header, x.ErrBody)
-		e.Model = req.Model
+		e.Model = model
 		return nil, e
 	}
-	resp := &portico.Response{Model: req.Model, FinishReason: portico.FinishStop, RateLimit: m.rateLimit(x)}
+	resp := &portico.Response{Model: model, FinishReason: portico.FinishStop, RateLimit: m.rateLimit(x)}
 	if m.g.d.Usage != nil {
 		resp.Usage, _ = m.g.d.Usage(b)
 	}
