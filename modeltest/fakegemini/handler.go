@@ -216,23 +216,34 @@ func (c *call) validate() string {
 	if len(c.req.Contents) == 0 {
 		return "* GenerateContentRequest.contents: contents is not specified"
 	}
-	sig := c.m.ThoughtSignatures
 	for i, ct := range c.req.Contents {
-		for j, p := range ct.Parts {
-			at := "contents[" + strconv.Itoa(i) + "].parts[" + strconv.Itoa(j) + "]"
-			switch {
-			case p.InlineData != nil:
-				if _, err := base64.StdEncoding.DecodeString(p.InlineData.Data); err != nil {
-					return "Invalid value at '" + at + ".inline_data.data' (TYPE_BYTES), Base64 decoding failed"
-				}
-			case p.FunctionResponse != nil && p.FunctionResponse.Name == "":
-				return "* GenerateContentRequest." + at + ".function_response.name: Name cannot be empty."
-			case p.FunctionCall != nil && sig && j == firstCall(ct.Parts) && p.ThoughtSignature == "":
-				return "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly. Additional data, function call `" + p.FunctionCall.Name + "` , position " + strconv.Itoa(i+1) + "."
-			case p.FunctionCall != nil && p.ThoughtSignature != "" && p.ThoughtSignature != callSignature(c.req.model, p.FunctionCall) && !skipsValidator(p.ThoughtSignature):
-				return "Corrupted thought signature."
+		for j := range ct.Parts {
+			if why := c.partRefusal(ct.Parts, i, j); why != "" {
+				return why
 			}
 		}
+	}
+	return ""
+}
+
+// partRefusal returns the API's message for part j of content i, whose
+// parts are parts, or "": inline data that is not base64, a function
+// response without a name, and a function call without the thought
+// signature the model requires or with one it did not make.
+func (c *call) partRefusal(parts []part, i, j int) string {
+	p := parts[j]
+	at := "contents[" + strconv.Itoa(i) + "].parts[" + strconv.Itoa(j) + "]"
+	switch {
+	case p.InlineData != nil:
+		if _, err := base64.StdEncoding.DecodeString(p.InlineData.Data); err != nil {
+			return "Invalid value at '" + at + ".inline_data.data' (TYPE_BYTES), Base64 decoding failed"
+		}
+	case p.FunctionResponse != nil && p.FunctionResponse.Name == "":
+		return "* GenerateContentRequest." + at + ".function_response.name: Name cannot be empty."
+	case p.FunctionCall != nil && c.m.ThoughtSignatures && j == firstCall(parts) && p.ThoughtSignature == "":
+		return "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly. Additional data, function call `" + p.FunctionCall.Name + "` , position " + strconv.Itoa(i+1) + "."
+	case p.FunctionCall != nil && p.ThoughtSignature != "" && p.ThoughtSignature != callSignature(c.req.model, p.FunctionCall) && !skipsValidator(p.ThoughtSignature):
+		return "Corrupted thought signature."
 	}
 	return ""
 }
