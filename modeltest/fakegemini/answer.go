@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,6 +83,24 @@ const maxParallel = 128
 // calling returns the index of the declared function the model calls first,
 // or -1, and the declarations.
 func (c *call) calling() (int, []string, []json.RawMessage) {
+	names, params := c.declarations()
+	if len(names) == 0 || c.toolRoundsDone() {
+		return -1, nil, nil
+	}
+	mode := ""
+	var allowed []string
+	if tc := c.req.ToolConfig; tc != nil {
+		mode, allowed = tc.FunctionCallingConfig.Mode, tc.FunctionCallingConfig.AllowedFunctionNames
+	}
+	if mode == "NONE" || mode != "ANY" && !c.m.ToolCalls {
+		return -1, nil, nil
+	}
+	return firstAllowed(names, allowed), names, params
+}
+
+// declarations are the names and parameter schemas of the request's
+// declared functions, in order.
+func (c *call) declarations() ([]string, []json.RawMessage) {
 	var names []string
 	var params []json.RawMessage
 	for _, t := range c.req.Tools {
@@ -94,30 +113,29 @@ func (c *call) calling() (int, []string, []json.RawMessage) {
 			params = append(params, p)
 		}
 	}
-	if len(names) == 0 {
-		return -1, nil, nil
+	return names, params
+}
+
+// toolRoundsDone reports whether the last content answers function calls
+// and the model has made its ModelConfig.ToolRounds (at least 1) of them.
+func (c *call) toolRoundsDone() bool {
+	n := len(c.req.Contents)
+	if n == 0 {
+		return false
 	}
-	if n := len(c.req.Contents); n > 0 {
-		if ps := c.req.Contents[n-1].Parts; len(ps) > 0 && ps[0].FunctionResponse != nil && c.responseRounds() >= max(1, c.m.ToolRounds) {
-			return -1, nil, nil
-		}
-	}
-	mode := ""
-	var allowed []string
-	if tc := c.req.ToolConfig; tc != nil {
-		mode, allowed = tc.FunctionCallingConfig.Mode, tc.FunctionCallingConfig.AllowedFunctionNames
-	}
-	if mode == "NONE" || mode != "ANY" && !c.m.ToolCalls {
-		return -1, nil, nil
-	}
+	ps := c.req.Contents[n-1].Parts
+	return len(ps) > 0 && ps[0].FunctionResponse != nil && c.responseRounds() >= max(1, c.m.ToolRounds)
+}
+
+// firstAllowed is the index in names of the first of allowed that is
+// declared, or 0.
+func firstAllowed(names, allowed []string) int {
 	for _, a := range allowed {
-		for i, n := range names {
-			if n == a {
-				return i, names, params
-			}
+		if i := slices.Index(names, a); i >= 0 {
+			return i
 		}
 	}
-	return 0, names, params
+	return 0
 }
 
 // answer generates the answer to c.req, cut by maxOutputTokens and
