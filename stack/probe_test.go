@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -219,4 +220,24 @@ func TestProbeCooldown(t *testing.T) {
 			t.Errorf("probes of the limited route = %d, want 2 (at 10 s, at 40 s)", got)
 		}
 	})
+}
+
+// TestProbeConfig: New refuses a Probe without a Request, with a request
+// Validate refuses, or with a negative field, and starts no goroutine.
+func TestProbeConfig(t *testing.T) {
+	ping := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "ping")}}
+	for _, c := range []struct {
+		p    Probe
+		want string
+	}{
+		{Probe{}, "stack: Config.Probe.Request is nil"},
+		{Probe{Request: &portico.Request{}}, "stack: Config.Probe.Request: "},
+		{Probe{Request: ping, Interval: -time.Second}, "stack: Config.Probe: Interval, MaxPerInterval and Timeout must not be negative"},
+		{Probe{Request: ping, MaxPerInterval: -1}, "stack: Config.Probe: Interval, MaxPerInterval and Timeout must not be negative"},
+	} {
+		_, err := New(Config{Routes: []Route{route("a", modeltest.NewFake())}, Probe: &c.p})
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("New(Probe %+v) = %v, want %q", c.p, err, c.want)
+		}
+	}
 }
