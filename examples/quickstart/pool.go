@@ -48,81 +48,109 @@ func runPool(ctx context.Context, n, c int) ([3]poolPhase, error) {
 	var keys []stack.Key
 	var counts [3]func() int
 	for i, label := range poolKeys {
-		mc := fakeopenai.ModelConfig{Name: "m", Latency: 5 * time.Millisecond, OutputTokens: outputTokens}
-		healthy, err := fakeopenai.New(fakeopenai.Config{Models: []fakeopenai.ModelConfig{mc}})
-		if err != nil {
-			return res, err
-		}
-		mc.Faults = []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 1, RetryAfterMsHeader: poolStorm}}
-		stormy, err := fakeopenai.New(fakeopenai.Config{Models: []fakeopenai.ModelConfig{mc}})
-		if err != nil {
-			return res, err
-		}
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if i == 1 && storm.Load() {
-				stormy.Handler().ServeHTTP(w, r)
-				return
-			}
-			healthy.Handler().ServeHTTP(w, r)
-		})
-		srv, err := fakeopenai.StartPipe(fakeopenai.Config{Handler: h})
+		key, srv, err := poolKey(i, label, &storm)
 		if err != nil {
 			return res, err
 		}
 		defer srv.Close()
-		secret := fmt.Sprintf("sk-fake-%d", i) // never printed: the label names the key
-		m := openai.New(openai.Config{Model: "m"}, openaisdk.WithBaseURL(srv.BaseURL()), openaisdk.WithAPIKey(secret), openaisdk.WithHTTPClient(srv.Client()))
-		keys = append(keys, stack.Key{Label: label, Model: m, Weight: poolWeights[i]})
+		keys = append(keys, key)
 		counts[i] = func() int { return srv.Count("m") }
 	}
-	r := routeOf(routeOpenAI, &endpoint{}, nil)
-	r.Name, r.Model = "", nil
-	routes, g, err := stack.Pool("gpt", r, keys...)
+	s, index, err := poolStack(keys)
 	if err != nil {
 		return res, err
 	}
-	s, err := stack.New(stack.Config{Routes: routes, Groups: []stack.Group{g}, Deadline: requestDeadline})
-	if err != nil {
-		return res, err
-	}
-	index := map[string]int{}
-	for i, rt := range routes {
-		index[rt.Name] = i
-	}
-	var mu sync.Mutex
 	for p := range res {
-		ph := &res[p]
 		storm.Store(p == 1)
-		var before [3]int
-		for k := range counts {
-			before[k] = counts[k]()
-		}
-		each(n/3, c, func() {
-			resp, err := s.Generate(ctx, routeReq)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				ph.failed++
-				return
-			}
-			ph.answers[index[resp.Route]]++
-			for _, h := range resp.Hops {
-				switch {
-				case h.Err != nil:
-					ph.moved++
-				case h.Reason == "cooldown":
-					ph.skipped++
-				}
-			}
-		})
-		for k := range counts {
-			ph.calls[k] = counts[k]() - before[k]
-		}
+		runPoolPhase(ctx, &res[p], s, index, counts, n/3, c)
 		if p == 1 {
 			time.Sleep(poolStorm + 20*time.Millisecond) // the storm is over once key-2's Retry-After has passed
 		}
 	}
 	return res, nil
+}
+
+// poolKey is key i of the pool, labelled label, and its fake server
+// (for the caller to close): healthy, but key-2's answers every call 429
+// while storm is set.
+func poolKey(i int, label string, storm *atomic.Bool) (stack.Key, *fakeopenai.Server, error) {
+	mc := fakeopenai.ModelConfig{Name: "m", Latency: 5 * time.Millisecond, OutputTokens: outputTokens}
+	healthy, err := fakeopenai.New(fakeopenai.Config{Models: []fakeopenai.ModelConfig{mc}})
+	if err != nil {
+		return stack.Key{}, nil, err
+	}
+	mc.Faults = []fakeopenai.Fault{{Kind: fakeopenai.FaultStatus, Status: 429, Fraction: 1, RetryAfterMsHeader: poolStorm}}
+	stormy, err := fakeopenai.New(fakeopenai.Config{Models: []fakeopenai.ModelConfig{mc}})
+	if err != nil {
+		return stack.Key{}, nil, err
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if i == 1 && storm.Load() {
+			stormy.Handler().ServeHTTP(w, r)
+			return
+		}
+		healthy.Handler().ServeHTTP(w, r)
+	})
+	srv, err := fakeopenai.StartPipe(fakeopenai.Config{Handler: h})
+	if err != nil {
+		return stack.Key{}, nil, err
+	}
+	secret := fmt.Sprintf("sk-fake-%d", i) // never printed: the label names the key
+	m := openai.New(openai.Config{Model: "m"}, openaisdk.WithBaseURL(srv.BaseURL()), openaisdk.WithAPIKey(secret), openaisdk.WithHTTPClient(srv.Client()))
+	return stack.Key{Label: label, Model: m, Weight: poolWeights[i]}, srv, nil
+}
+
+// poolStack is the stack over keys' pool, and each of its routes' index
+// by name.
+func poolStack(keys []stack.Key) (*stack.Stack, map[string]int, error) {
+	r := routeOf(routeOpenAI, &endpoint{}, nil)
+	r.Name, r.Model = "", nil
+	routes, g, err := stack.Pool("gpt", r, keys...)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := stack.New(stack.Config{Routes: routes, Groups: []stack.Group{g}, Deadline: requestDeadline})
+	if err != nil {
+		return nil, nil, err
+	}
+	index := map[string]int{}
+	for i, rt := range routes {
+		index[rt.Name] = i
+	}
+	return s, index, nil
+}
+
+// runPoolPhase sends n requests through s, c at once, and counts in ph
+// each key's calls (read from counts) and answers (its route's index in
+// index), the hops moved on after an error or skipped cooling down, and
+// the failures.
+func runPoolPhase(ctx context.Context, ph *poolPhase, s *stack.Stack, index map[string]int, counts [3]func() int, n, c int) {
+	var mu sync.Mutex
+	var before [3]int
+	for k := range counts {
+		before[k] = counts[k]()
+	}
+	each(n, c, func() {
+		resp, err := s.Generate(ctx, routeReq)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			ph.failed++
+			return
+		}
+		ph.answers[index[resp.Route]]++
+		for _, h := range resp.Hops {
+			switch {
+			case h.Err != nil:
+				ph.moved++
+			case h.Reason == "cooldown":
+				ph.skipped++
+			}
+		}
+	})
+	for k := range counts {
+		ph.calls[k] = counts[k]() - before[k]
+	}
 }
 
 func printPool(out io.Writer, res [3]poolPhase, n int) {
