@@ -118,6 +118,15 @@ type Config struct {
 	// 7:3 put 70% and 30% of the requests first on each route, and a
 	// fallback or a hedge goes to the next route in the same proportions.
 	Weights []float64
+	// Headroom, when non-nil, returns what is left of route i's rate
+	// limits for req, in [0, 1] (ratelimit's Limiter.Headroom; package
+	// stack sets it to each route's limiter): the group sets each
+	// candidate's [rank.Candidate].Spent to 1 minus it, which [rank.Split]
+	// weighs by, so a weighted split moves traffic off a route whose
+	// provider reports its limits nearly used, before it answers 429. Nil
+	// means Spent 0. It must be fast, never block, and be safe for
+	// concurrent use.
+	Headroom func(i int, req *portico.Request) float64
 	// Hedge, when non-nil, hedges a request that has not answered after the
 	// Hedger's delay to the next candidate that passes the filter, as
 	// [hedge.Hedger.Run] races attempts: the first answer wins and the others

@@ -215,6 +215,11 @@ func (r *request) rank(ctx context.Context) ([]rank.Candidate, error) {
 		if w := r.g.cfg.Weights; w != nil {
 			cd.Weight = w[i]
 		}
+		if h := r.g.cfg.Headroom; h != nil {
+			if x := h(i, r.req); x < 1 { // NaN: nothing known, Spent 0
+				cd.Spent = 1 - max(x, 0)
+			}
+		}
 		r.g.stats.Fill(&cd)
 		cands = append(cands, cd)
 	}

@@ -41,6 +41,14 @@ type Candidate struct {
 	// Weight is the route's static preference, > 0 (1 unless the layer has
 	// weights); the built-in policies divide their score by it.
 	Weight float64
+	// Spent is how much of the route's rate limit is used, in [0, 1]: 1
+	// minus the headroom of the tightest of its limiter's buckets for the
+	// request (ratelimit's Limiter.Headroom, lowered by the provider's
+	// x-ratelimit headers), set by the layer before [Table.Fill]; 0, the
+	// zero value, when the layer reads none. [Split] weighs a candidate
+	// by Weight·(1-Spent), so traffic moves off a route before it answers
+	// 429.
+	Spent float64
 	// Draw is a uniform random number in (0, 1], drawn by [Table.Fill]
 	// once per candidate of each request, for a policy that splits
 	// traffic at random ([Split]) and stays a pure function of the
@@ -92,9 +100,11 @@ func Order(cands []Candidate, p Policy) []Candidate {
 // 70% and 30%), and the order of the rest is a weighted draw without
 // replacement among them (Efraimidis and Spirakis, "Weighted random
 // sampling with a reservoir", 2006): a fallback tries, and a hedge goes
-// to, the next candidate in the same proportions. It reads nothing the
-// layer measured.
-func Split(c Candidate) float64 { return -math.Log(c.Draw) / c.Weight }
+// to, the next candidate in the same proportions. Each weight is scaled by
+// the candidate's headroom, 1-Spent (a key at 10% of its limits gets 10%
+// of its share; one at none goes last); it reads nothing else the layer
+// measured.
+func Split(c Candidate) float64 { return -math.Log(c.Draw) / (c.Weight * (1 - c.Spent)) }
 
 // ByCost scores by estimated price, divided by weight: the cheapest route
 // first.

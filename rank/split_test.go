@@ -28,3 +28,17 @@ func TestSplit(t *testing.T) {
 		t.Errorf("100 Fills drew %d distinct values, want a new draw each time", len(seen))
 	}
 }
+
+// TestSplitHeadroom: Split weighs a candidate by Weight·(1-Spent), so one
+// at 10% headroom scores as a tenth of its weight, and one with none left
+// scores +Inf (last), whatever its draw.
+func TestSplitHeadroom(t *testing.T) {
+	if got := Split(Candidate{Draw: math.Exp(-2), Weight: 4, Spent: 0.9}); math.Abs(got-5) > 1e-9 {
+		t.Errorf("Split(Draw e^-2, Weight 4, Spent 0.9) = %v, want 5", got)
+	}
+	for _, d := range []float64{1, 0.5} {
+		if got := Policy(Split).Score(Candidate{Draw: d, Weight: 1, Spent: 1}); !math.IsInf(got, 1) {
+			t.Errorf("Split(Draw %v, Spent 1) = %v, want +Inf", d, got)
+		}
+	}
+}

@@ -160,7 +160,10 @@
 // pool/label, each with its own breaker (a 401/402/403 opens it; a 429
 // does not), cooldown to its Retry-After, limiter learning the key's
 // x-ratelimit headers and retry budget, so that a key out of quota or
-// revoked is skipped and the others serve.
+// revoked is skipped and the others serve. A Weighted group weighs each
+// route by its limiter's headroom too ([ratelimit.Limiter.Headroom]), so
+// a key whose headers report its limits nearly used gets less of the
+// traffic before it answers 429.
 //
 // Config.Probe starts a prober ([Probe]; [Stack.Close] stops it): every
 // Interval it sends its tiny request through the layers of each route

@@ -32,7 +32,9 @@ type Kind interface {
 // split at 7:3. It is Config.Fallback with these Weights ([rank.Split]
 // when Fallback.Policy is nil): the next route after a failure, and the
 // route a hedge goes to (Config.Hedge), are drawn in the same
-// proportions among the rest.
+// proportions among the rest. Each weight is scaled by its route's
+// headroom, what its limiter has left for the request (1 without a
+// limiter): a route at 10% of its limits gets about 10% of its share.
 //
 // [rank.Split]: https://pkg.go.dev/github.com/portico-llm/portico/rank#Split
 type Weighted []float64

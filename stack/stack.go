@@ -322,6 +322,9 @@ func (s *Stack) group(cfg Config, routes []portico.Route, est portico.Estimator)
 	}
 	fc := cfg.Fallback
 	fc.Routes = routes
+	if fc.Headroom == nil {
+		fc.Headroom = s.headroom(routes)
+	}
 	if len(routes) > 1 {
 		fc.Hedge = h
 	} else if h != nil {

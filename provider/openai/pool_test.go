@@ -225,7 +225,9 @@ func TestPoolUnusableKey(t *testing.T) {
 // TestPoolLearnsKeyLimits: each key's limiter learns its own key's
 // limits from its x-ratelimit headers. Key a's server allows 5 requests
 // a minute and answers a 6th with 429, key b's 1,000; each key's limiter
-// is configured at 1,000. Over 60 requests in 6 s (virtual time), a's
+// is configured at 1,000, and a weighs 1,000 to b's 1 (so that, weighed
+// by its headroom, remaining/1,000, a still draws at least half the
+// requests until none remain). Over 60 requests in 6 s (virtual time), a's
 // server sees 5 requests and no 429 (its limiter holds it once the
 // headers say none remain, and the pool moves on to b); without
 // limiters it sees a 6th, answered 429. Every request is answered.
@@ -237,6 +239,7 @@ func TestPoolLearnsKeyLimits(t *testing.T) {
 			var throttled atomic.Int64
 			fa, a := poolKey(t, "a", "sk-a-secret", &on, fakeopenai.ModelConfig{OutputTokens: 4, RateLimit: &fakeopenai.RateLimit{Requests: 5, Enforce: true}}, &throttled)
 			fb, b := poolKey(t, "b", "sk-b-secret", &on, fakeopenai.ModelConfig{OutputTokens: 4, RateLimit: &fakeopenai.RateLimit{Requests: 1000, Enforce: true}})
+			a.Weight = 1000
 			r := poolRoute
 			if limited {
 				r.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Requests: 1000}}
