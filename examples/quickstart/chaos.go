@@ -347,6 +347,15 @@ const heapSlack = 2 << 20
 func (v *invariants) violations(maxOvershoot time.Duration) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	v.callViolations(add, maxOvershoot)
+	v.leakViolations(add)
+	return out
+}
+
+// callViolations adds the broken invariants of the run's calls: each
+// request accepted or failed classified, attempts within the budgets'
+// bound, none started or returned late, each side effect run once.
+func (v *invariants) callViolations(add func(format string, args ...any), maxOvershoot time.Duration) {
 	failed := 0
 	for _, n := range v.failed {
 		failed += n
@@ -368,6 +377,12 @@ func (v *invariants) violations(maxOvershoot time.Duration) []string {
 	if v.effectTwice != 0 || v.effectKeys == 0 {
 		add("%d of %d execution keys ran their side effect twice (want none of some)", v.effectTwice, v.effectKeys)
 	}
+}
+
+// leakViolations adds the broken invariants of what the run left behind:
+// no goroutines, file descriptors or heap past heapSlack, some spans and
+// log records, and the prompt's canary in none of them nor in errors.
+func (v *invariants) leakViolations(add func(format string, args ...any)) {
 	if v.goroutinesLeft != nil {
 		add("goroutines left: %v", v.goroutinesLeft)
 	}
@@ -383,7 +398,6 @@ func (v *invariants) violations(maxOvershoot time.Duration) []string {
 	if v.spanLeaks+v.recordLeaks+v.errorLeaks != 0 {
 		add("the prompt's canary is in %d spans, %d log records and %d error strings", v.spanLeaks, v.recordLeaks, v.errorLeaks)
 	}
-	return out
 }
 
 // print writes the run's invariants, one line each.
