@@ -233,7 +233,7 @@ func TestProtectSpans(t *testing.T) {
 	}
 	for _, s := range got {
 		for _, a := range s.Attributes {
-			if strings.Contains(a.Value.Emit(), secret) {
+			if strings.Contains(a.Value.String(), secret) {
 				t.Errorf("span %q attribute %s carries the prompt", s.Name, a.Key)
 			}
 		}
