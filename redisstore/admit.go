@@ -27,7 +27,24 @@ func (s *Store) admission() admit.Store {
 // client resends it. An error leaves every step not done; each layer then
 // asks its own operation, which fails at once during an outage.
 func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
-	keys := make([]string, 0, 5)
+	keys, arg := s.admitArgs(p)
+	var res []int64
+	err := s.do(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = admitScript.Run(ctx, s.c, keys, arg, s.opTTL).Int64Slice()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return applyAdmit(p, res)
+}
+
+// admitArgs returns [admitScript]'s KEYS and packed ARGV[1] for p; the
+// operation's record is tagged with the first take's key, else the
+// deposit's destination.
+func (s *Store) admitArgs(p *admit.Plan) (keys []string, arg string) {
+	keys = make([]string, 0, 5)
 	var buf [192]byte
 	a := strconv.AppendInt(buf[:0], int64(p.NBuckets), 10)
 	tagged := ""
@@ -42,14 +59,10 @@ func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
 	if d := &p.Deposit; p.HasDeposit {
 		k := s.key("rb", d.Dest)
 		keys = append(keys, k+":c:"+part(d.Client))
-		dk := ""
-		if d.DestinationCapacity > 0 {
-			dk = k + ":d"
-		}
 		a = packNums(a, 1, float64(d.Deposit), float64(d.Capacity), float64(d.DestinationDeposit),
 			float64(d.DestinationCapacity), float64(s.budgetTTL.Milliseconds()))
-		if dk != "" {
-			keys = append(keys, dk)
+		if d.DestinationCapacity > 0 {
+			keys = append(keys, k+":d")
 		}
 		if tagged == "" {
 			tagged = d.Dest
@@ -58,16 +71,12 @@ func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
 		a = packNums(a, 0)
 	}
 	keys = append(keys, s.opKey(tagged))
-	arg := string(a)
-	var res []int64
-	err := s.do(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = admitScript.Run(ctx, s.c, keys, arg, s.opTTL).Int64Slice()
-		return err
-	})
-	if err != nil {
-		return err
-	}
+	return keys, string(a)
+}
+
+// applyAdmit marks in p the steps [admitScript]'s reply res says are done,
+// and the refusing take's wait; a reply of another shape is an error.
+func applyAdmit(p *admit.Plan, res []int64) error {
 	if len(res) != 3 || res[0] < 0 || res[0] > int64(p.NBuckets) {
 		return errors.New("redisstore: admit: malformed reply")
 	}
