@@ -71,22 +71,7 @@ func (a *admission) Generate(ctx context.Context, req *portico.Request) (*portic
 		return a.next.Generate(ctx, req) // the layers below decide, as without a plan
 	}
 	p := new(admit.Plan)
-	n := 0
-	if a.client != nil && a.client.PlanAdmission(req, p) {
-		n++
-	}
-	if a.route != nil || a.retry != nil {
-		rreq := req
-		if a.first.ModelName != "" && a.first.ModelName != req.Model || req.Prefix != "" {
-			rreq = a.first.RequestFor(req) // as the route's layers will see it
-		}
-		if a.route != nil && a.route.PlanAdmission(rreq, p) {
-			n++
-		}
-		if a.retry != nil && a.retry.PlanAdmission(rreq, p) {
-			n++
-		}
-	}
+	n := a.plan(req, p)
 	if n < 2 || a.store.Admit(ctx, p) != nil {
 		// One step, or the store could not decide: each layer asks its
 		// own (during an outage, failing at once as this did).
@@ -95,4 +80,27 @@ func (a *admission) Generate(ctx context.Context, req *portico.Request) (*portic
 	resp, err := a.next.Generate(admit.With(ctx, p), req)
 	p.Unclaimed(ctx)
 	return resp, err
+}
+
+// plan adds to p the steps of req's admission the client's limiter, the
+// route's and the retry budget plan, and returns how many planned one.
+func (a *admission) plan(req *portico.Request, p *admit.Plan) int {
+	n := 0
+	if a.client != nil && a.client.PlanAdmission(req, p) {
+		n++
+	}
+	if a.route == nil && a.retry == nil {
+		return n
+	}
+	rreq := req
+	if a.first.ModelName != "" && a.first.ModelName != req.Model || req.Prefix != "" {
+		rreq = a.first.RequestFor(req) // as the route's layers will see it
+	}
+	if a.route != nil && a.route.PlanAdmission(rreq, p) {
+		n++
+	}
+	if a.retry != nil && a.retry.PlanAdmission(rreq, p) {
+		n++
+	}
+	return n
 }
