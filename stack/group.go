@@ -70,6 +70,56 @@ func (s *Stack) groups(cfg Config, routes []portico.Route, est portico.Estimator
 	if cfg.Fallback.Cooldowns == nil {
 		cfg.Fallback.Cooldowns, _ = fallback.NewMemoryCooldowns(0)
 	}
+	d, err := s.newDispatch(cfg, routes, est)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.addGroups(d, cfg, routes, est); err != nil {
+		return nil, err
+	}
+	if err := checkAliases(cfg.Aliases, d.groups); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// addGroups builds each of Config.Groups into d, the first its default;
+// with Groups, every route must be in one.
+func (s *Stack) addGroups(d *dispatch, cfg Config, routes []portico.Route, est portico.Estimator) error {
+	index := make(map[string]int, len(routes))
+	for i, r := range routes {
+		index[r.Name] = i
+	}
+	used := make([]bool, len(routes))
+	for gi, g := range cfg.Groups {
+		if g.Name == "" || d.groups[g.Name] != nil {
+			return fmt.Errorf("stack: group %d needs a Name of its own (%q)", gi, g.Name)
+		}
+		rs, err := groupRoutes(g, routes, index, used)
+		if err != nil {
+			return err
+		}
+		m, err := s.kind(cfg, g.Kind, rs, est, g.Name)
+		if err != nil {
+			return err
+		}
+		d.groups[g.Name] = m
+		if gi == 0 {
+			d.def = m
+		}
+	}
+	if len(cfg.Groups) > 0 {
+		if err := checkUsed(routes, used); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newDispatch returns groups' dispatch before its groups are added: with
+// the group of every route (Config.Kind) its default when there are no
+// Config.Groups; Config.Kind set with Groups is an error.
+func (s *Stack) newDispatch(cfg Config, routes []portico.Route, est portico.Estimator) (*dispatch, error) {
 	d := &dispatch{groups: make(map[string]portico.Model, len(cfg.Groups)), aliases: cfg.Aliases}
 	if len(cfg.Groups) == 0 {
 		var err error
@@ -79,51 +129,51 @@ func (s *Stack) groups(cfg Config, routes []portico.Route, est portico.Estimator
 	} else if cfg.Kind != nil {
 		return nil, errors.New("stack: Config.Kind is set with Config.Groups: set each Group's Kind")
 	}
-	index := make(map[string]int, len(routes))
-	for i, r := range routes {
-		index[r.Name] = i
-	}
-	used := make([]bool, len(routes))
-	for gi, g := range cfg.Groups {
-		if g.Name == "" || d.groups[g.Name] != nil {
-			return nil, fmt.Errorf("stack: group %d needs a Name of its own (%q)", gi, g.Name)
-		}
-		if len(g.Routes) == 0 {
-			return nil, fmt.Errorf("stack: group %q has no routes", g.Name)
-		}
-		rs := make([]portico.Route, 0, len(g.Routes))
-		seen := make(map[string]bool, len(g.Routes))
-		for _, name := range g.Routes {
-			i, ok := index[name]
-			if !ok || seen[name] {
-				return nil, fmt.Errorf("stack: group %q: route %q is not in Config.Routes, or listed twice", g.Name, name)
-			}
-			seen[name], used[i] = true, true
-			rs = append(rs, routes[i])
-		}
-		m, err := s.kind(cfg, g.Kind, rs, est, g.Name)
-		if err != nil {
-			return nil, err
-		}
-		d.groups[g.Name] = m
-		if gi == 0 {
-			d.def = m
-		}
-	}
-	for i, u := range used {
-		if !u && len(cfg.Groups) > 0 {
-			return nil, fmt.Errorf("stack: route %q is in no group", routes[i].Name)
-		}
-	}
-	for alias, target := range cfg.Aliases {
-		if alias == "" || target == "" || d.groups[alias] != nil {
-			return nil, fmt.Errorf("stack: alias %q -> %q: an alias and its target are non-empty, and no alias is a group's Name", alias, target)
-		}
-		if _, ok := cfg.Aliases[target]; ok {
-			return nil, fmt.Errorf("stack: alias %q -> %q names another alias", alias, target)
-		}
-	}
 	return d, nil
+}
+
+// checkUsed reports the first of routes that no group used.
+func checkUsed(routes []portico.Route, used []bool) error {
+	for i, u := range used {
+		if !u {
+			return fmt.Errorf("stack: route %q is in no group", routes[i].Name)
+		}
+	}
+	return nil
+}
+
+// groupRoutes returns g's routes, found by name in routes (index maps a
+// name to its position there), and marks each one used; a group without
+// routes, or naming one not in routes or twice, is an error.
+func groupRoutes(g Group, routes []portico.Route, index map[string]int, used []bool) ([]portico.Route, error) {
+	if len(g.Routes) == 0 {
+		return nil, fmt.Errorf("stack: group %q has no routes", g.Name)
+	}
+	rs := make([]portico.Route, 0, len(g.Routes))
+	seen := make(map[string]bool, len(g.Routes))
+	for _, name := range g.Routes {
+		i, ok := index[name]
+		if !ok || seen[name] {
+			return nil, fmt.Errorf("stack: group %q: route %q is not in Config.Routes, or listed twice", g.Name, name)
+		}
+		seen[name], used[i] = true, true
+		rs = append(rs, routes[i])
+	}
+	return rs, nil
+}
+
+// checkAliases reports an alias that is empty, has an empty target, is a
+// group's name or names another alias.
+func checkAliases(aliases map[string]string, groups map[string]portico.Model) error {
+	for alias, target := range aliases {
+		if alias == "" || target == "" || groups[alias] != nil {
+			return fmt.Errorf("stack: alias %q -> %q: an alias and its target are non-empty, and no alias is a group's Name", alias, target)
+		}
+		if _, ok := aliases[target]; ok {
+			return fmt.Errorf("stack: alias %q -> %q names another alias", alias, target)
+		}
+	}
+	return nil
 }
 
 // kind builds the group of routes that k chooses among (nil: the
