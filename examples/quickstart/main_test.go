@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/binom"
 	"github.com/portico-llm/portico/retry"
 )
@@ -23,8 +22,8 @@ func TestMain(m *testing.M) {
 // what must hold whatever the faults and the machine's speed: every request
 // ends accepted or with a classified error; each fake server saw exactly
 // the attempts its route sent, no more (no SDK retries) and no fewer; the
-// answers the caller got are those the routes gave, from all three
-// providers; and each route's retries stay within its budgets.
+// answers the caller got are those the routes gave, from at least two of
+// them; and each route's retries stay within its budgets.
 func TestQuickstart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about a second of real HTTP load")
@@ -43,7 +42,7 @@ func TestQuickstart(t *testing.T) {
 		t.Errorf("requests = %d: accepted %d + failed %d, %d unclassified; want %d, each accepted or a *portico.Error",
 			res.requests, res.accepted, failed, res.unclassified, cfg.requests)
 	}
-	answers := 0
+	answers, answering := 0, 0
 	for i := range res.routes {
 		rs, name := &res.routes[i], providers[i].name
 		answers += rs.answers
@@ -52,8 +51,11 @@ func TestQuickstart(t *testing.T) {
 			t.Errorf("%s: server saw %d requests, the route sent %d of %d attempts; want equal", name, rs.server, rs.sent, rs.attempts)
 		}
 		// The route's answers are the caller's answers stamped with it.
-		if rs.answered != rs.answers || rs.answers == 0 {
-			t.Errorf("%s: answered %d calls, the caller got %d answers from it; want equal and some", name, rs.answered, rs.answers)
+		if rs.answered != rs.answers {
+			t.Errorf("%s: answered %d calls, the caller got %d answers from it; want equal", name, rs.answered, rs.answers)
+		}
+		if rs.answers > 0 {
+			answering++
 		}
 		// Retry budgets: per (route, client) at most Burst + Ratio * calls.
 		if bound := float64(cfg.clients*retry.DefaultBudgetBurst) + 0.1*float64(rs.calls); float64(rs.retries) > bound {
@@ -69,10 +71,22 @@ func TestQuickstart(t *testing.T) {
 	if len(res.spent) != cfg.clients || slices.Min(res.spent) <= 0 {
 		t.Errorf("spend per tenant = %v, want %d tenants who each spent something", res.spent, cfg.clients)
 	}
+	// Which routes answer depends on the machine's speed (cooldowns and
+	// breakers end on real time), but a fallback always shows: at least two
+	// routes answer.
+	if answering < 2 {
+		t.Errorf("%d routes answered; want the fallback to show in at least two", answering)
+	}
 	// OpenAI's first 12 requests are refused for longer than the stack
-	// waits: each moves on to Anthropic.
-	if o := &res.routes[routeOpenAI]; o.failed[portico.RateLimited] < 12 || o.fallbacks < 12 {
-		t.Errorf("openai: %d rate-limited calls, %d fallbacks; want at least the 12 scripted", o.failed[portico.RateLimited], o.fallbacks)
+	// waits: each moves on. On a loaded machine the primary's share of the
+	// deadline may end before a 429 arrives, so any failure class counts.
+	o := &res.routes[routeOpenAI]
+	failedOpenAI := 0
+	for _, n := range o.failed {
+		failedOpenAI += n
+	}
+	if failedOpenAI < 12 || o.fallbacks < 12 {
+		t.Errorf("openai: %d failed calls (%v), %d fallbacks; want at least the 12 scripted", failedOpenAI, o.failed, o.fallbacks)
 	}
 	// Every request marks its system prompt as a cache breakpoint: the
 	// Anthropic fake writes it once and reads it after, the others report
