@@ -209,31 +209,56 @@ func New(cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Probe != nil {
-		if err := cfg.Probe.check(); err != nil {
-			return nil, err
-		}
-		if cfg.Fallback.Cooldowns == nil { // one store, the group's and the prober's
-			cfg.Fallback.Cooldowns, _ = fallback.NewMemoryCooldowns(0)
-		}
-		s.prober = s.watch(*cfg.Probe, routes, cfg.Fallback.Cooldowns)
+	if err := s.buildProber(&cfg, routes); err != nil {
+		return nil, err
 	}
 	inner, err := s.groups(cfg, routes, est)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.buildOuter(cfg, est); err != nil {
+		return nil, err
+	}
+	s.model = portico.Chain(inner, s.middlewares(cfg, routes)...)
+	if s.prober != nil {
+		s.prober.start()
+	}
+	return s, nil
+}
+
+// buildProber checks cfg.Probe and, when set, builds the prober over
+// routes; the group and the prober then share cfg.Fallback.Cooldowns (a
+// memory store when it is nil).
+func (s *Stack) buildProber(cfg *Config, routes []portico.Route) error {
+	if cfg.Probe == nil {
+		return nil
+	}
+	if err := cfg.Probe.check(); err != nil {
+		return err
+	}
+	if cfg.Fallback.Cooldowns == nil { // one store, the group's and the prober's
+		cfg.Fallback.Cooldowns, _ = fallback.NewMemoryCooldowns(0)
+	}
+	s.prober = s.watch(*cfg.Probe, routes, cfg.Fallback.Cooldowns)
+	return nil
+}
+
+// buildOuter builds the layers above the group that cfg sets, in order:
+// the client limiter, the tenant's layers, the guard and the in-flight cap.
+func (s *Stack) buildOuter(cfg Config, est portico.Estimator) error {
+	var err error
 	if cfg.Client != nil {
 		c := placeLimiter(*cfg.Client, ratelimit.ByClient, portico.ClientLimit, "client")
 		if s.client, err = ratelimit.New(c); err != nil {
-			return nil, fmt.Errorf("stack: Config.Client: %w", err)
+			return fmt.Errorf("stack: Config.Client: %w", err)
 		}
 	}
 	if err := s.buildTenant(cfg, est); err != nil {
-		return nil, err
+		return err
 	}
 	if cfg.Guard != nil {
 		if s.guard, err = guard.New(*cfg.Guard); err != nil {
-			return nil, fmt.Errorf("stack: Config.Guard: %w", err)
+			return fmt.Errorf("stack: Config.Guard: %w", err)
 		}
 	}
 	if cfg.InFlight != nil {
@@ -242,9 +267,16 @@ func New(cfg Config) (*Stack, error) {
 			c.Shared.Name = "inflight"
 		}
 		if s.inflight, err = inflight.New(c); err != nil {
-			return nil, fmt.Errorf("stack: Config.InFlight: %w", err)
+			return fmt.Errorf("stack: Config.InFlight: %w", err)
 		}
 	}
+	return nil
+}
+
+// middlewares returns the layers above the group, outermost first: the
+// tracer, the guard, the cache, Config.Middleware, the deadline, the
+// admission, the client limiter, the in-flight cap and the spend budgets.
+func (s *Stack) middlewares(cfg Config, routes []portico.Route) []portico.Middleware {
 	var mws []portico.Middleware
 	if cfg.Tracer != nil {
 		mws = append(mws, cfg.Tracer.Wrap)
@@ -274,11 +306,7 @@ func New(cfg Config) (*Stack, error) {
 	if s.spend != nil {
 		mws = append(mws, s.spend.Wrap)
 	}
-	s.model = portico.Chain(inner, mws...)
-	if s.prober != nil {
-		s.prober.start()
-	}
-	return s, nil
+	return mws
 }
 
 // buildRoutes checks each route of rcs and builds its layers, in order.
