@@ -15,6 +15,8 @@ import (
 // of 10 ms one after the other (20 ms either way). With every slot taken,
 // B's call queued before A's: PLAS serves B first (20 ms < 40 ms), ATLAS
 // serves A first (10 ms < 20 ms), and FCFS per call B, which came first.
+// The slots free one at a time, so that the queue's choice alone decides
+// which call starts first.
 func TestATLASCriticalPath(t *testing.T) {
 	for _, c := range []struct {
 		order Order
@@ -45,8 +47,8 @@ func TestATLASCriticalPath(t *testing.T) {
 				wg.Go(func() { call("A", 10) })
 			}
 			wg.Wait()
-			for range 4 { // every slot taken for 10 ms
-				wg.Go(func() { call("", 10) })
+			for i := range 4 { // every slot taken, one freed at each of 10, 11, 12 and 13 ms
+				wg.Go(func() { call("", 10+i) })
 			}
 			synctest.Wait()
 			wg.Go(func() { call("B", 1) })
