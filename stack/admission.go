@@ -30,7 +30,10 @@ type admission struct {
 // client (nil: none) and whose first route is first, built as b, or nil
 // when fewer than two of those steps join one store: one step alone costs
 // its layer one round trip either way.
-func newAdmission(client *ratelimit.Limiter, first portico.Route, b *built) func(portico.Model) portico.Model {
+func newAdmission(client *ratelimit.Limiter, first portico.Route, b *built, plain bool) func(portico.Model) portico.Model {
+	if !plain {
+		return nil // each layer asks its own: a plan would charge the first route for traffic sent elsewhere
+	}
 	a := admission{first: first}
 	joined := 0
 	join := func(s admit.Store) bool {
@@ -77,9 +80,20 @@ func (a *admission) Generate(ctx context.Context, req *portico.Request) (*portic
 		// own (during an outage, failing at once as this did).
 		return a.next.Generate(ctx, req)
 	}
-	resp, err := a.next.Generate(admit.With(ctx, p), req)
-	p.Unclaimed(ctx)
-	return resp, err
+	defer p.Unclaimed(ctx) // even through a panic below
+	return a.next.Generate(admit.With(ctx, p), req)
+}
+
+// firstIsNext reports whether, under cfg, a request admitted by the client
+// limiter goes next to the first route whenever it can: no kind, group,
+// alias, policy or weights sends it elsewhere, and no layer between the
+// client limiter and the routes (an in-flight cap, a spend budget) refuses
+// it. Only then does the admission plan the first route's steps: a planned
+// take the request never uses gives back its tokens, but its request stays
+// counted on the route's bucket.
+func firstIsNext(cfg Config) bool {
+	return cfg.Kind == nil && len(cfg.Groups) == 0 && len(cfg.Aliases) == 0 &&
+		cfg.Fallback.Policy == nil && len(cfg.Fallback.Weights) == 0 && cfg.InFlight == nil && cfg.Spend == nil
 }
 
 // plan adds to p the steps of req's admission the client's limiter, the

@@ -293,8 +293,9 @@ func (s *Stack) middlewares(cfg Config, routes []portico.Route) []portico.Middle
 	// cannot end before it.
 	mws = append(mws, deadline(cfg.Deadline, cfg.MaxRequestBytes))
 	// Inside the deadline, outside the client limiter: the layers' store
-	// calls before the send, asked in one (admission.go).
-	if a := newAdmission(s.client, routes[0], s.routes[cfg.Routes[0].Name]); a != nil {
+	// calls before the send, asked in one (admission.go), where the first
+	// route is where a request goes.
+	if a := newAdmission(s.client, routes[0], s.routes[cfg.Routes[0].Name], firstIsNext(cfg)); a != nil {
 		mws = append(mws, a)
 	}
 	if s.client != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -112,15 +113,52 @@ type call struct {
 	body []byte
 	next Next
 
-	mu   sync.Mutex
-	last *http.Response // the last HTTP answer, its body read (or a stream's, unread)
+	mu      sync.Mutex
+	answers map[string]*http.Response // each successful exchange's answer (a stream's body unread), by the ID of its Response
+	failed  *http.Response            // the last error answer, its body read
 }
 
-func (c *call) keep(res *http.Response) {
+// keepAnswer keeps res, a successful exchange's answer, and returns the ID
+// its Response carries up through the layers, so that Do returns the
+// answer of the Response the layers chose (a hedge's winner, say).
+func (c *call) keepAnswer(res *http.Response) string {
 	c.mu.Lock()
-	c.last = res
+	defer c.mu.Unlock()
+	if c.answers == nil {
+		c.answers = map[string]*http.Response{}
+	}
+	id := "portico-guard-" + strconv.Itoa(len(c.answers))
+	c.answers[id] = res
+	return id
+}
+
+// keepFailed keeps res, an error answer whose body was read.
+func (c *call) keepFailed(res *http.Response) {
+	c.mu.Lock()
+	c.failed = res
 	c.mu.Unlock()
 }
+
+// chosen returns the answer kept for the Response of ID id (nil: none),
+// and closes every other answer's body: streams no one will read.
+func (c *call) chosen(id string) *http.Response {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := c.answers[id]
+	for k, other := range c.answers {
+		if k != id {
+			other.Body.Close()
+		}
+	}
+	c.answers = nil
+	return res
+}
+
+// errAnswered is Do's error when the layers answered without the
+// provider's answer (a response cache among them): the SDK needs the
+// provider's bytes.
+var errAnswered = &portico.Error{Class: portico.Permanent, NotSent: true,
+	Reason: "guard: a layer answered without the provider; a layer that answers by itself (a response cache) cannot run under Protect"}
 
 // Do sends r through the layers. It returns the last HTTP answer the
 // provider gave (an error status when the layers gave up on one, so that
@@ -137,18 +175,23 @@ func (g *Guard) Do(r *http.Request, next Next) (*http.Response, error) {
 	}
 	c := &call{r: r, body: body, next: next}
 	req := g.request(r, body)
-	_, err = g.m.Generate(context.WithValue(r.Context(), callKey{}, c), req)
+	resp, err := g.m.Generate(context.WithValue(r.Context(), callKey{}, c), req)
+	if err == nil {
+		if res := c.chosen(resp.ID); res != nil {
+			return res, nil
+		}
+		return nil, errAnswered
+	}
+	c.chosen("") // no answer is returned: close every kept stream
 	c.mu.Lock()
-	last := c.last
+	failed := c.failed
 	c.mu.Unlock()
-	if err != nil && (last == nil || last.StatusCode < 400) {
+	if failed == nil {
 		return nil, err
 	}
-	if last.StatusCode >= 400 {
-		// The layers retried as they saw fit: the SDK must not retry again.
-		last.Header.Set("X-Should-Retry", "false")
-	}
-	return last, nil
+	// The layers retried as they saw fit: the SDK must not retry again.
+	failed.Header.Set("X-Should-Retry", "false")
+	return failed, nil
 }
 
 // readBody reads r's body whole (the SDKs buffer theirs, to retry).
@@ -224,8 +267,7 @@ func (m exchangeModel) Generate(ctx context.Context, req *portico.Request) (*por
 			Alive(ctx)
 			stop()
 			res.Body = m.g.watchGap(res.Body, cancel)
-			c.keep(res)
-			return &portico.Response{Model: req.Model, FinishReason: portico.FinishStop, RateLimit: m.rateLimit(x)}, nil
+			return &portico.Response{ID: c.keepAnswer(res), Model: req.Model, FinishReason: portico.FinishStop, RateLimit: m.rateLimit(x)}, nil
 		}
 	}
 	defer stop()
@@ -279,13 +321,13 @@ func (m exchangeModel) whole(ctx context.Context, c *call, x *Exchange, model st
 		return nil, m.failed(ctx, x, model, rerr)
 	}
 	res.Body = io.NopCloser(bytes.NewReader(b))
-	c.keep(res)
 	if res.StatusCode >= 400 {
+		c.keepFailed(res)
 		e := m.g.d.Classify(res.StatusCode, res.Header, x.ErrBody)
 		e.Model = model
 		return nil, e
 	}
-	resp := &portico.Response{Model: model, FinishReason: portico.FinishStop, RateLimit: m.rateLimit(x)}
+	resp := &portico.Response{ID: c.keepAnswer(res), Model: model, FinishReason: portico.FinishStop, RateLimit: m.rateLimit(x)}
 	if m.g.d.Usage != nil {
 		resp.Usage, _ = m.g.d.Usage(b)
 	}
