@@ -35,6 +35,12 @@
 //
 // # Scripts and time
 //
+// The scripts need Redis 7.0 or later (or Valkey): they write operation
+// records with SET ... NX GET and set TTLs with PEXPIRE ... NX, options
+// 7.0 added. On an older server every script fails, which the Store takes
+// as a refusal of its configuration, and each layer then decides without
+// it (failing open or closed as configured).
+//
 // Every decision is one Lua script run with EVALSHA (go-redis loads it on
 // the first NOSCRIPT), so it is atomic on the server, and every time a
 // bucket uses is the server's (TIME inside the script), never a client's:

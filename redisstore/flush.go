@@ -150,8 +150,9 @@ next:
 
 // Close sends the settles queued and makes every later one synchronous
 // (sent by its caller). It returns once the queue is empty, sent or lost:
-// at most ceil(maxPending/settleBatch) operations, each bounded by
-// Config.Timeout. It never closes the Client; the other methods keep
+// at most ceil(maxPending/settleBatch) operations on one server, and one
+// per settle queued (up to maxPending) on a Cluster or Ring, where a batch
+// is one settle; each operation is bounded by Config.Timeout. It never closes the Client; the other methods keep
 // working. Close is safe to call more than once and concurrently.
 func (s *Store) Close() error {
 	s.flushMu.Lock()

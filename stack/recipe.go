@@ -35,7 +35,8 @@ type Layers struct {
 // Outside the routes, New chains the stack's own layers in this order,
 // outermost first: Config.Tracer's Wrap, Config.Guard (a refused request
 // spends nothing, nor is answered from the cache), Config.Cache (so a hit
-// spends nothing), Config.Middleware, the deadline, Config.Client,
+// spends nothing), Config.Middleware, the deadline, the admission (the
+// shared stores' steps in one script, admission.go), Config.Client,
 // Config.InFlight and Config.Spend (after the client limit, before any
 // route), then the group over the routes, each in Recipe's order.
 

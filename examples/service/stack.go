@@ -108,6 +108,7 @@ func (s *service) shared(addr string) (sharedState, error) {
 	if err != nil {
 		return sharedState{}, err
 	}
+	s.stops = append(s.stops, func() { store.Close() }) // the queued settles sent before the client closes
 	cool := store.Cooldowns()
 	s.stops = append(s.stops, cool.Close)
 	return sharedState{

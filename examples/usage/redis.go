@@ -42,7 +42,10 @@ func sharedRoutes(rdb *redis.Client, primary, secondary portico.Model) (st *stac
 	})
 	if err != nil {
 		cool.Close()
+		s.Close()
 		return nil, nil, err
 	}
-	return st, cool.Close, nil
+	// Stopping closes the cooldowns' refresher and sends the store's queued
+	// settles (redisstore settles after the call returns).
+	return st, func() { cool.Close(); s.Close() }, nil
 }
