@@ -160,7 +160,14 @@
 // pool/label, each with its own breaker (a 401/402/403 opens it; a 429
 // does not), cooldown to its Retry-After, limiter learning the key's
 // x-ratelimit headers and retry budget, so that a key out of quota or
-// revoked is skipped and the others serve. A Weighted group weighs each
+// revoked is skipped and the others serve. Each key's Name, Destination
+// and Shared.Name are left empty so that they are its route's; its
+// cooldown is keyed by the key's Quota or route and shared across
+// instances with redisstore's Cooldowns; a 401/402/403 key (Unusable)
+// opens its breaker at once and is not called until a probe succeeds.
+// When every key is out the group fails RateLimited with the earliest
+// Retry-After any key announced, or Rejected by the breakers
+// (fallback.Exhausted lists each key's reason). A Weighted group weighs each
 // route by its limiter's headroom too ([ratelimit.Limiter.Headroom]), so
 // a key whose headers report its limits nearly used gets less of the
 // traffic before it answers 429.

@@ -34,27 +34,14 @@ type Key struct {
 
 // Pool returns a key pool: one route over several API keys or
 // deployments of one model, as the routes of a Weighted group. Each key
-// is route r with the key's Model, named pool + "/" + Label, with its own
-// layers from r's Configs (each Name, Destination and Shared.Name left
-// empty so that it is the key's route's): a weighted spread over the
-// keys; a key that answers 429 is cooled down to its Retry-After and
-// skipped (Config.Fallback.Cooldowns, keyed by the key's Quota or route,
-// shared across instances with redisstore's Cooldowns); a key that
-// answers 401, 402 or 403 (Unusable) opens its own breaker at once
-// (breaker.DefaultTrip) and is no longer called until a probe succeeds;
-// and its limiter (r.Limiter) learns the key's own limits from its
-// x-ratelimit headers. When every key is out, the group fails RateLimited
-// with the earliest RetryAfter any key announced, or Rejected by the
-// breakers, as any fallback group does ([fallback.Exhausted] lists each
-// key's reason).
-//
-// Add the routes to Config.Routes and the group to Config.Groups (alone,
-// the pool serves every request). r's Model and Quota are ignored; r's
-// Name must be empty. Pool fails on an empty pool name or one with "/",
-// no key, or a key without a Label or Model, with a Label twice or with
-// "/", or with a negative or non-finite Weight.
-//
-// [fallback.Exhausted]: https://pkg.go.dev/github.com/portico-llm/portico/fallback#Exhausted
+// is route r with the key's Model, named pool + "/" + Label, with layers
+// of its own from r's Configs; the package doc ("Key pools") says how a
+// key is cooled, taken out and limited, and what the group answers when
+// every key is out. Add the routes to Config.Routes and the group to
+// Config.Groups (alone, the pool serves every request). r's Model and
+// Quota are ignored; r's Name must be empty. Pool fails on an empty pool
+// name or one with "/", no key, or a key without a Label or Model, with a
+// Label twice or with "/", or with a negative or non-finite Weight.
 func Pool(pool string, r Route, keys ...Key) ([]Route, Group, error) {
 	if pool == "" || strings.Contains(pool, "/") || len(keys) == 0 || r.Name != "" {
 		return nil, Group{}, fmt.Errorf("stack: Pool %q: a pool needs a name without \"/\", a key at least, and r's Name empty", pool)
