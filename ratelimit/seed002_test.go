@@ -31,7 +31,9 @@ import (
 // (the Limiter never preempts a call it admitted), PLAS counts the service of
 // finished calls in discrete levels (Quantum 1 step, 16 levels), and the
 // random streams are Go's, not Python's. So the numbers differ; the
-// direction is what the seed claims and what the test asserts.
+// direction is what the seed claims and what the test asserts. The numbers
+// are seed002steps_test.go's: the seed's step simulation, its random
+// stream, ranked by the queue's own rule.
 
 const simStep = time.Millisecond
 
