@@ -161,6 +161,12 @@ type Request struct {
 	Extra map[string]any
 	// Identity says on whose behalf the call is made.
 	Identity Identity
+	// Priority is the call's criticality under overload: the layers that
+	// shed or queue calls (package ratelimit's in-flight cap and queue,
+	// and so package adaptive's limit; package throttle; package
+	// inflight) shed or delay the lowest first (see [Priority]). The zero
+	// value is Default.
+	Priority Priority
 	// Contract, when non-nil, is the workload's routing contract:
 	// routers and fallbacks only pick routes whose Capabilities fit it.
 	Contract *Contract
