@@ -24,7 +24,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 		t.prog.lastSeen = now
 	}
 	t.e = e
-	if lmax := l.maxInFlight(e); lmax > 0 && (e.inflight >= lmax || e.queued() > 0) {
+	if lmax := l.slots(e, req.Priority); lmax > 0 && (e.inflight >= lmax || e.queued() > 0) {
 		var err error
 		if now, err = l.queueFor(ctx, req, e, t, now); err != nil {
 			return err
@@ -178,15 +178,15 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 // entry and, on success, locked again, the slot taken, with the time now.
 // It is admit's slow path, apart so that the happy path carries none of it.
 func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, t *ticket, now time.Duration) (time.Duration, error) {
-	if e.queued() >= l.cfg.Queue.Size || req.Hedge { // a hedge takes spare capacity only
-		l.unprogram(t, now)
+	if req.Hedge || e.queued() >= l.cfg.Queue.Size && !e.evict(&l.cfg.Queue, req.Priority, now) {
+		l.unprogram(t, now) // a hedge takes spare capacity only; a full queue sheds the lowest priority
 		e.mu.Unlock()
 		return 0, l.shed(ctx, req)
 	}
 	if testHookQueue != nil {
 		testHookQueue()
 	}
-	w := &waiter{ready: make(chan struct{}), seq: l.seq.Add(1), enq: now, prog: t.prog}
+	w := &waiter{ready: make(chan struct{}), seq: l.seq.Add(1), enq: now, prog: t.prog, prio: req.Priority}
 	x := e.w()
 	x.queue = append(x.queue, w)
 	l.dispatch(e, now)
@@ -203,6 +203,12 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 	select {
 	case <-w.ready:
 		stopTimer(tm)
+		if !w.granted { // shed from the queue by a call of higher priority
+			e.mu.Lock()
+			l.unprogram(t, now)
+			e.mu.Unlock()
+			return 0, l.shed(ctx, req)
+		}
 	case <-ctx.Done():
 		stopTimer(tm)
 		l.leaveQueue(e, w, t, now)
@@ -394,14 +400,16 @@ func (l *Limiter) releaseLocked(e *entry, now time.Duration) {
 	l.dispatch(e, now)
 }
 
-// dispatch hands free slots to the best waiters, one by one. The caller
-// holds e.mu.
+// dispatch hands free slots to the waiters served first, one by one,
+// while the first one's priority (aged) finds a slot (see slots). The
+// caller holds e.mu.
 func (l *Limiter) dispatch(e *entry, now time.Duration) {
 	for e.queued() > 0 {
-		if lmax := l.maxInFlight(e); lmax > 0 && e.inflight >= lmax {
+		i := e.next(&l.cfg.Queue, now)
+		if lmax := l.slots(e, l.cfg.Queue.rank(e.queue[i], now)); lmax > 0 && e.inflight >= lmax {
 			break
 		}
-		e.handoff(&l.cfg, now)
+		e.handoff(i, now)
 		e.inflight++
 	}
 }

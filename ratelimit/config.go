@@ -204,6 +204,13 @@ type Queue struct {
 	Order Order
 	// PLAS tunes [PLAS] and [ATLAS]; ignored for other orders.
 	PLAS PLASConfig
+	// Aging is how long a queued call waits before it is served as the
+	// priority above its own (portico.Request.Priority): a Sheddable call
+	// queued 2*Aging ranks as Critical, so no priority starves. Within a
+	// priority, Order decides; when the queue is full, a call sheds the
+	// queued call served last if that one ranks below it. 0 means
+	// [DefaultAging] (10 s); negative is an error.
+	Aging time.Duration
 	// ProgramTTL is how long a program's history (arrival, attained service)
 	// is kept after its last call ended, for FCFSProgram, PLAS and ATLAS. 0 means ten
 	// minutes; negative is an error.
@@ -289,6 +296,16 @@ type Config struct {
 	// error.
 	// [Limiter.SetLimit] clears every view, however long its hold.
 	MaxProviderHold time.Duration
+
+	// Reserve is how many slots of the in-flight cap (the tighter of
+	// MaxInFlight and Concurrency's limit) are kept free for each
+	// priority above a call's: a Default call is shed or queued while
+	// the cap less Reserve slots are taken, a Sheddable one at the cap
+	// less 2*Reserve, a Critical one at the cap; never fewer than one
+	// slot (portico.Priority.Slots). 0 means none: every priority may
+	// fill the cap, and priorities act only in the queue. Negative, or
+	// positive without MaxInFlight or Concurrency, is an error.
+	Reserve int
 
 	// Concurrency, when non-nil, caps each key's calls in flight at its
 	// Limit() too, a cap that moves with the destination's capacity
@@ -409,6 +426,9 @@ func (c *Config) check() error {
 		{q.PLAS.Levels < 0, "negative Config.Queue.PLAS.Levels"},
 		{!(q.PLAS.Starvation >= 0), "negative or NaN Config.Queue.PLAS.Starvation"},
 		{q.ProgramTTL < 0, "negative Config.Queue.ProgramTTL"},
+		{q.Aging < 0, "negative Config.Queue.Aging"},
+		{c.Reserve < 0, "negative Config.Reserve"},
+		{c.Reserve > 0 && c.MaxInFlight == 0 && c.Concurrency == nil && !c.derived, "Config.Reserve without Limits.MaxInFlight or Config.Concurrency"},
 		{c.MaxProviderHold < 0, "negative Config.MaxProviderHold"},
 		{c.RefusedBy != portico.NotRefused && c.RefusedBy != portico.ClientLimit && c.RefusedBy != portico.RouteLimit,
 			"Config.RefusedBy " + c.RefusedBy.String() + " is neither portico.ClientLimit nor portico.RouteLimit"},
@@ -436,6 +456,7 @@ func (c *Config) fill() {
 	p.Levels = cmp.Or(p.Levels, defaultLevels)
 	p.Starvation = cmp.Or(p.Starvation, defaultStarvation)
 	c.Queue.ProgramTTL = cmp.Or(c.Queue.ProgramTTL, defaultProgramTTL)
+	c.Queue.Aging = cmp.Or(c.Queue.Aging, DefaultAging)
 }
 
 // maxTiers is the most tiers a Limiter takes: an entry keeps its tier's

@@ -343,6 +343,24 @@
 // lengths PLAS gives the shortest mean for short programs and for all, and
 // with seven calls for every program FCFS per program beats PLAS.
 //
+// # Priorities
+//
+// A request's [portico.Priority] (Critical, Default, Sheddable: Google's
+// criticality) comes before the Order: the queue serves the highest
+// priority first, and a full queue sheds the call it would serve last
+// when that call ranks below the arrival, so under overload the lowest
+// priority is queued and shed first. Against starvation a queued call
+// ranks one priority higher for each [Queue].Aging it has waited
+// ([DefaultAging], 10 s): a Sheddable call waits at most twice that to
+// rank as Critical. [Config].Reserve keeps slots of the cap free for
+// higher priorities, so that they find room even without a queue: a
+// Default call leaves Reserve slots free, a Sheddable one twice that
+// (one rule for every cap, [portico.Priority.Slots]). The cap moved by
+// Config.Concurrency (package adaptive) is honoured the same way: when
+// it falls, the calls at its edge are the lowest priority's. The tests
+// TestPriorityQueueOrder, TestPriorityAging, TestPriorityEvict and
+// TestPriorityReserve pin each rule.
+//
 // # Performance
 //
 // The happy path (an existing key, both buckets with room, the refund at

@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"time"
+
+	"github.com/portico-llm/portico"
 )
 
 // waiter is a call queued for a slot of its key's in-flight cap.
@@ -11,6 +13,7 @@ type waiter struct {
 	seq     uint64        // arrival order within the Limiter
 	enq     time.Duration // when it joined the queue (mono.Now)
 	prog    *program      // nil for FCFSCall, or a call without a session
+	prio    portico.Priority
 }
 
 // program is what the queue remembers of one agent program (session) of one
@@ -110,27 +113,16 @@ func (q *Queue) plasLevel(w *waiter, now time.Duration) int {
 	return level(p.attained, q.PLAS.Quantum, q.PLAS.Levels)
 }
 
-// handoff gives the slot a finishing call releases to the best waiter, if
-// any, and reports whether it did; otherwise the caller frees the slot. The
-// caller holds e.mu. The queue is short (Queue.Size), so a scan is fine.
-func (e *entry) handoff(c *Config, now time.Duration) bool {
-	if e.queued() == 0 {
-		return false
-	}
-	best := 0
-	for i := 1; i < len(e.queue); i++ {
-		if c.Queue.better(e.queue[i], e.queue[best], now) {
-			best = i
-		}
-	}
-	w := e.queue[best]
-	e.removeAt(best)
+// handoff gives the slot a finishing call releases to waiter i, the one
+// served first (see next). The caller holds e.mu.
+func (e *entry) handoff(i int, now time.Duration) {
+	w := e.queue[i]
+	e.removeAt(i)
 	w.granted = true
 	if w.prog != nil {
 		w.prog.waited += now - w.enq
 	}
 	close(w.ready)
-	return true
 }
 
 func (e *entry) removeAt(i int) {
