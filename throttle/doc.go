@@ -62,6 +62,22 @@
 // [ErrThrottled] and a [*Error] with the counts, which package fallback
 // treats as "try another route" and package retry does not retry.
 //
+// # Priorities
+//
+// A request's [portico.Priority] scales K: a Default call's multiplier is
+// K, a Critical call's 2K, a Sheddable call's K/2 (at least 1). A client
+// therefore starts rejecting Sheddable calls as soon as the destination
+// accepts fewer than min(1, 2/K) of the requests (any refusal, at K = 2), Default
+// calls below 1/K and Critical calls below 1/(2K), and at every ratio
+// rejects a lower priority with a higher probability: the lowest
+// criticality is shed first, as the SRE book's criticality (chapter 21)
+// asks, while one window of the destination's verdicts serves them all
+// (the destination does not know the priorities, so separate windows would
+// count the same verdicts). Under the book's rule (MaxRejection 1) a
+// rejection of any priority counts as a request not accepted, and so
+// raises every priority's probability. TestPriorityMultiplier pins the
+// three probabilities.
+//
 // # Few requests
 //
 // The book's rule, "+ 1" included, is harsh when the window holds few

@@ -40,7 +40,11 @@ type Config struct {
 	// max(0, (requests - K*accepts) / (requests + 1)): the client starts to
 	// reject once the destination accepted fewer than 1/K of the requests.
 	// Lower is more aggressive. Zero means [DefaultK] (2); below 1, NaN or
-	// infinite is an error.
+	// infinite is an error. K is a Default request's
+	// (portico.Request.Priority): a Critical request's multiplier is 2*K,
+	// a Sheddable one's K/2 but at least 1, so that as the destination
+	// accepts less, Sheddable calls are rejected first and Critical ones
+	// last.
 	K float64
 	// Window is the span over which requests and accepts are counted, kept
 	// in 32 buckets of Window/32. Zero means [DefaultWindow] (2 minutes);
@@ -203,7 +207,7 @@ func (t *Throttle) admit(ctx context.Context, req *portico.Request, w *counts) e
 		w.clean(seq)
 		return nil
 	}
-	p := t.probability(requests, accepts)
+	p := t.probability(requests, accepts, req.Priority)
 	if p == 0 || t.rand() >= p {
 		return nil
 	}
@@ -247,20 +251,33 @@ func verdict(err error) (counted, accepted bool) {
 	return false, false
 }
 
-// Probability returns the probability with which a call would be rejected
-// now, and the requests and accepts the window counts. For metrics and
-// tests; safe for concurrent use.
+// Probability returns the probability with which a call of Default
+// priority would be rejected now, and the requests and accepts the window
+// counts. For metrics and tests; safe for concurrent use.
 func (t *Throttle) Probability() (p float64, requests, accepts int) {
 	r, a := t.w.totals(mono.Now())
-	return t.probability(r, a), int(r), int(a)
+	return t.probability(r, a, portico.Default), int(r), int(a)
 }
 
-// probability is the rejection probability for requests and accepts in the
-// window: the SRE book's, 0 below the minimum of requests, capped at the
-// maximum.
-func (t *Throttle) probability(requests, accepts uint64) float64 {
+// probability is the rejection probability of a call of priority prio for
+// requests and accepts in the window: the SRE book's with prio's
+// multiplier (see Config.K), 0 below the minimum of requests, capped at
+// the maximum.
+func (t *Throttle) probability(requests, accepts uint64, prio portico.Priority) float64 {
 	if requests < t.min {
 		return 0
 	}
-	return min(t.max, probability(requests, accepts, t.k))
+	return min(t.max, probability(requests, accepts, kOf(t.k, prio)))
+}
+
+// kOf is the multiplier of accepts for a call of priority p when a
+// Default call's is k: 2k for Critical, max(1, k/2) for Sheddable.
+func kOf(k float64, p portico.Priority) float64 {
+	switch p.Level() {
+	case portico.Critical:
+		return 2 * k
+	case portico.Sheddable:
+		return max(1, k/2)
+	}
+	return k
 }
