@@ -25,6 +25,7 @@ package protect
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -40,13 +41,14 @@ type Config struct {
 	// layers are skipped.
 	Layers []portico.Middleware
 	// ChunkGap ends a stream whose reads return nothing for this long after
-	// its first event; zero means no bound.
+	// its first event; zero means no bound, negative is an error.
 	ChunkGap time.Duration
 	// MaxResponseBytes bounds a whole answer's body, read before the SDK
-	// sees it; zero means 64 MiB.
+	// sees it; zero means 64 MiB, negative means no bound.
 	MaxResponseBytes int64
 	// BaseURL is the client's own base URL, which each replica's replaces
-	// in a request's URL; needed only with Replicas.
+	// in a request's URL; needed only with Replicas, and then an absolute
+	// URL.
 	BaseURL string
 	// Replicas are other deployments of the same API, tried in order when
 	// the client's own endpoint fails (see [Replica]).
@@ -66,7 +68,8 @@ type Replica struct {
 	// Name names the replica's route in errors, logs and spans; it must be
 	// unique and not "primary".
 	Name string
-	// BaseURL replaces the client's BaseURL in each request's URL.
+	// BaseURL, an absolute URL, replaces the client's BaseURL in each
+	// request's URL.
 	BaseURL string
 	// Header's values replace the request's headers of the same names (the
 	// replica's key: "Authorization", or Azure's "api-key"); they never
@@ -75,4 +78,40 @@ type Replica struct {
 	// Layers wrap the replica's calls alone, outermost first (a breaker per
 	// deployment, say).
 	Layers []portico.Middleware
+}
+
+// Validate returns nil when c can guard a client, else a [portico.Permanent]
+// *portico.Error, NotSent, whose Reason starts with "protect:" and names
+// the field: a negative ChunkGap, Replicas without an absolute BaseURL, or
+// a replica without a Name or an absolute BaseURL, named "primary" or as
+// another is. Each adapter's Protect calls it when it is built.
+func (c Config) Validate() error {
+	if c.ChunkGap < 0 {
+		return invalid("negative Config.ChunkGap " + c.ChunkGap.String())
+	}
+	if len(c.Replicas) > 0 && !absolute(c.BaseURL) {
+		return invalid("Config.Replicas need the client's absolute Config.BaseURL")
+	}
+	seen := map[string]bool{"primary": true}
+	for _, r := range c.Replicas {
+		switch {
+		case r.Name == "" || !absolute(r.BaseURL):
+			return invalid("a Replica needs a Name and an absolute BaseURL")
+		case seen[r.Name]:
+			return invalid("Replica name " + r.Name + " is \"primary\" or not unique")
+		}
+		seen[r.Name] = true
+	}
+	return nil
+}
+
+// absolute reports whether s parses as a URL with a scheme and a host.
+func absolute(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme != "" && u.Host != ""
+}
+
+// invalid is Validate's error of reason.
+func invalid(reason string) error {
+	return &portico.Error{Class: portico.Permanent, NotSent: true, Reason: "protect: " + reason}
 }

@@ -22,7 +22,9 @@ import (
 // provider stated reaches the caller as genai's own error (a
 // genai.APIError); a refusal of a layer (a limiter, an open breaker) or a
 // transport failure as the layer's *portico.Error.
-// Package protect says how streams, replicas and fallback behave.
+// Package protect says how streams, replicas and fallback behave. Protect
+// panics with g.Validate's error when g is invalid (a programmer error);
+// call g.Validate first for a Config read at run time.
 func Protect(g protect.Config, base *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultClient
@@ -33,15 +35,15 @@ func Protect(g protect.Config, base *http.Client) *http.Client {
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
 	}, g)
+	if err != nil {
+		panic(err)
+	}
 	next := base.Transport
 	if next == nil {
 		next = http.DefaultTransport
 	}
 	c := *base
 	c.Transport = roundTripper(func(r *http.Request) (*http.Response, error) {
-		if err != nil {
-			return nil, err // a Guard that could not be built fails every request
-		}
 		return guard.Do(r, next.RoundTrip)
 	})
 	return &c

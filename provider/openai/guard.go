@@ -21,7 +21,9 @@ import (
 // stated reaches the caller as the SDK's own error (an *openai.Error),
 // marked x-should-retry: false; a refusal of a layer (a limiter, an open
 // breaker) or a transport failure as the layer's *portico.Error.
-// Package protect says how streams, replicas and fallback behave.
+// Package protect says how streams, replicas and fallback behave. Protect
+// panics with g.Validate's error when g is invalid (a programmer error);
+// call g.Validate first for a Config read at run time.
 func Protect(g protect.Config) option.RequestOption {
 	guard, err := adapt.NewGuard(adapt.Dialect{
 		Rules:     &rules,
@@ -30,10 +32,10 @@ func Protect(g protect.Config) option.RequestOption {
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
 	}, g)
+	if err != nil {
+		panic(err)
+	}
 	return adapt.Options(option.WithMaxRetries(0), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		if err != nil {
-			return nil, err // a Guard that could not be built fails every request
-		}
 		return guard.Do(r, next)
 	}))
 }

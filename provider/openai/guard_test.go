@@ -261,3 +261,17 @@ func TestProtectSDKRetriesNotOnTop(t *testing.T) {
 		t.Fatalf("took %v", d)
 	}
 }
+
+// A Config that Validate refuses makes Protect fail when the client is
+// built, with Validate's Permanent error, not at the client's first request.
+func TestProtectRefusesBadConfigAtConstruction(t *testing.T) {
+	bad := protect.Config{Replicas: []protect.Replica{{Name: "replica", BaseURL: "https://replica.example.com/v1/"}}} // no Config.BaseURL
+	defer func() {
+		err, _ := recover().(error)
+		var got, want *portico.Error
+		if !errors.As(err, &got) || !errors.As(bad.Validate(), &want) || got.Class != portico.Permanent || got.Reason != want.Reason {
+			t.Errorf("Protect(bad) panicked with %v, want Validate's Permanent error", err)
+		}
+	}()
+	openai.Protect(bad)
+}

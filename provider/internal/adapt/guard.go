@@ -52,36 +52,22 @@ type Guard struct {
 }
 
 // NewGuard returns a Guard of dialect d configured by c (package protect
-// says what each field does). It fails when c has replicas without a
-// BaseURL, a replica has no Name or BaseURL, or two share a Name.
+// says what each field does). It fails with c.Validate's error.
 func NewGuard(d Dialect, c protect.Config) (*Guard, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	g := &Guard{d: d, gap: c.ChunkGap, maxBytes: MaxBytes(c.MaxResponseBytes, 64<<20)}
 	var base portico.Model = exchangeModel{g: g}
 	if len(c.Replicas) > 0 {
-		group, err := g.replicas(c)
-		if err != nil {
-			return nil, err
+		routes := []portico.Route{{Name: "primary", Model: base}}
+		for _, r := range c.Replicas {
+			routes = append(routes, portico.Route{Name: r.Name, Model: portico.Chain(exchangeModel{g: g, to: rewrite(c.BaseURL, r), client: cmp.Or(c.Client, http.DefaultClient)}, r.Layers...)})
 		}
-		base = group
+		base = fallback.MustNew(fallback.Config{Routes: routes}) // the routes Validate checked
 	}
 	g.m = portico.Chain(base, c.Layers...)
 	return g, nil
-}
-
-// replicas returns the fallback group over the client's endpoint and c's
-// replicas.
-func (g *Guard) replicas(c protect.Config) (portico.Model, error) {
-	if c.BaseURL == "" {
-		return nil, errors.New("guard: Replicas need the client's BaseURL")
-	}
-	routes := []portico.Route{{Name: "primary", Model: exchangeModel{g: g}}}
-	for _, r := range c.Replicas {
-		if r.Name == "" || r.BaseURL == "" {
-			return nil, errors.New("guard: a Replica needs a Name and a BaseURL")
-		}
-		routes = append(routes, portico.Route{Name: r.Name, Model: portico.Chain(exchangeModel{g: g, to: rewrite(c.BaseURL, r), client: cmp.Or(c.Client, http.DefaultClient)}, r.Layers...)})
-	}
-	return fallback.New(fallback.Config{Routes: routes})
 }
 
 // rewrite returns the function that points a request at replica r: its
