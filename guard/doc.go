@@ -16,8 +16,8 @@
 //     [portico.Request.Validate] refuses: [portico.FaultOf] says
 //     FaultRequest, so no breaker, throttle, rank or adaptive limit counts
 //     it against a route, and routing layers stop at once.
-//   - The checker itself fails: it returns another error, panics, or runs
-//     past its Guardrail.Timeout (a moderation service that does not
+//   - The checker itself fails: it returns another error, or runs past
+//     its Guardrail.Timeout (a moderation service that does not
 //     answer). The guardrail's policy decides: FailOpen lets the request
 //     go on as if the check had passed; otherwise (fail closed, the zero
 //     value) the call fails, nothing sent, with a [portico.Rejected]
@@ -25,6 +25,8 @@
 //     guardrail and how it failed: a refusal of this process, which no
 //     layer counts against a route ([portico.FaultLocal]) nor the request.
 //
+// A checker that panics has a bug, which no policy hides: the panic
+// passes through to the caller, as through every layer, nothing sent.
 // A caller's context done during a check ends the call with
 // [portico.Gone]'s error (Canceled or Deadline, the caller's), whatever
 // the policy. Each check runs in the caller's goroutine with a context
@@ -36,11 +38,10 @@
 // No prompt text reaches an error, a log or a span: a refusal names the
 // guardrail and the rule (Deny's argument, which must be an identifier,
 // never the text that matched), and a checker's failure names the
-// guardrail and its kind ("error", "panic", "timeout"). A checker's own
-// error is kept in the tree for errors.Is and errors.As, but its message
-// is not repeated, nor a panic's value. Each outcome reports a
-// [portico.EventGuard] with the guardrail's name and the outcome as its
-// Reason.
+// guardrail and its kind ("error", "timeout"). A checker's own error is
+// kept in the tree for errors.Is and errors.As, but its message is not
+// repeated. Each outcome reports a [portico.EventGuard] with the
+// guardrail's name and the outcome as its Reason.
 //
 // # Where it sits
 //

@@ -51,22 +51,17 @@ type CheckError struct {
 	// Guardrail is the name of the guardrail whose check failed.
 	Guardrail string
 	// Kind is how it failed: "error" (it returned an error that is no
-	// refusal), "panic", or "timeout" (it ran past Guardrail.Timeout).
+	// refusal) or "timeout" (it ran past Guardrail.Timeout).
 	Kind  string
 	cause error
 }
 
 // Error says the guardrail and how its check failed; it does not repeat
-// the check's own error (which may quote the request) nor a panic's value.
+// the check's own error, which may quote the request.
 func (e *CheckError) Error() string {
 	return "guard: check of guardrail " + strconv.Quote(e.Guardrail) + " failed: " + e.Kind
 }
 
-// Unwrap returns ErrCheckFailed and the check's own error (nil for a
-// panic), for errors.Is and errors.As.
-func (e *CheckError) Unwrap() []error {
-	if e.cause == nil {
-		return []error{ErrCheckFailed}
-	}
-	return []error{ErrCheckFailed, e.cause}
-}
+// Unwrap returns ErrCheckFailed and the check's own error, for errors.Is
+// and errors.As.
+func (e *CheckError) Unwrap() []error { return []error{ErrCheckFailed, e.cause} }

@@ -24,8 +24,9 @@ type Guardrail struct {
 	// Check is the test. Required.
 	Check Check
 	// FailOpen lets a request go on when Check fails (an error other than
-	// a refusal, a panic, or Timeout passed); false, the zero value,
-	// refuses it (fail closed): Rejected, with a [*CheckError].
+	// a refusal, or Timeout passed); false, the zero value, refuses it
+	// (fail closed): Rejected, with a [*CheckError]. A Check's panic is
+	// no failure a policy decides: it passes through to the caller.
 	FailOpen bool
 	// Timeout is the longest Check may run: its context ends then, and a
 	// Check still running is a failure ("timeout"). Zero means none but
@@ -117,8 +118,8 @@ func (g *Guards) Check(ctx context.Context, req *portico.Request) error {
 const refused = "refused"
 
 // run runs r's check on req: kind "" when it passed, refused when it
-// refused (err holds the *Refusal), else how the checker failed
-// ("error", "panic", "timeout") and its error.
+// refused (err holds the *Refusal), else how the checker failed ("error",
+// "timeout") and its error. A panic of the check passes through.
 func run(ctx context.Context, r *Guardrail, req *portico.Request) (kind string, err error) {
 	cctx := ctx
 	if r.Timeout > 0 {
@@ -126,11 +127,6 @@ func run(ctx context.Context, r *Guardrail, req *portico.Request) (kind string, 
 		cctx, cancel = context.WithTimeoutCause(ctx, r.Timeout, errTimeout)
 		defer cancel()
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			kind, err = "panic", errPanic
-		}
-	}()
 	err = r.Check(cctx, req)
 	var rf *Refusal
 	switch {
@@ -144,7 +140,4 @@ func run(ctx context.Context, r *Guardrail, req *portico.Request) (kind string, 
 	return "", nil
 }
 
-var (
-	errTimeout = errors.New("guard: check timed out")
-	errPanic   = errors.New("guard: check panicked")
-)
+var errTimeout = errors.New("guard: check timed out")

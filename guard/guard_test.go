@@ -50,7 +50,7 @@ func TestRefusalIsTheRequests(t *testing.T) {
 	}
 }
 
-// Each failure of a checker (an error, a panic, a timeout of a remote
+// Each failure of a checker (an error, a timeout of a remote
 // call that does not answer), injected in turn, follows its guardrail's
 // policy: fail open sends the request, fail closed refuses it, Rejected
 // and NotSent (FaultLocal: neither the request's nor the route's), with a
@@ -64,7 +64,6 @@ func TestCheckerFaultsFollowPolicy(t *testing.T) {
 		{"error", func(_ context.Context, r *portico.Request) error {
 			return errors.New("moderation: 500 for " + r.Messages[0].Content[0].Text)
 		}},
-		{"panic", func(_ context.Context, r *portico.Request) error { panic(r.Messages[0].Content[0].Text) }},
 		{"timeout", func(ctx context.Context, _ *portico.Request) error { <-ctx.Done(); return ctx.Err() }},
 	}
 	for _, f := range faults {
@@ -115,6 +114,27 @@ func TestCheckerFaultsFollowPolicy(t *testing.T) {
 					}
 				})
 			})
+		}
+	}
+}
+
+// A checker's panic is a bug no policy hides: it passes through to the
+// caller unchanged, fail open or closed, the model not called, as panics
+// pass through every layer.
+func TestCheckerPanicPassesThrough(t *testing.T) {
+	for _, open := range []bool{true, false} {
+		g := mustNew(t, Guardrail{Name: "moderation", FailOpen: open, Check: func(context.Context, *portico.Request) error { panic("checker bug") }})
+		calls := 0
+		func() {
+			defer func() {
+				if p := recover(); p != "checker bug" {
+					t.Errorf("FailOpen %v: recovered %v, want the checker's panic", open, p)
+				}
+			}()
+			_, _ = g.Wrap(counting(&calls)).Generate(context.Background(), ask(secret))
+		}()
+		if calls != 0 {
+			t.Errorf("FailOpen %v: model calls = %d, want 0", open, calls)
 		}
 	}
 }
