@@ -12,6 +12,16 @@
 // once, nothing sent: a [portico.Rejected] *portico.Error, RefusedBy
 // [portico.ClientLimit] (the tenant's own limit), wrapping [ErrFull].
 //
+// # Priorities
+//
+// Config.Reserve keeps slots free for higher priorities
+// ([portico.Request].Priority): a Default call counts against Max less
+// Reserve, a Sheddable call against Max less twice Reserve, a Critical
+// call against Max (the one rule of every in-flight cap,
+// [portico.Priority.Slots]). A tenant's batch work then never takes the
+// slots its users' calls need (TestReserve). The store needs nothing
+// more: each call's Lease.Max is its priority's cap.
+//
 // # The bound on a lost slot
 //
 // A lease lives until its expiry unless released: a slot whose release is

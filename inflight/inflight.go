@@ -24,6 +24,13 @@ type Config struct {
 	// Max is the most calls of one key in flight at once across every
 	// instance sharing the store. It must be positive.
 	Max int
+	// Reserve is how many of Max slots are kept free for each priority
+	// above a call's (portico.Request.Priority): a Default call is refused
+	// while Max-Reserve slots are taken, a Sheddable one at Max-2*Reserve,
+	// a Critical one at Max; never fewer than one slot
+	// (portico.Priority.Slots). Failing open, an instance keeps the same
+	// share of its own slots. Zero means none; negative is an error.
+	Reserve int
 	// TTL is how long a lease lives without renewal: the longest a slot
 	// whose release was lost stays taken. Zero means DefaultTTL; it must
 	// not be negative.
@@ -45,6 +52,7 @@ func ByClient(r *portico.Request) string { return r.Identity.ClientKey }
 type Caps struct {
 	key          func(*portico.Request) string
 	max, share   int
+	reserve      int
 	ttl, every   time.Duration
 	store, local Store
 	name         string
@@ -67,6 +75,8 @@ func New(cfg Config) (*Caps, error) {
 	switch {
 	case cfg.Max <= 0:
 		return nil, errors.New("inflight: Config.Max must be positive")
+	case cfg.Reserve < 0:
+		return nil, errors.New("inflight: negative Config.Reserve")
 	case cfg.TTL < 0:
 		return nil, errors.New("inflight: negative Config.TTL")
 	case cfg.Renew <= 0 || cfg.Renew >= cfg.TTL:
@@ -79,7 +89,7 @@ func New(cfg Config) (*Caps, error) {
 	if cfg.Key == nil {
 		cfg.Key = ByClient
 	}
-	c := &Caps{key: cfg.Key, max: cfg.Max, ttl: cfg.TTL, every: cfg.Renew, store: cfg.Shared.Store,
+	c := &Caps{key: cfg.Key, max: cfg.Max, reserve: cfg.Reserve, ttl: cfg.TTL, every: cfg.Renew, store: cfg.Shared.Store,
 		local: &Memory{}, name: cfg.Shared.Name, failOpen: cfg.Shared.FailOpen}
 	if c.store == nil {
 		c.store = c.local
@@ -103,7 +113,7 @@ func (c *Caps) Wrap(next portico.Model) portico.Model {
 		if err := portico.Gone(ctx); err != nil {
 			return nil, err
 		}
-		l := &Lease{Name: c.name, Key: c.key(req), ID: c.base + strconv.FormatUint(c.ids.Add(1), 36), Max: c.max, TTL: c.ttl}
+		l := &Lease{Name: c.name, Key: c.key(req), ID: c.base + strconv.FormatUint(c.ids.Add(1), 36), Max: c.slots(c.max, req.Priority), TTL: c.ttl}
 		st, err := c.acquire(ctx, req, l)
 		if err != nil {
 			return nil, err
@@ -136,7 +146,7 @@ func (c *Caps) acquire(ctx context.Context, req *portico.Request, l *Lease) (Sto
 			return nil, &portico.Error{Class: portico.Rejected, RefusedBy: portico.ClientLimit, NotSent: true, Err: errors.Join(ErrStore, err)}
 		}
 		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "inflight:fail_open"})
-		st, l.Max = c.local, c.share
+		st, l.Max = c.local, c.slots(c.share, req.Priority)
 		ok, err = st.Acquire(ctx, l)
 	}
 	if err != nil {
@@ -146,6 +156,13 @@ func (c *Caps) acquire(ctx context.Context, req *portico.Request, l *Lease) (Sto
 		return nil, &portico.Error{Class: portico.Rejected, RefusedBy: portico.ClientLimit, NotSent: true, Reason: "tenant in-flight cap", Err: ErrFull}
 	}
 	return st, nil
+}
+
+// slots is how many of limit slots (Max, or a fail-open share of it) a
+// call of priority p may fill: Reserve scaled to limit, kept free for
+// each priority above p.
+func (c *Caps) slots(limit int, p portico.Priority) int {
+	return p.Slots(limit, c.reserve*limit/c.max)
 }
 
 // renew renews l in st every c.every until stop is closed, then closes

@@ -240,3 +240,42 @@ func (o *events) Observe(_ context.Context, e portico.Event) {
 	o.e = append(o.e, e)
 	o.mu.Unlock()
 }
+
+// Max 4, Reserve 1, the calls of one tenant held in flight: two Sheddable
+// calls are admitted and the third refused; a Default call then finds a
+// third slot and the next is refused; a Critical call takes the fourth.
+// Failing open with Max 8 and Reserve 2 over two instances, an instance's
+// share (4 slots, 1 reserved) admits the same. A negative Reserve is an
+// error.
+func TestReserve(t *testing.T) {
+	for _, cfg := range []Config{
+		{Max: 4, Reserve: 1},
+		{Max: 8, Reserve: 2, Shared: portico.Shared[Store]{Store: failing{}, FailOpen: true, Instances: 2}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			m := mustNew(t, cfg).Wrap(sleeper(time.Second))
+			var wg sync.WaitGroup
+			for i, c := range []struct {
+				p    portico.Priority
+				full bool
+			}{
+				{portico.Sheddable, false}, {portico.Sheddable, false}, {portico.Sheddable, true},
+				{portico.Default, false}, {portico.Default, true},
+				{portico.Critical, false}, {portico.Critical, true},
+			} {
+				r := of("t")
+				r.Priority = c.p
+				wg.Go(func() {
+					if _, err := m.Generate(context.Background(), r); errors.Is(err, ErrFull) != c.full || !c.full && err != nil {
+						t.Errorf("Max %d: call %d (%v): %v, want refused %v", cfg.Max, i, c.p, err, c.full)
+					}
+				})
+				synctest.Wait()
+			}
+			wg.Wait()
+		})
+	}
+	if _, err := New(Config{Max: 4, Reserve: -1}); err == nil || err.Error() != "inflight: negative Config.Reserve" {
+		t.Errorf("New with Reserve -1 = %v, want inflight: negative Config.Reserve", err)
+	}
+}
