@@ -37,10 +37,11 @@ type budgetKey struct{ dest, client string }
 
 // bucket is one key's retry budget: level is the tokens left, in 1/unit.
 type bucket struct {
-	level atomic.Int64
-	used  atomic.Bool // touched since the last sweep
-	dead  atomic.Bool // evicted from the map
-	key   budgetKey
+	level  atomic.Int64
+	used   atomic.Bool // touched since the last sweep
+	dead   atomic.Bool // evicted from the map
+	key    budgetKey
+	pinned bool // see budgets.pin: never evicted, not counted in n
 }
 
 // deposit adds amt up to capacity. A full bucket is only read, so a busy key
@@ -150,6 +151,17 @@ func (bs *budgets) find(dest, client string) *bucket {
 	return b
 }
 
+// pin returns the bucket of k, made full and kept for the budgets' life:
+// a sweep never evicts it and it is not counted against maxKeys, so that a
+// Retrier holds it from construction and its requests find it without a
+// lookup (see Retrier.home). Call it before the budgets are shared.
+func (bs *budgets) pin(k budgetKey) *bucket {
+	b := bs.newBucket(k)
+	b.pinned = true
+	bs.m.Store(k, b)
+	return b
+}
+
 func (bs *budgets) insert(k budgetKey) *bucket {
 	nb := bs.newBucket(k)
 	if v, loaded := bs.m.LoadOrStore(k, nb); loaded {
@@ -183,7 +195,7 @@ func (bs *budgets) sweep(keep budgetKey) {
 	defer bs.mu.Unlock()
 	bs.m.Range(func(k, v any) bool {
 		b := v.(*bucket)
-		if b.key == keep {
+		if b.key == keep || b.pinned {
 			return true
 		}
 		if b.level.Load() >= bs.capacity || !b.used.Load() {

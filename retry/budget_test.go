@@ -274,3 +274,40 @@ func TestRefundGivesTheTokenBack(t *testing.T) {
 		t.Errorf("level after two Refunds = %v, want %d (the burst)", got, DefaultBudgetBurst)
 	}
 }
+
+// TestHomeBucketsPinned: a Retrier with a Destination holds the buckets of
+// its requests without a ClientKey from construction: keys that crowd the
+// budgets past MaxKeys never push them into the overflow bucket, no sweep
+// evicts them, and a request finds them without a lookup or an allocation.
+func TestHomeBucketsPinned(t *testing.T) {
+	r := mustNew(t, Config{Destination: "d", Backoff: Backoff{Schedule: Immediate}, Budget: Budget{MaxKeys: 2, Burst: 2}})
+	for _, c := range []string{"a", "b"} { // busy keys: none full, none evictable
+		r.Take("d", c)
+	}
+	if n := r.budget.n.Load(); n != 2 {
+		t.Fatalf("client buckets = %d, want 2 (MaxKeys)", n)
+	}
+	flaky := &counting{fn: func(_ context.Context, n int, _ *portico.Request) (*portico.Response, error) {
+		if n == 0 {
+			return nil, transient()
+		}
+		return okResp, nil
+	}}
+	req := userReq.Clone()
+	req.Identity.ClientKey = ""
+	if _, err := r.Wrap(flaky).Generate(context.Background(), req); err != nil || flaky.calls() != 2 {
+		t.Fatalf("a retried request without a client key = %v after %d calls, want its answer after 2", err, flaky.calls())
+	}
+	// Burst 2, one retry taken, the deposit of 0.1 of the request first
+	// (the bucket was full, so it stayed at 2).
+	if got := r.budget.level("d", ""); got != 1 {
+		t.Errorf("level of the home client bucket = %v, want 1", got)
+	}
+	if got := float64(r.budget.overflow.level.Load()) / unit; got != 2 {
+		t.Errorf("level of the overflow bucket = %v, want 2 (untouched)", got)
+	}
+	ok := r.Wrap(okModel())
+	if got := testing.AllocsPerRun(100, func() { ok.Generate(context.Background(), req) }); got != 0 {
+		t.Errorf("allocs per request without a client key = %v, want 0", got)
+	}
+}

@@ -49,10 +49,17 @@ type budgetPair struct{ client, dest *bucket }
 // deposit credits a new request of (dest, client) to the budgets in the
 // process: an atomic load each when they are full.
 func (r *Retrier) deposit(dest, client string) {
-	if c := r.budget.forDeposit(dest, client); c != nil { // nil: full, no room to keep it
+	h := r.homeOf(dest)
+	if h != nil && client == "" {
+		h.client.deposit(r.budget.depositAmt, r.budget.capacity)
+	} else if c := r.budget.forDeposit(dest, client); c != nil { // nil: full, no room to keep it
 		c.deposit(r.budget.depositAmt, r.budget.capacity)
 	}
-	if r.dests != nil {
+	switch {
+	case r.dests == nil:
+	case h != nil:
+		h.dest.deposit(r.dests.depositAmt, r.dests.capacity)
+	default:
 		r.dests.get(dest, "").deposit(r.dests.depositAmt, r.dests.capacity)
 	}
 }
@@ -65,11 +72,29 @@ func (r *Retrier) pair(req *portico.Request) budgetPair {
 
 // pairOf is pair for the budgets of (dest, client).
 func (r *Retrier) pairOf(dest, client string) budgetPair {
-	p := budgetPair{client: r.budget.get(dest, client)}
-	if r.dests != nil {
-		p.dest = r.dests.get(dest, "")
+	h := r.homeOf(dest)
+	if h == nil {
+		p := budgetPair{client: r.budget.get(dest, client)}
+		if r.dests != nil {
+			p.dest = r.dests.get(dest, "")
+		}
+		return p
+	}
+	p := *h
+	if client != "" {
+		p.client = r.budget.get(dest, client)
 	}
 	return p
+}
+
+// homeOf returns the Retrier's home buckets when dest is their
+// destination, nil otherwise (see Retrier.home): the destination's, and
+// the client's for a request without a ClientKey.
+func (r *Retrier) homeOf(dest string) *budgetPair {
+	if h := r.home; h != nil && dest == r.dest {
+		return h
+	}
+	return nil
 }
 
 func (r *Retrier) destOf(req *portico.Request) string {

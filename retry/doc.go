@@ -201,7 +201,9 @@
 // # Cost
 //
 // A first-try success costs two budget lookups (a sync.Map each, the
-// client's and the destination's) and, for each bucket below capacity, one
+// client's and the destination's; with a Destination, whose buckets the
+// Retrier holds from construction, the client's alone, and none for a
+// request without a ClientKey) and, for each bucket below capacity, one
 // atomic compare-and-swap: no allocation, no lock, no timer, no new
 // context. A full bucket is only read, so busy keys
 // with an unused budget share no written cache line. Budgets are bounded by

@@ -131,8 +131,9 @@ type Budget struct {
 	// would be full, as a new one); when its retry would exceed it, buckets
 	// that are full (indistinguishable from new ones) or unused since the
 	// last sweep are evicted; if none can be, the new key shares one
-	// overflow bucket. Zero means [DefaultBudgetKeys] (10,000); negative is
-	// an error.
+	// overflow bucket. The buckets of Config.Destination without a client
+	// key are kept apart, from construction, and never evicted. Zero means
+	// [DefaultBudgetKeys] (10,000); negative is an error.
 	MaxKeys int
 	// Shared keeps both budgets in a store shared by several processes (see
 	// [Shared]); the zero value keeps them in this process.
@@ -334,7 +335,12 @@ type Retrier struct {
 	budget         *budgets       // per (destination, client); nil when Budget.Off
 	dests          *budgets       // per destination; nil when Budget.Off or ClientOnly
 	shared         *sharedBudgets // nil: the budgets are budget and dests alone
-	bounds         Bounds         // of a request's Overrides
+	// home are Config.Destination's buckets, pinned at construction: its
+	// destination bucket (nil with ClientOnly) and its client bucket for
+	// requests without a ClientKey, which a request finds without hashing
+	// a key. Nil without a Destination or with the budgets off.
+	home   *budgetPair
+	bounds Bounds // of a request's Overrides
 }
 
 // New returns a Retrier configured by cfg, with zero fields taking their
@@ -451,6 +457,12 @@ func (r *Retrier) setBudgets(b Budget) {
 	r.budget = newBudgets(ratio, burst, keys)
 	if !b.ClientOnly {
 		r.dests = newBudgets(destRatio, destBurst, keys)
+	}
+	if r.dest != "" {
+		r.home = &budgetPair{client: r.budget.pin(budgetKey{r.dest, ""})}
+		if r.dests != nil {
+			r.home.dest = r.dests.pin(budgetKey{r.dest, ""})
+		}
 	}
 }
 
