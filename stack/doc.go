@@ -68,6 +68,21 @@
 // is a request it counts, and inside validate, so that an answer the
 // schema refuses is not taken for the destination's refusal.
 //
+// # Priorities
+//
+// A request's [portico.Priority] (Critical, Default, Sheddable) needs no
+// stack field: every layer that sheds or queues reads it from the
+// request. The limiters' queues (Client.Queue, Route.Limiter.Queue) serve
+// the highest priority first and shed the lowest when full, their
+// Reserve keeps slots for higher priorities, a route's throttle rejects
+// Sheddable calls first, and Config.InFlight's Reserve keeps a tenant's
+// slots across instances for its Critical calls. At 2x overload (a route
+// of 10 slots, 20 requests a second, a quarter of them Critical) the
+// Critical requests' goodput goes from 57% to 100% behind a queue of 10
+// (p50 1.86 s to 1.14 s, p99 2.47 s to 1.82 s, service 0.5-1.5 s), and
+// from 47% to 89% behind the cap alone with a Reserve of 2
+// (TestPriorityFigure).
+//
 // # When a route fails
 //
 // One route or several, a request is filtered by the routes'
