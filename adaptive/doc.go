@@ -26,6 +26,21 @@
 // its errors); this package only decides the number, so it is not a layer
 // of its own. In package stack, Route.Limiter.Concurrency does the above.
 //
+// # Priorities
+//
+// The Limit decides how many calls; the Limiter decides which, by the
+// requests' [portico.Priority]: its queue serves the highest priority
+// first and, full, sheds its lowest-ranked call for a higher one, and
+// ratelimit.Config.Reserve keeps slots of the limit free for higher
+// priorities. So when the limit falls, the calls shed or held at its
+// edge are the lowest priority's (TestPriorityAtTheLimit). failsafe-go's
+// prioritized adaptive limiter reaches the same end by a rejection
+// threshold: a Prioritizer calibrates, from the recent executions'
+// priority levels, the level below which calls are rejected so that the
+// rejection rate follows how full the queue is. The Limiter's order needs
+// no calibration and sheds only when the queue is full; aging
+// (ratelimit.Queue.Aging) keeps a low priority from waiting for ever.
+//
 // # The algorithms
 //
 // The three of Netflix's concurrency-limits library
