@@ -221,7 +221,7 @@ type Contract struct {
 	// ModelClasses, when non-empty, lists the model classes allowed.
 	ModelClasses []string
 	// MaxCost is the most one request may cost, in the Capabilities' price unit,
-	// estimated before the call from input tokens and MaxOutputTokens
+	// estimated before the call from input tokens and N_max
 	// ([Capabilities.EstimateCost]); 0: no limit. Negative or NaN is refused
 	// (see [Contract.Validate]).
 	MaxCost float64
@@ -370,16 +370,22 @@ func (c *Capabilities) Covers(o *Capabilities) bool {
 
 // EstimateCost returns the most req may cost on this route before it is sent, in
 // the price unit of InputPrice: the input (the larger of inputTokens and the
-// contract's MaxInputTokens) at InputPrice plus MaxOutputTokens at OutputPrice.
-// Cached input is not assumed. It is the estimate [Capabilities.Fits] compares
-// with Contract.MaxCost, and the one routers rank by.
-// Negative counts are taken as zero.
+// contract's MaxInputTokens) at InputPrice plus N_max output tokens at
+// OutputPrice, N_max being [Request.OutputBound] of [DefaultMaxTokens]
+// (MaxOutputTokens when set), at most MaxOutput when the route has one.
+// Cached input is not assumed. It is the one estimate of a call's cost:
+// [Capabilities.Fits] compares it with Contract.MaxCost, routers rank by
+// it and spend budgets reserve it. A negative inputTokens is taken as zero.
 func (c *Capabilities) EstimateCost(req *Request, inputTokens int) float64 {
 	in := max(inputTokens, 0)
 	if req.Contract != nil {
 		in = max(in, req.Contract.MaxInputTokens)
 	}
-	return float64(in)*c.InputPrice + float64(max(req.MaxOutputTokens, 0))*c.OutputPrice
+	out := max(req.OutputBound(DefaultMaxTokens), 0)
+	if c.MaxOutput > 0 && req.MaxOutputTokens <= 0 {
+		out = min(out, c.MaxOutput) // the route answers no more than that
+	}
+	return float64(in)*c.InputPrice + float64(out)*c.OutputPrice
 }
 
 var noContract Contract

@@ -144,18 +144,37 @@ func TestFitsRejectAllocs(t *testing.T) {
 	}
 }
 
+// TestEstimateCost: input at InputPrice plus N_max at OutputPrice, N_max
+// being MaxOutputTokens, else DefaultMaxTokens plus a reasoning budget,
+// capped at the route's MaxOutput; an embedding has no output.
 func TestEstimateCost(t *testing.T) {
 	c := Capabilities{InputPrice: 1, OutputPrice: 3}
 	req := &Request{MaxOutputTokens: 10}
 	if got := c.EstimateCost(req, 5); got != 35 {
 		t.Errorf("EstimateCost = %v, want 5*1 + 10*3 = 35", got)
 	}
-	if got := c.EstimateCost(&Request{MaxOutputTokens: -10}, -5); got != 0 {
-		t.Errorf("EstimateCost(negative) = %v, want 0", got)
+	if got := c.EstimateCost(&Request{MaxOutputTokens: -10}, -5); got != 3072 {
+		t.Errorf("EstimateCost(negative) = %v, want 0 + 1024*3 = 3072", got)
 	}
 	req.Contract = &Contract{MaxInputTokens: 20}
 	if got := c.EstimateCost(req, 5); got != 50 {
 		t.Errorf("EstimateCost = %v, want 20*1 + 10*3 = 50 (contract's input)", got)
+	}
+	for _, tc := range []struct {
+		name string
+		caps Capabilities
+		req  Request
+		want float64
+	}{
+		{"default N_max", c, Request{}, 5 + 1024*3},
+		{"reasoning budget", c, Request{Reasoning: &Reasoning{Budget: 2000}}, 5 + 3024*3},
+		{"route's MaxOutput", Capabilities{InputPrice: 1, OutputPrice: 3, MaxOutput: 100}, Request{}, 5 + 100*3},
+		{"MaxOutputTokens over MaxOutput", Capabilities{InputPrice: 1, OutputPrice: 3, MaxOutput: 100}, Request{MaxOutputTokens: 200}, 5 + 200*3},
+		{"embedding", c, Request{Embedding: &Embedding{}}, 5},
+	} {
+		if got := tc.caps.EstimateCost(&tc.req, 5); got != tc.want {
+			t.Errorf("%s: EstimateCost = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

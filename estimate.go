@@ -11,6 +11,14 @@ type Estimator interface {
 	EstimateInputTokens(req *Request) int
 }
 
+// DefaultMaxTokens is N_max, in tokens, for a request whose MaxOutputTokens
+// is 0, wherever a call is priced or reserved before it is sent and nothing
+// configures another: [Capabilities.EstimateCost] (so routing's
+// Contract.MaxCost, the rankers and spend budgets) and the rate limiter's
+// default. A request's reasoning budget is added to it
+// ([Request.OutputBound]).
+const DefaultMaxTokens = 1024
+
 // EstimatorFunc adapts a function to [Estimator].
 type EstimatorFunc func(req *Request) int
 

@@ -367,8 +367,8 @@ func ByModel(r *portico.Request) string { return r.Model }
 // The values of Config.DefaultMaxTokens that are not a number of tokens.
 const (
 	// DefaultMaxTokens is what a zero Config.DefaultMaxTokens means, capped
-	// at half the smallest token bucket.
-	DefaultMaxTokens = 1024
+	// at half the smallest token bucket: [portico.DefaultMaxTokens].
+	DefaultMaxTokens = portico.DefaultMaxTokens
 	// RequireMaxTokens, as Config.DefaultMaxTokens, refuses requests
 	// without MaxOutputTokens on a key with a token bucket.
 	RequireMaxTokens = -1

@@ -90,3 +90,37 @@ func TestSteerToCheaperRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestSteerWithoutMaxOutputTokens: the same group, requests without
+// MaxOutputTokens, so N_max is portico.DefaultMaxTokens (estimates 10.24
+// on the dear route, 1.024 on the cheap one) and a day budget of 16. Two
+// answers of 5 on the dear route leave 6, below its estimate: Steer lowers
+// Contract.MaxCost to 6, and the group below, pricing the same N_max
+// (Capabilities.EstimateCost), skips the dear route for the cheap one.
+func TestSteerWithoutMaxOutputTokens(t *testing.T) {
+	dearCaps := portico.Capabilities{OutputPrice: 0.01}
+	cheapCaps := portico.Capabilities{OutputPrice: 0.001}
+	g, err := fallback.New(fallback.Config{Routes: []portico.Route{
+		{Name: "dear", Model: priced(5, nil), Capabilities: dearCaps},
+		{Name: "cheap", Model: priced(0.5, nil), Capabilities: cheapCaps},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mustNew(t, Config{Limits: []Limit{{Window: Day, Amount: 16}}, Routes: []portico.Capabilities{dearCaps, cheapCaps}, Steer: true})
+	if got := b.Estimate(req("t", 0)); !near(got, 10.24) {
+		t.Fatalf("Estimate = %v, want 10.24 (1024 tokens at 0.01)", got)
+	}
+	m := b.Wrap(g)
+	var got []string
+	for range 3 {
+		resp, err := m.Generate(context.Background(), req("t", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, resp.Route)
+	}
+	if s := fmt.Sprint(got); s != "[dear dear cheap]" {
+		t.Errorf("routes %s, want [dear dear cheap]", s)
+	}
+}

@@ -28,15 +28,13 @@ type Config struct {
 	// Routes are the Capabilities of the routes a request may take: its
 	// estimated cost is the most [portico.Capabilities.EstimateCost] of
 	// those that fit it (of all, when none fits), with the Estimator's
-	// input and DefaultMaxTokens for a request without MaxOutputTokens.
+	// input: the rule routing's Contract.MaxCost applies, so Steer's
+	// MaxCost and the routing layer below agree on what a route may spend.
 	// Package stack fills it with its routes' when empty.
 	Routes []portico.Capabilities
 	// Estimator estimates input tokens; nil means
 	// [portico.DefaultEstimator]. Package stack fills it with the group's.
 	Estimator portico.Estimator
-	// DefaultMaxTokens is N_max for a request whose MaxOutputTokens is 0.
-	// Zero means 1024 (ratelimit.DefaultMaxTokens); negative is an error.
-	DefaultMaxTokens int
 	// Steer routes a key near its limit to cheaper routes: when what its
 	// budgets have left is below the request's estimate, the request goes
 	// on with Contract.MaxCost lowered to what is left, so that a routing
@@ -55,10 +53,6 @@ type Config struct {
 
 // ByClient keys budgets on Identity.ClientKey.
 func ByClient(r *portico.Request) string { return r.Identity.ClientKey }
-
-// defaultMaxTokens is what a zero Config.DefaultMaxTokens means, as
-// ratelimit.DefaultMaxTokens.
-const defaultMaxTokens = 1024
 
 // check returns the first field of c that can only be a mistake.
 func (c *Config) check() error {
@@ -82,7 +76,7 @@ func (c *Config) check() error {
 }
 
 // checkShape returns the first of c's top-level fields that contradicts
-// another: routes, tiers, limits, the default and the shared store.
+// another: routes, tiers, limits and the shared store.
 func (c *Config) checkShape() error {
 	switch {
 	case len(c.Routes) == 0:
@@ -93,8 +87,6 @@ func (c *Config) checkShape() error {
 		return errors.New("spend: Config.Tier without Config.Tiers")
 	case c.Tier == nil && len(c.Limits) == 0:
 		return errors.New("spend: no Config.Limits")
-	case c.DefaultMaxTokens < 0:
-		return errors.New("spend: negative Config.DefaultMaxTokens")
 	}
 	return c.checkShared()
 }

@@ -1,7 +1,6 @@
 package spend
 
 import (
-	"cmp"
 	"context"
 	"time"
 
@@ -17,7 +16,6 @@ type Budgets struct {
 	cfg   Config
 	key   func(*portico.Request) string
 	est   portico.Estimator
-	nmax  int
 	store Store
 	local *Memory // this instance's share while the shared store fails
 }
@@ -25,15 +23,14 @@ type Budgets struct {
 // New returns the Budgets cfg describes, or an error starting with
 // "spend:" naming the field that can only be a mistake: no Routes, no
 // Limits (nor Tiers), a Window that is not one or repeated, an Amount not
-// finite and positive, a negative DefaultMaxTokens, Tier without Tiers
+// finite and positive, Tier without Tiers
 // (or the reverse), FailOpen without Instances (or the reverse), a
 // route's invalid Capabilities.
 func New(cfg Config) (*Budgets, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	b := &Budgets{cfg: cfg, key: cfg.Key, est: cfg.Estimator,
-		nmax: cmp.Or(cfg.DefaultMaxTokens, defaultMaxTokens), store: cfg.Shared.Store}
+	b := &Budgets{cfg: cfg, key: cfg.Key, est: cfg.Estimator, store: cfg.Shared.Store}
 	if b.key == nil {
 		b.key = ByClient
 	}
@@ -50,9 +47,8 @@ func New(cfg Config) (*Budgets, error) {
 
 // Estimate returns the cost Wrap reserves for req, in the Routes' price
 // unit: the most [portico.Capabilities.EstimateCost] among the Routes
-// that fit req (all of them when none does), N_max being
-// [portico.Request.OutputBound] of DefaultMaxTokens when req has no
-// MaxOutputTokens. It does not allocate.
+// that fit req (all of them when none does), with the Estimator's input.
+// It does not allocate.
 func (b *Budgets) Estimate(req *portico.Request) float64 {
 	in := b.est.EstimateInputTokens(req)
 	return b.estimate(req, in, false)
@@ -61,14 +57,10 @@ func (b *Budgets) Estimate(req *portico.Request) float64 {
 // estimate is Estimate with the input estimate in; with fitOnly it
 // returns -1 when no route fits.
 func (b *Budgets) estimate(req *portico.Request, in int, fitOnly bool) float64 {
-	out := 0 // the tokens N_max adds to what EstimateCost prices
-	if req.MaxOutputTokens == 0 {
-		out = req.OutputBound(b.nmax)
-	}
 	best, all := -1.0, 0.0
 	for i := range b.cfg.Routes {
 		c := &b.cfg.Routes[i]
-		e := c.EstimateCost(req, in) + float64(out)*c.OutputPrice
+		e := c.EstimateCost(req, in)
 		all = max(all, e)
 		if e > best && c.Fits(req, in) == nil {
 			best = e

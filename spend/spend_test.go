@@ -105,13 +105,13 @@ func TestPanicRefunds(t *testing.T) {
 	}
 }
 
-// TestEstimate: the most expensive route that fits, DefaultMaxTokens for
-// a request without N_max, every route when none fits.
+// TestEstimate: the most expensive route that fits, portico.DefaultMaxTokens
+// (1024) for a request without N_max, every route when none fits.
 func TestEstimate(t *testing.T) {
 	small := portico.Capabilities{InputPrice: 0.001, OutputPrice: 0.002, ContextWindow: 1000}
 	big := portico.Capabilities{InputPrice: 0.01, OutputPrice: 0.02, ContextWindow: 100}
 	b := mustNew(t, Config{Limits: []Limit{{Window: Day, Amount: 10}}, Routes: []portico.Capabilities{small, big},
-		Estimator: portico.EstimatorFunc(func(*portico.Request) int { return 10 }), DefaultMaxTokens: 50})
+		Estimator: portico.EstimatorFunc(func(*portico.Request) int { return 10 })})
 	for _, c := range []struct {
 		n    int
 		want float64
@@ -119,7 +119,7 @@ func TestEstimate(t *testing.T) {
 		{80, 10*0.01 + 80*0.02},     // both fit: the dearer
 		{500, 10*0.001 + 500*0.002}, // only small fits
 		{2000, 10*0.01 + 2000*0.02}, // none fits: the dearest
-		{0, 10*0.01 + 50*0.02},      // DefaultMaxTokens 50 priced, both fit: the dearer
+		{0, 10*0.01 + 1024*0.02},    // portico.DefaultMaxTokens priced, both fit: the dearer
 	} {
 		if got := b.Estimate(req("t", c.n)); !near(got, c.want) {
 			t.Errorf("Estimate(N_max %d) = %v, want %v", c.n, got, c.want)
@@ -166,7 +166,6 @@ func TestConfigMistakes(t *testing.T) {
 		{Config{Routes: routes, Limits: []Limit{{Window: 9, Amount: 1}}}, "Window"},
 		{Config{Routes: routes, Limits: []Limit{{Window: Day, Amount: 1}, {Window: Day, Amount: 2}}}, "two day budgets"},
 		{Config{Routes: routes, Limits: []Limit{{Window: Day, Amount: math.NaN()}}}, "Amount"},
-		{Config{Routes: routes, Limits: day, DefaultMaxTokens: -1}, "DefaultMaxTokens"},
 		{Config{Routes: routes, Limits: day, Tiers: map[string][]Limit{"a": day}}, "Tiers without"},
 		{Config{Routes: routes, Limits: day, Shared: portico.Shared[Store]{FailOpen: true}}, "Instances"},
 		{Config{Routes: []portico.Capabilities{{InputPrice: -1}}, Limits: day}, "Routes[0]"},
