@@ -149,8 +149,13 @@ func (c *Cooldowns) flush() {
 
 // refresh reads every cooldown held in Redis, as time left by the server's
 // clock, into the local copy as time left by this one's, counted from the
-// reply's arrival: a cooldown learnt this way ends at most a round trip
-// late, never early, whatever the clocks' offsets.
+// reply's arrival: a cooldown learnt this way ends no earlier than where
+// it was set, late by at most the write's and the read's transits and
+// three roundings to the millisecond, whatever the clocks' offsets, as
+// long as they hold: a forward step of the server's clock between the
+// write and the read (an NTP or VM correction) makes the end early by
+// the step. The local copy is on this instance's wall clock, which a
+// step moves every end with.
 func (c *Cooldowns) refresh() {
 	var v []any
 	err := c.s.do(context.Background(), func(ctx context.Context) error {
@@ -181,7 +186,8 @@ func ceilMillis(d time.Duration) int64 {
 // The cooldown scripts. One sorted set holds every cooldown: the member is
 // the key (a route's Quota or Name), the score its end in milliseconds of
 // the server's clock. Instances send and receive only durations (time
-// left), so their clocks' offsets to the server's never enter. Members
+// left), so their clocks' offsets to the server's never enter; a step of
+// the server's clock between a write and a read does (see refresh). Members
 // that ended are removed on every write; the set keeps at most
 // fallback.DefaultCooldownKeys members (the first to end goes first) and
 // expires with its last cooldown.

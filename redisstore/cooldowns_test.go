@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -22,8 +23,33 @@ import (
 type instance struct {
 	s     *Store
 	cool  *Cooldowns
+	sets  *recorded // cool, as the stack sees it
 	st    *stack.Stack
 	calls map[string]*atomic.Int32
+}
+
+// recorded is a Cooldowns that records, for each key, the latest end the
+// stack Set: the end it meant, before any refresh of the local copy.
+type recorded struct {
+	*Cooldowns
+	mu  sync.Mutex
+	set map[string]time.Time
+}
+
+func (r *recorded) Set(key string, until time.Time) {
+	r.mu.Lock()
+	if until.After(r.set[key]) {
+		r.set[key] = until
+	}
+	r.mu.Unlock()
+	r.Cooldowns.Set(key, until)
+}
+
+// end returns the latest end Set for key, the zero Time if none.
+func (r *recorded) end(key string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.set[key]
 }
 
 // setup describes an instance: the routes, in order, with their Quota;
@@ -42,6 +68,7 @@ func newInstance(t *testing.T, srv *redistest.Server, su setup) *instance {
 	in := &instance{s: newStore(t, srv, su.cfg), calls: make(map[string]*atomic.Int32)}
 	in.cool = in.s.Cooldowns()
 	t.Cleanup(in.cool.Close)
+	in.sets = &recorded{Cooldowns: in.cool, set: make(map[string]time.Time)}
 	var rs []stack.Route
 	for _, r := range su.routes {
 		n := new(atomic.Int32)
@@ -56,12 +83,12 @@ func newInstance(t *testing.T, srv *redistest.Server, su setup) *instance {
 		})
 		sr := stack.Route{Route: portico.Route{Name: r.name, Model: model, Capabilities: portico.Capabilities{Quota: r.quota}}}
 		if su.shareBreakers {
-			sr.Breaker.Shared = in.cool
+			sr.Breaker.Shared = in.sets
 		}
 		rs = append(rs, sr)
 	}
 	var err error
-	if in.st, err = stack.New(stack.Config{Routes: rs, Fallback: fallback.Config{Cooldowns: in.cool}}); err != nil {
+	if in.st, err = stack.New(stack.Config{Routes: rs, Fallback: fallback.Config{Cooldowns: in.sets}}); err != nil {
 		t.Fatal(err)
 	}
 	return in
@@ -97,6 +124,16 @@ func reasons(resp *portico.Response) []string {
 // (a hook): once an instance's read that began after the write has
 // ended, the next request it starts skips the route (its local copy is
 // raised before its next read begins); the staleness is logged.
+//
+// The ends are compared as the local copies hold them, on the wall clock,
+// which the server's TIME reads too (it runs on this host). Instance 0's
+// end is the one its stack Set, not its copy, which its own reads may have
+// raised by then. Each read raises the copy to its reply's time plus the
+// time left, so a copy is late by at most the write's transit and its
+// slowest read's (its reply arrives before the next read begins), plus
+// three roundings to the millisecond; it is never early unless the wall
+// clock is stepped back against the monotonic one (a VM's clock
+// corrected), which the test measures and allows, logged.
 func TestCooldownsTenInstances(t *testing.T) {
 	const refresh, timeout, ra = 20 * time.Millisecond, 100 * time.Millisecond, 5 * time.Second
 	bound := refresh + 3*timeout
@@ -135,6 +172,7 @@ func TestCooldownsTenInstances(t *testing.T) {
 			}
 			ctx := context.Background()
 			req := &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}}
+			base := time.Now()
 			// Every instance has dialed and read the set once: a warm-up
 			// cooldown reaches them all.
 			ins[0].cool.Set("warm-up", time.Now().Add(2*time.Second)) // shorter than the cooldown: the set's TTL stays the cooldown's
@@ -146,12 +184,15 @@ func TestCooldownsTenInstances(t *testing.T) {
 					t.Fatalf("before the 429: Generate = %v, %v; want primary's answer", resp, err)
 				}
 			}
-			start := time.Now()
+			start, ahead := time.Now(), wallAhead(base)
 			resp, err := ins[0].st.Generate(ctx, req)
 			if err != nil || resp.Route != "secondary" || !slices.Equal(reasons(resp), tc.first) {
 				t.Fatalf("instance 0: Generate = %v (hops %v), %v; want secondary's answer, hops %v", resp, reasons(resp), err, tc.first)
 			}
-			until0 := ins[0].cool.Until(tc.key)
+			until0 := ins[0].sets.end(tc.key).Round(0) // on the wall clock, as the copies hold it
+			if until0.IsZero() {
+				t.Fatalf("instance 0 did not Set %q", tc.key)
+			}
 			// Each other instance sends a request every millisecond until one
 			// skips the cooling routes.
 			learnt := make([]time.Duration, len(ins))
@@ -184,17 +225,27 @@ func TestCooldownsTenInstances(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			// The write: instance 0's first set after the 429 that succeeded.
+			// The write: instance 0's first set after the 429 that succeeded
+			// (one that timed out may have run too, before it: first is the
+			// first attempt's start). The others may have learnt from one
+			// that timed out, the retry not yet done: wait for it.
+			var first time.Time
 			var write scriptRun
-			for _, r := range ran[0].runs(setCooldowns) {
-				if !r.start.Before(start) && r.err == nil {
-					write = r
-					break
+			waitFor(t, "instance 0 to write the cooldown", func() bool {
+				for _, r := range ran[0].runs(setCooldowns) {
+					if r.start.Before(start) {
+						continue
+					}
+					if first.IsZero() {
+						first = r.start
+					}
+					if r.err == nil {
+						write = r
+						return true
+					}
 				}
-			}
-			if write.end.IsZero() {
-				t.Fatal("instance 0 never wrote the cooldown")
-			}
+				return false
+			})
 			var worst, sum time.Duration
 			leaked := 0
 			for i := 1; i < len(ins); i++ {
@@ -221,13 +272,34 @@ func TestCooldownsTenInstances(t *testing.T) {
 					t.Errorf("instance %d: a request sent %v after its first read of the set since the write ended called primary; want the route skipped",
 						i, lastPrimary[i].Sub(read.end))
 				}
-				// Never early; late by at most the write's transit (from
+				// Never early, unless the wall clock was stepped back (by
+				// back, measured); late by at most the write's transit (from
 				// the request that saw the failure, which set it, to the
-				// write's reply) and the read's (its reply is timed before
-				// the next read begins), each rounded up a millisecond.
-				late := write.end.Sub(start) + next.start.Sub(read.start) + 2*time.Millisecond
-				if u := in.cool.Until(tc.key); u.Before(until0) || u.After(until0.Add(late)) {
-					t.Errorf("instance %d: cooldown ends %v after instance 0's, want within [0, %v]", i, u.Sub(until0), late)
+				// write's reply), the slowest read's since the write began
+				// (its reply is timed before the next read begins, or
+				// before now) and three roundings: the time left sent and
+				// the server's time at the write rounded up, at the read
+				// down. The times on the wall clock, as the ends.
+				u, now := in.cool.Until(tc.key), time.Now()
+				back := max(0, ahead-wallAhead(base))
+				slowest := time.Duration(0)
+				rs := ran[i].runs(getCooldowns)
+				for k, r := range rs {
+					if r.err != nil || !r.end.After(first) || !r.start.Before(now) {
+						continue // saw no write, raised nothing, or began after u was read
+					}
+					replied := now
+					if k+1 < len(rs) && rs[k+1].start.Before(now) {
+						replied = rs[k+1].start
+					}
+					slowest = max(slowest, onWall(r.start, replied))
+				}
+				late := onWall(start, write.end) + slowest + 3*time.Millisecond
+				if back >= time.Microsecond { // below, the two clocks' nanosecond rounding
+					t.Logf("instance %d: the wall clock was stepped back %v against the monotonic one during the test", i, back)
+				}
+				if u.Before(until0.Add(-back)) || u.After(until0.Add(late)) {
+					t.Errorf("instance %d: cooldown ends %v after instance 0's, want within [%v, %v]", i, u.Sub(until0), -back, late)
 				}
 				// Once it knows, the routes are not called: one more request skips them.
 				before := in.calls["primary"].Load()
@@ -245,9 +317,12 @@ func TestCooldownsTenInstances(t *testing.T) {
 			}
 			t.Logf("staleness over 9 instances with Refresh %v: mean %v, max %v (bound %v); %d calls to the cooling route meanwhile, one a millisecond per instance",
 				refresh, sum/9, worst, bound, leaked)
-			// The shared set holds the key until the cooldown ends, no longer.
-			if ttl, err := ins[0].s.c.PTTL(ctx, ins[0].cool.key).Result(); err != nil || ttl <= tc.lasts-time.Second || ttl > tc.lasts {
-				t.Errorf("PTTL of the cooldown set = %v, %v; want about %v (it expires with its cooldown)", ttl, err, tc.lasts)
+			// The shared set holds the key until the cooldown ends, no
+			// longer: less what has passed since the failure, to the
+			// millisecond PTTL counts in.
+			ttl, err := ins[0].s.c.PTTL(ctx, ins[0].cool.key).Result()
+			if passed := time.Since(start); err != nil || ttl < tc.lasts-passed-time.Millisecond || ttl > tc.lasts {
+				t.Errorf("PTTL of the cooldown set = %v, %v; want within [%v, %v] (it expires with its cooldown)", ttl, err, tc.lasts-passed-time.Millisecond, tc.lasts)
 			}
 		})
 	}
@@ -281,11 +356,20 @@ func TestCooldownsScripts(t *testing.T) {
 		}
 		return m
 	}
+	// The time left is the time sent less what passed between the write
+	// and the read (at most el, measured around both), within the two
+	// roundings to the millisecond: [sent - el - 1, sent + 1]. b may end
+	// before the read on a starved CPU; it is checked while it cannot.
+	start := time.Now()
 	set("a", 5000, "b", 40)
 	set("a", 2000) // shorter: a keeps 5 s
 	got := get()
-	if len(got) != 2 || got["a"] <= 4900 || got["a"] > 5001 || got["b"] <= 0 || got["b"] > 41 {
-		t.Fatalf("after a 5 s, b 40 ms, a 2 s: %v; want a about 5000 ms, b about 40", got)
+	el := time.Since(start).Milliseconds()
+	if got["a"] < 5000-el-1 || got["a"] > 5001 {
+		t.Fatalf("after a 5 s, b 40 ms, a 2 s, %d ms later: a has %d ms left, want within [%d, 5001]", el, got["a"], 5000-el-1)
+	}
+	if b, ok := got["b"]; (ok && (b < 40-el-1 || b > 41)) || (!ok && el < 39) || len(got) > 2 {
+		t.Fatalf("after a 5 s, b 40 ms, a 2 s, %d ms later: %v; want b within [%d, 41] (gone only once 39 ms passed)", el, got, 40-el-1)
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	for range tick.C { // wait for b's end
@@ -301,8 +385,8 @@ func TestCooldownsScripts(t *testing.T) {
 	if m, err := s.c.ZRange(ctx, key[0], 0, -1).Result(); err != nil || !slices.Equal(m, []string{"c", "a"}) {
 		t.Errorf("members after writing c = %v, %v; want [c a] (b removed)", m, err)
 	}
-	if ttl, err := s.c.PTTL(ctx, key[0]).Result(); err != nil || ttl <= 4900*time.Millisecond || ttl > 5*time.Second {
-		t.Errorf("PTTL = %v, %v; want about 5 s, the last end", ttl, err)
+	if ttl, err := s.c.PTTL(ctx, key[0]).Result(); err != nil || ttl < 5*time.Second-time.Since(start)-time.Millisecond || ttl > 5*time.Second {
+		t.Errorf("PTTL = %v, %v; want a's end: 5 s less what passed since, %v", ttl, err, time.Since(start))
 	}
 	// Over the bound: the first to end go.
 	var pairs []any
@@ -325,8 +409,9 @@ func TestCooldownsScripts(t *testing.T) {
 }
 
 // TestCooldownsLocal: Until answers from the local copy without a round
-// trip or an allocation; a Set is written once however many Sets came
-// before the write, and a Set of a time already past changes nothing.
+// trip or an allocation; the later of two Sets is the end written (the
+// earlier's may be written first, when the goroutine runs between them),
+// and a Set of a time already past changes nothing.
 //
 // The allocations are counted once the goroutine is closed: AllocsPerRun
 // reads the process's counter, which a refresh that the scheduler runs
@@ -347,12 +432,14 @@ func TestCooldownsLocal(t *testing.T) {
 	defer tick.Stop()
 	for deadline := time.Now().Add(3 * time.Second); ; <-tick.C {
 		score, err := c.s.c.ZScore(context.Background(), c.key, "a").Result()
-		if err == nil {
+		end := time.UnixMilli(int64(score))
+		if err == nil && end.After(until.Add(-time.Second/2)) { // not the earlier Set's
 			// Never early; late by at most the write's transit (the
-			// script runs between the Set and this reply), the
-			// millisecond rounded up.
-			if late := time.UnixMilli(int64(score)).Sub(until); late < 0 || late > time.Since(set)+time.Millisecond {
-				t.Errorf("a's end in Redis is %v after the later Set's, want within [0, %v] (the write's transit)", late, time.Since(set))
+			// script runs between the Set and this reply) and two
+			// roundings up to the millisecond: the time left sent and
+			// the server's time. On the wall clock, as the end.
+			if late, most := end.Sub(until.Round(0)), onWall(set, time.Now())+2*time.Millisecond; late < 0 || late > most {
+				t.Errorf("a's end in Redis is %v after the later Set's, want within [0, %v] (the write's transit)", late, most)
 			}
 			break
 		}
@@ -448,6 +535,23 @@ func TestCooldownsOutage(t *testing.T) {
 		})
 	}
 }
+
+// wallAhead returns how far the wall clock has moved ahead of the
+// monotonic clock since base: zero unless the wall clock is stepped. It
+// takes the largest of a few readings: time.Now reads the wall clock
+// first, so a reading preempted between its two clocks is behind.
+func wallAhead(base time.Time) time.Duration {
+	most := time.Duration(math.MinInt64)
+	for range 5 {
+		now := time.Now()
+		most = max(most, onWall(base, now)-now.Sub(base))
+	}
+	return most
+}
+
+// onWall returns b - a on the wall clock, which the cooldowns' ends and
+// the server's TIME are read on.
+func onWall(a, b time.Time) time.Duration { return b.Round(0).Sub(a.Round(0)) }
 
 // waitFor polls cond every 5 ms, for 10 s at most: the guard against a
 // hang, long enough for a starved CPU, not the bound of a promise.
