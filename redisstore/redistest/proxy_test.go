@@ -70,7 +70,9 @@ func TestProxyDropReplyPassesErrors(t *testing.T) {
 }
 
 // TestProxyDelayAndReset: a delayed reply misses a short deadline; Reset
-// cuts a command under way; the proxy keeps accepting.
+// cuts a command under way (the server ran it, the delay holds its
+// reply: the test waits for the run, not a guessed time); the proxy
+// keeps accepting.
 func TestProxyDelayAndReset(t *testing.T) {
 	srv := Start(t)
 	p := srv.Proxy(t)
@@ -86,12 +88,27 @@ func TestProxyDelayAndReset(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
 		t.Fatalf("PING under a 1 s delay with a 20 ms deadline: err = %v, want a timeout", err)
 	}
+	// A connection ready (the timed-out one was closed; a new one's
+	// handshake would wait out the delay), then a reply held longer than
+	// any stall between the run and Reset.
+	p.Delay(0)
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.Delay(time.Minute)
 	errc := make(chan error, 1)
-	go func() { errc <- c.Ping(context.Background()).Err() }()
-	time.Sleep(20 * time.Millisecond)
+	go func() { errc <- c.Incr(context.Background(), "n").Err() }()
+	direct := srv.Client(t)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); direct.Get(context.Background(), "n").Val() != "1"; <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatal("INCR through the proxy did not reach the server in 10 s")
+		}
+	}
 	p.Reset()
 	if err := <-errc; !errors.Is(err, io.EOF) {
-		t.Fatalf("PING cut by Reset: err = %v, want EOF", err)
+		t.Fatalf("INCR cut by Reset: err = %v, want EOF", err)
 	}
 	p.Delay(0)
 	if err := c.Ping(context.Background()).Err(); err != nil {
