@@ -1,6 +1,9 @@
 package portico
 
-import "strconv"
+import (
+	"context"
+	"strconv"
+)
 
 // Priority is a request's criticality under overload, after Google's
 // (Beyer et al., "Site Reliability Engineering", chapter 21 "Handling
@@ -58,4 +61,22 @@ func (p Priority) Slots(limit, reserve int) int {
 	}
 	n := limit - int(Critical-p.Level())*max(reserve, 0)
 	return max(n, 1)
+}
+
+type priorityKey struct{}
+
+// WithPriority returns a copy of ctx that carries p, for the calls that do
+// not go through a [Request] of their own, as [WithIdentity] carries the
+// tenant: an SDK's requests through an adapter's guard (its Protect
+// option) and the framework bridges make their requests' Priority from
+// it. A Request's own Priority is never read from the context.
+func WithPriority(ctx context.Context, p Priority) context.Context {
+	return context.WithValue(ctx, priorityKey{}, p)
+}
+
+// PriorityFrom returns the Priority ctx carries ([WithPriority]), or
+// Default.
+func PriorityFrom(ctx context.Context) Priority {
+	p, _ := ctx.Value(priorityKey{}).(Priority)
+	return p
 }

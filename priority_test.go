@@ -1,6 +1,8 @@
 package portico_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/portico-llm/portico"
@@ -40,4 +42,26 @@ func TestPriorityString(t *testing.T) {
 	if zero.Priority != portico.Default {
 		t.Errorf("zero Request's Priority = %v, want default", zero.Priority)
 	}
+}
+
+func TestPriorityFromContext(t *testing.T) {
+	ctx := context.Background()
+	if got := portico.PriorityFrom(ctx); got != portico.Default {
+		t.Errorf("PriorityFrom(empty) = %v, want default", got)
+	}
+	if got := portico.PriorityFrom(portico.WithPriority(ctx, portico.Sheddable)); got != portico.Sheddable {
+		t.Errorf("PriorityFrom(WithPriority(sheddable)) = %v, want sheddable", got)
+	}
+}
+
+// A cap of 10 slots with 2 reserved per level: Default calls may fill 8,
+// Sheddable calls 6, Critical calls all 10.
+func ExamplePriority_Slots() {
+	for _, p := range []portico.Priority{portico.Sheddable, portico.Default, portico.Critical} {
+		fmt.Println(p, p.Slots(10, 2))
+	}
+	// Output:
+	// sheddable 6
+	// default 8
+	// critical 10
 }

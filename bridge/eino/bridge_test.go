@@ -79,7 +79,7 @@ func TestReactAgentThroughThePreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := agent.Generate(portico.WithIdentity(ctx, portico.Identity{ClientKey: "tenant-3"}), []*schema.Message{schema.UserMessage("Weather in Rome?")})
+	out, err := agent.Generate(portico.WithPriority(portico.WithIdentity(ctx, portico.Identity{ClientKey: "tenant-3"}), portico.Critical), []*schema.Message{schema.UserMessage("Weather in Rome?")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +89,9 @@ func TestReactAgentThroughThePreset(t *testing.T) {
 	reqs := model.Requests()
 	if got := reqs[0].Identity.ClientKey; got != "tenant-3" {
 		t.Errorf("identity %q", got)
+	}
+	if got := reqs[0].Priority; got != portico.Critical {
+		t.Errorf("priority %v, want critical", got)
 	}
 	if len(reqs[0].Tools) != 1 || !strings.Contains(string(reqs[0].Tools[0].Parameters), `"city"`) {
 		t.Errorf("tools %+v", reqs[0].Tools)

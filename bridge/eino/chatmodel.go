@@ -100,7 +100,7 @@ var errReaderClosed = errors.New("eino: stream reader closed")
 func (c *ChatModel) request(ctx context.Context, input []*schema.Message, opts []model.Option) (*portico.Request, error) {
 	o := model.GetCommonOptions(nil, opts...)
 	req := &portico.Request{Tools: c.tools, Extra: extra(o)}
-	req.Identity = portico.IdentityFrom(ctx)
+	req.Identity, req.Priority = portico.IdentityFrom(ctx), portico.PriorityFrom(ctx)
 	if o.MaxTokens != nil {
 		req.MaxOutputTokens = *o.MaxTokens
 	}

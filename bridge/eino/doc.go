@@ -8,7 +8,8 @@
 // calls and results), tools (their JSON Schema), MaxTokens, Temperature,
 // TopP and Stop map to the [portico.Request] (the sampling options in
 // Request.Extra under the OpenAI names the adapters read); the tenant a call
-// is made for comes from the context ([portico.WithIdentity]). Stream returns once
+// is made for and its priority come from the context ([portico.WithIdentity],
+// [portico.WithPriority]). Stream returns once
 // the first chunk arrived or the call ended, so an error before any chunk
 // (a refusal, every route failing) is Stream's own error, classified as
 // Portico classifies it; an error after a chunk ends the stream.

@@ -99,8 +99,9 @@ func TestComplianceThroughThePreset(t *testing.T) {
 	compliance.NewSuite("portico", lc.NewLLM(st)).Run(t)
 }
 
-// TestLLMMapsTheCall: messages, tools, JSON mode, options and the tenant
-// reach the Request; tool calls, usage and the route come back.
+// TestLLMMapsTheCall: messages, tools, JSON mode, options, and the tenant
+// and priority of the context reach the Request; tool calls, usage and the
+// route come back.
 func TestLLMMapsTheCall(t *testing.T) {
 	var got *portico.Request
 	fake := modeltest.NewFakeFunc(func(_ int, req *portico.Request) modeltest.Outcome {
@@ -110,7 +111,7 @@ func TestLLMMapsTheCall(t *testing.T) {
 			Usage:     portico.Usage{InputTokens: 12, OutputTokens: 7}}}
 	})
 	llm := lc.NewLLM(preset(t, fake, fake))
-	ctx := portico.WithIdentity(context.Background(), portico.Identity{ClientKey: "tenant-9"})
+	ctx := portico.WithPriority(portico.WithIdentity(context.Background(), portico.Identity{ClientKey: "tenant-9"}), portico.Sheddable)
 	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, "Be brief."),
 		llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Rome?"),
@@ -129,9 +130,9 @@ func TestLLMMapsTheCall(t *testing.T) {
 	if roles != "system user assistant tool " || got.Messages[3].ToolCallID != "call_0" || got.Messages[2].ToolCalls[0].Name != "weather" {
 		t.Errorf("messages: roles %q, %+v", roles, got.Messages)
 	}
-	if got.Identity.ClientKey != "tenant-9" || got.MaxOutputTokens != 64 || got.Extra["temperature"] != 0.2 || len(got.Tools) != 1 ||
+	if got.Identity.ClientKey != "tenant-9" || got.Priority != portico.Sheddable || got.MaxOutputTokens != 64 || got.Extra["temperature"] != 0.2 || len(got.Tools) != 1 ||
 		!strings.Contains(string(got.Tools[0].Parameters), `"city"`) {
-		t.Errorf("request: identity %+v, max %d, extra %v, tools %+v", got.Identity, got.MaxOutputTokens, got.Extra, got.Tools)
+		t.Errorf("request: identity %+v, priority %v, max %d, extra %v, tools %+v", got.Identity, got.Priority, got.MaxOutputTokens, got.Extra, got.Tools)
 	}
 	c := resp.Choices[0]
 	if len(c.ToolCalls) != 1 || c.ToolCalls[0].FunctionCall.Arguments != `{"city":"Rome"}` || c.StopReason != "tool_calls" ||

@@ -8,7 +8,8 @@
 // MaxTokens, StreamingFunc and StreamingReasoningFunc map to the
 // [portico.Request]; temperature, top_p, seed, stop words and penalties go
 // to Request.Extra under the OpenAI names the adapters read. The tenant a
-// call is made for comes from the context ([portico.WithIdentity]). An error is the
+// call is made for and its priority come from the context
+// ([portico.WithIdentity], [portico.WithPriority]). An error is the
 // stack's *portico.Error, classified as Portico classifies it.
 //
 // [Model] is a langchaingo llms.Model (a client of any provider langchaingo

@@ -41,7 +41,7 @@ func (l *LLM) GenerateContent(ctx context.Context, messages []llms.MessageConten
 	if err != nil {
 		return nil, err
 	}
-	req.Identity = portico.IdentityFrom(ctx)
+	req.Identity, req.Priority = portico.IdentityFrom(ctx), portico.PriorityFrom(ctx)
 	if o.StreamingFunc != nil || o.StreamingReasoningFunc != nil {
 		req.OnChunk = streamTo(ctx, &o)
 		if o.StreamingReasoningFunc != nil {

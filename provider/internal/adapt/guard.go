@@ -190,11 +190,11 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // request is the Portico request the layers see: the model, N_max and
-// whether it streams from a JSON body, the tenant from the context, and
+// whether it streams from a JSON body, the tenant and priority from the context, and
 // the body itself as one text part, which the estimators count. A body
 // that is not JSON (a file upload) is counted as no text.
 func (g *Guard) request(r *http.Request, body []byte) *portico.Request {
-	req := &portico.Request{Identity: portico.IdentityFrom(r.Context())}
+	req := &portico.Request{Identity: portico.IdentityFrom(r.Context()), Priority: portico.PriorityFrom(r.Context())}
 	var head struct {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`

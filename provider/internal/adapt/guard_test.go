@@ -95,3 +95,17 @@ func mustGuard(t *testing.T, mws []portico.Middleware) *Guard {
 	}
 	return g
 }
+
+// TestGuardRequestFromContext: the request the layers see carries the
+// tenant and the priority of the SDK call's context.
+func TestGuardRequestFromContext(t *testing.T) {
+	g := mustGuard(t, nil)
+	ctx := portico.WithPriority(portico.WithIdentity(context.Background(), portico.Identity{ClientKey: "t"}), portico.Critical)
+	req := g.request(guardReq(t, `{"model":"m"}`).WithContext(ctx), []byte(`{"model":"m"}`))
+	if req.Identity.ClientKey != "t" || req.Priority != portico.Critical {
+		t.Errorf("request(ctx) = identity %+v, priority %v; want t, critical", req.Identity, req.Priority)
+	}
+	if req := g.request(guardReq(t, `{}`), []byte(`{}`)); req.Priority != portico.Default {
+		t.Errorf("request without a priority = %v, want default", req.Priority)
+	}
+}
