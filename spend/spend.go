@@ -144,28 +144,31 @@ func (b *Budgets) Wrap(next portico.Model) portico.Model {
 		if b.cfg.Steer && g.Remaining < cost {
 			out = b.steer(req, g.Remaining)
 		}
-		settled := false
+		delta := -cost // a panic: the reservation goes back, the panic on
 		defer func() {
-			if !settled { // a panic: the reservation goes back, the panic on
-				_ = store.Settle(context.WithoutCancel(ctx), a, -cost)
+			if delta != 0 {
+				// The store's failure leaves the reservation standing: a
+				// refund lost is budget unused, never overspent.
+				_ = store.Settle(context.WithoutCancel(ctx), a, delta)
 			}
 		}()
 		resp, err := next.Generate(ctx, out)
-		settled = true
-		var delta float64
-		switch {
-		case err == nil && resp != nil:
-			delta = resp.Cost - cost
-		case portico.NothingSent(err):
-			delta = -cost
-		}
-		if delta != 0 {
-			// The store's failure leaves the reservation standing: a refund
-			// lost is budget unused, never overspent.
-			_ = store.Settle(context.WithoutCancel(ctx), a, delta)
-		}
+		delta = charge(resp, err, cost) - cost
 		return resp, err
 	})
+}
+
+// charge returns what a call's outcome costs, reserved having been
+// reserved for it: an answer its Cost, an error that sent nothing
+// nothing, any other error the reservation (it may have been billed).
+func charge(resp *portico.Response, err error, reserved float64) float64 {
+	switch {
+	case err == nil && resp != nil:
+		return resp.Cost
+	case portico.NothingSent(err):
+		return 0
+	}
+	return reserved
 }
 
 // reserve reserves cost on a in the store, or, while a shared store fails,

@@ -127,9 +127,7 @@ func (t *Tracer) attemptCounted(ctx context.Context, req *portico.Request, next 
 // resend count, model, route, provider, server and operation.
 func (t *Tracer) appendAttemptStart(buf []attribute.KeyValue, at portico.Attempt, model string, req *portico.Request) []attribute.KeyValue {
 	buf = appendString(append(buf, KeyAttemptIndex.Int(at.Index)), KeyAttemptID, at.ID)
-	if at.Index > 0 {
-		buf = append(buf, KeyHTTPResendCount.Int(at.Index))
-	}
+	buf = appendInt(buf, KeyHTTPResendCount, at.Index)
 	buf = appendString(buf, KeyAttemptModel, model)
 	buf = appendString(buf, KeyRoute, t.route)
 	buf = appendString(buf, KeyAttemptProvider, t.cfg.Provider)
@@ -151,41 +149,62 @@ func appendString(a []attribute.KeyValue, key attribute.Key, v string) []attribu
 // carries), never under gen_ai.usage.*, which the request span alone carries,
 // and its time to first chunk.
 func (t *Tracer) appendAttemptResult(a []attribute.KeyValue, resp *portico.Response, err error, class portico.Class, ttft time.Duration) []attribute.KeyValue {
-	var usage *portico.Usage
-	cost := 0.0
 	if class != portico.OK {
 		a = append(a, KeyErrorType.String(class.String()))
-		var pe *portico.Error
-		if errors.As(err, &pe) {
-			if pe.Status != 0 {
-				a = append(a, KeyHTTPStatusCode.Int(pe.Status))
-			}
-			if pe.Usage != nil {
-				usage = pe.Usage
-				if t.cfg.Pricing != nil {
-					cost = t.cfg.Pricing.Cost(*pe.Usage)
-				}
-			}
+		if pe := (*portico.Error)(nil); errors.As(err, &pe) {
+			a = appendInt(a, KeyHTTPStatusCode, pe.Status)
 		}
 	}
-	if resp != nil && usage == nil {
-		usage = &resp.Usage
-		cost = t.cost(resp)
-	}
+	usage, cost := t.attemptUsage(resp, err)
 	if usage != nil {
-		a = append(a, KeyAttemptInputTokens.Int(usage.InputTokens), KeyAttemptOutputTokens.Int(usage.OutputTokens))
-		if usage.CachedInputTokens > 0 {
-			a = append(a, KeyAttemptCacheReadTokens.Int(usage.CachedInputTokens))
-		}
-		if usage.ReasoningTokens > 0 {
-			a = append(a, KeyAttemptReasoningTokens.Int(usage.ReasoningTokens))
-		}
+		a = appendUsage(a, usage, attemptUsageKeys)
 	}
-	if cost > 0 {
-		a = append(a, KeyAttemptCost.Float64(cost))
+	return appendFloat(appendFloat(a, KeyAttemptCost, cost), KeyTTFTProvider, ttft.Seconds())
+}
+
+// attemptUsage returns what an attempt used and its cost: the billed Usage
+// its error carries ([portico.UsageOf]), priced by Config.Pricing, else its
+// answer's; nil and 0 with neither.
+func (t *Tracer) attemptUsage(resp *portico.Response, err error) (*portico.Usage, float64) {
+	switch u := portico.UsageOf(err); {
+	case u != nil && t.cfg.Pricing != nil:
+		return u, t.cfg.Pricing.Cost(*u)
+	case u != nil:
+		return u, 0
+	case resp != nil:
+		return &resp.Usage, t.cost(resp)
 	}
-	if ttft > 0 {
-		a = append(a, KeyTTFTProvider.Float64(ttft.Seconds()))
+	return nil, 0
+}
+
+// appendInt appends key with the value n, unless n is not positive.
+func appendInt(a []attribute.KeyValue, key attribute.Key, n int) []attribute.KeyValue {
+	if n > 0 {
+		a = append(a, key.Int(n))
 	}
 	return a
+}
+
+// appendFloat appends key with the value f, unless f is not positive.
+func appendFloat(a []attribute.KeyValue, key attribute.Key, f float64) []attribute.KeyValue {
+	if f > 0 {
+		a = append(a, key.Float64(f))
+	}
+	return a
+}
+
+// usageKeys are the attribute keys of a Usage's input, output, cache-read
+// and reasoning tokens.
+type usageKeys struct{ in, out, cached, reasoning attribute.Key }
+
+var (
+	requestUsageKeys = usageKeys{KeyInputTokens, KeyOutputTokens, KeyCacheReadTokens, KeyReasoningTokens}
+	attemptUsageKeys = usageKeys{KeyAttemptInputTokens, KeyAttemptOutputTokens, KeyAttemptCacheReadTokens, KeyAttemptReasoningTokens}
+)
+
+// appendUsage appends u's input and output tokens, and its cache-read and
+// reasoning tokens when there are any, under k's keys.
+func appendUsage(a []attribute.KeyValue, u *portico.Usage, k usageKeys) []attribute.KeyValue {
+	a = append(a, k.in.Int(u.InputTokens), k.out.Int(u.OutputTokens))
+	return appendInt(appendInt(a, k.cached, u.CachedInputTokens), k.reasoning, u.ReasoningTokens)
 }

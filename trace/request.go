@@ -145,9 +145,7 @@ func startTime(span trace.Span) time.Time {
 // content adds the opted-in input messages.
 func (t *Tracer) startAttrs(span trace.Span, buf []attribute.KeyValue, req *portico.Request, content bool) []attribute.KeyValue {
 	buf = t.labels(req).append(append(buf, KeyOperationName.String(t.op)), true)
-	if req.MaxOutputTokens > 0 {
-		buf = append(buf, KeyRequestMaxTokens.Int(req.MaxOutputTokens))
-	}
+	buf = appendInt(buf, KeyRequestMaxTokens, req.MaxOutputTokens)
 	buf = append(buf, KeyRequestStream.Bool(req.OnChunk != nil))
 	if len(req.Extra) > 0 {
 		buf = appendSampling(buf, req.Extra)
@@ -331,16 +329,11 @@ func (c *call) resultAttrs(resp *portico.Response, err error, class portico.Clas
 	if by := portico.RefuserOf(err); by != portico.NotRefused {
 		a = append(a, KeyRefusedBy.String(by.String()))
 	}
-	if s.ttft > 0 {
-		a = append(a, KeyTimeToFirstChunk.Float64(s.ttft.Seconds()))
+	a = appendFloat(a, KeyTimeToFirstChunk, s.ttft.Seconds())
+	if resp != nil {
+		a = appendString(a, KeyRoute, resp.Route)
 	}
-	if resp != nil && resp.Route != "" {
-		a = append(a, KeyRoute.String(resp.Route))
-	}
-	if cost := c.t.cost(resp); cost > 0 {
-		a = append(a, KeyCost.Float64(cost))
-	}
-	return a
+	return appendFloat(a, KeyCost, c.t.cost(resp))
 }
 
 // append appends what the layers noted on the request: its attempts and
@@ -354,9 +347,7 @@ func (s *summary) append(a []attribute.KeyValue) []attribute.KeyValue {
 	if s.budgetOut {
 		a = append(a, KeyBudgetExhausted.Bool(true))
 	}
-	if s.rlWait > 0 {
-		a = append(a, KeyRateLimitWait.Float64(s.rlWait.Seconds()))
-	}
+	a = appendFloat(a, KeyRateLimitWait, s.rlWait.Seconds())
 	a = appendString(appendString(a, KeyBreakerState, s.breakerState), KeyValidationResult, s.validation)
 	if s.fallbackSource != "" || s.fallbackReason != "" {
 		a = append(a, KeyFallbackSource.String(s.fallbackSource), KeyFallbackReason.String(s.fallbackReason))
@@ -390,13 +381,7 @@ func appendResult(a []attribute.KeyValue, resp *portico.Response, class portico.
 		return a
 	}
 	a = appendString(appendString(a, KeyResponseModel, resp.Model), KeyResponseID, resp.ID)
-	a = append(a, KeyInputTokens.Int(resp.Usage.InputTokens), KeyOutputTokens.Int(resp.Usage.OutputTokens))
-	if resp.Usage.CachedInputTokens > 0 {
-		a = append(a, KeyCacheReadTokens.Int(resp.Usage.CachedInputTokens))
-	}
-	if resp.Usage.ReasoningTokens > 0 {
-		a = append(a, KeyReasoningTokens.Int(resp.Usage.ReasoningTokens))
-	}
+	a = appendUsage(a, &resp.Usage, requestUsageKeys)
 	if resp.FinishReason != "" {
 		a = append(a, KeyFinishReasons.StringSlice([]string{string(resp.FinishReason)}))
 	}
