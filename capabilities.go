@@ -2,11 +2,12 @@ package portico
 
 import (
 	"cmp"
-	"errors"
 	"math"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Modality is a set of input kinds, as bits.
@@ -175,31 +176,21 @@ func (c *Capabilities) Cost(u Usage) float64 {
 // "portico: Capabilities." and the field's name. Constructors of routing
 // layers (package fallback, route, stack) call it for each route.
 func (c *Capabilities) Validate() error {
-	bad := func(field, why string) error { return errors.New("portico: Capabilities." + field + " " + why) }
-	switch {
-	case c.ContextWindow < 0:
-		return bad("ContextWindow", "is negative ("+strconv.Itoa(c.ContextWindow)+")")
-	case c.MaxOutput < 0:
-		return bad("MaxOutput", "is negative ("+strconv.Itoa(c.MaxOutput)+")")
-	case c.MaxRequestBytes < 0:
-		return bad("MaxRequestBytes", "is negative ("+strconv.Itoa(c.MaxRequestBytes)+")")
-	case c.Modalities&^allModalities != 0:
-		return bad("Modalities", "has unknown bits ("+c.Modalities.String()+")")
-	case c.Schema > SchemaStrict:
-		return bad("Schema", "is not a SchemaMode ("+c.Schema.String()+")")
-	case c.Continuation > ContinuePrefill:
-		return bad("Continuation", "is not a Continuation ("+c.Continuation.String()+")")
+	const at = "portico: Capabilities."
+	negative := func(field string, n int) rules.Rule {
+		return rules.If(n < 0, at+field+" is negative ("+strconv.Itoa(n)+")")
 	}
-	for _, p := range []struct {
-		field string
-		v     float64
-	}{{"InputPrice", c.InputPrice}, {"OutputPrice", c.OutputPrice}, {"CachedInputPrice", c.CachedInputPrice},
-		{"CacheWritePrice", c.CacheWritePrice}, {"CacheWrite1hPrice", c.CacheWrite1hPrice}} {
-		if !(p.v >= 0) || math.IsInf(p.v, 1) {
-			return bad(p.field, "must be a finite price >= 0 ("+strconv.FormatFloat(p.v, 'g', -1, 64)+")")
-		}
+	price := func(field string, p float64) rules.Rule {
+		return rules.If(!(p >= 0 && p <= math.MaxFloat64), at+field+" must be a finite price >= 0 ("+strconv.FormatFloat(p, 'g', -1, 64)+")")
 	}
-	return nil
+	return rules.First(
+		negative("ContextWindow", c.ContextWindow), negative("MaxOutput", c.MaxOutput), negative("MaxRequestBytes", c.MaxRequestBytes),
+		rules.If(c.Modalities&^allModalities != 0, at+"Modalities has unknown bits ("+c.Modalities.String()+")"),
+		rules.If(c.Schema > SchemaStrict, at+"Schema is not a SchemaMode ("+c.Schema.String()+")"),
+		rules.If(c.Continuation > ContinuePrefill, at+"Continuation is not a Continuation ("+c.Continuation.String()+")"),
+		price("InputPrice", c.InputPrice), price("OutputPrice", c.OutputPrice), price("CachedInputPrice", c.CachedInputPrice),
+		price("CacheWritePrice", c.CacheWritePrice), price("CacheWrite1hPrice", c.CacheWrite1hPrice),
+	)
 }
 
 // Contract is a workload's machine-readable routing contract: what any

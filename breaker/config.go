@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Config configures a [Breaker]. The zero Config is a working breaker: a
@@ -110,23 +111,16 @@ func (c Config) withDefaults() Config {
 
 // check returns the error of the first field of c out of range.
 func (c *Config) check() error {
-	switch {
-	case c.Window.Calls < 0 || c.Window.Calls > math.MaxUint32:
-		return errors.New("breaker: Config.Window.Calls " + strconv.Itoa(c.Window.Calls) + " is outside [0, 2^32)")
-	case c.Window.Duration < 0:
-		return errors.New("breaker: Config.Window.Duration " + c.Window.Duration.String() + " is negative")
-	case c.Window.Duration > 0 && c.Window.Duration < timeBuckets:
-		return errors.New("breaker: Config.Window.Duration " + c.Window.Duration.String() + " is below 10ns, one per bucket")
-	case c.SlowCall < 0:
-		return errors.New("breaker: Config.SlowCall " + c.SlowCall.String() + " is negative")
-	case c.OpenFor < 0:
-		return errors.New("breaker: Config.OpenFor " + c.OpenFor.String() + " is negative")
-	case c.Probes < 0:
-		return errors.New("breaker: Config.Probes " + strconv.Itoa(c.Probes) + " is negative")
-	case c.Shared != nil && c.Name == "":
-		return errors.New("breaker: Config.Shared without a Config.Name to share the state under")
-	}
-	return nil
+	d := c.Window.Duration
+	return rules.First(
+		rules.If(c.Window.Calls < 0 || c.Window.Calls > math.MaxUint32, "breaker: Config.Window.Calls "+strconv.Itoa(c.Window.Calls)+" is outside [0, 2^32)"),
+		rules.If(d < 0, "breaker: Config.Window.Duration "+d.String()+" is negative"),
+		rules.If(d > 0 && d < timeBuckets, "breaker: Config.Window.Duration "+d.String()+" is below 10ns, one per bucket"),
+		rules.If(c.SlowCall < 0, "breaker: Config.SlowCall "+c.SlowCall.String()+" is negative"),
+		rules.If(c.OpenFor < 0, "breaker: Config.OpenFor "+c.OpenFor.String()+" is negative"),
+		rules.If(c.Probes < 0, "breaker: Config.Probes "+strconv.Itoa(c.Probes)+" is negative"),
+		rules.If(c.Shared != nil && c.Name == "", "breaker: Config.Shared without a Config.Name to share the state under"),
+	)
 }
 
 // trips reports whether c.Trip trips on the worst window, failed with one of

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Check is a guardrail's test of a request, made before it is sent: nil
@@ -56,13 +57,12 @@ func New(cfg Config) (*Guards, error) {
 	}
 	seen := make(map[string]bool, len(cfg.Guardrails))
 	for i, g := range cfg.Guardrails {
-		switch {
-		case g.Name == "" || g.Check == nil:
-			return nil, fmt.Errorf("guard: Config.Guardrails[%d] needs a Name and a Check", i)
-		case g.Timeout < 0:
-			return nil, fmt.Errorf("guard: Config.Guardrails[%d] (%q) has a negative Timeout", i, g.Name)
-		case seen[g.Name]:
-			return nil, fmt.Errorf("guard: two guardrails named %q", g.Name)
+		if err := rules.First(
+			rules.If(g.Name == "" || g.Check == nil, fmt.Sprintf("guard: Config.Guardrails[%d] needs a Name and a Check", i)),
+			rules.If(g.Timeout < 0, fmt.Sprintf("guard: Config.Guardrails[%d] (%q) has a negative Timeout", i, g.Name)),
+			rules.If(seen[g.Name], fmt.Sprintf("guard: two guardrails named %q", g.Name)),
+		); err != nil {
+			return nil, err
 		}
 		seen[g.Name] = true
 	}

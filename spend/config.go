@@ -1,11 +1,11 @@
 package spend
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Config configures [Budgets]. Limits (or Tier and Tiers) and Routes are
@@ -78,28 +78,15 @@ func (c *Config) check() error {
 // checkShape returns the first of c's top-level fields that contradicts
 // another: routes, tiers, limits and the shared store.
 func (c *Config) checkShape() error {
-	switch {
-	case len(c.Routes) == 0:
-		return errors.New("spend: no Config.Routes: a request's cost could not be estimated")
-	case c.Tier == nil && len(c.Tiers) > 0:
-		return errors.New("spend: Config.Tiers without Config.Tier")
-	case c.Tier != nil && len(c.Tiers) == 0:
-		return errors.New("spend: Config.Tier without Config.Tiers")
-	case c.Tier == nil && len(c.Limits) == 0:
-		return errors.New("spend: no Config.Limits")
-	}
-	return c.checkShared()
-}
-
-// checkShared reports a Config.Shared whose FailOpen and Instances disagree.
-func (c *Config) checkShared() error {
-	switch {
-	case c.Shared.FailOpen && c.Shared.Instances <= 0:
-		return errors.New("spend: Config.Shared.FailOpen needs Shared.Instances > 0")
-	case !c.Shared.FailOpen && c.Shared.Instances != 0:
-		return errors.New("spend: Config.Shared.Instances without FailOpen")
-	}
-	return nil
+	tiered, open := c.Tier != nil, c.Shared.FailOpen
+	return rules.First(
+		rules.If(len(c.Routes) == 0, "spend: no Config.Routes: a request's cost could not be estimated"),
+		rules.If(!tiered && len(c.Tiers) > 0, "spend: Config.Tiers without Config.Tier"),
+		rules.If(tiered && len(c.Tiers) == 0, "spend: Config.Tier without Config.Tiers"),
+		rules.If(!tiered && len(c.Limits) == 0, "spend: no Config.Limits"),
+		rules.If(open && c.Shared.Instances <= 0, "spend: Config.Shared.FailOpen needs Shared.Instances > 0"),
+		rules.If(!open && c.Shared.Instances != 0, "spend: Config.Shared.Instances without FailOpen"),
+	)
 }
 
 func checkLimits(field string, ls []Limit) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/mono"
+	"github.com/portico-llm/portico/internal/rules"
 	"github.com/portico-llm/portico/internal/window"
 )
 
@@ -88,17 +89,13 @@ type Throttle struct {
 // field, for a K below 1 (or not finite), a Window below 32 ns, or a
 // MaxRejection outside [0, 1].
 func New(cfg Config) (*Throttle, error) {
-	k := cmp.Or(cfg.K, DefaultK)
-	if math.IsNaN(k) || math.IsInf(k, 0) || k < 1 {
-		return nil, errors.New("throttle: Config.K must be a finite number of at least 1")
-	}
-	win := cmp.Or(cfg.Window, DefaultWindow)
-	if win < numBuckets {
-		return nil, errors.New("throttle: Config.Window below 32ns")
-	}
-	maxRej := cmp.Or(cfg.MaxRejection, DefaultMaxRejection)
-	if !(maxRej > 0 && maxRej <= 1) {
-		return nil, errors.New("throttle: Config.MaxRejection must be in [0, 1]")
+	k, win, maxRej := cmp.Or(cfg.K, DefaultK), cmp.Or(cfg.Window, DefaultWindow), cmp.Or(cfg.MaxRejection, DefaultMaxRejection)
+	if err := rules.First(
+		rules.If(!(k >= 1 && k <= math.MaxFloat64), "throttle: Config.K must be a finite number of at least 1"),
+		rules.If(win < numBuckets, "throttle: Config.Window below 32ns"),
+		rules.If(!(maxRej > 0 && maxRej <= 1), "throttle: Config.MaxRejection must be in [0, 1]"),
+	); err != nil {
+		return nil, err
 	}
 	minReq := uint64(max(0, cmp.Or(cfg.MinRequests, DefaultMinRequests)))
 	t := &Throttle{k: k, max: maxRej, min: minReq, rand: cfg.Rand}

@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"math"
 	"sync"
 	"time"
 
+	"github.com/portico-llm/portico/internal/rules"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -86,15 +86,13 @@ type pendingTrace struct {
 // NewTailSampler returns a TailSampler configured by cfg, or an error starting
 // with "trace:" when Next is nil or a field is out of range.
 func NewTailSampler(cfg TailConfig) (*TailSampler, error) {
-	switch {
-	case cfg.Next == nil:
-		return nil, errors.New("trace: TailConfig.Next is nil")
-	case cfg.Threshold < 0:
-		return nil, errors.New("trace: TailConfig.Threshold is negative")
-	case cfg.Ratio < 0 || cfg.Ratio > 1 || math.IsNaN(cfg.Ratio):
-		return nil, errors.New("trace: TailConfig.Ratio is outside [0, 1]")
-	case cfg.MaxTraces < 0 || cfg.MaxSpans < 0:
-		return nil, errors.New("trace: TailConfig.MaxTraces or MaxSpans is negative")
+	if err := rules.First(
+		rules.If(cfg.Next == nil, "trace: TailConfig.Next is nil"),
+		rules.If(cfg.Threshold < 0, "trace: TailConfig.Threshold is negative"),
+		rules.If(!(cfg.Ratio >= 0 && cfg.Ratio <= 1), "trace: TailConfig.Ratio is outside [0, 1]"),
+		rules.If(min(cfg.MaxTraces, cfg.MaxSpans) < 0, "trace: TailConfig.MaxTraces or MaxSpans is negative"),
+	); err != nil {
+		return nil, err
 	}
 	s := &TailSampler{next: cfg.Next, threshold: cmp.Or(cfg.Threshold, 2*time.Second),
 		maxTraces: cmp.Or(cfg.MaxTraces, 4096), maxSpans: cmp.Or(cfg.MaxSpans, 65536), bound: ratioBound(cfg.Ratio)}
