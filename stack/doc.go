@@ -80,8 +80,9 @@
 // of 10 slots, 20 requests a second, a quarter of them Critical) the
 // Critical requests' goodput goes from 57% to 100% behind a queue of 10
 // (p50 1.86 s to 1.14 s, p99 2.47 s to 1.82 s, service 0.5-1.5 s), and
-// from 47% to 89% behind the cap alone with a Reserve of 2
-// (TestPriorityFigure).
+// from 47% to 89% behind the cap alone with a Reserve of 2; a throttle
+// alone, before a destination that does not know the priorities, moves it
+// from 47% to 51% only (TestPriorityFigure).
 //
 // # When a route fails
 //

@@ -7,12 +7,14 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/throttle"
 )
 
 // The priority figure's load: a route that serves 10 calls at once, each
@@ -53,13 +55,14 @@ func (r figRow) String() string {
 }
 
 // figRun sends the figure's load through a stack of default layers whose
-// route limiter is lim, with the requests' priorities when prio is set,
-// else all Default (the same requests are Critical either way).
-func figRun(t *testing.T, lim ratelimit.Config, prio bool) figRow {
+// one route, answering with figModel, setup completes, with the requests'
+// priorities when prio is set, else all Default (the same requests are
+// Critical either way).
+func figRun(t *testing.T, setup func(*Route), prio bool) figRow {
 	var row figRow
 	synctest.Test(t, func(t *testing.T) {
 		a := route("a", figModel)
-		a.Limiter = &lim
+		setup(&a)
 		s, err := New(Config{Routes: []Route{a}, Deadline: figDeadline})
 		if err != nil {
 			t.Fatal(err)
@@ -107,9 +110,17 @@ func figRun(t *testing.T, lim ratelimit.Config, prio bool) figRow {
 // Critical requests' goodput and latency without priorities (every
 // request Default, as before priorities existed) and with them, behind
 // an in-flight cap of 10 with a queue of 10 (priority order, aging,
-// eviction), and behind the cap alone (shed at once), with a reserve of 2
-// slots per level when the priorities are used.
+// eviction); behind the cap alone (shed at once), with a reserve of 2
+// slots per level when the priorities are used; and with no cap, a
+// client-side throttle before a destination that refuses (429) what it
+// has no slot for. The throttle moves little (46.5% to 51.0%): the
+// destination does not know the priorities, so shedding Sheddable calls
+// locally only thins the crowd the Critical ones meet there; a cap or a
+// queue in front is what protects them.
 func TestPriorityFigure(t *testing.T) {
+	limit := func(cfg ratelimit.Config) func(*Route) {
+		return func(a *Route) { a.Limiter = &cfg }
+	}
 	capped := ratelimit.Config{Limits: ratelimit.Limits{MaxInFlight: 10}}
 	queued := capped
 	queued.Queue.Size = 10
@@ -117,16 +128,20 @@ func TestPriorityFigure(t *testing.T) {
 	reserved.Reserve = 2
 	for _, tc := range []struct {
 		name    string
-		off, on ratelimit.Config
+		off, on func(*Route)
 		want    [2]figRow // without, with
 	}{
-		{"queue", queued, queued, [2]figRow{
+		{"queue", limit(queued), limit(queued), [2]figRow{
 			{sent: 288, answered: 163, p50: 1857668090, p99: 2472833895, all: 647},
 			{sent: 288, answered: 288, p50: 1138624775, p99: 1817013922, all: 649},
 		}},
-		{"no queue", capped, reserved, [2]figRow{
+		{"no queue", limit(capped), limit(reserved), [2]figRow{
 			{sent: 288, answered: 136, p50: 938192842, p99: 1487499617, all: 587},
 			{sent: 288, answered: 257, p50: 989966581, p99: 1487499617, all: 501},
+		}},
+		{"throttle", throttled, throttled, [2]figRow{
+			{sent: 288, answered: 134, p50: 938192842, p99: 1482194542, all: 584},
+			{sent: 288, answered: 147, p50: 969950280, p99: 1487499617, all: 571},
 		}},
 	} {
 		off, on := figRun(t, tc.off, false), figRun(t, tc.on, true)
@@ -136,4 +151,28 @@ func TestPriorityFigure(t *testing.T) {
 			t.Errorf("%s: without, with = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// throttled makes the route a destination that refuses with a 429 what
+// finds its 10 slots taken, behind a client-side throttle (its draws
+// seeded) and neither retry nor breaker, which would answer the 429s in
+// their own ways.
+func throttled(a *Route) {
+	var busy atomic.Int32
+	a.Model = portico.ModelFunc(func(ctx context.Context, r *portico.Request) (*portico.Response, error) {
+		if busy.Add(1) > 10 {
+			busy.Add(-1)
+			return nil, &portico.Error{Class: portico.RateLimited, Reason: "429"}
+		}
+		defer busy.Add(-1)
+		return figModel.Generate(ctx, r)
+	})
+	var mu sync.Mutex
+	rnd := rand.New(rand.NewPCG(28, 5))
+	a.Throttle = &throttle.Config{Rand: func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return rnd.Float64()
+	}}
+	a.Skip = SkipRetry | SkipBreaker
 }
