@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -112,9 +113,19 @@ func TestEffectNewStepAfterLoss(t *testing.T) {
 						refused[i]++
 						time.Sleep(pe.RetryAfter)
 					}
-					rec, ok, err := r.Status(ctx, k)
-					if errs[i] == nil && (err != nil || !ok || rec.State != effect.Completed) {
-						errs[i] = errors.New("the step's record is " + rec.State.String() + ", want completed")
+					// The outcome reaches the store, at once or, when the
+					// store failed to take it (a timeout on a loaded
+					// machine), by the Runner's write-back.
+					var rec effect.Record
+					var ok bool
+					var err error
+					for deadline := time.Now().Add(10 * time.Second); errs[i] == nil; time.Sleep(5 * time.Millisecond) {
+						if rec, ok, err = r.Status(ctx, k); err == nil && ok && rec.State == effect.Completed {
+							break
+						}
+						if time.Now().After(deadline) {
+							errs[i] = fmt.Errorf("the step's record is %v (found %v, %v) 10 s after it ran, want completed", rec.State, ok, err)
+						}
 					}
 				})
 			}
