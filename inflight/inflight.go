@@ -28,8 +28,9 @@ type Config struct {
 	// above a call's (portico.Request.Priority): a Default call is refused
 	// while Max-Reserve slots are taken, a Sheddable one at Max-2*Reserve,
 	// a Critical one at Max; never fewer than one slot
-	// (portico.Priority.Slots). Failing open, an instance keeps the same
-	// share of its own slots. Zero means none; negative is an error.
+	// (portico.Priority.Slots). Failing open, an instance reserves the
+	// same share of its own slots, rounded down. Zero means none; negative
+	// is an error.
 	Reserve int
 	// TTL is how long a lease lives without renewal: the longest a slot
 	// whose release was lost stays taken. Zero means DefaultTTL; it must

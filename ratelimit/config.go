@@ -204,12 +204,13 @@ type Queue struct {
 	Order Order
 	// PLAS tunes [PLAS] and [ATLAS]; ignored for other orders.
 	PLAS PLASConfig
-	// Aging is how long a queued call waits before it is served as the
-	// priority above its own (portico.Request.Priority): a Sheddable call
-	// queued 2*Aging ranks as Critical, so no priority starves. Within a
-	// priority, Order decides; when the queue is full, a call sheds the
-	// queued call served last if that one ranks below it. 0 means
-	// [DefaultAging] (10 s); negative is an error.
+	// Aging is how long a queued call waits before it ranks as the
+	// priority above its own (portico.Request.Priority), for the order and
+	// for Config.Reserve: a Sheddable call queued 2*Aging ranks as
+	// Critical, so no priority starves. Within a rank, Order decides; when
+	// the queue is full, a call sheds the queued call served last if that
+	// one ranks below it. 0 means [DefaultAging] (10 s); negative is an
+	// error.
 	Aging time.Duration
 	// ProgramTTL is how long a program's history (arrival, attained service)
 	// is kept after its last call ended, for FCFSProgram, PLAS and ATLAS. 0 means ten
