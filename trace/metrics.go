@@ -174,28 +174,9 @@ func (i *instruments) recordRequest(ctx context.Context, t *Tracer, req *portico
 	}
 }
 
-// recordEvent records the metrics of one layer event.
+// recordEvent records the metrics of one layer event (see eventRules).
 func (i *instruments) recordEvent(ctx context.Context, e portico.Event) {
-	switch e.Kind {
-	case portico.EventRateLimitWait:
-		i.rlWait.Record(ctx, e.Delay.Seconds())
-	case portico.EventRateLimitReject:
-		i.rlRejects.Add(ctx, 1, metric.WithAttributes(KeyRateLimitReason.String(e.Reason)))
-	case portico.EventRetry:
-		i.retries.Add(ctx, 1, metric.WithAttributes(KeyRetryReason.String(e.Class.String())))
-	case portico.EventBudgetExhausted:
-		i.budget.Add(ctx, 1)
-	case portico.EventFallback:
-		i.fallbacks.Add(ctx, 1, metric.WithAttributes(KeyFallbackSource.String(e.Route), KeyFallbackReason.String(e.Reason)))
-	case portico.EventBreakerState:
-		i.breaker.Add(ctx, 1, metric.WithAttributes(KeyRoute.String(e.Route), KeyBreakerState.String(e.Reason)))
-	case portico.EventValidation:
-		if e.Reason == "rejected" || e.Class == portico.InvalidResponse {
-			i.validations.Add(ctx, 1)
-		}
-	case portico.EventSharedStore:
-		i.shared.Add(ctx, 1, metric.WithAttributes(KeySharedStore.String(e.Reason)))
-	case portico.EventCache:
-		i.cache.Add(ctx, 1, metric.WithAttributes(KeyCacheResult.String(e.Reason)))
+	if r := ruleOf(e.Kind); r.record != nil {
+		r.record(ctx, i, e)
 	}
 }
