@@ -3,7 +3,8 @@ package portico
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
+
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // CacheTTL marks a prompt-cache breakpoint on a [Message] or a [Part]: the
@@ -32,17 +33,9 @@ const (
 )
 
 // String returns "none", "5m" or "1h".
-func (t CacheTTL) String() string {
-	switch t {
-	case NoCache:
-		return "none"
-	case Cache5m:
-		return "5m"
-	case Cache1h:
-		return "1h"
-	}
-	return "CacheTTL(" + strconv.Itoa(int(t)) + ")"
-}
+func (t CacheTTL) String() string { return enum.Name(cacheTTLNames[:], t, "CacheTTL") }
+
+var cacheTTLNames = [...]string{NoCache: "none", Cache5m: "5m", Cache1h: "1h"}
 
 // CacheBreakpoints returns the number of cache breakpoints in r's messages
 // (on messages and on their parts). It does not allocate.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/portico-llm/portico/internal/enum"
 	"github.com/portico-llm/portico/internal/rules"
 )
 
@@ -80,19 +81,9 @@ const (
 )
 
 // String returns "none", "json_object", "json_schema" or "strict".
-func (s SchemaMode) String() string {
-	switch s {
-	case SchemaNone:
-		return "none"
-	case SchemaJSONObject:
-		return "json_object"
-	case SchemaJSON:
-		return "json_schema"
-	case SchemaStrict:
-		return "strict"
-	}
-	return "SchemaMode(" + strconv.Itoa(int(s)) + ")"
-}
+func (s SchemaMode) String() string { return enum.Name(schemaNames[:], s, "SchemaMode") }
+
+var schemaNames = [...]string{SchemaNone: "none", SchemaJSONObject: "json_object", SchemaJSON: "json_schema", SchemaStrict: "strict"}
 
 // Capabilities describes what a route (one model at one provider) can do and what
 // it costs. Routers, cascades and fallbacks filter candidates on it with

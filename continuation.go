@@ -2,10 +2,11 @@ package portico
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // Continuation says whether, and how, a route continues an answer that broke
@@ -32,17 +33,9 @@ const (
 )
 
 // String returns "none", "instruct" or "prefill".
-func (c Continuation) String() string {
-	switch c {
-	case ContinueNone:
-		return "none"
-	case ContinueInstruct:
-		return "instruct"
-	case ContinuePrefill:
-		return "prefill"
-	}
-	return "Continuation(" + strconv.Itoa(int(c)) + ")"
-}
+func (c Continuation) String() string { return enum.Name(continuationNames[:], c, "Continuation") }
+
+var continuationNames = [...]string{ContinueNone: "none", ContinueInstruct: "instruct", ContinuePrefill: "prefill"}
 
 // ContinueInstruction is the user message that follows the delivered text
 // under [ContinueInstruct].

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/portico-llm/portico/internal/enum"
 	"github.com/portico-llm/portico/internal/errtext"
 )
 
@@ -76,12 +77,7 @@ var classNames = [...]string{
 
 // String returns the class's snake_case name ("rate_limited"), used in logs,
 // metrics and span attributes.
-func (c Class) String() string {
-	if int(c) < len(classNames) {
-		return classNames[c]
-	}
-	return "Class(" + strconv.Itoa(int(c)) + ")"
-}
+func (c Class) String() string { return enum.Name(classNames[:], c, "Class") }
 
 // Retryable reports whether trying the same route again may succeed: true for
 // Transient and RateLimited, false for the rest. Ambiguous is retried too

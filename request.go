@@ -2,7 +2,8 @@ package portico
 
 import (
 	"encoding/json"
-	"strconv"
+
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // Role is the author of a [Message], as in the chat-completions APIs.
@@ -28,19 +29,9 @@ const (
 )
 
 // String returns "text", "image", "document" or "audio".
-func (k PartKind) String() string {
-	switch k {
-	case PartText:
-		return "text"
-	case PartImage:
-		return "image"
-	case PartDocument:
-		return "document"
-	case PartAudio:
-		return "audio"
-	}
-	return "PartKind(" + strconv.Itoa(int(k)) + ")"
-}
+func (k PartKind) String() string { return enum.Name(partNames[:], k, "PartKind") }
+
+var partNames = [...]string{PartText: "text", PartImage: "image", PartDocument: "document", PartAudio: "audio"}
 
 // Part is one piece of a message's content: text, an image, a document or
 // audio.

@@ -2,7 +2,8 @@ package portico
 
 import (
 	"errors"
-	"strconv"
+
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // Fault says whose fault the outcome of a call is: the verdict [FaultOf]
@@ -43,12 +44,7 @@ var faultNames = [...]string{
 
 // String returns the fault's name: "none", "unanswered", "caller",
 // "request", "route" or "local".
-func (f Fault) String() string {
-	if int(f) < len(faultNames) {
-		return faultNames[f]
-	}
-	return "Fault(" + strconv.Itoa(int(f)) + ")"
-}
+func (f Fault) String() string { return enum.Name(faultNames[:], f, "Fault") }
 
 // FaultOf returns whose fault a call that ended with err is, and err's
 // class ([ClassOf]). The rule is written here once; each layer reads the

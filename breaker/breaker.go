@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/enum"
 	"github.com/portico-llm/portico/internal/mono"
 	"github.com/portico-llm/portico/internal/window"
 )
@@ -30,17 +30,9 @@ const (
 
 // String returns "closed", "open" or "half_open", the values of
 // [portico.EventBreakerState]'s Reason.
-func (s State) String() string {
-	switch s {
-	case Closed:
-		return "closed"
-	case Open:
-		return "open"
-	case HalfOpen:
-		return "half_open"
-	}
-	return "State(" + strconv.Itoa(int(s)) + ")"
-}
+func (s State) String() string { return enum.Name(stateNames[:], s, "State") }
+
+var stateNames = [...]string{Closed: "closed", Open: "open", HalfOpen: "half_open"}
 
 // ErrOpen is the sentinel of every call the breaker refuses: open, half-open
 // with its probes busy, or closed while a breaker sharing its state is open

@@ -2,10 +2,10 @@ package effect
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // State is where an execution key stands: pending, completed, failed, or
@@ -42,19 +42,9 @@ const (
 const ReasonLost = "store lost the record"
 
 // String returns "pending", "completed", "failed" or "unknown".
-func (s State) String() string {
-	switch s {
-	case Pending:
-		return "pending"
-	case Completed:
-		return "completed"
-	case Failed:
-		return "failed"
-	case Unknown:
-		return "unknown"
-	}
-	return "State(" + strconv.Itoa(int(s)) + ")"
-}
+func (s State) String() string { return enum.Name(stateNames[:], s, "State") }
+
+var stateNames = [...]string{Pending: "pending", Completed: "completed", Failed: "failed", Unknown: "unknown"}
 
 // Record is what a [Store] keeps per execution key. Stores treat it as an
 // opaque value apart from Owner, State and Expires; Result must not be

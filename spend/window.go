@@ -1,8 +1,9 @@
 package spend
 
 import (
-	"strconv"
 	"time"
+
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // Window is the calendar period a budget covers, in UTC: a budget of 5
@@ -26,12 +27,7 @@ const numWindows = int(Month) + 1
 var windowNames = [...]string{Minute: "minute", Hour: "hour", Day: "day", Month: "month"}
 
 // String returns "minute", "hour", "day" or "month".
-func (w Window) String() string {
-	if w >= Minute && w <= Month {
-		return windowNames[w]
-	}
-	return "Window(" + strconv.Itoa(int(w)) + ")"
-}
+func (w Window) String() string { return enum.Name(windowNames[:], w, "Window") }
 
 // Of returns the window of kind w that t falls in: its number (distinct
 // for every window of kind w, and increasing with time) and the time it

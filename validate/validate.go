@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // LengthPolicy says when an answer cut by the token limit (finish reason
@@ -26,17 +27,9 @@ const (
 )
 
 // String returns "reject_structured", "reject" or "accept".
-func (p LengthPolicy) String() string {
-	switch p {
-	case LengthRejectStructured:
-		return "reject_structured"
-	case LengthReject:
-		return "reject"
-	case LengthAccept:
-		return "accept"
-	}
-	return "LengthPolicy(" + strconv.Itoa(int(p)) + ")"
-}
+func (p LengthPolicy) String() string { return enum.Name(lengthNames[:], p, "LengthPolicy") }
+
+var lengthNames = [...]string{LengthRejectStructured: "reject_structured", LengthReject: "reject", LengthAccept: "accept"}
 
 // Defaults of [Limits] and [Config.CacheSize], and the fixed cap on the
 // violations one [Rejection] lists.

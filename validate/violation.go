@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // Stage names a stage of the acceptance pipeline, in the order the stages run
@@ -44,12 +45,7 @@ var stageNames = [...]string{
 }
 
 // String returns the stage's name ("schema").
-func (s Stage) String() string {
-	if int(s) < len(stageNames) && stageNames[s] != "" {
-		return stageNames[s]
-	}
-	return "Stage(" + strconv.Itoa(int(s)) + ")"
-}
+func (s Stage) String() string { return enum.Name(stageNames[:], s, "Stage") }
 
 // The rules the pipeline itself reports in [Violation.Rule]. Schema violations
 // use the failing JSON Schema keyword instead ("required", "minimum", "enum",
