@@ -102,15 +102,54 @@ const (
 // structure (type, properties, required, additionalProperties, items, anyOf,
 // enum, const, $ref, $defs), annotations, and the documented type-specific
 // keywords (string: pattern, format; number: multipleOf, maximum,
-// exclusiveMaximum, minimum, exclusiveMinimum; array: minItems, maxItems).
-var strictKeywords = map[string]bool{
-	"type": true, "properties": true, "required": true, "additionalProperties": true,
-	"items": true, "anyOf": true, "enum": true, "const": true,
-	"$ref": true, "$defs": true, "definitions": true,
-	"$schema": true, "$id": true, "$comment": true, "title": true, "description": true,
-	"pattern": true, "format": true,
-	"multipleOf": true, "maximum": true, "exclusiveMaximum": true, "minimum": true, "exclusiveMinimum": true,
-	"minItems": true, "maxItems": true,
+// exclusiveMaximum, minimum, exclusiveMinimum; array: minItems, maxItems),
+// each with the check of its value and the walk of the subschemas it holds
+// (nil: none). Set by init, since the checks walk back into node.
+var strictKeywords map[string]keywordCheck
+
+// keywordCheck checks the value val of a keyword at at, in a schema nested
+// in depth objects.
+type keywordCheck func(w *strictWalker, val any, at string, depth int)
+
+func init() {
+	strictKeywords = map[string]keywordCheck{
+		"type": nil, "required": nil, "$schema": nil, "$id": nil, "$comment": nil, "title": nil, "description": nil,
+		"pattern": nil, "multipleOf": nil, "maximum": nil, "exclusiveMaximum": nil, "minimum": nil, "exclusiveMinimum": nil,
+		"minItems": nil, "maxItems": nil,
+		"properties":  (*strictWalker).members,
+		"$defs":       (*strictWalker).defs,
+		"definitions": (*strictWalker).defs,
+		"items":       (*strictWalker).node,
+		"anyOf": func(w *strictWalker, val any, at string, depth int) {
+			list, _ := val.([]any)
+			for i, sub := range list {
+				w.node(sub, under(at, strconv.Itoa(i)), depth)
+			}
+		},
+		"additionalProperties": func(w *strictWalker, val any, at string, depth int) {
+			if sub, ok := val.(map[string]any); ok {
+				w.node(sub, at, depth)
+			}
+		},
+		"enum": func(w *strictWalker, val any, at string, _ int) {
+			list, _ := val.([]any)
+			w.enum(list, at)
+		},
+		"const": func(w *strictWalker, val any, _ string, _ int) {
+			s, _ := val.(string)
+			w.chars += utf8.RuneCountInString(s)
+		},
+		"format": func(w *strictWalker, val any, at string, _ int) {
+			if f, _ := val.(string); !strictFormats[f] {
+				w.add(at, StrictFormat, f)
+			}
+		},
+		"$ref": func(w *strictWalker, val any, at string, _ int) {
+			if r, _ := val.(string); !strings.HasPrefix(r, "#") {
+				w.add(at, StrictRef, "only references within the schema")
+			}
+		},
+	}
 }
 
 var strictFormats = map[string]bool{
@@ -214,11 +253,13 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 		w.object(m, ptr, depth)
 	}
 	for _, kw := range slices.Sorted(maps.Keys(m)) {
-		if !strictKeywords[kw] {
+		check, ok := strictKeywords[kw]
+		switch {
+		case !ok:
 			w.add(under(ptr, kw), StrictKeyword, kw)
-			continue
+		case check != nil:
+			check(w, m[kw], under(ptr, kw), depth)
 		}
-		w.keyword(kw, m[kw], under(ptr, kw), depth)
 	}
 }
 
@@ -263,44 +304,22 @@ func (w *strictWalker) object(m map[string]any, ptr string, depth int) {
 	}
 }
 
-// keyword checks the value val of the supported keyword kw at ptr at, and
-// walks the subschemas it holds (a $defs entry starts again at depth 0).
-func (w *strictWalker) keyword(kw string, val any, at string, depth int) {
-	switch kw {
-	case "properties", "$defs", "definitions":
-		m, _ := val.(map[string]any)
-		for _, name := range slices.Sorted(maps.Keys(m)) {
-			if kw != "properties" {
-				w.chars += utf8.RuneCountInString(name)
-				depth = 0
-			}
-			w.node(m[name], under(at, name), depth)
-		}
-	case "items":
-		w.node(val, at, depth)
-	case "anyOf":
-		list, _ := val.([]any)
-		for i, sub := range list {
-			w.node(sub, under(at, strconv.Itoa(i)), depth)
-		}
-	case "additionalProperties":
-		if sub, ok := val.(map[string]any); ok {
-			w.node(sub, at, depth)
-		}
-	case "enum":
-		list, _ := val.([]any)
-		w.enum(list, at)
-	case "const":
-		s, _ := val.(string)
-		w.chars += utf8.RuneCountInString(s)
-	case "format":
-		if f, _ := val.(string); !strictFormats[f] {
-			w.add(at, StrictFormat, f)
-		}
-	case "$ref":
-		if r, _ := val.(string); !strings.HasPrefix(r, "#") {
-			w.add(at, StrictRef, "only references within the schema")
-		}
+// members walks the schemas of a "properties" object at at.
+func (w *strictWalker) members(val any, at string, depth int) {
+	m, _ := val.(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		w.node(m[name], under(at, name), depth)
+	}
+}
+
+// defs walks the schemas of a "$defs" (or "definitions") object at at,
+// each starting again at depth 0, its names counted towards the
+// document's characters.
+func (w *strictWalker) defs(val any, at string, _ int) {
+	m, _ := val.(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		w.chars += utf8.RuneCountInString(name)
+		w.node(m[name], under(at, name), 0)
 	}
 }
 
