@@ -195,6 +195,23 @@
 // healed route's breaker closes without a user's request, and a 429's
 // Retry-After cools the route down in the group's Cooldowns.
 //
+// # Live changes
+//
+// [Stack.Update] swaps in a new Config at run time: routes added or
+// removed, weights, kinds and groups changed, limits raised or tightened.
+// A configuration is immutable once built; the Stack holds the one in
+// force behind an atomic pointer, so a call loads it once, on entry, and
+// runs to its end on it, and a route removed while calls are in flight
+// drains on the old configuration, which is dropped when its last call
+// ends. What a route has learnt stays with its Name: a route of the new
+// Config named as one in force keeps its limiter (its bucket levels and
+// calls in flight, new limits set on the same buckets), breaker (open
+// stays open), retry budget and throttle, whichever layer's Config is
+// unchanged, and the group keeps its Cooldowns; the routers and groups are
+// built anew, as the weights may have changed. A Config that New would
+// refuse is refused as a whole, and the old one serves on. The prober
+// follows the configuration: the old one's stops when the new one is in.
+//
 // # The user's own layers
 //
 // The three Middleware fields put the user's layers where each kind

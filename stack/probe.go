@@ -97,7 +97,7 @@ func (s *Stack) watch(cfg Probe, routes []portico.Route, cd portico.Cooldowns) *
 	p := &prober{cfg: cfg, req: *cfg.Request, cd: cd, done: make(chan struct{})}
 	p.req.MaxOutputTokens = 1
 	for i := range routes {
-		last := new(atomic.Int64)
+		last, _ := remember(s.memo, "route "+routes[i].Name+" probed", struct{}{}, newLast)
 		p.routes = append(p.routes, probed{route: routes[i], breaker: s.routes[routes[i].Name].breaker, last: last})
 		next := routes[i].Model
 		routes[i].Model = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
@@ -107,6 +107,9 @@ func (s *Stack) watch(cfg Probe, routes []portico.Route, cd portico.Cooldowns) *
 	}
 	return p
 }
+
+// newLast is a route's time of its last user's call, none yet.
+func newLast(struct{}) (*atomic.Int64, error) { return new(atomic.Int64), nil }
 
 // start runs the prober until close.
 func (p *prober) start() {
@@ -188,8 +191,14 @@ func (p *prober) probe(ctx context.Context, r *probed) {
 // way to end; later calls, and calls on a stack without one, do nothing.
 // It always returns nil. The stack still answers calls after Close.
 func (s *Stack) Close() error {
-	if s.prober != nil {
-		s.prober.close()
+	if s.ctl == nil {
+		return nil
+	}
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	s.ctl.closed = true
+	if p := s.cur.Load().prober; p != nil {
+		p.close()
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"cmp"
+	"fmt"
 	"strings"
 
 	"github.com/portico-llm/portico"
@@ -116,17 +117,19 @@ type built struct {
 	hedger    *hedge.Hedger
 	throttle  *throttle.Throttle
 	retryDest string // the retrier's Destination, for its budget
+	memo      *memo  // the layers kept from the configuration before (live.go)
+	key       string // the prefix of the route's layers' keys in memo
 }
 
 // buildRoute builds rc's layers and returns the route as the stack's
 // fallback group sees it, its Model wrapped in them as rc.Order (or
 // Recipe) arranges them and its breaker as Health, and what it built; est
 // is the group's Estimator.
-func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator) (portico.Route, *built, error) {
-	b := &built{}
+func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator, m *memo) (portico.Route, *built, error) {
+	b := &built{memo: m, key: "route " + rc.Name + " "}
 	l := Layers{Middleware: rc.Middleware, ModelMiddleware: rc.ModelMiddleware}
 	if rc.ModelName == "" {
-		ns := new(notServed)
+		ns, _ := remember(m, b.key+"notServed", struct{}{}, func(struct{}) (*notServed, error) { return new(notServed), nil })
 		l.Unserved, l.NotServed = ns.skip, ns.learn
 	}
 	if err := b.build(rc, est, &l); err != nil {
@@ -166,35 +169,36 @@ func (b *built) build(rc *Route, est portico.Estimator, l *Layers) error {
 	b.retryDest = tc.Destination
 	var v *validate.Validator
 	var err error
-	if l.Limiter, err = layer(rc.Limiter == nil, lc, ratelimit.New, &b.limiter); err != nil {
+	if l.Limiter, err = layer(b, rc.Limiter == nil, lc, ratelimit.New, &b.limiter); err != nil {
 		return err
 	}
-	if l.Breaker, err = layer(rc.Skip&SkipBreaker != 0, bc, breaker.New, &b.breaker); err != nil {
+	if l.Breaker, err = layer(b, rc.Skip&SkipBreaker != 0, bc, breaker.New, &b.breaker); err != nil {
 		return err
 	}
-	if l.Retry, err = layer(rc.Skip&SkipRetry != 0, tc, retry.New, &b.retrier); err != nil {
+	if l.Retry, err = layer(b, rc.Skip&SkipRetry != 0, tc, retry.New, &b.retrier); err != nil {
 		return err
 	}
-	if l.Hedge, err = layer(rc.Hedge == nil, b.hedgeConfig(rc, est), hedge.New, &b.hedger); err != nil {
+	if l.Hedge, err = layer(b, rc.Hedge == nil, b.hedgeConfig(rc, est), hedge.New, &b.hedger); err != nil {
 		return err
 	}
-	if l.Validate, err = layer(rc.Skip&SkipValidate != 0, rc.Validate, validate.New, &v); err != nil {
+	if l.Validate, err = layer(b, rc.Skip&SkipValidate != 0, rc.Validate, validate.New, &v); err != nil {
 		return err
 	}
-	l.Throttle, err = layer(rc.Throttle == nil, deref(rc.Throttle), throttle.New, &b.throttle)
+	l.Throttle, err = layer(b, rc.Throttle == nil, deref(rc.Throttle), throttle.New, &b.throttle)
 	return err
 }
 
-// layer builds a layer from c with newLayer into *kept and returns its
-// Wrap, or nil when skip.
+// layer builds a layer from c with newLayer into *kept (or keeps the one
+// the configuration before built from the same c, see [Stack.Update]) and
+// returns its Wrap, or nil when skip.
 func layer[C any, L interface {
 	Wrap(portico.Model) portico.Model
-}](skip bool, c C, newLayer func(C) (L, error), kept *L) (portico.Middleware, error) {
+}](b *built, skip bool, c C, newLayer func(C) (L, error), kept *L) (portico.Middleware, error) {
 	if skip {
 		return nil, nil
 	}
 	var err error
-	if *kept, err = newLayer(c); err != nil {
+	if *kept, err = remember(b.memo, b.key+fmt.Sprintf("%T", c), c, newLayer); err != nil {
 		return nil, err
 	}
 	return (*kept).Wrap, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -133,8 +134,17 @@ const DefaultDeadline = 2 * time.Minute
 
 // Stack is a built stack: a [portico.Model], safe for concurrent use, that
 // gives access to the layers it built (limiters, breakers, retriers), whose
-// methods are safe to call at any time.
+// methods are safe to call at any time, and whose configuration
+// [Stack.Update] changes at run time (the accessors then return the
+// layers of the configuration in force).
 type Stack struct {
+	// cur is the configuration in force, itself a Stack whose fields below
+	// are what New or Update built; ctl serializes Update and Close. Both
+	// are set on the Stack New returns only (live.go), which reads the
+	// others through now.
+	cur      atomic.Pointer[Stack]
+	ctl      *control
+	memo     *memo // what this configuration built, for the next (live.go)
 	model    portico.Model
 	client   *ratelimit.Limiter
 	routes   map[string]*built
@@ -158,12 +168,12 @@ func (s *Stack) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if req == nil {
 		return nil, portico.ErrNilRequest
 	}
-	return s.model.Generate(ctx, req)
+	return s.cur.Load().model.Generate(ctx, req)
 }
 
 // ClientLimiter returns the per-client limiter (Config.Client), or nil
 // when there is none; its Keys and SetLimit work on the live stack.
-func (s *Stack) ClientLimiter() *ratelimit.Limiter { return s.client }
+func (s *Stack) ClientLimiter() *ratelimit.Limiter { return s.now().client }
 
 // Limiter returns the per-model limiter of the named route (Route.Limiter),
 // or nil when it has none or no route has that name.
@@ -188,7 +198,7 @@ func (s *Stack) Throttle(route string) *throttle.Throttle { return s.route(route
 // route returns what the stack built for the named route, or an empty
 // built when no route has that name.
 func (s *Stack) route(name string) *built {
-	if b := s.routes[name]; b != nil {
+	if b := s.now().routes[name]; b != nil {
 		return b
 	}
 	return &built{}
@@ -203,7 +213,26 @@ func (s *Stack) route(name string) *built {
 // route, [fallback.Config.Validate]) rejects its Config (that error is
 // wrapped).
 func New(cfg Config) (*Stack, error) {
-	s := &Stack{routes: make(map[string]*built, len(cfg.Routes))}
+	g, err := build(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{ctl: new(control)}
+	s.cur.Store(g)
+	if g.prober != nil {
+		g.prober.start()
+	}
+	return s, nil
+}
+
+// build builds the configuration cfg describes, keeping the layers of
+// prev (nil: none) whose Config is the same (see [Stack.Update]).
+func build(cfg Config, prev *Stack) (*Stack, error) {
+	s := &Stack{routes: make(map[string]*built, len(cfg.Routes)), memo: newMemo(prev)}
+	defer func() { s.memo.prev = nil }() // the configuration before is not kept alive
+	if cfg.Fallback.Cooldowns == nil {
+		cfg.Fallback.Cooldowns = defaultCooldowns(s.memo)
+	}
 	est := estimator(cfg.Fallback.Estimator)
 	routes, err := s.buildRoutes(cfg.Routes, cfg.Tracer, est)
 	if err != nil {
@@ -220,9 +249,6 @@ func New(cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	s.model = portico.Chain(inner, s.middlewares(cfg, routes)...)
-	if s.prober != nil {
-		s.prober.start()
-	}
 	return s, nil
 }
 
@@ -249,7 +275,7 @@ func (s *Stack) buildOuter(cfg Config, est portico.Estimator) error {
 	var err error
 	if cfg.Client != nil {
 		c := placeLimiter(*cfg.Client, ratelimit.ByClient, portico.ClientLimit, "client")
-		if s.client, err = ratelimit.New(c); err != nil {
+		if s.client, err = remember(s.memo, "client", c, ratelimit.New); err != nil {
 			return fmt.Errorf("stack: Config.Client: %w", err)
 		}
 	}
@@ -257,7 +283,7 @@ func (s *Stack) buildOuter(cfg Config, est portico.Estimator) error {
 		return err
 	}
 	if cfg.Guard != nil {
-		if s.guard, err = guard.New(*cfg.Guard); err != nil {
+		if s.guard, err = remember(s.memo, "guard", *cfg.Guard, guard.New); err != nil {
 			return fmt.Errorf("stack: Config.Guard: %w", err)
 		}
 	}
@@ -266,7 +292,7 @@ func (s *Stack) buildOuter(cfg Config, est portico.Estimator) error {
 		if c.Shared.Store != nil && c.Shared.Name == "" {
 			c.Shared.Name = "inflight"
 		}
-		if s.inflight, err = inflight.New(c); err != nil {
+		if s.inflight, err = remember(s.memo, "inflight", c, inflight.New); err != nil {
 			return fmt.Errorf("stack: Config.InFlight: %w", err)
 		}
 	}
@@ -327,7 +353,7 @@ func (s *Stack) buildRoutes(rcs []Route, tr *trace.Tracer, est portico.Estimator
 		if err := rc.Capabilities.Validate(); err != nil {
 			return nil, fmt.Errorf("stack: route %q: %w", rc.Name, err)
 		}
-		r, b, err := buildRoute(rc, tr, est)
+		r, b, err := buildRoute(rc, tr, est, s.memo)
 		if err != nil {
 			return nil, fmt.Errorf("stack: route %q: %w", rc.Name, err)
 		}

@@ -10,18 +10,18 @@ import (
 
 // Cache returns the response cache (Config.Cache), or nil when there is
 // none; its Stats count the stack's hits and misses.
-func (s *Stack) Cache() *respcache.Cache { return s.cache }
+func (s *Stack) Cache() *respcache.Cache { return s.now().cache }
 
 // Spend returns the spend budgets (Config.Spend), or nil when there are
 // none; its Balances read a tenant's.
-func (s *Stack) Spend() *spend.Budgets { return s.spend }
+func (s *Stack) Spend() *spend.Budgets { return s.now().spend }
 
 // buildTenant builds the cache and the spend budgets cfg asks for, the
 // budgets priced by the routes' Capabilities and est.
 func (s *Stack) buildTenant(cfg Config, est portico.Estimator) error {
 	var err error
 	if cfg.Cache != nil {
-		if s.cache, err = respcache.New(*cfg.Cache); err != nil {
+		if s.cache, err = remember(s.memo, "cache", *cfg.Cache, respcache.New); err != nil {
 			return fmt.Errorf("stack: Config.Cache: %w", err)
 		}
 	}
@@ -38,7 +38,7 @@ func (s *Stack) buildTenant(cfg Config, est portico.Estimator) error {
 		if c.Shared.Store != nil && c.Shared.Name == "" {
 			c.Shared.Name = "spend"
 		}
-		if s.spend, err = spend.New(c); err != nil {
+		if s.spend, err = remember(s.memo, "spend", c, spend.New); err != nil {
 			return fmt.Errorf("stack: Config.Spend: %w", err)
 		}
 	}

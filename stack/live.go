@@ -1,0 +1,276 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/fallback"
+	"github.com/portico-llm/portico/ratelimit"
+)
+
+// Update replaces the stack's configuration with cfg at run time, without
+// a restart and without failing a call: cfg is built and checked as [New]
+// builds and checks one, then swapped in at once. A call that started
+// before the swap finishes on the configuration it started with (routes
+// removed included); a call after it sees only cfg. The prober of the old
+// configuration is stopped, and cfg's started (unless Close was called).
+//
+// A route of cfg with the Name of a route of the configuration in force
+// is that route: it keeps its limiter, breaker, retrier (so its retry
+// budget), throttle and the models it remembers not serving, and so
+// their state (bucket levels, calls in flight and queued, the breaker's
+// state and counts, budget tokens), as the client limiter, the in-flight
+// caps, the spend budgets, the response cache, the guards and the
+// group's Cooldowns (when Config.Fallback.Cooldowns is nil) do. A layer
+// is kept when its Config is the same as before, compared field by field,
+// pointers and stores by identity and functions by their code: what a
+// closure captured is not seen, so breaker.ConsecutiveFailures(2) and (5)
+// are the same Trip (to change one, give the route a new Name);
+// a limiter whose Config differs only in its Limits or its Tiers' limits
+// is kept too, the new limits set on it as [ratelimit.Limiter.SetLimit]
+// and SetTierLimit set them (each bucket keeps its level, capped at its
+// new capacity). A layer whose Config changed otherwise, a route's
+// same-route hedger, the groups and the routers start afresh, as in New.
+//
+// Update is safe for concurrent use with every method; Updates are
+// applied one at a time. The hot path pays one atomic load for this. On
+// bad input it returns a *portico.Error of Class Permanent (Reason
+// "invalid stack config") wrapping New's error, and the configuration in
+// force is left as it was.
+func (s *Stack) Update(cfg Config) error {
+	c := s.ctl
+	if c == nil {
+		return &portico.Error{Class: portico.Permanent, Reason: "invalid stack config", Err: errNotNew}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := s.cur.Load()
+	g, err := build(cfg, old)
+	if err == nil {
+		err = g.memo.apply()
+	}
+	if err != nil {
+		return &portico.Error{Class: portico.Permanent, Reason: "invalid stack config", Err: err}
+	}
+	s.cur.Store(g)
+	if old.prober != nil {
+		old.prober.close()
+	}
+	if g.prober != nil && !c.closed {
+		g.prober.start()
+	}
+	return nil
+}
+
+// control is what Update and Close share on the Stack New returns.
+type control struct {
+	mu     sync.Mutex
+	closed bool // Close was called: no prober starts again
+}
+
+// now is the configuration in force: s's own fields while New or Update
+// builds s, the swapped-in configuration's on the Stack New returned.
+func (s *Stack) now() *Stack {
+	if c := s.cur.Load(); c != nil {
+		return c
+	}
+	return s
+}
+
+// memo is what one configuration built, layer by layer, with the Config
+// each was built from, so that the next configuration keeps a layer whose
+// Config is the same (remember).
+type memo struct {
+	prev, next map[string]layerMemo // the configuration's before, and its own
+	limits     []limitChange        // limits to set on kept limiters (apply)
+}
+
+// layerMemo is one layer and the Config it was built from.
+type layerMemo struct {
+	cfg   any
+	layer any
+}
+
+// limitChange is the new limits of a kept limiter.
+type limitChange struct {
+	l        *ratelimit.Limiter
+	from, to ratelimit.Config
+}
+
+// newMemo returns the memo of a configuration built after prev's (nil: the
+// first).
+func newMemo(prev *Stack) *memo {
+	m := &memo{next: make(map[string]layerMemo)}
+	if prev != nil {
+		m.prev = prev.memo.next
+	}
+	return m
+}
+
+// remember returns the layer the configuration before built under key
+// when it was built from a Config the same as c, and records it as this
+// configuration's; otherwise newLayer(c)'s. A limiter's Config that
+// differs only in its limits keeps the limiter; its new limits wait for
+// apply, once the whole configuration was built.
+func remember[C, L any](m *memo, key string, c C, newLayer func(C) (L, error)) (L, error) {
+	if k, ok := m.prev[key]; ok {
+		if same(k.cfg, c) {
+			m.next[key] = k
+			return k.layer.(L), nil
+		}
+		if to, ok := any(c).(ratelimit.Config); ok && same(sansLimits(k.cfg.(ratelimit.Config)), sansLimits(to)) {
+			if _, err := newLayer(c); err != nil { // checks c as New would
+				var zero L
+				return zero, err
+			}
+			m.limits = append(m.limits, limitChange{l: any(k.layer).(*ratelimit.Limiter), from: k.cfg.(ratelimit.Config), to: to})
+			m.next[key] = layerMemo{cfg: c, layer: k.layer}
+			return k.layer.(L), nil
+		}
+	}
+	l, err := newLayer(c)
+	if err == nil {
+		m.next[key] = layerMemo{cfg: c, layer: l}
+	}
+	return l, err
+}
+
+// sansLimits is c without its limits: what must be the same for a
+// limiter to be kept with new limits.
+func sansLimits(c ratelimit.Config) ratelimit.Config {
+	c.Limits = ratelimit.Limits{}
+	if c.Tiers != nil {
+		t := make(map[string]ratelimit.Limits, len(c.Tiers))
+		for name := range c.Tiers {
+			t[name] = ratelimit.Limits{}
+		}
+		c.Tiers = t
+	}
+	return c
+}
+
+// apply sets the new limits on the kept limiters; on an error it sets
+// back those it set, and returns it.
+func (m *memo) apply() error {
+	for i, ch := range m.limits {
+		if err := set(ch.l, ch.from, ch.to); err != nil {
+			for _, done := range m.limits[:i] {
+				_ = set(done.l, done.to, done.from)
+			}
+			return fmt.Errorf("stack: %w", err)
+		}
+	}
+	m.limits = nil
+	return nil
+}
+
+// set sets on l, whose limits are cur's, those of c that differ: the
+// default limits, and each tier's.
+func set(l *ratelimit.Limiter, cur, c ratelimit.Config) error {
+	if c.Limits != cur.Limits {
+		if err := l.SetLimit(c.Limits); err != nil {
+			return err
+		}
+	}
+	for name, lim := range c.Tiers {
+		if lim != cur.Tiers[name] {
+			if err := l.SetTierLimit(name, lim); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// defaultCooldowns is the group's Cooldowns when Config.Fallback.Cooldowns
+// is nil: one memory store per stack, kept by Update.
+func defaultCooldowns(m *memo) portico.Cooldowns {
+	cd, _ := remember(m, "cooldowns", struct{}{}, func(struct{}) (portico.Cooldowns, error) {
+		return fallback.NewMemoryCooldowns(0)
+	})
+	return cd
+}
+
+// same reports whether two Configs are the same for remember: values
+// equal field by field, pointers, channels and unsafe pointers by
+// identity, functions when both are nil or have the same code (a
+// closure's captured values are not seen: the same literal is the same
+// function, as are two method values of one method).
+func same(a, b any) bool {
+	return sameValue(reflect.ValueOf(a), reflect.ValueOf(b))
+}
+
+func sameValue(a, b reflect.Value) bool {
+	if a.IsValid() != b.IsValid() {
+		return false
+	}
+	if !a.IsValid() {
+		return true
+	}
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Pointer, reflect.Chan, reflect.UnsafePointer:
+		return a.Pointer() == b.Pointer()
+	case reflect.Func:
+		return a.Pointer() == b.Pointer() // nil: 0
+	case reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() && b.IsNil()
+		}
+		return sameValue(a.Elem(), b.Elem())
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if !sameValue(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if a.IsNil() != b.IsNil() {
+			return false
+		}
+		fallthrough
+	case reflect.Array:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for i := range a.Len() {
+			if !sameValue(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		for it := a.MapRange(); it.Next(); {
+			v := b.MapIndex(it.Key())
+			if !v.IsValid() || !sameValue(it.Value(), v) {
+				return false
+			}
+		}
+		return true
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Float32, reflect.Float64:
+		return a.Float() == b.Float()
+	case reflect.Complex64, reflect.Complex128:
+		return a.Complex() == b.Complex()
+	case reflect.String:
+		return a.String() == b.String()
+	}
+	return false
+}
+
+// errNotNew is Update's error on a Stack New did not make.
+var errNotNew = errors.New("stack: Update on a Stack New did not return")
