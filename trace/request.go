@@ -63,22 +63,13 @@ type call struct {
 	portico.StreamWatch // notes the first chunk; the call is its gate
 	attemptCount        atomic.Int32
 
-	mu             sync.Mutex
-	ttft           time.Duration
-	attemptStart   time.Time // start of the latest attempt
-	attemptTracer  *Tracer   // the latest attempt's layer: the answering route's, when one answers
-	attemptModel   string    // the latest attempt's model
-	answerTracer   *Tracer   // the layer of the latest attempt that answered (nil if none did)
-	answerModel    string    // that attempt's model
-	rlWait         time.Duration
-	retries        int
-	retryReason    portico.Class
-	retryDelay     time.Duration
-	budgetOut      bool
-	breakerState   string
-	validation     string
-	fallbackSource string
-	fallbackReason string
+	mu            sync.Mutex
+	figures                 // what the layers reported
+	attemptStart  time.Time // start of the latest attempt
+	attemptTracer *Tracer   // the latest attempt's layer: the answering route's, when one answers
+	attemptModel  string    // the latest attempt's model
+	answerTracer  *Tracer   // the layer of the latest attempt that answered (nil if none did)
+	answerModel   string    // that attempt's model
 
 	attrs [12]attribute.KeyValue
 }
@@ -238,24 +229,29 @@ func (c *call) noteAnswer(t *Tracer, model string, resp *portico.Response, err e
 	c.mu.Unlock()
 }
 
-// summary is what finish reads from a call under its lock.
-type summary struct {
+// figures are what the layers reported of a call (folded from its events,
+// see eventRules) and its first chunk.
+type figures struct {
 	ttft                           time.Duration
 	rlWait, retryDelay             time.Duration
-	retries, attempts              int
+	retries                        int
 	retryReason                    portico.Class
 	budgetOut                      bool
 	breakerState, validation       string
 	fallbackSource, fallbackReason string
-	labels                         labels
-	relabel                        bool // labels differ from those the span started with
+}
+
+// summary is what finish reads from a call under its lock.
+type summary struct {
+	figures
+	attempts int
+	labels   labels
+	relabel  bool // labels differ from those the span started with
 }
 
 func (c *call) summary(resp *portico.Response, err error) summary {
 	c.mu.Lock()
-	s := summary{ttft: c.ttft, rlWait: c.rlWait, retryDelay: c.retryDelay, retries: c.retries,
-		retryReason: c.retryReason, budgetOut: c.budgetOut, breakerState: c.breakerState,
-		validation: c.validation, fallbackSource: c.fallbackSource, fallbackReason: c.fallbackReason}
+	s := summary{figures: c.figures}
 	at, model := c.attemptTracer, c.attemptModel
 	if c.answerTracer != nil {
 		at, model = c.answerTracer, c.answerModel
