@@ -3,7 +3,6 @@ package trace
 import (
 	"cmp"
 	"context"
-	"errors"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -151,9 +150,7 @@ func appendString(a []attribute.KeyValue, key attribute.Key, v string) []attribu
 func (t *Tracer) appendAttemptResult(a []attribute.KeyValue, resp *portico.Response, err error, class portico.Class, ttft time.Duration) []attribute.KeyValue {
 	if class != portico.OK {
 		a = append(a, KeyErrorType.String(class.String()))
-		if pe := (*portico.Error)(nil); errors.As(err, &pe) {
-			a = appendInt(a, KeyHTTPStatusCode, pe.Status)
-		}
+		a = appendInt(a, KeyHTTPStatusCode, status(err))
 	}
 	usage, cost := t.attemptUsage(resp, err)
 	if usage != nil {
