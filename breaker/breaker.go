@@ -307,7 +307,7 @@ func (b *Breaker) ended(ctx context.Context, word uint64, start time.Duration, e
 // down. A call whose closed period is over says nothing of the current one.
 func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start time.Duration, err error) {
 	f, class := portico.FaultOf(err)
-	if f != portico.FaultNone && f != portico.FaultRoute && f != portico.FaultUnanswered {
+	if !counted(f) {
 		return
 	}
 	now := mono.Now()
@@ -318,7 +318,7 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start time.Dur
 		return // recording it could reset a bucket the current period is filling
 	}
 	gen := word >> 2
-	slow := b.cfg.SlowCall > 0 && now-start >= b.cfg.SlowCall
+	slow := b.slow(start, now)
 	if f != portico.FaultUnanswered {
 		b.record(gen, now, f == portico.FaultRoute, slow)
 	}
@@ -332,6 +332,19 @@ func (b *Breaker) closedOutcome(ctx context.Context, word uint64, start time.Dur
 		c.ConsecutiveFailures = b.incConsec(gen)
 	}
 	b.judge(ctx, gen, now, c)
+}
+
+// counted reports whether the breaker counts an outcome of fault f at
+// all (its column of portico.FaultOf): a success, the route's failure or
+// an unanswered call.
+func counted(f portico.Fault) bool {
+	return f == portico.FaultNone || f == portico.FaultRoute || f == portico.FaultUnanswered
+}
+
+// slow reports whether a call started at start and ended at now was slow
+// (Config.SlowCall).
+func (b *Breaker) slow(start, now time.Duration) bool {
+	return b.cfg.SlowCall > 0 && now-start >= b.cfg.SlowCall
 }
 
 // record enters a counted call of closed generation gen in the window.

@@ -136,14 +136,14 @@ func (b *Breaker) probeOutcome(ctx context.Context, gen uint64, start time.Durat
 	if failed {
 		b.announce(now, err)
 	}
-	slow := b.cfg.SlowCall > 0 && now-start >= b.cfg.SlowCall
+	slow := b.slow(start, now)
 	b.mu.Lock()
 	// The slot is released whatever happened meanwhile: probes counts every
 	// probe still running, even one of an earlier half-open period, so that no
 	// more than Probes ever run at once.
 	b.probes.Add(-1)
 	var tr Transition
-	if b.word.Load() == gen<<2|uint64(HalfOpen) && (failed || f == portico.FaultNone) {
+	if b.word.Load() == gen<<2|uint64(HalfOpen) && counted(f) {
 		tr = b.probedLocked(gen, now, failed, slow, class)
 	}
 	b.mu.Unlock()
