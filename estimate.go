@@ -41,7 +41,9 @@ var DefaultEstimator Estimator = CharEstimator{}
 // English prose with its BPE tokenizers, and is usually within about ±20% there;
 // it underestimates code, JSON and non-Latin scripts (where a token often covers
 // 1–3 bytes) by up to 2x or more, and overestimates nothing by much. Where the
-// estimate matters (tight token limits), plug in a real tokenizer. Rate limiters
+// estimate matters (tight token limits), plug in a real tokenizer, or let
+// the usage providers report scale it per route ([Calibrated], the
+// default in package stack). Rate limiters
 // refund on the provider's reported usage, so an error here shifts admission
 // timing, not the long-run rate.
 type CharEstimator struct {

@@ -99,6 +99,14 @@ func (l *Limiter) logView(rl *portico.RateLimit) {
 		slog.Bool("requests_known", rl.Requests.Known), slog.Int("requests_remaining", rl.Requests.Remaining))
 }
 
+// observe gives the input tokens resp reports for req to the Estimator
+// when it learns from them ([portico.InputObserver]).
+func (l *Limiter) observe(req *portico.Request, resp *portico.Response) {
+	if o, ok := l.cfg.Estimator.(portico.InputObserver); ok && resp != nil && resp.Usage.InputTokens > 0 {
+		o.ObserveInputTokens(req, resp.Usage.InputTokens)
+	}
+}
+
 // settlement returns what ends the call admitted with t: the provider's
 // view of its limits (nil: none) and the tokens back to the bucket, d (< 0:
 // charged), from the usage or, without it, [Refund].

@@ -237,7 +237,9 @@ type Config struct {
 	// admitted.
 	DefaultMaxTokens int
 
-	// Estimator predicts N_in. nil means [portico.DefaultEstimator].
+	// Estimator predicts N_in. nil means [portico.DefaultEstimator]. One
+	// that is a [portico.InputObserver] (a [portico.Calibrated]) is given
+	// the input tokens of each answer that reports them.
 	Estimator portico.Estimator
 
 	// Key maps a request to the key whose buckets it draws from. nil means per

@@ -198,6 +198,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 		t.read = time.Duration(rd.held.Load())
 	}
 	l.complete(&t, resp, err, false)
+	l.observe(req, resp)
 	return resp, err
 }
 

@@ -50,12 +50,18 @@ func fits(r *portico.Route, req *portico.Request, est portico.Estimator) error {
 		Err: &fallback.Exhausted{Hops: []portico.Hop{{Route: r.Name, Reason: pe.Reason}}}}
 }
 
-// estimator is the group's Estimator, e, or its default.
-func estimator(e portico.Estimator) portico.Estimator {
-	if e == nil {
-		return portico.DefaultEstimator
+// estimator is the stack's Estimator: e, or, when nil, a
+// [portico.Calibrated] [portico.CharEstimator] of the stack's own, which
+// its limiters teach (they are given it when theirs is nil), kept by
+// Update as the Cooldowns are.
+func estimator(e portico.Estimator, m *memo) portico.Estimator {
+	if e != nil {
+		return e
 	}
-	return e
+	c, _ := remember(m, "estimator", struct{}{}, func(struct{}) (*portico.Calibrated, error) {
+		return portico.NewCalibrated(portico.CharEstimator{}, portico.Calibration{}) // the defaults: no error
+	})
+	return c
 }
 
 // costOf is a same-route Hedger's Config.Cost for a route of Capabilities

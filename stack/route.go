@@ -161,7 +161,7 @@ func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator, m *memo) (po
 func (b *built) build(rc *Route, est portico.Estimator, l *Layers) error {
 	var lc ratelimit.Config
 	if rc.Limiter != nil {
-		lc = placeLimiter(*rc.Limiter, ratelimit.ByModel, portico.RouteLimit, "route "+rc.Name)
+		lc = placeLimiter(*rc.Limiter, ratelimit.ByModel, portico.RouteLimit, "route "+rc.Name, est)
 	}
 	bc, tc := rc.Breaker, rc.Retry
 	bc.Name = cmp.Or(bc.Name, rc.Name)

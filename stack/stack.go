@@ -61,7 +61,10 @@ type Config struct {
 	MaxRequestBytes int
 	// Fallback configures the group used with several routes; its Routes field
 	// is ignored (the stack fills it), and its Hedge must be nil (set
-	// Config.Hedge): New fails otherwise.
+	// Config.Hedge): New fails otherwise. Its Estimator is the stack's,
+	// given to every layer whose own is nil (limiters, spend); nil means a
+	// [portico.Calibrated] [portico.CharEstimator] per stack, which the
+	// limiters teach from the input tokens answers report.
 	Fallback fallback.Config
 	// Hedge, when non-nil, is the group's hedging, configured here only: a
 	// request that has not answered after the delay is hedged to the next
@@ -233,7 +236,7 @@ func build(cfg Config, prev *Stack) (*Stack, error) {
 	if cfg.Fallback.Cooldowns == nil {
 		cfg.Fallback.Cooldowns = defaultCooldowns(s.memo)
 	}
-	est := estimator(cfg.Fallback.Estimator)
+	est := estimator(cfg.Fallback.Estimator, s.memo)
 	routes, err := s.buildRoutes(cfg.Routes, cfg.Tracer, est)
 	if err != nil {
 		return nil, err
@@ -274,7 +277,7 @@ func (s *Stack) buildProber(cfg *Config, routes []portico.Route) error {
 func (s *Stack) buildOuter(cfg Config, est portico.Estimator) error {
 	var err error
 	if cfg.Client != nil {
-		c := placeLimiter(*cfg.Client, ratelimit.ByClient, portico.ClientLimit, "client")
+		c := placeLimiter(*cfg.Client, ratelimit.ByClient, portico.ClientLimit, "client", est)
 		if s.client, err = remember(s.memo, "client", c, ratelimit.New); err != nil {
 			return fmt.Errorf("stack: Config.Client: %w", err)
 		}
@@ -423,11 +426,15 @@ func (s *Stack) groupHedger(hc *hedge.Config, routes []portico.Route, est portic
 }
 
 // placeLimiter is c with the zero fields that place a limiter in the
-// stack set: its Key, whose limit it keeps (RefusedBy), and the Name of
-// its buckets in a shared store, apart from the other limiters'.
-func placeLimiter(c ratelimit.Config, key func(*portico.Request) string, by portico.Refuser, name string) ratelimit.Config {
+// stack set: its Key, whose limit it keeps (RefusedBy), the Name of its
+// buckets in a shared store, apart from the other limiters', and the
+// stack's Estimator est.
+func placeLimiter(c ratelimit.Config, key func(*portico.Request) string, by portico.Refuser, name string, est portico.Estimator) ratelimit.Config {
 	if c.Key == nil {
 		c.Key = key
+	}
+	if c.Estimator == nil {
+		c.Estimator = est
 	}
 	if c.RefusedBy == portico.NotRefused {
 		c.RefusedBy = by

@@ -1,0 +1,177 @@
+package portico
+
+import (
+	"cmp"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+// InputObserver is implemented by an [Estimator] that learns from the
+// input tokens a provider reported for a request it estimated. A layer
+// that settles a call on its answer's usage (package ratelimit's Limiter)
+// calls ObserveInputTokens with the request it estimated and the answer's
+// Usage.InputTokens when that is above zero. It must be safe for
+// concurrent use and fast: it runs on every answered call.
+type InputObserver interface {
+	ObserveInputTokens(req *Request, inputTokens int)
+}
+
+// Calibration configures a [Calibrated] estimator. Its zero value is the
+// defaults below; each field's zero means its default.
+type Calibration struct {
+	// Key maps a request to the key its ratio is learned under: nil means
+	// Request.Model (a route's model name at a per-route limiter).
+	Key func(*Request) string
+	// Alpha is the weight of the newest sample in the moving averages, in
+	// (0, 1]; zero means 0.1 (about the last 10 calls).
+	Alpha float64
+	// MinSamples is how many samples a key needs before its ratio is
+	// applied; zero means 16. Until then the base estimate stands.
+	MinSamples int
+	// Min and Max clamp the ratio applied; zero means 0.5 and 4 (a byte
+	// estimate is off by less than that for any text).
+	Min, Max float64
+	// Keys bounds the keys learned apart, for bounded memory; zero means
+	// 1,024. Keys beyond it share one ratio.
+	Keys int
+}
+
+// The defaults of [Calibration]'s zero fields.
+const (
+	DefaultCalibrationAlpha   = 0.1
+	DefaultCalibrationSamples = 16
+	DefaultCalibrationMin     = 0.5
+	DefaultCalibrationMax     = 4
+	DefaultCalibrationKeys    = 1024
+)
+
+// Calibrated is an Estimator that scales a base Estimator's estimate by
+// what providers reported: per key (Calibration.Key), it keeps
+// exponentially weighted moving averages of the input tokens reported
+// and of the base's estimates for the same requests, and once a key has
+// MinSamples samples it returns ceil(base × ratio), the ratio being the
+// first average over the second clamped to [Min, Max] (a ratio of
+// averages, so large requests weigh as much as their tokens). The same
+// samples in the same order give the same ratio. Its memory is bounded by
+// Calibration.Keys. It is an [InputObserver], safe for concurrent use;
+// build it with [NewCalibrated].
+type Calibrated struct {
+	base              Estimator
+	key               func(*Request) string
+	alpha, lo, hi     float64
+	minSamples, limit int
+
+	mu       sync.RWMutex
+	keys     map[string]*ratio
+	overflow ratio // the keys beyond limit
+}
+
+// ratio is one key's learning: the averages under mu, the factor applied
+// (float64 bits, 0 until MinSamples) readable without it.
+type ratio struct {
+	mu       sync.Mutex
+	n        int
+	act, est float64
+	factor   atomic.Uint64
+}
+
+// NewCalibrated returns base calibrated as c says, or an error starting
+// with "portico: Calibration" naming the field that can only be a
+// mistake: a nil base, Alpha outside [0, 1], a negative MinSamples or
+// Keys, a negative or NaN Min or Max, or Min above Max (after defaults).
+func NewCalibrated(base Estimator, c Calibration) (*Calibrated, error) {
+	lo, hi := cmp.Or(c.Min, DefaultCalibrationMin), cmp.Or(c.Max, DefaultCalibrationMax)
+	switch {
+	case base == nil:
+		return nil, errors.New("portico: Calibration: nil base Estimator")
+	case !(c.Alpha >= 0 && c.Alpha <= 1):
+		return nil, errors.New("portico: Calibration.Alpha outside [0, 1]")
+	case c.MinSamples < 0:
+		return nil, errors.New("portico: Calibration.MinSamples is negative")
+	case c.Keys < 0:
+		return nil, errors.New("portico: Calibration.Keys is negative")
+	case !(lo > 0) || !(hi >= lo) || math.IsInf(hi, 1):
+		return nil, errors.New("portico: Calibration.Min and Max must be finite, > 0 and Min <= Max")
+	}
+	e := &Calibrated{base: base, key: c.Key, alpha: cmp.Or(c.Alpha, DefaultCalibrationAlpha), lo: lo, hi: hi,
+		minSamples: cmp.Or(c.MinSamples, DefaultCalibrationSamples), limit: cmp.Or(c.Keys, DefaultCalibrationKeys),
+		keys: map[string]*ratio{}}
+	if e.key == nil {
+		e.key = func(r *Request) string { return r.Model }
+	}
+	return e, nil
+}
+
+// EstimateInputTokens returns the base's estimate of req, times its
+// key's ratio once the key has enough samples (rounded up).
+func (e *Calibrated) EstimateInputTokens(req *Request) int {
+	n := e.base.EstimateInputTokens(req)
+	if f := e.Ratio(req); f != 1 && n > 0 {
+		return int(math.Ceil(float64(n) * f))
+	}
+	return n
+}
+
+// Ratio returns the factor req's key applies to the base's estimate: 1
+// until the key has MinSamples samples.
+func (e *Calibrated) Ratio(req *Request) float64 {
+	e.mu.RLock()
+	r, ok := e.keys[e.key(req)]
+	if !ok && len(e.keys) >= e.limit {
+		r, ok = &e.overflow, true
+	}
+	e.mu.RUnlock()
+	if !ok {
+		return 1
+	}
+	if f := math.Float64frombits(r.factor.Load()); f > 0 {
+		return f
+	}
+	return 1
+}
+
+// ObserveInputTokens records a sample for req's key: inputTokens reported
+// against the base's estimate of req. A sample without tokens on either
+// side (an estimate or a report of 0 or less) is not recorded.
+func (e *Calibrated) ObserveInputTokens(req *Request, inputTokens int) {
+	est := e.base.EstimateInputTokens(req)
+	if est <= 0 || inputTokens <= 0 {
+		return
+	}
+	r := e.entry(e.key(req))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		r.act, r.est = float64(inputTokens), float64(est)
+	} else {
+		r.act += e.alpha * (float64(inputTokens) - r.act)
+		r.est += e.alpha * (float64(est) - r.est)
+	}
+	r.n++
+	if r.n >= e.minSamples {
+		r.factor.Store(math.Float64bits(min(max(r.act/r.est, e.lo), e.hi)))
+	}
+}
+
+// entry returns key's ratio, made if there is room, else the overflow's.
+func (e *Calibrated) entry(key string) *ratio {
+	e.mu.RLock()
+	r, ok := e.keys[key]
+	e.mu.RUnlock()
+	if ok {
+		return r
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.keys[key]; ok {
+		return r
+	}
+	if len(e.keys) >= e.limit {
+		return &e.overflow
+	}
+	r = &ratio{}
+	e.keys[key] = r
+	return r
+}

@@ -1,0 +1,40 @@
+package stack
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/modeltest"
+	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/spend"
+)
+
+// TestStackCalibratesEstimator: without Fallback.Estimator the stack's
+// estimator is calibrated by its client limiter: a prompt the byte rule
+// estimates at 104 tokens, answered with 208 input tokens, is priced by
+// the spend budget at 104 tokens (0.104) for its first 16 calls and at
+// 208 (0.208) after.
+func TestStackCalibratesEstimator(t *testing.T) {
+	r := route("only", modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "ok", FinishReason: portico.FinishStop,
+		Usage: portico.Usage{InputTokens: 208, OutputTokens: 1}}}))
+	r.Capabilities = portico.Capabilities{InputPrice: 0.001}
+	s, err := New(Config{Routes: []Route{r}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Tokens: 1_000_000}},
+		Spend: &spend.Config{Limits: []spend.Limit{{Window: spend.Day, Amount: 1000}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, strings.Repeat("x", 400))}, MaxOutputTokens: 1}
+	for i := range 17 {
+		want := 0.104
+		if i == 16 {
+			want = 0.208
+		}
+		if got := s.Spend().Estimate(req); got < want-1e-9 || got > want+1e-9 {
+			t.Fatalf("after %d calls: Estimate = %v, want %v", i, got, want)
+		}
+		if _, err := s.Generate(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
