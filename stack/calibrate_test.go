@@ -14,13 +14,16 @@ import (
 // estimator is calibrated by its client limiter: a prompt the byte rule
 // estimates at 104 tokens, answered with 208 input tokens, is priced by
 // the spend budget at 104 tokens (0.104) for its first 16 calls and at
-// 208 (0.208) after.
+// 208 (0.208) after, and still after an Update with new client limits.
 func TestStackCalibratesEstimator(t *testing.T) {
 	r := route("only", modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "ok", FinishReason: portico.FinishStop,
 		Usage: portico.Usage{InputTokens: 208, OutputTokens: 1}}}))
 	r.Capabilities = portico.Capabilities{InputPrice: 0.001}
-	s, err := New(Config{Routes: []Route{r}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Tokens: 1_000_000}},
-		Spend: &spend.Config{Limits: []spend.Limit{{Window: spend.Day, Amount: 1000}}}})
+	cfg := func(tokens int) Config {
+		return Config{Routes: []Route{r}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Tokens: tokens}},
+			Spend: &spend.Config{Limits: []spend.Limit{{Window: spend.Day, Amount: 1000}}}}
+	}
+	s, err := New(cfg(1_000_000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,5 +39,11 @@ func TestStackCalibratesEstimator(t *testing.T) {
 		if _, err := s.Generate(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := s.Update(cfg(2_000_000)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Spend().Estimate(req); got < 0.208-1e-9 || got > 0.208+1e-9 {
+		t.Errorf("after an Update: Estimate = %v, want 0.208", got)
 	}
 }
