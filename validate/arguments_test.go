@@ -64,7 +64,7 @@ func TestArgumentShapes(t *testing.T) {
 		m := v.Wrap(portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) { return inner, nil }))
 		resp, err := m.Generate(context.Background(), toolsReq())
 		if tt.want != nil {
-			if got := rules(rejection(t, err)); !equal(got, tt.want) {
+			if got := violationRules(rejection(t, err)); !equal(got, tt.want) {
 				t.Errorf("%s: %q: violations %q, want %q", tt.name, tt.args, got, tt.want)
 			}
 			continue

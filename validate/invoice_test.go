@@ -106,7 +106,7 @@ func TestSeed003Invoice(t *testing.T) {
 				}
 				return
 			}
-			if got := rules(rejection(t, err)); !equal(got, tt.want) {
+			if got := violationRules(rejection(t, err)); !equal(got, tt.want) {
 				t.Fatalf("violations = %q, want %q", got, tt.want)
 			}
 		})

@@ -191,14 +191,17 @@ func StrictCompatible(schema json.RawMessage) []Problem {
 		w.add("", StrictRootObject, `root "type" is not "object"`)
 	}
 	w.node(doc, "", 0)
-	if w.props > strictMaxProperties {
-		w.add("", StrictPropertyCount, strconv.Itoa(w.props)+" properties, limit 5000")
-	}
-	if w.chars > strictMaxStringLength {
-		w.add("", StrictStringLength, strconv.Itoa(w.chars)+" characters, limit 120000")
-	}
-	if w.enums > strictMaxEnumValues {
-		w.add("", StrictEnumCount, strconv.Itoa(w.enums)+" enum values, limit 1000")
+	for _, t := range []struct {
+		n, limit   int
+		rule, what string
+	}{
+		{w.props, strictMaxProperties, StrictPropertyCount, " properties"},
+		{w.chars, strictMaxStringLength, StrictStringLength, " characters"},
+		{w.enums, strictMaxEnumValues, StrictEnumCount, " enum values"},
+	} {
+		if t.n > t.limit {
+			w.add("", t.rule, strconv.Itoa(t.n)+t.what+", limit "+strconv.Itoa(t.limit))
+		}
 	}
 	return w.out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/enum"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // LengthPolicy says when an answer cut by the token limit (finish reason
@@ -151,16 +152,15 @@ func New(cfg Config) (*Validator, error) {
 			*f.p = f.def
 		}
 	}
-	if cfg.Length > LengthAccept {
-		return nil, errors.New("validate: Config.Length is not a LengthPolicy")
+	noNil := func(name string, checks []Check) rules.Rule {
+		i := slices.IndexFunc(checks, func(c Check) bool { return c == nil })
+		return rules.If(i >= 0, "validate: Config."+name+"["+strconv.Itoa(i)+"] is nil")
 	}
-	for _, l := range []struct {
-		name   string
-		checks []Check
-	}{{"Checks", cfg.Checks}, {"Semantic", cfg.Semantic}} {
-		if i := slices.IndexFunc(l.checks, func(c Check) bool { return c == nil }); i >= 0 {
-			return nil, errors.New("validate: Config." + l.name + "[" + strconv.Itoa(i) + "] is nil")
-		}
+	if err := rules.First(
+		rules.If(cfg.Length > LengthAccept, "validate: Config.Length is not a LengthPolicy"),
+		noNil("Checks", cfg.Checks), noNil("Semantic", cfg.Semantic),
+	); err != nil {
+		return nil, err
 	}
 	cfg.Checks = append([]Check(nil), cfg.Checks...)
 	cfg.Semantic = append([]Check(nil), cfg.Semantic...)

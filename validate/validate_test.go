@@ -27,8 +27,8 @@ func rejection(t *testing.T, err error) *Rejection {
 	return r
 }
 
-// rules returns "stage/rule@pointer" for each violation, in order.
-func rules(r *Rejection) []string {
+// violationRules returns "stage/rule@pointer" for each violation, in order.
+func violationRules(r *Rejection) []string {
 	var out []string
 	for _, v := range r.Violations {
 		out = append(out, v.Stage.String()+"/"+v.Rule+"@"+v.Pointer)
@@ -104,7 +104,7 @@ func TestEnvelopeAndFinish(t *testing.T) {
 				}
 				return
 			}
-			if got := rules(rejection(t, err)); !equal(got, tt.want) {
+			if got := violationRules(rejection(t, err)); !equal(got, tt.want) {
 				t.Fatalf("violations = %q, want %q", got, tt.want)
 			}
 		})
@@ -171,7 +171,7 @@ func TestSchemaViolationsListEveryOneWithoutValues(t *testing.T) {
 		"schema/type@/tags/1":                true,
 		"schema/additionalProperties@/extra": true,
 	}
-	got := rules(r)
+	got := violationRules(r)
 	if len(got) != len(want) {
 		t.Fatalf("violations = %q, want the %d of %v", got, len(want), want)
 	}
@@ -206,7 +206,7 @@ func TestSchemaViolationsListEveryOneWithoutValues(t *testing.T) {
 	v = MustNew(Config{IncludeValues: true})
 	r = rejection(t, v.Check(schemaReq(personSchema), answer(text)))
 	if !r.Has("enum", "/role") {
-		t.Fatalf("violations = %q, want enum at /role", rules(r))
+		t.Fatalf("violations = %q, want enum at /role", violationRules(r))
 	}
 	for _, vi := range r.Violations {
 		if vi.Value == "" {
@@ -219,7 +219,7 @@ func TestMissingRequiredPointsAtEachProperty(t *testing.T) {
 	v := MustNew(Config{})
 	r := rejection(t, v.Check(schemaReq(personSchema), answer(`{"name":"x"}`)))
 	want := []string{"schema/required@/age", "schema/required@/role"}
-	if got := rules(r); !equal(got, want) {
+	if got := violationRules(r); !equal(got, want) {
 		t.Fatalf("violations = %q, want %q", got, want)
 	}
 }
@@ -235,7 +235,7 @@ func TestInvalidJSON(t *testing.T) {
 	} {
 		r := rejection(t, v.Check(schemaReq(personSchema), &portico.Response{Text: text, ToolCalls: nil}))
 		if !r.Has(RuleJSON, "") {
-			t.Errorf("Check(%q) violations = %q, want schema/json", text, rules(r))
+			t.Errorf("Check(%q) violations = %q, want schema/json", text, violationRules(r))
 		}
 	}
 	// White space around a JSON value is valid JSON: accepted untouched.
@@ -258,7 +258,7 @@ func TestLimitsRejectBeforeDecoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := rejection(t, v.Check(schemaReq(`{}`), answer(tt.text)))
-		if got := rules(r); !equal(got, []string{"schema/" + tt.rule + "@"}) {
+		if got := violationRules(r); !equal(got, []string{"schema/" + tt.rule + "@"}) {
 			t.Errorf("%s: violations = %q, want schema/%s", tt.name, got, tt.rule)
 		}
 	}
@@ -532,7 +532,7 @@ func TestWrapPassesErrorsThrough(t *testing.T) {
 	if resp != nil {
 		t.Fatalf("Generate = %v, want nil Response", resp)
 	}
-	if got := rules(rejection(t, err)); !equal(got, []string{"envelope/nil_response@"}) {
+	if got := violationRules(rejection(t, err)); !equal(got, []string{"envelope/nil_response@"}) {
 		t.Fatalf("violations = %q, want envelope/nil_response", got)
 	}
 }
@@ -553,7 +553,7 @@ func TestChecksRunInStageOrderAndCannotLeakValues(t *testing.T) {
 	resp := &portico.Response{Text: `{"x":1}`, ToolCalls: []portico.ToolCall{{Name: "g", Arguments: []byte(`{}`)}}}
 	r := rejection(t, v.Check(req, resp))
 	want := []string{"typed/typed@/x", "tools/tool_name@", "semantic/semantic@/x"}
-	if got := rules(r); !equal(got, want) {
+	if got := violationRules(r); !equal(got, want) {
 		t.Fatalf("violations = %q, want %q", got, want)
 	}
 	for _, vi := range r.Violations {
@@ -563,7 +563,7 @@ func TestChecksRunInStageOrderAndCannotLeakValues(t *testing.T) {
 	}
 	// Checks imply a JSON answer.
 	r = rejection(t, v.Check(&portico.Request{}, answer("plain words")))
-	if got := rules(r); !equal(got, []string{"schema/json@"}) {
+	if got := violationRules(r); !equal(got, []string{"schema/json@"}) {
 		t.Fatalf("violations for plain text = %q, want schema/json only", got)
 	}
 	if !equal(order, []string{"typed", "semantic"}) {
@@ -724,7 +724,7 @@ func TestAllocsMatchRawLibrary(t *testing.T) {
 func TestFalseSubschema(t *testing.T) {
 	v := MustNew(Config{})
 	r := rejection(t, v.Check(schemaReq(`{"properties":{"x":false}}`), answer(`{"x":1}`)))
-	if got := rules(r); !equal(got, []string{"schema/false@/x"}) {
+	if got := violationRules(r); !equal(got, []string{"schema/false@/x"}) {
 		t.Fatalf("violations = %q, want schema/false@/x", got)
 	}
 }
