@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -46,7 +45,7 @@ func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
 func (s *Store) admitArgs(p *admit.Plan) (keys []string, arg string) {
 	keys = make([]string, 0, 5)
 	var buf [192]byte
-	a := strconv.AppendInt(buf[:0], int64(p.NBuckets), 10)
+	a := packNums(buf[:0], float64(p.NBuckets))
 	tagged := ""
 	for i := range p.NBuckets {
 		b := &p.Buckets[i]

@@ -2,8 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
-	"strconv"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,16 +47,14 @@ func bucketArgs(lim *ratelimit.Limits, extra int) []any {
 	return append(make([]any, 0, 4+extra), n[0], n[1], n[2], n[3])
 }
 
-// packNums appends nums to buf as one script argument: each number in its
-// shortest exact decimal form, separated by spaces. One argument instead
-// of one per number: the client boxes and writes one value, the script
-// reads them with one pattern.
+// packNums appends nums to buf as one script argument: each number as
+// eight bytes, a little-endian float64, which the script reads back with
+// one struct.unpack (nums in bucketLib). One binary argument instead of
+// one per number: the client writes one value and formats no number, the
+// server parses none.
 func packNums(buf []byte, nums ...float64) []byte {
 	for _, v := range nums {
-		if len(buf) > 0 {
-			buf = append(buf, ' ')
-		}
-		buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
 	}
 	return buf
 }
@@ -139,31 +138,40 @@ func micros(d time.Duration) int64 {
 
 // The bucket scripts. A key's hash holds, for the token bucket (prefix t)
 // and the request bucket (prefix r): the level in millionths of a token
-// (tl, rl) at the time of its last update (tt, rt, microseconds of the
-// server's clock), and a provider's tighter view, its rate in tokens per
-// second (tp, rp) until a time (tu, ru; 0: none). The refill is the
-// in-memory bucket's: min(burst, level + rate*dt), at the lower of the
-// configured and the provider's rate while the view holds. The key
+// (tl, rl), a whole number, at the time of its last update (tt, rt,
+// microseconds of the server's clock), and a provider's tighter view, its
+// rate in tokens per second (tp, rp) until a time (tu, ru; 0 or absent:
+// none). The refill is the in-memory bucket's: min(burst, level +
+// rate*dt), at the lower of the configured and the provider's rate while
+// the view holds, and a level written is rounded down to the millionth (a
+// key is at most a millionth of a token stricter per write). The key
 // expires when both buckets would be full and no view holds, so an absent
 // key is a full bucket and an expired one changes no decision. One HMGET
-// reads both buckets and one HSET writes them; numbers are given to Redis
-// as Lua numbers, which it writes with 17 significant digits (a level
-// reads back exactly). nums reads a packed argument (packNums).
+// reads both buckets and one HSET writes the fields that changed: the
+// levels and times, and a view only when it began, changed or ended.
+// Numbers are written as integers (int), which Redis stores and Lua
+// reads back exactly and cheaply. nums reads a packed argument (packNums).
 const bucketLib = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local nowtext = t[1] .. string.format('%06d', tonumber(t[2]))
 local function nums(s)
-  local a = {}
-  for v in string.gmatch(s, '%S+') do a[#a + 1] = tonumber(v) end
-  return a
+  return {struct.unpack('<' .. string.rep('d', #s / 8), s)}
+end
+-- int returns v rounded down as an integer's text.
+local function int(v)
+  v = math.floor(v)
+  if v > -9e18 and v < 9e18 then return string.format('%d', v) end
+  return string.format('%.0f', v)
 end
 local function refill(b, v1, v2, v3, v4)
+  b.pr0, b.pu0 = tonumber(v3) or 0, tonumber(v4) or 0
+  b.pr, b.pu = b.pr0, b.pu0
   if not v1 then
-    b.level, b.pr, b.pu = b.burst, 0, 0
+    b.level = b.burst
     return b
   end
   local level, last = math.min(tonumber(v1), b.burst), tonumber(v2)
-  b.pr, b.pu = tonumber(v3) or 0, tonumber(v4) or 0
   if now > last then
     if b.pu > last then
       local pr = math.min(b.pr, b.rate)
@@ -201,20 +209,26 @@ local function full(b)
   if b.pu > now then d = d + (b.pu - now) end
   return d
 end
+-- fields appends to f the fields of b (named l, t, p, u) that changed.
+local function fields(f, b, l, t, p, u)
+  local n = #f
+  f[n + 1], f[n + 2], f[n + 3], f[n + 4] = l, int(b.level), t, nowtext
+  if b.pr ~= b.pr0 or b.pu ~= b.pu0 then
+    f[n + 5], f[n + 6], f[n + 7], f[n + 8] = p, b.pr, u, int(b.pu)
+  end
+end
 local function save(k, tok, req)
   if not tok and not req then return end
-  local ttl
-  if tok and req then
-    redis.call('HSET', k, 'tl', tok.level, 'tt', now, 'tp', tok.pr, 'tu', tok.pu,
-      'rl', req.level, 'rt', now, 'rp', req.pr, 'ru', req.pu)
-    ttl = math.max(full(tok), full(req))
-  elseif tok then
-    redis.call('HSET', k, 'tl', tok.level, 'tt', now, 'tp', tok.pr, 'tu', tok.pu)
+  local f, ttl = {'HSET', k}, 0
+  if tok then
+    fields(f, tok, 'tl', 'tt', 'tp', 'tu')
     ttl = full(tok)
-  else
-    redis.call('HSET', k, 'rl', req.level, 'rt', now, 'rp', req.pr, 'ru', req.pu)
-    ttl = full(req)
   end
+  if req then
+    fields(f, req, 'rl', 'rt', 'rp', 'ru')
+    ttl = math.max(ttl, full(req))
+  end
+  redis.call(unpack(f))
   redis.call('PEXPIRE', k, math.ceil(ttl / 1000) + 1000)
 end
 -- take charges cost tokens and one request to k's buckets, or nothing:

@@ -94,10 +94,15 @@
 // operation's record among KEYS and its TTL among ARGV (see the next
 // section).
 //
-// Levels are kept as float64 text with 17 significant digits (Lua numbers
-// handed to Redis as they are, which writes them so), so a level reads
-// back exactly; a request bucket is a token bucket of cost 1. The two
-// buckets of a key are read with one HMGET and written with one HSET. The
+// Levels are kept as whole millionths of a token, written as integers
+// (rounded down: a write makes a key at most a millionth of a token
+// stricter), and numbers reach a script packed as little-endian float64s
+// in one argument (struct.unpack reads them): no float is formatted or
+// parsed as text on either side (but a provider view's rate, when it
+// changes). A request bucket is a token bucket of
+// cost 1. The two buckets of a key are read with one HMGET and written
+// with one HSET of the fields that changed (a provider's view only when
+// it began, changed or ended). The
 // token bucket's bound, net admitted cost at most b + r*dt over any
 // interval, holds across instances (TestBucketBoundTenInstances checks it
 // over every interval of ten Limiters racing on one key).

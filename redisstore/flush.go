@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 )
 
@@ -87,22 +86,14 @@ func (s *Store) sendPending() {
 // sendSettles applies ops in one settleScript.
 func (s *Store) sendSettles(ctx context.Context, ops []pendingSettle) error {
 	keys := make([]string, len(ops), len(ops)+1)
-	var sb strings.Builder
-	sb.Grow(len(ops) * 64)
-	var buf [32]byte
+	arg := make([]byte, 0, len(ops)*len(ops[0].nums)*8)
 	for i := range ops {
 		keys[i] = s.key("rl", ops[i].key)
-		for j, v := range ops[i].nums {
-			if i > 0 || j > 0 {
-				sb.WriteByte(' ')
-			}
-			sb.Write(packNums(buf[:0], v))
-		}
+		arg = packNums(arg, ops[i].nums[:]...)
 	}
 	keys = append(keys, s.opKey(ops[0].key))
-	arg := sb.String()
 	err := s.do(ctx, func(ctx context.Context) error {
-		return settleScript.Run(ctx, s.c, keys, arg, s.opTTL).Err()
+		return settleScript.Run(ctx, s.c, keys, string(arg), s.opTTL).Err()
 	})
 	return err
 }
