@@ -22,28 +22,42 @@ func (s *Store) admission() admit.Store {
 
 // Admit runs a request's admission plan (see internal/admit; package stack
 // builds it) in one script, [admitScript]: one round trip for what the
-// layers would ask in one each. It is applied once however often the
+// layers would ask in one each. It carries up to carryMax settles of the
+// Store's queue, applied before the takes (see Settles and their delay in
+// the package documentation). It is applied once however often the
 // client resends it. An error leaves every step not done; each layer then
 // asks its own operation, which fails at once during an outage.
 func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
-	keys, arg := s.admitArgs(p)
+	var carried [carryMax]pendingSettle
+	batch := s.carry(carried[:0])
+	var orig []pendingSettle
+	if s.settled != nil && len(batch) > 0 {
+		orig = append(orig, batch...) // the hook sees each settle, merge folds them
+	}
+	keys, arg := s.admitArgs(p, merge(batch))
 	var res []int64
 	err := s.do(ctx, func(ctx context.Context) error {
 		var err error
 		res, err = admitScript.Run(ctx, s.c, keys, arg, s.opTTL).Int64Slice()
 		return err
 	})
+	if len(batch) > 0 {
+		if err != nil {
+			s.lost(len(batch), err)
+		}
+		s.applied(orig, err)
+	}
 	if err != nil {
 		return err
 	}
 	return applyAdmit(p, res)
 }
 
-// admitArgs returns [admitScript]'s KEYS and packed ARGV[1] for p; the
-// operation's record is tagged with the first take's key, else the
-// deposit's destination.
-func (s *Store) admitArgs(p *admit.Plan) (keys []string, arg string) {
-	keys = make([]string, 0, 5)
+// admitArgs returns [admitScript]'s KEYS and packed ARGV[1] for p and the
+// settles carried; the operation's record is tagged with the first take's
+// key, else the deposit's destination.
+func (s *Store) admitArgs(p *admit.Plan, settles []pendingSettle) (keys []string, arg string) {
+	keys = make([]string, 0, 5+len(settles))
 	var buf [192]byte
 	a := packNums(buf[:0], float64(p.NBuckets))
 	tagged := ""
@@ -58,16 +72,23 @@ func (s *Store) admitArgs(p *admit.Plan) (keys []string, arg string) {
 	if d := &p.Deposit; p.HasDeposit {
 		k := s.key("rb", d.Dest)
 		keys = append(keys, k+":c:"+part(d.Client))
-		a = packNums(a, 1, float64(d.Deposit), float64(d.Capacity), float64(d.DestinationDeposit),
-			float64(d.DestinationCapacity), float64(s.budgetTTL.Milliseconds()))
+		nd := 1.0
 		if d.DestinationCapacity > 0 {
 			keys = append(keys, k+":d")
+			nd = 2
 		}
+		a = packNums(a, nd, float64(d.Deposit), float64(d.Capacity), float64(d.DestinationDeposit),
+			float64(d.DestinationCapacity), float64(s.budgetTTL.Milliseconds()))
 		if tagged == "" {
 			tagged = d.Dest
 		}
 	} else {
-		a = packNums(a, 0)
+		a = packNums(a, 0, 0, 0, 0, 0, 0)
+	}
+	a = packNums(a, float64(len(settles)))
+	for i := range settles {
+		keys = append(keys, s.key("rl", settles[i].key))
+		a = packNums(a, settles[i].nums[:]...)
 	}
 	keys = append(keys, s.opKey(tagged))
 	return keys, string(a)
@@ -95,29 +116,37 @@ func applyAdmit(p *admit.Plan, res []int64) error {
 }
 
 // admitScript: KEYS the takes' hashes, then the client's and (when the
-// destination has one) the destination's retry budget, then the
-// operation's record; ARGV[1] packed: the number of takes, take's five
-// numbers for each, then 0 (no deposit) or 1 and the client's deposit and
-// capacity, the destination's, and the budgets' TTL in milliseconds.
-// The takes run in order and the first that refuses stops the script
-// (the earlier stay charged; the deposit is not made). Returns {0, 0, 0}
-// when every take admitted, else {i, wait, which}: the 1-based take that
-// refused and take's reply.
+// destination has one) the destination's retry budget, then the settles'
+// hashes, then the operation's record; ARGV[1] packed: the number of
+// takes, take's five numbers for each, then the number of budget keys
+// (0: no deposit), the client's deposit and capacity, the destination's,
+// and the budgets' TTL in milliseconds, then the number of settles and
+// settle's fifteen numbers for each. The settles apply first (they were
+// queued before this request's takes), then the takes in order, and the
+// first that refuses stops the script (the earlier stay charged; the
+// deposit is not made). Returns {0, 0, 0} when every take admitted, else
+// {i, wait, which}: the 1-based take that refused and take's reply.
 var admitScript = redis.NewScript(bucketLib + budgetLib + onceLib + `
 return once(function()
 local a = nums(ARGV[1])
 local n = a[1]
-for i = 1, n do
-  local j = 2 + (i - 1) * 5
-  local w, which = take(KEYS[i], a[j], a[j + 1], a[j + 2], a[j + 3], a[j + 4])
-  if w ~= 0 then return {i, w, which} end
-end
 local j = 2 + n * 5
-if a[j] == 1 then
+local nd, m = a[j], a[j + 6]
+for i = 1, m do settle(KEYS[n + nd + i], a, j + 7 + (i - 1) * 15) end
+for i = 1, n do
+  local t = 2 + (i - 1) * 5
+  local w, which = take(KEYS[i], a[t], a[t + 1], a[t + 2], a[t + 3], a[t + 4])
+  if w ~= 0 then
+    commit()
+    return {i, w, which}
+  end
+end
+if nd > 0 then
   local ttl = a[j + 5]
   credit(KEYS[n + 1], a[j + 1], a[j + 2], ttl)
-  if KEYS[n + 2] then credit(KEYS[n + 2], a[j + 3], a[j + 4], ttl) end
+  if nd > 1 then credit(KEYS[n + 2], a[j + 3], a[j + 4], ttl) end
 end
+commit()
 return {0, 0, 0}
 end, 't0,0,0')
 `)

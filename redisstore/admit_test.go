@@ -85,6 +85,61 @@ func TestPresetOneRoundTrip(t *testing.T) {
 	}
 }
 
+// TestAdmissionCarriesSettles: the settles of a request wait in the
+// queue for the next admission, which applies them in its own script
+// before its takes: two requests cost two round trips, the first's
+// settles none of their own, and both refunds are in the buckets. The
+// second's settles, left queued, are sent by Close.
+func TestAdmissionCarriesSettles(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	for _, sc := range []*redis.Script{admitScript, settleScript} { // no NOSCRIPT round trip below
+		if err := sc.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := &scripts{}
+	c.AddHook(ran)
+	s := newStore(t, srv, Config{Client: c})
+	s.linger = time.Hour // no settle is sent on its own before Close
+	direct := newStore(t, srv, Config{})
+	reserved := 0.0 // the tokens a request reserves, seen by the first call
+	model := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		if reserved == 0 {
+			reserved = 10_000 - tokenLevel(t, direct, "6:client|=tenant")
+		}
+		return &portico.Response{Text: "ok", Usage: portico.Usage{InputTokens: 10, OutputTokens: 90}}, nil
+	})
+	lim := ratelimit.Limits{Requests: 600, Tokens: 10_000, Period: 1000 * time.Hour} // a refill of 0.003 tokens a second
+	st := presetStack(t, s, lim, lim, model)
+	req := &portico.Request{Model: "m", MaxOutputTokens: 1000, Identity: portico.Identity{ClientKey: "tenant"},
+		Messages: []portico.Message{portico.Text(portico.RoleUser, "q")}}
+	for range 2 {
+		if _, err := st.Generate(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, n := len(ran.runs(admitScript)), len(ran.runs(settleScript)); a != 2 || n != 0 {
+		t.Fatalf("two requests ran %d admit and %d settle scripts, want 2 and 0", a, n)
+	}
+	// The first request's 100 tokens used, the second's reservation.
+	for _, key := range []string{"6:client|=tenant", "7:route r|=m"} {
+		if got := tokenLevel(t, direct, key); got != 10_000-100-reserved {
+			t.Errorf("%s token level = %v, want %v (the first refund carried, %v reserved)", key, got, 10_000-100-reserved, reserved)
+		}
+	}
+	s.Close()
+	if n := len(ran.runs(settleScript)); n != 1 {
+		t.Errorf("Close sent %d settle scripts, want 1 (the second request's two settles)", n)
+	}
+	for _, key := range []string{"6:client|=tenant", "7:route r|=m"} {
+		if got := tokenLevel(t, direct, key); got != 9800 {
+			t.Errorf("%s token level after Close = %v, want 9800 (200 used)", key, got)
+		}
+	}
+}
+
 // TestPresetUnclaimedRefunded: the plan charges the first route's bucket,
 // but the group skips that route (the request does not fit its context
 // window) and the second answers: the first route's tokens come back

@@ -231,13 +231,37 @@ local function save(k, tok, req)
   redis.call(unpack(f))
   redis.call('PEXPIRE', k, math.ceil(ttl / 1000) + 1000)
 end
+-- The keys a script opened, by name: {tok, req, the limits opened with,
+-- dirty}. A key that one script touches twice (the settle of a request
+-- and the take of the next) is read once and written once, at commit.
+local opened = {}
+local function bucket(k, tr, tb, rr, rb)
+  local c = opened[k]
+  if c and (c.tr ~= tr or c.tb ~= tb or c.rr ~= rr or c.rb ~= rb) then
+    if c.dirty then save(k, c.tok, c.req) end -- other limits: read it again
+    c = nil
+  end
+  if not c then
+    local tok, req = open(k, tr, tb, rr, rb)
+    c = {tok = tok, req = req, tr = tr, tb = tb, rr = rr, rb = rb, dirty = false}
+    opened[k] = c
+  end
+  return c
+end
+-- commit writes every key changed since it was opened.
+local function commit()
+  for k, c in pairs(opened) do
+    if c.dirty then save(k, c.tok, c.req) end
+  end
+end
 -- take charges cost tokens and one request to k's buckets, or nothing:
 -- both are checked before either is charged. It returns 0, 0 when
 -- admitted, else the wait in microseconds and 1 (tokens) or 2
 -- (requests), the wait covering both buckets when the token bucket
--- refused.
+-- refused. What it charged is written at commit.
 local function take(k, tr, tb, rr, rb, cost)
-  local tok, req = open(k, tr, tb, rr, rb)
+  local c = bucket(k, tr, tb, rr, rb)
+  local tok, req = c.tok, c.req
   local eps = 0.001 -- a billionth of a token: float noise of the refill
   if tok then
     local need = cost * 1000000 - tok.level
@@ -253,7 +277,7 @@ local function take(k, tr, tb, rr, rb, cost)
     req.level = req.level - 1000000
   end
   if tok then tok.level = tok.level - cost * 1000000 end
-  save(k, tok, req)
+  c.dirty = tok ~= nil or req ~= nil
   return 0, 0
 end
 local function adopt(b, known, remaining, limit, reset, hold)
@@ -274,10 +298,11 @@ end
 -- takes it no lower than -floor; a view lowers the level to what remains
 -- and, until the reset (hold at most), slows the refill to
 -- (limit - remaining) / reset when that is slower, as the in-memory
--- bucket's adopt.
+-- bucket's adopt. What it changed is written at commit.
 local function settle(k, a, i)
   local d, floor, hold = a[i + 4], a[i + 5], a[i + 6]
-  local tok, req = open(k, a[i], a[i + 1], a[i + 2], a[i + 3])
+  local c = bucket(k, a[i], a[i + 1], a[i + 2], a[i + 3])
+  local tok, req = c.tok, c.req
   if tok then
     if d > 0 then
       tok.level = math.min(tok.burst, tok.level + d * 1000000)
@@ -287,7 +312,7 @@ local function settle(k, a, i)
     adopt(tok, a[i + 7], a[i + 8], a[i + 9], a[i + 10], hold)
   end
   if req then adopt(req, a[i + 11], a[i + 12], a[i + 13], a[i + 14], hold) end
-  if tok or req then save(k, tok, req) end
+  c.dirty = tok ~= nil or req ~= nil
 end
 `
 
@@ -299,6 +324,7 @@ var takeScript = redis.NewScript(bucketLib + onceLib + `
 return once(function()
 local a = nums(ARGV[1])
 local w, which = take(KEYS[1], a[1], a[2], a[3], a[4], a[5])
+commit()
 return {w, which}
 end, 't0,0')
 `)
@@ -311,6 +337,7 @@ var settleScript = redis.NewScript(bucketLib + onceLib + `
 return once(function()
 local a = nums(ARGV[1])
 for j, k in ipairs(KEYS) do settle(k, a, (j - 1) * 15 + 1) end
+commit()
 return 1
 end, '1')
 `)

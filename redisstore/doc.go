@@ -63,12 +63,14 @@
 //     remains and slows the refill to (limit - remaining) / reset until
 //     the reset (the hold at most), as ratelimit's own buckets do.
 //   - admit (KEYS: the takes' hashes, then the client's and the
-//     destination's retry budget; ARGV: one argument packing the number of
-//     takes, each take's five numbers, then 0 or 1 and the deposit's
-//     four numbers and TTL): a request's admission (see One round trip
-//     per request): each take in order, stopping at the first that
-//     refuses ({i, wait, which}: the i-th refused, the earlier stay
-//     charged), then the deposit ({0, 0, 0}).
+//     destination's retry budget, then the carried settles' hashes; ARGV:
+//     one argument packing the number of takes, each take's five numbers,
+//     then the number of budget keys and the deposit's four numbers and
+//     TTL, then the number of settles and each one's fifteen numbers): a
+//     request's admission (see One round trip per request): the settles
+//     as settle applies them, then each take in order, stopping at the
+//     first that refuses ({i, wait, which}: the i-th refused, the earlier
+//     stay charged), then the deposit ({0, 0, 0}).
 //   - deposit (KEYS: client bucket, destination bucket; ARGV: each one's
 //     deposit and capacity in billionths of a retry, the TTL): raise each
 //     level by its deposit, capped at its capacity.
@@ -131,15 +133,22 @@
 //
 // A settle (a refund of what a call did not use, a surcharge beyond it, a
 // provider's view) is never sent on the caller's path: [Buckets.Settle]
-// queues it and returns, and one goroutine per Store, started when the
-// queue fills and ended when it empties, sends the queue in scripts of up
-// to 64 settles (one per script on a Cluster or a Ring), each bounded by
-// [Config.Timeout]. The queue holds at most 1,024 settles; beyond, and
-// after [Store.Close], a settle is sent by its caller, as before. So a
-// settle is applied within ceil(q/64) + 1 operations of being queued, q
-// the settles ahead of it (one Timeout each at most, a round trip each on
-// a healthy server), or lost with its script when the store fails it.
-// [Store.Close] sends what is queued and returns when the queue is empty.
+// queues it and returns. The next admission of the Store ([Store.Admit])
+// carries up to 16 settles of the queue in its own script, applied before
+// its takes, so that under traffic a request's settles cost no round trip
+// of their own and, on the keys the admission takes too, no read or write
+// of their own either (one HMGET and one HSET per key and script). A
+// settle no admission carried within 2 ms is sent by one goroutine per
+// Store, started when the queue fills and ended when it empties, in
+// scripts of up to 64 settles (one per script on a Cluster or a Ring,
+// which has no admission script), each bounded by [Config.Timeout]. The
+// queue holds at most 1,024 settles; beyond, and after [Store.Close], a
+// settle is sent by its caller, as before. So a settle is applied within
+// 2 ms plus ceil(q/64) + 1 operations of being queued, q the settles
+// ahead of it (one Timeout each at most, a round trip each on a healthy
+// server), or lost with its script when the store fails it (an admission
+// carries none during an outage). [Store.Close] sends what is queued and
+// returns when the queue is empty.
 //
 // Why the bound survives: settles commute (a refund is a sum capped at
 // the burst, a surcharge a sum floored at minus a period's quota, a view

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // Settles are sent after the call, from a bounded queue (see Settles and
@@ -14,14 +16,23 @@ const (
 	maxPending = 1024
 	// settleBatch is the most settles one script applies.
 	settleBatch = 64
+	// carryMax is the most settles an admission carries (Store.Admit),
+	// on the caller's path: each costs its script a read and a write of
+	// its key, unless the admission takes on that key too.
+	carryMax = 16
+	// settleLinger is how long a settle waits in the queue for an
+	// admission to carry it before the sender sends it in a script of
+	// its own.
+	settleLinger = 2 * time.Millisecond
 )
 
 // pendingSettle is one settle in the queue: the Limiter's key and the
 // fifteen numbers of settleScript.
 type pendingSettle struct {
-	key  string
-	nums [15]float64
-	at   time.Time // queued; read only by the test hook
+	key    string
+	nums   [15]float64
+	queued time.Duration // mono.Now when queued
+	at     time.Time     // queued; read only by the test hook
 }
 
 // settle queues op, starting the sender when none runs, or sends it now
@@ -30,6 +41,7 @@ func (s *Store) settle(ctx context.Context, op *pendingSettle) error {
 	if s.settled != nil {
 		op.at = time.Now()
 	}
+	op.queued = mono.Now()
 	s.flushMu.Lock()
 	if s.closed || len(s.pending) >= maxPending {
 		s.flushMu.Unlock()
@@ -51,9 +63,26 @@ func (s *Store) settle(ctx context.Context, op *pendingSettle) error {
 	return nil
 }
 
+// carry moves into buf, and returns, up to cap(buf) settles of the queue,
+// the oldest first, for an admission to apply: none during an outage
+// (the admission would fail them at once) or after Close.
+func (s *Store) carry(buf []pendingSettle) []pendingSettle {
+	if !s.Available() {
+		return buf
+	}
+	s.flushMu.Lock()
+	n := min(len(s.pending), cap(buf))
+	buf = append(buf, s.pending[:n]...)
+	s.pending = s.pending[:copy(s.pending, s.pending[n:])]
+	s.flushMu.Unlock()
+	return buf
+}
+
 // sendPending sends the queue, settleBatch settles per script (one on a
-// Cluster or a Ring, where a script's keys share a slot), until it is
-// empty, then ends: no goroutine outlives the work.
+// Cluster or a Ring, where a script's keys share a slot), each once it
+// has waited settleLinger for an admission to carry it (at once after
+// Close), until the queue is empty, then ends: no goroutine outlives the
+// work.
 func (s *Store) sendPending() {
 	defer s.senders.Done()
 	batch := make([]pendingSettle, 0, settleBatch)
@@ -70,17 +99,42 @@ func (s *Store) sendPending() {
 			s.flushMu.Unlock()
 			return
 		}
+		if wait := s.pending[0].queued + s.linger - mono.Now(); wait > 0 && !s.closed {
+			s.flushMu.Unlock()
+			s.sleep(wait)
+			continue
+		}
 		batch = append(batch[:0], s.pending[:n]...)
 		s.pending = s.pending[:copy(s.pending, s.pending[n:])]
 		s.flushMu.Unlock()
 		sent = append(sent[:0], batch...)
 		err := s.sendSettles(context.Background(), merge(sent))
 		if err != nil {
-			s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: settles lost (refunds: stricter; surcharges: looser)",
-				slog.Int("settles", n), slog.String("err", err.Error()))
+			s.lost(n, err)
 		}
 		s.applied(batch, err)
 	}
+}
+
+// sleep waits d, or until Close. Only the one sender calls it.
+func (s *Store) sleep(d time.Duration) {
+	if s.wait == nil {
+		s.wait = time.NewTimer(d)
+	} else {
+		s.wait.Reset(d)
+	}
+	select {
+	case <-s.wait.C:
+	case <-s.closing:
+		s.wait.Stop()
+	}
+}
+
+// lost logs n settles whose script failed: they may or may not have been
+// applied.
+func (s *Store) lost(n int, err error) {
+	s.log.LogAttrs(context.Background(), slog.LevelWarn, "redisstore: settles lost (refunds: stricter; surcharges: looser)",
+		slog.Int("settles", n), slog.String("err", err.Error()))
 }
 
 // sendSettles applies ops in one settleScript.
@@ -147,7 +201,10 @@ next:
 // working. Close is safe to call more than once and concurrently.
 func (s *Store) Close() error {
 	s.flushMu.Lock()
-	s.closed = true
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
 	s.flushMu.Unlock()
 	s.senders.Wait()
 	return nil

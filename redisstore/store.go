@@ -118,6 +118,9 @@ type Store struct {
 	pending []pendingSettle // settles queued, at most maxPending
 	sending bool            // a goroutine sends pending
 	closed  bool            // Close was called: settles are sent by their callers
+	linger  time.Duration   // settleLinger (tests: longer)
+	wait    *time.Timer     // the sender's wait for linger, made once, used by the one sender
+	closing chan struct{}   // closed by Close: the sender waits no more
 	senders sync.WaitGroup
 	// settled, when set (tests), is told of each settle sent: its key,
 	// tokens, when it was queued and when the server's reply came (zero
@@ -163,7 +166,8 @@ func New(cfg Config) (*Store, error) {
 	}
 	return &Store{c: cfg.Client, prefix: cfg.Prefix, timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL,
 		refresh: cfg.Refresh, log: cfg.Logger, opBase: strconv.FormatUint(rand.Uint64(), 36) + ".",
-		opTTL: (cfg.Timeout + opSlack).Milliseconds(), multi: multiNode(cfg.Client)}, nil
+		opTTL: (cfg.Timeout + opSlack).Milliseconds(), multi: multiNode(cfg.Client), linger: settleLinger,
+		closing: make(chan struct{})}, nil
 }
 
 // multiNode reports whether c spreads keys over several servers by slot
