@@ -28,6 +28,9 @@ func (s *Store) admission() admit.Store {
 // client resends it. An error leaves every step not done; each layer then
 // asks its own operation, which fails at once during an outage.
 func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
+	if !s.admits.Load() {
+		s.admits.Store(true)
+	}
 	var carried [carryMax]pendingSettle
 	batch := s.carry(carried[:0])
 	var orig []pendingSettle

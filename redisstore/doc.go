@@ -138,8 +138,9 @@
 // its takes, so that under traffic a request's settles cost no round trip
 // of their own and, on the keys the admission takes too, no read or write
 // of their own either (one HMGET and one HSET per key and script). A
-// settle no admission carried within 2 ms is sent by one goroutine per
-// Store, started when the queue fills and ended when it empties, in
+// settle is sent by one goroutine per Store (on a Store that has run an
+// admission, once it waited 2 ms for one to carry it), started when the
+// queue fills and ended when it empties, in
 // scripts of up to 64 settles (one per script on a Cluster or a Ring,
 // which has no admission script), each bounded by [Config.Timeout]. The
 // queue holds at most 1,024 settles; beyond, and after [Store.Close], a

@@ -79,10 +79,10 @@ func (s *Store) carry(buf []pendingSettle) []pendingSettle {
 }
 
 // sendPending sends the queue, settleBatch settles per script (one on a
-// Cluster or a Ring, where a script's keys share a slot), each once it
-// has waited settleLinger for an admission to carry it (at once after
-// Close), until the queue is empty, then ends: no goroutine outlives the
-// work.
+// Cluster or a Ring, where a script's keys share a slot), until it is
+// empty, then ends: no goroutine outlives the work. On a Store that runs
+// admissions a settle first waits settleLinger for one to carry it (not
+// after Close).
 func (s *Store) sendPending() {
 	defer s.senders.Done()
 	batch := make([]pendingSettle, 0, settleBatch)
@@ -99,7 +99,7 @@ func (s *Store) sendPending() {
 			s.flushMu.Unlock()
 			return
 		}
-		if wait := s.pending[0].queued + s.linger - mono.Now(); wait > 0 && !s.closed {
+		if wait := s.pending[0].queued + s.linger - mono.Now(); wait > 0 && !s.closed && s.admits.Load() {
 			s.flushMu.Unlock()
 			s.sleep(wait)
 			continue

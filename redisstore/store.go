@@ -119,6 +119,7 @@ type Store struct {
 	sending bool            // a goroutine sends pending
 	closed  bool            // Close was called: settles are sent by their callers
 	linger  time.Duration   // settleLinger (tests: longer)
+	admits  atomic.Bool     // Admit ran: settles linger for an admission to carry them
 	wait    *time.Timer     // the sender's wait for linger, made once, used by the one sender
 	closing chan struct{}   // closed by Close: the sender waits no more
 	senders sync.WaitGroup
