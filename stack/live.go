@@ -19,7 +19,8 @@ import (
 // configuration is stopped, and cfg's started (unless Close was called).
 //
 // A route of cfg with the Name of a route of the configuration in force
-// is that route: it keeps its limiter, breaker, retrier (so its retry
+// is that route, whatever its Model (a new adapter, a rotated key: give
+// it a new Name to start afresh): it keeps its limiter, breaker, retrier (so its retry
 // budget), throttle and the models it remembers not serving, and so
 // their state (bucket levels, calls in flight and queued, the breaker's
 // state and counts, budget tokens), as the client limiter, the in-flight
