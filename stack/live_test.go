@@ -16,6 +16,7 @@ import (
 	"github.com/portico-llm/portico/internal/binom"
 	"github.com/portico-llm/portico/modeltest"
 	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/retry"
 )
 
 // mustUpdate is s.Update(cfg), failing t on an error.
@@ -382,4 +383,43 @@ func TestSame(t *testing.T) {
 			t.Errorf("same(%#v, %#v) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
+}
+
+// TestUpdateKeepsBudgetsAndCooldowns: route a's retry budget (a fixed
+// allowance of 2 retries, spent by one request that failed three times)
+// is still spent after an Update that adds route c, so a's next failure
+// is not retried; and route b, cooled down for a minute by its 429, is
+// still skipped without a call after the Update, until its minute ends.
+func TestUpdateKeepsBudgetsAndCooldowns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := modeltest.NewFake(modeltest.Fail(modeltest.StatusError(503)))
+		b := modeltest.NewFake(modeltest.Fail(modeltest.RateLimitError(time.Minute)), modeltest.Answer("b"))
+		ra, rb := route("a", a), route("b", b)
+		ra.Skip, rb.Skip = SkipBreaker, SkipRetry
+		ra.Retry.Budget = retry.Budget{NoRefill: true, Burst: 2}
+		ra.Retry.Backoff = retry.Backoff{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+		cfg := Config{Routes: []Route{ra, rb, route("c", modeltest.NewFake(modeltest.Answer("c")))}}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := s.Generate(t.Context(), hello)
+		if err != nil || resp.Route != "c" || a.Count() != 3 || b.Count() != 1 {
+			t.Fatalf("Generate = %+v, %v, calls a %d b %d; want c's answer after 3 calls to a and b's 429", resp, err, a.Count(), b.Count())
+		}
+		rtr := s.Retrier("a")
+		cfg.Routes = append(cfg.Routes, route("d", modeltest.NewFake()))
+		mustUpdate(t, s, cfg)
+		if s.Retrier("a") != rtr || rtr.BudgetLevel("a", "") != 0 {
+			t.Fatalf("after the Update a's retrier kept %v, budget %v; want the same, empty", s.Retrier("a") == rtr, rtr.BudgetLevel("a", ""))
+		}
+		resp, err = s.Generate(t.Context(), hello)
+		if err != nil || resp.Route != "c" || a.Count() != 4 || b.Count() != 1 {
+			t.Errorf("after the Update: %+v, %v, calls a %d b %d; want c's answer after one call to a (no budget) and none to b (cooling down)", resp, err, a.Count(), b.Count())
+		}
+		time.Sleep(time.Minute)
+		if resp, err = s.Generate(t.Context(), hello); err != nil || resp.Route != "b" {
+			t.Errorf("a minute after b's 429: %+v, %v; want b's answer", resp, err)
+		}
+	})
 }
