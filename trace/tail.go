@@ -2,6 +2,7 @@ package trace
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"encoding/binary"
 	"math"
@@ -65,9 +66,8 @@ type TailSampler struct {
 	maxSpans  int
 
 	mu       sync.Mutex
-	pending  map[trace.TraceID]*pendingTrace
-	oldest   *pendingTrace // FIFO of pending traces, by first span ended
-	newest   *pendingTrace
+	pending  map[trace.TraceID]*list.Element // of queue
+	queue    list.List                       // *pendingTrace, by first span ended, oldest first
 	nSpans   int
 	decided  map[trace.TraceID]bool // recent decisions, for late spans
 	order    []trace.TraceID        // ring of decided ids, oldest at head
@@ -77,10 +77,9 @@ type TailSampler struct {
 }
 
 type pendingTrace struct {
-	id         trace.TraceID
-	spans      []sdktrace.ReadOnlySpan
-	err        bool
-	prev, next *pendingTrace
+	id    trace.TraceID
+	spans []sdktrace.ReadOnlySpan
+	err   bool
 }
 
 // NewTailSampler returns a TailSampler configured by cfg, or an error starting
@@ -96,7 +95,7 @@ func NewTailSampler(cfg TailConfig) (*TailSampler, error) {
 	}
 	s := &TailSampler{next: cfg.Next, threshold: cmp.Or(cfg.Threshold, 2*time.Second),
 		maxTraces: cmp.Or(cfg.MaxTraces, 4096), maxSpans: cmp.Or(cfg.MaxSpans, 65536), bound: ratioBound(cfg.Ratio)}
-	s.pending = make(map[trace.TraceID]*pendingTrace)
+	s.pending = make(map[trace.TraceID]*list.Element)
 	s.decided = make(map[trace.TraceID]bool)
 	s.order = make([]trace.TraceID, 0, s.maxTraces)
 	return s, nil
@@ -154,17 +153,17 @@ func (s *TailSampler) end(span sdktrace.ReadOnlySpan, id trace.TraceID, isErr, r
 	if keep, ok := s.decided[id]; ok { // a late span of a decided trace
 		return keep, nil
 	}
-	pt = s.pending[id]
-	if pt == nil && root { // a trace of one span, or whose other spans were all dropped
+	el := s.pending[id]
+	if el == nil && root { // a trace of one span, or whose other spans were all dropped
 		keep = s.keep(isErr, span, id)
 		s.decide(id, keep)
 		return keep, nil
 	}
-	if pt == nil {
-		pt = &pendingTrace{id: id}
-		s.pending[id] = pt
-		s.pushNewest(pt)
+	if el == nil {
+		el = s.queue.PushBack(&pendingTrace{id: id})
+		s.pending[id] = el
 	}
+	pt = el.Value.(*pendingTrace)
 	pt.spans = append(pt.spans, span)
 	pt.err = pt.err || isErr
 	s.nSpans++
@@ -173,7 +172,7 @@ func (s *TailSampler) end(span sdktrace.ReadOnlySpan, id trace.TraceID, isErr, r
 		return false, nil
 	}
 	keep = s.keep(pt.err, span, id)
-	s.remove(pt)
+	s.remove(el)
 	s.decide(id, keep)
 	return keep, pt
 }
@@ -206,35 +205,15 @@ func (s *TailSampler) decide(id trace.TraceID, keep bool) {
 // evict drops the oldest pending traces while a bound is exceeded. Called
 // with s.mu held.
 func (s *TailSampler) evict() {
-	for s.oldest != nil && (len(s.pending) > s.maxTraces || s.nSpans > s.maxSpans) {
-		s.remove(s.oldest)
+	for s.queue.Len() > 0 && (len(s.pending) > s.maxTraces || s.nSpans > s.maxSpans) {
+		s.remove(s.queue.Front())
 		s.stats.Evicted++
 	}
 }
 
-func (s *TailSampler) pushNewest(pt *pendingTrace) {
-	pt.prev = s.newest
-	if s.newest != nil {
-		s.newest.next = pt
-	} else {
-		s.oldest = pt
-	}
-	s.newest = pt
-}
-
-// remove unlinks pt from the pending set. Called with s.mu held.
-func (s *TailSampler) remove(pt *pendingTrace) {
-	if pt.prev != nil {
-		pt.prev.next = pt.next
-	} else {
-		s.oldest = pt.next
-	}
-	if pt.next != nil {
-		pt.next.prev = pt.prev
-	} else {
-		s.newest = pt.prev
-	}
-	pt.prev, pt.next = nil, nil
+// remove takes el's trace out of the pending set. Called with s.mu held.
+func (s *TailSampler) remove(el *list.Element) {
+	pt := s.queue.Remove(el).(*pendingTrace)
 	delete(s.pending, pt.id)
 	s.nSpans -= len(pt.spans)
 }
@@ -266,8 +245,9 @@ func (s *TailSampler) Shutdown(ctx context.Context) error {
 	if !s.shutdown {
 		s.shutdown = true
 		s.stats.Evicted += uint64(len(s.pending))
-		s.pending = map[trace.TraceID]*pendingTrace{}
-		s.oldest, s.newest, s.nSpans = nil, nil, 0
+		s.pending = map[trace.TraceID]*list.Element{}
+		s.queue.Init()
+		s.nSpans = 0
 	}
 	s.mu.Unlock()
 	return s.next.Shutdown(ctx)
