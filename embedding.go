@@ -1,5 +1,7 @@
 package portico
 
+import "slices"
+
 // Embedding turns a [Request] into an embedding request: each message
 // (role user, text parts only) is one input, and the answer is one vector
 // per input, in order, in [Response.Embeddings]. Every layer sees it as any
@@ -33,25 +35,32 @@ func (r *Request) EmbeddingInputs() []string {
 }
 
 // validateEmbedding checks an embedding request's shape: a Space, and
-// inputs that are user messages of text, with nothing an answer would need
-// (tools, a schema, reasoning, a stream).
+// inputs ([isInput]), with nothing an answer would need (tools, a schema,
+// reasoning, a stream, a prefix).
 func (r *Request) validateEmbedding() error {
 	e := r.Embedding
-	if e.Space == "" || e.Dimensions < 0 || len(r.Tools) > 0 || r.Schema != nil || r.Reasoning != nil || r.OnChunk != nil || r.Prefix != "" {
+	answers := len(r.Tools) > 0 || r.Schema != nil || r.Reasoning != nil || r.OnChunk != nil || r.Prefix != ""
+	if e.Space == "" || e.Dimensions < 0 || answers || !all(r.Messages, isInput) {
 		return errEmbeddingShape
 	}
-	for i := range r.Messages {
-		m := &r.Messages[i]
-		if m.Role != RoleUser || len(m.ToolCalls) > 0 || len(m.Content) == 0 {
-			return errEmbeddingShape
-		}
-		for _, p := range m.Content {
-			if p.Kind != PartText {
-				return errEmbeddingShape
-			}
+	return nil
+}
+
+// isInput reports whether m is an embedding input: a user message of text
+// parts, at least one, without tool calls.
+func isInput(m *Message) bool {
+	return m.Role == RoleUser && len(m.ToolCalls) == 0 && len(m.Content) > 0 &&
+		!slices.ContainsFunc(m.Content, func(p Part) bool { return p.Kind != PartText })
+}
+
+// all reports whether f holds for every element of s.
+func all[T any](s []T, f func(*T) bool) bool {
+	for i := range s {
+		if !f(&s[i]) {
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 var (
