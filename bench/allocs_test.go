@@ -29,12 +29,16 @@ import (
 // against the bare adapter called with a deadline too (without one the
 // anthropic SDK sets its own timeout, 8 allocations that the preset's
 // deadline saves, and genai's call makes 4 fewer):
-//   - 15 under the preset's own deadline: its context and timer, the
-//     primary's share of it (fallback.Config.Share, a second deadline
-//     context), the context that carries the route's cooldown, and the
-//     Done channels and registrations of the contexts below that net/http's
-//     wait on them makes;
-//   - 8 under the caller's deadline, earlier than the preset's: the share;
+//   - 9 under the preset's own deadline, one deadline context per
+//     request: the value that carries the deadline to the group (package
+//     internal/due), the primary's context, ending at its share of it
+//     (fallback.Config.Share: the context, its timer and the timer's
+//     func, its cancel func), the context that carries the route's
+//     cooldown, and the Done channel and registration of the SDK's
+//     context below that net/http's wait makes (15 with the group's share
+//     nested under a deadline context of the stack's);
+//   - 8 under the caller's deadline, earlier than the preset's: the same
+//     but the carried value;
 //   - 1 without any deadline: the primary's context, which carries its
 //     cooldown;
 //   - 16 more with the group's hedging, no hedge sent: the race's state,
@@ -65,17 +69,17 @@ func TestAllocs(t *testing.T) {
 		{"adapter, caller's deadline", over(caller, adapter, whole),
 			want{351, 380, 430}},
 		{"preset", over(ctx, presetDefault, whole),
-			want{366, 395, 445}},
+			want{360, 389, 439}},
 		{"preset, caller's deadline", over(caller, presetDefault, whole),
 			want{359, 388, 438}},
 		{"preset, no deadline", over(ctx, presetNoDeadline, whole),
 			want{352, 389, 427}},
 		{"preset, group hedging", over(ctx, presetHedged, whole),
-			want{382, 411, 461}},
+			want{376, 405, 455}},
 		{"adapter, streamed", over(ctx, adapter, streamed),
 			want{1026, 877, 1391}},
 		{"preset, streamed", over(ctx, presetDefault, streamed),
-			want{1061, 912, 1431}},
+			want{1055, 906, 1425}},
 	} {
 		for _, p := range provs {
 			f := c.call(t, p)

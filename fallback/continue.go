@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/due"
 )
 
 // continuation is the state of a request that may continue a broken stream
@@ -160,7 +161,7 @@ func (r *request) chargeBreak(rt *portico.Route) {
 // (the last), when the candidates after it could not carry the answer on;
 // done reports whether the request ended here.
 func (r *request) again(ctx context.Context, pos int) (resp *portico.Response, done bool, err error) {
-	for c := r.cont; c.last != nil && ctx.Err() == nil; {
+	for c := r.cont; c.last != nil && due.Err(ctx) == nil; {
 		rt, idx := c.last, c.lastIx
 		c.last = nil // a skip ends the loop; a break sets it again
 		if resp, done, err := r.tryOrSkip(ctx, rt, idx, pos, r.skip(rt, idx)); done {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/internal/due"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -169,13 +170,14 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 }
 
 // withContract returns ctx bounded by k's Deadline when that ends before
-// ctx's own deadline, and the func to call once the request is done.
+// ctx's own deadline (or the one it carries, package due), and the func to
+// call once the request is done.
 func withContract(ctx context.Context, k *portico.Contract) (context.Context, context.CancelFunc) {
 	if k == nil || k.Deadline <= 0 {
 		return ctx, func() {}
 	}
 	at := time.Now().Add(k.Deadline)
-	if dl, ok := ctx.Deadline(); ok && !at.Before(dl) {
+	if dl, ok := due.Deadline(ctx); ok && !at.Before(dl) {
 		return ctx, func() {}
 	}
 	return context.WithDeadline(ctx, at)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/cut"
+	"github.com/portico-llm/portico/internal/due"
 	"github.com/portico-llm/portico/internal/mono"
 	"github.com/portico-llm/portico/rank"
 )
@@ -32,7 +33,8 @@ type request struct {
 	primary   *portico.Route
 	delivered bool // a chunk reached the caller
 	hasDL     bool
-	deadline  time.Time        // ctx's, when hasDL
+	carried   bool             // the deadline is one ctx carries (package due), not ctx's own
+	deadline  time.Time        // ctx's, or the one it carries, when hasDL
 	reserve   time.Duration    // kept back before the deadline, when hasDL
 	left      time.Duration    // time left at entry, when hasDL; the first share's while fresh
 	fresh     bool             // no share or hop since left was read
@@ -80,12 +82,16 @@ func (r *request) candidates(ctx context.Context) (int, error) {
 	return len(r.order), err
 }
 
-// enter reads the request's deadline, and the clock once for the entry
-// and the first share, fixes the reserve kept back before the deadline,
-// and reports a shared cooldown store that fails open.
+// enter reads the request's deadline (the earlier of ctx's and the one it
+// carries, package due), and the clock once for the entry and the first
+// share, fixes the reserve kept back before the deadline, and reports a
+// shared cooldown store that fails open.
 func (r *request) enter(ctx context.Context) {
 	g := r.g
 	r.deadline, r.hasDL = ctx.Deadline()
+	if at, ok := due.Of(ctx); ok {
+		r.deadline, r.hasDL, r.carried = at, true, true
+	}
 	if r.hasDL {
 		r.left, r.fresh = time.Until(r.deadline), true
 		r.reserve = g.cfg.Reserve
@@ -165,8 +171,8 @@ func (r *request) quotaWait(pos, idx int) time.Duration {
 
 // exhausted is the error of a request that left every candidate.
 func (r *request) exhausted(ctx context.Context) (*portico.Response, error) {
-	if ctx.Err() != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if err := due.Err(ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, r.outOfTime(ctx)
 		}
 		if noneSent(r.hops) {
@@ -393,7 +399,10 @@ func (r *request) share(ctx context.Context, pos int, lift bool) (cctx context.C
 	}
 	cctx = &valued{ctx, vs[capped]}
 	if until >= remaining { // no reserve, last candidate: the caller's deadline is its own
-		return cctx, nil, gap, true
+		if r.carried { // the one context of the request (package due)
+			cctx, end = context.WithDeadline(cctx, r.deadline)
+		}
+		return cctx, end, gap, true
 	}
 	// Its end from remaining's reading of the clock: no second reading.
 	cctx, end = context.WithDeadlineCause(cctx, r.deadline.Add(until-remaining), shareCauses[cut.Of(until, r.g.cfg.FaultAfter, whole)])
@@ -550,7 +559,7 @@ func (r *request) learn(ctx context.Context, idx int, err error, callerFailed bo
 	switch {
 	case callerFailed:
 		err = context.Canceled // the caller's own OnChunk: nothing about the route
-	case portico.ClassOf(err) == portico.Deadline && ctx.Err() == nil:
+	case portico.ClassOf(err) == portico.Deadline && due.Err(ctx) == nil:
 		err = errOwnDeadline // the route ran out of its own share
 	}
 	r.g.stats.Done(idx, err, took, ttft)
@@ -732,7 +741,7 @@ func (w *watch) cutErr() error { return portico.FromContext(w.cut) }
 // route idx, failed with err under cctx; err's Retry-After cools rt down.
 func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, err error) (*portico.Response, bool, error) {
 	r.cool(idx, err)
-	if (r.delivered && !r.continues()) || ctx.Err() != nil {
+	if (r.delivered && !r.continues()) || due.Err(ctx) != nil {
 		return nil, true, r.stopAfter(ctx, rt, err)
 	}
 	// The candidate's own share ran out, not the caller's deadline: move
@@ -752,11 +761,12 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, e
 // stopAfter is the error of a search stopped after rt failed with err, a
 // chunk having reached the caller or the caller's context having ended.
 func (r *request) stopAfter(ctx context.Context, rt *portico.Route, err error) error {
+	ended := due.Err(ctx)
 	switch {
-	case ctx.Err() != nil && !r.delivered && errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case ended != nil && !r.delivered && errors.Is(ended, context.DeadlineExceeded):
 		r.hop(ctx, rt, portico.ClassOf(err).String(), err)
 		return r.outOfTime(ctx)
-	case r.delivered && ctx.Err() == nil:
+	case r.delivered && ended == nil:
 		return stopped(r.hops, rt, err, reasonDelivered)
 	}
 	return stopped(r.hops, rt, err, "")
@@ -892,7 +902,7 @@ func (r *request) hop(ctx context.Context, rt *portico.Route, reason string, err
 // outOfTime is the error of a search stopped because the time ran out: an
 // exhausted error of class Deadline when routes were left, else the context's.
 func (r *request) outOfTime(ctx context.Context) error {
-	if err := portico.FromContext(ctx); err != nil && len(r.hops) == 0 {
+	if err := r.ended(ctx); err != nil && len(r.hops) == 0 {
 		return unsent(err)
 	}
 	err := exhausted(r.hops, 0)
@@ -902,6 +912,16 @@ func (r *request) outOfTime(ctx context.Context) error {
 		pe.RetryAfter, pe.RefusedBy = 0, portico.NotRefused
 	}
 	return err
+}
+
+// ended is [portico.FromContext] of ctx, or of a context ended by the
+// deadline ctx carries once it passed (package due). The group's stop
+// rules read due.Err where they would read ctx.Err.
+func (r *request) ended(ctx context.Context) error {
+	if err := portico.FromContext(ctx); err != nil || due.Err(ctx) == nil {
+		return err
+	}
+	return &portico.Error{Class: portico.Deadline, Err: context.DeadlineExceeded}
 }
 
 // unsent marks err, a *portico.Error the group made, as a call that sent

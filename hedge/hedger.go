@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/due"
 )
 
 // Defaults used for zero [Config] fields.
@@ -192,9 +193,9 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 }
 
 // dueBefore reports whether a hedge d after start falls due before ctx's
-// deadline, if it has one.
+// deadline (or the one it carries, package due), if it has one.
 func dueBefore(ctx context.Context, start time.Time, d time.Duration) bool {
-	dl, ok := ctx.Deadline()
+	dl, ok := due.Deadline(ctx)
 	return !ok || d < dl.Sub(start)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/due"
 	"github.com/portico-llm/portico/internal/mono"
 )
 
@@ -96,7 +97,7 @@ func (l *Limiter) mayWait(ctx context.Context, req *portico.Request, wait, left,
 	if l.cfg.Mode == Reject || req.Hedge || wait > left || pastCap(ctx, wait) {
 		return false
 	}
-	dl, ok := ctx.Deadline()
+	dl, ok := due.Deadline(ctx) // a deadline carried to the group counts
 	return !ok || wait <= mono.Of(dl)-now
 }
 
@@ -194,6 +195,8 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 	// A routing layer with another route for the request caps a wait
 	// in place (portico.MaxWaitFromContext): past the cap the call is
 	// shed, and the layer moves on.
+	ctx, cancel := due.Bound(ctx) // the wait ends at a carried deadline too
+	defer cancel()
 	var capped <-chan time.Time
 	var tm *time.Timer
 	if d, ok := portico.MaxWaitFromContext(ctx); ok {

@@ -8,23 +8,30 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/fallback"
+	"github.com/portico-llm/portico/internal/due"
 )
 
-// direct is the stack's model for its one route r, called without a
-// group: after the group's filter (fits), stamped as the group stamps.
-func direct(r portico.Route, est portico.Estimator) portico.Model {
-	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-		if err := fits(&r, req, est); err != nil {
-			return nil, err
-		}
-		resp, err := portico.Answer(r.Model.Generate(ctx, r.RequestFor(req)))
-		if err != nil {
-			return nil, err
-		}
-		// As the fallback group does with several routes, so that one
-		// route and two stamp the same answer the same.
-		return r.Stamp(resp, nil, 0), nil
-	})
+// direct is the stack's model for its one route, called without a
+// group: after the group's filter (fits), under the deadline the context
+// carries (package due), stamped as the group stamps.
+type direct struct {
+	r   portico.Route
+	est portico.Estimator
+}
+
+func (d *direct) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
+	if err := fits(&d.r, req, d.est); err != nil {
+		return nil, err
+	}
+	ctx, cancel := due.Bound(ctx)
+	defer cancel()
+	resp, err := portico.Answer(d.r.Model.Generate(ctx, d.r.RequestFor(req)))
+	if err != nil {
+		return nil, err
+	}
+	// As the fallback group does with several routes, so that one
+	// route and two stamp the same answer the same.
+	return d.r.Stamp(resp, nil, 0), nil
 }
 
 // fits is the group's filter for a stack of one route r: the error the
@@ -76,8 +83,10 @@ func costOf(caps portico.Capabilities, est portico.Estimator) func(*portico.Requ
 // It refuses a request that [portico.Request.Validate] refuses or one
 // larger than maxBytes ([portico.Request.Size]), then bounds ctx by d and
 // by the request's Contract.Deadline (the earliest applies, as does ctx's
-// own). With neither set it passes the call through untouched.
-func deadline(d time.Duration, maxBytes int) portico.Middleware {
+// own): with carry, as a deadline ctx carries to the layers below
+// (package due; see Stack.carries), else as a context's. With neither set
+// it passes the call through untouched.
+func deadline(d time.Duration, maxBytes int, carry bool) portico.Middleware {
 	d = orDefault(d, DefaultDeadline)
 	maxBytes = orDefault(maxBytes, DefaultMaxRequestBytes)
 	return func(next portico.Model) portico.Model {
@@ -99,8 +108,11 @@ func deadline(d time.Duration, maxBytes int) portico.Middleware {
 			// One reading of the clock; no context is derived when the
 			// caller's deadline is the earlier.
 			at := time.Now().Add(limit)
-			if dl, ok := ctx.Deadline(); ok && !dl.After(at) {
+			if dl, ok := due.Deadline(ctx); ok && !dl.After(at) {
 				return next.Generate(ctx, req)
+			}
+			if carry {
+				return next.Generate(due.With(ctx, at), req)
 			}
 			ctx, cancel := context.WithDeadline(ctx, at)
 			defer cancel()

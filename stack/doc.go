@@ -39,7 +39,12 @@
 // Why this order: the deadline is set once, at entry (record an absolute
 // deadline at entry and propagate it, as the Google SRE book's chapter
 // "Addressing Cascading Failures" advises; it derives no context when the
-// caller's deadline is the earlier), outside the client limiter, so a wait for admission
+// caller's deadline is the earlier, and none of its own when every layer
+// down to the group reads it: it then carries the deadline to the group
+// as a value, and the group derives each candidate's one context from the
+// caller's with the earlier of its share's end and the deadline; a shared
+// store's round trip or the in-flight cap's wait above the group gets a
+// deadline context as before), outside the client limiter, so a wait for admission
 // (ratelimit.Wait) is part of the budget and the limiter refuses at once a
 // wait that cannot end before it; the client limit comes before
 // any other work so a client in an error loop is refused cheaply; the

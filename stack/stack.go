@@ -251,7 +251,7 @@ func build(cfg Config, prev *Stack) (*Stack, error) {
 	if err := s.buildOuter(cfg, est); err != nil {
 		return nil, err
 	}
-	s.model = portico.Chain(inner, s.middlewares(cfg, routes)...)
+	s.model = portico.Chain(inner, s.middlewares(cfg, routes, inner)...)
 	return s, nil
 }
 
@@ -302,10 +302,10 @@ func (s *Stack) buildOuter(cfg Config, est portico.Estimator) error {
 	return nil
 }
 
-// middlewares returns the layers above the group, outermost first: the
-// tracer, the guard, the cache, Config.Middleware, the deadline, the
+// middlewares returns the layers above inner, the group, outermost first:
+// the tracer, the guard, the cache, Config.Middleware, the deadline, the
 // admission, the client limiter, the in-flight cap and the spend budgets.
-func (s *Stack) middlewares(cfg Config, routes []portico.Route) []portico.Middleware {
+func (s *Stack) middlewares(cfg Config, routes []portico.Route, inner portico.Model) []portico.Middleware {
 	var mws []portico.Middleware
 	if cfg.Tracer != nil {
 		mws = append(mws, cfg.Tracer.Wrap)
@@ -317,14 +317,15 @@ func (s *Stack) middlewares(cfg Config, routes []portico.Route) []portico.Middle
 		mws = append(mws, s.cache.Wrap) // first: a hit spends nothing
 	}
 	mws = append(mws, cfg.Middleware...)
-	// Outside the client limiter: time spent waiting to be admitted counts
-	// against the deadline, and the limiter refuses at once a wait that
-	// cannot end before it.
-	mws = append(mws, deadline(cfg.Deadline, cfg.MaxRequestBytes))
 	// Inside the deadline, outside the client limiter: the layers' store
 	// calls before the send, asked in one (admission.go), where the first
 	// route is where a request goes.
-	if a := newAdmission(s.client, routes[0], s.routes[cfg.Routes[0].Name], firstIsNext(cfg)); a != nil {
+	a := newAdmission(s.client, routes[0], s.routes[cfg.Routes[0].Name], firstIsNext(cfg))
+	// Outside the client limiter: time spent waiting to be admitted counts
+	// against the deadline, and the limiter refuses at once a wait that
+	// cannot end before it.
+	mws = append(mws, deadline(cfg.Deadline, cfg.MaxRequestBytes, a == nil && s.carries(cfg, inner)))
+	if a != nil {
 		mws = append(mws, a)
 	}
 	if s.client != nil {
@@ -337,6 +338,24 @@ func (s *Stack) middlewares(cfg Config, routes []portico.Route) []portico.Middle
 		mws = append(mws, s.spend.Wrap)
 	}
 	return mws
+}
+
+// carries reports whether the stack's deadline may reach inner, the
+// group, as a deadline its context carries (package due) rather than a
+// context of its own, so that each candidate's context is the request's
+// one: inner enforces it (a fallback group, or the one route called
+// directly), and no layer between the deadline and inner blocks without
+// reading it (a shared store's round trip, the in-flight cap's wait; the
+// admission's is checked by the caller). The client limiter's waits read
+// it.
+func (s *Stack) carries(cfg Config, inner portico.Model) bool {
+	switch inner.(type) {
+	case *fallback.Group, *direct:
+	default:
+		return false
+	}
+	return s.inflight == nil && (cfg.Client == nil || cfg.Client.Shared.Store == nil) &&
+		(cfg.Spend == nil || cfg.Spend.Shared.Store == nil)
 }
 
 // buildRoutes checks each route of rcs and builds its layers, in order.
@@ -396,7 +415,7 @@ func (s *Stack) group(cfg Config, routes []portico.Route, est portico.Estimator)
 		if err := fc.Validate(); err != nil {
 			return nil, fmt.Errorf("stack: %w", err)
 		}
-		return direct(routes[0], est), nil
+		return &direct{r: routes[0], est: est}, nil
 	}
 	g, err := fallback.New(fc)
 	if err != nil {
