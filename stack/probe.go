@@ -188,8 +188,9 @@ func (p *prober) probe(ctx context.Context, r *probed) {
 }
 
 // Close stops the stack's prober (Config.Probe), waiting for a probe under
-// way to end; later calls, and calls on a stack without one, do nothing.
-// It always returns nil. The stack still answers calls after Close.
+// way to end, and no later [Stack.Update] starts one; later calls, and
+// calls on a stack without one, do nothing. It always returns nil. The
+// stack still answers calls after Close.
 func (s *Stack) Close() error {
 	if s.ctl == nil {
 		return nil
