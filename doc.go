@@ -154,6 +154,8 @@
 //   - provider/openai, provider/anthropic, provider/gemini: the adapters over
 //     openai-go, anthropic-sdk-go and google.golang.org/genai, each a module
 //     of its own.
+//   - provider/openai/tokencount: OpenAI's encodings (o200k_base,
+//     cl100k_base) as an offline Estimator, in the openai module.
 //   - redisstore: the shared state of every layer over Redis (go-redis v9), a
 //     module of its own; redisstore/redistest starts a private redis-server
 //     for tests.
