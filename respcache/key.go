@@ -55,44 +55,44 @@ func key(scope string, req *portico.Request) (string, error) {
 	if req.Contract != nil {
 		c.ModelClasses = req.Contract.ModelClasses
 	}
-	cloned := false
-	for i, m := range c.Messages {
-		if len(m.ToolCalls) == 0 {
-			continue
-		}
-		if !cloned {
-			c.Messages, cloned = slices.Clone(c.Messages), true
-		}
-		calls := slices.Clone(m.ToolCalls)
-		for j := range calls {
-			calls[j].Arguments = fingerprint(calls[j].Arguments)
-		}
-		c.Messages[i].ToolCalls = calls
-	}
-	if len(c.Tools) > 0 {
-		c.Tools = slices.Clone(c.Tools)
-		for i := range c.Tools {
-			c.Tools[i].Parameters = fingerprint(c.Tools[i].Parameters)
+	if slices.ContainsFunc(c.Messages, func(m portico.Message) bool { return len(m.ToolCalls) > 0 }) {
+		c.Messages = slices.Clone(c.Messages)
+		for i := range c.Messages {
+			c.Messages[i].ToolCalls = fingerprinted(c.Messages[i].ToolCalls, func(tc *portico.ToolCall) *json.RawMessage { return &tc.Arguments })
 		}
 	}
+	c.Tools = fingerprinted(c.Tools, func(t *portico.Tool) *json.RawMessage { return &t.Parameters })
 	if c.Schema != nil {
 		s := *c.Schema
 		s.JSON = fingerprint(s.JSON)
 		c.Schema = &s
 	}
+	var extraErr error
 	if len(req.Extra) > 0 {
-		extra, err := json.Marshal(req.Extra)
-		if err != nil {
-			return "", &portico.Error{Class: portico.Permanent, Reason: "request not canonical JSON", Err: errUncacheable}
-		}
+		var extra []byte
+		extra, extraErr = json.Marshal(req.Extra)
 		c.Extra = fingerprint(extra)
 	}
 	doc, err := json.Marshal(&c)
-	if err != nil {
+	if extraErr != nil || err != nil {
 		return "", &portico.Error{Class: portico.Permanent, Reason: "request not canonical JSON", Err: errUncacheable}
 	}
 	sum := sha256.Sum256(doc)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// fingerprinted returns a copy of xs, each element's JSON part (field's)
+// replaced by its fingerprint; an empty xs as it is.
+func fingerprinted[T any](xs []T, field func(*T) *json.RawMessage) []T {
+	if len(xs) == 0 {
+		return xs
+	}
+	xs = slices.Clone(xs)
+	for i := range xs {
+		f := field(&xs[i])
+		*f = fingerprint(*f)
+	}
+	return xs
 }
 
 // fingerprint returns the JSON string of raw's [effect.Fingerprint], or,
