@@ -88,8 +88,9 @@ func New(cfg Config) (*Limiter, error) {
 //   - Permanent wrapping [ErrBadRequest] when the call cannot be priced;
 //   - RateLimited wrapping [ErrLimited], RetryAfter the exact wait that
 //     would admit the call, when a bucket refuses;
-//   - Rejected wrapping [ErrOverloaded] when the in-flight cap and the queue
-//     are full;
+//   - Rejected wrapping [ErrOverloaded] when the in-flight cap (less
+//     Config.Reserve for the call's priority) and the queue are full, or
+//     when a call of higher priority takes the queued call's place;
 //   - [portico.Gone]'s error, nothing taken, when ctx is done already;
 //   - [portico.FromContext]'s error when ctx ends while the call waits;
 //   - [portico.ErrNilRequest] for a nil *Request;
