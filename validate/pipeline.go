@@ -267,27 +267,19 @@ func (p *pipeline) decode(text string) (any, bool) {
 }
 
 func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {
-	var tool *portico.Tool
-	for i := range req.Tools {
-		if req.Tools[i].Name == tc.Name {
-			tool = &req.Tools[i]
-			break
-		}
-	}
-	if tool == nil {
+	var params json.RawMessage
+	if i := slices.IndexFunc(req.Tools, func(t portico.Tool) bool { return t.Name == tc.Name }); i >= 0 {
+		params = req.Tools[i].Parameters
+	} else {
 		p.add(Violation{Call: p.call, Rule: RuleToolName})
 	}
 	value, text, ok := p.arguments(tc.Arguments)
-	if !ok {
-		return
-	}
 	if text != nil {
 		p.norms = append(p.norms, norm{call: p.call, text: text})
 	}
-	if tool == nil || len(tool.Parameters) == 0 {
-		return
+	if ok && len(params) > 0 {
+		p.validate(p.v.cache.get(params), value)
 	}
-	p.validate(p.v.cache.get(tool.Parameters), value)
 }
 
 // trimSpace trims the white space JSON allows around a value (space, tab,
