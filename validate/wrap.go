@@ -62,14 +62,23 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	p.run(req, judged, sch)
 	if len(p.out) > 0 {
 		err := p.reject(req, resp)
-		ev := portico.Event{Kind: portico.EventValidation, Class: portico.ClassOf(err), Reason: "rejected"}
-		if resp != nil {
-			ev.Route = resp.Route
-		}
-		portico.Observe(ctx, ev)
+		observe(ctx, resp, err)
 		return nil, err
 	}
 	return m.accept(ctx, req, resp, &p, buffered)
+}
+
+// observe reports the verdict on resp, rejected with err or accepted (nil),
+// as a portico.EventValidation.
+func observe(ctx context.Context, resp *portico.Response, err error) {
+	ev := portico.Event{Kind: portico.EventValidation, Class: portico.ClassOf(err), Reason: "accepted"}
+	if err != nil {
+		ev.Reason = "rejected"
+	}
+	if resp != nil {
+		ev.Route = resp.Route
+	}
+	portico.Observe(ctx, ev)
 }
 
 // whole returns the answer to judge: resp, or for a continuation the whole
@@ -100,7 +109,7 @@ func (m *model) accept(ctx context.Context, req *portico.Request, resp *portico.
 	} else if m.v.cfg.TrimSpace {
 		resp.Text = trimSpace(resp.Text)
 	}
-	portico.Observe(ctx, portico.Event{Kind: portico.EventValidation, Route: resp.Route, Reason: "accepted"})
+	observe(ctx, resp, nil)
 	if buffered && resp.Text != "" {
 		if err := req.OnChunk(portico.Chunk{Text: resp.Text}); err != nil {
 			return nil, &portico.Error{Class: portico.Canceled, Model: resp.Model, Reason: "chunk callback failed", Err: err}
