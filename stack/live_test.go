@@ -274,10 +274,14 @@ func TestUpdateRefusedLimitChangesNothing(t *testing.T) {
 
 // TestUpdateUnderLoad: 8 goroutines, half streaming, call the stack while
 // 200 Updates swap between configurations that add and remove a route
-// and change weights and limits: every call answers.
+// and change weights and limits: every call answers, once (the routes'
+// calls add up to the answers).
 func TestUpdateUnderLoad(t *testing.T) {
+	var fakes []*modeltest.Fake
 	fake := func() portico.Model {
-		return modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "a b c", FinishReason: portico.FinishStop}})
+		f := modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "a b c", FinishReason: portico.FinishStop}})
+		fakes = append(fakes, f)
+		return f
 	}
 	limited := func(name string, rpm int) Route {
 		r := route(name, fake())
@@ -299,7 +303,7 @@ func TestUpdateUnderLoad(t *testing.T) {
 	calls := 0
 	for g := range 8 {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for first := true; first || ctx.Err() == nil; first = false { // one call at least
 				req := hello.Clone()
 				var text string
 				if g%2 == 0 {
@@ -321,7 +325,14 @@ func TestUpdateUnderLoad(t *testing.T) {
 	}
 	stop()
 	wg.Wait()
+	sent := 0
+	for _, f := range fakes {
+		sent += f.Count()
+	}
 	t.Logf("%d calls answered during 200 Updates", calls)
+	if sent != calls || calls < 8 {
+		t.Errorf("%d calls answered, %d sent to the routes; want as many, 8 at least", calls, sent)
+	}
 }
 
 // TestUpdateStopsTheProber: an Update to a configuration without Probe
