@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -13,10 +14,15 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/inflight"
 	"github.com/portico-llm/portico/internal/binom"
 	"github.com/portico-llm/portico/modeltest"
 	"github.com/portico-llm/portico/ratelimit"
+	"github.com/portico-llm/portico/respcache"
 	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/spend"
+	"github.com/portico-llm/portico/throttle"
 )
 
 // mustUpdate is s.Update(cfg), failing t on an error.
@@ -433,4 +439,48 @@ func TestUpdateKeepsBudgetsAndCooldowns(t *testing.T) {
 			t.Errorf("a minute after b's 429: %+v, %v; want b's answer", resp, err)
 		}
 	})
+}
+
+// TestAccessorsReadTheConfigurationInForce: after an Update, every
+// accessor of the Stack New returned (a method without arguments, or
+// with a route's name, returning one pointer) returns the layer of the
+// configuration in force, not the handle's own empty fields.
+func TestAccessorsReadTheConfigurationInForce(t *testing.T) {
+	r := route("a", modeltest.NewFake())
+	r.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Requests: 10}}
+	r.Hedge = &hedge.Config{Delay: time.Second}
+	r.Throttle = &throttle.Config{}
+	cfg := Config{Routes: []Route{r}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Requests: 10}},
+		Cache: &respcache.Config{}, Spend: &spend.Config{Limits: []spend.Limit{{Window: spend.Day, Amount: 1}}},
+		InFlight: &inflight.Config{Max: 1, Shared: portico.Shared[inflight.Store]{Store: &inflight.Memory{}}}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Routes = append(cfg.Routes, route("b", modeltest.NewFake()))
+	mustUpdate(t, s, cfg)
+	v, checked := reflect.ValueOf(s), 0
+	for i := range v.NumMethod() {
+		m, name := v.Method(i), v.Type().Method(i).Name
+		mt := m.Type()
+		if mt.NumOut() != 1 || mt.Out(0).Kind() != reflect.Pointer {
+			continue
+		}
+		var out []reflect.Value
+		switch {
+		case mt.NumIn() == 0:
+			out = m.Call(nil)
+		case mt.NumIn() == 1 && mt.In(0).Kind() == reflect.String:
+			out = m.Call([]reflect.Value{reflect.ValueOf("a")})
+		default:
+			continue
+		}
+		checked++
+		if out[0].IsNil() {
+			t.Errorf("%s returns nil after an Update: it reads the Stack's own fields, not now()'s", name)
+		}
+	}
+	if checked < 9 { // ClientLimiter, Limiter, Breaker, Retrier, Hedger, Throttle, Cache, Spend, InFlight
+		t.Errorf("%d accessors checked, want 9 at least", checked)
+	}
 }
