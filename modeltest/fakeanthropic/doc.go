@@ -1,7 +1,9 @@
 // Package fakeanthropic is an Anthropic-compatible Messages API server for
 // tests and examples: it answers POST /v1/messages as a JSON message or as
-// Anthropic's stream of server-sent events, from several models each with
-// its own latency, time to first token and generation speed, and it injects
+// Anthropic's stream of server-sent events (and POST
+// /v1/messages/count_tokens with the input tokens such a call reports),
+// from several models each with its own latency, time to first token and
+// generation speed, and it injects
 // faults on a chosen fraction of requests, deterministically from a seed, or
 // in a scripted order. It imports no SDK.
 //

@@ -46,7 +46,7 @@ func (s *Server) dialect() fakecore.Dialect[*messagesRequest] {
 		Name: "fakeanthropic",
 		Route: func(w http.ResponseWriter, r *http.Request) bool {
 			switch {
-			case r.URL.Path != "/v1/messages":
+			case r.URL.Path != "/v1/messages" && r.URL.Path != countPath:
 				writeError(w, http.StatusNotFound, "not_found_error", "", "Not found")
 				return false
 			case r.Method != http.MethodPost:
@@ -69,6 +69,10 @@ func (s *Server) dialect() fakecore.Dialect[*messagesRequest] {
 		},
 		Serve: func(fc *fakecore.Call, req *messagesRequest) {
 			c := &call{Call: fc, m: s.models[fc.Model], req: req}
+			if fc.R.URL.Path == countPath {
+				c.countTokens()
+				return
+			}
 			c.run()
 		},
 		// A named event whose data is cut: the SDK skips events without an
@@ -117,6 +121,29 @@ func (c *call) run() {
 	default:
 		c.commitCache()
 		c.whole(a)
+	}
+}
+
+// countPath is the path of the count-tokens endpoint.
+const countPath = "/v1/messages/count_tokens"
+
+// countTokens answers POST /v1/messages/count_tokens: the input tokens a
+// call of the same body would report, or the refusal of a request
+// without a key, a version or messages, or with max_tokens (a field the
+// endpoint does not take).
+func (c *call) countTokens() {
+	const bad, invalid = http.StatusBadRequest, "invalid_request_error"
+	switch {
+	case c.R.Header.Get("x-api-key") == "" && c.R.Header.Get("Authorization") == "":
+		writeError(c.W, http.StatusUnauthorized, "authentication_error", "", "x-api-key header is required")
+	case c.R.Header.Get("anthropic-version") == "":
+		writeError(c.W, bad, invalid, "", "anthropic-version: header is required")
+	case c.req.MaxTokens != nil:
+		writeError(c.W, bad, invalid, "", "max_tokens: Extra inputs are not permitted")
+	case len(c.req.Messages) == 0:
+		writeError(c.W, bad, invalid, "", "messages: at least one message is required")
+	default:
+		c.Reply(http.StatusOK, []byte(`{"input_tokens":`+strconv.Itoa(c.countInput())+`}`))
 	}
 }
 

@@ -110,7 +110,8 @@ func (s *Server) Requests() []Request { return s.core.Requests() }
 // including requests for unknown models.
 func (s *Server) Count(modelName string) int { return s.core.Count(modelName) }
 
-// Handler returns the server's http.Handler, serving POST /v1/messages.
+// Handler returns the server's http.Handler, serving POST /v1/messages
+// and /v1/messages/count_tokens.
 // Everything else is a 404 in Anthropic's format.
 func (s *Server) Handler() http.Handler { return s.core.Handler() }
 
