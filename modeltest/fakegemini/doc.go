@@ -1,6 +1,7 @@
 // Package fakegemini is a Gemini API server for tests and examples: it
 // answers generateContent as JSON and streamGenerateContent?alt=sse as
-// server-sent events, at the Gemini Developer API's paths
+// server-sent events (and countTokens with the prompt tokens such a call
+// reports), at the Gemini Developer API's paths
 // (/v1beta/models/{model}:generateContent) and Vertex AI's
 // (/v1beta1/projects/{p}/locations/{l}/publishers/google/models/{model}:...),
 // from several models each with its own latency, time to first token and

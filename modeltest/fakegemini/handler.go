@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ type genRequest struct {
 	stream bool
 	sse    bool          // alt=sse
 	embed  *embedRequest // a batchEmbedContents request (embed.go), or nil
+	count  bool          // a countTokens request
 
 	Contents          []content `json:"contents"`
 	SystemInstruction *content  `json:"systemInstruction"`
@@ -92,7 +94,7 @@ func parsePath(p string) (model, method string, ok bool) {
 	if !ok || model == "" || strings.Contains(model, "/") {
 		return "", "", false
 	}
-	return model, method, method == "generateContent" || method == "streamGenerateContent" || method == "batchEmbedContents"
+	return model, method, method == "generateContent" || method == "streamGenerateContent" || method == "batchEmbedContents" || method == "countTokens"
 }
 
 // dialect is the Gemini API's part of the server: routes, request decoding,
@@ -114,7 +116,8 @@ func (s *Server) dialect() fakecore.Dialect[*genRequest] {
 		},
 		Decode: func(r *http.Request, body []byte) (string, bool, *genRequest, error) {
 			model, method, ok := parsePath(r.URL.Path)
-			req := &genRequest{model: model, stream: method == "streamGenerateContent", sse: r.URL.Query().Get("alt") == "sse"}
+			req := &genRequest{model: model, stream: method == "streamGenerateContent", sse: r.URL.Query().Get("alt") == "sse",
+				count: method == "countTokens"}
 			if !ok {
 				return "", false, req, errNoRoute
 			}
@@ -135,11 +138,14 @@ func (s *Server) dialect() fakecore.Dialect[*genRequest] {
 		},
 		Serve: func(fc *fakecore.Call, req *genRequest) {
 			c := &call{Call: fc, s: s, m: s.models[fc.Model], req: req}
-			if req.embed != nil {
+			switch {
+			case req.embed != nil:
 				c.embed()
-				return
+			case req.count:
+				c.countTokens()
+			default:
+				c.run()
 			}
-			c.run()
 		},
 	}
 }
@@ -183,6 +189,18 @@ func (c *call) refusal() (msg, reason string) {
 		return "fakegemini serves streamGenerateContent with alt=sse only.", ""
 	}
 	return c.validate(), ""
+}
+
+// countTokens answers countTokens: the prompt tokens a generateContent
+// call of the same contents reports (countInput), or its refusal.
+func (c *call) countTokens() {
+	if msg, reason := c.refusal(); msg != "" {
+		c.reply(http.StatusBadRequest, "", msg, reason)
+		return
+	}
+	c.W.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	c.W.WriteHeader(http.StatusOK)
+	fmt.Fprintf(c.W, `{"totalTokens":%d}`, c.countInput())
 }
 
 // serveFault serves the faults that end the call before an answer, and

@@ -93,7 +93,7 @@ func (s *Server) Count(model string) int { return s.core.Count(model) }
 
 // Handler returns the server's http.Handler: POST
 // /{version}/models/{model}:generateContent and
-// :streamGenerateContent?alt=sse, and the same under Vertex AI's
+// :streamGenerateContent?alt=sse, :countTokens, and the same under Vertex AI's
 // /{version}/projects/{p}/locations/{l}/publishers/{pub}/models/{model}.
 // Everything else is a 404 NOT_FOUND in Google's error format.
 func (s *Server) Handler() http.Handler { return s.core.Handler() }

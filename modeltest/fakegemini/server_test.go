@@ -150,7 +150,7 @@ func TestGoogleErrors(t *testing.T) {
 	}{
 		{"/v1beta/models/m:generateContent", hello, 400, "INVALID_ARGUMENT"}, // no key
 		{"/v1beta/models/nope:generateContent?key=right", hello, 404, "NOT_FOUND"},
-		{"/v1beta/models/m:countTokens?key=right", hello, 404, "NOT_FOUND"},
+		{"/v1beta/models/m:predict?key=right", hello, 404, "NOT_FOUND"},
 		{"/v1beta/models/m:generateContent?key=right", `{`, 400, "INVALID_ARGUMENT"},
 		{"/v1beta/models/m:generateContent?key=right", `{"contents":[]}`, 400, "INVALID_ARGUMENT"},
 		{"/v1beta/models/m:streamGenerateContent?key=right", hello, 400, "INVALID_ARGUMENT"}, // no alt=sse
