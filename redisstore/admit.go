@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/portico-llm/portico/internal/admit"
 )
 
@@ -37,12 +35,10 @@ func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
 	if s.settled != nil && len(batch) > 0 {
 		orig = append(orig, batch...) // the hook sees each settle, merge folds them
 	}
-	keys, arg := s.admitArgs(p, merge(batch))
-	var res []int64
+	args := s.admitArgs(p, merge(batch))
+	var res [3]int64
 	err := s.do(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = admitScript.Run(ctx, s.c, keys, arg, s.opTTL).Int64Slice()
-		return err
+		return ints(s.eval(ctx, admitScript, args), res[:])
 	})
 	if len(batch) > 0 {
 		if err != nil {
@@ -53,20 +49,21 @@ func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
 	if err != nil {
 		return err
 	}
-	return applyAdmit(p, res)
+	return applyAdmit(p, res[:])
 }
 
-// admitArgs returns [admitScript]'s KEYS and packed ARGV[1] for p and the
-// settles carried; the operation's record is tagged with the first take's
+// admitArgs returns [admitScript]'s command for p and the settles
+// carried, as [Store.eval] takes it: KEYS, then ARGV[1] packed, then the
+// record's TTL. The operation's record is tagged with the first take's
 // key, else the deposit's destination.
-func (s *Store) admitArgs(p *admit.Plan, settles []pendingSettle) (keys []string, arg string) {
-	keys = make([]string, 0, 5+len(settles))
+func (s *Store) admitArgs(p *admit.Plan, settles []pendingSettle) []any {
+	args := make([]any, 3, 3+6+len(settles)+2)
 	var buf [192]byte
 	a := packNums(buf[:0], float64(p.NBuckets))
 	tagged := ""
 	for i := range p.NBuckets {
 		b := &p.Buckets[i]
-		keys = append(keys, s.key("rl", b.Key))
+		args = append(args, s.bucketKey(b.Key))
 		a = packNums(a, b.TokenRate, float64(b.TokenBurst), b.RequestRate, float64(b.RequestBurst), float64(b.Cost))
 		if i == 0 {
 			tagged = b.Key
@@ -74,10 +71,10 @@ func (s *Store) admitArgs(p *admit.Plan, settles []pendingSettle) (keys []string
 	}
 	if d := &p.Deposit; p.HasDeposit {
 		k := s.key("rb", d.Dest)
-		keys = append(keys, k+":c:"+part(d.Client))
+		args = append(args, k+":c:"+part(d.Client))
 		nd := 1.0
 		if d.DestinationCapacity > 0 {
-			keys = append(keys, k+":d")
+			args = append(args, k+":d")
 			nd = 2
 		}
 		a = packNums(a, nd, float64(d.Deposit), float64(d.Capacity), float64(d.DestinationDeposit),
@@ -90,11 +87,12 @@ func (s *Store) admitArgs(p *admit.Plan, settles []pendingSettle) (keys []string
 	}
 	a = packNums(a, float64(len(settles)))
 	for i := range settles {
-		keys = append(keys, s.key("rl", settles[i].key))
+		args = append(args, s.bucketKey(settles[i].key))
 		a = packNums(a, settles[i].nums[:]...)
 	}
-	keys = append(keys, s.opKey(tagged))
-	return keys, string(a)
+	args = append(args, s.opKey(tagged))
+	args[2] = len(args) - 3
+	return append(args, string(a), s.opTTLArg)
 }
 
 // applyAdmit marks in p the steps [admitScript]'s reply res says are done,
@@ -129,7 +127,9 @@ func applyAdmit(p *admit.Plan, res []int64) error {
 // first that refuses stops the script (the earlier stay charged; the
 // deposit is not made). Returns {0, 0, 0} when every take admitted, else
 // {i, wait, which}: the 1-based take that refused and take's reply.
-var admitScript = redis.NewScript(bucketLib + budgetLib + onceLib + `
+var admitScript = newScript(bucketLib + budgetLib + onceLib + admitBody)
+
+const admitBody = `
 return once(function()
 local a = nums(ARGV[1])
 local n = a[1]
@@ -152,4 +152,4 @@ end
 commit()
 return {0, 0, 0}
 end, 't0,0,0')
-`)
+`

@@ -43,7 +43,7 @@ func TestPresetOneRoundTrip(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
-	for _, sc := range []*redis.Script{admitScript, settleScript} { // no NOSCRIPT round trip below
+	for _, sc := range []*redis.Script{admitScript.Script, settleScript} { // no NOSCRIPT round trip below
 		if err := sc.Load(ctx, c).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestPresetOneRoundTrip(t *testing.T) {
 	ran.mu.Lock()
 	after := len(ran.ran)
 	ran.mu.Unlock()
-	if before != 1 || ran.runs(admitScript) == nil {
+	if before != 1 || ran.runs(admitScript.Script) == nil {
 		t.Fatalf("%d scripts before the send, want 1 (admitScript)", before)
 	}
 	s.flush()
@@ -94,7 +94,7 @@ func TestAdmissionCarriesSettles(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
-	for _, sc := range []*redis.Script{admitScript, settleScript} { // no NOSCRIPT round trip below
+	for _, sc := range []*redis.Script{admitScript.Script, settleScript} { // no NOSCRIPT round trip below
 		if err := sc.Load(ctx, c).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestAdmissionCarriesSettles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a, n := len(ran.runs(admitScript)), len(ran.runs(settleScript)); a != 2 || n != 0 {
+	if a, n := len(ran.runs(admitScript.Script)), len(ran.runs(settleScript)); a != 2 || n != 0 {
 		t.Fatalf("two requests ran %d admit and %d settle scripts, want 2 and 0", a, n)
 	}
 	// The first request's 100 tokens used, the second's reservation.

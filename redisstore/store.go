@@ -103,6 +103,9 @@ type Store struct {
 	log       *slog.Logger
 	opBase    string        // random: the start of this Store's operation ids (see opKey)
 	opTTL     int64         // milliseconds an operation's record is kept: Timeout + opSlack
+	opTTLArg  any           // opTTL, boxed once
+	keys      sync.Map      // bucketKey's: Limiter key -> its hash's key, boxed
+	nkeys     atomic.Int64  // entries in keys
 	ops       atomic.Uint64 // operations begun: the rest of their ids
 
 	downUntil atomic.Int64 // mono.Now (ns) until which operations fail at once; 0: up
@@ -165,9 +168,10 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	opTTL := (cfg.Timeout + opSlack).Milliseconds()
 	return &Store{c: cfg.Client, prefix: cfg.Prefix, timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL,
 		refresh: cfg.Refresh, log: cfg.Logger, opBase: strconv.FormatUint(rand.Uint64(), 36) + ".",
-		opTTL: (cfg.Timeout + opSlack).Milliseconds(), multi: multiNode(cfg.Client), linger: settleLinger,
+		opTTL: opTTL, opTTLArg: opTTL, multi: multiNode(cfg.Client), linger: settleLinger,
 		closing: make(chan struct{})}, nil
 }
 
@@ -329,4 +333,73 @@ func (s *Store) up() {
 		s.log.LogAttrs(context.Background(), slog.LevelInfo, "redisstore: redis available again",
 			slog.Duration("outage", mono.Now()-time.Duration(since)))
 	}
+}
+
+// script is a Lua script with its SHA1 and text boxed once, as
+// [Store.eval] sends them.
+type script struct {
+	*redis.Script
+	sha, src any
+}
+
+func newScript(src string) script {
+	sc := redis.NewScript(src)
+	return script{sc, sc.Hash(), src}
+}
+
+// eval runs sc with args as its command: args[0:3] left for the command,
+// the SHA1 and the number of keys (args[2], set by the caller), then the
+// keys and the arguments. It sends EVALSHA, then EVAL when the server
+// does not know the script (NOSCRIPT), as redis.Script.Run does, with no
+// argument copied or boxed again.
+func (s *Store) eval(ctx context.Context, sc script, args []any) *redis.Cmd {
+	args[0], args[1] = "evalsha", sc.sha
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	_ = s.c.Process(ctx, cmd)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		args[0], args[1] = "eval", sc.src
+		cmd = redis.NewCmd(ctx, args...)
+		cmd.SetFirstKeyPos(3)
+		_ = s.c.Process(ctx, cmd)
+	}
+	return cmd
+}
+
+// ints reads cmd's reply, a list of len(into) integers, into into.
+func ints(cmd *redis.Cmd, into []int64) error {
+	v, err := cmd.Slice()
+	if err != nil {
+		return err
+	}
+	if len(v) != len(into) {
+		return errors.New("redisstore: malformed reply")
+	}
+	for i, x := range v {
+		n, ok := x.(int64)
+		if !ok {
+			return errors.New("redisstore: malformed reply")
+		}
+		into[i] = n
+	}
+	return nil
+}
+
+// maxKeys bounds the bucket keys a Store keeps built (bucketKey); past
+// it the cache starts again empty.
+const maxKeys = 4096
+
+// bucketKey returns the key of a Limiter key's hash, s.key("rl", key),
+// boxed, built once per Limiter key (up to maxKeys kept).
+func (s *Store) bucketKey(key string) any {
+	if k, ok := s.keys.Load(key); ok {
+		return k
+	}
+	var k any = s.key("rl", key)
+	if s.nkeys.Add(1) > maxKeys {
+		s.keys.Clear()
+		s.nkeys.Store(1)
+	}
+	s.keys.Store(key, k)
+	return k
 }
