@@ -205,18 +205,13 @@ func same(a, b any) bool {
 }
 
 func sameValue(a, b reflect.Value) bool {
-	if a.IsValid() != b.IsValid() {
-		return false
-	}
-	if !a.IsValid() {
-		return true
+	if !a.IsValid() || !b.IsValid() {
+		return a.IsValid() == b.IsValid()
 	}
 	if a.Type() != b.Type() {
 		return false
 	}
 	switch a.Kind() {
-	case reflect.Pointer, reflect.Chan, reflect.UnsafePointer:
-		return a.Pointer() == b.Pointer()
 	case reflect.Func:
 		return a.Pointer() == b.Pointer() // nil: 0
 	case reflect.Interface:
@@ -232,45 +227,42 @@ func sameValue(a, b reflect.Value) bool {
 		}
 		return true
 	case reflect.Slice:
-		if a.IsNil() != b.IsNil() {
-			return false
-		}
-		fallthrough
+		return a.IsNil() == b.IsNil() && sameElems(a, b)
 	case reflect.Array:
-		if a.Len() != b.Len() {
-			return false
-		}
-		for i := range a.Len() {
-			if !sameValue(a.Index(i), b.Index(i)) {
-				return false
-			}
-		}
-		return true
+		return sameElems(a, b)
 	case reflect.Map:
-		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+		return sameMap(a, b)
+	}
+	return a.Equal(b) // scalars by value; pointers and channels by identity
+}
+
+// sameElems reports whether the slices or arrays a and b, of one type,
+// hold the same elements by sameValue.
+func sameElems(a, b reflect.Value) bool {
+	if a.Len() != b.Len() {
+		return false
+	}
+	for i := range a.Len() {
+		if !sameValue(a.Index(i), b.Index(i)) {
 			return false
 		}
-		for it := a.MapRange(); it.Next(); {
-			v := b.MapIndex(it.Key())
-			if !v.IsValid() || !sameValue(it.Value(), v) {
-				return false
-			}
-		}
-		return true
-	case reflect.Bool:
-		return a.Bool() == b.Bool()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return a.Int() == b.Int()
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return a.Uint() == b.Uint()
-	case reflect.Float32, reflect.Float64:
-		return a.Float() == b.Float()
-	case reflect.Complex64, reflect.Complex128:
-		return a.Complex() == b.Complex()
-	case reflect.String:
-		return a.String() == b.String()
 	}
-	return false
+	return true
+}
+
+// sameMap reports whether the maps a and b, of one type, hold the same
+// keys with the same values by sameValue.
+func sameMap(a, b reflect.Value) bool {
+	if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+		return false
+	}
+	for it := a.MapRange(); it.Next(); {
+		v := b.MapIndex(it.Key())
+		if !v.IsValid() || !sameValue(it.Value(), v) {
+			return false
+		}
+	}
+	return true
 }
 
 // errNotNew is Update's error on a Stack New did not make.
