@@ -145,10 +145,14 @@ func micros(d time.Duration) int64 {
 // rate*dt), at the lower of the configured and the provider's rate while
 // the view holds, and a level written is rounded down to the millionth (a
 // key is at most a millionth of a token stricter per write). The key
-// expires when both buckets would be full and no view holds, so an absent
-// key is a full bucket and an expired one changes no decision. One HMGET
-// reads both buckets and one HSET writes the fields that changed: the
-// levels and times, and a view only when it began, changed or ended.
+// expires when both buckets would be full and no view holds, plus one to
+// two seconds, so an absent key is a full bucket and an expired one
+// changes no decision: a write that needs the key to live longer than its
+// TTL (xe, the expiry a write set, in milliseconds of the server's clock)
+// sets it to the need plus a second, so the writes of the next second
+// send no PEXPIRE. One HMGET reads both buckets and one HSET writes the
+// fields that changed: the levels and times, a view only when it began,
+// changed or ended, the expiry only when it moved.
 // Numbers are written as integers (int), which Redis stores and Lua
 // reads back exactly and cheaply. nums reads a packed argument (packNums).
 const bucketLib = `
@@ -188,11 +192,11 @@ end
 -- open reads k's buckets, refilled to now: the token bucket (nil when its
 -- rate tr is 0) and the request bucket (nil when rr is 0).
 local function open(k, tr, tb, rr, rb)
-  local v = redis.call('HMGET', k, 'tl', 'tt', 'tp', 'tu', 'rl', 'rt', 'rp', 'ru')
+  local v = redis.call('HMGET', k, 'tl', 'tt', 'tp', 'tu', 'rl', 'rt', 'rp', 'ru', 'xe')
   local tok, req
   if tr > 0 then tok = refill({rate = tr, burst = tb * 1000000}, v[1], v[2], v[3], v[4]) end
   if rr > 0 then req = refill({rate = rr, burst = rb * 1000000}, v[5], v[6], v[7], v[8]) end
-  return tok, req
+  return tok, req, tonumber(v[9])
 end
 -- wait returns the microseconds after which b holds need more, rounded up.
 local function wait(b, need)
@@ -217,7 +221,8 @@ local function fields(f, b, l, t, p, u)
     f[n + 5], f[n + 6], f[n + 7], f[n + 8] = p, b.pr, u, int(b.pu)
   end
 end
-local function save(k, tok, req)
+-- save writes k's buckets; xe is the expiry open read (nil: unknown).
+local function save(k, tok, req, xe)
   if not tok and not req then return end
   local f, ttl = {'HSET', k}, 0
   if tok then
@@ -228,8 +233,15 @@ local function save(k, tok, req)
     fields(f, req, 'rl', 'rt', 'rp', 'ru')
     ttl = math.max(ttl, full(req))
   end
+  local need, nowms = math.ceil(ttl / 1000) + 1000, math.floor(now / 1000)
+  if xe and xe >= nowms + need then
+    redis.call(unpack(f))
+    return
+  end
+  need = need + 1000
+  f[#f + 1], f[#f + 2] = 'xe', int(nowms + need)
   redis.call(unpack(f))
-  redis.call('PEXPIRE', k, math.ceil(ttl / 1000) + 1000)
+  redis.call('PEXPIRE', k, need)
 end
 -- The keys a script opened, by name: {tok, req, the limits opened with,
 -- dirty}. A key that one script touches twice (the settle of a request
@@ -238,12 +250,12 @@ local opened = {}
 local function bucket(k, tr, tb, rr, rb)
   local c = opened[k]
   if c and (c.tr ~= tr or c.tb ~= tb or c.rr ~= rr or c.rb ~= rb) then
-    if c.dirty then save(k, c.tok, c.req) end -- other limits: read it again
+    if c.dirty then save(k, c.tok, c.req, c.xe) end -- other limits: read it again
     c = nil
   end
   if not c then
-    local tok, req = open(k, tr, tb, rr, rb)
-    c = {tok = tok, req = req, tr = tr, tb = tb, rr = rr, rb = rb, dirty = false}
+    local tok, req, xe = open(k, tr, tb, rr, rb)
+    c = {tok = tok, req = req, xe = xe, tr = tr, tb = tb, rr = rr, rb = rb, dirty = false}
     opened[k] = c
   end
   return c
@@ -251,7 +263,7 @@ end
 -- commit writes every key changed since it was opened.
 local function commit()
   for k, c in pairs(opened) do
-    if c.dirty then save(k, c.tok, c.req) end
+    if c.dirty then save(k, c.tok, c.req, c.xe) end
   end
 end
 -- take charges cost tokens and one request to k's buckets, or nothing:

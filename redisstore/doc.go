@@ -244,7 +244,8 @@
 // default the client key and the model ("<len>:<client>/<model>"), so
 // that no two (name, key) tuples meet. Nothing grows without bound: a
 // bucket hash expires when both of its buckets would be full again and no
-// provider view holds, plus a second, so an absent key is a full bucket
+// provider view holds, plus one to two seconds (a second of slack spares
+// the next second's writes a PEXPIRE), so an absent key is a full bucket
 // and an expired one changes no decision; a retry budget key is deleted
 // when it fills up and otherwise expires after [Config.BudgetTTL] (10
 // minutes) without deposits or retries, coming back full (as an in-memory
