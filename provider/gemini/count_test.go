@@ -7,6 +7,8 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/modeltest/fakegemini"
 	"github.com/portico-llm/portico/provider/gemini"
+	"github.com/portico-llm/portico/spend"
+	"github.com/portico-llm/portico/stack"
 )
 
 // TestCountTokens: the count of a request with a system instruction is
@@ -47,5 +49,36 @@ func TestCountTokens(t *testing.T) {
 	}
 	if got, want := e.EstimateInputTokens(unknown), portico.DefaultEstimator.EstimateInputTokens(unknown); got != want {
 		t.Errorf("Counted estimate after a failed count = %d, want the byte estimate %d", got, want)
+	}
+}
+
+// TestCountedThroughStack: Counted over CountTokens as the stack's
+// Estimator prices the spend budget's reservation at Gemini's count (6
+// tokens at 0.001, and 1 output token at 0.002).
+func TestCountedThroughStack(t *testing.T) {
+	_, m := start(t, fakegemini.Config{Models: []fakegemini.ModelConfig{{Name: "m"}}}, gemini.Config{})
+	e, err := portico.NewCounted(m.CountTokens, portico.Counting{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stack.Config{Routes: []stack.Route{{Route: portico.Route{Name: "gemini", Model: m,
+		Capabilities: portico.Capabilities{InputPrice: 0.001, OutputPrice: 0.002}}}},
+		Spend: &spend.Config{Limits: []spend.Limit{{Window: spend.Day, Amount: 1}}}}
+	cfg.Fallback.Estimator = e
+	s, err := stack.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := &portico.Request{Model: "m", Messages: []portico.Message{portico.Text(portico.RoleUser, "one two three")}, MaxOutputTokens: 1}
+	n, err := m.CountTokens(context.Background(), req)
+	if err != nil || n != 6 {
+		t.Fatalf("CountTokens = %d, %v; want 6 (the fake's 3 words + 3 per turn)", n, err)
+	}
+	if got, want := s.Spend().Estimate(req), float64(n)*0.001+0.002; got < want-1e-12 || got > want+1e-12 {
+		t.Errorf("Estimate = %v, want %v", got, want)
+	}
+	if _, err := s.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
 	}
 }
