@@ -170,7 +170,9 @@
 // delay's worth of calls. TestSettlesLateOrNever runs ten instances on a
 // real server through each fault of this package's tests (a stop, a kill,
 // a pause, replies later than Timeout, lost replies) with one instance
-// crashing with its queue unsent: over every interval the events the
+// crashing with its queue unsent, once with Limiters alone and once
+// through the preset, whose admissions carry the settles: over every
+// interval the events the
 // server applied stay within b + r*dt (plus b after the kill, whose
 // server restarted full), and it reports the refunds and surcharges lost.
 //

@@ -13,6 +13,8 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/redisstore/redistest"
+	"github.com/portico-llm/portico/retry"
+	"github.com/portico-llm/portico/stack"
 )
 
 // TestSettlesLateOrNever: ten Limiters, each on its own Store and client
@@ -30,9 +32,19 @@ import (
 // refunds that may lie inside) stay within b + r*dt, plus b after the
 // kill (the server restarted full). What the crashed instance and the
 // failed scripts lost is reported: refunds (stricter) and surcharges (the
-// allowance against the calls' own use).
+// allowance against the calls' own use). Each fault runs twice: the
+// Limiters alone, and each Limiter as the route of a preset stack with
+// the route's retry budget on the same Store, whose admissions carry the
+// queued settles in their own scripts (Store.Admit).
 func TestSettlesLateOrNever(t *testing.T) {
+	for _, via := range []string{"limiter", "admission"} {
+		t.Run(via, func(t *testing.T) { settlesLateOrNever(t, via == "admission") })
+	}
+}
+
+func settlesLateOrNever(t *testing.T, admission bool) {
 	const b, perSec, maxCost = 200, 1000, 30
+	q := []portico.Message{portico.Text(portico.RoleUser, "q")}
 	for _, tc := range []struct {
 		name  string
 		fault func(t *testing.T, srv *redistest.Server, p *redistest.Proxy)
@@ -104,14 +116,11 @@ func TestSettlesLateOrNever(t *testing.T) {
 				t.Cleanup(func() { c.Close() })
 				s := newStore(t, srv, Config{Client: c, Timeout: DefaultTimeout, Probe: 20 * time.Millisecond})
 				s.settled = hook
-				l, err := ratelimit.New(ratelimit.Config{Limits: ratelimit.Limits{Tokens: perSec * 60, TokenBurst: b},
-					Estimator: portico.EstimatorFunc(func(*portico.Request) int { return 1 }), Shared: ratelimit.Shared{Store: s.Buckets()}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				rcfg := ratelimit.Config{Limits: ratelimit.Limits{Tokens: perSec * 60, TokenBurst: b},
+					Estimator: portico.EstimatorFunc(func(*portico.Request) int { return 1 }), Shared: ratelimit.Shared{Store: s.Buckets()}}
 				rng := rand.New(rand.NewPCG(uint64(i), 7))
 				var rmu sync.Mutex
-				ins[i] = instance{s, l.Wrap(portico.ModelFunc(func(_ context.Context, req *portico.Request) (*portico.Response, error) {
+				model := portico.ModelFunc(func(_ context.Context, req *portico.Request) (*portico.Response, error) {
 					reserve := 1 + req.MaxOutputTokens
 					rmu.Lock()
 					used := 1 + rng.IntN(reserve+reserve/4) // a fifth of the calls use more than they reserved
@@ -123,14 +132,28 @@ func TestSettlesLateOrNever(t *testing.T) {
 						madeSur += float64(used - reserve)
 					}
 					mu.Unlock()
-					return &portico.Response{Usage: portico.Usage{InputTokens: 1, OutputTokens: used - 1}}, nil
-				}))}
+					return &portico.Response{Text: "ok", Usage: portico.Usage{InputTokens: 1, OutputTokens: used - 1}}, nil
+				})
+				if admission {
+					st, err := stack.New(stack.Config{Routes: []stack.Route{{Route: portico.Route{Name: "r", Model: model}, Limiter: &rcfg,
+						Retry: retry.Config{MaxAttempts: 1, Budget: retry.Budget{Shared: retry.Shared{Store: s.Budgets()}}}}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ins[i] = instance{s, st}
+					continue
+				}
+				l, err := ratelimit.New(rcfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ins[i] = instance{s, l.Wrap(model)}
 			}
 			// Warm: each client dialed and the scripts loaded, so that a
 			// slow first dial (-race, a loaded machine) is no outage.
 			for i := range ins {
 				for try := 0; ; try++ {
-					_, err := ins[i].m.Generate(context.Background(), &portico.Request{Model: "m", MaxOutputTokens: 1})
+					_, err := ins[i].m.Generate(context.Background(), &portico.Request{Model: "m", MaxOutputTokens: 1, Messages: q})
 					if err == nil {
 						break
 					}
@@ -159,7 +182,7 @@ func TestSettlesLateOrNever(t *testing.T) {
 							ins[0].s.c.Close()
 							return
 						}
-						req := &portico.Request{Model: "m", MaxOutputTokens: 1 + rng.IntN(maxCost)}
+						req := &portico.Request{Model: "m", MaxOutputTokens: 1 + rng.IntN(maxCost), Messages: q}
 						from := time.Now()
 						var called time.Time
 						_, err := ins[i].m.Generate(context.Background(), req)
