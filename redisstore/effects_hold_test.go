@@ -44,8 +44,9 @@ func holdInstance(t *testing.T, addr string, hold time.Duration) (*effect.Runner
 // of the store until its Hold runs out, so the claims wait for its
 // write-back: every step ran once, and B and C get A's results. Before the
 // rule the quarantine was fixed: 20 of 20 ran twice. With a Hold (1 s)
-// shorter than A's slow spell, the steps run again once it has run out
-// (the residual: an owner cut off beyond its Hold), and A, writing back,
+// shorter than A's slow spell, the steps asked for once it has run out,
+// and before A's write-back, run again (the residual: an owner cut off
+// beyond its Hold), and A, writing back,
 // reports each double run: a warning and an event to the observer of the
 // call that ran it.
 func TestEffectSlowOwnerThroughLoss(t *testing.T) {
@@ -108,10 +109,14 @@ func TestEffectSlowOwnerThroughLoss(t *testing.T) {
 					t.Errorf("step %d: %q, %v; want its result", i, res, err)
 				}
 			}
+			// With a Hold, a step asked for once the Hold ran out and before
+			// A's write-back runs again; one asked for after the write-back
+			// (a loaded machine's slow loop) gets A's result: once or twice,
+			// and the first, asked for within the quarantine, twice.
 			twice := 0
 			for i := range runs {
-				if n := runs[i].Load(); n != tc.runs {
-					t.Errorf("step %d ran %d times, want %d", i, n, tc.runs)
+				if n := runs[i].Load(); n < 1 || n > tc.runs || (i == 0 && n != tc.runs) {
+					t.Errorf("step %d ran %d times, want %d (1 or 2 after the first, with a Hold)", i, n, tc.runs)
 				}
 				if runs[i].Load() > 1 {
 					twice++
