@@ -22,7 +22,9 @@ func (s *Store) admission() admit.Store {
 // builds it) in one script, [admitScript]: one round trip for what the
 // layers would ask in one each. It carries up to carryMax settles of the
 // Store's queue, applied before the takes (see Settles and their delay in
-// the package documentation). It is applied once however often the
+// the package documentation); an admission that carries settles runs
+// under [Config.Timeout] alone, not ctx, since a caller's context ending
+// must not lose other calls' settles. It is applied once however often the
 // client resends it. An error leaves every step not done; each layer then
 // asks its own operation, which fails at once during an outage.
 func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
@@ -37,6 +39,12 @@ func (s *Store) Admit(ctx context.Context, p *admit.Plan) error {
 	}
 	args := s.admitArgs(p, merge(batch))
 	var res [3]int64
+	if len(batch) > 0 {
+		// The settles are other calls': this caller's context ending
+		// must not lose them. The script runs under Timeout alone, which
+		// bounds how long a canceled caller still waits.
+		ctx = context.WithoutCancel(ctx)
+	}
 	err := s.do(ctx, func(ctx context.Context) error {
 		return ints(s.eval(ctx, admitScript, args), res[:])
 	})

@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,5 +181,63 @@ func TestPresetUnclaimedRefunded(t *testing.T) {
 	}
 	if got := math.Round(hget(t, direct, "7:route a|=m", "rl") / 1e3); got != 599e3 { // to a thousandth of a request
 		t.Errorf("route a's request level = %v µ, want 599e6 (the planned request stays counted)", got)
+	}
+}
+
+// cancelOnAdmit is a hook that calls cancel, when set, as an admission
+// script is about to be sent: the caller's context ends during its
+// admission's round trip.
+type cancelOnAdmit struct {
+	scripts
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+func (h *cancelOnAdmit) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return h.scripts.ProcessHook(func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) > 1 && a[1] == admitScript.Hash() {
+			if c := h.cancel.Load(); c != nil {
+				(*c)()
+			}
+		}
+		return next(ctx, cmd)
+	})
+}
+
+// TestAdmissionCarriesSettlesPastItsCaller: the settles an admission
+// carries are other calls'; a caller whose context ends during that
+// admission's round trip does not lose them. The first request's refund
+// is carried by the second, canceled as its script is sent; the second's
+// takes are refunded in full (nothing was sent), so after Close each
+// bucket holds 10,000 less the first request's 100 tokens.
+func TestAdmissionCarriesSettlesPastItsCaller(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	hook := &cancelOnAdmit{}
+	c.AddHook(hook)
+	s := newStore(t, srv, Config{Client: c})
+	s.linger = time.Hour // no settle is sent on its own before Close
+	direct := newStore(t, srv, Config{})
+	model := portico.ModelFunc(func(context.Context, *portico.Request) (*portico.Response, error) {
+		return &portico.Response{Text: "ok", Usage: portico.Usage{InputTokens: 10, OutputTokens: 90}}, nil
+	})
+	lim := ratelimit.Limits{Requests: 600, Tokens: 10_000, Period: 1000 * time.Hour} // a refill of 0.003 tokens a second
+	st := presetStack(t, s, lim, lim, model)
+	req := &portico.Request{Model: "m", MaxOutputTokens: 1000, Identity: portico.Identity{ClientKey: "tenant"},
+		Messages: []portico.Message{portico.Text(portico.RoleUser, "q")}}
+	if _, err := st.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hook.cancel.Store(&cancel)
+	if _, err := st.Generate(ctx, req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("second request: err = %v, want context.Canceled", err)
+	}
+	hook.cancel.Store(nil)
+	s.Close()
+	for _, key := range []string{"6:client|=tenant", "7:route r|=m"} {
+		if got := tokenLevel(t, direct, key); math.Abs(got-9900) > 0.05 {
+			t.Errorf("%s token level after Close = %v, want 9900 (the first request's 100 tokens used, the carried refund applied)", key, got)
+		}
 	}
 }
