@@ -47,6 +47,16 @@ type Store interface {
 	Settle(ctx context.Context, key string, lim *Limits, tokens int, rl *portico.RateLimit, hold time.Duration) error
 }
 
+// Returner is implemented by a [Store] that can give back a whole take:
+// Return undoes a Take of cost on key that admitted a call the request
+// then never made (its route was not called): cost tokens and one
+// request go back, each never beyond its bucket's capacity, applied as
+// a Settle is (later, its failure unreported). A Store without it gets
+// a Settle of the tokens, and the request stays counted.
+type Returner interface {
+	Return(ctx context.Context, key string, lim *Limits, cost int) error
+}
+
 // Shared is the [portico.Shared] a [Limiter] takes (Config.Shared): its
 // request and token buckets in a [Store]. The in-flight cap and the queue
 // (Limits.MaxInFlight, Config.Concurrency, Config.Queue) stay per
@@ -436,10 +446,18 @@ func (l *Limiter) Admission() admit.Store {
 	return admit.AdmissionOf(l.shared.store)
 }
 
-// Unclaimed gives back the tokens of a take a request's plan charged on
-// s's store that s never claimed (its route was not called). The request
-// the take counted stays counted: the key is stricter by one request.
+// Unclaimed gives back a take a request's plan charged on s's store that
+// s never claimed (its route was not called): its tokens and its request
+// when the store is a [Returner], else its tokens (the request stays
+// counted: the key is stricter by one request).
 func (s *shared) Unclaimed(ctx context.Context, b *admit.Bucket) {
+	if r, ok := s.store.(Returner); ok {
+		if err := r.Return(context.WithoutCancel(ctx), b.Key, s.l.limitsOf(b.Tier), b.Cost); err != nil {
+			s.l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "ratelimit: shared store return failed",
+				slog.Int("tokens", b.Cost), slog.String("err", err.Error()))
+		}
+		return
+	}
 	if b.Cost == 0 {
 		return
 	}

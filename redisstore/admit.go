@@ -130,7 +130,7 @@ func applyAdmit(p *admit.Plan, res []int64) error {
 // takes, take's five numbers for each, then the number of budget keys
 // (0: no deposit), the client's deposit and capacity, the destination's,
 // and the budgets' TTL in milliseconds, then the number of settles and
-// settle's fifteen numbers for each. The settles apply first (they were
+// settle's sixteen numbers for each. The settles apply first (they were
 // queued before this request's takes), then the takes in order, and the
 // first that refuses stops the script (the earlier stay charged; the
 // deposit is not made). Returns {0, 0, 0} when every take admitted, else
@@ -143,7 +143,7 @@ local a = nums(ARGV[1])
 local n = a[1]
 local j = 2 + n * 5
 local nd, m = a[j], a[j + 6]
-for i = 1, m do settle(KEYS[n + nd + i], a, j + 7 + (i - 1) * 15) end
+for i = 1, m do settle(KEYS[n + nd + i], a, j + 7 + (i - 1) * 16) end
 for i = 1, n do
   local t = 2 + (i - 1) * 5
   local w, which = take(KEYS[i], a[t], a[t + 1], a[t + 2], a[t + 3], a[t + 4])

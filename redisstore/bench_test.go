@@ -55,7 +55,7 @@ func BenchmarkBuckets(b *testing.B) {
 		}
 		key := s.key("rl", "k")
 		take := string(packNums(nil, append(bucketNums(nil, lim), 1000)...))
-		settle := string(packNums(nil, appendQuota(appendQuota(append(bucketNums(nil, lim), 600, float64(lim.Tokens), float64(micros(time.Minute))), nil, true), nil, false)...))
+		settle := string(packNums(nil, append(appendQuota(appendQuota(append(bucketNums(nil, lim), 600, float64(lim.Tokens), float64(micros(time.Minute))), nil, true), nil, false), 0)...))
 		b.ReportAllocs()
 		n := 0
 		for b.Loop() {

@@ -108,6 +108,21 @@ func (b *Buckets) Settle(ctx context.Context, key string, lim *ratelimit.Limits,
 	return b.s.settle(ctx, &op)
 }
 
+var _ ratelimit.Returner = (*Buckets)(nil)
+
+// Return implements [ratelimit.Returner] as a settle that also gives one
+// request back (never above the request bucket's burst): queued and sent
+// after the call, as [Buckets.Settle].
+func (b *Buckets) Return(ctx context.Context, key string, lim *ratelimit.Limits, cost int) error {
+	op := pendingSettle{key: key}
+	n := bucketNums(op.nums[:0], lim)
+	n = append(n, float64(cost), float64(lim.Tokens), 0)
+	n = appendQuota(n, nil, true)
+	appendQuota(n, nil, false)
+	op.nums[15] = 1
+	return b.s.settle(ctx, &op)
+}
+
 // Admission implements internal/admit's Joiner: a request's takes and
 // deposit on one server are asked in one script ([Store.Admit]); on a
 // Cluster or a Ring, where they live in several slots, each layer asks
@@ -302,11 +317,12 @@ local function adopt(b, known, remaining, limit, reset, hold)
   local untl = now + math.min(reset, hold)
   if b.pu == 0 or pr < b.pr or untl > b.pu then b.pr, b.pu = pr, untl end
 end
--- settle applies to k the settle of a[i..i+14]: the four limits as for
+-- settle applies to k the settle of a[i..i+15]: the four limits as for
 -- take, tokens back (> 0) or charged (< 0), the charge's floor in tokens,
--- the longest hold of a provider view in microseconds, and for the tokens
+-- the longest hold of a provider view in microseconds, for the tokens
 -- then the requests: known (1) or not (0), remaining, limit, reset in
--- microseconds. A refund never lifts a level above its burst; a charge
+-- microseconds, and the requests back (a take returned whole: see
+-- Buckets.Return). A refund never lifts a level above its burst; a charge
 -- takes it no lower than -floor; a view lowers the level to what remains
 -- and, until the reset (hold at most), slows the refill to
 -- (limit - remaining) / reset when that is slower, as the in-memory
@@ -323,7 +339,10 @@ local function settle(k, a, i)
     end
     adopt(tok, a[i + 7], a[i + 8], a[i + 9], a[i + 10], hold)
   end
-  if req then adopt(req, a[i + 11], a[i + 12], a[i + 13], a[i + 14], hold) end
+  if req then
+    if a[i + 15] > 0 then req.level = math.min(req.burst, req.level + a[i + 15] * 1000000) end
+    adopt(req, a[i + 11], a[i + 12], a[i + 13], a[i + 14], hold)
+  end
   c.dirty = tok ~= nil or req ~= nil
 end
 `
@@ -342,13 +361,13 @@ end, 't0,0')
 `)
 
 // settleScript: KEYS the keys' hashes, then the operation's record;
-// ARGV[1] packed: fifteen numbers for each key, settle's. The settles
+// ARGV[1] packed: sixteen numbers for each key, settle's. The settles
 // apply in order, each as settle says; a batch of a Store's queue is one
 // operation, applied once.
 var settleScript = redis.NewScript(bucketLib + onceLib + `
 return once(function()
 local a = nums(ARGV[1])
-for j, k in ipairs(KEYS) do settle(k, a, (j - 1) * 15 + 1) end
+for j, k in ipairs(KEYS) do settle(k, a, (j - 1) * 16 + 1) end
 commit()
 return 1
 end, '1')

@@ -57,7 +57,8 @@
 //   - settle (KEYS: one bucket hash per settle; ARGV: one argument packing,
 //     for each, the four limits, tokens back (> 0) or charged (< 0), the
 //     charge's floor, the longest hold, then for tokens and for requests:
-//     known, remaining, limit, reset): the settles in order; a refund
+//     known, remaining, limit, reset, then the requests back): the
+//     settles in order; a refund
 //     never lifts a level above its burst; a charge goes no lower than
 //     minus one period's quota; a provider view lowers the level to what
 //     remains and slows the refill to (limit - remaining) / reset until
@@ -66,7 +67,7 @@
 //     destination's retry budget, then the carried settles' hashes; ARGV:
 //     one argument packing the number of takes, each take's five numbers,
 //     then the number of budget keys and the deposit's four numbers and
-//     TTL, then the number of settles and each one's fifteen numbers): a
+//     TTL, then the number of settles and each one's sixteen numbers): a
 //     request's admission (see One round trip per request): the settles
 //     as settle applies them, then each take in order, stopping at the
 //     first that refuses ({i, wait, which}: the i-th refused, the earlier
@@ -124,8 +125,9 @@
 // layer above would have been). A later route of a fallback group, a
 // hedge, a call that waits for admission (ratelimit.Wait) ask their own
 // take when they come to it; a take the plan charged for a route the
-// request never reached (the group skipped it) is refunded after the call,
-// its request still counted (stricter by one; TestPresetUnclaimedRefunded). On a Cluster or a Ring a
+// request never reached (the group skipped it) is given back whole after
+// the call, its tokens and its request ([Buckets.Return];
+// TestPresetUnclaimedRefunded). On a Cluster or a Ring a
 // request's keys live in several slots, which one script cannot touch:
 // each layer then asks its own, as before (TestPresetOneRoundTrip).
 //

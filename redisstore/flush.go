@@ -27,10 +27,10 @@ const (
 )
 
 // pendingSettle is one settle in the queue: the Limiter's key and the
-// fifteen numbers of settleScript.
+// sixteen numbers of settleScript.
 type pendingSettle struct {
 	key    string
-	nums   [15]float64
+	nums   [16]float64
 	queued time.Duration // mono.Now when queued
 	at     time.Time     // queued; read only by the test hook
 }
@@ -184,6 +184,7 @@ next:
 				if o.key == op.key && o.nums[7] == 0 && o.nums[11] == 0 && [4]float64(o.nums[:4]) == [4]float64(op.nums[:4]) && o.nums[5] == op.nums[5] &&
 					(o.nums[4] > 0) == (op.nums[4] > 0) {
 					o.nums[4] += op.nums[4]
+					o.nums[15] += op.nums[15] // requests back: a sum capped at the burst, too
 					continue next
 				}
 			}

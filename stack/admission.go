@@ -89,8 +89,9 @@ func (a *admission) Generate(ctx context.Context, req *portico.Request) (*portic
 // alias, policy or weights sends it elsewhere, and no layer between the
 // client limiter and the routes (an in-flight cap, a spend budget) refuses
 // it. Only then does the admission plan the first route's steps: a planned
-// take the request never uses gives back its tokens, but its request stays
-// counted on the route's bucket.
+// take the request never uses is given back after the call (its tokens,
+// and its request where the store can: ratelimit.Returner), but a take
+// that other traffic would have needed meanwhile was held for the call.
 func firstIsNext(cfg Config) bool {
 	return cfg.Kind == nil && len(cfg.Groups) == 0 && len(cfg.Aliases) == 0 &&
 		cfg.Fallback.Policy == nil && len(cfg.Fallback.Weights) == 0 && cfg.InFlight == nil && cfg.Spend == nil
