@@ -11,12 +11,26 @@ import (
 // InputObserver is implemented by an [Estimator] that learns from the
 // input tokens a provider reported for a request it estimated. A layer
 // that settles a call on its answer's usage (package ratelimit's Limiter)
-// calls ObserveInputTokens with the request it estimated and the answer's
-// Usage.InputTokens when that is above zero. It must be safe for
-// concurrent use and fast: it runs on every answered call.
+// calls ObserveInputTokens with the request, the estimate its
+// EstimateInputTokens returned for it (the one the layer reserved, so
+// that the observer need not estimate again) and the answer's
+// Usage.InputTokens when that is above zero. Each call is one sample: a
+// call that passes two such layers with the same observer should have
+// only one of them observe. It must be safe for concurrent use and fast:
+// it runs on every answered call.
 type InputObserver interface {
-	ObserveInputTokens(req *Request, inputTokens int)
+	ObserveInputTokens(req *Request, estimate, inputTokens int)
 }
+
+// EstimateOnly returns e as it estimates, but not an [InputObserver] even
+// when e is one: the view to give a layer whose calls another layer
+// already reports to e, so that one call gives e one sample.
+func EstimateOnly(e Estimator) Estimator { return estimateOnly{e} }
+
+// estimateOnly hides an Estimator's other methods.
+type estimateOnly struct{ e Estimator }
+
+func (v estimateOnly) EstimateInputTokens(req *Request) int { return v.e.EstimateInputTokens(req) }
 
 // Calibration configures a [Calibrated] estimator. Its zero value is the
 // defaults below; each field's zero means its default.
@@ -53,19 +67,24 @@ const (
 // and of the base's estimates for the same requests, and once a key has
 // MinSamples samples it returns ceil(base × ratio), the ratio being the
 // first average over the second clamped to [Min, Max] (a ratio of
-// averages, so large requests weigh as much as their tokens). The same
-// samples in the same order give the same ratio. Its memory is bounded by
-// Calibration.Keys. It is an [InputObserver], safe for concurrent use;
-// build it with [NewCalibrated].
+// averages, so large requests weigh as much as their tokens). A sample's
+// base estimate is not made again: it is the estimate observed over the
+// key's ratio when observed (within one token of the base's when no
+// sample moved the ratio in between). The same estimates and samples in
+// the same order give the same ratio. Its memory is bounded by
+// Calibration.Keys. It is an [InputObserver], safe for concurrent use:
+// an estimate reads its key's ratio without a lock, a sample locks its
+// key only; build it with [NewCalibrated].
 type Calibrated struct {
 	base              Estimator
 	key               func(*Request) string
 	alpha, lo, hi     float64
 	minSamples, limit int
 
-	mu       sync.RWMutex
-	keys     map[string]*ratio
-	overflow ratio // the keys beyond limit
+	keys     sync.Map     // string → *ratio
+	n        atomic.Int64 // len(keys)
+	mu       sync.Mutex   // makes the keys
+	overflow ratio        // the keys beyond limit
 }
 
 // ratio is one key's learning: the averages under mu, the factor applied
@@ -75,6 +94,14 @@ type ratio struct {
 	n        int
 	act, est float64
 	factor   atomic.Uint64
+}
+
+// applied is the factor r applies: 1 until it has enough samples.
+func (r *ratio) applied() float64 {
+	if f := math.Float64frombits(r.factor.Load()); f > 0 {
+		return f
+	}
+	return 1
 }
 
 // NewCalibrated returns base calibrated as c says, or an error starting
@@ -96,8 +123,7 @@ func NewCalibrated(base Estimator, c Calibration) (*Calibrated, error) {
 		return nil, errors.New("portico: Calibration.Min and Max must be finite, > 0 and Min <= Max")
 	}
 	e := &Calibrated{base: base, key: c.Key, alpha: cmp.Or(c.Alpha, DefaultCalibrationAlpha), lo: lo, hi: hi,
-		minSamples: cmp.Or(c.MinSamples, DefaultCalibrationSamples), limit: cmp.Or(c.Keys, DefaultCalibrationKeys),
-		keys: map[string]*ratio{}}
+		minSamples: cmp.Or(c.MinSamples, DefaultCalibrationSamples), limit: cmp.Or(c.Keys, DefaultCalibrationKeys)}
 	if e.key == nil {
 		e.key = func(r *Request) string { return r.Model }
 	}
@@ -117,61 +143,60 @@ func (e *Calibrated) EstimateInputTokens(req *Request) int {
 // Ratio returns the factor req's key applies to the base's estimate: 1
 // until the key has MinSamples samples.
 func (e *Calibrated) Ratio(req *Request) float64 {
-	e.mu.RLock()
-	r, ok := e.keys[e.key(req)]
-	if !ok && len(e.keys) >= e.limit {
-		r, ok = &e.overflow, true
-	}
-	e.mu.RUnlock()
-	if !ok {
-		return 1
-	}
-	if f := math.Float64frombits(r.factor.Load()); f > 0 {
-		return f
+	if r := e.find(e.key(req)); r != nil {
+		return r.applied()
 	}
 	return 1
 }
 
 // ObserveInputTokens records a sample for req's key: inputTokens reported
-// against the base's estimate of req. A sample without tokens on either
-// side (an estimate or a report of 0 or less) is not recorded.
-func (e *Calibrated) ObserveInputTokens(req *Request, inputTokens int) {
-	est := e.base.EstimateInputTokens(req)
-	if est <= 0 || inputTokens <= 0 {
+// against estimate, what EstimateInputTokens returned for req, over the
+// key's ratio (the base's estimate, recovered). A sample without tokens
+// on either side (an estimate or a report of 0 or less) is not recorded.
+func (e *Calibrated) ObserveInputTokens(req *Request, estimate, inputTokens int) {
+	if estimate <= 0 || inputTokens <= 0 {
 		return
 	}
 	r := e.entry(e.key(req))
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	est := float64(estimate) / r.applied() // under mu: the ratio the last sample left
 	if r.n == 0 {
-		r.act, r.est = float64(inputTokens), float64(est)
+		r.act, r.est = float64(inputTokens), est
 	} else {
 		r.act += e.alpha * (float64(inputTokens) - r.act)
-		r.est += e.alpha * (float64(est) - r.est)
+		r.est += e.alpha * (est - r.est)
 	}
 	r.n++
 	if r.n >= e.minSamples {
 		r.factor.Store(math.Float64bits(min(max(r.act/r.est, e.lo), e.hi)))
 	}
+	r.mu.Unlock()
+}
+
+// find returns key's ratio, the overflow's when the keys are full, or
+// nil: no lock taken.
+func (e *Calibrated) find(key string) *ratio {
+	if r, ok := e.keys.Load(key); ok {
+		return r.(*ratio)
+	}
+	if e.n.Load() >= int64(e.limit) {
+		return &e.overflow
+	}
+	return nil
 }
 
 // entry returns key's ratio, made if there is room, else the overflow's.
 func (e *Calibrated) entry(key string) *ratio {
-	e.mu.RLock()
-	r, ok := e.keys[key]
-	e.mu.RUnlock()
-	if ok {
+	if r := e.find(key); r != nil {
 		return r
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r, ok := e.keys[key]; ok {
+	if r := e.find(key); r != nil {
 		return r
 	}
-	if len(e.keys) >= e.limit {
-		return &e.overflow
-	}
-	r = &ratio{}
-	e.keys[key] = r
+	r := &ratio{}
+	e.keys.Store(key, r)
+	e.n.Add(1)
 	return r
 }

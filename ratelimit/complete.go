@@ -99,11 +99,12 @@ func (l *Limiter) logView(rl *portico.RateLimit) {
 		slog.Bool("requests_known", rl.Requests.Known), slog.Int("requests_remaining", rl.Requests.Remaining))
 }
 
-// observe gives the input tokens resp reports for req to the Estimator
-// when it learns from them ([portico.InputObserver]).
-func (l *Limiter) observe(req *portico.Request, resp *portico.Response) {
+// observe gives the input tokens resp reports for req, whose estimate
+// was in, to the Estimator when it learns from them
+// ([portico.InputObserver]).
+func (l *Limiter) observe(req *portico.Request, in int, resp *portico.Response) {
 	if o, ok := l.cfg.Estimator.(portico.InputObserver); ok && resp != nil && resp.Usage.InputTokens > 0 {
-		o.ObserveInputTokens(req, resp.Usage.InputTokens)
+		o.ObserveInputTokens(req, in, resp.Usage.InputTokens)
 	}
 }
 

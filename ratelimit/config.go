@@ -239,7 +239,9 @@ type Config struct {
 
 	// Estimator predicts N_in. nil means [portico.DefaultEstimator]. One
 	// that is a [portico.InputObserver] (a [portico.Calibrated]) is given
-	// the input tokens of each answer that reports them.
+	// the input tokens of each answer that reports them, with the estimate
+	// reserved for its request. Give a Limiter whose calls another one
+	// also reports [portico.EstimateOnly] of it: one call, one sample.
 	Estimator portico.Estimator
 
 	// Key maps a request to the key whose buckets it draws from. nil means per

@@ -199,7 +199,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 		t.read = time.Duration(rd.held.Load())
 	}
 	l.complete(&t, resp, err, false)
-	l.observe(req, resp)
+	l.observe(req, t.in, resp)
 	return resp, err
 }
 

@@ -2,9 +2,11 @@ package stack
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/modeltest"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/spend"
@@ -45,5 +47,44 @@ func TestStackCalibratesEstimator(t *testing.T) {
 	}
 	if got := s.Spend().Estimate(req); got < 0.208-1e-9 || got > 0.208+1e-9 {
 		t.Errorf("after an Update: Estimate = %v, want 0.208", got)
+	}
+}
+
+// observer is an Estimator that counts the samples it is given.
+type observer struct{ samples atomic.Int64 }
+
+func (*observer) EstimateInputTokens(*portico.Request) int { return 104 }
+func (o *observer) ObserveInputTokens(_ *portico.Request, _, _ int) {
+	o.samples.Add(1)
+}
+
+// TestStackOneSamplePerCall: a call through a client limiter and a route
+// limiter, both given the stack's estimator, gives it exactly one sample
+// (the route's); without a route limiter, the client limiter's one.
+func TestStackOneSamplePerCall(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		routeLimit bool
+	}{{"client and route", true}, {"client only", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &observer{}
+			r := route("only", modeltest.NewFake(modeltest.Outcome{Response: &portico.Response{Text: "ok", FinishReason: portico.FinishStop,
+				Usage: portico.Usage{InputTokens: 208, OutputTokens: 1}}}))
+			if c.routeLimit {
+				r.Limiter = &ratelimit.Config{Limits: ratelimit.Limits{Tokens: 1_000_000}}
+			}
+			s, err := New(Config{Routes: []Route{r}, Client: &ratelimit.Config{Limits: ratelimit.Limits{Tokens: 1_000_000}},
+				Fallback: fallback.Config{Estimator: o}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "hi")}, MaxOutputTokens: 1}
+			if _, err := s.Generate(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if got := o.samples.Load(); got != 1 {
+				t.Errorf("samples after one call = %d, want 1", got)
+			}
+		})
 	}
 }

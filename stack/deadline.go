@@ -59,7 +59,8 @@ func fits(r *portico.Route, req *portico.Request, est portico.Estimator) error {
 
 // estimator is the stack's Estimator: e, or, when nil, a
 // [portico.Calibrated] [portico.CharEstimator] of the stack's own, which
-// its limiters teach (they are given it when theirs is nil), kept by
+// its limiters teach (they are given it when theirs is nil; the client
+// limiter only when no route's limiter is, see clientEstimator), kept by
 // Update as the Cooldowns are.
 func estimator(e portico.Estimator, m *memo) portico.Estimator {
 	if e != nil {
@@ -69,6 +70,19 @@ func estimator(e portico.Estimator, m *memo) portico.Estimator {
 		return portico.NewCalibrated(portico.CharEstimator{}, portico.Calibration{}) // the defaults: no error
 	})
 	return c
+}
+
+// clientEstimator is the client limiter's view of the stack's Estimator
+// est: [portico.EstimateOnly] when a route's limiter is given est, which
+// then learns from the call (under the route's model) so that one call
+// is one sample; est itself when no route's limiter is.
+func clientEstimator(routes []Route, est portico.Estimator) portico.Estimator {
+	for i := range routes {
+		if l := routes[i].Limiter; l != nil && l.Estimator == nil {
+			return portico.EstimateOnly(est)
+		}
+	}
+	return est
 }
 
 // costOf is a same-route Hedger's Config.Cost for a route of Capabilities

@@ -64,7 +64,9 @@ type Config struct {
 	// Config.Hedge): New fails otherwise. Its Estimator is the stack's,
 	// given to every layer whose own is nil (limiters, spend); nil means a
 	// [portico.Calibrated] [portico.CharEstimator] per stack, which the
-	// limiters teach from the input tokens answers report.
+	// limiters teach from the input tokens answers report, one sample a
+	// call: the routes' limiters, or the client limiter when no route has
+	// one (it is then given [portico.EstimateOnly] of it).
 	Fallback fallback.Config
 	// Hedge, when non-nil, is the group's hedging, configured here only: a
 	// request that has not answered after the delay is hedged to the next
@@ -277,7 +279,7 @@ func (s *Stack) buildProber(cfg *Config, routes []portico.Route) error {
 func (s *Stack) buildOuter(cfg Config, est portico.Estimator) error {
 	var err error
 	if cfg.Client != nil {
-		c := placeLimiter(*cfg.Client, ratelimit.ByClient, portico.ClientLimit, "client", est)
+		c := placeLimiter(*cfg.Client, ratelimit.ByClient, portico.ClientLimit, "client", clientEstimator(cfg.Routes, est))
 		if s.client, err = remember(s.memo, "client", c, ratelimit.New); err != nil {
 			return fmt.Errorf("stack: Config.Client: %w", err)
 		}
