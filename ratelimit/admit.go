@@ -27,7 +27,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 	t.e = e
 	if lmax := l.slots(e, req.Priority); lmax > 0 && (e.inflight >= lmax || e.queued() > 0) {
 		var err error
-		if now, err = l.queueFor(ctx, req, e, t, now); err != nil {
+		if now, err = l.queueFor(ctx, req, e, t, lmax, now); err != nil {
 			return err
 		}
 	} else {
@@ -175,10 +175,19 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 	ok = true
 }
 
-// queueFor waits in e's queue for a slot, for the call of t: e is locked on
-// entry and, on success, locked again, the slot taken, with the time now.
-// It is admit's slow path, apart so that the happy path carries none of it.
-func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, t *ticket, now time.Duration) (time.Duration, error) {
+// queueFor waits in e's queue for a slot below lmax, for the call of t: e
+// is locked on entry and, on success, locked again, the slot taken, with
+// the time now. It is admit's slow path, apart so that the happy path
+// carries none of it. The waiters go first, at their rank now (it rises
+// with time, see Queue.rank); a slot still free below lmax is then the
+// call's, since every waiter left ranks below it, so neither a hedge nor a
+// full queue sheds a call that has a free slot.
+func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, t *ticket, lmax int, now time.Duration) (time.Duration, error) {
+	l.dispatch(e, now)
+	if e.inflight < lmax {
+		e.inflight++
+		return now, nil
+	}
 	if req.Hedge || e.queued() >= l.cfg.Queue.Size && !e.evict(&l.cfg.Queue, req.Priority, now) {
 		l.unprogram(t, now) // a hedge takes spare capacity only; a full queue sheds the lowest priority
 		e.mu.Unlock()
@@ -221,7 +230,7 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 		if w.granted { // handed a slot as the cap passed: take it
 			return mono.Now(), nil
 		}
-		e.remove(w)
+		dequeue(e, w)
 		l.unprogram(t, now)
 		e.mu.Unlock()
 		return 0, l.shed(ctx, req)
@@ -237,7 +246,7 @@ func (l *Limiter) leaveQueue(e *entry, w *waiter, t *ticket, now time.Duration) 
 	if w.granted {
 		l.releaseLocked(e, mono.Now())
 	} else {
-		e.remove(w)
+		dequeue(e, w)
 	}
 	l.unprogram(t, now)
 	e.mu.Unlock()
@@ -404,8 +413,8 @@ func (l *Limiter) releaseLocked(e *entry, now time.Duration) {
 }
 
 // dispatch hands free slots to the waiters served first, one by one,
-// while the first one's priority (aged) finds a slot (see slots). The
-// caller holds e.mu.
+// while the first one's priority (aged) finds a slot (see slots), and then
+// arms or stops e's aging timer (see ageLater). The caller holds e.mu.
 func (l *Limiter) dispatch(e *entry, now time.Duration) {
 	for e.queued() > 0 {
 		i := e.next(&l.cfg.Queue, now)
@@ -414,6 +423,46 @@ func (l *Limiter) dispatch(e *entry, now time.Duration) {
 		}
 		e.handoff(i, now)
 		e.inflight++
+	}
+	if e.waits != nil {
+		l.ageLater(e, now)
+	}
+}
+
+// dequeue takes w, which gave up waiting, out of e's queue (see
+// entry.remove), stopping the aging timer when no one is left. The caller
+// holds e.mu.
+func dequeue(e *entry, w *waiter) {
+	e.remove(w)
+	if e.queued() == 0 && e.age != nil {
+		e.age.Stop()
+	}
+}
+
+// ageLater arms e's one aging timer for the next step of a waiter's rank
+// (see entry.nextStep) while a slot of the cap is free that no waiter's
+// rank reaches yet: a waiter held only by Config.Reserve. A rank rises
+// with time alone, with no arrival or release to dispatch, so the timer
+// dispatches. Otherwise it stops the timer. The caller holds e.mu.
+func (l *Limiter) ageLater(e *entry, now time.Duration) {
+	var at time.Duration
+	ok := l.cfg.Reserve > 0 && e.queued() > 0 && e.inflight < l.maxInFlight(e)
+	if ok {
+		at, ok = e.nextStep(&l.cfg.Queue, now)
+	}
+	switch {
+	case !ok:
+		if e.age != nil {
+			e.age.Stop()
+		}
+	case e.age == nil:
+		e.age = time.AfterFunc(at-now, func() {
+			e.mu.Lock()
+			l.dispatch(e, mono.Now())
+			e.mu.Unlock()
+		})
+	default:
+		e.age.Reset(at - now)
 	}
 }
 

@@ -357,9 +357,13 @@
 // Default call leaves Reserve slots free, a Sheddable one twice that
 // (one rule for every cap, [portico.Priority.Slots]). The cap moved by
 // Config.Concurrency (package adaptive) is honoured the same way: when
-// it falls, the calls at its edge are the lowest priority's. The tests
-// TestPriorityQueueOrder, TestPriorityAging, TestPriorityEvict and
-// TestPriorityReserve pin each rule.
+// it falls, the calls at its edge are the lowest priority's. A rank rises
+// with time alone, so the queue is dispatched at each aging step while a
+// waiter is held only by Reserve, and before an arrival is queued, shed or
+// evicts. The tests TestPriorityQueueOrder, TestPriorityAging,
+// TestPriorityEvict, TestPriorityReserve,
+// TestAgingStartsWaiterHeldByReserve and TestQueueDispatchesBeforeShedding
+// pin each rule.
 //
 // # Performance
 //

@@ -52,6 +52,7 @@ type waits struct {
 	holds    []*hold       // calls waiting for the buckets, in line (Wait mode)
 	wake     chan struct{} // closed to make the waiters plan again; see replanChan
 	queue    []*waiter
+	age      *time.Timer // dispatches at a waiter's next aging step; see Limiter.ageLater
 	programs map[string]*program
 	progAt   int // sweep programs when len(programs) reaches this
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/mono"
 )
 
 // DefaultAging is the Queue.Aging of a Config whose Aging is zero: a
@@ -19,6 +20,22 @@ func (q *Queue) rank(w *waiter, now time.Duration) portico.Priority {
 		p = min(portico.Critical, p+portico.Priority(min(n, 2)))
 	}
 	return p
+}
+
+// nextStep returns when the next of e's waiters ranks one priority higher
+// than at now (see Queue.rank); ok is false when all rank Critical. The
+// caller holds e.mu.
+func (e *entry) nextStep(q *Queue, now time.Duration) (at time.Duration, ok bool) {
+	for _, w := range e.queue {
+		if q.rank(w, now) == portico.Critical {
+			continue
+		}
+		step := mono.Add(w.enq, ((now-w.enq)/q.Aging+1)*q.Aging)
+		if !ok || step < at {
+			at, ok = step, true
+		}
+	}
+	return at, ok
 }
 
 // before reports whether waiter x is served before y at now: the higher
