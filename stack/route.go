@@ -178,8 +178,11 @@ func (b *built) build(rc *Route, est portico.Estimator, l *Layers) error {
 	if l.Retry, err = layer(b, rc.Skip&SkipRetry != 0, tc, retry.New, &b.retrier); err != nil {
 		return err
 	}
-	if l.Hedge, err = layer(b, rc.Hedge == nil, b.hedgeConfig(rc, est), hedge.New, &b.hedger); err != nil {
-		return err
+	if rc.Hedge != nil { // afresh: its Cost closure prices with rc.Capabilities, which remember cannot see
+		if b.hedger, err = hedge.New(b.hedgeConfig(rc, est)); err != nil {
+			return err
+		}
+		l.Hedge = b.hedger.Wrap
 	}
 	if l.Validate, err = layer(b, rc.Skip&SkipValidate != 0, rc.Validate, validate.New, &v); err != nil {
 		return err
