@@ -217,6 +217,23 @@
 // refuse is refused as a whole, and the old one serves on. The prober
 // follows the configuration: the old one's stops when the new one is in.
 //
+// A route keeps its limiter, breaker, retrier (so its retry budget),
+// throttle and the models it remembers not serving whatever its Model (a
+// new adapter, a rotated key: give it a new Name to start afresh), as the
+// client limiter, the in-flight caps, the spend budgets, the response
+// cache, the guards and the group's Cooldowns (when
+// Config.Fallback.Cooldowns is nil) are kept. A layer is kept when its
+// Config is the same as before, compared field by field, pointers and
+// stores by identity and functions by their code: what a closure captured
+// is not seen, so breaker.ConsecutiveFailures(2) and (5) are the same Trip
+// (to change one, give the route a new Name). A limiter whose Config
+// differs only in its Limits or its Tiers' limits is kept too, the new
+// limits set on it as [ratelimit.Limiter.SetLimit] and SetTierLimit set
+// them (each bucket keeps its level, capped at its new capacity). A layer
+// whose Config changed otherwise, a route's same-route hedger (it keeps no
+// state, and prices hedges with the route's Capabilities), the groups and
+// the routers start afresh (TestUpdateHedgerPricesWithNewCapabilities).
+//
 // # The user's own layers
 //
 // The three Middleware fields put the user's layers where each kind

@@ -15,26 +15,16 @@ import (
 // a restart and without failing a call: cfg is built and checked as [New]
 // builds and checks one, then swapped in at once. A call that started
 // before the swap finishes on the configuration it started with (routes
-// removed included); a call after it sees only cfg. The prober of the old
-// configuration is stopped, and cfg's started (unless Close was called).
+// removed included); a call after it sees only cfg. The old
+// configuration's prober is stopped and cfg's started (unless Close was
+// called).
 //
-// A route of cfg with the Name of a route of the configuration in force
-// is that route, whatever its Model (a new adapter, a rotated key: give
-// it a new Name to start afresh): it keeps its limiter, breaker, retrier (so its retry
-// budget), throttle and the models it remembers not serving, and so
-// their state (bucket levels, calls in flight and queued, the breaker's
-// state and counts, budget tokens), as the client limiter, the in-flight
-// caps, the spend budgets, the response cache, the guards and the
-// group's Cooldowns (when Config.Fallback.Cooldowns is nil) do. A layer
-// is kept when its Config is the same as before, compared field by field,
-// pointers and stores by identity and functions by their code: what a
-// closure captured is not seen, so breaker.ConsecutiveFailures(2) and (5)
-// are the same Trip (to change one, give the route a new Name);
-// a limiter whose Config differs only in its Limits or its Tiers' limits
-// is kept too, the new limits set on it as [ratelimit.Limiter.SetLimit]
-// and SetTierLimit set them (each bucket keeps its level, capped at its
-// new capacity). A layer whose Config changed otherwise, a route's
-// same-route hedger, the groups and the routers start afresh, as in New.
+// A route of cfg with the Name of a route in force is that route, whatever
+// its Model: each of its stateful layers, and each of the stack's shared
+// ones, is kept with its state when its Config is the same (a limiter
+// whose limits alone changed is kept, the new limits set on it); every
+// other layer starts afresh, as in New. The package doc's "Live changes"
+// says what is kept and how Configs are compared.
 //
 // Update is safe for concurrent use with every method; Updates are
 // applied one at a time. The hot path pays one atomic load for this. On
