@@ -207,10 +207,12 @@ type Queue struct {
 	// Aging is how long a queued call waits before it ranks as the
 	// priority above its own (portico.Request.Priority), for the order and
 	// for Config.Reserve: a Sheddable call queued 2*Aging ranks as
-	// Critical, so no priority starves. Within a rank, Order decides; when
-	// the queue is full, a call sheds the queued call served last if that
-	// one ranks below it. 0 means [DefaultAging] (10 s); negative is an
-	// error.
+	// Critical, so a queued call is not passed over forever. Within a
+	// rank, Order decides. When the queue is full, an arrival sheds the
+	// queued call of the lowest priority of its own (aged or not) if that
+	// is below the arrival's: under sustained overload the lowest
+	// priority is shed, not starved in the queue. 0 means [DefaultAging]
+	// (10 s); negative is an error.
 	Aging time.Duration
 	// ProgramTTL is how long a program's history (arrival, attained service)
 	// is kept after its last call ended, for FCFSProgram, PLAS and ATLAS. 0 means ten

@@ -347,12 +347,15 @@
 //
 // A request's [portico.Priority] (Critical, Default, Sheddable: Google's
 // criticality) comes before the Order: the queue serves the highest
-// priority first, and a full queue sheds the call it would serve last
-// when that call ranks below the arrival, so under overload the lowest
-// priority is queued and shed first. Against starvation a queued call
-// ranks one priority higher for each [Queue].Aging it has waited
-// ([DefaultAging], 10 s): a Sheddable call waits at most twice that to
-// rank as Critical. [Config].Reserve keeps slots of the cap free for
+// priority first, and a full queue sheds a call of the lowest priority
+// queued (its own, aging aside) when that is below the arrival's, so
+// under overload the lowest priority is queued and shed first: a
+// priority is refused only while every lower one is. Against starvation
+// in the queue a queued call ranks one priority higher for each
+// [Queue].Aging it has waited ([DefaultAging], 10 s): a Sheddable call
+// waits at most twice that to rank as Critical. Under sustained overload
+// a Sheddable call is still shed by any higher arrival that finds the
+// queue full: shedding it is what its priority asks. [Config].Reserve keeps slots of the cap free for
 // higher priorities, so that they find room even without a queue: a
 // Default call leaves Reserve slots free, a Sheddable one twice that
 // (one rule for every cap, [portico.Priority.Slots]). The cap moved by
@@ -361,7 +364,7 @@
 // with time alone, so the queue is dispatched at each aging step while a
 // waiter is held only by Reserve, and before an arrival is queued, shed or
 // evicts. The tests TestPriorityQueueOrder, TestPriorityAging,
-// TestPriorityEvict, TestPriorityReserve,
+// TestPriorityEvict, TestPriorityEvictByOwnPriority, TestPriorityReserve,
 // TestAgingStartsWaiterHeldByReserve and TestQueueDispatchesBeforeShedding
 // pin each rule.
 //

@@ -61,21 +61,25 @@ func (e *entry) next(q *Queue, now time.Duration) int {
 }
 
 // evict makes room in e's full queue for a call of priority p: it sheds
-// the waiter served last at now when it ranks below p, and reports
-// whether it did. The shed waiter wakes ungranted and fails as shed (see
-// queueFor). The caller holds e.mu.
+// the waiter of the lowest priority of its own (served last among those)
+// when that priority is below p, and reports whether it did. Aging orders
+// service only: a waiter ranked up by its wait is still shed before a
+// higher priority, so a priority is refused only while every lower one
+// is. The shed waiter wakes ungranted and fails as shed (see queueFor).
+// The caller holds e.mu.
 func (e *entry) evict(q *Queue, p portico.Priority, now time.Duration) bool {
 	if e.queued() == 0 {
 		return false
 	}
 	last := 0
 	for i := 1; i < len(e.queue); i++ {
-		if q.before(e.queue[last], e.queue[i], now) {
+		x, y := e.queue[last], e.queue[i]
+		if px, py := x.prio.Level(), y.prio.Level(); py < px || py == px && q.before(x, y, now) {
 			last = i
 		}
 	}
 	w := e.queue[last]
-	if q.rank(w, now) >= p.Level() {
+	if w.prio.Level() >= p.Level() {
 		return false
 	}
 	e.removeAt(last)

@@ -176,3 +176,21 @@ func TestPriorityConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPriorityEvictByOwnPriority: aging orders the queue but does not
+// protect a call from being shed for a higher priority. Two Sheddable
+// calls queued 500 ms with Aging 200 ms rank as Critical; a Critical
+// arrival finding the queue full sheds the Sheddable call served last,
+// not itself: a priority is refused only while every lower one is. The
+// aged call still goes first among equal ranks.
+func TestPriorityEvictByOwnPriority(t *testing.T) {
+	got := runCalls(t, Config{Limits: Limits{MaxInFlight: 1}, Queue: Queue{Size: 2, Aging: 200 * time.Millisecond}}, []call{
+		{"first", portico.Default, 0, nil},
+		{"s1", portico.Sheddable, 0, nil},
+		{"s2", portico.Sheddable, 0, ErrOverloaded}, // shed by c
+		{"c", portico.Critical, 500 * time.Millisecond, nil},
+	})
+	if want := "first@0s s1@1s c@2s"; got != want {
+		t.Errorf("served %q, want %q", got, want)
+	}
+}
