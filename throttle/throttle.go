@@ -268,11 +268,12 @@ func (t *Throttle) probability(requests, accepts uint64, prio portico.Priority) 
 }
 
 // kOf is the multiplier of accepts for a call of priority p when a
-// Default call's is k: 2k for Critical, max(1, k/2) for Sheddable.
+// Default call's is k: 2k for Critical (at most math.MaxFloat64, finite
+// as k is, so that k*0 accepts is 0), max(1, k/2) for Sheddable.
 func kOf(k float64, p portico.Priority) float64 {
 	switch p.Level() {
 	case portico.Critical:
-		return 2 * k
+		return min(2*k, math.MaxFloat64)
 	case portico.Sheddable:
 		return max(1, k/2)
 	}

@@ -68,8 +68,12 @@ func (c *counts) totals(now time.Duration) (requests, accepts uint64) {
 
 // probability is the SRE book's client-side throttling probability for
 // requests and accepts in the window: max(0, (requests - k*accepts) /
-// (requests + 1)). Pure.
+// (requests + 1)), in [0, 1] for every k (0 for a NaN, which an infinite
+// k with no accepts would make). Pure.
 func probability(requests, accepts uint64, k float64) float64 {
 	p := (float64(requests) - k*float64(accepts)) / (float64(requests) + 1)
-	return max(0, p)
+	if !(p > 0) {
+		return 0
+	}
+	return p
 }
