@@ -49,7 +49,7 @@ func (l *Limiter) checkTier(e *entry, req *portico.Request, t *ticket) error {
 	case e.lim.Tokens == 0:
 		t.reserve = 0 // nothing to charge, nothing to refund
 		return nil
-	case t.unpriced == nil && t.reserve <= e.lim.TokenBurst:
+	case t.unpriced == nil && t.fit(e.lim.TokenBurst):
 		return nil
 	}
 	capacity := e.lim.TokenBurst
@@ -68,6 +68,12 @@ func (l *Limiter) takeBuckets(ctx context.Context, req *portico.Request, e *entr
 	var waitUntil time.Duration
 	for {
 		ok, wait, which, tooLarge := e.take(now, t.reserve, h, l.lead)
+		if tooLarge && t.fit(e.lim.TokenBurst) { // only a learned scale put it over
+			if h != nil {
+				h.tokens = float64(t.reserve)
+			}
+			continue
+		}
 		if ok {
 			e.unhold(h)
 			if l.cfg.Concurrency != nil {

@@ -107,7 +107,9 @@ type Limits struct {
 	// TokenBurst is the token bucket's capacity b, in tokens: no call whose
 	// N_in + N_max exceeds it can ever be admitted, and such a call is
 	// refused at once with a [portico.Incompatible] error wrapping a
-	// [*CapacityError] (a route with a larger bucket may serve it). 0 means
+	// [*CapacityError] (a route with a larger bucket may serve it). An
+	// estimate over it by a [portico.Scaled] Estimator's learned scale
+	// alone reserves the whole bucket instead (see [Limiter.Wrap]). 0 means
 	// Tokens.
 	TokenBurst int
 	// Period is the time Requests and Tokens refer to. 0 means one minute

@@ -84,7 +84,11 @@ func New(cfg Config) (*Limiter, error) {
 //
 //   - Incompatible wrapping a [*CapacityError] ([ErrOverCapacity]) when
 //     N_in + N_max exceeds the token bucket's capacity (at once, or when
-//     [Limiter.SetLimit] lowers it under a waiting call);
+//     [Limiter.SetLimit] lowers it under a waiting call), unless only the
+//     Estimator's learned scale puts it over: when it is [portico.Scaled]
+//     and its unscaled estimate fits, the call reserves the whole bucket
+//     instead, and settles on its usage (a calibration never turns a call
+//     into a permanent refusal);
 //   - Permanent wrapping [ErrBadRequest] when the call cannot be priced;
 //   - RateLimited wrapping [ErrLimited], RetryAfter the exact wait that
 //     would admit the call, when a bucket refuses;
@@ -132,6 +136,11 @@ type ticket struct {
 	granted  time.Duration
 	inflight int
 	read     time.Duration
+	// base is the need on the Estimator's unscaled estimate when it is
+	// [portico.Scaled] and the reserve exceeds the least capacity in force
+	// at pricing, else 0; est is the Estimator's N_in when fit lowered
+	// in, else 0 (the observer learns from the estimate it gave).
+	base, est int
 }
 
 // reader times the caller's OnChunk on a streamed call for a Concurrency:
@@ -199,7 +208,7 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 		t.read = time.Duration(rd.held.Load())
 	}
 	l.complete(&t, resp, err, false)
-	l.observe(req, t.in, resp)
+	l.observe(req, cmp.Or(t.est, t.in), resp) // the Estimator's own estimate
 	return resp, err
 }
 
@@ -224,15 +233,54 @@ func (l *Limiter) price(req *portico.Request, p *pricing, t *ticket) error {
 	if nIn < 0 {
 		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative input token estimate", NotSent: true, Err: ErrBadRequest}
 	}
+	if nIn > p.least || nMax > p.least-nIn { // over some key's capacity: rare
+		t.base = l.unscaled(req, nMax)
+	}
 	if nIn > burst || nMax > burst-nIn {
 		t.in, t.max, t.reserve = nIn, nMax, math.MaxInt
 		if nMax <= math.MaxInt-nIn {
 			t.reserve = nIn + nMax
 		}
+		if t.fit(burst) {
+			return nil
+		}
 		return l.overCapacity(req.Model, nIn, nMax, burst)
 	}
 	t.in, t.max, t.reserve = nIn, nMax, nIn+nMax
 	return nil
+}
+
+// unscaled returns req's need N_in + N_max on the Estimator's unscaled
+// estimate when it is [portico.Scaled] (0 otherwise, or when it cannot be
+// priced). Only a call over some key's capacity asks it.
+func (l *Limiter) unscaled(req *portico.Request, nMax int) int {
+	s, ok := l.cfg.Estimator.(portico.Scaled)
+	if !ok {
+		return 0
+	}
+	in := s.BaseInputTokens(req)
+	if in < 0 || nMax > math.MaxInt-in {
+		return 0
+	}
+	return in + nMax
+}
+
+// fit reports whether t's reserve fits a token bucket of the given
+// capacity, lowering it to the capacity first when only the Estimator's
+// learned scale puts it over: a calibration never makes a call that its
+// unscaled estimate fits a permanent refusal (see [portico.Scaled]). The
+// call then reserves the whole bucket, capacity - N_max of it as N_in,
+// and settles on its usage as any call does.
+func (t *ticket) fit(capacity int) bool {
+	if t.reserve <= capacity {
+		return true
+	}
+	if t.base <= 0 || t.base > capacity {
+		return false
+	}
+	t.est = cmp.Or(t.est, t.in)
+	t.in, t.reserve = capacity-t.max, capacity
+	return true
 }
 
 // tierLimits are one tier's limits, replaced by SetTierLimit.
@@ -251,6 +299,7 @@ type tierLimits struct {
 // without MaxOutputTokens (see Config.DefaultMaxTokens).
 type pricing struct {
 	burst  int
+	least  int // the least TokenBurst of the limits in force, > 0 when burst is
 	strict bool
 	def    int
 }
@@ -283,6 +332,9 @@ func (l *Limiter) reprice() {
 			continue
 		}
 		p.burst = max(p.burst, lim.TokenBurst)
+		if p.least == 0 || lim.TokenBurst < p.least {
+			p.least = lim.TokenBurst
+		}
 		if l.cfg.DefaultMaxTokens == 0 {
 			b := lim.TokenBurst
 			if sh.FailOpen {
