@@ -19,9 +19,16 @@ type Scaled interface {
 // (the innermost base's, when the base is [Scaled] too), so that a
 // learned ratio alone never makes a call too large for a limit (see
 // [Scaled]).
-func (e *Calibrated) BaseInputTokens(req *Request) int {
-	if s, ok := e.base.(Scaled); ok {
+func (e *Calibrated) BaseInputTokens(req *Request) int { return baseInputTokens(e.base, req) }
+
+// BaseInputTokens returns the viewed Estimator's unscaled estimate of
+// req: [EstimateOnly]'s view keeps the rule of [Scaled].
+func (v estimateOnly) BaseInputTokens(req *Request) int { return baseInputTokens(v.e, req) }
+
+// baseInputTokens returns e's estimate of req before any learned scale.
+func baseInputTokens(e Estimator, req *Request) int {
+	if s, ok := e.(Scaled); ok {
 		return s.BaseInputTokens(req)
 	}
-	return e.base.EstimateInputTokens(req)
+	return e.EstimateInputTokens(req)
 }
