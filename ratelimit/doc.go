@@ -48,7 +48,12 @@
 // request's: Permanent says the same request fails again anywhere, and
 // stops a fallback group, while another route with a larger bucket (a
 // bigger tier, another provider) can serve the call. Like Permanent,
-// Incompatible is never retried on the same route.
+// Incompatible is never retried on the same route. An estimate's learned
+// scale never causes that refusal: when the Estimator is [portico.Scaled]
+// (a [portico.Calibrated] one) and its unscaled N_in + N_max fits b, the
+// call reserves all of b instead and settles on its usage, as any
+// estimate does (TestScaledNeverRefusesForGood), since a refused call
+// teaches the calibration nothing and would be refused for good.
 //
 // # Refunds
 //
