@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/enum"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Mode says what a [Limiter] does with a call its buckets cannot admit now.
@@ -30,15 +31,9 @@ const (
 )
 
 // String returns "reject" or "wait".
-func (m Mode) String() string {
-	switch m {
-	case Reject:
-		return "reject"
-	case Wait:
-		return "wait"
-	}
-	return "Mode(" + strconv.Itoa(int(m)) + ")"
-}
+func (m Mode) String() string { return enum.Name(modeNames[:], m, "Mode") }
+
+var modeNames = [...]string{Reject: "reject", Wait: "wait"}
 
 // Order is the discipline of the waiting queue in front of the in-flight cap:
 // who goes first.
@@ -73,19 +68,9 @@ const (
 )
 
 // String returns "fcfs_call", "fcfs_program", "plas" or "atlas".
-func (o Order) String() string {
-	switch o {
-	case FCFSCall:
-		return "fcfs_call"
-	case FCFSProgram:
-		return "fcfs_program"
-	case PLAS:
-		return "plas"
-	case ATLAS:
-		return "atlas"
-	}
-	return "Order(" + strconv.Itoa(int(o)) + ")"
-}
+func (o Order) String() string { return enum.Name(orderNames[:], o, "Order") }
+
+var orderNames = [...]string{FCFSCall: "fcfs_call", FCFSProgram: "fcfs_program", PLAS: "plas", ATLAS: "atlas"}
 
 // Limits are the limits a [Limiter] applies to each key. They are given in
 // [Config] and can be changed live with [Limiter.SetLimit].
@@ -137,14 +122,13 @@ func (l Limits) norm(adaptive bool) (Limits, error) {
 	if l.Period < 0 {
 		return l, fmt.Errorf("ratelimit: negative Limits.Period (%v)", l.Period)
 	}
-	if l.Requests == 0 && l.Tokens == 0 && l.MaxInFlight == 0 && !adaptive {
-		return l, errors.New("ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight, or Config.Concurrency")
-	}
-	if l.RequestBurst > 0 && l.Requests == 0 {
-		return l, errors.New("ratelimit: Limits.RequestBurst without Requests")
-	}
-	if l.TokenBurst > 0 && l.Tokens == 0 {
-		return l, errors.New("ratelimit: Limits.TokenBurst without Tokens")
+	if err := rules.First(
+		rules.If(l.Requests == 0 && l.Tokens == 0 && l.MaxInFlight == 0 && !adaptive,
+			"ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight, or Config.Concurrency"),
+		rules.If(l.RequestBurst > 0 && l.Requests == 0, "ratelimit: Limits.RequestBurst without Requests"),
+		rules.If(l.TokenBurst > 0 && l.Tokens == 0, "ratelimit: Limits.TokenBurst without Tokens"),
+	); err != nil {
+		return l, err
 	}
 	l.Period = cmp.Or(l.Period, time.Minute)
 	l.RequestBurst, l.TokenBurst = cmp.Or(l.RequestBurst, l.Requests), cmp.Or(l.TokenBurst, l.Tokens)
@@ -421,32 +405,24 @@ func (c Config) norm() (Config, error) {
 // invalid, nil when none is.
 func (c *Config) check() error {
 	q := &c.Queue
-	for _, f := range []struct {
-		bad bool
-		msg string
-	}{
-		{c.DefaultMaxTokens < RequireMaxTokens, "negative Config.DefaultMaxTokens other than RequireMaxTokens"},
-		{c.MaxWait < 0, "negative Config.MaxWait"},
-		{q.Size < 0, "negative Config.Queue.Size"},
-		{q.Size > 0 && c.MaxInFlight == 0 && c.Concurrency == nil, "Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency"},
-		{c.Mode > Wait, "unknown Config.Mode " + c.Mode.String()},
-		{q.Order > ATLAS, "unknown Config.Queue.Order " + q.Order.String()},
-		{q.PLAS.Quantum < 0, "negative Config.Queue.PLAS.Quantum"},
-		{q.PLAS.Levels < 0, "negative Config.Queue.PLAS.Levels"},
-		{!(q.PLAS.Starvation >= 0), "negative or NaN Config.Queue.PLAS.Starvation"},
-		{q.ProgramTTL < 0, "negative Config.Queue.ProgramTTL"},
-		{q.Aging < 0, "negative Config.Queue.Aging"},
-		{c.Reserve < 0, "negative Config.Reserve"},
-		{c.Reserve > 0 && c.MaxInFlight == 0 && c.Concurrency == nil && !c.derived, "Config.Reserve without Limits.MaxInFlight or Config.Concurrency"},
-		{c.MaxProviderHold < 0, "negative Config.MaxProviderHold"},
-		{c.RefusedBy != portico.NotRefused && c.RefusedBy != portico.ClientLimit && c.RefusedBy != portico.RouteLimit,
-			"Config.RefusedBy " + c.RefusedBy.String() + " is neither portico.ClientLimit nor portico.RouteLimit"},
-	} {
-		if f.bad {
-			return errors.New("ratelimit: " + f.msg)
-		}
-	}
-	return nil
+	return rules.First(
+		rules.If(c.DefaultMaxTokens < RequireMaxTokens, "ratelimit: negative Config.DefaultMaxTokens other than RequireMaxTokens"),
+		rules.If(c.MaxWait < 0, "ratelimit: negative Config.MaxWait"),
+		rules.If(q.Size < 0, "ratelimit: negative Config.Queue.Size"),
+		rules.If(q.Size > 0 && c.MaxInFlight == 0 && c.Concurrency == nil, "ratelimit: Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency"),
+		rules.If(c.Mode > Wait, "ratelimit: unknown Config.Mode "+c.Mode.String()),
+		rules.If(q.Order > ATLAS, "ratelimit: unknown Config.Queue.Order "+q.Order.String()),
+		rules.If(q.PLAS.Quantum < 0, "ratelimit: negative Config.Queue.PLAS.Quantum"),
+		rules.If(q.PLAS.Levels < 0, "ratelimit: negative Config.Queue.PLAS.Levels"),
+		rules.If(!(q.PLAS.Starvation >= 0), "ratelimit: negative or NaN Config.Queue.PLAS.Starvation"),
+		rules.If(q.ProgramTTL < 0, "ratelimit: negative Config.Queue.ProgramTTL"),
+		rules.If(q.Aging < 0, "ratelimit: negative Config.Queue.Aging"),
+		rules.If(c.Reserve < 0, "ratelimit: negative Config.Reserve"),
+		rules.If(c.Reserve > 0 && c.MaxInFlight == 0 && c.Concurrency == nil && !c.derived, "ratelimit: Config.Reserve without Limits.MaxInFlight or Config.Concurrency"),
+		rules.If(c.MaxProviderHold < 0, "ratelimit: negative Config.MaxProviderHold"),
+		rules.If(c.RefusedBy != portico.NotRefused && c.RefusedBy != portico.ClientLimit && c.RefusedBy != portico.RouteLimit,
+			"ratelimit: Config.RefusedBy "+c.RefusedBy.String()+" is neither portico.ClientLimit nor portico.RouteLimit"),
+	)
 }
 
 // fill sets c's zero fields to their defaults.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/enum"
 	"github.com/portico-llm/portico/internal/mono"
 )
 
@@ -40,17 +40,9 @@ const (
 )
 
 // String returns "auto", "strict" or "leased".
-func (s Sharing) String() string {
-	switch s {
-	case Auto:
-		return "auto"
-	case Strict:
-		return "strict"
-	case Leased:
-		return "leased"
-	}
-	return "Sharing(" + strconv.Itoa(int(s)) + ")"
-}
+func (s Sharing) String() string { return enum.Name(sharingNames[:], s, "Sharing") }
+
+var sharingNames = [...]string{Auto: "auto", Strict: "strict", Leased: "leased"}
 
 // Grant is an amount of a key's two buckets: requests and tokens.
 type Grant struct {

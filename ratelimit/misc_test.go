@@ -18,7 +18,8 @@ import (
 func TestStrings(t *testing.T) {
 	for _, tt := range []struct{ got, want string }{
 		{Reject.String(), "reject"}, {Wait.String(), "wait"}, {Mode(9).String(), "Mode(9)"},
-		{FCFSCall.String(), "fcfs_call"}, {FCFSProgram.String(), "fcfs_program"}, {PLAS.String(), "plas"}, {Order(7).String(), "Order(7)"},
+		{FCFSCall.String(), "fcfs_call"}, {FCFSProgram.String(), "fcfs_program"}, {PLAS.String(), "plas"}, {ATLAS.String(), "atlas"}, {Order(7).String(), "Order(7)"},
+		{Auto.String(), "auto"}, {Strict.String(), "strict"}, {Leased.String(), "leased"}, {Sharing(7).String(), "Sharing(7)"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("String() = %q, want %q", tt.got, tt.want)
