@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -24,17 +25,31 @@ type span struct {
 
 // worst returns the largest excess of net admitted tokens over b + r*dt
 // over every interval [S, E] that starts at an admission's from and ends
-// at one's to. Only admissions that lie wholly inside [S, E] are counted,
-// and every refund that may lie inside is subtracted, so the net counted
-// is at most the net admitted in [S, E] by the server's clock, whatever
-// the order within each span: a correct limiter never exceeds 0.
-func worst(adm, ref []span, b, r float64) float64 {
+// at one's to (see worstCharged, with no surcharges).
+func worst(adm, ref []span, b, r float64) float64 { return worstCharged(adm, nil, ref, b, r) }
+
+// worstCharged returns the largest excess of net admitted tokens over
+// b + r*dt over every interval [S, E] that starts at an admission's from
+// and ends at one's to. Only admissions that lie wholly inside [S, E] are
+// counted, with the surcharges (sur) that lie inside and end before one
+// of those admissions began, and every refund that may lie inside is
+// subtracted, so the net counted is at most the net admitted in [S, E] by
+// the server's clock, whatever the order within each span: a correct
+// limiter never exceeds 0. A surcharge counts only when the server applied
+// it before an admission counted: the bound (ratelimit's The bound with
+// refunds) sums the events up to the interval's last admission, whose
+// level is >= 0; a surcharge after it takes the level below 0, by up to
+// the surcharge, which no admission can prevent (the call already used
+// the tokens) and which delays the next admissions instead.
+func worstCharged(adm, sur, ref []span, b, r float64) float64 {
 	slices.SortFunc(adm, func(x, y span) int { return x.to.Compare(y.to) })
+	slices.SortFunc(sur, func(x, y span) int { return x.to.Compare(y.to) })
 	slices.SortFunc(ref, func(x, y span) int { return x.from.Compare(y.from) })
 	excess := -b
 	for _, s := range adm {
 		S := s.from
-		net, j := 0.0, 0
+		net, j, k := 0.0, 0, 0
+		var last time.Time      // the latest from of an admission counted
 		for _, e := range adm { // by increasing end: E = e.to
 			for j < len(ref) && !ref[j].from.After(e.to) {
 				if !ref[j].to.Before(S) {
@@ -46,6 +61,15 @@ func worst(adm, ref []span, b, r float64) float64 {
 				continue
 			}
 			net += e.tokens
+			if e.from.After(last) {
+				last = e.from
+			}
+			for k < len(sur) && !sur[k].to.After(last) {
+				if !sur[k].from.Before(S) {
+					net += sur[k].tokens
+				}
+				k++
+			}
 			excess = max(excess, net-b-r*e.to.Sub(S).Seconds())
 		}
 	}
@@ -147,4 +171,29 @@ func run10(t *testing.T, store func(prefix string) ratelimit.Store, mode ratelim
 	}
 	wg.Wait()
 	return adm, ref
+}
+
+// TestWorstChargedSurcharges: worstCharged counts a surcharge only before
+// an admission it counts. b = 10 tokens, r = 1 token per ms. A correct
+// bucket admits 10 at 0.05 ms (from 0, its call returned at 1 ms) and
+// then applies a surcharge of 5 at 0.2 ms (queued at 0.15, replied at
+// 0.3): the level goes to -4.8, which no limiter prevents; counting that
+// surcharge, as an admission, would make the check fail by 4 tokens over
+// [0, 1 ms] (10 + 5 > 10 + 1). A bucket that ignored the surcharge and
+// admitted 1 more at 1 ms (from 0.9, to 1.1) is still caught: the
+// surcharge came before that admission began, 16 > 10 + 1.1.
+func TestWorstChargedSurcharges(t *testing.T) {
+	at := func(ms float64) time.Time { return time.Unix(0, 0).Add(time.Duration(ms * float64(time.Millisecond))) }
+	sur := []span{{at(0.15), at(0.3), 5}}
+	correct := []span{{at(0), at(1), 10}}
+	if got := worstCharged(correct, sur, nil, 10, 1000); math.Abs(got-(-1)) > 1e-9 {
+		t.Errorf("correct bucket: worst excess %.3f tokens, want -1", got)
+	}
+	if got := worst(append(slices.Clone(correct), sur...), nil, 10, 1000); math.Abs(got-4) > 1e-9 {
+		t.Errorf("the surcharge counted as an admission: worst excess %.3f tokens, want 4", got)
+	}
+	loose := []span{{at(0), at(0.1), 10}, {at(0.9), at(1.1), 1}}
+	if got := worstCharged(loose, sur, nil, 10, 1000); math.Abs(got-4.9) > 1e-9 {
+		t.Errorf("bucket ignoring the surcharge: worst excess %.3f tokens, want 4.9", got)
+	}
 }

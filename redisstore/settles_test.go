@@ -28,8 +28,9 @@ import (
 // the Limiters fail closed; one instance "crashes" at 300 ms with its
 // queue unsent. Each settle is counted when the server's reply came (the
 // Store's hook), a settle lost not at all: over every interval the
-// events the server applied (admissions, surcharges wholly inside,
-// refunds that may lie inside) stay within b + r*dt, plus b after the
+// events the server applied (admissions, surcharges wholly inside and
+// before an admission counted, refunds that may lie inside: see
+// worstCharged) stay within b + r*dt, plus b after the
 // kill (the server restarted full). What the crashed instance and the
 // failed scripts lost is reported: refunds (stricter) and surcharges (the
 // allowance against the calls' own use). Each fault runs twice: the
@@ -83,7 +84,7 @@ func settlesLateOrNever(t *testing.T, admission bool) {
 			srv := redistest.Start(t)
 			p := srv.Proxy(t)
 			var mu sync.Mutex
-			var adm, ref []span
+			var adm, sur, ref []span
 			var made, appliedSur, appliedRef, madeSur, madeRef float64
 			hook := func(_ string, tokens float64, queued, applied time.Time) {
 				mu.Lock()
@@ -102,7 +103,7 @@ func settlesLateOrNever(t *testing.T, admission bool) {
 					ref = append(ref, span{queued, applied, tokens})
 					appliedRef += tokens
 				} else {
-					adm = append(adm, span{queued, applied, -tokens}) // a surcharge adds, counted wholly inside
+					sur = append(sur, span{queued, applied, -tokens}) // a surcharge adds: see worstCharged
 					appliedSur -= tokens
 				}
 			}
@@ -165,7 +166,7 @@ func settlesLateOrNever(t *testing.T, admission bool) {
 				ins[i].s.flush()
 			}
 			mu.Lock()
-			adm, ref, madeRef, madeSur, appliedRef, appliedSur = nil, nil, 0, 0, 0, 0
+			adm, sur, ref, madeRef, madeSur, appliedRef, appliedSur = nil, nil, nil, 0, 0, 0, 0
 			mu.Unlock()
 			time.Sleep(time.Second * b / perSec) // the bucket full again
 			start := time.Now()
@@ -204,7 +205,7 @@ func settlesLateOrNever(t *testing.T, admission bool) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			ex := worst(adm, ref, b, perSec)
+			ex := worstCharged(adm, sur, ref, b, perSec)
 			t.Logf("%s: %v calls; refunds %.0f made, %.0f applied; surcharges %.0f made, %.0f applied (lost: the allowance); worst excess over b + r*dt %.3f tokens (allowed %v)",
 				tc.name, made, madeRef, appliedRef, madeSur, appliedSur, ex, tc.lost)
 			if ex > tc.lost+1e-3 {
