@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/enum"
 	"github.com/portico-llm/portico/internal/failopen"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Schedule chooses how the wait before each retry is drawn.
@@ -39,19 +41,9 @@ const (
 )
 
 // String returns "full_jitter", "decorrelated_jitter", "exponential" or "immediate".
-func (b Schedule) String() string {
-	switch b {
-	case FullJitter:
-		return "full_jitter"
-	case DecorrelatedJitter:
-		return "decorrelated_jitter"
-	case Exponential:
-		return "exponential"
-	case Immediate:
-		return "immediate"
-	}
-	return "Schedule(" + strconv.Itoa(int(b)) + ")"
-}
+func (b Schedule) String() string { return enum.Name(scheduleNames[:], b, "Schedule") }
+
+var scheduleNames = [...]string{FullJitter: "full_jitter", DecorrelatedJitter: "decorrelated_jitter", Exponential: "exponential", Immediate: "immediate"}
 
 // Defaults used for zero [Config] fields.
 const (
@@ -403,17 +395,19 @@ func (c *Config) check() error {
 			return errors.New("retry: negative Config." + d.name + " (" + d.v.String() + ")")
 		}
 	}
-	if r := to.MinRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-		return errors.New("retry: Config.Timeouts.MinRate is not a finite rate >= 0 (" + strconv.FormatFloat(r, 'g', -1, 64) + ")")
+	r := to.MinRate
+	if err := rules.First(
+		rules.If(r < 0 || math.IsNaN(r) || math.IsInf(r, 0),
+			"retry: Config.Timeouts.MinRate is not a finite rate >= 0 ("+strconv.FormatFloat(r, 'g', -1, 64)+")"),
+		rules.If(to.RateWindow > 0 && to.MinRate == 0, "retry: Config.Timeouts.RateWindow set without MinRate"),
+		rules.If(c.MaxAttempts < 0, "retry: negative Config.MaxAttempts ("+strconv.Itoa(c.MaxAttempts)+")"),
+	); err != nil {
+		return err
 	}
-	switch {
-	case to.RateWindow > 0 && to.MinRate == 0:
-		return errors.New("retry: Config.Timeouts.RateWindow set without MinRate")
-	case c.MaxAttempts < 0:
-		return errors.New("retry: negative Config.MaxAttempts (" + strconv.Itoa(c.MaxAttempts) + ")")
-	case c.Bounds.check() != nil:
-		return c.Bounds.check()
-	case bo.Schedule > Immediate:
+	if err := c.Bounds.check(); err != nil {
+		return err
+	}
+	if bo.Schedule > Immediate {
 		return errors.New("retry: unknown Config.Backoff.Schedule " + bo.Schedule.String())
 	}
 	return c.Budget.check()

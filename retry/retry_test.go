@@ -707,3 +707,13 @@ func TestMaxWaitCapsRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// Each Schedule is named, and a value past Immediate says its number.
+func TestScheduleString(t *testing.T) {
+	for s, want := range map[Schedule]string{FullJitter: "full_jitter", DecorrelatedJitter: "decorrelated_jitter",
+		Exponential: "exponential", Immediate: "immediate", Immediate + 1: "Schedule(4)"} {
+		if got := s.String(); got != want {
+			t.Errorf("Schedule(%d).String() = %q, want %q", int(s), got, want)
+		}
+	}
+}
