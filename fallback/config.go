@@ -12,6 +12,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
+	"github.com/portico-llm/portico/internal/enum"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -35,17 +36,9 @@ const (
 )
 
 // String returns "any", "other_provider" or "other_region".
-func (i Independence) String() string {
-	switch i {
-	case AnyRoute:
-		return "any"
-	case OtherProvider:
-		return "other_provider"
-	case OtherRegion:
-		return "other_region"
-	}
-	return "Independence(" + strconv.Itoa(int(i)) + ")"
-}
+func (i Independence) String() string { return enum.Name(independenceNames[:], i, "Independence") }
+
+var independenceNames = [...]string{AnyRoute: "any", OtherProvider: "other_provider", OtherRegion: "other_region"}
 
 // Defaults of the deadline split, after an example of an 8 s deadline: 300 ms
 // kept for the gateway and validation, 4.5 s for the primary (9/16 of 8 s),

@@ -35,3 +35,13 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("Validate(Share 1) = %v, want nil", err)
 	}
 }
+
+// Each Independence is named, and a value past OtherRegion says its number.
+func TestIndependenceString(t *testing.T) {
+	for i, want := range map[Independence]string{AnyRoute: "any", OtherProvider: "other_provider",
+		OtherRegion: "other_region", 9: "Independence(9)"} {
+		if got := i.String(); got != want {
+			t.Errorf("Independence(%d).String() = %q, want %q", int(i), got, want)
+		}
+	}
+}
