@@ -3,6 +3,7 @@ package route
 import (
 	"container/list"
 	"fmt"
+	"github.com/portico-llm/portico/internal/rules"
 	"sync"
 )
 
@@ -34,13 +35,10 @@ type Affinity struct {
 // MaxSessions (zero means the default; any positive value is usable).
 // [NewBalancer] calls it and returns its error.
 func (s Affinity) Validate() error {
-	switch {
-	case s.ShortTokens < 0:
-		return fmt.Errorf("route: Affinity negative ShortTokens %d", s.ShortTokens)
-	case s.MaxSessions < 0:
-		return fmt.Errorf("route: Affinity negative MaxSessions %d", s.MaxSessions)
-	}
-	return nil
+	return rules.First(
+		rules.If(s.ShortTokens < 0, fmt.Sprintf("route: Affinity negative ShortTokens %d", s.ShortTokens)),
+		rules.If(s.MaxSessions < 0, fmt.Sprintf("route: Affinity negative MaxSessions %d", s.MaxSessions)),
+	)
 }
 
 // NewPicker returns Affinity's picker over replicas. Short calls take no lock

@@ -9,6 +9,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/cut"
+	"github.com/portico-llm/portico/internal/enum"
 )
 
 // Acceptor is a cascade step's acceptance scorer g(x, y) (FrugalGPT): how
@@ -44,15 +45,9 @@ const (
 )
 
 // String returns "last" or "error".
-func (e NoneAccepted) String() string {
-	switch e {
-	case NoneAcceptedLast:
-		return "last"
-	case NoneAcceptedError:
-		return "error"
-	}
-	return "NoneAccepted(" + strconv.Itoa(int(e)) + ")"
-}
+func (e NoneAccepted) String() string { return enum.Name(noneAcceptedNames[:], e, "NoneAccepted") }
+
+var noneAcceptedNames = [...]string{NoneAcceptedLast: "last", NoneAcceptedError: "error"}
 
 // CascadeConfig configures a [Cascade].
 type CascadeConfig struct {

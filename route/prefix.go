@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico/internal/mono"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // PrefixAware is the [Strategy] of Preble's E2 rule (Srivatsa et al.,
@@ -52,21 +53,15 @@ type PrefixAware struct {
 // of 2^31 or more. [NewBalancer] calls it and returns its error.
 func (s PrefixAware) Validate() error {
 	finite := func(x float64) bool { return x >= 0 && !math.IsInf(x, 1) } // false for NaN
-	switch {
-	case s.BlockBytes < 0 || s.BlockBytes > math.MaxInt32:
-		return fmt.Errorf("route: PrefixAware BlockBytes %d outside [0, 2^31)", s.BlockBytes)
-	case s.MaxBlocks < 0 || s.MaxBlocks > math.MaxInt32:
-		return fmt.Errorf("route: PrefixAware MaxBlocks %d outside [0, 2^31)", s.MaxBlocks)
-	case s.Window < 0:
-		return fmt.Errorf("route: PrefixAware negative Window %v", s.Window)
-	case !finite(s.BytesPerToken):
-		return fmt.Errorf("route: PrefixAware BytesPerToken %v must be finite and >= 0", s.BytesPerToken)
-	case !finite(s.DecodeWeight):
-		return fmt.Errorf("route: PrefixAware DecodeWeight %v must be finite and >= 0", s.DecodeWeight)
-	case !finite(s.RebalanceFactor) || (s.RebalanceFactor > 0 && s.RebalanceFactor < 1):
-		return fmt.Errorf("route: PrefixAware RebalanceFactor %v must be 0 (the default) or finite and >= 1", s.RebalanceFactor)
-	}
-	return nil
+	return rules.First(
+		rules.If(s.BlockBytes < 0 || s.BlockBytes > math.MaxInt32, fmt.Sprintf("route: PrefixAware BlockBytes %d outside [0, 2^31)", s.BlockBytes)),
+		rules.If(s.MaxBlocks < 0 || s.MaxBlocks > math.MaxInt32, fmt.Sprintf("route: PrefixAware MaxBlocks %d outside [0, 2^31)", s.MaxBlocks)),
+		rules.If(s.Window < 0, fmt.Sprintf("route: PrefixAware negative Window %v", s.Window)),
+		rules.If(!finite(s.BytesPerToken), fmt.Sprintf("route: PrefixAware BytesPerToken %v must be finite and >= 0", s.BytesPerToken)),
+		rules.If(!finite(s.DecodeWeight), fmt.Sprintf("route: PrefixAware DecodeWeight %v must be finite and >= 0", s.DecodeWeight)),
+		rules.If(!finite(s.RebalanceFactor) || (s.RebalanceFactor > 0 && s.RebalanceFactor < 1),
+			fmt.Sprintf("route: PrefixAware RebalanceFactor %v must be 0 (the default) or finite and >= 1", s.RebalanceFactor)),
+	)
 }
 
 // NewPicker returns the E2 picker over replicas. Each pick hashes the prompt
