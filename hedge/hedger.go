@@ -3,11 +3,11 @@ package hedge
 import (
 	"cmp"
 	"context"
-	"errors"
 	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/due"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Defaults used for zero [Config] fields.
@@ -79,13 +79,12 @@ type Hedger struct {
 // "hedge:" and naming the field for a negative Delay or MaxInFlight, or a
 // Percentile outside [0, 1).
 func New(cfg Config) (*Hedger, error) {
-	switch {
-	case cfg.Delay < 0:
-		return nil, errors.New("hedge: negative Config.Delay")
-	case cfg.MaxInFlight < 0:
-		return nil, errors.New("hedge: negative Config.MaxInFlight")
-	case !(cfg.Percentile >= 0 && cfg.Percentile < 1):
-		return nil, errors.New("hedge: Config.Percentile outside [0, 1)")
+	if err := rules.First(
+		rules.If(cfg.Delay < 0, "hedge: negative Config.Delay"),
+		rules.If(cfg.MaxInFlight < 0, "hedge: negative Config.MaxInFlight"),
+		rules.If(!(cfg.Percentile >= 0 && cfg.Percentile < 1), "hedge: Config.Percentile outside [0, 1)"),
+	); err != nil {
+		return nil, err
 	}
 	h := &Hedger{fixed: cfg.Delay, percentile: cfg.Percentile, maxInFlight: cmp.Or(cfg.MaxInFlight, DefaultMaxInFlight),
 		budget: cfg.Budget, dest: cfg.Destination, cost: cfg.Cost}
