@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // DefaultTTL is the lease TTL of a Config whose TTL is zero.
@@ -73,19 +74,15 @@ func New(cfg Config) (*Caps, error) {
 	if cfg.Renew == 0 {
 		cfg.Renew = cfg.TTL / 3
 	}
-	switch {
-	case cfg.Max <= 0:
-		return nil, errors.New("inflight: Config.Max must be positive")
-	case cfg.Reserve < 0:
-		return nil, errors.New("inflight: negative Config.Reserve")
-	case cfg.TTL < 0:
-		return nil, errors.New("inflight: negative Config.TTL")
-	case cfg.Renew <= 0 || cfg.Renew >= cfg.TTL:
-		return nil, errors.New("inflight: Config.Renew must be positive and below TTL")
-	case cfg.Shared.FailOpen && cfg.Shared.Instances <= 0:
-		return nil, errors.New("inflight: Config.Shared.FailOpen needs Shared.Instances > 0")
-	case !cfg.Shared.FailOpen && cfg.Shared.Instances != 0:
-		return nil, errors.New("inflight: Config.Shared.Instances without FailOpen")
+	if err := rules.First(
+		rules.If(cfg.Max <= 0, "inflight: Config.Max must be positive"),
+		rules.If(cfg.Reserve < 0, "inflight: negative Config.Reserve"),
+		rules.If(cfg.TTL < 0, "inflight: negative Config.TTL"),
+		rules.If(cfg.Renew <= 0 || cfg.Renew >= cfg.TTL, "inflight: Config.Renew must be positive and below TTL"),
+		rules.If(cfg.Shared.FailOpen && cfg.Shared.Instances <= 0, "inflight: Config.Shared.FailOpen needs Shared.Instances > 0"),
+		rules.If(!cfg.Shared.FailOpen && cfg.Shared.Instances != 0, "inflight: Config.Shared.Instances without FailOpen"),
+	); err != nil {
+		return nil, err
 	}
 	if cfg.Key == nil {
 		cfg.Key = ByClient
