@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"cmp"
+	"github.com/portico-llm/portico/internal/rules"
 	"math"
 	"time"
 )
@@ -52,13 +53,10 @@ type AIMD struct {
 }
 
 func (a AIMD) validate() error {
-	if a.Backoff != 0 && !(a.Backoff >= 0.5 && a.Backoff < 1) {
-		return errf("AIMD.Backoff must be in [0.5, 1)")
-	}
-	if a.Timeout < 0 {
-		return errf("negative AIMD.Timeout")
-	}
-	return nil
+	return rules.First(
+		rules.If(a.Backoff != 0 && !(a.Backoff >= 0.5 && a.Backoff < 1), "adaptive: AIMD.Backoff must be in [0.5, 1)"),
+		rules.If(a.Timeout < 0, "adaptive: negative AIMD.Timeout"),
+	)
 }
 
 func (a AIMD) update(_ *state, limit float64, w window) float64 {
@@ -184,17 +182,13 @@ type Gradient2 struct {
 }
 
 func (g Gradient2) validate() error {
-	switch {
-	case g.Tolerance != 0 && !(g.Tolerance >= 1) || math.IsInf(g.Tolerance, 0):
-		return errf("Gradient2.Tolerance must be a finite number of at least 1")
-	case g.Smoothing != 0 && !(g.Smoothing > 0 && g.Smoothing <= 1):
-		return errf("Gradient2.Smoothing must be in (0, 1]")
-	case g.QueueSize < 0:
-		return errf("negative Gradient2.QueueSize")
-	case g.LongWindow < 0:
-		return errf("negative Gradient2.LongWindow")
-	}
-	return nil
+	return rules.First(
+		rules.If(g.Tolerance != 0 && !(g.Tolerance >= 1) || math.IsInf(g.Tolerance, 0),
+			"adaptive: Gradient2.Tolerance must be a finite number of at least 1"),
+		rules.If(g.Smoothing != 0 && !(g.Smoothing > 0 && g.Smoothing <= 1), "adaptive: Gradient2.Smoothing must be in (0, 1]"),
+		rules.If(g.QueueSize < 0, "adaptive: negative Gradient2.QueueSize"),
+		rules.If(g.LongWindow < 0, "adaptive: negative Gradient2.LongWindow"),
+	)
 }
 
 func (g Gradient2) update(st *state, limit float64, w window) float64 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Defaults used for zero [Config] fields: Netflix concurrency-limits'
@@ -81,11 +82,11 @@ func New(cfg Config) (*Limit, error) {
 	if err := cfg.Algorithm.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Initial < 0 || cfg.Min < 0 || cfg.Max < 0 || cfg.Window < 0 {
-		return nil, errf("negative Config.Initial, Min, Max or Window")
-	}
-	if cfg.Window > maxWindow {
-		return nil, errf("Config.Window above 1000")
+	if err := rules.First(
+		rules.If(cfg.Initial < 0 || cfg.Min < 0 || cfg.Max < 0 || cfg.Window < 0, "adaptive: negative Config.Initial, Min, Max or Window"),
+		rules.If(cfg.Window > maxWindow, "adaptive: Config.Window above 1000"),
+	); err != nil {
+		return nil, err
 	}
 	l := &Limit{alg: cfg.Algorithm, min: float64(cmp.Or(cfg.Min, DefaultMin)),
 		max: float64(cmp.Or(cfg.Max, DefaultMax)), window: uint64(cmp.Or(cfg.Window, DefaultWindow))}
