@@ -3,7 +3,6 @@ package stack
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // DefaultProbeInterval is the Interval of a [Probe] whose Interval is zero.
@@ -76,11 +76,12 @@ type probed struct {
 
 // check returns why p cannot be used, or nil.
 func (p *Probe) check() error {
-	switch {
-	case p.Request == nil:
-		return errors.New("stack: Config.Probe.Request is nil")
-	case p.Interval < 0 || p.MaxPerInterval < 0 || p.Timeout < 0:
-		return errors.New("stack: Config.Probe: Interval, MaxPerInterval and Timeout must not be negative")
+	if err := rules.First(
+		rules.If(p.Request == nil, "stack: Config.Probe.Request is nil"),
+		rules.If(p.Interval < 0 || p.MaxPerInterval < 0 || p.Timeout < 0,
+			"stack: Config.Probe: Interval, MaxPerInterval and Timeout must not be negative"),
+	); err != nil {
+		return err
 	}
 	if err := p.Request.Validate(); err != nil {
 		return fmt.Errorf("stack: Config.Probe.Request: %w", err)
