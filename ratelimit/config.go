@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -451,16 +452,14 @@ const maxTiers = 255
 // normTiers validates c.Tier and c.Tiers and normalizes a copy of Tiers,
 // in the order of their names so that the first error is always the same.
 func (c *Config) normTiers() error {
-	switch {
-	case c.Tier == nil && len(c.Tiers) > 0:
-		return errors.New("ratelimit: Config.Tiers without Config.Tier")
-	case c.Tier != nil && len(c.Tiers) == 0:
-		return errors.New("ratelimit: Config.Tier without Config.Tiers")
-	case len(c.Tiers) > maxTiers:
-		return fmt.Errorf("ratelimit: Config.Tiers has %d tiers, more than %d", len(c.Tiers), maxTiers)
-	}
-	if len(c.Tiers) == 0 {
-		return nil
+	err := rules.First(
+		rules.If(c.Tier == nil && len(c.Tiers) > 0, "ratelimit: Config.Tiers without Config.Tier"),
+		rules.If(c.Tier != nil && len(c.Tiers) == 0, "ratelimit: Config.Tier without Config.Tiers"),
+		rules.If(len(c.Tiers) > maxTiers,
+			"ratelimit: Config.Tiers has "+strconv.Itoa(len(c.Tiers))+" tiers, more than "+strconv.Itoa(maxTiers)),
+	)
+	if err != nil || len(c.Tiers) == 0 {
+		return err
 	}
 	tiers := make(map[string]Limits, len(c.Tiers))
 	for _, name := range slices.Sorted(maps.Keys(c.Tiers)) {
