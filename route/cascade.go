@@ -10,6 +10,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/cut"
 	"github.com/portico-llm/portico/internal/enum"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Acceptor is a cascade step's acceptance scorer g(x, y) (FrugalGPT): how
@@ -114,11 +115,12 @@ type Cascade struct {
 // ([portico.Capabilities.Validate]), steps are not in cost order, or Share
 // is outside [0, 1].
 func NewCascade(cfg CascadeConfig) (*Cascade, error) {
-	if len(cfg.Steps) == 0 {
-		return nil, errors.New("route: NewCascade needs at least one step")
-	}
-	if !(cfg.Share >= 0 && cfg.Share <= 1) {
-		return nil, errors.New("route: NewCascade CascadeConfig.Share " + strconv.FormatFloat(cfg.Share, 'g', -1, 64) + " is outside (0, 1]")
+	if err := rules.First(
+		rules.If(len(cfg.Steps) == 0, "route: NewCascade needs at least one step"),
+		rules.If(!(cfg.Share >= 0 && cfg.Share <= 1),
+			"route: NewCascade CascadeConfig.Share "+strconv.FormatFloat(cfg.Share, 'g', -1, 64)+" is outside (0, 1]"),
+	); err != nil {
+		return nil, err
 	}
 	if err := checkSteps(cfg.Steps); err != nil {
 		return nil, err

@@ -82,7 +82,16 @@ func TestCascadeShare(t *testing.T) {
 			})
 		})
 	}
-	if _, err := NewCascade(CascadeConfig{Share: 1.5, Steps: []Step{{Route: portico.Route{Name: "a", Model: answer("ok", portico.Usage{}, nil)}}}}); err == nil {
-		t.Error("NewCascade with Share 1.5 = nil error, want one")
+	one := []Step{{Route: portico.Route{Name: "a", Model: answer("ok", portico.Usage{}, nil)}}}
+	for _, c := range []struct {
+		cfg  CascadeConfig
+		want string
+	}{
+		{CascadeConfig{Share: 1.5, Steps: one}, "route: NewCascade CascadeConfig.Share 1.5 is outside (0, 1]"},
+		{CascadeConfig{Share: 1.5}, "route: NewCascade needs at least one step"},
+	} {
+		if _, err := NewCascade(c.cfg); err == nil || err.Error() != c.want {
+			t.Errorf("NewCascade(%+v) = %v, want %q", c.cfg, err, c.want)
+		}
 	}
 }
