@@ -167,31 +167,46 @@ func (s *Store) applied(ops []pendingSettle, err error) {
 	}
 }
 
-// merge folds into one the settles of ops on one key that carry no
-// provider view, have the same limits and move the level the same way
-// (all refunds, or all surcharges), and returns the settles left, in
-// order. One script applies a batch at one instant of the server's clock,
-// and two refunds capped at the burst (two surcharges floored at minus a
-// period's quota) leave the level where their sum does: the key ends
-// where the settles one by one would have left it, at the cost of one.
+// merge folds each settle of ops into the last settle before it on the
+// same key when both carry no provider view, have the same limits and
+// move the level the same way (both refunds, or both surcharges), and
+// returns the settles left, in order. One script applies a batch at one
+// instant of the server's clock, and two adjacent refunds capped at the
+// burst (two surcharges floored at minus a period's quota) leave the level
+// where their sum does: the key ends where the settles one by one would
+// have left it, at the cost of one. A settle is never folded past another
+// on its key: a surcharge moved ahead of a refund capped at the burst
+// would be forgiven in part.
 func merge(ops []pendingSettle) []pendingSettle {
 	out := ops[:0]
-next:
 	for _, op := range ops {
-		if op.nums[7] == 0 && op.nums[11] == 0 { // no view
-			for i := range out {
-				o := &out[i]
-				if o.key == op.key && o.nums[7] == 0 && o.nums[11] == 0 && [4]float64(o.nums[:4]) == [4]float64(op.nums[:4]) && o.nums[5] == op.nums[5] &&
-					(o.nums[4] > 0) == (op.nums[4] > 0) {
-					o.nums[4] += op.nums[4]
-					o.nums[15] += op.nums[15] // requests back: a sum capped at the burst, too
-					continue next
-				}
-			}
+		if o := lastOn(out, op.key); o != nil && foldable(o, &op) {
+			o.nums[4] += op.nums[4]
+			o.nums[15] += op.nums[15] // requests back: a sum capped at the burst, too
+			continue
 		}
 		out = append(out, op)
 	}
 	return out
+}
+
+// lastOn returns the last settle of ops on key, or nil.
+func lastOn(ops []pendingSettle, key string) *pendingSettle {
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].key == key {
+			return &ops[i]
+		}
+	}
+	return nil
+}
+
+// foldable reports whether op may be folded into o, the settle before it
+// on its key: neither carries a view, their limits are the same, and
+// they move the level the same way.
+func foldable(o, op *pendingSettle) bool {
+	noView := o.nums[7] == 0 && o.nums[11] == 0 && op.nums[7] == 0 && op.nums[11] == 0
+	return noView && [4]float64(o.nums[:4]) == [4]float64(op.nums[:4]) && o.nums[5] == op.nums[5] &&
+		(o.nums[4] > 0) == (op.nums[4] > 0)
 }
 
 // Close sends the settles queued and makes every later one synchronous

@@ -22,7 +22,7 @@ func TestMergeSettles(t *testing.T) {
 	want := []struct {
 		key    string
 		tokens float64
-	}{{"a", 12}, {"b", 4}, {"a", -5}, {"a", 4}, {"a", 1}}
+	}{{"a", 12}, {"b", 4}, {"a", -2}, {"a", 4}, {"a", 1}, {"a", -3}}
 	if len(got) != len(want) {
 		t.Fatalf("merge left %d settles, want %d: %+v", len(got), len(want), got)
 	}
@@ -30,5 +30,21 @@ func TestMergeSettles(t *testing.T) {
 		if got[i].key != w.key || got[i].nums[4] != w.tokens {
 			t.Errorf("settle %d = %s %v, want %s %v", i, got[i].key, got[i].nums[4], w.key, w.tokens)
 		}
+	}
+}
+
+// TestMergeNeverFoldsPastASettle: a surcharge, a refund and a surcharge on
+// one full bucket leave it 3 tokens down one by one; folding the second
+// surcharge into the first, ahead of the refund capped at the burst, would
+// leave it 1 token down, forgiving 2. Each stays its own settle.
+func TestMergeNeverFoldsPastASettle(t *testing.T) {
+	ops := make([]pendingSettle, 3)
+	for i, tokens := range []float64{-3, 5, -3} {
+		ops[i].key = "a"
+		ops[i].nums[0], ops[i].nums[1], ops[i].nums[4], ops[i].nums[5] = 10, 100, tokens, 6000
+	}
+	got := merge(ops)
+	if len(got) != 3 || got[0].nums[4] != -3 || got[1].nums[4] != 5 || got[2].nums[4] != -3 {
+		t.Errorf("merge(-3, +5, -3) = %+v, want the three settles unchanged", got)
 	}
 }
