@@ -13,6 +13,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/internal/enum"
+	"github.com/portico-llm/portico/internal/rules"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -214,6 +215,14 @@ func (c Config) normalize() (Config, error) {
 	if err := checkWeights(c.Weights, len(c.Routes)); err != nil {
 		return c, err
 	}
+	if err := rules.First(
+		rules.If(c.Share != 0 && !(c.Share > 0 && c.Share <= 1), fmt.Sprintf("fallback: Config.Share %v is outside (0, 1]", c.Share)),
+		rules.If(c.MaxCooldown < 0, "fallback: negative Config.MaxCooldown ("+c.MaxCooldown.String()+")"),
+		rules.If(c.Continuations < 0, "fallback: negative Config.Continuations ("+strconv.Itoa(c.Continuations)+")"),
+		rules.If(c.Independence > OtherRegion, "fallback: unknown Config.Independence "+c.Independence.String()),
+	); err != nil {
+		return c, err
+	}
 	if c.Policy == nil && c.Weights != nil {
 		c.Policy = rank.Split
 	}
@@ -221,24 +230,12 @@ func (c Config) normalize() (Config, error) {
 		c.Estimator = portico.DefaultEstimator
 	}
 	c.Share = cmp.Or(c.Share, DefaultShare)
-	if !(c.Share > 0 && c.Share <= 1) {
-		return c, fmt.Errorf("fallback: Config.Share %v is outside (0, 1]", c.Share)
-	}
 	c.Reserve = orDefault(c.Reserve, DefaultReserve, 0)
 	c.WaitInPlace = orDefault(c.WaitInPlace, DefaultWaitInPlace, -1)
 	c.MinAttempt = orDefault(c.MinAttempt, DefaultMinAttempt, 0)
 	c.FaultAfter = orDefault(c.FaultAfter, DefaultFaultAfter, 0)
-	if c.MaxCooldown < 0 {
-		return c, errors.New("fallback: negative Config.MaxCooldown (" + c.MaxCooldown.String() + ")")
-	}
 	c.MaxCooldown = orDefault(c.MaxCooldown, DefaultMaxCooldown, 0)
-	if c.Continuations < 0 {
-		return c, errors.New("fallback: negative Config.Continuations (" + strconv.Itoa(c.Continuations) + ")")
-	}
 	c.Continuations = cmp.Or(c.Continuations, DefaultContinuations)
-	if c.Independence > OtherRegion {
-		return c, errors.New("fallback: unknown Config.Independence " + c.Independence.String())
-	}
 	return c, nil
 }
 
@@ -268,13 +265,12 @@ func checkRoutes(routes []portico.Route) error {
 	}
 	seen := make(map[string]bool, len(routes))
 	for i, r := range routes {
-		switch {
-		case r.Name == "":
-			return errors.New("fallback: route " + strconv.Itoa(i) + " has no Name")
-		case portico.IsNil(r.Model):
-			return errors.New("fallback: route " + r.Name + " has a nil Model")
-		case seen[r.Name]:
-			return errors.New("fallback: route name " + r.Name + " is not unique")
+		if err := rules.First(
+			rules.If(r.Name == "", "fallback: route "+strconv.Itoa(i)+" has no Name"),
+			rules.If(portico.IsNil(r.Model), "fallback: route "+r.Name+" has a nil Model"),
+			rules.If(seen[r.Name], "fallback: route name "+r.Name+" is not unique"),
+		); err != nil {
+			return err
 		}
 		if err := r.Capabilities.Validate(); err != nil {
 			return fmt.Errorf("fallback: route %s: %w", r.Name, err)

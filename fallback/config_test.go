@@ -3,6 +3,7 @@ package fallback
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/portico-llm/portico"
 )
@@ -20,6 +21,13 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Routes: one, Share: 1.5}, "fallback: Config.Share 1.5 is outside (0, 1]"},
 		{Config{Routes: one, Share: math.NaN()}, "fallback: Config.Share NaN is outside (0, 1]"},
 		{Config{Routes: one, Independence: 9}, "fallback: unknown Config.Independence Independence(9)"},
+		{Config{Routes: one, MaxCooldown: -time.Second}, "fallback: negative Config.MaxCooldown (-1s)"},
+		{Config{Routes: one, Continuations: -1}, "fallback: negative Config.Continuations (-1)"},
+		{Config{Routes: one, Share: 2, Continuations: -1, Independence: 9}, "fallback: Config.Share 2 is outside (0, 1]"},
+		{Config{}, "fallback: Config.Routes is empty"},
+		{Config{Routes: []portico.Route{{Model: m}}}, "fallback: route 0 has no Name"},
+		{Config{Routes: []portico.Route{{Name: "a"}}}, "fallback: route a has a nil Model"},
+		{Config{Routes: []portico.Route{{Name: "a", Model: m}, {Name: "a", Model: m}}}, "fallback: route name a is not unique"},
 		{Config{Routes: []portico.Route{{Name: "a", Model: m, Capabilities: portico.Capabilities{MaxOutput: -1}}}},
 			"fallback: route a: portico: Capabilities.MaxOutput is negative (-1)"},
 	}
