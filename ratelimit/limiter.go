@@ -79,16 +79,14 @@ func New(cfg Config) (*Limiter, error) {
 // Wrap is the [portico.Middleware]: the returned Model admits each call
 // through next's key's buckets and in-flight cap, calls next, and refunds the
 // unused part of the token reservation when the call ends ([Refund]). It
-// never modifies the Request. Wrap panics if next is nil, a typed nil included ([portico.IsNil]). Besides next's own
-// errors it returns:
+// never modifies the Request. Wrap panics if next is nil, a typed nil
+// included ([portico.IsNil]). Besides next's own errors it returns:
 //
 //   - Incompatible wrapping a [*CapacityError] ([ErrOverCapacity]) when
 //     N_in + N_max exceeds the token bucket's capacity (at once, or when
-//     [Limiter.SetLimit] lowers it under a waiting call), unless only the
-//     Estimator's learned scale puts it over: when it is [portico.Scaled]
-//     and its unscaled estimate fits, the call reserves the whole bucket
-//     instead, and settles on its usage (a calibration never turns a call
-//     into a permanent refusal);
+//     [Limiter.SetLimit] lowers it under a waiting call), unless only a
+//     [portico.Scaled] Estimator's learned scale puts it over (see the
+//     package doc);
 //   - Permanent wrapping [ErrBadRequest] when the call cannot be priced;
 //   - RateLimited wrapping [ErrLimited], RetryAfter the exact wait that
 //     would admit the call, when a bucket refuses;

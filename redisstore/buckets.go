@@ -153,23 +153,18 @@ func micros(d time.Duration) int64 {
 
 // The bucket scripts. A key's hash holds, for the token bucket (prefix t)
 // and the request bucket (prefix r): the level in millionths of a token
-// (tl, rl), a whole number, at the time of its last update (tt, rt,
-// microseconds of the server's clock), and a provider's tighter view, its
-// rate in tokens per second (tp, rp) until a time (tu, ru; 0 or absent:
-// none). The refill is the in-memory bucket's: min(burst, level +
-// rate*dt), at the lower of the configured and the provider's rate while
-// the view holds, and a level written is rounded down to the millionth (a
-// key is at most a millionth of a token stricter per write). The key
-// expires when both buckets would be full and no view holds, plus one to
-// two seconds, so an absent key is a full bucket and an expired one
-// changes no decision: a write that needs the key to live longer than its
-// TTL (xe, the expiry a write set, in milliseconds of the server's clock)
-// sets it to the need plus a second, so the writes of the next second
-// send no PEXPIRE. One HMGET reads both buckets and one HSET writes the
-// fields that changed: the levels and times, a view only when it began,
-// changed or ended, the expiry only when it moved.
-// Numbers are written as integers (int), which Redis stores and Lua
-// reads back exactly and cheaply. nums reads a packed argument (packNums).
+// (tl, rl), a whole number, at its last update (tt, rt, microseconds of
+// the server's clock), and a provider's tighter view: its rate in tokens
+// per second (tp, rp) until a time (tu, ru; 0 or absent: none). The
+// refill is the in-memory bucket's, min(burst, level + rate*dt), at the
+// lower rate while a view holds; a level written is rounded down to the
+// millionth. The key expires one to two seconds after both buckets would
+// be full and no view holds, so an absent key is a full bucket: a write
+// that needs a longer life than the expiry it set (xe, milliseconds of the
+// server's clock) sets the need plus a second, so the next second's writes
+// send no PEXPIRE. One HMGET reads both buckets; one HSET writes only the
+// fields that changed. Numbers are written as integers, which Lua reads
+// back exact; nums reads a packed argument (packNums).
 const bucketLib = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
