@@ -9,6 +9,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/mono"
+	"github.com/portico-llm/portico/internal/rules"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -102,16 +103,11 @@ func (cfg *RouterConfig) check() error {
 	if err := checkCapabilities("NewRouter", cfg.Routes...); err != nil {
 		return err
 	}
-	if cfg.Weights != nil && len(cfg.Weights) != len(cfg.Routes) {
-		return errors.New("route: NewRouter Weights must have one entry per route")
-	}
-	if !(cfg.Alpha >= 0 && cfg.Alpha <= 1) {
-		return errors.New("route: NewRouter Alpha outside [0, 1]")
-	}
-	if slices.ContainsFunc(cfg.Weights, func(w float64) bool { return !(w > 0) }) {
-		return errors.New("route: NewRouter weights must be > 0")
-	}
-	return nil
+	return rules.First(
+		rules.If(cfg.Weights != nil && len(cfg.Weights) != len(cfg.Routes), "route: NewRouter Weights must have one entry per route"),
+		rules.If(!(cfg.Alpha >= 0 && cfg.Alpha <= 1), "route: NewRouter Alpha outside [0, 1]"),
+		rules.If(slices.ContainsFunc(cfg.Weights, func(w float64) bool { return !(w > 0) }), "route: NewRouter weights must be > 0"),
+	)
 }
 
 // Pick chooses the route for info.Request: the fitting, available route with

@@ -259,3 +259,23 @@ func TestRoutesGetTheirModelName(t *testing.T) {
 		t.Errorf("Cascade sent %q (err %v), caller's %q; want served-name, asked", got, err, req.Model)
 	}
 }
+
+// NewRouter names the first broken rule of its Config, in this order.
+func TestRouterConfigErrors(t *testing.T) {
+	two := []portico.Route{{Name: "a", Model: answer("a", portico.Usage{}, nil)}, {Name: "b", Model: answer("b", portico.Usage{}, nil)}}
+	for _, c := range []struct {
+		cfg  RouterConfig
+		want string
+	}{
+		{RouterConfig{}, "route: NewRouter needs at least one route"},
+		{RouterConfig{Routes: []portico.Route{{Name: "a"}}}, "route: NewRouter route a has a nil Model"},
+		{RouterConfig{Routes: two, Weights: []float64{1}, Alpha: 2}, "route: NewRouter Weights must have one entry per route"},
+		{RouterConfig{Routes: two, Weights: []float64{1, 0}, Alpha: 2}, "route: NewRouter Alpha outside [0, 1]"},
+		{RouterConfig{Routes: two, Alpha: math.NaN()}, "route: NewRouter Alpha outside [0, 1]"},
+		{RouterConfig{Routes: two, Weights: []float64{1, math.NaN()}}, "route: NewRouter weights must be > 0"},
+	} {
+		if r, err := NewRouter(c.cfg); r != nil || err == nil || err.Error() != c.want {
+			t.Errorf("NewRouter(%+v) = %v, %v; want nil, %q", c.cfg, r, err, c.want)
+		}
+	}
+}
