@@ -420,13 +420,12 @@ func (b *Budget) check() error {
 		v, max float64
 	}{{"Ratio", b.Ratio, posInf}, {"Burst", float64(b.Burst), maxBurst}, {"MaxKeys", float64(b.MaxKeys), posInf},
 		{"DestinationRatio", b.DestinationRatio, posInf}, {"DestinationBurst", float64(b.DestinationBurst), maxBurst}} {
-		switch {
-		case f.v < 0:
-			return errors.New("retry: negative Config.Budget." + f.name)
-		case math.IsNaN(f.v) || math.IsInf(f.v, 0):
-			return errors.New("retry: Config.Budget." + f.name + " is not a finite number")
-		case f.v > f.max:
-			return errors.New("retry: Config.Budget." + f.name + " above " + strconv.Itoa(maxBurst))
+		if err := rules.First(
+			rules.If(f.v < 0, "retry: negative Config.Budget."+f.name),
+			rules.If(math.IsNaN(f.v) || math.IsInf(f.v, 0), "retry: Config.Budget."+f.name+" is not a finite number"),
+			rules.If(f.v > f.max, "retry: Config.Budget."+f.name+" above "+strconv.Itoa(maxBurst)),
+		); err != nil {
+			return err
 		}
 	}
 	return checkShared(&b.Shared)

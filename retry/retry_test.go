@@ -75,6 +75,11 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Config{Budget: Budget{MaxKeys: -1}}, "retry: negative Config.Budget.MaxKeys"},
 		{Config{Budget: Budget{DestinationRatio: -0.1}}, "retry: negative Config.Budget.DestinationRatio"},
 		{Config{Budget: Budget{DestinationBurst: -1}}, "retry: negative Config.Budget.DestinationBurst"},
+		{Config{Budget: Budget{DestinationRatio: math.NaN()}}, "retry: Config.Budget.DestinationRatio is not a finite number"},
+		{Config{Timeouts: Timeouts{MinRate: -1}}, "retry: Config.Timeouts.MinRate is not a finite rate >= 0 (-1)"},
+		{Config{Timeouts: Timeouts{MinRate: math.NaN()}, MaxAttempts: -1}, "retry: Config.Timeouts.MinRate is not a finite rate >= 0 (NaN)"},
+		{Config{Timeouts: Timeouts{RateWindow: time.Second}, MaxAttempts: -1}, "retry: Config.Timeouts.RateWindow set without MinRate"},
+		{Config{MaxAttempts: -1, Backoff: Backoff{Schedule: Immediate + 1}}, "retry: negative Config.MaxAttempts (-1)"},
 	}
 	for _, tt := range bad {
 		if r, err := New(tt.cfg); r != nil || err == nil || err.Error() != tt.want {
