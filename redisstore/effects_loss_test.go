@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -46,16 +47,82 @@ func (w *waiting) Losses(ctx context.Context, m effect.Member) (uint64, error) {
 	return w.Store.(effect.LossWatcher).Losses(ctx, m)
 }
 
+// failures is an effect.Store that records, by key, the two failures
+// after which the owner of a run is told ErrUnknown with its result (see
+// Store loss in package effect): a beat (a Renew claim) and a write of
+// the Completed outcome. A store operation that times out on a loaded
+// machine is such a failure.
+type failures struct {
+	effect.Store
+	mu            sync.Mutex
+	beat, outcome map[effect.Key]bool
+}
+
+func newFailures(s effect.Store) *failures {
+	return &failures{Store: s, beat: map[effect.Key]bool{}, outcome: map[effect.Key]bool{}}
+}
+
+func (f *failures) PutIfAbsent(ctx context.Context, key effect.Key, rec effect.Record) (effect.Record, bool, error) {
+	cur, ok, err := f.Store.PutIfAbsent(ctx, key, rec)
+	if err != nil {
+		f.mu.Lock()
+		f.beat[key] = f.beat[key] || rec.Renew
+		f.outcome[key] = f.outcome[key] || rec.State == effect.Completed
+		f.mu.Unlock()
+	}
+	return cur, ok, err
+}
+
+func (f *failures) Update(ctx context.Context, key effect.Key, prev, next effect.Record) (bool, error) {
+	ok, err := f.Store.Update(ctx, key, prev, next)
+	if err != nil && next.State == effect.Completed {
+		f.mu.Lock()
+		f.outcome[key] = true
+		f.mu.Unlock()
+	}
+	return ok, err
+}
+
+func (f *failures) Losses(ctx context.Context, m effect.Member) (uint64, error) {
+	return f.Store.(effect.LossWatcher).Losses(ctx, m)
+}
+
+// unconfirmed reports whether a beat of key failed and so did a write of
+// its outcome: the owner may then be told ErrUnknown.
+func (f *failures) unconfirmed(key effect.Key) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.beat[key] && f.outcome[key]
+}
+
+// ownerTold returns nil when the owner of key's run, told res and err,
+// got want as the contract says: nil, or an ambiguous ErrUnknown when
+// fails saw a beat and the outcome's write fail (a timeout on a loaded
+// machine); the outcome is written back either way.
+func ownerTold(fails *failures, key effect.Key, res []byte, err error, want string) error {
+	unknown := errors.Is(err, effect.ErrUnknown) && portico.ClassOf(err) == portico.Ambiguous
+	if string(res) != want || err != nil && (!unknown || !fails.unconfirmed(key)) {
+		return fmt.Errorf("the owner's Do = %q, %v (a beat and the outcome's write failed: %v); want %q, with an ambiguous ErrUnknown only if both failed",
+			res, err, fails.unconfirmed(key), want)
+	}
+	return nil
+}
+
 // instance returns a Runner on a Store and client of its own, dialing m:
 // one process of a service. A non-nil waiters counts the instance once it
 // finds a key pending in another.
 func (m *movable) instance(t *testing.T, waiters *atomic.Int32) *effect.Runner {
 	t.Helper()
-	return lossInstance(t, func() string { return *m.addr.Load() }, waiters)
+	var wrap func(effect.Store) effect.Store
+	if waiters != nil {
+		wrap = func(s effect.Store) effect.Store { return &waiting{Store: s, n: waiters} }
+	}
+	return lossInstance(t, func() string { return *m.addr.Load() }, wrap)
 }
 
-// lossInstance is movable.instance dialing addr(), closed when t ends.
-func lossInstance(t *testing.T, addr func() string, waiters *atomic.Int32) *effect.Runner {
+// lossInstance is movable.instance dialing addr(), its Store wrapped by
+// wrap unless nil, closed when t ends.
+func lossInstance(t *testing.T, addr func() string, wrap func(effect.Store) effect.Store) *effect.Runner {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: 200 * time.Millisecond,
@@ -69,8 +136,8 @@ func lossInstance(t *testing.T, addr func() string, waiters *atomic.Int32) *effe
 		t.Fatal(err)
 	}
 	var store effect.Store = s.Effects()
-	if waiters != nil {
-		store = &waiting{Store: store, n: waiters}
+	if wrap != nil {
+		store = wrap(store)
 	}
 	r, err := effect.New(effect.Config{Store: store, Poll: 10 * time.Millisecond})
 	if err != nil {
@@ -535,8 +602,13 @@ func TestEffectNewcomerAfterLoss(t *testing.T) {
 			key, _ := effect.StepKey("op-1", "charge")
 			var runs atomic.Int32
 			charge, started, release := held(&runs)
+			var fails *failures // the owner's
+			owning := lossInstance(t, func() string { return *m.addr.Load() }, func(s effect.Store) effect.Store { fails = newFailures(s); return fails })
 			owner := make(chan error)
-			go func() { _, err := decide(ctx, m.instance(t, nil), key, charge); owner <- err }()
+			go func() {
+				res, err := decide(ctx, owning, key, charge)
+				owner <- ownerTold(fails, key, res, err, "charged")
+			}()
 			<-started
 			if fault == "failover" {
 				// The replica had the epoch, not the claim.
@@ -588,7 +660,7 @@ func TestEffectNewcomerAfterLoss(t *testing.T) {
 			time.Sleep(lossQuarantine) // the newcomer waits on the claim past the quarantine
 			close(release)
 			if err := <-owner; err != nil {
-				t.Errorf("the owner's Do = %v, want nil", err)
+				t.Error(err)
 			}
 			err := <-answer
 			if err != nil {
@@ -613,12 +685,18 @@ func TestEffectClusterFlush(t *testing.T) {
 	srv := redistest.StartCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var fails *failures // the first instance's: the owner's
 	instance := func() *effect.Runner {
 		s, err := New(Config{Client: srv.ClusterClient(t), Timeout: lossTimeout, Probe: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := effect.New(effect.Config{Store: s.Effects(), Poll: 10 * time.Millisecond})
+		var store effect.Store = s.Effects()
+		if fails == nil {
+			fails = newFailures(store)
+			store = fails
+		}
+		r, err := effect.New(effect.Config{Store: store, Poll: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -628,8 +706,12 @@ func TestEffectClusterFlush(t *testing.T) {
 	key, _ := effect.StepKey("op-1", "charge")
 	var runs atomic.Int32
 	charge, started, release := held(&runs)
+	owning := instance()
 	owner := make(chan error)
-	go func() { _, err := decide(ctx, instance(), key, charge); owner <- err }()
+	go func() {
+		res, err := decide(ctx, owning, key, charge)
+		owner <- ownerTold(fails, key, res, err, "charged")
+	}()
 	<-started
 	c := srv.ClusterClient(t)
 	if err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.FlushAll(ctx).Err() }); err != nil {
@@ -651,7 +733,7 @@ func TestEffectClusterFlush(t *testing.T) {
 	time.Sleep(lossQuarantine)
 	close(release)
 	if err := <-owner; err != nil {
-		t.Errorf("the owner's Do = %v, want nil", err)
+		t.Error(err)
 	}
 	if err := <-answer; err != nil {
 		t.Errorf("the newcomer's Do = %v; want the owner's result", err)
