@@ -39,18 +39,24 @@ func TestEffectOutcomeWrittenBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lease := tc.lease
 			srv := redistest.Start(t)
-			instance := func() (*effect.Runner, *logs) {
+			instance := func(f **failures) (*effect.Runner, *logs) {
 				s := newStore(t, srv, Config{Timeout: 50 * time.Millisecond, Probe: 50 * time.Millisecond})
+				var store effect.Store = s.Effects()
+				if f != nil {
+					*f = newFailures(store)
+					store = *f
+				}
 				h := &logs{}
-				r, err := effect.New(effect.Config{Store: s.Effects(), Lease: lease, Logger: slog.New(h)})
+				r, err := effect.New(effect.Config{Store: store, Lease: lease, Logger: slog.New(h)})
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { r.Close() })
 				return r, h
 			}
-			a, ah := instance()
-			b, _ := instance()
+			var fails *failures // a's
+			a, ah := instance(&fails)
+			b, _ := instance(nil)
 			ctx := context.Background()
 			// The scripts are loaded first: a NOSCRIPT error is no outage.
 			warm, _ := effect.StepKey("op-0", "warm")
@@ -94,10 +100,14 @@ func TestEffectOutcomeWrittenBack(t *testing.T) {
 			signal(t, pid, syscall.SIGCONT)
 			resumed := time.Now()
 			// An owner whose beat failed too is told Unknown with its result
-			// (see Store loss in package effect).
-			if string(owner.res) != `"T"` || tc.atCompletion && owner.err != nil ||
-				!tc.atCompletion && (!errors.Is(owner.err, effect.ErrUnknown) || portico.ClassOf(owner.err) != portico.Ambiguous) {
-				t.Fatalf("the owner's Do = %s, %v; want its result, with an ambiguous ErrUnknown if a beat failed", owner.res, owner.err)
+			// (see Store loss in package effect): stopped at +100 ms, a beat
+			// fails; stopped at completion, only one that timed out on a
+			// loaded machine.
+			unknown := errors.Is(owner.err, effect.ErrUnknown) && portico.ClassOf(owner.err) == portico.Ambiguous
+			if string(owner.res) != `"T"` || owner.err != nil && !unknown || !tc.atCompletion && !unknown ||
+				tc.atCompletion && owner.err != nil && !fails.unconfirmed(key) {
+				t.Fatalf("the owner's Do = %s, %v (a beat and the outcome's write failed: %v); want its result, with an ambiguous ErrUnknown if a beat failed",
+					owner.res, owner.err, fails.unconfirmed(key))
 			}
 			// When the outcome lands, as another instance sees it.
 			var written time.Duration
@@ -111,7 +121,7 @@ func TestEffectOutcomeWrittenBack(t *testing.T) {
 			c, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			asked := time.Now()
-			res, err := b.Do(c, key, fn)
+			res, err := decide(c, b, key, fn) // through an operation timed out on a loaded machine
 			took := time.Since(asked)
 			if err != nil || string(res) != `"T"` || runs.Load() != 1 {
 				t.Fatalf("the other instance's Do 300 ms after the resume = %s, %v after %v, runs %d; want the owner's result, run once",
@@ -119,12 +129,24 @@ func TestEffectOutcomeWrittenBack(t *testing.T) {
 			}
 			// The owner told Unknown follows the error's advice: Resolve, as
 			// happened, is accepted on the key now Completed, and keeps it.
+			// A store operation that times out (a loaded machine) is asked
+			// again, as the ErrStore error says.
 			if owner.err != nil {
-				if err := a.Resolve(ctx, key, effect.Outcome{Happened: true, Result: []byte(`"T"`)}); err != nil {
+				err := a.Resolve(ctx, key, effect.Outcome{Happened: true, Result: []byte(`"T"`)})
+				for deadline := time.Now().Add(10 * time.Second); errors.Is(err, effect.ErrStore) && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+					err = a.Resolve(ctx, key, effect.Outcome{Happened: true, Result: []byte(`"T"`)})
+				}
+				if err != nil {
 					t.Errorf("the owner's Resolve(Happened) after ErrUnknown = %v, want nil", err)
 				}
-				if rec, ok, _ := b.Status(ctx, key); !ok || rec.State != effect.Completed || string(rec.Result) != `"T"` {
-					t.Errorf("after the owner's Resolve the key is %v %s, want completed \"T\"", rec.State, rec.Result)
+				rec, ok, err := b.Status(ctx, key)
+				for deadline := time.Now().Add(10 * time.Second); err != nil && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+					rec, ok, err = b.Status(ctx, key)
+				}
+				if !ok || rec.State != effect.Completed || string(rec.Result) != `"T"` {
+					t.Errorf("after the owner's Resolve the key is %v %s (%v), want completed \"T\"", rec.State, rec.Result, err)
 				}
 			}
 			if !ah.has("WARN effect: outcome not recorded, writing it back") || !ah.has("INFO effect: outcome written back") {
