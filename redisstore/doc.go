@@ -438,9 +438,9 @@
 // only members are awaited. So an owner that is alive but slow (its
 // replies late, each operation timing out and its Store waiting a Probe
 // after each) writes back before anyone runs its steps, for up to its
-// Hold (TestEffectSlowOwnerThroughLoss: replies 80 ms late for 2 s after a
-// FLUSHALL or a SIGKILL, 20 of 20 steps run once; before, with the fixed
-// quarantine alone, 20 of 20 ran twice). A Runner leaves when it keeps no
+// Hold (TestEffectSlowOwnerThroughLoss: replies late past its Timeout
+// for 3 s after a FLUSHALL or a SIGKILL, 20 of 20 steps run once; before,
+// with the fixed quarantine alone, 20 of 20 ran twice). A Runner leaves when it keeps no
 // outcome or is closed. What it cannot cover: an owner that died, or is
 // cut off beyond its Hold (its steps run again after it, and the owner,
 // writing back, logs each step it finds run again:

@@ -15,14 +15,19 @@ import (
 	"github.com/portico-llm/portico/redisstore/redistest"
 )
 
-// holdInstance is an instance with the default Timeout (50 ms), Probe
-// (1 s) and Poll (100 ms), the given Hold, dialing addr, and the records
-// of its logs.
+// holdInstance is an instance with the loss tests' Timeout (lossTimeout),
+// the default Probe (1 s) and Poll (100 ms), the given Hold, dialing
+// addr, and the records of its logs. Its quarantine lasts
+// 1 s + 3 x (100 + 250) ms = 2.05 s. With the default Timeout (50 ms)
+// the operations of B and C, on fresh connections after a restart under
+// -race on a loaded machine, timed out, each followed by a Probe of
+// 1 s without operations, so that neither published A as a member
+// within the quarantine, and a step ran twice.
 func holdInstance(t *testing.T, addr string, hold time.Duration) (*effect.Runner, *logs) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { c.Close() })
-	s, err := New(Config{Client: c})
+	s, err := New(Config{Client: c, Timeout: lossTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +42,14 @@ func holdInstance(t *testing.T, addr string, hold time.Duration) (*effect.Runner
 
 // TestEffectSlowOwnerThroughLoss: instance A completes 20 steps; the
 // server loses them (FLUSHALL, or SIGKILL and restart); then A's replies
-// come 80 ms late (over its 50 ms Timeout: every operation fails, and its
-// Store waits a Probe of 1 s after each failure) for longer than the
-// 1.45 s quarantine. Instances B and C, which saw A a member, ask for the
+// come 50 ms past its Timeout (every operation fails, and its Store waits
+// a Probe of 1 s after each failure) for longer than the 2.05 s
+// quarantine. Instances B and C, which saw A a member, ask for the
 // 20 steps at once and as each refusal's RetryAfter says. A is a member
 // of the store until its Hold runs out, so the claims wait for its
 // write-back: every step ran once, and B and C get A's results. Before the
 // rule the quarantine was fixed: 20 of 20 ran twice. With a Hold (1 s)
-// shorter than A's slow spell, the steps asked for once it has run out,
+// shorter than A's slow spell (3 s), the steps asked for once it has run out,
 // and before A's write-back, run again (the residual: an owner cut off
 // beyond its Hold), and A, writing back,
 // reports each double run: a warning and an event to the observer of the
@@ -56,8 +61,8 @@ func TestEffectSlowOwnerThroughLoss(t *testing.T) {
 		hold, slow time.Duration
 		runs       int32 // of each step
 	}{
-		{"flush, slow 2s", "flush", 0, 2 * time.Second, 1},
-		{"kill, slow 2s", "kill", 0, 2 * time.Second, 1},
+		{"flush, slow 3s", "flush", 0, 3 * time.Second, 1},
+		{"kill, slow 3s", "kill", 0, 3 * time.Second, 1},
 		{"flush, slow 3s, hold 1s", "flush", time.Second, 3 * time.Second, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +105,7 @@ func TestEffectSlowOwnerThroughLoss(t *testing.T) {
 			case "kill":
 				kill9(t, srv)
 			}
-			p.Delay(80 * time.Millisecond)
+			p.Delay(lossTimeout + 50*time.Millisecond)
 			time.AfterFunc(tc.slow, func() { p.Delay(0) })
 			for i, k := range keys {
 				r := []*effect.Runner{b, c}[i%2]
