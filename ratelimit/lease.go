@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/enum"
 	"github.com/portico-llm/portico/internal/mono"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Sharing says how a [Limiter] with a Config.Shared.Store draws on the
@@ -82,19 +82,16 @@ const (
 
 // checkSharing validates c.Sharing against c.Shared.
 func checkSharing(c *Config) error {
-	switch {
-	case c.derived: // a shared Limiter's own slots or share: no store
+	if c.derived { // a shared Limiter's own slots or share: no store
 		return nil
-	case c.Sharing > Leased:
-		return errors.New("ratelimit: unknown Config.Sharing " + c.Sharing.String())
-	case c.Sharing != Auto && c.Shared.Store == nil:
-		return errors.New("ratelimit: Config.Sharing " + c.Sharing.String() + " without Config.Shared.Store")
-	case c.Sharing == Leased:
-		if _, ok := c.Shared.Store.(LeaseStore); !ok {
-			return errors.New("ratelimit: Config.Sharing leased with a Config.Shared.Store that does not implement LeaseStore")
-		}
 	}
-	return nil
+	_, leases := c.Shared.Store.(LeaseStore)
+	return rules.First(
+		rules.If(c.Sharing > Leased, "ratelimit: unknown Config.Sharing "+c.Sharing.String()),
+		rules.If(c.Sharing != Auto && c.Shared.Store == nil, "ratelimit: Config.Sharing "+c.Sharing.String()+" without Config.Shared.Store"),
+		rules.If(c.Sharing == Leased && !leases,
+			"ratelimit: Config.Sharing leased with a Config.Shared.Store that does not implement LeaseStore"),
+	)
 }
 
 // leases is the leased mode of a shared Limiter: per key, this instance's
