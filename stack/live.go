@@ -16,8 +16,7 @@ import (
 // builds and checks one, then swapped in at once. A call that started
 // before the swap finishes on the configuration it started with (routes
 // removed included); a call after it sees only cfg. The old
-// configuration's prober is stopped and cfg's started (unless Close was
-// called).
+// configuration's prober is stopped and cfg's started (unless Closed).
 //
 // A route of cfg with the Name of a route in force is that route, whatever
 // its Model: each of its stateful layers, and each of the stack's shared
@@ -27,8 +26,7 @@ import (
 // says what is kept and how Configs are compared.
 //
 // Update is safe for concurrent use with every method; Updates are
-// applied one at a time. The hot path pays one atomic load for this. On
-// bad input it returns a *portico.Error of Class Permanent (Reason
+// applied one at a time; a call pays one atomic load. On bad input it returns a *portico.Error of Class Permanent (Reason
 // "invalid stack config") wrapping New's error, and the configuration in
 // force is left as it was.
 func (s *Stack) Update(cfg Config) error {
