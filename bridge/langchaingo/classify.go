@@ -1,6 +1,7 @@
 package langchaingo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -43,12 +44,15 @@ func classify(ctx context.Context, err error, model string) error {
 	if cerr := portico.FromContext(ctx); cerr != nil {
 		return portico.Join(cerr, err)
 	}
-	class := portico.Permanent
+	return &portico.Error{Class: classOf(err), Model: model, Err: err}
+}
+
+// classOf is err's class by its llms.Error code, read as langchaingo's
+// generic mapper reads it; Permanent when no code places it.
+func classOf(err error) portico.Class {
 	var le *llms.Error
 	if errors.As(llms.NewErrorMapper("").Map(err), &le) {
-		if c, ok := classes[le.Code]; ok {
-			class = c
-		}
+		return cmp.Or(classes[le.Code], portico.Permanent)
 	}
-	return &portico.Error{Class: class, Model: model, Err: err}
+	return portico.Permanent
 }

@@ -42,16 +42,9 @@ func (l *LLM) GenerateContent(ctx context.Context, messages []llms.MessageConten
 		return nil, err
 	}
 	req.Identity, req.Priority = portico.IdentityFrom(ctx), portico.PriorityFrom(ctx)
-	if o.StreamingFunc != nil || o.StreamingReasoningFunc != nil {
-		req.OnChunk = streamTo(ctx, &o)
-		if o.StreamingReasoningFunc != nil {
-			r := portico.Reasoning{}
-			if req.Reasoning != nil {
-				r = *req.Reasoning
-			}
-			r.Stream = true
-			req.Reasoning = &r
-		}
+	req.OnChunk = streamTo(ctx, &o)
+	if o.StreamingReasoningFunc != nil {
+		req.Reasoning = &portico.Reasoning{Stream: true}
 	}
 	resp, err := l.Model.Generate(ctx, req)
 	if err != nil {
@@ -60,17 +53,37 @@ func (l *LLM) GenerateContent(ctx context.Context, messages []llms.MessageConten
 	return contentResponse(resp), nil
 }
 
-// streamTo returns an OnChunk passing text to o's StreamingFunc and
-// reasoning to its StreamingReasoningFunc (or, without one, text to it too).
+// streamTo returns an OnChunk passing text and reasoning to o's
+// StreamingReasoningFunc or, without one, text to its StreamingFunc; nil
+// when o streams to neither.
 func streamTo(ctx context.Context, o *llms.CallOptions) func(portico.Chunk) error {
+	switch {
+	case o.StreamingReasoningFunc != nil:
+		return reasoningTo(ctx, o.StreamingReasoningFunc)
+	case o.StreamingFunc != nil:
+		return textTo(ctx, o.StreamingFunc)
+	}
+	return nil
+}
+
+// reasoningTo passes each chunk's reasoning and text to f, skipping a chunk
+// with neither.
+func reasoningTo(ctx context.Context, f func(context.Context, []byte, []byte) error) func(portico.Chunk) error {
 	return func(c portico.Chunk) error {
-		switch {
-		case o.StreamingReasoningFunc != nil && (c.Text != "" || c.Reasoning != ""):
-			return o.StreamingReasoningFunc(ctx, []byte(c.Reasoning), []byte(c.Text))
-		case o.StreamingFunc != nil && c.Text != "":
-			return o.StreamingFunc(ctx, []byte(c.Text))
+		if c.Text == "" && c.Reasoning == "" {
+			return nil
 		}
-		return nil
+		return f(ctx, []byte(c.Reasoning), []byte(c.Text))
+	}
+}
+
+// textTo passes each chunk's text to f, skipping a chunk without text.
+func textTo(ctx context.Context, f func(context.Context, []byte) error) func(portico.Chunk) error {
+	return func(c portico.Chunk) error {
+		if c.Text == "" {
+			return nil
+		}
+		return f(ctx, []byte(c.Text))
 	}
 }
 
@@ -81,27 +94,35 @@ func refuse(format string, args ...any) error {
 
 // request maps a langchaingo call to a Portico request.
 func request(messages []llms.MessageContent, o *llms.CallOptions) (*portico.Request, error) {
-	if o.CandidateCount > 1 || o.N > 1 {
+	if max(o.CandidateCount, o.N) > 1 {
 		return nil, refuse("more than one candidate")
 	}
-	req := &portico.Request{Model: o.Model, MaxOutputTokens: o.MaxTokens, Extra: extra(o)}
-	for _, m := range messages {
-		msgs, err := messagesOf(m)
-		if err != nil {
-			return nil, err
-		}
-		req.Messages = append(req.Messages, msgs...)
+	msgs, err := messagesOfAll(messages)
+	if err != nil {
+		return nil, err
 	}
 	tools, err := toolsOf(o)
 	if err != nil {
 		return nil, err
 	}
-	req.Tools = tools
+	req := &portico.Request{Model: o.Model, Messages: msgs, Tools: tools, MaxOutputTokens: o.MaxTokens, Extra: extra(o)}
 	if o.JSONMode { // any JSON object: the schema every validator and adapter reads
-
 		req.Schema = &portico.Schema{Name: "json_object", JSON: json.RawMessage(`{"type":"object"}`)}
 	}
 	return req, nil
+}
+
+// messagesOfAll maps langchaingo's messages to Portico's ([messagesOf]).
+func messagesOfAll(messages []llms.MessageContent) ([]portico.Message, error) {
+	var out []portico.Message
+	for _, m := range messages {
+		msgs, err := messagesOf(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
 }
 
 // extra is o's sampling options under the OpenAI names the adapters read.
@@ -144,35 +165,65 @@ func messagesOf(m llms.MessageContent) ([]portico.Message, error) {
 	if !ok {
 		return nil, refuse("message role %q", m.Role)
 	}
-	out := portico.Message{Role: role}
-	var results []portico.Message
+	b := messageBuilder{out: portico.Message{Role: role}}
 	for _, p := range m.Parts {
-		switch p := p.(type) {
-		case llms.TextContent:
-			out.Content = append(out.Content, portico.Part{Kind: portico.PartText, Text: p.Text})
-		case llms.ImageURLContent:
-			out.Content = append(out.Content, portico.Part{Kind: portico.PartImage, ImageURL: p.URL})
-		case llms.BinaryContent:
-			out.Content = append(out.Content, portico.Part{Kind: portico.PartImage,
-				ImageURL: "data:" + p.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)})
-		case llms.ToolCall:
-			if p.FunctionCall == nil {
-				return nil, refuse("tool call %q without a function", p.ID)
-			}
-			out.ToolCalls = append(out.ToolCalls, portico.ToolCall{ID: p.ID, Name: p.FunctionCall.Name, Arguments: json.RawMessage(p.FunctionCall.Arguments)})
-		case llms.ToolCallResponse:
-			results = append(results, portico.Message{Role: portico.RoleTool, ToolCallID: p.ToolCallID, Content: []portico.Part{{Kind: portico.PartText, Text: p.Content}}})
-		default:
-			return nil, refuse("message part %T", p)
+		if err := b.add(p); err != nil {
+			return nil, err
 		}
 	}
-	if len(results) > 0 {
-		if len(out.Content) > 0 || len(out.ToolCalls) > 0 {
-			return nil, refuse("tool results mixed with other parts in one message")
+	return b.messages()
+}
+
+// messageBuilder collects one langchaingo message's parts: its content and
+// tool calls in out, its tool results in results.
+type messageBuilder struct {
+	out     portico.Message
+	results []portico.Message
+}
+
+// add maps the part p, refusing a part Portico cannot carry.
+func (b *messageBuilder) add(p llms.ContentPart) error {
+	switch p := p.(type) {
+	case llms.ToolCall:
+		if p.FunctionCall == nil {
+			return refuse("tool call %q without a function", p.ID)
 		}
-		return results, nil
+		b.out.ToolCalls = append(b.out.ToolCalls, portico.ToolCall{ID: p.ID, Name: p.FunctionCall.Name, Arguments: json.RawMessage(p.FunctionCall.Arguments)})
+	case llms.ToolCallResponse:
+		b.results = append(b.results, portico.Message{Role: portico.RoleTool, ToolCallID: p.ToolCallID, Content: []portico.Part{{Kind: portico.PartText, Text: p.Content}}})
+	default:
+		part, ok := contentPart(p)
+		if !ok {
+			return refuse("message part %T", p)
+		}
+		b.out.Content = append(b.out.Content, part)
 	}
-	return []portico.Message{out}, nil
+	return nil
+}
+
+// messages is the message built, or its tool results, one message each;
+// tool results mixed with other parts are refused.
+func (b *messageBuilder) messages() ([]portico.Message, error) {
+	if len(b.results) == 0 {
+		return []portico.Message{b.out}, nil
+	}
+	if len(b.out.Content) > 0 || len(b.out.ToolCalls) > 0 {
+		return nil, refuse("tool results mixed with other parts in one message")
+	}
+	return b.results, nil
+}
+
+// contentPart maps a text or image part; false for any other.
+func contentPart(p llms.ContentPart) (portico.Part, bool) {
+	switch p := p.(type) {
+	case llms.TextContent:
+		return portico.Part{Kind: portico.PartText, Text: p.Text}, true
+	case llms.ImageURLContent:
+		return portico.Part{Kind: portico.PartImage, ImageURL: p.URL}, true
+	case llms.BinaryContent:
+		return portico.Part{Kind: portico.PartImage, ImageURL: "data:" + p.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)}, true
+	}
+	return portico.Part{}, false
 }
 
 // toolsOf maps o's tools (and its deprecated functions) to Portico's.
@@ -184,19 +235,28 @@ func toolsOf(o *llms.CallOptions) ([]portico.Tool, error) {
 		}
 		defs = append(defs, *t.Function)
 	}
-	defs = append(defs, o.Functions...)
 	var out []portico.Tool
-	for _, d := range defs {
-		params, err := json.Marshal(d.Parameters)
+	for _, d := range append(defs, o.Functions...) {
+		params, err := parameters(d)
 		if err != nil {
-			return nil, refuse("tool %q: parameters: %v", d.Name, err)
-		}
-		if d.Parameters == nil {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
+			return nil, err
 		}
 		out = append(out, portico.Tool{Name: d.Name, Description: d.Description, Parameters: params})
 	}
 	return out, nil
+}
+
+// parameters is d's parameters as JSON; an empty object's schema when it
+// has none.
+func parameters(d llms.FunctionDefinition) (json.RawMessage, error) {
+	if d.Parameters == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	params, err := json.Marshal(d.Parameters)
+	if err != nil {
+		return nil, refuse("tool %q: parameters: %v", d.Name, err)
+	}
+	return params, nil
 }
 
 // contentResponse maps a Portico answer to langchaingo's.

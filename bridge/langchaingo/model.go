@@ -1,6 +1,7 @@
 package langchaingo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,12 +35,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	msgs := make([]llms.MessageContent, 0, len(req.Messages))
-	for _, msg := range req.Messages {
-		msgs = append(msgs, messageContent(msg))
-	}
-	opts := callOptions(req)
-	resp, err := m.LLM.GenerateContent(ctx, msgs, opts...)
+	resp, err := m.LLM.GenerateContent(ctx, messageContents(req.Messages), callOptions(req)...)
 	if err != nil {
 		return nil, classify(ctx, err, m.name(req))
 	}
@@ -49,12 +45,8 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	return m.response(req, resp.Choices[0]), nil
 }
 
-func (m *Model) name(req *portico.Request) string {
-	if m.Name != "" {
-		return m.Name
-	}
-	return req.Model
-}
+// name is the model to report: m.Name, or the request's Model.
+func (m *Model) name(req *portico.Request) string { return cmp.Or(m.Name, req.Model) }
 
 // roleTypes maps Portico's roles to langchaingo's message types.
 var roleTypes = map[portico.Role]llms.ChatMessageType{
@@ -62,6 +54,15 @@ var roleTypes = map[portico.Role]llms.ChatMessageType{
 	portico.RoleUser:      llms.ChatMessageTypeHuman,
 	portico.RoleAssistant: llms.ChatMessageTypeAI,
 	portico.RoleTool:      llms.ChatMessageTypeTool,
+}
+
+// messageContents maps Portico's messages to langchaingo's.
+func messageContents(msgs []portico.Message) []llms.MessageContent {
+	out := make([]llms.MessageContent, 0, len(msgs))
+	for _, msg := range msgs {
+		out = append(out, messageContent(msg))
+	}
+	return out
 }
 
 // messageContent maps one Portico message to langchaingo's.
@@ -72,17 +73,23 @@ func messageContent(msg portico.Message) llms.MessageContent {
 		return out
 	}
 	for _, p := range msg.Content {
-		switch p.Kind {
-		case portico.PartText:
-			out.Parts = append(out.Parts, llms.TextContent{Text: p.Text})
-		case portico.PartImage:
-			out.Parts = append(out.Parts, llms.ImageURLContent{URL: p.ImageURL})
-		}
+		out.Parts = appendPart(out.Parts, p)
 	}
 	for _, tc := range msg.ToolCalls {
 		out.Parts = append(out.Parts, llms.ToolCall{ID: tc.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: tc.Name, Arguments: string(tc.Arguments)}})
 	}
 	return out
+}
+
+// appendPart appends p to parts if it is text or an image.
+func appendPart(parts []llms.ContentPart, p portico.Part) []llms.ContentPart {
+	switch p.Kind {
+	case portico.PartText:
+		return append(parts, llms.TextContent{Text: p.Text})
+	case portico.PartImage:
+		return append(parts, llms.ImageURLContent{URL: p.ImageURL})
+	}
+	return parts
 }
 
 // textOf is the text of msg's parts, concatenated.
@@ -104,25 +111,34 @@ func callOptions(req *portico.Request) []llms.CallOption {
 		opts = append(opts, llms.WithJSONMode())
 	}
 	for _, t := range req.Tools {
-		var params any
-		if len(t.Parameters) > 0 {
-			params = t.Parameters
-		}
-		opts = append(opts, func(o *llms.CallOptions) {
-			o.Tools = append(o.Tools, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params}})
-		})
+		opts = append(opts, withTool(t))
 	}
 	opts = append(opts, extraOptions(req.Extra)...)
 	if req.OnChunk != nil {
-		onChunk := req.OnChunk
-		opts = append(opts, llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
-			if len(chunk) == 0 {
-				return nil
-			}
-			return onChunk(portico.Chunk{Text: string(chunk)})
-		}))
+		opts = append(opts, withOnChunk(req.OnChunk))
 	}
 	return opts
+}
+
+// withTool adds t to the call's tools.
+func withTool(t portico.Tool) llms.CallOption {
+	var params any
+	if len(t.Parameters) > 0 {
+		params = t.Parameters
+	}
+	return func(o *llms.CallOptions) {
+		o.Tools = append(o.Tools, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params}})
+	}
+}
+
+// withOnChunk streams the call's text to onChunk, skipping empty chunks.
+func withOnChunk(onChunk func(portico.Chunk) error) llms.CallOption {
+	return llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		return onChunk(portico.Chunk{Text: string(chunk)})
+	})
 }
 
 // extraOptions maps the Extra keys langchaingo has options for.
@@ -145,51 +161,67 @@ func extraOptions(x map[string]any) []llms.CallOption {
 
 // response maps langchaingo's choice to a Portico answer.
 func (m *Model) response(req *portico.Request, c *llms.ContentChoice) *portico.Response {
-	r := &portico.Response{Text: c.Content, Model: m.name(req), FinishReason: finishOf(c.StopReason)}
-	for _, tc := range c.ToolCalls {
-		if tc.FunctionCall == nil {
-			continue
-		}
-		r.ToolCalls = append(r.ToolCalls, portico.ToolCall{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: json.RawMessage(tc.FunctionCall.Arguments)})
-	}
+	r := &portico.Response{Text: c.Content, Model: m.name(req), FinishReason: finishOf(c.StopReason),
+		ToolCalls: toolCallsOf(c.ToolCalls), Usage: usageOf(c.GenerationInfo)}
 	if len(r.ToolCalls) > 0 {
 		r.FinishReason = portico.FinishToolCalls
 	}
 	if c.ReasoningContent != "" {
 		r.Thoughts = []portico.Thought{{Text: c.ReasoningContent}}
 	}
-	r.Usage = usageOf(c.GenerationInfo)
 	return r
+}
+
+// toolCallsOf maps langchaingo's tool calls, skipping any without a function.
+func toolCallsOf(calls []llms.ToolCall) []portico.ToolCall {
+	var out []portico.ToolCall
+	for _, tc := range calls {
+		if tc.FunctionCall != nil {
+			out = append(out, portico.ToolCall{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: json.RawMessage(tc.FunctionCall.Arguments)})
+		}
+	}
+	return out
+}
+
+// finishes maps the stop reasons langchaingo's clients report, lowercased;
+// any other is FinishStop.
+var finishes = map[string]portico.FinishReason{
+	"length": portico.FinishLength, "max_tokens": portico.FinishLength, "max_output_tokens": portico.FinishLength,
+	"tool_calls": portico.FinishToolCalls, "tool_use": portico.FinishToolCalls, "function_call": portico.FinishToolCalls,
+	"content_filter": portico.FinishContentFilter, "safety": portico.FinishContentFilter,
 }
 
 // finishOf maps the stop reasons langchaingo's clients report.
 func finishOf(s string) portico.FinishReason {
-	switch strings.ToLower(s) {
-	case "length", "max_tokens", "max_output_tokens":
-		return portico.FinishLength
-	case "tool_calls", "tool_use", "function_call":
-		return portico.FinishToolCalls
-	case "content_filter", "safety":
-		return portico.FinishContentFilter
-	}
-	return portico.FinishStop
+	return cmp.Or(finishes[strings.ToLower(s)], portico.FinishStop)
 }
 
 // usageOf reads the token counts langchaingo's clients put in
 // GenerationInfo, under OpenAI's names or Anthropic's.
 func usageOf(info map[string]any) portico.Usage {
-	n := func(keys ...string) int {
-		for _, k := range keys {
-			switch v := info[k].(type) {
-			case int:
-				return v
-			case int64:
-				return int(v)
-			case float64:
-				return int(v)
-			}
+	return portico.Usage{InputTokens: count(info, "PromptTokens", "InputTokens"), OutputTokens: count(info, "CompletionTokens", "OutputTokens")}
+}
+
+// count is the number under the first of keys that info holds as a number;
+// 0 when none does.
+func count(info map[string]any, keys ...string) int {
+	for _, k := range keys {
+		if n, ok := intOf(info[k]); ok {
+			return n
 		}
-		return 0
 	}
-	return portico.Usage{InputTokens: n("PromptTokens", "InputTokens"), OutputTokens: n("CompletionTokens", "OutputTokens")}
+	return 0
+}
+
+// intOf is v as an int, if it is an int, int64 or float64.
+func intOf(v any) (int, bool) {
+	switch v := v.(type) {
+	case int:
+		return v, true
+	case int64:
+		return int(v), true
+	case float64:
+		return int(v), true
+	}
+	return 0, false
 }
