@@ -52,9 +52,14 @@ type AIMD struct {
 	Timeout time.Duration
 }
 
+// setOutside reports whether v, a setting whose zero means its default,
+// is set outside [lo, hi] (NaN included): the range rule of every
+// algorithm's float settings.
+func setOutside(v, lo, hi float64) bool { return v != 0 && !(v >= lo && v <= hi) }
+
 func (a AIMD) validate() error {
 	return rules.First(
-		rules.If(a.Backoff != 0 && !(a.Backoff >= 0.5 && a.Backoff < 1), "adaptive: AIMD.Backoff must be in [0.5, 1)"),
+		rules.If(setOutside(a.Backoff, 0.5, math.Nextafter(1, 0)), "adaptive: AIMD.Backoff must be in [0.5, 1)"),
 		rules.If(a.Timeout < 0, "adaptive: negative AIMD.Timeout"),
 	)
 }
@@ -86,42 +91,39 @@ type Vegas struct {
 }
 
 func (v Vegas) validate() error {
-	if v.ProbeMultiplier < 0 {
-		return errf("negative Vegas.ProbeMultiplier")
-	}
-	return nil
+	return rules.First(rules.If(v.ProbeMultiplier < 0, "adaptive: negative Vegas.ProbeMultiplier"))
 }
 
 // log10Root is Netflix's Log10RootIntFunction: max(1, floor(log10(x))).
 func log10Root(x float64) float64 { return max(1, math.Floor(math.Log10(max(x, 1)))) }
 
 func (v Vegas) update(st *state, limit float64, w window) float64 {
-	if w.rtt <= 0 {
-		if w.dropped { // every sample a drop: no latency, but a drop
-			return limit - log10Root(limit)
-		}
-		return limit
-	}
-	if st.newNoLoad(w.rtt, limit, cmp.Or(v.ProbeMultiplier, 30)) {
+	if w.rtt > 0 && st.newNoLoad(w.rtt, limit, cmp.Or(v.ProbeMultiplier, 30)) {
 		return limit
 	}
 	t := log10Root(limit)
-	if w.dropped {
+	if w.dropped { // every sample a drop has no latency, but is a drop
 		return limit - t
 	}
-	if float64(w.inflight)*2 < limit {
-		return limit // the caller does not use the limit: do not grow it
+	if w.rtt <= 0 || float64(w.inflight)*2 < limit {
+		return limit // no latency, or the caller does not use the limit: do not grow it
 	}
-	queue := math.Ceil(limit * (1 - float64(st.noLoad)/float64(w.rtt)))
+	return limit + vegasStep(math.Ceil(limit*(1-float64(st.noLoad)/float64(w.rtt))), t)
+}
+
+// vegasStep is Vegas's move of the limit for a queue estimated at the
+// destination, t being log10Root(limit): a queue of at most t adds 6t,
+// one below 3t adds t, one above 6t removes t; otherwise the limit holds.
+func vegasStep(queue, t float64) float64 {
 	switch {
 	case queue <= t:
-		return limit + 6*t
+		return 6 * t
 	case queue < 3*t:
-		return limit + t
+		return t
 	case queue > 6*t:
-		return limit - t
+		return -t
 	}
-	return limit
+	return 0
 }
 
 // newNoLoad is Vegas's baseline: it takes rtt, of a window at limit, as the
@@ -183,9 +185,8 @@ type Gradient2 struct {
 
 func (g Gradient2) validate() error {
 	return rules.First(
-		rules.If(g.Tolerance != 0 && !(g.Tolerance >= 1) || math.IsInf(g.Tolerance, 0),
-			"adaptive: Gradient2.Tolerance must be a finite number of at least 1"),
-		rules.If(g.Smoothing != 0 && !(g.Smoothing > 0 && g.Smoothing <= 1), "adaptive: Gradient2.Smoothing must be in (0, 1]"),
+		rules.If(setOutside(g.Tolerance, 1, math.MaxFloat64), "adaptive: Gradient2.Tolerance must be a finite number of at least 1"),
+		rules.If(setOutside(g.Smoothing, math.SmallestNonzeroFloat64, 1), "adaptive: Gradient2.Smoothing must be in (0, 1]"),
 		rules.If(g.QueueSize < 0, "adaptive: negative Gradient2.QueueSize"),
 		rules.If(g.LongWindow < 0, "adaptive: negative Gradient2.LongWindow"),
 	)
@@ -197,8 +198,21 @@ func (g Gradient2) update(st *state, limit float64, w window) float64 {
 	}
 	tol, smooth, queue, long := cmp.Or(g.Tolerance, 1.5), cmp.Or(g.Smoothing, 0.2), float64(cmp.Or(g.QueueSize, 4)), cmp.Or(g.LongWindow, 600)
 	short := float64(w.rtt)
-	// The baseline: the plain mean of the first 10 windows, then an
-	// exponential average with factor 2/(long+1) (Netflix's ExpAvgMeasurement).
+	st.baseline(short, long)
+	if float64(w.inflight) < limit/2 {
+		return limit // the caller does not use the limit: do not grow it
+	}
+	gradient := max(0.5, min(1, tol*st.long/short))
+	next := limit*gradient + queue
+	return limit*(1-smooth) + next*smooth
+}
+
+// baseline folds a window's mean latency short into Gradient2's long-term
+// average: the plain mean of the first 10 windows, then an exponential
+// average with factor 2/(long+1) (Netflix's ExpAvgMeasurement), decayed
+// by 5% a window while it is more than twice short (after a long
+// overload, back to steady state).
+func (st *state) baseline(short float64, long int) {
 	if st.longCount < 10 {
 		st.longCount++
 		st.long += (short - st.long) / float64(st.longCount)
@@ -209,10 +223,4 @@ func (g Gradient2) update(st *state, limit float64, w window) float64 {
 	if st.long/short > 2 {
 		st.long *= 0.95
 	}
-	if float64(w.inflight) < limit/2 {
-		return limit // the caller does not use the limit: do not grow it
-	}
-	gradient := max(0.5, min(1, tol*st.long/short))
-	next := limit*gradient + queue
-	return limit*(1-smooth) + next*smooth
 }

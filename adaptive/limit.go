@@ -2,7 +2,6 @@ package adaptive
 
 import (
 	"cmp"
-	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -26,8 +25,6 @@ const (
 // maxWindow bounds Config.Window, so that a window's count and latency sum
 // fit one atomic word (see Limit.acc).
 const maxWindow = 1000
-
-func errf(msg string) error { return errors.New("adaptive: " + msg) }
 
 // Config configures a [Limit]. The zero Config is usable: Gradient2 from 20
 // calls, between 1 and 200, updated every 10 samples.
@@ -76,24 +73,20 @@ type Limit struct {
 // "adaptive:" and naming the field for a negative bound, Min above Max, a
 // Window above 1,000, or an Algorithm setting out of its range.
 func New(cfg Config) (*Limit, error) {
-	if cfg.Algorithm == nil {
-		cfg.Algorithm = Gradient2{}
-	}
-	if err := cfg.Algorithm.validate(); err != nil {
+	alg := cmp.Or[Algorithm](cfg.Algorithm, Gradient2{})
+	if err := alg.validate(); err != nil {
 		return nil, err
 	}
+	lo, hi := float64(cmp.Or(cfg.Min, DefaultMin)), float64(cmp.Or(cfg.Max, DefaultMax))
 	if err := rules.First(
-		rules.If(cfg.Initial < 0 || cfg.Min < 0 || cfg.Max < 0 || cfg.Window < 0, "adaptive: negative Config.Initial, Min, Max or Window"),
+		rules.If(min(cfg.Initial, cfg.Min, cfg.Max, cfg.Window) < 0, "adaptive: negative Config.Initial, Min, Max or Window"),
 		rules.If(cfg.Window > maxWindow, "adaptive: Config.Window above 1000"),
+		rules.If(lo > hi, "adaptive: Config.Min above Config.Max"),
 	); err != nil {
 		return nil, err
 	}
-	l := &Limit{alg: cfg.Algorithm, min: float64(cmp.Or(cfg.Min, DefaultMin)),
-		max: float64(cmp.Or(cfg.Max, DefaultMax)), window: uint64(cmp.Or(cfg.Window, DefaultWindow))}
-	if l.min > l.max {
-		return nil, errf("Config.Min above Config.Max")
-	}
-	l.est = min(l.max, max(l.min, float64(cmp.Or(cfg.Initial, DefaultInitial))))
+	l := &Limit{alg: alg, min: lo, max: hi, window: uint64(cmp.Or(cfg.Window, DefaultWindow))}
+	l.est = min(hi, max(lo, float64(cmp.Or(cfg.Initial, DefaultInitial))))
 	l.limit.Store(int64(l.est))
 	return l, nil
 }
@@ -129,30 +122,20 @@ func (l *Limit) Limit() int { return int(l.limit.Load()) }
 // Every Config.Window samples, the call that completes the window updates
 // the limit. Done allocates nothing and takes no lock but then.
 func (l *Limit) Done(latency time.Duration, inflight int, class portico.Class) {
-	drop := false
-	switch class {
-	case portico.OK, portico.InvalidResponse:
-	case portico.RateLimited, portico.Transient, portico.Ambiguous:
-		drop = true
-	default:
-		return
-	}
-	if m := int64(inflight); l.inflight.Load() < m {
-		for {
-			v := l.inflight.Load()
-			if v >= m || l.inflight.CompareAndSwap(v, m) {
-				break
-			}
-		}
-	}
 	// A drop counts towards its window and marks it, but its latency (a
 	// 503 that came back at once, a timeout's) is not the destination's:
 	// as Netflix's addDroppedSample, it is left out of the window's mean.
 	var us uint64
-	if drop {
-		l.drops.Add(1)
-	} else {
+	switch class {
+	case portico.OK, portico.InvalidResponse:
 		us = uint64(max(latency, 0) / time.Microsecond)
+	case portico.RateLimited, portico.Transient, portico.Ambiguous:
+		l.drops.Add(1)
+	default:
+		return
+	}
+	m := int64(inflight) // the most in flight: raised, never lowered, until update swaps it
+	for v := l.inflight.Load(); v < m && !l.inflight.CompareAndSwap(v, m); v = l.inflight.Load() {
 	}
 	if n := l.acc.Add(1 | us<<16); n&(1<<16-1) == l.window {
 		l.update()
