@@ -208,27 +208,19 @@ type Config struct {
 }
 
 func (c Config) normalize() (Config, error) {
-	if err := checkRoutes(c.Routes); err != nil {
-		return c, err
-	}
-	c.Routes = slices.Clone(c.Routes)
-	if err := checkWeights(c.Weights, len(c.Routes)); err != nil {
-		return c, err
-	}
-	if err := rules.First(
-		rules.If(c.Share != 0 && !(c.Share > 0 && c.Share <= 1), fmt.Sprintf("fallback: Config.Share %v is outside (0, 1]", c.Share)),
+	if err := cmp.Or(checkRoutes(c.Routes), checkWeights(c.Weights, len(c.Routes)), rules.First(
+		rules.If(!(c.Share >= 0 && c.Share <= 1), fmt.Sprintf("fallback: Config.Share %v is outside (0, 1]", c.Share)),
 		rules.If(c.MaxCooldown < 0, "fallback: negative Config.MaxCooldown ("+c.MaxCooldown.String()+")"),
 		rules.If(c.Continuations < 0, "fallback: negative Config.Continuations ("+strconv.Itoa(c.Continuations)+")"),
 		rules.If(c.Independence > OtherRegion, "fallback: unknown Config.Independence "+c.Independence.String()),
-	); err != nil {
+	)); err != nil {
 		return c, err
 	}
+	c.Routes = slices.Clone(c.Routes)
 	if c.Policy == nil && c.Weights != nil {
 		c.Policy = rank.Split
 	}
-	if c.Estimator == nil {
-		c.Estimator = portico.DefaultEstimator
-	}
+	c.Estimator = cmp.Or(c.Estimator, portico.DefaultEstimator)
 	c.Share = cmp.Or(c.Share, DefaultShare)
 	c.Reserve = orDefault(c.Reserve, DefaultReserve, 0)
 	c.WaitInPlace = orDefault(c.WaitInPlace, DefaultWaitInPlace, -1)
@@ -249,7 +241,7 @@ func checkWeights(w []float64, n int) error {
 		return fmt.Errorf("fallback: Config.Weights has %d entries for %d routes", len(w), n)
 	}
 	for i, x := range w {
-		if !(x > 0) || math.IsInf(x, 1) {
+		if !(x > 0 && x <= math.MaxFloat64) {
 			return fmt.Errorf("fallback: Config.Weights[%d] = %v, want > 0 and finite", i, x)
 		}
 	}

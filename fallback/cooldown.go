@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -114,23 +115,26 @@ var lastNano = time.Unix(0, math.MaxInt64)
 // room for one more. c.mu is held.
 func (c *MemoryCooldowns) kept(now int64) map[string]*atomic.Int64 {
 	next := make(map[string]*atomic.Int64)
-	var first *atomic.Int64 // the cooldown that ends first
-	firstKey := ""
 	if old := c.m.Load(); old != nil {
-		for k, cl := range *old {
-			if cl.Load() <= now {
-				continue // ended: dropped
-			}
-			next[k] = cl
-			if first == nil || cl.Load() < first.Load() {
-				first, firstKey = cl, k
-			}
-		}
+		maps.Copy(next, *old)
 	}
-	if len(next) >= c.max && first != nil {
-		delete(next, firstKey)
+	maps.DeleteFunc(next, func(_ string, cl *atomic.Int64) bool { return cl.Load() <= now }) // ended
+	if len(next) >= c.max {
+		delete(next, endsFirst(next))
 	}
 	return next
+}
+
+// endsFirst returns the key of m whose cooldown ends first ("" when m is
+// empty).
+func endsFirst(m map[string]*atomic.Int64) string {
+	first, end := "", int64(math.MaxInt64)
+	for k, cl := range m {
+		if u := cl.Load(); u <= end {
+			first, end = k, u
+		}
+	}
+	return first
 }
 
 // Len returns the number of keys held, ended cooldowns included until the

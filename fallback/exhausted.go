@@ -3,6 +3,8 @@ package fallback
 import (
 	"cmp"
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,17 +42,10 @@ type Exhausted struct {
 // (a chunk had reached the caller) after: ..." when that is why.
 func (e *Exhausted) Error() string {
 	var b strings.Builder
-	hops := e.head(&b)
-	for i, h := range hops {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString(h.Route)
-		b.WriteString(" (")
-		b.WriteString(h.Reason)
-		b.WriteString(")")
+	sep := ": "
+	for _, h := range e.head(&b) {
+		b.WriteString(sep + h.Route + " (" + h.Reason + ")")
+		sep = ", "
 	}
 	return b.String()
 }
@@ -83,24 +78,14 @@ const noRoute = "fallback: no route can serve the request"
 
 // noneCalled reports whether every hop was a route skipped without a call.
 func noneCalled(hops []portico.Hop) bool {
-	for _, h := range hops {
-		if h.Err != nil {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(hops, func(h portico.Hop) bool { return h.Err != nil })
 }
 
 // noneSent reports whether no hop's call may have been sent: each route was
 // skipped, or its error says nothing was sent ([portico.NothingSent]). A
 // group's error is NotSent only then.
 func noneSent(hops []portico.Hop) bool {
-	for _, h := range hops {
-		if h.Err != nil && !portico.NothingSent(h.Err) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(hops, func(h portico.Hop) bool { return h.Err != nil && !portico.NothingSent(h.Err) })
 }
 
 // Is reports whether target is ErrExhausted and the group ran out of routes
@@ -132,8 +117,9 @@ const (
 )
 
 // classRank orders the classes for the exhausted error: the higher, the more
-// the caller needs to know it. See [Group.Generate].
-var classRank = [...]int{
+// the caller needs to know it (0: any other Class value). See
+// [Group.Generate].
+var classRank = [math.MaxUint8 + 1]int{
 	portico.Incompatible:    1,
 	portico.Unusable:        2,
 	portico.Rejected:        3,
@@ -144,20 +130,27 @@ var classRank = [...]int{
 	portico.Ambiguous:       8,
 }
 
-// hopClass is the class a hop stands for: its error's, or for a skip, Rejected
-// (unavailable), RateLimited (cooling down), Deadline (no time), or
-// Incompatible (any other filter).
+// skips are what a hop skipped without a call stands for, by its reason:
+// its class and who refused it (see [portico.Refuser]): Rejected by the
+// route's Health, a breaker in package stack (unavailable), RateLimited by
+// a Cooldown (cooling down), Deadline (no time); any other filter is
+// Incompatible, NotRefused.
+var skips = map[string]struct {
+	class portico.Class
+	by    portico.Refuser
+}{
+	reasonUnavailable: {portico.Rejected, portico.CircuitBreaker},
+	reasonCooldown:    {portico.RateLimited, portico.Cooldown},
+	reasonDeadline:    {portico.Deadline, portico.NotRefused},
+}
+
+// hopClass is the class a hop stands for: its error's, or a skip's (skips).
 func hopClass(h portico.Hop) portico.Class {
 	if h.Err != nil {
 		return portico.ClassOf(h.Err)
 	}
-	switch h.Reason {
-	case reasonUnavailable:
-		return portico.Rejected
-	case reasonCooldown:
-		return portico.RateLimited
-	case reasonDeadline:
-		return portico.Deadline
+	if s, ok := skips[h.Reason]; ok {
+		return s.class
 	}
 	return portico.Incompatible
 }
@@ -169,8 +162,7 @@ func exhausted(hops []portico.Hop, wait time.Duration) error {
 	class := portico.Incompatible
 	retryAfter := wait
 	for _, h := range hops {
-		c := hopClass(h)
-		if int(c) < len(classRank) && classRank[c] > classRank[class] {
+		if c := hopClass(h); classRank[c] > classRank[class] {
 			class = c
 		}
 	}
@@ -188,24 +180,16 @@ func exhausted(hops []portico.Hop, wait time.Duration) error {
 }
 
 // refuserOf is who refused the first hop of class (see portico.Refuser):
-// its error's RefusedBy, or for a skip, CircuitBreaker (unavailable: its
-// Health, a breaker in package stack) or Cooldown; NotRefused otherwise.
+// its error's RefusedBy, or a skip's (skips); NotRefused without one.
 func refuserOf(hops []portico.Hop, class portico.Class) portico.Refuser {
-	for _, h := range hops {
-		if hopClass(h) != class {
-			continue
-		}
-		switch {
-		case h.Err != nil:
-			return portico.RefuserOf(h.Err)
-		case h.Reason == reasonUnavailable:
-			return portico.CircuitBreaker
-		case h.Reason == reasonCooldown:
-			return portico.Cooldown
-		}
+	i := slices.IndexFunc(hops, func(h portico.Hop) bool { return hopClass(h) == class })
+	switch {
+	case i < 0:
 		return portico.NotRefused
+	case hops[i].Err != nil:
+		return portico.RefuserOf(hops[i].Err)
 	}
-	return portico.NotRefused
+	return skips[hops[i].Reason].by
 }
 
 // statusOf is the HTTP status of the first hop whose error is of class, 0
@@ -214,7 +198,7 @@ func refuserOf(hops []portico.Hop, class portico.Class) portico.Refuser {
 func statusOf(hops []portico.Hop, class portico.Class) int {
 	for _, h := range hops {
 		var pe *portico.Error
-		if h.Err != nil && errors.As(h.Err, &pe) && pe.Class == class && pe.Status != 0 {
+		if errors.As(h.Err, &pe) && pe.Class == class && pe.Status != 0 {
 			return pe.Status
 		}
 	}

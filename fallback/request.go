@@ -217,19 +217,26 @@ func (r *request) rank(ctx context.Context) ([]rank.Candidate, error) {
 			r.skipped(ctx, rt, i, reason)
 			continue
 		}
-		cd := rank.Candidate{Index: i, Route: rt, EstimatedCost: r.estimate(rt)}
-		if w := r.g.cfg.Weights; w != nil {
-			cd.Weight = w[i]
-		}
-		if h := r.g.cfg.Headroom; h != nil {
-			if x := h(i, r.req); x < 1 { // NaN: nothing known, Spent 0
-				cd.Spent = 1 - max(x, 0)
-			}
-		}
-		r.g.stats.Fill(&cd)
-		cands = append(cands, cd)
+		cands = append(cands, r.rankCandidate(rt, i))
 	}
 	return rank.Order(cands, r.g.cfg.Policy), nil
+}
+
+// rankCandidate is rt, route i, as the Policy ranks it: its estimated
+// cost, its weight, what its Headroom says is spent, and what the group
+// learnt about it.
+func (r *request) rankCandidate(rt *portico.Route, i int) rank.Candidate {
+	cd := rank.Candidate{Index: i, Route: rt, EstimatedCost: r.estimate(rt)}
+	if w := r.g.cfg.Weights; w != nil {
+		cd.Weight = w[i]
+	}
+	if h := r.g.cfg.Headroom; h != nil {
+		if x := h(i, r.req); x < 1 { // NaN: nothing known, Spent 0
+			cd.Spent = 1 - max(x, 0)
+		}
+	}
+	r.g.stats.Fill(&cd)
+	return cd
 }
 
 // candidate returns the route at position pos of the request's order and its
@@ -747,7 +754,7 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, e
 	// The candidate's own share ran out, not the caller's deadline: move
 	// on whatever the class (Ambiguous too, even with NoAmbiguousRetry).
 	reason := "timeout"
-	if cctx.Err() == nil || !errors.Is(context.Cause(cctx), ErrShareTimeout) {
+	if !errors.Is(context.Cause(cctx), ErrShareTimeout) {
 		var stop bool
 		if reason, stop = r.leave(rt, err); stop {
 			return nil, true, stopped(r.hops, rt, err, "")
