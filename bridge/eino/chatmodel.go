@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/cloudwego/eino/components/model"
@@ -64,32 +65,42 @@ func (c *ChatModel) Stream(ctx context.Context, input []*schema.Message, opts ..
 	first := make(chan error, 1) // nil: a chunk came, or the answer; else the error before any chunk
 	var once sync.Once
 	started := func(err error) { once.Do(func() { first <- err }) }
-	req.OnChunk = func(ch portico.Chunk) error {
-		started(nil)
-		msg := &schema.Message{Role: schema.Assistant, Content: ch.Text, ReasoningContent: ch.Reasoning}
-		if sw.Send(msg, nil) {
-			return errReaderClosed
-		}
-		return nil
-	}
-	go func() {
-		defer sw.Close()
-		resp, err := c.m.Generate(ctx, req)
-		if err != nil {
-			started(err)
-			sw.Send(nil, err) // read only when a chunk came first
-			return
-		}
-		started(nil)
-		last := message(resp)
-		last.Content, last.ReasoningContent = "", "" // the chunks carried them
-		sw.Send(last, nil)
-	}()
+	req.OnChunk = chunkTo(sw, started)
+	go c.answer(ctx, req, sw, started)
 	if err := <-first; err != nil {
 		sr.Close()
 		return nil, err
 	}
 	return sr, nil
+}
+
+// chunkTo sends each chunk to sw as a message, after reporting to started
+// that a chunk came; it stops the call once the reader is closed.
+func chunkTo(sw *schema.StreamWriter[*schema.Message], started func(error)) func(portico.Chunk) error {
+	return func(ch portico.Chunk) error {
+		started(nil)
+		if sw.Send(&schema.Message{Role: schema.Assistant, Content: ch.Text, ReasoningContent: ch.Reasoning}, nil) {
+			return errReaderClosed
+		}
+		return nil
+	}
+}
+
+// answer calls the Model for Stream, reporting to started when the call
+// ended, and sends its error, or a last message with the tool calls and
+// ResponseMeta, to sw.
+func (c *ChatModel) answer(ctx context.Context, req *portico.Request, sw *schema.StreamWriter[*schema.Message], started func(error)) {
+	defer sw.Close()
+	resp, err := c.m.Generate(ctx, req)
+	if err != nil {
+		started(err)
+		sw.Send(nil, err) // read only when a chunk came first
+		return
+	}
+	started(nil)
+	last := message(resp)
+	last.Content, last.ReasoningContent = "", "" // the chunks carried them
+	sw.Send(last, nil)
 }
 
 // errReaderClosed is the OnChunk error that stops a call whose reader was
@@ -99,29 +110,41 @@ var errReaderClosed = errors.New("eino: stream reader closed")
 // request maps an eino call to a Portico request.
 func (c *ChatModel) request(ctx context.Context, input []*schema.Message, opts []model.Option) (*portico.Request, error) {
 	o := model.GetCommonOptions(nil, opts...)
-	req := &portico.Request{Tools: c.tools, Extra: extra(o)}
-	req.Identity, req.Priority = portico.IdentityFrom(ctx), portico.PriorityFrom(ctx)
-	if o.MaxTokens != nil {
-		req.MaxOutputTokens = *o.MaxTokens
-	}
-	if o.Model != nil {
-		req.Model = *o.Model
-	}
+	req := &portico.Request{Model: deref(o.Model), MaxOutputTokens: deref(o.MaxTokens), Tools: c.tools, Extra: extra(o),
+		Identity: portico.IdentityFrom(ctx), Priority: portico.PriorityFrom(ctx)}
+	var err error
 	if o.Tools != nil {
-		tools, err := toolsOf(o.Tools)
-		if err != nil {
+		if req.Tools, err = toolsOf(o.Tools); err != nil {
 			return nil, err
 		}
-		req.Tools = tools
 	}
-	for _, m := range input {
-		msg, err := messageOf(m)
-		if err != nil {
-			return nil, err
-		}
-		req.Messages = append(req.Messages, msg)
+	req.Messages, err = mapAll(input, messageOf)
+	if err != nil {
+		return nil, err
 	}
 	return req, nil
+}
+
+// deref is *p, or T's zero value when p is nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// mapAll maps each of in with f, stopping at f's first error.
+func mapAll[In, Out any](in []In, f func(In) (Out, error)) ([]Out, error) {
+	var out []Out
+	for _, v := range in {
+		o, err := f(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // extra is o's sampling options under the OpenAI names the adapters read.
@@ -159,65 +182,99 @@ func messageOf(m *schema.Message) (portico.Message, error) {
 	if !ok {
 		return portico.Message{}, refuse("message role %q", m.Role)
 	}
-	out := portico.Message{Role: role, ToolCallID: m.ToolCallID}
+	content, err := contentOf(m)
+	if err != nil {
+		return portico.Message{}, err
+	}
+	return portico.Message{Role: role, ToolCallID: m.ToolCallID, Content: content, ToolCalls: toolCallsOf(m.ToolCalls)}, nil
+}
+
+// contentOf maps m's Content, MultiContent and UserInputMultiContent to
+// Portico's parts, in that order.
+func contentOf(m *schema.Message) ([]portico.Part, error) {
+	var out []portico.Part
 	if m.Content != "" {
-		out.Content = append(out.Content, portico.Part{Kind: portico.PartText, Text: m.Content})
+		out = append(out, portico.Part{Kind: portico.PartText, Text: m.Content})
 	}
-	for _, p := range m.MultiContent {
-		switch {
-		case p.Type == schema.ChatMessagePartTypeText:
-			out.Content = append(out.Content, portico.Part{Kind: portico.PartText, Text: p.Text})
-		case p.Type == schema.ChatMessagePartTypeImageURL && p.ImageURL != nil:
-			out.Content = append(out.Content, portico.Part{Kind: portico.PartImage, ImageURL: p.ImageURL.URL})
-		default:
-			return portico.Message{}, refuse("message part of type %q", p.Type)
-		}
+	multi, err := mapAll(m.MultiContent, multiPart)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range m.UserInputMultiContent {
-		part, err := inputPart(p)
-		if err != nil {
-			return portico.Message{}, err
-		}
-		out.Content = append(out.Content, part)
+	input, err := mapAll(m.UserInputMultiContent, inputPart)
+	if err != nil {
+		return nil, err
 	}
-	for _, tc := range m.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, portico.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(tc.Function.Arguments)})
+	return slices.Concat(out, multi, input), nil
+}
+
+// multiPart maps a text or image part of a message's MultiContent.
+//
+//lint:ignore SA1019 eino deprecated MultiContent, but callers still send it.
+func multiPart(p schema.ChatMessagePart) (portico.Part, error) {
+	switch {
+	case p.Type == schema.ChatMessagePartTypeText:
+		return portico.Part{Kind: portico.PartText, Text: p.Text}, nil
+	case p.Type == schema.ChatMessagePartTypeImageURL && p.ImageURL != nil:
+		return portico.Part{Kind: portico.PartImage, ImageURL: p.ImageURL.URL}, nil
 	}
-	return out, nil
+	return portico.Part{}, refuse("message part of type %q", p.Type)
 }
 
 // inputPart maps a text or image part of a user's message.
 func inputPart(p schema.MessageInputPart) (portico.Part, error) {
-	switch {
-	case p.Type == schema.ChatMessagePartTypeText:
+	switch p.Type {
+	case schema.ChatMessagePartTypeText:
 		return portico.Part{Kind: portico.PartText, Text: p.Text}, nil
-	case p.Type == schema.ChatMessagePartTypeImageURL && p.Image != nil && p.Image.URL != nil:
-		return portico.Part{Kind: portico.PartImage, ImageURL: *p.Image.URL}, nil
-	case p.Type == schema.ChatMessagePartTypeImageURL && p.Image != nil && p.Image.Base64Data != nil:
-		return portico.Part{Kind: portico.PartImage, ImageURL: "data:" + p.Image.MIMEType + ";base64," + *p.Image.Base64Data}, nil
+	case schema.ChatMessagePartTypeImageURL:
+		if url, ok := imageURL(p.Image); ok {
+			return portico.Part{Kind: portico.PartImage, ImageURL: url}, nil
+		}
 	}
 	return portico.Part{}, refuse("user input part of type %q", p.Type)
+}
+
+// imageURL is img's URL, or its data as a data: URL; false when img has
+// neither.
+func imageURL(img *schema.MessageInputImage) (string, bool) {
+	switch {
+	case img == nil:
+		return "", false
+	case img.URL != nil:
+		return *img.URL, true
+	case img.Base64Data != nil:
+		return "data:" + img.MIMEType + ";base64," + *img.Base64Data, true
+	}
+	return "", false
 }
 
 // toolsOf maps eino's tools to Portico's, their parameters as JSON Schema.
 func toolsOf(tools []*schema.ToolInfo) ([]portico.Tool, error) {
 	out := make([]portico.Tool, 0, len(tools))
 	for _, t := range tools {
-		params := json.RawMessage(`{"type":"object","properties":{}}`)
-		if t.ParamsOneOf != nil {
-			s, err := t.ToJSONSchema()
-			if err != nil {
-				return nil, refuse("tool %q: %v", t.Name, err)
-			}
-			if s != nil {
-				if params, err = json.Marshal(s); err != nil {
-					return nil, refuse("tool %q: %v", t.Name, err)
-				}
-			}
+		params, err := paramsOf(t)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, portico.Tool{Name: t.Name, Description: t.Desc, Parameters: params})
 	}
 	return out, nil
+}
+
+// paramsOf is t's parameters as JSON Schema; an empty object's schema when
+// it has none.
+func paramsOf(t *schema.ToolInfo) (json.RawMessage, error) {
+	s, err := t.ToJSONSchema()
+	if err != nil {
+		return nil, refuse("tool %q: %v", t.Name, err)
+	}
+	if s == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	params, err := json.Marshal(s)
+	if err != nil {
+		return nil, refuse("tool %q: %v", t.Name, err)
+	}
+	return params, nil
 }
 
 // message maps a Portico answer to an eino assistant message.
