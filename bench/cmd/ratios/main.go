@@ -43,9 +43,33 @@ func main() {
 	}
 }
 
+// samples are the values read per benchmark name and unit, names in order
+// of first appearance.
+type samples struct {
+	by    map[string]map[string][]float64 // name -> unit -> values
+	order []string
+}
+
 func run(in io.Reader, out io.Writer) error {
-	samples := map[string]map[string][]float64{} // name -> unit -> values
-	var order []string
+	s, err := read(in)
+	if err != nil {
+		return err
+	}
+	n := len(s.by[s.order[0]]["ns/op"])
+	fmt.Fprintf(out, "Medians of %d runs; ratios to the reference named, in ns/op and in cpu-ns/op.\n\n", n)
+	fmt.Fprintln(out, "| benchmark | ns/op | cpu-ns/op | allocs/op | ratio (ns/op) | ratio (cpu-ns/op) |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---|---|")
+	for _, name := range s.order {
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s |\n", name, s.cell(name, "ns/op", 1), s.cell(name, "cpu-ns/op", 1),
+			s.cell(name, "allocs/op", 0), s.ratios(name, "ns/op"), s.ratios(name, "cpu-ns/op"))
+	}
+	return nil
+}
+
+// read parses BenchmarkTable's result lines; it fails on a value that is
+// not a number or when there is none.
+func read(in io.Reader) (*samples, error) {
+	s := &samples{by: map[string]map[string][]float64{}}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		m := line.FindStringSubmatch(sc.Text())
@@ -53,72 +77,66 @@ func run(in io.Reader, out io.Writer) error {
 			continue
 		}
 		name := m[1]
-		if samples[name] == nil {
-			samples[name] = map[string][]float64{}
-			order = append(order, name)
+		if s.by[name] == nil {
+			s.by[name] = map[string][]float64{}
+			s.order = append(s.order, name)
 		}
 		f := strings.Fields(m[2])
 		for i := 0; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err != nil {
-				return fmt.Errorf("%s: %q: %v", name, f[i], err)
+				return nil, fmt.Errorf("%s: %q: %v", name, f[i], err)
 			}
-			samples[name][f[i+1]] = append(samples[name][f[i+1]], v)
+			s.by[name][f[i+1]] = append(s.by[name][f[i+1]], v)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	if len(order) == 0 {
-		return fmt.Errorf("no BenchmarkTable results on standard input")
+	if len(s.order) == 0 {
+		return nil, fmt.Errorf("no BenchmarkTable results on standard input")
 	}
-	med := func(name, unit string) (float64, bool) {
-		v := slices.Clone(samples[name][unit])
-		if len(v) == 0 {
-			return 0, false
+	return s, nil
+}
+
+// median is the median of name's values in unit; false when it has none.
+func (s *samples) median(name, unit string) (float64, bool) {
+	v := slices.Clone(s.by[name][unit])
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+}
+
+// cell is the median with prec decimals, or "–" when there is none.
+func (s *samples) cell(name, unit string, prec int) string {
+	if v, ok := s.median(name, unit); ok {
+		return strconv.FormatFloat(v, 'f', prec, 64)
+	}
+	return "–"
+}
+
+// ratios are name's ratios in unit to each of its references that has a
+// median ("1.234x ref", comma-separated); "" for a reference row.
+func (s *samples) ratios(name, unit string) string {
+	if plain[name] {
+		return ""
+	}
+	rs := refs[name]
+	if rs == nil {
+		rs = defaultRefs
+	}
+	var out []string
+	for _, ref := range rs {
+		a, ok1 := s.median(name, unit)
+		b, ok2 := s.median(ref, unit)
+		if ok1 && ok2 && b != 0 {
+			out = append(out, fmt.Sprintf("%.3fx %s", a/b, ref))
 		}
-		slices.Sort(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2], true
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
 	}
-	cell := func(name, unit string, prec int) string {
-		if v, ok := med(name, unit); ok {
-			return strconv.FormatFloat(v, 'f', prec, 64)
-		}
-		return "–"
-	}
-	ratio := func(name, ref, unit string) string {
-		a, ok1 := med(name, unit)
-		b, ok2 := med(ref, unit)
-		if !ok1 || !ok2 || b == 0 {
-			return ""
-		}
-		return fmt.Sprintf("%.3fx %s", a/b, ref)
-	}
-	n := len(samples[order[0]]["ns/op"])
-	fmt.Fprintf(out, "Medians of %d runs; ratios to the reference named, in ns/op and in cpu-ns/op.\n\n", n)
-	fmt.Fprintln(out, "| benchmark | ns/op | cpu-ns/op | allocs/op | ratio (ns/op) | ratio (cpu-ns/op) |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---|---|")
-	for _, name := range order {
-		var rn, rc []string
-		if !plain[name] {
-			rs := refs[name]
-			if rs == nil {
-				rs = defaultRefs
-			}
-			for _, ref := range rs {
-				if r := ratio(name, ref, "ns/op"); r != "" {
-					rn = append(rn, r)
-				}
-				if r := ratio(name, ref, "cpu-ns/op"); r != "" {
-					rc = append(rc, r)
-				}
-			}
-		}
-		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s |\n", name, cell(name, "ns/op", 1), cell(name, "cpu-ns/op", 1),
-			cell(name, "allocs/op", 0), strings.Join(rn, ", "), strings.Join(rc, ", "))
-	}
-	return nil
+	return strings.Join(out, ", ")
 }
