@@ -247,15 +247,14 @@ func readCommand(r *bufio.Reader) (raw []byte, name string, err error) {
 		return nil, "", err
 	}
 	if len(line) == 0 || line[0] != '*' {
-		f := bytes.Fields(line)
-		if len(f) > 0 {
+		if f := bytes.Fields(line); len(f) > 0 {
 			name = strings.ToUpper(string(f[0]))
 		}
 		return line, name, nil
 	}
-	n, err := strconv.Atoi(string(bytes.TrimRight(line[1:], "\r\n")))
-	if err != nil || n < 0 || n > 1<<20 {
-		return nil, "", errors.New("redistest: malformed command")
+	n, err := length(line, '*', 1<<20)
+	if err != nil {
+		return nil, "", err
 	}
 	raw = line
 	for i := range n {
@@ -263,12 +262,9 @@ func readCommand(r *bufio.Reader) (raw []byte, name string, err error) {
 		if err != nil {
 			return nil, "", err
 		}
-		if len(hdr) == 0 || hdr[0] != '$' {
-			return nil, "", errors.New("redistest: malformed command")
-		}
-		size, err := strconv.Atoi(string(bytes.TrimRight(hdr[1:], "\r\n")))
-		if err != nil || size < 0 || size > 512<<20 {
-			return nil, "", errors.New("redistest: malformed command")
+		size, err := length(hdr, '$', 512<<20)
+		if err != nil {
+			return nil, "", err
 		}
 		body := make([]byte, size+2)
 		if _, err := io.ReadFull(r, body); err != nil {
@@ -280,4 +276,17 @@ func readCommand(r *bufio.Reader) (raw []byte, name string, err error) {
 		raw = append(append(raw, hdr...), body...)
 	}
 	return raw, name, nil
+}
+
+// length reads the count of a RESP header line ("*3\r\n", "$5\r\n") that
+// must begin with kind and count at most limit; anything else is malformed.
+func length(line []byte, kind byte, limit int) (int, error) {
+	if len(line) == 0 || line[0] != kind {
+		return 0, errors.New("redistest: malformed command")
+	}
+	n, err := strconv.Atoi(string(bytes.TrimRight(line[1:], "\r\n")))
+	if err != nil || n < 0 || n > limit {
+		return 0, errors.New("redistest: malformed command")
+	}
+	return n, nil
 }

@@ -1,10 +1,13 @@
 package redistest
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +122,30 @@ func TestProxyDelayAndReset(t *testing.T) {
 func isTimeout(err error) bool {
 	var te interface{ Timeout() bool }
 	return errors.As(err, &te) && te.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// TestReadCommand: a RESP array gives its bytes and upper-cased name, an
+// inline command its line, and a header of the wrong kind or a count out
+// of range is malformed.
+func TestReadCommand(t *testing.T) {
+	for _, tc := range []struct{ in, raw, name, err string }{
+		{in: "*2\r\n$3\r\nget\r\n$1\r\nk\r\n", raw: "*2\r\n$3\r\nget\r\n$1\r\nk\r\n", name: "GET"},
+		{in: "ping extra\r\n", raw: "ping extra\r\n", name: "PING"},
+		{in: "\r\n", raw: "\r\n"},
+		{in: "*x\r\n", err: "redistest: malformed command"},
+		{in: "*-1\r\n", err: "redistest: malformed command"},
+		{in: "*1048577\r\n", err: "redistest: malformed command"},
+		{in: "*1\r\n:3\r\nget\r\n", err: "redistest: malformed command"},
+		{in: "*1\r\n$536870913\r\n", err: "redistest: malformed command"},
+		{in: "*1\r\n$3\r\nge", err: "unexpected EOF"},
+	} {
+		raw, name, err := readCommand(bufio.NewReader(strings.NewReader(tc.in)))
+		if got := fmt.Sprint(err); tc.err != "" && got != tc.err || tc.err == "" && err != nil {
+			t.Errorf("readCommand(%q) error %v, want %q", tc.in, err, tc.err)
+			continue
+		}
+		if string(raw) != tc.raw || name != tc.name {
+			t.Errorf("readCommand(%q) = %q, %q, want %q, %q", tc.in, raw, name, tc.raw, tc.name)
+		}
+	}
 }
