@@ -1,6 +1,7 @@
 package inflight
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,28 +53,26 @@ func ByClient(r *portico.Request) string { return r.Identity.ClientKey }
 // Caps caps each key's calls in flight; build it with [New]. It is safe
 // for concurrent use.
 type Caps struct {
-	key          func(*portico.Request) string
-	max, share   int
-	reserve      int
-	ttl, every   time.Duration
-	store, local Store
-	name         string
-	failOpen     bool
-	base         string
-	ids          atomic.Uint64
-	lost         atomic.Int64
+	key        func(*portico.Request) string
+	max        int
+	instances  int // Shared.Instances: failing open, an instance has max/instances slots
+	reserve    int
+	ttl, every time.Duration
+	store      Store
+	local      *Memory
+	name       string
+	failOpen   bool
+	base       string
+	ids        atomic.Uint64
+	lost       atomic.Int64
 }
 
 // New returns the Caps cfg describes, or an error starting "inflight:"
 // naming the field: Max not positive, a negative TTL, Renew not below
 // TTL, FailOpen without Instances or Instances without FailOpen.
 func New(cfg Config) (*Caps, error) {
-	if cfg.TTL == 0 {
-		cfg.TTL = DefaultTTL
-	}
-	if cfg.Renew == 0 {
-		cfg.Renew = cfg.TTL / 3
-	}
+	cfg.TTL = cmp.Or(cfg.TTL, DefaultTTL)
+	cfg.Renew = cmp.Or(cfg.Renew, cfg.TTL/3)
 	if err := rules.First(
 		rules.If(cfg.Max <= 0, "inflight: Config.Max must be positive"),
 		rules.If(cfg.Reserve < 0, "inflight: negative Config.Reserve"),
@@ -87,14 +86,9 @@ func New(cfg Config) (*Caps, error) {
 	if cfg.Key == nil {
 		cfg.Key = ByClient
 	}
-	c := &Caps{key: cfg.Key, max: cfg.Max, reserve: cfg.Reserve, ttl: cfg.TTL, every: cfg.Renew, store: cfg.Shared.Store,
+	c := &Caps{key: cfg.Key, max: cfg.Max, instances: cfg.Shared.Instances, reserve: cfg.Reserve, ttl: cfg.TTL, every: cfg.Renew,
 		local: &Memory{}, name: cfg.Shared.Name, failOpen: cfg.Shared.FailOpen}
-	if c.store == nil {
-		c.store = c.local
-	}
-	if cfg.Shared.Instances > 0 {
-		c.share = max(1, cfg.Max/cfg.Shared.Instances)
-	}
+	c.store = cmp.Or[Store](cfg.Shared.Store, c.local)
 	var b [8]byte
 	rand.Read(b[:])
 	c.base = hex.EncodeToString(b[:]) + "."
@@ -134,26 +128,34 @@ func (c *Caps) acquire(ctx context.Context, req *portico.Request, l *Lease) (Sto
 	st := c.store
 	ok, err := st.Acquire(ctx, l)
 	if err != nil {
-		if gone := portico.Gone(ctx); gone != nil {
-			_ = st.Release(context.WithoutCancel(ctx), l) // it may have been taken
-			return nil, gone
+		if err := c.degrade(ctx, req, l, err); err != nil {
+			return nil, err
 		}
-		_ = st.Release(context.WithoutCancel(ctx), l)
-		if !c.failOpen {
-			portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "inflight:fail_closed"})
-			return nil, &portico.Error{Class: portico.Rejected, RefusedBy: portico.ClientLimit, NotSent: true, Err: errors.Join(ErrStore, err)}
-		}
-		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "inflight:fail_open"})
-		st, l.Max = c.local, c.slots(c.share, req.Priority)
-		ok, err = st.Acquire(ctx, l)
-	}
-	if err != nil {
-		return nil, err
+		st = c.local
+		ok, _ = c.local.Acquire(ctx, l) // a Memory never fails
 	}
 	if !ok {
 		return nil, &portico.Error{Class: portico.Rejected, RefusedBy: portico.ClientLimit, NotSent: true, Reason: "tenant in-flight cap", Err: ErrFull}
 	}
 	return st, nil
+}
+
+// degrade decides a call whose acquire of l failed with err in the
+// shared store: it gives back what the store may have taken, then
+// returns the call's error (ctx ended, or failing closed), or nil with
+// l.Max set to this instance's share of the cap, for the local Memory.
+func (c *Caps) degrade(ctx context.Context, req *portico.Request, l *Lease, err error) error {
+	_ = c.store.Release(context.WithoutCancel(ctx), l) // it may have been taken
+	if gone := portico.Gone(ctx); gone != nil {
+		return gone
+	}
+	if !c.failOpen {
+		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "inflight:fail_closed"})
+		return &portico.Error{Class: portico.Rejected, RefusedBy: portico.ClientLimit, NotSent: true, Err: errors.Join(ErrStore, err)}
+	}
+	portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "inflight:fail_open"})
+	l.Max = c.slots(max(1, c.max/c.instances), req.Priority)
+	return nil
 }
 
 // slots is how many of limit slots (Max, or a fail-open share of it) a
@@ -177,8 +179,7 @@ func (c *Caps) renew(ctx context.Context, st Store, l *Lease, stop <-chan struct
 			return
 		case <-t.C:
 		}
-		ok, err := st.Renew(rctx, l)
-		if err == nil && !ok {
+		if ok, err := st.Renew(rctx, l); err == nil && !ok {
 			c.lost.Add(1)
 			portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Class: portico.Transient, Reason: "inflight:lease_lost"})
 			<-stop

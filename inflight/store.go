@@ -90,11 +90,10 @@ func (m *Memory) Release(_ context.Context, l *Lease) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := memKey{l.Name, l.Key}
-	if ls := m.m[k]; ls != nil {
-		delete(ls, l.ID)
-		if len(ls) == 0 {
-			delete(m.m, k)
-		}
+	ls := m.m[k]
+	delete(ls, l.ID)
+	if len(ls) == 0 {
+		delete(m.m, k)
 	}
 	return nil
 }
@@ -115,7 +114,7 @@ func (m *Memory) live(k memKey, now time.Time) map[string]time.Time {
 			delete(ls, id)
 		}
 	}
-	if ls != nil && len(ls) == 0 {
+	if len(ls) == 0 { // none left, or none at all
 		delete(m.m, k)
 		return nil
 	}
