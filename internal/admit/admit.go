@@ -121,7 +121,7 @@ func (p *Plan) Take(owner Owner, key string) *Bucket {
 	}
 	for i := range p.NBuckets {
 		b := &p.Buckets[i]
-		if b.Owner == owner && b.Done && b.Key == key && b.claimed.CompareAndSwap(false, true) {
+		if b.Owner == owner && b.Key == key && claim(b.Done, &b.claimed) {
 			return b
 		}
 	}
@@ -135,15 +135,19 @@ func (p *Plan) Deposited(owner Owner, dest, client string) bool {
 		return false
 	}
 	d := &p.Deposit
-	return d.Owner == owner && d.Done && d.Dest == dest && d.Client == client && d.claimed.CompareAndSwap(false, true)
+	return d.Owner == owner && d.Dest == dest && d.Client == client && claim(d.Done, &d.claimed)
 }
+
+// claim reports whether a step is done and claimed now, by this caller:
+// each done step is claimed once.
+func claim(done bool, claimed *atomic.Bool) bool { return done && claimed.CompareAndSwap(false, true) }
 
 // Unclaimed gives back, through its owner, each take p charged that no
 // layer claimed. Call it once the request has returned.
 func (p *Plan) Unclaimed(ctx context.Context) {
 	for i := range p.NBuckets {
 		b := &p.Buckets[i]
-		if b.Done && b.Wait == 0 && b.claimed.CompareAndSwap(false, true) {
+		if b.Wait == 0 && claim(b.Done, &b.claimed) {
 			b.Owner.Unclaimed(ctx, b)
 		}
 	}
