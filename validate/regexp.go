@@ -4,9 +4,11 @@ import (
 	"errors"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -42,15 +44,15 @@ func ecmaRegexp(s string) (jsonschema.Regexp, error) {
 // unsupportedSyntax reports whether se is RE2's refusal of valid ECMA-262
 // syntax: lookaround or a backreference.
 func unsupportedSyntax(se *syntax.Error) bool {
-	switch se.Code {
-	case syntax.ErrInvalidPerlOp:
-		return se.Expr == "(?=" || se.Expr == "(?!"
-	case syntax.ErrInvalidNamedCapture:
-		return strings.HasPrefix(se.Expr, "(?<=") || strings.HasPrefix(se.Expr, "(?<!")
-	case syntax.ErrInvalidEscape:
-		return len(se.Expr) == 2 && (se.Expr[1] >= '1' && se.Expr[1] <= '9' || se.Expr[1] == 'k')
-	}
-	return false
+	return slices.ContainsFunc(unsupported[se.Code], func(start string) bool { return strings.HasPrefix(se.Expr, start) })
+}
+
+// unsupported lists, per RE2 error code, how the expressions start that it
+// refuses and ECMA-262 allows: lookahead, lookbehind, backreferences.
+var unsupported = map[syntax.ErrorCode][]string{
+	syntax.ErrInvalidPerlOp:       {"(?=", "(?!"},
+	syntax.ErrInvalidNamedCapture: {"(?<=", "(?<!"},
+	syntax.ErrInvalidEscape:       {`\1`, `\2`, `\3`, `\4`, `\5`, `\6`, `\7`, `\8`, `\9`, `\k`},
 }
 
 // anyString is a pattern RE2 cannot run: it matches every string.
@@ -87,12 +89,13 @@ func ecmaEscapes(s string) string {
 }
 
 // ecmaClass returns the index of the "[" that opens the character class
-// s[i] is in, or -1 outside one, given the same, class, for s[i-1].
+// s[i] is in, or -1 outside one, given the same, class, for s[i-1]. A "]"
+// right after "[" or "[^" is a literal.
 func ecmaClass(s string, i, class int) int {
 	switch c := s[i]; {
 	case c == '[' && class < 0:
 		return i
-	case c == ']' && class >= 0 && i > class+1 && !(i == class+2 && s[class+1] == '^'):
+	case c == ']' && class >= 0 && s[class:i] != "[" && s[class:i] != "[^":
 		return -1
 	}
 	return class
@@ -122,15 +125,31 @@ func ecmaRewrite(s string, inClass bool) (string, int) {
 // length, or 0, 0.
 func ecmaEscape(s string) (rune, int) {
 	switch {
-	case s[1] == 'c' && len(s) > 2 && ('a' <= s[2]|0x20 && s[2]|0x20 <= 'z'):
-		return rune(s[2] % 32), 3 // a letter's control character
-	case s[1] == 'u' && len(s) > 2 && s[2] == '{':
-		end := strings.IndexByte(s, '}')
-		if r, err := strconv.ParseUint(s[3:max(end, 3)], 16, 32); end > 3 && err == nil && r <= 0x10FFFF {
-			return rune(r), end + 1
-		}
+	case s[1] == 'c':
+		return ecmaControl(s)
+	case strings.HasPrefix(s[1:], "u{"):
+		return ecmaCodePoint(s)
 	case s[1] == 'u':
 		return ecmaUTF16(s)
+	}
+	return 0, 0
+}
+
+// ecmaControl reads \cX, X a letter, at the start of s: the letter's
+// control character.
+func ecmaControl(s string) (rune, int) {
+	if len(s) > 2 && 'a' <= s[2]|0x20 && s[2]|0x20 <= 'z' {
+		return rune(s[2] % 32), 3
+	}
+	return 0, 0
+}
+
+// ecmaCodePoint reads \u{X...} at the start of s: a code point of one or
+// more hexadecimal digits, at most U+10FFFF.
+func ecmaCodePoint(s string) (rune, int) {
+	end := strings.IndexByte(s, '}')
+	if r, err := strconv.ParseUint(s[3:max(end, 3)], 16, 32); end > 3 && err == nil && r <= 0x10FFFF {
+		return rune(r), end + 1
 	}
 	return 0, 0
 }
@@ -143,8 +162,8 @@ func ecmaUTF16(s string) (rune, int) {
 		return 0, 0
 	}
 	lo, ok := hex4(s[min(8, len(s)):]) // ok: s holds 12 bytes or more
-	if ok && s[6:8] == `\u` && 0xD800 <= hi && hi < 0xDC00 && 0xDC00 <= lo && lo < 0xE000 {
-		return utf16.DecodeRune(hi, lo), 12
+	if r := utf16.DecodeRune(hi, lo); ok && s[6:8] == `\u` && r != utf8.RuneError {
+		return r, 12 // a surrogate pair; DecodeRune returns U+FFFD for any other
 	}
 	return hi, 6
 }
