@@ -79,26 +79,21 @@ func jsonKind(v string) string {
 func pointerAt(text string, off int64) string {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
-	var p jsonPath
+	p := jsonPath{{}} // the top level, outside any value
 	for {
 		t, err := dec.Token()
 		if err != nil {
 			return ""
 		}
-		if !p.next(t) {
-			continue
-		}
-		if dec.InputOffset() >= off {
+		if p.next(t) && dec.InputOffset() >= off {
 			return p.pointer()
-		}
-		if n := len(p); n > 0 && p[n-1].obj {
-			p[n-1].expectKey = true // after a member's value, the next key
 		}
 	}
 }
 
-// jsonPath is where a walk of JSON tokens is: one frame per object or array
-// it is in, with the current member's key or element's index.
+// jsonPath is where a walk of JSON tokens is: a frame for the top level,
+// then one per object or array it is in, with the current member's key or
+// element's index.
 type jsonPath []struct {
 	obj, expectKey bool
 	key            string
@@ -108,34 +103,31 @@ type jsonPath []struct {
 // next moves p over the token t and reports whether t ends a value (a
 // scalar, or an object's or array's end).
 func (p *jsonPath) next(t json.Token) bool {
-	s := *p
-	n := len(s)
-	if k, ok := t.(string); ok && n > 0 && s[n-1].obj && s[n-1].expectKey {
-		s[n-1].key, s[n-1].expectKey = k, false
-		return false
-	}
-	if t == json.Delim('}') || t == json.Delim(']') {
-		*p = s[:n-1]
-		return true
-	}
-	if n > 0 && !s[n-1].obj {
-		s[n-1].idx++
-	}
+	top := &(*p)[len(*p)-1]
 	switch t {
-	case json.Delim('{'):
-		*p = append(s, jsonPath{{obj: true, expectKey: true}}...)
-	case json.Delim('['):
-		*p = append(s, jsonPath{{idx: -1}}...)
+	case json.Delim('{'), json.Delim('['):
+		top.idx++
+		obj := t == json.Delim('{')
+		*p = append(*p, jsonPath{{obj: obj, expectKey: obj, idx: -1}}...)
+		return false
+	case json.Delim('}'), json.Delim(']'):
+		*p = (*p)[:len(*p)-1]
 	default:
-		return true
+		if k, ok := t.(string); ok && top.expectKey {
+			top.key, top.expectKey = k, false
+			return false
+		}
+		top.idx++
 	}
-	return false
+	parent := &(*p)[len(*p)-1]
+	parent.expectKey = parent.obj // after a member's value, the next key
+	return true
 }
 
 // pointer returns p as a JSON pointer.
 func (p jsonPath) pointer() string {
-	toks := make([]string, len(p))
-	for i, f := range p {
+	toks := make([]string, len(p)-1)
+	for i, f := range p[1:] {
 		toks[i] = f.key
 		if !f.obj {
 			toks[i] = strconv.Itoa(f.idx)

@@ -63,26 +63,24 @@ func skipString(s string, i int) int {
 // scanNumber returns the end of the number-like run starting at i and the
 // magnitude of its exponent (saturated at 1<<30).
 func scanNumber(s string, i int) (end, exp int) {
-	j := i
-	for j < len(s) && ('0' <= s[j] && s[j] <= '9' || s[j] == '-' || s[j] == '+' || s[j] == '.') {
-		j++
+	j := len(s) - len(strings.TrimLeft(s[i:], "0123456789+-."))
+	if j < len(s) && s[j]|0x20 == 'e' { // e or E
+		return scanExponent(s, j+1)
 	}
-	if j == len(s) || s[j] != 'e' && s[j] != 'E' {
-		return j, 0
-	}
-	return scanExponent(s, j+1)
+	return j, 0
 }
 
 // scanExponent returns the end of the signed exponent starting at i and its
 // magnitude (saturated at 1<<30).
 func scanExponent(s string, i int) (end, exp int) {
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+	if strings.HasPrefix(s[i:], "+") || strings.HasPrefix(s[i:], "-") {
 		i++
 	}
-	for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+	end = len(s) - len(strings.TrimLeft(s[i:], "0123456789"))
+	for _, c := range []byte(s[i:end]) {
 		if exp < 1<<30 {
-			exp = exp*10 + int(s[i]-'0')
+			exp = exp*10 + int(c-'0')
 		}
 	}
-	return i, exp
+	return end, exp
 }
