@@ -188,19 +188,22 @@ func (p *pipeline) envelope(resp *portico.Response, text string) {
 func (p *pipeline) finish(req *portico.Request, resp *portico.Response) {
 	cfg := &p.v.cfg
 	p.stage = StageFinish
-	switch resp.FinishReason {
-	case "":
-		if cfg.RequireFinish {
-			p.add(Violation{Rule: RuleFinishMissing})
-		}
-	case portico.FinishContentFilter:
+	switch r := resp.FinishReason; {
+	case r == "" && cfg.RequireFinish:
+		p.add(Violation{Rule: RuleFinishMissing})
+	case r == portico.FinishContentFilter:
 		p.add(Violation{Rule: RuleContentFilter})
-	case portico.FinishLength:
-		structured := req.Schema != nil || len(req.Tools) > 0 || len(resp.ToolCalls) > 0
-		if cfg.Length == LengthReject || cfg.Length == LengthRejectStructured && structured {
-			p.add(Violation{Rule: RuleTruncated})
-		}
+	case r == portico.FinishLength && cfg.Length.rejects(req, resp):
+		p.add(Violation{Rule: RuleTruncated})
 	}
+}
+
+// rejects reports whether the policy rejects resp, the answer to req, when
+// it is cut by the token limit: always, never, or where the full output is
+// needed (a Schema or tools asked for, or tool calls answered).
+func (p LengthPolicy) rejects(req *portico.Request, resp *portico.Response) bool {
+	structured := req.Schema != nil || len(req.Tools) > 0 || len(resp.ToolCalls) > 0
+	return p == LengthReject || p == LengthRejectStructured && structured
 }
 
 func (p *pipeline) runChecks(checks []Check, a *Answer) {

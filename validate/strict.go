@@ -48,20 +48,12 @@ const maxStrictShown = MaxViolations
 // The root's pointer is written "/".
 func (e *StrictError) Error() string {
 	var b strings.Builder
-	b.WriteString(ErrNotStrict.Error() + ": " + strconv.Itoa(len(e.Problems)) + " problem")
-	if len(e.Problems) != 1 {
-		b.WriteByte('s')
+	b.WriteString(ErrNotStrict.Error() + ": " + counted(len(e.Problems), "problem"))
+	for i, p := range e.Problems[:min(len(e.Problems), maxStrictShown)] {
+		b.WriteString(listSep(i) + p.Rule + " at " + cmp.Or(p.Pointer, "/"))
 	}
-	for i, p := range e.Problems {
-		sep := ", "
-		if i == 0 {
-			sep = ": "
-		}
-		if i == maxStrictShown {
-			b.WriteString(", " + strconv.Itoa(len(e.Problems)-i) + " more")
-			break
-		}
-		b.WriteString(sep + p.Rule + " at " + cmp.Or(p.Pointer, "/"))
+	if more := len(e.Problems) - maxStrictShown; more > 0 {
+		b.WriteString(", " + strconv.Itoa(more) + " more")
 	}
 	return b.String()
 }
@@ -116,39 +108,16 @@ func init() {
 		"type": nil, "required": nil, "$schema": nil, "$id": nil, "$comment": nil, "title": nil, "description": nil,
 		"pattern": nil, "multipleOf": nil, "maximum": nil, "exclusiveMaximum": nil, "minimum": nil, "exclusiveMinimum": nil,
 		"minItems": nil, "maxItems": nil,
-		"properties":  (*strictWalker).members,
-		"$defs":       (*strictWalker).defs,
-		"definitions": (*strictWalker).defs,
-		"items":       (*strictWalker).node,
-		"anyOf": func(w *strictWalker, val any, at string, depth int) {
-			list, _ := val.([]any)
-			for i, sub := range list {
-				w.node(sub, under(at, strconv.Itoa(i)), depth)
-			}
-		},
-		"additionalProperties": func(w *strictWalker, val any, at string, depth int) {
-			if sub, ok := val.(map[string]any); ok {
-				w.node(sub, at, depth)
-			}
-		},
-		"enum": func(w *strictWalker, val any, at string, _ int) {
-			list, _ := val.([]any)
-			w.enum(list, at)
-		},
-		"const": func(w *strictWalker, val any, _ string, _ int) {
-			s, _ := val.(string)
-			w.chars += utf8.RuneCountInString(s)
-		},
-		"format": func(w *strictWalker, val any, at string, _ int) {
-			if f, _ := val.(string); !strictFormats[f] {
-				w.add(at, StrictFormat, f)
-			}
-		},
-		"$ref": func(w *strictWalker, val any, at string, _ int) {
-			if r, _ := val.(string); !strings.HasPrefix(r, "#") {
-				w.add(at, StrictRef, "only references within the schema")
-			}
-		},
+		"properties":           (*strictWalker).members,
+		"$defs":                (*strictWalker).defs,
+		"definitions":          (*strictWalker).defs,
+		"items":                (*strictWalker).node,
+		"anyOf":                (*strictWalker).anyOf,
+		"additionalProperties": (*strictWalker).additional,
+		"enum":                 (*strictWalker).enum,
+		"const":                (*strictWalker).constant,
+		"format":               (*strictWalker).format,
+		"$ref":                 (*strictWalker).ref,
 	}
 }
 
@@ -290,13 +259,7 @@ func (w *strictWalker) object(m map[string]any, ptr string, depth int) {
 	if ap, ok := m["additionalProperties"].(bool); !ok || ap {
 		w.add(ptr, StrictAdditionalProperties, `"additionalProperties": false missing`)
 	}
-	required := map[string]bool{}
-	req, _ := m["required"].([]any)
-	for _, r := range req {
-		if s, ok := r.(string); ok {
-			required[s] = true
-		}
-	}
+	required := stringSet(m["required"])
 	props, _ := m["properties"].(map[string]any)
 	for _, name := range slices.Sorted(maps.Keys(props)) {
 		w.props++
@@ -305,6 +268,18 @@ func (w *strictWalker) object(m map[string]any, ptr string, depth int) {
 			w.add(under(ptr, "properties", name), StrictRequired, "property "+strconv.Quote(name)+" not in required")
 		}
 	}
+}
+
+// stringSet returns the strings of the JSON array list as a set.
+func stringSet(list any) map[string]bool {
+	set := map[string]bool{}
+	l, _ := list.([]any)
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			set[s] = true
+		}
+	}
+	return set
 }
 
 // members walks the schemas of a "properties" object at at.
@@ -326,9 +301,46 @@ func (w *strictWalker) defs(val any, at string, _ int) {
 	}
 }
 
-// enum counts the enum list at at towards the document's totals, and checks
-// the limit on a big enum of strings.
-func (w *strictWalker) enum(list []any, at string) {
+// anyOf walks the branches of an "anyOf" list at at.
+func (w *strictWalker) anyOf(val any, at string, depth int) {
+	list, _ := val.([]any)
+	for i, sub := range list {
+		w.node(sub, under(at, strconv.Itoa(i)), depth)
+	}
+}
+
+// additional walks the schema of "additionalProperties" at at, when it is
+// one (a boolean is not).
+func (w *strictWalker) additional(val any, at string, depth int) {
+	if sub, ok := val.(map[string]any); ok {
+		w.node(sub, at, depth)
+	}
+}
+
+// constant counts a string "const" towards the document's characters.
+func (w *strictWalker) constant(val any, _ string, _ int) {
+	s, _ := val.(string)
+	w.chars += utf8.RuneCountInString(s)
+}
+
+// format checks that a "format" at at is one strict mode supports.
+func (w *strictWalker) format(val any, at string, _ int) {
+	if f, _ := val.(string); !strictFormats[f] {
+		w.add(at, StrictFormat, f)
+	}
+}
+
+// ref checks that a "$ref" at at points within the schema.
+func (w *strictWalker) ref(val any, at string, _ int) {
+	if r, _ := val.(string); !strings.HasPrefix(r, "#") {
+		w.add(at, StrictRef, "only references within the schema")
+	}
+}
+
+// enum counts the "enum" list at at towards the document's totals, and
+// checks the limit on a big enum of strings.
+func (w *strictWalker) enum(val any, at string, _ int) {
+	list, _ := val.([]any)
 	w.enums += len(list)
 	strs, total := 0, 0
 	for _, e := range list {

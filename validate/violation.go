@@ -144,24 +144,32 @@ func (r *Rejection) Is(target error) bool {
 // ", ...".
 func (r *Rejection) Error() string {
 	var b strings.Builder
-	n := len(r.Violations) + r.Omitted
-	b.WriteString("validate: rejected: " + strconv.Itoa(n) + " violation")
-	if n != 1 {
-		b.WriteByte('s')
-	}
+	b.WriteString("validate: rejected: " + counted(len(r.Violations)+r.Omitted, "violation"))
 	const shown = 8
-	for i, v := range r.Violations {
-		sep := ", "
-		if i == 0 {
-			sep = ": "
-		}
-		if i == shown {
-			b.WriteString(", ...")
-			break
-		}
-		b.WriteString(sep + v.Stage.String() + "/" + v.Rule)
+	for i, v := range r.Violations[:min(len(r.Violations), shown)] {
+		b.WriteString(listSep(i) + v.Stage.String() + "/" + v.Rule)
+	}
+	if len(r.Violations) > shown {
+		b.WriteString(", ...")
 	}
 	return b.String()
+}
+
+// counted returns "n noun", the noun plural unless n is 1 ("2 violations").
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// listSep returns the separator before the i'th item of a message's list:
+// ": " before the first, ", " before the others.
+func listSep(i int) string {
+	if i == 0 {
+		return ": "
+	}
+	return ", "
 }
 
 // Has reports whether r lists a violation of rule at pointer.
