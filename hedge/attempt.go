@@ -71,17 +71,25 @@ func (at *attempt) call() {
 	}
 	resp, err := portico.Answer(at.a.Model.Generate(at.ctx, req))
 	at.res.Response, at.res.Err = resp, err
-	if at.hedge && err != nil {
+	if at.hedge {
 		at.r.refund(at.a.Destination, err)
 	}
 	at.res.Elapsed = time.Since(at.start)
 	at.res.Delivered, at.res.CallerFailed = at.Delivered(), at.CallerFailed()
-	// The sketch learns the time to an answer (to the first chunk when
-	// streaming, see GateChunk), or for an attempt that lost, of this race
-	// or one around it, the time until then: a lower bound that keeps the
-	// share of slow calls right.
-	lost := err != nil && errors.Is(context.Cause(at.ctx), errLost)
-	if err == nil && req.OnChunk == nil || lost && !at.sign.Load() {
+	at.learnEnd(req.OnChunk != nil, err)
+}
+
+// learnEnd teaches the sketch the time to at's answer (to the first chunk
+// when streaming, see GateChunk), or for an attempt that lost, of this race
+// or one around it, with no sign of progress, the time until then: a lower
+// bound that keeps the share of slow calls right.
+func (at *attempt) learnEnd(streamed bool, err error) {
+	switch {
+	case err == nil:
+		if !streamed {
+			at.learn(at.res.Elapsed)
+		}
+	case !at.sign.Load() && errors.Is(context.Cause(at.ctx), errLost):
 		at.learn(at.res.Elapsed)
 	}
 }
@@ -105,11 +113,7 @@ func (at *attempt) GateChunk(_ portico.Chunk, delivered bool) (bool, error) {
 	r.mu.Lock()
 	if r.winner == -1 {
 		r.winner = at.i
-		for _, x := range r.live {
-			if x != at {
-				x.cancel(errLost)
-			}
-		}
+		r.cancelOthers(at.i)
 	}
 	won := r.winner == at.i
 	r.mu.Unlock()

@@ -118,16 +118,23 @@ func (h *Hedger) Applies(req *portico.Request) bool {
 // same question here.
 func MayRepeat(req *portico.Request) bool { return !req.NoAmbiguousRetry }
 
-// delay returns the wait before a hedge after an attempt to the destination
-// of sketch l, and false when no hedge is due (no fixed delay, and the
-// percentile not yet known).
-func (h *Hedger) delay(l *Latency) (time.Duration, bool) {
+// delay returns the wait before a hedge after an attempt started at start
+// to the destination of sketch l, and false when no hedge may follow it:
+// h allows one attempt in flight, the delay is not known (no fixed delay,
+// and the percentile not yet known), or it ends after ctx's deadline (or
+// the one ctx carries, package due).
+func (h *Hedger) delay(ctx context.Context, l *Latency, start time.Time) (time.Duration, bool) {
+	d, ok := h.fixed, h.fixed > 0
 	if h.percentile > 0 && l != nil {
-		if d, ok := l.quantile(h.percentile); ok {
-			return d, true
+		if q, known := l.quantile(h.percentile); known {
+			d, ok = q, true
 		}
 	}
-	return h.fixed, h.fixed > 0
+	if !ok || h.maxInFlight < 2 {
+		return d, false
+	}
+	dl, bounded := due.Deadline(ctx)
+	return d, !bounded || d < dl.Sub(start)
 }
 
 func (h *Hedger) destOf(req *portico.Request) string {
@@ -184,18 +191,11 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return m.next.Generate(ctx, req)
 	}
 	start := time.Now()
-	if d, ok := h.delay(&m.latency); !ok || !dueBefore(ctx, start, d) {
+	if _, ok := h.delay(ctx, &m.latency, start); !ok {
 		return m.learn(ctx, req, start)
 	}
 	resp, _, err := h.Run(ctx, req, &single{m: m, req: req, dest: h.destOf(req)})
 	return resp, err
-}
-
-// dueBefore reports whether a hedge d after start falls due before ctx's
-// deadline (or the one it carries, package due), if it has one.
-func dueBefore(ctx context.Context, start time.Time, d time.Duration) bool {
-	dl, ok := due.Deadline(ctx)
-	return !ok || d < dl.Sub(start)
 }
 
 // learn calls next inline, as started at start, and adds the latency of its

@@ -96,9 +96,8 @@ func (r *race) first(at *attempt) {
 		<-r.final
 		return
 	}
-	if r.ended(at); !r.done {
-		r.loop()
-	}
+	r.ended(at)
+	r.loop()
 }
 
 // coordinate is the first attempt's hedge falling due: it sends the hedge
@@ -106,33 +105,33 @@ func (r *race) first(at *attempt) {
 // end first hands over), and runs the race to its end.
 func (r *race) coordinate() {
 	defer close(r.final)
-	r.mu.Lock()
-	due := r.winner == -1 && len(r.live) > 0 && !r.alive.Load()
-	r.mu.Unlock()
-	if due {
-		r.start(true)
-	}
-	if !r.done {
-		r.loop()
-	}
+	r.hedge()
+	r.loop()
 }
 
-// loop receives the attempts' ends and sends the hedges due until an
-// answer or a stop.
+// loop receives the attempts' ends and sends the hedges due until the
+// race is done: an answer or a stop.
 func (r *race) loop() {
-	for {
+	for !r.done {
 		select {
 		case <-r.due:
 			r.due = nil
-			if r.running < r.h.maxInFlight && r.winnerIs() == -1 && !r.alive.Load() { // none answered, no sign of progress
-				r.start(true)
-			}
+			r.hedge()
 		case at := <-r.results:
 			r.ended(at)
 		}
-		if r.done {
-			return
-		}
+	}
+}
+
+// hedge sends the hedge that fell due, while an attempt still runs, fewer
+// than MaxInFlight do, none answered and no stream showed a sign of
+// progress.
+func (r *race) hedge() {
+	r.mu.Lock()
+	due := r.winner == -1 && len(r.live) > 0
+	r.mu.Unlock()
+	if due && r.running < r.h.maxInFlight && !r.alive.Load() {
+		r.start(true)
 	}
 }
 
@@ -152,13 +151,19 @@ func (r *race) ended(at *attempt) {
 		r.plan.Ended(r.ctx, at.i, &at.a, res)
 		r.finish(res.Response, at.i, res.Err)
 	default:
-		r.last = res.Err
-		r.note(res)
-		if stop := r.plan.Ended(r.ctx, at.i, &at.a, res); stop != nil {
-			r.finish(nil, -1, stop)
-		} else if r.running == 0 {
-			r.start(false)
-		}
+		r.failed(at)
+	}
+}
+
+// failed settles at, which failed: the Plan may stop the race, else the
+// next attempt follows at once when none other runs.
+func (r *race) failed(at *attempt) {
+	r.last = at.res.Err
+	r.note(&at.res)
+	if stop := r.plan.Ended(r.ctx, at.i, &at.a, &at.res); stop != nil {
+		r.finish(nil, -1, stop)
+	} else if r.running == 0 {
+		r.start(false)
 	}
 }
 
@@ -186,8 +191,6 @@ func (r *race) start(hedge bool) {
 	if r.begin(at) {
 		at.watchProgress()
 		go func() { at.run(); r.results <- at }()
-	} else {
-		r.results <- at // room for every attempt in flight
 	}
 	if d, ok := r.delay(at); ok {
 		r.due = time.After(d) // collected unstopped once the race is done
@@ -196,7 +199,8 @@ func (r *race) start(hedge bool) {
 
 // begin starts at under a cancelable context and reports true, unless
 // another attempt won (an answer, a chunk) while the Plan prepared it:
-// then at ends at once, lost and not sent, and its hedge's token goes back.
+// then at ends at once, lost and not sent, its hedge's token goes back,
+// and its end goes to the race's results (attempt 0 is never late).
 func (r *race) begin(at *attempt) bool {
 	at.ctx, at.cancel = context.WithCancelCause(cmp.Or(at.a.Context, r.ctx))
 	at.start = time.Now()
@@ -214,6 +218,7 @@ func (r *race) begin(at *attempt) bool {
 		if at.hedge {
 			r.refund(at.a.Destination, at.res.Err)
 		}
+		r.results <- at // room for every attempt in flight
 		return false
 	}
 	if at.hedge {
@@ -225,11 +230,9 @@ func (r *race) begin(at *attempt) bool {
 }
 
 // delay returns the wait before the hedge after at, and false when no
-// hedge may follow it: the delay is not known, or ends after the race's
-// deadline.
+// hedge may follow it (see Hedger.delay).
 func (r *race) delay(at *attempt) (time.Duration, bool) {
-	d, ok := r.h.delay(at.a.Latency)
-	return d, ok && r.h.maxInFlight > 1 && dueBefore(r.ctx, at.start, d)
+	return r.h.delay(r.ctx, at.a.Latency, at.start)
 }
 
 // finish cancels the attempts still running, waits for them (reporting each
@@ -242,11 +245,7 @@ func (r *race) finish(resp *portico.Response, i int, err error) {
 			r.winner = -2 // ended without a winner: refuse every chunk
 		}
 	}
-	for _, at := range r.live {
-		if at.i != i {
-			at.cancel(errLost)
-		}
-	}
+	r.cancelOthers(i)
 	r.mu.Unlock()
 	// The attempts canceled together end in any order: the plan hears of
 	// them in the order they started, so that what it records of them (a
@@ -263,6 +262,16 @@ func (r *race) finish(resp *portico.Response, i int, err error) {
 		r.panicked = cmp.Or(r.panicked, at.panicked)
 	}
 	r.done, r.resp, r.idx, r.err = true, resp, i, err
+}
+
+// cancelOthers cancels the live attempts but attempt i: they lost. r.mu
+// is held.
+func (r *race) cancelOthers(i int) {
+	for _, at := range r.live {
+		if at.i != i {
+			at.cancel(errLost)
+		}
+	}
 }
 
 func (r *race) winnerIs() int {
@@ -290,7 +299,7 @@ func (r *race) note(res *Result) {
 // race canceled may have been sent, err's class and fields, not NotSent,
 // with that attempt's error in its tree.
 func (r *race) afterSent(resp *portico.Response, err error) error {
-	if resp != nil || err == nil || !portico.NothingSent(err) {
+	if resp != nil || !portico.NothingSent(err) {
 		return err
 	}
 	if r.sent != nil {
