@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -127,10 +128,7 @@ func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
 	if err := cfg.check(s); err != nil {
 		return nil, err
 	}
-	b := &Balancer{est: cfg.Estimator}
-	if b.est == nil {
-		b.est = portico.DefaultEstimator
-	}
+	b := &Balancer{est: cmp.Or(cfg.Estimator, portico.DefaultEstimator)}
 	b.replicas = make([]*Replica, len(cfg.Replicas))
 	for i := range cfg.Replicas {
 		r := &Replica{Route: cfg.Replicas[i], Index: i}

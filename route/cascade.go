@@ -125,10 +125,7 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 	if err := checkSteps(cfg.Steps); err != nil {
 		return nil, err
 	}
-	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast, est: cfg.Estimator, share: cmp.Or(cfg.Share, DefaultStepShare)}
-	if c.est == nil {
-		c.est = portico.DefaultEstimator
-	}
+	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast, est: cmp.Or(cfg.Estimator, portico.DefaultEstimator), share: cmp.Or(cfg.Share, DefaultStepShare)}
 	return c, nil
 }
 
@@ -236,7 +233,7 @@ func (w *cascadeWalk) ready(ctx context.Context, rt *portico.Route) (call bool, 
 	case stop != nil:
 		return false, stop
 	case !ok:
-		w.skipped(ctx, rt, h)
+		w.skip(ctx, rt, h)
 		return false, nil
 	case w.called: // do not start (and pay for) another step
 		return true, portico.FromContext(ctx)
@@ -247,12 +244,6 @@ func (w *cascadeWalk) ready(ctx context.Context, rt *portico.Route) (call bool, 
 // accepts reports whether s takes resp, its answer to req.
 func (s *Step) accepts(req *portico.Request, resp *portico.Response) bool {
 	return s.Accept == nil || s.Accept(req, resp) >= s.Threshold
-}
-
-// skipped records step rt, skipped with hop h.
-func (w *cascadeWalk) skipped(ctx context.Context, rt *portico.Route, h portico.Hop) {
-	w.add(rt, h)
-	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
 }
 
 // call calls step j under its share of the deadline, streaming to the
@@ -269,11 +260,7 @@ func (w *cascadeWalk) call(ctx context.Context, j int, live bool) (*portico.Resp
 	}
 	sctx, cancel := w.c.stepContext(ctx, j, w.req, w.n)
 	defer cancel()
-	resp, err := rt.Model.Generate(sctx, rt.RequestFor(sreq))
-	if err == nil && resp == nil {
-		err = errNilResponse(rt.Name) // a broken Model: a route fault, try the next step
-	}
-	return resp, err
+	return generate(sctx, rt, sreq) // a broken Model's nil answer: a route fault, try the next step
 }
 
 // failed records rt's failure err and returns nil to move on, or the error

@@ -55,6 +55,16 @@ func errNilResponse(route string) error {
 	return &portico.Error{Class: portico.InvalidResponse, Model: route, Err: portico.ErrNilResponse}
 }
 
+// generate calls rt's Model with rt's form of req ([portico.Route.RequestFor])
+// and returns what it returned, or errNilResponse when it returned neither.
+func generate(ctx context.Context, rt *portico.Route, req *portico.Request) (*portico.Response, error) {
+	resp, err := rt.Model.Generate(ctx, rt.RequestFor(req))
+	if err == nil && resp == nil {
+		return nil, errNilResponse(rt.Name)
+	}
+	return resp, err
+}
+
 // errPanic is the outcome fed back to a picker when the chosen Model panics
 // (the panic then goes on up): a failure of the route, as package breaker
 // counts it.
@@ -115,6 +125,13 @@ func (s *skips) add(rt *portico.Route, h portico.Hop) {
 		s.wait = earliest(s.wait, rt.RetryAfter())
 	}
 	s.hops = append(s.hops, h)
+}
+
+// skip records rt, skipped with hop h, and reports it as an
+// [portico.EventFallback].
+func (s *skips) skip(ctx context.Context, rt *portico.Route, h portico.Hop) {
+	s.add(rt, h)
+	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: hopClass(h), Reason: h.Reason})
 }
 
 // earliest returns the lesser of two waits, 0 standing for none.

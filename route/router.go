@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -71,7 +72,7 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		stats:   stats,
 		done:    make([]func(DoneInfo), n),
 		policy:  cfg.Policy,
-		est:     cfg.Estimator,
+		est:     cmp.Or(cfg.Estimator, portico.DefaultEstimator),
 	}
 	for i := range r.weights {
 		r.weights[i] = 1
@@ -85,9 +86,6 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		if cfg.Weights != nil {
 			r.policy = rank.Split
 		}
-	}
-	if r.est == nil {
-		r.est = portico.DefaultEstimator
 	}
 	return r, nil
 }

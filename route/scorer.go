@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Scorer predicts, before any model is called, the probability in [0, 1] that
@@ -75,9 +76,7 @@ func textFeatures(req *portico.Request) (code bool, questions, keywords int) {
 				continue
 			}
 			questions = min(questions+strings.Count(p.Text, "?"), 4)
-			if keywords < 3 {
-				keywords += countKeywords(p.Text, &found, 3-keywords)
-			}
+			keywords += countKeywords(p.Text, &found, 3-keywords)
 		}
 	}
 	return code, questions, keywords
@@ -99,19 +98,12 @@ var keywordFirst = func() (t [256]uint16) {
 func countKeywords(s string, found *[len(heuristicKeywords)]bool, need int) int {
 	n := 0
 	for i := 0; i < len(s) && n < need; i++ {
-		set := keywordFirst[lower(s[i])]
-		for set != 0 {
+		for set := keywordFirst[lower(s[i])]; set != 0; set &= set - 1 {
 			k := bits.TrailingZeros16(set)
-			set &^= 1 << k
 			kw := heuristicKeywords[k]
-			if found[k] || len(s)-i < len(kw) {
-				continue
-			}
-			j := 1
-			for j < len(kw) && lower(s[i+j]) == kw[j] {
-				j++
-			}
-			if j == len(kw) {
+			// Byte for byte: a slice of len(kw) bytes holding a non-ASCII
+			// rune has fewer runes than kw, so EqualFold folds ASCII only.
+			if !found[k] && len(s)-i >= len(kw) && strings.EqualFold(s[i:i+len(kw)], kw) {
 				found[k] = true
 				n++
 			}
@@ -133,14 +125,12 @@ func countKeywords(s string, found *[len(heuristicKeywords)]bool, need int) int 
 // is nil or targetStrongShare is outside [0, 1] (or NaN). It calls scorer
 // once per request and allocates one slice of n floats.
 func Calibrate(sample []*portico.Request, scorer Scorer, targetStrongShare float64) float64 {
-	if len(sample) == 0 {
-		panic("route: Calibrate of an empty sample")
-	}
-	if scorer == nil {
-		panic("route: Calibrate with a nil scorer")
-	}
-	if !(targetStrongShare >= 0 && targetStrongShare <= 1) {
-		panic("route: Calibrate target share outside [0, 1]")
+	if err := rules.First(
+		rules.If(len(sample) == 0, "route: Calibrate of an empty sample"),
+		rules.If(scorer == nil, "route: Calibrate with a nil scorer"),
+		rules.If(!(targetStrongShare >= 0 && targetStrongShare <= 1), "route: Calibrate target share outside [0, 1]"),
+	); err != nil {
+		panic(err.Error())
 	}
 	s := make([]float64, len(sample))
 	for i, r := range sample {

@@ -57,13 +57,10 @@ func NewThreshold(cfg ThresholdConfig) (*Threshold, error) {
 	if math.IsNaN(cfg.Threshold) {
 		return nil, errors.New("route: NewThreshold threshold is NaN")
 	}
-	t := &Threshold{routes: [2]portico.Route{cfg.Weak, cfg.Strong}, scorer: cfg.Scorer, threshold: cfg.Threshold, est: cfg.Estimator}
+	t := &Threshold{routes: [2]portico.Route{cfg.Weak, cfg.Strong}, scorer: cfg.Scorer,
+		threshold: cmp.Or(cfg.Threshold, 0.5), est: cmp.Or(cfg.Estimator, portico.DefaultEstimator)}
 	if t.scorer == nil {
 		t.scorer = HeuristicScore
-	}
-	t.threshold = cmp.Or(t.threshold, 0.5)
-	if t.est == nil {
-		t.est = portico.DefaultEstimator
 	}
 	return t, nil
 }
@@ -113,8 +110,7 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 		if ok {
 			return callRoute(ctx, r, req, sk.hops)
 		}
-		sk.add(r, h)
-		portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: r.Name, Class: hopClass(h), Reason: h.Reason})
+		sk.skip(ctx, r, h)
 	}
 	return nil, noRoute(sk.hops, sk.wait)
 }
@@ -122,10 +118,7 @@ func (t *Threshold) Generate(ctx context.Context, req *portico.Request) (*portic
 // callRoute calls r with req and stamps its answer, after the routes
 // skipped in hops.
 func callRoute(ctx context.Context, r *portico.Route, req *portico.Request, hops []portico.Hop) (*portico.Response, error) {
-	resp, err := r.Model.Generate(ctx, r.RequestFor(req))
-	if err == nil && resp == nil {
-		err = errNilResponse(r.Name)
-	}
+	resp, err := generate(ctx, r, req)
 	if err != nil {
 		return nil, err
 	}
