@@ -274,72 +274,79 @@ func (s *Stack) buildProber(cfg *Config, routes []portico.Route) error {
 	return nil
 }
 
-// buildOuter builds the layers above the group that cfg sets, in order:
-// the client limiter, the tenant's layers, the guard and the in-flight cap.
+// buildOuter builds the layers above the group that cfg sets, each from
+// its Config with the zero fields that place it filled: the client
+// limiter, the cache, the spend budgets, the guard and the in-flight cap;
+// the first error is New's.
 func (s *Stack) buildOuter(cfg Config, est portico.Estimator) error {
-	var err error
-	if cfg.Client != nil {
-		c := placeLimiter(*cfg.Client, ratelimit.ByClient, portico.ClientLimit, "client", clientEstimator(cfg.Routes, est))
-		if s.client, err = remember(s.memo, "client", c, ratelimit.New); err != nil {
-			return fmt.Errorf("stack: Config.Client: %w", err)
-		}
-	}
-	if err := s.buildTenant(cfg, est); err != nil {
-		return err
-	}
-	if cfg.Guard != nil {
-		if s.guard, err = remember(s.memo, "guard", *cfg.Guard, guard.New); err != nil {
-			return fmt.Errorf("stack: Config.Guard: %w", err)
-		}
-	}
-	if cfg.InFlight != nil {
-		c := *cfg.InFlight
-		if c.Shared.Store != nil && c.Shared.Name == "" {
-			c.Shared.Name = "inflight"
-		}
-		if s.inflight, err = remember(s.memo, "inflight", c, inflight.New); err != nil {
-			return fmt.Errorf("stack: Config.InFlight: %w", err)
-		}
-	}
-	return nil
+	m, cest := s.memo, clientEstimator(cfg.Routes, est)
+	var errs [5]error
+	s.client, errs[0] = optional(m, "Client", cfg.Client, func(c *ratelimit.Config) {
+		*c = placeLimiter(*c, ratelimit.ByClient, portico.ClientLimit, "client", cest)
+	}, ratelimit.New)
+	s.cache, errs[1] = optional(m, "Cache", cfg.Cache, asIs, respcache.New)
+	s.spend, errs[2] = optional(m, "Spend", cfg.Spend, func(c *spend.Config) { placeSpend(c, cfg.Routes, est) }, spend.New)
+	s.guard, errs[3] = optional(m, "Guard", cfg.Guard, asIs, guard.New)
+	s.inflight, errs[4] = optional(m, "InFlight", cfg.InFlight, func(c *inflight.Config) { named(&c.Shared, "inflight") }, inflight.New)
+	return cmp.Or(errs[:]...)
 }
 
-// middlewares returns the layers above inner, the group, outermost first:
-// the tracer, the guard, the cache, Config.Middleware, the deadline, the
-// admission, the client limiter, the in-flight cap and the spend budgets.
+// optional builds the layer that Config's field configures with c (nil:
+// none): newLayer over a copy of *c that place fills, or the layer the
+// configuration before built from the same copy (remember). Its error
+// names the field.
+func optional[C, L any](m *memo, field string, c *C, place func(*C), newLayer func(C) (*L, error)) (*L, error) {
+	if c == nil {
+		return nil, nil
+	}
+	v := *c
+	place(&v)
+	l, err := remember(m, field, v, newLayer)
+	if err != nil {
+		return nil, fmt.Errorf("stack: Config.%s: %w", field, err)
+	}
+	return l, nil
+}
+
+// asIs places a layer whose Config the stack leaves as it is.
+func asIs[C any](*C) {}
+
+// named gives sh, a layer's share of a store, the Name that keeps it
+// apart from the other layers' when it has a Store and no Name.
+func named[S comparable](sh *portico.Shared[S], name string) {
+	var none S
+	if sh.Store != none && sh.Name == "" {
+		sh.Name = name
+	}
+}
+
+// middlewares returns the layers above inner, the group, outermost first
+// (nil for a layer cfg leaves out): the tracer, the guard (a refused
+// request spends nothing), the cache (a hit spends nothing),
+// Config.Middleware, the deadline, the admission, the client limiter, the
+// in-flight cap and the spend budgets.
 func (s *Stack) middlewares(cfg Config, routes []portico.Route, inner portico.Model) []portico.Middleware {
-	var mws []portico.Middleware
-	if cfg.Tracer != nil {
-		mws = append(mws, cfg.Tracer.Wrap)
-	}
-	if s.guard != nil {
-		mws = append(mws, s.guard.Wrap) // a refused request spends nothing
-	}
-	if s.cache != nil {
-		mws = append(mws, s.cache.Wrap) // first: a hit spends nothing
-	}
-	mws = append(mws, cfg.Middleware...)
 	// Inside the deadline, outside the client limiter: the layers' store
 	// calls before the send, asked in one (admission.go), where the first
 	// route is where a request goes.
 	a := newAdmission(s.client, routes[0], s.routes[cfg.Routes[0].Name], firstIsNext(cfg))
+	mws := append([]portico.Middleware{wrap(cfg.Tracer), wrap(s.guard), wrap(s.cache)}, cfg.Middleware...)
 	// Outside the client limiter: time spent waiting to be admitted counts
 	// against the deadline, and the limiter refuses at once a wait that
 	// cannot end before it.
-	mws = append(mws, deadline(cfg.Deadline, cfg.MaxRequestBytes, a == nil && s.carries(cfg, inner)))
-	if a != nil {
-		mws = append(mws, a)
+	return append(mws, deadline(cfg.Deadline, cfg.MaxRequestBytes, a == nil && s.carries(cfg, inner)),
+		a, wrap(s.client), wrap(s.inflight), wrap(s.spend))
+}
+
+// wrap is l's Wrap, or nil (no layer) when l is nil.
+func wrap[L any, P interface {
+	*L
+	Wrap(portico.Model) portico.Model
+}](l P) portico.Middleware {
+	if l == nil {
+		return nil
 	}
-	if s.client != nil {
-		mws = append(mws, s.client.Wrap)
-	}
-	if s.inflight != nil {
-		mws = append(mws, s.inflight.Wrap)
-	}
-	if s.spend != nil {
-		mws = append(mws, s.spend.Wrap)
-	}
-	return mws
+	return l.Wrap
 }
 
 // carries reports whether the stack's deadline may reach inner, the
@@ -454,15 +461,9 @@ func placeLimiter(c ratelimit.Config, key func(*portico.Request) string, by port
 	if c.Key == nil {
 		c.Key = key
 	}
-	if c.Estimator == nil {
-		c.Estimator = est
-	}
-	if c.RefusedBy == portico.NotRefused {
-		c.RefusedBy = by
-	}
-	if c.Shared.Store != nil && c.Shared.Name == "" {
-		c.Shared.Name = name
-	}
+	c.Estimator = cmp.Or(c.Estimator, est)
+	c.RefusedBy = cmp.Or(c.RefusedBy, by)
+	named(&c.Shared, name)
 	return c
 }
 

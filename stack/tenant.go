@@ -1,7 +1,7 @@
 package stack
 
 import (
-	"fmt"
+	"cmp"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/respcache"
@@ -16,31 +16,15 @@ func (s *Stack) Cache() *respcache.Cache { return s.now().cache }
 // none; its Balances read a tenant's.
 func (s *Stack) Spend() *spend.Budgets { return s.now().spend }
 
-// buildTenant builds the cache and the spend budgets cfg asks for, the
-// budgets priced by the routes' Capabilities and est.
-func (s *Stack) buildTenant(cfg Config, est portico.Estimator) error {
-	var err error
-	if cfg.Cache != nil {
-		if s.cache, err = remember(s.memo, "cache", *cfg.Cache, respcache.New); err != nil {
-			return fmt.Errorf("stack: Config.Cache: %w", err)
+// placeSpend fills c's zero fields that place the spend budgets: its
+// Routes with the routes' Capabilities, its Estimator with the stack's
+// est, and its Shared.Name with "spend".
+func placeSpend(c *spend.Config, routes []Route, est portico.Estimator) {
+	if len(c.Routes) == 0 {
+		for i := range routes {
+			c.Routes = append(c.Routes, routes[i].Capabilities)
 		}
 	}
-	if cfg.Spend != nil {
-		c := *cfg.Spend
-		if len(c.Routes) == 0 {
-			for i := range cfg.Routes {
-				c.Routes = append(c.Routes, cfg.Routes[i].Capabilities)
-			}
-		}
-		if c.Estimator == nil {
-			c.Estimator = est
-		}
-		if c.Shared.Store != nil && c.Shared.Name == "" {
-			c.Shared.Name = "spend"
-		}
-		if s.spend, err = remember(s.memo, "spend", c, spend.New); err != nil {
-			return fmt.Errorf("stack: Config.Spend: %w", err)
-		}
-	}
-	return nil
+	c.Estimator = cmp.Or(c.Estimator, est)
+	named(&c.Shared, "spend")
 }
