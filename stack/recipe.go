@@ -45,64 +45,75 @@ type Layers struct {
 // whose Order is nil. A route that needs another order returns its own
 // list from Route.Order instead.
 func Recipe(l Layers) []portico.Middleware {
-	mws := append([]portico.Middleware(nil), l.Middleware...)
-	mws = append(mws,
-		l.Unserved, // before anything is spent on the call
-		l.Hedge,    // above everything that spends capacity
-		l.Limiter,
-		l.Breaker, // one outcome per call
-		l.Retry,
-		l.Attempt,
-		l.Validate, // an invalid answer is one failed attempt
-		l.Throttle, // every attempt a request, a refused schema not a refusal
-		l.NotServed,
+	var mws []portico.Middleware
+	for _, f := range l.fields() {
+		mws = append(mws, *f.mw)
+	}
+	return mws
+}
+
+// field is one layer of a Layers, named as an Order error names it.
+type field struct {
+	name string
+	mw   *portico.Middleware
+}
+
+// fields returns l's layers in Recipe's order, each with its name.
+func (l *Layers) fields() []field {
+	var fs []field
+	for i := range l.Middleware {
+		fs = append(fs, field{fmt.Sprintf("Middleware[%d]", i), &l.Middleware[i]})
+	}
+	fs = append(fs,
+		field{"Unserved", &l.Unserved}, // before anything is spent on the call
+		field{"Hedge", &l.Hedge},       // above everything that spends capacity
+		field{"Limiter", &l.Limiter},
+		field{"Breaker", &l.Breaker}, // one outcome per call
+		field{"Retry", &l.Retry},
+		field{"Attempt", &l.Attempt},
+		field{"Validate", &l.Validate}, // an invalid answer is one failed attempt
+		field{"Throttle", &l.Throttle}, // every attempt a request, a refused schema not a refusal
+		field{"NotServed", &l.NotServed},
 	)
-	return append(mws, l.ModelMiddleware...)
+	for i := range l.ModelMiddleware {
+		fs = append(fs, field{fmt.Sprintf("ModelMiddleware[%d]", i), &l.ModelMiddleware[i]})
+	}
+	return fs
+}
+
+// count is how often Chain applied one layer of a Route.Order (tally).
+type count struct {
+	name string
+	n    int
 }
 
 // tally returns l with each non-nil layer wrapped to count how often
 // Chain applies it (the Model it returns is the layer's own, so a call
 // costs nothing more), and the check that a Route.Order's result was
-// chained with each exactly once: an error naming the first layer left
-// out or repeated.
+// chained with each exactly once (once).
 func tally(l Layers) (Layers, func() error) {
-	type count struct {
-		name string
-		n    int
-	}
-	var counts []*count
-	wrap := func(name string, mw *portico.Middleware) {
-		if *mw == nil {
-			return
-		}
-		c, inner := &count{name: name}, *mw
-		counts = append(counts, c)
-		*mw = func(m portico.Model) portico.Model { c.n++; return inner(m) }
-	}
 	l.Middleware, l.ModelMiddleware = slices.Clone(l.Middleware), slices.Clone(l.ModelMiddleware)
-	for i := range l.Middleware {
-		wrap(fmt.Sprintf("Middleware[%d]", i), &l.Middleware[i])
-	}
-	for _, f := range []struct {
-		name string
-		mw   *portico.Middleware
-	}{{"Unserved", &l.Unserved}, {"Hedge", &l.Hedge}, {"Limiter", &l.Limiter}, {"Breaker", &l.Breaker},
-		{"Retry", &l.Retry}, {"Attempt", &l.Attempt}, {"Validate", &l.Validate}, {"Throttle", &l.Throttle},
-		{"NotServed", &l.NotServed}} {
-		wrap(f.name, f.mw)
-	}
-	for i := range l.ModelMiddleware {
-		wrap(fmt.Sprintf("ModelMiddleware[%d]", i), &l.ModelMiddleware[i])
-	}
-	return l, func() error {
-		for _, c := range counts {
-			switch {
-			case c.n == 0:
-				return fmt.Errorf("layer %s left out by Order", c.name)
-			case c.n > 1:
-				return fmt.Errorf("layer %s listed %d times by Order", c.name, c.n)
-			}
+	var counts []*count
+	for _, f := range l.fields() {
+		if inner := *f.mw; inner != nil {
+			c := &count{name: f.name}
+			counts = append(counts, c)
+			*f.mw = func(m portico.Model) portico.Model { c.n++; return inner(m) }
 		}
-		return nil
 	}
+	return l, func() error { return once(counts) }
+}
+
+// once returns an error naming the first layer of counts left out or
+// repeated, or nil.
+func once(counts []*count) error {
+	for _, c := range counts {
+		switch {
+		case c.n == 0:
+			return fmt.Errorf("layer %s left out by Order", c.name)
+		case c.n > 1:
+			return fmt.Errorf("layer %s listed %d times by Order", c.name, c.n)
+		}
+	}
+	return nil
 }
