@@ -2,11 +2,11 @@ package stack
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/admit"
 	"github.com/portico-llm/portico/ratelimit"
-	"github.com/portico-llm/portico/retry"
 )
 
 // admission asks ahead, in one call to the shared store, what a request
@@ -19,11 +19,17 @@ import (
 // whose route the request never reached is given back after the call.
 type admission struct {
 	store  admit.Store
-	client *ratelimit.Limiter // nil: not in the plan
-	route  *ratelimit.Limiter
-	retry  *retry.Retrier
+	client planner       // nil: not in the plan
+	route  []planner     // the first route's limiter and retry layer in the plan
 	first  portico.Route // the route whose layers are planned
 	next   portico.Model
+}
+
+// planner is a layer whose store steps an admission plans: a limiter, a
+// retry layer.
+type planner interface {
+	Admission() admit.Store
+	PlanAdmission(*portico.Request, *admit.Plan) bool
 }
 
 // newAdmission returns the admission of a stack whose client limiter is
@@ -35,29 +41,15 @@ func newAdmission(client *ratelimit.Limiter, first portico.Route, b *built, plai
 		return nil // each layer asks its own: a plan would charge the first route for traffic sent elsewhere
 	}
 	a := admission{first: first}
-	joined := 0
-	join := func(s admit.Store) bool {
-		switch {
-		case s == nil:
-			return false
-		case a.store == nil:
-			a.store = s
-		case a.store != s:
-			return false
-		}
-		joined++
-		return true
-	}
-	if client != nil && join(client.Admission()) {
+	if a.join(client) {
 		a.client = client
 	}
-	if b.limiter != nil && join(b.limiter.Admission()) {
-		a.route = b.limiter
+	for _, p := range []planner{b.limiter, b.retrier} {
+		if a.join(p) {
+			a.route = append(a.route, p)
+		}
 	}
-	if b.retrier != nil && join(b.retrier.Admission()) {
-		a.retry = b.retrier
-	}
-	if joined < 2 {
+	if len(a.route) == 0 || a.client == nil && len(a.route) == 1 {
 		return nil
 	}
 	return func(next portico.Model) portico.Model {
@@ -65,6 +57,20 @@ func newAdmission(client *ratelimit.Limiter, first portico.Route, b *built, plai
 		m.next = next
 		return &m
 	}
+}
+
+// join reports whether p, a layer's pointer (nil: no layer), joins a's
+// plan: it has a store, the first one or the plan's.
+func (a *admission) join(p planner) bool {
+	if reflect.ValueOf(p).IsNil() {
+		return false
+	}
+	s := p.Admission()
+	if s == nil || a.store != nil && a.store != s {
+		return false
+	}
+	a.store = s
+	return true
 }
 
 // Generate plans req's admission, has the store run it in one call, and
@@ -93,8 +99,8 @@ func (a *admission) Generate(ctx context.Context, req *portico.Request) (*portic
 // and its request where the store can: ratelimit.Returner), but a take
 // that other traffic would have needed meanwhile was held for the call.
 func firstIsNext(cfg Config) bool {
-	return cfg.Kind == nil && len(cfg.Groups) == 0 && len(cfg.Aliases) == 0 &&
-		cfg.Fallback.Policy == nil && len(cfg.Fallback.Weights) == 0 && cfg.InFlight == nil && cfg.Spend == nil
+	return cfg.Kind == nil && cfg.Fallback.Policy == nil && cfg.InFlight == nil && cfg.Spend == nil &&
+		len(cfg.Groups)+len(cfg.Aliases)+len(cfg.Fallback.Weights) == 0
 }
 
 // plan adds to p the steps of req's admission the client's limiter, the
@@ -104,18 +110,11 @@ func (a *admission) plan(req *portico.Request, p *admit.Plan) int {
 	if a.client != nil && a.client.PlanAdmission(req, p) {
 		n++
 	}
-	if a.route == nil && a.retry == nil {
-		return n
-	}
-	rreq := req
-	if a.first.ModelName != "" && a.first.ModelName != req.Model || req.Prefix != "" {
-		rreq = a.first.RequestFor(req) // as the route's layers will see it
-	}
-	if a.route != nil && a.route.PlanAdmission(rreq, p) {
-		n++
-	}
-	if a.retry != nil && a.retry.PlanAdmission(rreq, p) {
-		n++
+	rreq := a.first.RequestFor(req) // as the route's layers will see it
+	for _, s := range a.route {
+		if s.PlanAdmission(rreq, p) {
+			n++
+		}
 	}
 	return n
 }
