@@ -12,7 +12,7 @@ type Integer interface {
 // Name returns names[v], or typ+"(v)" when v is outside names or names
 // it "".
 func Name[T Integer](names []string, v T, typ string) string {
-	if v >= 0 && uint64(v) < uint64(len(names)) && names[v] != "" {
+	if uint64(v) < uint64(len(names)) && names[v] != "" { // a negative v converts past len(names)
 		return names[v]
 	}
 	return typ + "(" + strconv.FormatInt(int64(v), 10) + ")"

@@ -6,7 +6,6 @@
 package errtext
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 )
@@ -21,31 +20,26 @@ type Part struct {
 func Parts(msg string) []Part {
 	var parts []Part
 	sep := ""
-	for {
-		i := strings.Index(msg, ": ")
-		if j := strings.Index(msg, "; "); j >= 0 && (i < 0 || j < i) {
-			i = j
-		}
-		if i < 0 {
-			return append(parts, Part{Sep: sep, Text: msg})
-		}
+	for i := nextSep(msg); i >= 0; i = nextSep(msg) {
 		parts = append(parts, Part{Sep: sep, Text: msg[:i]})
 		sep, msg = msg[i:i+2], msg[i+2:]
 	}
+	return append(parts, Part{Sep: sep, Text: msg})
+}
+
+// nextSep returns the index of msg's first ": " or "; ", or -1.
+func nextSep(msg string) int {
+	i, j := strings.Index(msg, ": "), strings.Index(msg, "; ")
+	if i < 0 || 0 <= j && j < i {
+		return j
+	}
+	return i
 }
 
 // IsName reports whether s is one lower-case identifier: a part that
 // only names a package when ": " follows it ("ratelimit: ").
 func IsName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
 }
 
 // Said reports whether the words of part appear in text, in order and side
@@ -53,16 +47,7 @@ func IsName(s string) bool {
 // ("rate_limited" is "rate limited"); a part without words is never said.
 func Said(text, part string) bool {
 	p := words(part)
-	if len(p) == 0 {
-		return false
-	}
-	t := words(text)
-	for i := 0; i+len(p) <= len(t); i++ {
-		if slices.Equal(t[i:i+len(p)], p) {
-			return true
-		}
-	}
-	return false
+	return len(p) > 0 && strings.Contains(" "+strings.Join(words(text), " ")+" ", " "+strings.Join(p, " ")+" ")
 }
 
 func words(s string) []string {
