@@ -49,6 +49,7 @@ type attemptState struct {
 	ttft   time.Duration
 	attrs  [12]attribute.KeyValue
 	attmpt portico.Attempt
+	ended  bool // the span ended
 }
 
 // GateChunk passes every chunk on, and adds the first-chunk event to the
@@ -70,23 +71,16 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	}
 	model := cmp.Or(req.Model, t.model) // else the route's, from ForRoute
 	ctx, span := t.start(ctx, model, true)
-	recording := span.IsRecording()
-	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
-	c := callFrom(ctx)
+	recording, logging := span.IsRecording(), t.logs(ctx)
 	if !recording && !logging {
-		return t.attemptCounted(ctx, req, next, span, c, model)
+		return t.attemptCounted(ctx, req, next, span, callFrom(ctx), model)
 	}
 	a := &attemptState{span: span, start: startTime(span), attmpt: portico.AttemptFromContext(ctx)}
+	c := callFrom(ctx)
 	if c != nil {
 		c.noteAttempt(a.start, t, model)
 	}
-	ended := false
-	defer func() {
-		if !ended { // next or a user callback panicked: end the span, then let the panic go on
-			span.SetStatus(codes.Error, "panic")
-			span.End()
-		}
-	}()
+	defer endPanicked(span, &a.ended)
 	r := req
 	if recording {
 		span.SetAttributes(t.appendAttemptStart(a.attrs[:0], a.attmpt, model, req)...)
@@ -94,20 +88,36 @@ func (t *Tracer) attempt(ctx context.Context, req *portico.Request, next portico
 	}
 	resp, err := next.Generate(ctx, r)
 	c.noteAnswer(t, model, resp, err)
-	var end time.Time
-	if logging {
-		end = time.Now()
-	}
+	end := clockIf(logging)
 	class := portico.ClassOf(err)
 	if recording {
 		span.SetAttributes(t.appendAttemptResult(a.attrs[:0], resp, err, class, a.ttft)...)
 	}
 	endSpan(span, recording, err, class, end)
-	ended = true
+	a.ended = true
 	if logging {
 		t.logAttempt(ctx, req, model, a.attmpt, resp, err, class, end.Sub(a.start))
 	}
 	return resp, err
+}
+
+// endPanicked ends span as an error unless ended: deferred by a layer, it
+// ends the span of a call that panicked (next or a user callback) before
+// the panic goes on.
+func endPanicked(span trace.Span, ended *bool) {
+	if !*ended {
+		span.SetStatus(codes.Error, "panic")
+		span.End()
+	}
+}
+
+// clockIf returns the time now when needed, else the zero Time: time.Now
+// is not free on every VM.
+func clockIf(needed bool) time.Time {
+	if needed {
+		return time.Now()
+	}
+	return time.Time{}
 }
 
 // attemptCounted runs an attempt that is neither recorded nor logged: the

@@ -55,6 +55,17 @@ func (t *Tracer) commonAttrs(a []slog.Attr, req *portico.Request, l labels, resp
 	return a
 }
 
+// logs reports whether t logs the records of a call with ctx.
+func (t *Tracer) logs(ctx context.Context) bool { return t.log != nil && t.log.Enabled(ctx, levelOK) }
+
+// routeOf returns the route that answered resp, "" without one.
+func routeOf(resp *portico.Response) string {
+	if resp == nil {
+		return ""
+	}
+	return resp.Route
+}
+
 func level(class portico.Class) slog.Level {
 	if class == portico.OK {
 		return levelOK
@@ -67,12 +78,8 @@ func level(class portico.Class) slog.Level {
 func (t *Tracer) logRequest(ctx context.Context, req *portico.Request, resp *portico.Response, err error,
 	class portico.Class, dur time.Duration, s summary) {
 	a := t.commonAttrs(make([]slog.Attr, 0, 24), req, s.labels, resp, err, class, dur)
-	route := ""
-	if resp != nil {
-		route = resp.Route
-	}
 	a = append(a,
-		slog.String("route", route),
+		slog.String("route", routeOf(resp)),
 		slog.Int("attempts", s.attempts),
 		slog.String("fallback_source", s.fallbackSource),
 		slog.String("fallback_reason", s.fallbackReason),

@@ -64,48 +64,46 @@ type instruments struct {
 }
 
 func newInstruments(m metric.Meter) (*instruments, error) {
-	var i instruments
-	var errs [18]error
-	i.tokens, errs[0] = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
-		metric.WithDescription("Number of input and output tokens used."), metric.WithExplicitBucketBoundaries(tokenBuckets...))
-	i.duration, errs[1] = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
-		metric.WithDescription("GenAI operation duration."), metric.WithExplicitBucketBoundaries(durationBuckets...))
-	i.ttfc, errs[2] = m.Float64Histogram(MetricTimeToFirstChunk, metric.WithUnit("s"),
-		metric.WithDescription("Time to receive the first chunk of a streamed answer."), metric.WithExplicitBucketBoundaries(ttfcBuckets...))
-	i.requests, errs[3] = m.Int64Counter(MetricRequests, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests completed, by outcome and final route."))
-	i.fallbacks, errs[4] = m.Int64Counter(MetricFallbacks, metric.WithUnit("{fallback}"),
-		metric.WithDescription("Routes left for another one."))
-	i.attempts, errs[5] = m.Int64Histogram(MetricAttempts, metric.WithUnit("{attempt}"),
-		metric.WithDescription("Attempts made per completed request."), metric.WithExplicitBucketBoundaries(attemptBuckets...))
-	i.deadline, errs[6] = m.Int64Counter(MetricDeadlineExhausted, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests that ran out of their time budget."))
-	i.validations, errs[7] = m.Int64Counter(MetricValidationRejects, metric.WithUnit("{answer}"),
-		metric.WithDescription("Answers the acceptance pipeline rejected."))
-	i.ambiguous, errs[8] = m.Int64Counter(MetricAmbiguous, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests that ended with an ambiguous outcome (sent, result unknown)."))
-	i.cost, errs[9] = m.Float64Histogram(MetricCost, metric.WithUnit("{price}"),
-		metric.WithDescription("Cost per accepted answer, in the routes' price unit."))
-	i.routeDuration, errs[10] = m.Float64Histogram(MetricRouteDuration, metric.WithUnit("s"),
-		metric.WithDescription("Request latency by final route."), metric.WithExplicitBucketBoundaries(durationBuckets...))
-	i.retries, errs[11] = m.Int64Counter(MetricRetries, metric.WithUnit("{retry}"),
-		metric.WithDescription("Retries scheduled."))
-	i.budget, errs[12] = m.Int64Counter(MetricBudgetExhausted, metric.WithUnit("{event}"),
-		metric.WithDescription("Retries refused because the retry budget was empty."))
-	i.breaker, errs[13] = m.Int64Counter(MetricBreakerChanges, metric.WithUnit("{transition}"),
-		metric.WithDescription("Circuit breaker state changes."))
-	i.rlWait, errs[14] = m.Float64Histogram(MetricRateLimitWait, metric.WithUnit("s"),
-		metric.WithDescription("Waits imposed by rate limiters."), metric.WithExplicitBucketBoundaries(ttfcBuckets...))
-	i.rlRejects, errs[15] = m.Int64Counter(MetricRateLimitRejects, metric.WithUnit("{rejection}"),
-		metric.WithDescription("Calls refused by rate limiters or in-flight caps."))
-	i.shared, errs[16] = m.Int64Counter(MetricSharedStore, metric.WithUnit("{decision}"),
-		metric.WithDescription("Decisions a layer made without its shared store (fail open or closed)."))
-	i.cache, errs[17] = m.Int64Counter(MetricCacheLookups, metric.WithUnit("{lookup}"),
-		metric.WithDescription("Response cache lookups, by result (hit: answered without a call)."))
-	if err := errors.Join(errs[:]...); err != nil {
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	ints := func(name, unit, desc string, buckets []float64) metric.Int64Histogram {
+		h, err := m.Int64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(buckets...))
+		errs = append(errs, err)
+		return h
+	}
+	floats := func(name, unit, desc string, buckets []float64) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(buckets...))
+		errs = append(errs, err)
+		return h
+	}
+	i := &instruments{
+		tokens:        ints(MetricTokenUsage, "{token}", "Number of input and output tokens used.", tokenBuckets),
+		duration:      floats(MetricOperationDuration, "s", "GenAI operation duration.", durationBuckets),
+		ttfc:          floats(MetricTimeToFirstChunk, "s", "Time to receive the first chunk of a streamed answer.", ttfcBuckets),
+		requests:      counter(MetricRequests, "{request}", "Requests completed, by outcome and final route."),
+		fallbacks:     counter(MetricFallbacks, "{fallback}", "Routes left for another one."),
+		attempts:      ints(MetricAttempts, "{attempt}", "Attempts made per completed request.", attemptBuckets),
+		deadline:      counter(MetricDeadlineExhausted, "{request}", "Requests that ran out of their time budget."),
+		validations:   counter(MetricValidationRejects, "{answer}", "Answers the acceptance pipeline rejected."),
+		ambiguous:     counter(MetricAmbiguous, "{request}", "Requests that ended with an ambiguous outcome (sent, result unknown)."),
+		cost:          floats(MetricCost, "{price}", "Cost per accepted answer, in the routes' price unit.", nil),
+		routeDuration: floats(MetricRouteDuration, "s", "Request latency by final route.", durationBuckets),
+		retries:       counter(MetricRetries, "{retry}", "Retries scheduled."),
+		budget:        counter(MetricBudgetExhausted, "{event}", "Retries refused because the retry budget was empty."),
+		breaker:       counter(MetricBreakerChanges, "{transition}", "Circuit breaker state changes."),
+		rlWait:        floats(MetricRateLimitWait, "s", "Waits imposed by rate limiters.", ttfcBuckets),
+		rlRejects:     counter(MetricRateLimitRejects, "{rejection}", "Calls refused by rate limiters or in-flight caps."),
+		shared:        counter(MetricSharedStore, "{decision}", "Decisions a layer made without its shared store (fail open or closed)."),
+		cache:         counter(MetricCacheLookups, "{lookup}", "Response cache lookups, by result (hit: answered without a call)."),
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &i, nil
+	return i, nil
 }
 
 // enabled reports whether any measurement would be kept; the request duration
@@ -153,11 +151,7 @@ func (i *instruments) recordRequest(ctx context.Context, t *Tracer, req *portico
 		tok[n] = KeyTokenType.String("output")
 		i.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributeSet(attribute.NewSet(tok...)))
 	}
-	route := ""
-	if resp != nil {
-		route = resp.Route
-	}
-	oc := outcome(class)
+	route, oc := routeOf(resp), outcome(class)
 	routeSet := metric.WithAttributeSet(attribute.NewSet(KeyRoute.String(route), KeyOutcome.String(oc)))
 	i.requests.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(KeyRoute.String(route), KeyOutcome.String(oc),
 		KeyErrorType.String(class.String()))))

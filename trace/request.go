@@ -95,7 +95,7 @@ func (t *Tracer) generate(ctx context.Context, req *portico.Request, next portic
 	ctx, span := t.start(ctx, req.Model, false)
 	recording := span.IsRecording()
 	metrics := t.inst.enabled(ctx)
-	logging := t.log != nil && t.log.Enabled(ctx, levelOK)
+	logging := t.logs(ctx)
 	if !recording && !metrics && !logging {
 		resp, err := next.Generate(ctx, req)
 		span.End()
@@ -288,10 +288,7 @@ func (l labels) answeredBy(at *Tracer, model string) labels {
 }
 
 func (c *call) finish(resp *portico.Response, err error) {
-	var end time.Time // read only when needed: time.Now is not free on every VM
-	if c.metrics || c.logging {
-		end = time.Now()
-	}
+	end := clockIf(c.metrics || c.logging)
 	s := c.summary(resp, err)
 	class := portico.ClassOf(err)
 	if c.recording {
@@ -326,9 +323,7 @@ func (c *call) resultAttrs(resp *portico.Response, err error, class portico.Clas
 		a = append(a, KeyRefusedBy.String(by.String()))
 	}
 	a = appendFloat(a, KeyTimeToFirstChunk, s.ttft.Seconds())
-	if resp != nil {
-		a = appendString(a, KeyRoute, resp.Route)
-	}
+	a = appendString(a, KeyRoute, routeOf(resp))
 	return appendFloat(a, KeyCost, c.t.cost(resp))
 }
 
