@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -69,22 +70,20 @@ func (p *pipeline) reject(req *portico.Request, resp *portico.Response) error {
 // is stopped on a guess); anything else is the answer's (InvalidResponse, a
 // route fault).
 func (p *pipeline) class(req *portico.Request, resp *portico.Response) (portico.Class, string) {
-	truncated := false
-	for i := range p.out {
-		switch p.out[i].Rule {
-		case RuleContentFilter:
-			return portico.Incompatible, "validation rejected: content filtered"
-		case RuleTruncated:
-			truncated = true
-		}
-	}
-	if !truncated {
+	switch {
+	case p.found(RuleContentFilter):
+		return portico.Incompatible, "validation rejected: content filtered"
+	case !p.found(RuleTruncated):
 		return portico.InvalidResponse, "validation rejected"
-	}
-	if n := req.MaxOutputTokens; n > 0 && resp.Usage.OutputTokens >= n {
+	case req.MaxOutputTokens > 0 && resp.Usage.OutputTokens >= req.MaxOutputTokens:
 		return portico.Permanent, "validation rejected: cut at the request's MaxOutputTokens"
 	}
 	return portico.Incompatible, "validation rejected: cut at the route's output limit"
+}
+
+// found reports whether p found a violation of rule.
+func (p *pipeline) found(rule string) bool {
+	return slices.ContainsFunc(p.out, func(v Violation) bool { return v.Rule == rule })
 }
 
 // rejected holds a rejection's error and the copy of the billed usage it
@@ -157,16 +156,15 @@ func (p *pipeline) tools(req *portico.Request, resp *portico.Response) {
 // input, none empty, each of the Dimensions asked for (when asked), and
 // all of one length (one space).
 func (p *pipeline) embeddings(req *portico.Request, resp *portico.Response) {
-	if len(resp.Embeddings) != len(req.Messages) {
+	vs := resp.Embeddings
+	if len(vs) != len(req.Messages) || len(vs) > 0 && !allOfLength(vs, cmp.Or(req.Embedding.Dimensions, len(vs[0]))) {
 		p.add(Violation{Rule: RuleEmbeddings})
-		return
 	}
-	for _, v := range resp.Embeddings {
-		if len(v) == 0 || len(v) != len(resp.Embeddings[0]) || req.Embedding.Dimensions > 0 && len(v) != req.Embedding.Dimensions {
-			p.add(Violation{Rule: RuleEmbeddings})
-			return
-		}
-	}
+}
+
+// allOfLength reports whether every vector of vs holds n > 0 numbers.
+func allOfLength(vs [][]float32, n int) bool {
+	return n > 0 && !slices.ContainsFunc(vs, func(v []float32) bool { return len(v) != n })
 }
 
 // envelope checks that an answer without tool calls has text (unless
@@ -247,26 +245,29 @@ func (p *pipeline) decode(text string) (any, bool) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var v any
-	err := dec.Decode(&v)
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: "trailing data at offset " + strconv.FormatInt(dec.InputOffset(), 10)})
-			return nil, false
-		}
-		return v, true
+	if err := dec.Decode(&v); err != nil {
+		p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: jsonErrorDetail(err)})
+		return nil, false
 	}
-	detail := "invalid JSON"
+	if _, err := dec.Token(); err != io.EOF {
+		p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: "trailing data at offset " + strconv.FormatInt(dec.InputOffset(), 10)})
+		return nil, false
+	}
+	return v, true
+}
+
+// jsonErrorDetail says, content-free, why text did not decode with err.
+func jsonErrorDetail(err error) string {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		detail = "syntax error at offset " + strconv.FormatInt(se.Offset, 10)
+		return "syntax error at offset " + strconv.FormatInt(se.Offset, 10)
 	case err == io.EOF:
-		detail = "no JSON value"
+		return "no JSON value"
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		detail = "unexpected end of JSON"
+		return "unexpected end of JSON"
 	}
-	p.add(Violation{Call: p.call, Rule: RuleJSON, Detail: detail})
-	return nil, false
+	return "invalid JSON"
 }
 
 func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"maps"
 	"slices"
@@ -84,16 +85,9 @@ func (c *cache) get(raw []byte) *compiled {
 }
 
 func (c *cache) compile(raw []byte) *compiled {
-	fail := func(err error) *compiled {
-		return &compiled{err: &portico.Error{
-			Class:  portico.Permanent,
-			Reason: "invalid JSON Schema",
-			Err:    portico.Join(ErrSchema, err),
-		}}
-	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return fail(err)
+		return schemaError(err)
 	}
 	drafts := readAs[:1]
 	if m, ok := doc.(map[string]any); ok && m["$schema"] == nil {
@@ -105,11 +99,19 @@ func (c *cache) compile(raw []byte) *compiled {
 		if err == nil {
 			return &compiled{schema: s}
 		}
-		if first == nil {
-			first = err
-		}
+		first = cmp.Or(first, err)
 	}
-	return fail(first)
+	return schemaError(first)
+}
+
+// schemaError is the compiled form of a schema that does not compile for
+// err: a Permanent *portico.Error wrapping ErrSchema and err.
+func schemaError(err error) *compiled {
+	return &compiled{err: &portico.Error{
+		Class:  portico.Permanent,
+		Reason: "invalid JSON Schema",
+		Err:    portico.Join(ErrSchema, err),
+	}}
 }
 
 // readAs are the drafts a schema without "$schema" is read as, in order:
@@ -157,37 +159,36 @@ func annotateFormats(s *jsonschema.Schema, seen map[*jsonschema.Schema]bool) {
 	if s.DraftVersion < 2019 {
 		s.Format = nil
 	}
-	walk := func(ss ...*jsonschema.Schema) {
-		for _, x := range ss {
-			annotateFormats(x, seen)
-		}
+	for _, sub := range subschemas(s) {
+		annotateFormats(sub, seen)
 	}
-	walkAny := func(v any) {
-		switch x := v.(type) {
-		case *jsonschema.Schema:
-			annotateFormats(x, seen)
-		case []*jsonschema.Schema:
-			walk(x...)
-		}
-	}
-	walk(s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else, s.PropertyNames,
-		s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema)
+}
+
+// subschemas returns the schemas s holds, nil ones included.
+func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
+	subs := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else, s.PropertyNames,
+		s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}
 	if s.DynamicRef != nil {
-		walk(s.DynamicRef.Ref)
+		subs = append(subs, s.DynamicRef.Ref)
 	}
-	walk(s.AllOf...)
-	walk(s.AnyOf...)
-	walk(s.OneOf...)
-	walk(s.PrefixItems...)
-	walk(slices.Collect(maps.Values(s.Properties))...)
-	walk(slices.Collect(maps.Values(s.PatternProperties))...)
-	walk(slices.Collect(maps.Values(s.DependentSchemas))...)
-	for _, x := range s.Dependencies {
-		walkAny(x)
+	subs = slices.Concat(subs, s.AllOf, s.AnyOf, s.OneOf, s.PrefixItems, slices.Collect(maps.Values(s.Properties)),
+		slices.Collect(maps.Values(s.PatternProperties)), slices.Collect(maps.Values(s.DependentSchemas)))
+	for _, x := range append(slices.Collect(maps.Values(s.Dependencies)), s.AdditionalProperties, s.Items, s.AdditionalItems) {
+		subs = appendSchemas(subs, x)
 	}
-	walkAny(s.AdditionalProperties)
-	walkAny(s.Items)
-	walkAny(s.AdditionalItems)
+	return subs
+}
+
+// appendSchemas appends v to subs when it is a schema or a list of them
+// (the keywords whose value may be a boolean or a list of names).
+func appendSchemas(subs []*jsonschema.Schema, v any) []*jsonschema.Schema {
+	switch x := v.(type) {
+	case *jsonschema.Schema:
+		return append(subs, x)
+	case []*jsonschema.Schema:
+		return append(subs, x...)
+	}
+	return subs
 }
 
 // noLoader refuses every external reference: a schema from a request must not

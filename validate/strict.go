@@ -148,16 +148,8 @@ func StrictCompatible(schema json.RawMessage) []Problem {
 		return []Problem{{Rule: StrictInvalid, Detail: "schema is not JSON"}}
 	}
 	w := strictWalker{}
-	root, _ := doc.(map[string]any)
-	switch {
-	case root == nil:
-		w.add("", StrictRootObject, "root is not an object schema")
-	case root["anyOf"] != nil:
-		w.add("", StrictRootObject, "root is anyOf")
-	case root["enum"] != nil:
-		w.add("", StrictRootObject, "root is enum")
-	case root["type"] != "object":
-		w.add("", StrictRootObject, `root "type" is not "object"`)
+	if detail := rootProblem(doc); detail != "" {
+		w.add("", StrictRootObject, detail)
 	}
 	w.node(doc, "", 0)
 	for _, t := range []struct {
@@ -173,6 +165,23 @@ func StrictCompatible(schema json.RawMessage) []Problem {
 		}
 	}
 	return w.out
+}
+
+// rootProblem says why the schema doc's root is not an object schema, ""
+// when it is one.
+func rootProblem(doc any) string {
+	root, _ := doc.(map[string]any)
+	switch {
+	case root == nil:
+		return "root is not an object schema"
+	case root["anyOf"] != nil:
+		return "root is anyOf"
+	case root["enum"] != nil:
+		return "root is enum"
+	case root["type"] != "object":
+		return `root "type" is not "object"`
+	}
+	return ""
 }
 
 type strictWalker struct {
@@ -252,10 +261,7 @@ func (w *strictWalker) object(m map[string]any, ptr string, depth int) {
 	if !hasKey(m, "properties") {
 		w.add(ptr, StrictProperties, `"properties" missing`)
 	}
-	if depth > strictMaxNesting && !w.nestingReported {
-		w.nestingReported = true
-		w.add(ptr, StrictNesting, strconv.Itoa(depth)+" levels, limit 10")
-	}
+	w.nesting(ptr, depth)
 	if ap, ok := m["additionalProperties"].(bool); !ok || ap {
 		w.add(ptr, StrictAdditionalProperties, `"additionalProperties": false missing`)
 	}
@@ -267,6 +273,15 @@ func (w *strictWalker) object(m map[string]any, ptr string, depth int) {
 		if !required[name] {
 			w.add(under(ptr, "properties", name), StrictRequired, "property "+strconv.Quote(name)+" not in required")
 		}
+	}
+}
+
+// nesting reports, once per document, an object schema at ptr nested
+// deeper than strict mode allows.
+func (w *strictWalker) nesting(ptr string, depth int) {
+	if depth > strictMaxNesting && !w.nestingReported {
+		w.nestingReported = true
+		w.add(ptr, StrictNesting, strconv.Itoa(depth)+" levels, limit 10")
 	}
 }
 

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,15 +128,9 @@ type Rejection struct {
 // envelope or the finish (no answer, no text, a missing finish reason)
 // says the route is failing whoever asks, and does not match it.
 func (r *Rejection) Is(target error) bool {
-	if target != portico.ErrAnswerRefused {
-		return false
-	}
-	for i := range r.Violations {
-		if s := r.Violations[i].Stage; s == StageEnvelope || s == StageFinish {
-			return false
-		}
-	}
-	return true
+	return target == portico.ErrAnswerRefused && !slices.ContainsFunc(r.Violations, func(v Violation) bool {
+		return v.Stage == StageEnvelope || v.Stage == StageFinish
+	})
 }
 
 // Error lists the violations' stages and rules, content-free:
@@ -174,12 +169,7 @@ func listSep(i int) string {
 
 // Has reports whether r lists a violation of rule at pointer.
 func (r *Rejection) Has(rule, pointer string) bool {
-	for _, v := range r.Violations {
-		if v.Rule == rule && v.Pointer == pointer {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Rule == rule && v.Pointer == pointer })
 }
 
 // Pointer returns the RFC 6901 JSON pointer of the given path of object keys

@@ -45,7 +45,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, err
 	}
 	call := req
-	buffered := req.OnChunk != nil && !v.cfg.PassThroughChunks && (req.Schema != nil || v.decode)
+	buffered := v.buffers(req)
 	if buffered {
 		h := &held{ctx: ctx}
 		call = h.Watch(req, h)
@@ -66,6 +66,13 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, err
 	}
 	return m.accept(ctx, req, resp, &p, buffered)
+}
+
+// buffers reports whether the chunks of req's stream are held back until
+// its answer is accepted: it streams, Config.PassThroughChunks is not set,
+// and the pipeline inspects the text (a Schema, Config.JSON, or checks).
+func (v *Validator) buffers(req *portico.Request) bool {
+	return req.OnChunk != nil && !v.cfg.PassThroughChunks && (req.Schema != nil || v.decode)
 }
 
 // observe reports the verdict on resp, rejected with err or accepted (nil),
@@ -104,10 +111,8 @@ func (m *model) accept(ctx context.Context, req *portico.Request, resp *portico.
 	if len(p.norms) > 0 {
 		resp.ToolCalls = p.normalized(resp)
 	}
-	if m.v.cfg.TrimSpace && req.Prefix != "" { // the start went to the caller with the prefix
-		resp.Text = strings.TrimRightFunc(resp.Text, unicode.IsSpace)
-	} else if m.v.cfg.TrimSpace {
-		resp.Text = trimSpace(resp.Text)
+	if m.v.cfg.TrimSpace {
+		resp.Text = trimmed(req, resp.Text)
 	}
 	observe(ctx, resp, nil)
 	if buffered && resp.Text != "" {
@@ -116,6 +121,16 @@ func (m *model) accept(ctx context.Context, req *portico.Request, resp *portico.
 		}
 	}
 	return resp, nil
+}
+
+// trimmed returns text, the answer to req, trimmed of its white space; a
+// continuation's at its end only, its start having gone to the caller
+// with the prefix.
+func trimmed(req *portico.Request, text string) string {
+	if req.Prefix != "" {
+		return strings.TrimRightFunc(text, unicode.IsSpace)
+	}
+	return trimSpace(text)
 }
 
 // held watches a buffered call: it holds each chunk back, but tells the
