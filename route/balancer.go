@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -151,18 +150,7 @@ func (cfg *BalancerConfig) check(s Strategy) error {
 	if len(cfg.Replicas) == 0 {
 		return errors.New("route: NewBalancer needs at least one replica")
 	}
-	if err := checkCapabilities("NewBalancer", cfg.Replicas...); err != nil {
-		return err
-	}
-	if v, ok := s.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return err
-		}
-	}
-	if i := slices.IndexFunc(cfg.Replicas, nilModel); i >= 0 {
-		return errors.New("route: NewBalancer replica " + cfg.Replicas[i].Name + " has a nil Model")
-	}
-	return nil
+	return cmp.Or(checkCapabilities("NewBalancer", cfg.Replicas...), validate(s), checkModels("NewBalancer", "replica", cfg.Replicas))
 }
 
 // Replicas returns the balancer's replicas, in configuration order. The slice

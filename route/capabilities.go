@@ -1,7 +1,9 @@
 package route
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/portico-llm/portico"
 )
@@ -17,5 +19,20 @@ func checkCapabilities(ctor string, routes ...portico.Route) error {
 	return nil
 }
 
-// nilModel reports whether r has no Model.
-func nilModel(r portico.Route) bool { return portico.IsNil(r.Model) }
+// checkModels returns the error of the first of routes without a Model,
+// each a kind ("route", "replica") of the constructor ctor, or nil.
+func checkModels(ctor, kind string, routes []portico.Route) error {
+	if i := slices.IndexFunc(routes, func(r portico.Route) bool { return portico.IsNil(r.Model) }); i >= 0 {
+		return errors.New("route: " + ctor + " " + kind + " " + routes[i].Name + " has a nil Model")
+	}
+	return nil
+}
+
+// validate returns the error of s's Validate method, if it has one (see
+// [Strategy]).
+func validate(s Strategy) error {
+	if v, ok := s.(interface{ Validate() error }); ok {
+		return v.Validate()
+	}
+	return nil
+}

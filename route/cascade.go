@@ -332,15 +332,7 @@ func (w *cascadeWalk) noAnswer() error {
 }
 
 // causes joins ErrExhausted and the error of each step left.
-func (w *cascadeWalk) causes() error {
-	errs := []error{ErrExhausted}
-	for _, h := range w.hops {
-		if h.Err != nil {
-			errs = append(errs, h.Err)
-		}
-	}
-	return portico.Join(errs...)
-}
+func (w *cascadeWalk) causes() error { return joinHops(ErrExhausted, w.hops) }
 
 // sentOf returns the error of the last step in hops that may have been
 // sent ([portico.NothingSent]), nil when none was.
@@ -354,11 +346,9 @@ func sentOf(hops []portico.Hop) error {
 }
 
 // stepContext returns the context step j is called under: ctx, bounded by
-// the step's share of the time left when a later step could follow.
+// the step's share of the time left when a later step could follow (a
+// share of 1 is all of it: none).
 func (c *Cascade) stepContext(ctx context.Context, j int, req *portico.Request, n int) (context.Context, context.CancelFunc) {
-	if c.share >= 1 || j == len(c.steps)-1 {
-		return ctx, func() {}
-	}
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return ctx, func() {}

@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -94,22 +95,25 @@ func skipHop(name string, fitErr error) portico.Hop {
 // by CircuitBreaker with RetryAfter wait if one was merely unavailable,
 // else Incompatible; its Err joins ErrNoRoute and the Fits errors.
 func noRoute(hops []portico.Hop, wait time.Duration) error {
-	unavailable := false
-	errs := make([]error, 0, len(hops)+1)
-	errs = append(errs, ErrNoRoute)
+	// No Reason: the class and ErrNoRoute say it, and each route's error
+	// says why it was not a candidate.
+	err := joinHops(ErrNoRoute, hops)
+	if !slices.ContainsFunc(hops, func(h portico.Hop) bool { return h.Err == nil }) { // none unavailable
+		return &portico.Error{Class: portico.Incompatible, Err: err}
+	}
+	return &portico.Error{Class: portico.Rejected, RefusedBy: portico.CircuitBreaker, RetryAfter: wait, Err: err}
+}
+
+// joinHops joins sentinel and the error of each hop that has one.
+func joinHops(sentinel error, hops []portico.Hop) error {
+	errs := make([]error, 1, len(hops)+1)
+	errs[0] = sentinel
 	for _, h := range hops {
-		if h.Err == nil {
-			unavailable = true
-		} else {
+		if h.Err != nil {
 			errs = append(errs, h.Err)
 		}
 	}
-	// No Reason: the class and ErrNoRoute say it, and each route's error
-	// says why it was not a candidate.
-	if !unavailable {
-		return &portico.Error{Class: portico.Incompatible, Err: portico.Join(errs...)}
-	}
-	return &portico.Error{Class: portico.Rejected, RefusedBy: portico.CircuitBreaker, RetryAfter: wait, Err: portico.Join(errs...)}
+	return portico.Join(errs...)
 }
 
 // skips are the hops of routes skipped unasked, with the least time until

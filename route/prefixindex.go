@@ -142,16 +142,7 @@ func (x *blockIndex) expire(cutoff int64) {
 // recently used block when the index is full.
 func (x *blockIndex) touch(hash uint64, bytes int, now, epoch int64) {
 	if i, ok := x.m[hash]; ok {
-		n := &x.nodes[i]
-		n.seen = now
-		if n.epoch != epoch {
-			n.prevUses = 0
-			if n.epoch == epoch-1 {
-				n.prevUses = n.uses
-			}
-			n.uses, n.epoch = 0, epoch
-		}
-		n.uses++
+		x.nodes[i].use(now, epoch)
 		x.unlink(i)
 		x.pushFront(i)
 		return
@@ -159,17 +150,34 @@ func (x *blockIndex) touch(hash uint64, bytes int, now, epoch int64) {
 	if len(x.m) >= x.max {
 		x.removeTail()
 	}
-	var i int32
-	if x.free >= 0 {
-		i = x.free
-		x.free = x.nodes[i].next
-	} else {
-		x.nodes = append(x.nodes, bnode{})
-		i = int32(len(x.nodes) - 1)
-	}
+	i := x.node()
 	x.nodes[i] = bnode{hash: hash, seen: now, epoch: epoch, bytes: int32(bytes), uses: 1}
 	x.m[hash] = i
 	x.pushFront(i)
+}
+
+// use counts a send of n at now, in epoch, turning its counts over when
+// epoch is a new one.
+func (n *bnode) use(now, epoch int64) {
+	n.seen = now
+	if n.epoch != epoch {
+		n.prevUses = 0
+		if n.epoch == epoch-1 {
+			n.prevUses = n.uses
+		}
+		n.uses, n.epoch = 0, epoch
+	}
+	n.uses++
+}
+
+// node returns a free node's position: one off the free list, else a new one.
+func (x *blockIndex) node() int32 {
+	if i := x.free; i >= 0 {
+		x.free = x.nodes[i].next
+		return i
+	}
+	x.nodes = append(x.nodes, bnode{})
+	return int32(len(x.nodes) - 1)
 }
 
 // evictionCost is Preble's E_g before dividing by the window's calls: the

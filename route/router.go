@@ -95,17 +95,11 @@ func (cfg *RouterConfig) check() error {
 	if len(cfg.Routes) == 0 {
 		return errors.New("route: NewRouter needs at least one route")
 	}
-	if i := slices.IndexFunc(cfg.Routes, nilModel); i >= 0 {
-		return errors.New("route: NewRouter route " + cfg.Routes[i].Name + " has a nil Model")
-	}
-	if err := checkCapabilities("NewRouter", cfg.Routes...); err != nil {
-		return err
-	}
-	return rules.First(
+	return cmp.Or(checkModels("NewRouter", "route", cfg.Routes), checkCapabilities("NewRouter", cfg.Routes...), rules.First(
 		rules.If(cfg.Weights != nil && len(cfg.Weights) != len(cfg.Routes), "route: NewRouter Weights must have one entry per route"),
 		rules.If(!(cfg.Alpha >= 0 && cfg.Alpha <= 1), "route: NewRouter Alpha outside [0, 1]"),
 		rules.If(slices.ContainsFunc(cfg.Weights, func(w float64) bool { return !(w > 0) }), "route: NewRouter weights must be > 0"),
-	)
+	))
 }
 
 // Pick chooses the route for info.Request: the fitting, available route with

@@ -3,10 +3,10 @@ package route
 import (
 	"cmp"
 	"context"
-	"errors"
 	"math"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // ThresholdConfig configures a [Threshold] router. The zero value is not usable:
@@ -48,14 +48,12 @@ type Threshold struct {
 // when a route has a nil Model or invalid Capabilities
 // ([portico.Capabilities.Validate]), or the threshold is NaN.
 func NewThreshold(cfg ThresholdConfig) (*Threshold, error) {
-	if portico.IsNil(cfg.Strong.Model) || portico.IsNil(cfg.Weak.Model) {
-		return nil, errors.New("route: NewThreshold needs Strong and Weak routes with Models")
-	}
-	if err := checkCapabilities("NewThreshold", cfg.Weak, cfg.Strong); err != nil {
+	if err := cmp.Or(
+		rules.First(rules.If(portico.IsNil(cfg.Strong.Model) || portico.IsNil(cfg.Weak.Model), "route: NewThreshold needs Strong and Weak routes with Models")),
+		checkCapabilities("NewThreshold", cfg.Weak, cfg.Strong),
+		rules.First(rules.If(math.IsNaN(cfg.Threshold), "route: NewThreshold threshold is NaN")),
+	); err != nil {
 		return nil, err
-	}
-	if math.IsNaN(cfg.Threshold) {
-		return nil, errors.New("route: NewThreshold threshold is NaN")
 	}
 	t := &Threshold{routes: [2]portico.Route{cfg.Weak, cfg.Strong}, scorer: cfg.Scorer,
 		threshold: cmp.Or(cfg.Threshold, 0.5), est: cmp.Or(cfg.Estimator, portico.DefaultEstimator)}
