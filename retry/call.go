@@ -400,15 +400,27 @@ func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portic
 	if req.OnChunk != nil {
 		return r.streamAttempt(ctx, req, next, start)
 	}
-	if r.attemptTimeout == 0 {
-		resp, err := next.Generate(ctx, req)
-		return resp, false, err
-	}
-	actx, stop := context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
+	actx, stop := r.attemptContext(ctx)
 	defer stop()
 	resp, err := next.Generate(actx, req)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
-		err = timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
+	return resp, false, r.attemptErr(ctx, actx, err)
+}
+
+// attemptContext is ctx bounded by Timeouts.Attempt, when set, and its
+// cancel.
+func (r *Retrier) attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if r.attemptTimeout == 0 {
+		return ctx, func() {}
 	}
-	return resp, false, err
+	return context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
+}
+
+// attemptErr is err, the error of an attempt run under actx, as an
+// ErrAttemptTimeout when Timeouts.Attempt ended the attempt while ctx, the
+// caller's, was live.
+func (r *Retrier) attemptErr(ctx, actx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
+		return timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
+	}
+	return err
 }

@@ -44,39 +44,50 @@ type stream struct {
 // streamAttempt makes one attempt of a streaming request.
 func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next portico.Model, start time.Time) (*portico.Response, bool, error) {
 	s := &stream{r: r, outer: ctx, start: start}
-	actx := ctx
-	if r.attemptTimeout > 0 {
-		var stop context.CancelFunc
-		actx, stop = context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
-		defer stop()
-	}
+	actx, stop := r.attemptContext(ctx)
+	defer stop()
 	actx, s.cancel = context.WithCancelCause(actx)
 	defer s.cancel(nil)
+	actx = s.arm(actx)
+	defer s.disarm()
+	resp, err := next.Generate(actx, s.Watch(req, s))
+	st := s.state.Swap(finished)
+	if d, sentinel := r.stopped(st); sentinel != nil && ctx.Err() == nil {
+		return nil, s.Delivered(), timeoutError(sentinel, d, err)
+	}
+	return resp, s.Delivered(), r.attemptErr(ctx, actx, err)
+}
+
+// arm starts the watchdog and the rate floor the Timeouts ask for, each
+// waiting for the first chunk, and returns actx with s.progress installed
+// when either runs.
+func (s *stream) arm(actx context.Context) context.Context {
+	r := s.r
 	if r.ttft > 0 || r.gap > 0 {
-		d := cmp.Or(r.ttft, math.MaxInt64) // MaxInt64: armed by the first chunk
-		s.timer = time.AfterFunc(d, s.fire)
-		defer s.timer.Stop()
+		s.timer = time.AfterFunc(cmp.Or(r.ttft, math.MaxInt64), s.fire) // MaxInt64: armed by the first chunk
 	}
 	if r.rateWindow > 0 {
 		s.rate = &rateFloor{step: r.rateWindow / rateSteps, need: r.rateNeed}
 		s.rate.timer = time.AfterFunc(math.MaxInt64, s.measure) // armed by the first chunk
-		defer s.rate.timer.Stop()
 	}
-	if s.timer != nil || s.rate != nil {
-		actx = portico.ContextWithProgress(actx, s.progress)
+	if !s.watched() {
+		return actx
 	}
-	resp, err := next.Generate(actx, s.Watch(req, s))
-	st := s.state.Swap(finished)
-	delivered := s.Delivered()
-	if ctx.Err() == nil {
-		if d, sentinel := r.stopped(st); sentinel != nil {
-			resp, err = nil, timeoutError(sentinel, d, err)
-		} else if err != nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
-			err = timeoutError(ErrAttemptTimeout, r.attemptTimeout, err)
-		}
-	}
-	return resp, delivered, err
+	return portico.ContextWithProgress(actx, s.progress)
 }
+
+// disarm stops the timers arm started.
+func (s *stream) disarm() {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	if s.rate != nil {
+		s.rate.timer.Stop()
+	}
+}
+
+// watched reports whether a watchdog or a rate floor watches the stream.
+func (s *stream) watched() bool { return s.timer != nil || s.rate != nil }
 
 // stopped returns the timeout that ended an attempt in state st and its
 // sentinel, or a nil sentinel for a state no timeout sets.
@@ -102,7 +113,7 @@ func (r *Retrier) stopped(st int32) (time.Duration, error) {
 // consumer takes (a slow client connection) is not the provider's gap, nor
 // its rate.
 func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
-	held := s.timer != nil || s.rate != nil // the gate delivers c itself
+	held := s.watched() // the gate delivers c itself
 	if err := s.tick(c, held); err != nil {
 		return false, err
 	}
@@ -112,7 +123,13 @@ func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 	if !held {
 		return true, nil
 	}
-	var from int64 // tick marked last holding
+	return false, s.deliverHeld(c)
+}
+
+// deliverHeld delivers c to the caller's OnChunk, the watchdog and the
+// rate floor paused while it holds c; tick marked last holding.
+func (s *stream) deliverHeld(c portico.Chunk) error {
+	var from int64
 	if f := s.rate; f != nil {
 		from = int64(mono.Now())
 		f.holdFrom.Store(from)
@@ -126,7 +143,7 @@ func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 		f.held.Add(now - from)
 		f.holdFrom.Store(0)
 	}
-	return false, err
+	return err
 }
 
 // holding is stream.last while the caller's OnChunk holds a chunk: the
@@ -146,34 +163,49 @@ func (s *stream) progress(c portico.Chunk) { s.tick(c, false) }
 // sentinel when the watchdog already gave up, and an error after the attempt
 // returned.
 func (s *stream) tick(c portico.Chunk, hold bool) error {
-	first := s.state.Load() == waiting && s.state.CompareAndSwap(waiting, streaming)
-	if !first {
-		if st := s.state.Load(); st != streaming {
-			_, err := s.r.stopped(st)
-			return cmp.Or(err, errChunkAfterReturn)
-		}
+	first, err := s.advance()
+	if err != nil {
+		return err
 	}
 	if f := s.rate; f != nil {
-		f.pending.Add(max(1, int64(len(c.Text)+len(c.Reasoning))/4)) // reasoning is output too
-		if first {
-			f.timer.Reset(f.step)
-		}
+		f.count(c, first)
 	}
 	if s.timer != nil {
-		if hold {
-			s.last.Store(holding) // stamped when the caller's OnChunk returns
-		} else {
-			s.last.Store(int64(mono.Now()))
-		}
-		if first {
-			if s.r.gap > 0 {
-				s.timer.Reset(s.r.gap)
-			} else {
-				s.timer.Stop()
-			}
-		}
+		s.stamp(hold, first)
 	}
 	return nil
+}
+
+// advance moves a waiting attempt to streaming and reports whether it did
+// (the first tick); it returns the timeout's sentinel when the watchdog
+// already gave up, and errChunkAfterReturn after the attempt returned.
+func (s *stream) advance() (bool, error) {
+	if s.state.Load() == waiting && s.state.CompareAndSwap(waiting, streaming) {
+		return true, nil
+	}
+	if st := s.state.Load(); st != streaming {
+		_, err := s.r.stopped(st)
+		return false, cmp.Or(err, errChunkAfterReturn)
+	}
+	return false, nil
+}
+
+// stamp stamps the time the watchdog measures the gap from, or, with hold,
+// marks the stream held until the gate stamps it; the first stamp re-arms
+// the watchdog for the gap timeout (or stops it, without one).
+func (s *stream) stamp(hold, first bool) {
+	last := int64(holding) // stamped when the caller's OnChunk returns
+	if !hold {
+		last = int64(mono.Now())
+	}
+	s.last.Store(last)
+	switch {
+	case !first:
+	case s.r.gap > 0:
+		s.timer.Reset(s.r.gap)
+	default:
+		s.timer.Stop()
+	}
 }
 
 // errChunkAfterReturn refuses a chunk sent after the attempt's Generate returned.
@@ -184,37 +216,43 @@ var errChunkAfterReturn = errors.New("retry: chunk after the attempt returned")
 // when a chunk came since it was set).
 func (s *stream) fire() {
 	for {
-		switch s.state.Load() {
-		case waiting:
-			if s.r.ttft == 0 {
+		switch st := s.state.Load(); {
+		case st == waiting && s.r.ttft > 0:
+			if s.end(waiting, abandoned, ErrFirstChunkTimeout) {
 				return
 			}
-			if s.state.CompareAndSwap(waiting, abandoned) {
-				s.cancel(ErrFirstChunkTimeout)
-				return
-			}
-		case streaming:
-			if s.r.gap == 0 {
-				return
-			}
-			last := s.last.Load()
-			if last == holding {
-				s.timer.Reset(s.r.gap)
-				return
-			}
-			since := mono.Now() - time.Duration(last)
-			if since < s.r.gap {
-				s.timer.Reset(s.r.gap - since)
-				return
-			}
-			if s.state.CompareAndSwap(streaming, stalled) {
-				s.cancel(ErrChunkGapTimeout)
-				return
-			}
+		case st == streaming && s.r.gap > 0:
+			s.checkGap()
+			return
 		default:
 			return
 		}
 	}
+}
+
+// checkGap stalls the stream when the gap timeout ran out since its last
+// chunk, else re-arms the watchdog for what is left of it (all of it while
+// the caller's OnChunk holds a chunk).
+func (s *stream) checkGap() {
+	left := s.r.gap
+	if last := s.last.Load(); last != holding {
+		left -= mono.Now() - time.Duration(last)
+	}
+	if left > 0 {
+		s.timer.Reset(left)
+		return
+	}
+	s.end(streaming, stalled, ErrChunkGapTimeout)
+}
+
+// end moves the attempt from state from to state to and cancels it with
+// cause, reporting whether it did: false when another state came first.
+func (s *stream) end(from, to int32, cause error) bool {
+	if !s.state.CompareAndSwap(from, to) {
+		return false
+	}
+	s.cancel(cause)
+	return true
 }
 
 // rateSteps is the number of steps a rate window is measured in: the floor
@@ -240,35 +278,53 @@ type rateFloor struct {
 	sum            int64            // of ring
 }
 
+// count adds c's tokens, (len(Text)+len(Reasoning))/4 and at least 1
+// (reasoning is output too), to the step; the first chunk starts the step.
+func (f *rateFloor) count(c portico.Chunk, first bool) {
+	f.pending.Add(max(1, int64(len(c.Text)+len(c.Reasoning))/4))
+	if first {
+		f.timer.Reset(f.step)
+	}
+}
+
 // measure closes a step: at the end of each step from the first chunk on it
 // moves the step's tokens into the ring and, once a whole window has passed,
 // ends the attempt when the window brought fewer than the floor's tokens. A
 // step is longer by the time the caller's OnChunk held chunks in it.
 func (s *stream) measure() {
+	f := s.rate
 	if s.state.Load() != streaming {
 		return
 	}
-	f := s.rate
-	// The time the caller's OnChunk held the stream is the caller's, not the
-	// provider's: the step waits while it holds, and lasts that much longer.
+	if d := f.pause(); d > 0 {
+		f.timer.Reset(d)
+		return
+	}
+	if f.close() {
+		s.end(streaming, slow, ErrSlowStream)
+		return
+	}
+	f.timer.Reset(f.step)
+}
+
+// pause is how much longer the step lasts for the caller: the time the
+// caller's OnChunk held the stream is the caller's, not the provider's, so
+// a step waits while it holds and lasts that much longer; 0 when the step
+// may close.
+func (f *rateFloor) pause() time.Duration {
 	if f.holdFrom.Load() != 0 {
-		f.timer.Reset(f.step)
-		return
+		return f.step
 	}
-	if h := f.held.Swap(0); h > 0 {
-		f.timer.Reset(time.Duration(h))
-		return
-	}
+	return time.Duration(f.held.Swap(0))
+}
+
+// close moves the step's tokens into the ring and reports whether a whole
+// window has passed with fewer than the floor's tokens.
+func (f *rateFloor) close() bool {
 	n := f.pending.Swap(0)
 	i := f.steps % rateSteps
 	f.sum += n - f.ring[i]
 	f.ring[i] = n
 	f.steps++
-	if f.steps >= rateSteps && f.sum < f.need {
-		if s.state.CompareAndSwap(streaming, slow) {
-			s.cancel(ErrSlowStream)
-		}
-		return
-	}
-	f.timer.Reset(f.step)
+	return f.steps >= rateSteps && f.sum < f.need
 }
