@@ -1,6 +1,7 @@
 package fakeanthropic
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -193,19 +194,10 @@ func (c *call) streamError() bool {
 }
 
 // message returns the fault's message, or def.
-func (c *call) message(def string) string {
-	if c.Fault.Message != "" {
-		return c.Fault.Message
-	}
-	return def
-}
+func (c *call) message(def string) string { return cmp.Or(c.Fault.Message, def) }
 
-func (c *call) streamErrorType() string {
-	if c.Fault.Type != "" {
-		return c.Fault.Type
-	}
-	return "overloaded_error"
-}
+// streamErrorType is FaultStreamError's error type.
+func (c *call) streamErrorType() string { return cmp.Or(c.Fault.Type, "overloaded_error") }
 
 // defaultMessage is the message Anthropic sends with an error of type typ.
 func defaultMessage(typ string, c *call) string {
@@ -232,52 +224,36 @@ func defaultMessage(typ string, c *call) string {
 	return "Internal server error"
 }
 
-// statusOf is the HTTP status of an error type
+// errorTypes are Anthropic's error types with their HTTP statuses
 // (https://docs.claude.com/en/api/errors).
+var errorTypes = [...]struct {
+	status int
+	typ    string
+}{
+	{400, "invalid_request_error"}, {401, "authentication_error"}, {402, "billing_error"},
+	{403, "permission_error"}, {404, "not_found_error"}, {413, "request_too_large"},
+	{429, "rate_limit_error"}, {500, "api_error"}, {504, "timeout_error"}, {529, "overloaded_error"},
+}
+
+// statusOf is the HTTP status of an error type, 500 for one not listed.
 func statusOf(typ string) int {
-	switch typ {
-	case "invalid_request_error":
-		return http.StatusBadRequest
-	case "authentication_error":
-		return http.StatusUnauthorized
-	case "billing_error":
-		return http.StatusPaymentRequired
-	case "permission_error":
-		return http.StatusForbidden
-	case "not_found_error":
-		return http.StatusNotFound
-	case "request_too_large":
-		return http.StatusRequestEntityTooLarge
-	case "rate_limit_error":
-		return http.StatusTooManyRequests
-	case "timeout_error":
-		return http.StatusGatewayTimeout
-	case "overloaded_error":
-		return 529
+	for _, e := range errorTypes {
+		if e.typ == typ {
+			return e.status
+		}
 	}
 	return http.StatusInternalServerError
 }
 
-// typeOf is the error type of an HTTP status.
+// typeOf is the error type of an HTTP status: api_error for a 5xx not
+// listed, invalid_request_error for any other.
 func typeOf(status int) string {
-	switch {
-	case status == http.StatusUnauthorized:
-		return "authentication_error"
-	case status == http.StatusPaymentRequired:
-		return "billing_error"
-	case status == http.StatusForbidden:
-		return "permission_error"
-	case status == http.StatusNotFound:
-		return "not_found_error"
-	case status == http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case status == http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case status == http.StatusGatewayTimeout:
-		return "timeout_error"
-	case status == 529:
-		return "overloaded_error"
-	case status >= 500:
+	for _, e := range errorTypes {
+		if e.status == status {
+			return e.typ
+		}
+	}
+	if status >= 500 {
 		return "api_error"
 	}
 	return "invalid_request_error"
@@ -285,10 +261,7 @@ func typeOf(status int) string {
 
 // statusBody is the error body of FaultStatus.
 func (c *call) statusBody(status int) []byte {
-	typ := c.Fault.Type
-	if typ == "" {
-		typ = typeOf(status)
-	}
+	typ := cmp.Or(c.Fault.Type, typeOf(status))
 	def := defaultMessage(typ, c)
 	if typ == "invalid_request_error" {
 		def = "Invalid request."
@@ -312,10 +285,11 @@ func (c *call) contextLength() {
 // the request, answers 429; it reports whether the answer goes on.
 func (c *call) rateLimit(a *answer) bool {
 	rl := c.m.cfg.RateLimit
-	q := c.m.quota(c.Server().Since(), c.inputTokens-c.cacheRead, a.tokens) // cache reads do not count
+	limits := []fakecore.Limit{{Max: rl.Requests, Window: rl.Window}, {Max: rl.InputTokens, Window: rl.Window}, {Max: rl.OutputTokens, Window: rl.Window}}
+	q := c.m.quota.Take(c.Server().Since(), rl.Enforce, limits, 1, c.inputTokens-c.cacheRead, a.tokens) // cache reads do not count
 	// The window's end, on the second: Anthropic's resets are RFC 3339
 	// times of whole seconds.
-	end := time.Now().Add(q.reset)
+	end := time.Now().Add(q.Reset[0])
 	if t := end.Truncate(time.Second); t.Before(end) {
 		end = t.Add(time.Second)
 	}
@@ -326,35 +300,22 @@ func (c *call) rateLimit(a *answer) bool {
 		h.Set("anthropic-ratelimit-"+kind+"-remaining", strconv.Itoa(remaining))
 		h.Set("anthropic-ratelimit-"+kind+"-reset", reset)
 	}
-	if rl.Requests > 0 {
-		set("requests", rl.Requests, q.reqs)
-	}
-	if rl.InputTokens > 0 {
-		set("input-tokens", rl.InputTokens, q.in)
-	}
-	if rl.OutputTokens > 0 {
-		set("output-tokens", rl.OutputTokens, q.out)
+	for i, kind := range [...]string{"requests", "input-tokens", "output-tokens"} {
+		if limits[i].Max > 0 {
+			set(kind, limits[i].Max, q.Remaining[i])
+		}
 	}
 	if rl.InputTokens > 0 || rl.OutputTokens > 0 {
-		set("tokens", rl.InputTokens+rl.OutputTokens, q.in+q.out)
+		set("tokens", rl.InputTokens+rl.OutputTokens, q.Remaining[1]+q.Remaining[2])
 	}
-	if q.refused == "" {
+	if q.Refused < 0 {
 		return true
 	}
-	h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(q.reset.Seconds())), 10))
+	h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(q.Reset[0].Seconds())), 10))
 	writeError(c.W, http.StatusTooManyRequests, "rate_limit_error", "",
-		"This request would exceed the rate limit for your organization of "+strconv.Itoa(limitOf(rl, q.refused))+" "+q.refused+" per window.")
+		"This request would exceed the rate limit for your organization of "+strconv.Itoa(limits[q.Refused].Max)+" "+
+			[...]string{"requests", "input tokens", "output tokens"}[q.Refused]+" per window.")
 	return false
-}
-
-func limitOf(rl *RateLimit, kind string) int {
-	switch kind {
-	case "requests":
-		return rl.Requests
-	case "input tokens":
-		return rl.InputTokens
-	}
-	return rl.OutputTokens
 }
 
 // errorBody is Anthropic's error body; an empty code has no details.

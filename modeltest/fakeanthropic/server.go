@@ -16,16 +16,12 @@ type Server struct {
 }
 
 // model is the Anthropic-specific state of one served model: its rate-limit
-// windows.
+// windows and its prompt cache.
 type model struct {
-	cfg ModelConfig
+	cfg   ModelConfig
+	quota fakecore.Quota // requests, input tokens, output tokens (RateLimit)
 
-	mu   sync.Mutex
-	win  int64 // index of the current window
-	reqs int   // requests counted in it
-	in   int   // input tokens counted in it
-	out  int   // output tokens counted in it
-
+	mu    sync.Mutex               // guards cache
 	cache map[uint64]time.Duration // prompt cache: prefix hash -> end of life, on the server's clock
 }
 
@@ -60,14 +56,7 @@ func New(cfg Config) (*Server, error) {
 
 // Start returns a Server listening on 127.0.0.1 on a free port (an
 // [net/http/httptest.Server]). Close it when done. Errors are those of [New].
-func Start(cfg Config) (*Server, error) {
-	s, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s.core.Start()
-	return s, nil
-}
+func Start(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server).Start) }
 
 // StartPipe returns a Server served over in-memory connections (net.Pipe): no
 // socket, no port, so it runs inside a testing/synctest bubble where its
@@ -75,12 +64,15 @@ func Start(cfg Config) (*Server, error) {
 // [Server.Client]; [Server.URL] is a placeholder host that the Client's
 // transport dials in memory. Start it and Close it inside the same bubble.
 // Errors are those of [New].
-func StartPipe(cfg Config) (*Server, error) {
+func StartPipe(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server).StartPipe) }
+
+// serveOn is [New], then serve on the Server's core.
+func serveOn(cfg Config, serve func(*fakecore.Server)) (*Server, error) {
 	s, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.core.StartPipe()
+	serve(s.core)
 	return s, nil
 }
 
@@ -114,43 +106,3 @@ func (s *Server) Count(modelName string) int { return s.core.Count(modelName) }
 // and /v1/messages/count_tokens.
 // Everything else is a 404 in Anthropic's format.
 func (s *Server) Handler() http.Handler { return s.core.Handler() }
-
-// quotaState is what one request saw of the model's rate-limit window.
-type quotaState struct {
-	reqs, in, out int           // remaining after the request
-	reset         time.Duration // until the window ends
-	refused       string        // "requests", "input tokens" or "output tokens" when Enforce refused it
-}
-
-// quota counts one request of in input and out output tokens at elapsed
-// time since the start in the model's fixed window, unless Enforce refuses
-// it, and returns what remains and when the window resets.
-func (m *model) quota(elapsed time.Duration, in, out int) quotaState {
-	rl := m.cfg.RateLimit
-	w := rl.Window
-	if w <= 0 {
-		w = time.Minute
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if i := int64(elapsed / w); i != m.win {
-		m.win, m.reqs, m.in, m.out = i, 0, 0, 0
-	}
-	q := quotaState{reset: w - elapsed%w}
-	switch {
-	case rl.Enforce && rl.Requests > 0 && m.reqs+1 > rl.Requests:
-		q.refused = "requests"
-	case rl.Enforce && rl.InputTokens > 0 && m.in+in > rl.InputTokens:
-		q.refused = "input tokens"
-	case rl.Enforce && rl.OutputTokens > 0 && m.out+out > rl.OutputTokens:
-		q.refused = "output tokens"
-	default:
-		m.reqs++
-		m.in += in
-		m.out += out
-	}
-	q.reqs = max(0, rl.Requests-m.reqs)
-	q.in = max(0, rl.InputTokens-m.in)
-	q.out = max(0, rl.OutputTokens-m.out)
-	return q
-}

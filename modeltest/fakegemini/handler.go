@@ -285,22 +285,13 @@ func (c *call) contextLength() {
 }
 
 // streamStatus is FaultStreamError's google.rpc.Code name.
-func (c *call) streamStatus() string {
-	if c.Fault.Code != "" {
-		return c.Fault.Code
-	}
-	return "UNAVAILABLE"
-}
+func (c *call) streamStatus() string { return cmp.Or(c.Fault.Code, "UNAVAILABLE") }
 
 // reply writes Google's error object for status with the fault's message
 // when it has one.
 func (c *call) reply(status int, rpc, msg, reason string) {
-	if c.Fault.Message != "" {
-		msg = c.Fault.Message
-	}
 	c.Fault.RetryAfter = 0
-	body := errorJSON(status, rpc, msg, reason, 0)
-	c.Reply(status, body)
+	c.Reply(status, errorJSON(status, rpc, cmp.Or(c.Fault.Message, msg), reason, 0))
 }
 
 // errorBody is FaultStatus's body: Google's error object for status, with
@@ -353,9 +344,7 @@ func errorJSON(status int, rpc, msg, reason string, retry time.Duration) []byte 
 			rpc = "INVALID_ARGUMENT"
 		}
 	}
-	if msg == "" {
-		msg = messages[status]
-	}
+	msg = cmp.Or(msg, messages[status])
 	var details []map[string]any
 	if reason != "" {
 		details = append(details, map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason,

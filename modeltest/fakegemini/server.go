@@ -46,26 +46,22 @@ func New(cfg Config) (*Server, error) {
 
 // Start returns a Server listening on 127.0.0.1 on a free port (an
 // [net/http/httptest.Server]). Close it when done. Errors are those of [New].
-func Start(cfg Config) (*Server, error) {
-	s, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s.core.Start()
-	return s, nil
-}
+func Start(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server).Start) }
 
 // StartPipe returns a Server served over in-memory connections (net.Pipe),
 // for a testing/synctest bubble, where its latencies and stalls pass in
 // virtual time. Reach it only through [Server.Client]; [Server.URL] is a
 // placeholder host the Client's transport dials in memory. Start it and
 // Close it inside the same bubble. Errors are those of [New].
-func StartPipe(cfg Config) (*Server, error) {
+func StartPipe(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server).StartPipe) }
+
+// serveOn is [New], then serve on the Server's core.
+func serveOn(cfg Config, serve func(*fakecore.Server)) (*Server, error) {
 	s, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.core.StartPipe()
+	serve(s.core)
 	return s, nil
 }
 

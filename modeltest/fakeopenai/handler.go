@@ -1,6 +1,7 @@
 package fakeopenai
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -165,19 +166,10 @@ func (c *call) run() {
 }
 
 // message returns the fault's message, or def.
-func (c *call) message(def string) string {
-	if c.f.Message != "" {
-		return c.f.Message
-	}
-	return def
-}
+func (c *call) message(def string) string { return cmp.Or(c.f.Message, def) }
 
-func (c *call) streamErrorCode() string {
-	if c.f.Code != "" {
-		return c.f.Code
-	}
-	return "overloaded"
-}
+// streamErrorCode is FaultStreamError's error code.
+func (c *call) streamErrorCode() string { return cmp.Or(c.f.Code, "overloaded") }
 
 func (c *call) contextLength() {
 	max := c.m.cfg.ContextWindow
@@ -203,13 +195,7 @@ func (c *call) statusBody(status int) []byte {
 	case status < 500:
 		typ, msg = "invalid_request_error", "Invalid request."
 	}
-	if f.Code != "" {
-		code = f.Code
-	}
-	if f.Type != "" {
-		typ = f.Type
-	}
-	return errorBody(typ, code, param, c.message(msg))
+	return errorBody(cmp.Or(f.Type, typ), cmp.Or(f.Code, code), param, c.message(msg))
 }
 
 // rateLimitHeaders sets the x-ratelimit-* headers when the model has a
@@ -220,26 +206,25 @@ func (c *call) rateLimitHeaders() (refused string, reset time.Duration) {
 	if rl == nil {
 		return "", 0
 	}
-	q := c.m.quota(c.Server().Since(), c.inputTokens+c.maxOutput())
+	limits := []fakecore.Limit{{Max: rl.Requests, Window: rl.ResetRequests}, {Max: rl.Tokens, Window: rl.ResetTokens}}
+	q := c.m.quota.Take(c.Server().Since(), rl.Enforce, limits, 1, c.inputTokens+c.maxOutput())
 	h := c.W.Header()
-	if rl.Requests > 0 {
-		h.Set("x-ratelimit-limit-requests", strconv.Itoa(rl.Requests))
-		h.Set("x-ratelimit-remaining-requests", strconv.Itoa(q.remReq))
-		h.Set("x-ratelimit-reset-requests", FormatReset(q.resetReq))
+	for i, kind := range quotaKinds {
+		if limits[i].Max > 0 {
+			h.Set("x-ratelimit-limit-"+kind, strconv.Itoa(limits[i].Max))
+			h.Set("x-ratelimit-remaining-"+kind, strconv.Itoa(q.Remaining[i]))
+			h.Set("x-ratelimit-reset-"+kind, FormatReset(q.Reset[i]))
+		}
 	}
-	if rl.Tokens > 0 {
-		h.Set("x-ratelimit-limit-tokens", strconv.Itoa(rl.Tokens))
-		h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(q.remTok))
-		h.Set("x-ratelimit-reset-tokens", FormatReset(q.resetTok))
+	if q.Refused < 0 {
+		return "", 0
 	}
-	switch q.refused {
-	case "requests":
-		return q.refused, q.resetReq
-	case "tokens":
-		return q.refused, q.resetTok
-	}
-	return "", 0
+	return quotaKinds[q.Refused], q.Reset[q.Refused]
 }
+
+// quotaKinds name the counters of a RateLimit, in the headers and a 429's
+// error type.
+var quotaKinds = [...]string{"requests", "tokens"}
 
 // FormatReset formats a reset duration as OpenAI's x-ratelimit-reset-* headers
 // do: Go's duration syntax rounded to the millisecond ("1s", "6m0s", "20ms",

@@ -2,8 +2,6 @@ package fakeopenai
 
 import (
 	"net/http"
-	"sync"
-	"time"
 
 	"github.com/portico-llm/portico/modeltest/internal/fakecore"
 )
@@ -24,13 +22,8 @@ type Request = fakecore.Request
 
 // model is the OpenAI-specific state of one served model.
 type model struct {
-	cfg ModelConfig
-
-	mu      sync.Mutex
-	reqWin  int64 // index of the current request window
-	reqUsed int
-	tokWin  int64
-	tokUsed int
+	cfg   ModelConfig
+	quota fakecore.Quota // requests, tokens (RateLimit)
 }
 
 // New returns a Server that is not listening: serve its [Server.Handler]
@@ -64,14 +57,7 @@ func New(cfg Config) (*Server, error) {
 
 // Start returns a Server listening on 127.0.0.1 on a free port (an
 // [net/http/httptest.Server]). Close it when done. Errors are those of [New].
-func Start(cfg Config) (*Server, error) {
-	s, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s.core.Start()
-	return s, nil
-}
+func Start(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server).Start) }
 
 // StartPipe returns a Server served over in-memory connections (net.Pipe): no
 // socket, no port, so it runs inside a testing/synctest bubble where its
@@ -79,12 +65,15 @@ func Start(cfg Config) (*Server, error) {
 // [Server.Client]; [Server.URL] is a placeholder host that the Client's
 // transport dials in memory. Start it and Close it inside the same bubble.
 // Errors are those of [New].
-func StartPipe(cfg Config) (*Server, error) {
+func StartPipe(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server).StartPipe) }
+
+// serveOn is [New], then serve on the Server's core.
+func serveOn(cfg Config, serve func(*fakecore.Server)) (*Server, error) {
 	s, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.core.StartPipe()
+	serve(s.core)
 	return s, nil
 }
 
@@ -118,45 +107,3 @@ func (s *Server) Count(modelName string) int { return s.core.Count(modelName) }
 // POST /v1/files, which answers an upload's file object and keeps nothing.
 // Everything else is a 404 in OpenAI's format.
 func (s *Server) Handler() http.Handler { return s.core.Handler() }
-
-// quotaState is what one request saw of the model's rate-limit windows.
-type quotaState struct {
-	remReq, remTok     int
-	resetReq, resetTok time.Duration
-	refused            string // "requests" or "tokens" when Enforce refused it
-}
-
-// quota counts one request of the given tokens at elapsed time since start in
-// the model's fixed windows, unless Enforce refuses it, and returns what
-// remains and when each window resets.
-func (m *model) quota(elapsed time.Duration, tokens int) quotaState {
-	rl := m.cfg.RateLimit
-	rw, tw := rl.ResetRequests, rl.ResetTokens
-	if rw <= 0 {
-		rw = time.Minute
-	}
-	if tw <= 0 {
-		tw = time.Minute
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if w := int64(elapsed / rw); w != m.reqWin {
-		m.reqWin, m.reqUsed = w, 0
-	}
-	if w := int64(elapsed / tw); w != m.tokWin {
-		m.tokWin, m.tokUsed = w, 0
-	}
-	q := quotaState{resetReq: rw - elapsed%rw, resetTok: tw - elapsed%tw}
-	switch {
-	case rl.Enforce && rl.Requests > 0 && m.reqUsed+1 > rl.Requests:
-		q.refused = "requests"
-	case rl.Enforce && rl.Tokens > 0 && m.tokUsed+tokens > rl.Tokens:
-		q.refused = "tokens"
-	default:
-		m.reqUsed++
-		m.tokUsed += tokens
-	}
-	q.remReq = max(0, rl.Requests-m.reqUsed)
-	q.remTok = max(0, rl.Tokens-m.tokUsed)
-	return q
-}

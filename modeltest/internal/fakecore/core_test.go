@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,5 +276,32 @@ func TestNewRejects(t *testing.T) {
 	// A script step's Fraction is not a share: any value is accepted.
 	if _, err := fakecore.New(plain, fakecore.Config{Models: []fakecore.Model{{Script: []fakecore.Fault{{Fraction: 7}}}}}); err != nil {
 		t.Errorf("New with a script step of Fraction 7 = %v, want nil", err)
+	}
+}
+
+// TestQuota: counters over their own windows; an enforced refusal names
+// the first counter it would pass and counts nothing; without Enforce the
+// remaining floor at zero; a new window starts from zero.
+func TestQuota(t *testing.T) {
+	var q fakecore.Quota
+	limits := []fakecore.Limit{{Max: 2}, {Max: 10, Window: 10 * time.Second}}
+	type step struct {
+		at      time.Duration
+		enforce bool
+		n       []int
+		want    fakecore.Taken
+	}
+	for i, s := range []step{
+		{0, true, []int{1, 4}, fakecore.Taken{Remaining: []int{1, 6}, Reset: []time.Duration{time.Minute, 10 * time.Second}, Refused: -1}},
+		{time.Second, true, []int{1, 7}, fakecore.Taken{Remaining: []int{1, 6}, Reset: []time.Duration{59 * time.Second, 9 * time.Second}, Refused: 1}},
+		{2 * time.Second, true, []int{1, 6}, fakecore.Taken{Remaining: []int{0, 0}, Reset: []time.Duration{58 * time.Second, 8 * time.Second}, Refused: -1}},
+		{3 * time.Second, true, []int{1, 0}, fakecore.Taken{Remaining: []int{0, 0}, Reset: []time.Duration{57 * time.Second, 7 * time.Second}, Refused: 0}},
+		{4 * time.Second, false, []int{1, 1}, fakecore.Taken{Remaining: []int{0, 0}, Reset: []time.Duration{56 * time.Second, 6 * time.Second}, Refused: -1}},
+		{12 * time.Second, false, []int{0, 3}, fakecore.Taken{Remaining: []int{0, 7}, Reset: []time.Duration{48 * time.Second, 8 * time.Second}, Refused: -1}},
+		{61 * time.Second, true, []int{1, 0}, fakecore.Taken{Remaining: []int{1, 10}, Reset: []time.Duration{59 * time.Second, 9 * time.Second}, Refused: -1}},
+	} {
+		if got := q.Take(s.at, s.enforce, limits, s.n...); !reflect.DeepEqual(got, s.want) {
+			t.Errorf("step %d: Take = %+v, want %+v", i, got, s.want)
+		}
 	}
 }
