@@ -100,11 +100,18 @@ func (l *Limiter) takeBuckets(ctx context.Context, req *portico.Request, e *entr
 // Wait mode, not a hedge, and the wait within left (of MaxWait), the
 // context's deadline and the cap on a wait in place.
 func (l *Limiter) mayWait(ctx context.Context, req *portico.Request, wait, left, now time.Duration) bool {
-	if l.cfg.Mode == Reject || req.Hedge || wait > left || pastCap(ctx, wait) {
+	if l.refusesWait(req, wait, left) || pastCap(ctx, wait) {
 		return false
 	}
 	dl, ok := due.Deadline(ctx) // a deadline carried to the group counts
 	return !ok || wait <= mono.Of(dl)-now
+}
+
+// refusesWait reports whether a call that the buckets admit after wait,
+// with left to wait at most, is refused now: in Reject mode, a hedge
+// (which takes spare capacity only), or a wait beyond left.
+func (l *Limiter) refusesWait(req *portico.Request, wait, left time.Duration) bool {
+	return l.cfg.Mode == Reject || req.Hedge || wait > left
 }
 
 // refuse ends a call the buckets do not admit: it gives back its place in

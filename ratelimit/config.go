@@ -112,19 +112,17 @@ type Limits struct {
 // caps the calls in flight, so l may set no limit of its own.
 func (l Limits) norm(adaptive bool) (Limits, error) {
 	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"Requests", int64(l.Requests)}, {"RequestBurst", int64(l.RequestBurst)}, {"Tokens", int64(l.Tokens)},
-		{"TokenBurst", int64(l.TokenBurst)}, {"MaxInFlight", int64(l.MaxInFlight)}} {
-		if f.v < 0 {
-			return l, fmt.Errorf("ratelimit: negative Limits.%s (%d)", f.name, f.v)
+		name     string
+		negative bool
+		v        any
+	}{{"Requests", l.Requests < 0, l.Requests}, {"RequestBurst", l.RequestBurst < 0, l.RequestBurst}, {"Tokens", l.Tokens < 0, l.Tokens},
+		{"TokenBurst", l.TokenBurst < 0, l.TokenBurst}, {"Period", l.Period < 0, l.Period}, {"MaxInFlight", l.MaxInFlight < 0, l.MaxInFlight}} {
+		if f.negative {
+			return l, fmt.Errorf("ratelimit: negative Limits.%s (%v)", f.name, f.v)
 		}
 	}
-	if l.Period < 0 {
-		return l, fmt.Errorf("ratelimit: negative Limits.Period (%v)", l.Period)
-	}
 	if err := rules.First(
-		rules.If(l.Requests == 0 && l.Tokens == 0 && l.MaxInFlight == 0 && !adaptive,
+		rules.If(!l.buckets() && l.MaxInFlight == 0 && !adaptive,
 			"ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight, or Config.Concurrency"),
 		rules.If(l.RequestBurst > 0 && l.Requests == 0, "ratelimit: Limits.RequestBurst without Requests"),
 		rules.If(l.TokenBurst > 0 && l.Tokens == 0, "ratelimit: Limits.TokenBurst without Tokens"),
@@ -145,6 +143,9 @@ func defaultTooLarge(def int, l *Limits) error {
 	}
 	return nil
 }
+
+// buckets reports whether l has a request or a token bucket.
+func (l *Limits) buckets() bool { return l.Requests > 0 || l.Tokens > 0 }
 
 func (l *Limits) requestRate() float64 { return float64(l.Requests) / l.Period.Seconds() }
 func (l *Limits) tokenRate() float64   { return float64(l.Tokens) / l.Period.Seconds() }
@@ -379,27 +380,30 @@ const (
 
 // norm validates c and fills its defaults.
 func (c Config) norm() (Config, error) {
-	var err error
-	if c.Limits, err = c.Limits.norm(c.Concurrency != nil || c.derived); err != nil {
-		return c, err
-	}
-	if err := c.check(); err != nil {
-		return c, err
-	}
-	if err := defaultTooLarge(c.DefaultMaxTokens, &c.Limits); err != nil {
-		return c, err
-	}
-	if err := c.normTiers(); err != nil {
-		return c, err
-	}
-	if err := checkShared(&c); err != nil {
-		return c, err
-	}
-	if err := checkSharing(&c); err != nil {
-		return c, err
+	for _, step := range []func(*Config) error{(*Config).normLimits, (*Config).check, (*Config).defaultFits, (*Config).normTiers, checkShared, checkSharing} {
+		if err := step(&c); err != nil {
+			return c, err
+		}
 	}
 	c.fill()
 	return c, nil
+}
+
+// normLimits validates c.Limits and fills its defaults.
+func (c *Config) normLimits() (err error) {
+	c.Limits, err = c.Limits.norm(c.Concurrency != nil || c.derived)
+	return err
+}
+
+// defaultFits returns an error when c.DefaultMaxTokens leaves no room for
+// input in c.Limits' token bucket (see defaultTooLarge).
+func (c *Config) defaultFits() error { return defaultTooLarge(c.DefaultMaxTokens, &c.Limits) }
+
+// uncapped reports whether keys under lim have no in-flight cap: neither
+// lim.MaxInFlight nor Config.Concurrency (a derived Config's keys are
+// capped by the Limiter that derived it).
+func (c *Config) uncapped(lim *Limits) bool {
+	return lim.MaxInFlight == 0 && c.Concurrency == nil && !c.derived
 }
 
 // check returns the first of c's fields outside Limits and Tiers that is
@@ -410,7 +414,7 @@ func (c *Config) check() error {
 		rules.If(c.DefaultMaxTokens < RequireMaxTokens, "ratelimit: negative Config.DefaultMaxTokens other than RequireMaxTokens"),
 		rules.If(c.MaxWait < 0, "ratelimit: negative Config.MaxWait"),
 		rules.If(q.Size < 0, "ratelimit: negative Config.Queue.Size"),
-		rules.If(q.Size > 0 && c.MaxInFlight == 0 && c.Concurrency == nil, "ratelimit: Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency"),
+		rules.If(q.Size > 0 && c.uncapped(&c.Limits), "ratelimit: Config.Queue.Size without Limits.MaxInFlight or Config.Concurrency"),
 		rules.If(c.Mode > Wait, "ratelimit: unknown Config.Mode "+c.Mode.String()),
 		rules.If(q.Order > ATLAS, "ratelimit: unknown Config.Queue.Order "+q.Order.String()),
 		rules.If(q.PLAS.Quantum < 0, "ratelimit: negative Config.Queue.PLAS.Quantum"),
@@ -419,9 +423,9 @@ func (c *Config) check() error {
 		rules.If(q.ProgramTTL < 0, "ratelimit: negative Config.Queue.ProgramTTL"),
 		rules.If(q.Aging < 0, "ratelimit: negative Config.Queue.Aging"),
 		rules.If(c.Reserve < 0, "ratelimit: negative Config.Reserve"),
-		rules.If(c.Reserve > 0 && c.MaxInFlight == 0 && c.Concurrency == nil && !c.derived, "ratelimit: Config.Reserve without Limits.MaxInFlight or Config.Concurrency"),
+		rules.If(c.Reserve > 0 && c.uncapped(&c.Limits), "ratelimit: Config.Reserve without Limits.MaxInFlight or Config.Concurrency"),
 		rules.If(c.MaxProviderHold < 0, "ratelimit: negative Config.MaxProviderHold"),
-		rules.If(c.RefusedBy != portico.NotRefused && c.RefusedBy != portico.ClientLimit && c.RefusedBy != portico.RouteLimit,
+		rules.If(!slices.Contains([]portico.Refuser{portico.NotRefused, portico.ClientLimit, portico.RouteLimit}, c.RefusedBy),
 			"ratelimit: Config.RefusedBy "+c.RefusedBy.String()+" is neither portico.ClientLimit nor portico.RouteLimit"),
 	)
 }
@@ -445,6 +449,12 @@ func (c *Config) fill() {
 	c.Queue.Aging = cmp.Or(c.Queue.Aging, DefaultAging)
 }
 
+// within returns err, a "ratelimit: ..." error about a part of the
+// configuration, as "ratelimit: where: ...".
+func within(where string, err error) error {
+	return errors.New("ratelimit: " + where + ": " + strings.TrimPrefix(err.Error(), "ratelimit: "))
+}
+
 // maxTiers is the most tiers a Limiter takes: an entry keeps its tier's
 // index in one byte, 0 for the default limits.
 const maxTiers = 255
@@ -465,7 +475,7 @@ func (c *Config) normTiers() error {
 	for _, name := range slices.Sorted(maps.Keys(c.Tiers)) {
 		n, err := c.checkLimits(c.Tiers[name])
 		if err != nil {
-			return fmt.Errorf("ratelimit: Config.Tiers[%q]: %s", name, strings.TrimPrefix(err.Error(), "ratelimit: "))
+			return within(fmt.Sprintf("Config.Tiers[%q]", name), err)
 		}
 		tiers[name] = n
 	}
@@ -484,7 +494,7 @@ func (c *Config) checkLimits(lim Limits) (Limits, error) {
 	if err := defaultTooLarge(c.DefaultMaxTokens, &n); err != nil {
 		return n, err
 	}
-	if c.Queue.Size > 0 && n.MaxInFlight == 0 && c.Concurrency == nil && !c.derived {
+	if c.Queue.Size > 0 && c.uncapped(&n) {
 		return n, errors.New("ratelimit: Limits.MaxInFlight 0 with a Config.Queue.Size and no Config.Concurrency")
 	}
 	return n, nil

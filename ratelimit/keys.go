@@ -209,8 +209,7 @@ const minJanitorPeriod = time.Minute
 // and programs permitting.
 func (l *Limiter) janitorPeriod() time.Duration {
 	refill := 0.0 // seconds
-	for ix := range len(l.tiers) + 1 {
-		lim := l.limitsOf(uint8(ix))
+	for _, lim := range l.allLimits() {
 		if lim.Tokens > 0 {
 			refill = max(refill, float64(lim.TokenBurst)/lim.tokenRate())
 		}

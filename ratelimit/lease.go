@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -142,13 +141,13 @@ func newLeases(s *shared, c *Config) *leases {
 	return &leases{s: s, store: ls, mode: c.Sharing, m: map[string]*lease{}, sweep: 1024}
 }
 
-// on reports whether calls under lim are leased.
+// on reports whether calls under lim are leased (never, when ls is nil).
 func (ls *leases) on(lim *Limits) bool {
-	if ls.mode == Leased {
-		return true
-	}
-	if lim.Requests == 0 && lim.Tokens == 0 {
+	switch {
+	case ls == nil || !lim.buckets():
 		return false
+	case ls.mode == Leased:
+		return true
 	}
 	def := ls.s.l.pricing.Load().def
 	return (lim.Requests == 0 || lim.RequestBurst/leaseShare >= leaseCalls) &&
@@ -157,7 +156,7 @@ func (ls *leases) on(lim *Limits) bool {
 
 // storeTake is the store's Take for s, or the lease's when lim is leased.
 func (s *shared) storeTake(ctx context.Context, key string, lim *Limits, cost int) (time.Duration, string, error) {
-	if s.lease != nil && s.lease.on(lim) {
+	if s.lease.on(lim) {
 		return s.lease.take(ctx, key, lim, cost)
 	}
 	return s.store.Take(ctx, key, lim, cost)
@@ -167,7 +166,7 @@ func (s *shared) storeTake(ctx context.Context, key string, lim *Limits, cost in
 // (< 0: charged) and the provider's view rl, and reports whether it did:
 // false for a strict call.
 func (s *shared) leaseSettle(key string, lim *Limits, d int, rl *portico.RateLimit) bool {
-	if s.lease == nil || !s.lease.on(lim) {
+	if !s.lease.on(lim) {
 		return false
 	}
 	s.lease.settle(key, d, rl)
@@ -261,11 +260,7 @@ func (ls *leases) take(ctx context.Context, key string, lim *Limits, cost int) (
 	e.renew = ch
 	e.mu.Unlock()
 
-	if view != nil { // the provider's view reaches the store with the lease
-		if err := ls.store.Settle(ctx, key, lim, 0, view, ls.s.l.cfg.MaxProviderHold); err != nil {
-			ls.s.l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "ratelimit: shared store settle failed", slog.Bool("provider_view", true), slog.String("err", err.Error()))
-		}
-	}
+	ls.s.storeSettle(ctx, key, lim, 0, view) // the provider's view reaches the store with the lease
 	got, wait, which, err := ls.store.Lease(ctx, key, lim, back, n, want)
 
 	e.mu.Lock()

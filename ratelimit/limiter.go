@@ -248,6 +248,18 @@ func (l *Limiter) price(req *portico.Request, p *pricing, t *ticket) error {
 	return nil
 }
 
+// priceIn prices req for lim's buckets in a shared store, against lim's
+// own TokenBurst (the store decides for the call's tier alone); t stays
+// zero when lim has no token bucket.
+func (l *Limiter) priceIn(req *portico.Request, lim *Limits, t *ticket) error {
+	if lim.Tokens == 0 {
+		return nil
+	}
+	p := *l.pricing.Load()
+	p.burst = lim.TokenBurst
+	return l.price(req, &p, t)
+}
+
 // unscaled returns req's need N_in + N_max on the Estimator's unscaled
 // estimate when it is [portico.Scaled] (0 otherwise, or when it cannot be
 // priced). Only a call over some key's capacity asks it.
@@ -310,6 +322,15 @@ func (l *Limiter) limitsOf(ix uint8) *Limits {
 	return l.tiers[ix-1].lim.Load()
 }
 
+// allLimits returns the limits in force, by tier index (0: the default).
+func (l *Limiter) allLimits() []*Limits {
+	all := make([]*Limits, len(l.tiers)+1)
+	for ix := range all {
+		all[ix] = l.limitsOf(uint8(ix))
+	}
+	return all
+}
+
 // tierOf returns the index of req's tier, 0 for the default limits.
 func (l *Limiter) tierOf(req *portico.Request) uint8 {
 	if l.cfg.Tier == nil {
@@ -323,8 +344,7 @@ func (l *Limiter) tierOf(req *portico.Request) uint8 {
 func (l *Limiter) reprice() {
 	p := pricing{strict: true, def: cmp.Or(l.cfg.DefaultMaxTokens, DefaultMaxTokens)}
 	sh := l.cfg.Shared
-	for ix := range len(l.tiers) + 1 {
-		lim := l.limitsOf(uint8(ix))
+	for _, lim := range l.allLimits() {
 		if lim.Tokens == 0 {
 			p.strict = false
 			continue

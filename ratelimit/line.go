@@ -51,6 +51,15 @@ func (ls *lines) leave(key string, ln *line) {
 	}
 }
 
+// quit gives back ln's turn, if held (ln not nil), and counts the caller
+// out of key's line.
+func (ls *lines) quit(key string, ln *line) {
+	if ln != nil {
+		ln.done()
+		ls.leave(key, ln)
+	}
+}
+
 // wait takes ln's turn: at once (waited false) when no one held it, else
 // when the waiter ahead gives it back, or fails when ctx ends (ctx's
 // error) or after max (errLineTimeout).

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"github.com/portico-llm/portico/internal/mono"
 	"log/slog"
-	"strings"
 	"time"
 )
 
@@ -37,7 +36,7 @@ func (l *Limiter) SetTierLimit(tier string, lim Limits) error {
 		return fmt.Errorf("ratelimit: SetTierLimit of tier %q, not in Config.Tiers", tier)
 	}
 	if err := l.set(ix, lim); err != nil {
-		return fmt.Errorf("ratelimit: tier %q: %s", tier, strings.TrimPrefix(err.Error(), "ratelimit: "))
+		return within(fmt.Sprintf("tier %q", tier), err)
 	}
 	return nil
 }

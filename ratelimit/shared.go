@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -88,7 +87,7 @@ func checkShared(c *Config) error {
 	for _, name := range slices.Sorted(maps.Keys(c.Tiers)) {
 		lim := c.Tiers[name]
 		if err := shareFits(c, &lim); err != nil {
-			return fmt.Errorf("ratelimit: Config.Tiers[%q]: %s", name, strings.TrimPrefix(err.Error(), "ratelimit: "))
+			return within(fmt.Sprintf("Config.Tiers[%q]", name), err)
 		}
 	}
 	return nil
@@ -141,12 +140,12 @@ func newShared(l *Limiter, c Config) *shared {
 	s.lease = newLeases(s, &c)
 	base := c
 	base.Shared, base.derived = Shared{}, true
-	if anyLimits(c, func(l Limits) bool { return l.MaxInFlight > 0 }) || c.Concurrency != nil {
+	if c.capped(l.allLimits()) {
 		sc := base
 		sc.Limits, sc.Tiers = slotsOf(c.Limits), mapTiers(c.Tiers, slotsOf)
 		s.slots = derived(sc)
 	}
-	if c.Shared.FailOpen && anyLimits(c, func(l Limits) bool { return l.Requests > 0 || l.Tokens > 0 }) {
+	if c.Shared.FailOpen && slices.ContainsFunc(l.allLimits(), (*Limits).buckets) {
 		lc := base
 		n := c.Shared.Instances
 		lc.Limits, lc.Tiers = shareOf(c.Limits, n), mapTiers(c.Tiers, func(l Limits) Limits { return shareOf(l, n) })
@@ -167,17 +166,10 @@ func shareOf(l Limits, n int) Limits {
 	return l
 }
 
-// anyLimits reports whether f holds for c's Limits or one of its Tiers.
-func anyLimits(c Config, f func(Limits) bool) bool {
-	if f(c.Limits) {
-		return true
-	}
-	for _, t := range c.Tiers {
-		if f(t) {
-			return true
-		}
-	}
-	return false
+// capped reports whether some of all, the limits of a Limiter of c, or
+// c.Concurrency caps the calls in flight: a shared Limiter then has slots.
+func (c *Config) capped(all []*Limits) bool {
+	return c.Concurrency != nil || slices.ContainsFunc(all, func(l *Limits) bool { return l.MaxInFlight > 0 })
 }
 
 // mapTiers returns tiers with f applied to each, nil for none.
@@ -239,17 +231,12 @@ func (s *shared) setLimit(ix uint8, n Limits) error {
 // newShared built (slots, local) would no longer match.
 func (s *shared) keepsShape(ix uint8, n Limits) error {
 	c := &s.l.cfg
-	capped, buckets := c.Concurrency != nil || n.MaxInFlight > 0, n.Requests > 0 || n.Tokens > 0
-	for i := range len(s.l.tiers) + 1 {
-		if lim := s.l.limitsOf(uint8(i)); uint8(i) != ix {
-			capped = capped || lim.MaxInFlight > 0
-			buckets = buckets || lim.Requests > 0 || lim.Tokens > 0
-		}
-	}
-	if (s.slots == nil) == capped {
+	all := s.l.allLimits()
+	all[ix] = &n
+	if (s.slots == nil) == c.capped(all) {
 		return errors.New("ratelimit: SetLimit cannot add or remove MaxInFlight on a Limiter with a Config.Shared.Store")
 	}
-	if c.Shared.FailOpen && (s.local == nil) == buckets {
+	if c.Shared.FailOpen && (s.local == nil) == slices.ContainsFunc(all, (*Limits).buckets) {
 		return errors.New("ratelimit: SetLimit cannot add or remove every bucket on a Limiter with a Config.Shared.FailOpen")
 	}
 	return nil
@@ -284,16 +271,12 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 	s, l := m.s, m.s.l
 	tier := l.tierOf(req) // on every call: the store keeps no entry
 	lim := l.limitsOf(tier)
-	if lim.Requests == 0 && lim.Tokens == 0 { // only the in-flight cap, outside
+	if !lim.buckets() { // only the in-flight cap, outside
 		return m.next.Generate(ctx, req)
 	}
 	var t ticket
-	if lim.Tokens > 0 {
-		p := *l.pricing.Load()
-		p.burst = lim.TokenBurst
-		if err := l.price(req, &p, &t); err != nil {
-			return nil, err
-		}
+	if err := l.priceIn(req, lim, &t); err != nil {
+		return nil, err
 	}
 	key := s.key(req)
 	if resp, err, admitted := m.admit(ctx, req, key, tier, lim, &t); !admitted {
@@ -321,28 +304,22 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 	s, l := m.s, m.s.l
 	start := mono.Now()
 	var ln *line // the key's line, once this waiter holds its turn
-	release := func() {
-		if ln != nil {
-			ln.done()
-			s.lines.leave(key, ln)
-			ln = nil
-		}
-	}
-	defer release()
+	defer func() { s.lines.quit(key, ln) }()
 	for first := true; ; first = false {
 		wait, which, err := s.take(ctx, req, key, lim, t.reserve)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil, notSent(portico.FromContext(ctx)), false
 		case err != nil:
-			release() // the line is for asking the store: give it back before the model runs
+			s.lines.quit(key, ln) // the line is for asking the store: give it back before the model runs
+			ln = nil
 			resp, err := s.degraded(ctx, m.next, req, tier, t, err)
 			return resp, err, false
 		case wait == 0:
 			return nil, nil, true
 		}
 		left := l.left(ctx, start)
-		if l.cfg.Mode == Reject || req.Hedge || wait > left { // a hedge takes spare capacity only
+		if l.refusesWait(req, wait, left) {
 			return nil, l.limited(ctx, req, which, wait), false
 		}
 		if first {
@@ -413,26 +390,13 @@ func (l *Limiter) PlanAdmission(req *portico.Request, p *admit.Plan) bool {
 	}
 	tier := l.tierOf(req)
 	lim := l.limitsOf(tier)
-	if lim.Requests == 0 && lim.Tokens == 0 || s.lease != nil && s.lease.on(lim) { // a leased key asks no store per call
+	var t ticket
+	if !lim.buckets() || s.lease.on(lim) || l.priceIn(req, lim, &t) != nil { // a leased key asks no store per call
 		return false
 	}
-	var t ticket
-	if lim.Tokens > 0 {
-		pr := *l.pricing.Load()
-		pr.burst = lim.TokenBurst
-		if l.price(req, &pr, &t) != nil {
-			return false
-		}
-	}
-	b := &p.Buckets[p.NBuckets]
-	*b = admit.Bucket{Owner: s, Key: s.key(req), Tier: tier, Cost: t.reserve}
-	per := lim.Period
-	if lim.Tokens > 0 {
-		b.TokenRate, b.TokenBurst = admit.Rate(lim.Tokens, per), lim.TokenBurst
-	}
-	if lim.Requests > 0 {
-		b.RequestRate, b.RequestBurst = admit.Rate(lim.Requests, per), lim.RequestBurst
-	}
+	p.Buckets[p.NBuckets] = admit.Bucket{Owner: s, Key: s.key(req), Tier: tier, Cost: t.reserve, // a rate and burst of 0: no such bucket
+		TokenRate: admit.Rate(lim.Tokens, lim.Period), TokenBurst: lim.TokenBurst,
+		RequestRate: admit.Rate(lim.Requests, lim.Period), RequestBurst: lim.RequestBurst}
 	p.NBuckets++
 	return true
 }
@@ -458,13 +422,7 @@ func (s *shared) Unclaimed(ctx context.Context, b *admit.Bucket) {
 		}
 		return
 	}
-	if b.Cost == 0 {
-		return
-	}
-	if err := s.store.Settle(context.WithoutCancel(ctx), b.Key, s.l.limitsOf(b.Tier), b.Cost, nil, 0); err != nil {
-		s.l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "ratelimit: shared store settle failed",
-			slog.Int("tokens", b.Cost), slog.Bool("provider_view", false), slog.String("err", err.Error()))
-	}
+	s.storeSettle(ctx, b.Key, s.l.limitsOf(b.Tier), b.Cost, nil)
 }
 
 // joinLine takes the turn of key's line, waiting up to left behind the
@@ -497,24 +455,35 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// settle gives the store what the call admitted with t did not use, and
-// the provider's view of its limits, when there is either. A failed settle
-// is logged: the refund is lost (the key is stricter until it refills), or
-// the surcharge (the key is looser by it).
+// settle gives the store, or the key's lease, what the call admitted with
+// t did not use, and the provider's view of its limits.
 func (s *shared) settle(ctx context.Context, req *portico.Request, key string, lim *Limits, t *ticket, resp *portico.Response, err error, panicked bool) {
 	rl, d := settlement(t, resp, err, panicked)
 	if s.local != nil {
 		s.local.mirrorSettle(req, d)
 	}
-	if s.leaseSettle(key, lim, d, rl) {
+	if !s.leaseSettle(key, lim, d, rl) {
+		s.storeSettle(ctx, key, lim, d, rl)
+	}
+}
+
+// storeSettle settles tokens (< 0: charged) and the provider's view rl on
+// key in the store, when there is either, holding rl for
+// Config.MaxProviderHold (a settle without a view has no hold), even
+// once ctx ends. A failed settle is logged: the refund is lost (the key
+// is stricter until it refills), or the surcharge (the key is looser by
+// it).
+func (s *shared) storeSettle(ctx context.Context, key string, lim *Limits, tokens int, rl *portico.RateLimit) {
+	if tokens == 0 && rl == nil {
 		return
 	}
-	if d == 0 && rl == nil {
-		return
+	var hold time.Duration
+	if rl != nil {
+		hold = s.l.cfg.MaxProviderHold
 	}
-	if serr := s.store.Settle(context.WithoutCancel(ctx), key, lim, d, rl, s.l.cfg.MaxProviderHold); serr != nil {
+	if err := s.store.Settle(context.WithoutCancel(ctx), key, lim, tokens, rl, hold); err != nil {
 		s.l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "ratelimit: shared store settle failed",
-			slog.Int("tokens", d), slog.Bool("provider_view", rl != nil), slog.String("err", serr.Error()))
+			slog.Int("tokens", tokens), slog.Bool("provider_view", rl != nil), slog.String("err", err.Error()))
 	}
 }
 
