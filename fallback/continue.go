@@ -145,9 +145,7 @@ func (r *request) continues() bool {
 // continue the answer itself when no other can (see again).
 func (r *request) chargeBreak(rt *portico.Route) {
 	c := r.cont
-	cost := rt.Capabilities.Cost(c.usage)
-	r.billed += cost
-	r.spent += cost
+	r.bill(rt.Capabilities.Cost(c.usage))
 	c.billed = c.billed.Add(c.usage)
 	c.last = rt
 	for i := range r.g.cfg.Routes {

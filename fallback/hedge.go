@@ -1,6 +1,7 @@
 package fallback
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/portico-llm/portico"
@@ -61,11 +62,7 @@ type try struct {
 func (p *plan) Next(ctx context.Context, _ int, charge func(string) bool, a *hedge.Attempt) (bool, error) {
 	r := p.r
 	for ; p.pos < p.n; p.pos++ {
-		rt, idx := r.candidate(p.pos)
-		if p.pos == 0 {
-			r.primary = rt
-		}
-		switch reason := r.skip(rt, idx); reason {
+		switch rt, idx, reason := r.look(p.pos); reason {
 		case "":
 			return p.prepare(ctx, rt, idx, charge, a)
 		case reasonWrong:
@@ -90,8 +87,7 @@ func (p *plan) prepare(ctx context.Context, rt *portico.Route, idx int, charge f
 		if charge != nil {
 			return false, nil // no time for a hedge: the running attempt goes on
 		}
-		r.hop(ctx, rt, reasonDeadline, nil)
-		p.stop = r.outOfTime(ctx)
+		p.stop = r.noTime(ctx, rt)
 		return false, p.stop
 	}
 	t := try{rt: rt, idx: idx, end: end}
@@ -172,12 +168,7 @@ func (p *plan) lost(t *try, res *hedge.Result) {
 	if res.Err != nil {
 		r.charge(t.rt, portico.ClassOf(res.Err), res.Err)
 	} else if resp := res.Response; resp != nil {
-		cost := resp.Cost
-		if cost == 0 {
-			cost = t.rt.Capabilities.Cost(resp.Usage)
-		}
-		r.billed += cost
-		r.spent += cost
+		r.bill(cmp.Or(resp.Cost, t.rt.Capabilities.Cost(resp.Usage)))
 	}
 	r.hops = append(r.hops, portico.Hop{Route: t.rt.Name, Reason: reasonHedgeLost, Err: res.Err})
 }

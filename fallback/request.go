@@ -107,11 +107,7 @@ func (r *request) enter(ctx context.Context) {
 // visit skips or tries the candidate at position pos, and reports whether
 // the search ends there, with the answer or the error.
 func (r *request) visit(ctx context.Context, pos int) (*portico.Response, bool, error) {
-	rt, idx := r.candidate(pos)
-	if pos == 0 {
-		r.primary = rt
-	}
-	reason := r.skip(rt, idx)
+	rt, idx, reason := r.look(pos)
 	if reason == reasonCooldown && r.waitOut(ctx, pos, idx) {
 		reason = r.skip(rt, idx) // its quota's cooldown is over
 	}
@@ -237,6 +233,16 @@ func (r *request) rankCandidate(rt *portico.Route, i int) rank.Candidate {
 	}
 	r.g.stats.Fill(&cd)
 	return cd
+}
+
+// look returns the candidate at position pos (see candidate) and why it is
+// skipped, or "" (see skip); the first is the primary.
+func (r *request) look(pos int) (*portico.Route, int, string) {
+	rt, idx := r.candidate(pos)
+	if pos == 0 {
+		r.primary = rt
+	}
+	return rt, idx, r.skip(rt, idx)
 }
 
 // candidate returns the route at position pos of the request's order and its
@@ -444,8 +450,7 @@ func (r *request) allow(remaining time.Duration, last bool) (time.Duration, bool
 func (r *request) try(ctx context.Context, rt *portico.Route, idx, pos int) (resp *portico.Response, stop bool, err error) {
 	cctx, end, gap, ok := r.share(ctx, pos, r.req.OnChunk != nil)
 	if !ok {
-		r.hop(ctx, rt, reasonDeadline, nil)
-		return nil, true, r.outOfTime(ctx)
+		return nil, true, r.noTime(ctx, rt)
 	}
 	if end != nil {
 		defer end()
@@ -880,14 +885,19 @@ func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 		return
 	}
 	if u := portico.UsageOf(err); u != nil {
-		cost := rt.Capabilities.Cost(*u)
-		r.billed += cost
-		r.spent += cost
+		r.bill(rt.Capabilities.Cost(*u))
 		return
 	}
 	if (class == portico.InvalidResponse || class == portico.Ambiguous) && !portico.NothingSent(err) {
 		r.spent += r.estimate(rt) // a call a layer ended before sending it (NotSent) was not billed
 	}
+}
+
+// bill adds cost, billed by a route the request left, to the answer's Cost
+// and to what the request spent.
+func (r *request) bill(cost float64) {
+	r.billed += cost
+	r.spent += cost
 }
 
 // hop records that the request left rt for reason, with err (nil when skipped).
@@ -904,6 +914,13 @@ func (r *request) hop(ctx context.Context, rt *portico.Route, reason string, err
 	if l := r.g.cfg.Logger; l != nil {
 		l.InfoContext(ctx, "fallback left route", "route", rt.Name, "reason", reason, "class", hopClass(h).String())
 	}
+}
+
+// noTime records rt as left with too little time to start it, and returns
+// the error of the search it stops (outOfTime).
+func (r *request) noTime(ctx context.Context, rt *portico.Route) error {
+	r.hop(ctx, rt, reasonDeadline, nil)
+	return r.outOfTime(ctx)
 }
 
 // outOfTime is the error of a search stopped because the time ran out: an
