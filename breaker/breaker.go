@@ -134,7 +134,7 @@ func MustNew(cfg Config) *Breaker {
 // Config.OnStateChange reports this breaker's own transitions only.
 func (b *Breaker) State() State {
 	s := State(b.word.Load() & 3)
-	if s == Closed && b.cfg.Shared != nil && b.openElsewhere() > 0 {
+	if s == Closed && b.openElsewhere() > 0 {
 		return Open
 	}
 	return s
@@ -148,7 +148,7 @@ func (b *Breaker) State() State {
 func (b *Breaker) Available() bool {
 	switch State(b.word.Load() & 3) {
 	case Closed:
-		return b.cfg.Shared == nil || b.openElsewhere() == 0
+		return b.openElsewhere() == 0
 	case Open:
 		return int64(mono.Now()) >= b.openUntil.Load()
 	}
@@ -164,17 +164,23 @@ func (b *Breaker) RetryAfter() time.Duration {
 	case Open:
 		return max(0, time.Duration(b.openUntil.Load())-mono.Now())
 	case Closed:
-		if b.cfg.Shared != nil {
-			return b.openElsewhere()
-		}
+		return b.openElsewhere()
 	}
 	return 0
 }
 
 // openElsewhere returns the time left of the open interval published under
-// the breaker's key in Config.Shared, 0 when none is ahead. It reads the
-// clock only when the store holds one.
+// the breaker's key in Config.Shared, 0 when none is ahead or nothing is
+// shared. It reads the clock only when the store holds one.
 func (b *Breaker) openElsewhere() time.Duration {
+	if b.cfg.Shared == nil {
+		return 0
+	}
+	return b.sharedLeft()
+}
+
+// sharedLeft is openElsewhere with Config.Shared set.
+func (b *Breaker) sharedLeft() time.Duration {
 	u := b.cfg.Shared.Until(b.sharedKey)
 	if u.IsZero() {
 		return 0
@@ -250,10 +256,8 @@ func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.
 // the request streams (see guardStream), no clock read unless the window
 // is time-based or slow calls are detected.
 func (b *Breaker) closedCall(ctx context.Context, req *portico.Request, next portico.Model, word uint64) (*portico.Response, error) {
-	if b.cfg.Shared != nil {
-		if left := b.openElsewhere(); left > 0 {
-			return nil, b.rejected(left, "breaker open elsewhere")
-		}
+	if left := b.openElsewhere(); left > 0 {
+		return nil, b.rejected(left, "breaker open elsewhere")
 	}
 	var start time.Duration
 	if b.cfg.SlowCall > 0 {
@@ -289,12 +293,18 @@ func (b *Breaker) ended(ctx context.Context, word uint64, start time.Duration, e
 	case State(word&3) == HalfOpen:
 		b.probeOutcome(ctx, word>>2, start, err)
 	case err == nil && b.time == nil && b.cfg.SlowCall == 0: // the common case: no clock, no verdict
-		if b.word.Load() == word { // else its closed period is over: say nothing
-			b.count.Add(false, false)
-			b.endRun(word >> 2)
-		}
+		b.countSuccess(word)
 	default:
 		b.closedOutcome(ctx, word, start, err)
+	}
+}
+
+// countSuccess counts a success of closed state word in the count-based
+// window, unless its closed period is over: then it says nothing.
+func (b *Breaker) countSuccess(word uint64) {
+	if b.word.Load() == word {
+		b.count.Add(false, false)
+		b.endRun(word >> 2)
 	}
 }
 

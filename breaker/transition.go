@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -43,13 +44,18 @@ func (b *Breaker) notify(ctx context.Context, tr Transition) {
 	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventBreakerState, Route: tr.Name, Class: tr.Class, Delay: tr.OpenFor, Reason: tr.To.String()})
 	if l := b.cfg.Logger; l != nil {
-		args := []any{"route", tr.Name, "from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "generation", tr.Generation}
-		if tr.To == Open {
-			l.WarnContext(ctx, "breaker opened", append(args, "class", tr.Class.String(), "open_for", tr.OpenFor)...)
-		} else {
-			l.InfoContext(ctx, "breaker state changed", args...)
-		}
+		logTransition(ctx, l, tr)
 	}
+}
+
+// logTransition logs tr to l: a warning when the breaker opened.
+func logTransition(ctx context.Context, l *slog.Logger, tr Transition) {
+	args := []any{"route", tr.Name, "from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "generation", tr.Generation}
+	if tr.To != Open {
+		l.InfoContext(ctx, "breaker state changed", args...)
+		return
+	}
+	l.WarnContext(ctx, "breaker opened", append(args, "class", tr.Class.String(), "open_for", tr.OpenFor)...)
 }
 
 // notifyHolding is notify for a transition made by a call that may hold a
@@ -80,28 +86,16 @@ func (b *Breaker) rejected(probe time.Duration, reason string) error {
 // or move to half-open and admit the call as a probe.
 func (b *Breaker) notClosed(ctx context.Context, req *portico.Request, next portico.Model, word uint64) (*portico.Response, error) {
 	now := mono.Now()
-	for {
-		switch State(word & 3) {
-		case Closed:
-			return b.closedCall(ctx, req, next, word)
-		case Open:
-			if until := time.Duration(b.openUntil.Load()); now < until {
-				return nil, b.rejected(until-now, "breaker open")
-			}
+	for State(word&3) != Closed {
+		if until := time.Duration(b.openUntil.Load()); State(word&3) == Open && now < until {
+			return nil, b.rejected(until-now, "breaker open")
 		}
 		// Open and due, or half-open: decide under the lock.
-		b.mu.Lock()
-		if cur := b.word.Load(); cur != word {
-			b.mu.Unlock()
+		gen, tr, admitted, cur := b.takeProbe(word)
+		if cur != word {
 			word = cur
 			continue
 		}
-		gen, tr := b.halfOpenLocked(word)
-		admitted := int(b.probes.Load()) < b.cfg.Probes
-		if admitted {
-			b.probes.Add(1)
-		}
-		b.mu.Unlock()
 		if tr.To == HalfOpen {
 			b.notifyHolding(ctx, tr, admitted)
 		}
@@ -110,6 +104,25 @@ func (b *Breaker) notClosed(ctx context.Context, req *portico.Request, next port
 		}
 		return b.call(ctx, req, next, gen<<2|uint64(HalfOpen), now)
 	}
+	return b.closedCall(ctx, req, next, word)
+}
+
+// takeProbe decides, under the lock, a call that found state word open and
+// due or half-open: it moves an open breaker to half-open and takes a probe
+// slot when one is free (admitted). It returns the half-open generation, the
+// transition (zero when none) and the state it found, cur, which differs
+// from word, and nothing is done, when the state moved meanwhile.
+func (b *Breaker) takeProbe(word uint64) (gen uint64, tr Transition, admitted bool, cur uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur = b.word.Load(); cur != word {
+		return 0, Transition{}, false, cur
+	}
+	gen, tr = b.halfOpenLocked(word)
+	if admitted = int(b.probes.Load()) < b.cfg.Probes; admitted {
+		b.probes.Add(1)
+	}
+	return gen, tr, admitted, cur
 }
 
 // halfOpenLocked moves state word, when Open, to HalfOpen, and returns the

@@ -91,8 +91,20 @@ func SlowCallRate(rate float64, minCalls int) TripRule {
 
 // rateRule trips, with reason, when the window holds at least minCalls calls
 // (and one) and the fraction of them that count is at or above rate. It
-// panics, naming the rule, on a rate outside (0, 1] or a negative minCalls.
+// panics as checkRate does.
 func rateRule(name, reason string, rate float64, minCalls int, count func(*Counts) int) TripRule {
+	checkRate(name, rate, minCalls)
+	return func(c Counts) string {
+		if c.Calls >= max(minCalls, 1) && float64(count(&c)) >= rate*float64(c.Calls) {
+			return reason
+		}
+		return ""
+	}
+}
+
+// checkRate panics, naming the rule, on a rate outside (0, 1] or a negative
+// minCalls.
+func checkRate(name string, rate float64, minCalls int) {
 	args := name + "(" + strconv.FormatFloat(rate, 'g', -1, 64) + ", " + strconv.Itoa(minCalls) + ")"
 	if !(rate > 0 && rate <= 1) {
 		panic("breaker: " + args + ": rate must be in (0, 1]")
@@ -100,23 +112,14 @@ func rateRule(name, reason string, rate float64, minCalls int, count func(*Count
 	if minCalls < 0 {
 		panic("breaker: " + args + ": minCalls must not be negative")
 	}
-	return func(c Counts) string {
-		if c.Calls > 0 && c.Calls >= minCalls && float64(count(&c)) >= rate*float64(c.Calls) {
-			return reason
-		}
-		return ""
-	}
 }
 
 // AnyOf trips when one of rules does, with the reason of the first that
 // does, in order. Nil rules are skipped.
 func AnyOf(rules ...TripRule) TripRule {
-	rules = append([]TripRule(nil), rules...)
+	rules = slices.DeleteFunc(slices.Clone(rules), func(r TripRule) bool { return r == nil })
 	return func(c Counts) string {
 		for _, r := range rules {
-			if r == nil {
-				continue
-			}
 			if why := r(c); why != "" {
 				return why
 			}
