@@ -2,10 +2,11 @@ package portico
 
 import (
 	"cmp"
-	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // InputObserver is implemented by an [Estimator] that learns from the
@@ -110,17 +111,14 @@ func (r *ratio) applied() float64 {
 // Keys, a negative or NaN Min or Max, or Min above Max (after defaults).
 func NewCalibrated(base Estimator, c Calibration) (*Calibrated, error) {
 	lo, hi := cmp.Or(c.Min, DefaultCalibrationMin), cmp.Or(c.Max, DefaultCalibrationMax)
-	switch {
-	case base == nil:
-		return nil, errors.New("portico: Calibration: nil base Estimator")
-	case !(c.Alpha >= 0 && c.Alpha <= 1):
-		return nil, errors.New("portico: Calibration.Alpha outside [0, 1]")
-	case c.MinSamples < 0:
-		return nil, errors.New("portico: Calibration.MinSamples is negative")
-	case c.Keys < 0:
-		return nil, errors.New("portico: Calibration.Keys is negative")
-	case !(lo > 0) || !(hi >= lo) || math.IsInf(hi, 1):
-		return nil, errors.New("portico: Calibration.Min and Max must be finite, > 0 and Min <= Max")
+	if err := rules.First(
+		rules.If(base == nil, "portico: Calibration: nil base Estimator"),
+		rules.If(!(c.Alpha >= 0 && c.Alpha <= 1), "portico: Calibration.Alpha outside [0, 1]"),
+		rules.If(c.MinSamples < 0, "portico: Calibration.MinSamples is negative"),
+		rules.If(c.Keys < 0, "portico: Calibration.Keys is negative"),
+		rules.If(!(lo > 0) || !(hi >= lo) || math.IsInf(hi, 1), "portico: Calibration.Min and Max must be finite, > 0 and Min <= Max"),
+	); err != nil {
+		return nil, err
 	}
 	e := &Calibrated{base: base, key: c.Key, alpha: cmp.Or(c.Alpha, DefaultCalibrationAlpha), lo: lo, hi: hi,
 		minSamples: cmp.Or(c.MinSamples, DefaultCalibrationSamples), limit: cmp.Or(c.Keys, DefaultCalibrationKeys)}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/portico-llm/portico/internal/enum"
@@ -36,17 +37,18 @@ func (m Modality) String() string {
 	if m&^allModalities != 0 {
 		return "Modality(" + strconv.Itoa(int(m)) + ")"
 	}
-	s := ""
-	for i, name := range [...]string{"text", "image", "document", "audio"} {
-		if m&(1<<i) != 0 {
-			if s != "" {
-				s += "+"
-			}
-			s += name
+	var names []string
+	for k, bit := range partModalities {
+		if m.Has(bit) {
+			names = append(names, PartKind(k).String())
 		}
 	}
-	return s
+	return strings.Join(names, "+")
 }
+
+// partModalities is the modality of each kind of part; a modality is
+// named after its part.
+var partModalities = [...]Modality{PartText: ModalityText, PartImage: ModalityImage, PartDocument: ModalityDocument, PartAudio: ModalityAudio}
 
 // Modalities returns the modalities r's messages use: ModalityText, plus
 // ModalityImage, ModalityDocument or ModalityAudio for each kind of part
@@ -55,13 +57,8 @@ func (r *Request) Modalities() Modality {
 	m := ModalityText
 	for i := range r.Messages {
 		for _, p := range r.Messages[i].Content {
-			switch p.Kind {
-			case PartImage:
-				m |= ModalityImage
-			case PartDocument:
-				m |= ModalityDocument
-			case PartAudio:
-				m |= ModalityAudio
+			if int(p.Kind) < len(partModalities) {
+				m |= partModalities[p.Kind]
 			}
 		}
 	}
@@ -308,10 +305,8 @@ func (c *Capabilities) fitsFeatures(req *Request, k *Contract) error {
 		return errEmbeddingRoute
 	case (len(req.Tools) > 0 || k.ToolsRequired) && !c.Tools:
 		return errTools
-	case c.Schema < schema && schema == SchemaStrict:
-		return errStrictSchema
 	case c.Schema < schema:
-		return errSchema
+		return errSchemaNeed[schema]
 	case req.Reasoning != nil && req.Reasoning.Required && !c.Reasoning:
 		return errReasoning
 	}
@@ -330,6 +325,10 @@ func schemaNeed(req *Request, k *Contract) SchemaMode {
 	return SchemaNone
 }
 
+// errSchemaNeed is the error of a route whose schema mode is below the one
+// a request needs, by that need.
+var errSchemaNeed = [...]error{SchemaJSON: errSchema, SchemaStrict: errStrictSchema}
+
 // modalities returns the route's modalities, ModalityText when it names none.
 func (c *Capabilities) modalities() Modality { return cmp.Or(c.Modalities, ModalityText) }
 
@@ -341,14 +340,22 @@ func (c *Capabilities) modalities() Modality { return cmp.Or(c.Modalities, Modal
 // schema mode no lower, o's model class and o's embedding space. A caller that saw [Fits] pass
 // on o may then skip it on c.
 func (c *Capabilities) Covers(o *Capabilities) bool {
-	atLeast := func(limit, other int) bool { return limit == 0 || (other > 0 && limit >= other) }
-	return c.modalities().Has(o.modalities()) &&
-		atLeast(c.ContextWindow, o.ContextWindow) && atLeast(c.MaxOutput, o.MaxOutput) &&
-		atLeast(c.MaxRequestBytes, o.MaxRequestBytes) &&
+	return c.modalities().Has(o.modalities()) && c.coversLimits(o) &&
 		(c.Tools || !o.Tools) && (c.Reasoning || !o.Reasoning) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
 		c.Embedding == o.Embedding && // a space serves only its own requests
 		(c.Continuation != ContinueNone || o.Continuation == ContinueNone)
 }
+
+// coversLimits reports whether none of c's context window, output limit
+// and request size limit is lower than o's (0 is none).
+func (c *Capabilities) coversLimits(o *Capabilities) bool {
+	return atLeast(c.ContextWindow, o.ContextWindow) && atLeast(c.MaxOutput, o.MaxOutput) &&
+		atLeast(c.MaxRequestBytes, o.MaxRequestBytes)
+}
+
+// atLeast reports whether limit is none (0) or no lower than other, a limit
+// that is set.
+func atLeast(limit, other int) bool { return limit == 0 || other > 0 && limit >= other }
 
 // EstimateCost returns the most req may cost on this route before it is sent, in
 // the price unit of InputPrice: the input (the larger of inputTokens and the
