@@ -124,17 +124,24 @@ func MayRepeat(req *portico.Request) bool { return !req.NoAmbiguousRetry }
 // and the percentile not yet known), or it ends after ctx's deadline (or
 // the one ctx carries, package due).
 func (h *Hedger) delay(ctx context.Context, l *Latency, start time.Time) (time.Duration, bool) {
-	d, ok := h.fixed, h.fixed > 0
-	if h.percentile > 0 && l != nil {
-		if q, known := l.quantile(h.percentile); known {
-			d, ok = q, true
-		}
-	}
+	d, ok := h.wait(l)
 	if !ok || h.maxInFlight < 2 {
 		return d, false
 	}
 	dl, bounded := due.Deadline(ctx)
 	return d, !bounded || d < dl.Sub(start)
+}
+
+// wait returns the wait before a hedge after an attempt to the destination
+// of sketch l: the percentile of l once known, else the fixed Delay; false
+// when neither is.
+func (h *Hedger) wait(l *Latency) (time.Duration, bool) {
+	if h.percentile > 0 && l != nil {
+		if d, ok := l.quantile(h.percentile); ok {
+			return d, true
+		}
+	}
+	return h.fixed, h.fixed > 0
 }
 
 func (h *Hedger) destOf(req *portico.Request) string {

@@ -122,14 +122,7 @@ func (l *Latency) turn(full uint32) {
 // 9% above), and false while fewer than 50 latencies are recorded.
 func (l *Latency) Quantile(q float64) (time.Duration, bool) {
 	var counts [numBuckets]int64
-	n := int64(0)
-	for h := range l.halves {
-		for i := range counts {
-			c := l.halves[h][i].Load()
-			counts[i] += c
-			n += c
-		}
-	}
+	n := l.sum(&counts)
 	if n < minSamples {
 		return 0, false
 	}
@@ -141,4 +134,17 @@ func (l *Latency) Quantile(q float64) (time.Duration, bool) {
 		}
 	}
 	return upper(numBuckets - 1), true
+}
+
+// sum adds both halves' counts into counts and returns their total.
+func (l *Latency) sum(counts *[numBuckets]int64) int64 {
+	n := int64(0)
+	for h := range l.halves {
+		for i := range counts {
+			c := l.halves[h][i].Load()
+			counts[i] += c
+			n += c
+		}
+	}
+	return n
 }

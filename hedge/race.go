@@ -167,24 +167,14 @@ func (r *race) failed(at *attempt) {
 	}
 }
 
-// start prepares the next attempt, a hedge or not, starts it on a
-// goroutine of its own, and arms the timer for the hedge that may follow
-// it. When the Plan stops the race, or has no attempt to follow a
-// failure, the race is done with that error or the last attempt's; when
-// it has no hedge, the running attempts go on.
+// start prepares the next attempt, a hedge or not (see prepare), starts it
+// on a goroutine of its own, and arms the timer for the hedge that may
+// follow it.
 func (r *race) start(hedge bool) {
-	var charge func(string) bool
-	if hedge {
-		charge = r.charge
-	}
-	at := &attempt{r: r, i: r.next, hedge: hedge}
-	if ok, stop := r.plan.Next(r.ctx, r.next, charge, &at.a); stop != nil || !ok {
-		if stop != nil || !hedge {
-			r.finish(nil, -1, cmp.Or(stop, r.last))
-		}
+	at := r.prepare(hedge)
+	if at == nil {
 		return
 	}
-	r.next++
 	if r.results == nil {
 		r.results = make(chan *attempt, r.h.maxInFlight)
 	}
@@ -195,6 +185,28 @@ func (r *race) start(hedge bool) {
 	if d, ok := r.delay(at); ok {
 		r.due = time.After(d) // collected unstopped once the race is done
 	}
+}
+
+// prepare has the Plan prepare the next attempt, a hedge (charged to the
+// budget) or not, and returns it; nil when the Plan has none: when it stops
+// the race, or has no attempt to follow a failure, the race is done with
+// that error or the last attempt's; when it has no hedge, the running
+// attempts go on.
+func (r *race) prepare(hedge bool) *attempt {
+	var charge func(string) bool
+	if hedge {
+		charge = r.charge
+	}
+	at := &attempt{r: r, i: r.next, hedge: hedge}
+	ok, stop := r.plan.Next(r.ctx, at.i, charge, &at.a)
+	if ok && stop == nil {
+		r.next++
+		return at
+	}
+	if stop != nil || !hedge {
+		r.finish(nil, -1, cmp.Or(stop, r.last))
+	}
+	return nil
 }
 
 // begin starts at under a cancelable context and reports true, unless
