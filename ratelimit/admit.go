@@ -19,13 +19,11 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 	if err := l.checkTier(e, req, t); err != nil {
 		return err
 	}
-	if l.cfg.Queue.Size > 0 && l.cfg.Queue.Order != FCFSCall && req.Identity.SessionID != "" {
+	if l.cfg.Queue.programs() && req.Identity.SessionID != "" {
 		t.prog = e.program(req.Identity.SessionID, now, l.seq.Add(1), l.cfg.Queue.ProgramTTL)
-		t.prog.active++
-		t.prog.lastSeen = now
 	}
 	t.e = e
-	if lmax := l.slots(e, req.Priority); lmax > 0 && (e.inflight >= lmax || e.queued() > 0) {
+	if lmax := l.slots(e, req.Priority); e.mustQueue(lmax) {
 		var err error
 		if now, err = l.queueFor(ctx, req, e, t, lmax, now); err != nil {
 			return err
@@ -65,7 +63,7 @@ func (l *Limiter) checkTier(e *entry, req *portico.Request, t *ticket) error {
 // return, and on an error the slot is freed.
 func (l *Limiter) takeBuckets(ctx context.Context, req *portico.Request, e *entry, t *ticket, now time.Duration) error {
 	var h *hold // our place in line while we wait (Wait mode)
-	var waitUntil time.Duration
+	waitUntil := now + l.cfg.MaxWait
 	for {
 		ok, wait, which, tooLarge := e.take(now, t.reserve, h, l.lead)
 		if tooLarge && t.fit(e.lim.TokenBurst) { // only a learned scale put it over
@@ -76,14 +74,9 @@ func (l *Limiter) takeBuckets(ctx context.Context, req *portico.Request, e *entr
 		}
 		if ok {
 			e.unhold(h)
-			if l.cfg.Concurrency != nil {
-				t.granted, t.inflight = now, e.inflight
-			}
+			t.granted, t.inflight = now, e.inflight // for a Concurrency
 			e.mu.Unlock()
 			return nil
-		}
-		if h == nil {
-			waitUntil = now + l.cfg.MaxWait
 		}
 		if tooLarge || !l.mayWait(ctx, req, wait, waitUntil-now, now) {
 			return l.refuse(ctx, req, e, t, h, now, which, wait, tooLarge)
@@ -202,9 +195,7 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 		return now, nil
 	}
 	if req.Hedge || e.queued() >= l.cfg.Queue.Size && !e.evict(&l.cfg.Queue, req.Priority, now) {
-		l.unprogram(t, now) // a hedge takes spare capacity only; a full queue sheds the lowest priority
-		e.mu.Unlock()
-		return 0, l.shed(ctx, req)
+		return 0, l.shedLocked(ctx, req, e, t, now) // a hedge takes spare capacity only; a full queue sheds the lowest priority
 	}
 	if testHookQueue != nil {
 		testHookQueue()
@@ -214,42 +205,45 @@ func (l *Limiter) queueFor(ctx context.Context, req *portico.Request, e *entry, 
 	x.queue = append(x.queue, w)
 	l.dispatch(e, now)
 	e.mu.Unlock()
-	// A routing layer with another route for the request caps a wait
-	// in place (portico.MaxWaitFromContext): past the cap the call is
-	// shed, and the layer moves on.
+	return l.awaitSlot(ctx, req, e, t, w, now)
+}
+
+// awaitSlot waits, queued as w since now, until a slot is handed to w,
+// and returns with e locked and the time then; or it fails, e unlocked,
+// when w is shed (by a call of higher priority, or when a routing layer
+// with another route for the request caps a wait in place,
+// portico.MaxWaitFromContext: the layer then moves on) or ctx ends.
+func (l *Limiter) awaitSlot(ctx context.Context, req *portico.Request, e *entry, t *ticket, w *waiter, now time.Duration) (time.Duration, error) {
 	ctx, cancel := due.Bound(ctx) // the wait ends at a carried deadline too
 	defer cancel()
-	var capped <-chan time.Time
-	var tm *time.Timer
+	var capped <-chan time.Time // nil: no cap
 	if d, ok := portico.MaxWaitFromContext(ctx); ok {
-		tm = time.NewTimer(d)
+		tm := time.NewTimer(d)
+		defer tm.Stop()
 		capped = tm.C
 	}
 	select {
 	case <-w.ready:
-		stopTimer(tm)
-		if !w.granted { // shed from the queue by a call of higher priority
-			e.mu.Lock()
-			l.unprogram(t, now)
-			e.mu.Unlock()
-			return 0, l.shed(ctx, req)
-		}
+		e.mu.Lock()
 	case <-ctx.Done():
-		stopTimer(tm)
 		l.leaveQueue(e, w, t, now)
 		return 0, notSent(portico.FromContext(ctx))
 	case <-capped:
 		e.mu.Lock()
-		if w.granted { // handed a slot as the cap passed: take it
-			return mono.Now(), nil
-		}
-		dequeue(e, w)
-		l.unprogram(t, now)
-		e.mu.Unlock()
-		return 0, l.shed(ctx, req)
+		dequeue(e, w) // none to dequeue when handed a slot as the cap passed
 	}
-	e.mu.Lock()
+	if !w.granted { // shed from the queue, or capped
+		return 0, l.shedLocked(ctx, req, e, t, now)
+	}
 	return mono.Now(), nil
+}
+
+// shedLocked sheds the call of t, which holds no slot, undoing its
+// program bookkeeping and unlocking e.
+func (l *Limiter) shedLocked(ctx context.Context, req *portico.Request, e *entry, t *ticket, now time.Duration) error {
+	l.unprogram(t, now)
+	e.mu.Unlock()
+	return l.shed(ctx, req)
 }
 
 // leaveQueue takes the waiter w of the ticket t out of e's queue, or frees
@@ -263,13 +257,6 @@ func (l *Limiter) leaveQueue(e *entry, w *waiter, t *ticket, now time.Duration) 
 	}
 	l.unprogram(t, now)
 	e.mu.Unlock()
-}
-
-// stopTimer stops t, if any.
-func stopTimer(t *time.Timer) {
-	if t != nil {
-		t.Stop()
-	}
 }
 
 // pastCap reports whether a wait for the buckets is longer than the wait in
@@ -381,11 +368,7 @@ func (e *entry) unhold(h *hold) {
 // token bucket's capacity, which SetLimit may have lowered since the call
 // was priced: the call can never be admitted. The caller holds e.mu.
 func (e *entry) take(now time.Duration, cost int, h *hold, lead float64) (ok bool, wait time.Duration, which string, tooLarge bool) {
-	var aheadTok float64
-	var aheadReq int
-	if e.held() > 0 {
-		aheadTok, aheadReq = e.ahead(h)
-	}
+	aheadTok, aheadReq := e.ahead(h)
 	n := float64(cost)
 	var tl float64
 	var tt time.Duration
@@ -395,14 +378,7 @@ func (e *entry) take(now time.Duration, cost int, h *hold, lead float64) (ok boo
 		}
 		tl, tt = e.tok.at(now)
 		if need := n*(1-lead) + aheadTok; !e.tok.fits(tl, need, tt) {
-			wait := e.tok.waitFor(need-tl, tt)
-			if e.lim.Requests > 0 {
-				rl, rt := e.req.at(now)
-				if need := float64(aheadReq+1) - rl; need > 0 {
-					wait = max(wait, e.req.waitFor(need, rt))
-				}
-			}
-			return false, wait, "tokens", false
+			return false, max(e.tok.waitFor(need-tl, tt), e.requestWait(now, aheadReq)), "tokens", false
 		}
 	}
 	if e.lim.Requests > 0 {
@@ -416,6 +392,20 @@ func (e *entry) take(now time.Duration, cost int, h *hold, lead float64) (ok boo
 		e.tok.set(tl-n, tt)
 	}
 	return true, 0, "", false
+}
+
+// requestWait is how long the request bucket makes a call that the token
+// bucket refused at now wait, behind aheadReq requests held in line: the
+// refill of its shortfall, 0 without one or without a request bucket.
+func (e *entry) requestWait(now time.Duration, aheadReq int) time.Duration {
+	if e.lim.Requests == 0 {
+		return 0
+	}
+	rl, rt := e.req.at(now)
+	if need := float64(aheadReq+1) - rl; need > 0 {
+		return e.req.waitFor(need, rt)
+	}
+	return 0
 }
 
 // releaseLocked frees a slot, handing it to the best waiter if any. The

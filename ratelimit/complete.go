@@ -32,32 +32,38 @@ func outcome(err error) portico.Class {
 // provider's view, a program, a waiter): an admission at once reads it
 // once, at admission, as x/time/rate's Allow does.
 func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
-	var now time.Duration // mono.Now, read at the first need
+	var clock lazyClock
 	if c := l.cfg.Concurrency; c != nil && !panicked {
-		now = mono.Now()
-		c.Done(now-t.granted-t.read, t.inflight, outcome(err))
+		c.Done(clock.now()-t.granted-t.read, t.inflight, outcome(err))
 	}
 	rl, d := settlement(t, resp, err, panicked)
-	if now == 0 && (rl != nil || t.prog != nil) {
-		now = mono.Now()
-	}
 	e := t.e
 	e.mu.Lock()
 	e.settleTokens(d)
 	if rl != nil {
-		e.adopt(now, rl, l.cfg.MaxProviderHold)
+		e.adopt(clock.now(), rl, l.cfg.MaxProviderHold)
 	}
 	if t.prog != nil {
-		l.attain(t, now)
+		l.attain(t, clock.now())
 	}
-	if now == 0 && e.queued() > 0 { // dispatch hands the slot on at now
-		now = mono.Now()
+	if e.queued() > 0 { // dispatch hands the slot on at now
+		clock.now()
 	}
-	l.releaseLocked(e, now)
+	l.releaseLocked(e, clock.read)
 	e.mu.Unlock()
 	if rl != nil {
 		l.logView(rl)
 	}
+}
+
+// lazyClock reads mono.Now at its first use only; read is 0 until then.
+type lazyClock struct{ read time.Duration }
+
+func (c *lazyClock) now() time.Duration {
+	if c.read == 0 {
+		c.read = mono.Now()
+	}
+	return c.read
 }
 
 // settleTokens gives d tokens back to e's bucket (d < 0: charges -d, down

@@ -80,6 +80,11 @@ func (e *entry) queued() int {
 	return len(e.queue)
 }
 
+// mustQueue reports whether a call goes through e's queue for a slot
+// below lmax (0: no cap): the cap is reached, or calls wait already. The
+// caller holds e.mu.
+func (e *entry) mustQueue(lmax int) bool { return lmax > 0 && (e.inflight >= lmax || e.queued() > 0) }
+
 func (e *entry) held() int {
 	if e.waits == nil {
 		return 0

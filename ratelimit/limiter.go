@@ -175,15 +175,8 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 		return nil, err // the caller has gone: no slot, no token, no place in line
 	}
 	t := ticket{}
-	if p := l.pricing.Load(); p.burst > 0 {
-		if err := l.price(req, p, &t); err != nil {
-			if p.strict {
-				return nil, err
-			}
-			if t.reserve == 0 { // unpriced: refused if the key has a token bucket
-				t.unpriced = err
-			}
-		}
+	if err := l.prePrice(req, &t); err != nil {
+		return nil, err
 	}
 	if err := l.admit(ctx, req, &t, mono.Now()); err != nil {
 		return nil, err
@@ -194,20 +187,45 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 			l.complete(&t, nil, nil, true)
 		}
 	}()
-	call := req
-	var rd *reader
-	if l.cfg.Concurrency != nil && req.OnChunk != nil {
-		rd = &reader{l: l}
-		call = rd.Watch(req, rd)
-	}
-	resp, err := portico.Answer(next.Generate(ctx, call))
+	resp, err := l.run(ctx, next, req, &t)
 	done = true
-	if rd != nil {
-		t.read = time.Duration(rd.held.Load())
-	}
 	l.complete(&t, resp, err, false)
 	l.observe(req, cmp.Or(t.est, t.in), resp) // the Estimator's own estimate
 	return resp, err
+}
+
+// run calls next for req, admitted with t, timing the caller's OnChunk
+// into t.read when a Concurrency learns from the call's latency (see
+// reader).
+func (l *Limiter) run(ctx context.Context, next portico.Model, req *portico.Request, t *ticket) (*portico.Response, error) {
+	if l.cfg.Concurrency == nil || req.OnChunk == nil {
+		return portico.Answer(next.Generate(ctx, req))
+	}
+	rd := &reader{l: l}
+	resp, err := portico.Answer(next.Generate(ctx, rd.Watch(req, rd)))
+	t.read = time.Duration(rd.held.Load())
+	return resp, err
+}
+
+// prePrice prices req against the limits in force before its key is
+// known (see pricing), when any has a token bucket. An error is the
+// call's when every key would refuse it (strict); otherwise admit checks
+// the price against the key's own limits: t keeps the error of a call
+// that could not be priced at all (t.unpriced), refused on a key with a
+// token bucket.
+func (l *Limiter) prePrice(req *portico.Request, t *ticket) error {
+	p := l.pricing.Load()
+	if p.burst == 0 {
+		return nil
+	}
+	err := l.price(req, p, t)
+	switch {
+	case err == nil || p.strict:
+		return err
+	case t.reserve == 0:
+		t.unpriced = err
+	}
+	return nil
 }
 
 // price computes N_in and N_max and checks the reserve against capacity,
@@ -215,37 +233,42 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 // the error, for admit to check against the key's own capacity when a tier
 // is larger.
 func (l *Limiter) price(req *portico.Request, p *pricing, t *ticket) error {
-	nMax, burst := req.MaxOutputTokens, p.burst
+	nMax := req.MaxOutputTokens
 	switch {
 	case nMax < 0:
-		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative MaxOutputTokens", NotSent: true, Err: ErrBadRequest}
+		return badRequest(req, "negative MaxOutputTokens")
 	case nMax == 0 && req.Embedding != nil: // no output to reserve
 	case nMax == 0:
-		if nMax = p.def; nMax == RequireMaxTokens {
-			return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "no MaxOutputTokens, and Config.DefaultMaxTokens requires one", NotSent: true, Err: ErrBadRequest}
+		if p.def == RequireMaxTokens {
+			return badRequest(req, "no MaxOutputTokens, and Config.DefaultMaxTokens requires one")
 		}
-		nMax = req.OutputBound(nMax) // the default plus a reasoning budget
-
+		nMax = req.OutputBound(p.def) // the default plus a reasoning budget
 	}
 	nIn := l.cfg.Estimator.EstimateInputTokens(req)
 	if nIn < 0 {
-		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "negative input token estimate", NotSent: true, Err: ErrBadRequest}
+		return badRequest(req, "negative input token estimate")
 	}
-	if nIn > p.least || nMax > p.least-nIn { // over some key's capacity: rare
+	t.in, t.max, t.reserve = nIn, nMax, satAdd(nIn, nMax)
+	if t.reserve > p.least { // over some key's capacity: rare
 		t.base = l.unscaled(req, nMax)
 	}
-	if nIn > burst || nMax > burst-nIn {
-		t.in, t.max, t.reserve = nIn, nMax, math.MaxInt
-		if nMax <= math.MaxInt-nIn {
-			t.reserve = nIn + nMax
-		}
-		if t.fit(burst) {
-			return nil
-		}
-		return l.overCapacity(req.Model, nIn, nMax, burst)
+	if t.fit(p.burst) {
+		return nil
 	}
-	t.in, t.max, t.reserve = nIn, nMax, nIn+nMax
-	return nil
+	return l.overCapacity(req.Model, nIn, nMax, p.burst)
+}
+
+// badRequest is the error of a call that cannot be priced, for reason.
+func badRequest(req *portico.Request, reason string) error {
+	return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: reason, NotSent: true, Err: ErrBadRequest}
+}
+
+// satAdd returns a + b for b >= 0, saturated at math.MaxInt.
+func satAdd(a, b int) int {
+	if b > math.MaxInt-a {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // priceIn prices req for lim's buckets in a shared store, against lim's
@@ -261,18 +284,17 @@ func (l *Limiter) priceIn(req *portico.Request, lim *Limits, t *ticket) error {
 }
 
 // unscaled returns req's need N_in + N_max on the Estimator's unscaled
-// estimate when it is [portico.Scaled] (0 otherwise, or when it cannot be
-// priced). Only a call over some key's capacity asks it.
+// estimate when it is [portico.Scaled] (0 otherwise, or for a negative
+// estimate), saturated. Only a call over some key's capacity asks it.
 func (l *Limiter) unscaled(req *portico.Request, nMax int) int {
 	s, ok := l.cfg.Estimator.(portico.Scaled)
 	if !ok {
 		return 0
 	}
-	in := s.BaseInputTokens(req)
-	if in < 0 || nMax > math.MaxInt-in {
-		return 0
+	if in := s.BaseInputTokens(req); in >= 0 {
+		return satAdd(in, nMax) // saturated: over every capacity
 	}
-	return in + nMax
+	return 0
 }
 
 // fit reports whether t's reserve fits a token bucket of the given

@@ -27,22 +27,28 @@ type program struct {
 	lastSeen time.Duration // last arrival or completion (mono.Now)
 }
 
-// program returns the program of session id, creating it at now. Called
-// only when the Order needs programs; the caller holds e.mu.
+// programs reports whether q's order needs programs (see entry.program).
+func (q *Queue) programs() bool { return q.Size > 0 && q.Order != FCFSCall }
+
+// program returns the program of session id, created at now if new, with
+// a call arriving at now counted active. Called only when the Order needs
+// programs; the caller holds e.mu.
 func (e *entry) program(id string, now time.Duration, seq uint64, ttl time.Duration) *program {
 	x := e.w()
-	if p := x.programs[id]; p != nil {
-		return p
+	p := x.programs[id]
+	if p == nil {
+		if len(x.programs) >= max(x.progAt, minSweep) {
+			e.sweepPrograms(now, ttl)
+			x.progAt = 2 * len(x.programs)
+		}
+		p = &program{arrival: now, seq: seq}
+		if x.programs == nil {
+			x.programs = make(map[string]*program)
+		}
+		x.programs[id] = p
 	}
-	if x.programs == nil {
-		x.programs = make(map[string]*program)
-	}
-	if len(x.programs) >= max(x.progAt, minSweep) {
-		e.sweepPrograms(now, ttl)
-		x.progAt = 2 * len(x.programs)
-	}
-	p := &program{arrival: now, seq: seq, lastSeen: now}
-	x.programs[id] = p
+	p.active++
+	p.lastSeen = now
 	return p
 }
 
