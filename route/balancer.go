@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math/bits"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,11 @@ const (
 	inFlightMask = 1<<inFlightBits - 1
 	pickUnit     = 1<<inFlightBits | 1 // one more pick, one more in flight
 )
+
+// use is the replica's count with calls in flight in the high 24 bits and
+// picks in the low 40, so that it orders replicas by calls in flight, then
+// picks.
+func (r *Replica) use() uint64 { return bits.RotateLeft64(r.count.Load(), 64-inFlightBits) }
 
 // InFlight returns the calls placed on the replica and not yet done. It counts
 // up to 2^24-1 (16,777,215) calls in flight at once on one replica.
@@ -181,12 +187,17 @@ func (b *Balancer) Pick(info PickInfo) (PickResult, error) {
 	}
 	r := b.replicas[pr.Index]
 	r.count.Add(pickUnit)
-	if pd := pr.Done; pd != nil {
-		pr.Done = func(d DoneInfo) { r.done(d); pd(d) }
-	} else {
-		pr.Done = r.done
-	}
+	pr.Done = r.doneThen(pr.Done)
 	return pr, nil
+}
+
+// doneThen is the Done of a call placed on r: r's own (one fewer in
+// flight, the picker's feedback), then the picker's pd when not nil.
+func (r *Replica) doneThen(pd func(DoneInfo)) func(DoneInfo) {
+	if pd == nil {
+		return r.done
+	}
+	return func(d DoneInfo) { r.done(d); pd(d) }
 }
 
 // Generate picks a replica, calls it (with the replica's Route.ModelName, see
@@ -224,16 +235,13 @@ func noReplica(rs []*Replica) error {
 // leastUsed returns the available replica with the fewest calls in flight,
 // then the fewest picks, then the lowest index; -1 when none is available.
 func leastUsed(rs []*Replica) int {
-	best := -1
-	var bf, bp uint64
+	best, least := -1, uint64(0)
 	for i, r := range rs {
 		if !r.Available() {
 			continue
 		}
-		c := r.count.Load()
-		f, p := c&inFlightMask, c>>inFlightBits
-		if best < 0 || f < bf || (f == bf && p < bp) {
-			best, bf, bp = i, f, p
+		if u := r.use(); best < 0 || u < least {
+			best, least = i, u
 		}
 	}
 	return best

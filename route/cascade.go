@@ -209,8 +209,7 @@ func (w *cascadeWalk) step(ctx context.Context, j int) (*portico.Response, bool,
 	if call, stop := w.ready(ctx, rt); stop != nil || !call {
 		return nil, stop != nil, stop
 	}
-	takeLast := j == len(c.steps)-1 && c.exhausted == NoneAcceptedLast // the final step's answer is taken
-	live := takeLast && c.streamLast
+	takeLast, live := c.takes(j)
 	resp, err := w.call(ctx, j, live)
 	if err != nil {
 		err = w.failed(ctx, rt, err, live)
@@ -222,6 +221,14 @@ func (w *cascadeWalk) step(ctx context.Context, j int) (*portico.Response, bool,
 	}
 	w.rejected(ctx, rt, resp)
 	return nil, false, nil
+}
+
+// takes reports whether step j's answer is taken even when not accepted
+// (the final step, with NoneAcceptedLast), and whether it then streams to
+// the caller as it comes (StreamLast).
+func (c *Cascade) takes(j int) (last, live bool) {
+	last = j == len(c.steps)-1 && c.exhausted == NoneAcceptedLast
+	return last, last && c.streamLast
 }
 
 // ready reports whether step rt is to be called, having recorded it

@@ -74,11 +74,8 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		policy:  cfg.Policy,
 		est:     cmp.Or(cfg.Estimator, portico.DefaultEstimator),
 	}
-	for i := range r.weights {
-		r.weights[i] = 1
-		if cfg.Weights != nil {
-			r.weights[i] = cfg.Weights[i]
-		}
+	copy(r.weights, cfg.Weights) // none: 0, which the Table's Fill makes 1
+	for i := range r.done {
 		r.done[i] = func(d DoneInfo) { r.stats.Done(i, d.Err, d.Latency, d.TTFT) }
 	}
 	if r.policy == nil {
@@ -132,13 +129,9 @@ func (r *Router) best(req *portico.Request, n int) (int, error) {
 	best, bestScore := -1, math.Inf(1)
 	for i := range r.routes {
 		rt := &r.routes[i]
-		if err := rt.Capabilities.Fits(req, n); err != nil {
-			if portico.ClassOf(err) == portico.Permanent {
-				return -1, err // wrong on any route
-			}
-			continue
-		}
-		if !rt.Available() {
+		if _, ok, stop := check(rt, req, n); stop != nil {
+			return -1, stop // wrong on any route
+		} else if !ok {
 			continue
 		}
 		c := rank.Candidate{Index: i, Route: rt, EstimatedCost: rt.Capabilities.EstimateCost(req, n), Weight: r.weights[i]}
