@@ -35,22 +35,26 @@ func (p *pipeline) arguments(raw []byte) (value any, norm []byte, ok bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	s, isString := value.(string)
-	if !isString {
-		return value, nil, true
+	if s, isString := value.(string); isString {
+		return p.encodedTwice(value, s)
 	}
-	// Encoded twice: the string's content is the arguments, in the
-	// shapes above but this one.
+	return value, nil, true
+}
+
+// encodedTwice reads the arguments of a call whose JSON value is the string
+// s: the arguments, in the shapes arguments reads but this one, when s holds
+// an object or nothing; value, for the schema to judge, otherwise.
+func (p *pipeline) encodedTwice(value any, s string) (any, []byte, bool) {
 	switch t := strings.Trim(s, jsonSpace); {
 	case none([]byte(t)):
 		return map[string]any{}, noArguments, true
 	case t[0] != '{':
 		return value, nil, true // a string, for the schema to judge
 	}
-	if value, ok = p.decode(s); !ok {
-		return nil, nil, false
+	if value, ok := p.decode(s); ok {
+		return value, []byte(s), true
 	}
-	return value, []byte(s), true
+	return nil, nil, false
 }
 
 // none reports whether the trimmed text t says there are no arguments.

@@ -49,11 +49,7 @@ func skipString(s string, i int) int {
 		}
 		j += i
 		// The quote is escaped when an odd number of backslashes precede it.
-		k := j
-		for k > i && s[k-1] == '\\' {
-			k--
-		}
-		if (j-k)%2 == 0 {
+		if backslashes := j - i - len(strings.TrimRight(s[i:j], `\`)); backslashes%2 == 0 {
 			return j
 		}
 		i = j + 1

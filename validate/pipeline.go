@@ -95,7 +95,6 @@ type rejected struct {
 
 // run runs the stages; sch is req.Schema compiled (nil without a Schema).
 func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compiled) {
-	cfg := &p.v.cfg
 	p.stage = StageEnvelope
 	if resp == nil {
 		p.add(Violation{Rule: RuleNilResponse})
@@ -105,6 +104,13 @@ func (p *pipeline) run(req *portico.Request, resp *portico.Response, sch *compil
 		p.embeddings(req, resp)
 		return
 	}
+	p.answer(req, resp, sch)
+}
+
+// answer runs the stages after the first over resp, the answer to a
+// generation request: its envelope, finish, schema, checks and tool calls.
+func (p *pipeline) answer(req *portico.Request, resp *portico.Response, sch *compiled) {
+	cfg := &p.v.cfg
 	text := resp.Text
 	if cfg.TrimSpace {
 		text = trimSpace(text)

@@ -105,18 +105,28 @@ func ecmaClass(s string, i, class int) int {
 // inside a character class) and the escape's length; an escape that is not
 // one of ours is kept with its character.
 func ecmaRewrite(s string, inClass bool) (string, int) {
-	switch {
-	case s[1] == 's' && inClass:
-		return ecmaSpace, 2
-	case s[1] == 's':
-		return "[" + ecmaSpace + "]", 2
-	case s[1] == 'S' && !inClass:
-		return "[^" + ecmaSpace + "]", 2
+	if out, ok := ecmaSpaces[spaceEscape{s[1], inClass}]; ok {
+		return out, 2
 	}
 	if r, n := ecmaEscape(s); n > 0 {
 		return `\x{` + strconv.FormatInt(int64(r), 16) + "}", n
 	}
 	return s[:2], 2
+}
+
+// spaceEscape is the letter of a \s or \S escape, and whether it is in a
+// character class.
+type spaceEscape struct {
+	letter  byte
+	inClass bool
+}
+
+// ecmaSpaces is RE2's text for ECMA-262's \s, and for \S outside a class
+// (RE2's own \S in one reads as its ASCII complement, which is kept).
+var ecmaSpaces = map[spaceEscape]string{
+	{'s', true}:  ecmaSpace,
+	{'s', false}: "[" + ecmaSpace + "]",
+	{'S', false}: "[^" + ecmaSpace + "]",
 }
 
 // ecmaEscape reads the escape at the start of s (which starts with a

@@ -204,11 +204,7 @@ func hasType(m map[string]any, name string) bool {
 	case string:
 		return t == name
 	case []any:
-		for _, x := range t {
-			if x == name {
-				return true
-			}
-		}
+		return slices.Contains(t, any(name))
 	}
 	return false
 }
@@ -233,6 +229,12 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 		depth++
 		w.object(m, ptr, depth)
 	}
+	w.keywords(m, ptr, depth)
+}
+
+// keywords checks each keyword of the schema m at ptr (see strictKeywords),
+// in sorted order.
+func (w *strictWalker) keywords(m map[string]any, ptr string, depth int) {
 	for _, kw := range slices.Sorted(maps.Keys(m)) {
 		check, ok := strictKeywords[kw]
 		switch {

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strconv"
@@ -148,9 +149,7 @@ func New(cfg Config) (*Validator, error) {
 		if *f.p < 0 {
 			return nil, errors.New("validate: Config." + f.name + " is negative")
 		}
-		if *f.p == 0 {
-			*f.p = f.def
-		}
+		*f.p = cmp.Or(*f.p, f.def)
 	}
 	noNil := func(name string, checks []Check) rules.Rule {
 		i := slices.IndexFunc(checks, func(c Check) bool { return c == nil })
