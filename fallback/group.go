@@ -156,15 +156,13 @@ func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	}
 	ctx, cancel := withContract(ctx, req.Contract)
 	defer cancel()
+	r := request{g: g, req: req, est: -1}
 	// A request that continues broken streams is not hedged: a race
 	// delivers one route's chunks and cannot yet continue them.
-	cont := req.ContinueOnBreak && req.OnChunk != nil
-	if h := g.cfg.Hedge; h != nil && !cont && h.Applies(req) {
-		return g.race(ctx, req)
-	}
-	r := request{g: g, req: req, est: -1}
-	if cont {
+	if req.ContinueOnBreak && req.OnChunk != nil {
 		r.cont = new(continuation)
+	} else if h := g.cfg.Hedge; h != nil && h.Applies(req) {
+		return g.race(ctx, req)
 	}
 	return r.run(ctx)
 }

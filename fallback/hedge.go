@@ -97,18 +97,24 @@ func (p *plan) prepare(ctx context.Context, rt *portico.Route, idx int, charge f
 		return false, nil
 	}
 	t.est = est
-	p.pos++
-	p.running += est
-	p.tries = append(p.tries, t)
-	if r.g.stats != nil {
-		r.g.stats.Start(idx)
-	}
+	p.add(t)
 	req := rt.RequestFor(r.req)
 	if charge != nil {
 		req = hedge.AsHedge(req) // charged to rt's budget: its retry layer deposits nothing
 	}
 	*a = hedge.Attempt{Model: rt.Model, Request: req, Context: cctx, Destination: rt.Name, Latency: &r.g.latency[idx]}
 	return true, nil
+}
+
+// add counts t as running: its position taken, its estimate counted
+// against MaxCost, its call in the statistics.
+func (p *plan) add(t try) {
+	p.pos++
+	p.running += t.est
+	p.tries = append(p.tries, t)
+	if s := p.r.g.stats; s != nil {
+		s.Start(t.idx)
+	}
 }
 
 // cost returns the estimated cost of an attempt to rt under a Contract's

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"container/list"
 	"fmt"
 	"github.com/portico-llm/portico/internal/rules"
@@ -51,15 +52,8 @@ func (s Affinity) NewPicker(replicas []*Replica) Picker {
 	if err := s.Validate(); err != nil {
 		panic(err.Error())
 	}
-	p := &affinityPicker{replicas: replicas, short: s.ShortTokens, max: s.MaxSessions,
+	return &affinityPicker{replicas: replicas, short: cmp.Or(s.ShortTokens, 2048), max: cmp.Or(s.MaxSessions, 65536),
 		sessions: make(map[string]*list.Element)}
-	if p.short == 0 {
-		p.short = 2048
-	}
-	if p.max == 0 {
-		p.max = 65536
-	}
-	return p
 }
 
 type affinityPicker struct {
