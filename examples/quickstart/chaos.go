@@ -20,6 +20,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/effect"
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
 	"github.com/portico-llm/portico/retry"
 	"github.com/portico-llm/portico/trace"
@@ -54,9 +55,9 @@ var chaosKinds = []chaosKind{
 	{"429 with Retry-After", func(route int) fakeopenai.Fault {
 		f := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429}
 		switch route {
-		case routeOpenAI:
+		case dial.OpenAI:
 			f.RetryAfterMsHeader = 100 * time.Millisecond
-		case routeAnthropic:
+		case dial.Anthropic:
 			f.RetryAfter = time.Second // beyond MaxRetryAfter: the call moves on
 		default:
 			f.RetryAfter = 200 * time.Millisecond
@@ -66,7 +67,7 @@ var chaosKinds = []chaosKind{
 	{"500", status(500)},
 	{"502", status(502)},
 	{"overload", func(route int) fakeopenai.Fault {
-		if route == routeAnthropic {
+		if route == dial.Anthropic {
 			return fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 529}
 		}
 		return fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 503}
@@ -276,7 +277,7 @@ type invariants struct {
 	rate                                float64
 	requests, accepted, unclassified    int
 	failed                              map[portico.Class]int
-	attempts, calls, bound              [numRoutes]int
+	attempts, calls, bound              [dial.N]int
 	lateStarts                          int           // attempts started at or after their deadline
 	minLeft                             time.Duration // least deadline left when an attempt started
 	overshoot                           time.Duration // the latest a call returned relative to its deadline
@@ -365,7 +366,7 @@ func (v *invariants) callViolations(add func(format string, args ...any), maxOve
 	}
 	for i := range v.attempts {
 		if v.attempts[i] > v.bound[i] {
-			add("%s: %d attempts over the budgets' bound %d", providers[i].name, v.attempts[i], v.bound[i])
+			add("%s: %d attempts over the budgets' bound %d", dial.Providers[i].Name, v.attempts[i], v.bound[i])
 		}
 	}
 	if v.lateStarts != 0 {
@@ -418,7 +419,7 @@ func (v *invariants) print(w io.Writer) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s %d <= %d", providers[i].name, v.attempts[i], v.bound[i])
+		fmt.Fprintf(&b, "%s %d <= %d", dial.Providers[i].Name, v.attempts[i], v.bound[i])
 	}
 	fmt.Fprintf(w, "  attempts vs bound      %s (calls x 1.1 + 100 per destination)\n", b.String())
 	over := fmt.Sprintf("no call returned after it (the latest %v before)", (-v.overshoot).Round(time.Millisecond))

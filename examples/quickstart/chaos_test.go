@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
 )
 
@@ -109,7 +110,7 @@ func TestWatchFindsTheCanary(t *testing.T) {
 // TestChaosMenu checks the fault menu: every kind, on equal shares adding
 // up to the rate, each status as its provider sends it.
 func TestChaosMenu(t *testing.T) {
-	for route := range numRoutes {
+	for route := range dial.N {
 		fs := chaosFaults(0.3, route)
 		kinds, total := map[fakeopenai.FaultKind]bool{}, 0.0
 		for _, f := range fs {
@@ -120,10 +121,10 @@ func TestChaosMenu(t *testing.T) {
 			t.Errorf("route %d: %d kinds, fractions add up to %v; want all %d kinds on 0.3", route, len(kinds), total, fakeopenai.FaultDisconnect)
 		}
 	}
-	if f := chaosFaults(0.1, routeAnthropic)[3]; f.Status != 529 {
+	if f := chaosFaults(0.1, dial.Anthropic)[3]; f.Status != 529 {
 		t.Errorf("Anthropic's overload = %d, want 529", f.Status)
 	}
-	if f := chaosFaults(0.1, routeOpenAI)[0]; f.Status != 429 || f.RetryAfterMsHeader == 0 {
+	if f := chaosFaults(0.1, dial.OpenAI)[0]; f.Status != 429 || f.RetryAfterMsHeader == 0 {
 		t.Errorf("OpenAI's 429 = %+v, want one with retry-after-ms", f)
 	}
 }

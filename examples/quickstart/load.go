@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
 	"github.com/portico-llm/portico/respcache"
 )
@@ -31,7 +32,7 @@ type results struct {
 	limiterWaits  int
 	limiterWaited time.Duration
 	latencies     []time.Duration
-	routes        [numRoutes]routeStats
+	routes        [dial.N]routeStats
 	// overshoot is the latest a request returned relative to its deadline:
 	// negative when every request returned before it.
 	overshoot time.Duration
@@ -98,8 +99,8 @@ func newResults() *results {
 
 // route returns the stats of the route named name, or nil.
 func (r *results) route(name string) *routeStats {
-	for i := range providers {
-		if providers[i].name == name {
+	for i := range dial.Providers {
+		if dial.Providers[i].Name == name {
 			return &r.routes[i]
 		}
 	}
@@ -280,7 +281,7 @@ func (r *results) print(w io.Writer, elapsed time.Duration) {
 		if rs.server >= 0 {
 			srv = strconv.Itoa(rs.server)
 		}
-		fmt.Fprintf(w, "%-10s %8d %9d %11s %8d %15d  %s\n", providers[i].name, rs.answers, rs.attempts, srv, rs.retries, rs.breakerOpens, classCounts(rs.failed))
+		fmt.Fprintf(w, "%-10s %8d %9d %11s %8d %15d  %s\n", dial.Providers[i].Name, rs.answers, rs.attempts, srv, rs.retries, rs.breakerOpens, classCounts(rs.failed))
 	}
 }
 
@@ -292,7 +293,7 @@ func (r *results) fallbacks() string {
 			if b.Len() > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "from %s %d", providers[i].name, n)
+			fmt.Fprintf(&b, "from %s %d", dial.Providers[i].Name, n)
 		}
 	}
 	if b.Len() == 0 {

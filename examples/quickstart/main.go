@@ -54,6 +54,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -63,14 +64,12 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/examples/internal/dial"
 )
 
 func main() {
 	var cfg runConfig
-	for _, p := range providers {
-		flag.StringVar(&cfg.url[p.id], p.name+"-url", "", p.title+" base URL (e.g. "+p.example+"); empty starts an in-process fake server")
-		flag.StringVar(&cfg.model[p.id], p.name+"-model", p.model, p.title+" model name")
-	}
+	dial.Flags(&cfg.url, &cfg.model)
 	flag.IntVar(&cfg.requests, "n", 400, "requests to send")
 	flag.IntVar(&cfg.concurrency, "c", 64, "requests in flight at once")
 	flag.IntVar(&cfg.clients, "clients", 40, "client keys (tenants) the requests are spread over")
@@ -82,7 +81,7 @@ func main() {
 	var err error
 	switch {
 	case *routing:
-		var eps [numRoutes]*endpoint
+		var eps [dial.N]*endpoint
 		if eps, err = startEndpoints(context.Background(), os.Stdout, cfg); err == nil {
 			_, err = runRoute(context.Background(), os.Stdout, eps, cfg.requests, cfg.concurrency)
 		}
@@ -103,7 +102,7 @@ func main() {
 
 // runConfig is what the flags set; url and model are indexed by route.
 type runConfig struct {
-	url, model                     [numRoutes]string
+	url, model                     [dial.N]string
 	requests, concurrency, clients int
 	seed                           int64
 	// faultRate, when positive, is a chaos run's: every fake fails that
@@ -164,28 +163,25 @@ func run(ctx context.Context, out io.Writer, cfg runConfig) (*results, error) {
 // startEndpoints starts each route's endpoint as cfg says (a fake, or a
 // real one at its -*-url) and prints what it is. On an error, the ones
 // started are in eps, for closeEndpoints.
-func startEndpoints(ctx context.Context, out io.Writer, cfg runConfig) (eps [numRoutes]*endpoint, err error) {
-	for _, p := range providers {
-		model := cfg.model[p.id]
-		if model == "" {
-			model = p.model
-		}
+func startEndpoints(ctx context.Context, out io.Writer, cfg runConfig) (eps [dial.N]*endpoint, err error) {
+	for i, p := range dial.Providers {
+		model := cmp.Or(cfg.model[i], p.Model)
 		fo := fakeOptions{seed: uint64(cfg.seed), pipe: cfg.pipe}
 		if cfg.faultRate > 0 {
-			fo.faults = chaosFaults(cfg.faultRate, p.id)
+			fo.faults = chaosFaults(cfg.faultRate, i)
 		}
-		ep, err := p.start(ctx, cfg.url[p.id], model, fo)
+		ep, err := starts[i](ctx, cfg.url[i], model, fo)
 		if err != nil {
-			return eps, fmt.Errorf("%s: %w", p.title, err)
+			return eps, fmt.Errorf("%s: %w", p.Title, err)
 		}
-		eps[p.id] = ep
+		eps[i] = ep
 		fmt.Fprintln(out, ep.about)
 	}
 	return eps, nil
 }
 
 // closeEndpoints stops the fakes among eps.
-func closeEndpoints(eps [numRoutes]*endpoint) {
+func closeEndpoints(eps [dial.N]*endpoint) {
 	for _, ep := range eps {
 		if ep != nil {
 			ep.close()

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/internal/binom"
 	"github.com/portico-llm/portico/retry"
 )
@@ -44,7 +45,7 @@ func TestQuickstart(t *testing.T) {
 	}
 	answers, answering := 0, 0
 	for i := range res.routes {
-		rs, name := &res.routes[i], providers[i].name
+		rs, name := &res.routes[i], dial.Providers[i].Name
 		answers += rs.answers
 		// Every attempt the adapter sent reached the server exactly once.
 		if rs.server != rs.sent || rs.sent > rs.attempts {
@@ -83,7 +84,7 @@ func TestQuickstart(t *testing.T) {
 	// moves on from OpenAI. On a loaded machine the primary's share of
 	// the deadline may end before a 429 arrives, so any failure class
 	// counts.
-	o := &res.routes[routeOpenAI]
+	o := &res.routes[dial.OpenAI]
 	failedOpenAI := 0
 	for _, n := range o.failed {
 		failedOpenAI += n
@@ -112,7 +113,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	var cfg runConfig
 	cfg.requests, cfg.concurrency, cfg.clients = 1, 1, 1
-	cfg.url[routeAnthropic] = "http://127.0.0.1:1/"
+	cfg.url[dial.Anthropic] = "http://127.0.0.1:1/"
 	if _, err := run(context.Background(), &bytes.Buffer{}, cfg); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Errorf("run with -anthropic-url and no key = %v, want an error naming ANTHROPIC_API_KEY", err)
 	}

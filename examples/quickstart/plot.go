@@ -9,6 +9,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/examples/internal/chart"
+	"github.com/portico-llm/portico/examples/internal/dial"
 )
 
 // plotStep is the width of -plot's bins.
@@ -26,7 +27,7 @@ func writePlot(file string, titles []string, runs []*results) error {
 		var attempts []time.Time
 		for j := range r.routes {
 			attempts = append(attempts, r.routes[j].attemptAt...)
-			answers = append(answers, chart.Series{Name: "answered by " + providers[j].name, Values: rates(r.routes[j].answerAt, r.start)})
+			answers = append(answers, chart.Series{Name: "answered by " + dial.Providers[j].Name, Values: rates(r.routes[j].answerAt, r.start)})
 		}
 		c.Panels = append(c.Panels,
 			chart.Panel{Title: titles[i] + ": answers, by route", Series: answers},

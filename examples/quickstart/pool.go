@@ -11,6 +11,7 @@ import (
 
 	openaisdk "github.com/openai/openai-go/v3/option"
 
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
 	"github.com/portico-llm/portico/provider/openai"
 	"github.com/portico-llm/portico/stack"
@@ -103,7 +104,7 @@ func poolKey(i int, label string, storm *atomic.Bool) (stack.Key, *fakeopenai.Se
 // poolStack is the stack over keys' pool, and each of its routes' index
 // by name.
 func poolStack(keys []stack.Key) (*stack.Stack, map[string]int, error) {
-	r := routeOf(routeOpenAI, &endpoint{}, nil)
+	r := routeOf(dial.OpenAI, &endpoint{}, nil)
 	r.Name, r.Model = "", nil
 	routes, g, err := stack.Pool("gpt", r, keys...)
 	if err != nil {

@@ -2,39 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
-	anthropicsdk "github.com/anthropics/anthropic-sdk-go/v2/option"
-	openaisdk "github.com/openai/openai-go/v3/option"
-	"google.golang.org/genai"
-
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/modeltest/fakeanthropic"
 	"github.com/portico-llm/portico/modeltest/fakegemini"
 	"github.com/portico-llm/portico/modeltest/fakeopenai"
-	"github.com/portico-llm/portico/provider/anthropic"
-	"github.com/portico-llm/portico/provider/gemini"
-	"github.com/portico-llm/portico/provider/openai"
 )
 
-// The routes, in the fallback's order.
-const (
-	routeOpenAI = iota
-	routeAnthropic
-	routeGemini
-	numRoutes
-)
-
-// provider is one route's provider: its flags' defaults and how to reach it.
-type provider struct {
-	id             int
-	name, title    string // flag prefix and route name; display name
-	model, example string // default model; an example base URL
-	start          func(ctx context.Context, url, model string, fo fakeOptions) (*endpoint, error)
+// starts start each route's endpoint, by dial's index: the real one at url,
+// or a fake.
+var starts = [dial.N]func(ctx context.Context, url, model string, fo fakeOptions) (*endpoint, error){
+	startOpenAI, startAnthropic, startGemini,
 }
 
 // fakeOptions say how to start a route's fake server.
@@ -54,12 +36,6 @@ func start[C, S any](fo fakeOptions, cfg C, loopback, pipe func(C) (S, error)) (
 		return pipe(cfg)
 	}
 	return loopback(cfg)
-}
-
-var providers = [numRoutes]provider{
-	{id: routeOpenAI, name: "openai", title: "OpenAI", model: "gpt-4o-mini", example: "https://api.openai.com/v1/", start: startOpenAI},
-	{id: routeAnthropic, name: "anthropic", title: "Anthropic", model: "claude-haiku-4-5", example: "https://api.anthropic.com/", start: startAnthropic},
-	{id: routeGemini, name: "gemini", title: "Gemini", model: "gemini-2.5-flash", example: "https://generativelanguage.googleapis.com/", start: startGemini},
 }
 
 // endpoint is a route's adapter and, on a fake, the server behind it.
@@ -86,8 +62,13 @@ func faultCounts[R any](requests func() []R, kind func(R) fakeopenai.FaultKind) 
 	}
 }
 
-func realEndpoint(m portico.Model, title, url, model string) *endpoint {
-	return &endpoint{model: m, about: fmt.Sprintf("%-9s %s at %s", title, model, url), close: func() {}, count: func() int { return -1 }}
+// realEndpoint is route i's endpoint at url, a real one.
+func realEndpoint(ctx context.Context, i int, url, model string) (*endpoint, error) {
+	m, err := dial.Real(ctx, i, url, model)
+	if err != nil {
+		return nil, err
+	}
+	return &endpoint{model: m, about: fmt.Sprintf("%-9s %s at %s", dial.Providers[i].Title, model, url), close: func() {}, count: func() int { return -1 }}, nil
 }
 
 // systemTokens is the system prompt's length as the fakes count tokens
@@ -114,12 +95,9 @@ const (
 // longer than the group waits in place (Fallback.WaitInPlace, 50 ms here), so
 // they move on to Anthropic at once (the fallback across dialects shows in
 // every run) and OpenAI cools down for the Retry-After.
-func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
+func startOpenAI(ctx context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
-		if os.Getenv("OPENAI_API_KEY") == "" {
-			return nil, errors.New("-openai-url needs OPENAI_API_KEY")
-		}
-		return realEndpoint(openai.New(openai.Config{Model: model}, openaisdk.WithBaseURL(url)), "OpenAI", url, model), nil
+		return realEndpoint(ctx, dial.OpenAI, url, model)
 	}
 	busy := fakeopenai.Fault{Kind: fakeopenai.FaultStatus, Status: 429, RetryAfterMsHeader: 150 * time.Millisecond}
 	mc := fakeopenai.ModelConfig{
@@ -141,8 +119,7 @@ func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoin
 	if err != nil {
 		return nil, err
 	}
-	m := openai.New(openai.Config{Model: model}, openaisdk.WithBaseURL(srv.BaseURL()), openaisdk.WithAPIKey("fake"), openaisdk.WithHTTPClient(srv.Client()))
-	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
+	return &endpoint{model: dial.OverOpenAI(srv, model), close: srv.Close, count: func() int { return srv.Count(model) },
 		faults: faultCounts(srv.Requests, func(r fakeopenai.Request) fakeopenai.FaultKind { return r.Fault }),
 		about:  fmt.Sprintf("fake OpenAI    on %s: %s answers %s", srv.URL(), model, about)}, nil
 }
@@ -154,12 +131,9 @@ func startOpenAI(_ context.Context, url, model string, fo fakeOptions) (*endpoin
 // the route's breaker counts it only in its run of consecutive failures
 // (advice about one request: it opens nothing alone, and the next answer
 // ends the run).
-func startAnthropic(_ context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
+func startAnthropic(ctx context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
-		if os.Getenv("ANTHROPIC_API_KEY") == "" {
-			return nil, errors.New("-anthropic-url needs ANTHROPIC_API_KEY")
-		}
-		return realEndpoint(anthropic.New(anthropic.Config{Model: model}, anthropicsdk.WithBaseURL(url)), "Anthropic", url, model), nil
+		return realEndpoint(ctx, dial.Anthropic, url, model)
 	}
 	noRetry := fakeanthropic.Fault{Kind: fakeanthropic.FaultStatus, Status: 529, ShouldRetry: "false"}
 	mc := fakeanthropic.ModelConfig{
@@ -178,8 +152,7 @@ func startAnthropic(_ context.Context, url, model string, fo fakeOptions) (*endp
 	if err != nil {
 		return nil, err
 	}
-	m := anthropic.New(anthropic.Config{Model: model}, anthropicsdk.WithBaseURL(srv.BaseURL()), anthropicsdk.WithAPIKey("fake"), anthropicsdk.WithHTTPClient(srv.Client()))
-	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },
+	return &endpoint{model: dial.OverAnthropic(srv, model), close: srv.Close, count: func() int { return srv.Count(model) },
 		faults: faultCounts(srv.Requests, func(r fakeanthropic.Request) fakeopenai.FaultKind { return r.Fault }),
 		about:  fmt.Sprintf("fake Anthropic on %s: %s answers %s", srv.URL(), model, about)}, nil
 }
@@ -189,11 +162,7 @@ func startAnthropic(_ context.Context, url, model string, fo fakeOptions) (*endp
 // header) is 0.2 s, and 500 INTERNAL.
 func startGemini(ctx context.Context, url, model string, fo fakeOptions) (*endpoint, error) {
 	if url != "" {
-		m, err := gemini.New(ctx, gemini.Config{Model: model}, genai.ClientConfig{HTTPOptions: genai.HTTPOptions{BaseURL: url}}) // the key: GEMINI_API_KEY or GOOGLE_API_KEY
-		if err != nil {
-			return nil, err
-		}
-		return realEndpoint(m, "Gemini", url, model), nil
+		return realEndpoint(ctx, dial.Gemini, url, model) // the key: GEMINI_API_KEY or GOOGLE_API_KEY
 	}
 	mc := fakegemini.ModelConfig{
 		Name: model, Latency: latency, TTFT: ttft, TokensPerSecond: tps, OutputTokens: outputTokens, ToolCalls: true,
@@ -212,9 +181,8 @@ func startGemini(ctx context.Context, url, model string, fo fakeOptions) (*endpo
 	if err != nil {
 		return nil, err
 	}
-	m, err := gemini.New(ctx, gemini.Config{Model: model}, genai.ClientConfig{APIKey: "fake", HTTPClient: srv.Client(), HTTPOptions: genai.HTTPOptions{BaseURL: srv.URL()}})
+	m, err := dial.OverGemini(ctx, srv, model)
 	if err != nil {
-		srv.Close()
 		return nil, err
 	}
 	return &endpoint{model: m, close: srv.Close, count: func() int { return srv.Count(model) },

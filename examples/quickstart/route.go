@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/internal/binom"
 	"github.com/portico-llm/portico/route"
@@ -54,7 +55,7 @@ const (
 // stand-in for a quality check) accepts the cheap answer or pays for the
 // strong one too, so a request costs c1 + (1-u1) c2 = 3 units on
 // average, against 10 all strong.
-func runRoute(ctx context.Context, out io.Writer, eps [numRoutes]*endpoint, n, c int) (*routeResults, error) {
+func runRoute(ctx context.Context, out io.Writer, eps [dial.N]*endpoint, n, c int) (*routeResults, error) {
 	if n <= 0 || c <= 0 {
 		return nil, fmt.Errorf("-n and -c must be positive")
 	}
@@ -68,7 +69,7 @@ func runRoute(ctx context.Context, out io.Writer, eps [numRoutes]*endpoint, n, c
 	}
 	// As the main job's group: a longer Retry-After moves on at once.
 	fc := fallback.Config{WaitInPlace: 50 * time.Millisecond}
-	split, err := stack.New(stack.Config{Routes: []stack.Route{r(routeOpenAI, 0), r(routeAnthropic, 0)}, Kind: stack.Weighted{7, 3},
+	split, err := stack.New(stack.Config{Routes: []stack.Route{r(dial.OpenAI, 0), r(dial.Anthropic, 0)}, Kind: stack.Weighted{7, 3},
 		Fallback: fc, Deadline: requestDeadline})
 	if err != nil {
 		return nil, err
@@ -104,7 +105,7 @@ func runRoute(ctx context.Context, out io.Writer, eps [numRoutes]*endpoint, n, c
 		}
 		return 0
 	}
-	cascade, err := stack.New(stack.Config{Routes: []stack.Route{r(routeGemini, cheapCost), r(routeOpenAI, strongCost)},
+	cascade, err := stack.New(stack.Config{Routes: []stack.Route{r(dial.Gemini, cheapCost), r(dial.OpenAI, strongCost)},
 		Kind: stack.Cascade{Steps: []route.Step{{Accept: accept, Threshold: 0.5}, {}}}, Fallback: fc, Deadline: requestDeadline})
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func runRoute(ctx context.Context, out io.Writer, eps [numRoutes]*endpoint, n, c
 		case err != nil:
 			res.cascadeFails++
 			return
-		case resp.Route == providers[routeGemini].name:
+		case resp.Route == dial.Providers[dial.Gemini].Name:
 			res.accepted++
 		default:
 			res.escalated++
@@ -153,7 +154,7 @@ func each(n, c int, f func()) {
 var routeReq = &portico.Request{Messages: []portico.Message{portico.Text(portico.RoleUser, "Which route answers me?")}, MaxOutputTokens: outputTokens}
 
 func (res *routeResults) print(out io.Writer) {
-	oa, an, ge := providers[routeOpenAI].name, providers[routeAnthropic].name, providers[routeGemini].name
+	oa, an, ge := dial.Providers[dial.OpenAI].Name, dial.Providers[dial.Anthropic].Name, dial.Providers[dial.Gemini].Name
 	placed := res.first[oa] + res.first[an]
 	fmt.Fprintf(out, "\nweighted split 7:3 (stack.Weighted{7, 3}), %d requests:\n", res.n)
 	fmt.Fprintf(out, "  drawn first   %s %d, %s %d of the %d requests that found both routes available (expected %.0f ± %.0f: 4.5 standard deviations of the binomial)\n",

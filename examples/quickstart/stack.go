@@ -8,6 +8,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/respcache"
@@ -27,7 +28,7 @@ import (
 //
 // With a watch (a chaos run), the stack is traced and its layers log at
 // debug level, to the watch's recorder and handler.
-func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, error) {
+func newStack(eps [dial.N]*endpoint, res *results, w *watch) (*stack.Stack, error) {
 	var logger *slog.Logger
 	var tracer *trace.Tracer
 	if w != nil {
@@ -75,11 +76,11 @@ func newStack(eps [numRoutes]*endpoint, res *results, w *watch) (*stack.Stack, e
 // (with attempt timeouts that end the fakes' stalls) and validate, each
 // layer logging to logger (nil: none).
 func routeOf(i int, ep *endpoint, logger *slog.Logger) stack.Route {
-	p := &providers[i]
+	name := dial.Providers[i].Name
 	caps := prices[i]
-	caps.Provider, caps.ContextWindow, caps.Tools = p.name, 128_000, true
+	caps.Provider, caps.ContextWindow, caps.Tools = name, 128_000, true
 	return stack.Route{
-		Route:   portico.Route{Name: p.name, Model: ep.model, Capabilities: caps},
+		Route:   portico.Route{Name: name, Model: ep.model, Capabilities: caps},
 		Breaker: breaker.Config{OpenFor: 200 * time.Millisecond, Logger: logger},
 		Retry: retry.Config{
 			Logger: logger,

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log"
 	"net"
 	"net/http"
@@ -23,6 +22,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/portico-llm/portico/examples/internal/dial"
 )
 
 func main() {
@@ -31,11 +32,7 @@ func main() {
 	flag.StringVar(&cfg.redis, "redis", "", "address of a Redis shared by the instances (host:port); empty keeps state in this process")
 	flag.IntVar(&cfg.rpm, "rpm", 60, "requests per minute per tenant")
 	flag.DurationVar(&cfg.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
-	for i := range routes {
-		r := &routes[i]
-		flag.StringVar(&cfg.url[i], r.name+"-url", "", fmt.Sprintf("%s base URL (e.g. %s); empty runs a fake", r.title, r.example))
-		flag.StringVar(&cfg.model[i], r.name+"-model", r.model, r.title+" model")
-	}
+	dial.Flags(&cfg.url, &cfg.model)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -49,7 +46,7 @@ type config struct {
 	addr, redis string
 	rpm         int
 	grace       time.Duration
-	url, model  [numRoutes]string
+	url, model  [dial.N]string
 }
 
 // serve runs the service until ctx ends, then shuts it down gracefully. When

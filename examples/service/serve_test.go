@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/redisstore/redistest"
 )
 
@@ -18,8 +19,8 @@ import (
 func start(t *testing.T, cfg config) (string, func() error) {
 	t.Helper()
 	cfg.addr, cfg.grace = "127.0.0.1:0", 5*time.Second
-	for i := range routes {
-		cfg.model[i] = routes[i].model
+	for i := range dial.Providers {
+		cfg.model[i] = dial.Providers[i].Model
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)

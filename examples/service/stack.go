@@ -10,6 +10,7 @@ import (
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/breaker"
+	"github.com/portico-llm/portico/examples/internal/dial"
 	"github.com/portico-llm/portico/fallback"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/redisstore"
@@ -36,8 +37,8 @@ const requestDeadline = 30 * time.Second
 func newService(ctx context.Context, cfg config) (*service, error) {
 	s := &service{}
 	var about []string
-	var models [numRoutes]portico.Model
-	for i := range routes {
+	var models [dial.N]portico.Model
+	for i, p := range dial.Providers {
 		m, stop, err := openRoute(ctx, i, cfg.url[i], cfg.model[i])
 		if err != nil {
 			s.close()
@@ -45,9 +46,9 @@ func newService(ctx context.Context, cfg config) (*service, error) {
 		}
 		if stop != nil {
 			s.stops = append(s.stops, stop)
-			about = append(about, "fake "+routes[i].name)
+			about = append(about, "fake "+p.Name)
 		} else {
-			about = append(about, routes[i].name+" at "+cfg.url[i])
+			about = append(about, p.Name+" at "+cfg.url[i])
 		}
 		models[i] = m
 	}
@@ -63,8 +64,8 @@ func newService(ctx context.Context, cfg config) (*service, error) {
 	var rs []stack.Route
 	for i, m := range models {
 		rs = append(rs, stack.Route{
-			Route: portico.Route{Name: routes[i].name, Model: m, Capabilities: portico.Capabilities{Provider: routes[i].name, ContextWindow: 128_000,
-				InputPrice: routes[i].in / 1e6, OutputPrice: routes[i].out / 1e6}}, // Response.Cost in USD
+			Route: portico.Route{Name: dial.Providers[i].Name, Model: m, Capabilities: portico.Capabilities{Provider: dial.Providers[i].Name, ContextWindow: 128_000,
+				InputPrice: prices[i].in / 1e6, OutputPrice: prices[i].out / 1e6}}, // Response.Cost in USD
 			Breaker: breaker.Config{Shared: sc.cooldowns},
 			Retry:   retry.Config{Budget: retry.Budget{Shared: sc.budgets}, Timeouts: retry.Timeouts{FirstChunk: 10 * time.Second}},
 		})
