@@ -202,16 +202,8 @@ func (r *Runner) writeKept() {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ok, taken, err := r.restore(r.ctx, k.key, k.rec)
-			if err != nil {
+			if !r.writeKeptOne(k) {
 				failed.Store(true)
-				return
-			}
-			if taken {
-				r.ranTwice(k)
-			}
-			if !ok {
-				r.forget(k)
 			}
 		})
 	}
@@ -223,6 +215,23 @@ func (r *Runner) writeKept() {
 	r.mu.Lock()
 	r.written = max(r.written, upto)
 	r.mu.Unlock()
+}
+
+// writeKeptOne writes k back ([Runner.restore]), reporting a double run
+// when another run took its key and forgetting k when the key is not k's
+// any more; false on a store error.
+func (r *Runner) writeKeptOne(k kept) bool {
+	ok, taken, err := r.restore(r.ctx, k.key, k.rec)
+	if err != nil {
+		return false
+	}
+	if taken {
+		r.ranTwice(k)
+	}
+	if !ok {
+		r.forget(k)
+	}
+	return true
 }
 
 // ranTwice reports that k's key, written back after a loss, was found run
@@ -262,7 +271,7 @@ func (r *Runner) leaveIfMember() {
 func (r *Runner) forget(k kept) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rec, ok := r.kept.get(k.key, time.Now()); ok && rec.Owner == k.rec.Owner && rec.State == k.rec.State {
+	if rec, ok := r.kept.get(k.key, time.Now()); ok && rec.sameClaim(k.rec) {
 		r.kept.drop(k.key)
 	}
 }

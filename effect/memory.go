@@ -73,16 +73,13 @@ func (s *MemoryStore) PutIfAbsent(_ context.Context, key Key, rec Record) (Recor
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.live(key, now); ok {
-		if r.State == Pending && rec.State == Pending && r.Owner == rec.Owner {
+		if rec.State == Pending && r.sameClaim(rec) {
 			s.m[key] = rec // the caller's own claim, resent
 			return rec, true, nil
 		}
 		return r, false, nil
 	}
-	if len(s.m) >= s.max || !now.Before(s.nextSweep) {
-		s.sweep(now)
-	}
-	if len(s.m) >= s.max {
+	if s.full(now) {
 		return Record{}, false, ErrFull
 	}
 	s.m[key] = rec
@@ -95,7 +92,7 @@ func (s *MemoryStore) Update(_ context.Context, key Key, prev, next Record) (boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.live(key, now)
-	if !ok || r.Owner != prev.Owner || r.State != prev.State {
+	if !ok || !r.sameClaim(prev) {
 		return false, nil
 	}
 	s.m[key] = next
@@ -113,6 +110,15 @@ func (s *MemoryStore) live(key Key, now time.Time) (Record, bool) {
 		return Record{}, false
 	}
 	return r, true
+}
+
+// full reports whether the store holds MaxEntries unexpired records at
+// now, sweeping the expired ones when it holds MaxEntries or a sweep is due.
+func (s *MemoryStore) full(now time.Time) bool {
+	if len(s.m) >= s.max || !now.Before(s.nextSweep) {
+		s.sweep(now)
+	}
+	return len(s.m) >= s.max
 }
 
 func (s *MemoryStore) sweep(now time.Time) {

@@ -105,3 +105,6 @@ type Store interface {
 	// it did.
 	Update(ctx context.Context, key Key, prev, next Record) (bool, error)
 }
+
+// sameClaim reports whether r and o are one owner's records in one state.
+func (r Record) sameClaim(o Record) bool { return r.Owner == o.Owner && r.State == o.State }

@@ -175,9 +175,7 @@ func New(cfg Config) (*Runner, error) {
 		if *d.p < 0 {
 			return nil, errors.New("effect: Config." + d.name + " is negative")
 		}
-		if *d.p == 0 {
-			*d.p = d.def
-		}
+		*d.p = cmp.Or(*d.p, d.def)
 	}
 	if cfg.Store == nil {
 		s, _ := NewMemoryStore(MemoryConfig{})
@@ -337,15 +335,8 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 				return res, err
 			}
 			continue
-		case serr != nil:
-			return nil, r.claimFailed(ctx, key, mine, serr)
-		case stored && seen:
-			// Pending elsewhere a moment ago, absent now within its lease:
-			// the store lost it, and that run may be under way.
-			r.record(ctx, key, mine, Record{State: Unknown, Class: portico.Ambiguous, Reason: ReasonLost})
-			return nil, unknownError(ReasonLost, nil)
-		case stored:
-			return r.run(ctx, key, mine, fn)
+		case serr != nil || stored:
+			return r.claimed(ctx, key, mine, fn, serr, seen)
 		}
 		res, err, again := r.found(ctx, key, cur, mine, fn, f)
 		if !again {
@@ -353,6 +344,22 @@ func (r *Runner) settle(ctx context.Context, key Key, fp string, fn func(context
 		}
 		seen = seen || cur.State == Pending
 	}
+}
+
+// claimed acts on the store's answer to the claim mine, which it stored
+// (serr nil) or could not decide: runs fn, unless the key was seen pending
+// in another run (seen), or fails.
+func (r *Runner) claimed(ctx context.Context, key Key, mine Record, fn func(context.Context) ([]byte, error), serr error, seen bool) ([]byte, error) {
+	switch {
+	case serr != nil:
+		return nil, r.claimFailed(ctx, key, mine, serr)
+	case seen:
+		// Pending elsewhere a moment ago, absent now within its lease:
+		// the store lost it, and that run may be under way.
+		r.record(ctx, key, mine, Record{State: Unknown, Class: portico.Ambiguous, Reason: ReasonLost})
+		return nil, unknownError(ReasonLost, nil)
+	}
+	return r.run(ctx, key, mine, fn)
 }
 
 // quarantined answers a claim refused during a loss's quarantine: a caller
@@ -379,17 +386,23 @@ func (r *Runner) found(ctx context.Context, key Key, cur, mine Record, fn func(c
 		}
 		return r.later(ctx, f)
 	case cur.State == Failed && rerunnable(cur.Class):
-		ok, serr := r.store.Update(ctx, key, cur, mine)
-		if serr != nil {
-			return nil, r.claimFailed(ctx, key, mine, serr), false
-		}
-		if ok {
-			res, err = r.run(ctx, key, mine, fn)
-			return res, err, false
-		}
-		return nil, nil, true // someone moved the record first: look again
+		return r.rerun(ctx, key, cur, mine, fn)
 	}
 	res, err = r.answer(cur, mine.Args, f)
+	return res, err, false
+}
+
+// rerun claims key, Failed as cur with a class that may run again, with
+// mine and runs fn; again when someone moved the record first.
+func (r *Runner) rerun(ctx context.Context, key Key, cur, mine Record, fn func(context.Context) ([]byte, error)) (res []byte, err error, again bool) {
+	ok, serr := r.store.Update(ctx, key, cur, mine)
+	if serr != nil {
+		return nil, r.claimFailed(ctx, key, mine, serr), false
+	}
+	if !ok {
+		return nil, nil, true // someone moved the record first: look again
+	}
+	res, err = r.run(ctx, key, mine, fn)
 	return res, err, false
 }
 
@@ -551,19 +564,26 @@ func (r *Runner) run(ctx context.Context, key Key, mine Record, fn func(context.
 	if err == nil {
 		return res, r.completed(ctx, key, mine, res, missed)
 	}
+	return nil, r.failed(ctx, key, mine, err)
+}
+
+// failed records fn's error err under the claim mine by its class, and
+// returns the caller's error: Unknown's for an outcome nobody knows; err
+// itself for a Rejected run, whose key is released, and for any other.
+func (r *Runner) failed(ctx context.Context, key Key, mine Record, err error) error {
 	class := portico.ClassOf(err)
 	reason := reasonOf(err, class)
 	switch class {
 	case portico.Ambiguous, portico.Deadline, portico.Canceled:
 		r.record(ctx, key, mine, Record{State: Unknown, Class: class, Reason: reason})
-		return nil, unknownError(reason, err)
+		return unknownError(reason, err)
 	case portico.Rejected:
 		// Refused before anything was sent: the next Do runs the effect.
 		r.release(ctx, key, mine, reason)
-		return nil, err
+		return err
 	}
 	r.record(ctx, key, mine, Record{State: Failed, Class: class, Reason: reason})
-	return nil, err
+	return err
 }
 
 // released is the record that releases claim mine for reason: Rejected,
@@ -655,24 +675,29 @@ func (r *Runner) startWriting() {
 func (r *Runner) writeBack() {
 	t := time.NewTicker(r.poll)
 	defer t.Stop()
-	for first := r.watch != nil; ; first = false {
-		if !first { // a member from its first kept outcome: ask at once
-			select {
-			case <-r.ctx.Done():
-				r.leaveIfMember()
-				r.mu.Lock()
-				r.writing = false
-				r.mu.Unlock()
-				return
-			case <-t.C:
-			}
-		}
+	ask := r.watch != nil // a member from its first kept outcome: ask at once
+	for ask || r.waitPoll(t) {
+		ask = false
 		if r.watch != nil && r.watchLosses() {
 			r.writeKept()
 		}
 		if !r.writeUnwritten() {
 			return
 		}
+	}
+	r.leaveIfMember()
+	r.mu.Lock()
+	r.writing = false
+	r.mu.Unlock()
+}
+
+// waitPoll waits for t's next tick; false when the Runner is closed first.
+func (r *Runner) waitPoll(t *time.Ticker) bool {
+	select {
+	case <-r.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -776,7 +801,7 @@ func (r *Runner) restore(ctx context.Context, key Key, next Record) (ok, taken b
 		return stored, false, err
 	}
 	switch {
-	case cur.Owner == next.Owner && cur.State == next.State:
+	case cur.sameClaim(next):
 		return true, false, nil
 	case cur.State == Unknown && cur.Reason == ReasonLost:
 		ok, err = r.store.Update(ctx, key, cur, next)
@@ -831,8 +856,13 @@ func (r *Runner) Resolve(ctx context.Context, key Key, o Outcome) error {
 	if !ok || !resolvable(cur, time.Now()) {
 		return &portico.Error{Class: portico.Permanent, Reason: "key not unknown", Err: ErrNotResolvable}
 	}
+	return r.resolve(ctx, key, cur, o)
+}
+
+// resolve moves key from its record cur to o's, for Resolve.
+func (r *Runner) resolve(ctx context.Context, key Key, cur Record, o Outcome) error {
 	next := o.record(time.Now().Add(r.ttl))
-	ok, err = r.store.Update(ctx, key, cur, next)
+	ok, err := r.store.Update(ctx, key, cur, next)
 	if err != nil {
 		return storeError(err)
 	}
@@ -885,7 +915,21 @@ func once[T any](ctx context.Context, r *Runner, key Key, fp string, fn func(con
 		panic("effect: Once of a nil func")
 	}
 	var zero T
-	res, err := r.do(ctx, key, fp, func(ctx context.Context) ([]byte, error) {
+	res, err := r.do(ctx, key, fp, encoding(fn))
+	if err != nil && res == nil {
+		return zero, err
+	}
+	var out T
+	if derr := json.Unmarshal(res, &out); derr != nil {
+		return zero, &portico.Error{Class: portico.Permanent, Reason: "effect result does not decode", Err: derr}
+	}
+	return out, err
+}
+
+// encoding runs fn and returns its result as JSON: Ambiguous when it does
+// not encode (the effect ran but its result is lost).
+func encoding[T any](fn func(context.Context) (T, error)) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
 		v, err := fn(ctx)
 		if err != nil {
 			return nil, err
@@ -895,15 +939,7 @@ func once[T any](ctx context.Context, r *Runner, key Key, fp string, fn func(con
 			return nil, &portico.Error{Class: portico.Ambiguous, Reason: "effect result does not encode", Err: err}
 		}
 		return b, nil
-	})
-	if err != nil && res == nil {
-		return zero, err
 	}
-	var out T
-	if derr := json.Unmarshal(res, &out); derr != nil {
-		return zero, &portico.Error{Class: portico.Permanent, Reason: "effect result does not decode", Err: derr}
-	}
-	return out, err
 }
 
 // storeFailed returns the error of a Do the store could not decide, which
