@@ -142,14 +142,7 @@ func (i *instruments) recordRequest(ctx context.Context, t *Tracer, req *portico
 		i.ttfc.Record(ctx, s.ttft.Seconds(), set)
 	}
 	if resp != nil {
-		// attribute.NewSet sorts its argument in place: rebuild the slice from
-		// base before changing the token type, not just its last element.
-		n := len(base)
-		tok := append(base[:n:n], KeyTokenType.String("input"))
-		i.tokens.Record(ctx, int64(resp.Usage.InputTokens), metric.WithAttributeSet(attribute.NewSet(tok...)))
-		copy(tok, base)
-		tok[n] = KeyTokenType.String("output")
-		i.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributeSet(attribute.NewSet(tok...)))
+		i.recordTokens(ctx, base, &resp.Usage)
 	}
 	route, oc := routeOf(resp), outcome(class)
 	routeSet := metric.WithAttributeSet(attribute.NewSet(KeyRoute.String(route), KeyOutcome.String(oc)))
@@ -166,6 +159,19 @@ func (i *instruments) recordRequest(ctx context.Context, t *Tracer, req *portico
 	if c := t.cost(resp); class == portico.OK && c > 0 {
 		i.cost.Record(ctx, c, routeSet)
 	}
+}
+
+// recordTokens records u's input and output tokens under the attributes
+// base.
+func (i *instruments) recordTokens(ctx context.Context, base []attribute.KeyValue, u *portico.Usage) {
+	// attribute.NewSet sorts its argument in place: rebuild the slice from
+	// base before changing the token type, not just its last element.
+	n := len(base)
+	tok := append(base[:n:n], KeyTokenType.String("input"))
+	i.tokens.Record(ctx, int64(u.InputTokens), metric.WithAttributeSet(attribute.NewSet(tok...)))
+	copy(tok, base)
+	tok[n] = KeyTokenType.String("output")
+	i.tokens.Record(ctx, int64(u.OutputTokens), metric.WithAttributeSet(attribute.NewSet(tok...)))
 }
 
 // recordEvent records the metrics of one layer event (see eventRules).

@@ -262,18 +262,23 @@ func (c *call) summary(resp *portico.Response, err error) summary {
 		l := s.labels.answeredBy(at, model)
 		s.relabel, s.labels = l != s.labels, l
 	}
-	s.attempts = int(c.attemptCount.Load())
-	if s.attempts == 0 && !portico.NothingSent(err) {
-		// No attempt layer counted (none below, or its Tracer records
-		// nothing): the first attempt and one per retry, unless the error
-		// says that no request left the process.
-		s.attempts = 1 + s.retries
-	}
+	s.attempts = c.attempts(s.retries, err)
 	if resp != nil && len(resp.Hops) > 0 {
 		h := resp.Hops[len(resp.Hops)-1]
 		s.fallbackSource, s.fallbackReason = h.Route, h.Reason
 	}
 	return s
+}
+
+// attempts returns how many attempts the call made, ending with err after
+// retries retries: those the attempt layers counted, or when none did
+// (none below, or its Tracer records nothing) the first attempt and one per
+// retry, unless err says that no request left the process.
+func (c *call) attempts(retries int, err error) int {
+	if n := int(c.attemptCount.Load()); n > 0 || portico.NothingSent(err) {
+		return n
+	}
+	return 1 + retries
 }
 
 // answeredBy returns l with the names of at, the attempt layer whose attempt

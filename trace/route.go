@@ -1,6 +1,10 @@
 package trace
 
-import "github.com/portico-llm/portico"
+import (
+	"cmp"
+
+	"github.com/portico-llm/portico"
+)
 
 // Route is one route's own tracing settings, for [Tracer.ForRoute]. Empty
 // fields keep the Tracer's own.
@@ -38,22 +42,12 @@ func (t *Tracer) ForRoute(r Route) *Tracer {
 	n := &Tracer{
 		cfg: t.cfg, op: t.op, tracer: t.tracer, inst: t.inst, log: t.log, prop: t.prop,
 		startOpts: t.startOpts, noop: t.noop, inert: t.inert, global: t.global,
-		route: t.route, model: t.model,
+		route: cmp.Or(r.Name, t.route), model: cmp.Or(r.Model, t.model),
 	}
-	if r.Name != "" {
-		n.route = r.Name
-	}
-	if r.Provider != "" {
-		n.cfg.Provider = r.Provider
-	}
-	if r.Model != "" {
-		n.model = r.Model
-	}
+	n.cfg.Provider = cmp.Or(r.Provider, t.cfg.Provider)
+	n.cfg.Pricing = cmp.Or(r.Pricing, t.cfg.Pricing)
 	if r.ServerAddress != "" {
 		n.cfg.ServerAddress, n.cfg.ServerPort = r.ServerAddress, r.ServerPort
-	}
-	if r.Pricing != nil {
-		n.cfg.Pricing = r.Pricing
 	}
 	return n
 }

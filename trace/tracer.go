@@ -139,7 +139,7 @@ func New(cfg Config) (*Tracer, error) {
 		op:        cmp.Or(cfg.Operation, "chat"),
 		tracer:    tp.Tracer(ScopeName),
 		log:       cfg.Logger,
-		prop:      cfg.Propagator,
+		prop:      cmp.Or(cfg.Propagator, propagation.TextMapPropagator(propagation.TraceContext{})),
 		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 	}
 	_, t.noop = tp.(noop.TracerProvider)
@@ -147,9 +147,6 @@ func New(cfg Config) (*Tracer, error) {
 	t.inert = t.noop && noopMeter && cfg.Logger == nil
 	if isGlobalPlaceholder(tp) {
 		t.global = tp
-	}
-	if t.prop == nil {
-		t.prop = propagation.TraceContext{}
 	}
 	inst, err := newInstruments(mp.Meter(ScopeName))
 	if err != nil {
@@ -173,13 +170,19 @@ func (t *Tracer) spanName(model string) *spanName {
 		n.name = t.op + " " + model
 		n.attempt = "attempt " + model
 	}
-	// Load first, so that the count stops at the bound instead of wrapping
-	// around after 2^31 uncached calls and letting the map grow again.
-	if len(model) <= maxCachedModelLen && t.nNames.Load() < maxCachedNames && t.nNames.Add(1) <= maxCachedNames {
-		t.names.Store(model, n)
-	}
+	t.cacheName(n)
 	t.lastName.Store(n)
 	return n
+}
+
+// cacheName keeps n in the cache of span names, unless the cache is full
+// or n's model name too long to keep.
+func (t *Tracer) cacheName(n *spanName) {
+	// Load first, so that the count stops at the bound instead of wrapping
+	// around after 2^31 uncached calls and letting the map grow again.
+	if len(n.model) <= maxCachedModelLen && t.nNames.Load() < maxCachedNames && t.nNames.Add(1) <= maxCachedNames {
+		t.names.Store(n.model, n)
+	}
 }
 
 // noopSpan is the span the layers use when the provider is a no-op one.
@@ -209,25 +212,29 @@ func isGlobalPlaceholder(tp trace.TracerProvider) bool {
 // otel.SetTracerProvider made later takes effect at once; should the
 // placeholder ever be made the global provider again, Start is probed anew.
 func (t *Tracer) start(ctx context.Context, model string, attempt bool) (context.Context, trace.Span) {
-	if t.noop {
+	switch {
+	case t.noop:
 		return ctx, noopSpan
-	}
-	if t.global != nil {
-		if otel.GetTracerProvider() == t.global {
-			if t.globalIdle.Load() {
-				return ctx, noopSpan
-			}
-			sctx, span := t.tracer.Start(ctx, t.name(model, attempt), t.startOpts...)
-			if !span.IsRecording() && span.SpanContext().Equal(trace.SpanContextFromContext(ctx)) {
-				t.globalIdle.Store(true)
-			}
-			return sctx, span
-		}
-		if t.globalIdle.Load() {
-			t.globalIdle.Store(false)
-		}
+	case t.global == nil:
+	case otel.GetTracerProvider() == t.global:
+		return t.startGlobal(ctx, model, attempt)
+	case t.globalIdle.Load():
+		t.globalIdle.Store(false) // the placeholder is no longer the global provider
 	}
 	return t.tracer.Start(ctx, t.name(model, attempt), t.startOpts...)
+}
+
+// startGlobal is start through otel's global placeholder while it is the
+// global provider: no span once a Start has been seen to create none.
+func (t *Tracer) startGlobal(ctx context.Context, model string, attempt bool) (context.Context, trace.Span) {
+	if t.globalIdle.Load() {
+		return ctx, noopSpan
+	}
+	sctx, span := t.tracer.Start(ctx, t.name(model, attempt), t.startOpts...)
+	if !span.IsRecording() && span.SpanContext().Equal(trace.SpanContextFromContext(ctx)) {
+		t.globalIdle.Store(true)
+	}
+	return sctx, span
 }
 
 func (t *Tracer) name(model string, attempt bool) string {
