@@ -42,7 +42,7 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 // error it unlocks e. Without tiers the call was priced against them.
 func (l *Limiter) checkTier(e *entry, req *portico.Request, t *ticket) error {
 	switch {
-	case l.tiers == nil || t.reserve == 0 && t.unpriced == nil:
+	case len(l.limits) == 1 || t.reserve == 0 && t.unpriced == nil: // no tiers, or nothing to check
 		return nil
 	case e.lim.Tokens == 0:
 		t.reserve = 0 // nothing to charge, nothing to refund

@@ -155,7 +155,8 @@ func (b *bucket) waitFor(need float64, last time.Duration) time.Duration {
 }
 
 // full reports whether the bucket at now holds burst tokens and no provider
-// view is pending: its state then equals a fresh bucket's.
+// view is pending: its state then equals a fresh bucket's. The zero
+// bucket (no bucket) is full.
 func (b *bucket) full(now time.Duration) bool {
 	level, last := b.at(now)
 	return level >= b.burst && b.provUntil <= last
@@ -172,9 +173,7 @@ func (b *bucket) full(now time.Duration) bool {
 // still holds.
 func (b *bucket) adopt(now time.Duration, remaining, limit int, reset, hold time.Duration) {
 	b.advance(now)
-	if r := float64(max(remaining, 0)); r < b.level {
-		b.level = r
-	}
+	b.level = min(b.level, float64(max(remaining, 0)))
 	if reset <= 0 || limit <= 0 || remaining >= limit {
 		return // no rate: with nothing used, (limit-remaining)/reset is 0
 	}
@@ -183,7 +182,7 @@ func (b *bucket) adopt(now time.Duration, remaining, limit int, reset, hold time
 		return
 	}
 	until := mono.Add(now, min(reset, hold))
-	if b.provUntil == noView || pr < b.provRate || until > b.provUntil {
+	if pr < b.provRate || until > b.provUntil { // a view later than noView, always
 		b.provRate = pr
 		b.provUntil = until
 	}

@@ -36,7 +36,7 @@ func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicke
 	if c := l.cfg.Concurrency; c != nil && !panicked {
 		c.Done(clock.now()-t.granted-t.read, t.inflight, outcome(err))
 	}
-	rl, d := settlement(t, resp, err, panicked)
+	rl, d := settlement(t, resp, err)
 	e := t.e
 	e.mu.Lock()
 	e.settleTokens(d)
@@ -116,24 +116,21 @@ func (l *Limiter) observe(req *portico.Request, in int, resp *portico.Response) 
 
 // settlement returns what ends the call admitted with t: the provider's
 // view of its limits (nil: none) and the tokens back to the bucket, d (< 0:
-// charged), from the usage or, without it, [Refund].
-func settlement(t *ticket, resp *portico.Response, err error, panicked bool) (rl *portico.RateLimit, d int) {
+// charged), from the usage or, without it, [Refund]; nothing for a call
+// that panicked (neither resp nor err).
+func settlement(t *ticket, resp *portico.Response, err error) (rl *portico.RateLimit, d int) {
 	if resp != nil {
-		rl = resp.RateLimit
-	} else if err != nil {
-		var pe *portico.Error
-		if errors.As(err, &pe) {
-			rl = pe.RateLimit
+		if used := resp.Usage.Limited(); used > 0 && t.reserve > 0 {
+			d = t.reserve - used
 		}
+		return resp.RateLimit, d
 	}
-	if t.reserve > 0 && !panicked {
-		if resp != nil {
-			if used := resp.Usage.Limited(); used > 0 {
-				d = t.reserve - used
-			}
-		} else {
-			d = Refund(err, t.in, t.max) // the billed usage, if err carries it
-		}
+	var pe *portico.Error
+	if errors.As(err, &pe) {
+		rl = pe.RateLimit
+	}
+	if t.reserve > 0 {
+		d = Refund(err, t.in, t.max) // the billed usage, if err carries it; 0 for a nil err
 	}
 	return rl, d
 }

@@ -38,7 +38,7 @@ type shard struct {
 type entry struct {
 	mu       sync.Mutex
 	inflight int     // slots taken
-	tier     uint8   // immutable: the index of lim's tier (see Limiter.tiers), 0 for the default
+	tier     uint8   // immutable: the index of lim's tier in Limiter.limits, 0 for the default
 	lim      *Limits // the limits in force, replaced by SetLimit and SetTierLimit
 	tok      bucket  // tokens; valid when lim.Tokens > 0
 	req      bucket  // requests; valid when lim.Requests > 0
@@ -120,13 +120,7 @@ func (e *entry) setLimits(lim *Limits, now time.Duration) {
 // bucket full, no provider view pending and no program remembered. Its state
 // then equals a fresh entry's, so dropping it changes no decision.
 func (e *entry) idle(now, ttl time.Duration) bool {
-	if e.inflight > 0 || e.queued() > 0 || e.held() > 0 {
-		return false
-	}
-	if e.lim.Tokens > 0 && !e.tok.full(now) {
-		return false
-	}
-	if e.lim.Requests > 0 && !e.req.full(now) {
+	if e.inflight > 0 || e.queued() > 0 || e.held() > 0 || !e.tok.full(now) || !e.req.full(now) {
 		return false
 	}
 	e.sweepPrograms(now, ttl)
@@ -245,15 +239,12 @@ func (l *Limiter) arm() {
 // counts the keys left: an insert either is counted, or finds the timer
 // disarmed and arms it.
 func (l *Limiter) janitor() {
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.Lock()
+	l.eachShard(func(s *shard) {
 		if len(s.m) > 0 {
 			l.sweep(s, mono.Now())
 			l.shrink(s)
 		}
-		s.mu.Unlock()
-	}
+	})
 	l.armed.Store(false)
 	if l.Keys() > 0 {
 		l.arm()
@@ -290,11 +281,16 @@ func (l *Limiter) Keys() int {
 		return n
 	}
 	n := 0
+	l.eachShard(func(s *shard) { n += len(s.m) })
+	return n
+}
+
+// eachShard runs f on each of l's shards in turn, locked.
+func (l *Limiter) eachShard(f func(s *shard)) {
 	for i := range l.shards {
 		s := &l.shards[i]
 		s.mu.Lock()
-		n += len(s.m)
+		f(s)
 		s.mu.Unlock()
 	}
-	return n
 }

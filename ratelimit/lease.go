@@ -218,6 +218,10 @@ func need(lim *Limits, cost int) Grant {
 // fits reports whether g holds n.
 func (g Grant) fits(n Grant) bool { return g.Requests >= n.Requests && g.Tokens >= n.Tokens }
 
+// plus and minus add and take n to and from g.
+func (g Grant) plus(n Grant) Grant  { return Grant{g.Requests + n.Requests, g.Tokens + n.Tokens} }
+func (g Grant) minus(n Grant) Grant { return Grant{g.Requests - n.Requests, g.Tokens - n.Tokens} }
+
 // take admits a call of cost tokens on key's lease, taking a new lease
 // when the one held cannot admit it (its end passed, too little left).
 // Its results are the store's Take's: a wait is a refusal, remembered
@@ -227,34 +231,60 @@ func (g Grant) fits(n Grant) bool { return g.Requests >= n.Requests && g.Tokens 
 // alone would fit (by a hundredth of the burst's refill at most).
 func (ls *leases) take(ctx context.Context, key string, lim *Limits, cost int) (time.Duration, string, error) {
 	n := need(lim, cost)
-	now := mono.Now()
-	e := ls.get(key, now)
+	e := ls.get(key, mono.Now())
+	now, err := e.lock(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	e.last = now
+	if wait, which, ok := e.spend(n, now); ok {
+		e.mu.Unlock()
+		return wait, which, nil
+	}
+	return ls.renew(ctx, key, lim, e, n, now)
+}
+
+// lock locks e once no renewal of its lease is under way (one per key at
+// a time: a call waits for it) and returns the time then; or fails, e
+// unlocked, with ctx's error.
+func (e *lease) lock(ctx context.Context) (time.Duration, error) {
 	e.mu.Lock()
-	for e.renew != nil { // one lease under way per key: wait for it
+	for e.renew != nil {
 		ch := e.renew
 		e.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return 0, "", ctx.Err()
+			return 0, ctx.Err()
 		}
-		now = mono.Now()
 		e.mu.Lock()
 	}
-	e.last = now
-	if e.live && now < e.end && e.held.fits(n) {
-		e.held.Requests -= n.Requests
-		e.held.Tokens -= n.Tokens
-		e.ask(n)
-		e.mu.Unlock()
-		return 0, "", nil
+	return mono.Now(), nil
+}
+
+// spend decides a call needing n at now without the store when it can,
+// with e.mu held: admitted from a live lease that holds n, or refused by
+// the store's last refusal (wait > 0, and the bucket that refused) until
+// it passes for calls needing as much. ok is false when the store must be
+// asked.
+func (e *lease) spend(n Grant, now time.Duration) (wait time.Duration, which string, ok bool) {
+	switch {
+	case e.live && now < e.end && e.held.fits(n):
+		e.held = e.held.minus(n)
+	case e.refuseWhich != "" && now < e.refuse && n.Tokens >= e.refuseCost:
+		wait, which = e.refuse-now, e.refuseWhich
+	default:
+		return 0, "", false
 	}
-	if e.refuseWhich != "" && now < e.refuse && n.Tokens >= e.refuseCost {
-		e.ask(n)
-		w, which := e.refuse-now, e.refuseWhich
-		e.mu.Unlock()
-		return w, which, nil
-	}
+	e.asked = e.asked.plus(n)
+	return wait, which, true
+}
+
+// renew ends e's lease, with e.mu held (unlocked on return), and asks the
+// store for the next for a call needing n at now, in one round trip that
+// gives back what e did not use; the provider's view e kept reaches the
+// store first. The results are take's.
+func (ls *leases) renew(ctx context.Context, key string, lim *Limits, e *lease, n Grant, now time.Duration) (time.Duration, string, error) {
 	back, want, view := e.handBack(lim, n, now)
 	ch := make(chan struct{})
 	e.renew = ch
@@ -267,30 +297,21 @@ func (ls *leases) take(ctx context.Context, key string, lim *Limits, cost int) (
 	defer e.mu.Unlock()
 	e.renew = nil
 	close(ch)
-	switch {
-	case err != nil: // back is lost or given: either way this instance holds none of it
+	if err != nil { // back is lost or given: either way this instance holds none of it
 		return 0, "", err
-	case wait > 0:
-		e.ask(n)
+	}
+	e.asked = e.asked.plus(n) // admitted or refused, the call counts in the key's demand
+	if wait > 0 {
 		e.refuse, e.refuseCost, e.refuseWhich = mono.Add(now, wait), n.Tokens, which
 		if which == "requests" {
 			e.refuseCost = 0
 		}
 		return wait, which, nil
 	}
-	e.size = got
-	e.ask(n)
-	e.held.Requests += got.Requests - n.Requests
-	e.held.Tokens += got.Tokens - n.Tokens
+	e.size, e.held = got, e.held.plus(got).minus(n)
 	e.end, e.live = mono.Add(now, lim.Period/leaseTerms), true
 	e.refuseWhich = ""
 	return 0, "", nil
-}
-
-// ask counts a call needing n in the key's demand, with e.mu held.
-func (e *lease) ask(n Grant) {
-	e.asked.Requests += n.Requests
-	e.asked.Tokens += n.Tokens
 }
 
 // handBack ends e's lease, with e.mu held, and returns what the store
@@ -337,21 +358,20 @@ func (ls *leases) settle(key string, d int, rl *portico.RateLimit) {
 	e := ls.get(key, mono.Now())
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	switch {
-	case d > 0:
-		add := min(d, max(e.size.Tokens-e.held.Tokens, 0))
-		e.held.Tokens += add
-		e.owed += d - add
-	case d < 0:
-		e.held.Tokens += d
-	}
+	add := min(d, max(e.size.Tokens-e.held.Tokens, 0)) // d < 0: all of it
+	e.held.Tokens += add
+	e.owed += d - add
 	if rl != nil {
 		e.view = rl
-		if rl.Tokens.Known {
-			e.held.Tokens = min(e.held.Tokens, max(rl.Tokens.Remaining, 0))
-		}
-		if rl.Requests.Known {
-			e.held.Requests = min(e.held.Requests, max(rl.Requests.Remaining, 0))
-		}
+		e.held.Tokens = remainingCap(rl.Tokens, e.held.Tokens)
+		e.held.Requests = remainingCap(rl.Requests, e.held.Requests)
 	}
+}
+
+// remainingCap returns v capped at what q says remains, when it says.
+func remainingCap(q portico.Quota, v int) int {
+	if !q.Known {
+		return v
+	}
+	return min(v, max(q.Remaining, 0))
 }

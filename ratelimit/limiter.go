@@ -23,12 +23,13 @@ import (
 // is bounded by the keys active within about one refill period (idle keys are
 // evicted, by a timer too when no call comes).
 type Limiter struct {
-	cfg    Config
-	limits atomic.Pointer[Limits] // the default limits (Config.Limits)
-	// tiers are Config.Tiers' limits, in the order of their names; an
-	// entry's tier is its index in tiers plus 1 (0: the default), and
-	// tierIx maps a name to that. Both are fixed at New.
-	tiers  []tierLimits
+	cfg Config
+	// limits are the limits in force by tier: Config.Limits at index 0
+	// (the default), then Config.Tiers' in the order of their names. An
+	// entry's tier is its index in limits, and tierIx maps a tier's name
+	// to that. Both are fixed at New; SetLimit and SetTierLimit replace
+	// what their pointers hold.
+	limits []atomic.Pointer[Limits]
 	tierIx map[string]uint8
 	// pricing is what a call is priced against before its key is known:
 	// see price. setMu serializes the changes of limits, which recompute it.
@@ -56,18 +57,13 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: c, seed: maphash.MakeSeed()}
+	l := &Limiter{cfg: c, seed: maphash.MakeSeed(), limits: make([]atomic.Pointer[Limits], len(c.Tiers)+1), tierIx: map[string]uint8{}}
 	lim := c.Limits
-	l.limits.Store(&lim)
-	if len(c.Tiers) > 0 {
-		names := slices.Sorted(maps.Keys(c.Tiers))
-		l.tiers, l.tierIx = make([]tierLimits, len(names)), make(map[string]uint8, len(names))
-		for i, name := range names {
-			t := c.Tiers[name]
-			l.tiers[i].name = name
-			l.tiers[i].lim.Store(&t)
-			l.tierIx[name] = uint8(i + 1)
-		}
+	l.limits[0].Store(&lim)
+	for i, name := range slices.Sorted(maps.Keys(c.Tiers)) {
+		t := c.Tiers[name]
+		l.limits[i+1].Store(&t)
+		l.tierIx[name] = uint8(i + 1)
 	}
 	l.reprice()
 	if c.Shared.Store != nil {
@@ -315,12 +311,6 @@ func (t *ticket) fit(capacity int) bool {
 	return true
 }
 
-// tierLimits are one tier's limits, replaced by SetTierLimit.
-type tierLimits struct {
-	name string
-	lim  atomic.Pointer[Limits]
-}
-
 // pricing is what generate prices a call against before it knows the
 // call's key, and so its tier: burst is the largest TokenBurst of the
 // limits in force (0: none has a token bucket, and calls are not priced),
@@ -337,16 +327,11 @@ type pricing struct {
 }
 
 // limitsOf returns the limits in force for tier ix (0: the default).
-func (l *Limiter) limitsOf(ix uint8) *Limits {
-	if ix == 0 {
-		return l.limits.Load()
-	}
-	return l.tiers[ix-1].lim.Load()
-}
+func (l *Limiter) limitsOf(ix uint8) *Limits { return l.limits[ix].Load() }
 
 // allLimits returns the limits in force, by tier index (0: the default).
 func (l *Limiter) allLimits() []*Limits {
-	all := make([]*Limits, len(l.tiers)+1)
+	all := make([]*Limits, len(l.limits))
 	for ix := range all {
 		all[ix] = l.limitsOf(uint8(ix))
 	}

@@ -311,8 +311,8 @@ func TestBadConfig(t *testing.T) {
 	// SetLimit holds the new limits to the same rule, and changes nothing.
 	set := mustNew(t, Config{Limits: Limits{Tokens: 1000}, DefaultMaxTokens: 100})
 	const want = "ratelimit: Config.DefaultMaxTokens 100 leaves no room for input in TokenBurst 100: no call with the default could ever be admitted"
-	if err := set.SetLimit(Limits{Tokens: 100}); err == nil || err.Error() != want || set.limits.Load().Tokens != 1000 {
-		t.Errorf("SetLimit(Tokens 100) = %v, Tokens now %d; want %q and 1000 kept", err, set.limits.Load().Tokens, want)
+	if err := set.SetLimit(Limits{Tokens: 100}); err == nil || err.Error() != want || set.limitsOf(0).Tokens != 1000 {
+		t.Errorf("SetLimit(Tokens 100) = %v, Tokens now %d; want %q and 1000 kept", err, set.limitsOf(0).Tokens, want)
 	}
 	// Zero burst means the period's limit, and it admits; a default one token
 	// below the burst leaves room for a one-token input.

@@ -55,32 +55,29 @@ func (l *Limiter) set(ix uint8, lim Limits) error {
 			return err
 		}
 	}
-	if ix == 0 {
-		l.limits.Store(&n)
-	} else {
-		l.tiers[ix-1].lim.Store(&n)
-	}
+	l.limits[ix].Store(&n)
 	l.reprice()
-	if l.shared != nil { // the buckets are in the store, the entries in slots and local
-		return nil
-	}
-	now := mono.Now()
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.Lock()
-		for _, e := range s.m {
-			if e.tier != ix {
-				continue
-			}
-			e.mu.Lock()
-			e.setLimits(&n, now)
-			e.replan()
-			l.dispatch(e, now)
-			e.mu.Unlock()
-		}
-		s.mu.Unlock()
+	if l.shared == nil { // else the buckets are in the store, the entries in slots and local
+		l.apply(ix, &n)
 	}
 	return nil
+}
+
+// apply installs n in every entry of tier ix: its waiters plan again, and
+// the slots a raised cap adds go to its queue.
+func (l *Limiter) apply(ix uint8, n *Limits) {
+	now := mono.Now()
+	l.eachShard(func(s *shard) {
+		for _, e := range s.m {
+			if e.tier == ix {
+				e.mu.Lock()
+				e.setLimits(n, now)
+				e.replan()
+				l.dispatch(e, now)
+				e.mu.Unlock()
+			}
+		}
+	})
 }
 
 func logModel(model string) slog.Attr   { return slog.String("model", model) }

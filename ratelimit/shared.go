@@ -285,12 +285,12 @@ func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*port
 	done := false
 	defer func() {
 		if !done { // next panicked: refund nothing, re-panic
-			s.settle(ctx, req, key, lim, &t, nil, nil, true)
+			s.settle(ctx, req, key, lim, &t, nil, nil)
 		}
 	}()
 	resp, err := portico.Answer(m.next.Generate(ctx, req))
 	done = true
-	s.settle(ctx, req, key, lim, &t, resp, err, false)
+	s.settle(ctx, req, key, lim, &t, resp, err)
 	return resp, err
 }
 
@@ -325,19 +325,27 @@ func (m *sharedModel) admit(ctx context.Context, req *portico.Request, key strin
 		if first {
 			portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
 		}
-		if ln == nil {
-			held, waited, err := s.joinLine(ctx, req, key, left, which, wait)
-			if err != nil {
-				return nil, err, false
-			}
-			if ln = held; waited { // the waiter ahead was admitted: the wait is stale
-				continue
-			}
-		}
-		if err := pause(ctx, wait); err != nil {
+		if ln, err = s.waitTurn(ctx, req, key, ln, left, which, wait); err != nil {
 			return nil, err, false
 		}
 	}
+}
+
+// waitTurn waits, at most left, before a call the store refused for wait
+// asks again: for its turn in key's line when it holds none yet (ln nil),
+// then for wait, unless a waiter held the line before it (admitted since:
+// the wait is stale, and the call asks at once). It returns the line it
+// holds, or the call's error (refused as the store refused it, which and
+// wait, or ended by ctx).
+func (s *shared) waitTurn(ctx context.Context, req *portico.Request, key string, ln *line, left time.Duration, which string, wait time.Duration) (*line, error) {
+	if ln == nil {
+		held, waited, err := s.joinLine(ctx, req, key, left, which, wait)
+		if err != nil || waited {
+			return held, err
+		}
+		ln = held
+	}
+	return ln, pause(ctx, wait)
 }
 
 // left is what MaxWait, counted from start, and ctx's deadline leave for
@@ -457,8 +465,8 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // settle gives the store, or the key's lease, what the call admitted with
 // t did not use, and the provider's view of its limits.
-func (s *shared) settle(ctx context.Context, req *portico.Request, key string, lim *Limits, t *ticket, resp *portico.Response, err error, panicked bool) {
-	rl, d := settlement(t, resp, err, panicked)
+func (s *shared) settle(ctx context.Context, req *portico.Request, key string, lim *Limits, t *ticket, resp *portico.Response, err error) {
+	rl, d := settlement(t, resp, err)
 	if s.local != nil {
 		s.local.mirrorSettle(req, d)
 	}
@@ -469,19 +477,14 @@ func (s *shared) settle(ctx context.Context, req *portico.Request, key string, l
 
 // storeSettle settles tokens (< 0: charged) and the provider's view rl on
 // key in the store, when there is either, holding rl for
-// Config.MaxProviderHold (a settle without a view has no hold), even
-// once ctx ends. A failed settle is logged: the refund is lost (the key
+// Config.MaxProviderHold at most, even once ctx ends. A failed settle is logged: the refund is lost (the key
 // is stricter until it refills), or the surcharge (the key is looser by
 // it).
 func (s *shared) storeSettle(ctx context.Context, key string, lim *Limits, tokens int, rl *portico.RateLimit) {
 	if tokens == 0 && rl == nil {
 		return
 	}
-	var hold time.Duration
-	if rl != nil {
-		hold = s.l.cfg.MaxProviderHold
-	}
-	if err := s.store.Settle(context.WithoutCancel(ctx), key, lim, tokens, rl, hold); err != nil {
+	if err := s.store.Settle(context.WithoutCancel(ctx), key, lim, tokens, rl, s.l.cfg.MaxProviderHold); err != nil {
 		s.l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "ratelimit: shared store settle failed",
 			slog.Int("tokens", tokens), slog.Bool("provider_view", rl != nil), slog.String("err", err.Error()))
 	}
