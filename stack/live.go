@@ -193,27 +193,16 @@ func same(a, b any) bool {
 }
 
 func sameValue(a, b reflect.Value) bool {
-	if !a.IsValid() || !b.IsValid() {
-		return a.IsValid() == b.IsValid()
-	}
-	if a.Type() != b.Type() {
-		return false
+	if !a.IsValid() || !b.IsValid() || a.Type() != b.Type() {
+		return !a.IsValid() && !b.IsValid()
 	}
 	switch a.Kind() {
 	case reflect.Func:
 		return a.Pointer() == b.Pointer() // nil: 0
 	case reflect.Interface:
-		if a.IsNil() || b.IsNil() {
-			return a.IsNil() && b.IsNil()
-		}
-		return sameValue(a.Elem(), b.Elem())
+		return sameValue(a.Elem(), b.Elem()) // nil: not valid
 	case reflect.Struct:
-		for i := range a.NumField() {
-			if !sameValue(a.Field(i), b.Field(i)) {
-				return false
-			}
-		}
-		return true
+		return sameFields(a, b)
 	case reflect.Slice:
 		return a.IsNil() == b.IsNil() && sameElems(a, b)
 	case reflect.Array:
@@ -222,6 +211,17 @@ func sameValue(a, b reflect.Value) bool {
 		return sameMap(a, b)
 	}
 	return a.Equal(b) // scalars by value; pointers and channels by identity
+}
+
+// sameFields reports whether the structs a and b, of one type, hold the
+// same fields by sameValue.
+func sameFields(a, b reflect.Value) bool {
+	for i := range a.NumField() {
+		if !sameValue(a.Field(i), b.Field(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameElems reports whether the slices or arrays a and b, of one type,
@@ -245,8 +245,7 @@ func sameMap(a, b reflect.Value) bool {
 		return false
 	}
 	for it := a.MapRange(); it.Next(); {
-		v := b.MapIndex(it.Key())
-		if !v.IsValid() || !sameValue(it.Value(), v) {
+		if !sameValue(it.Value(), b.MapIndex(it.Key())) {
 			return false
 		}
 	}
