@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/portico-llm/portico"
-	"github.com/portico-llm/portico/fallback"
 )
 
 // Group is a model group: the routes a request naming the group in its
@@ -64,99 +64,70 @@ func (d *dispatch) Generate(ctx context.Context, req *portico.Request) (*portico
 // memory store of the stack's own), so a route cooled down in one group
 // is skipped in all.
 func (s *Stack) groups(cfg Config, routes []portico.Route, est portico.Estimator) (portico.Model, error) {
-	if len(cfg.Groups) == 0 && len(cfg.Aliases) == 0 {
-		return s.kind(cfg, cfg.Kind, routes, est, "")
-	}
-	if cfg.Fallback.Cooldowns == nil {
-		cfg.Fallback.Cooldowns, _ = fallback.NewMemoryCooldowns(0)
-	}
-	d, err := s.newDispatch(cfg, routes, est)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.addGroups(d, cfg, routes, est); err != nil {
-		return nil, err
-	}
-	if err := checkAliases(cfg.Aliases, d.groups); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// addGroups builds each of Config.Groups into d, the first its default;
-// with Groups, every route must be in one.
-func (s *Stack) addGroups(d *dispatch, cfg Config, routes []portico.Route, est portico.Estimator) error {
-	index := make(map[string]int, len(routes))
-	for i, r := range routes {
-		index[r.Name] = i
-	}
-	used := make([]bool, len(routes))
-	for gi, g := range cfg.Groups {
-		if g.Name == "" || d.groups[g.Name] != nil {
-			return fmt.Errorf("stack: group %d needs a Name of its own (%q)", gi, g.Name)
-		}
-		rs, err := groupRoutes(g, routes, index, used)
-		if err != nil {
-			return err
-		}
-		m, err := s.kind(cfg, g.Kind, rs, est, g.Name)
-		if err != nil {
-			return err
-		}
-		d.groups[g.Name] = m
-		if gi == 0 {
-			d.def = m
-		}
-	}
-	if len(cfg.Groups) > 0 {
-		if err := checkUsed(routes, used); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// newDispatch returns groups' dispatch before its groups are added: with
-// the group of every route (Config.Kind) its default when there are no
-// Config.Groups; Config.Kind set with Groups is an error.
-func (s *Stack) newDispatch(cfg Config, routes []portico.Route, est portico.Estimator) (*dispatch, error) {
-	d := &dispatch{groups: make(map[string]portico.Model, len(cfg.Groups)), aliases: cfg.Aliases}
+	d := &dispatch{aliases: cfg.Aliases}
+	var err error
 	if len(cfg.Groups) == 0 {
-		var err error
-		if d.def, err = s.kind(cfg, cfg.Kind, routes, est, ""); err != nil {
-			return nil, err
-		}
-	} else if cfg.Kind != nil {
-		return nil, errors.New("stack: Config.Kind is set with Config.Groups: set each Group's Kind")
+		d.def, err = s.kind(cfg, cfg.Kind, routes, est, "")
+	} else {
+		d.def, d.groups, err = s.namedGroups(cfg, routes, est)
+	}
+	if err == nil {
+		err = checkAliases(cfg.Aliases, d.groups)
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case len(d.groups)+len(d.aliases) == 0:
+		return d.def, nil
 	}
 	return d, nil
 }
 
-// checkUsed reports the first of routes that no group used.
-func checkUsed(routes []portico.Route, used []bool) error {
-	for i, u := range used {
-		if !u {
-			return fmt.Errorf("stack: route %q is in no group", routes[i].Name)
+// namedGroups builds each of Config.Groups, by name, and returns the
+// first, the default, and all of them; every route must be in one, and
+// Config.Kind set with Groups is an error.
+func (s *Stack) namedGroups(cfg Config, routes []portico.Route, est portico.Estimator) (portico.Model, map[string]portico.Model, error) {
+	if cfg.Kind != nil {
+		return nil, nil, errors.New("stack: Config.Kind is set with Config.Groups: set each Group's Kind")
+	}
+	gs := make(map[string]portico.Model, len(cfg.Groups))
+	for gi, g := range cfg.Groups {
+		if g.Name == "" || gs[g.Name] != nil {
+			return nil, nil, fmt.Errorf("stack: group %d needs a Name of its own (%q)", gi, g.Name)
+		}
+		rs, err := groupRoutes(g, routes)
+		if err != nil {
+			return nil, nil, err
+		}
+		if gs[g.Name], err = s.kind(cfg, g.Kind, rs, est, g.Name); err != nil {
+			return nil, nil, err
+		}
+	}
+	return gs[cfg.Groups[0].Name], gs, inSome(routes, cfg.Groups)
+}
+
+// inSome reports the first of routes that none of groups names.
+func inSome(routes []portico.Route, groups []Group) error {
+	for _, r := range routes {
+		if !slices.ContainsFunc(groups, func(g Group) bool { return slices.Contains(g.Routes, r.Name) }) {
+			return fmt.Errorf("stack: route %q is in no group", r.Name)
 		}
 	}
 	return nil
 }
 
-// groupRoutes returns g's routes, found by name in routes (index maps a
-// name to its position there), and marks each one used; a group without
-// routes, or naming one not in routes or twice, is an error.
-func groupRoutes(g Group, routes []portico.Route, index map[string]int, used []bool) ([]portico.Route, error) {
+// groupRoutes returns g's routes, found by name in routes; a group
+// without routes, or naming one not in routes or twice, is an error.
+func groupRoutes(g Group, routes []portico.Route) ([]portico.Route, error) {
 	if len(g.Routes) == 0 {
 		return nil, fmt.Errorf("stack: group %q has no routes", g.Name)
 	}
 	rs := make([]portico.Route, 0, len(g.Routes))
-	seen := make(map[string]bool, len(g.Routes))
-	for _, name := range g.Routes {
-		i, ok := index[name]
-		if !ok || seen[name] {
+	for j, name := range g.Routes {
+		i := slices.IndexFunc(routes, func(r portico.Route) bool { return r.Name == name })
+		if i < 0 || slices.Contains(g.Routes[:j], name) {
 			return nil, fmt.Errorf("stack: group %q: route %q is not in Config.Routes, or listed twice", g.Name, name)
 		}
-		seen[name], used[i] = true, true
 		rs = append(rs, routes[i])
 	}
 	return rs, nil
