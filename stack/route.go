@@ -157,38 +157,22 @@ func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator, m *memo) (po
 
 // build builds rc's policy layers into b and l, each from its Config with
 // the fields that place it filled when zero; the retrier before the
-// Hedger, which charges its budget.
+// Hedger, which charges its budget. The first error is New's.
 func (b *built) build(rc *Route, est portico.Estimator, l *Layers) error {
-	var lc ratelimit.Config
-	if rc.Limiter != nil {
-		lc = placeLimiter(*rc.Limiter, ratelimit.ByModel, portico.RouteLimit, "route "+rc.Name, est)
-	}
+	lc := placeLimiter(deref(rc.Limiter), ratelimit.ByModel, portico.RouteLimit, "route "+rc.Name, est)
 	bc, tc := rc.Breaker, rc.Retry
 	bc.Name = cmp.Or(bc.Name, rc.Name)
 	tc.Destination = cmp.Or(tc.Destination, rc.Name) // budgets and retry events per route, not per model name
 	b.retryDest = tc.Destination
 	var v *validate.Validator
-	var err error
-	if l.Limiter, err = layer(b, rc.Limiter == nil, lc, ratelimit.New, &b.limiter); err != nil {
-		return err
-	}
-	if l.Breaker, err = layer(b, rc.Skip&SkipBreaker != 0, bc, breaker.New, &b.breaker); err != nil {
-		return err
-	}
-	if l.Retry, err = layer(b, rc.Skip&SkipRetry != 0, tc, retry.New, &b.retrier); err != nil {
-		return err
-	}
-	if rc.Hedge != nil { // afresh: its Cost closure prices with rc.Capabilities, which remember cannot see
-		if b.hedger, err = hedge.New(b.hedgeConfig(rc, est)); err != nil {
-			return err
-		}
-		l.Hedge = b.hedger.Wrap
-	}
-	if l.Validate, err = layer(b, rc.Skip&SkipValidate != 0, rc.Validate, validate.New, &v); err != nil {
-		return err
-	}
-	l.Throttle, err = layer(b, rc.Throttle == nil, deref(rc.Throttle), throttle.New, &b.throttle)
-	return err
+	var errs [6]error
+	l.Limiter, errs[0] = layer(b, rc.Limiter == nil, lc, ratelimit.New, &b.limiter)
+	l.Breaker, errs[1] = layer(b, rc.Skip&SkipBreaker != 0, bc, breaker.New, &b.breaker)
+	l.Retry, errs[2] = layer(b, rc.Skip&SkipRetry != 0, tc, retry.New, &b.retrier)
+	l.Hedge, errs[3] = b.hedge(rc, est)
+	l.Validate, errs[4] = layer(b, rc.Skip&SkipValidate != 0, rc.Validate, validate.New, &v)
+	l.Throttle, errs[5] = layer(b, rc.Throttle == nil, deref(rc.Throttle), throttle.New, &b.throttle)
+	return cmp.Or(errs[:]...)
 }
 
 // layer builds a layer from c with newLayer into *kept (or keeps the one
@@ -207,10 +191,15 @@ func layer[C any, L interface {
 	return (*kept).Wrap, nil
 }
 
-// hedgeConfig is rc.Hedge (zero when nil) for the route's same-route
-// Hedger: to the route, charged to its retry budget, at its cost.
-func (b *built) hedgeConfig(rc *Route, est portico.Estimator) hedge.Config {
-	c := deref(rc.Hedge)
+// hedge builds rc's same-route Hedger (none without rc.Hedge) into b and
+// returns its Wrap: to the route, charged to its retry budget, at its
+// cost. It is built afresh: its Cost closure prices with rc.Capabilities,
+// which remember cannot see.
+func (b *built) hedge(rc *Route, est portico.Estimator) (portico.Middleware, error) {
+	if rc.Hedge == nil {
+		return nil, nil
+	}
+	c := *rc.Hedge
 	c.Destination = cmp.Or(c.Destination, rc.Name)
 	if c.Budget == nil && b.retrier != nil {
 		c.Budget = budgets{c.Destination: b}
@@ -218,7 +207,11 @@ func (b *built) hedgeConfig(rc *Route, est portico.Estimator) hedge.Config {
 	if c.Cost == nil {
 		c.Cost = costOf(rc.Capabilities, est)
 	}
-	return c
+	var err error
+	if b.hedger, err = hedge.New(c); err != nil {
+		return nil, err
+	}
+	return b.hedger.Wrap, nil
 }
 
 // deref is *p, or the zero T when p is nil.

@@ -246,6 +246,9 @@ func build(cfg Config, prev *Stack) (*Stack, error) {
 	if err := s.buildProber(&cfg, routes); err != nil {
 		return nil, err
 	}
+	if cfg.Fallback.Hedge != nil {
+		return nil, errors.New("stack: Config.Fallback.Hedge is set: configure the group's hedging in Config.Hedge")
+	}
 	inner, err := s.groups(cfg, routes, est)
 	if err != nil {
 		return nil, err
@@ -258,17 +261,13 @@ func build(cfg Config, prev *Stack) (*Stack, error) {
 }
 
 // buildProber checks cfg.Probe and, when set, builds the prober over
-// routes; the group and the prober then share cfg.Fallback.Cooldowns (a
-// memory store when it is nil).
+// routes; the group and the prober then share cfg.Fallback.Cooldowns.
 func (s *Stack) buildProber(cfg *Config, routes []portico.Route) error {
 	if cfg.Probe == nil {
 		return nil
 	}
 	if err := cfg.Probe.check(); err != nil {
 		return err
-	}
-	if cfg.Fallback.Cooldowns == nil { // one store, the group's and the prober's
-		cfg.Fallback.Cooldowns, _ = fallback.NewMemoryCooldowns(0)
 	}
 	s.prober = s.watch(*cfg.Probe, routes, cfg.Fallback.Cooldowns)
 	return nil
@@ -399,43 +398,31 @@ func (s *Stack) buildRoutes(rcs []Route, tr *trace.Tracer, est portico.Estimator
 // routes, or one that continues its broken streams), hedged as
 // Config.Hedge says.
 func (s *Stack) group(cfg Config, routes []portico.Route, est portico.Estimator) (portico.Model, error) {
-	if cfg.Fallback.Hedge != nil {
-		return nil, errors.New("stack: Config.Fallback.Hedge is set: configure the group's hedging in Config.Hedge")
-	}
-	h, err := s.groupHedger(cfg.Hedge, routes, est)
-	if err != nil {
-		return nil, fmt.Errorf("stack: %w", err)
-	}
 	fc := cfg.Fallback
 	fc.Routes = routes
 	if fc.Headroom == nil {
 		fc.Headroom = s.headroom(routes)
 	}
-	if len(routes) > 1 {
-		fc.Hedge = h
-	} else if h != nil {
-		// One route: Config.Hedge hedges to it, whether it is called
-		// directly or through a group (that has no next route to hedge to).
-		routes[0].Model = h.Wrap(routes[0].Model)
-	}
-	if len(routes) == 1 && routes[0].Capabilities.Continuation == portico.ContinueNone {
-		// No group is built, but its Config is still checked: a value that
+	var err error
+	if fc.Hedge, err = s.groupHedger(cfg.Hedge, routes, est); err == nil {
+		// Checked even when no group is built (one route): a value that
 		// can only be a mistake is refused whatever the number of routes.
-		if err := fc.Validate(); err != nil {
-			return nil, fmt.Errorf("stack: %w", err)
-		}
-		return &direct{r: routes[0], est: est}, nil
+		err = fc.Validate()
 	}
-	g, err := fallback.New(fc)
 	if err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
-	return g, nil
+	if len(routes) == 1 && routes[0].Capabilities.Continuation == portico.ContinueNone {
+		return &direct{r: routes[0], est: est}, nil
+	}
+	return fallback.New(fc) // validated: no error
 }
 
 // groupHedger builds the group's Hedger from hc (nil: none), charging each
 // hedge to the retry budget of the route it goes to unless hc has a
-// Budget; with one route it hedges to that route, at its cost.
+// Budget. With one route, which a group has no next route to hedge to,
+// it hedges to that route, at its cost, whether it is called directly or
+// through a group: it wraps the route's Model and returns nil.
 func (s *Stack) groupHedger(hc *hedge.Config, routes []portico.Route, est portico.Estimator) (*hedge.Hedger, error) {
 	if hc == nil {
 		return nil, nil
@@ -444,13 +431,18 @@ func (s *Stack) groupHedger(hc *hedge.Config, routes []portico.Route, est portic
 	if c.Budget == nil {
 		c.Budget = budgets(s.routes)
 	}
-	if len(routes) == 1 {
-		c.Destination = cmp.Or(c.Destination, routes[0].Name)
-		if c.Cost == nil {
-			c.Cost = costOf(routes[0].Capabilities, est)
-		}
+	if len(routes) > 1 {
+		return hedge.New(c)
 	}
-	return hedge.New(c)
+	c.Destination = cmp.Or(c.Destination, routes[0].Name)
+	if c.Cost == nil {
+		c.Cost = costOf(routes[0].Capabilities, est)
+	}
+	h, err := hedge.New(c)
+	if err == nil {
+		routes[0].Model = h.Wrap(routes[0].Model)
+	}
+	return nil, err
 }
 
 // placeLimiter is c with the zero fields that place a limiter in the
