@@ -26,19 +26,14 @@ import (
 // panics with g.Validate's error when g is invalid (a programmer error);
 // call g.Validate first for a Config read at run time.
 func Protect(g protect.Config) option.RequestOption {
-	guard, err := adapt.NewGuard(adapt.Dialect{
+	guard := adapt.MustGuard(adapt.Dialect{
 		Rules:     &rules,
 		Classify:  guardError,
 		RateLimit: func(h http.Header) *portico.RateLimit { return ParseRateLimit(h, time.Now()) },
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
 	}, g)
-	if err != nil {
-		panic(err)
-	}
-	return adapt.Options(option.WithMaxRetries(0), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		return guard.Do(r, next)
-	}))
+	return adapt.Options(option.WithMaxRetries(0), option.WithMiddleware(guard.Do))
 }
 
 // guardError classifies an HTTP error answer, {"type": "error", "error":

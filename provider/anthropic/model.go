@@ -3,7 +3,6 @@ package anthropic
 import (
 	"cmp"
 	"context"
-	"net/http"
 	"strings"
 	"time"
 
@@ -127,7 +126,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
-	opts := []option.RequestOption{option.WithMiddleware(middleware(x)), noRetries}
+	opts := []option.RequestOption{option.WithMiddleware(x.Middleware), noRetries}
 	if files {
 		opts = append(opts, option.WithHeaderAdd("anthropic-beta", filesBeta))
 	}
@@ -228,14 +227,6 @@ func content(resp *portico.Response, blocks []sdk.ContentBlockUnion) {
 // malformed is the InvalidResponse error for an answer that is not a message.
 func malformed(x *adapt.Exchange, model, reason string) error {
 	return x.Malformed(model, reason, ParseRateLimit(x.Header, time.Now()))
-}
-
-// middleware is the SDK middleware (option.Middleware) that records the
-// exchange and bounds its body (see package adapt).
-func middleware(x *adapt.Exchange) option.Middleware {
-	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		return x.Watch(next(x.Begin(r)))
-	}
 }
 
 // finishReason maps Anthropic's stop_reason onto portico's finish reasons;

@@ -29,15 +29,12 @@ func Protect(g protect.Config, base *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultClient
 	}
-	guard, err := adapt.NewGuard(adapt.Dialect{
+	guard := adapt.MustGuard(adapt.Dialect{
 		Rules:     &rules,
 		Classify:  guardError,
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
 	}, g)
-	if err != nil {
-		panic(err)
-	}
 	next := base.Transport
 	if next == nil {
 		next = http.DefaultTransport

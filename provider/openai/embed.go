@@ -25,7 +25,7 @@ func (m *Model) embed(ctx context.Context, req *portico.Request, model string) (
 	if d := req.Embedding.Dimensions; d > 0 {
 		params.Dimensions = oai.Int(int64(d))
 	}
-	res, err := m.client.Embeddings.New(ctx, params, option.WithMiddleware(middleware(x)), noRetries)
+	res, err := m.client.Embeddings.New(ctx, params, option.WithMiddleware(x.Middleware), noRetries)
 	if err != nil {
 		return nil, m.classify(ctx, err, x, model)
 	}

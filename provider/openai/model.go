@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 
 	oai "github.com/openai/openai-go/v3"
@@ -138,7 +137,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge, ErrorLines: true}
-	opts = append(opts, option.WithMiddleware(middleware(x)), noRetries)
+	opts = append(opts, option.WithMiddleware(x.Middleware), noRetries)
 	if req.Streaming() {
 		return m.stream(ctx, req, params, opts, x, model)
 	}
@@ -273,14 +272,6 @@ func errorChunk(c *oai.ChatCompletionChunk) bool {
 // malformed is the error of an answer that is not a valid completion.
 func malformed(x *adapt.Exchange, model, why string) error {
 	return x.Malformed(model, why, ParseRateLimit(x.Header))
-}
-
-// middleware is the SDK middleware (option.Middleware) that records the
-// exchange and bounds its body (see package adapt).
-func middleware(x *adapt.Exchange) option.Middleware {
-	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		return x.Watch(next(x.Begin(r)))
-	}
 }
 
 // stream runs a streamed completion and assembles the Response.

@@ -110,7 +110,7 @@ func (r *Responses) Generate(ctx context.Context, req *portico.Request) (*portic
 		}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
-	opts = append(opts, option.WithMiddleware(middleware(x)), option.WithMaxRetries(0))
+	opts = append(opts, option.WithMiddleware(x.Middleware), option.WithMaxRetries(0))
 	if req.Streaming() {
 		return r.stream(ctx, req, params, opts, x, model)
 	}

@@ -113,6 +113,12 @@ func (x *Exchange) Watch(res *http.Response, err error) (*http.Response, error) 
 	return res, err
 }
 
+// Middleware records the exchange and bounds its body: Begin, then next,
+// then Watch. It is a Stainless SDK's option.Middleware (x.Middleware).
+func (x *Exchange) Middleware(r *http.Request, next Next) (*http.Response, error) {
+	return x.Watch(next(x.Begin(r)))
+}
+
 // Whole reports whether raw, the JSON value the SDK decoded from the body,
 // is all the body held besides white space: a json.Decoder stops after the
 // first value and ignores what follows it.

@@ -37,8 +37,10 @@ type Dialect struct {
 	MaxTokens func(body []byte) int
 }
 
-// Next sends a request on: the SDK's own transport, after the guard.
-type Next func(*http.Request) (*http.Response, error)
+// Next sends a request on: the SDK's own transport, after the guard. It is
+// the Stainless SDKs' option.MiddlewareNext, so that [Guard.Do] is their
+// option.Middleware.
+type Next = func(*http.Request) (*http.Response, error)
 
 // Guard puts Portico's layers around each HTTP request of a provider's SDK:
 // the SDK's middleware (or transport) calls Do, and Do sends the request
@@ -51,11 +53,12 @@ type Guard struct {
 	maxBytes int64
 }
 
-// NewGuard returns a Guard of dialect d configured by c (package protect
-// says what each field does). It fails with c.Validate's error.
-func NewGuard(d Dialect, c protect.Config) (*Guard, error) {
+// MustGuard returns a Guard of dialect d configured by c (package protect
+// says what each field does). It panics with c.Validate's error, as each
+// adapter's Protect documents.
+func MustGuard(d Dialect, c protect.Config) *Guard {
 	if err := c.Validate(); err != nil {
-		return nil, err
+		panic(err)
 	}
 	g := &Guard{d: d, gap: c.ChunkGap, maxBytes: MaxBytes(c.MaxResponseBytes, 64<<20)}
 	var base portico.Model = exchangeModel{g: g}
@@ -67,7 +70,7 @@ func NewGuard(d Dialect, c protect.Config) (*Guard, error) {
 		base = fallback.MustNew(fallback.Config{Routes: routes}) // the routes Validate checked
 	}
 	g.m = portico.Chain(base, c.Layers...)
-	return g, nil
+	return g
 }
 
 // rewrite returns the function that points a request at replica r: its

@@ -89,11 +89,7 @@ func TestGuardClosesStreamsNotReturned(t *testing.T) {
 
 // mustGuard is a Guard of no dialect over mws.
 func mustGuard(t *testing.T, mws []portico.Middleware) *Guard {
-	g, err := NewGuard(Dialect{Rules: &Rules{}}, protect.Config{Layers: mws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return MustGuard(Dialect{Rules: &Rules{}}, protect.Config{Layers: mws})
 }
 
 // TestGuardRequestFromContext: the request the layers see carries the
