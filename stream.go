@@ -51,17 +51,20 @@ func (w *StreamWatch) Watch(req *Request, gate ChunkGate) *Request {
 	w.req = *req
 	w.caller = req.OnChunk
 	w.gate = gate
-	w.req.OnChunk = w.onChunk
+	if gate == nil {
+		w.req.OnChunk = w.Deliver // nothing to gate: one call less a chunk
+	} else {
+		w.req.OnChunk = w.onChunk
+	}
 	return &w.req
 }
 
+// onChunk is the OnChunk of a watch with a gate (Watch).
 func (w *StreamWatch) onChunk(c Chunk) error {
-	if w.gate != nil {
-		if f := w.flags.Load(); f&watchUngated == 0 {
-			pass, err := w.gate.GateChunk(c, f&watchDelivered != 0)
-			if err != nil || !pass {
-				return err
-			}
+	if f := w.flags.Load(); f&watchUngated == 0 {
+		pass, err := w.gate.GateChunk(c, f&watchDelivered != 0)
+		if err != nil || !pass {
+			return err
 		}
 	}
 	return w.Deliver(c)

@@ -717,9 +717,13 @@ func (w *watch) hold() bool {
 // with from (holding), only over that state.
 func (w *watch) tick(from int64) {
 	now := int64(mono.Now())
+	if from != 0 { // one compare-and-swap: a cut or a settle meanwhile stands
+		w.last.CompareAndSwap(from, now)
+		return
+	}
 	for {
 		last := w.last.Load()
-		if last == cutOff || last == settled || from != 0 && last != from {
+		if last == cutOff || last == settled {
 			return
 		}
 		if w.last.CompareAndSwap(last, now) {
