@@ -29,15 +29,7 @@ import (
 // before it goes on. A Tracer that records nothing returns next itself, as
 // [Tracer.Wrap] does: its attempts are then noted with no request layer.
 func (t *Tracer) WrapAttempt(next portico.Model) portico.Model {
-	if portico.IsNil(next) {
-		panic("trace: WrapAttempt of a nil Model")
-	}
-	if t.inert {
-		return next
-	}
-	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-		return t.attempt(ctx, req, next)
-	})
+	return t.wrap("WrapAttempt", next, t.attempt)
 }
 
 // attemptState is one attempt's recording state; when the attempt streams,

@@ -30,15 +30,19 @@ import (
 // or in Config.CaptureContent, ends the span as an error before it goes on.
 // A Tracer over no-op trace and meter providers and no logger records
 // nothing: it returns next itself, as if there were no Tracer.
-func (t *Tracer) Wrap(next portico.Model) portico.Model {
+func (t *Tracer) Wrap(next portico.Model) portico.Model { return t.wrap("Wrap", next, t.generate) }
+
+// wrap returns next run through the layer, or next itself when t records
+// nothing; method, the wrapping method's name, names a nil next's panic.
+func (t *Tracer) wrap(method string, next portico.Model, layer func(context.Context, *portico.Request, portico.Model) (*portico.Response, error)) portico.Model {
 	if portico.IsNil(next) {
-		panic("trace: Wrap of a nil Model")
+		panic("trace: " + method + " of a nil Model")
 	}
 	if t.inert {
 		return next
 	}
 	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-		return t.generate(ctx, req, next)
+		return layer(ctx, req, next)
 	})
 }
 
