@@ -266,8 +266,8 @@ func (c *Capabilities) Fits(req *Request, inputTokens int) error {
 // fitsSize checks req, of in input tokens, against the route's size limits.
 func (c *Capabilities) fitsSize(req *Request, in int) error {
 	switch {
-	case c.ContextWindow > 0 && (in > c.ContextWindow || req.MaxOutputTokens > c.ContextWindow-in):
-		return errWindow // in + MaxOutputTokens > ContextWindow, without overflowing
+	case c.ContextWindow > 0 && req.MaxOutputTokens > c.ContextWindow-in:
+		return errWindow // in + MaxOutputTokens > ContextWindow, without overflowing (Fits checked MaxOutputTokens >= 0)
 	case c.MaxOutput > 0 && req.MaxOutputTokens > c.MaxOutput:
 		return errMaxOutput
 	case c.MaxRequestBytes > 0 && req.Size() > c.MaxRequestBytes:

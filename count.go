@@ -118,6 +118,13 @@ func (e *Counted) EstimateInputTokens(req *Request) int {
 		e.mu.Unlock()
 		return e.fallback.EstimateInputTokens(req)
 	}
+	e.remember(key, n)
+	return n
+}
+
+// remember caches the count n under key, forgetting the oldest count when
+// the cache is full.
+func (e *Counted) remember(key [sha256.Size]byte, n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.cache[key]; !ok {
@@ -128,5 +135,4 @@ func (e *Counted) EstimateInputTokens(req *Request) int {
 		e.order = append(e.order, key)
 	}
 	e.cache[key] = n
-	return n
 }

@@ -39,11 +39,16 @@ func (r *Request) EmbeddingInputs() []string {
 // reasoning, a stream, a prefix).
 func (r *Request) validateEmbedding() error {
 	e := r.Embedding
-	answers := len(r.Tools) > 0 || r.Schema != nil || r.Reasoning != nil || r.OnChunk != nil || r.Prefix != ""
-	if e.Space == "" || e.Dimensions < 0 || answers || !all(r.Messages, isInput) {
+	if e.Space == "" || e.Dimensions < 0 || r.asksAnswer() || !all(r.Messages, isInput) {
 		return errEmbeddingShape
 	}
 	return nil
+}
+
+// asksAnswer reports whether r asks for what only a generated answer has:
+// tools, a schema, reasoning, a stream or a prefix.
+func (r *Request) asksAnswer() bool {
+	return len(r.Tools) > 0 || r.Schema != nil || r.Reasoning != nil || r.OnChunk != nil || r.Prefix != ""
 }
 
 // isInput reports whether m is an embedding input: a user message of text

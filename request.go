@@ -255,6 +255,22 @@ func (r *Request) Validate() error {
 	return validateMedia(r.Messages)
 }
 
+// size returns the bytes of what m carries to a provider (see
+// [Request.Size]).
+func (m *Message) size() int {
+	n := len(m.Role) + len(m.ToolCallID)
+	for _, p := range m.Content {
+		n += len(p.Text) + len(p.ImageURL) + p.Media.size()
+	}
+	for _, tc := range m.ToolCalls {
+		n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+	}
+	for _, t := range m.Thoughts {
+		n += len(t.Text) + len(t.Signature)
+	}
+	return n
+}
+
 // Size returns the bytes of what r carries to a provider: the text and
 // image URLs of its messages (a data: URL is the image's base64), their
 // media (data, URL, file id and name: see [Media]), their tool
@@ -266,17 +282,7 @@ func (r *Request) Validate() error {
 func (r *Request) Size() int {
 	n := len(r.Model) + len(r.Prefix)
 	for i := range r.Messages {
-		m := &r.Messages[i]
-		n += len(m.Role) + len(m.ToolCallID)
-		for _, p := range m.Content {
-			n += len(p.Text) + len(p.ImageURL) + p.Media.size()
-		}
-		for _, tc := range m.ToolCalls {
-			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
-		}
-		for _, t := range m.Thoughts {
-			n += len(t.Text) + len(t.Signature)
-		}
+		n += r.Messages[i].size()
 	}
 	for _, t := range r.Tools {
 		n += len(t.Name) + len(t.Description) + len(t.Parameters)
