@@ -202,37 +202,36 @@ func (c *call) streamErrorType() string { return cmp.Or(c.Fault.Type, "overloade
 // defaultMessage is the message Anthropic sends with an error of type typ.
 func defaultMessage(typ string, c *call) string {
 	switch typ {
-	case "overloaded_error":
-		return "Overloaded"
 	case "invalid_request_error":
 		return c.promptTooLong()
-	case "rate_limit_error":
-		return "This request would exceed your organization's rate limit."
-	case "authentication_error":
-		return "invalid x-api-key"
-	case "billing_error":
-		return "Your credit balance is too low to access the Anthropic API."
-	case "permission_error":
-		return "Your API key does not have permission to use the specified resource."
 	case "not_found_error":
 		return "model: " + c.Model
-	case "request_too_large":
-		return "Request exceeds the maximum allowed number of bytes."
-	case "timeout_error":
-		return "Request timed out"
+	}
+	for _, e := range errorTypes {
+		if e.typ == typ {
+			return e.msg
+		}
 	}
 	return "Internal server error"
 }
 
-// errorTypes are Anthropic's error types with their HTTP statuses
-// (https://docs.claude.com/en/api/errors).
+// errorTypes are Anthropic's error types with their HTTP statuses and
+// usual messages (https://docs.claude.com/en/api/errors); defaultMessage
+// makes those of invalid_request_error and not_found_error.
 var errorTypes = [...]struct {
-	status int
-	typ    string
+	status   int
+	typ, msg string
 }{
-	{400, "invalid_request_error"}, {401, "authentication_error"}, {402, "billing_error"},
-	{403, "permission_error"}, {404, "not_found_error"}, {413, "request_too_large"},
-	{429, "rate_limit_error"}, {500, "api_error"}, {504, "timeout_error"}, {529, "overloaded_error"},
+	{400, "invalid_request_error", ""},
+	{401, "authentication_error", "invalid x-api-key"},
+	{402, "billing_error", "Your credit balance is too low to access the Anthropic API."},
+	{403, "permission_error", "Your API key does not have permission to use the specified resource."},
+	{404, "not_found_error", ""},
+	{413, "request_too_large", "Request exceeds the maximum allowed number of bytes."},
+	{429, "rate_limit_error", "This request would exceed your organization's rate limit."},
+	{500, "api_error", "Internal server error"},
+	{504, "timeout_error", "Request timed out"},
+	{529, "overloaded_error", "Overloaded"},
 }
 
 // statusOf is the HTTP status of an error type, 500 for one not listed.

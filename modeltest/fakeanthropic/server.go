@@ -1,6 +1,7 @@
 package fakeanthropic
 
 import (
+	"cmp"
 	"net/http"
 	"sync"
 	"time"
@@ -38,9 +39,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{models: make(map[string]*model, len(cfg.Models))}
 	cc := fakecore.Config{Seed: cfg.Seed, OnRequest: cfg.OnRequest, RecordLimit: cfg.RecordLimit, Handler: cfg.Handler}
 	for _, mc := range cfg.Models {
-		if mc.Name == "" {
-			mc.Name = DefaultModel
-		}
+		mc.Name = cmp.Or(mc.Name, DefaultModel)
 		s.models[mc.Name] = &model{cfg: mc}
 		cc.Models = append(cc.Models, fakecore.Model{Name: mc.Name, Faults: mc.Faults, Script: mc.Script,
 			Pacing: fakecore.Pacing{Latency: mc.Latency, Jitter: mc.Jitter, TTFT: mc.TTFT, TokensPerSecond: mc.TokensPerSecond,

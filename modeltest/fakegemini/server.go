@@ -1,6 +1,7 @@
 package fakegemini
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/portico-llm/portico/modeltest/internal/fakecore"
@@ -28,9 +29,7 @@ func New(cfg Config) (*Server, error) {
 	cc := fakecore.Config{Seed: cfg.Seed, OnRequest: cfg.OnRequest, RecordLimit: cfg.RecordLimit, Handler: cfg.Handler}
 	for i := range cfg.Models {
 		mc := &cfg.Models[i]
-		if mc.Name == "" {
-			mc.Name = DefaultModel
-		}
+		mc.Name = cmp.Or(mc.Name, DefaultModel)
 		s.models[mc.Name] = mc
 		cc.Models = append(cc.Models, fakecore.Model{Name: mc.Name, Faults: mc.Faults, Script: mc.Script,
 			Pacing: fakecore.Pacing{Latency: mc.Latency, Jitter: mc.Jitter, TTFT: mc.TTFT, TokensPerSecond: mc.TokensPerSecond,
