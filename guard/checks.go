@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"regexp"
+	"slices"
 
 	"github.com/portico-llm/portico"
 )
@@ -26,15 +27,15 @@ func Pattern(rule string, re *regexp.Regexp) Check {
 	return func(_ context.Context, req *portico.Request) error {
 		for i := range req.Messages {
 			m := &req.Messages[i]
-			if m.Role != portico.RoleUser && m.Role != portico.RoleTool {
-				continue
-			}
-			for _, p := range m.Content {
-				if p.Kind == portico.PartText && re.MatchString(p.Text) {
-					return Deny(rule)
-				}
+			if (m.Role == portico.RoleUser || m.Role == portico.RoleTool) && matches(re, m.Content) {
+				return Deny(rule)
 			}
 		}
 		return nil
 	}
+}
+
+// matches reports whether re matches one text part of parts, each alone.
+func matches(re *regexp.Regexp, parts []portico.Part) bool {
+	return slices.ContainsFunc(parts, func(p portico.Part) bool { return p.Kind == portico.PartText && re.MatchString(p.Text) })
 }

@@ -93,25 +93,33 @@ func (g *Guards) Check(ctx context.Context, req *portico.Request) error {
 		if err := portico.Gone(ctx); err != nil {
 			return err // the caller's, whatever the check said
 		}
-		switch kind {
-		case "":
-			portico.Observe(ctx, portico.Event{Kind: portico.EventGuard, Route: r.Name, Reason: "pass"})
-			continue
-		case refused:
-			var rf *Refusal
-			errors.As(err, &rf)
-			ref := &Refusal{Guardrail: r.Name, Rule: rf.Rule}
-			portico.Observe(ctx, portico.Event{Kind: portico.EventGuard, Route: r.Name, Class: portico.Permanent, Reason: "refused"})
-			return &portico.Error{Class: portico.Permanent, NotSent: true, Err: ref}
+		if err := verdict(ctx, r, kind, err); err != nil {
+			return err
 		}
-		if r.FailOpen {
-			portico.Observe(ctx, portico.Event{Kind: portico.EventGuard, Route: r.Name, Reason: "fail_open:" + kind})
-			continue
-		}
-		portico.Observe(ctx, portico.Event{Kind: portico.EventGuard, Route: r.Name, Class: portico.Rejected, Reason: "fail_closed:" + kind})
-		return &portico.Error{Class: portico.Rejected, NotSent: true, Err: &CheckError{Guardrail: r.Name, Kind: kind, cause: err}}
 	}
 	return nil
+}
+
+// verdict observes what r's check said (run's kind and err) and returns
+// the error that ends the request, or nil when it may go on: a refusal is
+// Permanent, a failed check Rejected unless r fails open.
+func verdict(ctx context.Context, r *Guardrail, kind string, err error) error {
+	switch {
+	case kind == "":
+		portico.Observe(ctx, portico.Event{Kind: portico.EventGuard, Route: r.Name, Reason: "pass"})
+		return nil
+	case kind == refused:
+		var rf *Refusal
+		errors.As(err, &rf)
+		ref := &Refusal{Guardrail: r.Name, Rule: rf.Rule}
+		portico.Observe(ctx, portico.Event{Kind: portico.EventGuard, Route: r.Name, Class: portico.Permanent, Reason: "refused"})
+		return &portico.Error{Class: portico.Permanent, NotSent: true, Err: ref}
+	case r.FailOpen:
+		portico.Observe(ctx, portico.Event{Kind: portico.EventGuard, Route: r.Name, Reason: "fail_open:" + kind})
+		return nil
+	}
+	portico.Observe(ctx, portico.Event{Kind: portico.EventGuard, Route: r.Name, Class: portico.Rejected, Reason: "fail_closed:" + kind})
+	return &portico.Error{Class: portico.Rejected, NotSent: true, Err: &CheckError{Guardrail: r.Name, Kind: kind, cause: err}}
 }
 
 // refused is run's kind of a refusal.
@@ -130,9 +138,9 @@ func run(ctx context.Context, r *Guardrail, req *portico.Request) (kind string, 
 	err = r.Check(cctx, req)
 	var rf *Refusal
 	switch {
-	case err != nil && errors.As(err, &rf):
+	case errors.As(err, &rf):
 		return refused, err
-	case cctx.Err() != nil && context.Cause(cctx) == errTimeout:
+	case context.Cause(cctx) == errTimeout: // nil while cctx is not done
 		return "timeout", errors.Join(err, errTimeout)
 	case err != nil:
 		return "error", err
