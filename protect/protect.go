@@ -24,11 +24,13 @@
 package protect
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/rules"
 )
 
 // Config is what an adapter's Protect puts around an SDK's requests. The
@@ -86,19 +88,22 @@ type Replica struct {
 // a replica without a Name or an absolute BaseURL, named "primary" or as
 // another is. Each adapter's Protect calls it when it is built.
 func (c Config) Validate() error {
-	if c.ChunkGap < 0 {
-		return invalid("negative Config.ChunkGap " + c.ChunkGap.String())
-	}
-	if len(c.Replicas) > 0 && !absolute(c.BaseURL) {
-		return invalid("Config.Replicas need the client's absolute Config.BaseURL")
-	}
+	return invalid(cmp.Or(rules.First(
+		rules.If(c.ChunkGap < 0, "negative Config.ChunkGap "+c.ChunkGap.String()),
+		rules.If(len(c.Replicas) > 0 && !absolute(c.BaseURL), "Config.Replicas need the client's absolute Config.BaseURL"),
+	), checkReplicas(c.Replicas)))
+}
+
+// checkReplicas returns Validate's reason against the first of rs without
+// a Name or an absolute BaseURL, or named "primary" or as another is.
+func checkReplicas(rs []Replica) error {
 	seen := map[string]bool{"primary": true}
-	for _, r := range c.Replicas {
-		switch {
-		case r.Name == "" || !absolute(r.BaseURL):
-			return invalid("a Replica needs a Name and an absolute BaseURL")
-		case seen[r.Name]:
-			return invalid("Replica name " + r.Name + " is \"primary\" or not unique")
+	for _, r := range rs {
+		if err := rules.First(
+			rules.If(r.Name == "" || !absolute(r.BaseURL), "a Replica needs a Name and an absolute BaseURL"),
+			rules.If(seen[r.Name], "Replica name "+r.Name+" is \"primary\" or not unique"),
+		); err != nil {
+			return err
 		}
 		seen[r.Name] = true
 	}
@@ -111,7 +116,10 @@ func absolute(s string) bool {
 	return err == nil && u.Scheme != "" && u.Host != ""
 }
 
-// invalid is Validate's error of reason.
-func invalid(reason string) error {
-	return &portico.Error{Class: portico.Permanent, NotSent: true, Reason: "protect: " + reason}
+// invalid is Validate's error of the broken rule err, nil for nil.
+func invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &portico.Error{Class: portico.Permanent, NotSent: true, Reason: "protect: " + err.Error()}
 }
