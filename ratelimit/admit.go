@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -41,21 +42,21 @@ func (l *Limiter) admit(ctx context.Context, req *portico.Request, t *ticket, no
 // tiers) against them, before it takes a slot or a place in line; on an
 // error it unlocks e. Without tiers the call was priced against them.
 func (l *Limiter) checkTier(e *entry, req *portico.Request, t *ticket) error {
+	err := t.unpriced
 	switch {
-	case len(l.limits) == 1 || t.reserve == 0 && t.unpriced == nil: // no tiers, or nothing to check
+	case len(l.limits) == 1 || t.reserve == 0 && err == nil: // no tiers, or nothing to check
 		return nil
 	case e.lim.Tokens == 0:
 		t.reserve = 0 // nothing to charge, nothing to refund
 		return nil
-	case t.unpriced == nil && t.fit(e.lim.TokenBurst):
-		return nil
+	case err == nil:
+		if t.fit(e.lim.TokenBurst) {
+			return nil
+		}
+		err = l.overCapacity(req.Model, t.in, t.max, e.lim.TokenBurst)
 	}
-	capacity := e.lim.TokenBurst
 	e.mu.Unlock()
-	if t.unpriced != nil {
-		return t.unpriced
-	}
-	return l.overCapacity(req.Model, t.in, t.max, capacity)
+	return err
 }
 
 // takeBuckets takes the call's share of e's buckets, which is locked and
@@ -321,7 +322,7 @@ func (e *entry) replanChan() chan struct{} {
 // line takes what a refund freed and a later arrival never overtakes it. The
 // next waiter to sleep makes a new channel. The caller holds e.mu.
 func (e *entry) replan() {
-	if e.waits != nil && e.wake != nil {
+	if e.held() > 0 && e.wake != nil { // every waiter holds a place
 		close(e.wake)
 		e.wake = nil
 	}
@@ -344,17 +345,13 @@ func (e *entry) ahead(h *hold) (float64, int) {
 	return tok, n
 }
 
+// unhold removes h, if any, from e's line. The caller holds e.mu.
 func (e *entry) unhold(h *hold) {
 	if h == nil {
 		return
 	}
-	for i, x := range e.holds {
-		if x == h {
-			copy(e.holds[i:], e.holds[i+1:])
-			e.holds[len(e.holds)-1] = nil
-			e.holds = e.holds[:len(e.holds)-1]
-			return
-		}
+	if i := slices.Index(e.holds, h); i >= 0 {
+		e.holds = slices.Delete(e.holds, i, i+1)
 	}
 }
 
@@ -437,8 +434,8 @@ func (l *Limiter) dispatch(e *entry, now time.Duration) {
 // holds e.mu.
 func dequeue(e *entry, w *waiter) {
 	e.remove(w)
-	if e.queued() == 0 && e.age != nil {
-		e.age.Stop()
+	if e.queued() == 0 {
+		e.stopAging()
 	}
 }
 
@@ -455,9 +452,7 @@ func (l *Limiter) ageLater(e *entry, now time.Duration) {
 	}
 	switch {
 	case !ok:
-		if e.age != nil {
-			e.age.Stop()
-		}
+		e.stopAging()
 	case e.age == nil:
 		e.age = time.AfterFunc(at-now, func() {
 			e.mu.Lock()
@@ -469,18 +464,29 @@ func (l *Limiter) ageLater(e *entry, now time.Duration) {
 	}
 }
 
+// stopAging stops e's aging timer, if any. The caller holds e.mu.
+func (e *entry) stopAging() {
+	if e.age != nil {
+		e.age.Stop()
+	}
+}
+
 // maxInFlight is the cap on e's calls in flight now: the tighter of
 // Limits.MaxInFlight and Config.Concurrency's limit (at least 1), 0 for
 // none. The caller holds e.mu.
 func (l *Limiter) maxInFlight(e *entry) int {
-	n := e.lim.MaxInFlight
 	if l.cfg.Concurrency == nil {
-		return n
+		return e.lim.MaxInFlight
 	}
-	if a := max(l.cfg.Concurrency.Limit(), 1); n == 0 || a < n {
-		return a
+	return tighter(e.lim.MaxInFlight, max(l.cfg.Concurrency.Limit(), 1))
+}
+
+// tighter returns the lower of caps a and b > 0, a being 0 for none.
+func tighter(a, b int) int {
+	if a == 0 {
+		return b
 	}
-	return n
+	return min(a, b)
 }
 
 // unprogram undoes the program bookkeeping of a call that did not run.

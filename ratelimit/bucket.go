@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/mono"
 )
 
@@ -198,6 +199,37 @@ func (b *bucket) setLimit(now time.Duration, rate, burst float64) {
 	b.rate, b.burst = rate, burst
 	b.level = min(b.level, burst)
 	b.provRate, b.provUntil = 0, noView
+}
+
+// install makes b a bucket of rate and burst at now (none when rate is
+// 0): a new one full, one already there by setLimit.
+func (b *bucket) install(now time.Duration, rate, burst float64) {
+	switch {
+	case rate == 0:
+		*b = bucket{}
+	case b.rate == 0:
+		*b = newBucket(rate, burst, now)
+	default:
+		b.setLimit(now, rate, burst)
+	}
+}
+
+// fill returns the level at now over the capacity: 1 for the zero bucket
+// (none).
+func (b *bucket) fill(now time.Duration) float64 {
+	if b.burst == 0 {
+		return 1
+	}
+	level, _ := b.at(now)
+	return level / b.burst
+}
+
+// adoptQuota adopts the provider's view q (see adopt) when q says
+// anything.
+func (b *bucket) adoptQuota(now time.Duration, q portico.Quota, hold time.Duration) {
+	if q.Known {
+		b.adopt(now, q.Remaining, q.Limit, q.Reset, hold)
+	}
 }
 
 // seconds converts s seconds to a Duration, rounding up to the nanosecond so

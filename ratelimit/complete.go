@@ -73,9 +73,7 @@ func (e *entry) settleTokens(d int) {
 	case d == 0 || e.lim.Tokens == 0:
 	case d > 0:
 		e.tok.refund(float64(d))
-		if e.held() > 0 {
-			e.replan()
-		}
+		e.replan()
 	default:
 		e.tok.charge(float64(-d), float64(e.lim.Tokens)) // down to one period's quota
 	}
@@ -220,17 +218,13 @@ func leastBack(err error, in, maxOut int) int {
 // proportion (see share). The caller holds e.mu.
 func (e *entry) adopt(now time.Duration, rl *portico.RateLimit, hold time.Duration) {
 	if e.lim.Tokens > 0 {
-		if q := rl.Tokens; q.Known {
-			e.tok.adopt(now, q.Remaining, q.Limit, q.Reset, hold)
-		}
-		for _, q := range [...]portico.Quota{rl.InputTokens, rl.OutputTokens} {
-			if rem, lim, ok := share(q, e.lim.TokenBurst); ok {
-				e.tok.adopt(now, rem, lim, q.Reset, hold)
-			}
+		b := e.lim.TokenBurst
+		for _, q := range [...]portico.Quota{rl.Tokens, share(rl.InputTokens, b), share(rl.OutputTokens, b)} {
+			e.tok.adoptQuota(now, q, hold)
 		}
 	}
-	if q := rl.Requests; q.Known && e.lim.Requests > 0 {
-		e.req.adopt(now, q.Remaining, q.Limit, q.Reset, hold)
+	if e.lim.Requests > 0 {
+		e.req.adoptQuota(now, rl.Requests, hold)
 	}
 }
 
@@ -241,14 +235,14 @@ func (e *entry) adopt(now time.Duration, rl *portico.RateLimit, hold time.Durati
 // it at half, while a lopsided split (80,000 input and 16,000 output tokens a
 // minute against a bucket of 96,000) does not cap every call at the smaller
 // part. Without a Limit only an exhausted part says anything (0 of unknown);
-// ok is false when the quota says nothing.
-func share(q portico.Quota, b int) (remaining, limit int, ok bool) {
+// the result is not Known when the quota says nothing.
+func share(q portico.Quota, b int) portico.Quota {
 	switch {
 	case !q.Known:
-		return 0, 0, false
+		return portico.Quota{}
 	case q.Limit <= 0:
-		return 0, 0, q.Remaining <= 0
+		return portico.Quota{Known: q.Remaining <= 0, Reset: q.Reset}
 	}
 	left := float64(min(max(q.Remaining, 0), q.Limit)) / float64(q.Limit)
-	return int(left * float64(b)), b, true
+	return portico.Quota{Known: true, Remaining: int(left * float64(b)), Limit: b, Reset: q.Reset}
 }

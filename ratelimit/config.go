@@ -124,8 +124,8 @@ func (l Limits) norm(adaptive bool) (Limits, error) {
 	if err := rules.First(
 		rules.If(!l.buckets() && l.MaxInFlight == 0 && !adaptive,
 			"ratelimit: no limit: set Limits.Requests, Tokens or MaxInFlight, or Config.Concurrency"),
-		rules.If(l.RequestBurst > 0 && l.Requests == 0, "ratelimit: Limits.RequestBurst without Requests"),
-		rules.If(l.TokenBurst > 0 && l.Tokens == 0, "ratelimit: Limits.TokenBurst without Tokens"),
+		rules.If(burstAlone(l.RequestBurst, l.Requests), "ratelimit: Limits.RequestBurst without Requests"),
+		rules.If(burstAlone(l.TokenBurst, l.Tokens), "ratelimit: Limits.TokenBurst without Tokens"),
 	); err != nil {
 		return l, err
 	}
@@ -133,6 +133,9 @@ func (l Limits) norm(adaptive bool) (Limits, error) {
 	l.RequestBurst, l.TokenBurst = cmp.Or(l.RequestBurst, l.Requests), cmp.Or(l.TokenBurst, l.Tokens)
 	return l, nil
 }
+
+// burstAlone reports whether a bucket's burst is set without its limit.
+func burstAlone(burst, limit int) bool { return burst > 0 && limit == 0 }
 
 // defaultTooLarge returns an error when a token bucket of l could admit no
 // call reserving def output tokens: def fills the whole TokenBurst, leaving

@@ -25,25 +25,11 @@ func (l *Limiter) Headroom(req *portico.Request) float64 {
 	if l.shared != nil && l.shared.local != nil {
 		return l.shared.local.Headroom(req)
 	}
-	k := l.keyOf(req)
-	s := l.shardOf(k)
-	s.mu.Lock()
-	e := s.m[k]
+	e := l.lookup(l.keyOf(req))
 	if e == nil {
-		s.mu.Unlock()
 		return 1
 	}
-	e.mu.Lock()
-	s.mu.Unlock()
 	defer e.mu.Unlock()
-	now, h := mono.Now(), 1.0
-	if e.lim.Requests > 0 {
-		lv, _ := e.req.at(now)
-		h = min(h, lv/e.req.burst)
-	}
-	if e.lim.Tokens > 0 {
-		lv, _ := e.tok.at(now)
-		h = min(h, lv/e.tok.burst)
-	}
-	return max(h, 0)
+	now := mono.Now()
+	return max(min(1, e.req.fill(now), e.tok.fill(now)), 0)
 }

@@ -96,24 +96,8 @@ func (e *entry) held() int {
 // its new capacity).
 func (e *entry) setLimits(lim *Limits, now time.Duration) {
 	e.lim = lim
-	if lim.Tokens > 0 {
-		if e.tok.rate == 0 {
-			e.tok = newBucket(lim.tokenRate(), float64(lim.TokenBurst), now)
-		} else {
-			e.tok.setLimit(now, lim.tokenRate(), float64(lim.TokenBurst))
-		}
-	} else {
-		e.tok = bucket{}
-	}
-	if lim.Requests > 0 {
-		if e.req.rate == 0 {
-			e.req = newBucket(lim.requestRate(), float64(lim.RequestBurst), now)
-		} else {
-			e.req.setLimit(now, lim.requestRate(), float64(lim.RequestBurst))
-		}
-	} else {
-		e.req = bucket{}
-	}
+	e.tok.install(now, lim.tokenRate(), float64(lim.TokenBurst))
+	e.req.install(now, lim.requestRate(), float64(lim.RequestBurst))
 }
 
 // idle reports whether e can be dropped: nothing in flight or queued, every
@@ -131,19 +115,30 @@ func (e *entry) idle(now, ttl time.Duration) bool {
 // tier if needed. It locks the entry under the shard's lock, which a sweep
 // holds too, so a sweep never drops an entry between lookup and lock.
 func (l *Limiter) acquire(k key, req *portico.Request, now time.Duration) *entry {
+	if e := l.lookup(k); e != nil {
+		return e
+	}
+	tier := l.tierOf(req) // outside s.mu: Config.Tier is the caller's code
 	s := l.shardOf(k)
 	s.mu.Lock()
 	e := s.m[k]
 	if e == nil {
-		s.mu.Unlock()
-		tier := l.tierOf(req) // outside s.mu: Config.Tier is the caller's code
-		s.mu.Lock()
-		if e = s.m[k]; e == nil {
-			e = l.insert(s, k, tier, now)
-		}
+		e = l.insert(s, k, tier, now)
 	}
 	e.mu.Lock()
 	s.mu.Unlock()
+	return e
+}
+
+// lookup returns k's entry locked, nil when k has none.
+func (l *Limiter) lookup(k key) *entry {
+	s := l.shardOf(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.m[k]
+	if e != nil {
+		e.mu.Lock()
+	}
 	return e
 }
 

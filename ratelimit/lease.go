@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -149,9 +150,14 @@ func (ls *leases) on(lim *Limits) bool {
 	case ls.mode == Leased:
 		return true
 	}
-	def := ls.s.l.pricing.Load().def
-	return (lim.Requests == 0 || lim.RequestBurst/leaseShare >= leaseCalls) &&
-		(lim.Tokens == 0 || lim.TokenBurst/leaseShare >= leaseCalls*max(def, 1))
+	call := max(ls.s.l.pricing.Load().def, 1) // tokens
+	return leaseHolds(lim.Requests, lim.RequestBurst, 1) && leaseHolds(lim.Tokens, lim.TokenBurst, call)
+}
+
+// leaseHolds reports whether a lease of a bucket of limit and burst holds
+// leaseCalls calls of call each, or there is no such bucket (limit 0).
+func leaseHolds(limit, burst, call int) bool {
+	return limit == 0 || burst/leaseShare >= leaseCalls*call
 }
 
 // storeTake is the store's Take for s, or the lease's when lim is leased.
@@ -192,14 +198,11 @@ func (ls *leases) get(key string, now time.Duration) *lease {
 // with ls.mu held: what they held is not given back (the store's bucket
 // refills it), and sets the next sweep at twice what is left.
 func (ls *leases) drop(now time.Duration) {
-	for k, e := range ls.m {
+	maps.DeleteFunc(ls.m, func(_ string, e *lease) bool {
 		e.mu.Lock()
-		stale := e.renew == nil && now-e.last > time.Minute
-		e.mu.Unlock()
-		if stale {
-			delete(ls.m, k)
-		}
-	}
+		defer e.mu.Unlock()
+		return e.renew == nil && now-e.last > time.Minute
+	})
 	ls.sweep = max(2*len(ls.m), 1024)
 }
 
@@ -333,7 +336,7 @@ func (e *lease) handBack(lim *Limits, n Grant, now time.Duration) (back, want Gr
 	if n.Requests == 0 {
 		want.Requests = 0
 	}
-	if n.Tokens == 0 && lim.Tokens == 0 {
+	if lim.Tokens == 0 { // so n.Tokens is 0 too
 		want.Tokens = 0
 	}
 	e.held, e.size, e.owed, e.live = Grant{}, Grant{}, 0, false

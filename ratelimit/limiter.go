@@ -321,7 +321,7 @@ func (t *ticket) fit(capacity int) bool {
 // without MaxOutputTokens (see Config.DefaultMaxTokens).
 type pricing struct {
 	burst  int
-	least  int // the least TokenBurst of the limits in force, > 0 when burst is
+	least  int // the least TokenBurst of the limits in force (math.MaxInt: none)
 	strict bool
 	def    int
 }
@@ -349,7 +349,7 @@ func (l *Limiter) tierOf(req *portico.Request) uint8 {
 // reprice recomputes l.pricing from the limits in force. The caller holds
 // setMu, or is New.
 func (l *Limiter) reprice() {
-	p := pricing{strict: true, def: cmp.Or(l.cfg.DefaultMaxTokens, DefaultMaxTokens)}
+	p := pricing{strict: true, least: math.MaxInt, def: cmp.Or(l.cfg.DefaultMaxTokens, DefaultMaxTokens)}
 	sh := l.cfg.Shared
 	for _, lim := range l.allLimits() {
 		if lim.Tokens == 0 {
@@ -357,9 +357,7 @@ func (l *Limiter) reprice() {
 			continue
 		}
 		p.burst = max(p.burst, lim.TokenBurst)
-		if p.least == 0 || lim.TokenBurst < p.least {
-			p.least = lim.TokenBurst
-		}
+		p.least = min(p.least, lim.TokenBurst)
 		if l.cfg.DefaultMaxTokens == 0 {
 			b := lim.TokenBurst
 			if sh.FailOpen {

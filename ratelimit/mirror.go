@@ -19,15 +19,18 @@ import (
 // admitted: one request and cost tokens, neither below zero.
 func (l *Limiter) mirrorTake(req *portico.Request, cost int) {
 	l.mirror(req, func(e *entry, now time.Duration) {
-		if e.lim.Requests > 0 {
-			level, last := e.req.at(now)
-			e.req.set(failopen.Charge(level, 1), last)
-		}
-		if e.lim.Tokens > 0 && cost > 0 {
-			level, last := e.tok.at(now)
-			e.tok.set(failopen.Charge(level, float64(cost)), last)
-		}
+		e.req.chargeShare(now, 1)
+		e.tok.chargeShare(now, float64(cost))
 	})
+}
+
+// chargeShare charges n > 0 to a share's bucket (none: nothing), not
+// below zero (failopen.Charge).
+func (b *bucket) chargeShare(now time.Duration, n float64) {
+	if b.rate > 0 && n > 0 {
+		level, last := b.at(now)
+		b.set(failopen.Charge(level, n), last)
+	}
 }
 
 // mirrorRefused lowers the share's bucket which ("tokens" or "requests")
@@ -72,8 +75,6 @@ func (l *Limiter) mirror(req *portico.Request, f func(e *entry, now time.Duratio
 	now := mono.Now()
 	e := l.acquire(l.keyOf(req), req, now)
 	f(e, now)
-	if e.held() > 0 { // a refund may let a waiter of the share in
-		e.replan()
-	}
+	e.replan() // a refund may let a waiter of the share in
 	e.mu.Unlock()
 }

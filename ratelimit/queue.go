@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/portico-llm/portico"
@@ -54,13 +56,8 @@ func (e *entry) program(id string, now time.Duration, seq uint64, ttl time.Durat
 
 // sweepPrograms forgets programs with nothing active and unseen for ttl.
 func (e *entry) sweepPrograms(now, ttl time.Duration) {
-	if e.waits == nil {
-		return
-	}
-	for id, p := range e.programs {
-		if p.active == 0 && now-p.lastSeen >= ttl {
-			delete(e.programs, id)
-		}
+	if e.waits != nil {
+		maps.DeleteFunc(e.programs, func(_ string, p *program) bool { return p.active == 0 && now-p.lastSeen >= ttl })
 	}
 }
 
@@ -131,19 +128,12 @@ func (e *entry) handoff(i int, now time.Duration) {
 	close(w.ready)
 }
 
-func (e *entry) removeAt(i int) {
-	copy(e.queue[i:], e.queue[i+1:])
-	e.queue[len(e.queue)-1] = nil
-	e.queue = e.queue[:len(e.queue)-1]
-}
+func (e *entry) removeAt(i int) { e.queue = slices.Delete(e.queue, i, i+1) }
 
 // remove takes w, which gave up waiting, out of the queue. The caller
 // holds e.mu.
 func (e *entry) remove(w *waiter) {
-	for i, x := range e.queue {
-		if x == w {
-			e.removeAt(i)
-			return
-		}
+	if i := slices.Index(e.queue, w); i >= 0 {
+		e.removeAt(i)
 	}
 }

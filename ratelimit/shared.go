@@ -367,12 +367,9 @@ func (s *shared) take(ctx context.Context, req *portico.Request, key string, lim
 	var wait time.Duration
 	var which string
 	var err error
-	if b := admit.From(ctx).Take(s, key); b != nil && b.Cost == cost {
+	if b := s.planned(ctx, key, cost); b != nil {
 		wait, which = b.Wait, b.Which
 	} else {
-		if b != nil { // priced otherwise since the plan (unreachable): give it back
-			s.Unclaimed(ctx, b)
-		}
 		wait, which, err = s.storeTake(ctx, key, lim, cost)
 	}
 	switch {
@@ -383,6 +380,18 @@ func (s *shared) take(ctx context.Context, req *portico.Request, key string, lim
 		s.local.mirrorRefused(req, lim, which, wait, cost, s.l.cfg.Shared.Instances)
 	}
 	return wait, which, err
+}
+
+// planned claims the take of key that the request's admission plan made,
+// nil when it made none; one priced otherwise than cost since the plan
+// (unreachable) is given back, and nil returned.
+func (s *shared) planned(ctx context.Context, key string, cost int) *admit.Bucket {
+	b := admit.From(ctx).Take(s, key)
+	if b != nil && b.Cost != cost {
+		s.Unclaimed(ctx, b)
+		return nil
+	}
+	return b
 }
 
 // PlanAdmission adds req's take on l's shared buckets to p, the
