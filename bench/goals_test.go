@@ -175,7 +175,10 @@ func streamers(tb testing.TB) []provider {
 //	    (goal <= 0.5). Beside them, in the same rounds, the floor: the
 //	    preset without a deadline (nodeadline-x) and one standard deadline
 //	    context around the bare model (withdeadline-ns/op); floor-x is the
-//	    two together over failsafe-go.
+//	    two together over failsafe-go. What that context is made of, in the
+//	    same rounds, time per call: time.Now (clock-ns/op), a timer
+//	    armed and stopped (timer-ns/op), a cancelable context and its
+//	    cancel (cancel-ns/op).
 func BenchmarkGoals(b *testing.B) {
 	ctx := context.Background()
 	provs := providers(b)
@@ -279,7 +282,10 @@ func BenchmarkGoals(b *testing.B) {
 			side{"failsafe", func() { fs4(ctx) }},
 			side{"preset", func() { s.Generate(ctx, tableReq) }},
 			side{"nodeadline", func() { nodl.Generate(ctx, tableReq) }},
-			side{"withdeadline", func() { withDeadline(ctx) }})
+			side{"withdeadline", func() { withDeadline(ctx) }},
+			side{"clock", func() { time.Now() }},
+			side{"timer", func() { time.AfterFunc(stack.DefaultDeadline, func() {}).Stop() }},
+			side{"cancel", func() { _, cancel := context.WithCancel(ctx); cancel() }})
 		fs, pre, nd, wd := f[0], f[1], f[2], f[3]
 		b.ReportMetric(pre.wall, "ns/op")
 		b.ReportMetric(fs.wall, "failsafe-ns/op")
@@ -298,6 +304,12 @@ func BenchmarkGoals(b *testing.B) {
 		b.ReportMetric(wd.wall, "withdeadline-ns/op")
 		b.ReportMetric(wdx, "withdeadline-x")
 		b.ReportMetric(ndx+wdx, "floor-x")
+		// What the standard deadline is made of: a reading of the wall and
+		// monotonic clocks, a runtime timer armed and stopped, and the
+		// cancelable context that the timer's context embeds.
+		b.ReportMetric(f[4].wall, "clock-ns/op")
+		b.ReportMetric(f[5].wall, "timer-ns/op")
+		b.ReportMetric(f[6].wall, "cancel-ns/op")
 	})
 }
 
