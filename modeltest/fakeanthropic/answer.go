@@ -175,22 +175,14 @@ func (c *call) answerText() *answer {
 		if p := c.m.cfg.ParallelToolCalls; p > 1 && !named && (c.req.ToolChoice == nil || !c.req.ToolChoice.DisableParallelToolUse) {
 			n = min(p, maxParallel)
 		}
+		tools := c.req.Tools
+		var cut bool
+		a.tokens, cut = fakegen.Calls(r, len(tools), ti, n, limit, func(i int) json.RawMessage { return tools[i].InputSchema }, func(i int, args []string) {
+			a.toolCalls = append(a.toolCalls, toolCall{id: "toolu_" + strconv.FormatUint(r.Uint64(), 36), name: tools[i].Name, args: args})
+		})
 		a.stop = "tool_use"
-		for k := range n {
-			t := c.req.Tools[(ti+k)%len(c.req.Tools)]
-			args := fakegen.Pieces(fakegen.JSONText(t.InputSchema, r))
-			if a.tokens+len(args) > limit { // cut here: the rest is never generated
-				args = args[:limit-a.tokens]
-				a.stop = "max_tokens"
-				if len(args) == 0 {
-					break
-				}
-			}
-			a.toolCalls = append(a.toolCalls, toolCall{id: "toolu_" + strconv.FormatUint(r.Uint64(), 36), name: t.Name, args: args})
-			a.tokens += len(args)
-			if a.stop == "max_tokens" {
-				break
-			}
+		if cut {
+			a.stop = "max_tokens"
 		}
 		return a
 	}

@@ -153,22 +153,14 @@ func (c *call) toolCalls(a *answer, r *rand.Rand, limit, ti int, named bool) {
 	if p := c.m.cfg.ParallelToolCalls; p > 1 && !named && (c.req.ParallelToolCalls == nil || *c.req.ParallelToolCalls) {
 		n = min(p, maxParallel)
 	}
+	tools := c.req.Tools
+	var cut bool
+	a.tokens, cut = fakegen.Calls(r, len(tools), ti, n, limit, func(i int) json.RawMessage { return tools[i].Function.Parameters }, func(i int, args []string) {
+		a.toolCalls = append(a.toolCalls, toolCall{id: "call_" + strconv.FormatUint(r.Uint64(), 36), name: tools[i].Function.Name, args: args})
+	})
 	a.finish = "tool_calls"
-	for k := range n {
-		t := c.req.Tools[(ti+k)%len(c.req.Tools)].Function
-		args := pieces(jsonText(t.Parameters, r))
-		if limit > 0 && a.tokens+len(args) > limit { // cut here: the rest is never generated
-			args = args[:limit-a.tokens]
-			a.finish = "length"
-			if len(args) == 0 {
-				break
-			}
-		}
-		a.toolCalls = append(a.toolCalls, toolCall{id: "call_" + strconv.FormatUint(r.Uint64(), 36), name: t.Name, args: args})
-		a.tokens += len(args)
-		if a.finish == "length" {
-			break
-		}
+	if cut {
+		a.finish = "length"
 	}
 }
 

@@ -237,3 +237,28 @@ func Vector(text string, dims int) []float32 {
 	}
 	return v
 }
+
+// Calls makes the arguments of n tool calls: of tool first, then the tools
+// after it in turn, wrapping around, each valid against schema(i) and
+// drawn from r, passed with the tool's index to add as its pieces. When
+// the pieces would pass limit (positive; 0 means none), the call that
+// passes it is cut there and is the last (none when nothing of it fits):
+// the rest is never generated. It returns the pieces made and whether
+// limit cut them.
+func Calls(r *rand.Rand, tools, first, n, limit int, schema func(i int) json.RawMessage, add func(i int, args []string)) (tokens int, cut bool) {
+	for k := range n {
+		i := (first + k) % tools
+		args := Pieces(JSONText(schema(i), r))
+		if limit > 0 && tokens+len(args) > limit {
+			args, cut = args[:limit-tokens], true
+		}
+		if len(args) > 0 || !cut {
+			add(i, args)
+		}
+		tokens += len(args)
+		if cut {
+			break
+		}
+	}
+	return tokens, cut
+}

@@ -3,6 +3,7 @@ package fakegen
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -38,5 +39,36 @@ func TestPieces(t *testing.T) {
 	}
 	if got := Pieces(""); len(got) != 0 {
 		t.Errorf("Pieces(\"\") = %q, want none", got)
+	}
+}
+
+// TestCalls: calls of the tools in turn from the first, wrapping around;
+// limit cuts the call that passes it and ends the calls, and a call of
+// which nothing fits is not made.
+func TestCalls(t *testing.T) {
+	schemas := []json.RawMessage{json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"}}}`), json.RawMessage(`{"type":"boolean"}`)}
+	schema := func(i int) json.RawMessage { return schemas[i] }
+	type call struct {
+		tool int
+		args string
+	}
+	for _, tc := range []struct {
+		first, n, limit int
+		want            []call
+		tokens          int
+		cut             bool
+	}{
+		{first: 1, n: 3, want: []call{{1, "true"}, {0, `{"a":1}`}, {1, "true"}}, tokens: 4},
+		{first: 0, n: 3, limit: 3, want: []call{{0, `{"a":1}`}, {1, "true"}}, tokens: 3, cut: true},
+		{first: 0, n: 2, limit: 1, want: []call{{0, `{"a"`}}, tokens: 1, cut: true},
+		{first: 1, n: 2, limit: 1, want: []call{{1, "true"}}, tokens: 1, cut: true},
+	} {
+		var got []call
+		tokens, cut := Calls(rand.New(rand.NewPCG(1, 2)), len(schemas), tc.first, tc.n, tc.limit, schema, func(i int, args []string) {
+			got = append(got, call{i, strings.Join(args, "")})
+		})
+		if !reflect.DeepEqual(got, tc.want) || tokens != tc.tokens || cut != tc.cut {
+			t.Errorf("Calls(first %d, n %d, limit %d) = %v, %d, %v; want %v, %d, %v", tc.first, tc.n, tc.limit, got, tokens, cut, tc.want, tc.tokens, tc.cut)
+		}
 	}
 }
