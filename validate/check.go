@@ -49,16 +49,23 @@ func Typed[T any](fn func(T) []Violation) Check {
 	return func(a *Answer) []Violation {
 		var t T
 		if err := json.Unmarshal([]byte(a.Text), &t); err != nil {
-			v := Violation{Rule: RuleGoType}
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				v.Pointer = pointerAt(a.Text, te.Offset)
-				v.Detail = "want " + te.Type.String() + ", got " + jsonKind(te.Value)
-			}
-			return []Violation{v}
+			return []Violation{goTypeViolation(a.Text, err)}
 		}
 		return fn(t)
 	}
+}
+
+// goTypeViolation is the violation of text that did not decode into a Go
+// type with err: at the offending value, with the types, when err says
+// which.
+func goTypeViolation(text string, err error) Violation {
+	v := Violation{Rule: RuleGoType}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		v.Pointer = pointerAt(text, te.Offset)
+		v.Detail = "want " + te.Type.String() + ", got " + jsonKind(te.Value)
+	}
+	return v
 }
 
 // jsonKind returns the kind of JSON value an UnmarshalTypeError names
@@ -66,10 +73,8 @@ func Typed[T any](fn func(T) []Violation) Check {
 // encoding/json appends for numbers ("number 1.5") and which is answer
 // content.
 func jsonKind(v string) string {
-	if i := strings.IndexByte(v, ' '); i >= 0 {
-		return v[:i]
-	}
-	return v
+	kind, _, _ := strings.Cut(v, " ")
+	return kind
 }
 
 // pointerAt returns the JSON pointer of the first value of text that ends at

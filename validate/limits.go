@@ -29,14 +29,21 @@ func (l *Limits) scan(s string) (rule, detail string) {
 		case ']', '}':
 			depth--
 		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-			end, exp := scanNumber(s, i)
-			if end-i > l.MaxNumberLength || exp > l.MaxExponent {
+			end, fits := l.number(s, i)
+			if !fits {
 				return RuleMaxNumber, "offset " + strconv.Itoa(i)
 			}
 			i = end - 1
 		}
 	}
 	return "", ""
+}
+
+// number returns the end of the number-like run starting at i, and whether
+// it is within the limits of its length and exponent.
+func (l *Limits) number(s string, i int) (end int, fits bool) {
+	end, exp := scanNumber(s, i)
+	return end, end-i <= l.MaxNumberLength && exp <= l.MaxExponent
 }
 
 // skipString returns the index of the quote closing the string whose content

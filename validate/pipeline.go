@@ -277,12 +277,7 @@ func jsonErrorDetail(err error) string {
 }
 
 func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {
-	var params json.RawMessage
-	if i := slices.IndexFunc(req.Tools, func(t portico.Tool) bool { return t.Name == tc.Name }); i >= 0 {
-		params = req.Tools[i].Parameters
-	} else {
-		p.add(Violation{Call: p.call, Rule: RuleToolName})
-	}
+	params := p.toolParams(req, tc.Name)
 	value, text, ok := p.arguments(tc.Arguments)
 	if text != nil {
 		p.norms = append(p.norms, norm{call: p.call, text: text})
@@ -290,6 +285,17 @@ func (p *pipeline) toolCall(req *portico.Request, tc *portico.ToolCall) {
 	if ok && len(params) > 0 {
 		p.validate(p.v.cache.get(params), value)
 	}
+}
+
+// toolParams returns the Parameters of the tool of req named name, nil when
+// it has none; when req declares no such tool, it reports the violation.
+func (p *pipeline) toolParams(req *portico.Request, name string) json.RawMessage {
+	i := slices.IndexFunc(req.Tools, func(t portico.Tool) bool { return t.Name == name })
+	if i < 0 {
+		p.add(Violation{Call: p.call, Rule: RuleToolName})
+		return nil
+	}
+	return req.Tools[i].Parameters
 }
 
 // trimSpace trims the white space JSON allows around a value (space, tab,

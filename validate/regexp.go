@@ -95,7 +95,7 @@ func ecmaClass(s string, i, class int) int {
 	switch c := s[i]; {
 	case c == '[' && class < 0:
 		return i
-	case c == ']' && class >= 0 && s[class:i] != "[" && s[class:i] != "[^":
+	case c == ']' && class >= 0 && strings.TrimPrefix(s[class+1:i], "^") != "":
 		return -1
 	}
 	return class

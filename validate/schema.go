@@ -72,16 +72,24 @@ func (c *cache) get(raw []byte) *compiled {
 	if won := old[string(raw)]; won != nil {
 		return won // a concurrent compile won; keep one.
 	}
-	m := make(map[string]*compiled, min(len(old)+1, c.max))
+	m := withEntry(old, string(raw), e, c.max)
+	c.m.Store(&m)
+	return e
+}
+
+// withEntry returns a copy of old with e under key, holding at most max
+// entries: those of old past max-1 are evicted, an arbitrary choice in map
+// order.
+func withEntry(old map[string]*compiled, key string, e *compiled, max int) map[string]*compiled {
+	m := make(map[string]*compiled, min(len(old)+1, max))
 	for k, v := range old {
-		if len(m) >= c.max-1 {
-			break // evict the rest: an arbitrary choice, in map order.
+		if len(m) >= max-1 {
+			break
 		}
 		m[k] = v
 	}
-	m[string(raw)] = e
-	c.m.Store(&m)
-	return e
+	m[key] = e
+	return m
 }
 
 func (c *cache) compile(raw []byte) *compiled {
@@ -89,12 +97,8 @@ func (c *cache) compile(raw []byte) *compiled {
 	if err != nil {
 		return schemaError(err)
 	}
-	drafts := readAs[:1]
-	if m, ok := doc.(map[string]any); ok && m["$schema"] == nil {
-		drafts = readAs // no $schema: the first draft it is valid under
-	}
 	var first error
-	for _, d := range drafts {
+	for _, d := range draftsOf(doc) {
 		s, err := c.compileAs(doc, d)
 		if err == nil {
 			return &compiled{schema: s}
@@ -102,6 +106,16 @@ func (c *cache) compile(raw []byte) *compiled {
 		first = cmp.Or(first, err)
 	}
 	return schemaError(first)
+}
+
+// draftsOf returns the drafts to try reading doc as, in turn: the first
+// of readAs (its "$schema" says otherwise where it has one), or each of
+// readAs when it has none.
+func draftsOf(doc any) []*jsonschema.Draft {
+	if m, ok := doc.(map[string]any); ok && m["$schema"] == nil {
+		return readAs
+	}
+	return readAs[:1]
 }
 
 // schemaError is the compiled form of a schema that does not compile for
@@ -238,14 +252,8 @@ func (p *pipeline) schemaViolation(e *jsonschema.ValidationError) Violation {
 		Stage:   p.stage,
 		Call:    p.call,
 		Pointer: Pointer(e.InstanceLocation...),
-		Rule:    strings.Join(kw, "/"),
+		Rule:    schemaRule(e, kw),
 		Schema:  schemaPointer(e.SchemaURL, kw),
-	}
-	if v.Rule == "" {
-		v.Rule = "schema"
-		if _, ok := e.ErrorKind.(*kind.FalseSchema); ok {
-			v.Rule = "false" // a false subschema: nothing is allowed there
-		}
 	}
 	if t, ok := e.ErrorKind.(*kind.Type); ok {
 		// Type names only: "want number, got string".
@@ -257,14 +265,24 @@ func (p *pipeline) schemaViolation(e *jsonschema.ValidationError) Violation {
 	return v
 }
 
+// schemaRule is the rule of the violation e of the keyword path kw: the
+// path, else "false" for a false subschema (nothing is allowed there),
+// else "schema".
+func schemaRule(e *jsonschema.ValidationError, kw []string) string {
+	if r := strings.Join(kw, "/"); r != "" {
+		return r
+	}
+	if _, ok := e.ErrorKind.(*kind.FalseSchema); ok {
+		return "false"
+	}
+	return "schema"
+}
+
 func childPointer(parent []string, name string) string { return under(Pointer(parent...), name) }
 
 // schemaPointer returns the fragment of the absolute schema location url
 // joined with the keyword path: "/properties/total/minimum".
 func schemaPointer(url string, kw []string) string {
-	frag := ""
-	if i := strings.IndexByte(url, '#'); i >= 0 {
-		frag = url[i+1:]
-	}
+	_, frag, _ := strings.Cut(url, "#")
 	return under(frag, kw...)
 }

@@ -152,6 +152,12 @@ func StrictCompatible(schema json.RawMessage) []Problem {
 		w.add("", StrictRootObject, detail)
 	}
 	w.node(doc, "", 0)
+	w.totals()
+	return w.out
+}
+
+// totals reports the document-wide totals over their limits, at the root.
+func (w *strictWalker) totals() {
 	for _, t := range []struct {
 		n, limit   int
 		rule, what string
@@ -164,7 +170,6 @@ func StrictCompatible(schema json.RawMessage) []Problem {
 			w.add("", t.rule, strconv.Itoa(t.n)+t.what+", limit "+strconv.Itoa(t.limit))
 		}
 	}
-	return w.out
 }
 
 // rootProblem says why the schema doc's root is not an object schema, ""
@@ -267,6 +272,12 @@ func (w *strictWalker) object(m map[string]any, ptr string, depth int) {
 	if ap, ok := m["additionalProperties"].(bool); !ok || ap {
 		w.add(ptr, StrictAdditionalProperties, `"additionalProperties": false missing`)
 	}
+	w.properties(m, ptr)
+}
+
+// properties counts the properties of the object schema m at ptr towards
+// the document's totals, and checks that each one is required.
+func (w *strictWalker) properties(m map[string]any, ptr string) {
 	required := stringSet(m["required"])
 	props, _ := m["properties"].(map[string]any)
 	for _, name := range slices.Sorted(maps.Keys(props)) {
@@ -359,15 +370,20 @@ func (w *strictWalker) ref(val any, at string, _ int) {
 func (w *strictWalker) enum(val any, at string, _ int) {
 	list, _ := val.([]any)
 	w.enums += len(list)
-	strs, total := 0, 0
-	for _, e := range list {
-		if s, ok := e.(string); ok {
-			strs++
-			total += utf8.RuneCountInString(s)
-		}
-	}
+	strs, total := stringsIn(list)
 	w.chars += total
 	if strs > strictBigEnum && total > strictMaxBigEnumChars {
 		w.add(at, StrictEnumLength, strconv.Itoa(strs)+" strings, "+strconv.Itoa(total)+" characters, limit 15000")
 	}
+}
+
+// stringsIn counts the strings of list and their characters.
+func stringsIn(list []any) (n, chars int) {
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			n++
+			chars += utf8.RuneCountInString(s)
+		}
+	}
+	return n, chars
 }

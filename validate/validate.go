@@ -135,21 +135,8 @@ type Validator struct {
 // "validate:", for a negative limit, a nil check, or a Length that is not one
 // of the LengthPolicy constants.
 func New(cfg Config) (*Validator, error) {
-	for _, f := range []struct {
-		name string
-		p    *int
-		def  int
-	}{
-		{"Limits.MaxBytes", &cfg.Limits.MaxBytes, DefaultMaxBytes},
-		{"Limits.MaxDepth", &cfg.Limits.MaxDepth, DefaultMaxDepth},
-		{"Limits.MaxNumberLength", &cfg.Limits.MaxNumberLength, DefaultMaxNumber},
-		{"Limits.MaxExponent", &cfg.Limits.MaxExponent, DefaultMaxExponent},
-		{"CacheSize", &cfg.CacheSize, DefaultCacheSize},
-	} {
-		if *f.p < 0 {
-			return nil, errors.New("validate: Config." + f.name + " is negative")
-		}
-		*f.p = cmp.Or(*f.p, f.def)
+	if err := withDefaults(&cfg); err != nil {
+		return nil, err
 	}
 	noNil := func(name string, checks []Check) rules.Rule {
 		i := slices.IndexFunc(checks, func(c Check) bool { return c == nil })
@@ -169,6 +156,28 @@ func New(cfg Config) (*Validator, error) {
 		cache:  newCache(cfg.CacheSize, cfg.AssertFormat),
 		decode: cfg.JSON || len(cfg.Checks) > 0 || len(cfg.Semantic) > 0,
 	}, nil
+}
+
+// withDefaults sets each zero limit of cfg, and its CacheSize, to its
+// default; a negative one is an error.
+func withDefaults(cfg *Config) error {
+	for _, f := range []struct {
+		name string
+		p    *int
+		def  int
+	}{
+		{"Limits.MaxBytes", &cfg.Limits.MaxBytes, DefaultMaxBytes},
+		{"Limits.MaxDepth", &cfg.Limits.MaxDepth, DefaultMaxDepth},
+		{"Limits.MaxNumberLength", &cfg.Limits.MaxNumberLength, DefaultMaxNumber},
+		{"Limits.MaxExponent", &cfg.Limits.MaxExponent, DefaultMaxExponent},
+		{"CacheSize", &cfg.CacheSize, DefaultCacheSize},
+	} {
+		if *f.p < 0 {
+			return errors.New("validate: Config." + f.name + " is negative")
+		}
+		*f.p = cmp.Or(*f.p, f.def)
+	}
+	return nil
 }
 
 // MustNew is like [New] but panics on error.
@@ -202,14 +211,20 @@ func (v *Validator) prepare(req *portico.Request) (*compiled, error) {
 			return nil, c.err
 		}
 	}
-	for i := range req.Tools {
-		if p := req.Tools[i].Parameters; len(p) > 0 {
-			if tc := v.cache.get(p); tc.err != nil {
-				return nil, tc.err
+	return c, v.prepareTools(req.Tools)
+}
+
+// prepareTools compiles the Parameters of each of tools that has some,
+// returning the first one's error.
+func (v *Validator) prepareTools(tools []portico.Tool) error {
+	for i := range tools {
+		if p := tools[i].Parameters; len(p) > 0 {
+			if c := v.cache.get(p); c.err != nil {
+				return c.err
 			}
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // Check runs the acceptance pipeline on resp, the answer to req, and returns

@@ -44,12 +44,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if err != nil {
 		return nil, err
 	}
-	call := req
-	buffered := v.buffers(req)
-	if buffered {
-		h := &held{ctx: ctx}
-		call = h.Watch(req, h)
-	}
+	call, buffered := v.watched(ctx, req)
 	resp, err := m.next.Generate(ctx, call)
 	if err != nil {
 		return nil, err
@@ -73,6 +68,16 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 // and the pipeline inspects the text (a Schema, Config.JSON, or checks).
 func (v *Validator) buffers(req *portico.Request) bool {
 	return req.OnChunk != nil && !v.cfg.PassThroughChunks && (req.Schema != nil || v.decode)
+}
+
+// watched returns the request to pass on, and whether its chunks are held
+// back (buffers): then req watched by a held, else req itself.
+func (v *Validator) watched(ctx context.Context, req *portico.Request) (*portico.Request, bool) {
+	if !v.buffers(req) {
+		return req, false
+	}
+	h := &held{ctx: ctx}
+	return h.Watch(req, h), true
 }
 
 // observe reports the verdict on resp, rejected with err or accepted (nil),
@@ -115,10 +120,21 @@ func (m *model) accept(ctx context.Context, req *portico.Request, resp *portico.
 		resp.Text = trimmed(req, resp.Text)
 	}
 	observe(ctx, resp, nil)
-	if buffered && resp.Text != "" {
-		if err := req.OnChunk(portico.Chunk{Text: resp.Text}); err != nil {
-			return nil, &portico.Error{Class: portico.Canceled, Model: resp.Model, Reason: "chunk callback failed", Err: err}
-		}
+	if buffered {
+		return deliver(req, resp)
+	}
+	return resp, nil
+}
+
+// deliver hands resp's text, held back, to req's OnChunk as one chunk
+// (none when it is empty), and returns resp, or a Canceled *portico.Error
+// wrapping OnChunk's error.
+func deliver(req *portico.Request, resp *portico.Response) (*portico.Response, error) {
+	if resp.Text == "" {
+		return resp, nil
+	}
+	if err := req.OnChunk(portico.Chunk{Text: resp.Text}); err != nil {
+		return nil, &portico.Error{Class: portico.Canceled, Model: resp.Model, Reason: "chunk callback failed", Err: err}
 	}
 	return resp, nil
 }
