@@ -446,7 +446,7 @@ func dequeue(e *entry, w *waiter) {
 // dispatches. Otherwise it stops the timer. The caller holds e.mu.
 func (l *Limiter) ageLater(e *entry, now time.Duration) {
 	var at time.Duration
-	ok := l.cfg.Reserve > 0 && e.queued() > 0 && e.inflight < l.maxInFlight(e)
+	ok := l.cfg.Reserve > 0 && e.inflight < l.maxInFlight(e) // nextStep finds no waiter in an empty queue
 	if ok {
 		at, ok = e.nextStep(&l.cfg.Queue, now)
 	}

@@ -471,7 +471,7 @@ func (c *Config) normTiers() error {
 		rules.If(len(c.Tiers) > maxTiers,
 			"ratelimit: Config.Tiers has "+strconv.Itoa(len(c.Tiers))+" tiers, more than "+strconv.Itoa(maxTiers)),
 	)
-	if err != nil || len(c.Tiers) == 0 {
+	if err != nil {
 		return err
 	}
 	tiers := make(map[string]Limits, len(c.Tiers))

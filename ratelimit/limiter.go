@@ -164,11 +164,8 @@ func (l *Limiter) keyOf(req *portico.Request) key {
 }
 
 func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: no slot, no token, no place in line
+	if err := unstarted(ctx, req); err != nil {
+		return nil, err // no slot, no token, no place in line
 	}
 	t := ticket{}
 	if err := l.prePrice(req, &t); err != nil {
@@ -188,6 +185,15 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	l.complete(&t, resp, err, false)
 	l.observe(req, cmp.Or(t.est, t.in), resp) // the Estimator's own estimate
 	return resp, err
+}
+
+// unstarted returns the error of a call that does not start: a nil
+// request, or ctx done already (portico.Gone), nil for one that does.
+func unstarted(ctx context.Context, req *portico.Request) error {
+	if req == nil {
+		return portico.ErrNilRequest
+	}
+	return portico.Gone(ctx)
 }
 
 // run calls next for req, admitted with t, timing the caller's OnChunk
@@ -229,16 +235,9 @@ func (l *Limiter) prePrice(req *portico.Request, t *ticket) error {
 // the error, for admit to check against the key's own capacity when a tier
 // is larger.
 func (l *Limiter) price(req *portico.Request, p *pricing, t *ticket) error {
-	nMax := req.MaxOutputTokens
-	switch {
-	case nMax < 0:
-		return badRequest(req, "negative MaxOutputTokens")
-	case nMax == 0 && req.Embedding != nil: // no output to reserve
-	case nMax == 0:
-		if p.def == RequireMaxTokens {
-			return badRequest(req, "no MaxOutputTokens, and Config.DefaultMaxTokens requires one")
-		}
-		nMax = req.OutputBound(p.def) // the default plus a reasoning budget
+	nMax, err := outputReserve(req, p.def)
+	if err != nil {
+		return err
 	}
 	nIn := l.cfg.Estimator.EstimateInputTokens(req)
 	if nIn < 0 {
@@ -252,6 +251,21 @@ func (l *Limiter) price(req *portico.Request, p *pricing, t *ticket) error {
 		return nil
 	}
 	return l.overCapacity(req.Model, nIn, nMax, p.burst)
+}
+
+// outputReserve returns N_max for req: its MaxOutputTokens, or else def
+// (Config.DefaultMaxTokens) plus the reasoning budget req asks for, 0 for
+// an embedding; or the error of a call that cannot be priced.
+func outputReserve(req *portico.Request, def int) (int, error) {
+	switch n := req.MaxOutputTokens; {
+	case n < 0:
+		return 0, badRequest(req, "negative MaxOutputTokens")
+	case n > 0 || req.Embedding != nil: // an embedding has no output to reserve
+		return n, nil
+	case def == RequireMaxTokens:
+		return 0, badRequest(req, "no MaxOutputTokens, and Config.DefaultMaxTokens requires one")
+	}
+	return req.OutputBound(def), nil // the default plus a reasoning budget
 }
 
 // badRequest is the error of a call that cannot be priced, for reason.

@@ -51,9 +51,15 @@ func (q *Queue) before(x, y *waiter, now time.Duration) bool {
 // not empty. The caller holds e.mu. The queue is short (Queue.Size), so a
 // scan is fine.
 func (e *entry) next(q *Queue, now time.Duration) int {
+	return pick(e.queue, func(x, y *waiter) bool { return q.before(x, y, now) })
+}
+
+// pick returns the index of the first of ws (not empty) by goesFirst,
+// the earliest of equals.
+func pick(ws []*waiter, goesFirst func(x, y *waiter) bool) int {
 	best := 0
-	for i := 1; i < len(e.queue); i++ {
-		if q.before(e.queue[i], e.queue[best], now) {
+	for i := 1; i < len(ws); i++ {
+		if goesFirst(ws[i], ws[best]) {
 			best = i
 		}
 	}
@@ -71,13 +77,10 @@ func (e *entry) evict(q *Queue, p portico.Priority, now time.Duration) bool {
 	if e.queued() == 0 {
 		return false
 	}
-	last := 0
-	for i := 1; i < len(e.queue); i++ {
-		x, y := e.queue[last], e.queue[i]
-		if px, py := x.prio.Level(), y.prio.Level(); py < px || py == px && q.before(x, y, now) {
-			last = i
-		}
-	}
+	last := pick(e.queue, func(y, x *waiter) bool { // y is shed before x
+		px, py := x.prio.Level(), y.prio.Level()
+		return py < px || py == px && q.before(x, y, now)
+	})
 	w := e.queue[last]
 	if w.prio.Level() >= p.Level() {
 		return false

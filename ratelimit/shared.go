@@ -262,11 +262,8 @@ type sharedModel struct {
 }
 
 func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: the store is not asked
+	if err := unstarted(ctx, req); err != nil {
+		return nil, err // the store is not asked
 	}
 	s, l := m.s, m.s.l
 	tier := l.tierOf(req) // on every call: the store keeps no entry
