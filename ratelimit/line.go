@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -86,8 +87,4 @@ func (ln *line) done() { ln.turn <- struct{}{} }
 
 // errLineTimeout ends a wait for the line that would outlast Config.MaxWait
 // or the deadline.
-var errLineTimeout = lineTimeout{}
-
-type lineTimeout struct{}
-
-func (lineTimeout) Error() string { return "ratelimit: waited in line past MaxWait" }
+var errLineTimeout = errors.New("ratelimit: waited in line past MaxWait")
