@@ -1,6 +1,7 @@
 package fakeanthropic
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -64,13 +65,7 @@ func validRedacted(model, data string) bool {
 // not start with a thinking block (the API's message, as quoted in
 // BerriAI/litellm#9020).
 func (c *call) thinkingRefusal() string {
-	if why := c.budgetRefusal(); why != "" {
-		return why
-	}
-	if why := c.signatureRefusal(); why != "" {
-		return why
-	}
-	return c.toolTurnRefusal()
+	return cmp.Or(c.budgetRefusal(), c.signatureRefusal(), c.toolTurnRefusal())
 }
 
 // budgetRefusal refuses, with thinking enabled, a budget below 1024 or

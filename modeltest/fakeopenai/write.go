@@ -1,6 +1,7 @@
 package fakeopenai
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -120,11 +121,9 @@ func (c *call) stream(a *answer) {
 	// The token pieces, in order, each a delta.
 	var deltas []*wireMessage
 	for _, p := range a.content {
-		p := p
 		deltas = append(deltas, &wireMessage{Content: &p})
 	}
 	for i, tc := range a.toolCalls {
-		i := i
 		deltas = append(deltas, &wireMessage{ToolCalls: []wireToolCall{{Index: &i, ID: tc.id, Type: "function", Function: wireFunction{Name: tc.name}}}})
 		for _, arg := range tc.args {
 			deltas = append(deltas, &wireMessage{ToolCalls: []wireToolCall{{Index: &i, Function: wireFunction{Arguments: arg}}}})
@@ -145,10 +144,7 @@ func (c *call) stream(a *answer) {
 // reasoningField is the field of a message or delta that carries its
 // reasoning text (ModelConfig.ReasoningField).
 func (c *call) reasoningField() string {
-	if f := c.m.cfg.ReasoningField; f != "" {
-		return f
-	}
-	return "reasoning_content"
+	return cmp.Or(c.m.cfg.ReasoningField, "reasoning_content")
 }
 
 // streamErrorData is the data of FaultStreamError's error event: OpenAI's

@@ -8,8 +8,8 @@ package fakegen
 import (
 	"encoding/binary"
 	"encoding/json"
-	"hash"
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"maps"
 	"math"
