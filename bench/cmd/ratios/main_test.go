@@ -39,7 +39,7 @@ BenchmarkTable/x-2   	100	500 ns/op	400 cpu-ns/op	5 allocs/op
 // TestRunErrors: no result line, and a value that is not a number.
 func TestRunErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"PASS\n": "no BenchmarkTable results on standard input",
+		"PASS\n":                           "no BenchmarkTable results on standard input",
 		"BenchmarkTable/x-2 1 abc ns/op\n": `x: "abc": strconv.ParseFloat: parsing "abc": invalid syntax`,
 	} {
 		err := run(strings.NewReader(in), new(strings.Builder))
