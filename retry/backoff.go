@@ -46,7 +46,7 @@ func (r *Retrier) backoffDelay(i int, prev time.Duration, u float64) time.Durati
 		return time.Duration(u * float64(r.ceiling(i)))
 	case DecorrelatedJitter:
 		hi := 3 * prev
-		if hi < r.base || hi < prev { // overflow or a prev below base
+		if hi < max(r.base, prev) { // overflow or a prev below base
 			hi = r.max
 		}
 		d := r.base + time.Duration(u*float64(hi-r.base))

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -97,12 +98,8 @@ func (r *Retrier) homeOf(dest string) *budgetPair {
 	return nil
 }
 
-func (r *Retrier) destOf(req *portico.Request) string {
-	if r.dest != "" {
-		return r.dest
-	}
-	return req.Model
-}
+// destOf is req's destination: Config.Destination, or its Model.
+func (r *Retrier) destOf(req *portico.Request) string { return cmp.Or(r.dest, req.Model) }
 
 // retryable reports whether an attempt error of class c may be retried for req.
 func (r *Retrier) retryable(c portico.Class, req *portico.Request) bool {
@@ -199,22 +196,26 @@ func (c *call) retry(ctx context.Context, i int, lastErr error) error {
 	// A retry takes its token only when it is made: from the process's
 	// buckets now, given back if the wait ends it; from a store, which has
 	// no refund, once the wait is over.
-	if r.budget != nil && r.shared == nil {
-		if e := r.spendFor(ctx, req, dest, cls, i, lastErr, c.earlier); e != nil {
-			return e
-		}
+	if err := c.spend(ctx, false, dest, cls, i, lastErr); err != nil {
+		return err
 	}
 	r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
 		Destination: dest, ClientKey: req.Identity.ClientKey})
 	if err := c.wait(ctx, i, delay, dest, lastErr); err != nil {
 		return err
 	}
-	if r.budget != nil && r.shared != nil {
-		if e := r.spendFor(ctx, req, dest, cls, i, lastErr, c.earlier); e != nil {
-			return e
-		}
+	return c.spend(ctx, true, dest, cls, i, lastErr)
+}
+
+// spend takes retry i's token (see spendFor) when the budgets take it at
+// this moment: the process's before the wait, a store's after it
+// (afterWait); nil when they take none now.
+func (c *call) spend(ctx context.Context, afterWait bool, dest string, cls portico.Class, i int, lastErr error) error {
+	r := c.r
+	if r.budget == nil || (r.shared != nil) != afterWait {
+		return nil
 	}
-	return nil
+	return r.spendFor(ctx, c.req, dest, cls, i, lastErr, c.earlier)
 }
 
 // stop returns the call's error when no attempt i may follow lastErr, of
@@ -313,7 +314,7 @@ func (c *call) wait(ctx context.Context, i int, delay time.Duration, dest string
 // spendFor takes the token of retry i of req, to dest, after an attempt
 // error of class cls, lastErr, or returns the error of a call the budget
 // ends, ErrBudgetExhausted's.
-func (r *Retrier) spendFor(ctx context.Context, req *portico.Request, dest string, cls portico.Class, i int, lastErr error, earlier []error) *portico.Error {
+func (r *Retrier) spendFor(ctx context.Context, req *portico.Request, dest string, cls portico.Class, i int, lastErr error, earlier []error) error {
 	var which string
 	if r.shared != nil {
 		which = r.sharedSpend(ctx, dest, req.Identity.ClientKey)

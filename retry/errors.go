@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -232,13 +233,10 @@ func noneSent(last error, earlier []error) bool { return lastSent(last, earlier)
 // ratelimit's refunds read the final error's Usage, so without the sum they
 // would miss all but the last attempt's bill.
 func billed(last error, earlier []error) *portico.Usage {
-	one := portico.UsageOf(last)
+	var one *portico.Usage
 	var sum portico.Usage
 	n := 0
-	if one != nil {
-		sum, n = *one, 1
-	}
-	for _, e := range earlier {
+	for _, e := range slices.Concat([]error{last}, earlier) {
 		if u := portico.UsageOf(e); u != nil {
 			if n == 0 {
 				one = u

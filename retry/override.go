@@ -41,7 +41,7 @@ func (b *Bounds) check() error {
 		min, max int64
 	}{{"FirstChunk", int64(b.FirstChunk.Min), int64(b.FirstChunk.Max)}, {"Attempt", int64(b.Attempt.Min), int64(b.Attempt.Max)},
 		{"MinAttempts/MaxAttempts", int64(b.MinAttempts), int64(b.MaxAttempts)}} {
-		if r.min < 0 || r.max < 0 || (r.min > 0 && r.max > 0 && r.min > r.max) {
+		if min(r.min, r.max) < 0 || r.max > 0 && r.min > r.max {
 			return errors.New("retry: Config.Bounds." + r.name + ": negative, or Min above Max")
 		}
 	}

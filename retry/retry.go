@@ -359,7 +359,7 @@ func New(cfg Config) (*Retrier, error) {
 		noAmbiguous:    cfg.NoAmbiguousRetry,
 		dest:           cfg.Destination,
 		onRetry:        cfg.OnRetry,
-		log:            cfg.Logger,
+		log:            cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 	}
 	if r.max < r.base {
 		return nil, errors.New("retry: Config.Backoff.MaxDelay " + r.max.String() + " below BaseDelay " + r.base.String())
@@ -370,9 +370,6 @@ func New(cfg Config) (*Retrier, error) {
 	}
 	if r.rand == nil {
 		r.rand = rand.Float64
-	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.ceil = ceilings(r.base, r.max, r.maxAttempts-1)
 	r.bounds = cfg.Bounds
@@ -397,7 +394,7 @@ func (c *Config) check() error {
 	}
 	r := to.MinRate
 	if err := rules.First(
-		rules.If(r < 0 || math.IsNaN(r) || math.IsInf(r, 0),
+		rules.If(!(r >= 0 && r < posInf),
 			"retry: Config.Timeouts.MinRate is not a finite rate >= 0 ("+strconv.FormatFloat(r, 'g', -1, 64)+")"),
 		rules.If(to.RateWindow > 0 && to.MinRate == 0, "retry: Config.Timeouts.RateWindow set without MinRate"),
 		rules.If(c.MaxAttempts < 0, "retry: negative Config.MaxAttempts ("+strconv.Itoa(c.MaxAttempts)+")"),
@@ -422,7 +419,7 @@ func (b *Budget) check() error {
 		{"DestinationRatio", b.DestinationRatio, posInf}, {"DestinationBurst", float64(b.DestinationBurst), maxBurst}} {
 		if err := rules.First(
 			rules.If(f.v < 0, "retry: negative Config.Budget."+f.name),
-			rules.If(math.IsNaN(f.v) || math.IsInf(f.v, 0), "retry: Config.Budget."+f.name+" is not a finite number"),
+			rules.If(!(f.v < posInf), "retry: Config.Budget."+f.name+" is not a finite number"),
 			rules.If(f.v > f.max, "retry: Config.Budget."+f.name+" above "+strconv.Itoa(maxBurst)),
 		); err != nil {
 			return err
@@ -452,11 +449,17 @@ func (r *Retrier) setBudgets(b Budget) {
 		r.dests = newBudgets(destRatio, destBurst, keys)
 	}
 	if r.dest != "" {
-		r.home = &budgetPair{client: r.budget.pin(budgetKey{r.dest, ""})}
-		if r.dests != nil {
-			r.home.dest = r.dests.pin(budgetKey{r.dest, ""})
-		}
+		r.home = r.pinHome()
 	}
+}
+
+// pinHome pins Config.Destination's buckets (see Retrier.home).
+func (r *Retrier) pinHome() *budgetPair {
+	h := &budgetPair{client: r.budget.pin(budgetKey{r.dest, ""})}
+	if r.dests != nil {
+		h.dest = r.dests.pin(budgetKey{r.dest, ""})
+	}
+	return h
 }
 
 // MustNew is like [New] but panics on a configuration error; for package-level
@@ -526,7 +529,7 @@ func (r *Retrier) Refund(destination, clientKey string) {
 	}
 	p := r.pairOf(destination, clientKey)
 	p.client.deposit(unit, r.budget.capacity)
-	if p.dest != nil && r.dests != nil {
+	if p.dest != nil {
 		p.dest.deposit(unit, r.dests.capacity)
 	}
 }

@@ -89,12 +89,16 @@ func newSharedBudgets(sh Shared, ratio, destRatio float64, burst, destBurst int,
 	return s
 }
 
+// refills reports whether a new request deposits anything: false with
+// Budget.NoRefill.
+func (s *sharedBudgets) refills() bool { return s.lim.Deposit != 0 || s.lim.DestinationDeposit != 0 }
+
 // sharedDeposit credits a new request to the store, and, failing open, to
 // the local share whether the store answered or not (fail closed: a
 // deposit the store missed is lost).
 func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 	s := r.shared
-	if s.lim.Deposit == 0 && s.lim.DestinationDeposit == 0 {
+	if !s.refills() {
 		return // Budget.NoRefill: nothing to credit
 	}
 	var err error
@@ -117,7 +121,7 @@ func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 // or req is a hedge.
 func (r *Retrier) PlanAdmission(req *portico.Request, p *admit.Plan) bool {
 	s := r.shared
-	if s == nil || r.budget == nil || p.HasDeposit || req.Hedge || s.lim.Deposit == 0 && s.lim.DestinationDeposit == 0 {
+	if s == nil || p.HasDeposit || req.Hedge || !s.refills() { // shared budgets are on budgets
 		return false
 	}
 	p.Deposit = admit.Deposit{Owner: s, Dest: s.prefix + r.destOf(req), Client: req.Identity.ClientKey,
@@ -149,20 +153,7 @@ func (r *Retrier) sharedSpend(ctx context.Context, dest, client string) string {
 	which, err := s.store.Spend(ctx, s.prefix+dest, client, &s.lim)
 	if err == nil {
 		if s.failOpen {
-			p := r.pairOf(dest, client)
-			switch which {
-			case "":
-				p.client.mirrorSpend()
-				if p.dest != nil {
-					p.dest.mirrorSpend()
-				}
-			case "client":
-				p.client.mirrorRefused(s.instances)
-			case "destination":
-				if p.dest != nil {
-					p.dest.mirrorRefused(s.instances)
-				}
-			}
+			r.mirror(dest, client, which)
 		}
 		return which
 	}
@@ -172,6 +163,21 @@ func (r *Retrier) sharedSpend(ctx context.Context, dest, client string) string {
 	}
 	p := r.pairOf(dest, client)
 	return spendAt(r.dests, p.client, p.dest, s.need)
+}
+
+// mirror makes the local share of (dest, client) follow the store's
+// answer to a spend, refused by which ("" when it gave the tokens).
+func (r *Retrier) mirror(dest, client, which string) {
+	p := r.pairOf(dest, client)
+	switch which {
+	case "":
+		p.client.mirrorSpend()
+		p.dest.mirrorSpend()
+	case "client":
+		p.client.mirrorRefused(r.shared.instances)
+	case "destination":
+		p.dest.mirrorRefused(r.shared.instances)
+	}
 }
 
 // degraded reports a budget operation decided without the store.
@@ -195,9 +201,10 @@ func (b *bucket) mirrorRefused(n int) {
 	b.update(func(v int64) int64 { return failopen.Refused(v, 0, n) })
 }
 
-// update sets the level to f of it, atomically.
+// update sets the level to f of it, atomically; on a nil bucket (no
+// destination budget) it does nothing.
 func (b *bucket) update(f func(int64) int64) {
-	for {
+	for b != nil {
 		v := b.level.Load()
 		if b.level.CompareAndSwap(v, f(v)) {
 			return
