@@ -37,6 +37,15 @@ func (r *Retrier) ceiling(i int) time.Duration {
 	return r.ceil[min(i, len(r.ceil))-1]
 }
 
+// draw returns the uniform draw in [0, 1) a jittered Schedule takes, 0
+// for the others.
+func (r *Retrier) draw() float64 {
+	if r.kind == FullJitter || r.kind == DecorrelatedJitter {
+		return r.rand()
+	}
+	return 0
+}
+
 // backoffDelay returns the wait before retry i (i >= 1) for a uniform draw u in
 // [0, 1), given the previous wait prev of the same call (for decorrelated
 // jitter; BaseDelay before the first retry). It is pure: the caller draws u.
@@ -45,14 +54,19 @@ func (r *Retrier) backoffDelay(i int, prev time.Duration, u float64) time.Durati
 	case FullJitter:
 		return time.Duration(u * float64(r.ceiling(i)))
 	case DecorrelatedJitter:
-		hi := 3 * prev
-		if hi < max(r.base, prev) { // overflow or a prev below base
-			hi = r.max
-		}
-		d := r.base + time.Duration(u*float64(hi-r.base))
-		return min(d, r.max)
+		return r.decorrelated(prev, u)
 	case Exponential:
 		return r.ceiling(i)
 	}
 	return 0
+}
+
+// decorrelated is DecorrelatedJitter's wait for the draw u after the wait
+// prev: min(MaxDelay, uniform[BaseDelay, 3*prev)).
+func (r *Retrier) decorrelated(prev time.Duration, u float64) time.Duration {
+	hi := 3 * prev
+	if hi < max(r.base, prev) { // overflow or a prev below base
+		hi = r.max
+	}
+	return min(r.base+time.Duration(u*float64(hi-r.base)), r.max)
 }

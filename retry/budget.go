@@ -180,10 +180,8 @@ func (bs *budgets) insert(k budgetKey) *bucket {
 		return nb
 	}
 	// Nothing could be evicted: the new key shares the overflow bucket.
-	if _, ok := bs.m.LoadAndDelete(k); ok {
-		bs.n.Add(-1)
-	}
-	nb.dead.Store(true)
+	bs.evict(k, nb)
+	nb.dead.Store(true) // also when a sweep evicted it first
 	return bs.overflow
 }
 
@@ -199,16 +197,22 @@ func (bs *budgets) sweep(keep budgetKey) {
 			return true
 		}
 		if b.level.Load() >= bs.capacity || !b.used.Load() {
-			if _, ok := bs.m.LoadAndDelete(k); ok {
-				b.dead.Store(true)
-				b.used.Store(false)
-				bs.n.Add(-1)
-			}
+			bs.evict(k, b)
 			return true
 		}
 		b.used.Store(false)
 		return true
 	})
+}
+
+// evict removes b, k's bucket, from the map, marked dead and unused,
+// unless another sweep removed it first.
+func (bs *budgets) evict(k any, b *bucket) {
+	if _, ok := bs.m.LoadAndDelete(k); ok {
+		b.dead.Store(true)
+		b.used.Store(false)
+		bs.n.Add(-1)
+	}
 }
 
 // spend takes one token from client bucket c and one from destination bucket

@@ -25,17 +25,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, err // the caller has gone: no deposit, no attempt
 	}
 	r := m.r
-	if r.budget != nil && !req.Hedge {
-		// Deposit in both buckets: an atomic load each when they are full.
-		// The buckets are not kept: a retry looks them up again (see run).
-		// A hedge is no new request: its token was taken when it was sent.
-		dest := r.destOf(req)
-		if r.shared != nil {
-			r.sharedDeposit(ctx, dest, req.Identity.ClientKey)
-		} else {
-			r.deposit(dest, req.Identity.ClientKey)
-		}
-	}
+	r.depositReq(ctx, req)
 	if o := req.Overrides; o != nil {
 		r = r.overridden(o)
 	}
@@ -47,15 +37,41 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 // ClientOnly.
 type budgetPair struct{ client, dest *bucket }
 
+// depositReq credits req to the budgets, when they are on and req is a
+// new request: a hedge is not, its token was taken when it was sent. The
+// buckets are not kept: a retry looks them up again (see run).
+func (r *Retrier) depositReq(ctx context.Context, req *portico.Request) {
+	if r.budget == nil || req.Hedge {
+		return
+	}
+	if r.shared != nil {
+		r.sharedDeposit(ctx, r.destOf(req), req.Identity.ClientKey)
+		return
+	}
+	r.deposit(r.destOf(req), req.Identity.ClientKey)
+}
+
 // deposit credits a new request of (dest, client) to the budgets in the
 // process: an atomic load each when they are full.
 func (r *Retrier) deposit(dest, client string) {
 	h := r.homeOf(dest)
+	r.depositClient(h, dest, client)
+	r.depositDest(h, dest)
+}
+
+// depositClient is deposit's credit to the client's bucket, h's when h,
+// dest's home, holds it.
+func (r *Retrier) depositClient(h *budgetPair, dest, client string) {
 	if h != nil && client == "" {
 		h.client.deposit(r.budget.depositAmt, r.budget.capacity)
 	} else if c := r.budget.forDeposit(dest, client); c != nil { // nil: full, no room to keep it
 		c.deposit(r.budget.depositAmt, r.budget.capacity)
 	}
+}
+
+// depositDest is deposit's credit to the destination's bucket, h's when
+// h, dest's home, is not nil.
+func (r *Retrier) depositDest(h *budgetPair, dest string) {
 	switch {
 	case r.dests == nil:
 	case h != nil:
@@ -164,10 +180,7 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 func (c *call) begin(ctx context.Context, i int, lastErr error) (context.Context, error) {
 	r := c.r
 	if i == 0 {
-		if r.minAttempt > 0 && !r.fits(ctx, 0) {
-			return nil, noTimeLeft(nil, 0, c.earlier)
-		}
-		return ctx, nil
+		return ctx, r.admitFirst(ctx)
 	}
 	if err := c.retry(ctx, i, lastErr); err != nil {
 		return nil, err
@@ -178,6 +191,16 @@ func (c *call) begin(ctx context.Context, i int, lastErr error) (context.Context
 	}
 	c.earlier = append(c.earlier, lastErr)
 	return actx, nil
+}
+
+// admitFirst returns ErrNoTimeLeft's error when the deadline leaves less
+// than MinAttemptTime for the first attempt; only an expired deadline
+// stops it without one (then the attempt fails with the context's error).
+func (r *Retrier) admitFirst(ctx context.Context) error {
+	if r.minAttempt > 0 && !r.fits(ctx, 0) {
+		return noTimeLeft(nil, 0, nil)
+	}
+	return nil
 }
 
 // retry decides whether attempt i follows the failed lastErr, and waits
@@ -226,10 +249,7 @@ func (c *call) stop(ctx context.Context, i int, cls portico.Class, lastErr error
 		return lastErr // a layer that never retries is transparent
 	}
 	if !r.retryable(cls, c.req) {
-		if len(c.earlier) > 0 { // keep them: one may have been sent, or billed
-			return surface(lastErr, portico.OK, nil, "retry: stopped after "+attempts(i), c.earlier)
-		}
-		return lastErr
+		return c.notRetried(i, lastErr)
 	}
 	if err := portico.FromContext(ctx); err != nil {
 		return canceledDuring(err, lastErr, c.earlier)
@@ -238,6 +258,17 @@ func (c *call) stop(ctx context.Context, i int, cls portico.Class, lastErr error
 		return nil
 	}
 	return surface(lastErr, portico.OK, ErrAttemptsExhausted, "retry: "+attempts(i)+" failed", c.earlier)
+}
+
+// notRetried is the error of a call that stops at lastErr, of attempt i,
+// an error it does not retry: lastErr itself after the first attempt, else
+// with the earlier attempts' errors kept (one may have been sent, or
+// billed).
+func (c *call) notRetried(i int, lastErr error) error {
+	if len(c.earlier) == 0 {
+		return lastErr
+	}
+	return surface(lastErr, portico.OK, nil, "retry: stopped after "+attempts(i), c.earlier)
 }
 
 // delay returns the wait before attempt i: lastErr's Retry-After (hinted),
@@ -249,11 +280,7 @@ func (c *call) delay(ctx context.Context, i int, lastErr error) (delay time.Dura
 	delay = portico.RetryAfterOf(lastErr)
 	hinted = delay > 0
 	if !hinted {
-		u := 0.0
-		if r.kind == FullJitter || r.kind == DecorrelatedJitter {
-			u = r.rand()
-		}
-		delay = r.backoffDelay(i, c.prev, u)
+		delay = r.backoffDelay(i, c.prev, r.draw())
 		c.prev = delay
 	}
 	cooling = portico.CooldownFromContext(ctx)
@@ -292,13 +319,9 @@ func (c *call) fits(ctx context.Context, i int, delay time.Duration, hinted bool
 func (c *call) wait(ctx context.Context, i int, delay time.Duration, dest string, lastErr error) error {
 	r := c.r
 	for waited := time.Duration(0); delay > 0; {
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, delay) {
 			r.unspend(dest, c.req)
 			return canceledDuring(portico.FromContext(ctx), lastErr, c.earlier)
-		case <-t.C:
 		}
 		waited += delay
 		if delay = portico.CooldownFromContext(ctx); delay > 0 {
@@ -309,6 +332,18 @@ func (c *call) wait(ctx context.Context, i int, delay time.Duration, dest string
 		}
 	}
 	return nil
+}
+
+// sleep waits d; false when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // spendFor takes the token of retry i of req, to dest, after an attempt
@@ -352,10 +387,7 @@ func (r *Retrier) unspend(dest string, req *portico.Request) {
 // ([portico.MaxWaitFromContext]: it has another route), or delay longer
 // than the deadline leaves room for.
 func (r *Retrier) hintTooLong(ctx context.Context, waited, delay time.Duration, cooling bool) string {
-	what := "retry-after"
-	if cooling {
-		what = "route cooling down"
-	}
+	what := hintName(cooling)
 	if waited+delay > r.maxRetryAfter {
 		return what + " too long"
 	}
@@ -367,6 +399,15 @@ func (r *Retrier) hintTooLong(ctx context.Context, waited, delay time.Duration, 
 		return what + " beyond the deadline"
 	}
 	return ""
+}
+
+// hintName names the wait a hint asks for: the route's cooldown (cooling)
+// or a Retry-After.
+func hintName(cooling bool) string {
+	if cooling {
+		return "route cooling down"
+	}
+	return "retry-after"
 }
 
 // tooLong is the RateLimited error of a call that ends rather than wait

@@ -115,13 +115,8 @@ func surface(last error, cls portico.Class, sentinel error, summary string, earl
 // and last says why the call stopped. Permanent and Canceled, which end the
 // request wherever it goes, stay last's.
 func finalFields(last error, earlier []error) (w portico.Error, direct bool) {
+	w, direct = fieldsOf(last)
 	var pe *portico.Error
-	if errors.As(last, &pe) {
-		w = *pe
-	} else {
-		w.Class = portico.ClassOf(last)
-	}
-	direct = last == error(pe) // last itself, not a wrapper, gave the fields
 	if sent := lastSent(last, earlier); sent != last && sent != nil && w.Class != portico.Permanent && w.Class != portico.Canceled {
 		w.Class, w.Status, w.Code, direct = portico.ClassOf(sent), 0, "", false
 		if errors.As(sent, &pe) {
@@ -129,6 +124,17 @@ func finalFields(last error, earlier []error) (w portico.Error, direct bool) {
 		}
 	}
 	return w, direct
+}
+
+// fieldsOf returns the class and fields of err's *portico.Error (its class
+// alone when it has none), and whether err itself, not a wrapper, gave
+// them.
+func fieldsOf(err error) (w portico.Error, direct bool) {
+	var pe *portico.Error
+	if !errors.As(err, &pe) {
+		return portico.Error{Class: portico.ClassOf(err)}, false
+	}
+	return *pe, err == error(pe)
 }
 
 // lastSent returns the error of the last attempt that may have been sent,
@@ -167,10 +173,17 @@ type timedOut struct {
 
 func (t *timedOut) Error() string {
 	msg := t.sentinel.Error() + " (" + portico.RoundDuration(t.after).String() + ")"
-	if i := t.inner; i != nil && !errors.Is(i, t.sentinel) && !errors.Is(i, context.Canceled) && !errors.Is(i, context.DeadlineExceeded) {
-		msg += ": " + strings.TrimPrefix(i.Error(), "portico: ")
+	if t.innerSaysMore() {
+		msg += ": " + strings.TrimPrefix(t.inner.Error(), "portico: ")
 	}
 	return msg
+}
+
+// innerSaysMore reports whether the inner error says more than that the
+// timeout fired or the context ended.
+func (t *timedOut) innerSaysMore() bool {
+	i := t.inner
+	return i != nil && !errors.Is(i, t.sentinel) && !errors.Is(i, context.Canceled) && !errors.Is(i, context.DeadlineExceeded)
 }
 
 func (t *timedOut) Unwrap() []error {

@@ -53,10 +53,7 @@ func (b *Bounds) check() error {
 // nothing changes.
 func (r *Retrier) overridden(o *portico.Overrides) *Retrier {
 	b := &r.bounds
-	attempts := r.maxAttempts
-	if o.MaxAttempts > 0 {
-		attempts = int(clamp(int64(o.MaxAttempts), int64(r.maxAttempts), int64(b.MinAttempts), int64(b.MaxAttempts)))
-	}
+	attempts := clampCount(o.MaxAttempts, r.maxAttempts, b.MinAttempts, b.MaxAttempts)
 	ttft := clampTimeout(o.FirstChunk, r.ttft, b.FirstChunk)
 	attempt := clampTimeout(o.Attempt, r.attemptTimeout, b.Attempt)
 	if attempts == r.maxAttempts && ttft == r.ttft && attempt == r.attemptTimeout {
@@ -68,6 +65,15 @@ func (r *Retrier) overridden(o *portico.Overrides) *Retrier {
 		c.ceil = ceilings(r.base, r.max, attempts-1)
 	}
 	return &c
+}
+
+// clampCount is the attempts a request asking for want gets on a route
+// whose own are own within [lo, hi] (see clamp); want <= 0 keeps own.
+func clampCount(want, own, lo, hi int) int {
+	if want <= 0 {
+		return own
+	}
+	return int(clamp(int64(want), int64(own), int64(lo), int64(hi)))
 }
 
 // clampTimeout is the timeout a request asking for want gets on a route

@@ -364,10 +364,7 @@ func New(cfg Config) (*Retrier, error) {
 	if r.max < r.base {
 		return nil, errors.New("retry: Config.Backoff.MaxDelay " + r.max.String() + " below BaseDelay " + r.base.String())
 	}
-	if to.MinRate > 0 {
-		r.rateWindow = cmp.Or(to.RateWindow, DefaultRateWindow)
-		r.rateNeed = int64(math.Ceil(to.MinRate * r.rateWindow.Seconds()))
-	}
+	r.rateWindow, r.rateNeed = to.rateFloor()
 	if r.rand == nil {
 		r.rand = rand.Float64
 	}
@@ -379,19 +376,22 @@ func New(cfg Config) (*Retrier, error) {
 	return r, nil
 }
 
+// rateFloor returns MinRate's window and the tokens each window must
+// bring, rounded up; zeros without MinRate.
+func (to *Timeouts) rateFloor() (time.Duration, int64) {
+	if to.MinRate <= 0 {
+		return 0, 0
+	}
+	w := cmp.Or(to.RateWindow, DefaultRateWindow)
+	return w, int64(math.Ceil(to.MinRate * w.Seconds()))
+}
+
 // check returns the first invalid field of c, nil when none is.
 func (c *Config) check() error {
-	bo, to := c.Backoff, c.Timeouts
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"Backoff.BaseDelay", bo.BaseDelay}, {"Backoff.MaxDelay", bo.MaxDelay}, {"Backoff.MaxRetryAfter", bo.MaxRetryAfter},
-		{"MinAttemptTime", c.MinAttemptTime}, {"Timeouts.Attempt", to.Attempt},
-		{"Timeouts.FirstChunk", to.FirstChunk}, {"Timeouts.ChunkGap", to.ChunkGap}, {"Timeouts.RateWindow", to.RateWindow}} {
-		if d.v < 0 {
-			return errors.New("retry: negative Config." + d.name + " (" + d.v.String() + ")")
-		}
+	if err := c.checkDurations(); err != nil {
+		return err
 	}
+	bo, to := c.Backoff, c.Timeouts
 	r := to.MinRate
 	if err := rules.First(
 		rules.If(!(r >= 0 && r < posInf),
@@ -408,6 +408,22 @@ func (c *Config) check() error {
 		return errors.New("retry: unknown Config.Backoff.Schedule " + bo.Schedule.String())
 	}
 	return c.Budget.check()
+}
+
+// checkDurations returns the error of c's first negative duration.
+func (c *Config) checkDurations() error {
+	bo, to := c.Backoff, c.Timeouts
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Backoff.BaseDelay", bo.BaseDelay}, {"Backoff.MaxDelay", bo.MaxDelay}, {"Backoff.MaxRetryAfter", bo.MaxRetryAfter},
+		{"MinAttemptTime", c.MinAttemptTime}, {"Timeouts.Attempt", to.Attempt},
+		{"Timeouts.FirstChunk", to.FirstChunk}, {"Timeouts.ChunkGap", to.ChunkGap}, {"Timeouts.RateWindow", to.RateWindow}} {
+		if d.v < 0 {
+			return errors.New("retry: negative Config." + d.name + " (" + d.v.String() + ")")
+		}
+	}
+	return nil
 }
 
 // check returns the first invalid field of b, nil when none is.
