@@ -81,13 +81,9 @@ func (r *Retrier) depositDest(h *budgetPair, dest string) {
 	}
 }
 
-// pair returns req's budget buckets, creating them full if needed; the
-// budgets must be on. It does not allocate for existing keys.
-func (r *Retrier) pair(req *portico.Request) budgetPair {
-	return r.pairOf(r.destOf(req), req.Identity.ClientKey)
-}
-
-// pairOf is pair for the budgets of (dest, client).
+// pairOf returns the budget buckets of (dest, client), creating them full
+// if needed; the budgets must be on. It does not allocate for existing
+// keys.
 func (r *Retrier) pairOf(dest, client string) budgetPair {
 	h := r.homeOf(dest)
 	if h == nil {
@@ -153,10 +149,7 @@ type call struct {
 // run drives the attempts.
 func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Model) (*portico.Response, error) {
 	c := &call{r: r, req: req, prev: r.base}
-	var start time.Time // for a stream's first-chunk event
-	if req.OnChunk != nil {
-		start = time.Now()
-	}
+	start := streamStart(req)
 	var lastErr error
 	for i := 0; ; i++ {
 		actx, err := c.begin(ctx, i, lastErr)
@@ -173,6 +166,15 @@ func (r *Retrier) run(ctx context.Context, req *portico.Request, next portico.Mo
 		}
 		lastErr = err
 	}
+}
+
+// streamStart is when a streamed call started, for its first-chunk event;
+// zero, and no clock read, for a call that does not stream.
+func streamStart(req *portico.Request) time.Time {
+	if req.OnChunk == nil {
+		return time.Time{}
+	}
+	return time.Now()
 }
 
 // begin returns the context of attempt i, which follows the failed lastErr
@@ -350,13 +352,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // error of class cls, lastErr, or returns the error of a call the budget
 // ends, ErrBudgetExhausted's.
 func (r *Retrier) spendFor(ctx context.Context, req *portico.Request, dest string, cls portico.Class, i int, lastErr error, earlier []error) error {
-	var which string
-	if r.shared != nil {
-		which = r.sharedSpend(ctx, dest, req.Identity.ClientKey)
-	} else {
-		bk := r.pair(req) // found again: no allocation, and off the first attempt's path
-		which = spend(r.dests, bk.client, bk.dest)
-	}
+	which := r.spendToken(ctx, dest, req.Identity.ClientKey)
 	if which == "" {
 		return nil
 	}
@@ -370,6 +366,17 @@ func (r *Retrier) spendFor(ctx context.Context, req *portico.Request, dest strin
 	e := surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), earlier)
 	e.RefusedBy = portico.RetryBudget
 	return e
+}
+
+// spendToken takes one token from the budgets of (dest, client), the
+// store's or the process's (found again: no allocation, and off the first
+// attempt's path), or names the budget that refused (see spend).
+func (r *Retrier) spendToken(ctx context.Context, dest, client string) string {
+	if r.shared != nil {
+		return r.sharedSpend(ctx, dest, client)
+	}
+	p := r.pairOf(dest, client)
+	return spend(r.dests, p.client, p.dest)
 }
 
 // unspend gives back the token spendFor took from the process's buckets

@@ -388,26 +388,16 @@ func (to *Timeouts) rateFloor() (time.Duration, int64) {
 
 // check returns the first invalid field of c, nil when none is.
 func (c *Config) check() error {
-	if err := c.checkDurations(); err != nil {
-		return err
-	}
 	bo, to := c.Backoff, c.Timeouts
 	r := to.MinRate
-	if err := rules.First(
+	return cmp.Or(c.checkDurations(), rules.First(
 		rules.If(!(r >= 0 && r < posInf),
 			"retry: Config.Timeouts.MinRate is not a finite rate >= 0 ("+strconv.FormatFloat(r, 'g', -1, 64)+")"),
 		rules.If(to.RateWindow > 0 && to.MinRate == 0, "retry: Config.Timeouts.RateWindow set without MinRate"),
 		rules.If(c.MaxAttempts < 0, "retry: negative Config.MaxAttempts ("+strconv.Itoa(c.MaxAttempts)+")"),
-	); err != nil {
-		return err
-	}
-	if err := c.Bounds.check(); err != nil {
-		return err
-	}
-	if bo.Schedule > Immediate {
-		return errors.New("retry: unknown Config.Backoff.Schedule " + bo.Schedule.String())
-	}
-	return c.Budget.check()
+	), c.Bounds.check(), rules.First(
+		rules.If(bo.Schedule > Immediate, "retry: unknown Config.Backoff.Schedule "+bo.Schedule.String()),
+	), c.Budget.check())
 }
 
 // checkDurations returns the error of c's first negative duration.
@@ -523,14 +513,7 @@ func (r *Retrier) Wrap(next portico.Model) portico.Model {
 // true. With a [BudgetStore] (Budget.Shared) the token comes from the
 // store, under the store's own timeout. Safe for concurrent use.
 func (r *Retrier) Take(destination, clientKey string) bool {
-	if r.budget == nil {
-		return true
-	}
-	if r.shared != nil {
-		return r.sharedSpend(context.Background(), destination, clientKey) == ""
-	}
-	p := r.pairOf(destination, clientKey)
-	return spend(r.dests, p.client, p.dest) == ""
+	return r.budget == nil || r.spendToken(context.Background(), destination, clientKey) == ""
 }
 
 // Refund gives back one token that [Retrier.Take] took, for a hedge that

@@ -101,10 +101,7 @@ func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 	if !s.refills() {
 		return // Budget.NoRefill: nothing to credit
 	}
-	var err error
-	if !admit.From(ctx).Deposited(s, s.prefix+dest, client) { // else made by the request's plan
-		err = s.store.Deposit(ctx, s.prefix+dest, client, &s.lim)
-	}
+	err := s.deposit(ctx, dest, client)
 	if s.failOpen {
 		r.deposit(dest, client)
 	}
@@ -112,6 +109,15 @@ func (r *Retrier) sharedDeposit(ctx context.Context, dest, client string) {
 		return
 	}
 	r.degraded(ctx, dest, "deposit", err)
+}
+
+// deposit credits a new request of (dest, client) to the store, unless
+// the request's admission plan made the deposit already.
+func (s *sharedBudgets) deposit(ctx context.Context, dest, client string) error {
+	if admit.From(ctx).Deposited(s, s.prefix+dest, client) {
+		return nil
+	}
+	return s.store.Deposit(ctx, s.prefix+dest, client, &s.lim)
 }
 
 // PlanAdmission adds req's deposit in r's shared budgets to p, the

@@ -215,18 +215,11 @@ var errChunkAfterReturn = errors.New("retry: chunk after the attempt returned")
 // stalls one whose last chunk is older than the gap timeout (re-arming itself
 // when a chunk came since it was set).
 func (s *stream) fire() {
-	for {
-		switch st := s.state.Load(); {
-		case st == waiting && s.r.ttft > 0:
-			if s.end(waiting, abandoned, ErrFirstChunkTimeout) {
-				return
-			}
-		case st == streaming && s.r.gap > 0:
-			s.checkGap()
-			return
-		default:
-			return
-		}
+	if s.r.ttft > 0 && s.end(waiting, abandoned, ErrFirstChunkTimeout) {
+		return
+	}
+	if s.r.gap > 0 && s.state.Load() == streaming {
+		s.checkGap()
 	}
 }
 
