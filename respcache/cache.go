@@ -1,6 +1,7 @@
 package respcache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -95,12 +96,9 @@ func New(cfg Config) (*Cache, error) {
 	if cfg.TTL < 0 {
 		return nil, errors.New("respcache: negative Config.TTL")
 	}
-	c := &Cache{scope: cfg.Scope, ttl: cfg.TTL, store: cfg.Store}
+	c := &Cache{scope: cfg.Scope, ttl: cmp.Or(cfg.TTL, DefaultTTL), store: cfg.Store}
 	if c.scope == nil {
 		c.scope = ByClient
-	}
-	if c.ttl == 0 {
-		c.ttl = DefaultTTL
 	}
 	if c.store == nil {
 		c.store = NewMemory(0, 0)
@@ -138,21 +136,41 @@ func (c *Cache) Wrap(next portico.Model) portico.Model {
 		if err != nil {
 			return next.Generate(ctx, req)
 		}
-		if e, _ := c.store.Get(ctx, k); e != nil {
-			c.hits.Add(1)
-			portico.Observe(ctx, portico.Event{Kind: portico.EventCache, Reason: "hit"})
+		if e := c.lookup(ctx, k); e != nil {
 			return serve(ctx, req, e)
 		}
-		c.misses.Add(1)
-		portico.Observe(ctx, portico.Event{Kind: portico.EventCache, Reason: "miss"})
 		resp, err := next.Generate(ctx, req)
-		if err == nil && resp != nil && (resp.FinishReason == portico.FinishStop || resp.FinishReason == portico.FinishToolCalls) {
-			e := &Entry{ID: resp.ID, Text: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls), Thoughts: slices.Clone(resp.Thoughts),
-				FinishReason: resp.FinishReason, Model: resp.Model}
+		if e := cacheable(resp, err); e != nil {
 			_ = c.store.Set(context.WithoutCancel(ctx), k, e, c.ttl)
 		}
 		return resp, err
 	})
+}
+
+// natural are the FinishReasons of the answers a Cache keeps.
+var natural = []portico.FinishReason{portico.FinishStop, portico.FinishToolCalls}
+
+// cacheable returns the entry of next's answer to cache, nil unless it
+// answered and the answer ended naturally.
+func cacheable(resp *portico.Response, err error) *Entry {
+	if err != nil || resp == nil || !slices.Contains(natural, resp.FinishReason) {
+		return nil
+	}
+	return &Entry{ID: resp.ID, Text: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls), Thoughts: slices.Clone(resp.Thoughts),
+		FinishReason: resp.FinishReason, Model: resp.Model}
+}
+
+// lookup returns the entry under k, nil for a miss, counting the lookup
+// in Stats and observing it.
+func (c *Cache) lookup(ctx context.Context, k string) *Entry {
+	e, _ := c.store.Get(ctx, k)
+	n, reason := &c.misses, "miss"
+	if e != nil {
+		n, reason = &c.hits, "hit"
+	}
+	n.Add(1)
+	portico.Observe(ctx, portico.Event{Kind: portico.EventCache, Reason: reason})
+	return e
 }
 
 // chunkBytes is the most bytes of a chunk a hit streams.
@@ -160,24 +178,27 @@ const chunkBytes = 64
 
 // serve answers req with e, streaming its text when req streams.
 func serve(ctx context.Context, req *portico.Request, e *Entry) (*portico.Response, error) {
-	if req.OnChunk != nil {
-		for text := e.Text; text != ""; {
-			n := min(len(text), chunkBytes)
-			for n < len(text) && n > 0 && !utf8.RuneStart(text[n]) {
-				n--
-			}
-			if n == 0 {
-				n = min(len(text), chunkBytes)
-			}
-			if err := portico.Gone(ctx); err != nil {
-				return nil, err
-			}
-			if err := req.OnChunk(portico.Chunk{Text: text[:n]}); err != nil {
-				return nil, err
-			}
-			text = text[n:]
+	for text := e.Text; req.OnChunk != nil && text != ""; {
+		n := chunkLen(text)
+		if err := portico.Gone(ctx); err != nil {
+			return nil, err
 		}
+		if err := req.OnChunk(portico.Chunk{Text: text[:n]}); err != nil {
+			return nil, err
+		}
+		text = text[n:]
 	}
 	return &portico.Response{ID: e.ID, Text: e.Text, ToolCalls: slices.Clone(e.ToolCalls), Thoughts: slices.Clone(e.Thoughts),
 		FinishReason: e.FinishReason, Model: e.Model}, nil
+}
+
+// chunkLen is the length of the next chunk a hit streams of text:
+// chunkBytes at most, cut before the start of a rune, or chunkBytes when
+// none starts there (text that is not UTF-8).
+func chunkLen(text string) int {
+	n := min(len(text), chunkBytes)
+	for n < len(text) && n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return cmp.Or(n, min(len(text), chunkBytes))
 }

@@ -55,6 +55,19 @@ func key(scope string, req *portico.Request) (string, error) {
 	if req.Contract != nil {
 		c.ModelClasses = req.Contract.ModelClasses
 	}
+	extraErr := c.fingerprint(req.Extra)
+	doc, err := json.Marshal(&c)
+	if errors.Join(extraErr, err) != nil {
+		return "", &portico.Error{Class: portico.Permanent, Reason: "request not canonical JSON", Err: errUncacheable}
+	}
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// fingerprint replaces each JSON part of c, and of the request's extra
+// (c's Extra), by its fingerprint, copying what it changes; the error is
+// extra's, when it is not JSON.
+func (c *canonical) fingerprint(extra map[string]any) error {
 	if slices.ContainsFunc(c.Messages, func(m portico.Message) bool { return len(m.ToolCalls) > 0 }) {
 		c.Messages = slices.Clone(c.Messages)
 		for i := range c.Messages {
@@ -67,18 +80,12 @@ func key(scope string, req *portico.Request) (string, error) {
 		s.JSON = fingerprint(s.JSON)
 		c.Schema = &s
 	}
-	var extraErr error
-	if len(req.Extra) > 0 {
-		var extra []byte
-		extra, extraErr = json.Marshal(req.Extra)
-		c.Extra = fingerprint(extra)
+	if len(extra) == 0 {
+		return nil
 	}
-	doc, err := json.Marshal(&c)
-	if extraErr != nil || err != nil {
-		return "", &portico.Error{Class: portico.Permanent, Reason: "request not canonical JSON", Err: errUncacheable}
-	}
-	sum := sha256.Sum256(doc)
-	return hex.EncodeToString(sum[:]), nil
+	doc, err := json.Marshal(extra)
+	c.Extra = fingerprint(doc)
+	return err
 }
 
 // fingerprinted returns a copy of xs, each element's JSON part (field's)

@@ -1,6 +1,7 @@
 package respcache
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"sync"
@@ -36,13 +37,8 @@ type memEntry struct {
 // bytes; zero or negative means [DefaultMaxEntries] (10,000) and
 // [DefaultMaxBytes] (64 MiB). An entry larger than maxBytes is not kept.
 func NewMemory(maxEntries, maxBytes int) *Memory {
-	if maxEntries <= 0 {
-		maxEntries = DefaultMaxEntries
-	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
-	}
-	return &Memory{maxEntries: maxEntries, maxBytes: maxBytes, ll: list.New(), m: map[string]*list.Element{}}
+	return &Memory{maxEntries: cmp.Or(max(maxEntries, 0), DefaultMaxEntries), maxBytes: cmp.Or(max(maxBytes, 0), DefaultMaxBytes),
+		ll: list.New(), m: map[string]*list.Element{}}
 }
 
 var _ Store = (*Memory)(nil)
