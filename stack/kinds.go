@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,9 +66,7 @@ func (t Threshold) build(b *builder) (portico.Model, error) {
 		return nil, errors.New("stack: Threshold's Strong and Weak are the group's routes: leave them zero")
 	}
 	c.Weak, c.Strong = b.behind(0), b.behind(1)
-	if c.Estimator == nil {
-		c.Estimator = b.est
-	}
+	c.Estimator = cmp.Or(c.Estimator, b.est)
 	th, err := proute.NewThreshold(c)
 	if err != nil {
 		return nil, err
@@ -99,9 +98,7 @@ func (c Cascade) build(b *builder) (portico.Model, error) {
 		steps[i].Route = r
 	}
 	cc.Steps = steps
-	if cc.Estimator == nil {
-		cc.Estimator = b.est
-	}
+	cc.Estimator = cmp.Or(cc.Estimator, b.est)
 	return proute.NewCascade(cc)
 }
 
@@ -122,9 +119,7 @@ func (c Balance) build(b *builder) (portico.Model, error) {
 	for i := range b.routes {
 		bc.Replicas = append(bc.Replicas, b.behind(i))
 	}
-	if bc.Estimator == nil {
-		bc.Estimator = b.est
-	}
+	bc.Estimator = cmp.Or(bc.Estimator, b.est)
 	bal, err := proute.NewBalancer(bc)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,12 @@
 package stack
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/portico-llm/portico"
@@ -49,25 +51,29 @@ func Pool(pool string, r Route, keys ...Key) ([]Route, Group, error) {
 	routes := make([]Route, 0, len(keys))
 	weights := make(Weighted, 0, len(keys))
 	names := make([]string, 0, len(keys))
-	seen := make(map[string]bool, len(keys))
 	for i, k := range keys {
-		if k.Label == "" || strings.Contains(k.Label, "/") || seen[k.Label] || portico.IsNil(k.Model) {
-			return nil, Group{}, fmt.Errorf("stack: Pool %q: key %d needs a Label of its own without \"/\" (%q) and a Model", pool, i, k.Label)
+		if err := checkKey(pool, i, k, keys[:i]); err != nil {
+			return nil, Group{}, err
 		}
-		if !(k.Weight >= 0) || math.IsInf(k.Weight, 1) {
-			return nil, Group{}, fmt.Errorf("stack: Pool %q: key %q's Weight %v is not >= 0 and finite", pool, k.Label, k.Weight)
-		}
-		seen[k.Label] = true
 		kr := keyRoute(r, pool+"/"+k.Label, k)
 		routes = append(routes, kr)
 		names = append(names, kr.Name)
-		w := k.Weight
-		if w == 0 {
-			w = 1
-		}
-		weights = append(weights, w)
+		weights = append(weights, cmp.Or(k.Weight, 1))
 	}
 	return routes, Group{Name: pool, Routes: names, Kind: weights}, nil
+}
+
+// checkKey returns Pool's error for key i of pool, k, or nil; before are
+// the keys before it, whose Labels k's must differ from.
+func checkKey(pool string, i int, k Key, before []Key) error {
+	if k.Label == "" || strings.Contains(k.Label, "/") || portico.IsNil(k.Model) ||
+		slices.ContainsFunc(before, func(b Key) bool { return b.Label == k.Label }) {
+		return fmt.Errorf("stack: Pool %q: key %d needs a Label of its own without \"/\" (%q) and a Model", pool, i, k.Label)
+	}
+	if !(k.Weight >= 0) || math.IsInf(k.Weight, 1) {
+		return fmt.Errorf("stack: Pool %q: key %q's Weight %v is not >= 0 and finite", pool, k.Label, k.Weight)
+	}
+	return nil
 }
 
 // keyRoute is r as key k's route named name: k's Model and Quota, and the
