@@ -55,12 +55,7 @@ func sentPrefix(prefix string) string { return strings.TrimRightFunc(prefix, uni
 func continuationFor(req *Request, mode Continuation) *Request {
 	c := req.Clone()
 	sent := sentPrefix(req.Prefix)
-	msgs := req.Messages
-	if n := len(msgs); n >= 2 && isText(&msgs[n-1], RoleUser, ContinueInstruction) && isText(&msgs[n-2], RoleAssistant, sent) {
-		msgs = msgs[:n-2]
-	} else if n >= 1 && isText(&msgs[n-1], RoleAssistant, sent) {
-		msgs = msgs[:n-1]
-	}
+	msgs := withoutPrefix(req.Messages, sent)
 	if sent == "" { // nothing to continue from: the answer starts anew
 		c.Messages = msgs
 		return c
@@ -73,6 +68,19 @@ func continuationFor(req *Request, mode Continuation) *Request {
 	}
 	c.Messages = out
 	return c
+}
+
+// withoutPrefix returns msgs without the expression of the prefix sent at
+// their end, in either form, when they end with one.
+func withoutPrefix(msgs []Message, sent string) []Message {
+	n := len(msgs)
+	if n >= 2 && isText(&msgs[n-1], RoleUser, ContinueInstruction) && isText(&msgs[n-2], RoleAssistant, sent) {
+		return msgs[:n-2]
+	}
+	if n >= 1 && isText(&msgs[n-1], RoleAssistant, sent) {
+		return msgs[:n-1]
+	}
+	return msgs
 }
 
 // isText reports whether m is a message of role with the one text part text.
@@ -200,11 +208,17 @@ func repeatCut(sent, n string, final bool) (int, bool, error) {
 // ws, the white space the caller has and the request did not send, and
 // whether that is decided (rest may still run on into ws).
 func spaceCut(ws, rest string, final bool) (int, bool) {
+	i := commonPrefix(ws, rest)
+	return i, final || i < len(rest) || i == len(ws)
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
 	i := 0
-	for i < len(ws) && i < len(rest) && ws[i] == rest[i] {
+	for i < len(a) && i < len(b) && a[i] == b[i] {
 		i++
 	}
-	return i, final || i < len(rest) || i == len(ws)
+	return i
 }
 
 // overlap returns the longest k, from seamMinOverlap to seamMaxOverlap and

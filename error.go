@@ -227,21 +227,29 @@ func (e *Error) causeParts() (fields, cause string) {
 	if e.Err == nil {
 		return "", ""
 	}
-	cause = strings.TrimPrefix(e.Err.Error(), "portico: ")
-	rest, ok := strings.CutPrefix(cause, e.Class.String())
-	switch {
-	case !ok:
-	case rest == "":
-		cause = ""
-	case rest[0] == ' ' && e.Reason == "":
-		fields, cause, _ = strings.Cut(rest, ": ")
-	case rest[0] == ' ' || rest[0] == ':':
-		cause = strings.TrimLeft(rest, ": ")
-	}
+	fields, cause = e.unclassed(strings.TrimPrefix(e.Err.Error(), "portico: "))
 	if e.RefusedBy != NotRefused {
 		fields = strings.TrimPrefix(fields, " by "+e.RefusedBy.String())
 	}
 	return fields, cause
+}
+
+// unclassed splits cause, a message of e's cause, when it starts with e's
+// class: into its fields, when e has no reason, and what follows them.
+func (e *Error) unclassed(cause string) (fields, rest string) {
+	rest, ok := strings.CutPrefix(cause, e.Class.String())
+	switch {
+	case !ok:
+		return "", cause
+	case rest == "":
+		return "", ""
+	case rest[0] == ' ' && e.Reason == "":
+		fields, rest, _ = strings.Cut(rest, ": ")
+		return fields, rest
+	case rest[0] == ' ' || rest[0] == ':':
+		return "", strings.TrimLeft(rest, ": ")
+	}
+	return "", cause
 }
 
 // writeUnsaid writes to b the parts of cause that b does not say yet (see
@@ -297,19 +305,25 @@ func (w *unsaid) add(sep, name, text string) {
 		}
 		return
 	}
-	switch {
-	case !w.printed:
-		sep = ": "
-	case w.carry != "":
-		sep = w.carry
-	}
-	w.b.WriteString(sep)
+	w.b.WriteString(w.separator(sep))
 	if name != "" {
 		w.b.WriteString(name)
 		w.b.WriteString(": ")
 	}
 	w.b.WriteString(text)
 	w.printed, w.carry = true, ""
+}
+
+// separator returns what goes before the next part written, sep in cause:
+// ": " before the first, else the separator of the parts left out before it.
+func (w *unsaid) separator(sep string) string {
+	switch {
+	case !w.printed:
+		return ": "
+	case w.carry != "":
+		return w.carry
+	}
+	return sep
 }
 
 // RoundDuration rounds d for a message: to the millisecond, to the

@@ -32,11 +32,7 @@ type Route struct {
 // with the prefix in the form r.Capabilities.Continuation says (the
 // instruction's for ContinueNone). The caller's req is never modified.
 func (r *Route) RequestFor(req *Request) *Request {
-	if req.Reasoning != nil && !r.Capabilities.Reasoning {
-		c := req.Clone()
-		c.Reasoning = nil
-		req = c // a clone of a clone below: rare, and clear
-	}
+	req = r.reasoned(req) // a clone of a clone below: rare, and clear
 	if req.Prefix != "" {
 		c := continuationFor(req, r.Capabilities.Continuation)
 		if r.ModelName != "" {
@@ -49,6 +45,17 @@ func (r *Route) RequestFor(req *Request) *Request {
 	}
 	c := req.Clone()
 	c.Model = r.ModelName
+	return c
+}
+
+// reasoned returns req, or a clone without its Reasoning setting when r
+// does not reason.
+func (r *Route) reasoned(req *Request) *Request {
+	if req.Reasoning == nil || r.Capabilities.Reasoning {
+		return req
+	}
+	c := req.Clone()
+	c.Reasoning = nil
 	return c
 }
 
