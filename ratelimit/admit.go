@@ -142,11 +142,7 @@ func (l *Limiter) sleep(ctx context.Context, req *portico.Request, e *entry, t *
 	case <-timer.C:
 	case <-replan: // a refund, a place ahead given back, or new limits
 	case <-ctx.Done():
-		e.mu.Lock()
-		e.giveBack(h)
-		l.releaseLocked(e, mono.Now())
-		l.unprogram(t, now)
-		e.mu.Unlock()
+		l.abandon(t, h, now)
 		return h, notSent(portico.FromContext(ctx))
 	}
 	e.mu.Lock()
@@ -170,16 +166,22 @@ func (l *Limiter) observeWait(ctx context.Context, req *portico.Request, t *tick
 	ok := false
 	defer func() {
 		if !ok {
-			e := t.e
-			e.mu.Lock()
-			e.giveBack(h)
-			l.releaseLocked(e, mono.Now())
-			l.unprogram(t, now)
-			e.mu.Unlock()
+			l.abandon(t, h, now)
 		}
 	}()
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitWait, Route: req.Model, Delay: wait, Reason: which})
 	ok = true
+}
+
+// abandon gives back the slot and the place in line h of the call of t,
+// waiting since now and not to be admitted; t.e is unlocked.
+func (l *Limiter) abandon(t *ticket, h *hold, now time.Duration) {
+	e := t.e
+	e.mu.Lock()
+	e.giveBack(h)
+	l.releaseLocked(e, mono.Now())
+	l.unprogram(t, now)
+	e.mu.Unlock()
 }
 
 // queueFor waits in e's queue for a slot below lmax, for the call of t: e

@@ -182,7 +182,7 @@ func (l *Limiter) sweep(s *shard, now time.Duration) {
 	s.sweepAt = 2 * len(s.m)
 }
 
-// The janitor: idle keys are evicted when a shard doubles (see slowLookup),
+// The janitor: idle keys are evicted when a shard doubles (see insert),
 // which bounds the table while keys keep arriving, and by a sweep of every
 // shard that a timer runs once a janitor period while the table holds keys,
 // which empties it once they all have gone idle: a million keys that called

@@ -144,7 +144,6 @@ type ticket struct {
 // Model may return while its stream's goroutine still delivers a chunk.
 type reader struct {
 	portico.StreamWatch
-	l    *Limiter
 	held atomic.Int64 // time.Duration
 }
 
@@ -203,7 +202,7 @@ func (l *Limiter) run(ctx context.Context, next portico.Model, req *portico.Requ
 	if l.cfg.Concurrency == nil || req.OnChunk == nil {
 		return portico.Answer(next.Generate(ctx, req))
 	}
-	rd := &reader{l: l}
+	rd := &reader{}
 	resp, err := portico.Answer(next.Generate(ctx, rd.Watch(req, rd)))
 	t.read = time.Duration(rd.held.Load())
 	return resp, err

@@ -59,15 +59,7 @@ func (l *Limiter) mirrorSettle(req *portico.Request, d int) {
 	if d == 0 {
 		return
 	}
-	l.mirror(req, func(e *entry, _ time.Duration) {
-		switch {
-		case e.lim.Tokens == 0:
-		case d > 0:
-			e.tok.refund(float64(d))
-		default:
-			e.tok.charge(float64(-d), float64(e.lim.Tokens))
-		}
-	})
+	l.mirror(req, func(e *entry, _ time.Duration) { e.settleTokens(d) })
 }
 
 // mirror runs f on req's entry, locked, at the Limiter's now.
