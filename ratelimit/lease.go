@@ -333,19 +333,17 @@ func (e *lease) handBack(lim *Limits, n Grant, now time.Duration) (back, want Gr
 	e.asked, e.since = Grant{}, now
 	back = Grant{Requests: e.held.Requests, Tokens: e.held.Tokens + e.owed}
 	want = Grant{Requests: leaseAsk(2*used.Requests, n.Requests, lim.RequestBurst), Tokens: leaseAsk(2*used.Tokens, n.Tokens, lim.TokenBurst)}
-	if n.Requests == 0 {
-		want.Requests = 0
-	}
-	if lim.Tokens == 0 { // so n.Tokens is 0 too
-		want.Tokens = 0
-	}
 	e.held, e.size, e.owed, e.live = Grant{}, Grant{}, 0, false
 	view, e.view = e.view, nil
 	return back, want, view
 }
 
-// leaseAsk is ask bounded by a hundredth of burst and at least need.
+// leaseAsk is ask bounded by a hundredth of burst and at least need; 0
+// without a bucket (burst 0).
 func leaseAsk(ask, need, burst int) int {
+	if burst == 0 {
+		return 0
+	}
 	return max(min(ask, max(burst/leaseShare, 1)), need)
 }
 

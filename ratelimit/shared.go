@@ -135,22 +135,16 @@ type shared struct {
 
 // newShared builds l's shared state from the normalized c.
 func newShared(l *Limiter, c Config) *shared {
-	n := c.Shared.Name
-	s := &shared{l: l, store: c.Shared.Store, prefix: failopen.Prefix(n)}
+	s := &shared{l: l, store: c.Shared.Store, prefix: failopen.Prefix(c.Shared.Name)}
 	s.lease = newLeases(s, &c)
 	base := c
 	base.Shared, base.derived = Shared{}, true
 	if c.capped(l.allLimits()) {
-		sc := base
-		sc.Limits, sc.Tiers = slotsOf(c.Limits), mapTiers(c.Tiers, slotsOf)
-		s.slots = derived(sc)
+		s.slots = derive(base, slotsOf)
 	}
-	if c.Shared.FailOpen && slices.ContainsFunc(l.allLimits(), (*Limits).buckets) {
-		lc := base
-		n := c.Shared.Instances
-		lc.Limits, lc.Tiers = shareOf(c.Limits, n), mapTiers(c.Tiers, func(l Limits) Limits { return shareOf(l, n) })
-		lc.Queue, lc.Concurrency = Queue{}, nil
-		s.local = derived(lc)
+	if n := c.Shared.Instances; c.Shared.FailOpen && slices.ContainsFunc(l.allLimits(), (*Limits).buckets) {
+		base.Queue, base.Concurrency = Queue{}, nil
+		s.local = derive(base, func(l Limits) Limits { return shareOf(l, n) })
 		s.local.lead = failopen.Lead(n)
 	}
 	return s
@@ -172,20 +166,14 @@ func (c *Config) capped(all []*Limits) bool {
 	return c.Concurrency != nil || slices.ContainsFunc(all, func(l *Limits) bool { return l.MaxInFlight > 0 })
 }
 
-// mapTiers returns tiers with f applied to each, nil for none.
-func mapTiers(tiers map[string]Limits, f func(Limits) Limits) map[string]Limits {
-	if len(tiers) == 0 {
-		return nil
+// derive is New for c, already validated, with f applied to its limits
+// and to each tier's.
+func derive(c Config, f func(Limits) Limits) *Limiter {
+	tiers := make(map[string]Limits, len(c.Tiers))
+	for name, t := range c.Tiers {
+		tiers[name] = f(t)
 	}
-	m := make(map[string]Limits, len(tiers))
-	for name, t := range tiers {
-		m[name] = f(t)
-	}
-	return m
-}
-
-// derived is New for a Config derived from one already validated.
-func derived(c Config) *Limiter {
+	c.Limits, c.Tiers = f(c.Limits), tiers
 	l, err := New(c)
 	if err != nil {
 		panic(err) // unreachable: derived from a valid Config
