@@ -41,8 +41,9 @@ import (
 //     but the carried value;
 //   - 1 without any deadline: the primary's context, which carries its
 //     cooldown;
-//   - 16 more with the group's hedging, no hedge sent: the race's state,
-//     the primary's cancelable context and the hedge's timer;
+//   - 17 more with the group's hedging, no hedge sent: the race's state,
+//     the primary's goroutine and cancelable context and the hedge's
+//     timer;
 //   - 35 for a stream of 8 chunks, none a chunk (40 over genai, 4 of them
 //     genai's under a deadline): each layer's StreamWatch, the retry
 //     layer's watchdog and the group's bound on the gaps between signs of
@@ -75,7 +76,7 @@ func TestAllocs(t *testing.T) {
 		{"preset, no deadline", over(ctx, presetNoDeadline, whole),
 			want{352, 389, 427}},
 		{"preset, group hedging", over(ctx, presetHedged, whole),
-			want{376, 405, 455}},
+			want{377, 406, 456}},
 		{"adapter, streamed", over(ctx, adapter, streamed),
 			want{1026, 877, 1391}},
 		{"preset, streamed", over(ctx, presetDefault, streamed),

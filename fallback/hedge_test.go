@@ -153,7 +153,7 @@ func TestHedgeNotAppliedAllocs(t *testing.T) {
 }
 
 // A raced request whose primary answers before the delay costs the race
-// (hedge's TestAllocs: 11 allocations), the request's state and its plan,
+// (hedge's TestAllocs: 12 allocations), the request's state and its plan,
 // and the primary's context: without a deadline, the one that carries its
 // cooldown; under a Contract.Deadline, that deadline's and the share's
 // (as the walk), and the race's cancelable context registered under them.
@@ -167,7 +167,7 @@ func TestHedgeRacedAllocs(t *testing.T) {
 		name string
 		req  *portico.Request
 		want float64
-	}{{"no deadline", plain, 14}, {"Contract.Deadline", timed, 28}} {
+	}{{"no deadline", plain, 15}, {"Contract.Deadline", timed, 29}} {
 		if n := testing.AllocsPerRun(1000, func() { g.Generate(context.Background(), c.req) }); n != c.want {
 			t.Errorf("%s: allocs per raced request = %v, want %v", c.name, n, c.want)
 		}

@@ -45,9 +45,10 @@ func (at *attempt) firstSign() {
 	at.learn(time.Since(at.start))
 }
 
-// run calls at's Model, recovering a panic for the race to raise again:
-// at then wins if it answered first (a hedge the Plan prepares meanwhile
-// is not sent, see begin).
+// run calls at's Model, on a goroutine of its own, recovering a panic for
+// the race to raise again: at then wins if it answered first (a hedge the
+// Plan prepares meanwhile is not sent, see begin); its end goes to the
+// race's results.
 func (at *attempt) run() {
 	r := at.r
 	defer func() {
@@ -59,6 +60,7 @@ func (at *attempt) run() {
 			r.winner = at.i
 		}
 		r.mu.Unlock()
+		r.results <- at
 	}()
 	at.call()
 }

@@ -16,30 +16,27 @@ import (
 // and the error its gate returns for a chunk of one.
 var errLost = errors.New("hedge: another attempt won")
 
-// race is one request's race: its first attempt on the caller's goroutine
-// (see first), every other on one of its own, whose ends the race's
-// goroutine receives, with a timer for the hedge due next. The attempts'
-// goroutines touch only the fields r.mu guards.
+// race is one request's race: each attempt on a goroutine of its own,
+// whose ends the caller's goroutine receives, with a timer for the hedge
+// due next. The attempts' goroutines touch only the fields r.mu guards.
 type race struct {
 	h    *Hedger
 	ctx  context.Context
 	req  *portico.Request
 	plan Plan
 
-	results        chan *attempt    // the ends of the attempts on goroutines
+	results        chan *attempt    // the ends of the attempts
 	due            <-chan time.Time // when the next hedge is due; nil none
 	next, running  int              // the next attempt's index; the attempts not yet settled
 	started        time.Time        // when the newest attempt started
 	last           error            // the last attempt's error
 	sent, lostSent error            // see note
 	panicked       any              // what an attempt panicked with, to raise again
-	// The outcome, set by finish (done): published by closing final when
-	// the first attempt's hedge took the race over.
-	done  bool
-	resp  *portico.Response
-	idx   int
-	err   error
-	final chan struct{}
+	// The outcome, set by finish (done).
+	done bool
+	resp *portico.Response
+	idx  int
+	err  error
 
 	alive atomic.Bool // an attempt of a stream showed progress (a chunk, or a portico.Progress report)
 
@@ -65,48 +62,13 @@ func (h *Hedger) Run(ctx context.Context, req *portico.Request, plan Plan) (*por
 	if err := portico.Gone(ctx); err != nil {
 		return nil, -1, err // the caller has gone: no attempt, no hedge
 	}
-	r := &race{h: h, ctx: ctx, req: req, plan: plan, winner: -1, next: 1}
-	at := &attempt{r: r}
-	if ok, stop := plan.Next(ctx, 0, nil, &at.a); ok && stop == nil {
-		r.first(at)
-	} else {
-		r.idx, r.err = -1, stop
-	}
+	r := &race{h: h, ctx: ctx, req: req, plan: plan, winner: -1, results: make(chan *attempt, h.maxInFlight)}
+	r.start(false)
+	r.loop()
 	if r.panicked != nil {
 		panic(r.panicked)
 	}
 	return r.resp, r.idx, r.afterSent(r.resp, r.err)
-}
-
-// first runs attempt 0, at, on the caller's goroutine. When a hedge may
-// follow it, time.AfterFunc arms the hedge: if it falls due before at
-// ended, the timer's goroutine takes the race over (coordinate), and the
-// caller hands it at's end and waits for the outcome.
-func (r *race) first(at *attempt) {
-	r.begin(at) // never late: no attempt ran before
-	var t *time.Timer
-	if d, ok := r.delay(at); ok {
-		r.results, r.final = make(chan *attempt, r.h.maxInFlight), make(chan struct{})
-		at.watchProgress()
-		t = time.AfterFunc(d, r.coordinate)
-	}
-	at.run()
-	if t != nil && !t.Stop() {
-		r.results <- at
-		<-r.final
-		return
-	}
-	r.ended(at)
-	r.loop()
-}
-
-// coordinate is the first attempt's hedge falling due: it sends the hedge
-// while attempt 0 still runs and none won (not after attempt 0 ended, whose
-// end first hands over), and runs the race to its end.
-func (r *race) coordinate() {
-	defer close(r.final)
-	r.hedge()
-	r.loop()
 }
 
 // loop receives the attempts' ends and sends the hedges due until the
@@ -175,12 +137,9 @@ func (r *race) start(hedge bool) {
 	if at == nil {
 		return
 	}
-	if r.results == nil {
-		r.results = make(chan *attempt, r.h.maxInFlight)
-	}
 	if r.begin(at) {
 		at.watchProgress()
-		go func() { at.run(); r.results <- at }()
+		go at.run()
 	}
 	if d, ok := r.delay(at); ok {
 		r.due = time.After(d) // collected unstopped once the race is done
