@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -93,9 +94,7 @@ func NewCapacityServer(cfg CapacityConfig) (*CapacityServer, error) {
 	if cfg.Slots < 0 || cfg.ServiceTime < 0 || cfg.QueueLimit < 0 {
 		return nil, errors.New("modeltest: negative CapacityConfig field")
 	}
-	if cfg.Slots == 0 {
-		cfg.Slots = 1
-	}
+	cfg.Slots = cmp.Or(cfg.Slots, 1)
 	if cfg.ServiceTime == 0 {
 		cfg.ServiceTime = 10 * time.Millisecond
 	}

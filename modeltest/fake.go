@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -103,10 +104,7 @@ func (f *Fake) Generate(ctx context.Context, req *portico.Request) (*portico.Res
 }
 
 func (f *Fake) record(ctx context.Context, n int, req *portico.Request) {
-	limit := f.RecordLimit
-	if limit == 0 {
-		limit = DefaultRecordLimit
-	}
+	limit := cmp.Or(f.RecordLimit, DefaultRecordLimit)
 	c := Call{N: n, Attempt: portico.AttemptFromContext(ctx), Time: time.Now()}
 	if req != nil {
 		c.Request = *req

@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,9 +73,7 @@ type Faults struct {
 // or StallAfter is negative (RetryAfter may be negative).
 func NewFaults(cfg FaultConfig) (*Faults, error) {
 	f := &Faults{cfg: cfg}
-	if f.cfg.RetryAfter == 0 {
-		f.cfg.RetryAfter = time.Second
-	}
+	f.cfg.RetryAfter = cmp.Or(f.cfg.RetryAfter, time.Second)
 	if f.cfg.SlowTTFT == 0 {
 		f.cfg.SlowTTFT = 10 * time.Second
 	}

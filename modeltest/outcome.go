@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -143,9 +144,7 @@ func (o *Outcome) play(ctx context.Context, req *portico.Request) (*portico.Resp
 	if o.Response != nil {
 		r = *o.Response
 	}
-	if r.Model == "" {
-		r.Model = req.Model
-	}
+	r.Model = cmp.Or(r.Model, req.Model)
 	return &r, nil
 }
 

@@ -1,6 +1,7 @@
 package fakeanthropic
 
 import (
+	"cmp"
 	"encoding/json"
 	"hash"
 	"hash/fnv"
@@ -105,10 +106,7 @@ func hashBlock(h hash.Hash64, b *block) {
 // writes nor refreshes.
 func (c *call) promptCache(now time.Duration, commit bool) (read, write, write1h int) {
 	bps := c.breakpoints()
-	least := c.m.cfg.MinCacheTokens
-	if least == 0 {
-		least = DefaultMinCacheTokens
-	}
+	least := cmp.Or(c.m.cfg.MinCacheTokens, DefaultMinCacheTokens)
 	m := c.m
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -184,9 +184,7 @@ func (c *call) streamError() bool {
 		c.Reply(statusOf(typ), errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
 		return false
 	}
-	if c.Fault.Event == "" {
-		c.Fault.Event = "error"
-	}
+	c.Fault.Event = cmp.Or(c.Fault.Event, "error")
 	if c.Fault.Body == "" {
 		c.Fault.Body = string(errorBody(typ, c.Fault.Code, c.message(defaultMessage(typ, c))))
 	}

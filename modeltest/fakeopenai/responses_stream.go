@@ -1,6 +1,7 @@
 package fakeopenai
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 )
@@ -107,9 +108,7 @@ func (w *respStream) content() bool {
 			})
 		}
 	}
-	if c.Fault.Event == "" {
-		c.Fault.Event = "response.failed"
-	}
+	c.Fault.Event = cmp.Or(c.Fault.Event, "response.failed")
 	if !c.Events(len(steps), func(i int) { steps[i]() }, w.errorData) {
 		return false
 	}
@@ -155,10 +154,7 @@ func (w *respStream) itemsDone(base int) {
 // "server_error".
 func (w *respStream) errorData() []byte {
 	c := w.c
-	code := c.f.Code
-	if code == "" {
-		code = "server_error"
-	}
+	code := cmp.Or(c.f.Code, "server_error")
 	msg := c.message("The server had an error processing your request. Sorry about that!")
 	if code == "context_length_exceeded" {
 		msg = c.message("Your input exceeds the context window of this model. Please adjust your input and try again.")

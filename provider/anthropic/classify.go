@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -171,9 +172,7 @@ func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, mode
 		}
 		e.Status = apiErr.StatusCode
 		e.Code = pe.Code
-		if e.Code == "" {
-			e.Code = pe.Type
-		}
+		e.Code = cmp.Or(e.Code, pe.Type)
 		if m.cfg.IncludeProviderMessage {
 			pe.Message = apiErr.Message
 		}
@@ -215,9 +214,7 @@ func (m *Model) bodyError(raw string, x *adapt.Exchange, model string) error {
 		pe.Message = body.Error.Message
 	}
 	e := &portico.Error{Model: model, Status: x.Status, Code: pe.Code, Err: pe, RateLimit: ParseRateLimit(x.Header, time.Now())}
-	if e.Code == "" {
-		e.Code = pe.Type
-	}
+	e.Code = cmp.Or(e.Code, pe.Type)
 	e.Class, e.Reason, e.Err = classifyError(x.Status, pe.Type, pe.Code, body.Error.Message, adapt.Header(x.Header, "X-Should-Retry"), pe)
 	return e
 }

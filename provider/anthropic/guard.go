@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -52,9 +53,7 @@ func guardError(status int, h http.Header, body []byte) *portico.Error {
 	f := &b.Error
 	now := time.Now()
 	e := &portico.Error{Status: status, Code: f.Details.ErrorCode, RateLimit: ParseRateLimit(h, now)}
-	if e.Code == "" {
-		e.Code = f.Type
-	}
+	e.Code = cmp.Or(e.Code, f.Type)
 	if d, ok := ParseRetryAfter(h, now); ok {
 		e.RetryAfter = d
 	}

@@ -78,10 +78,7 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 	all := make([]option.RequestOption, 0, len(opts)+1)
 	all = append(all, opts...)
 	all = append(all, option.WithMaxRetries(0))
-	maxTokens := cfg.MaxTokens
-	if maxTokens == 0 {
-		maxTokens = DefaultMaxTokens
-	}
+	maxTokens := cmp.Or(cfg.MaxTokens, DefaultMaxTokens)
 	return &Model{cfg: cfg, maxTokens: maxTokens, limit: adapt.MaxBytes(cfg.MaxResponseBytes, DefaultMaxResponseBytes), client: sdk.NewClient(all...)}
 }
 

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -135,9 +136,7 @@ func ident(s string) string {
 //   - every other status: adapt.Refused (Incompatible), this request on
 //     this route, which another provider may serve.
 func classifyStatus(code int, rpc, reason, message string, quotaIDs []string) (portico.Class, string) {
-	if code == 0 {
-		code = rpcHTTP[rpc]
-	}
+	code = cmp.Or(code, rpcHTTP[rpc])
 	switch {
 	case code == http.StatusTooManyRequests || rpc == "RESOURCE_EXHAUSTED":
 		for _, id := range quotaIDs {

@@ -189,9 +189,7 @@ func (g *gen) malformed(reason string) error {
 // whole maps a non-streamed answer.
 func (g *gen) whole(r *genai.GenerateContentResponse) (*portico.Response, error) {
 	resp := &portico.Response{ID: r.ResponseID, Model: r.ModelVersion, Usage: usage(r.UsageMetadata)}
-	if resp.Model == "" {
-		resp.Model = g.model
-	}
+	resp.Model = cmp.Or(resp.Model, g.model)
 	cand := first(r.Candidates)
 	if cand == nil {
 		return nil, g.noCandidate(r.PromptFeedback, r.UsageMetadata)

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -65,9 +66,7 @@ func parseErrorBody(b []byte) errorFields {
 		return f
 	}
 	f.Message = text(top["message"])
-	if f.Message == "" {
-		f.Message = text(top["detail"])
-	}
+	f.Message = cmp.Or(f.Message, text(top["detail"]))
 	f.Type, f.Code, f.Param = text(top["type"]), text(top["code"]), text(top["param"])
 	for _, k := range [...]string{"code", "http_status_code", "statusCode"} {
 		if n, err := strconv.Atoi(text(top[k])); err == nil && n >= 400 && n <= 599 {

@@ -6,6 +6,7 @@
 package chart
 
 import (
+	"cmp"
 	"errors"
 	"image/color"
 	"io"
@@ -73,9 +74,7 @@ func (c Chart) WritePNG(w io.Writer, width, panelHeight float64) error {
 	case c.Step < 0:
 		return errors.New("chart: negative Step")
 	}
-	if c.Step == 0 {
-		c.Step = 1
-	}
+	c.Step = cmp.Or(c.Step, 1)
 	ymax, xmax := c.YMax, 0.0
 	for _, p := range c.Panels {
 		if len(p.Series) > len(palette) {

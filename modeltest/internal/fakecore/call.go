@@ -1,6 +1,7 @@
 package fakecore
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"net/http"
@@ -94,10 +95,7 @@ func (c *Call) GenTime(n int) time.Duration {
 func (c *Call) ServeFault(errorBody func(status int) []byte) bool {
 	switch c.Fault.Kind {
 	case FaultStatus:
-		status := c.Fault.Status
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
+		status := cmp.Or(c.Fault.Status, http.StatusInternalServerError)
 		body := []byte(c.Fault.Body)
 		if c.Fault.Body == "" {
 			body = errorBody(status)

@@ -1,6 +1,7 @@
 package adapt
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -20,10 +21,7 @@ func ModelName(req *portico.Request, def string) (string, error) {
 	if req.MaxOutputTokens < 0 {
 		return "", &portico.Error{Class: portico.Permanent, Reason: "negative MaxOutputTokens"}
 	}
-	model := req.Model
-	if model == "" {
-		model = def
-	}
+	model := cmp.Or(req.Model, def)
 	if model == "" {
 		return "", &portico.Error{Class: portico.Permanent, Reason: "no model named"}
 	}
