@@ -141,10 +141,7 @@ func (p *prefixPicker) Pick(info PickInfo) (PickResult, error) {
 // ns) and records the blocks on the chosen replica; -1 when no replica is
 // available.
 func (p *prefixPicker) place(bs []block, t int64) int {
-	total := 0
-	if len(bs) > 0 {
-		total = bs[len(bs)-1].end
-	}
+	total := prefixBytes(bs, len(bs))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	best, least := p.survey(bs, t)
@@ -224,11 +221,15 @@ func (p *prefixPicker) explore(bs []block, total int, t int64) int {
 }
 
 // hitBytes is the length in bytes of the prefix of bs replica g caches.
-func (p *prefixPicker) hitBytes(bs []block, g int) int {
-	if h := p.state[g].hit; h > 0 {
-		return bs[h-1].end
+func (p *prefixPicker) hitBytes(bs []block, g int) int { return prefixBytes(bs, p.state[g].hit) }
+
+// prefixBytes is the length in bytes of the first k blocks of bs, 0 for
+// k <= 0.
+func prefixBytes(bs []block, k int) int {
+	if k <= 0 {
+		return 0
 	}
-	return 0
+	return bs[k-1].end
 }
 
 // record enters the prompt blocks bs, sent at t, in the replica's index,
@@ -237,12 +238,7 @@ func (p *prefixPicker) hitBytes(bs []block, g int) int {
 // cached prefix (the first st.hit) is refreshed first and moved back to
 // the front last, so that the new blocks evict other prompts', not its own.
 func (st *replicaState) record(bs []block, t, epoch int64, maxBlocks int) {
-	size := func(k int) int {
-		if k == 0 {
-			return bs[0].end
-		}
-		return bs[k].end - bs[k-1].end
-	}
+	size := func(k int) int { return prefixBytes(bs, k+1) - prefixBytes(bs, k) }
 	hit := max(st.hit, 0)
 	if len(bs) > maxBlocks || st.index.len()+len(bs)-hit <= maxBlocks {
 		hit = 0 // nothing to protect, or nothing will be evicted: one pass
