@@ -105,6 +105,19 @@ func (r *ratio) applied() float64 {
 	return 1
 }
 
+// fold adds a sample of act tokens reported against est estimated to r's
+// averages, weighted by alpha (the first sample sets them). Called with
+// r.mu held.
+func (r *ratio) fold(act, est, alpha float64) {
+	if r.n == 0 {
+		r.act, r.est = act, est
+	} else {
+		r.act += alpha * (act - r.act)
+		r.est += alpha * (est - r.est)
+	}
+	r.n++
+}
+
 // NewCalibrated returns base calibrated as c says, or an error starting
 // with "portico: Calibration" naming the field that can only be a
 // mistake: a nil base, Alpha outside [0, 1], a negative MinSamples or
@@ -157,14 +170,7 @@ func (e *Calibrated) ObserveInputTokens(req *Request, estimate, inputTokens int)
 	}
 	r := e.entry(e.key(req))
 	r.mu.Lock()
-	est := float64(estimate) / r.applied() // under mu: the ratio the last sample left
-	if r.n == 0 {
-		r.act, r.est = float64(inputTokens), est
-	} else {
-		r.act += e.alpha * (float64(inputTokens) - r.act)
-		r.est += e.alpha * (est - r.est)
-	}
-	r.n++
+	r.fold(float64(inputTokens), float64(estimate)/r.applied(), e.alpha) // under mu: the ratio the last sample left
 	if r.n >= e.minSamples {
 		r.factor.Store(math.Float64bits(min(max(r.act/r.est, e.lo), e.hi)))
 	}

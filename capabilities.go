@@ -340,8 +340,14 @@ func (c *Capabilities) modalities() Modality { return cmp.Or(c.Modalities, Modal
 // schema mode no lower, o's model class and o's embedding space. A caller that saw [Fits] pass
 // on o may then skip it on c.
 func (c *Capabilities) Covers(o *Capabilities) bool {
-	return c.modalities().Has(o.modalities()) && c.coversLimits(o) &&
-		(c.Tools || !o.Tools) && (c.Reasoning || !o.Reasoning) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
+	return c.modalities().Has(o.modalities()) && c.coversLimits(o) && c.coversFeatures(o)
+}
+
+// coversFeatures reports whether c has tools, reasoning and continuations
+// where o has them, a schema mode no lower, and o's model class and
+// embedding space.
+func (c *Capabilities) coversFeatures(o *Capabilities) bool {
+	return (c.Tools || !o.Tools) && (c.Reasoning || !o.Reasoning) && c.Schema >= o.Schema && c.ModelClass == o.ModelClass &&
 		c.Embedding == o.Embedding && // a space serves only its own requests
 		(c.Continuation != ContinueNone || o.Continuation == ContinueNone)
 }

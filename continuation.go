@@ -230,7 +230,7 @@ func overlap(sent, n string) (k int, open bool) {
 	limit := min(len(sent)-1, seamMaxOverlap)
 	for j := limit; j >= seamMinOverlap; j-- {
 		tail := sent[len(sent)-j:]
-		if !wordStart(sent, len(sent)-j) || strings.TrimSpace(tail) == "" {
+		if !repeatable(sent, j) {
 			continue
 		}
 		if j > len(n) {
@@ -244,6 +244,12 @@ func overlap(sent, n string) (k int, open bool) {
 		}
 	}
 	return 0, open
+}
+
+// repeatable reports whether the tail of sent of j bytes may count as a
+// repetition: it starts a word and holds more than white space.
+func repeatable(sent string, j int) bool {
+	return wordStart(sent, len(sent)-j) && strings.TrimSpace(sent[len(sent)-j:]) != ""
 }
 
 // wordStart reports whether a word (or a run of white space or punctuation)

@@ -3,6 +3,7 @@ package portico
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -410,10 +411,16 @@ func UsageOf(err error) *Usage {
 	case interface{ Unwrap() error }:
 		return UsageOf(u.Unwrap())
 	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if got := UsageOf(e); got != nil {
-				return got
-			}
+		return usageIn(u.Unwrap())
+	}
+	return nil
+}
+
+// usageIn returns the first Usage UsageOf finds in the trees of errs, or nil.
+func usageIn(errs []error) *Usage {
+	for _, e := range errs {
+		if got := UsageOf(e); got != nil {
+			return got
 		}
 	}
 	return nil
@@ -486,13 +493,7 @@ func Join(errs ...error) error {
 	if n < 2 {
 		return last
 	}
-	j := &joined{errs: make([]error, 0, n)}
-	for _, e := range errs {
-		if e != nil {
-			j.errs = append(j.errs, e)
-		}
-	}
-	return j
+	return &joined{errs: slices.DeleteFunc(slices.Clone(errs), func(e error) bool { return e == nil })}
 }
 
 type joined struct{ errs []error }

@@ -1,6 +1,9 @@
 package portico
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // NothingSent reports whether err says that its call sent nothing, so
 // that no provider can have counted or billed it: the rule a limiter's
@@ -38,12 +41,7 @@ func SentIn(err error) bool {
 		case interface{ Unwrap() error }:
 			err = x.Unwrap()
 		case interface{ Unwrap() []error }:
-			for _, c := range x.Unwrap() {
-				if SentIn(c) {
-					return true
-				}
-			}
-			return false
+			return slices.ContainsFunc(x.Unwrap(), SentIn)
 		default:
 			return false
 		}
