@@ -129,18 +129,14 @@ func (r *race) failed(at *attempt) {
 	}
 }
 
-// start prepares the next attempt, a hedge or not (see prepare), starts it
-// on a goroutine of its own, and arms the timer for the hedge that may
-// follow it.
+// start prepares the next attempt, a hedge or not (see prepare), begins
+// it, and arms the timer for the hedge that may follow it.
 func (r *race) start(hedge bool) {
 	at := r.prepare(hedge)
 	if at == nil {
 		return
 	}
-	if r.begin(at) {
-		at.watchProgress()
-		go at.run()
-	}
+	r.begin(at)
 	if d, ok := r.delay(at); ok {
 		r.due = time.After(d) // collected unstopped once the race is done
 	}
@@ -168,11 +164,10 @@ func (r *race) prepare(hedge bool) *attempt {
 	return nil
 }
 
-// begin starts at under a cancelable context and reports true, unless
-// another attempt won (an answer, a chunk) while the Plan prepared it:
-// then at ends at once, lost and not sent, its hedge's token goes back,
-// and its end goes to the race's results (attempt 0 is never late).
-func (r *race) begin(at *attempt) bool {
+// begin starts at on a goroutine of its own under a cancelable context,
+// unless another attempt won (an answer, a chunk) while the Plan prepared
+// it (see unsent).
+func (r *race) begin(at *attempt) {
 	at.ctx, at.cancel = context.WithCancelCause(cmp.Or(at.a.Context, r.ctx))
 	at.start = time.Now()
 	r.running++
@@ -183,21 +178,29 @@ func (r *race) begin(at *attempt) bool {
 	}
 	r.mu.Unlock()
 	if late {
-		at.cancel(errLost)
-		at.res.Err = &portico.Error{Class: portico.Canceled, NotSent: true, Reason: "not sent", Err: errLost}
-		at.res.Unsent = true
-		if at.hedge {
-			r.refund(at.a.Destination, at.res.Err)
-		}
-		r.results <- at // room for every attempt in flight
-		return false
+		r.unsent(at)
+		return
 	}
 	if at.hedge {
 		portico.Observe(r.ctx, portico.Event{Kind: portico.EventHedge, Route: at.a.Destination, Attempt: at.i,
 			Delay: at.start.Sub(r.started), Reason: "sent"})
 	}
 	r.started = at.start
-	return true
+	at.watchProgress()
+	go at.run()
+}
+
+// unsent ends at, which another attempt's win overtook before it was sent:
+// lost and not sent, its hedge's token back, its end in the race's results
+// (which have room for every attempt in flight).
+func (r *race) unsent(at *attempt) {
+	at.cancel(errLost)
+	at.res.Err = &portico.Error{Class: portico.Canceled, NotSent: true, Reason: "not sent", Err: errLost}
+	at.res.Unsent = true
+	if at.hedge {
+		r.refund(at.a.Destination, at.res.Err)
+	}
+	r.results <- at
 }
 
 // delay returns the wait before the hedge after at, and false when no
