@@ -1,7 +1,9 @@
 package fakegemini
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -47,7 +49,10 @@ func (c *call) countInput() int {
 // rng is seeded by the server's seed, the model and the contents, so that
 // the same request gets the same answer in any order.
 func (c *call) rng() *rand.Rand {
-	h := fakegen.Seeded(c.Server().Seed())
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], c.Server().Seed())
+	h.Write(b[:])
 	h.Write([]byte(c.req.model))
 	for _, ct := range c.req.Contents {
 		h.Write([]byte(ct.Role))
@@ -57,7 +62,8 @@ func (c *call) rng() *rand.Rand {
 			}
 		}
 	}
-	return fakegen.Rand(h)
+	sum := h.Sum64()
+	return rand.New(rand.NewPCG(sum, sum>>1|1))
 }
 
 // responseRounds counts the contents that carry function responses.

@@ -1,7 +1,9 @@
 package fakeopenai
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -76,13 +78,17 @@ func (c *call) rng() *rand.Rand { return c.rngOf(len(c.req.Messages)) }
 
 // rngOf is rng over the first n messages.
 func (c *call) rngOf(n int) *rand.Rand {
-	h := fakegen.Seeded(c.Server().Seed())
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], c.Server().Seed())
+	h.Write(b[:])
 	h.Write([]byte(c.req.Model))
 	for _, m := range c.req.Messages[:n] {
 		h.Write([]byte(m.Role))
 		h.Write(m.Content)
 	}
-	return fakegen.Rand(h)
+	sum := h.Sum64()
+	return rand.New(rand.NewPCG(sum, sum>>1|1))
 }
 
 // wantsTools reports which tool the model calls first, or -1 for none, and

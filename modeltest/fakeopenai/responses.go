@@ -2,13 +2,13 @@ package fakeopenai
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/portico-llm/portico/modeltest/internal/fakegen"
 )
 
 // The Responses API (POST /v1/responses) is served by the same models,
@@ -281,7 +281,10 @@ const encryptedPrefix = "fakeenc_"
 
 // seal returns the encrypted content of the reasoning item id.
 func (s *Server) seal(id string) string {
-	h := fakegen.Seeded(s.core.Seed())
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], s.core.Seed())
+	h.Write(b[:])
 	h.Write([]byte(id))
 	return encryptedPrefix + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }

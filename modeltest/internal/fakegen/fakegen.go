@@ -6,10 +6,8 @@
 package fakegen
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"hash/fnv"
 	"maps"
 	"math"
@@ -218,22 +216,6 @@ func Rest(whole []string, prefix string) ([]string, bool) {
 		done += len(p)
 	}
 	return nil, done == len(prefix)
-}
-
-// Seeded returns an FNV-1a hash that has hashed seed (8 bytes, little
-// endian): a fake hashes what an answer depends on into it after its
-// server's seed, so that the same request gets the same answer in any
-// order.
-func Seeded(seed uint64) hash.Hash64 {
-	h := fnv.New64a()
-	h.Write(binary.LittleEndian.AppendUint64(nil, seed))
-	return h
-}
-
-// Rand returns a generator seeded by h's sum.
-func Rand(h hash.Hash64) *rand.Rand {
-	sum := h.Sum64()
-	return rand.New(rand.NewPCG(sum, sum>>1|1))
 }
 
 // Vector is text's unit vector of dims float32s (8 when dims <= 0), from
