@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/portico-llm/portico"
 	proute "github.com/portico-llm/portico/route"
@@ -84,14 +85,14 @@ type Cascade proute.CascadeConfig
 
 func (c Cascade) build(b *builder) (portico.Model, error) {
 	cc := proute.CascadeConfig(c)
-	if cc.Steps != nil && len(cc.Steps) != len(b.routes) {
-		return nil, fmt.Errorf("stack: Cascade has %d steps for %d routes", len(cc.Steps), len(b.routes))
+	steps := slices.Clone(cc.Steps)
+	if steps == nil {
+		steps = make([]proute.Step, len(b.routes))
 	}
-	steps := make([]proute.Step, len(b.routes))
+	if len(steps) != len(b.routes) {
+		return nil, fmt.Errorf("stack: Cascade has %d steps for %d routes", len(steps), len(b.routes))
+	}
 	for i, r := range b.routes {
-		if cc.Steps != nil {
-			steps[i] = cc.Steps[i]
-		}
 		if steps[i].Route.Model != nil || steps[i].Route.Name != "" {
 			return nil, fmt.Errorf("stack: Cascade step %d's Route is the group's route %q: leave it zero", i, r.Name)
 		}

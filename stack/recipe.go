@@ -32,14 +32,6 @@ type Layers struct {
 	Throttle portico.Middleware
 }
 
-// Outside the routes, New chains the stack's own layers in this order,
-// outermost first: Config.Tracer's Wrap, Config.Guard (a refused request
-// spends nothing, nor is answered from the cache), Config.Cache (so a hit
-// spends nothing), Config.Middleware, the deadline, the admission (the
-// shared stores' steps in one script, admission.go), Config.Client,
-// Config.InFlight and Config.Spend (after the client limit, before any
-// route), then the group over the routes, each in Recipe's order.
-
 // Recipe returns l in the documented order of a route's layers, outermost
 // first (see the package documentation for why): the order of a route
 // whose Order is nil. A route that needs another order returns its own
