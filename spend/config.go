@@ -1,6 +1,7 @@
 package spend
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -56,23 +57,16 @@ func ByClient(r *portico.Request) string { return r.Identity.ClientKey }
 
 // check returns the first field of c that can only be a mistake.
 func (c *Config) check() error {
-	if err := c.checkShape(); err != nil {
-		return err
-	}
-	if err := checkLimits("Limits", c.Limits); err != nil {
-		return err
-	}
+	err := cmp.Or(c.checkShape(), checkLimits("Limits", c.Limits))
 	for tier, ls := range c.Tiers {
-		if err := checkLimits(fmt.Sprintf("Tiers[%q]", tier), ls); err != nil {
-			return err
-		}
+		err = cmp.Or(err, checkLimits(fmt.Sprintf("Tiers[%q]", tier), ls))
 	}
-	for i := range c.Routes {
-		if err := c.Routes[i].Validate(); err != nil {
+	for i := 0; err == nil && i < len(c.Routes); i++ {
+		if err = c.Routes[i].Validate(); err != nil {
 			return fmt.Errorf("spend: Config.Routes[%d]: %w", i, err)
 		}
 	}
-	return nil
+	return err
 }
 
 // checkShape returns the first of c's top-level fields that contradicts

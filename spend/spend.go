@@ -1,6 +1,7 @@
 package spend
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -30,12 +31,9 @@ func New(cfg Config) (*Budgets, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	b := &Budgets{cfg: cfg, key: cfg.Key, est: cfg.Estimator, store: cfg.Shared.Store}
+	b := &Budgets{cfg: cfg, key: cfg.Key, est: cmp.Or(cfg.Estimator, portico.DefaultEstimator), store: cfg.Shared.Store}
 	if b.key == nil {
 		b.key = ByClient
-	}
-	if b.est == nil {
-		b.est = portico.DefaultEstimator
 	}
 	if b.store == nil {
 		b.store = &Memory{}
