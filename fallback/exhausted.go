@@ -57,18 +57,24 @@ func (e *Exhausted) head(b *strings.Builder) []portico.Hop {
 	case !e.Stopped && noneCalled(hops):
 		b.WriteString(noRoute)
 	case e.Stopped && len(hops) > 0:
-		last := hops[len(hops)-1]
-		hops = hops[:len(hops)-1]
-		b.WriteString("fallback: stopped at ")
-		b.WriteString(last.Route)
-		if last.Reason == reasonDelivered {
-			b.WriteString(" (a chunk had reached the caller)")
-		}
-		if len(hops) > 0 {
-			b.WriteString(" after")
-		}
+		return stoppedAt(b, hops)
 	default:
 		b.WriteString(ErrExhausted.Error())
+	}
+	return hops
+}
+
+// stoppedAt writes the beginning of a Stopped message, at the last of hops,
+// and returns the hops before it.
+func stoppedAt(b *strings.Builder, hops []portico.Hop) []portico.Hop {
+	last := hops[len(hops)-1]
+	hops = hops[:len(hops)-1]
+	b.WriteString("fallback: stopped at " + last.Route)
+	if last.Reason == reasonDelivered {
+		b.WriteString(" (a chunk had reached the caller)")
+	}
+	if len(hops) > 0 {
+		b.WriteString(" after")
 	}
 	return hops
 }

@@ -92,12 +92,9 @@ func (r *request) enter(ctx context.Context) {
 	if at, ok := due.Of(ctx); ok {
 		r.deadline, r.hasDL, r.carried = at, true, true
 	}
-	if r.hasDL {
+	if r.hasDL { // the reserve is fixed at entry: the point kept back is deadline - reserve
 		r.left, r.fresh = time.Until(r.deadline), true
-		r.reserve = g.cfg.Reserve
-		if g.scaled { // fixed at entry: the point kept back is deadline - reserve
-			r.reserve = scaledReserve(r.left, g.cfg.Reserve)
-		}
+		r.reserve = g.reserve(r.left)
 	}
 	if g.shared != nil && g.shared.Degraded() {
 		portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Class: portico.Transient, Reason: "fallback:fail_open"})
@@ -757,7 +754,7 @@ func (w *watch) cutErr() error { return portico.FromContext(w.cut) }
 // route idx, failed with err under cctx; err's Retry-After cools rt down.
 func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, err error) (*portico.Response, bool, error) {
 	r.cool(idx, err)
-	if (r.delivered && !r.continues()) || due.Err(ctx) != nil {
+	if r.mustStop(ctx) {
 		return nil, true, r.stopAfter(ctx, rt, err)
 	}
 	// The candidate's own share ran out, not the caller's deadline: move
@@ -772,6 +769,13 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, e
 	r.charge(rt, portico.ClassOf(err), err)
 	r.hop(ctx, rt, reason, err)
 	return nil, false, err
+}
+
+// mustStop reports whether the request stops after a failure whatever it
+// was: a chunk reached the caller and the request may not continue, or the
+// caller's context ended.
+func (r *request) mustStop(ctx context.Context) bool {
+	return r.delivered && !r.continues() || due.Err(ctx) != nil
 }
 
 // stopAfter is the error of a search stopped after rt failed with err, a

@@ -25,6 +25,16 @@ func allowance(remaining, reserve, minAttempt time.Duration, share float64, last
 	return d, true
 }
 
+// reserve is what a request that enters the group with left time before
+// its deadline keeps back: Config.Reserve, or when that was zero,
+// scaledReserve of left.
+func (g *Group) reserve(left time.Duration) time.Duration {
+	if g.scaled {
+		return scaledReserve(left, g.cfg.Reserve)
+	}
+	return g.cfg.Reserve
+}
+
 // scaledReserve is the default reserve of a request that enters the group with
 // remaining time left: min(most, remaining/reserveDivisor), and never negative.
 // Pure.
