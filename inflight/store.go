@@ -62,14 +62,20 @@ func (m *Memory) Acquire(_ context.Context, l *Lease) (bool, error) {
 		return false, nil
 	}
 	if ls == nil {
-		if m.m == nil {
-			m.m = map[memKey]map[string]time.Time{}
-		}
-		ls = map[string]time.Time{}
-		m.m[k] = ls
+		ls = m.add(k)
 	}
 	ls[l.ID] = now.Add(l.TTL)
 	return true, nil
+}
+
+// add makes k's entry, empty. Called with mu held.
+func (m *Memory) add(k memKey) map[string]time.Time {
+	if m.m == nil {
+		m.m = map[memKey]map[string]time.Time{}
+	}
+	ls := map[string]time.Time{}
+	m.m[k] = ls
+	return ls
 }
 
 // Renew implements [Store].
