@@ -20,6 +20,7 @@ import (
 	"github.com/portico-llm/portico/provider/anthropic"
 	"github.com/portico-llm/portico/provider/gemini"
 	"github.com/portico-llm/portico/provider/openai"
+	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/stack"
 )
 
@@ -337,4 +338,46 @@ func reportChunks(b *testing.B, n int, f []figures) {
 	b.ReportMetric((al.thread-as.thread)/float64(n), "bare-chunk-thread-ns")
 	b.ReportMetric((al.allocs-as.allocs)/float64(n), "bare-chunk-allocs")
 	b.ReportMetric(ps.allocs-as.allocs, "stream-allocs-diff")
+}
+
+// BenchmarkFloor splits the failsafe row's preset by what it is made of,
+// each row on one locked thread (cpu-ns/op), the model answering at once:
+//
+//	go -C bench test -run '^$' -bench '^BenchmarkFloor$' -count=3 .
+//
+// preset with and without its deadline; noclient without the client
+// limiter; noclient/oneroute with one route, which the stack calls without
+// a group; withdeadline, one context.WithDeadline and its cancel around the
+// bare model; failsafe, failsafe-go's four policies. The difference of two
+// rows is what the piece between them costs.
+func BenchmarkFloor(b *testing.B) {
+	ctx := context.Background()
+	build := func(deadline time.Duration, client bool, routes int) portico.Model {
+		rs := []stack.Route{{Route: portico.Route{Name: "primary", Model: answer}}, {Route: portico.Route{Name: "secondary", Model: answer}}}
+		cfg := stack.Config{Routes: rs[:routes], Deadline: deadline, Tracer: noopTracer(b)}
+		if client {
+			cfg.Client = &ratelimit.Config{Limits: clientLimits()}
+		}
+		s, err := stack.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		m    portico.Model
+	}{
+		{"preset/deadline", build(0, true, 2)},
+		{"preset/nodeadline", build(-1, true, 2)},
+		{"noclient/deadline", build(0, false, 2)},
+		{"noclient/nodeadline", build(-1, false, 2)},
+		{"noclient/oneroute/deadline", build(0, false, 1)},
+		{"noclient/oneroute/nodeadline", build(-1, false, 1)},
+	} {
+		b.Run(c.name, func(b *testing.B) { serial(b, func() { c.m.Generate(ctx, tableReq) }) })
+	}
+	b.Run("withdeadline", func(b *testing.B) { serial(b, func() { withDeadline(ctx) }) })
+	fs4 := failsafePipeline(answer, false)
+	b.Run("failsafe", func(b *testing.B) { serial(b, func() { fs4(ctx) }) })
 }
