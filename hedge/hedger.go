@@ -144,13 +144,6 @@ func (h *Hedger) wait(l *Latency) (time.Duration, bool) {
 	return h.fixed, h.fixed > 0
 }
 
-func (h *Hedger) destOf(req *portico.Request) string {
-	if h.dest != "" {
-		return h.dest
-	}
-	return req.Model
-}
-
 // Wrap returns next wrapped in the hedging policy for one destination; the
 // method value h.Wrap is a [portico.Middleware]. Wrap panics if next is nil, a typed nil included ([portico.IsNil]).
 //
@@ -201,7 +194,7 @@ func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if _, ok := h.delay(ctx, &m.latency, start); !ok {
 		return m.learn(ctx, req, start)
 	}
-	resp, _, err := h.Run(ctx, req, &single{m: m, req: req, dest: h.destOf(req)})
+	resp, _, err := h.Run(ctx, req, &single{m: m, req: req, dest: cmp.Or(h.dest, req.Model)})
 	return resp, err
 }
 

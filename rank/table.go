@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -38,10 +39,7 @@ func NewTable(n int, alpha float64) (*Table, error) {
 	if !(alpha >= 0 && alpha <= 1) {
 		return nil, errors.New("rank: alpha outside [0, 1]")
 	}
-	if alpha == 0 {
-		alpha = DefaultAlpha
-	}
-	return &Table{alpha: alpha, routes: make([]stats, n)}, nil
+	return &Table{alpha: cmp.Or(alpha, DefaultAlpha), routes: make([]stats, n)}, nil
 }
 
 // Fill sets the measured fields of c from route c.Index's figures, draws
