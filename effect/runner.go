@@ -257,16 +257,22 @@ func (r *Runner) do(ctx context.Context, key Key, fp string, fn func(context.Con
 func (f *flight) wait(ctx context.Context, fp string) (res []byte, err error, again bool) {
 	select {
 	case <-f.done:
-		if f.again {
-			return nil, nil, true
-		}
-		if f.err == nil && differ(fp, f.args) {
-			return bytes.Clone(f.result), argsDiffer(nil), false
-		}
-		return bytes.Clone(f.result), f.err, false
+		return f.outcome(fp)
 	case <-ctx.Done():
 		return nil, portico.FromContext(ctx), false
 	}
+}
+
+// outcome is done f's outcome for a caller whose arguments' fingerprint is
+// fp, the caller's copy; again when the caller must try itself.
+func (f *flight) outcome(fp string) (res []byte, err error, again bool) {
+	if f.again {
+		return nil, nil, true
+	}
+	if f.err == nil && differ(fp, f.args) {
+		return bytes.Clone(f.result), argsDiffer(nil), false
+	}
+	return bytes.Clone(f.result), f.err, false
 }
 
 // differ reports whether a caller's arguments' fingerprint fp differs from

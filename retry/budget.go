@@ -229,10 +229,7 @@ func spend(dests *budgets, c, d *bucket) string { return spendAt(dests, c, d, un
 // token: a fail-open share's (see Retrier.sharedSpend).
 func spendAt(dests *budgets, c, d *bucket, need int64) string {
 	if d == nil {
-		if c.withdrawAt(need) {
-			return ""
-		}
-		return "client"
+		return withdrawClient(c, need)
 	}
 	if d.level.Load() < need {
 		return "destination"
@@ -242,11 +239,20 @@ func spendAt(dests *budgets, c, d *bucket, need int64) string {
 	if d.level.Load() < need {
 		return "destination"
 	}
-	if !c.withdrawAt(need) {
-		return "client"
+	if why := withdrawClient(c, need); why != "" {
+		return why
 	}
 	d.level.Add(-unit)
 	return ""
+}
+
+// withdrawClient takes a token from client bucket c (see withdrawAt), or
+// names the client's budget as the one that refused.
+func withdrawClient(c *bucket, need int64) string {
+	if c.withdrawAt(need) {
+		return ""
+	}
+	return "client"
 }
 
 // level returns the tokens left for (dest, client) without creating the key.
