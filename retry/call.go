@@ -138,12 +138,18 @@ func (r *Retrier) fits(ctx context.Context, wait time.Duration) bool {
 }
 
 // call is run's state for one call: the errors of the attempts before the
-// last, and the previous backoff wait (DecorrelatedJitter's).
+// last, and the previous backoff wait (DecorrelatedJitter's); while a retry
+// is decided, its index i, the failed attempt's error last and its class
+// cls, and the destination of the budgets.
 type call struct {
 	r       *Retrier
 	req     *portico.Request
 	earlier []error
 	prev    time.Duration
+	i       int
+	last    error
+	cls     portico.Class
+	dest    string
 }
 
 // run drives the attempts.
@@ -209,80 +215,79 @@ func (r *Retrier) admitFirst(ctx context.Context) error {
 // for it: nil when it may start, else the call's error.
 func (c *call) retry(ctx context.Context, i int, lastErr error) error {
 	r, req := c.r, c.req
-	cls := portico.ClassOf(lastErr)
-	if err := c.stop(ctx, i, cls, lastErr); err != nil {
+	c.i, c.last, c.cls, c.dest = i, lastErr, portico.ClassOf(lastErr), r.destOf(req)
+	if err := c.stop(ctx); err != nil {
 		return err
 	}
-	delay, hinted, cooling := c.delay(ctx, i, lastErr)
-	if err := c.fits(ctx, i, delay, hinted, cooling, lastErr); err != nil {
+	delay, hinted, cooling := c.delay(ctx)
+	if err := c.fits(ctx, delay, hinted, cooling); err != nil {
 		return err
 	}
-	dest := r.destOf(req)
 	// A retry takes its token only when it is made: from the process's
 	// buckets now, given back if the wait ends it; from a store, which has
 	// no refund, once the wait is over.
-	if err := c.spend(ctx, false, dest, cls, i, lastErr); err != nil {
+	if err := c.spend(ctx, false); err != nil {
 		return err
 	}
-	r.announce(ctx, Info{Attempt: i, Class: cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
-		Destination: dest, ClientKey: req.Identity.ClientKey})
-	if err := c.wait(ctx, i, delay, dest, lastErr); err != nil {
+	r.announce(ctx, Info{Attempt: i, Class: c.cls, Delay: delay, RetryAfter: hinted, Err: lastErr,
+		Destination: c.dest, ClientKey: req.Identity.ClientKey})
+	if err := c.wait(ctx, delay); err != nil {
 		return err
 	}
-	return c.spend(ctx, true, dest, cls, i, lastErr)
+	return c.spend(ctx, true)
 }
 
-// spend takes retry i's token (see spendFor) when the budgets take it at
-// this moment: the process's before the wait, a store's after it
+// spend takes the retry's token (see takeToken) when the budgets take it
+// at this moment: the process's before the wait, a store's after it
 // (afterWait); nil when they take none now.
-func (c *call) spend(ctx context.Context, afterWait bool, dest string, cls portico.Class, i int, lastErr error) error {
+func (c *call) spend(ctx context.Context, afterWait bool) error {
 	r := c.r
 	if r.budget == nil || (r.shared != nil) != afterWait {
 		return nil
 	}
-	return r.spendFor(ctx, c.req, dest, cls, i, lastErr, c.earlier)
+	return c.takeToken(ctx)
 }
 
-// stop returns the call's error when no attempt i may follow lastErr, of
-// class cls: not retryable, the context done, or MaxAttempts made.
-func (c *call) stop(ctx context.Context, i int, cls portico.Class, lastErr error) error {
+// stop returns the call's error when no attempt may follow: the failed
+// one's error is not retryable, the context is done, or MaxAttempts were
+// made.
+func (c *call) stop(ctx context.Context) error {
 	r := c.r
 	if r.maxAttempts == 1 {
-		return lastErr // a layer that never retries is transparent
+		return c.last // a layer that never retries is transparent
 	}
-	if !r.retryable(cls, c.req) {
-		return c.notRetried(i, lastErr)
+	if !r.retryable(c.cls, c.req) {
+		return c.notRetried()
 	}
 	if err := portico.FromContext(ctx); err != nil {
-		return canceledDuring(err, lastErr, c.earlier)
+		return canceledDuring(err, c.last, c.earlier)
 	}
-	if i < r.maxAttempts {
+	if c.i < r.maxAttempts {
 		return nil
 	}
-	return surface(lastErr, portico.OK, ErrAttemptsExhausted, "retry: "+attempts(i)+" failed", c.earlier)
+	return surface(c.last, portico.OK, ErrAttemptsExhausted, "retry: "+attempts(c.i)+" failed", c.earlier)
 }
 
-// notRetried is the error of a call that stops at lastErr, of attempt i,
-// an error it does not retry: lastErr itself after the first attempt, else
-// with the earlier attempts' errors kept (one may have been sent, or
-// billed).
-func (c *call) notRetried(i int, lastErr error) error {
+// notRetried is the error of a call that stops at an error it does not
+// retry: that error itself after the first attempt, else with the earlier
+// attempts' errors kept (one may have been sent, or billed).
+func (c *call) notRetried() error {
 	if len(c.earlier) == 0 {
-		return lastErr
+		return c.last
 	}
-	return surface(lastErr, portico.OK, nil, "retry: stopped after "+attempts(i), c.earlier)
+	return surface(c.last, portico.OK, nil, "retry: stopped after "+attempts(c.i), c.earlier)
 }
 
-// delay returns the wait before attempt i: lastErr's Retry-After (hinted),
-// else a draw from the schedule; and the route's cooldown, which replaces
-// it, as a hint, when it ends later (an outer routing layer's cooldown,
-// perhaps another instance's Retry-After).
-func (c *call) delay(ctx context.Context, i int, lastErr error) (delay time.Duration, hinted bool, cooling time.Duration) {
+// delay returns the wait before the retry: the failed attempt's
+// Retry-After (hinted), else a draw from the schedule; and the route's
+// cooldown, which replaces it, as a hint, when it ends later (an outer
+// routing layer's cooldown, perhaps another instance's Retry-After).
+func (c *call) delay(ctx context.Context) (delay time.Duration, hinted bool, cooling time.Duration) {
 	r := c.r
-	delay = portico.RetryAfterOf(lastErr)
+	delay = portico.RetryAfterOf(c.last)
 	hinted = delay > 0
 	if !hinted {
-		delay = r.backoffDelay(i, c.prev, r.draw())
+		delay = r.backoffDelay(c.i, c.prev, r.draw())
 		c.prev = delay
 	}
 	cooling = portico.CooldownFromContext(ctx)
@@ -292,14 +297,15 @@ func (c *call) delay(ctx context.Context, i int, lastErr error) (delay time.Dura
 	return delay, hinted, cooling
 }
 
-// fits returns the call's error when it may not wait delay before attempt
-// i: a hint too long (see hintTooLong; cooling == delay when the route's
-// cooldown set it), or a backoff that leaves no time for the attempt.
-func (c *call) fits(ctx context.Context, i int, delay time.Duration, hinted bool, cooling time.Duration, lastErr error) error {
+// fits returns the call's error when it may not wait delay before the
+// retry: a hint too long (see hintTooLong; cooling == delay when the
+// route's cooldown set it), or a backoff that leaves no time for the
+// attempt.
+func (c *call) fits(ctx context.Context, delay time.Duration, hinted bool, cooling time.Duration) error {
 	r := c.r
 	if !hinted {
 		if !r.fits(ctx, delay) {
-			return noTimeLeft(lastErr, delay, c.earlier)
+			return noTimeLeft(c.last, delay, c.earlier)
 		}
 		return nil
 	}
@@ -311,25 +317,25 @@ func (c *call) fits(ctx context.Context, i int, delay time.Duration, hinted bool
 	if cooling == delay {
 		set = cooling
 	}
-	return tooLong(lastErr, why, i, set, c.earlier)
+	return tooLong(c.last, why, c.i, set, c.earlier)
 }
 
-// wait sleeps delay before attempt i to dest, and then for as long as the
-// route cools down (it may have started during the wait), under the same
-// rules for what is left of it and the whole wait. A wait that ends the
-// call gives back the token taken from the process's budgets.
-func (c *call) wait(ctx context.Context, i int, delay time.Duration, dest string, lastErr error) error {
+// wait sleeps delay before the retry, and then for as long as the route
+// cools down (it may have started during the wait), under the same rules
+// for what is left of it and the whole wait. A wait that ends the call
+// gives back the token taken from the process's budgets.
+func (c *call) wait(ctx context.Context, delay time.Duration) error {
 	r := c.r
 	for waited := time.Duration(0); delay > 0; {
 		if !sleep(ctx, delay) {
-			r.unspend(dest, c.req)
-			return canceledDuring(portico.FromContext(ctx), lastErr, c.earlier)
+			r.unspend(c.dest, c.req)
+			return canceledDuring(portico.FromContext(ctx), c.last, c.earlier)
 		}
 		waited += delay
 		if delay = portico.CooldownFromContext(ctx); delay > 0 {
 			if why := r.hintTooLong(ctx, waited, delay, true); why != "" {
-				r.unspend(dest, c.req)
-				return tooLong(lastErr, why, i, delay, c.earlier)
+				r.unspend(c.dest, c.req)
+				return tooLong(c.last, why, c.i, delay, c.earlier)
 			}
 		}
 	}
@@ -348,22 +354,22 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// spendFor takes the token of retry i of req, to dest, after an attempt
-// error of class cls, lastErr, or returns the error of a call the budget
-// ends, ErrBudgetExhausted's.
-func (r *Retrier) spendFor(ctx context.Context, req *portico.Request, dest string, cls portico.Class, i int, lastErr error, earlier []error) error {
-	which := r.spendToken(ctx, dest, req.Identity.ClientKey)
+// takeToken takes the retry's token, or returns the error of a call the
+// budget ends, ErrBudgetExhausted's.
+func (c *call) takeToken(ctx context.Context) error {
+	r, i, cls := c.r, c.i, c.cls
+	which := r.spendToken(ctx, c.dest, c.req.Identity.ClientKey)
 	if which == "" {
 		return nil
 	}
-	portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: dest, Attempt: i, Class: cls, Reason: which})
-	r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", dest),
+	portico.Observe(ctx, portico.Event{Kind: portico.EventBudgetExhausted, Route: c.dest, Attempt: i, Class: cls, Reason: which})
+	r.log.LogAttrs(ctx, slog.LevelDebug, "retry budget exhausted", slog.String("destination", c.dest),
 		slog.String("budget", which), slog.Int("attempt", i), slog.String("class", cls.String()))
 	what := which + " budget exhausted"
 	if which == "shared" {
 		what = "shared budget unavailable"
 	}
-	e := surface(lastErr, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), earlier)
+	e := surface(c.last, portico.OK, ErrBudgetExhausted, "retry: "+what+" after "+attempts(i), c.earlier)
 	e.RefusedBy = portico.RetryBudget
 	return e
 }
@@ -379,7 +385,7 @@ func (r *Retrier) spendToken(ctx context.Context, dest, client string) string {
 	return spend(r.dests, p.client, p.dest)
 }
 
-// unspend gives back the token spendFor took from the process's buckets
+// unspend gives back the token takeToken took from the process's buckets
 // for a retry its wait ended; a store's is not taken yet.
 func (r *Retrier) unspend(dest string, req *portico.Request) {
 	if r.budget != nil && r.shared == nil {
