@@ -31,9 +31,6 @@ func (m Modality) Has(want Modality) bool { return m&want == want }
 // String returns the names of m's modalities joined by "+" ("text",
 // "text+image", "text+document+audio"), or "none".
 func (m Modality) String() string {
-	if m == 0 {
-		return "none"
-	}
 	if m&^allModalities != 0 {
 		return "Modality(" + strconv.Itoa(int(m)) + ")"
 	}
@@ -43,7 +40,7 @@ func (m Modality) String() string {
 			names = append(names, PartKind(k).String())
 		}
 	}
-	return strings.Join(names, "+")
+	return cmp.Or(strings.Join(names, "+"), "none")
 }
 
 // partModalities is the modality of each kind of part; a modality is

@@ -184,7 +184,7 @@ func (e *Error) Error() string {
 	b.WriteString("portico: ")
 	e.writeFields(&b)
 	fields, cause := e.causeParts()
-	if fields != "" && !errtext.Said(b.String(), fields) {
+	if !errtext.Said(b.String(), fields) {
 		b.WriteString(fields)
 	}
 	if e.Reason != "" && !errtext.Said(b.String(), e.Reason) && !errtext.Said(cause, e.Reason) {
