@@ -151,15 +151,20 @@ func (r *request) waitOut(ctx context.Context, pos, idx int) bool {
 // cooled route idx's key down and no candidate after pos could serve now,
 // if the wait leaves the reserve and MinAttempt; else 0.
 func (r *request) quotaWait(pos, idx int) time.Duration {
-	g := r.g
-	if !r.hasDL || r.cooled == 0 || g.keys[r.cooled-1] != g.keys[idx] || r.followed(pos) {
+	if !r.hasDL || !r.cooledQuota(idx) || r.followed(pos) {
 		return 0
 	}
 	w := r.cooling(idx)
-	if time.Until(r.deadline)-w-r.reserve < g.cfg.MinAttempt {
+	if time.Until(r.deadline)-w-r.reserve < r.g.cfg.MinAttempt {
 		return 0
 	}
 	return w
+}
+
+// cooledQuota reports whether route idx shares the quota (its cooldown
+// key) of the route this request cooled down last.
+func (r *request) cooledQuota(idx int) bool {
+	return r.cooled > 0 && r.g.keys[r.cooled-1] == r.g.keys[idx]
 }
 
 // exhausted is the error of a request that left every candidate.
@@ -179,11 +184,15 @@ func (r *request) exhausted(ctx context.Context) (*portico.Response, error) {
 // retryAfter is what is left now of the earliest time a route said it takes
 // calls again (a hop's Retry-After, a skipped route's wait), counted from when
 // each was learnt; 0 when none did or that time has passed.
-func (r *request) retryAfter() time.Duration {
-	if r.until.IsZero() {
+func (r *request) retryAfter() time.Duration { return until(r.until) }
+
+// until is the time left before t, 0 when t is zero (read no clock then)
+// or has passed.
+func until(t time.Time) time.Duration {
+	if t.IsZero() {
 		return 0
 	}
-	return max(time.Until(r.until), 0)
+	return max(time.Until(t), 0)
 }
 
 // takesCallsIn records that a route takes calls again in d from now.
@@ -285,10 +294,7 @@ func (r *request) overBudget(rt *portico.Route) bool {
 // misfit returns why the request does not fit rt, route idx, or "";
 // reasonWrong, the error kept in r.wrong, when it is wrong on any route.
 func (r *request) misfit(rt *portico.Route, idx int) string {
-	in := r.learned
-	if rt.Capabilities.ContextWindow > 0 || r.maxCost() > 0 {
-		in = r.input() // only the window and cost checks use it
-	}
+	in := r.inputFor(rt)
 	if r.covered(idx, in) {
 		return ""
 	}
@@ -299,6 +305,16 @@ func (r *request) misfit(rt *portico.Route, idx int) string {
 		r.fit, r.fitIn = idx+1, in // what idx's Capabilities cover fits too
 	}
 	return ""
+}
+
+// inputFor is the input size Fits checks rt with: the estimate (input)
+// when rt declares a ContextWindow or the Contract a MaxCost, the only
+// checks that use it; else what routes taught.
+func (r *request) inputFor(rt *portico.Route) int {
+	if rt.Capabilities.ContextWindow > 0 || r.maxCost() > 0 {
+		return r.input()
+	}
+	return r.learned
 }
 
 // refused returns the reason of err, a refusal of Fits.
@@ -330,13 +346,7 @@ func (r *request) covered(idx, in int) bool {
 
 // cooling returns how long route idx's cooldown lasts, 0 when it has none.
 // It reads the clock only when the store holds a cooldown for it.
-func (r *request) cooling(idx int) time.Duration {
-	until := r.g.cool.Until(r.g.keys[idx])
-	if until.IsZero() {
-		return 0
-	}
-	return max(time.Until(until), 0)
-}
+func (r *request) cooling(idx int) time.Duration { return until(r.g.cool.Until(r.g.keys[idx])) }
 
 // skipped records that rt, route idx, was skipped for reason and, when it
 // is unavailable or cooling down, when it takes calls again: the least such
