@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,12 +311,7 @@ func (c *call) summarized() bool {
 // encrypted reports whether the request asked for the encrypted content
 // of its reasoning items.
 func (c *call) encrypted() bool {
-	for _, inc := range c.req.responses.Include {
-		if inc == "reasoning.encrypted_content" {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(c.req.responses.Include, "reasoning.encrypted_content")
 }
 
 // stores reports whether the response is stored: store is true unless

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,9 +76,7 @@ func New(cfg Config, opts ...option.RequestOption) *Model {
 	if cfg.MaxTokens < 0 {
 		panic("anthropic: negative Config.MaxTokens")
 	}
-	all := make([]option.RequestOption, 0, len(opts)+1)
-	all = append(all, opts...)
-	all = append(all, option.WithMaxRetries(0))
+	all := append(slices.Clip(opts), option.WithMaxRetries(0)) // a new array: opts stays the caller's
 	maxTokens := cmp.Or(cfg.MaxTokens, DefaultMaxTokens)
 	return &Model{cfg: cfg, maxTokens: maxTokens, limit: adapt.MaxBytes(cfg.MaxResponseBytes, DefaultMaxResponseBytes), client: sdk.NewClient(all...)}
 }

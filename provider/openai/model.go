@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	oai "github.com/openai/openai-go/v3"
@@ -92,9 +93,7 @@ type Model struct {
 // New appends option.WithMaxRetries(0) after opts, so the SDK never retries
 // whatever opts say; see [Model].
 func New(cfg Config, opts ...option.RequestOption) *Model {
-	all := make([]option.RequestOption, 0, len(opts)+1)
-	all = append(all, opts...)
-	all = append(all, option.WithMaxRetries(0))
+	all := append(slices.Clip(opts), option.WithMaxRetries(0)) // a new array: opts stays the caller's
 	return &Model{cfg: cfg, limit: adapt.MaxBytes(cfg.MaxResponseBytes, DefaultMaxResponseBytes), client: oai.NewClient(all...)}
 }
 
