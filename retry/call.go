@@ -455,7 +455,11 @@ func (r *Retrier) attempt(ctx context.Context, req *portico.Request, next portic
 	if req.OnChunk != nil {
 		return r.streamAttempt(ctx, req, next, start)
 	}
-	actx, stop := r.attemptContext(ctx)
+	if r.attemptTimeout == 0 { // the common case: no context to derive
+		resp, err := next.Generate(ctx, req)
+		return resp, false, err
+	}
+	actx, stop := context.WithTimeoutCause(ctx, r.attemptTimeout, ErrAttemptTimeout)
 	defer stop()
 	resp, err := next.Generate(actx, req)
 	return resp, false, r.attemptErr(ctx, actx, err)
