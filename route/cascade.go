@@ -275,7 +275,7 @@ func (w *cascadeWalk) call(ctx context.Context, j int, live bool) (*portico.Resp
 // have reached the caller.
 func (w *cascadeWalk) failed(ctx context.Context, rt *portico.Route, err error, live bool) error {
 	class := portico.ClassOf(err)
-	if live || class == portico.Canceled || class == portico.Permanent || (class == portico.Deadline && ctx.Err() != nil) {
+	if live || stops(ctx, class) {
 		return portico.AfterSent(err, sentOf(w.hops))
 	}
 	if u := portico.UsageOf(err); u != nil {
@@ -286,6 +286,13 @@ func (w *cascadeWalk) failed(ctx context.Context, rt *portico.Route, err error, 
 	w.hops = append(w.hops, portico.Hop{Route: rt.Name, Reason: class.String(), Err: err})
 	portico.Observe(ctx, portico.Event{Kind: portico.EventFallback, Route: rt.Name, Class: class, Reason: class.String()})
 	return nil
+}
+
+// stops reports whether a step's failure of class ends the cascade, as
+// another step cannot fix it: the caller canceled, its deadline passed, or
+// the request is wrong on any route (Permanent).
+func stops(ctx context.Context, class portico.Class) bool {
+	return class == portico.Canceled || class == portico.Permanent || class == portico.Deadline && ctx.Err() != nil
 }
 
 // rejected records resp, rt's answer that its step did not accept: billed,

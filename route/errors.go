@@ -57,13 +57,19 @@ func errNilResponse(route string) error {
 }
 
 // generate calls rt's Model with rt's form of req ([portico.Route.RequestFor])
-// and returns what it returned, or errNilResponse when it returned neither.
+// and returns what it returned (see answered).
 func generate(ctx context.Context, rt *portico.Route, req *portico.Request) (*portico.Response, error) {
 	resp, err := rt.Model.Generate(ctx, rt.RequestFor(req))
+	return resp, answered(rt, resp, err)
+}
+
+// answered is err, the error rt's Model returned with resp, or
+// errNilResponse when it returned neither answer nor error.
+func answered(rt *portico.Route, resp *portico.Response, err error) error {
 	if err == nil && resp == nil {
-		return nil, errNilResponse(rt.Name)
+		return errNilResponse(rt.Name)
 	}
-	return resp, err
+	return err
 }
 
 // errPanic is the outcome fed back to a picker when the chosen Model panics

@@ -227,15 +227,11 @@ func call(ctx context.Context, rt *portico.Route, req *portico.Request) (*portic
 		req = rt.RequestFor(req)
 	}
 	resp, err := rt.Model.Generate(ctx, req)
-	d := DoneInfo{Err: err, Latency: mono.Now() - start}
+	d := DoneInfo{Err: answered(rt, resp, err), Latency: mono.Now() - start}
 	if tm != nil {
 		d.TTFT = tm.ttft
 	}
-	if err == nil {
-		if resp == nil {
-			d.Err = errNilResponse(rt.Name)
-			return nil, d
-		}
+	if d.Err == nil {
 		d.Usage = resp.Usage
 	}
 	return resp, d
