@@ -435,12 +435,8 @@ func (c *Config) check() error {
 
 // fill sets c's zero fields to their defaults.
 func (c *Config) fill() {
-	if c.Estimator == nil {
-		c.Estimator = portico.DefaultEstimator
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Estimator = cmp.Or[portico.Estimator](c.Estimator, portico.DefaultEstimator)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	c.RefusedBy = cmp.Or(c.RefusedBy, portico.ClientLimit)
 	c.MaxWait = cmp.Or(c.MaxWait, defaultMaxWait)
 	c.MaxProviderHold = cmp.Or(c.MaxProviderHold, defaultHold)
