@@ -2,6 +2,7 @@ package spend
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -156,11 +157,7 @@ func (s *Memory) entry(a *Account) *[numWindows]slot {
 // sweep drops the entries whose every window ended by now.
 func (s *Memory) sweep(now time.Time) {
 	for k, e := range s.m {
-		live := false
-		for i := range e {
-			live = live || e[i].end.After(now)
-		}
-		if !live {
+		if !slices.ContainsFunc(e[:], func(sl slot) bool { return sl.end.After(now) }) {
 			delete(s.m, k)
 		}
 	}

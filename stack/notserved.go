@@ -106,11 +106,8 @@ func (m *notServed) forget(model string, now time.Time) {
 func (m *notServed) learn(next portico.Model) portico.Model {
 	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		resp, err := next.Generate(ctx, req)
-		if err == nil || req.Model == "" {
-			return resp, err
-		}
 		var pe *portico.Error
-		if !errors.As(err, &pe) || pe.Class != portico.Unusable || pe.Status != http.StatusNotFound {
+		if req.Model == "" || !errors.As(err, &pe) || pe.Class != portico.Unusable || pe.Status != http.StatusNotFound {
 			return resp, err
 		}
 		out := *pe

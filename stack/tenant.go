@@ -4,6 +4,7 @@ import (
 	"cmp"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/inflight"
 	"github.com/portico-llm/portico/respcache"
 	"github.com/portico-llm/portico/spend"
 )
@@ -11,6 +12,10 @@ import (
 // Cache returns the response cache (Config.Cache), or nil when there is
 // none; its Stats count the stack's hits and misses.
 func (s *Stack) Cache() *respcache.Cache { return s.now().cache }
+
+// InFlight returns the tenant in-flight cap (Config.InFlight), or nil when
+// there is none.
+func (s *Stack) InFlight() *inflight.Caps { return s.now().inflight }
 
 // Spend returns the spend budgets (Config.Spend), or nil when there are
 // none; its Balances read a tenant's.
