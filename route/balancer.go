@@ -126,10 +126,7 @@ type Balancer struct {
 // [PrefixAware] have, is validated before its NewPicker is called, and its
 // error returned.
 func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
-	s := cfg.Strategy
-	if s == nil {
-		s = RoundRobin{}
-	}
+	s := cmp.Or(cfg.Strategy, Strategy(RoundRobin{}))
 	if err := cfg.check(s); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,18 +116,15 @@ type Cascade struct {
 // ([portico.Capabilities.Validate]), steps are not in cost order, or Share
 // is outside [0, 1].
 func NewCascade(cfg CascadeConfig) (*Cascade, error) {
-	if err := rules.First(
+	if err := cmp.Or(rules.First(
 		rules.If(len(cfg.Steps) == 0, "route: NewCascade needs at least one step"),
 		rules.If(!(cfg.Share >= 0 && cfg.Share <= 1),
 			"route: NewCascade CascadeConfig.Share "+strconv.FormatFloat(cfg.Share, 'g', -1, 64)+" is outside (0, 1]"),
-	); err != nil {
+	), checkSteps(cfg.Steps)); err != nil {
 		return nil, err
 	}
-	if err := checkSteps(cfg.Steps); err != nil {
-		return nil, err
-	}
-	c := &Cascade{steps: append([]Step(nil), cfg.Steps...), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast, est: cmp.Or(cfg.Estimator, portico.DefaultEstimator), share: cmp.Or(cfg.Share, DefaultStepShare)}
-	return c, nil
+	return &Cascade{steps: slices.Clone(cfg.Steps), exhausted: cfg.NoneAccepted, streamLast: cfg.StreamLast,
+		est: cmp.Or(cfg.Estimator, portico.DefaultEstimator), share: cmp.Or(cfg.Share, DefaultStepShare)}, nil
 }
 
 // checkSteps returns NewCascade's error for a step without a Model or with
@@ -134,15 +132,13 @@ func NewCascade(cfg CascadeConfig) (*Cascade, error) {
 func checkSteps(steps []Step) error {
 	prev := 0.0
 	for i, s := range steps {
-		if portico.IsNil(s.Route.Model) {
-			return errors.New("route: NewCascade step " + strconv.Itoa(i) + " has a nil Model")
-		}
-		if err := checkCapabilities("NewCascade", s.Route); err != nil {
-			return err
-		}
 		p := s.Route.Capabilities.InputPrice + s.Route.Capabilities.OutputPrice
-		if p < prev {
-			return errors.New("route: NewCascade steps must be in cost order, cheapest first")
+		if err := cmp.Or(
+			rules.First(rules.If(portico.IsNil(s.Route.Model), "route: NewCascade step "+strconv.Itoa(i)+" has a nil Model")),
+			checkCapabilities("NewCascade", s.Route),
+			rules.First(rules.If(p < prev, "route: NewCascade steps must be in cost order, cheapest first")),
+		); err != nil {
+			return err
 		}
 		prev = p
 	}

@@ -43,14 +43,10 @@ func splitmix64(x uint64) uint64 {
 }
 
 func (p *p2cPicker) Pick(PickInfo) (PickResult, error) {
-	k := -1
-	switch {
-	case len(p.replicas) > 1:
-		k = p.pickOfTwo()
-	case len(p.replicas) == 1 && p.replicas[0].Available():
-		k = 0
+	if len(p.replicas) > 1 {
+		return picked(p.replicas, p.pickOfTwo())
 	}
-	return picked(p.replicas, k)
+	return picked(p.replicas, leastUsed(p.replicas)) // one replica, or none
 }
 
 // pickOfTwo returns the available one of two drawn replicas with fewer
