@@ -117,11 +117,9 @@ func AsHedge(req *portico.Request) *portico.Request {
 // Ended stops the race at an error another attempt to the same destination
 // would repeat, by portico.FaultOf: the caller's, the request's unless an
 // answer came back (another may pass), the route's for every request
-// (Unusable), a refusal not to be retried (Incompatible).
+// (Unusable), a refusal not to be retried (Incompatible). (The race
+// ignores it for a winner and for an attempt that Lost.)
 func (p *single) Ended(_ context.Context, _ int, _ *Attempt, res *Result) error {
-	if res.Err == nil || res.Lost {
-		return nil
-	}
 	switch f, c := portico.FaultOf(res.Err); {
 	case f == portico.FaultCaller, f == portico.FaultRequest && c != portico.InvalidResponse,
 		c == portico.Unusable, c == portico.Incompatible:
