@@ -114,8 +114,7 @@ func ecmaRewrite(s string, inClass bool) (string, int) {
 	return s[:2], 2
 }
 
-// spaceEscape is the letter of a \s or \S escape, and whether it is in a
-// character class.
+// spaceEscape is a \s or \S escape's letter, and whether it is in a class.
 type spaceEscape struct {
 	letter  byte
 	inClass bool
@@ -145,8 +144,7 @@ func ecmaEscape(s string) (rune, int) {
 	return 0, 0
 }
 
-// ecmaControl reads \cX, X a letter, at the start of s: the letter's
-// control character.
+// ecmaControl reads \cX, X a letter, at the start of s: X's control character.
 func ecmaControl(s string) (rune, int) {
 	if len(s) > 2 && 'a' <= s[2]|0x20 && s[2]|0x20 <= 'z' {
 		return rune(s[2] % 32), 3
@@ -154,8 +152,7 @@ func ecmaControl(s string) (rune, int) {
 	return 0, 0
 }
 
-// ecmaCodePoint reads \u{X...} at the start of s: a code point of one or
-// more hexadecimal digits, at most U+10FFFF.
+// ecmaCodePoint reads \u{X...} at the start of s: a code point up to U+10FFFF.
 func ecmaCodePoint(s string) (rune, int) {
 	end := strings.IndexByte(s, '}')
 	if r, err := strconv.ParseUint(s[3:max(end, 3)], 16, 32); end > 3 && err == nil && r <= 0x10FFFF {

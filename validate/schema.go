@@ -193,8 +193,7 @@ func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
 	return subs
 }
 
-// appendSchemas appends v to subs when it is a schema or a list of them
-// (the keywords whose value may be a boolean or a list of names).
+// appendSchemas appends v to subs when it is a schema or a list of them.
 func appendSchemas(subs []*jsonschema.Schema, v any) []*jsonschema.Schema {
 	switch x := v.(type) {
 	case *jsonschema.Schema:

@@ -172,8 +172,7 @@ func (w *strictWalker) totals() {
 	}
 }
 
-// rootProblem says why the schema doc's root is not an object schema, ""
-// when it is one.
+// rootProblem says why doc's root is not an object schema, "" when it is one.
 func rootProblem(doc any) string {
 	root, _ := doc.(map[string]any)
 	switch {
@@ -237,8 +236,7 @@ func (w *strictWalker) node(s any, ptr string, depth int) {
 	w.keywords(m, ptr, depth)
 }
 
-// keywords checks each keyword of the schema m at ptr (see strictKeywords),
-// in sorted order.
+// keywords checks each keyword of the schema m at ptr, in sorted order.
 func (w *strictWalker) keywords(m map[string]any, ptr string, depth int) {
 	for _, kw := range slices.Sorted(maps.Keys(m)) {
 		check, ok := strictKeywords[kw]
@@ -289,8 +287,7 @@ func (w *strictWalker) properties(m map[string]any, ptr string) {
 	}
 }
 
-// nesting reports, once per document, an object schema at ptr nested
-// deeper than strict mode allows.
+// nesting reports the first object schema nested deeper than strict mode allows.
 func (w *strictWalker) nesting(ptr string, depth int) {
 	if depth > strictMaxNesting && !w.nestingReported {
 		w.nestingReported = true
@@ -337,8 +334,7 @@ func (w *strictWalker) anyOf(val any, at string, depth int) {
 	}
 }
 
-// additional walks the schema of "additionalProperties" at at, when it is
-// one (a boolean is not).
+// additional walks the schema of "additionalProperties" at at, if it is one.
 func (w *strictWalker) additional(val any, at string, depth int) {
 	if sub, ok := val.(map[string]any); ok {
 		w.node(sub, at, depth)

@@ -214,8 +214,7 @@ func (v *Validator) prepare(req *portico.Request) (*compiled, error) {
 	return c, v.prepareTools(req.Tools)
 }
 
-// prepareTools compiles the Parameters of each of tools that has some,
-// returning the first one's error.
+// prepareTools compiles each tool's Parameters, returning the first error.
 func (v *Validator) prepareTools(tools []portico.Tool) error {
 	for i := range tools {
 		if p := tools[i].Parameters; len(p) > 0 {

@@ -158,8 +158,7 @@ func counted(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// listSep returns the separator before the i'th item of a message's list:
-// ": " before the first, ", " before the others.
+// listSep returns ": " before a message list's first item, ", " before the others.
 func listSep(i int) string {
 	if i == 0 {
 		return ": "
