@@ -78,15 +78,18 @@ func (r *request) end(w *watch, req *portico.Request, resp *portico.Response, er
 	c := r.cont
 	c.chunks, c.bytes = w.chunks, w.bytes
 	c.failed = c.failed || w.CallerFailed()
-	if err == nil && resp != nil && w.seam != nil {
+	if err != nil {
+		if w.chunks > 0 {
+			r.broken(w, req, err)
+		}
+		return resp, err
+	}
+	if resp != nil && w.seam != nil {
 		if serr := r.flushSeam(w); serr != nil {
 			return nil, refused(serr, resp)
 		}
 	}
-	if err != nil && w.chunks > 0 {
-		r.broken(w, req, err)
-	}
-	return resp, err
+	return resp, nil
 }
 
 // flushSeam delivers what w's Seam still holds once the continuation

@@ -164,7 +164,7 @@ func hopClass(h portico.Hop) portico.Class {
 // exhausted builds the error of a group that left every route; wait is the
 // least time from now until a route left or skipped takes calls again, 0 if
 // none. Pure.
-func exhausted(hops []portico.Hop, wait time.Duration) error {
+func exhausted(hops []portico.Hop, wait time.Duration) *portico.Error {
 	class := portico.Incompatible
 	retryAfter := wait
 	for _, h := range hops {

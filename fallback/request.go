@@ -947,13 +947,12 @@ func (r *request) outOfTime(ctx context.Context) error {
 	if err := r.ended(ctx); err != nil && len(r.hops) == 0 {
 		return unsent(err)
 	}
-	err := exhausted(r.hops, 0)
-	var pe *portico.Error
-	if errors.As(err, &pe) && pe.Class != portico.Ambiguous {
+	pe := exhausted(r.hops, 0)
+	if pe.Class != portico.Ambiguous {
 		pe.Class = portico.Deadline
 		pe.RetryAfter, pe.RefusedBy = 0, portico.NotRefused
 	}
-	return err
+	return pe
 }
 
 // ended is [portico.FromContext] of ctx, or of a context ended by the
