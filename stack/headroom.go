@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"slices"
+
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/ratelimit"
 )
@@ -15,12 +17,10 @@ import (
 // [fallback.Config]: https://pkg.go.dev/github.com/portico-llm/portico/fallback#Config
 func (s *Stack) headroom(routes []portico.Route) func(int, *portico.Request) float64 {
 	lims := make([]*ratelimit.Limiter, len(routes))
-	some := false
 	for i := range routes {
 		lims[i] = s.route(routes[i].Name).limiter
-		some = some || lims[i] != nil
 	}
-	if !some {
+	if !slices.ContainsFunc(lims, func(l *ratelimit.Limiter) bool { return l != nil }) {
 		return nil
 	}
 	return func(i int, req *portico.Request) float64 {

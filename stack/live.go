@@ -177,10 +177,17 @@ func set(l *ratelimit.Limiter, cur, c ratelimit.Config) error {
 // defaultCooldowns is the group's Cooldowns when Config.Fallback.Cooldowns
 // is nil: one memory store per stack, kept by Update.
 func defaultCooldowns(m *memo) portico.Cooldowns {
-	cd, _ := remember(m, "cooldowns", struct{}{}, func(struct{}) (portico.Cooldowns, error) {
-		return fallback.NewMemoryCooldowns(0)
+	return kept(m, "cooldowns", func() portico.Cooldowns {
+		cd, _ := fallback.NewMemoryCooldowns(0) // the default size: no error
+		return cd
 	})
-	return cd
+}
+
+// kept is state of the stack's own under key (no Config builds it): the
+// configuration before's, or newState's, kept by the next Update.
+func kept[T any](m *memo, key string, newState func() T) T {
+	v, _ := remember(m, key, struct{}{}, func(struct{}) (T, error) { return newState(), nil })
+	return v
 }
 
 // same reports whether two Configs are the same for remember: values

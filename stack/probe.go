@@ -98,7 +98,7 @@ func (s *Stack) watch(cfg Probe, routes []portico.Route, cd portico.Cooldowns) *
 	p := &prober{cfg: cfg, req: *cfg.Request, cd: cd, done: make(chan struct{})}
 	p.req.MaxOutputTokens = 1
 	for i := range routes {
-		last, _ := remember(s.memo, "route "+routes[i].Name+" probed", struct{}{}, newLast)
+		last := kept(s.memo, "route "+routes[i].Name+" probed", func() *atomic.Int64 { return new(atomic.Int64) }) // unix ns, of a user's call
 		p.routes = append(p.routes, probed{route: routes[i], breaker: s.routes[routes[i].Name].breaker, last: last})
 		next := routes[i].Model
 		routes[i].Model = portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
@@ -108,9 +108,6 @@ func (s *Stack) watch(cfg Probe, routes []portico.Route, cd portico.Cooldowns) *
 	}
 	return p
 }
-
-// newLast is a route's time of its last user's call, none yet.
-func newLast(struct{}) (*atomic.Int64, error) { return new(atomic.Int64), nil }
 
 // start runs the prober until close.
 func (p *prober) start() {

@@ -129,7 +129,7 @@ func buildRoute(rc *Route, tr *trace.Tracer, est portico.Estimator, m *memo) (po
 	b := &built{memo: m, key: "route " + rc.Name + " "}
 	l := Layers{Middleware: rc.Middleware, ModelMiddleware: rc.ModelMiddleware}
 	if rc.ModelName == "" {
-		ns, _ := remember(m, b.key+"notServed", struct{}{}, func(struct{}) (*notServed, error) { return new(notServed), nil })
+		ns := kept(m, b.key+"notServed", func() *notServed { return new(notServed) })
 		l.Unserved, l.NotServed = ns.skip, ns.learn
 	}
 	if err := b.build(rc, est, &l); err != nil {
