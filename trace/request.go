@@ -200,13 +200,10 @@ func (l labels) append(a []attribute.KeyValue, withModel bool) []attribute.KeyVa
 
 // appendServer appends server.address, and server.port with it when known.
 func appendServer(a []attribute.KeyValue, addr string, port int) []attribute.KeyValue {
-	if addr != "" {
-		a = append(a, KeyServerAddress.String(addr))
+	if addr == "" {
+		return a
 	}
-	if addr != "" && port > 0 {
-		a = append(a, KeyServerPort.Int(port))
-	}
-	return a
+	return appendInt(append(a, KeyServerAddress.String(addr)), KeyServerPort, port)
 }
 
 // noteAttempt is called by the attempt layer t when an attempt of model
