@@ -172,7 +172,7 @@ func (p *plan) Ended(ctx context.Context, i int, a *hedge.Attempt, res *hedge.Re
 func (p *plan) lost(t *try, res *hedge.Result) {
 	r := p.r
 	if res.Err != nil {
-		r.charge(t.rt, portico.ClassOf(res.Err), res.Err)
+		r.charge(t.rt, res.Err)
 	} else if resp := res.Response; resp != nil {
 		r.bill(cmp.Or(resp.Cost, t.rt.Capabilities.Cost(resp.Usage)))
 	}

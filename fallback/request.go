@@ -776,7 +776,7 @@ func (r *request) judge(ctx, cctx context.Context, rt *portico.Route, idx int, e
 			return nil, true, stopped(r.hops, rt, err, "")
 		}
 	}
-	r.charge(rt, portico.ClassOf(err), err)
+	r.charge(rt, err)
 	r.hop(ctx, rt, reason, err)
 	return nil, false, err
 }
@@ -897,7 +897,7 @@ func overflow(err error) bool {
 // charge accounts for the failed call to rt the group is leaving: billed
 // usage to the answer's Cost and the budget; without it, a likely billed
 // failure at its estimate to the budget only.
-func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
+func (r *request) charge(rt *portico.Route, err error) {
 	if r.broke() {
 		r.chargeBreak(rt)
 		return
@@ -906,9 +906,17 @@ func (r *request) charge(rt *portico.Route, class portico.Class, err error) {
 		r.bill(rt.Capabilities.Cost(*u))
 		return
 	}
-	if (class == portico.InvalidResponse || class == portico.Ambiguous) && !portico.NothingSent(err) {
-		r.spent += r.estimate(rt) // a call a layer ended before sending it (NotSent) was not billed
+	if likelyBilled(err) {
+		r.spent += r.estimate(rt)
 	}
+}
+
+// likelyBilled reports whether a failure err that carries no usage was
+// likely billed: an InvalidResponse or Ambiguous call that may have been
+// sent (one a layer ended before sending it, NotSent, was not).
+func likelyBilled(err error) bool {
+	c := portico.ClassOf(err)
+	return (c == portico.InvalidResponse || c == portico.Ambiguous) && !portico.NothingSent(err)
 }
 
 // bill adds cost, billed by a route the request left, to the answer's Cost
