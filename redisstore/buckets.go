@@ -66,12 +66,7 @@ func (b *Buckets) Take(ctx context.Context, key string, lim *ratelimit.Limits, c
 	var buf [96]byte
 	arg := string(packNums(buf[:0], append(bucketNums(nb[:0], lim), float64(cost))...))
 	k := []string{b.s.key("rl", key), b.s.opKey(key)}
-	var res []int64
-	err := b.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = takeScript.Run(ctx, b.s.c, k, arg, b.s.opTTL).Int64Slice()
-		return err
-	})
+	res, err := run(ctx, b.s, (*redis.Cmd).Int64Slice, takeScript, k, arg, b.s.opTTL)
 	if err != nil {
 		return 0, "", err
 	}

@@ -35,10 +35,9 @@ func (b *Budgets) keys(dest, client string, lim *retry.BudgetLimits) []string {
 // once however often the client resends it.
 func (b *Budgets) Deposit(ctx context.Context, dest, client string, lim *retry.BudgetLimits) error {
 	k := b.keys(dest, client, lim)
-	return b.s.do(ctx, func(ctx context.Context) error {
-		return depositScript.Run(ctx, b.s.c, k, lim.Deposit, lim.Capacity, lim.DestinationDeposit, lim.DestinationCapacity,
-			b.s.budgetTTL.Milliseconds(), b.s.opTTL).Err()
-	})
+	_, err := run(ctx, b.s, (*redis.Cmd).Result, depositScript, k, lim.Deposit, lim.Capacity, lim.DestinationDeposit,
+		lim.DestinationCapacity, b.s.budgetTTL.Milliseconds(), b.s.opTTL)
+	return err
 }
 
 // Admission implements internal/admit's Joiner, as [Buckets.Admission].
@@ -48,13 +47,8 @@ func (b *Budgets) Admission() admit.Store { return b.s.admission() }
 // however often the client resends it.
 func (b *Budgets) Spend(ctx context.Context, dest, client string, lim *retry.BudgetLimits) (string, error) {
 	k := b.keys(dest, client, lim)
-	var res int64
-	err := b.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = spendScript.Run(ctx, b.s.c, k, lim.Capacity, lim.DestinationCapacity, b.s.budgetTTL.Milliseconds(),
-			b.s.opTTL).Int64()
-		return err
-	})
+	res, err := run(ctx, b.s, (*redis.Cmd).Int64, spendScript, k, lim.Capacity, lim.DestinationCapacity,
+		b.s.budgetTTL.Milliseconds(), b.s.opTTL)
 	switch {
 	case err != nil:
 		return "", err

@@ -132,9 +132,7 @@ func (c *Cooldowns) flush() {
 	}
 	keys := []string{c.key, c.s.opKey("")}
 	args = append(args, c.s.opTTL)
-	err := c.s.do(context.Background(), func(ctx context.Context) error {
-		return setCooldowns.Run(ctx, c.s.c, keys, args...).Err()
-	})
+	_, err := run(context.Background(), c.s, (*redis.Cmd).Result, setCooldowns, keys, args...)
 	if err == nil {
 		return
 	}
@@ -157,12 +155,7 @@ func (c *Cooldowns) flush() {
 // the step. The local copy is on this instance's wall clock, which a
 // step moves every end with.
 func (c *Cooldowns) refresh() {
-	var v []any
-	err := c.s.do(context.Background(), func(ctx context.Context) error {
-		var err error
-		v, err = getCooldowns.Run(ctx, c.s.c, []string{c.key}).Slice()
-		return err
-	})
+	v, err := run(context.Background(), c.s, (*redis.Cmd).Slice, getCooldowns, []string{c.key})
 	if err != nil {
 		return
 	}

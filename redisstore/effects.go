@@ -249,12 +249,7 @@ func (e *Effects) run(ctx context.Context, script *redis.Script, rkey string, qu
 	}
 	q := strconv.FormatInt(quarantine.Milliseconds(), 10) + "/" + strconv.FormatInt(beat.Milliseconds(), 10) + "/" + ask
 	argv := append([]any{mode, known, rand.Text(), q}, args...)
-	var reply []any
-	err := e.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		reply, err = script.Run(ctx, e.s.c, []string{rkey, ekey}, argv...).Slice()
-		return err
-	})
+	reply, err := run(ctx, e.s, (*redis.Cmd).Slice, script, []string{rkey, ekey}, argv...)
 	if err != nil {
 		return nil, err
 	}

@@ -146,10 +146,9 @@ func (s *Store) sendSettles(ctx context.Context, ops []pendingSettle) error {
 		arg = packNums(arg, ops[i].nums[:]...)
 	}
 	keys = append(keys, s.opKey(ops[0].key))
-	err := s.do(ctx, func(ctx context.Context) error {
+	return s.do(ctx, func(ctx context.Context) error {
 		return settleScript.Run(ctx, s.c, keys, string(arg), s.opTTL).Err()
 	})
-	return err
 }
 
 // applied tells the test hook of ops, just applied, or, after err, of

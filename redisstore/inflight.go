@@ -33,42 +33,26 @@ func (st *InFlight) leaseKey(l *inflight.Lease) string {
 
 // Acquire implements [inflight.Store] with [acquireScript].
 func (st *InFlight) Acquire(ctx context.Context, l *inflight.Lease) (bool, error) {
-	var ok int64
-	err := st.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		ok, err = acquireScript.Run(ctx, st.s.c, []string{st.leaseKey(l)}, l.ID, l.Max, l.TTL.Milliseconds()).Int64()
-		return err
-	})
+	ok, err := run(ctx, st.s, (*redis.Cmd).Int64, acquireScript, []string{st.leaseKey(l)}, l.ID, l.Max, l.TTL.Milliseconds())
 	return ok == 1, err
 }
 
 // Renew implements [inflight.Store] with [renewScript].
 func (st *InFlight) Renew(ctx context.Context, l *inflight.Lease) (bool, error) {
-	var ok int64
-	err := st.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		ok, err = renewScript.Run(ctx, st.s.c, []string{st.leaseKey(l)}, l.ID, l.TTL.Milliseconds()).Int64()
-		return err
-	})
+	ok, err := run(ctx, st.s, (*redis.Cmd).Int64, renewScript, []string{st.leaseKey(l)}, l.ID, l.TTL.Milliseconds())
 	return ok == 1, err
 }
 
 // Release implements [inflight.Store] with [releaseScript].
 func (st *InFlight) Release(ctx context.Context, l *inflight.Lease) error {
-	return st.s.do(ctx, func(ctx context.Context) error {
-		return releaseScript.Run(ctx, st.s.c, []string{st.leaseKey(l)}, l.ID).Err()
-	})
+	_, err := run(ctx, st.s, (*redis.Cmd).Result, releaseScript, []string{st.leaseKey(l)}, l.ID)
+	return err
 }
 
 // Held returns how many live leases the (name, key) set holds now, on the
 // server's clock, in one script (expired ones dropped).
 func (st *InFlight) Held(ctx context.Context, name, key string) (int, error) {
-	var n int64
-	err := st.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		n, err = heldScript.Run(ctx, st.s.c, []string{st.leaseKey(&inflight.Lease{Name: name, Key: key})}).Int64()
-		return err
-	})
+	n, err := run(ctx, st.s, (*redis.Cmd).Int64, heldScript, []string{st.leaseKey(&inflight.Lease{Name: name, Key: key})})
 	return int(n), err
 }
 

@@ -20,12 +20,7 @@ func (b *Buckets) Lease(ctx context.Context, key string, lim *ratelimit.Limits, 
 	k := []string{b.s.key("rl", key), b.s.opKey(key)}
 	args := append(bucketArgs(lim, 8), back.Requests, back.Tokens, need.Requests, need.Tokens, want.Requests, want.Tokens,
 		lim.Tokens, b.s.opTTL)
-	var res []int64
-	err := b.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = leaseScript.Run(ctx, b.s.c, k, args...).Int64Slice()
-		return err
-	})
+	res, err := run(ctx, b.s, (*redis.Cmd).Int64Slice, leaseScript, k, args...)
 	if err != nil {
 		return ratelimit.Grant{}, 0, "", err
 	}

@@ -56,12 +56,7 @@ func (st *SpendStore) Reserve(ctx context.Context, a *spend.Account, cost float6
 		args = append(args, l.Amount, (end.Sub(a.At) + spendSlack).Milliseconds())
 	}
 	args = append(args, st.s.opTTL)
-	var res []int64
-	err := st.s.do(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = reserveScript.Run(ctx, st.s.c, keys, args...).Int64Slice()
-		return err
-	})
+	res, err := run(ctx, st.s, (*redis.Cmd).Int64Slice, reserveScript, keys, args...)
 	if err != nil {
 		return spend.Grant{}, err
 	}
@@ -80,9 +75,8 @@ func (st *SpendStore) Reserve(ctx context.Context, a *spend.Account, cost float6
 func (st *SpendStore) Settle(ctx context.Context, a *spend.Account, delta float64) error {
 	keys, tagged := st.spendKeys(a, 1)
 	keys = append(keys, st.s.opKey(tagged))
-	return st.s.do(ctx, func(ctx context.Context) error {
-		return settleSpendScript.Run(ctx, st.s.c, keys, delta, st.s.opTTL).Err()
-	})
+	_, err := run(ctx, st.s, (*redis.Cmd).Result, settleSpendScript, keys, delta, st.s.opTTL)
+	return err
 }
 
 // Spent implements [spend.Store] with one MGET.

@@ -347,6 +347,18 @@ func newScript(src string) script {
 	return script{sc, sc.Hash(), src}
 }
 
+// run runs script on keys and args through [Store.do], read (such as
+// (*redis.Cmd).Int64) taking its reply: the reply read and do's error.
+func run[T any](ctx context.Context, s *Store, read func(*redis.Cmd) (T, error), script *redis.Script, keys []string, args ...any) (T, error) {
+	var v T
+	err := s.do(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = read(script.Run(ctx, s.c, keys, args...))
+		return err
+	})
+	return v, err
+}
+
 // eval runs sc with args as its command: args[0:3] left for the command,
 // the SHA1 and the number of keys (args[2], set by the caller), then the
 // keys and the arguments. It sends EVALSHA, then EVAL when the server
