@@ -106,8 +106,11 @@ func (m *notServed) forget(model string, now time.Time) {
 func (m *notServed) learn(next portico.Model) portico.Model {
 	return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
 		resp, err := next.Generate(ctx, req)
+		if err == nil || req.Model == "" {
+			return resp, err // before errors.As, whose target escapes: no allocation on an answer
+		}
 		var pe *portico.Error
-		if req.Model == "" || !errors.As(err, &pe) || pe.Class != portico.Unusable || pe.Status != http.StatusNotFound {
+		if !errors.As(err, &pe) || pe.Class != portico.Unusable || pe.Status != http.StatusNotFound {
 			return resp, err
 		}
 		out := *pe
