@@ -136,7 +136,8 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge, ErrorLines: true}
-	opts = append(opts, option.WithMiddleware(x.Middleware), noRetries)
+	ctx = adapt.WithExchange(ctx, x)
+	opts = append(opts, watched, noRetries)
 	if req.Streaming() {
 		return m.stream(ctx, req, params, opts, x, model)
 	}
@@ -442,3 +443,7 @@ func (st *streamState) end(ctx context.Context, streamErr error) (*portico.Respo
 // noRetries is option.WithMaxRetries(0), made once: each call's options
 // end with it (see New), and making it there cost an allocation a call.
 var noRetries = option.WithMaxRetries(0)
+
+// watched watches the exchange of the call whose context carries it
+// (adapt.WithExchange), made once as noRetries.
+var watched = option.WithMiddleware(adapt.CarriedMiddleware)

@@ -2,6 +2,7 @@ package adapt
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -117,6 +118,25 @@ func (x *Exchange) Watch(res *http.Response, err error) (*http.Response, error) 
 // then Watch. It is a Stainless SDK's option.Middleware (x.Middleware).
 func (x *Exchange) Middleware(r *http.Request, next Next) (*http.Response, error) {
 	return x.Watch(next(x.Begin(r)))
+}
+
+// exchangeKey is the context key of a call's Exchange (WithExchange).
+type exchangeKey struct{}
+
+// WithExchange returns ctx carrying x for [CarriedMiddleware]: the SDK
+// option that watches a call's exchange is then made once, not per call
+// (one allocation a call where the option made four).
+func WithExchange(ctx context.Context, x *Exchange) context.Context {
+	return context.WithValue(ctx, exchangeKey{}, x)
+}
+
+// CarriedMiddleware is the Middleware of the Exchange the request's
+// context carries ([WithExchange]); a request without one passes as is.
+func CarriedMiddleware(r *http.Request, next Next) (*http.Response, error) {
+	if x, ok := r.Context().Value(exchangeKey{}).(*Exchange); ok {
+		return x.Middleware(r, next)
+	}
+	return next(r)
 }
 
 // Whole reports whether raw, the JSON value the SDK decoded from the body,
