@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 
@@ -66,17 +67,14 @@ func (a *admission) join(p planner) bool {
 		return false
 	}
 	s := p.Admission()
-	if s == nil || a.store != nil && a.store != s {
-		return false
-	}
-	a.store = s
-	return true
+	a.store = cmp.Or(a.store, s)
+	return s != nil && s == a.store
 }
 
 // Generate plans req's admission, has the store run it in one call, and
 // sends req on with the plan in its context.
 func (a *admission) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return a.next.Generate(ctx, req) // the layers below decide, as without a plan
 	}
 	p := new(admit.Plan)

@@ -14,6 +14,7 @@ import (
 	"github.com/portico-llm/portico/guard"
 	"github.com/portico-llm/portico/hedge"
 	"github.com/portico-llm/portico/inflight"
+	"github.com/portico-llm/portico/internal/rules"
 	"github.com/portico-llm/portico/ratelimit"
 	"github.com/portico-llm/portico/respcache"
 	"github.com/portico-llm/portico/retry"
@@ -374,11 +375,12 @@ func (s *Stack) buildRoutes(rcs []Route, tr *trace.Tracer, est portico.Estimator
 	routes := make([]portico.Route, 0, len(rcs))
 	for i := range rcs {
 		rc := &rcs[i]
-		if portico.IsNil(rc.Model) || rc.Name == "" {
-			return nil, fmt.Errorf("stack: route %d needs a Name and a Model", i)
-		}
-		if _, dup := s.routes[rc.Name]; dup {
-			return nil, fmt.Errorf("stack: two routes named %q", rc.Name)
+		_, dup := s.routes[rc.Name]
+		if err := rules.First(
+			rules.If(portico.IsNil(rc.Model) || rc.Name == "", fmt.Sprintf("stack: route %d needs a Name and a Model", i)),
+			rules.If(dup, fmt.Sprintf("stack: two routes named %q", rc.Name)),
+		); err != nil {
+			return nil, err
 		}
 		if err := rc.Capabilities.Validate(); err != nil {
 			return nil, fmt.Errorf("stack: route %q: %w", rc.Name, err)
