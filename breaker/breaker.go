@@ -239,11 +239,8 @@ type guarded struct {
 
 // Generate implements portico.Model.
 func (g *guarded) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: no probe slot taken, nothing counted
+	if err := portico.Unstarted(ctx, req); err != nil {
+		return nil, err // a nil req, or the caller has gone: no probe slot taken, nothing counted
 	}
 	word := g.b.word.Load()
 	if State(word&3) != Closed {

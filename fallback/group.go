@@ -148,11 +148,8 @@ func (g *Group) Routes() []portico.Route {
 // [portico.ErrNilResponse]; a nil req is [portico.ErrNilRequest]; a context
 // done already is [portico.Gone]'s error, no route called.
 func (g *Group) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: no route is called
+	if err := portico.Unstarted(ctx, req); err != nil {
+		return nil, err // a nil req, or the caller has gone: no route is called
 	}
 	ctx, cancel := withContract(ctx, req.Contract)
 	defer cancel()

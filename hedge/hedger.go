@@ -180,11 +180,8 @@ type model struct {
 // Delay is set, or the delay ends after the deadline), it calls next
 // inline and times the answer for the sketch.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: no attempt, no hedge
+	if err := portico.Unstarted(ctx, req); err != nil {
+		return nil, err // a nil req, or the caller has gone: no attempt, no hedge
 	}
 	h := m.h
 	if !h.Applies(req) {

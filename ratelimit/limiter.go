@@ -163,7 +163,7 @@ func (l *Limiter) keyOf(req *portico.Request) key {
 }
 
 func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico.Request) (*portico.Response, error) {
-	if err := unstarted(ctx, req); err != nil {
+	if err := portico.Unstarted(ctx, req); err != nil {
 		return nil, err // no slot, no token, no place in line
 	}
 	t := ticket{}
@@ -184,15 +184,6 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	l.complete(&t, resp, err, false)
 	l.observe(req, cmp.Or(t.est, t.in), resp) // the Estimator's own estimate
 	return resp, err
-}
-
-// unstarted returns the error of a call that does not start: a nil
-// request, or ctx done already (portico.Gone), nil for one that does.
-func unstarted(ctx context.Context, req *portico.Request) error {
-	if req == nil {
-		return portico.ErrNilRequest
-	}
-	return portico.Gone(ctx)
 }
 
 // run calls next for req, admitted with t, timing the caller's OnChunk

@@ -250,7 +250,7 @@ type sharedModel struct {
 }
 
 func (m *sharedModel) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if err := unstarted(ctx, req); err != nil {
+	if err := portico.Unstarted(ctx, req); err != nil {
 		return nil, err // the store is not asked
 	}
 	s, l := m.s, m.s.l

@@ -18,11 +18,8 @@ type model struct {
 
 // Generate deposits the request in the budgets and runs the attempts.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: no deposit, no attempt
+	if err := portico.Unstarted(ctx, req); err != nil {
+		return nil, err // a nil req, or the caller has gone: no deposit, no attempt
 	}
 	r := m.r
 	r.depositReq(ctx, req)

@@ -173,11 +173,8 @@ type model struct {
 // before the call and one atomic add after it: no clock read (but every
 // 64th accepted call's), no lock, no allocation.
 func (m *model) Generate(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-	if req == nil {
-		return nil, portico.ErrNilRequest
-	}
-	if err := portico.Gone(ctx); err != nil {
-		return nil, err // the caller has gone: neither drawn nor counted
+	if err := portico.Unstarted(ctx, req); err != nil {
+		return nil, err // a nil req, or the caller has gone: neither drawn nor counted
 	}
 	t := m.t
 	w := &t.w

@@ -1,0 +1,13 @@
+package portico
+
+import "context"
+
+// Unstarted returns the error of a call that a layer does not start, before
+// it spends or sends anything for it: [ErrNilRequest] for a nil req, else
+// [Gone]'s error once ctx is done; nil for a call that may start.
+func Unstarted(ctx context.Context, req *Request) error {
+	if req == nil {
+		return ErrNilRequest
+	}
+	return Gone(ctx)
+}

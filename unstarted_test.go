@@ -1,0 +1,35 @@
+package portico
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// TestUnstarted: a nil request is ErrNilRequest whatever the context (the
+// request is checked first), a done context with a request is Gone's
+// error, and a live one with a request is nil.
+func TestUnstarted(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := &Request{}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		req  *Request
+		want error // matched with errors.Is; nil for nil
+	}{
+		{"nil request, live", context.Background(), nil, ErrNilRequest},
+		{"nil request, done", done, nil, ErrNilRequest},
+		{"done", done, req, ErrCanceled},
+		{"live", context.Background(), req, nil},
+	} {
+		err := Unstarted(c.ctx, c.req)
+		if (c.want == nil) != (err == nil) || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("Unstarted(%s) = %v, want %v", c.name, err, c.want)
+		}
+	}
+	if err := Unstarted(done, nil); err != ErrNilRequest {
+		t.Errorf("Unstarted(done, nil) = %v, want ErrNilRequest itself", err)
+	}
+}
