@@ -132,10 +132,10 @@ func (b *Budgets) Wrap(next portico.Model) portico.Model {
 		in := b.est.EstimateInputTokens(req)
 		cost := b.estimate(req, in, false)
 		store, g, err := b.reserve(ctx, req, a, cost)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if !g.Admitted {
+		case !g.Admitted:
 			return nil, b.refusal(ctx, req, a, g.Over, tier)
 		}
 		out := req
@@ -143,17 +143,20 @@ func (b *Budgets) Wrap(next portico.Model) portico.Model {
 			out = b.steer(req, g.Remaining)
 		}
 		delta := -cost // a panic: the reservation goes back, the panic on
-		defer func() {
-			if delta != 0 {
-				// The store's failure leaves the reservation standing: a
-				// refund lost is budget unused, never overspent.
-				_ = store.Settle(context.WithoutCancel(ctx), a, delta)
-			}
-		}()
+		defer func() { settle(ctx, store, a, delta) }()
 		resp, err := next.Generate(ctx, out)
 		delta = charge(resp, err, cost) - cost
 		return resp, err
 	})
+}
+
+// settle adds delta to a's reservation in store, the call's cost less
+// what it reserved. The store's failure leaves the reservation standing:
+// a refund lost is budget unused, never overspent.
+func settle(ctx context.Context, store Store, a *Account, delta float64) {
+	if delta != 0 {
+		_ = store.Settle(context.WithoutCancel(ctx), a, delta)
+	}
 }
 
 // charge returns what a call's outcome costs, reserved having been
@@ -185,12 +188,11 @@ func (b *Budgets) reserve(ctx context.Context, req *portico.Request, a *Account,
 			NotSent: true, Err: err}
 	}
 	portico.Observe(ctx, portico.Event{Kind: portico.EventSharedStore, Route: req.Model, Class: portico.Transient, Reason: "spend:fail_open"})
-	share := *a
-	share.Limits = make([]Limit, len(a.Limits))
+	share := make([]Limit, len(a.Limits))
 	for i, l := range a.Limits {
-		share.Limits[i] = Limit{Window: l.Window, Amount: l.Amount / float64(b.cfg.Shared.Instances)}
+		share[i] = Limit{Window: l.Window, Amount: l.Amount / float64(b.cfg.Shared.Instances)}
 	}
-	*a = share
+	a.Limits = share
 	g, _ = b.local.Reserve(ctx, a, cost)
 	return b.local, g, nil
 }
