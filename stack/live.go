@@ -45,10 +45,8 @@ func (s *Stack) Update(cfg Config) error {
 		return &portico.Error{Class: portico.Permanent, Reason: "invalid stack config", Err: err}
 	}
 	s.cur.Store(g)
-	if old.prober != nil {
-		old.prober.close()
-	}
-	if g.prober != nil && !c.closed {
+	old.prober.close()
+	if !c.closed {
 		g.prober.start()
 	}
 	return nil

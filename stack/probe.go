@@ -109,15 +109,23 @@ func (s *Stack) watch(cfg Probe, routes []portico.Route, cd portico.Cooldowns) *
 	return p
 }
 
-// start runs the prober until close.
+// start runs the prober until close; a nil prober (no Config.Probe) does
+// nothing.
 func (p *prober) start() {
+	if p == nil {
+		return
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	p.stop = stop
 	go p.run(ctx)
 }
 
-// close stops the prober and waits for its goroutine to end.
+// close stops the prober and waits for its goroutine to end; a nil
+// prober, or one never started (built by an Update after Close), has none.
 func (p *prober) close() {
+	if p == nil || p.stop == nil {
+		return
+	}
 	p.once.Do(func() {
 		p.stop()
 		<-p.done
@@ -196,8 +204,6 @@ func (s *Stack) Close() error {
 	s.ctl.mu.Lock()
 	defer s.ctl.mu.Unlock()
 	s.ctl.closed = true
-	if p := s.cur.Load().prober; p != nil {
-		p.close()
-	}
+	s.cur.Load().prober.close()
 	return nil
 }

@@ -241,3 +241,26 @@ func TestProbeConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateAfterCloseProber: after Close, an Update whose Config has a
+// Probe builds a prober it does not start; a later Update, and a second
+// Close, stop that prober without a panic.
+func TestUpdateAfterCloseProber(t *testing.T) {
+	p := Probe{Interval: time.Hour, Request: hello}
+	cfg := Config{Routes: []Route{route("a", modeltest.NewFake())}, Probe: &p}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := s.Update(cfg); err != nil {
+			t.Fatalf("Update %d = %v, want nil", i, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

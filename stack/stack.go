@@ -225,9 +225,7 @@ func New(cfg Config) (*Stack, error) {
 	}
 	s := &Stack{ctl: new(control)}
 	s.cur.Store(g)
-	if g.prober != nil {
-		g.prober.start()
-	}
+	g.prober.start()
 	return s, nil
 }
 
