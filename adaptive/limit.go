@@ -92,13 +92,7 @@ func New(cfg Config) (*Limit, error) {
 }
 
 // MustNew is like [New] but panics on a configuration error.
-func MustNew(cfg Config) *Limit {
-	l, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return l
-}
+func MustNew(cfg Config) *Limit { return portico.Must(New(cfg)) }
 
 // Limit returns the limit now: the most calls that should be in flight, at
 // least Config.Min. One atomic load.

@@ -116,13 +116,7 @@ func New(cfg Config) (*Breaker, error) {
 }
 
 // MustNew is like [New] but panics on a configuration error.
-func MustNew(cfg Config) *Breaker {
-	b, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+func MustNew(cfg Config) *Breaker { return portico.Must(New(cfg)) }
 
 // State returns the current state: Open also while this breaker, closed,
 // rejects calls because one sharing its state is open (Config.Shared), as

@@ -117,13 +117,7 @@ func covers(routes []portico.Route) []uint64 {
 }
 
 // MustNew is like [New] but panics on a configuration error.
-func MustNew(cfg Config) *Group {
-	g, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return g
-}
+func MustNew(cfg Config) *Group { return portico.Must(New(cfg)) }
 
 // Routes returns a copy of the group's routes, in configured order.
 func (g *Group) Routes() []portico.Route {

@@ -95,13 +95,7 @@ func New(cfg Config) (*Hedger, error) {
 }
 
 // MustNew is like [New] but panics on a configuration error.
-func MustNew(cfg Config) *Hedger {
-	h, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
+func MustNew(cfg Config) *Hedger { return portico.Must(New(cfg)) }
 
 // Applies reports whether h may hedge req: it allows more than one attempt,
 // req may be sent twice (see [MayRepeat]) and is not itself a hedge

@@ -470,13 +470,7 @@ func (r *Retrier) pinHome() *budgetPair {
 
 // MustNew is like [New] but panics on a configuration error; for package-level
 // stacks and examples.
-func MustNew(cfg Config) *Retrier {
-	r, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return r
-}
+func MustNew(cfg Config) *Retrier { return portico.Must(New(cfg)) }
 
 // Wrap returns next wrapped in the retry policy; the method value r.Wrap is a
 // [portico.Middleware]. Wrap panics if next is nil, a typed nil included

@@ -108,13 +108,7 @@ func New(cfg Config) (*Throttle, error) {
 
 // MustNew is like [New] but panics on a configuration error; for
 // package-level stacks and examples.
-func MustNew(cfg Config) *Throttle {
-	t, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+func MustNew(cfg Config) *Throttle { return portico.Must(New(cfg)) }
 
 // ErrThrottled is the sentinel of a call the Throttle rejected: errors.Is
 // holds for the [portico.Rejected] error Wrap returns then, whose Err is a

@@ -181,13 +181,7 @@ func withDefaults(cfg *Config) error {
 }
 
 // MustNew is like [New] but panics on error.
-func MustNew(cfg Config) *Validator {
-	v, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
+func MustNew(cfg Config) *Validator { return portico.Must(New(cfg)) }
 
 // Prepare compiles (or finds in the cache) the schemas req carries, its Schema
 // and its tools' Parameters, so that a request whose schema cannot compile

@@ -11,3 +11,12 @@ func Unstarted(ctx context.Context, req *Request) error {
 	}
 	return Gone(ctx)
 }
+
+// Must returns v, and panics with err when err is not nil: each layer's
+// MustNew is Must(New(cfg)), for package-level stacks and examples.
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

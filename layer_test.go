@@ -33,3 +33,19 @@ func TestUnstarted(t *testing.T) {
 		t.Errorf("Unstarted(done, nil) = %v, want ErrNilRequest itself", err)
 	}
 }
+
+// TestMust: Must returns the value when err is nil, and panics with err
+// itself otherwise.
+func TestMust(t *testing.T) {
+	if got := Must(7, nil); got != 7 {
+		t.Errorf("Must(7, nil) = %d, want 7", got)
+	}
+	bad := errors.New("bad config")
+	defer func() {
+		if r := recover(); r != bad {
+			t.Errorf("Must(_, bad) panicked with %v, want the error itself", r)
+		}
+	}()
+	Must(0, bad)
+	t.Error("Must(_, bad) returned")
+}
