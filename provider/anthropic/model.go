@@ -122,7 +122,8 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
-	opts := []option.RequestOption{option.WithMiddleware(x.Middleware), noRetries}
+	ctx = adapt.WithExchange(ctx, x)
+	opts := []option.RequestOption{watched, noRetries}
 	if files {
 		opts = append(opts, option.WithHeaderAdd("anthropic-beta", filesBeta))
 	}
@@ -272,3 +273,7 @@ func itpmCountsCacheReads(model string) bool { return strings.HasPrefix(model, "
 // noRetries is option.WithMaxRetries(0), made once: each call's options
 // end with it (see New), and making it there cost an allocation a call.
 var noRetries = option.WithMaxRetries(0)
+
+// watched watches the exchange of the call whose context carries it
+// (adapt.WithExchange), made once as noRetries.
+var watched = option.WithMiddleware(adapt.CarriedMiddleware)

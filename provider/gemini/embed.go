@@ -27,7 +27,7 @@ func (m *Model) embed(ctx context.Context, req *portico.Request, model string, x
 	if d := int32(req.Embedding.Dimensions); d > 0 {
 		cfg = &genai.EmbedContentConfig{OutputDimensionality: &d}
 	}
-	r, err := m.client.Models.EmbedContent(withExchange(ctx, x), model, contents, cfg)
+	r, err := m.client.Models.EmbedContent(adapt.WithExchange(ctx, x), model, contents, cfg)
 	if err != nil {
 		return nil, m.classify(ctx, err, x, model)
 	}

@@ -1,14 +1,11 @@
 package gemini
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
 	"github.com/portico-llm/portico/provider/internal/adapt"
 )
-
-type exchangeKey struct{}
 
 // transport is the RoundTripper the Model installs under the SDK's HTTP
 // client: it records the exchange of the call whose context carries one and
@@ -17,7 +14,7 @@ type exchangeKey struct{}
 type transport struct{ base http.RoundTripper }
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	x, _ := r.Context().Value(exchangeKey{}).(*adapt.Exchange)
+	x := adapt.Carried(r.Context())
 	if x == nil {
 		return t.base.RoundTrip(r)
 	}
@@ -30,11 +27,6 @@ func (t *transport) CloseIdleConnections() {
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
-}
-
-// withExchange returns ctx carrying x for the Model's transport.
-func withExchange(ctx context.Context, x *adapt.Exchange) context.Context {
-	return context.WithValue(ctx, exchangeKey{}, x)
 }
 
 // ErrTooLarge is the cause of [portico.InvalidResponse] errors for a response

@@ -141,7 +141,7 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (resp *porti
 	if req.Streaming() {
 		return g.stream(ctx, contents, cfg)
 	}
-	r, err := m.client.Models.GenerateContent(withExchange(ctx, x), model, contents, cfg)
+	r, err := m.client.Models.GenerateContent(adapt.WithExchange(ctx, x), model, contents, cfg)
 	if err != nil {
 		return nil, m.classify(ctx, err, x, model)
 	}
@@ -260,7 +260,7 @@ func (g *gen) stream(ctx context.Context, contents []*genai.Content, cfg *genai.
 		}
 	}()
 	var sdkErr error
-	for r, err := range g.m.client.Models.GenerateContentStream(withExchange(ctx, g.x), g.model, contents, cfg) {
+	for r, err := range g.m.client.Models.GenerateContentStream(adapt.WithExchange(ctx, g.x), g.model, contents, cfg) {
 		if err != nil {
 			sdkErr = err
 			break

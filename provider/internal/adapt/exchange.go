@@ -130,10 +130,16 @@ func WithExchange(ctx context.Context, x *Exchange) context.Context {
 	return context.WithValue(ctx, exchangeKey{}, x)
 }
 
+// Carried returns the Exchange ctx carries ([WithExchange]), or nil.
+func Carried(ctx context.Context) *Exchange {
+	x, _ := ctx.Value(exchangeKey{}).(*Exchange)
+	return x
+}
+
 // CarriedMiddleware is the Middleware of the Exchange the request's
 // context carries ([WithExchange]); a request without one passes as is.
 func CarriedMiddleware(r *http.Request, next Next) (*http.Response, error) {
-	if x, ok := r.Context().Value(exchangeKey{}).(*Exchange); ok {
+	if x := Carried(r.Context()); x != nil {
 		return x.Middleware(r, next)
 	}
 	return next(r)
