@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/provider/internal/adapt"
@@ -25,7 +24,7 @@ func (m *Model) embed(ctx context.Context, req *portico.Request, model string) (
 	if d := req.Embedding.Dimensions; d > 0 {
 		params.Dimensions = oai.Int(int64(d))
 	}
-	res, err := m.client.Embeddings.New(ctx, params, option.WithMiddleware(x.Middleware), noRetries)
+	res, err := m.client.Embeddings.New(adapt.WithExchange(ctx, x), params, watched, noRetries)
 	if err != nil {
 		return nil, m.classify(ctx, err, x, model)
 	}
