@@ -79,10 +79,22 @@ func (s *Memory) Reserve(_ context.Context, a *Account, cost float64) (Grant, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(a)
+	g := grant(e, a)
+	if g.Admitted {
+		for _, l := range a.Limits {
+			e[l.Window].spent += cost
+		}
+	}
+	return g, nil
+}
+
+// grant is what a's limits leave in e at a.At: admitted while every
+// window has some left, else Over the first spent; Remaining the least
+// left.
+func grant(e *[numWindows]slot, a *Account) Grant {
 	g := Grant{Admitted: true}
 	for i, l := range a.Limits {
-		sl := current(e, l.Window, a.At)
-		left := l.Amount - sl.spent
+		left := l.Amount - current(e, l.Window, a.At).spent
 		if i == 0 || left < g.Remaining {
 			g.Remaining = left
 		}
@@ -90,12 +102,7 @@ func (s *Memory) Reserve(_ context.Context, a *Account, cost float64) (Grant, er
 			g.Admitted, g.Over = false, i
 		}
 	}
-	if g.Admitted {
-		for _, l := range a.Limits {
-			e[l.Window].spent += cost
-		}
-	}
-	return g, nil
+	return g
 }
 
 // Settle implements [Store.Settle]. It never fails.
