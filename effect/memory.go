@@ -1,6 +1,7 @@
 package effect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -44,10 +45,7 @@ func NewMemoryStore(cfg MemoryConfig) (*MemoryStore, error) {
 	if cfg.MaxEntries < 0 {
 		return nil, errors.New("effect: MemoryConfig.MaxEntries is negative")
 	}
-	if cfg.MaxEntries == 0 {
-		cfg.MaxEntries = DefaultMaxEntries
-	}
-	return &MemoryStore{m: make(map[Key]Record), max: cfg.MaxEntries}, nil
+	return &MemoryStore{m: make(map[Key]Record), max: cmp.Or(cfg.MaxEntries, DefaultMaxEntries)}, nil
 }
 
 // Len returns the number of records held, expired ones included until swept.
@@ -102,14 +100,11 @@ func (s *MemoryStore) Update(_ context.Context, key Key, prev, next Record) (boo
 // live returns key's record unless absent or expired (then deleted).
 func (s *MemoryStore) live(key Key, now time.Time) (Record, bool) {
 	r, ok := s.m[key]
-	if !ok {
-		return Record{}, false
-	}
-	if !now.Before(r.Expires) {
+	if ok && !now.Before(r.Expires) {
 		delete(s.m, key)
 		return Record{}, false
 	}
-	return r, true
+	return r, ok
 }
 
 // full reports whether the store holds MaxEntries unexpired records at

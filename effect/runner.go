@@ -962,14 +962,7 @@ func storeError(err error) error {
 }
 
 func unknownError(reason string, cause error) error {
-	if reason == "" {
-		reason = "outcome unknown"
-	}
-	err := ErrUnknown
-	if cause != nil {
-		err = portico.Join(ErrUnknown, cause)
-	}
-	return &portico.Error{Class: portico.Ambiguous, Reason: reason, Err: err}
+	return &portico.Error{Class: portico.Ambiguous, Reason: cmp.Or(reason, "outcome unknown"), Err: portico.Join(ErrUnknown, cause)}
 }
 
 // reasonOf returns a content-free reason for err: the Reason of its

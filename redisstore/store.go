@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -158,19 +159,11 @@ func New(cfg Config) (*Store, error) {
 		if *d.v < 0 {
 			return nil, errors.New("redisstore: negative Config." + d.name)
 		}
-		if *d.v == 0 {
-			*d.v = d.def
-		}
-	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+		*d.v = cmp.Or(*d.v, d.def)
 	}
 	opTTL := (cfg.Timeout + opSlack).Milliseconds()
-	return &Store{c: cfg.Client, prefix: cfg.Prefix, timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL,
-		refresh: cfg.Refresh, log: cfg.Logger, opBase: strconv.FormatUint(rand.Uint64(), 36) + ".",
+	return &Store{c: cfg.Client, prefix: cmp.Or(cfg.Prefix, DefaultPrefix), timeout: cfg.Timeout, probe: cfg.Probe, budgetTTL: cfg.BudgetTTL,
+		refresh: cfg.Refresh, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), opBase: strconv.FormatUint(rand.Uint64(), 36) + ".",
 		opTTL: opTTL, opTTLArg: opTTL, multi: multiNode(cfg.Client), linger: settleLinger,
 		closing: make(chan struct{})}, nil
 }
