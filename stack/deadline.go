@@ -105,27 +105,14 @@ func deadline(d time.Duration, maxBytes int, carry bool) portico.Middleware {
 	maxBytes = orDefault(maxBytes, DefaultMaxRequestBytes)
 	return func(next portico.Model) portico.Model {
 		return portico.ModelFunc(func(ctx context.Context, req *portico.Request) (*portico.Response, error) {
-			if err := req.Validate(); err != nil {
+			if err := refused(req, maxBytes); err != nil {
 				return nil, err // wrong on any route: none is called
 			}
-			if maxBytes > 0 && req.Size() > maxBytes {
-				return nil, &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "request size", NotSent: true,
-					Err: errors.New(strconv.Itoa(req.Size()) + " bytes, above the stack's " + strconv.Itoa(maxBytes))}
-			}
-			limit := d
-			if k := req.Contract; k != nil && k.Deadline > 0 && (limit == 0 || k.Deadline < limit) {
-				limit = k.Deadline
-			}
-			if limit <= 0 {
+			at, ok := endOf(ctx, limitOf(d, req.Contract))
+			switch {
+			case !ok:
 				return next.Generate(ctx, req)
-			}
-			// One reading of the clock; no context is derived when the
-			// caller's deadline is the earlier.
-			at := time.Now().Add(limit)
-			if dl, ok := due.Deadline(ctx); ok && !dl.After(at) {
-				return next.Generate(ctx, req)
-			}
-			if carry {
+			case carry:
 				return next.Generate(due.With(ctx, at), req)
 			}
 			ctx, cancel := context.WithDeadline(ctx, at)
@@ -133,6 +120,47 @@ func deadline(d time.Duration, maxBytes int, carry bool) portico.Middleware {
 			return next.Generate(ctx, req)
 		})
 	}
+}
+
+// refused is the Permanent error of a request no route may take: one
+// that [portico.Request.Validate] refuses, or one larger than maxBytes
+// (zero: no limit); nil otherwise.
+func refused(req *portico.Request, maxBytes int) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if maxBytes > 0 && req.Size() > maxBytes {
+		return &portico.Error{Class: portico.Permanent, Model: req.Model, Reason: "request size", NotSent: true,
+			Err: errors.New(strconv.Itoa(req.Size()) + " bytes, above the stack's " + strconv.Itoa(maxBytes))}
+	}
+	return nil
+}
+
+// limitOf is the earlier of the stack's deadline d and the Contract k's
+// (nil, or a Deadline of zero: none), zero when neither is set.
+func limitOf(d time.Duration, k *portico.Contract) time.Duration {
+	if k == nil || k.Deadline <= 0 {
+		return d
+	}
+	if d == 0 {
+		return k.Deadline
+	}
+	return min(d, k.Deadline)
+}
+
+// endOf returns when a request entering now ends after limit (zero:
+// never), from one reading of the clock, and false when it never does or
+// ctx's deadline, its own or carried (package due), is not later: no
+// context is derived then.
+func endOf(ctx context.Context, limit time.Duration) (time.Time, bool) {
+	if limit <= 0 {
+		return time.Time{}, false
+	}
+	at := time.Now().Add(limit)
+	if dl, ok := due.Deadline(ctx); ok && !dl.After(at) {
+		return time.Time{}, false
+	}
+	return at, true
 }
 
 // orDefault is v, or def when v is zero, or zero (none) when v is negative.
