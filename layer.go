@@ -20,3 +20,11 @@ func Must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// PanicIfNil panics with msg when m is nil ([IsNil]): a layer's Wrap of a
+// nil Model is a programming error, caught where it is made.
+func PanicIfNil(m Model, msg string) {
+	if IsNil(m) {
+		panic(msg)
+	}
+}

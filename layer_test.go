@@ -49,3 +49,20 @@ func TestMust(t *testing.T) {
 	Must(0, bad)
 	t.Error("Must(_, bad) returned")
 }
+
+// TestPanicIfNil: a nil Model, or a typed nil in the interface, panics with
+// the message given; a Model does not.
+func TestPanicIfNil(t *testing.T) {
+	PanicIfNil(ModelFunc(func(context.Context, *Request) (*Response, error) { return nil, nil }), "x")
+	for _, m := range []Model{nil, ModelFunc(nil)} {
+		func() {
+			defer func() {
+				if r := recover(); r != "layer: Wrap of a nil Model" {
+					t.Errorf("PanicIfNil(%#v) panicked with %v, want the message", m, r)
+				}
+			}()
+			PanicIfNil(m, "layer: Wrap of a nil Model")
+			t.Errorf("PanicIfNil(%#v) returned", m)
+		}()
+	}
+}

@@ -62,9 +62,7 @@ func IsNil(m Model) bool {
 // are written. Nil middlewares are skipped. Chain panics if m is nil ([IsNil]),
 // since a stack without a base cannot answer anything.
 func Chain(m Model, mws ...Middleware) Model {
-	if IsNil(m) {
-		panic("portico: Chain of a nil Model")
-	}
+	PanicIfNil(m, "portico: Chain of a nil Model")
 	for i := len(mws) - 1; i >= 0; i-- {
 		if mws[i] != nil {
 			m = mws[i](m)

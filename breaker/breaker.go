@@ -220,9 +220,7 @@ func (b *Breaker) announce(now time.Duration, err error) {
 // is not counted at all, like a cancellation; a streamed call costs two
 // allocations (see Cost in the package documentation).
 func (b *Breaker) Wrap(next portico.Model) portico.Model {
-	if portico.IsNil(next) {
-		panic("breaker: Wrap of a nil Model")
-	}
+	portico.PanicIfNil(next, "breaker: Wrap of a nil Model")
 	return &guarded{b: b, next: next}
 }
 

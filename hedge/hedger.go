@@ -157,9 +157,7 @@ func (h *Hedger) wait(l *Latency) (time.Duration, bool) {
 // Each wrapped Model keeps its own latency sketch: wrap each destination on
 // its own, as package stack does.
 func (h *Hedger) Wrap(next portico.Model) portico.Model {
-	if portico.IsNil(next) {
-		panic("hedge: Wrap of a nil Model")
-	}
+	portico.PanicIfNil(next, "hedge: Wrap of a nil Model")
 	return &model{h: h, next: next}
 }
 

@@ -165,9 +165,7 @@ func (f *Faults) Counts() map[FaultKind]int {
 // Wrap returns next wrapped in fault injection; the method value f.Wrap is a
 // [portico.Middleware]. Wrap panics if next is nil, a typed nil included ([portico.IsNil]).
 func (f *Faults) Wrap(next portico.Model) portico.Model {
-	if portico.IsNil(next) {
-		panic("modeltest: Faults.Wrap of a nil Model")
-	}
+	portico.PanicIfNil(next, "modeltest: Faults.Wrap of a nil Model")
 	return &faultModel{f: f, next: next}
 }
 

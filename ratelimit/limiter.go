@@ -95,9 +95,7 @@ func New(cfg Config) (*Limiter, error) {
 //   - [portico.ErrNilResponse] when next returns neither a Response nor an
 //     error (nothing is given back).
 func (l *Limiter) Wrap(next portico.Model) portico.Model {
-	if portico.IsNil(next) {
-		panic("ratelimit: Wrap of a nil Model")
-	}
+	portico.PanicIfNil(next, "ratelimit: Wrap of a nil Model")
 	if l.shared != nil {
 		return l.shared.wrap(next)
 	}

@@ -491,9 +491,7 @@ func MustNew(cfg Config) *Retrier { return portico.Must(New(cfg)) }
 // returned as it is. Inner layers see each attempt through
 // [portico.AttemptFromContext].
 func (r *Retrier) Wrap(next portico.Model) portico.Model {
-	if portico.IsNil(next) {
-		panic("retry: Wrap of a nil Model")
-	}
+	portico.PanicIfNil(next, "retry: Wrap of a nil Model")
 	return &model{r: r, next: next}
 }
 

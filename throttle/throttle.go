@@ -152,9 +152,7 @@ func (e *Error) Is(target error) bool { return target == ErrThrottled }
 // fails at once with [portico.ErrNilRequest], and a context done already
 // with [portico.Gone]'s error, neither drawn nor counted.
 func (t *Throttle) Wrap(next portico.Model) portico.Model {
-	if portico.IsNil(next) {
-		panic("throttle: Wrap of a nil Model")
-	}
+	portico.PanicIfNil(next, "throttle: Wrap of a nil Model")
 	return &model{t: t, next: next}
 }
 

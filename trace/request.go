@@ -35,9 +35,7 @@ func (t *Tracer) Wrap(next portico.Model) portico.Model { return t.wrap("Wrap", 
 // wrap returns next run through the layer, or next itself when t records
 // nothing; method, the wrapping method's name, names a nil next's panic.
 func (t *Tracer) wrap(method string, next portico.Model, layer func(context.Context, *portico.Request, portico.Model) (*portico.Response, error)) portico.Model {
-	if portico.IsNil(next) {
-		panic("trace: " + method + " of a nil Model")
-	}
+	portico.PanicIfNil(next, "trace: "+method+" of a nil Model")
 	if t.inert {
 		return next
 	}

@@ -27,9 +27,7 @@ import (
 // portico.Seam whose refusal is returned as it is (see Streaming in the
 // package documentation).
 func (v *Validator) Wrap(next portico.Model) portico.Model {
-	if portico.IsNil(next) {
-		panic("validate: Wrap of a nil Model")
-	}
+	portico.PanicIfNil(next, "validate: Wrap of a nil Model")
 	return &model{v: v, next: next}
 }
 
