@@ -73,10 +73,6 @@ type keptSet struct {
 	at    map[Key]*list.Element
 }
 
-func newKeptSet(max int) keptSet {
-	return keptSet{max: max, order: list.New(), at: map[Key]*list.Element{}}
-}
-
 // put keeps rec as key's outcome if it says the effect may have happened,
 // else forgets key's; the oldest go beyond max outcomes or MaxKeptBytes.
 func (s *keptSet) put(key Key, rec Record, obs portico.Observer) {

@@ -3,6 +3,7 @@ package effect
 import (
 	"bytes"
 	"cmp"
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -182,11 +183,10 @@ func New(cfg Config) (*Runner, error) {
 		cfg.Store = s
 	}
 	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	cfg.Keep = cmp.Or(cfg.Keep, DefaultKeep)
 	ctx, cancel := context.WithCancel(context.Background())
 	watch, _ := cfg.Store.(LossWatcher)
 	return &Runner{store: cfg.Store, ttl: cfg.TTL, lease: cfg.Lease, poll: cfg.Poll, hold: cfg.Hold, id: rand.Text(), log: log, flights: map[Key]*flight{}, unsure: map[Key]string{},
-		unwritten: map[Key]unwritten{}, ctx: ctx, cancel: cancel, watch: watch, kept: newKeptSet(cfg.Keep)}, nil
+		unwritten: map[Key]unwritten{}, ctx: ctx, cancel: cancel, watch: watch, kept: keptSet{max: cmp.Or(cfg.Keep, DefaultKeep), order: list.New(), at: map[Key]*list.Element{}}}, nil
 }
 
 // Do runs fn at most once for key and returns its result: a Completed

@@ -507,6 +507,7 @@ func (l *Limiter) shed(ctx context.Context, req *portico.Request) error {
 
 func (l *Limiter) limited(ctx context.Context, req *portico.Request, which string, wait time.Duration) error {
 	portico.Observe(ctx, portico.Event{Kind: portico.EventRateLimitReject, Route: req.Model, Class: portico.RateLimited, Delay: wait, Reason: which})
-	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: limited", logModel(req.Model), logWait(wait), logWhich(which))
+	l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "ratelimit: limited", logModel(req.Model),
+		slog.Duration("retry_after", wait), slog.String("bucket", which))
 	return &portico.Error{Class: portico.RateLimited, RefusedBy: l.cfg.RefusedBy, Model: req.Model, Reason: "rate limit: " + which, RetryAfter: wait, NotSent: true, Err: ErrLimited}
 }

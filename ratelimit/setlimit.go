@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"github.com/portico-llm/portico/internal/mono"
 	"log/slog"
-	"time"
 )
 
 // SetLimit changes the default limits (Config.Limits) of every key on
@@ -80,6 +79,4 @@ func (l *Limiter) apply(ix uint8, n *Limits) {
 	})
 }
 
-func logModel(model string) slog.Attr   { return slog.String("model", model) }
-func logWait(d time.Duration) slog.Attr { return slog.Duration("retry_after", d) }
-func logWhich(which string) slog.Attr   { return slog.String("bucket", which) }
+func logModel(model string) slog.Attr { return slog.String("model", model) }
