@@ -116,7 +116,7 @@ func (l Limits) norm(adaptive bool) (Limits, error) {
 		negative bool
 		v        any
 	}{{"Requests", l.Requests < 0, l.Requests}, {"RequestBurst", l.RequestBurst < 0, l.RequestBurst}, {"Tokens", l.Tokens < 0, l.Tokens},
-		{"TokenBurst", l.TokenBurst < 0, l.TokenBurst}, {"Period", l.Period < 0, l.Period}, {"MaxInFlight", l.MaxInFlight < 0, l.MaxInFlight}} {
+		{"TokenBurst", l.TokenBurst < 0, l.TokenBurst}, {"MaxInFlight", l.MaxInFlight < 0, l.MaxInFlight}, {"Period", l.Period < 0, l.Period}} {
 		if f.negative {
 			return l, fmt.Errorf("ratelimit: negative Limits.%s (%v)", f.name, f.v)
 		}
