@@ -117,13 +117,8 @@ func decode(s string) (effect.Record, error) {
 
 // expiresAt returns t as whole unix milliseconds, rounded down, so that a
 // record released with Expires now is gone at once; the zero time is long
-// past.
-func expiresAt(t time.Time) int64 {
-	if t.IsZero() {
-		return 1
-	}
-	return max(t.UnixMilli(), 1)
-}
+// past (1, as every time before 1970).
+func expiresAt(t time.Time) int64 { return max(t.UnixMilli(), 1) }
 
 // epochKey returns the key of the epoch that covers the record at rkey,
 // and the epoch id this Effects last saw there ("" for none), or "" and ""
