@@ -25,12 +25,11 @@ func (b *Breaker) trip(ctx context.Context, gen uint64, now time.Duration, reaso
 // Config.OpenFor or until the end of the latest Retry-After announced,
 // whichever is later. b.mu is held.
 func (b *Breaker) openLocked(gen uint64, now time.Duration, from State, reason string, class portico.Class) Transition {
-	until := int64(mono.Add(now, b.cfg.OpenFor)) // an OpenFor near the largest Duration: open for good
-	until = max(until, b.announced.Load())
-	d := time.Duration(until) - now
+	// An OpenFor near the largest Duration: open for good.
+	until := max(int64(mono.Add(now, b.cfg.OpenFor)), b.announced.Load())
 	b.openUntil.Store(until)
 	b.word.Store((gen+1)<<2 | uint64(Open))
-	return Transition{Name: b.cfg.Name, From: from, To: Open, Reason: reason, Class: class, OpenFor: d, Generation: gen + 1}
+	return Transition{Name: b.cfg.Name, From: from, To: Open, Reason: reason, Class: class, OpenFor: time.Duration(until) - now, Generation: gen + 1}
 }
 
 // notify reports a transition to the hook, the context's Observer and the
