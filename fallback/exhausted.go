@@ -116,8 +116,7 @@ const (
 	reasonWrong       = "wrong"       // not a hop: Fits found the request wrong on any route (request.wrong)
 	reasonBudget      = "cost budget" // estimated cost above what the contract has left
 	reasonIndependent = "not independent"
-	reasonDeadline    = "deadline" // too little time left to start it
-	reasonNotRanked   = "not ranked"
+	reasonDeadline    = "deadline"   // too little time left to start it
 	reasonHedgeLost   = "hedge lost" // canceled: another attempt of the race answered first
 	reasonDelivered   = "delivered"  // the last hop of a group stopped because a chunk had reached the caller
 )

@@ -110,20 +110,6 @@ func (b *bucket) rateAt(t time.Duration) float64 {
 	return b.rate
 }
 
-// take admits cost n at now when the level covers n plus ahead, the tokens
-// held for calls waiting in line before this one (see fits), and returns
-// true; else it changes nothing and returns false with the wait after which
-// the same take would succeed if nothing else happened meanwhile (the waiters
-// ahead taking theirs first). n must be <= burst.
-func (b *bucket) take(now time.Duration, n, ahead float64) (bool, time.Duration) {
-	level, last := b.at(now)
-	if b.fits(level, n+ahead, last) {
-		b.set(level-n, last)
-		return true, 0
-	}
-	return false, b.waitFor(n+ahead-level, last)
-}
-
 // refund credits n >= 0 tokens, never beyond burst. The credit is applied at
 // the bucket's last update; since min(b, min(b, L+ρ)+r·dt) = min(b, L+ρ+r·dt),
 // the resulting level is the same as crediting it at any later time, so

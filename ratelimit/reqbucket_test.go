@@ -144,3 +144,15 @@ func TestLimiterRequestsMatchRate(t *testing.T) {
 		}
 	})
 }
+
+// take admits cost n at now when the level covers n plus ahead (see fits),
+// as admit does, and returns true; else it changes nothing and returns false
+// with the wait waitFor gives. n must be <= burst.
+func (b *bucket) take(now time.Duration, n, ahead float64) (bool, time.Duration) {
+	level, last := b.at(now)
+	if b.fits(level, n+ahead, last) {
+		b.set(level-n, last)
+		return true, 0
+	}
+	return false, b.waitFor(n+ahead-level, last)
+}

@@ -61,9 +61,6 @@ func (b *bucket) deposit(amt, capacity int64) {
 	}
 }
 
-// withdraw takes one token, or reports false when less than one is left.
-func (b *bucket) withdraw() bool { return b.withdrawAt(unit) }
-
 // withdrawAt takes one token when at least need (<= unit) is left, or
 // reports false; below one token, the level goes below zero.
 func (b *bucket) withdrawAt(need int64) bool {

@@ -13,18 +13,18 @@ func TestBucketDepositWithdraw(t *testing.T) {
 	bs := newBudgets(0.1, 2, 10)
 	b := bs.get("m", "c")
 	for i, want := range []bool{true, true, false} {
-		if got := b.withdraw(); got != want {
+		if got := b.withdrawAt(unit); got != want {
 			t.Fatalf("withdrawal %d from a burst-2 bucket = %v, want %v", i+1, got, want)
 		}
 	}
 	for range 9 {
 		b.deposit(bs.depositAmt, bs.capacity)
 	}
-	if b.withdraw() {
+	if b.withdrawAt(unit) {
 		t.Errorf("withdraw after 9 deposits of 0.1 = true, want false")
 	}
 	b.deposit(bs.depositAmt, bs.capacity)
-	if !b.withdraw() {
+	if !b.withdrawAt(unit) {
 		t.Errorf("withdraw after 10 deposits of 0.1 = false, want true")
 	}
 	for range 1000 {
@@ -79,8 +79,8 @@ func TestBudgetIsolatesClients(t *testing.T) {
 func TestBudgetEviction(t *testing.T) {
 	bs := newBudgets(0, 5, 2)
 	a, b := bs.get("m", "a"), bs.get("m", "b")
-	a.withdraw()
-	b.withdraw()
+	a.withdrawAt(unit)
+	b.withdrawAt(unit)
 	// a and b are below capacity and used since creation: c cannot evict them.
 	if c := bs.get("m", "c"); c != bs.overflow {
 		t.Errorf("third key with two busy ones = own bucket, want the overflow bucket")
@@ -110,7 +110,7 @@ func TestBudgetEviction(t *testing.T) {
 func TestBudgetCacheSkipsEvicted(t *testing.T) {
 	bs := newBudgets(0, 5, 1)
 	x := bs.get("m", "x")
-	x.withdraw()
+	x.withdrawAt(unit)
 	bs.sweep(budgetKey{}) // marks x unused
 	bs.sweep(budgetKey{}) // evicts it
 	if got := bs.get("m", "x"); got == x {
@@ -137,7 +137,7 @@ func TestBudgetFloodBounded(t *testing.T) {
 	bs := newBudgets(0.1, 5, 160)
 	for i := range 5000 {
 		b := bs.get("m", "client-"+strconv.Itoa(i))
-		b.withdraw() // busy: not evictable as full
+		b.withdrawAt(unit) // busy: not evictable as full
 		if n := bs.n.Load(); n > 160 {
 			t.Fatalf("after %d keys: %d buckets, want <= 160", i+1, n)
 		}

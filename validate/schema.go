@@ -55,9 +55,6 @@ func newCache(max int, assertFormat bool) *cache {
 	return c
 }
 
-// len returns the number of schemas cached.
-func (c *cache) len() int { return len(*c.m.Load()) }
-
 // get returns the compiled form of the schema text raw, compiling it on a miss.
 // A hit takes no lock and does not allocate: the map index converts raw
 // without copying.

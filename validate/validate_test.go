@@ -369,7 +369,7 @@ func TestCacheIsBoundedAndReused(t *testing.T) {
 				t.Fatalf("cache.get twice returned two compiled schemas")
 			}
 		}
-		if n := v.cache.len(); n > 2 || n != min(i+1, 2) {
+		if n := len(*v.cache.m.Load()); n > 2 || n != min(i+1, 2) {
 			t.Fatalf("after %d schemas the cache holds %d, want <= 2 (%d)", i+1, n, min(i+1, 2))
 		}
 		if again := v.cache.get([]byte(s)); again != c {
@@ -401,7 +401,7 @@ func TestCacheConcurrentCompilesKeepOne(t *testing.T) {
 			}
 		}
 	}
-	if n := v.cache.len(); n != len(schemas) {
+	if n := len(*v.cache.m.Load()); n != len(schemas) {
 		t.Fatalf("cache holds %d schemas, want %d", n, len(schemas))
 	}
 }

@@ -41,15 +41,3 @@ func Add(t, d time.Duration) time.Duration {
 	}
 	return s
 }
-
-// Sub returns a - b, saturated as [Add] is.
-func Sub(a, b time.Duration) time.Duration {
-	s := a - b
-	switch {
-	case b < 0 && s < a:
-		return math.MaxInt64
-	case b > 0 && s > a:
-		return math.MinInt64
-	}
-	return s
-}

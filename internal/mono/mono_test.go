@@ -35,25 +35,22 @@ func TestNow(t *testing.T) {
 	})
 }
 
-func TestAddSub(t *testing.T) {
+func TestAdd(t *testing.T) {
 	const maxD, minD = time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
-	for _, c := range []struct{ a, b, sum, diff time.Duration }{
-		{1, 2, 3, -1},
-		{-5, 3, -2, -8},
-		{maxD, 1, maxD, maxD - 1},
-		{1, maxD, maxD, minD + 2},
-		{-2, maxD, maxD - 2, minD},
-		{minD, -1, minD, minD + 1},
-		{minD, minD, minD, 0},
-		{maxD, minD, -1, maxD},
-		{-1, minD, minD, maxD},
-		{0, minD, minD, maxD},
+	for _, c := range []struct{ a, b, sum time.Duration }{
+		{1, 2, 3},
+		{-5, 3, -2},
+		{maxD, 1, maxD},
+		{1, maxD, maxD},
+		{-2, maxD, maxD - 2},
+		{minD, -1, minD},
+		{minD, minD, minD},
+		{maxD, minD, -1},
+		{-1, minD, minD},
+		{0, minD, minD},
 	} {
 		if got := Add(c.a, c.b); got != c.sum {
 			t.Errorf("Add(%d, %d) = %d, want %d", c.a, c.b, got, c.sum)
-		}
-		if got := Sub(c.a, c.b); got != c.diff {
-			t.Errorf("Sub(%d, %d) = %d, want %d", c.a, c.b, got, c.diff)
 		}
 	}
 }
