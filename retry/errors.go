@@ -12,23 +12,6 @@ import (
 	"github.com/portico-llm/portico"
 )
 
-// causes is an error with several causes: Error joins their messages with ": "
-// and Unwrap returns them all, so errors.Is and errors.As reach each.
-type causes []error
-
-func (c causes) Error() string {
-	var b strings.Builder
-	for i, e := range c {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(e.Error())
-	}
-	return b.String()
-}
-
-func (c causes) Unwrap() []error { return c }
-
 // history is the cause of a call's final error. Its message is a summary of
 // the call ("retry: 3 attempts failed") and the last attempt's error, each said
 // once: when the final error repeats the last attempt's class and fields
@@ -220,7 +203,7 @@ func canceledDuring(ctxErr, last error, earlier []error) error {
 	var pe *portico.Error
 	if errors.As(ctxErr, &pe) {
 		w := *pe
-		w.Err = append(causes{pe.Err, last}, earlier...)
+		w.Err = portico.Join(append([]error{pe.Err, last}, earlier...)...)
 		if u := billed(last, earlier); u != nil {
 			w.Usage = u
 		}
