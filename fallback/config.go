@@ -165,16 +165,12 @@ type Config struct {
 	MaxCooldown time.Duration
 	// FaultAfter is the least allowance whose end is a failure of the route:
 	// a candidate cut at the end of its share, or of the last candidate's
-	// time before the reserve, after running at least FaultAfter is hung or
-	// too slow for any caller, and the cut is a fault its breaker counts
-	// ([ErrShareTimeout]). A cut sooner matches [portico.ErrDeadlineCut]:
-	// the last candidate's is only the caller's short deadline, which
-	// breakers ignore; one while another candidate followed is an
-	// unanswered cut ([portico.ErrUnanswered]), which a breaker counts in
-	// its run of consecutive failures only, so that a route that answers
-	// none of five calls in a row opens whatever the deadline, and one that
-	// answers other callers does not. Zero means [DefaultFaultAfter]
-	// (10 s); negative means every cut is a failure.
+	// time before the reserve, after running at least FaultAfter is a fault
+	// its breaker counts ([ErrShareTimeout]). A cut sooner also matches
+	// [portico.ErrDeadlineCut], or is an unanswered cut
+	// ([portico.ErrUnanswered]) when another candidate followed (see The
+	// deadline is split in the package documentation). Zero means
+	// [DefaultFaultAfter] (10 s); negative means every cut is a failure.
 	FaultAfter time.Duration
 
 	// Continuations is the most breaks one request's stream is continued

@@ -198,11 +198,8 @@ type Queue struct {
 	// Aging is how long a queued call waits before it ranks as the
 	// priority above its own (portico.Request.Priority), for the order and
 	// for Config.Reserve: a Sheddable call queued 2*Aging ranks as
-	// Critical, so a queued call is not passed over forever. Within a
-	// rank, Order decides. When the queue is full, an arrival sheds the
-	// queued call of the lowest priority of its own (aged or not) if that
-	// is below the arrival's: under sustained overload the lowest
-	// priority is shed, not starved in the queue. 0 means [DefaultAging]
+	// Critical. Within a rank, Order decides; a full queue sheds as
+	// Priorities in the package documentation says. 0 means [DefaultAging]
 	// (10 s); negative is an error.
 	Aging time.Duration
 	// ProgramTTL is how long a program's history (arrival, attained service)
@@ -280,19 +277,14 @@ type Config struct {
 	Queue Queue
 
 	// MaxProviderHold caps how long one provider announcement may hold a key
-	// tighter than its configured limits: a view adopted at t (see the
-	// package documentation, Provider feedback) slows the refill to the
-	// provider's rate until t + min(reset, MaxProviderHold); after that the
-	// configured rate refills whatever level the view left. A later
-	// announcement starts a new hold. 0 means one minute: the limits a local
-	// bucket mirrors are per-minute windows (OpenAI's requests and tokens per
-	// minute, RPM and TPM), whose resets are at most a minute away, while a
-	// reset hours away announces a daily quota (requests or tokens per day),
-	// which is the provider's to enforce with its 429s, not a reason to stall
-	// the key locally for the rest of the day. A longer hold follows longer
-	// resets; math.MaxInt64 follows every reset in full. Negative is an
-	// error.
-	// [Limiter.SetLimit] clears every view, however long its hold.
+	// tighter than its configured limits (see Provider feedback in the
+	// package documentation): a view adopted at t slows the refill to the
+	// provider's rate until t + min(reset, MaxProviderHold), then the
+	// configured rate refills whatever level the view left; a later
+	// announcement starts a new hold. 0 means one minute, the window of the
+	// per-minute limits (RPM, TPM) a local bucket mirrors; math.MaxInt64
+	// follows every reset in full. Negative is an error. [Limiter.SetLimit]
+	// clears every view, however long its hold.
 	MaxProviderHold time.Duration
 
 	// Reserve is how many slots of the in-flight cap (the tighter of

@@ -17,8 +17,7 @@
 // a token bucket on LLM tokens (Tokens per Period, capacity b = TokenBurst).
 // Both are the same bucket code, written here because the token bucket needs
 // refunds; the request bucket admits exactly what golang.org/x/time/rate's
-// Limiter admits for the same rate and burst (a differential test pins it; see
-// Performance for why it is not a rate.Limiter). A call is admitted when both
+// Limiter admits for the same rate and burst (see Performance). A call is admitted when both
 // have room; when either refuses, neither is charged. A call's cost in the
 // token bucket is N_in + N_max at admission: N_in from the [portico.Estimator]
 // ([Config.Estimator], by default [portico.DefaultEstimator]), N_max the
@@ -37,8 +36,8 @@
 // refund never lifts the level above b. (To the nanosecond: both buckets
 // admit, as rate.Limiter does, a call whose shortfall the refill covers
 // within 1 ns, so dt counts one more nanosecond; at 10^4 tokens per second
-// that is 10^-5 tokens.) The proof is in bucket.go, and property tests check
-// it over every interval of random runs, of the bucket alone (and fuzzed) and
+// that is 10^-5 tokens.) The proof follows (The bound with refunds);
+// property tests check it over every interval of random runs, of the bucket alone (and fuzzed) and
 // of the whole Limiter with concurrent callers and refunds, beside a
 // fixed window of the same nominal limit that admits twice the limit across a
 // boundary. A call whose N_in + N_max exceeds b could never enter: it is
@@ -128,11 +127,8 @@
 // why the bound holds on net withdrawals: the cap at b forgets any refund that
 // would carry a future burst beyond b. Room left for waiters in line only makes
 // admission stricter, and a SetLimit that changes b leaves
-// the bound holding with the largest b in force during the interval. The
-// property test and the fuzz test check the bound over every interval of
-// random runs. (The nanosecond is the clock's resolution: a call admitted at t
-// is one that would be admitted at t + 1ns; with r = 10^4 tokens per second
-// it is 10^-5 tokens.)
+// the bound holding with the largest b in force during the interval.
+//
 // # Wait or reject
 //
 // In [Reject] mode (the default) a call the buckets cannot admit now fails at
@@ -382,10 +378,10 @@
 // both buckets and the slot count at admission and one at completion, the
 // key looked up in one of 64 shards of the key table (a map under a
 // mutex), and the estimator, run only when there is a token bucket. The request bucket is
-// the token bucket's code with cost 1, not a rate.Limiter with a mutex of
-// its own; a differential test pins that it admits exactly what
-// rate.Limiter.AllowN admits, to the bit, for random sequences of (time,
-// n). BenchmarkAdmit and BenchmarkPairedCPU measure it beside
+// the token bucket's code with cost 1, under the key's lock, not a
+// rate.Limiter with a mutex of its own; a differential test pins that it
+// admits what rate.Limiter.AllowN admits, to the bit, for random sequences
+// of (time, n). BenchmarkAdmit and BenchmarkPairedCPU measure it beside
 // rate.Limiter.Allow, bench/ BenchmarkTenants among a million keys.
 //
 // # Sources

@@ -106,19 +106,11 @@
 // [portico.EventSharedStore] event says so. The share follows package
 // ratelimit's fail-open rule (its documentation, Shared buckets, states it
 // and its bound): bursts of 1/Instances (rounded down, at least 1), ratios
-// unchanged, credited with this instance's deposits and charged for the
-// tokens the store gives it (never below zero) while the store answers,
-// emptied when the store finds a bucket empty, and deciding alone, as it
-// stands, from the first retry of an outage, a retry once the share holds
-// 1/Instances of a token (TestSharedFailOpenLead). The instances together spend
-// at most the shared bound plus what their shares held as the outage
-// began, which the store still holds too and gives again once back: about
-// 0 when its bucket was empty (TestSharedFailOpenShareFollowsTheStore),
-// about the bucket's level when they share the load and it refused none
-// of them (TestSharedFailOpenExcess: 18 of 30), at most DestinationBurst
-// (Burst for a client); plus Instances-1 for the lead. So an outage that
-// begins before failures have spent the burst can spend what is left of
-// it twice.
+// unchanged, a retry made once the share holds 1/Instances of a token.
+// What the shares held as an outage began, at most DestinationBurst (Burst
+// for a client), the store still holds too: an outage that begins before
+// failures have spent the burst can spend what is left of it twice, plus
+// Instances-1 for the lead (TestSharedFailOpenExcess: 18 of 30).
 //
 // # Deadlines
 //
