@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,15 +77,7 @@ var ErrTooLarge = errors.New("anthropic: response larger than MaxResponseBytes")
 // and types are those of https://docs.claude.com/en/api/errors.
 func classifyError(status int, typ, code, msg, shouldRetry string, cause error) (portico.Class, string, error) {
 	c, reason := baseClass(status, typ, code, strings.ToLower(msg))
-	switch shouldRetry {
-	case "true":
-		if reason == reasonRefused || c == portico.Unusable {
-			c, reason = portico.Transient, reason+" (x-should-retry: true)"
-		}
-	case "false":
-		return adapt.NoRetry(c, reason, cause)
-	}
-	return c, reason, cause
+	return adapt.ShouldRetry(shouldRetry, reason == reasonRefused || c == portico.Unusable, c, reason, cause)
 }
 
 // reasonRefused is the reason of a request refused for no reason the table
@@ -92,37 +85,57 @@ func classifyError(status int, typ, code, msg, shouldRetry string, cause error) 
 const reasonRefused = "request refused"
 
 func baseClass(status int, typ, code, lower string) (portico.Class, string) {
+	for i := range classRows {
+		if r := &classRows[i]; r.match(status, typ, code, lower) {
+			return r.class, r.reason
+		}
+	}
 	switch {
-	case code == "enforced_spend_limit_reached", code == "contract_spend_limit_reached",
-		strings.Contains(lower, "credit balance is too low"), strings.Contains(lower, "api usage limits"):
-		return portico.Unusable, "spend limit reached"
-	case status == 529, typ == "overloaded_error":
-		return portico.Transient, "overloaded"
-	case status == http.StatusTooManyRequests, typ == "rate_limit_error":
-		return portico.RateLimited, "rate limited"
-	case status == http.StatusRequestEntityTooLarge, typ == "request_too_large":
-		return portico.Incompatible, "request too large"
-	case strings.Contains(lower, "prompt is too long"), strings.Contains(lower, "exceed context limit"):
-		return portico.Incompatible, "context window" // fallback learns the window from this reason
-	case strings.Contains(lower, "maximum allowed number of output tokens"):
-		return portico.Incompatible, "max tokens above the model's limit"
-	case status == http.StatusUnauthorized, typ == "authentication_error":
-		return portico.Unusable, "credentials refused"
-	case strings.Contains(lower, "organization has been disabled"): // a 400 invalid_request_error
-		return portico.Unusable, "account disabled"
-	case status == http.StatusPaymentRequired, typ == "billing_error":
-		return portico.Unusable, "billing refused"
-	case status == http.StatusForbidden, typ == "permission_error":
-		return portico.Unusable, "permission refused"
-	case status == http.StatusNotFound, typ == "not_found_error":
-		return portico.Unusable, "model not found"
-	case status == http.StatusRequestTimeout, status == http.StatusConflict, status >= 500,
-		typ == "api_error", typ == "timeout_error":
+	case status >= 500:
 		return portico.Transient, "server error"
 	case status == http.StatusOK && typ != "invalid_request_error":
 		return portico.Transient, "stream error"
 	}
 	return adapt.Refused, reasonRefused
+}
+
+// classRow is a row of the table of classes: an error matches it when its
+// status, type or error_code is one of the row's, or its lower-cased
+// message holds one of the row's phrases.
+type classRow struct {
+	statuses             []int
+	types, codes, phrase []string
+	class                portico.Class
+	reason               string
+}
+
+func (r *classRow) match(status int, typ, code, lower string) bool {
+	for _, p := range r.phrase {
+		if strings.Contains(lower, p) {
+			return true
+		}
+	}
+	return slices.Contains(r.statuses, status) || slices.Contains(r.types, typ) || slices.Contains(r.codes, code)
+}
+
+// classRows are the rows of baseClass, tried in order; after them every
+// other 5xx is a server error.
+var classRows = [...]classRow{
+	{codes: []string{"enforced_spend_limit_reached", "contract_spend_limit_reached"},
+		phrase: []string{"credit balance is too low", "api usage limits"}, class: portico.Unusable, reason: "spend limit reached"},
+	{statuses: []int{529}, types: []string{"overloaded_error"}, class: portico.Transient, reason: "overloaded"},
+	{statuses: []int{http.StatusTooManyRequests}, types: []string{"rate_limit_error"}, class: portico.RateLimited, reason: "rate limited"},
+	{statuses: []int{http.StatusRequestEntityTooLarge}, types: []string{"request_too_large"}, class: portico.Incompatible, reason: "request too large"},
+	// fallback learns the window from this reason
+	{phrase: []string{"prompt is too long", "exceed context limit"}, class: portico.Incompatible, reason: "context window"},
+	{phrase: []string{"maximum allowed number of output tokens"}, class: portico.Incompatible, reason: "max tokens above the model's limit"},
+	{statuses: []int{http.StatusUnauthorized}, types: []string{"authentication_error"}, class: portico.Unusable, reason: "credentials refused"},
+	{phrase: []string{"organization has been disabled"}, class: portico.Unusable, reason: "account disabled"}, // a 400 invalid_request_error
+	{statuses: []int{http.StatusPaymentRequired}, types: []string{"billing_error"}, class: portico.Unusable, reason: "billing refused"},
+	{statuses: []int{http.StatusForbidden}, types: []string{"permission_error"}, class: portico.Unusable, reason: "permission refused"},
+	{statuses: []int{http.StatusNotFound}, types: []string{"not_found_error"}, class: portico.Unusable, reason: "model not found"},
+	{statuses: []int{http.StatusRequestTimeout, http.StatusConflict}, types: []string{"api_error", "timeout_error"},
+		class: portico.Transient, reason: "server error"},
 }
 
 // streamErrorPrefix begins the SDK's error for an error event whose data it

@@ -66,15 +66,7 @@ var ErrTooLarge = errors.New("openai: response larger than MaxResponseBytes")
 // request, which moves on; a breaker counts only a run of them).
 func classifyStatus(status int, f errorFields, shouldRetry string, cause error) (portico.Class, string, error) {
 	c, reason := statusClass(status, recognise(f))
-	switch shouldRetry {
-	case "true":
-		if !c.Retryable() {
-			c, reason = portico.Transient, reason+" (x-should-retry: true)"
-		}
-	case "false":
-		return adapt.NoRetry(c, reason, cause)
-	}
-	return c, reason, cause
+	return adapt.ShouldRetry(shouldRetry, !c.Retryable(), c, reason, cause)
 }
 
 // failureClasses are the Class and reason of what an error object says.

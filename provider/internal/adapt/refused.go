@@ -34,3 +34,17 @@ func NoRetry(c portico.Class, reason string, cause error) (portico.Class, string
 	}
 	return c, reason, cause
 }
+
+// ShouldRetry applies a provider's x-should-retry header v to the class c,
+// reason and cause of its failure: "false" as [NoRetry]; "true" makes c
+// Transient, its reason marked, when promote (the adapter's judgement that
+// the header may override c); any other value changes nothing.
+func ShouldRetry(v string, promote bool, c portico.Class, reason string, cause error) (portico.Class, string, error) {
+	switch {
+	case v == "false":
+		return NoRetry(c, reason, cause)
+	case v == "true" && promote:
+		return portico.Transient, reason + " (x-should-retry: true)", cause
+	}
+	return c, reason, cause
+}
