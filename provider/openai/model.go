@@ -405,11 +405,8 @@ func (st *streamState) toolCall(tc *oai.ChatCompletionChunkChoiceDeltaToolCall) 
 // assembles the Response.
 func (st *streamState) end(ctx context.Context, streamErr error) (*portico.Response, error) {
 	m, x, model, resp := st.m, st.x, st.model, st.resp
-	if streamErr != nil {
-		return nil, m.classify(ctx, streamErr, x, model)
-	}
-	if ctx.Err() != nil {
-		return nil, m.classify(ctx, ctx.Err(), x, model)
+	if err := cmp.Or(streamErr, ctx.Err()); err != nil {
+		return nil, m.classify(ctx, err, x, model)
 	}
 	if line := x.ErrorLine.Get(); st.finish == "" && line != nil { // llama.cpp's "error:" line
 		f := parseErrorBody(line)

@@ -22,48 +22,62 @@ import (
 // model, messages, stream and stream_options are refused: the adapter sets them.
 func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNewParams, []option.RequestOption, error) {
 	p := oai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
-	p.Messages = make([]oai.ChatCompletionMessageParamUnion, 0, len(req.Messages))
-	for i := range req.Messages {
-		msg, err := message(&req.Messages[i])
-		if err != nil {
-			return p, nil, fmt.Errorf("openai: message %d: %w", i, err)
-		}
-		p.Messages = append(p.Messages, msg)
-	}
-	if err := tools(&p, req.Tools); err != nil {
+	if err := messages(&p, req.Messages); err != nil {
 		return p, nil, err
 	}
-	if s := req.Schema; s != nil {
-		if !json.Valid(s.JSON) {
-			return p, nil, errors.New("openai: response schema is not valid JSON")
-		}
-		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-				Name:   cmp.Or(s.Name, "response"),
-				Strict: oai.Bool(s.Strict),
-				Schema: s.JSON,
-			},
-		}
+	if err := cmp.Or(tools(&p, req.Tools), chatSchema(&p, req.Schema)); err != nil {
+		return p, nil, err
 	}
-	if n := req.MaxOutputTokens; n > 0 && m.cfg.LegacyMaxTokens {
-		p.MaxTokens = oai.Int(int64(n))
-	} else if n > 0 {
-		p.MaxCompletionTokens = oai.Int(int64(n))
+	if n := int64(req.MaxOutputTokens); n > 0 {
+		field := &p.MaxCompletionTokens
+		if m.cfg.LegacyMaxTokens {
+			field = &p.MaxTokens
+		}
+		*field = oai.Int(n)
 	}
 	if key := req.Identity.CacheKey(); key != "" && req.CacheBreakpoints() > 0 {
 		p.PromptCacheKey = oai.String(key) // see the package doc, "Prompt caching"
 	}
 	opts, err := extras(&p, req.Extra)
-	if err != nil {
-		return p, nil, err
-	}
-	if err := reasoningEffort(&p, req); err != nil {
+	if err := cmp.Or(err, reasoningEffort(&p, req)); err != nil {
 		return p, nil, err
 	}
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == portico.RoleAssistant {
 		opts = append(opts, m.prefill(len(p.Messages)-1)...)
 	}
 	return p, opts, nil
+}
+
+// messages encodes msgs as p's messages.
+func messages(p *oai.ChatCompletionNewParams, msgs []portico.Message) error {
+	p.Messages = make([]oai.ChatCompletionMessageParamUnion, 0, len(msgs))
+	for i := range msgs {
+		msg, err := message(&msgs[i])
+		if err != nil {
+			return fmt.Errorf("openai: message %d: %w", i, err)
+		}
+		p.Messages = append(p.Messages, msg)
+	}
+	return nil
+}
+
+// chatSchema sets p's response_format to s as json_schema; a nil s sets
+// nothing.
+func chatSchema(p *oai.ChatCompletionNewParams, s *portico.Schema) error {
+	if s == nil {
+		return nil
+	}
+	if !json.Valid(s.JSON) {
+		return errors.New("openai: response schema is not valid JSON")
+	}
+	p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+			Name:   cmp.Or(s.Name, "response"),
+			Strict: oai.Bool(s.Strict),
+			Schema: s.JSON,
+		},
+	}
+	return nil
 }
 
 // tools declares the request's tools as functions.

@@ -137,53 +137,53 @@ func responsesExtra(extra map[string]any) ([]option.RequestOption, error) {
 // inputItems appends the input items of one message to items.
 func (r *Responses) inputItems(items responses.ResponseInputParam, msg *portico.Message) (responses.ResponseInputParam, error) {
 	switch msg.Role {
-	case portico.RoleSystem:
-		text, err := adapt.TextOnly(msg.Content)
-		if err != nil {
-			return items, err
-		}
-		return append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleSystem)), nil
 	case portico.RoleUser:
-		if text, err := adapt.TextOnly(msg.Content); err == nil {
-			return append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)), nil
-		}
-		parts := make(responses.ResponseInputMessageContentListParam, 0, len(msg.Content))
-		for _, part := range msg.Content {
-			switch part.Kind {
-			case portico.PartText:
-				parts = append(parts, responses.ResponseInputContentParamOfInputText(part.Text))
-			case portico.PartImage:
-				img := responses.ResponseInputContentParamOfInputImage(responses.ResponseInputImageDetailAuto)
-				img.OfInputImage.ImageURL = param.NewOpt(part.ImageURL)
-				parts = append(parts, img)
-			default:
-				return items, fmt.Errorf("unknown part kind %v", part.Kind)
-			}
-		}
-		return append(items, responses.ResponseInputItemParamOfMessage(parts, responses.EasyInputMessageRoleUser)), nil
-	case portico.RoleAssistant:
-		text, err := adapt.TextOnly(msg.Content)
-		if err != nil {
-			return items, err
-		}
-		items = r.reasoningItems(items, msg.Thoughts)
-		if text != "" || len(msg.ToolCalls) == 0 {
-			items = append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleAssistant))
-		}
-		for _, tc := range msg.ToolCalls {
-			items = append(items, responses.ResponseInputItemParamOfFunctionCall(string(tc.Arguments), tc.ID, tc.Name))
-		}
-		return items, nil
-	case portico.RoleTool:
-		text, err := adapt.TextOnly(msg.Content)
-		if err != nil {
-			return items, err
-		}
+		return userItem(items, msg)
+	case portico.RoleSystem, portico.RoleAssistant, portico.RoleTool:
+	default:
+		return items, fmt.Errorf("unknown role %q", msg.Role)
+	}
+	text, err := adapt.TextOnly(msg.Content)
+	switch {
+	case err != nil:
+		return items, err
+	case msg.Role == portico.RoleSystem:
+		return append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleSystem)), nil
+	case msg.Role == portico.RoleTool:
 		out := responses.ResponseInputItemParamOfFunctionCallOutput(text)
 		out.OfFunctionCallOutput.CallID = param.NewOpt(msg.ToolCallID)
 		return append(items, out), nil
 	}
-	return items, fmt.Errorf("unknown role %q", msg.Role)
+	items = r.reasoningItems(items, msg.Thoughts)
+	if text != "" || len(msg.ToolCalls) == 0 {
+		items = append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleAssistant))
+	}
+	for _, tc := range msg.ToolCalls {
+		items = append(items, responses.ResponseInputItemParamOfFunctionCall(string(tc.Arguments), tc.ID, tc.Name))
+	}
+	return items, nil
+}
+
+// userItem appends a user message: its text alone as a string, else its
+// text and image parts.
+func userItem(items responses.ResponseInputParam, msg *portico.Message) (responses.ResponseInputParam, error) {
+	if text, err := adapt.TextOnly(msg.Content); err == nil {
+		return append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)), nil
+	}
+	parts := make(responses.ResponseInputMessageContentListParam, 0, len(msg.Content))
+	for _, part := range msg.Content {
+		switch part.Kind {
+		case portico.PartText:
+			parts = append(parts, responses.ResponseInputContentParamOfInputText(part.Text))
+		case portico.PartImage:
+			img := responses.ResponseInputContentParamOfInputImage(responses.ResponseInputImageDetailAuto)
+			img.OfInputImage.ImageURL = param.NewOpt(part.ImageURL)
+			parts = append(parts, img)
+		default:
+			return items, fmt.Errorf("unknown part kind %v", part.Kind)
+		}
+	}
+	return append(items, responses.ResponseInputItemParamOfMessage(parts, responses.EasyInputMessageRoleUser)), nil
 }
 
 // ResponsesDialect is the [portico.Thought].Dialect of the Thoughts a

@@ -32,14 +32,8 @@ func (r *Responses) stream(ctx context.Context, req *portico.Request, params res
 			return st.end()
 		}
 	}
-	m := r.chat
-	switch err := s.Err(); {
-	case err != nil:
-		return nil, m.classify(ctx, err, x, model)
-	case ctx.Err() != nil:
-		return nil, m.classify(ctx, ctx.Err(), x, model)
-	case x.ReadErr != nil:
-		return nil, m.classify(ctx, x.ReadErr, x, model)
+	if err := cmp.Or(s.Err(), ctx.Err(), x.ReadErr); err != nil {
+		return nil, r.chat.classify(ctx, err, x, model)
 	}
 	return nil, malformed(x, model, "stream ended without response.completed")
 }
@@ -59,23 +53,13 @@ type respStream struct {
 // event takes in one event; done is true after the terminal event.
 func (st *respStream) event(ctx context.Context, ev *responses.ResponseStreamEventUnion) (done bool, err error) {
 	switch ev.Type {
-	case "response.output_text.delta":
+	case "response.output_text.delta", "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		if !typed(ev.JSON.Delta, tString) {
 			return false, malformed(st.x, st.model, "mistyped event")
 		}
-		st.text.WriteString(ev.Delta)
-		return false, st.chunk(portico.Chunk{Text: ev.Delta})
+		return false, st.delta(ctx, ev.Type == "response.output_text.delta", ev.Delta)
 	case "response.function_call_arguments.delta":
 		return false, st.chunk(portico.Chunk{})
-	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		if !typed(ev.JSON.Delta, tString) {
-			return false, malformed(st.x, st.model, "mistyped event")
-		}
-		if st.reason {
-			return false, st.chunk(portico.Chunk{Reasoning: ev.Delta})
-		}
-		portico.Progress(ctx, portico.Chunk{Reasoning: ev.Delta})
-		return false, nil
 	case "response.output_item.added":
 		if ev.Item.Type == "function_call" {
 			return false, st.chunk(portico.Chunk{})
@@ -84,14 +68,7 @@ func (st *respStream) event(ctx context.Context, ev *responses.ResponseStreamEve
 		st.final = &ev.Response
 		return true, nil
 	case "response.failed":
-		if why := checkResponse(&ev.Response); why != "" {
-			return false, malformed(st.x, st.model, why)
-		}
-		err := st.r.failed(&ev.Response, st.x, st.model)
-		if ev.Response.JSON.Usage.Valid() {
-			adapt.Billed(err, responsesUsage(&ev.Response.Usage)) // what it spent before it failed
-		}
-		return false, err
+		return false, st.failed(&ev.Response)
 	case "error":
 		f := errorFields{Code: ev.Code, Message: ev.Message, Param: ev.Param, Found: true}
 		return false, st.r.chat.inBand(f, st.x, st.model)
@@ -100,6 +77,33 @@ func (st *respStream) event(ctx context.Context, ev *responses.ResponseStreamEve
 	}
 	adapt.Alive(ctx) // a lifecycle event, an item's boundary, a reasoning step: progress all the same
 	return false, nil
+}
+
+// delta passes on a text delta, or a reasoning one: to OnChunk when the
+// caller asked for the reasoning stream, else as progress.
+func (st *respStream) delta(ctx context.Context, text bool, d string) error {
+	switch {
+	case text:
+		st.text.WriteString(d)
+		return st.chunk(portico.Chunk{Text: d})
+	case st.reason:
+		return st.chunk(portico.Chunk{Reasoning: d})
+	}
+	portico.Progress(ctx, portico.Chunk{Reasoning: d})
+	return nil
+}
+
+// failed is the error of a response.failed event, with the usage the
+// response spent before it failed.
+func (st *respStream) failed(resp *responses.Response) error {
+	if why := checkResponse(resp); why != "" {
+		return malformed(st.x, st.model, why)
+	}
+	err := st.r.failed(resp, st.x, st.model)
+	if resp.JSON.Usage.Valid() {
+		adapt.Billed(err, responsesUsage(&resp.Usage))
+	}
+	return err
 }
 
 // chunk passes c to OnChunk.

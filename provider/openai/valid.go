@@ -47,10 +47,11 @@ func allTyped(t jsonType, fs ...respjson.Field) bool {
 	return true
 }
 
-// goodUsage reports whether usage has its documented types and no negative
-// count.
-func goodUsage(u *oai.CompletionUsage) bool {
-	return allTyped(tInt, u.JSON.PromptTokens, u.JSON.CompletionTokens, u.JSON.TotalTokens, u.PromptTokensDetails.JSON.CachedTokens) &&
+// topTyped reports whether a completion's or a chunk's id, model, choices
+// and usage have their documented types, with no negative count.
+func topTyped(id, model, choices, usage respjson.Field, u *oai.CompletionUsage) bool {
+	return allTyped(tString, id, model) && typed(choices, tArray) && typed(usage, tObject) &&
+		allTyped(tInt, u.JSON.PromptTokens, u.JSON.CompletionTokens, u.JSON.TotalTokens, u.PromptTokensDetails.JSON.CachedTokens) &&
 		typed(u.JSON.PromptTokensDetails, tObject) &&
 		u.PromptTokens >= 0 && u.CompletionTokens >= 0 && u.PromptTokensDetails.CachedTokens >= 0
 }
@@ -58,7 +59,7 @@ func goodUsage(u *oai.CompletionUsage) bool {
 // checkCompletion returns why a non-streamed completion is not one, or "".
 func checkCompletion(c *oai.ChatCompletion) string {
 	switch {
-	case !allTyped(tString, c.JSON.ID, c.JSON.Model) || !typed(c.JSON.Choices, tArray) || !typed(c.JSON.Usage, tObject) || !goodUsage(&c.Usage):
+	case !topTyped(c.JSON.ID, c.JSON.Model, c.JSON.Choices, c.JSON.Usage, &c.Usage):
 		return "mistyped completion"
 	case len(c.Choices) == 0:
 		return "no choices"
@@ -71,8 +72,7 @@ func checkCompletion(c *oai.ChatCompletion) string {
 		return "mistyped choice"
 	case ch.FinishReason == "":
 		return "no finish reason"
-	}
-	if slices.ContainsFunc(msg.ToolCalls, mistypedCall) {
+	case slices.ContainsFunc(msg.ToolCalls, mistypedCall):
 		return "mistyped tool call"
 	}
 	return ""
@@ -87,7 +87,7 @@ func mistypedCall(tc oai.ChatCompletionMessageToolCallUnion) bool {
 
 // checkChunk returns why a stream chunk is not one, or "".
 func checkChunk(c *oai.ChatCompletionChunk) string {
-	if !allTyped(tString, c.JSON.ID, c.JSON.Model) || !typed(c.JSON.Choices, tArray) || !typed(c.JSON.Usage, tObject) || !goodUsage(&c.Usage) {
+	if !topTyped(c.JSON.ID, c.JSON.Model, c.JSON.Choices, c.JSON.Usage, &c.Usage) {
 		return "mistyped chunk"
 	}
 	for i := range c.Choices {
@@ -96,14 +96,18 @@ func checkChunk(c *oai.ChatCompletionChunk) string {
 		if !typed(ch.JSON.Index, tInt) || !typed(ch.JSON.Delta, tObject) || !allTyped(tString, ch.JSON.FinishReason, d.JSON.Content, d.JSON.Refusal) || !typed(d.JSON.ToolCalls, tArray) {
 			return "mistyped chunk"
 		}
-		for j := range d.ToolCalls {
-			tc := &d.ToolCalls[j]
-			if !typed(tc.JSON.Index, tInt) || !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name) || !typed(tc.JSON.Function, tObject) || !argsTyped(tc.Function.JSON.Arguments) {
-				return "mistyped tool call"
-			}
+		if slices.ContainsFunc(d.ToolCalls, mistypedDelta) {
+			return "mistyped tool call"
 		}
 	}
 	return ""
+}
+
+// mistypedDelta reports whether a chunk's tool call delta has a field of
+// the wrong type.
+func mistypedDelta(tc oai.ChatCompletionChunkChoiceDeltaToolCall) bool {
+	return !typed(tc.JSON.Index, tInt) || !allTyped(tString, tc.JSON.ID, tc.JSON.Type, tc.Function.JSON.Name) ||
+		!typed(tc.JSON.Function, tObject) || !argsTyped(tc.Function.JSON.Arguments)
 }
 
 // argsTyped reports whether a tool call's arguments field is omitted, null,
