@@ -173,7 +173,7 @@ func (m *Model) answer(msg *sdk.Message, x *adapt.Exchange, model string) (*port
 		return nil, malformed(x, model, "not a message")
 	}
 	u := &msg.Usage
-	if u.InputTokens < 0 || u.CacheCreationInputTokens < 0 || u.CacheCreation.Ephemeral1hInputTokens < 0 || u.CacheReadInputTokens < 0 || u.OutputTokens < 0 {
+	if min(u.InputTokens, u.CacheCreationInputTokens, u.CacheCreation.Ephemeral1hInputTokens, u.CacheReadInputTokens, u.OutputTokens) < 0 {
 		return nil, malformed(x, model, "negative token count")
 	}
 	resp := &portico.Response{

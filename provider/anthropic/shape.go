@@ -54,20 +54,23 @@ func wellFormed(msg *sdk.Message) bool {
 		return false
 	}
 	for i := range msg.Content {
-		b := &msg.Content[i]
-		if !isString(b.JSON.Type) {
+		if !blockWellFormed(&msg.Content[i]) {
 			return false
 		}
-		switch b.Type {
-		case "text":
-			if !isString(b.JSON.Text) {
-				return false
-			}
-		case "tool_use":
-			if !isString(b.JSON.ID) || !isString(b.JSON.Name) || !absentOr(b.JSON.Input, isObject) {
-				return false
-			}
-		}
+	}
+	return true
+}
+
+// blockWellFormed reports whether a content block has a string type, and a
+// text or tool_use block its fields.
+func blockWellFormed(b *sdk.ContentBlockUnion) bool {
+	switch {
+	case !isString(b.JSON.Type):
+		return false
+	case b.Type == "text":
+		return isString(b.JSON.Text)
+	case b.Type == "tool_use":
+		return isString(b.JSON.ID) && isString(b.JSON.Name) && absentOr(b.JSON.Input, isObject)
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params sdk.Mes
 	st := streamState{ctx: ctx, onChunk: req.OnChunk, x: x, model: model, resp: &portico.Response{Model: model}}
 	st.reason = req.Reasoning != nil && req.Reasoning.Stream
 	defer func() {
-		if err != nil && st.started && st.in >= 0 && st.cw >= 0 && st.cr >= 0 && st.out >= 0 {
+		if err != nil && st.started && min(st.in, st.cw, st.cr, st.out) >= 0 {
 			adapt.Billed(err, usage(st.model, st.in, st.cw, st.cw1h, st.cr, st.out))
 		}
 	}()
@@ -59,14 +60,8 @@ func (m *Model) stream(ctx context.Context, req *portico.Request, params sdk.Mes
 			return nil, err
 		}
 	}
-	if err := s.Err(); err != nil {
+	if err := cmp.Or(s.Err(), ctx.Err(), x.ReadErr); err != nil {
 		return nil, m.classify(ctx, err, x, model, st.delivered)
-	}
-	if ctx.Err() != nil {
-		return nil, m.classify(ctx, ctx.Err(), x, model, st.delivered)
-	}
-	if x.ReadErr != nil {
-		return nil, m.classify(ctx, x.ReadErr, x, model, st.delivered)
 	}
 	return st.end()
 }
@@ -115,37 +110,17 @@ func (st *streamState) think(text string) error {
 
 // event takes in one event of the stream.
 func (st *streamState) event(ctx context.Context, ev *sdk.MessageStreamEventUnion) error {
-	x, model := st.x, st.model
 	if !eventWellFormed(ev) {
-		return malformed(x, model, "stream event of the wrong shape")
+		return malformed(st.x, st.model, "stream event of the wrong shape")
 	}
 	if !chunked(ev) && ev.Type != "ping" {
 		adapt.Alive(ctx) // message_start, a block's end: progress all the same; a ping is a keep-alive
 	}
 	if ev.Type == "message_start" {
-		if st.started {
-			return malformed(x, model, "second message_start")
-		}
-		st.started = true
-		st.resp.ID = ev.Message.ID
-		if ev.Message.Model != "" {
-			st.resp.Model = string(ev.Message.Model)
-		}
-		u := &ev.Message.Usage
-		st.in, st.cw, st.cr, st.out = u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens
-		st.cw1h = u.CacheCreation.Ephemeral1hInputTokens
-		return nil
+		return st.start(ev)
 	}
-	switch ev.Type {
-	case "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
-		if !st.started {
-			return malformed(x, model, "stream did not begin with message_start")
-		}
-	default:
-		return nil // an event type this adapter does not know
-	}
-	if ev.Index < 0 || ev.Index >= maxBlocks {
-		return malformed(x, model, "content block index out of range")
+	if why := st.misplaced(ev); why != "" {
+		return malformed(st.x, st.model, why)
 	}
 	switch ev.Type {
 	case "content_block_start":
@@ -156,6 +131,38 @@ func (st *streamState) event(ctx context.Context, ev *sdk.MessageStreamEventUnio
 		st.messageDelta(ev)
 	}
 	return nil
+}
+
+// start takes in the message_start event: the id, model and input usage.
+func (st *streamState) start(ev *sdk.MessageStreamEventUnion) error {
+	if st.started {
+		return malformed(st.x, st.model, "second message_start")
+	}
+	st.started = true
+	st.resp.ID = ev.Message.ID
+	st.resp.Model = cmp.Or(string(ev.Message.Model), st.resp.Model)
+	u := &ev.Message.Usage
+	st.in, st.cw, st.cr, st.out = u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens
+	st.cw1h = u.CacheCreation.Ephemeral1hInputTokens
+	return nil
+}
+
+// misplaced returns why an event of the message may not come where it
+// does (before message_start, or with a block index out of range), or "".
+// Event types this adapter does not know are never misplaced.
+func (st *streamState) misplaced(ev *sdk.MessageStreamEventUnion) string {
+	switch ev.Type {
+	case "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
+	default:
+		return ""
+	}
+	if !st.started {
+		return "stream did not begin with message_start"
+	}
+	if ev.Index < 0 || ev.Index >= maxBlocks {
+		return "content block index out of range"
+	}
+	return ""
 }
 
 // blockStart takes in a content_block_start event.
@@ -266,7 +273,7 @@ func (st *streamState) end() (*portico.Response, error) {
 	if st.stop == "" {
 		return nil, malformed(x, model, "stream ended without a stop reason")
 	}
-	if st.in < 0 || st.cw < 0 || st.cw1h < 0 || st.cr < 0 || st.out < 0 {
+	if min(st.in, st.cw, st.cw1h, st.cr, st.out) < 0 {
 		return nil, malformed(x, model, "negative token count")
 	}
 	resp := st.resp
