@@ -32,7 +32,10 @@ type model struct {
 // sum above 1, a FaultStatus's Status is neither 0 nor 200-599 (below 400
 // only with a Body), or a fault's AfterChunks or Stall is negative; messages
 // begin with "fakeanthropic:".
-func New(cfg Config) (*Server, error) {
+func New(cfg Config) (*Server, error) { return open(cfg, nil) }
+
+// open is [New], then serve on the Server's core unless serve is nil.
+func open(cfg Config, serve func(*fakecore.Server)) (*Server, error) {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []ModelConfig{{Name: DefaultModel}}
 	}
@@ -50,12 +53,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.core = core
+	if serve != nil {
+		serve(core)
+	}
 	return s, nil
 }
 
 // Start returns a Server listening on 127.0.0.1 on a free port (an
 // [net/http/httptest.Server]). Close it when done. Errors are those of [New].
-func Start(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server).Start) }
+func Start(cfg Config) (*Server, error) { return open(cfg, (*fakecore.Server).Start) }
 
 // StartPipe returns a Server served over in-memory connections (net.Pipe): no
 // socket, no port, so it runs inside a testing/synctest bubble where its
@@ -63,17 +69,7 @@ func Start(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server)
 // [Server.Client]; [Server.URL] is a placeholder host that the Client's
 // transport dials in memory. Start it and Close it inside the same bubble.
 // Errors are those of [New].
-func StartPipe(cfg Config) (*Server, error) { return serveOn(cfg, (*fakecore.Server).StartPipe) }
-
-// serveOn is [New], then serve on the Server's core.
-func serveOn(cfg Config, serve func(*fakecore.Server)) (*Server, error) {
-	s, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	serve(s.core)
-	return s, nil
-}
+func StartPipe(cfg Config) (*Server, error) { return open(cfg, (*fakecore.Server).StartPipe) }
 
 // URL returns the server's root URL without a trailing slash
 // ("http://127.0.0.1:PORT"; "http://fakeanthropic.pipe" for [StartPipe]), or
