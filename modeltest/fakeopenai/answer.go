@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,8 +28,8 @@ type toolCall struct {
 }
 
 // textOf returns the text of a message's content: a string, or an array of
-// parts whose text parts are joined by spaces.
-func textOf(raw json.RawMessage) string {
+// parts whose text, for the parts of one of types, is joined by spaces.
+func textOf(raw json.RawMessage, types ...string) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -42,7 +43,7 @@ func textOf(raw json.RawMessage) string {
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		if p.Type == "text" {
+		if slices.Contains(types, p.Type) {
 			if b.Len() > 0 {
 				b.WriteByte(' ')
 			}
@@ -56,7 +57,7 @@ func textOf(raw json.RawMessage) string {
 func (c *call) countInput() int {
 	n := 0
 	for _, m := range c.req.Messages {
-		n += 3 + len(strings.Fields(textOf(m.Content)))
+		n += 3 + len(strings.Fields(textOf(m.Content, "text")))
 	}
 	return n
 }
@@ -202,10 +203,10 @@ func (c *call) continued() (string, int) {
 	msgs := c.req.Messages
 	n := len(msgs)
 	switch {
-	case n >= 2 && msgs[n-1].Role == "user" && textOf(msgs[n-1].Content) == portico.ContinueInstruction && msgs[n-2].Role == "assistant":
-		return textOf(msgs[n-2].Content), n - 2
+	case n >= 2 && msgs[n-1].Role == "user" && textOf(msgs[n-1].Content, "text") == portico.ContinueInstruction && msgs[n-2].Role == "assistant":
+		return textOf(msgs[n-2].Content, "text"), n - 2
 	case n >= 1 && msgs[n-1].Role == "assistant" && (c.m.cfg.Prefill || c.req.ContinueFinalMessage || msgs[n-1].Prefix):
-		return textOf(msgs[n-1].Content), n - 1
+		return textOf(msgs[n-1].Content, "text"), n - 1
 	}
 	return "", -1
 }

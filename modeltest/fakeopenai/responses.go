@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -246,29 +245,8 @@ func translateFormat(rr *responsesRequest, req *chatRequest) {
 }
 
 // itemText is the text of an input message's content or a function call's
-// output: a string, or the text of its input_text, output_text and text
-// parts joined by spaces.
-func itemText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "input_text" || p.Type == "output_text" || p.Type == "text" {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
+// output: a string, or its input_text, output_text and text parts.
+func itemText(raw json.RawMessage) string { return textOf(raw, "input_text", "output_text", "text") }
 
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
