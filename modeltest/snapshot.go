@@ -3,6 +3,7 @@ package modeltest
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 
 	"github.com/portico-llm/portico"
 )
@@ -17,26 +18,21 @@ type snapshot struct {
 func takeSnapshot(r *portico.Request) snapshot {
 	c := *r
 	c.OnChunk = nil
-	if r.Messages != nil {
-		c.Messages = make([]portico.Message, len(r.Messages))
-		for i, m := range r.Messages {
-			if m.Content != nil {
-				m.Content = append([]portico.Part{}, m.Content...)
-			}
-			m.ToolCalls = copyToolCalls(m.ToolCalls)
-			c.Messages[i] = m
+	c.Messages = slices.Clone(r.Messages)
+	for i := range c.Messages {
+		m := &c.Messages[i]
+		m.Content, m.ToolCalls = slices.Clone(m.Content), slices.Clone(m.ToolCalls)
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].Arguments = slices.Clone(m.ToolCalls[j].Arguments)
 		}
 	}
-	if r.Tools != nil {
-		c.Tools = make([]portico.Tool, len(r.Tools))
-		for i, t := range r.Tools {
-			t.Parameters = copyRaw(t.Parameters)
-			c.Tools[i] = t
-		}
+	c.Tools = slices.Clone(r.Tools)
+	for i := range c.Tools {
+		c.Tools[i].Parameters = slices.Clone(c.Tools[i].Parameters)
 	}
 	if r.Schema != nil {
 		s := *r.Schema
-		s.JSON = copyRaw(s.JSON)
+		s.JSON = slices.Clone(s.JSON)
 		c.Schema = &s
 	}
 	if r.Extra != nil {
@@ -44,9 +40,7 @@ func takeSnapshot(r *portico.Request) snapshot {
 	}
 	if r.Contract != nil {
 		k := *r.Contract
-		if k.ModelClasses != nil {
-			k.ModelClasses = append([]string{}, k.ModelClasses...)
-		}
+		k.ModelClasses = slices.Clone(k.ModelClasses)
 		c.Contract = &k
 	}
 	s := snapshot{req: c}
@@ -65,25 +59,6 @@ func (s *snapshot) same(r *portico.Request) bool {
 		p = reflect.ValueOf(r.OnChunk).Pointer()
 	}
 	return p == s.onChunk && reflect.DeepEqual(s.req, c)
-}
-
-func copyToolCalls(tcs []portico.ToolCall) []portico.ToolCall {
-	if tcs == nil {
-		return nil
-	}
-	out := make([]portico.ToolCall, len(tcs))
-	for i, tc := range tcs {
-		tc.Arguments = copyRaw(tc.Arguments)
-		out[i] = tc
-	}
-	return out
-}
-
-func copyRaw(b json.RawMessage) json.RawMessage {
-	if b == nil {
-		return nil
-	}
-	return append(json.RawMessage{}, b...)
 }
 
 // copyValue deep-copies the JSON-like values found in Request.Extra.
@@ -108,17 +83,11 @@ func copyValue(v any) any {
 		}
 		return s
 	case []string:
-		if v == nil {
-			return v
-		}
-		return append([]string{}, v...)
+		return slices.Clone(v)
 	case []byte:
-		if v == nil {
-			return v
-		}
-		return append([]byte{}, v...)
+		return slices.Clone(v)
 	case json.RawMessage:
-		return copyRaw(v)
+		return slices.Clone(v)
 	}
 	return v
 }
