@@ -150,13 +150,15 @@ func RunModel(t *testing.T, newModel func(t *testing.T) portico.Model) {
 	t.Run("Reasoning", func(t *testing.T) { runModelReasoning(t, newModel) })
 }
 
+// result is what one call of Generate returned.
+type result struct {
+	resp *portico.Response
+	err  error
+}
+
 // guard runs call, failing the test if it takes more than 10 s of real time.
 func guard(t *testing.T, call func() (*portico.Response, error)) (*portico.Response, error) {
 	t.Helper()
-	type result struct {
-		resp *portico.Response
-		err  error
-	}
 	done := make(chan result, 1)
 	go func() {
 		r, e := call()
@@ -290,10 +292,6 @@ func cancelCall(t *testing.T, m portico.Model, name string, stream, deadline boo
 			}
 			return nil
 		}
-	}
-	type result struct {
-		resp *portico.Response
-		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
