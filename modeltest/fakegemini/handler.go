@@ -206,17 +206,12 @@ func (c *call) countTokens() {
 // serveFault serves the faults that end the call before an answer, and
 // reports whether it served one.
 func (c *call) serveFault() bool {
-	switch f := c.Fault; {
-	case f.Kind == FaultStatus:
-		status := cmp.Or(f.Status, http.StatusInternalServerError)
-		body := []byte(f.Body)
-		if f.Body == "" {
-			body = c.errorBody(status, f.Code)
-		}
+	f := c.Fault
+	if f.Kind == FaultStatus {
 		c.Fault.RetryAfter = 0 // in the body, not a header
-		c.Reply(status, body)
-	case f.Kind == FaultDisconnect && !c.req.stream:
-		panic(http.ErrAbortHandler) // before the headers
+	}
+	switch {
+	case c.ServeFault(func(status int) []byte { return errorJSON(status, f.Code, f.Message, f.Type, f.RetryAfter) }):
 	case f.Kind == FaultContextLength:
 		c.contextLength()
 	case f.Kind == FaultStreamError && !c.req.stream:
@@ -292,12 +287,6 @@ func (c *call) streamStatus() string { return cmp.Or(c.Fault.Code, "UNAVAILABLE"
 func (c *call) reply(status int, rpc, msg, reason string) {
 	c.Fault.RetryAfter = 0
 	c.Reply(status, errorJSON(status, rpc, cmp.Or(c.Fault.Message, msg), reason, 0))
-}
-
-// errorBody is FaultStatus's body: Google's error object for status, with
-// the fault's status name, reason, message and retry delay.
-func (c *call) errorBody(status int, rpc string) []byte {
-	return errorJSON(status, rpc, c.Fault.Message, c.Fault.Type, c.Fault.RetryAfter)
 }
 
 // rpcNames maps HTTP statuses to the google.rpc.Code names Google's APIs
