@@ -234,18 +234,12 @@ func (a *answer) cutAtStop(seqs []string) {
 // the API continues), the rest of the answer to the conversation before it
 // when the prefill is its start, else new words up to OutputTokens in all.
 func (c *call) text(r *rand.Rand) []string {
-	n := c.m.cfg.OutputTokens
-	if n <= 0 {
-		n = 8
-	}
 	msgs := c.req.Messages
 	last := len(msgs) - 1
 	if last < 0 || msgs[last].Role != "assistant" {
-		return fakegen.Words(r, n, false)
+		return fakegen.Words(r, fakegen.Length(c.m.cfg.OutputTokens), false)
 	}
-	br := c.rngOf(last)
-	br.Uint64() // the answer's id, drawn first by answer
-	return fakegen.Continue(fakegen.Words(br, n, false), textOf(msgs[last].Content), r, n)
+	return fakegen.Continue(c.rngOf(last), textOf(msgs[last].Content), r, c.m.cfg.OutputTokens)
 }
 
 // textOf joins the text of content: a string, or its text blocks.

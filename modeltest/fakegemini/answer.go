@@ -208,10 +208,8 @@ func (c *call) text(r *rand.Rand) []string {
 		return fakegen.Pieces(fakegen.JSONText(lowerTypes(gc.ResponseSchema), r))
 	case gc.ResponseMIMEType == "application/json":
 		return fakegen.Pieces(`{"answer":"` + fakegen.Word(r) + `"}`)
-	case c.m.OutputTokens > 0:
-		return fakegen.Words(r, c.m.OutputTokens, false)
 	}
-	return fakegen.Words(r, 8, false)
+	return fakegen.Words(r, fakegen.Length(c.m.OutputTokens), false)
 }
 
 // lowerTypes rewrites responseSchema's OpenAPI type names ("OBJECT",

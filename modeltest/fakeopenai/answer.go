@@ -171,28 +171,13 @@ func (c *call) text(r *rand.Rand) []string {
 	rf := c.req.ResponseFormat
 	switch prefix, base := c.continued(); {
 	case rf != nil && rf.Type == "json_schema":
-		return pieces(jsonText(rf.JSONSchema.Schema, r))
+		return fakegen.Pieces(fakegen.JSONText(rf.JSONSchema.Schema, r))
 	case rf != nil && rf.Type == "json_object":
-		return pieces(`{"answer":"` + fakegen.Word(r) + `"}`)
-	case base >= 0:
-		return c.continuation(prefix, base, r)
+		return fakegen.Pieces(`{"answer":"` + fakegen.Word(r) + `"}`)
+	case base >= 0: // the rest of the answer to the first base messages, or new words
+		return fakegen.Continue(c.rngOf(base), prefix, r, c.m.cfg.OutputTokens)
 	}
-	return fakegen.Words(r, c.outputTokens(), false)
-}
-
-// The answer generator is shared with the other fake servers.
-var (
-	pieces   = fakegen.Pieces
-	jsonText = fakegen.JSONText
-)
-
-// outputTokens is the length of a text answer: ModelConfig.OutputTokens,
-// or 8.
-func (c *call) outputTokens() int {
-	if n := c.m.cfg.OutputTokens; n > 0 {
-		return n
-	}
-	return 8
+	return fakegen.Words(r, fakegen.Length(c.m.cfg.OutputTokens), false)
 }
 
 // continued reports the assistant text the request asks the model to
@@ -209,13 +194,4 @@ func (c *call) continued() (string, int) {
 		return textOf(msgs[n-1].Content, "text"), n - 1
 	}
 	return "", -1
-}
-
-// continuation returns the pieces that continue prefix: the rest of the
-// answer to the first base messages when prefix is its start, else new
-// words (from r) up to OutputTokens words in all.
-func (c *call) continuation(prefix string, base int, r *rand.Rand) []string {
-	br := c.rngOf(base)
-	br.Uint64() // the answer's id, drawn first by answer
-	return fakegen.Continue(fakegen.Words(br, c.outputTokens(), false), prefix, r, c.outputTokens())
 }

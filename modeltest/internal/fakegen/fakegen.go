@@ -52,10 +52,23 @@ func Words(r *rand.Rand, n int, spaced bool) []string {
 	return out
 }
 
-// Continue returns the pieces that continue prefix: the rest of whole when
-// prefix is its start (see Rest), else new words from r up to n in all.
-func Continue(whole []string, prefix string, r *rand.Rand, n int) []string {
-	if rest, ok := Rest(whole, prefix); ok {
+// Length is the length in words of a text answer for a model whose
+// OutputTokens is n: n, or 8 when n <= 0.
+func Length(n int) int {
+	if n > 0 {
+		return n
+	}
+	return 8
+}
+
+// Continue returns the pieces that continue prefix in an answer of
+// Length(n) words: the rest of the answer base draws (its id first, then
+// its words) when prefix is its start (see Rest), else new words from r
+// up to Length(n) in all.
+func Continue(base *rand.Rand, prefix string, r *rand.Rand, n int) []string {
+	n = Length(n)
+	base.Uint64() // the answer's id
+	if rest, ok := Rest(Words(base, n, false), prefix); ok {
 		return rest
 	}
 	return Words(r, max(0, n-len(strings.Fields(prefix))), true)
