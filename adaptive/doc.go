@@ -62,9 +62,8 @@
 // As in Netflix's WindowedLimit, samples are averaged over windows
 // (Config.Window, 10 samples) and the algorithm runs once per window. A
 // sample is the call's latency from its admission by the Limiter to its
-// end; a 429, a 5xx or a layer's timeout is a drop, whose latency is left
-// out of the window's mean, and the caller's cancellation and client
-// errors are ignored (see [Limit.Done]). A streamed call's latency is its
+// end, but for drops and the calls ignored (see Drops, Whose deadline and
+// [Limit.Done]). A streamed call's latency is its
 // whole stream, and calls of very different sizes make it noisy, which
 // Gradient2's averages and tolerance absorb best; AIMD without a Timeout
 // needs no latency at all.
