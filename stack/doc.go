@@ -193,12 +193,9 @@
 // a key whose headers report its limits nearly used gets less of the
 // traffic before it answers 429.
 //
-// Config.Probe starts a prober ([Probe]; [Stack.Close] stops it): every
-// Interval it sends its tiny request through the layers of each route
-// that saw no call in the last Interval or whose breaker is not closed,
-// so a revoked key opens its breaker before an outage needs the route, a
-// healed route's breaker closes without a user's request, and a 429's
-// Retry-After cools the route down in the group's Cooldowns.
+// Config.Probe starts a prober ([Probe]; [Stack.Close] stops it) that
+// calls idle routes and routes whose breaker is not closed, so a revoked
+// key is found before an outage needs it and a healed route closes again.
 //
 // # Live changes
 //
