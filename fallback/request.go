@@ -178,13 +178,8 @@ func (r *request) exhausted(ctx context.Context) (*portico.Response, error) {
 		}
 		return nil, portico.FromContext(ctx)
 	}
-	return nil, exhausted(r.hops, r.retryAfter())
+	return nil, exhausted(r.hops, until(r.until))
 }
-
-// retryAfter is what is left now of the earliest time a route said it takes
-// calls again (a hop's Retry-After, a skipped route's wait), counted from when
-// each was learnt; 0 when none did or that time has passed.
-func (r *request) retryAfter() time.Duration { return until(r.until) }
 
 // until is the time left before t, 0 when t is zero (read no clock then)
 // or has passed.

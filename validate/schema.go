@@ -236,7 +236,7 @@ func (p *pipeline) collect(e *jsonschema.ValidationError) {
 func (p *pipeline) perProperty(e *jsonschema.ValidationError, names []string, detail string) {
 	for _, name := range names {
 		v := p.schemaViolation(e)
-		v.Pointer = childPointer(e.InstanceLocation, name)
+		v.Pointer = under(Pointer(e.InstanceLocation...), name)
 		v.Detail = detail
 		p.add(v)
 	}
@@ -273,8 +273,6 @@ func schemaRule(e *jsonschema.ValidationError, kw []string) string {
 	}
 	return "schema"
 }
-
-func childPointer(parent []string, name string) string { return under(Pointer(parent...), name) }
 
 // schemaPointer returns the fragment of the absolute schema location url
 // joined with the keyword path: "/properties/total/minimum".
