@@ -131,8 +131,8 @@ func (c *call) answer() *answer {
 	r := c.rng()
 	a := &answer{id: "chatcmpl-" + strconv.FormatUint(r.Uint64(), 36), finish: "stop"}
 	limit := c.maxOutput()
-	if c.f.Kind == FaultTruncate {
-		limit = max(1, c.f.AfterChunks)
+	if c.Fault.Kind == FaultTruncate {
+		limit = max(1, c.Fault.AfterChunks)
 	}
 	if ti, named := c.wantsTools(); ti >= 0 {
 		c.toolCalls(a, r, limit, ti, named)

@@ -97,7 +97,7 @@ func (s *Server) dialect() fakecore.Dialect[*chatRequest] {
 			writeError(c.W, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", "The model does not exist or you do not have access to it.")
 		},
 		Serve: func(fc *fakecore.Call, req *chatRequest) {
-			c := &call{Call: fc, srv: s, m: s.models[fc.Model], req: req, f: fc.Fault}
+			c := &call{Call: fc, srv: s, m: s.models[fc.Model], req: req}
 			if req.embeddings != nil {
 				c.embed()
 				return
@@ -116,7 +116,6 @@ type call struct {
 	srv *Server
 	m   *model
 	req *chatRequest
-	f   Fault
 
 	inputTokens int
 }
@@ -136,7 +135,7 @@ func (c *call) run() {
 	if c.ServeFault(c.statusBody) {
 		return
 	}
-	switch c.f.Kind {
+	switch c.Fault.Kind {
 	case FaultContextLength:
 		c.contextLength()
 		return
@@ -166,10 +165,10 @@ func (c *call) run() {
 }
 
 // message returns the fault's message, or def.
-func (c *call) message(def string) string { return cmp.Or(c.f.Message, def) }
+func (c *call) message(def string) string { return cmp.Or(c.Fault.Message, def) }
 
 // streamErrorCode is FaultStreamError's error code.
-func (c *call) streamErrorCode() string { return cmp.Or(c.f.Code, "overloaded") }
+func (c *call) streamErrorCode() string { return cmp.Or(c.Fault.Code, "overloaded") }
 
 func (c *call) contextLength() {
 	max := c.m.cfg.ContextWindow
@@ -179,7 +178,7 @@ func (c *call) contextLength() {
 
 // statusBody is the OpenAI error body of FaultStatus with the given status.
 func (c *call) statusBody(status int) []byte {
-	f := c.f
+	f := c.Fault
 	typ, code, param, msg := "server_error", "", "", "The server had an error while processing your request."
 	switch {
 	case status == http.StatusTooManyRequests:

@@ -154,7 +154,7 @@ func (w *respStream) itemsDone(base int) {
 // "server_error".
 func (w *respStream) errorData() []byte {
 	c := w.c
-	code := cmp.Or(c.f.Code, "server_error")
+	code := cmp.Or(c.Fault.Code, "server_error")
 	msg := c.message("The server had an error processing your request. Sorry about that!")
 	if code == "context_length_exceeded" {
 		msg = c.message("Your input exceeds the context window of this model. Please adjust your input and try again.")
