@@ -94,10 +94,7 @@ func NewCapacityServer(cfg CapacityConfig) (*CapacityServer, error) {
 	if cfg.Slots < 0 || cfg.ServiceTime < 0 || cfg.QueueLimit < 0 {
 		return nil, errors.New("modeltest: negative CapacityConfig field")
 	}
-	cfg.Slots = cmp.Or(cfg.Slots, 1)
-	if cfg.ServiceTime == 0 {
-		cfg.ServiceTime = 10 * time.Millisecond
-	}
+	cfg.Slots, cfg.ServiceTime = cmp.Or(cfg.Slots, 1), cmp.Or(cfg.ServiceTime, 10*time.Millisecond)
 	return &CapacityServer{cfg: cfg}, nil
 }
 
@@ -115,13 +112,12 @@ func (s *CapacityServer) Generate(ctx context.Context, req *portico.Request) (*p
 	}
 	j := &job{ctx: ctx, done: make(chan struct{})}
 	s.mu.Lock()
+	s.stats.Arrived++
 	if s.cfg.QueueLimit > 0 && len(s.queue)-s.head >= s.cfg.QueueLimit {
-		s.stats.Arrived++
 		s.stats.Rejected++
 		s.mu.Unlock()
 		return nil, StatusError(503)
 	}
-	s.stats.Arrived++
 	s.queue = append(s.queue, j)
 	s.dispatchLocked()
 	s.mu.Unlock()

@@ -73,10 +73,7 @@ type Faults struct {
 // or StallAfter is negative (RetryAfter may be negative).
 func NewFaults(cfg FaultConfig) (*Faults, error) {
 	f := &Faults{cfg: cfg}
-	f.cfg.RetryAfter = cmp.Or(f.cfg.RetryAfter, time.Second)
-	if f.cfg.SlowTTFT == 0 {
-		f.cfg.SlowTTFT = 10 * time.Second
-	}
+	f.cfg.RetryAfter, f.cfg.SlowTTFT = cmp.Or(f.cfg.RetryAfter, time.Second), cmp.Or(f.cfg.SlowTTFT, 10*time.Second)
 	switch {
 	case cfg.SlowTTFT < 0:
 		return nil, errors.New("modeltest: negative FaultConfig.SlowTTFT")
