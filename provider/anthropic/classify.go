@@ -154,6 +154,8 @@ var rules = adapt.Rules{
 	},
 	NotBuilt:       portico.Unusable,
 	NotBuiltReason: "request not sent: client refused it",
+	RateLimit:      ParseRateLimit,
+	RetryAfter:     ParseRetryAfter,
 }
 
 // classify turns whatever the SDK returned into a *portico.Error: the
@@ -163,14 +165,7 @@ var rules = adapt.Rules{
 // record; model names the model asked for; delivered says whether text
 // reached the caller's OnChunk.
 func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, model string, delivered bool) error {
-	e := x.NewError(model, err)
-	if x.Header != nil {
-		now := time.Now()
-		e.RateLimit = ParseRateLimit(x.Header, now)
-		if d, ok := ParseRetryAfter(x.Header, now); ok {
-			e.RetryAfter = d
-		}
-	}
+	e := rules.Hints(x.NewError(model, err), x.Header)
 	if x.Stopped(ctx, e, &rules) {
 		return e
 	}

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
@@ -30,7 +29,6 @@ func Protect(g protect.Config) option.RequestOption {
 	guard := adapt.MustGuard(adapt.Dialect{
 		Rules:     &rules,
 		Classify:  guardError,
-		RateLimit: func(h http.Header) *portico.RateLimit { return ParseRateLimit(h, time.Now()) },
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
 	}, g)
@@ -51,12 +49,7 @@ func guardError(status int, h http.Header, body []byte) *portico.Error {
 	}
 	_ = json.Unmarshal(body, &b) // a body that is not an error object classifies by its status
 	f := &b.Error
-	now := time.Now()
-	e := &portico.Error{Status: status, Code: f.Details.ErrorCode, RateLimit: ParseRateLimit(h, now)}
-	e.Code = cmp.Or(e.Code, f.Type)
-	if d, ok := ParseRetryAfter(h, now); ok {
-		e.RetryAfter = d
-	}
+	e := rules.Hints(&portico.Error{Status: status, Code: cmp.Or(f.Details.ErrorCode, f.Type)}, h)
 	pe := &ProviderError{Status: status, Type: f.Type, Code: f.Details.ErrorCode}
 	e.Class, e.Reason, e.Err = classifyError(status, f.Type, f.Details.ErrorCode, f.Message, adapt.Header(h, "X-Should-Retry"), pe)
 	return e

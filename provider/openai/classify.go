@@ -142,6 +142,8 @@ var rules = adapt.Rules{
 	},
 	NotBuilt:       portico.Unusable,
 	NotBuiltReason: "request not sent: client refused it",
+	RateLimit:      func(h http.Header, _ time.Time) *portico.RateLimit { return ParseRateLimit(h) },
+	RetryAfter:     ParseRetryAfter,
 }
 
 // classify turns whatever the SDK returned into a *portico.Error: the
@@ -150,13 +152,7 @@ var rules = adapt.Rules{
 // and what is left (package adapt). x is the exchange's record; model
 // names the model asked for.
 func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, model string) error {
-	e := x.NewError(model, err)
-	if x.Header != nil {
-		e.RateLimit = ParseRateLimit(x.Header)
-		if d, ok := ParseRetryAfter(x.Header, time.Now()); ok {
-			e.RetryAfter = d
-		}
-	}
+	e := rules.Hints(x.NewError(model, err), x.Header)
 	if x.Stopped(ctx, e, &rules) {
 		return e
 	}

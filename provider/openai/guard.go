@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/openai/openai-go/v3/option"
 
@@ -28,7 +27,6 @@ func Protect(g protect.Config) option.RequestOption {
 	guard := adapt.MustGuard(adapt.Dialect{
 		Rules:     &rules,
 		Classify:  guardError,
-		RateLimit: ParseRateLimit,
 		Usage:     guardUsage,
 		MaxTokens: guardMaxTokens,
 	}, g)
@@ -38,10 +36,7 @@ func Protect(g protect.Config) option.RequestOption {
 // guardError classifies an HTTP error answer as the adapter does.
 func guardError(status int, h http.Header, body []byte) *portico.Error {
 	f := parseErrorBody(body)
-	e := &portico.Error{Status: status, Code: f.Code, RateLimit: ParseRateLimit(h)}
-	if d, ok := ParseRetryAfter(h, time.Now()); ok {
-		e.RetryAfter = d
-	}
+	e := rules.Hints(&portico.Error{Status: status, Code: f.Code}, h)
 	pe := &ProviderError{Status: status, Type: f.Type, Code: f.Code, Param: f.Param}
 	e.Class, e.Reason, e.Err = classifyStatus(status, f, h.Get("x-should-retry"), pe)
 	return e

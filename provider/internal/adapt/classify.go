@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/portico-llm/portico"
 )
@@ -25,6 +26,26 @@ type Rules struct {
 	// reached the transport: the SDK refused to build or send it.
 	NotBuilt       portico.Class
 	NotBuiltReason string
+	// RateLimit and RetryAfter read the provider's rate-limit headers and
+	// wait hint, at now; nil reads none.
+	RateLimit  func(h http.Header, now time.Time) *portico.RateLimit
+	RetryAfter func(h http.Header, now time.Time) (time.Duration, bool)
+}
+
+// Hints sets e's RateLimit and RetryAfter from h, a response's headers, by
+// r's readers; a nil h sets neither. It returns e.
+func (r *Rules) Hints(e *portico.Error, h http.Header) *portico.Error {
+	if h == nil {
+		return e
+	}
+	now := time.Now()
+	if r.RateLimit != nil {
+		e.RateLimit = r.RateLimit(h, now)
+	}
+	if r.RetryAfter != nil {
+		e.RetryAfter, _ = r.RetryAfter(h, now) // 0 when it states none
+	}
+	return e
 }
 
 // NewError starts the error of a failed call: its model, the response's

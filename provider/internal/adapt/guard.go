@@ -28,8 +28,6 @@ type Dialect struct {
 	// Classify returns the error of an HTTP error answer, from its status,
 	// headers and body (at most ErrBodyLimit bytes of it).
 	Classify func(status int, h http.Header, body []byte) *portico.Error
-	// RateLimit reads the provider's rate-limit headers; nil reads none.
-	RateLimit func(h http.Header) *portico.RateLimit
 	// Usage reads the usage of a whole JSON answer, or of a stream's event
 	// data; ok is false when it holds none.
 	Usage func(body []byte) (u portico.Usage, ok bool)
@@ -324,10 +322,10 @@ func (m exchangeModel) whole(ctx context.Context, c *call, x *Exchange, model st
 }
 
 func (m exchangeModel) rateLimit(x *Exchange) *portico.RateLimit {
-	if m.g.d.RateLimit == nil || x.Header == nil {
-		return nil
+	if r := m.g.d.Rules; r.RateLimit != nil && x.Header != nil {
+		return r.RateLimit(x.Header, time.Now())
 	}
-	return m.g.d.RateLimit(x.Header)
+	return nil
 }
 
 // errGuardTooLarge is a whole answer's error past the guard's byte bound.
