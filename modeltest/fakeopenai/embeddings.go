@@ -68,10 +68,6 @@ func (c *call) embed() {
 	if c.ServeFault(c.statusBody) {
 		return
 	}
-	dims := e.Dimensions
-	if dims <= 0 {
-		dims = 8
-	}
 	type item struct {
 		Object    string `json:"object"`
 		Index     int    `json:"index"`
@@ -81,7 +77,7 @@ func (c *call) embed() {
 	data := make([]item, len(texts))
 	for i, t := range texts {
 		tokens += max(1, (len(t)+3)/4)
-		v := fakegen.Vector(t, dims)
+		v := fakegen.Vector(t, e.Dimensions) // 8 dims when none asked
 		data[i] = item{Object: "embedding", Index: i, Embedding: v}
 		if e.EncodingFormat == "base64" {
 			var b bytes.Buffer
