@@ -204,25 +204,37 @@ func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, mode
 // bodyError reads an error object from a 200 body that is not a message
 // ({"type":"error","error":{...}}, as some proxies answer), or returns nil.
 func (m *Model) bodyError(raw string, x *adapt.Exchange, model string) error {
-	var body struct {
-		Type  string `json:"type"`
-		Error struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-			Details struct {
-				ErrorCode string `json:"error_code"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	if json.Unmarshal([]byte(raw), &body) != nil || body.Type != "error" || body.Error.Type == "" {
+	var b errorBody
+	if json.Unmarshal([]byte(raw), &b) != nil || b.Type != "error" || b.Error.Type == "" {
 		return nil
 	}
-	pe := &ProviderError{Status: x.Status, Type: body.Error.Type, Code: body.Error.Details.ErrorCode}
-	if m.cfg.IncludeProviderMessage {
-		pe.Message = body.Error.Message
+	e := &portico.Error{Model: model, Status: x.Status, RateLimit: ParseRateLimit(x.Header, time.Now())}
+	return b.classified(e, x.Header, m.cfg.IncludeProviderMessage)
+}
+
+// errorBody is Anthropic's error object, {"type": "error", "error":
+// {"type", "message", "details": {"error_code"}}}.
+type errorBody struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Details struct {
+			ErrorCode string `json:"error_code"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+// classified sets e's Code, class and Err (a *ProviderError, its message
+// kept when withMessage) by b, answered with e.Status and headers h, and
+// returns e.
+func (b *errorBody) classified(e *portico.Error, h http.Header, withMessage bool) *portico.Error {
+	f := &b.Error
+	pe := &ProviderError{Status: e.Status, Type: f.Type, Code: f.Details.ErrorCode}
+	if withMessage {
+		pe.Message = f.Message
 	}
-	e := &portico.Error{Model: model, Status: x.Status, Code: pe.Code, Err: pe, RateLimit: ParseRateLimit(x.Header, time.Now())}
-	e.Code = cmp.Or(e.Code, pe.Type)
-	e.Class, e.Reason, e.Err = classifyError(x.Status, pe.Type, pe.Code, body.Error.Message, adapt.Header(x.Header, "X-Should-Retry"), pe)
+	e.Code = cmp.Or(pe.Code, pe.Type)
+	e.Class, e.Reason, e.Err = classifyError(e.Status, pe.Type, pe.Code, f.Message, adapt.Header(h, "X-Should-Retry"), pe)
 	return e
 }

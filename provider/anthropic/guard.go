@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"net/http"
 
@@ -35,24 +34,11 @@ func Protect(g protect.Config) option.RequestOption {
 	return adapt.Options(option.WithMaxRetries(0), option.WithMiddleware(guard.Do))
 }
 
-// guardError classifies an HTTP error answer, {"type": "error", "error":
-// {"type", "message", "details": {"error_code"}}}, as the adapter does.
+// guardError classifies an HTTP error answer as the adapter does.
 func guardError(status int, h http.Header, body []byte) *portico.Error {
-	var b struct {
-		Error struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-			Details struct {
-				ErrorCode string `json:"error_code"`
-			} `json:"details"`
-		} `json:"error"`
-	}
+	var b errorBody
 	_ = json.Unmarshal(body, &b) // a body that is not an error object classifies by its status
-	f := &b.Error
-	e := rules.Hints(&portico.Error{Status: status, Code: cmp.Or(f.Details.ErrorCode, f.Type)}, h)
-	pe := &ProviderError{Status: status, Type: f.Type, Code: f.Details.ErrorCode}
-	e.Class, e.Reason, e.Err = classifyError(status, f.Type, f.Details.ErrorCode, f.Message, adapt.Header(h, "X-Should-Retry"), pe)
-	return e
+	return b.classified(rules.Hints(&portico.Error{Status: status}, h), h, false)
 }
 
 // guardUsage reads the usage of a message (or of a token count: its
