@@ -102,16 +102,15 @@ func newProviderError(api genai.APIError, status int, inStream, withMessage bool
 // "" otherwise: the codes the adapter keeps reach error strings, where a
 // hostile body's text must not.
 func ident(s string) string {
-	if len(s) > 64 {
+	if len(s) > 64 || strings.ContainsFunc(s, notIdent) {
 		return ""
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return ""
-		}
-	}
 	return s
+}
+
+// notIdent reports whether c is other than a letter, digit, '_', '.' or '-'.
+func notIdent(c rune) bool {
+	return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-')
 }
 
 // classifyStatus maps Google's error to a Class and a short reason. code is

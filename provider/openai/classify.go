@@ -90,22 +90,27 @@ var failureClasses = [...]struct {
 	tooLarge: {portico.Incompatible, "request too large"},
 }
 
+// statusFailures are what the statuses that name one failure mean,
+// whatever the error object says.
+var statusFailures = map[int]failure{
+	http.StatusPaymentRequired: quota,
+	http.StatusUnauthorized:    auth,
+	http.StatusForbidden:       auth,
+	http.StatusNotFound:        noModel,
+}
+
 func statusClass(status int, k failure) (portico.Class, string) {
 	switch {
 	case k == overflow, k == quota, k == tooLarge:
 	case k == filtered && status < 500: // OpenRouter's moderation 403, Azure's 400
-	case status == http.StatusPaymentRequired:
-		k = quota
 	case status == http.StatusRequestEntityTooLarge:
 		return portico.Incompatible, "request too large"
 	case status == http.StatusTooManyRequests:
 		if k != overload { // TGI's 429 "Model is overloaded"
 			k = rateLimit
 		}
-	case status == http.StatusUnauthorized, status == http.StatusForbidden:
-		k = auth
-	case status == http.StatusNotFound:
-		k = noModel
+	case statusFailures[status] != unknown:
+		k = statusFailures[status]
 	case status == http.StatusRequestTimeout, status == http.StatusConflict,
 		status == http.StatusFailedDependency, status == 498, status >= 500:
 		if k != overload && status != http.StatusServiceUnavailable {

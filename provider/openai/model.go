@@ -237,26 +237,27 @@ func usage(u oai.CompletionUsage) portico.Usage {
 	}
 }
 
-// errorChunk reports whether a chunk is an error without an "error" key
-// (which the SDK turns into an error itself): {"object":"error",...} as
-// vLLM before 0.9 and SGLang send, or a bare {"message":...} with no id and
-// no choices, as an "event: error" frame may carry.
 // chunked reports whether c reaches OnChunk, or progress with its
 // reasoning: choice 0 has a text, reasoning or tool call delta.
 func chunked(c *oai.ChatCompletionChunk) bool {
 	for i := range c.Choices {
-		if ch := &c.Choices[i]; ch.Index == 0 && (ch.Delta.Content != "" || len(ch.Delta.ToolCalls) > 0) {
+		if d := &c.Choices[i].Delta; c.Choices[i].Index == 0 && (d.Content != "" || len(d.ToolCalls) > 0 || reasoned(d)) {
 			return true
-		}
-		if ch := &c.Choices[i]; ch.Index == 0 {
-			if text, _ := reasoningText(ch.Delta.JSON.ExtraFields); text != "" {
-				return true
-			}
 		}
 	}
 	return false
 }
 
+// reasoned reports whether d has a reasoning delta.
+func reasoned(d *oai.ChatCompletionChunkChoiceDelta) bool {
+	text, _ := reasoningText(d.JSON.ExtraFields)
+	return text != ""
+}
+
+// errorChunk reports whether a chunk is an error without an "error" key
+// (which the SDK turns into an error itself): {"object":"error",...} as
+// vLLM before 0.9 and SGLang send, or a bare {"message":...} with no id and
+// no choices, as an "event: error" frame may carry.
 func errorChunk(c *oai.ChatCompletionChunk) bool {
 	if c.JSON.Object.Raw() == `"error"` {
 		return true
