@@ -126,14 +126,8 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, err
 	}
 	params, opts, err := m.params(req, model)
-	if err != nil {
-		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
-	}
-	if s := req.Schema; s != nil && s.Strict {
-		// OpenAI's subset, not every provider's: another route may serve it.
-		if ps := validate.StrictCompatible(s.JSON); ps != nil {
-			return nil, &portico.Error{Class: portico.Incompatible, Model: model, Reason: "strict schema", NotSent: true, Err: &validate.StrictError{Problems: ps}}
-		}
+	if err := unsendable(err, req.Schema, model); err != nil {
+		return nil, err
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge, ErrorLines: true}
 	ctx = adapt.WithExchange(ctx, x)
@@ -146,6 +140,23 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 		return nil, m.classify(ctx, err, x, model)
 	}
 	return m.answer(comp, x, model)
+}
+
+// unsendable is the error of a request whose parameters failed to encode
+// with err (Permanent), or whose strict schema s is outside OpenAI's subset
+// (Incompatible: it is not every provider's, another route may serve it);
+// nil for one that may be sent.
+func unsendable(err error, s *portico.Schema, model string) error {
+	if err != nil {
+		return &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
+	}
+	if s == nil || !s.Strict {
+		return nil
+	}
+	if ps := validate.StrictCompatible(s.JSON); ps != nil {
+		return &portico.Error{Class: portico.Incompatible, Model: model, Reason: "strict schema", NotSent: true, Err: &validate.StrictError{Problems: ps}}
+	}
+	return nil
 }
 
 // answer checks a non-streamed completion and reads the Response from it.
@@ -366,16 +377,7 @@ func (st *streamState) choice(ctx context.Context, ch *oai.ChatCompletionChunkCh
 
 // toolCall takes in one tool call delta.
 func (st *streamState) toolCall(tc *oai.ChatCompletionChunkChoiceDeltaToolCall) error {
-	idx := int(tc.Index)
-	if !tc.JSON.Index.Valid() {
-		// No index (Gemini's OpenAI-compatible endpoint): a delta
-		// with an id of its own starts the next call, one without
-		// continues the current one.
-		idx = len(st.calls) - 1
-		if idx < 0 || tc.ID != "" && tc.ID != st.calls[idx].ID {
-			idx = len(st.calls)
-		}
-	}
+	idx := st.callIndex(tc)
 	if idx < 0 || idx >= 128 {
 		return malformed(st.x, st.model, "tool call index out of range")
 	}
@@ -400,6 +402,19 @@ func (st *streamState) toolCall(tc *oai.ChatCompletionChunkChoiceDeltaToolCall) 
 		return adapt.ChunkError(err, st.model)
 	}
 	return nil
+}
+
+// callIndex is the index of the call tc continues. A delta without one
+// (Gemini's OpenAI-compatible endpoint) starts the next call when it has
+// an id of its own, and continues the current one otherwise.
+func (st *streamState) callIndex(tc *oai.ChatCompletionChunkChoiceDeltaToolCall) int {
+	if tc.JSON.Index.Valid() {
+		return int(tc.Index)
+	}
+	if n := len(st.calls); n > 0 && (tc.ID == "" || tc.ID == st.calls[n-1].ID) {
+		return n - 1
+	}
+	return len(st.calls)
 }
 
 // end checks how the stream ended (streamErr is the stream's own error) and

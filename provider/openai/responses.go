@@ -9,7 +9,6 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/provider/internal/adapt"
-	"github.com/portico-llm/portico/validate"
 )
 
 // ResponsesConfig configures a [Responses] model. The zero value is
@@ -101,13 +100,8 @@ func (r *Responses) Generate(ctx context.Context, req *portico.Request) (*portic
 		return nil, m.classify(ctx, ctx.Err(), &adapt.Exchange{}, model)
 	}
 	params, opts, err := r.params(req, model)
-	if err != nil {
-		return nil, &portico.Error{Class: portico.Permanent, Model: model, Reason: "request not encodable", Err: err}
-	}
-	if s := req.Schema; s != nil && s.Strict {
-		if ps := validate.StrictCompatible(s.JSON); ps != nil {
-			return nil, &portico.Error{Class: portico.Incompatible, Model: model, Reason: "strict schema", NotSent: true, Err: &validate.StrictError{Problems: ps}}
-		}
+	if err := unsendable(err, req.Schema, model); err != nil {
+		return nil, err
 	}
 	x := &adapt.Exchange{Limit: m.limit, TooLarge: ErrTooLarge}
 	opts = append(opts, option.WithMiddleware(x.Middleware), option.WithMaxRetries(0))
