@@ -127,11 +127,9 @@ func (m *Model) Generate(ctx context.Context, req *portico.Request) (*portico.Re
 	if files {
 		opts = append(opts, option.WithHeaderAdd("anthropic-beta", filesBeta))
 	}
-	if req.Streaming() {
+	// The SDK sends a large max_tokens only streamed; OnChunk is then nil.
+	if req.Streaming() || params.MaxTokens > unstreamedSafe && sdkWouldRefuse(params, m.client.Options) {
 		return m.stream(ctx, req, params, opts, x, model)
-	}
-	if params.MaxTokens > unstreamedSafe && sdkWouldRefuse(params, m.client.Options) {
-		return m.stream(ctx, req, params, opts, x, model) // the SDK sends it only streamed; OnChunk is nil
 	}
 	msg, err := m.client.Messages.New(ctx, params, opts...)
 	if err != nil {

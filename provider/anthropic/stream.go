@@ -227,17 +227,21 @@ func (st *streamState) blockDelta(ev *sdk.MessageStreamEventUnion) error {
 		st.args[b.call] = append(st.args[b.call], d.PartialJSON...)
 		return st.deliver(portico.Chunk{})
 	case "thinking_delta", "signature_delta":
-		if b.kind != kindThought || st.resp.Thoughts[b.call].Kind != "thinking" {
-			return malformed(x, model, d.Type+" for a block that is not thinking")
-		}
-		t := &st.resp.Thoughts[b.call]
-		if d.Type == "signature_delta" {
-			t.Signature += d.Signature
-			return nil
-		}
-		if d.Thinking == "" {
-			return nil
-		}
+		return st.thinkingDelta(b, d)
+	}
+	return nil
+}
+
+// thinkingDelta takes in a thinking or signature delta for block b.
+func (st *streamState) thinkingDelta(b block, d *sdk.MessageStreamEventUnionDelta) error {
+	if b.kind != kindThought || st.resp.Thoughts[b.call].Kind != "thinking" {
+		return malformed(st.x, st.model, d.Type+" for a block that is not thinking")
+	}
+	t := &st.resp.Thoughts[b.call]
+	switch {
+	case d.Type == "signature_delta":
+		t.Signature += d.Signature
+	case d.Thinking != "":
 		t.Text += d.Thinking
 		return st.think(d.Thinking)
 	}

@@ -141,10 +141,7 @@ func messages(msgs []portico.Message) ([]*genai.Content, *genai.Content, error) 
 		case portico.RoleSystem:
 			system, err = systemParts(system, msg.Content)
 		case portico.RoleUser:
-			c = &genai.Content{Role: genai.RoleUser, Parts: make([]*genai.Part, len(msg.Content))}
-			for j := 0; j < len(msg.Content) && err == nil; j++ {
-				c.Parts[j], err = userPart(msg.Content[j])
-			}
+			c, err = userContent(msg.Content)
 		case portico.RoleAssistant:
 			c, err = modelContent(msg)
 		case portico.RoleTool:
@@ -166,6 +163,18 @@ func messages(msgs []portico.Message) ([]*genai.Content, *genai.Content, error) 
 		}
 	}
 	return contents, system, nil
+}
+
+// userContent encodes a user message's parts.
+func userContent(parts []portico.Part) (*genai.Content, error) {
+	c := &genai.Content{Role: genai.RoleUser, Parts: make([]*genai.Part, len(parts))}
+	for j, p := range parts {
+		var err error
+		if c.Parts[j], err = userPart(p); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // systemParts adds a system message's text parts to the system instruction.
