@@ -235,8 +235,9 @@ func recognise(f errorFields) failure {
 			return overflow
 		}
 	}
-	for _, k := range [...]string{f.Code, f.Type} {
-		if c, ok := codeFailures[strings.ToLower(k)]; ok && (c == overflow || c == quota) {
+	code, typ := codeFailures[strings.ToLower(f.Code)], codeFailures[strings.ToLower(f.Type)]
+	for _, c := range [...]failure{code, typ} {
+		if c == overflow || c == quota {
 			return c
 		}
 	}
@@ -250,10 +251,5 @@ func recognise(f errorFields) failure {
 			return p.f
 		}
 	}
-	for _, k := range [...]string{f.Code, f.Type} {
-		if c, ok := codeFailures[strings.ToLower(k)]; ok {
-			return c
-		}
-	}
-	return unknown
+	return cmp.Or(code, typ) // unknown when neither is known
 }
