@@ -101,11 +101,7 @@ func (st *streamState) deliver(c portico.Chunk) error {
 // think passes a thinking delta to onChunk when the caller asked for the
 // reasoning stream, and reports it as progress otherwise.
 func (st *streamState) think(text string) error {
-	if st.reason && st.onChunk != nil {
-		return st.deliver(portico.Chunk{Reasoning: text})
-	}
-	portico.Progress(st.ctx, portico.Chunk{Reasoning: text})
-	return nil
+	return adapt.Think(st.ctx, st.reason && st.onChunk != nil, text, st.deliver)
 }
 
 // event takes in one event of the stream.

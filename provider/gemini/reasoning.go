@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/provider/internal/adapt"
 	"google.golang.org/genai"
 )
 
@@ -133,9 +134,5 @@ func (g *gen) reasoning(ctx context.Context, text string) error {
 	if text == "" {
 		return nil
 	}
-	if r := g.req.Reasoning; r != nil && r.Stream {
-		return g.chunk(portico.Chunk{Reasoning: text})
-	}
-	portico.Progress(ctx, portico.Chunk{Reasoning: text})
-	return nil
+	return adapt.Think(ctx, g.req.Reasoning != nil && g.req.Reasoning.Stream, text, g.chunk)
 }

@@ -363,8 +363,8 @@ func (st *streamState) choice(ctx context.Context, ch *oai.ChatCompletionChunkCh
 	}
 	if d := ch.Delta.Content; d != "" {
 		st.text.WriteString(d)
-		if err := st.req.OnChunk(portico.Chunk{Text: d}); err != nil {
-			return adapt.ChunkError(err, st.model)
+		if err := st.deliver(portico.Chunk{Text: d}); err != nil {
+			return err
 		}
 	}
 	for j := range ch.Delta.ToolCalls {
@@ -398,7 +398,12 @@ func (st *streamState) toolCall(tc *oai.ChatCompletionChunkChoiceDeltaToolCall) 
 		call.Name += n
 	}
 	st.args[idx] = append(st.args[idx], arguments(tc.Function.JSON.Arguments, tc.Function.Arguments)...)
-	if err := st.req.OnChunk(portico.Chunk{}); err != nil {
+	return st.deliver(portico.Chunk{})
+}
+
+// deliver passes c to OnChunk.
+func (st *streamState) deliver(c portico.Chunk) error {
+	if err := st.req.OnChunk(c); err != nil {
 		return adapt.ChunkError(err, st.model)
 	}
 	return nil

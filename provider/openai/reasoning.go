@@ -63,12 +63,5 @@ func (st *streamState) think(ctx context.Context, text, key string) error {
 		st.resp.Thoughts = append(st.resp.Thoughts, portico.Thought{Dialect: ChatDialect, Kind: key})
 	}
 	st.resp.Thoughts[len(st.resp.Thoughts)-1].Text += text
-	if r := st.req.Reasoning; r != nil && r.Stream {
-		if err := st.req.OnChunk(portico.Chunk{Reasoning: text}); err != nil {
-			return adapt.ChunkError(err, st.model)
-		}
-		return nil
-	}
-	portico.Progress(ctx, portico.Chunk{Reasoning: text})
-	return nil
+	return adapt.Think(ctx, st.req.Reasoning != nil && st.req.Reasoning.Stream, text, st.deliver)
 }

@@ -79,18 +79,13 @@ func (st *respStream) event(ctx context.Context, ev *responses.ResponseStreamEve
 	return false, nil
 }
 
-// delta passes on a text delta, or a reasoning one: to OnChunk when the
-// caller asked for the reasoning stream, else as progress.
+// delta passes on a text delta, or a reasoning one (adapt.Think).
 func (st *respStream) delta(ctx context.Context, text bool, d string) error {
-	switch {
-	case text:
-		st.text.WriteString(d)
-		return st.chunk(portico.Chunk{Text: d})
-	case st.reason:
-		return st.chunk(portico.Chunk{Reasoning: d})
+	if !text {
+		return adapt.Think(ctx, st.reason, d, st.chunk)
 	}
-	portico.Progress(ctx, portico.Chunk{Reasoning: d})
-	return nil
+	st.text.WriteString(d)
+	return st.chunk(portico.Chunk{Text: d})
 }
 
 // failed is the error of a response.failed event, with the usage the

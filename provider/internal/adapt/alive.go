@@ -17,3 +17,14 @@ import (
 // adapters never see, see blankData): a server that sends only those is
 // as silent as a hung one.
 func Alive(ctx context.Context) { portico.Progress(ctx, portico.Chunk{}) }
+
+// Think passes on a reasoning delta of a stream: to deliver, as
+// Chunk.Reasoning, when stream (the caller asked for the reasoning
+// stream), else as progress.
+func Think(ctx context.Context, stream bool, text string, deliver func(portico.Chunk) error) error {
+	if stream {
+		return deliver(portico.Chunk{Reasoning: text})
+	}
+	portico.Progress(ctx, portico.Chunk{Reasoning: text})
+	return nil
+}
