@@ -179,13 +179,7 @@ func (m *Model) classify(ctx context.Context, err error, x *adapt.Exchange, mode
 			h = apiErr.Response.Header
 		}
 		e.Status = apiErr.StatusCode
-		e.Code = pe.Code
-		e.Code = cmp.Or(e.Code, pe.Type)
-		if m.cfg.IncludeProviderMessage {
-			pe.Message = apiErr.Message
-		}
-		e.Class, e.Reason, e.Err = classifyError(pe.Status, pe.Type, pe.Code, apiErr.Message, adapt.Header(h, "X-Should-Retry"), pe)
-		return e
+		return classified(e, pe, apiErr.Message, h, m.cfg.IncludeProviderMessage)
 	}
 	// An error event whose data is not an error object: the server failed
 	// after accepting the request. Its text may hold the provider's
@@ -209,7 +203,7 @@ func (m *Model) bodyError(raw string, x *adapt.Exchange, model string) error {
 		return nil
 	}
 	e := &portico.Error{Model: model, Status: x.Status, RateLimit: ParseRateLimit(x.Header, time.Now())}
-	return b.classified(e, x.Header, m.cfg.IncludeProviderMessage)
+	return classified(e, b.providerError(x.Status), b.Error.Message, x.Header, m.cfg.IncludeProviderMessage)
 }
 
 // errorBody is Anthropic's error object, {"type": "error", "error":
@@ -225,16 +219,19 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// classified sets e's Code, class and Err (a *ProviderError, its message
-// kept when withMessage) by b, answered with e.Status and headers h, and
-// returns e.
-func (b *errorBody) classified(e *portico.Error, h http.Header, withMessage bool) *portico.Error {
-	f := &b.Error
-	pe := &ProviderError{Status: e.Status, Type: f.Type, Code: f.Details.ErrorCode}
+// providerError is the ProviderError of b, answered with status.
+func (b *errorBody) providerError(status int) *ProviderError {
+	return &ProviderError{Status: status, Type: b.Error.Type, Code: b.Error.Details.ErrorCode}
+}
+
+// classified sets e's Code, class and Err (pe, which keeps msg, the
+// provider's message, when withMessage) by Anthropic's error pe answered
+// with e.Status and headers h, and returns e.
+func classified(e *portico.Error, pe *ProviderError, msg string, h http.Header, withMessage bool) *portico.Error {
 	if withMessage {
-		pe.Message = f.Message
+		pe.Message = msg
 	}
 	e.Code = cmp.Or(pe.Code, pe.Type)
-	e.Class, e.Reason, e.Err = classifyError(e.Status, pe.Type, pe.Code, f.Message, adapt.Header(h, "X-Should-Retry"), pe)
+	e.Class, e.Reason, e.Err = classifyError(e.Status, pe.Type, pe.Code, msg, adapt.Header(h, "X-Should-Retry"), pe)
 	return e
 }

@@ -38,7 +38,7 @@ func Protect(g protect.Config) option.RequestOption {
 func guardError(status int, h http.Header, body []byte) *portico.Error {
 	var b errorBody
 	_ = json.Unmarshal(body, &b) // a body that is not an error object classifies by its status
-	return b.classified(rules.Hints(&portico.Error{Status: status}, h), h, false)
+	return classified(rules.Hints(&portico.Error{Status: status}, h), b.providerError(status), b.Error.Message, h, false)
 }
 
 // guardUsage reads the usage of a message (or of a token count: its
