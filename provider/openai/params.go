@@ -38,7 +38,7 @@ func (m *Model) params(req *portico.Request, model string) (oai.ChatCompletionNe
 	if key := req.Identity.CacheKey(); key != "" && req.CacheBreakpoints() > 0 {
 		p.PromptCacheKey = oai.String(key) // see the package doc, "Prompt caching"
 	}
-	opts, err := extras(&p, req.Extra)
+	opts, err := extras(req.Extra, chatKeys, func(k string, v any) bool { return setExtra(&p, k, v) })
 	if err := cmp.Or(err, reasoningEffort(&p, req)); err != nil {
 		return p, nil, err
 	}
@@ -97,16 +97,18 @@ func tools(p *oai.ChatCompletionNewParams, ts []portico.Tool) error {
 	return nil
 }
 
-// extras sets the Extra keys setExtra knows on p and returns the options
-// that set the others on the JSON body as they are.
-func extras(p *oai.ChatCompletionNewParams, keys map[string]any) ([]option.RequestOption, error) {
+// extras returns the options that set extra's keys on the JSON body as
+// they are, but those set takes (nil: none). It refuses the keys of
+// reserved, which the adapter sets, and values that are not JSON (the SDK
+// would send them as they are).
+func extras(extra map[string]any, reserved map[string]bool, set func(k string, v any) bool) ([]option.RequestOption, error) {
 	var opts []option.RequestOption
-	for k, v := range keys {
+	for k, v := range extra {
 		switch {
-		case k == "model", k == "messages", k == "stream", k == "stream_options":
+		case reserved[k]:
 			return nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
-		case setExtra(p, k, v):
-		case !adapt.Encodable(v): // the SDK would send it as it is, not JSON
+		case set != nil && set(k, v):
+		case !adapt.Encodable(v):
 			return nil, fmt.Errorf("openai: Extra key %q: value is not JSON", k)
 		default:
 			opts = append(opts, option.WithJSONSet(jsonKey(k), v))
@@ -114,6 +116,12 @@ func extras(p *oai.ChatCompletionNewParams, keys map[string]any) ([]option.Reque
 	}
 	return opts, nil
 }
+
+// chatKeys and responsesKeys are the body keys each API's adapter sets.
+var (
+	chatKeys      = map[string]bool{"model": true, "messages": true, "stream": true, "stream_options": true}
+	responsesKeys = map[string]bool{"model": true, "input": true, "stream": true}
+)
 
 // prefill returns the options that ask the server to continue the last
 // message, of index last, in the Config's prefill dialect.

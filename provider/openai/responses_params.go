@@ -42,7 +42,7 @@ func (r *Responses) params(req *portico.Request, model string) (responses.Respon
 		p.PromptCacheKey = param.NewOpt(key) // as Model does: see the package doc, "Prompt caching"
 	}
 	r.paramsReasoning(&p, req)
-	opts, err := responsesExtra(req.Extra)
+	opts, err := extras(req.Extra, responsesKeys, nil)
 	if err != nil {
 		return p, nil, err
 	}
@@ -116,22 +116,6 @@ func (r *Responses) paramsReasoning(p *responses.ResponseNewParams, req *portico
 	if !r.cfg.Store && (req.Reasoning != nil || r.ownThoughts(req.Messages)) {
 		p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 	}
-}
-
-// responsesExtra sets each of extra's keys on the JSON body; model, input
-// and stream are refused, as are values that are not JSON.
-func responsesExtra(extra map[string]any) ([]option.RequestOption, error) {
-	var opts []option.RequestOption
-	for k, v := range extra {
-		switch {
-		case k == "model", k == "input", k == "stream":
-			return nil, fmt.Errorf("openai: Extra key %q is the adapter's to set", k)
-		case !adapt.Encodable(v):
-			return nil, fmt.Errorf("openai: Extra key %q: value is not JSON", k)
-		}
-		opts = append(opts, option.WithJSONSet(jsonKey(k), v))
-	}
-	return opts, nil
 }
 
 // inputItems appends the input items of one message to items.
