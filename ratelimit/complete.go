@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -22,21 +23,21 @@ func outcome(err error) portico.Class {
 	return c
 }
 
-// complete ends a call admitted with t: it settles the token reservation
-// (d tokens back, < 0 charged), adopts the provider's view of its limits,
-// records the program's service and frees the slot (or hands it to the
-// best waiter); what a refund frees goes at once to the waiters, first in
-// line first.
+// complete ends req's call admitted with t: it settles the token
+// reservation (d tokens back, < 0 charged), adopts the provider's view of
+// its limits, records the program's service and frees the slot (or hands
+// it to the best waiter); what a refund frees goes at once to the
+// waiters, first in line first.
 //
 // It reads the clock only when something needs it (a Concurrency, the
 // provider's view, a program, a waiter): an admission at once reads it
 // once, at admission, as x/time/rate's Allow does.
-func (l *Limiter) complete(t *ticket, resp *portico.Response, err error, panicked bool) {
+func (l *Limiter) complete(req *portico.Request, t *ticket, resp *portico.Response, err error, panicked bool) {
 	var clock lazyClock
 	if c := l.cfg.Concurrency; c != nil && !panicked {
 		c.Done(clock.now()-t.granted-t.read, t.inflight, outcome(err))
 	}
-	rl, d := settlement(t, resp, err)
+	rl, d := l.settlement(req, t, resp, err)
 	e := t.e
 	e.mu.Lock()
 	e.settleTokens(d)
@@ -103,21 +104,25 @@ func (l *Limiter) logView(rl *portico.RateLimit) {
 		slog.Bool("requests_known", rl.Requests.Known), slog.Int("requests_remaining", rl.Requests.Remaining))
 }
 
-// observe gives the input tokens resp reports for req, whose estimate
-// was in, to the Estimator when it learns from them
-// ([portico.InputObserver]).
-func (l *Limiter) observe(req *portico.Request, in int, resp *portico.Response) {
-	if o, ok := l.cfg.Estimator.(portico.InputObserver); ok && resp != nil && resp.Usage.InputTokens > 0 {
-		o.ObserveInputTokens(req, in, resp.Usage.InputTokens)
+// observe gives the input tokens resp reports for req to the Estimator
+// when it learns from them ([portico.InputObserver]), with the estimate
+// it gave for t; a call not priced (t.in and t.reserve 0: no token
+// bucket, or a shared Limiter's slots) gives no sample.
+func (l *Limiter) observe(req *portico.Request, t *ticket, resp *portico.Response) {
+	if o, ok := l.cfg.Estimator.(portico.InputObserver); ok && (t.in > 0 || t.reserve > 0) && resp.Usage.InputTokens > 0 {
+		o.ObserveInputTokens(req, cmp.Or(t.est, t.in), resp.Usage.InputTokens) // the Estimator's own estimate
 	}
 }
 
-// settlement returns what ends the call admitted with t: the provider's
+// settlement returns what ends req's call admitted with t: the provider's
 // view of its limits (nil: none) and the tokens back to the bucket, d (< 0:
 // charged), from the usage or, without it, [Refund]; nothing for a call
-// that panicked (neither resp nor err).
-func settlement(t *ticket, resp *portico.Response, err error) (rl *portico.RateLimit, d int) {
+// that panicked (neither resp nor err). Every path of a call, local,
+// shared, leased or failing open, settles here once: an answer is
+// observed here ([Limiter.observe]).
+func (l *Limiter) settlement(req *portico.Request, t *ticket, resp *portico.Response, err error) (rl *portico.RateLimit, d int) {
 	if resp != nil {
+		l.observe(req, t, resp)
 		if used := resp.Usage.Limited(); used > 0 && t.reserve > 0 {
 			d = t.reserve - used
 		}

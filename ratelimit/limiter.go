@@ -174,13 +174,12 @@ func (l *Limiter) generate(ctx context.Context, next portico.Model, req *portico
 	done := false
 	defer func() {
 		if !done { // next panicked: free the slot, refund nothing, re-panic
-			l.complete(&t, nil, nil, true)
+			l.complete(req, &t, nil, nil, true)
 		}
 	}()
 	resp, err := l.run(ctx, next, req, &t)
 	done = true
-	l.complete(&t, resp, err, false)
-	l.observe(req, cmp.Or(t.est, t.in), resp) // the Estimator's own estimate
+	l.complete(req, &t, resp, err, false)
 	return resp, err
 }
 

@@ -460,7 +460,7 @@ func pause(ctx context.Context, d time.Duration) error {
 // settle gives the store, or the key's lease, what the call admitted with
 // t did not use, and the provider's view of its limits.
 func (s *shared) settle(ctx context.Context, req *portico.Request, key string, lim *Limits, t *ticket, resp *portico.Response, err error) {
-	rl, d := settlement(t, resp, err)
+	rl, d := s.l.settlement(req, t, resp, err)
 	if s.local != nil {
 		s.local.mirrorSettle(req, d)
 	}
