@@ -3,14 +3,12 @@ package fallback
 import (
 	"context"
 	"errors"
-	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/portico-llm/portico"
 	"github.com/portico-llm/portico/internal/cut"
 	"github.com/portico-llm/portico/internal/due"
-	"github.com/portico-llm/portico/internal/mono"
+	"github.com/portico-llm/portico/internal/gap"
 	"github.com/portico-llm/portico/rank"
 )
 
@@ -595,23 +593,12 @@ type watch struct {
 	c             *continuation
 	seam          *portico.Seam // when the attempt continues an answer
 	chunks, bytes int           // delivered in this attempt
-	// With a gap bound (see arm): the bound, the attempt's context it
-	// cancels and the cause, its timer, and last, the mono.Now of the last
-	// sign of progress (ns) or one of the states below; cut is nil without.
-	gap    time.Duration
+	// With a gap bound (see arm): the attempt's context it cancels, nil
+	// without, and the bound.
 	cut    context.Context
 	cancel context.CancelCauseFunc
-	cause  error
-	timer  *time.Timer
-	last   atomic.Int64
+	bound  gap.Bound
 }
-
-// The states of a gap bound, in watch.last below any reading of the clock.
-const (
-	cutOff  int64 = math.MinInt64 + iota // the bound ran out: the call was cut
-	holding                              // the caller's OnChunk holds a chunk
-	settled                              // the call returned in time
-)
 
 // GateChunk passes a chunk, or refuses it once the gap bound cut the call
 // (no chunk reaches the caller after the cut). It notes the first chunk's
@@ -621,8 +608,10 @@ const (
 // it needs no more (neither armed nor keeping the text of a request that
 // may continue, c).
 func (w *watch) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
-	if w.cut != nil && !w.hold() {
-		return false, w.cutErr()
+	if w.cut != nil {
+		if _, err := w.bound.Sign(true); err != nil {
+			return false, w.cutErr()
+		}
 	}
 	if !delivered {
 		w.first()
@@ -643,7 +632,7 @@ func (w *watch) deliver(c portico.Chunk, pass bool, err error) error {
 	if pass && err == nil {
 		err = w.Deliver(c)
 	}
-	w.tick(holding)
+	w.bound.Release()
 	return err
 }
 
@@ -659,97 +648,26 @@ func (w *watch) first() {
 }
 
 // arm bounds the attempt's gaps between signs of progress (a chunk, a
-// [portico.Progress] report) by gap: it returns the context to call the
-// route under, which the timer cancels with cause once gap passed without
-// progress. disarm releases it.
-func (w *watch) arm(ctx context.Context, gap time.Duration, cause error) context.Context {
-	w.gap, w.cause = gap, cause
+// [portico.Progress] report) by d, the first one's too: it returns the
+// context to call the route under, which the bound cancels with cause
+// once d passed without progress. disarm releases it.
+func (w *watch) arm(ctx context.Context, d time.Duration, cause error) context.Context {
 	w.cut, w.cancel = context.WithCancelCause(ctx)
-	w.last.Store(int64(mono.Now()))
-	w.timer = time.AfterFunc(gap, w.fire)
+	w.bound.Start(w.cancel, gap.Limits{First: d, Gap: d, FirstCause: cause, GapCause: cause}) // Late nil: a chunk after the return passes
 	return portico.ContextWithProgress(w.cut, w.progress)
 }
 
 func (w *watch) disarm() {
-	w.timer.Stop()
+	w.bound.Settle()
 	w.cancel(nil)
 }
 
-// fire cuts the attempt unless it made progress within the gap, re-arming
-// the timer for what is left of it otherwise.
-func (w *watch) fire() {
-	for {
-		last := w.last.Load()
-		switch last {
-		case cutOff, settled:
-			return
-		case holding:
-			w.timer.Reset(w.gap)
-			return
-		}
-		if since := mono.Now() - time.Duration(last); since < w.gap {
-			w.timer.Reset(w.gap - since)
-			return
-		}
-		if w.last.CompareAndSwap(last, cutOff) {
-			w.cancel(w.cause)
-			return
-		}
-	}
-}
-
 // progress is the function installed with portico.ContextWithProgress.
-func (w *watch) progress(portico.Chunk) { w.tick(0) }
-
-// hold marks the caller's OnChunk as holding a chunk, and reports false,
-// marking nothing, once the bound cut the call.
-func (w *watch) hold() bool {
-	for {
-		last := w.last.Load()
-		if last == cutOff {
-			return false
-		}
-		if last == settled || w.last.CompareAndSwap(last, holding) {
-			return true
-		}
-	}
-}
-
-// tick stamps progress now, unless the bound cut the call or it settled;
-// with from (holding), only over that state.
-func (w *watch) tick(from int64) {
-	now := int64(mono.Now())
-	if from != 0 { // one compare-and-swap: a cut or a settle meanwhile stands
-		w.last.CompareAndSwap(from, now)
-		return
-	}
-	for {
-		last := w.last.Load()
-		if last == cutOff || last == settled {
-			return
-		}
-		if w.last.CompareAndSwap(last, now) {
-			return
-		}
-	}
-}
+func (w *watch) progress(portico.Chunk) { w.bound.Sign(false) }
 
 // settle ends the bound when the call returned, and reports whether it
 // had cut the call first (false without a bound).
-func (w *watch) settle() bool {
-	if w.cut == nil {
-		return false
-	}
-	for {
-		last := w.last.Load()
-		if last == cutOff {
-			return true
-		}
-		if w.last.CompareAndSwap(last, settled) {
-			return false
-		}
-	}
-}
+func (w *watch) settle() bool { return w.cut != nil && w.bound.Settle() != nil }
 
 // cutErr is the error of a call the gap bound cut: the group's timeout,
 // with its cause, as an adapter reports it.

@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -9,36 +8,24 @@ import (
 	"time"
 
 	"github.com/portico-llm/portico"
+	"github.com/portico-llm/portico/internal/gap"
 	"github.com/portico-llm/portico/internal/mono"
 )
 
-// The states of a streamed attempt.
-const (
-	waiting   int32 = iota // no chunk and no progress yet
-	streaming              // chunks (or progress) flow
-	abandoned              // the first chunk timed out; nothing reached the caller
-	stalled                // the gap between chunks timed out
-	slow                   // the stream went below Timeouts.MinRate
-	finished               // the attempt returned; the watchdog is idle
-)
-
 // stream watches one streamed attempt: it wraps the caller's OnChunk, records
-// whether anything reached the caller, and runs a watchdog timer (one
-// time.AfterFunc per attempt) that cancels the attempt's context when the first
-// chunk, or the next one, is late (time out on TTFT and on the gap
-// between tokens, not on the total). A chunk held back by an inner layer and
-// reported with [portico.Progress] counts for the watchdog like a chunk, but is
-// not delivered: the attempt may still be retried.
+// whether anything reached the caller, and bounds the attempt (gap.Bound):
+// it cancels the attempt's context when the first chunk, or the next one,
+// is late (time out on TTFT and on the gap between tokens, not on the
+// total), or when the rate floor cuts it. A chunk held back by an inner
+// layer and reported with [portico.Progress] counts for the bound like a
+// chunk, but is not delivered: the attempt may still be retried.
 type stream struct {
 	portico.StreamWatch // what reached the caller; the stream is its gate
 	r                   *Retrier
 	outer               context.Context // the caller's, for the first-chunk event
 	start               time.Time       // when the layer received the call
-	cancel              context.CancelCauseFunc
-	state               atomic.Int32
-	last                atomic.Int64 // mono.Now of the last chunk, ns
-	timer               *time.Timer  // nil without FirstChunkTimeout and ChunkGapTimeout
-	rate                *rateFloor   // nil without Timeouts.MinRate
+	bound               gap.Bound
+	rate                *rateFloor // nil without Timeouts.MinRate
 }
 
 // streamAttempt makes one attempt of a streaming request.
@@ -46,26 +33,24 @@ func (r *Retrier) streamAttempt(ctx context.Context, req *portico.Request, next 
 	s := &stream{r: r, outer: ctx, start: start}
 	actx, stop := r.attemptContext(ctx)
 	defer stop()
-	actx, s.cancel = context.WithCancelCause(actx)
-	defer s.cancel(nil)
-	actx = s.arm(actx)
+	actx, cancel := context.WithCancelCause(actx)
+	defer cancel(nil)
+	actx = s.arm(actx, cancel)
 	defer s.disarm()
 	resp, err := next.Generate(actx, s.Watch(req, s))
-	st := s.state.Swap(finished)
-	if d, sentinel := r.stopped(st); sentinel != nil && ctx.Err() == nil {
-		return nil, s.Delivered(), timeoutError(sentinel, d, err)
+	if cause := s.bound.Settle(); cause != nil && ctx.Err() == nil {
+		return nil, s.Delivered(), timeoutError(cause, r.limit(cause), err)
 	}
 	return resp, s.Delivered(), r.attemptErr(ctx, actx, err)
 }
 
-// arm starts the watchdog and the rate floor the Timeouts ask for, each
+// arm starts the bound and the rate floor the Timeouts ask for, each
 // waiting for the first chunk, and returns actx with s.progress installed
 // when either runs.
-func (s *stream) arm(actx context.Context) context.Context {
+func (s *stream) arm(actx context.Context, cancel context.CancelCauseFunc) context.Context {
 	r := s.r
-	if r.ttft > 0 || r.gap > 0 {
-		s.timer = time.AfterFunc(cmp.Or(r.ttft, math.MaxInt64), s.fire) // MaxInt64: armed by the first chunk
-	}
+	s.bound.Start(cancel, gap.Limits{First: r.ttft, Gap: r.gap,
+		FirstCause: ErrFirstChunkTimeout, GapCause: ErrChunkGapTimeout, Late: errChunkAfterReturn})
 	if r.rateWindow > 0 {
 		s.rate = &rateFloor{step: r.rateWindow / rateSteps, need: r.rateNeed}
 		s.rate.timer = time.AfterFunc(math.MaxInt64, s.measure) // armed by the first chunk
@@ -78,37 +63,32 @@ func (s *stream) arm(actx context.Context) context.Context {
 
 // disarm stops the timers arm started.
 func (s *stream) disarm() {
-	if s.timer != nil {
-		s.timer.Stop()
-	}
+	s.bound.Settle()
 	if s.rate != nil {
 		s.rate.timer.Stop()
 	}
 }
 
-// watched reports whether a watchdog or a rate floor watches the stream.
-func (s *stream) watched() bool { return s.timer != nil || s.rate != nil }
+// watched reports whether a timeout or a rate floor watches the stream.
+func (s *stream) watched() bool { return s.r.ttft > 0 || s.r.gap > 0 || s.rate != nil }
 
-// stopped returns the timeout that ended an attempt in state st and its
-// sentinel, or a nil sentinel for a state no timeout sets.
-func (r *Retrier) stopped(st int32) (time.Duration, error) {
-	switch st {
-	case abandoned:
-		return r.ttft, ErrFirstChunkTimeout
-	case stalled:
-		return r.gap, ErrChunkGapTimeout
-	case slow:
-		return r.rateWindow, ErrSlowStream
+// limit returns the timeout whose sentinel is cause, the cause of a cut.
+func (r *Retrier) limit(cause error) time.Duration {
+	switch cause {
+	case ErrFirstChunkTimeout:
+		return r.ttft
+	case ErrChunkGapTimeout:
+		return r.gap
 	}
-	return 0, nil
+	return r.rateWindow
 }
 
 // GateChunk runs before each chunk goes on to the caller. A chunk that
-// arrives after the watchdog gave up is refused with the timeout's sentinel
+// arrives after the bound cut the attempt is refused with the timeout's sentinel
 // and never reaches the caller; otherwise it passes, the first one reported
 // as an EventFirstChunk.
 //
-// With a watchdog or a rate floor the gate delivers the chunk itself, so
+// With a timeout or a rate floor the gate delivers the chunk itself, so
 // that both pause while the caller's OnChunk holds it: the time a slow
 // consumer takes (a slow client connection) is not the provider's gap, nor
 // its rate.
@@ -126,8 +106,8 @@ func (s *stream) GateChunk(c portico.Chunk, delivered bool) (bool, error) {
 	return false, s.deliverHeld(c)
 }
 
-// deliverHeld delivers c to the caller's OnChunk, the watchdog and the
-// rate floor paused while it holds c; tick marked last holding.
+// deliverHeld delivers c to the caller's OnChunk, the bound and the rate
+// floor paused while it holds c; tick held the bound.
 func (s *stream) deliverHeld(c portico.Chunk) error {
 	var from int64
 	if f := s.rate; f != nil {
@@ -135,118 +115,36 @@ func (s *stream) deliverHeld(c portico.Chunk) error {
 		f.holdFrom.Store(from)
 	}
 	err := s.Deliver(c)
-	now := int64(mono.Now())
-	if s.timer != nil {
-		s.last.Store(now)
-	}
+	s.bound.Release()
 	if f := s.rate; f != nil {
-		f.held.Add(now - from)
+		f.held.Add(int64(mono.Now()) - from)
 		f.holdFrom.Store(0)
 	}
 	return err
 }
 
-// holding is stream.last while the caller's OnChunk holds a chunk: the
-// watchdog waits for it to return before it measures a gap.
-const holding = math.MinInt64
-
 // progress is the function installed with [portico.ContextWithProgress]: an
-// inner layer holds a chunk back. The watchdog counts it as a chunk; nothing
+// inner layer holds a chunk back. The bound counts it as a chunk; nothing
 // is marked delivered.
 func (s *stream) progress(c portico.Chunk) { s.tick(c, false) }
 
-// tick records that the stream advanced: the first tick moves the attempt from
-// waiting to streaming and re-arms the watchdog for the gap timeout; every tick
-// stamps the time the watchdog measures the gap from, or, with hold, marks
-// the stream held by the caller's OnChunk until the gate stamps it on its
-// return (one clock read a chunk either way). It returns the timeout's
-// sentinel when the watchdog already gave up, and an error after the attempt
-// returned.
+// tick records that the stream advanced, held by the caller's OnChunk
+// until deliverHeld releases it with hold; the rate floor counts c. It
+// returns the cut's sentinel once the attempt was cut, and an error after
+// it returned.
 func (s *stream) tick(c portico.Chunk, hold bool) error {
-	first, err := s.advance()
+	first, err := s.bound.Sign(hold)
 	if err != nil {
 		return err
 	}
 	if f := s.rate; f != nil {
 		f.count(c, first)
 	}
-	if s.timer != nil {
-		s.stamp(hold, first)
-	}
 	return nil
-}
-
-// advance moves a waiting attempt to streaming and reports whether it did
-// (the first tick); it returns the timeout's sentinel when the watchdog
-// already gave up, and errChunkAfterReturn after the attempt returned.
-func (s *stream) advance() (bool, error) {
-	if s.state.Load() == waiting && s.state.CompareAndSwap(waiting, streaming) {
-		return true, nil
-	}
-	if st := s.state.Load(); st != streaming {
-		_, err := s.r.stopped(st)
-		return false, cmp.Or(err, errChunkAfterReturn)
-	}
-	return false, nil
-}
-
-// stamp stamps the time the watchdog measures the gap from, or, with hold,
-// marks the stream held until the gate stamps it; the first stamp re-arms
-// the watchdog for the gap timeout (or stops it, without one).
-func (s *stream) stamp(hold, first bool) {
-	last := int64(holding) // stamped when the caller's OnChunk returns
-	if !hold {
-		last = int64(mono.Now())
-	}
-	s.last.Store(last)
-	switch {
-	case !first:
-	case s.r.gap > 0:
-		s.timer.Reset(s.r.gap)
-	default:
-		s.timer.Stop()
-	}
 }
 
 // errChunkAfterReturn refuses a chunk sent after the attempt's Generate returned.
 var errChunkAfterReturn = errors.New("retry: chunk after the attempt returned")
-
-// fire is the watchdog: it abandons an attempt whose first chunk is late, and
-// stalls one whose last chunk is older than the gap timeout (re-arming itself
-// when a chunk came since it was set).
-func (s *stream) fire() {
-	if s.r.ttft > 0 && s.end(waiting, abandoned, ErrFirstChunkTimeout) {
-		return
-	}
-	if s.r.gap > 0 && s.state.Load() == streaming {
-		s.checkGap()
-	}
-}
-
-// checkGap stalls the stream when the gap timeout ran out since its last
-// chunk, else re-arms the watchdog for what is left of it (all of it while
-// the caller's OnChunk holds a chunk).
-func (s *stream) checkGap() {
-	left := s.r.gap
-	if last := s.last.Load(); last != holding {
-		left -= mono.Now() - time.Duration(last)
-	}
-	if left > 0 {
-		s.timer.Reset(left)
-		return
-	}
-	s.end(streaming, stalled, ErrChunkGapTimeout)
-}
-
-// end moves the attempt from state from to state to and cancels it with
-// cause, reporting whether it did: false when another state came first.
-func (s *stream) end(from, to int32, cause error) bool {
-	if !s.state.CompareAndSwap(from, to) {
-		return false
-	}
-	s.cancel(cause)
-	return true
-}
 
 // rateSteps is the number of steps a rate window is measured in: the floor
 // is checked every RateWindow/rateSteps, over the last rateSteps steps.
@@ -286,7 +184,7 @@ func (f *rateFloor) count(c portico.Chunk, first bool) {
 // step is longer by the time the caller's OnChunk held chunks in it.
 func (s *stream) measure() {
 	f := s.rate
-	if s.state.Load() != streaming {
+	if s.bound.Ended() {
 		return
 	}
 	if d := f.pause(); d > 0 {
@@ -294,7 +192,7 @@ func (s *stream) measure() {
 		return
 	}
 	if f.close() {
-		s.end(streaming, slow, ErrSlowStream)
+		s.bound.Cut(ErrSlowStream)
 		return
 	}
 	f.timer.Reset(f.step)
