@@ -389,7 +389,11 @@
 // remembers the epoch id it saw last. A loss is detected when the epoch is
 // absent while the caller knew one (restart, flush), when it is not the one
 // the caller knew, or when the server is not the one that last checked it
-// (a failover, or a restart from a file).
+// (a failover, or a restart from a file). Eviction is not detected: a
+// key the server evicts under maxmemory is gone while the epoch stays, so
+// the server that holds effect records needs maxmemory-policy noeviction
+// (Redis's default), under which a full server refuses a write rather
+// than drop a key.
 //
 // For a quarantine after the loss is detected, a claim to start a run of
 // an absent key is refused, nothing stored: the key may have been lost

@@ -15,9 +15,11 @@ import (
 // respcache.Config.Store to it. Each answer is one string key, named by
 // the request's key (a hash: no prompt text, no tenant id), holding the
 // entry's JSON, that the server expires at the TTL; an entry above
-// MaxCacheEntryBytes is not stored. Bound the server's memory with its
-// own maxmemory and an LRU policy. A RespCache is safe for concurrent
-// use.
+// MaxCacheEntryBytes is not stored. Bound the cache's memory with a
+// server of its own, with maxmemory and an LRU policy: on the server that
+// holds effect records, limits, budgets or leases, eviction drops those
+// too, undetected (see "Effect records and store loss"). A RespCache is
+// safe for concurrent use.
 type RespCache struct{ s *Store }
 
 // MaxCacheEntryBytes is the largest entry, in bytes of JSON, a RespCache
