@@ -36,6 +36,12 @@
 // for effects whose identity is their arguments: other arguments are
 // another effect, run again. The empty key is refused ([ErrKey]).
 //
+// A key is global to its store: nothing in it names the tenant. Where
+// tenants choose their operation ids, put the tenant in the key, as
+// StepKey(tenant, operationID, step) (each part is length-prefixed, so no
+// two splits collide); otherwise one tenant's step that has the key of
+// another's gets that run's result, and its own effect never runs.
+//
 // # States
 //
 // A key is [Pending] while one caller runs the effect, then [Completed]

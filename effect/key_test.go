@@ -93,3 +93,27 @@ func FuzzNewKey(f *testing.F) {
 		}
 	})
 }
+
+// TestStepKeySplits: StepKey length-prefixes each part, so the same
+// characters split otherwise make another key, and a tenant put first
+// keeps two tenants' same operation apart (the package doc's advice).
+func TestStepKeySplits(t *testing.T) {
+	for _, c := range []struct{ a, b []string }{
+		{[]string{"ab", "c", "d"}, []string{"a", "bc", "d"}},
+		{[]string{"a", "b:c"}, []string{"a:b", "c"}},
+		{[]string{"a", "", "b"}, []string{"a", "b", ""}},
+		{[]string{"alice", "checkout-1", "charge"}, []string{"bob", "checkout-1", "charge"}},
+	} {
+		ka, err := StepKey(c.a[0], c.a[1:]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, err := StepKey(c.b[0], c.b[1:]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ka == kb {
+			t.Errorf("StepKey(%q) == StepKey(%q): %q", c.a, c.b, ka)
+		}
+	}
+}
